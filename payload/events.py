@@ -1,0 +1,106 @@
+"""Timeline events and MLPerf-style ``:::MLLOG`` lines.
+
+The timeline is what cost accounting needs beyond train time: boot, setup,
+upload and idle are billed too (SkyPilot #1644). Host-side events written by
+the systemd unit (``GPUBENCH_HOST_EVENTS``, one JSON object per line with at
+least ``event`` and ``time``) are merged in, so one ``events.jsonl`` covers
+instance launch to shutdown.
+
+``mllog`` prints lines in the MLPerf logging format
+(``:::MLLOG {"namespace": "", "time_ms": ..., "event_type": ..., "key": ...,
+"value": ..., "metadata": {...}}``) so existing log tooling can read runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+__all__ = ["Timeline", "iso", "mllog", "parse_iso"]
+
+
+def iso(ts: float | None = None) -> str:
+    """UTC ISO 8601 with milliseconds and a Z suffix."""
+    ts = time.time() if ts is None else ts
+    return _dt.datetime.fromtimestamp(ts, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_iso(text: str) -> float:
+    return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+# MLPerf event types by key; anything else is a point in time.
+_MLLOG_EVENT_TYPE = {
+    "run_start": "INTERVAL_START", "run_stop": "INTERVAL_END",
+    "epoch_start": "INTERVAL_START", "epoch_stop": "INTERVAL_END",
+    "block_start": "INTERVAL_START", "block_stop": "INTERVAL_END",
+}
+
+
+def mllog(key: str, value=None, metadata: dict | None = None, stream: IO[str] | None = None) -> str:
+    """Print (and return) one ``:::MLLOG`` line."""
+    record = {
+        "namespace": "",
+        "time_ms": int(time.time() * 1000),
+        "event_type": _MLLOG_EVENT_TYPE.get(key, "POINT_IN_TIME"),
+        "key": key,
+        "value": value,
+        "metadata": {"file": "payload", "lineno": 0, **(metadata or {})},
+    }
+    line = ":::MLLOG " + json.dumps(record, default=str)
+    print(line, file=stream or sys.stdout, flush=True)
+    return line
+
+
+class Timeline:
+    """An ordered list of events for one run (all attempts)."""
+
+    def __init__(self, attempt: int = 1, echo: IO[str] | None = None):
+        self.attempt = attempt
+        self.events: list[dict] = []
+        self.echo = echo
+
+    def add(self, event: str, ts: float | None = None, **fields) -> dict:
+        record = {"time": iso(ts), "event": event, "attempt": self.attempt, "source": "payload", **fields}
+        self.events.append(record)
+        if self.echo is not None:
+            print(f"[gpubench] {record['time']} {event} "
+                  + " ".join(f"{k}={v}" for k, v in fields.items()), file=self.echo, flush=True)
+        return record
+
+    def extend(self, events: list[dict]) -> None:
+        """Add events from an earlier attempt (checkpoint state)."""
+        seen = {json.dumps(e, sort_keys=True) for e in self.events}
+        self.events.extend(e for e in events if json.dumps(e, sort_keys=True) not in seen)
+
+    def merge_host_events(self, path: str | Path | None) -> list[str]:
+        """Merge the host's events.jsonl; return warnings for unreadable lines."""
+        if not path:
+            return []
+        p = Path(path)
+        if not p.exists():
+            return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
+        warnings, records = [], []
+        for n, line in enumerate(p.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                ts = rec["time"] if isinstance(rec["time"], str) else iso(float(rec["time"]))
+                parse_iso(ts)
+                records.append({**rec, "time": ts, "event": str(rec["event"]),
+                                "attempt": int(rec.get("attempt", self.attempt)), "source": "host"})
+            except (ValueError, KeyError, TypeError) as exc:
+                warnings.append(f"{path}:{n}: skipped host event ({exc})")
+        self.extend(records)
+        return warnings
+
+    def ordered(self) -> list[dict]:
+        return sorted(self.events, key=lambda e: (parse_iso(e["time"]), e.get("attempt", 0)))
+
+    def to_jsonl(self) -> bytes:
+        return "".join(json.dumps(e, default=str) + "\n" for e in self.ordered()).encode()

@@ -1,0 +1,97 @@
+"""Writes one run's files under ``runs/<stack>/<run-id>/``.
+
+``result.json`` is validated against the schema before every write (a result
+that does not validate is a bug here, not something to upload), then
+``events.jsonl`` and ``epochs.csv`` (the seeds' own per-epoch log: epoch,
+elapsed seconds of that epoch, loss, acc, val_loss, val_acc; epochs are
+numbered from 1 and continue across resumed attempts). Uploads that fail go
+to the spool (payload.spool) and are reported in ``spooled``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from payload.schema import validate_result
+
+__all__ = ["EPOCH_COLUMNS", "RunWriter", "empty_metrics", "epochs_csv", "new_result", "run_prefix"]
+
+EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
+
+
+def run_prefix(stack: str, run_id: str) -> str:
+    return f"runs/{stack}/{run_id}/"
+
+
+def epochs_csv(rows: list[dict]) -> bytes:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=EPOCH_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in EPOCH_COLUMNS})
+    return buf.getvalue().encode()
+
+
+class RunWriter:
+    """Uploads a run's artifacts through a SpoolingStore-like object."""
+
+    def __init__(self, store, stack: str, run_id: str):
+        self.store, self.stack, self.run_id = store, stack, run_id
+        self.prefix = run_prefix(stack, run_id)
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    def artifacts(self) -> dict:
+        return {"result": self.key("result.json"), "events": self.key("events.jsonl"),
+                "epochs": self.key("epochs.csv"), "checkpoints": self.key("checkpoints/")}
+
+    def write_result(self, result: dict) -> bool:
+        validate_result(result)
+        data = json.dumps(result, indent=2, sort_keys=False).encode()
+        return self.store.put_bytes(self.key("result.json"), data, "application/json") is not False
+
+    def write_events(self, timeline) -> bool:
+        return self.store.put_bytes(self.key("events.jsonl"), timeline.to_jsonl(), "application/x-ndjson") is not False
+
+    def write_epochs(self, rows: list[dict]) -> bool:
+        return self.store.put_bytes(self.key("epochs.csv"), epochs_csv(rows), "text/csv") is not False
+
+    def write_all(self, result: dict, timeline, rows: list[dict]) -> bool:
+        """Epochs and events first, result.json last: its presence means complete."""
+        ok = self.write_epochs(rows)
+        ok = self.write_events(timeline) and ok
+        return self.write_result(result) and ok
+
+
+def empty_metrics() -> dict:
+    """Every metric present and null: 'not measured' is explicit."""
+    return {
+        "train_seconds": None, "samples_per_second": None, "samples_per_second_spread": None,
+        "warmup_steps": None, "final_accuracy": None, "final_loss": None,
+        "gpu_utilization_mean": None, "gpu_memory_peak_gb": None, "gpu_power_mean_w": None,
+        "gpu_samples": None, "epochs_completed": None, "steps_completed": None, "samples_trained": None,
+    }
+
+
+def new_result(*, run_id: str, stack: str, status: str, started_at: str, finished_at: str,
+               offering: dict, price: dict, hardware: dict, software: dict, benchmark: dict,
+               attempts: list[dict], timeline: list[dict], metrics: dict | None = None,
+               error: str | None = None, warnings: list[str] | None = None,
+               artifacts: dict | None = None, exit_code: int | None = None) -> dict:
+    """Assemble a result dict in schema order (keyword-only so nothing is swapped)."""
+    from payload.schema import SCHEMA_VERSION
+
+    result = {
+        "schema_version": SCHEMA_VERSION, "run_id": run_id, "stack": stack, "status": status,
+        "started_at": started_at, "finished_at": finished_at,
+        "offering": offering, "price": price, "hardware": hardware, "software": software,
+        "benchmark": benchmark, "metrics": {**empty_metrics(), **(metrics or {})},
+        "attempts": attempts, "timeline": timeline, "error": error,
+        "warnings": list(warnings or []), "artifacts": dict(artifacts or {}),
+    }
+    if exit_code is not None:
+        result["exit_code"] = exit_code
+    return result

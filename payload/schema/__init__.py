@@ -1,0 +1,53 @@
+"""The result.json schema: one JSON Schema file, validated on every write.
+
+Analysis imports this without TensorFlow: ``validate_result(d)`` raises
+``ResultValidationError`` listing every problem with its JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["SCHEMA_VERSION", "SCHEMA_PATH", "ResultValidationError", "load_schema", "validate_result"]
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).with_name("result.schema.json")
+
+
+class ResultValidationError(ValueError):
+    """A result does not match the schema; ``problems`` has one line per error."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("invalid result: " + "; ".join(problems))
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    schema = load_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def validate_result(result: dict) -> dict:
+    """Validate and return ``result``; raise ResultValidationError otherwise."""
+    if not isinstance(result, dict):
+        raise ResultValidationError([f"result must be an object, got {type(result).__name__}"])
+    if result.get("schema_version") != SCHEMA_VERSION:
+        raise ResultValidationError(
+            [f"schema_version is {result.get('schema_version')!r}, this reader supports {SCHEMA_VERSION}"])
+    errors = sorted(_validator().iter_errors(result), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ResultValidationError(
+            [f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}" for e in errors])
+    return result

@@ -1,0 +1,368 @@
+"""Results storage: one small interface over file://, s3:// and gs://.
+
+Shared by the payload (writes results) and analysis (collects them), so it
+imports neither TensorFlow nor anything heavy at module import time; the
+cloud SDKs are imported when a store of that kind is opened.
+
+Contract (docs/CONTRACTS.md)::
+
+    store = open_store("s3://bucket/prefix" | "gs://bucket/prefix"
+                       | "file:///abs/dir" | "results")
+    store.put_bytes(key, data, content_type=None)   # retries, raises StorageError
+    store.get_bytes(key) -> bytes                    # ObjectNotFound if missing
+    store.list(prefix="") -> Iterator[ObjectInfo]
+    store.exists(key) -> bool
+    store.url_for(key) -> str
+
+Keys are relative to the URL's prefix and always use ``/``. Endpoints follow
+the SDK conventions: ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` for S3 and
+``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials, because
+an emulator has no IAM). Retries: ``GPUBENCH_STORAGE_RETRIES`` attempts
+(default 5) with exponential backoff starting at ``GPUBENCH_STORAGE_BACKOFF``
+seconds (default 1.0, capped at 30 s).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+from urllib.parse import urlparse
+
+__all__ = [
+    "ObjectInfo",
+    "ObjectNotFound",
+    "Store",
+    "StorageError",
+    "open_store",
+    "with_retries",
+]
+
+T = TypeVar("T")
+
+
+class StorageError(RuntimeError):
+    """A storage operation failed (after retries, where it retries)."""
+
+
+class ObjectNotFound(StorageError, KeyError):
+    """The key does not exist. Never retried: absence is an answer."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "object not found"
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One listed object. ``updated`` is timezone-aware UTC when known."""
+
+    key: str
+    size: int
+    etag: str | None
+    updated: _dt.datetime | None
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise StorageError(f"{name}={raw!r} is not an integer") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw else default
+    except ValueError:
+        raise StorageError(f"{name}={raw!r} is not a number") from None
+
+
+def with_retries(
+    what: str,
+    fn: Callable[[], T],
+    attempts: int | None = None,
+    backoff: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``fn`` up to ``attempts`` times with jittered exponential backoff.
+
+    ObjectNotFound passes straight through; anything else is retried and the
+    last error is wrapped in StorageError naming ``what``.
+    """
+    attempts = attempts if attempts is not None else _env_int("GPUBENCH_STORAGE_RETRIES", 5)
+    backoff = backoff if backoff is not None else _env_float("GPUBENCH_STORAGE_BACKOFF", 1.0)
+    attempts = max(1, attempts)
+    last: BaseException | None = None
+    for i in range(attempts):
+        try:
+            return fn()
+        except ObjectNotFound:
+            raise
+        except Exception as exc:  # noqa: BLE001 - SDKs raise many types
+            last = exc
+            if i + 1 < attempts:
+                delay = min(30.0, backoff * (2**i)) * (0.5 + random.random() / 2)
+                sleep(delay)
+    raise StorageError(f"{what} failed after {attempts} attempt(s): {last}") from last
+
+
+def _join(prefix: str, key: str) -> str:
+    key = key.lstrip("/")
+    if not prefix:
+        return key
+    return f"{prefix.rstrip('/')}/{key}" if key else prefix.rstrip("/")
+
+
+class Store:
+    """Common interface. Subclasses implement the ``_``-prefixed primitives."""
+
+    scheme = ""
+
+    def __init__(self, url: str, retries: int | None = None, backoff: float | None = None):
+        self.url = url
+        self.retries = retries
+        self.backoff = backoff
+
+    # -- public API (contract) ---------------------------------------------
+    def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> None:
+        _check_key(key)
+        with_retries(f"upload {self.url_for(key)}", lambda: self._put(key, bytes(data), content_type),
+                     self.retries, self.backoff)
+
+    def get_bytes(self, key: str) -> bytes:
+        _check_key(key)
+        return with_retries(f"download {self.url_for(key)}", lambda: self._get(key),
+                            self.retries, self.backoff)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return iter(with_retries(f"list {self.url_for(prefix)}", lambda: list(self._list(prefix)),
+                                 self.retries, self.backoff))
+
+    def exists(self, key: str) -> bool:
+        _check_key(key)
+        try:
+            self.get_bytes(key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def url_for(self, key: str) -> str:
+        return _join(self.url, key)
+
+    def delete(self, key: str) -> None:
+        """Remove one object (missing is fine). Used for checkpoint cleanup."""
+        _check_key(key)
+        with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # -- primitives --------------------------------------------------------
+    def _put(self, key: str, data: bytes, content_type: str | None) -> None:
+        raise NotImplementedError
+
+    def _get(self, key: str) -> bytes:
+        raise NotImplementedError
+
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
+        raise NotImplementedError
+
+    def _delete(self, key: str) -> None:
+        raise NotImplementedError
+
+
+def _check_key(key: str) -> None:
+    if not isinstance(key, str) or ".." in key.split("/"):
+        raise StorageError(f"invalid object key {key!r}: must be a relative path without '..'")
+
+
+class FileStore(Store):
+    """A directory on a local or mounted file system (demo, on-prem, tests)."""
+
+    scheme = "file"
+
+    def __init__(self, url: str, root: Path, **kw):
+        super().__init__(url, **kw)
+        self.root = root
+
+    def _path(self, key: str) -> Path:
+        return self.root / key.lstrip("/")
+
+    def _put(self, key, data, content_type):
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)  # readers never see half a result.json
+
+    def _get(self, key):
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+
+    def _list(self, prefix):
+        if not self.root.exists():
+            return
+        for path in sorted(self.root.rglob("*")):
+            if not path.is_file() or path.name.startswith("."):
+                continue
+            key = path.relative_to(self.root).as_posix()
+            if not key.startswith(prefix):
+                continue
+            st = path.stat()
+            etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
+            updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
+            yield ObjectInfo(key, st.st_size, etag, updated)
+
+    def _delete(self, key):
+        self._path(key).unlink(missing_ok=True)
+
+    def url_for(self, key: str) -> str:
+        return _join(self.root.as_uri(), key)
+
+
+class S3Store(Store):
+    """Amazon S3 (or any S3 API, e.g. a moto server) through boto3."""
+
+    scheme = "s3"
+
+    def __init__(self, url: str, bucket: str, prefix: str, **kw):
+        super().__init__(url, **kw)
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+        import boto3  # lazy: analysis of file:// results needs no boto3
+        from botocore.config import Config
+
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+        self._client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            # our own loop retries (and spools); keep botocore's short so a
+            # dead endpoint fails in seconds, not minutes
+            config=Config(retries={"max_attempts": 2, "mode": "standard"},
+                          connect_timeout=5, read_timeout=60),
+        )
+
+    def _key(self, key):
+        return _join(self.prefix, key)
+
+    def _put(self, key, data, content_type):
+        extra = {"ContentType": content_type} if content_type else {}
+        self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
+
+    def _get(self, key):
+        from botocore.exceptions import ClientError
+
+        try:
+            return self._client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+            raise
+
+    def _list(self, prefix):
+        full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
+        for page in pages:
+            for obj in page.get("Contents", []):
+                yield ObjectInfo(obj["Key"][strip:], int(obj["Size"]),
+                                 obj.get("ETag", "").strip('"') or None, obj.get("LastModified"))
+
+    def _delete(self, key):
+        self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+
+class GCSStore(Store):
+    """Google Cloud Storage (or gcp-storage-emulator) through google-cloud-storage."""
+
+    scheme = "gs"
+
+    def __init__(self, url: str, bucket: str, prefix: str, **kw):
+        super().__init__(url, **kw)
+        self.bucket_name, self.prefix = bucket, prefix.strip("/")
+        from google.cloud import storage as gcs  # lazy, heavy import
+
+        if os.environ.get("STORAGE_EMULATOR_HOST"):
+            from google.auth.credentials import AnonymousCredentials
+
+            project = os.environ.get("GOOGLE_CLOUD_PROJECT") or "gpubench-emulator"
+            client = gcs.Client(project=project, credentials=AnonymousCredentials())
+        else:
+            client = gcs.Client()
+        self._bucket = client.bucket(bucket)
+        self._timeout = 60
+
+    def _key(self, key):
+        return _join(self.prefix, key)
+
+    def _put(self, key, data, content_type):
+        blob = self._bucket.blob(self._key(key))
+        blob.upload_from_string(data, content_type=content_type or "application/octet-stream",
+                                timeout=self._timeout, retry=None)
+
+    def _get(self, key):
+        from google.api_core.exceptions import NotFound
+
+        try:
+            return self._bucket.blob(self._key(key)).download_as_bytes(timeout=self._timeout, retry=None)
+        except NotFound:
+            raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+
+    def _list(self, prefix):
+        full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        for blob in self._bucket.list_blobs(prefix=full or None, timeout=self._timeout, retry=None):
+            yield ObjectInfo(blob.name[strip:], int(blob.size or 0), blob.etag, blob.updated)
+
+    def _delete(self, key):
+        from google.api_core.exceptions import NotFound
+
+        try:
+            self._bucket.blob(self._key(key)).delete(timeout=self._timeout, retry=None)
+        except NotFound:
+            pass
+
+
+def _open_file(parsed, url, **kw) -> Store:
+    if parsed.netloc not in ("", "localhost"):
+        raise StorageError(f"file URL {url!r} must be file:///absolute/path")
+    return FileStore(url, Path(parsed.path), **kw)
+
+
+def _open_s3(parsed, url, **kw) -> Store:
+    if not parsed.netloc:
+        raise StorageError(f"S3 URL {url!r} has no bucket; expected s3://bucket[/prefix]")
+    return S3Store(url.rstrip("/"), parsed.netloc, parsed.path, **kw)
+
+
+def _open_gs(parsed, url, **kw) -> Store:
+    if not parsed.netloc:
+        raise StorageError(f"GCS URL {url!r} has no bucket; expected gs://bucket[/prefix]")
+    return GCSStore(url.rstrip("/"), parsed.netloc, parsed.path, **kw)
+
+
+_OPENERS: dict[str, Callable[..., Store]] = {"file": _open_file, "s3": _open_s3, "gs": _open_gs}
+
+
+def open_store(url: str, retries: int | None = None, backoff: float | None = None) -> Store:
+    """Open the store for a results URL; a bare path means a local directory."""
+    if not url or not isinstance(url, str):
+        raise StorageError(f"results location must be a non-empty URL or path, got {url!r}")
+    parsed = urlparse(url)
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        path = Path(url).expanduser().resolve()
+        return FileStore(path.as_uri(), path, retries=retries, backoff=backoff)
+    opener = _OPENERS.get(parsed.scheme)
+    if opener is None:
+        raise StorageError(
+            f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
+            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path")
+    return opener(parsed, url, retries=retries, backoff=backoff)
