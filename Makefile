@@ -1,0 +1,24 @@
+# gpubench: `make setup` builds .venv, `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-dev
+
+.PHONY: setup test stacks preview clean help
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+setup: $(STAMP)  ## create .venv with every extra the tests need
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+test: setup  ## run the whole test suite (parallel, CPU only)
+	$(BIN)/python -m pytest -n auto --dist loadgroup -q
+
+clean:  ## remove the virtualenv and build leftovers
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,94 @@
+"""`python -m analysis offerings`: the catalog as a table or JSON, like
+`sky show-gpus` but with billing rules, price dates and sources."""
+from __future__ import annotations
+
+import sys
+import warnings
+
+from analysis.output import emit_json, fmt_usd, parse_date, print_table
+
+HELP = "list GPU offerings with prices, billing rules, sources and dates"
+
+
+def register(sub) -> None:
+    p = sub.add_parser("offerings", help=HELP, description=HELP + ".")
+    p.add_argument("--provider", help="only this provider (aws, gcp, hetzner, leadergpu, softlayer, paperspace, vastai, onprem, local)")
+    p.add_argument("--gpu", help="only this GPU model (K80, M60, P100, V100, T4, A10G, L4, A100, H100, GTX-1080, ...)")
+    p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD",
+                   help="prices in force on this date (default: the newest snapshot)")
+    p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    p.set_defaults(func=run)
+
+
+def _price_or_none(catalog, offering, market, as_of):
+    from infra.catalog import NoPrice
+    from analysis.cost import CostError, quote
+
+    if market not in offering.markets:
+        return None, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the retired column says it
+            price, hourly, _, _ = quote(catalog, offering.id, market, as_of, None)
+    except (NoPrice, CostError):
+        return None, None
+    return price, hourly
+
+
+def offering_row(catalog, o, as_of) -> dict:
+    price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
+    _, spot = _price_or_none(catalog, o, "spot", as_of)
+    terms = catalog.billing_terms(o.id, as_of)
+    return {
+        "id": o.id,
+        "provider": o.provider,
+        "kind": o.kind,
+        "instance_type": o.instance_type,
+        "gpu": o.gpu_model,
+        "gpu_count": o.gpu_count,
+        "gpu_memory_gb": o.gpu.memory_gb if o.gpu else None,
+        "compute_capability": o.gpu.compute_capability if o.gpu else None,
+        "vcpus": o.vcpus,
+        "memory_gb": o.memory_gb,
+        "regions": list(o.regions),
+        "zones": list(o.zones),
+        "markets": list(o.markets),
+        "hourly_usd": None if hourly is None else round(hourly, 6),
+        "spot_hourly_usd": None if spot is None else round(spot, 6),
+        "billing": terms.describe(),
+        "billing_rule": o.billing,
+        "as_of": price.as_of.isoformat() if price else None,
+        "source": price.source if price else (o.specs_source if o.onprem else None),
+        "snapshot": price.snapshot if price else None,
+        "retired": o.retired.isoformat() if o.retired else None,
+        "stacks": o.stack_names() if o.is_cloud else [],
+        "image_generation": o.image_generation,
+    }
+
+
+def run(args) -> int:
+    from infra.catalog import load_catalog
+
+    catalog = load_catalog()
+    if args.provider and args.provider not in catalog.providers():
+        print(f"error: unknown provider {args.provider!r}; choose from {', '.join(catalog.providers())}", file=sys.stderr)
+        return 2
+    if args.gpu and not catalog.offerings(gpu=args.gpu):
+        print(f"error: no offering has GPU {args.gpu!r}; choose from {', '.join(catalog.gpu_models())}", file=sys.stderr)
+        return 2
+    rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings(args.provider, args.gpu)]
+    if args.json:
+        emit_json(rows)
+        return 0
+    print_table(
+        (
+            (r["id"], f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none", r["gpu_memory_gb"], r["compute_capability"],
+             r["vcpus"], r["memory_gb"], fmt_usd(r["hourly_usd"]), fmt_usd(r["spot_hourly_usd"]), r["billing"],
+             r["as_of"], r["retired"])
+            for r in rows
+        ),
+        ("id", "gpus", "gpu GB", "cc", "vcpus", "RAM GB", "$/h", "spot $/h", "billing", "price as of", "retired"),
+    )
+    print(f"\n{len(rows)} offerings. Prices: newest snapshot on or before {args.as_of or 'today'}; "
+          "sources with --json or `python -m analysis cost ID`.")
+    return 0

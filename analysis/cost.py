@@ -1,0 +1,215 @@
+"""The cost model: what a duration on an offering is billed, exactly.
+
+Every figure is price x billed duration under the billing terms in force on
+the pricing date (billing.toml), with the price's source kept beside it.
+Imports only the catalog, so it runs without pandas, Pulumi or TensorFlow.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timezone
+from typing import Iterable, Sequence
+
+from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
+
+HOURS_PER_DAY = 24.0
+# Mean days per month (365.25 / 12): converts "days of use per month" to a share.
+DAYS_PER_MONTH = 30.4375
+
+
+class CostError(CatalogError):
+    """A cost question with bad inputs (negative hours, no spot price, ...)."""
+
+
+# --- billed duration ---------------------------------------------------------
+
+def billed_seconds(terms: BillingTerms, seconds: float) -> float:
+    """Seconds charged for `seconds` of use under `terms`.
+
+    Metered rules round up to the increment and apply the minimum; monthly
+    proration and on-prem amortisation charge the time as used."""
+    if seconds < 0 or math.isnan(seconds):
+        raise CostError(f"duration must be zero or more seconds, got {seconds}")
+    if terms.kind != "metered" or seconds == 0:
+        return float(seconds)
+    inc = terms.increment_seconds
+    # Round up to whole increments; the epsilon keeps 7200.0000001 s from
+    # becoming a third hour through float noise.
+    units = math.ceil(seconds / inc - 1e-9)
+    return max(terms.minimum_seconds, units * inc)
+
+
+# --- on-prem -----------------------------------------------------------------
+
+def onprem_monthly(spec: OnPremSpec, days_per_month: float | None = None) -> dict[str, float]:
+    """Seed 004's breakdown: amortisation + electricity per month."""
+    days = spec.days_per_month if days_per_month is None else days_per_month
+    if not 0 < days <= 31:
+        raise CostError(f"days per month must be in (0, 31], got {days}")
+    amortisation = spec.purchase_usd / spec.lifetime_months
+    electricity = days * HOURS_PER_DAY * spec.power_kw * spec.electricity_usd_per_kwh
+    return {
+        "days_per_month": days,
+        "amortisation_usd_per_month": amortisation,
+        "electricity_usd_per_month": electricity,
+        "total_usd_per_month": amortisation + electricity,
+        "hours_per_month": days * HOURS_PER_DAY,
+    }
+
+
+def onprem_hourly(spec: OnPremSpec, days_per_month: float | None = None) -> float:
+    """Hourly rate of a box used `days_per_month` days, 24 h a day."""
+    month = onprem_monthly(spec, days_per_month)
+    return month["total_usd_per_month"] / month["hours_per_month"]
+
+
+def breakeven_days_per_month(
+    spec: OnPremSpec, onprem_throughput: float, cloud_hourly_usd: float, cloud_throughput: float
+) -> float | None:
+    """Days of use per month above which the box is cheaper per sample.
+
+    Per-sample cost on-prem at d days: (A / (24 d) + P e) / T_box, with A the
+    monthly amortisation, P e the electricity per hour; in the cloud: C / T_cloud.
+    Equal when d = A / (24 (T_box C / T_cloud - P e)). None when the box never
+    breaks even (its electricity alone costs more per sample than the cloud)."""
+    for name, value in (("onprem_throughput", onprem_throughput), ("cloud_throughput", cloud_throughput),
+                        ("cloud_hourly_usd", cloud_hourly_usd)):
+        if value <= 0:
+            raise CostError(f"{name} must be positive, got {value}")
+    amortisation = spec.purchase_usd / spec.lifetime_months
+    margin = onprem_throughput * cloud_hourly_usd / cloud_throughput - spec.power_kw * spec.electricity_usd_per_kwh
+    if margin <= 0:
+        return None
+    return amortisation / (HOURS_PER_DAY * margin)
+
+
+# --- spot ----------------------------------------------------------------------
+
+def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetime, end: datetime) -> float:
+    """Average price over [start, end] of a step series (each price holds
+    until the next change), as a spot price history is. The series must
+    include the price in force at `start` (a point at or before it)."""
+    if end <= start:
+        raise CostError(f"price window must end after it starts ({start} .. {end})")
+    points = sorted(series)
+    if not points or points[0][0] > start:
+        raise CostError(f"price history starts at {points[0][0] if points else 'nothing'}, after the window start {start}")
+    total = 0.0
+    for i, (t, price) in enumerate(points):
+        if price < 0:
+            raise CostError(f"negative price {price} at {t}")
+        seg_start = max(t, start)
+        seg_end = min(points[i + 1][0] if i + 1 < len(points) else end, end)
+        if seg_end > seg_start:
+            total += price * (seg_end - seg_start).total_seconds()
+    return total / (end - start).total_seconds()
+
+
+# --- cost of a duration ----------------------------------------------------------
+
+@dataclass
+class CostBreakdown:
+    offering: str
+    market: str
+    as_of: str
+    hourly_usd: float
+    used_hours: float
+    billed_hours: float
+    usage_usd: float
+    fees_usd: float
+    cost_usd: float
+    setup_fee_usd: float
+    billing: str
+    billing_source: str
+    price_source: str
+    snapshot: str
+    components: list[dict] = field(default_factory=list)
+    onprem: dict | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _hours(hours: float) -> float:
+    if hours is None or not isinstance(hours, (int, float)) or math.isnan(hours) or hours <= 0:
+        raise CostError(f"--hours must be a positive number of hours, got {hours!r}")
+    return float(hours)
+
+
+def quote(catalog: Catalog, offering_id: str, market: str, as_of: date | None,
+          days_per_month: float | None) -> tuple[PriceQuote | None, float, list[str], dict | None]:
+    """(price quote or None, hourly USD, warnings, on-prem breakdown)."""
+    offering = catalog.get(offering_id)
+    if offering.onprem is not None:
+        if market != "on-demand":
+            raise CostError(f"{offering_id} is an on-prem box: it has no spot market")
+        breakdown = onprem_monthly(offering.onprem, days_per_month)
+        return None, breakdown["total_usd_per_month"] / breakdown["hours_per_month"], [], breakdown
+    if days_per_month is not None:
+        raise CostError(f"--days-per-month applies to on-prem offerings only; {offering_id} is {offering.kind}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        price = catalog.price(offering_id, as_of=as_of, market=market)
+    return price, price.hourly_usd, [str(w.message) for w in caught], None
+
+
+def cost_of(
+    offering_id: str,
+    seconds: float,
+    market: str = "on-demand",
+    as_of: date | None = None,
+    days_per_month: float | None = None,
+    hourly_usd: float | None = None,
+    catalog: Catalog | None = None,
+) -> CostBreakdown:
+    """Cost of `seconds` of use of an offering.
+
+    `hourly_usd` replaces the catalog price (the price recorded at launch or
+    the time-weighted spot price a run actually paid); the billing terms are
+    still the offering's, as in force on `as_of` (default: today)."""
+    catalog = catalog or load_catalog()
+    offering = catalog.get(offering_id)
+    if market not in offering.markets and offering.onprem is None:
+        raise CostError(f"{offering_id} has no {market} market (markets: {', '.join(offering.markets)})")
+    price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
+    if hourly_usd is not None:
+        if hourly_usd < 0:
+            raise CostError(f"hourly price must not be negative, got {hourly_usd}")
+        hourly = float(hourly_usd)
+    terms = catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
+    billed = billed_seconds(terms, seconds) / 3600.0
+    usage = hourly * billed
+    fees = terms.monthly_fee_usd * billed / terms.hours_per_month if terms.monthly_fee_usd else 0.0
+    return CostBreakdown(
+        offering=offering_id,
+        market=market,
+        as_of=(price.as_of.isoformat() if price else (as_of or datetime.now(timezone.utc).date()).isoformat()),
+        hourly_usd=hourly,
+        used_hours=seconds / 3600.0,
+        billed_hours=billed,
+        usage_usd=usage,
+        fees_usd=fees,
+        cost_usd=usage + fees,
+        setup_fee_usd=price.setup_fee_usd if price else 0.0,
+        billing=terms.describe(),
+        billing_source=terms.source,
+        price_source=("recorded at launch" if hourly_usd is not None else (price.source if price else offering.specs_source)),
+        snapshot=(price.snapshot if price and hourly_usd is None else ""),
+        components=[
+            {"name": c.name, "hourly_usd": c.hourly_usd, "quantity": c.quantity, "as_of": c.as_of.isoformat(),
+             "source": c.source}
+            for c in (price.components if price else ())
+        ],
+        onprem=onprem,
+        warnings=notes,
+    )
+
+
+def cost_over_attempts(parts: Iterable[tuple[str, float, str, float | None]], catalog: Catalog | None = None,
+                       as_of: date | None = None) -> float:
+    """Sum of billed cost over spot attempts: (offering, seconds, market, hourly or None) each,
+    every attempt billed on its own (each boot pays its own minimum)."""
+    return sum(cost_of(o, s, m, as_of=as_of, hourly_usd=h, catalog=catalog).cost_usd for o, s, m, h in parts)

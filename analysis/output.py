@@ -1,0 +1,36 @@
+"""Terminal and JSON output shared by the analysis commands."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date
+from typing import Any, Iterable, Sequence
+
+
+def parse_date(text: str) -> date:
+    """argparse type for --as-of: YYYY-MM-DD, with an error that shows the form."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; use YYYY-MM-DD, e.g. 2018-02-08") from None
+
+
+def emit_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def fmt_usd(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"${value:,.{digits}f}".rstrip("0").rstrip(".")
+
+
+def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None) -> None:
+    out = out or sys.stdout
+    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
+    print(line.rstrip(), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for r in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)

@@ -1,0 +1,192 @@
+"""The offering catalog: what each GPU offering is, how it bills, and what it
+cost on a given date. Pure Python and data files (no Pulumi, no TensorFlow),
+so infra, payload and analysis all read the same rows.
+
+    cat = load_catalog()
+    cat.get("aws/p3.8xlarge").stack_name("spot")   # "aws-p3-8x-spot"
+    cat.price("gcp/n1-standard-8+1xv100", as_of=date(2018, 8, 1))
+"""
+from __future__ import annotations
+
+import difflib
+import warnings
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import CatalogError, NoPrice, UnknownOffering
+from .loader import DATA_DIR, load_billing, load_gpus, load_offerings
+from .model import (
+    IMAGE_GENERATIONS,
+    MARKETS,
+    BillingTerms,
+    GpuSpec,
+    Offering,
+    OnPremSpec,
+    PriceComponent,
+    PriceQuote,
+)
+from .prices import PriceIndex, PriceRow, load_snapshots
+
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "NoPrice",
+    "UnknownOffering",
+    "RetiredOfferingWarning",
+    "load_catalog",
+    "Offering",
+    "GpuSpec",
+    "BillingTerms",
+    "OnPremSpec",
+    "PriceQuote",
+    "PriceComponent",
+    "MARKETS",
+    "IMAGE_GENERATIONS",
+]
+
+
+class RetiredOfferingWarning(UserWarning):
+    """Pricing an offering the provider no longer sells."""
+
+
+class Catalog:
+    def __init__(self, offerings: list[Offering], billing: dict[str, tuple[BillingTerms, ...]], prices: PriceIndex):
+        self._by_id = {o.id: o for o in offerings}
+        self.billing_rules = billing
+        self.prices = prices
+        for o in offerings:
+            if o.billing not in billing:
+                raise CatalogError(f"offering {o.id}: billing rule {o.billing!r} is not in billing.toml")
+        self._by_stack = {o.stack_name(m): (o, m) for o in offerings if o.is_cloud for m in o.markets}
+        if len(self._by_stack) != sum(len(o.markets) for o in offerings if o.is_cloud):
+            raise CatalogError("two cloud offerings map to the same stack name; give one a stack_suffix")
+
+    # --- lookup -----------------------------------------------------------
+    def get(self, offering_id: str) -> Offering:
+        try:
+            return self._by_id[offering_id]
+        except KeyError:
+            raise UnknownOffering(offering_id, self.suggest(offering_id)) from None
+
+    def suggest(self, text: str, n: int = 3) -> list[str]:
+        """Closest ids, also matching a bare instance type ('p3.8xlarge')."""
+        ids = list(self._by_id)
+        exact_type = [i for i in ids if i.split("/", 1)[1] == text or self._by_id[i].instance_type == text]
+        close = difflib.get_close_matches(text.lower(), ids, n=n, cutoff=0.5)
+        return list(dict.fromkeys(exact_type + close))[:n]
+
+    def offerings(self, provider: str | None = None, gpu: str | None = None) -> list[Offering]:
+        rows = list(self._by_id.values())
+        if provider:
+            rows = [o for o in rows if o.provider == provider]
+        if gpu:
+            want = gpu.replace(" ", "-").lower()
+            rows = [o for o in rows if o.gpu and o.gpu.model.lower() == want]
+        return rows
+
+    def providers(self) -> list[str]:
+        return sorted({o.provider for o in self._by_id.values()})
+
+    def gpu_models(self) -> list[str]:
+        return sorted({o.gpu.model for o in self._by_id.values() if o.gpu})
+
+    def cloud_stacks(self) -> dict[str, tuple[Offering, str]]:
+        """Every Pulumi stack name the matrix has: name -> (offering, market)."""
+        return dict(self._by_stack)
+
+    def by_stack_name(self, stack: str) -> tuple[Offering, str]:
+        try:
+            return self._by_stack[stack]
+        except KeyError:
+            close = difflib.get_close_matches(stack, list(self._by_stack), n=3, cutoff=0.5)
+            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            raise CatalogError(f"no offering has stack name {stack!r}.{hint}") from None
+
+    def billing_terms(self, offering_id: str, on: date | None = None) -> BillingTerms:
+        """The billing terms in force on a date (default: the newest)."""
+        history = self.billing_rules[self.get(offering_id).billing]
+        if on is None:
+            return history[-1]
+        eligible = [t for t in history if t.since <= on]
+        if not eligible:
+            raise CatalogError(f"billing rule {history[0].rule!r} has no terms before {history[0].since}")
+        return eligible[-1]
+
+    # --- prices -----------------------------------------------------------
+    def price(self, offering_id: str, as_of: date | None = None, market: str = "on-demand") -> PriceQuote:
+        """The hourly price in force on `as_of` (default: newest snapshot).
+
+        Raises NoPrice when no snapshot on or before that date prices it;
+        warns (RetiredOfferingWarning) when pricing a retired offering without
+        a date, and refuses a date after its retirement."""
+        o = self.get(offering_id)
+        if market not in MARKETS:
+            raise CatalogError(f"market {market!r} is not one of {', '.join(MARKETS)}")
+        if market not in o.markets:
+            raise NoPrice(f"{o.id} has no spot market (markets: {', '.join(o.markets)}); use --market on-demand")
+        if o.retired is not None:
+            if as_of is None:
+                warnings.warn(
+                    f"{o.id} was retired on {o.retired} ({o.retired_source}); showing its last published price. "
+                    f"Pass --as-of YYYY-MM-DD (before {o.retired}) to price it on a date it was sold.",
+                    RetiredOfferingWarning,
+                    stacklevel=2,
+                )
+            elif as_of >= o.retired:
+                raise NoPrice(f"{o.id} was retired on {o.retired}; choose --as-of before that date")
+        if o.price_components:
+            return self._composed_price(o, as_of, market)
+        row = self._row(o.id, o.id, market, as_of)
+        return PriceQuote(
+            offering_id=o.id,
+            market=market,
+            hourly_usd=row.hourly_usd,
+            as_of=row.as_of,
+            source=row.source,
+            snapshot=row.snapshot,
+            setup_fee_usd=row.setup_fee_usd,
+            monthly_usd=row.monthly_usd,
+            note=row.note,
+        )
+
+    def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceRow:
+        row = self.prices.lookup(key, market, as_of)
+        if row is not None:
+            return row
+        first = self.prices.first_date(key, market)
+        what = key if key == offering_id else f"{key} (part of {offering_id})"
+        if first is None:
+            raise NoPrice(f"no {market} price for {what} in any snapshot")
+        raise NoPrice(f"no {market} price for {what} on or before {as_of}; the first snapshot pricing it is {first}")
+
+    def _composed_price(self, o: Offering, as_of: date | None, market: str) -> PriceQuote:
+        """GCP: machine type + count x GPU, each from its own newest snapshot."""
+        machine_key, gpu_key = o.price_components
+        parts = []
+        for key, qty in ((machine_key, 1), (gpu_key, o.gpu_count)):
+            row = self._row(o.id, key, market, as_of)
+            label = key if qty == 1 else f"{key} x{qty}"
+            parts.append(PriceComponent(label, row.hourly_usd, qty, row.as_of, row.source, row.snapshot))
+        newest = max(parts, key=lambda p: p.as_of)
+        return PriceQuote(
+            offering_id=o.id,
+            market=market,
+            hourly_usd=round(sum(p.total_usd for p in parts), 6),
+            as_of=newest.as_of,
+            source="; ".join(dict.fromkeys(p.source for p in parts)),
+            snapshot=newest.snapshot,
+            components=tuple(parts),
+        )
+
+
+@lru_cache(maxsize=4)
+def _load(data_dir: str) -> Catalog:
+    path = Path(data_dir)
+    gpus = load_gpus(path)
+    return Catalog(load_offerings(path, gpus), load_billing(path), PriceIndex(load_snapshots(path)))
+
+
+def load_catalog(data_dir: str | Path | None = None) -> Catalog:
+    """The catalog from `data_dir` (default: the shipped data), cached."""
+    return _load(str(Path(data_dir or DATA_DIR).resolve()))

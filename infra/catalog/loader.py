@@ -1,0 +1,233 @@
+"""Reads the TOML data files into typed records, with errors that name the
+file and the field. No pricing logic here (see prices.py)."""
+from __future__ import annotations
+
+import tomllib
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .errors import CatalogError
+from .model import MARKETS, BillingTerms, GpuSpec, Offering, OnPremSpec
+
+DATA_DIR = Path(__file__).parent / "data"
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def as_date(value: Any, where: str) -> date:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError as exc:
+        raise CatalogError(f"{where}: {value!r} is not a date (use YYYY-MM-DD)") from exc
+
+
+def require(row: dict, key: str, where: str) -> Any:
+    if key not in row:
+        raise CatalogError(f"{where}: missing required field {key!r}")
+    return row[key]
+
+
+def load_gpus(data_dir: Path) -> dict[str, GpuSpec]:
+    raw = read_toml(data_dir / "gpus.toml")
+    return {
+        model: GpuSpec(
+            model=model,
+            memory_gb=float(require(row, "memory_gb", f"gpus.toml [{model}]")),
+            compute_capability=str(require(row, "compute_capability", f"gpus.toml [{model}]")),
+            architecture=str(row.get("architecture", "")),
+        )
+        for model, row in raw.items()
+    }
+
+
+def load_billing(data_dir: Path) -> dict[str, tuple[BillingTerms, ...]]:
+    raw = read_toml(data_dir / "billing.toml")
+    rules: dict[str, tuple[BillingTerms, ...]] = {}
+    for name, history in raw.items():
+        terms = []
+        for i, row in enumerate(history):
+            where = f"billing.toml [[{name}]] #{i + 1}"
+            kind = require(row, "kind", where)
+            if kind not in ("metered", "monthly", "amortised"):
+                raise CatalogError(f"{where}: kind {kind!r} is not one of metered, monthly, amortised")
+            terms.append(
+                BillingTerms(
+                    rule=name,
+                    since=as_date(require(row, "since", where), where),
+                    kind=kind,
+                    source=str(require(row, "source", where)),
+                    increment_seconds=float(row.get("increment_seconds", 1)),
+                    minimum_seconds=float(row.get("minimum_seconds", 0)),
+                    monthly_fee_usd=float(row.get("monthly_fee_usd", 0)),
+                    hours_per_month=float(row.get("hours_per_month", 730)),
+                )
+            )
+        rules[name] = tuple(sorted(terms, key=lambda t: t.since))
+    return rules
+
+
+def _gpu(gpus: dict[str, GpuSpec], model: str | None, where: str) -> GpuSpec | None:
+    if model is None:
+        return None
+    if model not in gpus:
+        raise CatalogError(f"{where}: gpu {model!r} is not in gpus.toml (known: {', '.join(sorted(gpus))})")
+    return gpus[model]
+
+
+def _markets(values: Any, where: str) -> tuple[str, ...]:
+    markets = tuple(values or ("on-demand",))
+    bad = [m for m in markets if m not in MARKETS]
+    if bad:
+        raise CatalogError(f"{where}: market {bad[0]!r} is not one of {', '.join(MARKETS)}")
+    return markets
+
+
+def _retired(row: dict, where: str) -> tuple[date | None, str | None]:
+    if "retired" not in row:
+        return None, None
+    return as_date(row["retired"], where), str(require(row, "retired_source", where))
+
+
+def _aws_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
+    out = []
+    for i, row in enumerate(raw.get("offering", [])):
+        where = f"{file} offering #{i + 1}"
+        itype = require(row, "instance_type", where)
+        retired, retired_source = _retired(row, where)
+        out.append(
+            Offering(
+                id=f"aws/{itype}",
+                provider="aws",
+                kind=raw.get("kind", "cloud"),
+                instance_type=itype,
+                gpu=_gpu(gpus, row.get("gpu"), where),
+                gpu_count=int(require(row, "gpu_count", where)),
+                vcpus=int(require(row, "vcpus", where)),
+                memory_gb=float(require(row, "memory_gb", where)),
+                regions=tuple(row.get("regions", raw.get("regions", ()))),
+                billing=row.get("billing", raw["billing"]),
+                markets=_markets(row.get("markets", raw.get("markets")), where),
+                specs_source=row.get("specs_source", raw.get("specs_source", "")),
+                retired=retired,
+                retired_source=retired_source,
+            )
+        )
+    return out
+
+
+def _gcp_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
+    accelerators = raw.get("accelerators", {})
+    machines = raw.get("machine_types", {})
+    out = []
+    for i, row in enumerate(raw.get("offering", [])):
+        where = f"{file} offering #{i + 1}"
+        mtype = require(row, "machine_type", where)
+        model = require(row, "gpu", where)
+        count = int(require(row, "gpu_count", where))
+        if mtype not in machines:
+            raise CatalogError(f"{where}: machine_type {mtype!r} is not in [machine_types]")
+        if model not in accelerators:
+            raise CatalogError(f"{where}: gpu {model!r} has no [accelerators.{model}] entry")
+        acc = accelerators[model]
+        builtin = bool(acc.get("builtin", False))
+        if not builtin and count not in acc.get("counts", ()):
+            raise CatalogError(
+                f"{where}: {count} x {model} cannot be attached on N1 (allowed counts: {acc.get('counts')})"
+            )
+        zones = tuple(acc.get("zones", ()))
+        retired, retired_source = _retired(acc, f"{file} [accelerators.{model}]")
+        oid = f"gcp/{mtype}" if builtin else f"gcp/{mtype}+{count}x{model.lower()}"
+        out.append(
+            Offering(
+                id=oid,
+                provider="gcp",
+                kind=raw.get("kind", "cloud"),
+                instance_type=mtype,
+                gpu=_gpu(gpus, model, where),
+                gpu_count=count,
+                vcpus=int(machines[mtype]["vcpus"]),
+                memory_gb=float(machines[mtype]["memory_gb"]),
+                regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
+                zones=zones,
+                billing=row.get("billing", raw["billing"]),
+                markets=_markets(row.get("markets", raw.get("markets")), where),
+                specs_source=raw.get("specs_source", ""),
+                accelerator_type=None if builtin else acc["type"],
+                accelerator_count=0 if builtin else count,
+                retired=retired,
+                retired_source=retired_source,
+                stack_suffix=row.get("stack_suffix"),
+                price_components=(f"machine:{mtype}", f"gpu:{model}"),
+            )
+        )
+    return out
+
+
+def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
+    """Rows that carry their own provider (dedicated, marketplace, on-prem, local)."""
+    out = []
+    for i, row in enumerate(raw.get("offering", [])):
+        where = f"{file} offering #{i + 1}"
+        provider = require(row, "provider", where)
+        itype = require(row, "instance_type", where)
+        onprem = None
+        if row.get("billing") == "onprem":
+            onprem = OnPremSpec(
+                purchase_usd=float(require(row, "purchase_usd", where)),
+                lifetime_months=float(require(row, "lifetime_months", where)),
+                power_kw=float(require(row, "power_kw", where)),
+                electricity_usd_per_kwh=float(require(row, "electricity_usd_per_kwh", where)),
+                days_per_month=float(require(row, "days_per_month", where)),
+            )
+        retired, retired_source = _retired(row, where)
+        out.append(
+            Offering(
+                id=f"{provider}/{itype}",
+                provider=provider,
+                kind=require(row, "kind", where),
+                instance_type=itype,
+                gpu=_gpu(gpus, row.get("gpu"), where),
+                gpu_count=int(row.get("gpu_count", 0)),
+                vcpus=row.get("vcpus"),
+                memory_gb=row.get("memory_gb"),
+                regions=tuple(row.get("regions", ())),
+                billing=require(row, "billing", where),
+                markets=_markets(row.get("markets"), where),
+                specs_source=row.get("specs_source", ""),
+                retired=retired,
+                retired_source=retired_source,
+                onprem=onprem,
+            )
+        )
+    return out
+
+
+# Which parser reads which offerings file: one per provider shape, no if-chain.
+OFFERING_PARSERS = {
+    "aws.toml": _aws_offerings,
+    "gcp.toml": _gcp_offerings,
+    "dedicated.toml": _listed_offerings,
+    "onprem.toml": _listed_offerings,
+}
+
+
+def load_offerings(data_dir: Path, gpus: dict[str, GpuSpec]) -> list[Offering]:
+    offerings: list[Offering] = []
+    for path in sorted((data_dir / "offerings").glob("*.toml")):
+        parser = OFFERING_PARSERS.get(path.name, _listed_offerings)
+        offerings.extend(parser(read_toml(path), gpus, f"offerings/{path.name}"))
+    seen: dict[str, str] = {}
+    for o in offerings:
+        if o.id in seen:
+            raise CatalogError(f"offering id {o.id!r} is defined twice")
+        seen[o.id] = o.id
+    return offerings

@@ -1,0 +1,147 @@
+"""Dated price snapshots and as-of selection.
+
+A snapshot is one TOML file under data/prices/: the prices one source
+published on one date (a study, a provider page, a `prices refresh`). Prices
+are looked up per offering (or, for GCP, per machine type and per GPU) in the
+newest snapshot on or before the requested date that has them, so an old
+study can be re-priced at the prices of its day and today's quote comes from
+today's page. Each row keeps the snapshot's source unless it names its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from .errors import CatalogError
+from .loader import as_date, read_toml, require
+
+# Price units a row may use, converted to hours.
+UNIT_FIELDS = {"hourly": 1.0, "per_minute": 60.0}
+MARKET_FIELDS = {"on-demand": "", "spot": "spot_"}
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    key: str  # "aws/p3.8xlarge", "machine:n1-standard-8", "gpu:V100"
+    market: str
+    hourly_usd: float
+    as_of: date
+    source: str
+    snapshot: str
+    setup_fee_usd: float = 0.0
+    monthly_usd: float | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    name: str
+    as_of: date
+    source: str
+    region: str | None
+    rows: tuple[PriceRow, ...]
+
+
+def _fx(raw: dict, where: str) -> dict[str, float]:
+    rates = {"USD": 1.0}
+    fx = raw.get("fx", {})
+    for key, value in fx.items():
+        if key.startswith("usd_per_"):
+            rates[key.removeprefix("usd_per_").upper()] = float(value)
+    if len(rates) > 1 and "source" not in fx:
+        raise CatalogError(f"{where}: [fx] needs a source for its exchange rates")
+    return rates
+
+
+def _row_prices(row: dict, market: str, rates: dict[str, float], where: str) -> tuple[float, float | None] | None:
+    """(hourly USD, monthly USD or None) for one market, or None if absent."""
+    prefix = MARKET_FIELDS[market]
+    currency = row.get("currency", "USD")
+    if currency not in rates:
+        raise CatalogError(f"{where}: currency {currency!r} has no usd_per_{currency.lower()} in [fx]")
+    rate = rates[currency]
+    for field, hours_factor in UNIT_FIELDS.items():
+        if prefix + field in row:
+            return float(row[prefix + field]) * hours_factor * rate, None
+    if prefix + "monthly" in row:
+        monthly = float(row[prefix + "monthly"]) * rate
+        return monthly / float(row.get("hours_per_month", 730)), monthly
+    return None
+
+
+ROW_KEYS = {"price": ("offering", ""), "gcp_machine": ("name", "machine:"), "gcp_gpu": ("gpu", "gpu:")}
+
+
+def load_snapshot(path: Path) -> Snapshot:
+    raw = read_toml(path)
+    where = f"prices/{path.name}"
+    as_of = as_date(require(raw, "as_of", where), where)
+    source = str(require(raw, "source", where))
+    rates = _fx(raw, where)
+    rows: list[PriceRow] = []
+    for table, (id_field, prefix) in ROW_KEYS.items():
+        for i, row in enumerate(raw.get(table, [])):
+            rwhere = f"{where} [[{table}]] #{i + 1}"
+            key = prefix + str(require(row, id_field, rwhere))
+            found = False
+            for market in MARKET_FIELDS:
+                prices = _row_prices(row, market, rates, rwhere)
+                if prices is None:
+                    continue
+                found = True
+                hourly, monthly = prices
+                if hourly < 0:
+                    raise CatalogError(f"{rwhere}: negative price for {key}")
+                rows.append(
+                    PriceRow(
+                        key=key,
+                        market=market,
+                        hourly_usd=hourly,
+                        as_of=as_date(row["as_of"], rwhere) if "as_of" in row else as_of,
+                        source=str(row.get("source", source)),
+                        snapshot=path.stem,
+                        setup_fee_usd=float(row.get("setup_fee", 0)) * rates[row.get("currency", "USD")],
+                        monthly_usd=monthly,
+                        note=row.get("note"),
+                    )
+                )
+            if not found:
+                raise CatalogError(f"{rwhere}: {key} has no price (give hourly, per_minute or monthly)")
+    return Snapshot(name=path.stem, as_of=as_of, source=source, region=raw.get("region"), rows=tuple(rows))
+
+
+def load_snapshots(data_dir: Path) -> list[Snapshot]:
+    return sorted((load_snapshot(p) for p in (data_dir / "prices").glob("*.toml")), key=lambda s: (s.as_of, s.name))
+
+
+class PriceIndex:
+    """Price rows by (key, market), oldest first, for as-of lookups."""
+
+    def __init__(self, snapshots: list[Snapshot]):
+        self.snapshots = snapshots
+        self._rows: dict[tuple[str, str], list[PriceRow]] = {}
+        for snap in snapshots:
+            for row in snap.rows:
+                self._rows.setdefault((row.key, row.market), []).append(row)
+        for rows in self._rows.values():
+            rows.sort(key=lambda r: (r.as_of, r.snapshot))
+
+    def history(self, key: str, market: str) -> list[PriceRow]:
+        return list(self._rows.get((key, market), ()))
+
+    def lookup(self, key: str, market: str, as_of: date | None) -> PriceRow | None:
+        rows = self._rows.get((key, market), [])
+        eligible = [r for r in rows if as_of is None or r.as_of <= as_of]
+        return eligible[-1] if eligible else None
+
+    def first_date(self, key: str, market: str) -> date | None:
+        rows = self._rows.get((key, market), [])
+        return rows[0].as_of if rows else None
+
+    def snapshot_names(self) -> list[str]:
+        return [s.name for s in self.snapshots]
+
+    def describe(self) -> list[dict[str, Any]]:
+        return [{"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)} for s in self.snapshots]
