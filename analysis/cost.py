@@ -156,6 +156,14 @@ def quote(catalog: Catalog, offering_id: str, market: str, as_of: date | None,
     return price, price.hourly_usd, [str(w.message) for w in caught], None
 
 
+def _quote_date(price: PriceQuote | None, offering, as_of: date | None) -> str:
+    if price is not None:
+        return price.as_of.isoformat()
+    if offering.onprem is not None and offering.onprem.as_of is not None:
+        return offering.onprem.as_of.isoformat()
+    return (as_of or datetime.now(timezone.utc).date()).isoformat()
+
+
 def cost_of(
     offering_id: str,
     seconds: float,
@@ -174,11 +182,13 @@ def cost_of(
     offering = catalog.get(offering_id)
     if market not in offering.markets and offering.onprem is None:
         raise CostError(f"{offering_id} has no {market} market (markets: {', '.join(offering.markets)})")
-    price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
     if hourly_usd is not None:
+        # The price paid (recorded at launch, or a spot average) needs no catalog price.
         if hourly_usd < 0:
             raise CostError(f"hourly price must not be negative, got {hourly_usd}")
-        hourly = float(hourly_usd)
+        price, hourly, notes, onprem = None, float(hourly_usd), [], None
+    else:
+        price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
     terms = catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
     billed = billed_seconds(terms, seconds) / 3600.0
     usage = hourly * billed
@@ -186,7 +196,7 @@ def cost_of(
     return CostBreakdown(
         offering=offering_id,
         market=market,
-        as_of=(price.as_of.isoformat() if price else (as_of or datetime.now(timezone.utc).date()).isoformat()),
+        as_of=_quote_date(price, offering, as_of),
         hourly_usd=hourly,
         used_hours=seconds / 3600.0,
         billed_hours=billed,
@@ -197,7 +207,7 @@ def cost_of(
         billing=terms.describe(),
         billing_source=terms.source,
         price_source=("recorded at launch" if hourly_usd is not None else (price.source if price else offering.specs_source)),
-        snapshot=(price.snapshot if price and hourly_usd is None else ""),
+        snapshot=price.snapshot if price else "",
         components=[
             {"name": c.name, "hourly_usd": c.hourly_usd, "quantity": c.quantity, "as_of": c.as_of.isoformat(),
              "source": c.source}

@@ -57,7 +57,7 @@ def offering_row(catalog, o, as_of) -> dict:
         "spot_hourly_usd": None if spot is None else round(spot, 6),
         "billing": terms.describe(),
         "billing_rule": o.billing,
-        "as_of": price.as_of.isoformat() if price else None,
+        "as_of": price.as_of.isoformat() if price else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
         "source": price.source if price else (o.specs_source if o.onprem else None),
         "snapshot": price.snapshot if price else None,
         "retired": o.retired.isoformat() if o.retired else None,

@@ -187,6 +187,7 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
                 power_kw=float(require(row, "power_kw", where)),
                 electricity_usd_per_kwh=float(require(row, "electricity_usd_per_kwh", where)),
                 days_per_month=float(require(row, "days_per_month", where)),
+                as_of=as_date(row["as_of"], where) if "as_of" in row else None,
             )
         retired, retired_source = _retired(row, where)
         out.append(

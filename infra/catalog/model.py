@@ -75,6 +75,7 @@ class OnPremSpec:
     power_kw: float
     electricity_usd_per_kwh: float
     days_per_month: float
+    as_of: "date | None" = None
 
 
 @dataclass(frozen=True)
