@@ -100,8 +100,10 @@ def test_as_of_before_the_first_snapshot_is_an_error_naming_the_first_date(cat):
 
 
 def test_newest_snapshot_is_the_default(cat):
-    newest = max(r.as_of for r in cat.prices.history("aws/p3.2xlarge", "on-demand"))
-    assert cat.price("aws/p3.2xlarge").as_of == newest
+    newest = max(r.as_of for r in cat.prices.history("aws/g4dn.xlarge", "on-demand"))
+    assert cat.price("aws/g4dn.xlarge").as_of == newest
+    with pytest.warns(RetiredOfferingWarning):  # P3 retired 2025-12-20: still priced, with a warning
+        assert cat.price("aws/p3.2xlarge").as_of == max(r.as_of for r in cat.prices.history("aws/p3.2xlarge", "on-demand"))
 
 
 def test_gcp_price_composes_machine_type_and_gpus(cat):
