@@ -1,0 +1,122 @@
+"""The Pulumi Automation API boundary: the project's workspace, its stacks, its checked-in config.
+
+Everything that needs the Pulumi CLI goes through `local_workspace`, so tests
+swap in a fake workspace with the same small surface:
+
+    ws = factory(project_dir)
+    ws.list_stacks() -> [StackSummary-like: .name, .resource_count, .last_update]
+    stack = ws.select_stack(name)          # raises StackNotFoundError-like when absent
+    stack.outputs() -> {name: OutputValue-like with .value}
+    stack.history(page_size=1) -> [UpdateSummary-like: .kind, .start_time, .result]
+    stack.destroy(on_output=callback)
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+INSTALL_HINT = ("install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
+                "or see https://www.pulumi.com/docs/install/")
+
+
+class PulumiMissing(RuntimeError):
+    """The Pulumi CLI is not installed; the Automation API only drives it."""
+
+    def __init__(self, detail: str = "no `pulumi` on PATH"):
+        super().__init__(f"the Pulumi CLI is not installed ({detail}); teardown drives it through the "
+                         f"Automation API. To fix, {INSTALL_HINT}")
+
+
+class ProjectNotFound(RuntimeError):
+    """No Pulumi.yaml above the analysis package or at the given directory."""
+
+
+def project_dir(start: Path | None = None) -> Path:
+    """The directory holding the project's Pulumi.yaml (the repo root)."""
+    here = (start or Path(__file__)).resolve()
+    for folder in [here, *here.parents]:
+        if (folder / "Pulumi.yaml").is_file():
+            return folder
+    raise ProjectNotFound(f"no Pulumi.yaml in {here} or above; pass --project-dir pointing at the gpubench checkout")
+
+
+def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
+    """The `config:` mapping of the checked-in stacks/Pulumi.<name>.yaml ({} when absent).
+
+    Read from the file, not through the CLI: works offline and never edits it.
+    """
+    import yaml
+
+    path = work_dir / "stacks" / f"Pulumi.{name}.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    config = data.get("config") or {}
+    return dict(config) if isinstance(config, Mapping) else {}
+
+
+def config_value(config: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """`gpubench:<key>` (or a bare key) from a stack config mapping."""
+    for full in (f"gpubench:{key}", key):
+        if full in config and config[full] is not None:
+            return config[full]
+    return default
+
+
+def output_value(outputs: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    """First present output among `names`, unwrapped from OutputValue."""
+    for name in names:
+        if name in outputs:
+            value = getattr(outputs[name], "value", outputs[name])
+            if value not in (None, ""):
+                return value
+    return None
+
+
+def require_cli() -> str:
+    path = shutil.which("pulumi")
+    if path is None:
+        raise PulumiMissing()
+    return path
+
+
+class _LocalWorkspace:
+    """Adapter over pulumi.automation.LocalWorkspace exposing select_stack(name)."""
+
+    def __init__(self, ws):
+        self._ws = ws
+
+    def list_stacks(self):
+        return self._ws.list_stacks()
+
+    def select_stack(self, name: str):
+        import pulumi.automation as auto
+
+        return auto.Stack.select(name, self._ws)
+
+
+def local_workspace(work_dir: Path) -> _LocalWorkspace:
+    """The project's own LocalWorkspace (its Pulumi.yaml, its stacks/ config dir)."""
+    require_cli()
+    import pulumi.automation as auto
+
+    try:
+        return _LocalWorkspace(auto.LocalWorkspace(work_dir=str(work_dir)))
+    except FileNotFoundError as exc:  # the CLI vanished between which() and exec
+        raise PulumiMissing(f"{exc.filename or 'pulumi'} not found") from exc
+
+
+def is_stack_not_found(exc: BaseException) -> bool:
+    """StackNotFoundError from the Automation API (or a fake's exception of that name)."""
+    return any(cls.__name__ == "StackNotFoundError" for cls in type(exc).__mro__) or "no stack named" in str(exc)
+
+
+def error_text(exc: BaseException, limit: int = 2000) -> str:
+    """A CommandError's message is the whole CLI transcript; keep its tail, which says why."""
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+WorkspaceFactory = Callable[[Path], Any]

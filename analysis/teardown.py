@@ -1,0 +1,239 @@
+"""Destroy benchmark stacks through the Pulumi Automation API (teardown layer 3 of DESIGN.md).
+
+Picks stacks by name, by `completed` (every benchmark has a final result in
+the results bucket) and/or `expired` (the stack's deadline passed), destroys
+them one after another, keeps going when one fails, and reports an Outcome
+for every stack. Results stacks and buckets are refused, even when named.
+Stack config files in stacks/ are checked in and never removed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from analysis import pulumi_ws
+from analysis.pulumi_ws import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
+from analysis.tags import DEADLINE_OUTPUTS, RESULTS_STACKS, RESULTS_URL_OUTPUT, BadDeadline, parse_deadline
+
+# action -> does it count as a failure for the exit code
+ACTIONS = {
+    "destroyed": False,
+    "would-destroy": False,
+    "kept": False,
+    "absent": False,
+    "refused": True,
+    "failed": True,
+}
+BUCKET_SCHEMES = ("s3://", "gs://", "file://")
+DEFAULT_MAX_HOURS = 6.0
+
+
+@dataclass
+class Outcome:
+    """What happened to one stack, and why."""
+
+    stack: str
+    action: str  # one of ACTIONS
+    reason: str = ""
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not ACTIONS[self.action]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def refusal(name: str, work_dir: Path) -> str | None:
+    """Why `name` must never be destroyed, or None."""
+    if name.startswith(BUCKET_SCHEMES) or "://" in name:
+        return f"{name!r} is a bucket URL; teardown destroys benchmark stacks and never touches results buckets"
+    if name in RESULTS_STACKS:
+        return f"{name!r} holds a results bucket; teardown never destroys results stacks (destroy it by hand with `pulumi destroy -s {name}` if you really mean it)"
+    if str(config_value(pulumi_ws.stack_config(name, work_dir), "stackType", "")) == "results":
+        return f"{name!r} is a results stack (gpubench:stackType: results); teardown never destroys results stacks"
+    return None
+
+
+def _last_update_start(stack) -> datetime | None:
+    """Start of the newest `update` in the stack's history (the current launch)."""
+    try:
+        history = stack.history(page_size=10)
+    except Exception:  # noqa: BLE001 - history is a hint, not a requirement
+        return None
+    for entry in history or []:
+        if getattr(entry, "kind", "update") == "update" and getattr(entry, "start_time", None):
+            start = entry.start_time
+            return start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+    return None
+
+
+def deadline_of(name: str, stack, outputs, config) -> tuple[datetime | None, str]:
+    """The stack's deadline: its `deadline` output, else last update start + gpubench:maxHours."""
+    raw = output_value(outputs, DEADLINE_OUTPUTS)
+    if raw:
+        try:
+            return parse_deadline(raw), f"deadline output {raw}"
+        except BadDeadline as exc:
+            return None, str(exc)
+    started = _last_update_start(stack)
+    if started is None:
+        return None, "no deadline output and no update history"
+    try:
+        hours = float(config_value(config, "maxHours", DEFAULT_MAX_HOURS))
+    except (TypeError, ValueError):
+        hours = DEFAULT_MAX_HOURS
+    return started + timedelta(hours=hours), f"last update {started.isoformat()} + maxHours {hours:g}"
+
+
+def results_urls_of(name: str, ws, outputs, config, explicit: Sequence[str] | None) -> list[str]:
+    """Where the stack's runs are: --results, its resultsUrl output, gpubench:results, or its results stack's output."""
+    if explicit:
+        return list(explicit)
+    url = output_value(outputs, (RESULTS_URL_OUTPUT,))
+    if url:
+        return [str(url)]
+    ref = str(config_value(config, "results", "") or "")
+    if ref.startswith(("s3://", "gs://")):
+        return [ref]
+    ref_stack = ref[len("stack:"):] if ref.startswith("stack:") else f"{name.split('-', 1)[0]}-results"
+    try:
+        url = output_value(ws.select_stack(ref_stack).outputs(), (RESULTS_URL_OUTPUT,))
+    except Exception:  # noqa: BLE001 - reported as "no results location" below
+        url = None
+    return [str(url)] if url else []
+
+
+def _suite(config) -> list[str] | None:
+    raw = config_value(config, "suite")
+    if raw is None:
+        from infra.config import DEFAULT_SUITE
+
+        return list(DEFAULT_SUITE) if config else None
+    from infra.config import ConfigError, _suite as parse_suite
+
+    try:
+        return list(parse_suite("suite", raw))
+    except ConfigError:
+        return None
+
+
+def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, now) -> tuple[bool, str]:
+    """Apply the --completed / --expired filters (either one selects the stack)."""
+    if not (completed or expired):
+        return True, "named"
+    outputs = stack.outputs() or {}
+    reasons: list[str] = []
+    if expired:
+        deadline, source = deadline_of(name, stack, outputs, config)
+        if deadline is not None and deadline <= now:
+            return True, f"expired at {deadline.isoformat()} ({source})"
+        reasons.append(f"not expired: deadline {deadline.isoformat()}" if deadline else f"no deadline known: {source}")
+    if completed:
+        from analysis.completion import decide, read_runs
+
+        urls = results_urls_of(name, ws, outputs, config, results_urls)
+        if not urls:
+            reasons.append("no results location: pass --results URL or set gpubench:results")
+        else:
+            runs, problems = read_runs(name, urls)
+            verdict = decide(runs, _suite(config), _last_update_start(stack))
+            if verdict.complete:
+                return True, f"completed: {verdict.reason}"
+            reasons.append(verdict.reason + (f"; problems: {'; '.join(problems)}" if problems else ""))
+    return False, "; ".join(reasons)
+
+
+def candidates(ws, names: Sequence[str] | None) -> list[str]:
+    """Named stacks, else every stack in the backend that still has resources."""
+    if names:
+        return list(dict.fromkeys(names))
+    out = []
+    for summary in ws.list_stacks():
+        count = getattr(summary, "resource_count", None)
+        if count is None or count > 0:
+            out.append(summary.name.rsplit("/", 1)[-1])
+    return out
+
+
+def teardown(
+    names: Sequence[str] | None = None,
+    *,
+    completed: bool = False,
+    expired: bool = False,
+    dry_run: bool = False,
+    results_urls: Sequence[str] | None = None,
+    now: datetime | None = None,
+    work_dir: Path | None = None,
+    workspace_factory: pulumi_ws.WorkspaceFactory | None = None,
+    log: Callable[[str], None] = _stderr,
+) -> list[Outcome]:
+    """Destroy the chosen stacks; one Outcome per stack considered. Raises PulumiMissing."""
+    if not names and not (completed or expired):
+        raise ValueError("name the stacks to destroy, or select them with --completed and/or --expired")
+    work_dir = work_dir or pulumi_ws.project_dir()
+    now = now or datetime.now(timezone.utc)
+    outcomes: list[Outcome] = []
+    allowed: list[str] = []
+    for name in dict.fromkeys(names or []):
+        why = refusal(name, work_dir)
+        if why:
+            outcomes.append(Outcome(name, "refused", why))
+        else:
+            allowed.append(name)
+    if names and not allowed:
+        return outcomes
+    ws = (workspace_factory or pulumi_ws.local_workspace)(work_dir)
+    for name in candidates(ws, allowed or None):
+        if not names and refusal(name, work_dir):
+            continue  # results stacks are not candidates; say nothing about them
+        outcomes.append(_one(name, ws, work_dir, completed=completed, expired=expired, dry_run=dry_run,
+                             results_urls=results_urls, now=now, log=log))
+    return outcomes
+
+
+def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, log) -> Outcome:
+    began = time.monotonic()
+    try:
+        stack = ws.select_stack(name)
+    except Exception as exc:  # noqa: BLE001 - every stack gets an outcome
+        if pulumi_ws.is_stack_not_found(exc):
+            return Outcome(name, "absent", "no such stack in the Pulumi backend: nothing to destroy")
+        return Outcome(name, "failed", "could not select the stack", pulumi_ws.error_text(exc))
+    config = pulumi_ws.stack_config(name, work_dir)
+    try:
+        chosen, reason = _why_selected(name, stack, ws, config, completed=completed, expired=expired,
+                                       results_urls=results_urls, now=now)
+    except Exception as exc:  # noqa: BLE001
+        return Outcome(name, "failed", "could not decide whether the stack is done", pulumi_ws.error_text(exc))
+    if not chosen:
+        return Outcome(name, "kept", reason)
+    if dry_run:
+        return Outcome(name, "would-destroy", reason)
+    log(f"[{name}] destroying ({reason})")
+    try:
+        stack.destroy(on_output=lambda line: log(f"[{name}] {line.rstrip()}"))
+    except Exception as exc:  # noqa: BLE001 - keep going; PKB #224
+        return Outcome(name, "failed", reason, pulumi_ws.error_text(exc), round(time.monotonic() - began, 3))
+    return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3))
+
+
+def teardown_completed(stacks: Iterable[str] | None, results_urls: Sequence[str] | None = None,
+                       dry_run: bool = False, **kw) -> list[Outcome]:
+    """For `collect --teardown`: destroy those of `stacks` whose runs all have a final result.
+
+    `stacks` empty or None means every stack in the backend. Raises PulumiMissing
+    without the CLI; never raises for one stack's failure (see each Outcome).
+    """
+    return teardown(list(stacks or []) or None, completed=True, dry_run=dry_run, results_urls=results_urls, **kw)
