@@ -1,0 +1,34 @@
+"""Two entry points in one file, as Pulumi.yaml (`main: infra/`) and `python -m infra` both run it.
+
+- Under the Pulumi engine (the language host configured a resource monitor): the
+  program. It reads the stack config, dispatches on provider through
+  `infra.program.COMPONENTS` and exports the outputs.
+- Otherwise: the command line (`infra.cli`).
+"""
+
+import os
+import sys
+
+if not __package__:  # run by path (the Pulumi language host): make `import infra` resolve
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _under_engine() -> bool:
+    try:
+        from pulumi.runtime.settings import get_monitor
+    except ImportError:
+        return False
+    return get_monitor() is not None
+
+
+if _under_engine():
+    import pulumi
+
+    from infra import program
+    from infra.catalog import load_catalog
+
+    program.run(program.engine_config(), pulumi.get_stack(), load_catalog())
+elif __name__ == "__main__":
+    from infra.cli import main
+
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
+
+Security posture of a benchmark stack:
+- the instance role may only read/write `runs/<stack>/*` in the results bucket;
+- the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
+- IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
+- encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the
+  guest powering off when the payload ends terminates the instance;
+- spot stacks: one-time spot request, terminate on interruption;
+- deadline: an EventBridge Scheduler one-time `at(...)` schedule calling
+  `ec2:TerminateInstances` through the universal target, with a role trusted by
+  scheduler.amazonaws.com (for this account only) that may terminate only this
+  instance; the schedule deletes itself after it ran.
+
+The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
+once at creation and kept in state, so later previews show no change.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+import pulumiverse_time as time
+
+from infra import cloud_init, images
+from infra.config import ResultsConfig
+from infra.launch import Launch, aws_tags, payload_env, region_of, schedule_at, tag_values
+from infra.results_ref import locate
+
+TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+
+
+def _assume(service: str, account_id: str | None = None) -> str:
+    statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
+    if account_id:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+def results_policy(bucket: str, run_prefix: str) -> str:
+    """Object read/write under the stack's prefix only; listing limited to that prefix."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "StackPrefixObjects",
+                    "Effect": "Allow",
+                    "Action": ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*",
+                },
+                {
+                    "Sid": "StackPrefixList",
+                    "Effect": "Allow",
+                    "Action": "s3:ListBucket",
+                    "Resource": f"arn:aws:s3:::{bucket}",
+                    "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
+                },
+            ],
+        }
+    )
+
+
+def terminate_policy(instance_arn: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn}],
+        }
+    )
+
+
+def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+    if launch.cfg.image:
+        return pulumi.Output.from_input(launch.cfg.image)
+    spec = images.aws_image(launch.generation)
+    result = aws.ec2.get_ami_output(
+        most_recent=True,
+        owners=[images.AWS_OWNER],
+        include_deprecated=spec.include_deprecated,
+        filters=[
+            {"name": "name", "values": [spec.name_pattern]},
+            {"name": "architecture", "values": ["x86_64"]},
+            {"name": "state", "values": ["available"]},
+        ],
+        opts=opts,
+    )
+    return result.id
+
+
+class AwsBenchmark(pulumi.ComponentResource):
+    """One GPU instance that runs the payload once and is terminated by itself or by its deadline."""
+
+    def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpubench:aws:Benchmark", name, None, opts)
+        cfg = launch.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        region = region_of(cfg, launch.offering)
+
+        deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
+        tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
+        results = locate(cfg.results_ref("aws"), self)
+        run_prefix = results.run_prefix(cfg.stack)
+
+        role = aws.iam.Role("instance-role", assume_role_policy=_assume("ec2.amazonaws.com"),
+                            description=f"gpubench {cfg.stack}: payload writes its results", tags=tags, opts=child)
+        aws.iam.RolePolicy("results-access", role=role.id,
+                           policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)), opts=child)
+        profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
+
+        ingress = []
+        if cfg.ssh_cidr:
+            family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
+            ingress.append({"protocol": "tcp", "from_port": 22, "to_port": 22, family: [cfg.ssh_cidr], "description": "SSH from gpubench:sshCidr"})
+        sg = aws.ec2.SecurityGroup(
+            "sg",
+            description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+            ingress=ingress,
+            egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"], "ipv6_cidr_blocks": ["::/0"],
+                     "description": "image pull, results upload"}],
+            tags=tags,
+            opts=child,
+        )
+        key_name = None
+        if cfg.ssh_public_key:
+            key_name = aws.ec2.KeyPair("ssh-key", public_key=cfg.ssh_public_key, tags=tags, opts=child).key_name
+
+        env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
+            lambda args: {**payload_env(launch, args[0], args[1]), "AWS_DEFAULT_REGION": region}
+        )
+        user_data = env.apply(lambda e: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, e)))
+
+        market = None
+        if cfg.market == "spot":
+            market = {"market_type": "spot", "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"}}
+        instance = aws.ec2.Instance(
+            "instance",
+            ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
+            instance_type=launch.offering.instance_type,
+            iam_instance_profile=profile.name,
+            vpc_security_group_ids=[sg.id],
+            availability_zone=cfg.zone,
+            key_name=key_name,
+            instance_initiated_shutdown_behavior="terminate",
+            instance_market_options=market,
+            metadata_options={"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
+            root_block_device={"encrypted": True, "volume_type": "gp3", "volume_size": cfg.root_volume_gb,
+                               "delete_on_termination": True, "tags": tags},
+            user_data=user_data,
+            tags=tags,
+            opts=child,
+        )
+
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
+        scheduler_role = aws.iam.Role("deadline-role", assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+                                      description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+                                      tags=tags, opts=child)
+        terminate = aws.iam.RolePolicy("deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child)
+        schedule = aws.scheduler.Schedule(
+            "deadline-schedule",
+            description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+            schedule_expression=deadline.rfc3339.apply(schedule_at),
+            schedule_expression_timezone="UTC",
+            flexible_time_window={"mode": "OFF"},
+            action_after_completion="DELETE",
+            target={
+                "arn": TERMINATE_TARGET,
+                "role_arn": scheduler_role.arn,
+                "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
+                "retry_policy": {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[terminate]),
+        )
+
+        self.instance_id = instance.id
+        self.deadline = deadline.rfc3339
+        self.outputs = {
+            "instanceId": instance.id,
+            "deadline": deadline.rfc3339,
+            "schedule": schedule.name,
+            "publicIp": instance.public_ip,
+            "resultsUrl": results.url,
+            "runPrefix": run_prefix,
+        }
+        self.register_outputs(self.outputs)
+
+
+def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
+    """Old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads."""
+    return [
+        {"id": "expire-checkpoints", "status": "Enabled",
+         "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
+         "expiration": {"days": cfg.checkpoint_days}},
+        {"id": "expire-noncurrent-versions", "status": "Enabled", "filter": {"prefix": "runs/"},
+         "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days}},
+        {"id": "abort-stalled-uploads", "status": "Enabled", "filter": {"prefix": ""},
+         "abort_incomplete_multipart_upload": {"days_after_initiation": 7}},
+    ]
+
+
+def deny_insecure_transport(bucket: str) -> str:
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
+                       "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                       "Condition": {"Bool": {"aws:SecureTransport": "false"}}}],
+    })
+
+
+class AwsResults(pulumi.ComponentResource):
+    """The private, versioned, encrypted results bucket; protected so no teardown deletes it."""
+
+    def __init__(self, name: str, cfg: ResultsConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpubench:aws:Results", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = aws_tags({"stack": cfg.stack})
+        bucket = aws.s3.Bucket("results", bucket=cfg.bucket_name, force_destroy=False, tags=tags,
+                               opts=pulumi.ResourceOptions(parent=self, protect=True))
+        block = aws.s3.BucketPublicAccessBlock("results-public-access-block", bucket=bucket.id, block_public_acls=True,
+                                               block_public_policy=True, ignore_public_acls=True,
+                                               restrict_public_buckets=True, opts=child)
+        aws.s3.BucketOwnershipControls("results-ownership", bucket=bucket.id,
+                                       rule={"object_ownership": "BucketOwnerEnforced"}, opts=child)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            "results-encryption", bucket=bucket.id,
+            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}, "bucket_key_enabled": True}],
+            opts=child)
+        versioning = aws.s3.BucketVersioning("results-versioning", bucket=bucket.id,
+                                             versioning_configuration={"status": "Enabled"}, opts=child)
+        aws.s3.BucketLifecycleConfiguration("results-lifecycle", bucket=bucket.id, rules=lifecycle_rules(cfg),
+                                            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]))
+        aws.s3.BucketPolicy("results-tls-only", bucket=bucket.id, policy=bucket.bucket.apply(deny_insecure_transport),
+                            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]))
+        self.outputs = {
+            "bucketName": bucket.bucket,
+            "resultsUrl": bucket.bucket.apply(lambda b: f"s3://{b}"),
+            "region": cfg.provider_config.get("aws:region", ""),
+        }
+        self.register_outputs(self.outputs)

@@ -1,0 +1,200 @@
+"""Render the #cloud-config that runs the payload container once and then powers the machine off.
+
+Pure Python (no Pulumi) so preview, tests and both clouds share it. What the guest does:
+
+1. writes /etc/gpubench/payload.env (mode 0600; no secrets: the instance role or
+   service account supplies credentials) with the GPUBENCH_* variables of
+   docs/CONTRACTS.md;
+2. records host timeline events to /var/lib/gpubench/events.jsonl
+   (instance_launch from the kernel boot time, boot_done, container_start,
+   container_exit, shutdown_requested), a file the container sees at the same
+   path through GPUBENCH_HOST_EVENTS;
+3. schedules `shutdown -h` at the deadline, the in-guest last resort behind the
+   cloud-side deadline;
+4. starts gpubench-payload.service: `docker run --gpus all --network host` (host
+   network so IMDS / the GCE metadata server are reachable; AWS allows it with hop
+   limit 2), whose ExecStopPost powers the machine off however the payload ended,
+   with OnFailure= as a second path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+
+import yaml
+
+ENV_FILE = "/etc/gpubench/payload.env"
+STATE_DIR = "/var/lib/gpubench"
+HOST_EVENTS = f"{STATE_DIR}/events.jsonl"
+LIB_DIR = "/usr/local/lib/gpubench"
+UNIT = "gpubench-payload.service"
+POWEROFF_UNIT = "gpubench-poweroff.service"
+_ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
+
+EVENT_SH = f"""#!/bin/bash
+# Append one host timeline event as a JSON line: gpubench-event NAME [ISO-TIME] [DETAIL]
+set -euo pipefail
+name="$1"
+when="${{2:-}}"
+detail="${{3:-}}"
+if [ -z "$when" ]; then
+  when="$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)"
+fi
+mkdir -p {STATE_DIR}
+printf '{{"event": "%s", "time": "%s", "source": "host", "detail": "%s"}}\\n' \\
+  "$name" "$when" "$detail" >> {HOST_EVENTS}
+"""
+
+LAUNCH_SH = f"""#!/bin/bash
+# instance_launch is the kernel boot time (btime), which is earlier than cloud-init.
+set -euo pipefail
+btime="$(awk '/^btime/ {{print $2}}' /proc/stat)"
+{LIB_DIR}/event.sh instance_launch "$(date -u -d "@$btime" +%Y-%m-%dT%H:%M:%SZ)"
+"""
+
+DEADLINE_SH = f"""#!/bin/bash
+# Last resort behind the cloud-side deadline: halt the guest at GPUBENCH_DEADLINE.
+set -euo pipefail
+deadline="$(sed -n 's/^GPUBENCH_DEADLINE=//p' {ENV_FILE})"
+now="$(date -u +%s)"
+end="$(date -u -d "$deadline" +%s)"
+minutes=$(( (end - now) / 60 ))
+if [ "$minutes" -lt 1 ]; then
+  minutes=1
+fi
+shutdown -h "+$minutes" "gpubench deadline $deadline"
+"""
+
+RUN_SH = f"""#!/bin/bash
+# Run the payload container once with every GPU; the unit's ExecStopPost handles the end.
+set -euo pipefail
+image="$1"
+{LIB_DIR}/event.sh container_start "" "$image"
+exec docker run --rm --name gpubench-payload --gpus all --network host \\
+  --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "$image"
+"""
+
+FINISH_SH = f"""#!/bin/bash
+# Called after the payload unit stops, whatever the reason: record it and power off.
+set -uo pipefail
+{LIB_DIR}/event.sh container_exit "" "result=${{SERVICE_RESULT:-unknown}} status=${{EXIT_STATUS:-unknown}}"
+{LIB_DIR}/event.sh shutdown_requested "" "payload ended"
+systemctl --no-block poweroff
+"""
+
+POWEROFF_SH = f"""#!/bin/bash
+# OnFailure= path: power off even if the ExecStopPost hook could not run.
+set -uo pipefail
+{LIB_DIR}/event.sh shutdown_requested "" "payload unit failed" || true
+systemctl --no-block poweroff
+"""
+
+SCRIPTS: dict[str, str] = {
+    "event.sh": EVENT_SH,
+    "launch.sh": LAUNCH_SH,
+    "deadline.sh": DEADLINE_SH,
+    "run.sh": RUN_SH,
+    "finish.sh": FINISH_SH,
+    "poweroff.sh": POWEROFF_SH,
+}
+
+
+def _payload_unit(image: str) -> str:
+    return f"""[Unit]
+Description=gpubench payload (runs once, then powers the machine off)
+Wants=network-online.target docker.service
+After=network-online.target docker.service cloud-final.service
+OnFailure={POWEROFF_UNIT}
+
+[Service]
+Type=simple
+Restart=no
+TimeoutStartSec=0
+ExecStartPre=-/usr/bin/docker pull {image}
+ExecStart={LIB_DIR}/run.sh {image}
+ExecStopPost={LIB_DIR}/finish.sh
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+POWEROFF_SERVICE = f"""[Unit]
+Description=gpubench: power off after a payload failure
+
+[Service]
+Type=oneshot
+ExecStart={LIB_DIR}/poweroff.sh
+"""
+
+
+@dataclass(frozen=True)
+class PayloadLaunch:
+    """Everything the guest needs: the container image and its GPUBENCH_* environment."""
+
+    image: str
+    env: Mapping[str, str]
+
+
+def env_file(env: Mapping[str, str]) -> str:
+    """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry."""
+    lines = []
+    for key in sorted(env):
+        value = str(env[key])
+        if not _ENV_NAME.match(key):
+            raise ValueError(f"payload variable {key!r} must match GPUBENCH_[A-Z0-9_]+")
+        if "\n" in value or "\r" in value:
+            raise ValueError(f"payload variable {key} contains a newline")
+        lines.append(f"{key}={value}")
+    return "\n".join(lines) + "\n"
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks so the user-data reads like the files it writes."""
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str):
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def render_user_data(launch: PayloadLaunch) -> str:
+    """The #cloud-config text; deterministic for equal inputs (stable `pulumi preview`)."""
+    if any(c.isspace() for c in launch.image) or not launch.image:
+        raise ValueError(f"bad payload image reference {launch.image!r}")
+    env = dict(launch.env)
+    env["GPUBENCH_HOST_EVENTS"] = HOST_EVENTS
+    if "GPUBENCH_DEADLINE" not in env:
+        raise ValueError("GPUBENCH_DEADLINE is required: the in-guest shutdown uses it")
+    files = [
+        {"path": ENV_FILE, "permissions": "0600", "owner": "root:root", "content": env_file(env)},
+        *(
+            {"path": f"{LIB_DIR}/{name}", "permissions": "0755", "owner": "root:root", "content": body}
+            for name, body in SCRIPTS.items()
+        ),
+        {"path": f"/etc/systemd/system/{UNIT}", "permissions": "0644", "content": _payload_unit(launch.image)},
+        {"path": f"/etc/systemd/system/{POWEROFF_UNIT}", "permissions": "0644", "content": POWEROFF_SERVICE},
+    ]
+    doc = {
+        "write_files": files,
+        "runcmd": [
+            [f"{LIB_DIR}/launch.sh"],
+            [f"{LIB_DIR}/deadline.sh"],
+            [f"{LIB_DIR}/event.sh", "boot_done"],
+            ["systemctl", "daemon-reload"],
+            ["systemctl", "enable", "--now", "--no-block", UNIT],
+        ],
+    }
+    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
+    return "#cloud-config\n" + body
+
+
+def shell_scripts(user_data: str) -> dict[str, str]:
+    """The shell scripts embedded in rendered user-data (path -> text), for shellcheck."""
+    doc = yaml.safe_load(user_data)
+    return {f["path"]: f["content"] for f in doc.get("write_files", []) if f["content"].startswith("#!/bin/")}

@@ -1,0 +1,320 @@
+"""Typed parsing of a stack's config (namespace `gpubench`), with errors that say how to fix them.
+
+Pure Python over a plain mapping (the `config:` section of `stacks/Pulumi.<stack>.yaml`,
+or what the Pulumi engine hands the program), so the same code serves `pulumi up`,
+`python -m infra preview` and the tests. Values may be native YAML types or the
+strings Pulumi passes at run time; both parse the same way.
+
+Two kinds of stack share the namespace: benchmark stacks (`gpubench:offering` set)
+and results stacks (`gpubench:stackType: results`, one per cloud).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+NAMESPACE = "gpubench"
+MARKETS = ("on-demand", "spot")
+PRECISIONS = ("fp32", "mixed")  # payload/config.py --precision
+STACK_TYPES = ("benchmark", "results")
+PROVIDERS = ("aws", "gcp")
+RESULT_SCHEMES = {"aws": "s3://", "gcp": "gs://"}
+DEFAULT_SUITE = ("mnist-cnn", "cifar10-resnet", "imdb-lstm")
+DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
+MAX_HOURS_LIMIT = 72.0
+# Provider-namespace keys the program reads (region/zone live where the provider reads them).
+PROVIDER_KEYS = {"aws": ("region",), "gcp": ("project", "region", "zone")}
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+
+class ConfigError(ValueError):
+    """A stack config key is missing, unknown or has a bad value; the message names the key and the fix."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(f"{NAMESPACE}:{key}: {message}" if ":" not in key else f"{key}: {message}")
+
+
+# --- value parsers: each takes (key, raw) and returns the typed value or raises ConfigError.
+
+
+def _str(key: str, raw: Any) -> str:
+    if isinstance(raw, (dict, list)) or raw is None or str(raw).strip() == "":
+        raise ConfigError(key, f"expected a non-empty string, got {raw!r}")
+    return str(raw).strip()
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str]:
+    def parse(key: str, raw: Any) -> str:
+        value = _str(key, raw)
+        if value not in allowed:
+            raise ConfigError(key, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+def _positive_int(key: str, raw: Any) -> int:
+    try:
+        value = int(str(raw).strip()) if not isinstance(raw, bool) else None
+    except ValueError:
+        value = None
+    if value is None or value <= 0:
+        raise ConfigError(key, f"expected a positive integer, got {raw!r}")
+    return value
+
+
+def _max_hours(key: str, raw: Any) -> float:
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= MAX_HOURS_LIMIT:
+        raise ConfigError(key, f"expected hours in (0, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline after which the instance is terminated")
+    return value
+
+
+def _bool(key: str, raw: Any) -> bool:
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
+
+
+def _suite(key: str, raw: Any) -> tuple[str, ...]:
+    items: Any = raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        items = json.loads(text) if text.startswith("[") else [p for p in text.split(",")]
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ConfigError(key, f"expected a non-empty list of benchmark names, got {raw!r}")
+    names = tuple(str(i).strip() for i in items)
+    bad = [n for n in names if not _SLUG.match(n)]
+    if bad:
+        raise ConfigError(key, f"benchmark names must be lowercase slugs like 'cifar10-resnet', got {bad}")
+    return names
+
+
+def _gpus(key: str, raw: Any) -> str:
+    """'all' (every GPU of the offering) or a count."""
+    text = str(raw).strip().lower()
+    if text == "all":
+        return "all"
+    return str(_positive_int(key, raw))
+
+
+def _params(key: str, raw: Any) -> str:
+    """Benchmark parameter overrides as the payload's `k=v,k=v` text (GPUBENCH_PARAMS)."""
+    if isinstance(raw, Mapping):
+        pairs = [(str(k), str(v)) for k, v in raw.items()]
+    else:
+        text = str(raw).strip()
+        if text.startswith("{"):
+            return _params(key, json.loads(text))
+        pairs = []
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            if "=" not in part:
+                raise ConfigError(key, f"{part!r} is not key=value; use e.g. {{dropout: 0.2}} or 'dropout=0.2'")
+            k, v = part.split("=", 1)
+            pairs.append((k.strip(), v.strip()))
+    if any(("," in k + v) or ("=" in k) or not k for k, v in pairs):
+        raise ConfigError(key, "parameter names and values may not contain ',' (or '=' in names)")
+    return ",".join(f"{k}={v}" for k, v in sorted(pairs))
+
+
+def _cidr(key: str, raw: Any) -> str:
+    text = _str(key, raw)
+    try:
+        net = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise ConfigError(key, f"{text!r} is not a CIDR block; use e.g. 203.0.113.7/32 (your address)") from None
+    if net.prefixlen == 0:
+        raise ConfigError(key, f"{text!r} opens SSH to the whole internet; use your own address, e.g. 203.0.113.7/32")
+    return str(net)
+
+
+def _results(key: str, raw: Any) -> str:
+    text = _str(key, raw)
+    if text.startswith(("s3://", "gs://")) or text.startswith("stack:"):
+        if text.startswith("stack:") and not text[len("stack:"):]:
+            raise ConfigError(key, "a stack reference needs a name, e.g. stack:aws-results")
+        return text.rstrip("/")
+    raise ConfigError(key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)")
+
+
+def _image(key: str, raw: Any) -> str:
+    text = _str(key, raw)
+    if any(c.isspace() for c in text):
+        raise ConfigError(key, f"{text!r} is not a container image reference")
+    return text
+
+
+def _ssh_key(key: str, raw: Any) -> str:
+    text = _str(key, raw)
+    if not text.startswith(("ssh-", "ecdsa-")):
+        raise ConfigError(key, "expected an OpenSSH public key line (ssh-ed25519 AAAA... or ssh-rsa AAAA...)")
+    return text
+
+
+def _root_gb(key: str, raw: Any) -> int:
+    value = _positive_int(key, raw)
+    if value < 60:
+        raise ConfigError(key, f"{value} GB is smaller than the Deep Learning images (use 60 or more)")
+    return value
+
+
+def _days(key: str, raw: Any) -> int:
+    return _positive_int(key, raw)
+
+
+# --- key tables: key -> (parser, default). `None` default means optional, absent.
+
+BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
+    "stackType": (_choice(STACK_TYPES), "benchmark"),
+    "offering": (_str, None),
+    "market": (_choice(MARKETS), "on-demand"),
+    "suite": (_suite, DEFAULT_SUITE),
+    "epochs": (_positive_int, None),
+    "steps": (_positive_int, None),
+    "batchSize": (_positive_int, None),
+    "precision": (_choice(PRECISIONS), "fp32"),
+    "params": (_params, None),
+    "gpus": (_gpus, "all"),
+    "data": (_str, None),
+    "maxHours": (_max_hours, 6.0),
+    "results": (_results, None),
+    "payloadImage": (_image, DEFAULT_PAYLOAD_IMAGE),
+    "zone": (_str, None),
+    "sshCidr": (_cidr, None),
+    "sshPublicKey": (_ssh_key, None),
+    "rootVolumeGb": (_root_gb, 150),
+    "expectGpu": (_bool, True),
+    "image": (_str, None),
+}
+
+RESULTS_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
+    "stackType": (_choice(STACK_TYPES), "results"),
+    "provider": (_choice(PROVIDERS), None),
+    "bucketName": (_str, None),
+    "checkpointDays": (_days, 30),
+    "noncurrentDays": (_days, 30),
+}
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """What one benchmark stack launches; field names follow the config keys in snake_case."""
+
+    stack: str
+    offering: str
+    market: str
+    suite: tuple[str, ...]
+    precision: str
+    gpus: str
+    max_hours: float
+    payload_image: str
+    root_volume_gb: int
+    expect_gpu: bool
+    results: str | None = None
+    epochs: int | None = None
+    steps: int | None = None
+    batch_size: int | None = None
+    data: str | None = None
+    zone: str | None = None
+    ssh_cidr: str | None = None
+    ssh_public_key: str | None = None
+    image: str | None = None
+    params: str | None = None
+    provider_config: Mapping[str, str] = field(default_factory=dict)
+    stack_type: str = "benchmark"
+
+    def results_ref(self, provider: str) -> str:
+        """The results location: the configured one, else the provider's results stack."""
+        return self.results or f"stack:{provider}-results"
+
+
+@dataclass(frozen=True)
+class ResultsConfig:
+    """The per-cloud results bucket stack."""
+
+    stack: str
+    provider: str
+    checkpoint_days: int
+    noncurrent_days: int
+    bucket_name: str | None = None
+    provider_config: Mapping[str, str] = field(default_factory=dict)
+    stack_type: str = "results"
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Separate `gpubench:*` keys from provider keys; bare keys count as gpubench keys."""
+    ours: dict[str, Any] = {}
+    provider: dict[str, str] = {}
+    for full, value in raw.items():
+        ns, _, key = full.rpartition(":")
+        if ns in ("", NAMESPACE):
+            ours[key] = value
+        elif ns in PROVIDER_KEYS and key in PROVIDER_KEYS[ns]:
+            provider[f"{ns}:{key}"] = str(value)
+    return ours, provider
+
+
+def _reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
+    for key in keys:
+        if key not in table:
+            close = difflib.get_close_matches(key, list(table), n=1)
+            hint = f" Did you mean {NAMESPACE}:{close[0]}?" if close else ""
+            raise ConfigError(key, f"unknown key for a {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}")
+
+
+def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, (parser, default) in table.items():
+        if key in ours and ours[key] is not None:
+            out[_snake(key)] = parser(key, ours[key])
+        elif default is not None:
+            out[_snake(key)] = default
+    return out
+
+
+def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | ResultsConfig:
+    """Parse a stack's config mapping; raises ConfigError naming the key and the allowed values."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
+    ours, provider = _split(raw)
+    stack_type = _choice(STACK_TYPES)("stackType", ours.get("stackType", "benchmark"))
+    if stack_type == "results":
+        _reject_unknown(ours, RESULTS_KEYS, "results")
+        values = _parse_table(ours, RESULTS_KEYS)
+        if "provider" not in values:
+            raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
+        return ResultsConfig(stack=stack, provider_config=provider, **values)
+    _reject_unknown(ours, BENCHMARK_KEYS, "benchmark")
+    values = _parse_table(ours, BENCHMARK_KEYS)
+    if "offering" not in values:
+        raise ConfigError("offering", "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)")
+    if values.get("epochs") and values.get("steps"):
+        raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
+    return BenchmarkConfig(stack=stack, provider_config=provider, **values)
+
+
+def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -> None:
+    """Checks that need the catalog row: market offered, GPU count, results scheme."""
+    if cfg.market not in offering.markets:
+        raise ConfigError("market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}")
+    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
+        raise ConfigError("gpus", f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}")
+    scheme = RESULT_SCHEMES.get(provider)
+    if cfg.results and not cfg.results.startswith("stack:") and scheme and not cfg.results.startswith(scheme):
+        raise ConfigError("results", f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results")

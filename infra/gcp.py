@@ -1,0 +1,160 @@
+"""GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
+
+Security posture of a benchmark stack:
+- a dedicated service account that may only create and read objects whose name starts
+  with `runs/<stack>/` in the results bucket (IAM condition on `resource.name`; listing
+  the bucket is not granted, the payload addresses its own keys);
+- a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
+  (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
+- `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
+  `provisioning_model = SPOT` with DELETE; every stack has `max_run_duration`
+  (`maxHours`) with `instance_termination_action = DELETE`: the cloud-side deadline;
+- a Deep Learning VM image family matched to the GPU generation (infra/images.py),
+  with `install-nvidia-driver=True`; cloud-init reads the `user-data` metadata key.
+
+Labels mirror the AWS tags. GCP label keys and values allow only lowercase letters,
+digits, '-' and '_', so `gpubench:stack` becomes `gpubench-stack` and values are
+lowercased with other characters mapped to '_' (see infra.launch.gcp_label_value);
+`gpubench-expires-at` holds the deadline in ISO 8601 basic form (`20240501t120000z`).
+
+A guest power-off stops (not deletes) a GCP VM; the stopped VM's disk is what keeps
+billing until `python -m analysis teardown` (or the sweep) deletes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pulumi
+import pulumi_gcp as gcp
+import pulumiverse_time as time
+
+from infra import cloud_init, images
+from infra.config import ResultsConfig
+from infra.launch import Launch, gcp_deadline_label, gcp_labels, gcp_zone, payload_env, tag_values
+from infra.results_ref import locate
+
+SUBNET_CIDR = "10.42.0.0/24"
+OBJECT_ROLES = ("roles/storage.objectCreator", "roles/storage.objectViewer")
+
+
+def service_account_id(stack: str) -> str:
+    """6-30 chars of [a-z0-9-], starting with a letter; a hash keeps long stack names unique."""
+    digest = hashlib.sha1(stack.encode()).hexdigest()[:6]
+    return f"gb-{stack[:20].rstrip('-')}-{digest}"
+
+
+def prefix_condition(bucket: str, run_prefix: str) -> dict:
+    return {
+        "title": "stack-prefix-only",
+        "description": f"objects under {run_prefix} only",
+        "expression": f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{run_prefix}")',
+    }
+
+
+def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+    if launch.cfg.image:
+        return pulumi.Output.from_input(launch.cfg.image)
+    spec = images.gcp_image(launch.generation)
+    return gcp.compute.get_image_output(family=spec.family, project=images.GCP_IMAGE_PROJECT, opts=opts).self_link
+
+
+class GcpBenchmark(pulumi.ComponentResource):
+    """One GPU VM that runs the payload once; GCP deletes it at max_run_duration at the latest."""
+
+    def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpubench:gcp:Benchmark", name, None, opts)
+        cfg, offering = launch.cfg, launch.offering
+        child = pulumi.ResourceOptions(parent=self)
+        zone = gcp_zone(cfg, offering)
+        region = zone.rsplit("-", 1)[0]
+
+        deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
+        labels = gcp_labels({**tag_values(launch), "expires-at": deadline.rfc3339.apply(gcp_deadline_label)})
+        results = locate(cfg.results_ref("gcp"), self)
+        run_prefix = results.run_prefix(cfg.stack)
+
+        account = gcp.serviceaccount.Account("runner", account_id=service_account_id(cfg.stack),
+                                             display_name=f"gpubench {cfg.stack} payload", opts=child)
+        member = account.email.apply(lambda e: f"serviceAccount:{e}")
+        for role in OBJECT_ROLES:
+            gcp.storage.BucketIAMMember(
+                f"results-{role.rsplit('.', 1)[-1].lower()}", bucket=results.bucket, role=role, member=member,
+                condition=results.bucket.apply(lambda b: prefix_condition(b, run_prefix)), opts=child)
+
+        network = gcp.compute.Network("net", auto_create_subnetworks=False,
+                                      description=f"gpubench {cfg.stack}: no ingress except configured SSH", opts=child)
+        subnet = gcp.compute.Subnetwork("subnet", network=network.id, region=region, ip_cidr_range=SUBNET_CIDR,
+                                        private_ip_google_access=True, opts=child)
+        if cfg.ssh_cidr:
+            gcp.compute.Firewall("ssh", network=network.id, direction="INGRESS", allows=[{"protocol": "tcp", "ports": ["22"]}],
+                                 source_ranges=[cfg.ssh_cidr], target_service_accounts=[account.email], opts=child)
+
+        env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
+        user_data = env.apply(lambda e: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, e)))
+        metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
+        if cfg.ssh_public_key:
+            metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
+
+        spot = cfg.market == "spot"
+        scheduling = {
+            "provisioning_model": "SPOT" if spot else "STANDARD",
+            "preemptible": spot,
+            "automatic_restart": False,
+            "on_host_maintenance": "TERMINATE",
+            "instance_termination_action": "DELETE",
+            "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
+        }
+        accelerators = None
+        if offering.accelerator_type:
+            accelerators = [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
+        instance = gcp.compute.Instance(
+            "instance",
+            machine_type=offering.instance_type,
+            zone=zone,
+            boot_disk={"auto_delete": True, "initialize_params": {
+                "image": _image(launch, pulumi.InvokeOptions(parent=self)), "size": cfg.root_volume_gb,
+                "type": "pd-balanced", "labels": labels}},
+            guest_accelerators=accelerators,
+            scheduling=scheduling,
+            network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+            service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
+            metadata=metadata,
+            labels=labels,
+            allow_stopping_for_update=True,
+            opts=child,
+        )
+        self.outputs = {
+            "instanceName": instance.name,
+            "zone": zone,
+            "deadline": deadline.rfc3339,
+            "resultsUrl": results.url,
+            "runPrefix": run_prefix,
+        }
+        self.register_outputs(self.outputs)
+
+
+class GcpResults(pulumi.ComponentResource):
+    """The private, uniform-access, versioned results bucket; protected so no teardown deletes it."""
+
+    def __init__(self, name: str, cfg: ResultsConfig, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpubench:gcp:Results", name, None, opts)
+        region = cfg.provider_config.get("gcp:region", "us-central1")
+        bucket = gcp.storage.Bucket(
+            "results",
+            name=cfg.bucket_name,
+            location=region.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            versioning={"enabled": True},
+            force_destroy=False,
+            lifecycle_rules=[
+                {"action": {"type": "Delete"},
+                 "condition": {"days_since_noncurrent_time": cfg.noncurrent_days, "with_state": "ARCHIVED"}},
+                {"action": {"type": "AbortIncompleteMultipartUpload"}, "condition": {"age": 7}},
+            ],
+            labels=gcp_labels({"stack": cfg.stack}),
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        self.outputs = {"bucketName": bucket.name, "resultsUrl": bucket.name.apply(lambda b: f"gs://{b}")}
+        self.register_outputs(self.outputs)

@@ -1,0 +1,150 @@
+"""`python -m infra preview`: what a stack will create and cost, rendered offline under mocks.
+
+For each stack: resources with key properties, the user-data, the hourly price, the
+deadline, an estimated cost per benchmark and warnings. Cost per benchmark comes from
+collected results when the analysis results table exists (report/results.parquet or
+.csv, columns stack, benchmark, billed_seconds: median billed time x hourly price),
+else from the catalog as the upper bound maxHours x hourly price.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from infra import stacks as stackfiles
+from infra.config import BenchmarkConfig, parse_config
+from infra.launch import fmt_usd, resolve
+from infra.render import Rendered, render
+
+REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
+
+# Properties worth a glance per resource type (engine names); everything is in --json.
+KEY_PROPS: dict[str, tuple[str, ...]] = {
+    "aws:ec2/instance:Instance": ("instanceType", "ami", "availabilityZone", "instanceMarketOptions", "instanceInitiatedShutdownBehavior", "metadataOptions", "rootBlockDevice.volumeSize", "rootBlockDevice.encrypted"),
+    "aws:ec2/securityGroup:SecurityGroup": ("ingress", "egress"),
+    "aws:iam/role:Role": ("assumeRolePolicy",),
+    "aws:iam/rolePolicy:RolePolicy": ("policy",),
+    "aws:scheduler/schedule:Schedule": ("scheduleExpression", "scheduleExpressionTimezone", "actionAfterCompletion", "target.arn", "target.input"),
+    "aws:s3/bucket:Bucket": ("bucket", "forceDestroy"),
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("rules",),
+    "gcp:compute/instance:Instance": ("machineType", "zone", "guestAccelerators", "scheduling", "bootDisk.initializeParams.image", "bootDisk.initializeParams.size"),
+    "gcp:compute/firewall:Firewall": ("direction", "allows", "sourceRanges"),
+    "gcp:storage/bucketIAMMember:BucketIAMMember": ("role", "condition.expression"),
+    "gcp:storage/bucket:Bucket": ("location", "uniformBucketLevelAccess", "publicAccessPrevention", "versioning", "lifecycleRules"),
+    "time:index/offset:Offset": ("offsetMinutes",),
+}
+
+
+def _dig(inputs: dict[str, Any], dotted: str) -> Any:
+    value: Any = inputs
+    for part in dotted.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def load_results_table(report_dir: Path = REPORT_DIR):
+    """The analysis results table if present (pandas), else None."""
+    for name in ("results.parquet", "results.csv"):
+        path = report_dir / name
+        if path.exists():
+            import pandas as pd
+
+            return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    return None
+
+
+def estimate_costs(cfg: BenchmarkConfig, hourly: float | None, table: Any) -> list[dict[str, Any]]:
+    """Per benchmark: median billed seconds from results when there are some, else the deadline bound."""
+    rows: list[dict[str, Any]] = []
+    if hourly is None:
+        return [{"benchmark": b, "usd": None, "seconds": None, "source": "no catalog price"} for b in cfg.suite]
+    for bench in cfg.suite:
+        seconds = None
+        if table is not None and {"stack", "benchmark", "billed_seconds"} <= set(table.columns):
+            sel = table[(table["stack"] == cfg.stack) & (table["benchmark"] == bench)]["billed_seconds"].dropna()
+            if len(sel):
+                seconds = float(sel.median())
+        if seconds is not None:
+            rows.append({"benchmark": bench, "usd": round(seconds / 3600 * hourly, 4), "seconds": seconds, "source": f"results: median of {len(sel)} runs"})
+        else:
+            rows.append({"benchmark": bench, "usd": round(cfg.max_hours * hourly, 4), "seconds": cfg.max_hours * 3600,
+                         "source": "catalog: upper bound maxHours x hourly price"})
+    return rows
+
+
+def preview_stack(name: str, catalog: Any, table: Any = None, stacks_dir: Path = stackfiles.STACKS_DIR) -> dict[str, Any]:
+    raw = stackfiles.load_config(name, stacks_dir)
+    cfg = parse_config(raw, name)
+    started = time.perf_counter()
+    rendered: Rendered = render(name, raw, catalog)
+    summary: dict[str, Any] = {
+        "stack": name,
+        "stack_type": cfg.stack_type,
+        "offering": None,
+        "market": None,
+        "hourly_usd": 0.0,
+        "deadline_hours": None,
+        "deadline": rendered.exports.get("deadline"),
+        "user_data": rendered.user_data,
+        "resources": [r.to_json() for r in rendered.resources if r.custom],
+        "exports": rendered.exports,
+        "warnings": list(rendered.warnings),
+        "estimated_cost": [],
+    }
+    if isinstance(cfg, BenchmarkConfig):
+        launch = resolve(cfg, catalog)
+        summary.update({
+            "offering": launch.offering.id,
+            "provider": launch.provider,
+            "market": cfg.market,
+            "hourly_usd": launch.hourly_usd,
+            "price_source": str(launch.price.source) if launch.price else None,
+            "price_as_of": str(launch.price.as_of) if launch.price else None,
+            "deadline_hours": cfg.max_hours,
+            "payload_image": launch.image,
+            "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
+            "estimated_cost": estimate_costs(cfg, launch.hourly_usd, table),
+        })
+    summary["render_seconds"] = round(time.perf_counter() - started, 4)
+    return summary
+
+
+def _short(value: Any, width: int = 110) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
+    out = [f"== {s['stack']}"]
+    if s["stack_type"] == "benchmark":
+        out.append(f"offering   {s['offering']} ({s['market']}), payload {s['payload_image']}")
+        out.append(f"price      ${fmt_usd(s['hourly_usd'])}/h ({s['price_source']}, as of {s['price_as_of']})")
+        out.append(f"deadline   {s['deadline_hours']:g} h after creation (if created now: {s['deadline']}); cloud-side and in-guest")
+        for c in s["estimated_cost"]:
+            usd = "unknown" if c["usd"] is None else f"${c['usd']:.2f}"
+            out.append(f"cost       {c['benchmark']}: {usd} ({c['source']})")
+    out.append("resources")
+    for r in s["resources"]:
+        props = [f"{k}={_short(_dig(r['inputs'], k), 80)}" for k in KEY_PROPS.get(r["type"], ()) if _dig(r["inputs"], k) is not None]
+        flag = " [protected]" if r.get("protect") else ""
+        out.append(f"  {r['type']}  {r['name']}{flag}")
+        out.extend(f"      {p}" for p in props)
+    for w in s["warnings"]:
+        out.append(f"warning    {w}")
+    if show_user_data and s["user_data"]:
+        out.append("user-data")
+        out.extend("  | " + line for line in s["user_data"].splitlines())
+    return "\n".join(out)
+
+
+def run(names: Iterable[str], catalog: Any, as_json: bool, single: bool, show_user_data: bool = True) -> str:
+    table = load_results_table()
+    summaries = [preview_stack(n, catalog, table) for n in names]
+    if as_json:
+        return json.dumps(summaries[0] if single else summaries, indent=2, sort_keys=True, default=str)
+    return "\n\n".join(format_text(s, show_user_data) for s in summaries)

@@ -1,0 +1,203 @@
+"""Render stacks offline under Pulumi's mocks: no CLI, no credentials, one process for the whole matrix.
+
+Each render sets fresh mocks and settings, runs the same `program.run` the engine runs,
+and records every registered resource with its input properties (engine names,
+camelCase). Mocks return the inputs as outputs plus the few computed outputs the
+program reads (ids, ARNs, the deadline's RFC 3339 time, service-account email).
+The deadline is computed from a `now` fixed per process (or passed in), so two
+renders of one stack give identical inputs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import pulumi
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import settings as psettings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT = "gpubench"
+_PROCESS_NOW = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
+
+
+@dataclass
+class ResourceRecord:
+    type: str
+    name: str
+    custom: bool
+    protect: bool
+    parent: str
+    inputs: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "name": self.name, "protect": self.protect, "inputs": self.inputs}
+
+
+@dataclass
+class Rendered:
+    stack: str
+    resources: list[ResourceRecord]
+    exports: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def of_type(self, typ: str) -> list[ResourceRecord]:
+        return [r for r in self.resources if r.type == typ]
+
+    def one(self, typ: str) -> ResourceRecord:
+        found = self.of_type(typ)
+        if len(found) != 1:
+            raise AssertionError(f"{self.stack}: expected one {typ}, found {len(found)}")
+        return found[0]
+
+    @property
+    def user_data(self) -> str | None:
+        for r in self.resources:
+            if r.type == "aws:ec2/instance:Instance":
+                return r.inputs.get("userData")
+            if r.type == "gcp:compute/instance:Instance":
+                return r.inputs.get("metadata", {}).get("user-data")
+        return None
+
+
+def _fake_id(*parts: str) -> str:
+    return hashlib.sha1("/".join(parts).encode()).hexdigest()[:17]
+
+
+def _rfc3339(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Mocks(pmocks.Mocks):
+    """Inputs echo back as outputs; add what real providers compute and the program reads."""
+
+    def __init__(self, stack: str, now: dt.datetime):
+        self.stack = stack
+        self.now = now
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
+        account, region = "123456789012", "us-east-1"
+        extra: dict[str, Callable[[], dict[str, Any]]] = {
+            "aws:ec2/instance:Instance": lambda: {"arn": f"arn:aws:ec2:{region}:{account}:instance/i-{rid}", "publicIp": "198.51.100.7"},
+            "aws:iam/role:Role": lambda: {"arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}", "name": f"{name}-{rid[:7]}"},
+            "aws:iam/instanceProfile:InstanceProfile": lambda: {"name": f"{name}-{rid[:7]}"},
+            "aws:s3/bucket:Bucket": lambda: {"bucket": inputs.get("bucket") or f"{name}-{rid[:7]}"},
+            "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
+            "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},
+            "gcp:serviceaccount/account:Account": lambda: {"email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com"},
+            "gcp:storage/bucket:Bucket": lambda: {"name": inputs.get("name") or f"{name}-{rid[:7]}"},
+            "gcp:compute/instance:Instance": lambda: {"name": f"{name}-{rid[:7]}"},
+            "time:index/offset:Offset": lambda: self._offset(inputs),
+            "pulumi:pulumi:StackReference": lambda: self._stack_reference(inputs),
+        }
+        return extra.get(typ, dict)()
+
+    def _offset(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        moment = self.now + dt.timedelta(minutes=float(inputs.get("offsetMinutes") or 0), hours=float(inputs.get("offsetHours") or 0))
+        return {"baseRfc3339": _rfc3339(self.now), "rfc3339": _rfc3339(moment), "unix": int(moment.timestamp())}
+
+    @staticmethod
+    def _stack_reference(inputs: dict[str, Any]) -> dict[str, Any]:
+        ref = str(inputs.get("name", ""))
+        provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
+        bucket = f"gpubench-results-{provider}-mock"
+        scheme = {"aws": "s3", "gcp": "gs"}.get(provider, "file")
+        return {"name": ref, "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}://{bucket}"}, "secretOutputNames": []}
+
+    def new_resource(self, args: pmocks.MockResourceArgs):
+        rid = _fake_id(self.stack, args.typ, args.name)
+        outputs = dict(args.inputs)
+        outputs.update(self._computed(args.typ, args.name, args.inputs, rid))
+        self.records[f"{args.typ}::{args.name}"] = dict(args.inputs)
+        return f"{args.name}-{rid[:8]}", outputs
+
+    def call(self, args: pmocks.MockCallArgs):
+        calls: dict[str, Callable[[], dict[str, Any]]] = {
+            "aws:ec2/getAmi:getAmi": lambda: {"id": "ami-0mock" + _fake_id(*map(str, args.args.get("filters", [])))[:9],
+                                              "imageId": "ami-0mock", "name": "mock Deep Learning AMI"},
+            "aws:index/getCallerIdentity:getCallerIdentity": lambda: {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
+                                                                      "id": "123456789012", "userId": "mock"},
+            "gcp:compute/getImage:getImage": lambda: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.args.get('project')}/global/images/{args.args.get('family')}-v20240101",
+                                                      "name": f"{args.args.get('family')}-v20240101", "family": args.args.get("family")},
+        }
+        if args.token not in calls:
+            raise KeyError(f"offline preview has no mock for {args.token}")
+        return calls[args.token](), []
+
+
+class _Monitor(pmocks.MockMonitor):
+    """Also records what MockResourceArgs leaves out: custom/component, protect, parent."""
+
+    def __init__(self, mocks: _Mocks):
+        super().__init__(mocks)
+        self.order: list[tuple[str, str, bool, bool, str]] = []
+
+    def RegisterResource(self, request):
+        if request.type != "pulumi:pulumi:Stack":
+            self.order.append((request.type, request.name, bool(request.custom), bool(request.protect), request.parent))
+        return super().RegisterResource(request)
+
+
+class _Logger:
+    """Collects pulumi.log warnings instead of printing them."""
+
+    def __init__(self):
+        self.warnings: list[str] = []
+
+    def debug(self, msg, *a):
+        pass
+
+    info = debug
+
+    def warning(self, msg, *a):
+        self.warnings.append(str(msg))
+
+    error = warning
+
+
+def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
+    """Run the Pulumi program for one stack under mocks and return what it registered."""
+    from infra import program
+
+    mocks = _Mocks(stack, now or _PROCESS_NOW)
+    monitor = _Monitor(mocks)
+    logger = _Logger()
+    psettings.ROOT.set(None)
+    pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]
+    psettings.SETTINGS.rpc_manager.clear()
+    psettings.SETTINGS.outputs.clear()
+    holder: dict[str, Any] = {}
+
+    async def _collect() -> None:
+        component = program.run(raw_config, stack, catalog)
+        holder["exports"] = await _resolve(component.outputs)
+
+    _sync_await(run_pulumi_func(_collect))
+    resources = []
+    for typ, name, custom, protect, parent in monitor.order:
+        inputs = mocks.records.get(f"{typ}::{name}", {})
+        resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs)))
+    return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
+
+
+async def _resolve(outputs: Mapping[str, Any]) -> dict[str, Any]:
+    result = {}
+    for key, value in outputs.items():
+        result[key] = await pulumi.Output.from_input(value).future()
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """Inputs as JSON-able data (mocks may hand back tuples or Pulumi sentinels)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

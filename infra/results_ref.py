@@ -1,0 +1,50 @@
+"""Where a benchmark stack writes: a bucket URL from config, or the outputs of a results stack.
+
+`gpubench:results` is either `s3://bucket[/prefix]` / `gs://bucket[/prefix]`, or
+`stack:<name>` (default `stack:<provider>-results`), read through a StackReference
+whose outputs `bucketName` and `resultsUrl` the results stacks export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+
+@dataclass(frozen=True)
+class ResultsLocation:
+    bucket: pulumi.Output  # bucket name
+    prefix: str  # key prefix under the bucket ("" or "team/"), always ending in "/" when set
+    url: pulumi.Output  # store root URL handed to the payload (GPUBENCH_RESULTS)
+
+    def run_prefix(self, stack: str) -> str:
+        """The only key prefix this stack may touch: `[prefix]runs/<stack>/`."""
+        return f"{self.prefix}runs/{stack}/"
+
+
+def split_url(url: str) -> tuple[str, str, str]:
+    """`s3://bucket/a/b` -> ("s3", "bucket", "a/b/")."""
+    scheme, _, rest = url.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    prefix = prefix.strip("/")
+    return scheme, bucket, (prefix + "/" if prefix else "")
+
+
+def stack_reference_name(name: str) -> str:
+    """Short names refer to a stack of this project: `<org>/<project>/<name>`."""
+    if "/" in name:
+        return name
+    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{name}"
+
+
+def locate(ref: str, parent: pulumi.Resource) -> ResultsLocation:
+    if ref.startswith("stack:"):
+        sref = pulumi.StackReference(
+            "results-stack", stack_name=stack_reference_name(ref[len("stack:"):]), opts=pulumi.ResourceOptions(parent=parent)
+        )
+        bucket = sref.require_output("bucketName")
+        url = sref.require_output("resultsUrl")
+        return ResultsLocation(bucket=pulumi.Output.from_input(bucket), prefix="", url=pulumi.Output.from_input(url))
+    _, bucket, prefix = split_url(ref)
+    return ResultsLocation(bucket=pulumi.Output.from_input(bucket), prefix=prefix, url=pulumi.Output.from_input(ref))
