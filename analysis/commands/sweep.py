@@ -1,0 +1,78 @@
+"""`python -m analysis sweep`: terminate expired instances this project tagged, whatever Pulumi's state says."""
+from __future__ import annotations
+
+HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
+EPILOG = """\
+examples:
+  python -m analysis sweep --provider aws --dry-run
+  python -m analysis sweep --provider aws --region us-east-1 --region us-west-2 --json
+  python -m analysis sweep --provider gcp --project my-project
+
+Only resources carrying the gpubench expires-at tag (AWS `gpubench:expires-at`)
+or label (GCP `gpubench-expires-at`) are considered; untagged or unexpired ones
+are never touched. On AWS the instance's deadline schedule and its security
+group are deleted too (the group after the instance is terminated).
+Regions default to where the catalog and stacks/ launch. The scheduled jobs in
+schedules/ run this command; see schedules/README.md for the permissions.
+"""
+
+
+def register(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("sweep", help=HELP, description=HELP + ".", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--provider", required=True, choices=("aws", "gcp"), help="which cloud to sweep")
+    p.add_argument("--region", action="append", metavar="R",
+                   help="region to sweep (repeatable; default: every region the catalog and stacks/ use)")
+    p.add_argument("--project", metavar="ID", help="GCP project (default: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT or the credentials' project)")
+    p.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
+    p.add_argument("--now", metavar="ISO", help="treat this UTC time as now, e.g. 2024-05-01T12:00:00Z (default: the current time)")
+    p.add_argument("--json", action="store_true", help="print a JSON object with every action")
+    p.set_defaults(func=run)
+
+
+def report(actions, dry_run: bool) -> None:
+    from analysis.output import print_table
+
+    print_table(((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
+                ("region", "kind", "id", "stack", "expires-at", "action", "why"))
+    counts: dict[str, int] = {}
+    for a in actions:
+        counts[a.action] = counts.get(a.action, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing tagged by gpubench found"
+    print(f"\n{summary}{' (dry run: nothing changed)' if dry_run else ''}")
+
+
+def run(args, **sweep_kw) -> int:
+    import sys
+
+    from analysis.output import emit_json
+    from analysis.sweep import sweeper
+    from analysis.tags import BadDeadline, parse_now
+
+    try:
+        now = parse_now(args.now)
+    except BadDeadline:
+        print(f"error: --now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z", file=sys.stderr)
+        return 2
+    kw = dict(sweep_kw)
+    if args.provider == "gcp" and args.project:
+        kw["project"] = args.project
+    log = (lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
+    except (ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ok = all(a.ok for a in actions)
+    if args.json:
+        counts: dict[str, int] = {}
+        for a in actions:
+            counts[a.action] = counts.get(a.action, 0) + 1
+        emit_json({"provider": args.provider, "now": now.isoformat(), "dry_run": args.dry_run,
+                   "regions": sorted({a.region for a in actions}) if not args.region else args.region,
+                   "counts": counts, "actions": [a.to_dict() for a in actions], "ok": ok})
+    else:
+        report(actions, args.dry_run)
+    return 0 if ok else 1

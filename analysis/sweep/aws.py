@@ -1,0 +1,181 @@
+"""AWS sweep: expired tagged instances, their deadline schedules, then their security groups.
+
+Order matters: schedules and instances first; a security group can only be
+deleted once no instance uses it, so we wait for `terminated` with the EC2
+waiter before deleting groups. Every error is recorded and the sweep goes on.
+boto3 honours AWS_ENDPOINT_URL, so the same code runs against moto on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Callable, Iterable, Iterator
+
+from analysis.sweep import Action
+from analysis.tags import AWS_EXPIRES_TAG, AWS_STACK_TAG, BadDeadline, parse_deadline
+
+LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
+TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
+TAGGED = [{"Name": "tag-key", "Values": [AWS_EXPIRES_TAG]}]
+
+
+def _tags(resource: dict) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Tags") or []}
+
+
+def _error(exc: BaseException) -> str:
+    err = getattr(exc, "response", {}).get("Error", {}) if hasattr(exc, "response") else {}
+    return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
+
+
+def classify(tags: dict[str, str], now: datetime) -> tuple[str, str]:
+    """('expired' | 'kept' | 'skipped', reason) from a resource's tags."""
+    raw = tags.get(AWS_EXPIRES_TAG, "")
+    try:
+        deadline = parse_deadline(raw)
+    except BadDeadline as exc:
+        return "skipped", str(exc)
+    if deadline <= now:
+        return "expired", f"expired at {deadline.isoformat()}"
+    return "kept", f"expires at {deadline.isoformat()}"
+
+
+def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[dict]:
+    config = {"PageSize": page_size} if page_size else {}
+    return client.get_paginator(operation).paginate(**params, PaginationConfig=config)
+
+
+def tagged_instances(ec2, page_size: int | None = None) -> Iterator[dict]:
+    for page in _pages(ec2, "describe_instances", page_size, Filters=TAGGED):
+        for reservation in page.get("Reservations", []):
+            yield from reservation.get("Instances", [])
+
+
+def tagged_security_groups(ec2, page_size: int | None = None) -> Iterator[dict]:
+    for page in _pages(ec2, "describe_security_groups", page_size, Filters=TAGGED):
+        yield from page.get("SecurityGroups", [])
+
+
+def terminate_schedules(scheduler, page_size: int | None = None) -> Iterator[dict]:
+    """Full definitions of schedules whose target is ec2:terminateInstances (the deadline schedules)."""
+    for page in _pages(scheduler, "list_schedules", page_size):
+        for summary in page.get("Schedules", []):
+            if str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
+                yield scheduler.get_schedule(Name=summary["Name"], GroupName=summary.get("GroupName", "default"))
+
+
+def schedule_instance_ids(schedule: dict) -> set[str]:
+    try:
+        return set(json.loads(schedule.get("Target", {}).get("Input") or "{}").get("InstanceIds") or [])
+    except (ValueError, AttributeError):
+        return set()
+
+
+def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay: float = 5.0,
+                 wait_attempts: int = 120, log: Callable[[str], None] = lambda line: None,
+                 page_size: int | None = None) -> list[Action]:
+    """Sweep one region; `page_size` only makes tests exercise pagination."""
+    ec2 = session.client("ec2", region_name=region)
+    scheduler = session.client("scheduler", region_name=region)
+    out: list[Action] = []
+
+    def record(kind, rid, action, tags=None, reason="", error=None):
+        tags = tags or {}
+        out.append(Action("aws", region, kind, rid, action, tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG), reason, error))
+
+    expired_ids: set[str] = set()  # every expired instance, any state: their schedules go too
+    terminated: list[str] = []
+    for inst in tagged_instances(ec2, page_size):
+        iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
+        verdict, reason = classify(tags, now)
+        if verdict == "expired":
+            expired_ids.add(iid)
+        if state not in LIVE_STATES:
+            continue  # already gone or going
+        if verdict != "expired":
+            record("instance", iid, verdict, tags, reason)
+        elif dry_run:
+            record("instance", iid, "would-terminate", tags, reason)
+        else:
+            try:
+                ec2.terminate_instances(InstanceIds=[iid])
+                terminated.append(iid)
+                record("instance", iid, "terminated", tags, reason)
+                log(f"[aws {region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
+            except Exception as exc:  # noqa: BLE001 - keep sweeping
+                record("instance", iid, "failed", tags, reason, _error(exc))
+
+    try:
+        schedules = list(terminate_schedules(scheduler, page_size)) if expired_ids else []
+    except Exception as exc:  # noqa: BLE001
+        record("schedule", "*", "failed", reason="listing EventBridge Scheduler schedules", error=_error(exc))
+        schedules = []
+    for sch in schedules:
+        targets = schedule_instance_ids(sch)
+        if not targets or not targets <= expired_ids:
+            continue  # only schedules aimed solely at expired instances of ours
+        name, group = sch["Name"], sch.get("GroupName", "default")
+        reason = f"deadline schedule of {', '.join(sorted(targets))}"
+        if dry_run:
+            record("schedule", f"{group}/{name}", "would-delete", reason=reason)
+            continue
+        try:
+            scheduler.delete_schedule(Name=name, GroupName=group)
+            record("schedule", f"{group}/{name}", "deleted", reason=reason)
+        except Exception as exc:  # noqa: BLE001
+            record("schedule", f"{group}/{name}", "failed", reason=reason, error=_error(exc))
+
+    if terminated:
+        try:
+            ec2.get_waiter("instance_terminated").wait(
+                InstanceIds=terminated, WaiterConfig={"Delay": wait_delay, "MaxAttempts": wait_attempts})
+        except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
+            record("instance", ",".join(terminated), "failed", reason="waiting for terminated", error=_error(exc))
+
+    for sg in tagged_security_groups(ec2, page_size):
+        gid, tags = sg["GroupId"], _tags(sg)
+        verdict, reason = classify(tags, now)
+        if verdict != "expired":
+            record("security-group", gid, verdict, tags, reason)
+        elif dry_run:
+            record("security-group", gid, "would-delete", tags, reason)
+        else:
+            try:
+                ec2.delete_security_group(GroupId=gid)
+                record("security-group", gid, "deleted", tags, reason)
+            except Exception as exc:  # noqa: BLE001
+                record("security-group", gid, "failed", tags, reason, _error(exc))
+    return out
+
+
+def default_regions(session=None) -> list[str]:
+    """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
+    from analysis import pulumi_ws
+    from infra.catalog import load_catalog
+
+    regions = {r for o in load_catalog().offerings(provider="aws") for r in o.regions}
+    try:
+        stacks = pulumi_ws.project_dir() / "stacks"
+        for path in stacks.glob("Pulumi.aws-*.yaml"):
+            region = pulumi_ws.stack_config(path.name[len("Pulumi."):-len(".yaml")], stacks.parent).get("aws:region")
+            if region:
+                regions.add(str(region))
+    except pulumi_ws.ProjectNotFound:
+        pass
+    if session is not None and session.region_name:
+        regions.add(session.region_name)
+    return sorted(regions)
+
+
+def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, session=None, **kw) -> list[Action]:
+    import boto3
+
+    session = session or boto3.session.Session()
+    actions: list[Action] = []
+    for region in list(regions or []) or default_regions(session):
+        try:
+            actions.extend(sweep_region(session, region, now, dry_run, **kw))
+        except Exception as exc:  # noqa: BLE001 - one region's outage does not hide the others
+            actions.append(Action("aws", region, "region", region, "failed", reason="sweeping the region", error=_error(exc)))
+    return actions
