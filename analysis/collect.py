@@ -1,0 +1,283 @@
+"""Collect every run's result.json from one or more results buckets.
+
+Lists each bucket once, downloads only objects whose ETag (S3), etag /
+generation (GCS) or size+mtime (file) changed since the last collect, in a
+bounded thread pool, and keeps a manifest in the output directory so the
+next collect fetches nothing it already has. Each object is judged on its
+own: a corrupt, partial, unknown or duplicate file is set aside with the
+reason and collection goes on. Writes the runs table (Parquet + CSV).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from analysis.migrations import MigrationError, migrate
+from analysis.table import ROW_VERSION, result_to_row
+
+MANIFEST_NAME = ".collect-manifest.json"
+TABLE_STEM = "results"
+# The SDK clients keep 10 pooled connections by default (botocore
+# max_pool_connections, requests' pool_maxsize); more threads than that only
+# churn connections.
+DEFAULT_WORKERS = 10
+
+RUN_FILE = re.compile(r"^runs/(?P<stack>[^/]+)/(?P<run>[^/]+)/(?P<rest>.+)$")
+# What a run directory may hold besides result.json (bucket layout, DESIGN.md).
+KNOWN_RUN_FILES = ("events.jsonl", "epochs.csv")
+KNOWN_RUN_DIRS = ("checkpoints/",)
+
+
+@dataclass
+class Summary:
+    sources: list[str]
+    runs: int = 0
+    valid: int = 0
+    new: int = 0
+    cached: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    table: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    table_written: bool = False
+
+    def to_dict(self) -> dict:
+        return {"runs": self.runs, "valid": self.valid, "new": self.new, "cached": self.cached,
+                "skipped": self.skipped, "sources": self.sources, "table": self.table,
+                "table_written": self.table_written, "seconds": round(self.seconds, 3)}
+
+
+class Manifest:
+    """What was collected, by object: etag, size, and the row or the reason
+    it was set aside. Written atomically; an unreadable manifest is a cold
+    start, never an error."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.entries: dict[str, dict] = {}
+        self.table_fingerprint: str | None = None
+        try:
+            data = json.loads(path.read_text())
+            if data.get("row_version") == ROW_VERSION:
+                self.entries = data["entries"]
+                self.table_fingerprint = data.get("table_fingerprint")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+
+    def save(self, table_fingerprint: str | None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"row_version": ROW_VERSION, "table_fingerprint": table_fingerprint,
+                                   "entries": self.entries}, separators=(",", ":")))
+        os.replace(tmp, self.path)
+
+
+def parse_result(data: bytes, *, source: str, key: str, etag: str | None) -> dict:
+    """Bytes of a result.json -> row. Raises ValueError with the reason."""
+    from payload.schema import ResultValidationError, validate_result
+
+    if not data.strip():
+        raise ValueError("corrupt: empty file (upload interrupted?)")
+    try:
+        raw = json.loads(data)
+    except UnicodeDecodeError:
+        raise ValueError("corrupt: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
+                         "truncated upload?)") from None
+    try:
+        result, version = migrate(raw)
+        validate_result(result)
+    except MigrationError as exc:
+        raise ValueError(f"unknown schema: {exc}") from None
+    except ResultValidationError as exc:
+        problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
+        raise ValueError("invalid: " + "; ".join(problems)) from None
+    return result_to_row(result, source=source, key=key, etag=etag, schema_version_read=version)
+
+
+def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
+    """(result keys, set-aside files, number of run directories) from a
+    bucket listing. Only keys under runs/ are ours; anything else is left alone."""
+    results, skipped, runs = [], [], {}
+    for key in keys:
+        m = RUN_FILE.match(key)
+        if not m:
+            if key.startswith("runs/"):
+                skipped.append({"key": key, "reason": "unknown file: not inside runs/<stack>/<run-id>/"})
+            continue
+        run = runs.setdefault((m["stack"], m["run"]), {"result": False, "files": []})
+        rest = m["rest"]
+        if rest == "result.json":
+            run["result"] = True
+            results.append(key)
+        elif rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
+            run["files"].append(rest)
+        elif rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
+            skipped.append({"key": key, "reason": "partial: temporary upload file"})
+        else:
+            skipped.append({"key": key, "reason": "unknown file in a run directory (expected result.json, "
+                                                  "events.jsonl, epochs.csv, checkpoints/)"})
+    for (stack, run_id), run in runs.items():
+        if not run["result"]:
+            found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
+            skipped.append({"key": f"runs/{stack}/{run_id}/",
+                            "reason": f"partial run: no result.json (still running, or stopped before "
+                                      f"writing it); has {found}"})
+    return results, skipped, len(runs)
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled or total == 0:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="collect", unit="obj", file=sys.stderr, leave=False)
+
+
+def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORKERS,
+            progress: bool = False, store_opener: Callable | None = None) -> tuple[Summary, list[dict]]:
+    """Collect runs from `urls` into `out_dir`. Returns the summary and the
+    table rows (valid, de-duplicated by run id)."""
+    from payload.storage import StorageError, open_store
+
+    opener = store_opener or open_store
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    manifest = Manifest(out / MANIFEST_NAME)
+    old_entries, entries = manifest.entries, {}
+    summary = Summary(sources=list(urls))
+    todo: list[tuple[object, str, str, object]] = []  # (store, source url, key, ObjectInfo)
+    for url in urls:
+        try:
+            store = opener(url)
+            listing = {o.key: o for o in store.list()}
+        except StorageError as exc:
+            summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
+            # keep what we had from it: an outage must not empty the table
+            entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
+            continue
+        result_keys, set_aside, n_runs = classify(listing)
+        summary.runs += n_runs
+        for s in set_aside:
+            summary.skipped.append({**s, "url": store.url_for(s["key"])})
+        for key in result_keys:
+            info = listing[key]
+            mkey = f"{url}|{key}"
+            old = old_entries.get(mkey)
+            if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
+                entries[mkey] = old
+                summary.cached += 1
+            else:
+                todo.append((store, url, key, info))
+
+    def fetch(item) -> tuple[str, dict]:
+        store, url, key, info = item
+        entry = {"source": url, "key": key, "url": store.url_for(key), "etag": info.etag, "size": info.size}
+        try:
+            data = store.get_bytes(key)
+        except StorageError as exc:
+            # not cached: the next collect tries again
+            return f"{url}|{key}", {**entry, "etag": None, "reason": f"download failed: {exc}"}
+        try:
+            entry["row"] = parse_result(data, source=url, key=key, etag=info.etag)
+        except ValueError as exc:
+            entry["reason"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
+            entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
+        return f"{url}|{key}", entry
+
+    bar = _progress(len(todo), progress)
+    if todo:
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool:
+            for fut in as_completed([pool.submit(fetch, item) for item in todo]):
+                mkey, entry = fut.result()
+                entries[mkey] = entry
+                summary.new += 1
+                if bar is not None:
+                    bar.update()
+    if bar is not None:
+        bar.close()
+
+    rows = _dedupe(entries, summary)
+    summary.valid = len(rows)
+    fingerprint = _fingerprint(entries)
+    paths = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
+    summary.table = paths
+    if fingerprint != manifest.table_fingerprint or not all(Path(p).exists() for p in paths.values()):
+        write_table(rows, out)
+        summary.table_written = True
+    manifest.entries = entries
+    manifest.save(fingerprint)
+    summary.seconds = time.perf_counter() - t0
+    return summary, rows
+
+
+def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
+    """One row per run id: the newest finished_at wins (a resumed run's last
+    result covers every attempt); the others are set aside, naming the winner."""
+    best: dict[str, tuple[dict, str]] = {}
+    for mkey in sorted(entries):
+        e = entries[mkey]
+        if "row" not in e:
+            summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
+            continue
+        row, url = e["row"], e.get("url")
+        cur = best.get(row["run_id"])
+        if cur is None:
+            best[row["run_id"]] = (row, url)
+            continue
+        newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
+        keep, drop = ((row, url), cur) if newer else (cur, (row, url))
+        best[row["run_id"]] = keep
+        summary.skipped.append({"key": drop[0]["key"], "url": drop[1],
+                                "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} "
+                                          f"(finished {keep[0]['finished_at']})"})
+    return [best[k][0] for k in sorted(best)]
+
+
+def _fingerprint(entries: dict[str, dict]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for k in sorted(entries):
+        h.update(f"{k}\0{entries[k].get('etag')}\0{'row' in entries[k]}\n".encode())
+    return h.hexdigest()
+
+
+def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
+    """The runs table as Parquet and CSV, priced with the recorded prices.
+    Written to temporary names first, so a crash leaves the old table whole."""
+    import pandas as pd
+
+    from analysis.pricing import price_runs
+    from analysis.table import COLUMNS
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df = price_runs(pd.DataFrame(rows, columns=list(COLUMNS)))
+    paths = {}
+    for ext, write in (("parquet", lambda d, p: d.to_parquet(p, index=False)),
+                       ("csv", lambda d, p: d.to_csv(p, index=False))):
+        path = out / f"{TABLE_STEM}.{ext}"
+        tmp = out / f".{TABLE_STEM}.{ext}.{os.getpid()}.tmp"
+        write(df, tmp)
+        os.replace(tmp, path)
+        paths[ext] = str(path)
+    return paths
+
+
+def read_table(out_dir: str | Path):
+    """The runs table collect wrote to `out_dir` (Parquet)."""
+    import pandas as pd
+
+    path = Path(out_dir) / f"{TABLE_STEM}.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"no results table at {path}; run `python -m analysis collect --out {out_dir}` first")
+    return pd.read_parquet(path)

@@ -1,0 +1,170 @@
+"""Prices each run: what it was billed and what its training alone cost.
+
+Two figures, never mixed up:
+- billed_cost_usd: instance launch to termination, for every attempt (each
+  spot attempt is billed on its own, with its own minimum), under the
+  offering's billing rule: what the invoice shows.
+- train_cost_usd: the training seconds alone under the same rule and price:
+  what the seed studies call "cost to train".
+
+The price is, in order: the one recorded in the result at launch (the spot
+price history recorded in the timeline, time-weighted, for spot attempts),
+else the catalog's in force on the launch date. With `as_of` every run is
+re-priced from the catalog snapshot in force on that date instead (to
+compare with a study, or with today's prices). Every priced row names the
+price's source and date; a row that cannot be priced says why.
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from datetime import date, datetime
+
+from analysis.cost import CostError, cost_of, time_weighted_price
+from infra.catalog import CatalogError, load_catalog
+
+PRICE_COLUMNS = (
+    "hourly_usd", "price_basis", "price_source", "price_as_of", "billing", "billing_as_of",
+    "instance_hours", "billed_hours", "billed_cost_usd", "train_hours", "train_cost_usd", "setup_fee_usd",
+    "price_note",
+)
+
+
+def _nan() -> float:
+    return float("nan")
+
+
+def _num(x) -> float | None:
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) else x
+
+
+def _day(text) -> date | None:
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
+    except ValueError:
+        try:
+            return date.fromisoformat(text[:10])
+        except ValueError:
+            return None
+
+
+def _t(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> tuple[float, str, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # retirement is reported by the offerings command
+        q = catalog.price(offering_id, as_of=on, market=market)
+    return q.hourly_usd, q.source, q.as_of.isoformat()
+
+
+def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_day: date | None):
+    """(hourly USD, basis, source, as-of) for one attempt."""
+    oid, market = row["offering_id"], row["market"]
+    if as_of is not None:
+        hourly, source, day = _catalog_price(catalog, oid, market, as_of)
+        return hourly, f"catalog {market} price in force on {as_of}", source, day
+    if market == "spot":
+        history = window.get("spot_prices") or []
+        recorded = _num(row.get("recorded_spot_hourly_usd"))
+        if history:
+            start, end = (_t(window[k]) for k in ("start", "end"))
+            series = [(_t(t), p) for t, p in history]
+            basis = "spot price history recorded in the timeline, time-weighted"
+            if series[0][0] > start:
+                # the history starts inside the window: before its first
+                # point the price recorded at launch (or that first point) held
+                series.insert(0, (start, recorded if recorded is not None else series[0][1]))
+                basis += " (launch price until the first change)"
+            if end <= start:
+                return series[-1][1], basis, "timeline spot_price events", window["start"][:10]
+            return time_weighted_price(series, start, end), basis, "timeline spot_price events", window["start"][:10]
+        recorded = _num(row.get("recorded_spot_hourly_usd"))
+        if recorded is not None:
+            return recorded, "spot price recorded at launch", row.get("recorded_price_source"), \
+                row.get("recorded_price_as_of")
+    else:
+        recorded = _num(row.get("recorded_hourly_usd"))
+        if recorded is not None:
+            return recorded, "price recorded at launch", row.get("recorded_price_source"), \
+                row.get("recorded_price_as_of")
+    hourly, source, day = _catalog_price(catalog, oid, market, launch_day)
+    return hourly, f"catalog {market} price in force on the launch date (none recorded)", source, day
+
+
+def _setup_fee(catalog, offering, market: str, on: date | None) -> float:
+    """One-off setup fee of a dedicated server (reported apart, never in the hourly rate)."""
+    if offering.kind != "dedicated":
+        return 0.0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return catalog.price(offering.id, as_of=on, market=market).setup_fee_usd or 0.0
+    except CatalogError:
+        return 0.0
+
+
+def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
+    """The PRICE_COLUMNS of one run row."""
+    catalog = catalog or load_catalog()
+    out = {c: None for c in PRICE_COLUMNS}
+    out.update(billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(),
+               setup_fee_usd=0.0)
+    windows = json.loads(row.get("attempts_json") or "[]")
+    out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
+    train = _num(row.get("train_seconds"))
+    out["train_hours"] = _nan() if train is None else train / 3600.0
+    oid = row.get("offering_id")
+    if not oid:
+        out["price_note"] = "no offering id in the result: cannot apply a billing rule (set GPUBENCH_OFFERING)"
+        return out
+    launch_day = _day(row.get("launch_at")) or _day(row.get("started_at"))
+    terms_day = as_of or launch_day
+    try:
+        offering = catalog.get(oid)
+        market = row.get("market") or "on-demand"
+        billed_cost = billed_h = 0.0
+        prices = []
+        for w in windows:
+            hourly, basis, source, day = _attempt_price(row, w, catalog, as_of, launch_day)
+            if hourly is None:
+                raise CostError(f"no {market} price recorded or in the catalog for attempt {w['attempt']}")
+            c = cost_of(oid, w["seconds"], market, as_of=terms_day, hourly_usd=hourly, catalog=catalog)
+            billed_cost += c.cost_usd
+            billed_h += c.billed_hours
+            prices.append((hourly, w["seconds"], basis, source, day, c))
+        total_s = sum(p[1] for p in prices)
+        hourly = (sum(p[0] * p[1] for p in prices) / total_s) if total_s > 0 else prices[0][0]
+        last = prices[-1]
+        out.update(hourly_usd=hourly, price_basis="; ".join(dict.fromkeys(p[2] for p in prices)),
+                   price_source="; ".join(dict.fromkeys(str(p[3]) for p in prices)), price_as_of=last[4],
+                   billing=last[5].billing, billing_as_of=terms_day.isoformat() if terms_day else None,
+                   billed_hours=billed_h, billed_cost_usd=billed_cost)
+        out["setup_fee_usd"] = _setup_fee(catalog, offering, market, as_of or launch_day)
+        if train is not None:
+            out["train_cost_usd"] = cost_of(oid, train, market, as_of=terms_day, hourly_usd=hourly,
+                                            catalog=catalog).cost_usd
+    except (CatalogError, CostError) as exc:
+        out["price_note"] = str(exc)
+    return out
+
+
+def price_runs(df, as_of: date | None = None, catalog=None):
+    """The runs table with PRICE_COLUMNS added (replacing any already there)."""
+    import pandas as pd
+
+    catalog = catalog or load_catalog()
+    base = df.drop(columns=[c for c in PRICE_COLUMNS if c in df.columns])
+    priced = [price_run(r, as_of, catalog) for r in base.to_dict("records")]
+    extra = pd.DataFrame(priced, columns=list(PRICE_COLUMNS), index=base.index)
+    return pd.concat([base, extra], axis=1)

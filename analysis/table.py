@@ -1,0 +1,158 @@
+"""One validated result.json -> one flat row of facts (no prices applied).
+
+Rows are what collect caches and writes (Parquet/CSV); pricing and metrics
+are computed from rows, so a new price snapshot never needs a re-download.
+The billing windows (instance launch to termination, per attempt) are
+derived here from the timeline because that is where the billed time is.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+# Bump when the row layout changes: cached rows of another version are re-derived.
+ROW_VERSION = 1
+
+# Timeline events that open and close an attempt's billed window, most
+# precise first. Instance launch is when billing starts; termination (or the
+# shutdown the payload requests, after which the instance terminates itself)
+# is when it stops.
+WINDOW_START_EVENTS = ("instance_launch", "boot_done", "container_start", "run_start")
+WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested", "upload", "run_end", "train_end")
+SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
+
+COLUMNS = (
+    "run_id", "stack", "status", "started_at", "finished_at", "schema_version_read",
+    "offering_id", "provider", "offering_kind", "region", "zone", "instance_type", "market",
+    "recorded_hourly_usd", "recorded_spot_hourly_usd", "recorded_price_source", "recorded_price_as_of",
+    "recorded_price_origin",
+    "device", "gpu_model", "gpus_used", "gpu_memory_gb", "driver_version",
+    "payload_version", "tensorflow", "image",
+    "benchmark", "benchmark_kind", "precision", "per_gpu_batch_size", "global_batch_size", "replicas",
+    "data", "fingerprint",
+    "train_seconds", "samples_per_second", "samples_per_second_p10", "samples_per_second_p90",
+    "final_accuracy", "gpu_utilization_mean", "epochs_completed", "steps_completed", "samples_trained",
+    "attempts", "launch_at", "terminated_at", "instance_seconds", "window_notes", "attempts_json",
+    "error", "source", "key", "etag",
+)
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def _iso(t: datetime | None) -> str | None:
+    return None if t is None else t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _events_by_attempt(result: dict) -> dict[int, list[tuple[datetime, dict]]]:
+    """Timeline events grouped by attempt. Events without an attempt number
+    go to the attempt they fall in; an instance_launch just before an
+    attempt's start belongs to that attempt."""
+    attempts = sorted(result["attempts"], key=lambda a: a["attempt"])
+    starts = [(parse_time(a["start"]), a["attempt"]) for a in attempts]
+    out: dict[int, list[tuple[datetime, dict]]] = {a["attempt"]: [] for a in attempts}
+    for ev in result.get("timeline") or []:
+        t = parse_time(ev["time"])
+        n = ev.get("attempt")
+        if n not in out:
+            if ev["event"] == "instance_launch":
+                n = next((a for s, a in starts if s >= t), starts[-1][1])
+            else:
+                n = next((a for s, a in reversed(starts) if s <= t), starts[0][1])
+        out[n].append((t, ev))
+    for evs in out.values():
+        evs.sort(key=lambda p: p[0])
+    return out
+
+
+def _first(events, names) -> tuple[datetime, str] | None:
+    for name in names:
+        hits = [t for t, e in events if e["event"] == name]
+        if hits:
+            return min(hits), name
+    return None
+
+
+def _last(events, names) -> tuple[datetime, str] | None:
+    for name in names:
+        hits = [t for t, e in events if e["event"] == name]
+        if hits:
+            return max(hits), name
+    return None
+
+
+def billing_windows(result: dict) -> list[dict]:
+    """Per attempt: start/end of the billed window, how each was found, and
+    the spot price changes recorded during it."""
+    finished = parse_time(result["finished_at"])
+    grouped = _events_by_attempt(result)
+    spot_all = sorted((_iso(parse_time(e["time"])), float(e["hourly_usd"])) for e in result.get("timeline") or []
+                      if e["event"] == SPOT_PRICE_EVENT and isinstance(e.get("hourly_usd"), (int, float)))
+    windows = []
+    for a in sorted(result["attempts"], key=lambda x: x["attempt"]):
+        evs = grouped[a["attempt"]]
+        start = _first(evs, WINDOW_START_EVENTS[:1])
+        start_t, start_how = start if start else (parse_time(a["start"]), "attempt start (no instance_launch event)")
+        end = _last(evs, WINDOW_END_EVENTS[:3])
+        if end:
+            end_t, end_how = end
+        elif a.get("end"):
+            end_t, end_how = parse_time(a["end"]), "attempt end (no shutdown event)"
+        else:
+            last = _last(evs, WINDOW_END_EVENTS[3:]) or ((max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None)
+            end_t, end_how = last if last else (finished, "result finished_at")
+            end_how = f"{end_how} (attempt has no end)"
+        if end_t < start_t:
+            end_t, end_how = start_t, f"{end_how}; before the start, taken as zero length"
+        # the spot price is the market's, not the instance's: every change
+        # recorded up to this attempt's end bears on it
+        spot = [p for p in spot_all if p[0] <= _iso(end_t)]
+        windows.append({
+            "attempt": a["attempt"], "status": a["status"], "start": _iso(start_t), "end": _iso(end_t),
+            "seconds": (end_t - start_t).total_seconds(), "start_from": start_how, "end_from": end_how,
+            "spot_prices": spot,
+        })
+    return windows
+
+
+def result_to_row(result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int) -> dict:
+    """The table row of one valid (migrated) result."""
+    o, p, hw, sw, b, m = (result[k] for k in ("offering", "price", "hardware", "software", "benchmark", "metrics"))
+    spread = m.get("samples_per_second_spread") or {}
+    windows = billing_windows(result)
+    notes = sorted({w["start_from"] for w in windows if "no " in w["start_from"]}
+                   | {w["end_from"] for w in windows if "no " in w["end_from"]})
+    row = {
+        "run_id": result["run_id"], "stack": result["stack"], "status": result["status"],
+        "started_at": result["started_at"], "finished_at": result["finished_at"],
+        "schema_version_read": schema_version_read,
+        "offering_id": o.get("id"), "provider": o.get("provider"), "offering_kind": o.get("kind"),
+        "region": o.get("region"), "zone": o.get("zone"), "instance_type": o.get("instance_type"),
+        "market": o.get("market") or "on-demand",
+        "recorded_hourly_usd": p.get("hourly_usd"), "recorded_spot_hourly_usd": p.get("spot_hourly_usd"),
+        "recorded_price_source": p.get("source"), "recorded_price_as_of": p.get("as_of"),
+        "recorded_price_origin": p.get("origin"),
+        "device": hw.get("device"), "gpu_model": hw.get("gpu_model"), "gpus_used": hw.get("gpu_count"),
+        "gpu_memory_gb": hw.get("gpu_memory_gb"), "driver_version": hw.get("driver_version"),
+        "payload_version": sw.get("payload_version"), "tensorflow": sw.get("tensorflow"), "image": sw.get("image"),
+        "benchmark": b["name"], "benchmark_kind": b["kind"], "precision": b.get("precision"),
+        "per_gpu_batch_size": b.get("per_gpu_batch_size"), "global_batch_size": b.get("global_batch_size"),
+        "replicas": b.get("replicas"), "data": b.get("data"), "fingerprint": b.get("fingerprint"),
+        "train_seconds": m.get("train_seconds"), "samples_per_second": m.get("samples_per_second"),
+        "samples_per_second_p10": spread.get("p10"), "samples_per_second_p90": spread.get("p90"),
+        "final_accuracy": m.get("final_accuracy"), "gpu_utilization_mean": m.get("gpu_utilization_mean"),
+        "epochs_completed": m.get("epochs_completed"), "steps_completed": m.get("steps_completed"),
+        "samples_trained": m.get("samples_trained"),
+        "attempts": len(windows),
+        "launch_at": windows[0]["start"] if windows else None,
+        "terminated_at": windows[-1]["end"] if windows else None,
+        "instance_seconds": sum(w["seconds"] for w in windows),
+        "window_notes": "; ".join(notes) or None,
+        "attempts_json": json.dumps(windows, separators=(",", ":")),
+        "error": result.get("error"),
+        "source": source, "key": key, "etag": etag,
+    }
+    return row
