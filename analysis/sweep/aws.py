@@ -86,7 +86,7 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
 
     expired_ids: set[str] = set()  # every expired instance, any state: their schedules go too
     terminated: list[str] = []
-    for inst in tagged_instances(ec2, page_size):
+    for inst in list(tagged_instances(ec2, page_size)):  # list fully, then act
         iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
         verdict, reason = classify(tags, now)
         if verdict == "expired":
@@ -133,7 +133,7 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
         except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
             record("instance", ",".join(terminated), "failed", reason="waiting for terminated", error=_error(exc))
 
-    for sg in tagged_security_groups(ec2, page_size):
+    for sg in list(tagged_security_groups(ec2, page_size)):
         gid, tags = sg["GroupId"], _tags(sg)
         verdict, reason = classify(tags, now)
         if verdict != "expired":
