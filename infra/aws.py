@@ -21,6 +21,12 @@ from __future__ import annotations
 import json
 
 import pulumi
+import warnings
+
+with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import pulumi_aws.ec2, pulumi_aws.iam, pulumi_aws.s3, pulumi_aws.scheduler  # noqa: F401
+
 import pulumi_aws as aws
 import pulumiverse_time as time
 

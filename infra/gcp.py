@@ -26,6 +26,12 @@ from __future__ import annotations
 import hashlib
 
 import pulumi
+import warnings
+
+with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import pulumi_gcp.compute, pulumi_gcp.serviceaccount, pulumi_gcp.storage  # noqa: F401
+
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 

@@ -182,6 +182,8 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
     for typ, name, custom, protect, parent in monitor.order:
         inputs = mocks.records.get(f"{typ}::{name}", {})
         resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs)))
+    # Registration order depends on the event loop; sort so output is stable run to run.
+    resources.sort(key=lambda r: (r.custom, r.type, r.name))
     return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
 
 

@@ -1,0 +1,27 @@
+"""Shared fixtures for the infra tests: the catalog and every stack in stacks/ rendered once under mocks.
+
+Rendering the whole matrix takes a few seconds, so it happens once per xdist worker
+(session scope) with a fixed `now`, making deadlines and inputs reproducible.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from infra import stacks as stackfiles
+from infra_matrix import NOW, STACK_NAMES
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    from infra.catalog import load_catalog
+
+    return load_catalog()
+
+
+@pytest.fixture(scope="session")
+def rendered(catalog):
+    """stack name -> Rendered, for every stack file."""
+    from infra.render import render
+
+    return {name: render(name, stackfiles.load_config(name), catalog, now=NOW) for name in STACK_NAMES}

@@ -1,0 +1,109 @@
+"""User-data of every stack: valid for `cloud-init schema`, shell clean for shellcheck, and doing what it must."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from infra import cloud_init
+from infra_matrix import BENCHMARK_STACKS, require_tool
+
+CONTRACT_VARS = {"GPUBENCH_BENCHMARK", "GPUBENCH_RESULTS", "GPUBENCH_STACK", "GPUBENCH_OFFERING", "GPUBENCH_MARKET",
+                 "GPUBENCH_PRECISION", "GPUBENCH_EXPECT_GPU", "GPUBENCH_HOST_EVENTS", "GPUBENCH_DEADLINE"}
+
+# One interpreter validates every document with cloud-init's own schema code (the CLI
+# costs ~1 s per call); one CLI call below proves the command itself accepts ours.
+VALIDATE_ALL = r"""
+import json, sys, yaml
+from cloudinit.config.schema import get_schema, validate_cloudconfig_schema
+schema = get_schema()
+bad = {}
+for path in sys.argv[1:]:
+    try:
+        validate_cloudconfig_schema(yaml.safe_load(open(path)), schema, strict=True)
+    except Exception as exc:
+        bad[path] = str(exc)
+print(json.dumps(bad))
+"""
+
+
+@pytest.fixture(scope="module")
+def user_data_files(rendered, tmp_path_factory):
+    out = tmp_path_factory.mktemp("user-data")
+    files = {}
+    for name in BENCHMARK_STACKS:
+        text = rendered[name].user_data
+        assert text and text.startswith("#cloud-config\n"), name
+        path = out / f"{name}.yaml"
+        path.write_text(text)
+        files[name] = path
+    return files
+
+
+def test_cloud_init_schema_cli_accepts_user_data(user_data_files):
+    exe = require_tool("cloud-init")
+    for name in ("aws-p3-8x-spot", "gcp-v100-1x"):
+        proc = subprocess.run([exe, "schema", "--config-file", str(user_data_files[name])], capture_output=True, text=True)
+        assert proc.returncode == 0 and "Valid" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_every_stack_user_data_is_valid_cloud_config(user_data_files):
+    exe = require_tool("cloud-init")
+    python = open(exe).readline().removeprefix("#!").strip().split()[0]
+    proc = subprocess.run([python, "-c", VALIDATE_ALL, *map(str, user_data_files.values())], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {}
+
+
+def test_every_stack_shell_is_shellcheck_clean(rendered, tmp_path):
+    exe = require_tool("shellcheck")
+    scripts = {}
+    for name in BENCHMARK_STACKS:
+        for path, text in cloud_init.shell_scripts(rendered[name].user_data).items():
+            scripts[hashlib.sha1(text.encode()).hexdigest()] = (f"{name}:{path}", text)
+    assert len(scripts) >= 5
+    files = []
+    for digest, (label, text) in scripts.items():
+        f = tmp_path / f"{digest}.sh"
+        f.write_text(text)
+        files.append(str(f))
+    proc = subprocess.run([exe, "--severity=style", *files], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.parametrize("stack", BENCHMARK_STACKS)
+def test_user_data_contract(rendered, catalog, stack):
+    doc = yaml.safe_load(rendered[stack].user_data)
+    files = {f["path"]: f for f in doc["write_files"]}
+    env_file = files[cloud_init.ENV_FILE]
+    assert env_file["permissions"] == "0600"
+    env = dict(line.split("=", 1) for line in env_file["content"].splitlines())
+    assert CONTRACT_VARS <= set(env), sorted(CONTRACT_VARS - set(env))
+    offering, market = catalog.by_stack_name(stack)
+    assert (env["GPUBENCH_STACK"], env["GPUBENCH_OFFERING"], env["GPUBENCH_MARKET"]) == (stack, offering.id, market)
+    assert env["GPUBENCH_HOST_EVENTS"] == cloud_init.HOST_EVENTS
+    assert env["GPUBENCH_EXPECT_GPU"] == "1"
+    assert not any(s in env_file["content"].lower() for s in ("secret", "password", "aws_access_key", "private_key"))
+    unit = files[f"/etc/systemd/system/{cloud_init.UNIT}"]["content"]
+    assert "ExecStopPost=" in unit and f"OnFailure={cloud_init.POWEROFF_UNIT}" in unit
+    run = files[f"{cloud_init.LIB_DIR}/run.sh"]["content"]
+    assert "--gpus all" in run and "--network host" in run and f"--env-file {cloud_init.ENV_FILE}" in run
+    assert f"{cloud_init.STATE_DIR}:{cloud_init.STATE_DIR}" in run
+    assert f"-{offering.image_generation}" in unit or f":{offering.image_generation}" in unit
+    for event in ("instance_launch", "boot_done", "container_start", "container_exit", "shutdown_requested"):
+        assert event in rendered[stack].user_data, event
+    assert "shutdown -h" in files[f"{cloud_init.LIB_DIR}/deadline.sh"]["content"]
+    assert ["systemctl", "enable", "--now", "--no-block", cloud_init.UNIT] in doc["runcmd"]
+
+
+def test_env_file_rejects_what_docker_cannot_carry():
+    with pytest.raises(ValueError, match="newline"):
+        cloud_init.env_file({"GPUBENCH_STACK": "a\nb"})
+    with pytest.raises(ValueError, match="GPUBENCH_"):
+        cloud_init.env_file({"SECRET_TOKEN": "x"})
+    with pytest.raises(ValueError, match="GPUBENCH_DEADLINE"):
+        cloud_init.render_user_data(cloud_init.PayloadLaunch("img:tag", {"GPUBENCH_STACK": "s"}))

@@ -1,0 +1,71 @@
+"""Stack config parsing: good values become typed fields, bad keys and values name the key and the fix."""
+
+import pytest
+
+from infra.config import BenchmarkConfig, ConfigError, ResultsConfig, parse_config
+
+BASE = {"gpubench:offering": "aws/p3.8xlarge", "aws:region": "us-east-1"}
+
+
+def test_defaults_and_types():
+    cfg = parse_config({**BASE, "gpubench:maxHours": "2.5", "gpubench:suite": "a,b", "gpubench:epochs": 3,
+                        "gpubench:params": {"dropout": 0.2}}, "aws-p3-8x")
+    assert isinstance(cfg, BenchmarkConfig)
+    assert (cfg.max_hours, cfg.suite, cfg.epochs, cfg.market, cfg.params) == (2.5, ("a", "b"), 3, "on-demand", "dropout=0.2")
+    assert cfg.provider_config == {"aws:region": "us-east-1"}
+
+
+def test_results_stack():
+    cfg = parse_config({"gpubench:stackType": "results", "gpubench:provider": "gcp", "gcp:region": "europe-west4"}, "gcp-results")
+    assert isinstance(cfg, ResultsConfig) and cfg.provider == "gcp" and cfg.checkpoint_days == 30
+
+
+@pytest.mark.parametrize(
+    "extra, key, fragment",
+    [
+        ({"gpubench:maxHour": "2"}, "maxHour", "Did you mean gpubench:maxHours"),
+        ({"gpubench:market": "spt"}, "market", "allowed values: on-demand, spot"),
+        ({"gpubench:maxHours": "0"}, "maxHours", "(0, 72]"),
+        ({"gpubench:maxHours": "lots"}, "maxHours", "expected hours"),
+        ({"gpubench:sshCidr": "0.0.0.0/0"}, "sshCidr", "whole internet"),
+        ({"gpubench:sshCidr": "::/0"}, "sshCidr", "whole internet"),
+        ({"gpubench:sshCidr": "home"}, "sshCidr", "not a CIDR"),
+        ({"gpubench:precision": "fp64"}, "precision", "allowed values: fp32, mixed"),
+        ({"gpubench:epochs": "-1"}, "epochs", "positive integer"),
+        ({"gpubench:epochs": 2, "gpubench:steps": 5}, "steps", "mutually exclusive"),
+        ({"gpubench:results": "ftp://x"}, "results", "neither a bucket URL"),
+        ({"gpubench:suite": "Bad Name"}, "suite", "lowercase slugs"),
+        ({"gpubench:rootVolumeGb": 20}, "rootVolumeGb", "60 or more"),
+        ({"gpubench:stackType": "other"}, "stackType", "allowed values: benchmark, results"),
+    ],
+)
+def test_bad_values_name_key_and_fix(extra, key, fragment):
+    with pytest.raises(ConfigError) as err:
+        parse_config({**BASE, **extra}, "s")
+    assert err.value.key == key
+    assert f"gpubench:{key}" in str(err.value) and fragment in str(err.value)
+
+
+def test_missing_offering_and_provider():
+    with pytest.raises(ConfigError, match="gpubench:offering: required"):
+        parse_config({"aws:region": "us-east-1"}, "s")
+    with pytest.raises(ConfigError, match="gpubench:provider: required.*aws, gcp"):
+        parse_config({"gpubench:stackType": "results"}, "aws-results")
+
+
+def test_checks_against_the_catalog(catalog):
+    from infra.launch import resolve
+
+    with pytest.raises(ConfigError, match="gpubench:gpus: 9 GPUs requested but aws/p3.8xlarge has 4"):
+        resolve(parse_config({**BASE, "gpubench:gpus": 9}, "s"), catalog)
+    with pytest.raises(ConfigError, match="gpubench:results.*s3://"):
+        resolve(parse_config({**BASE, "gpubench:results": "gs://bucket"}, "s"), catalog)
+
+
+def test_unknown_offering_names_closest(catalog):
+    from infra.catalog import CatalogError
+    from infra.launch import resolve
+
+    with pytest.raises(CatalogError) as err:
+        resolve(parse_config({**BASE, "gpubench:offering": "aws/p3.8xlarg"}, "s"), catalog)
+    assert "aws/p3.8xlarge" in str(err.value)
