@@ -30,6 +30,10 @@ GCP_EXPIRES_LABEL = GCP_PREFIX + "expires-at"
 DEADLINE_OUTPUTS = ("deadline", "expiresAt")
 RESULTS_URL_OUTPUT = "resultsUrl"
 
+# EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
+# `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
+DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
+
 # Stacks that hold the results buckets: never destroyed by teardown.
 RESULTS_STACKS = frozenset({"aws-results", "gcp-results"})
 

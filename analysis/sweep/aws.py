@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Callable, Iterable, Iterator
 
 from analysis.sweep import Action
-from analysis.tags import AWS_EXPIRES_TAG, AWS_STACK_TAG, BadDeadline, parse_deadline
+from analysis.tags import AWS_EXPIRES_TAG, AWS_STACK_TAG, DEADLINE_SCHEDULE_PREFIX, BadDeadline, parse_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
@@ -58,11 +58,11 @@ def tagged_security_groups(ec2, page_size: int | None = None) -> Iterator[dict]:
 
 
 def terminate_schedules(scheduler, page_size: int | None = None) -> Iterator[dict]:
-    """Full definitions of schedules whose target is ec2:terminateInstances (the deadline schedules)."""
-    for page in _pages(scheduler, "list_schedules", page_size):
+    """Summaries of the project's deadline schedules: named deadline-schedule-*, target ec2:terminateInstances."""
+    for page in _pages(scheduler, "list_schedules", page_size, NamePrefix=DEADLINE_SCHEDULE_PREFIX):
         for summary in page.get("Schedules", []):
             if str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
-                yield scheduler.get_schedule(Name=summary["Name"], GroupName=summary.get("GroupName", "default"))
+                yield summary
 
 
 def schedule_instance_ids(schedule: dict) -> set[str]:
@@ -111,11 +111,15 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
     except Exception as exc:  # noqa: BLE001
         record("schedule", "*", "failed", reason="listing EventBridge Scheduler schedules", error=_error(exc))
         schedules = []
-    for sch in schedules:
-        targets = schedule_instance_ids(sch)
+    for summary in schedules:
+        name, group = summary["Name"], summary.get("GroupName", "default")
+        try:
+            targets = schedule_instance_ids(scheduler.get_schedule(Name=name, GroupName=group))
+        except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
+            record("schedule", f"{group}/{name}", "skipped", reason="could not read the schedule", error=_error(exc))
+            continue
         if not targets or not targets <= expired_ids:
             continue  # only schedules aimed solely at expired instances of ours
-        name, group = sch["Name"], sch.get("GroupName", "default")
         reason = f"deadline schedule of {', '.join(sorted(targets))}"
         if dry_run:
             record("schedule", f"{group}/{name}", "would-delete", reason=reason)

@@ -91,6 +91,7 @@ def populate(cloud):
     cloud.schedule("deadline-schedule-expired", ids["expired"])
     cloud.schedule("deadline-schedule-fresh", ids["fresh"])
     cloud.schedule("someone-elses-schedule", ids["untagged"])
+    cloud.schedule("deadline-schedule-not-ours", ids["untagged"])
     return ids
 
 
@@ -104,7 +105,7 @@ def test_sweeps_exactly_the_expired_tagged_resources(aws_env, capsys):
         assert cloud.state(ids[key]) == "running", key
     assert ids["sg_expired"] not in cloud.sg_ids()
     assert {ids["sg_fresh"], ids["sg_untagged"]} <= cloud.sg_ids()
-    assert cloud.schedule_names() == {"deadline-schedule-fresh", "someone-elses-schedule"}
+    assert cloud.schedule_names() == {"deadline-schedule-fresh", "someone-elses-schedule", "deadline-schedule-not-ours"}
 
     # --json shape
     assert set(doc) == {"provider", "now", "dry_run", "regions", "counts", "actions", "ok"}

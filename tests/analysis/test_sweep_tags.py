@@ -51,3 +51,12 @@ def test_outputs_match_the_pulumi_program():
             pytest.skip(f"infra/{name} not present")
         text = path.read_text()
         assert f'"{tags.DEADLINE_OUTPUTS[0]}":' in text and f'"{tags.RESULTS_URL_OUTPUT}":' in text, name
+
+
+def test_deadline_schedule_prefix_matches_the_pulumi_program():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "infra" / "aws.py"
+    if not path.exists():
+        pytest.skip("infra/aws.py not present")
+    assert f'"{tags.DEADLINE_SCHEDULE_PREFIX.rstrip("-")}",' in path.read_text()
