@@ -21,7 +21,7 @@ import math
 import warnings
 from datetime import date, datetime
 
-from analysis.cost import CostError, cost_of, time_weighted_price
+from analysis.cost import CostError, cost_of, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 
 PRICE_COLUMNS = (
@@ -71,6 +71,12 @@ def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> t
 def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_day: date | None):
     """(hourly USD, basis, source, as-of) for one attempt."""
     oid, market = row["offering_id"], row["market"]
+    spec = catalog.get(oid).onprem
+    if spec is not None and _num(row.get("recorded_hourly_usd")) is None:
+        # an owned box has no price list: its hourly rate is amortisation + electricity
+        day = getattr(spec, "as_of", None)
+        return (onprem_hourly(spec), f"amortised purchase + electricity at {spec.days_per_month:g} days/month",
+                catalog.get(oid).specs_source, day.isoformat() if day else None)
     if as_of is not None:
         hourly, source, day = _catalog_price(catalog, oid, market, as_of)
         return hourly, f"catalog {market} price in force on {as_of}", source, day

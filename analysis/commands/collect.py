@@ -1,0 +1,90 @@
+"""`python -m analysis collect`: gather every run from the results buckets
+into a priced table (Parquet + CSV), incrementally and in parallel."""
+from __future__ import annotations
+
+from analysis.output import emit_json
+
+HELP = "collect run results from buckets into the results table"
+EPILOG = """\
+examples:
+  python -m analysis collect                                   # ./results -> ./report
+  python -m analysis collect --results s3://my-bucket/gpubench --results gs://other/gpubench
+  python -m analysis collect --results file:///data/results --out /tmp/report --json
+  python -m analysis collect --teardown                        # then destroy stacks whose runs finished
+
+Only objects that changed since the last collect into the same --out are
+downloaded (the manifest is --out/.collect-manifest.json; delete it to start over).
+"""
+
+
+def register(sub) -> None:
+    import argparse
+
+    p = sub.add_parser("collect", help=HELP, description=HELP + ".", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", action="append", metavar="URL",
+                   help="results location: s3://bucket[/prefix], gs://bucket[/prefix], file:///dir or a path; "
+                        "repeat for several (default: results)")
+    p.add_argument("--out", default="report", metavar="DIR", help="where the table and manifest go (default: report)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="parallel downloads (default: 10, the SDKs' connection pool size)")
+    p.add_argument("--teardown", action="store_true",
+                   help="afterwards, destroy the Pulumi stacks whose runs all finished (completed or failed)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
+    p.set_defaults(func=run)
+
+
+def finished_stacks(rows: list[dict]) -> list[str]:
+    """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
+    state: dict[str, bool] = {}
+    for r in rows:
+        state[r["stack"]] = state.get(r["stack"], True) and r["status"] in ("completed", "failed")
+    return sorted(s for s, done in state.items() if done)
+
+
+def _teardown(stacks: list[str]) -> tuple[list, str | None]:
+    try:
+        from analysis.teardown import teardown_completed
+    except ImportError as exc:
+        return [], (f"--teardown is not available yet: analysis.teardown.teardown_completed could not be "
+                    f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks) or 'none'}")
+    return list(teardown_completed(stacks)), None
+
+
+def run(args) -> int:
+    import sys
+
+    from analysis.collect import DEFAULT_WORKERS, collect
+    from payload.storage import StorageError
+
+    if args.workers is not None and args.workers < 1:
+        print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
+        return 2
+    urls = args.results or ["results"]
+    show = not args.json and sys.stderr.isatty()
+    try:
+        summary, rows = collect(urls, args.out, workers=args.workers or DEFAULT_WORKERS, progress=show)
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result = summary.to_dict()
+    code = 1 if any(s["reason"].startswith("cannot list") for s in summary.skipped) else 0
+    if args.teardown:
+        outcomes, problem = _teardown(finished_stacks(rows))
+        result["teardown"] = {"outcomes": [getattr(o, "__dict__", o) for o in outcomes], "error": problem}
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            code = code or 3
+    if args.json:
+        emit_json(result)
+        return code
+    print(f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
+          f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside")
+    for s in summary.skipped:
+        print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
+    print(f"table: {summary.table['parquet']} and {summary.table['csv']}"
+          + ("" if summary.table_written else " (unchanged)"))
+    if args.teardown and not result["teardown"]["error"]:
+        for o in result["teardown"]["outcomes"]:
+            print(f"  teardown: {o}")
+    return code

@@ -1,0 +1,182 @@
+"""The report's charts, each the counterpart of one in the seed studies,
+rendered with matplotlib's Agg backend to PNG bytes (base64 in the HTML).
+
+Each function takes the metrics tables and returns (png bytes, caption) or
+(None, reason) when the data cannot draw it, so the report says why a chart
+is missing instead of failing.
+"""
+from __future__ import annotations
+
+import io
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis.cost import onprem_hourly  # noqa: E402
+
+MAX_PANELS = 6
+
+
+def label(r) -> str:
+    """'aws/p3.8xlarge (1 of 4 GPUs, spot)': the offering plus how it was used."""
+    extra = []
+    if r.get("gpus_used") is not None and not pd.isna(r.get("gpus_used")):
+        extra.append(f"{int(r['gpus_used'])} GPU" + ("s" if int(r["gpus_used"]) != 1 else ""))
+    if r.get("market") == "spot":
+        extra.append("spot")
+    return f"{r['offering_id']} ({', '.join(extra)})" if extra else str(r["offering_id"])
+
+
+def prices_caption(frame: pd.DataFrame) -> str:
+    """Every price's source and date, for the caption under a chart."""
+    pairs = sorted({(str(s), str(d)) for s, d in zip(frame.get("price_source", []), frame.get("price_as_of", []))
+                    if s is not None and not pd.isna(s)})
+    if not pairs:
+        return "Prices: none recorded."
+    return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _panels(n: int, height_per: float, width: float = 9.0):
+    n = min(n, MAX_PANELS)
+    fig, axes = plt.subplots(n, 1, figsize=(width, max(2.5, height_per) * n), squeeze=False, layout="constrained")
+    return fig, [a[0] for a in axes]
+
+
+def _benchmarks(frame: pd.DataFrame) -> list[str]:
+    return sorted(frame["benchmark"].dropna().unique())[:MAX_PANELS]
+
+
+def cost_to_train(summary: pd.DataFrame):
+    """Seed 000, figure 1: cost to train per offering (training only), with the
+    billed cost (launch to termination) beside it."""
+    s = summary[summary["train_cost_usd"].notna()]
+    if s.empty:
+        return None, "no run could be priced (see price notes in the table)"
+    benches = _benchmarks(s)
+    fig, axes = _panels(len(benches), 0.4 * s.groupby("benchmark").size().max() + 1.2)
+    for ax, bench in zip(axes, benches):
+        d = s[s["benchmark"] == bench].sort_values("train_cost_usd")
+        y = range(len(d))
+        ax.barh([i + 0.2 for i in y], d["train_cost_usd"], height=0.4, label="cost to train (training only)")
+        ax.barh([i - 0.2 for i in y], d["billed_cost_usd"], height=0.4, alpha=0.5,
+                label="billed (launch to termination, all attempts)")
+        ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
+        ax.set_xlabel("USD")
+        ax.set_title(f"{bench}: cost per run")
+        ax.legend(fontsize=7, loc="lower right")
+    return _png(fig), prices_caption(s)
+
+
+def hourly_vs_time(summary: pd.DataFrame):
+    """Seed 003: cost per hour against time to train, efficient frontier joined."""
+    s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
+    if s.empty:
+        return None, "no run has both a price and a training time"
+    benches = _benchmarks(s)
+    fig, axes = _panels(len(benches), 4.0)
+    for ax, bench in zip(axes, benches):
+        d = s[s["benchmark"] == bench]
+        ax.scatter(d["train_hours"] * 60, d["hourly_usd"], color="tab:gray")
+        f = d[d["on_hourly_frontier"].astype(bool)].sort_values("train_hours")
+        ax.plot(f["train_hours"] * 60, f["hourly_usd"], "o-", color="tab:red", label="efficient frontier")
+        for r in d.to_dict("records"):
+            ax.annotate(label(r), (r["train_hours"] * 60, r["hourly_usd"]), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("time to train (minutes)")
+        ax.set_ylabel("cost per hour (USD)")
+        ax.set_title(f"{bench}: cost per hour vs time to train")
+        ax.legend(fontsize=7)
+    return _png(fig), prices_caption(s)
+
+
+def images_per_dollar(summary: pd.DataFrame):
+    """Seed 004: training images per dollar (throughput x 3600 / hourly price)."""
+    s = summary[summary["images_per_usd"].notna()]
+    if s.empty:
+        return None, "no run has both a throughput (samples/s) and a price"
+    benches = _benchmarks(s)
+    fig, axes = _panels(len(benches), 0.35 * s.groupby("benchmark").size().max() + 1.2)
+    for ax, bench in zip(axes, benches):
+        d = s[s["benchmark"] == bench].sort_values("images_per_usd")
+        ax.barh([label(r) for r in d.to_dict("records")], d["images_per_usd"], color="tab:green")
+        ax.set_xlabel("images per USD")
+        ax.set_title(f"{bench}: images per dollar")
+        ax.tick_params(axis="y", labelsize=8)
+    return _png(fig), prices_caption(s)
+
+
+def relative_to_base(summary: pd.DataFrame, base: str):
+    """Seed 002: training time and cost relative to the base offering."""
+    s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
+    if s.empty:
+        return None, f"the base offering {base} has no completed run of any benchmark here (choose one with --base)"
+    benches = _benchmarks(s)
+    fig, axes = _panels(len(benches), 0.45 * s.groupby("benchmark").size().max() + 1.2)
+    for ax, bench in zip(axes, benches):
+        d = s[s["benchmark"] == bench].sort_values("rel_time")
+        y = range(len(d))
+        ax.barh([i + 0.2 for i in y], d["rel_time"], height=0.4, label="time to train")
+        ax.barh([i - 0.2 for i in y], d["rel_train_cost"], height=0.4, label="cost to train")
+        ax.axvline(1.0, color="black", lw=0.8)
+        ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
+        ax.set_xlabel(f"relative to {base} (= 1)")
+        ax.set_title(f"{bench}: relative to the base")
+        ax.legend(fontsize=7)
+    return _png(fig), prices_caption(s)
+
+
+def scaling(scale: pd.DataFrame):
+    """Seed 000, figure 2: multi-GPU speed-up against the ideal (linear)."""
+    if scale.empty:
+        return None, "no multi-GPU run has a 1-GPU run of the same GPU model to compare with"
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(scale) + 1.5))
+    names = [f"{r['benchmark']}: {r['offering_id']} x{r['gpus']}" for r in scale.to_dict("records")]
+    y = range(len(scale))
+    ax.barh([i + 0.2 for i in y], scale["ideal"], height=0.4, color="lightgray", label="ideal (linear)")
+    ax.barh([i - 0.2 for i in y], scale["speedup"], height=0.4, color="tab:blue", label="measured speed-up")
+    for i, e in zip(y, scale["efficiency"]):
+        ax.annotate(f"{e:.0%}", (0, i - 0.2), xytext=(3, -3), textcoords="offset points", fontsize=7, color="white")
+    ax.set_yticks(list(y), names, fontsize=8)
+    ax.set_xlabel("speed-up over 1 GPU of the same model")
+    ax.legend(fontsize=7)
+    return _png(fig), "Speed-up = throughput with n GPUs / throughput with 1; efficiency = speed-up / n."
+
+
+def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, catalog=None, top: int = 3):
+    """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
+    than the best cloud offerings, by days of use per month."""
+    from infra.catalog import load_catalog
+
+    if be.empty:
+        return None, "no on-prem box was measured on a benchmark a cloud offering also ran"
+    catalog = catalog or load_catalog()
+    days = [d / 2 for d in range(2, 63)]
+    groups = list(be.groupby(["benchmark", "onprem"]))[:MAX_PANELS]
+    fig, axes = _panels(len(groups), 4.0)
+    for ax, ((bench, box), d) in zip(axes, groups):
+        spec = catalog.get(box).onprem
+        tp_box = float(d["onprem_throughput"].iloc[0])
+        d = d.assign(per_sample=d["cloud_hourly_usd"] / d["cloud_throughput"]).sort_values("per_sample").head(top)
+        for r in d.to_dict("records"):
+            gain = [r["per_sample"] / (onprem_hourly(spec, x) / tp_box) for x in days]
+            ax.plot(days, gain, label=f"vs {r['cloud']}" + (" (spot)" if r["market"] == "spot" else ""))
+            if r["breakeven_days_per_month"] is not None:
+                ax.axvline(r["breakeven_days_per_month"], ls=":", lw=0.8)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xlabel("days of use per month (24 h a day)")
+        ax.set_ylabel("cloud cost / on-prem cost")
+        ax.set_title(f"{bench}: {box} against the {len(d)} cheapest cloud offerings per sample")
+        ax.legend(fontsize=7)
+    src = catalog.get(groups[0][0][1]).specs_source
+    return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(summary[summary["offering_id"].isin(be["cloud"])])
