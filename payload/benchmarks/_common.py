@@ -1,0 +1,64 @@
+"""Helpers shared by the benchmark modules (numpy only at import time)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from payload.benchmarks.base import Data
+
+# Parameters every epoch benchmark understands (the runner reads them too).
+EPOCH_PARAMS = {
+    "samples": None,          # cap on training samples (None = all / full-scale synthetic)
+    "val_samples": None,      # cap on held-out samples
+    "steps_per_epoch": None,  # shorter epochs (set by --steps)
+    "warmup_steps": 10,       # steps per attempt excluded from samples/s
+}
+EPOCH_HELP = {
+    "samples": "cap on training samples (default: the full dataset)",
+    "val_samples": "cap on held-out samples",
+    "steps_per_epoch": "train this many steps per epoch instead of one pass (--steps)",
+    "warmup_steps": "steps per attempt excluded from samples/s",
+    "epochs": "epochs to train (--epochs)",
+    "batch_size": "per-GPU batch size (--batch-size)",
+}
+
+
+def rng_for(params: dict) -> np.random.Generator:
+    return np.random.default_rng(params.get("seed", 1234))
+
+
+def cap(x, y, n):
+    return (x, y) if not n else (x[:n], y[:n])
+
+
+def holdout(x, y, fraction: float, rng: np.random.Generator):
+    """Shuffle, then keep the last ``fraction`` as held-out data (seed 000: 90/10)."""
+    idx = rng.permutation(len(y))
+    x, y = x[idx], y[idx]
+    cut = max(1, int(round(len(y) * fraction)))
+    return x[:-cut], y[:-cut], x[-cut:], y[-cut:]
+
+
+def make_data(x_train, y_train, x_val, y_val, params, source, **kw) -> Data:
+    x_train, y_train = cap(x_train, y_train, params.get("samples"))
+    x_val, y_val = cap(x_val, y_val, params.get("val_samples"))
+    return Data(x_train, y_train, x_val, y_val, source=str(source), **kw)
+
+
+def n_synthetic(params: dict, full: int) -> int:
+    return int(params.get("samples") or full)
+
+
+def output_layer(units: int, activation: str):
+    """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
+    import keras
+
+    return keras.layers.Dense(units, activation=activation, dtype="float32")
+
+
+def single_batch(params: dict, global_batch: int, shape: tuple, classes: int) -> Data:
+    """tf_cnn_benchmarks-style synthetic input: one batch, repeated forever."""
+    rng = rng_for(params)
+    x = rng.random((global_batch, *shape), dtype=np.float32)
+    y = rng.integers(0, classes, size=global_batch).astype(np.int32)
+    return Data(x, y, source="synthetic", repeat_single_batch=True)

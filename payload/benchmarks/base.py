@@ -1,0 +1,103 @@
+"""The benchmark contract: what a benchmark module must provide.
+
+A benchmark is data, not a class hierarchy: a name, a kind, default
+parameters and two functions. The runner (payload.runner) owns everything
+else: distribution strategy, precision policy, timing, checkpoints,
+preemption, results. Modules must not import TensorFlow at import time
+(``python -m payload list`` and analysis stay fast); import it inside
+``load_data`` / ``build_model``.
+
+- ``load_data(source, params, global_batch) -> Data``: ``source`` is the
+  parsed ``--data`` (synthetic | download | dir). Throughput benchmarks
+  return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks'
+  synthetic mode: input pipeline off the critical path).
+- ``build_model(params) -> keras.Model``: compiled, with an ``accuracy``
+  metric; called inside the strategy scope with the precision policy set.
+  Output layers compute in float32 so mixed precision stays stable.
+- ``kind``: ``epochs`` (train N epochs, report held-out accuracy) or
+  ``throughput`` (N steps on synthetic data, report images/s after warm-up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Mapping
+
+__all__ = ["Benchmark", "Data", "ParamError", "coerce_params"]
+
+Kind = Literal["epochs", "throughput"]
+
+
+class ParamError(ValueError):
+    """A bad --param override; names the key and the allowed ones."""
+
+
+@dataclass
+class Data:
+    """Arrays for one run. ``transform(x, y)`` (optional) runs inside tf.data per batch."""
+
+    x_train: Any
+    y_train: Any
+    x_val: Any = None
+    y_val: Any = None
+    source: str = "synthetic"
+    transform: Callable | None = None
+    repeat_single_batch: bool = False
+    info: dict = field(default_factory=dict)
+
+    @property
+    def train_samples(self) -> int:
+        return int(len(self.y_train))
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    kind: Kind
+    description: str
+    study: str
+    dataset: str
+    defaults: Mapping[str, Any]
+    load_data: Callable[..., Data]
+    build_model: Callable[[dict], Any]
+    param_help: Mapping[str, str] = field(default_factory=dict)
+
+    def params(self, overrides: Mapping[str, Any] | None = None) -> dict:
+        """Defaults with overrides coerced to the defaults' types."""
+        return coerce_params(self.name, self.defaults, overrides or {})
+
+    def describe(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "description": self.description,
+                "study": self.study, "dataset": self.dataset, "params": dict(self.defaults),
+                "param_help": dict(self.param_help)}
+
+
+def _coerce(value: Any, like: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    if isinstance(like, bool):
+        return {"1": True, "true": True, "0": False, "false": False}[value.lower()]
+    if isinstance(like, int):
+        return int(value)
+    if isinstance(like, float):
+        return float(value)
+    if like is None:  # optional number: int, else float, "none" → None
+        if value.lower() in ("none", "null", ""):
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return float(value)
+    return value
+
+
+def coerce_params(name: str, defaults: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict:
+    params = dict(defaults)
+    for key, value in overrides.items():
+        if key not in defaults:
+            raise ParamError(f"{name}: unknown parameter {key!r}; known: {', '.join(sorted(defaults))}")
+        try:
+            params[key] = _coerce(value, defaults[key])
+        except (ValueError, KeyError):
+            raise ParamError(f"{name}: parameter {key}={value!r} must be like {defaults[key]!r}") from None
+    return params

@@ -1,0 +1,65 @@
+"""bilstm-sentiment: seed 000's GPU benchmark (RaRe Technologies, 2018).
+
+Twitter sentiment (thinknook corpus, 1,578,627 tweets): Embedding 128,
+bidirectional LSTM 64, dropout 0.5, sigmoid, adam; 4 epochs on 90% of the
+shuffled data, accuracy on the held-out 10%.
+
+The study used Keras 2's CuDNNLSTM. Keras 3 has no CuDNNLSTM:
+``keras.layers.LSTM`` uses the cuDNN kernel automatically on a GPU when its
+defaults are kept (tanh/sigmoid, recurrent_dropout=0, unroll=False,
+use_bias=True), as here. Tokenisation follows the study's clean_str; the
+vocabulary is capped at ``max_features`` most frequent words (the study kept
+every word) and sequences are padded to the longest tweet unless ``maxlen``
+is set.
+"""
+
+from __future__ import annotations
+
+from payload import datasets
+from payload.benchmarks import _common as c
+from payload.benchmarks.base import Benchmark
+
+SYNTHETIC_MAXLEN = 40
+
+
+def load_data(source, params, global_batch):
+    rng = c.rng_for(params)
+    if source.mode == "synthetic":
+        n = c.n_synthetic(params, 1_578_627)
+        x, y = datasets.synthetic_sequences(rng, n, params["maxlen"] or SYNTHETIC_MAXLEN, params["max_features"])
+        vocab = params["max_features"]
+    else:
+        texts, y = datasets.read_tweets(source)
+        x, vocab = datasets.tokenize_tweets(texts, params["max_features"], params["maxlen"])
+    params["_vocabulary"], params["_maxlen"] = int(vocab), int(x.shape[1])
+    x, y, xv, yv = c.holdout(x, y, 0.1, rng)
+    data = c.make_data(x, y, xv, yv, params, source)
+    data.info.update(vocabulary=int(vocab), maxlen=int(x.shape[1]))
+    return data
+
+
+def build_model(params):
+    import keras
+
+    L = keras.layers
+    model = keras.Sequential([
+        keras.Input((params.get("_maxlen") or params["maxlen"] or SYNTHETIC_MAXLEN,), dtype="int32"),
+        L.Embedding(params.get("_vocabulary") or params["max_features"], 128),
+        L.Bidirectional(L.LSTM(64)),
+        L.Dropout(0.5),
+        c.output_layer(1, "sigmoid"),
+    ])
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    return model
+
+
+BENCHMARK = Benchmark(
+    name="bilstm-sentiment", kind="epochs",
+    description="Tweet sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), dropout 0.5, adam",
+    study="seed 000 (RaRe Technologies GPU mega-benchmark)",
+    dataset="thinknook Twitter sentiment CSV, 1,578,627 tweets, 90/10 split, 2 classes",
+    defaults={"epochs": 4, "batch_size": 32, "max_features": 100_000, "maxlen": None, **c.EPOCH_PARAMS},
+    load_data=load_data, build_model=build_model,
+    param_help={**c.EPOCH_HELP, "max_features": "vocabulary cap (most frequent words)",
+                "maxlen": "tokens per tweet (default: longest tweet; synthetic: 40)"},
+)

@@ -1,0 +1,50 @@
+"""imdb-bilstm: Keras' imdb_bidirectional_lstm.py example (seed 002).
+
+Keras 3 has no CuDNNLSTM: ``keras.layers.LSTM`` picks the cuDNN kernel by
+itself on a GPU when the defaults are kept (tanh/sigmoid, no recurrent
+dropout, unroll=False, use_bias=True), which is what this model does.
+"""
+
+from __future__ import annotations
+
+from payload import datasets
+from payload.benchmarks import _common as c
+from payload.benchmarks.base import Benchmark
+
+
+def load_data(source, params, global_batch):
+    maxlen, vocab = params["maxlen"], params["max_features"]
+    if source.mode == "synthetic":
+        rng = c.rng_for(params)
+        x, y = datasets.synthetic_sequences(rng, c.n_synthetic(params, 25000), maxlen, vocab)
+        xv, yv = datasets.synthetic_sequences(rng, params.get("val_samples") or 25000, maxlen, vocab)
+    else:
+        (x, y), (xv, yv) = datasets.read_imdb(source, num_words=vocab)
+        x, xv = datasets.pad_sequences(x, maxlen), datasets.pad_sequences(xv, maxlen)
+    return c.make_data(x, y, xv, yv, params, source)
+
+
+def build_model(params):
+    import keras
+
+    L = keras.layers
+    model = keras.Sequential([
+        keras.Input((params["maxlen"],), dtype="int32"),
+        L.Embedding(params["max_features"], 128),
+        L.Bidirectional(L.LSTM(64)),
+        L.Dropout(0.5),
+        c.output_layer(1, "sigmoid"),
+    ])
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    return model
+
+
+BENCHMARK = Benchmark(
+    name="imdb-bilstm", kind="epochs",
+    description="IMDB sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), adam",
+    study="seed 002 (Keras examples imdb_bidirectional_lstm.py)",
+    dataset="IMDB 25k/25k reviews, top 20000 words, maxlen 100, 2 classes",
+    defaults={"epochs": 4, "batch_size": 32, "max_features": 20000, "maxlen": 100, **c.EPOCH_PARAMS},
+    load_data=load_data, build_model=build_model,
+    param_help={**c.EPOCH_HELP, "max_features": "vocabulary size", "maxlen": "tokens per review"},
+)

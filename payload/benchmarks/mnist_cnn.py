@@ -1,0 +1,49 @@
+"""mnist-cnn: Keras' mnist_cnn.py example (seed 002), two conv layers, Adadelta(lr=1.0)."""
+
+from __future__ import annotations
+
+from payload import datasets
+from payload.benchmarks import _common as c
+from payload.benchmarks.base import Benchmark
+
+
+def load_data(source, params, global_batch):
+    if source.mode == "synthetic":
+        rng = c.rng_for(params)
+        x, y = datasets.synthetic_images(rng, c.n_synthetic(params, 60000), (28, 28), 10)
+        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (28, 28), 10)
+    else:
+        (x, y), (xv, yv) = datasets.read_mnist(source)
+    chan = lambda a: a.reshape(len(a), 28, 28, 1)  # noqa: E731
+    return c.make_data(chan(x), y, chan(xv), yv, params, source)
+
+
+def build_model(params):
+    import keras
+
+    L = keras.layers
+    model = keras.Sequential([
+        keras.Input((28, 28, 1)),
+        L.Rescaling(1 / 255.0),
+        L.Conv2D(32, 3, activation="relu"),
+        L.Conv2D(64, 3, activation="relu"),
+        L.MaxPooling2D(2),
+        L.Dropout(0.25),
+        L.Flatten(),
+        L.Dense(128, activation="relu"),
+        L.Dropout(0.5),
+        c.output_layer(10, "softmax"),
+    ])
+    # Keras 2's Adadelta default lr was 1.0; Keras 3's 0.001 would barely train
+    model.compile(optimizer=keras.optimizers.Adadelta(learning_rate=1.0),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+BENCHMARK = Benchmark(
+    name="mnist-cnn", kind="epochs",
+    description="MNIST convnet (Conv 32-64, max-pool, Dense 128, Adadelta)",
+    study="seed 002 (Keras examples mnist_cnn.py)", dataset="MNIST 60k/10k, 28x28x1, 10 classes",
+    defaults={"epochs": 12, "batch_size": 128, **c.EPOCH_PARAMS},
+    load_data=load_data, build_model=build_model, param_help=c.EPOCH_HELP,
+)

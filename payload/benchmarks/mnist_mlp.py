@@ -1,0 +1,44 @@
+"""mnist-mlp: Keras' mnist_mlp.py example (seed 002), two Dense 512 layers, RMSprop."""
+
+from __future__ import annotations
+
+from payload import datasets
+from payload.benchmarks import _common as c
+from payload.benchmarks.base import Benchmark
+
+
+def load_data(source, params, global_batch):
+    if source.mode == "synthetic":
+        rng = c.rng_for(params)
+        x, y = datasets.synthetic_images(rng, c.n_synthetic(params, 60000), (28, 28), 10)
+        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (28, 28), 10)
+    else:
+        (x, y), (xv, yv) = datasets.read_mnist(source)
+    flat = lambda a: a.reshape(len(a), 784)  # noqa: E731
+    return c.make_data(flat(x), y, flat(xv), yv, params, source)
+
+
+def build_model(params):
+    import keras
+
+    model = keras.Sequential([
+        keras.Input((784,)),
+        keras.layers.Rescaling(1 / 255.0),
+        keras.layers.Dense(params["hidden"], activation="relu"),
+        keras.layers.Dropout(0.2),
+        keras.layers.Dense(params["hidden"], activation="relu"),
+        keras.layers.Dropout(0.2),
+        c.output_layer(10, "softmax"),
+    ])
+    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model
+
+
+BENCHMARK = Benchmark(
+    name="mnist-mlp", kind="epochs",
+    description="MNIST multilayer perceptron (Dense 512-512, dropout 0.2, RMSprop)",
+    study="seed 002 (Keras examples mnist_mlp.py)", dataset="MNIST 60k/10k, 28x28, 10 classes",
+    defaults={"epochs": 20, "batch_size": 128, "hidden": 512, **c.EPOCH_PARAMS},
+    load_data=load_data, build_model=build_model, param_help=c.EPOCH_HELP,
+)

@@ -1,0 +1,76 @@
+"""text-lstm: Keras' lstm_text_generation.py example (seed 002), Nietzsche, char level.
+
+Sequences of 40 characters (step 3) predict the next character. Sequences
+are kept as character ids and one-hot encoded per batch inside tf.data
+(the example materialised the one-hot tensor, ~GBs at full scale); the
+model still sees (maxlen, chars) one-hot input. 10% of the sequences are
+held out so a next-character accuracy is reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from payload import datasets
+from payload.benchmarks import _common as c
+from payload.benchmarks.base import Benchmark
+
+
+def sequences(text: str, maxlen: int, step: int):
+    chars = sorted(set(text))
+    index = {ch: i for i, ch in enumerate(chars)}
+    ids = np.fromiter((index[ch] for ch in text), dtype=np.int32, count=len(text))
+    starts = np.arange(0, len(text) - maxlen, step)
+    x = ids[starts[:, None] + np.arange(maxlen)[None, :]]
+    y = ids[starts + maxlen]
+    return x, y, len(chars)
+
+
+def load_data(source, params, global_batch):
+    import tensorflow as tf
+
+    maxlen = params["maxlen"]
+    if source.mode == "synthetic":
+        rng = c.rng_for(params)
+        n = c.n_synthetic(params, 200_000)
+        text_ids = np.clip(rng.zipf(1.5, size=n * params["step"] + maxlen + 1) - 1, 0, params["chars"] - 1)
+        text = "".join(chr(32 + int(i)) for i in text_ids)
+    else:
+        text = datasets.read_nietzsche(source)
+    x, y, nchars = sequences(text, maxlen, params["step"])
+    params["_chars"] = nchars
+    x, y, xv, yv = c.holdout(x, y, 0.1, c.rng_for(params))
+
+    def one_hot(xb, yb):
+        return tf.one_hot(xb, nchars), yb
+
+    data = c.make_data(x, y, xv, yv, params, source, transform=one_hot)
+    data.info["chars"] = nchars
+    return data
+
+
+def build_model(params):
+    import keras
+
+    nchars = params.get("_chars") or params["chars"]
+    model = keras.Sequential([
+        keras.Input((params["maxlen"], nchars)),
+        keras.layers.LSTM(params["units"]),
+        c.output_layer(nchars, "softmax"),
+    ])
+    model.compile(optimizer=keras.optimizers.RMSprop(learning_rate=0.01),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+BENCHMARK = Benchmark(
+    name="text-lstm", kind="epochs",
+    description="Character-level text generation, LSTM 128 over 40-char windows of Nietzsche, RMSprop",
+    study="seed 002 (Keras examples lstm_text_generation.py)",
+    dataset="nietzsche.txt (~600k chars, ~57 distinct), windows of 40, step 3",
+    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57,
+              **c.EPOCH_PARAMS},
+    load_data=load_data, build_model=build_model,
+    param_help={**c.EPOCH_HELP, "chars": "alphabet size of synthetic text",
+                "samples": "cap on training windows"},
+)

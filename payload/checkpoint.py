@@ -1,0 +1,131 @@
+"""Checkpoints in the bucket, and finding the one to resume from.
+
+Layout under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<n>.keras``
+(full Keras model incl. optimizer state, ``n`` = steps done) and
+``state.json`` (what the harness needs to continue: epochs/steps done,
+attempts, epoch rows, timeline, throughput samples). The model is uploaded
+before the state that points at it, and older models are deleted only
+after, so a crash between the two never leaves a state without its model.
+
+A new run with the same fingerprint (stack + benchmark + params) resumes
+from the newest incomplete state found under ``runs/<stack>/``. Uploads
+happen on a single background thread so training does not wait for the
+bucket; ``wait()`` joins it (done before writing any result).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from payload.events import iso
+
+__all__ = ["Checkpointer", "find_resumable", "STATE_NAME"]
+
+STATE_NAME = "state.json"
+
+
+def find_resumable(store, stack: str, fingerprint: str) -> dict | None:
+    """Newest incomplete checkpoint state for this fingerprint, or None."""
+    best = None
+    for info in store.list(f"runs/{stack}/"):
+        if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
+            continue
+        try:
+            state = json.loads(store.get_bytes(info.key))
+        except Exception:  # noqa: BLE001 - a broken state must not block a new run
+            continue
+        if state.get("fingerprint") != fingerprint or state.get("complete"):
+            continue
+        if not state.get("model_key") or not store.exists(state["model_key"]):
+            continue
+        if best is None or state.get("saved_at", "") > best.get("saved_at", ""):
+            best = state
+    return best
+
+
+class Checkpointer:
+    """Saves model + state to ``<prefix>checkpoints/`` asynchronously."""
+
+    def __init__(self, store, prefix: str, timeline=None):
+        self.store, self.dir = store, prefix + "checkpoints/"
+        self.timeline = timeline
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubench-ckpt")
+        self._pending: Future | None = None
+        self._lock = threading.Lock()
+        self.model_key: str | None = None
+        self.errors: list[str] = []
+        self.saved = 0
+
+    def state_key(self) -> str:
+        return self.dir + STATE_NAME
+
+    def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
+        """Serialise now (the model keeps training), upload in the background."""
+        import time
+
+        t0 = time.perf_counter()
+        fd, path = tempfile.mkstemp(suffix=".keras", prefix="gpubench-ckpt-")
+        os.close(fd)
+        try:
+            model.save(path)
+            with open(path, "rb") as f:
+                blob = f.read()
+        finally:
+            os.unlink(path)
+        serialise_s = time.perf_counter() - t0
+        self.wait()  # at most one upload in flight
+        self._pending = self._pool.submit(self._upload, blob, dict(state), tag, serialise_s)
+        if sync:
+            self.wait()
+
+    def _upload(self, blob: bytes, state: dict, tag: int, serialise_s: float) -> None:
+        import time
+
+        t0 = time.perf_counter()
+        key = f"{self.dir}model-{tag:09d}.keras"
+        old = self.model_key
+        state.update(model_key=key, saved_at=iso())
+        ok = self.store.put_bytes(key, blob, "application/octet-stream") is not False
+        ok = self.store.put_bytes(self.state_key(), json.dumps(state).encode(), "application/json") is not False and ok
+        if ok and old and old != key:
+            try:
+                self.store.delete(old)
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"could not delete old checkpoint {old}: {exc}")
+        with self._lock:
+            self.model_key = key
+            self.saved += 1
+        if self.timeline is not None:
+            self.timeline.add("checkpoint", key=key, bytes=len(blob), uploaded=ok,
+                              serialise_seconds=round(serialise_s, 3), upload_seconds=round(time.perf_counter() - t0, 3))
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            try:
+                self._pending.result()
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"checkpoint upload failed: {exc}")
+            self._pending = None
+
+    def adopt(self, model_key: str | None) -> None:
+        """Resuming: the previous attempt's model is the one to replace next."""
+        self.model_key = model_key
+
+    def finish(self, state: dict) -> None:
+        """Mark the run complete so nothing resumes it, and drop the model file."""
+        self.wait()
+        state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+        self.store.put_bytes(self.state_key(), json.dumps(state).encode(), "application/json")
+        if self.model_key:
+            try:
+                self.store.delete(self.model_key)
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"could not delete checkpoint {self.model_key}: {exc}")
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=True)

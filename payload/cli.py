@@ -1,0 +1,98 @@
+"""Command line: ``python -m payload {run,list,flush}``.
+
+``run`` is the container entrypoint; every option also reads a GPUBENCH_*
+variable (see ``run --help``) because cloud-init hands the container an env
+file. Exit codes are documented in payload.exitcodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from payload import __version__, exitcodes
+
+__all__ = ["main", "build_parser"]
+
+EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
+4 completed but results spooled locally, 75 interrupted (rerun to resume)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from payload.config import add_run_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="python -m payload",
+        description="gpubench payload: run GPU benchmarks and write priced, reproducible results.")
+    parser.add_argument("--version", action="version", version=f"gpubench payload {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="{run,list,flush}")
+    run = sub.add_parser(
+        "run", help="run a benchmark suite and upload results",
+        description="Run benchmarks; results go to <results>/runs/<stack>/<run-id>/. "
+                    "Every option can also be set through the GPUBENCH_* variable shown with it; "
+                    "the command line wins.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_arguments(run)
+    lst = sub.add_parser("list", help="list benchmarks and their parameters")
+    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    flush = sub.add_parser("flush", help="upload results waiting in the local spool")
+    flush.add_argument("--spool", default=None, help="spool directory [env GPUBENCH_SPOOL]")
+    return parser
+
+
+def _cmd_list(args) -> int:
+    from payload.benchmarks import REGISTRY
+
+    items = [b.describe() for b in REGISTRY.values()]
+    if args.json:
+        print(json.dumps(items, indent=2, default=str))
+        return exitcodes.OK
+    for b in items:
+        print(f"{b['name']:<17} {b['kind']:<10} {b['description']}")
+        print(f"{'':<17} study: {b['study']}; data: {b['dataset']}")
+        print(f"{'':<17} params: " + ", ".join(f"{k}={v}" for k, v in b["params"].items()))
+    return exitcodes.OK
+
+
+def _cmd_flush(args) -> int:
+    from payload.spool import Spool
+
+    spool = Spool(args.spool)
+    report = spool.flush()
+    print(f"delivered {len(report.delivered)}, still spooled {len(report.failed)} ({spool.dir})")
+    for dest, err in report.failed.items():
+        print(f"  {dest}: {err}", file=sys.stderr)
+    return exitcodes.OK if report.ok else exitcodes.SPOOLED
+
+
+def _cmd_run(args) -> int:
+    from payload.config import ConfigError, resolve
+    from payload.benchmarks import ParamError, get
+
+    try:
+        cfg = resolve(args)
+        for name in cfg.benchmark:  # bad --param values fail before anything runs
+            get(name).params({k: v for k, v in cfg.param.items() if k in get(name).defaults})
+        unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
+        if unknown:
+            raise ParamError(f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} "
+                             "(see `python -m payload list`)")
+    except (ConfigError, ParamError) as exc:
+        print(f"python -m payload run: error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    from payload.runner import run
+
+    return run(cfg)
+
+
+COMMANDS = {"run": _cmd_run, "list": _cmd_list, "flush": _cmd_flush}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return exitcodes.USAGE
+    return COMMANDS[args.command](args)

@@ -1,0 +1,294 @@
+"""Run options: one table drives argparse, the GPUBENCH_* environment and validation.
+
+cloud-init hands the container an env file, so every ``run`` option has an
+environment variable (docs/CONTRACTS.md). Precedence: command line, then
+environment, then default. Every parse error names the option, where the
+value came from and the allowed values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["OPTIONS", "ConfigError", "DataSource", "Option", "RunConfig", "add_run_arguments", "resolve"]
+
+
+class ConfigError(ValueError):
+    """A bad option value; the message names the option and the allowed values."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError("must be a positive integer") from None
+    if v < 1:
+        raise ValueError("must be a positive integer")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise ValueError("must be an integer >= 0") from None
+    if v < 0:
+        raise ValueError("must be an integer >= 0")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError("must be a positive number") from None
+    if not v > 0:
+        raise ValueError("must be a positive number")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise ValueError("must be a number >= 0") from None
+    if v < 0:
+        raise ValueError("must be a number >= 0")
+    return v
+
+
+_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
+
+
+def _bool(text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    try:
+        return _BOOLS[text.strip().lower()]
+    except KeyError:
+        raise ValueError("must be 1/0 (or true/false)") from None
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise ValueError(f"must be one of: {', '.join(allowed)}")
+        return text
+
+    parse.choices = allowed  # type: ignore[attr-defined]
+    return parse
+
+
+def _benchmarks(text: str) -> list[str]:
+    from payload.benchmarks import REGISTRY, UnknownBenchmark, get
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise ValueError(f"no benchmark given; known: {', '.join(REGISTRY)}")
+    for n in names:
+        try:
+            get(n)
+        except UnknownBenchmark as exc:
+            raise ValueError(str(exc)) from None
+    return names
+
+
+def _deadline(text: str) -> float:
+    try:
+        dt = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("must be an ISO 8601 UTC time, e.g. 2025-01-31T12:00:00Z") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=_dt.timezone.utc)
+    return dt.timestamp()
+
+
+def _params(text: str) -> dict[str, str]:
+    out = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"{part!r} is not key=value")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text.strip()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: CLI flag, env variable, parser, default, help."""
+
+    name: str
+    env: str
+    parse: Callable[[str], Any]
+    default: Any = None
+    help: str = ""
+    metavar: str | None = None
+    required: bool = False
+    flag: bool = False          # store_true on the command line
+    repeat: bool = False        # --param k=v may be given several times
+
+    @property
+    def cli(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("benchmark", "GPUBENCH_BENCHMARK", _benchmarks, None,
+           "benchmark name, or a comma-separated suite (see `python -m payload list`)", "NAME[,NAME...]",
+           required=True),
+    Option("results", "GPUBENCH_RESULTS", _text, None,
+           "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path", "URL",
+           required=True),
+    Option("stack", "GPUBENCH_STACK", _text, None,
+           "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot", "STACK", required=True),
+    Option("offering", "GPUBENCH_OFFERING", _text, None,
+           "catalog offering id (e.g. aws/p3.8xlarge), used for provider, type and price", "ID"),
+    Option("market", "GPUBENCH_MARKET", _choice("on-demand", "spot"), None,
+           "billing market (default: from instance metadata, else on-demand)", "on-demand|spot"),
+    Option("epochs", "GPUBENCH_EPOCHS", _positive_int, None,
+           "epochs to train (epoch benchmarks; total over all resumed attempts)", "N"),
+    Option("steps", "GPUBENCH_STEPS", _positive_int, None,
+           "training steps: total steps for throughput benchmarks (warm-up included), "
+           "steps per epoch for epoch benchmarks", "N"),
+    Option("batch_size", "GPUBENCH_BATCH_SIZE", _positive_int, None,
+           "per-GPU (per-replica) batch size; global batch = this x replicas", "N"),
+    Option("precision", "GPUBENCH_PRECISION", _choice("fp32", "mixed"), "fp32",
+           "fp32, or mixed (Keras mixed_float16 policy)", "fp32|mixed"),
+    Option("gpus", "GPUBENCH_GPUS", _nonneg_int, None,
+           "GPUs to use (default: all visible; 0 = CPU). >1 uses MirroredStrategy with NCCL", "N"),
+    Option("data", "GPUBENCH_DATA", _text, "download",
+           "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
+           "with the study's files (mnist.npz, cifar-10-batches-py/, imdb.npz, nietzsche.txt, tweets CSV)",
+           "synthetic|download|DIR"),
+    Option("param", "GPUBENCH_PARAMS", _params, None,
+           "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
+           "KEY=VALUE", repeat=True),
+    Option("expect_gpu", "GPUBENCH_EXPECT_GPU", _bool, False,
+           "fail at once (exit 3, failed result) if TensorFlow sees no GPU", flag=True),
+    Option("hourly_usd", "GPUBENCH_HOURLY_USD", _nonneg_float, None,
+           "price per hour recorded at launch (overrides the catalog)", "USD"),
+    Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
+    Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _text, None, "date of the launch price", "DATE"),
+    Option("host_events", "GPUBENCH_HOST_EVENTS", _text, None,
+           "host-side events.jsonl (instance_launch, boot_done, container_start) to merge", "PATH"),
+    Option("deadline", "GPUBENCH_DEADLINE", _deadline, None,
+           "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it", "TIME"),
+    Option("checkpoint_every", "GPUBENCH_CHECKPOINT_EVERY", _positive_int, 500,
+           "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)", "N"),
+    Option("watch_interval", "GPUBENCH_WATCH_INTERVAL", _positive_float, 5.0,
+           "seconds between spot/preemption notice polls", "SECONDS"),
+    Option("spool", "GPUBENCH_SPOOL", _text, None,
+           "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)", "DIR"),
+    Option("no_resume", "GPUBENCH_NO_RESUME", _bool, False,
+           "start fresh even if an interrupted checkpoint of the same run exists", flag=True),
+    Option("seed", "GPUBENCH_SEED", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
+    Option("cpu_replicas", "GPUBENCH_CPU_REPLICAS", _positive_int, 1,
+           "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs", "N"),
+)
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Parsed --data: mode is synthetic | download | dir."""
+
+    mode: str
+    path: str | None = None
+
+    def __str__(self) -> str:
+        return self.path if self.mode == "dir" else self.mode
+
+    @classmethod
+    def parse(cls, text: str) -> "DataSource":
+        if text in ("synthetic", "download"):
+            return cls(text)
+        if not os.path.isdir(text):
+            raise ConfigError(f"--data/GPUBENCH_DATA={text!r}: must be 'synthetic', 'download' "
+                              "or an existing directory")
+        return cls("dir", os.path.abspath(text))
+
+
+@dataclass
+class RunConfig:
+    benchmark: list[str]
+    results: str
+    stack: str
+    offering: str | None = None
+    market: str | None = None
+    epochs: int | None = None
+    steps: int | None = None
+    batch_size: int | None = None
+    precision: str = "fp32"
+    gpus: int | None = None
+    data: DataSource = field(default_factory=lambda: DataSource("download"))
+    param: dict[str, str] = field(default_factory=dict)
+    expect_gpu: bool = False
+    hourly_usd: float | None = None
+    price_source: str | None = None
+    price_as_of: str | None = None
+    host_events: str | None = None
+    deadline: float | None = None
+    checkpoint_every: int = 500
+    watch_interval: float = 5.0
+    spool: str | None = None
+    no_resume: bool = False
+    seed: int = 1234
+    cpu_replicas: int = 1
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags for every option; defaults stay None so the env can fill in."""
+    for opt in OPTIONS:
+        env_note = f" [env {opt.env}]"
+        if opt.flag:
+            parser.add_argument(opt.cli, dest=opt.name, action="store_const", const="1", default=None,
+                                help=opt.help + env_note)
+        elif opt.repeat:
+            parser.add_argument(opt.cli, dest=opt.name, action="append", default=None, metavar=opt.metavar,
+                                help=opt.help + env_note)
+        else:
+            default = f" (default: {opt.default})" if opt.default not in (None, False) else ""
+            parser.add_argument(opt.cli, dest=opt.name, default=None, metavar=opt.metavar,
+                                help=opt.help + default + env_note)
+
+
+def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> RunConfig:
+    """Combine CLI values, GPUBENCH_* env and defaults into a validated RunConfig."""
+    environ = os.environ if environ is None else environ
+    given = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
+    values: dict[str, Any] = {}
+    for opt in OPTIONS:
+        raw, where = given.get(opt.name), opt.cli
+        if raw is None and environ.get(opt.env, "") != "":
+            raw, where = environ[opt.env], opt.env
+        if raw is None:
+            if opt.required:
+                raise ConfigError(f"{opt.cli} (or {opt.env}) is required: {opt.help}")
+            if opt.default is not None:
+                values[opt.name] = opt.default
+            continue
+        try:
+            if opt.repeat and isinstance(raw, list):
+                merged: dict = {}
+                for item in raw:
+                    merged.update(opt.parse(item))
+                values[opt.name] = merged
+            else:
+                values[opt.name] = opt.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{where}={raw!r}: {exc}") from None
+    if values.get("epochs") is not None and values.get("steps") is not None:
+        raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
+    values["data"] = DataSource.parse(values.get("data", "download"))
+    return RunConfig(**values)

@@ -1,0 +1,140 @@
+"""GPU sampling through NVML (nvidia-ml-py), about once a second.
+
+Static facts (model, memory, driver, compute capability) are read once;
+utilisation, memory used and power are sampled by a daemon thread while the
+training window is open. With no NVML (no driver, no GPU, CPU container)
+every field is None: the result says "not measured", never an invented 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+__all__ = ["GpuSampler", "nvml_info"]
+
+_GIB = 1024**3
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def nvml_info() -> dict:
+    """Static GPU facts, or Nones when NVML is unavailable."""
+    info = {"gpu_model": None, "gpus_nvml": 0, "gpu_memory_gb": None, "driver_version": None,
+            "compute_capability": None, "nvml_cuda_driver": None, "nvml_error": None}
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - ImportError, NVMLError_LibraryNotFound, ...
+        info["nvml_error"] = f"NVML unavailable: {exc}"
+        return info
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        info["gpus_nvml"] = count
+        info["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
+        try:
+            v = pynvml.nvmlSystemGetCudaDriverVersion()
+            info["nvml_cuda_driver"] = f"{v // 1000}.{(v % 1000) // 10}"
+        except Exception:  # noqa: BLE001
+            pass
+        if count:
+            h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            info["gpu_model"] = _text(pynvml.nvmlDeviceGetName(h))
+            info["gpu_memory_gb"] = round(pynvml.nvmlDeviceGetMemoryInfo(h).total / _GIB, 2)
+            try:
+                major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
+                info["compute_capability"] = f"{major}.{minor}"
+            except Exception:  # noqa: BLE001
+                pass
+    finally:
+        pynvml.nvmlShutdown()
+    return info
+
+
+class GpuSampler:
+    """Background NVML sampler for GPUs ``indices`` (default: all)."""
+
+    def __init__(self, interval: float = 1.0, indices: list[int] | None = None):
+        self.interval, self.indices = interval, indices
+        self.util: list[float] = []
+        self.power_w: list[float] = []
+        self.mem_peak_bytes: int | None = None
+        self.available = False
+        self.error: str | None = None
+        self._active = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handles = []
+
+    def start(self) -> "GpuSampler":
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            idx = self.indices if self.indices is not None else list(range(count))
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in idx if i < count]
+            self.available = bool(self._handles)
+        except Exception as exc:  # noqa: BLE001
+            self.error = f"NVML unavailable: {exc}"
+            return self
+        if self.available:
+            self._thread = threading.Thread(target=self._run, name="gpubench-nvml", daemon=True)
+            self._thread.start()
+        return self
+
+    def begin_window(self) -> None:
+        self._active.set()
+
+    def end_window(self) -> None:
+        self._active.clear()
+
+    def _sample(self, pynvml) -> None:
+        utils, power = [], []
+        for h in self._handles:
+            utils.append(float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu))
+            used = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
+            self.mem_peak_bytes = max(self.mem_peak_bytes or 0, used)
+            try:
+                power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+            except Exception:  # noqa: BLE001 - not every board reports power
+                pass
+        self.util.append(sum(utils) / len(utils))
+        if power:
+            self.power_w.append(sum(power) / len(power))
+
+    def _run(self) -> None:
+        import pynvml
+
+        while not self._stop.is_set():
+            if self._active.is_set():
+                try:
+                    self._sample(pynvml)
+                except Exception as exc:  # noqa: BLE001
+                    self.error = f"NVML sampling failed: {exc}"
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.available:
+            try:
+                import pynvml
+
+                pynvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def summary(self) -> dict:
+        """Metrics for result.json; None when nothing was measured."""
+        return {
+            "gpu_utilization_mean": round(statistics.fmean(self.util), 2) if self.util else None,
+            "gpu_memory_peak_gb": round(self.mem_peak_bytes / _GIB, 3) if self.mem_peak_bytes else None,
+            "gpu_power_mean_w": round(statistics.fmean(self.power_w), 1) if self.power_w else None,
+            "gpu_samples": len(self.util) if self.available else None,
+        }

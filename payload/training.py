@@ -1,0 +1,238 @@
+"""The TensorFlow side: devices, strategy, precision, input pipeline, the fit loop.
+
+This is the only module (with the benchmark functions it calls) that imports
+TensorFlow, and only when a run starts.
+
+- Devices: every visible GPU (or ``--gpus N``) with memory growth on, so
+  NVML's memory peak is what the model used. ``--expect-gpu`` with no GPU
+  raises NoGpuError before any data is touched (tensorflow/benchmarks #497:
+  a container that silently trained on the CPU).
+- Strategy by table: >1 GPU → MirroredStrategy with NCCL all-reduce; 1 GPU →
+  OneDeviceStrategy; CPU → the default strategy (or MirroredStrategy over
+  logical CPUs with ``--cpu-replicas``, a testing aid). The per-GPU batch
+  is constant; the global batch is per-GPU x replicas, so scaling
+  efficiency can be read against the one-GPU run.
+- Precision: the Keras ``mixed_float16`` policy for ``--precision mixed``.
+- ``HarnessCallback``: per-step timestamps (one perf_counter and a list
+  append per step: the overhead budget is 2%), epoch rows, MLLOG lines,
+  checkpoints, and the stop checks (preemption notice, step budget).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from payload.events import mllog
+
+__all__ = ["Devices", "Interrupted", "NoGpuError", "DeviceError", "setup_devices", "precision_policy",
+           "make_datasets", "make_callback_class", "fit_plan"]
+
+_DEVICES_CACHE: dict = {}
+
+
+class NoGpuError(RuntimeError):
+    """--expect-gpu, but TensorFlow sees no GPU."""
+
+
+class DeviceError(RuntimeError):
+    """The requested devices do not exist."""
+
+
+class Interrupted(Exception):
+    """Raised inside fit when a preemption notice arrives (aborts without validation)."""
+
+
+@dataclass
+class Devices:
+    strategy: object
+    replicas: int
+    gpus_visible: int
+    gpus_used: int
+    all_reduce: str | None
+    gpu_details: dict = field(default_factory=dict)
+
+    @property
+    def device(self) -> str:
+        return "GPU" if self.gpus_used else "CPU"
+
+
+def _strategy_for(tf, gpus_used: int, cpu_replicas: int):
+    """(strategy, all_reduce name): one row per device situation."""
+    table = (
+        (gpus_used > 1, lambda: (tf.distribute.MirroredStrategy(
+            devices=[f"/gpu:{i}" for i in range(gpus_used)],
+            cross_device_ops=tf.distribute.NcclAllReduce()), "nccl")),
+        (gpus_used == 1, lambda: (tf.distribute.OneDeviceStrategy("/gpu:0"), None)),
+        (cpu_replicas > 1, lambda: (tf.distribute.MirroredStrategy(
+            devices=[f"/cpu:{i}" for i in range(cpu_replicas)],
+            cross_device_ops=tf.distribute.ReductionToOneDevice()), "reduction-to-one-device")),
+        (True, lambda: (tf.distribute.get_strategy(), None)),
+    )
+    return next(make for cond, make in table if cond)()
+
+
+def setup_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1) -> Devices:
+    """Configure TensorFlow devices once per process; raise NoGpuError/DeviceError."""
+    import tensorflow as tf
+
+    key = (gpus, cpu_replicas)
+    if key in _DEVICES_CACHE:
+        devices = _DEVICES_CACHE[key]
+    else:
+        physical = tf.config.list_physical_devices("GPU")
+        visible = len(physical)
+        if expect_gpu and not visible:
+            raise NoGpuError(
+                "--expect-gpu is set but TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') "
+                "is empty): check the NVIDIA driver, the container runtime (--gpus all) and that the "
+                "image's CUDA matches the GPU; refusing to benchmark the CPU")
+        used = visible if gpus is None else gpus
+        if used > visible:
+            raise DeviceError(f"--gpus {used}: only {visible} GPU(s) visible to TensorFlow")
+        try:
+            if physical:
+                tf.config.set_visible_devices(physical[:used], "GPU")
+            for g in physical[:used]:
+                tf.config.experimental.set_memory_growth(g, True)
+            if cpu_replicas > 1 and not used:
+                cpu = tf.config.list_physical_devices("CPU")[0]
+                tf.config.set_logical_device_configuration(
+                    cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
+        except RuntimeError as exc:  # already initialised in this process
+            raise DeviceError(f"cannot reconfigure TensorFlow devices after initialisation: {exc}") from None
+        details = {}
+        if used:
+            try:
+                details = tf.config.experimental.get_device_details(physical[0])
+            except Exception:  # noqa: BLE001
+                details = {}
+        strategy, all_reduce = _strategy_for(tf, used, cpu_replicas)
+        devices = Devices(strategy, strategy.num_replicas_in_sync, visible, used, all_reduce, details)
+        _DEVICES_CACHE[key] = devices
+    if expect_gpu and not devices.gpus_used:
+        raise NoGpuError("--expect-gpu is set but no GPU is used (--gpus 0?)")
+    return devices
+
+
+class precision_policy:
+    """Context manager: set the Keras global dtype policy, restore it after."""
+
+    POLICIES = {"fp32": "float32", "mixed": "mixed_float16"}
+
+    def __init__(self, precision: str):
+        self.policy = self.POLICIES[precision]
+
+    def __enter__(self):
+        import keras
+
+        self._old = keras.mixed_precision.global_policy().name
+        keras.mixed_precision.set_global_policy(self.policy)
+        return self
+
+    def __exit__(self, *exc):
+        import keras
+
+        keras.mixed_precision.set_global_policy(self._old)
+
+
+@dataclass
+class FitPlan:
+    epochs: int              # value for fit(epochs=...)
+    initial_epoch: int
+    steps_per_epoch: int | None
+    total_steps: int | None  # throughput: stop exactly here
+
+
+def fit_plan(kind: str, params: dict, epochs_done: int, steps_done: int, chunk: int) -> FitPlan:
+    """How to call fit so the run ends at the requested total across attempts."""
+    if kind == "throughput":
+        total = params["steps"]
+        chunk = max(1, min(chunk, total))
+        first = steps_done // chunk
+        remaining_chunks = math.ceil((total - steps_done) / chunk)
+        return FitPlan(first + remaining_chunks, first, chunk, total)
+    return FitPlan(params["epochs"], epochs_done, params.get("steps_per_epoch") or None, None)
+
+
+def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | None):
+    """tf.data pipelines: shuffled full batches for training, batched held-out data."""
+    import tensorflow as tf
+
+    if data.repeat_single_batch:
+        return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
+    if data.train_samples < global_batch:
+        raise ValueError(f"{data.train_samples} training samples < global batch {global_batch}; "
+                         "lower --batch-size or raise the 'samples' parameter")
+    train = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
+    train = train.shuffle(min(data.train_samples, 50_000), seed=seed, reshuffle_each_iteration=True)
+    if steps_per_epoch:
+        train = train.repeat()
+    train = train.batch(global_batch, drop_remainder=True)  # full batches: exact samples/s
+    val = None
+    if data.x_val is not None and len(data.x_val):
+        val = tf.data.Dataset.from_tensor_slices((data.x_val, data.y_val)).batch(global_batch)
+    if data.transform is not None:
+        train = train.map(data.transform, num_parallel_calls=tf.data.AUTOTUNE)
+        val = val.map(data.transform, num_parallel_calls=tf.data.AUTOTUNE) if val is not None else None
+    return train.prefetch(tf.data.AUTOTUNE), (val.prefetch(tf.data.AUTOTUNE) if val is not None else None)
+
+
+def _num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def make_callback_class():
+    """Build the callback class lazily (keras must not load at import time)."""
+    import keras
+
+    class HarnessCallback(keras.callbacks.Callback):
+        """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
+
+        def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done):
+            super().__init__()
+            self.notice = notice
+            self.total_steps = total_steps
+            self.steps_done = steps_done           # before this attempt
+            self.epoch_offset = epoch_offset       # rows already written by earlier attempts
+            self.on_epoch_done = on_epoch_done
+            self.step_times: list[float] = []
+            self.steps = 0
+            self.rows: list[dict] = []
+            self.last_logs: dict = {}
+            self._t_last = self._t_epoch = 0.0
+
+        def on_epoch_begin(self, epoch, logs=None):
+            mllog("epoch_start", metadata={"epoch_num": self.epoch_offset + len(self.rows) + 1})
+            self._t_epoch = self._t_last = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            now = time.perf_counter()
+            self.step_times.append(now - self._t_last)
+            self._t_last = now
+            self.steps += 1
+            if self.notice.is_set():
+                raise Interrupted()
+            if self.total_steps is not None and self.steps_done + self.steps >= self.total_steps:
+                self.model.stop_training = True
+
+        def on_epoch_end(self, epoch, logs=None):
+            elapsed = time.perf_counter() - self._t_epoch
+            logs = logs or {}
+            self.last_logs = dict(logs)
+            n = self.epoch_offset + len(self.rows) + 1
+            row = {"epoch": n, "elapsed": round(elapsed, 4), "loss": _num(logs.get("loss")),
+                   "acc": _num(logs.get("accuracy")), "val_loss": _num(logs.get("val_loss")),
+                   "val_acc": _num(logs.get("val_accuracy"))}
+            self.rows.append(row)
+            mllog("epoch_stop", metadata={"epoch_num": n})
+            if row["val_acc"] is not None:
+                mllog("eval_accuracy", row["val_acc"], metadata={"epoch_num": n})
+            self.on_epoch_done(self, row)
+
+    return HarnessCallback
