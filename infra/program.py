@@ -44,7 +44,9 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
 
 
 def engine_config() -> dict[str, Any]:
-    """All config the engine handed this program (`ns:key` -> value string)."""
+    """All config the engine handed this program (`ns:key` -> value string).
+
+    The language host passes it as PULUMI_CONFIG (JSON) or sets it explicitly; take both."""
     from pulumi.runtime import config as runtime_config
 
-    return dict(runtime_config.CONFIG.get())
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}

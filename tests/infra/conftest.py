@@ -25,3 +25,9 @@ def rendered(catalog):
     from infra.render import render
 
     return {name: render(name, stackfiles.load_config(name), catalog, now=NOW) for name in STACK_NAMES}
+
+
+def pytest_configure(config):
+    # The provider SDKs warn about their own deprecated resources when their modules load.
+    for module in ("pulumi_aws", "pulumi_gcp"):
+        config.addinivalue_line("filterwarnings", f"ignore::DeprecationWarning:{module}.*")

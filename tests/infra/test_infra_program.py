@@ -279,3 +279,29 @@ def test_explicit_results_bucket_scopes_policy_to_its_prefix(catalog):
     access = json.loads(next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access").inputs["policy"])
     assert access["Statement"][0]["Resource"] == "arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/*"
     assert "GPUBENCH_RESULTS=s3://team-bucket/bench" in r.user_data
+
+
+def test_pulumi_entry_point_runs_the_program_by_path(tmp_path):
+    """What the language host does for `main: infra/`: configure a monitor, set PULUMI_CONFIG, run the dir."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    script = r'''
+import json, os, runpy, sys, yaml
+from infra import render
+from pulumi.runtime import mocks as pm, settings as ps
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+cfg = yaml.safe_load(open(sys.argv[1] + "/stacks/Pulumi.gcp-t4-1x-spot.yaml"))["config"]
+os.environ["PULUMI_CONFIG"] = json.dumps({k: str(v) for k, v in cfg.items()})
+m = render._Mocks("gcp-t4-1x-spot", render._PROCESS_NOW)
+mon = render._Monitor(m)
+pm.set_mocks(m, project="gpubench", stack="gcp-t4-1x-spot", preview=False, monitor=mon)
+_sync_await(run_pulumi_func(lambda: runpy.run_path(sys.argv[1] + "/infra", run_name="__main__")))
+print(json.dumps(sorted({t for t, *_ in mon.order})))
+'''
+    proc = subprocess.run([sys.executable, "-c", script, str(repo)], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "gcp:compute/instance:Instance" in json.loads(proc.stdout.splitlines()[-1])
