@@ -16,6 +16,8 @@ def register(sub) -> None:
     p.add_argument("--gpu", help="only this GPU model (K80, M60, P100, V100, T4, A10G, L4, A100, H100, GTX-1080, ...)")
     p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD",
                    help="prices in force on this date (default: the newest snapshot)")
+    p.add_argument("--live", action="store_true",
+                   help="only prices from snapshots written by `prices refresh`, with the snapshot each came from")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=run)
 
@@ -37,7 +39,7 @@ def _price_or_none(catalog, offering, market, as_of):
 
 def offering_row(catalog, o, as_of) -> dict:
     price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
-    _, spot = _price_or_none(catalog, o, "spot", as_of)
+    spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
     terms = catalog.billing_terms(o.id, as_of)
     return {
         "id": o.id,
@@ -60,6 +62,7 @@ def offering_row(catalog, o, as_of) -> dict:
         "as_of": price.as_of.isoformat() if price else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
         "source": price.source if price else (o.specs_source if o.onprem else None),
         "snapshot": price.snapshot if price else None,
+        "spot_snapshot": spot_price.snapshot if spot_price else None,
         "retired": o.retired.isoformat() if o.retired else None,
         "stacks": o.stack_names() if o.is_cloud else [],
         "image_generation": o.image_generation,
@@ -70,6 +73,14 @@ def run(args) -> int:
     from infra.catalog import load_catalog
 
     catalog = load_catalog()
+    if getattr(args, "live", False):
+        from analysis.prices.snapshot import live_catalog
+
+        catalog = live_catalog(catalog)
+        if catalog is None:
+            print("error: no refreshed price snapshot yet; run `python -m analysis prices refresh` "
+                  "(needs AWS/GCP credentials, see `prices refresh --help`)", file=sys.stderr)
+            return 1
     if args.provider and args.provider not in catalog.providers():
         print(f"error: unknown provider {args.provider!r}; choose from {', '.join(catalog.providers())}", file=sys.stderr)
         return 2
@@ -77,6 +88,8 @@ def run(args) -> int:
         print(f"error: no offering has GPU {args.gpu!r}; choose from {', '.join(catalog.gpu_models())}", file=sys.stderr)
         return 2
     rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings(args.provider, args.gpu)]
+    if getattr(args, "live", False):
+        return _print_live(rows, args)
     if args.json:
         emit_json(rows)
         return 0
@@ -91,4 +104,22 @@ def run(args) -> int:
     )
     print(f"\n{len(rows)} offerings. Prices: newest snapshot on or before {args.as_of or 'today'}; "
           "sources with --json or `python -m analysis cost ID`.")
+    return 0
+
+
+def _print_live(rows, args) -> int:
+    """--live: only offerings a refreshed snapshot prices, and which snapshot."""
+    rows = [r for r in rows if r["hourly_usd"] is not None or r["spot_hourly_usd"] is not None]
+    if args.json:
+        emit_json(rows)
+        return 0
+    print_table(
+        ((r["id"], f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none", fmt_usd(r["hourly_usd"]),
+          fmt_usd(r["spot_hourly_usd"]), r["as_of"], r["snapshot"] or "-",
+          r["spot_snapshot"] if r["spot_snapshot"] != r["snapshot"] else "same")
+         for r in rows),
+        ("id", "gpus", "$/h", "spot $/h", "price as of", "snapshot", "spot snapshot"),
+    )
+    print(f"\n{len(rows)} offerings priced by refreshed snapshots (`python -m analysis prices list`); "
+          "sources with --json.")
     return 0

@@ -9,6 +9,7 @@ so infra, payload and analysis all read the same rows.
 from __future__ import annotations
 
 import difflib
+import os
 import warnings
 from datetime import date
 from functools import lru_cache
@@ -180,13 +181,25 @@ class Catalog:
         )
 
 
+# Extra folders of price snapshots (os.pathsep-separated), e.g. the output of
+# `python -m analysis prices refresh --out DIR`, loaded beside data/prices/.
+PRICES_DIR_ENV = "GPUBENCH_PRICES_DIR"
+
+
 @lru_cache(maxsize=4)
-def _load(data_dir: str) -> Catalog:
+def _load(data_dir: str, extra_price_dirs: tuple[str, ...] = ()) -> Catalog:
     path = Path(data_dir)
     gpus = load_gpus(path)
-    return Catalog(load_offerings(path, gpus), load_billing(path), PriceIndex(load_snapshots(path)))
+    snapshots = load_snapshots(path, tuple(Path(d) for d in extra_price_dirs))
+    return Catalog(load_offerings(path, gpus), load_billing(path), PriceIndex(snapshots))
 
 
 def load_catalog(data_dir: str | Path | None = None) -> Catalog:
-    """The catalog from `data_dir` (default: the shipped data), cached."""
-    return _load(str(Path(data_dir or DATA_DIR).resolve()))
+    """The catalog from `data_dir` (default: the shipped data), cached, plus
+    the snapshot folders named in $GPUBENCH_PRICES_DIR.
+    `load_catalog.cache_clear()` forgets it after a snapshot is written."""
+    extra = tuple(str(Path(d).resolve()) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d)
+    return _load(str(Path(data_dir or DATA_DIR).resolve()), extra)
+
+
+load_catalog.cache_clear = _load.cache_clear  # type: ignore[attr-defined]

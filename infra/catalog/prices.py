@@ -112,8 +112,15 @@ def load_snapshot(path: Path) -> Snapshot:
     return Snapshot(name=path.stem, as_of=as_of, source=source, region=raw.get("region"), rows=tuple(rows))
 
 
-def load_snapshots(data_dir: Path) -> list[Snapshot]:
-    return sorted((load_snapshot(p) for p in (data_dir / "prices").glob("*.toml")), key=lambda s: (s.as_of, s.name))
+def load_snapshots(data_dir: Path, extra_dirs: tuple[Path, ...] = ()) -> list[Snapshot]:
+    """The data dir's snapshots plus any in `extra_dirs` (folders of snapshot
+    files, e.g. `prices refresh --out DIR`; see GPUBENCH_PRICES_DIR)."""
+    paths = list((data_dir / "prices").glob("*.toml"))
+    for extra in extra_dirs:
+        if not extra.is_dir():
+            raise CatalogError(f"price snapshot directory {extra} does not exist (check GPUBENCH_PRICES_DIR)")
+        paths.extend(extra.glob("*.toml"))
+    return sorted((load_snapshot(p) for p in paths), key=lambda s: (s.as_of, s.name))
 
 
 class PriceIndex:

@@ -1,0 +1,179 @@
+"""AWS prices: on-demand from the Price List Query API, spot from EC2's spot
+price history.
+
+The Price List API is served from us-east-1 whatever region is priced; its
+products come back as JSON strings (`PriceList`), one per product, with the
+on-demand rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD.
+Spot history only goes back 90 days, and for a [start, end] query it also
+returns the last change before `start` (the price in force at `start`).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from .errors import NoCredentials, PriceFetchError
+
+PRICING_ENDPOINT_REGION = "us-east-1"
+SPOT_PRODUCT = "Linux/UNIX"
+SPOT_HISTORY_DAYS = 90
+# Wider and wider look-backs when a history has no point at or before the
+# window start (the API normally returns one; this covers when it does not).
+SPOT_LOOKBACKS = (timedelta(0), timedelta(days=1), timedelta(days=7), timedelta(days=SPOT_HISTORY_DAYS))
+
+# Exactly the product the benchmarks launch: plain Linux, shared tenancy, no
+# pre-installed software, a normal (not reserved-capacity) instance.
+PRICE_LIST_FILTERS = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+}
+# When a filter still leaves several products, the plain on-demand Linux one
+# has these attributes (RHEL/SUSE and capacity blocks differ).
+PREFERRED_ATTRIBUTES = {"operation": "RunInstances", "licenseModel": "No License required"}
+
+CREDENTIALS_HELP = (
+    "Provide AWS credentials with AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+    "`aws configure` or `aws sso login`; the IAM identity needs pricing:GetProducts "
+    "(and ec2:DescribeSpotPriceHistory for spot prices)."
+)
+
+
+def _aws_errors():
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+    return NoCredentialsError, (ClientError, BotoCoreError)
+
+
+def call_aws(what: str, fn, *args, **kwargs):
+    """Run one AWS call, turning botocore's errors into ours with the fix named."""
+    no_creds, api_errors = _aws_errors()
+    try:
+        return fn(*args, **kwargs)
+    except no_creds as exc:
+        raise NoCredentials(f"no AWS credentials found ({exc}). {CREDENTIALS_HELP}") from exc
+    except api_errors as exc:
+        raise PriceFetchError(f"AWS {what} failed: {exc}") from exc
+
+
+def price_list_filters(instance_type: str, region: str) -> list[dict[str, str]]:
+    fields = {"instanceType": instance_type, "regionCode": region, **PRICE_LIST_FILTERS}
+    return [{"Type": "TERM_MATCH", "Field": k, "Value": v} for k, v in fields.items()]
+
+
+def _hourly_usd(product: dict[str, Any]) -> float | None:
+    """The hourly on-demand USD rate of one Price List product, or None."""
+    for term in product.get("terms", {}).get("OnDemand", {}).values():
+        for dim in term.get("priceDimensions", {}).values():
+            usd = dim.get("pricePerUnit", {}).get("USD")
+            if dim.get("unit") == "Hrs" and usd is not None:
+                return float(usd)
+    return None
+
+
+def pick_price(products: list[dict[str, Any]]) -> tuple[float | None, str | None]:
+    """(price, None) or (None, why): one price from the products a filter returned.
+
+    Zero rates (reservation placeholders) are ignored; when prices differ the
+    plain RunInstances / no-licence product wins; if that still leaves two
+    prices the type is reported as ambiguous rather than guessed."""
+    candidates = [(p, _hourly_usd(p)) for p in products]
+    candidates = [(p, usd) for p, usd in candidates if usd]
+    if not candidates:
+        return None, "no product with an hourly on-demand USD price"
+    prices = {usd for _, usd in candidates}
+    if len(prices) > 1:
+        plain = [
+            (p, usd) for p, usd in candidates
+            if all(p.get("product", {}).get("attributes", {}).get(k, v) == v for k, v in PREFERRED_ATTRIBUTES.items())
+        ]
+        prices = {usd for _, usd in plain}
+    if len(prices) != 1:
+        return None, f"ambiguous: {len(candidates)} products with prices {sorted({u for _, u in candidates})}"
+    return prices.pop(), None
+
+
+@dataclass
+class OnDemandPrices:
+    region: str
+    prices: dict[str, float] = field(default_factory=dict)  # instance type -> USD/h
+    warnings: list[str] = field(default_factory=list)
+
+
+def on_demand_prices(pricing_client, instance_types: Iterable[str], region: str) -> OnDemandPrices:
+    """Linux shared-tenancy on-demand USD/h per instance type in `region`.
+
+    A type the Price List does not price (retired, not offered in the region)
+    becomes a warning naming it; the others are still returned."""
+    out = OnDemandPrices(region)
+    paginator = pricing_client.get_paginator("get_products")
+    for itype in instance_types:
+        products: list[dict[str, Any]] = []
+        pages = paginator.paginate(ServiceCode="AmazonEC2", Filters=price_list_filters(itype, region))
+        for page in call_aws("pricing.get_products", list, pages):
+            products.extend(json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList", []))
+        price, why = pick_price(products)
+        if price is None:
+            out.warnings.append(f"aws {itype} in {region}: no on-demand price from the Price List API ({why}); "
+                                "left out of the snapshot")
+        else:
+            out.prices[itype] = price
+    return out
+
+
+# --- spot ---------------------------------------------------------------------
+
+def _utc(t: datetime) -> datetime:
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+def _zone_args(zone: str) -> dict[str, str]:
+    """AZ names ('us-east-1a') and AZ ids ('use1-az1') go in different fields."""
+    return {"AvailabilityZoneId": zone} if "-az" in zone else {"AvailabilityZone": zone}
+
+
+def _history_pages(ec2_client, **kwargs) -> list[dict[str, Any]]:
+    paginator = ec2_client.get_paginator("describe_spot_price_history")
+    records: list[dict[str, Any]] = []
+    for page in call_aws("ec2.describe_spot_price_history", list, paginator.paginate(**kwargs)):
+        records.extend(page.get("SpotPriceHistory", []))
+    return records
+
+
+def spot_price_history(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime,
+                       product: str = SPOT_PRODUCT) -> list[tuple[datetime, float]]:
+    """The spot price steps for one type in one zone covering [start, end],
+    oldest first, including the price in force at `start`."""
+    start, end = _utc(start), _utc(end)
+    series: list[tuple[datetime, float]] = []
+    for lookback in SPOT_LOOKBACKS:
+        records = _history_pages(ec2_client, InstanceTypes=[instance_type], ProductDescriptions=[product],
+                                 StartTime=start - lookback, EndTime=end, **_zone_args(zone))
+        series = sorted({(_utc(r["Timestamp"]), float(r["SpotPrice"])) for r in records})
+        if series and series[0][0] <= start:
+            break
+    return series
+
+
+def current_spot_prices(ec2_client, instance_types: Iterable[str], now: datetime,
+                        product: str = SPOT_PRODUCT) -> dict[str, tuple[float, dict[str, float]]]:
+    """Spot price in force at `now` per type: (median over zones, {zone: price})."""
+    types = list(instance_types)
+    if not types:
+        return {}
+    records = _history_pages(ec2_client, InstanceTypes=types, ProductDescriptions=[product], StartTime=_utc(now),
+                             EndTime=_utc(now))
+    latest: dict[str, dict[str, tuple[datetime, float]]] = {}
+    for r in records:
+        zones = latest.setdefault(r["InstanceType"], {})
+        t = _utc(r["Timestamp"])
+        if r["AvailabilityZone"] not in zones or t > zones[r["AvailabilityZone"]][0]:
+            zones[r["AvailabilityZone"]] = (t, float(r["SpotPrice"]))
+    return {
+        itype: (statistics.median(p for _, p in zones.values()), {z: p for z, (_, p) in sorted(zones.items())})
+        for itype, zones in latest.items()
+    }

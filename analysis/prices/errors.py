@@ -1,0 +1,25 @@
+"""Errors of the live-price code, each with the exit code the CLI uses, so
+scripts can tell "no credentials" from "the API failed"."""
+from __future__ import annotations
+
+
+class PricesError(Exception):
+    exit_code = 4
+
+
+class NoCredentials(PricesError):
+    """No cloud credentials: nothing was fetched, the shipped snapshots stay."""
+
+    exit_code = 3
+
+
+class PriceFetchError(PricesError):
+    """The price API answered with an error, or priced nothing we asked for."""
+
+    exit_code = 4
+
+
+class SnapshotInvalid(PricesError):
+    """The snapshot we built does not load in the catalog; it was not written."""
+
+    exit_code = 5

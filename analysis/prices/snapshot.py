@@ -1,0 +1,192 @@
+"""Dated price snapshots written by `prices refresh`: render, validate, write,
+and diff against the prices they replace.
+
+A refreshed snapshot is an ordinary catalog snapshot (see
+infra/catalog/prices.py) named `<YYYY-MM-DD>_<provider>-live.toml`, or
+`..._<provider>-live-<region>.toml` for a region other than the catalog's
+(the catalog prices every offering in one region per provider, so other
+regions go to `--out DIR`). It is loaded with the catalog's own loader before
+it replaces anything, so a snapshot that would break pricing is never written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from dataclasses import asdict, dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from infra.catalog import Catalog, CatalogError, NoPrice
+from infra.catalog.prices import PriceIndex, Snapshot, load_snapshot
+
+from .errors import SnapshotInvalid
+
+# The region each provider's shipped snapshots price, i.e. the catalog's region.
+CATALOG_REGIONS = {"aws": "us-east-1", "gcp": "us-central1"}
+LIVE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_(?P<provider>[a-z]+)-live(?:-(?P<region>[a-z0-9-]+))?$")
+MARKETS = ("on-demand", "spot")
+
+
+def snapshot_name(provider: str, region: str, day: date) -> str:
+    suffix = "" if CATALOG_REGIONS.get(provider) == region else f"-{region}"
+    return f"{day.isoformat()}_{provider}-live{suffix}"
+
+
+def is_live(snapshot: Snapshot | str) -> bool:
+    """True for snapshots written by `prices refresh`."""
+    return bool(LIVE_NAME.match(snapshot if isinstance(snapshot, str) else snapshot.name))
+
+
+# --- rendering --------------------------------------------------------------------
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    return json.dumps(str(value))  # JSON string escapes are valid TOML basic strings
+
+
+TABLE_ID_FIELDS = {"price": "offering", "gcp_machine": "name", "gcp_gpu": "gpu"}
+
+
+def render(*, as_of: date, source: str, region: str, fetched_at: datetime, header: Iterable[str],
+           tables: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """TOML text of a snapshot. `tables` maps table ("price", "gcp_machine",
+    "gcp_gpu") -> id -> fields (hourly, spot_hourly, note, ...)."""
+    lines = [f"# {h}" for h in header]
+    lines += [
+        f"as_of = {_toml_value(as_of.isoformat())}",
+        f"source = {_toml_value(source)}",
+        f"region = {_toml_value(region)}",
+        f"fetched_at = {_toml_value(fetched_at.strftime('%Y-%m-%dT%H:%M:%SZ'))}",
+        'generator = "python -m analysis prices refresh"',
+    ]
+    for table, rows in tables.items():
+        for key in sorted(rows):
+            lines += ["", f"[[{table}]]", f"{TABLE_ID_FIELDS[table]} = {_toml_value(key)}"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in rows[key].items() if v is not None]
+    return "\n".join(lines) + "\n"
+
+
+# --- validation and diff ------------------------------------------------------------
+
+def _quote(catalog: Catalog, offering_id: str, market: str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # retired offerings: the diff shows prices, not policy
+            return catalog.price(offering_id, market=market)
+    except NoPrice:
+        return None
+
+
+def _uses(quote, snapshot: str) -> bool:
+    if quote is None:
+        return False
+    return quote.snapshot == snapshot or any(c.snapshot == snapshot for c in quote.components)
+
+
+@dataclass
+class Change:
+    offering: str
+    market: str
+    old_usd: float | None
+    new_usd: float
+    old_snapshot: str | None
+    new_snapshot: str
+
+    @property
+    def pct(self) -> float | None:
+        if not self.old_usd:
+            return None
+        return (self.new_usd - self.old_usd) / self.old_usd * 100.0
+
+    @property
+    def status(self) -> str:
+        if self.old_usd is None:
+            return "new"
+        return "unchanged" if abs(self.new_usd - self.old_usd) < 1e-9 else "changed"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["pct"] = None if self.pct is None else round(self.pct, 2)
+        d["status"] = self.status
+        return d
+
+
+def validate_and_diff(path: Path, base: Catalog, offering_ids: Iterable[str]) -> list[Change]:
+    """Load the snapshot with the catalog's loader, price every offering it
+    covers with it, and compare with `base` (the catalog without it).
+
+    Raises SnapshotInvalid naming the problem when it does not load or prices
+    nothing."""
+    try:
+        snap = load_snapshot(path)
+    except CatalogError as exc:
+        raise SnapshotInvalid(f"the refreshed snapshot does not load: {exc}") from exc
+    others = [s for s in base.prices.snapshots if s.name != snap.name]
+    try:
+        new = Catalog(base.offerings(), base.billing_rules, PriceIndex(others + [snap]))
+        old = Catalog(base.offerings(), base.billing_rules, PriceIndex(others))
+    except CatalogError as exc:
+        raise SnapshotInvalid(f"the refreshed snapshot breaks the catalog: {exc}") from exc
+    known = {o.id for o in base.offerings()}
+    stray = [r.key for r in snap.rows if r.key.startswith(("aws/", "gcp/")) and r.key not in known]
+    if stray:
+        raise SnapshotInvalid(f"the refreshed snapshot prices offerings the catalog does not have: {', '.join(stray)}")
+    changes = []
+    for oid in offering_ids:
+        for market in MARKETS:
+            if market not in base.get(oid).markets:
+                continue
+            try:
+                after = _quote(new, oid, market)
+            except CatalogError as exc:
+                raise SnapshotInvalid(f"{oid} {market} cannot be priced with the refreshed snapshot: {exc}") from exc
+            if not _uses(after, snap.name):
+                continue
+            before = _quote(old, oid, market)
+            changes.append(Change(oid, market, before.hourly_usd if before else None, after.hourly_usd,
+                                  before.snapshot if before else None, snap.name))
+    if not changes:
+        raise SnapshotInvalid(f"the refreshed snapshot {snap.name} prices none of the offerings asked for")
+    return changes
+
+
+def write(text: str, name: str, directory: Path, base: Catalog, offering_ids: Iterable[str],
+          dry_run: bool = False) -> tuple[Path, list[Change]]:
+    """Validate `text` as snapshot `name` and (unless dry_run) write it to
+    `directory/<name>.toml` atomically. Returns the path and the changes."""
+    with tempfile.TemporaryDirectory(prefix="gpubench-prices-") as tmp:
+        staged = Path(tmp) / f"{name}.toml"
+        staged.write_text(text, encoding="utf-8")
+        changes = validate_and_diff(staged, base, offering_ids)
+        target = directory / f"{name}.toml"
+        if not dry_run:
+            directory.mkdir(parents=True, exist_ok=True)
+            partial = directory / f".{name}.toml.partial"
+            shutil.copyfile(staged, partial)
+            os.replace(partial, target)
+    return target, changes
+
+
+def list_snapshots(catalog: Catalog) -> list[dict[str, Any]]:
+    """Every snapshot the catalog loaded, oldest first, marking refreshed ones."""
+    return [
+        {"snapshot": s.name, "as_of": s.as_of.isoformat(), "region": s.region, "rows": len(s.rows),
+         "live": is_live(s), "source": s.source}
+        for s in catalog.prices.snapshots
+    ]
+
+
+def live_catalog(catalog: Catalog) -> Catalog | None:
+    """The catalog priced from refreshed snapshots only (None if there are none)."""
+    live = [s for s in catalog.prices.snapshots if is_live(s)]
+    if not live:
+        return None
+    return Catalog(catalog.offerings(), catalog.billing_rules, PriceIndex(live))

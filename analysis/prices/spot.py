@@ -1,0 +1,235 @@
+"""Price a run at what it paid: AWS spot runs at the time-weighted spot price
+of their own zone over their own window (per attempt: a preempted run that
+resumed elsewhere paid another zone's price), GCP spot runs at the catalog
+snapshot in force on the run's date, on-demand runs at the price recorded at
+launch (else the catalog's on the run's date).
+
+How collect calls it (one result.json dict in, a JSON-ready dict out):
+
+    from analysis.prices.spot import price_run
+    priced = price_run(result)                     # boto3 EC2 clients made per region
+    priced = price_run(result, ec2_client_factory=lambda region: my_client)
+    priced["hourly_usd"]   # USD/h over all attempts (time-weighted), None if unpriced
+    priced["attempts"]     # per attempt: zone, start, end, seconds, hourly_usd, series, source
+    priced["method"], priced["source"], priced["warnings"]
+
+Store `priced` beside the result (e.g. as `pricing`); cost it with
+`analysis.cost.cost_over_attempts` using each attempt's seconds and hourly_usd
+so every boot pays its own billing minimum. It never raises for a missing
+price or missing credentials: it falls back (recorded price, then catalog)
+and says so in `warnings` and `method`.
+"""
+from __future__ import annotations
+
+import warnings as _warnings
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, Callable
+
+from analysis.cost import time_weighted_price
+
+from . import aws
+from .errors import PricesError
+
+
+@dataclass(frozen=True)
+class SpotWindowPrice:
+    """A time-weighted spot price over [start, end] and the steps behind it."""
+
+    average_usd: float
+    series: tuple[tuple[datetime, float], ...]  # (time of change, USD/h), first at or before start
+    source: str
+    instance_type: str
+    zone: str
+    start: datetime
+    end: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "average_usd": self.average_usd,
+            "series": [[_iso(t), p] for t, p in self.series],
+            "source": self.source, "instance_type": self.instance_type, "zone": self.zone,
+            "start": _iso(self.start), "end": _iso(self.end),
+        }
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def spot_price_for_window(ec2_client, instance_type: str, az: str, start: datetime, end: datetime) -> SpotWindowPrice:
+    """Time-weighted Linux spot price of `instance_type` in `az` over [start, end].
+
+    Raises PricesError when EC2 has no history covering the window start."""
+    start, end = aws._utc(start), aws._utc(end)
+    series = aws.spot_price_history(ec2_client, instance_type, az, start, end)
+    before = [p for p in series if p[0] <= start]
+    if not before:
+        raise PricesError(f"EC2 spot history for {instance_type} in {az} has no price at or before {_iso(start)}"
+                          f" (history covers {SPOT_DAYS_TEXT})")
+    window = [before[-1]] + [p for p in series if start < p[0] <= end]
+    return SpotWindowPrice(
+        average_usd=time_weighted_price(window, start, end),
+        series=tuple(window),
+        source=f"EC2 describe_spot_price_history ({instance_type}, {az}, {aws.SPOT_PRODUCT}), "
+               f"time-weighted over {_iso(start)}..{_iso(end)}",
+        instance_type=instance_type, zone=az, start=start, end=end,
+    )
+
+
+SPOT_DAYS_TEXT = f"the last {aws.SPOT_HISTORY_DAYS} days"
+
+
+# --- a whole run ---------------------------------------------------------------------
+
+def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each attempt's billed window: from its instance launch (host event, when
+    recorded) or its start, to its end (or the result's finished_at)."""
+    launches: dict[int | None, datetime] = {}
+    for ev in result.get("timeline", []):
+        if ev.get("event") == "instance_launch":
+            launches.setdefault(ev.get("attempt"), _parse_time(ev["time"]))
+    single = len(result.get("attempts", [])) == 1
+    out = []
+    for a in result.get("attempts", []):
+        start = _parse_time(a["start"])
+        launch = launches.get(a.get("attempt")) or (launches.get(None) if single else None)
+        if launch is not None and launch < start:
+            start = launch
+        end = _parse_time(a["end"] or result["finished_at"])
+        out.append({"attempt": a.get("attempt"), "zone": a.get("zone") or result["offering"].get("zone"),
+                    "start": start, "end": end})
+    return out
+
+
+def _catalog_price(catalog, offering_id: str, market: str, day: date) -> tuple[Any, list[str]]:
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        quote = catalog.price(offering_id, as_of=day, market=market)
+    return quote, [str(w.message) for w in caught]
+
+
+def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, Any]]:
+    return [{"attempt": w["attempt"], "zone": w["zone"], "start": _iso(w["start"]), "end": _iso(w["end"]),
+             "seconds": max(0.0, (w["end"] - w["start"]).total_seconds()), "hourly_usd": hourly,
+             "series": None, "source": source} for w in windows]
+
+
+def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
+    """The price recorded at launch, else the catalog's on the run's date."""
+    recorded = ctx["result"].get("price") or {}
+    field = "spot_hourly_usd" if market == "spot" else "hourly_usd"
+    if recorded.get(field) is not None:
+        src = f"recorded at launch ({recorded.get('source') or 'source not recorded'}, as of {recorded.get('as_of')})"
+        return {"method": "recorded", "hourly": float(recorded[field]), "source": src, "snapshot": None,
+                "as_of": recorded.get("as_of"), "warnings": [why] if why else []}
+    from infra.catalog import CatalogError
+
+    try:
+        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
+    except CatalogError as exc:
+        return {"method": "unpriced", "hourly": None, "source": None, "snapshot": None, "as_of": None,
+                "warnings": [w for w in (why, f"no price: {exc}") if w]}
+    return {"method": "catalog", "hourly": quote.hourly_usd, "source": quote.source, "snapshot": quote.snapshot,
+            "as_of": quote.as_of.isoformat(), "warnings": [w for w in (why, *notes) if w]}
+
+
+def _on_demand(ctx, windows) -> dict[str, Any]:
+    p = _fallback(ctx, "on-demand", "")
+    return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
+
+
+def _gcp_spot(ctx, windows) -> dict[str, Any]:
+    from infra.catalog import CatalogError
+
+    try:
+        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
+    except CatalogError as exc:
+        p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
+        return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
+    src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
+    return {"method": "catalog-snapshot", "hourly": quote.hourly_usd, "source": src, "snapshot": quote.snapshot,
+            "as_of": quote.as_of.isoformat(), "warnings": notes, "attempts": _flat(windows, quote.hourly_usd, src)}
+
+
+def _aws_spot(ctx, windows) -> dict[str, Any]:
+    result, warns, attempts = ctx["result"], [], []
+    itype = result["offering"].get("instance_type") or ctx["offering_id"].split("/", 1)[-1]
+    oldest = ctx["now"] - timedelta(days=aws.SPOT_HISTORY_DAYS)
+    clients: dict[str, Any] = {}
+    fallback = None
+    for w in windows:
+        zone = w["zone"]
+        try:
+            if not zone:
+                raise PricesError("the result records no availability zone")
+            if w["start"] < oldest:
+                raise PricesError(f"the run started before {SPOT_DAYS_TEXT} of EC2 spot history")
+            region = result["offering"].get("region") or zone[:-1]
+            if region not in clients:
+                clients[region] = ctx["ec2_client_factory"](region)
+            priced = spot_price_for_window(clients[region], itype, zone, w["start"], w["end"])
+        except (PricesError, ValueError) as exc:  # ValueError: a zero-length window
+            fallback = fallback or _fallback(ctx, "spot", "")
+            warns.append(f"attempt {w['attempt']}: spot history not used ({exc}); priced at the "
+                         f"{fallback['method']} spot price")
+            attempts += _flat([w], fallback["hourly"], fallback["source"])
+            continue
+        attempts.append({"attempt": w["attempt"], "zone": zone, "start": _iso(w["start"]), "end": _iso(w["end"]),
+                         "seconds": (w["end"] - w["start"]).total_seconds(), "hourly_usd": priced.average_usd,
+                         "series": [[_iso(t), p] for t, p in priced.series], "source": priced.source})
+    if fallback:
+        warns.extend(fallback["warnings"])
+    method = "aws-spot-history" if not fallback else ("aws-spot-history+" + fallback["method"]
+                                                      if any(a["series"] for a in attempts) else fallback["method"])
+    sources = list(dict.fromkeys(a["source"] for a in attempts if a["source"]))
+    return {"method": method, "hourly": None, "source": "; ".join(sources) or None, "snapshot": None,
+            "as_of": ctx["day"].isoformat(), "warnings": warns, "attempts": attempts}
+
+
+# (provider, market) -> how such a run is priced; anything else is on-demand-like.
+PRICERS: dict[tuple[str, str], Callable] = {("aws", "spot"): _aws_spot, ("gcp", "spot"): _gcp_spot}
+
+
+def _weighted(attempts: list[dict[str, Any]]) -> float | None:
+    priced = [a for a in attempts if a["hourly_usd"] is not None and a["seconds"] > 0]
+    if not priced or len(priced) != len([a for a in attempts if a["seconds"] > 0]):
+        return None
+    total = sum(a["seconds"] for a in priced)
+    return sum(a["hourly_usd"] * a["seconds"] for a in priced) / total
+
+
+def price_run(result: dict[str, Any], ec2_client_factory: Callable[[str], Any] | None = None,
+              catalog=None, now: datetime | None = None) -> dict[str, Any]:
+    """The price a run paid, per attempt and overall (see the module docstring)."""
+    from infra.catalog import load_catalog
+
+    offering = result["offering"]
+    offering_id = offering.get("id") or ""
+    market = offering.get("market") or "on-demand"
+    provider = offering.get("provider") or offering_id.split("/", 1)[0]
+    windows = attempt_windows(result)
+    day = (windows[0]["start"] if windows else _parse_time(result["started_at"])).date()
+    ctx = {
+        "result": result, "offering_id": offering_id, "day": day, "catalog": catalog or load_catalog(),
+        "now": now or datetime.now(timezone.utc),
+        "ec2_client_factory": ec2_client_factory or (lambda region: _ec2(region)),
+    }
+    priced = PRICERS.get((provider, market), _on_demand)(ctx, windows)
+    hourly = _weighted(priced["attempts"])
+    return {
+        "offering": offering_id, "provider": provider, "market": market, "method": priced["method"],
+        "hourly_usd": priced["hourly"] if hourly is None else hourly,
+        "source": priced["source"], "snapshot": priced["snapshot"], "as_of": priced["as_of"],
+        "attempts": priced["attempts"], "warnings": priced["warnings"],
+    }
+
+
+def _ec2(region: str):
+    import boto3
+
+    return boto3.client("ec2", region_name=region)
