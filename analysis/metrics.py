@@ -137,12 +137,20 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
     return s
 
 
+SCALING_COLUMNS = ["benchmark", "gpu_model", "offering_id", "market", "gpus", "speedup", "ideal", "efficiency",
+                   "reference"]
+BREAKEVEN_COLUMNS = ["benchmark", "onprem", "cloud", "market", "cloud_gpus_used", "onprem_throughput",
+                     "cloud_throughput", "cloud_hourly_usd", "breakeven_days_per_month", "note"]
+
+
 def scaling(summary: pd.DataFrame) -> pd.DataFrame:
     """Multi-GPU speed-up and efficiency against the 1-GPU run of the same GPU
     model: efficiency = throughput_n / (n x throughput_1). The 1-GPU run on
     the same offering (seed 000, figure 2) is preferred, else the median over
     1-GPU offerings of that model. Without throughput, 1/time stands in."""
     rows = []
+    if summary.empty:
+        return pd.DataFrame(columns=SCALING_COLUMNS)
     s = summary[summary["gpus_used"].notna() & summary["gpu_model"].notna()]
     for (bench, model), grp in s.groupby(["benchmark", "gpu_model"]):
         tp = grp["samples_per_second"].where(grp["samples_per_second"] > 0, 1.0 / grp["train_hours"])
@@ -160,8 +168,7 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
                          "efficiency": speedup / n,
                          "reference": "same offering, 1 GPU" if not same.empty else
                          f"1-GPU {model} offerings ({', '.join(sorted(set(ref['offering_id'])))})"})
-    return pd.DataFrame(rows, columns=["benchmark", "gpu_model", "offering_id", "market", "gpus", "speedup",
-                                       "ideal", "efficiency", "reference"])
+    return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
 
 def _throughput(r) -> float:
@@ -175,6 +182,8 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
     from analysis.cost import breakeven_days_per_month
     from infra.catalog import CatalogError, load_catalog
 
+    if summary.empty:
+        return pd.DataFrame(columns=BREAKEVEN_COLUMNS)
     catalog = catalog or load_catalog()
     specs = {}
     for oid in summary["offering_id"].dropna().unique():
@@ -197,9 +206,7 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
                              "onprem_throughput": _throughput(box), "cloud_throughput": _throughput(c), "cloud_hourly_usd": c["hourly_usd"],
                              "breakeven_days_per_month": days,
                              "note": None if days is not None else "never: on-prem electricity alone costs more per sample"})
-    return pd.DataFrame(rows, columns=["benchmark", "onprem", "cloud", "market", "cloud_gpus_used",
-                                       "onprem_throughput", "cloud_throughput", "cloud_hourly_usd",
-                                       "breakeven_days_per_month", "note"])
+    return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 
 
 def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
@@ -238,7 +245,7 @@ def analyse(runs: pd.DataFrame, opts: Options) -> dict:
         summary = add_frontier(relative_to_base(summary, opts.base), opts.cost_column)
     return {
         "summary": summary,
-        "scaling": scaling(summary) if not summary.empty else scaling(pd.DataFrame(columns=["gpus_used", "gpu_model"])),
-        "breakeven": breakeven(summary) if not summary.empty else breakeven(pd.DataFrame(columns=["offering_id", "benchmark"])),
+        "scaling": scaling(summary),
+        "breakeven": breakeven(summary),
         "recommendations": recommend(summary, opts) if not summary.empty else [],
     }

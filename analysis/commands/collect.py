@@ -42,13 +42,21 @@ def finished_stacks(rows: list[dict]) -> list[str]:
     return sorted(s for s, done in state.items() if done)
 
 
-def _teardown(stacks: list[str]) -> tuple[list, str | None]:
+def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
+    """Destroy `stacks` through analysis.teardown (which re-checks each stack's
+    results itself). An empty list destroys nothing: teardown_completed would
+    read it as "every stack"."""
+    if not stacks:
+        return [], None
     try:
         from analysis.teardown import teardown_completed
     except ImportError as exc:
-        return [], (f"--teardown is not available yet: analysis.teardown.teardown_completed could not be "
-                    f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks) or 'none'}")
-    return list(teardown_completed(stacks)), None
+        return [], (f"--teardown is not available: analysis.teardown.teardown_completed could not be "
+                    f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks)}")
+    try:
+        return list(teardown_completed(stacks, results_urls=urls)), None
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their own advice
+        return [], f"teardown failed before destroying anything: {exc}"
 
 
 def run(args) -> int:
@@ -70,8 +78,11 @@ def run(args) -> int:
     result = summary.to_dict()
     code = 1 if any(s["reason"].startswith("cannot list") for s in summary.skipped) else 0
     if args.teardown:
-        outcomes, problem = _teardown(finished_stacks(rows))
-        result["teardown"] = {"outcomes": [getattr(o, "__dict__", o) for o in outcomes], "error": problem}
+        outcomes, problem = _teardown(finished_stacks(rows), urls)
+        result["teardown"] = {"outcomes": [o.to_dict() if hasattr(o, "to_dict") else o for o in outcomes],
+                              "error": problem}
+        if any(not getattr(o, "ok", True) for o in outcomes):
+            code = code or 3
         if problem:
             print(f"error: {problem}", file=sys.stderr)
             code = code or 3
@@ -86,5 +97,6 @@ def run(args) -> int:
           + ("" if summary.table_written else " (unchanged)"))
     if args.teardown and not result["teardown"]["error"]:
         for o in result["teardown"]["outcomes"]:
-            print(f"  teardown: {o}")
+            print(f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
+                  f"{' ERROR ' + o['error'] if o.get('error') else ''}")
     return code

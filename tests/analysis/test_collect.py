@@ -1,0 +1,307 @@
+"""Collect against real protocols: moto S3 server, gcp-storage-emulator, file://.
+
+Covers parallel download, incremental re-runs (nothing fetched; a changed
+object is fetched again), corrupt/partial/unknown/duplicate files, an empty
+bucket, schema migration and the CLI summary."""
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from analysis.cli import main
+from analysis.collect import Manifest, collect
+from analysis.migrations import MigrationError, migrate
+from analysis.synthetic import make_result, result_bytes, result_key
+from payload.schema import validate_result
+from payload.storage import StorageError, open_store
+
+
+class Tracking:
+    """Wraps a store: counts downloads and the most running at once."""
+
+    def __init__(self, store, delay: float = 0.0):
+        self.store, self.delay = store, delay
+        self.gets: list[str] = []
+        self.active = self.peak = 0
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def get_bytes(self, key):
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            self.gets.append(key)
+        try:
+            time.sleep(self.delay)
+            return self.store.get_bytes(key)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def _results(n: int, benchmark: str = "resnet50") -> list[dict]:
+    offerings = ["aws/p2.xlarge", "aws/p3.2xlarge", "gcp/n1-standard-4+1xk80"]
+    return [make_result(offerings[i % 3], benchmark, repeat=i, hourly_usd=1.0 + i, train_seconds=600 + i)
+            for i in range(n)]
+
+
+def _v0(run_id="v0-run-1") -> dict:
+    return {"run_id": run_id, "stack": "aws-p2-1x", "status": "completed", "offering": "aws/p2.xlarge",
+            "market": "on-demand", "instance_type": "p2.xlarge", "instance_id": "i-old", "zone": "us-east-1a",
+            "hourly_usd": 0.9, "price_source": "prototype env", "price_as_of": "2018-02-08",
+            "gpu": {"name": "Tesla K80", "count": 1, "memory_gb": 12, "driver": "384.81"},
+            "benchmark": "resnet50", "batch_size": 64, "train_seconds": 3600.0, "images_per_second": 50.0,
+            "accuracy": 0.7, "started_at": "2018-02-08T10:00:00Z", "finished_at": "2018-02-08T11:05:00Z",
+            "events": [{"time": "2018-02-08T09:58:00Z", "event": "instance_launch"},
+                       {"time": "2018-02-08T11:05:00Z", "event": "shutdown_requested"}]}
+
+
+def _populate(store, results) -> None:
+    for r in results:
+        store.put_bytes(result_key(r), result_bytes(r))
+
+
+def _messy(store) -> dict:
+    """Every kind of bad file next to good ones; returns what collect must report."""
+    good = _results(6)
+    _populate(store, good)
+    store.put_bytes("runs/aws-p2-1x/broken-run/result.json", b'{"schema_version": 1, "run_id": "x", ')
+    store.put_bytes("runs/aws-p2-1x/empty-run/result.json", b"")
+    bad = copy.deepcopy(good[0])
+    bad["run_id"] = "invalid-run"
+    bad["metrics"]["train_seconds"] = "fast"
+    store.put_bytes("runs/aws-p2-1x/invalid-run/result.json", result_bytes(bad))
+    future = copy.deepcopy(good[0])
+    future.update(schema_version=99, run_id="future-run")
+    store.put_bytes("runs/aws-p2-1x/future-run/result.json", result_bytes(future))
+    store.put_bytes("runs/aws-p2-1x/still-running/events.jsonl", b'{"event": "train_start"}\n')
+    store.put_bytes("runs/aws-p2-1x/still-running/epochs.csv", b"epoch,elapsed\n")
+    store.put_bytes("runs/aws-p2-1x/notes-run/notes.txt", b"hello")
+    store.put_bytes(result_key(good[1]).replace("result.json", "events.jsonl"), b"{}\n")
+    # the same run uploaded under a second stack directory: an older copy
+    dup = copy.deepcopy(good[2])
+    dup["stack"] = "copied-stack"
+    dup["finished_at"] = "2000-01-01T00:00:00.000Z"
+    store.put_bytes(f"runs/copied-stack/{dup['run_id']}/result.json", result_bytes(dup))
+    store.put_bytes(f"runs/v0/{_v0()['run_id']}/result.json", json.dumps(_v0()).encode())
+    store.put_bytes("unrelated/readme.txt", b"not ours")
+    return {"good": good, "dup_run": good[2]["run_id"]}
+
+
+def _reasons(summary) -> dict[str, str]:
+    return {s["key"]: s["reason"] for s in summary.skipped}
+
+
+def _check_messy(summary, rows, expect) -> None:
+    reasons = _reasons(summary)
+    assert summary.valid == len(rows) == 7  # 6 good + the migrated v0
+    assert reasons["runs/aws-p2-1x/broken-run/result.json"].startswith("corrupt: not valid JSON")
+    assert reasons["runs/aws-p2-1x/empty-run/result.json"].startswith("corrupt: empty")
+    assert reasons["runs/aws-p2-1x/invalid-run/result.json"].startswith("invalid: metrics/train_seconds")
+    assert "newer than this reader" in reasons["runs/aws-p2-1x/future-run/result.json"]
+    assert reasons["runs/aws-p2-1x/still-running/"].startswith("partial run: no result.json")
+    assert "epochs.csv, events.jsonl" in reasons["runs/aws-p2-1x/still-running/"]
+    assert reasons["runs/aws-p2-1x/notes-run/notes.txt"].startswith("unknown file")
+    dup_key = f"runs/copied-stack/{expect['dup_run']}/result.json"
+    assert reasons[dup_key].startswith(f"duplicate of run {expect['dup_run']}")
+    assert not any(k.startswith("unrelated/") for k in reasons)
+    ids = {r["run_id"] for r in rows}
+    assert ids == {r["run_id"] for r in expect["good"]} | {"v0-run-1"}
+    kept = next(r for r in rows if r["run_id"] == expect["dup_run"])
+    assert kept["stack"] != "copied-stack"  # the newer copy wins
+
+
+def test_s3_parallel_incremental_and_messy(s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}/gpubench"
+    expect = _messy(open_store(url))
+    stores = []
+
+    def opener(u):
+        stores.append(Tracking(open_store(u), delay=0.05))
+        return stores[-1]
+
+    out = tmp_path / "report"
+    summary, rows = collect([url], out, workers=4, progress=False, store_opener=opener)
+    _check_messy(summary, rows, expect)
+    assert stores[0].peak > 1, "downloads did not overlap"
+    assert stores[0].peak <= 4, "more downloads at once than --workers"
+    n_results = len(stores[0].gets)
+    assert summary.new == n_results == 12 and summary.cached == 0
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == 7 and (out / "results.csv").exists()
+    assert set(pd.read_csv(out / "results.csv")["run_id"]) == set(df["run_id"])
+
+    # second collect: nothing changed, nothing downloaded, same table
+    summary2, rows2 = collect([url], out, workers=4, store_opener=opener)
+    assert stores[1].gets == []
+    assert (summary2.new, summary2.cached, summary2.valid) == (0, 12, 7)
+    assert _reasons(summary2) == _reasons(summary)
+    assert not summary2.table_written
+
+    # one object changes: exactly it is fetched again and the table follows
+    changed = copy.deepcopy(expect["good"][0])
+    changed["metrics"]["train_seconds"] = 4242.0
+    open_store(url).put_bytes(result_key(changed), result_bytes(changed))
+    summary3, _ = collect([url], out, workers=4, store_opener=opener)
+    assert stores[2].gets == [result_key(changed)]
+    assert (summary3.new, summary3.cached) == (1, 11)
+    df = pd.read_parquet(out / "results.parquet")
+    assert df.loc[df["run_id"] == changed["run_id"], "train_seconds"].item() == 4242.0
+
+
+def test_gcs_emulator_collect_incremental_and_messy(gcs_bucket, tmp_path):
+    url = f"gs://{gcs_bucket}/pfx"
+    expect = _messy(open_store(url))
+    stores = []
+
+    def opener(u):
+        stores.append(Tracking(open_store(u)))
+        return stores[-1]
+
+    summary, rows = collect([url], tmp_path, workers=3, store_opener=opener)
+    _check_messy(summary, rows, expect)
+    summary2, _ = collect([url], tmp_path, workers=3, store_opener=opener)
+    assert stores[1].gets == [] and summary2.new == 0 and summary2.valid == 7
+    changed = copy.deepcopy(expect["good"][3])
+    changed["status"] = "failed"
+    open_store(url).put_bytes(result_key(changed), result_bytes(changed))
+    summary3, rows3 = collect([url], tmp_path, workers=3, store_opener=opener)
+    assert stores[2].gets == [result_key(changed)]
+    assert next(r for r in rows3 if r["run_id"] == changed["run_id"])["status"] == "failed"
+
+
+def test_empty_bucket_gives_an_empty_table_and_a_clear_report(s3_bucket, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["collect", "--results", f"s3://{s3_bucket}", "--out", str(out), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert {k: got[k] for k in ("runs", "valid", "new", "cached", "skipped")} == \
+        {"runs": 0, "valid": 0, "new": 0, "cached": 0, "skipped": []}
+    assert pd.read_parquet(out / "results.parquet").empty
+    assert main(["report", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "no completed runs" in printed
+    assert "No completed runs to report" in (out / "index.html").read_text()
+
+
+def test_several_sources_and_cli_json_summary(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    _populate(open_store(str(a)), _results(3))
+    _populate(open_store(b.as_uri()), _results(2, "vgg16"))
+    out = tmp_path / "out"
+    argv = ["collect", "--results", str(a), "--results", b.as_uri(), "--out", str(out), "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["runs"], got["valid"], got["new"], got["cached"], got["skipped"]) == (5, 5, 5, 0, [])
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["valid"], got["new"], got["cached"]) == (5, 0, 5)
+
+
+def test_a_bucket_that_cannot_be_listed_keeps_its_rows(tmp_path):
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), _results(3))
+    collect([str(src)], tmp_path / "out")
+
+    class Down:
+        def list(self, prefix=""):
+            raise StorageError("list results failed after 5 attempt(s): connection refused")
+
+    summary, rows = collect([str(src)], tmp_path / "out", store_opener=lambda u: Down())
+    assert len(rows) == 3
+    assert summary.skipped[0]["reason"].startswith("cannot list the bucket")
+
+
+def test_failed_download_is_retried_next_time(tmp_path):
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), _results(2))
+
+    class Flaky(Tracking):
+        def get_bytes(self, key):
+            raise StorageError(f"download {key} failed after 5 attempt(s): timeout")
+
+    summary, rows = collect([str(src)], tmp_path / "out", store_opener=lambda u: Flaky(open_store(u)))
+    assert rows == [] and all(s["reason"].startswith("download failed") for s in summary.skipped)
+    summary, rows = collect([str(src)], tmp_path / "out")
+    assert len(rows) == 2 and summary.new == 2
+
+
+def test_corrupt_manifest_is_a_cold_start(tmp_path):
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), _results(2))
+    collect([str(src)], tmp_path / "out")
+    (tmp_path / "out" / ".collect-manifest.json").write_text("{not json")
+    assert Manifest(tmp_path / "out" / ".collect-manifest.json").entries == {}
+    summary, rows = collect([str(src)], tmp_path / "out")
+    assert summary.new == 2 and len(rows) == 2
+
+
+def test_v0_migration_produces_a_valid_v1_result():
+    migrated, version = migrate(_v0())
+    assert version == 0 and migrated["schema_version"] == 1
+    validate_result(migrated)
+    assert migrated["price"]["hourly_usd"] == 0.9 and migrated["offering"]["id"] == "aws/p2.xlarge"
+    assert migrated["metrics"]["samples_per_second"] == 50.0
+    assert migrated["hardware"]["gpu_model"] == "Tesla K80"
+    assert any("migrated from result schema v0" in w for w in migrated["warnings"])
+    current = make_result()
+    assert migrate(current) == (current, 1)  # current results pass through untouched
+
+
+def test_v0_row_keeps_its_billing_window(tmp_path):
+    src = tmp_path / "res"
+    open_store(str(src)).put_bytes("runs/v0/v0-run-1/result.json", json.dumps(_v0()).encode())
+    _, rows = collect([str(src)], tmp_path / "out")
+    (row,) = rows
+    assert row["schema_version_read"] == 0
+    assert row["instance_seconds"] == pytest.approx(67 * 60)  # launch 09:58 -> shutdown 11:05
+    df = pd.read_parquet(tmp_path / "out" / "results.parquet")
+    assert df["billed_cost_usd"].item() == pytest.approx(0.9 * 67 / 60)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"schema_version": 99}, ["99", "newer"]),
+    ({"schema_version": "1"}, ["'1'", "non-negative integer"]),
+    ({"schema_version": 0}, ["cannot migrate", "KeyError"]),
+])
+def test_migration_errors_name_the_problem(bad, words):
+    with pytest.raises(MigrationError) as err:
+        migrate(bad)
+    assert all(w in str(err.value) for w in words)
+
+
+def test_collect_teardown_passes_only_finished_stacks(tmp_path, monkeypatch, capsys):
+    import analysis.teardown as td
+
+    src = tmp_path / "res"
+    done = make_result("aws/p2.xlarge", repeat=1, hourly_usd=0.9)
+    resuming = make_result("aws/p3.2xlarge", repeat=2, status="interrupted", hourly_usd=3.06)
+    _populate(open_store(str(src)), [done, resuming])
+    calls = []
+
+    def fake(stacks, results_urls=None, dry_run=False, **kw):
+        calls.append((list(stacks), list(results_urls)))
+        return [td.Outcome(stack=s, action="destroyed", reason="all runs final") for s in stacks]
+
+    monkeypatch.setattr(td, "teardown_completed", fake)
+    assert main(["collect", "--results", str(src), "--out", str(tmp_path / "o"), "--teardown", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert calls == [([done["stack"]], [str(src)])]
+    assert got["teardown"]["outcomes"][0]["stack"] == done["stack"] and got["teardown"]["error"] is None
+
+
+def test_collect_teardown_without_the_module_says_what_to_do(tmp_path, monkeypatch, capsys):
+    import sys
+
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), [make_result("aws/p2.xlarge", hourly_usd=0.9)])
+    monkeypatch.setitem(sys.modules, "analysis.teardown", None)  # import fails
+    assert main(["collect", "--results", str(src), "--out", str(tmp_path / "o"), "--teardown"]) == 3
+    err = capsys.readouterr().err
+    assert "--teardown is not available" in err and "`pulumi destroy -s STACK`: aws-p2-1x" in err
