@@ -24,7 +24,7 @@ PRECISIONS = ("fp32", "mixed")  # payload/config.py --precision
 STACK_TYPES = ("benchmark", "results")
 PROVIDERS = ("aws", "gcp")
 RESULT_SCHEMES = {"aws": "s3://", "gcp": "gs://"}
-DEFAULT_SUITE = ("mnist-cnn", "cifar10-resnet", "imdb-lstm")
+DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
 DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
 MAX_HOURS_LIMIT = 72.0
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
@@ -96,9 +96,14 @@ def _suite(key: str, raw: Any) -> tuple[str, ...]:
     if not isinstance(items, (list, tuple)) or not items:
         raise ConfigError(key, f"expected a non-empty list of benchmark names, got {raw!r}")
     names = tuple(str(i).strip() for i in items)
-    bad = [n for n in names if not _SLUG.match(n)]
-    if bad:
-        raise ConfigError(key, f"benchmark names must be lowercase slugs like 'cifar10-resnet', got {bad}")
+    # The payload's registry is the one list of benchmark names (imports no TensorFlow).
+    from payload.benchmarks import REGISTRY
+
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(key, f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
     return names
 
 

@@ -8,10 +8,10 @@ BASE = {"gpubench:offering": "aws/p3.8xlarge", "aws:region": "us-east-1"}
 
 
 def test_defaults_and_types():
-    cfg = parse_config({**BASE, "gpubench:maxHours": "2.5", "gpubench:suite": "a,b", "gpubench:epochs": 3,
+    cfg = parse_config({**BASE, "gpubench:maxHours": "2.5", "gpubench:suite": "mnist-mlp,resnet50", "gpubench:epochs": 3,
                         "gpubench:params": {"dropout": 0.2}}, "aws-p3-8x")
     assert isinstance(cfg, BenchmarkConfig)
-    assert (cfg.max_hours, cfg.suite, cfg.epochs, cfg.market, cfg.params) == (2.5, ("a", "b"), 3, "on-demand", "dropout=0.2")
+    assert (cfg.max_hours, cfg.suite, cfg.epochs, cfg.market, cfg.params) == (2.5, ("mnist-mlp", "resnet50"), 3, "on-demand", "dropout=0.2")
     assert cfg.provider_config == {"aws:region": "us-east-1"}
 
 
@@ -34,7 +34,8 @@ def test_results_stack():
         ({"gpubench:epochs": "-1"}, "epochs", "positive integer"),
         ({"gpubench:epochs": 2, "gpubench:steps": 5}, "steps", "mutually exclusive"),
         ({"gpubench:results": "ftp://x"}, "results", "neither a bucket URL"),
-        ({"gpubench:suite": "Bad Name"}, "suite", "lowercase slugs"),
+        ({"gpubench:suite": "Bad Name"}, "suite", "unknown benchmark 'Bad Name'"),
+        ({"gpubench:suite": "resnet-50"}, "suite", "did you mean 'resnet50'"),
         ({"gpubench:rootVolumeGb": 20}, "rootVolumeGb", "60 or more"),
         ({"gpubench:stackType": "other"}, "stackType", "allowed values: benchmark, results"),
     ],

@@ -60,12 +60,12 @@ def test_cost_estimate_from_results_table(catalog):
     from infra import stacks as stackfiles
     from infra.config import parse_config
 
-    cfg = parse_config({**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-lstm"}, "aws-g4dn-1x")
+    cfg = parse_config({**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x")
     table = pd.DataFrame({"stack": ["aws-g4dn-1x"] * 3 + ["other"], "benchmark": ["mnist-cnn"] * 3 + ["mnist-cnn"],
                           "billed_seconds": [1800, 3600, 5400, 99]})
     rows = {r["benchmark"]: r for r in preview.estimate_costs(cfg, 2.0, table)}
     assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("results")
-    assert rows["imdb-lstm"]["usd"] == 12.0 and rows["imdb-lstm"]["source"].startswith("catalog")
+    assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("catalog")
 
 
 def test_results_table_read_from_report_dir(tmp_path):
