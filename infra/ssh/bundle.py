@@ -1,0 +1,59 @@
+"""The gpubench source the venv runtime copies to the host.
+
+A deterministic tar.gz (sorted names, zero mtimes) of exactly what the payload
+needs: `payload/`, the catalog (`infra/__init__.py`, `infra/catalog/`) and the
+packaging files, so `pip install <dir>[payload,tf]` works on the host. The
+content hash names the remote copy and venv, so an unchanged tree is uploaded
+and installed once per host.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog")
+SKIP_PARTS = {"__pycache__", ".pytest_cache"}
+SKIP_SUFFIXES = (".pyc", ".pyo")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    data: bytes
+    digest: str  # first 16 hex digits of sha256(data)
+    files: int
+
+
+def _paths(root: Path) -> list[Path]:
+    out: list[Path] = []
+    for name in INCLUDE:
+        p = root / name
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            out.extend(q for q in p.rglob("*") if q.is_file())
+    return sorted(q for q in out if not (SKIP_PARTS & set(q.relative_to(root).parts)) and not q.name.endswith(SKIP_SUFFIXES))
+
+
+def build_bundle(root: Path = REPO) -> Bundle:
+    """Tar the payload sources under `root`; same tree, same bytes, same digest."""
+    paths = _paths(root)
+    if not any(p.relative_to(root).parts[0] == "payload" for p in paths):
+        raise FileNotFoundError(f"no payload/ package under {root}; run from a gpubench checkout")
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for p in paths:
+            info = tarfile.TarInfo("gpubench/" + p.relative_to(root).as_posix())
+            data = p.read_bytes()
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            tar.addfile(info, io.BytesIO(data))
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as f:
+        f.write(raw.getvalue())
+    data = gz.getvalue()
+    return Bundle(data, hashlib.sha256(raw.getvalue()).hexdigest()[:16], len(paths))

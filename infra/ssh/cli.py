@@ -1,0 +1,235 @@
+"""`python -m infra ssh STACK`: run the payload on an SSH host and upload its results from here.
+
+One invocation makes sure one run of the stack is done and in the bucket: it
+picks up a run that is still going or finished but not uploaded (after a dropped
+connection, say), and otherwise checks the host and starts a new one. Ctrl-C
+stops the remote run cleanly (SIGTERM: the payload checkpoints and writes an
+`interrupted` result), then uploads what there is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+from typing import IO, Sequence
+
+from infra.config import ConfigError
+from infra.ssh import checks as host_checks
+from infra.ssh import follow, remote
+from infra.ssh.config import RUNTIMES, SshStack, parse_ssh_config
+from infra.ssh.connection import SshError, connect
+from infra.ssh.layout import RunLayout, new_run_id
+from infra.ssh.runtimes import plan_for
+from infra.ssh.transfer import fetch_and_upload
+
+# outcome -> process exit code (docs/ssh.md)
+EXIT_CODES = {"completed": 0, "running": 0, "checked": 0, "failed": 1, "lost": 1, "config": 2,
+              "host": 3, "connection-lost": 4, "upload-failed": 5, "interrupted": 75, "stopped-by-user": 130}
+
+
+class Outcome(Exception):
+    """Ends the command with a status (see EXIT_CODES) and a message."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def register(sub) -> argparse.ArgumentParser:
+    """Add the `ssh` subcommand to `python -m infra`'s subparsers."""
+    p = sub.add_parser("ssh", help="run the payload on a dedicated/on-prem box over SSH and upload its results",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stack", help="an SSH stack in stacks/ (Pulumi.<stack>.yaml with gpubench:host), e.g. ssh-hetzner-ex51")
+    p.add_argument("--runtime", choices=sorted(RUNTIMES), help="override gpubench:runtime")
+    p.add_argument("--python", dest="remote_python", metavar="PATH",
+                   help="venv runtime: run with this remote interpreter (it must have TensorFlow) instead of building a venv")
+    p.add_argument("--expect-gpu", dest="expect_gpu", action=argparse.BooleanOptionalAction, default=None,
+                   help="require a GPU (default: gpubench:expectGpu, else whether the offering has GPUs)")
+    p.add_argument("--check", action="store_true", help="only check the host and say what is missing")
+    p.add_argument("--detach", action="store_true", help="start (or find) the run and return; run again later to collect it")
+    p.add_argument("--json", action="store_true", help="print one JSON object at the end (progress goes to stderr)")
+    p.add_argument("--stacks-dir", type=Path, default=None, help="where the stack files are (default: stacks/)")
+    p.add_argument("--poll", type=float, default=2.0, help="seconds between log polls (default 2)")
+    p.add_argument("--stop-timeout", type=float, default=120.0,
+                   help="on Ctrl-C, seconds to let the payload checkpoint before it is killed (default 120)")
+    p.set_defaults(func=run)
+    return p
+
+
+def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
+    from infra.catalog import load_catalog
+    from infra.stacks import STACKS_DIR, load_config
+
+    raw = load_config(name, stacks_dir or STACKS_DIR)
+    return parse_ssh_config(raw, name, load_catalog())
+
+
+class Session:
+    """One invocation: connection, progress output and the report it builds."""
+
+    def __init__(self, cfg: SshStack, args, out: IO[str], progress: IO[str]):
+        self.cfg, self.args, self.out, self.progress = cfg, args, out, progress
+        self.report: dict = {"stack": cfg.stack, "host": cfg.target, "offering": cfg.offering, "runtime": cfg.runtime,
+                             "run_id": None, "status": None, "exit_code": None, "attached": False,
+                             "results": None, "payload_runs": [], "files": [], "checks": [], "message": ""}
+        self.conn = self.sftp = None
+
+    def say(self, text: str) -> None:
+        print(f"[ssh {self.cfg.stack}] {text}", file=self.progress, flush=True)
+
+    # --- steps
+
+    def check_host(self) -> list[host_checks.Check]:
+        found = host_checks.run_checks(self.conn, self.cfg)
+        self.report["checks"] = [c.as_dict() for c in found]
+        self.say(f"host checks on {self.cfg.target} ({self.cfg.runtime} runtime):")
+        for c in found:
+            print(c.line(), file=self.progress, flush=True)
+        missing = host_checks.blocking(found)
+        if missing:
+            names = ", ".join(c.name for c in missing)
+            raise Outcome("host", f"{self.cfg.target} is missing what the {self.cfg.runtime} runtime needs: {names}. "
+                          + " ".join(f"[{c.name}] {c.fix}" for c in missing))
+        return found
+
+    def start(self, root: str) -> remote.RemoteRun:
+        found = self.check_host()
+        has_gpu = any(c.name == "gpu" and c.ok for c in found)
+        layout = RunLayout(root, self.cfg.stack, new_run_id())
+        plan = plan_for(self.cfg, layout, has_gpu)
+        record = {"stack": self.cfg.stack, "run_id": layout.run_id, "offering": self.cfg.offering,
+                  "runtime": self.cfg.runtime, "host": self.cfg.target, "image": plan.image,
+                  "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                  "payload": [str(a) for a in plan.payload]}
+        r = remote.launch(self.conn, self.sftp, layout, plan, record)
+        self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
+        return r
+
+    def stop_plan(self, r: remote.RemoteRun) -> str | None:
+        if r.record.get("runtime") == "docker":
+            return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
+        return None
+
+    def watch(self, r: remote.RemoteRun, offset: int) -> remote.RemoteRun:
+        try:
+            return follow.follow(self.conn, self.sftp, r, out=self.progress, poll=self.args.poll, offset=offset)
+        except KeyboardInterrupt:
+            self.say(f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint)...")
+            r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.args.stop_timeout)
+            self.report["stopped_by_user"] = True
+            return r
+
+    def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
+        from payload.storage import open_store
+
+        if r.state is None and not r.alive:
+            r = remote.mark_lost(self.sftp, r)
+        store = open_store(self.cfg.results)
+        up = fetch_and_upload(self.sftp, r.layout, store)
+        remote.mark_fetched(self.sftp, r, {"results": self.cfg.results, "keys": up.keys, "status": r.status,
+                                           "fetched_at": _dt.datetime.now(_dt.timezone.utc).isoformat()})
+        self.report["files"] += up.keys
+        self.report["payload_runs"] += [{"url": store.url_for(p), **up.statuses.get(p, {})} for p in up.payload_runs]
+        self.report["results"] = store.url_for(f"runs/{self.cfg.stack}/")
+        self.say(f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}")
+        return r
+
+    def pick(self, pending: list[remote.RemoteRun]) -> remote.RemoteRun:
+        """Never a second run while one is open: follow the running one, collect finished leftovers."""
+        running = [r for r in pending if r.alive]
+        current = running[-1] if running else pending[-1]
+        self.report["attached"] = True
+        for r in pending:
+            if r is not current and not r.alive:
+                self.say(f"found finished run {r.layout.run_id} ({r.status}), not uploaded yet: collecting it")
+                self.collect(r)
+                self.report.setdefault("also_collected", []).append(r.layout.run_id)
+        verb = (f"is still going on the host (pid {current.pid}): following it" if current.alive
+                else f"finished ({current.status}) while no one watched: collecting it")
+        self.say(f"run {current.layout.run_id} {verb}")
+        return current
+
+    def main(self) -> str:
+        self.conn = connect(self.cfg)
+        try:
+            self.sftp = self.conn.sftp()
+            if self.args.check:
+                self.check_host()
+                return "checked"
+            root = remote.resolve_root(self.conn, self.cfg.remote_dir)
+            with remote.StackLock(self.conn, root, self.cfg.stack):
+                pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
+                current = self.pick(pending) if pending else self.start(root)
+            self.report["run_id"] = current.layout.run_id
+            self.report["remote_dir"] = current.layout.dir
+            if self.args.detach and current.alive:
+                self.say(f"detached; run `python -m infra ssh {self.cfg.stack}` again to follow and collect it")
+                return "running"
+            if current.alive:
+                offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
+                current = self.watch(current, offset)
+            current = self.collect(current)
+            self.report["exit_code"] = (current.state or {}).get("exit_code")
+            if self.report.get("stopped_by_user"):
+                return "stopped-by-user"
+            return current.status
+        except (FileNotFoundError, PermissionError):
+            raise
+        except (OSError, EOFError) as exc:
+            raise Outcome("connection-lost", f"lost the connection to {self.cfg.target} ({exc or type(exc).__name__}); "
+                          f"the run goes on on the host: run `python -m infra ssh {self.cfg.stack}` again to pick it up") from None
+        finally:
+            self.conn.close()
+
+
+def _execute(args, progress: IO[str]) -> tuple[str, dict]:
+    """(status, report); every expected failure becomes a status with a message."""
+    import paramiko
+    from payload.storage import StorageError
+
+    try:
+        cfg = load_stack(args.stack, args.stacks_dir).with_overrides(
+            runtime=args.runtime, remote_python=args.remote_python, expect_gpu=args.expect_gpu)
+    except (ConfigError, FileNotFoundError) as exc:
+        return "config", {"stack": args.stack, "message": f"{args.stack}: {exc}"}
+    session = Session(cfg, args, sys.stdout, progress)
+    try:
+        return session.main(), session.report
+    except Outcome as exc:
+        session.report["message"] = str(exc)
+        return exc.status, session.report
+    except SshError as exc:
+        session.report["message"] = str(exc)
+        return "host", session.report
+    except paramiko.SSHException as exc:
+        session.report["message"] = (f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
+                                     f"run `python -m infra ssh {cfg.stack}` again to pick it up")
+        return "connection-lost", session.report
+    except StorageError as exc:
+        session.report["message"] = (f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
+                                     f"is not marked fetched: fix the bucket/credentials and run again")
+        return "upload-failed", session.report
+
+
+def run(args) -> int:
+    """Entry point for `python -m infra ssh` (args from `register`); returns the exit code."""
+    progress = sys.stderr if args.json else sys.stdout
+    status, report = _execute(args, progress)
+    if report.get("message"):
+        print(f"error: {report['message']}", file=sys.stderr, flush=True)
+    report["status"] = "interrupted" if status == "stopped-by-user" else status
+    if args.json:
+        print(json.dumps(report, indent=2, default=str), flush=True)
+    return EXIT_CODES.get(status, 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m infra.ssh STACK ...` (the same as `python -m infra ssh STACK ...`)."""
+    ap = argparse.ArgumentParser(prog="python -m infra")
+    sub = ap.add_subparsers(dest="command", required=True)
+    register(sub)
+    args = ap.parse_args(["ssh", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)

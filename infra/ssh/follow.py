@@ -1,0 +1,54 @@
+"""Stream a remote run's log until it ends.
+
+Polls the log over SFTP (read from the last offset) and the run's state, instead
+of holding a `tail -f` channel open: a poll loop is interrupted cleanly by
+Ctrl-C between polls, and a dropped connection surfaces as one exception.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO
+
+from infra.ssh import remote
+
+TAIL_BYTES = 4096  # on re-attach, show this much of the log's end
+
+
+def _size(sftp, path: str) -> int:
+    try:
+        return sftp.stat(path).st_size or 0
+    except FileNotFoundError:
+        return 0
+
+
+def _read_from(sftp, path: str, offset: int, size: int) -> bytes:
+    with sftp.open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(size - offset)
+
+
+def start_offset(sftp, r: remote.RemoteRun) -> int:
+    """Where to start streaming when attaching to a run that has been going for a while."""
+    return max(0, _size(sftp, r.layout.path("log")) - TAIL_BYTES)
+
+
+def follow(conn, sftp, r: remote.RemoteRun, out: IO[str] | None = None, poll: float = 2.0, offset: int = 0) -> remote.RemoteRun:
+    """Print new log output until the wrapper has written its state (or vanished); returns the final run."""
+    out = out or sys.stdout
+    log = r.layout.path("log")
+    while True:
+        size = _size(sftp, log)
+        if size > offset:
+            out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
+            out.flush()
+            offset = size
+        r = remote.refresh(conn, sftp, r)
+        if r.state is not None or not r.alive:
+            size = _size(sftp, log)  # the last lines written before the state file
+            if size > offset:
+                out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
+                out.flush()
+            return r
+        time.sleep(poll)

@@ -1,0 +1,64 @@
+"""Where a run lives on the host: `<remoteDir>/runs/<stack>/<run-id>/`.
+
+One directory per run holds everything the local side needs to pick the run up
+again after a dropped connection: the launch record, the wrapper's pid (also its
+process group), the log, the final state, and a `file://` bucket the payload
+writes. `fetched.json` appears once the local side has uploaded the results.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+FILES = {
+    "record": "run.json",       # launch record (stack, runtime, command, started_at)
+    "wrapper": "run.sh",        # detached wrapper: setup, payload, state
+    "setup": "setup.sh",
+    "payload": "payload.sh",
+    "pid": "pid",               # wrapper pid == process group id
+    "log": "log",               # setup + payload output
+    "state": "state.json",      # written by the wrapper when it ends
+    "fetched": "fetched.json",  # written by the local side after upload
+}
+
+
+def new_run_id(now: float | None = None) -> str:
+    """UTC time plus a random suffix: sortable, unique per launch."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    root: str      # resolved remote dir, e.g. /home/me/.gpubench
+    stack: str
+    run_id: str
+
+    @property
+    def stack_dir(self) -> str:
+        return f"{self.root}/runs/{self.stack}"
+
+    @property
+    def dir(self) -> str:
+        return f"{self.stack_dir}/{self.run_id}"
+
+    @property
+    def results(self) -> str:
+        return f"{self.dir}/results"
+
+    @property
+    def spool(self) -> str:
+        return f"{self.dir}/spool"
+
+    @property
+    def host(self) -> str:
+        return f"{self.dir}/host"
+
+    @property
+    def container_name(self) -> str:
+        return re.sub(r"[^a-zA-Z0-9_.-]", "-", f"gpubench-{self.stack}-{self.run_id}")[:120]
+
+    def path(self, name: str) -> str:
+        return f"{self.dir}/{FILES[name]}"

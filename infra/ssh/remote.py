@@ -1,0 +1,202 @@
+"""Remote run state: find, launch, watch and stop runs on the host.
+
+The host is the source of truth, so a second invocation after a dropped
+connection needs nothing local: a run directory without `fetched.json` is an
+open run, either still going (its wrapper pid is alive) or finished
+(`state.json`), and is picked up instead of starting another one.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import stat
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.ssh.connection import SshError, run
+from infra.ssh.layout import RunLayout
+from infra.ssh.runtimes import Plan
+from infra.ssh import script
+
+LOCK_STALE_SECONDS = 600
+# exit code of `python -m payload run` (payload/exitcodes.py) -> run status
+EXIT_STATUS = {0: "completed", 4: "completed", 75: "interrupted"}
+WRAPPER_STATUS = {"stopped": "interrupted", "killed": "interrupted", "lost": "lost"}
+
+
+@dataclass
+class RemoteRun:
+    layout: RunLayout
+    record: dict = field(default_factory=dict)
+    state: dict | None = None
+    pid: int | None = None
+    alive: bool = False
+    fetched: bool = False
+
+    @property
+    def status(self) -> str:
+        """completed | failed | interrupted | running | lost (wrapper gone without a state file)."""
+        if self.state is None:
+            return "running" if self.alive else "lost"
+        if self.state.get("status") in WRAPPER_STATUS:
+            return WRAPPER_STATUS[self.state["status"]]
+        if self.state.get("phase") == "setup" and self.state.get("exit_code"):
+            return "failed"
+        return EXIT_STATUS.get(int(self.state.get("exit_code", 1)), "failed")
+
+
+def resolve_root(conn, remote_dir: str) -> str:
+    """Absolute remote dir: `~` is the SSH user's home."""
+    if remote_dir == "~" or remote_dir.startswith("~/"):
+        home = run(conn, 'printf %s "$HOME"').stdout.strip()
+        if not home.startswith("/"):
+            raise SshError(f"cannot find the remote home directory (got {home!r}); set gpubench:remoteDir to an absolute path")
+        return home + remote_dir[1:]
+    return remote_dir
+
+
+def _read_json(sftp, path: str) -> dict | None:
+    try:
+        with sftp.open(path, "r") as f:
+            return json.loads(f.read().decode() or "{}")
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return {}
+
+
+def _exists(sftp, path: str) -> bool:
+    try:
+        sftp.stat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def pid_alive(conn, pid: int) -> bool:
+    """The wrapper is alive: pid exists and (where /proc exists) is our run.sh, not a reused pid."""
+    check = (f"kill -0 {pid} 2>/dev/null || exit 1; [ -r /proc/{pid}/cmdline ] || exit 0; "
+             f"tr '\\0' ' ' < /proc/{pid}/cmdline | grep -q run.sh")
+    return run(conn, check, check=False).exited == 0
+
+
+def load_run(conn, sftp, layout: RunLayout) -> RemoteRun:
+    r = RemoteRun(layout, record=_read_json(sftp, layout.path("record")) or {})
+    r.fetched = _exists(sftp, layout.path("fetched"))
+    r.state = _read_json(sftp, layout.path("state"))
+    try:
+        with sftp.open(layout.path("pid"), "r") as f:
+            r.pid = int(f.read().decode().strip() or 0) or None
+    except (FileNotFoundError, ValueError):
+        r.pid = None
+    r.alive = r.state is None and r.pid is not None and pid_alive(conn, r.pid)
+    if r.state is None and not r.alive:  # it may have written its state between our two looks
+        r.state = _read_json(sftp, layout.path("state"))
+    return r
+
+
+def open_runs(conn, sftp, root: str, stack: str) -> list[RemoteRun]:
+    """Runs of this stack that were not fetched yet, oldest first."""
+    stack_dir = f"{root}/runs/{stack}"
+    try:
+        entries = sftp.listdir_attr(stack_dir)
+    except FileNotFoundError:
+        return []
+    names = sorted(e.filename for e in entries if stat.S_ISDIR(e.st_mode or 0) and not e.filename.startswith("."))
+    runs = [load_run(conn, sftp, RunLayout(root, stack, n)) for n in names]
+    return [r for r in runs if not r.fetched]
+
+
+class StackLock:
+    """`mkdir` lock per stack, held from "is a run open?" to "the new run has a pid"."""
+
+    def __init__(self, conn, root: str, stack: str):
+        self.conn, self.path = conn, f"{root}/runs/{stack}/.launch.lock"
+
+    def __enter__(self):
+        q = shlex.quote(self.path)
+        cmd = (f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
+               f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
+               f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}")
+        if run(self.conn, cmd, check=False).exited != 0:
+            raise SshError(f"another `python -m infra ssh` is starting a run of this stack right now ({self.path} exists); "
+                           f"wait and retry, or remove that directory if no one is")
+        return self
+
+    def __exit__(self, *exc):
+        run(self.conn, f"rmdir {shlex.quote(self.path)}", check=False)
+
+
+def _put(sftp, data: bytes | str, path: str, mode: int = 0o644) -> None:
+    with sftp.open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    sftp.chmod(path, mode)
+
+
+def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: float = 30.0) -> RemoteRun:
+    """Write the run directory, start the wrapper detached, wait for its pid."""
+    q = shlex.quote
+    run(conn, f"mkdir -p {q(layout.results)} {q(layout.spool)} {q(layout.host)} {q(layout.root)}/src")
+    for data, path in plan.uploads:
+        if not _exists(sftp, path):
+            _put(sftp, data, path + ".part")
+            sftp.posix_rename(path + ".part", path)
+    for cmd in plan.prepare:
+        run(conn, cmd, timeout=600)
+    _put(sftp, json.dumps(record, indent=2) + "\n", layout.path("record"))
+    _put(sftp, script.setup_script(plan), layout.path("setup"), 0o755)
+    _put(sftp, script.payload_script(plan), layout.path("payload"), 0o755)
+    _put(sftp, script.wrapper(layout), layout.path("wrapper"), 0o755)
+    _put(sftp, json.dumps({"event": "ssh_launch", "time": record["started_at"]}) + "\n", f"{layout.host}/events.jsonl")
+    run(conn, script.launch_command(layout))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = load_run(conn, sftp, layout)
+        if r.pid is not None:
+            return r
+        time.sleep(0.2)
+    raise SshError(f"the run wrapper did not start within {timeout:g}s; see {layout.dir} on the host")
+
+
+def refresh(conn, sftp, r: RemoteRun) -> RemoteRun:
+    return load_run(conn, sftp, r.layout)
+
+
+def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, poll: float = 0.5) -> RemoteRun:
+    """TERM the run's process group (the payload checkpoints and writes `interrupted`), then KILL after `grace`."""
+    if r.pid is None:
+        return r
+    run(conn, f"kill -TERM -{r.pid} 2>/dev/null || kill -TERM {r.pid} 2>/dev/null", check=False)
+    if plan_stop:
+        run(conn, plan_stop, check=False, timeout=grace + 30)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        r = load_run(conn, sftp, r.layout)
+        if r.state is not None or not r.alive:
+            break
+        time.sleep(poll)
+    if r.state is None:
+        run(conn, f"kill -KILL -{r.pid} 2>/dev/null", check=False)
+        state = {"status": "killed", "exit_code": 137, "phase": "unknown",
+                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                 "note": f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh"}
+        _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
+        r = load_run(conn, sftp, r.layout)
+    return r
+
+
+def mark_lost(sftp, r: RemoteRun) -> RemoteRun:
+    """The wrapper vanished without a state file (reboot, OOM killer): record that, so the run can be closed."""
+    state = {"status": "lost", "exit_code": 1, "phase": "unknown",
+             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "note": "the wrapper process is gone and left no state (host rebooted or process killed)"}
+    _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
+    r.state = state
+    return r
+
+
+def mark_fetched(sftp, r: RemoteRun, info: dict[str, Any]) -> None:
+    _put(sftp, json.dumps(info, indent=2) + "\n", r.layout.path("fetched"))
+    r.fetched = True

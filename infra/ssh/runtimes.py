@@ -1,0 +1,111 @@
+"""Runtimes: how the payload is started on the host (docker | venv).
+
+A runtime turns a stack into a `Plan`: files to upload, quick commands to run
+before launch, a setup script that runs detached (image pull, pip install: slow,
+so a dropped connection must not kill it) and the payload command. The payload
+always writes to a `file://` bucket inside the run directory, so the host never
+needs cloud credentials; the local side uploads afterwards.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import shlex
+from dataclasses import dataclass, field
+from typing import Callable
+
+from infra.images import payload_image
+from infra.ssh.bundle import Bundle, build_bundle
+from infra.ssh.config import SshStack
+from infra.ssh.layout import RunLayout
+
+
+class Raw(str):
+    """A shell word written as is (not quoted), e.g. a command substitution."""
+
+
+def shell_words(argv: list[str]) -> str:
+    return " ".join(a if isinstance(a, Raw) else shlex.quote(a) for a in argv)
+
+
+@dataclass
+class Plan:
+    uploads: list[tuple[bytes, str]] = field(default_factory=list)  # (data, absolute remote path)
+    prepare: list[str] = field(default_factory=list)                # run synchronously before launch
+    setup: str = "true"                                             # shell script body, run detached
+    payload: list[str] = field(default_factory=list)                # argv, exec'd by payload.sh
+    env: dict[str, str] = field(default_factory=dict)               # for payload.sh
+    stop: str | None = None                                         # extra shell to stop the run
+    image: str | None = None
+
+
+def payload_args(cfg: SshStack, results_url: str, spool: str, host_events: str, now: _dt.datetime | None = None) -> list[str]:
+    """`python -m payload run` options from the stack (the payload's own option names)."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    deadline = (now + _dt.timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    args = ["--benchmark", ",".join(cfg.benchmark), "--results", results_url, "--stack", cfg.stack,
+            "--offering", cfg.offering, "--market", "on-demand", "--precision", cfg.precision,
+            "--spool", spool, "--host-events", host_events, "--deadline", deadline]
+    optional = {"--epochs": cfg.epochs, "--steps": cfg.steps, "--batch-size": cfg.batch_size,
+                "--data": cfg.data, "--param": cfg.params, "--gpus": None if cfg.gpus == "all" else cfg.gpus}
+    for flag, value in optional.items():
+        if value not in (None, ""):
+            args += [flag, str(value)]
+    if cfg.expect_gpu:
+        args.append("--expect-gpu")
+    return args
+
+
+def docker_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
+    """The cloud stacks' container, with the run directory mounted as its bucket."""
+    image = payload_image(cfg.payload_image, cfg.image_generation)
+    name = run.container_name
+    q = shlex.quote
+    setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
+    argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp",
+            "-v", f"{run.results}:/gpubench/results", "-v", f"{run.spool}:/gpubench/spool",
+            "-v", f"{run.host}:/gpubench/host:ro"]
+    if has_gpu and cfg.gpus != "0":
+        argv += ["--gpus", "all"]
+    argv += [image, *payload_args(cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl")]
+    return Plan(setup=setup, payload=argv, stop=f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true", image=image)
+
+
+def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
+    """The gpubench source, pip-installed into a venv (or run by an existing interpreter)."""
+    bundle = bundle_loader()
+    src = f"{run.root}/src/{bundle.digest}"
+    tarball = f"{src}.tar.gz"
+    q = shlex.quote
+    prepare = [f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
+               f"tar -xzf {q(tarball)} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"]
+    results = f"file://{run.results}"
+    args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl")
+    if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
+        return Plan(uploads=[(bundle.data, tarball)], prepare=prepare,
+                    payload=[cfg.remote_python, "-m", "payload", "run", *args],
+                    env={"PYTHONPATH": f"{src}/gpubench"})
+    venv = f"{run.root}/venvs/{bundle.digest}"
+    tmp = f"{q(venv)}.tmp.$$"
+    setup = "\n".join([
+        "set -e",
+        f"if [ ! -f {q(venv)}/.gpubench-ready ]; then",
+        f"  rm -rf {tmp}",
+        f"  python3 -m venv {tmp}",
+        f"  {tmp}/bin/python -m pip install --quiet --upgrade pip",
+        f"  {tmp}/bin/python -m pip install {q(src + '/gpubench[' + cfg.pip_extras + ']')}",
+        f"  touch {tmp}/.gpubench-ready",
+        f"  mv -T {tmp} {q(venv)} 2>/dev/null || rm -rf {tmp}  # another run finished the same venv first",
+        "fi",
+    ])
+    # Built under a temporary name and moved in whole, so a venv that exists is complete. Its
+    # interpreter finds site-packages through pyvenv.cfg next to it, so the move is safe.
+    return Plan(uploads=[(bundle.data, tarball)], prepare=prepare, setup=setup,
+                payload=[f"{venv}/bin/python", "-m", "payload", "run", *args])
+
+
+RUNTIMES: dict[str, Callable[..., Plan]] = {"docker": docker_plan, "venv": venv_plan}
+
+
+def plan_for(cfg: SshStack, run: RunLayout, has_gpu: bool, **kw) -> Plan:
+    return RUNTIMES[cfg.runtime](cfg, run, has_gpu, **kw)
