@@ -81,6 +81,8 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("stack")
         c.add_argument("extra", nargs=argparse.REMAINDER)
         c.set_defaults(func=cmd_pulumi)
+    from infra.ssh import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
+    register_ssh(sub)
     return ap
 
 
