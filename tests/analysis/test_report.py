@@ -1,0 +1,137 @@
+"""The report: every chart drawn, the HTML self-contained, empty tables
+handled, and seed 000's cost column reproduced from its measured times."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+
+import pytest
+
+from analysis.cli import main
+from analysis.synthetic import make_result, result_bytes, result_key
+from payload.storage import open_store
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _collect(tmp_path, results) -> str:
+    src, out = tmp_path / "results", tmp_path / "report"
+    store = open_store(str(src))
+    for r in results:
+        store.put_bytes(result_key(r), result_bytes(r))
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    return str(out)
+
+
+def _lab_results() -> list[dict]:
+    specs = [("aws/p2.xlarge", 1, 100.0, 0.9, "on-demand"), ("aws/p2.xlarge", 1, 100.0, None, "spot"),
+             ("aws/p3.2xlarge", 1, 400.0, 3.06, "on-demand"), ("aws/p3.8xlarge", 4, 1200.0, 12.24, "on-demand"),
+             ("aws/p3.8xlarge", 1, 400.0, 12.24, "on-demand"),
+             ("onprem/parkopedia-4x1080ti", 4, 1000.0, None, "on-demand")]
+    out = []
+    for bench in ("resnet50", "vgg16"):
+        for i, (o, g, sps, h, market) in enumerate(specs):
+            for rep in range(2):
+                out.append(make_result(o, bench, gpus_used=g, samples_per_second=sps * (1 + rep / 20),
+                                       train_seconds=360000 / sps, hourly_usd=h, market=market,
+                                       spot_hourly_usd=0.28 if market == "spot" else None, repeat=rep * 10 + i))
+    out.append(make_result("aws/p3.2xlarge", "resnet50", status="failed", hourly_usd=3.06, repeat=77))
+    return out
+
+
+def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
+    out = _collect(tmp_path, _lab_results())
+    capsys.readouterr()
+    assert main(["report", "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "resnet50: cheapest: onprem/parkopedia-4x1080ti" in printed and "under deadline" in printed
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "Not drawn" not in page
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(images) == 6
+    import matplotlib.image
+
+    for data in images:
+        raw = base64.b64decode(data, validate=True)
+        assert raw.startswith(PNG_MAGIC)
+        h, w = matplotlib.image.imread(io.BytesIO(raw), format="png").shape[:2]
+        assert h > 100 and w > 100
+    # nothing fetched from anywhere: no external src/href, no stylesheet or script links
+    for attr in re.findall(r'(?:src|href)\s*=\s*["\']([^"\']*)', page, flags=re.I):
+        assert attr.startswith("data:"), attr
+    assert not re.search(r"<(link|script|iframe)\b", page, flags=re.I)
+    assert not re.search(r"url\(\s*['\"]?https?:", page, flags=re.I)
+    # prices carry their source and date; both cost figures are named
+    assert "price as of" in page and "cost to train (USD, training only)" in page
+    assert "billed cost (USD, launch to termination)" in page
+    assert "Runs that did not complete" in page
+
+
+def test_report_json_and_unknown_base(tmp_path, capsys):
+    out = _collect(tmp_path, _lab_results())
+    capsys.readouterr()
+    assert main(["report", "--out", out, "--json", "--base", "aws/p3.2xlarge"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    v100 = next(r for r in got["summary"] if r["offering_id"] == "aws/p3.2xlarge" and r["benchmark"] == "vgg16")
+    assert v100["rel_time"] == pytest.approx(1.0)
+    assert {s["gpus"] for s in got["scaling"]} == {4}
+    assert main(["report", "--out", out, "--base", "aws/p3.2xlarg"]) == 2
+    assert "aws/p3.2xlarge" in capsys.readouterr().err  # names the closest id
+
+
+def test_report_without_a_table_says_to_collect_first(tmp_path, capsys):
+    assert main(["report", "--out", str(tmp_path / "nothing")]) == 2
+    assert "python -m analysis collect" in capsys.readouterr().err
+
+
+def test_report_of_only_failed_runs_says_so(tmp_path, capsys):
+    out = _collect(tmp_path, [make_result("aws/p2.xlarge", status="failed", hourly_usd=0.9)])
+    capsys.readouterr()
+    assert main(["report", "--out", out]) == 0
+    assert "no completed runs" in capsys.readouterr().out
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "No completed runs to report" in page and "Runs that did not complete" in page
+
+
+# Seed 000 (rare-technologies.com, 2018-02-08), Table 1: measured train hours
+# (printed to 0.01 h) and cost (printed to 0.1 USD). Rows the catalog cannot
+# price on 2018-02-08 are left out: Paperspace P6000 and Softlayer 4 x K80
+# (no published hourly price in the seed), Hetzner ex51-ssd-gpu (its monthly
+# price is not in the snapshot), and the LeaderGPU rows (priced in EUR, not in
+# the catalog).
+SEED_000 = [
+    ("aws/p2.xlarge", 3.62, 3.3),
+    ("aws/p3.2xlarge", 1.06, 3.3),
+    ("gcp/n1-standard-4+1xk80", 3.72, 2.4),
+    ("gcp/n1-standard-4+1xp100", 2.07, 3.4),
+    ("paperspace/v100", 1.09, 2.5),
+    ("softlayer/bm-2xm60", 3.16, 11.2),
+]
+
+
+def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
+    # each row three times: the printed time and both ends of its rounding
+    # interval, as three "benchmarks", so one report prices all of them
+    results = []
+    for i, (offering, hours, _) in enumerate(SEED_000):
+        for tag, h in (("lo", hours - 0.005), ("mid", hours), ("hi", hours + 0.005)):
+            results.append(make_result(offering, f"seed000-{tag}", train_seconds=h * 3600, samples_per_second=None,
+                                       hourly_usd=99.0, repeat=i))  # a wrong recorded price: --as-of must win
+    out = _collect(tmp_path, results)
+    capsys.readouterr()
+    assert main(["report", "--out", out, "--as-of", "2018-02-08", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    cost = {(r["benchmark"], r["offering_id"]): r for r in got["summary"]}
+    for offering, hours, published in SEED_000:
+        lo, mid, hi = (cost[(f"seed000-{t}", offering)]["train_cost_usd"] for t in ("lo", "mid", "hi"))
+        # the true time lies in [lo, hi]; its cost must round to the printed figure somewhere in there
+        assert lo <= published + 0.05 and hi >= published - 0.05, (offering, lo, hi, published)
+        assert abs(mid - published) <= 0.05 + (hi - lo) / 2, (offering, mid, published)
+        row = cost[("seed000-mid", offering)]
+        assert row["price_as_of"] == "2018-02-08" and row["price_source"].startswith("seed 000")
+    # Softlayer bills started hours: 3.16 h is billed as 4 h
+    assert cost[("seed000-mid", "softlayer/bm-2xm60")]["train_cost_usd"] == pytest.approx(4 * 2.8)
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "2018-02-08" in page and "seed 000" in page
