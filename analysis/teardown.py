@@ -9,6 +9,7 @@ Stack config files in stacks/ are checked in and never removed.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -60,7 +61,7 @@ def refusal(name: str, work_dir: Path) -> str | None:
     if name.startswith(BUCKET_SCHEMES) or "://" in name:
         return f"{name!r} is a bucket URL; teardown destroys benchmark stacks and never touches results buckets"
     if name in RESULTS_STACKS:
-        return f"{name!r} holds a results bucket; teardown never destroys results stacks (destroy it by hand with `pulumi destroy -s {name}` if you really mean it)"
+        return f"{name!r} holds a results bucket; teardown never destroys results stacks, whose buckets hold every result"
     if str(config_value(pulumi_ws.stack_config(name, work_dir), "stackType", "")) == "results":
         return f"{name!r} is a results stack (gpubench:stackType: results); teardown never destroys results stacks"
     return None
@@ -116,17 +117,27 @@ def results_urls_of(name: str, ws, outputs, config, explicit: Sequence[str] | No
 
 
 def _suite(config) -> list[str] | None:
+    """Benchmarks the stack runs: gpubench:suite (list, JSON list or comma-separated), else the default.
+
+    Parsed leniently on purpose: a suite we cannot read must not shrink to
+    "whatever results exist", which would destroy a stack mid-suite.
+    """
     raw = config_value(config, "suite")
     if raw is None:
         from infra.config import DEFAULT_SUITE
 
         return list(DEFAULT_SUITE) if config else None
-    from infra.config import ConfigError, _suite as parse_suite
-
-    try:
-        return list(parse_suite("suite", raw))
-    except ConfigError:
-        return None
+    items = raw
+    if isinstance(raw, str):
+        text = raw.strip()
+        try:
+            items = json.loads(text) if text.startswith("[") else text.split(",")
+        except ValueError:
+            items = text.strip("[]").split(",")
+    if not isinstance(items, (list, tuple)):
+        items = [items]
+    names = [str(i).strip().strip("'\"") for i in items if str(i).strip()]
+    return names or None
 
 
 def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, now) -> tuple[bool, str]:

@@ -176,6 +176,9 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
     import boto3
 
     session = session or boto3.session.Session()
+    if session.get_credentials() is None:
+        raise RuntimeError("no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+                           "the permissions needed are in schedules/aws-sweeper-policy.json")
     actions: list[Action] = []
     for region in list(regions or []) or default_regions(session):
         try:

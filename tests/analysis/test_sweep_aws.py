@@ -158,6 +158,7 @@ class FailingSession:
 
     def __init__(self, session, bad_id):
         self.session, self.bad_id, self.region_name = session, bad_id, session.region_name
+        self.get_credentials = session.get_credentials
 
     def client(self, name, **kw):
         real = self.session.client(name, **kw)
@@ -203,3 +204,15 @@ def test_classify_reads_only_the_project_tag():
     assert sweep_aws.classify({"gpubench:expires-at": FUTURE}, NOW)[0] == "kept"
     assert sweep_aws.classify({"gpubench:expires-at": "soon"}, NOW)[0] == "skipped"
     assert sweep_aws.classify({"expires-at": PAST}, NOW)[0] == "skipped"
+
+
+def test_missing_credentials_is_a_clear_error(monkeypatch, capsys, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    assert main(["sweep", "--provider", "aws", "--region", "us-east-1"]) == 2
+    assert "no AWS credentials" in capsys.readouterr().err

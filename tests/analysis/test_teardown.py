@@ -255,3 +255,17 @@ def test_cli_vanishing_after_which_still_gives_the_message(project, monkeypatch)
     monkeypatch.setenv("PATH", str(project))  # no pulumi here
     with pytest.raises(pulumi_ws.PulumiMissing, match="get.pulumi.com"):
         pulumi_ws.local_workspace(project)
+
+
+def test_suite_is_read_leniently_never_shrunk(project, tmp_path_factory):
+    """An unparseable-by-infra suite must still count every benchmark, never just the results present."""
+    results = tmp_path_factory.mktemp("results")
+    stack_file(project, "aws-json", offering="aws/p3.2xlarge", suite='["Weird Name", "other"]')
+    stack_file(project, "aws-default", offering="aws/p3.2xlarge")
+    put_result(results, "aws-json", "Weird Name", "completed")
+    put_result(results, "aws-default", "mnist-cnn", "completed")
+    ws = FakeWorkspace().add("aws-json").add("aws-default")
+    out = by_stack(run(ws, project, ["aws-json", "aws-default"], completed=True, results_urls=[results.as_uri()]))
+    assert ws.calls == []
+    assert "other (no result)" in out["aws-json"].reason
+    assert out["aws-default"].action == "kept"  # the default suite has more than mnist-cnn
