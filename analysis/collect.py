@@ -16,6 +16,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -78,9 +79,39 @@ class Manifest:
         os.replace(tmp, self.path)
 
 
+@lru_cache(maxsize=1)
+def _fast_validator():
+    """The payload's schema compiled by fastjsonschema (about 20x faster than
+    jsonschema, which dominated collect's CPU time), or None if not installed."""
+    try:
+        import fastjsonschema
+    except ImportError:
+        return None
+    from payload.schema import load_schema
+
+    return fastjsonschema.compile(load_schema())
+
+
+def validate(result: dict) -> None:
+    """Accept what the compiled schema accepts; anything it rejects goes to the
+    payload's own validator, which has the final word and the error messages."""
+    from payload.schema import validate_result
+
+    fast = _fast_validator()
+    if fast is not None:
+        import fastjsonschema
+
+        try:
+            fast(result)
+            return
+        except fastjsonschema.JsonSchemaException:
+            pass
+    validate_result(result)
+
+
 def parse_result(data: bytes, *, source: str, key: str, etag: str | None) -> dict:
     """Bytes of a result.json -> row. Raises ValueError with the reason."""
-    from payload.schema import ResultValidationError, validate_result
+    from payload.schema import ResultValidationError
 
     if not data.strip():
         raise ValueError("corrupt: empty file (upload interrupted?)")
@@ -93,7 +124,7 @@ def parse_result(data: bytes, *, source: str, key: str, etag: str | None) -> dic
                          "truncated upload?)") from None
     try:
         result, version = migrate(raw)
-        validate_result(result)
+        validate(result)
     except MigrationError as exc:
         raise ValueError(f"unknown schema: {exc}") from None
     except ResultValidationError as exc:

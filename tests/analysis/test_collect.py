@@ -305,3 +305,40 @@ def test_collect_teardown_without_the_module_says_what_to_do(tmp_path, monkeypat
     assert main(["collect", "--results", str(src), "--out", str(tmp_path / "o"), "--teardown"]) == 3
     err = capsys.readouterr().err
     assert "--teardown is not available" in err and "`pulumi destroy -s STACK`: aws-p2-1x" in err
+
+
+MUTATIONS = [
+    lambda r: r["metrics"].update(train_seconds="fast"),
+    lambda r: r.update(started_at="2020-01-01 00:00"),
+    lambda r: r["offering"].update(market="reserved"),
+    lambda r: r["attempts"][0].update(end="later"),
+    lambda r: r.update(attempts=[]),
+    lambda r: r.update(extra_field=1),
+    lambda r: r.pop("timeline"),
+    lambda r: r["benchmark"].update(per_gpu_batch_size=0),
+    lambda r: r["hardware"].update(device="TPU"),
+    lambda r: r["price"].update(origin="guess"),
+    lambda r: r.update(schema_version=2),
+    lambda r: r["timeline"].append({"event": "x"}),
+]
+
+
+@pytest.mark.parametrize("mutate", MUTATIONS)
+def test_fast_validation_agrees_with_the_payload_schema(mutate):
+    """collect's compiled validator must reject whatever payload.schema rejects."""
+    from analysis.collect import _fast_validator, validate
+    from payload.schema import ResultValidationError
+
+    if _fast_validator() is None:
+        pytest.skip("fastjsonschema not installed: collect uses payload.schema alone")
+    r = make_result()
+    validate(r)
+    mutate(r)
+    with pytest.raises(ResultValidationError):
+        validate_result(r)
+    with pytest.raises(ResultValidationError):
+        validate(r)
+    import fastjsonschema
+
+    with pytest.raises(fastjsonschema.JsonSchemaException):
+        _fast_validator()(r)
