@@ -91,6 +91,9 @@ def run(args) -> int:
         return code
     print(f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
           f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside")
+    if summary.runs == 0:
+        print(f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
+              "see --results)")
     for s in summary.skipped:
         print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
     print(f"table: {summary.table['parquet']} and {summary.table['csv']}"
