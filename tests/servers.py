@@ -168,7 +168,8 @@ class MetadataServer:
 
     Set ``spot_action`` (e.g. ``{"action": "terminate", "time": "..."}``) to
     announce an AWS spot interruption, ``preempted = True`` for GCE. Every
-    request is appended to ``requests`` as ``(method, path, headers)``.
+    request is appended to ``requests`` as ``(method, path, headers)`` with
+    lower-cased header names.
     Env for the payload: ``aws_env()`` / ``gce_env()``.
     """
 
@@ -249,7 +250,7 @@ class MetadataServer:
                 self.wfile.write(data)
 
             def do_PUT(self):
-                server.requests.append(("PUT", self.path, dict(self.headers)))
+                server.requests.append(("PUT", self.path, {k.lower(): v for k, v in self.headers.items()}))
                 if self.path != "/latest/api/token":
                     return self._send(404, "not found")
                 if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
@@ -257,7 +258,7 @@ class MetadataServer:
                 self._send(200, server.TOKEN)
 
             def do_GET(self):
-                server.requests.append(("GET", self.path, dict(self.headers)))
+                server.requests.append(("GET", self.path, {k.lower(): v for k, v in self.headers.items()}))
                 path = self.path.split("?")[0]
                 if path.startswith("/latest/"):
                     if self.headers.get("X-aws-ec2-metadata-token") != server.TOKEN:
