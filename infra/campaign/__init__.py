@@ -1,0 +1,19 @@
+"""Campaigns: one command launches a benchmark suite on many stacks, follows it, and cleans up.
+
+`python -m infra campaign up|status|wait|run|schedule` (infra/campaign/cli.py). The
+campaign's state lives in the results bucket (`campaigns/<id>/manifest.json`), not
+on the machine that started it, so a restarted laptop or a second machine picks it
+up with the campaign id alone.
+
+Modules, one job each:
+- selection: stack names and globs -> stacks of the matrix (stacks/ files);
+- manifest: the campaign record in the bucket (read, update, write);
+- backend: the Pulumi Automation API boundary (tests inject a stand-in);
+- failures: launch errors -> quota | no-capacity | gpu-not-in-zone | other, retry zones;
+- launcher: bounded-concurrency launch with one zone retry on capacity errors;
+- observe: what the bucket says about each stack (results, last event, upload time);
+- status: per-stack state, cost so far, waste;
+- finish: collect, tear down, report (the analysis functions) and the summary;
+- wait: the polling loop;
+- schedule: recurring campaign definitions (cron + arguments).
+"""

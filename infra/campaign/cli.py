@@ -1,0 +1,257 @@
+"""`python -m infra campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
+
+Hooked into `python -m infra` by `register(sub)`. The functions behind the
+commands are in infra/campaign/commands.py; BACKEND_FACTORY is the Automation API
+backend (tests swap it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from infra.campaign.backend import pulumi_backend
+
+BACKEND_FACTORY = pulumi_backend
+RESULTS_ENV = "GPUBENCH_RESULTS"
+HELP = "launch a benchmark campaign across many stacks, follow it, collect, tear down and report"
+DESCRIPTION = """\
+A campaign launches the stacks you select (names or globs over stacks/) through
+the Pulumi Automation API, a few at a time, and keeps its record in the results
+bucket (campaigns/<id>/manifest.json), so `status` and `wait` work from any
+machine with the campaign id.
+
+  up       launch; prints one prefixed line per stack event: [aws-p3-8x] ...
+  status   per stack: launched, running (last event), finished, failed,
+           interrupted, expired, launch-failed; cost so far and waste
+  wait     poll until every stack is done, then collect, tear down, report
+  run      up + wait with a new campaign id (what the schedules call)
+  schedule check a recurring-campaign file and show its systemd OnCalendar=
+
+A stack that fails to launch (quota, no spot capacity, GPU not in the zone) is
+recorded with the provider's message and the others go on; capacity errors are
+retried once in another zone of the same region, never the zone that failed.
+Waste = time billed after a stack's last result was uploaded.
+"""
+EPILOG = """\
+examples:
+  python -m infra campaign up 'aws-g4dn-*-spot' gcp-t4-1x-spot --results s3://my-results --concurrency 4
+  python -m infra campaign status 20250106T060000Z --results s3://my-results
+  python -m infra campaign wait 20250106T060000Z --results s3://my-results --poll 120 --timeout 8h
+  python -m infra campaign run --schedule schedules/campaign/weekly-spot.yaml
+
+--results defaults to $GPUBENCH_RESULTS. It must be the bucket the stacks write to
+(the resultsUrl output of your results stack: `pulumi stack output resultsUrl -s aws-results`).
+Exit codes: 0 ok; 1 some stack failed to launch or to tear down; 2 bad arguments;
+3 Pulumi CLI missing; 4 wait timed out (run `wait` again later).
+"""
+
+
+def _results(args) -> str:
+    url = args.results or os.environ.get(RESULTS_ENV)
+    if not url:
+        raise ValueError(f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
+                         "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it")
+    return url
+
+
+def _dump(doc) -> None:
+    print(json.dumps(doc, indent=2, default=str))
+
+
+def _status_table(statuses) -> str:
+    def money(v):
+        return "-" if v is None else f"${v:.4f}"
+
+    lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
+    for s in statuses:
+        waste = "-" if s.waste_seconds is None else f"{s.waste_seconds:.0f} s"
+        lines.append(f"{s.stack:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {s.detail}")
+    return "\n".join(lines)
+
+
+def cmd_up(args) -> int:
+    from infra.campaign import commands
+
+    manifest, report = commands.up(args.stacks, results_url=_results(args), campaign_id=args.campaign_id,
+                                   concurrency=args.concurrency, retry_failed=args.retry_failed,
+                                   work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    failed = report.failed + [n for n, e in manifest.stacks.items() if e.get("state") == "launch-failed" and n not in report.failed]
+    if args.json:
+        _dump({"campaign_id": manifest.campaign_id, "manifest": manifest.url, "actions": report.actions,
+               "max_concurrent": report.max_concurrent, "stacks": manifest.stacks})
+    else:
+        print(f"campaign {manifest.campaign_id}: {sum(a in ('launched', 'adopted') for a in report.actions.values())} "
+              f"launched, {len(set(failed))} failed to launch; manifest {manifest.url}")
+        print(f"next: python -m infra campaign status {manifest.campaign_id} --results {manifest.data['results']}")
+    return 1 if failed else 0
+
+
+def cmd_status(args) -> int:
+    from infra.campaign import commands
+
+    manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
+    if args.json:
+        _dump({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
+    else:
+        print(f"campaign {manifest.campaign_id} ({manifest.url})")
+        print(_status_table(statuses))
+    return 0
+
+
+def _wait_result(manifest, outcome, as_json: bool) -> int:
+    if outcome.never_launched:
+        print(f"error: never launched: {', '.join(outcome.never_launched)}; run `python -m infra campaign up "
+              f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first", file=sys.stderr)
+        return 2
+    if not outcome.done:
+        print(_status_table(outcome.statuses))
+        print(f"timed out waiting; run `python -m infra campaign wait {manifest.campaign_id}` again later", file=sys.stderr)
+        return 4
+    if as_json:
+        _dump(outcome.summary)
+    else:
+        from infra.campaign.finish import summary_text
+
+        print(summary_text(outcome.summary), end="")
+        for key, path in outcome.summary_paths.items():
+            print(f"{key}: {path}")
+    bad = outcome.teardown_error or outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown)
+    if outcome.teardown_error:
+        print(f"error: {outcome.teardown_error}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _timeout(text):
+    from infra.campaign.schedule import parse_duration
+
+    return None if text is None else parse_duration(text)
+
+
+def cmd_wait(args) -> int:
+    from infra.campaign import commands
+
+    manifest, outcome = commands.wait(args.campaign_id, results_url=_results(args), poll_seconds=args.poll,
+                                      timeout=_timeout(args.timeout), out_dir=args.out, all_runs=args.all_runs,
+                                      work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    return _wait_result(manifest, outcome, args.json)
+
+
+def cmd_run(args) -> int:
+    from infra.campaign import commands, schedule
+    from infra.campaign.manifest import new_campaign_id
+
+    if args.schedule:
+        sch = schedule.load(args.schedule)
+        stacks, results, conc, poll, timeout, out = sch.stacks, sch.results, sch.concurrency, sch.poll, sch.timeout, sch.out
+        retry = sch.retry_failed
+    else:
+        stacks, results, conc, poll = args.stacks, _results(args), args.concurrency, args.poll
+        timeout, out, retry = _timeout(args.timeout), args.out, args.retry_failed
+    if not stacks:
+        raise ValueError("name stacks or globs, or pass --schedule FILE")
+    campaign_id = new_campaign_id()
+    manifest, report = commands.up(stacks, results_url=results, campaign_id=campaign_id, concurrency=conc,
+                                   retry_failed=retry, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    manifest, outcome = commands.wait(campaign_id, results_url=results, poll_seconds=poll, timeout=timeout,
+                                      out_dir=out, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    code = _wait_result(manifest, outcome, args.json)
+    return code or (1 if report.failed else 0)
+
+
+def cmd_schedule(args) -> int:
+    from infra.campaign import schedule
+    from infra.campaign.manifest import new_campaign_id
+
+    sch = schedule.load(args.file)
+    doc = {"name": sch.name, "cron": sch.cron, "systemd_oncalendar": schedule.to_oncalendar(sch.cron),
+           "stacks": list(sch.stacks), "results": sch.results, "concurrency": sch.concurrency,
+           "poll_seconds": sch.poll, "timeout_seconds": sch.timeout,
+           "command": f"python -m infra campaign run --schedule {args.file}", "next_campaign_id_looks_like": new_campaign_id()}
+    if args.json:
+        _dump(doc)
+    else:
+        for k, v in doc.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+def _guarded(func):
+    """Errors with their own advice become a message and an exit code, not a traceback."""
+    def run(args) -> int:
+        from analysis.pulumi_ws import PulumiMissing
+        from infra.campaign.manifest import ManifestError
+        from payload.storage import StorageError
+
+        try:
+            return func(args)
+        except PulumiMissing as exc:
+            print(f"error: campaigns drive stacks through the Pulumi Automation API: {exc}", file=sys.stderr)
+            return 3
+        except (ManifestError, StorageError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return run
+
+
+def _common(p, json_help="machine-readable output"):
+    p.add_argument("--results", metavar="URL", help=f"the campaign's bucket: s3://..., gs://..., file:///... (default ${RESULTS_ENV})")
+    p.add_argument("--project-dir", type=Path, default=None, metavar="DIR",
+                   help="gpubench checkout holding Pulumi.yaml and stacks/ (default: this one)")
+    p.add_argument("--json", action="store_true", help=json_help)
+
+
+def _wait_options(p):
+    p.add_argument("--poll", type=float, default=60.0, metavar="SECONDS", help="seconds between bucket polls (default 60)")
+    p.add_argument("--timeout", default=None, metavar="DURATION",
+                   help="stop waiting after this long, e.g. 90m or 8h (default: until every stack is done or expired)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="report directory (default report/campaigns/<campaign-id>)")
+    p.add_argument("--all-runs", action="store_true", help="report every run in the bucket, not only this campaign's")
+
+
+def _up_options(p, stacks_required=True):
+    p.add_argument("stacks", nargs="+" if stacks_required else "*", metavar="STACK_OR_GLOB",
+                   help="stack names or globs over stacks/, e.g. aws-p3-8x 'aws-g4dn-*' 'gcp-*-spot'")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="stacks launching at once (default 4)")
+    p.add_argument("--retry-failed", action="store_true", help="launch again stacks whose launch failed earlier in this campaign")
+
+
+def register(sub) -> None:
+    """Add `campaign` to the `python -m infra` subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    top = sub.add_parser("campaign", help=HELP, description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
+    cs = top.add_subparsers(dest="campaign_command", required=True, metavar="up|status|wait|run|schedule")
+
+    up = cs.add_parser("up", help="launch the selected stacks and write the manifest", formatter_class=fmt,
+                       description="Launch stacks (names or globs) with bounded concurrency; idempotent per campaign id.")
+    _up_options(up)
+    up.add_argument("--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)")
+    _common(up)
+    up.set_defaults(func=_guarded(cmd_up))
+
+    st = cs.add_parser("status", help="per-stack state, cost so far and waste")
+    st.add_argument("campaign_id", metavar="CAMPAIGN_ID")
+    _common(st)
+    st.set_defaults(func=_guarded(cmd_status))
+
+    wt = cs.add_parser("wait", help="poll until done, then collect, tear down and report")
+    wt.add_argument("campaign_id", metavar="CAMPAIGN_ID")
+    _wait_options(wt)
+    _common(wt)
+    wt.set_defaults(func=_guarded(cmd_wait))
+
+    rn = cs.add_parser("run", help="up + wait with a new campaign id (what the schedule runners call)")
+    _up_options(rn, stacks_required=False)
+    rn.add_argument("--schedule", metavar="FILE", help="take stacks and options from a schedule file (schedules/campaign/)")
+    _wait_options(rn)
+    _common(rn)
+    rn.set_defaults(func=_guarded(cmd_run))
+
+    sc = cs.add_parser("schedule", help="check a recurring-campaign file; print its systemd OnCalendar=")
+    sc.add_argument("file", metavar="FILE")
+    sc.add_argument("--json", action="store_true")
+    sc.set_defaults(func=_guarded(cmd_schedule))

@@ -1,0 +1,171 @@
+"""The campaign operations as functions (the CLI formats them; tests call them with a stand-in backend).
+
+    up(patterns, results_url=...)          -> (manifest, LaunchReport)
+    status(campaign_id, results_url=...)   -> (manifest, [StackStatus])
+    wait(campaign_id, results_url=...)     -> (manifest, WaitOutcome)
+
+Everything that matters is in the bucket's manifest, so each call may run on a
+different machine or after a restart.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from infra.campaign.backend import BackendFactory, pulumi_backend
+from infra.campaign.launcher import LaunchReport, Launcher, prepare
+from infra.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
+from infra.campaign.progress import Printer
+from infra.campaign.selection import select
+from infra.campaign.status import StackStatus, campaign_status
+
+
+def project_dir(work_dir: Path | None) -> Path:
+    from analysis.pulumi_ws import project_dir as find
+
+    return Path(work_dir) if work_dir else find()
+
+
+class _Stores:
+    """One open store per URL: the campaign's bucket, and any other a stack's resultsUrl names."""
+
+    def __init__(self):
+        self._open: dict[str, Any] = {}
+
+    def __call__(self, url: str) -> Any:
+        from payload.storage import open_store
+
+        if url not in self._open:
+            self._open[url] = open_store(url)
+        return self._open[url]
+
+
+def up(patterns: Sequence[str], *, results_url: str, campaign_id: str | None = None, concurrency: int = 4,
+       retry_failed: bool = False, work_dir: Path | None = None, backend_factory: BackendFactory = pulumi_backend,
+       printer: Printer | None = None, catalog: Any = None) -> tuple[Manifest, LaunchReport]:
+    from infra.catalog import load_catalog
+
+    printer = printer or Printer()
+    root = project_dir(work_dir)
+    names = select(patterns, root / "stacks")
+    if concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+    backend = backend_factory(root)  # before writing anything: a missing CLI stops here
+    store = _Stores()(results_url)
+    manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
+    manifest.add_selection(patterns, concurrency)
+    printer(f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
+            f"manifest {manifest.url}")
+    catalog = catalog or load_catalog()
+    prepare(manifest, names, root / "stacks", catalog, printer)
+    report = Launcher(manifest, backend, catalog, printer, concurrency, retry_failed).run(names)
+    return manifest, report
+
+
+def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
+    stores = _Stores()
+    manifest = Manifest.require(stores(results_url), campaign_id)
+    return manifest, statuses_of(manifest, stores, now or utcnow())
+
+
+def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
+    from infra.campaign.observe import observe
+
+    def look(_store, name, since):
+        url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
+        return observe(stores(url), name, since)
+
+    return campaign_status(manifest, None, now, observe_fn=look)
+
+
+@dataclass
+class WaitOutcome:
+    done: bool  # every stack terminal
+    statuses: list[StackStatus]
+    never_launched: list[str] = field(default_factory=list)
+    collect: dict[str, Any] | None = None
+    teardown: list[dict[str, Any]] = field(default_factory=list)
+    teardown_error: str | None = None
+    report_code: int | None = None
+    report_error: str | None = None
+    summary_paths: dict[str, str] = field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+
+
+def _remember_runs(manifest: Manifest, statuses: list[StackStatus]) -> None:
+    changed = False
+    for s in statuses:
+        entry = manifest.stacks[s.stack]
+        if s.run_ids and sorted(set(entry.get("run_ids") or []) | set(s.run_ids)) != sorted(entry.get("run_ids") or []):
+            entry["run_ids"] = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
+            changed = True
+    if changed:
+        manifest.save()
+
+
+def poll(manifest: Manifest, stores: Callable[[str], Any], printer: Printer, poll_seconds: float,
+         timeout: float | None, clock: Callable[[], datetime] = utcnow,
+         sleep: Callable[[float], None] = time.sleep) -> tuple[bool, list[StackStatus], list[str]]:
+    """Poll the bucket until every stack is terminal; print each stack's changes as they happen."""
+    began = time.monotonic()
+    seen: dict[str, tuple] = {}
+    while True:
+        statuses = statuses_of(manifest, stores, clock())
+        for s in statuses:
+            key = (s.state, s.last_event)
+            if seen.get(s.stack) != key:
+                seen[s.stack] = key
+                printer.stack(s.stack, f"{s.state}: {s.detail}")
+        _remember_runs(manifest, statuses)
+        pending = [s.stack for s in statuses if s.state == "pending"]
+        if pending:
+            return False, statuses, pending
+        if all(s.terminal for s in statuses):
+            return True, statuses, []
+        if timeout is not None and time.monotonic() - began >= timeout:
+            return False, statuses, []
+        sleep(poll_seconds)
+
+
+def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, timeout: float | None = None,
+         out_dir: Path | None = None, all_runs: bool = False, work_dir: Path | None = None,
+         backend_factory: BackendFactory = pulumi_backend, printer: Printer | None = None,
+         clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], None] = time.sleep) -> tuple[Manifest, WaitOutcome]:
+    from infra.campaign import finish
+
+    printer = printer or Printer()
+    stores = _Stores()
+    manifest = Manifest.require(stores(results_url), campaign_id)
+    root = project_dir(work_dir)
+    done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)
+    outcome = WaitOutcome(done, statuses, never)
+    if not done:
+        return manifest, outcome
+    out = Path(out_dir or root / "report" / "campaigns" / campaign_id)
+    run_ids = {r for s in statuses for r in s.run_ids}
+    urls = sorted({(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()})
+    printer(f"campaign {campaign_id}: every stack is done; collecting into {out}")
+    outcome.collect = finish.collect_campaign(results_url, out, run_ids, all_runs)
+    printer(f"campaign {campaign_id}: tearing down {len(statuses)} stack(s)")
+    try:
+        backend = backend_factory(root)
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
+        outcome.teardown_error = f"teardown not possible: {exc}"
+    else:
+        outcome.teardown, destroyed, outcome.teardown_error = finish.teardown_stacks(
+            statuses, backend, root, urls, printer)
+        finish.record_teardown(manifest, outcome.teardown, destroyed)
+    try:
+        outcome.report_code = finish.write_report(out)
+    except Exception as exc:  # noqa: BLE001 - the summary below is still written
+        outcome.report_error = f"{type(exc).__name__}: {exc}"
+    outcome.statuses = statuses_of(manifest, stores, clock())
+    outcome.summary = finish.summary_doc(manifest, outcome.statuses, {
+        "collect": outcome.collect, "teardown": outcome.teardown, "teardown_error": outcome.teardown_error,
+        "report_dir": str(out), "report_error": outcome.report_error})
+    outcome.summary_paths = finish.write_summary(manifest, out, outcome.summary)
+    return manifest, outcome

@@ -1,0 +1,111 @@
+"""Why a launch failed, in the provider's words, and where a capacity retry may go.
+
+`classify(text)` reads the Pulumi transcript of a failed `up` (a CommandError's
+message holds the provider's error) and returns the failure kind, the provider's
+own line, and the zone it names. Kinds:
+
+- quota: an account limit (vCPU, GPU, spot instance count); waiting or a quota
+  increase fixes it, another zone does not;
+- no-capacity: the zone has no (spot) capacity right now; the campaign retries once
+  in another zone of the same region, never the zone that just failed (SkyPilot #10021);
+- gpu-not-in-zone: the instance type or accelerator is not offered in that zone;
+- config: the stack's config did not parse (recorded before any `up`);
+- other: anything else (credentials, permissions, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+# (kind, provider error codes / phrases). First kind with a match wins; order matters:
+# quota codes can appear next to capacity words in one transcript.
+PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("quota", ("VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded", "QUOTA_EXCEEDED",
+               "Quota '[A-Z0-9_]+' exceeded", "quotaExceeded", "exceeds your current quota")),
+    ("no-capacity", ("InsufficientInstanceCapacity", "SpotMaxPriceTooLow", "capacity-not-available",
+                     "ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT", "InsufficientCapacity",
+                     "no Spot capacity available")),
+    ("gpu-not-in-zone", ("Unsupported.*(Availability Zone|instance type)", "is not supported in your requested Availability Zone",
+                         "acceleratorTypes/[^' ]+' was not found", "Invalid value for field 'resource.guestAccelerators",
+                         "does not exist in zone", "not available in zone", "machineTypes/[^' ]+' was not found")),
+)
+RETRY_KINDS = frozenset({"no-capacity"})
+# Zones look like us-east-1a (AWS) or us-central1-a (GCP).
+AWS_ZONE = re.compile(r"\b([a-z]{2}-[a-z]+-\d[a-z])\b")
+GCP_ZONE = re.compile(r"\b([a-z]+-[a-z]+\d+-[a-z])\b")
+# AWS AZ letters per region (not every region has a..f); default a..c.
+AWS_AZ_LETTERS = {"us-east-1": "abcdef", "us-east-2": "abc", "us-west-1": "ac", "us-west-2": "abcd",
+                  "eu-west-1": "abc", "eu-central-1": "abc", "ap-northeast-1": "acd"}
+
+
+@dataclass(frozen=True)
+class Failure:
+    kind: str  # quota | no-capacity | gpu-not-in-zone | config | other
+    message: str  # the provider's line, else the transcript's last line
+    zone: str | None  # a zone the message names, if any
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in RETRY_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _provider_line(text: str, pattern: str) -> str:
+    for line in text.splitlines():
+        if re.search(pattern, line):
+            return line.strip()[:1000]
+    return text.strip().splitlines()[-1][:1000] if text.strip() else ""
+
+
+def _zone_in(text: str) -> str | None:
+    for rx in (AWS_ZONE, GCP_ZONE):
+        m = rx.search(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def classify(text: str) -> Failure:
+    """Failure kind, provider message and named zone of a failed `up` transcript."""
+    for kind, patterns in PATTERNS:
+        for pattern in patterns:
+            if re.search(pattern, text):
+                line = _provider_line(text, pattern)
+                return Failure(kind, line, _zone_in(line) or _zone_in(text))
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return Failure("other", (errors or lines or [text.strip() or "unknown error"])[-1][:1000], None)
+
+
+def region_of_zone(zone: str) -> str:
+    """us-east-1a -> us-east-1; us-central1-a -> us-central1."""
+    if GCP_ZONE.fullmatch(zone):
+        return zone.rsplit("-", 1)[0]
+    return zone[:-1]
+
+
+def candidate_zones(provider: str, region: str, offering_zones: Sequence[str]) -> list[str]:
+    """Zones of `region` where the offering may run: the catalog's list, else (AWS) the region's AZs."""
+    listed = [z for z in offering_zones if region_of_zone(z) == region]
+    if listed:
+        return listed
+    if provider == "aws":
+        return [f"{region}{letter}" for letter in AWS_AZ_LETTERS.get(region, "abc")]
+    return []
+
+
+def retry_zone(failed_zone: str | None, tried: Sequence[str], provider: str, region: str,
+               offering_zones: Sequence[str]) -> tuple[str | None, str]:
+    """(zone to retry in, why). None when the failing zone is unknown or no other zone is left."""
+    if not failed_zone:
+        return None, ("not retried: the zone that ran out of capacity is unknown (the provider message names none); "
+                      "set gpubench:zone on the stack so a retry can avoid it")
+    avoid = {failed_zone, *tried}
+    for zone in candidate_zones(provider, region, offering_zones):
+        if zone not in avoid:
+            return zone, f"retrying in {zone} (no capacity in {failed_zone})"
+    return None, f"not retried: no other zone of {region} offers it (tried {', '.join(sorted(avoid))})"

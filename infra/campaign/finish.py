@@ -1,0 +1,174 @@
+"""The end of a campaign: collect, tear down, report, summarise. Reuses the analysis functions.
+
+- collect: analysis.collect.collect over the results bucket into the report dir; the
+  table is then narrowed to this campaign's runs (analysis.collect.write_table) unless
+  all runs are wanted;
+- teardown: stacks with final results through analysis.teardown.teardown_completed
+  (which re-checks every result itself); interrupted, expired and launch-failed stacks
+  through analysis.teardown.teardown by name (no result will come; a failed `up` may
+  have left a security group or role behind). Each destroy's end time is recorded, as
+  waste counts to it;
+- report: the `python -m analysis report` command function on that dir;
+- summary: per-stack state, cost and waste as JSON and text next to the report, in the
+  bucket (`campaigns/<id>/summary.json`), and as a "Campaign waste" section appended
+  to the report's index.html (the report code has no hook for extra sections).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from infra.campaign.manifest import Manifest, iso
+
+WITH_FINAL_RESULTS = ("finished", "failed")
+NO_RESULT_COMING = ("interrupted", "expired", "launch-failed")
+SECTION_ID = "campaign-waste"
+
+
+class _Recording:
+    """Wraps a stack backend so each destroy's completion time is known (waste counts to it)."""
+
+    def __init__(self, backend: Any):
+        self.backend = backend
+        self.destroyed_at: dict[str, str] = {}
+
+    def list_stacks(self):
+        return self.backend.list_stacks()
+
+    def select_stack(self, name: str):
+        handle, seen = self.backend.select_stack(name), self.destroyed_at
+
+        class Handle:
+            def __getattr__(self, attr):
+                return getattr(handle, attr)
+
+            def destroy(self, on_output=None, **kw):
+                result = handle.destroy(on_output=on_output, **kw)
+                seen[name] = iso()
+                return result
+
+        return Handle()
+
+
+def collect_campaign(results_url: str, out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
+    from analysis.collect import collect, write_table
+
+    summary, rows = collect([results_url], out_dir)
+    kept = rows if all_runs else [r for r in rows if r["run_id"] in run_ids]
+    if not all_runs:
+        write_table(kept, out_dir)
+    return {**summary.to_dict(), "campaign_runs": len(kept)}
+
+
+def teardown_stacks(statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str],
+                    log: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
+    """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
+    from analysis.teardown import teardown, teardown_completed
+
+    recording = _Recording(backend)
+    factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
+    final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
+    other = [s.stack for s in statuses if s.state in NO_RESULT_COMING]
+    outcomes: list[Any] = []
+    try:
+        if final:
+            outcomes += teardown_completed(final, results_urls=results_urls, work_dir=work_dir,
+                                           workspace_factory=factory, log=log)
+        if other:
+            outcomes += teardown(other, work_dir=work_dir, workspace_factory=factory, log=log)
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
+        return [o.to_dict() for o in outcomes], recording.destroyed_at, f"teardown stopped: {exc}"
+    return [o.to_dict() for o in outcomes], recording.destroyed_at, None
+
+
+def write_report(out_dir: Path) -> int:
+    from analysis.commands.report import run
+
+    args = argparse.Namespace(out=str(out_dir), base=None, deadline_hours=None, budget_usd=None, as_of=None,
+                              cost_basis="billed", json=False)
+    return int(run(args) or 0)
+
+
+def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
+    for o in outcomes:
+        if o["stack"] in manifest.stacks:
+            when = destroyed_at.get(o["stack"]) or iso()
+            manifest.update(o["stack"], save=False, teardown={"action": o["action"], "reason": o.get("reason"),
+                                                               "error": o.get("error"), "at": when})
+    manifest.save()
+
+
+def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, Any]) -> dict[str, Any]:
+    rows = [s.to_dict() for s in statuses]
+    waste = [r["waste_seconds"] for r in rows if r["waste_seconds"] is not None]
+    waste_usd = [r["waste_usd"] for r in rows if r["waste_usd"] is not None]
+    cost = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    return {"campaign_id": manifest.campaign_id, "results": manifest.data.get("results"), "written_at": iso(),
+            "stacks": rows, "totals": {"cost_usd": round(sum(cost), 6), "waste_seconds": round(sum(waste), 3),
+                                       "waste_usd": round(sum(waste_usd), 6)}, **extra}
+
+
+def _money(v: Any) -> str:
+    return "-" if v is None else f"${v:.4f}"
+
+
+def _secs(v: Any) -> str:
+    return "-" if v is None else f"{v:.0f} s"
+
+
+def summary_text(doc: dict[str, Any]) -> str:
+    lines = [f"campaign {doc['campaign_id']} ({doc.get('results')})",
+             f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail"]
+    for r in doc["stacks"]:
+        lines.append(f"{r['stack']:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
+                     f"{_money(r['waste_usd']):>10}  {r['detail']}")
+    t = doc["totals"]
+    lines.append(f"total: cost {_money(t['cost_usd'])}, waste {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}) "
+                 "billed after results were uploaded")
+    return "\n".join(lines) + "\n"
+
+
+def waste_section(doc: dict[str, Any]) -> str:
+    cells = "".join(
+        f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{_money(r['cost_usd'])}</td>"
+        f"<td>{_secs(r['waste_seconds'])}</td><td>{_money(r['waste_usd'])}</td>"
+        f"<td>{html.escape(r.get('waste_basis') or '-')}</td></tr>" for r in doc["stacks"])
+    t = doc["totals"]
+    return (f'<section id="{SECTION_ID}"><h2>Campaign {html.escape(doc["campaign_id"])}: waste</h2>'
+            "<p>Waste is the time each stack was billed after its last result was uploaded (until it was destroyed, "
+            "or until its deadline). AWS instances power off after the upload, so their figure is an upper bound.</p>"
+            "<table><tr><th>stack</th><th>state</th><th>cost so far</th><th>waste</th><th>waste USD</th><th>counted</th></tr>"
+            f"{cells}</table><p>Total waste: {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}).</p></section>\n")
+
+
+def add_to_report(index: Path, doc: dict[str, Any]) -> bool:
+    """Append (or replace) the waste section in the report's index.html."""
+    if not index.exists():
+        return False
+    text = index.read_text(encoding="utf-8")
+    start = text.find(f'<section id="{SECTION_ID}">')
+    if start >= 0:
+        end = text.find("</section>", start) + len("</section>\n")
+        text = text[:start] + text[end:]
+    section = waste_section(doc)
+    pos = text.rfind("</body>")
+    text = text[:pos] + section + text[pos:] if pos >= 0 else text + section
+    tmp = index.with_name(f".{index.name}.campaign.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(index)
+    return True
+
+
+def write_summary(manifest: Manifest, out_dir: Path, doc: dict[str, Any]) -> dict[str, str]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, text_path = out_dir / "campaign.json", out_dir / "campaign.txt"
+    json_path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    text_path.write_text(summary_text(doc), encoding="utf-8")
+    paths = {"json": str(json_path), "text": str(text_path), "bucket": manifest.put_summary(doc)}
+    if add_to_report(out_dir / "index.html", doc):
+        paths["report"] = str(out_dir / "index.html")
+    return paths

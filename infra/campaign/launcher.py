@@ -1,0 +1,169 @@
+"""Launch a campaign's stacks through the stack backend, a bounded number at a time.
+
+Idempotent per campaign: a stack the manifest records as launched is not launched
+again; one recorded `launching` (the orchestrator died mid-`up`) is adopted when
+its outputs show it deployed, else `up` runs again (Pulumi converges to the one
+instance, it does not add a second). A stack that fails to launch is recorded with
+the failure kind and the provider's message and the others go on; a capacity
+failure is retried once in another zone of the same region, never the zone that
+failed. The manifest is saved before provisioning and after every attempt.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from infra.campaign.backend import StackBackend, plain_outputs
+from infra.campaign.facts import ZONE_KEY, offering_zones, stack_facts
+from infra.campaign.failures import Failure, classify, region_of_zone, retry_zone
+from infra.campaign.manifest import Manifest, iso
+from infra.campaign.progress import Printer
+
+DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # analysis/tags.py DEADLINE_OUTPUTS
+
+
+@dataclass
+class LaunchReport:
+    """What `up` did per stack: launched | adopted | already-launched | skipped-failed | failed."""
+
+    actions: dict[str, str] = field(default_factory=dict)
+    max_concurrent: int = 0
+
+    @property
+    def failed(self) -> list[str]:
+        return [n for n, a in self.actions.items() if a == "failed"]
+
+
+class _Gauge:
+    """Counts `up` calls in flight (the concurrency bound, observable)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.now = self.peak = 0
+
+    def __enter__(self):
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self.now -= 1
+
+
+def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog: Any, printer: Printer) -> None:
+    """Add new stacks to the manifest (pending, with their facts) and save it: the record before provisioning."""
+    for name in names:
+        if name in manifest.stacks:
+            continue
+        try:
+            facts = stack_facts(name, stacks_dir, catalog)
+        except Exception as exc:  # noqa: BLE001 - a bad stack file fails that stack, not the campaign
+            manifest.ensure(name, {})
+            failure = Failure("config", str(exc), None).to_dict()
+            manifest.update(name, save=False, state="launch-failed", failure=failure)
+            printer.stack(name, f"launch failed (config): {exc}")
+            continue
+        manifest.ensure(name, facts)
+        for warning in facts.get("warnings", []):
+            printer.stack(name, f"warning: {warning}")
+    manifest.save()
+
+
+def _deployed(outputs: dict[str, Any]) -> bool:
+    return any(outputs.get(k) for k in DEADLINE_OUTPUTS)
+
+
+class Launcher:
+    def __init__(self, manifest: Manifest, backend: StackBackend, catalog: Any, printer: Printer,
+                 concurrency: int = 4, retry_failed: bool = False):
+        if concurrency < 1:
+            raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
+        self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
+        self.concurrency, self.retry_failed = concurrency, retry_failed
+        self.gauge = _Gauge()
+
+    def run(self, names: Sequence[str]) -> LaunchReport:
+        report = LaunchReport()
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="campaign-up") as pool:
+            futures = {name: pool.submit(self._one, name) for name in names}
+            for name, fut in futures.items():
+                try:
+                    report.actions[name] = fut.result()
+                except Exception as exc:  # noqa: BLE001 - nothing lost: record and go on
+                    self._record_failure(name, Failure("other", f"{type(exc).__name__}: {exc}", None), None, None)
+                    report.actions[name] = "failed"
+        report.max_concurrent = self.gauge.peak
+        self.manifest.save()
+        return report
+
+    # -- one stack --------------------------------------------------------------------
+    def _one(self, name: str) -> str:
+        entry = self.manifest.stacks[name]
+        state = entry.get("state")
+        if state == "launched":
+            self.printer.stack(name, f"already launched for this campaign at {entry.get('launched_at')}: not launching again")
+            return "already-launched"
+        if state == "launch-failed" and (not self.retry_failed or entry.get("failure", {}).get("kind") == "config"):
+            kind = entry.get("failure", {}).get("kind")
+            self.printer.stack(name, f"launch failed earlier ({kind}): not retried; pass --retry-failed to try again")
+            return "skipped-failed"
+        handle = self.backend.select_stack(name)
+        if state == "launching":
+            outputs = plain_outputs(handle.outputs())
+            if _deployed(outputs):
+                self._record_launched(name, outputs, entry.get("up_started_at") or iso())
+                self.printer.stack(name, "was deploying when the last orchestrator stopped; deployed: adopting it")
+                return "adopted"
+        zone = entry.get("zone")
+        failure = self._attempt(name, handle, zone)
+        if failure is None:
+            return "launched"
+        if failure.retryable:
+            failed_zone = zone or failure.zone
+            tried = [a.get("zone") for a in entry.get("attempts", []) if a.get("zone")]
+            region = entry.get("region") or (region_of_zone(failed_zone) if failed_zone else "")
+            next_zone, why = retry_zone(failed_zone, tried, entry.get("provider", ""), region,
+                                        offering_zones(entry.get("offering", ""), self.catalog))
+            self.printer.stack(name, why)
+            if next_zone is not None:
+                handle.set_config(ZONE_KEY, next_zone)
+                self.manifest.update(name, save=False, zone=next_zone, zone_override=next_zone)
+                if self._attempt(name, handle, next_zone) is None:
+                    return "launched"
+        return "failed"
+
+    def _attempt(self, name: str, handle: Any, zone: str | None) -> Failure | None:
+        started = iso()
+        self.manifest.update(name, state="launching", up_started_at=started)
+        self.printer.stack(name, f"pulumi up{' in ' + zone if zone else ''}")
+        try:
+            with self.gauge:
+                result = handle.up(on_output=self.printer.for_stack(name))
+        except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
+            from analysis.pulumi_ws import error_text
+
+            failure = classify(error_text(exc, limit=8000))
+            self._record_failure(name, failure, zone, started)
+            return failure
+        outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
+        self.manifest.add_attempt(name, {"zone": zone, "started_at": started, "ended_at": iso(), "outcome": "launched"})
+        self._record_launched(name, outputs, started)
+        return None
+
+    def _record_launched(self, name: str, outputs: dict[str, Any], started: str) -> None:
+        deadline = next((outputs[k] for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        self.manifest.update(name, state="launched", launched_at=iso(), up_started_at=started, deadline=deadline,
+                             outputs=outputs, zone=outputs.get("zone") or self.manifest.stacks[name].get("zone"),
+                             failure=None)
+        self.printer.stack(name, f"launched; deadline {deadline or 'unknown'}")
+
+    def _record_failure(self, name: str, failure: Failure, zone: str | None, started: str | None) -> None:
+        self.manifest.add_attempt(name, {"zone": zone or failure.zone, "started_at": started, "ended_at": iso(),
+                                         "outcome": "failed", "failure": failure.to_dict()})
+        self.manifest.update(name, state="launch-failed", failure=failure.to_dict())
+        self.printer.stack(name, f"launch failed ({failure.kind}): {failure.message}")

@@ -1,0 +1,158 @@
+"""The campaign record, kept in the results bucket at `campaigns/<campaign-id>/manifest.json`.
+
+Written before provisioning (every selected stack `pending`), after each stack's
+launch attempt and after provisioning, so a restarted laptop or a second machine
+reads where the campaign stands with the campaign id alone. Writes are whole-file
+and serialised by a lock in this process; two machines updating the same campaign
+at once is last-writer-wins (run `up` from one place at a time).
+
+Per stack: state (pending | launching | launched | launch-failed), offering, market,
+zone, suite, the launch price (hourly USD, source, as-of), every launch attempt with
+its zone and failure, up start/end times, the deadline and outputs, run ids once
+seen, and the teardown outcome with its time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+SCHEMA_VERSION = 1
+MANIFEST_KEY = "campaigns/{id}/manifest.json"
+SUMMARY_KEY = "campaigns/{id}/summary.json"
+STATES = ("pending", "launching", "launched", "launch-failed")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class ManifestError(RuntimeError):
+    """A manifest that is missing, unreadable or for another campaign; the message says which key."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def iso(moment: datetime | None = None) -> str:
+    return (moment or utcnow()).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def new_campaign_id(now: datetime | None = None) -> str:
+    """UTC-timestamp id, one per run of a schedule: `20250106T060000Z`."""
+    return (now or utcnow()).astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def check_id(campaign_id: str) -> str:
+    if not _ID.match(campaign_id or ""):
+        raise ManifestError(f"campaign id {campaign_id!r} is not usable as a bucket key: use letters, digits, '.', '_' "
+                            f"and '-' (e.g. {new_campaign_id()}, the default)")
+    return campaign_id
+
+
+class Manifest:
+    """One campaign's manifest: a JSON document plus the store it lives in."""
+
+    def __init__(self, store: Any, data: dict[str, Any]):
+        self.store = store
+        self.data = data
+        self._lock = threading.RLock()
+
+    # -- identity -----------------------------------------------------------------
+    @property
+    def campaign_id(self) -> str:
+        return self.data["campaign_id"]
+
+    @property
+    def key(self) -> str:
+        return MANIFEST_KEY.format(id=self.campaign_id)
+
+    @property
+    def url(self) -> str:
+        return self.store.url_for(self.key)
+
+    @property
+    def stacks(self) -> dict[str, dict[str, Any]]:
+        return self.data["stacks"]
+
+    # -- load / create ---------------------------------------------------------------
+    @classmethod
+    def load(cls, store: Any, campaign_id: str) -> "Manifest | None":
+        """The stored manifest, or None when this campaign has none yet."""
+        from payload.storage import ObjectNotFound
+
+        key = MANIFEST_KEY.format(id=check_id(campaign_id))
+        try:
+            raw = store.get_bytes(key)
+        except ObjectNotFound:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise ManifestError(f"{store.url_for(key)} is not valid JSON ({exc}); fix or delete it") from None
+        if data.get("campaign_id") != campaign_id or not isinstance(data.get("stacks"), dict):
+            raise ManifestError(f"{store.url_for(key)} is not the manifest of campaign {campaign_id!r}")
+        return cls(store, data)
+
+    @classmethod
+    def require(cls, store: Any, campaign_id: str) -> "Manifest":
+        found = cls.load(store, campaign_id)
+        if found is None:
+            raise ManifestError(f"no campaign {campaign_id!r}: {store.url_for(MANIFEST_KEY.format(id=campaign_id))} "
+                                "does not exist. Check the id and --results (the bucket `up` wrote to).")
+        return found
+
+    @classmethod
+    def open_or_create(cls, store: Any, campaign_id: str, results_url: str) -> "Manifest":
+        found = cls.load(store, campaign_id)
+        if found is not None:
+            return found
+        now = iso()
+        return cls(store, {"schema_version": SCHEMA_VERSION, "campaign_id": campaign_id, "results": results_url,
+                           "created_at": now, "updated_at": now, "selections": [], "stacks": {}})
+
+    # -- updates ---------------------------------------------------------------------
+    def add_selection(self, patterns: Iterable[str], concurrency: int) -> None:
+        with self._lock:
+            self.data.setdefault("selections", []).append({"at": iso(), "patterns": list(patterns), "concurrency": concurrency})
+
+    def ensure(self, name: str, facts: dict[str, Any]) -> dict[str, Any]:
+        """The stack's entry, created `pending` with `facts` when new (an existing entry is kept as is)."""
+        with self._lock:
+            if name not in self.stacks:
+                self.stacks[name] = {"state": "pending", "attempts": [], "run_ids": [], **facts}
+            return self.stacks[name]
+
+    def update(self, name: str, save: bool = True, **fields: Any) -> dict[str, Any]:
+        with self._lock:
+            entry = self.stacks[name]
+            if "state" in fields and fields["state"] not in STATES:
+                raise ValueError(f"bad stack state {fields['state']!r}; allowed: {', '.join(STATES)}")
+            entry.update(fields)
+            if save:
+                self.save()
+            return entry
+
+    def add_attempt(self, name: str, attempt: dict[str, Any]) -> None:
+        with self._lock:
+            self.stacks[name].setdefault("attempts", []).append(attempt)
+
+    def save(self) -> None:
+        """Write the whole manifest (StorageError propagates: a campaign must not run unrecorded)."""
+        with self._lock:
+            self.data["updated_at"] = iso()
+            body = json.dumps(self.data, indent=2, sort_keys=False).encode()
+            self.store.put_bytes(self.key, body, "application/json")
+
+    def put_summary(self, summary: dict[str, Any]) -> str:
+        key = SUMMARY_KEY.format(id=self.campaign_id)
+        self.store.put_bytes(key, json.dumps(summary, indent=2).encode(), "application/json")
+        return self.store.url_for(key)

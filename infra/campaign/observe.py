@@ -1,0 +1,139 @@
+"""What the results bucket says about one stack: its runs since the launch, their results, the last event.
+
+Lists `runs/<stack>/` once. A run directory with `result.json` is a result (status,
+start/end, and the time of its `upload` event from the result's own timeline); one
+without is in progress, and its newest event comes from `events.jsonl` or the
+checkpoint's `state.json` timeline. Runs that started before this campaign's
+launch of the stack (minus clock skew) belong to an earlier launch and are ignored.
+Unreadable files become problems, never errors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from infra.campaign.manifest import parse_time
+
+RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    benchmark: str
+    status: str  # completed | failed | interrupted
+    started_at: datetime | None
+    finished_at: datetime | None
+    upload_at: datetime | None  # the run's last `upload` event
+
+
+@dataclass
+class StackObservation:
+    runs: list[RunView] = field(default_factory=list)  # results of this launch
+    in_progress: list[str] = field(default_factory=list)  # run ids with no result yet
+    last_event: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return sorted({r.run_id for r in self.runs} | set(self.in_progress))
+
+    def latest_by_benchmark(self) -> dict[str, RunView]:
+        def when(run: RunView) -> float:
+            moment = run.finished_at or run.started_at
+            return moment.timestamp() if moment else 0.0
+
+        return {run.benchmark: run for run in sorted(self.runs, key=when)}
+
+    @property
+    def last_upload(self) -> datetime | None:
+        times = [r.upload_at or r.finished_at for r in self.runs if (r.upload_at or r.finished_at)]
+        return max(times) if times else None
+
+
+def _time(text: Any) -> datetime | None:
+    try:
+        return parse_time(text) if text else None
+    except ValueError:
+        return None
+
+
+def _newest(events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    dated = [(e, _time(e.get("time"))) for e in events if isinstance(e, dict)]
+    dated = [(e, t) for e, t in dated if t is not None]
+    return max(dated, key=lambda et: et[1])[0] if dated else None
+
+
+def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
+    times = [_time(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
+    times = [t for t in times if t is not None]
+    return max(times) if times else None
+
+
+def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
+    """Read the stack's runs of this launch from the bucket."""
+    from analysis.completion import CLOCK_SKEW
+    from payload.storage import StorageError
+
+    obs = StackObservation()
+    prefix = f"runs/{stack}/"
+    try:
+        keys = [o.key for o in store.list(prefix)]
+    except StorageError as exc:
+        obs.problems.append(f"cannot list {store.url_for(prefix)}: {exc}")
+        return obs
+    runs: dict[str, set[str]] = {}
+    for key in keys:
+        run_id, _, rest = key[len(prefix):].partition("/")
+        if rest in (RESULT, EVENTS, STATE):
+            runs.setdefault(run_id, set()).add(rest)
+    floor = since - CLOCK_SKEW if since else None
+    events: list[dict[str, Any]] = []
+    for run_id, files in sorted(runs.items()):
+        doc = _read_json(store, f"{prefix}{run_id}/{RESULT if RESULT in files else STATE}", obs) \
+            if (RESULT in files or STATE in files) else None
+        started = _time((doc or {}).get("started_at"))
+        if floor and started and started < floor:
+            continue
+        timeline = list((doc or {}).get("timeline") or [])
+        if RESULT in files and doc is not None:
+            bench = doc.get("benchmark")
+            name = bench.get("name") if isinstance(bench, dict) else (bench or run_id)
+            obs.runs.append(RunView(run_id, str(name), str(doc.get("status")), started,
+                                    _time(doc.get("finished_at")), _last_upload(timeline)))
+        else:
+            obs.in_progress.append(run_id)
+        if EVENTS in files:
+            timeline += _read_jsonl(store, f"{prefix}{run_id}/{EVENTS}", obs)
+        newest = _newest(timeline)
+        if newest is not None:
+            events.append(newest)
+    obs.last_event = _newest(events)
+    return obs
+
+
+def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(store.get_bytes(key))
+        return doc if isinstance(doc, dict) else None
+    except Exception as exc:  # noqa: BLE001 - half-written or foreign file
+        obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
+        return None
+
+
+def _read_jsonl(store: Any, key: str, obs: StackObservation) -> list[dict[str, Any]]:
+    try:
+        text = store.get_bytes(key).decode()
+    except Exception as exc:  # noqa: BLE001
+        obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
