@@ -83,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
         c.set_defaults(func=cmd_pulumi)
     from infra.ssh import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
     register_ssh(sub)
+    from infra.campaign.cli import register as register_campaign  # `python -m infra campaign` (infra/campaign/)
+    register_campaign(sub)
     return ap
 
 
