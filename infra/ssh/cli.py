@@ -76,6 +76,8 @@ class Session:
                              "run_id": None, "status": None, "exit_code": None, "attached": False,
                              "results": None, "payload_runs": [], "files": [], "checks": [], "message": ""}
         self.conn = self.sftp = None
+        self.current: remote.RemoteRun | None = None
+        self.launching: RunLayout | None = None  # set just before a launch, for Ctrl-C in the middle of it
 
     def say(self, text: str) -> None:
         print(f"[ssh {self.cfg.stack}] {text}", file=self.progress, flush=True)
@@ -98,13 +100,13 @@ class Session:
     def start(self, root: str) -> remote.RemoteRun:
         found = self.check_host()
         has_gpu = any(c.name == "gpu" and c.ok for c in found)
-        layout = RunLayout(root, self.cfg.stack, new_run_id())
+        layout = self.launching = RunLayout(root, self.cfg.stack, new_run_id())
         plan = plan_for(self.cfg, layout, has_gpu)
         record = {"stack": self.cfg.stack, "run_id": layout.run_id, "offering": self.cfg.offering,
                   "runtime": self.cfg.runtime, "host": self.cfg.target, "image": plan.image,
                   "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
                   "payload": [str(a) for a in plan.payload]}
-        r = remote.launch(self.conn, self.sftp, layout, plan, record)
+        r = self.current = remote.launch(self.conn, self.sftp, layout, plan, record)
         self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
         return r
 
@@ -113,14 +115,13 @@ class Session:
             return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
         return None
 
-    def watch(self, r: remote.RemoteRun, offset: int) -> remote.RemoteRun:
-        try:
-            return follow.follow(self.conn, self.sftp, r, out=self.progress, poll=self.args.poll, offset=offset)
-        except KeyboardInterrupt:
-            self.say(f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint)...")
-            r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.args.stop_timeout)
-            self.report["stopped_by_user"] = True
-            return r
+    def interrupt(self, r: remote.RemoteRun) -> remote.RemoteRun:
+        """Ctrl-C: SIGTERM the run's process group so the payload checkpoints, KILL after the grace time."""
+        self.say(f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint; "
+                 "Ctrl-C again leaves it stopping on its own)...")
+        r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.args.stop_timeout)
+        self.report["stopped_by_user"] = True
+        return r
 
     def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
         from payload.storage import open_store
@@ -152,6 +153,19 @@ class Session:
         self.say(f"run {current.layout.run_id} {verb}")
         return current
 
+    def locate_or_start(self, root: str) -> remote.RemoteRun:
+        """The open run of this stack, or a new one; sets `self.current` as soon as it is known."""
+        pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
+        if pending:  # picking up needs no lock; only launching does
+            self.current = self.pick(pending)
+        else:
+            with remote.StackLock(self.conn, root, self.cfg.stack):
+                pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
+                self.current = self.pick(pending) if pending else self.start(root)
+        self.report["run_id"] = self.current.layout.run_id
+        self.report["remote_dir"] = self.current.layout.dir
+        return self.current
+
     def main(self) -> str:
         self.conn = connect(self.cfg)
         try:
@@ -160,22 +174,25 @@ class Session:
                 self.check_host()
                 return "checked"
             root = remote.resolve_root(self.conn, self.cfg.remote_dir)
-            with remote.StackLock(self.conn, root, self.cfg.stack):
-                pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
-                current = self.pick(pending) if pending else self.start(root)
-            self.report["run_id"] = current.layout.run_id
-            self.report["remote_dir"] = current.layout.dir
-            if self.args.detach and current.alive:
-                self.say(f"detached; run `python -m infra ssh {self.cfg.stack}` again to follow and collect it")
-                return "running"
-            if current.alive:
-                offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
-                current = self.watch(current, offset)
+            try:
+                current = self.locate_or_start(root)
+                if self.args.detach and current.alive:
+                    self.say(f"detached; run `python -m infra ssh {self.cfg.stack}` again to follow and collect it")
+                    return "running"
+                if current.alive:
+                    offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
+                    current = follow.follow(self.conn, self.sftp, current, out=self.progress, poll=self.args.poll, offset=offset)
+            except KeyboardInterrupt:
+                if self.current is None and self.launching is not None:
+                    started = remote.load_run(self.conn, self.sftp, self.launching)
+                    self.current = started if started.pid is not None else None
+                if self.current is None:
+                    raise Outcome("stopped-by-user", "Ctrl-C before the run had started; if it did start, "
+                                  f"`python -m infra ssh {self.cfg.stack}` picks it up") from None
+                current = self.interrupt(self.current)
             current = self.collect(current)
             self.report["exit_code"] = (current.state or {}).get("exit_code")
-            if self.report.get("stopped_by_user"):
-                return "stopped-by-user"
-            return current.status
+            return "stopped-by-user" if self.report.get("stopped_by_user") else current.status
         except (FileNotFoundError, PermissionError):
             raise
         except (OSError, EOFError) as exc:
@@ -217,7 +234,12 @@ def _execute(args, progress: IO[str]) -> tuple[str, dict]:
 def run(args) -> int:
     """Entry point for `python -m infra ssh` (args from `register`); returns the exit code."""
     progress = sys.stderr if args.json else sys.stdout
-    status, report = _execute(args, progress)
+    try:
+        status, report = _execute(args, progress)
+    except KeyboardInterrupt:
+        status, report = "stopped-by-user", {"stack": args.stack, "message": (
+            "interrupted (Ctrl-C); if a run was started, or is still stopping on the host, "
+            f"`python -m infra ssh {args.stack}` picks it up and collects it")}
     if report.get("message"):
         print(f"error: {report['message']}", file=sys.stderr, flush=True)
     report["status"] = "interrupted" if status == "stopped-by-user" else status

@@ -25,7 +25,6 @@ RESULT_SCHEMES = ("s3://", "gs://", "file://")
 SSH_KINDS = ("dedicated", "bare-metal", "marketplace", "onprem", "cloud-vm", "local")
 DEFAULT_REMOTE_DIR = "~/.gpubench"
 DEFAULT_PIP_EXTRAS = "payload,tf"
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 # --- value parsers: (key, raw) -> typed value, or ConfigError naming the key.
@@ -85,9 +84,13 @@ def _benchmarks(key: str, raw: Any) -> tuple[str, ...]:
     if not isinstance(items, (list, tuple)) or not [i for i in items if str(i).strip()]:
         raise ConfigError(key, f"expected a benchmark name or a list of them (see `python -m payload list`), got {raw!r}")
     names = tuple(str(i).strip() for i in items if str(i).strip())
-    bad = [n for n in names if not _SLUG.match(n)]
-    if bad:
-        raise ConfigError(key, f"benchmark names are lowercase slugs like 'mnist-mlp', got {bad}")
+    from payload.benchmarks import REGISTRY  # the one list of benchmark names (imports no TensorFlow)
+
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(key, f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
     return names
 
 

@@ -20,7 +20,7 @@ from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import Plan
 from infra.ssh import script
 
-LOCK_STALE_SECONDS = 600
+LOCK_STALE_SECONDS = 120  # a launch (upload, unpack, wait for the pid) takes seconds; older locks are leftovers
 # exit code of `python -m payload run` (payload/exitcodes.py) -> run status
 EXIT_STATUS = {0: "completed", 4: "completed", 75: "interrupted"}
 WRAPPER_STATUS = {"stopped": "interrupted", "killed": "interrupted", "lost": "lost"}
@@ -143,8 +143,8 @@ def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: flo
         if not _exists(sftp, path):
             _put(sftp, data, path + ".part")
             sftp.posix_rename(path + ".part", path)
-    for cmd in plan.prepare:
-        run(conn, cmd, timeout=600)
+    if plan.prepare:
+        run(conn, " && ".join(f"({cmd})" for cmd in plan.prepare), timeout=600)
     _put(sftp, json.dumps(record, indent=2) + "\n", layout.path("record"))
     _put(sftp, script.setup_script(plan), layout.path("setup"), 0o755)
     _put(sftp, script.payload_script(plan), layout.path("payload"), 0o755)
@@ -153,10 +153,9 @@ def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: flo
     run(conn, script.launch_command(layout))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        r = load_run(conn, sftp, layout)
-        if r.pid is not None:
-            return r
-        time.sleep(0.2)
+        if _exists(sftp, layout.path("pid")):
+            return load_run(conn, sftp, layout)
+        time.sleep(0.1)
     raise SshError(f"the run wrapper did not start within {timeout:g}s; see {layout.dir} on the host")
 
 

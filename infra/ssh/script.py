@@ -20,7 +20,7 @@ echo $$ > pid.tmp && mv pid.tmp pid
 stopped=0
 child=
 trap 'stopped=1; [ -n "$child" ] && kill -TERM "$child" 2>/dev/null' TERM INT HUP
-now() {{ date -u +%Y-%m-%dT%H:%M:%SZ; }}
+now() {{ t=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ); case $t in *N*) date -u +%Y-%m-%dT%H:%M:%SZ ;; *) echo "$t" ;; esac; }}
 event() {{ printf '{{"event": "%s", "time": "%s"}}\n' "$1" "$(now)" >> host/events.jsonl; }}
 finish() {{
   printf '{{"status": "%s", "exit_code": %s, "phase": "%s", "finished_at": "%s"}}\n' "$1" "$2" "$3" "$(now)" > state.json.tmp
