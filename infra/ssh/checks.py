@@ -26,6 +26,7 @@ class Check:
     required: bool
     detail: str
     fix: str = ""
+    found: int | None = None  # how many of the thing were found (GPUs), where that matters
 
     def line(self) -> str:
         mark = "ok     " if self.ok else ("MISSING" if self.required else "warning")
@@ -54,15 +55,15 @@ def check_gpus(conn, cfg: SshStack) -> Check:
     if r.exited != 0:
         why = "nvidia-smi not found" if r.exited == 127 else f"nvidia-smi failed: {(r.stderr or r.stdout).strip()[:200]}"
         return Check("gpu", False, required, why + (" (gpubench:expectGpu is true)" if required else "; the run will use the CPU"),
-                     "install the NVIDIA driver (it ships nvidia-smi), or set gpubench:expectGpu: false to benchmark the CPU")
+                     "install the NVIDIA driver (it ships nvidia-smi), or set gpubench:expectGpu: false to benchmark the CPU", found=0)
     gpus = [[p.strip() for p in line.split(",")] for line in r.stdout.strip().splitlines() if line.strip()]
     if not gpus:
-        return Check("gpu", False, required, "nvidia-smi lists no GPU", "check the driver with `nvidia-smi -L`")
+        return Check("gpu", False, required, "nvidia-smi lists no GPU", "check the driver with `nvidia-smi -L`", found=0)
     detail = f"{len(gpus)} x {gpus[0][0]} ({gpus[0][1] if len(gpus[0]) > 1 else '?'}), driver {gpus[0][2] if len(gpus[0]) > 2 else '?'}"
     if cfg.gpu_count and len(gpus) < cfg.gpu_count:
         return Check("gpu", False, False, detail + f"; the catalog row has {cfg.gpu_count} x {cfg.gpu_model}",
-                     "results are recorded with the GPUs actually found; check the offering id")
-    return Check("gpu", True, required, detail)
+                     "results are recorded with the GPUs actually found; check the offering id", found=len(gpus))
+    return Check("gpu", True, required, detail, found=len(gpus))
 
 
 def check_docker(conn, cfg: SshStack) -> tuple[Check, list[str]]:

@@ -99,7 +99,7 @@ class Session:
 
     def start(self, root: str) -> remote.RemoteRun:
         found = self.check_host()
-        has_gpu = any(c.name == "gpu" and c.ok for c in found)
+        has_gpu = any(c.name == "gpu" and c.found for c in found)
         layout = self.launching = RunLayout(root, self.cfg.stack, new_run_id())
         plan = plan_for(self.cfg, layout, has_gpu)
         record = {"stack": self.cfg.stack, "run_id": layout.run_id, "offering": self.cfg.offering,

@@ -5,6 +5,9 @@ started as the current user with a throwaway host key and client key made by
 ``ssh-keygen`` in a temp dir, key-only auth, ``internal-sftp``. Under
 ``CI=true`` a missing sshd or ssh-keygen fails the tests instead of skipping.
 
+``sshd_with_path``: a factory for an extra server whose sessions put a
+directory of fake tools first on PATH (a host with Docker, or without tools).
+
 ``ssh_stack``: writes ``Pulumi.<name>.yaml`` for an SSH stack pointing at that
 server into a temp stacks dir and returns ``(name, stacks_dir)``.
 """
@@ -61,7 +64,8 @@ def _keygen(keygen: str, path: Path) -> None:
     subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", "gpubench-test", "-f", str(path)], check=True)
 
 
-def start_sshd(base: Path) -> SshServer:
+def start_sshd(base: Path, path_prefix: str | None = None) -> SshServer:
+    """sshd on a free loopback port; `path_prefix` goes in front of PATH in its sessions (fake tools)."""
     sshd = _require(SSHD if os.path.exists(SSHD) else shutil.which("sshd"), "sshd")
     keygen = _require(shutil.which("ssh-keygen"), "ssh-keygen")
     base.mkdir(parents=True, exist_ok=True)
@@ -89,6 +93,7 @@ def start_sshd(base: Path) -> SshServer:
         "MaxSessions 50",
         "MaxStartups 50:30:100",
         "LogLevel ERROR",
+        *([f"SetEnv PATH={path_prefix}:/usr/local/bin:/usr/bin:/bin"] if path_prefix else []),
         "",
     ]))
     log = open(base / "sshd.log", "wb")
@@ -106,6 +111,20 @@ def sshd(tmp_path_factory):
     server = start_sshd(tmp_path_factory.mktemp("sshd"))
     yield server
     server.stop()
+
+
+@pytest.fixture
+def sshd_with_path(tmp_path):
+    """Factory: a separate sshd whose sessions find `bin_dir` first on PATH (fake docker, nvidia-smi)."""
+    servers: list[SshServer] = []
+
+    def make(bin_dir: Path) -> SshServer:
+        servers.append(start_sshd(tmp_path / f"sshd-{len(servers)}", str(bin_dir)))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.stop()
 
 
 @pytest.fixture
