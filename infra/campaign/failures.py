@@ -57,7 +57,7 @@ class Failure:
 def _provider_line(text: str, pattern: str) -> str:
     for line in text.splitlines():
         if re.search(pattern, line):
-            return line.strip()[:1000]
+            return line.split("error: ", 1)[-1].strip()[:1000]  # drop Pulumi's resource prefix
     return text.strip().splitlines()[-1][:1000] if text.strip() else ""
 
 
