@@ -244,8 +244,10 @@ def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORK
     if fingerprint != manifest.table_fingerprint or not all(Path(p).exists() for p in paths.values()):
         write_table(rows, out)
         summary.table_written = True
-    manifest.entries = entries
-    manifest.save(fingerprint)
+    if fingerprint != manifest.table_fingerprint or entries.keys() != old_entries.keys():
+        # nothing changed means nothing to rewrite (at 10,000 runs the manifest is tens of MB)
+        manifest.entries = entries
+        manifest.save(fingerprint)
     summary.seconds = time.perf_counter() - t0
     return summary, rows
 
