@@ -70,8 +70,8 @@ def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
 class Session:
     """One invocation: connection, progress output and the report it builds."""
 
-    def __init__(self, cfg: SshStack, args, out: IO[str], progress: IO[str]):
-        self.cfg, self.args, self.out, self.progress = cfg, args, out, progress
+    def __init__(self, cfg: SshStack, args, progress: IO[str]):
+        self.cfg, self.args, self.progress = cfg, args, progress
         self.report: dict = {"stack": cfg.stack, "host": cfg.target, "offering": cfg.offering, "runtime": cfg.runtime,
                              "run_id": None, "status": None, "exit_code": None, "attached": False,
                              "results": None, "payload_runs": [], "files": [], "checks": [], "message": ""}
@@ -143,6 +143,7 @@ class Session:
         running = [r for r in pending if r.alive]
         current = running[-1] if running else pending[-1]
         self.report["attached"] = True
+        self.report["runtime"] = current.record.get("runtime", self.cfg.runtime)
         for r in pending:
             if r is not current and not r.alive:
                 self.say(f"found finished run {r.layout.run_id} ({r.status}), not uploaded yet: collecting it")
@@ -212,7 +213,7 @@ def _execute(args, progress: IO[str]) -> tuple[str, dict]:
             runtime=args.runtime, remote_python=args.remote_python, expect_gpu=args.expect_gpu)
     except (ConfigError, FileNotFoundError) as exc:
         return "config", {"stack": args.stack, "message": f"{args.stack}: {exc}"}
-    session = Session(cfg, args, sys.stdout, progress)
+    session = Session(cfg, args, progress)
     try:
         return session.main(), session.report
     except Outcome as exc:

@@ -13,7 +13,7 @@ import difflib
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from infra.config import DEFAULT_PAYLOAD_IMAGE, MAX_HOURS_LIMIT, NAMESPACE, PRECISIONS, ConfigError
@@ -205,7 +205,6 @@ class SshStack:
     image_generation: str = "cuda12"
     gpu_count: int = 0
     gpu_model: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def target(self) -> str:

@@ -87,13 +87,14 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
                     env={"PYTHONPATH": f"{src}/gpubench"})
     venv = f"{run.root}/venvs/{bundle.digest}"
     tmp = f"{q(venv)}.tmp.$$"
+    extras = f"[{cfg.pip_extras}]" if cfg.pip_extras.strip() else ""
     setup = "\n".join([
         "set -e",
         f"if [ ! -f {q(venv)}/.gpubench-ready ]; then",
         f"  rm -rf {tmp}",
         f"  python3 -m venv {tmp}",
         f"  {tmp}/bin/python -m pip install --quiet --upgrade pip",
-        f"  {tmp}/bin/python -m pip install {q(src + '/gpubench[' + cfg.pip_extras + ']')}",
+        f"  {tmp}/bin/python -m pip install {q(src + '/gpubench' + extras)}",
         f"  touch {tmp}/.gpubench-ready",
         f"  mv -T {tmp} {q(venv)} 2>/dev/null || rm -rf {tmp}  # another run finished the same venv first",
         "fi",

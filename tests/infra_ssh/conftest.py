@@ -10,100 +10,23 @@ directory of fake tools first on PATH (a host with Docker, or without tools).
 
 ``ssh_stack``: writes ``Pulumi.<name>.yaml`` for an SSH stack pointing at that
 server into a temp stacks dir and returns ``(name, stacks_dir)``.
+
+The server helpers (``start_sshd``, ``SshServer``) are in ``sshd_server.py``.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
-import shutil
-import subprocess
+import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
-from servers import free_port, wait_for_port
+from sshd_server import SshServer, start_sshd
 
-SSHD = "/usr/sbin/sshd"
-REPO = Path(__file__).resolve().parents[2]
-VENV_PYTHON = str(REPO / ".venv" / "bin" / "python") if (REPO / ".venv" / "bin" / "python").exists() else None
-
-
-def _require(path: str | None, what: str) -> str:
-    if path and os.path.exists(path):
-        return path
-    msg = f"{what} is not installed (apt-get install openssh-server openssh-client)"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(msg + "; CI=true so a missing sshd is a failure")
-    pytest.skip(msg)
-
-
-@dataclass
-class SshServer:
-    host: str
-    port: int
-    user: str
-    client_key: str       # private key in authorized_keys
-    other_key: str        # a valid key the server does not accept
-    dir: Path
-    proc: subprocess.Popen
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-
-
-def _keygen(keygen: str, path: Path) -> None:
-    subprocess.run([keygen, "-q", "-t", "ed25519", "-N", "", "-C", "gpubench-test", "-f", str(path)], check=True)
-
-
-def start_sshd(base: Path, path_prefix: str | None = None) -> SshServer:
-    """sshd on a free loopback port; `path_prefix` goes in front of PATH in its sessions (fake tools)."""
-    sshd = _require(SSHD if os.path.exists(SSHD) else shutil.which("sshd"), "sshd")
-    keygen = _require(shutil.which("ssh-keygen"), "ssh-keygen")
-    base.mkdir(parents=True, exist_ok=True)
-    for name in ("host_key", "client_key", "other_key"):
-        _keygen(keygen, base / name)
-    (base / "authorized_keys").write_text((base / "client_key.pub").read_text())
-    os.chmod(base / "client_key", 0o600)
-    os.chmod(base / "other_key", 0o600)
-    if os.geteuid() == 0:  # sshd as root insists on its privilege separation directory
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-    port = free_port()
-    config = base / "sshd_config"
-    config.write_text("\n".join([
-        "ListenAddress 127.0.0.1",
-        f"HostKey {base / 'host_key'}",
-        f"PidFile {base / 'sshd.pid'}",
-        f"AuthorizedKeysFile {base / 'authorized_keys'}",
-        "StrictModes no",
-        "UsePAM no",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "Subsystem sftp internal-sftp",
-        "MaxSessions 50",
-        "MaxStartups 50:30:100",
-        "LogLevel ERROR",
-        *([f"SetEnv PATH={path_prefix}:/usr/local/bin:/usr/bin:/bin"] if path_prefix else []),
-        "",
-    ]))
-    log = open(base / "sshd.log", "wb")
-    proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config), "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_for_port(port, 20, proc)
-    except Exception:
-        proc.kill()
-        raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()}") from None
-    return SshServer("127.0.0.1", port, getpass.getuser(), str(base / "client_key"), str(base / "other_key"), base, proc)
+# The "remote" interpreter is the one running the tests: it has TensorFlow, so no venv is built.
+REMOTE_PYTHON = sys.executable
 
 
 @pytest.fixture(scope="session")
@@ -143,7 +66,7 @@ def ssh_stack(tmp_path, sshd):
             "identityFile": sshd.client_key,
             "results": f"file://{tmp_path / 'bucket'}",
             "runtime": "venv",
-            "remotePython": VENV_PYTHON or "python3",
+            "remotePython": REMOTE_PYTHON,
             "remoteDir": str(tmp_path / "remote"),
             "expectGpu": False,
             "benchmark": "mnist-mlp",

@@ -76,3 +76,15 @@ def test_run_status_from_the_wrapper_state():
     assert status({"status": "exited", "exit_code": 1, "phase": "setup"}) == "failed"
     assert status({"status": "stopped", "exit_code": 143, "phase": "payload"}) == "interrupted"
     assert new_run_id(0).startswith("19700101T000000Z-")
+
+
+def test_missing_sshd_fails_under_ci(monkeypatch):
+    import pytest
+    from sshd_server import require_tool
+
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        require_tool("/nonexistent/sshd", "sshd")
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception):
+        require_tool(None, "sshd")
