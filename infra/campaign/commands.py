@@ -147,9 +147,9 @@ def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, time
         return manifest, outcome
     out = Path(out_dir or root / "report" / "campaigns" / campaign_id)
     run_ids = {r for s in statuses for r in s.run_ids}
-    urls = sorted({(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()})
+    urls = sorted({results_url} | {(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()})
     printer(f"campaign {campaign_id}: every stack is done; collecting into {out}")
-    outcome.collect = finish.collect_campaign(results_url, out, run_ids, all_runs)
+    outcome.collect = finish.collect_campaign(urls, out, run_ids, all_runs)
     printer(f"campaign {campaign_id}: tearing down {len(statuses)} stack(s)")
     try:
         backend = backend_factory(root)

@@ -32,6 +32,8 @@ PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
                          "does not exist in zone", "not available in zone", "machineTypes/[^' ]+' was not found")),
 )
 RETRY_KINDS = frozenset({"no-capacity"})
+# Pulumi's own summary lines, never the reason.
+GENERIC = ("update failed", "preview failed", "destroy failed")
 # Zones look like us-east-1a (AWS) or us-central1-a (GCP).
 AWS_ZONE = re.compile(r"\b([a-z]{2}-[a-z]+-\d[a-z])\b")
 GCP_ZONE = re.compile(r"\b([a-z]+-[a-z]+\d+-[a-z])\b")
@@ -77,8 +79,9 @@ def classify(text: str) -> Failure:
                 line = _provider_line(text, pattern)
                 return Failure(kind, line, _zone_in(line) or _zone_in(text))
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "error" in ln.lower()]
-    return Failure("other", (errors or lines or [text.strip() or "unknown error"])[-1][:1000], None)
+    errors = [ln for ln in lines if "error" in ln.lower() and not any(g in ln for g in GENERIC)]
+    line = (errors or lines or [text.strip() or "unknown error"])[0]
+    return Failure("other", line.split("error: ", 1)[-1][:1000], None)
 
 
 def region_of_zone(zone: str) -> str:

@@ -54,10 +54,10 @@ class _Recording:
         return Handle()
 
 
-def collect_campaign(results_url: str, out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
+def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
     from analysis.collect import collect, write_table
 
-    summary, rows = collect([results_url], out_dir)
+    summary, rows = collect(urls, out_dir)
     kept = rows if all_runs else [r for r in rows if r["run_id"] in run_ids]
     if not all_runs:
         write_table(kept, out_dir)

@@ -1,0 +1,125 @@
+"""Recurring campaigns: the schedule file format and the ready-made runners in schedules/campaign/
+agree on the cron time and run `python -m infra campaign run --schedule FILE`."""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DIR = ROOT / "schedules" / "campaign"
+EXAMPLE = DIR / "weekly-spot.yaml"
+EXAMPLE_REL = "schedules/campaign/weekly-spot.yaml"
+
+
+def require_tool(name: str) -> str | None:
+    """A system tool's path; None off CI (the check is skipped), a failure under CI=true."""
+    path = shutil.which(name)
+    if path is None and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{name} is not installed; CI=true so a missing tool is a failure")
+    return path
+
+
+def campaign_commands(text: str) -> list[list[str]]:
+    """Every `-m infra campaign ...` invocation, shell variables resolved the way the runners set them."""
+    found = []
+    for m in re.finditer(r"-m infra (campaign [^;&|\n]*)", text):
+        argv = [a for a in shlex.split(m.group(1)) if not a.startswith("${")]  # optional extra args
+        found.append([EXAMPLE_REL if "$" in a else a for a in argv])
+    return found
+
+
+def test_example_schedule_loads():
+    from infra.campaign.schedule import load
+
+    sch = load(EXAMPLE)
+    assert sch.cron == "0 6 * * 1" and sch.stacks and sch.results.startswith("s3://")
+    assert sch.poll == 300 and sch.timeout == 8 * 3600
+
+
+@pytest.mark.parametrize("doc,match", [
+    ({"cron": "0 6 * *", "stacks": ["a"], "results": "s3://b"}, "5 fields"),
+    ({"cron": "0 25 * * 1", "stacks": ["a"], "results": "s3://b"}, "outside 0..23"),
+    ({"cron": "0 6 * * 1", "results": "s3://b"}, "stacks is required"),
+    ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "concurrncy": 2}, "unknown key"),
+    ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "timeout": "soon"}, "not a duration"),
+])
+def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
+    from infra.campaign.schedule import ScheduleError, load
+
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ScheduleError, match=match):
+        load(path)
+
+
+@pytest.mark.parametrize("cron,calendar", [
+    ("0 6 * * 1", "Mon *-*-* 06:00:00 UTC"),
+    ("30 2 1 * *", "*-*-01 02:30:00 UTC"),
+    ("0 */6 * * *", "*-*-* 00/6:00:00 UTC"),
+    ("15 9 * * mon-fri", "Mon..Fri *-*-* 09:15:00 UTC"),
+])
+def test_cron_to_systemd_oncalendar(cron, calendar):
+    from infra.campaign.schedule import to_oncalendar
+
+    assert to_oncalendar(cron) == calendar
+
+
+def test_runners_share_the_schedule_and_call_campaign_run():
+    from infra.campaign.schedule import load, to_oncalendar
+    from infra.cli import parser
+
+    cron = load(EXAMPLE).cron
+    timer = configparser.ConfigParser(strict=False, interpolation=None)
+    timer.optionxform = str
+    timer.read(DIR / "gpubench-campaign.timer")
+    assert timer["Timer"]["OnCalendar"] == to_oncalendar(cron)
+    assert timer["Timer"]["Unit"] == "gpubench-campaign.service"
+    workflow = yaml.safe_load((DIR / "campaign.yml").read_text())
+    assert workflow[True]["schedule"] == [{"cron": cron}]  # YAML 1.1 reads `on:` as True
+    cronjob = yaml.safe_load((DIR / "cronjob.yaml").read_text())
+    assert cronjob["spec"]["schedule"] == cron and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    for name in ("run.sh", "campaign.yml", "cronjob.yaml"):
+        argvs = campaign_commands((DIR / name).read_text())
+        assert argvs, f"{name} does not call python -m infra campaign"
+        for argv in argvs:
+            args = parser().parse_args(argv)
+            assert args.campaign_command == "run" and callable(args.func)
+    service = (DIR / "gpubench-campaign.service").read_text()
+    assert "schedules/campaign/run.sh" in service and "weekly-spot.yaml" in service
+
+
+def test_schedule_command_prints_the_oncalendar(capsys):
+    from infra.cli import main
+
+    assert main(["campaign", "schedule", str(EXAMPLE), "--json"]) == 0
+    assert '"systemd_oncalendar": "Mon *-*-* 06:00:00 UTC"' in capsys.readouterr().out
+
+
+def test_systemd_units_verify(tmp_path):
+    tool = require_tool("systemd-analyze")
+    if tool is None:
+        pytest.skip("systemd-analyze not installed")
+    for name in ("gpubench-campaign.service", "gpubench-campaign.timer"):
+        text = (DIR / name).read_text().replace("%h/gpubench", str(ROOT)).replace("%h", str(tmp_path))
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run([tool, "verify", str(tmp_path / "gpubench-campaign.timer"),
+                           str(tmp_path / "gpubench-campaign.service")], capture_output=True, text=True)
+    problems = [ln for ln in proc.stderr.splitlines() if "gpubench-campaign" in ln and "Documentation" not in ln]
+    assert not problems, proc.stderr
+
+
+def test_run_sh_passes_shellcheck():
+    tool = require_tool("shellcheck")
+    if tool is None:
+        pytest.skip("shellcheck not installed")
+    proc = subprocess.run([tool, str(DIR / "run.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
