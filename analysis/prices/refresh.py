@@ -19,9 +19,11 @@ from .errors import PriceFetchError, PricesError
 
 
 def _boto3_client(service: str, region: str):
+    """A client on a fresh session: credentials are resolved now, not reused
+    from whatever boto3's default session cached earlier in the process."""
     import boto3
 
-    return boto3.client(service, region_name=region)
+    return boto3.session.Session().client(service, region_name=region)
 
 
 @dataclass

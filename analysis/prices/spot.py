@@ -187,8 +187,10 @@ def _aws_spot(ctx, windows) -> dict[str, Any]:
     method = "aws-spot-history" if not fallback else ("aws-spot-history+" + fallback["method"]
                                                       if any(a["series"] for a in attempts) else fallback["method"])
     sources = list(dict.fromkeys(a["source"] for a in attempts if a["source"]))
-    return {"method": method, "hourly": None, "source": "; ".join(sources) or None, "snapshot": None,
-            "as_of": ctx["day"].isoformat(), "warnings": warns, "attempts": attempts}
+    return {"method": method, "hourly": None, "source": "; ".join(sources) or None,
+            "snapshot": fallback["snapshot"] if fallback else None,
+            "as_of": fallback["as_of"] if fallback else ctx["day"].isoformat(), "warnings": warns,
+            "attempts": attempts}
 
 
 # (provider, market) -> how such a run is priced; anything else is on-demand-like.
@@ -230,6 +232,6 @@ def price_run(result: dict[str, Any], ec2_client_factory: Callable[[str], Any] |
 
 
 def _ec2(region: str):
-    import boto3
+    from .refresh import _boto3_client
 
-    return boto3.client("ec2", region_name=region)
+    return _boto3_client("ec2", region)
