@@ -6,7 +6,10 @@ its outputs show it deployed, else `up` runs again (Pulumi converges to the one
 instance, it does not add a second). A stack that fails to launch is recorded with
 the failure kind and the provider's message and the others go on; a capacity
 failure is retried once in another zone of the same region, never the zone that
-failed. The manifest is saved before provisioning and after every attempt.
+failed. The retry zone is set as the stack's `gpubench:zone` through the Automation
+API (`pulumi config set`, i.e. in stacks/Pulumi.<stack>.yaml) and recorded in the
+manifest as `zone_override`: the stack's state lives in that zone now. The manifest
+is saved before provisioning and after every attempt.
 """
 
 from __future__ import annotations

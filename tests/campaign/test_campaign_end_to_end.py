@@ -17,9 +17,7 @@ Three payload processes in all.
 from __future__ import annotations
 
 import json
-import os
 import uuid
-from datetime import timedelta
 
 import pytest
 

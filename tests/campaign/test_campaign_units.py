@@ -7,7 +7,6 @@ import json
 import threading
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -342,3 +341,34 @@ def test_wait_refuses_when_a_stack_never_launched(tmp_path):
     _, outcome = commands.wait("w1", results_url=(tmp_path / "b").as_uri(), poll_seconds=0, timeout=1,
                                work_dir=tmp_path, printer=Printer(quiet=True))
     assert not outcome.done and outcome.never_launched == ["aws-g4dn-1x"]
+
+
+def test_without_the_pulumi_cli_up_says_how_to_install_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import analysis.pulumi_ws as pulumi_ws
+    from infra.cli import main
+
+    monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: None)
+    project = make_project(tmp_path / "project", {"aws-g4dn-1x": {}}, tiny=False)
+    code = main(["campaign", "up", "aws-g4dn-1x", "--results", (tmp_path / "bucket").as_uri(), "--project-dir", str(project)])
+    assert code == 3 and "get.pulumi.com" in capsys.readouterr().err
+    assert not (tmp_path / "bucket").exists()
+
+
+def test_pulumi_backend_selects_stacks_through_the_automation_api(tmp_path, monkeypatch):
+    import pulumi.automation as auto
+
+    import analysis.pulumi_ws as pulumi_ws
+    from infra.campaign.backend import PulumiBackend
+
+    calls = []
+
+    class Stack:
+        def set_config(self, key, value, path=False):
+            calls.append(("set_config", key, value.value))
+
+    monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: "/usr/bin/pulumi")
+    monkeypatch.setattr(auto, "create_or_select_stack", lambda **kw: calls.append(("select", kw)) or Stack())
+    handle = PulumiBackend(tmp_path).select_stack("aws-g4dn-1x-spot")
+    handle.set_config("gpubench:zone", "us-east-1b")
+    assert calls == [("select", {"stack_name": "aws-g4dn-1x-spot", "work_dir": str(tmp_path)}),
+                     ("set_config", "gpubench:zone", "us-east-1b")]
