@@ -73,6 +73,7 @@ def _aws_tables(offerings: list[Offering], region: str, now: datetime, clients: 
     except PricesError as exc:  # on-demand is the point of the refresh; spot is a bonus
         warns.append(f"aws spot prices in {region} not fetched ({exc}); the snapshot has on-demand prices only")
     rows: dict[str, dict[str, Any]] = {}
+    no_spot = []
     for o in offerings:
         if o.instance_type not in od.prices:
             continue
@@ -83,8 +84,11 @@ def _aws_tables(offerings: list[Offering], region: str, now: datetime, clients: 
             row["note"] = ("spot_hourly: median over zones of the spot price at fetch time: "
                            + ", ".join(f"{z} {p:g}" for z, p in zones.items()))
         elif "spot" in o.markets and spot:
-            warns.append(f"aws {o.instance_type} in {region}: no spot price at fetch time; on-demand only")
+            no_spot.append(o.instance_type)
         rows[o.id] = row
+    if no_spot:
+        warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; "
+                     "on-demand only for these")
     source = (f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
               f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}")
     return {"price": rows}, source, warns

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
 import responses
@@ -102,7 +101,7 @@ def test_aws_refresh_writes_a_dated_snapshot_that_cost_and_offerings_use(data_di
 
 
 @responses.activate
-def test_gcp_refresh_composes_machine_plus_gpus(data_dir, capsys, monkeypatch):
+def test_gcp_refresh_composes_machine_plus_gpus(data_dir, capsys):
     mock_catalog(responses, compute_engine_skus(), per_page=9)
     import requests
 
@@ -189,3 +188,29 @@ def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
     with pytest.raises(SnapshotInvalid, match="aws/p9.huge"):
         snapshot.write(stray, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
     assert list(tmp_path.glob("*.toml")) == []
+
+
+def test_an_api_error_exits_4_and_writes_nothing(data_dir, capsys):
+    pricing, stub = stubbed("pricing")
+    stub.add_client_error("get_products", service_error_code="AccessDeniedException",
+                          service_message="User is not authorized to perform: pricing:GetProducts")
+    before = sorted(p.name for p in (data_dir / "prices").iterdir())
+    with stub:
+        code, _, err = refresh(capsys, "--provider", "aws", clients=Clients(pricing=lambda region: pricing))
+    assert code == 4 and "pricing.get_products failed" in err and "pricing:GetProducts" in err
+    assert sorted(p.name for p in (data_dir / "prices").iterdir()) == before
+
+
+@responses.activate
+def test_another_region_goes_to_out_with_the_region_in_the_name(data_dir, capsys, tmp_path):
+    import requests
+
+    eu = compute_engine_skus()
+    for s in eu:  # the same SKUs, sold in europe-west4 only
+        s["serviceRegions"] = ["europe-west4"]
+    mock_catalog(responses, eu, per_page=50)
+    code, out, err = refresh(capsys, "--provider", "gcp", "--region", "europe-west4", "--out", str(tmp_path / "eu"),
+                             clients=Clients(gcp_session=requests.Session))
+    assert code == 0, err
+    raw = tomllib.loads((tmp_path / "eu" / "2025-09-15_gcp-live-europe-west4.toml").read_text())
+    assert raw["region"] == "europe-west4" and "europe-west4" in raw["source"]
