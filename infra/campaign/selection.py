@@ -1,8 +1,9 @@
 """Which stacks a campaign runs: names and shell-style globs over the stack matrix.
 
 The matrix is the set of checked-in `stacks/Pulumi.<stack>.yaml` files (generated
-from the catalog by `python -m infra stacks`). Results stacks are never selected:
-they hold the buckets, not benchmarks.
+from the catalog by `python -m infra stacks`) whose name is one of the catalog's
+cloud stacks (`catalog.cloud_stacks()`). Results stacks and SSH stacks are never
+selected: the first hold the buckets, the second run through `python -m infra ssh`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ class SelectionError(ValueError):
 
 
 def matrix(stacks_dir: Path) -> list[str]:
-    """Benchmark stacks available to a campaign (results stacks left out)."""
+    """Cloud benchmark stacks available to a campaign: stack files the catalog's matrix knows."""
+    from infra.catalog import load_catalog
     from infra.stacks import stack_names
 
-    return [n for n in stack_names(stacks_dir) if n not in RESULTS_STACKS]
+    cloud = load_catalog().cloud_stacks()
+    return [n for n in stack_names(stacks_dir) if n not in RESULTS_STACKS and n in cloud]
 
 
 def select(patterns: Sequence[str], stacks_dir: Path) -> list[str]:

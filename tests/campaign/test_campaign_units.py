@@ -97,10 +97,11 @@ def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_pat
     project = make_project(tmp_path, {n: {} for n in ("aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot", "gcp-t4-1x-spot",
                                                       "gcp-v100-1x-spot", "gcp-v100-1x")}, tiny=False)
     (project / "stacks" / "Pulumi.aws-results.yaml").write_text("config: {gpubench:stackType: results}\n")
+    (project / "stacks" / "Pulumi.aws-ssh-box.yaml").write_text("config: {gpubench:offering: onprem/box}\n")
     stacks = project / "stacks"
     assert select(["aws-p3-*"], stacks) == ["aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot"]
     assert select(["gcp-*-spot", "aws-p3-8x"], stacks) == ["gcp-t4-1x-spot", "gcp-v100-1x-spot", "aws-p3-8x"]
-    assert "aws-results" not in select(["aws-*"], stacks)
+    assert select(["aws-*"], stacks) == ["aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot"]  # no results or SSH stacks
     with pytest.raises(SelectionError, match="results stack"):
         select(["aws-results"], stacks)
     with pytest.raises(SelectionError, match="Did you mean: aws-p3-8x"):
