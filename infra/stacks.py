@@ -82,8 +82,22 @@ def load_config(name: str, stacks_dir: Path = STACKS_DIR) -> dict[str, Any]:
     return _read(path)
 
 
-def stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
+# SSH stacks (`python -m infra ssh`, docs/ssh.md) share stacks/ but are not Pulumi
+# programs: their names start with this prefix and the matrix never touches them.
+SSH_PREFIX = "ssh-"
+
+
+def _all_names(stacks_dir: Path) -> list[str]:
     return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+
+
+def stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    """The Pulumi stacks in stacks/ (SSH stacks excluded)."""
+    return [n for n in _all_names(stacks_dir) if not n.startswith(SSH_PREFIX)]
+
+
+def ssh_stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    return [n for n in _all_names(stacks_dir) if n.startswith(SSH_PREFIX)]
 
 
 def _generated(path: Path) -> bool:

@@ -49,3 +49,9 @@ def test_write_keeps_user_keys_and_check_finds_problems(catalog, tmp_path):
     config = yaml.safe_load(path.read_text())["config"]
     assert config["gcp:project"] == "my-project" and config["gpubench:offering"] == "gcp/n1-standard-8+1xv100"
     assert (tmp_path / "Pulumi.my-own.yaml").exists() and not (tmp_path / "Pulumi.aws-gone-1x.yaml").exists()
+
+
+def test_ssh_stacks_share_stacks_dir_but_not_the_matrix():
+    ssh = stackfiles.ssh_stack_names()
+    assert {"ssh-hetzner-ex51", "ssh-onprem-parkopedia"} <= set(ssh)
+    assert not set(ssh) & set(stackfiles.stack_names())

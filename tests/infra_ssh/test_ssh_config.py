@@ -11,8 +11,8 @@ from infra.catalog import load_catalog
 from infra.config import ConfigError
 from infra.ssh.config import is_ssh_config, parse_ssh_config
 
-# The example SSH stacks; they move to stacks/ once `python -m infra stacks/preview` skip SSH stacks.
-EXAMPLES = [Path(__file__).resolve().parent / "stacks", Path(__file__).resolve().parents[2] / "stacks"]
+# The example SSH stacks, checked in beside the generated cloud stacks.
+EXAMPLES = [Path(__file__).resolve().parents[2] / "stacks"]
 BASE = {"gpubench:offering": "hetzner/ex51-ssd-gpu", "gpubench:host": "gpu-box.example.internal",
         "gpubench:results": "s3://bucket/prefix", "gpubench:benchmark": "mnist-mlp"}
 
