@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from infra.config import DEFAULT_PAYLOAD_IMAGE, MAX_HOURS_LIMIT, NAMESPACE, PRECISIONS, ConfigError
+from infra.stacks import SSH_PREFIX
 
 RUNTIMES = ("docker", "venv")
 HOST_KEY_POLICIES = ("accept-new", "strict")
@@ -238,6 +239,9 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
     """Parse and check an SSH stack against the catalog; ConfigError names the key and the fix."""
     if not isinstance(raw, Mapping):
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
+    if not stack.startswith(SSH_PREFIX):
+        raise ConfigError("stack", f"SSH stack names start with {SSH_PREFIX!r} so the Pulumi matrix, preview and campaigns "
+                          f"skip them; rename stacks/Pulumi.{stack}.yaml to stacks/Pulumi.{SSH_PREFIX}{stack}.yaml")
     ours = _ours(raw)
     for key in ours:
         if key not in KEYS:

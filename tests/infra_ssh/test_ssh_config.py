@@ -62,6 +62,11 @@ def test_bad_values_name_the_key_and_the_fix(keys, key, fragment):
     assert err.value.key == key and fragment in str(err.value)
 
 
+def test_ssh_stack_names_need_the_prefix():
+    with pytest.raises(ConfigError, match="rename stacks/Pulumi.box.yaml to stacks/Pulumi.ssh-box.yaml"):
+        parse_ssh_config(BASE, "box", load_catalog())
+
+
 def test_provider_keys_are_refused():
     with pytest.raises(ConfigError, match="aws:region"):
         parse_ssh_config({**BASE, "aws:region": "us-east-1"}, "ssh-test", load_catalog())
