@@ -109,8 +109,52 @@ def validate(result: dict) -> None:
     validate_result(result)
 
 
-def parse_result(data: bytes, *, source: str, key: str, etag: str | None) -> dict:
-    """Bytes of a result.json -> row. Raises ValueError with the reason."""
+SpotPricer = Callable[[dict], dict]
+
+
+def aws_spot_pricer(mode: str = "auto") -> SpotPricer | None:
+    """The EC2 spot-history pricer for AWS spot runs (analysis.prices.spot.price_run),
+    or None when `mode` is "off". With "auto" it is used only when AWS
+    credentials resolve; the check runs once, at the first AWS spot run."""
+    if mode == "off":
+        return None
+    state: dict[str, bool] = {}
+
+    def pricer(result: dict) -> dict | None:
+        from analysis.prices.spot import price_run
+
+        if mode == "auto" and "ok" not in state:
+            import boto3
+
+            state["ok"] = boto3.Session().get_credentials() is not None
+        if mode == "auto" and not state["ok"]:
+            return None
+        return price_run(result)
+
+    return pricer
+
+
+def attach_spot_history(row: dict, priced: dict | None) -> dict:
+    """Store the spot price series each attempt paid (from EC2's history) in the
+    row's billing windows, where pricing time-weights them over the window."""
+    if not priced:
+        return row
+    series = {a["attempt"]: a.get("series") for a in priced.get("attempts", [])}
+    windows = json.loads(row["attempts_json"])
+    for w in windows:
+        if series.get(w["attempt"]):
+            w["spot_prices"] = [list(p) for p in series[w["attempt"]]]
+            w["spot_price_source"] = next(a["source"] for a in priced["attempts"] if a["attempt"] == w["attempt"])
+    row["attempts_json"] = json.dumps(windows, separators=(",", ":"))
+    row["spot_price_method"] = priced.get("method")
+    row["spot_price_warnings"] = "; ".join(priced.get("warnings") or []) or None
+    return row
+
+
+def parse_result(data: bytes, *, source: str, key: str, etag: str | None,
+                 spot_pricer: SpotPricer | None = None) -> dict:
+    """Bytes of a result.json -> row. Raises ValueError with the reason.
+    AWS spot runs are priced from EC2's spot history when `spot_pricer` is given."""
     from payload.schema import ResultValidationError
 
     if not data.strip():
@@ -130,7 +174,10 @@ def parse_result(data: bytes, *, source: str, key: str, etag: str | None) -> dic
     except ResultValidationError as exc:
         problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
         raise ValueError("invalid: " + "; ".join(problems)) from None
-    return result_to_row(result, source=source, key=key, etag=etag, schema_version_read=version)
+    row = result_to_row(result, source=source, key=key, etag=etag, schema_version_read=version)
+    if spot_pricer is not None and row["market"] == "spot" and row["provider"] == "aws":
+        row = attach_spot_history(row, spot_pricer(result))
+    return row
 
 
 def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
@@ -173,9 +220,12 @@ def _progress(total: int, enabled: bool):
 
 
 def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORKERS,
-            progress: bool = False, store_opener: Callable | None = None) -> tuple[Summary, list[dict]]:
+            progress: bool = False, store_opener: Callable | None = None,
+            spot_pricer: SpotPricer | None = None) -> tuple[Summary, list[dict]]:
     """Collect runs from `urls` into `out_dir`. Returns the summary and the
-    table rows (valid, de-duplicated by run id)."""
+    table rows (valid, de-duplicated by run id). New AWS spot runs are priced
+    from EC2's spot price history through `spot_pricer` (see aws_spot_pricer);
+    cached rows keep the series they were collected with."""
     from payload.storage import StorageError, open_store
 
     opener = store_opener or open_store
@@ -217,7 +267,7 @@ def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORK
             # not cached: the next collect tries again
             return f"{url}|{key}", {**entry, "etag": None, "reason": f"download failed: {exc}"}
         try:
-            entry["row"] = parse_result(data, source=url, key=key, etag=info.etag)
+            entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
         except ValueError as exc:
             entry["reason"] = str(exc)
         except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect

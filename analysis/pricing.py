@@ -86,15 +86,17 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
         if history:
             start, end = (_t(window[k]) for k in ("start", "end"))
             series = [(_t(t), p) for t, p in history]
-            basis = "spot price history recorded in the timeline, time-weighted"
+            source = window.get("spot_price_source") or "timeline spot_price events"
+            basis = ("EC2 spot price history of the run's zone, time-weighted" if window.get("spot_price_source")
+                     else "spot price history recorded in the timeline, time-weighted")
             if series[0][0] > start:
                 # the history starts inside the window: before its first
                 # point the price recorded at launch (or that first point) held
                 series.insert(0, (start, recorded if recorded is not None else series[0][1]))
                 basis += " (launch price until the first change)"
             if end <= start:
-                return series[-1][1], basis, "timeline spot_price events", window["start"][:10]
-            return time_weighted_price(series, start, end), basis, "timeline spot_price events", window["start"][:10]
+                return series[-1][1], basis, source, window["start"][:10]
+            return time_weighted_price(series, start, end), basis, source, window["start"][:10]
         recorded = _num(row.get("recorded_spot_hourly_usd"))
         if recorded is not None:
             return recorded, "spot price recorded at launch", row.get("recorded_price_source"), \

@@ -33,6 +33,7 @@ COLUMNS = (
     "train_seconds", "samples_per_second", "samples_per_second_p10", "samples_per_second_p90",
     "final_accuracy", "gpu_utilization_mean", "epochs_completed", "steps_completed", "samples_trained",
     "attempts", "launch_at", "terminated_at", "instance_seconds", "window_notes", "attempts_json",
+    "spot_price_method", "spot_price_warnings",
     "error", "source", "key", "etag",
 )
 
@@ -152,6 +153,7 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "instance_seconds": sum(w["seconds"] for w in windows),
         "window_notes": "; ".join(notes) or None,
         "attempts_json": json.dumps(windows, separators=(",", ":")),
+        "spot_price_method": None, "spot_price_warnings": None,
         "error": result.get("error"),
         "source": source, "key": key, "etag": etag,
     }

@@ -30,6 +30,9 @@ def register(sub) -> None:
                    help="parallel downloads (default: 10, the SDKs' connection pool size)")
     p.add_argument("--teardown", action="store_true",
                    help="afterwards, destroy the Pulumi stacks whose runs all finished (completed or failed)")
+    p.add_argument("--spot-history", choices=("auto", "on", "off"), default="auto",
+                   help="price new AWS spot runs at the time-weighted spot price of their own zone and window "
+                        "from EC2's spot price history (auto: when AWS credentials are available)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
     p.set_defaults(func=run)
 
@@ -62,7 +65,7 @@ def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
 def run(args) -> int:
     import sys
 
-    from analysis.collect import DEFAULT_WORKERS, collect
+    from analysis.collect import DEFAULT_WORKERS, aws_spot_pricer, collect
     from payload.storage import StorageError
 
     if args.workers is not None and args.workers < 1:
@@ -71,7 +74,8 @@ def run(args) -> int:
     urls = args.results or ["results"]
     show = not args.json and sys.stderr.isatty()
     try:
-        summary, rows = collect(urls, args.out, workers=args.workers or DEFAULT_WORKERS, progress=show)
+        summary, rows = collect(urls, args.out, workers=args.workers or DEFAULT_WORKERS, progress=show,
+                                spot_pricer=aws_spot_pricer(args.spot_history))
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
