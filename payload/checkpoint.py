@@ -1,7 +1,9 @@
 """Checkpoints in the bucket, and finding the one to resume from.
 
-Layout under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<n>.keras``
-(full Keras model incl. optimizer state, ``n`` = steps done) and
+Layout under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<n>.npz``
+(every model and optimizer variable as a numpy archive, ``n`` = steps done;
+the same format on Keras 2 and 3, and cheap to take: a host copy at the
+epoch boundary, packing and upload on a background thread) and
 ``state.json`` (what the harness needs to continue: epochs/steps done,
 attempts, epoch rows, timeline, throughput samples). The model is uploaded
 before the state that points at it, and older models are deleted only
@@ -10,22 +12,54 @@ after, so a crash between the two never leaves a state without its model.
 A new run with the same fingerprint (stack + benchmark + params) resumes
 from the newest incomplete state found under ``runs/<stack>/``. Uploads
 happen on a single background thread so training does not wait for the
-bucket; ``wait()`` joins it (done before writing any result).
+bucket; ``wait()`` joins it (done before writing any result). Resuming
+builds the model from the benchmark's parameters and loads the archive.
 """
 
 from __future__ import annotations
 
+import io
 import json
-import os
-import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
 
 from payload.events import iso
 
 __all__ = ["Checkpointer", "find_resumable", "STATE_NAME"]
 
 STATE_NAME = "state.json"
+
+
+def snapshot(model) -> tuple[list, list]:
+    """Copy model and optimizer variables to host memory (milliseconds), so the
+    archive can be written while training goes on."""
+    weights = model.get_weights()
+    opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
+    return weights, opt
+
+
+def pack(weights: list, opt: list) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)})
+    return buf.getvalue()
+
+
+def restore(model, blob: bytes) -> None:
+    """Load an archive written by ``pack`` into a freshly built, compiled model."""
+    with np.load(io.BytesIO(blob)) as f:
+        weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
+        opt = [f[f"o{i}"] for i in range(sum(k.startswith("o") for k in f.files))]
+    model.set_weights(weights)
+    model.optimizer.build(model.trainable_variables)
+    variables = list(model.optimizer.variables)
+    if len(variables) != len(opt):
+        raise ValueError(f"checkpoint has {len(opt)} optimizer variables, the model's optimizer "
+                         f"{len(variables)}: parameters changed since the checkpoint?")
+    for var, value in zip(variables, opt):
+        var.assign(value)
 
 
 def find_resumable(store, stack: str, fingerprint: str) -> dict | None:
@@ -64,29 +98,19 @@ class Checkpointer:
         return self.dir + STATE_NAME
 
     def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
-        """Serialise now (the model keeps training), upload in the background."""
-        import time
-
+        """Snapshot now (the model keeps training); pack and upload in the background."""
         t0 = time.perf_counter()
-        fd, path = tempfile.mkstemp(suffix=".keras", prefix="gpubench-ckpt-")
-        os.close(fd)
-        try:
-            model.save(path)
-            with open(path, "rb") as f:
-                blob = f.read()
-        finally:
-            os.unlink(path)
-        serialise_s = time.perf_counter() - t0
         self.wait()  # at most one upload in flight
-        self._pending = self._pool.submit(self._upload, blob, dict(state), tag, serialise_s)
+        weights, opt = snapshot(model)
+        snapshot_s = time.perf_counter() - t0
+        self._pending = self._pool.submit(self._upload, weights, opt, dict(state), tag, snapshot_s)
         if sync:
             self.wait()
 
-    def _upload(self, blob: bytes, state: dict, tag: int, serialise_s: float) -> None:
-        import time
-
+    def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
         t0 = time.perf_counter()
-        key = f"{self.dir}model-{tag:09d}.keras"
+        blob = pack(weights, opt)
+        key = f"{self.dir}model-{tag:09d}.npz"
         old = self.model_key
         state.update(model_key=key, saved_at=iso())
         ok = self.store.put_bytes(key, blob, "application/octet-stream") is not False
@@ -101,7 +125,7 @@ class Checkpointer:
             self.saved += 1
         if self.timeline is not None:
             self.timeline.add("checkpoint", key=key, bytes=len(blob), uploaded=ok,
-                              serialise_seconds=round(serialise_s, 3), upload_seconds=round(time.perf_counter() - t0, 3))
+                              snapshot_seconds=round(snapshot_s, 4), pack_upload_seconds=round(time.perf_counter() - t0, 3))
 
     def wait(self) -> None:
         if self._pending is not None:

@@ -106,6 +106,7 @@ class BenchmarkRun:
         self.measured = {"samples": 0, "seconds": 0.0, "rates": []}
         self.gpu_hist: dict = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
         self.final = {"accuracy": None, "loss": None}
+        self.jit_compile = None
         self.started_at = iso()
 
     # -- resume ------------------------------------------------------------------
@@ -148,6 +149,7 @@ class BenchmarkRun:
         attempt = {"attempt": self.timeline.attempt, "instance_id": ident.instance_id, "zone": ident.zone,
                    "start": iso(), "end": None, "status": "interrupted"}  # until we know better
         self.attempts.append(attempt)
+        self.attempt, self._attempt_closed = attempt, False
         self.timeline.add("run_start", benchmark=self.bench.name, run_id=self.run_id,
                           resumed=bool(resume), fingerprint=self.fp)
         if self.ctx.flush_note:
@@ -172,14 +174,12 @@ class BenchmarkRun:
             self.error = f"{type(exc).__name__}: {exc}"
             code = exitcodes.NO_GPU if isinstance(exc, training.NoGpuError) else exitcodes.FAILED
             if code == exitcodes.FAILED:
-                self.error += "\n" + "".join(traceback.format_exception(exc)[-6:])
+                self.error += "\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
             self.timeline.add("error", error=str(exc)[:500])
             print(f"[gpubench] {self.bench.name} failed: {exc}", file=sys.stderr, flush=True)
         finally:
             self.sampler.stop()
-        self.train_seconds += fit_seconds
-        attempt.update(status=status, end=iso(), epochs_completed=self.epochs_done,
-                       steps_completed=self.steps_done, train_seconds=round(fit_seconds, 3))
+        self._close_attempt(status, fit_seconds)
         mllog("run_stop", metadata={"status": status})
         return self._finish(status, code)
 
@@ -200,22 +200,14 @@ class BenchmarkRun:
                 if resume:
                     self._load_checkpoint(model, resume["model_key"])
             if self.ctx.watcher.notice.is_set():  # noticed while loading: do not start
+                self._close_attempt("interrupted", 0.0)
                 return self._interrupt(model, None), 0.0
             return self._fit(training, model, plan, train_ds, val_ds)
 
     def _load_checkpoint(self, model, key: str) -> None:
-        import os
-        import tempfile
+        from payload.checkpoint import restore
 
-        blob = self.ctx.store.get_bytes(key)
-        fd, path = tempfile.mkstemp(suffix=".keras")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            model.optimizer.build(model.trainable_variables)  # so optimizer state loads too
-            model.load_weights(path)
-        finally:
-            os.unlink(path)
+        restore(model, self.ctx.store.get_bytes(key))
         self.timeline.add("resume", checkpoint=key, epochs_completed=self.epochs_done,
                           steps_completed=self.steps_done)
 
@@ -235,9 +227,10 @@ class BenchmarkRun:
             if more:
                 self.ckpt.save(cb.model, self._state(), tag=self.steps_done)
 
+        self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
         cb = training.make_callback_class()(
             notice=watcher.notice, total_steps=plan.total_steps, steps_done=self.steps_done,
-            epoch_offset=len(self.rows), on_epoch_done=on_epoch_done)
+            epoch_offset=len(self.rows), on_epoch_done=on_epoch_done, time_last_step=val_ds is None)
         self.sampler.start()
         self.sampler.begin_window()
         self.timeline.add("train_start", epochs=plan.epochs, initial_epoch=plan.initial_epoch,
@@ -255,6 +248,7 @@ class BenchmarkRun:
         self._account(cb)
         self.timeline.add("train_end", seconds=round(fit_seconds, 3), steps=cb.steps, interrupted=interrupted)
         if interrupted:
+            self._close_attempt("interrupted", fit_seconds)  # before the state is saved
             return self._interrupt(model, cb), fit_seconds
         self.final = {"accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
                       "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"]}
@@ -282,6 +276,15 @@ class BenchmarkRun:
             h["power_n"] += len(s.power_w)
         if s.mem_peak_bytes:
             h["mem_peak"] = max(h["mem_peak"] or 0, s.mem_peak_bytes)
+
+    def _close_attempt(self, status: str, fit_seconds: float) -> None:
+        """Record how this attempt ended (once) and add its training time."""
+        if self._attempt_closed:
+            return
+        self._attempt_closed = True
+        self.train_seconds += fit_seconds
+        self.attempt.update(status=status, end=iso(), epochs_completed=self.epochs_done,
+                            steps_completed=self.steps_done, train_seconds=round(fit_seconds, 3))
 
     def _interrupt(self, model, cb) -> str:
         reason = self.ctx.watcher.reason or "interruption notice"
@@ -344,7 +347,8 @@ class BenchmarkRun:
                      "precision": cfg.precision, "per_gpu_batch_size": self.params["batch_size"],
                      "global_batch_size": self.global_batch, "replicas": d.replicas if d else 1,
                      "strategy": type(d.strategy).__name__ if d else "none",
-                     "all_reduce": d.all_reduce if d else None, "fingerprint": self.fp}
+                     "all_reduce": d.all_reduce if d else None, "jit_compile": self.jit_compile,
+                     "fingerprint": self.fp}
         return new_result(
             run_id=self.run_id, stack=cfg.stack, status=status, started_at=self.started_at, finished_at=iso(),
             offering=offering, price=self.ctx.price, hardware=hardware, software=software, benchmark=benchmark,

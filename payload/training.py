@@ -13,9 +13,12 @@ TensorFlow, and only when a run starts.
   is constant; the global batch is per-GPU x replicas, so scaling
   efficiency can be read against the one-GPU run.
 - Precision: the Keras ``mixed_float16`` policy for ``--precision mixed``.
-- ``HarnessCallback``: per-step timestamps (one perf_counter and a list
-  append per step: the overhead budget is 2%), epoch rows, MLLOG lines,
-  checkpoints, and the stop checks (preemption notice, step budget).
+- ``HarnessCallback``: per-step timestamps taken at batch *begin* (one
+  perf_counter and a list append per step; no batch-end hook, which would
+  sync the device every step: the overhead budget is 2%), epoch rows, MLLOG
+  lines, checkpoints, and the stop checks (preemption notice, step budget).
+  The last step of an epoch ends at epoch end when there is no validation
+  pass in between (throughput runs); otherwise it is not timed.
 """
 
 from __future__ import annotations
@@ -194,8 +197,10 @@ def make_callback_class():
     class HarnessCallback(keras.callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
 
-        def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done):
+        def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done,
+                     time_last_step=False):
             super().__init__()
+            self.time_last_step = time_last_step   # no validation pass between last step and epoch end
             self.notice = notice
             self.total_steps = total_steps
             self.steps_done = steps_done           # before this attempt
@@ -209,20 +214,28 @@ def make_callback_class():
 
         def on_epoch_begin(self, epoch, logs=None):
             mllog("epoch_start", metadata={"epoch_num": self.epoch_offset + len(self.rows) + 1})
-            self._t_epoch = self._t_last = time.perf_counter()
+            self._t_epoch = time.perf_counter()
+            self._t_last = None
 
-        def on_train_batch_end(self, batch, logs=None):
+        def on_train_batch_begin(self, batch, logs=None):
+            # Only *begin* is hooked: overriding on_train_batch_end would make
+            # Keras convert the logs to Python floats after every step (a
+            # device sync) and turn off its async callback dispatch.
             now = time.perf_counter()
-            self.step_times.append(now - self._t_last)
+            if self._t_last is not None:
+                self.step_times.append(now - self._t_last)  # duration of the previous step
             self._t_last = now
-            self.steps += 1
             if self.notice.is_set():
-                raise Interrupted()
+                raise Interrupted()  # before this step starts: self.steps steps are complete
+            self.steps += 1
             if self.total_steps is not None and self.steps_done + self.steps >= self.total_steps:
-                self.model.stop_training = True
+                self.model.stop_training = True  # this is the last step
 
         def on_epoch_end(self, epoch, logs=None):
-            elapsed = time.perf_counter() - self._t_epoch
+            now = time.perf_counter()
+            elapsed = now - self._t_epoch
+            if self.time_last_step and self._t_last is not None:
+                self.step_times.append(now - self._t_last)
             logs = logs or {}
             self.last_logs = dict(logs)
             n = self.epoch_offset + len(self.rows) + 1

@@ -152,7 +152,7 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     rows = list(csv.DictReader(io.StringIO(store.get_bytes(key.replace("result.json", "epochs.csv")).decode())))
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
     # completed: the checkpoint model is gone and the state says complete (no third resume)
-    assert not [k for k in keys if k.endswith(".keras")]
+    assert not [k for k in keys if k.endswith(".npz")]
     state = json.loads(store.get_bytes(key.replace("result.json", "checkpoints/state.json")))
     assert state["complete"] is True
     assert "resume" not in [e["event"] for e in first["timeline"]]
