@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 
 __all__ = ["GpuSampler", "nvml_info"]
 

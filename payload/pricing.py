@@ -9,6 +9,8 @@ result's ``warnings``.
 
 from __future__ import annotations
 
+import warnings
+
 __all__ = ["offering_facts", "price_row"]
 
 _NULL_PRICE = {"hourly_usd": None, "spot_hourly_usd": None, "source": None, "as_of": None, "origin": None}
@@ -20,33 +22,59 @@ def _catalog():
     return load_catalog()
 
 
-def price_row(offering: str | None, hourly_usd: float | None, source: str | None,
+def _quote(loader, offering: str, market: str, notes: list[str] | None = None):
+    """Catalog quote for one market (CONTRACTS.md: ``cat.price(id, market=...)``).
+
+    Catalog warnings (e.g. a retired offering priced at its last price) go to
+    ``notes`` so they reach the result instead of stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quote = loader().price(offering, market=market)
+    if notes is not None:
+        notes.extend(f"catalog: {w.message}" for w in caught if f"catalog: {w.message}" not in notes)
+    return quote
+
+
+def price_row(offering: str | None, market: str, hourly_usd: float | None, source: str | None,
               as_of: str | None, catalog_loader=_catalog) -> tuple[dict, list[str]]:
-    """Return (price dict for result.json, warnings)."""
+    """Return (price dict for result.json, warnings).
+
+    ``hourly_usd`` is always the on-demand price and ``spot_hourly_usd`` the
+    spot price. The launch-time env price is the price of the market the run
+    was launched in (infra writes the spot price for spot stacks), so it
+    fills the field of that market; the catalog fills the other when it can.
+    """
+    fields = {"on-demand": "hourly_usd", "spot": "spot_hourly_usd"}
+    price = dict(_NULL_PRICE)
     if hourly_usd is not None:
-        spot = None
-        warnings = []
-        if offering:  # the env gives one price; the catalog may know the spot one too
+        price.update({fields[market]: float(hourly_usd), "source": source, "as_of": as_of, "origin": "env"})
+        other = "on-demand" if market == "spot" else "spot"
+        if offering:  # optional enrichment: the other market's catalog price
             try:
-                spot = catalog_loader().price(offering).spot_hourly_usd
-            except Exception:  # noqa: BLE001 - optional enrichment only
+                price[fields[other]] = _quote(catalog_loader, offering, other).hourly_usd
+            except Exception:  # noqa: BLE001 - no spot market, catalog not shipped, ...
                 pass
-        return ({"hourly_usd": float(hourly_usd), "spot_hourly_usd": spot, "source": source,
-                 "as_of": as_of, "origin": "env"}, warnings)
+        return price, []
     if not offering:
-        return dict(_NULL_PRICE), ["price unknown: no --offering/GPUBENCH_OFFERING and no GPUBENCH_HOURLY_USD"]
-    try:
-        quote = catalog_loader().price(offering)
-    except ImportError as exc:
-        return dict(_NULL_PRICE), [f"price unknown: infra.catalog is not importable ({exc}); "
-                                   "set GPUBENCH_HOURLY_USD at launch"]
-    except Exception as exc:  # noqa: BLE001 - UnknownOffering, CatalogError, bad data
-        return dict(_NULL_PRICE), [f"price unknown: catalog lookup of {offering!r} failed: "
-                                   f"{type(exc).__name__}: {exc}"]
-    as_of_text = quote.as_of.isoformat() if hasattr(quote.as_of, "isoformat") else quote.as_of
-    return ({"hourly_usd": quote.hourly_usd, "spot_hourly_usd": quote.spot_hourly_usd,
-             "source": source or quote.source, "as_of": as_of or (str(as_of_text) if as_of_text else None),
-             "origin": "catalog"}, [])
+        return price, ["price unknown: no --offering/GPUBENCH_OFFERING and no GPUBENCH_HOURLY_USD"]
+    notes: list[str] = []
+    for mkt in (market, "on-demand" if market == "spot" else "spot"):
+        try:
+            quote = _quote(catalog_loader, offering, mkt, notes if mkt == market else None)
+        except ImportError as exc:
+            return price, [f"price unknown: infra.catalog is not importable ({exc}); "
+                           "set GPUBENCH_HOURLY_USD at launch"]
+        except Exception as exc:  # noqa: BLE001 - UnknownOffering, NoPrice, CatalogError, bad data
+            if mkt == market:
+                notes.append(f"price unknown: catalog lookup of {offering!r} ({mkt}) failed: "
+                                f"{type(exc).__name__}: {exc}")
+            continue
+        price[fields[mkt]] = quote.hourly_usd
+        if mkt == market:
+            day = quote.as_of.isoformat() if hasattr(quote.as_of, "isoformat") else quote.as_of
+            price.update(source=source or quote.source, as_of=as_of or (str(day) if day else None),
+                         origin="catalog")
+    return price, notes
 
 
 def offering_facts(offering: str | None, catalog_loader=_catalog) -> tuple[dict, list[str]]:

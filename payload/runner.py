@@ -337,11 +337,10 @@ class BenchmarkRun:
         warnings = list(dict.fromkeys(self.warnings + self.ckpt.errors))
         if hardware["device"] == "CPU" and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        market = cfg.market or ident.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
         offering = {"id": cfg.offering, "provider": ident.provider or self.ctx.offering["provider"],
                     "kind": self.ctx.offering["kind"], "region": ident.region, "zone": ident.zone,
                     "instance_type": ident.instance_type or self.ctx.offering["instance_type"],
-                    "instance_id": ident.instance_id, "market": market}
+                    "instance_id": ident.instance_id, "market": cfg.market}
         benchmark = {"name": self.bench.name, "kind": self.bench.kind, "description": self.bench.description,
                      "params": self.params, "data": "synthetic" if self.bench.kind == "throughput" else str(cfg.data),
                      "precision": cfg.precision, "per_gpu_batch_size": self.params["batch_size"],
@@ -386,7 +385,8 @@ def run(cfg: RunConfig) -> int:
                   if flush.delivered or flush.failed else None)
     store = SpoolingStore(open_store(cfg.results), spool)
     identity = detect_identity()
-    price, warnings = price_row(cfg.offering, cfg.hourly_usd, cfg.price_source, cfg.price_as_of)
+    cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
+    price, warnings = price_row(cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of)
     facts, more = offering_facts(cfg.offering)
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handler = _install_sigterm(watcher)

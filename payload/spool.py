@@ -81,15 +81,19 @@ class Spool:
         """Upload every spooled object; keep the ones that still fail."""
         report = FlushReport()
         stores: dict[str, Store] = {}
+        down: dict[str, str] = {}  # url -> error: one failure per bucket is enough per flush
         for item in self.pending():
             dest = f"{item['url'].rstrip('/')}/{item['key']}"
+            if item["url"] in down:
+                report.failed[dest] = f"not tried, bucket still down: {down[item['url']]}"
+                continue
             try:
                 store = stores.get(item["url"]) or open_store(item["url"], retries=retries, backoff=backoff)
                 stores[item["url"]] = store
                 data = (self.dir / f"{item['id']}.bin").read_bytes()
                 store.put_bytes(item["key"], data, item.get("content_type"))
             except (StorageError, OSError) as exc:
-                report.failed[dest] = str(exc)
+                report.failed[dest] = down[item["url"]] = str(exc)
                 continue
             (self.dir / f"{item['id']}.json").unlink(missing_ok=True)
             (self.dir / f"{item['id']}.bin").unlink(missing_ok=True)

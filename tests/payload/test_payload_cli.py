@@ -93,7 +93,9 @@ def test_run_configured_only_through_env(monkeypatch, tmp_path):
     validate_result(result)
     assert result["software"]["image"] == "ghcr.io/example/gpubench-payload:0.1.0"
     assert result["offering"]["market"] == "spot"
-    assert result["price"]["hourly_usd"] == 0.9 and result["price"]["origin"] == "env"
+    # a spot launch price is the spot price; no offering, so no on-demand price to add
+    assert result["price"]["spot_hourly_usd"] == 0.9 and result["price"]["hourly_usd"] is None
+    assert result["price"]["origin"] == "env" and result["price"]["source"] == "env file"
     assert result["benchmark"]["params"]["samples"] == 64 and result["benchmark"]["params"]["epochs"] == 1
     events = [e["event"] for e in result["timeline"]]
     assert events[:4] == ["instance_launch", "boot_done", "container_start", "run_start"]

@@ -115,7 +115,8 @@ def test_watch_interval_comes_from_env(monkeypatch):
 # -- pricing -------------------------------------------------------------------------
 
 class FakeQuote:
-    hourly_usd, spot_hourly_usd, source, as_of = 12.24, 4.85, "aws price list", date(2025, 1, 15)
+    def __init__(self, hourly, source):
+        self.hourly_usd, self.source, self.as_of = hourly, source, date(2025, 1, 15)
 
 
 class FakeOffering:
@@ -123,32 +124,40 @@ class FakeOffering:
 
 
 class FakeCatalog:
-    def price(self, oid):
+    """The catalog contract of docs/CONTRACTS.md: price(id, as_of=None, market=...)."""
+
+    def price(self, oid, as_of=None, market="on-demand"):
         if oid != "aws/p3.8xlarge":
             raise KeyError(f"unknown offering {oid!r}; closest: aws/p3.8xlarge")
-        return FakeQuote()
+        return {"on-demand": FakeQuote(12.24, "aws price list"), "spot": FakeQuote(4.85, "spot snapshot")}[market]
 
     def get(self, oid):
         self.price(oid)
         return FakeOffering()
 
 
-def test_price_from_env_wins_and_catalog_adds_spot():
-    price, warnings = price_row("aws/p3.8xlarge", 12.0, "launch", "2025-02-01", catalog_loader=FakeCatalog)
-    assert price == {"hourly_usd": 12.0, "spot_hourly_usd": 4.85, "source": "launch", "as_of": "2025-02-01",
-                     "origin": "env"} and warnings == []
+def test_env_price_fills_the_launch_market_and_catalog_the_other():
+    on_demand, warnings = price_row("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01",
+                                    catalog_loader=FakeCatalog)
+    assert on_demand == {"hourly_usd": 12.0, "spot_hourly_usd": 4.85, "source": "launch", "as_of": "2025-02-01",
+                         "origin": "env"} and warnings == []
+    spot, _ = price_row("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", catalog_loader=FakeCatalog)
+    assert spot == {"hourly_usd": 12.24, "spot_hourly_usd": 4.5, "source": "launch", "as_of": "2025-02-01",
+                    "origin": "env"}
 
 
 def test_price_from_catalog():
-    price, warnings = price_row("aws/p3.8xlarge", None, None, None, catalog_loader=FakeCatalog)
+    price, warnings = price_row("aws/p3.8xlarge", "on-demand", None, None, None, catalog_loader=FakeCatalog)
     assert price == {"hourly_usd": 12.24, "spot_hourly_usd": 4.85, "source": "aws price list",
                      "as_of": "2025-01-15", "origin": "catalog"} and warnings == []
+    spot, _ = price_row("aws/p3.8xlarge", "spot", None, None, None, catalog_loader=FakeCatalog)
+    assert spot["source"] == "spot snapshot" and spot["spot_hourly_usd"] == 4.85
     assert offering_facts("aws/p3.8xlarge", catalog_loader=FakeCatalog)[0] == \
         {"provider": "aws", "kind": "cloud", "instance_type": "p3.8xlarge"}
 
 
 def test_price_unknown_offering_is_null_with_reason():
-    price, warnings = price_row("aws/p9.huge", None, None, None, catalog_loader=FakeCatalog)
+    price, warnings = price_row("aws/p9.huge", "on-demand", None, None, None, catalog_loader=FakeCatalog)
     assert price["hourly_usd"] is None and price["origin"] is None
     assert "aws/p9.huge" in warnings[0] and "closest" in warnings[0]
     facts, warnings = offering_facts("aws/p9.huge", catalog_loader=FakeCatalog)
@@ -159,17 +168,17 @@ def test_price_when_catalog_cannot_be_imported():
     def broken():
         raise ImportError("No module named 'infra.catalog'")
 
-    price, warnings = price_row("aws/p3.8xlarge", None, None, None, catalog_loader=broken)
+    price, warnings = price_row("aws/p3.8xlarge", "on-demand", None, None, None, catalog_loader=broken)
     assert price["hourly_usd"] is None and "not importable" in warnings[0]
-    assert "no --offering" in price_row(None, None, None, None)[1][0]
+    assert "no --offering" in price_row(None, "on-demand", None, None, None)[1][0]
 
 
-def test_price_through_the_real_catalog_contract(monkeypatch):
+def test_price_through_the_catalog_import(monkeypatch):
     """price_row's default loader goes through ``infra.catalog.load_catalog`` (CONTRACTS.md)."""
     fake = types.ModuleType("infra.catalog")
     fake.load_catalog = FakeCatalog
     monkeypatch.setitem(sys.modules, "infra.catalog", fake)
-    assert price_row("aws/p3.8xlarge", None, None, None)[0]["origin"] == "catalog"
+    assert price_row("aws/p3.8xlarge", "on-demand", None, None, None)[0]["origin"] == "catalog"
 
 
 # -- NVML ------------------------------------------------------------------------------
