@@ -1,10 +1,11 @@
-# gpubench: `make setup` builds .venv, `make test` runs the suite.
+# gpubench: `make demo` runs a short suite on this machine and writes report/index.html,
+# `make setup` builds .venv, `make test` runs the suite.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: setup test stacks preview clean help
+.PHONY: setup test demo stacks preview clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -19,6 +20,11 @@ $(STAMP): pyproject.toml
 
 test: setup  ## run the whole test suite (parallel, CPU only)
 	$(BIN)/python -m pytest -n auto --dist loadgroup -q
+
+# DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";
+# GPUBENCH_LOCAL_HOURLY_USD in the environment sets this machine's price too.
+demo: setup  ## run a short real suite on this machine (results/), collect it and write report/index.html
+	$(BIN)/python -m analysis demo $(DEMO_ARGS)
 
 clean:  ## remove the virtualenv and build leftovers
 	rm -rf $(VENV) build *.egg-info .pytest_cache

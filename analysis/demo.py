@@ -1,0 +1,219 @@
+"""`make demo`: the whole product on this machine, no cloud account needed.
+
+Runs a short real suite with the payload as the catalog's `local/this-machine`
+offering, writes the results to a local bucket (a directory, default
+`results/`), collects them and writes the report, whose "Reference" section
+puts this machine beside the studies' published K80/P100/V100/1080 Ti figures.
+
+This machine has no published price, so it is priced at a flat hourly rate
+that is an assumption (DEFAULT_HOURLY_USD, or --hourly-usd /
+GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
+every run, and the report shows them.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, TextIO
+
+OFFERING = "local/this-machine"
+MARKET = "on-demand"
+HOURLY_ENV = "GPUBENCH_LOCAL_HOURLY_USD"
+# An assumed flat rate for a desktop or small VM (power, wear, a share of the
+# hardware), chosen to be round, not measured: change it with --hourly-usd or
+# GPUBENCH_LOCAL_HOURLY_USD to price your machine honestly.
+DEFAULT_HOURLY_USD = 0.10
+
+# Payload lines worth echoing while a benchmark runs (the rest goes to the log).
+_ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One payload run: a benchmark and the arguments that keep it short."""
+
+    benchmark: str
+    args: tuple[str, ...]
+    why: str
+
+
+# The default suite: about 2-3 minutes on a 2-core CPU once TensorFlow is
+# installed. Synthetic data (right shapes, no download). Sizes are cut with
+# the payload's own parameters; every value is recorded in result.json.
+SUITE: tuple[Step, ...] = (
+    Step("mnist-mlp", ("--epochs", "2", "--param", "samples=12000", "--param", "val_samples=2000"),
+         "seed 002's Keras MNIST MLP, 2 epochs on 12,000 images"),
+    Step("mnist-cnn", ("--epochs", "1", "--param", "samples=6000", "--param", "val_samples=1000"),
+         "seed 002's Keras MNIST convnet, 1 epoch on 6,000 images"),
+    Step("bilstm-sentiment", ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
+         "seed 000's bidirectional LSTM, 1 epoch on 8,192 tweets: tweets/s beside Table 1"),
+    Step("resnet50", ("--batch-size", "16", "--steps", "12", "--param", "warmup_steps=3"),
+         "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up): images/s beside the GTX 1080 Ti"),
+)
+
+# Seconds, not minutes: for tests and a first smoke check (`--quick`).
+QUICK: tuple[Step, ...] = (
+    Step("mnist-mlp", ("--epochs", "1", "--param", "samples=1024", "--param", "val_samples=256",
+                       "--param", "warmup_steps=1"), "tiny MNIST MLP"),
+    Step("bilstm-sentiment", ("--epochs", "1", "--param", "samples=512", "--param", "val_samples=128",
+                              "--param", "max_features=2000", "--param", "warmup_steps=1"), "tiny BiLSTM"),
+)
+
+
+class DemoError(RuntimeError):
+    """A demo setting is wrong; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Price:
+    hourly_usd: float
+    source: str
+
+
+def resolve_price(flag: float | None, environ: dict | None = None) -> Price:
+    """--hourly-usd, else GPUBENCH_LOCAL_HOURLY_USD, else the documented default."""
+    environ = os.environ if environ is None else environ
+    if flag is not None:
+        value, source = flag, f"set with --hourly-usd {flag:g} (your figure for this machine)"
+    elif environ.get(HOURLY_ENV, "").strip():
+        raw = environ[HOURLY_ENV].strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            raise DemoError(f"{HOURLY_ENV}={raw!r} is not a number (USD per hour, e.g. 0.25)") from None
+        source = f"set with {HOURLY_ENV}={raw} (your figure for this machine)"
+    else:
+        value = DEFAULT_HOURLY_USD
+        source = (f"assumed: gpubench demo default USD {DEFAULT_HOURLY_USD:.2f}/h for this machine, not a quote "
+                  f"or a measurement (set --hourly-usd or {HOURLY_ENV})")
+    if not value >= 0:
+        raise DemoError(f"the hourly price must be a number >= 0, got {value}")
+    return Price(float(value), source)
+
+
+def select(suite: tuple[Step, ...], only: list[str] | None) -> tuple[Step, ...]:
+    if not only:
+        return suite
+    known = {s.benchmark for s in suite}
+    unknown = [n for n in only if n not in known]
+    if unknown:
+        raise DemoError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
+    return tuple(s for s in suite if s.benchmark in only)
+
+
+def stack_name() -> str:
+    """The catalog's stack name for this machine (runs land under runs/<stack>/)."""
+    from infra.catalog import load_catalog
+
+    return load_catalog().get(OFFERING).stack_name(MARKET)
+
+
+def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str) -> list[str]:
+    return [sys.executable, "-m", "payload", "run", "--benchmark", step.benchmark,
+            "--results", str(results), "--stack", stack, "--offering", OFFERING, "--market", MARKET,
+            "--data", "synthetic", "--hourly-usd", f"{price.hourly_usd:g}", "--price-source", price.source,
+            "--price-as-of", today, *step.args]
+
+
+def _payload_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter goes to the log only
+    env.setdefault("PYTHONUNBUFFERED", "1")       # progress lines as they happen
+    # A GPUBENCH_* left in the shell must not change what the demo runs.
+    for key in [k for k in env if k.startswith("GPUBENCH_") and k != HOURLY_ENV]:
+        del env[key]
+    return env
+
+
+def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> int:
+    """Run one payload process; everything to log_path, progress lines to echo."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(argv) + "\n")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=_payload_env(), bufsize=1)
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                text = line.rstrip()
+                if text.startswith("[gpubench]"):
+                    parts = text.split()
+                    event = parts[2] if len(parts) > 2 else ""
+                    if event in _ECHO_EVENTS:
+                        echo("      " + " ".join(parts[2:]))
+                    elif parts[1].endswith(":"):  # the payload's closing "<benchmark>: completed -> URL"
+                        echo("      " + " ".join(parts[1:]))
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait(timeout=30)
+            raise
+        return proc.wait()
+
+
+def _tail(path: Path, n: int = 12) -> str:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join("      | " + ln for ln in lines[-n:])
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def run_demo(results: str = "results", out: str = "report", hourly_usd: float | None = None,
+             quick: bool = False, only: list[str] | None = None, stream: TextIO | None = None) -> int:
+    """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
+    from analysis.cli import main as analysis_main
+
+    stream = stream or sys.stdout
+
+    def echo(text: str = "") -> None:
+        print(text, file=stream, flush=True)
+
+    started = time.monotonic()
+    price = resolve_price(hourly_usd)
+    steps = select(QUICK if quick else SUITE, only)
+    results_dir, out_dir = Path(results).resolve(), Path(out)
+    stack = stack_name()
+    today = datetime.now(timezone.utc).date().isoformat()
+    logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+    echo(f"gpubench demo: {len(steps)} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
+         f"suite, synthetic data)")
+    echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
+    echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
+    failed = []
+    for i, step in enumerate(steps, 1):
+        echo(f"[{i}/{len(steps)}] {step.benchmark}: {step.why}")
+        t0 = time.monotonic()
+        log = logs / f"{i:02d}-{step.benchmark}.log"
+        code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
+        if code != 0:
+            failed.append(step.benchmark)
+            echo(f"      FAILED (exit {code}) after {_minutes(time.monotonic() - t0)}; log {log}:")
+            echo(_tail(log))
+        else:
+            echo(f"      done in {_minutes(time.monotonic() - t0)}")
+
+    echo(f"[collect] {results_dir} -> {out_dir}/results.parquet")
+    code = analysis_main(["collect", "--results", str(results_dir), "--out", str(out_dir), "--spot-history", "off"])
+    if code != 0:
+        echo(f"collect failed (exit {code})")
+        return code
+    echo(f"[report] {out_dir}/index.html")
+    code = analysis_main(["report", "--out", str(out_dir)])
+    if code != 0:
+        echo(f"report failed (exit {code})")
+        return code
+    report = (out_dir / "index.html").resolve()
+    echo()
+    echo(f"demo finished in {_minutes(time.monotonic() - started)}"
+         + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else ""))
+    echo(f"Open the report: {report}")
+    echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
+    return 1 if failed else 0

@@ -1,0 +1,98 @@
+"""The studies' published measurements (studies.toml) as one flat table, so a
+report can put measured runs beside a K80, a P100, a V100 or a 1080 Ti.
+
+Each figure keeps its study, section, URL and date. Seed 000 prints train
+hours, not a rate: its tweets/s is derived here (tweets seen / train hours)
+and every derived row says so and how, so nobody mistakes it for a measurement.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DATA = Path(__file__).with_name("studies.toml")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One published throughput, with where it comes from."""
+
+    study: str              # "seed000"
+    benchmark: str          # payload benchmark name
+    label: str              # "AWS p2.xlarge, 1 x Tesla K80"
+    gpu: str
+    gpu_count: int
+    gpus_used: int
+    batch_size: int | None  # per GPU; None when the study does not say
+    precision: str
+    value: float            # throughput in `unit`
+    unit: str
+    basis: str              # "measured" | "derived: ..." | "estimated by the study ..."
+    train_hours: float | None
+    cost_usd: float | None
+    source: str             # "seed 000, Table 1: Summary ... (url)"
+    published: str
+    date_note: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _source(meta: dict, section: str | None = None) -> str:
+    return f"{meta['title']} ({meta['author']}), {section or meta['section']}, {meta['url']}"
+
+
+def _seed000(data: dict) -> list[Figure]:
+    meta, work = data["study"]["seed000"], data["workload"]["seed000"]
+    tweets = int(work["dataset_tweets"] * work["train_fraction"]) * work["epochs"]
+    basis = (f"derived: {work['epochs']} epochs x {int(work['dataset_tweets'] * work['train_fraction']):,} training "
+             f"tweets ({work['train_fraction']:.0%} of {work['dataset_tweets']:,}) / printed train hours")
+    out = []
+    for row in data["seed000"]:
+        label = f"{row['provider']} {row['instance']}"
+        if row["gpu"] not in row["instance"]:
+            label += f" ({row['gpu_count']} x {row['gpu']})"
+        if row["gpus_used"] != row["gpu_count"]:
+            label += f" ({row['gpus_used']} GPU used)"
+        out.append(Figure(
+            study="seed 000", benchmark=work["benchmark"], label=label,
+            gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpus_used"], batch_size=None,
+            precision=work["precision"], value=round(tweets / (row["train_hours"] * 3600), 1), unit=work["unit"],
+            basis=basis, train_hours=row["train_hours"], cost_usd=row["cost_usd"],
+            source=_source(meta), published=meta["published"], date_note=meta["date_note"]))
+    return out
+
+
+def _seed004(data: dict) -> list[Figure]:
+    meta, work = data["study"]["seed004"], data["workload"]["seed004"]
+    out = []
+    for row in data["seed004"]:
+        for model in ("inception3", "resnet50", "vgg16"):
+            for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
+                out.append(Figure(
+                    study="seed 004", benchmark=model,
+                    label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
+                    gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpu_count"], batch_size=int(batch),
+                    precision=work["precision"], value=float(value), unit=work["unit"], basis=row["basis"],
+                    train_hours=None, cost_usd=None, source=_source(meta), published=meta["published"],
+                    date_note=meta["date_note"]))
+    return out
+
+
+@lru_cache(maxsize=1)
+def reference_figures() -> tuple[Figure, ...]:
+    """Every published throughput this project ships, seed 000 then seed 004."""
+    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    return tuple(_seed000(data) + _seed004(data))
+
+
+def workload_notes() -> dict[str, str]:
+    """benchmark -> what the study's figure covers, for the report's caveats."""
+    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    w = data["workload"]
+    notes = {w["seed000"]["benchmark"]: w["seed000"]["notes"]}
+    for model in ("inception3", "resnet50", "vgg16"):
+        notes[model] = w["seed004"]["notes"]
+    return notes
