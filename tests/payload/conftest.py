@@ -1,4 +1,4 @@
-"""Payload test helpers: isolated env per test and an in-process runner.
+"""Payload test fixtures: an isolated env per test (helpers: payload_helpers.py).
 
 Benchmarks run in-process (``payload.cli.main``) so one TensorFlow import
 per xdist worker serves every training test; the few tests that must see a
@@ -8,9 +8,7 @@ subprocesses.
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -31,22 +29,3 @@ def payload_env(tmp_path, monkeypatch):
     monkeypatch.setenv("GCE_METADATA_HOST", url.removeprefix("http://"))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     return tmp_path
-
-
-def run_payload(*args: str) -> int:
-    """``python -m payload run ARGS`` in this process; returns the exit code."""
-    from payload.cli import main
-
-    return main(["run", *args])
-
-
-def results_under(root: Path, stack: str) -> dict[str, dict]:
-    """run-id -> parsed result.json for a file:// results directory."""
-    return {p.parent.name: json.loads(p.read_text()) for p in sorted((root / "runs" / stack).glob("*/result.json"))}
-
-
-def only_result(root: Path, stack: str) -> tuple[Path, dict]:
-    found = results_under(root, stack)
-    assert len(found) == 1, f"expected one result under runs/{stack}, got {list(found)}"
-    run_id, result = next(iter(found.items()))
-    return root / "runs" / stack / run_id, result

@@ -11,7 +11,7 @@ import pickle
 import numpy as np
 import pytest
 
-from conftest import only_result, run_payload
+from payload_helpers import only_result, run_payload
 from payload.benchmarks import REGISTRY
 from payload.config import DataSource
 from payload.schema import validate_result

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import only_result, run_payload
+from payload_helpers import only_result, run_payload
 from payload import exitcodes
 from payload.cli import main
 from payload.config import OPTIONS, ConfigError, resolve

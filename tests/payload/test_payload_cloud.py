@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import run_payload
+from payload_helpers import run_payload
 from payload import exitcodes
 from payload.schema import validate_result
 from payload.storage import open_store

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import only_result, run_payload
+from payload_helpers import only_result, run_payload
 from payload import exitcodes
 from payload.benchmarks import REGISTRY
 from payload.benchmarks._common import single_batch
