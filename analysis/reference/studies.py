@@ -32,6 +32,7 @@ class Figure:
     basis: str              # "measured" | "derived: ..." | "estimated by the study ..."
     train_hours: float | None
     cost_usd: float | None
+    workload_samples: int | None  # samples the study's run saw (derived rows), for extrapolations
     source: str             # "seed 000, Table 1: Summary ... (url)"
     published: str
     date_note: str
@@ -60,7 +61,7 @@ def _seed000(data: dict) -> list[Figure]:
             study="seed 000", benchmark=work["benchmark"], label=label,
             gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpus_used"], batch_size=None,
             precision=work["precision"], value=round(tweets / (row["train_hours"] * 3600), 1), unit=work["unit"],
-            basis=basis, train_hours=row["train_hours"], cost_usd=row["cost_usd"],
+            basis=basis, train_hours=row["train_hours"], cost_usd=row["cost_usd"], workload_samples=tweets,
             source=_source(meta), published=meta["published"], date_note=meta["date_note"]))
     return out
 
@@ -76,7 +77,7 @@ def _seed004(data: dict) -> list[Figure]:
                     label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
                     gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpu_count"], batch_size=int(batch),
                     precision=work["precision"], value=float(value), unit=work["unit"], basis=row["basis"],
-                    train_hours=None, cost_usd=None, source=_source(meta), published=meta["published"],
+                    train_hours=None, cost_usd=None, workload_samples=None, source=_source(meta), published=meta["published"],
                     date_note=meta["date_note"]))
     return out
 

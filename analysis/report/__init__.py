@@ -102,7 +102,7 @@ def _recommendation_html(recs: list[dict]) -> str:
 
 
 def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) -> str:
-    from analysis.report import plots
+    from analysis.report import plots, reference
 
     summary = tables["summary"]
     counts = (f"{len(runs)} runs in the table, {int((runs['status'] == 'completed').sum()) if len(runs) else 0} "
@@ -114,6 +114,7 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
                      "against your results bucket first; failed, interrupted and set-aside runs are listed by "
                      "collect.</p>")
     else:
+        parts.append(reference.assumed_price_note(summary))
         parts.append("<h2>Recommendations</h2>" + _recommendation_html(tables["recommendations"]))
         parts.append("<h2>Per offering and benchmark</h2><p class=\"note\">Medians over repeated runs; spread = "
                      "(max &minus; min) / median. Cost to train prices the training time alone; billed cost prices "
@@ -128,6 +129,7 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
             ("On-prem break-even vs utilisation (seed 004, section 5.2)",
              plots.breakeven_vs_utilisation(tables["breakeven"], summary)),
         ]
+        parts.append(reference.section(runs))
         parts.append("<h2>Charts</h2>" + "".join(_figure(t, png, cap) for t, (png, cap) in charts))
         if not tables["scaling"].empty:
             parts.append("<h2>Multi-GPU scaling</h2>" + html_table(tables["scaling"], (

@@ -50,7 +50,7 @@ def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
     page = (tmp_path / "report" / "index.html").read_text()
     assert "Not drawn" not in page
     images = re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    assert len(images) == 6
+    assert len(images) == 7  # the six seed charts and the reference chart (this report beside the studies)
     import matplotlib.image
 
     for data in images:
