@@ -17,6 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from infra.config import DEFAULT_PAYLOAD_IMAGE, MAX_HOURS_LIMIT, NAMESPACE, PRECISIONS, ConfigError
+# Value parsers shared with cloud stacks: one spelling of each rule and message.
+from infra.config import _bool, _choice, _params, _str
+from infra.config import _suite as _benchmarks
 from infra.stacks import SSH_PREFIX
 
 RUNTIMES = ("docker", "venv")
@@ -29,20 +32,6 @@ DEFAULT_PIP_EXTRAS = "payload,tf"
 
 
 # --- value parsers: (key, raw) -> typed value, or ConfigError naming the key.
-
-def _str(key: str, raw: Any) -> str:
-    if isinstance(raw, (dict, list)) or raw is None or str(raw).strip() == "":
-        raise ConfigError(key, f"expected a non-empty string, got {raw!r}")
-    return str(raw).strip()
-
-
-def _choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str]:
-    def parse(key: str, raw: Any) -> str:
-        value = _str(key, raw)
-        if value not in allowed:
-            raise ConfigError(key, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
-        return value
-    return parse
 
 
 def _int_in(lo: int, hi: int | None = None) -> Callable[[str, Any], int]:
@@ -58,15 +47,6 @@ def _int_in(lo: int, hi: int | None = None) -> Callable[[str, Any], int]:
     return parse
 
 
-def _bool(key: str, raw: Any) -> bool:
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ConfigError(key, f"expected true or false, got {raw!r}")
-
-
 def _max_hours(key: str, raw: Any) -> float:
     try:
         value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
@@ -77,41 +57,9 @@ def _max_hours(key: str, raw: Any) -> float:
     return value
 
 
-def _benchmarks(key: str, raw: Any) -> tuple[str, ...]:
-    items: Any = raw
-    if isinstance(raw, str):
-        text = raw.strip()
-        items = json.loads(text) if text.startswith("[") else text.split(",")
-    if not isinstance(items, (list, tuple)) or not [i for i in items if str(i).strip()]:
-        raise ConfigError(key, f"expected a benchmark name or a list of them (see `python -m payload list`), got {raw!r}")
-    names = tuple(str(i).strip() for i in items if str(i).strip())
-    from payload.benchmarks import REGISTRY  # the one list of benchmark names (imports no TensorFlow)
-
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(key, f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
-    return names
-
-
 def _gpus(key: str, raw: Any) -> str:
     text = str(raw).strip().lower()
     return "all" if text == "all" else str(_int_in(0)(key, raw))
-
-
-def _params(key: str, raw: Any) -> str:
-    """Benchmark parameter overrides as the payload's `k=v,k=v` text."""
-    if isinstance(raw, Mapping):
-        pairs = [(str(k), str(v)) for k, v in raw.items()]
-    else:
-        pairs = []
-        for part in filter(None, (p.strip() for p in str(raw).split(","))):
-            if "=" not in part:
-                raise ConfigError(key, f"{part!r} is not key=value; use e.g. {{samples: 512}} or 'samples=512'")
-            k, v = part.split("=", 1)
-            pairs.append((k.strip(), v.strip()))
-    return ",".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
 def _host(key: str, raw: Any) -> str:
