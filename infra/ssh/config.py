@@ -10,7 +10,6 @@ how to run there. Every error names the key, the bad value and the fix.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from dataclasses import dataclass, replace
