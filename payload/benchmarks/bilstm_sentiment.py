@@ -39,18 +39,8 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
-    L = keras.layers
-    model = keras.Sequential([
-        keras.Input((params.get("_maxlen") or params["maxlen"] or SYNTHETIC_MAXLEN,), dtype="int32"),
-        L.Embedding(params.get("_vocabulary") or params["max_features"], 128),
-        L.Bidirectional(L.LSTM(64)),
-        L.Dropout(0.5),
-        c.output_layer(1, "sigmoid"),
-    ])
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    maxlen = params.get("_maxlen") or params["maxlen"] or SYNTHETIC_MAXLEN
+    return c.bilstm_classifier(maxlen, params.get("_vocabulary") or params["max_features"])
 
 
 BENCHMARK = Benchmark(

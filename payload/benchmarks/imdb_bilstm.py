@@ -25,18 +25,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
-    L = keras.layers
-    model = keras.Sequential([
-        keras.Input((params["maxlen"],), dtype="int32"),
-        L.Embedding(params["max_features"], 128),
-        L.Bidirectional(L.LSTM(64)),
-        L.Dropout(0.5),
-        c.output_layer(1, "sigmoid"),
-    ])
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    return c.bilstm_classifier(params["maxlen"], params["max_features"])
 
 
 BENCHMARK = Benchmark(
