@@ -129,6 +129,15 @@ def sequential_loop(endpoint: str) -> tuple[float, int]:
     return time.perf_counter() - t, n
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process (Linux /proc), None elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def list_only(endpoint: str) -> float:
     client = s3_client(endpoint)
     t = time.perf_counter()
@@ -203,7 +212,12 @@ def main(argv=None) -> int:
         os.environ.pop("AWS_ENDPOINT_URL_S3", None)
 
         listing = list_only(endpoint)
+        cpu0 = process_cpu_seconds(proc.pid)
         seq, n = sequential_loop(endpoint)
+        cpu1 = process_cpu_seconds(proc.pid)
+        # moto serves requests under one GIL: its CPU time for the same requests
+        # is a floor under any client's wall time, so seq / server_cpu bounds the ratio.
+        server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         print(f"sequential boto3 loop (list + get + parse): {seq:.2f} s for {n} objects "
               f"({listing:.2f} s of it is listing)")
         out = Path(tempfile.mkdtemp(prefix="collect-bench-"))
@@ -219,6 +233,9 @@ def main(argv=None) -> int:
         sync = aws_sync(endpoint)
         print()
         print(f"ratio sequential / collect:  {seq / first:5.2f}x   (target >= 5x)")
+        if server_cpu:
+            print(f"  ceiling on this machine:   {seq / server_cpu:5.2f}x   (moto spent {server_cpu:.2f} s of CPU "
+                  f"serving the sequential loop; no client can finish faster than the server)")
         if sync is None:
             print("aws s3 sync: skipped, the aws CLI is not installed (pip install awscli)")
         else:
