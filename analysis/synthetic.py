@@ -31,7 +31,7 @@ def make_result(offering_id: str = "aws/p3.2xlarge", benchmark: str = "resnet50"
     cat = load_catalog()
     o = cat.get(offering_id)
     gpus = o.gpu_count if gpus_used is None else gpus_used
-    stack = stack or (o.stack_name(market) if o.is_cloud else o.id.replace("/", "-"))
+    stack = stack or o.stack_name(market)
     run_id = run_id or f"{start:%Y%m%dT%H%M%SZ}-i-{abs(hash((offering_id, benchmark, repeat))) % 10**8:08d}-{benchmark}"
     timeline, windows = [], []
     t = start

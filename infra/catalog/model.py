@@ -118,7 +118,10 @@ class Offering:
         """`<provider>-<family>-<size>[-spot]`, e.g. aws-p3-8x, gcp-v100-1x-spot."""
         if market not in self.markets:
             raise ValueError(f"{self.id} is not sold on the {market!r} market (markets: {', '.join(self.markets)})")
-        if self.provider == "aws":
+        if not self.is_cloud:
+            # no Pulumi stack: results still land under runs/<name>/, named after the id
+            base = self.id.replace("/", "-")
+        elif self.provider == "aws":
             family, size = self.instance_type.split(".", 1)
             mult = re.fullmatch(r"(\d*)xlarge", size)
             size = f"{mult.group(1) or '1'}x" if mult else size

@@ -188,3 +188,8 @@ def test_every_price_row_has_a_source_and_date(cat):
         assert snap.name.startswith(snap.as_of.isoformat()), f"{snap.name}: file name must start with its as_of date"
         for row in snap.rows:
             assert row.source.strip() and row.as_of <= date.today()
+
+
+def test_non_cloud_offerings_are_named_after_their_id(cat):
+    assert cat.get("local/this-machine").stack_name() == "local-this-machine"
+    assert cat.get("onprem/parkopedia-4x1080ti").stack_name() == "onprem-parkopedia-4x1080ti"

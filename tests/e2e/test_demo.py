@@ -32,7 +32,7 @@ def test_demo_runs_collects_and_reports_with_the_assumed_price(demo_first):
     assert len(results) == 2
     for p in results:
         r = json.loads(p.read_text())
-        assert p.parts[-3] == "local-cpu-0x"  # runs/<catalog stack name>/<run-id>/
+        assert p.parts[-3] == "local-this-machine"  # runs/<catalog stack name>/<run-id>/
         assert r["status"] == "completed" and r["offering"]["id"] == "local/this-machine"
         assert r["price"]["hourly_usd"] == pytest.approx(0.10)
         assert r["price"]["source"].startswith("assumed: gpubench demo default")
