@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import sys
 from datetime import date
@@ -34,3 +35,27 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None)
     print("  ".join("-" * w for w in widths), file=out)
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+
+
+def usd_amount(value: float) -> str:
+    """Dollars at a precision that never shows a real cost as zero: cents from
+    one cent up, two significant digits below (a 30 s CPU run costs $0.00083)."""
+    value = float(value)
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:,.2f}"
+    digits = 1 - math.floor(math.log10(abs(value)))
+    return f"{value:.{digits}f}"
+
+
+class UsdFormat:
+    """A drop-in for a "{:.2f}" format string in tables: `.format(v)` -> usd_amount(v)."""
+
+    def __init__(self, prefix: str = ""):
+        self.prefix = prefix
+
+    def format(self, value) -> str:
+        return self.prefix + usd_amount(value)
+
+
+USD = UsdFormat()
+USD_SIGN = UsdFormat("$")

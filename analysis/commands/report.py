@@ -2,7 +2,7 @@
 terminal summary, from the table `collect` wrote to the same --out."""
 from __future__ import annotations
 
-from analysis.output import emit_json, parse_date
+from analysis.output import USD_SIGN, emit_json, parse_date, usd_amount
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
 EPILOG = """\
@@ -93,7 +93,7 @@ def run(args) -> int:
         return "-" if v is None or v != v else fmt.format(v)
 
     print_table(((r["benchmark"], r["offering_id"], r["market"], f(r["gpus_used"], "{:.0f}"), r["repeats"],
-                  f(r["train_hours"], "{:.3f}"), f(r["train_cost_usd"], "${:.2f}"), f(r["billed_cost_usd"], "${:.2f}"),
+                  f(r["train_hours"], "{:.3f}"), f(r["train_cost_usd"], USD_SIGN), f(r["billed_cost_usd"], USD_SIGN),
                   f(r.get("rel_time"), "{:.2f}"), f(r.get("rel_train_cost"), "{:.2f}"),
                   _short(f"{r['price_source']} ({r['price_as_of']})" if r["price_source"] else (r["price_note"] or "-")))
                  for r in summary.to_dict("records")),
@@ -106,7 +106,7 @@ def run(args) -> int:
             r = rec.get(what)
             if r is not None:
                 picks.append(f"{what.replace('_', ' ')}: " + (r["why"] if r["offering_id"] is None else
-                             f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, ${r['cost_usd']:.2f})"))
+                             f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, ${usd_amount(r['cost_usd'])})"))
         print(f"{rec['benchmark']}: " + "; ".join(picks))
     print(f"\nreport: {path}")
     return 0

@@ -16,6 +16,7 @@ from string import Template
 import pandas as pd
 
 from analysis.metrics import Options, analyse
+from analysis.output import USD, usd_amount
 
 TEMPLATE = Path(__file__).with_name("template.html")
 
@@ -29,8 +30,8 @@ SUMMARY_COLUMNS = (
     ("train_hours", "time to train (h, median)", "{:.3f}"),
     ("train_hours_spread", "time spread", "{:.1%}"),
     ("hourly_usd", "USD/h", "{:.4f}"),
-    ("train_cost_usd", "cost to train (USD, training only)", "{:.2f}"),
-    ("billed_cost_usd", "billed cost (USD, launch to termination)", "{:.2f}"),
+    ("train_cost_usd", "cost to train (USD, training only)", USD),
+    ("billed_cost_usd", "billed cost (USD, launch to termination)", USD),
     ("samples_per_second", "images/s", "{:.1f}"),
     ("images_per_usd", "images per USD", "{:,.0f}"),
     ("imagenet_hours", "ImageNet-equivalent h", "{:,.1f}"),
@@ -95,7 +96,7 @@ def _recommendation_html(recs: list[dict]) -> str:
                 rows.append((rec["benchmark"], label, r["why"], "", "", ""))
             else:
                 rows.append((rec["benchmark"], label, f"{r['offering_id']} ({r['market']})", f"{r['hours']:.3f}",
-                             f"{r['cost_usd']:.2f}", f"{r['price_source']} (as of {r['price_as_of']})"))
+                             usd_amount(r["cost_usd"]), f"{r['price_source']} (as of {r['price_as_of']})"))
     head = "".join(f"<th>{h}</th>" for h in ("benchmark", "pick", "offering", "hours", "USD", "price"))
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -145,7 +146,7 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
     if len(not_done):
         parts.append("<h2>Runs that did not complete (billed, not timed)</h2>" + html_table(not_done, (
             ("run_id", "run", None), ("offering_id", "offering", None), ("status", "status", None),
-            ("billed_cost_usd", "billed USD", "{:.2f}"), ("price_source", "price source", None),
+            ("billed_cost_usd", "billed USD", USD), ("price_source", "price source", None),
             ("price_as_of", "price as of", None), ("error", "error", None))))
     return Template(TEMPLATE.read_text()).substitute(
         generated=html.escape(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),

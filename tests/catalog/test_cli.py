@@ -92,3 +92,12 @@ def test_bad_as_of_is_rejected_by_argparse(capsys):
 def test_python_dash_m_entry_point():
     proc = subprocess.run([sys.executable, "-m", "analysis", "--help"], capture_output=True, text=True, check=True)
     assert "offerings" in proc.stdout and "gcp/<machine-type>+<n>x<gpu>" in proc.stdout
+
+
+@pytest.mark.parametrize("value, text", [(0, "0.00"), (3.3, "3.30"), (1234.567, "1,234.57"), (0.0123, "0.01"),
+                                         (0.00083, "0.00083"), (0.004, "0.0040")])
+def test_usd_amount_never_shows_a_real_cost_as_zero(value, text):
+    from analysis.output import USD_SIGN, usd_amount
+
+    assert usd_amount(value) == text
+    assert USD_SIGN.format(value) == "$" + text
