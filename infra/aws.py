@@ -46,7 +46,9 @@ def _assume(service: str, account_id: str | None = None) -> str:
 
 
 def results_policy(bucket: str, run_prefix: str) -> str:
-    """Object read/write under the stack's prefix only; listing limited to that prefix."""
+    """Object read/write under the stack's prefix only; listing limited to that
+    prefix; delete only checkpoints under it (the payload removes a checkpoint
+    once a newer one is stored, so a run keeps one; results are never deletable)."""
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -56,6 +58,12 @@ def results_policy(bucket: str, run_prefix: str) -> str:
                     "Effect": "Allow",
                     "Action": ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
                     "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*",
+                },
+                {
+                    "Sid": "StackCheckpointDelete",
+                    "Effect": "Allow",
+                    "Action": "s3:DeleteObject",
+                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*/checkpoints/*",
                 },
                 {
                     "Sid": "StackPrefixList",

@@ -1,9 +1,13 @@
 """GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
 
 Security posture of a benchmark stack:
-- a dedicated service account that may only create and read objects whose name starts
-  with `runs/<stack>/` in the results bucket (IAM condition on `resource.name`; listing
-  the bucket is not granted, the payload addresses its own keys);
+- a dedicated service account with `roles/storage.objectUser` on a managed folder
+  `runs/<stack>/` of the results bucket and nothing else: it can write, overwrite
+  (state.json, an interrupted result.json), list (to find a checkpoint to resume
+  from) and delete superseded checkpoints there, and cannot touch any other
+  object. A bucket-level grant with an IAM condition on `resource.name` cannot do
+  this: listing is checked against the bucket, and objectCreator cannot overwrite.
+  The folder is force-destroyed with the stack; the objects in it stay;
 - a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
   (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
 - `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
@@ -41,21 +45,13 @@ from infra.launch import Launch, gcp_deadline_label, gcp_labels, gcp_zone, paylo
 from infra.results_ref import locate
 
 SUBNET_CIDR = "10.42.0.0/24"
-OBJECT_ROLES = ("roles/storage.objectCreator", "roles/storage.objectViewer")
+FOLDER_ROLE = "roles/storage.objectUser"
 
 
 def service_account_id(stack: str) -> str:
     """6-30 chars of [a-z0-9-], starting with a letter; a hash keeps long stack names unique."""
     digest = hashlib.sha1(stack.encode()).hexdigest()[:6]
     return f"gb-{stack[:20].rstrip('-')}-{digest}"
-
-
-def prefix_condition(bucket: str, run_prefix: str) -> dict:
-    return {
-        "title": "stack-prefix-only",
-        "description": f"objects under {run_prefix} only",
-        "expression": f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{run_prefix}")',
-    }
 
 
 def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
@@ -83,10 +79,11 @@ class GcpBenchmark(pulumi.ComponentResource):
         account = gcp.serviceaccount.Account("runner", account_id=service_account_id(cfg.stack),
                                              display_name=f"gpubench {cfg.stack} payload", opts=child)
         member = account.email.apply(lambda e: f"serviceAccount:{e}")
-        for role in OBJECT_ROLES:
-            gcp.storage.BucketIAMMember(
-                f"results-{role.rsplit('.', 1)[-1].lower()}", bucket=results.bucket, role=role, member=member,
-                condition=results.bucket.apply(lambda b: prefix_condition(b, run_prefix)), opts=child)
+        # force_destroy: `pulumi destroy` removes the folder's IAM scope, never the results in it
+        folder = gcp.storage.ManagedFolder("results-folder", bucket=results.bucket, name=run_prefix,
+                                           force_destroy=True, opts=child)
+        gcp.storage.ManagedFolderIamMember("results-access", bucket=results.bucket, managed_folder=folder.name,
+                                           role=FOLDER_ROLE, member=member, opts=child)
 
         network = gcp.compute.Network("net", auto_create_subnetworks=False,
                                       description=f"gpubench {cfg.stack}: no ingress except configured SSH", opts=child)

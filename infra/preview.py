@@ -32,7 +32,8 @@ KEY_PROPS: dict[str, tuple[str, ...]] = {
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("rules",),
     "gcp:compute/instance:Instance": ("machineType", "zone", "guestAccelerators", "scheduling", "bootDisk.initializeParams.image", "bootDisk.initializeParams.size"),
     "gcp:compute/firewall:Firewall": ("direction", "allows", "sourceRanges"),
-    "gcp:storage/bucketIAMMember:BucketIAMMember": ("role", "condition.expression"),
+    "gcp:storage/managedFolder:ManagedFolder": ("name", "forceDestroy"),
+    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": ("role", "member"),
     "gcp:storage/bucket:Bucket": ("location", "uniformBucketLevelAccess", "publicAccessPrevention", "versioning", "lifecycleRules"),
     "time:index/offset:Offset": ("offsetMinutes",),
 }

@@ -27,7 +27,8 @@ GCP_BENCHMARK_TYPES = {
     "gpubench:gcp:Benchmark": 1,
     "time:index/offset:Offset": 1,
     "gcp:serviceaccount/account:Account": 1,
-    "gcp:storage/bucketIAMMember:BucketIAMMember": 2,
+    "gcp:storage/managedFolder:ManagedFolder": 1,
+    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": 1,
     "gcp:compute/network:Network": 1,
     "gcp:compute/subnetwork:Subnetwork": 1,
     "gcp:compute/instance:Instance": 1,
@@ -98,6 +99,8 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
         if st["Action"] == "s3:ListBucket":
             assert st["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}}
             assert not st["Resource"].endswith("*")
+        elif st["Action"] == "s3:DeleteObject":  # superseded checkpoints only, never results
+            assert st["Resource"].endswith(f"/{prefix}*/checkpoints/*")
         else:
             assert set(st["Action"]) <= {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}
             assert st["Resource"].endswith(f"/{prefix}*")
@@ -165,14 +168,15 @@ def test_gcp_benchmark_stack(rendered, catalog, stack):
     assert "default" not in json.dumps(inst["networkInterfaces"])
     assert r.of_type("gcp:compute/firewall:Firewall") == []
 
-    # service account limited to objects under runs/<stack>/
+    # service account limited to objects under runs/<stack>/: a managed folder, no bucket-level grant
     email = r.one("gcp:serviceaccount/account:Account").inputs["accountId"]
     assert inst["serviceAccount"]["email"].startswith(email + "@")
-    for member in r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember"):
-        assert member.inputs["role"] in ("roles/storage.objectCreator", "roles/storage.objectViewer")
-        assert member.inputs["member"] == f"serviceAccount:{inst['serviceAccount']['email']}"
-        expr = member.inputs["condition"]["expression"]
-        assert expr.startswith('resource.name.startsWith("projects/_/buckets/') and expr.endswith(f'/objects/runs/{stack}/")')
+    assert r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") == []
+    folder = r.one("gcp:storage/managedFolder:ManagedFolder").inputs
+    assert folder["name"] == f"runs/{stack}/" and folder["forceDestroy"] is True
+    access = r.one("gcp:storage/managedFolderIamMember:ManagedFolderIamMember").inputs
+    assert access["role"] == "roles/storage.objectUser" and access["managedFolder"] == folder["name"]
+    assert access["member"] == f"serviceAccount:{inst['serviceAccount']['email']}"
 
 
 @pytest.mark.parametrize("stack", BENCHMARK_STACKS)
