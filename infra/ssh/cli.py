@@ -157,7 +157,9 @@ class Session:
     def locate_or_start(self, root: str) -> remote.RemoteRun:
         """The open run of this stack, or a new one; sets `self.current` as soon as it is known."""
         pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
-        if pending:  # picking up needs no lock; only launching does
+        # Picking up a run that has a pid or a state needs no lock. One with neither may be another
+        # invocation's launch in progress: only under the launch lock is it known to be abandoned.
+        if pending and all(r.pid is not None or r.state is not None for r in pending):
             self.current = self.pick(pending)
         else:
             with remote.StackLock(self.conn, root, self.cfg.stack):

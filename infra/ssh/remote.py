@@ -20,7 +20,9 @@ from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import Plan
 from infra.ssh import script
 
-LOCK_STALE_SECONDS = 120  # a launch (upload, unpack, wait for the pid) takes seconds; older locks are leftovers
+# A launch (upload, unpack with a 600 s timeout, 30 s wait for the pid) usually takes seconds; only a
+# lock older than its worst case is a leftover (taking a live one would close that launch's run as lost).
+LOCK_STALE_SECONDS = 900
 # exit code of `python -m payload run` (payload/exitcodes.py) -> run status
 EXIT_STATUS = {0: "completed", 4: "completed", 75: "interrupted"}
 WRAPPER_STATUS = {"stopped": "interrupted", "killed": "interrupted", "lost": "lost"}

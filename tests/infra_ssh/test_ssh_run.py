@@ -213,3 +213,19 @@ def test_cloud_offering_is_refused(ssh_stack, capsys):
     stack, stacks_dir = ssh_stack(offering="aws/p3.2xlarge")
     code, report, err = invoke(capsys, stack, stacks_dir)
     assert code == 2 and "pulumi up" in report["message"]
+
+
+def test_a_launch_in_progress_elsewhere_is_not_closed_as_lost(ssh_stack, tmp_path, capsys):
+    """Another invocation holds the launch lock and has made the run directory but has no pid yet:
+    this one must neither close that run as `lost` (its payload would start later and never be
+    collected, and the next invocation would start a second run) nor start one of its own."""
+    stack, stacks_dir = ssh_stack(remotePython=fake_python(tmp_path, steps=1))
+    stack_dir = tmp_path / "remote" / "runs" / stack
+    half = stack_dir / "20300101T000000Z-aaaaaa"
+    (half / "results").mkdir(parents=True)
+    (half / "run.json").write_text(json.dumps({"stack": stack, "runtime": "venv"}))
+    (stack_dir / ".launch.lock").mkdir()
+    code, report, err = invoke(capsys, stack, stacks_dir)
+    assert code == 3 and "starting a run of this stack right now" in report["message"], err
+    assert not (half / "state.json").exists() and not (half / "fetched.json").exists()
+    assert remote_runs(tmp_path, stack) == [half]
