@@ -61,14 +61,18 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
             try:
                 doc = json.loads(store.get_bytes(key))
                 bench = doc.get("benchmark") or {}
+                # a run resumed after a spot restart started before the relaunch:
+                # it belongs to the launch its newest attempt started in
+                attempts = [a for a in doc.get("attempts") or [] if isinstance(a, dict) and a.get("start")]
                 runs.append(RunState(
                     benchmark=str(bench.get("name") if isinstance(bench, dict) else bench or doc.get("run_id")),
                     status=str(doc.get("status")),
-                    started_at=_ts(doc.get("started_at")),
+                    started_at=_ts(max(attempts, key=lambda a: a.get("attempt") or 0)["start"] if attempts
+                                   else doc.get("started_at")),
                     finished_at=_ts(doc.get("finished_at")),
                     key=key,
                 ))
-            except (StorageError, ValueError, AttributeError) as exc:
+            except (StorageError, ValueError, AttributeError, TypeError) as exc:
                 problems.append(f"{store.url_for(key)}: unreadable ({exc})")
     return runs, problems
 

@@ -257,6 +257,25 @@ def test_cli_vanishing_after_which_still_gives_the_message(project, monkeypatch)
         pulumi_ws.local_workspace(project)
 
 
+
+def test_completed_counts_a_run_resumed_after_the_relaunch(project, tmp_path_factory):
+    """A spot run interrupted, then resumed by `pulumi up` on a new instance, keeps its
+    first attempt's started_at; it belongs to the launch of its newest attempt."""
+    results = tmp_path_factory.mktemp("results")
+    stack_file(project, "aws-resumed", offering="aws/p3.2xlarge", suite="a")
+    put_result(results, "aws-resumed", "a", "completed", started=NOW - timedelta(hours=5), finished=NOW)
+    path = next((results / "runs" / "aws-resumed").glob("*/result.json"))
+    doc = json.loads(path.read_text())
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    doc["attempts"] = [{"attempt": 1, "start": (NOW - timedelta(hours=5)).strftime(fmt), "status": "interrupted"},
+                       {"attempt": 2, "start": (NOW - timedelta(hours=1)).strftime(fmt), "status": "completed"}]
+    path.write_text(json.dumps(doc))
+    last_up = [SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=2), result="succeeded")]
+    ws = FakeWorkspace().add("aws-resumed", outputs={"resultsUrl": results.as_uri()}, history=last_up)
+    out = by_stack(run(ws, project, completed=True))
+    assert out["aws-resumed"].action == "destroyed", out["aws-resumed"].reason
+
+
 def test_suite_is_read_leniently_never_shrunk(project, tmp_path_factory):
     """An unparseable-by-infra suite must still count every benchmark, never just the results present."""
     results = tmp_path_factory.mktemp("results")
