@@ -31,6 +31,7 @@ HOST_EVENTS = f"{STATE_DIR}/events.jsonl"
 LIB_DIR = "/usr/local/lib/gpubench"
 UNIT = "gpubench-payload.service"
 POWEROFF_UNIT = "gpubench-poweroff.service"
+DRIVER_WAIT_TRIES = 90  # x 10 s: how long run.sh waits for nvidia-smi before starting the container
 _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 
 EVENT_SH = f"""#!/bin/bash
@@ -71,6 +72,18 @@ RUN_SH = f"""#!/bin/bash
 # Run the payload container once with every GPU; the unit's ExecStopPost handles the end.
 set -euo pipefail
 image="$1"
+# The NVIDIA driver may still be installing at first boot (GCP DLVM install-nvidia-driver runs
+# beside cloud-init): `docker run --gpus all` would fail and power the machine off without a
+# result. Wait for it, bounded; if it never comes, docker fails loudly as before.
+tries=0
+until nvidia-smi -L >/dev/null 2>&1; do
+  tries=$((tries + 1))
+  if [ "$tries" -gt {DRIVER_WAIT_TRIES} ]; then
+    echo "gpubench: no working NVIDIA driver after $((tries * 10)) s; starting the container anyway" >&2
+    break
+  fi
+  sleep 10
+done
 {LIB_DIR}/event.sh container_start "" "$image"
 exec docker run --rm --name gpubench-payload --gpus all --network host \\
   --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "$image"

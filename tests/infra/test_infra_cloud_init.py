@@ -107,3 +107,26 @@ def test_env_file_rejects_what_docker_cannot_carry():
         cloud_init.env_file({"SECRET_TOKEN": "x"})
     with pytest.raises(ValueError, match="GPUBENCH_DEADLINE"):
         cloud_init.render_user_data(cloud_init.PayloadLaunch("img:tag", {"GPUBENCH_STACK": "s"}))
+
+
+def test_run_sh_waits_for_the_nvidia_driver_before_starting_the_container(tmp_path):
+    """GCP DLVM images install the driver at first boot beside cloud-init: the container must not
+    start (and fail `--gpus all`, powering the VM off without a result) before nvidia-smi works."""
+    text = cloud_init.SCRIPTS["run.sh"].replace(cloud_init.LIB_DIR, str(tmp_path))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fakes = {
+        "event.sh": "#!/bin/sh\nexit 0\n",
+        "bin/nvidia-smi": f"#!/bin/sh\nn=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\nn=$((n + 1))\n"
+                          f"echo $n > {tmp_path}/calls\n[ $n -ge 3 ]\n",
+        "bin/sleep": "#!/bin/sh\nexit 0\n",
+        "bin/docker": f"#!/bin/sh\ncat {tmp_path}/calls > {tmp_path}/calls-at-docker\necho \"$@\" > {tmp_path}/docker-args\n",
+    }
+    for rel, body in {**fakes, "run.sh": text}.items():
+        (tmp_path / rel).write_text(body)
+        (tmp_path / rel).chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    proc = subprocess.run(["bash", str(tmp_path / "run.sh"), "img:tag"], env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "calls-at-docker").read_text().strip() == "3"  # docker ran only once nvidia-smi worked
+    assert "--gpus all" in (tmp_path / "docker-args").read_text()
