@@ -86,8 +86,13 @@ def to_oncalendar(expr: str) -> str:
     if dow != "*":
         names = []
         for part in dow.split(","):
-            ends = [DOW[DOW_NAMES.get(p.lower(), int(p) if p.isdigit() else 0)] for p in part.split("-")]
-            names.append("..".join(ends))
+            base, _, step = part.partition("/")
+            ends = [DOW_NAMES.get(p.lower(), int(p) if p.isdigit() else 0) for p in base.split("-")] if base != "*" else [0, 6]
+            if step:  # systemd weekdays take no step: list the days cron means (`*/2` = Sun,Tue,Thu,Sat)
+                first, last = ends[0], ends[-1] if "-" in base or base == "*" else 6
+                names.extend(DOW[d] for d in range(first, last + 1, int(step)))
+            else:
+                names.append("..".join(DOW[d] for d in ends))
         days = ",".join(names) + " "
     return f"{days}*-{_calendar_part(month)}-{_calendar_part(dom)} {_calendar_part(hour)}:{_calendar_part(minute)}:00 UTC"
 

@@ -66,6 +66,8 @@ def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
     ("30 2 1 * *", "*-*-01 02:30:00 UTC"),
     ("0 */6 * * *", "*-*-* 00/6:00:00 UTC"),
     ("15 9 * * mon-fri", "Mon..Fri *-*-* 09:15:00 UTC"),
+    ("0 6 * * */2", "Sun,Tue,Thu,Sat *-*-* 06:00:00 UTC"),
+    ("0 6 * * 1-5/2", "Mon,Wed,Fri *-*-* 06:00:00 UTC"),
 ])
 def test_cron_to_systemd_oncalendar(cron, calendar):
     from infra.campaign.schedule import to_oncalendar
