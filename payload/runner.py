@@ -54,6 +54,10 @@ class SuiteContext:
     offering: dict
     warnings: list[str] = field(default_factory=list)
     flush_note: dict | None = None
+    # The host's events (instance_launch, boot_done, ...) open the billed window
+    # of the first benchmark this process runs only: merged into every result,
+    # each later benchmark would be billed again from instance launch.
+    host_events_claimed: bool = False
 
 
 def fingerprint(stack: str, name: str, params: dict, precision: str, gpus, data: str) -> str:
@@ -141,7 +145,9 @@ class BenchmarkRun:
         resume = self._restore()
         self.run_id = resume["run_id"] if resume else make_run_id(self.ctx.boot, ident.instance_id, self.bench.name)
         self.timeline.attempt = len(self.attempts) + 1
-        self.warnings += self.timeline.merge_host_events(cfg.host_events)
+        if not self.ctx.host_events_claimed:
+            self.ctx.host_events_claimed = True
+            self.warnings += self.timeline.merge_host_events(cfg.host_events)
         self.writer = RunWriter(self.ctx.store, cfg.stack, self.run_id)
         self.ckpt = Checkpointer(self.ctx.store, self.writer.prefix, self.timeline)
         if resume:

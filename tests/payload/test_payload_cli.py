@@ -101,6 +101,30 @@ def test_run_configured_only_through_env(monkeypatch, tmp_path):
     assert events[:4] == ["instance_launch", "boot_done", "container_start", "run_start"]
 
 
+
+def test_suite_bills_instance_launch_to_its_first_benchmark_only(monkeypatch, tmp_path):
+    """One container runs the whole suite: the host's instance_launch opens the
+    first benchmark's billed window only; later benchmarks are billed from their
+    own start, so the suite's windows never overlap (no instance time twice)."""
+    from analysis.table import billing_windows
+
+    for k, v in {"GPUBENCH_BENCHMARK": "mnist-mlp,mnist-cnn", "GPUBENCH_RESULTS": tmp_path.as_uri(),
+                 "GPUBENCH_STACK": "suite", "GPUBENCH_DATA": "synthetic", "GPUBENCH_EPOCHS": "1",
+                 "GPUBENCH_BATCH_SIZE": "16", "GPUBENCH_PARAMS": "samples=32,val_samples=16"}.items():
+        monkeypatch.setenv(k, v)
+    host_events = tmp_path / "host-events.jsonl"
+    host_events.write_text('{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n')
+    monkeypatch.setenv("GPUBENCH_HOST_EVENTS", str(host_events))
+    assert main(["run"]) == 0
+    results = sorted((json.loads(p.read_text()) for p in (tmp_path / "runs" / "suite").glob("*/result.json")),
+                     key=lambda r: r["started_at"])
+    assert [r["benchmark"]["name"] for r in results] == ["mnist-mlp", "mnist-cnn"]
+    launches = [[e for e in r["timeline"] if e["event"] == "instance_launch"] for r in results]
+    assert len(launches[0]) == 1 and launches[1] == []
+    first, second = (billing_windows(r)[0] for r in results)
+    assert first["start"].startswith("2020-01-01T00:00:00") and second["start"] >= first["end"]
+
+
 def test_list_text_and_json(capsys):
     assert main(["list"]) == 0
     text = capsys.readouterr().out
