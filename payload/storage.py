@@ -365,4 +365,9 @@ def open_store(url: str, retries: int | None = None, backoff: float | None = Non
         raise StorageError(
             f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
             f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path")
-    return opener(parsed, url, retries=retries, backoff=backoff)
+    try:
+        return opener(parsed, url, retries=retries, backoff=backoff)
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - no credentials, SDK missing, ...: callers handle StorageError
+        raise StorageError(f"cannot open {url}: {type(exc).__name__}: {exc}") from exc

@@ -218,6 +218,28 @@ def test_a_bucket_that_cannot_be_listed_keeps_its_rows(tmp_path):
     assert summary.skipped[0]["reason"].startswith("cannot list the bucket")
 
 
+
+def test_a_bucket_that_cannot_be_opened_is_set_aside_and_the_others_collected(tmp_path, monkeypatch, capsys):
+    """No GCS credentials: the SDK's own error must not crash the collect of the other buckets."""
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.cloud import storage as gcs
+
+    def no_credentials(*a, **kw):
+        raise DefaultCredentialsError("Your default credentials were not found.")
+
+    monkeypatch.delenv("STORAGE_EMULATOR_HOST", raising=False)
+    monkeypatch.setattr(gcs, "Client", no_credentials)
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), _results(2))
+    argv = ["collect", "--results", "gs://no-creds/gpubench", "--results", str(src), "--out", str(tmp_path / "o"),
+            "--json"]
+    assert main(argv) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["valid"] == 2
+    assert got["skipped"][0]["key"] == "gs://no-creds/gpubench"
+    assert "credentials were not found" in got["skipped"][0]["reason"]
+
+
 def test_failed_download_is_retried_next_time(tmp_path):
     src = tmp_path / "res"
     _populate(open_store(str(src)), _results(2))
