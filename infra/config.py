@@ -27,6 +27,7 @@ RESULT_SCHEMES = {"aws": "s3://", "gcp": "gs://"}
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
 DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
 MAX_HOURS_LIMIT = 72.0
+MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even boot a GPU image
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
 PROVIDER_KEYS = {"aws": ("region",), "gcp": ("project", "region", "zone")}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -74,8 +75,9 @@ def _max_hours(key: str, raw: Any) -> float:
         value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
     except ValueError:
         value = -1.0
-    if not 0 < value <= MAX_HOURS_LIMIT:
-        raise ConfigError(key, f"expected hours in (0, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline after which the instance is terminated")
+    if not MIN_HOURS <= value <= MAX_HOURS_LIMIT:
+        raise ConfigError(key, f"expected hours in [{MIN_HOURS:g}, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline "
+                               "after which the instance is terminated (boot and setup alone take minutes)")
     return value
 
 
@@ -150,6 +152,8 @@ def _results(key: str, raw: Any) -> str:
     if text.startswith(("s3://", "gs://")) or text.startswith("stack:"):
         if text.startswith("stack:") and not text[len("stack:"):]:
             raise ConfigError(key, "a stack reference needs a name, e.g. stack:aws-results")
+        if text.startswith(("s3://", "gs://")) and not text[5:].split("/", 1)[0]:
+            raise ConfigError(key, f"{text!r} names no bucket; use e.g. {text[:5]}my-results-bucket")
         return text.rstrip("/")
     raise ConfigError(key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)")
 

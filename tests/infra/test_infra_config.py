@@ -25,7 +25,7 @@ def test_results_stack():
     [
         ({"gpubench:maxHour": "2"}, "maxHour", "Did you mean gpubench:maxHours"),
         ({"gpubench:market": "spt"}, "market", "allowed values: on-demand, spot"),
-        ({"gpubench:maxHours": "0"}, "maxHours", "(0, 72]"),
+        ({"gpubench:maxHours": "0"}, "maxHours", "[0.25, 72]"),
         ({"gpubench:maxHours": "lots"}, "maxHours", "expected hours"),
         ({"gpubench:sshCidr": "0.0.0.0/0"}, "sshCidr", "whole internet"),
         ({"gpubench:sshCidr": "::/0"}, "sshCidr", "whole internet"),
@@ -34,6 +34,8 @@ def test_results_stack():
         ({"gpubench:epochs": "-1"}, "epochs", "positive integer"),
         ({"gpubench:epochs": 2, "gpubench:steps": 5}, "steps", "mutually exclusive"),
         ({"gpubench:results": "ftp://x"}, "results", "neither a bucket URL"),
+        ({"gpubench:results": "s3://"}, "results", "names no bucket"),
+        ({"gpubench:maxHours": "0.01"}, "maxHours", "expected hours in [0.25, 72]"),
         ({"gpubench:suite": "Bad Name"}, "suite", "unknown benchmark 'Bad Name'"),
         ({"gpubench:suite": "resnet-50"}, "suite", "did you mean 'resnet50'"),
         ({"gpubench:rootVolumeGb": 20}, "rootVolumeGb", "60 or more"),
