@@ -16,7 +16,10 @@ import pandas as pd
 from analysis.reference import imagenet_schedules
 
 DEFAULT_BASE = "aws/p2.xlarge"  # a single K80, the base configuration of seed 002
-GROUP = ["benchmark", "offering_id", "market", "gpus_used"]
+# What makes runs repeats of one another: a batch size or precision of its own
+# is another configuration, never pooled into the same median.
+CONFIG = ["precision", "per_gpu_batch_size"]
+GROUP = ["benchmark", "offering_id", "market", "gpus_used", *CONFIG]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
 
@@ -93,11 +96,14 @@ def relative_to_base(summary: pd.DataFrame, base: str = DEFAULT_BASE) -> pd.Data
     for col in ("rel_time", "rel_train_cost", "rel_billed_cost"):
         s[col] = math.nan
     s["relative_note"] = None
-    for bench, idx in s.groupby("benchmark").groups.items():
+    for (bench, *config), idx in s.groupby(["benchmark", *CONFIG], dropna=False).groups.items():
         rows = s.loc[idx]
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
-            s.loc[idx, "relative_note"] = f"base {base} has no completed {bench} run"
+            ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
+            s.loc[idx, "relative_note"] = (f"base {base} has no completed {bench} run" if not ran else
+                                           f"base {base} has no completed {bench} run at "
+                                           + ", ".join(f"{k} {v}" for k, v in zip(CONFIG, config)))
             continue
         # on-demand sorts before spot; the offering as sold (all its GPUs) first
         b = cand.sort_values(["market", "gpus_used"], ascending=[True, False]).iloc[0]
@@ -152,7 +158,7 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty:
         return pd.DataFrame(columns=SCALING_COLUMNS)
     s = summary[summary["gpus_used"].notna() & summary["gpu_model"].notna()]
-    for (bench, model), grp in s.groupby(["benchmark", "gpu_model"]):
+    for (bench, model, *_), grp in s.groupby(["benchmark", "gpu_model", *CONFIG], dropna=False):
         tp = grp["samples_per_second"].where(grp["samples_per_second"] > 0, 1.0 / grp["train_hours"])
         ones = grp[grp["gpus_used"] == 1]
         if ones.empty:

@@ -26,6 +26,8 @@ SUMMARY_COLUMNS = (
     ("offering_id", "offering", None),
     ("market", "market", None),
     ("gpus_used", "GPUs used", "{:.0f}"),
+    ("per_gpu_batch_size", "batch per GPU", "{:.0f}"),
+    ("precision", "precision", None),
     ("repeats", "runs", "{:.0f}"),
     ("train_hours", "time to train (h, median)", "{:.3f}"),
     ("train_hours_spread", "time spread", "{:.1%}"),

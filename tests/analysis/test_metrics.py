@@ -119,6 +119,30 @@ def test_scaling_efficiency_against_the_same_machine_with_one_gpu():
     assert row["reference"] == "same offering, 1 GPU"
 
 
+
+def test_other_batch_sizes_and_precisions_are_not_pooled_as_repeats():
+    """resnet50 at batch 32 and at batch 64 (seed 004 measures 16/32/64) are two
+    configurations: each has its own median, base and 1-GPU scaling reference."""
+    runs = []
+    for o, g, sps, batch, rep in (("aws/p3.8xlarge", 1, 100.0, 32, 1), ("aws/p3.8xlarge", 1, 300.0, 64, 2),
+                                  ("aws/p3.8xlarge", 4, 1080.0, 64, 3), ("aws/p2.xlarge", 1, 50.0, 64, 4)):
+        r = make_result(o, "resnet50", gpus_used=g, samples_per_second=sps, train_seconds=360000 / sps,
+                        hourly_usd=12.24 if o == "aws/p3.8xlarge" else 0.9, repeat=rep, boot_seconds=0,
+                        tail_seconds=0)
+        r["benchmark"]["per_gpu_batch_size"] = batch
+        runs.append(r)
+    s = summarize(priced(*runs))
+    one = s[(s["offering_id"] == "aws/p3.8xlarge") & (s["gpus_used"] == 1)].set_index("per_gpu_batch_size")
+    assert one["repeats"].tolist() == [1, 1]
+    assert one.loc[32, "samples_per_second"] == 100.0 and one.loc[64, "samples_per_second"] == 300.0
+    (row,) = scaling(s).to_dict("records")
+    assert row["speedup"] == pytest.approx(1080 / 300)  # against the 1-GPU run at batch 64, not 32
+    rel = relative_to_base(s, "aws/p2.xlarge").set_index(["offering_id", "gpus_used", "per_gpu_batch_size"])
+    rel = rel.loc["aws/p3.8xlarge"]
+    assert rel.loc[(1, 64), "rel_time"] == pytest.approx(50 / 300)
+    assert math.isnan(rel.loc[(1, 32), "rel_time"]) and "per_gpu_batch_size 32" in rel.loc[(1, 32), "relative_note"]
+
+
 def test_breakeven_matches_the_cost_model():
     be = breakeven(summarize(_lab()))
     spec = load_catalog().get("onprem/parkopedia-4x1080ti").onprem
