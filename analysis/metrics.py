@@ -211,7 +211,9 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
                              "market": c["market"], "cloud_gpus_used": c["gpus_used"],
                              "onprem_throughput": _throughput(box), "cloud_throughput": _throughput(c), "cloud_hourly_usd": c["hourly_usd"],
                              "breakeven_days_per_month": days,
-                             "note": None if days is not None else "never: on-prem electricity alone costs more per sample"})
+                             "note": ("never: on-prem electricity alone costs more per sample" if days is None else
+                                      f"never within a month: needs {days:.0f} days of use, more than a month has"
+                                      if days > 31 else None)})
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 
 

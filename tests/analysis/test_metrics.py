@@ -151,6 +151,17 @@ def test_breakeven_matches_the_cost_model():
     assert set(be["cloud"]) == {"aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge"}
 
 
+
+def test_breakeven_beyond_a_month_is_called_never_not_a_day_count():
+    """A slow box against a cheap, fast cloud: the formula's 'days per month' exceeds 31."""
+    lab = _lab()
+    box = lab["offering_id"] == "onprem/parkopedia-4x1080ti"
+    lab.loc[box, "samples_per_second"] = lab.loc[box, "samples_per_second"] / 40
+    be = breakeven(summarize(lab))
+    row = be[be["cloud"] == "aws/p2.xlarge"].iloc[0]
+    assert row["breakeven_days_per_month"] > 31 and row["note"].startswith("never within a month")
+
+
 def test_pareto_mask():
     x = pd.Series([1.0, 2.0, 3.0, 2.0, float("nan")])
     y = pd.Series([5.0, 2.0, 1.0, 3.0, 0.1])
