@@ -56,7 +56,8 @@ def results_policy(bucket: str, run_prefix: str) -> str:
                 {
                     "Sid": "StackPrefixObjects",
                     "Effect": "Allow",
-                    "Action": ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"],
+                    # PutObjectTagging: checkpoints are uploaded tagged gpubench:kind=checkpoint for expiry
+                    "Action": ["s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:AbortMultipartUpload"],
                     "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*",
                 },
                 {

@@ -31,6 +31,9 @@ from payload.events import iso
 __all__ = ["Checkpointer", "find_resumable", "STATE_NAME"]
 
 STATE_NAME = "state.json"
+# S3 object tags on model files: the results bucket expires them after checkpointDays
+# (infra/aws.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
+CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
 def snapshot(model) -> tuple[list, list]:
@@ -113,7 +116,7 @@ class Checkpointer:
         key = f"{self.dir}model-{tag:09d}.npz"
         old = self.model_key
         state.update(model_key=key, saved_at=iso())
-        ok = self.store.put_bytes(key, blob, "application/octet-stream") is not False
+        ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
         ok = self.store.put_bytes(self.state_key(), json.dumps(state).encode(), "application/json") is not False and ok
         if ok and old and old != key:
             try:

@@ -112,10 +112,12 @@ class SpoolingStore:
         self.store, self.spool = store, spool
         self.spooled: list[str] = []
 
-    def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> bool:
-        """Upload; return False (and spool) when the bucket is unreachable."""
+    def put_bytes(self, key: str, data: bytes, content_type: str | None = None, tags=None) -> bool:
+        """Upload; return False (and spool) when the bucket is unreachable.
+        A spooled object is flushed later without its tags (they only drive
+        lifecycle expiry; the data is what must not be lost)."""
         try:
-            self.store.put_bytes(key, data, content_type)
+            self.store.put_bytes(key, data, content_type, tags=tags)
             return True
         except StorageError as exc:
             self.spool.add(self.store.url, key, data, content_type, reason=str(exc))

@@ -29,9 +29,10 @@ import hashlib
 import os
 import random
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, Mapping, TypeVar
 from urllib.parse import urlparse
 
 __all__ = [
@@ -130,9 +131,13 @@ class Store:
         self.backoff = backoff
 
     # -- public API (contract) ---------------------------------------------
-    def put_bytes(self, key: str, data: bytes, content_type: str | None = None) -> None:
+    def put_bytes(self, key: str, data: bytes, content_type: str | None = None,
+                  tags: Mapping[str, str] | None = None) -> None:
+        """Upload with retries. `tags` become S3 object tags (the results bucket's
+        lifecycle expires objects tagged gpubench:kind=checkpoint); other
+        backends ignore them."""
         _check_key(key)
-        with_retries(f"upload {self.url_for(key)}", lambda: self._put(key, bytes(data), content_type),
+        with_retries(f"upload {self.url_for(key)}", lambda: self._put(key, bytes(data), content_type, tags),
                      self.retries, self.backoff)
 
     def get_bytes(self, key: str) -> bytes:
@@ -164,7 +169,7 @@ class Store:
         return f"{type(self).__name__}({self.url!r})"
 
     # -- primitives --------------------------------------------------------
-    def _put(self, key: str, data: bytes, content_type: str | None) -> None:
+    def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None:
         raise NotImplementedError
 
     def _get(self, key: str) -> bytes:
@@ -194,7 +199,7 @@ class FileStore(Store):
     def _path(self, key: str) -> Path:
         return self.root / key.lstrip("/")
 
-    def _put(self, key, data, content_type):
+    def _put(self, key, data, content_type, tags=None):
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -253,8 +258,10 @@ class S3Store(Store):
     def _key(self, key):
         return _join(self.prefix, key)
 
-    def _put(self, key, data, content_type):
+    def _put(self, key, data, content_type, tags=None):
         extra = {"ContentType": content_type} if content_type else {}
+        if tags:
+            extra["Tagging"] = urllib.parse.urlencode(tags)
         self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
 
     def _get(self, key):
@@ -303,7 +310,7 @@ class GCSStore(Store):
     def _key(self, key):
         return _join(self.prefix, key)
 
-    def _put(self, key, data, content_type):
+    def _put(self, key, data, content_type, tags=None):
         blob = self._bucket.blob(self._key(key))
         blob.upload_from_string(data, content_type=content_type or "application/octet-stream",
                                 timeout=self._timeout, retry=None)

@@ -102,7 +102,8 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
         elif st["Action"] == "s3:DeleteObject":  # superseded checkpoints only, never results
             assert st["Resource"].endswith(f"/{prefix}*/checkpoints/*")
         else:
-            assert set(st["Action"]) <= {"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}
+            assert set(st["Action"]) <= {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject",
+                                         "s3:AbortMultipartUpload"}
             assert st["Resource"].endswith(f"/{prefix}*")
 
     # the deadline: one-time at(), universal target terminateInstances on this instance only, self-deleting

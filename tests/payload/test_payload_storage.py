@@ -148,3 +148,27 @@ def test_storage_and_schema_import_without_tensorflow():
             "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TF imported'")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_checkpoint_models_are_tagged_for_lifecycle_expiry_on_s3(s3_bucket):
+    """The results bucket expires objects tagged gpubench:kind=checkpoint (infra/aws.py);
+    model files must carry the tag, results and state must not."""
+    import boto3
+    import keras
+    import numpy as np
+
+    from payload.checkpoint import CHECKPOINT_TAGS, Checkpointer
+
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.zeros((4, 3)), np.zeros((4, 2)), verbose=0)
+    ckpt = Checkpointer(open_store(f"s3://{s3_bucket}"), "runs/s/r/")
+    ckpt.save(model, {"fingerprint": "f", "epoch": 1}, tag=1, sync=True)
+    ckpt.save(model, {"fingerprint": "f", "epoch": 2}, tag=2, sync=True)  # replaces (deletes) model 1
+    ckpt.close()
+    s3 = boto3.client("s3")
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=s3_bucket)["Contents"])
+    assert keys == ["runs/s/r/checkpoints/model-000000002.npz", "runs/s/r/checkpoints/state.json"]
+    tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=s3_bucket, Key=keys[0])["TagSet"]}
+    assert tags == CHECKPOINT_TAGS
+    assert s3.get_object_tagging(Bucket=s3_bucket, Key=keys[1])["TagSet"] == []
