@@ -28,7 +28,7 @@ import numpy as np
 
 from payload.events import iso
 
-__all__ = ["Checkpointer", "find_resumable", "STATE_NAME"]
+__all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
 
 STATE_NAME = "state.json"
 # S3 object tags on model files: the results bucket expires them after checkpointDays
@@ -82,6 +82,26 @@ def find_resumable(store, stack: str, fingerprint: str) -> dict | None:
         if best is None or state.get("saved_at", "") > best.get("saved_at", ""):
             best = state
     return best
+
+
+def find_completed(store, stack: str, fingerprint: str, deployment: float | None) -> dict | None:
+    """A completed run of this benchmark (same fingerprint) in the same
+    deployment, or None. A deployment is one `pulumi up` of a stack: its
+    deadline is computed once and handed to every instance it boots, so a spot
+    replacement finds what its predecessor finished and does not pay for it
+    twice. Without a deadline (local runs), every run is a new repeat."""
+    if deployment is None:
+        return None
+    for info in store.list(f"runs/{stack}/"):
+        if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
+            continue
+        try:
+            state = json.loads(store.get_bytes(info.key))
+        except Exception:  # noqa: BLE001 - a broken state is not a completed run
+            continue
+        if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
+            return state
+    return None
 
 
 class Checkpointer:

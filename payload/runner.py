@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from payload import exitcodes
 from payload.benchmarks import get
-from payload.checkpoint import Checkpointer, find_resumable
+from payload.checkpoint import Checkpointer, find_completed, find_resumable
 from payload.config import RunConfig
 from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
@@ -137,11 +137,26 @@ class BenchmarkRun:
                 "started_at": self.started_at, "epochs_completed": self.epochs_done,
                 "steps_completed": self.steps_done, "train_seconds": self.train_seconds,
                 "rows": self.rows, "attempts": self.attempts, "measured": self.measured,
-                "gpu_hist": self.gpu_hist, "timeline": self.timeline.ordered()}
+                "gpu_hist": self.gpu_hist, "timeline": self.timeline.ordered(),
+                "deployment": self.cfg.deadline}
 
     # -- main --------------------------------------------------------------------
+    def _already_done(self) -> dict | None:
+        if self.cfg.no_resume:
+            return None
+        try:
+            return find_completed(self.ctx.store, self.cfg.stack, self.fp, self.cfg.deadline)
+        except Exception as exc:  # noqa: BLE001 - bucket down: run it, say so
+            self.warnings.append(f"completed-run lookup failed, running again: {exc}")
+            return None
+
     def execute(self) -> int:
         cfg, ident = self.cfg, self.ctx.identity
+        done = self._already_done()
+        if done:
+            print(f"[gpubench] {self.bench.name}: already completed in this deployment (run {done['run_id']}); "
+                  "not run again on this replacement instance", file=sys.stderr, flush=True)
+            return exitcodes.OK
         resume = self._restore()
         self.run_id = resume["run_id"] if resume else make_run_id(self.ctx.boot, ident.instance_id, self.bench.name)
         self.timeline.attempt = len(self.attempts) + 1

@@ -158,3 +158,26 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     state = json.loads(store.get_bytes(key.replace("result.json", "checkpoints/state.json")))
     assert state["complete"] is True
     assert "resume" not in [e["event"] for e in first["timeline"]]
+
+
+def test_a_replacement_instance_skips_what_its_deployment_already_completed(tmp_path, capsys):
+    """A spot replacement of the same `pulumi up` (same GPUBENCH_DEADLINE) reruns
+    the suite: benchmarks already completed are not run (and billed) twice.
+    A new deployment (another deadline) is a new repeat."""
+    from payload.checkpoint import find_completed
+
+    url, stack = f"file://{tmp_path}", "aws-g4dn-1x-spot"
+    args = [*TINY_MLP, "--results", url, "--stack", stack, "--deadline", "2030-01-01T06:00:00Z"]
+    assert run_payload(*args) == 0
+    assert run_payload(*args) == 0
+    assert "already completed in this deployment" in capsys.readouterr().err
+    results, _ = _results(open_store(url), stack)
+    assert len(results) == 1
+    (fp,) = {r["benchmark"]["fingerprint"] for r in results.values()}
+    store = open_store(url)
+    from datetime import datetime, timezone
+
+    deployment = datetime(2030, 1, 1, 6, tzinfo=timezone.utc).timestamp()
+    assert find_completed(store, stack, fp, deployment) is not None
+    assert find_completed(store, stack, fp, 1.0) is None        # another deployment's deadline
+    assert find_completed(store, stack, fp, None) is None       # local runs: always a new repeat
