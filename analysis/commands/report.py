@@ -92,12 +92,14 @@ def run(args) -> int:
     def f(v, fmt):
         return "-" if v is None or v != v else fmt.format(v)
 
-    print_table(((r["benchmark"], r["offering_id"], r["market"], f(r["gpus_used"], "{:.0f}"), r["repeats"],
+    print_table(((r["benchmark"], r["offering_id"], r["market"], f(r["gpus_used"], "{:.0f}"),
+                  f(r.get("per_gpu_batch_size"), "{:.0f}"), r.get("precision") or "-", r["repeats"],
                   f(r["train_hours"], "{:.3f}"), f(r["train_cost_usd"], USD_SIGN), f(r["billed_cost_usd"], USD_SIGN),
                   f(r.get("rel_time"), "{:.2f}"), f(r.get("rel_train_cost"), "{:.2f}"),
                   _short(f"{r['price_source']} ({r['price_as_of']})" if r["price_source"] else (r["price_note"] or "-")))
                  for r in summary.to_dict("records")),
-                ("benchmark", "offering", "market", "GPUs", "runs", "train h", "cost to train", "billed",
+                ("benchmark", "offering", "market", "GPUs", "batch/GPU", "precision", "runs", "train h",
+                 "cost to train", "billed",
                  "time/base", "cost/base", "price (as of)"))
     print()
     for rec in tables["recommendations"]:
