@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 __all__ = [
-    "MetadataServer", "ServerProcess", "find_tool", "free_port",
+    "MetadataServer", "ServerProcess", "find_tool", "free_port", "in_ci", "missing_tool",
     "start_gcs_emulator", "start_moto_server", "wait_for_port",
 ]
 
@@ -61,16 +61,26 @@ def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | Non
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
-def find_tool(name: str) -> str:
-    """Path of console script ``name``; skip the test (fail under CI=true) if absent."""
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def missing_tool(msg: str):
+    """A tool the test needs is absent: skip it locally, FAIL under CI=true
+    (CI installs every tool, so absence there is a broken install step)."""
+    if in_ci():
+        pytest.fail(msg + "; CI=true so a missing tool is a failure")
+    pytest.skip(msg)
+
+
+def find_tool(name: str, install: str = "pip install -e '.[dev]'") -> str:
+    """Path of ``name``: a console script next to the running interpreter, or
+    any program on PATH; missing_tool() when absent."""
     local = Path(sys.executable).parent / name
     path = str(local) if local.exists() else shutil.which(name)
     if path:
         return path
-    msg = f"{name} is not installed (pip install -e '.[dev]')"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(msg + "; CI=true so a missing tool is a failure")
-    pytest.skip(msg)
+    missing_tool(f"{name} is not installed ({install})")
 
 
 class ServerProcess:

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from analysis.cli import build_parser
+from servers import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = ROOT / "schedules"
@@ -24,16 +25,9 @@ SWEEP = "python -m analysis sweep --provider aws"
 TEARDOWN = "python -m analysis teardown --expired"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def require_tool(name: str) -> str | None:
-    """Path of a system tool; None off CI (the caller falls back), a failure under CI=true."""
-    path = shutil.which(name)
-    if path is None and in_ci():
-        pytest.fail(f"{name} is not installed; CI=true so a missing tool is a failure")
-    return path
+def require_tool(name: str) -> str:
+    """Path of a system tool (servers.find_tool: skip when missing, FAIL under CI=true)."""
+    return find_tool(name, f"apt-get install {name}; .ci/run installs it")
 
 
 def commands_in(text: str) -> list[list[str]]:
@@ -74,9 +68,7 @@ def test_systemd_units_structure():
 
 
 def test_systemd_units_verify(tmp_path):
-    tool = require_tool("systemd-analyze")
-    if tool is None:
-        pytest.skip("systemd-analyze not installed; test_systemd_units_structure covers the structure")
+    tool = require_tool("systemd-analyze")  # test_systemd_units_structure covers the structure without it
     for path in (SCHEDULES / "systemd").iterdir():
         shutil.copy(path, tmp_path / path.name)
     names = [str(tmp_path / n) for n in ("gpubench-teardown.service", "gpubench-teardown.timer")]
@@ -124,8 +116,6 @@ def test_run_sh_keeps_going_and_fails_when_one_step_fails(fake_python):
 
 def test_run_sh_passes_shellcheck():
     tool = require_tool("shellcheck")
-    if tool is None:
-        pytest.skip("shellcheck not installed")
     proc = subprocess.run([tool, str(SCHEDULES / "run.sh")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
 

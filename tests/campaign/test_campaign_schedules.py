@@ -4,15 +4,15 @@ agree on the cron time and run `python -m infra campaign run --schedule FILE`.""
 from __future__ import annotations
 
 import configparser
-import os
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from servers import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 DIR = ROOT / "schedules" / "campaign"
@@ -20,12 +20,9 @@ EXAMPLE = DIR / "weekly-spot.yaml"
 EXAMPLE_REL = "schedules/campaign/weekly-spot.yaml"
 
 
-def require_tool(name: str) -> str | None:
-    """A system tool's path; None off CI (the check is skipped), a failure under CI=true."""
-    path = shutil.which(name)
-    if path is None and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"{name} is not installed; CI=true so a missing tool is a failure")
-    return path
+def require_tool(name: str) -> str:
+    """Path of a system tool (servers.find_tool: skip when missing, FAIL under CI=true)."""
+    return find_tool(name, f"apt-get install {name}; .ci/run installs it")
 
 
 def campaign_commands(text: str) -> list[list[str]]:
@@ -108,8 +105,6 @@ def test_schedule_command_prints_the_oncalendar(capsys):
 
 def test_systemd_units_verify(tmp_path):
     tool = require_tool("systemd-analyze")
-    if tool is None:
-        pytest.skip("systemd-analyze not installed")
     for name in ("gpubench-campaign.service", "gpubench-campaign.timer"):
         text = (DIR / name).read_text().replace("%h/gpubench", str(ROOT)).replace("%h", str(tmp_path))
         (tmp_path / name).write_text(text)
@@ -121,7 +116,5 @@ def test_systemd_units_verify(tmp_path):
 
 def test_run_sh_passes_shellcheck():
     tool = require_tool("shellcheck")
-    if tool is None:
-        pytest.skip("shellcheck not installed")
     proc = subprocess.run([tool, str(DIR / "run.sh")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout

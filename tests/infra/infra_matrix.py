@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
-import shutil
 
-import pytest
+from servers import find_tool
 
 from infra import stacks as stackfiles
 
@@ -18,11 +16,5 @@ GCP_STACKS = [n for n in BENCHMARK_STACKS if n.startswith("gcp-")]
 
 
 def require_tool(name: str) -> str:
-    """Path of a system tool; skip when missing, but FAIL under CI=true (CI installs it)."""
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} is not installed (apt-get install {name})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + "; CI must install it (.ci/run)")
-        pytest.skip(message)
-    return path
+    """Path of a system tool (servers.find_tool: skip when missing, FAIL under CI=true)."""
+    return find_tool(name, f"apt-get install {name}; .ci/run installs it")
