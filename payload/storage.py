@@ -24,6 +24,7 @@ seconds (default 1.0, capped at 30 s).
 
 from __future__ import annotations
 
+import abc
 import datetime as _dt
 import hashlib
 import os
@@ -120,7 +121,7 @@ def _join(prefix: str, key: str) -> str:
     return f"{prefix.rstrip('/')}/{key}" if key else prefix.rstrip("/")
 
 
-class Store:
+class Store(abc.ABC):
     """Common interface. Subclasses implement the ``_``-prefixed primitives."""
 
     scheme = ""
@@ -168,18 +169,22 @@ class Store:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    # -- primitives --------------------------------------------------------
+    # -- primitives: one attempt each; the public methods add retries and errors
+    @abc.abstractmethod
     def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _get(self, key: str) -> bytes:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _delete(self, key: str) -> None:
-        raise NotImplementedError
+        ...
 
 
 def _check_key(key: str) -> None:
