@@ -56,6 +56,21 @@ def output_layer(units: int, activation: str):
     return keras.layers.Dense(units, activation=activation, dtype="float32")
 
 
+def mnist_arrays(source, params):
+    """MNIST (x, y, x_val, y_val) as 28x28 images: mnist.npz / Keras download,
+    or synthetic of the same shapes and 10 classes. mnist-mlp and mnist-cnn
+    differ only in how they reshape them."""
+    from payload import datasets
+
+    if source.mode == "synthetic":
+        rng = rng_for(params)
+        x, y = datasets.synthetic_images(rng, n_synthetic(params, 60000), (28, 28), 10)
+        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (28, 28), 10)
+        return x, y, xv, yv
+    (x, y), (xv, yv) = datasets.read_mnist(source)
+    return x, y, xv, yv
+
+
 def bilstm_classifier(maxlen: int, vocabulary: int):
     """Embedding 128 -> bidirectional LSTM 64 -> dropout 0.5 -> sigmoid, adam:
     the model of seed 000 and of Keras' imdb_bidirectional_lstm.py (seed 002).

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from payload import datasets
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
 
 def load_data(source, params, global_batch):
-    if source.mode == "synthetic":
-        rng = c.rng_for(params)
-        x, y = datasets.synthetic_images(rng, c.n_synthetic(params, 60000), (28, 28), 10)
-        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (28, 28), 10)
-    else:
-        (x, y), (xv, yv) = datasets.read_mnist(source)
+    x, y, xv, yv = c.mnist_arrays(source, params)
     chan = lambda a: a.reshape(len(a), 28, 28, 1)  # noqa: E731
     return c.make_data(chan(x), y, chan(xv), yv, params, source)
 
