@@ -112,26 +112,36 @@ def validate(result: dict) -> None:
 SpotPricer = Callable[[dict], dict]
 
 
-def aws_spot_pricer(mode: str = "auto") -> SpotPricer | None:
-    """The EC2 spot-history pricer for AWS spot runs (analysis.prices.spot.price_run),
-    or None when `mode` is "off". With "auto" it is used only when AWS
-    credentials resolve; the check runs once, at the first AWS spot run."""
+def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
+    """The spot-history pricer for spot runs on clouds that keep a spot price
+    history (analysis.prices.spot.price_run), or None when `mode` is "off".
+    With "auto" it is used only when that cloud's credentials resolve; the
+    check runs once per cloud, at its first spot run."""
     if mode == "off":
         return None
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
         from analysis.prices.spot import price_run
+        from infra import clouds
 
-        if mode == "auto" and "ok" not in state:
-            import boto3
-
-            state["ok"] = boto3.Session().get_credentials() is not None
-        if mode == "auto" and not state["ok"]:
+        provider = (result.get("offering") or {}).get("provider")
+        history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
+        if history is None:
+            return None
+        if mode == "auto" and provider not in state:
+            state[provider] = history.has_credentials()
+        if mode == "auto" and not state[provider]:
             return None
         return price_run(result)
 
     return pricer
+
+
+def _keeps_spot_history(provider: str | None) -> bool:
+    from infra import clouds
+
+    return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
 
 
 def attach_spot_history(row: dict, priced: dict | None) -> dict:
@@ -154,7 +164,7 @@ def attach_spot_history(row: dict, priced: dict | None) -> dict:
 def parse_result(data: bytes, *, source: str, key: str, etag: str | None,
                  spot_pricer: SpotPricer | None = None) -> dict:
     """Bytes of a result.json -> row. Raises ValueError with the reason.
-    AWS spot runs are priced from EC2's spot history when `spot_pricer` is given."""
+    Spot runs are priced from their cloud's spot history when `spot_pricer` is given."""
     from payload.schema import ResultValidationError
 
     if not data.strip():
@@ -175,7 +185,7 @@ def parse_result(data: bytes, *, source: str, key: str, etag: str | None,
         problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
         raise ValueError("invalid: " + "; ".join(problems)) from None
     row = result_to_row(result, source=source, key=key, etag=etag, schema_version_read=version)
-    if spot_pricer is not None and row["market"] == "spot" and row["provider"] == "aws":
+    if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
         row = attach_spot_history(row, spot_pricer(result))
     return row
 
@@ -224,7 +234,7 @@ def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORK
             spot_pricer: SpotPricer | None = None) -> tuple[Summary, list[dict]]:
     """Collect runs from `urls` into `out_dir`. Returns the summary and the
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
-    from EC2's spot price history through `spot_pricer` (see aws_spot_pricer);
+    from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
     cached rows keep the series they were collected with."""
     from payload.storage import StorageError, open_store
 

@@ -36,7 +36,7 @@ class Completion:
 
 
 def _ts(text) -> datetime | None:
-    from analysis.tags import BadDeadline, parse_deadline
+    from infra.tags import BadDeadline, parse_deadline
 
     try:
         return parse_deadline(text) if text else None

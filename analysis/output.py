@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 import json
 import sys
 from datetime import date
 from typing import Any, Iterable, Sequence
+
+from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 
 
 def parse_date(text: str) -> date:
@@ -22,10 +23,6 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def fmt_usd(value: float | None, digits: int = 4) -> str:
-    return "-" if value is None else f"${value:,.{digits}f}".rstrip("0").rstrip(".")
-
-
 def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None) -> None:
     out = out or sys.stdout
     cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
@@ -35,27 +32,3 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None)
     print("  ".join("-" * w for w in widths), file=out)
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
-
-
-def usd_amount(value: float) -> str:
-    """Dollars at a precision that never shows a real cost as zero: cents from
-    one cent up, two significant digits below (a 30 s CPU run costs $0.00083)."""
-    value = float(value)
-    if value == 0 or abs(value) >= 0.01:
-        return f"{value:,.2f}"
-    digits = 1 - math.floor(math.log10(abs(value)))
-    return f"{value:.{digits}f}"
-
-
-class UsdFormat:
-    """A drop-in for a "{:.2f}" format string in tables: `.format(v)` -> usd_amount(v)."""
-
-    def __init__(self, prefix: str = ""):
-        self.prefix = prefix
-
-    def format(self, value) -> str:
-        return self.prefix + usd_amount(value)
-
-
-USD = UsdFormat()
-USD_SIGN = UsdFormat("$")

@@ -17,9 +17,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from analysis import pulumi_ws
-from analysis.pulumi_ws import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
-from analysis.tags import DEADLINE_OUTPUTS, RESULTS_STACKS, RESULTS_URL_OUTPUT, BadDeadline, parse_deadline
+from infra import workspace as pulumi_ws
+from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
+from infra.tags import DEADLINE_OUTPUTS, RESULTS_STACKS, RESULTS_URL_OUTPUT, BadDeadline, parse_deadline
 
 # action -> does it count as a failure for the exit code
 ACTIONS = {

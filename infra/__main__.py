@@ -2,7 +2,7 @@
 
 - Under the Pulumi engine (the language host configured a resource monitor): the
   program. It reads the stack config, dispatches on provider through
-  `infra.program.COMPONENTS` and exports the outputs.
+  `infra.program.component` (infra/<cloud>/) and exports the outputs.
 - Otherwise: the command line (`infra.cli`).
 """
 

@@ -83,7 +83,7 @@ def parser() -> argparse.ArgumentParser:
         c.set_defaults(func=cmd_pulumi)
     from infra.ssh import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
     register_ssh(sub)
-    from infra.campaign.cli import register as register_campaign  # `python -m infra campaign` (infra/campaign/)
+    from analysis.campaign.cli import register as register_campaign  # `python -m infra campaign` (analysis/campaign/)
     register_campaign(sub)
     return ap
 

@@ -18,18 +18,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from infra import clouds
+
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
 PRECISIONS = ("fp32", "mixed")  # payload/config.py --precision
 STACK_TYPES = ("benchmark", "results")
-PROVIDERS = ("aws", "gcp")
-RESULT_SCHEMES = {"aws": "s3://", "gcp": "gs://"}
+PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
 DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
 MAX_HOURS_LIMIT = 72.0
 MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even boot a GPU image
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
-PROVIDER_KEYS = {"aws": ("region",), "gcp": ("project", "region", "zone")}
+PROVIDER_KEYS = {c: clouds.get(c).CONFIG_KEYS for c in clouds.NAMES}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
 
@@ -324,6 +325,6 @@ def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -
         raise ConfigError("market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}")
     if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
         raise ConfigError("gpus", f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}")
-    scheme = RESULT_SCHEMES.get(provider)
+    scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
     if cfg.results and not cfg.results.startswith("stack:") and scheme and not cfg.results.startswith(scheme):
         raise ConfigError("results", f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results")

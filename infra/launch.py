@@ -6,14 +6,13 @@ turn a `Launch` into resources.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from infra.config import BenchmarkConfig
 from infra.images import payload_image
 
-TAG_KEYS = ("stack", "offering", "market", "hourly-usd", "expires-at")
+from infra.tags import TAG_KEYS  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
 @dataclass(frozen=True)
@@ -23,6 +22,7 @@ class Launch:
     cfg: BenchmarkConfig
     offering: Any  # infra.catalog Offering
     price: Any  # infra.catalog PriceQuote
+    on_demand_price: Any  # for spot launches, recorded beside the spot price
     hourly_usd: float | None  # None when the catalog has no price for it
     image: str  # payload container image
     warnings: tuple[str, ...]
@@ -43,7 +43,7 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     offering = catalog.get(cfg.offering)
     check_against_offering(cfg, offering, offering.provider)
     warnings: list[str] = []
-    price = _price(catalog, offering.id, cfg.market, warnings)
+    price, on_demand = launch_price(catalog, offering.id, cfg.market, warnings)
     if offering.retired:
         warnings.append(f"retired GPU: {offering.gpu.model} on {offering.id} was retired on {offering.retired}; launches may fail")
     if offering.image_generation == "cuda11-legacy":
@@ -55,7 +55,7 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     if offering.regions and region not in offering.regions:
         warnings.append(f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}")
     hourly = float(price.hourly_usd) if price is not None else None
-    return Launch(cfg, offering, price, hourly, payload_image(cfg.payload_image, offering.image_generation), tuple(warnings))
+    return Launch(cfg, offering, price, on_demand, hourly, payload_image(cfg.payload_image, offering.image_generation), tuple(warnings))
 
 
 def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:
@@ -84,21 +84,24 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
 
 
 def zone_of(cfg: BenchmarkConfig) -> str | None:
-    return cfg.zone or cfg.provider_config.get("gcp:zone")
+    """`gpubench:zone`, else a provider-namespace zone key (`gcp:zone`)."""
+    if cfg.zone:
+        return cfg.zone
+    return next((v for k, v in cfg.provider_config.items() if k.endswith(":zone") and v), None)
 
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured region, else the zone's region, else the catalog's first region."""
-    for key in ("aws:region", "gcp:region"):
-        if cfg.provider_config.get(key):
-            return cfg.provider_config[key]
-    zone = zone_of(cfg)
-    if zone and offering.provider == "gcp":
-        return zone.rsplit("-", 1)[0]
+    from infra import clouds
+
+    if clouds.is_cloud(offering.provider):
+        found = clouds.get(offering.provider).region(cfg.provider_config, zone_of(cfg))
+        if found:
+            return found
     return offering.regions[0] if offering.regions else ""
 
 
-def gcp_zone(cfg: BenchmarkConfig, offering: Any) -> str:
+def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured zone, else the first catalog zone offering the GPU."""
     zone = zone_of(cfg)
     if zone:
@@ -109,33 +112,47 @@ def gcp_zone(cfg: BenchmarkConfig, offering: Any) -> str:
 
 
 def fmt_usd(value: float | None) -> str:
-    if value is None:
-        return "unknown"
-    return f"{value:.4f}".rstrip("0").rstrip(".")
+    """A price as a tag value and payload option: up to 4 decimals, 'unknown' without one."""
+    from payload.money import plain_usd
+
+    return plain_usd(value, missing="unknown")
 
 
 def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, str]:
-    """GPUBENCH_* variables of docs/CONTRACTS.md (GPUBENCH_HOST_EVENTS is added by cloud_init)."""
+    """The payload's GPUBENCH_* environment, rendered from its own option table (payload.config).
+
+    GPUBENCH_HOST_EVENTS is added by cloud_init."""
+    from payload.config import render_env
+
     cfg = launch.cfg
-    env = {
-        "GPUBENCH_BENCHMARK": ",".join(cfg.suite),
-        "GPUBENCH_RESULTS": results_url,
-        "GPUBENCH_STACK": cfg.stack,
-        "GPUBENCH_OFFERING": launch.offering.id,
-        "GPUBENCH_MARKET": cfg.market,
-        "GPUBENCH_PRECISION": cfg.precision,
-        "GPUBENCH_IMAGE": launch.image,
-        "GPUBENCH_EXPECT_GPU": "1" if cfg.expect_gpu else "0",
-        "GPUBENCH_DEADLINE": deadline,
-    }
-    if launch.price is not None:
-        env.update({"GPUBENCH_HOURLY_USD": fmt_usd(launch.hourly_usd), "GPUBENCH_PRICE_SOURCE": str(launch.price.source),
-                    "GPUBENCH_PRICE_AS_OF": str(launch.price.as_of)})
-    optional = {"GPUBENCH_EPOCHS": cfg.epochs, "GPUBENCH_STEPS": cfg.steps, "GPUBENCH_BATCH_SIZE": cfg.batch_size,
-                "GPUBENCH_DATA": cfg.data, "GPUBENCH_PARAMS": cfg.params,
-                "GPUBENCH_GPUS": None if cfg.gpus == "all" else cfg.gpus}
-    env.update({k: str(v) for k, v in optional.items() if v is not None})
-    return env
+    return render_env({
+        "benchmark": list(cfg.suite), "results": results_url, "stack": cfg.stack,
+        **offering_options(launch.offering, cfg.market, launch.price, launch.on_demand_price),
+        "precision": cfg.precision, "image": launch.image, "expect_gpu": cfg.expect_gpu, "deadline": deadline,
+        "epochs": cfg.epochs, "steps": cfg.steps, "batch_size": cfg.batch_size, "data": cfg.data,
+        "param": cfg.params, "gpus": None if cfg.gpus == "all" else cfg.gpus,
+    })
+
+
+def offering_options(offering: Any, market: str, price: Any, on_demand: Any = None) -> dict[str, Any]:
+    """Payload options describing the offering and the price it is launched at (the payload reads no catalog)."""
+    options: dict[str, Any] = {"offering": offering.id, "offering_kind": offering.kind,
+                               "instance_type": offering.instance_type, "market": market}
+    if price is not None:
+        options.update(hourly_usd=fmt_usd(float(price.hourly_usd)), price_source=str(price.source),
+                       price_as_of=str(price.as_of))
+    if market == "spot" and on_demand is not None:
+        options["on_demand_hourly_usd"] = fmt_usd(float(on_demand.hourly_usd))
+    return options
+
+
+def launch_price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> tuple[Any, Any]:
+    """(price of the market, on-demand price for a spot launch), each None when the catalog has none."""
+    price = _price(catalog, offering_id, market, warnings)
+    on_demand = None
+    if market == "spot":
+        on_demand = _price(catalog, offering_id, "on-demand", [])
+    return price, on_demand
 
 
 def tag_values(launch: Launch) -> dict[str, str]:
@@ -146,36 +163,3 @@ def tag_values(launch: Launch) -> dict[str, str]:
         "market": launch.cfg.market,
         "hourly-usd": fmt_usd(launch.hourly_usd),
     }
-
-
-def aws_tags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """AWS tags: `gpubench:<key>`."""
-    return {f"gpubench:{k}": v for k, v in values.items()}
-
-
-_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
-
-
-def gcp_label_value(value: str) -> str:
-    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
-
-    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100`, `3.06` -> `3_06`, and an
-    RFC 3339 deadline `2024-05-01T12:00:00Z` is stored in ISO 8601 basic form `20240501t120000z`.
-    """
-    return _LABEL_BAD.sub("_", value.lower())[:63]
-
-
-def gcp_deadline_label(rfc3339: str) -> str:
-    return rfc3339.replace("-", "").replace(":", "").lower()
-
-
-def gcp_labels(values: Mapping[str, Any]) -> dict[str, Any]:
-    """GCP labels: keys `gpubench-<key>` (no ':' or uppercase allowed), values via gcp_label_value."""
-    return {f"gpubench-{k}": (gcp_label_value(v) if isinstance(v, str) else v) for k, v in values.items()}
-
-
-def schedule_at(rfc3339: str) -> str:
-    """EventBridge Scheduler one-time expression: at(yyyy-mm-ddThh:mm:ss), evaluated in UTC."""
-    text = rfc3339.rstrip("Z")
-    text = text.split("+")[0].split(".")[0]
-    return f"at({text})"

@@ -10,17 +10,18 @@ from typing import Any, Callable, Mapping
 
 import pulumi
 
-from infra import aws, gcp
+from infra import clouds
 from infra.config import BenchmarkConfig, parse_config
 from infra.launch import resolve
 
-# (provider, stack type) -> component builder. Add a cloud by adding rows.
-COMPONENTS: dict[tuple[str, str], Callable[..., pulumi.ComponentResource]] = {
-    ("aws", "benchmark"): aws.AwsBenchmark,
-    ("aws", "results"): aws.AwsResults,
-    ("gcp", "benchmark"): gcp.GcpBenchmark,
-    ("gcp", "results"): gcp.GcpResults,
-}
+
+
+def component_for(provider: str, kind: str) -> Callable[..., pulumi.ComponentResource]:
+    """The cloud's component for a stack kind ("benchmark" | "results"); add a cloud under infra/<cloud>/."""
+    builders = clouds.get(provider).components()
+    if kind not in builders:
+        raise ValueError(f"{provider} has no component for {kind} stacks; it has: {', '.join(sorted(builders))}")
+    return builders[kind]
 
 
 def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.ComponentResource:
@@ -33,10 +34,7 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
             pulumi.log.warn(warning)
     else:
         key, subject = (cfg.provider, "results"), cfg
-    try:
-        build = COMPONENTS[key]
-    except KeyError:
-        raise ValueError(f"no component for provider {key[0]!r} ({key[1]} stack); supported: {sorted(COMPONENTS)}") from None
+    build = component_for(*key)
     component = build(stack, subject)
     for name, value in component.outputs.items():
         pulumi.export(name, value)

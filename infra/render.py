@@ -56,11 +56,13 @@ class Rendered:
 
     @property
     def user_data(self) -> str | None:
+        from infra import clouds
+
         for r in self.resources:
-            if r.type == "aws:ec2/instance:Instance":
-                return r.inputs.get("userData")
-            if r.type == "gcp:compute/instance:Instance":
-                return r.inputs.get("metadata", {}).get("user-data")
+            for cloud in clouds.all_clouds():
+                found = cloud.user_data_of(r.type, r.inputs)
+                if found is not None:
+                    return found
         return None
 
 
@@ -106,8 +108,10 @@ class _Mocks(pmocks.Mocks):
         ref = str(inputs.get("name", ""))
         provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
         bucket = f"gpubench-results-{provider}-mock"
-        scheme = {"aws": "s3", "gcp": "gs"}.get(provider, "file")
-        return {"name": ref, "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}://{bucket}"}, "secretOutputNames": []}
+        from infra import clouds
+
+        scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
+        return {"name": ref, "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}{bucket}"}, "secretOutputNames": []}
 
     def new_resource(self, args: pmocks.MockResourceArgs):
         rid = _fake_id(self.stack, args.typ, args.name)

@@ -14,7 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["OPTIONS", "ConfigError", "DataSource", "Option", "RunConfig", "add_run_arguments", "resolve"]
+__all__ = ["OPTIONS", "ConfigError", "DataSource", "Option", "RunConfig", "add_run_arguments", "render_argv",
+           "render_env", "resolve"]
 
 
 class ConfigError(ValueError):
@@ -154,7 +155,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("stack", "GPUBENCH_STACK", _text, None,
            "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot", "STACK", required=True),
     Option("offering", "GPUBENCH_OFFERING", _text, None,
-           "catalog offering id (e.g. aws/p3.8xlarge), used for provider, type and price", "ID"),
+           "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider", "ID"),
+    Option("offering_kind", "GPUBENCH_OFFERING_KIND", _text, None,
+           "the offering's kind in the catalog (cloud, dedicated, onprem, local)", "KIND"),
+    Option("instance_type", "GPUBENCH_INSTANCE_TYPE", _text, None,
+           "the offering's instance or machine type (default: from instance metadata)", "TYPE"),
     Option("market", "GPUBENCH_MARKET", _choice("on-demand", "spot"), None,
            "billing market (default: from instance metadata, else on-demand)", "on-demand|spot"),
     Option("epochs", "GPUBENCH_EPOCHS", _positive_int, None,
@@ -178,9 +183,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("expect_gpu", "GPUBENCH_EXPECT_GPU", _bool, False,
            "fail at once (exit 3, failed result) if TensorFlow sees no GPU", flag=True),
     Option("hourly_usd", "GPUBENCH_HOURLY_USD", _nonneg_float, None,
-           "price per hour recorded at launch (overrides the catalog)", "USD"),
+           "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)", "USD"),
+    Option("on_demand_hourly_usd", "GPUBENCH_ON_DEMAND_HOURLY_USD", _nonneg_float, None,
+           "spot runs: the on-demand price per hour, recorded beside the spot price", "USD"),
     Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
     Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _text, None, "date of the launch price", "DATE"),
+    Option("image", "GPUBENCH_IMAGE", _text, None,
+           "the container image this run is in, recorded with the result", "IMAGE"),
     Option("host_events", "GPUBENCH_HOST_EVENTS", _text, None,
            "host-side events.jsonl (instance_launch, boot_done, container_start) to merge", "PATH"),
     Option("deadline", "GPUBENCH_DEADLINE", _deadline, None,
@@ -235,8 +244,12 @@ class RunConfig:
     param: dict[str, str] = field(default_factory=dict)
     expect_gpu: bool = False
     hourly_usd: float | None = None
+    on_demand_hourly_usd: float | None = None
+    offering_kind: str | None = None
+    instance_type: str | None = None
     price_source: str | None = None
     price_as_of: str | None = None
+    image: str | None = None
     host_events: str | None = None
     deadline: float | None = None
     checkpoint_every: int = 500
@@ -292,3 +305,68 @@ def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> Run
         raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
     values["data"] = DataSource.parse(values.get("data", "download"))
     return RunConfig(**values)
+
+
+# --- rendering: launchers (cloud-init env file, SSH runner) write options from this table ---
+
+_BY_NAME = {opt.name: opt for opt in OPTIONS}
+
+
+def _option(name: str) -> Option:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"{name!r} is not a payload run option; known: {', '.join(_BY_NAME)}") from None
+
+
+def _text_of(opt: Option, value: Any) -> str:
+    if opt.flag:
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def _given(values: dict[str, Any]) -> list[tuple[Option, Any]]:
+    """Options with a value, in the table's order; None means "not given" and is left out."""
+    for name in values:
+        _option(name)
+    return [(opt, values[opt.name]) for opt in OPTIONS if values.get(opt.name) is not None]
+
+
+def render_env(values: dict[str, Any]) -> dict[str, str]:
+    """GPUBENCH_* variables for run options given by name, e.g. {"stack": "aws-p3-8x"}.
+
+    Every value is checked with the option's own parser first, so a launcher
+    cannot hand the payload a value it would refuse at boot."""
+    env = {}
+    for opt, value in _given(values):
+        text = _text_of(opt, value)
+        _check(opt, text)
+        env[opt.env] = text
+    return env
+
+
+def render_argv(values: dict[str, Any]) -> list[str]:
+    """`python -m payload run` arguments for run options given by name (flags only when true)."""
+    argv: list[str] = []
+    for opt, value in _given(values):
+        text = _text_of(opt, value)
+        _check(opt, text)
+        if opt.flag:
+            if value:
+                argv.append(opt.cli)
+        else:
+            argv += [opt.cli, text]
+    return argv
+
+
+def _check(opt: Option, text: str) -> None:
+    if opt.name in ("benchmark", "data"):  # checked on the host: its benchmarks and data directory
+        return
+    try:
+        opt.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"{opt.cli} ({opt.env}) {text!r}: {exc}") from None

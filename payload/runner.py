@@ -407,8 +407,9 @@ def run(cfg: RunConfig) -> int:
     store = SpoolingStore(open_store(cfg.results), spool)
     identity = detect_identity()
     cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
-    price, warnings = price_row(cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of)
-    facts, more = offering_facts(cfg.offering)
+    price, warnings = price_row(cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of,
+                                cfg.on_demand_hourly_usd)
+    facts, more = offering_facts(cfg.offering, cfg.offering_kind, cfg.instance_type)
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handler = _install_sigterm(watcher)
     ctx = SuiteContext(cfg, boot, identity, store, watcher, price, facts, warnings + more, flush_note)

@@ -65,7 +65,7 @@ def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
 def run(args) -> int:
     import sys
 
-    from analysis.collect import DEFAULT_WORKERS, aws_spot_pricer, collect
+    from analysis.collect import DEFAULT_WORKERS, spot_history_pricer, collect
     from payload.storage import StorageError
 
     if args.workers is not None and args.workers < 1:
@@ -75,7 +75,7 @@ def run(args) -> int:
     show = not args.json and sys.stderr.isatty()
     try:
         summary, rows = collect(urls, args.out, workers=args.workers or DEFAULT_WORKERS, progress=show,
-                                spot_pricer=aws_spot_pricer(args.spot_history))
+                                spot_pricer=spot_history_pricer(args.spot_history))
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -3,7 +3,9 @@ providers' price APIs (`refresh`) and list the snapshots it prices from
 (`list`)."""
 from __future__ import annotations
 
-import re
+
+
+from infra import clouds
 
 HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
 EPILOG = """\
@@ -35,10 +37,7 @@ exit codes (with both providers, the highest):
 """
 
 # Which provider a region name belongs to.
-REGION_PATTERNS = {
-    "aws": re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+$"),
-    "gcp": re.compile(r"^[a-z]+-[a-z]+\d+$"),
-}
+REGION_PATTERNS = {c: clouds.get(c).REGION_PATTERN for c in clouds.NAMES}
 PROVIDERS = tuple(REGION_PATTERNS)
 
 

@@ -20,9 +20,11 @@ schedules/ run this command; see schedules/README.md for the permissions.
 def register(sub) -> None:
     import argparse
 
+    from infra import clouds
+
     p = sub.add_parser("sweep", help=HELP, description=HELP + ".", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--provider", required=True, choices=("aws", "gcp"), help="which cloud to sweep")
+    p.add_argument("--provider", required=True, choices=clouds.NAMES, help="which cloud to sweep")
     p.add_argument("--region", action="append", metavar="R",
                    help="region to sweep (repeatable; default: every region the catalog and stacks/ use)")
     p.add_argument("--project", metavar="ID", help="GCP project (default: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT or the credentials' project)")
@@ -49,7 +51,7 @@ def run(args, **sweep_kw) -> int:
 
     from analysis.output import emit_json
     from analysis.sweep import sweeper
-    from analysis.tags import BadDeadline, parse_now
+    from infra.tags import BadDeadline, parse_now
 
     try:
         now = parse_now(args.now)
@@ -57,8 +59,8 @@ def run(args, **sweep_kw) -> int:
         print(f"error: --now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z", file=sys.stderr)
         return 2
     kw = dict(sweep_kw)
-    if args.provider == "gcp" and args.project:
-        kw["project"] = args.project
+    if args.project:
+        kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = (lambda line: print(line, file=sys.stderr, flush=True))
     try:
         actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)

@@ -48,8 +48,8 @@ def run(args, workspace_factory=None) -> int:
     from pathlib import Path
 
     from analysis.output import emit_json
-    from analysis.pulumi_ws import ProjectNotFound, PulumiMissing
-    from analysis.tags import BadDeadline, parse_now
+    from infra.workspace import ProjectNotFound, PulumiMissing
+    from infra.tags import BadDeadline, parse_now
     from analysis.teardown import teardown
 
     try:

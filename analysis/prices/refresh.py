@@ -14,25 +14,28 @@ from typing import Any, Callable
 
 from infra.catalog import Catalog, Offering
 
-from . import aws, gcp, snapshot
-from .errors import PriceFetchError, PricesError
+from infra import clouds
+
+from . import snapshot
+from infra.price_errors import PriceFetchError, PricesError
 
 
-def _boto3_client(service: str, region: str):
-    """A client on a fresh session: credentials are resolved now, not reused
-    from whatever boto3's default session cached earlier in the process."""
-    import boto3
-
-    return boto3.session.Session().client(service, region_name=region)
-
-
-@dataclass
 class Clients:
-    """Factories for the cloud clients: (region) -> client, () -> session."""
+    """Factories for the price APIs' clients, by name (each cloud's `CLIENTS`:
+    `pricing`, `ec2`, `gcp_session`, ...); tests hand in stubs by keyword."""
 
-    pricing: Callable[[str], Any] = lambda region: _boto3_client("pricing", region)
-    ec2: Callable[[str], Any] = lambda region: _boto3_client("ec2", region)
-    gcp_session: Callable[[], Any] = gcp.default_session
+    def __init__(self, **factories: Callable[..., Any]):
+        self._factories = factories
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self._factories:
+            return self._factories[name]
+        for cloud in clouds.all_clouds():
+            if name in cloud.CLIENTS:
+                return cloud.CLIENTS[name]
+        raise AttributeError(f"no price API client named {name!r}")
 
 
 @dataclass
@@ -59,53 +62,6 @@ def targets(catalog: Catalog, provider: str, day) -> list[Offering]:
     return [o for o in catalog.offerings(provider=provider) if not o.is_retired_on(day)]
 
 
-def _stamp(now: datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _aws_tables(offerings: list[Offering], region: str, now: datetime, clients: Clients):
-    types = [o.instance_type for o in offerings]
-    od = aws.on_demand_prices(clients.pricing(aws.PRICING_ENDPOINT_REGION), types, region)
-    warns = list(od.warnings)
-    spot: dict[str, tuple[float, dict[str, float]]] = {}
-    try:
-        spot = aws.current_spot_prices(clients.ec2(region), list(od.prices), now)
-    except PricesError as exc:  # on-demand is the point of the refresh; spot is a bonus
-        warns.append(f"aws spot prices in {region} not fetched ({exc}); the snapshot has on-demand prices only")
-    rows: dict[str, dict[str, Any]] = {}
-    no_spot = []
-    for o in offerings:
-        if o.instance_type not in od.prices:
-            continue
-        row: dict[str, Any] = {"hourly": od.prices[o.instance_type]}
-        if o.instance_type in spot:
-            median, zones = spot[o.instance_type]
-            row["spot_hourly"] = round(median, 6)
-            row["note"] = ("spot_hourly: median over zones of the spot price at fetch time: "
-                           + ", ".join(f"{z} {p:g}" for z, p in zones.items()))
-        elif "spot" in o.markets and spot:
-            no_spot.append(o.instance_type)
-        rows[o.id] = row
-    if no_spot:
-        warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; "
-                     "on-demand only for these")
-    source = (f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
-              f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}")
-    return {"price": rows}, source, warns
-
-
-def _gcp_tables(offerings: list[Offering], region: str, now: datetime, clients: Clients):
-    machines = {o.instance_type: (o.instance_type, o.vcpus, o.memory_gb) for o in offerings}
-    gpus = sorted({o.gpu_model for o in offerings if o.gpu_model})
-    prices = gcp.compute_engine_prices(clients.gcp_session(), machines.values(), gpus, region)
-    source = (f"GCP Cloud Billing Catalog API ({gcp.COMPUTE_ENGINE_SERVICE}/skus, Compute Engine, {region}), "
-              f"fetched {_stamp(now)}")
-    return {"gcp_machine": prices.machines, "gcp_gpu": prices.gpus}, source, prices.warnings
-
-
-FETCHERS = {"aws": _aws_tables, "gcp": _gcp_tables}
-
-
 def refresh(provider: str, region: str, catalog: Catalog, out_dir: Path, *, clients: Clients | None = None,
             now: datetime | None = None, dry_run: bool = False) -> RefreshResult:
     """Fetch one provider's prices in one region and write them as a snapshot
@@ -117,7 +73,7 @@ def refresh(provider: str, region: str, catalog: Catalog, out_dir: Path, *, clie
     result = RefreshResult(provider, region)
     offerings = targets(catalog, provider, now.date())
     try:
-        tables, source, warns = FETCHERS[provider](offerings, region, now, clients)
+        tables, source, warns = clouds.get(provider).price_tables(offerings, region, now, clients)
         result.warnings.extend(warns)
         if not any(tables.values()):
             raise PriceFetchError(f"{provider} {region}: the API priced none of the {len(offerings)} offerings")

@@ -21,13 +21,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterable
 
+from infra import clouds
 from infra.catalog import Catalog, CatalogError, NoPrice
 from infra.catalog.prices import PriceIndex, Snapshot, load_snapshot
 
-from .errors import SnapshotInvalid
+from infra.price_errors import SnapshotInvalid
 
 # The region each provider's shipped snapshots price, i.e. the catalog's region.
-CATALOG_REGIONS = {"aws": "us-east-1", "gcp": "us-central1"}
+CATALOG_REGIONS = {c: clouds.get(c).DEFAULT_REGION for c in clouds.NAMES}
 LIVE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_(?P<provider>[a-z]+)-live(?:-(?P<region>[a-z0-9-]+))?$")
 MARKETS = ("on-demand", "spot")
 

@@ -1,5 +1,5 @@
-"""Price a run at what it paid: AWS spot runs at the time-weighted spot price
-of their own zone over their own window (per attempt: a preempted run that
+"""Price a run at what it paid: spot runs on a cloud with a spot price history
+(AWS) at the time-weighted spot price of their own zone over their own window (per attempt: a preempted run that
 resumed elsewhere paid another zone's price), GCP spot runs at the catalog
 snapshot in force on the run's date, on-demand runs at the price recorded at
 launch (else the catalog's on the run's date).
@@ -8,7 +8,7 @@ How collect calls it (one result.json dict in, a JSON-ready dict out):
 
     from analysis.prices.spot import price_run
     priced = price_run(result)                     # boto3 EC2 clients made per region
-    priced = price_run(result, ec2_client_factory=lambda region: my_client)
+    priced = price_run(result, client_factory=lambda region: my_client)  # e.g. an EC2 client
     priced["hourly_usd"]   # USD/h over all attempts (time-weighted), None if unpriced
     priced["attempts"]     # per attempt: zone, start, end, seconds, hourly_usd, series, source
     priced["method"], priced["source"], priced["warnings"]
@@ -28,8 +28,8 @@ from typing import Any, Callable
 
 from analysis.cost import time_weighted_price
 
-from . import aws
-from .errors import PricesError
+from infra import clouds
+from infra.price_errors import PricesError
 
 
 @dataclass(frozen=True)
@@ -61,27 +61,26 @@ def _parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def spot_price_for_window(ec2_client, instance_type: str, az: str, start: datetime, end: datetime) -> SpotWindowPrice:
-    """Time-weighted Linux spot price of `instance_type` in `az` over [start, end].
+def spot_price_for_window(client, instance_type: str, az: str, start: datetime, end: datetime,
+                          provider: str) -> SpotWindowPrice:
+    """Time-weighted spot price of `instance_type` in `az` over [start, end], from
+    the provider's spot price history (the cloud's `spot_history` hook).
 
-    Raises PricesError when EC2 has no history covering the window start."""
-    start, end = aws._utc(start), aws._utc(end)
-    series = aws.spot_price_history(ec2_client, instance_type, az, start, end)
+    Raises PricesError when the history has no price covering the window start."""
+    history = clouds.get(provider).spot_history()
+    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    series, source = history.series(client, instance_type, az, start, end)
     before = [p for p in series if p[0] <= start]
     if not before:
-        raise PricesError(f"EC2 spot history for {instance_type} in {az} has no price at or before {_iso(start)}"
-                          f" (history covers {SPOT_DAYS_TEXT})")
+        raise PricesError(f"{source} for {instance_type} in {az} has no price at or before {_iso(start)}"
+                          f" (history covers the last {history.DAYS} days)")
     window = [before[-1]] + [p for p in series if start < p[0] <= end]
     return SpotWindowPrice(
         average_usd=time_weighted_price(window, start, end),
         series=tuple(window),
-        source=f"EC2 describe_spot_price_history ({instance_type}, {az}, {aws.SPOT_PRODUCT}), "
-               f"time-weighted over {_iso(start)}..{_iso(end)}",
+        source=f"{source}, time-weighted over {_iso(start)}..{_iso(end)}",
         instance_type=instance_type, zone=az, start=start, end=end,
     )
-
-
-SPOT_DAYS_TEXT = f"the last {aws.SPOT_HISTORY_DAYS} days"
 
 
 # --- a whole run ---------------------------------------------------------------------
@@ -143,7 +142,8 @@ def _on_demand(ctx, windows) -> dict[str, Any]:
     return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
 
 
-def _gcp_spot(ctx, windows) -> dict[str, Any]:
+def _catalog_spot(ctx, windows) -> dict[str, Any]:
+    """Clouds without a spot price history: the catalog snapshot in force on the run's date."""
     from infra.catalog import CatalogError
 
     try:
@@ -156,10 +156,11 @@ def _gcp_spot(ctx, windows) -> dict[str, Any]:
             "as_of": quote.as_of.isoformat(), "warnings": notes, "attempts": _flat(windows, quote.hourly_usd, src)}
 
 
-def _aws_spot(ctx, windows) -> dict[str, Any]:
+def _history_spot(ctx, windows, history) -> dict[str, Any]:
+    """Clouds with a spot price history: each attempt at its own zone's price over its own window."""
     result, warns, attempts = ctx["result"], [], []
     itype = result["offering"].get("instance_type") or ctx["offering_id"].split("/", 1)[-1]
-    oldest = ctx["now"] - timedelta(days=aws.SPOT_HISTORY_DAYS)
+    oldest = ctx["now"] - timedelta(days=history.DAYS)
     clients: dict[str, Any] = {}
     fallback = None
     for w in windows:
@@ -168,11 +169,11 @@ def _aws_spot(ctx, windows) -> dict[str, Any]:
             if not zone:
                 raise PricesError("the result records no availability zone")
             if w["start"] < oldest:
-                raise PricesError(f"the run started before {SPOT_DAYS_TEXT} of EC2 spot history")
-            region = result["offering"].get("region") or zone[:-1]
+                raise PricesError(f"the run started before the last {history.DAYS} days of spot price history")
+            region = result["offering"].get("region") or ctx["cloud"].region_of_zone(zone)
             if region not in clients:
-                clients[region] = ctx["ec2_client_factory"](region)
-            priced = spot_price_for_window(clients[region], itype, zone, w["start"], w["end"])
+                clients[region] = ctx["client_factory"](region)
+            priced = spot_price_for_window(clients[region], itype, zone, w["start"], w["end"], ctx["provider"])
         except (PricesError, ValueError) as exc:  # ValueError: a zero-length window
             fallback = fallback or _fallback(ctx, "spot", "")
             warns.append(f"attempt {w['attempt']}: spot history not used ({exc}); priced at the "
@@ -184,7 +185,8 @@ def _aws_spot(ctx, windows) -> dict[str, Any]:
                          "series": [[_iso(t), p] for t, p in priced.series], "source": priced.source})
     if fallback:
         warns.extend(fallback["warnings"])
-    method = "aws-spot-history" if not fallback else ("aws-spot-history+" + fallback["method"]
+    own = f"{ctx['provider']}-spot-history"
+    method = own if not fallback else (own + "+" + fallback["method"]
                                                       if any(a["series"] for a in attempts) else fallback["method"])
     sources = list(dict.fromkeys(a["source"] for a in attempts if a["source"]))
     return {"method": method, "hourly": None, "source": "; ".join(sources) or None,
@@ -193,8 +195,12 @@ def _aws_spot(ctx, windows) -> dict[str, Any]:
             "attempts": attempts}
 
 
-# (provider, market) -> how such a run is priced; anything else is on-demand-like.
-PRICERS: dict[tuple[str, str], Callable] = {("aws", "spot"): _aws_spot, ("gcp", "spot"): _gcp_spot}
+def _pricer(provider: str, market: str) -> Callable:
+    """How a run of this provider and market is priced; off-cloud and on-demand runs are on-demand-like."""
+    if market != "spot" or not clouds.is_cloud(provider):
+        return _on_demand
+    history = clouds.get(provider).spot_history()
+    return _catalog_spot if history is None else (lambda ctx, windows: _history_spot(ctx, windows, history))
 
 
 def _weighted(attempts: list[dict[str, Any]]) -> float | None:
@@ -205,7 +211,7 @@ def _weighted(attempts: list[dict[str, Any]]) -> float | None:
     return sum(a["hourly_usd"] * a["seconds"] for a in priced) / total
 
 
-def price_run(result: dict[str, Any], ec2_client_factory: Callable[[str], Any] | None = None,
+def price_run(result: dict[str, Any], client_factory: Callable[[str], Any] | None = None,
               catalog=None, now: datetime | None = None) -> dict[str, Any]:
     """The price a run paid, per attempt and overall (see the module docstring)."""
     from infra.catalog import load_catalog
@@ -219,9 +225,10 @@ def price_run(result: dict[str, Any], ec2_client_factory: Callable[[str], Any] |
     ctx = {
         "result": result, "offering_id": offering_id, "day": day, "catalog": catalog or load_catalog(),
         "now": now or datetime.now(timezone.utc),
-        "ec2_client_factory": ec2_client_factory or (lambda region: _ec2(region)),
+        "provider": provider, "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
+        "client_factory": client_factory or (lambda region: _history_client(provider, region)),
     }
-    priced = PRICERS.get((provider, market), _on_demand)(ctx, windows)
+    priced = _pricer(provider, market)(ctx, windows)
     hourly = _weighted(priced["attempts"])
     return {
         "offering": offering_id, "provider": provider, "market": market, "method": priced["method"],
@@ -231,7 +238,5 @@ def price_run(result: dict[str, Any], ec2_client_factory: Callable[[str], Any] |
     }
 
 
-def _ec2(region: str):
-    from .refresh import _boto3_client
-
-    return _boto3_client("ec2", region)
+def _history_client(provider: str, region: str):
+    return clouds.get(provider).spot_history().client(region)

@@ -203,3 +203,19 @@ def load_catalog(data_dir: str | Path | None = None) -> Catalog:
 
 
 load_catalog.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=1)
+def _zones() -> dict[str, dict[str, tuple[str, ...]]]:
+    import tomllib
+
+    raw = tomllib.loads((Path(DATA_DIR) / "zones.toml").read_text())
+    return {cloud: {region: tuple(zones) for region, zones in regions.items()} for cloud, regions in raw.items()}
+
+
+def region_zones(provider: str, region: str) -> tuple[str, ...]:
+    """The zones of a region (data/zones.toml); a region not listed there: its a, b and c zones."""
+    listed = _zones().get(provider, {})
+    if region in listed:
+        return listed[region]
+    return tuple(f"{region}{letter}" for letter in "abc") if listed else ()

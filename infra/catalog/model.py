@@ -2,7 +2,6 @@
 without Pulumi or TensorFlow."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -103,8 +102,10 @@ class Offering:
 
     @property
     def is_cloud(self) -> bool:
-        """True for offerings Pulumi can launch (AWS and GCP)."""
-        return self.provider in ("aws", "gcp")
+        """True for offerings Pulumi can launch (a cloud with a folder under infra/)."""
+        from infra import clouds
+
+        return clouds.is_cloud(self.provider)
 
     @property
     def gpu_model(self) -> str | None:
@@ -121,14 +122,10 @@ class Offering:
         if not self.is_cloud:
             # no Pulumi stack: results still land under runs/<name>/, named after the id
             base = self.id.replace("/", "-")
-        elif self.provider == "aws":
-            family, size = self.instance_type.split(".", 1)
-            mult = re.fullmatch(r"(\d*)xlarge", size)
-            size = f"{mult.group(1) or '1'}x" if mult else size
-            base = f"aws-{family}-{size}"
         else:
-            gpu = (self.gpu_model or "cpu").lower()
-            base = f"{self.provider}-{gpu}-{self.gpu_count}x"
+            from infra import clouds
+
+            base = clouds.get(self.provider).stack_base(self)
         if self.stack_suffix:
             base += f"-{self.stack_suffix}"
         return base + ("-spot" if market == "spot" else "")

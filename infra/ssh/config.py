@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from infra.config import DEFAULT_PAYLOAD_IMAGE, MAX_HOURS_LIMIT, NAMESPACE, PRECISIONS, ConfigError
@@ -153,6 +153,8 @@ class SshStack:
     image_generation: str = "cuda12"
     gpu_count: int = 0
     gpu_model: str | None = None
+    # payload options for the offering and its catalog price (infra.launch.offering_options)
+    offering_options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def target(self) -> str:
@@ -218,8 +220,12 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
     if values["gpus"] != "all" and int(values["gpus"]) > offering.gpu_count:
         raise ConfigError("gpus", f"{values['gpus']} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}")
     gpu = getattr(offering, "gpu", None)
+    from infra.launch import launch_price, offering_options
+
+    price, _ = launch_price(catalog, offering.id, "on-demand", [])
     return SshStack(stack=stack, image_generation=offering.image_generation, gpu_count=offering.gpu_count,
-                    gpu_model=getattr(gpu, "model", None), **values)
+                    gpu_model=getattr(gpu, "model", None), offering_options=offering_options(offering, "on-demand", price),
+                    **values)
 
 
 def _offering(catalog: Any, offering_id: str) -> Any:

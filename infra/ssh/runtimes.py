@@ -41,19 +41,17 @@ class Plan:
 
 def payload_args(cfg: SshStack, results_url: str, spool: str, host_events: str, now: _dt.datetime | None = None) -> list[str]:
     """`python -m payload run` options from the stack (the payload's own option names)."""
+    from payload.config import render_argv
+
     now = now or _dt.datetime.now(_dt.timezone.utc)
     deadline = (now + _dt.timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    args = ["--benchmark", ",".join(cfg.benchmark), "--results", results_url, "--stack", cfg.stack,
-            "--offering", cfg.offering, "--market", "on-demand", "--precision", cfg.precision,
-            "--spool", spool, "--host-events", host_events, "--deadline", deadline]
-    optional = {"--epochs": cfg.epochs, "--steps": cfg.steps, "--batch-size": cfg.batch_size,
-                "--data": cfg.data, "--param": cfg.params, "--gpus": None if cfg.gpus == "all" else cfg.gpus}
-    for flag, value in optional.items():
-        if value not in (None, ""):
-            args += [flag, str(value)]
-    if cfg.expect_gpu:
-        args.append("--expect-gpu")
-    return args
+    offering = dict(cfg.offering_options) or {"offering": cfg.offering, "market": "on-demand"}
+    return render_argv({
+        "benchmark": list(cfg.benchmark), "results": results_url, "stack": cfg.stack, **offering,
+        "precision": cfg.precision, "spool": spool, "host_events": host_events, "deadline": deadline,
+        "epochs": cfg.epochs, "steps": cfg.steps, "batch_size": cfg.batch_size, "data": cfg.data or None,
+        "param": cfg.params or None, "gpus": None if cfg.gpus == "all" else cfg.gpus, "expect_gpu": cfg.expect_gpu,
+    })
 
 
 def docker_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:

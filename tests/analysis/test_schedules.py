@@ -180,7 +180,7 @@ def test_cron_and_systemd_commands_parse():
 # --- IAM policy
 
 
-SWEEPER_SOURCE = ROOT / "analysis" / "sweep" / "aws.py"
+SWEEPER_SOURCE = ROOT / "infra" / "aws" / "sweep.py"
 EXPECTED_ACTIONS = {
     "ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "ec2:TerminateInstances", "ec2:DeleteSecurityGroup",
     "scheduler:ListSchedules", "scheduler:GetSchedule", "scheduler:DeleteSchedule",
@@ -209,7 +209,7 @@ def test_aws_sweeper_policy_is_least_privilege():
 
 
 def test_policy_covers_exactly_the_calls_the_sweeper_makes():
-    """Map the boto3 calls in analysis/sweep/aws.py to IAM actions and compare."""
+    """Map the boto3 calls in infra/aws/sweep.py to IAM actions and compare."""
     source = SWEEPER_SOURCE.read_text()
     calls = set(re.findall(r"\b(?:ec2|scheduler)\.([a-z_]+)\(", source))
     calls |= set(re.findall(r'_pages\((?:ec2|scheduler), "([a-z_]+)"', source))

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from analysis.cli import main
-from analysis.sweep import aws as sweep_aws
-from analysis.tags import aws_tag_deadline
+from infra.aws import format_deadline as aws_tag_deadline
+from infra.aws import sweep as sweep_aws
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 PAST = aws_tag_deadline(NOW - timedelta(minutes=1))

@@ -16,8 +16,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from analysis.cli import main
-from analysis.sweep import gcp as sweep_gcp
-from analysis.tags import gcp_label_deadline
+from infra.gcp import format_deadline as gcp_label_deadline
+from infra.gcp import sweep as sweep_gcp
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 PAST = gcp_label_deadline(NOW - timedelta(minutes=1))

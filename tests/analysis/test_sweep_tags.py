@@ -1,12 +1,13 @@
-"""analysis.tags must read exactly what the Pulumi program writes (infra/launch.py, infra/*.py outputs)."""
+"""The tag contract: one definition per cloud (infra/<cloud>/__init__.py), read by the sweeper and teardown."""
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
-from analysis import tags
+from infra import clouds, tags
 
 WHEN = datetime(2024, 5, 1, 12, 0, 7, tzinfo=timezone.utc)
 
@@ -23,40 +24,39 @@ def test_bad_deadline_names_the_value_and_the_forms(text):
         tags.parse_deadline(text)
 
 
-def test_round_trips():
-    assert tags.parse_deadline(tags.aws_tag_deadline(WHEN)) == WHEN
-    assert tags.parse_deadline(tags.gcp_label_deadline(WHEN)) == WHEN
+@pytest.mark.parametrize("name", clouds.NAMES)
+def test_each_cloud_writes_a_deadline_the_sweeper_reads(name):
+    cloud = clouds.get(name)
+    written = cloud.deadline_tag("2024-05-01T12:00:07Z")  # what the component stores from time:Offset
+    assert written == cloud.format_deadline(WHEN)
+    assert tags.parse_deadline(written) == WHEN
+    assert cloud.is_launcher_deadline(written)
+    assert not cloud.is_launcher_deadline("2024-05-01")
 
 
-def test_matches_the_pulumi_program():
-    launch = pytest.importorskip("infra.launch", reason="infra/launch.py not present")
-    assert tuple(launch.TAG_KEYS) == tags.TAG_KEYS
-    aws = launch.aws_tags({k: "v" for k in launch.TAG_KEYS})
-    assert tags.AWS_EXPIRES_TAG in aws and tags.AWS_STACK_TAG in aws
-    gcp = launch.gcp_labels({k: "v" for k in launch.TAG_KEYS})
-    assert tags.GCP_EXPIRES_LABEL in gcp and tags.GCP_STACK_LABEL in gcp
-    rfc3339 = "2024-05-01T12:00:07Z"
-    assert tags.parse_deadline(launch.gcp_deadline_label(rfc3339)) == WHEN
-    assert launch.gcp_deadline_label(rfc3339) == tags.gcp_label_deadline(WHEN)
-    assert launch.gcp_label_value(tags.gcp_label_deadline(WHEN)) == tags.gcp_label_deadline(WHEN)
+@pytest.mark.parametrize("name", clouds.NAMES)
+def test_each_cloud_tags_every_key(name):
+    cloud = clouds.get(name)
+    written = cloud.tags({k: "v" for k in tags.TAG_KEYS})
+    assert cloud.STACK_TAG in written and cloud.EXPIRES_TAG in written
+    assert len(written) == len(tags.TAG_KEYS)
 
 
-def test_outputs_match_the_pulumi_program():
-    from pathlib import Path
+def test_gcp_label_values_survive_their_own_encoding():
+    gcp = clouds.get("gcp")
+    label = gcp.format_deadline(WHEN)
+    assert gcp.label_value(label) == label
+    assert gcp.label_value("gcp/n1-standard-8+1xV100") == "gcp_n1-standard-8_1xv100"
 
-    root = Path(__file__).resolve().parents[2] / "infra"
-    for name in ("aws.py", "gcp.py"):
-        path = root / name
-        if not path.exists():
-            pytest.skip(f"infra/{name} not present")
-        text = path.read_text()
-        assert f'"{tags.DEADLINE_OUTPUTS[0]}":' in text and f'"{tags.RESULTS_URL_OUTPUT}":' in text, name
+
+@pytest.mark.parametrize("name", clouds.NAMES)
+def test_outputs_match_the_pulumi_program(name):
+    text = (Path(__file__).resolve().parents[2] / "infra" / name / "component.py").read_text()
+    assert f'"{tags.DEADLINE_OUTPUTS[0]}":' in text and f'"{tags.RESULTS_URL_OUTPUT}":' in text
 
 
 def test_deadline_schedule_prefix_matches_the_pulumi_program():
-    from pathlib import Path
+    from infra.aws import DEADLINE_SCHEDULE_PREFIX
 
-    path = Path(__file__).resolve().parents[2] / "infra" / "aws.py"
-    if not path.exists():
-        pytest.skip("infra/aws.py not present")
-    assert f'"{tags.DEADLINE_SCHEDULE_PREFIX.rstrip("-")}",' in path.read_text()
+    text = (Path(__file__).resolve().parents[2] / "infra" / "aws" / "component.py").read_text()
+    assert f'"{DEADLINE_SCHEDULE_PREFIX.rstrip("-")}",' in text

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis import pulumi_ws
+from infra import workspace as pulumi_ws
 from analysis.cli import main
 from analysis.teardown import Outcome, teardown, teardown_completed
 
@@ -46,7 +46,7 @@ class FakeStack:
 
 
 class FakeWorkspace:
-    """The surface analysis.pulumi_ws expects: list_stacks, select_stack."""
+    """The surface infra.workspace expects: list_stacks, select_stack."""
 
     def __init__(self):
         self.stacks: dict[str, FakeStack] = {}

@@ -37,8 +37,8 @@ LONG = {"gpubench:epochs": 30, "gpubench:params": "samples=2048,val_samples=64,h
 
 @pytest.fixture(scope="module")
 def story(moto_server, tmp_path_factory):
-    from infra.campaign import commands
-    from infra.campaign.progress import Printer
+    from analysis.campaign import commands
+    from analysis.campaign.progress import Printer
 
     mp = pytest.MonkeyPatch()
     for k, v in {"AWS_ENDPOINT_URL": moto_server.endpoint, "AWS_ACCESS_KEY_ID": "testing",
@@ -136,7 +136,7 @@ def test_wait_collects_tears_everything_down_and_reports(story):
 
 
 def test_waste_is_time_billed_after_the_upload(story):
-    from infra.campaign.manifest import parse_time
+    from analysis.campaign.manifest import parse_time
 
     summary = json.loads((story["out"] / "campaign.json").read_text())
     rows = {r["stack"]: r for r in summary["stacks"]}
@@ -158,7 +158,7 @@ def test_waste_is_time_billed_after_the_upload(story):
 
 
 def test_manifest_in_the_bucket_has_the_whole_story(story):
-    from infra.campaign.manifest import Manifest
+    from analysis.campaign.manifest import Manifest
     from payload.storage import open_store
 
     m = Manifest.require(open_store(story["results"]), story["campaign_id"])

@@ -35,7 +35,7 @@ def campaign_commands(text: str) -> list[list[str]]:
 
 
 def test_example_schedule_loads():
-    from infra.campaign.schedule import load
+    from analysis.campaign.schedule import load
 
     sch = load(EXAMPLE)
     assert sch.cron == "0 6 * * 1" and sch.stacks and sch.results.startswith("s3://")
@@ -50,7 +50,7 @@ def test_example_schedule_loads():
     ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "timeout": "soon"}, "not a duration"),
 ])
 def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
-    from infra.campaign.schedule import ScheduleError, load
+    from analysis.campaign.schedule import ScheduleError, load
 
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump(doc))
@@ -67,13 +67,13 @@ def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
     ("0 6 * * 1-5/2", "Mon,Wed,Fri *-*-* 06:00:00 UTC"),
 ])
 def test_cron_to_systemd_oncalendar(cron, calendar):
-    from infra.campaign.schedule import to_oncalendar
+    from analysis.campaign.schedule import to_oncalendar
 
     assert to_oncalendar(cron) == calendar
 
 
 def test_runners_share_the_schedule_and_call_campaign_run():
-    from infra.campaign.schedule import load, to_oncalendar
+    from analysis.campaign.schedule import load, to_oncalendar
     from infra.cli import parser
 
     cron = load(EXAMPLE).cron

@@ -78,8 +78,8 @@ class StubBackend:
 
 
 def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **kw):
-    from infra.campaign import commands
-    from infra.campaign.progress import Printer
+    from analysis.campaign import commands
+    from analysis.campaign.progress import Printer
 
     project = project or make_project(tmp_path / "project", {n: {} for n in names}, tiny=False)
     printer = Printer(quiet=True)
@@ -92,7 +92,7 @@ def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **
 # --- selection -------------------------------------------------------------------------------
 
 def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_path):
-    from infra.campaign.selection import SelectionError, select
+    from analysis.campaign.selection import SelectionError, select
 
     project = make_project(tmp_path, {n: {} for n in ("aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot", "gcp-t4-1x-spot",
                                                       "gcp-v100-1x-spot", "gcp-v100-1x")}, tiny=False)
@@ -133,7 +133,7 @@ def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_pat
     ("error: NoCredentialProviders: no valid providers in chain", "other", None),
 ])
 def test_failures_are_classified_with_the_provider_message(text, kind, zone):
-    from infra.campaign.failures import classify
+    from analysis.campaign.failures import classify
 
     f = classify("Updating (s):\n  aws:ec2:Instance instance creating failed\n    " + text + "\nResources: 3 created\n")
     assert (f.kind, f.zone) == (kind, zone)
@@ -142,7 +142,7 @@ def test_failures_are_classified_with_the_provider_message(text, kind, zone):
 
 
 def test_retry_zone_never_picks_the_failed_or_a_tried_zone():
-    from infra.campaign.failures import retry_zone
+    from analysis.campaign.failures import retry_zone
 
     gcp = ("us-central1-a", "us-central1-b", "us-central1-c", "us-west1-a")
     assert retry_zone("us-central1-a", [], "gcp", "us-central1", gcp)[0] == "us-central1-b"
@@ -188,7 +188,7 @@ def test_quota_and_unknown_zone_capacity_are_not_retried(tmp_path):
 
 
 def test_retry_failed_and_adopting_a_stack_caught_mid_launch(tmp_path):
-    from infra.campaign.manifest import Manifest
+    from analysis.campaign.manifest import Manifest
     from payload.storage import open_store
 
     stub = StubBackend(faults={("aws-g5-12x", None): "VcpuLimitExceeded"})
@@ -224,7 +224,7 @@ def _entry(**kw):
 
 
 def _obs(*runs, last=None, in_progress=()):
-    from infra.campaign.observe import RunView, StackObservation
+    from analysis.campaign.observe import RunView, StackObservation
 
     views = [RunView(f"r-{b}", b, s, NOW - timedelta(hours=1), t, t) for b, s, t in runs]
     return StackObservation(runs=views, in_progress=list(in_progress), last_event=last)
@@ -245,13 +245,13 @@ T1 = NOW - timedelta(minutes=30)
     (_entry(), _obs(), NOW + timedelta(hours=5), "expired"),
 ])
 def test_status_rules(entry, obs, now, state):
-    from infra.campaign.status import stack_status
+    from analysis.campaign.status import stack_status
 
     assert stack_status("aws-g4dn-1x", entry, obs, now).state == state
 
 
 def test_cost_so_far_and_waste_figures():
-    from infra.campaign.status import stack_status
+    from analysis.campaign.status import stack_status
 
     done = _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "completed", T1 + timedelta(minutes=10)))
     upload = T1 + timedelta(minutes=10)
@@ -270,7 +270,7 @@ def test_cost_so_far_and_waste_figures():
 
 
 def test_observe_reads_results_events_and_ignores_earlier_launches(tmp_path):
-    from infra.campaign.observe import observe
+    from analysis.campaign.observe import observe
     from payload.storage import open_store
 
     store = open_store(tmp_path.as_uri())
@@ -293,7 +293,7 @@ def test_observe_reads_results_events_and_ignores_earlier_launches(tmp_path):
 # --- manifest and CLI ----------------------------------------------------------------------------
 
 def test_campaign_ids_are_utc_timestamps_and_bad_ids_are_refused():
-    from infra.campaign.manifest import ManifestError, check_id, new_campaign_id
+    from analysis.campaign.manifest import ManifestError, check_id, new_campaign_id
 
     assert new_campaign_id(NOW) == "20250106T120000Z"
     with pytest.raises(ManifestError, match="bucket key"):
@@ -312,7 +312,7 @@ def test_cli_help_documents_campaign():
 
 
 def test_cli_up_and_status_json(tmp_path, monkeypatch, capsys):
-    from infra.campaign import cli as campaign_cli
+    from analysis.campaign import cli as campaign_cli
     from infra.cli import main
 
     project = make_project(tmp_path / "project", {"aws-g4dn-1x": {}, "aws-g5-12x": {}}, tiny=False)
@@ -330,9 +330,9 @@ def test_cli_up_and_status_json(tmp_path, monkeypatch, capsys):
 
 
 def test_wait_refuses_when_a_stack_never_launched(tmp_path):
-    from infra.campaign import commands
-    from infra.campaign.manifest import Manifest
-    from infra.campaign.progress import Printer
+    from analysis.campaign import commands
+    from analysis.campaign.manifest import Manifest
+    from analysis.campaign.progress import Printer
     from payload.storage import open_store
 
     store = open_store((tmp_path / "b").as_uri())
@@ -345,7 +345,7 @@ def test_wait_refuses_when_a_stack_never_launched(tmp_path):
 
 
 def test_without_the_pulumi_cli_up_says_how_to_install_and_writes_nothing(tmp_path, monkeypatch, capsys):
-    import analysis.pulumi_ws as pulumi_ws
+    import infra.workspace as pulumi_ws
     from infra.cli import main
 
     monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: None)
@@ -358,8 +358,8 @@ def test_without_the_pulumi_cli_up_says_how_to_install_and_writes_nothing(tmp_pa
 def test_pulumi_backend_selects_stacks_through_the_automation_api(tmp_path, monkeypatch):
     import pulumi.automation as auto
 
-    import analysis.pulumi_ws as pulumi_ws
-    from infra.campaign.backend import PulumiBackend
+    import infra.workspace as pulumi_ws
+    from infra.workspace import PulumiBackend
 
     calls = []
 

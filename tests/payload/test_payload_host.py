@@ -119,66 +119,36 @@ class FakeQuote:
         self.hourly_usd, self.source, self.as_of = hourly, source, date(2025, 1, 15)
 
 
-class FakeOffering:
-    provider, kind, instance_type = "aws", "cloud", "p3.8xlarge"
-
-
-class FakeCatalog:
-    """The catalog contract of docs/CONTRACTS.md: price(id, as_of=None, market=...)."""
-
-    def price(self, oid, as_of=None, market="on-demand"):
-        if oid != "aws/p3.8xlarge":
-            raise KeyError(f"unknown offering {oid!r}; closest: aws/p3.8xlarge")
-        return {"on-demand": FakeQuote(12.24, "aws price list"), "spot": FakeQuote(4.85, "spot snapshot")}[market]
-
-    def get(self, oid):
-        self.price(oid)
-        return FakeOffering()
-
-
-def test_env_price_fills_the_launch_market_and_catalog_the_other():
-    on_demand, warnings = price_row("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01",
-                                    catalog_loader=FakeCatalog)
-    assert on_demand == {"hourly_usd": 12.0, "spot_hourly_usd": 4.85, "source": "launch", "as_of": "2025-02-01",
+def test_launch_price_fills_the_launched_market():
+    on_demand, warnings = price_row("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01")
+    assert on_demand == {"hourly_usd": 12.0, "spot_hourly_usd": None, "source": "launch", "as_of": "2025-02-01",
                          "origin": "env"} and warnings == []
-    spot, _ = price_row("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", catalog_loader=FakeCatalog)
+    spot, _ = price_row("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", on_demand_hourly_usd=12.24)
     assert spot == {"hourly_usd": 12.24, "spot_hourly_usd": 4.5, "source": "launch", "as_of": "2025-02-01",
                     "origin": "env"}
 
 
-def test_price_from_catalog():
-    price, warnings = price_row("aws/p3.8xlarge", "on-demand", None, None, None, catalog_loader=FakeCatalog)
-    assert price == {"hourly_usd": 12.24, "spot_hourly_usd": 4.85, "source": "aws price list",
-                     "as_of": "2025-01-15", "origin": "catalog"} and warnings == []
-    spot, _ = price_row("aws/p3.8xlarge", "spot", None, None, None, catalog_loader=FakeCatalog)
-    assert spot["source"] == "spot snapshot" and spot["spot_hourly_usd"] == 4.85
-    assert offering_facts("aws/p3.8xlarge", catalog_loader=FakeCatalog)[0] == \
-        {"provider": "aws", "kind": "cloud", "instance_type": "p3.8xlarge"}
-
-
-def test_price_unknown_offering_is_null_with_reason():
-    price, warnings = price_row("aws/p9.huge", "on-demand", None, None, None, catalog_loader=FakeCatalog)
+def test_no_launch_price_is_null_with_how_to_give_one():
+    price, warnings = price_row("aws/p9.huge", "on-demand", None, None, None)
     assert price["hourly_usd"] is None and price["origin"] is None
-    assert "aws/p9.huge" in warnings[0] and "closest" in warnings[0]
-    facts, warnings = offering_facts("aws/p9.huge", catalog_loader=FakeCatalog)
-    assert facts["provider"] == "aws" and "not found" in warnings[0]
+    assert "aws/p9.huge" in warnings[0] and "GPUBENCH_HOURLY_USD" in warnings[0]
+    assert "this run" in price_row(None, "on-demand", None, None, None)[1][0]
 
 
-def test_price_when_catalog_cannot_be_imported():
-    def broken():
-        raise ImportError("No module named 'infra.catalog'")
-
-    price, warnings = price_row("aws/p3.8xlarge", "on-demand", None, None, None, catalog_loader=broken)
-    assert price["hourly_usd"] is None and "not importable" in warnings[0]
-    assert "no --offering" in price_row(None, "on-demand", None, None, None)[1][0]
+def test_offering_facts_come_from_the_launcher():
+    facts, warnings = offering_facts("aws/p3.8xlarge", "cloud", "p3.8xlarge")
+    assert facts == {"provider": "aws", "kind": "cloud", "instance_type": "p3.8xlarge"} and warnings == []
+    assert offering_facts(None)[0]["provider"] is None
 
 
-def test_price_through_the_catalog_import(monkeypatch):
-    """price_row's default loader goes through ``infra.catalog.load_catalog`` (CONTRACTS.md)."""
-    fake = types.ModuleType("infra.catalog")
-    fake.load_catalog = FakeCatalog
-    monkeypatch.setitem(sys.modules, "infra.catalog", fake)
-    assert price_row("aws/p3.8xlarge", "on-demand", None, None, None)[0]["origin"] == "catalog"
+def test_payload_never_imports_the_catalog():
+    """The payload is the bottom layer: it runs where only `payload` is installed."""
+    import subprocess
+
+    code = ("import sys, payload.runner, payload.pricing, payload.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('infra', 'analysis')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
 
 
 # -- NVML ------------------------------------------------------------------------------

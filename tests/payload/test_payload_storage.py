@@ -151,7 +151,7 @@ def test_storage_and_schema_import_without_tensorflow():
 
 
 def test_checkpoint_models_are_tagged_for_lifecycle_expiry_on_s3(s3_bucket):
-    """The results bucket expires objects tagged gpubench:kind=checkpoint (infra/aws.py);
+    """The results bucket expires objects tagged gpubench:kind=checkpoint (infra/aws/component.py);
     model files must carry the tag, results and state must not."""
     import boto3
     import keras

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import boto3
 from botocore.stub import Stubber
 
-from analysis.prices.aws import price_list_filters
+from infra.aws.prices import price_list_filters
 
 UTC = timezone.utc
 

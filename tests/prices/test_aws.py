@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from analysis.prices import aws
-from analysis.prices.errors import NoCredentials, PriceFetchError
+from infra.aws import prices as aws
+from infra.price_errors import NoCredentials, PriceFetchError
 from prices_fakes import add_get_products, add_spot_history, price_list_product, spot_record, stubbed, t
 
 
@@ -63,10 +63,10 @@ def test_api_errors_name_the_call():
 
 
 def test_no_credentials_says_how_to_provide_them(no_credentials):
-    from analysis.prices.refresh import _boto3_client
+    from infra.aws import CLIENTS
 
     with pytest.raises(NoCredentials, match="AWS_ACCESS_KEY_ID.*pricing:GetProducts"):
-        aws.on_demand_prices(_boto3_client("pricing", "us-east-1"), ["g5.xlarge"], "us-east-1")
+        aws.on_demand_prices(CLIENTS["pricing"]("us-east-1"), ["g5.xlarge"], "us-east-1")
 
 
 # --- spot history -------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def test_collect_prices_aws_spot_runs_over_their_window(tmp_path):
 
     def pricer(res):
         calls.append(res["run_id"])
-        return price_run(res, ec2_client_factory=lambda region: ec2, now=START + timedelta(days=1))
+        return price_run(res, client_factory=lambda region: ec2, now=START + timedelta(days=1))
 
     with stub:
         summary, rows = collect([str(tmp_path / "bucket")], tmp_path / "report", spot_pricer=pricer)

@@ -6,8 +6,8 @@ import pytest
 import requests
 import responses
 
-from analysis.prices import gcp
-from analysis.prices.errors import NoCredentials, PriceFetchError
+from infra.gcp import prices as gcp
+from infra.price_errors import NoCredentials, PriceFetchError
 from prices_fakes import FAMILY, GPU_USD, compute_engine_skus, mock_catalog, sku
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"

@@ -30,7 +30,7 @@ def test_window_average_over_several_price_changes_matches_the_hand_computation(
          spot_record("p3.2xlarge", "us-east-1b", "0.900000", t("2025-09-10T09:12:00"))],
     ])
     with stub:
-        got = spot_price_for_window(ec2, "p3.2xlarge", "us-east-1b", start, end)
+        got = spot_price_for_window(ec2, "p3.2xlarge", "us-east-1b", start, end, "aws")
         stub.assert_no_pending_responses()
     # 10:00-10:30 at 0.90, 10:30-12:00 at 1.20, 12:00-13:15 at 0.60, 13:15-14:00 at 0.75:
     # (0.5*0.90 + 1.5*1.20 + 1.25*0.60 + 0.75*0.75) / 4 = 3.5625 / 4
@@ -78,7 +78,7 @@ def test_aws_spot_run_is_priced_per_attempt_in_its_own_zone_and_window():
         [spot_record("p3.2xlarge", "us-east-1c", "0.80", t("2025-09-10T11:00:00"))]])
     regions = []
     with stub:
-        priced = price_run(aws_spot_result(), ec2_client_factory=lambda r: regions.append(r) or ec2, now=NOW)
+        priced = price_run(aws_spot_result(), client_factory=lambda r: regions.append(r) or ec2, now=NOW)
         stub.assert_no_pending_responses()
     assert regions == ["us-east-1"]  # one client per region, reused across attempts
     a1, a2 = priced["attempts"]
@@ -93,9 +93,9 @@ def test_aws_spot_run_is_priced_per_attempt_in_its_own_zone_and_window():
 
 
 def test_aws_spot_without_credentials_falls_back_to_the_recorded_price(no_credentials):
-    from analysis.prices.refresh import _boto3_client
+    from infra.aws import CLIENTS
 
-    priced = price_run(aws_spot_result(), ec2_client_factory=lambda r: _boto3_client("ec2", r), now=NOW)
+    priced = price_run(aws_spot_result(), client_factory=CLIENTS["ec2"], now=NOW)
     assert priced["method"] == "recorded" and priced["hourly_usd"] == 0.3941
     assert len(priced["warnings"]) == 2 and "no AWS credentials" in priced["warnings"][0]
 
@@ -105,7 +105,7 @@ def test_aws_spot_older_than_the_history_uses_the_catalog_without_calling_ec2():
     result = aws_spot_result(price={"hourly_usd": None, "spot_hourly_usd": None, "source": None, "as_of": None,
                                     "origin": None})
     with stub:
-        priced = price_run(result, ec2_client_factory=lambda r: ec2, now=t("2026-03-01T00:00:00"))
+        priced = price_run(result, client_factory=lambda r: ec2, now=t("2026-03-01T00:00:00"))
     assert priced["method"] == "catalog" and "90 days" in priced["warnings"][0]
     assert priced["hourly_usd"] == 0.3941 and priced["snapshot"] == "2025-07-01_skypilot-v8-aws"
 
@@ -141,6 +141,6 @@ def test_gcp_spot_run_uses_the_snapshot_in_force_on_its_date(data_dir):
 def test_on_demand_run_keeps_the_price_recorded_at_launch():
     result = aws_spot_result()
     result["offering"] = {**result["offering"], "market": "on-demand"}
-    priced = price_run(result, ec2_client_factory=lambda r: pytest.fail("no EC2 call for on-demand"), now=NOW)
+    priced = price_run(result, client_factory=lambda r: pytest.fail("no EC2 call for on-demand"), now=NOW)
     assert priced["method"] == "recorded" and priced["hourly_usd"] == 3.06
     assert [a["hourly_usd"] for a in priced["attempts"]] == [3.06, 3.06]

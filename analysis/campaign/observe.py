@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from infra.campaign.manifest import parse_time
+from analysis.campaign.manifest import parse_time
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 

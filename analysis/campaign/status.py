@@ -27,8 +27,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
-from infra.campaign.manifest import iso, parse_time
-from infra.campaign.observe import StackObservation
+from analysis.campaign.manifest import iso, parse_time
+from analysis.campaign.observe import StackObservation
 
 TERMINAL = frozenset({"finished", "failed", "interrupted", "expired", "launch-failed"})
 FINAL_RESULTS = frozenset({"completed", "failed"})  # analysis/completion.py FINAL_STATUSES
@@ -210,7 +210,7 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
 
 def campaign_status(manifest: Any, store: Any, now: datetime, observe_fn: Callable | None = None) -> list[StackStatus]:
     """Status of every stack in the manifest (reads the bucket once per launched stack)."""
-    from infra.campaign.observe import observe
+    from analysis.campaign.observe import observe
 
     look = observe_fn or observe
     out = []

@@ -30,9 +30,11 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_aws as aws
 import pulumiverse_time as time
 
-from infra import cloud_init, images
+from infra import cloud_init
+from infra.aws import images
+from infra.aws import tags as aws_tags
 from infra.config import ResultsConfig
-from infra.launch import Launch, aws_tags, payload_env, region_of, schedule_at, tag_values
+from infra.launch import Launch, payload_env, region_of, tag_values
 from infra.results_ref import locate
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
@@ -90,10 +92,10 @@ def terminate_policy(instance_arn: str) -> str:
 def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
     if launch.cfg.image:
         return pulumi.Output.from_input(launch.cfg.image)
-    spec = images.aws_image(launch.generation)
+    spec = images.image_for(launch.generation)
     result = aws.ec2.get_ami_output(
         most_recent=True,
-        owners=[images.AWS_OWNER],
+        owners=[images.OWNER],
         include_deprecated=spec.include_deprecated,
         filters=[
             {"name": "name", "values": [spec.name_pattern]},
@@ -254,3 +256,10 @@ class AwsResults(pulumi.ComponentResource):
             "region": cfg.provider_config.get("aws:region", ""),
         }
         self.register_outputs(self.outputs)
+
+
+def schedule_at(rfc3339: str) -> str:
+    """EventBridge Scheduler one-time expression: at(yyyy-mm-ddThh:mm:ss), evaluated in UTC."""
+    text = rfc3339.rstrip("Z")
+    text = text.split("+")[0].split(".")[0]
+    return f"at({text})"

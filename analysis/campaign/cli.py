@@ -1,7 +1,7 @@
 """`python -m infra campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
 
 Hooked into `python -m infra` by `register(sub)`. The functions behind the
-commands are in infra/campaign/commands.py; BACKEND_FACTORY is the Automation API
+commands are in analysis/campaign/commands.py; BACKEND_FACTORY is the Automation API
 backend (tests swap it).
 """
 
@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from infra.campaign.backend import pulumi_backend
+from infra.workspace import pulumi_backend
 
 BACKEND_FACTORY = pulumi_backend
 RESULTS_ENV = "GPUBENCH_RESULTS"
@@ -74,7 +74,7 @@ def _status_table(statuses) -> str:
 
 
 def cmd_up(args) -> int:
-    from infra.campaign import commands
+    from analysis.campaign import commands
 
     manifest, report = commands.up(args.stacks, results_url=_results(args), campaign_id=args.campaign_id,
                                    concurrency=args.concurrency, retry_failed=args.retry_failed,
@@ -91,7 +91,7 @@ def cmd_up(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from infra.campaign import commands
+    from analysis.campaign import commands
 
     manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
     if args.json:
@@ -114,7 +114,7 @@ def _wait_result(manifest, outcome, as_json: bool) -> int:
     if as_json:
         _dump(outcome.summary)
     else:
-        from infra.campaign.finish import summary_text
+        from analysis.campaign.finish import summary_text
 
         print(summary_text(outcome.summary), end="")
         for key, path in outcome.summary_paths.items():
@@ -126,13 +126,13 @@ def _wait_result(manifest, outcome, as_json: bool) -> int:
 
 
 def _timeout(text):
-    from infra.campaign.schedule import parse_duration
+    from analysis.campaign.schedule import parse_duration
 
     return None if text is None else parse_duration(text)
 
 
 def cmd_wait(args) -> int:
-    from infra.campaign import commands
+    from analysis.campaign import commands
 
     manifest, outcome = commands.wait(args.campaign_id, results_url=_results(args), poll_seconds=args.poll,
                                       timeout=_timeout(args.timeout), out_dir=args.out, all_runs=args.all_runs,
@@ -141,8 +141,8 @@ def cmd_wait(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from infra.campaign import commands, schedule
-    from infra.campaign.manifest import new_campaign_id
+    from analysis.campaign import commands, schedule
+    from analysis.campaign.manifest import new_campaign_id
 
     if args.schedule:
         sch = schedule.load(args.schedule)
@@ -163,8 +163,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    from infra.campaign import schedule
-    from infra.campaign.manifest import new_campaign_id
+    from analysis.campaign import schedule
+    from analysis.campaign.manifest import new_campaign_id
 
     sch = schedule.load(args.file)
     doc = {"name": sch.name, "cron": sch.cron, "systemd_oncalendar": schedule.to_oncalendar(sch.cron),
@@ -182,8 +182,8 @@ def cmd_schedule(args) -> int:
 def _guarded(func):
     """Errors with their own advice become a message and an exit code, not a traceback."""
     def run(args) -> int:
-        from analysis.pulumi_ws import PulumiMissing
-        from infra.campaign.manifest import ManifestError
+        from infra.workspace import PulumiMissing
+        from analysis.campaign.manifest import ManifestError
         from payload.storage import StorageError
 
         try:

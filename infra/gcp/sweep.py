@@ -18,8 +18,10 @@ from datetime import datetime
 from typing import Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from analysis.sweep import Action
-from analysis.tags import GCP_EXPIRES_LABEL, GCP_STACK_LABEL, BadDeadline, parse_deadline
+from infra.sweep import Action
+from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
+from infra.gcp import STACK_TAG as GCP_STACK_LABEL
+from infra.tags import BadDeadline, parse_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from infra.campaign.manifest import Manifest, iso
+from analysis.campaign.manifest import Manifest, iso
 
 WITH_FINAL_RESULTS = ("finished", "failed")
 NO_RESULT_COMING = ("interrupted", "expired", "launch-failed")

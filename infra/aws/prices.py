@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
-from .errors import NoCredentials, PriceFetchError
+from infra.price_errors import NoCredentials, PriceFetchError
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
@@ -177,3 +177,41 @@ def current_spot_prices(ec2_client, instance_types: Iterable[str], now: datetime
         itype: (statistics.median(p for _, p in zones.values()), {z: p for z, (_, p) in sorted(zones.items())})
         for itype, zones in latest.items()
     }
+
+
+# --- a refresh (analysis.prices.refresh) -------------------------------------------
+
+def _stamp(now) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def price_tables(offerings: list, region: str, now: datetime, clients):
+    """One refresh's price tables for these offerings in `region`: (tables, source, warnings)."""
+    types = [o.instance_type for o in offerings]
+    od = on_demand_prices(clients.pricing(PRICING_ENDPOINT_REGION), types, region)
+    warns = list(od.warnings)
+    spot: dict[str, tuple[float, dict[str, float]]] = {}
+    try:
+        spot = current_spot_prices(clients.ec2(region), list(od.prices), now)
+    except PricesError as exc:  # on-demand is the point of the refresh; spot is a bonus
+        warns.append(f"aws spot prices in {region} not fetched ({exc}); the snapshot has on-demand prices only")
+    rows: dict[str, dict[str, Any]] = {}
+    no_spot = []
+    for o in offerings:
+        if o.instance_type not in od.prices:
+            continue
+        row: dict[str, Any] = {"hourly": od.prices[o.instance_type]}
+        if o.instance_type in spot:
+            median, zones = spot[o.instance_type]
+            row["spot_hourly"] = round(median, 6)
+            row["note"] = ("spot_hourly: median over zones of the spot price at fetch time: "
+                           + ", ".join(f"{z} {p:g}" for z, p in zones.items()))
+        elif "spot" in o.markets and spot:
+            no_spot.append(o.instance_type)
+        rows[o.id] = row
+    if no_spot:
+        warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; "
+                     "on-demand only for these")
+    source = (f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
+              f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}")
+    return {"price": rows}, source, warns

@@ -19,27 +19,25 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
-# (kind, provider error codes / phrases). First kind with a match wins; order matters:
-# quota codes can appear next to capacity words in one transcript.
-PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("quota", ("VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded", "QUOTA_EXCEEDED",
-               "Quota '[A-Z0-9_]+' exceeded", "quotaExceeded", "exceeds your current quota")),
-    ("no-capacity", ("InsufficientInstanceCapacity", "SpotMaxPriceTooLow", "capacity-not-available",
-                     "ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT", "InsufficientCapacity",
-                     "no Spot capacity available")),
-    ("gpu-not-in-zone", ("Unsupported.*(Availability Zone|instance type)", "is not supported in your requested Availability Zone",
-                         "acceleratorTypes/[^' ]+' was not found", "Invalid value for field 'resource.guestAccelerators",
-                         "does not exist in zone", "not available in zone", "machineTypes/[^' ]+' was not found")),
-)
+KINDS = ("quota", "no-capacity", "gpu-not-in-zone")
+
+
+def _patterns() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(kind, every cloud's error codes / phrases for it). First kind with a match wins; order
+    matters: quota codes can appear next to capacity words in one transcript."""
+    from infra import clouds
+
+    table = {kind: [] for kind in KINDS}
+    for cloud in clouds.all_clouds():
+        for kind, patterns in cloud.FAILURE_PATTERNS:
+            table[kind].extend(patterns)
+    return tuple((kind, tuple(table[kind])) for kind in KINDS)
+
+
+PATTERNS = _patterns()
 RETRY_KINDS = frozenset({"no-capacity"})
 # Pulumi's own summary lines, never the reason.
 GENERIC = ("update failed", "preview failed", "destroy failed")
-# Zones look like us-east-1a (AWS) or us-central1-a (GCP).
-AWS_ZONE = re.compile(r"\b([a-z]{2}-[a-z]+-\d[a-z])\b")
-GCP_ZONE = re.compile(r"\b([a-z]+-[a-z]+\d+-[a-z])\b")
-# AWS AZ letters per region (not every region has a..f); default a..c.
-AWS_AZ_LETTERS = {"us-east-1": "abcdef", "us-east-2": "abc", "us-west-1": "ac", "us-west-2": "abcd",
-                  "eu-west-1": "abc", "eu-central-1": "abc", "ap-northeast-1": "acd"}
 
 
 @dataclass(frozen=True)
@@ -64,8 +62,10 @@ def _provider_line(text: str, pattern: str) -> str:
 
 
 def _zone_in(text: str) -> str | None:
-    for rx in (AWS_ZONE, GCP_ZONE):
-        m = rx.search(text)
+    from infra import clouds
+
+    for cloud in clouds.all_clouds():
+        m = re.search(rf"\b({cloud.ZONE_PATTERN.pattern})\b", text)
         if m:
             return m.group(1)
     return None
@@ -85,20 +85,24 @@ def classify(text: str) -> Failure:
 
 
 def region_of_zone(zone: str) -> str:
-    """us-east-1a -> us-east-1; us-central1-a -> us-central1."""
-    if GCP_ZONE.fullmatch(zone):
-        return zone.rsplit("-", 1)[0]
-    return zone[:-1]
+    """us-east-1a -> us-east-1; us-central1-a -> us-central1 (the cloud whose zones look like it)."""
+    from infra import clouds
+
+    cloud = clouds.of_zone(zone)
+    if cloud is None:
+        raise ValueError(f"{zone!r} is not a zone name of any cloud gpubench supports")
+    return cloud.region_of_zone(zone)
 
 
 def candidate_zones(provider: str, region: str, offering_zones: Sequence[str]) -> list[str]:
-    """Zones of `region` where the offering may run: the catalog's list, else (AWS) the region's AZs."""
+    """Zones of `region` where the offering may run: the catalog's list for the offering,
+    else the catalog's zone list for the region (data/zones.toml)."""
     listed = [z for z in offering_zones if region_of_zone(z) == region]
     if listed:
         return listed
-    if provider == "aws":
-        return [f"{region}{letter}" for letter in AWS_AZ_LETTERS.get(region, "abc")]
-    return []
+    from infra.catalog import region_zones
+
+    return list(region_zones(provider, region))
 
 
 def retry_zone(failed_zone: str | None, tried: Sequence[str], provider: str, region: str,

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Iterable
 
-from .errors import NoCredentials, PriceFetchError
+from infra.price_errors import NoCredentials, PriceFetchError
 
 COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
 CATALOG_URL = "https://cloudbilling.googleapis.com/v1/{service}/skus"
@@ -233,3 +234,19 @@ def compute_engine_prices(session, machines: Iterable[tuple[str, int, float]], g
     machine_prices(skus, machines, region, out)
     gpu_prices(skus, gpu_models, region, out)
     return out
+
+
+# --- a refresh (analysis.prices.refresh) -------------------------------------------
+
+def _stamp(now) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def price_tables(offerings: list, region: str, now: datetime, clients):
+    """One refresh's price tables for these offerings in `region`: (tables, source, warnings)."""
+    machines = {o.instance_type: (o.instance_type, o.vcpus, o.memory_gb) for o in offerings}
+    gpus = sorted({o.gpu_model for o in offerings if o.gpu_model})
+    prices = compute_engine_prices(clients.gcp_session(), machines.values(), gpus, region)
+    source = (f"GCP Cloud Billing Catalog API ({COMPUTE_ENGINE_SERVICE}/skus, Compute Engine, {region}), "
+              f"fetched {_stamp(now)}")
+    return {"gcp_machine": prices.machines, "gcp_gpu": prices.gpus}, source, prices.warnings

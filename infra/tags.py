@@ -1,8 +1,8 @@
-"""How this project marks what it launches, seen from the sweeper and teardown.
+"""How this project marks what it launches: the tag keys, deadlines and stack outputs.
 
-Mirrors what the Pulumi program writes (infra/launch.py, infra/aws.py), kept
-here so analysis works without importing the Pulumi program; a test checks
-the two agree.
+The launcher (infra/launch.py and each cloud's component) writes them; the
+sweeper and teardown read them. Each cloud encodes the keys its own way
+(`STACK_TAG`, `EXPIRES_TAG`, `tags()`, `deadline_tag()` in infra/<cloud>/):
 
 - AWS tags: `gpubench:<key>`, `gpubench:expires-at` in RFC 3339 UTC
   (`2024-05-01T12:00:00Z`).
@@ -17,25 +17,16 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-TAG_KEYS = ("stack", "offering", "market", "hourly-usd", "expires-at")
+from infra.clouds import RESULTS_STACKS  # stacks holding the results buckets: never destroyed
 
-AWS_PREFIX = "gpubench:"
-GCP_PREFIX = "gpubench-"
-AWS_STACK_TAG = AWS_PREFIX + "stack"
-AWS_EXPIRES_TAG = AWS_PREFIX + "expires-at"
-GCP_STACK_LABEL = GCP_PREFIX + "stack"
-GCP_EXPIRES_LABEL = GCP_PREFIX + "expires-at"
+__all__ = ["DEADLINE_OUTPUTS", "RESULTS_STACKS", "RESULTS_URL_OUTPUT", "TAG_KEYS", "BadDeadline", "parse_deadline"]
+
+TAG_KEYS = ("stack", "offering", "market", "hourly-usd", "expires-at")
 
 # Stack outputs, first match wins (`expiresAt` accepted in case a program names it so).
 DEADLINE_OUTPUTS = ("deadline", "expiresAt")
 RESULTS_URL_OUTPUT = "resultsUrl"
 
-# EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
-# `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
-DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
-
-# Stacks that hold the results buckets: never destroyed by teardown.
-RESULTS_STACKS = frozenset({"aws-results", "gcp-results"})
 
 _BASIC = re.compile(r"^(\d{4})(\d{2})(\d{2})t(\d{2})(\d{2})(\d{2})(?:[._](\d+))?z$", re.IGNORECASE)
 
@@ -67,15 +58,6 @@ def parse_deadline(text: str) -> datetime:
 
 def is_expired(text: str, now: datetime) -> bool:
     return parse_deadline(text) <= now
-
-
-def gcp_label_deadline(when: datetime) -> str:
-    """The GCP label form of a deadline (tests and fixtures write it this way)."""
-    return when.astimezone(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
-
-
-def aws_tag_deadline(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_now(text: str | None) -> datetime:

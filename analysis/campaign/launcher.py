@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from infra.campaign.backend import StackBackend, plain_outputs
-from infra.campaign.facts import ZONE_KEY, offering_zones, stack_facts
-from infra.campaign.failures import Failure, classify, region_of_zone, retry_zone
-from infra.campaign.manifest import Manifest, iso
-from infra.campaign.progress import Printer
+from infra.workspace import StackBackend, plain_outputs
+from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
+from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
+from analysis.campaign.manifest import Manifest, iso
+from analysis.campaign.progress import Printer
 
-DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # analysis/tags.py DEADLINE_OUTPUTS
+DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # infra/tags.py DEADLINE_OUTPUTS
 
 
 @dataclass
@@ -148,7 +148,7 @@ class Launcher:
             with self.gauge:
                 result = handle.up(on_output=self.printer.for_stack(name))
         except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
-            from analysis.pulumi_ws import error_text
+            from infra.workspace import error_text
 
             failure = classify(error_text(exc, limit=8000))
             self._record_failure(name, failure, zone, started)

@@ -13,7 +13,8 @@ import fnmatch
 from pathlib import Path
 from typing import Sequence
 
-RESULTS_STACKS = frozenset({"aws-results", "gcp-results"})
+from infra.clouds import RESULTS_STACKS
+
 GLOB_CHARS = set("*?[")
 
 

@@ -1,5 +1,8 @@
 """The Pulumi Automation API boundary: the project's workspace, its stacks, its checked-in config.
 
+One adapter serves every caller (launch, campaign, teardown, sweep) so tests
+replace one small surface.
+
 Everything that needs the Pulumi CLI goes through `local_workspace`, so tests
 swap in a fake workspace with the same small surface:
 
@@ -15,7 +18,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 INSTALL_HINT = ("install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
                 "or see https://www.pulumi.com/docs/install/")
@@ -120,3 +123,85 @@ def error_text(exc: BaseException, limit: int = 2000) -> str:
 
 
 WorkspaceFactory = Callable[[Path], Any]
+
+
+# --- stack handles for launching (campaigns) and teardown ---------------------------
+
+
+class StackHandle(Protocol):
+    def up(self, on_output: Callable[[str], None] | None = None) -> Any: ...
+    def destroy(self, on_output: Callable[[str], None] | None = None) -> Any: ...
+    def outputs(self) -> dict[str, Any]: ...
+    def history(self, page_size: int | None = None) -> list[Any]: ...
+    def set_config(self, key: str, value: str) -> None: ...
+    def get_config(self, key: str) -> str | None: ...
+
+
+class StackBackend(Protocol):
+    def select_stack(self, name: str) -> StackHandle: ...
+    def list_stacks(self) -> list[Any]: ...
+
+
+def plain(value: Any) -> Any:
+    """An Automation API OutputValue (or a plain value) as its value."""
+    return getattr(value, "value", value)
+
+
+def plain_outputs(outputs: Any) -> dict[str, Any]:
+    return {k: plain(v) for k, v in dict(outputs or {}).items()}
+
+
+class _PulumiStack:
+    """auto.Stack with string config values (ConfigValue wrapping done here)."""
+
+    def __init__(self, stack: Any):
+        self._stack = stack
+
+    def up(self, on_output=None):
+        return self._stack.up(on_output=on_output)
+
+    def destroy(self, on_output=None, **kw):
+        return self._stack.destroy(on_output=on_output, **kw)
+
+    def outputs(self):
+        return self._stack.outputs()
+
+    def history(self, page_size=None, page=None):
+        return self._stack.history(page_size=page_size, page=page)
+
+    def set_config(self, key: str, value: str) -> None:
+        import pulumi.automation as auto
+
+        self._stack.set_config(key, auto.ConfigValue(value=str(value)))
+
+    def get_config(self, key: str) -> str | None:
+        try:
+            return self._stack.get_config(key).value
+        except Exception:  # noqa: BLE001 - CommandError when the key is unset
+            return None
+
+
+class PulumiBackend:
+    """The project's stacks through `pulumi.automation` (needs the Pulumi CLI on PATH)."""
+
+    def __init__(self, work_dir: Path):
+        require_cli()  # raises PulumiMissing with how to install it
+        self.work_dir = Path(work_dir)
+
+    def select_stack(self, name: str) -> _PulumiStack:
+        import pulumi.automation as auto
+
+        # create_or_select: the first campaign on a stack also `pulumi stack init`s it.
+        return _PulumiStack(auto.create_or_select_stack(stack_name=name, work_dir=str(self.work_dir)))
+
+    def list_stacks(self):
+        import pulumi.automation as auto
+
+        return auto.LocalWorkspace(work_dir=str(self.work_dir)).list_stacks()
+
+
+BackendFactory = Callable[[Path], StackBackend]
+
+
+def pulumi_backend(work_dir: Path) -> StackBackend:
+    return PulumiBackend(work_dir)

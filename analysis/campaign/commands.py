@@ -16,16 +16,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from infra.campaign.backend import BackendFactory, pulumi_backend
-from infra.campaign.launcher import LaunchReport, Launcher, prepare
-from infra.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
-from infra.campaign.progress import Printer
-from infra.campaign.selection import select
-from infra.campaign.status import StackStatus, campaign_status
+from infra.workspace import BackendFactory, pulumi_backend
+from analysis.campaign.launcher import LaunchReport, Launcher, prepare
+from analysis.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
+from analysis.campaign.progress import Printer
+from analysis.campaign.selection import select
+from analysis.campaign.status import StackStatus, campaign_status
 
 
 def project_dir(work_dir: Path | None) -> Path:
-    from analysis.pulumi_ws import project_dir as find
+    from infra.workspace import project_dir as find
 
     return Path(work_dir) if work_dir else find()
 
@@ -73,7 +73,7 @@ def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    from infra.campaign.observe import observe
+    from analysis.campaign.observe import observe
 
     def look(_store, name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
@@ -135,7 +135,7 @@ def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, time
          out_dir: Path | None = None, all_runs: bool = False, work_dir: Path | None = None,
          backend_factory: BackendFactory = pulumi_backend, printer: Printer | None = None,
          clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], None] = time.sleep) -> tuple[Manifest, WaitOutcome]:
-    from infra.campaign import finish
+    from analysis.campaign import finish
 
     printer = printer or Printer()
     stores = _Stores()

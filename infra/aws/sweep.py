@@ -12,8 +12,11 @@ import json
 from datetime import datetime
 from typing import Callable, Iterable, Iterator
 
-from analysis.sweep import Action
-from analysis.tags import AWS_EXPIRES_TAG, AWS_STACK_TAG, DEADLINE_SCHEDULE_PREFIX, BadDeadline, parse_deadline
+from infra.sweep import Action
+from infra.aws import DEADLINE_SCHEDULE_PREFIX
+from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
+from infra.aws import STACK_TAG as AWS_STACK_TAG
+from infra.tags import BadDeadline, parse_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
@@ -155,7 +158,7 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
 
 def default_regions(session=None) -> list[str]:
     """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
-    from analysis import pulumi_ws
+    from infra import workspace as pulumi_ws
     from infra.catalog import load_catalog
 
     regions = {r for o in load_catalog().offerings(provider="aws") for r in o.regions}

@@ -18,7 +18,7 @@ Security posture of a benchmark stack:
 
 Labels mirror the AWS tags. GCP label keys and values allow only lowercase letters,
 digits, '-' and '_', so `gpubench:stack` becomes `gpubench-stack` and values are
-lowercased with other characters mapped to '_' (see infra.launch.gcp_label_value);
+lowercased with other characters mapped to '_' (see infra.gcp.label_value);
 `gpubench-expires-at` holds the deadline in ISO 8601 basic form (`20240501t120000z`).
 
 A guest power-off stops (not deletes) a GCP VM; the stopped VM's disk is what keeps
@@ -39,9 +39,11 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
-from infra import cloud_init, images
+from infra import cloud_init
+from infra.gcp import deadline_tag, images
+from infra.gcp import tags as gcp_labels
 from infra.config import ResultsConfig
-from infra.launch import Launch, gcp_deadline_label, gcp_labels, gcp_zone, payload_env, tag_values
+from infra.launch import Launch, payload_env, tag_values, zone_or_first
 from infra.results_ref import locate
 
 SUBNET_CIDR = "10.42.0.0/24"
@@ -57,8 +59,8 @@ def service_account_id(stack: str) -> str:
 def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
     if launch.cfg.image:
         return pulumi.Output.from_input(launch.cfg.image)
-    spec = images.gcp_image(launch.generation)
-    return gcp.compute.get_image_output(family=spec.family, project=images.GCP_IMAGE_PROJECT, opts=opts).self_link
+    spec = images.image_for(launch.generation)
+    return gcp.compute.get_image_output(family=spec.family, project=images.IMAGE_PROJECT, opts=opts).self_link
 
 
 class GcpBenchmark(pulumi.ComponentResource):
@@ -68,11 +70,11 @@ class GcpBenchmark(pulumi.ComponentResource):
         super().__init__("gpubench:gcp:Benchmark", name, None, opts)
         cfg, offering = launch.cfg, launch.offering
         child = pulumi.ResourceOptions(parent=self)
-        zone = gcp_zone(cfg, offering)
+        zone = zone_or_first(cfg, offering)
         region = zone.rsplit("-", 1)[0]
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
-        labels = gcp_labels({**tag_values(launch), "expires-at": deadline.rfc3339.apply(gcp_deadline_label)})
+        labels = gcp_labels({**tag_values(launch), "expires-at": deadline.rfc3339.apply(deadline_tag)})
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
 

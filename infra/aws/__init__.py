@@ -1,0 +1,127 @@
+"""AWS: everything gpubench knows about EC2, S3, IAM and EventBridge Scheduler.
+
+This file is the provider interface of `infra.clouds` and stays cheap to
+import; the Pulumi component (`component.py`), AMI lookup (`images.py`), leak
+sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
+(`spot.py`) are imported only when used.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+NAME = "aws"
+RESULTS_SCHEME = "s3://"
+CONFIG_KEYS = ("region",)
+DEFAULT_REGION = "us-east-1"
+REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+$")
+ZONE_PATTERN = re.compile(r"[a-z]{2}(?:-gov)?-[a-z]+-\d[a-z]")
+
+# Tags: `gpubench:<key>`; `gpubench:expires-at` in RFC 3339 UTC, seconds, `Z` (2024-05-01T12:00:00Z).
+TAG_PREFIX = "gpubench:"
+STACK_TAG = TAG_PREFIX + "stack"
+EXPIRES_TAG = TAG_PREFIX + "expires-at"
+_DEADLINE_FORMAT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+
+# EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
+# `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
+DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
+
+# (kind, EC2 error codes / phrases) in a failed `pulumi up` transcript; see analysis.campaign.failures.
+FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("quota", ("VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded")),
+    ("no-capacity", ("InsufficientInstanceCapacity", "SpotMaxPriceTooLow", "capacity-not-available",
+                     "InsufficientCapacity", "no Spot capacity available")),
+    ("gpu-not-in-zone", ("Unsupported.*(Availability Zone|instance type)",
+                         "is not supported in your requested Availability Zone")),
+)
+
+
+def tags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """AWS tags: `gpubench:<key>`."""
+    return {f"{TAG_PREFIX}{k}": v for k, v in values.items()}
+
+
+def deadline_tag(rfc3339: str) -> str:
+    """The launcher writes the deadline resource's RFC 3339 time as is."""
+    return rfc3339
+
+
+def format_deadline(when: datetime) -> str:
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def is_launcher_deadline(text: str) -> bool:
+    """Only the exact form the launcher writes counts as ours."""
+    return bool(_DEADLINE_FORMAT.match(str(text)))
+
+
+def region_of_zone(zone: str) -> str:
+    """us-east-1a -> us-east-1."""
+    return zone[:-1]
+
+
+def stack_keys(offering: Any) -> dict[str, Any]:
+    return {"aws:region": offering.regions[0]}
+
+
+def stack_base(offering: Any) -> str:
+    """aws-<family>-<N>x from the instance type: p3.8xlarge -> aws-p3-8x."""
+    family, size = offering.instance_type.split(".", 1)
+    mult = re.fullmatch(r"(\d*)xlarge", size)
+    return f"aws-{family}-{(mult.group(1) or '1') + 'x' if mult else size}"
+
+
+def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
+    """The stack's region from its provider config (`aws:region`), else the zone's."""
+    if provider_config.get("aws:region"):
+        return provider_config["aws:region"]
+    return region_of_zone(zone) if zone else None
+
+
+def components() -> dict[str, Any]:
+    from infra.aws.component import AwsBenchmark, AwsResults
+
+    return {"benchmark": AwsBenchmark, "results": AwsResults}
+
+
+def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
+    """The rendered user-data of an instance resource (offline preview)."""
+    return inputs.get("userData") if resource_type == "aws:ec2/instance:Instance" else None
+
+
+def sweep_expired(regions, now, dry_run=False, project=None, **kw):
+    if project:
+        raise ValueError("--project is a GCP option; AWS sweeps the account of your credentials")
+    from infra.aws.sweep import sweep as run
+
+    return run(regions, now, dry_run, **kw)
+
+
+def price_tables(offerings, region_name, now, clients):
+    from infra.aws.prices import price_tables as fetch
+
+    return fetch(offerings, region_name, now, clients)
+
+
+def spot_history():
+    """EC2 spot price history (infra/aws/spot.py): prices a spot run over its own window."""
+    from infra.aws import spot
+
+    return spot
+
+
+def _session_client(service: str):
+    def make(region: str):
+        """A client on a fresh session: credentials resolved now, not cached from earlier in the process."""
+        import boto3
+
+        return boto3.session.Session().client(service, region_name=region)
+
+    return make
+
+
+# Price API clients by name, for `analysis.prices.refresh.Clients`.
+CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}

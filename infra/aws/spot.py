@@ -1,0 +1,28 @@
+"""EC2 spot price history as the hook `analysis.prices.spot` prices spot runs with."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from infra.aws.prices import SPOT_HISTORY_DAYS, SPOT_PRODUCT, spot_price_history
+
+DAYS = SPOT_HISTORY_DAYS  # EC2 keeps 90 days of spot price history
+
+
+def client(region: str):
+    """An EC2 client on a fresh boto3 session (credentials resolved now)."""
+    import boto3
+
+    return boto3.session.Session().client("ec2", region_name=region)
+
+
+def series(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime) -> tuple[list, str]:
+    """(price steps covering [start, end], where they came from)."""
+    steps = spot_price_history(ec2_client, instance_type, zone, start, end)
+    return steps, f"EC2 describe_spot_price_history ({instance_type}, {zone}, {SPOT_PRODUCT})"
+
+
+def has_credentials() -> bool:
+    import boto3
+
+    return boto3.Session().get_credentials() is not None

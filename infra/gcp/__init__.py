@@ -1,0 +1,121 @@
+"""GCP: everything gpubench knows about Compute Engine, Cloud Storage and IAM.
+
+This file is the provider interface of `infra.clouds` and stays cheap to
+import; the Pulumi component (`component.py`), image families (`images.py`),
+leak sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
+(`spot.py`) are imported only when used.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+NAME = "gcp"
+RESULTS_SCHEME = "gs://"
+CONFIG_KEYS = ("project", "region", "zone")
+DEFAULT_REGION = "us-central1"
+REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
+ZONE_PATTERN = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
+
+# Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); values lowercased
+# with anything outside [a-z0-9_-] mapped to '_'; the deadline in ISO 8601 basic form.
+TAG_PREFIX = "gpubench-"
+STACK_TAG = TAG_PREFIX + "stack"
+EXPIRES_TAG = TAG_PREFIX + "expires-at"
+_DEADLINE_FORMAT = re.compile(r"^\d{8}t\d{6}z$")
+_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
+
+# (kind, Compute Engine error codes / phrases) in a failed `pulumi up` transcript.
+FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("quota", ("QUOTA_EXCEEDED", "Quota '[A-Z0-9_]+' exceeded", "quotaExceeded", "exceeds your current quota")),
+    ("no-capacity", ("ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT")),
+    ("gpu-not-in-zone", ("acceleratorTypes/[^' ]+' was not found", "Invalid value for field 'resource.guestAccelerators",
+                         "does not exist in zone", "not available in zone", "machineTypes/[^' ]+' was not found")),
+)
+
+
+def label_value(value: str) -> str:
+    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
+
+    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100` and `3.06` -> `3_06`."""
+    return _LABEL_BAD.sub("_", value.lower())[:63]
+
+
+def tags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """GCP labels: keys `gpubench-<key>`, string values through label_value."""
+    return {f"{TAG_PREFIX}{k}": (label_value(v) if isinstance(v, str) else v) for k, v in values.items()}
+
+
+def deadline_tag(rfc3339: str) -> str:
+    """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
+    return rfc3339.replace("-", "").replace(":", "").lower()
+
+
+def format_deadline(when: datetime) -> str:
+    return when.astimezone(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+
+
+def is_launcher_deadline(text: str) -> bool:
+    return bool(_DEADLINE_FORMAT.match(str(text)))
+
+
+def region_of_zone(zone: str) -> str:
+    """us-central1-a -> us-central1."""
+    return zone.rsplit("-", 1)[0]
+
+
+def stack_keys(offering: Any) -> dict[str, Any]:
+    zone = offering.zones[0]
+    return {"gcp:zone": zone, "gcp:region": region_of_zone(zone)}
+
+
+def stack_base(offering: Any) -> str:
+    """gcp-<gpu>-<N>x: n1-standard-8 + 1 x V100 -> gcp-v100-1x."""
+    return f"gcp-{(offering.gpu_model or 'cpu').lower()}-{offering.gpu_count}x"
+
+
+def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
+    if provider_config.get("gcp:region"):
+        return provider_config["gcp:region"]
+    return region_of_zone(zone) if zone else None
+
+
+def components() -> dict[str, Any]:
+    from infra.gcp.component import GcpBenchmark, GcpResults
+
+    return {"benchmark": GcpBenchmark, "results": GcpResults}
+
+
+def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
+    if resource_type == "gcp:compute/instance:Instance":
+        return (inputs.get("metadata") or {}).get("user-data")
+    return None
+
+
+def sweep_expired(regions, now, dry_run=False, **kw):
+    from infra.gcp.sweep import sweep as run
+
+    return run(regions, now, dry_run, **kw)
+
+
+def price_tables(offerings, region_name, now, clients):
+    from infra.gcp.prices import price_tables as fetch
+
+    return fetch(offerings, region_name, now, clients)
+
+
+def spot_history():
+    """GCP publishes no spot price history: spot runs are priced from the catalog snapshot of their date."""
+    return None
+
+
+def _default_session():
+    from infra.gcp.prices import default_session
+
+    return default_session()
+
+
+# Price API clients by name, for `analysis.prices.refresh.Clients`.
+CLIENTS = {"gcp_session": _default_session}
