@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
 
-.PHONY: setup test demo stacks preview clean help
+.PHONY: setup lint test demo stacks preview clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -20,7 +20,12 @@ $(STAMP): pyproject.toml
 
 # --dist loadfile: a module-scoped fixture (the campaign story, the e2e demo run)
 # runs once, on one worker (xdist_group marks are not honoured by pytest 9 + xdist 3.8).
-test: setup  ## run the whole test suite (parallel, CPU only)
+lint: setup  ## ruff (lint and format check) and the import-layer contract
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+test: lint  ## lint, then run the whole test suite (parallel, CPU only)
 	$(BIN)/python -m pytest -n auto --dist loadfile -q
 
 # DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";

@@ -1,5 +1,6 @@
 """`python -m analysis`: the command-line entry point. Subcommands live in
 analysis/commands/, one module each."""
+
 from __future__ import annotations
 
 import argparse

@@ -7,6 +7,7 @@ next collect fetches nothing it already has. Each object is judged on its
 own: a corrupt, partial, unknown or duplicate file is set aside with the
 reason and collection goes on. Writes the runs table (Parquet + CSV).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,11 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
 
 from analysis.migrations import MigrationError, migrate
 from analysis.table import ROW_VERSION, result_to_row
@@ -49,9 +50,17 @@ class Summary:
     table_written: bool = False
 
     def to_dict(self) -> dict:
-        return {"runs": self.runs, "valid": self.valid, "new": self.new, "cached": self.cached,
-                "skipped": self.skipped, "sources": self.sources, "table": self.table,
-                "table_written": self.table_written, "seconds": round(self.seconds, 3)}
+        return {
+            "runs": self.runs,
+            "valid": self.valid,
+            "new": self.new,
+            "cached": self.cached,
+            "skipped": self.skipped,
+            "sources": self.sources,
+            "table": self.table,
+            "table_written": self.table_written,
+            "seconds": round(self.seconds, 3),
+        }
 
 
 class Manifest:
@@ -74,8 +83,12 @@ class Manifest:
     def save(self, table_fingerprint: str | None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"row_version": ROW_VERSION, "table_fingerprint": table_fingerprint,
-                                   "entries": self.entries}, separators=(",", ":")))
+        tmp.write_text(
+            json.dumps(
+                {"row_version": ROW_VERSION, "table_fingerprint": table_fingerprint, "entries": self.entries},
+                separators=(",", ":"),
+            )
+        )
         os.replace(tmp, self.path)
 
 
@@ -161,8 +174,9 @@ def attach_spot_history(row: dict, priced: dict | None) -> dict:
     return row
 
 
-def parse_result(data: bytes, *, source: str, key: str, etag: str | None,
-                 spot_pricer: SpotPricer | None = None) -> dict:
+def parse_result(
+    data: bytes, *, source: str, key: str, etag: str | None, spot_pricer: SpotPricer | None = None
+) -> dict:
     """Bytes of a result.json -> row. Raises ValueError with the reason.
     Spot runs are priced from their cloud's spot history when `spot_pricer` is given."""
     from payload.schema import ResultValidationError
@@ -174,8 +188,9 @@ def parse_result(data: bytes, *, source: str, key: str, etag: str | None,
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
-                         "truncated upload?)") from None
+        raise ValueError(
+            f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated upload?)"
+        ) from None
     try:
         result, version = migrate(raw)
         validate(result)
@@ -210,14 +225,22 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
         elif rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
             skipped.append({"key": key, "reason": "partial: temporary upload file"})
         else:
-            skipped.append({"key": key, "reason": "unknown file in a run directory (expected result.json, "
-                                                  "events.jsonl, epochs.csv, checkpoints/)"})
+            skipped.append(
+                {
+                    "key": key,
+                    "reason": "unknown file in a run directory (expected result.json, "
+                    "events.jsonl, epochs.csv, checkpoints/)",
+                }
+            )
     for (stack, run_id), run in runs.items():
         if not run["result"]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
-            skipped.append({"key": f"runs/{stack}/{run_id}/",
-                            "reason": f"partial run: no result.json (still running, or stopped before "
-                                      f"writing it); has {found}"})
+            skipped.append(
+                {
+                    "key": f"runs/{stack}/{run_id}/",
+                    "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
+                }
+            )
     return results, skipped, len(runs)
 
 
@@ -229,9 +252,15 @@ def _progress(total: int, enabled: bool):
     return tqdm(total=total, desc="collect", unit="obj", file=sys.stderr, leave=False)
 
 
-def collect(urls: list[str], out_dir: str | Path, *, workers: int = DEFAULT_WORKERS,
-            progress: bool = False, store_opener: Callable | None = None,
-            spot_pricer: SpotPricer | None = None) -> tuple[Summary, list[dict]]:
+def collect(
+    urls: list[str],
+    out_dir: str | Path,
+    *,
+    workers: int = DEFAULT_WORKERS,
+    progress: bool = False,
+    store_opener: Callable | None = None,
+    spot_pricer: SpotPricer | None = None,
+) -> tuple[Summary, list[dict]]:
     """Collect runs from `urls` into `out_dir`. Returns the summary and the
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
     from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
@@ -329,9 +358,13 @@ def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
         newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
         keep, drop = ((row, url), cur) if newer else (cur, (row, url))
         best[row["run_id"]] = keep
-        summary.skipped.append({"key": drop[0]["key"], "url": drop[1],
-                                "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} "
-                                          f"(finished {keep[0]['finished_at']})"})
+        summary.skipped.append(
+            {
+                "key": drop[0]["key"],
+                "url": drop[1],
+                "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} (finished {keep[0]['finished_at']})",
+            }
+        )
     return [best[k][0] for k in sorted(best)]
 
 
@@ -356,8 +389,10 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     df = price_runs(pd.DataFrame(rows, columns=list(COLUMNS)))
     paths = {}
-    for ext, write in (("parquet", lambda d, p: d.to_parquet(p, index=False)),
-                       ("csv", lambda d, p: d.to_csv(p, index=False))):
+    for ext, write in (
+        ("parquet", lambda d, p: d.to_parquet(p, index=False)),
+        ("csv", lambda d, p: d.to_csv(p, index=False)),
+    ):
         path = out / f"{TABLE_STEM}.{ext}"
         tmp = out / f".{TABLE_STEM}.{ext}.{os.getpid()}.tmp"
         write(df, tmp)

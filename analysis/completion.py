@@ -11,9 +11,9 @@ because of last week's results.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterable, Sequence
 
 FINAL_STATUSES = frozenset({"completed", "failed"})
 # Boot time is measured on the instance, the update start on the laptop.
@@ -64,14 +64,19 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
                 # a run resumed after a spot restart started before the relaunch:
                 # it belongs to the launch its newest attempt started in
                 attempts = [a for a in doc.get("attempts") or [] if isinstance(a, dict) and a.get("start")]
-                runs.append(RunState(
-                    benchmark=str(bench.get("name") if isinstance(bench, dict) else bench or doc.get("run_id")),
-                    status=str(doc.get("status")),
-                    started_at=_ts(max(attempts, key=lambda a: a.get("attempt") or 0)["start"] if attempts
-                                   else doc.get("started_at")),
-                    finished_at=_ts(doc.get("finished_at")),
-                    key=key,
-                ))
+                runs.append(
+                    RunState(
+                        benchmark=str(bench.get("name") if isinstance(bench, dict) else bench or doc.get("run_id")),
+                        status=str(doc.get("status")),
+                        started_at=_ts(
+                            max(attempts, key=lambda a: a.get("attempt") or 0)["start"]
+                            if attempts
+                            else doc.get("started_at")
+                        ),
+                        finished_at=_ts(doc.get("finished_at")),
+                        key=key,
+                    )
+                )
             except (StorageError, ValueError, AttributeError, TypeError) as exc:
                 problems.append(f"{store.url_for(key)}: unreadable ({exc})")
     return runs, problems
@@ -91,7 +96,10 @@ def decide(runs: Sequence[RunState], suite: Sequence[str] | None, since: datetim
     pending = [f"{b} ({latest[b].status})" for b in wanted if b in latest and latest[b].status not in FINAL_STATUSES]
     if missing or pending:
         waiting = ", ".join([*(f"{b} (no result)" for b in missing), *pending])
-        return Completion(False, f"{len(wanted) - len(missing) - len(pending)} of {len(wanted)} benchmarks final; waiting for {waiting}")
+        return Completion(
+            False,
+            f"{len(wanted) - len(missing) - len(pending)} of {len(wanted)} benchmarks final; waiting for {waiting}",
+        )
     counts: dict[str, int] = {}
     for b in wanted:
         counts[latest[b].status] = counts.get(latest[b].status, 0) + 1

@@ -4,13 +4,14 @@ Every figure is price x billed duration under the billing terms in force on
 the pricing date (billing.toml), with the price's source kept beside it.
 Imports only the catalog, so it runs without pandas, Pulumi or TensorFlow.
 """
+
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
-from typing import Iterable, Sequence
 
 from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
 
@@ -24,6 +25,7 @@ class CostError(CatalogError):
 
 
 # --- billed duration ---------------------------------------------------------
+
 
 def billed_seconds(terms: BillingTerms, seconds: float) -> float:
     """Seconds charged for `seconds` of use under `terms`.
@@ -42,6 +44,7 @@ def billed_seconds(terms: BillingTerms, seconds: float) -> float:
 
 
 # --- on-prem -----------------------------------------------------------------
+
 
 def onprem_monthly(spec: OnPremSpec, days_per_month: float | None = None) -> dict[str, float]:
     """Seed 004's breakdown: amortisation + electricity per month."""
@@ -74,8 +77,11 @@ def breakeven_days_per_month(
     monthly amortisation, P e the electricity per hour; in the cloud: C / T_cloud.
     Equal when d = A / (24 (T_box C / T_cloud - P e)). None when the box never
     breaks even (its electricity alone costs more per sample than the cloud)."""
-    for name, value in (("onprem_throughput", onprem_throughput), ("cloud_throughput", cloud_throughput),
-                        ("cloud_hourly_usd", cloud_hourly_usd)):
+    for name, value in (
+        ("onprem_throughput", onprem_throughput),
+        ("cloud_throughput", cloud_throughput),
+        ("cloud_hourly_usd", cloud_hourly_usd),
+    ):
         if value <= 0:
             raise CostError(f"{name} must be positive, got {value}")
     amortisation = spec.purchase_usd / spec.lifetime_months
@@ -87,6 +93,7 @@ def breakeven_days_per_month(
 
 # --- spot ----------------------------------------------------------------------
 
+
 def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetime, end: datetime) -> float:
     """Average price over [start, end] of a step series (each price holds
     until the next change), as a spot price history is. The series must
@@ -95,7 +102,9 @@ def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetim
         raise CostError(f"price window must end after it starts ({start} .. {end})")
     points = sorted(series)
     if not points or points[0][0] > start:
-        raise CostError(f"price history starts at {points[0][0] if points else 'nothing'}, after the window start {start}")
+        raise CostError(
+            f"price history starts at {points[0][0] if points else 'nothing'}, after the window start {start}"
+        )
     total = 0.0
     for i, (t, price) in enumerate(points):
         if price < 0:
@@ -108,6 +117,7 @@ def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetim
 
 
 # --- cost of a duration ----------------------------------------------------------
+
 
 @dataclass
 class CostBreakdown:
@@ -139,8 +149,9 @@ def _hours(hours: float) -> float:
     return float(hours)
 
 
-def quote(catalog: Catalog, offering_id: str, market: str, as_of: date | None,
-          days_per_month: float | None) -> tuple[PriceQuote | None, float, list[str], dict | None]:
+def quote(
+    catalog: Catalog, offering_id: str, market: str, as_of: date | None, days_per_month: float | None
+) -> tuple[PriceQuote | None, float, list[str], dict | None]:
     """(price quote or None, hourly USD, warnings, on-prem breakdown)."""
     offering = catalog.get(offering_id)
     if offering.onprem is not None:
@@ -206,11 +217,18 @@ def cost_of(
         setup_fee_usd=price.setup_fee_usd if price else 0.0,
         billing=terms.describe(),
         billing_source=terms.source,
-        price_source=("recorded at launch" if hourly_usd is not None else (price.source if price else offering.specs_source)),
+        price_source=(
+            "recorded at launch" if hourly_usd is not None else (price.source if price else offering.specs_source)
+        ),
         snapshot=price.snapshot if price else "",
         components=[
-            {"name": c.name, "hourly_usd": c.hourly_usd, "quantity": c.quantity, "as_of": c.as_of.isoformat(),
-             "source": c.source}
+            {
+                "name": c.name,
+                "hourly_usd": c.hourly_usd,
+                "quantity": c.quantity,
+                "as_of": c.as_of.isoformat(),
+                "source": c.source,
+            }
             for c in (price.components if price else ())
         ],
         onprem=onprem,
@@ -218,8 +236,9 @@ def cost_of(
     )
 
 
-def cost_over_attempts(parts: Iterable[tuple[str, float, str, float | None]], catalog: Catalog | None = None,
-                       as_of: date | None = None) -> float:
+def cost_over_attempts(
+    parts: Iterable[tuple[str, float, str, float | None]], catalog: Catalog | None = None, as_of: date | None = None
+) -> float:
     """Sum of billed cost over spot attempts: (offering, seconds, market, hourly or None) each,
     every attempt billed on its own (each boot pays its own minimum)."""
     return sum(cost_of(o, s, m, as_of=as_of, hourly_usd=h, catalog=catalog).cost_usd for o, s, m, h in parts)

@@ -10,16 +10,18 @@ that is an assumption (DEFAULT_HOURLY_USD, or --hourly-usd /
 GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
 every run, and the report shows them.
 """
+
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
@@ -46,23 +48,52 @@ class Step:
 # installed. Synthetic data (right shapes, no download). Sizes are cut with
 # the payload's own parameters; every value is recorded in result.json.
 SUITE: tuple[Step, ...] = (
-    Step("mnist-mlp", ("--epochs", "2", "--param", "samples=12000", "--param", "val_samples=2000"),
-         "seed 002's Keras MNIST MLP, 2 epochs on 12,000 images"),
-    Step("mnist-cnn", ("--epochs", "1", "--param", "samples=6000", "--param", "val_samples=1000"),
-         "seed 002's Keras MNIST convnet, 1 epoch on 6,000 images"),
-    Step("bilstm-sentiment", ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
-         "seed 000's bidirectional LSTM, 1 epoch on 8,192 tweets: tweets/s beside Table 1"),
-    Step("resnet50", ("--batch-size", "16", "--steps", "12", "--param", "warmup_steps=3"),
-         "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up; a minute or two on a CPU): "
-         "images/s beside the GTX 1080 Ti"),
+    Step(
+        "mnist-mlp",
+        ("--epochs", "2", "--param", "samples=12000", "--param", "val_samples=2000"),
+        "seed 002's Keras MNIST MLP, 2 epochs on 12,000 images",
+    ),
+    Step(
+        "mnist-cnn",
+        ("--epochs", "1", "--param", "samples=6000", "--param", "val_samples=1000"),
+        "seed 002's Keras MNIST convnet, 1 epoch on 6,000 images",
+    ),
+    Step(
+        "bilstm-sentiment",
+        ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
+        "seed 000's bidirectional LSTM, 1 epoch on 8,192 tweets: tweets/s beside Table 1",
+    ),
+    Step(
+        "resnet50",
+        ("--batch-size", "16", "--steps", "12", "--param", "warmup_steps=3"),
+        "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up; a minute or two on a CPU): "
+        "images/s beside the GTX 1080 Ti",
+    ),
 )
 
 # Seconds, not minutes: for tests and a first smoke check (`--quick`).
 QUICK: tuple[Step, ...] = (
-    Step("mnist-mlp", ("--epochs", "1", "--param", "samples=1024", "--param", "val_samples=256",
-                       "--param", "warmup_steps=1"), "tiny MNIST MLP"),
-    Step("bilstm-sentiment", ("--epochs", "1", "--param", "samples=512", "--param", "val_samples=128",
-                              "--param", "max_features=2000", "--param", "warmup_steps=1"), "tiny BiLSTM"),
+    Step(
+        "mnist-mlp",
+        ("--epochs", "1", "--param", "samples=1024", "--param", "val_samples=256", "--param", "warmup_steps=1"),
+        "tiny MNIST MLP",
+    ),
+    Step(
+        "bilstm-sentiment",
+        (
+            "--epochs",
+            "1",
+            "--param",
+            "samples=512",
+            "--param",
+            "val_samples=128",
+            "--param",
+            "max_features=2000",
+            "--param",
+            "warmup_steps=1",
+        ),
+        "tiny BiLSTM",
+    ),
 )
 
 
@@ -90,8 +121,10 @@ def resolve_price(flag: float | None, environ: dict | None = None) -> Price:
         source = f"set with {HOURLY_ENV}={raw} (your figure for this machine)"
     else:
         value = DEFAULT_HOURLY_USD
-        source = (f"assumed: gpubench demo default USD {DEFAULT_HOURLY_USD:.2f}/h for this machine, not a quote "
-                  f"or a measurement (set --hourly-usd or {HOURLY_ENV})")
+        source = (
+            f"assumed: gpubench demo default USD {DEFAULT_HOURLY_USD:.2f}/h for this machine, not a quote "
+            f"or a measurement (set --hourly-usd or {HOURLY_ENV})"
+        )
     if not value >= 0:
         raise DemoError(f"the hourly price must be a number >= 0, got {value}")
     return Price(float(value), source)
@@ -115,16 +148,23 @@ def stack_name() -> str:
 
 
 def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str) -> list[str]:
-    return [sys.executable, "-m", "payload", "run", "--benchmark", step.benchmark,
-            "--results", str(results), "--stack", stack, "--offering", OFFERING, "--market", MARKET,
-            "--data", "synthetic", "--hourly-usd", f"{price.hourly_usd:g}", "--price-source", price.source,
-            "--price-as-of", today, *step.args]
+    """`python -m payload run` for one step, rendered from the payload's own option table."""
+    from infra.catalog import load_catalog
+    from infra.launch import offering_options
+    from payload.config import render_argv
+
+    options = offering_options(load_catalog().get(OFFERING), MARKET, None)
+    options.update(hourly_usd=f"{price.hourly_usd:g}", price_source=price.source, price_as_of=today)
+    argv = render_argv(
+        {"benchmark": step.benchmark, "results": str(results), "stack": stack, **options, "data": "synthetic"}
+    )
+    return [sys.executable, "-m", "payload", "run", *argv, *step.args]
 
 
 def _payload_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter goes to the log only
-    env.setdefault("PYTHONUNBUFFERED", "1")       # progress lines as they happen
+    env.setdefault("PYTHONUNBUFFERED", "1")  # progress lines as they happen
     # A GPUBENCH_* run option left in the shell must not change what the demo runs.
     for key in [k for k in env if k.startswith("GPUBENCH_") and k not in (HOURLY_ENV, "GPUBENCH_SPOOL")]:
         del env[key]
@@ -136,8 +176,9 @@ def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> in
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as log:
         log.write("$ " + " ".join(argv) + "\n")
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=_payload_env(), bufsize=1)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_payload_env(), bufsize=1
+        )
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -166,8 +207,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
-def run_demo(results: str = "results", out: str = "report", hourly_usd: float | None = None,
-             quick: bool = False, only: list[str] | None = None, stream: TextIO | None = None) -> int:
+def run_demo(
+    results: str = "results",
+    out: str = "report",
+    hourly_usd: float | None = None,
+    quick: bool = False,
+    only: list[str] | None = None,
+    stream: TextIO | None = None,
+) -> int:
     """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
     from analysis.cli import main as analysis_main
 
@@ -184,8 +231,10 @@ def run_demo(results: str = "results", out: str = "report", hourly_usd: float | 
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
-    echo(f"gpubench demo: {len(steps)} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
-         f"suite, synthetic data)")
+    echo(
+        f"gpubench demo: {len(steps)} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
+        f"suite, synthetic data)"
+    )
     echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
     echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
     failed = []
@@ -213,8 +262,10 @@ def run_demo(results: str = "results", out: str = "report", hourly_usd: float | 
         return code
     report = (out_dir / "index.html").resolve()
     echo()
-    echo(f"demo finished in {_minutes(time.monotonic() - started)}"
-         + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else ""))
+    echo(
+        f"demo finished in {_minutes(time.monotonic() - started)}"
+        + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else "")
+    )
     echo(f"Open the report: {report}")
     echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
     return 1 if failed else 0

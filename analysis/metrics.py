@@ -6,6 +6,7 @@ the Pareto frontier and recommendations.
 Everything here is a pure function of DataFrames so the report, the CLI and
 the tests compute the same numbers.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,10 +56,16 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     done = completed(runs)
     if done.empty:
         return pd.DataFrame(columns=GROUP + ["repeats"])
-    num = {"train_hours": "train_hours", "instance_hours": "instance_hours",
-           "train_cost_usd": "train_cost_usd", "billed_cost_usd": "billed_cost_usd",
-           "samples_per_second": "samples_per_second", "hourly_usd": "hourly_usd",
-           "final_accuracy": "final_accuracy", "gpu_utilization_mean": "gpu_utilization_mean"}
+    num = {
+        "train_hours": "train_hours",
+        "instance_hours": "instance_hours",
+        "train_cost_usd": "train_cost_usd",
+        "billed_cost_usd": "billed_cost_usd",
+        "samples_per_second": "samples_per_second",
+        "hourly_usd": "hourly_usd",
+        "final_accuracy": "final_accuracy",
+        "gpu_utilization_mean": "gpu_utilization_mean",
+    }
     g = done.groupby(GROUP, dropna=False, sort=True)
     out = g.size().rename("repeats").to_frame()
     for col in num:
@@ -67,8 +74,16 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         if col in ("train_hours", "train_cost_usd", "billed_cost_usd", "samples_per_second"):
             out[f"{col}_min"], out[f"{col}_max"] = s.min(), s.max()
             out[f"{col}_spread"] = (out[f"{col}_max"] - out[f"{col}_min"]) / out[col]
-    for col in ("provider", "offering_kind", "gpu_model", "price_basis", "price_source", "price_as_of", "billing",
-                "price_note"):
+    for col in (
+        "provider",
+        "offering_kind",
+        "gpu_model",
+        "price_basis",
+        "price_source",
+        "price_as_of",
+        "billing",
+        "price_note",
+    ):
         out[col] = g[col].agg(_joined)
     out["setup_fee_usd"] = g["setup_fee_usd"].max()
     out = out.reset_index()
@@ -101,9 +116,12 @@ def relative_to_base(summary: pd.DataFrame, base: str = DEFAULT_BASE) -> pd.Data
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
             ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
-            s.loc[idx, "relative_note"] = (f"base {base} has no completed {bench} run" if not ran else
-                                           f"base {base} has no completed {bench} run at "
-                                           + ", ".join(f"{k} {v}" for k, v in zip(CONFIG, config)))
+            s.loc[idx, "relative_note"] = (
+                f"base {base} has no completed {bench} run"
+                if not ran
+                else f"base {base} has no completed {bench} run at "
+                + ", ".join(f"{k} {v}" for k, v in zip(CONFIG, config))
+            )
             continue
         # on-demand sorts before spot; the offering as sold (all its GPUs) first
         b = cand.sort_values(["market", "gpus_used"], ascending=[True, False]).iloc[0]
@@ -124,7 +142,8 @@ def pareto_mask(x: pd.Series, y: pd.Series) -> pd.Series:
             continue
         dominated = any(
             (xj <= xi and yj <= yi) and (xj < xi or yj < yi)
-            for j, (xj, yj) in enumerate(pts) if j != i and not (math.isnan(xj) or math.isnan(yj))
+            for j, (xj, yj) in enumerate(pts)
+            if j != i and not (math.isnan(xj) or math.isnan(yj))
         )
         keep.append(not dominated)
     return pd.Series(keep, index=x.index)
@@ -143,10 +162,29 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
     return s
 
 
-SCALING_COLUMNS = ["benchmark", "gpu_model", "offering_id", "market", "gpus", "speedup", "ideal", "efficiency",
-                   "reference"]
-BREAKEVEN_COLUMNS = ["benchmark", "onprem", "cloud", "market", "cloud_gpus_used", "onprem_throughput",
-                     "cloud_throughput", "cloud_hourly_usd", "breakeven_days_per_month", "note"]
+SCALING_COLUMNS = [
+    "benchmark",
+    "gpu_model",
+    "offering_id",
+    "market",
+    "gpus",
+    "speedup",
+    "ideal",
+    "efficiency",
+    "reference",
+]
+BREAKEVEN_COLUMNS = [
+    "benchmark",
+    "onprem",
+    "cloud",
+    "market",
+    "cloud_gpus_used",
+    "onprem_throughput",
+    "cloud_throughput",
+    "cloud_hourly_usd",
+    "breakeven_days_per_month",
+    "note",
+]
 
 
 def scaling(summary: pd.DataFrame) -> pd.DataFrame:
@@ -169,11 +207,21 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
             tp1 = float(tp.loc[ref.index].median())
             n = int(r["gpus_used"])
             speedup = float(tp.loc[i]) / tp1
-            rows.append({"benchmark": bench, "gpu_model": model, "offering_id": r["offering_id"],
-                         "market": r["market"], "gpus": n, "speedup": speedup, "ideal": float(n),
-                         "efficiency": speedup / n,
-                         "reference": "same offering, 1 GPU" if not same.empty else
-                         f"1-GPU {model} offerings ({', '.join(sorted(set(ref['offering_id'])))})"})
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "gpu_model": model,
+                    "offering_id": r["offering_id"],
+                    "market": r["market"],
+                    "gpus": n,
+                    "speedup": speedup,
+                    "ideal": float(n),
+                    "efficiency": speedup / n,
+                    "reference": "same offering, 1 GPU"
+                    if not same.empty
+                    else f"1-GPU {model} offerings ({', '.join(sorted(set(ref['offering_id'])))})",
+                }
+            )
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
 
@@ -205,15 +253,29 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
         clouds = grp[~grp["offering_id"].isin(specs) & (grp["hourly_usd"] > 0)]
         for _, box in boxes.iterrows():
             for _, c in clouds.iterrows():
-                days = breakeven_days_per_month(specs[box["offering_id"]], _throughput(box), float(c["hourly_usd"]),
-                                                _throughput(c))
-                rows.append({"benchmark": bench, "onprem": box["offering_id"], "cloud": c["offering_id"],
-                             "market": c["market"], "cloud_gpus_used": c["gpus_used"],
-                             "onprem_throughput": _throughput(box), "cloud_throughput": _throughput(c), "cloud_hourly_usd": c["hourly_usd"],
-                             "breakeven_days_per_month": days,
-                             "note": ("never: on-prem electricity alone costs more per sample" if days is None else
-                                      f"never within a month: needs {days:.0f} days of use, more than a month has"
-                                      if days > 31 else None)})
+                days = breakeven_days_per_month(
+                    specs[box["offering_id"]], _throughput(box), float(c["hourly_usd"]), _throughput(c)
+                )
+                rows.append(
+                    {
+                        "benchmark": bench,
+                        "onprem": box["offering_id"],
+                        "cloud": c["offering_id"],
+                        "market": c["market"],
+                        "cloud_gpus_used": c["gpus_used"],
+                        "onprem_throughput": _throughput(box),
+                        "cloud_throughput": _throughput(c),
+                        "cloud_hourly_usd": c["hourly_usd"],
+                        "breakeven_days_per_month": days,
+                        "note": (
+                            "never: on-prem electricity alone costs more per sample"
+                            if days is None
+                            else f"never within a month: needs {days:.0f} days of use, more than a month has"
+                            if days > 31
+                            else None
+                        ),
+                    }
+                )
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 
 
@@ -229,18 +291,34 @@ def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
             if frame.empty:
                 return {"offering_id": None, "why": why}
             r = frame.sort_values([col, "offering_id"]).iloc[0]
-            return {"offering_id": r["offering_id"], "market": r["market"], "hours": float(r["train_hours"]),
-                    "cost_usd": float(r[cost]), "price_as_of": r["price_as_of"], "price_source": r["price_source"]}
+            return {
+                "offering_id": r["offering_id"],
+                "market": r["market"],
+                "hours": float(r["train_hours"]),
+                "cost_usd": float(r[cost]),
+                "price_as_of": r["price_as_of"],
+                "price_source": r["price_source"],
+            }
 
-        rec = {"benchmark": bench, "cost_basis": opts.cost_basis,
-               "cheapest": pick(g, cost, "no priced run"), "fastest": pick(g, "train_hours", "no timed run")}
+        rec = {
+            "benchmark": bench,
+            "cost_basis": opts.cost_basis,
+            "cheapest": pick(g, cost, "no priced run"),
+            "fastest": pick(g, "train_hours", "no timed run"),
+        }
         if opts.deadline_hours is not None:
-            rec["under_deadline"] = pick(g[g["train_hours"] <= opts.deadline_hours], cost,
-                                         f"no offering trains {bench} within {opts.deadline_hours:g} h")
+            rec["under_deadline"] = pick(
+                g[g["train_hours"] <= opts.deadline_hours],
+                cost,
+                f"no offering trains {bench} within {opts.deadline_hours:g} h",
+            )
             rec["deadline_hours"] = opts.deadline_hours
         if opts.budget_usd is not None:
-            rec["under_budget"] = pick(g[g[cost] <= opts.budget_usd], "train_hours",
-                                       f"no offering trains {bench} for at most ${opts.budget_usd:g}")
+            rec["under_budget"] = pick(
+                g[g[cost] <= opts.budget_usd],
+                "train_hours",
+                f"no offering trains {bench} for at most ${opts.budget_usd:g}",
+            )
             rec["budget_usd"] = opts.budget_usd
         out.append(rec)
     return out

@@ -6,10 +6,11 @@ next version; `migrate` applies them in order up to the payload's current
 SCHEMA_VERSION. Adding schema v2 means adding `1: _v1_to_v2` here, nothing
 else. A result without `schema_version` is taken as v0.
 """
+
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 from payload.schema import SCHEMA_VERSION
 
@@ -64,8 +65,12 @@ def _v0_to_v1(old: dict) -> dict:
             "gpu_memory_gb": gpu.get("memory_gb"),
             "driver_version": gpu.get("driver"),
         },
-        "software": {"payload_version": str(old.get("payload_version", "0")), "python": "unknown",
-                     "tensorflow": old.get("tensorflow"), "image": old.get("image")},
+        "software": {
+            "payload_version": str(old.get("payload_version", "0")),
+            "python": "unknown",
+            "tensorflow": old.get("tensorflow"),
+            "image": old.get("image"),
+        },
         "benchmark": {
             "name": old["benchmark"],
             "kind": "epochs" if old.get("accuracy") is not None else "throughput",
@@ -87,8 +92,16 @@ def _v0_to_v1(old: dict) -> dict:
             "epochs_completed": None,
             "steps_completed": None,
         },
-        "attempts": [{"attempt": 1, "instance_id": old.get("instance_id"), "zone": old.get("zone"),
-                      "start": start, "end": end, "status": status}],
+        "attempts": [
+            {
+                "attempt": 1,
+                "instance_id": old.get("instance_id"),
+                "zone": old.get("zone"),
+                "start": start,
+                "end": end,
+                "status": status,
+            }
+        ],
         "timeline": [{"time": e["time"], "event": e["event"], "attempt": 1} for e in old.get("events") or []],
         "error": old.get("error"),
         "warnings": ["migrated from result schema v0 (the flat prototype format) by analysis.migrations"],
@@ -108,8 +121,9 @@ def migrate(result: dict) -> tuple[dict, int]:
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
         raise MigrationError(f"schema_version {version!r} is not a non-negative integer")
     if version > SCHEMA_VERSION:
-        raise MigrationError(f"schema_version {version} is newer than this reader ({SCHEMA_VERSION}); "
-                             "upgrade gpubench to read it")
+        raise MigrationError(
+            f"schema_version {version} is newer than this reader ({SCHEMA_VERSION}); upgrade gpubench to read it"
+        )
     original = version
     if version < SCHEMA_VERSION:
         result = copy.deepcopy(result)

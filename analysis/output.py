@@ -1,11 +1,13 @@
 """Terminal and JSON output shared by the analysis commands."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from datetime import date
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 

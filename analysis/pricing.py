@@ -14,6 +14,7 @@ re-priced from the catalog snapshot in force on that date instead (to
 compare with a study, or with today's prices). Every priced row names the
 price's source and date; a row that cannot be priced says why.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,18 @@ from analysis.cost import CostError, cost_of, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 
 PRICE_COLUMNS = (
-    "hourly_usd", "price_basis", "price_source", "price_as_of", "billing", "billing_as_of",
-    "instance_hours", "billed_hours", "billed_cost_usd", "train_hours", "train_cost_usd", "setup_fee_usd",
+    "hourly_usd",
+    "price_basis",
+    "price_source",
+    "price_as_of",
+    "billing",
+    "billing_as_of",
+    "instance_hours",
+    "billed_hours",
+    "billed_cost_usd",
+    "train_hours",
+    "train_cost_usd",
+    "setup_fee_usd",
     "price_note",
 )
 
@@ -75,8 +86,12 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
     if spec is not None and _num(row.get("recorded_hourly_usd")) is None:
         # an owned box has no price list: its hourly rate is amortisation + electricity
         day = getattr(spec, "as_of", None)
-        return (onprem_hourly(spec), f"amortised purchase + electricity at {spec.days_per_month:g} days/month",
-                catalog.get(oid).specs_source, day.isoformat() if day else None)
+        return (
+            onprem_hourly(spec),
+            f"amortised purchase + electricity at {spec.days_per_month:g} days/month",
+            catalog.get(oid).specs_source,
+            day.isoformat() if day else None,
+        )
     if as_of is not None:
         hourly, source, day = _catalog_price(catalog, oid, market, as_of)
         return hourly, f"catalog {market} price in force on {as_of}", source, day
@@ -87,8 +102,11 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
             start, end = (_t(window[k]) for k in ("start", "end"))
             series = [(_t(t), p) for t, p in history]
             source = window.get("spot_price_source") or "timeline spot_price events"
-            basis = ("EC2 spot price history of the run's zone, time-weighted" if window.get("spot_price_source")
-                     else "spot price history recorded in the timeline, time-weighted")
+            basis = (
+                "EC2 spot price history of the run's zone, time-weighted"
+                if window.get("spot_price_source")
+                else "spot price history recorded in the timeline, time-weighted"
+            )
             if series[0][0] > start:
                 # the history starts inside the window: before its first
                 # point the price recorded at launch (or that first point) held
@@ -99,13 +117,21 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
             return time_weighted_price(series, start, end), basis, source, window["start"][:10]
         recorded = _num(row.get("recorded_spot_hourly_usd"))
         if recorded is not None:
-            return recorded, "spot price recorded at launch", row.get("recorded_price_source"), \
-                row.get("recorded_price_as_of")
+            return (
+                recorded,
+                "spot price recorded at launch",
+                row.get("recorded_price_source"),
+                row.get("recorded_price_as_of"),
+            )
     else:
         recorded = _num(row.get("recorded_hourly_usd"))
         if recorded is not None:
-            return recorded, "price recorded at launch", row.get("recorded_price_source"), \
-                row.get("recorded_price_as_of")
+            return (
+                recorded,
+                "price recorded at launch",
+                row.get("recorded_price_source"),
+                row.get("recorded_price_as_of"),
+            )
     hourly, source, day = _catalog_price(catalog, oid, market, launch_day)
     return hourly, f"catalog {market} price in force on the launch date (none recorded)", source, day
 
@@ -126,8 +152,7 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     """The PRICE_COLUMNS of one run row."""
     catalog = catalog or load_catalog()
     out = {c: None for c in PRICE_COLUMNS}
-    out.update(billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(),
-               setup_fee_usd=0.0)
+    out.update(billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0)
     windows = json.loads(row.get("attempts_json") or "[]")
     out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
     train = _num(row.get("train_seconds"))
@@ -154,14 +179,21 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
         total_s = sum(p[1] for p in prices)
         hourly = (sum(p[0] * p[1] for p in prices) / total_s) if total_s > 0 else prices[0][0]
         last = prices[-1]
-        out.update(hourly_usd=hourly, price_basis="; ".join(dict.fromkeys(p[2] for p in prices)),
-                   price_source="; ".join(dict.fromkeys(str(p[3]) for p in prices)), price_as_of=last[4],
-                   billing=last[5].billing, billing_as_of=terms_day.isoformat() if terms_day else None,
-                   billed_hours=billed_h, billed_cost_usd=billed_cost)
+        out.update(
+            hourly_usd=hourly,
+            price_basis="; ".join(dict.fromkeys(p[2] for p in prices)),
+            price_source="; ".join(dict.fromkeys(str(p[3]) for p in prices)),
+            price_as_of=last[4],
+            billing=last[5].billing,
+            billing_as_of=terms_day.isoformat() if terms_day else None,
+            billed_hours=billed_h,
+            billed_cost_usd=billed_cost,
+        )
         out["setup_fee_usd"] = _setup_fee(catalog, offering, market, as_of or launch_day)
         if train is not None:
-            out["train_cost_usd"] = cost_of(oid, train, market, as_of=terms_day, hourly_usd=hourly,
-                                            catalog=catalog).cost_usd
+            out["train_cost_usd"] = cost_of(
+                oid, train, market, as_of=terms_day, hourly_usd=hourly, catalog=catalog
+            ).cost_usd
     except (CatalogError, CostError) as exc:
         out["price_note"] = str(exc)
     return out

@@ -2,6 +2,7 @@
 seed reproductions. They look like what `python -m payload run` writes
 (launch, boot, train, upload, shutdown on the timeline), with the numbers
 you give and nothing measured invented beyond them."""
+
 from __future__ import annotations
 
 import json
@@ -17,14 +18,29 @@ def _iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def make_result(offering_id: str = "aws/p3.2xlarge", benchmark: str = "resnet50", *,
-                train_seconds: float = 3600.0, samples_per_second: float | None = 100.0,
-                gpus_used: int | None = None, market: str = "on-demand", hourly_usd: float | None = None,
-                spot_hourly_usd: float | None = None, price_source: str = "synthetic",
-                price_as_of: str | None = None, start: datetime = T0, boot_seconds: float = 120.0,
-                tail_seconds: float = 60.0, attempts: int = 1, status: str = "completed",
-                run_id: str | None = None, stack: str | None = None, repeat: int = 0,
-                spot_prices: list[tuple[float, float]] | None = None, accuracy: float | None = 0.8) -> dict:
+def make_result(
+    offering_id: str = "aws/p3.2xlarge",
+    benchmark: str = "resnet50",
+    *,
+    train_seconds: float = 3600.0,
+    samples_per_second: float | None = 100.0,
+    gpus_used: int | None = None,
+    market: str = "on-demand",
+    hourly_usd: float | None = None,
+    spot_hourly_usd: float | None = None,
+    price_source: str = "synthetic",
+    price_as_of: str | None = None,
+    start: datetime = T0,
+    boot_seconds: float = 120.0,
+    tail_seconds: float = 60.0,
+    attempts: int = 1,
+    status: str = "completed",
+    run_id: str | None = None,
+    stack: str | None = None,
+    repeat: int = 0,
+    spot_prices: list[tuple[float, float]] | None = None,
+    accuracy: float | None = 0.8,
+) -> dict:
     """A v1 result. `attempts` > 1 splits training over that many instances
     (the earlier ones interrupted), each with its own launch and shutdown.
     `spot_prices`: (seconds after start, USD/h) spot_price events."""
@@ -44,46 +60,123 @@ def make_result(offering_id: str = "aws/p3.2xlarge", benchmark: str = "resnet50"
         stop = end_train + timedelta(seconds=tail_seconds if last else 5)
         timeline += [
             {"time": _iso(launch), "event": "instance_launch", "attempt": n, "source": "host"},
-            {"time": _iso(launch + timedelta(seconds=boot_seconds * 0.8)), "event": "boot_done", "attempt": n,
-             "source": "host"},
+            {
+                "time": _iso(launch + timedelta(seconds=boot_seconds * 0.8)),
+                "event": "boot_done",
+                "attempt": n,
+                "source": "host",
+            },
             {"time": _iso(begin), "event": "train_start", "attempt": n, "source": "payload"},
-            {"time": _iso(end_train), "event": "train_end" if last else "interruption_notice", "attempt": n,
-             "source": "payload"},
+            {
+                "time": _iso(end_train),
+                "event": "train_end" if last else "interruption_notice",
+                "attempt": n,
+                "source": "payload",
+            },
         ]
         if last:
-            timeline.append({"time": _iso(end_train + timedelta(seconds=tail_seconds / 2)), "event": "upload",
-                             "attempt": n, "source": "payload"})
-        timeline.append({"time": _iso(stop), "event": "shutdown_requested" if last else "instance_terminated",
-                         "attempt": n, "source": "payload" if last else "host"})
-        windows.append({"attempt": n, "instance_id": f"i-{n:04d}{repeat:04d}", "zone": (o.zones or o.regions or ("x",))[0],
-                        "start": _iso(begin), "end": _iso(stop), "status": "completed" if last else "interrupted",
-                        "train_seconds": per})
+            timeline.append(
+                {
+                    "time": _iso(end_train + timedelta(seconds=tail_seconds / 2)),
+                    "event": "upload",
+                    "attempt": n,
+                    "source": "payload",
+                }
+            )
+        timeline.append(
+            {
+                "time": _iso(stop),
+                "event": "shutdown_requested" if last else "instance_terminated",
+                "attempt": n,
+                "source": "payload" if last else "host",
+            }
+        )
+        windows.append(
+            {
+                "attempt": n,
+                "instance_id": f"i-{n:04d}{repeat:04d}",
+                "zone": (o.zones or o.regions or ("x",))[0],
+                "start": _iso(begin),
+                "end": _iso(stop),
+                "status": "completed" if last else "interrupted",
+                "train_seconds": per,
+            }
+        )
         t = stop + timedelta(seconds=30)
     for secs, price in spot_prices or []:
-        timeline.append({"time": _iso(start + timedelta(seconds=secs)), "event": "spot_price", "hourly_usd": price,
-                         "source": "host"})
+        timeline.append(
+            {
+                "time": _iso(start + timedelta(seconds=secs)),
+                "event": "spot_price",
+                "hourly_usd": price,
+                "source": "host",
+            }
+        )
     timeline.sort(key=lambda e: e["time"])
     windows[-1]["status"] = status
-    spread = None if samples_per_second is None else {
-        "p10": samples_per_second * 0.97, "p50": samples_per_second, "p90": samples_per_second * 1.02,
-        "stdev": samples_per_second * 0.02, "n": 100}
+    spread = (
+        None
+        if samples_per_second is None
+        else {
+            "p10": samples_per_second * 0.97,
+            "p50": samples_per_second,
+            "p90": samples_per_second * 1.02,
+            "stdev": samples_per_second * 0.02,
+            "n": 100,
+        }
+    )
     return new_result(
-        run_id=run_id, stack=stack, status=status, started_at=windows[0]["start"], finished_at=windows[-1]["end"],
-        offering={"id": o.id, "provider": o.provider, "kind": o.kind, "region": (o.regions or (None,))[0],
-                  "zone": windows[-1]["zone"], "instance_type": o.instance_type,
-                  "instance_id": windows[-1]["instance_id"], "market": market},
-        price={"hourly_usd": hourly_usd, "spot_hourly_usd": spot_hourly_usd, "source": price_source,
-               "as_of": price_as_of or start.date().isoformat(), "origin": "env" if hourly_usd is not None else None},
-        hardware={"device": "GPU" if gpus else "CPU", "gpu_model": o.gpu_model, "gpu_count": gpus,
-                  "gpu_memory_gb": o.gpu.memory_gb if o.gpu else None, "driver_version": "390.30"},
+        run_id=run_id,
+        stack=stack,
+        status=status,
+        started_at=windows[0]["start"],
+        finished_at=windows[-1]["end"],
+        offering={
+            "id": o.id,
+            "provider": o.provider,
+            "kind": o.kind,
+            "region": (o.regions or (None,))[0],
+            "zone": windows[-1]["zone"],
+            "instance_type": o.instance_type,
+            "instance_id": windows[-1]["instance_id"],
+            "market": market,
+        },
+        price={
+            "hourly_usd": hourly_usd,
+            "spot_hourly_usd": spot_hourly_usd,
+            "source": price_source,
+            "as_of": price_as_of or start.date().isoformat(),
+            "origin": "env" if hourly_usd is not None else None,
+        },
+        hardware={
+            "device": "GPU" if gpus else "CPU",
+            "gpu_model": o.gpu_model,
+            "gpu_count": gpus,
+            "gpu_memory_gb": o.gpu.memory_gb if o.gpu else None,
+            "driver_version": "390.30",
+        },
         software={"payload_version": "0.1.0", "python": "3.11", "tensorflow": "2.15.0", "image": None},
-        benchmark={"name": benchmark, "kind": "throughput", "params": {"steps": 1000}, "data": "synthetic",
-                   "precision": "fp32", "per_gpu_batch_size": 64, "global_batch_size": 64 * max(gpus, 1),
-                   "replicas": max(gpus, 1), "fingerprint": f"{stack}:{benchmark}"},
-        attempts=windows, timeline=timeline,
-        metrics={"train_seconds": train_seconds, "samples_per_second": samples_per_second,
-                 "samples_per_second_spread": spread, "final_accuracy": accuracy,
-                 "epochs_completed": 1, "steps_completed": 1000},
+        benchmark={
+            "name": benchmark,
+            "kind": "throughput",
+            "params": {"steps": 1000},
+            "data": "synthetic",
+            "precision": "fp32",
+            "per_gpu_batch_size": 64,
+            "global_batch_size": 64 * max(gpus, 1),
+            "replicas": max(gpus, 1),
+            "fingerprint": f"{stack}:{benchmark}",
+        },
+        attempts=windows,
+        timeline=timeline,
+        metrics={
+            "train_seconds": train_seconds,
+            "samples_per_second": samples_per_second,
+            "samples_per_second_spread": spread,
+            "final_accuracy": accuracy,
+            "epochs_completed": 1,
+            "steps_completed": 1000,
+        },
     )
 
 

@@ -5,6 +5,7 @@ are computed from rows, so a new price snapshot never needs a re-download.
 The billing windows (instance launch to termination, per attempt) are
 derived here from the timeline because that is where the billed time is.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,19 +23,61 @@ WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested", "u
 SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
 
 COLUMNS = (
-    "run_id", "stack", "status", "started_at", "finished_at", "schema_version_read",
-    "offering_id", "provider", "offering_kind", "region", "zone", "instance_type", "market",
-    "recorded_hourly_usd", "recorded_spot_hourly_usd", "recorded_price_source", "recorded_price_as_of",
+    "run_id",
+    "stack",
+    "status",
+    "started_at",
+    "finished_at",
+    "schema_version_read",
+    "offering_id",
+    "provider",
+    "offering_kind",
+    "region",
+    "zone",
+    "instance_type",
+    "market",
+    "recorded_hourly_usd",
+    "recorded_spot_hourly_usd",
+    "recorded_price_source",
+    "recorded_price_as_of",
     "recorded_price_origin",
-    "device", "gpu_model", "gpus_used", "gpu_memory_gb", "driver_version",
-    "payload_version", "tensorflow", "image",
-    "benchmark", "benchmark_kind", "precision", "per_gpu_batch_size", "global_batch_size", "replicas",
-    "data", "fingerprint",
-    "train_seconds", "samples_per_second", "samples_per_second_p10", "samples_per_second_p90",
-    "final_accuracy", "gpu_utilization_mean", "epochs_completed", "steps_completed", "samples_trained",
-    "attempts", "launch_at", "terminated_at", "instance_seconds", "window_notes", "attempts_json",
-    "spot_price_method", "spot_price_warnings",
-    "error", "source", "key", "etag",
+    "device",
+    "gpu_model",
+    "gpus_used",
+    "gpu_memory_gb",
+    "driver_version",
+    "payload_version",
+    "tensorflow",
+    "image",
+    "benchmark",
+    "benchmark_kind",
+    "precision",
+    "per_gpu_batch_size",
+    "global_batch_size",
+    "replicas",
+    "data",
+    "fingerprint",
+    "train_seconds",
+    "samples_per_second",
+    "samples_per_second_p10",
+    "samples_per_second_p90",
+    "final_accuracy",
+    "gpu_utilization_mean",
+    "epochs_completed",
+    "steps_completed",
+    "samples_trained",
+    "attempts",
+    "launch_at",
+    "terminated_at",
+    "instance_seconds",
+    "window_notes",
+    "attempts_json",
+    "spot_price_method",
+    "spot_price_warnings",
+    "error",
+    "source",
+    "key",
+    "etag",
 )
 
 
@@ -90,8 +133,11 @@ def billing_windows(result: dict) -> list[dict]:
     the spot price changes recorded during it."""
     finished = parse_time(result["finished_at"])
     grouped = _events_by_attempt(result)
-    spot_all = sorted((_iso(parse_time(e["time"])), float(e["hourly_usd"])) for e in result.get("timeline") or []
-                      if e["event"] == SPOT_PRICE_EVENT and isinstance(e.get("hourly_usd"), (int, float)))
+    spot_all = sorted(
+        (_iso(parse_time(e["time"])), float(e["hourly_usd"]))
+        for e in result.get("timeline") or []
+        if e["event"] == SPOT_PRICE_EVENT and isinstance(e.get("hourly_usd"), (int, float))
+    )
     windows = []
     for a in sorted(result["attempts"], key=lambda x: x["attempt"]):
         evs = grouped[a["attempt"]]
@@ -111,11 +157,18 @@ def billing_windows(result: dict) -> list[dict]:
         # the spot price is the market's, not the instance's: every change
         # recorded up to this attempt's end bears on it
         spot = [p for p in spot_all if p[0] <= _iso(end_t)]
-        windows.append({
-            "attempt": a["attempt"], "status": a["status"], "start": _iso(start_t), "end": _iso(end_t),
-            "seconds": (end_t - start_t).total_seconds(), "start_from": start_how, "end_from": end_how,
-            "spot_prices": spot,
-        })
+        windows.append(
+            {
+                "attempt": a["attempt"],
+                "status": a["status"],
+                "start": _iso(start_t),
+                "end": _iso(end_t),
+                "seconds": (end_t - start_t).total_seconds(),
+                "start_from": start_how,
+                "end_from": end_how,
+                "spot_prices": spot,
+            }
+        )
     return windows
 
 
@@ -124,28 +177,53 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
     o, p, hw, sw, b, m = (result[k] for k in ("offering", "price", "hardware", "software", "benchmark", "metrics"))
     spread = m.get("samples_per_second_spread") or {}
     windows = billing_windows(result)
-    notes = sorted({w["start_from"] for w in windows if "no " in w["start_from"]}
-                   | {w["end_from"] for w in windows if "no " in w["end_from"]})
+    notes = sorted(
+        {w["start_from"] for w in windows if "no " in w["start_from"]}
+        | {w["end_from"] for w in windows if "no " in w["end_from"]}
+    )
     row = {
-        "run_id": result["run_id"], "stack": result["stack"], "status": result["status"],
-        "started_at": result["started_at"], "finished_at": result["finished_at"],
+        "run_id": result["run_id"],
+        "stack": result["stack"],
+        "status": result["status"],
+        "started_at": result["started_at"],
+        "finished_at": result["finished_at"],
         "schema_version_read": schema_version_read,
-        "offering_id": o.get("id"), "provider": o.get("provider"), "offering_kind": o.get("kind"),
-        "region": o.get("region"), "zone": o.get("zone"), "instance_type": o.get("instance_type"),
+        "offering_id": o.get("id"),
+        "provider": o.get("provider"),
+        "offering_kind": o.get("kind"),
+        "region": o.get("region"),
+        "zone": o.get("zone"),
+        "instance_type": o.get("instance_type"),
         "market": o.get("market") or "on-demand",
-        "recorded_hourly_usd": p.get("hourly_usd"), "recorded_spot_hourly_usd": p.get("spot_hourly_usd"),
-        "recorded_price_source": p.get("source"), "recorded_price_as_of": p.get("as_of"),
+        "recorded_hourly_usd": p.get("hourly_usd"),
+        "recorded_spot_hourly_usd": p.get("spot_hourly_usd"),
+        "recorded_price_source": p.get("source"),
+        "recorded_price_as_of": p.get("as_of"),
         "recorded_price_origin": p.get("origin"),
-        "device": hw.get("device"), "gpu_model": hw.get("gpu_model"), "gpus_used": hw.get("gpu_count"),
-        "gpu_memory_gb": hw.get("gpu_memory_gb"), "driver_version": hw.get("driver_version"),
-        "payload_version": sw.get("payload_version"), "tensorflow": sw.get("tensorflow"), "image": sw.get("image"),
-        "benchmark": b["name"], "benchmark_kind": b["kind"], "precision": b.get("precision"),
-        "per_gpu_batch_size": b.get("per_gpu_batch_size"), "global_batch_size": b.get("global_batch_size"),
-        "replicas": b.get("replicas"), "data": b.get("data"), "fingerprint": b.get("fingerprint"),
-        "train_seconds": m.get("train_seconds"), "samples_per_second": m.get("samples_per_second"),
-        "samples_per_second_p10": spread.get("p10"), "samples_per_second_p90": spread.get("p90"),
-        "final_accuracy": m.get("final_accuracy"), "gpu_utilization_mean": m.get("gpu_utilization_mean"),
-        "epochs_completed": m.get("epochs_completed"), "steps_completed": m.get("steps_completed"),
+        "device": hw.get("device"),
+        "gpu_model": hw.get("gpu_model"),
+        "gpus_used": hw.get("gpu_count"),
+        "gpu_memory_gb": hw.get("gpu_memory_gb"),
+        "driver_version": hw.get("driver_version"),
+        "payload_version": sw.get("payload_version"),
+        "tensorflow": sw.get("tensorflow"),
+        "image": sw.get("image"),
+        "benchmark": b["name"],
+        "benchmark_kind": b["kind"],
+        "precision": b.get("precision"),
+        "per_gpu_batch_size": b.get("per_gpu_batch_size"),
+        "global_batch_size": b.get("global_batch_size"),
+        "replicas": b.get("replicas"),
+        "data": b.get("data"),
+        "fingerprint": b.get("fingerprint"),
+        "train_seconds": m.get("train_seconds"),
+        "samples_per_second": m.get("samples_per_second"),
+        "samples_per_second_p10": spread.get("p10"),
+        "samples_per_second_p90": spread.get("p90"),
+        "final_accuracy": m.get("final_accuracy"),
+        "gpu_utilization_mean": m.get("gpu_utilization_mean"),
+        "epochs_completed": m.get("epochs_completed"),
+        "steps_completed": m.get("steps_completed"),
         "samples_trained": m.get("samples_trained"),
         "attempts": len(windows),
         "launch_at": windows[0]["start"] if windows else None,
@@ -153,8 +231,11 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "instance_seconds": sum(w["seconds"] for w in windows),
         "window_notes": "; ".join(notes) or None,
         "attempts_json": json.dumps(windows, separators=(",", ":")),
-        "spot_price_method": None, "spot_price_warnings": None,
+        "spot_price_method": None,
+        "spot_price_warnings": None,
         "error": result.get("error"),
-        "source": source, "key": key, "etag": etag,
+        "source": source,
+        "key": key,
+        "etag": etag,
     }
     return row

@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from infra import workspace as pulumi_ws
-from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
 from infra.tags import DEADLINE_OUTPUTS, RESULTS_STACKS, RESULTS_URL_OUTPUT, BadDeadline, parse_deadline
+from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
 
 # action -> does it count as a failure for the exit code
 ACTIONS = {
@@ -61,7 +62,9 @@ def refusal(name: str, work_dir: Path) -> str | None:
     if name.startswith(BUCKET_SCHEMES) or "://" in name:
         return f"{name!r} is a bucket URL; teardown destroys benchmark stacks and never touches results buckets"
     if name in RESULTS_STACKS:
-        return f"{name!r} holds a results bucket; teardown never destroys results stacks, whose buckets hold every result"
+        return (
+            f"{name!r} holds a results bucket; teardown never destroys results stacks, whose buckets hold every result"
+        )
     if str(config_value(pulumi_ws.stack_config(name, work_dir), "stackType", "")) == "results":
         return f"{name!r} is a results stack (gpubench:stackType: results); teardown never destroys results stacks"
     return None
@@ -108,7 +111,7 @@ def results_urls_of(name: str, ws, outputs, config, explicit: Sequence[str] | No
     ref = str(config_value(config, "results", "") or "")
     if ref.startswith(("s3://", "gs://")):
         return [ref]
-    ref_stack = ref[len("stack:"):] if ref.startswith("stack:") else f"{name.split('-', 1)[0]}-results"
+    ref_stack = ref[len("stack:") :] if ref.startswith("stack:") else f"{name.split('-', 1)[0]}-results"
     try:
         url = output_value(ws.select_stack(ref_stack).outputs(), (RESULTS_URL_OUTPUT,))
     except Exception:  # noqa: BLE001 - reported as "no results location" below
@@ -209,8 +212,19 @@ def teardown(
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(_one(name, ws, work_dir, completed=completed, expired=expired, dry_run=dry_run,
-                             results_urls=results_urls, now=now, log=log))
+        outcomes.append(
+            _one(
+                name,
+                ws,
+                work_dir,
+                completed=completed,
+                expired=expired,
+                dry_run=dry_run,
+                results_urls=results_urls,
+                now=now,
+                log=log,
+            )
+        )
     return outcomes
 
 
@@ -224,8 +238,9 @@ def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, 
         return Outcome(name, "failed", "could not select the stack", pulumi_ws.error_text(exc))
     config = pulumi_ws.stack_config(name, work_dir)
     try:
-        chosen, reason = _why_selected(name, stack, ws, config, completed=completed, expired=expired,
-                                       results_urls=results_urls, now=now)
+        chosen, reason = _why_selected(
+            name, stack, ws, config, completed=completed, expired=expired, results_urls=results_urls, now=now
+        )
     except Exception as exc:  # noqa: BLE001
         return Outcome(name, "failed", "could not decide whether the stack is done", pulumi_ws.error_text(exc))
     if not chosen:
@@ -240,8 +255,9 @@ def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, 
     return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3))
 
 
-def teardown_completed(stacks: Iterable[str] | None, results_urls: Sequence[str] | None = None,
-                       dry_run: bool = False, **kw) -> list[Outcome]:
+def teardown_completed(
+    stacks: Iterable[str] | None, results_urls: Sequence[str] | None = None, dry_run: bool = False, **kw
+) -> list[Outcome]:
     """For `collect --teardown`: destroy those of `stacks` whose runs all have a final result.
 
     `stacks` empty or None means every stack in the backend. Raises PulumiMissing

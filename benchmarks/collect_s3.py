@@ -11,6 +11,7 @@ to see the effect of real network round trips (S3 first-byte latency is
 tens of milliseconds; moto on loopback has none, so on a small machine the
 emulator's own CPU, not the network, bounds every client).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,9 @@ def start_moto() -> tuple[subprocess.Popen, int]:
     if not exe:
         sys.exit("moto_server is not installed: pip install 'moto[server]'")
     port = free_port()
-    proc = subprocess.Popen([exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [exe, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -95,8 +97,14 @@ def s3_client(endpoint: str, pool: int = 10):
     import boto3
     from botocore.config import Config
 
-    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                        aws_secret_access_key="testing", config=Config(max_pool_connections=pool))
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(max_pool_connections=pool),
+    )
 
 
 def populate(endpoint: str, n: int) -> None:
@@ -141,8 +149,10 @@ def process_cpu_seconds(pid: int) -> float | None:
 def list_only(endpoint: str) -> float:
     client = s3_client(endpoint)
     t = time.perf_counter()
-    sum(len(p.get("Contents", [])) for p in client.get_paginator("list_objects_v2").paginate(
-        Bucket=BUCKET, Prefix=PREFIX + "/"))
+    sum(
+        len(p.get("Contents", []))
+        for p in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=PREFIX + "/")
+    )
     return time.perf_counter() - t
 
 
@@ -155,17 +165,25 @@ def our_collect(out: Path, workers: int | None) -> tuple[float, dict]:
 
 
 def aws_sync(endpoint: str) -> tuple[float, int] | None:
-    exe = shutil.which("aws") or (str(Path(sys.executable).parent / "aws")
-                                  if (Path(sys.executable).parent / "aws").exists() else None)
+    exe = shutil.which("aws") or (
+        str(Path(sys.executable).parent / "aws") if (Path(sys.executable).parent / "aws").exists() else None
+    )
     if not exe:
         return None
     dest = Path(tempfile.mkdtemp(prefix="s3sync-"))
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1"}
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     try:
         t = time.perf_counter()
-        subprocess.run([exe, "s3", "sync", f"s3://{BUCKET}/{PREFIX}", str(dest), "--endpoint-url", endpoint,
-                        "--only-show-errors"], check=True, env=env)
+        subprocess.run(
+            [exe, "s3", "sync", f"s3://{BUCKET}/{PREFIX}", str(dest), "--endpoint-url", endpoint, "--only-show-errors"],
+            check=True,
+            env=env,
+        )
         n = 0
         for path in dest.rglob("result.json"):
             json.loads(path.read_bytes())
@@ -179,8 +197,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--objects", type=int, default=10_000, help="result objects to put in the bucket (default 10000)")
     ap.add_argument("--workers", type=int, default=None, help="collect's download threads (default: collect's own)")
-    ap.add_argument("--latency-ms", type=float, default=0.0,
-                    help="simulated per-request network latency through a loopback proxy (default 0)")
+    ap.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        help="simulated per-request network latency through a loopback proxy (default 0)",
+    )
     ap.add_argument("--_proxy", nargs=2, metavar=("PORT", "MS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._proxy:
@@ -195,16 +217,18 @@ def main(argv=None) -> int:
     helpers = [proc]
     try:
         direct = f"http://127.0.0.1:{port}"
-        os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-                          AWS_DEFAULT_REGION="us-east-1")
+        os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
         print(f"putting {args.objects} result objects into moto S3 at {direct} ...", flush=True)
         t = time.perf_counter()
         populate(direct, args.objects)
         print(f"  done in {time.perf_counter() - t:.1f} s")
         endpoint = direct
         if args.latency_ms > 0:
-            proxy = subprocess.Popen([sys.executable, __file__, "--_proxy", str(port), str(args.latency_ms)],
-                                     stdout=subprocess.PIPE, text=True)
+            proxy = subprocess.Popen(
+                [sys.executable, __file__, "--_proxy", str(port), str(args.latency_ms)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             helpers.append(proxy)
             endpoint = f"http://127.0.0.1:{int(proxy.stdout.readline())}"
             print(f"requests go through a proxy adding {args.latency_ms:g} ms each: {endpoint}")
@@ -218,24 +242,32 @@ def main(argv=None) -> int:
         # moto serves requests under one GIL: its CPU time for the same requests
         # is a floor under any client's wall time, so seq / server_cpu bounds the ratio.
         server_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
-        print(f"sequential boto3 loop (list + get + parse): {seq:.2f} s for {n} objects "
-              f"({listing:.2f} s of it is listing)")
+        print(
+            f"sequential boto3 loop (list + get + parse): {seq:.2f} s for {n} objects "
+            f"({listing:.2f} s of it is listing)"
+        )
         out = Path(tempfile.mkdtemp(prefix="collect-bench-"))
         try:
             first, s1 = our_collect(out, args.workers)
-            print(f"analysis collect, first run: {first:.2f} s (valid {s1['valid']}, new {s1['new']}, "
-                  f"skipped {len(s1['skipped'])}; includes schema validation and writing Parquet + CSV)")
+            print(
+                f"analysis collect, first run: {first:.2f} s (valid {s1['valid']}, new {s1['new']}, "
+                f"skipped {len(s1['skipped'])}; includes schema validation and writing Parquet + CSV)"
+            )
             second, s2 = our_collect(out, args.workers)
-            print(f"analysis collect, nothing new: {second:.2f} s (new {s2['new']}, cached {s2['cached']}; "
-                  f"listing alone takes {listing:.2f} s on this server)")
+            print(
+                f"analysis collect, nothing new: {second:.2f} s (new {s2['new']}, cached {s2['cached']}; "
+                f"listing alone takes {listing:.2f} s on this server)"
+            )
         finally:
             shutil.rmtree(out, ignore_errors=True)
         sync = aws_sync(endpoint)
         print()
         print(f"ratio sequential / collect:  {seq / first:5.2f}x   (target >= 5x)")
         if server_cpu:
-            print(f"  ceiling on this machine:   {seq / server_cpu:5.2f}x   (moto spent {server_cpu:.2f} s of CPU "
-                  f"serving the sequential loop; no client can finish faster than the server)")
+            print(
+                f"  ceiling on this machine:   {seq / server_cpu:5.2f}x   (moto spent {server_cpu:.2f} s of CPU "
+                f"serving the sequential loop; no client can finish faster than the server)"
+            )
         if sync is None:
             print("aws s3 sync: skipped, the aws CLI is not installed (pip install awscli)")
         else:

@@ -42,7 +42,9 @@ def main() -> int:
             if round_ == 0:
                 print(f"{name:28s} {took * 1000:8.1f} ms")
         total_render = time.perf_counter() - round_start
-        print(f"round {round_ + 1}: {len(names)} stacks in {total_render:.3f} s ({total_render / len(names) * 1000:.1f} ms/stack)")
+        print(
+            f"round {round_ + 1}: {len(names)} stacks in {total_render:.3f} s ({total_render / len(names) * 1000:.1f} ms/stack)"
+        )
     total = time.perf_counter() - start
     print(f"total: {total:.3f} s for {len(names)} stacks x {args.repeat} (budget {args.budget:g} s for one matrix)")
     return 0 if imported + total_render <= args.budget else 1

@@ -55,9 +55,27 @@ def harness_fit(benchmark: str, params: dict, epochs: int, batch: int, seed: int
     from payload.cli import main
 
     stack = f"overhead-{n}"
-    rc = main(["run", "--benchmark", benchmark, "--results", str(results), "--stack", stack,
-               "--data", "synthetic", "--epochs", str(epochs), "--batch-size", str(batch), "--seed", str(seed),
-               "--param", ",".join(f"{k}={v}" for k, v in params.items())])
+    rc = main(
+        [
+            "run",
+            "--benchmark",
+            benchmark,
+            "--results",
+            str(results),
+            "--stack",
+            stack,
+            "--data",
+            "synthetic",
+            "--epochs",
+            str(epochs),
+            "--batch-size",
+            str(batch),
+            "--seed",
+            str(seed),
+            "--param",
+            ",".join(f"{k}={v}" for k, v in params.items()),
+        ]
+    )
     if rc != 0:
         raise SystemExit(f"harness run failed with exit code {rc}")
     (result_path,) = (results / "runs" / stack).glob("*/result.json")
@@ -88,9 +106,11 @@ def main(argv=None) -> int:
         plain_fit(*common)  # warm up the TensorFlow runtime once, untimed
         plain, harness = [], []
         for n in range(args.repeats):
-            order = [("plain", lambda: plain_fit(*common)),
-                     ("harness", lambda n=n: harness_fit(*common, tmp / "results", n))]
-            for name, fn in (order if n % 2 == 0 else order[::-1]):
+            order = [
+                ("plain", lambda: plain_fit(*common)),
+                ("harness", lambda n=n: harness_fit(*common, tmp / "results", n)),
+            ]
+            for name, fn in order if n % 2 == 0 else order[::-1]:
                 seconds = fn()
                 (plain if name == "plain" else harness).append(seconds)
                 print(f"repeat {n + 1} {name:<8} fit seconds {seconds:.3f}", flush=True)
@@ -99,8 +119,10 @@ def main(argv=None) -> int:
     ratio = min(harness) / min(plain)
     median = statistics.median(harness) / statistics.median(plain)
     print(f"median ratio {median:.4f} (noisy on shared CPUs)", flush=True)
-    print(f"overhead ratio (harness/plain fit time): {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), "
-          f"target <= {TARGET}", flush=True)
+    print(
+        f"overhead ratio (harness/plain fit time): {ratio:.4f} ({(ratio - 1) * 100:+.2f}%), target <= {TARGET}",
+        flush=True,
+    )
     return 1 if args.check and ratio > TARGET else 0
 
 

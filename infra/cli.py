@@ -10,7 +10,7 @@ import argparse
 import os
 import shutil
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 INSTALL_HINT = (
     "the Pulumi CLI is not installed (needed for `{cmd}`).\n"
@@ -64,6 +64,16 @@ def cmd_pulumi(args) -> int:
     return 0  # pragma: no cover
 
 
+def _campaign_moved(args) -> int:
+    command = f"gpubench campaign {' '.join(args.rest)}".rstrip()
+    print(
+        f"error: campaigns moved up a layer (they collect, report and tear down): run `{command}` "
+        "(or `python -m analysis campaign ...`)",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m infra", description=__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -82,9 +92,13 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("extra", nargs=argparse.REMAINDER)
         c.set_defaults(func=cmd_pulumi)
     from infra.ssh import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
+
     register_ssh(sub)
-    from analysis.campaign.cli import register as register_campaign  # `python -m infra campaign` (analysis/campaign/)
-    register_campaign(sub)
+    moved = sub.add_parser(
+        "campaign", help="moved: `gpubench campaign` (or `python -m analysis campaign`)", add_help=False
+    )
+    moved.add_argument("rest", nargs=argparse.REMAINDER)
+    moved.set_defaults(func=_campaign_moved)
     return ap
 
 

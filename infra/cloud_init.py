@@ -20,8 +20,8 @@ Pure Python (no Pulumi) so preview, tests and both clouds share it. What the gue
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import yaml
 

@@ -15,8 +15,9 @@ import difflib
 import ipaddress
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from infra import clouds
 
@@ -77,8 +78,11 @@ def _max_hours(key: str, raw: Any) -> float:
     except ValueError:
         value = -1.0
     if not MIN_HOURS <= value <= MAX_HOURS_LIMIT:
-        raise ConfigError(key, f"expected hours in [{MIN_HOURS:g}, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline "
-                               "after which the instance is terminated (boot and setup alone take minutes)")
+        raise ConfigError(
+            key,
+            f"expected hours in [{MIN_HOURS:g}, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline "
+            "after which the instance is terminated (boot and setup alone take minutes)",
+        )
     return value
 
 
@@ -151,12 +155,14 @@ def _cidr(key: str, raw: Any) -> str:
 def _results(key: str, raw: Any) -> str:
     text = _str(key, raw)
     if text.startswith(("s3://", "gs://")) or text.startswith("stack:"):
-        if text.startswith("stack:") and not text[len("stack:"):]:
+        if text.startswith("stack:") and not text[len("stack:") :]:
             raise ConfigError(key, "a stack reference needs a name, e.g. stack:aws-results")
         if text.startswith(("s3://", "gs://")) and not text[5:].split("/", 1)[0]:
             raise ConfigError(key, f"{text!r} names no bucket; use e.g. {text[:5]}my-results-bucket")
         return text.rstrip("/")
-    raise ConfigError(key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)")
+    raise ConfigError(
+        key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)"
+    )
 
 
 def _image(key: str, raw: Any) -> str:
@@ -313,7 +319,9 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
     _reject_unknown(ours, BENCHMARK_KEYS, "benchmark")
     values = _parse_table(ours, BENCHMARK_KEYS)
     if "offering" not in values:
-        raise ConfigError("offering", "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)")
+        raise ConfigError(
+            "offering", "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)"
+        )
     if values.get("epochs") and values.get("steps"):
         raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
     return BenchmarkConfig(stack=stack, provider_config=provider, **values)
@@ -322,9 +330,17 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
 def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -> None:
     """Checks that need the catalog row: market offered, GPU count, results scheme."""
     if cfg.market not in offering.markets:
-        raise ConfigError("market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}")
+        raise ConfigError(
+            "market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}"
+        )
     if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
-        raise ConfigError("gpus", f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}")
+        raise ConfigError(
+            "gpus",
+            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}",
+        )
     scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
     if cfg.results and not cfg.results.startswith("stack:") and scheme and not cfg.results.startswith(scheme):
-        raise ConfigError("results", f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results")
+        raise ConfigError(
+            "results",
+            f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results",
+        )

@@ -7,11 +7,10 @@ turn a `Launch` into resources.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from infra.config import BenchmarkConfig
 from infra.images import payload_image
-
 from infra.tags import TAG_KEYS  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
@@ -45,17 +44,33 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     warnings: list[str] = []
     price, on_demand = launch_price(catalog, offering.id, cfg.market, warnings)
     if offering.retired:
-        warnings.append(f"retired GPU: {offering.gpu.model} on {offering.id} was retired on {offering.retired}; launches may fail")
+        warnings.append(
+            f"retired GPU: {offering.gpu.model} on {offering.id} was retired on {offering.retired}; launches may fail"
+        )
     if offering.image_generation == "cuda11-legacy":
-        warnings.append(f"legacy image: {offering.gpu.model} (compute capability {offering.gpu.compute_capability}) needs the CUDA 11 / driver 470 image and the legacy payload")
+        warnings.append(
+            f"legacy image: {offering.gpu.model} (compute capability {offering.gpu.compute_capability}) needs the CUDA 11 / driver 470 image and the legacy payload"
+        )
     zone = zone_of(cfg)
     if zone and offering.zones and zone not in offering.zones:
-        warnings.append(f"GPU not offered in zone {zone}: {offering.gpu.model} is offered in {', '.join(offering.zones)}")
+        warnings.append(
+            f"GPU not offered in zone {zone}: {offering.gpu.model} is offered in {', '.join(offering.zones)}"
+        )
     region = region_of(cfg, offering)
     if offering.regions and region not in offering.regions:
-        warnings.append(f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}")
+        warnings.append(
+            f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}"
+        )
     hourly = float(price.hourly_usd) if price is not None else None
-    return Launch(cfg, offering, price, on_demand, hourly, payload_image(cfg.payload_image, offering.image_generation), tuple(warnings))
+    return Launch(
+        cfg,
+        offering,
+        price,
+        on_demand,
+        hourly,
+        payload_image(cfg.payload_image, offering.image_generation),
+        tuple(warnings),
+    )
 
 
 def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:
@@ -125,22 +140,38 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
     from payload.config import render_env
 
     cfg = launch.cfg
-    return render_env({
-        "benchmark": list(cfg.suite), "results": results_url, "stack": cfg.stack,
-        **offering_options(launch.offering, cfg.market, launch.price, launch.on_demand_price),
-        "precision": cfg.precision, "image": launch.image, "expect_gpu": cfg.expect_gpu, "deadline": deadline,
-        "epochs": cfg.epochs, "steps": cfg.steps, "batch_size": cfg.batch_size, "data": cfg.data,
-        "param": cfg.params, "gpus": None if cfg.gpus == "all" else cfg.gpus,
-    })
+    return render_env(
+        {
+            "benchmark": list(cfg.suite),
+            "results": results_url,
+            "stack": cfg.stack,
+            **offering_options(launch.offering, cfg.market, launch.price, launch.on_demand_price),
+            "precision": cfg.precision,
+            "image": launch.image,
+            "expect_gpu": cfg.expect_gpu,
+            "deadline": deadline,
+            "epochs": cfg.epochs,
+            "steps": cfg.steps,
+            "batch_size": cfg.batch_size,
+            "data": cfg.data,
+            "param": cfg.params,
+            "gpus": None if cfg.gpus == "all" else cfg.gpus,
+        }
+    )
 
 
 def offering_options(offering: Any, market: str, price: Any, on_demand: Any = None) -> dict[str, Any]:
     """Payload options describing the offering and the price it is launched at (the payload reads no catalog)."""
-    options: dict[str, Any] = {"offering": offering.id, "offering_kind": offering.kind,
-                               "instance_type": offering.instance_type, "market": market}
+    options: dict[str, Any] = {
+        "offering": offering.id,
+        "offering_kind": offering.kind,
+        "instance_type": offering.instance_type,
+        "market": market,
+    }
     if price is not None:
-        options.update(hourly_usd=fmt_usd(float(price.hourly_usd)), price_source=str(price.source),
-                       price_as_of=str(price.as_of))
+        options.update(
+            hourly_usd=fmt_usd(float(price.hourly_usd)), price_source=str(price.source), price_as_of=str(price.as_of)
+        )
     if market == "spot" and on_demand is not None:
         options["on_demand_hourly_usd"] = fmt_usd(float(on_demand.hourly_usd))
     return options

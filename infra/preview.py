@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from infra import stacks as stackfiles
 from infra.config import BenchmarkConfig, parse_config
@@ -23,18 +24,46 @@ REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
 
 # Properties worth a glance per resource type (engine names); everything is in --json.
 KEY_PROPS: dict[str, tuple[str, ...]] = {
-    "aws:ec2/instance:Instance": ("instanceType", "ami", "availabilityZone", "instanceMarketOptions", "instanceInitiatedShutdownBehavior", "metadataOptions", "rootBlockDevice.volumeSize", "rootBlockDevice.encrypted"),
+    "aws:ec2/instance:Instance": (
+        "instanceType",
+        "ami",
+        "availabilityZone",
+        "instanceMarketOptions",
+        "instanceInitiatedShutdownBehavior",
+        "metadataOptions",
+        "rootBlockDevice.volumeSize",
+        "rootBlockDevice.encrypted",
+    ),
     "aws:ec2/securityGroup:SecurityGroup": ("ingress", "egress"),
     "aws:iam/role:Role": ("assumeRolePolicy",),
     "aws:iam/rolePolicy:RolePolicy": ("policy",),
-    "aws:scheduler/schedule:Schedule": ("scheduleExpression", "scheduleExpressionTimezone", "actionAfterCompletion", "target.arn", "target.input"),
+    "aws:scheduler/schedule:Schedule": (
+        "scheduleExpression",
+        "scheduleExpressionTimezone",
+        "actionAfterCompletion",
+        "target.arn",
+        "target.input",
+    ),
     "aws:s3/bucket:Bucket": ("bucket", "forceDestroy"),
     "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("rules",),
-    "gcp:compute/instance:Instance": ("machineType", "zone", "guestAccelerators", "scheduling", "bootDisk.initializeParams.image", "bootDisk.initializeParams.size"),
+    "gcp:compute/instance:Instance": (
+        "machineType",
+        "zone",
+        "guestAccelerators",
+        "scheduling",
+        "bootDisk.initializeParams.image",
+        "bootDisk.initializeParams.size",
+    ),
     "gcp:compute/firewall:Firewall": ("direction", "allows", "sourceRanges"),
     "gcp:storage/managedFolder:ManagedFolder": ("name", "forceDestroy"),
     "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": ("role", "member"),
-    "gcp:storage/bucket:Bucket": ("location", "uniformBucketLevelAccess", "publicAccessPrevention", "versioning", "lifecycleRules"),
+    "gcp:storage/bucket:Bucket": (
+        "location",
+        "uniformBucketLevelAccess",
+        "publicAccessPrevention",
+        "versioning",
+        "lifecycleRules",
+    ),
     "time:index/offset:Offset": ("offsetMinutes",),
 }
 
@@ -71,14 +100,29 @@ def estimate_costs(cfg: BenchmarkConfig, hourly: float | None, table: Any) -> li
             if len(sel):
                 seconds = float(sel.median())
         if seconds is not None:
-            rows.append({"benchmark": bench, "usd": round(seconds / 3600 * hourly, 4), "seconds": seconds, "source": f"results: median of {len(sel)} runs"})
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "usd": round(seconds / 3600 * hourly, 4),
+                    "seconds": seconds,
+                    "source": f"results: median of {len(sel)} runs",
+                }
+            )
         else:
-            rows.append({"benchmark": bench, "usd": round(cfg.max_hours * hourly, 4), "seconds": cfg.max_hours * 3600,
-                         "source": "catalog: upper bound maxHours x hourly price"})
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "usd": round(cfg.max_hours * hourly, 4),
+                    "seconds": cfg.max_hours * 3600,
+                    "source": "catalog: upper bound maxHours x hourly price",
+                }
+            )
     return rows
 
 
-def preview_stack(name: str, catalog: Any, table: Any = None, stacks_dir: Path = stackfiles.STACKS_DIR) -> dict[str, Any]:
+def preview_stack(
+    name: str, catalog: Any, table: Any = None, stacks_dir: Path = stackfiles.STACKS_DIR
+) -> dict[str, Any]:
     raw = stackfiles.load_config(name, stacks_dir)
     cfg = parse_config(raw, name)
     started = time.perf_counter()
@@ -99,18 +143,20 @@ def preview_stack(name: str, catalog: Any, table: Any = None, stacks_dir: Path =
     }
     if isinstance(cfg, BenchmarkConfig):
         launch = resolve(cfg, catalog)
-        summary.update({
-            "offering": launch.offering.id,
-            "provider": launch.provider,
-            "market": cfg.market,
-            "hourly_usd": launch.hourly_usd,
-            "price_source": str(launch.price.source) if launch.price else None,
-            "price_as_of": str(launch.price.as_of) if launch.price else None,
-            "deadline_hours": cfg.max_hours,
-            "payload_image": launch.image,
-            "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
-            "estimated_cost": estimate_costs(cfg, launch.hourly_usd, table),
-        })
+        summary.update(
+            {
+                "offering": launch.offering.id,
+                "provider": launch.provider,
+                "market": cfg.market,
+                "hourly_usd": launch.hourly_usd,
+                "price_source": str(launch.price.source) if launch.price else None,
+                "price_as_of": str(launch.price.as_of) if launch.price else None,
+                "deadline_hours": cfg.max_hours,
+                "payload_image": launch.image,
+                "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
+                "estimated_cost": estimate_costs(cfg, launch.hourly_usd, table),
+            }
+        )
     summary["render_seconds"] = round(time.perf_counter() - started, 4)
     return summary
 
@@ -125,13 +171,19 @@ def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
     if s["stack_type"] == "benchmark":
         out.append(f"offering   {s['offering']} ({s['market']}), payload {s['payload_image']}")
         out.append(f"price      ${fmt_usd(s['hourly_usd'])}/h ({s['price_source']}, as of {s['price_as_of']})")
-        out.append(f"deadline   {s['deadline_hours']:g} h after creation (if created now: {s['deadline']}); cloud-side and in-guest")
+        out.append(
+            f"deadline   {s['deadline_hours']:g} h after creation (if created now: {s['deadline']}); cloud-side and in-guest"
+        )
         for c in s["estimated_cost"]:
             usd = "unknown" if c["usd"] is None else f"${c['usd']:.2f}"
             out.append(f"cost       {c['benchmark']}: {usd} ({c['source']})")
     out.append("resources")
     for r in s["resources"]:
-        props = [f"{k}={_short(_dig(r['inputs'], k), 80)}" for k in KEY_PROPS.get(r["type"], ()) if _dig(r["inputs"], k) is not None]
+        props = [
+            f"{k}={_short(_dig(r['inputs'], k), 80)}"
+            for k in KEY_PROPS.get(r["type"], ())
+            if _dig(r["inputs"], k) is not None
+        ]
         flag = " [protected]" if r.get("protect") else ""
         out.append(f"  {r['type']}  {r['name']}{flag}")
         out.extend(f"      {p}" for p in props)

@@ -1,5 +1,6 @@
 """Errors of the live-price code, each with the exit code the CLI uses, so
 scripts can tell "no credentials" from "the API failed"."""
+
 from __future__ import annotations
 
 

@@ -6,14 +6,14 @@ function the engine runs.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pulumi
 
 from infra import clouds
 from infra.config import BenchmarkConfig, parse_config
 from infra.launch import resolve
-
 
 
 def component_for(provider: str, kind: str) -> Callable[..., pulumi.ComponentResource]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pmocks
@@ -85,13 +86,21 @@ class _Mocks(pmocks.Mocks):
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
         account, region = "123456789012", "us-east-1"
         extra: dict[str, Callable[[], dict[str, Any]]] = {
-            "aws:ec2/instance:Instance": lambda: {"arn": f"arn:aws:ec2:{region}:{account}:instance/i-{rid}", "publicIp": "198.51.100.7"},
-            "aws:iam/role:Role": lambda: {"arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}", "name": f"{name}-{rid[:7]}"},
+            "aws:ec2/instance:Instance": lambda: {
+                "arn": f"arn:aws:ec2:{region}:{account}:instance/i-{rid}",
+                "publicIp": "198.51.100.7",
+            },
+            "aws:iam/role:Role": lambda: {
+                "arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}",
+                "name": f"{name}-{rid[:7]}",
+            },
             "aws:iam/instanceProfile:InstanceProfile": lambda: {"name": f"{name}-{rid[:7]}"},
             "aws:s3/bucket:Bucket": lambda: {"bucket": inputs.get("bucket") or f"{name}-{rid[:7]}"},
             "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
             "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},
-            "gcp:serviceaccount/account:Account": lambda: {"email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com"},
+            "gcp:serviceaccount/account:Account": lambda: {
+                "email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com"
+            },
             "gcp:storage/bucket:Bucket": lambda: {"name": inputs.get("name") or f"{name}-{rid[:7]}"},
             "gcp:compute/instance:Instance": lambda: {"name": f"{name}-{rid[:7]}"},
             "time:index/offset:Offset": lambda: self._offset(inputs),
@@ -100,7 +109,9 @@ class _Mocks(pmocks.Mocks):
         return extra.get(typ, dict)()
 
     def _offset(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        moment = self.now + dt.timedelta(minutes=float(inputs.get("offsetMinutes") or 0), hours=float(inputs.get("offsetHours") or 0))
+        moment = self.now + dt.timedelta(
+            minutes=float(inputs.get("offsetMinutes") or 0), hours=float(inputs.get("offsetHours") or 0)
+        )
         return {"baseRfc3339": _rfc3339(self.now), "rfc3339": _rfc3339(moment), "unix": int(moment.timestamp())}
 
     @staticmethod
@@ -111,7 +122,11 @@ class _Mocks(pmocks.Mocks):
         from infra import clouds
 
         scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
-        return {"name": ref, "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}{bucket}"}, "secretOutputNames": []}
+        return {
+            "name": ref,
+            "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}{bucket}"},
+            "secretOutputNames": [],
+        }
 
     def new_resource(self, args: pmocks.MockResourceArgs):
         rid = _fake_id(self.stack, args.typ, args.name)
@@ -122,12 +137,22 @@ class _Mocks(pmocks.Mocks):
 
     def call(self, args: pmocks.MockCallArgs):
         calls: dict[str, Callable[[], dict[str, Any]]] = {
-            "aws:ec2/getAmi:getAmi": lambda: {"id": "ami-0mock" + _fake_id(*map(str, args.args.get("filters", [])))[:9],
-                                              "imageId": "ami-0mock", "name": "mock Deep Learning AMI"},
-            "aws:index/getCallerIdentity:getCallerIdentity": lambda: {"accountId": "123456789012", "arn": "arn:aws:iam::123456789012:user/mock",
-                                                                      "id": "123456789012", "userId": "mock"},
-            "gcp:compute/getImage:getImage": lambda: {"selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.args.get('project')}/global/images/{args.args.get('family')}-v20240101",
-                                                      "name": f"{args.args.get('family')}-v20240101", "family": args.args.get("family")},
+            "aws:ec2/getAmi:getAmi": lambda: {
+                "id": "ami-0mock" + _fake_id(*map(str, args.args.get("filters", [])))[:9],
+                "imageId": "ami-0mock",
+                "name": "mock Deep Learning AMI",
+            },
+            "aws:index/getCallerIdentity:getCallerIdentity": lambda: {
+                "accountId": "123456789012",
+                "arn": "arn:aws:iam::123456789012:user/mock",
+                "id": "123456789012",
+                "userId": "mock",
+            },
+            "gcp:compute/getImage:getImage": lambda: {
+                "selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.args.get('project')}/global/images/{args.args.get('family')}-v20240101",
+                "name": f"{args.args.get('family')}-v20240101",
+                "family": args.args.get("family"),
+            },
         }
         if args.token not in calls:
             raise KeyError(f"offline preview has no mock for {args.token}")

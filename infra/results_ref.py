@@ -41,7 +41,9 @@ def stack_reference_name(name: str) -> str:
 def locate(ref: str, parent: pulumi.Resource) -> ResultsLocation:
     if ref.startswith("stack:"):
         sref = pulumi.StackReference(
-            "results-stack", stack_name=stack_reference_name(ref[len("stack:"):]), opts=pulumi.ResourceOptions(parent=parent)
+            "results-stack",
+            stack_name=stack_reference_name(ref[len("stack:") :]),
+            opts=pulumi.ResourceOptions(parent=parent),
         )
         bucket = sref.require_output("bucketName")
         url = sref.require_output("resultsUrl")

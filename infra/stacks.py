@@ -39,8 +39,10 @@ def _offering_keys(offering: Any, market: str) -> dict[str, Any]:
 def matrix(catalog: Any) -> list[StackSpec]:
     """Every cloud offering of a provider the program supports, in each market it offers."""
     specs = [
-        StackSpec(clouds.results_stack(c.NAME), {"gpubench:stackType": "results", "gpubench:provider": c.NAME,
-                                                  f"{c.NAME}:region": c.DEFAULT_REGION})
+        StackSpec(
+            clouds.results_stack(c.NAME),
+            {"gpubench:stackType": "results", "gpubench:provider": c.NAME, f"{c.NAME}:region": c.DEFAULT_REGION},
+        )
         for c in clouds.all_clouds()
     ]
     for offering in catalog.offerings():
@@ -83,7 +85,7 @@ SSH_PREFIX = "ssh-"
 
 
 def _all_names(stacks_dir: Path) -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in stacks_dir.glob("Pulumi.*.yaml"))
 
 
 def stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:

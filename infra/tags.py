@@ -50,7 +50,8 @@ def parse_deadline(text: str) -> datetime:
     except ValueError:
         raise BadDeadline(
             f"expires-at {raw!r} is not a deadline; expected RFC 3339 UTC like 2024-05-01T12:00:00Z "
-            "(AWS tag) or 20240501t120000z (GCP label)") from None
+            "(AWS tag) or 20240501t120000z (GCP label)"
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     return value.astimezone(timezone.utc)

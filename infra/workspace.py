@@ -17,19 +17,24 @@ swap in a fake workspace with the same small surface:
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
-INSTALL_HINT = ("install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
-                "or see https://www.pulumi.com/docs/install/")
+INSTALL_HINT = (
+    "install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
+    "or see https://www.pulumi.com/docs/install/"
+)
 
 
 class PulumiMissing(RuntimeError):
     """The Pulumi CLI is not installed; the Automation API only drives it."""
 
     def __init__(self, detail: str = "no `pulumi` on PATH"):
-        super().__init__(f"the Pulumi CLI is not installed ({detail}); teardown drives it through the "
-                         f"Automation API. To fix, {INSTALL_HINT}")
+        super().__init__(
+            f"the Pulumi CLI is not installed ({detail}); teardown drives it through the "
+            f"Automation API. To fix, {INSTALL_HINT}"
+        )
 
 
 class ProjectNotFound(RuntimeError):

@@ -59,8 +59,10 @@ def restore(model, blob: bytes) -> None:
     model.optimizer.build(model.trainable_variables)
     variables = list(model.optimizer.variables)
     if len(variables) != len(opt):
-        raise ValueError(f"checkpoint has {len(opt)} optimizer variables, the model's optimizer "
-                         f"{len(variables)}: parameters changed since the checkpoint?")
+        raise ValueError(
+            f"checkpoint has {len(opt)} optimizer variables, the model's optimizer "
+            f"{len(variables)}: parameters changed since the checkpoint?"
+        )
     for var, value in zip(variables, opt):
         var.assign(value)
 
@@ -147,8 +149,14 @@ class Checkpointer:
             self.model_key = key
             self.saved += 1
         if self.timeline is not None:
-            self.timeline.add("checkpoint", key=key, bytes=len(blob), uploaded=ok,
-                              snapshot_seconds=round(snapshot_s, 4), pack_upload_seconds=round(time.perf_counter() - t0, 3))
+            self.timeline.add(
+                "checkpoint",
+                key=key,
+                bytes=len(blob),
+                uploaded=ok,
+                snapshot_seconds=round(snapshot_s, 4),
+                pack_upload_seconds=round(time.perf_counter() - t0, 3),
+            )
 
     def wait(self) -> None:
         if self._pending is not None:

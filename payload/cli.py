@@ -24,15 +24,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="python -m payload",
-        description="gpubench payload: run GPU benchmarks and write priced, reproducible results.")
+        description="gpubench payload: run GPU benchmarks and write priced, reproducible results.",
+    )
     parser.add_argument("--version", action="version", version=f"gpubench payload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="{run,list,flush}")
     run = sub.add_parser(
-        "run", help="run a benchmark suite and upload results",
+        "run",
+        help="run a benchmark suite and upload results",
         description="Run benchmarks; results go to <results>/runs/<stack>/<run-id>/. "
-                    "Every option can also be set through the GPUBENCH_* variable shown with it; "
-                    "the command line wins.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "Every option can also be set through the GPUBENCH_* variable shown with it; "
+        "the command line wins.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_arguments(run)
     lst = sub.add_parser("list", help="list benchmarks and their parameters")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
@@ -67,8 +71,8 @@ def _cmd_flush(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from payload.config import ConfigError, resolve
     from payload.benchmarks import ParamError, get
+    from payload.config import ConfigError, resolve
 
     try:
         cfg = resolve(args)
@@ -76,8 +80,10 @@ def _cmd_run(args) -> int:
             get(name).params({k: v for k, v in cfg.param.items() if k in get(name).defaults})
         unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
         if unknown:
-            raise ParamError(f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} "
-                             "(see `python -m payload list`)")
+            raise ParamError(
+                f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} "
+                "(see `python -m payload list`)"
+            )
     except (ConfigError, ParamError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE

@@ -11,11 +11,21 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-__all__ = ["OPTIONS", "ConfigError", "DataSource", "Option", "RunConfig", "add_run_arguments", "render_argv",
-           "render_env", "resolve"]
+__all__ = [
+    "OPTIONS",
+    "ConfigError",
+    "DataSource",
+    "Option",
+    "RunConfig",
+    "add_run_arguments",
+    "render_argv",
+    "render_env",
+    "resolve",
+]
 
 
 class ConfigError(ValueError):
@@ -62,7 +72,17 @@ def _nonneg_float(text: str) -> float:
     return v
 
 
-_BOOLS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False, "": False}
+_BOOLS = {
+    "1": True,
+    "true": True,
+    "yes": True,
+    "on": True,
+    "0": False,
+    "false": False,
+    "no": False,
+    "off": False,
+    "": False,
+}
 
 
 def _bool(text: str | bool) -> bool:
@@ -137,8 +157,8 @@ class Option:
     help: str = ""
     metavar: str | None = None
     required: bool = False
-    flag: bool = False          # store_true on the command line
-    repeat: bool = False        # --param k=v may be given several times
+    flag: bool = False  # store_true on the command line
+    repeat: bool = False  # --param k=v may be given several times
 
     @property
     def cli(self) -> str:
@@ -146,65 +166,210 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("benchmark", "GPUBENCH_BENCHMARK", _benchmarks, None,
-           "benchmark name, or a comma-separated suite (see `python -m payload list`)", "NAME[,NAME...]",
-           required=True),
-    Option("results", "GPUBENCH_RESULTS", _text, None,
-           "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path", "URL",
-           required=True),
-    Option("stack", "GPUBENCH_STACK", _text, None,
-           "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot", "STACK", required=True),
-    Option("offering", "GPUBENCH_OFFERING", _text, None,
-           "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider", "ID"),
-    Option("offering_kind", "GPUBENCH_OFFERING_KIND", _text, None,
-           "the offering's kind in the catalog (cloud, dedicated, onprem, local)", "KIND"),
-    Option("instance_type", "GPUBENCH_INSTANCE_TYPE", _text, None,
-           "the offering's instance or machine type (default: from instance metadata)", "TYPE"),
-    Option("market", "GPUBENCH_MARKET", _choice("on-demand", "spot"), None,
-           "billing market (default: from instance metadata, else on-demand)", "on-demand|spot"),
-    Option("epochs", "GPUBENCH_EPOCHS", _positive_int, None,
-           "epochs to train (epoch benchmarks; total over all resumed attempts)", "N"),
-    Option("steps", "GPUBENCH_STEPS", _positive_int, None,
-           "training steps: total steps for throughput benchmarks (warm-up included), "
-           "steps per epoch for epoch benchmarks", "N"),
-    Option("batch_size", "GPUBENCH_BATCH_SIZE", _positive_int, None,
-           "per-GPU (per-replica) batch size; global batch = this x replicas", "N"),
-    Option("precision", "GPUBENCH_PRECISION", _choice("fp32", "mixed"), "fp32",
-           "fp32, or mixed (Keras mixed_float16 policy)", "fp32|mixed"),
-    Option("gpus", "GPUBENCH_GPUS", _nonneg_int, None,
-           "GPUs to use (default: all visible; 0 = CPU). >1 uses MirroredStrategy with NCCL", "N"),
-    Option("data", "GPUBENCH_DATA", _text, "download",
-           "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
-           "with the study's files (mnist.npz, cifar-10-batches-py/, imdb.npz, nietzsche.txt, tweets CSV)",
-           "synthetic|download|DIR"),
-    Option("param", "GPUBENCH_PARAMS", _params, None,
-           "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
-           "KEY=VALUE", repeat=True),
-    Option("expect_gpu", "GPUBENCH_EXPECT_GPU", _bool, False,
-           "fail at once (exit 3, failed result) if TensorFlow sees no GPU", flag=True),
-    Option("hourly_usd", "GPUBENCH_HOURLY_USD", _nonneg_float, None,
-           "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)", "USD"),
-    Option("on_demand_hourly_usd", "GPUBENCH_ON_DEMAND_HOURLY_USD", _nonneg_float, None,
-           "spot runs: the on-demand price per hour, recorded beside the spot price", "USD"),
+    Option(
+        "benchmark",
+        "GPUBENCH_BENCHMARK",
+        _benchmarks,
+        None,
+        "benchmark name, or a comma-separated suite (see `python -m payload list`)",
+        "NAME[,NAME...]",
+        required=True,
+    ),
+    Option(
+        "results",
+        "GPUBENCH_RESULTS",
+        _text,
+        None,
+        "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path",
+        "URL",
+        required=True,
+    ),
+    Option(
+        "stack",
+        "GPUBENCH_STACK",
+        _text,
+        None,
+        "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot",
+        "STACK",
+        required=True,
+    ),
+    Option(
+        "offering",
+        "GPUBENCH_OFFERING",
+        _text,
+        None,
+        "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider",
+        "ID",
+    ),
+    Option(
+        "offering_kind",
+        "GPUBENCH_OFFERING_KIND",
+        _text,
+        None,
+        "the offering's kind in the catalog (cloud, dedicated, onprem, local)",
+        "KIND",
+    ),
+    Option(
+        "instance_type",
+        "GPUBENCH_INSTANCE_TYPE",
+        _text,
+        None,
+        "the offering's instance or machine type (default: from instance metadata)",
+        "TYPE",
+    ),
+    Option(
+        "market",
+        "GPUBENCH_MARKET",
+        _choice("on-demand", "spot"),
+        None,
+        "billing market (default: from instance metadata, else on-demand)",
+        "on-demand|spot",
+    ),
+    Option(
+        "epochs",
+        "GPUBENCH_EPOCHS",
+        _positive_int,
+        None,
+        "epochs to train (epoch benchmarks; total over all resumed attempts)",
+        "N",
+    ),
+    Option(
+        "steps",
+        "GPUBENCH_STEPS",
+        _positive_int,
+        None,
+        "training steps: total steps for throughput benchmarks (warm-up included), "
+        "steps per epoch for epoch benchmarks",
+        "N",
+    ),
+    Option(
+        "batch_size",
+        "GPUBENCH_BATCH_SIZE",
+        _positive_int,
+        None,
+        "per-GPU (per-replica) batch size; global batch = this x replicas",
+        "N",
+    ),
+    Option(
+        "precision",
+        "GPUBENCH_PRECISION",
+        _choice("fp32", "mixed"),
+        "fp32",
+        "fp32, or mixed (Keras mixed_float16 policy)",
+        "fp32|mixed",
+    ),
+    Option(
+        "gpus",
+        "GPUBENCH_GPUS",
+        _nonneg_int,
+        None,
+        "GPUs to use (default: all visible; 0 = CPU). >1 uses MirroredStrategy with NCCL",
+        "N",
+    ),
+    Option(
+        "data",
+        "GPUBENCH_DATA",
+        _text,
+        "download",
+        "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
+        "with the study's files (mnist.npz, cifar-10-batches-py/, imdb.npz, nietzsche.txt, tweets CSV)",
+        "synthetic|download|DIR",
+    ),
+    Option(
+        "param",
+        "GPUBENCH_PARAMS",
+        _params,
+        None,
+        "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
+        "KEY=VALUE",
+        repeat=True,
+    ),
+    Option(
+        "expect_gpu",
+        "GPUBENCH_EXPECT_GPU",
+        _bool,
+        False,
+        "fail at once (exit 3, failed result) if TensorFlow sees no GPU",
+        flag=True,
+    ),
+    Option(
+        "hourly_usd",
+        "GPUBENCH_HOURLY_USD",
+        _nonneg_float,
+        None,
+        "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)",
+        "USD",
+    ),
+    Option(
+        "on_demand_hourly_usd",
+        "GPUBENCH_ON_DEMAND_HOURLY_USD",
+        _nonneg_float,
+        None,
+        "spot runs: the on-demand price per hour, recorded beside the spot price",
+        "USD",
+    ),
     Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
     Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _text, None, "date of the launch price", "DATE"),
-    Option("image", "GPUBENCH_IMAGE", _text, None,
-           "the container image this run is in, recorded with the result", "IMAGE"),
-    Option("host_events", "GPUBENCH_HOST_EVENTS", _text, None,
-           "host-side events.jsonl (instance_launch, boot_done, container_start) to merge", "PATH"),
-    Option("deadline", "GPUBENCH_DEADLINE", _deadline, None,
-           "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it", "TIME"),
-    Option("checkpoint_every", "GPUBENCH_CHECKPOINT_EVERY", _positive_int, 500,
-           "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)", "N"),
-    Option("watch_interval", "GPUBENCH_WATCH_INTERVAL", _positive_float, 5.0,
-           "seconds between spot/preemption notice polls", "SECONDS"),
-    Option("spool", "GPUBENCH_SPOOL", _text, None,
-           "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)", "DIR"),
-    Option("no_resume", "GPUBENCH_NO_RESUME", _bool, False,
-           "start fresh even if an interrupted checkpoint of the same run exists", flag=True),
+    Option(
+        "image", "GPUBENCH_IMAGE", _text, None, "the container image this run is in, recorded with the result", "IMAGE"
+    ),
+    Option(
+        "host_events",
+        "GPUBENCH_HOST_EVENTS",
+        _text,
+        None,
+        "host-side events.jsonl (instance_launch, boot_done, container_start) to merge",
+        "PATH",
+    ),
+    Option(
+        "deadline",
+        "GPUBENCH_DEADLINE",
+        _deadline,
+        None,
+        "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it",
+        "TIME",
+    ),
+    Option(
+        "checkpoint_every",
+        "GPUBENCH_CHECKPOINT_EVERY",
+        _positive_int,
+        500,
+        "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)",
+        "N",
+    ),
+    Option(
+        "watch_interval",
+        "GPUBENCH_WATCH_INTERVAL",
+        _positive_float,
+        5.0,
+        "seconds between spot/preemption notice polls",
+        "SECONDS",
+    ),
+    Option(
+        "spool",
+        "GPUBENCH_SPOOL",
+        _text,
+        None,
+        "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)",
+        "DIR",
+    ),
+    Option(
+        "no_resume",
+        "GPUBENCH_NO_RESUME",
+        _bool,
+        False,
+        "start fresh even if an interrupted checkpoint of the same run exists",
+        flag=True,
+    ),
     Option("seed", "GPUBENCH_SEED", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
-    Option("cpu_replicas", "GPUBENCH_CPU_REPLICAS", _positive_int, 1,
-           "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs", "N"),
+    Option(
+        "cpu_replicas",
+        "GPUBENCH_CPU_REPLICAS",
+        _positive_int,
+        1,
+        "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs",
+        "N",
+    ),
 )
 
 
@@ -219,12 +384,13 @@ class DataSource:
         return self.path if self.mode == "dir" else self.mode
 
     @classmethod
-    def parse(cls, text: str) -> "DataSource":
+    def parse(cls, text: str) -> DataSource:
         if text in ("synthetic", "download"):
             return cls(text)
         if not os.path.isdir(text):
-            raise ConfigError(f"--data/GPUBENCH_DATA={text!r}: must be 'synthetic', 'download' "
-                              "or an existing directory")
+            raise ConfigError(
+                f"--data/GPUBENCH_DATA={text!r}: must be 'synthetic', 'download' or an existing directory"
+            )
         return cls("dir", os.path.abspath(text))
 
 
@@ -265,15 +431,18 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     for opt in OPTIONS:
         env_note = f" [env {opt.env}]"
         if opt.flag:
-            parser.add_argument(opt.cli, dest=opt.name, action="store_const", const="1", default=None,
-                                help=opt.help + env_note)
+            parser.add_argument(
+                opt.cli, dest=opt.name, action="store_const", const="1", default=None, help=opt.help + env_note
+            )
         elif opt.repeat:
-            parser.add_argument(opt.cli, dest=opt.name, action="append", default=None, metavar=opt.metavar,
-                                help=opt.help + env_note)
+            parser.add_argument(
+                opt.cli, dest=opt.name, action="append", default=None, metavar=opt.metavar, help=opt.help + env_note
+            )
         else:
             default = f" (default: {opt.default})" if opt.default not in (None, False) else ""
-            parser.add_argument(opt.cli, dest=opt.name, default=None, metavar=opt.metavar,
-                                help=opt.help + default + env_note)
+            parser.add_argument(
+                opt.cli, dest=opt.name, default=None, metavar=opt.metavar, help=opt.help + default + env_note
+            )
 
 
 def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> RunConfig:

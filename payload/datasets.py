@@ -28,8 +28,17 @@ import re
 import numpy as np
 
 __all__ = [
-    "clean_tweet", "pad_sequences", "read_cifar10", "read_imdb", "read_mnist", "read_nietzsche",
-    "read_tweets", "synthetic_images", "synthetic_sequences", "tokenize_tweets", "TWEETS_URL",
+    "clean_tweet",
+    "pad_sequences",
+    "read_cifar10",
+    "read_imdb",
+    "read_mnist",
+    "read_nietzsche",
+    "read_tweets",
+    "synthetic_images",
+    "synthetic_sequences",
+    "tokenize_tweets",
+    "TWEETS_URL",
 ]
 
 TWEETS_URL = "http://thinknook.com/wp-content/uploads/2012/09/Sentiment-Analysis-Dataset.zip"
@@ -48,11 +57,12 @@ def _need(path: str) -> str:
 
 # -- synthetic -----------------------------------------------------------------
 
+
 def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: int):
     """uint8 images and int labels, learnable: class shifts the mean brightness."""
     y = rng.integers(0, classes, size=n)
     x = rng.integers(0, 200, size=(n, *shape), dtype=np.int64)
-    x = (x + (y * (55 // max(1, classes - 1) if classes > 1 else 0)).reshape(-1, *[1] * len(shape)))
+    x = x + (y * (55 // max(1, classes - 1) if classes > 1 else 0)).reshape(-1, *[1] * len(shape))
     return np.clip(x, 0, 255).astype(np.uint8), y.astype(np.int32)
 
 
@@ -66,20 +76,32 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
 
 # -- text helpers ----------------------------------------------------------------
 
+
 def pad_sequences(seqs, maxlen: int, value: int = 0) -> np.ndarray:
     """Keras' default: pre-padding and pre-truncation."""
     out = np.full((len(seqs), maxlen), value, dtype=np.int32)
     for i, s in enumerate(seqs):
         s = list(s)[-maxlen:]
         if s:
-            out[i, -len(s):] = s
+            out[i, -len(s) :] = s
     return out
 
 
 _CLEAN = [
-    (r"[^A-Za-z0-9(),!?\'\`]", " "), (r"(.)\1+", r"\1\1"), (r"\'s", " 's"), (r"\'ve", " 've"),
-    (r"n\'t", " n't"), (r"\'re", " 're"), (r"\'d", " 'd"), (r"\'ll", " 'll"), (r",", " , "),
-    (r"!", " ! "), (r"\(", " ( "), (r"\)", " ) "), (r"\?", " ? "), (r"\s{2,}", " "),
+    (r"[^A-Za-z0-9(),!?\'\`]", " "),
+    (r"(.)\1+", r"\1\1"),
+    (r"\'s", " 's"),
+    (r"\'ve", " 've"),
+    (r"n\'t", " n't"),
+    (r"\'re", " 're"),
+    (r"\'d", " 'd"),
+    (r"\'ll", " 'll"),
+    (r",", " , "),
+    (r"!", " ! "),
+    (r"\(", " ( "),
+    (r"\)", " ) "),
+    (r"\?", " ? "),
+    (r"\s{2,}", " "),
 ]
 _CLEAN_RE = [(re.compile(p), r) for p, r in _CLEAN]
 
@@ -105,6 +127,7 @@ def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
 
 
 # -- real datasets ---------------------------------------------------------------
+
 
 def read_mnist(source):
     if source.mode == "dir":
@@ -170,8 +193,10 @@ def _tweets_csv(source) -> str:
     if source.mode == "dir":
         found = sorted(glob.glob(os.path.join(source.path, "*.csv")))
         if not found:
-            raise DatasetError(f"no *.csv tweets file in {source.path} (thinknook format: "
-                               "ItemID,Sentiment,SentimentSource,SentimentText)")
+            raise DatasetError(
+                f"no *.csv tweets file in {source.path} (thinknook format: "
+                "ItemID,Sentiment,SentimentSource,SentimentText)"
+            )
         return found[0]
     import keras
 
@@ -190,8 +215,9 @@ def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray
         reader = csv.reader(f)
         header = next(reader, None)
         if not header or [h.strip() for h in header[:4]] != ["ItemID", "Sentiment", "SentimentSource", "SentimentText"]:
-            raise DatasetError(f"{path}: expected header ItemID,Sentiment,SentimentSource,SentimentText, "
-                               f"got {header!r}")
+            raise DatasetError(
+                f"{path}: expected header ItemID,Sentiment,SentimentSource,SentimentText, got {header!r}"
+            )
         for row in reader:
             if len(row) < 4 or row[1].strip() not in ("0", "1"):
                 continue

@@ -16,10 +16,17 @@ __all__ = ["host_facts", "software_facts"]
 
 
 def software_facts() -> dict:
-    facts = {"payload_version": __version__, "python": platform.python_version(),
-             "tensorflow": None, "keras": None, "cuda_build": None, "cudnn_build": None,
-             "nvml_cuda_driver": None, "image": os.environ.get("GPUBENCH_IMAGE") or None,
-             "platform": platform.platform()}
+    facts = {
+        "payload_version": __version__,
+        "python": platform.python_version(),
+        "tensorflow": None,
+        "keras": None,
+        "cuda_build": None,
+        "cudnn_build": None,
+        "nvml_cuda_driver": None,
+        "image": os.environ.get("GPUBENCH_IMAGE") or None,
+        "platform": platform.platform(),
+    }
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         facts["tensorflow"] = tf.__version__

@@ -35,9 +35,12 @@ def parse_iso(text: str) -> float:
 
 # MLPerf event types by key; anything else is a point in time.
 _MLLOG_EVENT_TYPE = {
-    "run_start": "INTERVAL_START", "run_stop": "INTERVAL_END",
-    "epoch_start": "INTERVAL_START", "epoch_stop": "INTERVAL_END",
-    "block_start": "INTERVAL_START", "block_stop": "INTERVAL_END",
+    "run_start": "INTERVAL_START",
+    "run_stop": "INTERVAL_END",
+    "epoch_start": "INTERVAL_START",
+    "epoch_stop": "INTERVAL_END",
+    "block_start": "INTERVAL_START",
+    "block_stop": "INTERVAL_END",
 }
 
 
@@ -68,8 +71,11 @@ class Timeline:
         record = {"time": iso(ts), "event": event, "attempt": self.attempt, "source": "payload", **fields}
         self.events.append(record)
         if self.echo is not None:
-            print(f"[gpubench] {record['time']} {event} "
-                  + " ".join(f"{k}={v}" for k, v in fields.items()), file=self.echo, flush=True)
+            print(
+                f"[gpubench] {record['time']} {event} " + " ".join(f"{k}={v}" for k, v in fields.items()),
+                file=self.echo,
+                flush=True,
+            )
         return record
 
     def extend(self, events: list[dict]) -> None:
@@ -92,8 +98,15 @@ class Timeline:
                 rec = json.loads(line)
                 ts = rec["time"] if isinstance(rec["time"], str) else iso(float(rec["time"]))
                 parse_iso(ts)
-                records.append({**rec, "time": ts, "event": str(rec["event"]),
-                                "attempt": int(rec.get("attempt", self.attempt)), "source": "host"})
+                records.append(
+                    {
+                        **rec,
+                        "time": ts,
+                        "event": str(rec["event"]),
+                        "attempt": int(rec.get("attempt", self.attempt)),
+                        "source": "host",
+                    }
+                )
             except (ValueError, KeyError, TypeError) as exc:
                 warnings.append(f"{path}:{n}: skipped host event ({exc})")
         self.extend(records)

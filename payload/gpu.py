@@ -22,8 +22,15 @@ def _text(v) -> str:
 
 def nvml_info() -> dict:
     """Static GPU facts, or Nones when NVML is unavailable."""
-    info = {"gpu_model": None, "gpus_nvml": 0, "gpu_memory_gb": None, "driver_version": None,
-            "compute_capability": None, "nvml_cuda_driver": None, "nvml_error": None}
+    info = {
+        "gpu_model": None,
+        "gpus_nvml": 0,
+        "gpu_memory_gb": None,
+        "driver_version": None,
+        "compute_capability": None,
+        "nvml_cuda_driver": None,
+        "nvml_error": None,
+    }
     try:
         import pynvml
 
@@ -69,7 +76,7 @@ class GpuSampler:
         self._thread: threading.Thread | None = None
         self._handles = []
 
-    def start(self) -> "GpuSampler":
+    def start(self) -> GpuSampler:
         try:
             import pynvml
 

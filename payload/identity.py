@@ -20,12 +20,12 @@ __all__ = ["Identity", "detect_identity", "make_run_id"]
 
 @dataclass(frozen=True)
 class Identity:
-    provider: str | None      # "aws" | "gcp" | None (off-cloud)
+    provider: str | None  # "aws" | "gcp" | None (off-cloud)
     instance_id: str
     zone: str | None
     region: str | None
     instance_type: str | None
-    lifecycle: str | None     # "spot" | "on-demand" when the metadata says so
+    lifecycle: str | None  # "spot" | "on-demand" when the metadata says so
 
 
 def _last(path_value: str | None) -> str | None:
@@ -41,8 +41,14 @@ def _aws(timeout: float) -> Identity:
     zone = imds.get("placement/availability-zone")
     region = imds.get("placement/region") or (zone[:-1] if zone else None)
     lifecycle = imds.get("instance-life-cycle")
-    return Identity("aws", iid, zone, region, imds.get("instance-type"),
-                    {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(lifecycle or ""))
+    return Identity(
+        "aws",
+        iid,
+        zone,
+        region,
+        imds.get("instance-type"),
+        {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(lifecycle or ""),
+    )
 
 
 def _gce(timeout: float) -> Identity:
@@ -53,8 +59,9 @@ def _gce(timeout: float) -> Identity:
     zone = _last(md.get("instance/zone"))
     region = zone.rsplit("-", 1)[0] if zone else None
     preemptible = (md.get("instance/scheduling/preemptible") or "").upper() == "TRUE"
-    return Identity("gcp", iid, zone, region, _last(md.get("instance/machine-type")),
-                    "spot" if preemptible else "on-demand")
+    return Identity(
+        "gcp", iid, zone, region, _last(md.get("instance/machine-type")), "spot" if preemptible else "on-demand"
+    )
 
 
 _PROBES = (_aws, _gce)

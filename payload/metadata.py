@@ -47,8 +47,9 @@ class AwsImds:
     TTL = 21600
 
     def __init__(self, endpoint: str | None = None, timeout: float = 1.0):
-        self.endpoint = (endpoint or os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
-                         or "http://169.254.169.254/").rstrip("/")
+        self.endpoint = (
+            endpoint or os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") or "http://169.254.169.254/"
+        ).rstrip("/")
         self.disabled = os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() in ("1", "true", "yes")
         self.timeout = timeout
         self._token: str | None = None
@@ -57,8 +58,12 @@ class AwsImds:
     def _get_token(self) -> str:
         if self._token and time.monotonic() < self._token_expiry:
             return self._token
-        token = _request("PUT", f"{self.endpoint}/latest/api/token",
-                         {"X-aws-ec2-metadata-token-ttl-seconds": str(self.TTL)}, self.timeout)
+        token = _request(
+            "PUT",
+            f"{self.endpoint}/latest/api/token",
+            {"X-aws-ec2-metadata-token-ttl-seconds": str(self.TTL)},
+            self.timeout,
+        )
         if not token:
             raise MetadataUnavailable(f"{self.endpoint}: no IMDSv2 token")
         self._token, self._token_expiry = token, time.monotonic() + self.TTL - 60

@@ -15,8 +15,14 @@ __all__ = ["offering_facts", "price_row"]
 _NULL_PRICE = {"hourly_usd": None, "spot_hourly_usd": None, "source": None, "as_of": None, "origin": None}
 
 
-def price_row(offering: str | None, market: str, hourly_usd: float | None, source: str | None,
-              as_of: str | None, on_demand_hourly_usd: float | None = None) -> tuple[dict, list[str]]:
+def price_row(
+    offering: str | None,
+    market: str,
+    hourly_usd: float | None,
+    source: str | None,
+    as_of: str | None,
+    on_demand_hourly_usd: float | None = None,
+) -> tuple[dict, list[str]]:
     """Return (price dict for result.json, warnings).
 
     ``hourly_usd`` in the result is always the on-demand price and
@@ -27,8 +33,10 @@ def price_row(offering: str | None, market: str, hourly_usd: float | None, sourc
     price = dict(_NULL_PRICE)
     if hourly_usd is None:
         what = f"offering {offering!r}" if offering else "this run"
-        return price, [f"price unknown: the launcher gave no price for {what}; "
-                       "set --hourly-usd/GPUBENCH_HOURLY_USD (the catalog's launchers do)"]
+        return price, [
+            f"price unknown: the launcher gave no price for {what}; "
+            "set --hourly-usd/GPUBENCH_HOURLY_USD (the catalog's launchers do)"
+        ]
     field = "spot_hourly_usd" if market == "spot" else "hourly_usd"
     price.update({field: float(hourly_usd), "source": source, "as_of": as_of, "origin": "env"})
     if market == "spot" and on_demand_hourly_usd is not None:
@@ -36,7 +44,9 @@ def price_row(offering: str | None, market: str, hourly_usd: float | None, sourc
     return price, []
 
 
-def offering_facts(offering: str | None, kind: str | None = None, instance_type: str | None = None) -> tuple[dict, list[str]]:
+def offering_facts(
+    offering: str | None, kind: str | None = None, instance_type: str | None = None
+) -> tuple[dict, list[str]]:
     """provider (the id's prefix), kind and instance type as the launcher gave them."""
     provider = offering.split("/", 1)[0] if offering and "/" in offering else None
     return {"provider": provider, "kind": kind, "instance_type": instance_type}, []

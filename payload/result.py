@@ -45,8 +45,12 @@ class RunWriter:
         return self.prefix + name
 
     def artifacts(self) -> dict:
-        return {"result": self.key("result.json"), "events": self.key("events.jsonl"),
-                "epochs": self.key("epochs.csv"), "checkpoints": self.key("checkpoints/")}
+        return {
+            "result": self.key("result.json"),
+            "events": self.key("events.jsonl"),
+            "epochs": self.key("epochs.csv"),
+            "checkpoints": self.key("checkpoints/"),
+        }
 
     def write_result(self, result: dict) -> bool:
         validate_result(result)
@@ -69,28 +73,63 @@ class RunWriter:
 def empty_metrics() -> dict:
     """Every metric present and null: 'not measured' is explicit."""
     return {
-        "train_seconds": None, "samples_per_second": None, "samples_per_second_spread": None,
-        "warmup_steps": None, "final_accuracy": None, "final_loss": None,
-        "gpu_utilization_mean": None, "gpu_memory_peak_gb": None, "gpu_power_mean_w": None,
-        "gpu_samples": None, "epochs_completed": None, "steps_completed": None, "samples_trained": None,
+        "train_seconds": None,
+        "samples_per_second": None,
+        "samples_per_second_spread": None,
+        "warmup_steps": None,
+        "final_accuracy": None,
+        "final_loss": None,
+        "gpu_utilization_mean": None,
+        "gpu_memory_peak_gb": None,
+        "gpu_power_mean_w": None,
+        "gpu_samples": None,
+        "epochs_completed": None,
+        "steps_completed": None,
+        "samples_trained": None,
     }
 
 
-def new_result(*, run_id: str, stack: str, status: str, started_at: str, finished_at: str,
-               offering: dict, price: dict, hardware: dict, software: dict, benchmark: dict,
-               attempts: list[dict], timeline: list[dict], metrics: dict | None = None,
-               error: str | None = None, warnings: list[str] | None = None,
-               artifacts: dict | None = None, exit_code: int | None = None) -> dict:
+def new_result(
+    *,
+    run_id: str,
+    stack: str,
+    status: str,
+    started_at: str,
+    finished_at: str,
+    offering: dict,
+    price: dict,
+    hardware: dict,
+    software: dict,
+    benchmark: dict,
+    attempts: list[dict],
+    timeline: list[dict],
+    metrics: dict | None = None,
+    error: str | None = None,
+    warnings: list[str] | None = None,
+    artifacts: dict | None = None,
+    exit_code: int | None = None,
+) -> dict:
     """Assemble a result dict in schema order (keyword-only so nothing is swapped)."""
     from payload.schema import SCHEMA_VERSION
 
     result = {
-        "schema_version": SCHEMA_VERSION, "run_id": run_id, "stack": stack, "status": status,
-        "started_at": started_at, "finished_at": finished_at,
-        "offering": offering, "price": price, "hardware": hardware, "software": software,
-        "benchmark": benchmark, "metrics": {**empty_metrics(), **(metrics or {})},
-        "attempts": attempts, "timeline": timeline, "error": error,
-        "warnings": list(warnings or []), "artifacts": dict(artifacts or {}),
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "stack": stack,
+        "status": status,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "offering": offering,
+        "price": price,
+        "hardware": hardware,
+        "software": software,
+        "benchmark": benchmark,
+        "metrics": {**empty_metrics(), **(metrics or {})},
+        "attempts": attempts,
+        "timeline": timeline,
+        "error": error,
+        "warnings": list(warnings or []),
+        "artifacts": dict(artifacts or {}),
     }
     if exit_code is not None:
         result["exit_code"] = exit_code

@@ -61,8 +61,11 @@ class SuiteContext:
 
 
 def fingerprint(stack: str, name: str, params: dict, precision: str, gpus, data: str) -> str:
-    blob = json.dumps({"stack": stack, "benchmark": name, "params": params, "precision": precision,
-                       "gpus": gpus, "data": data}, sort_keys=True, default=str)
+    blob = json.dumps(
+        {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data},
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -82,8 +85,13 @@ def _spread(rates: list[float]) -> dict | None:
     if len(rates) < 2:
         return None
     q = statistics.quantiles(rates, n=10, method="inclusive")
-    return {"p10": round(q[0], 3), "p50": round(statistics.median(rates), 3), "p90": round(q[8], 3),
-            "stdev": round(statistics.stdev(rates), 3), "n": len(rates)}
+    return {
+        "p10": round(q[0], 3),
+        "p50": round(statistics.median(rates), 3),
+        "p90": round(q[8], 3),
+        "stdev": round(statistics.stdev(rates), 3),
+        "n": len(rates),
+    }
 
 
 class BenchmarkRun:
@@ -93,8 +101,7 @@ class BenchmarkRun:
         self.ctx, self.cfg = ctx, ctx.cfg
         self.bench = get(name)
         self.params = _params_for(self.cfg, self.bench)
-        self.fp = fingerprint(self.cfg.stack, name, self.params, self.cfg.precision, self.cfg.gpus,
-                              str(self.cfg.data))
+        self.fp = fingerprint(self.cfg.stack, name, self.params, self.cfg.precision, self.cfg.gpus, str(self.cfg.data))
         self.timeline = Timeline(echo=sys.stderr)
         self.warnings = list(ctx.warnings)
         self.state: dict = {}
@@ -132,13 +139,24 @@ class BenchmarkRun:
         return state
 
     def _state(self) -> dict:
-        return {"fingerprint": self.fp, "run_id": self.run_id, "stack": self.cfg.stack,
-                "benchmark": self.bench.name, "params": self.params, "complete": False,
-                "started_at": self.started_at, "epochs_completed": self.epochs_done,
-                "steps_completed": self.steps_done, "train_seconds": self.train_seconds,
-                "rows": self.rows, "attempts": self.attempts, "measured": self.measured,
-                "gpu_hist": self.gpu_hist, "timeline": self.timeline.ordered(),
-                "deployment": self.cfg.deadline}
+        return {
+            "fingerprint": self.fp,
+            "run_id": self.run_id,
+            "stack": self.cfg.stack,
+            "benchmark": self.bench.name,
+            "params": self.params,
+            "complete": False,
+            "started_at": self.started_at,
+            "epochs_completed": self.epochs_done,
+            "steps_completed": self.steps_done,
+            "train_seconds": self.train_seconds,
+            "rows": self.rows,
+            "attempts": self.attempts,
+            "measured": self.measured,
+            "gpu_hist": self.gpu_hist,
+            "timeline": self.timeline.ordered(),
+            "deployment": self.cfg.deadline,
+        }
 
     # -- main --------------------------------------------------------------------
     def _already_done(self) -> dict | None:
@@ -154,8 +172,12 @@ class BenchmarkRun:
         cfg, ident = self.cfg, self.ctx.identity
         done = self._already_done()
         if done:
-            print(f"[gpubench] {self.bench.name}: already completed in this deployment (run {done['run_id']}); "
-                  "not run again on this replacement instance", file=sys.stderr, flush=True)
+            print(
+                f"[gpubench] {self.bench.name}: already completed in this deployment (run {done['run_id']}); "
+                "not run again on this replacement instance",
+                file=sys.stderr,
+                flush=True,
+            )
             return exitcodes.OK
         resume = self._restore()
         self.run_id = resume["run_id"] if resume else make_run_id(self.ctx.boot, ident.instance_id, self.bench.name)
@@ -167,12 +189,19 @@ class BenchmarkRun:
         self.ckpt = Checkpointer(self.ctx.store, self.writer.prefix, self.timeline)
         if resume:
             self.ckpt.adopt(resume.get("model_key"))
-        attempt = {"attempt": self.timeline.attempt, "instance_id": ident.instance_id, "zone": ident.zone,
-                   "start": iso(), "end": None, "status": "interrupted"}  # until we know better
+        attempt = {
+            "attempt": self.timeline.attempt,
+            "instance_id": ident.instance_id,
+            "zone": ident.zone,
+            "start": iso(),
+            "end": None,
+            "status": "interrupted",
+        }  # until we know better
         self.attempts.append(attempt)
         self.attempt, self._attempt_closed = attempt, False
-        self.timeline.add("run_start", benchmark=self.bench.name, run_id=self.run_id,
-                          resumed=bool(resume), fingerprint=self.fp)
+        self.timeline.add(
+            "run_start", benchmark=self.bench.name, run_id=self.run_id, resumed=bool(resume), fingerprint=self.fp
+        )
         if self.ctx.flush_note:
             self.timeline.add("spool_flush", **self.ctx.flush_note)
         mllog("run_start", metadata={"benchmark": self.bench.name, "run_id": self.run_id})
@@ -184,8 +213,13 @@ class BenchmarkRun:
 
             self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas)
             self.global_batch = self.params["batch_size"] * self.devices.replicas
-            self.timeline.add("devices", device=self.devices.device, gpus_visible=self.devices.gpus_visible,
-                              replicas=self.devices.replicas, global_batch=self.global_batch)
+            self.timeline.add(
+                "devices",
+                device=self.devices.device,
+                gpus_visible=self.devices.gpus_visible,
+                replicas=self.devices.replicas,
+                global_batch=self.global_batch,
+            )
             mllog("global_batch_size", self.global_batch)
             status, fit_seconds = self._train(training, resume)
             code = exitcodes.INTERRUPTED if status == "interrupted" else exitcodes.OK
@@ -211,8 +245,12 @@ class BenchmarkRun:
         keras.utils.set_random_seed(cfg.seed)
         t0 = time.perf_counter()
         data = bench.load_data(cfg.data, work, self.global_batch)
-        self.timeline.add("data_loaded", data=data.source, train_samples=data.train_samples,
-                          seconds=round(time.perf_counter() - t0, 3))
+        self.timeline.add(
+            "data_loaded",
+            data=data.source,
+            train_samples=data.train_samples,
+            seconds=round(time.perf_counter() - t0, 3),
+        )
         plan = training.fit_plan(bench.kind, self.params, self.epochs_done, self.steps_done, cfg.checkpoint_every)
         train_ds, val_ds = training.make_datasets(data, self.global_batch, cfg.seed, plan.steps_per_epoch)
         with training.precision_policy(cfg.precision):
@@ -229,8 +267,7 @@ class BenchmarkRun:
         from payload.checkpoint import restore
 
         restore(model, self.ctx.store.get_bytes(key))
-        self.timeline.add("resume", checkpoint=key, epochs_completed=self.epochs_done,
-                          steps_completed=self.steps_done)
+        self.timeline.add("resume", checkpoint=key, epochs_completed=self.epochs_done, steps_completed=self.steps_done)
 
     def _fit(self, training, model, plan, train_ds, val_ds) -> tuple[str, float]:
         bench, watcher = self.bench, self.ctx.watcher
@@ -241,8 +278,9 @@ class BenchmarkRun:
             self.steps_done = cb.steps_done + cb.steps
             if periodic:
                 self.epochs_done += 1
-            self.timeline.add("epoch_end", epoch=row["epoch"], seconds=row["elapsed"], loss=row["loss"],
-                              val_acc=row["val_acc"])
+            self.timeline.add(
+                "epoch_end", epoch=row["epoch"], seconds=row["elapsed"], loss=row["loss"], val_acc=row["val_acc"]
+            )
             # every epoch / chunk except the last one, which ends the run
             more = (self.epochs_done < self.params["epochs"]) if periodic else (self.steps_done < plan.total_steps)
             if more:
@@ -250,17 +288,35 @@ class BenchmarkRun:
 
         self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
         cb = training.make_callback_class()(
-            notice=watcher.notice, total_steps=plan.total_steps, steps_done=self.steps_done,
-            epoch_offset=len(self.rows), on_epoch_done=on_epoch_done, time_last_step=val_ds is None)
+            notice=watcher.notice,
+            total_steps=plan.total_steps,
+            steps_done=self.steps_done,
+            epoch_offset=len(self.rows),
+            on_epoch_done=on_epoch_done,
+            time_last_step=val_ds is None,
+        )
         self.sampler.start()
         self.sampler.begin_window()
-        self.timeline.add("train_start", epochs=plan.epochs, initial_epoch=plan.initial_epoch,
-                          steps_per_epoch=plan.steps_per_epoch, total_steps=plan.total_steps)
+        self.timeline.add(
+            "train_start",
+            epochs=plan.epochs,
+            initial_epoch=plan.initial_epoch,
+            steps_per_epoch=plan.steps_per_epoch,
+            total_steps=plan.total_steps,
+        )
         t0 = time.perf_counter()
         interrupted = False
         try:
-            model.fit(train_ds, validation_data=val_ds, epochs=plan.epochs, initial_epoch=plan.initial_epoch,
-                      steps_per_epoch=plan.steps_per_epoch, callbacks=[cb], verbose=0, shuffle=False)
+            model.fit(
+                train_ds,
+                validation_data=val_ds,
+                epochs=plan.epochs,
+                initial_epoch=plan.initial_epoch,
+                steps_per_epoch=plan.steps_per_epoch,
+                callbacks=[cb],
+                verbose=0,
+                shuffle=False,
+            )
         except training.Interrupted:
             interrupted = True
         fit_seconds = time.perf_counter() - t0
@@ -271,8 +327,10 @@ class BenchmarkRun:
         if interrupted:
             self._close_attempt("interrupted", fit_seconds)  # before the state is saved
             return self._interrupt(model, cb), fit_seconds
-        self.final = {"accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
-                      "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"]}
+        self.final = {
+            "accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
+            "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"],
+        }
         if bench.kind == "epochs" and self.epochs_done < self.params["epochs"]:
             raise RuntimeError(f"fit stopped after {self.epochs_done} of {self.params['epochs']} epochs")
         return "completed", fit_seconds
@@ -304,8 +362,13 @@ class BenchmarkRun:
             return
         self._attempt_closed = True
         self.train_seconds += fit_seconds
-        self.attempt.update(status=status, end=iso(), epochs_completed=self.epochs_done,
-                            steps_completed=self.steps_done, train_seconds=round(fit_seconds, 3))
+        self.attempt.update(
+            status=status,
+            end=iso(),
+            epochs_completed=self.epochs_done,
+            steps_completed=self.steps_done,
+            train_seconds=round(fit_seconds, 3),
+        )
 
     def _interrupt(self, model, cb) -> str:
         reason = self.ctx.watcher.reason or "interruption notice"
@@ -358,22 +421,50 @@ class BenchmarkRun:
         warnings = list(dict.fromkeys(self.warnings + self.ckpt.errors))
         if hardware["device"] == "CPU" and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        offering = {"id": cfg.offering, "provider": ident.provider or self.ctx.offering["provider"],
-                    "kind": self.ctx.offering["kind"], "region": ident.region, "zone": ident.zone,
-                    "instance_type": ident.instance_type or self.ctx.offering["instance_type"],
-                    "instance_id": ident.instance_id, "market": cfg.market}
-        benchmark = {"name": self.bench.name, "kind": self.bench.kind, "description": self.bench.description,
-                     "params": self.params, "data": "synthetic" if self.bench.kind == "throughput" else str(cfg.data),
-                     "precision": cfg.precision, "per_gpu_batch_size": self.params["batch_size"],
-                     "global_batch_size": self.global_batch, "replicas": d.replicas if d else 1,
-                     "strategy": type(d.strategy).__name__ if d else "none",
-                     "all_reduce": d.all_reduce if d else None, "jit_compile": self.jit_compile,
-                     "fingerprint": self.fp}
+        offering = {
+            "id": cfg.offering,
+            "provider": ident.provider or self.ctx.offering["provider"],
+            "kind": self.ctx.offering["kind"],
+            "region": ident.region,
+            "zone": ident.zone,
+            "instance_type": ident.instance_type or self.ctx.offering["instance_type"],
+            "instance_id": ident.instance_id,
+            "market": cfg.market,
+        }
+        benchmark = {
+            "name": self.bench.name,
+            "kind": self.bench.kind,
+            "description": self.bench.description,
+            "params": self.params,
+            "data": "synthetic" if self.bench.kind == "throughput" else str(cfg.data),
+            "precision": cfg.precision,
+            "per_gpu_batch_size": self.params["batch_size"],
+            "global_batch_size": self.global_batch,
+            "replicas": d.replicas if d else 1,
+            "strategy": type(d.strategy).__name__ if d else "none",
+            "all_reduce": d.all_reduce if d else None,
+            "jit_compile": self.jit_compile,
+            "fingerprint": self.fp,
+        }
         return new_result(
-            run_id=self.run_id, stack=cfg.stack, status=status, started_at=self.started_at, finished_at=iso(),
-            offering=offering, price=self.ctx.price, hardware=hardware, software=software, benchmark=benchmark,
-            metrics=self._metrics(), attempts=self.attempts, timeline=self.timeline.ordered(), error=self.error,
-            warnings=warnings, artifacts=self.writer.artifacts(), exit_code=code)
+            run_id=self.run_id,
+            stack=cfg.stack,
+            status=status,
+            started_at=self.started_at,
+            finished_at=iso(),
+            offering=offering,
+            price=self.ctx.price,
+            hardware=hardware,
+            software=software,
+            benchmark=benchmark,
+            metrics=self._metrics(),
+            attempts=self.attempts,
+            timeline=self.timeline.ordered(),
+            error=self.error,
+            warnings=warnings,
+            artifacts=self.writer.artifacts(),
+            exit_code=code,
+        )
 
     def _finish(self, status: str, code: int) -> int:
         self.ckpt.wait()
@@ -384,10 +475,17 @@ class BenchmarkRun:
         before = len(self.ctx.store.spooled)
         self.writer.write_all(self._result(status, code), self.timeline, self.rows)
         if len(self.ctx.store.spooled) > before:
-            print(f"[gpubench] bucket unreachable: {len(self.ctx.store.spooled) - before} file(s) spooled to "
-                  f"{self.ctx.store.spool.dir}; run `python -m payload flush`", file=sys.stderr, flush=True)
-        print(f"[gpubench] {self.bench.name}: {status} -> {self.ctx.store.url_for(self.writer.prefix)}",
-              file=sys.stderr, flush=True)
+            print(
+                f"[gpubench] bucket unreachable: {len(self.ctx.store.spooled) - before} file(s) spooled to "
+                f"{self.ctx.store.spool.dir}; run `python -m payload flush`",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            f"[gpubench] {self.bench.name}: {status} -> {self.ctx.store.url_for(self.writer.prefix)}",
+            file=sys.stderr,
+            flush=True,
+        )
         return code
 
 
@@ -402,13 +500,17 @@ def run(cfg: RunConfig) -> int:
     boot = time.time()
     spool = Spool(cfg.spool)
     flush = spool.flush()
-    flush_note = ({"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
-                  if flush.delivered or flush.failed else None)
+    flush_note = (
+        {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
+        if flush.delivered or flush.failed
+        else None
+    )
     store = SpoolingStore(open_store(cfg.results), spool)
     identity = detect_identity()
     cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
-    price, warnings = price_row(cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of,
-                                cfg.on_demand_hourly_usd)
+    price, warnings = price_row(
+        cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of, cfg.on_demand_hourly_usd
+    )
     facts, more = offering_facts(cfg.offering, cfg.offering_kind, cfg.instance_type)
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handler = _install_sigterm(watcher)

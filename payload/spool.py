@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from payload.storage import Store, StorageError, open_store
+from payload.storage import StorageError, Store, open_store
 
 __all__ = ["Spool", "SpoolingStore", "FlushReport", "default_spool_dir"]
 
@@ -52,8 +52,7 @@ class Spool:
     def add(self, url: str, key: str, data: bytes, content_type: str | None, reason: str = "") -> Path:
         self.dir.mkdir(parents=True, exist_ok=True)
         item = hashlib.sha256(f"{url}\0{key}".encode()).hexdigest()[:24]
-        meta = {"url": url, "key": key, "content_type": content_type,
-                "spooled_at": time.time(), "reason": reason[:500]}
+        meta = {"url": url, "key": key, "content_type": content_type, "spooled_at": time.time(), "reason": reason[:500]}
         bin_path, meta_path = self.dir / f"{item}.bin", self.dir / f"{item}.json"
         tmp = bin_path.with_suffix(".bin.tmp")
         tmp.write_bytes(data)

@@ -31,9 +31,10 @@ import os
 import random
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import TypeVar
 from urllib.parse import urlparse
 
 __all__ = [
@@ -132,23 +133,28 @@ class Store(abc.ABC):
         self.backoff = backoff
 
     # -- public API (contract) ---------------------------------------------
-    def put_bytes(self, key: str, data: bytes, content_type: str | None = None,
-                  tags: Mapping[str, str] | None = None) -> None:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str | None = None, tags: Mapping[str, str] | None = None
+    ) -> None:
         """Upload with retries. `tags` become S3 object tags (the results bucket's
         lifecycle expires objects tagged gpubench:kind=checkpoint); other
         backends ignore them."""
         _check_key(key)
-        with_retries(f"upload {self.url_for(key)}", lambda: self._put(key, bytes(data), content_type, tags),
-                     self.retries, self.backoff)
+        with_retries(
+            f"upload {self.url_for(key)}",
+            lambda: self._put(key, bytes(data), content_type, tags),
+            self.retries,
+            self.backoff,
+        )
 
     def get_bytes(self, key: str) -> bytes:
         _check_key(key)
-        return with_retries(f"download {self.url_for(key)}", lambda: self._get(key),
-                            self.retries, self.backoff)
+        return with_retries(f"download {self.url_for(key)}", lambda: self._get(key), self.retries, self.backoff)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        return iter(with_retries(f"list {self.url_for(prefix)}", lambda: list(self._list(prefix)),
-                                 self.retries, self.backoff))
+        return iter(
+            with_retries(f"list {self.url_for(prefix)}", lambda: list(self._list(prefix)), self.retries, self.backoff)
+        )
 
     def exists(self, key: str) -> bool:
         _check_key(key)
@@ -171,20 +177,16 @@ class Store(abc.ABC):
 
     # -- primitives: one attempt each; the public methods add retries and errors
     @abc.abstractmethod
-    def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None:
-        ...
+    def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None: ...
 
     @abc.abstractmethod
-    def _get(self, key: str) -> bytes:
-        ...
+    def _get(self, key: str) -> bytes: ...
 
     @abc.abstractmethod
-    def _list(self, prefix: str) -> Iterator[ObjectInfo]:
-        ...
+    def _list(self, prefix: str) -> Iterator[ObjectInfo]: ...
 
     @abc.abstractmethod
-    def _delete(self, key: str) -> None:
-        ...
+    def _delete(self, key: str) -> None: ...
 
 
 def _check_key(key: str) -> None:
@@ -256,8 +258,7 @@ class S3Store(Store):
             endpoint_url=endpoint,
             # our own loop retries (and spools); keep botocore's short so a
             # dead endpoint fails in seconds, not minutes
-            config=Config(retries={"max_attempts": 2, "mode": "standard"},
-                          connect_timeout=5, read_timeout=60),
+            config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=60),
         )
 
     def _key(self, key):
@@ -285,8 +286,12 @@ class S3Store(Store):
         pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
         for page in pages:
             for obj in page.get("Contents", []):
-                yield ObjectInfo(obj["Key"][strip:], int(obj["Size"]),
-                                 obj.get("ETag", "").strip('"') or None, obj.get("LastModified"))
+                yield ObjectInfo(
+                    obj["Key"][strip:],
+                    int(obj["Size"]),
+                    obj.get("ETag", "").strip('"') or None,
+                    obj.get("LastModified"),
+                )
 
     def _delete(self, key):
         self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
@@ -317,8 +322,9 @@ class GCSStore(Store):
 
     def _put(self, key, data, content_type, tags=None):
         blob = self._bucket.blob(self._key(key))
-        blob.upload_from_string(data, content_type=content_type or "application/octet-stream",
-                                timeout=self._timeout, retry=None)
+        blob.upload_from_string(
+            data, content_type=content_type or "application/octet-stream", timeout=self._timeout, retry=None
+        )
 
     def _get(self, key):
         from google.api_core.exceptions import NotFound
@@ -376,7 +382,8 @@ def open_store(url: str, retries: int | None = None, backoff: float | None = Non
     if opener is None:
         raise StorageError(
             f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
-            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path")
+            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path"
+        )
     try:
         return opener(parsed, url, retries=retries, backoff=backoff)
     except StorageError:

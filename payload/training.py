@@ -29,8 +29,17 @@ from dataclasses import dataclass, field
 
 from payload.events import mllog
 
-__all__ = ["Devices", "Interrupted", "NoGpuError", "DeviceError", "setup_devices", "precision_policy",
-           "make_datasets", "make_callback_class", "fit_plan"]
+__all__ = [
+    "Devices",
+    "Interrupted",
+    "NoGpuError",
+    "DeviceError",
+    "setup_devices",
+    "precision_policy",
+    "make_datasets",
+    "make_callback_class",
+    "fit_plan",
+]
 
 _DEVICES_CACHE: dict = {}
 
@@ -64,13 +73,26 @@ class Devices:
 def _strategy_for(tf, gpus_used: int, cpu_replicas: int):
     """(strategy, all_reduce name): one row per device situation."""
     table = (
-        (gpus_used > 1, lambda: (tf.distribute.MirroredStrategy(
-            devices=[f"/gpu:{i}" for i in range(gpus_used)],
-            cross_device_ops=tf.distribute.NcclAllReduce()), "nccl")),
+        (
+            gpus_used > 1,
+            lambda: (
+                tf.distribute.MirroredStrategy(
+                    devices=[f"/gpu:{i}" for i in range(gpus_used)], cross_device_ops=tf.distribute.NcclAllReduce()
+                ),
+                "nccl",
+            ),
+        ),
         (gpus_used == 1, lambda: (tf.distribute.OneDeviceStrategy("/gpu:0"), None)),
-        (cpu_replicas > 1, lambda: (tf.distribute.MirroredStrategy(
-            devices=[f"/cpu:{i}" for i in range(cpu_replicas)],
-            cross_device_ops=tf.distribute.ReductionToOneDevice()), "reduction-to-one-device")),
+        (
+            cpu_replicas > 1,
+            lambda: (
+                tf.distribute.MirroredStrategy(
+                    devices=[f"/cpu:{i}" for i in range(cpu_replicas)],
+                    cross_device_ops=tf.distribute.ReductionToOneDevice(),
+                ),
+                "reduction-to-one-device",
+            ),
+        ),
         (True, lambda: (tf.distribute.get_strategy(), None)),
     )
     return next(make for cond, make in table if cond)()
@@ -90,7 +112,8 @@ def setup_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1) -> 
             raise NoGpuError(
                 "--expect-gpu is set but TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') "
                 "is empty): check the NVIDIA driver, the container runtime (--gpus all) and that the "
-                "image's CUDA matches the GPU; refusing to benchmark the CPU")
+                "image's CUDA matches the GPU; refusing to benchmark the CPU"
+            )
         used = visible if gpus is None else gpus
         if used > visible:
             raise DeviceError(f"--gpus {used}: only {visible} GPU(s) visible to TensorFlow")
@@ -101,8 +124,7 @@ def setup_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1) -> 
                 tf.config.experimental.set_memory_growth(g, True)
             if cpu_replicas > 1 and not used:
                 cpu = tf.config.list_physical_devices("CPU")[0]
-                tf.config.set_logical_device_configuration(
-                    cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
+                tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
         except RuntimeError as exc:  # already initialised in this process
             raise DeviceError(f"cannot reconfigure TensorFlow devices after initialisation: {exc}") from None
         details = {}
@@ -142,7 +164,7 @@ class precision_policy:
 
 @dataclass
 class FitPlan:
-    epochs: int              # value for fit(epochs=...)
+    epochs: int  # value for fit(epochs=...)
     initial_epoch: int
     steps_per_epoch: int | None
     total_steps: int | None  # throughput: stop exactly here
@@ -166,8 +188,10 @@ def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | Non
     if data.repeat_single_batch:
         return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
     if data.train_samples < global_batch:
-        raise ValueError(f"{data.train_samples} training samples < global batch {global_batch}; "
-                         "lower --batch-size or raise the 'samples' parameter")
+        raise ValueError(
+            f"{data.train_samples} training samples < global batch {global_batch}; "
+            "lower --batch-size or raise the 'samples' parameter"
+        )
     train = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
     train = train.shuffle(min(data.train_samples, 50_000), seed=seed, reshuffle_each_iteration=True)
     if steps_per_epoch:
@@ -197,14 +221,13 @@ def make_callback_class():
     class HarnessCallback(keras.callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
 
-        def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done,
-                     time_last_step=False):
+        def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done, time_last_step=False):
             super().__init__()
-            self.time_last_step = time_last_step   # no validation pass between last step and epoch end
+            self.time_last_step = time_last_step  # no validation pass between last step and epoch end
             self.notice = notice
             self.total_steps = total_steps
-            self.steps_done = steps_done           # before this attempt
-            self.epoch_offset = epoch_offset       # rows already written by earlier attempts
+            self.steps_done = steps_done  # before this attempt
+            self.epoch_offset = epoch_offset  # rows already written by earlier attempts
             self.on_epoch_done = on_epoch_done
             self.step_times: list[float] = []
             self.steps = 0
@@ -239,9 +262,14 @@ def make_callback_class():
             logs = logs or {}
             self.last_logs = dict(logs)
             n = self.epoch_offset + len(self.rows) + 1
-            row = {"epoch": n, "elapsed": round(elapsed, 4), "loss": _num(logs.get("loss")),
-                   "acc": _num(logs.get("accuracy")), "val_loss": _num(logs.get("val_loss")),
-                   "val_acc": _num(logs.get("val_accuracy"))}
+            row = {
+                "epoch": n,
+                "elapsed": round(elapsed, 4),
+                "loss": _num(logs.get("loss")),
+                "acc": _num(logs.get("accuracy")),
+                "val_loss": _num(logs.get("val_loss")),
+                "val_acc": _num(logs.get("val_accuracy")),
+            }
             self.rows.append(row)
             mllog("epoch_stop", metadata={"epoch_num": n})
             if row["val_acc"] is not None:

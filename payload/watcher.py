@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
 
@@ -47,9 +47,14 @@ def gce_preempted_notice(md: GceMetadata) -> str | None:
 class PreemptionWatcher:
     """Polls the notice sources in a daemon thread; ``notice`` is set on the first notice."""
 
-    def __init__(self, interval: float = 5.0, deadline: float | None = None,
-                 deadline_margin: float = 300.0, sources: list[tuple[str, Callable[[], str | None]]] | None = None,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        interval: float = 5.0,
+        deadline: float | None = None,
+        deadline_margin: float = 300.0,
+        sources: list[tuple[str, Callable[[], str | None]]] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
         self.interval = interval
         self.deadline, self.deadline_margin = deadline, deadline_margin
         self.clock = clock
@@ -65,7 +70,7 @@ class PreemptionWatcher:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpubench-preemption-watcher", daemon=True)
 
-    def start(self) -> "PreemptionWatcher":
+    def start(self) -> PreemptionWatcher:
         self._thread.start()
         return self
 

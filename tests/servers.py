@@ -31,8 +31,15 @@ from pathlib import Path
 import pytest
 
 __all__ = [
-    "MetadataServer", "ServerProcess", "find_tool", "free_port", "in_ci", "missing_tool",
-    "start_gcs_emulator", "start_moto_server", "wait_for_port",
+    "MetadataServer",
+    "ServerProcess",
+    "find_tool",
+    "free_port",
+    "in_ci",
+    "missing_tool",
+    "start_gcs_emulator",
+    "start_moto_server",
+    "wait_for_port",
 ]
 
 
@@ -100,10 +107,11 @@ class ServerProcess:
     def host(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "ServerProcess":
+    def start(self, timeout: float = 30.0) -> ServerProcess:
         env = {**os.environ, **(self.env or {})}
-        self.proc = subprocess.Popen(self._argv_for_port(self.port), env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            self._argv_for_port(self.port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             wait_for_port(self.port, timeout, self.proc)
         except Exception:
@@ -148,14 +156,20 @@ def start_gcs_emulator(port: int | None = None) -> ServerProcess:
     return ServerProcess(
         "gcp-storage-emulator",
         lambda p: [exe, "start", "--host", "127.0.0.1", "--port", str(p), "--in-memory", "--quiet"],
-        port).start()
+        port,
+    ).start()
 
 
 def create_s3_bucket(endpoint: str, bucket: str) -> None:
     import boto3
 
-    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                 aws_access_key_id="testing", aws_secret_access_key="testing").create_bucket(Bucket=bucket)
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    ).create_bucket(Bucket=bucket)
 
 
 def create_gcs_bucket(endpoint: str, bucket: str, project: str = "gpubench-test") -> None:
@@ -185,8 +199,15 @@ class MetadataServer:
 
     TOKEN = "test-imds-token"
 
-    def __init__(self, instance_id="i-0123456789abcdef0", zone="us-east-1a", instance_type="p3.2xlarge",
-                 gce_id="4242424242", gce_zone="us-central1-a", gce_machine_type="n1-standard-8"):
+    def __init__(
+        self,
+        instance_id="i-0123456789abcdef0",
+        zone="us-east-1a",
+        instance_type="p3.2xlarge",
+        gce_id="4242424242",
+        gce_zone="us-central1-a",
+        gce_machine_type="n1-standard-8",
+    ):
         self.instance_id, self.zone, self.instance_type = instance_id, zone, instance_type
         self.gce_id, self.gce_zone, self.gce_machine_type = gce_id, gce_zone, gce_machine_type
         self.spot_action: dict | None = None
@@ -210,7 +231,7 @@ class MetadataServer:
     def gce_env(self) -> dict:
         return {"GCE_METADATA_HOST": f"127.0.0.1:{self.port}"}
 
-    def start(self) -> "MetadataServer":
+    def start(self) -> MetadataServer:
         self._thread.start()
         return self
 

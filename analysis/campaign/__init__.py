@@ -1,6 +1,6 @@
 """Campaigns: one command launches a benchmark suite on many stacks, follows it, and cleans up.
 
-`python -m infra campaign up|status|wait|run|schedule` (analysis/campaign/cli.py). The
+`python -m analysis campaign up|status|wait|run|schedule` (analysis/campaign/cli.py). The
 campaign's state lives in the results bucket (`campaigns/<id>/manifest.json`), not
 on the machine that started it, so a restarted laptop or a second machine picks it
 up with the campaign id alone.

@@ -1,4 +1,4 @@
-"""`python -m infra campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
+"""`python -m analysis campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
 
 Hooked into `python -m infra` by `register(sub)`. The functions behind the
 commands are in analysis/campaign/commands.py; BACKEND_FACTORY is the Automation API
@@ -38,10 +38,10 @@ Waste = time billed after a stack's last result was uploaded.
 """
 EPILOG = """\
 examples:
-  python -m infra campaign up 'aws-g4dn-*-spot' gcp-t4-1x-spot --results s3://my-results --concurrency 4
-  python -m infra campaign status 20250106T060000Z --results s3://my-results
-  python -m infra campaign wait 20250106T060000Z --results s3://my-results --poll 120 --timeout 8h
-  python -m infra campaign run --schedule schedules/campaign/weekly-spot.yaml
+  python -m analysis campaign up 'aws-g4dn-*-spot' gcp-t4-1x-spot --results s3://my-results --concurrency 4
+  python -m analysis campaign status 20250106T060000Z --results s3://my-results
+  python -m analysis campaign wait 20250106T060000Z --results s3://my-results --poll 120 --timeout 8h
+  python -m analysis campaign run --schedule schedules/campaign/weekly-spot.yaml
 
 --results defaults to $GPUBENCH_RESULTS. It must be the bucket the stacks write to
 (the resultsUrl output of your results stack: `pulumi stack output resultsUrl -s aws-results`).
@@ -53,8 +53,10 @@ Exit codes: 0 ok; 1 some stack failed to launch or to tear down; 2 bad arguments
 def _results(args) -> str:
     url = args.results or os.environ.get(RESULTS_ENV)
     if not url:
-        raise ValueError(f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
-                         "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it")
+        raise ValueError(
+            f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
+            "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
+        )
     return url
 
 
@@ -76,17 +78,34 @@ def _status_table(statuses) -> str:
 def cmd_up(args) -> int:
     from analysis.campaign import commands
 
-    manifest, report = commands.up(args.stacks, results_url=_results(args), campaign_id=args.campaign_id,
-                                   concurrency=args.concurrency, retry_failed=args.retry_failed,
-                                   work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
-    failed = report.failed + [n for n, e in manifest.stacks.items() if e.get("state") == "launch-failed" and n not in report.failed]
+    manifest, report = commands.up(
+        args.stacks,
+        results_url=_results(args),
+        campaign_id=args.campaign_id,
+        concurrency=args.concurrency,
+        retry_failed=args.retry_failed,
+        work_dir=args.project_dir,
+        backend_factory=BACKEND_FACTORY,
+    )
+    failed = report.failed + [
+        n for n, e in manifest.stacks.items() if e.get("state") == "launch-failed" and n not in report.failed
+    ]
     if args.json:
-        _dump({"campaign_id": manifest.campaign_id, "manifest": manifest.url, "actions": report.actions,
-               "max_concurrent": report.max_concurrent, "stacks": manifest.stacks})
+        _dump(
+            {
+                "campaign_id": manifest.campaign_id,
+                "manifest": manifest.url,
+                "actions": report.actions,
+                "max_concurrent": report.max_concurrent,
+                "stacks": manifest.stacks,
+            }
+        )
     else:
-        print(f"campaign {manifest.campaign_id}: {sum(a in ('launched', 'adopted') for a in report.actions.values())} "
-              f"launched, {len(set(failed))} failed to launch; manifest {manifest.url}")
-        print(f"next: python -m infra campaign status {manifest.campaign_id} --results {manifest.data['results']}")
+        print(
+            f"campaign {manifest.campaign_id}: {sum(a in ('launched', 'adopted') for a in report.actions.values())} "
+            f"launched, {len(set(failed))} failed to launch; manifest {manifest.url}"
+        )
+        print(f"next: python -m analysis campaign status {manifest.campaign_id} --results {manifest.data['results']}")
     return 1 if failed else 0
 
 
@@ -104,12 +123,18 @@ def cmd_status(args) -> int:
 
 def _wait_result(manifest, outcome, as_json: bool) -> int:
     if outcome.never_launched:
-        print(f"error: never launched: {', '.join(outcome.never_launched)}; run `python -m infra campaign up "
-              f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first", file=sys.stderr)
+        print(
+            f"error: never launched: {', '.join(outcome.never_launched)}; run `python -m analysis campaign up "
+            f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first",
+            file=sys.stderr,
+        )
         return 2
     if not outcome.done:
         print(_status_table(outcome.statuses))
-        print(f"timed out waiting; run `python -m infra campaign wait {manifest.campaign_id}` again later", file=sys.stderr)
+        print(
+            f"timed out waiting; run `python -m analysis campaign wait {manifest.campaign_id}` again later",
+            file=sys.stderr,
+        )
         return 4
     if as_json:
         _dump(outcome.summary)
@@ -134,9 +159,16 @@ def _timeout(text):
 def cmd_wait(args) -> int:
     from analysis.campaign import commands
 
-    manifest, outcome = commands.wait(args.campaign_id, results_url=_results(args), poll_seconds=args.poll,
-                                      timeout=_timeout(args.timeout), out_dir=args.out, all_runs=args.all_runs,
-                                      work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    manifest, outcome = commands.wait(
+        args.campaign_id,
+        results_url=_results(args),
+        poll_seconds=args.poll,
+        timeout=_timeout(args.timeout),
+        out_dir=args.out,
+        all_runs=args.all_runs,
+        work_dir=args.project_dir,
+        backend_factory=BACKEND_FACTORY,
+    )
     return _wait_result(manifest, outcome, args.json)
 
 
@@ -146,7 +178,14 @@ def cmd_run(args) -> int:
 
     if args.schedule:
         sch = schedule.load(args.schedule)
-        stacks, results, conc, poll, timeout, out = sch.stacks, sch.results, sch.concurrency, sch.poll, sch.timeout, sch.out
+        stacks, results, conc, poll, timeout, out = (
+            sch.stacks,
+            sch.results,
+            sch.concurrency,
+            sch.poll,
+            sch.timeout,
+            sch.out,
+        )
         retry = sch.retry_failed
     else:
         stacks, results, conc, poll = args.stacks, _results(args), args.concurrency, args.poll
@@ -154,10 +193,24 @@ def cmd_run(args) -> int:
     if not stacks:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
     campaign_id = new_campaign_id()
-    manifest, report = commands.up(stacks, results_url=results, campaign_id=campaign_id, concurrency=conc,
-                                   retry_failed=retry, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
-    manifest, outcome = commands.wait(campaign_id, results_url=results, poll_seconds=poll, timeout=timeout,
-                                      out_dir=out, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
+    manifest, report = commands.up(
+        stacks,
+        results_url=results,
+        campaign_id=campaign_id,
+        concurrency=conc,
+        retry_failed=retry,
+        work_dir=args.project_dir,
+        backend_factory=BACKEND_FACTORY,
+    )
+    manifest, outcome = commands.wait(
+        campaign_id,
+        results_url=results,
+        poll_seconds=poll,
+        timeout=timeout,
+        out_dir=out,
+        work_dir=args.project_dir,
+        backend_factory=BACKEND_FACTORY,
+    )
     code = _wait_result(manifest, outcome, args.json)
     return code or (1 if report.failed else 0)
 
@@ -167,10 +220,18 @@ def cmd_schedule(args) -> int:
     from analysis.campaign.manifest import new_campaign_id
 
     sch = schedule.load(args.file)
-    doc = {"name": sch.name, "cron": sch.cron, "systemd_oncalendar": schedule.to_oncalendar(sch.cron),
-           "stacks": list(sch.stacks), "results": sch.results, "concurrency": sch.concurrency,
-           "poll_seconds": sch.poll, "timeout_seconds": sch.timeout,
-           "command": f"python -m infra campaign run --schedule {args.file}", "next_campaign_id_looks_like": new_campaign_id()}
+    doc = {
+        "name": sch.name,
+        "cron": sch.cron,
+        "systemd_oncalendar": schedule.to_oncalendar(sch.cron),
+        "stacks": list(sch.stacks),
+        "results": sch.results,
+        "concurrency": sch.concurrency,
+        "poll_seconds": sch.poll,
+        "timeout_seconds": sch.timeout,
+        "command": f"python -m analysis campaign run --schedule {args.file}",
+        "next_campaign_id_looks_like": new_campaign_id(),
+    }
     if args.json:
         _dump(doc)
     else:
@@ -181,9 +242,10 @@ def cmd_schedule(args) -> int:
 
 def _guarded(func):
     """Errors with their own advice become a message and an exit code, not a traceback."""
+
     def run(args) -> int:
-        from infra.workspace import PulumiMissing
         from analysis.campaign.manifest import ManifestError
+        from infra.workspace import PulumiMissing
         from payload.storage import StorageError
 
         try:
@@ -194,42 +256,75 @@ def _guarded(func):
         except (ManifestError, StorageError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+
     return run
 
 
 def _common(p, json_help="machine-readable output"):
-    p.add_argument("--results", metavar="URL", help=f"the campaign's bucket: s3://..., gs://..., file:///... (default ${RESULTS_ENV})")
-    p.add_argument("--project-dir", type=Path, default=None, metavar="DIR",
-                   help="gpubench checkout holding Pulumi.yaml and stacks/ (default: this one)")
+    p.add_argument(
+        "--results",
+        metavar="URL",
+        help=f"the campaign's bucket: s3://..., gs://..., file:///... (default ${RESULTS_ENV})",
+    )
+    p.add_argument(
+        "--project-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="gpubench checkout holding Pulumi.yaml and stacks/ (default: this one)",
+    )
     p.add_argument("--json", action="store_true", help=json_help)
 
 
 def _wait_options(p):
-    p.add_argument("--poll", type=float, default=60.0, metavar="SECONDS", help="seconds between bucket polls (default 60)")
-    p.add_argument("--timeout", default=None, metavar="DURATION",
-                   help="stop waiting after this long, e.g. 90m or 8h (default: until every stack is done or expired)")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="report directory (default report/campaigns/<campaign-id>)")
+    p.add_argument(
+        "--poll", type=float, default=60.0, metavar="SECONDS", help="seconds between bucket polls (default 60)"
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="DURATION",
+        help="stop waiting after this long, e.g. 90m or 8h (default: until every stack is done or expired)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="report directory (default report/campaigns/<campaign-id>)",
+    )
     p.add_argument("--all-runs", action="store_true", help="report every run in the bucket, not only this campaign's")
 
 
 def _up_options(p, stacks_required=True):
-    p.add_argument("stacks", nargs="+" if stacks_required else "*", metavar="STACK_OR_GLOB",
-                   help="stack names or globs over stacks/, e.g. aws-p3-8x 'aws-g4dn-*' 'gcp-*-spot'")
+    p.add_argument(
+        "stacks",
+        nargs="+" if stacks_required else "*",
+        metavar="STACK_OR_GLOB",
+        help="stack names or globs over stacks/, e.g. aws-p3-8x 'aws-g4dn-*' 'gcp-*-spot'",
+    )
     p.add_argument("--concurrency", type=int, default=4, metavar="N", help="stacks launching at once (default 4)")
-    p.add_argument("--retry-failed", action="store_true", help="launch again stacks whose launch failed earlier in this campaign")
+    p.add_argument(
+        "--retry-failed", action="store_true", help="launch again stacks whose launch failed earlier in this campaign"
+    )
 
 
 def register(sub) -> None:
-    """Add `campaign` to the `python -m infra` subcommands."""
+    """Add `campaign` to the `python -m analysis` (and `gpubench`) subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     top = sub.add_parser("campaign", help=HELP, description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
     cs = top.add_subparsers(dest="campaign_command", required=True, metavar="up|status|wait|run|schedule")
 
-    up = cs.add_parser("up", help="launch the selected stacks and write the manifest", formatter_class=fmt,
-                       description="Launch stacks (names or globs) with bounded concurrency; idempotent per campaign id.")
+    up = cs.add_parser(
+        "up",
+        help="launch the selected stacks and write the manifest",
+        formatter_class=fmt,
+        description="Launch stacks (names or globs) with bounded concurrency; idempotent per campaign id.",
+    )
     _up_options(up)
-    up.add_argument("--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)")
+    up.add_argument(
+        "--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)"
+    )
     _common(up)
     up.set_defaults(func=_guarded(cmd_up))
 
@@ -246,7 +341,9 @@ def register(sub) -> None:
 
     rn = cs.add_parser("run", help="up + wait with a new campaign id (what the schedule runners call)")
     _up_options(rn, stacks_required=False)
-    rn.add_argument("--schedule", metavar="FILE", help="take stacks and options from a schedule file (schedules/campaign/)")
+    rn.add_argument(
+        "--schedule", metavar="FILE", help="take stacks and options from a schedule file (schedules/campaign/)"
+    )
     _wait_options(rn)
     _common(rn)
     rn.set_defaults(func=_guarded(cmd_run))

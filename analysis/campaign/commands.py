@@ -11,17 +11,18 @@ different machine or after a restart.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from infra.workspace import BackendFactory, pulumi_backend
-from analysis.campaign.launcher import LaunchReport, Launcher, prepare
+from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
 from analysis.campaign.progress import Printer
 from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
+from infra.workspace import BackendFactory, pulumi_backend
 
 
 def project_dir(work_dir: Path | None) -> Path:
@@ -44,9 +45,18 @@ class _Stores:
         return self._open[url]
 
 
-def up(patterns: Sequence[str], *, results_url: str, campaign_id: str | None = None, concurrency: int = 4,
-       retry_failed: bool = False, work_dir: Path | None = None, backend_factory: BackendFactory = pulumi_backend,
-       printer: Printer | None = None, catalog: Any = None) -> tuple[Manifest, LaunchReport]:
+def up(
+    patterns: Sequence[str],
+    *,
+    results_url: str,
+    campaign_id: str | None = None,
+    concurrency: int = 4,
+    retry_failed: bool = False,
+    work_dir: Path | None = None,
+    backend_factory: BackendFactory = pulumi_backend,
+    printer: Printer | None = None,
+    catalog: Any = None,
+) -> tuple[Manifest, LaunchReport]:
     from infra.catalog import load_catalog
 
     printer = printer or Printer()
@@ -58,8 +68,10 @@ def up(patterns: Sequence[str], *, results_url: str, campaign_id: str | None = N
     store = _Stores()(results_url)
     manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
     manifest.add_selection(patterns, concurrency)
-    printer(f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
-            f"manifest {manifest.url}")
+    printer(
+        f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
+        f"manifest {manifest.url}"
+    )
     catalog = catalog or load_catalog()
     prepare(manifest, names, root / "stacks", catalog, printer)
     report = Launcher(manifest, backend, catalog, printer, concurrency, retry_failed).run(names)
@@ -107,9 +119,15 @@ def _remember_runs(manifest: Manifest, statuses: list[StackStatus]) -> None:
         manifest.save()
 
 
-def poll(manifest: Manifest, stores: Callable[[str], Any], printer: Printer, poll_seconds: float,
-         timeout: float | None, clock: Callable[[], datetime] = utcnow,
-         sleep: Callable[[float], None] = time.sleep) -> tuple[bool, list[StackStatus], list[str]]:
+def poll(
+    manifest: Manifest,
+    stores: Callable[[str], Any],
+    printer: Printer,
+    poll_seconds: float,
+    timeout: float | None,
+    clock: Callable[[], datetime] = utcnow,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[bool, list[StackStatus], list[str]]:
     """Poll the bucket until every stack is terminal; print each stack's changes as they happen."""
     began = time.monotonic()
     seen: dict[str, tuple] = {}
@@ -131,10 +149,20 @@ def poll(manifest: Manifest, stores: Callable[[str], Any], printer: Printer, pol
         sleep(poll_seconds)
 
 
-def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, timeout: float | None = None,
-         out_dir: Path | None = None, all_runs: bool = False, work_dir: Path | None = None,
-         backend_factory: BackendFactory = pulumi_backend, printer: Printer | None = None,
-         clock: Callable[[], datetime] = utcnow, sleep: Callable[[float], None] = time.sleep) -> tuple[Manifest, WaitOutcome]:
+def wait(
+    campaign_id: str,
+    *,
+    results_url: str,
+    poll_seconds: float = 60.0,
+    timeout: float | None = None,
+    out_dir: Path | None = None,
+    all_runs: bool = False,
+    work_dir: Path | None = None,
+    backend_factory: BackendFactory = pulumi_backend,
+    printer: Printer | None = None,
+    clock: Callable[[], datetime] = utcnow,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[Manifest, WaitOutcome]:
     from analysis.campaign import finish
 
     printer = printer or Printer()
@@ -147,7 +175,9 @@ def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, time
         return manifest, outcome
     out = Path(out_dir or root / "report" / "campaigns" / campaign_id)
     run_ids = {r for s in statuses for r in s.run_ids}
-    urls = sorted({results_url} | {(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()})
+    urls = sorted(
+        {results_url} | {(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()}
+    )
     printer(f"campaign {campaign_id}: every stack is done; collecting into {out}")
     outcome.collect = finish.collect_campaign(urls, out, run_ids, all_runs)
     printer(f"campaign {campaign_id}: tearing down {len(statuses)} stack(s)")
@@ -157,15 +187,24 @@ def wait(campaign_id: str, *, results_url: str, poll_seconds: float = 60.0, time
         outcome.teardown_error = f"teardown not possible: {exc}"
     else:
         outcome.teardown, destroyed, outcome.teardown_error = finish.teardown_stacks(
-            statuses, backend, root, urls, printer)
+            statuses, backend, root, urls, printer
+        )
         finish.record_teardown(manifest, outcome.teardown, destroyed)
     try:
         outcome.report_code = finish.write_report(out)
     except Exception as exc:  # noqa: BLE001 - the summary below is still written
         outcome.report_error = f"{type(exc).__name__}: {exc}"
     outcome.statuses = statuses_of(manifest, stores, clock())
-    outcome.summary = finish.summary_doc(manifest, outcome.statuses, {
-        "collect": outcome.collect, "teardown": outcome.teardown, "teardown_error": outcome.teardown_error,
-        "report_dir": str(out), "report_error": outcome.report_error})
+    outcome.summary = finish.summary_doc(
+        manifest,
+        outcome.statuses,
+        {
+            "collect": outcome.collect,
+            "teardown": outcome.teardown,
+            "teardown_error": outcome.teardown_error,
+            "report_dir": str(out),
+            "report_error": outcome.report_error,
+        },
+    )
     outcome.summary_paths = finish.write_summary(manifest, out, outcome.summary)
     return manifest, outcome

@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-ZONE_KEY = "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone (wins over gcp:zone)
+ZONE_KEY = (
+    "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone (wins over gcp:zone)
+)
 
 
 def stack_facts(name: str, stacks_dir: Path, catalog: Any) -> dict[str, Any]:

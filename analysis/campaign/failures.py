@@ -16,8 +16,9 @@ own line, and the zone it names. Kinds:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 KINDS = ("quota", "no-capacity", "gpu-not-in-zone")
 
@@ -105,12 +106,15 @@ def candidate_zones(provider: str, region: str, offering_zones: Sequence[str]) -
     return list(region_zones(provider, region))
 
 
-def retry_zone(failed_zone: str | None, tried: Sequence[str], provider: str, region: str,
-               offering_zones: Sequence[str]) -> tuple[str | None, str]:
+def retry_zone(
+    failed_zone: str | None, tried: Sequence[str], provider: str, region: str, offering_zones: Sequence[str]
+) -> tuple[str | None, str]:
     """(zone to retry in, why). None when the failing zone is unknown or no other zone is left."""
     if not failed_zone:
-        return None, ("not retried: the zone that ran out of capacity is unknown (the provider message names none); "
-                      "set gpubench:zone on the stack so a retry can avoid it")
+        return None, (
+            "not retried: the zone that ran out of capacity is unknown (the provider message names none); "
+            "set gpubench:zone on the stack so a retry can avoid it"
+        )
     avoid = {failed_zone, *tried}
     for zone in candidate_zones(provider, region, offering_zones):
         if zone not in avoid:

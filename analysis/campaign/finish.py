@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import html
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from analysis.campaign.manifest import Manifest, iso
 
@@ -64,8 +65,9 @@ def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs
     return {**summary.to_dict(), "campaign_runs": len(kept)}
 
 
-def teardown_stacks(statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str],
-                    log: Callable[[str], None]) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
+def teardown_stacks(
+    statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str], log: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
     """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
     from analysis.teardown import teardown, teardown_completed
 
@@ -76,8 +78,9 @@ def teardown_stacks(statuses: Sequence[Any], backend: Any, work_dir: Path, resul
     outcomes: list[Any] = []
     try:
         if final:
-            outcomes += teardown_completed(final, results_urls=results_urls, work_dir=work_dir,
-                                           workspace_factory=factory, log=log)
+            outcomes += teardown_completed(
+                final, results_urls=results_urls, work_dir=work_dir, workspace_factory=factory, log=log
+            )
         if other:
             outcomes += teardown(other, work_dir=work_dir, workspace_factory=factory, log=log)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
@@ -88,8 +91,9 @@ def teardown_stacks(statuses: Sequence[Any], backend: Any, work_dir: Path, resul
 def write_report(out_dir: Path) -> int:
     from analysis.commands.report import run
 
-    args = argparse.Namespace(out=str(out_dir), base=None, deadline_hours=None, budget_usd=None, as_of=None,
-                              cost_basis="billed", json=False)
+    args = argparse.Namespace(
+        out=str(out_dir), base=None, deadline_hours=None, budget_usd=None, as_of=None, cost_basis="billed", json=False
+    )
     return int(run(args) or 0)
 
 
@@ -97,8 +101,11 @@ def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroye
     for o in outcomes:
         if o["stack"] in manifest.stacks:
             when = destroyed_at.get(o["stack"]) or iso()
-            manifest.update(o["stack"], save=False, teardown={"action": o["action"], "reason": o.get("reason"),
-                                                               "error": o.get("error"), "at": when})
+            manifest.update(
+                o["stack"],
+                save=False,
+                teardown={"action": o["action"], "reason": o.get("reason"), "error": o.get("error"), "at": when},
+            )
     manifest.save()
 
 
@@ -107,9 +114,18 @@ def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, An
     waste = [r["waste_seconds"] for r in rows if r["waste_seconds"] is not None]
     waste_usd = [r["waste_usd"] for r in rows if r["waste_usd"] is not None]
     cost = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
-    return {"campaign_id": manifest.campaign_id, "results": manifest.data.get("results"), "written_at": iso(),
-            "stacks": rows, "totals": {"cost_usd": round(sum(cost), 6), "waste_seconds": round(sum(waste), 3),
-                                       "waste_usd": round(sum(waste_usd), 6)}, **extra}
+    return {
+        "campaign_id": manifest.campaign_id,
+        "results": manifest.data.get("results"),
+        "written_at": iso(),
+        "stacks": rows,
+        "totals": {
+            "cost_usd": round(sum(cost), 6),
+            "waste_seconds": round(sum(waste), 3),
+            "waste_usd": round(sum(waste_usd), 6),
+        },
+        **extra,
+    }
 
 
 def _money(v: Any) -> str:
@@ -121,14 +137,20 @@ def _secs(v: Any) -> str:
 
 
 def summary_text(doc: dict[str, Any]) -> str:
-    lines = [f"campaign {doc['campaign_id']} ({doc.get('results')})",
-             f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail"]
+    lines = [
+        f"campaign {doc['campaign_id']} ({doc.get('results')})",
+        f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail",
+    ]
     for r in doc["stacks"]:
-        lines.append(f"{r['stack']:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
-                     f"{_money(r['waste_usd']):>10}  {r['detail']}")
+        lines.append(
+            f"{r['stack']:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
+            f"{_money(r['waste_usd']):>10}  {r['detail']}"
+        )
     t = doc["totals"]
-    lines.append(f"total: cost {_money(t['cost_usd'])}, waste {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}) "
-                 "billed after results were uploaded")
+    lines.append(
+        f"total: cost {_money(t['cost_usd'])}, waste {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}) "
+        "billed after results were uploaded"
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -136,13 +158,17 @@ def waste_section(doc: dict[str, Any]) -> str:
     cells = "".join(
         f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{_money(r['cost_usd'])}</td>"
         f"<td>{_secs(r['waste_seconds'])}</td><td>{_money(r['waste_usd'])}</td>"
-        f"<td>{html.escape(r.get('waste_basis') or '-')}</td></tr>" for r in doc["stacks"])
+        f"<td>{html.escape(r.get('waste_basis') or '-')}</td></tr>"
+        for r in doc["stacks"]
+    )
     t = doc["totals"]
-    return (f'<section id="{SECTION_ID}"><h2>Campaign {html.escape(doc["campaign_id"])}: waste</h2>'
-            "<p>Waste is the time each stack was billed after its last result was uploaded (until it was destroyed, "
-            "or until its deadline). AWS instances power off after the upload, so their figure is an upper bound.</p>"
-            "<table><tr><th>stack</th><th>state</th><th>cost so far</th><th>waste</th><th>waste USD</th><th>counted</th></tr>"
-            f"{cells}</table><p>Total waste: {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}).</p></section>\n")
+    return (
+        f'<section id="{SECTION_ID}"><h2>Campaign {html.escape(doc["campaign_id"])}: waste</h2>'
+        "<p>Waste is the time each stack was billed after its last result was uploaded (until it was destroyed, "
+        "or until its deadline). AWS instances power off after the upload, so their figure is an upper bound.</p>"
+        "<table><tr><th>stack</th><th>state</th><th>cost so far</th><th>waste</th><th>waste USD</th><th>counted</th></tr>"
+        f"{cells}</table><p>Total waste: {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}).</p></section>\n"
+    )
 
 
 def add_to_report(index: Path, doc: dict[str, Any]) -> bool:

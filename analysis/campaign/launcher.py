@@ -15,16 +15,17 @@ is saved before provisioning and after every attempt.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from infra.workspace import StackBackend, plain_outputs
 from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
 from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
 from analysis.campaign.manifest import Manifest, iso
 from analysis.campaign.progress import Printer
+from infra.workspace import StackBackend, plain_outputs
 
 DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # infra/tags.py DEADLINE_OUTPUTS
 
@@ -82,8 +83,15 @@ def _deployed(outputs: dict[str, Any]) -> bool:
 
 
 class Launcher:
-    def __init__(self, manifest: Manifest, backend: StackBackend, catalog: Any, printer: Printer,
-                 concurrency: int = 4, retry_failed: bool = False):
+    def __init__(
+        self,
+        manifest: Manifest,
+        backend: StackBackend,
+        catalog: Any,
+        printer: Printer,
+        concurrency: int = 4,
+        retry_failed: bool = False,
+    ):
         if concurrency < 1:
             raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
         self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
@@ -109,7 +117,9 @@ class Launcher:
         entry = self.manifest.stacks[name]
         state = entry.get("state")
         if state == "launched":
-            self.printer.stack(name, f"already launched for this campaign at {entry.get('launched_at')}: not launching again")
+            self.printer.stack(
+                name, f"already launched for this campaign at {entry.get('launched_at')}: not launching again"
+            )
             return "already-launched"
         if state == "launch-failed" and (not self.retry_failed or entry.get("failure", {}).get("kind") == "config"):
             kind = entry.get("failure", {}).get("kind")
@@ -130,8 +140,13 @@ class Launcher:
             failed_zone = zone or failure.zone
             tried = [a.get("zone") for a in entry.get("attempts", []) if a.get("zone")]
             region = entry.get("region") or (region_of_zone(failed_zone) if failed_zone else "")
-            next_zone, why = retry_zone(failed_zone, tried, entry.get("provider", ""), region,
-                                        offering_zones(entry.get("offering", ""), self.catalog))
+            next_zone, why = retry_zone(
+                failed_zone,
+                tried,
+                entry.get("provider", ""),
+                region,
+                offering_zones(entry.get("offering", ""), self.catalog),
+            )
             self.printer.stack(name, why)
             if next_zone is not None:
                 handle.set_config(ZONE_KEY, next_zone)
@@ -160,13 +175,28 @@ class Launcher:
 
     def _record_launched(self, name: str, outputs: dict[str, Any], started: str) -> None:
         deadline = next((outputs[k] for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
-        self.manifest.update(name, state="launched", launched_at=iso(), up_started_at=started, deadline=deadline,
-                             outputs=outputs, zone=outputs.get("zone") or self.manifest.stacks[name].get("zone"),
-                             failure=None)
+        self.manifest.update(
+            name,
+            state="launched",
+            launched_at=iso(),
+            up_started_at=started,
+            deadline=deadline,
+            outputs=outputs,
+            zone=outputs.get("zone") or self.manifest.stacks[name].get("zone"),
+            failure=None,
+        )
         self.printer.stack(name, f"launched; deadline {deadline or 'unknown'}")
 
     def _record_failure(self, name: str, failure: Failure, zone: str | None, started: str | None) -> None:
-        self.manifest.add_attempt(name, {"zone": zone or failure.zone, "started_at": started, "ended_at": iso(),
-                                         "outcome": "failed", "failure": failure.to_dict()})
+        self.manifest.add_attempt(
+            name,
+            {
+                "zone": zone or failure.zone,
+                "started_at": started,
+                "ended_at": iso(),
+                "outcome": "failed",
+                "failure": failure.to_dict(),
+            },
+        )
         self.manifest.update(name, state="launch-failed", failure=failure.to_dict())
         self.printer.stack(name, f"launch failed ({failure.kind}): {failure.message}")

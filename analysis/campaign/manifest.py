@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any
 
 SCHEMA_VERSION = 1
 MANIFEST_KEY = "campaigns/{id}/manifest.json"
@@ -53,8 +54,10 @@ def new_campaign_id(now: datetime | None = None) -> str:
 
 def check_id(campaign_id: str) -> str:
     if not _ID.match(campaign_id or ""):
-        raise ManifestError(f"campaign id {campaign_id!r} is not usable as a bucket key: use letters, digits, '.', '_' "
-                            f"and '-' (e.g. {new_campaign_id()}, the default)")
+        raise ManifestError(
+            f"campaign id {campaign_id!r} is not usable as a bucket key: use letters, digits, '.', '_' "
+            f"and '-' (e.g. {new_campaign_id()}, the default)"
+        )
     return campaign_id
 
 
@@ -85,7 +88,7 @@ class Manifest:
 
     # -- load / create ---------------------------------------------------------------
     @classmethod
-    def load(cls, store: Any, campaign_id: str) -> "Manifest | None":
+    def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
         from payload.storage import ObjectNotFound
 
@@ -103,26 +106,40 @@ class Manifest:
         return cls(store, data)
 
     @classmethod
-    def require(cls, store: Any, campaign_id: str) -> "Manifest":
+    def require(cls, store: Any, campaign_id: str) -> Manifest:
         found = cls.load(store, campaign_id)
         if found is None:
-            raise ManifestError(f"no campaign {campaign_id!r}: {store.url_for(MANIFEST_KEY.format(id=campaign_id))} "
-                                "does not exist. Check the id and --results (the bucket `up` wrote to).")
+            raise ManifestError(
+                f"no campaign {campaign_id!r}: {store.url_for(MANIFEST_KEY.format(id=campaign_id))} "
+                "does not exist. Check the id and --results (the bucket `up` wrote to)."
+            )
         return found
 
     @classmethod
-    def open_or_create(cls, store: Any, campaign_id: str, results_url: str) -> "Manifest":
+    def open_or_create(cls, store: Any, campaign_id: str, results_url: str) -> Manifest:
         found = cls.load(store, campaign_id)
         if found is not None:
             return found
         now = iso()
-        return cls(store, {"schema_version": SCHEMA_VERSION, "campaign_id": campaign_id, "results": results_url,
-                           "created_at": now, "updated_at": now, "selections": [], "stacks": {}})
+        return cls(
+            store,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "campaign_id": campaign_id,
+                "results": results_url,
+                "created_at": now,
+                "updated_at": now,
+                "selections": [],
+                "stacks": {},
+            },
+        )
 
     # -- updates ---------------------------------------------------------------------
     def add_selection(self, patterns: Iterable[str], concurrency: int) -> None:
         with self._lock:
-            self.data.setdefault("selections", []).append({"at": iso(), "patterns": list(patterns), "concurrency": concurrency})
+            self.data.setdefault("selections", []).append(
+                {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
+            )
 
     def ensure(self, name: str, facts: dict[str, Any]) -> dict[str, Any]:
         """The stack's entry, created `pending` with `facts` when new (an existing entry is kept as is)."""

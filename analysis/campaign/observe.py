@@ -87,14 +87,17 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
         return obs
     runs: dict[str, set[str]] = {}
     for key in keys:
-        run_id, _, rest = key[len(prefix):].partition("/")
+        run_id, _, rest = key[len(prefix) :].partition("/")
         if rest in (RESULT, EVENTS, STATE):
             runs.setdefault(run_id, set()).add(rest)
     floor = since - CLOCK_SKEW if since else None
     events: list[dict[str, Any]] = []
     for run_id, files in sorted(runs.items()):
-        doc = _read_json(store, f"{prefix}{run_id}/{RESULT if RESULT in files else STATE}", obs) \
-            if (RESULT in files or STATE in files) else None
+        doc = (
+            _read_json(store, f"{prefix}{run_id}/{RESULT if RESULT in files else STATE}", obs)
+            if (RESULT in files or STATE in files)
+            else None
+        )
         started = _time((doc or {}).get("started_at"))
         if floor and started and started < floor:
             continue
@@ -102,8 +105,16 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
         if RESULT in files and doc is not None:
             bench = doc.get("benchmark")
             name = bench.get("name") if isinstance(bench, dict) else (bench or run_id)
-            obs.runs.append(RunView(run_id, str(name), str(doc.get("status")), started,
-                                    _time(doc.get("finished_at")), _last_upload(timeline)))
+            obs.runs.append(
+                RunView(
+                    run_id,
+                    str(name),
+                    str(doc.get("status")),
+                    started,
+                    _time(doc.get("finished_at")),
+                    _last_upload(timeline),
+                )
+            )
         else:
             obs.in_progress.append(run_id)
         if EVENTS in files:

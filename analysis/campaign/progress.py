@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 
 class Printer:

@@ -9,10 +9,10 @@
     poll: 300                    # seconds between bucket polls while waiting
     timeout: 8h                  # stop waiting after this (the cloud-side deadlines still apply)
 
-`python -m infra campaign run --schedule FILE` runs one occurrence: a new campaign id
+`python -m analysis campaign run --schedule FILE` runs one occurrence: a new campaign id
 (UTC timestamp), `up`, then `wait` (collect, teardown, report). The runners in
 schedules/campaign/ (systemd timer, CI workflow, Kubernetes CronJob) call exactly
-that at the cron time; `python -m infra campaign schedule FILE` checks a file and
+that at the cron time; `python -m analysis campaign schedule FILE` checks a file and
 prints the systemd OnCalendar= equivalent of its cron expression.
 """
 
@@ -62,7 +62,9 @@ def check_cron(expr: str) -> list[str]:
     """The five fields of a standard cron expression (minute hour dom month dow), validated."""
     fields = str(expr).split()
     if len(fields) != 5:
-        raise ScheduleError(f"cron {expr!r} needs 5 fields (minute hour day-of-month month day-of-week), e.g. '0 6 * * 1'")
+        raise ScheduleError(
+            f"cron {expr!r} needs 5 fields (minute hour day-of-month month day-of-week), e.g. '0 6 * * 1'"
+        )
     for text, (name, lo, hi) in zip(fields, FIELDS):
         _field_values(text, name, lo, hi)
     return fields
@@ -74,7 +76,7 @@ def _calendar_part(text: str, width: int = 2) -> str:
     out = []
     for part in text.split(","):
         base, _, step = part.partition("/")
-        base = "*" if base == "*" else ".." .join(b.zfill(width) for b in base.split("-"))
+        base = "*" if base == "*" else "..".join(b.zfill(width) for b in base.split("-"))
         out.append(f"{'00' if base == '*' and step else base}/{step}" if step else base)
     return ",".join(out)
 
@@ -87,14 +89,20 @@ def to_oncalendar(expr: str) -> str:
         names = []
         for part in dow.split(","):
             base, _, step = part.partition("/")
-            ends = [DOW_NAMES.get(p.lower(), int(p) if p.isdigit() else 0) for p in base.split("-")] if base != "*" else [0, 6]
+            ends = (
+                [DOW_NAMES.get(p.lower(), int(p) if p.isdigit() else 0) for p in base.split("-")]
+                if base != "*"
+                else [0, 6]
+            )
             if step:  # systemd weekdays take no step: list the days cron means (`*/2` = Sun,Tue,Thu,Sat)
                 first, last = ends[0], ends[-1] if "-" in base or base == "*" else 6
                 names.extend(DOW[d] for d in range(first, last + 1, int(step)))
             else:
                 names.append("..".join(DOW[d] for d in ends))
         days = ",".join(names) + " "
-    return f"{days}*-{_calendar_part(month)}-{_calendar_part(dom)} {_calendar_part(hour)}:{_calendar_part(minute)}:00 UTC"
+    return (
+        f"{days}*-{_calendar_part(month)}-{_calendar_part(dom)} {_calendar_part(hour)}:{_calendar_part(minute)}:00 UTC"
+    )
 
 
 @dataclass(frozen=True)
@@ -135,6 +143,15 @@ def load(path: str | Path) -> Schedule:
         raise ScheduleError(f"{p}: {exc}") from None
     if concurrency < 1:
         raise ScheduleError(f"{p}: concurrency must be at least 1, got {concurrency}")
-    return Schedule(name=str(doc.get("name") or p.stem), cron=str(doc["cron"]), stacks=tuple(map(str, stacks)),
-                    results=str(doc["results"]), concurrency=concurrency, poll=poll, timeout=timeout,
-                    out=doc.get("out"), retry_failed=bool(doc.get("retry_failed", False)), path=str(p))
+    return Schedule(
+        name=str(doc.get("name") or p.stem),
+        cron=str(doc["cron"]),
+        stacks=tuple(map(str, stacks)),
+        results=str(doc["results"]),
+        concurrency=concurrency,
+        poll=poll,
+        timeout=timeout,
+        out=doc.get("out"),
+        retry_failed=bool(doc.get("retry_failed", False)),
+        path=str(p),
+    )

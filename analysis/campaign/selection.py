@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from infra.clouds import RESULTS_STACKS
 
@@ -39,13 +39,19 @@ def select(patterns: Sequence[str], stacks_dir: Path) -> list[str]:
     chosen: dict[str, None] = {}
     for pattern in patterns:
         if pattern in RESULTS_STACKS:
-            raise SelectionError(f"{pattern!r} is a results stack (it holds the bucket); campaigns launch benchmark stacks only")
-        hits = fnmatch.filter(available, pattern) if GLOB_CHARS & set(pattern) else [n for n in available if n == pattern]
+            raise SelectionError(
+                f"{pattern!r} is a results stack (it holds the bucket); campaigns launch benchmark stacks only"
+            )
+        hits = (
+            fnmatch.filter(available, pattern) if GLOB_CHARS & set(pattern) else [n for n in available if n == pattern]
+        )
         if not hits:
             close = difflib.get_close_matches(pattern, available, n=3, cutoff=0.5)
             hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise SelectionError(f"{pattern!r} matches no stack in {stacks_dir}.{hint} "
-                                 f"List them with `ls {stacks_dir}` or regenerate with `python -m infra stacks`.")
+            raise SelectionError(
+                f"{pattern!r} matches no stack in {stacks_dir}.{hint} "
+                f"List them with `ls {stacks_dir}` or regenerate with `python -m infra stacks`."
+            )
         for name in sorted(hits):
             chosen.setdefault(name)
     return list(chosen)

@@ -23,9 +23,10 @@ bound; on GCP the stopped VM's disk bills until destroy, as counted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from analysis.campaign.manifest import iso, parse_time
 from analysis.campaign.observe import StackObservation
@@ -68,6 +69,7 @@ class StackStatus:
 
 # --- state rules: (state, predicate(entry, obs, now, ctx) -> detail or None) -----------------
 
+
 def _suite_verdict(entry: dict, obs: StackObservation) -> tuple[bool, bool, list[str]]:
     """(every suite benchmark final, any failed, waiting-for list)."""
     latest = obs.latest_by_benchmark()
@@ -85,6 +87,7 @@ def _manifest_state(state: str) -> Callable[..., str | None]:
             f = entry.get("failure") or {}
             return f"{f.get('kind', 'other')}: {f.get('message', '')}"
         return {"pending": "not launched yet", "launching": f"pulumi up since {entry.get('up_started_at')}"}[state]
+
     return rule
 
 
@@ -147,14 +150,22 @@ def classify(entry: dict, obs: StackObservation, now: datetime) -> tuple[str, st
 
 # --- money ---------------------------------------------------------------------------------
 
+
 def _usd(entry: dict, seconds: float) -> float | None:
     if entry.get("hourly_usd") is None or not entry.get("offering"):
         return None
     from analysis.cost import cost_of
 
     try:
-        return round(cost_of(entry["offering"], seconds, market=entry.get("market") or "on-demand",
-                             hourly_usd=float(entry["hourly_usd"])).cost_usd, 6)
+        return round(
+            cost_of(
+                entry["offering"],
+                seconds,
+                market=entry.get("market") or "on-demand",
+                hourly_usd=float(entry["hourly_usd"]),
+            ).cost_usd,
+            6,
+        )
     except Exception:  # noqa: BLE001 - an unpriceable row shows '-' rather than stopping status
         return None
 
@@ -169,8 +180,9 @@ def _window_end(state: str, obs: StackObservation, now: datetime, deadline: date
     return None
 
 
-def waste(obs: StackObservation, destroyed_at: datetime | None, deadline: datetime | None,
-          now: datetime) -> tuple[float | None, str | None]:
+def waste(
+    obs: StackObservation, destroyed_at: datetime | None, deadline: datetime | None, now: datetime
+) -> tuple[float | None, str | None]:
     """Seconds billed after the last upload, and what ended the count."""
     upload = obs.last_upload
     if upload is None:
@@ -187,12 +199,26 @@ def waste(obs: StackObservation, destroyed_at: datetime | None, deadline: dateti
 def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -> StackStatus:
     state, detail = classify(entry, obs, now)
     deadline = parse_time(entry.get("deadline"))
-    destroyed = parse_time((entry.get("teardown") or {}).get("at")) if (entry.get("teardown") or {}).get("action") == "destroyed" else None
-    st = StackStatus(stack=name, state=state, detail=detail, offering=entry.get("offering"), market=entry.get("market"),
-                     zone=entry.get("zone"), hourly_usd=entry.get("hourly_usd"), launched_at=entry.get("launched_at"),
-                     deadline=entry.get("deadline"), run_ids=obs.run_ids or list(entry.get("run_ids") or []),
-                     failure=entry.get("failure"), problems=list(obs.problems),
-                     destroyed_at=iso(destroyed) if destroyed else None)
+    destroyed = (
+        parse_time((entry.get("teardown") or {}).get("at"))
+        if (entry.get("teardown") or {}).get("action") == "destroyed"
+        else None
+    )
+    st = StackStatus(
+        stack=name,
+        state=state,
+        detail=detail,
+        offering=entry.get("offering"),
+        market=entry.get("market"),
+        zone=entry.get("zone"),
+        hourly_usd=entry.get("hourly_usd"),
+        launched_at=entry.get("launched_at"),
+        deadline=entry.get("deadline"),
+        run_ids=obs.run_ids or list(entry.get("run_ids") or []),
+        failure=entry.get("failure"),
+        problems=list(obs.problems),
+        destroyed_at=iso(destroyed) if destroyed else None,
+    )
     if obs.last_event:
         st.last_event = f"{obs.last_event.get('event')} at {obs.last_event.get('time')}"
     if obs.last_upload:

@@ -1,5 +1,6 @@
 """`python -m analysis collect`: gather every run from the results buckets
 into a priced table (Parquet + CSV), incrementally and in parallel."""
+
 from __future__ import annotations
 
 from analysis.output import emit_json
@@ -20,19 +21,40 @@ downloaded (the manifest is --out/.collect-manifest.json; delete it to start ove
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("collect", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", action="append", metavar="URL",
-                   help="results location: s3://bucket[/prefix], gs://bucket[/prefix], file:///dir or a path; "
-                        "repeat for several (default: results)")
+    p = sub.add_parser(
+        "collect",
+        help=HELP,
+        description=HELP + ".",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--results",
+        action="append",
+        metavar="URL",
+        help="results location: s3://bucket[/prefix], gs://bucket[/prefix], file:///dir or a path; "
+        "repeat for several (default: results)",
+    )
     p.add_argument("--out", default="report", metavar="DIR", help="where the table and manifest go (default: report)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="parallel downloads (default: 10, the SDKs' connection pool size)")
-    p.add_argument("--teardown", action="store_true",
-                   help="afterwards, destroy the Pulumi stacks whose runs all finished (completed or failed)")
-    p.add_argument("--spot-history", choices=("auto", "on", "off"), default="auto",
-                   help="price new AWS spot runs at the time-weighted spot price of their own zone and window "
-                        "from EC2's spot price history (auto: when AWS credentials are available)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parallel downloads (default: 10, the SDKs' connection pool size)",
+    )
+    p.add_argument(
+        "--teardown",
+        action="store_true",
+        help="afterwards, destroy the Pulumi stacks whose runs all finished (completed or failed)",
+    )
+    p.add_argument(
+        "--spot-history",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="price new AWS spot runs at the time-weighted spot price of their own zone and window "
+        "from EC2's spot price history (auto: when AWS credentials are available)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
     p.set_defaults(func=run)
 
@@ -54,8 +76,10 @@ def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
     try:
         from analysis.teardown import teardown_completed
     except ImportError as exc:
-        return [], (f"--teardown is not available: analysis.teardown.teardown_completed could not be "
-                    f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks)}")
+        return [], (
+            f"--teardown is not available: analysis.teardown.teardown_completed could not be "
+            f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks)}"
+        )
     try:
         return list(teardown_completed(stacks, results_urls=urls)), None
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their own advice
@@ -65,7 +89,7 @@ def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
 def run(args) -> int:
     import sys
 
-    from analysis.collect import DEFAULT_WORKERS, spot_history_pricer, collect
+    from analysis.collect import DEFAULT_WORKERS, collect, spot_history_pricer
     from payload.storage import StorageError
 
     if args.workers is not None and args.workers < 1:
@@ -74,8 +98,13 @@ def run(args) -> int:
     urls = args.results or ["results"]
     show = not args.json and sys.stderr.isatty()
     try:
-        summary, rows = collect(urls, args.out, workers=args.workers or DEFAULT_WORKERS, progress=show,
-                                spot_pricer=spot_history_pricer(args.spot_history))
+        summary, rows = collect(
+            urls,
+            args.out,
+            workers=args.workers or DEFAULT_WORKERS,
+            progress=show,
+            spot_pricer=spot_history_pricer(args.spot_history),
+        )
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -83,8 +112,10 @@ def run(args) -> int:
     code = 1 if any(s["reason"].startswith("cannot list") for s in summary.skipped) else 0
     if args.teardown:
         outcomes, problem = _teardown(finished_stacks(rows), urls)
-        result["teardown"] = {"outcomes": [o.to_dict() if hasattr(o, "to_dict") else o for o in outcomes],
-                              "error": problem}
+        result["teardown"] = {
+            "outcomes": [o.to_dict() if hasattr(o, "to_dict") else o for o in outcomes],
+            "error": problem,
+        }
         if any(not getattr(o, "ok", True) for o in outcomes):
             code = code or 3
         if problem:
@@ -93,17 +124,25 @@ def run(args) -> int:
     if args.json:
         emit_json(result)
         return code
-    print(f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
-          f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside")
+    print(
+        f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
+        f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
+    )
     if summary.runs == 0:
-        print(f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
-              "see --results)")
+        print(
+            f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
+            "see --results)"
+        )
     for s in summary.skipped:
         print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
-    print(f"table: {summary.table['parquet']} and {summary.table['csv']}"
-          + ("" if summary.table_written else " (unchanged)"))
+    print(
+        f"table: {summary.table['parquet']} and {summary.table['csv']}"
+        + ("" if summary.table_written else " (unchanged)")
+    )
     if args.teardown and not result["teardown"]["error"]:
         for o in result["teardown"]["outcomes"]:
-            print(f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
-                  f"{' ERROR ' + o['error'] if o.get('error') else ''}")
+            print(
+                f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
+                f"{' ERROR ' + o['error'] if o.get('error') else ''}"
+            )
     return code

@@ -1,5 +1,6 @@
 """`python -m analysis cost`: what H hours on an offering cost, with the
 billing rule applied and every price's source and date shown."""
+
 from __future__ import annotations
 
 from analysis.output import emit_json, fmt_usd, parse_date
@@ -17,17 +18,30 @@ examples:
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("cost", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "cost", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("offering", metavar="OFFERING", help="offering id, e.g. aws/p3.8xlarge (see `offerings`)")
     p.add_argument("--hours", type=float, required=True, help="hours of use (positive)")
     p.add_argument("--market", choices=("on-demand", "spot"), default="on-demand", help="default: on-demand")
-    p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD",
-                   help="price and billing terms in force on this date (default: newest)")
-    p.add_argument("--days-per-month", type=float, metavar="N",
-                   help="on-prem only: days of 24 h use per month (default: the box's own)")
-    p.add_argument("--hourly-usd", type=float, metavar="USD",
-                   help="use this hourly price instead of the catalog's (e.g. the spot price you paid)")
+    p.add_argument(
+        "--as-of",
+        type=parse_date,
+        metavar="YYYY-MM-DD",
+        help="price and billing terms in force on this date (default: newest)",
+    )
+    p.add_argument(
+        "--days-per-month",
+        type=float,
+        metavar="N",
+        help="on-prem only: days of 24 h use per month (default: the box's own)",
+    )
+    p.add_argument(
+        "--hourly-usd",
+        type=float,
+        metavar="USD",
+        help="use this hourly price instead of the catalog's (e.g. the spot price you paid)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
@@ -42,8 +56,14 @@ def run(args) -> int:
     except CostError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result = cost_of(args.offering, hours * 3600.0, market=args.market, as_of=args.as_of,
-                     days_per_month=args.days_per_month, hourly_usd=args.hourly_usd)
+    result = cost_of(
+        args.offering,
+        hours * 3600.0,
+        market=args.market,
+        as_of=args.as_of,
+        days_per_month=args.days_per_month,
+        hourly_usd=args.hourly_usd,
+    )
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.json:
@@ -55,8 +75,10 @@ def run(args) -> int:
         print(f"            {c['name']}: {fmt_usd(c['hourly_usd'])}/h  (as of {c['as_of']})")
     if result.onprem:
         m = result.onprem
-        print(f"            amortisation {fmt_usd(m['amortisation_usd_per_month'], 2)}/month + electricity "
-              f"{fmt_usd(m['electricity_usd_per_month'], 2)}/month at {m['days_per_month']:g} days/month")
+        print(
+            f"            amortisation {fmt_usd(m['amortisation_usd_per_month'], 2)}/month + electricity "
+            f"{fmt_usd(m['electricity_usd_per_month'], 2)}/month at {m['days_per_month']:g} days/month"
+        )
     print(f"  billing:  {result.billing}")
     print(f"  used:     {result.used_hours:.4f} h   billed: {result.billed_hours:.4f} h")
     if result.fees_usd:

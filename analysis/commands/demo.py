@@ -1,5 +1,6 @@
 """`python -m analysis demo` (what `make demo` runs): a short real suite on
 this machine, collected and reported beside the studies' published figures."""
+
 from __future__ import annotations
 
 HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
@@ -19,14 +20,23 @@ Running it again adds runs to the same results/ and re-reports all of them.
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("demo", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", default="results", metavar="DIR",
-                   help="the local results bucket the payload writes to (default: results)")
+    p = sub.add_parser(
+        "demo", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--results",
+        default="results",
+        metavar="DIR",
+        help="the local results bucket the payload writes to (default: results)",
+    )
     p.add_argument("--out", default="report", metavar="DIR", help="where the table and report go (default: report)")
-    p.add_argument("--hourly-usd", type=float, default=None, metavar="USD",
-                   help="price of this machine per hour (default: $GPUBENCH_LOCAL_HOURLY_USD, else 0.10, "
-                        "an assumption)")
+    p.add_argument(
+        "--hourly-usd",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="price of this machine per hour (default: $GPUBENCH_LOCAL_HOURLY_USD, else 0.10, an assumption)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny runs (seconds): for tests and smoke checks")
     p.add_argument("--only", action="append", metavar="BENCHMARK", help="run only this benchmark (repeatable)")
     p.set_defaults(func=run)
@@ -38,8 +48,9 @@ def run(args) -> int:
     from analysis.demo import DemoError, run_demo
 
     try:
-        return run_demo(results=args.results, out=args.out, hourly_usd=args.hourly_usd, quick=args.quick,
-                        only=args.only)
+        return run_demo(
+            results=args.results, out=args.out, hourly_usd=args.hourly_usd, quick=args.quick, only=args.only
+        )
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,6 @@
 """`python -m analysis offerings`: the catalog as a table or JSON, like
 `sky show-gpus` but with billing rules, price dates and sources."""
+
 from __future__ import annotations
 
 import sys
@@ -12,19 +13,29 @@ HELP = "list GPU offerings with prices, billing rules, sources and dates"
 
 def register(sub) -> None:
     p = sub.add_parser("offerings", help=HELP, description=HELP + ".")
-    p.add_argument("--provider", help="only this provider (aws, gcp, hetzner, leadergpu, softlayer, paperspace, vastai, onprem, local)")
+    p.add_argument(
+        "--provider",
+        help="only this provider (aws, gcp, hetzner, leadergpu, softlayer, paperspace, vastai, onprem, local)",
+    )
     p.add_argument("--gpu", help="only this GPU model (K80, M60, P100, V100, T4, A10G, L4, A100, H100, GTX-1080, ...)")
-    p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD",
-                   help="prices in force on this date (default: the newest snapshot)")
-    p.add_argument("--live", action="store_true",
-                   help="only prices from snapshots written by `prices refresh`, with the snapshot each came from")
+    p.add_argument(
+        "--as-of",
+        type=parse_date,
+        metavar="YYYY-MM-DD",
+        help="prices in force on this date (default: the newest snapshot)",
+    )
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="only prices from snapshots written by `prices refresh`, with the snapshot each came from",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.set_defaults(func=run)
 
 
 def _price_or_none(catalog, offering, market, as_of):
-    from infra.catalog import NoPrice
     from analysis.cost import CostError, quote
+    from infra.catalog import NoPrice
 
     if market not in offering.markets:
         return None, None
@@ -59,7 +70,9 @@ def offering_row(catalog, o, as_of) -> dict:
         "spot_hourly_usd": None if spot is None else round(spot, 6),
         "billing": terms.describe(),
         "billing_rule": o.billing,
-        "as_of": price.as_of.isoformat() if price else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
+        "as_of": price.as_of.isoformat()
+        if price
+        else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
         "source": price.source if price else (o.specs_source if o.onprem else None),
         "snapshot": price.snapshot if price else None,
         "spot_snapshot": spot_price.snapshot if spot_price else None,
@@ -78,14 +91,21 @@ def run(args) -> int:
 
         catalog = live_catalog(catalog)
         if catalog is None:
-            print("error: no refreshed price snapshot yet; run `python -m analysis prices refresh` "
-                  "(needs AWS/GCP credentials, see `prices refresh --help`)", file=sys.stderr)
+            print(
+                "error: no refreshed price snapshot yet; run `python -m analysis prices refresh` "
+                "(needs AWS/GCP credentials, see `prices refresh --help`)",
+                file=sys.stderr,
+            )
             return 1
     if args.provider and args.provider not in catalog.providers():
-        print(f"error: unknown provider {args.provider!r}; choose from {', '.join(catalog.providers())}", file=sys.stderr)
+        print(
+            f"error: unknown provider {args.provider!r}; choose from {', '.join(catalog.providers())}", file=sys.stderr
+        )
         return 2
     if args.gpu and not catalog.offerings(gpu=args.gpu):
-        print(f"error: no offering has GPU {args.gpu!r}; choose from {', '.join(catalog.gpu_models())}", file=sys.stderr)
+        print(
+            f"error: no offering has GPU {args.gpu!r}; choose from {', '.join(catalog.gpu_models())}", file=sys.stderr
+        )
         return 2
     rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings(args.provider, args.gpu)]
     if getattr(args, "live", False):
@@ -95,15 +115,27 @@ def run(args) -> int:
         return 0
     print_table(
         (
-            (r["id"], f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none", r["gpu_memory_gb"], r["compute_capability"],
-             r["vcpus"], r["memory_gb"], fmt_usd(r["hourly_usd"]), fmt_usd(r["spot_hourly_usd"]), r["billing"],
-             r["as_of"], r["retired"])
+            (
+                r["id"],
+                f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none",
+                r["gpu_memory_gb"],
+                r["compute_capability"],
+                r["vcpus"],
+                r["memory_gb"],
+                fmt_usd(r["hourly_usd"]),
+                fmt_usd(r["spot_hourly_usd"]),
+                r["billing"],
+                r["as_of"],
+                r["retired"],
+            )
             for r in rows
         ),
         ("id", "gpus", "gpu GB", "cc", "vcpus", "RAM GB", "$/h", "spot $/h", "billing", "price as of", "retired"),
     )
-    print(f"\n{len(rows)} offerings. Prices: newest snapshot on or before {args.as_of or 'today'}; "
-          "sources with --json or `python -m analysis cost ID`.")
+    print(
+        f"\n{len(rows)} offerings. Prices: newest snapshot on or before {args.as_of or 'today'}; "
+        "sources with --json or `python -m analysis cost ID`."
+    )
     return 0
 
 
@@ -114,12 +146,22 @@ def _print_live(rows, args) -> int:
         emit_json(rows)
         return 0
     print_table(
-        ((r["id"], f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none", fmt_usd(r["hourly_usd"]),
-          fmt_usd(r["spot_hourly_usd"]), r["as_of"], r["snapshot"] or "-",
-          r["spot_snapshot"] if r["spot_snapshot"] != r["snapshot"] else "same")
-         for r in rows),
+        (
+            (
+                r["id"],
+                f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none",
+                fmt_usd(r["hourly_usd"]),
+                fmt_usd(r["spot_hourly_usd"]),
+                r["as_of"],
+                r["snapshot"] or "-",
+                r["spot_snapshot"] if r["spot_snapshot"] != r["snapshot"] else "same",
+            )
+            for r in rows
+        ),
         ("id", "gpus", "$/h", "spot $/h", "price as of", "snapshot", "spot snapshot"),
     )
-    print(f"\n{len(rows)} offerings priced by refreshed snapshots (`python -m analysis prices list`); "
-          "sources with --json.")
+    print(
+        f"\n{len(rows)} offerings priced by refreshed snapshots (`python -m analysis prices list`); "
+        "sources with --json."
+    )
     return 0

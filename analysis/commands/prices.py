@@ -1,9 +1,8 @@
 """`python -m analysis prices`: refresh the catalog's prices from the
 providers' price APIs (`refresh`) and list the snapshots it prices from
 (`list`)."""
+
 from __future__ import annotations
-
-
 
 from infra import clouds
 
@@ -44,14 +43,23 @@ PROVIDERS = tuple(REGION_PATTERNS)
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("prices", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "prices", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
-    r = verbs.add_parser("refresh", help="fetch today's prices and write a dated snapshot", epilog=EPILOG,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = verbs.add_parser(
+        "refresh",
+        help="fetch today's prices and write a dated snapshot",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r.add_argument("--provider", choices=PROVIDERS, help="only this provider (default: aws and gcp)")
-    r.add_argument("--region", action="append", metavar="R",
-                   help="region to price (repeatable; default: aws us-east-1, gcp us-central1)")
+    r.add_argument(
+        "--region",
+        action="append",
+        metavar="R",
+        help="region to price (repeatable; default: aws us-east-1, gcp us-central1)",
+    )
     r.add_argument("--out", metavar="DIR", help="write the snapshot here instead of infra/catalog/data/prices/")
     r.add_argument("--dry-run", action="store_true", help="fetch, validate and diff, but write nothing")
     r.add_argument("--json", action="store_true", help="print a JSON object")
@@ -94,8 +102,17 @@ def _print_result(res) -> None:
     shown = [c for c in res.changes if c.status != "unchanged"]
     if shown:
         print_table(
-            ((c.offering, c.market, fmt_usd(c.old_usd), fmt_usd(c.new_usd),
-              "new" if c.pct is None else f"{c.pct:+.1f}%", c.old_snapshot or "-") for c in shown),
+            (
+                (
+                    c.offering,
+                    c.market,
+                    fmt_usd(c.old_usd),
+                    fmt_usd(c.new_usd),
+                    "new" if c.pct is None else f"{c.pct:+.1f}%",
+                    c.old_snapshot or "-",
+                )
+                for c in shown
+            ),
             ("offering", "market", "old $/h", "new $/h", "change", "previous snapshot"),
         )
     counts = {s: sum(c.status == s for c in res.changes) for s in ("changed", "new", "unchanged")}
@@ -122,13 +139,15 @@ def run_refresh(args, clients=None, now=None) -> int:
         other = [(p, r) for p, r in pairs if CATALOG_REGIONS[p] != r]
         if other:
             p, r = other[0]
-            print(f"error: --region {r} is not the catalog's {p} region ({CATALOG_REGIONS[p]}); the catalog prices "
-                  f"every offering in one region, so write {r} elsewhere with --out DIR", file=sys.stderr)
+            print(
+                f"error: --region {r} is not the catalog's {p} region ({CATALOG_REGIONS[p]}); the catalog prices "
+                f"every offering in one region, so write {r} elsewhere with --out DIR",
+                file=sys.stderr,
+            )
             return 2
     results = []
     for provider, region in pairs:
-        res = refresh(provider, region, base_catalog(out_dir), out_dir, clients=clients, now=now,
-                      dry_run=args.dry_run)
+        res = refresh(provider, region, base_catalog(out_dir), out_dir, clients=clients, now=now, dry_run=args.dry_run)
         if res.written:
             infra.catalog.load_catalog.cache_clear()  # the next lookup sees the new snapshot
         results.append(res)
@@ -150,6 +169,11 @@ def run_list(args) -> int:
     if args.json:
         emit_json(rows)
         return 0
-    print_table(((r["snapshot"], r["as_of"], r["region"], r["rows"], "yes" if r["live"] else "", r["source"][:70])
-                 for r in rows), ("snapshot", "as of", "region", "rows", "live", "source"))
+    print_table(
+        (
+            (r["snapshot"], r["as_of"], r["region"], r["rows"], "yes" if r["live"] else "", r["source"][:70])
+            for r in rows
+        ),
+        ("snapshot", "as of", "region", "rows", "live", "source"),
+    )
     return 0

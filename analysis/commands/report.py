@@ -1,5 +1,6 @@
 """`python -m analysis report`: the HTML report (plots embedded) and a
 terminal summary, from the table `collect` wrote to the same --out."""
+
 from __future__ import annotations
 
 from analysis.output import USD_SIGN, emit_json, parse_date, usd_amount
@@ -17,19 +18,32 @@ examples:
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("report", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "report", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", default="report", metavar="DIR", help="directory collect wrote to (default: report)")
-    p.add_argument("--base", default=None, metavar="OFFERING",
-                   help="offering the relative figures divide by (default: aws/p2.xlarge, a single K80)")
+    p.add_argument(
+        "--base",
+        default=None,
+        metavar="OFFERING",
+        help="offering the relative figures divide by (default: aws/p2.xlarge, a single K80)",
+    )
     p.add_argument("--deadline-hours", type=float, metavar="H", help="also recommend the cheapest within H hours")
     p.add_argument("--budget-usd", type=float, metavar="USD", help="also recommend the fastest within USD")
-    p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD",
-                   help="re-price every run from the catalog snapshot in force on this date "
-                        "(default: the price recorded at launch)")
-    p.add_argument("--cost-basis", choices=("billed", "train"), default="billed",
-                   help="what the frontier and recommendations rank by: billed (launch to termination, "
-                        "default) or train (training time only)")
+    p.add_argument(
+        "--as-of",
+        type=parse_date,
+        metavar="YYYY-MM-DD",
+        help="re-price every run from the catalog snapshot in force on this date "
+        "(default: the price recorded at launch)",
+    )
+    p.add_argument(
+        "--cost-basis",
+        choices=("billed", "train"),
+        default="billed",
+        help="what the frontier and recommendations rank by: billed (launch to termination, "
+        "default) or train (training time only)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary and recommendations as JSON")
     p.set_defaults(func=run)
 
@@ -54,13 +68,12 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    from infra.catalog import load_catalog
-
     from analysis.collect import read_table
     from analysis.metrics import DEFAULT_BASE, Options
     from analysis.output import print_table
     from analysis.pricing import price_runs
     from analysis.report import build_report
+    from infra.catalog import load_catalog
 
     base = args.base or DEFAULT_BASE
     load_catalog().get(base)  # an unknown id names the closest ones (exit 2)
@@ -71,44 +84,88 @@ def run(args) -> int:
         return 2
     if args.as_of is not None and len(runs):
         runs = price_runs(runs, as_of=args.as_of)
-    opts = Options(base=base, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd,
-                   cost_basis=args.cost_basis)
+    opts = Options(
+        base=base, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd, cost_basis=args.cost_basis
+    )
     path, tables = build_report(runs, args.out, opts, source=f"{args.out}/results.parquet")
     summary = tables["summary"]
     if args.json:
-        emit_json({"html": str(path), "runs": len(runs), "as_of": args.as_of, "base": base,
-                   "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
-                   "recommendations": tables["recommendations"],
-                   "scaling": tables["scaling"].to_dict("records"),
-                   "breakeven": tables["breakeven"].astype(object).where(tables["breakeven"].notna(), None)
-                   .to_dict("records")})
+        emit_json(
+            {
+                "html": str(path),
+                "runs": len(runs),
+                "as_of": args.as_of,
+                "base": base,
+                "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
+                "recommendations": tables["recommendations"],
+                "scaling": tables["scaling"].to_dict("records"),
+                "breakeven": tables["breakeven"]
+                .astype(object)
+                .where(tables["breakeven"].notna(), None)
+                .to_dict("records"),
+            }
+        )
         return 0
     if summary.empty:
-        print(f"no completed runs in {args.out}/results.parquet ({len(runs)} rows): nothing to compare yet. "
-              f"Run `python -m analysis collect --out {args.out}` against your results bucket.")
+        print(
+            f"no completed runs in {args.out}/results.parquet ({len(runs)} rows): nothing to compare yet. "
+            f"Run `python -m analysis collect --out {args.out}` against your results bucket."
+        )
         print(f"report: {path}")
         return 0
 
     def f(v, fmt):
         return "-" if v is None or v != v else fmt.format(v)
 
-    print_table(((r["benchmark"], r["offering_id"], r["market"], f(r["gpus_used"], "{:.0f}"),
-                  f(r.get("per_gpu_batch_size"), "{:.0f}"), r.get("precision") or "-", r["repeats"],
-                  f(r["train_hours"], "{:.3f}"), f(r["train_cost_usd"], USD_SIGN), f(r["billed_cost_usd"], USD_SIGN),
-                  f(r.get("rel_time"), "{:.2f}"), f(r.get("rel_train_cost"), "{:.2f}"),
-                  _short(f"{r['price_source']} ({r['price_as_of']})" if r["price_source"] else (r["price_note"] or "-")))
-                 for r in summary.to_dict("records")),
-                ("benchmark", "offering", "market", "GPUs", "batch/GPU", "precision", "runs", "train h",
-                 "cost to train", "billed",
-                 "time/base", "cost/base", "price (as of)"))
+    print_table(
+        (
+            (
+                r["benchmark"],
+                r["offering_id"],
+                r["market"],
+                f(r["gpus_used"], "{:.0f}"),
+                f(r.get("per_gpu_batch_size"), "{:.0f}"),
+                r.get("precision") or "-",
+                r["repeats"],
+                f(r["train_hours"], "{:.3f}"),
+                f(r["train_cost_usd"], USD_SIGN),
+                f(r["billed_cost_usd"], USD_SIGN),
+                f(r.get("rel_time"), "{:.2f}"),
+                f(r.get("rel_train_cost"), "{:.2f}"),
+                _short(f"{r['price_source']} ({r['price_as_of']})" if r["price_source"] else (r["price_note"] or "-")),
+            )
+            for r in summary.to_dict("records")
+        ),
+        (
+            "benchmark",
+            "offering",
+            "market",
+            "GPUs",
+            "batch/GPU",
+            "precision",
+            "runs",
+            "train h",
+            "cost to train",
+            "billed",
+            "time/base",
+            "cost/base",
+            "price (as of)",
+        ),
+    )
     print()
     for rec in tables["recommendations"]:
         picks = []
         for what in ("cheapest", "fastest", "under_deadline", "under_budget"):
             r = rec.get(what)
             if r is not None:
-                picks.append(f"{what.replace('_', ' ')}: " + (r["why"] if r["offering_id"] is None else
-                             f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, ${usd_amount(r['cost_usd'])})"))
+                picks.append(
+                    f"{what.replace('_', ' ')}: "
+                    + (
+                        r["why"]
+                        if r["offering_id"] is None
+                        else f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, ${usd_amount(r['cost_usd'])})"
+                    )
+                )
         print(f"{rec['benchmark']}: " + "; ".join(picks))
     print(f"\nreport: {path}")
     return 0

@@ -1,4 +1,5 @@
 """`python -m analysis sweep`: terminate expired instances this project tagged, whatever Pulumi's state says."""
+
 from __future__ import annotations
 
 HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
@@ -22,14 +23,25 @@ def register(sub) -> None:
 
     from infra import clouds
 
-    p = sub.add_parser("sweep", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "sweep", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--provider", required=True, choices=clouds.NAMES, help="which cloud to sweep")
-    p.add_argument("--region", action="append", metavar="R",
-                   help="region to sweep (repeatable; default: every region the catalog and stacks/ use)")
-    p.add_argument("--project", metavar="ID", help="GCP project (default: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT or the credentials' project)")
+    p.add_argument(
+        "--region",
+        action="append",
+        metavar="R",
+        help="region to sweep (repeatable; default: every region the catalog and stacks/ use)",
+    )
+    p.add_argument(
+        "--project",
+        metavar="ID",
+        help="GCP project (default: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT or the credentials' project)",
+    )
     p.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
-    p.add_argument("--now", metavar="ISO", help="treat this UTC time as now, e.g. 2024-05-01T12:00:00Z (default: the current time)")
+    p.add_argument(
+        "--now", metavar="ISO", help="treat this UTC time as now, e.g. 2024-05-01T12:00:00Z (default: the current time)"
+    )
     p.add_argument("--json", action="store_true", help="print a JSON object with every action")
     p.set_defaults(func=run)
 
@@ -37,8 +49,10 @@ def register(sub) -> None:
 def report(actions, dry_run: bool) -> None:
     from analysis.output import print_table
 
-    print_table(((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
-                ("region", "kind", "id", "stack", "expires-at", "action", "why"))
+    print_table(
+        ((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
+        ("region", "kind", "id", "stack", "expires-at", "action", "why"),
+    )
     counts: dict[str, int] = {}
     for a in actions:
         counts[a.action] = counts.get(a.action, 0) + 1
@@ -61,7 +75,7 @@ def run(args, **sweep_kw) -> int:
     kw = dict(sweep_kw)
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
-    log = (lambda line: print(line, file=sys.stderr, flush=True))
+    log = lambda line: print(line, file=sys.stderr, flush=True)
     try:
         actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
     except (ValueError, RuntimeError) as exc:
@@ -72,9 +86,17 @@ def run(args, **sweep_kw) -> int:
         counts: dict[str, int] = {}
         for a in actions:
             counts[a.action] = counts.get(a.action, 0) + 1
-        emit_json({"provider": args.provider, "now": now.isoformat(), "dry_run": args.dry_run,
-                   "regions": sorted({a.region for a in actions}) if not args.region else args.region,
-                   "counts": counts, "actions": [a.to_dict() for a in actions], "ok": ok})
+        emit_json(
+            {
+                "provider": args.provider,
+                "now": now.isoformat(),
+                "dry_run": args.dry_run,
+                "regions": sorted({a.region for a in actions}) if not args.region else args.region,
+                "counts": counts,
+                "actions": [a.to_dict() for a in actions],
+                "ok": ok,
+            }
+        )
     else:
         report(actions, args.dry_run)
     return 0 if ok else 1

@@ -1,4 +1,5 @@
 """`python -m analysis teardown`: destroy benchmark stacks that are done or past their deadline."""
+
 from __future__ import annotations
 
 HELP = "destroy benchmark stacks (named, --completed, --expired) through Pulumi; never the results stacks"
@@ -18,15 +19,40 @@ Needs the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh
 def register(sub) -> None:
     import argparse
 
-    p = sub.add_parser("teardown", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stacks", nargs="*", metavar="STACK", help="stack names, e.g. aws-p3-8x (default: every stack in the backend that still has resources, filtered by --completed/--expired)")
-    p.add_argument("--completed", action="store_true", help="only stacks whose benchmarks all have a final result (completed or failed) in the results bucket")
-    p.add_argument("--expired", action="store_true", help="only stacks whose deadline (stack output `deadline`) has passed")
-    p.add_argument("--results", action="append", metavar="URL", help="results bucket URL to read runs from (repeatable; default: the stack's resultsUrl output or gpubench:results)")
+    p = sub.add_parser(
+        "teardown",
+        help=HELP,
+        description=HELP + ".",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "stacks",
+        nargs="*",
+        metavar="STACK",
+        help="stack names, e.g. aws-p3-8x (default: every stack in the backend that still has resources, filtered by --completed/--expired)",
+    )
+    p.add_argument(
+        "--completed",
+        action="store_true",
+        help="only stacks whose benchmarks all have a final result (completed or failed) in the results bucket",
+    )
+    p.add_argument(
+        "--expired", action="store_true", help="only stacks whose deadline (stack output `deadline`) has passed"
+    )
+    p.add_argument(
+        "--results",
+        action="append",
+        metavar="URL",
+        help="results bucket URL to read runs from (repeatable; default: the stack's resultsUrl output or gpubench:results)",
+    )
     p.add_argument("--dry-run", action="store_true", help="say what would be destroyed, destroy nothing")
     p.add_argument("--now", metavar="ISO", help="treat this UTC time as now for --expired (testing, replays)")
-    p.add_argument("--project-dir", metavar="DIR", help="the gpubench checkout holding Pulumi.yaml (default: found from this package)")
+    p.add_argument(
+        "--project-dir",
+        metavar="DIR",
+        help="the gpubench checkout holding Pulumi.yaml (default: found from this package)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON object with every outcome")
     p.set_defaults(func=run)
 
@@ -34,8 +60,10 @@ def register(sub) -> None:
 def report(outcomes, dry_run: bool) -> None:
     from analysis.output import print_table
 
-    print_table(((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
-                ("stack", "outcome", "why", "error"))
+    print_table(
+        ((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
+        ("stack", "outcome", "why", "error"),
+    )
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.action] = counts.get(o.action, 0) + 1
@@ -48,23 +76,29 @@ def run(args, workspace_factory=None) -> int:
     from pathlib import Path
 
     from analysis.output import emit_json
-    from infra.workspace import ProjectNotFound, PulumiMissing
-    from infra.tags import BadDeadline, parse_now
     from analysis.teardown import teardown
+    from infra.tags import BadDeadline, parse_now
+    from infra.workspace import ProjectNotFound, PulumiMissing
 
     try:
         now = parse_now(args.now)
         outcomes = teardown(
-            args.stacks or None, completed=args.completed, expired=args.expired, dry_run=args.dry_run,
-            results_urls=args.results, now=now, work_dir=Path(args.project_dir).resolve() if args.project_dir else None,
+            args.stacks or None,
+            completed=args.completed,
+            expired=args.expired,
+            dry_run=args.dry_run,
+            results_urls=args.results,
+            now=now,
+            work_dir=Path(args.project_dir).resolve() if args.project_dir else None,
             workspace_factory=workspace_factory,
         )
     except (PulumiMissing, ProjectNotFound, BadDeadline, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        emit_json({"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes],
-                   "ok": all(o.ok for o in outcomes)})
+        emit_json(
+            {"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes], "ok": all(o.ok for o in outcomes)}
+        )
     else:
         report(outcomes, args.dry_run)
     return 0 if all(o.ok for o in outcomes) else 1

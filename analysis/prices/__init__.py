@@ -11,6 +11,7 @@ spot runs at the spot price they actually paid (issue 9).
 Everything that talks to a cloud takes its client as an argument, so tests use
 botocore's Stubber and a fake HTTP session instead of the network.
 """
+
 from __future__ import annotations
 
 from infra.price_errors import NoCredentials, PriceFetchError, PricesError, SnapshotInvalid

@@ -5,19 +5,20 @@ Which offerings are refreshed: the provider's catalog offerings not retired on
 the fetch date. A type the API does not price becomes a warning naming it and
 the rest are written; nothing priced at all is an error (no snapshot).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
-
-from infra.catalog import Catalog, Offering
+from typing import Any
 
 from infra import clouds
+from infra.catalog import Catalog, Offering
+from infra.price_errors import PriceFetchError, PricesError
 
 from . import snapshot
-from infra.price_errors import PriceFetchError, PricesError
 
 
 class Clients:
@@ -52,9 +53,15 @@ class RefreshResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "provider": self.provider, "region": self.region, "snapshot": self.snapshot, "path": self.path,
-            "written": self.written, "changes": [c.to_dict() for c in self.changes], "warnings": self.warnings,
-            "error": self.error, "exit_code": self.exit_code,
+            "provider": self.provider,
+            "region": self.region,
+            "snapshot": self.snapshot,
+            "path": self.path,
+            "written": self.written,
+            "changes": [c.to_dict() for c in self.changes],
+            "warnings": self.warnings,
+            "error": self.error,
+            "exit_code": self.exit_code,
         }
 
 
@@ -62,8 +69,16 @@ def targets(catalog: Catalog, provider: str, day) -> list[Offering]:
     return [o for o in catalog.offerings(provider=provider) if not o.is_retired_on(day)]
 
 
-def refresh(provider: str, region: str, catalog: Catalog, out_dir: Path, *, clients: Clients | None = None,
-            now: datetime | None = None, dry_run: bool = False) -> RefreshResult:
+def refresh(
+    provider: str,
+    region: str,
+    catalog: Catalog,
+    out_dir: Path,
+    *,
+    clients: Clients | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> RefreshResult:
     """Fetch one provider's prices in one region and write them as a snapshot
     in `out_dir` (validated against `catalog` first). Errors are returned in
     the result (with the exit code) rather than raised, so one provider
@@ -79,9 +94,15 @@ def refresh(provider: str, region: str, catalog: Catalog, out_dir: Path, *, clie
             raise PriceFetchError(f"{provider} {region}: the API priced none of the {len(offerings)} offerings")
         name = snapshot.snapshot_name(provider, region, now.date())
         text = snapshot.render(
-            as_of=now.date(), source=source, region=region, fetched_at=now, tables=tables,
-            header=[f"Written by `python -m analysis prices refresh --provider {provider} --region {region}`.",
-                    "Re-run the command to refresh it; do not edit by hand."],
+            as_of=now.date(),
+            source=source,
+            region=region,
+            fetched_at=now,
+            tables=tables,
+            header=[
+                f"Written by `python -m analysis prices refresh --provider {provider} --region {region}`.",
+                "Re-run the command to refresh it; do not edit by hand.",
+            ],
         )
         path, changes = snapshot.write(text, name, out_dir, catalog, [o.id for o in offerings], dry_run=dry_run)
         result.snapshot, result.path, result.changes, result.written = name, str(path), changes, not dry_run
@@ -98,7 +119,9 @@ def base_catalog(out_dir: Path, data_dir: Path | None = None) -> Catalog:
 
     catalog = load_catalog(data_dir)
     loaded = {s.name for s in catalog.prices.snapshots}
-    extra = [load_snapshot(p) for p in sorted(out_dir.glob("*.toml")) if p.stem not in loaded] if out_dir.is_dir() else []
+    extra = (
+        [load_snapshot(p) for p in sorted(out_dir.glob("*.toml")) if p.stem not in loaded] if out_dir.is_dir() else []
+    )
     if not extra:
         return catalog
     snaps = sorted(catalog.prices.snapshots + extra, key=lambda s: (s.as_of, s.name))

@@ -8,6 +8,7 @@ infra/catalog/prices.py) named `<YYYY-MM-DD>_<provider>-live.toml`, or
 regions go to `--out DIR`). It is loaded with the catalog's own loader before
 it replaces anything, so a snapshot that would break pricing is never written.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,15 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from infra import clouds
 from infra.catalog import Catalog, CatalogError, NoPrice
 from infra.catalog.prices import PriceIndex, Snapshot, load_snapshot
-
 from infra.price_errors import SnapshotInvalid
 
 # The region each provider's shipped snapshots price, i.e. the catalog's region.
@@ -45,6 +46,7 @@ def is_live(snapshot: Snapshot | str) -> bool:
 
 # --- rendering --------------------------------------------------------------------
 
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -56,8 +58,15 @@ def _toml_value(value: Any) -> str:
 TABLE_ID_FIELDS = {"price": "offering", "gcp_machine": "name", "gcp_gpu": "gpu"}
 
 
-def render(*, as_of: date, source: str, region: str, fetched_at: datetime, header: Iterable[str],
-           tables: dict[str, dict[str, dict[str, Any]]]) -> str:
+def render(
+    *,
+    as_of: date,
+    source: str,
+    region: str,
+    fetched_at: datetime,
+    header: Iterable[str],
+    tables: dict[str, dict[str, dict[str, Any]]],
+) -> str:
     """TOML text of a snapshot. `tables` maps table ("price", "gcp_machine",
     "gcp_gpu") -> id -> fields (hourly, spot_hourly, note, ...)."""
     lines = [f"# {h}" for h in header]
@@ -76,6 +85,7 @@ def render(*, as_of: date, source: str, region: str, fetched_at: datetime, heade
 
 
 # --- validation and diff ------------------------------------------------------------
+
 
 def _quote(catalog: Catalog, offering_id: str, market: str):
     try:
@@ -152,15 +162,24 @@ def validate_and_diff(path: Path, base: Catalog, offering_ids: Iterable[str]) ->
             if not _uses(after, snap.name):
                 continue
             before = _quote(old, oid, market)
-            changes.append(Change(oid, market, before.hourly_usd if before else None, after.hourly_usd,
-                                  before.snapshot if before else None, snap.name))
+            changes.append(
+                Change(
+                    oid,
+                    market,
+                    before.hourly_usd if before else None,
+                    after.hourly_usd,
+                    before.snapshot if before else None,
+                    snap.name,
+                )
+            )
     if not changes:
         raise SnapshotInvalid(f"the refreshed snapshot {snap.name} prices none of the offerings asked for")
     return changes
 
 
-def write(text: str, name: str, directory: Path, base: Catalog, offering_ids: Iterable[str],
-          dry_run: bool = False) -> tuple[Path, list[Change]]:
+def write(
+    text: str, name: str, directory: Path, base: Catalog, offering_ids: Iterable[str], dry_run: bool = False
+) -> tuple[Path, list[Change]]:
     """Validate `text` as snapshot `name` and (unless dry_run) write it to
     `directory/<name>.toml` atomically. Returns the path and the changes."""
     with tempfile.TemporaryDirectory(prefix="gpubench-prices-") as tmp:
@@ -179,8 +198,14 @@ def write(text: str, name: str, directory: Path, base: Catalog, offering_ids: It
 def list_snapshots(catalog: Catalog) -> list[dict[str, Any]]:
     """Every snapshot the catalog loaded, oldest first, marking refreshed ones."""
     return [
-        {"snapshot": s.name, "as_of": s.as_of.isoformat(), "region": s.region, "rows": len(s.rows),
-         "live": is_live(s), "source": s.source}
+        {
+            "snapshot": s.name,
+            "as_of": s.as_of.isoformat(),
+            "region": s.region,
+            "rows": len(s.rows),
+            "live": is_live(s),
+            "source": s.source,
+        }
         for s in catalog.prices.snapshots
     ]
 

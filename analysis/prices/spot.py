@@ -19,15 +19,16 @@ so every boot pays its own billing minimum. It never raises for a missing
 price or missing credentials: it falls back (recorded price, then catalog)
 and says so in `warnings` and `method`.
 """
+
 from __future__ import annotations
 
 import warnings as _warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any
 
 from analysis.cost import time_weighted_price
-
 from infra import clouds
 from infra.price_errors import PricesError
 
@@ -48,8 +49,11 @@ class SpotWindowPrice:
         return {
             "average_usd": self.average_usd,
             "series": [[_iso(t), p] for t, p in self.series],
-            "source": self.source, "instance_type": self.instance_type, "zone": self.zone,
-            "start": _iso(self.start), "end": _iso(self.end),
+            "source": self.source,
+            "instance_type": self.instance_type,
+            "zone": self.zone,
+            "start": _iso(self.start),
+            "end": _iso(self.end),
         }
 
 
@@ -61,8 +65,9 @@ def _parse_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def spot_price_for_window(client, instance_type: str, az: str, start: datetime, end: datetime,
-                          provider: str) -> SpotWindowPrice:
+def spot_price_for_window(
+    client, instance_type: str, az: str, start: datetime, end: datetime, provider: str
+) -> SpotWindowPrice:
     """Time-weighted spot price of `instance_type` in `az` over [start, end], from
     the provider's spot price history (the cloud's `spot_history` hook).
 
@@ -72,18 +77,24 @@ def spot_price_for_window(client, instance_type: str, az: str, start: datetime, 
     series, source = history.series(client, instance_type, az, start, end)
     before = [p for p in series if p[0] <= start]
     if not before:
-        raise PricesError(f"{source} for {instance_type} in {az} has no price at or before {_iso(start)}"
-                          f" (history covers the last {history.DAYS} days)")
+        raise PricesError(
+            f"{source} for {instance_type} in {az} has no price at or before {_iso(start)}"
+            f" (history covers the last {history.DAYS} days)"
+        )
     window = [before[-1]] + [p for p in series if start < p[0] <= end]
     return SpotWindowPrice(
         average_usd=time_weighted_price(window, start, end),
         series=tuple(window),
         source=f"{source}, time-weighted over {_iso(start)}..{_iso(end)}",
-        instance_type=instance_type, zone=az, start=start, end=end,
+        instance_type=instance_type,
+        zone=az,
+        start=start,
+        end=end,
     )
 
 
 # --- a whole run ---------------------------------------------------------------------
+
 
 def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each attempt's billed window: from its instance launch (host event, when
@@ -100,8 +111,14 @@ def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
         if launch is not None and launch < start:
             start = launch
         end = _parse_time(a["end"] or result["finished_at"])
-        out.append({"attempt": a.get("attempt"), "zone": a.get("zone") or result["offering"].get("zone"),
-                    "start": start, "end": end})
+        out.append(
+            {
+                "attempt": a.get("attempt"),
+                "zone": a.get("zone") or result["offering"].get("zone"),
+                "start": start,
+                "end": end,
+            }
+        )
     return out
 
 
@@ -113,9 +130,19 @@ def _catalog_price(catalog, offering_id: str, market: str, day: date) -> tuple[A
 
 
 def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, Any]]:
-    return [{"attempt": w["attempt"], "zone": w["zone"], "start": _iso(w["start"]), "end": _iso(w["end"]),
-             "seconds": max(0.0, (w["end"] - w["start"]).total_seconds()), "hourly_usd": hourly,
-             "series": None, "source": source} for w in windows]
+    return [
+        {
+            "attempt": w["attempt"],
+            "zone": w["zone"],
+            "start": _iso(w["start"]),
+            "end": _iso(w["end"]),
+            "seconds": max(0.0, (w["end"] - w["start"]).total_seconds()),
+            "hourly_usd": hourly,
+            "series": None,
+            "source": source,
+        }
+        for w in windows
+    ]
 
 
 def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
@@ -124,17 +151,35 @@ def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
     field = "spot_hourly_usd" if market == "spot" else "hourly_usd"
     if recorded.get(field) is not None:
         src = f"recorded at launch ({recorded.get('source') or 'source not recorded'}, as of {recorded.get('as_of')})"
-        return {"method": "recorded", "hourly": float(recorded[field]), "source": src, "snapshot": None,
-                "as_of": recorded.get("as_of"), "warnings": [why] if why else []}
+        return {
+            "method": "recorded",
+            "hourly": float(recorded[field]),
+            "source": src,
+            "snapshot": None,
+            "as_of": recorded.get("as_of"),
+            "warnings": [why] if why else [],
+        }
     from infra.catalog import CatalogError
 
     try:
         quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
     except CatalogError as exc:
-        return {"method": "unpriced", "hourly": None, "source": None, "snapshot": None, "as_of": None,
-                "warnings": [w for w in (why, f"no price: {exc}") if w]}
-    return {"method": "catalog", "hourly": quote.hourly_usd, "source": quote.source, "snapshot": quote.snapshot,
-            "as_of": quote.as_of.isoformat(), "warnings": [w for w in (why, *notes) if w]}
+        return {
+            "method": "unpriced",
+            "hourly": None,
+            "source": None,
+            "snapshot": None,
+            "as_of": None,
+            "warnings": [w for w in (why, f"no price: {exc}") if w],
+        }
+    return {
+        "method": "catalog",
+        "hourly": quote.hourly_usd,
+        "source": quote.source,
+        "snapshot": quote.snapshot,
+        "as_of": quote.as_of.isoformat(),
+        "warnings": [w for w in (why, *notes) if w],
+    }
 
 
 def _on_demand(ctx, windows) -> dict[str, Any]:
@@ -152,8 +197,15 @@ def _catalog_spot(ctx, windows) -> dict[str, Any]:
         p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
         return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
     src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
-    return {"method": "catalog-snapshot", "hourly": quote.hourly_usd, "source": src, "snapshot": quote.snapshot,
-            "as_of": quote.as_of.isoformat(), "warnings": notes, "attempts": _flat(windows, quote.hourly_usd, src)}
+    return {
+        "method": "catalog-snapshot",
+        "hourly": quote.hourly_usd,
+        "source": src,
+        "snapshot": quote.snapshot,
+        "as_of": quote.as_of.isoformat(),
+        "warnings": notes,
+        "attempts": _flat(windows, quote.hourly_usd, src),
+    }
 
 
 def _history_spot(ctx, windows, history) -> dict[str, Any]:
@@ -176,23 +228,41 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
             priced = spot_price_for_window(clients[region], itype, zone, w["start"], w["end"], ctx["provider"])
         except (PricesError, ValueError) as exc:  # ValueError: a zero-length window
             fallback = fallback or _fallback(ctx, "spot", "")
-            warns.append(f"attempt {w['attempt']}: spot history not used ({exc}); priced at the "
-                         f"{fallback['method']} spot price")
+            warns.append(
+                f"attempt {w['attempt']}: spot history not used ({exc}); priced at the {fallback['method']} spot price"
+            )
             attempts += _flat([w], fallback["hourly"], fallback["source"])
             continue
-        attempts.append({"attempt": w["attempt"], "zone": zone, "start": _iso(w["start"]), "end": _iso(w["end"]),
-                         "seconds": (w["end"] - w["start"]).total_seconds(), "hourly_usd": priced.average_usd,
-                         "series": [[_iso(t), p] for t, p in priced.series], "source": priced.source})
+        attempts.append(
+            {
+                "attempt": w["attempt"],
+                "zone": zone,
+                "start": _iso(w["start"]),
+                "end": _iso(w["end"]),
+                "seconds": (w["end"] - w["start"]).total_seconds(),
+                "hourly_usd": priced.average_usd,
+                "series": [[_iso(t), p] for t, p in priced.series],
+                "source": priced.source,
+            }
+        )
     if fallback:
         warns.extend(fallback["warnings"])
     own = f"{ctx['provider']}-spot-history"
-    method = own if not fallback else (own + "+" + fallback["method"]
-                                                      if any(a["series"] for a in attempts) else fallback["method"])
+    method = (
+        own
+        if not fallback
+        else (own + "+" + fallback["method"] if any(a["series"] for a in attempts) else fallback["method"])
+    )
     sources = list(dict.fromkeys(a["source"] for a in attempts if a["source"]))
-    return {"method": method, "hourly": None, "source": "; ".join(sources) or None,
-            "snapshot": fallback["snapshot"] if fallback else None,
-            "as_of": fallback["as_of"] if fallback else ctx["day"].isoformat(), "warnings": warns,
-            "attempts": attempts}
+    return {
+        "method": method,
+        "hourly": None,
+        "source": "; ".join(sources) or None,
+        "snapshot": fallback["snapshot"] if fallback else None,
+        "as_of": fallback["as_of"] if fallback else ctx["day"].isoformat(),
+        "warnings": warns,
+        "attempts": attempts,
+    }
 
 
 def _pricer(provider: str, market: str) -> Callable:
@@ -211,8 +281,12 @@ def _weighted(attempts: list[dict[str, Any]]) -> float | None:
     return sum(a["hourly_usd"] * a["seconds"] for a in priced) / total
 
 
-def price_run(result: dict[str, Any], client_factory: Callable[[str], Any] | None = None,
-              catalog=None, now: datetime | None = None) -> dict[str, Any]:
+def price_run(
+    result: dict[str, Any],
+    client_factory: Callable[[str], Any] | None = None,
+    catalog=None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """The price a run paid, per attempt and overall (see the module docstring)."""
     from infra.catalog import load_catalog
 
@@ -223,18 +297,28 @@ def price_run(result: dict[str, Any], client_factory: Callable[[str], Any] | Non
     windows = attempt_windows(result)
     day = (windows[0]["start"] if windows else _parse_time(result["started_at"])).date()
     ctx = {
-        "result": result, "offering_id": offering_id, "day": day, "catalog": catalog or load_catalog(),
+        "result": result,
+        "offering_id": offering_id,
+        "day": day,
+        "catalog": catalog or load_catalog(),
         "now": now or datetime.now(timezone.utc),
-        "provider": provider, "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
+        "provider": provider,
+        "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
         "client_factory": client_factory or (lambda region: _history_client(provider, region)),
     }
     priced = _pricer(provider, market)(ctx, windows)
     hourly = _weighted(priced["attempts"])
     return {
-        "offering": offering_id, "provider": provider, "market": market, "method": priced["method"],
+        "offering": offering_id,
+        "provider": provider,
+        "market": market,
+        "method": priced["method"],
         "hourly_usd": priced["hourly"] if hourly is None else hourly,
-        "source": priced["source"], "snapshot": priced["snapshot"], "as_of": priced["as_of"],
-        "attempts": priced["attempts"], "warnings": priced["warnings"],
+        "source": priced["source"],
+        "snapshot": priced["snapshot"],
+        "as_of": priced["as_of"],
+        "attempts": priced["attempts"],
+        "warnings": priced["warnings"],
     }
 
 

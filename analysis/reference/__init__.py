@@ -1,4 +1,5 @@
 """Reference data the metrics need (ImageNet training schedules from the papers)."""
+
 from __future__ import annotations
 
 import tomllib

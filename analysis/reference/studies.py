@@ -5,6 +5,7 @@ Each figure keeps its study, section, URL and date. Seed 000 prints train
 hours, not a rate: its tweets/s is derived here (tweets seen / train hours)
 and every derived row says so and how, so nobody mistakes it for a measurement.
 """
+
 from __future__ import annotations
 
 import tomllib
@@ -19,21 +20,21 @@ DATA = Path(__file__).with_name("studies.toml")
 class Figure:
     """One published throughput, with where it comes from."""
 
-    study: str              # "seed000"
-    benchmark: str          # payload benchmark name
-    label: str              # "AWS p2.xlarge, 1 x Tesla K80"
+    study: str  # "seed000"
+    benchmark: str  # payload benchmark name
+    label: str  # "AWS p2.xlarge, 1 x Tesla K80"
     gpu: str
     gpu_count: int
     gpus_used: int
     batch_size: int | None  # per GPU; None when the study does not say
     precision: str
-    value: float            # throughput in `unit`
+    value: float  # throughput in `unit`
     unit: str
-    basis: str              # "measured" | "derived: ..." | "estimated by the study ..."
+    basis: str  # "measured" | "derived: ..." | "estimated by the study ..."
     train_hours: float | None
     cost_usd: float | None
     workload_samples: int | None  # samples the study's run saw (derived rows), for extrapolations
-    source: str             # "seed 000, Table 1: Summary ... (url)"
+    source: str  # "seed 000, Table 1: Summary ... (url)"
     published: str
     date_note: str
 
@@ -48,8 +49,10 @@ def _source(meta: dict, section: str | None = None) -> str:
 def _seed000(data: dict) -> list[Figure]:
     meta, work = data["study"]["seed000"], data["workload"]["seed000"]
     tweets = int(work["dataset_tweets"] * work["train_fraction"]) * work["epochs"]
-    basis = (f"derived: {work['epochs']} epochs x {int(work['dataset_tweets'] * work['train_fraction']):,} training "
-             f"tweets ({work['train_fraction']:.0%} of {work['dataset_tweets']:,}) / printed train hours")
+    basis = (
+        f"derived: {work['epochs']} epochs x {int(work['dataset_tweets'] * work['train_fraction']):,} training "
+        f"tweets ({work['train_fraction']:.0%} of {work['dataset_tweets']:,}) / printed train hours"
+    )
     out = []
     for row in data["seed000"]:
         label = f"{row['provider']} {row['instance']}"
@@ -57,12 +60,27 @@ def _seed000(data: dict) -> list[Figure]:
             label += f" ({row['gpu_count']} x {row['gpu']})"
         if row["gpus_used"] != row["gpu_count"]:
             label += f" ({row['gpus_used']} GPU used)"
-        out.append(Figure(
-            study="seed 000", benchmark=work["benchmark"], label=label,
-            gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpus_used"], batch_size=None,
-            precision=work["precision"], value=round(tweets / (row["train_hours"] * 3600), 1), unit=work["unit"],
-            basis=basis, train_hours=row["train_hours"], cost_usd=row["cost_usd"], workload_samples=tweets,
-            source=_source(meta), published=meta["published"], date_note=meta["date_note"]))
+        out.append(
+            Figure(
+                study="seed 000",
+                benchmark=work["benchmark"],
+                label=label,
+                gpu=row["gpu"],
+                gpu_count=row["gpu_count"],
+                gpus_used=row["gpus_used"],
+                batch_size=None,
+                precision=work["precision"],
+                value=round(tweets / (row["train_hours"] * 3600), 1),
+                unit=work["unit"],
+                basis=basis,
+                train_hours=row["train_hours"],
+                cost_usd=row["cost_usd"],
+                workload_samples=tweets,
+                source=_source(meta),
+                published=meta["published"],
+                date_note=meta["date_note"],
+            )
+        )
     return out
 
 
@@ -72,13 +90,27 @@ def _seed004(data: dict) -> list[Figure]:
     for row in data["seed004"]:
         for model in ("inception3", "resnet50", "vgg16"):
             for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
-                out.append(Figure(
-                    study="seed 004", benchmark=model,
-                    label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
-                    gpu=row["gpu"], gpu_count=row["gpu_count"], gpus_used=row["gpu_count"], batch_size=int(batch),
-                    precision=work["precision"], value=float(value), unit=work["unit"], basis=row["basis"],
-                    train_hours=None, cost_usd=None, workload_samples=None, source=_source(meta), published=meta["published"],
-                    date_note=meta["date_note"]))
+                out.append(
+                    Figure(
+                        study="seed 004",
+                        benchmark=model,
+                        label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
+                        gpu=row["gpu"],
+                        gpu_count=row["gpu_count"],
+                        gpus_used=row["gpu_count"],
+                        batch_size=int(batch),
+                        precision=work["precision"],
+                        value=float(value),
+                        unit=work["unit"],
+                        basis=row["basis"],
+                        train_hours=None,
+                        cost_usd=None,
+                        workload_samples=None,
+                        source=_source(meta),
+                        published=meta["published"],
+                        date_note=meta["date_note"],
+                    )
+                )
     return out
 
 

@@ -9,8 +9,9 @@ sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 NAME = "aws"
 RESULTS_SCHEME = "s3://"
@@ -32,10 +33,20 @@ DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
 # (kind, EC2 error codes / phrases) in a failed `pulumi up` transcript; see analysis.campaign.failures.
 FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("quota", ("VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded")),
-    ("no-capacity", ("InsufficientInstanceCapacity", "SpotMaxPriceTooLow", "capacity-not-available",
-                     "InsufficientCapacity", "no Spot capacity available")),
-    ("gpu-not-in-zone", ("Unsupported.*(Availability Zone|instance type)",
-                         "is not supported in your requested Availability Zone")),
+    (
+        "no-capacity",
+        (
+            "InsufficientInstanceCapacity",
+            "SpotMaxPriceTooLow",
+            "capacity-not-available",
+            "InsufficientCapacity",
+            "no Spot capacity available",
+        ),
+    ),
+    (
+        "gpu-not-in-zone",
+        ("Unsupported.*(Availability Zone|instance type)", "is not supported in your requested Availability Zone"),
+    ),
 )
 
 

@@ -19,13 +19,16 @@ once at creation and kept in state, so later previews show no change.
 from __future__ import annotations
 
 import json
+import warnings
 
 import pulumi
-import warnings
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_aws.ec2, pulumi_aws.iam, pulumi_aws.s3, pulumi_aws.scheduler  # noqa: F401
+    import pulumi_aws.ec2
+    import pulumi_aws.iam
+    import pulumi_aws.s3
+    import pulumi_aws.scheduler  # noqa: F401
 
 import pulumi_aws as aws
 import pulumiverse_time as time
@@ -121,22 +124,47 @@ class AwsBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role = aws.iam.Role("instance-role", assume_role_policy=_assume("ec2.amazonaws.com"),
-                            description=f"gpubench {cfg.stack}: payload writes its results", tags=tags, opts=child)
-        aws.iam.RolePolicy("results-access", role=role.id,
-                           policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)), opts=child)
+        role = aws.iam.Role(
+            "instance-role",
+            assume_role_policy=_assume("ec2.amazonaws.com"),
+            description=f"gpubench {cfg.stack}: payload writes its results",
+            tags=tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            "results-access",
+            role=role.id,
+            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)),
+            opts=child,
+        )
         profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
 
         ingress = []
         if cfg.ssh_cidr:
             family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
-            ingress.append({"protocol": "tcp", "from_port": 22, "to_port": 22, family: [cfg.ssh_cidr], "description": "SSH from gpubench:sshCidr"})
+            ingress.append(
+                {
+                    "protocol": "tcp",
+                    "from_port": 22,
+                    "to_port": 22,
+                    family: [cfg.ssh_cidr],
+                    "description": "SSH from gpubench:sshCidr",
+                }
+            )
         sg = aws.ec2.SecurityGroup(
             "sg",
             description=f"gpubench {cfg.stack}: no ingress except configured SSH",
             ingress=ingress,
-            egress=[{"protocol": "-1", "from_port": 0, "to_port": 0, "cidr_blocks": ["0.0.0.0/0"], "ipv6_cidr_blocks": ["::/0"],
-                     "description": "image pull, results upload"}],
+            egress=[
+                {
+                    "protocol": "-1",
+                    "from_port": 0,
+                    "to_port": 0,
+                    "cidr_blocks": ["0.0.0.0/0"],
+                    "ipv6_cidr_blocks": ["::/0"],
+                    "description": "image pull, results upload",
+                }
+            ],
             tags=tags,
             opts=child,
         )
@@ -151,7 +179,10 @@ class AwsBenchmark(pulumi.ComponentResource):
 
         market = None
         if cfg.market == "spot":
-            market = {"market_type": "spot", "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"}}
+            market = {
+                "market_type": "spot",
+                "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
+            }
         instance = aws.ec2.Instance(
             "instance",
             ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
@@ -163,18 +194,29 @@ class AwsBenchmark(pulumi.ComponentResource):
             instance_initiated_shutdown_behavior="terminate",
             instance_market_options=market,
             metadata_options={"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
-            root_block_device={"encrypted": True, "volume_type": "gp3", "volume_size": cfg.root_volume_gb,
-                               "delete_on_termination": True, "tags": tags},
+            root_block_device={
+                "encrypted": True,
+                "volume_type": "gp3",
+                "volume_size": cfg.root_volume_gb,
+                "delete_on_termination": True,
+                "tags": tags,
+            },
             user_data=user_data,
             tags=tags,
             opts=child,
         )
 
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
-        scheduler_role = aws.iam.Role("deadline-role", assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-                                      description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-                                      tags=tags, opts=child)
-        terminate = aws.iam.RolePolicy("deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child)
+        scheduler_role = aws.iam.Role(
+            "deadline-role",
+            assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+            description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+            tags=tags,
+            opts=child,
+        )
+        terminate = aws.iam.RolePolicy(
+            "deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child
+        )
         schedule = aws.scheduler.Schedule(
             "deadline-schedule",
             description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
@@ -207,23 +249,43 @@ class AwsBenchmark(pulumi.ComponentResource):
 def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
     """Old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads."""
     return [
-        {"id": "expire-checkpoints", "status": "Enabled",
-         "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
-         "expiration": {"days": cfg.checkpoint_days}},
-        {"id": "expire-noncurrent-versions", "status": "Enabled", "filter": {"prefix": "runs/"},
-         "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days}},
-        {"id": "abort-stalled-uploads", "status": "Enabled", "filter": {"prefix": ""},
-         "abort_incomplete_multipart_upload": {"days_after_initiation": 7}},
+        {
+            "id": "expire-checkpoints",
+            "status": "Enabled",
+            "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
+            "expiration": {"days": cfg.checkpoint_days},
+        },
+        {
+            "id": "expire-noncurrent-versions",
+            "status": "Enabled",
+            "filter": {"prefix": "runs/"},
+            "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days},
+        },
+        {
+            "id": "abort-stalled-uploads",
+            "status": "Enabled",
+            "filter": {"prefix": ""},
+            "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
+        },
     ]
 
 
 def deny_insecure_transport(bucket: str) -> str:
-    return json.dumps({
-        "Version": "2012-10-17",
-        "Statement": [{"Sid": "DenyInsecureTransport", "Effect": "Deny", "Principal": "*", "Action": "s3:*",
-                       "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-                       "Condition": {"Bool": {"aws:SecureTransport": "false"}}}],
-    })
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                }
+            ],
+        }
+    )
 
 
 class AwsResults(pulumi.ComponentResource):
@@ -233,23 +295,48 @@ class AwsResults(pulumi.ComponentResource):
         super().__init__("gpubench:aws:Results", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         tags = aws_tags({"stack": cfg.stack})
-        bucket = aws.s3.Bucket("results", bucket=cfg.bucket_name, force_destroy=False, tags=tags,
-                               opts=pulumi.ResourceOptions(parent=self, protect=True))
-        block = aws.s3.BucketPublicAccessBlock("results-public-access-block", bucket=bucket.id, block_public_acls=True,
-                                               block_public_policy=True, ignore_public_acls=True,
-                                               restrict_public_buckets=True, opts=child)
-        aws.s3.BucketOwnershipControls("results-ownership", bucket=bucket.id,
-                                       rule={"object_ownership": "BucketOwnerEnforced"}, opts=child)
+        bucket = aws.s3.Bucket(
+            "results",
+            bucket=cfg.bucket_name,
+            force_destroy=False,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        block = aws.s3.BucketPublicAccessBlock(
+            "results-public-access-block",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            "results-ownership", bucket=bucket.id, rule={"object_ownership": "BucketOwnerEnforced"}, opts=child
+        )
         aws.s3.BucketServerSideEncryptionConfiguration(
-            "results-encryption", bucket=bucket.id,
-            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}, "bucket_key_enabled": True}],
-            opts=child)
-        versioning = aws.s3.BucketVersioning("results-versioning", bucket=bucket.id,
-                                             versioning_configuration={"status": "Enabled"}, opts=child)
-        aws.s3.BucketLifecycleConfiguration("results-lifecycle", bucket=bucket.id, rules=lifecycle_rules(cfg),
-                                            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]))
-        aws.s3.BucketPolicy("results-tls-only", bucket=bucket.id, policy=bucket.bucket.apply(deny_insecure_transport),
-                            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]))
+            "results-encryption",
+            bucket=bucket.id,
+            rules=[
+                {"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}, "bucket_key_enabled": True}
+            ],
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            "results-versioning", bucket=bucket.id, versioning_configuration={"status": "Enabled"}, opts=child
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            "results-lifecycle",
+            bucket=bucket.id,
+            rules=lifecycle_rules(cfg),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        aws.s3.BucketPolicy(
+            "results-tls-only",
+            bucket=bucket.id,
+            policy=bucket.bucket.apply(deny_insecure_transport),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
+        )
         self.outputs = {
             "bucketName": bucket.bucket,
             "resultsUrl": bucket.bucket.apply(lambda b: f"s3://{b}"),

@@ -33,7 +33,9 @@ class AwsImage:
 
 IMAGES: dict[str, AwsImage] = {
     "cuda13": AwsImage("Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *", include_deprecated=False),
-    "cuda12": AwsImage("Deep Learning Base Proprietary Nvidia Driver GPU AMI (Ubuntu 20.04) *", include_deprecated=True),
+    "cuda12": AwsImage(
+        "Deep Learning Base Proprietary Nvidia Driver GPU AMI (Ubuntu 20.04) *", include_deprecated=True
+    ),
     "cuda11-legacy": AwsImage("Deep Learning Base AMI (Ubuntu 18.04) Version *", include_deprecated=True, legacy=True),
 }
 

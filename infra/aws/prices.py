@@ -7,15 +7,17 @@ on-demand rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD.
 Spot history only goes back 90 days, and for a [start, end] query it also
 returns the last change before `start` (the price in force at `start`).
 """
+
 from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any
 
-from infra.price_errors import NoCredentials, PriceFetchError
+from infra.price_errors import NoCredentials, PriceFetchError, PricesError
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
@@ -88,7 +90,8 @@ def pick_price(products: list[dict[str, Any]]) -> tuple[float | None, str | None
     prices = {usd for _, usd in candidates}
     if len(prices) > 1:
         plain = [
-            (p, usd) for p, usd in candidates
+            (p, usd)
+            for p, usd in candidates
             if all(p.get("product", {}).get("attributes", {}).get(k, v) == v for k, v in PREFERRED_ATTRIBUTES.items())
         ]
         prices = {usd for _, usd in plain}
@@ -118,14 +121,16 @@ def on_demand_prices(pricing_client, instance_types: Iterable[str], region: str)
             products.extend(json.loads(item) if isinstance(item, str) else item for item in page.get("PriceList", []))
         price, why = pick_price(products)
         if price is None:
-            out.warnings.append(f"aws {itype} in {region}: no on-demand price from the Price List API ({why}); "
-                                "left out of the snapshot")
+            out.warnings.append(
+                f"aws {itype} in {region}: no on-demand price from the Price List API ({why}); left out of the snapshot"
+            )
         else:
             out.prices[itype] = price
     return out
 
 
 # --- spot ---------------------------------------------------------------------
+
 
 def _utc(t: datetime) -> datetime:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
@@ -144,29 +149,38 @@ def _history_pages(ec2_client, **kwargs) -> list[dict[str, Any]]:
     return records
 
 
-def spot_price_history(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime,
-                       product: str = SPOT_PRODUCT) -> list[tuple[datetime, float]]:
+def spot_price_history(
+    ec2_client, instance_type: str, zone: str, start: datetime, end: datetime, product: str = SPOT_PRODUCT
+) -> list[tuple[datetime, float]]:
     """The spot price steps for one type in one zone covering [start, end],
     oldest first, including the price in force at `start`."""
     start, end = _utc(start), _utc(end)
     series: list[tuple[datetime, float]] = []
     for lookback in SPOT_LOOKBACKS:
-        records = _history_pages(ec2_client, InstanceTypes=[instance_type], ProductDescriptions=[product],
-                                 StartTime=start - lookback, EndTime=end, **_zone_args(zone))
+        records = _history_pages(
+            ec2_client,
+            InstanceTypes=[instance_type],
+            ProductDescriptions=[product],
+            StartTime=start - lookback,
+            EndTime=end,
+            **_zone_args(zone),
+        )
         series = sorted({(_utc(r["Timestamp"]), float(r["SpotPrice"])) for r in records})
         if series and series[0][0] <= start:
             break
     return series
 
 
-def current_spot_prices(ec2_client, instance_types: Iterable[str], now: datetime,
-                        product: str = SPOT_PRODUCT) -> dict[str, tuple[float, dict[str, float]]]:
+def current_spot_prices(
+    ec2_client, instance_types: Iterable[str], now: datetime, product: str = SPOT_PRODUCT
+) -> dict[str, tuple[float, dict[str, float]]]:
     """Spot price in force at `now` per type: (median over zones, {zone: price})."""
     types = list(instance_types)
     if not types:
         return {}
-    records = _history_pages(ec2_client, InstanceTypes=types, ProductDescriptions=[product], StartTime=_utc(now),
-                             EndTime=_utc(now))
+    records = _history_pages(
+        ec2_client, InstanceTypes=types, ProductDescriptions=[product], StartTime=_utc(now), EndTime=_utc(now)
+    )
     latest: dict[str, dict[str, tuple[datetime, float]]] = {}
     for r in records:
         zones = latest.setdefault(r["InstanceType"], {})
@@ -180,6 +194,7 @@ def current_spot_prices(ec2_client, instance_types: Iterable[str], now: datetime
 
 
 # --- a refresh (analysis.prices.refresh) -------------------------------------------
+
 
 def _stamp(now) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -204,14 +219,16 @@ def price_tables(offerings: list, region: str, now: datetime, clients):
         if o.instance_type in spot:
             median, zones = spot[o.instance_type]
             row["spot_hourly"] = round(median, 6)
-            row["note"] = ("spot_hourly: median over zones of the spot price at fetch time: "
-                           + ", ".join(f"{z} {p:g}" for z, p in zones.items()))
+            row["note"] = "spot_hourly: median over zones of the spot price at fetch time: " + ", ".join(
+                f"{z} {p:g}" for z, p in zones.items()
+            )
         elif "spot" in o.markets and spot:
             no_spot.append(o.instance_type)
         rows[o.id] = row
     if no_spot:
-        warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; "
-                     "on-demand only for these")
-    source = (f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
-              f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}")
+        warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; on-demand only for these")
+    source = (
+        f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
+        f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}"
+    )
     return {"price": rows}, source, warns

@@ -9,13 +9,13 @@ boto3 honours AWS_ENDPOINT_URL, so the same code runs against moto on loopback.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Callable, Iterable, Iterator
 
-from infra.sweep import Action
 from infra.aws import DEADLINE_SCHEDULE_PREFIX
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
+from infra.sweep import Action
 from infra.tags import BadDeadline, parse_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
@@ -75,9 +75,16 @@ def schedule_instance_ids(schedule: dict) -> set[str]:
         return set()
 
 
-def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay: float = 5.0,
-                 wait_attempts: int = 120, log: Callable[[str], None] = lambda line: None,
-                 page_size: int | None = None) -> list[Action]:
+def sweep_region(
+    session,
+    region: str,
+    now: datetime,
+    dry_run: bool,
+    wait_delay: float = 5.0,
+    wait_attempts: int = 120,
+    log: Callable[[str], None] = lambda line: None,
+    page_size: int | None = None,
+) -> list[Action]:
     """Sweep one region; `page_size` only makes tests exercise pagination."""
     ec2 = session.client("ec2", region_name=region)
     scheduler = session.client("scheduler", region_name=region)
@@ -85,7 +92,9 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
 
     def record(kind, rid, action, tags=None, reason="", error=None):
         tags = tags or {}
-        out.append(Action("aws", region, kind, rid, action, tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG), reason, error))
+        out.append(
+            Action("aws", region, kind, rid, action, tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG), reason, error)
+        )
 
     expired_ids: set[str] = set()  # every expired instance, any state: their schedules go too
     terminated: list[str] = []
@@ -136,7 +145,8 @@ def sweep_region(session, region: str, now: datetime, dry_run: bool, wait_delay:
     if terminated:
         try:
             ec2.get_waiter("instance_terminated").wait(
-                InstanceIds=terminated, WaiterConfig={"Delay": wait_delay, "MaxAttempts": wait_attempts})
+                InstanceIds=terminated, WaiterConfig={"Delay": wait_delay, "MaxAttempts": wait_attempts}
+            )
         except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
             record("instance", ",".join(terminated), "failed", reason="waiting for terminated", error=_error(exc))
 
@@ -165,7 +175,7 @@ def default_regions(session=None) -> list[str]:
     try:
         stacks = pulumi_ws.project_dir() / "stacks"
         for path in stacks.glob("Pulumi.aws-*.yaml"):
-            region = pulumi_ws.stack_config(path.name[len("Pulumi."):-len(".yaml")], stacks.parent).get("aws:region")
+            region = pulumi_ws.stack_config(path.name[len("Pulumi.") : -len(".yaml")], stacks.parent).get("aws:region")
             if region:
                 regions.add(str(region))
     except pulumi_ws.ProjectNotFound:
@@ -180,12 +190,16 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
 
     session = session or boto3.session.Session()
     if session.get_credentials() is None:
-        raise RuntimeError("no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
-                           "the permissions needed are in schedules/aws-sweeper-policy.json")
+        raise RuntimeError(
+            "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
+            "the permissions needed are in schedules/aws-sweeper-policy.json"
+        )
     actions: list[Action] = []
     for region in list(regions or []) or default_regions(session):
         try:
             actions.extend(sweep_region(session, region, now, dry_run, **kw))
         except Exception as exc:  # noqa: BLE001 - one region's outage does not hide the others
-            actions.append(Action("aws", region, "region", region, "failed", reason="sweeping the region", error=_error(exc)))
+            actions.append(
+                Action("aws", region, "region", region, "failed", reason="sweeping the region", error=_error(exc))
+            )
     return actions

@@ -6,6 +6,7 @@ so infra, payload and analysis all read the same rows.
     cat.get("aws/p3.8xlarge").stack_name("spot")   # "aws-p3-8x-spot"
     cat.price("gcp/n1-standard-8+1xv100", as_of=date(2018, 8, 1))
 """
+
 from __future__ import annotations
 
 import difflib

@@ -1,5 +1,6 @@
 """Reads the TOML data files into typed records, with errors that name the
 file and the field. No pricing logic here (see prices.py)."""
+
 from __future__ import annotations
 
 import tomllib

@@ -1,5 +1,6 @@
 """Typed catalog records. Plain dataclasses: the analysis side imports these
 without Pulumi or TensorFlow."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ class OnPremSpec:
     power_kw: float
     electricity_usd_per_kwh: float
     days_per_month: float
-    as_of: "date | None" = None
+    as_of: date | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class PriceQuote:
     as_of: date
     source: str
     snapshot: str
-    components: tuple["PriceComponent", ...] = ()
+    components: tuple[PriceComponent, ...] = ()
     setup_fee_usd: float = 0.0
     monthly_usd: float | None = None
     note: str | None = None

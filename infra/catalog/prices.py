@@ -7,6 +7,7 @@ newest snapshot on or before the requested date that has them, so an old
 study can be re-priced at the prices of its day and today's quote comes from
 today's page. Each row keeps the snapshot's source unless it names its own.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -151,4 +152,7 @@ class PriceIndex:
         return [s.name for s in self.snapshots]
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)} for s in self.snapshots]
+        return [
+            {"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)}
+            for s in self.snapshots
+        ]

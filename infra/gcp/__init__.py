@@ -9,8 +9,9 @@ leak sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any
 
 NAME = "gcp"
 RESULTS_SCHEME = "gs://"
@@ -31,8 +32,16 @@ _LABEL_BAD = re.compile(r"[^a-z0-9_-]")
 FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("quota", ("QUOTA_EXCEEDED", "Quota '[A-Z0-9_]+' exceeded", "quotaExceeded", "exceeds your current quota")),
     ("no-capacity", ("ZONE_RESOURCE_POOL_EXHAUSTED", "STOCKOUT")),
-    ("gpu-not-in-zone", ("acceleratorTypes/[^' ]+' was not found", "Invalid value for field 'resource.guestAccelerators",
-                         "does not exist in zone", "not available in zone", "machineTypes/[^' ]+' was not found")),
+    (
+        "gpu-not-in-zone",
+        (
+            "acceleratorTypes/[^' ]+' was not found",
+            "Invalid value for field 'resource.guestAccelerators",
+            "does not exist in zone",
+            "not available in zone",
+            "machineTypes/[^' ]+' was not found",
+        ),
+    ),
 )
 
 

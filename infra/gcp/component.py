@@ -28,21 +28,23 @@ billing until `python -m analysis teardown` (or the sweep) deletes it.
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import pulumi
-import warnings
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_gcp.compute, pulumi_gcp.serviceaccount, pulumi_gcp.storage  # noqa: F401
+    import pulumi_gcp.compute
+    import pulumi_gcp.serviceaccount
+    import pulumi_gcp.storage  # noqa: F401
 
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import cloud_init
+from infra.config import ResultsConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
-from infra.config import ResultsConfig
 from infra.launch import Launch, payload_env, tag_values, zone_or_first
 from infra.results_ref import locate
 
@@ -78,22 +80,47 @@ class GcpBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        account = gcp.serviceaccount.Account("runner", account_id=service_account_id(cfg.stack),
-                                             display_name=f"gpubench {cfg.stack} payload", opts=child)
+        account = gcp.serviceaccount.Account(
+            "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
+        )
         member = account.email.apply(lambda e: f"serviceAccount:{e}")
         # force_destroy: `pulumi destroy` removes the folder's IAM scope, never the results in it
-        folder = gcp.storage.ManagedFolder("results-folder", bucket=results.bucket, name=run_prefix,
-                                           force_destroy=True, opts=child)
-        gcp.storage.ManagedFolderIamMember("results-access", bucket=results.bucket, managed_folder=folder.name,
-                                           role=FOLDER_ROLE, member=member, opts=child)
+        folder = gcp.storage.ManagedFolder(
+            "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
+        )
+        gcp.storage.ManagedFolderIamMember(
+            "results-access",
+            bucket=results.bucket,
+            managed_folder=folder.name,
+            role=FOLDER_ROLE,
+            member=member,
+            opts=child,
+        )
 
-        network = gcp.compute.Network("net", auto_create_subnetworks=False,
-                                      description=f"gpubench {cfg.stack}: no ingress except configured SSH", opts=child)
-        subnet = gcp.compute.Subnetwork("subnet", network=network.id, region=region, ip_cidr_range=SUBNET_CIDR,
-                                        private_ip_google_access=True, opts=child)
+        network = gcp.compute.Network(
+            "net",
+            auto_create_subnetworks=False,
+            description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+            opts=child,
+        )
+        subnet = gcp.compute.Subnetwork(
+            "subnet",
+            network=network.id,
+            region=region,
+            ip_cidr_range=SUBNET_CIDR,
+            private_ip_google_access=True,
+            opts=child,
+        )
         if cfg.ssh_cidr:
-            gcp.compute.Firewall("ssh", network=network.id, direction="INGRESS", allows=[{"protocol": "tcp", "ports": ["22"]}],
-                                 source_ranges=[cfg.ssh_cidr], target_service_accounts=[account.email], opts=child)
+            gcp.compute.Firewall(
+                "ssh",
+                network=network.id,
+                direction="INGRESS",
+                allows=[{"protocol": "tcp", "ports": ["22"]}],
+                source_ranges=[cfg.ssh_cidr],
+                target_service_accounts=[account.email],
+                opts=child,
+            )
 
         env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
         user_data = env.apply(lambda e: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, e)))
@@ -117,9 +144,15 @@ class GcpBenchmark(pulumi.ComponentResource):
             "instance",
             machine_type=offering.instance_type,
             zone=zone,
-            boot_disk={"auto_delete": True, "initialize_params": {
-                "image": _image(launch, pulumi.InvokeOptions(parent=self)), "size": cfg.root_volume_gb,
-                "type": "pd-balanced", "labels": labels}},
+            boot_disk={
+                "auto_delete": True,
+                "initialize_params": {
+                    "image": _image(launch, pulumi.InvokeOptions(parent=self)),
+                    "size": cfg.root_volume_gb,
+                    "type": "pd-balanced",
+                    "labels": labels,
+                },
+            },
             guest_accelerators=accelerators,
             scheduling=scheduling,
             network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
@@ -154,8 +187,10 @@ class GcpResults(pulumi.ComponentResource):
             versioning={"enabled": True},
             force_destroy=False,
             lifecycle_rules=[
-                {"action": {"type": "Delete"},
-                 "condition": {"days_since_noncurrent_time": cfg.noncurrent_days, "with_state": "ARCHIVED"}},
+                {
+                    "action": {"type": "Delete"},
+                    "condition": {"days_since_noncurrent_time": cfg.noncurrent_days, "with_state": "ARCHIVED"},
+                },
                 {"action": {"type": "AbortIncompleteMultipartUpload"}, "condition": {"age": 7}},
             ],
             labels=gcp_labels({"stack": cfg.stack}),

@@ -14,13 +14,15 @@ returning a requests-style response. By default it is google-auth's
 AuthorizedSession on Application Default Credentials, or a plain session with
 the API key in $GOOGLE_API_KEY.
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from infra.price_errors import NoCredentials, PriceFetchError
 
@@ -102,10 +104,14 @@ def list_skus(session, service: str = COMPUTE_ENGINE_SERVICE) -> list[dict[str, 
         except (TransportError, OSError) as exc:
             raise PriceFetchError(f"Cloud Billing Catalog API unreachable ({url}): {exc}") from exc
         if resp.status_code in (401, 403):
-            raise NoCredentials(f"Cloud Billing Catalog API refused the credentials (HTTP {resp.status_code}: "
-                                f"{resp.text[:300]}). {CREDENTIALS_HELP}")
+            raise NoCredentials(
+                f"Cloud Billing Catalog API refused the credentials (HTTP {resp.status_code}: "
+                f"{resp.text[:300]}). {CREDENTIALS_HELP}"
+            )
         if resp.status_code != 200:
-            raise PriceFetchError(f"Cloud Billing Catalog API {url} answered HTTP {resp.status_code}: {resp.text[:300]}")
+            raise PriceFetchError(
+                f"Cloud Billing Catalog API {url} answered HTTP {resp.status_code}: {resp.text[:300]}"
+            )
         body = resp.json()
         skus.extend(body.get("skus", []))
         token = body.get("nextPageToken", "")
@@ -115,6 +121,7 @@ def list_skus(session, service: str = COMPUTE_ENGINE_SERVICE) -> list[dict[str, 
 
 
 # --- SKU matching ---------------------------------------------------------------
+
 
 def unit_price(sku: dict[str, Any]) -> tuple[float, str]:
     """(USD per usage unit, usage unit) of the SKU's current price: the newest
@@ -137,10 +144,12 @@ class Match:
         return f"{self.sku.get('skuId', '?')} '{self.sku.get('description', '')}'"
 
 
-def _find(skus: list[dict[str, Any]], pattern: re.Pattern, kind: str, region: str, market: str,
-          what: str, warnings: list[str]) -> Match | None:
+def _find(
+    skus: list[dict[str, Any]], pattern: re.Pattern, kind: str, region: str, market: str, what: str, warnings: list[str]
+) -> Match | None:
     found = [
-        s for s in skus
+        s
+        for s in skus
         if s.get("category", {}).get("usageType") == USAGE_TYPES[market]
         and region in s.get("serviceRegions", ())
         and pattern.match(s.get("description", ""))
@@ -150,15 +159,19 @@ def _find(skus: list[dict[str, Any]], pattern: re.Pattern, kind: str, region: st
     for s in found:
         usd, unit = unit_price(s)
         if unit != EXPECTED_UNITS[kind]:
-            warnings.append(f"gcp {what} {market} in {region}: SKU {s.get('skuId')} is priced per {unit!r}, "
-                            f"expected {EXPECTED_UNITS[kind]!r}; ignored")
+            warnings.append(
+                f"gcp {what} {market} in {region}: SKU {s.get('skuId')} is priced per {unit!r}, "
+                f"expected {EXPECTED_UNITS[kind]!r}; ignored"
+            )
             continue
         matches.append(Match(usd, s))
     if not matches:
         return None
     if len({m.usd for m in matches}) > 1:
-        warnings.append(f"gcp {what} {market} in {region}: several SKUs match with different prices "
-                        f"({'; '.join(f'{m.describe} ${m.usd:g}' for m in matches)}); using the first")
+        warnings.append(
+            f"gcp {what} {market} in {region}: several SKUs match with different prices "
+            f"({'; '.join(f'{m.describe} ${m.usd:g}' for m in matches)}); using the first"
+        )
     return matches[0]
 
 
@@ -179,14 +192,16 @@ class GcpPrices:
     warnings: list[str] = field(default_factory=list)
 
 
-def machine_prices(skus: list[dict[str, Any]], machines: Iterable[tuple[str, int, float]], region: str,
-                   out: GcpPrices) -> None:
+def machine_prices(
+    skus: list[dict[str, Any]], machines: Iterable[tuple[str, int, float]], region: str, out: GcpPrices
+) -> None:
     """vCPUs x core price + GB x RAM price for each (machine type, vCPUs, GB)."""
     for name, vcpus, memory_gb in machines:
         family = name.split("-", 1)[0]
         if family not in FAMILY_SKUS:
-            out.warnings.append(f"gcp {name}: machine family {family!r} has no SKU mapping "
-                                f"(known: {', '.join(FAMILY_SKUS)}); left out")
+            out.warnings.append(
+                f"gcp {name}: machine family {family!r} has no SKU mapping (known: {', '.join(FAMILY_SKUS)}); left out"
+            )
             continue
         row: dict[str, Any] = {}
         notes = []
@@ -195,12 +210,16 @@ def machine_prices(skus: list[dict[str, Any]], machines: Iterable[tuple[str, int
             ram = _find(skus, _family_pattern(family, "Ram"), "ram", region, market, name, out.warnings)
             if core is None or ram is None:
                 missing = " and ".join(p for p, m in (("core", core), ("RAM", ram)) if m is None)
-                out.warnings.append(f"gcp {name} {market} in {region}: no {FAMILY_SKUS[family]} {missing} SKU "
-                                    "in the Cloud Billing Catalog; price left out")
+                out.warnings.append(
+                    f"gcp {name} {market} in {region}: no {FAMILY_SKUS[family]} {missing} SKU "
+                    "in the Cloud Billing Catalog; price left out"
+                )
                 continue
             row[("spot_" if market == "spot" else "") + "hourly"] = round(vcpus * core.usd + memory_gb * ram.usd, 6)
-            notes.append(f"{market}: {vcpus} vCPU x ${core.usd:g} + {memory_gb:g} GB x ${ram.usd:g} "
-                         f"(SKUs {core.sku.get('skuId')}, {ram.sku.get('skuId')})")
+            notes.append(
+                f"{market}: {vcpus} vCPU x ${core.usd:g} + {memory_gb:g} GB x ${ram.usd:g} "
+                f"(SKUs {core.sku.get('skuId')}, {ram.sku.get('skuId')})"
+            )
         if "hourly" in row or "spot_hourly" in row:
             row["note"] = "; ".join(notes)
             out.machines[name] = row
@@ -216,8 +235,10 @@ def gpu_prices(skus: list[dict[str, Any]], models: Iterable[str], region: str, o
         for market in USAGE_TYPES:
             m = _find(skus, _gpu_pattern(model), "gpu", region, market, f"GPU {model}", out.warnings)
             if m is None:
-                out.warnings.append(f"gcp GPU {model} {market} in {region}: no '{GPU_SKUS[model]}' SKU in the "
-                                    "Cloud Billing Catalog; price left out")
+                out.warnings.append(
+                    f"gcp GPU {model} {market} in {region}: no '{GPU_SKUS[model]}' SKU in the "
+                    "Cloud Billing Catalog; price left out"
+                )
                 continue
             row[("spot_" if market == "spot" else "") + "hourly"] = round(m.usd, 6)
             notes.append(f"{market}: SKU {m.sku.get('skuId')}")
@@ -226,8 +247,9 @@ def gpu_prices(skus: list[dict[str, Any]], models: Iterable[str], region: str, o
             out.gpus[model] = row
 
 
-def compute_engine_prices(session, machines: Iterable[tuple[str, int, float]], gpu_models: Iterable[str],
-                          region: str) -> GcpPrices:
+def compute_engine_prices(
+    session, machines: Iterable[tuple[str, int, float]], gpu_models: Iterable[str], region: str
+) -> GcpPrices:
     """Machine-type and per-GPU prices, on-demand and spot, in one region."""
     skus = list_skus(session)
     out = GcpPrices(region)
@@ -238,6 +260,7 @@ def compute_engine_prices(session, machines: Iterable[tuple[str, int, float]], g
 
 # --- a refresh (analysis.prices.refresh) -------------------------------------------
 
+
 def _stamp(now) -> str:
     return now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -247,6 +270,8 @@ def price_tables(offerings: list, region: str, now: datetime, clients):
     machines = {o.instance_type: (o.instance_type, o.vcpus, o.memory_gb) for o in offerings}
     gpus = sorted({o.gpu_model for o in offerings if o.gpu_model})
     prices = compute_engine_prices(clients.gcp_session(), machines.values(), gpus, region)
-    source = (f"GCP Cloud Billing Catalog API ({COMPUTE_ENGINE_SERVICE}/skus, Compute Engine, {region}), "
-              f"fetched {_stamp(now)}")
+    source = (
+        f"GCP Cloud Billing Catalog API ({COMPUTE_ENGINE_SERVICE}/skus, Compute Engine, {region}), "
+        f"fetched {_stamp(now)}"
+    )
     return {"gcp_machine": prices.machines, "gcp_gpu": prices.gpus}, source, prices.warnings

@@ -14,13 +14,13 @@ http:// loopback root is used without credentials, like an emulator.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from infra.sweep import Action
 from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
 from infra.gcp import STACK_TAG as GCP_STACK_LABEL
+from infra.sweep import Action
 from infra.tags import BadDeadline, parse_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
@@ -51,8 +51,10 @@ def authorized_session(root: str):
     try:
         credentials, _ = google.auth.default(scopes=SCOPES)
     except DefaultCredentialsError as exc:
-        raise GcpSweepError(f"no Google credentials ({exc}); run `gcloud auth application-default login` "
-                            "or set GOOGLE_APPLICATION_CREDENTIALS to a service account key") from None
+        raise GcpSweepError(
+            f"no Google credentials ({exc}); run `gcloud auth application-default login` "
+            "or set GOOGLE_APPLICATION_CREDENTIALS to a service account key"
+        ) from None
     return AuthorizedSession(credentials)
 
 
@@ -104,12 +106,23 @@ def classify(labels: dict, now: datetime) -> tuple[str, str]:
         deadline = parse_deadline(raw)
     except BadDeadline as exc:
         return "skipped", str(exc)
-    return ("expired", f"expired at {deadline.isoformat()}") if deadline <= now else ("kept", f"expires at {deadline.isoformat()}")
+    return (
+        ("expired", f"expired at {deadline.isoformat()}")
+        if deadline <= now
+        else ("kept", f"expires at {deadline.isoformat()}")
+    )
 
 
-def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, project: str | None = None,
-          http=None, root: str | None = None, page_size: int | None = None,
-          log: Callable[[str], None] = lambda line: None) -> list[Action]:
+def sweep(
+    regions: Iterable[str] | None,
+    now: datetime,
+    dry_run: bool = False,
+    project: str | None = None,
+    http=None,
+    root: str | None = None,
+    page_size: int | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> list[Action]:
     """Sweep every zone (or only zones of `regions`) of one project."""
     root = root or api_root()
     project = project or default_project()
@@ -126,15 +139,22 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, p
             continue  # the server filter is a hint; the label decides
         verdict, reason = classify(labels, now)
         name = inst.get("name", "?")
-        record = lambda action, error=None: out.append(Action(  # noqa: E731
-            "gcp", zone, "instance", name, action, labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL), reason, error))
+        stack, expires = labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL)
+
+        def record(action, error=None, zone=zone, name=name, stack=stack, expires=expires, reason=reason):
+            out.append(Action("gcp", zone, "instance", name, action, stack, expires, reason, error))
+
         if verdict != "expired":
             record(verdict)
         elif dry_run:
             record("would-terminate")
         else:
             try:
-                _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
+                _check(
+                    http.delete(
+                        f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60
+                    )
+                )
                 record("terminated")
                 log(f"[gcp {zone}] deleting {name} ({labels.get(GCP_STACK_LABEL)}, {reason})")
             except Exception as exc:  # noqa: BLE001 - keep sweeping

@@ -37,7 +37,9 @@ def _paths(root: Path) -> list[Path]:
             out.append(p)
         elif p.is_dir():
             out.extend(q for q in p.rglob("*") if q.is_file())
-    return sorted(q for q in out if not (SKIP_PARTS & set(q.relative_to(root).parts)) and not q.name.endswith(SKIP_SUFFIXES))
+    return sorted(
+        q for q in out if not (SKIP_PARTS & set(q.relative_to(root).parts)) and not q.name.endswith(SKIP_SUFFIXES)
+    )
 
 
 def build_bundle(root: Path = REPO) -> Bundle:

@@ -13,8 +13,9 @@ import argparse
 import datetime as _dt
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 from infra.config import ConfigError
 from infra.ssh import checks as host_checks
@@ -26,8 +27,19 @@ from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
 
 # outcome -> process exit code (docs/ssh.md)
-EXIT_CODES = {"completed": 0, "running": 0, "checked": 0, "failed": 1, "lost": 1, "config": 2,
-              "host": 3, "connection-lost": 4, "upload-failed": 5, "interrupted": 75, "stopped-by-user": 130}
+EXIT_CODES = {
+    "completed": 0,
+    "running": 0,
+    "checked": 0,
+    "failed": 1,
+    "lost": 1,
+    "config": 2,
+    "host": 3,
+    "connection-lost": 4,
+    "upload-failed": 5,
+    "interrupted": 75,
+    "stopped-by-user": 130,
+}
 
 
 class Outcome(Exception):
@@ -40,21 +52,42 @@ class Outcome(Exception):
 
 def register(sub) -> argparse.ArgumentParser:
     """Add the `ssh` subcommand to `python -m infra`'s subparsers."""
-    p = sub.add_parser("ssh", help="run the payload on a dedicated/on-prem box over SSH and upload its results",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stack", help="an SSH stack in stacks/ (Pulumi.<stack>.yaml with gpubench:host), e.g. ssh-hetzner-ex51")
+    p = sub.add_parser(
+        "ssh",
+        help="run the payload on a dedicated/on-prem box over SSH and upload its results",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "stack", help="an SSH stack in stacks/ (Pulumi.<stack>.yaml with gpubench:host), e.g. ssh-hetzner-ex51"
+    )
     p.add_argument("--runtime", choices=sorted(RUNTIMES), help="override gpubench:runtime")
-    p.add_argument("--python", dest="remote_python", metavar="PATH",
-                   help="venv runtime: run with this remote interpreter (it must have TensorFlow) instead of building a venv")
-    p.add_argument("--expect-gpu", dest="expect_gpu", action=argparse.BooleanOptionalAction, default=None,
-                   help="require a GPU (default: gpubench:expectGpu, else whether the offering has GPUs)")
+    p.add_argument(
+        "--python",
+        dest="remote_python",
+        metavar="PATH",
+        help="venv runtime: run with this remote interpreter (it must have TensorFlow) instead of building a venv",
+    )
+    p.add_argument(
+        "--expect-gpu",
+        dest="expect_gpu",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="require a GPU (default: gpubench:expectGpu, else whether the offering has GPUs)",
+    )
     p.add_argument("--check", action="store_true", help="only check the host and say what is missing")
-    p.add_argument("--detach", action="store_true", help="start (or find) the run and return; run again later to collect it")
+    p.add_argument(
+        "--detach", action="store_true", help="start (or find) the run and return; run again later to collect it"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object at the end (progress goes to stderr)")
     p.add_argument("--stacks-dir", type=Path, default=None, help="where the stack files are (default: stacks/)")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between log polls (default 2)")
-    p.add_argument("--stop-timeout", type=float, default=120.0,
-                   help="on Ctrl-C, seconds to let the payload checkpoint before it is killed (default 120)")
+    p.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=120.0,
+        help="on Ctrl-C, seconds to let the payload checkpoint before it is killed (default 120)",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -72,9 +105,21 @@ class Session:
 
     def __init__(self, cfg: SshStack, args, progress: IO[str]):
         self.cfg, self.args, self.progress = cfg, args, progress
-        self.report: dict = {"stack": cfg.stack, "host": cfg.target, "offering": cfg.offering, "runtime": cfg.runtime,
-                             "run_id": None, "status": None, "exit_code": None, "attached": False,
-                             "results": None, "payload_runs": [], "files": [], "checks": [], "message": ""}
+        self.report: dict = {
+            "stack": cfg.stack,
+            "host": cfg.target,
+            "offering": cfg.offering,
+            "runtime": cfg.runtime,
+            "run_id": None,
+            "status": None,
+            "exit_code": None,
+            "attached": False,
+            "results": None,
+            "payload_runs": [],
+            "files": [],
+            "checks": [],
+            "message": "",
+        }
         self.conn = self.sftp = None
         self.current: remote.RemoteRun | None = None
         self.launching: RunLayout | None = None  # set just before a launch, for Ctrl-C in the middle of it
@@ -93,8 +138,11 @@ class Session:
         missing = host_checks.blocking(found)
         if missing:
             names = ", ".join(c.name for c in missing)
-            raise Outcome("host", f"{self.cfg.target} is missing what the {self.cfg.runtime} runtime needs: {names}. "
-                          + " ".join(f"[{c.name}] {c.fix}" for c in missing))
+            raise Outcome(
+                "host",
+                f"{self.cfg.target} is missing what the {self.cfg.runtime} runtime needs: {names}. "
+                + " ".join(f"[{c.name}] {c.fix}" for c in missing),
+            )
         return found
 
     def start(self, root: str) -> remote.RemoteRun:
@@ -102,10 +150,16 @@ class Session:
         has_gpu = any(c.name == "gpu" and c.found for c in found)
         layout = self.launching = RunLayout(root, self.cfg.stack, new_run_id())
         plan = plan_for(self.cfg, layout, has_gpu)
-        record = {"stack": self.cfg.stack, "run_id": layout.run_id, "offering": self.cfg.offering,
-                  "runtime": self.cfg.runtime, "host": self.cfg.target, "image": plan.image,
-                  "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-                  "payload": [str(a) for a in plan.payload]}
+        record = {
+            "stack": self.cfg.stack,
+            "run_id": layout.run_id,
+            "offering": self.cfg.offering,
+            "runtime": self.cfg.runtime,
+            "host": self.cfg.target,
+            "image": plan.image,
+            "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+            "payload": [str(a) for a in plan.payload],
+        }
         r = self.current = remote.launch(self.conn, self.sftp, layout, plan, record)
         self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
         return r
@@ -117,8 +171,10 @@ class Session:
 
     def interrupt(self, r: remote.RemoteRun) -> remote.RemoteRun:
         """Ctrl-C: SIGTERM the run's process group so the payload checkpoints, KILL after the grace time."""
-        self.say(f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint; "
-                 "Ctrl-C again leaves it stopping on its own)...")
+        self.say(
+            f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint; "
+            "Ctrl-C again leaves it stopping on its own)..."
+        )
         r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.args.stop_timeout)
         self.report["stopped_by_user"] = True
         return r
@@ -130,12 +186,22 @@ class Session:
             r = remote.mark_lost(self.sftp, r)
         store = open_store(self.cfg.results)
         up = fetch_and_upload(self.sftp, r.layout, store)
-        remote.mark_fetched(self.sftp, r, {"results": self.cfg.results, "keys": up.keys, "status": r.status,
-                                           "fetched_at": _dt.datetime.now(_dt.timezone.utc).isoformat()})
+        remote.mark_fetched(
+            self.sftp,
+            r,
+            {
+                "results": self.cfg.results,
+                "keys": up.keys,
+                "status": r.status,
+                "fetched_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            },
+        )
         self.report["files"] += up.keys
         self.report["payload_runs"] += [{"url": store.url_for(p), **up.statuses.get(p, {})} for p in up.payload_runs]
         self.report["results"] = store.url_for(f"runs/{self.cfg.stack}/")
-        self.say(f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}")
+        self.say(
+            f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}"
+        )
         return r
 
     def pick(self, pending: list[remote.RemoteRun]) -> remote.RemoteRun:
@@ -149,8 +215,11 @@ class Session:
                 self.say(f"found finished run {r.layout.run_id} ({r.status}), not uploaded yet: collecting it")
                 self.collect(r)
                 self.report.setdefault("also_collected", []).append(r.layout.run_id)
-        verb = (f"is still going on the host (pid {current.pid}): following it" if current.alive
-                else f"finished ({current.status}) while no one watched: collecting it")
+        verb = (
+            f"is still going on the host (pid {current.pid}): following it"
+            if current.alive
+            else f"finished ({current.status}) while no one watched: collecting it"
+        )
         self.say(f"run {current.layout.run_id} {verb}")
         return current
 
@@ -184,14 +253,19 @@ class Session:
                     return "running"
                 if current.alive:
                     offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
-                    current = follow.follow(self.conn, self.sftp, current, out=self.progress, poll=self.args.poll, offset=offset)
+                    current = follow.follow(
+                        self.conn, self.sftp, current, out=self.progress, poll=self.args.poll, offset=offset
+                    )
             except KeyboardInterrupt:
                 if self.current is None and self.launching is not None:
                     started = remote.load_run(self.conn, self.sftp, self.launching)
                     self.current = started if started.pid is not None else None
                 if self.current is None:
-                    raise Outcome("stopped-by-user", "Ctrl-C before the run had started; if it did start, "
-                                  f"`python -m infra ssh {self.cfg.stack}` picks it up") from None
+                    raise Outcome(
+                        "stopped-by-user",
+                        "Ctrl-C before the run had started; if it did start, "
+                        f"`python -m infra ssh {self.cfg.stack}` picks it up",
+                    ) from None
                 current = self.interrupt(self.current)
             current = self.collect(current)
             self.report["exit_code"] = (current.state or {}).get("exit_code")
@@ -199,8 +273,11 @@ class Session:
         except (FileNotFoundError, PermissionError):
             raise
         except (OSError, EOFError) as exc:
-            raise Outcome("connection-lost", f"lost the connection to {self.cfg.target} ({exc or type(exc).__name__}); "
-                          f"the run goes on on the host: run `python -m infra ssh {self.cfg.stack}` again to pick it up") from None
+            raise Outcome(
+                "connection-lost",
+                f"lost the connection to {self.cfg.target} ({exc or type(exc).__name__}); "
+                f"the run goes on on the host: run `python -m infra ssh {self.cfg.stack}` again to pick it up",
+            ) from None
         finally:
             self.conn.close()
 
@@ -208,11 +285,13 @@ class Session:
 def _execute(args, progress: IO[str]) -> tuple[str, dict]:
     """(status, report); every expected failure becomes a status with a message."""
     import paramiko
+
     from payload.storage import StorageError
 
     try:
         cfg = load_stack(args.stack, args.stacks_dir).with_overrides(
-            runtime=args.runtime, remote_python=args.remote_python, expect_gpu=args.expect_gpu)
+            runtime=args.runtime, remote_python=args.remote_python, expect_gpu=args.expect_gpu
+        )
     except (ConfigError, FileNotFoundError) as exc:
         return "config", {"stack": args.stack, "message": f"{args.stack}: {exc}"}
     session = Session(cfg, args, progress)
@@ -225,12 +304,16 @@ def _execute(args, progress: IO[str]) -> tuple[str, dict]:
         session.report["message"] = str(exc)
         return "host", session.report
     except paramiko.SSHException as exc:
-        session.report["message"] = (f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
-                                     f"run `python -m infra ssh {cfg.stack}` again to pick it up")
+        session.report["message"] = (
+            f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
+            f"run `python -m infra ssh {cfg.stack}` again to pick it up"
+        )
         return "connection-lost", session.report
     except StorageError as exc:
-        session.report["message"] = (f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
-                                     f"is not marked fetched: fix the bucket/credentials and run again")
+        session.report["message"] = (
+            f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
+            f"is not marked fetched: fix the bucket/credentials and run again"
+        )
         return "upload-failed", session.report
 
 
@@ -240,9 +323,16 @@ def run(args) -> int:
     try:
         status, report = _execute(args, progress)
     except KeyboardInterrupt:
-        status, report = "stopped-by-user", {"stack": args.stack, "message": (
-            "interrupted (Ctrl-C); if a run was started, or is still stopping on the host, "
-            f"`python -m infra ssh {args.stack}` picks it up and collects it")}
+        status, report = (
+            "stopped-by-user",
+            {
+                "stack": args.stack,
+                "message": (
+                    "interrupted (Ctrl-C); if a run was started, or is still stopping on the host, "
+                    f"`python -m infra ssh {args.stack}` picks it up and collects it"
+                ),
+            },
+        )
     if report.get("message"):
         print(f"error: {report['message']}", file=sys.stderr, flush=True)
     report["status"] = "interrupted" if status == "stopped-by-user" else status

@@ -12,12 +12,22 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from infra.config import DEFAULT_PAYLOAD_IMAGE, MAX_HOURS_LIMIT, NAMESPACE, PRECISIONS, ConfigError
 # Value parsers shared with cloud stacks: one spelling of each rule and message.
-from infra.config import _bool, _choice, _params, _str
+from infra.config import (
+    DEFAULT_PAYLOAD_IMAGE,
+    MAX_HOURS_LIMIT,
+    NAMESPACE,
+    PRECISIONS,
+    ConfigError,
+    _bool,
+    _choice,
+    _params,
+    _str,
+)
 from infra.config import _suite as _benchmarks
 from infra.stacks import SSH_PREFIX
 
@@ -43,6 +53,7 @@ def _int_in(lo: int, hi: int | None = None) -> Callable[[str, Any], int]:
             bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
             raise ConfigError(key, f"expected an integer {bound}, got {raw!r}")
         return value
+
     return parse
 
 
@@ -52,7 +63,9 @@ def _max_hours(key: str, raw: Any) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= MAX_HOURS_LIMIT:
-        raise ConfigError(key, f"expected hours in (0, {MAX_HOURS_LIMIT:g}], got {raw!r}: the payload stops itself at this deadline")
+        raise ConfigError(
+            key, f"expected hours in (0, {MAX_HOURS_LIMIT:g}], got {raw!r}: the payload stops itself at this deadline"
+        )
     return value
 
 
@@ -64,7 +77,9 @@ def _gpus(key: str, raw: Any) -> str:
 def _host(key: str, raw: Any) -> str:
     text = _str(key, raw)
     if any(c.isspace() for c in text) or "@" in text or "/" in text:
-        raise ConfigError(key, f"{text!r} is not a host name or address; put the user in gpubench:user and the port in gpubench:port")
+        raise ConfigError(
+            key, f"{text!r} is not a host name or address; put the user in gpubench:user and the port in gpubench:port"
+        )
     return text
 
 
@@ -75,8 +90,11 @@ def _path(key: str, raw: Any) -> str:
 def _results(key: str, raw: Any) -> str:
     text = _str(key, raw)
     if not text.startswith(RESULT_SCHEMES) or len(text.split("://", 1)[1].strip("/")) == 0:
-        raise ConfigError(key, f"{text!r} is not a bucket URL; allowed: s3://bucket[/prefix], gs://bucket[/prefix], file:///abs/dir "
-                          "(uploads happen from this machine, so the SSH host never holds cloud credentials)")
+        raise ConfigError(
+            key,
+            f"{text!r} is not a bucket URL; allowed: s3://bucket[/prefix], gs://bucket[/prefix], file:///abs/dir "
+            "(uploads happen from this machine, so the SSH host never holds cloud credentials)",
+        )
     return text.rstrip("/")
 
 
@@ -161,7 +179,7 @@ class SshStack:
         """user@host:port for messages."""
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
-    def with_overrides(self, **changes: Any) -> "SshStack":
+    def with_overrides(self, **changes: Any) -> SshStack:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
@@ -174,7 +192,10 @@ def _ours(raw: Mapping[str, Any]) -> dict[str, Any]:
     for full, value in raw.items():
         ns, _, key = str(full).rpartition(":")
         if ns not in ("", NAMESPACE):
-            raise ConfigError(str(full), f"SSH stacks only read {NAMESPACE}:* keys; remove {full} (provider keys belong to Pulumi stacks)")
+            raise ConfigError(
+                str(full),
+                f"SSH stacks only read {NAMESPACE}:* keys; remove {full} (provider keys belong to Pulumi stacks)",
+            )
         out[key] = value
     return out
 
@@ -189,8 +210,11 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
     if not isinstance(raw, Mapping):
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
     if not stack.startswith(SSH_PREFIX):
-        raise ConfigError("stack", f"SSH stack names start with {SSH_PREFIX!r} so the Pulumi matrix, preview and campaigns "
-                          f"skip them; rename stacks/Pulumi.{stack}.yaml to stacks/Pulumi.{SSH_PREFIX}{stack}.yaml")
+        raise ConfigError(
+            "stack",
+            f"SSH stack names start with {SSH_PREFIX!r} so the Pulumi matrix, preview and campaigns "
+            f"skip them; rename stacks/Pulumi.{stack}.yaml to stacks/Pulumi.{SSH_PREFIX}{stack}.yaml",
+        )
     ours = _ours(raw)
     for key in ours:
         if key not in KEYS:
@@ -211,21 +235,32 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
         raise ConfigError("suite", "set gpubench:benchmark or gpubench:suite, not both (they are the same list)")
     values["benchmark"] = values.pop("suite", None) or values.get("benchmark")
     if not values["benchmark"]:
-        raise ConfigError("benchmark", "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`)")
+        raise ConfigError(
+            "benchmark",
+            "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`)",
+        )
     if values.get("epochs") and values.get("steps"):
         raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
     offering = _offering(catalog, values["offering"])
     if values.get("expect_gpu") is None:
         values["expect_gpu"] = offering.gpu_count > 0
     if values["gpus"] != "all" and int(values["gpus"]) > offering.gpu_count:
-        raise ConfigError("gpus", f"{values['gpus']} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}")
+        raise ConfigError(
+            "gpus",
+            f"{values['gpus']} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
+        )
     gpu = getattr(offering, "gpu", None)
     from infra.launch import launch_price, offering_options
 
     price, _ = launch_price(catalog, offering.id, "on-demand", [])
-    return SshStack(stack=stack, image_generation=offering.image_generation, gpu_count=offering.gpu_count,
-                    gpu_model=getattr(gpu, "model", None), offering_options=offering_options(offering, "on-demand", price),
-                    **values)
+    return SshStack(
+        stack=stack,
+        image_generation=offering.image_generation,
+        gpu_count=offering.gpu_count,
+        gpu_model=getattr(gpu, "model", None),
+        offering_options=offering_options(offering, "on-demand", price),
+        **values,
+    )
 
 
 def _offering(catalog: Any, offering_id: str) -> Any:
@@ -236,7 +271,10 @@ def _offering(catalog: Any, offering_id: str) -> Any:
     except UnknownOffering as exc:
         raise ConfigError("offering", str(exc)) from None
     if offering.kind not in SSH_KINDS:
-        raise ConfigError("offering", f"{offering_id} is a {offering.kind} offering with a Pulumi program: launch it with "
-                          f"`pulumi up --stack {offering.stack_name('on-demand')}` (or `python -m infra up ...`), not over SSH. "
-                          f"SSH stacks take {', '.join(SSH_KINDS)} rows, e.g. hetzner/ex51-ssd-gpu")
+        raise ConfigError(
+            "offering",
+            f"{offering_id} is a {offering.kind} offering with a Pulumi program: launch it with "
+            f"`pulumi up --stack {offering.stack_name('on-demand')}` (or `python -m infra up ...`), not over SSH. "
+            f"SSH stacks take {', '.join(SSH_KINDS)} rows, e.g. hetzner/ex51-ssd-gpu",
+        )
     return offering

@@ -27,7 +27,9 @@ def connect(cfg: SshStack, timeout: float = 15.0):
     connect_kwargs: dict = {"banner_timeout": timeout, "auth_timeout": timeout}
     if cfg.identity_file:
         if not os.path.exists(cfg.identity_file):
-            raise SshError(f"gpubench:identityFile: {cfg.identity_file} does not exist; point it at your private key (e.g. ~/.ssh/id_ed25519)")
+            raise SshError(
+                f"gpubench:identityFile: {cfg.identity_file} does not exist; point it at your private key (e.g. ~/.ssh/id_ed25519)"
+            )
         connect_kwargs.update(key_filename=[cfg.identity_file], look_for_keys=False, allow_agent=False)
     conn = Connection(cfg.host, user=cfg.user, port=cfg.port, connect_timeout=timeout, connect_kwargs=connect_kwargs)
     known = os.path.expanduser("~/.ssh/known_hosts")
@@ -42,21 +44,32 @@ def connect(cfg: SshStack, timeout: float = 15.0):
     try:
         conn.open()
     except paramiko.BadHostKeyException as exc:
-        raise SshError(f"{cfg.target}: the host key changed ({exc}); if the box was reinstalled, remove its line from {known}") from None
+        raise SshError(
+            f"{cfg.target}: the host key changed ({exc}); if the box was reinstalled, remove its line from {known}"
+        ) from None
     except paramiko.AuthenticationException as exc:
         key = cfg.identity_file or "your default keys / ssh-agent"
-        raise SshError(f"{cfg.target}: SSH key refused ({exc}); add the public key of {key} to ~{cfg.user or ''}/.ssh/authorized_keys "
-                       "on the host, or fix gpubench:user / gpubench:identityFile") from None
+        raise SshError(
+            f"{cfg.target}: SSH key refused ({exc}); add the public key of {key} to ~{cfg.user or ''}/.ssh/authorized_keys "
+            "on the host, or fix gpubench:user / gpubench:identityFile"
+        ) from None
     except paramiko.SSHException as exc:
-        hint = (f"add it first with `ssh -p {cfg.port} {cfg.host}` or set gpubench:hostKeyCheck: accept-new"
-                if "not found in known_hosts" in str(exc) else "is it an SSH server?")
+        hint = (
+            f"add it first with `ssh -p {cfg.port} {cfg.host}` or set gpubench:hostKeyCheck: accept-new"
+            if "not found in known_hosts" in str(exc)
+            else "is it an SSH server?"
+        )
         raise SshError(f"{cfg.target}: SSH handshake failed: {exc}; {hint}") from None
     except socket.gaierror as exc:
         raise SshError(f"{cfg.target}: cannot resolve host {cfg.host!r} ({exc.strerror}); fix gpubench:host") from None
-    except (socket.timeout, TimeoutError):
-        raise SshError(f"{cfg.target}: connection timed out after {timeout:g}s; check gpubench:host/gpubench:port and any firewall") from None
+    except TimeoutError:
+        raise SshError(
+            f"{cfg.target}: connection timed out after {timeout:g}s; check gpubench:host/gpubench:port and any firewall"
+        ) from None
     except OSError as exc:  # NoValidConnectionsError, refused, unreachable
-        raise SshError(f"{cfg.target}: cannot connect ({exc}); check gpubench:host and gpubench:port, and that sshd runs there") from None
+        raise SshError(
+            f"{cfg.target}: cannot connect ({exc}); check gpubench:host and gpubench:port, and that sshd runs there"
+        ) from None
     return conn
 
 

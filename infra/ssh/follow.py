@@ -34,7 +34,9 @@ def start_offset(sftp, r: remote.RemoteRun) -> int:
     return max(0, _size(sftp, r.layout.path("log")) - TAIL_BYTES)
 
 
-def follow(conn, sftp, r: remote.RemoteRun, out: IO[str] | None = None, poll: float = 2.0, offset: int = 0) -> remote.RemoteRun:
+def follow(
+    conn, sftp, r: remote.RemoteRun, out: IO[str] | None = None, poll: float = 2.0, offset: int = 0
+) -> remote.RemoteRun:
     """Print new log output until the wrapper has written its state (or vanished); returns the final run."""
     out = out or sys.stdout
     log = r.layout.path("log")

@@ -14,13 +14,13 @@ import time
 from dataclasses import dataclass
 
 FILES = {
-    "record": "run.json",       # launch record (stack, runtime, command, started_at)
-    "wrapper": "run.sh",        # detached wrapper: setup, payload, state
+    "record": "run.json",  # launch record (stack, runtime, command, started_at)
+    "wrapper": "run.sh",  # detached wrapper: setup, payload, state
     "setup": "setup.sh",
     "payload": "payload.sh",
-    "pid": "pid",               # wrapper pid == process group id
-    "log": "log",               # setup + payload output
-    "state": "state.json",      # written by the wrapper when it ends
+    "pid": "pid",  # wrapper pid == process group id
+    "log": "log",  # setup + payload output
+    "state": "state.json",  # written by the wrapper when it ends
     "fetched": "fetched.json",  # written by the local side after upload
 }
 
@@ -32,7 +32,7 @@ def new_run_id(now: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class RunLayout:
-    root: str      # resolved remote dir, e.g. /home/me/.gpubench
+    root: str  # resolved remote dir, e.g. /home/me/.gpubench
     stack: str
     run_id: str
 

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.ssh import script
 from infra.ssh.connection import SshError, run
 from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import Plan
-from infra.ssh import script
 
 # A launch (upload, unpack with a 600 s timeout, 30 s wait for the pid) usually takes seconds; only a
 # lock older than its worst case is a leftover (taking a live one would close that launch's run as lost).
@@ -54,7 +54,9 @@ def resolve_root(conn, remote_dir: str) -> str:
     if remote_dir == "~" or remote_dir.startswith("~/"):
         home = run(conn, 'printf %s "$HOME"').stdout.strip()
         if not home.startswith("/"):
-            raise SshError(f"cannot find the remote home directory (got {home!r}); set gpubench:remoteDir to an absolute path")
+            raise SshError(
+                f"cannot find the remote home directory (got {home!r}); set gpubench:remoteDir to an absolute path"
+            )
         return home + remote_dir[1:]
     return remote_dir
 
@@ -79,8 +81,10 @@ def _exists(sftp, path: str) -> bool:
 
 def pid_alive(conn, pid: int) -> bool:
     """The wrapper is alive: pid exists and (where /proc exists) is our run.sh, not a reused pid."""
-    check = (f"kill -0 {pid} 2>/dev/null || exit 1; [ -r /proc/{pid}/cmdline ] || exit 0; "
-             f"tr '\\0' ' ' < /proc/{pid}/cmdline | grep -q run.sh")
+    check = (
+        f"kill -0 {pid} 2>/dev/null || exit 1; [ -r /proc/{pid}/cmdline ] || exit 0; "
+        f"tr '\\0' ' ' < /proc/{pid}/cmdline | grep -q run.sh"
+    )
     return run(conn, check, check=False).exited == 0
 
 
@@ -119,12 +123,16 @@ class StackLock:
 
     def __enter__(self):
         q = shlex.quote(self.path)
-        cmd = (f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
-               f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
-               f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}")
+        cmd = (
+            f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
+            f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
+            f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}"
+        )
         if run(self.conn, cmd, check=False).exited != 0:
-            raise SshError(f"another `python -m infra ssh` is starting a run of this stack right now ({self.path} exists); "
-                           f"wait and retry, or remove that directory if no one is")
+            raise SshError(
+                f"another `python -m infra ssh` is starting a run of this stack right now ({self.path} exists); "
+                f"wait and retry, or remove that directory if no one is"
+            )
         return self
 
     def __exit__(self, *exc):
@@ -180,9 +188,13 @@ def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, p
         time.sleep(poll)
     if r.state is None:
         run(conn, f"kill -KILL -{r.pid} 2>/dev/null", check=False)
-        state = {"status": "killed", "exit_code": 137, "phase": "unknown",
-                 "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                 "note": f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh"}
+        state = {
+            "status": "killed",
+            "exit_code": 137,
+            "phase": "unknown",
+            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "note": f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh",
+        }
         _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
         r = load_run(conn, sftp, r.layout)
     return r
@@ -190,9 +202,13 @@ def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, p
 
 def mark_lost(sftp, r: RemoteRun) -> RemoteRun:
     """The wrapper vanished without a state file (reboot, OOM killer): record that, so the run can be closed."""
-    state = {"status": "lost", "exit_code": 1, "phase": "unknown",
-             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-             "note": "the wrapper process is gone and left no state (host rebooted or process killed)"}
+    state = {
+        "status": "lost",
+        "exit_code": 1,
+        "phase": "unknown",
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "note": "the wrapper process is gone and left no state (host rebooted or process killed)",
+    }
     _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
     r.state = state
     return r

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from infra.images import payload_image
 from infra.ssh.bundle import Bundle, build_bundle
@@ -31,38 +31,69 @@ def shell_words(argv: list[str]) -> str:
 @dataclass
 class Plan:
     uploads: list[tuple[bytes, str]] = field(default_factory=list)  # (data, absolute remote path)
-    prepare: list[str] = field(default_factory=list)                # run synchronously before launch
-    setup: str = "true"                                             # shell script body, run detached
-    payload: list[str] = field(default_factory=list)                # argv, exec'd by payload.sh
-    env: dict[str, str] = field(default_factory=dict)               # for payload.sh
-    stop: str | None = None                                         # extra shell to stop the run
+    prepare: list[str] = field(default_factory=list)  # run synchronously before launch
+    setup: str = "true"  # shell script body, run detached
+    payload: list[str] = field(default_factory=list)  # argv, exec'd by payload.sh
+    env: dict[str, str] = field(default_factory=dict)  # for payload.sh
+    stop: str | None = None  # extra shell to stop the run
     image: str | None = None
 
 
-def payload_args(cfg: SshStack, results_url: str, spool: str, host_events: str, now: _dt.datetime | None = None) -> list[str]:
+def payload_args(
+    cfg: SshStack, results_url: str, spool: str, host_events: str, now: _dt.datetime | None = None
+) -> list[str]:
     """`python -m payload run` options from the stack (the payload's own option names)."""
     from payload.config import render_argv
 
     now = now or _dt.datetime.now(_dt.timezone.utc)
     deadline = (now + _dt.timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
     offering = dict(cfg.offering_options) or {"offering": cfg.offering, "market": "on-demand"}
-    return render_argv({
-        "benchmark": list(cfg.benchmark), "results": results_url, "stack": cfg.stack, **offering,
-        "precision": cfg.precision, "spool": spool, "host_events": host_events, "deadline": deadline,
-        "epochs": cfg.epochs, "steps": cfg.steps, "batch_size": cfg.batch_size, "data": cfg.data or None,
-        "param": cfg.params or None, "gpus": None if cfg.gpus == "all" else cfg.gpus, "expect_gpu": cfg.expect_gpu,
-    })
+    return render_argv(
+        {
+            "benchmark": list(cfg.benchmark),
+            "results": results_url,
+            "stack": cfg.stack,
+            **offering,
+            "precision": cfg.precision,
+            "spool": spool,
+            "host_events": host_events,
+            "deadline": deadline,
+            "epochs": cfg.epochs,
+            "steps": cfg.steps,
+            "batch_size": cfg.batch_size,
+            "data": cfg.data or None,
+            "param": cfg.params or None,
+            "gpus": None if cfg.gpus == "all" else cfg.gpus,
+            "expect_gpu": cfg.expect_gpu,
+        }
+    )
 
 
-def docker_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
+def docker_plan(
+    cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle
+) -> Plan:
     """The cloud stacks' container, with the run directory mounted as its bucket."""
     image = payload_image(cfg.payload_image, cfg.image_generation)
     name = run.container_name
     q = shlex.quote
     setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
-    argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp",
-            "-v", f"{run.results}:/gpubench/results", "-v", f"{run.spool}:/gpubench/spool",
-            "-v", f"{run.host}:/gpubench/host:ro"]
+    argv = [
+        "docker",
+        "run",
+        "--rm",
+        "--name",
+        name,
+        "--user",
+        Raw('"$(id -u):$(id -g)"'),
+        "-e",
+        "HOME=/tmp",
+        "-v",
+        f"{run.results}:/gpubench/results",
+        "-v",
+        f"{run.spool}:/gpubench/spool",
+        "-v",
+        f"{run.host}:/gpubench/host:ro",
+    ]
     if has_gpu and cfg.gpus != "0":
         argv += ["--gpus", "all"]
     argv += [image, *payload_args(cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl")]
@@ -75,32 +106,43 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     src = f"{run.root}/src/{bundle.digest}"
     tarball = f"{src}.tar.gz"
     q = shlex.quote
-    prepare = [f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
-               f"tar -xzf {q(tarball)} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"]
+    prepare = [
+        f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
+        f"tar -xzf {q(tarball)} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"
+    ]
     results = f"file://{run.results}"
     args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl")
     if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
-        return Plan(uploads=[(bundle.data, tarball)], prepare=prepare,
-                    payload=[cfg.remote_python, "-m", "payload", "run", *args],
-                    env={"PYTHONPATH": f"{src}/gpubench"})
+        return Plan(
+            uploads=[(bundle.data, tarball)],
+            prepare=prepare,
+            payload=[cfg.remote_python, "-m", "payload", "run", *args],
+            env={"PYTHONPATH": f"{src}/gpubench"},
+        )
     venv = f"{run.root}/venvs/{bundle.digest}"
     tmp = f"{q(venv)}.tmp.$$"
     extras = f"[{cfg.pip_extras}]" if cfg.pip_extras.strip() else ""
-    setup = "\n".join([
-        "set -e",
-        f"if [ ! -f {q(venv)}/.gpubench-ready ]; then",
-        f"  rm -rf {tmp}",
-        f"  python3 -m venv {tmp}",
-        f"  {tmp}/bin/python -m pip install --quiet --upgrade pip",
-        f"  {tmp}/bin/python -m pip install {q(src + '/gpubench' + extras)}",
-        f"  touch {tmp}/.gpubench-ready",
-        f"  mv -T {tmp} {q(venv)} 2>/dev/null || rm -rf {tmp}  # another run finished the same venv first",
-        "fi",
-    ])
+    setup = "\n".join(
+        [
+            "set -e",
+            f"if [ ! -f {q(venv)}/.gpubench-ready ]; then",
+            f"  rm -rf {tmp}",
+            f"  python3 -m venv {tmp}",
+            f"  {tmp}/bin/python -m pip install --quiet --upgrade pip",
+            f"  {tmp}/bin/python -m pip install {q(src + '/gpubench' + extras)}",
+            f"  touch {tmp}/.gpubench-ready",
+            f"  mv -T {tmp} {q(venv)} 2>/dev/null || rm -rf {tmp}  # another run finished the same venv first",
+            "fi",
+        ]
+    )
     # Built under a temporary name and moved in whole, so a venv that exists is complete. Its
     # interpreter finds site-packages through pyvenv.cfg next to it, so the move is safe.
-    return Plan(uploads=[(bundle.data, tarball)], prepare=prepare, setup=setup,
-                payload=[f"{venv}/bin/python", "-m", "payload", "run", *args])
+    return Plan(
+        uploads=[(bundle.data, tarball)],
+        prepare=prepare,
+        setup=setup,
+        payload=[f"{venv}/bin/python", "-m", "payload", "run", *args],
+    )
 
 
 RUNTIMES: dict[str, Callable[..., Plan]] = {"docker": docker_plan, "venv": venv_plan}

@@ -14,9 +14,16 @@ from payload.benchmarks.base import Benchmark, Data, ParamError
 __all__ = ["Benchmark", "Data", "MODULES", "ParamError", "REGISTRY", "UnknownBenchmark", "get"]
 
 MODULES = (
-    "bilstm_sentiment",   # seed 000
-    "mnist_mlp", "mnist_cnn", "cifar10_cnn", "imdb_bilstm", "text_lstm", "imdb_fasttext",  # seed 002
-    "resnet50", "inception3", "vgg16",  # seed 004
+    "bilstm_sentiment",  # seed 000
+    "mnist_mlp",
+    "mnist_cnn",
+    "cifar10_cnn",
+    "imdb_bilstm",
+    "text_lstm",
+    "imdb_fasttext",  # seed 002
+    "resnet50",
+    "inception3",
+    "vgg16",  # seed 004
 )
 
 REGISTRY: dict[str, Benchmark] = {

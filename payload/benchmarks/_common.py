@@ -8,10 +8,10 @@ from payload.benchmarks.base import Data
 
 # Parameters every epoch benchmark understands (the runner reads them too).
 EPOCH_PARAMS = {
-    "samples": None,          # cap on training samples (None = all / full-scale synthetic)
-    "val_samples": None,      # cap on held-out samples
+    "samples": None,  # cap on training samples (None = all / full-scale synthetic)
+    "val_samples": None,  # cap on held-out samples
     "steps_per_epoch": None,  # shorter epochs (set by --steps)
-    "warmup_steps": 10,       # steps per attempt excluded from samples/s
+    "warmup_steps": 10,  # steps per attempt excluded from samples/s
 }
 EPOCH_HELP = {
     "samples": "cap on training samples (default: the full dataset)",
@@ -78,13 +78,15 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
     import keras
 
     L = keras.layers
-    model = keras.Sequential([
-        keras.Input((maxlen,), dtype="int32"),
-        L.Embedding(vocabulary, 128),
-        L.Bidirectional(L.LSTM(64)),
-        L.Dropout(0.5),
-        output_layer(1, "sigmoid"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((maxlen,), dtype="int32"),
+            L.Embedding(vocabulary, 128),
+            L.Bidirectional(L.LSTM(64)),
+            L.Dropout(0.5),
+            output_layer(1, "sigmoid"),
+        ]
+    )
     model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
     return model
 

@@ -35,11 +35,13 @@ def build(app_name: str, params: dict):
 
     app = getattr(keras.applications, app_name)
     size = params["image_size"]
-    base = app(weights=None, input_shape=(size, size, 3), classes=params["classes"],
-               classifier_activation=None)
+    base = app(weights=None, input_shape=(size, size, 3), classes=params["classes"], classifier_activation=None)
     # logits in the policy dtype, softmax in float32 (Keras mixed-precision guide)
     out = keras.layers.Activation("softmax", dtype="float32")(base.output)
     model = keras.Model(base.input, out, name=app_name.lower())
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
-                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model

@@ -20,8 +20,9 @@ preemption, results. Modules must not import TensorFlow at import time
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 __all__ = ["Benchmark", "Data", "ParamError", "coerce_params"]
 
@@ -67,9 +68,15 @@ class Benchmark:
         return coerce_params(self.name, self.defaults, overrides or {})
 
     def describe(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "description": self.description,
-                "study": self.study, "dataset": self.dataset, "params": dict(self.defaults),
-                "param_help": dict(self.param_help)}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "description": self.description,
+            "study": self.study,
+            "dataset": self.dataset,
+            "params": dict(self.defaults),
+            "param_help": dict(self.param_help),
+        }
 
 
 def _coerce(value: Any, like: Any) -> Any:

@@ -26,35 +26,43 @@ def build_model(params):
     import keras
 
     L = keras.layers
-    aug = [L.RandomTranslation(0.1, 0.1, fill_mode="nearest"), L.RandomFlip("horizontal")] \
-        if params["augmentation"] else []
-    model = keras.Sequential([
-        keras.Input((32, 32, 3)),
-        L.Rescaling(1 / 255.0),
-        *aug,
-        L.Conv2D(32, 3, padding="same", activation="relu"),
-        L.Conv2D(32, 3, activation="relu"),
-        L.MaxPooling2D(2),
-        L.Dropout(0.25),
-        L.Conv2D(64, 3, padding="same", activation="relu"),
-        L.Conv2D(64, 3, activation="relu"),
-        L.MaxPooling2D(2),
-        L.Dropout(0.25),
-        L.Flatten(),
-        L.Dense(512, activation="relu"),
-        L.Dropout(0.5),
-        c.output_layer(10, "softmax"),
-    ])
+    aug = (
+        [L.RandomTranslation(0.1, 0.1, fill_mode="nearest"), L.RandomFlip("horizontal")]
+        if params["augmentation"]
+        else []
+    )
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            L.Rescaling(1 / 255.0),
+            *aug,
+            L.Conv2D(32, 3, padding="same", activation="relu"),
+            L.Conv2D(32, 3, activation="relu"),
+            L.MaxPooling2D(2),
+            L.Dropout(0.25),
+            L.Conv2D(64, 3, padding="same", activation="relu"),
+            L.Conv2D(64, 3, activation="relu"),
+            L.MaxPooling2D(2),
+            L.Dropout(0.25),
+            L.Flatten(),
+            L.Dense(512, activation="relu"),
+            L.Dropout(0.5),
+            c.output_layer(10, "softmax"),
+        ]
+    )
     opt = keras.optimizers.RMSprop(learning_rate=keras.optimizers.schedules.InverseTimeDecay(1e-4, 1, 1e-6))
     model.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
 
 
 BENCHMARK = Benchmark(
-    name="cifar10-cnn", kind="epochs",
+    name="cifar10-cnn",
+    kind="epochs",
     description="CIFAR-10 convnet (4 conv, Dense 512, RMSprop 1e-4) with shift/flip augmentation",
-    study="seed 002 (Keras examples cifar10_cnn.py)", dataset="CIFAR-10 50k/10k, 32x32x3, 10 classes",
+    study="seed 002 (Keras examples cifar10_cnn.py)",
+    dataset="CIFAR-10 50k/10k, 32x32x3, 10 classes",
     defaults={"epochs": 20, "batch_size": 32, "augmentation": True, **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model,
+    load_data=load_data,
+    build_model=build_model,
     param_help={**c.EPOCH_HELP, "augmentation": "random 10% shifts and horizontal flips while training"},
 )

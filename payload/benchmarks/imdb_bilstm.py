@@ -29,11 +29,13 @@ def build_model(params):
 
 
 BENCHMARK = Benchmark(
-    name="imdb-bilstm", kind="epochs",
+    name="imdb-bilstm",
+    kind="epochs",
     description="IMDB sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), adam",
     study="seed 002 (Keras examples imdb_bidirectional_lstm.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words, maxlen 100, 2 classes",
     defaults={"epochs": 4, "batch_size": 32, "max_features": 20000, "maxlen": 100, **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model,
+    load_data=load_data,
+    build_model=build_model,
     param_help={**c.EPOCH_HELP, "max_features": "vocabulary size", "maxlen": "tokens per review"},
 )

@@ -28,8 +28,9 @@ def add_ngrams(train, test, max_features: int, ngram_range: int):
         out = []
         for seq in seqs:
             seq = list(seq)
-            extra = [token[g] for n in range(2, ngram_range + 1)
-                     for g in zip(*[seq[i:] for i in range(n)]) if g in token]
+            extra = [
+                token[g] for n in range(2, ngram_range + 1) for g in zip(*[seq[i:] for i in range(n)]) if g in token
+            ]
             out.append(seq + extra)
         return out
 
@@ -63,23 +64,34 @@ def build_model(params):
     import keras
 
     L = keras.layers
-    model = keras.Sequential([
-        keras.Input((params["maxlen"],), dtype="int32"),
-        L.Embedding(params.get("_vocabulary") or params["max_features"], params["embedding_dims"]),
-        L.GlobalAveragePooling1D(),
-        c.output_layer(1, "sigmoid"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((params["maxlen"],), dtype="int32"),
+            L.Embedding(params.get("_vocabulary") or params["max_features"], params["embedding_dims"]),
+            L.GlobalAveragePooling1D(),
+            c.output_layer(1, "sigmoid"),
+        ]
+    )
     model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
     return model
 
 
 BENCHMARK = Benchmark(
-    name="imdb-fasttext", kind="epochs",
+    name="imdb-fasttext",
+    kind="epochs",
     description="IMDB sentiment, fastText-style bag of uni+bi-gram embeddings (dims 50), adam",
     study="seed 002 (Keras examples imdb_fasttext.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words + bi-grams, maxlen 400, 2 classes",
-    defaults={"epochs": 5, "batch_size": 32, "max_features": 20000, "maxlen": 400, "ngram_range": 2,
-              "embedding_dims": 50, **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model,
+    defaults={
+        "epochs": 5,
+        "batch_size": 32,
+        "max_features": 20000,
+        "maxlen": 400,
+        "ngram_range": 2,
+        "embedding_dims": 50,
+        **c.EPOCH_PARAMS,
+    },
+    load_data=load_data,
+    build_model=build_model,
     param_help={**c.EPOCH_HELP, "ngram_range": "2 adds bi-gram features (the example's setting)"},
 )

@@ -15,10 +15,13 @@ def build_model(params):
 
 
 BENCHMARK = Benchmark(
-    name="inception3", kind="throughput",
+    name="inception3",
+    kind="throughput",
     description="Inception-v3 (keras.applications, weights=None) training throughput, images/s after warm-up",
     study="seed 004 (tf_cnn_benchmarks --model=inception3, batch 16/32/64 per GPU, fp16)",
     dataset="synthetic ImageNet-shaped batches, 299x299x3, 1000 classes",
     defaults=_imagenet.defaults(299),
-    load_data=load_data, build_model=build_model, param_help=_imagenet.THROUGHPUT_HELP,
+    load_data=load_data,
+    build_model=build_model,
+    param_help=_imagenet.THROUGHPUT_HELP,
 )

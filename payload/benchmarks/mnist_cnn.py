@@ -16,28 +16,37 @@ def build_model(params):
     import keras
 
     L = keras.layers
-    model = keras.Sequential([
-        keras.Input((28, 28, 1)),
-        L.Rescaling(1 / 255.0),
-        L.Conv2D(32, 3, activation="relu"),
-        L.Conv2D(64, 3, activation="relu"),
-        L.MaxPooling2D(2),
-        L.Dropout(0.25),
-        L.Flatten(),
-        L.Dense(128, activation="relu"),
-        L.Dropout(0.5),
-        c.output_layer(10, "softmax"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((28, 28, 1)),
+            L.Rescaling(1 / 255.0),
+            L.Conv2D(32, 3, activation="relu"),
+            L.Conv2D(64, 3, activation="relu"),
+            L.MaxPooling2D(2),
+            L.Dropout(0.25),
+            L.Flatten(),
+            L.Dense(128, activation="relu"),
+            L.Dropout(0.5),
+            c.output_layer(10, "softmax"),
+        ]
+    )
     # Keras 2's Adadelta default lr was 1.0; Keras 3's 0.001 would barely train
-    model.compile(optimizer=keras.optimizers.Adadelta(learning_rate=1.0),
-                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.Adadelta(learning_rate=1.0),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model
 
 
 BENCHMARK = Benchmark(
-    name="mnist-cnn", kind="epochs",
+    name="mnist-cnn",
+    kind="epochs",
     description="MNIST convnet (Conv 32-64, max-pool, Dense 128, Adadelta)",
-    study="seed 002 (Keras examples mnist_cnn.py)", dataset="MNIST 60k/10k, 28x28x1, 10 classes",
+    study="seed 002 (Keras examples mnist_cnn.py)",
+    dataset="MNIST 60k/10k, 28x28x1, 10 classes",
     defaults={"epochs": 12, "batch_size": 128, **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model, param_help=c.EPOCH_HELP,
+    load_data=load_data,
+    build_model=build_model,
+    param_help=c.EPOCH_HELP,
 )

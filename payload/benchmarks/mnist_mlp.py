@@ -15,24 +15,29 @@ def load_data(source, params, global_batch):
 def build_model(params):
     import keras
 
-    model = keras.Sequential([
-        keras.Input((784,)),
-        keras.layers.Rescaling(1 / 255.0),
-        keras.layers.Dense(params["hidden"], activation="relu"),
-        keras.layers.Dropout(0.2),
-        keras.layers.Dense(params["hidden"], activation="relu"),
-        keras.layers.Dropout(0.2),
-        c.output_layer(10, "softmax"),
-    ])
-    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((784,)),
+            keras.layers.Rescaling(1 / 255.0),
+            keras.layers.Dense(params["hidden"], activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(params["hidden"], activation="relu"),
+            keras.layers.Dropout(0.2),
+            c.output_layer(10, "softmax"),
+        ]
+    )
+    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
 
 
 BENCHMARK = Benchmark(
-    name="mnist-mlp", kind="epochs",
+    name="mnist-mlp",
+    kind="epochs",
     description="MNIST multilayer perceptron (Dense 512-512, dropout 0.2, RMSprop)",
-    study="seed 002 (Keras examples mnist_mlp.py)", dataset="MNIST 60k/10k, 28x28, 10 classes",
+    study="seed 002 (Keras examples mnist_mlp.py)",
+    dataset="MNIST 60k/10k, 28x28, 10 classes",
     defaults={"epochs": 20, "batch_size": 128, "hidden": 512, **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model, param_help=c.EPOCH_HELP,
+    load_data=load_data,
+    build_model=build_model,
+    param_help=c.EPOCH_HELP,
 )

@@ -15,10 +15,13 @@ def build_model(params):
 
 
 BENCHMARK = Benchmark(
-    name="resnet50", kind="throughput",
+    name="resnet50",
+    kind="throughput",
     description="ResNet-50 (keras.applications, weights=None) training throughput, images/s after warm-up",
     study="seed 004 (tf_cnn_benchmarks --model=resnet50, batch 16/32/64 per GPU, fp16)",
     dataset="synthetic ImageNet-shaped batches, 224x224x3, 1000 classes",
     defaults=_imagenet.defaults(224),
-    load_data=load_data, build_model=build_model, param_help=_imagenet.THROUGHPUT_HELP,
+    load_data=load_data,
+    build_model=build_model,
+    param_help=_imagenet.THROUGHPUT_HELP,
 )

@@ -53,24 +53,29 @@ def build_model(params):
     import keras
 
     nchars = params.get("_chars") or params["chars"]
-    model = keras.Sequential([
-        keras.Input((params["maxlen"], nchars)),
-        keras.layers.LSTM(params["units"]),
-        c.output_layer(nchars, "softmax"),
-    ])
-    model.compile(optimizer=keras.optimizers.RMSprop(learning_rate=0.01),
-                  loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((params["maxlen"], nchars)),
+            keras.layers.LSTM(params["units"]),
+            c.output_layer(nchars, "softmax"),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.RMSprop(learning_rate=0.01),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     return model
 
 
 BENCHMARK = Benchmark(
-    name="text-lstm", kind="epochs",
+    name="text-lstm",
+    kind="epochs",
     description="Character-level text generation, LSTM 128 over 40-char windows of Nietzsche, RMSprop",
     study="seed 002 (Keras examples lstm_text_generation.py)",
     dataset="nietzsche.txt (~600k chars, ~57 distinct), windows of 40, step 3",
-    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57,
-              **c.EPOCH_PARAMS},
-    load_data=load_data, build_model=build_model,
-    param_help={**c.EPOCH_HELP, "chars": "alphabet size of synthetic text",
-                "samples": "cap on training windows"},
+    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57, **c.EPOCH_PARAMS},
+    load_data=load_data,
+    build_model=build_model,
+    param_help={**c.EPOCH_HELP, "chars": "alphabet size of synthetic text", "samples": "cap on training windows"},
 )

@@ -45,9 +45,11 @@ def validate_result(result: dict) -> dict:
         raise ResultValidationError([f"result must be an object, got {type(result).__name__}"])
     if result.get("schema_version") != SCHEMA_VERSION:
         raise ResultValidationError(
-            [f"schema_version is {result.get('schema_version')!r}, this reader supports {SCHEMA_VERSION}"])
+            [f"schema_version is {result.get('schema_version')!r}, this reader supports {SCHEMA_VERSION}"]
+        )
     errors = sorted(_validator().iter_errors(result), key=lambda e: list(e.absolute_path))
     if errors:
         raise ResultValidationError(
-            [f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}" for e in errors])
+            [f"{'/'.join(str(p) for p in e.absolute_path) or '<root>'}: {e.message}" for e in errors]
+        )
     return result

@@ -16,4 +16,4 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 schedule="${1:-schedules/campaign/weekly-spot.yaml}"
 # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
-exec "$PYTHON" -m infra campaign run --schedule "$schedule" ${GPUBENCH_CAMPAIGN_ARGS:-}
+exec "$PYTHON" -m analysis campaign run --schedule "$schedule" ${GPUBENCH_CAMPAIGN_ARGS:-}

@@ -3,6 +3,7 @@
 Covers parallel download, incremental re-runs (nothing fetched; a changed
 object is fetched again), corrupt/partial/unknown/duplicate files, an empty
 bucket, schema migration and the CLI summary."""
+
 from __future__ import annotations
 
 import copy
@@ -48,19 +49,37 @@ class Tracking:
 
 def _results(n: int, benchmark: str = "resnet50") -> list[dict]:
     offerings = ["aws/p2.xlarge", "aws/p3.2xlarge", "gcp/n1-standard-4+1xk80"]
-    return [make_result(offerings[i % 3], benchmark, repeat=i, hourly_usd=1.0 + i, train_seconds=600 + i)
-            for i in range(n)]
+    return [
+        make_result(offerings[i % 3], benchmark, repeat=i, hourly_usd=1.0 + i, train_seconds=600 + i) for i in range(n)
+    ]
 
 
 def _v0(run_id="v0-run-1") -> dict:
-    return {"run_id": run_id, "stack": "aws-p2-1x", "status": "completed", "offering": "aws/p2.xlarge",
-            "market": "on-demand", "instance_type": "p2.xlarge", "instance_id": "i-old", "zone": "us-east-1a",
-            "hourly_usd": 0.9, "price_source": "prototype env", "price_as_of": "2018-02-08",
-            "gpu": {"name": "Tesla K80", "count": 1, "memory_gb": 12, "driver": "384.81"},
-            "benchmark": "resnet50", "batch_size": 64, "train_seconds": 3600.0, "images_per_second": 50.0,
-            "accuracy": 0.7, "started_at": "2018-02-08T10:00:00Z", "finished_at": "2018-02-08T11:05:00Z",
-            "events": [{"time": "2018-02-08T09:58:00Z", "event": "instance_launch"},
-                       {"time": "2018-02-08T11:05:00Z", "event": "shutdown_requested"}]}
+    return {
+        "run_id": run_id,
+        "stack": "aws-p2-1x",
+        "status": "completed",
+        "offering": "aws/p2.xlarge",
+        "market": "on-demand",
+        "instance_type": "p2.xlarge",
+        "instance_id": "i-old",
+        "zone": "us-east-1a",
+        "hourly_usd": 0.9,
+        "price_source": "prototype env",
+        "price_as_of": "2018-02-08",
+        "gpu": {"name": "Tesla K80", "count": 1, "memory_gb": 12, "driver": "384.81"},
+        "benchmark": "resnet50",
+        "batch_size": 64,
+        "train_seconds": 3600.0,
+        "images_per_second": 50.0,
+        "accuracy": 0.7,
+        "started_at": "2018-02-08T10:00:00Z",
+        "finished_at": "2018-02-08T11:05:00Z",
+        "events": [
+            {"time": "2018-02-08T09:58:00Z", "event": "instance_launch"},
+            {"time": "2018-02-08T11:05:00Z", "event": "shutdown_requested"},
+        ],
+    }
 
 
 def _populate(store, results) -> None:
@@ -181,8 +200,13 @@ def test_empty_bucket_gives_an_empty_table_and_a_clear_report(s3_bucket, tmp_pat
     out = tmp_path / "out"
     assert main(["collect", "--results", f"s3://{s3_bucket}", "--out", str(out), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert {k: got[k] for k in ("runs", "valid", "new", "cached", "skipped")} == \
-        {"runs": 0, "valid": 0, "new": 0, "cached": 0, "skipped": []}
+    assert {k: got[k] for k in ("runs", "valid", "new", "cached", "skipped")} == {
+        "runs": 0,
+        "valid": 0,
+        "new": 0,
+        "cached": 0,
+        "skipped": [],
+    }
     assert pd.read_parquet(out / "results.parquet").empty
     assert main(["report", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -218,7 +242,6 @@ def test_a_bucket_that_cannot_be_listed_keeps_its_rows(tmp_path):
     assert summary.skipped[0]["reason"].startswith("cannot list the bucket")
 
 
-
 def test_a_bucket_that_cannot_be_opened_is_set_aside_and_the_others_collected(tmp_path, monkeypatch, capsys):
     """No GCS credentials: the SDK's own error must not crash the collect of the other buckets."""
     from google.auth.exceptions import DefaultCredentialsError
@@ -231,8 +254,16 @@ def test_a_bucket_that_cannot_be_opened_is_set_aside_and_the_others_collected(tm
     monkeypatch.setattr(gcs, "Client", no_credentials)
     src = tmp_path / "res"
     _populate(open_store(str(src)), _results(2))
-    argv = ["collect", "--results", "gs://no-creds/gpubench", "--results", str(src), "--out", str(tmp_path / "o"),
-            "--json"]
+    argv = [
+        "collect",
+        "--results",
+        "gs://no-creds/gpubench",
+        "--results",
+        str(src),
+        "--out",
+        str(tmp_path / "o"),
+        "--json",
+    ]
     assert main(argv) == 1
     got = json.loads(capsys.readouterr().out)
     assert got["valid"] == 2
@@ -287,11 +318,14 @@ def test_v0_row_keeps_its_billing_window(tmp_path):
     assert df["billed_cost_usd"].item() == pytest.approx(0.9 * 67 / 60)
 
 
-@pytest.mark.parametrize("bad, words", [
-    ({"schema_version": 99}, ["99", "newer"]),
-    ({"schema_version": "1"}, ["'1'", "non-negative integer"]),
-    ({"schema_version": 0}, ["cannot migrate", "KeyError"]),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ({"schema_version": 99}, ["99", "newer"]),
+        ({"schema_version": "1"}, ["'1'", "non-negative integer"]),
+        ({"schema_version": 0}, ["cannot migrate", "KeyError"]),
+    ],
+)
 def test_migration_errors_name_the_problem(bad, words):
     with pytest.raises(MigrationError) as err:
         migrate(bad)

@@ -1,5 +1,6 @@
 """Pricing of runs (billing windows, spot attempts, recorded vs catalog prices)
 and the metrics computed from them, checked against hand-computed values."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,17 @@ import pandas as pd
 import pytest
 
 from analysis.cost import breakeven_days_per_month
-from analysis.metrics import (Options, add_frontier, analyse, breakeven, pareto_mask, recommend, relative_to_base,
-                              scaling, summarize)
+from analysis.metrics import (
+    Options,
+    add_frontier,
+    analyse,
+    breakeven,
+    pareto_mask,
+    recommend,
+    relative_to_base,
+    scaling,
+    summarize,
+)
 from analysis.pricing import price_runs
 from analysis.synthetic import make_result
 from analysis.table import COLUMNS, result_to_row
@@ -24,8 +34,16 @@ def priced(*results, as_of=None) -> pd.DataFrame:
 
 def test_each_spot_attempt_is_billed_on_its_own_under_hourly_billing():
     # 2017-06: AWS still billed every started hour (per-second billing began 2017-10-02)
-    r = make_result("aws/p2.xlarge", market="spot", spot_hourly_usd=0.2, attempts=2, train_seconds=1200,
-                    boot_seconds=120, tail_seconds=60, start=datetime(2017, 6, 1, tzinfo=timezone.utc))
+    r = make_result(
+        "aws/p2.xlarge",
+        market="spot",
+        spot_hourly_usd=0.2,
+        attempts=2,
+        train_seconds=1200,
+        boot_seconds=120,
+        tail_seconds=60,
+        start=datetime(2017, 6, 1, tzinfo=timezone.utc),
+    )
     row = priced(r).iloc[0]
     assert row["billed_hours"] == 2.0  # two boots, each a full hour
     assert row["billed_cost_usd"] == pytest.approx(0.4)
@@ -36,8 +54,15 @@ def test_each_spot_attempt_is_billed_on_its_own_under_hourly_billing():
 
 
 def test_spot_price_history_is_time_weighted_over_the_billed_window():
-    r = make_result("aws/p2.xlarge", market="spot", spot_hourly_usd=0.2, train_seconds=3600, boot_seconds=0,
-                    tail_seconds=0, spot_prices=[(0, 0.2), (1800, 0.4)])
+    r = make_result(
+        "aws/p2.xlarge",
+        market="spot",
+        spot_hourly_usd=0.2,
+        train_seconds=3600,
+        boot_seconds=0,
+        tail_seconds=0,
+        spot_prices=[(0, 0.2), (1800, 0.4)],
+    )
     row = priced(r).iloc[0]
     assert row["hourly_usd"] == pytest.approx(0.3)
     assert row["billed_cost_usd"] == pytest.approx(0.3)
@@ -45,8 +70,15 @@ def test_spot_price_history_is_time_weighted_over_the_billed_window():
 
 
 def test_billed_covers_launch_to_shutdown_and_train_only_the_training():
-    r = make_result("aws/p3.2xlarge", hourly_usd=3.06, train_seconds=3600, boot_seconds=300, tail_seconds=120,
-                    price_source="GPUBENCH_HOURLY_USD at launch", price_as_of="2018-01-15")
+    r = make_result(
+        "aws/p3.2xlarge",
+        hourly_usd=3.06,
+        train_seconds=3600,
+        boot_seconds=300,
+        tail_seconds=120,
+        price_source="GPUBENCH_HOURLY_USD at launch",
+        price_as_of="2018-01-15",
+    )
     row = priced(r).iloc[0]
     assert row["train_cost_usd"] == pytest.approx(3.06)
     assert row["billed_cost_usd"] == pytest.approx(3.06 * (3600 + 300 + 120) / 3600)
@@ -60,7 +92,9 @@ def test_as_of_reprices_from_the_catalog_and_missing_prices_fall_back_to_it():
     assert df["hourly_usd"].tolist() == [5.0, 0.9]
     assert "catalog" in df["price_basis"].iloc[1] and df["price_as_of"].iloc[1] == "2018-02-08"
     again = priced(recorded, as_of=date(2018, 2, 8)).iloc[0]
-    assert again["hourly_usd"] == 0.9 and again["price_basis"].startswith("catalog on-demand price in force on 2018-02-08")
+    assert again["hourly_usd"] == 0.9 and again["price_basis"].startswith(
+        "catalog on-demand price in force on 2018-02-08"
+    )
 
 
 def test_unpriceable_runs_say_why_instead_of_inventing_a_cost():
@@ -75,15 +109,29 @@ def test_unpriceable_runs_say_why_instead_of_inventing_a_cost():
 
 def _lab() -> pd.DataFrame:
     """Two repeats each: K80 base, V100 x1, V100 box used with 1 and 4 GPUs, on-prem box."""
-    specs = [("aws/p2.xlarge", 1, 100.0, 0.9), ("aws/p3.2xlarge", 1, 400.0, 3.06),
-             ("aws/p3.8xlarge", 4, 1200.0, 12.24), ("aws/p3.8xlarge", 1, 400.0, 12.24),
-             ("onprem/parkopedia-4x1080ti", 4, 1000.0, None)]
+    specs = [
+        ("aws/p2.xlarge", 1, 100.0, 0.9),
+        ("aws/p3.2xlarge", 1, 400.0, 3.06),
+        ("aws/p3.8xlarge", 4, 1200.0, 12.24),
+        ("aws/p3.8xlarge", 1, 400.0, 12.24),
+        ("onprem/parkopedia-4x1080ti", 4, 1000.0, None),
+    ]
     results = []
     for i, (o, g, sps, h) in enumerate(specs):
         for rep, factor in enumerate((1.0, 1.1)):
-            results.append(make_result(o, "resnet50", gpus_used=g, samples_per_second=sps * factor,
-                                       train_seconds=360000 / (sps * factor), hourly_usd=h, repeat=10 * rep + i,
-                                       boot_seconds=0, tail_seconds=0))
+            results.append(
+                make_result(
+                    o,
+                    "resnet50",
+                    gpus_used=g,
+                    samples_per_second=sps * factor,
+                    train_seconds=360000 / (sps * factor),
+                    hourly_usd=h,
+                    repeat=10 * rep + i,
+                    boot_seconds=0,
+                    tail_seconds=0,
+                )
+            )
     results.append(make_result("aws/p2.xlarge", "resnet50", status="failed", hourly_usd=0.9, repeat=99))
     return priced(*results)
 
@@ -119,16 +167,27 @@ def test_scaling_efficiency_against_the_same_machine_with_one_gpu():
     assert row["reference"] == "same offering, 1 GPU"
 
 
-
 def test_other_batch_sizes_and_precisions_are_not_pooled_as_repeats():
     """resnet50 at batch 32 and at batch 64 (seed 004 measures 16/32/64) are two
     configurations: each has its own median, base and 1-GPU scaling reference."""
     runs = []
-    for o, g, sps, batch, rep in (("aws/p3.8xlarge", 1, 100.0, 32, 1), ("aws/p3.8xlarge", 1, 300.0, 64, 2),
-                                  ("aws/p3.8xlarge", 4, 1080.0, 64, 3), ("aws/p2.xlarge", 1, 50.0, 64, 4)):
-        r = make_result(o, "resnet50", gpus_used=g, samples_per_second=sps, train_seconds=360000 / sps,
-                        hourly_usd=12.24 if o == "aws/p3.8xlarge" else 0.9, repeat=rep, boot_seconds=0,
-                        tail_seconds=0)
+    for o, g, sps, batch, rep in (
+        ("aws/p3.8xlarge", 1, 100.0, 32, 1),
+        ("aws/p3.8xlarge", 1, 300.0, 64, 2),
+        ("aws/p3.8xlarge", 4, 1080.0, 64, 3),
+        ("aws/p2.xlarge", 1, 50.0, 64, 4),
+    ):
+        r = make_result(
+            o,
+            "resnet50",
+            gpus_used=g,
+            samples_per_second=sps,
+            train_seconds=360000 / sps,
+            hourly_usd=12.24 if o == "aws/p3.8xlarge" else 0.9,
+            repeat=rep,
+            boot_seconds=0,
+            tail_seconds=0,
+        )
         r["benchmark"]["per_gpu_batch_size"] = batch
         runs.append(r)
     s = summarize(priced(*runs))
@@ -149,7 +208,6 @@ def test_breakeven_matches_the_cost_model():
     row = be[(be["cloud"] == "aws/p3.2xlarge")].iloc[0]
     assert row["breakeven_days_per_month"] == pytest.approx(breakeven_days_per_month(spec, 1050.0, 3.06, 420.0))
     assert set(be["cloud"]) == {"aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge"}
-
 
 
 def test_breakeven_beyond_a_month_is_called_never_not_a_day_count():

@@ -1,6 +1,7 @@
 """The studies' published figures shipped as reference data: copied as
 printed, derived ones labelled and computed from the printed numbers, every
 figure with its source and date; and the report section that uses them."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -46,10 +47,21 @@ def test_every_figure_has_source_url_and_date():
 
 
 def _runs(**over):
-    row = {"run_id": "r1", "status": "completed", "benchmark": "resnet50", "offering_id": "local/this-machine",
-           "market": "on-demand", "gpus_used": 0, "per_gpu_batch_size": 16, "precision": "fp32",
-           "data": "synthetic", "samples_per_second": 4.0, "hourly_usd": 0.1, "price_source": "assumed: x",
-           "device": "CPU"}
+    row = {
+        "run_id": "r1",
+        "status": "completed",
+        "benchmark": "resnet50",
+        "offering_id": "local/this-machine",
+        "market": "on-demand",
+        "gpus_used": 0,
+        "per_gpu_batch_size": 16,
+        "precision": "fp32",
+        "data": "synthetic",
+        "samples_per_second": 4.0,
+        "hourly_usd": 0.1,
+        "price_source": "assumed: x",
+        "device": "CPU",
+    }
     row.update(over)
     return pd.DataFrame([row])
 
@@ -69,8 +81,16 @@ def test_section_without_comparable_runs_says_so():
 
 
 def test_assumed_price_note_only_for_local_offerings():
-    local = pd.DataFrame([{"offering_kind": "local", "offering_id": "local/this-machine", "hourly_usd": 0.1,
-                           "price_source": "assumed: gpubench demo default"}])
+    local = pd.DataFrame(
+        [
+            {
+                "offering_kind": "local",
+                "offering_id": "local/this-machine",
+                "hourly_usd": 0.1,
+                "price_source": "assumed: gpubench demo default",
+            }
+        ]
+    )
     assert "Assumed price." in assumed_price_note(local) and "USD 0.10/h" in assumed_price_note(local)
     cloud = local.assign(offering_kind="cloud", offering_id="aws/p2.xlarge")
     assert assumed_price_note(cloud) == ""

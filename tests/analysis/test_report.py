@@ -1,5 +1,6 @@
 """The report: every chart drawn, the HTML self-contained, empty tables
 handled, and seed 000's cost column reproduced from its measured times."""
+
 from __future__ import annotations
 
 import base64
@@ -26,17 +27,31 @@ def _collect(tmp_path, results) -> str:
 
 
 def _lab_results() -> list[dict]:
-    specs = [("aws/p2.xlarge", 1, 100.0, 0.9, "on-demand"), ("aws/p2.xlarge", 1, 100.0, None, "spot"),
-             ("aws/p3.2xlarge", 1, 400.0, 3.06, "on-demand"), ("aws/p3.8xlarge", 4, 1200.0, 12.24, "on-demand"),
-             ("aws/p3.8xlarge", 1, 400.0, 12.24, "on-demand"),
-             ("onprem/parkopedia-4x1080ti", 4, 1000.0, None, "on-demand")]
+    specs = [
+        ("aws/p2.xlarge", 1, 100.0, 0.9, "on-demand"),
+        ("aws/p2.xlarge", 1, 100.0, None, "spot"),
+        ("aws/p3.2xlarge", 1, 400.0, 3.06, "on-demand"),
+        ("aws/p3.8xlarge", 4, 1200.0, 12.24, "on-demand"),
+        ("aws/p3.8xlarge", 1, 400.0, 12.24, "on-demand"),
+        ("onprem/parkopedia-4x1080ti", 4, 1000.0, None, "on-demand"),
+    ]
     out = []
     for bench in ("resnet50", "vgg16"):
         for i, (o, g, sps, h, market) in enumerate(specs):
             for rep in range(2):
-                out.append(make_result(o, bench, gpus_used=g, samples_per_second=sps * (1 + rep / 20),
-                                       train_seconds=360000 / sps, hourly_usd=h, market=market,
-                                       spot_hourly_usd=0.28 if market == "spot" else None, repeat=rep * 10 + i))
+                out.append(
+                    make_result(
+                        o,
+                        bench,
+                        gpus_used=g,
+                        samples_per_second=sps * (1 + rep / 20),
+                        train_seconds=360000 / sps,
+                        hourly_usd=h,
+                        market=market,
+                        spot_hourly_usd=0.28 if market == "spot" else None,
+                        repeat=rep * 10 + i,
+                    )
+                )
     out.append(make_result("aws/p3.2xlarge", "resnet50", status="failed", hourly_usd=3.06, repeat=77))
     return out
 
@@ -117,14 +132,22 @@ def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
     results = []
     for i, (offering, hours, _) in enumerate(SEED_000):
         for tag, h in (("lo", hours - 0.005), ("mid", hours), ("hi", hours + 0.005)):
-            results.append(make_result(offering, f"seed000-{tag}", train_seconds=h * 3600, samples_per_second=None,
-                                       hourly_usd=99.0, repeat=i))  # a wrong recorded price: --as-of must win
+            results.append(
+                make_result(
+                    offering,
+                    f"seed000-{tag}",
+                    train_seconds=h * 3600,
+                    samples_per_second=None,
+                    hourly_usd=99.0,
+                    repeat=i,
+                )
+            )  # a wrong recorded price: --as-of must win
     out = _collect(tmp_path, results)
     capsys.readouterr()
     assert main(["report", "--out", out, "--as-of", "2018-02-08", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     cost = {(r["benchmark"], r["offering_id"]): r for r in got["summary"]}
-    for offering, hours, published in SEED_000:
+    for offering, _hours, published in SEED_000:
         lo, mid, hi = (cost[(f"seed000-{t}", offering)]["train_cost_usd"] for t in ("lo", "mid", "hi"))
         # the true time lies in [lo, hi]; its cost must round to the printed figure somewhere in there
         assert lo <= published + 0.05 and hi >= published - 0.05, (offering, lo, hi, published)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from servers import find_tool
 
 from analysis.cli import build_parser
-from servers import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = ROOT / "schedules"
@@ -72,8 +72,13 @@ def test_systemd_units_verify(tmp_path):
     for path in (SCHEDULES / "systemd").iterdir():
         shutil.copy(path, tmp_path / path.name)
     names = [str(tmp_path / n) for n in ("gpubench-teardown.service", "gpubench-teardown.timer")]
-    proc = subprocess.run([tool, "verify", *names], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    proc = subprocess.run(
+        [tool, "verify", *names],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"},
+    )
     ours = [line for line in (proc.stdout + proc.stderr).splitlines() if "gpubench-teardown" in line]
     assert proc.returncode == 0 and not ours, proc.stdout + proc.stderr
 
@@ -86,15 +91,22 @@ def fake_python(tmp_path):
     """A `python` that logs its argv and fails for the providers/commands listed in $FAIL_ON."""
     log = tmp_path / "calls.log"
     exe = tmp_path / "python"
-    exe.write_text('#!/bin/sh\necho "$*" >> "$CALLS"\nfor f in $FAIL_ON; do case "$*" in *"$f"*) exit 1;; esac; done\nexit 0\n')
+    exe.write_text(
+        '#!/bin/sh\necho "$*" >> "$CALLS"\nfor f in $FAIL_ON; do case "$*" in *"$f"*) exit 1;; esac; done\nexit 0\n'
+    )
     exe.chmod(0o755)
     return exe, log
 
 
 def run_job(fake_python, **env):
     exe, log = fake_python
-    proc = subprocess.run(["/bin/sh", str(SCHEDULES / "run.sh")], capture_output=True, text=True, timeout=30,
-                          env={"PATH": os.environ["PATH"], "PYTHON": str(exe), "CALLS": str(log), **env})
+    proc = subprocess.run(
+        ["/bin/sh", str(SCHEDULES / "run.sh")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"], "PYTHON": str(exe), "CALLS": str(log), **env},
+    )
     return proc.returncode, log.read_text().splitlines() if log.exists() else []
 
 
@@ -105,11 +117,15 @@ def test_run_sh_runs_sweep_then_teardown(fake_python):
 
 
 def test_run_sh_keeps_going_and_fails_when_one_step_fails(fake_python):
-    code, calls = run_job(fake_python, FAIL_ON="sweep", GPUBENCH_SWEEP_PROVIDERS="aws gcp",
-                          GPUBENCH_TEARDOWN_ARGS="--completed --json")
+    code, calls = run_job(
+        fake_python, FAIL_ON="sweep", GPUBENCH_SWEEP_PROVIDERS="aws gcp", GPUBENCH_TEARDOWN_ARGS="--completed --json"
+    )
     assert code == 1
-    assert calls == ["-m analysis sweep --provider aws", "-m analysis sweep --provider gcp",
-                     "-m analysis teardown --expired --completed --json"]
+    assert calls == [
+        "-m analysis sweep --provider aws",
+        "-m analysis sweep --provider gcp",
+        "-m analysis teardown --expired --completed --json",
+    ]
     code, _ = run_job(fake_python, FAIL_ON="teardown")
     assert code == 1
 
@@ -124,8 +140,11 @@ def test_run_sh_passes_shellcheck():
 
 
 def test_cron_line():
-    lines = [ln for ln in (SCHEDULES / "cron" / "gpubench.crontab").read_text().splitlines()
-             if ln.strip() and not ln.startswith("#")]
+    lines = [
+        ln
+        for ln in (SCHEDULES / "cron" / "gpubench.crontab").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert len(lines) == 1
     fields = lines[0].split(None, 5)
     assert " ".join(fields[:5]) == EVERY_30_MIN
@@ -182,8 +201,13 @@ def test_cron_and_systemd_commands_parse():
 
 SWEEPER_SOURCE = ROOT / "infra" / "aws" / "sweep.py"
 EXPECTED_ACTIONS = {
-    "ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "ec2:TerminateInstances", "ec2:DeleteSecurityGroup",
-    "scheduler:ListSchedules", "scheduler:GetSchedule", "scheduler:DeleteSchedule",
+    "ec2:DescribeInstances",
+    "ec2:DescribeSecurityGroups",
+    "ec2:TerminateInstances",
+    "ec2:DeleteSecurityGroup",
+    "scheduler:ListSchedules",
+    "scheduler:GetSchedule",
+    "scheduler:DeleteSchedule",
 }
 
 
@@ -214,9 +238,15 @@ def test_policy_covers_exactly_the_calls_the_sweeper_makes():
     calls = set(re.findall(r"\b(?:ec2|scheduler)\.([a-z_]+)\(", source))
     calls |= set(re.findall(r'_pages\((?:ec2|scheduler), "([a-z_]+)"', source))
     calls -= {"get_paginator", "get_waiter"}
-    service = {"describe_instances": "ec2", "describe_security_groups": "ec2", "terminate_instances": "ec2",
-               "delete_security_group": "ec2", "list_schedules": "scheduler", "get_schedule": "scheduler",
-               "delete_schedule": "scheduler"}
+    service = {
+        "describe_instances": "ec2",
+        "describe_security_groups": "ec2",
+        "terminate_instances": "ec2",
+        "delete_security_group": "ec2",
+        "list_schedules": "scheduler",
+        "get_schedule": "scheduler",
+        "delete_schedule": "scheduler",
+    }
     used = {f"{service[c]}:{''.join(p.title() for p in c.split('_'))}" for c in calls}
     # the instance_terminated waiter polls DescribeInstances
     assert "instance_terminated" in source and "ec2:DescribeInstances" in used

@@ -42,20 +42,29 @@ class Cloud:
 
     def sg(self, name, expires=None, stack="aws-p3-8x"):
         spec = [{"ResourceType": "security-group", "Tags": tags(expires, stack)}] if expires else []
-        return self.ec2.create_security_group(GroupName=name, Description="gpubench test", TagSpecifications=spec)["GroupId"]
+        return self.ec2.create_security_group(GroupName=name, Description="gpubench test", TagSpecifications=spec)[
+            "GroupId"
+        ]
 
     def instance(self, expires=None, stack="aws-p3-8x", sg=None, extra_tags=()):
         own = tags(expires, stack) if expires else []
         spec = [{"ResourceType": "instance", "Tags": own + list(extra_tags)}] if own or extra_tags else []
         kw = {"SecurityGroupIds": [sg]} if sg else {}
-        return self.ec2.run_instances(ImageId=self.ami, MinCount=1, MaxCount=1, InstanceType="p3.2xlarge",
-                                      TagSpecifications=spec, **kw)["Instances"][0]["InstanceId"]
+        return self.ec2.run_instances(
+            ImageId=self.ami, MinCount=1, MaxCount=1, InstanceType="p3.2xlarge", TagSpecifications=spec, **kw
+        )["Instances"][0]["InstanceId"]
 
     def schedule(self, name, instance_id, arn=TERMINATE):
         self.scheduler.create_schedule(
-            Name=name, ScheduleExpression="at(2024-05-01T12:00:00)", FlexibleTimeWindow={"Mode": "OFF"},
-            Target={"Arn": arn, "RoleArn": "arn:aws:iam::123456789012:role/deadline-role",
-                    "Input": json.dumps({"InstanceIds": [instance_id]})})
+            Name=name,
+            ScheduleExpression="at(2024-05-01T12:00:00)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={
+                "Arn": arn,
+                "RoleArn": "arn:aws:iam::123456789012:role/deadline-role",
+                "Input": json.dumps({"InstanceIds": [instance_id]}),
+            },
+        )
 
     def state(self, iid):
         return self.ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"]
@@ -68,8 +77,11 @@ class Cloud:
 
 
 def tags(expires, stack):
-    return [{"Key": "gpubench:expires-at", "Value": expires}, {"Key": "gpubench:stack", "Value": stack},
-            {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"}]
+    return [
+        {"Key": "gpubench:expires-at", "Value": expires},
+        {"Key": "gpubench:stack", "Value": stack},
+        {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"},
+    ]
 
 
 def sweep_cli(capsys, region, *extra):
@@ -171,7 +183,9 @@ class FailingSession:
             if bad_id in params.get("InstanceIds", []):
                 from botocore.exceptions import ClientError
 
-                raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "denied"}}, "TerminateInstances")
+                raise ClientError(
+                    {"Error": {"Code": "UnauthorizedOperation", "Message": "denied"}}, "TerminateInstances"
+                )
             return original(**params)
 
         real.terminate_instances = terminate_instances

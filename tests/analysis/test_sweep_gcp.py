@@ -42,8 +42,12 @@ class FakeCompute:
         return f"http://127.0.0.1:{self._server.server_address[1]}/compute/v1/"
 
     def add(self, zone, name, labels=None, status="RUNNING"):
-        self.instances.setdefault(zone, {})[name] = {"name": name, "status": status, "labels": labels or {},
-                                                     "zone": f"{self.root}projects/{PROJECT}/zones/{zone}"}
+        self.instances.setdefault(zone, {})[name] = {
+            "name": name,
+            "status": status,
+            "labels": labels or {},
+            "zone": f"{self.root}projects/{PROJECT}/zones/{zone}",
+        }
 
     def names(self):
         return {n for z in self.instances.values() for n in z}
@@ -57,13 +61,13 @@ class FakeCompute:
         rows = []
         for zone, insts in sorted(self.instances.items()):
             for inst in insts.values():
-                if flt.endswith(":*") and flt[len("labels."):-2] not in inst["labels"]:
+                if flt.endswith(":*") and flt[len("labels.") : -2] not in inst["labels"]:
                     continue
                 rows.append((zone, inst))
         size = int(query.get("maxResults", ["500"])[0])
         start = int(query.get("pageToken", ["0"])[0])
         items: dict = {}
-        for zone, inst in rows[start:start + size]:
+        for zone, inst in rows[start : start + size]:
             items.setdefault(f"zones/{zone}", {"instances": []})["instances"].append(inst)
         items["regions/us-central1"] = {"warning": {"code": "NO_RESULTS_ON_PAGE", "message": "none"}}
         doc = {"kind": "compute#instanceAggregatedList", "items": items}
@@ -98,7 +102,9 @@ class FakeCompute:
                 parts = urlparse(self.path).path.split("/")  # /compute/v1/projects/P/zones/Z/instances/N
                 zone, name = parts[6], parts[8]
                 if name in fake.fail_delete:
-                    return self._send(403, {"error": {"code": 403, "message": "Required 'compute.instances.delete' permission"}})
+                    return self._send(
+                        403, {"error": {"code": 403, "message": "Required 'compute.instances.delete' permission"}}
+                    )
                 if name not in fake.instances.get(zone, {}):
                     return self._send(404, {"error": {"code": 404, "message": f"instance {name} not found"}})
                 del fake.instances[zone][name]

@@ -12,8 +12,17 @@ from infra import clouds, tags
 WHEN = datetime(2024, 5, 1, 12, 0, 7, tzinfo=timezone.utc)
 
 
-@pytest.mark.parametrize("text", ["2024-05-01T12:00:07Z", "2024-05-01T12:00:07+00:00", "2024-05-01T14:00:07+02:00",
-                                  "20240501t120007z", "20240501T120007Z", "2024-05-01T12:00:07"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2024-05-01T12:00:07Z",
+        "2024-05-01T12:00:07+00:00",
+        "2024-05-01T14:00:07+02:00",
+        "20240501t120007z",
+        "20240501T120007Z",
+        "2024-05-01T12:00:07",
+    ],
+)
 def test_parse_deadline_forms(text):
     assert tags.parse_deadline(text) == WHEN
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from infra import workspace as pulumi_ws
 from analysis.cli import main
 from analysis.teardown import Outcome, teardown, teardown_completed
+from infra import workspace as pulumi_ws
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -89,10 +89,19 @@ def put_result(root: Path, stack, bench, status, started=NOW - timedelta(hours=1
     path = root / "runs" / stack / run_id / "result.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = "%Y-%m-%dT%H:%M:%SZ"
-    path.write_text(json.dumps({"schema_version": 1, "run_id": run_id, "stack": stack, "status": status,
-                                "started_at": started.strftime(fmt),
-                                "finished_at": (finished or started + timedelta(minutes=30)).strftime(fmt),
-                                "benchmark": {"name": bench}}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "run_id": run_id,
+                "stack": stack,
+                "status": status,
+                "started_at": started.strftime(fmt),
+                "finished_at": (finished or started + timedelta(minutes=30)).strftime(fmt),
+                "benchmark": {"name": bench},
+            }
+        )
+    )
 
 
 def run(ws, project, names=None, **kw):
@@ -104,7 +113,12 @@ def by_stack(outcomes):
 
 
 def test_named_stacks_destroyed_and_one_failure_does_not_stop_the_rest(project):
-    ws = FakeWorkspace().add("aws-p3-8x").add("aws-p2-1x", fail="deleting sg-123: DependencyViolation").add("gcp-v100-1x")
+    ws = (
+        FakeWorkspace()
+        .add("aws-p3-8x")
+        .add("aws-p2-1x", fail="deleting sg-123: DependencyViolation")
+        .add("gcp-v100-1x")
+    )
     out = by_stack(run(ws, project, ["aws-p3-8x", "aws-p2-1x", "gcp-v100-1x"]))
     assert ws.calls == ["aws-p3-8x", "aws-p2-1x", "gcp-v100-1x"]
     assert out["aws-p3-8x"].action == "destroyed" and out["gcp-v100-1x"].action == "destroyed"
@@ -183,13 +197,15 @@ def test_completed_without_results_location_keeps_the_stack(project):
 def test_expired_uses_deadline_output_then_update_time_plus_max_hours(project):
     stack_file(project, "aws-fallback", offering="aws/p3.2xlarge", maxHours=2)
     stack_file(project, "aws-fresh", offering="aws/p3.2xlarge", maxHours=2)
-    ws = (FakeWorkspace()
-          .add("aws-past", outputs={"deadline": "2024-05-01T11:59:00Z"})
-          .add("aws-future", outputs={"deadline": "2024-05-01T12:30:00Z"})
-          .add("aws-fallback", history=[SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=3))])
-          .add("aws-fresh", history=[SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=1))])
-          .add("aws-unknown")
-          .add("aws-empty", resources=0, outputs={"deadline": "2024-05-01T11:00:00Z"}))
+    ws = (
+        FakeWorkspace()
+        .add("aws-past", outputs={"deadline": "2024-05-01T11:59:00Z"})
+        .add("aws-future", outputs={"deadline": "2024-05-01T12:30:00Z"})
+        .add("aws-fallback", history=[SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=3))])
+        .add("aws-fresh", history=[SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=1))])
+        .add("aws-unknown")
+        .add("aws-empty", resources=0, outputs={"deadline": "2024-05-01T11:00:00Z"})
+    )
     out = by_stack(run(ws, project, expired=True))
     assert sorted(ws.calls) == ["aws-fallback", "aws-past"]
     assert "aws-empty" not in out  # nothing left to destroy
@@ -209,8 +225,14 @@ def test_teardown_completed_api_for_collect(project, tmp_path_factory):
     results = tmp_path_factory.mktemp("results")
     put_result(results, "aws-p3-8x", "mnist-cnn", "completed")
     ws = FakeWorkspace().add("aws-p3-8x").add("aws-p2-1x")
-    out = teardown_completed(["aws-p3-8x", "aws-p2-1x"], results_urls=[results.as_uri()], dry_run=False,
-                             work_dir=project, workspace_factory=ws.factory, log=lambda line: None)
+    out = teardown_completed(
+        ["aws-p3-8x", "aws-p2-1x"],
+        results_urls=[results.as_uri()],
+        dry_run=False,
+        work_dir=project,
+        workspace_factory=ws.factory,
+        log=lambda line: None,
+    )
     assert all(isinstance(o, Outcome) for o in out)
     assert ws.calls == ["aws-p3-8x"] and by_stack(out)["aws-p2-1x"].action == "kept"
 
@@ -227,7 +249,10 @@ def test_cli_json_and_exit_code(project, monkeypatch, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert code == 1 and doc["ok"] is False and doc["dry_run"] is False
     assert [(o["stack"], o["action"]) for o in doc["outcomes"]] == [
-        ("aws-results", "refused"), ("aws-ok", "destroyed"), ("aws-bad", "failed")]
+        ("aws-results", "refused"),
+        ("aws-ok", "destroyed"),
+        ("aws-bad", "failed"),
+    ]
     assert set(doc["outcomes"][0]) == {"stack", "action", "reason", "error", "seconds", "ok"}
 
 
@@ -257,7 +282,6 @@ def test_cli_vanishing_after_which_still_gives_the_message(project, monkeypatch)
         pulumi_ws.local_workspace(project)
 
 
-
 def test_completed_counts_a_run_resumed_after_the_relaunch(project, tmp_path_factory):
     """A spot run interrupted, then resumed by `pulumi up` on a new instance, keeps its
     first attempt's started_at; it belongs to the launch of its newest attempt."""
@@ -267,8 +291,10 @@ def test_completed_counts_a_run_resumed_after_the_relaunch(project, tmp_path_fac
     path = next((results / "runs" / "aws-resumed").glob("*/result.json"))
     doc = json.loads(path.read_text())
     fmt = "%Y-%m-%dT%H:%M:%SZ"
-    doc["attempts"] = [{"attempt": 1, "start": (NOW - timedelta(hours=5)).strftime(fmt), "status": "interrupted"},
-                       {"attempt": 2, "start": (NOW - timedelta(hours=1)).strftime(fmt), "status": "completed"}]
+    doc["attempts"] = [
+        {"attempt": 1, "start": (NOW - timedelta(hours=5)).strftime(fmt), "status": "interrupted"},
+        {"attempt": 2, "start": (NOW - timedelta(hours=1)).strftime(fmt), "status": "completed"},
+    ]
     path.write_text(json.dumps(doc))
     last_up = [SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=2), result="succeeded")]
     ws = FakeWorkspace().add("aws-resumed", outputs={"resultsUrl": results.as_uri()}, history=last_up)

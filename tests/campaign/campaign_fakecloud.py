@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
 from servers import MetadataServer, closed_port_url
 
 RENDER_LOCK = threading.Lock()  # infra.render sets process-global Pulumi mocks
@@ -92,9 +91,11 @@ class StackState:
 
 def transcript(stack: str, message: str) -> str:
     """What `pulumi up` prints when the provider refuses, around the provider's message."""
-    return (f"code: 255\nstdout: Updating ({stack}):\n  pulumi:pulumi:Stack gpubench-{stack} running\n"
-            f"  aws:ec2:Instance instance creating (0s)\n  aws:ec2:Instance instance creating failed error: {message}\n"
-            f"Resources:\n    + 4 created\n    1 unchanged\n\nstderr: error: update failed\n")
+    return (
+        f"code: 255\nstdout: Updating ({stack}):\n  pulumi:pulumi:Stack gpubench-{stack} running\n"
+        f"  aws:ec2:Instance instance creating (0s)\n  aws:ec2:Instance instance creating failed error: {message}\n"
+        f"Resources:\n    + 4 created\n    1 unchanged\n\nstderr: error: update failed\n"
+    )
 
 
 def user_data_env(user_data: str) -> dict[str, str]:
@@ -123,7 +124,7 @@ class FakeCloud:
         self._lock = threading.Lock()
 
     # -- the backend interface ------------------------------------------------------------
-    def backend(self, work_dir: Path) -> "FakeBackend":
+    def backend(self, work_dir: Path) -> FakeBackend:
         return FakeBackend(self)
 
     def state(self, name: str) -> StackState:
@@ -181,25 +182,44 @@ class FakeCloud:
         home.mkdir(parents=True, exist_ok=True)
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         events = home / "host-events.jsonl"
-        events.write_text("".join(json.dumps({"event": e, "time": now, "source": "host"}) + "\n"
-                                  for e in ("instance_launch", "boot_done", "container_start")))
+        events.write_text(
+            "".join(
+                json.dumps({"event": e, "time": now, "source": "host"}) + "\n"
+                for e in ("instance_launch", "boot_done", "container_start")
+            )
+        )
         iid = "i-" + hashlib.sha1(f"{name}{time.time()}".encode()).hexdigest()[:17]
         imds = MetadataServer(instance_id=iid, zone=zone, instance_type=instance_type).start()
         child = {k: v for k, v in os.environ.items() if not k.startswith(("GPUBENCH_", "AWS_"))}
         child.update(env)
-        child.update({
-            "GPUBENCH_RESULTS": env["GPUBENCH_RESULTS"],  # the moto bucket (the stack's gpubench:results)
-            "GPUBENCH_HOST_EVENTS": str(events), "GPUBENCH_SPOOL": str(home / "spool"),
-            "GPUBENCH_WATCH_INTERVAL": "0.2", "GPUBENCH_STORAGE_RETRIES": "3", "GPUBENCH_STORAGE_BACKOFF": "0.05",
-            "AWS_ENDPOINT_URL": self.moto, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": env.get("AWS_DEFAULT_REGION", "us-east-1"),
-            "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.endpoint + "/",
-            "GCE_METADATA_HOST": closed_port_url().removeprefix("http://"),
-            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1",
-        })
+        child.update(
+            {
+                "GPUBENCH_RESULTS": env["GPUBENCH_RESULTS"],  # the moto bucket (the stack's gpubench:results)
+                "GPUBENCH_HOST_EVENTS": str(events),
+                "GPUBENCH_SPOOL": str(home / "spool"),
+                "GPUBENCH_WATCH_INTERVAL": "0.2",
+                "GPUBENCH_STORAGE_RETRIES": "3",
+                "GPUBENCH_STORAGE_BACKOFF": "0.05",
+                "AWS_ENDPOINT_URL": self.moto,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": env.get("AWS_DEFAULT_REGION", "us-east-1"),
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.endpoint + "/",
+                "GCE_METADATA_HOST": closed_port_url().removeprefix("http://"),
+                "TF_CPP_MIN_LOG_LEVEL": "2",
+                "CUDA_VISIBLE_DEVICES": "",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         log = home / "payload.log"
-        proc = subprocess.Popen([sys.executable, "-m", "payload", "run"], cwd=REPO, env=child,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "payload", "run"],
+            cwd=REPO,
+            env=child,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         inst = Instance(proc, imds, log, time.time())
         threading.Thread(target=self._follow, args=(name, inst), daemon=True).start()
         return inst

@@ -9,8 +9,15 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # mnist-mlp on synthetic data, small enough that one run takes seconds on a CPU
-TINY = {"gpubench:suite": ["mnist-mlp"], "gpubench:epochs": 1, "gpubench:batchSize": 32, "gpubench:data": "synthetic",
-        "gpubench:params": "samples=256,val_samples=64,hidden=32", "gpubench:expectGpu": False, "gpubench:maxHours": 1}
+TINY = {
+    "gpubench:suite": ["mnist-mlp"],
+    "gpubench:epochs": 1,
+    "gpubench:batchSize": 32,
+    "gpubench:data": "synthetic",
+    "gpubench:params": "samples=256,val_samples=64,hidden=32",
+    "gpubench:expectGpu": False,
+    "gpubench:maxHours": 1,
+}
 
 
 def make_project(root: Path, stacks: dict[str, dict], results: str | None = None, tiny: bool = True) -> Path:

@@ -20,18 +20,21 @@ import json
 import uuid
 
 import pytest
-
 from campaign_fakecloud import FakeCloud
 from conftest import make_project
 from servers import create_s3_bucket
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("campaign")]
 
-QUOTA = ("creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity than your current vCPU "
-         "limit of 32 allows for the instance bucket that the specified instance type belongs to.")
-CAPACITY = ("creating EC2 Instance: InsufficientInstanceCapacity: We currently do not have sufficient g5.xlarge "
-            "capacity in the Availability Zone you requested (us-east-1a). Our system will be working on "
-            "provisioning additional capacity.")
+QUOTA = (
+    "creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity than your current vCPU "
+    "limit of 32 allows for the instance bucket that the specified instance type belongs to."
+)
+CAPACITY = (
+    "creating EC2 Instance: InsufficientInstanceCapacity: We currently do not have sufficient g5.xlarge "
+    "capacity in the Availability Zone you requested (us-east-1a). Our system will be working on "
+    "provisioning additional capacity."
+)
 LONG = {"gpubench:epochs": 30, "gpubench:params": "samples=2048,val_samples=64,hidden=64"}
 
 
@@ -41,18 +44,30 @@ def story(moto_server, tmp_path_factory):
     from analysis.campaign.progress import Printer
 
     mp = pytest.MonkeyPatch()
-    for k, v in {"AWS_ENDPOINT_URL": moto_server.endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                 "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                 "GPUBENCH_STORAGE_RETRIES": "3", "GPUBENCH_STORAGE_BACKOFF": "0.05"}.items():
+    for k, v in {
+        "AWS_ENDPOINT_URL": moto_server.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "GPUBENCH_STORAGE_RETRIES": "3",
+        "GPUBENCH_STORAGE_BACKOFF": "0.05",
+    }.items():
         mp.setenv(k, v)
     mp.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     bucket = f"gpubench-{uuid.uuid4().hex[:12]}"
     create_s3_bucket(moto_server.endpoint, bucket)
     results = f"s3://{bucket}"
     tmp = tmp_path_factory.mktemp("campaign")
-    project = make_project(tmp / "project", {
-        "aws-g4dn-1x": {}, "aws-g4dn-1x-spot": LONG, "aws-g5-12x": {},
-        "aws-g5-1x-spot": {"gpubench:zone": "us-east-1a"}}, results=results)
+    project = make_project(
+        tmp / "project",
+        {
+            "aws-g4dn-1x": {},
+            "aws-g4dn-1x-spot": LONG,
+            "aws-g5-12x": {},
+            "aws-g5-1x-spot": {"gpubench:zone": "us-east-1a"},
+        },
+        results=results,
+    )
     cloud = FakeCloud(project, tmp / "cloud", moto_server.endpoint)
     cloud.faults[("aws-g5-12x", None)] = QUOTA
     cloud.faults[("aws-g5-1x-spot", "us-east-1a")] = CAPACITY
@@ -60,18 +75,38 @@ def story(moto_server, tmp_path_factory):
     rec = {"cloud": cloud, "results": results, "project": project, "out": tmp / "report"}
     try:
         p1 = Printer(quiet=True)
-        m1, r1 = commands.up(["aws-g4dn-*", "aws-g5-12x"], results_url=results, concurrency=2, work_dir=project,
-                             backend_factory=cloud.backend, printer=p1)
+        m1, r1 = commands.up(
+            ["aws-g4dn-*", "aws-g5-12x"],
+            results_url=results,
+            concurrency=2,
+            work_dir=project,
+            backend_factory=cloud.backend,
+            printer=p1,
+        )
         rec.update(first=r1, first_lines=p1.lines, campaign_id=m1.campaign_id, peak_first=cloud.peak)
         rec["status_1"] = {s.stack: s for s in commands.status(m1.campaign_id, results_url=results)[1]}
         p2 = Printer(quiet=True)
-        _, r2 = commands.up(["aws-g4dn-*", "aws-g5-*"], results_url=results, campaign_id=m1.campaign_id,
-                            concurrency=2, work_dir=project, backend_factory=cloud.backend, printer=p2)
+        _, r2 = commands.up(
+            ["aws-g4dn-*", "aws-g5-*"],
+            results_url=results,
+            campaign_id=m1.campaign_id,
+            concurrency=2,
+            work_dir=project,
+            backend_factory=cloud.backend,
+            printer=p2,
+        )
         rec.update(second=r2, second_lines=p2.lines, ups=dict(cloud.ups), zones=dict(cloud.up_zones))
         p3 = Printer(quiet=True)
-        manifest, outcome = commands.wait(m1.campaign_id, results_url=results, poll_seconds=0.5, timeout=150,
-                                          out_dir=rec["out"], work_dir=project, backend_factory=cloud.backend,
-                                          printer=p3)
+        manifest, outcome = commands.wait(
+            m1.campaign_id,
+            results_url=results,
+            poll_seconds=0.5,
+            timeout=150,
+            out_dir=rec["out"],
+            work_dir=project,
+            backend_factory=cloud.backend,
+            printer=p3,
+        )
         rec.update(wait=outcome, wait_lines=p3.lines, manifest=manifest, running_after=cloud.running())
         rec["status_final"] = {s.stack: s for s in commands.status(m1.campaign_id, results_url=results)[1]}
         yield rec
@@ -97,8 +132,12 @@ def test_a_stack_failing_to_launch_is_recorded_and_the_others_go_on(story):
 
 
 def test_restart_resumes_from_the_manifest_without_launching_twice(story):
-    assert story["second"].actions == {"aws-g4dn-1x": "already-launched", "aws-g4dn-1x-spot": "already-launched",
-                                       "aws-g5-12x": "skipped-failed", "aws-g5-1x-spot": "launched"}
+    assert story["second"].actions == {
+        "aws-g4dn-1x": "already-launched",
+        "aws-g4dn-1x-spot": "already-launched",
+        "aws-g5-12x": "skipped-failed",
+        "aws-g5-1x-spot": "launched",
+    }
     assert story["ups"] == {"aws-g4dn-1x": 1, "aws-g4dn-1x-spot": 1, "aws-g5-12x": 1, "aws-g5-1x-spot": 2}
     assert any("not launching again" in line for line in story["second_lines"])
 
@@ -125,8 +164,11 @@ def test_wait_collects_tears_everything_down_and_reports(story):
     outcome, cloud = story["wait"], story["cloud"]
     assert outcome.done
     assert {s.stack: s.state for s in outcome.statuses} == {
-        "aws-g4dn-1x": "finished", "aws-g4dn-1x-spot": "interrupted", "aws-g5-12x": "launch-failed",
-        "aws-g5-1x-spot": "finished"}
+        "aws-g4dn-1x": "finished",
+        "aws-g4dn-1x-spot": "interrupted",
+        "aws-g5-12x": "launch-failed",
+        "aws-g5-1x-spot": "finished",
+    }
     assert {o["stack"]: o["action"] for o in outcome.teardown} == {s: "destroyed" for s in cloud.stacks}
     assert dict(cloud.destroys) == {s: 1 for s in cloud.stacks}
     assert story["running_after"] == [] and all(s.resources == 0 for s in cloud.stacks.values())
@@ -151,7 +193,8 @@ def test_waste_is_time_billed_after_the_upload(story):
         assert row["cost_usd"] > 0
     assert rows["aws-g5-12x"]["waste_seconds"] is None
     assert summary["totals"]["waste_seconds"] == pytest.approx(
-        sum(r["waste_seconds"] or 0 for r in summary["stacks"]), abs=0.01)
+        sum(r["waste_seconds"] or 0 for r in summary["stacks"]), abs=0.01
+    )
     html = (story["out"] / "index.html").read_text()
     assert 'id="campaign-waste"' in html and "aws-g5-1x-spot" in html
     assert "waste" in (story["out"] / "campaign.txt").read_text()
@@ -163,7 +206,7 @@ def test_manifest_in_the_bucket_has_the_whole_story(story):
 
     m = Manifest.require(open_store(story["results"]), story["campaign_id"])
     assert set(m.stacks) == {"aws-g4dn-1x", "aws-g4dn-1x-spot", "aws-g5-12x", "aws-g5-1x-spot"}
-    for name, entry in m.stacks.items():
+    for _name, entry in m.stacks.items():
         assert entry["teardown"]["action"] == "destroyed"
         if entry["state"] == "launched":
             assert entry["deadline"] and entry["launched_at"] and entry["hourly_usd"] > 0

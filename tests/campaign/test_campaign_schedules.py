@@ -1,5 +1,5 @@
 """Recurring campaigns: the schedule file format and the ready-made runners in schedules/campaign/
-agree on the cron time and run `python -m infra campaign run --schedule FILE`."""
+agree on the cron time and run `python -m analysis campaign run --schedule FILE`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from servers import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,9 +25,9 @@ def require_tool(name: str) -> str:
 
 
 def campaign_commands(text: str) -> list[list[str]]:
-    """Every `-m infra campaign ...` invocation, shell variables resolved the way the runners set them."""
+    """Every `-m analysis campaign ...` invocation, shell variables resolved the way the runners set them."""
     found = []
-    for m in re.finditer(r"-m infra (campaign [^;&|\n]*)", text):
+    for m in re.finditer(r"-m analysis (campaign [^;&|\n]*)", text):
         argv = [a for a in shlex.split(m.group(1)) if not a.startswith("${")]  # optional extra args
         found.append([EXAMPLE_REL if "$" in a else a for a in argv])
     return found
@@ -42,13 +41,16 @@ def test_example_schedule_loads():
     assert sch.poll == 300 and sch.timeout == 8 * 3600
 
 
-@pytest.mark.parametrize("doc,match", [
-    ({"cron": "0 6 * *", "stacks": ["a"], "results": "s3://b"}, "5 fields"),
-    ({"cron": "0 25 * * 1", "stacks": ["a"], "results": "s3://b"}, "outside 0..23"),
-    ({"cron": "0 6 * * 1", "results": "s3://b"}, "stacks is required"),
-    ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "concurrncy": 2}, "unknown key"),
-    ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "timeout": "soon"}, "not a duration"),
-])
+@pytest.mark.parametrize(
+    "doc,match",
+    [
+        ({"cron": "0 6 * *", "stacks": ["a"], "results": "s3://b"}, "5 fields"),
+        ({"cron": "0 25 * * 1", "stacks": ["a"], "results": "s3://b"}, "outside 0..23"),
+        ({"cron": "0 6 * * 1", "results": "s3://b"}, "stacks is required"),
+        ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "concurrncy": 2}, "unknown key"),
+        ({"cron": "0 6 * * 1", "stacks": ["a"], "results": "s3://b", "timeout": "soon"}, "not a duration"),
+    ],
+)
 def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
     from analysis.campaign.schedule import ScheduleError, load
 
@@ -58,14 +60,17 @@ def test_bad_schedule_files_name_the_problem(tmp_path, doc, match):
         load(path)
 
 
-@pytest.mark.parametrize("cron,calendar", [
-    ("0 6 * * 1", "Mon *-*-* 06:00:00 UTC"),
-    ("30 2 1 * *", "*-*-01 02:30:00 UTC"),
-    ("0 */6 * * *", "*-*-* 00/6:00:00 UTC"),
-    ("15 9 * * mon-fri", "Mon..Fri *-*-* 09:15:00 UTC"),
-    ("0 6 * * */2", "Sun,Tue,Thu,Sat *-*-* 06:00:00 UTC"),
-    ("0 6 * * 1-5/2", "Mon,Wed,Fri *-*-* 06:00:00 UTC"),
-])
+@pytest.mark.parametrize(
+    "cron,calendar",
+    [
+        ("0 6 * * 1", "Mon *-*-* 06:00:00 UTC"),
+        ("30 2 1 * *", "*-*-01 02:30:00 UTC"),
+        ("0 */6 * * *", "*-*-* 00/6:00:00 UTC"),
+        ("15 9 * * mon-fri", "Mon..Fri *-*-* 09:15:00 UTC"),
+        ("0 6 * * */2", "Sun,Tue,Thu,Sat *-*-* 06:00:00 UTC"),
+        ("0 6 * * 1-5/2", "Mon,Wed,Fri *-*-* 06:00:00 UTC"),
+    ],
+)
 def test_cron_to_systemd_oncalendar(cron, calendar):
     from analysis.campaign.schedule import to_oncalendar
 
@@ -74,7 +79,7 @@ def test_cron_to_systemd_oncalendar(cron, calendar):
 
 def test_runners_share_the_schedule_and_call_campaign_run():
     from analysis.campaign.schedule import load, to_oncalendar
-    from infra.cli import parser
+    from analysis.cli import build_parser as parser
 
     cron = load(EXAMPLE).cron
     timer = configparser.ConfigParser(strict=False, interpolation=None)
@@ -88,7 +93,7 @@ def test_runners_share_the_schedule_and_call_campaign_run():
     assert cronjob["spec"]["schedule"] == cron and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
     for name in ("run.sh", "campaign.yml", "cronjob.yaml"):
         argvs = campaign_commands((DIR / name).read_text())
-        assert argvs, f"{name} does not call python -m infra campaign"
+        assert argvs, f"{name} does not call python -m analysis campaign"
         for argv in argvs:
             args = parser().parse_args(argv)
             assert args.campaign_command == "run" and callable(args.func)
@@ -97,7 +102,7 @@ def test_runners_share_the_schedule_and_call_campaign_run():
 
 
 def test_schedule_command_prints_the_oncalendar(capsys):
-    from infra.cli import main
+    from analysis.cli import main
 
     assert main(["campaign", "schedule", str(EXAMPLE), "--json"]) == 0
     assert '"systemd_oncalendar": "Mon *-*-* 06:00:00 UTC"' in capsys.readouterr().out
@@ -108,8 +113,11 @@ def test_systemd_units_verify(tmp_path):
     for name in ("gpubench-campaign.service", "gpubench-campaign.timer"):
         text = (DIR / name).read_text().replace("%h/gpubench", str(ROOT)).replace("%h", str(tmp_path))
         (tmp_path / name).write_text(text)
-    proc = subprocess.run([tool, "verify", str(tmp_path / "gpubench-campaign.timer"),
-                           str(tmp_path / "gpubench-campaign.service")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [tool, "verify", str(tmp_path / "gpubench-campaign.timer"), str(tmp_path / "gpubench-campaign.service")],
+        capture_output=True,
+        text=True,
+    )
     problems = [ln for ln in proc.stderr.splitlines() if "gpubench-campaign" in ln and "Documentation" not in ln]
     assert not problems, proc.stderr
 

@@ -9,13 +9,13 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from conftest import make_project
 
 NOW = datetime(2025, 1, 6, 12, 0, tzinfo=timezone.utc)
 
 
 # --- a stub backend: in-memory stacks, planned failures, no processes ---------------------------
+
 
 class StubStack:
     def __init__(self, backend, name):
@@ -39,6 +39,7 @@ class StubStack:
 
             class Result:
                 outputs = {k: type("OV", (), {"value": v})() for k, v in b.outputs[self.name].items()}
+
             return Result()
         finally:
             with b.lock:
@@ -83,19 +84,33 @@ def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **
 
     project = project or make_project(tmp_path / "project", {n: {} for n in names}, tiny=False)
     printer = Printer(quiet=True)
-    manifest, report = commands.up(kw.pop("patterns", names), results_url=(tmp_path / "bucket").as_uri(),
-                                   campaign_id=campaign_id, concurrency=concurrency, work_dir=project,
-                                   backend_factory=stub.factory, printer=printer, **kw)
+    manifest, report = commands.up(
+        kw.pop("patterns", names),
+        results_url=(tmp_path / "bucket").as_uri(),
+        campaign_id=campaign_id,
+        concurrency=concurrency,
+        work_dir=project,
+        backend_factory=stub.factory,
+        printer=printer,
+        **kw,
+    )
     return manifest, report, printer, project
 
 
 # --- selection -------------------------------------------------------------------------------
 
+
 def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_path):
     from analysis.campaign.selection import SelectionError, select
 
-    project = make_project(tmp_path, {n: {} for n in ("aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot", "gcp-t4-1x-spot",
-                                                      "gcp-v100-1x-spot", "gcp-v100-1x")}, tiny=False)
+    project = make_project(
+        tmp_path,
+        {
+            n: {}
+            for n in ("aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot", "gcp-t4-1x-spot", "gcp-v100-1x-spot", "gcp-v100-1x")
+        },
+        tiny=False,
+    )
     (project / "stacks" / "Pulumi.aws-results.yaml").write_text("config: {gpubench:stackType: results}\n")
     (project / "stacks" / "Pulumi.aws-ssh-box.yaml").write_text("config: {gpubench:offering: onprem/box}\n")
     stacks = project / "stacks"
@@ -110,28 +125,61 @@ def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_pat
 
 # --- failure kinds ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,kind,zone", [
-    ("error: creating EC2 Instance: InsufficientInstanceCapacity: We currently do not have sufficient p3.8xlarge "
-     "capacity in the Availability Zone you requested (us-east-1c).", "no-capacity", "us-east-1c"),
-    ("error: creating EC2 Instance: SpotMaxPriceTooLow: Your Spot request price of 0.5 is lower than the minimum "
-     "required Spot request fulfillment price of 0.9.", "no-capacity", None),
-    ("error: waiting for EC2 Spot Instance Request: capacity-not-available: There is no capacity available",
-     "no-capacity", None),
-    ("error: Error waiting for instance to create: The zone 'projects/p/zones/us-central1-a' does not have enough "
-     "resources available to fulfill the request. '(resource type:compute)'. ZONE_RESOURCE_POOL_EXHAUSTED",
-     "no-capacity", "us-central1-a"),
-    ("error: googleapi: Error 503: STOCKOUT in europe-west4-b", "no-capacity", "europe-west4-b"),
-    ("error: creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity than your current "
-     "vCPU limit of 0 allows", "quota", None),
-    ("error: googleapi: Error 403: Quota 'NVIDIA_V100_GPUS' exceeded. Limit: 0.0 in region us-central1., "
-     "quotaExceeded", "quota", None),
-    ("error: creating EC2 Instance: Unsupported: Your requested instance type (p3.8xlarge) is not supported in your "
-     "requested Availability Zone (us-east-1e).", "gpu-not-in-zone", "us-east-1e"),
-    ("error: googleapi: Error 400: Invalid value for field 'resource.guestAccelerators[0].acceleratorType': "
-     "'projects/p/zones/us-central1-f/acceleratorTypes/nvidia-tesla-k80'. Accelerator type not found",
-     "gpu-not-in-zone", "us-central1-f"),
-    ("error: NoCredentialProviders: no valid providers in chain", "other", None),
-])
+
+@pytest.mark.parametrize(
+    "text,kind,zone",
+    [
+        (
+            "error: creating EC2 Instance: InsufficientInstanceCapacity: We currently do not have sufficient p3.8xlarge "
+            "capacity in the Availability Zone you requested (us-east-1c).",
+            "no-capacity",
+            "us-east-1c",
+        ),
+        (
+            "error: creating EC2 Instance: SpotMaxPriceTooLow: Your Spot request price of 0.5 is lower than the minimum "
+            "required Spot request fulfillment price of 0.9.",
+            "no-capacity",
+            None,
+        ),
+        (
+            "error: waiting for EC2 Spot Instance Request: capacity-not-available: There is no capacity available",
+            "no-capacity",
+            None,
+        ),
+        (
+            "error: Error waiting for instance to create: The zone 'projects/p/zones/us-central1-a' does not have enough "
+            "resources available to fulfill the request. '(resource type:compute)'. ZONE_RESOURCE_POOL_EXHAUSTED",
+            "no-capacity",
+            "us-central1-a",
+        ),
+        ("error: googleapi: Error 503: STOCKOUT in europe-west4-b", "no-capacity", "europe-west4-b"),
+        (
+            "error: creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity than your current "
+            "vCPU limit of 0 allows",
+            "quota",
+            None,
+        ),
+        (
+            "error: googleapi: Error 403: Quota 'NVIDIA_V100_GPUS' exceeded. Limit: 0.0 in region us-central1., "
+            "quotaExceeded",
+            "quota",
+            None,
+        ),
+        (
+            "error: creating EC2 Instance: Unsupported: Your requested instance type (p3.8xlarge) is not supported in your "
+            "requested Availability Zone (us-east-1e).",
+            "gpu-not-in-zone",
+            "us-east-1e",
+        ),
+        (
+            "error: googleapi: Error 400: Invalid value for field 'resource.guestAccelerators[0].acceleratorType': "
+            "'projects/p/zones/us-central1-f/acceleratorTypes/nvidia-tesla-k80'. Accelerator type not found",
+            "gpu-not-in-zone",
+            "us-central1-f",
+        ),
+        ("error: NoCredentialProviders: no valid providers in chain", "other", None),
+    ],
+)
 def test_failures_are_classified_with_the_provider_message(text, kind, zone):
     from analysis.campaign.failures import classify
 
@@ -155,6 +203,7 @@ def test_retry_zone_never_picks_the_failed_or_a_tried_zone():
 
 # --- launcher ---------------------------------------------------------------------------------
 
+
 def test_concurrency_bound_holds_and_every_stack_launches(tmp_path):
     names = ["aws-g4dn-1x", "aws-g4dn-2x", "aws-g5-1x", "aws-g5-2x", "aws-g6-1x", "aws-p3-2x"]
     stub = StubBackend(delay=0.15)
@@ -166,8 +215,10 @@ def test_concurrency_bound_holds_and_every_stack_launches(tmp_path):
 
 
 def test_gcp_stockout_retries_once_in_another_zone_of_the_region_then_gives_up(tmp_path):
-    stub = StubBackend(faults={("gcp-t4-1x-spot", None): "ZONE_RESOURCE_POOL_EXHAUSTED: The zone does not have enough resources"},
-                       zones={"gcp-t4-1x-spot": "us-central1-a"})  # the stack file's gcp:zone
+    stub = StubBackend(
+        faults={("gcp-t4-1x-spot", None): "ZONE_RESOURCE_POOL_EXHAUSTED: The zone does not have enough resources"},
+        zones={"gcp-t4-1x-spot": "us-central1-a"},
+    )  # the stack file's gcp:zone
     manifest, report, printer, _ = _up(tmp_path, ["gcp-t4-1x-spot"], stub)
     zones = [z for _, z in stub.ups]
     assert len(zones) == 2, "exactly one retry"
@@ -179,8 +230,12 @@ def test_gcp_stockout_retries_once_in_another_zone_of_the_region_then_gives_up(t
 
 
 def test_quota_and_unknown_zone_capacity_are_not_retried(tmp_path):
-    stub = StubBackend(faults={("aws-g5-12x", None): "VcpuLimitExceeded: limit of 0",
-                               ("aws-g5-1x-spot", None): "capacity-not-available: There is no Spot capacity available"})
+    stub = StubBackend(
+        faults={
+            ("aws-g5-12x", None): "VcpuLimitExceeded: limit of 0",
+            ("aws-g5-1x-spot", None): "capacity-not-available: There is no Spot capacity available",
+        }
+    )
     manifest, report, printer, _ = _up(tmp_path, ["aws-g5-12x", "aws-g5-1x-spot"], stub)
     assert sorted(n for n, _ in stub.ups) == ["aws-g5-12x", "aws-g5-1x-spot"]
     assert manifest.stacks["aws-g5-1x-spot"]["failure"]["kind"] == "no-capacity"
@@ -206,7 +261,9 @@ def test_retry_failed_and_adopting_a_stack_caught_mid_launch(tmp_path):
 
 
 def test_a_bad_stack_file_fails_that_stack_only(tmp_path):
-    project = make_project(tmp_path / "project", {"aws-g4dn-1x": {}, "aws-g5-1x": {"gpubench:precision": "fp64"}}, tiny=False)
+    project = make_project(
+        tmp_path / "project", {"aws-g4dn-1x": {}, "aws-g5-1x": {"gpubench:precision": "fp64"}}, tiny=False
+    )
     stub = StubBackend()
     manifest, report, _, _ = _up(tmp_path, ["aws-g4dn-1x", "aws-g5-1x"], stub, project=project)
     assert report.actions == {"aws-g4dn-1x": "launched", "aws-g5-1x": "skipped-failed"}
@@ -216,10 +273,18 @@ def test_a_bad_stack_file_fails_that_stack_only(tmp_path):
 
 # --- status, cost, waste ------------------------------------------------------------------------
 
+
 def _entry(**kw):
-    base = {"state": "launched", "offering": "aws/g4dn.xlarge", "market": "on-demand", "suite": ["mnist-mlp", "mnist-cnn"],
-            "hourly_usd": 0.526, "up_started_at": "2025-01-06T10:00:00Z", "launched_at": "2025-01-06T10:01:00Z",
-            "deadline": "2025-01-06T16:00:00Z"}
+    base = {
+        "state": "launched",
+        "offering": "aws/g4dn.xlarge",
+        "market": "on-demand",
+        "suite": ["mnist-mlp", "mnist-cnn"],
+        "hourly_usd": 0.526,
+        "up_started_at": "2025-01-06T10:00:00Z",
+        "launched_at": "2025-01-06T10:01:00Z",
+        "deadline": "2025-01-06T16:00:00Z",
+    }
     return {**base, **kw}
 
 
@@ -233,17 +298,30 @@ def _obs(*runs, last=None, in_progress=()):
 T1 = NOW - timedelta(minutes=30)
 
 
-@pytest.mark.parametrize("entry,obs,now,state", [
-    (_entry(state="pending"), _obs(), NOW, "pending"),
-    (_entry(state="launch-failed", failure={"kind": "quota", "message": "VcpuLimitExceeded"}), _obs(), NOW, "launch-failed"),
-    (_entry(), _obs(), NOW, "launched"),
-    (_entry(), _obs(last={"event": "epoch_end", "time": "2025-01-06T11:59:00Z"}, in_progress=["r"]), NOW, "running"),
-    (_entry(), _obs(("mnist-mlp", "completed", T1), last={"event": "upload", "time": "x"}), NOW, "running"),
-    (_entry(), _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "completed", T1)), NOW, "finished"),
-    (_entry(), _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "failed", T1)), NOW, "failed"),
-    (_entry(), _obs(("mnist-mlp", "interrupted", T1)), NOW, "interrupted"),
-    (_entry(), _obs(), NOW + timedelta(hours=5), "expired"),
-])
+@pytest.mark.parametrize(
+    "entry,obs,now,state",
+    [
+        (_entry(state="pending"), _obs(), NOW, "pending"),
+        (
+            _entry(state="launch-failed", failure={"kind": "quota", "message": "VcpuLimitExceeded"}),
+            _obs(),
+            NOW,
+            "launch-failed",
+        ),
+        (_entry(), _obs(), NOW, "launched"),
+        (
+            _entry(),
+            _obs(last={"event": "epoch_end", "time": "2025-01-06T11:59:00Z"}, in_progress=["r"]),
+            NOW,
+            "running",
+        ),
+        (_entry(), _obs(("mnist-mlp", "completed", T1), last={"event": "upload", "time": "x"}), NOW, "running"),
+        (_entry(), _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "completed", T1)), NOW, "finished"),
+        (_entry(), _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "failed", T1)), NOW, "failed"),
+        (_entry(), _obs(("mnist-mlp", "interrupted", T1)), NOW, "interrupted"),
+        (_entry(), _obs(), NOW + timedelta(hours=5), "expired"),
+    ],
+)
 def test_status_rules(entry, obs, now, state):
     from analysis.campaign.status import stack_status
 
@@ -274,11 +352,23 @@ def test_observe_reads_results_events_and_ignores_earlier_launches(tmp_path):
     from payload.storage import open_store
 
     store = open_store(tmp_path.as_uri())
-    old = {"benchmark": {"name": "mnist-mlp"}, "status": "completed", "started_at": "2025-01-01T00:00:00Z",
-           "finished_at": "2025-01-01T00:10:00Z", "timeline": []}
-    new = {"benchmark": {"name": "mnist-mlp"}, "status": "completed", "started_at": "2025-01-06T10:05:00Z",
-           "finished_at": "2025-01-06T10:20:00Z",
-           "timeline": [{"event": "train_end", "time": "2025-01-06T10:19:00Z"}, {"event": "upload", "time": "2025-01-06T10:19:30Z"}]}
+    old = {
+        "benchmark": {"name": "mnist-mlp"},
+        "status": "completed",
+        "started_at": "2025-01-01T00:00:00Z",
+        "finished_at": "2025-01-01T00:10:00Z",
+        "timeline": [],
+    }
+    new = {
+        "benchmark": {"name": "mnist-mlp"},
+        "status": "completed",
+        "started_at": "2025-01-06T10:05:00Z",
+        "finished_at": "2025-01-06T10:20:00Z",
+        "timeline": [
+            {"event": "train_end", "time": "2025-01-06T10:19:00Z"},
+            {"event": "upload", "time": "2025-01-06T10:19:30Z"},
+        ],
+    }
     store.put_bytes("runs/s/old/result.json", json.dumps(old).encode())
     store.put_bytes("runs/s/new/result.json", json.dumps(new).encode())
     store.put_bytes("runs/s/new/events.jsonl", b'{"event": "upload", "time": "2025-01-06T10:19:30Z"}\n')
@@ -292,6 +382,7 @@ def test_observe_reads_results_events_and_ignores_earlier_launches(tmp_path):
 
 # --- manifest and CLI ----------------------------------------------------------------------------
 
+
 def test_campaign_ids_are_utc_timestamps_and_bad_ids_are_refused():
     from analysis.campaign.manifest import ManifestError, check_id, new_campaign_id
 
@@ -301,7 +392,7 @@ def test_campaign_ids_are_utc_timestamps_and_bad_ids_are_refused():
 
 
 def test_cli_help_documents_campaign():
-    from infra.cli import parser
+    from analysis.cli import build_parser as parser
 
     text = parser().format_help()
     assert "campaign" in text
@@ -313,13 +404,26 @@ def test_cli_help_documents_campaign():
 
 def test_cli_up_and_status_json(tmp_path, monkeypatch, capsys):
     from analysis.campaign import cli as campaign_cli
-    from infra.cli import main
+    from analysis.cli import main
 
     project = make_project(tmp_path / "project", {"aws-g4dn-1x": {}, "aws-g5-12x": {}}, tiny=False)
     stub = StubBackend(faults={("aws-g5-12x", None): "VcpuLimitExceeded: limit 0"})
     monkeypatch.setattr(campaign_cli, "BACKEND_FACTORY", stub.factory)
     results = (tmp_path / "bucket").as_uri()
-    code = main(["campaign", "up", "aws-*", "--results", results, "--campaign-id", "cli1", "--project-dir", str(project), "--json"])
+    code = main(
+        [
+            "campaign",
+            "up",
+            "aws-*",
+            "--results",
+            results,
+            "--campaign-id",
+            "cli1",
+            "--project-dir",
+            str(project),
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["actions"] == {"aws-g4dn-1x": "launched", "aws-g5-12x": "failed"}
     assert main(["campaign", "status", "cli1", "--results", results, "--json"]) == 0
@@ -339,18 +443,26 @@ def test_wait_refuses_when_a_stack_never_launched(tmp_path):
     m = Manifest.open_or_create(store, "w1", store.url_for(""))
     m.ensure("aws-g4dn-1x", {"suite": ["mnist-mlp"]})
     m.save()
-    _, outcome = commands.wait("w1", results_url=(tmp_path / "b").as_uri(), poll_seconds=0, timeout=1,
-                               work_dir=tmp_path, printer=Printer(quiet=True))
+    _, outcome = commands.wait(
+        "w1",
+        results_url=(tmp_path / "b").as_uri(),
+        poll_seconds=0,
+        timeout=1,
+        work_dir=tmp_path,
+        printer=Printer(quiet=True),
+    )
     assert not outcome.done and outcome.never_launched == ["aws-g4dn-1x"]
 
 
 def test_without_the_pulumi_cli_up_says_how_to_install_and_writes_nothing(tmp_path, monkeypatch, capsys):
     import infra.workspace as pulumi_ws
-    from infra.cli import main
+    from analysis.cli import main
 
     monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: None)
     project = make_project(tmp_path / "project", {"aws-g4dn-1x": {}}, tiny=False)
-    code = main(["campaign", "up", "aws-g4dn-1x", "--results", (tmp_path / "bucket").as_uri(), "--project-dir", str(project)])
+    code = main(
+        ["campaign", "up", "aws-g4dn-1x", "--results", (tmp_path / "bucket").as_uri(), "--project-dir", str(project)]
+    )
     assert code == 3 and "get.pulumi.com" in capsys.readouterr().err
     assert not (tmp_path / "bucket").exists()
 
@@ -371,5 +483,7 @@ def test_pulumi_backend_selects_stacks_through_the_automation_api(tmp_path, monk
     monkeypatch.setattr(auto, "create_or_select_stack", lambda **kw: calls.append(("select", kw)) or Stack())
     handle = PulumiBackend(tmp_path).select_stack("aws-g4dn-1x-spot")
     handle.set_config("gpubench:zone", "us-east-1b")
-    assert calls == [("select", {"stack_name": "aws-g4dn-1x-spot", "work_dir": str(tmp_path)}),
-                     ("set_config", "gpubench:zone", "us-east-1b")]
+    assert calls == [
+        ("select", {"stack_name": "aws-g4dn-1x-spot", "work_dir": str(tmp_path)}),
+        ("set_config", "gpubench:zone", "us-east-1b"),
+    ]

@@ -1,5 +1,6 @@
 """The offering catalog: ids, stack names, image generations, as-of price
 selection, GCP composition and the errors a user sees."""
+
 from __future__ import annotations
 
 import shutil
@@ -19,8 +20,19 @@ def cat():
 
 def test_issue_offerings_are_all_present(cat):
     aws = {o.instance_type for o in cat.offerings("aws")}
-    for itype in ["p2.xlarge", "p2.8xlarge", "p2.16xlarge", "g3.4xlarge", "g3.8xlarge", "g3.16xlarge",
-                  "p3.2xlarge", "p3.8xlarge", "p3.16xlarge", "p4d.24xlarge", "p5.48xlarge"]:
+    for itype in [
+        "p2.xlarge",
+        "p2.8xlarge",
+        "p2.16xlarge",
+        "g3.4xlarge",
+        "g3.8xlarge",
+        "g3.16xlarge",
+        "p3.2xlarge",
+        "p3.8xlarge",
+        "p3.16xlarge",
+        "p4d.24xlarge",
+        "p5.48xlarge",
+    ]:
         assert itype in aws
     assert {"T4", "A10G", "L4"} <= {o.gpu_model for o in cat.offerings("aws")}
     gcp = {(o.gpu_model, o.gpu_count) for o in cat.offerings("gcp")}
@@ -29,9 +41,17 @@ def test_issue_offerings_are_all_present(cat):
     assert {("P100", n) for n in (1, 2, 4)} <= gcp  # GCE attaches at most 4 P100 to an N1 VM
     assert {("T4", n) for n in (1, 2, 4)} <= gcp
     assert {"A100", "L4", "H100"} <= {g for g, _ in gcp}
-    for oid in ["hetzner/ex51-ssd-gpu", "leadergpu/2xgtx1080", "leadergpu/2xp100", "softlayer/bm-2xm60",
-                "softlayer/bm-4xk80", "paperspace/p6000", "paperspace/v100", "vastai/gtx1070ti",
-                "onprem/parkopedia-4x1080ti"]:
+    for oid in [
+        "hetzner/ex51-ssd-gpu",
+        "leadergpu/2xgtx1080",
+        "leadergpu/2xp100",
+        "softlayer/bm-2xm60",
+        "softlayer/bm-4xk80",
+        "paperspace/p6000",
+        "paperspace/v100",
+        "vastai/gtx1070ti",
+        "onprem/parkopedia-4x1080ti",
+    ]:
         assert cat.get(oid).gpu_count >= 1
 
 
@@ -61,15 +81,28 @@ def test_stack_names_are_unique_and_only_for_clouds(cat):
         cat.get("hetzner/ex51-ssd-gpu").stack_name("spot")
 
 
-@pytest.mark.parametrize("gpu, generation", [("K80", "cuda11-legacy"), ("M60", "cuda12"), ("P100", "cuda12"),
-                                             ("V100", "cuda12"), ("T4", "cuda13"), ("H100", "cuda13")])
+@pytest.mark.parametrize(
+    "gpu, generation",
+    [
+        ("K80", "cuda11-legacy"),
+        ("M60", "cuda12"),
+        ("P100", "cuda12"),
+        ("V100", "cuda12"),
+        ("T4", "cuda13"),
+        ("H100", "cuda13"),
+    ],
+)
 def test_image_generation_follows_compute_capability(cat, gpu, generation):
     assert {o.image_generation for o in cat.offerings(gpu=gpu)} == {generation}
 
 
 def test_gcp_offerings_keep_accelerator_apart_from_machine_type(cat):
     v100 = cat.get("gcp/n1-standard-8+1xv100")
-    assert (v100.instance_type, v100.accelerator_type, v100.accelerator_count) == ("n1-standard-8", "nvidia-tesla-v100", 1)
+    assert (v100.instance_type, v100.accelerator_type, v100.accelerator_count) == (
+        "n1-standard-8",
+        "nvidia-tesla-v100",
+        1,
+    )
     a100 = cat.get("gcp/a2-highgpu-1g")
     assert a100.accelerator_type is None and a100.accelerator_count == 0 and a100.gpu_count == 1
     assert v100.zones[0] == "us-central1-a" and "us-central1" in v100.regions
@@ -103,7 +136,9 @@ def test_newest_snapshot_is_the_default(cat):
     newest = max(r.as_of for r in cat.prices.history("aws/g4dn.xlarge", "on-demand"))
     assert cat.price("aws/g4dn.xlarge").as_of == newest
     with pytest.warns(RetiredOfferingWarning):  # P3 retired 2025-12-20: still priced, with a warning
-        assert cat.price("aws/p3.2xlarge").as_of == max(r.as_of for r in cat.prices.history("aws/p3.2xlarge", "on-demand"))
+        assert cat.price("aws/p3.2xlarge").as_of == max(
+            r.as_of for r in cat.prices.history("aws/p3.2xlarge", "on-demand")
+        )
 
 
 def test_gcp_price_composes_machine_type_and_gpus(cat):

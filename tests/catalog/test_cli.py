@@ -1,4 +1,5 @@
 """`python -m analysis offerings` and `cost`: JSON shapes, filters and errors."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,23 @@ import pytest
 
 from analysis.cli import main
 
-OFFERING_KEYS = {"id", "provider", "instance_type", "gpu", "gpu_count", "gpu_memory_gb", "compute_capability",
-                 "vcpus", "memory_gb", "hourly_usd", "spot_hourly_usd", "billing", "as_of", "source", "retired"}
+OFFERING_KEYS = {
+    "id",
+    "provider",
+    "instance_type",
+    "gpu",
+    "gpu_count",
+    "gpu_memory_gb",
+    "compute_capability",
+    "vcpus",
+    "memory_gb",
+    "hourly_usd",
+    "spot_hourly_usd",
+    "billing",
+    "as_of",
+    "source",
+    "retired",
+}
 COST_KEYS = {"offering", "market", "as_of", "hourly_usd", "billed_hours", "cost_usd", "billing"}
 
 
@@ -94,8 +110,10 @@ def test_python_dash_m_entry_point():
     assert "offerings" in proc.stdout and "gcp/<machine-type>+<n>x<gpu>" in proc.stdout
 
 
-@pytest.mark.parametrize("value, text", [(0, "0.00"), (3.3, "3.30"), (1234.567, "1,234.57"), (0.0123, "0.01"),
-                                         (0.00083, "0.00083"), (0.004, "0.0040")])
+@pytest.mark.parametrize(
+    "value, text",
+    [(0, "0.00"), (3.3, "3.30"), (1234.567, "1,234.57"), (0.0123, "0.01"), (0.00083, "0.00083"), (0.004, "0.0040")],
+)
 def test_usd_amount_never_shows_a_real_cost_as_zero(value, text):
     from analysis.output import USD_SIGN, usd_amount
 

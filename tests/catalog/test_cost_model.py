@@ -1,5 +1,6 @@
 """Billing rules, spot time-weighting, on-prem amortisation and break-even,
 each checked against figures computed by hand."""
+
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
@@ -16,7 +17,7 @@ from analysis.cost import (
     onprem_monthly,
     time_weighted_price,
 )
-from infra.catalog import BillingTerms, OnPremSpec, load_catalog
+from infra.catalog import BillingTerms, load_catalog
 
 CAT = load_catalog()
 NOW = date(2018, 7, 1)
@@ -30,14 +31,14 @@ def terms(**kw):
 @pytest.mark.parametrize(
     "rule, seconds, billed",
     [
-        (terms(increment_seconds=1, minimum_seconds=60), 30, 60),          # AWS/GCP: minute minimum
-        (terms(increment_seconds=1, minimum_seconds=60), 61.2, 62),        # then whole seconds, rounded up
+        (terms(increment_seconds=1, minimum_seconds=60), 30, 60),  # AWS/GCP: minute minimum
+        (terms(increment_seconds=1, minimum_seconds=60), 61.2, 62),  # then whole seconds, rounded up
         (terms(increment_seconds=3600, minimum_seconds=3600), 3.16 * 3600, 4 * 3600),  # Softlayer hours
-        (terms(increment_seconds=3600, minimum_seconds=3600), 7200.0000001, 7200),     # float noise is not an hour
-        (terms(increment_seconds=60, minimum_seconds=600), 120, 600),      # GCE before 2017-09-26
+        (terms(increment_seconds=3600, minimum_seconds=3600), 7200.0000001, 7200),  # float noise is not an hour
+        (terms(increment_seconds=60, minimum_seconds=600), 120, 600),  # GCE before 2017-09-26
         (terms(increment_seconds=60, minimum_seconds=600), 601, 660),
-        (terms(increment_seconds=0.001), 1.0004, 1.001),                   # Paperspace milliseconds
-        (terms(kind="monthly"), 1234.5, 1234.5),                           # prorated, as used
+        (terms(increment_seconds=0.001), 1.0004, 1.001),  # Paperspace milliseconds
+        (terms(kind="monthly"), 1234.5, 1234.5),  # prorated, as used
         (terms(kind="amortised"), 99.9, 99.9),
     ],
 )
@@ -83,8 +84,9 @@ def test_spot_cost_uses_the_snapshot_spot_price():
 
 def test_spot_attempts_are_each_billed_on_their_own():
     # two attempts of 30 s each: each pays the 60 s minimum
-    total = cost_over_attempts([("aws/p2.xlarge", 30, "spot", 0.36), ("aws/p2.xlarge", 30, "spot", 0.36)],
-                               catalog=CAT, as_of=NOW)
+    total = cost_over_attempts(
+        [("aws/p2.xlarge", 30, "spot", 0.36), ("aws/p2.xlarge", 30, "spot", 0.36)], catalog=CAT, as_of=NOW
+    )
     assert total == pytest.approx(2 * 0.36 / 60)
 
 
@@ -147,8 +149,13 @@ def test_breakeven_never_when_electricity_alone_costs_more():
     assert breakeven_days_per_month(PARKOPEDIA, 10, 0.01, 1000) is None
 
 
-@pytest.mark.parametrize("kw", [dict(onprem_throughput=0, cloud_hourly_usd=1, cloud_throughput=1),
-                                dict(onprem_throughput=1, cloud_hourly_usd=-1, cloud_throughput=1)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(onprem_throughput=0, cloud_hourly_usd=1, cloud_throughput=1),
+        dict(onprem_throughput=1, cloud_hourly_usd=-1, cloud_throughput=1),
+    ],
+)
 def test_breakeven_rejects_non_positive_inputs(kw):
     with pytest.raises(CostError, match="must be positive"):
         breakeven_days_per_month(PARKOPEDIA, **kw)

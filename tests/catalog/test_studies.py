@@ -3,6 +3,7 @@ and prices by the cost model. A study prints rounded numbers, so each check
 allows exactly the rounding the study's printed precision implies: a time
 printed as 3.62 h is anywhere in [3.615, 3.625), a cost printed as $3.3 in
 [3.25, 3.35)."""
+
 from __future__ import annotations
 
 import math
@@ -18,7 +19,7 @@ CAT = load_catalog()
 
 def half_unit(printed: str) -> float:
     decimals = len(printed.split(".")[1]) if "." in printed else 0
-    return 0.5 * 10 ** -decimals
+    return 0.5 * 10**-decimals
 
 
 def cost_interval(offering: str, hours_printed: str, as_of: date, market: str = "on-demand") -> tuple[float, float]:
@@ -89,8 +90,17 @@ def test_seed004_aws_table(itype, hourly, day, week, month):
 
 
 # Seed 004, spot table: spot price and its ratio to on-demand, as printed.
-SEED004_SPOT = [("p2.xlarge", 31), ("p2.8xlarge", 38), ("p2.16xlarge", 37), ("g3.4xlarge", 32),
-                ("g3.8xlarge", 30), ("g3.16xlarge", 30), ("p3.2xlarge", 36), ("p3.8xlarge", 40), ("p3.16xlarge", 33)]
+SEED004_SPOT = [
+    ("p2.xlarge", 31),
+    ("p2.8xlarge", 38),
+    ("p2.16xlarge", 37),
+    ("g3.4xlarge", 32),
+    ("g3.8xlarge", 30),
+    ("g3.16xlarge", 30),
+    ("p3.2xlarge", 36),
+    ("p3.8xlarge", 40),
+    ("p3.16xlarge", 33),
+]
 
 
 @pytest.mark.parametrize("itype, percent", SEED004_SPOT, ids=[r[0] for r in SEED004_SPOT])

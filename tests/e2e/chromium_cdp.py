@@ -6,6 +6,7 @@ Only websocket-client is needed (no browser download: playwright's own
 browsers cannot be fetched here). Under CI=true a missing chromium is a
 failure, never a skip.
 """
+
 from __future__ import annotations
 
 import base64
@@ -20,9 +21,19 @@ from pathlib import Path
 from servers import missing_tool
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--hide-scrollbars")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+    "--hide-scrollbars",
+)
 
 
 def find_chromium() -> str:
@@ -109,10 +120,18 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="gpubench-chromium-")
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Browser":
-        self.proc = subprocess.Popen([self.binary, *FLAGS, f"--user-data-dir={self.profile}",
-                                      f"--window-size={self.width},{self.height}", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    def __enter__(self) -> Browser:
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                f"--window-size={self.width},{self.height}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         port_file = Path(self.profile) / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not port_file.exists() or not port_file.read_text().strip():
@@ -139,8 +158,9 @@ class Browser:
             targets = json.load(resp)
         pages = [t for t in targets if t.get("type") == "page"]
         if not pages:
-            with urllib.request.urlopen(urllib.request.Request(
-                    f"http://127.0.0.1:{self.port}/json/new?about:blank", method="PUT"), timeout=10) as resp:
+            with urllib.request.urlopen(
+                urllib.request.Request(f"http://127.0.0.1:{self.port}/json/new?about:blank", method="PUT"), timeout=10
+            ) as resp:
                 pages = [json.load(resp)]
         return pages[0]["webSocketDebuggerUrl"]
 
@@ -149,23 +169,39 @@ class Browser:
         page = Page(self._page_ws())
         for domain in ("Page", "Network", "Runtime", "Log"):
             page.send(f"{domain}.enable")
-        page.send("Emulation.setDeviceMetricsOverride", width=self.width, height=self.height,
-                  deviceScaleFactor=1, mobile=False)
+        page.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=self.width,
+            height=self.height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         nav = page.send("Page.navigate", url=url)
         if nav.get("errorText"):
             raise CdpError(f"navigating to {url}: {nav['errorText']}")
         page.wait_for("Page.loadEventFired")
         rendered = page.evaluate(RENDERED_JS)
         problems = {
-            "failed_requests": [(e["params"].get("errorText"), e["params"].get("requestId"))
-                                for e in page.events if e["method"] == "Network.loadingFailed"],
-            "bad_responses": [(e["params"]["response"]["url"][:200], e["params"]["response"]["status"])
-                              for e in page.events if e["method"] == "Network.responseReceived"
-                              and e["params"]["response"].get("status", 200) >= 400],
-            "exceptions": [e["params"]["exceptionDetails"].get("text") for e in page.events
-                           if e["method"] == "Runtime.exceptionThrown"],
-            "console_errors": [e["params"]["entry"].get("text") for e in page.events
-                               if e["method"] == "Log.entryAdded" and e["params"]["entry"].get("level") == "error"],
+            "failed_requests": [
+                (e["params"].get("errorText"), e["params"].get("requestId"))
+                for e in page.events
+                if e["method"] == "Network.loadingFailed"
+            ],
+            "bad_responses": [
+                (e["params"]["response"]["url"][:200], e["params"]["response"]["status"])
+                for e in page.events
+                if e["method"] == "Network.responseReceived" and e["params"]["response"].get("status", 200) >= 400
+            ],
+            "exceptions": [
+                e["params"]["exceptionDetails"].get("text")
+                for e in page.events
+                if e["method"] == "Runtime.exceptionThrown"
+            ],
+            "console_errors": [
+                e["params"]["entry"].get("text")
+                for e in page.events
+                if e["method"] == "Log.entryAdded" and e["params"]["entry"].get("level") == "error"
+            ],
         }
         return page, {"problems": problems, **rendered}
 

@@ -7,6 +7,7 @@ to take the lock runs it into the session's shared temp dir, the others read
 what it left (--dist loadgroup alone does not keep these tests on one worker
 with the pytest in .venv). Tests that change a demo directory work on a copy.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -15,7 +16,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-
 from demo_helpers import DemoRun, run_demo
 
 

@@ -1,5 +1,6 @@
 """Run `python -m analysis demo --quick` (the driver behind `make demo`) in a
 directory of its own, as a fresh clone would, and keep what it printed."""
+
 from __future__ import annotations
 
 import os
@@ -26,10 +27,21 @@ def run_demo(root: Path, *extra: str) -> DemoRun:
     """`python -m analysis demo --quick` with results and report under root, cwd = root."""
     closed = closed_port_url()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", AWS_EC2_METADATA_SERVICE_ENDPOINT=closed + "/",
-               GCE_METADATA_HOST=closed[len("http://"):], GPUBENCH_SPOOL=str(root / "spool"))
+    env.update(
+        TF_CPP_MIN_LOG_LEVEL="2",
+        AWS_EC2_METADATA_SERVICE_ENDPOINT=closed + "/",
+        GCE_METADATA_HOST=closed[len("http://") :],
+        GPUBENCH_SPOOL=str(root / "spool"),
+    )
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "analysis", "demo", "--quick", *extra], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
-    return DemoRun(root, root / "results", root / "report", proc.stdout + proc.stderr, proc.returncode,
-                   time.monotonic() - t0)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis", "demo", "--quick", *extra],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return DemoRun(
+        root, root / "results", root / "report", proc.stdout + proc.stderr, proc.returncode, time.monotonic() - t0
+    )

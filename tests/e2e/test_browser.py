@@ -2,14 +2,13 @@
 report/index.html from disk, and every plot must have rendered at the size of
 its PNG with no resource failing to load. The screenshot is kept next to the
 report (report/screenshot.png) for a human to look at."""
+
 from __future__ import annotations
 
 import base64
 import re
-from pathlib import Path
 
 import pytest
-
 from chromium_cdp import Browser, find_chromium, png_size
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
@@ -65,8 +64,9 @@ def test_report_renders_every_plot_and_loads_nothing_broken(browser, demo_first)
 def test_the_check_catches_a_broken_image(browser, tmp_path):
     """The harness itself: a missing image file is reported, not silently passed."""
     page_file = tmp_path / "broken.html"
-    page_file.write_text('<!DOCTYPE html><html><head><title>t</title></head><body>'
-                         '<img alt="gone" src="missing.png"></body></html>')
+    page_file.write_text(
+        '<!DOCTYPE html><html><head><title>t</title></head><body><img alt="gone" src="missing.png"></body></html>'
+    )
     page, seen = browser.load(page_file.as_uri())
     page.close()
     assert seen["problems"]["failed_requests"], seen["problems"]

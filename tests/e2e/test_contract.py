@@ -23,6 +23,7 @@ Overrides of the rendered environment, each because this is not the guest:
   endpoints at a closed port (no IMDS off-cloud).
 GPUBENCH_RESULTS is kept as rendered: the bucket it names is created on moto.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,11 +31,9 @@ import os
 import subprocess
 import sys
 import urllib.parse
-from pathlib import Path
 
 import pytest
 import yaml
-
 from servers import closed_port_url, create_s3_bucket
 
 STACK = "aws-g4dn-1x"
@@ -86,9 +85,19 @@ def test_every_env_key_is_read_by_the_payload(rendered):
     options = {o.env for o in OPTIONS}
     unknown = sorted(set(env) - options - set(NOT_RUN_OPTIONS))
     assert not unknown, f"user-data writes variables the payload does not read: {unknown}"
-    for key in ("GPUBENCH_BENCHMARK", "GPUBENCH_RESULTS", "GPUBENCH_STACK", "GPUBENCH_OFFERING", "GPUBENCH_MARKET",
-                "GPUBENCH_HOURLY_USD", "GPUBENCH_PRICE_SOURCE", "GPUBENCH_PRICE_AS_OF", "GPUBENCH_DEADLINE",
-                "GPUBENCH_EXPECT_GPU", "GPUBENCH_IMAGE"):
+    for key in (
+        "GPUBENCH_BENCHMARK",
+        "GPUBENCH_RESULTS",
+        "GPUBENCH_STACK",
+        "GPUBENCH_OFFERING",
+        "GPUBENCH_MARKET",
+        "GPUBENCH_HOURLY_USD",
+        "GPUBENCH_PRICE_SOURCE",
+        "GPUBENCH_PRICE_AS_OF",
+        "GPUBENCH_DEADLINE",
+        "GPUBENCH_EXPECT_GPU",
+        "GPUBENCH_IMAGE",
+    ):
         assert key in env, f"user-data no longer writes {key} (docs/CONTRACTS.md)"
     # Every value as rendered parses as the payload parses it (suite names, market, deadline, price...).
     cfg = resolve({}, environ=env)
@@ -96,7 +105,8 @@ def test_every_env_key_is_read_by_the_payload(rendered):
 
 
 def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_it(
-        rendered, moto_server, tmp_path, monkeypatch):
+    rendered, moto_server, tmp_path, monkeypatch
+):
     from infra.catalog import load_catalog
     from payload.schema import validate_result
     from payload.storage import open_store
@@ -110,27 +120,48 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     except Exception as exc:  # noqa: BLE001 - the module may run twice in one session
         if "BucketAlreadyOwnedByYou" not in str(exc):
             raise
-    for k, v in {"AWS_ENDPOINT_URL": moto_server.endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                 "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+    for k, v in {
+        "AWS_ENDPOINT_URL": moto_server.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
 
     host_events = tmp_path / "events.jsonl"
-    host_events.write_text("".join(  # the lines launch.sh / event.sh write on the guest
-        json.dumps({"event": e, "time": t, "source": "host", "detail": ""}) + "\n"
-        for e, t in (("instance_launch", "2025-01-06T06:00:00Z"), ("boot_done", "2025-01-06T06:00:40.000Z"),
-                     ("container_start", "2025-01-06T06:01:10.000Z"))))
+    host_events.write_text(
+        "".join(  # the lines launch.sh / event.sh write on the guest
+            json.dumps({"event": e, "time": t, "source": "host", "detail": ""}) + "\n"
+            for e, t in (
+                ("instance_launch", "2025-01-06T06:00:00Z"),
+                ("boot_done", "2025-01-06T06:00:40.000Z"),
+                ("container_start", "2025-01-06T06:01:10.000Z"),
+            )
+        )
+    )
     first = env["GPUBENCH_BENCHMARK"].split(",")[0]
-    overrides = {"GPUBENCH_BENCHMARK": first, "GPUBENCH_EPOCHS": "1",
-                 "GPUBENCH_PARAMS": "samples=256,val_samples=64,warmup_steps=1",
-                 "GPUBENCH_DATA": "synthetic", "GPUBENCH_EXPECT_GPU": "0",
-                 "GPUBENCH_HOST_EVENTS": str(host_events), "GPUBENCH_SPOOL": str(tmp_path / "spool")}
+    overrides = {
+        "GPUBENCH_BENCHMARK": first,
+        "GPUBENCH_EPOCHS": "1",
+        "GPUBENCH_PARAMS": "samples=256,val_samples=64,warmup_steps=1",
+        "GPUBENCH_DATA": "synthetic",
+        "GPUBENCH_EXPECT_GPU": "0",
+        "GPUBENCH_HOST_EVENTS": str(host_events),
+        "GPUBENCH_SPOOL": str(tmp_path / "spool"),
+    }
     closed = closed_port_url()
     base = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
-    proc_env = {**base, **env, **overrides, "TF_CPP_MIN_LOG_LEVEL": "2",
-                "AWS_EC2_METADATA_SERVICE_ENDPOINT": closed + "/", "GCE_METADATA_HOST": closed[len("http://"):]}
-    proc = subprocess.run([sys.executable, "-m", "payload", "run"], env=proc_env, capture_output=True, text=True,
-                          timeout=300)
+    proc_env = {
+        **base,
+        **env,
+        **overrides,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT": closed + "/",
+        "GCE_METADATA_HOST": closed[len("http://") :],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "payload", "run"], env=proc_env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
     # The bucket layout: runs/<stack>/<run-id>/{result.json,events.jsonl,epochs.csv}
@@ -157,8 +188,7 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
 
     offering, market = load_catalog().by_stack_name(STACK)
     report_dir = tmp_path / "report"
-    assert main(["collect", "--results", results_url, "--out", str(report_dir), "--spot-history", "off",
-                 "--json"]) == 0
+    assert main(["collect", "--results", results_url, "--out", str(report_dir), "--spot-history", "off", "--json"]) == 0
     import pandas as pd
 
     table = pd.read_parquet(report_dir / "results.parquet")
@@ -175,8 +205,9 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     # ...and the report has its row.
     assert main(["report", "--out", str(report_dir), "--json"]) == 0
     summary = pd.read_csv(report_dir / "summary.csv")
-    mine = summary[(summary["offering_id"] == offering.id) & (summary["benchmark"] == first)
-                   & (summary["market"] == market)]
+    mine = summary[
+        (summary["offering_id"] == offering.id) & (summary["benchmark"] == first) & (summary["market"] == market)
+    ]
     assert len(mine) == 1, summary[["benchmark", "offering_id", "market"]].to_string()
     page = (report_dir / "index.html").read_text(encoding="utf-8")
     assert f"<td>{offering.id}</td>" in page

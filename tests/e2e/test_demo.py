@@ -1,6 +1,7 @@
 """`make demo`'s driver end to end: real payload runs as local/this-machine
 into results/, collected and reported beside the studies' published figures;
 a second run adds runs instead of failing; a wrong price setting is a clear error."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import re
 import shutil
 
 import pytest
-
 from demo_helpers import run_demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
@@ -42,9 +42,15 @@ def test_demo_runs_collects_and_reports_with_the_assumed_price(demo_first):
     assert "Assumed price." in page and "not a quote" in page
     assert "Reference: published measurements" in page
     # this machine beside the studies' K80 / P100 / V100 figures, with source and date
-    for text in ("AWS p2.xlarge (1 x Tesla K80)", "GCE n1-standard-4 + Tesla P100", "AWS p3.2xlarge (1 x Tesla V100)",
-                 "rare-technologies.com/machine-learning-benchmarks-hardware-providers-gpu-part-2/",
-                 "2018-02-08", "derived: 4 epochs x 1,420,764 training tweets", "Extrapolated, not measured"):
+    for text in (
+        "AWS p2.xlarge (1 x Tesla K80)",
+        "GCE n1-standard-4 + Tesla P100",
+        "AWS p3.2xlarge (1 x Tesla V100)",
+        "rare-technologies.com/machine-learning-benchmarks-hardware-providers-gpu-part-2/",
+        "2018-02-08",
+        "derived: 4 epochs x 1,420,764 training tweets",
+        "Extrapolated, not measured",
+    ):
         assert text in page, text
     assert re.search(r"published &divide; local/this-machine", page)
 
@@ -67,10 +73,13 @@ def test_second_demo_adds_runs_and_reports_them_all(demo_first, tmp_path):
     assert int(summary[summary["benchmark"] == "mnist-mlp"]["repeats"].iloc[0]) == 2
 
 
-@pytest.mark.parametrize("extra, message", [
-    (("--only", "vgg16"), "not in the demo suite"),
-    (("--hourly-usd", "-1"), "must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--only", "vgg16"), "not in the demo suite"),
+        (("--hourly-usd", "-1"), "must be a number >= 0"),
+    ],
+)
 def test_demo_setting_errors_are_clear(tmp_path, extra, message):
     run = run_demo(tmp_path, *extra)
     assert run.returncode == 2 and message in run.stdout, run.stdout

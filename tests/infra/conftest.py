@@ -7,9 +7,9 @@ Rendering the whole matrix takes a few seconds, so it happens once per xdist wor
 from __future__ import annotations
 
 import pytest
+from infra_matrix import NOW, STACK_NAMES
 
 from infra import stacks as stackfiles
-from infra_matrix import NOW, STACK_NAMES
 
 
 @pytest.fixture(scope="session")

@@ -8,12 +8,21 @@ import subprocess
 
 import pytest
 import yaml
-
-from infra import cloud_init
 from infra_matrix import BENCHMARK_STACKS, require_tool
 
-CONTRACT_VARS = {"GPUBENCH_BENCHMARK", "GPUBENCH_RESULTS", "GPUBENCH_STACK", "GPUBENCH_OFFERING", "GPUBENCH_MARKET",
-                 "GPUBENCH_PRECISION", "GPUBENCH_EXPECT_GPU", "GPUBENCH_HOST_EVENTS", "GPUBENCH_DEADLINE"}
+from infra import cloud_init
+
+CONTRACT_VARS = {
+    "GPUBENCH_BENCHMARK",
+    "GPUBENCH_RESULTS",
+    "GPUBENCH_STACK",
+    "GPUBENCH_OFFERING",
+    "GPUBENCH_MARKET",
+    "GPUBENCH_PRECISION",
+    "GPUBENCH_EXPECT_GPU",
+    "GPUBENCH_HOST_EVENTS",
+    "GPUBENCH_DEADLINE",
+}
 
 # One interpreter validates every document with cloud-init's own schema code (the CLI
 # costs ~1 s per call); one CLI call below proves the command itself accepts ours.
@@ -47,14 +56,18 @@ def user_data_files(rendered, tmp_path_factory):
 def test_cloud_init_schema_cli_accepts_user_data(user_data_files):
     exe = require_tool("cloud-init")
     for name in ("aws-p3-8x-spot", "gcp-v100-1x"):
-        proc = subprocess.run([exe, "schema", "--config-file", str(user_data_files[name])], capture_output=True, text=True)
+        proc = subprocess.run(
+            [exe, "schema", "--config-file", str(user_data_files[name])], capture_output=True, text=True
+        )
         assert proc.returncode == 0 and "Valid" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_every_stack_user_data_is_valid_cloud_config(user_data_files):
     exe = require_tool("cloud-init")
     python = open(exe).readline().removeprefix("#!").strip().split()[0]
-    proc = subprocess.run([python, "-c", VALIDATE_ALL, *map(str, user_data_files.values())], capture_output=True, text=True)
+    proc = subprocess.run(
+        [python, "-c", VALIDATE_ALL, *map(str, user_data_files.values())], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {}
 
@@ -67,7 +80,7 @@ def test_every_stack_shell_is_shellcheck_clean(rendered, tmp_path):
             scripts[hashlib.sha1(text.encode()).hexdigest()] = (f"{name}:{path}", text)
     assert len(scripts) >= 5
     files = []
-    for digest, (label, text) in scripts.items():
+    for digest, (_label, text) in scripts.items():
         f = tmp_path / f"{digest}.sh"
         f.write_text(text)
         files.append(str(f))
@@ -118,15 +131,17 @@ def test_run_sh_waits_for_the_nvidia_driver_before_starting_the_container(tmp_pa
     fakes = {
         "event.sh": "#!/bin/sh\nexit 0\n",
         "bin/nvidia-smi": f"#!/bin/sh\nn=$(cat {tmp_path}/calls 2>/dev/null || echo 0)\nn=$((n + 1))\n"
-                          f"echo $n > {tmp_path}/calls\n[ $n -ge 3 ]\n",
+        f"echo $n > {tmp_path}/calls\n[ $n -ge 3 ]\n",
         "bin/sleep": "#!/bin/sh\nexit 0\n",
-        "bin/docker": f"#!/bin/sh\ncat {tmp_path}/calls > {tmp_path}/calls-at-docker\necho \"$@\" > {tmp_path}/docker-args\n",
+        "bin/docker": f'#!/bin/sh\ncat {tmp_path}/calls > {tmp_path}/calls-at-docker\necho "$@" > {tmp_path}/docker-args\n',
     }
     for rel, body in {**fakes, "run.sh": text}.items():
         (tmp_path / rel).write_text(body)
         (tmp_path / rel).chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
-    proc = subprocess.run(["bash", str(tmp_path / "run.sh"), "img:tag"], env=env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        ["bash", str(tmp_path / "run.sh"), "img:tag"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "calls-at-docker").read_text().strip() == "3"  # docker ran only once nvidia-smi worked
     assert "--gpus all" in (tmp_path / "docker-args").read_text()

@@ -8,15 +8,31 @@ BASE = {"gpubench:offering": "aws/p3.8xlarge", "aws:region": "us-east-1"}
 
 
 def test_defaults_and_types():
-    cfg = parse_config({**BASE, "gpubench:maxHours": "2.5", "gpubench:suite": "mnist-mlp,resnet50", "gpubench:epochs": 3,
-                        "gpubench:params": {"dropout": 0.2}}, "aws-p3-8x")
+    cfg = parse_config(
+        {
+            **BASE,
+            "gpubench:maxHours": "2.5",
+            "gpubench:suite": "mnist-mlp,resnet50",
+            "gpubench:epochs": 3,
+            "gpubench:params": {"dropout": 0.2},
+        },
+        "aws-p3-8x",
+    )
     assert isinstance(cfg, BenchmarkConfig)
-    assert (cfg.max_hours, cfg.suite, cfg.epochs, cfg.market, cfg.params) == (2.5, ("mnist-mlp", "resnet50"), 3, "on-demand", "dropout=0.2")
+    assert (cfg.max_hours, cfg.suite, cfg.epochs, cfg.market, cfg.params) == (
+        2.5,
+        ("mnist-mlp", "resnet50"),
+        3,
+        "on-demand",
+        "dropout=0.2",
+    )
     assert cfg.provider_config == {"aws:region": "us-east-1"}
 
 
 def test_results_stack():
-    cfg = parse_config({"gpubench:stackType": "results", "gpubench:provider": "gcp", "gcp:region": "europe-west4"}, "gcp-results")
+    cfg = parse_config(
+        {"gpubench:stackType": "results", "gpubench:provider": "gcp", "gcp:region": "europe-west4"}, "gcp-results"
+    )
     assert isinstance(cfg, ResultsConfig) and cfg.provider == "gcp" and cfg.checkpoint_days == 30
 
 

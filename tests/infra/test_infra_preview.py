@@ -23,7 +23,9 @@ def test_preview_json_single_stack():
     proc = _run("preview", "aws-p3-8x-spot", "--json")
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
-    assert {"stack", "offering", "market", "hourly_usd", "deadline_hours", "user_data", "resources", "warnings"} <= set(s)
+    assert {"stack", "offering", "market", "hourly_usd", "deadline_hours", "user_data", "resources", "warnings"} <= set(
+        s
+    )
     assert (s["stack"], s["offering"], s["market"]) == ("aws-p3-8x-spot", "aws/p3.8xlarge", "spot")
     assert s["hourly_usd"] > 0 and s["deadline_hours"] == 6
     assert s["user_data"].startswith("#cloud-config")
@@ -37,8 +39,17 @@ def test_preview_text_shows_price_deadline_cost_and_warnings():
     proc = _run("preview", "gcp-k80-1x")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for fragment in ("== gcp-k80-1x", "price      $", "deadline   6 h", "cost       ", "gcp:compute/instance:Instance",
-                     "warning    legacy image", "warning    retired GPU", "user-data", "#cloud-config"):
+    for fragment in (
+        "== gcp-k80-1x",
+        "price      $",
+        "deadline   6 h",
+        "cost       ",
+        "gcp:compute/instance:Instance",
+        "warning    legacy image",
+        "warning    retired GPU",
+        "user-data",
+        "#cloud-config",
+    ):
         assert fragment in out, fragment
 
 
@@ -60,9 +71,16 @@ def test_cost_estimate_from_results_table(catalog):
     from infra import stacks as stackfiles
     from infra.config import parse_config
 
-    cfg = parse_config({**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x")
-    table = pd.DataFrame({"stack": ["aws-g4dn-1x"] * 3 + ["other"], "benchmark": ["mnist-cnn"] * 3 + ["mnist-cnn"],
-                          "billed_seconds": [1800, 3600, 5400, 99]})
+    cfg = parse_config(
+        {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
+    )
+    table = pd.DataFrame(
+        {
+            "stack": ["aws-g4dn-1x"] * 3 + ["other"],
+            "benchmark": ["mnist-cnn"] * 3 + ["mnist-cnn"],
+            "billed_seconds": [1800, 3600, 5400, 99],
+        }
+    )
     rows = {r["benchmark"]: r for r in preview.estimate_costs(cfg, 2.0, table)}
     assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("results")
     assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("catalog")
@@ -77,6 +95,8 @@ def test_results_table_read_from_report_dir(tmp_path):
 
 def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "infra", "up", "aws-p3-8x"], cwd=REPO, capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra", "up", "aws-p3-8x"], cwd=REPO, capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 3
     assert "Pulumi CLI is not installed" in proc.stderr and "get.pulumi.com" in proc.stderr

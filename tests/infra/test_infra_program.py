@@ -7,7 +7,6 @@ import inspect
 import json
 
 import pytest
-
 from infra_matrix import AWS_STACKS, BENCHMARK_STACKS, GCP_STACKS, NOW, STACK_NAMES
 
 WORLD = {"0.0.0.0/0", "::/0"}
@@ -82,8 +81,10 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
     assert inst["metadataOptions"]["httpPutResponseHopLimit"] == 2
     assert inst["rootBlockDevice"]["encrypted"] is True and inst["rootBlockDevice"]["deleteOnTermination"] is True
     if market == "spot":
-        assert inst["instanceMarketOptions"] == {"marketType": "spot", "spotOptions": {
-            "spotInstanceType": "one-time", "instanceInterruptionBehavior": "terminate"}}
+        assert inst["instanceMarketOptions"] == {
+            "marketType": "spot",
+            "spotOptions": {"spotInstanceType": "one-time", "instanceInterruptionBehavior": "terminate"},
+        }
     else:
         assert not inst.get("instanceMarketOptions")
 
@@ -102,8 +103,12 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
         elif st["Action"] == "s3:DeleteObject":  # superseded checkpoints only, never results
             assert st["Resource"].endswith(f"/{prefix}*/checkpoints/*")
         else:
-            assert set(st["Action"]) <= {"s3:PutObject", "s3:PutObjectTagging", "s3:GetObject",
-                                         "s3:AbortMultipartUpload"}
+            assert set(st["Action"]) <= {
+                "s3:PutObject",
+                "s3:PutObjectTagging",
+                "s3:GetObject",
+                "s3:AbortMultipartUpload",
+            }
             assert st["Resource"].endswith(f"/{prefix}*")
 
     # the deadline: one-time at(), universal target terminateInstances on this instance only, self-deleting
@@ -117,8 +122,9 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
     trust = json.loads(roles["deadline-role"]["assumeRolePolicy"])["Statement"][0]
     assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"} and "aws:SourceAccount" in json.dumps(trust)
     term = _policy(next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "deadline-terminate"))
-    assert term["Statement"] == [{"Effect": "Allow", "Action": "ec2:TerminateInstances",
-                                  "Resource": term["Statement"][0]["Resource"]}]
+    assert term["Statement"] == [
+        {"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": term["Statement"][0]["Resource"]}
+    ]
     assert ":instance/i-" in term["Statement"][0]["Resource"]
     ec2_trust = json.loads(roles["instance-role"]["assumeRolePolicy"])["Statement"][0]
     assert ec2_trust["Principal"] == {"Service": "ec2.amazonaws.com"}
@@ -222,11 +228,15 @@ def test_aws_results_stack(rendered):
     bucket = r.one("aws:s3/bucket:Bucket")
     assert bucket.protect is True and bucket.inputs["forceDestroy"] is False
     pab = r.one("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock").inputs
-    assert all(pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    assert all(
+        pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
     sse = r.one("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration").inputs
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] in ("AES256", "aws:kms")
     assert r.one("aws:s3/bucketVersioning:BucketVersioning").inputs["versioningConfiguration"]["status"] == "Enabled"
-    rules = {x["id"]: x for x in r.one("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs["rules"]}
+    rules = {
+        x["id"]: x for x in r.one("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration").inputs["rules"]
+    }
     assert rules["expire-checkpoints"]["filter"]["tag"] == {"key": "gpubench:kind", "value": "checkpoint"}
     assert r.exports["resultsUrl"].startswith("s3://") and r.exports["bucketName"]
 
@@ -248,7 +258,9 @@ def test_legacy_k80_gets_legacy_images(rendered):
         r = rendered[name]
         assert "payload:cuda11-legacy" in r.user_data
         if name.startswith("gcp-"):
-            assert "common-cu113" in r.one("gcp:compute/instance:Instance").inputs["bootDisk"]["initializeParams"]["image"]
+            assert (
+                "common-cu113" in r.one("gcp:compute/instance:Instance").inputs["bootDisk"]["initializeParams"]["image"]
+            )
 
 
 def test_rendering_twice_gives_identical_inputs(rendered, catalog):
@@ -257,19 +269,29 @@ def test_rendering_twice_gives_identical_inputs(rendered, catalog):
 
     for name in ("aws-p3-8x-spot", "gcp-v100-1x", "aws-results"):
         again = render(name, stackfiles.load_config(name), catalog, now=NOW)
-        assert [(x.type, x.name, x.inputs) for x in again.resources] == [(x.type, x.name, x.inputs) for x in rendered[name].resources]
+        assert [(x.type, x.name, x.inputs) for x in again.resources] == [
+            (x.type, x.name, x.inputs) for x in rendered[name].resources
+        ]
 
 
 def test_ssh_cidr_opens_only_port_22_from_it(catalog):
     from infra import stacks as stackfiles
     from infra.render import render
 
-    for name, typ in (("aws-g4dn-1x", "aws:ec2/securityGroup:SecurityGroup"), ("gcp-t4-1x", "gcp:compute/firewall:Firewall")):
+    for name, typ in (
+        ("aws-g4dn-1x", "aws:ec2/securityGroup:SecurityGroup"),
+        ("gcp-t4-1x", "gcp:compute/firewall:Firewall"),
+    ):
         raw = {**stackfiles.load_config(name), "gpubench:sshCidr": "203.0.113.7/32"}
         r = render(name, raw, catalog, now=NOW)
         if typ.startswith("aws"):
             (rule,) = r.one(typ).inputs["ingress"]
-            assert (rule["fromPort"], rule["toPort"], rule["protocol"], rule["cidrBlocks"]) == (22, 22, "tcp", ["203.0.113.7/32"])
+            assert (rule["fromPort"], rule["toPort"], rule["protocol"], rule["cidrBlocks"]) == (
+                22,
+                22,
+                "tcp",
+                ["203.0.113.7/32"],
+            )
         else:
             fw = r.one(typ).inputs
             assert fw["sourceRanges"] == ["203.0.113.7/32"] and fw["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
@@ -281,7 +303,9 @@ def test_explicit_results_bucket_scopes_policy_to_its_prefix(catalog):
 
     raw = {**stackfiles.load_config("aws-g5-1x"), "gpubench:results": "s3://team-bucket/bench"}
     r = render("aws-g5-1x", raw, catalog, now=NOW)
-    access = json.loads(next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access").inputs["policy"])
+    access = json.loads(
+        next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access").inputs["policy"]
+    )
     assert access["Statement"][0]["Resource"] == "arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/*"
     assert "GPUBENCH_RESULTS=s3://team-bucket/bench" in r.user_data
 
@@ -293,7 +317,7 @@ def test_pulumi_entry_point_runs_the_program_by_path(tmp_path):
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    script = r'''
+    script = r"""
 import json, os, runpy, sys, yaml
 from infra import render
 from pulumi.runtime import mocks as pm, settings as ps
@@ -306,7 +330,7 @@ mon = render._Monitor(m)
 pm.set_mocks(m, project="gpubench", stack="gcp-t4-1x-spot", preview=False, monitor=mon)
 _sync_await(run_pulumi_func(lambda: runpy.run_path(sys.argv[1] + "/infra", run_name="__main__")))
 print(json.dumps(sorted({t for t, *_ in mon.order})))
-'''
+"""
     proc = subprocess.run([sys.executable, "-c", script, str(repo)], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "gcp:compute/instance:Instance" in json.loads(proc.stdout.splitlines()[-1])

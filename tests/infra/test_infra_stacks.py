@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_stacks_check_passes_on_checked_in_files():
-    proc = subprocess.run([sys.executable, "-m", "infra", "stacks", "--check"], cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "infra", "stacks", "--check"], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from sshd_server import SshServer, start_sshd
 
 # The "remote" interpreter is the one running the tests: it has TensorFlow, so no venv is built.

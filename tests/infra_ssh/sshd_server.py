@@ -32,8 +32,8 @@ class SshServer:
     host: str
     port: int
     user: str
-    client_key: str       # private key in authorized_keys
-    other_key: str        # a valid key the server does not accept
+    client_key: str  # private key in authorized_keys
+    other_key: str  # a valid key the server does not accept
     dir: Path
     proc: subprocess.Popen
 
@@ -64,29 +64,37 @@ def start_sshd(base: Path, path_prefix: str | None = None) -> SshServer:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     port = free_port()
     config = base / "sshd_config"
-    config.write_text("\n".join([
-        "ListenAddress 127.0.0.1",
-        f"HostKey {base / 'host_key'}",
-        f"PidFile {base / 'sshd.pid'}",
-        f"AuthorizedKeysFile {base / 'authorized_keys'}",
-        "StrictModes no",
-        "UsePAM no",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "Subsystem sftp internal-sftp",
-        "MaxSessions 50",
-        "MaxStartups 50:30:100",
-        "LogLevel ERROR",
-        *([f"SetEnv PATH={path_prefix}:/usr/local/bin:/usr/bin:/bin"] if path_prefix else []),
-        "",
-    ]))
+    config.write_text(
+        "\n".join(
+            [
+                "ListenAddress 127.0.0.1",
+                f"HostKey {base / 'host_key'}",
+                f"PidFile {base / 'sshd.pid'}",
+                f"AuthorizedKeysFile {base / 'authorized_keys'}",
+                "StrictModes no",
+                "UsePAM no",
+                "PermitRootLogin prohibit-password",
+                "PubkeyAuthentication yes",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "Subsystem sftp internal-sftp",
+                "MaxSessions 50",
+                "MaxStartups 50:30:100",
+                "LogLevel ERROR",
+                *([f"SetEnv PATH={path_prefix}:/usr/local/bin:/usr/bin:/bin"] if path_prefix else []),
+                "",
+            ]
+        )
+    )
     log = open(base / "sshd.log", "wb")
-    proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config), "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sshd, "-D", "-e", "-f", str(config), "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         wait_for_port(port, 20, proc)
     except Exception:
         proc.kill()
         raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()}") from None
-    return SshServer("127.0.0.1", port, getpass.getuser(), str(base / "client_key"), str(base / "other_key"), base, proc)
+    return SshServer(
+        "127.0.0.1", port, getpass.getuser(), str(base / "client_key"), str(base / "other_key"), base, proc
+    )

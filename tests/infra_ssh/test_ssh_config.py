@@ -13,8 +13,12 @@ from infra.ssh.config import is_ssh_config, parse_ssh_config
 
 # The example SSH stacks, checked in beside the generated cloud stacks.
 EXAMPLES = [Path(__file__).resolve().parents[2] / "stacks"]
-BASE = {"gpubench:offering": "hetzner/ex51-ssd-gpu", "gpubench:host": "gpu-box.example.internal",
-        "gpubench:results": "s3://bucket/prefix", "gpubench:benchmark": "mnist-mlp"}
+BASE = {
+    "gpubench:offering": "hetzner/ex51-ssd-gpu",
+    "gpubench:host": "gpu-box.example.internal",
+    "gpubench:results": "s3://bucket/prefix",
+    "gpubench:benchmark": "mnist-mlp",
+}
 
 
 def parse(**keys):
@@ -25,7 +29,9 @@ def parse(**keys):
 def test_defaults_and_types():
     cfg = parse(port="2222", epochs="3", benchmark="mnist-mlp, mnist-cnn", params={"samples": 64}, identityFile="~/k")
     assert (cfg.port, cfg.epochs, cfg.benchmark) == (2222, 3, ("mnist-mlp", "mnist-cnn"))
-    assert cfg.runtime == "docker" and cfg.expect_gpu is True and cfg.gpu_count == 1 and cfg.image_generation == "cuda12"
+    assert (
+        cfg.runtime == "docker" and cfg.expect_gpu is True and cfg.gpu_count == 1 and cfg.image_generation == "cuda12"
+    )
     assert cfg.params == "samples=64" and not cfg.identity_file.startswith("~")
     assert cfg.remote_dir == "~/.gpubench" and cfg.host_key_check == "accept-new"
     assert parse(suite=["resnet50"], benchmark=None).benchmark == ("resnet50",)
@@ -37,25 +43,28 @@ def test_onprem_and_paperspace_rows_are_ssh_offerings():
     assert parse(offering="paperspace/v100").offering == "paperspace/v100"
 
 
-@pytest.mark.parametrize("keys, key, fragment", [
-    ({"offering": "aws/p3.8xlarge"}, "offering", "pulumi up --stack aws-p3-8x"),
-    ({"offering": "hetzner/ex51"}, "offering", "hetzner/ex51-ssd-gpu"),
-    ({"host": None}, "host", "required"),
-    ({"host": "root@box"}, "host", "gpubench:user"),
-    ({"results": None}, "results", "required"),
-    ({"results": "http://x"}, "results", "s3://"),
-    ({"runtime": "podman"}, "runtime", "allowed values: docker, venv"),
-    ({"precision": "fp16"}, "precision", "allowed values: fp32, mixed"),
-    ({"port": 70000}, "port", "1..65535"),
-    ({"benchmark": "mnist-mpl"}, "benchmark", "did you mean 'mnist-mlp'"),
-    ({"suite": ["mnist-cnn"]}, "suite", "not both"),
-    ({"epochs": 2, "steps": 10}, "steps", "mutually exclusive"),
-    ({"gpus": 3}, "gpus", "has 1"),
-    ({"expectGpu": "maybe"}, "expectGpu", "true or false"),
-    ({"remoteDir": "relative/dir"}, "remoteDir", "absolute"),
-    ({"hostKeyCheck": "off"}, "hostKeyCheck", "accept-new, strict"),
-    ({"hostname": "x"}, "hostname", "Did you mean gpubench:host?"),
-])
+@pytest.mark.parametrize(
+    "keys, key, fragment",
+    [
+        ({"offering": "aws/p3.8xlarge"}, "offering", "pulumi up --stack aws-p3-8x"),
+        ({"offering": "hetzner/ex51"}, "offering", "hetzner/ex51-ssd-gpu"),
+        ({"host": None}, "host", "required"),
+        ({"host": "root@box"}, "host", "gpubench:user"),
+        ({"results": None}, "results", "required"),
+        ({"results": "http://x"}, "results", "s3://"),
+        ({"runtime": "podman"}, "runtime", "allowed values: docker, venv"),
+        ({"precision": "fp16"}, "precision", "allowed values: fp32, mixed"),
+        ({"port": 70000}, "port", "1..65535"),
+        ({"benchmark": "mnist-mpl"}, "benchmark", "did you mean 'mnist-mlp'"),
+        ({"suite": ["mnist-cnn"]}, "suite", "not both"),
+        ({"epochs": 2, "steps": 10}, "steps", "mutually exclusive"),
+        ({"gpus": 3}, "gpus", "has 1"),
+        ({"expectGpu": "maybe"}, "expectGpu", "true or false"),
+        ({"remoteDir": "relative/dir"}, "remoteDir", "absolute"),
+        ({"hostKeyCheck": "off"}, "hostKeyCheck", "accept-new, strict"),
+        ({"hostname": "x"}, "hostname", "Did you mean gpubench:host?"),
+    ],
+)
 def test_bad_values_name_the_key_and_the_fix(keys, key, fragment):
     with pytest.raises(ConfigError) as err:
         parse(**keys)
@@ -77,5 +86,5 @@ def test_example_stacks_parse():
     assert {f.name for f in files} >= {"Pulumi.ssh-hetzner-ex51.yaml", "Pulumi.ssh-onprem-parkopedia.yaml"}
     for f in files:
         doc = yaml.safe_load(f.read_text())
-        cfg = parse_ssh_config(doc["config"], f.name[len("Pulumi."):-len(".yaml")], load_catalog())
+        cfg = parse_ssh_config(doc["config"], f.name[len("Pulumi.") : -len(".yaml")], load_catalog())
         assert cfg.host == "gpu-box.example.internal" and "EDIT BEFORE USE" in f.read_text()

@@ -18,7 +18,7 @@ from infra.ssh.cli import main
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
-FAKE_DOCKER = r'''#!{python}
+FAKE_DOCKER = r"""#!{python}
 import json, os, sys
 args = sys.argv[1:]
 if args[:1] == ["info"]:
@@ -50,7 +50,7 @@ with open(os.path.join(mounts["/gpubench/results"], "..", "docker-run.json"), "w
     json.dump({{"image": image, "flags": flags, "env": env, "mounts": mounts, "payload": payload}}, f)
 os.environ["PYTHONPATH"] = {repo!r}
 os.execv(sys.executable, [sys.executable, "-m", "payload", "run", *payload])
-'''
+"""
 
 
 def write_tools(bin_dir: Path, gpu: bool = True) -> Path:
@@ -68,16 +68,30 @@ def write_tools(bin_dir: Path, gpu: bool = True) -> Path:
 
 def test_docker_runtime_runs_the_image_with_gpus_and_a_mounted_bucket(ssh_stack, sshd_with_path, tmp_path, capsys):
     server = sshd_with_path(write_tools(tmp_path / "bin"))
-    stack, stacks_dir = ssh_stack(runtime="docker", port=server.port, identityFile=server.client_key, remotePython=None,
-                                  offering="softlayer/bm-4xk80", expectGpu=False, gpus=None)
+    stack, stacks_dir = ssh_stack(
+        runtime="docker",
+        port=server.port,
+        identityFile=server.client_key,
+        remotePython=None,
+        offering="softlayer/bm-4xk80",
+        expectGpu=False,
+        gpus=None,
+    )
     code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2"])
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert code == 0, err
     checks = {c["name"]: c for c in report["checks"]}
-    assert checks["gpu"]["found"] == 1 and "1 x NVIDIA GeForce GTX 1080 (8192 MiB), driver 470.82.01" in checks["gpu"]["detail"]
+    assert (
+        checks["gpu"]["found"] == 1
+        and "1 x NVIDIA GeForce GTX 1080 (8192 MiB), driver 470.82.01" in checks["gpu"]["detail"]
+    )
     # fewer GPUs than the catalog row: a warning, not a blocker
-    assert not checks["gpu"]["ok"] and not checks["gpu"]["required"] and "catalog row has 4 x K80" in checks["gpu"]["detail"]
+    assert (
+        not checks["gpu"]["ok"]
+        and not checks["gpu"]["required"]
+        and "catalog row has 4 x K80" in checks["gpu"]["detail"]
+    )
     assert checks["docker"]["ok"] and checks["nvidia-container-toolkit"]["ok"]
     (run_dir,) = (tmp_path / "remote" / "runs" / stack).glob("2*")
     docker = json.loads((run_dir / "docker-run.json").read_text())
@@ -90,8 +104,9 @@ def test_docker_runtime_runs_the_image_with_gpus_and_a_mounted_bucket(ssh_stack,
 
 def test_docker_host_without_the_nvidia_toolkit_is_refused(ssh_stack, sshd_with_path, tmp_path, capsys):
     server = sshd_with_path(write_tools(tmp_path / "bin", gpu=False))
-    stack, stacks_dir = ssh_stack(runtime="docker", port=server.port, identityFile=server.client_key, remotePython=None,
-                                  expectGpu=True)
+    stack, stacks_dir = ssh_stack(
+        runtime="docker", port=server.port, identityFile=server.client_key, remotePython=None, expectGpu=True
+    )
     code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--check"])
     out, err = capsys.readouterr()
     report = json.loads(out)

@@ -46,13 +46,32 @@ def invoke(capsys, stack: str, stacks_dir: Path, *extra: str) -> tuple[int, dict
 
 def spawn(stack: str, stacks_dir: Path, *extra: str) -> subprocess.Popen:
     """`python -m infra ssh` in a child process (the CLI as users run it)."""
-    return subprocess.Popen([sys.executable, "-m", "infra", "ssh", stack, "--stacks-dir", str(stacks_dir),
-                             "--poll", "0.2", "--stop-timeout", "20", *extra], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "infra",
+            "ssh",
+            stack,
+            "--stacks-dir",
+            str(stacks_dir),
+            "--poll",
+            "0.2",
+            "--stop-timeout",
+            "20",
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def remote_runs(tmp_path: Path, stack: str) -> list[Path]:
-    return sorted(p for p in (tmp_path / "remote" / "runs" / stack).glob("*") if p.is_dir() and not p.name.startswith("."))
+    return sorted(
+        p for p in (tmp_path / "remote" / "runs" / stack).glob("*") if p.is_dir() and not p.name.startswith(".")
+    )
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
@@ -145,7 +164,7 @@ def test_ctrl_c_stops_the_remote_run_and_records_it(ssh_stack, tmp_path):
     reader.join(10)
     out = "".join(lines)
     assert child.returncode == 130, out
-    report = json.loads(out[out.index("\n{") + 1:])
+    report = json.loads(out[out.index("\n{") + 1 :])
     assert report["status"] == "interrupted" and report["stopped_by_user"]
     state = json.loads((run / "state.json").read_text())
     assert state["status"] == "stopped" and state["phase"] == "payload"

@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import tarfile
-import io
 
 from infra.catalog import load_catalog
+from infra.ssh import script
 from infra.ssh.bundle import build_bundle
 from infra.ssh.config import parse_ssh_config
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.remote import RemoteRun
 from infra.ssh.runtimes import plan_for, shell_words
-from infra.ssh import script
 
 RUN = RunLayout("/home/u/.gpubench", "ssh-box", "20300101T000000Z-abcdef")
 
 
 def cfg(**keys):
-    raw = {"gpubench:offering": "softlayer/bm-4xk80", "gpubench:host": "h", "gpubench:results": "gs://b",
-           "gpubench:benchmark": ["resnet50"], "gpubench:steps": 50, "gpubench:gpus": 2,
-           **{f"gpubench:{k}": v for k, v in keys.items()}}
+    raw = {
+        "gpubench:offering": "softlayer/bm-4xk80",
+        "gpubench:host": "h",
+        "gpubench:results": "gs://b",
+        "gpubench:benchmark": ["resnet50"],
+        "gpubench:steps": 50,
+        "gpubench:gpus": 2,
+        **{f"gpubench:{k}": v for k, v in keys.items()},
+    }
     return parse_ssh_config(raw, "ssh-box", load_catalog())
 
 
@@ -60,7 +66,11 @@ def test_wrapper_script_is_valid_posix_sh(tmp_path):
     (tmp_path / "run.sh").write_text(script.wrapper(RUN))
     assert subprocess.run(["sh", "-n", str(tmp_path / "run.sh")]).returncode == 0
     assert "cd /home/u/.gpubench/runs/ssh-box/20300101T000000Z-abcdef" in script.wrapper(RUN)
-    assert script.payload_script(plan_for(cfg(runtime="venv", remotePython="/p"), RUN, True)).splitlines()[-1].startswith("exec /p -m payload run")
+    assert (
+        script.payload_script(plan_for(cfg(runtime="venv", remotePython="/p"), RUN, True))
+        .splitlines()[-1]
+        .startswith("exec /p -m payload run")
+    )
     assert "setsid nohup sh run.sh" in script.launch_command(RUN)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from servers import closed_port_url
 
 

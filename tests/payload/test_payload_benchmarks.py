@@ -10,8 +10,8 @@ import pickle
 
 import numpy as np
 import pytest
-
 from payload_helpers import only_result, run_payload
+
 from payload.benchmarks import REGISTRY
 from payload.config import DataSource
 from payload.schema import validate_result
@@ -21,11 +21,23 @@ TINY = {
     "mnist-mlp": ["--epochs", "2", "--batch-size", "32", "--param", "samples=256,val_samples=64,hidden=32"],
     "mnist-cnn": ["--epochs", "1", "--batch-size", "32", "--param", "samples=128,val_samples=32"],
     "cifar10-cnn": ["--epochs", "1", "--batch-size", "32", "--param", "samples=128,val_samples=32"],
-    "imdb-bilstm": ["--epochs", "1", "--batch-size", "32",
-                    "--param", "samples=128,val_samples=32,max_features=500,maxlen=16"],
+    "imdb-bilstm": [
+        "--epochs",
+        "1",
+        "--batch-size",
+        "32",
+        "--param",
+        "samples=128,val_samples=32,max_features=500,maxlen=16",
+    ],
     "text-lstm": ["--epochs", "1", "--batch-size", "32", "--param", "samples=300,maxlen=10,units=16"],
-    "imdb-fasttext": ["--epochs", "2", "--batch-size", "32",
-                      "--param", "samples=128,val_samples=32,max_features=500,maxlen=32"],
+    "imdb-fasttext": [
+        "--epochs",
+        "2",
+        "--batch-size",
+        "32",
+        "--param",
+        "samples=128,val_samples=32,max_features=500,maxlen=32",
+    ],
     "resnet50": ["--steps", "4", "--batch-size", "2", "--param", "image_size=32,classes=10,warmup_steps=1"],
     "inception3": ["--steps", "3", "--batch-size", "2", "--param", "image_size=75,classes=10,warmup_steps=1"],
     "vgg16": ["--steps", "6", "--batch-size", "2", "--param", "image_size=32,classes=10,warmup_steps=2"],
@@ -64,8 +76,17 @@ def _check_common(run_dir, result, name):
 
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_benchmark_tiny_synthetic(name, tmp_path, capsys):
-    rc = run_payload("--benchmark", name, "--results", str(tmp_path / "res"), "--stack", "cpu-test",
-                     "--data", "synthetic", *TINY[name])
+    rc = run_payload(
+        "--benchmark",
+        name,
+        "--results",
+        str(tmp_path / "res"),
+        "--stack",
+        "cpu-test",
+        "--data",
+        "synthetic",
+        *TINY[name],
+    )
     assert rc == 0
     run_dir, result = only_result(tmp_path / "res", "cpu-test")
     rows = _check_common(run_dir, result, name)
@@ -83,7 +104,7 @@ def test_benchmark_tiny_synthetic(name, tmp_path, capsys):
         assert spread["n"] == steps - m["warmup_steps"] and spread["p10"] <= spread["p50"] <= spread["p90"]
         assert result["benchmark"]["data"] == "synthetic"
     out = capsys.readouterr().out
-    assert ':::MLLOG {' in out and '"key": "run_stop"' in out and '"key": "epoch_stop"' in out
+    assert ":::MLLOG {" in out and '"key": "run_stop"' in out and '"key": "epoch_stop"' in out
     # a completed run leaves no model checkpoint behind, only the completed state
     assert not list(run_dir.glob("checkpoints/*.npz"))
 
@@ -91,8 +112,19 @@ def test_benchmark_tiny_synthetic(name, tmp_path, capsys):
 def test_mixed_precision_policy_is_used_and_restored(tmp_path):
     import keras
 
-    rc = run_payload("--benchmark", "mnist-mlp", "--results", str(tmp_path), "--stack", "mp",
-                     "--data", "synthetic", "--precision", "mixed", *TINY["mnist-mlp"])
+    rc = run_payload(
+        "--benchmark",
+        "mnist-mlp",
+        "--results",
+        str(tmp_path),
+        "--stack",
+        "mp",
+        "--data",
+        "synthetic",
+        "--precision",
+        "mixed",
+        *TINY["mnist-mlp"],
+    )
     assert rc == 0
     _, result = only_result(tmp_path, "mp")
     assert result["benchmark"]["precision"] == "mixed"
@@ -101,21 +133,27 @@ def test_mixed_precision_policy_is_used_and_restored(tmp_path):
 
 # -- the studies' file formats ------------------------------------------------------
 
+
 @pytest.fixture
 def study_files(tmp_path):
     """Small files in the formats the studies used."""
     rng = np.random.default_rng(0)
     d = tmp_path / "data"
     d.mkdir()
-    np.savez(d / "mnist.npz", x_train=rng.integers(0, 255, (96, 28, 28), dtype=np.uint8),
-             y_train=rng.integers(0, 10, 96), x_test=rng.integers(0, 255, (32, 28, 28), dtype=np.uint8),
-             y_test=rng.integers(0, 10, 32))
+    np.savez(
+        d / "mnist.npz",
+        x_train=rng.integers(0, 255, (96, 28, 28), dtype=np.uint8),
+        y_train=rng.integers(0, 10, 96),
+        x_test=rng.integers(0, 255, (32, 28, 28), dtype=np.uint8),
+        y_test=rng.integers(0, 10, 32),
+    )
     cifar = d / "cifar-10-batches-py"
     cifar.mkdir()
     for name, n in [(f"data_batch_{i}", 20) for i in range(1, 6)] + [("test_batch", 16)]:
         with open(cifar / name, "wb") as f:
-            pickle.dump({b"data": rng.integers(0, 255, (n, 3072), dtype=np.uint8),
-                         b"labels": list(rng.integers(0, 10, n))}, f)
+            pickle.dump(
+                {b"data": rng.integers(0, 255, (n, 3072), dtype=np.uint8), b"labels": list(rng.integers(0, 10, n))}, f
+            )
 
     def reviews(n):
         arr = np.empty(n, dtype=object)
@@ -123,18 +161,30 @@ def study_files(tmp_path):
             arr[i] = list(rng.integers(1, 900, rng.integers(5, 40)))
         return arr
 
-    np.savez(d / "imdb.npz", x_train=reviews(96), y_train=rng.integers(0, 2, 96),
-             x_test=reviews(32), y_test=rng.integers(0, 2, 32))
+    np.savez(
+        d / "imdb.npz",
+        x_train=reviews(96),
+        y_train=rng.integers(0, 2, 96),
+        x_test=reviews(32),
+        y_test=rng.integers(0, 2, 32),
+    )
     (d / "nietzsche.txt").write_text(
         "PREFACE\n\nSupposing that Truth is a woman--what then? Is there not ground for suspecting "
-        "that all philosophers, in so far as they have been dogmatists, have failed to understand women. " * 8)
+        "that all philosophers, in so far as they have been dogmatists, have failed to understand women. " * 8
+    )
     with open(d / "Sentiment Analysis Dataset.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["ItemID", "Sentiment", "SentimentSource", "SentimentText"])
         for i in range(120):
             good = i % 2
-            w.writerow([i + 1, good, "Sentiment140",
-                        ("I love this, sooooo good!!" if good else "is so sad, can't sleep :(") + f" #{i}"])
+            w.writerow(
+                [
+                    i + 1,
+                    good,
+                    "Sentiment140",
+                    ("I love this, sooooo good!!" if good else "is so sad, can't sleep :(") + f" #{i}",
+                ]
+            )
         w.writerow(["999", "x", "Sentiment140", "malformed label"])
     return d
 
@@ -148,12 +198,12 @@ def test_readers_parse_the_study_formats(study_files):
     (x, y), (xt, yt) = datasets.read_cifar10(src)
     assert x.shape == (100, 32, 32, 3) and xt.shape == (16, 32, 32, 3) and y.dtype == np.int32
     (x, y), (xt, yt) = datasets.read_imdb(src, num_words=500)
-    assert len(x) == 96 and all(s[0] == 1 for s in x)                      # start char
-    assert max(max(s) for s in x) < 500 and any(2 in s for s in x)         # OOV char for >= num_words
+    assert len(x) == 96 and all(s[0] == 1 for s in x)  # start char
+    assert max(max(s) for s in x) < 500 and any(2 in s for s in x)  # OOV char for >= num_words
     text = datasets.read_nietzsche(src)
     assert text.startswith("preface") and text == text.lower()
     texts, labels = datasets.read_tweets(src)
-    assert len(texts) == 120 and set(labels) == {0, 1}                      # malformed row skipped
+    assert len(texts) == 120 and set(labels) == {0, 1}  # malformed row skipped
     assert datasets.clean_tweet("I love this, sooooo good!!") == "i love this , soo good ! !"
     ids, vocab = datasets.tokenize_tweets(texts, max_features=50, maxlen=None)
     assert ids.shape[0] == 120 and ids.max() < 50 and vocab <= 50
@@ -199,9 +249,22 @@ def test_epoch_benchmark_loads_study_files_and_model_accepts_them(name, study_fi
 
 def test_bilstm_sentiment_trains_from_the_tweets_csv(study_files, tmp_path):
     """Seed 000 end to end from the thinknook CSV (--data DIR)."""
-    rc = run_payload("--benchmark", "bilstm-sentiment", "--results", str(tmp_path / "res"), "--stack", "tweets",
-                     "--data", str(study_files), "--epochs", "1", "--batch-size", "16",
-                     "--param", "max_features=200")
+    rc = run_payload(
+        "--benchmark",
+        "bilstm-sentiment",
+        "--results",
+        str(tmp_path / "res"),
+        "--stack",
+        "tweets",
+        "--data",
+        str(study_files),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--param",
+        "max_features=200",
+    )
     assert rc == 0
     run_dir, result = only_result(tmp_path / "res", "tweets")
     _check_common(run_dir, result, "bilstm-sentiment")

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from payload_helpers import only_result, run_payload
+
 from payload import exitcodes
 from payload.cli import main
 from payload.config import OPTIONS, ConfigError, resolve
@@ -22,28 +22,46 @@ def test_run_help_names_every_env_variable(capsys):
     out = capsys.readouterr().out
     for opt in OPTIONS:
         assert opt.cli in out and opt.env in out
-    contract = ["GPUBENCH_BENCHMARK", "GPUBENCH_RESULTS", "GPUBENCH_STACK", "GPUBENCH_OFFERING", "GPUBENCH_MARKET",
-                "GPUBENCH_EPOCHS", "GPUBENCH_STEPS", "GPUBENCH_BATCH_SIZE", "GPUBENCH_PRECISION", "GPUBENCH_GPUS",
-                "GPUBENCH_DATA", "GPUBENCH_EXPECT_GPU", "GPUBENCH_HOURLY_USD", "GPUBENCH_PRICE_SOURCE",
-                "GPUBENCH_PRICE_AS_OF", "GPUBENCH_HOST_EVENTS", "GPUBENCH_DEADLINE"]
+    contract = [
+        "GPUBENCH_BENCHMARK",
+        "GPUBENCH_RESULTS",
+        "GPUBENCH_STACK",
+        "GPUBENCH_OFFERING",
+        "GPUBENCH_MARKET",
+        "GPUBENCH_EPOCHS",
+        "GPUBENCH_STEPS",
+        "GPUBENCH_BATCH_SIZE",
+        "GPUBENCH_PRECISION",
+        "GPUBENCH_GPUS",
+        "GPUBENCH_DATA",
+        "GPUBENCH_EXPECT_GPU",
+        "GPUBENCH_HOURLY_USD",
+        "GPUBENCH_PRICE_SOURCE",
+        "GPUBENCH_PRICE_AS_OF",
+        "GPUBENCH_HOST_EVENTS",
+        "GPUBENCH_DEADLINE",
+    ]
     assert set(contract) <= {o.env for o in OPTIONS}
     assert "75 interrupted" in out
 
 
-@pytest.mark.parametrize("args, env, needles", [
-    (["--precision", "fp16"], {}, ["--precision='fp16'", "fp32, mixed"]),
-    ([], {"GPUBENCH_EPOCHS": "abc"}, ["GPUBENCH_EPOCHS='abc'", "positive integer"]),
-    (["--epochs", "0"], {}, ["--epochs='0'"]),
-    (["--benchmark", "resnet5"], {}, ["'resnet5'", "did you mean resnet50"]),
-    (["--gpus", "-1"], {}, ["--gpus='-1'", ">= 0"]),
-    (["--data", "/nonexistent/dir"], {}, ["/nonexistent/dir", "synthetic"]),
-    (["--epochs", "2", "--steps", "3"], {}, ["mutually exclusive"]),
-    ([], {"GPUBENCH_EXPECT_GPU": "maybe"}, ["GPUBENCH_EXPECT_GPU='maybe'", "1/0"]),
-    (["--market", "reserved"], {}, ["'reserved'", "on-demand, spot"]),
-    (["--param", "nonsense=1"], {}, ["'nonsense'", "mnist-mlp"]),
-    (["--param", "hidden=big"], {}, ["hidden='big'"]),
-    ([], {"GPUBENCH_DEADLINE": "tomorrow"}, ["GPUBENCH_DEADLINE='tomorrow'", "ISO 8601"]),
-])
+@pytest.mark.parametrize(
+    "args, env, needles",
+    [
+        (["--precision", "fp16"], {}, ["--precision='fp16'", "fp32, mixed"]),
+        ([], {"GPUBENCH_EPOCHS": "abc"}, ["GPUBENCH_EPOCHS='abc'", "positive integer"]),
+        (["--epochs", "0"], {}, ["--epochs='0'"]),
+        (["--benchmark", "resnet5"], {}, ["'resnet5'", "did you mean resnet50"]),
+        (["--gpus", "-1"], {}, ["--gpus='-1'", ">= 0"]),
+        (["--data", "/nonexistent/dir"], {}, ["/nonexistent/dir", "synthetic"]),
+        (["--epochs", "2", "--steps", "3"], {}, ["mutually exclusive"]),
+        ([], {"GPUBENCH_EXPECT_GPU": "maybe"}, ["GPUBENCH_EXPECT_GPU='maybe'", "1/0"]),
+        (["--market", "reserved"], {}, ["'reserved'", "on-demand, spot"]),
+        (["--param", "nonsense=1"], {}, ["'nonsense'", "mnist-mlp"]),
+        (["--param", "hidden=big"], {}, ["hidden='big'"]),
+        ([], {"GPUBENCH_DEADLINE": "tomorrow"}, ["GPUBENCH_DEADLINE='tomorrow'", "ISO 8601"]),
+    ],
+)
 def test_bad_values_exit_2_and_name_the_value(args, env, needles, monkeypatch, capsys, tmp_path):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -63,9 +81,15 @@ def test_missing_required_option_names_flag_and_env(capsys):
 
 
 def test_cli_beats_env_beats_default(monkeypatch):
-    env = {"GPUBENCH_BENCHMARK": "mnist-mlp,vgg16", "GPUBENCH_RESULTS": "/r", "GPUBENCH_STACK": "env-stack",
-           "GPUBENCH_BATCH_SIZE": "64", "GPUBENCH_EXPECT_GPU": "1", "GPUBENCH_PARAMS": "hidden=8,samples=10",
-           "GPUBENCH_DEADLINE": "2030-01-01T00:00:00Z"}
+    env = {
+        "GPUBENCH_BENCHMARK": "mnist-mlp,vgg16",
+        "GPUBENCH_RESULTS": "/r",
+        "GPUBENCH_STACK": "env-stack",
+        "GPUBENCH_BATCH_SIZE": "64",
+        "GPUBENCH_EXPECT_GPU": "1",
+        "GPUBENCH_PARAMS": "hidden=8,samples=10",
+        "GPUBENCH_DEADLINE": "2030-01-01T00:00:00Z",
+    }
     cfg = resolve({"stack": "cli-stack"}, env)
     assert cfg.benchmark == ["mnist-mlp", "vgg16"] and cfg.stack == "cli-stack" and cfg.batch_size == 64
     assert cfg.expect_gpu is True and cfg.precision == "fp32" and cfg.param == {"hidden": "8", "samples": "10"}
@@ -76,17 +100,27 @@ def test_cli_beats_env_beats_default(monkeypatch):
 
 def test_run_configured_only_through_env(monkeypatch, tmp_path):
     """cloud-init hands the container an env file: no arguments at all."""
-    for k, v in {"GPUBENCH_BENCHMARK": "mnist-mlp", "GPUBENCH_RESULTS": tmp_path.as_uri(),
-                 "GPUBENCH_STACK": "env-only", "GPUBENCH_DATA": "synthetic", "GPUBENCH_EPOCHS": "1",
-                 "GPUBENCH_BATCH_SIZE": "16", "GPUBENCH_PARAMS": "samples=64,val_samples=16,hidden=8",
-                 "GPUBENCH_IMAGE": "ghcr.io/example/gpubench-payload:0.1.0", "GPUBENCH_MARKET": "spot",
-                 "GPUBENCH_HOURLY_USD": "0.9", "GPUBENCH_PRICE_SOURCE": "env file",
-                 "GPUBENCH_PRICE_AS_OF": "2025-02-03"}.items():
+    for k, v in {
+        "GPUBENCH_BENCHMARK": "mnist-mlp",
+        "GPUBENCH_RESULTS": tmp_path.as_uri(),
+        "GPUBENCH_STACK": "env-only",
+        "GPUBENCH_DATA": "synthetic",
+        "GPUBENCH_EPOCHS": "1",
+        "GPUBENCH_BATCH_SIZE": "16",
+        "GPUBENCH_PARAMS": "samples=64,val_samples=16,hidden=8",
+        "GPUBENCH_IMAGE": "ghcr.io/example/gpubench-payload:0.1.0",
+        "GPUBENCH_MARKET": "spot",
+        "GPUBENCH_HOURLY_USD": "0.9",
+        "GPUBENCH_PRICE_SOURCE": "env file",
+        "GPUBENCH_PRICE_AS_OF": "2025-02-03",
+    }.items():
         monkeypatch.setenv(k, v)
     host_events = tmp_path / "host-events.jsonl"
-    host_events.write_text('{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n'
-                           '{"time": "2020-01-01T00:01:00Z", "event": "boot_done"}\n'
-                           '{"time": "2020-01-01T00:01:30Z", "event": "container_start"}\n')
+    host_events.write_text(
+        '{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n'
+        '{"time": "2020-01-01T00:01:00Z", "event": "boot_done"}\n'
+        '{"time": "2020-01-01T00:01:30Z", "event": "container_start"}\n'
+    )
     monkeypatch.setenv("GPUBENCH_HOST_EVENTS", str(host_events))
     assert main(["run"]) == 0
     _, result = only_result(tmp_path, "env-only")
@@ -101,23 +135,30 @@ def test_run_configured_only_through_env(monkeypatch, tmp_path):
     assert events[:4] == ["instance_launch", "boot_done", "container_start", "run_start"]
 
 
-
 def test_suite_bills_instance_launch_to_its_first_benchmark_only(monkeypatch, tmp_path):
     """One container runs the whole suite: the host's instance_launch opens the
     first benchmark's billed window only; later benchmarks are billed from their
     own start, so the suite's windows never overlap (no instance time twice)."""
     from analysis.table import billing_windows
 
-    for k, v in {"GPUBENCH_BENCHMARK": "mnist-mlp,mnist-cnn", "GPUBENCH_RESULTS": tmp_path.as_uri(),
-                 "GPUBENCH_STACK": "suite", "GPUBENCH_DATA": "synthetic", "GPUBENCH_EPOCHS": "1",
-                 "GPUBENCH_BATCH_SIZE": "16", "GPUBENCH_PARAMS": "samples=32,val_samples=16"}.items():
+    for k, v in {
+        "GPUBENCH_BENCHMARK": "mnist-mlp,mnist-cnn",
+        "GPUBENCH_RESULTS": tmp_path.as_uri(),
+        "GPUBENCH_STACK": "suite",
+        "GPUBENCH_DATA": "synthetic",
+        "GPUBENCH_EPOCHS": "1",
+        "GPUBENCH_BATCH_SIZE": "16",
+        "GPUBENCH_PARAMS": "samples=32,val_samples=16",
+    }.items():
         monkeypatch.setenv(k, v)
     host_events = tmp_path / "host-events.jsonl"
     host_events.write_text('{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n')
     monkeypatch.setenv("GPUBENCH_HOST_EVENTS", str(host_events))
     assert main(["run"]) == 0
-    results = sorted((json.loads(p.read_text()) for p in (tmp_path / "runs" / "suite").glob("*/result.json")),
-                     key=lambda r: r["started_at"])
+    results = sorted(
+        (json.loads(p.read_text()) for p in (tmp_path / "runs" / "suite").glob("*/result.json")),
+        key=lambda r: r["started_at"],
+    )
     assert [r["benchmark"]["name"] for r in results] == ["mnist-mlp", "mnist-cnn"]
     launches = [[e for e in r["timeline"] if e["event"] == "instance_launch"] for r in results]
     assert len(launches[0]) == 1 and launches[1] == []
@@ -146,9 +187,25 @@ def test_list_does_not_import_tensorflow():
 def test_expect_gpu_fails_clearly_without_a_gpu(tmp_path):
     """This machine has no GPU: exit 3 at once, with a failed result uploaded."""
     out = subprocess.run(
-        [sys.executable, "-m", "payload", "run", "--benchmark", "mnist-mlp,vgg16", "--results", str(tmp_path),
-         "--stack", "gpu-expected", "--expect-gpu", "--data", "synthetic"],
-        capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "payload",
+            "run",
+            "--benchmark",
+            "mnist-mlp,vgg16",
+            "--results",
+            str(tmp_path),
+            "--stack",
+            "gpu-expected",
+            "--expect-gpu",
+            "--data",
+            "synthetic",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == exitcodes.NO_GPU, out.stderr[-2000:]
     assert "--expect-gpu is set but TensorFlow sees no GPU" in out.stderr
     results = sorted((tmp_path / "runs" / "gpu-expected").glob("*/result.json"))

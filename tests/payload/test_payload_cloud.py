@@ -13,15 +13,24 @@ import json
 import threading
 import time
 
-import pytest
-
 from payload_helpers import run_payload
+
 from payload import exitcodes
 from payload.schema import validate_result
 from payload.storage import open_store
 
-TINY_MLP = ["--benchmark", "mnist-mlp", "--data", "synthetic", "--epochs", "2", "--batch-size", "32",
-            "--param", "samples=256,val_samples=64,hidden=32"]
+TINY_MLP = [
+    "--benchmark",
+    "mnist-mlp",
+    "--data",
+    "synthetic",
+    "--epochs",
+    "2",
+    "--batch-size",
+    "32",
+    "--param",
+    "samples=256,val_samples=64,hidden=32",
+]
 
 
 def _results(store, stack):
@@ -31,17 +40,37 @@ def _results(store, stack):
 
 def test_results_land_in_moto_s3(s3_bucket):
     url = f"s3://{s3_bucket}/gpubench"
-    assert run_payload(*TINY_MLP, "--results", url, "--stack", "aws-test", "--offering", "aws/p3.2xlarge",
-                       "--hourly-usd", "3.06", "--price-source", "test sheet", "--price-as-of", "2025-01-01") == 0
+    assert (
+        run_payload(
+            *TINY_MLP,
+            "--results",
+            url,
+            "--stack",
+            "aws-test",
+            "--offering",
+            "aws/p3.2xlarge",
+            "--hourly-usd",
+            "3.06",
+            "--price-source",
+            "test sheet",
+            "--price-as-of",
+            "2025-01-01",
+        )
+        == 0
+    )
     results, keys = _results(open_store(url), "aws-test")
     assert len(results) == 1
-    (key, result), = results.items()
+    ((key, result),) = results.items()
     validate_result(result)
     prefix = key.rsplit("/", 1)[0]
     assert {f"{prefix}/events.jsonl", f"{prefix}/epochs.csv", f"{prefix}/checkpoints/state.json"} <= set(keys)
     price = result["price"]
-    assert (price["hourly_usd"], price["source"], price["as_of"], price["origin"]) == \
-        (3.06, "test sheet", "2025-01-01", "env")
+    assert (price["hourly_usd"], price["source"], price["as_of"], price["origin"]) == (
+        3.06,
+        "test sheet",
+        "2025-01-01",
+        "env",
+    )
     assert result["offering"]["market"] == "on-demand"
     assert result["offering"]["id"] == "aws/p3.2xlarge" and result["offering"]["provider"] == "aws"
     rows = list(csv.DictReader(io.StringIO(open_store(url).get_bytes(f"{prefix}/epochs.csv").decode())))
@@ -52,7 +81,7 @@ def test_results_land_in_gcs_emulator(gcs_bucket):
     url = f"gs://{gcs_bucket}"
     assert run_payload(*TINY_MLP, "--results", url, "--stack", "gcp-test") == 0
     results, _ = _results(open_store(url), "gcp-test")
-    (key, result), = results.items()
+    ((key, result),) = results.items()
     validate_result(result)
     assert result["status"] == "completed" and result["stack"] == "gcp-test"
     assert key.startswith("runs/gcp-test/") and result["run_id"] in key
@@ -63,8 +92,12 @@ def test_bucket_down_spools_then_next_run_delivers(tmp_path, moto_server, monkey
 
     exe = find_tool("moto_server")
     bucket_host = ServerProcess("moto", lambda p: [exe, "-H", "127.0.0.1", "-p", str(p)])
-    for k, v in {"AWS_ENDPOINT_URL": bucket_host.endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                 "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+    for k, v in {
+        "AWS_ENDPOINT_URL": bucket_host.endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(k, v)
     url = "s3://outage-bucket/r"
     rc = run_payload(*TINY_MLP, "--results", url, "--stack", "outage")
@@ -88,6 +121,7 @@ def test_bucket_down_spools_then_next_run_delivers(tmp_path, moto_server, monkey
 
 def _when_checkpoint_appears(store, stack, action):
     """Call ``action`` once the first checkpoint state of the run is in the bucket."""
+
     def loop():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -104,9 +138,22 @@ def _when_checkpoint_appears(store, stack, action):
 def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_server, monkeypatch, capsys):
     url, stack = f"s3://{s3_bucket}/res", "aws-p3-2x-spot"
     monkeypatch.setenv("GPUBENCH_WATCH_INTERVAL", "0.05")
-    args = ["--benchmark", "mnist-mlp", "--data", "synthetic", "--epochs", "3",
-            "--batch-size", "32", "--param", "samples=512,val_samples=64,hidden=64,steps_per_epoch=150",
-            "--results", url, "--stack", stack]
+    args = [
+        "--benchmark",
+        "mnist-mlp",
+        "--data",
+        "synthetic",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "32",
+        "--param",
+        "samples=512,val_samples=64,hidden=64,steps_per_epoch=150",
+        "--results",
+        url,
+        "--stack",
+        stack,
+    ]
     store = open_store(url)
     notice = {"action": "terminate", "time": "2025-01-01T00:02:00Z"}
     trigger = _when_checkpoint_appears(store, stack, lambda: setattr(metadata_server, "spot_action", notice))
@@ -115,7 +162,7 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     assert run_payload(*args) == exitcodes.INTERRUPTED
     trigger.join(timeout=5)
     results, keys = _results(store, stack)
-    (key, first), = results.items()
+    ((key, first),) = results.items()
     validate_result(first)
     assert first["status"] == "interrupted" and first["exit_code"] == 75
     assert "spot instance-action" in first["error"]
@@ -146,8 +193,7 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     assert final["status"] == "completed" and final["error"] is None
     assert final["metrics"]["epochs_completed"] == 3
     assert [a["status"] for a in final["attempts"]] == ["interrupted", "completed"]
-    assert [a["instance_id"] for a in final["attempts"]] == ["i-0123456789abcdef0",
-                                                             "i-second"]
+    assert [a["instance_id"] for a in final["attempts"]] == ["i-0123456789abcdef0", "i-second"]
     assert final["metrics"]["train_seconds"] > first["metrics"]["train_seconds"]
     resume = [e for e in final["timeline"] if e["event"] == "resume"]
     assert resume and resume[0]["epochs_completed"] == done and resume[0]["attempt"] == 2
@@ -179,5 +225,5 @@ def test_a_replacement_instance_skips_what_its_deployment_already_completed(tmp_
 
     deployment = datetime(2030, 1, 1, 6, tzinfo=timezone.utc).timestamp()
     assert find_completed(store, stack, fp, deployment) is not None
-    assert find_completed(store, stack, fp, 1.0) is None        # another deployment's deadline
-    assert find_completed(store, stack, fp, None) is None       # local runs: always a new repeat
+    assert find_completed(store, stack, fp, 1.0) is None  # another deployment's deadline
+    assert find_completed(store, stack, fp, None) is None  # local runs: always a new repeat

@@ -12,8 +12,8 @@ import threading
 import time
 
 import pytest
-
 from payload_helpers import only_result, run_payload
+
 from payload import exitcodes
 from payload.benchmarks import REGISTRY
 from payload.benchmarks._common import single_batch
@@ -24,32 +24,38 @@ from payload.schema import validate_result
 def _tiny_cnn(params):
     import keras
 
-    model = keras.Sequential([
-        keras.Input((params["image_size"], params["image_size"], 3)),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(params["classes"], activation="softmax", dtype="float32"),
-    ])
-    model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model = keras.Sequential(
+        [
+            keras.Input((params["image_size"], params["image_size"], 3)),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(params["classes"], activation="softmax", dtype="float32"),
+        ]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy", metrics=["accuracy"]
+    )
     return model
 
 
 TINY_THROUGHPUT = Benchmark(
-    name="tiny-throughput", kind="throughput", description="test-only throughput model", study="tests",
-    dataset="synthetic 32x32x3", defaults={"steps": 1000, "warmup_steps": 5, "batch_size": 8, "image_size": 32,
-                                         "classes": 4},
-    load_data=lambda source, params, gb: single_batch(params, gb, (params["image_size"],) * 2 + (3,),
-                                                      params["classes"]),
-    build_model=_tiny_cnn)
+    name="tiny-throughput",
+    kind="throughput",
+    description="test-only throughput model",
+    study="tests",
+    dataset="synthetic 32x32x3",
+    defaults={"steps": 1000, "warmup_steps": 5, "batch_size": 8, "image_size": 32, "classes": 4},
+    load_data=lambda source, params, gb: single_batch(
+        params, gb, (params["image_size"],) * 2 + (3,), params["classes"]
+    ),
+    build_model=_tiny_cnn,
+)
 
 
-def test_throughput_checkpoints_every_n_steps_and_resumes_to_the_exact_step(
-        tmp_path, metadata_server, monkeypatch):
+def test_throughput_checkpoints_every_n_steps_and_resumes_to_the_exact_step(tmp_path, metadata_server, monkeypatch):
     monkeypatch.setitem(REGISTRY, "tiny-throughput", TINY_THROUGHPUT)
     monkeypatch.setenv("GPUBENCH_WATCH_INTERVAL", "0.02")
-    args = ["--benchmark", "tiny-throughput", "--results", str(tmp_path), "--stack", "tp",
-            "--checkpoint-every", "50"]
+    args = ["--benchmark", "tiny-throughput", "--results", str(tmp_path), "--stack", "tp", "--checkpoint-every", "50"]
 
     def notice_after_first_checkpoint():
         deadline = time.monotonic() + 60
@@ -87,10 +93,31 @@ def test_sigterm_checkpoints_and_exits_75(tmp_path):
     """docker stop / ACPI shutdown send SIGTERM: treated like a preemption notice."""
     env = {**os.environ, "GPUBENCH_WATCH_INTERVAL": "0.05"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "payload", "run", "--benchmark", "mnist-mlp", "--results", str(tmp_path),
-         "--stack", "term", "--data", "synthetic", "--epochs", "50", "--batch-size", "16",
-         "--param", "samples=256,val_samples=16,hidden=16,steps_per_epoch=40"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "payload",
+            "run",
+            "--benchmark",
+            "mnist-mlp",
+            "--results",
+            str(tmp_path),
+            "--stack",
+            "term",
+            "--data",
+            "synthetic",
+            "--epochs",
+            "50",
+            "--batch-size",
+            "16",
+            "--param",
+            "samples=256,val_samples=16,hidden=16,steps_per_epoch=40",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while not list(tmp_path.glob("runs/term/*/checkpoints/state.json")):
@@ -113,10 +140,32 @@ def test_sigterm_checkpoints_and_exits_75(tmp_path):
 def test_mirrored_strategy_keeps_per_replica_batch(tmp_path):
     """Two logical CPU devices stand in for two GPUs: global batch = per-replica x 2."""
     out = subprocess.run(
-        [sys.executable, "-m", "payload", "run", "--benchmark", "mnist-mlp", "--results", str(tmp_path),
-         "--stack", "mirror", "--data", "synthetic", "--epochs", "1", "--batch-size", "16",
-         "--cpu-replicas", "2", "--param", "samples=128,val_samples=32,hidden=16"],
-        capture_output=True, text=True, timeout=180)
+        [
+            sys.executable,
+            "-m",
+            "payload",
+            "run",
+            "--benchmark",
+            "mnist-mlp",
+            "--results",
+            str(tmp_path),
+            "--stack",
+            "mirror",
+            "--data",
+            "synthetic",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "16",
+            "--cpu-replicas",
+            "2",
+            "--param",
+            "samples=128,val_samples=32,hidden=16",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     _, result = only_result(tmp_path, "mirror")
     b = result["benchmark"]

@@ -19,16 +19,27 @@ from payload.watcher import PreemptionWatcher
 
 def test_identity_from_aws_imdsv2(metadata_server):
     ident = detect_identity()
-    assert (ident.provider, ident.instance_id, ident.zone, ident.region, ident.instance_type) == \
-        ("aws", "i-0123456789abcdef0", "us-east-1a", "us-east-1", "p3.2xlarge")
+    assert (ident.provider, ident.instance_id, ident.zone, ident.region, ident.instance_type) == (
+        "aws",
+        "i-0123456789abcdef0",
+        "us-east-1a",
+        "us-east-1",
+        "p3.2xlarge",
+    )
     assert metadata_server.requests[0][0] == "PUT"  # token first
 
 
 def test_identity_from_gce_when_aws_is_absent(metadata_server, monkeypatch):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     ident = detect_identity()
-    assert (ident.provider, ident.instance_id, ident.zone, ident.region, ident.instance_type, ident.lifecycle) == \
-        ("gcp", "4242424242", "us-central1-a", "us-central1", "n1-standard-8", "spot")
+    assert (ident.provider, ident.instance_id, ident.zone, ident.region, ident.instance_type, ident.lifecycle) == (
+        "gcp",
+        "4242424242",
+        "us-central1-a",
+        "us-central1",
+        "n1-standard-8",
+        "spot",
+    )
 
 
 def test_identity_falls_back_to_hostname_quickly():
@@ -114,6 +125,7 @@ def test_watch_interval_comes_from_env(monkeypatch):
 
 # -- pricing -------------------------------------------------------------------------
 
+
 class FakeQuote:
     def __init__(self, hourly, source):
         self.hourly_usd, self.source, self.as_of = hourly, source, date(2025, 1, 15)
@@ -121,11 +133,19 @@ class FakeQuote:
 
 def test_launch_price_fills_the_launched_market():
     on_demand, warnings = price_row("aws/p3.8xlarge", "on-demand", 12.0, "launch", "2025-02-01")
-    assert on_demand == {"hourly_usd": 12.0, "spot_hourly_usd": None, "source": "launch", "as_of": "2025-02-01",
-                         "origin": "env"} and warnings == []
+    assert (
+        on_demand
+        == {"hourly_usd": 12.0, "spot_hourly_usd": None, "source": "launch", "as_of": "2025-02-01", "origin": "env"}
+        and warnings == []
+    )
     spot, _ = price_row("aws/p3.8xlarge", "spot", 4.5, "launch", "2025-02-01", on_demand_hourly_usd=12.24)
-    assert spot == {"hourly_usd": 12.24, "spot_hourly_usd": 4.5, "source": "launch", "as_of": "2025-02-01",
-                    "origin": "env"}
+    assert spot == {
+        "hourly_usd": 12.24,
+        "spot_hourly_usd": 4.5,
+        "source": "launch",
+        "as_of": "2025-02-01",
+        "origin": "env",
+    }
 
 
 def test_no_launch_price_is_null_with_how_to_give_one():
@@ -145,13 +165,16 @@ def test_payload_never_imports_the_catalog():
     """The payload is the bottom layer: it runs where only `payload` is installed."""
     import subprocess
 
-    code = ("import sys, payload.runner, payload.pricing, payload.cli; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('infra', 'analysis')))")
+    code = (
+        "import sys, payload.runner, payload.pricing, payload.cli; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('infra', 'analysis')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 
 
 # -- NVML ------------------------------------------------------------------------------
+
 
 def test_sampler_without_nvml_reports_nulls():
     s = GpuSampler(interval=0.01).start()
@@ -159,8 +182,12 @@ def test_sampler_without_nvml_reports_nulls():
     time.sleep(0.05)
     s.stop()
     assert not s.available and "NVML" in s.error
-    assert s.summary() == {"gpu_utilization_mean": None, "gpu_memory_peak_gb": None,
-                           "gpu_power_mean_w": None, "gpu_samples": None}
+    assert s.summary() == {
+        "gpu_utilization_mean": None,
+        "gpu_memory_peak_gb": None,
+        "gpu_power_mean_w": None,
+        "gpu_samples": None,
+    }
 
 
 def test_sampler_with_fake_nvml_averages_and_peaks(monkeypatch):
@@ -177,7 +204,9 @@ def test_sampler_with_fake_nvml_averages_and_peaks(monkeypatch):
             self.used = used
 
     fake = types.SimpleNamespace(
-        nvmlInit=lambda: None, nvmlShutdown=lambda: None, nvmlDeviceGetCount=lambda: 2,
+        nvmlInit=lambda: None,
+        nvmlShutdown=lambda: None,
+        nvmlDeviceGetCount=lambda: 2,
         nvmlDeviceGetHandleByIndex=lambda i: i,
         nvmlDeviceGetUtilizationRates=lambda h: Util(80 if h == 0 else 60),
         nvmlDeviceGetMemoryInfo=lambda h: Mem((2 + h) * 1024**3),
@@ -201,8 +230,19 @@ def test_exit_code_precedence():
     assert exitcodes.worst([]) == exitcodes.OK
     assert exitcodes.worst([exitcodes.OK, exitcodes.SPOOLED]) == exitcodes.SPOOLED
     assert exitcodes.worst([exitcodes.FAILED, exitcodes.INTERRUPTED, exitcodes.NO_GPU]) == exitcodes.INTERRUPTED
-    assert len({exitcodes.OK, exitcodes.FAILED, exitcodes.USAGE, exitcodes.NO_GPU, exitcodes.SPOOLED,
-                exitcodes.INTERRUPTED}) == 6
+    assert (
+        len(
+            {
+                exitcodes.OK,
+                exitcodes.FAILED,
+                exitcodes.USAGE,
+                exitcodes.NO_GPU,
+                exitcodes.SPOOLED,
+                exitcodes.INTERRUPTED,
+            }
+        )
+        == 6
+    )
 
 
 @pytest.mark.parametrize("steps_done, expect", [(0, (3, 0, 4, 10)), (4, (3, 1, 4, 10)), (6, (2, 1, 4, 10))])

@@ -14,13 +14,13 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "payload_overhead.
 
 @pytest.mark.slow
 def test_overhead_script_prints_its_ratio():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "2"], capture_output=True, text=True,
-                         timeout=240)
+    out = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "2"], capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     assert re.search(r"repeat 1 plain\s+fit seconds \d+\.\d+", out.stdout)
     assert re.search(r"repeat 1 harness\s+fit seconds \d+\.\d+", out.stdout)
-    match = re.search(r"overhead ratio \(harness/plain fit time\): (\d+\.\d+) \(([+-]\d+\.\d+)%\), target <= 1\.02",
-                      out.stdout)
+    match = re.search(
+        r"overhead ratio \(harness/plain fit time\): (\d+\.\d+) \(([+-]\d+\.\d+)%\), target <= 1\.02", out.stdout
+    )
     assert match, out.stdout[-2000:]
     ratio = float(match.group(1))
     assert re.search(r"median ratio \d+\.\d+", out.stdout)

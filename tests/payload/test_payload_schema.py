@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -19,21 +18,45 @@ from payload.storage import open_store
 def sample_result(**over) -> dict:
     now = iso()
     r = new_result(
-        run_id="20250101T000000Z-i-abc-mnist-mlp", stack="aws-p3-2x", status="completed",
-        started_at=now, finished_at=now,
-        offering={"id": "aws/p3.2xlarge", "provider": "aws", "kind": "cloud", "region": "us-east-1",
-                  "zone": "us-east-1a", "instance_type": "p3.2xlarge", "instance_id": "i-abc",
-                  "market": "on-demand"},
-        price={"hourly_usd": 3.06, "spot_hourly_usd": None, "source": "test", "as_of": "2025-01-01",
-               "origin": "env"},
-        hardware={"device": "CPU", "gpu_model": None, "gpu_count": 0, "gpu_memory_gb": None,
-                  "driver_version": None},
+        run_id="20250101T000000Z-i-abc-mnist-mlp",
+        stack="aws-p3-2x",
+        status="completed",
+        started_at=now,
+        finished_at=now,
+        offering={
+            "id": "aws/p3.2xlarge",
+            "provider": "aws",
+            "kind": "cloud",
+            "region": "us-east-1",
+            "zone": "us-east-1a",
+            "instance_type": "p3.2xlarge",
+            "instance_id": "i-abc",
+            "market": "on-demand",
+        },
+        price={"hourly_usd": 3.06, "spot_hourly_usd": None, "source": "test", "as_of": "2025-01-01", "origin": "env"},
+        hardware={"device": "CPU", "gpu_model": None, "gpu_count": 0, "gpu_memory_gb": None, "driver_version": None},
         software={"payload_version": "0.1.0", "python": "3.11", "tensorflow": None, "image": None},
-        benchmark={"name": "mnist-mlp", "kind": "epochs", "params": {"epochs": 1}, "data": "synthetic",
-                   "precision": "fp32", "per_gpu_batch_size": 128, "global_batch_size": 128,
-                   "replicas": 1, "fingerprint": "abc"},
-        attempts=[{"attempt": 1, "instance_id": "i-abc", "zone": "us-east-1a", "start": now, "end": now,
-                   "status": "completed"}],
+        benchmark={
+            "name": "mnist-mlp",
+            "kind": "epochs",
+            "params": {"epochs": 1},
+            "data": "synthetic",
+            "precision": "fp32",
+            "per_gpu_batch_size": 128,
+            "global_batch_size": 128,
+            "replicas": 1,
+            "fingerprint": "abc",
+        },
+        attempts=[
+            {
+                "attempt": 1,
+                "instance_id": "i-abc",
+                "zone": "us-east-1a",
+                "start": now,
+                "end": now,
+                "status": "completed",
+            }
+        ],
         timeline=[{"time": now, "event": "run_start"}],
         metrics={"train_seconds": 1.5, "epochs_completed": 1},
     )
@@ -50,16 +73,19 @@ def test_schema_is_valid_and_versioned():
     validate_result(sample_result())
 
 
-@pytest.mark.parametrize("mutate, needle", [
-    (lambda r: r.update(status="done"), "status"),
-    (lambda r: r["metrics"].pop("train_seconds"), "train_seconds"),
-    (lambda r: r.update(schema_version=2), "schema_version"),
-    (lambda r: r["price"].update(hourly_usd="3.06"), "price/hourly_usd"),
-    (lambda r: r.update(attempts=[]), "attempts"),
-    (lambda r: r["hardware"].update(device="TPU"), "hardware/device"),
-    (lambda r: r.update(surprise=1), "surprise"),
-    (lambda r: r.update(started_at="yesterday"), "started_at"),
-])
+@pytest.mark.parametrize(
+    "mutate, needle",
+    [
+        (lambda r: r.update(status="done"), "status"),
+        (lambda r: r["metrics"].pop("train_seconds"), "train_seconds"),
+        (lambda r: r.update(schema_version=2), "schema_version"),
+        (lambda r: r["price"].update(hourly_usd="3.06"), "price/hourly_usd"),
+        (lambda r: r.update(attempts=[]), "attempts"),
+        (lambda r: r["hardware"].update(device="TPU"), "hardware/device"),
+        (lambda r: r.update(surprise=1), "surprise"),
+        (lambda r: r.update(started_at="yesterday"), "started_at"),
+    ],
+)
 def test_invalid_results_are_rejected_with_their_path(mutate, needle):
     r = sample_result()
     mutate(r)
@@ -81,8 +107,12 @@ def test_writer_validates_before_upload(tmp_path):
     rows = [{"epoch": 1, "elapsed": 1.2, "loss": 0.5, "acc": 0.9, "val_loss": None, "val_acc": 0.8}]
     assert w.write_all(sample_result(), tl, rows)
     got = json.loads((tmp_path / "runs/aws-p3-2x/rid/result.json").read_text())
-    assert got == sample_result() | {"started_at": got["started_at"], "finished_at": got["finished_at"],
-                                     "attempts": got["attempts"], "timeline": got["timeline"]}
+    assert got == sample_result() | {
+        "started_at": got["started_at"],
+        "finished_at": got["finished_at"],
+        "attempts": got["attempts"],
+        "timeline": got["timeline"],
+    }
     lines = (tmp_path / "runs/aws-p3-2x/rid/events.jsonl").read_text().splitlines()
     assert [json.loads(x)["event"] for x in lines] == ["run_start", "train_end"]
     rows_back = list(csv.DictReader(io.StringIO((tmp_path / "runs/aws-p3-2x/rid/epochs.csv").read_text())))
@@ -92,9 +122,11 @@ def test_writer_validates_before_upload(tmp_path):
 
 def test_host_events_are_merged_in_time_order(tmp_path):
     host = tmp_path / "host-events.jsonl"
-    host.write_text('{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n'
-                    "not json\n"
-                    '{"time": 1577836805.0, "event": "boot_done"}\n')
+    host.write_text(
+        '{"time": "2020-01-01T00:00:00Z", "event": "instance_launch"}\n'
+        "not json\n"
+        '{"time": 1577836805.0, "event": "boot_done"}\n'
+    )
     tl = Timeline()
     tl.add("run_start")
     warnings = tl.merge_host_events(host)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from servers import MetadataServer, find_tool, http_get
 
 
@@ -25,6 +24,8 @@ def test_emulator_tools_are_found():
 
 def test_metadata_server_speaks_both_protocols():
     with MetadataServer() as md:
-        assert http_get(md.endpoint + "/computeMetadata/v1/instance/id", {"Metadata-Flavor": "Google"}) == \
-            (200, md.gce_id)
+        assert http_get(md.endpoint + "/computeMetadata/v1/instance/id", {"Metadata-Flavor": "Google"}) == (
+            200,
+            md.gce_id,
+        )
         assert http_get(md.endpoint + "/latest/meta-data/instance-id")[0] == 401

@@ -70,12 +70,15 @@ def test_gcs_store_roundtrip_on_emulator(gcs_bucket):
     assert store.url_for("runs/a") == f"gs://{gcs_bucket}/some/prefix/runs/a"
 
 
-@pytest.mark.parametrize("url, words", [
-    ("ftp://x/y", ["ftp", "s3://"]),
-    ("s3:///nobucket", ["no bucket"]),
-    ("gs://", ["no bucket"]),
-    ("", ["non-empty"]),
-])
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("ftp://x/y", ["ftp", "s3://"]),
+        ("s3:///nobucket", ["no bucket"]),
+        ("gs://", ["no bucket"]),
+        ("", ["non-empty"]),
+    ],
+)
 def test_bad_urls_name_the_problem(url, words):
     with pytest.raises(StorageError) as err:
         open_store(url)
@@ -95,8 +98,13 @@ def test_retries_then_succeeds_and_wraps_last_error():
     assert with_retries("x", flaky, attempts=3, backoff=0, sleep=lambda s: None) == "ok"
     delays = []
     with pytest.raises(StorageError, match="after 4 attempt"):
-        with_retries("upload thing", lambda: (_ for _ in ()).throw(ConnectionError("down")),
-                     attempts=4, backoff=1.0, sleep=delays.append)
+        with_retries(
+            "upload thing",
+            lambda: (_ for _ in ()).throw(ConnectionError("down")),
+            attempts=4,
+            backoff=1.0,
+            sleep=delays.append,
+        )
     assert len(delays) == 3 and delays[0] < delays[2]  # exponential backoff
 
 
@@ -125,8 +133,7 @@ def test_bucket_down_spools_and_flush_delivers(tmp_path, moto_server, monkeypatc
         create_s3_bucket(outage.endpoint, "later")
         report = spool.flush(retries=2, backoff=0.01)
         assert report.ok, report.failed
-        assert sorted(report.delivered) == ["s3://later/pfx/runs/s/r/epochs.csv",
-                                            "s3://later/pfx/runs/s/r/result.json"]
+        assert sorted(report.delivered) == ["s3://later/pfx/runs/s/r/epochs.csv", "s3://later/pfx/runs/s/r/result.json"]
         assert spool.pending() == []
         back = open_store("s3://later/pfx", retries=1)
         assert json.loads(back.get_bytes("runs/s/r/result.json")) == {"v": 2}
@@ -144,8 +151,10 @@ def test_flush_cli_delivers_spooled_gcs_objects(tmp_path, gcs_bucket, monkeypatc
 
 
 def test_storage_and_schema_import_without_tensorflow():
-    code = ("import sys, payload.storage, payload.schema, payload.spool, payload.result;"
-            "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TF imported'")
+    code = (
+        "import sys, payload.storage, payload.schema, payload.spool, payload.result;"
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules, 'TF imported'"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
 

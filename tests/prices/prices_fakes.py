@@ -1,5 +1,6 @@
 """Responses in the providers' real shapes, for botocore's Stubber and for a
 fake Cloud Billing Catalog endpoint (mocked with `responses`)."""
+
 from __future__ import annotations
 
 import json
@@ -24,14 +25,22 @@ def stubbed(service: str, region: str = "us-east-1"):
 
 # --- AWS Price List (pricing.get_products) ----------------------------------------
 
-def price_list_product(instance_type: str, usd: str, region: str = "us-east-1", sku: str = "SKU1",
-                       **attributes) -> str:
+
+def price_list_product(instance_type: str, usd: str, region: str = "us-east-1", sku: str = "SKU1", **attributes) -> str:
     """One PriceList entry: a JSON *string*, as GetProducts returns it."""
     attrs = {
-        "instanceType": instance_type, "regionCode": region, "location": "US East (N. Virginia)",
-        "operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used",
-        "licenseModel": "No License required", "operation": "RunInstances",
-        "usagetype": f"BoxUsage:{instance_type}", "servicecode": "AmazonEC2", "marketoption": "OnDemand",
+        "instanceType": instance_type,
+        "regionCode": region,
+        "location": "US East (N. Virginia)",
+        "operatingSystem": "Linux",
+        "tenancy": "Shared",
+        "preInstalledSw": "NA",
+        "capacitystatus": "Used",
+        "licenseModel": "No License required",
+        "operation": "RunInstances",
+        "usagetype": f"BoxUsage:{instance_type}",
+        "servicecode": "AmazonEC2",
+        "marketoption": "OnDemand",
         **attributes,
     }
     product = {
@@ -42,13 +51,18 @@ def price_list_product(instance_type: str, usd: str, region: str = "us-east-1", 
                 f"{sku}.JRTCKXETXF": {
                     "priceDimensions": {
                         f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
-                            "unit": "Hrs", "endRange": "Inf", "beginRange": "0", "appliesTo": [],
+                            "unit": "Hrs",
+                            "endRange": "Inf",
+                            "beginRange": "0",
+                            "appliesTo": [],
                             "rateCode": f"{sku}.JRTCKXETXF.6YS6EN2CT7",
                             "description": f"${usd} per On Demand Linux {instance_type} Instance Hour",
                             "pricePerUnit": {"USD": usd},
                         }
                     },
-                    "sku": sku, "effectiveDate": "2025-09-01T00:00:00Z", "offerTermCode": "JRTCKXETXF",
+                    "sku": sku,
+                    "effectiveDate": "2025-09-01T00:00:00Z",
+                    "offerTermCode": "JRTCKXETXF",
                     "termAttributes": {},
                 }
             },
@@ -56,14 +70,23 @@ def price_list_product(instance_type: str, usd: str, region: str = "us-east-1", 
                 f"{sku}.4NA7Y494T4": {
                     "priceDimensions": {
                         f"{sku}.4NA7Y494T4.6YS6EN2CT7": {
-                            "unit": "Hrs", "endRange": "Inf", "beginRange": "0", "appliesTo": [],
-                            "rateCode": f"{sku}.4NA7Y494T4.6YS6EN2CT7", "description": "reserved",
+                            "unit": "Hrs",
+                            "endRange": "Inf",
+                            "beginRange": "0",
+                            "appliesTo": [],
+                            "rateCode": f"{sku}.4NA7Y494T4.6YS6EN2CT7",
+                            "description": "reserved",
                             "pricePerUnit": {"USD": "0.1"},
                         }
                     },
-                    "sku": sku, "effectiveDate": "2025-09-01T00:00:00Z", "offerTermCode": "4NA7Y494T4",
-                    "termAttributes": {"LeaseContractLength": "1yr", "OfferingClass": "standard",
-                                       "PurchaseOption": "No Upfront"},
+                    "sku": sku,
+                    "effectiveDate": "2025-09-01T00:00:00Z",
+                    "offerTermCode": "4NA7Y494T4",
+                    "termAttributes": {
+                        "LeaseContractLength": "1yr",
+                        "OfferingClass": "standard",
+                        "PurchaseOption": "No Upfront",
+                    },
                 }
             },
         },
@@ -88,13 +111,19 @@ def add_get_products(stubber: Stubber, instance_type: str, pages: list[list[str]
 
 # --- EC2 spot price history -------------------------------------------------------------
 
+
 def t(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 def spot_record(instance_type: str, zone: str, price: str, when: datetime) -> dict:
-    return {"AvailabilityZone": zone, "InstanceType": instance_type, "ProductDescription": "Linux/UNIX",
-            "SpotPrice": price, "Timestamp": when}
+    return {
+        "AvailabilityZone": zone,
+        "InstanceType": instance_type,
+        "ProductDescription": "Linux/UNIX",
+        "SpotPrice": price,
+        "Timestamp": when,
+    }
 
 
 def add_spot_history(stubber: Stubber, expected: dict, pages: list[list[dict]]) -> None:
@@ -113,8 +142,16 @@ def add_spot_history(stubber: Stubber, expected: dict, pages: list[list[dict]]) 
 AMERICAS = ["us-central1", "us-east1", "us-east4", "us-west1", "us-west2", "northamerica-northeast1"]
 
 
-def sku(description: str, usd: float, *, usage: str = "OnDemand", group: str = "GPU", unit: str = "h",
-        regions: list[str] | None = None, sku_id: str | None = None) -> dict:
+def sku(
+    description: str,
+    usd: float,
+    *,
+    usage: str = "OnDemand",
+    group: str = "GPU",
+    unit: str = "h",
+    regions: list[str] | None = None,
+    sku_id: str | None = None,
+) -> dict:
     """One SKU in the Catalog API's documented shape (units as a string, nanos an int)."""
     units = int(usd)
     nanos = round((usd - units) * 1e9)
@@ -124,21 +161,39 @@ def sku(description: str, usd: float, *, usage: str = "OnDemand", group: str = "
         "name": f"services/6F81-5844-456A/skus/{sku_id}",
         "skuId": sku_id,
         "description": description,
-        "category": {"serviceDisplayName": "Compute Engine", "resourceFamily": "Compute",
-                     "resourceGroup": group, "usageType": usage},
+        "category": {
+            "serviceDisplayName": "Compute Engine",
+            "resourceFamily": "Compute",
+            "resourceGroup": group,
+            "usageType": usage,
+        },
         "serviceRegions": regions or AMERICAS,
-        "pricingInfo": [{
-            "summary": "",
-            "pricingExpression": {
-                "usageUnit": unit, "usageUnitDescription": unit_desc, "baseUnit": "s" if unit == "h" else "By.s",
-                "baseUnitDescription": "second", "baseUnitConversionFactor": 3600, "displayQuantity": 1,
-                "tieredRates": [{"startUsageAmount": 0,
-                                 "unitPrice": {"currencyCode": "USD", "units": str(units), "nanos": nanos}}],
-            },
-            "aggregationInfo": {"aggregationLevel": "ACCOUNT", "aggregationInterval": "DAILY", "aggregationCount": 1},
-            "currencyConversionRate": 1,
-            "effectiveTime": "2025-09-15T07:00:00.000Z",
-        }],
+        "pricingInfo": [
+            {
+                "summary": "",
+                "pricingExpression": {
+                    "usageUnit": unit,
+                    "usageUnitDescription": unit_desc,
+                    "baseUnit": "s" if unit == "h" else "By.s",
+                    "baseUnitDescription": "second",
+                    "baseUnitConversionFactor": 3600,
+                    "displayQuantity": 1,
+                    "tieredRates": [
+                        {
+                            "startUsageAmount": 0,
+                            "unitPrice": {"currencyCode": "USD", "units": str(units), "nanos": nanos},
+                        }
+                    ],
+                },
+                "aggregationInfo": {
+                    "aggregationLevel": "ACCOUNT",
+                    "aggregationInterval": "DAILY",
+                    "aggregationCount": 1,
+                },
+                "currencyConversionRate": 1,
+                "effectiveTime": "2025-09-15T07:00:00.000Z",
+            }
+        ],
         "serviceProviderName": "Google",
         "geoTaxonomy": {"type": "MULTI_REGIONAL", "regions": regions or AMERICAS},
     }
@@ -146,13 +201,25 @@ def sku(description: str, usd: float, *, usage: str = "OnDemand", group: str = "
 
 # The SKUs the GCP tests price from (us-central1), plus decoys that must not match.
 N1 = {"core": 0.031611, "ram": 0.004237, "spot_core": 0.00698, "spot_ram": 0.000936}
-GPU_USD = {"V100": (2.48, 0.992), "T4": (0.35, 0.14), "P100": (1.46, 0.584), "A100": (2.933908, 0.880172),
-           "L4": (0.560040, 0.224016)}
-GPU_DESC = {"V100": "Nvidia Tesla V100 GPU", "T4": "Nvidia Tesla T4 GPU", "P100": "Nvidia Tesla P100 GPU",
-            "A100": "Nvidia Tesla A100 GPU", "L4": "Nvidia L4 GPU"}
-FAMILY = {"N1 Predefined Instance": (0.031611, 0.004237, 0.00698, 0.000936),
-          "A2 Instance": (0.031611, 0.004237, 0.009483, 0.001271),
-          "G2 Instance": (0.024988, 0.002927, 0.009995, 0.001171)}
+GPU_USD = {
+    "V100": (2.48, 0.992),
+    "T4": (0.35, 0.14),
+    "P100": (1.46, 0.584),
+    "A100": (2.933908, 0.880172),
+    "L4": (0.560040, 0.224016),
+}
+GPU_DESC = {
+    "V100": "Nvidia Tesla V100 GPU",
+    "T4": "Nvidia Tesla T4 GPU",
+    "P100": "Nvidia Tesla P100 GPU",
+    "A100": "Nvidia Tesla A100 GPU",
+    "L4": "Nvidia L4 GPU",
+}
+FAMILY = {
+    "N1 Predefined Instance": (0.031611, 0.004237, 0.00698, 0.000936),
+    "A2 Instance": (0.031611, 0.004237, 0.009483, 0.001271),
+    "G2 Instance": (0.024988, 0.002927, 0.009995, 0.001171),
+}
 
 
 def compute_engine_skus() -> list[dict]:
@@ -163,8 +230,13 @@ def compute_engine_skus() -> list[dict]:
             sku(f"{stem} Core running in Americas", core, group=group),
             sku(f"{stem} Ram running in Americas", ram, group="RAM" if group == "CPU" else group, unit="GiBy.h"),
             sku(f"Spot Preemptible {stem} Core running in Americas", spot_core, usage="Preemptible", group=group),
-            sku(f"Spot Preemptible {stem} Ram running in Americas", spot_ram, usage="Preemptible",
-                group="RAM" if group == "CPU" else group, unit="GiBy.h"),
+            sku(
+                f"Spot Preemptible {stem} Ram running in Americas",
+                spot_ram,
+                usage="Preemptible",
+                group="RAM" if group == "CPU" else group,
+                unit="GiBy.h",
+            ),
         ]
     for model, (od, spot) in GPU_USD.items():
         skus += [
@@ -173,8 +245,9 @@ def compute_engine_skus() -> list[dict]:
         ]
     skus += [  # decoys
         sku("Commitment v1: N1 Predefined Instance Core running in Americas for 1 Year", 0.019915, usage="Commit1Yr"),
-        sku("N1 Predefined Instance Core running in Netherlands", 0.034773, group="N1Standard",
-            regions=["europe-west4"]),
+        sku(
+            "N1 Predefined Instance Core running in Netherlands", 0.034773, group="N1Standard", regions=["europe-west4"]
+        ),
         sku("Nvidia Tesla A100 80GB GPU running in Americas", 3.92828),
         sku("Reserved Nvidia Tesla V100 GPU in Americas", 0.0),
         sku("N1 Custom Instance Core running in Americas", 0.033174, group="CPU"),
@@ -184,7 +257,7 @@ def compute_engine_skus() -> list[dict]:
 
 
 def catalog_pages(skus: list[dict], per_page: int) -> list[dict]:
-    pages = [skus[i:i + per_page] for i in range(0, len(skus), per_page)]
+    pages = [skus[i : i + per_page] for i in range(0, len(skus), per_page)]
     out = []
     for i, page in enumerate(pages):
         body = {"skus": page}

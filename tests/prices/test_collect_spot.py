@@ -1,16 +1,17 @@
 """collect prices a new AWS spot run from EC2's spot price history of its own
 zone and window (issue 9), stores the series in the table, and costs it."""
+
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from prices_fakes import add_spot_history, spot_record, stubbed
 
 from analysis.collect import collect
 from analysis.prices.spot import price_run
 from analysis.synthetic import make_result, result_bytes, result_key
-from prices_fakes import add_spot_history, spot_record, stubbed
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -23,17 +24,29 @@ def write_run(root, result):
 
 def test_collect_prices_aws_spot_runs_over_their_window(tmp_path):
     # one g4dn.xlarge spot attempt: launch 09:00, 120 s boot, 3600 s training, 60 s tail -> 09:00..10:03
-    result = make_result("aws/g4dn.xlarge", "resnet50", market="spot", start=START, spot_hourly_usd=0.30,
-                         hourly_usd=0.526)
+    result = make_result(
+        "aws/g4dn.xlarge", "resnet50", market="spot", start=START, spot_hourly_usd=0.30, hourly_usd=0.526
+    )
     write_run(tmp_path / "bucket", result)
     zone = result["attempts"][0]["zone"]
     launch, end = START, START + timedelta(seconds=120 + 3600 + 60)
     ec2, stub = stubbed("ec2")
-    add_spot_history(stub, {"InstanceTypes": ["g4dn.xlarge"], "ProductDescriptions": ["Linux/UNIX"],
-                            "StartTime": launch, "EndTime": end, "AvailabilityZone": zone}, [
-        [spot_record("g4dn.xlarge", zone, "0.400000", START + timedelta(minutes=33)),
-         spot_record("g4dn.xlarge", zone, "0.200000", START - timedelta(hours=2))],
-    ])
+    add_spot_history(
+        stub,
+        {
+            "InstanceTypes": ["g4dn.xlarge"],
+            "ProductDescriptions": ["Linux/UNIX"],
+            "StartTime": launch,
+            "EndTime": end,
+            "AvailabilityZone": zone,
+        },
+        [
+            [
+                spot_record("g4dn.xlarge", zone, "0.400000", START + timedelta(minutes=33)),
+                spot_record("g4dn.xlarge", zone, "0.200000", START - timedelta(hours=2)),
+            ],
+        ],
+    )
     calls = []
 
     def pricer(res):
@@ -63,10 +76,13 @@ def test_collect_prices_aws_spot_runs_over_their_window(tmp_path):
 
 
 def test_on_demand_and_gcp_runs_never_reach_the_ec2_pricer(tmp_path):
-    for r in (make_result("aws/g4dn.xlarge", "resnet50", start=START),
-              make_result("gcp/n1-standard-4+1xt4", "resnet50", market="spot", start=START)):
+    for r in (
+        make_result("aws/g4dn.xlarge", "resnet50", start=START),
+        make_result("gcp/n1-standard-4+1xt4", "resnet50", market="spot", start=START),
+    ):
         write_run(tmp_path / "bucket", r)
     calls = []
-    summary, rows = collect([str(tmp_path / "bucket")], tmp_path / "report",
-                            spot_pricer=lambda res: calls.append(res) or None)
+    summary, rows = collect(
+        [str(tmp_path / "bucket")], tmp_path / "report", spot_pricer=lambda res: calls.append(res) or None
+    )
     assert summary.valid == 2 and calls == []

@@ -1,14 +1,15 @@
 """GCP Cloud Billing Catalog: paging, SKU matching and machine-type
 composition, against a fake endpoint serving the documented SKU shape."""
+
 from __future__ import annotations
 
 import pytest
 import requests
 import responses
+from prices_fakes import FAMILY, GPU_USD, compute_engine_skus, mock_catalog, sku
 
 from infra.gcp import prices as gcp
 from infra.price_errors import NoCredentials, PriceFetchError
-from prices_fakes import FAMILY, GPU_USD, compute_engine_skus, mock_catalog, sku
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 
@@ -27,8 +28,11 @@ def test_api_key_goes_in_the_key_parameter(monkeypatch):
     from responses import matchers
 
     monkeypatch.setenv("GOOGLE_API_KEY", "k-123")
-    responses.get(URL, json={"skus": [sku("Nvidia L4 GPU running in Americas", 0.56004)]},
-                  match=[matchers.query_param_matcher({"key": "k-123", "currencyCode": "USD", "pageSize": "5000"})])
+    responses.get(
+        URL,
+        json={"skus": [sku("Nvidia L4 GPU running in Americas", 0.56004)]},
+        match=[matchers.query_param_matcher({"key": "k-123", "currencyCode": "USD", "pageSize": "5000"})],
+    )
     assert len(gcp.list_skus(gcp.default_session())) == 1
 
 
@@ -86,8 +90,10 @@ def test_missing_family_or_gpu_is_a_warning_naming_it():
 
 
 def test_a_sku_in_an_unexpected_unit_is_not_used():
-    skus = [sku("N1 Predefined Instance Core running in Americas", 0.031611, group="N1Standard"),
-            sku("N1 Predefined Instance Ram running in Americas", 0.004237, group="N1Standard", unit="h")]
+    skus = [
+        sku("N1 Predefined Instance Core running in Americas", 0.031611, group="N1Standard"),
+        sku("N1 Predefined Instance Ram running in Americas", 0.004237, group="N1Standard", unit="h"),
+    ]
     out = gcp.GcpPrices("us-central1")
     gcp.machine_prices(skus, [("n1-standard-4", 4, 15.0)], "us-central1", out)
     assert out.machines == {}

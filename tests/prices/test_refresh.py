@@ -1,6 +1,7 @@
 """`python -m analysis prices refresh` end to end against stubbed APIs, into a
 copy of the catalog data: the snapshot it writes loads in the catalog, and
 `cost` and `offerings` price with it."""
+
 from __future__ import annotations
 
 import json
@@ -8,21 +9,45 @@ import tomllib
 
 import pytest
 import responses
+from prices_fakes import (
+    GPU_USD,
+    add_get_products,
+    add_spot_history,
+    compute_engine_skus,
+    mock_catalog,
+    price_list_product,
+    spot_record,
+    stubbed,
+    t,
+)
 
 import infra.catalog
 from analysis.cli import build_parser, main
 from analysis.prices.refresh import Clients
-from prices_fakes import GPU_USD, add_get_products, add_spot_history, compute_engine_skus, mock_catalog, \
-    price_list_product, spot_record, stubbed, t
 
 NOW = t("2025-09-15T12:00:00")
 SHIPPED = infra.catalog.DATA_DIR
 # Today's AWS prices in the fake Price List: p3.8xlarge up 10 %, p5 unchanged, P2 gone.
-AWS_USD = {"g3.4xlarge": "1.14", "g3.8xlarge": "2.28", "g3.16xlarge": "4.56", "p3.2xlarge": "3.06",
-           "p3.8xlarge": "13.464", "p3.16xlarge": "24.48", "g4dn.xlarge": "0.526", "g4dn.2xlarge": "0.752",
-           "g4dn.12xlarge": "3.912", "g5.xlarge": "1.006", "g5.2xlarge": "1.212", "g5.12xlarge": "5.672",
-           "g5.48xlarge": "16.288", "g6.xlarge": "0.8450", "g6.12xlarge": "4.6016", "g6.48xlarge": "13.3504",
-           "p4d.24xlarge": "21.957642", "p5.48xlarge": "55.04"}
+AWS_USD = {
+    "g3.4xlarge": "1.14",
+    "g3.8xlarge": "2.28",
+    "g3.16xlarge": "4.56",
+    "p3.2xlarge": "3.06",
+    "p3.8xlarge": "13.464",
+    "p3.16xlarge": "24.48",
+    "g4dn.xlarge": "0.526",
+    "g4dn.2xlarge": "0.752",
+    "g4dn.12xlarge": "3.912",
+    "g5.xlarge": "1.006",
+    "g5.2xlarge": "1.212",
+    "g5.12xlarge": "5.672",
+    "g5.48xlarge": "16.288",
+    "g6.xlarge": "0.8450",
+    "g6.12xlarge": "4.6016",
+    "g6.48xlarge": "13.3504",
+    "p4d.24xlarge": "21.957642",
+    "p5.48xlarge": "55.04",
+}
 
 
 def aws_clients():
@@ -32,15 +57,23 @@ def aws_clients():
         itype = o.instance_type
         add_get_products(p_stub, itype, [[price_list_product(itype, AWS_USD[itype])]] if itype in AWS_USD else [[]])
     ec2, e_stub = stubbed("ec2")
-    priced = [o.instance_type for o in infra.catalog.load_catalog().offerings(provider="aws")
-              if o.instance_type in AWS_USD]
-    add_spot_history(e_stub, {"InstanceTypes": priced, "ProductDescriptions": ["Linux/UNIX"], "StartTime": NOW,
-                              "EndTime": NOW}, [
-        [spot_record("p3.8xlarge", "us-east-1a", "1.40", t("2025-09-15T02:00:00")),
-         spot_record("p3.8xlarge", "us-east-1b", "1.50", t("2025-09-14T02:00:00"))],
-        [spot_record("p3.8xlarge", "us-east-1c", "1.62", t("2025-09-13T02:00:00")),
-         spot_record("g5.xlarge", "us-east-1a", "0.44", t("2025-09-15T03:00:00"))],
-    ])
+    priced = [
+        o.instance_type for o in infra.catalog.load_catalog().offerings(provider="aws") if o.instance_type in AWS_USD
+    ]
+    add_spot_history(
+        e_stub,
+        {"InstanceTypes": priced, "ProductDescriptions": ["Linux/UNIX"], "StartTime": NOW, "EndTime": NOW},
+        [
+            [
+                spot_record("p3.8xlarge", "us-east-1a", "1.40", t("2025-09-15T02:00:00")),
+                spot_record("p3.8xlarge", "us-east-1b", "1.50", t("2025-09-14T02:00:00")),
+            ],
+            [
+                spot_record("p3.8xlarge", "us-east-1c", "1.62", t("2025-09-13T02:00:00")),
+                spot_record("g5.xlarge", "us-east-1a", "0.44", t("2025-09-15T03:00:00")),
+            ],
+        ],
+    )
     return Clients(pricing=lambda region: pricing, ec2=lambda region: ec2), (p_stub, e_stub)
 
 
@@ -95,8 +128,10 @@ def test_aws_refresh_writes_a_dated_snapshot_that_cost_and_offerings_use(data_di
     assert main(["offerings", "--live"]) == 0
     assert "2025-09-15_aws-live" in capsys.readouterr().out
     # Old dates still price from the studies' snapshots.
-    assert run_json(capsys, "cost", "aws/p3.8xlarge", "--hours", "1", "--as-of", "2018-07-01", "--json")[
-        "hourly_usd"] == 12.24
+    assert (
+        run_json(capsys, "cost", "aws/p3.8xlarge", "--hours", "1", "--as-of", "2018-07-01", "--json")["hourly_usd"]
+        == 12.24
+    )
     assert shipped_listing() == before
 
 
@@ -113,8 +148,12 @@ def test_gcp_refresh_composes_machine_plus_gpus(data_dir, capsys):
     assert res["snapshot"] == "2025-09-15_gcp-live" and res["written"]
     assert any("a3-highgpu-8g" in w for w in res["warnings"]) and any("GPU H100" in w for w in res["warnings"])
     raw = tomllib.loads((data_dir / "prices" / "2025-09-15_gcp-live.toml").read_text())
-    assert {r["name"] for r in raw["gcp_machine"]} >= {"n1-standard-1", "n1-standard-64", "a2-highgpu-8g",
-                                                       "g2-standard-96"}
+    assert {r["name"] for r in raw["gcp_machine"]} >= {
+        "n1-standard-1",
+        "n1-standard-64",
+        "a2-highgpu-8g",
+        "g2-standard-96",
+    }
     assert {r["gpu"] for r in raw["gcp_gpu"]} == set(GPU_USD)
     cost = run_json(capsys, "cost", "gcp/n1-standard-8+1xv100", "--hours", "1", "--market", "spot", "--json")
     assert cost["hourly_usd"] == pytest.approx(8 * 0.00698 + 30 * 0.000936 + 0.992)
@@ -159,11 +198,14 @@ def test_out_dir_snapshot_is_used_through_gpubench_prices_dir(data_dir, capsys, 
     assert listed["2025-09-15_aws-live"]["live"] and not listed["2025-07-01_skypilot-v8-aws"]["live"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--region", "eu-west-1"], "not the catalog's aws region (us-east-1)"),
-    (["--provider", "gcp", "--region", "us-east-1"], "is not a gcp (e.g. us-central1) region name"),
-    (["--region", "mars-1"], "'mars-1' is not a aws (e.g. us-east-1) or gcp"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--region", "eu-west-1"], "not the catalog's aws region (us-east-1)"),
+        (["--provider", "gcp", "--region", "us-east-1"], "is not a gcp (e.g. us-central1) region name"),
+        (["--region", "mars-1"], "'mars-1' is not a aws (e.g. us-east-1) or gcp"),
+    ],
+)
 def test_bad_regions_exit_2(data_dir, capsys, argv, message):
     code, _, err = refresh(capsys, *argv)
     assert code == 2 and message in err
@@ -179,12 +221,24 @@ def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
     from infra.price_errors import SnapshotInvalid
 
     cat = infra.catalog.load_catalog()
-    bad = snapshot.render(as_of=NOW.date(), source="test", region="us-east-1", fetched_at=NOW, header=[],
-                          tables={"price": {"aws/p3.8xlarge": {"hourly": -1.0}}})
+    bad = snapshot.render(
+        as_of=NOW.date(),
+        source="test",
+        region="us-east-1",
+        fetched_at=NOW,
+        header=[],
+        tables={"price": {"aws/p3.8xlarge": {"hourly": -1.0}}},
+    )
     with pytest.raises(SnapshotInvalid, match="negative price"):
         snapshot.write(bad, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
-    stray = snapshot.render(as_of=NOW.date(), source="test", region="us-east-1", fetched_at=NOW, header=[],
-                            tables={"price": {"aws/p9.huge": {"hourly": 1.0}}})
+    stray = snapshot.render(
+        as_of=NOW.date(),
+        source="test",
+        region="us-east-1",
+        fetched_at=NOW,
+        header=[],
+        tables={"price": {"aws/p9.huge": {"hourly": 1.0}}},
+    )
     with pytest.raises(SnapshotInvalid, match="aws/p9.huge"):
         snapshot.write(stray, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
     assert list(tmp_path.glob("*.toml")) == []
@@ -192,8 +246,11 @@ def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
 
 def test_an_api_error_exits_4_and_writes_nothing(data_dir, capsys):
     pricing, stub = stubbed("pricing")
-    stub.add_client_error("get_products", service_error_code="AccessDeniedException",
-                          service_message="User is not authorized to perform: pricing:GetProducts")
+    stub.add_client_error(
+        "get_products",
+        service_error_code="AccessDeniedException",
+        service_message="User is not authorized to perform: pricing:GetProducts",
+    )
     before = sorted(p.name for p in (data_dir / "prices").iterdir())
     with stub:
         code, _, err = refresh(capsys, "--provider", "aws", clients=Clients(pricing=lambda region: pricing))
@@ -209,8 +266,16 @@ def test_another_region_goes_to_out_with_the_region_in_the_name(data_dir, capsys
     for s in eu:  # the same SKUs, sold in europe-west4 only
         s["serviceRegions"] = ["europe-west4"]
     mock_catalog(responses, eu, per_page=50)
-    code, out, err = refresh(capsys, "--provider", "gcp", "--region", "europe-west4", "--out", str(tmp_path / "eu"),
-                             clients=Clients(gcp_session=requests.Session))
+    code, out, err = refresh(
+        capsys,
+        "--provider",
+        "gcp",
+        "--region",
+        "europe-west4",
+        "--out",
+        str(tmp_path / "eu"),
+        clients=Clients(gcp_session=requests.Session),
+    )
     assert code == 0, err
     raw = tomllib.loads((tmp_path / "eu" / "2025-09-15_gcp-live-europe-west4.toml").read_text())
     assert raw["region"] == "europe-west4" and "europe-west4" in raw["source"]
