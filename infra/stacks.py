@@ -57,11 +57,27 @@ def matrix(catalog: Any) -> list[StackSpec]:
     return sorted(specs, key=lambda s: s.name)
 
 
+class StackFileError(ValueError):
+    """A stack file that is not YAML, or whose `config:` is not a mapping; names the file and line."""
+
+
 def _read(path: Path) -> dict[str, Any]:
+    """The `config:` mapping of one stack file: the one reader every command uses."""
     if not path.exists():
         return {}
-    doc = yaml.safe_load(path.read_text()) or {}
-    return dict(doc.get("config") or {})
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise StackFileError(
+            f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}); fix the file "
+            "or regenerate it with `gpubench stacks`"
+        ) from None
+    config = doc.get("config") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict) or not isinstance(config or {}, dict):
+        raise StackFileError(f"{path}: expected a mapping with a `config:` mapping of keys to values")
+    return dict(config or {})
 
 
 def render_file(spec: StackSpec, existing: dict[str, Any]) -> str:
@@ -135,3 +151,20 @@ def write(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
             path.unlink()
             changed.append(f"removed {path.name}")
     return changed
+
+
+def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | None]:
+    """(offering id, market) for an offering id or a stack name; stack names are accepted wherever an id is.
+
+    `aws/g4dn.xlarge` -> (`aws/g4dn.xlarge`, None); `aws-g4dn-1x-spot` -> (`aws/g4dn.xlarge`, `spot`)."""
+    if "/" in text:
+        return text, None
+    config = _read(stacks_dir / f"Pulumi.{text}.yaml")
+    offering = config.get("gpubench:offering") or config.get("offering")
+    if not offering:
+        raise FileNotFoundError(
+            f"{text!r} is neither an offering id (like aws/g4dn.xlarge) nor a stack with gpubench:offering in "
+            f"{stacks_dir}; list offerings with `gpubench offers` and stacks with `gpubench stacks --list`"
+        )
+    market = config.get("gpubench:market") or config.get("market") or "on-demand"
+    return str(offering), str(market)

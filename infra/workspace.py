@@ -53,16 +53,14 @@ def project_dir(start: Path | None = None) -> Path:
 def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
     """The `config:` mapping of the checked-in stacks/Pulumi.<name>.yaml ({} when absent).
 
-    Read from the file, not through the CLI: works offline and never edits it.
+    Read from the file (infra.stacks.load_config), not through the CLI: works offline and never edits it.
     """
-    import yaml
+    from infra.stacks import load_config
 
-    path = work_dir / "stacks" / f"Pulumi.{name}.yaml"
-    if not path.is_file():
+    try:
+        return load_config(name, work_dir / "stacks")
+    except FileNotFoundError:
         return {}
-    data = yaml.safe_load(path.read_text()) or {}
-    config = data.get("config") or {}
-    return dict(config) if isinstance(config, Mapping) else {}
 
 
 def config_value(config: Mapping[str, Any], key: str, default: Any = None) -> Any:

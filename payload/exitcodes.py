@@ -1,29 +1,55 @@
-"""Process exit codes of ``python -m payload run`` (the host unit acts on them).
+"""Exit codes: one table for every gpubench command (``gpubench``, ``python -m payload|infra|analysis``).
 
 =====  ===========  ==========================================================
 code   name         meaning
 =====  ===========  ==========================================================
-0      OK           every benchmark completed and every file reached the bucket
-1      FAILED       a benchmark failed; a ``failed`` result was written
-2      USAGE        bad option or environment value (nothing was run)
-3      NO_GPU       ``--expect-gpu`` but TensorFlow sees no GPU; ``failed`` result written
-4      SPOOLED      completed, but some files are only in the local spool
-                    (bucket unreachable); run ``python -m payload flush``
+0      OK           done; everything it was asked to do succeeded
+1      FAILED       it ran, but something failed: a benchmark (a ``failed``
+                    result was written), a resource the sweep or teardown could
+                    not delete, an object collect could not read
+2      USAGE        bad argument, option, config or input value; nothing was done
+3      MISSING      something needed is not installed or not set up: the Pulumi
+                    CLI, a pip extra, cloud credentials, or (payload
+                    ``--expect-gpu``) a GPU; a ``failed`` result is written then
+4      REMOTE       a cloud API or bucket failed or could not be reached
+                    (payload: completed, but some files are only in the local
+                    spool; run ``python -m payload flush``)
+5      INVALID      data was refused: a price snapshot that would not load
+10     DECLINED     a launch or a deletion was not confirmed (answer ``y``, or
+                    pass ``--yes`` where no one can answer)
 75     INTERRUPTED  spot/preemption notice (or SIGTERM, or the deadline): a
                     checkpoint and an ``interrupted`` result were written; run
                     the same command again to resume (75 = EX_TEMPFAIL)
+130    CANCELLED    Ctrl-C
 =====  ===========  ==========================================================
 
-With several outcomes in one suite the most urgent wins, in the order
+Within one payload suite the most urgent outcome wins, in the order
 INTERRUPTED, NO_GPU, FAILED, SPOOLED, OK.
 """
 
 OK = 0
 FAILED = 1
 USAGE = 2
-NO_GPU = 3
-SPOOLED = 4
+MISSING = 3
+REMOTE = 4
+INVALID = 5
+DECLINED = 10
 INTERRUPTED = 75
+CANCELLED = 130
+NO_GPU = MISSING  # the payload's name for it
+SPOOLED = REMOTE  # the payload's name for it
+
+TABLE = {
+    OK: "done",
+    FAILED: "ran, but something failed (see the output)",
+    USAGE: "bad argument, option, config or input; nothing was done",
+    MISSING: "a tool, pip extra, credential or GPU it needs is missing",
+    REMOTE: "a cloud API or bucket failed or is unreachable (payload: results spooled locally)",
+    INVALID: "data refused (a price snapshot that would not load)",
+    DECLINED: "not confirmed: answer y, or pass --yes",
+    INTERRUPTED: "interrupted by the cloud or the deadline; run again to resume",
+    CANCELLED: "cancelled with Ctrl-C",
+}
 
 _PRECEDENCE = (INTERRUPTED, NO_GPU, FAILED, USAGE, SPOOLED, OK)
 

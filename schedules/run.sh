@@ -19,8 +19,8 @@ fi
 status=0
 for provider in ${GPUBENCH_SWEEP_PROVIDERS:-aws}; do
   # shellcheck disable=SC2086  # word splitting of the extra arguments is intended
-  "$PYTHON" -m analysis sweep --provider "$provider" ${GPUBENCH_SWEEP_ARGS:-} || status=1
+  "$PYTHON" -m analysis sweep --yes --provider "$provider" ${GPUBENCH_SWEEP_ARGS:-} || status=1
 done
 # shellcheck disable=SC2086
-"$PYTHON" -m analysis teardown --expired ${GPUBENCH_TEARDOWN_ARGS:-} || status=1
+"$PYTHON" -m analysis teardown --yes --expired ${GPUBENCH_TEARDOWN_ARGS:-} || status=1
 exit "$status"

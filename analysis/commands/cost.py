@@ -21,9 +21,15 @@ def register(sub) -> None:
     p = sub.add_parser(
         "cost", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("offering", metavar="OFFERING", help="offering id, e.g. aws/p3.8xlarge (see `offerings`)")
+    p.add_argument(
+        "offering",
+        metavar="OFFERING|STACK",
+        help="offering id, e.g. aws/p3.8xlarge (see `offers`), or a stack name, e.g. aws-g4dn-1x-spot (its offering and market)",
+    )
     p.add_argument("--hours", type=float, required=True, help="hours of use (positive)")
-    p.add_argument("--market", choices=("on-demand", "spot"), default="on-demand", help="default: on-demand")
+    p.add_argument(
+        "--market", choices=("on-demand", "spot"), default=None, help="default: the stack's market, else on-demand"
+    )
     p.add_argument(
         "--as-of",
         type=parse_date,
@@ -56,10 +62,13 @@ def run(args) -> int:
     except CostError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from infra.stacks import offering_of
+
+    offering, stack_market = offering_of(args.offering)
     result = cost_of(
-        args.offering,
+        offering,
         hours * 3600.0,
-        market=args.market,
+        market=args.market or stack_market or "on-demand",
         as_of=args.as_of,
         days_per_month=args.days_per_month,
         hourly_usd=args.hourly_usd,

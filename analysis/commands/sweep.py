@@ -39,6 +39,7 @@ def register(sub) -> None:
         help="GCP project (default: GOOGLE_CLOUD_PROJECT, CLOUDSDK_CORE_PROJECT or the credentials' project)",
     )
     p.add_argument("--dry-run", action="store_true", help="report what would be deleted, delete nothing")
+    p.add_argument("-y", "--yes", action="store_true", help="delete without asking (scripts, schedules)")
     p.add_argument(
         "--now", metavar="ISO", help="treat this UTC time as now, e.g. 2024-05-01T12:00:00Z (default: the current time)"
     )
@@ -76,7 +77,21 @@ def run(args, **sweep_kw) -> int:
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
+    from infra.conventions import confirm
+
     try:
+        if not (args.dry_run or args.yes):  # list what would go, then ask
+            planned = [
+                a for a in sweeper(args.provider)(args.region, now, dry_run=True, **kw) if a.action.startswith("would-")
+            ]
+            if not planned:
+                print("nothing expired to delete", file=sys.stderr)
+                return 0
+            confirm(
+                [f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})" for a in planned],
+                f"Delete these {len(planned)} resource(s)?",
+                args.yes,
+            )
         actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

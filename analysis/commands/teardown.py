@@ -47,6 +47,7 @@ def register(sub) -> None:
         help="results bucket URL to read runs from (repeatable; default: the stack's resultsUrl output or gpubench:results)",
     )
     p.add_argument("--dry-run", action="store_true", help="say what would be destroyed, destroy nothing")
+    p.add_argument("-y", "--yes", action="store_true", help="destroy without asking (scripts, schedules)")
     p.add_argument("--now", metavar="ISO", help="treat this UTC time as now for --expired (testing, replays)")
     p.add_argument(
         "--project-dir",
@@ -77,24 +78,39 @@ def run(args, workspace_factory=None) -> int:
 
     from analysis.output import emit_json
     from analysis.teardown import teardown
+    from infra.conventions import confirm
     from infra.tags import BadDeadline, parse_now
     from infra.workspace import ProjectNotFound, PulumiMissing
+    from payload import exitcodes
 
-    try:
-        now = parse_now(args.now)
-        outcomes = teardown(
+    def run_teardown(dry_run: bool):
+        return teardown(
             args.stacks or None,
             completed=args.completed,
             expired=args.expired,
-            dry_run=args.dry_run,
+            dry_run=dry_run,
             results_urls=args.results,
             now=now,
             work_dir=Path(args.project_dir).resolve() if args.project_dir else None,
             workspace_factory=workspace_factory,
         )
+
+    try:
+        now = parse_now(args.now)
+        if not (args.dry_run or args.yes):  # show what would go, then ask
+            planned = [o for o in run_teardown(True) if o.action == "would-destroy"]
+            if not planned:
+                print("nothing to destroy", file=sys.stderr)
+                return exitcodes.OK
+            confirm(
+                [f"  {o.stack}: {o.reason}" for o in planned],
+                f"Destroy these {len(planned)} stack(s)? (results in the buckets stay)",
+                args.yes,
+            )
+        outcomes = run_teardown(args.dry_run)
     except (PulumiMissing, ProjectNotFound, BadDeadline, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.MISSING if isinstance(exc, PulumiMissing) else exitcodes.USAGE
     if args.json:
         emit_json(
             {"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes], "ok": all(o.ok for o in outcomes)}

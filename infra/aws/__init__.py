@@ -136,3 +136,31 @@ def _session_client(service: str):
 
 # Price API clients by name, for `analysis.prices.refresh.Clients`.
 CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
+
+
+def credentials_status() -> dict:
+    """{"ok", "detail"}: whether boto3 finds credentials (env, profile, SSO). No API call, and no
+    instance-metadata probe: off an EC2 instance that would send a request to 169.254.169.254."""
+    import os
+
+    try:
+        import boto3
+    except ImportError:
+        return {"ok": False, "detail": "boto3 not installed: pip install 'gpubench[payload]'"}
+    saved = os.environ.get("AWS_EC2_METADATA_DISABLED")
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    try:
+        session = boto3.session.Session()
+        creds = session.get_credentials()
+    finally:
+        if saved is None:
+            os.environ.pop("AWS_EC2_METADATA_DISABLED", None)
+        else:
+            os.environ["AWS_EC2_METADATA_DISABLED"] = saved
+    if creds is None:
+        return {
+            "ok": False,
+            "detail": "none found: `aws configure`, AWS_PROFILE or AWS_ACCESS_KEY_ID/"
+            "AWS_SECRET_ACCESS_KEY (an instance role is not probed)",
+        }
+    return {"ok": True, "detail": f"found ({creds.method}), region {session.region_name or 'unset'}"}

@@ -128,3 +128,24 @@ def _default_session():
 
 # Price API clients by name, for `analysis.prices.refresh.Clients`.
 CLIENTS = {"gcp_session": _default_session}
+
+
+def credentials_status() -> dict:
+    """{"ok", "detail"}: a credentials file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's
+    application-default login. Files only: google.auth.default() would probe the GCE metadata
+    server (a request to 169.254.169.254) when neither exists."""
+    import os
+    from pathlib import Path
+
+    named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        ok = Path(named).is_file()
+        return {"ok": ok, "detail": f"GOOGLE_APPLICATION_CREDENTIALS={named}" + ("" if ok else " does not exist")}
+    config = Path(os.environ.get("CLOUDSDK_CONFIG") or Path.home() / ".config" / "gcloud")
+    adc = config / "application_default_credentials.json"
+    if adc.is_file():
+        return {"ok": True, "detail": f"application default credentials ({adc})"}
+    return {
+        "ok": False,
+        "detail": "none found: `gcloud auth application-default login` (a VM's service account is not probed)",
+    }

@@ -21,8 +21,8 @@ from analysis.cli import build_parser
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = ROOT / "schedules"
 EVERY_30_MIN = "*/30 * * * *"
-SWEEP = "python -m analysis sweep --provider aws"
-TEARDOWN = "python -m analysis teardown --expired"
+SWEEP = "python -m analysis sweep --yes --provider aws"
+TEARDOWN = "python -m analysis teardown --yes --expired"
 
 
 def require_tool(name: str) -> str:
@@ -113,7 +113,7 @@ def run_job(fake_python, **env):
 def test_run_sh_runs_sweep_then_teardown(fake_python):
     code, calls = run_job(fake_python)
     assert code == 0
-    assert calls == ["-m analysis sweep --provider aws", "-m analysis teardown --expired"]
+    assert calls == ["-m analysis sweep --yes --provider aws", "-m analysis teardown --yes --expired"]
 
 
 def test_run_sh_keeps_going_and_fails_when_one_step_fails(fake_python):
@@ -122,9 +122,9 @@ def test_run_sh_keeps_going_and_fails_when_one_step_fails(fake_python):
     )
     assert code == 1
     assert calls == [
-        "-m analysis sweep --provider aws",
-        "-m analysis sweep --provider gcp",
-        "-m analysis teardown --expired --completed --json",
+        "-m analysis sweep --yes --provider aws",
+        "-m analysis sweep --yes --provider gcp",
+        "-m analysis teardown --yes --expired --completed --json",
     ]
     code, _ = run_job(fake_python, FAIL_ON="teardown")
     assert code == 1

@@ -85,7 +85,7 @@ def tags(expires, stack):
 
 
 def sweep_cli(capsys, region, *extra):
-    code = main(["sweep", "--provider", "aws", "--region", region, "--now", NOW.isoformat(), "--json", *extra])
+    code = main(["sweep", "--provider", "aws", "--region", region, "--now", NOW.isoformat(), "--json", "--yes", *extra])
     return code, json.loads(capsys.readouterr().out)
 
 

@@ -136,7 +136,7 @@ def populate(fake):
 
 
 def sweep_cli(capsys, *extra):
-    code = main(["sweep", "--provider", "gcp", "--now", NOW.isoformat(), "--json", *extra])
+    code = main(["sweep", "--provider", "gcp", "--now", NOW.isoformat(), "--json", "--yes", *extra])
     return code, json.loads(capsys.readouterr().out)
 
 

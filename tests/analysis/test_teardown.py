@@ -245,7 +245,7 @@ def test_nothing_selected_is_a_usage_error(project):
 def test_cli_json_and_exit_code(project, monkeypatch, capsys):
     ws = FakeWorkspace().add("aws-ok").add("aws-bad", fail="boom")
     monkeypatch.setattr(pulumi_ws, "local_workspace", ws.factory)
-    code = main(["teardown", "aws-ok", "aws-bad", "aws-results", "--project-dir", str(project), "--json"])
+    code = main(["teardown", "aws-ok", "aws-bad", "aws-results", "--project-dir", str(project), "--json", "--yes"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 1 and doc["ok"] is False and doc["dry_run"] is False
     assert [(o["stack"], o["action"]) for o in doc["outcomes"]] == [
@@ -266,7 +266,7 @@ def test_cli_table_output(project, monkeypatch, capsys):
 
 def test_missing_cli_says_how_to_install(project, monkeypatch, capsys):
     monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: None)
-    code = main(["teardown", "--expired", "--project-dir", str(project)])
+    code = main(["teardown", "--expired", "--project-dir", str(project), "--yes"])
     err = capsys.readouterr().err
     assert code == 2
     assert "Pulumi CLI is not installed" in err and "curl -fsSL https://get.pulumi.com | sh" in err

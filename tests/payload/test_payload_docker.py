@@ -21,8 +21,11 @@ def instructions(path: Path) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("name, tag", [("Dockerfile", r"2\.1[5-9]\.\d+-gpu"), ("Dockerfile.legacy", r"2\.11\.0-gpu")])
-def test_dockerfile_structure(name, tag):
+@pytest.mark.parametrize(
+    "name, tag, extra",
+    [("Dockerfile", r"2\.1[5-9]\.\d+-gpu", "payload"), ("Dockerfile.legacy", r"2\.11\.0-gpu", "payload-legacy")],
+)
+def test_dockerfile_structure(name, tag, extra):
     ins = instructions(PAYLOAD / name)
     ops = [op for op, _ in ins]
     froms = [arg for op, arg in ins if op == "FROM"]
@@ -34,9 +37,15 @@ def test_dockerfile_structure(name, tag):
     assert "GPUBENCH_IMAGE=${GPUBENCH_IMAGE}" in env and "GPUBENCH_SPOOL=" in env
     assert any(op == "ARG" and arg.startswith("GPUBENCH_IMAGE=") for op, arg in ins)
     pip = " ".join(arg for op, arg in ins if op == "RUN" and "pip install" in arg)
+    assert f'"/opt/gpubench-src[{extra}]"' in pip  # the extra's pins live in pyproject.toml only
     for dep in ("boto3", "google-cloud-storage", "jsonschema", "nvidia-ml-py"):
-        assert dep in pip
-    assert ("COPY", "payload/ /opt/gpubench/payload/") in ins
+        assert dep not in pip
+    import tomllib
+
+    extras = tomllib.loads((PAYLOAD.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for dep in ("boto3", "google-cloud-storage", "jsonschema", "nvidia-ml-py"):
+        assert any(d.startswith(dep) for d in extras[extra]), dep
+    assert ("COPY", "payload/ /opt/gpubench-src/payload/") in ins
 
 
 def test_legacy_image_notes_why_it_exists():

@@ -1,0 +1,24 @@
+"""`preview`: render a stack under Pulumi's mocks, offline: every resource, its tags and user-data."""
+
+from __future__ import annotations
+
+from infra.conventions import add_stack_arguments, stacks_of
+
+
+def register(sub) -> None:
+    p = sub.add_parser("preview", help="render a stack's resources offline (needs the infra extra, no CLI)")
+    add_stack_arguments(p, required=False)
+    p.add_argument("--all", action="store_true", help="every stack in stacks/")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from infra.cli import cmd_preview
+    from payload.extras import require
+
+    require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")
+    names = stacks_of(args)
+    args.stack = names[0] if names else None
+    return cmd_preview(args)

@@ -1,0 +1,76 @@
+"""`up`, `destroy`, `refresh`: the Pulumi CLI on a benchmark stack, with gpubench's plan and confirmation.
+
+`up` shows what it will launch and the most it can cost (see `plan`), asks,
+then runs `pulumi up --stack STACK --yes`. `destroy` names what it will delete
+and asks. Both need the Pulumi CLI; without it they say how to install it
+before asking anything (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+
+from infra.conventions import add_stack_arguments, add_yes_argument, confirm, stacks_of
+from payload import exitcodes
+from payload.money import usd_amount
+
+INSTALL_HINT = (
+    "the Pulumi CLI is not installed (needed for `gpubench {cmd}`). Install it: "
+    "`curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`), then `pulumi login`. "
+    "Offline, without it: `gpubench plan STACK` and `gpubench preview STACK`."
+)
+
+
+def register(sub) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    for name, help_text in (
+        ("up", "launch a stack: show its plan and cost bound, confirm, then `pulumi up`"),
+        ("destroy", "delete a stack's resources (never the results): confirm, then `pulumi destroy`"),
+        ("refresh", "sync a stack's Pulumi state with the cloud (`pulumi refresh`)"),
+    ):
+        p = sub.add_parser(name, help=help_text, description=__doc__, formatter_class=fmt)
+        add_stack_arguments(p)
+        if name != "refresh":
+            add_yes_argument(p)
+        p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: arguments passed to pulumi as they are")
+        p.set_defaults(func=run, pulumi_command=name)
+
+
+def _pulumi() -> str | None:
+    return shutil.which("pulumi")
+
+
+def run(args) -> int:
+    (stack,) = stacks_of(args)
+    exe = _pulumi()
+    if exe is None:
+        print("error: " + INSTALL_HINT.format(cmd=args.pulumi_command), file=sys.stderr)
+        return exitcodes.MISSING
+    extra = [a for a in args.extra if a != "--"]
+    if args.pulumi_command == "up":
+        from analysis.commands.plan import plan_stack
+        from infra.catalog import load_catalog
+
+        plan = plan_stack(stack, load_catalog())
+        bound = "unknown (no catalog price)" if plan["bound_usd"] is None else "$" + usd_amount(plan["bound_usd"])
+        lines = [
+            f"{stack}: {plan['what']}",
+            f"  offering {plan['offering'] or '-'} ({plan['market'] or '-'}), "
+            f"deadline {plan['max_hours'] or '-'} h, costs at most {bound}",
+        ]
+        lines += [f"  warning: {w}" for w in plan["warnings"]]
+        confirm(lines, f"Launch {stack}?", args.yes)
+    elif args.pulumi_command == "destroy":
+        confirm(
+            [f"{stack}: every resource of the stack is deleted; results in the bucket stay"],
+            f"Destroy {stack}?",
+            args.yes,
+        )
+    argv = [exe, args.pulumi_command, "--stack", stack]
+    if args.pulumi_command != "refresh":
+        argv.append("--yes")  # confirmed above
+    code = subprocess.run([*argv, *extra], check=False).returncode
+    return exitcodes.OK if code == 0 else exitcodes.FAILED

@@ -1,0 +1,64 @@
+"""Which pip extra brings which library: a command that needs a missing one says what to install.
+
+The base install (catalog, offers, cost, plan) needs only PyYAML; the extras
+bring the rest (see pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+# top-level module -> the gpubench extra that installs it
+PROVIDED_BY = {
+    "pulumi": "infra",
+    "pulumi_aws": "infra",
+    "pulumi_gcp": "infra",
+    "pulumiverse_time": "infra",
+    "fabric": "infra",
+    "pandas": "analysis",
+    "pyarrow": "analysis",
+    "matplotlib": "analysis",
+    "fastjsonschema": "analysis",
+    "google.auth": "analysis",
+    "google": "payload",
+    "boto3": "payload",
+    "google.cloud.storage": "payload",
+    "jsonschema": "payload",
+    "tensorflow": "tf",
+}
+
+
+def extra_of(module: str) -> str | None:
+    """The extra that installs `module` (or its top-level package), None when no extra does."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in PROVIDED_BY:
+            return PROVIDED_BY[".".join(parts[:i])]
+    return None
+
+
+class MissingExtra(ImportError):
+    """A library of an extra that is not installed; the message says how to install it."""
+
+    def __init__(self, module: str, needed_for: str):
+        self.module = module
+        self.extra = extra_of(module) or "dev"
+        super().__init__(
+            f"{needed_for} needs {module}, which the base install leaves out. Install it with "
+            f"`pip install 'gpubench[{self.extra}]'` (or `make setup` for everything)"
+        )
+
+
+def installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require(*modules: str, needed_for: str) -> None:
+    """Raise MissingExtra naming the extra for the first module that is not installed."""
+    for module in modules:
+        if not installed(module):
+            raise MissingExtra(module, needed_for)
