@@ -1,6 +1,6 @@
 """Who and where we are: instance id, zone, region, type; and the run id.
 
-The run id is derived at boot (DESIGN.md) so the Pulumi program stays
+The run id is derived at boot so the Pulumi program stays
 deterministic: ``<UTC boot time>-<instance id>-<benchmark>``. The instance
 id comes from the AWS or GCE metadata service when one answers, else from
 the hostname (SSH hosts, laptops, CI).

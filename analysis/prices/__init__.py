@@ -1,5 +1,5 @@
 """Live prices: refresh the catalog from the providers' price APIs and price
-spot runs at the spot price they actually paid (issue 9).
+spot runs at the spot price they actually paid.
 
 - `aws`: AWS Price List (on-demand) and EC2 spot price history.
 - `gcp`: GCP Cloud Billing Catalog (Compute Engine SKUs, on-demand and spot).

@@ -1,5 +1,5 @@
 """collect prices a new AWS spot run from EC2's spot price history of its own
-zone and window (issue 9), stores the series in the table, and costs it."""
+zone and window, stores the series in the table, and costs it."""
 
 from __future__ import annotations
 
