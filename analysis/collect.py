@@ -32,7 +32,7 @@ TABLE_STEM = "results"
 DEFAULT_WORKERS = 10
 
 RUN_FILE = re.compile(r"^runs/(?P<stack>[^/]+)/(?P<run>[^/]+)/(?P<rest>.+)$")
-# What a run directory may hold besides result.json (bucket layout, DESIGN.md).
+# What a run directory may hold besides result.json (the bucket layout, docs/CONTRACTS.md).
 KNOWN_RUN_FILES = ("events.jsonl", "epochs.csv")
 KNOWN_RUN_DIRS = ("checkpoints/",)
 

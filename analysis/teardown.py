@@ -1,4 +1,4 @@
-"""Destroy benchmark stacks through the Pulumi Automation API (teardown layer 3 of DESIGN.md).
+"""Destroy benchmark stacks through the Pulumi Automation API (teardown layer 3, docs/architecture.md).
 
 Picks stacks by name, by `completed` (every benchmark has a final result in
 the results bucket) and/or `expired` (the stack's deadline passed), destroys

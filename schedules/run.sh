@@ -1,5 +1,5 @@
 #!/bin/sh
-# gpubench scheduled teardown job (layers 3 and 4 of DESIGN.md "Teardown, in layers"):
+# gpubench scheduled teardown job (teardown layers 3 and 4, docs/architecture.md):
 # sweep leaked instances past their expires-at, then destroy expired stacks.
 # Both steps always run; the exit status is non-zero when either failed.
 #
