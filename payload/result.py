@@ -13,12 +13,85 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import Any, Literal, TypedDict
 
 from payload.schema import validate_result
 
-__all__ = ["EPOCH_COLUMNS", "RunWriter", "empty_metrics", "epochs_csv", "new_result", "run_prefix"]
+__all__ = [
+    "EPOCH_COLUMNS",
+    "Metrics",
+    "OfferingFacts",
+    "PriceRow",
+    "Result",
+    "RunWriter",
+    "Status",
+    "empty_metrics",
+    "epochs_csv",
+    "new_result",
+    "run_prefix",
+]
 
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
+
+Status = Literal["completed", "failed", "interrupted"]
+
+
+class OfferingFacts(TypedDict, total=False):
+    """`result["offering"]`: what ran, where, in which market (payload/schema/result.schema.json)."""
+
+    id: str | None
+    provider: str | None
+    kind: str | None
+    region: str | None
+    zone: str | None
+    instance_type: str | None
+    instance_id: str | None
+    market: str
+
+
+class PriceRow(TypedDict):
+    """`result["price"]`: the price the launcher gave, with its source and date."""
+
+    hourly_usd: float | None
+    spot_hourly_usd: float | None
+    source: str | None
+    as_of: str | None
+    origin: Literal["env", "catalog"] | None
+
+
+class Metrics(TypedDict, total=False):
+    train_seconds: float | None
+    samples_per_second: float | None
+    samples_per_second_spread: float | None
+    final_accuracy: float | None
+    gpu_utilization_mean: float | None
+    gpu_memory_peak_gb: float | None
+    epochs_completed: int | None
+    steps_completed: int | None
+    samples_trained: int | None
+
+
+class Result(TypedDict, total=False):
+    """One run's `result.json`: everything needed to price and reproduce it (the schema has the final word)."""
+
+    schema_version: int
+    run_id: str
+    stack: str
+    status: Status
+    exit_code: int | None
+    started_at: str
+    finished_at: str
+    offering: OfferingFacts
+    price: PriceRow
+    hardware: dict[str, Any]
+    software: dict[str, Any]
+    benchmark: dict[str, Any]
+    metrics: Metrics
+    attempts: list[dict[str, Any]]
+    timeline: list[dict[str, Any]]
+    error: str | None
+    warnings: list[str]
+    artifacts: dict[str, Any]
 
 
 def run_prefix(stack: str, run_id: str) -> str:
@@ -70,7 +143,7 @@ class RunWriter:
         return self.write_result(result) and ok
 
 
-def empty_metrics() -> dict:
+def empty_metrics() -> Metrics:
     """Every metric present and null: 'not measured' is explicit."""
     return {
         "train_seconds": None,
@@ -93,11 +166,11 @@ def new_result(
     *,
     run_id: str,
     stack: str,
-    status: str,
+    status: Status,
     started_at: str,
     finished_at: str,
-    offering: dict,
-    price: dict,
+    offering: OfferingFacts,
+    price: PriceRow,
     hardware: dict,
     software: dict,
     benchmark: dict,
@@ -108,7 +181,7 @@ def new_result(
     warnings: list[str] | None = None,
     artifacts: dict | None = None,
     exit_code: int | None = None,
-) -> dict:
+) -> Result:
     """Assemble a result dict in schema order (keyword-only so nothing is swapped)."""
     from payload.schema import SCHEMA_VERSION
 
