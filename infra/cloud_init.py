@@ -68,6 +68,21 @@ fi
 shutdown -h "+$minutes" "gpubench deadline $deadline"
 """
 
+# A recurring launch's deadline is relative to its own boot (`boot+<minutes>m`):
+# it becomes an absolute time before anything reads GPUBENCH_DEADLINE.
+BOOT_DEADLINE_SH = f"""#!/bin/bash
+# GPUBENCH_DEADLINE=boot+<minutes>m -> RFC 3339 UTC, <minutes> after the kernel booted.
+set -euo pipefail
+value="$(sed -n 's/^GPUBENCH_DEADLINE=//p' {ENV_FILE})"
+case "$value" in
+  boot+*m) minutes="${{value#boot+}}"; minutes="${{minutes%m}}" ;;
+  *) exit 0 ;;
+esac
+btime="$(awk '/^btime/ {{print $2}}' /proc/stat)"
+deadline="$(date -u -d "@$(( btime + minutes * 60 ))" +%Y-%m-%dT%H:%M:%SZ)"
+sed -i "s/^GPUBENCH_DEADLINE=.*/GPUBENCH_DEADLINE=$deadline/" {ENV_FILE}
+"""
+
 RUN_SH = f"""#!/bin/bash
 # Run the payload container once with every GPU; the unit's ExecStopPost handles the end.
 set -euo pipefail
@@ -108,6 +123,7 @@ SCRIPTS: dict[str, str] = {
     "event.sh": EVENT_SH,
     "launch.sh": LAUNCH_SH,
     "deadline.sh": DEADLINE_SH,
+    "boot-deadline.sh": BOOT_DEADLINE_SH,
     "run.sh": RUN_SH,
     "finish.sh": FINISH_SH,
     "poweroff.sh": POWEROFF_SH,
@@ -176,6 +192,11 @@ def _str_presenter(dumper: yaml.SafeDumper, data: str):
 _Dumper.add_representer(str, _str_presenter)
 
 
+def boot_deadline(max_hours: float) -> str:
+    """GPUBENCH_DEADLINE for a launch whose creation time is not known in advance."""
+    return f"boot+{round(max_hours * 60)}m"
+
+
 def render_user_data(launch: PayloadLaunch) -> str:
     """The #cloud-config text; deterministic for equal inputs (stable `pulumi preview`)."""
     if any(c.isspace() for c in launch.image) or not launch.image:
@@ -197,6 +218,7 @@ def render_user_data(launch: PayloadLaunch) -> str:
         "write_files": files,
         "runcmd": [
             [f"{LIB_DIR}/launch.sh"],
+            [f"{LIB_DIR}/boot-deadline.sh"],
             [f"{LIB_DIR}/deadline.sh"],
             [f"{LIB_DIR}/event.sh", "boot_done"],
             ["systemctl", "daemon-reload"],

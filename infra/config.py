@@ -5,8 +5,10 @@ or what the Pulumi engine hands the program), so the same code serves `pulumi up
 `python -m infra preview` and the tests. Values may be native YAML types or the
 strings Pulumi passes at run time; both parse the same way.
 
-Two kinds of stack share the namespace: benchmark stacks (`gpubench:offering` set)
-and results stacks (`gpubench:stackType: results`, one per cloud).
+Three kinds of stack share the namespace: benchmark stacks (`gpubench:offering` set),
+recurring stacks (`gpubench:stackType: recurring` plus `gpubench:every`: the same
+benchmark keys, launched by the cloud's own scheduler on that schedule) and results
+stacks (`gpubench:stackType: results`, one per cloud).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from infra import clouds
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
 PRECISIONS = ("fp32", "mixed")  # payload/config.py --precision
-STACK_TYPES = ("benchmark", "results")
+STACK_TYPES = ("benchmark", "recurring", "results")
+RECURRING_PREFIX = "recurring-"  # recurring-<benchmark stack>: the stack it repeats
 PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
 DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
@@ -190,6 +193,15 @@ def _days(key: str, raw: Any) -> int:
     return _positive_int(key, raw)
 
 
+def _every(key: str, raw: Any) -> str:
+    from infra.schedule_expr import ScheduleError, parse_schedule
+
+    try:
+        return parse_schedule(_str(key, raw)).text
+    except ScheduleError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
 # --- key tables: key -> (parser, default). `None` default means optional, absent.
 
 BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
@@ -214,6 +226,8 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "expectGpu": (_bool, True),
     "image": (_str, None),
 }
+# A recurring stack: the benchmark keys plus its schedule (UTC).
+RECURRING_KEYS = {**BENCHMARK_KEYS, "stackType": (_choice(STACK_TYPES), "recurring"), "every": (_every, None)}
 
 RESULTS_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "stackType": (_choice(STACK_TYPES), "results"),
@@ -250,6 +264,7 @@ class BenchmarkConfig:
     params: str | None = None
     provider_config: Mapping[str, str] = field(default_factory=dict)
     stack_type: str = "benchmark"
+    every: str | None = None  # recurring stacks: the schedule expression
 
     def results_ref(self, provider: str) -> str:
         """The results location: the configured one, else the provider's results stack."""
@@ -316,8 +331,13 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
         if "provider" not in values:
             raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
         return ResultsConfig(stack=stack, provider_config=provider, **values)
-    _reject_unknown(ours, BENCHMARK_KEYS, "benchmark")
-    values = _parse_table(ours, BENCHMARK_KEYS)
+    table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
+    _reject_unknown(ours, table, stack_type)
+    values = _parse_table(ours, table)
+    if stack_type == "recurring" and "every" not in values:
+        raise ConfigError(
+            "every", "required for a recurring stack: its schedule (UTC), e.g. 'rate(7 days)' or 'cron(0 3 ? * MON *)'"
+        )
     if "offering" not in values:
         raise ConfigError(
             "offering", "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)"

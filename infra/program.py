@@ -17,7 +17,7 @@ from infra.launch import resolve
 
 
 def component_for(provider: str, kind: str) -> Callable[..., pulumi.ComponentResource]:
-    """The cloud's component for a stack kind ("benchmark" | "results"); add a cloud under infra/<cloud>/."""
+    """The cloud's component for a stack kind ("benchmark" | "recurring" | "results"); add a cloud under infra/<cloud>/."""
     builders = clouds.get(provider).components()
     if kind not in builders:
         raise ValueError(f"{provider} has no component for {kind} stacks; it has: {', '.join(sorted(builders))}")
@@ -29,7 +29,7 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
     cfg = parse_config(raw_config, stack)
     if isinstance(cfg, BenchmarkConfig):
         launch = resolve(cfg, catalog)
-        key, subject = (launch.provider, "benchmark"), launch
+        key, subject = (launch.provider, cfg.stack_type), launch
         for warning in launch.warnings:
             pulumi.log.warn(warning)
     else:

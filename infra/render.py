@@ -94,7 +94,13 @@ class _Mocks(pmocks.Mocks):
                 "arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}",
                 "name": f"{name}-{rid[:7]}",
             },
-            "aws:iam/instanceProfile:InstanceProfile": lambda: {"name": f"{name}-{rid[:7]}"},
+            "aws:iam/instanceProfile:InstanceProfile": lambda: {
+                "name": f"{name}-{rid[:7]}",
+                "arn": f"arn:aws:iam::{account}:instance-profile/{name}-{rid[:7]}",
+            },
+            "aws:ec2/launchTemplate:LaunchTemplate": lambda: {
+                "arn": f"arn:aws:ec2:{region}:{account}:launch-template/lt-{rid}",
+            },
             "aws:s3/bucket:Bucket": lambda: {"bucket": inputs.get("bucket") or f"{name}-{rid[:7]}"},
             "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
             "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},

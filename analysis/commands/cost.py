@@ -5,13 +5,21 @@ from __future__ import annotations
 
 from analysis.output import emit_json, fmt_usd, parse_date
 
-HELP = "price a duration on one offering under its billing rule"
+HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
 EPILOG = """\
 examples:
   python -m analysis cost aws/p3.8xlarge --hours 2
   python -m analysis cost gcp/n1-standard-8+1xv100 --hours 1.5 --market spot
   python -m analysis cost aws/p2.xlarge --hours 3.62 --as-of 2018-02-08
   python -m analysis cost onprem/parkopedia-4x1080ti --hours 24 --days-per-month 10
+
+a recurring run, billed by the month (--every instead of --hours):
+  python -m analysis cost aws/g4dn.xlarge --every "cron(0 3 ? * MON *)" --minutes-up 30 --disk-gb 100
+  # seed 001 at its own 2018 prices: $0.76/month
+  python -m analysis cost gcp/n1-standard-1 --market spot --as-of 2018-11-19 --every "0 */4 * * *" \
+      --minutes-up 2 --disk-gb 10 --disk-always --scheduler-jobs 2 \
+      --function-calls-per-run 2 --function-seconds 60
+  # the same under the 10-minute minimum of before 2017-09-26: add --billing-as-of 2017-09-01
 """
 
 
@@ -26,7 +34,13 @@ def register(sub) -> None:
         metavar="OFFERING|STACK",
         help="offering id, e.g. aws/p3.8xlarge (see `offers`), or a stack name, e.g. aws-g4dn-1x-spot (its offering and market)",
     )
-    p.add_argument("--hours", type=float, required=True, help="hours of use (positive)")
+    when = p.add_mutually_exclusive_group(required=True)
+    when.add_argument("--hours", type=float, help="hours of use (positive)")
+    when.add_argument(
+        "--every",
+        metavar="EXPR",
+        help="bill a recurring run by the month: 'rate(4 hours)', 'cron(0 3 ? * MON *)' or '0 */4 * * *' (UTC)",
+    )
     p.add_argument(
         "--market", choices=("on-demand", "spot"), default=None, help="default: the stack's market, else on-demand"
     )
@@ -48,8 +62,90 @@ def register(sub) -> None:
         metavar="USD",
         help="use this hourly price instead of the catalog's (e.g. the spot price you paid)",
     )
+    r = p.add_argument_group("recurring runs (with --every)")
+    r.add_argument("--minutes-up", type=float, metavar="MIN", help="minutes each run's instance is up (required)")
+    r.add_argument(
+        "--billing-as-of",
+        type=parse_date,
+        metavar="YYYY-MM-DD",
+        help="bill each run under the rule in force on this date (default: --as-of, else today)",
+    )
+    r.add_argument("--disk-gb", type=float, default=0.0, metavar="GB", help="boot/persistent disk size (default: 0)")
+    r.add_argument(
+        "--disk-always",
+        action="store_true",
+        help="the disk exists all month (a stopped VM's disk) instead of only while each run is up",
+    )
+    r.add_argument("--scheduler-jobs", type=int, default=1, metavar="N", help="scheduler jobs (default: 1)")
+    r.add_argument(
+        "--function-calls-per-run", type=int, default=0, metavar="N", help="function calls per run (default: 0)"
+    )
+    r.add_argument("--function-every", metavar="EXPR", help="a function on its own schedule, e.g. the sweeper")
+    r.add_argument("--function-seconds", type=float, default=1.0, metavar="S", help="seconds per call (default: 1)")
+    r.add_argument("--function-memory-gb", type=float, default=0.25, metavar="GB", help="default: 0.25")
+    r.add_argument("--function-vcpus", type=float, default=0.0, metavar="N", help="billed vCPUs (default: 0)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
+
+
+def run_recurring(args) -> int:
+    import sys
+
+    from analysis.cost import CostError
+    from analysis.output import usd_amount
+    from analysis.recurring import monthly_bill
+
+    if args.minutes_up is None:
+        print("error: --every needs --minutes-up MIN (how long each run's instance is up)", file=sys.stderr)
+        return 2
+    from infra.stacks import offering_of
+
+    offering, stack_market = offering_of(args.offering)
+    try:
+        bill = monthly_bill(
+            offering,
+            args.every,
+            args.minutes_up,
+            market=args.market or stack_market or "on-demand",
+            as_of=args.as_of,
+            billing_as_of=args.billing_as_of,
+            hourly_usd=args.hourly_usd,
+            disk_gb=args.disk_gb,
+            disk_always=args.disk_always,
+            scheduler_jobs=args.scheduler_jobs,
+            function_calls_per_run=args.function_calls_per_run,
+            function_every=args.function_every,
+            function_seconds=args.function_seconds,
+            function_memory_gb=args.function_memory_gb,
+            function_vcpus=args.function_vcpus,
+        )
+    except CostError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        emit_json(bill.to_dict())
+        return 0
+    print(f"{bill.offering}  {bill.market}  every {bill.schedule!r}, {bill.minutes_up:g} min up each run")
+    print(f"  runs:     {bill.runs_per_month:g} per month (month of {bill.hours_per_month:g} h)")
+    print(f"  billing:  {bill.billing} (rule in force on {bill.billing_as_of})")
+    print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
+    if bill.prices_note:
+        print(f"            note: {bill.prices_note}")
+    rows = [(line.item, line.quantity, line.unit_price, "$" + usd_amount(line.usd)) for line in bill.lines]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3].rjust(10))
+    print(f"  total:    ${usd_amount(bill.total_usd)}/month at list prices")
+    if bill.total_after_free_tier_usd != bill.total_usd:
+        print(f"            ${usd_amount(bill.total_after_free_tier_usd)}/month if the account's free tiers are unused")
+    if bill.minimum_overhead_usd:
+        print(
+            f"  minimum:  the billing minimum adds ${usd_amount(bill.minimum_overhead_usd)}/month "
+            f"({bill.minimum_overhead_percent:.1f}% more than without it)"
+        )
+    for line in bill.lines:
+        print(f"  source ({line.item}): {line.source}")
+    return 0
 
 
 def run(args) -> int:
@@ -57,6 +153,12 @@ def run(args) -> int:
 
     from analysis.cost import CostError, _hours, cost_of
 
+    if args.every is not None:
+        return run_recurring(args)
+    recurring_only = ("minutes_up", "billing_as_of", "function_every")
+    if any(getattr(args, name) is not None for name in recurring_only):
+        print("error: --minutes-up, --billing-as-of and --function-every go with --every, not --hours", file=sys.stderr)
+        return 2
     try:
         hours = _hours(args.hours)
     except CostError as exc:

@@ -93,9 +93,9 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.aws.component import AwsBenchmark, AwsResults
+    from infra.aws.component import AwsBenchmark, AwsRecurring, AwsResults
 
-    return {"benchmark": AwsBenchmark, "results": AwsResults}
+    return {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults}
 
 
 def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:

@@ -18,6 +18,7 @@ once at creation and kept in state, so later previews show no change.
 
 from __future__ import annotations
 
+import base64
 import json
 import warnings
 
@@ -350,3 +351,243 @@ def schedule_at(rfc3339: str) -> str:
     text = rfc3339.rstrip("Z")
     text = text.split("+")[0].split(".")[0]
     return f"at({text})"
+
+
+RUN_INSTANCES_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:runInstances"
+# Resource types RunInstances touches when launching from a template (AWS's
+# example policies, "Launch templates"); each must come from that template.
+_RUN_RESOURCES = ("instance", "volume", "network-interface", "security-group", "subnet", "spot-instances-request")
+_TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface", "spot-instances-request")
+
+
+def launcher_policy(region: str, account: str, template_arn: str, instance_role_arn: str) -> str:
+    """The scheduler's role: RunInstances only from this launch template (no
+    overriding its resources), tags only as part of that launch, and pass only
+    this stack's instance role, only to EC2."""
+
+    def arns(types):
+        return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
+
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "RunOnlyFromThisTemplate",
+                    "Effect": "Allow",
+                    "Action": "ec2:RunInstances",
+                    "Resource": [template_arn, f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+                    "Condition": {
+                        "ArnEquals": {"ec2:LaunchTemplate": template_arn},
+                        "Bool": {"ec2:IsLaunchTemplateResource": "true"},
+                    },
+                },
+                {
+                    "Sid": "TagOnlyAtLaunch",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": arns(_TAGGED_AT_LAUNCH),
+                    "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+                },
+                {
+                    "Sid": "PassOnlyInstanceRole",
+                    "Effect": "Allow",
+                    "Action": "iam:PassRole",
+                    "Resource": instance_role_arn,
+                    "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+                },
+            ],
+        }
+    )
+
+
+def run_instances_input(template_id: str, tags: dict[str, str]) -> str:
+    """The RunInstances request the schedule sends: one instance from the
+    template's default version, tagged with the stack's tags plus a run id
+    (the scheduler's execution id) and the scheduled time; the scheduled time
+    is also the idempotency token, so a retried firing launches once."""
+    per_run = {
+        **tags,
+        TAG_RUN_ID: "<aws.scheduler.execution-id>",
+        TAG_SCHEDULED: "<aws.scheduler.scheduled-time>",
+    }
+    tag_list = [{"Key": k, "Value": str(v)} for k, v in sorted(per_run.items())]
+    return json.dumps(
+        {
+            "LaunchTemplate": {"LaunchTemplateId": template_id, "Version": "$Default"},
+            "MinCount": 1,
+            "MaxCount": 1,
+            "ClientToken": "gpubench-<aws.scheduler.scheduled-time>",
+            "TagSpecifications": [{"ResourceType": t, "Tags": tag_list} for t in ("instance", "volume")],
+        },
+        sort_keys=True,
+    )
+
+
+TAG_RUN_ID = "gpubench:run-id"
+TAG_SCHEDULED = "gpubench:scheduled-at"
+TAG_MAX_HOURS = "gpubench:max-hours"
+
+
+class AwsRecurring(pulumi.ComponentResource):
+    """A benchmark launched by EventBridge Scheduler on a schedule, with no
+    machine of the user's involved: a launch template carrying the benchmark
+    stack's user-data, role, tags and market, and a recurring schedule whose
+    universal target calls RunInstances on it. Each launch's deadline is its
+    own: the guest shuts down `maxHours` after boot (shutdown terminates), and
+    its `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
+
+    def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
+        from infra.schedule_expr import parse_schedule
+
+        super().__init__("gpubench:aws:Recurring", name, None, opts)
+        cfg = launch.cfg
+        child = pulumi.ResourceOptions(parent=self)
+        region = region_of(cfg, launch.offering)
+        schedule_expr = parse_schedule(cfg.every or "")
+        tags = aws_tags({**tag_values(launch), "recurring": schedule_expr.aws(), "max-hours": f"{cfg.max_hours:g}"})
+        results = locate(cfg.results_ref("aws"), self)
+        run_prefix = results.run_prefix(cfg.stack)
+
+        role = aws.iam.Role(
+            "instance-role",
+            assume_role_policy=_assume("ec2.amazonaws.com"),
+            description=f"gpubench {cfg.stack}: payload writes its results",
+            tags=tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            "results-access",
+            role=role.id,
+            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)),
+            opts=child,
+        )
+        profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
+        sg = aws.ec2.SecurityGroup(
+            "sg",
+            description=f"gpubench {cfg.stack}: no ingress",
+            ingress=[],
+            egress=[
+                {
+                    "protocol": "-1",
+                    "from_port": 0,
+                    "to_port": 0,
+                    "cidr_blocks": ["0.0.0.0/0"],
+                    "ipv6_cidr_blocks": ["::/0"],
+                    "description": "image pull, results upload",
+                }
+            ],
+            tags=tags,
+            opts=child,
+        )
+
+        def user_data(url: str) -> str:
+            # The placeholder passes the payload's option check; the guest replaces
+            # it with boot time + maxHours before anything reads it.
+            env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
+            env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
+            text = cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env))
+            return base64.b64encode(text.encode()).decode()
+
+        market = None
+        if cfg.market == "spot":
+            market = {
+                "market_type": "spot",
+                "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
+            }
+        template = aws.ec2.LaunchTemplate(
+            "launch-template",
+            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+            image_id=_ami(launch, pulumi.InvokeOptions(parent=self)),
+            instance_type=launch.offering.instance_type,
+            iam_instance_profile={"arn": profile.arn},
+            vpc_security_group_ids=[sg.id],
+            placement={"availability_zone": cfg.zone} if cfg.zone else None,
+            instance_initiated_shutdown_behavior="terminate",
+            instance_market_options=market,
+            metadata_options={
+                "http_endpoint": "enabled",
+                "http_tokens": "required",
+                "http_put_response_hop_limit": 2,
+                "instance_metadata_tags": "enabled",
+            },
+            block_device_mappings=[
+                {
+                    "device_name": "/dev/sda1",
+                    "ebs": {
+                        "encrypted": "true",
+                        "volume_type": "gp3",
+                        "volume_size": cfg.root_volume_gb,
+                        "delete_on_termination": "true",
+                    },
+                }
+            ],
+            user_data=results.url.apply(user_data),
+            tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
+
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
+        group = "default"
+        scheduler_role = aws.iam.Role(
+            "launcher-role",
+            assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
+            description=f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+            tags=tags,
+            opts=child,
+        )
+        allow = aws.iam.RolePolicy(
+            "launcher-run-instances",
+            role=scheduler_role.id,
+            policy=pulumi.Output.all(account, template.arn, role.arn).apply(
+                lambda a: launcher_policy(region, a[0], a[1], a[2])
+            ),
+            opts=child,
+        )
+        schedule = aws.scheduler.Schedule(
+            "launch-schedule",
+            description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+            group_name=group,
+            schedule_expression=schedule_expr.aws(),
+            schedule_expression_timezone="UTC",
+            flexible_time_window={"mode": "OFF"},
+            target={
+                "arn": RUN_INSTANCES_TARGET,
+                "role_arn": scheduler_role.arn,
+                "input": template.id.apply(lambda t: run_instances_input(t, tags)),
+                # A capacity error is not retried for a day into the next run: one short retry window.
+                "retry_policy": {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[allow]),
+        )
+        self.outputs = {
+            "launchTemplateId": template.id,
+            "schedule": schedule.name,
+            "every": schedule_expr.aws(),
+            "maxHours": cfg.max_hours,
+            "resultsUrl": results.url,
+            "runPrefix": run_prefix,
+        }
+        self.register_outputs(self.outputs)
+
+
+def _assume_scheduler(account: str, region: str, group: str) -> str:
+    """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "scheduler.amazonaws.com"},
+                    "Action": "sts:AssumeRole",
+                    "Condition": {
+                        "StringEquals": {"aws:SourceAccount": account},
+                        "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
+                    },
+                }
+            ],
+        }
+    )
