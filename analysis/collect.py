@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from analysis.migrations import MigrationError, migrate
 from analysis.table import ROW_VERSION, result_to_row
+from payload import layout
 
 MANIFEST_NAME = ".collect-manifest.json"
 TABLE_STEM = "results"
@@ -31,10 +31,9 @@ TABLE_STEM = "results"
 # churn connections.
 DEFAULT_WORKERS = 10
 
-RUN_FILE = re.compile(r"^runs/(?P<stack>[^/]+)/(?P<run>[^/]+)/(?P<rest>.+)$")
-# What a run directory may hold besides result.json (bucket layout, DESIGN.md).
-KNOWN_RUN_FILES = ("events.jsonl", "epochs.csv")
-KNOWN_RUN_DIRS = ("checkpoints/",)
+# What a run directory may hold besides result.json (bucket layout: payload.layout).
+KNOWN_RUN_FILES = layout.RUN_FILES
+KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 
 @dataclass
@@ -210,14 +209,14 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
     bucket listing. Only keys under runs/ are ours; anything else is left alone."""
     results, skipped, runs = [], [], {}
     for key in keys:
-        m = RUN_FILE.match(key)
-        if not m:
-            if key.startswith("runs/"):
+        m = layout.parse_key(key)
+        if m is None:
+            if key.startswith(layout.ROOT):
                 skipped.append({"key": key, "reason": "unknown file: not inside runs/<stack>/<run-id>/"})
             continue
-        run = runs.setdefault((m["stack"], m["run"]), {"result": False, "files": []})
-        rest = m["rest"]
-        if rest == "result.json":
+        run = runs.setdefault((m.stack, m.run_id), {"result": False, "files": []})
+        rest = m.rest
+        if m.is_result:
             run["result"] = True
             results.append(key)
         elif rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
@@ -237,7 +236,7 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
             skipped.append(
                 {
-                    "key": f"runs/{stack}/{run_id}/",
+                    "key": layout.run_prefix(stack, run_id),
                     "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
                 }
             )
@@ -341,23 +340,50 @@ def collect(
     return summary, rows
 
 
+def misplaced_check(row: dict, key: str) -> dict:
+    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise.
+
+    Each stack may write only under its own `runs/<stack>/`, so a result whose
+    stack or run id disagrees with its key is a copy or a forgery: it must never
+    stand in for (or displace) the run it names."""
+    where = layout.parse_key(key)
+    claims = (row.get("stack"), row.get("run_id"))
+    if where is not None and (where.stack, where.run_id) == claims:
+        return row
+    try:
+        expected = f" (its place is {layout.result_key(*claims)})"
+    except layout.BadKeyPart:
+        expected = " (its stack or run id cannot even be a key)"
+    raise ValueError(
+        f"misplaced: the result says stack {claims[0]!r}, run {claims[1]!r}, but is stored at {key}{expected}"
+    )
+
+
 def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
-    """One row per run id: the newest finished_at wins (a resumed run's last
-    result covers every attempt); the others are set aside, naming the winner."""
-    best: dict[str, tuple[dict, str]] = {}
+    """One row per (stack, run id): the newest finished_at wins (a resumed run's
+    last result covers every attempt, and the same bucket may be reached through
+    two URLs); the others are set aside, naming the winner. Copies are compared
+    only within one stack's prefix: a result under another stack never displaces it."""
+    best: dict[tuple[str, str], tuple[dict, str]] = {}
     for mkey in sorted(entries):
         e = entries[mkey]
         if "row" not in e:
             summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
             continue
         row, url = e["row"], e.get("url")
-        cur = best.get(row["run_id"])
+        try:
+            misplaced_check(row, e["key"])  # here, not at download: cached rows are judged too
+        except ValueError as exc:
+            summary.skipped.append({"key": e["key"], "url": url, "reason": str(exc)})
+            continue
+        ident = (row["stack"], row["run_id"])
+        cur = best.get(ident)
         if cur is None:
-            best[row["run_id"]] = (row, url)
+            best[ident] = (row, url)
             continue
         newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
         keep, drop = ((row, url), cur) if newer else (cur, (row, url))
-        best[row["run_id"]] = keep
+        best[ident] = keep
         summary.skipped.append(
             {
                 "key": drop[0]["key"],
@@ -365,7 +391,7 @@ def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
                 "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} (finished {keep[0]['finished_at']})",
             }
         )
-    return [best[k][0] for k in sorted(best)]
+    return [best[k][0] for k in sorted(best, key=lambda ident: (ident[1], ident[0]))]
 
 
 def _fingerprint(entries: dict[str, dict]) -> str:

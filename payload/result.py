@@ -14,15 +14,12 @@ import csv
 import io
 import json
 
+from payload.layout import run_prefix
 from payload.schema import validate_result
 
 __all__ = ["EPOCH_COLUMNS", "RunWriter", "empty_metrics", "epochs_csv", "new_result", "run_prefix"]
 
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
-
-
-def run_prefix(stack: str, run_id: str) -> str:
-    return f"runs/{stack}/{run_id}/"
 
 
 def epochs_csv(rows: list[dict]) -> bytes:
