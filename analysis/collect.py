@@ -47,6 +47,8 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
+    # why this collect is incomplete (a location not listed, a download failed): the exit code says so
+    incomplete: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -58,6 +60,8 @@ class Summary:
             "sources": self.sources,
             "table": self.table,
             "table_written": self.table_written,
+            "complete": not self.incomplete,
+            "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }
 
@@ -264,7 +268,7 @@ def collect(
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
     from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
     cached rows keep the series they were collected with."""
-    from payload.storage import StorageError, open_store
+    from payload.storage import ObjectNotFound, StorageError, open_store
 
     opener = store_opener or open_store
     t0 = time.perf_counter()
@@ -279,10 +283,17 @@ def collect(
             listing = {o.key: o for o in store.list()}
         except StorageError as exc:
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
+            summary.incomplete.append(f"{url}: cannot list the bucket")
             # keep what we had from it: an outage must not empty the table
             entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
             continue
         result_keys, set_aside, n_runs = classify(listing)
+        if listing and n_runs == 0:
+            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old rows
+            summary.skipped.append({"key": url, "url": url, "reason": wrong_layout(url, listing)})
+            summary.incomplete.append(f"{url}: no runs in the expected layout")
+            entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
+            continue
         summary.runs += n_runs
         for s in set_aside:
             summary.skipped.append({**s, "url": store.url_for(s["key"])})
@@ -296,14 +307,21 @@ def collect(
             else:
                 todo.append((store, url, key, info))
 
+    stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
+
     def fetch(item) -> tuple[str, dict]:
         store, url, key, info = item
         entry = {"source": url, "key": key, "url": store.url_for(key), "etag": info.etag, "size": info.size}
+        if url in stopped:
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"not tried: {stopped[url]}"}
         try:
             data = store.get_bytes(key)
+        except ObjectNotFound as exc:  # deleted since the listing: this object only
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"download failed: {exc}"}
         except StorageError as exc:
-            # not cached: the next collect tries again
-            return f"{url}|{key}", {**entry, "etag": None, "reason": f"download failed: {exc}"}
+            # not cached: the next collect tries again; the source's other objects are not tried
+            stopped.setdefault(url, f"{url} stopped answering ({exc})")
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"download failed: {exc}"}
         try:
             entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
         except ValueError as exc:
@@ -317,6 +335,15 @@ def collect(
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool:
             for fut in as_completed([pool.submit(fetch, item) for item in todo]):
                 mkey, entry = fut.result()
+                if entry.pop("failed", False):
+                    why = entry["reason"]
+                    summary.incomplete.append(f"{entry['url']}: {why}")
+                    previous = old_entries.get(mkey)
+                    if previous is not None and "row" in previous:
+                        entry = previous  # a failed download keeps the row it had
+                        summary.skipped.append(
+                            {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
+                        )
                 entries[mkey] = entry
                 summary.new += 1
                 if bar is not None:
@@ -325,6 +352,13 @@ def collect(
         bar.close()
 
     rows = _dedupe(entries, summary)
+    if summary.incomplete and not rows and any("row" in e for e in old_entries.values()):
+        # a failed or mistaken collect never replaces a non-empty table with an empty one
+        rows = _dedupe(old_entries, Summary(sources=[]))
+        summary.valid = len(rows)
+        summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
+        summary.seconds = time.perf_counter() - t0
+        return summary, rows
     summary.valid = len(rows)
     fingerprint = _fingerprint(entries)
     paths = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
@@ -338,6 +372,30 @@ def collect(
         manifest.save(fingerprint)
     summary.seconds = time.perf_counter() - t0
     return summary, rows
+
+
+def wrong_layout(url: str, listing: Iterable[str]) -> str:
+    """The error for a location holding objects but no runs: the layout, and the URL probably meant."""
+    keys = sorted(listing)
+    hint = ""
+    for key in keys:
+        head, sep, _ = key.rpartition("/" + layout.ROOT)
+        parts = key.split("/")
+        if sep and parse_key_ok(key[len(head) + 1 :]):
+            hint = f"; did you mean {url.rstrip('/')}/{head}?"
+            break
+        if len(parts) == 3 and parts[2] == layout.RESULT_NAME and url.rstrip("/").endswith("/runs"):
+            hint = f"; did you mean {url.rstrip('/')[: -len('/runs')]}? (the URL is the folder holding runs/)"
+            break
+    sample = ", ".join(keys[:3]) + (" ..." if len(keys) > 3 else "")
+    return (
+        f"no runs in the expected layout {layout.LAYOUT} under {url} ({len(keys)} object(s), e.g. {sample})"
+        f"{hint}; the table is left as it was"
+    )
+
+
+def parse_key_ok(key: str) -> bool:
+    return layout.parse_key(key) is not None
 
 
 def misplaced_check(row: dict, key: str) -> dict:

@@ -15,7 +15,14 @@ examples:
 
 Only objects that changed since the last collect into the same --out are
 downloaded (the manifest is --out/.collect-manifest.json; delete it to start over).
+
+exit codes: 0 collected (set-aside files are listed); 1 incomplete: a location
+could not be listed, held no runs in the runs/<stack>/<run-id>/ layout, or a
+download failed (the table keeps the rows it had); 2 usage error; 3 --teardown
+failed; 4 --strict and some files were set aside.
 """
+
+EXIT_SET_ASIDE = 4
 
 
 def register(sub) -> None:
@@ -54,6 +61,11 @@ def register(sub) -> None:
         default="auto",
         help="price new AWS spot runs at the time-weighted spot price of their own zone and window "
         "from EC2's spot price history (auto: when AWS credentials are available)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 4 if any file was set aside (corrupt, misplaced, duplicate, partial): for CI",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
     p.set_defaults(func=run)
@@ -109,7 +121,7 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result = summary.to_dict()
-    code = 1 if any(s["reason"].startswith("cannot list") for s in summary.skipped) else 0
+    code = 1 if summary.incomplete else (EXIT_SET_ASIDE if args.strict and summary.skipped else 0)
     if args.teardown:
         outcomes, problem = _teardown(finished_stacks(rows), urls)
         result["teardown"] = {
@@ -135,6 +147,8 @@ def run(args) -> int:
         )
     for s in summary.skipped:
         print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
+    for problem in summary.incomplete:
+        print(f"incomplete: {problem}", file=sys.stderr)
     print(
         f"table: {summary.table['parquet']} and {summary.table['csv']}"
         + ("" if summary.table_written else " (unchanged)")

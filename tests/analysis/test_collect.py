@@ -280,7 +280,7 @@ def test_failed_download_is_retried_next_time(tmp_path):
             raise StorageError(f"download {key} failed after 5 attempt(s): timeout")
 
     summary, rows = collect([str(src)], tmp_path / "out", store_opener=lambda u: Flaky(open_store(u)))
-    assert rows == [] and all(s["reason"].startswith("download failed") for s in summary.skipped)
+    assert rows == [] and all(s["reason"].startswith(("download failed", "not tried")) for s in summary.skipped)
     summary, rows = collect([str(src)], tmp_path / "out")
     assert len(rows) == 2 and summary.new == 2
 
@@ -434,3 +434,78 @@ def test_layout_keys_round_trip_and_refuse_paths():
     for bad in ("a/b", "", "..", "."):
         with pytest.raises(layout.BadKeyPart, match="without '/'"):
             layout.stack_prefix(bad)
+
+
+def test_a_bucket_killed_mid_collect_keeps_every_row_and_says_incomplete(tmp_path, capsys):
+    src = tmp_path / "res"
+    results = _results(4)
+    _populate(open_store(str(src)), results)
+    out = tmp_path / "out"
+    collect([str(src)], out)
+    time.sleep(0.01)
+    _populate(open_store(str(src)), results)  # every object changed (new mtime): all must be fetched again
+
+    class Dies(Tracking):
+        def get_bytes(self, key):
+            self.gets.append(key)
+            raise StorageError(f"download {key} failed after 5 attempt(s): connection refused")
+
+    dying = Dies(open_store(str(src)))
+    summary, rows = collect([str(src)], out, workers=1, store_opener=lambda u: dying)
+    assert len(rows) == 4 and summary.incomplete
+    assert len(dying.gets) == 1  # detected once, not retried object by object
+    reasons = _reasons(summary)
+    assert all(reasons[result_key(r)].startswith("kept the previous row") for r in results)
+    assert len(pd.read_parquet(out / "results.parquet")) == 4
+    summary, rows = collect([str(src)], out)  # the bucket is back: everything is fetched
+    assert summary.new == 4 and not summary.incomplete and len(rows) == 4
+
+
+def test_a_wrong_prefix_is_an_error_with_the_layout_and_never_empties_the_table(tmp_path, capsys):
+    src = tmp_path / "res"
+    _populate(open_store(str(src / "team")), _results(3))
+    out = tmp_path / "out"
+    assert main(["collect", "--results", str(src / "team"), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["complete"] is False and got["valid"] == 3
+    reason = got["skipped"][0]["reason"]
+    assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {src}/team?" in reason
+    assert len(pd.read_parquet(out / "results.parquet")) == 3
+    runs_url = str(src / "team" / "runs")
+    assert main(["collect", "--results", runs_url, "--out", str(out), "--json"]) == 1
+    assert f"did you mean {src / 'team'}?" in json.loads(capsys.readouterr().out)["skipped"][0]["reason"]
+
+
+def test_strict_makes_set_aside_files_an_error(tmp_path, capsys):
+    src = tmp_path / "res"
+    _messy(open_store(str(src)))
+    argv = ["collect", "--results", str(src), "--out", str(tmp_path / "out"), "--json"]
+    assert main(argv) == 0
+    assert main([*argv, "--strict"]) == 4
+    capsys.readouterr()
+    clean = tmp_path / "clean"
+    _populate(open_store(str(clean)), _results(2))
+    assert main(["collect", "--results", str(clean), "--out", str(tmp_path / "o2"), "--strict"]) == 0
+
+
+@pytest.mark.parametrize("code", ["NoSuchBucket", "AccessDenied", "InvalidBucketName"])
+def test_permanent_errors_are_not_retried(code):
+    from botocore.exceptions import ClientError
+
+    from payload.storage import PermanentStorageError, with_retries
+
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise ClientError({"Error": {"Code": code, "Message": "no"}}, "ListObjectsV2")
+
+    with pytest.raises(PermanentStorageError, match=code):
+        with_retries("list results", fail, attempts=5, sleep=lambda s: None)
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(StorageError, match="after 3 attempt"):
+        with_retries("list", lambda: calls.append(1) or (_ for _ in ()).throw(OSError("reset")), 3, 0, lambda s: None)
+    assert len(calls) == 3
