@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from analysis.migrations import MigrationError, migrate
 from analysis.table import ROW_VERSION, result_to_row
+from payload import layout
 
 MANIFEST_NAME = ".collect-manifest.json"
 TABLE_STEM = "results"
@@ -31,10 +31,9 @@ TABLE_STEM = "results"
 # churn connections.
 DEFAULT_WORKERS = 10
 
-RUN_FILE = re.compile(r"^runs/(?P<stack>[^/]+)/(?P<run>[^/]+)/(?P<rest>.+)$")
-# What a run directory may hold besides result.json (the bucket layout, docs/CONTRACTS.md).
-KNOWN_RUN_FILES = ("events.jsonl", "epochs.csv")
-KNOWN_RUN_DIRS = ("checkpoints/",)
+# What a run directory may hold besides result.json (bucket layout: payload.layout).
+KNOWN_RUN_FILES = layout.RUN_FILES
+KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 
 @dataclass
@@ -48,6 +47,8 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
+    # why this collect is incomplete (a location not listed, a download failed): the exit code says so
+    incomplete: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -59,6 +60,8 @@ class Summary:
             "sources": self.sources,
             "table": self.table,
             "table_written": self.table_written,
+            "complete": not self.incomplete,
+            "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }
 
@@ -210,14 +213,14 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
     bucket listing. Only keys under runs/ are ours; anything else is left alone."""
     results, skipped, runs = [], [], {}
     for key in keys:
-        m = RUN_FILE.match(key)
-        if not m:
-            if key.startswith("runs/"):
+        m = layout.parse_key(key)
+        if m is None:
+            if key.startswith(layout.ROOT):
                 skipped.append({"key": key, "reason": "unknown file: not inside runs/<stack>/<run-id>/"})
             continue
-        run = runs.setdefault((m["stack"], m["run"]), {"result": False, "files": []})
-        rest = m["rest"]
-        if rest == "result.json":
+        run = runs.setdefault((m.stack, m.run_id), {"result": False, "files": []})
+        rest = m.rest
+        if m.is_result:
             run["result"] = True
             results.append(key)
         elif rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
@@ -237,7 +240,7 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
             skipped.append(
                 {
-                    "key": f"runs/{stack}/{run_id}/",
+                    "key": layout.run_prefix(stack, run_id),
                     "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
                 }
             )
@@ -265,7 +268,7 @@ def collect(
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
     from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
     cached rows keep the series they were collected with."""
-    from payload.storage import StorageError, open_store
+    from payload.storage import ObjectNotFound, StorageError, open_store
 
     opener = store_opener or open_store
     t0 = time.perf_counter()
@@ -280,10 +283,17 @@ def collect(
             listing = {o.key: o for o in store.list()}
         except StorageError as exc:
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
+            summary.incomplete.append(f"{url}: cannot list the bucket")
             # keep what we had from it: an outage must not empty the table
             entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
             continue
         result_keys, set_aside, n_runs = classify(listing)
+        if listing and n_runs == 0:
+            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old rows
+            summary.skipped.append({"key": url, "url": url, "reason": wrong_layout(url, listing)})
+            summary.incomplete.append(f"{url}: no runs in the expected layout")
+            entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
+            continue
         summary.runs += n_runs
         for s in set_aside:
             summary.skipped.append({**s, "url": store.url_for(s["key"])})
@@ -297,14 +307,21 @@ def collect(
             else:
                 todo.append((store, url, key, info))
 
+    stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
+
     def fetch(item) -> tuple[str, dict]:
         store, url, key, info = item
         entry = {"source": url, "key": key, "url": store.url_for(key), "etag": info.etag, "size": info.size}
+        if url in stopped:
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"not tried: {stopped[url]}"}
         try:
             data = store.get_bytes(key)
+        except ObjectNotFound as exc:  # deleted since the listing: this object only
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"download failed: {exc}"}
         except StorageError as exc:
-            # not cached: the next collect tries again
-            return f"{url}|{key}", {**entry, "etag": None, "reason": f"download failed: {exc}"}
+            # not cached: the next collect tries again; the source's other objects are not tried
+            stopped.setdefault(url, f"{url} stopped answering ({exc})")
+            return f"{url}|{key}", {**entry, "etag": None, "failed": True, "reason": f"download failed: {exc}"}
         try:
             entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
         except ValueError as exc:
@@ -318,6 +335,15 @@ def collect(
         with ThreadPoolExecutor(max_workers=max(1, min(workers, len(todo)))) as pool:
             for fut in as_completed([pool.submit(fetch, item) for item in todo]):
                 mkey, entry = fut.result()
+                if entry.pop("failed", False):
+                    why = entry["reason"]
+                    summary.incomplete.append(f"{entry['url']}: {why}")
+                    previous = old_entries.get(mkey)
+                    if previous is not None and "row" in previous:
+                        entry = previous  # a failed download keeps the row it had
+                        summary.skipped.append(
+                            {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
+                        )
                 entries[mkey] = entry
                 summary.new += 1
                 if bar is not None:
@@ -326,6 +352,13 @@ def collect(
         bar.close()
 
     rows = _dedupe(entries, summary)
+    if summary.incomplete and not rows and any("row" in e for e in old_entries.values()):
+        # a failed or mistaken collect never replaces a non-empty table with an empty one
+        rows = _dedupe(old_entries, Summary(sources=[]))
+        summary.valid = len(rows)
+        summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
+        summary.seconds = time.perf_counter() - t0
+        return summary, rows
     summary.valid = len(rows)
     fingerprint = _fingerprint(entries)
     paths = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
@@ -341,23 +374,74 @@ def collect(
     return summary, rows
 
 
+def wrong_layout(url: str, listing: Iterable[str]) -> str:
+    """The error for a location holding objects but no runs: the layout, and the URL probably meant."""
+    keys = sorted(listing)
+    hint = ""
+    for key in keys:
+        head, sep, _ = key.rpartition("/" + layout.ROOT)
+        parts = key.split("/")
+        if sep and parse_key_ok(key[len(head) + 1 :]):
+            hint = f"; did you mean {url.rstrip('/')}/{head}?"
+            break
+        if len(parts) == 3 and parts[2] == layout.RESULT_NAME and url.rstrip("/").endswith("/runs"):
+            hint = f"; did you mean {url.rstrip('/')[: -len('/runs')]}? (the URL is the folder holding runs/)"
+            break
+    sample = ", ".join(keys[:3]) + (" ..." if len(keys) > 3 else "")
+    return (
+        f"no runs in the expected layout {layout.LAYOUT} under {url} ({len(keys)} object(s), e.g. {sample})"
+        f"{hint}; the table is left as it was"
+    )
+
+
+def parse_key_ok(key: str) -> bool:
+    return layout.parse_key(key) is not None
+
+
+def misplaced_check(row: dict, key: str) -> dict:
+    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise.
+
+    Each stack may write only under its own `runs/<stack>/`, so a result whose
+    stack or run id disagrees with its key is a copy or a forgery: it must never
+    stand in for (or displace) the run it names."""
+    where = layout.parse_key(key)
+    claims = (row.get("stack"), row.get("run_id"))
+    if where is not None and (where.stack, where.run_id) == claims:
+        return row
+    try:
+        expected = f" (its place is {layout.result_key(*claims)})"
+    except layout.BadKeyPart:
+        expected = " (its stack or run id cannot even be a key)"
+    raise ValueError(
+        f"misplaced: the result says stack {claims[0]!r}, run {claims[1]!r}, but is stored at {key}{expected}"
+    )
+
+
 def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
-    """One row per run id: the newest finished_at wins (a resumed run's last
-    result covers every attempt); the others are set aside, naming the winner."""
-    best: dict[str, tuple[dict, str]] = {}
+    """One row per (stack, run id): the newest finished_at wins (a resumed run's
+    last result covers every attempt, and the same bucket may be reached through
+    two URLs); the others are set aside, naming the winner. Copies are compared
+    only within one stack's prefix: a result under another stack never displaces it."""
+    best: dict[tuple[str, str], tuple[dict, str]] = {}
     for mkey in sorted(entries):
         e = entries[mkey]
         if "row" not in e:
             summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
             continue
         row, url = e["row"], e.get("url")
-        cur = best.get(row["run_id"])
+        try:
+            misplaced_check(row, e["key"])  # here, not at download: cached rows are judged too
+        except ValueError as exc:
+            summary.skipped.append({"key": e["key"], "url": url, "reason": str(exc)})
+            continue
+        ident = (row["stack"], row["run_id"])
+        cur = best.get(ident)
         if cur is None:
-            best[row["run_id"]] = (row, url)
+            best[ident] = (row, url)
             continue
         newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
         keep, drop = ((row, url), cur) if newer else (cur, (row, url))
-        best[row["run_id"]] = keep
+        best[ident] = keep
         summary.skipped.append(
             {
                 "key": drop[0]["key"],
@@ -365,7 +449,7 @@ def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
                 "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} (finished {keep[0]['finished_at']})",
             }
         )
-    return [best[k][0] for k in sorted(best)]
+    return [best[k][0] for k in sorted(best, key=lambda ident: (ident[1], ident[0]))]
 
 
 def _fingerprint(entries: dict[str, dict]) -> str:

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from payload.layout import stack_prefix
+
 FINAL_STATUSES = frozenset({"completed", "failed"})
 # Boot time is measured on the instance, the update start on the laptop.
 CLOCK_SKEW = timedelta(minutes=5)
@@ -53,7 +55,7 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
     for url in urls:
         try:
             store = open_store(url)
-            keys = [o.key for o in store.list(f"runs/{stack}/") if o.key.endswith("/result.json")]
+            keys = [o.key for o in store.list(stack_prefix(stack)) if o.key.endswith("/result.json")]
         except StorageError as exc:
             problems.append(f"{url}: {exc}")
             continue

@@ -181,7 +181,9 @@ def make_result(
 
 
 def result_key(result: dict) -> str:
-    return f"runs/{result['stack']}/{result['run_id']}/result.json"
+    from payload.layout import result_key as layout_key
+
+    return layout_key(result["stack"], result["run_id"])
 
 
 def result_bytes(result: dict) -> bytes:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import pulumi
 
+from payload.layout import stack_prefix
+
 
 @dataclass(frozen=True)
 class ResultsLocation:
@@ -20,7 +22,7 @@ class ResultsLocation:
 
     def run_prefix(self, stack: str) -> str:
         """The only key prefix this stack may touch: `[prefix]runs/<stack>/`."""
-        return f"{self.prefix}runs/{stack}/"
+        return self.prefix + stack_prefix(stack)
 
 
 def split_url(url: str) -> tuple[str, str, str]:

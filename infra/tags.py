@@ -28,7 +28,7 @@ DEADLINE_OUTPUTS = ("deadline", "expiresAt")
 RESULTS_URL_OUTPUT = "resultsUrl"
 
 
-_BASIC = re.compile(r"^(\d{4})(\d{2})(\d{2})t(\d{2})(\d{2})(\d{2})(?:[._](\d+))?z$", re.IGNORECASE)
+_BASIC = re.compile(r"(\d{4})(\d{2})(\d{2})t(\d{2})(\d{2})(\d{2})(?:[._](\d+))?z", re.IGNORECASE | re.ASCII)
 
 
 class BadDeadline(ValueError):
@@ -38,23 +38,24 @@ class BadDeadline(ValueError):
 def parse_deadline(text: str) -> datetime:
     """Timezone-aware UTC datetime from `2024-05-01T12:00:00Z`, `...+00:00` or `20240501t120000z`.
 
-    A value without a zone is taken as UTC (the project writes UTC only).
+    A value without a zone is taken as UTC (the project writes UTC only). Anything
+    else, including an impossible date in the right shape, raises BadDeadline only.
     """
     raw = str(text).strip()
-    m = _BASIC.match(raw)
-    if m:
-        y, mo, d, h, mi, s, _ = m.groups()
-        return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=timezone.utc)
     try:
+        m = _BASIC.fullmatch(raw)
+        if m:
+            y, mo, d, h, mi, s, _ = m.groups()
+            return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=timezone.utc)
         value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
         raise BadDeadline(
-            f"expires-at {raw!r} is not a deadline; expected RFC 3339 UTC like 2024-05-01T12:00:00Z "
+            f"expires-at {raw[:80]!r} is not a deadline; expected RFC 3339 UTC like 2024-05-01T12:00:00Z "
             "(AWS tag) or 20240501t120000z (GCP label)"
         ) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
 
 
 def is_expired(text: str, now: datetime) -> bool:

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from payload.events import iso
+from payload.layout import stack_prefix
 
 __all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
 
@@ -70,7 +71,7 @@ def restore(model, blob: bytes) -> None:
 def find_resumable(store, stack: str, fingerprint: str) -> dict | None:
     """Newest incomplete checkpoint state for this fingerprint, or None."""
     best = None
-    for info in store.list(f"runs/{stack}/"):
+    for info in store.list(stack_prefix(stack)):
         if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
             continue
         try:
@@ -94,7 +95,7 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
     twice. Without a deadline (local runs), every run is a new repeat."""
     if deployment is None:
         return None
-    for info in store.list(f"runs/{stack}/"):
+    for info in store.list(stack_prefix(stack)):
         if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
             continue
         try:

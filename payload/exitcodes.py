@@ -14,7 +14,8 @@ code   name         meaning
 4      REMOTE       a cloud API or bucket failed or could not be reached
                     (payload: completed, but some files are only in the local
                     spool; run ``python -m payload flush``)
-5      INVALID      data was refused: a price snapshot that would not load
+5      INVALID      data was refused: a price snapshot that would not load, or
+                    (collect --strict) results that were set aside
 10     DECLINED     a launch or a deletion was not confirmed (answer ``y``, or
                     pass ``--yes`` where no one can answer)
 75     INTERRUPTED  spot/preemption notice (or SIGTERM, or the deadline): a
@@ -45,7 +46,7 @@ TABLE = {
     USAGE: "bad argument, option, config or input; nothing was done",
     MISSING: "a tool, pip extra, credential or GPU it needs is missing",
     REMOTE: "a cloud API or bucket failed or is unreachable (payload: results spooled locally)",
-    INVALID: "data refused (a price snapshot that would not load)",
+    INVALID: "data refused (a price snapshot that would not load; collect --strict: results set aside)",
     DECLINED: "not confirmed: answer y, or pass --yes",
     INTERRUPTED: "interrupted by the cloud or the deadline; run again to resume",
     CANCELLED: "cancelled with Ctrl-C",

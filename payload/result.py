@@ -15,6 +15,7 @@ import io
 import json
 from typing import Any, Literal, TypedDict
 
+from payload.layout import run_prefix
 from payload.schema import validate_result
 
 __all__ = [
@@ -92,10 +93,6 @@ class Result(TypedDict, total=False):
     error: str | None
     warnings: list[str]
     artifacts: dict[str, Any]
-
-
-def run_prefix(stack: str, run_id: str) -> str:
-    return f"runs/{stack}/{run_id}/"
 
 
 def epochs_csv(rows: list[dict]) -> bytes:

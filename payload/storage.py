@@ -42,6 +42,8 @@ __all__ = [
     "ObjectNotFound",
     "Store",
     "StorageError",
+    "PermanentStorageError",
+    "is_permanent",
     "open_store",
     "with_retries",
 ]
@@ -51,6 +53,36 @@ T = TypeVar("T")
 
 class StorageError(RuntimeError):
     """A storage operation failed (after retries, where it retries)."""
+
+
+class PermanentStorageError(StorageError):
+    """No such bucket, access denied, an invalid name: retrying cannot help, so it is not retried."""
+
+
+# S3 error codes and HTTP statuses (google.api_core's `code`) that no retry can fix.
+PERMANENT_CODES = frozenset(
+    {
+        "NoSuchBucket",
+        "AccessDenied",
+        "AllAccessDisabled",
+        "InvalidBucketName",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AccountProblem",
+    }
+)
+PERMANENT_STATUSES = frozenset({400, 401, 403})
+
+
+def is_permanent(exc: BaseException) -> bool:
+    """True for errors that will fail the same way on every attempt."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and response.get("Error", {}).get("Code") in PERMANENT_CODES:
+        return True
+    if type(exc).__name__ in ("InvalidBucketName", "ParamValidationError"):
+        return True
+    code = getattr(exc, "code", None)
+    return isinstance(code, int) and code in PERMANENT_STATUSES
 
 
 class ObjectNotFound(StorageError, KeyError):
@@ -95,7 +127,8 @@ def with_retries(
 ) -> T:
     """Call ``fn`` up to ``attempts`` times with jittered exponential backoff.
 
-    ObjectNotFound passes straight through; anything else is retried and the
+    ObjectNotFound passes straight through; a permanent error (is_permanent)
+    fails at once as PermanentStorageError; anything else is retried and the
     last error is wrapped in StorageError naming ``what``.
     """
     attempts = attempts if attempts is not None else _env_int("GPUBENCH_STORAGE_RETRIES", 5)
@@ -108,6 +141,8 @@ def with_retries(
         except ObjectNotFound:
             raise
         except Exception as exc:  # noqa: BLE001 - SDKs raise many types
+            if is_permanent(exc):
+                raise PermanentStorageError(f"{what} failed (not retried: a permanent error): {exc}") from exc
             last = exc
             if i + 1 < attempts:
                 delay = min(30.0, backoff * (2**i)) * (0.5 + random.random() / 2)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from analysis.campaign.manifest import parse_time
+from payload.layout import stack_prefix
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 
@@ -79,7 +80,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     from payload.storage import StorageError
 
     obs = StackObservation()
-    prefix = f"runs/{stack}/"
+    prefix = stack_prefix(stack)
     try:
         keys = [o.key for o in store.list(prefix)]
     except StorageError as exc:

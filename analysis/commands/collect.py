@@ -4,6 +4,7 @@ into a priced table (Parquet + CSV), incrementally and in parallel."""
 from __future__ import annotations
 
 from analysis.output import emit_json
+from payload import exitcodes
 
 HELP = "collect run results from buckets into the results table"
 EPILOG = """\
@@ -15,6 +16,12 @@ examples:
 
 Only objects that changed since the last collect into the same --out are
 downloaded (the manifest is --out/.collect-manifest.json; delete it to start over).
+
+exit codes: 0 collected (set-aside files are listed); 1 incomplete: a location
+could not be listed, held no runs in the runs/<stack>/<run-id>/ layout, or a
+download failed (the table keeps the rows it had), or a --teardown failed;
+2 usage error; 3 --teardown needs the Pulumi CLI; 4 a bucket could not be
+opened; 5 --strict and some files were set aside.
 """
 
 
@@ -54,6 +61,11 @@ def register(sub) -> None:
         default="auto",
         help="price new AWS spot runs at the time-weighted spot price of their own zone and window "
         "from EC2's spot price history (auto: when AWS credentials are available)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 4 if any file was set aside (corrupt, misplaced, duplicate, partial): for CI",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
     p.set_defaults(func=run)
@@ -107,9 +119,13 @@ def run(args) -> int:
         )
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.REMOTE
     result = summary.to_dict()
-    code = 1 if any(s["reason"].startswith("cannot list") for s in summary.skipped) else 0
+    code = exitcodes.OK
+    if summary.incomplete:
+        code = exitcodes.FAILED
+    elif args.strict and summary.skipped:
+        code = exitcodes.INVALID
     if args.teardown:
         outcomes, problem = _teardown(finished_stacks(rows), urls)
         result["teardown"] = {
@@ -117,10 +133,11 @@ def run(args) -> int:
             "error": problem,
         }
         if any(not getattr(o, "ok", True) for o in outcomes):
-            code = code or 3
+            code = code or exitcodes.FAILED
         if problem:
             print(f"error: {problem}", file=sys.stderr)
-            code = code or 3
+            missing = "Pulumi CLI" in problem or "not available" in problem
+            code = code or (exitcodes.MISSING if missing else exitcodes.FAILED)
     if args.json:
         emit_json(result)
         return code
@@ -135,6 +152,8 @@ def run(args) -> int:
         )
     for s in summary.skipped:
         print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
+    for problem in summary.incomplete:
+        print(f"incomplete: {problem}", file=sys.stderr)
     print(
         f"table: {summary.table['parquet']} and {summary.table['csv']}"
         + ("" if summary.table_written else " (unchanged)")

@@ -9,9 +9,14 @@ examples:
   python -m analysis sweep --provider aws --region us-east-1 --region us-west-2 --json
   python -m analysis sweep --provider gcp --project my-project
 
-Only resources carrying the gpubench expires-at tag (AWS `gpubench:expires-at`)
-or label (GCP `gpubench-expires-at`) are considered; untagged or unexpired ones
-are never touched. On AWS the instance's deadline schedule and its security
+Only resources carrying both the gpubench stack tag (AWS `gpubench:stack`, GCP
+label `gpubench-stack`) and an expires-at (AWS `gpubench:expires-at`, GCP
+`gpubench-expires-at`) in the exact format the launcher writes are ours; any
+other resource with an expires-at is reported as `left-alone` with the reason,
+and unexpired ones are `kept`. Nothing else is ever touched.
+Exit codes: 0 every resource handled, 1 at least one `failed` (a delete, an
+unreadable listing, zone or region: the others are still swept), 2 usage or
+credentials error. On AWS the instance's deadline schedule and its security
 group are deleted too (the group after the instance is terminated).
 Regions default to where the catalog and stacks/ launch. The scheduled jobs in
 schedules/ run this command; see schedules/README.md for the permissions.

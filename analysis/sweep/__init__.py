@@ -1,9 +1,10 @@
 """Leak sweeper (the fourth teardown layer, docs/architecture.md): whatever Pulumi's state says, find what this
 project launched whose `expires-at` has passed and delete it. Each cloud's primitives live in its folder (infra/<cloud>/sweep.py).
 
-Only resources carrying the project's expires-at tag/label are looked at, and
-only those whose deadline is at or before `now` are touched; everything else
-is reported as `kept` or `skipped`, never modified.
+Only resources carrying the project's expires-at tag/label are looked at; only
+those that also carry the stack tag, with a deadline in the launcher's exact
+format at or before `now`, are touched (infra.sweep.classify); everything else
+is reported as `kept` or `left-alone` with the reason, never modified.
 """
 
 from __future__ import annotations

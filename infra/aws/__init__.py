@@ -24,7 +24,7 @@ ZONE_PATTERN = re.compile(r"[a-z]{2}(?:-gov)?-[a-z]+-\d[a-z]")
 TAG_PREFIX = "gpubench:"
 STACK_TAG = TAG_PREFIX + "stack"
 EXPIRES_TAG = TAG_PREFIX + "expires-at"
-_DEADLINE_FORMAT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+_DEADLINE_FORMAT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 
 # EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
 # `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
@@ -66,7 +66,7 @@ def format_deadline(when: datetime) -> str:
 
 def is_launcher_deadline(text: str) -> bool:
     """Only the exact form the launcher writes counts as ours."""
-    return bool(_DEADLINE_FORMAT.match(str(text)))
+    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
 
 
 def region_of_zone(zone: str) -> str:

@@ -1,4 +1,7 @@
-"""AWS sweep: expired tagged instances, their deadline schedules, then their security groups.
+"""AWS sweep: expired instances of ours, their deadline schedules, then their security groups.
+
+Ours means a `gpubench:stack` tag and a `gpubench:expires-at` in the launcher's exact format
+(infra.sweep.classify); anything else carrying the expiry tag is reported as left alone.
 
 Order matters: schedules and instances first; a security group can only be
 deleted once no instance uses it, so we wait for `terminated` with the EC2
@@ -12,11 +15,11 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
-from infra.aws import DEADLINE_SCHEDULE_PREFIX
+from infra import sweep as common
+from infra.aws import DEADLINE_SCHEDULE_PREFIX, is_launcher_deadline
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
 from infra.sweep import Action
-from infra.tags import BadDeadline, parse_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
@@ -24,24 +27,25 @@ TAGGED = [{"Name": "tag-key", "Values": [AWS_EXPIRES_TAG]}]
 
 
 def _tags(resource: dict) -> dict[str, str]:
-    return {t["Key"]: t["Value"] for t in resource.get("Tags") or []}
+    """Key -> value; an entry without a string key is dropped (it cannot be ours)."""
+    return {
+        t["Key"]: t.get("Value")
+        for t in resource.get("Tags") or []
+        if isinstance(t, dict) and isinstance(t.get("Key"), str)
+    }
 
 
 def _error(exc: BaseException) -> str:
-    err = getattr(exc, "response", {}).get("Error", {}) if hasattr(exc, "response") else {}
+    response = getattr(exc, "response", None)
+    err = response.get("Error", {}) if isinstance(response, dict) else {}
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
 
 
 def classify(tags: dict[str, str], now: datetime) -> tuple[str, str]:
-    """('expired' | 'kept' | 'skipped', reason) from a resource's tags."""
-    raw = tags.get(AWS_EXPIRES_TAG, "")
-    try:
-        deadline = parse_deadline(raw)
-    except BadDeadline as exc:
-        return "skipped", str(exc)
-    if deadline <= now:
-        return "expired", f"expired at {deadline.isoformat()}"
-    return "kept", f"expires at {deadline.isoformat()}"
+    """('expired' | 'kept' | 'left-alone', reason): ours only with gpubench:stack and a launcher-format deadline."""
+    return common.classify(
+        tags, now, stack_key=AWS_STACK_TAG, expires_key=AWS_EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
+    )
 
 
 def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[dict]:
@@ -71,7 +75,7 @@ def terminate_schedules(scheduler, page_size: int | None = None) -> Iterator[dic
 def schedule_instance_ids(schedule: dict) -> set[str]:
     try:
         return set(json.loads(schedule.get("Target", {}).get("Input") or "{}").get("InstanceIds") or [])
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError):
         return set()
 
 
@@ -92,15 +96,24 @@ def sweep_region(
 
     def record(kind, rid, action, tags=None, reason="", error=None):
         tags = tags or {}
-        out.append(
-            Action("aws", region, kind, rid, action, tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG), reason, error)
-        )
+        stack, expires = tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG)
+        out.append(Action("aws", region, kind, rid, action, stack, expires, reason, error))
 
-    expired_ids: set[str] = set()  # every expired instance, any state: their schedules go too
+    expired_ids: set[str] = set()  # every expired instance of ours, any state: their schedules go too
     terminated: list[str] = []
-    for inst in list(tagged_instances(ec2, page_size)):  # list fully, then act
-        iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
-        verdict, reason = classify(tags, now)
+    try:
+        instances = list(tagged_instances(ec2, page_size))  # list fully, then act
+    except Exception as exc:  # noqa: BLE001 - the groups below are still swept
+        record("instance", "*", "failed", reason="listing tagged instances", error=_error(exc))
+        instances = []
+    for inst in instances:
+        iid = str(inst.get("InstanceId", "?")) if isinstance(inst, dict) else "?"
+        try:
+            state, tags = inst.get("State", {}).get("Name"), _tags(inst)
+            verdict, reason = classify(tags, now)
+        except Exception as exc:  # noqa: BLE001 - one unreadable instance never stops the rest
+            record("instance", iid, "failed", reason="reading the instance's tags", error=_error(exc))
+            continue
         if verdict == "expired":
             expired_ids.add(iid)
         if state not in LIVE_STATES:
@@ -124,7 +137,7 @@ def sweep_region(
         record("schedule", "*", "failed", reason="listing EventBridge Scheduler schedules", error=_error(exc))
         schedules = []
     for summary in schedules:
-        name, group = summary["Name"], summary.get("GroupName", "default")
+        name, group = str(summary.get("Name", "?")), str(summary.get("GroupName") or "default")
         try:
             targets = schedule_instance_ids(scheduler.get_schedule(Name=name, GroupName=group))
         except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
@@ -150,9 +163,19 @@ def sweep_region(
         except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
             record("instance", ",".join(terminated), "failed", reason="waiting for terminated", error=_error(exc))
 
-    for sg in list(tagged_security_groups(ec2, page_size)):
-        gid, tags = sg["GroupId"], _tags(sg)
-        verdict, reason = classify(tags, now)
+    try:
+        groups = list(tagged_security_groups(ec2, page_size))
+    except Exception as exc:  # noqa: BLE001
+        record("security-group", "*", "failed", reason="listing tagged security groups", error=_error(exc))
+        groups = []
+    for sg in groups:
+        gid = str(sg.get("GroupId", "?")) if isinstance(sg, dict) else "?"
+        try:
+            tags = _tags(sg)
+            verdict, reason = classify(tags, now)
+        except Exception as exc:  # noqa: BLE001 - one unreadable group never stops the rest
+            record("security-group", gid, "failed", reason="reading the group's tags", error=_error(exc))
+            continue
         if verdict != "expired":
             record("security-group", gid, verdict, tags, reason)
         elif dry_run:

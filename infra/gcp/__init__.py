@@ -25,7 +25,7 @@ ZONE_PATTERN = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
 TAG_PREFIX = "gpubench-"
 STACK_TAG = TAG_PREFIX + "stack"
 EXPIRES_TAG = TAG_PREFIX + "expires-at"
-_DEADLINE_FORMAT = re.compile(r"^\d{8}t\d{6}z$")
+_DEADLINE_FORMAT = re.compile(r"\d{8}t\d{6}z", re.ASCII)
 _LABEL_BAD = re.compile(r"[^a-z0-9_-]")
 
 # (kind, Compute Engine error codes / phrases) in a failed `pulumi up` transcript.
@@ -67,7 +67,7 @@ def format_deadline(when: datetime) -> str:
 
 
 def is_launcher_deadline(text: str) -> bool:
-    return bool(_DEADLINE_FORMAT.match(str(text)))
+    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
 
 
 def region_of_zone(zone: str) -> str:

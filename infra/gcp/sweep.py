@@ -1,4 +1,7 @@
-"""GCP sweep: delete VMs labelled `gpubench-expires-at` whose deadline has passed.
+"""GCP sweep: delete VMs of ours whose `gpubench-expires-at` deadline has passed.
+
+Ours means a `gpubench-stack` label and an expiry in the launcher's exact form
+(infra.sweep.classify); any other VM carrying the expiry label is reported as left alone.
 
 Talks to the Compute Engine REST API (v1) with google-auth's AuthorizedSession,
 both already installed with google-cloud-storage, so the analysis extra needs no
@@ -18,10 +21,11 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from urllib.parse import quote
 
+from infra import sweep as common
 from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
 from infra.gcp import STACK_TAG as GCP_STACK_LABEL
+from infra.gcp import is_launcher_deadline, region_of_zone
 from infra.sweep import Action
-from infra.tags import BadDeadline, parse_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"
@@ -83,8 +87,15 @@ def _check(resp) -> dict:
     return resp.json() if resp.content else {}
 
 
+# Scope warnings that only say a zone has nothing; any other warning means the zone was not read.
+EMPTY_SCOPE = frozenset({"NO_RESULTS_ON_PAGE"})
+
+
 def labelled_instances(http, root: str, project: str, page_size: int | None = None) -> Iterator[tuple[str, dict]]:
-    """(zone, instance) for every VM with the expires-at label, across all zones, every page."""
+    """(zone, instance) for every VM with the expires-at label, across all zones, every page.
+
+    A zone the API could not read comes out as (scope, None) with its warning in
+    the instance's place, so the caller reports it instead of silently missing it."""
     url = f"{root}projects/{quote(project)}/aggregated/instances"
     params: dict = {"filter": LABEL_FILTER, "returnPartialSuccess": "true"}
     if page_size:
@@ -92,8 +103,17 @@ def labelled_instances(http, root: str, project: str, page_size: int | None = No
     while True:
         page = _check(http.get(url, params=params, timeout=60))
         for scope, body in (page.get("items") or {}).items():
+            zone = str(scope).rsplit("/", 1)[-1]
+            if not isinstance(body, dict):
+                yield zone, {"_unreadable": f"scope entry is {type(body).__name__}, not an object"}
+                continue
+            warning = body.get("warning") or {}
+            if isinstance(warning, dict) and warning.get("code") and warning.get("code") not in EMPTY_SCOPE:
+                yield zone, {"_unreadable": f"{warning.get('code')}: {warning.get('message', '')}".strip()}
             for inst in body.get("instances") or []:
-                yield scope.rsplit("/", 1)[-1], inst
+                yield zone, inst
+        for scope in page.get("unreachables") or []:
+            yield str(scope).rsplit("/", 1)[-1], {"_unreadable": "unreachable (partial listing)"}
         token = page.get("nextPageToken")
         if not token:
             return
@@ -101,15 +121,9 @@ def labelled_instances(http, root: str, project: str, page_size: int | None = No
 
 
 def classify(labels: dict, now: datetime) -> tuple[str, str]:
-    raw = (labels or {}).get(GCP_EXPIRES_LABEL, "")
-    try:
-        deadline = parse_deadline(raw)
-    except BadDeadline as exc:
-        return "skipped", str(exc)
-    return (
-        ("expired", f"expired at {deadline.isoformat()}")
-        if deadline <= now
-        else ("kept", f"expires at {deadline.isoformat()}")
+    """('expired' | 'kept' | 'left-alone', reason): ours only with gpubench-stack and a launcher-format deadline."""
+    return common.classify(
+        labels, now, stack_key=GCP_STACK_LABEL, expires_key=GCP_EXPIRES_LABEL, is_launcher_deadline=is_launcher_deadline
     )
 
 
@@ -123,7 +137,7 @@ def sweep(
     page_size: int | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Action]:
-    """Sweep every zone (or only zones of `regions`) of one project."""
+    """Sweep every zone (or only zones of `regions`) of one project: one Action per labelled VM or unreadable zone."""
     root = root or api_root()
     project = project or default_project()
     http = http or authorized_session(root)
@@ -131,32 +145,42 @@ def sweep(
     out: list[Action] = []
     # list every page before deleting anything: deleting while paging can skip VMs
     for zone, inst in list(labelled_instances(http, root, project, page_size)):
-        region = zone.rsplit("-", 1)[0]
+        region = region_of_zone(zone)
         if wanted and region not in wanted and zone not in wanted:
             continue
-        labels = inst.get("labels") or {}
-        if GCP_EXPIRES_LABEL not in labels:
-            continue  # the server filter is a hint; the label decides
-        verdict, reason = classify(labels, now)
-        name = inst.get("name", "?")
-        stack, expires = labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL)
-
-        def record(action, error=None, zone=zone, name=name, stack=stack, expires=expires, reason=reason):
-            out.append(Action("gcp", zone, "instance", name, action, stack, expires, reason, error))
-
-        if verdict != "expired":
-            record(verdict)
-        elif dry_run:
-            record("would-terminate")
-        else:
-            try:
-                _check(
-                    http.delete(
-                        f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60
-                    )
-                )
-                record("terminated")
-                log(f"[gcp {zone}] deleting {name} ({labels.get(GCP_STACK_LABEL)}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("failed", str(exc))
+        try:
+            outcome = _one(http, root, project, zone, inst, now, dry_run, log)
+        except Exception as exc:  # noqa: BLE001 - one unreadable VM never stops the rest
+            name = inst.get("name", "?") if isinstance(inst, dict) else "?"
+            outcome = Action("gcp", zone, "instance", str(name), "failed", reason="reading the VM", error=str(exc))
+        if outcome is not None:
+            out.append(outcome)
     return out
+
+
+def _one(http, root, project, zone, inst, now, dry_run, log) -> Action | None:
+    """What happens to one listed VM (or the failure of one unreadable zone)."""
+    if "_unreadable" in inst:
+        return Action("gcp", zone, "zone", zone, "failed", reason="listing the zone", error=inst["_unreadable"])
+    labels = inst.get("labels") or {}
+    if not isinstance(labels, dict):
+        return Action("gcp", zone, "instance", str(inst.get("name", "?")), "left-alone", reason="labels unreadable")
+    if GCP_EXPIRES_LABEL not in labels:
+        return None  # the server filter is a hint; the label decides
+    verdict, reason = classify(labels, now)
+    name = str(inst.get("name", "?"))
+    stack, expires = labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL)
+
+    def action(what, error=None):
+        return Action("gcp", zone, "instance", name, what, stack, expires, reason, error)
+
+    if verdict != "expired":
+        return action(verdict)
+    if dry_run:
+        return action("would-terminate")
+    try:
+        _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
+    except Exception as exc:  # noqa: BLE001 - keep sweeping
+        return action("failed", str(exc))
+    log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
+    return action("terminated")

@@ -25,6 +25,7 @@ from infra.ssh.connection import SshError, connect
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
+from payload.layout import stack_prefix
 
 # outcome -> process exit code (docs/ssh.md)
 EXIT_CODES = {
@@ -198,7 +199,7 @@ class Session:
         )
         self.report["files"] += up.keys
         self.report["payload_runs"] += [{"url": store.url_for(p), **up.statuses.get(p, {})} for p in up.payload_runs]
-        self.report["results"] = store.url_for(f"runs/{self.cfg.stack}/")
+        self.report["results"] = store.url_for(stack_prefix(self.cfg.stack))
         self.say(
             f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}"
         )

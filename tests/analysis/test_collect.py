@@ -104,12 +104,11 @@ def _messy(store) -> dict:
     store.put_bytes("runs/aws-p2-1x/still-running/epochs.csv", b"epoch,elapsed\n")
     store.put_bytes("runs/aws-p2-1x/notes-run/notes.txt", b"hello")
     store.put_bytes(result_key(good[1]).replace("result.json", "events.jsonl"), b"{}\n")
-    # the same run uploaded under a second stack directory: an older copy
+    # the same run under a second stack directory, claiming to be newer: misplaced, never the winner
     dup = copy.deepcopy(good[2])
-    dup["stack"] = "copied-stack"
-    dup["finished_at"] = "2000-01-01T00:00:00.000Z"
+    dup["finished_at"] = "2099-01-01T00:00:00.000Z"
     store.put_bytes(f"runs/copied-stack/{dup['run_id']}/result.json", result_bytes(dup))
-    store.put_bytes(f"runs/v0/{_v0()['run_id']}/result.json", json.dumps(_v0()).encode())
+    store.put_bytes(f"runs/aws-p2-1x/{_v0()['run_id']}/result.json", json.dumps(_v0()).encode())
     store.put_bytes("unrelated/readme.txt", b"not ours")
     return {"good": good, "dup_run": good[2]["run_id"]}
 
@@ -129,12 +128,13 @@ def _check_messy(summary, rows, expect) -> None:
     assert "epochs.csv, events.jsonl" in reasons["runs/aws-p2-1x/still-running/"]
     assert reasons["runs/aws-p2-1x/notes-run/notes.txt"].startswith("unknown file")
     dup_key = f"runs/copied-stack/{expect['dup_run']}/result.json"
-    assert reasons[dup_key].startswith(f"duplicate of run {expect['dup_run']}")
+    assert reasons[dup_key].startswith("misplaced: the result says stack"), reasons[dup_key]
+    assert result_key(expect["good"][2]) in reasons[dup_key]
     assert not any(k.startswith("unrelated/") for k in reasons)
     ids = {r["run_id"] for r in rows}
     assert ids == {r["run_id"] for r in expect["good"]} | {"v0-run-1"}
     kept = next(r for r in rows if r["run_id"] == expect["dup_run"])
-    assert kept["stack"] != "copied-stack"  # the newer copy wins
+    assert kept["stack"] != "copied-stack" and kept["finished_at"] != "2099-01-01T00:00:00.000Z"
 
 
 def test_s3_parallel_incremental_and_messy(s3_bucket, tmp_path):
@@ -280,7 +280,7 @@ def test_failed_download_is_retried_next_time(tmp_path):
             raise StorageError(f"download {key} failed after 5 attempt(s): timeout")
 
     summary, rows = collect([str(src)], tmp_path / "out", store_opener=lambda u: Flaky(open_store(u)))
-    assert rows == [] and all(s["reason"].startswith("download failed") for s in summary.skipped)
+    assert rows == [] and all(s["reason"].startswith(("download failed", "not tried")) for s in summary.skipped)
     summary, rows = collect([str(src)], tmp_path / "out")
     assert len(rows) == 2 and summary.new == 2
 
@@ -309,7 +309,7 @@ def test_v0_migration_produces_a_valid_v1_result():
 
 def test_v0_row_keeps_its_billing_window(tmp_path):
     src = tmp_path / "res"
-    open_store(str(src)).put_bytes("runs/v0/v0-run-1/result.json", json.dumps(_v0()).encode())
+    open_store(str(src)).put_bytes("runs/aws-p2-1x/v0-run-1/result.json", json.dumps(_v0()).encode())
     _, rows = collect([str(src)], tmp_path / "out")
     (row,) = rows
     assert row["schema_version_read"] == 0
@@ -397,3 +397,115 @@ def test_fast_validation_agrees_with_the_payload_schema(mutate):
 
         with pytest.raises(fastjsonschema.JsonSchemaException):
             _fast_validator()(r)
+
+
+def test_a_forged_result_under_another_stack_never_displaces_the_genuine_one(tmp_path):
+    """A result claiming another stack's run id (or stack) is misplaced; copies are compared within one stack only."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    genuine = _results(2)
+    _populate(open_store(str(a)), genuine)
+    forged = copy.deepcopy(genuine[0])
+    forged["finished_at"] = "2099-01-01T00:00:00.000Z"
+    open_store(str(a)).put_bytes(f"runs/attacker/{forged['run_id']}/result.json", result_bytes(forged))
+    renamed = copy.deepcopy(genuine[1])
+    renamed["stack"] = "attacker"  # claims to be the attacker's run, stored under the victim's run id
+    open_store(str(a)).put_bytes("runs/attacker/other-id/result.json", result_bytes(renamed))
+    older = copy.deepcopy(genuine[1])
+    older["finished_at"] = "2000-01-01T00:00:00.000Z"
+    _populate(open_store(str(b)), [older])  # the same run reached through a second source: a true duplicate
+    summary, rows = collect([str(a), str(b)], tmp_path / "out")
+    reasons = _reasons(summary)
+    assert sorted((r["stack"], r["run_id"]) for r in rows) == sorted((g["stack"], g["run_id"]) for g in genuine)
+    assert all(r["finished_at"] != "2099-01-01T00:00:00.000Z" for r in rows)
+    assert reasons[f"runs/attacker/{forged['run_id']}/result.json"].startswith("misplaced")
+    assert reasons["runs/attacker/other-id/result.json"].startswith("misplaced")
+    assert reasons[result_key(older)].startswith(f"duplicate of run {older['run_id']}")
+    assert summary.valid == 2
+
+
+def test_layout_keys_round_trip_and_refuse_paths():
+    from payload import layout
+
+    key = layout.result_key("aws-p3-8x", "r-1")
+    assert key == "runs/aws-p3-8x/r-1/result.json"
+    assert layout.parse_key(key) == layout.RunKey("aws-p3-8x", "r-1", "result.json")
+    assert layout.parse_key("runs/aws-p3-8x/result.json") is None
+    assert layout.parse_key("runs/../r/result.json") is None
+    for bad in ("a/b", "", "..", "."):
+        with pytest.raises(layout.BadKeyPart, match="without '/'"):
+            layout.stack_prefix(bad)
+
+
+def test_a_bucket_killed_mid_collect_keeps_every_row_and_says_incomplete(tmp_path, capsys):
+    src = tmp_path / "res"
+    results = _results(4)
+    _populate(open_store(str(src)), results)
+    out = tmp_path / "out"
+    collect([str(src)], out)
+    time.sleep(0.01)
+    _populate(open_store(str(src)), results)  # every object changed (new mtime): all must be fetched again
+
+    class Dies(Tracking):
+        def get_bytes(self, key):
+            self.gets.append(key)
+            raise StorageError(f"download {key} failed after 5 attempt(s): connection refused")
+
+    dying = Dies(open_store(str(src)))
+    summary, rows = collect([str(src)], out, workers=1, store_opener=lambda u: dying)
+    assert len(rows) == 4 and summary.incomplete
+    assert len(dying.gets) == 1  # detected once, not retried object by object
+    reasons = _reasons(summary)
+    assert all(reasons[result_key(r)].startswith("kept the previous row") for r in results)
+    assert len(pd.read_parquet(out / "results.parquet")) == 4
+    summary, rows = collect([str(src)], out)  # the bucket is back: everything is fetched
+    assert summary.new == 4 and not summary.incomplete and len(rows) == 4
+
+
+def test_a_wrong_prefix_is_an_error_with_the_layout_and_never_empties_the_table(tmp_path, capsys):
+    src = tmp_path / "res"
+    _populate(open_store(str(src / "team")), _results(3))
+    out = tmp_path / "out"
+    assert main(["collect", "--results", str(src / "team"), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 1
+    got = json.loads(capsys.readouterr().out)
+    assert got["complete"] is False and got["valid"] == 3
+    reason = got["skipped"][0]["reason"]
+    assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {src}/team?" in reason
+    assert len(pd.read_parquet(out / "results.parquet")) == 3
+    runs_url = str(src / "team" / "runs")
+    assert main(["collect", "--results", runs_url, "--out", str(out), "--json"]) == 1
+    assert f"did you mean {src / 'team'}?" in json.loads(capsys.readouterr().out)["skipped"][0]["reason"]
+
+
+def test_strict_makes_set_aside_files_an_error(tmp_path, capsys):
+    src = tmp_path / "res"
+    _messy(open_store(str(src)))
+    argv = ["collect", "--results", str(src), "--out", str(tmp_path / "out"), "--json"]
+    assert main(argv) == 0
+    assert main([*argv, "--strict"]) == 5
+    capsys.readouterr()
+    clean = tmp_path / "clean"
+    _populate(open_store(str(clean)), _results(2))
+    assert main(["collect", "--results", str(clean), "--out", str(tmp_path / "o2"), "--strict"]) == 0
+
+
+@pytest.mark.parametrize("code", ["NoSuchBucket", "AccessDenied", "InvalidBucketName"])
+def test_permanent_errors_are_not_retried(code):
+    from botocore.exceptions import ClientError
+
+    from payload.storage import PermanentStorageError, with_retries
+
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise ClientError({"Error": {"Code": code, "Message": "no"}}, "ListObjectsV2")
+
+    with pytest.raises(PermanentStorageError, match=code):
+        with_retries("list results", fail, attempts=5, sleep=lambda s: None)
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(StorageError, match="after 3 attempt"):
+        with_retries("list", lambda: calls.append(1) or (_ for _ in ()).throw(OSError("reset")), 3, 0, lambda s: None)
+    assert len(calls) == 3

@@ -77,11 +77,9 @@ class Cloud:
 
 
 def tags(expires, stack):
-    return [
-        {"Key": "gpubench:expires-at", "Value": expires},
-        {"Key": "gpubench:stack", "Value": stack},
-        {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"},
-    ]
+    """The launcher's tags; stack=None leaves the stack tag out (someone else's resource)."""
+    own = [{"Key": "gpubench:expires-at", "Value": expires}, {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"}]
+    return own + ([{"Key": "gpubench:stack", "Value": stack}] if stack is not None else [])
 
 
 def sweep_cli(capsys, region, *extra):
@@ -125,11 +123,11 @@ def test_sweeps_exactly_the_expired_tagged_resources(aws_env, capsys):
     acted = {(a["kind"], a["id"]): a["action"] for a in doc["actions"]}
     assert acted[("instance", ids["expired"])] == "terminated"
     assert acted[("instance", ids["fresh"])] == "kept"
-    assert acted[("instance", ids["garbled"])] == "skipped"
+    assert acted[("instance", ids["garbled"])] == "left-alone"
     assert acted[("security-group", ids["sg_expired"])] == "deleted"
     assert acted[("schedule", "default/deadline-schedule-expired")] == "deleted"
     assert ("instance", ids["untagged"]) not in acted  # untagged resources are not even listed
-    assert doc["counts"] == {"terminated": 2, "deleted": 2, "kept": 2, "skipped": 1}
+    assert doc["counts"] == {"terminated": 2, "deleted": 2, "kept": 2, "left-alone": 1}
     first = next(a for a in doc["actions"] if a["id"] == ids["expired"])
     assert set(first) == {"provider", "region", "kind", "id", "action", "stack", "expires_at", "reason", "error", "ok"}
     assert first["stack"] == "aws-p3-8x" and first["expires_at"] == PAST
@@ -148,7 +146,7 @@ def test_dry_run_changes_nothing(aws_env, capsys):
     for key in ("expired", "expired_spot", "fresh", "untagged", "garbled"):
         assert cloud.state(ids[key]) == "running", key
     assert cloud.sg_ids() == sgs and cloud.schedule_names() == schedules
-    assert doc["counts"] == {"would-terminate": 2, "would-delete": 2, "kept": 2, "skipped": 1}
+    assert doc["counts"] == {"would-terminate": 2, "would-delete": 2, "kept": 2, "left-alone": 1}
 
 
 def test_paginates_instances_schedules_and_groups(aws_env):
@@ -213,11 +211,16 @@ def test_cli_exit_code_on_failure_and_bad_now(aws_env, capsys, monkeypatch):
 
 
 def test_classify_reads_only_the_project_tag():
-    assert sweep_aws.classify({"gpubench:expires-at": PAST}, NOW)[0] == "expired"
-    assert sweep_aws.classify({"gpubench:expires-at": aws_tag_deadline(NOW)}, NOW)[0] == "expired"
-    assert sweep_aws.classify({"gpubench:expires-at": FUTURE}, NOW)[0] == "kept"
-    assert sweep_aws.classify({"gpubench:expires-at": "soon"}, NOW)[0] == "skipped"
-    assert sweep_aws.classify({"expires-at": PAST}, NOW)[0] == "skipped"
+    ours = {"gpubench:stack": "aws-p3-8x"}
+    assert sweep_aws.classify({**ours, "gpubench:expires-at": PAST}, NOW)[0] == "expired"
+    assert sweep_aws.classify({**ours, "gpubench:expires-at": aws_tag_deadline(NOW)}, NOW)[0] == "expired"
+    assert sweep_aws.classify({**ours, "gpubench:expires-at": FUTURE}, NOW)[0] == "kept"
+    assert sweep_aws.classify({**ours, "gpubench:expires-at": "soon"}, NOW)[0] == "left-alone"
+    assert sweep_aws.classify({**ours, "expires-at": PAST}, NOW)[0] == "left-alone"
+    assert sweep_aws.classify({"gpubench:expires-at": PAST}, NOW) == ("left-alone", "no gpubench:stack tag")
+    for odd in ("2024-05-01T11:00:00+00:00", "20240501t110000z", PAST + "\n", "2024-05-01T11:00:00.000Z"):
+        verdict, reason = sweep_aws.classify({**ours, "gpubench:expires-at": odd}, NOW)
+        assert verdict == "left-alone" and "expires-at not in the launcher's format" in reason, odd
 
 
 def test_missing_credentials_is_a_clear_error(monkeypatch, capsys, tmp_path):
@@ -230,3 +233,55 @@ def test_missing_credentials_is_a_clear_error(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
     assert main(["sweep", "--provider", "aws", "--region", "us-east-1"]) == 2
     assert "no AWS credentials" in capsys.readouterr().err
+
+
+def test_acts_only_on_what_is_ours(aws_env, capsys):
+    """Foreign (expiry tag, no stack tag) and malformed-tag resources are reported as left alone, never touched;
+    a tag that used to crash the parser does not stop the region."""
+    cloud = Cloud(aws_env, "ca-central-1")
+    ours = cloud.instance(PAST, "aws-p3-8x")
+    ours_sg = cloud.sg("ours", PAST)
+    foreign = cloud.instance(PAST, None)  # another tool reusing the key, no gpubench:stack
+    foreign_sg = cloud.sg("foreign", PAST, stack=None)
+    offset = cloud.instance("2024-05-01T11:00:00+00:00", "aws-p3-8x")  # a valid time, not the launcher's form
+    gcp_form = cloud.instance("20240501t110000z", "aws-p3-8x")
+    crashy = cloud.instance("20240501t250000z", "aws-p3-8x")  # hour 25 in basic form: used to raise
+    impossible = cloud.instance("2024-02-31T00:00:00Z", "aws-p3-8x")  # launcher's shape, no such day
+    bad_sg = cloud.sg("garbled", "yesterday")
+    code, doc = sweep_cli(capsys, "ca-central-1")
+    acted = {a["id"]: a for a in doc["actions"]}
+    assert code == 0 and doc["ok"] is True
+    assert cloud.state(ours) == "terminated" and ours_sg not in cloud.sg_ids()
+    for iid in (foreign, offset, gcp_form, crashy, impossible):
+        assert cloud.state(iid) == "running", iid
+        assert acted[iid]["action"] == "left-alone", acted[iid]
+    assert {foreign_sg, bad_sg} <= cloud.sg_ids()
+    assert acted[foreign]["reason"] == "no gpubench:stack tag"
+    assert acted[foreign_sg]["action"] == "left-alone" and acted[foreign_sg]["reason"] == "no gpubench:stack tag"
+    for rid in (offset, gcp_form, crashy, impossible, bad_sg):
+        assert acted[rid]["reason"].startswith("expires-at not in the launcher's format"), acted[rid]
+
+
+class UnreadableSession(FailingSession):
+    """Listing instances fails (as with a throttled or denied DescribeInstances); groups still list."""
+
+    def client(self, name, **kw):
+        real = self.session.client(name, **kw)
+        if name == "ec2":
+
+            def describe_instances(**params):
+                from botocore.exceptions import ClientError
+
+                raise ClientError({"Error": {"Code": "RequestLimitExceeded", "Message": "slow down"}}, "Describe")
+
+            real.describe_instances = describe_instances
+        return real
+
+
+def test_an_unreadable_listing_is_a_failure_and_the_rest_is_swept(aws_env, capsys):
+    cloud = Cloud(aws_env, "eu-west-3")
+    sg = cloud.sg("ours", PAST)
+    actions = sweep_aws.sweep(["eu-west-3"], NOW, session=UnreadableSession(aws_env, None), wait_delay=0.1)
+    by = {(a.kind, a.id): a for a in actions}
+    assert by[("instance", "*")].action == "failed" and "RequestLimitExceeded" in by[("instance", "*")].error
+    assert by[("security-group", sg)].action == "deleted"

@@ -33,6 +33,7 @@ class FakeCompute:
         self.deleted: list[tuple[str, str]] = []
         self.requests: list[tuple[str, str]] = []
         self.fail_delete: set[str] = set()
+        self.warnings: dict[str, dict] = {}  # scope -> warning, e.g. an unreachable zone
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
@@ -70,6 +71,8 @@ class FakeCompute:
         for zone, inst in rows[start : start + size]:
             items.setdefault(f"zones/{zone}", {"instances": []})["instances"].append(inst)
         items["regions/us-central1"] = {"warning": {"code": "NO_RESULTS_ON_PAGE", "message": "none"}}
+        for scope, warning in self.warnings.items():
+            items.setdefault(scope, {})["warning"] = warning
         doc = {"kind": "compute#instanceAggregatedList", "items": items}
         if start + size < len(rows):
             doc["nextPageToken"] = str(start + size)
@@ -124,7 +127,9 @@ def compute(monkeypatch):
 
 
 def labels(expires, stack="gcp-v100-1x"):
-    return {"gpubench-expires-at": expires, "gpubench-stack": stack, "gpubench-offering": "gcp_n1-standard-8_1xv100"}
+    """The launcher's labels; stack=None leaves the stack label out (someone else's VM)."""
+    own = {"gpubench-expires-at": expires, "gpubench-offering": "gcp_n1-standard-8_1xv100"}
+    return own | ({"gpubench-stack": stack} if stack is not None else {})
 
 
 def populate(fake):
@@ -146,7 +151,7 @@ def test_deletes_exactly_the_expired_labelled_vms(compute, capsys):
     assert code == 0 and doc["ok"] is True
     assert sorted(compute.deleted) == [("europe-west4-b", "expired-stopped"), ("us-central1-a", "expired-1")]
     assert compute.names() == {"fresh", "untagged", "garbled"}
-    assert doc["counts"] == {"terminated": 2, "kept": 1, "skipped": 1}
+    assert doc["counts"] == {"terminated": 2, "kept": 1, "left-alone": 1}
     acted = {a["id"]: a for a in doc["actions"]}
     assert "untagged" not in acted
     assert acted["expired-1"]["stack"] == "gcp-v100-1x" and acted["expired-1"]["region"] == "us-central1-a"
@@ -158,7 +163,7 @@ def test_dry_run_deletes_nothing(compute, capsys):
     populate(compute)
     code, doc = sweep_cli(capsys, "--dry-run")
     assert code == 0 and compute.deleted == [] and len(compute.names()) == 5
-    assert doc["counts"] == {"would-terminate": 2, "kept": 1, "skipped": 1}
+    assert doc["counts"] == {"would-terminate": 2, "kept": 1, "left-alone": 1}
 
 
 def test_region_filter_and_paging(compute):
@@ -186,3 +191,32 @@ def test_missing_project_is_a_clear_error(compute, monkeypatch, capsys):
     monkeypatch.setattr("google.auth.default", lambda *a, **k: (None, None))
     assert main(["sweep", "--provider", "gcp"]) == 2
     assert "--project" in capsys.readouterr().err
+
+
+def test_acts_only_on_what_is_ours(compute, capsys):
+    """Foreign (expiry label, no stack label) and malformed-label VMs are left alone with the reason; a label that
+    used to crash the parser (hour 25) stops neither the zone nor the sweep."""
+    compute.add("us-central1-a", "ours", labels(PAST))
+    compute.add("us-central1-a", "foreign", labels(PAST, stack=None))
+    compute.add("us-central1-b", "crashy", labels("20240501t250000z"))
+    compute.add("us-central1-b", "rfc3339", labels("2024-05-01t11_00_00z"))
+    compute.add("us-central1-c", "after-crashy", labels(PAST))
+    code, doc = sweep_cli(capsys)
+    acted = {a["id"]: a for a in doc["actions"]}
+    assert code == 0, doc
+    assert compute.names() == {"foreign", "crashy", "rfc3339"}
+    assert acted["foreign"]["action"] == "left-alone" and acted["foreign"]["reason"] == "no gpubench-stack tag"
+    for name in ("crashy", "rfc3339"):
+        assert acted[name]["action"] == "left-alone"
+        assert acted[name]["reason"].startswith("expires-at not in the launcher's format"), acted[name]
+    assert acted["after-crashy"]["action"] == "terminated"
+
+
+def test_an_unreachable_zone_is_a_failure_and_the_rest_is_swept(compute, capsys):
+    compute.add("us-central1-a", "ours", labels(PAST))
+    compute.warnings["zones/asia-east1-a"] = {"code": "UNREACHABLE", "message": "zone asia-east1-a is unreachable"}
+    code, doc = sweep_cli(capsys)
+    acted = {a["id"]: a for a in doc["actions"]}
+    assert code == 1 and doc["ok"] is False
+    assert acted["asia-east1-a"]["action"] == "failed" and "UNREACHABLE" in acted["asia-east1-a"]["error"]
+    assert acted["ours"]["action"] == "terminated" and "ours" not in compute.names()

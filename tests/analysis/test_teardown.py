@@ -268,7 +268,7 @@ def test_missing_cli_says_how_to_install(project, monkeypatch, capsys):
     monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: None)
     code = main(["teardown", "--expired", "--project-dir", str(project), "--yes"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3  # exitcodes.MISSING
     assert "Pulumi CLI is not installed" in err and "curl -fsSL https://get.pulumi.com | sh" in err
     assert "pulumi.com/docs/install" in err
 

@@ -1,0 +1,71 @@
+"""The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
+
+The payload writes there, the launcher grants each stack write access to its
+own ``runs/<stack>/`` only, and collect reads a result as genuine only where its
+key agrees with the stack and run id it claims. Building and parsing keys goes
+through this module so the three can never disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ROOT = "runs/"
+RESULT_NAME = "result.json"
+# What a run directory may hold besides result.json.
+RUN_FILES = ("events.jsonl", "epochs.csv")
+RUN_DIRS = ("checkpoints/",)
+LAYOUT = "runs/<stack>/<run-id>/result.json"
+
+_KEY = re.compile(r"runs/(?P<stack>[^/]+)/(?P<run>[^/]+)/(?P<rest>.+)", re.DOTALL)
+
+
+class BadKeyPart(ValueError):
+    """A stack name or run id that cannot be one path segment of a key."""
+
+
+def _segment(what: str, value: str) -> str:
+    text = str(value)
+    if not text or "/" in text or text in (".", ".."):
+        raise BadKeyPart(f"{what} {text!r} cannot be part of a bucket key: use a name without '/', e.g. aws-p3-8x")
+    return text
+
+
+def stack_prefix(stack: str) -> str:
+    """`runs/<stack>/`: everything one stack writes."""
+    return f"{ROOT}{_segment('stack', stack)}/"
+
+
+def run_prefix(stack: str, run_id: str) -> str:
+    """`runs/<stack>/<run-id>/`: one run's directory."""
+    return f"{stack_prefix(stack)}{_segment('run id', run_id)}/"
+
+
+def result_key(stack: str, run_id: str) -> str:
+    return run_prefix(stack, run_id) + RESULT_NAME
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """A key inside some run directory: which stack, which run, which file (`rest`)."""
+
+    stack: str
+    run_id: str
+    rest: str
+
+    @property
+    def prefix(self) -> str:
+        return run_prefix(self.stack, self.run_id)
+
+    @property
+    def is_result(self) -> bool:
+        return self.rest == RESULT_NAME
+
+
+def parse_key(key: str) -> RunKey | None:
+    """The run a key belongs to, or None if it is not inside `runs/<stack>/<run-id>/`."""
+    m = _KEY.fullmatch(key)
+    if not m or m["stack"] in (".", "..") or m["run"] in (".", ".."):
+        return None
+    return RunKey(m["stack"], m["run"], m["rest"])
