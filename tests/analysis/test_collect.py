@@ -519,3 +519,20 @@ def test_fast_validation_agrees_with_the_payload_schema(mutate):
 
         with pytest.raises(fastjsonschema.JsonSchemaException):
             _fast_validator()(r)
+
+
+def test_bulk_path_prices_only_spot_runs_of_clouds_with_a_spot_history(s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}"
+    aws_spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
+    runs = [aws_spot, make_result("gcp/n1-standard-4+1xt4", market="spot", repeat=2), make_result(repeat=3)]
+    _populate(open_store(url), runs)
+    calls = []
+
+    def pricer(result):
+        calls.append(result["run_id"])
+        return None  # no history found: the row keeps its recorded price
+
+    summary, rows = collect([url], tmp_path / "bulk", spot_pricer=pricer)
+    assert summary.valid == 3 and calls == [aws_spot["run_id"]]
+    _, rows_thread = collect([url], tmp_path / "thread", spot_pricer=pricer, bulk=False)
+    assert rows == rows_thread and calls == [aws_spot["run_id"]] * 2
