@@ -48,7 +48,7 @@ def register(sub) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="parallel downloads (default: 10, the SDKs' connection pool size)",
+        help="downloads in flight (default: 128 for s3://, through obstore; 10 for gs:// and files, the SDKs' connection pool size)",
     )
     p.add_argument(
         "--teardown",
@@ -101,7 +101,7 @@ def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
 def run(args) -> int:
     import sys
 
-    from analysis.collect import DEFAULT_WORKERS, collect, spot_history_pricer
+    from analysis.collect import collect, spot_history_pricer
     from payload.storage import StorageError
 
     if args.workers is not None and args.workers < 1:
@@ -113,7 +113,7 @@ def run(args) -> int:
         summary, rows = collect(
             urls,
             args.out,
-            workers=args.workers or DEFAULT_WORKERS,
+            workers=args.workers,
             progress=show,
             spot_pricer=spot_history_pricer(args.spot_history),
         )

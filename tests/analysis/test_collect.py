@@ -285,14 +285,136 @@ def test_failed_download_is_retried_next_time(tmp_path):
     assert len(rows) == 2 and summary.new == 2
 
 
-def test_corrupt_manifest_is_a_cold_start(tmp_path):
+def test_corrupt_manifest_is_rebuilt(tmp_path):
     src = tmp_path / "res"
     _populate(open_store(str(src)), _results(2))
     collect([str(src)], tmp_path / "out")
-    (tmp_path / "out" / ".collect-manifest.json").write_text("{not json")
-    assert Manifest(tmp_path / "out" / ".collect-manifest.json").entries == {}
+    path = tmp_path / "out" / ".collect-manifest.sqlite"
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / "out" / f".collect-manifest.sqlite{suffix}").unlink(missing_ok=True)
+    path.write_bytes(b"{not a database" * 100)
+    m = Manifest(path)
+    assert m.entries == {}
+    m.close()
     summary, rows = collect([str(src)], tmp_path / "out")
     assert summary.new == 2 and len(rows) == 2
+    summary, rows = collect([str(src)], tmp_path / "out")  # and the rebuilt one works
+    assert (summary.new, summary.cached) == (0, 2)
+
+
+def test_an_old_json_manifest_is_migrated_without_downloading_again(tmp_path):
+    from analysis.table import ROW_VERSION
+
+    src = tmp_path / "res"
+    _populate(open_store(str(src)), _results(3))
+    out = tmp_path / "out"
+    collect([str(src)], out)
+    m = Manifest(out / ".collect-manifest.sqlite")
+    entries, fingerprint = m.entries, m.table_fingerprint
+    m.close()
+    for f in out.glob(".collect-manifest.sqlite*"):
+        f.unlink()
+    old = {"row_version": ROW_VERSION, "table_fingerprint": fingerprint, "entries": entries}
+    (out / ".collect-manifest.json").write_text(json.dumps(old))
+    summary, rows = collect([str(src)], out)
+    assert (summary.new, summary.cached, len(rows)) == (0, 3, 3)
+    assert not (out / ".collect-manifest.json").exists()
+    summary, _ = collect([str(src)], out)
+    assert (summary.new, summary.cached) == (0, 3)
+
+
+class CountingBulk:
+    """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key."""
+
+    def __init__(self, monkeypatch):
+        from analysis import bulk
+
+        self.gets: list[str] = []
+        real = bulk.S3Bulk.get
+
+        async def get(source, key):
+            self.gets.append(key)
+            return await real(source, key)
+
+        monkeypatch.setattr(bulk.S3Bulk, "get", get)
+
+
+def _comparable(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sort_values("run_id").reset_index(drop=True)
+
+
+def test_bulk_path_and_thread_path_give_the_same_table(s3_bucket, tmp_path, monkeypatch):
+    from analysis import bulk
+
+    url = f"s3://{s3_bucket}/gpubench"
+    _messy(open_store(url))
+    assert bulk.available(url)
+    counting = CountingBulk(monkeypatch)
+    s_thread, rows_thread = collect([url], tmp_path / "thread", bulk=False)
+    assert counting.gets == []
+    s_bulk, rows_bulk = collect([url], tmp_path / "bulk")
+    assert len(counting.gets) == s_bulk.new == 12
+    assert rows_bulk == rows_thread
+    assert _reasons(s_bulk) == _reasons(s_thread)
+    assert (s_bulk.runs, s_bulk.valid) == (s_thread.runs, s_thread.valid)
+    pd.testing.assert_frame_equal(
+        _comparable(pd.read_parquet(tmp_path / "bulk" / "results.parquet")),
+        _comparable(pd.read_parquet(tmp_path / "thread" / "results.parquet")),
+    )
+
+
+def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_path, monkeypatch):
+    url = f"s3://{s3_bucket}"
+    results = _results(30)
+    _populate(open_store(url), results)
+    open_store(url).put_bytes("runs/aws-p2-1x/broken/result.json", b"{")
+    counting = CountingBulk(monkeypatch)
+    out = tmp_path / "out"
+    summary, rows = collect([url], out, workers=8)
+    assert summary.new == len(counting.gets) == 31 and len(rows) == 30
+    assert _reasons(summary)["runs/aws-p2-1x/broken/result.json"].startswith("corrupt: not valid JSON")
+
+    counting.gets.clear()
+    summary, rows = collect([url], out, workers=8)  # nothing new: nothing downloaded
+    assert counting.gets == [] and (summary.new, summary.cached, len(rows)) == (0, 31, 30)
+    assert not summary.table_written
+
+    changed = copy.deepcopy(results[7])
+    changed["metrics"]["train_seconds"] = 4242.0
+    open_store(url).put_bytes(result_key(changed), result_bytes(changed))
+    summary, rows = collect([url], out, workers=8)  # one changed object: only it is read
+    assert counting.gets == [result_key(changed)] and (summary.new, summary.cached) == (1, 30)
+    assert next(r for r in rows if r["run_id"] == changed["run_id"])["train_seconds"] == 4242.0
+    m = Manifest(out / ".collect-manifest.sqlite")
+    assert m.entries[f"{url}|{result_key(changed)}"]["row"]["train_seconds"] == 4242.0
+    m.close()
+
+    counting.gets.clear()
+    (out / ".collect-manifest.sqlite").write_bytes(b"garbage" * 1000)  # corrupt manifest: rebuilt
+    for suffix in ("-wal", "-shm"):
+        (out / f".collect-manifest.sqlite{suffix}").unlink(missing_ok=True)
+    summary, rows = collect([url], out, workers=8)
+    assert len(counting.gets) == summary.new == 31 and len(rows) == 30
+
+
+def test_bulk_path_outage_keeps_the_rows_and_fails_fast(s3_bucket, tmp_path, monkeypatch):
+    import socket
+
+    url = f"s3://{s3_bucket}"
+    _populate(open_store(url), _results(3))
+    out = tmp_path / "out"
+    assert len(collect([url], out)[1]) == 3
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{dead}")
+    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "2")
+    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.1")
+    t0 = time.monotonic()
+    summary, rows = collect([url], out)
+    assert time.monotonic() - t0 < 30
+    assert len(rows) == 3
+    assert summary.skipped[0]["reason"].startswith("cannot list the bucket: list s3://")
 
 
 def test_v0_migration_produces_a_valid_v1_result():
@@ -509,3 +631,20 @@ def test_permanent_errors_are_not_retried(code):
     with pytest.raises(StorageError, match="after 3 attempt"):
         with_retries("list", lambda: calls.append(1) or (_ for _ in ()).throw(OSError("reset")), 3, 0, lambda s: None)
     assert len(calls) == 3
+
+
+def test_bulk_path_prices_only_spot_runs_of_clouds_with_a_spot_history(s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}"
+    aws_spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
+    runs = [aws_spot, make_result("gcp/n1-standard-4+1xt4", market="spot", repeat=2), make_result(repeat=3)]
+    _populate(open_store(url), runs)
+    calls = []
+
+    def pricer(result):
+        calls.append(result["run_id"])
+        return None  # no history found: the row keeps its recorded price
+
+    summary, rows = collect([url], tmp_path / "bulk", spot_pricer=pricer)
+    assert summary.valid == 3 and calls == [aws_spot["run_id"]]
+    _, rows_thread = collect([url], tmp_path / "thread", spot_pricer=pricer, bulk=False)
+    assert rows == rows_thread and calls == [aws_spot["run_id"]] * 2

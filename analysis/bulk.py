@@ -1,0 +1,208 @@
+"""Bulk reads of an s3:// results bucket through obstore (Rust object_store).
+
+collect spends about 2.6 ms of CPU per object in botocore (signing, parsing,
+one thread per request), so a thread pool of boto3 calls is CPU-bound long
+before the network is. obstore does the same requests for about 0.3 ms each,
+with many in flight from one asyncio loop. Only S3 takes this path:
+
+- gs://: obstore's GCSStore speaks the GCS XML API, which gcp-storage-emulator
+  (the only local GCS fake we can test against) does not implement, so GCS
+  stays on google-cloud-storage (payload.storage) where the tests can reach it.
+- file://: reading local files needs no request pipelining.
+
+Listing is split by stack (``runs/<stack>/``, one listing per stack, all at
+once), and keys are handed to the downloaders as each page arrives, so the
+serial page-by-page listing of a large bucket does not come first.
+
+Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
+``~/.aws/config`` profiles including SSO and assumed roles, container and
+instance roles) through obstore's Boto3CredentialProvider, so whatever works
+for boto3 works here. Endpoint: ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``.
+Region: boto3's (``AWS_REGION``, ``AWS_DEFAULT_REGION`` or the profile), else
+us-east-1; obstore does not follow S3's region redirects, so a bucket
+elsewhere needs its region set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from urllib.parse import urlparse
+
+from payload.storage import ObjectInfo, StorageError
+
+# 20 ms per request and about 0.3 ms of CPU each: 128 in flight keeps a
+# 2-core client busy; 256 measured the same.
+DEFAULT_BULK_WORKERS = 128
+
+
+def available(url: str) -> bool:
+    """True when `url` can take the bulk path: s3:// with obstore installed,
+    unless GPUBENCH_COLLECT_BULK=0 turns it off."""
+    if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or urlparse(url).scheme != "s3":
+        return False
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _retries() -> tuple[int, float]:
+    from payload.storage import _env_float, _env_int
+
+    return max(1, _env_int("GPUBENCH_STORAGE_RETRIES", 5)), _env_float("GPUBENCH_STORAGE_BACKOFF", 1.0)
+
+
+class S3Bulk:
+    """One s3://bucket[/prefix] opened for listing and many concurrent gets.
+    Keys are relative to the prefix, as in payload.storage."""
+
+    def __init__(self, url: str):
+        parsed = urlparse(url)
+        if not parsed.netloc:
+            raise StorageError(f"S3 URL {url!r} has no bucket; expected s3://bucket[/prefix]")
+        self.url = url.rstrip("/")
+        self.bucket, self.prefix = parsed.netloc, parsed.path.strip("/")
+        try:
+            self._store = self._open()
+        except Exception as exc:  # noqa: BLE001 - no credentials, bad config: the caller sets the bucket aside
+            raise StorageError(f"cannot open {url}: {type(exc).__name__}: {exc}") from exc
+
+    def _open(self):
+        from obstore.store import S3Store
+
+        attempts, backoff = _retries()
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+        kw: dict = {}
+        region = None
+        try:
+            import boto3
+            from obstore.auth.boto3 import Boto3CredentialProvider
+
+            session = boto3.Session()
+            region = session.region_name
+            kw["credential_provider"] = Boto3CredentialProvider(session)
+        except ImportError:  # obstore reads AWS_ACCESS_KEY_ID & co itself
+            pass
+        if endpoint:
+            kw.update(endpoint=endpoint, virtual_hosted_style_request=False)
+        return S3Store(
+            self.bucket,
+            prefix=self.prefix or None,
+            region=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            client_options={
+                "allow_http": bool(endpoint and endpoint.startswith("http://")),
+                "connect_timeout": timedelta(seconds=5),
+                "timeout": timedelta(seconds=60),
+            },
+            # obstore's default (10 retries within 180 s) leaves collect hanging
+            # for minutes on a dead endpoint; use the storage layer's budget.
+            retry_config={
+                "max_retries": attempts - 1,
+                "retry_timeout": timedelta(seconds=min(120.0, 5 + backoff * 2**attempts)),
+                "backoff": {
+                    "init_backoff": timedelta(seconds=backoff),
+                    "max_backoff": timedelta(seconds=30),
+                    "base": 2,
+                },
+            },
+            **kw,
+        )
+
+    def url_for(self, key: str) -> str:
+        return f"{self.url}/{key.lstrip('/')}"
+
+    async def list(self, prefix: str = "runs/") -> AsyncIterator[list[ObjectInfo]]:
+        """Pages of objects under `prefix`, one listing per ``<prefix><stack>/``
+        running at once (plus the objects directly under `prefix`)."""
+        import obstore
+
+        try:
+            top = await obstore.list_with_delimiter_async(self._store, prefix.rstrip("/"))
+        except Exception as exc:  # noqa: BLE001 - obstore raises several types
+            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
+        queue: asyncio.Queue = asyncio.Queue()
+        if top["objects"]:
+            queue.put_nowait([_info(m) for m in top["objects"]])
+
+        async def one(sub: str) -> None:
+            try:
+                async for chunk in obstore.list(self._store, sub.rstrip("/") + "/", chunk_size=1000):
+                    queue.put_nowait([_info(m) for m in chunk])
+            except Exception as exc:  # noqa: BLE001
+                queue.put_nowait(StorageError(f"list {self.url_for(sub + '/')} failed: {_say(exc)}"))
+
+        tasks = [asyncio.create_task(one(p)) for p in top["common_prefixes"]]
+        done = asyncio.gather(*tasks)
+        done.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (item := await queue.get()) is not None:
+                if isinstance(item, StorageError):
+                    raise item
+                yield item
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(done, return_exceptions=True)
+
+    async def get(self, key: str) -> bytes | memoryview:
+        import obstore
+
+        try:
+            result = await obstore.get_async(self._store, key)
+            return memoryview(await result.bytes_async())
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
+
+
+def _info(meta: dict) -> ObjectInfo:
+    return ObjectInfo(
+        meta["path"], int(meta["size"]), (meta.get("e_tag") or "").strip('"') or None, meta.get("last_modified")
+    )
+
+
+def _say(exc: BaseException) -> str:
+    """obstore's messages run to several lines of nested causes; keep the first."""
+    first = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {first[0] if first else ''}"
+
+
+async def fetch_all(
+    source: S3Bulk,
+    wanted: Callable[[ObjectInfo], bool],
+    handle: Callable[[ObjectInfo, bytes | memoryview | StorageError], None],
+    workers: int = DEFAULT_BULK_WORKERS,
+) -> list[ObjectInfo]:
+    """List `source`, download every object `wanted` accepts with `workers`
+    requests in flight while the listing goes on, and call `handle` (in the
+    loop's thread) with each object's bytes or its StorageError. Returns the
+    whole listing; a listing failure raises StorageError."""
+    queue: asyncio.Queue = asyncio.Queue()
+    listing: list[ObjectInfo] = []
+
+    async def worker() -> None:
+        while (info := await queue.get()) is not None:
+            try:
+                data = await source.get(info.key)
+            except StorageError as exc:
+                data = exc
+            handle(info, data)
+
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, workers))]
+    try:
+        async for page in source.list():
+            listing.extend(page)
+            for info in page:
+                if wanted(info):
+                    queue.put_nowait(info)
+        for _ in tasks:
+            queue.put_nowait(None)
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return listing
