@@ -12,6 +12,8 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from payload import exitcodes
+
 INSTALL_HINT = (
     "the Pulumi CLI is not installed (needed for `{cmd}`).\n"
     "Install it: `curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`), then `pulumi login`.\n"
@@ -35,7 +37,7 @@ def cmd_stacks(args) -> int:
             print(p, file=sys.stderr)
         if problems:
             print(f"stacks/ is stale ({len(problems)} problems): run `python -m infra stacks`", file=sys.stderr)
-            return 1
+            return exitcodes.FAILED
         print("stacks/ is up to date")
         return 0
     changed = stacks.write(_catalog())
@@ -48,7 +50,7 @@ def cmd_preview(args) -> int:
 
     if args.all == bool(args.stack):
         print("preview needs exactly one of STACK or --all", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     names = stacks.stack_names() if args.all else [args.stack]
     print(preview.run(names, _catalog(), as_json=args.json, single=not args.all, show_user_data=not args.no_user_data))
     return 0
@@ -58,7 +60,7 @@ def cmd_pulumi(args) -> int:
     exe = shutil.which("pulumi")
     if exe is None:
         print("error: " + INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), file=sys.stderr)
-        return 3
+        return exitcodes.MISSING
     argv = [exe, args.command, "--stack", args.stack, *args.extra]
     os.execv(exe, argv)
     return 0  # pragma: no cover
@@ -71,7 +73,7 @@ def _campaign_moved(args) -> int:
         "(or `python -m analysis campaign ...`)",
         file=sys.stderr,
     )
-    return 2
+    return exitcodes.USAGE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -110,4 +112,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except (ConfigError, FileNotFoundError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE

@@ -159,7 +159,18 @@ def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | No
     `aws/g4dn.xlarge` -> (`aws/g4dn.xlarge`, None); `aws-g4dn-1x-spot` -> (`aws/g4dn.xlarge`, `spot`)."""
     if "/" in text:
         return text, None
-    config = _read(stacks_dir / f"Pulumi.{text}.yaml")
+    path = stacks_dir / f"Pulumi.{text}.yaml"
+    if not path.exists():
+        from infra.catalog import CatalogError, load_catalog
+
+        try:
+            load_catalog().get(text)  # says which offering ids are closest
+        except CatalogError as exc:
+            raise CatalogError(
+                f"{exc}; {text!r} is not a stack in {stacks_dir} either (`gpubench stacks --list`)"
+            ) from None
+        return text, None
+    config = _read(path)
     offering = config.get("gpubench:offering") or config.get("offering")
     if not offering:
         raise FileNotFoundError(

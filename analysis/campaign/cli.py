@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from infra.workspace import pulumi_backend
+from payload import exitcodes
 
 BACKEND_FACTORY = pulumi_backend
 RESULTS_ENV = "GPUBENCH_RESULTS"
@@ -106,7 +107,7 @@ def cmd_up(args) -> int:
             f"launched, {len(set(failed))} failed to launch; manifest {manifest.url}"
         )
         print(f"next: python -m analysis campaign status {manifest.campaign_id} --results {manifest.data['results']}")
-    return 1 if failed else 0
+    return exitcodes.FAILED if failed else 0
 
 
 def cmd_status(args) -> int:
@@ -128,14 +129,14 @@ def _wait_result(manifest, outcome, as_json: bool) -> int:
             f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first",
             file=sys.stderr,
         )
-        return 2
+        return exitcodes.USAGE
     if not outcome.done:
         print(_status_table(outcome.statuses))
         print(
             f"timed out waiting; run `python -m analysis campaign wait {manifest.campaign_id}` again later",
             file=sys.stderr,
         )
-        return 4
+        return exitcodes.REMOTE
     if as_json:
         _dump(outcome.summary)
     else:
@@ -147,7 +148,7 @@ def _wait_result(manifest, outcome, as_json: bool) -> int:
     bad = outcome.teardown_error or outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown)
     if outcome.teardown_error:
         print(f"error: {outcome.teardown_error}", file=sys.stderr)
-    return 1 if bad else 0
+    return exitcodes.FAILED if bad else 0
 
 
 def _timeout(text):
@@ -252,10 +253,10 @@ def _guarded(func):
             return func(args)
         except PulumiMissing as exc:
             print(f"error: campaigns drive stacks through the Pulumi Automation API: {exc}", file=sys.stderr)
-            return 3
+            return exitcodes.MISSING
         except (ManifestError, StorageError) as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return exitcodes.USAGE
 
     return run
 

@@ -106,7 +106,7 @@ def run(args) -> int:
 
     if args.workers is not None and args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     urls = args.results or ["results"]
     show = not args.json and sys.stderr.isatty()
     try:

@@ -4,6 +4,7 @@ billing rule applied and every price's source and date shown."""
 from __future__ import annotations
 
 from analysis.output import emit_json, fmt_usd, parse_date
+from payload import exitcodes
 
 HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
 EPILOG = """\
@@ -97,7 +98,7 @@ def run_recurring(args) -> int:
 
     if args.minutes_up is None:
         print("error: --every needs --minutes-up MIN (how long each run's instance is up)", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     from infra.stacks import offering_of
 
     offering, stack_market = offering_of(args.offering)
@@ -121,7 +122,7 @@ def run_recurring(args) -> int:
         )
     except CostError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     if args.json:
         emit_json(bill.to_dict())
         return 0
@@ -131,10 +132,14 @@ def run_recurring(args) -> int:
     print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
     if bill.prices_note:
         print(f"            note: {bill.prices_note}")
-    rows = [(line.item, line.quantity, line.unit_price, "$" + usd_amount(line.usd)) for line in bill.lines]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for r in rows:
-        print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[3].rjust(10))
+    from analysis.output import print_table
+
+    print()
+    print_table(
+        ((line.item, line.quantity, line.unit_price, "$" + usd_amount(line.usd)) for line in bill.lines),
+        ("item", "quantity", "unit price", "per month"),
+    )
+    print()
     print(f"  total:    ${usd_amount(bill.total_usd)}/month at list prices")
     if bill.total_after_free_tier_usd != bill.total_usd:
         print(f"            ${usd_amount(bill.total_after_free_tier_usd)}/month if the account's free tiers are unused")
@@ -158,12 +163,12 @@ def run(args) -> int:
     recurring_only = ("minutes_up", "billing_as_of", "function_every")
     if any(getattr(args, name) is not None for name in recurring_only):
         print("error: --minutes-up, --billing-as-of and --function-every go with --every, not --hours", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     try:
         hours = _hours(args.hours)
     except CostError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     from infra.stacks import offering_of
 
     offering, stack_market = offering_of(args.offering)

@@ -3,6 +3,8 @@ this machine, collected and reported beside the studies' published figures."""
 
 from __future__ import annotations
 
+from payload import exitcodes
+
 HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
 EPILOG = """\
 examples:
@@ -53,4 +55,4 @@ def run(args) -> int:
         )
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE

@@ -7,6 +7,7 @@ import sys
 import warnings
 
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
+from payload import exitcodes
 
 HELP = "list GPU offerings with prices, billing rules, sources and dates"
 
@@ -96,17 +97,17 @@ def run(args) -> int:
                 "(needs AWS/GCP credentials, see `prices refresh --help`)",
                 file=sys.stderr,
             )
-            return 1
+            return exitcodes.FAILED
     if args.provider and args.provider not in catalog.providers():
         print(
             f"error: unknown provider {args.provider!r}; choose from {', '.join(catalog.providers())}", file=sys.stderr
         )
-        return 2
+        return exitcodes.USAGE
     if args.gpu and not catalog.offerings(gpu=args.gpu):
         print(
             f"error: no offering has GPU {args.gpu!r}; choose from {', '.join(catalog.gpu_models())}", file=sys.stderr
         )
-        return 2
+        return exitcodes.USAGE
     rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings(args.provider, args.gpu)]
     if getattr(args, "live", False):
         return _print_live(rows, args)

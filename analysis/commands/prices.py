@@ -5,6 +5,7 @@ providers' price APIs (`refresh`) and list the snapshots it prices from
 from __future__ import annotations
 
 from infra import clouds
+from payload import exitcodes
 
 HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
 EPILOG = """\
@@ -132,7 +133,7 @@ def run_refresh(args, clients=None, now=None) -> int:
         pairs = plan(args.provider, args.region)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     shipped = Path(infra.catalog.DATA_DIR) / "prices"
     out_dir = Path(args.out).resolve() if args.out else shipped
     if not args.out:
@@ -144,7 +145,7 @@ def run_refresh(args, clients=None, now=None) -> int:
                 f"every offering in one region, so write {r} elsewhere with --out DIR",
                 file=sys.stderr,
             )
-            return 2
+            return exitcodes.USAGE
     results = []
     for provider, region in pairs:
         res = refresh(provider, region, base_catalog(out_dir), out_dir, clients=clients, now=now, dry_run=args.dry_run)

@@ -4,6 +4,7 @@ terminal summary, from the table `collect` wrote to the same --out."""
 from __future__ import annotations
 
 from analysis.output import USD_SIGN, emit_json, parse_date, usd_amount
+from payload import exitcodes
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
 EPILOG = """\
@@ -67,7 +68,7 @@ def run(args) -> int:
     problem = _check(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     from analysis.collect import read_table
     from analysis.metrics import DEFAULT_BASE, Options
     from analysis.output import print_table
@@ -81,7 +82,7 @@ def run(args) -> int:
         runs = read_table(args.out)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     if args.as_of is not None and len(runs):
         runs = price_runs(runs, as_of=args.as_of)
     opts = Options(

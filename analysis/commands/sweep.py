@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from payload import exitcodes
+
 HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
 EPILOG = """\
 examples:
@@ -77,7 +79,7 @@ def run(args, **sweep_kw) -> int:
         now = parse_now(args.now)
     except BadDeadline:
         print(f"error: --now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     kw = dict(sweep_kw)
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
@@ -100,7 +102,7 @@ def run(args, **sweep_kw) -> int:
         actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     ok = all(a.ok for a in actions)
     if args.json:
         counts: dict[str, int] = {}

@@ -12,7 +12,7 @@ class UnknownOffering(CatalogError):
         self.offering_id = offering_id
         self.suggestions = suggestions
         hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
-        super().__init__(f"unknown offering {offering_id!r}.{hint} List them with `python -m analysis offerings`.")
+        super().__init__(f"unknown offering {offering_id!r}.{hint} List them with `gpubench offers`")
 
 
 class NoPrice(CatalogError):

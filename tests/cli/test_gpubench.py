@@ -134,7 +134,7 @@ def test_cost_takes_a_stack_name_wherever_an_offering_id_goes():
     by_id = json.loads(gpubench("cost", "aws/g4dn.xlarge", "--market", "spot", "--hours", "2", "--json").stdout)
     assert by_stack == by_id and by_stack["market"] == "spot"
     missing = gpubench("cost", "aws-nope-9x", "--hours", "1")
-    assert missing.returncode == 2 and "neither an offering id" in missing.stderr
+    assert missing.returncode == 2 and "not a stack" in missing.stderr and "unknown offering" in missing.stderr
 
 
 def test_plan_one_line_per_stack_and_a_total_bound():
