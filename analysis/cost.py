@@ -69,14 +69,17 @@ def onprem_hourly(spec: OnPremSpec, days_per_month: float | None = None) -> floa
 
 
 def breakeven_days_per_month(
-    spec: OnPremSpec, onprem_throughput: float, cloud_hourly_usd: float, cloud_throughput: float
+    spec: OnPremSpec, onprem_throughput: float, cloud_hourly_usd: float, cloud_throughput: float, times: float = 1.0
 ) -> float | None:
-    """Days of use per month above which the box is cheaper per sample.
+    """Days of use per month above which the box is `times` as cheap per sample
+    (1: cheaper at all; seed 004 also reads off 2, "twice as cheap").
 
     Per-sample cost on-prem at d days: (A / (24 d) + P e) / T_box, with A the
     monthly amortisation, P e the electricity per hour; in the cloud: C / T_cloud.
-    Equal when d = A / (24 (T_box C / T_cloud - P e)). None when the box never
-    breaks even (its electricity alone costs more per sample than the cloud)."""
+    Box cost x times = cloud cost when d = A / (24 (T_box C / (times T_cloud) - P e)).
+    None when it never gets there (the box's electricity alone costs too much per sample)."""
+    if not times > 0:
+        raise CostError(f"times must be positive, got {times}")
     for name, value in (
         ("onprem_throughput", onprem_throughput),
         ("cloud_throughput", cloud_throughput),
@@ -85,7 +88,9 @@ def breakeven_days_per_month(
         if value <= 0:
             raise CostError(f"{name} must be positive, got {value}")
     amortisation = spec.purchase_usd / spec.lifetime_months
-    margin = onprem_throughput * cloud_hourly_usd / cloud_throughput - spec.power_kw * spec.electricity_usd_per_kwh
+    margin = (
+        onprem_throughput * cloud_hourly_usd / (times * cloud_throughput) - spec.power_kw * spec.electricity_usd_per_kwh
+    )
     if margin <= 0:
         return None
     return amortisation / (HOURS_PER_DAY * margin)

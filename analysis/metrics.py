@@ -16,18 +16,27 @@ import pandas as pd
 
 from analysis.reference import imagenet_schedules
 
-DEFAULT_BASE = "aws/p2.xlarge"  # a single K80, the base configuration of seed 002
-# What makes runs repeats of one another: a batch size or precision of its own
-# is another configuration, never pooled into the same median.
+# Preferred bases for the relative columns, in order: a single K80 (seed 002's
+# base). When none of them is in the data the base is the offering that ran
+# the most configurations (see default_base), never one absent from the data.
+BASE_PREFERENCE = ("aws/p2.xlarge", "gcp/n1-standard-4+1xk80", "gcp/n1-standard-1+1xk80")
+DEFAULT_BASE = BASE_PREFERENCE[0]
+# What makes runs repeats of one another: the same workload (benchmark and
+# every parameter that changes the work, see analysis.table.workload); the
+# batch size and precision are in it and shown as columns of their own.
 CONFIG = ["precision", "per_gpu_batch_size"]
-GROUP = ["benchmark", "offering_id", "market", "gpus_used", *CONFIG]
+WORKLOAD = ["benchmark", "workload"]
+# Runs at different hourly prices are different rows: a summary never
+# averages two prices into one nobody paid (spot runs, whose price moves
+# with the market, share one row and list the prices they paid).
+GROUP = [*WORKLOAD, "offering_id", "market", "gpus_used", *CONFIG, "price_key"]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
 
 
 @dataclass
 class Options:
-    base: str = DEFAULT_BASE
+    base: str | None = None  # None: default_base(summary)
     deadline_hours: float | None = None
     budget_usd: float | None = None
     cost_basis: str = "billed"
@@ -50,12 +59,56 @@ def _joined(values) -> str | None:
     return "; ".join(vals) or None
 
 
+def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
+    """Tables written before the workload columns existed: benchmark, batch
+    and precision are all they can tell apart (collect again to split by
+    epochs and samples too)."""
+    if "workload" in runs.columns and "sample_unit" in runs.columns:
+        return runs
+    from analysis.table import _sample_unit
+
+    r = runs.copy()
+    if "workload" not in r.columns:
+        key = r[["benchmark", *CONFIG]].astype(str).agg("|".join, axis=1)
+        r["workload"] = key
+        r["workload_label"] = [
+            f"batch {b}, {p} (parameters not in this table: collect again)"
+            for b, p in zip(r["per_gpu_batch_size"], r["precision"])
+        ]
+    if "sample_unit" not in r.columns:
+        r["sample_unit"] = r["benchmark"].map(lambda b: _sample_unit(str(b)))
+    return r
+
+
+def _price_key(market, hourly) -> str:
+    if market == "spot":
+        return "spot"
+    if hourly is None or (isinstance(hourly, float) and math.isnan(hourly)):
+        return "unpriced"
+    return f"{float(hourly):.6g}"
+
+
+def _prices_paid(market: str, vals: list[float]) -> str | None:
+    """What the runs of one summary row paid per hour (one price, or a spot range)."""
+    if not vals:
+        return None
+    if len(vals) == 1:
+        return f"USD {vals[0]:g}/h"
+    return f"USD {vals[0]:g}-{vals[-1]:g}/h ({market}, {len(vals)} prices, each run at its own)"
+
+
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per benchmark x offering x market: medians, min/max and the
-    relative spread ((max - min) / median) over repeats."""
-    done = completed(runs)
+    """One row per configuration x offering x market x GPUs used x price:
+    medians, min/max and the relative spread ((max - min) / median) over
+    repeats. Every cost and per-dollar figure is the median of per-run
+    figures, each run priced at its own price."""
+    done = completed(with_workload(runs)).copy()
     if done.empty:
         return pd.DataFrame(columns=GROUP + ["repeats"])
+    done["price_key"] = [_price_key(m, h) for m, h in zip(done["market"], done["hourly_usd"])]
+    sps = pd.to_numeric(done["samples_per_second"], errors="coerce")
+    hourly = pd.to_numeric(done["hourly_usd"], errors="coerce")
+    done["samples_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
     num = {
         "train_hours": "train_hours",
         "instance_hours": "instance_hours",
@@ -63,6 +116,7 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
         "billed_cost_usd": "billed_cost_usd",
         "samples_per_second": "samples_per_second",
         "hourly_usd": "hourly_usd",
+        "samples_per_usd": "samples_per_usd",
         "final_accuracy": "final_accuracy",
         "gpu_utilization_mean": "gpu_utilization_mean",
     }
@@ -75,6 +129,8 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
             out[f"{col}_min"], out[f"{col}_max"] = s.min(), s.max()
             out[f"{col}_spread"] = (out[f"{col}_max"] - out[f"{col}_min"]) / out[col]
     for col in (
+        "workload_label",
+        "sample_unit",
         "provider",
         "offering_kind",
         "gpu_model",
@@ -86,15 +142,19 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     ):
         out[col] = g[col].agg(_joined)
     out["setup_fee_usd"] = g["setup_fee_usd"].max()
+    paid = g["hourly_usd"].agg(lambda s: sorted({round(float(v), 6) for v in s if v == v}))
+    out["prices_paid"] = [_prices_paid(m, v) for m, v in zip(out.index.get_level_values("market"), paid)]
     out = out.reset_index()
     return add_throughput_metrics(out)
 
 
 def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
-    """Images per dollar and ImageNet-equivalent time and cost (seed 004)."""
+    """ImageNet-equivalent time and cost (seed 004), from the row's median
+    throughput at the row's price (one price per row but for spot rows)."""
     s = summary.copy()
     sps, hourly = s["samples_per_second"], s["hourly_usd"]
-    s["images_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
+    if "samples_per_usd" not in s.columns:
+        s["samples_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
     sched = imagenet_schedules()
     samples = s["benchmark"].map(lambda b: sched.get(b, {}).get("samples"))
     s["imagenet_samples"] = samples
@@ -103,28 +163,45 @@ def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-def relative_to_base(summary: pd.DataFrame, base: str = DEFAULT_BASE) -> pd.DataFrame:
-    """Time and cost as multiples of the base offering's, per benchmark
-    (seed 002). The base's on-demand row is preferred; a benchmark the base
-    did not run gets NaN and says so in `relative_note`."""
+def default_base(summary: pd.DataFrame) -> str:
+    """The base of the relative columns when none is asked for: the first of
+    BASE_PREFERENCE in the data, else the offering that ran the most
+    configurations (ties: alphabetical), so the columns are never all blank."""
+    if summary.empty:
+        return DEFAULT_BASE
+    present = set(summary["offering_id"].dropna())
+    for o in BASE_PREFERENCE:
+        if o in present:
+            return o
+    counts = summary.dropna(subset=["offering_id"]).groupby("offering_id")["workload"].nunique()
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataFrame:
+    """Time and cost as multiples of the base offering's, per configuration
+    (seed 002). The base's on-demand row is preferred; a configuration the
+    base did not run gets NaN and says so in `relative_note`."""
     s = summary.copy()
+    base = base or default_base(s)
     for col in ("rel_time", "rel_train_cost", "rel_billed_cost"):
         s[col] = math.nan
     s["relative_note"] = None
-    for (bench, *config), idx in s.groupby(["benchmark", *CONFIG], dropna=False).groups.items():
+    s["base"] = base
+    for (bench, _wl), idx in s.groupby(WORKLOAD, dropna=False).groups.items():
         rows = s.loc[idx]
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
             ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
+            label = rows["workload_label"].iloc[0] if "workload_label" in rows else None
             s.loc[idx, "relative_note"] = (
                 f"base {base} has no completed {bench} run"
                 if not ran
-                else f"base {base} has no completed {bench} run at "
-                + ", ".join(f"{k} {v}" for k, v in zip(CONFIG, config))
+                else f"base {base} has no completed {bench} run at {label or 'this configuration'}"
             )
             continue
-        # on-demand sorts before spot; the offering as sold (all its GPUs) first
-        b = cand.sort_values(["market", "gpus_used"], ascending=[True, False]).iloc[0]
+        # on-demand sorts before spot; the offering as sold (all its GPUs)
+        # first; of several prices paid, the lowest
+        b = cand.sort_values(["market", "gpus_used", "hourly_usd"], ascending=[True, False, True]).iloc[0]
         s.loc[idx, "rel_time"] = rows["train_hours"] / b["train_hours"]
         s.loc[idx, "rel_train_cost"] = rows["train_cost_usd"] / b["train_cost_usd"]
         s.loc[idx, "rel_billed_cost"] = rows["billed_cost_usd"] / b["billed_cost_usd"]
@@ -155,7 +232,7 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
     s = summary.copy()
     s["on_frontier"] = False
     s["on_hourly_frontier"] = False
-    for _, idx in s.groupby("benchmark").groups.items():
+    for _, idx in s.groupby(WORKLOAD, dropna=False).groups.items():
         rows = s.loc[idx]
         s.loc[idx, "on_frontier"] = pareto_mask(rows["train_hours"], rows[cost_column])
         s.loc[idx, "on_hourly_frontier"] = pareto_mask(rows["train_hours"], rows["hourly_usd"])
@@ -164,6 +241,8 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
 
 SCALING_COLUMNS = [
     "benchmark",
+    "workload",
+    "workload_label",
     "gpu_model",
     "offering_id",
     "market",
@@ -175,6 +254,8 @@ SCALING_COLUMNS = [
 ]
 BREAKEVEN_COLUMNS = [
     "benchmark",
+    "workload",
+    "workload_label",
     "onprem",
     "cloud",
     "market",
@@ -183,6 +264,7 @@ BREAKEVEN_COLUMNS = [
     "cloud_throughput",
     "cloud_hourly_usd",
     "breakeven_days_per_month",
+    "twice_cheaper_days_per_month",
     "note",
 ]
 
@@ -196,7 +278,7 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
     if summary.empty:
         return pd.DataFrame(columns=SCALING_COLUMNS)
     s = summary[summary["gpus_used"].notna() & summary["gpu_model"].notna()]
-    for (bench, model, *_), grp in s.groupby(["benchmark", "gpu_model", *CONFIG], dropna=False):
+    for (bench, wl, model), grp in s.groupby([*WORKLOAD, "gpu_model"], dropna=False):
         tp = grp["samples_per_second"].where(grp["samples_per_second"] > 0, 1.0 / grp["train_hours"])
         ones = grp[grp["gpus_used"] == 1]
         if ones.empty:
@@ -210,6 +292,8 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
             rows.append(
                 {
                     "benchmark": bench,
+                    "workload": wl,
+                    "workload_label": r.get("workload_label"),
                     "gpu_model": model,
                     "offering_id": r["offering_id"],
                     "market": r["market"],
@@ -230,9 +314,19 @@ def _throughput(r) -> float:
     return float(sps) if sps and sps > 0 else 1.0 / float(r["train_hours"])
 
 
-def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
-    """Days of use per month above which each measured on-prem box is
-    cheaper per sample than each cloud offering (seed 004, section 5.2)."""
+def _never(days: float | None) -> str | None:
+    if days is None:
+        return "never: on-prem electricity alone costs more per sample"
+    if days > 31:
+        return f"never within a month: needs {days:.0f} days of use, more than a month has"
+    return None
+
+
+def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.DataFrame:
+    """Per configuration: days of use per month above which each measured
+    on-prem box is cheaper per sample than each cloud offering on the same
+    workload, and above which it is `times` as cheap (seed 004, section 5.2
+    reads off 2x)."""
     from analysis.cost import breakeven_days_per_month
     from infra.catalog import CatalogError, load_catalog
 
@@ -248,17 +342,20 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
         if o.onprem is not None:
             specs[oid] = o.onprem
     rows = []
-    for bench, grp in summary.groupby("benchmark"):
+    for (bench, wl), grp in summary.groupby(WORKLOAD, dropna=False):
         boxes = grp[grp["offering_id"].isin(specs)]
         clouds = grp[~grp["offering_id"].isin(specs) & (grp["hourly_usd"] > 0)]
         for _, box in boxes.iterrows():
+            spec = specs[box["offering_id"]]
             for _, c in clouds.iterrows():
-                days = breakeven_days_per_month(
-                    specs[box["offering_id"]], _throughput(box), float(c["hourly_usd"]), _throughput(c)
-                )
+                args = (spec, _throughput(box), float(c["hourly_usd"]), _throughput(c))
+                days = breakeven_days_per_month(*args)
+                twice = breakeven_days_per_month(*args, times=times)
                 rows.append(
                     {
                         "benchmark": bench,
+                        "workload": wl,
+                        "workload_label": box.get("workload_label"),
                         "onprem": box["offering_id"],
                         "cloud": c["offering_id"],
                         "market": c["market"],
@@ -267,44 +364,68 @@ def breakeven(summary: pd.DataFrame, catalog=None) -> pd.DataFrame:
                         "cloud_throughput": _throughput(c),
                         "cloud_hourly_usd": c["hourly_usd"],
                         "breakeven_days_per_month": days,
-                        "note": (
-                            "never: on-prem electricity alone costs more per sample"
-                            if days is None
-                            else f"never within a month: needs {days:.0f} days of use, more than a month has"
-                            if days > 31
-                            else None
-                        ),
+                        "twice_cheaper_days_per_month": twice,
+                        "note": _never(days),
                     }
                 )
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 
 
+def add_price_hint(offering_id: str, market: str) -> str:
+    """How to give an unpriced offering a price: the two places a price comes from."""
+    return (
+        f"add a dated {market} price with its source for {offering_id} to infra/catalog/data/prices/ "
+        "(see `python -m analysis prices --help`), or record the price paid at launch "
+        "(GPUBENCH_HOURLY_USD / GPUBENCH_SPOT_HOURLY_USD), then re-run collect"
+    )
+
+
 def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
-    """Per benchmark: cheapest, fastest, and the best under the deadline
-    (cheapest that finishes in time) and under the budget (fastest that fits)."""
+    """Per configuration: cheapest, fastest (needs no price), and the best
+    under the deadline (cheapest that finishes in time) and under the budget
+    (fastest that fits). Offerings that could not be priced are listed in
+    `unpriced` with how to price them, never dropped silently."""
     cost = opts.cost_column
     out = []
-    for bench, grp in summary.groupby("benchmark"):
-        g = grp[grp[cost].notna() & grp["train_hours"].notna()]
+    for (bench, wl), grp in summary.groupby(WORKLOAD, dropna=False):
+        timed = grp[grp["train_hours"].notna()]
+        g = timed[timed[cost].notna()]
 
         def pick(frame, col, why):
             if frame.empty:
                 return {"offering_id": None, "why": why}
             r = frame.sort_values([col, "offering_id"]).iloc[0]
+            c = r[cost]
             return {
                 "offering_id": r["offering_id"],
                 "market": r["market"],
+                "gpus_used": None if pd.isna(r["gpus_used"]) else int(r["gpus_used"]),
                 "hours": float(r["train_hours"]),
-                "cost_usd": float(r[cost]),
-                "price_as_of": r["price_as_of"],
-                "price_source": r["price_source"],
+                "cost_usd": None if pd.isna(c) else float(c),
+                "prices_paid": r.get("prices_paid"),
+                "price_as_of": None if pd.isna(r["price_as_of"]) else r["price_as_of"],
+                "price_source": None if pd.isna(r["price_source"]) else r["price_source"],
             }
 
+        unpriced = timed[timed[cost].isna()]
         rec = {
             "benchmark": bench,
+            "workload": wl,
+            "workload_label": grp["workload_label"].iloc[0] if "workload_label" in grp else None,
+            "sample_unit": grp["sample_unit"].iloc[0] if "sample_unit" in grp else None,
             "cost_basis": opts.cost_basis,
             "cheapest": pick(g, cost, "no priced run"),
-            "fastest": pick(g, "train_hours", "no timed run"),
+            "fastest": pick(timed, "train_hours", "no timed run"),
+            "unpriced": [
+                {
+                    "offering_id": r["offering_id"],
+                    "market": r["market"],
+                    "hours": float(r["train_hours"]),
+                    "why": r["price_note"] if isinstance(r.get("price_note"), str) else "no price",
+                    "how_to_price": add_price_hint(r["offering_id"], r["market"]),
+                }
+                for r in unpriced.drop_duplicates(["offering_id", "market"]).to_dict("records")
+            ],
         }
         if opts.deadline_hours is not None:
             rec["under_deadline"] = pick(
@@ -328,6 +449,7 @@ def analyse(runs: pd.DataFrame, opts: Options) -> dict:
     """Every table the report shows, from the priced runs table."""
     summary = summarize(runs)
     if not summary.empty:
+        opts.base = opts.base or default_base(summary)
         summary = add_frontier(relative_to_base(summary, opts.base), opts.cost_column)
     return {
         "summary": summary,

@@ -8,11 +8,12 @@ derived here from the timeline because that is where the billed time is.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime, timezone
 
 # Bump when the row layout changes: cached rows of another version are re-derived.
-ROW_VERSION = 1
+ROW_VERSION = 2
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
@@ -57,6 +58,9 @@ COLUMNS = (
     "replicas",
     "data",
     "fingerprint",
+    "workload",
+    "workload_label",
+    "sample_unit",
     "train_seconds",
     "samples_per_second",
     "samples_per_second_p10",
@@ -79,6 +83,98 @@ COLUMNS = (
     "key",
     "etag",
 )
+
+
+# Benchmark parameters that change the work a run does, named in this order
+# in the label; any other parameter (maxlen, hidden units, ...) is part of the
+# workload too and named when it differs from the benchmark's default.
+_LABELLED = ("epochs", "samples", "steps", "steps_per_epoch", "image_size")
+# The per-GPU batch is its own column (first-class flag), the rest are named above.
+_NOT_PARAMS = ("batch_size",)
+# Recorded by newer payloads, when present: a different backend or workload
+# spec is a different workload even with the same parameters.
+_EXTRA = ("backend", "workload_spec_hash")
+
+
+def _sample_unit(name: str) -> str:
+    """What one sample of this benchmark is, from its declaration in the payload."""
+    from payload.benchmarks import REGISTRY
+
+    b = REGISTRY.get(name)
+    return b.sample_unit if b is not None else "sample"
+
+
+def _fmt_param(key: str, value) -> str:
+    if isinstance(value, bool):
+        return f"{key} {'on' if value else 'off'}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def workload(b: dict, m: dict) -> tuple[str, str]:
+    """(key, label) of what a run trained: benchmark, every work-changing
+    parameter, per-GPU batch and precision. Runs with different keys are
+    different configurations and are never pooled (medians, scaling, base,
+    break-even). Without recorded parameters (results migrated from v0), the
+    completed epochs/steps stand in, so a 1-epoch and a 2-epoch run still differ."""
+    params = dict(b.get("params") or {})
+    if not params:
+        params = {k: v for k, v in (("epochs", m.get("epochs_completed")), ("steps", m.get("steps_completed"))) if v}
+    spec = {
+        "benchmark": b["name"],
+        "params": {k: v for k, v in params.items() if k not in _NOT_PARAMS},
+        "per_gpu_batch_size": b.get("per_gpu_batch_size"),
+        "precision": b.get("precision"),
+        **{k: b[k] for k in _EXTRA if b.get(k) is not None},
+    }
+    key = hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return key, workload_label(b["name"], spec)
+
+
+def workload_label(name: str, spec: dict) -> str:
+    """Short name of a configuration: "2 ep x 12,000 samples, batch 128, fp32"."""
+    from payload.benchmarks import REGISTRY
+
+    params = spec["params"]
+    defaults = dict(REGISTRY[name].defaults) if name in REGISTRY else {}
+
+    def count(value) -> str:  # 12,000 for numbers; anything else as written (the schema types params loosely)
+        return f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+    head = []
+    if params.get("epochs") is not None:
+        head.append(f"{params['epochs']} ep")
+    if params.get("samples") is not None:
+        head.append(f"{count(params['samples'])} samples")
+    if params.get("steps_per_epoch") is not None:
+        head.append(f"{count(params['steps_per_epoch'])} steps/ep")
+    if params.get("steps") is not None:
+        head.append(f"{count(params['steps'])} steps")
+    parts = [" x ".join(head)] if head else []
+    if spec.get("per_gpu_batch_size") is not None:
+        parts.append(f"batch {spec['per_gpu_batch_size']}")
+    if params.get("image_size") is not None:
+        parts.append(f"{params['image_size']} px")
+    if spec.get("precision"):
+        parts.append(str(spec["precision"]))
+    for k in sorted(params):
+        if k in _LABELLED or (k in defaults and params[k] == defaults[k]):
+            continue
+        if params[k] is None and k not in defaults:
+            continue
+        parts.append(f"{k} {_fmt_param(k, params[k])}" if not isinstance(params[k], bool) else _fmt_param(k, params[k]))
+    parts += [f"{k} {spec[k]}" for k in _EXTRA if spec.get(k) is not None]
+    return ", ".join(parts)
+
+
+def _refuse_non_finite(result: dict) -> None:
+    """NaN or infinity in a result would become a NaN median or cost: refuse it here, with its path."""
+    from payload.schema import non_finite
+
+    problems = non_finite(result)
+    if problems:
+        raise ValueError("invalid: " + "; ".join(problems[:5]))
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -173,7 +269,9 @@ def billing_windows(result: dict) -> list[dict]:
 
 
 def result_to_row(result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int) -> dict:
-    """The table row of one valid (migrated) result."""
+    """The table row of one valid (migrated) result. Raises ValueError on
+    a NaN or infinite number (collect sets the file aside with the reason)."""
+    _refuse_non_finite(result)
     o, p, hw, sw, b, m = (result[k] for k in ("offering", "price", "hardware", "software", "benchmark", "metrics"))
     spread = m.get("samples_per_second_spread") or {}
     windows = billing_windows(result)
@@ -181,6 +279,7 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         {w["start_from"] for w in windows if "no " in w["start_from"]}
         | {w["end_from"] for w in windows if "no " in w["end_from"]}
     )
+    workload_key, workload_name = workload(b, m)
     row = {
         "run_id": result["run_id"],
         "stack": result["stack"],
@@ -216,6 +315,9 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "replicas": b.get("replicas"),
         "data": b.get("data"),
         "fingerprint": b.get("fingerprint"),
+        "workload": workload_key,
+        "workload_label": workload_name,
+        "sample_unit": _sample_unit(b["name"]),
         "train_seconds": m.get("train_seconds"),
         "samples_per_second": m.get("samples_per_second"),
         "samples_per_second_p10": spread.get("p10"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,8 @@ def _positive_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise ValueError("must be a positive number") from None
+    if not math.isfinite(v):
+        raise ValueError(f"must be a finite positive number, not {text!r}")
     if not v > 0:
         raise ValueError("must be a positive number")
     return v
@@ -67,6 +70,8 @@ def _nonneg_float(text: str) -> float:
         v = float(text)
     except ValueError:
         raise ValueError("must be a number >= 0") from None
+    if not math.isfinite(v):
+        raise ValueError(f"must be a finite number >= 0, not {text!r}")
     if v < 0:
         raise ValueError("must be a number >= 0")
     return v

@@ -52,7 +52,14 @@ def _price_or_none(catalog, offering, market, as_of):
 def offering_row(catalog, o, as_of) -> dict:
     price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
     spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
-    terms = catalog.billing_terms(o.id, as_of)
+    from infra.catalog import CatalogError
+
+    try:
+        billing = catalog.billing_terms(o.id, as_of).describe()
+    except CatalogError as exc:
+        # an offering whose billing rule starts after the date (vast.ai before
+        # 2018): listed, unpriceable on that date, and saying why
+        billing = f"none on {as_of}: {exc}"
     return {
         "id": o.id,
         "provider": o.provider,
@@ -69,7 +76,7 @@ def offering_row(catalog, o, as_of) -> dict:
         "markets": list(o.markets),
         "hourly_usd": None if hourly is None else round(hourly, 6),
         "spot_hourly_usd": None if spot is None else round(spot, 6),
-        "billing": terms.describe(),
+        "billing": billing,
         "billing_rule": o.billing,
         "as_of": price.as_of.isoformat()
         if price

@@ -27,7 +27,8 @@ def register(sub) -> None:
         "--base",
         default=None,
         metavar="OFFERING",
-        help="offering the relative figures divide by (default: aws/p2.xlarge, a single K80)",
+        help="offering the relative figures divide by (default: a single K80 when one is in the data, "
+        "else the offering that ran the most configurations)",
     )
     p.add_argument("--deadline-hours", type=float, metavar="H", help="also recommend the cheapest within H hours")
     p.add_argument("--budget-usd", type=float, metavar="USD", help="also recommend the fastest within USD")
@@ -69,15 +70,18 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
+    import pandas as pd
+
     from analysis.collect import read_table
-    from analysis.metrics import DEFAULT_BASE, Options
+    from analysis.metrics import Options
     from analysis.output import print_table
     from analysis.pricing import price_runs
-    from analysis.report import build_report
+    from analysis.report import build_report, with_unit_columns
     from infra.catalog import load_catalog
 
-    base = args.base or DEFAULT_BASE
-    load_catalog().get(base)  # an unknown id names the closest ones (exit 2)
+    base = args.base
+    if base is not None:
+        load_catalog().get(base)  # an unknown id names the closest ones (exit 2)
     try:
         runs = read_table(args.out)
     except FileNotFoundError as exc:
@@ -96,7 +100,7 @@ def run(args) -> int:
                 "html": str(path),
                 "runs": len(runs),
                 "as_of": args.as_of,
-                "base": base,
+                "base": opts.base,
                 "summary": summary.astype(object).where(summary.notna(), None).to_dict("records"),
                 "recommendations": tables["recommendations"],
                 "scaling": tables["scaling"].to_dict("records"),
@@ -115,39 +119,50 @@ def run(args) -> int:
         print(f"report: {path}")
         return 0
 
-    def f(v, fmt):
-        return "-" if v is None or v != v else fmt.format(v)
+    def f(v, fmt="{}"):
+        """A cell: "-" for a missing value, never "nan"."""
+        try:
+            missing = v is None or v != v or pd.isna(v)
+        except (TypeError, ValueError):
+            missing = False
+        return "-" if missing else fmt.format(v)
 
     print_table(
         (
             (
-                r["benchmark"],
-                r["offering_id"],
-                r["market"],
+                f(r["benchmark"]),
+                _short(f(r.get("workload_label")), 40),
+                f(r["offering_id"]),
+                f(r["market"]),
                 f(r["gpus_used"], "{:.0f}"),
-                f(r.get("per_gpu_batch_size"), "{:.0f}"),
-                r.get("precision") or "-",
-                r["repeats"],
+                f(r["repeats"]),
                 f(r["train_hours"], "{:.3f}"),
+                f(r.get("prices_paid")),
                 f(r["train_cost_usd"], USD_SIGN),
                 f(r["billed_cost_usd"], USD_SIGN),
+                f(r.get("throughput")),
                 f(r.get("rel_time"), "{:.2f}"),
                 f(r.get("rel_train_cost"), "{:.2f}"),
-                _short(f"{r['price_source']} ({r['price_as_of']})" if r["price_source"] else (r["price_note"] or "-")),
+                _short(
+                    f"{r['price_source']} ({f(r['price_as_of'])})"
+                    if isinstance(r["price_source"], str)
+                    else f(r["price_note"])
+                ),
             )
-            for r in summary.to_dict("records")
+            for r in with_unit_columns(summary).to_dict("records")
         ),
         (
             "benchmark",
+            "configuration",
             "offering",
             "market",
             "GPUs",
-            "batch/GPU",
-            "precision",
             "runs",
             "train h",
+            "price paid",
             "cost to train",
             "billed",
+            "throughput",
             "time/base",
             "cost/base",
             "price (as of)",
@@ -164,9 +179,15 @@ def run(args) -> int:
                     + (
                         r["why"]
                         if r["offering_id"] is None
-                        else f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, ${usd_amount(r['cost_usd'])})"
+                        else f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, "
+                        + ("unpriced" if r["cost_usd"] is None else f"${usd_amount(r['cost_usd'])}")
+                        + ")"
                     )
                 )
-        print(f"{rec['benchmark']}: " + "; ".join(picks))
+        print(f"{rec['benchmark']} ({rec.get('workload_label')}): " + "; ".join(picks))
+        for u in rec.get("unpriced", []):
+            print(f"  not ranked by cost, unpriced: {u['offering_id']} {u['market']} ({u['hours']:.2f} h): {u['why']}")
+        if rec.get("unpriced"):
+            print(f"  to price one: {rec['unpriced'][0]['how_to_price']}")
     print(f"\nreport: {path}")
     return 0

@@ -23,19 +23,18 @@ TEMPLATE = Path(__file__).with_name("template.html")
 # (column, header, format) for the summary table; format None = text
 SUMMARY_COLUMNS = (
     ("benchmark", "benchmark", None),
+    ("workload_label", "configuration", None),
     ("offering_id", "offering", None),
     ("market", "market", None),
     ("gpus_used", "GPUs used", "{:.0f}"),
-    ("per_gpu_batch_size", "batch per GPU", "{:.0f}"),
-    ("precision", "precision", None),
     ("repeats", "runs", "{:.0f}"),
     ("train_hours", "time to train (h, median)", "{:.3f}"),
     ("train_hours_spread", "time spread", "{:.1%}"),
-    ("hourly_usd", "USD/h", "{:.4f}"),
+    ("prices_paid", "price paid", None),
     ("train_cost_usd", "cost to train (USD, training only)", USD),
     ("billed_cost_usd", "billed cost (USD, launch to termination)", USD),
-    ("samples_per_second", "images/s", "{:.1f}"),
-    ("images_per_usd", "images per USD", "{:,.0f}"),
+    ("throughput", "throughput", None),
+    ("per_usd", "per USD", None),
     ("imagenet_hours", "ImageNet-equivalent h", "{:,.1f}"),
     ("imagenet_cost_usd", "ImageNet-equivalent USD", "{:,.0f}"),
     ("rel_time", "time vs base", "{:.2f}"),
@@ -46,6 +45,20 @@ SUMMARY_COLUMNS = (
     ("billing", "billing rule", None),
     ("price_note", "price note", None),
 )
+
+
+def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
+    """Throughput and per-dollar figures as text in each benchmark's unit
+    ("1,234.5 tweets/s", "4,100,000 images"): one table mixes benchmarks."""
+    from analysis.report.plots import units
+
+    s = summary.copy()
+    u = [units(s.loc[[i]]) for i in s.index]
+    s["throughput"] = [
+        None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)
+    ]
+    s["per_usd"] = [None if pd.isna(v) else f"{v:,.0f} {x}" for v, x in zip(s["samples_per_usd"], u)]
+    return s
 
 
 def _cell(value, fmt) -> tuple[str, bool]:
@@ -94,12 +107,19 @@ def _recommendation_html(recs: list[dict]) -> str:
                 label += f" ({rec['deadline_hours']:g} h)"
             if what == "under_budget":
                 label += f" (USD {rec['budget_usd']:g})"
+            config = f"{rec['benchmark']} ({rec.get('workload_label') or 'default'})"
             if r["offering_id"] is None:
-                rows.append((rec["benchmark"], label, r["why"], "", "", ""))
+                rows.append((config, label, r["why"], "", "", ""))
             else:
-                rows.append((rec["benchmark"], label, f"{r['offering_id']} ({r['market']})", f"{r['hours']:.3f}",
-                             usd_amount(r["cost_usd"]), f"{r['price_source']} (as of {r['price_as_of']})"))
-    head = "".join(f"<th>{h}</th>" for h in ("benchmark", "pick", "offering", "hours", "USD", "price"))
+                cost = "unpriced" if r["cost_usd"] is None else usd_amount(r["cost_usd"])
+                price = ("no price: see below" if r["price_source"] is None
+                         else f"{r.get('prices_paid') or ''} {r['price_source']} (as of {r['price_as_of']})")
+                rows.append((config, label, f"{r['offering_id']} ({r['market']})", f"{r['hours']:.3f}", cost, price))
+        for u in rec.get("unpriced", []):
+            rows.append((f"{rec['benchmark']} ({rec.get('workload_label') or 'default'})", "not ranked by cost",
+                         f"{u['offering_id']} ({u['market']})", f"{u['hours']:.3f}", "unpriced",
+                         f"{u['why']}. To price it: {u['how_to_price']}"))
+    head = "".join(f"<th>{h}</th>" for h in ("configuration", "pick", "offering", "hours", "USD", "price"))
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -122,11 +142,11 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
         parts.append("<h2>Per offering and benchmark</h2><p class=\"note\">Medians over repeated runs; spread = "
                      "(max &minus; min) / median. Cost to train prices the training time alone; billed cost prices "
                      "instance launch to termination over every attempt, under each offering's billing rule.</p>")
-        parts.append(html_table(summary, SUMMARY_COLUMNS))
+        parts.append(html_table(with_unit_columns(summary), SUMMARY_COLUMNS))
         charts = [
             ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary)),
             ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary)),
-            ("Images per dollar (seed 004)", plots.images_per_dollar(summary)),
+            ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary)),
             (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base)),
             ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
             ("On-prem break-even vs utilisation (seed 004, section 5.2)",
@@ -136,14 +156,18 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
         parts.append("<h2>Charts</h2>" + "".join(_figure(t, png, cap) for t, (png, cap) in charts))
         if not tables["scaling"].empty:
             parts.append("<h2>Multi-GPU scaling</h2>" + html_table(tables["scaling"], (
-                ("benchmark", "benchmark", None), ("gpu_model", "GPU", None), ("offering_id", "offering", None),
+                ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
+                ("gpu_model", "GPU", None), ("offering_id", "offering", None),
                 ("gpus", "GPUs", "{:.0f}"), ("speedup", "speed-up", "{:.2f}"), ("efficiency", "efficiency", "{:.0%}"),
                 ("reference", "1-GPU reference", None))))
         if not tables["breakeven"].empty:
             parts.append("<h2>On-prem break-even</h2>" + html_table(tables["breakeven"], (
-                ("benchmark", "benchmark", None), ("onprem", "on-prem box", None), ("cloud", "cloud offering", None),
+                ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
+                ("onprem", "on-prem box", None), ("cloud", "cloud offering", None),
                 ("market", "market", None), ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
-                ("breakeven_days_per_month", "break-even days/month", "{:.1f}"), ("note", "note", None))))
+                ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
+                ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
+                ("note", "note", None))))
     not_done = runs[runs["status"] != "completed"] if len(runs) else runs
     if len(not_done):
         parts.append("<h2>Runs that did not complete (billed, not timed)</h2>" + html_table(not_done, (

@@ -53,8 +53,29 @@ def _panels(n: int, height_per: float, width: float = 9.0):
     return fig, [a[0] for a in axes]
 
 
-def _benchmarks(frame: pd.DataFrame) -> list[str]:
-    return sorted(frame["benchmark"].dropna().unique())[:MAX_PANELS]
+def _configs(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(panel title, rows) per configuration: one panel never mixes workloads."""
+    keys = [k for k in ("benchmark", "workload") if k in frame.columns]
+    out = []
+    for _, d in frame.groupby(keys, dropna=False, sort=True):
+        r = d.iloc[0]
+        name = str(r["benchmark"])
+        if isinstance(r.get("workload_label"), str):
+            name += f" ({r['workload_label']})"
+        out.append((name, d))
+    return out[:MAX_PANELS]
+
+
+def units(d: pd.DataFrame) -> str:
+    """Plural sample unit of a configuration's rows ("tweets"), "samples" when unknown."""
+    from payload.benchmarks.base import units_of
+
+    u = d["sample_unit"].dropna() if "sample_unit" in d.columns else pd.Series(dtype=object)
+    return units_of(str(u.iloc[0])) if len(u) else "samples"
+
+
+def _rows_per_panel(frame: pd.DataFrame) -> int:
+    return max(len(d) for _, d in _configs(frame))
 
 
 def cost_to_train(summary: pd.DataFrame):
@@ -63,10 +84,10 @@ def cost_to_train(summary: pd.DataFrame):
     s = summary[summary["train_cost_usd"].notna()]
     if s.empty:
         return None, "no run could be priced (see price notes in the table)"
-    benches = _benchmarks(s)
-    fig, axes = _panels(len(benches), 0.4 * s.groupby("benchmark").size().max() + 1.2)
-    for ax, bench in zip(axes, benches):
-        d = s[s["benchmark"] == bench].sort_values("train_cost_usd")
+    panels = _configs(s)
+    fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(s) + 1.2)
+    for ax, (bench, d) in zip(axes, panels):
+        d = d.sort_values("train_cost_usd")
         y = range(len(d))
         ax.barh([i + 0.2 for i in y], d["train_cost_usd"], height=0.4, label="cost to train (training only)")
         ax.barh([i - 0.2 for i in y], d["billed_cost_usd"], height=0.4, alpha=0.5,
@@ -83,10 +104,11 @@ def hourly_vs_time(summary: pd.DataFrame):
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     if s.empty:
         return None, "no run has both a price and a training time"
-    benches = _benchmarks(s)
-    fig, axes = _panels(len(benches), 4.0)
-    for ax, bench in zip(axes, benches):
-        d = s[s["benchmark"] == bench]
+    panels = [(b, d) for b, d in _configs(s) if len(d) > 1]
+    if not panels:
+        return None, "every configuration ran on one offering only: nothing to compare"
+    fig, axes = _panels(len(panels), 4.0)
+    for ax, (bench, d) in zip(axes, panels):
         ax.scatter(d["train_hours"] * 60, d["hourly_usd"], color="tab:gray")
         f = d[d["on_hourly_frontier"].astype(bool)].sort_values("train_hours")
         ax.plot(f["train_hours"] * 60, f["hourly_usd"], "o-", color="tab:red", label="efficient frontier")
@@ -100,18 +122,19 @@ def hourly_vs_time(summary: pd.DataFrame):
     return _png(fig), prices_caption(s)
 
 
-def images_per_dollar(summary: pd.DataFrame):
-    """Seed 004: training images per dollar (throughput x 3600 / hourly price)."""
-    s = summary[summary["images_per_usd"].notna()]
+def samples_per_dollar(summary: pd.DataFrame):
+    """Seed 004: training samples per dollar (throughput x 3600 / hourly price,
+    per run at its own price), in the benchmark's unit (images, tweets, ...)."""
+    s = summary[summary["samples_per_usd"].notna()]
     if s.empty:
         return None, "no run has both a throughput (samples/s) and a price"
-    benches = _benchmarks(s)
-    fig, axes = _panels(len(benches), 0.35 * s.groupby("benchmark").size().max() + 1.2)
-    for ax, bench in zip(axes, benches):
-        d = s[s["benchmark"] == bench].sort_values("images_per_usd")
-        ax.barh([label(r) for r in d.to_dict("records")], d["images_per_usd"], color="tab:green")
-        ax.set_xlabel("images per USD")
-        ax.set_title(f"{bench}: images per dollar")
+    panels = _configs(s)
+    fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(s) + 1.2)
+    for ax, (bench, d) in zip(axes, panels):
+        d = d.sort_values("samples_per_usd")
+        ax.barh([label(r) for r in d.to_dict("records")], d["samples_per_usd"], color="tab:green")
+        ax.set_xlabel(f"{units(d)} per USD")
+        ax.set_title(f"{bench}: {units(d)} per dollar")
         ax.tick_params(axis="y", labelsize=8)
     return _png(fig), prices_caption(s)
 
@@ -121,10 +144,10 @@ def relative_to_base(summary: pd.DataFrame, base: str):
     s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
     if s.empty:
         return None, f"the base offering {base} has no completed run of any benchmark here (choose one with --base)"
-    benches = _benchmarks(s)
-    fig, axes = _panels(len(benches), 0.45 * s.groupby("benchmark").size().max() + 1.2)
-    for ax, bench in zip(axes, benches):
-        d = s[s["benchmark"] == bench].sort_values("rel_time")
+    panels = _configs(s)
+    fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(s) + 1.2)
+    for ax, (bench, d) in zip(axes, panels):
+        d = d.sort_values("rel_time")
         y = range(len(d))
         ax.barh([i + 0.2 for i in y], d["rel_time"], height=0.4, label="time to train")
         ax.barh([i - 0.2 for i in y], d["rel_train_cost"], height=0.4, label="cost to train")
@@ -162,21 +185,27 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, catalog=No
         return None, "no on-prem box was measured on a benchmark a cloud offering also ran"
     catalog = catalog or load_catalog()
     days = [d / 2 for d in range(2, 63)]
-    groups = list(be.groupby(["benchmark", "onprem"]))[:MAX_PANELS]
+    groups = list(be.groupby(["benchmark", "workload", "onprem"], dropna=False))[:MAX_PANELS]
     fig, axes = _panels(len(groups), 4.0)
-    for ax, ((bench, box), d) in zip(axes, groups):
+    for ax, ((bench, _wl, box), d) in zip(axes, groups):
         spec = catalog.get(box).onprem
         tp_box = float(d["onprem_throughput"].iloc[0])
         d = d.assign(per_sample=d["cloud_hourly_usd"] / d["cloud_throughput"]).sort_values("per_sample").head(top)
         for r in d.to_dict("records"):
             gain = [r["per_sample"] / (onprem_hourly(spec, x) / tp_box) for x in days]
-            ax.plot(days, gain, label=f"vs {r['cloud']}" + (" (spot)" if r["market"] == "spot" else ""))
-            if r["breakeven_days_per_month"] is not None:
-                ax.axvline(r["breakeven_days_per_month"], ls=":", lw=0.8)
+            (line,) = ax.plot(days, gain, label=f"vs {r['cloud']}" + (" (spot)" if r["market"] == "spot" else ""))
+            # marks on the crossings: 1x (break-even) and 2x (seed 004's "twice as cheap")
+            for col, level in (("breakeven_days_per_month", 1.0), ("twice_cheaper_days_per_month", 2.0)):
+                x = r.get(col)
+                if x is not None and not pd.isna(x) and days[0] <= x <= days[-1]:
+                    ax.plot([x], [level], "o", color=line.get_color())
+                    ax.annotate(f"{x:.1f} d", (x, level), xytext=(4, -10), textcoords="offset points", fontsize=7)
         ax.axhline(1.0, color="black", lw=0.8)
+        ax.axhline(2.0, color="gray", lw=0.6, ls="--")
         ax.set_xlabel("days of use per month (24 h a day)")
         ax.set_ylabel("cloud cost / on-prem cost")
-        ax.set_title(f"{bench}: {box} against the {len(d)} cheapest cloud offerings per sample")
+        wl = d["workload_label"].iloc[0]
+        ax.set_title(f"{bench} ({wl}): {box} vs the {len(d)} cheapest per sample", fontsize=9)
         ax.legend(fontsize=7)
-    src = catalog.get(groups[0][0][1]).specs_source
+    src = catalog.get(groups[0][0][2]).specs_source
     return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(summary[summary["offering_id"].isin(be["cloud"])])

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Benchmark", "Data", "ParamError", "coerce_params"]
+__all__ = ["Benchmark", "Data", "ParamError", "coerce_params", "units_of"]
 
 Kind = Literal["epochs", "throughput"]
 
@@ -62,6 +62,13 @@ class Benchmark:
     load_data: Callable[..., Data]
     build_model: Callable[[dict], Any]
     param_help: Mapping[str, str] = field(default_factory=dict)
+    # What one training sample is ("tweet", "image", "character window"):
+    # throughput is reported in these units, never as "images" for text.
+    sample_unit: str = "sample"
+
+    @property
+    def sample_units(self) -> str:
+        return units_of(self.sample_unit)
 
     def params(self, overrides: Mapping[str, Any] | None = None) -> dict:
         """Defaults with overrides coerced to the defaults' types."""
@@ -76,7 +83,13 @@ class Benchmark:
             "dataset": self.dataset,
             "params": dict(self.defaults),
             "param_help": dict(self.param_help),
+            "sample_unit": self.sample_unit,
         }
+
+
+def units_of(unit: str) -> str:
+    """Plural of a sample unit: "tweet" -> "tweets", "character window" -> "character windows"."""
+    return unit if unit.endswith("s") else unit + "s"
 
 
 def _coerce(value: Any, like: Any) -> Any:

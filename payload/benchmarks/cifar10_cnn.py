@@ -61,6 +61,7 @@ BENCHMARK = Benchmark(
     description="CIFAR-10 convnet (4 conv, Dense 512, RMSprop 1e-4) with shift/flip augmentation",
     study="seed 002 (Keras examples cifar10_cnn.py)",
     dataset="CIFAR-10 50k/10k, 32x32x3, 10 classes",
+    sample_unit="image",
     defaults={"epochs": 20, "batch_size": 32, "augmentation": True, **c.EPOCH_PARAMS},
     load_data=load_data,
     build_model=build_model,

@@ -34,6 +34,7 @@ BENCHMARK = Benchmark(
     description="IMDB sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), adam",
     study="seed 002 (Keras examples imdb_bidirectional_lstm.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words, maxlen 100, 2 classes",
+    sample_unit="review",
     defaults={"epochs": 4, "batch_size": 32, "max_features": 20000, "maxlen": 100, **c.EPOCH_PARAMS},
     load_data=load_data,
     build_model=build_model,

@@ -82,6 +82,7 @@ BENCHMARK = Benchmark(
     description="IMDB sentiment, fastText-style bag of uni+bi-gram embeddings (dims 50), adam",
     study="seed 002 (Keras examples imdb_fasttext.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words + bi-grams, maxlen 400, 2 classes",
+    sample_unit="review",
     defaults={
         "epochs": 5,
         "batch_size": 32,

@@ -20,6 +20,7 @@ BENCHMARK = Benchmark(
     description="Inception-v3 (keras.applications, weights=None) training throughput, images/s after warm-up",
     study="seed 004 (tf_cnn_benchmarks --model=inception3, batch 16/32/64 per GPU, fp16)",
     dataset="synthetic ImageNet-shaped batches, 299x299x3, 1000 classes",
+    sample_unit="image",
     defaults=_imagenet.defaults(299),
     load_data=load_data,
     build_model=build_model,

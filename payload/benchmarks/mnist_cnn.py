@@ -45,6 +45,7 @@ BENCHMARK = Benchmark(
     description="MNIST convnet (Conv 32-64, max-pool, Dense 128, Adadelta)",
     study="seed 002 (Keras examples mnist_cnn.py)",
     dataset="MNIST 60k/10k, 28x28x1, 10 classes",
+    sample_unit="image",
     defaults={"epochs": 12, "batch_size": 128, **c.EPOCH_PARAMS},
     load_data=load_data,
     build_model=build_model,

@@ -36,6 +36,7 @@ BENCHMARK = Benchmark(
     description="MNIST multilayer perceptron (Dense 512-512, dropout 0.2, RMSprop)",
     study="seed 002 (Keras examples mnist_mlp.py)",
     dataset="MNIST 60k/10k, 28x28, 10 classes",
+    sample_unit="image",
     defaults={"epochs": 20, "batch_size": 128, "hidden": 512, **c.EPOCH_PARAMS},
     load_data=load_data,
     build_model=build_model,

@@ -20,6 +20,7 @@ BENCHMARK = Benchmark(
     description="VGG-16 (keras.applications, weights=None) training throughput, images/s after warm-up",
     study="seed 004 (tf_cnn_benchmarks --model=vgg16, batch 16/32/64 per GPU, fp16)",
     dataset="synthetic ImageNet-shaped batches, 224x224x3, 1000 classes",
+    sample_unit="image",
     defaults=_imagenet.defaults(224),
     load_data=load_data,
     build_model=build_model,

@@ -143,7 +143,7 @@ def test_summary_medians_spread_and_per_dollar_figures():
     assert k80["samples_per_second"] == pytest.approx(105.0)
     assert k80["samples_per_second_spread"] == pytest.approx(10 / 105)
     assert k80["train_hours"] == pytest.approx((1.0 + 1 / 1.1) / 2)
-    assert k80["images_per_usd"] == pytest.approx(105 * 3600 / 0.9)
+    assert k80["samples_per_usd"] == pytest.approx(105 * 3600 / 0.9)
     assert k80["imagenet_hours"] == pytest.approx(153_600_000 / 105 / 3600)
     assert k80["imagenet_cost_usd"] == pytest.approx(153_600_000 / 105 / 3600 * 0.9)
 
@@ -199,7 +199,7 @@ def test_other_batch_sizes_and_precisions_are_not_pooled_as_repeats():
     rel = relative_to_base(s, "aws/p2.xlarge").set_index(["offering_id", "gpus_used", "per_gpu_batch_size"])
     rel = rel.loc["aws/p3.8xlarge"]
     assert rel.loc[(1, 64), "rel_time"] == pytest.approx(50 / 300)
-    assert math.isnan(rel.loc[(1, 32), "rel_time"]) and "per_gpu_batch_size 32" in rel.loc[(1, 32), "relative_note"]
+    assert math.isnan(rel.loc[(1, 32), "rel_time"]) and "batch 32" in rel.loc[(1, 32), "relative_note"]
 
 
 def test_breakeven_matches_the_cost_model():

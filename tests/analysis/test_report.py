@@ -61,7 +61,8 @@ def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
     capsys.readouterr()
     assert main(["report", "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
     printed = capsys.readouterr().out
-    assert "resnet50: cheapest: onprem/parkopedia-4x1080ti" in printed and "under deadline" in printed
+    assert "resnet50 (1,000 steps, batch 64, fp32): cheapest: onprem/parkopedia-4x1080ti" in printed
+    assert "under deadline" in printed and "nan" not in printed.lower()
     page = (tmp_path / "report" / "index.html").read_text()
     assert "Not drawn" not in page
     images = re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)

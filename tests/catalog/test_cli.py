@@ -119,3 +119,13 @@ def test_usd_amount_never_shows_a_real_cost_as_zero(value, text):
 
     assert usd_amount(value) == text
     assert USD_SIGN.format(value) == "$" + text
+
+
+def test_offerings_as_of_a_date_before_a_billing_rule_lists_it_as_unbilled(capsys):
+    """Seed 002's date: vast.ai's billing rule starts in 2018; the listing
+    still works and says why that offering has no terms then."""
+    assert main(["offerings", "--as-of", "2017-11-28", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    vast = next(r for i, r in rows.items() if i.startswith("vastai/"))
+    assert vast["billing"].startswith("none on 2017-11-28") and vast["hourly_usd"] is None
+    assert rows["gcp/n1-standard-1+1xk80"]["hourly_usd"] == pytest.approx(0.4975)  # seed 002's K80

@@ -70,7 +70,10 @@ def test_second_demo_adds_runs_and_reports_them_all(demo_first, tmp_path):
     assert len(table) == 3
     assert sorted(table["hourly_usd"].round(2)) == [0.10, 0.10, 0.25]
     summary = pd.read_csv(root / "report" / "summary.csv")
-    assert int(summary[summary["benchmark"] == "mnist-mlp"]["repeats"].iloc[0]) == 2
+    mlp = summary[summary["benchmark"] == "mnist-mlp"].sort_values("hourly_usd")
+    # same configuration at two prices: two rows, each at the price it paid, never one at 0.175
+    assert mlp["workload"].nunique() == 1
+    assert mlp["hourly_usd"].round(2).tolist() == [0.10, 0.25] and mlp["repeats"].tolist() == [1, 1]
 
 
 @pytest.mark.parametrize(
