@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from payload.layout import stack_prefix
+from payload.result import FINAL_STATUSES  # noqa: E402  (one definition, bottom layer)
 
-FINAL_STATUSES = frozenset({"completed", "failed"})
 # Boot time is measured on the instance, the update start on the laptop.
 CLOCK_SKEW = timedelta(minutes=5)
 

@@ -88,30 +88,9 @@ def require_cli() -> str:
     return path
 
 
-class _LocalWorkspace:
-    """Adapter over pulumi.automation.LocalWorkspace exposing select_stack(name)."""
-
-    def __init__(self, ws):
-        self._ws = ws
-
-    def list_stacks(self):
-        return self._ws.list_stacks()
-
-    def select_stack(self, name: str):
-        import pulumi.automation as auto
-
-        return auto.Stack.select(name, self._ws)
-
-
-def local_workspace(work_dir: Path) -> _LocalWorkspace:
-    """The project's own LocalWorkspace (its Pulumi.yaml, its stacks/ config dir)."""
-    require_cli()
-    import pulumi.automation as auto
-
-    try:
-        return _LocalWorkspace(auto.LocalWorkspace(work_dir=str(work_dir)))
-    except FileNotFoundError as exc:  # the CLI vanished between which() and exec
-        raise PulumiMissing(f"{exc.filename or 'pulumi'} not found") from exc
+def local_workspace(work_dir: Path) -> PulumiWorkspace:
+    """The project's stacks for teardown: selects existing stacks only (never creates one)."""
+    return PulumiWorkspace(work_dir, create=False)
 
 
 def is_stack_not_found(exc: BaseException) -> bool:
@@ -184,27 +163,45 @@ class _PulumiStack:
             return None
 
 
-class PulumiBackend:
-    """The project's stacks through `pulumi.automation` (needs the Pulumi CLI on PATH)."""
+class PulumiWorkspace:
+    """The project's stacks through `pulumi.automation` (needs the Pulumi CLI on PATH): the one
+    adapter launch, campaigns and teardown share. `create` lets select_stack `pulumi stack init`
+    a stack the backend does not have yet (a first launch); teardown never creates."""
 
-    def __init__(self, work_dir: Path):
+    def __init__(self, work_dir: Path, create: bool = True):
         require_cli()  # raises PulumiMissing with how to install it
         self.work_dir = Path(work_dir)
+        self.create = create
+        self._ws = None
+        self._ws = None if create else self._workspace()  # teardown: fail now, before any decision
+
+    def _workspace(self):
+        import pulumi.automation as auto
+
+        if self._ws is not None:
+            return self._ws
+        try:
+            self._ws = auto.LocalWorkspace(work_dir=str(self.work_dir))
+        except FileNotFoundError as exc:  # the CLI vanished between which() and exec
+            raise PulumiMissing(f"{exc.filename or 'pulumi'} not found") from exc
+        return self._ws
 
     def select_stack(self, name: str) -> _PulumiStack:
         import pulumi.automation as auto
 
-        # create_or_select: the first campaign on a stack also `pulumi stack init`s it.
-        return _PulumiStack(auto.create_or_select_stack(stack_name=name, work_dir=str(self.work_dir)))
+        if self.create:
+            return _PulumiStack(auto.create_or_select_stack(stack_name=name, work_dir=str(self.work_dir)))
+        return _PulumiStack(auto.Stack.select(name, self._workspace()))
 
     def list_stacks(self):
-        import pulumi.automation as auto
+        return self._workspace().list_stacks()
 
-        return auto.LocalWorkspace(work_dir=str(self.work_dir)).list_stacks()
+
+PulumiBackend = PulumiWorkspace  # the name campaigns use
 
 
 BackendFactory = Callable[[Path], StackBackend]
 
 
 def pulumi_backend(work_dir: Path) -> StackBackend:
-    return PulumiBackend(work_dir)
+    return PulumiWorkspace(work_dir, create=True)

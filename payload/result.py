@@ -35,6 +35,8 @@ __all__ = [
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
 
 Status = Literal["completed", "failed", "interrupted"]
+# A final result ends its benchmark on this launch; `interrupted` means a spot restart resumes it.
+FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
 
 
 class OfferingFacts(TypedDict, total=False):

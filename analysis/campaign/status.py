@@ -32,7 +32,8 @@ from analysis.campaign.manifest import iso, parse_time
 from analysis.campaign.observe import StackObservation
 
 TERMINAL = frozenset({"finished", "failed", "interrupted", "expired", "launch-failed"})
-FINAL_RESULTS = frozenset({"completed", "failed"})  # analysis/completion.py FINAL_STATUSES
+from payload.result import FINAL_STATUSES as FINAL_RESULTS  # noqa: E402
+
 WITH_RESULTS = frozenset({"finished", "failed", "interrupted"})
 
 

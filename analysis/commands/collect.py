@@ -73,9 +73,11 @@ def register(sub) -> None:
 
 def finished_stacks(rows: list[dict]) -> list[str]:
     """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
+    from payload.result import FINAL_STATUSES
+
     state: dict[str, bool] = {}
     for r in rows:
-        state[r["stack"]] = state.get(r["stack"], True) and r["status"] in ("completed", "failed")
+        state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
     return sorted(s for s, done in state.items() if done)
 
 
