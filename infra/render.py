@@ -115,6 +115,20 @@ class _Mocks(pmocks.Mocks):
                 "name": f"projects/{inputs.get('project')}/roles/{inputs.get('roleId')}"
             },
             "gcp:cloudscheduler/job:Job": lambda: {"name": f"{name}-{rid[:7]}"},
+            "gcp:cloudfunctionsv2/function:Function": lambda: {
+                "name": f"{name}-{rid[:7]}",
+                "serviceConfig": {
+                    **(inputs.get("serviceConfig") or {}),
+                    "uri": f"https://{name}-{rid[:7]}-uc.a.run.app",
+                },
+            },
+            "gcp:storage/bucketObject:BucketObject": lambda: {"name": inputs.get("name")},
+            "aws:lambda/function:Function": lambda: {
+                "arn": f"arn:aws:lambda:{region}:{account}:function:{inputs.get('name') or name}",
+            },
+            "aws:cloudwatch/logGroup:LogGroup": lambda: {
+                "arn": f"arn:aws:logs:{region}:{account}:log-group:{inputs.get('name')}",
+            },
             "gcp:storage/bucket:Bucket": lambda: {"name": inputs.get("name") or f"{name}-{rid[:7]}"},
             "gcp:compute/instance:Instance": lambda: {"name": f"{name}-{rid[:7]}"},
             "time:index/offset:Offset": lambda: self._offset(inputs),

@@ -92,9 +92,9 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.gcp.component import GcpBenchmark, GcpRecurring, GcpResults
+    from infra.gcp.component import GcpBenchmark, GcpRecurring, GcpResults, GcpSweeper
 
-    return {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults}
+    return {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}
 
 
 def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:

@@ -37,6 +37,8 @@ import pulumi
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
+    import pulumi_gcp.cloudfunctionsv2
+    import pulumi_gcp.cloudrunv2
     import pulumi_gcp.cloudscheduler
     import pulumi_gcp.compute
     import pulumi_gcp.organizations
@@ -48,7 +50,7 @@ import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import cloud_init
-from infra.config import ResultsConfig
+from infra.config import ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import Launch, payload_env, tag_values, zone_or_first
@@ -413,4 +415,127 @@ class GcpRecurring(pulumi.ComponentResource):
             "resultsUrl": results.url,
             "runPrefix": run_prefix,
         }
+        self.register_outputs(self.outputs)
+
+
+# The sweep lists VMs in every zone (aggregatedList) and deletes expired ones.
+# GCP IAM conditions cannot test a VM's labels, so unlike AWS's aws:ResourceTag
+# condition the delete is project-wide: the sweep code checks the labels
+# (infra/gcp/sweep.py), the role only keeps it to listing and deleting VMs.
+SWEEPER_PERMISSIONS = ("compute.instances.delete", "compute.instances.list")
+
+
+class GcpSweeper(pulumi.ComponentResource):
+    """The leak sweep as a Cloud Run function (cloudfunctionsv2) on a Cloud
+    Scheduler job: the same sweep as `python -m analysis sweep`, packaged from
+    this checkout (infra/sweeper_function.py lists the files), run as a service
+    account that may only list and delete VMs, invoked by a second account that
+    may only invoke it."""
+
+    def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
+        from infra import sweeper_function
+        from infra.schedule_expr import parse_schedule
+
+        super().__init__("gpubench:gcp:Sweeper", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region = cfg.provider_config.get("gcp:region") or "us-central1"
+        schedule_expr = parse_schedule(cfg.every)
+        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        files = sweeper_function.package("gcp")
+        digest = sweeper_function.package_hash(files)
+
+        runner = gcp.serviceaccount.Account(
+            "sweeper",
+            account_id=service_account_id(cfg.stack + ":sweeper"),
+            display_name=f"gpubench {cfg.stack}: the leak sweep",
+            opts=child,
+        )
+        role = gcp.projects.IAMCustomRole(
+            "sweeper-role",
+            role_id=custom_role_id(cfg.stack, "sweeper"),
+            title=f"gpubench {cfg.stack} sweeper",
+            description="list VMs, delete the expired ones this project labelled",
+            permissions=sorted(SWEEPER_PERMISSIONS),
+            project=project,
+            opts=child,
+        )
+        grant = gcp.projects.IAMMember(
+            "sweeper-grant",
+            project=project,
+            role=role.name,
+            member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        source = gcp.storage.Bucket(
+            "source",
+            location=region.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            force_destroy=True,
+            labels=gcp_labels({"stack": cfg.stack}),
+            opts=child,
+        )
+        archive = gcp.storage.BucketObject(
+            "source-archive",
+            bucket=source.name,
+            name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
+            source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
+            opts=child,
+        )
+        env = {"GPUBENCH_SWEEP_PROVIDER": "gcp", "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower()}
+        if cfg.regions:
+            env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
+        function = gcp.cloudfunctionsv2.Function(
+            "function",
+            location=region,
+            description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
+            build_config={
+                "runtime": "python312",
+                "entry_point": sweeper_function.ENTRY_POINT,
+                "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
+            },
+            service_config={
+                "service_account_email": runner.email,
+                "available_memory": "256M",
+                "timeout_seconds": 540,
+                "max_instance_count": 1,
+                "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
+                "all_traffic_on_latest_revision": True,
+                "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
+            },
+            labels=gcp_labels({"stack": cfg.stack}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant]),
+        )
+        invoker = gcp.serviceaccount.Account(
+            "invoker",
+            account_id=service_account_id(cfg.stack + ":invoker"),
+            display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
+            opts=child,
+        )
+        may_invoke = gcp.cloudrunv2.ServiceIamMember(
+            "invoker-grant",
+            project=project,
+            location=region,
+            name=function.name,
+            role="roles/run.invoker",
+            member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        uri = function.service_config.uri
+        job = gcp.cloudscheduler.Job(
+            "sweep-job",
+            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+            region=region,
+            schedule=schedule_expr.unix(),
+            time_zone="Etc/UTC",
+            attempt_deadline="540s",
+            retry_config={"retry_count": 0},
+            http_target={
+                "uri": uri,
+                "http_method": "POST",
+                "oidc_token": {"service_account_email": invoker.email, "audience": uri},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
+        )
+        self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
