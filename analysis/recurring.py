@@ -142,6 +142,32 @@ def _function_line(
     )
 
 
+def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> BillLine:
+    job_price = _exact(sp.get("scheduler_job_month_usd"))
+    per_m = _exact(sp.get("scheduler_per_million_usd"))
+    usd = jobs * job_price + invocations * per_m / 1_000_000
+    free = (
+        min(jobs, int(sp.get("free_scheduler_jobs"))) * job_price
+        + min(invocations, _exact(sp.get("free_scheduler_invocations"))) * per_m / 1_000_000
+    )
+    price_text = " + ".join(
+        p
+        for p in (
+            f"{_usd(job_price)}/job-month" if job_price else "",
+            f"{_usd(per_m)}/M invocations" if per_m else "",
+        )
+        if p
+    )
+    return _line(
+        "scheduler",
+        f"{jobs} job(s), {float(invocations):g} invocations",
+        price_text or "free",
+        usd,
+        free,
+        "; ".join(sp.source_of(k) for k in ("scheduler_job_month_usd", "scheduler_per_million_usd") if k in sp.values),
+    )
+
+
 def monthly_bill(
     offering_id: str,
     every: str,
@@ -226,34 +252,7 @@ def monthly_bill(
             )
         )
     if scheduler_jobs:
-        job_price = _exact(sp.get("scheduler_job_month_usd"))
-        per_m = _exact(sp.get("scheduler_per_million_usd"))
-        invocations = runs * scheduler_jobs
-        usd = scheduler_jobs * job_price + invocations * per_m / 1_000_000
-        free = (
-            min(scheduler_jobs, int(sp.get("free_scheduler_jobs"))) * job_price
-            + min(invocations, _exact(sp.get("free_scheduler_invocations"))) * per_m / 1_000_000
-        )
-        price_text = " + ".join(
-            p
-            for p in (
-                f"{_usd(job_price)}/job-month" if job_price else "",
-                f"{_usd(per_m)}/M invocations" if per_m else "",
-            )
-            if p
-        )
-        lines.append(
-            _line(
-                "scheduler",
-                f"{scheduler_jobs} job(s), {float(invocations):g} invocations",
-                price_text or "free",
-                usd,
-                free,
-                "; ".join(
-                    sp.source_of(k) for k in ("scheduler_job_month_usd", "scheduler_per_million_usd") if k in sp.values
-                ),
-            )
-        )
+        lines.append(_scheduler_line(sp, scheduler_jobs, runs * scheduler_jobs))
     calls = runs * function_calls_per_run
     if function_every:
         calls += parse_schedule(function_every).runs_per_month(hpm)
@@ -283,4 +282,61 @@ def monthly_bill(
         total_after_free_tier_usd=float(total - free_total),
         minimum_overhead_usd=float(overhead),
         minimum_overhead_percent=float(100 * overhead / rest) if rest else 0.0,
+    )
+
+
+@dataclass
+class SweeperBill:
+    """The monthly bill of the leak sweep run as a cloud function (a sweeper stack)."""
+
+    provider: str
+    schedule: str
+    runs_per_month: float
+    seconds_per_run: float
+    memory_gb: float
+    vcpus: float
+    prices: str
+    prices_as_of: str
+    lines: list[BillLine] = field(default_factory=list)
+    total_usd: float = 0.0
+    total_after_free_tier_usd: float = 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for line in out["lines"]:
+            line.pop("exact")
+        return out
+
+
+def sweeper_bill(
+    provider: str,
+    every: str = "rate(1 hour)",
+    seconds: float = 10.0,
+    memory_gb: float = 0.125,
+    vcpus: float = 0.0,
+    as_of: date | None = None,
+) -> SweeperBill:
+    """One scheduler job (schedule) firing the function `every`, each call
+    `seconds` long at `memory_gb` (and `vcpus`, billed on Cloud Run functions)."""
+    sp = service_prices(provider, as_of)
+    schedule = parse_schedule(every)
+    calls = schedule.runs_per_month(_exact(sp.get("hours_per_month", 730)))
+    lines = [_scheduler_line(sp, 1, calls)]
+    fn = _function_line(sp, calls, seconds, memory_gb, vcpus)
+    if fn:
+        lines.append(fn)
+    total = sum((line.exact[0] for line in lines), Fraction(0))
+    free = sum((line.exact[1] for line in lines), Fraction(0))
+    return SweeperBill(
+        provider=provider,
+        schedule=schedule.text,
+        runs_per_month=float(calls),
+        seconds_per_run=seconds,
+        memory_gb=memory_gb,
+        vcpus=vcpus,
+        prices=sp.label,
+        prices_as_of=sp.as_of.isoformat(),
+        lines=lines,
+        total_usd=float(total),
+        total_after_free_tier_usd=float(total - free),
     )

@@ -7,8 +7,9 @@ strings Pulumi passes at run time; both parse the same way.
 
 Three kinds of stack share the namespace: benchmark stacks (`gpubench:offering` set),
 recurring stacks (`gpubench:stackType: recurring` plus `gpubench:every`: the same
-benchmark keys, launched by the cloud's own scheduler on that schedule) and results
-stacks (`gpubench:stackType: results`, one per cloud).
+benchmark keys, launched by the cloud's own scheduler on that schedule), results
+stacks (`gpubench:stackType: results`, one per cloud) and sweeper stacks
+(`gpubench:stackType: sweeper`: the leak sweep as a scheduled cloud function).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from infra import clouds
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
 PRECISIONS = ("fp32", "mixed")  # payload/config.py --precision
-STACK_TYPES = ("benchmark", "recurring", "results")
+STACK_TYPES = ("benchmark", "recurring", "results", "sweeper")
 RECURRING_PREFIX = "recurring-"  # recurring-<benchmark stack>: the stack it repeats
 PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
@@ -271,6 +272,36 @@ class BenchmarkConfig:
         return self.results or f"stack:{provider}-results"
 
 
+def _regions(key: str, raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    names = tuple(str(i).strip() for i in items if str(i).strip())
+    if not names:
+        raise ConfigError(key, f"expected a comma list of regions, e.g. us-east-1,us-west-2, got {raw!r}")
+    return names
+
+
+SWEEPER_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
+    "stackType": (_choice(STACK_TYPES), "sweeper"),
+    "provider": (_choice(PROVIDERS), None),
+    "every": (_every, "rate(1 hour)"),
+    "regions": (_regions, None),
+    "dryRun": (_bool, False),
+}
+
+
+@dataclass(frozen=True)
+class SweeperConfig:
+    """The leak sweep as a function on the cloud's scheduler (stacks aws-sweeper, gcp-sweeper)."""
+
+    stack: str
+    provider: str
+    every: str
+    dry_run: bool = False
+    regions: tuple[str, ...] | None = None  # AWS default: the stack's region; GCP: every zone
+    provider_config: Mapping[str, str] = field(default_factory=dict)
+    stack_type: str = "sweeper"
+
+
 @dataclass(frozen=True)
 class ResultsConfig:
     """The per-cloud results bucket stack."""
@@ -319,7 +350,7 @@ def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, An
     return out
 
 
-def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | ResultsConfig:
+def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | ResultsConfig | SweeperConfig:
     """Parse a stack's config mapping; raises ConfigError naming the key and the allowed values."""
     if not isinstance(raw, Mapping):
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
@@ -331,6 +362,12 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
         if "provider" not in values:
             raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
         return ResultsConfig(stack=stack, provider_config=provider, **values)
+    if stack_type == "sweeper":
+        _reject_unknown(ours, SWEEPER_KEYS, "sweeper")
+        values = _parse_table(ours, SWEEPER_KEYS)
+        if "provider" not in values:
+            raise ConfigError("provider", f"required for a sweeper stack; allowed values: {', '.join(PROVIDERS)}")
+        return SweeperConfig(stack=stack, provider_config=provider, **values)
     table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
     _reject_unknown(ours, table, stack_type)
     values = _parse_table(ours, table)

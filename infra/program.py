@@ -17,7 +17,7 @@ from infra.launch import resolve
 
 
 def component_for(provider: str, kind: str) -> Callable[..., pulumi.ComponentResource]:
-    """The cloud's component for a stack kind ("benchmark" | "recurring" | "results"); add a cloud under infra/<cloud>/."""
+    """The cloud's component for a stack kind ("benchmark" | "recurring" | "results" | "sweeper"); add a cloud under infra/<cloud>/."""
     builders = clouds.get(provider).components()
     if kind not in builders:
         raise ValueError(f"{provider} has no component for {kind} stacks; it has: {', '.join(sorted(builders))}")
@@ -32,8 +32,8 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
         key, subject = (launch.provider, cfg.stack_type), launch
         for warning in launch.warnings:
             pulumi.log.warn(warning)
-    else:
-        key, subject = (cfg.provider, "results"), cfg
+    else:  # results and sweeper stacks name their provider
+        key, subject = (cfg.provider, cfg.stack_type), cfg
     build = component_for(*key)
     component = build(stack, subject)
     for name, value in component.outputs.items():

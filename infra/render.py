@@ -105,7 +105,29 @@ class _Mocks(pmocks.Mocks):
             "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
             "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},
             "gcp:serviceaccount/account:Account": lambda: {
-                "email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com"
+                "email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com",
+                "name": f"projects/mock-project/serviceAccounts/{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com",
+            },
+            "gcp:compute/instanceTemplate:InstanceTemplate": lambda: {
+                "selfLink": f"https://www.googleapis.com/compute/v1/projects/mock-project/global/instanceTemplates/{name}-{rid[:7]}",
+            },
+            "gcp:projects/iAMCustomRole:IAMCustomRole": lambda: {
+                "name": f"projects/{inputs.get('project')}/roles/{inputs.get('roleId')}"
+            },
+            "gcp:cloudscheduler/job:Job": lambda: {"name": f"{name}-{rid[:7]}"},
+            "gcp:cloudfunctionsv2/function:Function": lambda: {
+                "name": f"{name}-{rid[:7]}",
+                "serviceConfig": {
+                    **(inputs.get("serviceConfig") or {}),
+                    "uri": f"https://{name}-{rid[:7]}-uc.a.run.app",
+                },
+            },
+            "gcp:storage/bucketObject:BucketObject": lambda: {"name": inputs.get("name")},
+            "aws:lambda/function:Function": lambda: {
+                "arn": f"arn:aws:lambda:{region}:{account}:function:{inputs.get('name') or name}",
+            },
+            "aws:cloudwatch/logGroup:LogGroup": lambda: {
+                "arn": f"arn:aws:logs:{region}:{account}:log-group:{inputs.get('name')}",
             },
             "gcp:storage/bucket:Bucket": lambda: {"name": inputs.get("name") or f"{name}-{rid[:7]}"},
             "gcp:compute/instance:Instance": lambda: {"name": f"{name}-{rid[:7]}"},
@@ -153,6 +175,13 @@ class _Mocks(pmocks.Mocks):
                 "arn": "arn:aws:iam::123456789012:user/mock",
                 "id": "123456789012",
                 "userId": "mock",
+            },
+            "gcp:organizations/getClientConfig:getClientConfig": lambda: {
+                "project": "mock-project",
+                "region": "us-central1",
+                "zone": "us-central1-a",
+                "accessToken": "mock",
+                "id": "mock",
             },
             "gcp:compute/getImage:getImage": lambda: {
                 "selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.args.get('project')}/global/images/{args.args.get('family')}-v20240101",

@@ -15,11 +15,20 @@ sweeper and teardown read them. Each cloud encodes the keys its own way
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from infra.clouds import RESULTS_STACKS  # stacks holding the results buckets: never destroyed
 
-__all__ = ["DEADLINE_OUTPUTS", "RESULTS_STACKS", "RESULTS_URL_OUTPUT", "TAG_KEYS", "BadDeadline", "parse_deadline"]
+__all__ = [
+    "DEADLINE_OUTPUTS",
+    "RESULTS_STACKS",
+    "RESULTS_URL_OUTPUT",
+    "TAG_KEYS",
+    "BadDeadline",
+    "parse_deadline",
+    "parse_max_hours",
+    "recurring_deadline",
+]
 
 TAG_KEYS = ("stack", "offering", "market", "hourly-usd", "expires-at")
 
@@ -67,3 +76,32 @@ def parse_now(text: str | None) -> datetime:
     if not text:
         return datetime.now(timezone.utc)
     return parse_deadline(text)
+
+
+# Recurring launches (stackType recurring) carry no fixed expires-at: each
+# instance is tagged with the stack and `max-hours`, and its deadline is its own
+# launch time + max-hours. The guest's own timer fires at boot + max-hours, a
+# little after launch; the sweep waits this grace beyond it before acting.
+MAX_HOURS_KEY = "max-hours"
+RECURRING_GRACE = timedelta(minutes=15)
+MAX_HOURS_BOUNDS = (0.25, 72.0)  # infra.config MIN_HOURS, MAX_HOURS_LIMIT (a test keeps them equal)
+_MAX_HOURS = re.compile(r"^(\d{1,2})(?:[._](\d{1,4}))?$")
+
+
+def parse_max_hours(text: str) -> float | None:
+    """Hours from a max-hours tag as the launcher writes it (`2`, `1.5`; GCP label `1_5`), else None."""
+    m = _MAX_HOURS.match(str(text).strip())
+    if not m:
+        return None
+    hours = float(f"{m.group(1)}.{m.group(2) or 0}")
+    return hours if MAX_HOURS_BOUNDS[0] <= hours <= MAX_HOURS_BOUNDS[1] else None
+
+
+def recurring_deadline(launched: datetime, max_hours_text: str) -> datetime | None:
+    """When the sweep may delete a recurring launch: launch + max-hours + grace; None if not ours."""
+    hours = parse_max_hours(max_hours_text)
+    if hours is None:
+        return None
+    if launched.tzinfo is None:
+        launched = launched.replace(tzinfo=timezone.utc)
+    return launched.astimezone(timezone.utc) + timedelta(hours=hours) + RECURRING_GRACE

@@ -21,6 +21,9 @@ a recurring run, billed by the month (--every instead of --hours):
       --minutes-up 2 --disk-gb 10 --disk-always --scheduler-jobs 2 \
       --function-calls-per-run 2 --function-seconds 60
   # the same under the 10-minute minimum of before 2017-09-26: add --billing-as-of 2017-09-01
+
+the leak sweep as a cloud function (a sweeper stack), by the month:
+  python -m analysis cost --sweeper aws --every "rate(1 hour)" --function-seconds 10 --function-memory-gb 0.125
 """
 
 
@@ -32,6 +35,7 @@ def register(sub) -> None:
     )
     p.add_argument(
         "offering",
+        nargs="?",
         metavar="OFFERING|STACK",
         help="offering id, e.g. aws/p3.8xlarge (see `offers`), or a stack name, e.g. aws-g4dn-1x-spot (its offering and market)",
     )
@@ -41,6 +45,11 @@ def register(sub) -> None:
         "--every",
         metavar="EXPR",
         help="bill a recurring run by the month: 'rate(4 hours)', 'cron(0 3 ? * MON *)' or '0 */4 * * *' (UTC)",
+    )
+    p.add_argument(
+        "--sweeper",
+        metavar="CLOUD",
+        help="bill the sweeper stack of this cloud (aws, gcp) with --every instead of an offering",
     )
     p.add_argument(
         "--market", choices=("on-demand", "spot"), default=None, help="default: the stack's market, else on-demand"
@@ -87,6 +96,44 @@ def register(sub) -> None:
     r.add_argument("--function-vcpus", type=float, default=0.0, metavar="N", help="billed vCPUs (default: 0)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
+
+
+def run_sweeper(args) -> int:
+    import sys
+
+    from analysis.cost import CostError
+    from analysis.output import usd_amount
+    from analysis.recurring import sweeper_bill
+    from infra.catalog import CatalogError
+
+    if args.offering or args.every is None:
+        print("error: --sweeper CLOUD takes --every EXPR and no offering", file=sys.stderr)
+        return 2
+    try:
+        bill = sweeper_bill(
+            args.sweeper,
+            args.every,
+            seconds=args.function_seconds,
+            memory_gb=args.function_memory_gb,
+            vcpus=args.function_vcpus,
+            as_of=args.as_of,
+        )
+    except (CostError, CatalogError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        emit_json(bill.to_dict())
+        return 0
+    print(f"{bill.provider} sweeper  every {bill.schedule!r}, {bill.seconds_per_run:g} s per run")
+    print(f"  runs:     {bill.runs_per_month:g} per month")
+    print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
+    for line in bill.lines:
+        print(f"  {line.item:<10} {line.quantity}  {line.unit_price}  ${usd_amount(line.usd)}")
+    print(f"  total:    ${usd_amount(bill.total_usd)}/month at list prices")
+    print(f"            ${usd_amount(bill.total_after_free_tier_usd)}/month if the account's free tiers are unused")
+    for line in bill.lines:
+        print(f"  source ({line.item}): {line.source}")
+    return 0
 
 
 def run_recurring(args) -> int:
@@ -158,6 +205,11 @@ def run(args) -> int:
 
     from analysis.cost import CostError, _hours, cost_of
 
+    if args.sweeper is not None:
+        return run_sweeper(args)
+    if not args.offering:
+        print("error: give an OFFERING or STACK (or --sweeper CLOUD)", file=sys.stderr)
+        return 2
     if args.every is not None:
         return run_recurring(args)
     recurring_only = ("minutes_up", "billing_as_of", "function_every")

@@ -93,9 +93,9 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.aws.component import AwsBenchmark, AwsRecurring, AwsResults
+    from infra.aws.component import AwsBenchmark, AwsRecurring, AwsResults, AwsSweeper
 
-    return {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults}
+    return {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults, "sweeper": AwsSweeper}
 
 
 def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:

@@ -26,8 +26,10 @@ import pulumi
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
+    import pulumi_aws.cloudwatch
     import pulumi_aws.ec2
     import pulumi_aws.iam
+    import pulumi_aws.lambda_
     import pulumi_aws.s3
     import pulumi_aws.scheduler  # noqa: F401
 
@@ -37,7 +39,7 @@ import pulumiverse_time as time
 from infra import cloud_init
 from infra.aws import images
 from infra.aws import tags as aws_tags
-from infra.config import ResultsConfig
+from infra.config import ResultsConfig, SweeperConfig
 from infra.launch import Launch, payload_env, region_of, tag_values
 from infra.results_ref import locate
 
@@ -591,3 +593,162 @@ def _assume_scheduler(account: str, region: str, group: str) -> str:
             ],
         }
     )
+
+
+def sweeper_policy(region: str, account: str, log_group_arn: str) -> str:
+    """The sweeper function's role: find what is tagged, terminate or delete only
+    resources carrying the project's tags, delete only deadline schedules, write
+    only its own log group. Describe/List calls have no resource-level scope."""
+    from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
+    from infra.aws.sweep import MAX_HOURS_TAG
+
+    def present(*keys):
+        return {"Null": {f"aws:ResourceTag/{k}": "false" for k in keys}}
+
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "FindTaggedResources",
+                    "Effect": "Allow",
+                    "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
+                    "Resource": "*",
+                },
+                {
+                    "Sid": "TerminateOnlyProjectInstances",
+                    "Effect": "Allow",
+                    "Action": "ec2:TerminateInstances",
+                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+                    "Condition": present(EXPIRES_TAG),
+                },
+                {
+                    "Sid": "TerminateOnlyRecurringLaunches",
+                    "Effect": "Allow",
+                    "Action": "ec2:TerminateInstances",
+                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+                    "Condition": present(STACK_TAG, MAX_HOURS_TAG),
+                },
+                {
+                    "Sid": "DeleteOnlyProjectSecurityGroups",
+                    "Effect": "Allow",
+                    "Action": "ec2:DeleteSecurityGroup",
+                    "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
+                    "Condition": present(EXPIRES_TAG),
+                },
+                {
+                    "Sid": "DeleteOnlyDeadlineSchedules",
+                    "Effect": "Allow",
+                    "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+                    "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
+                },
+                {
+                    "Sid": "OwnLogGroupOnly",
+                    "Effect": "Allow",
+                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+                    "Resource": f"{log_group_arn}:*",
+                },
+            ],
+        }
+    )
+
+
+def invoke_policy(function_arn: str) -> str:
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn}],
+        }
+    )
+
+
+class AwsSweeper(pulumi.ComponentResource):
+    """The leak sweep as a Lambda function on an EventBridge Scheduler schedule:
+    the same sweep as `python -m analysis sweep`, packaged from this checkout
+    (infra/sweeper_function.py lists the files), in the stack's region (or
+    `gpubench:regions`), with no machine of the user's involved."""
+
+    def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
+        from infra import sweeper_function
+        from infra.schedule_expr import parse_schedule
+
+        super().__init__("gpubench:aws:Sweeper", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region = cfg.provider_config.get("aws:region") or "us-east-1"
+        regions = ",".join(cfg.regions or (region,))
+        schedule_expr = parse_schedule(cfg.every)
+        tags = aws_tags({"stack": cfg.stack})
+        files = sweeper_function.package("aws")
+        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
+
+        # Lambda writes to /aws/lambda/<function name>: name the function so the log
+        # group (and the role's only log permission) exists before it.
+        function_name = f"gpubench-sweeper-{cfg.stack}"[:64]
+        logs = aws.cloudwatch.LogGroup(
+            "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
+        )
+        role = aws.iam.Role(
+            "function-role",
+            assume_role_policy=_assume("lambda.amazonaws.com"),
+            description=f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
+            tags=tags,
+            opts=child,
+        )
+        allow = aws.iam.RolePolicy(
+            "sweep-access",
+            role=role.id,
+            policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1])),
+            opts=child,
+        )
+        function = aws.lambda_.Function(
+            "function",
+            name=function_name,
+            description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {sweeper_function.package_hash(files)[:12]}",
+            role=role.arn,
+            runtime="python3.12",
+            handler=sweeper_function.LAMBDA_HANDLER,
+            code=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
+            memory_size=128,
+            timeout=sweeper_function.TIMEOUT_S,
+            environment={
+                "variables": {
+                    "GPUBENCH_SWEEP_PROVIDER": "aws",
+                    "GPUBENCH_SWEEP_REGIONS": regions,
+                    "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower(),
+                }
+            },
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[allow, logs]),
+        )
+        group = "default"
+        invoker = aws.iam.Role(
+            "invoke-role",
+            assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
+            description=f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+            tags=tags,
+            opts=child,
+        )
+        may_invoke = aws.iam.RolePolicy("invoke", role=invoker.id, policy=function.arn.apply(invoke_policy), opts=child)
+        schedule = aws.scheduler.Schedule(
+            "sweep-schedule",
+            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+            group_name=group,
+            schedule_expression=schedule_expr.aws(),
+            schedule_expression_timezone="UTC",
+            flexible_time_window={"mode": "OFF"},
+            target={
+                "arn": function.arn,
+                "role_arn": invoker.arn,
+                "input": "{}",
+                "retry_policy": {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
+        )
+        self.outputs = {
+            "function": function.name,
+            "schedule": schedule.name,
+            "every": schedule_expr.aws(),
+            "regions": regions,
+            "logGroup": logs.name,
+        }
+        self.register_outputs(self.outputs)

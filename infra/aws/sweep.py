@@ -20,10 +20,13 @@ from infra.aws import DEADLINE_SCHEDULE_PREFIX, is_launcher_deadline
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
 from infra.sweep import Action
+from infra.tags import MAX_HOURS_KEY, recurring_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
 TAGGED = [{"Name": "tag-key", "Values": [AWS_EXPIRES_TAG]}]
+MAX_HOURS_TAG = f"gpubench:{MAX_HOURS_KEY}"  # recurring launches (infra/aws/component.py AwsRecurring)
+RECURRING = [{"Name": "tag-key", "Values": [MAX_HOURS_TAG]}]
 
 
 def _tags(resource: dict) -> dict[str, str]:
@@ -189,6 +192,53 @@ def sweep_region(
     return out
 
 
+def sweep_recurring_region(
+    session,
+    region: str,
+    now: datetime,
+    dry_run: bool,
+    log: Callable[[str], None] = lambda line: None,
+    page_size: int | None = None,
+    **_,
+) -> list[Action]:
+    """Instances a recurring schedule launched that outlived their own deadline
+    (a hung guest whose shutdown timer never fired). Ours only when they carry
+    the stack tag and a launcher-format max-hours, and no expires-at (those
+    follow the rule above); deadline = LaunchTime + max-hours + grace."""
+    ec2 = session.client("ec2", region_name=region)
+    out: list[Action] = []
+    listed = []
+    for page in _pages(ec2, "describe_instances", page_size, Filters=RECURRING):
+        for reservation in page.get("Reservations", []):
+            listed.extend(reservation.get("Instances", []))
+    for inst in listed:
+        iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
+        if state not in LIVE_STATES or AWS_EXPIRES_TAG in tags or not tags.get(AWS_STACK_TAG):
+            continue
+        deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
+
+        def record(action, reason, error=None, iid=iid, tags=tags, deadline=deadline):
+            shown = deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if deadline else None
+            out.append(Action("aws", region, "instance", iid, action, tags.get(AWS_STACK_TAG), shown, reason, error))
+
+        if deadline is None:
+            record("skipped", f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess")
+            continue
+        reason = f"recurring launch at {inst['LaunchTime'].isoformat()} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
+        if deadline > now:
+            record("kept", reason)
+        elif dry_run:
+            record("would-terminate", reason)
+        else:
+            try:
+                ec2.terminate_instances(InstanceIds=[iid])
+                record("terminated", reason)
+                log(f"[aws {region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
+            except Exception as exc:  # noqa: BLE001 - keep sweeping
+                record("failed", reason, _error(exc))
+    return out
+
+
 def default_regions(session=None) -> list[str]:
     """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
     from infra import workspace as pulumi_ws
@@ -221,6 +271,7 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
     for region in list(regions or []) or default_regions(session):
         try:
             actions.extend(sweep_region(session, region, now, dry_run, **kw))
+            actions.extend(sweep_recurring_region(session, region, now, dry_run, **kw))
         except Exception as exc:  # noqa: BLE001 - one region's outage does not hide the others
             actions.append(
                 Action("aws", region, "region", region, "failed", reason="sweeping the region", error=_error(exc))

@@ -92,13 +92,13 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.gcp.component import GcpBenchmark, GcpResults
+    from infra.gcp.component import GcpBenchmark, GcpRecurring, GcpResults, GcpSweeper
 
-    return {"benchmark": GcpBenchmark, "results": GcpResults}
+    return {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}
 
 
 def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
-    if resource_type == "gcp:compute/instance:Instance":
+    if resource_type in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
         return (inputs.get("metadata") or {}).get("user-data")
     return None
 

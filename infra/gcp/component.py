@@ -27,14 +27,22 @@ billing until `python -m analysis teardown` (or the sweep) deletes it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
+import re
 import warnings
 
 import pulumi
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
+    import pulumi_gcp.cloudfunctionsv2
+    import pulumi_gcp.cloudrunv2
+    import pulumi_gcp.cloudscheduler
     import pulumi_gcp.compute
+    import pulumi_gcp.organizations
+    import pulumi_gcp.projects
     import pulumi_gcp.serviceaccount
     import pulumi_gcp.storage  # noqa: F401
 
@@ -42,7 +50,7 @@ import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import cloud_init
-from infra.config import ResultsConfig
+from infra.config import ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import Launch, payload_env, tag_values, zone_or_first
@@ -197,4 +205,337 @@ class GcpResults(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         self.outputs = {"bucketName": bucket.name, "resultsUrl": bucket.name.apply(lambda b: f"gs://{b}")}
+        self.register_outputs(self.outputs)
+
+
+# What instances.bulkInsert from an instance template needs (GCP's "Required
+# permissions" for creating VMs in bulk): create the VM and its boot disk, read
+# the template, attach the VM to the subnet with an external address (image pull),
+# and set the template's metadata, labels and service account on the new VM.
+LAUNCHER_PERMISSIONS = (
+    "compute.disks.create",
+    "compute.instanceTemplates.useReadOnly",
+    "compute.instances.create",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setServiceAccount",
+    "compute.subnetworks.use",
+    "compute.subnetworks.useExternalIp",
+)
+# Only when `gpubench:image` names an image of the user's own project (the Deep
+# Learning VM families are public and readable by any caller).
+CUSTOM_IMAGE_PERMISSION = "compute.images.useReadOnly"
+COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def launcher_permissions(custom_image: bool) -> list[str]:
+    return sorted({*LAUNCHER_PERMISSIONS, *([CUSTOM_IMAGE_PERMISSION] if custom_image else [])})
+
+
+def custom_role_id(stack: str, kind: str) -> str:
+    """[a-zA-Z0-9_.]{3,64}, unique per stack: a deleted custom role's id stays reserved for weeks."""
+    return f"gpubench_{kind}_{hashlib.sha1(stack.encode()).hexdigest()[:10]}"
+
+
+def name_pattern(stack: str) -> str:
+    """bulkInsert's namePattern: a VM name (RFC 1035, <= 63) ending in one run of '#'s."""
+    stem = re.sub(r"[^a-z0-9-]", "-", stack.lower()).strip("-")[:40].rstrip("-")
+    return f"{stem or 'gpubench'}-########"
+
+
+def bulk_insert_body(template_link: str, stack: str) -> dict:
+    """One VM from the template; a stock-out creates nothing (minCount 1)."""
+    return {"count": "1", "minCount": "1", "namePattern": name_pattern(stack), "sourceInstanceTemplate": template_link}
+
+
+class GcpRecurring(pulumi.ComponentResource):
+    """A benchmark launched by Cloud Scheduler on a schedule, with no machine of
+    the user's involved: an instance template carrying the benchmark stack's
+    user-data, labels, service account and market, with `max_run_duration`
+    (`maxHours`) and DELETE, so GCP deletes each launched VM at its own deadline;
+    and a Cloud Scheduler job that POSTs `instances.bulkInsert` (one VM from
+    the template) with an OAuth token of a launcher service account.
+
+    Least privilege, and its limit: the launcher holds a custom role with only
+    the permissions bulkInsert-from-a-template needs, and `actAs` on the
+    benchmark's own service account only. But `compute.instances.create` is a
+    project-level permission with no condition that ties it to one template:
+    unlike AWS (the `ec2:LaunchTemplate` condition in infra/aws/component.py),
+    GCP cannot scope the launcher to this template, so it could create any VM
+    in the project. Its only user is the job: the account has no key.
+
+    Each VM's run id is its own name (`<stack>-NNNNNNNN`, numbered by bulkInsert)
+    and instance id; labels are static (the job's body cannot vary per run), and
+    `gpubench-max-hours` lets the leak sweep delete a VM that outlives it."""
+
+    def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
+        from infra.schedule_expr import parse_schedule
+
+        super().__init__("gpubench:gcp:Recurring", name, None, opts)
+        cfg, offering = launch.cfg, launch.offering
+        child = pulumi.ResourceOptions(parent=self)
+        zone = zone_or_first(cfg, offering)
+        region = zone.rsplit("-", 1)[0]
+        schedule_expr = parse_schedule(cfg.every or "")
+        labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
+        results = locate(cfg.results_ref("gcp"), self)
+        run_prefix = results.run_prefix(cfg.stack)
+        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+
+        runner = gcp.serviceaccount.Account(
+            "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
+        )
+        folder = gcp.storage.ManagedFolder(
+            "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
+        )
+        gcp.storage.ManagedFolderIamMember(
+            "results-access",
+            bucket=results.bucket,
+            managed_folder=folder.name,
+            role=FOLDER_ROLE,
+            member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        network = gcp.compute.Network(
+            "net", auto_create_subnetworks=False, description=f"gpubench {cfg.stack}: no ingress", opts=child
+        )
+        subnet = gcp.compute.Subnetwork(
+            "subnet",
+            network=network.id,
+            region=region,
+            ip_cidr_range=SUBNET_CIDR,
+            private_ip_google_access=True,
+            opts=child,
+        )
+
+        def user_data(url: str) -> str:
+            # The placeholder passes the payload's option check; the guest replaces
+            # it with boot time + maxHours before anything reads it.
+            env = payload_env(launch, url, "2000-01-01T00:00:00Z")
+            env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
+            return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env))
+
+        spot = cfg.market == "spot"
+        accelerators = None
+        if offering.accelerator_type:
+            accelerators = [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
+        template = gcp.compute.InstanceTemplate(
+            "template",
+            name_prefix="gpubench-",
+            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+            machine_type=offering.instance_type,
+            disks=[
+                {
+                    "boot": True,
+                    "auto_delete": True,
+                    "source_image": _image(launch, pulumi.InvokeOptions(parent=self)),
+                    "disk_size_gb": cfg.root_volume_gb,
+                    "disk_type": "pd-balanced",
+                    "labels": labels,
+                }
+            ],
+            guest_accelerators=accelerators,
+            scheduling={
+                "provisioning_model": "SPOT" if spot else "STANDARD",
+                "preemptible": spot,
+                "automatic_restart": False,
+                "on_host_maintenance": "TERMINATE",
+                "instance_termination_action": "DELETE",
+                "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
+            },
+            network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+            service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
+            metadata={
+                "user-data": results.url.apply(user_data),
+                "install-nvidia-driver": "True",
+                "block-project-ssh-keys": "TRUE",
+            },
+            labels=labels,
+            opts=child,
+        )
+
+        launcher = gcp.serviceaccount.Account(
+            "launcher",
+            account_id=service_account_id(cfg.stack + ":launcher"),
+            display_name=f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
+            opts=child,
+        )
+        launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
+        role = gcp.projects.IAMCustomRole(
+            "launcher-role",
+            role_id=custom_role_id(cfg.stack, "launcher"),
+            title=f"gpubench {cfg.stack} launcher",
+            description="instances.bulkInsert from the stack's instance template",
+            permissions=launcher_permissions(bool(cfg.image)),
+            project=project,
+            opts=child,
+        )
+        grant = gcp.projects.IAMMember(
+            "launcher-grant", project=project, role=role.name, member=launcher_member, opts=child
+        )
+        act_as = gcp.serviceaccount.IAMMember(
+            "launcher-act-as-runner",
+            service_account_id=runner.name,
+            role="roles/iam.serviceAccountUser",
+            member=launcher_member,
+            opts=child,
+        )
+        uri = project.apply(lambda p: f"{COMPUTE_API}projects/{p}/zones/{zone}/instances/bulkInsert")
+        body = template.self_link.apply(
+            lambda link: base64.b64encode(
+                json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()
+            ).decode()
+        )
+        job = gcp.cloudscheduler.Job(
+            "launch-job",
+            description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+            region=region,
+            schedule=schedule_expr.unix(),
+            time_zone="Etc/UTC",
+            attempt_deadline="60s",
+            # A stock-out is not retried into the next run: the job fires once per slot.
+            retry_config={"retry_count": 0},
+            http_target={
+                "uri": uri,
+                "http_method": "POST",
+                "body": body,
+                "headers": {"Content-Type": "application/json"},
+                "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant, act_as]),
+        )
+        self.outputs = {
+            "instanceTemplate": template.self_link,
+            "job": job.name,
+            "every": schedule_expr.unix(),
+            "maxHours": cfg.max_hours,
+            "namePattern": name_pattern(cfg.stack),
+            "zone": zone,
+            "resultsUrl": results.url,
+            "runPrefix": run_prefix,
+        }
+        self.register_outputs(self.outputs)
+
+
+# The sweep lists VMs in every zone (aggregatedList) and deletes expired ones.
+# GCP IAM conditions cannot test a VM's labels, so unlike AWS's aws:ResourceTag
+# condition the delete is project-wide: the sweep code checks the labels
+# (infra/gcp/sweep.py), the role only keeps it to listing and deleting VMs.
+SWEEPER_PERMISSIONS = ("compute.instances.delete", "compute.instances.list")
+
+
+class GcpSweeper(pulumi.ComponentResource):
+    """The leak sweep as a Cloud Run function (cloudfunctionsv2) on a Cloud
+    Scheduler job: the same sweep as `python -m analysis sweep`, packaged from
+    this checkout (infra/sweeper_function.py lists the files), run as a service
+    account that may only list and delete VMs, invoked by a second account that
+    may only invoke it."""
+
+    def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
+        from infra import sweeper_function
+        from infra.schedule_expr import parse_schedule
+
+        super().__init__("gpubench:gcp:Sweeper", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        region = cfg.provider_config.get("gcp:region") or "us-central1"
+        schedule_expr = parse_schedule(cfg.every)
+        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        files = sweeper_function.package("gcp")
+        digest = sweeper_function.package_hash(files)
+
+        runner = gcp.serviceaccount.Account(
+            "sweeper",
+            account_id=service_account_id(cfg.stack + ":sweeper"),
+            display_name=f"gpubench {cfg.stack}: the leak sweep",
+            opts=child,
+        )
+        role = gcp.projects.IAMCustomRole(
+            "sweeper-role",
+            role_id=custom_role_id(cfg.stack, "sweeper"),
+            title=f"gpubench {cfg.stack} sweeper",
+            description="list VMs, delete the expired ones this project labelled",
+            permissions=sorted(SWEEPER_PERMISSIONS),
+            project=project,
+            opts=child,
+        )
+        grant = gcp.projects.IAMMember(
+            "sweeper-grant",
+            project=project,
+            role=role.name,
+            member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        source = gcp.storage.Bucket(
+            "source",
+            location=region.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            force_destroy=True,
+            labels=gcp_labels({"stack": cfg.stack}),
+            opts=child,
+        )
+        archive = gcp.storage.BucketObject(
+            "source-archive",
+            bucket=source.name,
+            name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
+            source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
+            opts=child,
+        )
+        env = {"GPUBENCH_SWEEP_PROVIDER": "gcp", "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower()}
+        if cfg.regions:
+            env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
+        function = gcp.cloudfunctionsv2.Function(
+            "function",
+            location=region,
+            description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
+            build_config={
+                "runtime": "python312",
+                "entry_point": sweeper_function.ENTRY_POINT,
+                "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
+            },
+            service_config={
+                "service_account_email": runner.email,
+                "available_memory": "256M",
+                "timeout_seconds": 540,
+                "max_instance_count": 1,
+                "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
+                "all_traffic_on_latest_revision": True,
+                "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
+            },
+            labels=gcp_labels({"stack": cfg.stack}),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant]),
+        )
+        invoker = gcp.serviceaccount.Account(
+            "invoker",
+            account_id=service_account_id(cfg.stack + ":invoker"),
+            display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
+            opts=child,
+        )
+        may_invoke = gcp.cloudrunv2.ServiceIamMember(
+            "invoker-grant",
+            project=project,
+            location=region,
+            name=function.name,
+            role="roles/run.invoker",
+            member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
+            opts=child,
+        )
+        uri = function.service_config.uri
+        job = gcp.cloudscheduler.Job(
+            "sweep-job",
+            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+            region=region,
+            schedule=schedule_expr.unix(),
+            time_zone="Etc/UTC",
+            attempt_deadline="540s",
+            retry_config={"retry_count": 0},
+            http_target={
+                "uri": uri,
+                "http_method": "POST",
+                "oidc_token": {"service_account_email": invoker.email, "audience": uri},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
+        )
+        self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)

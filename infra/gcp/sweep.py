@@ -26,12 +26,15 @@ from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
 from infra.gcp import STACK_TAG as GCP_STACK_LABEL
 from infra.gcp import is_launcher_deadline, region_of_zone
 from infra.sweep import Action
+from infra.tags import MAX_HOURS_KEY, BadDeadline, parse_deadline, recurring_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"
 PROJECT_ENVS = ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT")
 SCOPES = ["https://www.googleapis.com/auth/compute"]
 LABEL_FILTER = f"labels.{GCP_EXPIRES_LABEL}:*"
+MAX_HOURS_LABEL = f"gpubench-{MAX_HOURS_KEY}"  # recurring launches (infra/gcp/component.py GcpRecurring)
+RECURRING_FILTER = f"labels.{MAX_HOURS_LABEL}:*"
 
 
 class GcpSweepError(RuntimeError):
@@ -91,13 +94,15 @@ def _check(resp) -> dict:
 EMPTY_SCOPE = frozenset({"NO_RESULTS_ON_PAGE"})
 
 
-def labelled_instances(http, root: str, project: str, page_size: int | None = None) -> Iterator[tuple[str, dict]]:
+def labelled_instances(
+    http, root: str, project: str, page_size: int | None = None, label_filter: str = LABEL_FILTER
+) -> Iterator[tuple[str, dict]]:
     """(zone, instance) for every VM with the expires-at label, across all zones, every page.
 
     A zone the API could not read comes out as (scope, None) with its warning in
     the instance's place, so the caller reports it instead of silently missing it."""
     url = f"{root}projects/{quote(project)}/aggregated/instances"
-    params: dict = {"filter": LABEL_FILTER, "returnPartialSuccess": "true"}
+    params: dict = {"filter": label_filter, "returnPartialSuccess": "true"}
     if page_size:
         params["maxResults"] = str(page_size)
     while True:
@@ -155,6 +160,53 @@ def sweep(
             outcome = Action("gcp", zone, "instance", str(name), "failed", reason="reading the VM", error=str(exc))
         if outcome is not None:
             out.append(outcome)
+    out.extend(sweep_recurring(http, root, project, wanted, now, dry_run, page_size, log))
+    return out
+
+
+def sweep_recurring(http, root, project, wanted, now, dry_run, page_size=None, log=lambda line: None) -> list[Action]:
+    """VMs a recurring job launched that outlived their own deadline. GCP's
+    max_run_duration deletes them first; this is the backstop (a failed
+    deletion, a VM stopped rather than deleted). Ours only with the stack label
+    and a launcher-format max-hours and no expires-at label; deadline =
+    creationTimestamp + max-hours + grace."""
+    out: list[Action] = []
+    for zone, inst in list(labelled_instances(http, root, project, page_size, RECURRING_FILTER)):
+        if "_unreadable" in inst or not isinstance(inst.get("labels") or {}, dict):
+            continue  # the expires-at pass already reported an unreadable zone or VM
+        region = zone.rsplit("-", 1)[0]
+        labels = inst.get("labels") or {}
+        if wanted and region not in wanted and zone not in wanted:
+            continue
+        if GCP_EXPIRES_LABEL in labels or not labels.get(GCP_STACK_LABEL) or MAX_HOURS_LABEL not in labels:
+            continue
+        name, stack = inst.get("name", "?"), labels.get(GCP_STACK_LABEL)
+        try:
+            created = parse_deadline(inst.get("creationTimestamp", ""))
+        except BadDeadline:
+            created = None
+        deadline = recurring_deadline(created, labels[MAX_HOURS_LABEL]) if created else None
+
+        def record(action, reason, error=None, zone=zone, name=name, stack=stack, deadline=deadline):
+            shown = deadline.strftime("%Y%m%dt%H%M%Sz") if deadline else None
+            out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
+
+        if deadline is None:
+            record("skipped", f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})")
+            continue
+        reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
+        if deadline > now:
+            record("kept", reason)
+        elif dry_run:
+            record("would-terminate", reason)
+        else:
+            try:
+                url = f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}"
+                _check(http.delete(url, timeout=60))
+                record("terminated", reason)
+                log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
+            except Exception as exc:  # noqa: BLE001 - keep sweeping
+                record("failed", reason, str(exc))
     return out
 
 

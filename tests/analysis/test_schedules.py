@@ -226,7 +226,12 @@ def test_aws_sweeper_policy_is_least_privilege():
     assert not any("*" in a for a in granted)
     for s in statements:
         if _actions(s) & {"ec2:TerminateInstances", "ec2:DeleteSecurityGroup"}:
-            assert s["Condition"] == {"Null": {"aws:ResourceTag/gpubench:expires-at": "false"}}, s["Sid"]
+            assert s["Condition"] in (
+                {"Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},
+                # recurring launches: the stack tag and max-hours, no fixed expires-at
+                {"Null": {"aws:ResourceTag/gpubench:stack": "false", "aws:ResourceTag/gpubench:max-hours": "false"}},
+            ), s["Sid"]
+            assert "max-hours" not in json.dumps(s) or _actions(s) == {"ec2:TerminateInstances"}
             assert s["Resource"] != "*"
         if _actions(s) & {"scheduler:DeleteSchedule"}:
             assert s["Resource"].endswith(":schedule/default/deadline-schedule-*")

@@ -156,7 +156,8 @@ def test_deletes_exactly_the_expired_labelled_vms(compute, capsys):
     assert "untagged" not in acted
     assert acted["expired-1"]["stack"] == "gcp-v100-1x" and acted["expired-1"]["region"] == "us-central1-a"
     listing = [p for m, p in compute.requests if m == "GET"]
-    assert all("filter=labels.gpubench-expires-at%3A%2A" in p for p in listing)
+    # one listing per rule: expires-at, and recurring launches' max-hours (test_sweep_recurring.py)
+    assert all("filter=labels.gpubench-expires-at%3A%2A" in p or "max-hours" in p for p in listing)
 
 
 def test_dry_run_deletes_nothing(compute, capsys):
@@ -173,7 +174,7 @@ def test_region_filter_and_paging(compute):
     actions = sweep_gcp.sweep(["us-central1"], NOW, page_size=3)
     assert sorted(a.id for a in actions) == [f"old-{i}" for i in range(7)]
     assert compute.names() == {"old-eu"}
-    assert sum(m == "GET" for m, _ in compute.requests) == 3  # 8 VMs, 3 per page
+    assert sum(m == "GET" and "expires-at" in p for m, p in compute.requests) == 3  # 8 VMs, 3 per page
 
 
 def test_a_failed_delete_is_reported_and_the_sweep_goes_on(compute, capsys):

@@ -55,7 +55,7 @@ def test_results_stack():
         ({"gpubench:suite": "Bad Name"}, "suite", "unknown benchmark 'Bad Name'"),
         ({"gpubench:suite": "resnet-50"}, "suite", "did you mean 'resnet50'"),
         ({"gpubench:rootVolumeGb": 20}, "rootVolumeGb", "60 or more"),
-        ({"gpubench:stackType": "other"}, "stackType", "allowed values: benchmark, results"),
+        ({"gpubench:stackType": "other"}, "stackType", "allowed values: benchmark, recurring, results, sweeper"),
     ],
 )
 def test_bad_values_name_key_and_fix(extra, key, fragment):
