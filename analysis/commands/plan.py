@@ -12,6 +12,7 @@ import argparse
 import sys
 from datetime import datetime, timedelta, timezone
 
+from analysis import price_age
 from analysis.output import emit_json, print_table
 from infra.conventions import add_stack_arguments, stacks_of
 from payload import exitcodes
@@ -25,6 +26,7 @@ def register(sub) -> None:
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every cloud stack in stacks/")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each stack's rendered user-data")
+    price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
@@ -45,6 +47,7 @@ def plan_stack(name: str, catalog) -> dict:
             "offering": None,
             "market": None,
             "hourly_usd": None,
+            "price_as_of": None,
             "max_hours": None,
             "bound_usd": 0.0,
             "what": f"a private results bucket ({cfg.provider}), no instance",
@@ -67,6 +70,7 @@ def plan_stack(name: str, catalog) -> dict:
         "offering": launch.offering.id,
         "market": cfg.market,
         "hourly_usd": launch.hourly_usd,
+        "price_as_of": launch.price.as_of.isoformat() if launch.price is not None else None,
         "max_hours": cfg.max_hours,
         "bound_usd": bound,
         "what": f"1 instance ({gpu}) running {', '.join(cfg.suite)}",
@@ -83,8 +87,13 @@ def run(args) -> int:
     if not names:
         print("error: name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all", file=sys.stderr)
         return exitcodes.USAGE
+    problem = price_age.check(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return exitcodes.USAGE
     catalog = load_catalog()
     plans = [plan_stack(n, catalog) for n in names]
+    price_age.report(args, [p["price_as_of"] for p in plans])
     priced = [p["bound_usd"] for p in plans if p["bound_usd"] is not None]
     unpriced = [p["stack"] for p in plans if p["bound_usd"] is None]
     total = {"bound_usd": round(sum(priced), 6), "stacks": len(plans), "unpriced": unpriced}
