@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from infra.conventions import RESULTS_HELP
 from payload import exitcodes
 
 INSTALL_HINT = (
@@ -52,7 +53,16 @@ def cmd_preview(args) -> int:
         print("preview needs exactly one of STACK or --all", file=sys.stderr)
         return exitcodes.USAGE
     names = stacks.stack_names() if args.all else [args.stack]
-    print(preview.run(names, _catalog(), as_json=args.json, single=not args.all, show_user_data=not args.no_user_data))
+    print(
+        preview.run(
+            names,
+            _catalog(),
+            as_json=args.json,
+            single=not args.all,
+            show_user_data=not args.no_user_data,
+            results=getattr(args, "results", None),
+        )
+    )
     return 0
 
 
@@ -87,6 +97,7 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
+    pv.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

@@ -9,6 +9,13 @@ from collections.abc import Sequence
 
 from payload import exitcodes
 
+# Where preview and plan read collected runs from (the table `collect` writes).
+RESULTS_HELP = (
+    "results table of collected runs, a results.parquet/.csv file or the directory holding it "
+    "(default: report/ in the repository, where `gpubench collect` writes); without it, or without "
+    "pandas, the estimate is the deadline bound"
+)
+
 
 def add_stack_arguments(parser: argparse.ArgumentParser, many: bool = False, required: bool = True) -> None:
     """A stack named positionally or with -s/--stack (repeatable when `many`)."""

@@ -2,9 +2,11 @@
 
 For each stack: resources with key properties, the user-data, the hourly price, the
 deadline, an estimated cost per benchmark and warnings. Cost per benchmark comes from
-collected results when the analysis results table exists (report/results.parquet or
-.csv, columns stack, benchmark, billed_seconds: median billed time x hourly price),
-else from the catalog as the upper bound maxHours x hourly price.
+the stack's collected runs when the results table `collect` wrote exists (default
+report/results.parquet, or --results PATH): the median billed time of its completed
+runs (column billed_hours, the billed window the pricing code computed over every
+attempt) x the hourly price. Otherwise, and always without pandas (the analysis
+extra), it is the upper bound maxHours x hourly price; each line says which.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from typing import Any
 
 from infra import stacks as stackfiles
 from infra.config import BenchmarkConfig, parse_config
+from infra.estimate import REPORT_DIR, ResultsTable, estimate_costs, load_results_table, read_results
 from infra.launch import fmt_usd, resolve
 from infra.render import Rendered, render
 
-REPORT_DIR = Path(__file__).resolve().parent.parent / "report"
+__all__ = ["REPORT_DIR", "ResultsTable", "estimate_costs", "load_results_table", "read_results", "preview_stack", "run"]
 
 # Properties worth a glance per resource type (engine names); everything is in --json.
 KEY_PROPS: dict[str, tuple[str, ...]] = {
@@ -75,49 +78,6 @@ def _dig(inputs: dict[str, Any], dotted: str) -> Any:
             return None
         value = value.get(part)
     return value
-
-
-def load_results_table(report_dir: Path = REPORT_DIR):
-    """The analysis results table if present (pandas), else None."""
-    for name in ("results.parquet", "results.csv"):
-        path = report_dir / name
-        if path.exists():
-            import pandas as pd
-
-            return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-    return None
-
-
-def estimate_costs(cfg: BenchmarkConfig, hourly: float | None, table: Any) -> list[dict[str, Any]]:
-    """Per benchmark: median billed seconds from results when there are some, else the deadline bound."""
-    rows: list[dict[str, Any]] = []
-    if hourly is None:
-        return [{"benchmark": b, "usd": None, "seconds": None, "source": "no catalog price"} for b in cfg.suite]
-    for bench in cfg.suite:
-        seconds = None
-        if table is not None and {"stack", "benchmark", "billed_seconds"} <= set(table.columns):
-            sel = table[(table["stack"] == cfg.stack) & (table["benchmark"] == bench)]["billed_seconds"].dropna()
-            if len(sel):
-                seconds = float(sel.median())
-        if seconds is not None:
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "usd": round(seconds / 3600 * hourly, 4),
-                    "seconds": seconds,
-                    "source": f"results: median of {len(sel)} runs",
-                }
-            )
-        else:
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "usd": round(cfg.max_hours * hourly, 4),
-                    "seconds": cfg.max_hours * 3600,
-                    "source": "catalog: upper bound maxHours x hourly price",
-                }
-            )
-    return rows
 
 
 def preview_stack(
@@ -195,8 +155,15 @@ def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
     return "\n".join(out)
 
 
-def run(names: Iterable[str], catalog: Any, as_json: bool, single: bool, show_user_data: bool = True) -> str:
-    table = load_results_table()
+def run(
+    names: Iterable[str],
+    catalog: Any,
+    as_json: bool,
+    single: bool,
+    show_user_data: bool = True,
+    results: Path | str | None = None,
+) -> str:
+    table = read_results(results or REPORT_DIR)
     summaries = [preview_stack(n, catalog, table) for n in names]
     if as_json:
         return json.dumps(summaries[0] if single else summaries, indent=2, sort_keys=True, default=str)

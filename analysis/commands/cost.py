@@ -3,6 +3,7 @@ billing rule applied and every price's source and date shown."""
 
 from __future__ import annotations
 
+from analysis import price_age
 from analysis.output import emit_json, fmt_usd, parse_date
 from payload import exitcodes
 
@@ -94,6 +95,7 @@ def register(sub) -> None:
     r.add_argument("--function-seconds", type=float, default=1.0, metavar="S", help="seconds per call (default: 1)")
     r.add_argument("--function-memory-gb", type=float, default=0.25, metavar="GB", help="default: 0.25")
     r.add_argument("--function-vcpus", type=float, default=0.0, metavar="N", help="billed vCPUs (default: 0)")
+    price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
@@ -108,7 +110,7 @@ def run_sweeper(args) -> int:
 
     if args.offering or args.every is None:
         print("error: --sweeper CLOUD takes --every EXPR and no offering", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     try:
         bill = sweeper_bill(
             args.sweeper,
@@ -120,7 +122,7 @@ def run_sweeper(args) -> int:
         )
     except (CostError, CatalogError) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     if args.json:
         emit_json(bill.to_dict())
         return 0
@@ -170,6 +172,8 @@ def run_recurring(args) -> int:
     except CostError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    if args.hourly_usd is None:
+        price_age.report(args, [bill.prices_as_of])
     if args.json:
         emit_json(bill.to_dict())
         return 0
@@ -205,11 +209,15 @@ def run(args) -> int:
 
     from analysis.cost import CostError, _hours, cost_of
 
+    problem = price_age.check(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return exitcodes.USAGE
     if args.sweeper is not None:
         return run_sweeper(args)
     if not args.offering:
         print("error: give an OFFERING or STACK (or --sweeper CLOUD)", file=sys.stderr)
-        return 2
+        return exitcodes.USAGE
     if args.every is not None:
         return run_recurring(args)
     recurring_only = ("minutes_up", "billing_as_of", "function_every")
@@ -234,6 +242,8 @@ def run(args) -> int:
     )
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
+    if args.hourly_usd is None and not result.onprem:
+        price_age.report(args, [result.as_of])
     if args.json:
         emit_json(result.to_dict())
         return 0

@@ -7,6 +7,7 @@ import re
 import sys
 from datetime import date
 
+from analysis import price_age
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from payload import exitcodes
 
@@ -32,6 +33,7 @@ def register(sub) -> None:
     p.add_argument("--provider", metavar="NAME", help="only this provider (aws, gcp, hetzner, onprem, ...)")
     p.add_argument("--sort", choices=SORTS, default="price", help="order (default: price, cheapest first)")
     p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD", help="prices in force on this date")
+    price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=run)
 
@@ -81,6 +83,10 @@ def run(args) -> int:
     if args.max_price is not None and not args.max_price >= 0:
         print(f"error: --max-price {args.max_price}: must be a price >= 0 in USD per hour", file=sys.stderr)
         return exitcodes.USAGE
+    problem = price_age.check(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return exitcodes.USAGE
     catalog = load_catalog()
     day = args.as_of or date.today()
     rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings() if not o.is_retired_on(day)]
@@ -91,13 +97,16 @@ def run(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    price_key = "spot_hourly_usd" if args.spot else "hourly_usd"
+    price_age.report(
+        args, [r["as_of"] for r in found if r[price_key] is not None and r["kind"] not in ("onprem", "local")]
+    )
     if args.json:
         emit_json(found)
         return exitcodes.OK
     if not found:
         print("no offering matches; loosen a filter (see `gpubench offers --help`)", file=sys.stderr)
         return exitcodes.OK
-    price_key = "spot_hourly_usd" if args.spot else "hourly_usd"
     print_table(
         (
             (

@@ -3,7 +3,11 @@
 Offline and light: the catalog and the stack files only (no Pulumi, no cloud
 call), so it works in the base install. The bound is each stack's price for its
 whole deadline (`gpubench:maxHours`) under the offering's billing rules: the
-cloud-side deadline terminates the instance then at the latest.
+cloud-side deadline terminates the instance then at the latest. Beside it, the
+estimate from measurements: the median billed time of the stack's collected
+runs (the results table `collect` wrote, report/results.parquet by default or
+--results PATH) x its price, per benchmark; each says whether it was measured
+or is the bound (no runs, or pandas not installed).
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import argparse
 import sys
 from datetime import datetime, timedelta, timezone
 
+from analysis import price_age
 from analysis.output import emit_json, print_table
-from infra.conventions import add_stack_arguments, stacks_of
+from infra.conventions import RESULTS_HELP, add_stack_arguments, stacks_of
 from payload import exitcodes
 from payload.money import usd_amount
 
@@ -25,15 +30,18 @@ def register(sub) -> None:
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every cloud stack in stacks/")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each stack's rendered user-data")
+    p.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
+    price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
 
 
-def plan_stack(name: str, catalog) -> dict:
+def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
     from analysis.cost import cost_of
     from infra import cloud_init
     from infra.config import BenchmarkConfig, parse_config
+    from infra.estimate import estimate_costs
     from infra.launch import payload_env, resolve
     from infra.stacks import load_config
 
@@ -45,8 +53,10 @@ def plan_stack(name: str, catalog) -> dict:
             "offering": None,
             "market": None,
             "hourly_usd": None,
+            "price_as_of": None,
             "max_hours": None,
             "bound_usd": 0.0,
+            "estimated_cost": [],
             "what": f"a private results bucket ({cfg.provider}), no instance",
             "warnings": [],
             "user_data": None,
@@ -67,8 +77,10 @@ def plan_stack(name: str, catalog) -> dict:
         "offering": launch.offering.id,
         "market": cfg.market,
         "hourly_usd": launch.hourly_usd,
+        "price_as_of": launch.price.as_of.isoformat() if launch.price is not None else None,
         "max_hours": cfg.max_hours,
         "bound_usd": bound,
+        "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
         "what": f"1 instance ({gpu}) running {', '.join(cfg.suite)}",
         "warnings": list(launch.warnings),
         "user_data": cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env)),
@@ -83,8 +95,16 @@ def run(args) -> int:
     if not names:
         print("error: name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all", file=sys.stderr)
         return exitcodes.USAGE
+    problem = price_age.check(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return exitcodes.USAGE
     catalog = load_catalog()
-    plans = [plan_stack(n, catalog) for n in names]
+    from infra.estimate import read_results
+
+    results = read_results(args.results or "report")  # collect's default --out
+    plans = [plan_stack(n, catalog, results) for n in names]
+    price_age.report(args, [p["price_as_of"] for p in plans])
     priced = [p["bound_usd"] for p in plans if p["bound_usd"] is not None]
     unpriced = [p["stack"] for p in plans if p["bound_usd"] is None]
     total = {"bound_usd": round(sum(priced), 6), "stacks": len(plans), "unpriced": unpriced}
@@ -111,6 +131,10 @@ def run(args) -> int:
         ),
         ("stack", "offering", "market", "$/h", "deadline", "at most", "launches"),
     )
+    for p in plans:
+        for e in p["estimated_cost"]:
+            usd = "unpriced" if e["usd"] is None else "$" + usd_amount(e["usd"])
+            print(f"  {p['stack']} {e['benchmark']}: {usd} ({e['source']})")
     for p in plans:
         for warning in p["warnings"]:
             print(f"warning: {p['stack']}: {warning}", file=sys.stderr)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra.conventions import add_stack_arguments, stacks_of
+from infra.conventions import RESULTS_HELP, add_stack_arguments, stacks_of
 
 
 def register(sub) -> None:
@@ -11,6 +11,7 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="every stack in stacks/")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
+    p.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
     p.set_defaults(func=run)
 
 

@@ -3,6 +3,7 @@ terminal summary, from the table `collect` wrote to the same --out."""
 
 from __future__ import annotations
 
+from analysis import price_age
 from analysis.output import USD_SIGN, emit_json, parse_date, usd_amount
 from payload import exitcodes
 
@@ -46,6 +47,7 @@ def register(sub) -> None:
         help="what the frontier and recommendations rank by: billed (launch to termination, "
         "default) or train (training time only)",
     )
+    price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print the summary and recommendations as JSON")
     p.set_defaults(func=run)
 
@@ -66,7 +68,7 @@ def _short(text: str, width: int = 70) -> str:
 def run(args) -> int:
     import sys
 
-    problem = _check(args)
+    problem = _check(args) or price_age.check(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
@@ -92,6 +94,9 @@ def run(args) -> int:
     opts = Options(
         base=base, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd, cost_basis=args.cost_basis
     )
+    if len(runs) and "price_basis" in runs:
+        from_catalog = runs["price_basis"].astype(str).str.contains("catalog", na=False)
+        price_age.report(args, runs.loc[from_catalog, "price_as_of"].tolist())
     path, tables = build_report(runs, args.out, opts, source=f"{args.out}/results.parquet")
     summary = tables["summary"]
     if args.json:

@@ -138,7 +138,17 @@ class Catalog:
             elif as_of >= o.retired:
                 raise NoPrice(f"{o.id} was retired on {o.retired}; choose --as-of before that date")
         if o.price_components:
-            return self._composed_price(o, as_of, market)
+            whole = self.prices.lookup(o.id, market, as_of)
+            try:
+                composed = self._composed_price(o, as_of, market)
+            except NoPrice:
+                if whole is None:
+                    raise
+                composed = None
+            # A published price of the whole machine (GPUs included) wins
+            # over the sum of parts when it is at least as new.
+            if composed is not None and (whole is None or whole.as_of < composed.as_of):
+                return composed
         row = self._row(o.id, o.id, market, as_of)
         return PriceQuote(
             offering_id=o.id,
@@ -163,10 +173,10 @@ class Catalog:
         raise NoPrice(f"no {market} price for {what} on or before {as_of}; the first snapshot pricing it is {first}")
 
     def _composed_price(self, o: Offering, as_of: date | None, market: str) -> PriceQuote:
-        """GCP: machine type + count x GPU, each from its own newest snapshot."""
-        machine_key, gpu_key = o.price_components
+        """GCP: machine type (+ count x GPU), each from its own newest snapshot."""
+        machine_key, *gpu_key = o.price_components
         parts = []
-        for key, qty in ((machine_key, 1), (gpu_key, o.gpu_count)):
+        for key, qty in ((machine_key, 1), *((k, o.gpu_count) for k in gpu_key)):
             row = self._row(o.id, key, market, as_of)
             label = key if qty == 1 else f"{key} x{qty}"
             parts.append(PriceComponent(label, row.hourly_usd, qty, row.as_of, row.source, row.snapshot))

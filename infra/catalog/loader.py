@@ -132,10 +132,13 @@ def _gcp_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offer
     for i, row in enumerate(raw.get("offering", [])):
         where = f"{file} offering #{i + 1}"
         mtype = require(row, "machine_type", where)
-        model = require(row, "gpu", where)
-        count = int(require(row, "gpu_count", where))
         if mtype not in machines:
             raise CatalogError(f"{where}: machine_type {mtype!r} is not in [machine_types]")
+        if "gpu" not in row:
+            out.append(_gcp_cpu_offering(raw, row, mtype, machines[mtype], where))
+            continue
+        model = require(row, "gpu", where)
+        count = int(require(row, "gpu_count", where))
         if model not in accelerators:
             raise CatalogError(f"{where}: gpu {model!r} has no [accelerators.{model}] entry")
         acc = accelerators[model]
@@ -171,6 +174,29 @@ def _gcp_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offer
             )
         )
     return out
+
+
+def _gcp_cpu_offering(raw: dict, row: dict, mtype: str, machine: dict, where: str) -> Offering:
+    """A machine type with no GPU (seed 002's CPU rivals, seed 001's cron VM):
+    priced by its machine type alone, in the regions its zones list."""
+    zones = tuple(row.get("zones", ()))
+    return Offering(
+        id=f"gcp/{mtype}",
+        provider="gcp",
+        kind=raw.get("kind", "cloud"),
+        instance_type=mtype,
+        gpu=None,
+        gpu_count=0,
+        vcpus=int(machine["vcpus"]),
+        memory_gb=float(machine["memory_gb"]),
+        regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
+        zones=zones,
+        billing=row.get("billing", raw["billing"]),
+        markets=_markets(row.get("markets", raw.get("markets")), where),
+        specs_source=row.get("specs_source", raw.get("specs_source", "")),
+        stack_suffix=row.get("stack_suffix"),
+        price_components=(f"machine:{mtype}",),
+    )
 
 
 def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:

@@ -81,8 +81,11 @@ def stack_keys(offering: Any) -> dict[str, Any]:
 
 
 def stack_base(offering: Any) -> str:
-    """gcp-<gpu>-<N>x: n1-standard-8 + 1 x V100 -> gcp-v100-1x."""
-    return f"gcp-{(offering.gpu_model or 'cpu').lower()}-{offering.gpu_count}x"
+    """gcp-<gpu>-<N>x: n1-standard-8 + 1 x V100 -> gcp-v100-1x; a machine
+    type with no GPU is named after itself: gcp-cpu-n1-highcpu-16."""
+    if not offering.gpu_model:
+        return f"gcp-cpu-{offering.instance_type}"
+    return f"gcp-{offering.gpu_model.lower()}-{offering.gpu_count}x"
 
 
 def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:

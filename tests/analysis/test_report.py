@@ -112,11 +112,8 @@ def test_report_of_only_failed_runs_says_so(tmp_path, capsys):
 
 
 # Seed 000 (rare-technologies.com, 2018-02-08), Table 1: measured train hours
-# (printed to 0.01 h) and cost (printed to 0.1 USD). Rows the catalog cannot
-# price on 2018-02-08 are left out: Paperspace P6000 and Softlayer 4 x K80
-# (no published hourly price in the seed), Hetzner ex51-ssd-gpu (its monthly
-# price is not in the snapshot), and the LeaderGPU rows (priced in EUR, not in
-# the catalog).
+# (printed to 0.01 h) and cost (printed to 0.1 USD). The last five are priced
+# from prices derived from the same table (their billing rules applied).
 SEED_000 = [
     ("aws/p2.xlarge", 3.62, 3.3),
     ("aws/p3.2xlarge", 1.06, 3.3),
@@ -124,6 +121,11 @@ SEED_000 = [
     ("gcp/n1-standard-4+1xp100", 2.07, 3.4),
     ("paperspace/v100", 1.09, 2.5),
     ("softlayer/bm-2xm60", 3.16, 11.2),
+    ("softlayer/bm-4xk80", 4.1, 20.1),
+    ("leadergpu/2xgtx1080", 2.12, 3.13),
+    ("leadergpu/2xp100", 2.42, 14.26),
+    ("hetzner/ex51-ssd-gpu", 2.27, 0.5),
+    ("paperspace/p6000", 1.82, 1.6),
 ]
 
 
@@ -154,7 +156,7 @@ def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
         assert lo <= published + 0.05 and hi >= published - 0.05, (offering, lo, hi, published)
         assert abs(mid - published) <= 0.05 + (hi - lo) / 2, (offering, mid, published)
         row = cost[("seed000-mid", offering)]
-        assert row["price_as_of"] == "2018-02-08" and row["price_source"].startswith("seed 000")
+        assert row["price_as_of"] == "2018-02-08" and "seed 000" in row["price_source"]
     # Softlayer bills started hours: 3.16 h is billed as 4 h
     assert cost[("seed000-mid", "softlayer/bm-2xm60")]["train_cost_usd"] == pytest.approx(4 * 2.8)
     page = (tmp_path / "report" / "index.html").read_text()

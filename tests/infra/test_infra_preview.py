@@ -82,8 +82,8 @@ def test_cost_estimate_from_results_table(catalog):
         }
     )
     rows = {r["benchmark"]: r for r in preview.estimate_costs(cfg, 2.0, table)}
-    assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("results")
-    assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("catalog")
+    assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("measured")
+    assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("bound")
 
 
 def test_results_table_read_from_report_dir(tmp_path):
@@ -100,3 +100,76 @@ def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):
     )
     assert proc.returncode == 3
     assert "Pulumi CLI is not installed" in proc.stderr and "get.pulumi.com" in proc.stderr
+
+
+def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
+    """A run collected the real way (store -> collect -> results.parquet):
+    two attempts, 120 s boot + 300 s training + 5 s, then 120 + 300 + 60 s,
+    billed per second (60 s minimum, both past it): 425 + 480 = 905 s. At the
+    preview's price p the estimate is 905 / 3600 x p, and the source says so."""
+    pytest.importorskip("pandas")
+    from analysis.cli import main
+    from analysis.synthetic import make_result, result_bytes, result_key
+    from infra import stacks as stackfiles
+    from infra.config import parse_config
+    from payload.storage import open_store
+
+    src, out = tmp_path / "results", tmp_path / "report"
+    store = open_store(str(src))
+    r = make_result("aws/g4dn.xlarge", "mnist-cnn", train_seconds=600, attempts=2, hourly_usd=0.526)
+    store.put_bytes(result_key(r), result_bytes(r))
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    results = preview.read_results(out)
+    assert results.path == out / "results.parquet"
+    cfg = parse_config(
+        {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
+    )
+    rows = {e["benchmark"]: e for e in preview.estimate_costs(cfg, 2.0, results)}
+    assert rows["mnist-cnn"]["seconds"] == pytest.approx(905)
+    assert rows["mnist-cnn"]["usd"] == pytest.approx(round(905 / 3600 * 2.0, 4))
+    assert "1 collected run(s) in" in rows["mnist-cnn"]["source"] and "results.parquet" in rows["mnist-cnn"]["source"]
+    assert rows["imdb-bilstm"]["source"].startswith("bound") and rows["imdb-bilstm"]["usd"] == cfg.max_hours * 2.0
+    # the file itself may be named; a missing table says where it looked
+    assert preview.read_results(out / "results.parquet").table is not None
+    missing = preview.estimate_costs(cfg, 2.0, preview.read_results(tmp_path / "none"))
+    assert "no results table at" in missing[0]["source"]
+
+
+def test_preview_without_pandas_says_so(tmp_path, catalog, monkeypatch):
+    import builtins
+
+    (tmp_path / "results.csv").write_text("stack,benchmark,billed_hours\naws-g4dn-1x,mnist-cnn,0.5\n")
+    real = builtins.__import__
+
+    def no_pandas(name, *a, **k):
+        if name == "pandas":
+            raise ImportError("no pandas")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_pandas)
+    results = preview.read_results(tmp_path)
+    assert results.table is None and "pandas is not installed" in results.note
+
+
+def test_plan_estimates_from_measurements(tmp_path, capsys):
+    """`gpubench plan` beside its bound: resnet50's one collected run, 120 s
+    boot + 1000 s + 60 s = 1180 s billed, x the stack's price."""
+    pytest.importorskip("pandas")
+    from analysis.cli import main
+    from analysis.synthetic import make_result, result_bytes, result_key
+    from payload.storage import open_store
+
+    src, out = tmp_path / "results", tmp_path / "report"
+    store = open_store(str(src))
+    r = make_result("aws/g4dn.xlarge", "resnet50", train_seconds=1000, hourly_usd=0.526)
+    store.put_bytes(result_key(r), result_bytes(r))
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["plan", "aws-g4dn-1x", "--results", str(out), "--json"]) == 0
+    stack = json.loads(capsys.readouterr().out)["stacks"][0]
+    est = {e["benchmark"]: e for e in stack["estimated_cost"]}
+    assert est["resnet50"]["seconds"] == pytest.approx(1180)
+    assert est["resnet50"]["usd"] == pytest.approx(round(1180 / 3600 * stack["hourly_usd"], 4))
+    assert est["resnet50"]["source"].startswith("measured")
+    others = [e for b, e in est.items() if b != "resnet50"]
+    assert others and all(e["source"].startswith("bound") for e in others)

@@ -1,0 +1,93 @@
+"""Warns when the newest catalog price an answer used is old.
+
+Shipped snapshots age: a cost, plan, offers list or report priced from a
+snapshot a year old can be far from today's bill. Every command that prices
+from the catalog today (no --as-of) calls `warning(...)` with the dates of
+the prices it used and prints what it returns. A price a run recorded at
+launch is what was paid, not a quote, so callers pass catalog dates only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from datetime import date
+
+ENV = "GPUBENCH_MAX_PRICE_AGE_DAYS"
+DEFAULT_DAYS = 365
+REFRESH = "gpubench prices refresh"
+
+
+def add_argument(parser) -> None:
+    parser.add_argument(
+        "--max-price-age",
+        type=float,
+        metavar="DAYS",
+        help=f"warn when the newest catalog price used is older than DAYS (default: ${ENV} or {DEFAULT_DAYS}; 0 turns it off)",
+    )
+
+
+def limit(option: float | None) -> float:
+    """The age limit in days: the option, else $GPUBENCH_MAX_PRICE_AGE_DAYS, else 365."""
+    if option is not None:
+        value, where = option, "--max-price-age"
+    elif os.environ.get(ENV):
+        where = ENV
+        try:
+            value = float(os.environ[ENV])
+        except ValueError:
+            raise ValueError(
+                f"{ENV}={os.environ[ENV]!r} is not a number of days (e.g. 365; 0 turns the warning off)"
+            ) from None
+    else:
+        return DEFAULT_DAYS
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{where} {value!r}: give a number of days >= 0 (0 turns the warning off)")
+    return value
+
+
+def _as_date(value) -> date | None:
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and len(value) >= 10:
+        try:
+            return date.fromisoformat(value[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def warning(dates: Iterable, max_days: float, today: date | None = None) -> str | None:
+    """A warning naming the newest price date when it is older than `max_days`."""
+    known = [d for d in (_as_date(v) for v in dates) if d is not None]
+    if not known or max_days == 0:
+        return None
+    newest = max(known)
+    age = ((today or date.today()) - newest).days
+    if age <= max_days:
+        return None
+    return (
+        f"the newest catalog price used is from {newest.isoformat()}, {age} days old "
+        f"(limit {max_days:g} days, --max-price-age or ${ENV}); refresh with `{REFRESH}`"
+    )
+
+
+def report(args, dates: Iterable) -> None:
+    """Print the warning (stderr) for a command's args, unless it priced at --as-of."""
+    import sys
+
+    if getattr(args, "as_of", None) is not None:
+        return  # an explicit date asks for that day's prices, old or not
+    text = warning(dates, limit(getattr(args, "max_price_age", None)))
+    if text:
+        print(f"warning: {text}", file=sys.stderr)
+
+
+def check(args) -> str | None:
+    """The usage error of a bad --max-price-age / $GPUBENCH_MAX_PRICE_AGE_DAYS, or None."""
+    try:
+        limit(getattr(args, "max_price_age", None))
+    except ValueError as exc:
+        return str(exc)
+    return None
