@@ -20,6 +20,9 @@ a recurring run, billed by the month (--every instead of --hours):
       --minutes-up 2 --disk-gb 10 --disk-always --scheduler-jobs 2 \
       --function-calls-per-run 2 --function-seconds 60
   # the same under the 10-minute minimum of before 2017-09-26: add --billing-as-of 2017-09-01
+
+your own offerings, prices and billing rules: catalog directories in $GPUBENCH_CATALOG_DIRS
+(':'-separated) and ./catalog, laid out like infra/catalog/data (README "Your own hardware").
 """
 
 
