@@ -197,6 +197,14 @@ class WorkloadRun:
         return self._finish(status, code)
 
     def _run(self) -> tuple[str, int]:
+        if self.cfg.expect_gpu and self.gpus != 0:
+            nv = nvml_info()
+            if not nv["gpus_nvml"]:
+                status, _ = self._fail_with(
+                    f"--expect-gpu: no GPU visible ({nv['nvml_error'] or 'NVML lists 0 devices'}); "
+                    "check the driver, or run without --expect-gpu (gpubench:expectGpu: false) to benchmark the CPU"
+                )
+                return status, exitcodes.NO_GPU
         env = self._env()
         if self.spec.setup:
             code, stopped = self._phase("setup", self.spec.setup, env)

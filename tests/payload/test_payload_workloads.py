@@ -293,3 +293,25 @@ def test_workload_stopped_at_the_deadline_is_a_timeout(tmp_path):
     result, _ = only_result(tmp_path / "bucket")
     assert result["status"] == "failed" and result["error"].startswith("timeout: `run` was stopped at the run deadline")
     assert result["benchmark"]["workload"]["run_seconds"] < 60
+
+
+def test_expect_gpu_without_a_gpu_fails_before_the_job_starts(tmp_path):
+    spec = write_spec(tmp_path, {"name": "gpu-job", "run": "touch ran", "metrics": ["json"]})
+    assert run_payload(spec, tmp_path / "bucket", "--expect-gpu") == 3  # this machine has no NVIDIA GPU
+    result, _ = only_result(tmp_path / "bucket")
+    assert result["status"] == "failed" and result["error"].startswith("--expect-gpu: no GPU visible")
+    assert not (tmp_path / "job" / "ran").exists()
+
+
+@pytest.mark.slow
+def test_keras_example_runs_as_a_workload(tmp_path):
+    wd = tmp_path / "keras"
+    shutil.copytree(REPO / "examples" / "keras-mnist", wd)
+    doc = yaml.safe_load((wd / "workload.yaml").read_text())
+    doc["env"].update(EPOCHS="1", SAMPLES="512", DATA="synthetic", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc))
+    assert run_payload(wd / "workload.yaml", tmp_path / "bucket") == 0
+    result, _ = only_result(tmp_path / "bucket")
+    reported = result["benchmark"]["workload"]["reported"]["json"]
+    assert reported["backend"] == "tensorflow" and result["metrics"]["samples_trained"] == 512
+    assert result["metrics"]["samples_per_second"] > 0 and 0 <= result["metrics"]["final_accuracy"] <= 1
