@@ -204,3 +204,26 @@ def test_missing_directory_and_project_catalog(tmp_path):
     a = tmp_path / "a"
     a.mkdir()
     assert user_catalog_dirs({CATALOG_DIRS_ENV: f"{a}{os.pathsep}"}, cwd=tmp_path) == (a, tmp_path / "catalog")
+
+
+def test_a_user_cloud_row_joins_the_cloud_matrix(tmp_path, monkeypatch):
+    d = tmp_path / "cat"
+    (d / "offerings").mkdir(parents=True)
+    (d / "prices").mkdir()
+    (d / "offerings" / "aws.toml").write_text(
+        'billing = "aws"\nmarkets = ["on-demand", "spot"]\nregions = ["us-east-1"]\n'
+        'specs_source = "aws.amazon.com/ec2/instance-types/g6 (read 2026-01-15)"\n\n'
+        '[[offering]]\ninstance_type = "g6.2xlarge"\ngpu = "L4"\ngpu_count = 1\nvcpus = 8\nmemory_gb = 32\n'
+    )
+    (d / "prices" / "2026-01-15_my-aws.toml").write_text(
+        'as_of = "2026-01-15"\nsource = "aws.amazon.com/ec2/pricing/on-demand (read 2026-01-15)"\n\n'
+        '[[price]]\noffering = "aws/g6.2xlarge"\nhourly = 0.9776\n'
+    )
+    monkeypatch.setenv(CATALOG_DIRS_ENV, str(d))
+    load_catalog.cache_clear()
+    try:
+        cat = load_catalog()
+        assert {"aws-g6-2x", "aws-g6-2x-spot"} <= set(cat.cloud_stacks())  # the parser of aws.toml read it
+        assert cat.price("aws/g6.2xlarge").hourly_usd == 0.9776
+    finally:
+        load_catalog.cache_clear()
