@@ -621,7 +621,13 @@ def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_pri
     async def run():
         return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS)
 
-    listing = asyncio.run(run())
+    # A private loop, not asyncio.run: that would leave the thread without a current event loop,
+    # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
+    loop = asyncio.new_event_loop()
+    try:
+        listing = loop.run_until_complete(run())
+    finally:
+        loop.close()
     return {o.key: o for o in listing}, got
 
 

@@ -203,6 +203,24 @@ def _every(key: str, raw: Any) -> str:
         raise ConfigError(key, str(exc)) from None
 
 
+def _workload(key: str, raw: Any) -> str:
+    """A workload spec file (relative to the current directory, the project root): checked
+    here, so a bad spec fails before anything is launched. Returns its absolute path."""
+    from pathlib import Path
+
+    from payload.workloads import WorkloadSpecError, load_spec
+
+    text = _str(key, raw)
+    try:
+        return load_spec(Path(text).expanduser().resolve()).path
+    except WorkloadSpecError as exc:
+        raise ConfigError(key, f"{exc} (the path is relative to the directory you run from)") from None
+
+
+# Where a cloud instance finds the workload spec: the stack's code bundle unpacks the spec
+# and its workdir there (docs/workloads.md).
+CLOUD_WORKLOAD_SPEC = "/gpubench/workload/workload.yaml"
+
 # --- key tables: key -> (parser, default). `None` default means optional, absent.
 
 BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
@@ -210,6 +228,7 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "offering": (_str, None),
     "market": (_choice(MARKETS), "on-demand"),
     "suite": (_suite, DEFAULT_SUITE),
+    "workload": (_workload, None),
     "epochs": (_positive_int, None),
     "steps": (_positive_int, None),
     "batchSize": (_positive_int, None),
@@ -266,6 +285,7 @@ class BenchmarkConfig:
     provider_config: Mapping[str, str] = field(default_factory=dict)
     stack_type: str = "benchmark"
     every: str | None = None  # recurring stacks: the schedule expression
+    workload: str | None = None  # a workload spec file (absolute local path) run instead of the suite
 
     def results_ref(self, provider: str) -> str:
         """The results location: the configured one, else the provider's results stack."""
@@ -371,6 +391,13 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
     table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
     _reject_unknown(ours, table, stack_type)
     values = _parse_table(ours, table)
+    if values.get("workload"):
+        if ours.get("suite") is not None:
+            raise ConfigError(
+                "suite",
+                "set gpubench:suite or gpubench:workload, not both: a stack runs built-in benchmarks or one workload",
+            )
+        values["suite"] = ()
     if stack_type == "recurring" and "every" not in values:
         raise ConfigError(
             "every", "required for a recurring stack: its schedule (UTC), e.g. 'rate(7 days)' or 'cron(0 3 ? * MON *)'"

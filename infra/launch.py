@@ -137,12 +137,14 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
     """The payload's GPUBENCH_* environment, rendered from its own option table (payload.config).
 
     GPUBENCH_HOST_EVENTS is added by cloud_init."""
+    from infra.config import CLOUD_WORKLOAD_SPEC
     from payload.config import render_env
 
     cfg = launch.cfg
     return render_env(
         {
-            "benchmark": list(cfg.suite),
+            "benchmark": list(cfg.suite) or None,
+            "workload": CLOUD_WORKLOAD_SPEC if cfg.workload else None,
             "results": results_url,
             "stack": cfg.stack,
             **offering_options(launch.offering, cfg.market, launch.price, launch.on_demand_price),

@@ -30,8 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{run,list,flush}")
     run = sub.add_parser(
         "run",
-        help="run a benchmark suite and upload results",
-        description="Run benchmarks; results go to <results>/runs/<stack>/<run-id>/. "
+        help="run a benchmark suite, or your own workload, and upload results",
+        description="Run built-in benchmarks (--benchmark) or your own job (--workload spec.yaml); "
+        "results go to <results>/runs/<stack>/<run-id>/. "
         "Every option can also be set through the GPUBENCH_* variable shown with it; "
         "the command line wins.",
         epilog=EPILOG,
@@ -84,7 +85,11 @@ def _cmd_run(args) -> int:
                 f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} "
                 "(see `python -m payload list`)"
             )
-    except (ConfigError, ParamError) as exc:
+        if cfg.workload:
+            from payload.workloads import load_spec
+
+            load_spec(cfg.workload)  # a bad spec fails here, naming the field, before anything runs
+    except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     from payload.runner import run

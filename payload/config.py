@@ -176,9 +176,18 @@ OPTIONS: tuple[Option, ...] = (
         "GPUBENCH_BENCHMARK",
         _benchmarks,
         None,
-        "benchmark name, or a comma-separated suite (see `python -m payload list`)",
+        "benchmark name, or a comma-separated suite (see `python -m payload list`); not with --workload",
         "NAME[,NAME...]",
         required=True,
+    ),
+    Option(
+        "workload",
+        "GPUBENCH_WORKLOAD",
+        _text,
+        None,
+        "your own job instead of a built-in benchmark: a workload spec YAML (name, run, setup, workdir, env, "
+        "gpus, metrics; see docs/workloads.md)",
+        "FILE",
     ),
     Option(
         "results",
@@ -404,6 +413,7 @@ class RunConfig:
     benchmark: list[str]
     results: str
     stack: str
+    workload: str | None = None
     offering: str | None = None
     market: str | None = None
     epochs: int | None = None
@@ -455,12 +465,18 @@ def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> Run
     environ = os.environ if environ is None else environ
     given = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
     values: dict[str, Any] = {}
+    workload = given.get("workload") or environ.get("GPUBENCH_WORKLOAD") or None
     for opt in OPTIONS:
         raw, where = given.get(opt.name), opt.cli
         if raw is None and environ.get(opt.env, "") != "":
             raw, where = environ[opt.env], opt.env
+        if raw is not None and workload and opt.name == "benchmark":
+            raise ConfigError(
+                f"{where}={raw!r} and --workload/GPUBENCH_WORKLOAD={workload!r} both given: "
+                "a run is either built-in benchmarks or one workload; drop one"
+            )
         if raw is None:
-            if opt.required:
+            if opt.required and not (workload and opt.name == "benchmark"):
                 raise ConfigError(f"{opt.cli} (or {opt.env}) is required: {opt.help}")
             if opt.default is not None:
                 values[opt.name] = opt.default
@@ -477,6 +493,7 @@ def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> Run
             raise ConfigError(f"{where}={raw!r}: {exc}") from None
     if values.get("epochs") is not None and values.get("steps") is not None:
         raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
+    values.setdefault("benchmark", [])
     values["data"] = DataSource.parse(values.get("data", "download"))
     return RunConfig(**values)
 
@@ -538,7 +555,7 @@ def render_argv(values: dict[str, Any]) -> list[str]:
 
 
 def _check(opt: Option, text: str) -> None:
-    if opt.name in ("benchmark", "data"):  # checked on the host: its benchmarks and data directory
+    if opt.name in ("benchmark", "data", "workload"):  # checked on the host: its benchmarks, data and spec file
         return
     try:
         opt.parse(text)

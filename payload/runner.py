@@ -522,6 +522,10 @@ def run(cfg: RunConfig) -> int:
             codes.append(code)
             if code == exitcodes.INTERRUPTED:
                 break  # the next boot resumes this one and runs the rest
+        if cfg.workload:
+            from payload.workloads import WorkloadRun, load_spec
+
+            codes.append(WorkloadRun(ctx, load_spec(cfg.workload)).execute())
     finally:
         watcher.stop()
         if old_handler is not None:

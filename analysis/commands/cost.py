@@ -25,6 +25,8 @@ a recurring run, billed by the month (--every instead of --hours):
 
 the leak sweep as a cloud function (a sweeper stack), by the month:
   python -m analysis cost --sweeper aws --every "rate(1 hour)" --function-seconds 10 --function-memory-gb 0.125
+your own offerings, prices and billing rules: catalog directories in $GPUBENCH_CATALOG_DIRS
+(':'-separated) and ./catalog, laid out like infra/catalog/data (README "Your own hardware").
 """
 
 

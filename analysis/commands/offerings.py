@@ -13,7 +13,12 @@ HELP = "list GPU offerings with prices, billing rules, sources and dates"
 
 
 def register(sub) -> None:
-    p = sub.add_parser("offerings", help=HELP, description=HELP + ".")
+    p = sub.add_parser(
+        "offerings",
+        help=HELP,
+        description=HELP + ". Your own offerings are read from $GPUBENCH_CATALOG_DIRS and ./catalog "
+        "(README: Your own hardware).",
+    )
     p.add_argument(
         "--provider",
         help="only this provider (aws, gcp, hetzner, leadergpu, softlayer, paperspace, vastai, onprem, local)",

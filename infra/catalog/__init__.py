@@ -37,6 +37,7 @@ __all__ = [
     "UnknownOffering",
     "RetiredOfferingWarning",
     "load_catalog",
+    "user_catalog_dirs",
     "Offering",
     "GpuSpec",
     "BillingTerms",
@@ -195,22 +196,92 @@ class Catalog:
 # Extra folders of price snapshots (os.pathsep-separated), e.g. the output of
 # `python -m analysis prices refresh --out DIR`, loaded beside data/prices/.
 PRICES_DIR_ENV = "GPUBENCH_PRICES_DIR"
+# Catalog directories you own (os.pathsep-separated), same layout as data/:
+# offerings/*.toml, prices/*.toml, billing.toml, gpus.toml (each optional).
+# A `catalog/` folder in the current directory is read too, after them.
+CATALOG_DIRS_ENV = "GPUBENCH_CATALOG_DIRS"
+PROJECT_CATALOG = "catalog"
+
+
+def user_catalog_dirs(environ=None, cwd: Path | None = None) -> tuple[Path, ...]:
+    """Your catalog directories: $GPUBENCH_CATALOG_DIRS, then ./catalog if it exists."""
+    environ = os.environ if environ is None else environ
+    dirs: list[Path] = []
+    for text in environ.get(CATALOG_DIRS_ENV, "").split(os.pathsep):
+        if not text.strip():
+            continue
+        d = Path(text).expanduser().resolve()
+        if not d.is_dir():
+            raise CatalogError(
+                f"{CATALOG_DIRS_ENV}: {text} is not a directory; give folders holding offerings/*.toml, "
+                "prices/*.toml and/or billing.toml, separated by " + repr(os.pathsep)
+            )
+        dirs.append(d)
+    local = (cwd or Path.cwd()) / PROJECT_CATALOG
+    if local.is_dir() and local.resolve() not in dirs:
+        dirs.append(local.resolve())
+    return tuple(dict.fromkeys(dirs))
+
+
+def _merge_gpus(path: Path, user_dirs: tuple[Path, ...]) -> dict[str, GpuSpec]:
+    gpus = load_gpus(path)
+    origin = dict.fromkeys(gpus, "gpus.toml")
+    for user in user_dirs:
+        if not (user / "gpus.toml").is_file():
+            continue
+        label = str(user / "gpus.toml")
+        for model, spec in load_gpus(user, label).items():
+            if model in gpus and gpus[model] != spec:
+                raise CatalogError(
+                    f"{label} [{model}]: GPU model {model!r} is already defined in {origin[model]} with other "
+                    "specs; use the existing model name as is or give yours another name"
+                )
+            gpus[model], origin[model] = spec, label
+    return gpus
+
+
+def _merge_billing(path: Path, user_dirs: tuple[Path, ...]) -> dict[str, tuple[BillingTerms, ...]]:
+    rules = load_billing(path)
+    origin = dict.fromkeys(rules, "billing.toml")
+    for user in user_dirs:
+        if not (user / "billing.toml").is_file():
+            continue
+        label = str(user / "billing.toml")
+        for name, terms in load_billing(user, label).items():
+            if name in rules:
+                raise CatalogError(
+                    f"{label} [[{name}]]: billing rule {name!r} is already defined in {origin[name]}; "
+                    "refer to it from your offerings as is, or give your rule another name"
+                )
+            rules[name], origin[name] = terms, label
+    return rules
 
 
 @lru_cache(maxsize=4)
-def _load(data_dir: str, extra_price_dirs: tuple[str, ...] = ()) -> Catalog:
+def _load(data_dir: str, extra_price_dirs: tuple[str, ...] = (), user_dirs: tuple[str, ...] = ()) -> Catalog:
     path = Path(data_dir)
-    gpus = load_gpus(path)
-    snapshots = load_snapshots(path, tuple(Path(d) for d in extra_price_dirs))
-    return Catalog(load_offerings(path, gpus), load_billing(path), PriceIndex(snapshots))
+    users = tuple(Path(d) for d in user_dirs)
+    gpus = _merge_gpus(path, users)
+    billing = _merge_billing(path, users)
+    snapshots = load_snapshots(path, tuple(Path(d) for d in extra_price_dirs), users)
+    offerings = load_offerings(path, gpus, users)
+    for o in offerings:
+        if o.billing not in billing:
+            raise CatalogError(
+                f"offering {o.id}: billing rule {o.billing!r} is not defined (known: {', '.join(sorted(billing))}); "
+                "add it to billing.toml in your catalog directory"
+            )
+    return Catalog(offerings, billing, PriceIndex(snapshots))
 
 
 def load_catalog(data_dir: str | Path | None = None) -> Catalog:
     """The catalog from `data_dir` (default: the shipped data), cached, plus
-    the snapshot folders named in $GPUBENCH_PRICES_DIR.
+    the snapshot folders named in $GPUBENCH_PRICES_DIR and your own catalog
+    directories ($GPUBENCH_CATALOG_DIRS, ./catalog).
     `load_catalog.cache_clear()` forgets it after a snapshot is written."""
     extra = tuple(str(Path(d).resolve()) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d)
-    return _load(str(Path(data_dir or DATA_DIR).resolve()), extra)
+    users = tuple(str(d) for d in user_catalog_dirs())
+    return _load(str(Path(data_dir or DATA_DIR).resolve()), extra, users)
 
 
 load_catalog.cache_clear = _load.cache_clear  # type: ignore[attr-defined]

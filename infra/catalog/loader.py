@@ -37,26 +37,28 @@ def require(row: dict, key: str, where: str) -> Any:
     return row[key]
 
 
-def load_gpus(data_dir: Path) -> dict[str, GpuSpec]:
+def load_gpus(data_dir: Path, label: str = "gpus.toml") -> dict[str, GpuSpec]:
     raw = read_toml(data_dir / "gpus.toml")
     return {
         model: GpuSpec(
             model=model,
-            memory_gb=float(require(row, "memory_gb", f"gpus.toml [{model}]")),
-            compute_capability=str(require(row, "compute_capability", f"gpus.toml [{model}]")),
+            memory_gb=float(require(row, "memory_gb", f"{label} [{model}]")),
+            compute_capability=str(require(row, "compute_capability", f"{label} [{model}]")),
             architecture=str(row.get("architecture", "")),
         )
         for model, row in raw.items()
     }
 
 
-def load_billing(data_dir: Path) -> dict[str, tuple[BillingTerms, ...]]:
+def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple[BillingTerms, ...]]:
     raw = read_toml(data_dir / "billing.toml")
     rules: dict[str, tuple[BillingTerms, ...]] = {}
     for name, history in raw.items():
         terms = []
+        if not isinstance(history, list):
+            raise CatalogError(f"{label} [{name}]: a billing rule is a list of dated terms, write [[{name}]]")
         for i, row in enumerate(history):
-            where = f"billing.toml [[{name}]] #{i + 1}"
+            where = f"{label} [[{name}]] #{i + 1}"
             kind = require(row, "kind", where)
             if kind not in ("metered", "monthly", "amortised"):
                 raise CatalogError(f"{where}: kind {kind!r} is not one of metered, monthly, amortised")
@@ -248,14 +250,28 @@ OFFERING_PARSERS = {
 }
 
 
-def load_offerings(data_dir: Path, gpus: dict[str, GpuSpec]) -> list[Offering]:
+def load_offerings(
+    data_dir: Path, gpus: dict[str, GpuSpec], user_dirs: tuple[Path, ...] = (), seen: dict[str, str] | None = None
+) -> list[Offering]:
+    """The shipped offerings, then those of each user catalog directory; an id
+    defined twice is an error naming both files."""
     offerings: list[Offering] = []
-    for path in sorted((data_dir / "offerings").glob("*.toml")):
+    seen = {} if seen is None else seen
+    sources = [(p, f"offerings/{p.name}") for p in sorted((data_dir / "offerings").glob("*.toml"))]
+    for user in user_dirs:
+        sources += [(p, str(p)) for p in sorted((user / "offerings").glob("*.toml"))]
+    for path, label in sources:
         parser = OFFERING_PARSERS.get(path.name, _listed_offerings)
-        offerings.extend(parser(read_toml(path), gpus, f"offerings/{path.name}"))
-    seen: dict[str, str] = {}
-    for o in offerings:
-        if o.id in seen:
-            raise CatalogError(f"offering id {o.id!r} is defined twice")
-        seen[o.id] = o.id
+        try:
+            rows = parser(read_toml(path), gpus, label)
+        except KeyError as exc:  # a provider-level key the parser needs, e.g. billing for aws.toml
+            raise CatalogError(f"{label}: missing required top-level field {exc.args[0]!r}") from None
+        for o in rows:
+            if o.id in seen:
+                raise CatalogError(
+                    f"offering id {o.id!r} in {label} is already defined in {seen[o.id]}; "
+                    "rename it (its provider/instance_type) or remove one of the two rows"
+                )
+            seen[o.id] = label
+        offerings.extend(rows)
     return offerings

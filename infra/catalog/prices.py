@@ -75,9 +75,9 @@ def _row_prices(row: dict, market: str, rates: dict[str, float], where: str) -> 
 ROW_KEYS = {"price": ("offering", ""), "gcp_machine": ("name", "machine:"), "gcp_gpu": ("gpu", "gpu:")}
 
 
-def load_snapshot(path: Path) -> Snapshot:
+def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
     raw = read_toml(path)
-    where = f"prices/{path.name}"
+    where = label or f"prices/{path.name}"
     as_of = as_date(require(raw, "as_of", where), where)
     source = str(require(raw, "source", where))
     rates = _fx(raw, where)
@@ -113,15 +113,20 @@ def load_snapshot(path: Path) -> Snapshot:
     return Snapshot(name=path.stem, as_of=as_of, source=source, region=raw.get("region"), rows=tuple(rows))
 
 
-def load_snapshots(data_dir: Path, extra_dirs: tuple[Path, ...] = ()) -> list[Snapshot]:
+def load_snapshots(
+    data_dir: Path, extra_dirs: tuple[Path, ...] = (), user_dirs: tuple[Path, ...] = ()
+) -> list[Snapshot]:
     """The data dir's snapshots plus any in `extra_dirs` (folders of snapshot
-    files, e.g. `prices refresh --out DIR`; see GPUBENCH_PRICES_DIR)."""
-    paths = list((data_dir / "prices").glob("*.toml"))
+    files, e.g. `prices refresh --out DIR`; see GPUBENCH_PRICES_DIR) and in the
+    `prices/` folder of each user catalog directory (errors name the full path)."""
+    paths: list[tuple[Path, str | None]] = [(p, None) for p in (data_dir / "prices").glob("*.toml")]
     for extra in extra_dirs:
         if not extra.is_dir():
             raise CatalogError(f"price snapshot directory {extra} does not exist (check GPUBENCH_PRICES_DIR)")
-        paths.extend(extra.glob("*.toml"))
-    return sorted((load_snapshot(p) for p in paths), key=lambda s: (s.as_of, s.name))
+        paths.extend((p, None) for p in extra.glob("*.toml"))
+    for user in user_dirs:
+        paths.extend((p, str(p)) for p in (user / "prices").glob("*.toml"))
+    return sorted((load_snapshot(p, label) for p, label in paths), key=lambda s: (s.as_of, s.name))
 
 
 class PriceIndex:

@@ -59,3 +59,45 @@ def build_bundle(root: Path = REPO) -> Bundle:
         f.write(raw.getvalue())
     data = gz.getvalue()
     return Bundle(data, hashlib.sha256(raw.getvalue()).hexdigest()[:16], len(paths))
+
+
+WORKLOAD_SPEC_NAME = "workload.yaml"
+WORKLOAD_WORKDIR_NAME = "workdir"
+
+
+def _tar_gz(entries: list[tuple[str, bytes, int]]) -> tuple[bytes, bytes]:
+    """(gzip bytes, raw tar bytes) of (name, data, mode) entries, deterministic."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data, mode in entries:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, mode
+            tar.addfile(info, io.BytesIO(data))
+    gz = io.BytesIO()
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as f:
+        f.write(raw.getvalue())
+    return gz.getvalue(), raw.getvalue()
+
+
+def build_workload_bundle(spec_path: str | Path) -> Bundle:
+    """A workload spec and its workdir as one tar.gz: `workload.yaml` (its workdir
+    rewritten to `workdir`) and `workdir/...`. The digest is the spec's content
+    hash, so the host keeps one copy per version of the job."""
+    import os
+
+    import yaml
+
+    from payload.workloads.spec import load_spec, workdir_files
+
+    spec = load_spec(spec_path)
+    raw = yaml.safe_load(Path(spec.path).read_text())
+    entries: list[tuple[str, bytes, int]] = []
+    if spec.workdir:
+        raw["workdir"] = WORKLOAD_WORKDIR_NAME
+        root = Path(spec.workdir)
+        for p in workdir_files(root):
+            mode = 0o755 if os.access(p, os.X_OK) else 0o644
+            entries.append((f"{WORKLOAD_WORKDIR_NAME}/{p.relative_to(root).as_posix()}", p.read_bytes(), mode))
+    entries.insert(0, (WORKLOAD_SPEC_NAME, yaml.safe_dump(raw, sort_keys=False).encode(), 0o644))
+    data, _ = _tar_gz(entries)
+    return Bundle(data, spec.sha256[:16], len(entries))

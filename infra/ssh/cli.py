@@ -5,6 +5,11 @@ picks up a run that is still going or finished but not uploaded (after a dropped
 connection, say), and otherwise checks the host and starts a new one. Ctrl-C
 stops the remote run cleanly (SIGTERM: the payload checkpoints and writes an
 `interrupted` result), then uploads what there is.
+
+The stack runs built-in benchmarks (gpubench:benchmark) or your own job
+(gpubench:workload: path/to/workload.yaml, shipped with its workdir; see
+docs/workloads.md). Its gpubench:offering may come from your own catalog
+directory ($GPUBENCH_CATALOG_DIRS or ./catalog).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from infra.config import (
     _choice,
     _params,
     _str,
+    _workload,
 )
 from infra.config import _suite as _benchmarks
 from infra.stacks import SSH_PREFIX
@@ -120,6 +121,7 @@ KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "runtime": (_choice(RUNTIMES), "docker"),
     "benchmark": (_benchmarks, None),
     "suite": (_benchmarks, None),  # the cloud stacks' name for the same list
+    "workload": (_workload, None),  # your own job: a workload spec file, shipped with its workdir
     "epochs": (_int_in(1), None),
     "steps": (_int_in(1), None),
     "batchSize": (_int_in(1), None),
@@ -150,6 +152,7 @@ class SshStack:
     host: str
     results: str
     benchmark: tuple[str, ...]
+    workload: str | None = None  # absolute local path of a workload spec (shipped with its workdir)
     port: int = 22
     user: str | None = None
     identity_file: str | None = None
@@ -234,11 +237,18 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
     if "benchmark" in values and "suite" in values:
         raise ConfigError("suite", "set gpubench:benchmark or gpubench:suite, not both (they are the same list)")
     values["benchmark"] = values.pop("suite", None) or values.get("benchmark")
-    if not values["benchmark"]:
+    if values.get("workload") and values["benchmark"]:
+        raise ConfigError(
+            "workload",
+            "set gpubench:benchmark or gpubench:workload, not both: a run is built-in benchmarks or one workload",
+        )
+    if not values["benchmark"] and not values.get("workload"):
         raise ConfigError(
             "benchmark",
-            "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`)",
+            "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`), "
+            "or gpubench:workload: path/to/workload.yaml for your own job",
         )
+    values["benchmark"] = values["benchmark"] or ()
     if values.get("epochs") and values.get("steps"):
         raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
     offering = _offering(catalog, values["offering"])

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from infra.images import payload_image
-from infra.ssh.bundle import Bundle, build_bundle
+from infra.ssh.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workload_bundle
 from infra.ssh.config import SshStack
 from infra.ssh.layout import RunLayout
 
@@ -40,7 +40,12 @@ class Plan:
 
 
 def payload_args(
-    cfg: SshStack, results_url: str, spool: str, host_events: str, now: _dt.datetime | None = None
+    cfg: SshStack,
+    results_url: str,
+    spool: str,
+    host_events: str,
+    now: _dt.datetime | None = None,
+    workload: str | None = None,
 ) -> list[str]:
     """`python -m payload run` options from the stack (the payload's own option names)."""
     from payload.config import render_argv
@@ -50,7 +55,8 @@ def payload_args(
     offering = dict(cfg.offering_options) or {"offering": cfg.offering, "market": "on-demand"}
     return render_argv(
         {
-            "benchmark": list(cfg.benchmark),
+            "benchmark": list(cfg.benchmark) or None,
+            "workload": workload,
             "results": results_url,
             "stack": cfg.stack,
             **offering,
@@ -67,6 +73,20 @@ def payload_args(
             "expect_gpu": cfg.expect_gpu,
         }
     )
+
+
+def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str]], list[str], str | None]:
+    """(uploads, prepare commands, directory) for the stack's workload: its spec and workdir go up once per
+    content hash (`<remoteDir>/src/workload-<hash>.tar.gz`) and are unpacked into each run's own directory,
+    so a job that writes into its workdir never touches another run's copy."""
+    if not cfg.workload:
+        return [], [], None
+    bundle = build_workload_bundle(cfg.workload)
+    tarball = f"{run.root}/src/workload-{bundle.digest}.tar.gz"
+    target = f"{run.dir}/workload"
+    q = shlex.quote
+    prepare = [f"rm -rf {q(target)} && mkdir -p {q(target)} && tar -xzf {q(tarball)} -C {q(target)}"]
+    return [(bundle.data, tarball)], prepare, target
 
 
 def docker_plan(
@@ -94,10 +114,25 @@ def docker_plan(
         "-v",
         f"{run.host}:/gpubench/host:ro",
     ]
+    uploads, prepare, workdir = workload_files(cfg, run)
+    spec = None
+    if workdir:  # the same path the cloud stacks' code bundle uses (infra.config.CLOUD_WORKLOAD_SPEC)
+        argv += ["-v", f"{workdir}:/gpubench/workload", "-w", "/gpubench/workload"]
+        spec = f"/gpubench/workload/{WORKLOAD_SPEC_NAME}"
     if has_gpu and cfg.gpus != "0":
         argv += ["--gpus", "all"]
-    argv += [image, *payload_args(cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl")]
-    return Plan(setup=setup, payload=argv, stop=f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true", image=image)
+    argv += [
+        image,
+        *payload_args(cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl", workload=spec),
+    ]
+    return Plan(
+        uploads=uploads,
+        prepare=prepare,
+        setup=setup,
+        payload=argv,
+        stop=f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true",
+        image=image,
+    )
 
 
 def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
@@ -111,10 +146,13 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
         f"tar -xzf {q(tarball)} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"
     ]
     results = f"file://{run.results}"
-    args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl")
+    more_uploads, more_prepare, workdir = workload_files(cfg, run)
+    spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None
+    args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl", workload=spec)
+    prepare += more_prepare
     if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
         return Plan(
-            uploads=[(bundle.data, tarball)],
+            uploads=[(bundle.data, tarball), *more_uploads],
             prepare=prepare,
             payload=[cfg.remote_python, "-m", "payload", "run", *args],
             env={"PYTHONPATH": f"{src}/gpubench"},
@@ -138,7 +176,7 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     # Built under a temporary name and moved in whole, so a venv that exists is complete. Its
     # interpreter finds site-packages through pyvenv.cfg next to it, so the move is safe.
     return Plan(
-        uploads=[(bundle.data, tarball)],
+        uploads=[(bundle.data, tarball), *more_uploads],
         prepare=prepare,
         setup=setup,
         payload=[f"{venv}/bin/python", "-m", "payload", "run", *args],

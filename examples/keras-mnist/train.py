@@ -1,0 +1,90 @@
+"""The MNIST MLP of Keras' examples (seed 002's first benchmark), as a gpubench workload.
+
+Runs on any Keras 3 backend (KERAS_BACKEND=tensorflow|jax|torch, set in the
+spec's env). Reads MNIST from Keras' download, or generates digit-shaped
+random data with DATA=synthetic (no network: tests and smoke runs). Prints
+one GPUBENCH_METRICS line at the end (docs/workloads.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import numpy as np
+
+
+def load(synthetic: bool, samples: int):
+    if synthetic:
+        rng = np.random.default_rng(1234)
+        centers = rng.normal(size=(10, 784)).astype("float32")
+        y = rng.integers(0, 10, size=samples + samples // 5)
+        x = centers[y] + rng.normal(scale=2.0, size=(len(y), 784)).astype("float32")
+        return (x[:samples], y[:samples]), (x[samples:], y[samples:])
+    import keras
+
+    (x, y), (xt, yt) = keras.datasets.mnist.load_data()
+    x = x.reshape(-1, 784).astype("float32") / 255
+    xt = xt.reshape(-1, 784).astype("float32") / 255
+    return (x[:samples], y[:samples]), (xt, yt)
+
+
+class Timer:
+    """Keras callback: training seconds without the per-epoch validation."""
+
+    def __init__(self):
+        import keras
+
+        class _Cb(keras.callbacks.Callback):
+            def on_epoch_begin(cb, epoch, logs=None):
+                cb.t0 = time.perf_counter()
+
+            def on_train_batch_end(cb, batch, logs=None):
+                cb.last = time.perf_counter()
+
+            def on_epoch_end(cb, epoch, logs=None):
+                self.seconds += cb.last - cb.t0
+
+        self.seconds = 0.0
+        self.callback = _Cb()
+
+
+def main() -> None:
+    import keras
+
+    epochs = int(os.environ.get("EPOCHS", 20))
+    batch = int(os.environ.get("BATCH_SIZE", 128))
+    samples = int(os.environ.get("SAMPLES", 60000))
+    (x, y), (xv, yv) = load(os.environ.get("DATA") == "synthetic", samples)
+    model = keras.Sequential(
+        [
+            keras.Input((784,)),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dropout(0.2),
+            keras.layers.Dense(10, activation="softmax"),
+        ]
+    )
+    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    timer = Timer()
+    hist = model.fit(
+        x, y, batch_size=batch, epochs=epochs, validation_data=(xv, yv), callbacks=[timer.callback], verbose=2
+    )
+    metrics = {
+        "samples_per_second": round(len(x) * epochs / timer.seconds, 3),
+        "samples": len(x) * epochs,
+        "seconds": round(timer.seconds, 3),
+        "accuracy": float(hist.history["val_accuracy"][-1]),
+        "loss": float(hist.history["val_loss"][-1]),
+        "epochs": epochs,
+        "batch_size": batch,
+        "keras": keras.__version__,
+        "backend": keras.config.backend(),
+    }
+    print("GPUBENCH_METRICS " + json.dumps(metrics), flush=True)
+
+
+if __name__ == "__main__":
+    main()

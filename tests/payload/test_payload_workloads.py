@@ -1,0 +1,317 @@
+"""Workloads you bring: spec validation and hashing, metrics read from recorded
+MLPerf logs and the GPUBENCH_METRICS line, and real runs through the local
+runtime (the PyTorch example on the CPU wheel, a failing job, a job with no
+metrics, a job stopped at the deadline) priced, collected and reported."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from payload.cli import main as payload_main
+from payload.schema import validate_result
+from payload.workloads import WorkloadSpecError, load_spec
+from payload.workloads.metrics import MetricsReader, parse_json_line, parse_mllog_line
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).parent / "data"
+NVIDIA_LOG = DATA / "mllog_nvidia_resnet_v1.0.txt"
+# The real example, scaled down for two shared CPU cores (one thread: no oversubscription).
+TINY = {"EPOCHS": "2", "SAMPLES": "128", "IMAGE_SIZE": "16", "WIDTH": "8", "BATCH_SIZE": "32", "OMP_NUM_THREADS": "1"}
+
+
+def write_spec(tmp_path: Path, doc: dict, files: dict[str, str] | None = None) -> Path:
+    wd = tmp_path / "job"
+    wd.mkdir(exist_ok=True)
+    for name, text in (files or {}).items():
+        (wd / name).write_text(text)
+    doc = {"workdir": "job", **doc}
+    path = tmp_path / "workload.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def torch_spec(tmp_path: Path, **env) -> Path:
+    pytest.importorskip("torch")  # the dev extra pins the CPU wheel; CI installs it
+    wd = tmp_path / "resnet"
+    shutil.copytree(REPO / "examples" / "pytorch-resnet", wd)
+    doc = yaml.safe_load((wd / "workload.yaml").read_text())
+    doc["env"] = {**doc["env"], **TINY, **env}
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc))
+    return wd / "workload.yaml"
+
+
+def run_payload(spec: Path, bucket: Path, *extra: str) -> int:
+    return payload_main(
+        [
+            "run",
+            "--workload",
+            str(spec),
+            "--results",
+            str(bucket),
+            "--stack",
+            "local-workload",
+            "--offering",
+            "local/this-machine",
+            "--hourly-usd",
+            "0.40",
+            "--price-source",
+            "test flat rate",
+            "--price-as-of",
+            "2026-01-01",
+            *extra,
+        ]
+    )
+
+
+def only_result(bucket: Path) -> tuple[dict, Path]:
+    (path,) = sorted(bucket.glob("runs/*/*/result.json"))
+    return validate_result(json.loads(path.read_text())), path.parent
+
+
+# --- the spec ---------------------------------------------------------------------------------------------
+
+
+def test_spec_fields_hash_and_examples(tmp_path):
+    path = write_spec(tmp_path, {"name": "job", "run": "python t.py", "env": {"A": 1}}, {"t.py": "print(1)\n"})
+    spec = load_spec(path)
+    assert spec.workdir == str(tmp_path / "job") and spec.cwd == spec.workdir
+    assert spec.env == {"A": "1"} and spec.metrics == ("json", "mllog")
+    assert spec.benchmark_name == f"workload:job@{spec.sha256[:12]}" and len(spec.sha256) == 64
+    assert load_spec(path).sha256 == spec.sha256  # same content, same hash
+    (tmp_path / "job" / "t.py").write_text("print(2)\n")
+    edited = load_spec(path)
+    assert edited.sha256 != spec.sha256 and edited.workdir_sha256 != spec.workdir_sha256
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(tmp_path, moved, ignore=shutil.ignore_patterns("elsewhere"))
+    assert load_spec(moved / "workload.yaml").sha256 == edited.sha256  # where it lives does not count
+    (tmp_path / "job" / "__pycache__").mkdir()
+    (tmp_path / "job" / "__pycache__" / "t.cpython-311.pyc").write_bytes(b"x")
+    assert load_spec(path).sha256 == edited.sha256  # caches are not part of the job
+    for example in ("pytorch-resnet", "keras-mnist"):
+        ex = load_spec(REPO / "examples" / example / "workload.yaml")
+        assert ex.image and ex.run and Path(ex.cwd, "train.py").is_file()
+
+
+@pytest.mark.parametrize(
+    "doc, field, fix",
+    [
+        ({"run": "x"}, "'name'", "required"),
+        ({"name": "a"}, "'run'", "required"),
+        ({"name": "a b", "run": "x"}, "'name'", "letters, digits"),
+        ({"name": "a", "run": "x", "envs": {"A": 1}}, "'envs'", "SkyPilot's `envs` is `env` here"),
+        ({"name": "a", "run": "x", "resources": {}}, "'resources'", "come from the stack's offering"),
+        ({"name": "a", "run": "x", "gpus": -1}, "'gpus'", "integer >= 0"),
+        ({"name": "a", "run": "x", "metrics": ["csv"]}, "'metrics'", "json, mllog"),
+        ({"name": "a", "run": "x", "env": ["A=1"]}, "'env'", "mapping NAME: value"),
+        ({"name": "a", "run": "x", "env": {"GPUBENCH_STACK": "s"}}, "'env'", "set by gpubench itself"),
+        ({"name": "a", "run": "x", "workdir": "nope"}, "'workdir'", "relative to the spec file"),
+        ({"name": "a", "run": "x", "image": "two words"}, "'image'", "not an image reference"),
+    ],
+)
+def test_spec_errors_name_the_field_and_the_fix(tmp_path, doc, field, fix):
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(WorkloadSpecError) as exc:
+        load_spec(path)
+    assert str(path) in str(exc.value) and field in str(exc.value) and fix in str(exc.value)
+
+
+def test_bad_spec_is_a_usage_error_before_anything_runs(tmp_path, capsys):
+    path = tmp_path / "w.yaml"
+    path.write_text("name: a\nrun: x\ngpus: many\n")
+    assert run_payload(path, tmp_path / "bucket") == 2
+    err = capsys.readouterr().err
+    assert "field 'gpus'" in err and "Traceback" not in err
+    assert not (tmp_path / "bucket").exists()
+    assert (
+        payload_main(["run", "--workload", str(path), "--benchmark", "mnist-mlp", "--results", "x", "--stack", "s"])
+        == 2
+    )
+    assert "drop one" in capsys.readouterr().err
+
+
+# --- metrics from recorded output ---------------------------------------------------------------------------
+
+
+def test_mllog_recorded_nvidia_resnet_run():
+    reader = MetricsReader(("mllog",))
+    noise = [
+        "RESULT,IMAGE_CLASSIFICATION,,1772,root,2021-05-15 03:43:35 PM",
+        "2021-05-15 16:12:51,033 Node[0] Epoch[34] Validation-accuracy=0.764960",
+    ]
+    for line in noise + NVIDIA_LOG.read_text().splitlines():
+        reader.feed(line)
+    assert reader.mllog_lines == 24 and reader.found() == ["mllog"] and reader.missing() is None
+    assert reader.run_status == "success" and reader.train_samples == 1281167 and reader.global_batch_size == 3264
+    s = reader.summary(wall_seconds=9999.0)
+    assert s["train_seconds"] == 1724.542 and s["_time_source"] == "MLLOG run_start..run_stop"
+    assert s["final_accuracy"] == 0.76066
+    assert s["samples_per_second"] == 15982.399  # the logged `throughput`, not a derived figure
+    assert s["epochs_completed"] == 1 and s["samples_trained"] == 1281167  # one epoch_stop in the excerpt
+    assert reader.epoch_rows()[0] == {"epoch": 1, "elapsed": 80.161, "val_acc": None}
+
+
+def test_mllog_prefixes_and_negatives():
+    bert = (
+        ' 0: :::MLLOG {"namespace": "", "time_ms": 1719843792116, "event_type": "POINT_IN_TIME", "key": '
+        '"tracked_stats", "value": {"throughput": 14214.65962521748}, "metadata": {"file": '
+        '"/workspace/bert/run_pretraining.py", "lineno": 1850, "epoch_num": 799502}}'
+    )
+    bracket = (
+        '[0] :::MLLOG {"namespace": "", "time_ms": 0, "event_type": "POINT_IN_TIME", "key": "cache_clear", '
+        '"value": true, "metadata": {"file": "clean.sh", "lineno": 5}}'
+    )
+    custom = (
+        ':::MLLOG {"namespace": "", "time_ms": 1775725581676, "event_type": "POINT_IN_TIME", "key": "train_loss", '
+        '"value": 11.846, "metadata": {"samples_count": 0, "lr": 3.125e-06}}'
+    )
+    assert parse_mllog_line(bert)["value"] == {"throughput": 14214.65962521748}
+    assert parse_mllog_line(bracket)["key"] == "cache_clear"
+    assert parse_mllog_line(custom)["metadata"] == {"samples_count": 0, "lr": 3.125e-06}
+    assert parse_mllog_line(":::MLLOG {not json}") is None and parse_mllog_line("MLLOG run_start") is None
+    reader = MetricsReader(("mllog",))
+    reader.feed(bert)
+    assert reader.throughput == 14214.65962521748 and reader.missing() and "run_start and run_stop" in reader.missing()
+    aborted = [
+        ':::MLLOG {"namespace": "", "time_ms": 1000, "event_type": "INTERVAL_START", "key": "run_start", "value": null, "metadata": {"file": "x.py", "lineno": 1}}',
+        ':::MLLOG {"namespace": "", "time_ms": 4000, "event_type": "INTERVAL_END", "key": "run_stop", "value": null, "metadata": {"file": "x.py", "lineno": 1, "status": "aborted"}}',
+    ]
+    for line in aborted:
+        reader.feed(line)
+    assert reader.run_status == "aborted" and reader.summary(0)["train_seconds"] == 3.0
+
+
+def test_json_line_convention():
+    line = 'GPUBENCH_METRICS {"samples_per_second": 812.5, "samples": 50000, "accuracy": 0.91, "model": "r18"}'
+    assert parse_json_line(line)["samples"] == 50000
+    assert parse_json_line("[rank0] " + line)["accuracy"] == 0.91  # one launcher prefix word is fine
+    assert (
+        parse_json_line('echo GPUBENCH_METRICS {"a": 1} done') is None
+        and parse_json_line("GPUBENCH_METRICS [1]") is None
+    )
+    reader = MetricsReader(("json",))
+    reader.feed(line)
+    reader.feed('GPUBENCH_METRICS {"accuracy": 0.95, "seconds": 61.5, "loss": "low"}')  # later keys win
+    reader.feed("GPUBENCH_METRICS {broken")
+    s = reader.summary(wall_seconds=70.0)
+    assert s["samples_per_second"] == 812.5 and s["final_accuracy"] == 0.95 and s["train_seconds"] == 61.5
+    assert s["final_loss"] is None and any("loss='low'" in w for w in reader.warnings)
+    assert any("unreadable GPUBENCH_METRICS" in w for w in reader.warnings)
+    assert reader.reported()["json"]["model"] == "r18"
+    only_samples = MetricsReader(("json",))
+    only_samples.feed('GPUBENCH_METRICS {"samples": 600}')
+    assert only_samples.summary(wall_seconds=2.0)["samples_per_second"] == 300.0  # derived over the run's wall time
+
+
+# --- real runs through the local runtime ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
+    from analysis.cli import main as analysis_main
+
+    spec = torch_spec(tmp_path)
+    bucket = tmp_path / "bucket"
+    assert run_payload(spec, bucket) == 0
+    result, run_dir = only_result(bucket)
+    w = result["benchmark"]["workload"]
+    assert result["status"] == "completed" and result["benchmark"]["kind"] == "workload"
+    assert result["benchmark"]["name"] == load_spec(spec).benchmark_name
+    assert w["sha256"] == load_spec(spec).sha256 == result["benchmark"]["params"]["workload_sha256"]
+    assert w["metrics_found"] == ["json", "mllog"] and w["time_source"] == "GPUBENCH_METRICS seconds"
+    m = result["metrics"]
+    reported = w["reported"]["json"]
+    assert m["samples_trained"] == 256 == reported["samples"] and m["epochs_completed"] == 2
+    assert m["samples_per_second"] == reported["samples_per_second"] > 0
+    assert 0 <= m["final_accuracy"] <= 1 and reported["torch"].startswith("2.13")
+    assert result["benchmark"]["global_batch_size"] == 32
+    assert w["reported"]["mllog"]["run_stop_ms"] > w["reported"]["mllog"]["run_start_ms"]
+    events = [e["event"] for e in result["timeline"]]
+    assert (
+        events.index("setup_start")
+        < events.index("setup_end")
+        < events.index("train_start")
+        < events.index("train_end")
+    )
+    assert result["price"]["hourly_usd"] == 0.40 and result["price"]["origin"] == "env"
+    tail = (run_dir / "log-tail.txt").read_text()
+    assert result["artifacts"]["log_tail"].endswith("/log-tail.txt") and "GPUBENCH_METRICS" in tail
+    assert [r.split(",")[0] for r in (run_dir / "epochs.csv").read_text().splitlines()] == ["epoch", "1", "2"]
+
+    out = tmp_path / "report"
+    capsys.readouterr()
+    assert analysis_main(["collect", "--results", str(bucket), "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["new"] == 1
+    assert analysis_main(["report", "--out", str(out), "--base", "local/this-machine", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    rows = [r for r in report["summary"] if r["benchmark"] == result["benchmark"]["name"]]
+    assert len(rows) == 1 and rows[0]["offering_id"] == "local/this-machine"
+    # local/this-machine bills per started second (infra/catalog/data/billing.toml [[local]])
+    assert rows[0]["train_cost_usd"] == pytest.approx(math.ceil(m["train_seconds"]) / 3600 * 0.40, rel=1e-6)
+    assert (out / "index.html").read_text().count(result["benchmark"]["name"]) >= 1
+
+
+def test_failing_workload_is_a_failed_result_with_its_log_tail(tmp_path):
+    script = "import sys\nfor i in range(300):\n    print('step', i)\nprint('CUDA out of memory', file=sys.stderr)\nsys.exit(3)\n"
+    spec = write_spec(tmp_path, {"name": "oom", "run": "python fail.py", "metrics": ["json"]}, {"fail.py": script})
+    assert run_payload(spec, tmp_path / "bucket") == 1
+    result, run_dir = only_result(tmp_path / "bucket")
+    assert result["status"] == "failed" and result["exit_code"] == 1
+    assert result["error"].startswith("`run` exited with status 3") and result["error"].endswith("CUDA out of memory")
+    assert result["benchmark"]["workload"]["run_exit_code"] == 3
+    assert result["metrics"]["samples_per_second"] is None and result["metrics"]["train_seconds"] >= 0
+    tail = (run_dir / "log-tail.txt").read_text().splitlines()
+    assert len(tail) == 200 and tail[-1] == "CUDA out of memory" and tail[0] == "step 101"
+    assert result["benchmark"]["workload"]["log_tail_lines"] == 200
+
+
+def test_setup_failure_and_missing_metrics_fail(tmp_path):
+    spec = write_spec(tmp_path, {"name": "nosetup", "setup": "echo installing; exit 7", "run": "echo never"})
+    assert run_payload(spec, tmp_path / "b1") == 1
+    result, _ = only_result(tmp_path / "b1")
+    assert result["error"].startswith("`setup` exited with status 7") and "installing" in result["error"]
+    assert "never" not in (tmp_path / "b1").joinpath(result["artifacts"]["log_tail"]).read_text()
+    spec = write_spec(tmp_path, {"name": "quiet", "run": "echo trained, said nothing", "metrics": ["json", "mllog"]})
+    assert run_payload(spec, tmp_path / "b2") == 1
+    result, _ = only_result(tmp_path / "b2")
+    assert result["error"].startswith("missing metric:") and "GPUBENCH_METRICS" in result["error"]
+    assert "trained, said nothing" in result["error"]
+
+
+def test_workload_stopped_at_the_deadline_is_a_timeout(tmp_path):
+    spec = write_spec(tmp_path, {"name": "slow", "run": "echo started; sleep 120", "metrics": ["json"]})
+    # the watcher stops runs 300 s before the deadline: this one is 2 s past that margin
+    deadline = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=302)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert run_payload(spec, tmp_path / "bucket", "--deadline", deadline, "--watch-interval", "0.2") == 1
+    result, _ = only_result(tmp_path / "bucket")
+    assert result["status"] == "failed" and result["error"].startswith("timeout: `run` was stopped at the run deadline")
+    assert result["benchmark"]["workload"]["run_seconds"] < 60
+
+
+def test_expect_gpu_without_a_gpu_fails_before_the_job_starts(tmp_path):
+    spec = write_spec(tmp_path, {"name": "gpu-job", "run": "touch ran", "metrics": ["json"]})
+    assert run_payload(spec, tmp_path / "bucket", "--expect-gpu") == 3  # this machine has no NVIDIA GPU
+    result, _ = only_result(tmp_path / "bucket")
+    assert result["status"] == "failed" and result["error"].startswith("--expect-gpu: no GPU visible")
+    assert not (tmp_path / "job" / "ran").exists()
+
+
+@pytest.mark.slow
+def test_keras_example_runs_as_a_workload(tmp_path):
+    wd = tmp_path / "keras"
+    shutil.copytree(REPO / "examples" / "keras-mnist", wd)
+    doc = yaml.safe_load((wd / "workload.yaml").read_text())
+    doc["env"].update(EPOCHS="1", SAMPLES="512", DATA="synthetic", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc))
+    assert run_payload(wd / "workload.yaml", tmp_path / "bucket") == 0
+    result, _ = only_result(tmp_path / "bucket")
+    reported = result["benchmark"]["workload"]["reported"]["json"]
+    assert reported["backend"] == "tensorflow" and result["metrics"]["samples_trained"] == 512
+    assert result["metrics"]["samples_per_second"] > 0 and 0 <= result["metrics"]["final_accuracy"] <= 1
