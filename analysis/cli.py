@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         prog = "gpubench" if os.path.basename(sys.argv[0]) == "gpubench" else "python -m analysis"
     args = build_parser(prog).parse_args(argv)
     try:
+        _check_directories(args)
         return int(args.func(args) or 0)
     except _errors() as exc:
         from infra.conventions import exit_code_of
@@ -101,3 +102,28 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except BrokenPipeError:  # `gpubench offers | head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exitcodes.OK
+    except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+        # a path the user gave that cannot be used as asked: say which, no traceback
+        print(f"error: {exc.strerror or exc}: {exc.filename!s}; pass a path that can be used", file=sys.stderr)
+        return exitcodes.USAGE
+    except OSError as exc:  # disk full, I/O error: it ran, and failed
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.FAILED
+
+
+# Options that name a directory a command writes into (or, for demo, its local bucket).
+_DIRECTORY_OPTIONS = ("out", "results", "project_dir")
+
+
+def _check_directories(args) -> None:
+    """`--out FILE` is refused before any work (a collect or demo would fail at its very end)."""
+    from infra.conventions import UsageError
+
+    for name in _DIRECTORY_OPTIONS:
+        values = getattr(args, name, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, str) and "://" not in value and os.path.isfile(value):
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(
+                    f"{flag} {value!r} is a file, not a directory; give a directory (it is created if missing)"
+                )

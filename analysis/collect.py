@@ -380,6 +380,7 @@ def collect(
     opener = store_opener or open_store
     t0 = time.perf_counter()
     out = Path(out_dir)
+    remove_stale_temporaries(out)
     manifest = Manifest(out / MANIFEST_NAME)
     try:
         old_entries, entries = manifest.entries, {}
@@ -502,7 +503,7 @@ def collect(
             return summary, rows
         summary.valid = len(rows)
         fingerprint = _fingerprint(entries)
-        if fingerprint != manifest.table_fingerprint or not all(Path(p).exists() for p in paths.values()):
+        if fingerprint != manifest.table_fingerprint or not table_is_whole(out):
             write_table(rows, out)
             summary.table_written = True
         changed = [k for k, e in entries.items() if old_entries.get(k) is not e]
@@ -714,6 +715,50 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
         os.replace(tmp, path)
         paths[ext] = str(path)
     return paths
+
+
+def table_is_whole(out_dir: str | Path) -> bool:
+    """Both table files exist and the Parquet footer reads: a truncated or
+    overwritten table is rebuilt even when the manifest says nothing changed."""
+    out = Path(out_dir)
+    parquet, csv = out / f"{TABLE_STEM}.parquet", out / f"{TABLE_STEM}.csv"
+    if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
+        return False
+    try:
+        import pyarrow.parquet as pq
+
+        pq.read_metadata(parquet)
+    except Exception:  # noqa: BLE001 - any unreadable table is rebuilt
+        return False
+    return True
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
+    """Delete `.results.<ext>.<pid>.tmp` files a killed collect left behind (its
+    process is gone); a collect still running in the same directory keeps its own."""
+    out, removed = Path(out_dir), []
+    if not out.is_dir():
+        return removed
+    for tmp in out.glob(f".{TABLE_STEM}.*.*.tmp"):
+        pid = tmp.name.split(".")[-2]
+        if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
+            continue
+        try:
+            tmp.unlink()
+            removed.append(tmp)
+        except OSError:
+            pass
+    return removed
 
 
 def read_table(out_dir: str | Path):

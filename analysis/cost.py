@@ -149,8 +149,8 @@ class CostBreakdown:
 
 
 def _hours(hours: float) -> float:
-    if hours is None or not isinstance(hours, (int, float)) or math.isnan(hours) or hours <= 0:
-        raise CostError(f"--hours must be a positive number of hours, got {hours!r}")
+    if hours is None or not isinstance(hours, (int, float)) or not math.isfinite(hours) or hours <= 0:
+        raise CostError(f"--hours must be a positive, finite number of hours, got {hours!r}")
     return float(hours)
 
 

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from infra import workspace as pulumi_ws
-from infra.tags import DEADLINE_OUTPUTS, RESULTS_STACKS, RESULTS_URL_OUTPUT, BadDeadline, parse_deadline
+from infra.tags import (
+    DEADLINE_OUTPUTS,
+    RESULTS_STACKS,
+    RESULTS_URL_OUTPUT,
+    BadDeadline,
+    is_stack_deadline,
+    parse_deadline,
+)
 from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
 
 # action -> does it count as a failure for the exit code
@@ -87,6 +94,12 @@ def deadline_of(name: str, stack, outputs, config) -> tuple[datetime | None, str
     """The stack's deadline: its `deadline` output, else last update start + gpubench:maxHours."""
     raw = output_value(outputs, DEADLINE_OUTPUTS)
     if raw:
+        if not is_stack_deadline(raw):
+            # not what the launcher writes: a hand-edited or foreign output decides nothing
+            return None, (
+                f"deadline output {str(raw)[:80]!r} is not in the launcher's format (2024-05-01T12:00:00Z); "
+                "left alone: destroy it by name if it is yours"
+            )
         try:
             return parse_deadline(raw), f"deadline output {raw}"
         except BadDeadline as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra import clouds
+from payload.storage import bucket_name_problem
 
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
@@ -156,23 +157,64 @@ def _cidr(key: str, raw: Any) -> str:
     return str(net)
 
 
+# The widest SSH source range accepted without `gpubench:allowWideSsh: true`.
+SSH_MAX_WIDTH = {4: 16, 6: 48}
+
+
+def _check_ssh_width(cidr: str | None, allowed: bool) -> None:
+    if not cidr or allowed:
+        return
+    net = ipaddress.ip_network(cidr)
+    limit = SSH_MAX_WIDTH[net.version]
+    if net.prefixlen < limit:
+        raise ConfigError(
+            "sshCidr",
+            f"{cidr} is wider than /{limit} (IPv{net.version}); use your own address (e.g. 203.0.113.7/32), "
+            "or set gpubench:allowWideSsh: true if you mean it",
+        )
+
+
 def _results(key: str, raw: Any) -> str:
     text = _str(key, raw)
     if text.startswith(("s3://", "gs://")) or text.startswith("stack:"):
         if text.startswith("stack:") and not text[len("stack:") :]:
             raise ConfigError(key, "a stack reference needs a name, e.g. stack:aws-results")
-        if text.startswith(("s3://", "gs://")) and not text[5:].split("/", 1)[0]:
-            raise ConfigError(key, f"{text!r} names no bucket; use e.g. {text[:5]}my-results-bucket")
+        if text.startswith(("s3://", "gs://")):
+            bucket = text[5:].split("/", 1)[0]
+            if not bucket:
+                raise ConfigError(key, f"{text!r} names no bucket; use e.g. {text[:5]}my-results-bucket")
+            problem = bucket_name_problem(text[:2], bucket)
+            if problem:
+                raise ConfigError(key, f"bucket name {bucket!r} in {text!r} is not valid: {problem}")
         return text.rstrip("/")
     raise ConfigError(
         key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)"
     )
 
 
+# The OCI distribution reference grammar (github.com/distribution/reference, regexp.go):
+# [registry[:port]/]path[:tag][@digest]; path components lowercase.
+_COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+_IMAGE_REF = re.compile(
+    rf"(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{{32,}})?",
+    re.ASCII,
+)
+
+
+def is_image_reference(text: str) -> bool:
+    """A valid OCI image reference (docker pull would accept its syntax); `{generation}` is filled in later."""
+    return bool(_IMAGE_REF.fullmatch(text.replace("{generation}", "x"))) and len(text) <= 255
+
+
 def _image(key: str, raw: Any) -> str:
     text = _str(key, raw)
-    if any(c.isspace() for c in text):
-        raise ConfigError(key, f"{text!r} is not a container image reference")
+    if not is_image_reference(text):
+        raise ConfigError(
+            key,
+            f"{text!r} is not a container image reference; use e.g. ghcr.io/gpubench/payload:cuda12 "
+            "(lowercase repository, optional :tag and @sha256:digest)",
+        )
     return text
 
 
@@ -241,6 +283,7 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "payloadImage": (_image, DEFAULT_PAYLOAD_IMAGE),
     "zone": (_str, None),
     "sshCidr": (_cidr, None),
+    "allowWideSsh": (_bool, False),
     "sshPublicKey": (_ssh_key, None),
     "rootVolumeGb": (_root_gb, 150),
     "expectGpu": (_bool, True),
@@ -279,6 +322,7 @@ class BenchmarkConfig:
     data: str | None = None
     zone: str | None = None
     ssh_cidr: str | None = None
+    allow_wide_ssh: bool = False
     ssh_public_key: str | None = None
     image: str | None = None
     params: str | None = None
@@ -344,12 +388,43 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     ours: dict[str, Any] = {}
     provider: dict[str, str] = {}
     for full, value in raw.items():
+        full = str(full)
         ns, _, key = full.rpartition(":")
+        if ns == "":
+            typo = _namespace_typo(key)
+            if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
+                raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
         if ns in ("", NAMESPACE):
             ours[key] = value
-        elif ns in PROVIDER_KEYS and key in PROVIDER_KEYS[ns]:
+        elif ns in PROVIDER_KEYS:
+            if key not in PROVIDER_KEYS[ns]:
+                close = difflib.get_close_matches(key, list(PROVIDER_KEYS[ns]), n=1)
+                hint = f" Did you mean {ns}:{close[0]}?" if close else ""
+                raise ConfigError(
+                    full,
+                    f"{full!r} is not a {ns} key this program reads.{hint} "
+                    f"It reads: {', '.join(f'{ns}:{k}' for k in PROVIDER_KEYS[ns])}",
+                )
             provider[f"{ns}:{key}"] = str(value)
+        elif _looks_like_namespace(ns):
+            raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
     return ours, provider
+
+
+def _looks_like_namespace(ns: str) -> bool:
+    """`gpubnech`, `gpubench-x`, `GPUBench`: close to `gpubench` but not it (difflib ratio >= 0.75)."""
+    low = ns.lower()
+    return ns != NAMESPACE and (
+        difflib.SequenceMatcher(None, low, NAMESPACE).ratio() >= 0.75 or re.sub(r"[^a-z]", "", low) == NAMESPACE
+    )
+
+
+def _namespace_typo(key: str) -> str | None:
+    """The key meant by a bare `gpubench-suite` / `gpubnech_suite` (separator instead of ':'), or None."""
+    m = re.fullmatch(r"([A-Za-z]+)[-_.]([A-Za-z].*)", key)
+    if m and (m[1].lower() == NAMESPACE or _looks_like_namespace(m[1])):
+        return m[2]
+    return None
 
 
 def _reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
@@ -408,6 +483,7 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
         )
     if values.get("epochs") and values.get("steps"):
         raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
+    _check_ssh_width(values.get("ssh_cidr"), values.get("allow_wide_ssh", False))
     return BenchmarkConfig(stack=stack, provider_config=provider, **values)
 
 
@@ -422,9 +498,35 @@ def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -
             "gpus",
             f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}",
         )
+    _check_zone(cfg, provider)
     scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
     if cfg.results and not cfg.results.startswith("stack:") and scheme and not cfg.results.startswith(scheme):
         raise ConfigError(
             "results",
             f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results",
+        )
+
+
+def _check_zone(cfg: BenchmarkConfig, provider: str) -> None:
+    """A zone must be the provider's and inside the stack's configured region."""
+    if not clouds.is_cloud(provider):
+        return
+    cloud = clouds.get(provider)
+    key, zone = (
+        ("zone", cfg.zone)
+        if cfg.zone
+        else next(((k, v) for k, v in cfg.provider_config.items() if k.endswith(":zone") and v), (None, None))
+    )
+    if not zone:
+        return
+    if not cloud.ZONE_PATTERN.fullmatch(zone):
+        raise ConfigError(
+            key, f"{zone!r} is not a {provider} zone name (e.g. {cloud.DEFAULT_REGION}-a / {cloud.DEFAULT_REGION}a)"
+        )
+    region = cfg.provider_config.get(f"{provider}:region")
+    if region and cloud.region_of_zone(zone) != region:
+        raise ConfigError(
+            key,
+            f"zone {zone} is outside the stack's region {region} ({provider}:region); "
+            f"use a zone of {region} or change the region to {cloud.region_of_zone(zone)}",
         )

@@ -25,6 +25,7 @@ __all__ = [
     "RESULTS_URL_OUTPUT",
     "TAG_KEYS",
     "BadDeadline",
+    "is_stack_deadline",
     "parse_deadline",
     "parse_max_hours",
     "recurring_deadline",
@@ -65,6 +66,15 @@ def parse_deadline(text: str) -> datetime:
             f"expires-at {raw[:80]!r} is not a deadline; expected RFC 3339 UTC like 2024-05-01T12:00:00Z "
             "(AWS tag) or 20240501t120000z (GCP label)"
         ) from None
+
+
+# The `deadline` stack output as the launcher writes it (pulumi_time Offset.rfc3339, UTC, whole seconds).
+_STACK_DEADLINE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+
+
+def is_stack_deadline(text) -> bool:
+    """True only for a deadline output in the launcher's exact form, 2024-05-01T12:00:00Z."""
+    return isinstance(text, str) and _STACK_DEADLINE.fullmatch(text) is not None
 
 
 def is_expired(text: str, now: datetime) -> bool:

@@ -16,7 +16,9 @@ from payload import __version__, exitcodes
 __all__ = ["main", "build_parser"]
 
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
-4 completed but results spooled locally, 75 interrupted (rerun to resume)"""
+4 completed but results spooled locally, 6 spool unwritable: files in
+$TMPDIR/gpubench-fallback/ (flush --spool DIR), 75 interrupted or SIGTERM/SIGINT
+(rerun to resume)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,3 +115,6 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return exitcodes.OK
+    except KeyboardInterrupt:  # Ctrl-C before the run's own handler is installed
+        print("python -m payload: cancelled", file=sys.stderr)
+        return exitcodes.CANCELLED

@@ -151,6 +151,36 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+def _stack(text: str) -> str:
+    """A slug: it becomes one segment of every result key (runs/<stack>/...)."""
+    from payload.layout import BadKeyPart, check_stack_name
+
+    try:
+        return check_stack_name(text.strip())
+    except BadKeyPart as exc:
+        raise ValueError(str(exc).replace(f"stack name {text.strip()!r} ", "")) from None
+
+
+def _results(text: str) -> str:
+    """s3://, gs://, file:// or a path, with a valid bucket name: checked before anything trains."""
+    from payload.storage import StorageError, check_results_url
+
+    try:
+        return check_results_url(text.strip())
+    except StorageError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _date(text: str) -> str:
+    """An ISO date or time (2025-01-31, 2025-01-31T12:00:00Z): results carry when their price was true."""
+    value = text.strip()
+    try:
+        _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date, e.g. 2025-01-31") from None
+    return value
+
+
 @dataclass(frozen=True)
 class Option:
     """One run option: CLI flag, env variable, parser, default, help."""
@@ -192,7 +222,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "results",
         "GPUBENCH_RESULTS",
-        _text,
+        _results,
         None,
         "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path",
         "URL",
@@ -201,7 +231,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "stack",
         "GPUBENCH_STACK",
-        _text,
+        _stack,
         None,
         "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot",
         "STACK",
@@ -323,7 +353,7 @@ OPTIONS: tuple[Option, ...] = (
         "USD",
     ),
     Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
-    Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _text, None, "date of the launch price", "DATE"),
+    Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _date, None, "date of the launch price", "DATE"),
     Option(
         "image", "GPUBENCH_IMAGE", _text, None, "the container image this run is in, recorded with the result", "IMAGE"
     ),

@@ -30,7 +30,11 @@ def iso(ts: float | None = None) -> str:
 
 
 def parse_iso(text: str) -> float:
-    return _dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    """Seconds since the epoch; an offset (+02:00) is honoured, a time without one is UTC."""
+    dt = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=_dt.timezone.utc)
+    return dt.timestamp()
 
 
 # MLPerf event types by key; anything else is a point in time.
@@ -91,13 +95,20 @@ class Timeline:
         if not p.exists():
             return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
         warnings, records = [], []
-        for n, line in enumerate(p.read_text().splitlines(), 1):
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            return [f"GPUBENCH_HOST_EVENTS={path} cannot be read ({exc}); host events missing from timeline"]
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                ts = rec["time"] if isinstance(rec["time"], str) else iso(float(rec["time"]))
-                parse_iso(ts)
+                if not isinstance(rec, dict):
+                    raise TypeError(f"a JSON object is expected, not {type(rec).__name__}")
+                raw = rec["time"]
+                # normalised to UTC "...Z": the result schema and every reader expect it
+                ts = iso(parse_iso(raw) if isinstance(raw, str) else float(raw))
                 records.append(
                     {
                         **rec,
@@ -107,7 +118,7 @@ class Timeline:
                         "source": "host",
                     }
                 )
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
                 warnings.append(f"{path}:{n}: skipped host event ({exc})")
         self.extend(records)
         return warnings

@@ -16,6 +16,12 @@ code   name         meaning
                     spool; run ``python -m payload flush``)
 5      INVALID      data was refused: a price snapshot that would not load, or
                     (collect --strict) results that were set aside
+6      STRANDED     payload: neither the bucket nor the local spool took some
+                    files; they are in the fallback directory
+                    ``$TMPDIR/gpubench-fallback/`` (else
+                    ``./gpubench-fallback/``), or, if no directory could be
+                    written, printed to stderr between ``LOST-FILE`` markers;
+                    deliver them with ``python -m payload flush --spool DIR``
 10     DECLINED     a launch or a deletion was not confirmed (answer ``y``, or
                     pass ``--yes`` where no one can answer)
 75     INTERRUPTED  spot/preemption notice (or SIGTERM, or the deadline): a
@@ -25,7 +31,7 @@ code   name         meaning
 =====  ===========  ==========================================================
 
 Within one payload suite the most urgent outcome wins, in the order
-INTERRUPTED, NO_GPU, FAILED, SPOOLED, OK.
+INTERRUPTED, STRANDED, NO_GPU, FAILED, SPOOLED, OK.
 """
 
 OK = 0
@@ -34,6 +40,7 @@ USAGE = 2
 MISSING = 3
 REMOTE = 4
 INVALID = 5
+STRANDED = 6
 DECLINED = 10
 INTERRUPTED = 75
 CANCELLED = 130
@@ -47,12 +54,13 @@ TABLE = {
     MISSING: "a tool, pip extra, credential or GPU it needs is missing",
     REMOTE: "a cloud API or bucket failed or is unreachable (payload: results spooled locally)",
     INVALID: "data refused (a price snapshot that would not load; collect --strict: results set aside)",
+    STRANDED: "payload: files are only in the fallback directory (or stderr); flush them with --spool DIR",
     DECLINED: "not confirmed: answer y, or pass --yes",
     INTERRUPTED: "interrupted by the cloud or the deadline; run again to resume",
     CANCELLED: "cancelled with Ctrl-C",
 }
 
-_PRECEDENCE = (INTERRUPTED, NO_GPU, FAILED, USAGE, SPOOLED, OK)
+_PRECEDENCE = (INTERRUPTED, STRANDED, NO_GPU, FAILED, USAGE, SPOOLED, OK)
 
 
 def worst(codes) -> int:

@@ -32,6 +32,23 @@ def _segment(what: str, value: str) -> str:
     return text
 
 
+# Pulumi's stack-name alphabet; the launcher names stacks this way and the
+# payload refuses anything else before it trains (a path or a space in a
+# stack name would put results where collect never looks).
+_STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_stack_name(stack: str) -> str:
+    """The stack name if it is a slug (letters, digits, '.', '_', '-'; no '/', no '..'); else BadKeyPart."""
+    text = str(stack)
+    if not _STACK_NAME.fullmatch(text) or ".." in text:
+        raise BadKeyPart(
+            f"stack name {text!r} is not a slug: use letters, digits, '.', '_' and '-' "
+            "(no '/', no '..', at most 100 characters), e.g. aws-p3-8x-spot"
+        )
+    return text
+
+
 def stack_prefix(stack: str) -> str:
     """`runs/<stack>/`: everything one stack writes."""
     return f"{ROOT}{_segment('stack', stack)}/"

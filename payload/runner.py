@@ -489,10 +489,19 @@ class BenchmarkRun:
         return code
 
 
-def _install_sigterm(watcher: PreemptionWatcher):
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
+    """SIGTERM (docker stop, ACPI shutdown) and SIGINT (Ctrl-C) act like a preemption
+    notice: checkpoint, write an ``interrupted`` result, exit 75. Returns the old handlers."""
     if threading.current_thread() is not threading.main_thread():
-        return None
-    return signal.signal(signal.SIGTERM, lambda signum, frame: watcher.trigger("SIGTERM received"))
+        return {}
+    old = {}
+    for sig in STOP_SIGNALS:
+        name = signal.Signals(sig).name
+        old[sig] = signal.signal(sig, lambda signum, frame, name=name: watcher.trigger(f"{name} received"))
+    return old
 
 
 def run(cfg: RunConfig) -> int:
@@ -513,7 +522,7 @@ def run(cfg: RunConfig) -> int:
     )
     facts, more = offering_facts(cfg.offering, cfg.offering_kind, cfg.instance_type)
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
-    old_handler = _install_sigterm(watcher)
+    old_handlers = _install_stop_handlers(watcher)
     ctx = SuiteContext(cfg, boot, identity, store, watcher, price, facts, warnings + more, flush_note)
     codes = []
     try:
@@ -528,8 +537,23 @@ def run(cfg: RunConfig) -> int:
             codes.append(WorkloadRun(ctx, load_spec(cfg.workload)).execute())
     finally:
         watcher.stop()
-        if old_handler is not None:
-            signal.signal(signal.SIGTERM, old_handler)
+        for sig, handler in old_handlers.items():
+            signal.signal(sig, handler)
+    if store.stranded:
+        where = ", ".join(str(d) for d in spool.used_fallbacks) or "stderr (LOST-FILE markers)"
+        print(
+            f"[gpubench] {len(store.stranded)} file(s) are in neither the bucket nor the spool {spool.dir}: "
+            f"they are in {where}"
+            + (
+                f"; deliver with `python -m payload flush --spool {spool.used_fallbacks[0]}`"
+                if spool.used_fallbacks
+                else ""
+            )
+            + (f"; lost: {', '.join(store.lost)}" if store.lost else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+        codes.append(exitcodes.STRANDED)
     if store.spooled and exitcodes.worst(codes) == exitcodes.OK:
         codes.append(exitcodes.SPOOLED)
     return exitcodes.worst(codes)

@@ -1,15 +1,24 @@
 """Local spool: where results wait when the bucket stays down.
 
 A result that cannot be uploaded after the store's retries is written to the
-spool directory together with its destination (store URL + key). ``flush``
-(``python -m payload flush``, and the start of every run) re-sends spooled
-objects oldest first and deletes each one only after its upload succeeded,
-so nothing is lost and a later write of the same key wins.
+spool directory together with its destination (store URL + key) and its
+object tags. ``flush`` (``python -m payload flush``, and the start of every
+run) re-sends spooled objects oldest first, with the same tags as a direct
+upload, and deletes each one only after its upload succeeded, so nothing is
+lost and a later write of the same key wins.
 
 Directory: ``GPUBENCH_SPOOL``, else ``$XDG_CACHE_HOME/gpubench/spool``, else
 ``~/.cache/gpubench/spool``. One ``<id>.json`` (metadata) + ``<id>.bin``
 (payload) pair per object; the id hashes URL + key so re-spooling a key
 replaces the older copy.
+
+If the spool itself cannot be written (read-only, full, not a directory), the
+object goes to the first writable fallback: ``$TMPDIR/gpubench-fallback/``
+(``/tmp`` without TMPDIR), then ``./gpubench-fallback/`` in the working
+directory. A fallback has the spool's format, so ``python -m payload flush
+--spool <fallback>`` delivers it; the run exits STRANDED (payload.exitcodes).
+If no directory takes it, a text object (result, events, epochs) is printed
+to stderr between ``[gpubench] LOST-FILE`` markers as the last copy.
 """
 
 from __future__ import annotations
@@ -17,13 +26,35 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from payload.storage import StorageError, Store, open_store
 
-__all__ = ["Spool", "SpoolingStore", "FlushReport", "default_spool_dir"]
+__all__ = [
+    "FALLBACK_DIRNAME",
+    "FlushReport",
+    "Spool",
+    "SpoolError",
+    "SpoolingStore",
+    "default_spool_dir",
+    "fallback_dirs",
+]
+
+FALLBACK_DIRNAME = "gpubench-fallback"
+LAST_RESORT_LIMIT = 4 * 1024 * 1024  # larger objects (model checkpoints) are not printed
+
+
+class SpoolError(OSError):
+    """Neither the spool nor any fallback directory could be written."""
+
+
+def fallback_dirs() -> list[Path]:
+    """Where an object goes when the spool cannot be written, in order."""
+    return [Path(tempfile.gettempdir()) / FALLBACK_DIRNAME, Path.cwd() / FALLBACK_DIRNAME]
 
 
 def default_spool_dir() -> Path:
@@ -46,21 +77,33 @@ class FlushReport:
 class Spool:
     """A directory of objects waiting for upload."""
 
-    def __init__(self, directory: Path | str | None = None):
+    def __init__(self, directory: Path | str | None = None, fallbacks: list[Path] | None = None):
         self.dir = Path(directory) if directory else default_spool_dir()
+        self.fallbacks = fallback_dirs() if fallbacks is None else [Path(f) for f in fallbacks]
+        self.used_fallbacks: list[Path] = []  # where objects went because the spool refused them
 
-    def add(self, url: str, key: str, data: bytes, content_type: str | None, reason: str = "") -> Path:
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def add(self, url: str, key: str, data: bytes, content_type: str | None, reason: str = "", tags=None) -> Path:
+        """Write one object to the spool, else to the first fallback that takes it (SpoolError if none)."""
         item = hashlib.sha256(f"{url}\0{key}".encode()).hexdigest()[:24]
-        meta = {"url": url, "key": key, "content_type": content_type, "spooled_at": time.time(), "reason": reason[:500]}
-        bin_path, meta_path = self.dir / f"{item}.bin", self.dir / f"{item}.json"
-        tmp = bin_path.with_suffix(".bin.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, bin_path)
-        tmp = meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta))
-        os.replace(tmp, meta_path)  # metadata last: an item is complete when it has one
-        return bin_path
+        meta = {
+            "url": url,
+            "key": key,
+            "content_type": content_type,
+            "tags": dict(tags) if tags else None,
+            "spooled_at": time.time(),
+            "reason": reason[:500],
+        }
+        errors = []
+        for directory in [self.dir, *(f for f in self.fallbacks if f != self.dir)]:
+            try:
+                path = _write_item(directory, item, data, meta)
+            except OSError as exc:
+                errors.append(f"{directory}: {exc.strerror or exc}")
+                continue
+            if directory != self.dir and directory not in self.used_fallbacks:
+                self.used_fallbacks.append(directory)
+            return path
+        raise SpoolError(f"no spool or fallback directory could be written ({'; '.join(errors)})")
 
     def pending(self) -> list[dict]:
         """Spooled items, oldest first, each with its metadata and ``id``."""
@@ -90,7 +133,7 @@ class Spool:
                 store = stores.get(item["url"]) or open_store(item["url"], retries=retries, backoff=backoff)
                 stores[item["url"]] = store
                 data = (self.dir / f"{item['id']}.bin").read_bytes()
-                store.put_bytes(item["key"], data, item.get("content_type"))
+                store.put_bytes(item["key"], data, item.get("content_type"), tags=item.get("tags") or None)
             except (StorageError, OSError) as exc:
                 report.failed[dest] = down[item["url"]] = str(exc)
                 continue
@@ -100,28 +143,71 @@ class Spool:
         return report
 
 
+def _write_item(directory: Path, item: str, data: bytes, meta: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    bin_path, meta_path = directory / f"{item}.bin", directory / f"{item}.json"
+    tmp = bin_path.with_suffix(".bin.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, bin_path)
+    tmp = meta_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, meta_path)  # metadata last: an item is complete when it has one
+    return bin_path
+
+
 class SpoolingStore:
     """Wraps a Store: uploads that fail after retries land in the spool.
 
     Reads go straight to the store. ``spooled`` lists what did not make it,
-    so the caller can say so in its events and exit code.
+    ``stranded`` what went to a fallback directory or, failing that, to
+    stderr (``lost`` when even that was impossible), so the caller can say so
+    in its events and exit code.
     """
 
     def __init__(self, store: Store, spool: Spool):
         self.store, self.spool = store, spool
         self.spooled: list[str] = []
+        self.stranded: list[str] = []
+        self.lost: list[str] = []
 
     def put_bytes(self, key: str, data: bytes, content_type: str | None = None, tags=None) -> bool:
-        """Upload; return False (and spool) when the bucket is unreachable.
-        A spooled object is flushed later without its tags (they only drive
-        lifecycle expiry; the data is what must not be lost)."""
+        """Upload; return False (and spool, with the tags) when the bucket is unreachable."""
         try:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True
         except StorageError as exc:
-            self.spool.add(self.store.url, key, data, content_type, reason=str(exc))
+            before = len(self.spool.used_fallbacks)
+            try:
+                path = self.spool.add(self.store.url, key, data, content_type, reason=str(exc), tags=tags)
+            except SpoolError as spool_exc:
+                self._last_resort(key, data, spool_exc)
+                return False
             self.spooled.append(key)
+            if path.parent != self.spool.dir:
+                self.stranded.append(key)
+                if len(self.spool.used_fallbacks) > before:
+                    print(
+                        f"[gpubench] spool {self.spool.dir} cannot be written; files go to fallback {path.parent}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             return False
+
+    def _last_resort(self, key: str, data: bytes, exc: SpoolError) -> None:
+        """Print a text object to stderr (the container log keeps it): the last copy there is."""
+        self.stranded.append(key)
+        print(f"[gpubench] {key}: {exc}", file=sys.stderr, flush=True)
+        try:
+            text = data.decode("utf-8") if len(data) <= LAST_RESORT_LIMIT else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
+            self.lost.append(key)
+            print(f"[gpubench] {key} ({len(data)} bytes, binary or large) is LOST", file=sys.stderr, flush=True)
+            return
+        print(f"[gpubench] LOST-FILE-BEGIN {self.store.url_for(key)}", file=sys.stderr)
+        print(text, file=sys.stderr)
+        print(f"[gpubench] LOST-FILE-END {self.store.url_for(key)}", file=sys.stderr, flush=True)
 
     def __getattr__(self, name):  # get_bytes, list, exists, url_for, delete
         return getattr(self.store, name)

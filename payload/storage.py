@@ -29,6 +29,7 @@ import datetime as _dt
 import hashlib
 import os
 import random
+import re
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
@@ -43,6 +44,8 @@ __all__ = [
     "Store",
     "StorageError",
     "PermanentStorageError",
+    "bucket_name_problem",
+    "check_results_url",
     "is_permanent",
     "open_store",
     "with_retries",
@@ -382,6 +385,73 @@ class GCSStore(Store):
             self._bucket.blob(self._key(key)).delete(timeout=self._timeout, retry=None)
         except NotFound:
             pass
+
+
+_IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+
+
+def bucket_name_problem(scheme: str, name: str) -> str | None:
+    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None.
+
+    S3: https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+    GCS: https://cloud.google.com/storage/docs/buckets#naming
+    """
+    if scheme == "s3":
+        if not 3 <= len(name) <= 63:
+            return "S3 bucket names are 3 to 63 characters long"
+        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*[a-z0-9]", name):
+            return (
+                "S3 bucket names use lowercase letters, digits, '.' and '-', and start and end with a letter or digit"
+            )
+        if ".." in name or _IPV4.fullmatch(name):
+            return "S3 bucket names have no '..' and are not IP addresses"
+        if name.startswith(("xn--", "sthree-")) or name.endswith(("-s3alias", "--ol-s3", "--x-s3")):
+            return "S3 reserves the prefixes xn--, sthree- and the suffixes -s3alias, --ol-s3, --x-s3"
+        return None
+    if scheme == "gs":
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*[a-z0-9]", name):
+            return (
+                "GCS bucket names use lowercase letters, digits, '-', '_' and '.', "
+                "and start and end with a letter or digit"
+            )
+        parts = name.split(".")
+        if len(name) > (222 if len(parts) > 1 else 63) or len(name) < 3 or any(len(p) > 63 for p in parts):
+            return "GCS bucket names are 3 to 63 characters (up to 222 with dots, 63 per dot-separated part)"
+        if ".." in name or _IPV4.fullmatch(name):
+            return "GCS bucket names have no '..' and are not IP addresses"
+        if name.startswith("goog") or "google" in name or "g00gle" in name:
+            return "GCS bucket names cannot begin with 'goog' or contain 'google'"
+        return None
+    return None
+
+
+def check_results_url(url: str) -> str:
+    """Check a results location without opening it: scheme, bucket name, file URL form.
+
+    Returns the URL; raises PermanentStorageError naming the value and the rule.
+    """
+    if not url or not isinstance(url, str) or not url.strip():
+        raise PermanentStorageError(f"results location must be a non-empty URL or path, got {url!r}")
+    if any(ord(c) < 32 for c in url):
+        raise PermanentStorageError(f"results location {url!r} contains a control character (newline?)")
+    parsed = urlparse(url)
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return url
+    if parsed.scheme not in _OPENERS:
+        raise PermanentStorageError(
+            f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
+            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path"
+        )
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise PermanentStorageError(f"file URL {url!r} must be file:///absolute/path")
+        return url
+    if not parsed.netloc:
+        raise PermanentStorageError(f"results URL {url!r} has no bucket; expected {parsed.scheme}://bucket[/prefix]")
+    problem = bucket_name_problem(parsed.scheme, parsed.netloc)
+    if problem:
+        raise PermanentStorageError(f"bucket name {parsed.netloc!r} in {url!r} is not valid: {problem}")
+    return url
 
 
 def _open_file(parsed, url, **kw) -> Store:

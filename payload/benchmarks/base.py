@@ -20,6 +20,7 @@ preemption, results. Modules must not import TensorFlow at import time
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -120,4 +121,23 @@ def coerce_params(name: str, defaults: Mapping[str, Any], overrides: Mapping[str
             params[key] = _coerce(value, defaults[key])
         except (ValueError, KeyError):
             raise ParamError(f"{name}: parameter {key}={value!r} must be like {defaults[key]!r}") from None
+        problem = _range_problem(key, params[key])
+        if problem:
+            raise ParamError(f"{name}: parameter {key}={value!r} {problem}")
     return params
+
+
+# Parameters that may be 0; every other numeric parameter counts or sizes something and must be >= 1.
+_MAY_BE_ZERO = frozenset({"warmup_steps"})
+
+
+def _range_problem(key: str, value: Any) -> str | None:
+    """Why a coerced parameter value is out of range, or None: caught before any data or model."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    low = 0 if key in _MAY_BE_ZERO else 1
+    if value < low:
+        return f"must be >= {low}"
+    return None

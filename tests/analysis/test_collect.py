@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import threading
 import time
 
@@ -648,3 +649,33 @@ def test_bulk_path_prices_only_spot_runs_of_clouds_with_a_spot_history(s3_bucket
     assert summary.valid == 3 and calls == [aws_spot["run_id"]]
     _, rows_thread = collect([url], tmp_path / "thread", spot_pricer=pricer, bulk=False)
     assert rows == rows_thread and calls == [aws_spot["run_id"]] * 2
+
+
+def test_a_truncated_table_is_rebuilt_even_when_nothing_changed(tmp_path):
+    src, out = tmp_path / "res", tmp_path / "out"
+    _populate(open_store(str(src)), _results(3))
+    collect([str(src)], out)
+    parquet = out / "results.parquet"
+    parquet.write_bytes(parquet.read_bytes()[: parquet.stat().st_size // 2])
+    summary, rows = collect([str(src)], out)
+    assert (summary.new, summary.cached) == (0, 3)  # the manifest says nothing changed ...
+    assert summary.table_written  # ... and the table is written again all the same
+    assert len(pd.read_parquet(parquet)) == 3
+
+
+def test_temporary_files_of_a_killed_collect_are_cleaned_up(tmp_path):
+    import subprocess
+    import sys
+
+    src, out = tmp_path / "res", tmp_path / "out"
+    _populate(open_store(str(src)), _results(1))
+    collect([str(src)], out)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)  # a process that has exited, like a killed collect
+    left = [out / f".results.parquet.{dead_pid}.tmp", out / f".results.csv.{dead_pid}.tmp"]
+    for p in left:
+        p.write_bytes(b"half a table")
+    running = out / f".results.csv.{os.getppid()}.tmp"  # a live process's file is not touched
+    running.write_bytes(b"in progress")
+    collect([str(src)], out)
+    assert not any(p.exists() for p in left) and running.exists()

@@ -314,3 +314,22 @@ def test_suite_is_read_leniently_never_shrunk(project, tmp_path_factory):
     assert ws.calls == []
     assert "other (no result)" in out["aws-json"].reason
     assert out["aws-default"].action == "kept"  # the default suite has more than mnist-cnn
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ["2024-05-01", "2024-05-01T11:00:00+00:00", "yesterday", "2024-05-01T11:00Z", "20240501t110000z", "1714561200"],
+)
+def test_a_deadline_output_not_in_the_launchers_format_is_left_alone_with_the_reason(project, forged):
+    """A stack whose `deadline` output was not written by the launcher (hand-edited,
+    another tool's, forged) is never destroyed by --expired, even if it reads as past."""
+    stack_file(project, "aws-forged", offering="aws/p3.2xlarge", maxHours=1)
+    ws = FakeWorkspace().add(
+        "aws-forged",
+        outputs={"deadline": forged},
+        history=[SimpleNamespace(kind="update", start_time=NOW - timedelta(hours=30))],
+    )
+    out = by_stack(run(ws, project, expired=True))
+    assert ws.calls == []
+    assert out["aws-forged"].action == "kept"
+    assert "not in the launcher's format" in out["aws-forged"].reason and "left alone" in out["aws-forged"].reason

@@ -88,3 +88,54 @@ def test_unknown_offering_names_closest(catalog):
     with pytest.raises(CatalogError) as err:
         resolve(parse_config({**BASE, "gpubench:offering": "aws/p3.8xlarg"}, "s"), catalog)
     assert "aws/p3.8xlarge" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "extra, key, fragment",
+    [
+        ({"gpubnech:suite": "resnet50"}, "gpubnech:suite", "Did you mean gpubench:suite?"),
+        ({"GPUBench:suite": "resnet50"}, "GPUBench:suite", "Did you mean gpubench:suite?"),
+        ({"gpubench-suite": "resnet50"}, "gpubench-suite", "Did you mean gpubench:suite?"),
+        ({"gpubench_maxHours": 2}, "gpubench_maxHours", "Did you mean gpubench:maxHours?"),
+        ({"aws:regoin": "us-east-1"}, "aws:regoin", "Did you mean aws:region?"),
+        ({"gcp:zonee": "us-central1-a"}, "gcp:zonee", "Did you mean gcp:zone?"),
+        ({"gpubench:results": "s3://My_Results"}, "results", "lowercase"),
+        ({"gpubench:results": "s3://ab"}, "results", "3 to 63"),
+        ({"gpubench:results": "gs://google-results"}, "results", "google"),
+        ({"gpubench:sshCidr": "10.0.0.0/8"}, "sshCidr", "wider than /16"),
+        ({"gpubench:sshCidr": "2001:db8::/32"}, "sshCidr", "wider than /48"),
+        ({"gpubench:payloadImage": "GHCR.io/Me/Payload:latest"}, "payloadImage", "not a container image reference"),
+        ({"gpubench:payloadImage": "ghcr.io/me/payload:$(reboot)"}, "payloadImage", "not a container image"),
+        ({"gpubench:payloadImage": "repo:tag:tag"}, "payloadImage", "not a container image"),
+    ],
+)
+def test_typos_and_unsafe_values_are_refused_with_a_suggestion(extra, key, fragment):
+    with pytest.raises(ConfigError) as err:
+        parse_config({**BASE, **extra}, "s")
+    assert err.value.key == key and fragment in str(err.value), str(err.value)
+
+
+def test_wide_ssh_only_when_allowed_and_valid_images_pass():
+    cfg = parse_config({**BASE, "gpubench:sshCidr": "10.0.0.0/8", "gpubench:allowWideSsh": True}, "s")
+    assert cfg.ssh_cidr == "10.0.0.0/8" and cfg.allow_wide_ssh
+    for ref in ("ghcr.io/gpubench/payload:cuda12", "localhost:5000/p", "ubuntu", "a/b@sha256:" + "0" * 64):
+        assert parse_config({**BASE, "gpubench:payloadImage": ref}, "s").payload_image == ref
+    assert parse_config({**BASE, "pulumi:template": "x", "kubernetes:context": "y"}, "s")  # other tools' keys
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        ({"gpubench:zone": "us-west-2a"}, "outside the stack's region us-east-1"),
+        ({"gpubench:zone": "us-central1-a"}, "is not a aws zone name"),
+    ],
+)
+def test_a_zone_outside_the_region_is_refused(extra, fragment):
+    from infra.catalog import load_catalog
+    from infra.config import check_against_offering
+
+    cfg = parse_config({**BASE, **extra}, "s")
+    offering = load_catalog().get("aws/p3.8xlarge")
+    with pytest.raises(ConfigError) as err:
+        check_against_offering(cfg, offering, "aws")
+    assert err.value.key == "zone" and fragment in str(err.value)
