@@ -60,12 +60,13 @@ class SuiteContext:
     host_events_claimed: bool = False
 
 
-def fingerprint(stack: str, name: str, params: dict, precision: str, gpus, data: str) -> str:
-    blob = json.dumps(
-        {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data},
-        sort_keys=True,
-        default=str,
-    )
+def fingerprint(
+    stack: str, name: str, params: dict, precision: str, gpus, data: str, backend: str = "tensorflow"
+) -> str:
+    fields = {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data}
+    if backend != "tensorflow":  # runs from before --backend existed keep their fingerprint
+        fields["backend"] = backend
+    blob = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -101,7 +102,15 @@ class BenchmarkRun:
         self.ctx, self.cfg = ctx, ctx.cfg
         self.bench = get(name)
         self.params = _params_for(self.cfg, self.bench)
-        self.fp = fingerprint(self.cfg.stack, name, self.params, self.cfg.precision, self.cfg.gpus, str(self.cfg.data))
+        self.fp = fingerprint(
+            self.cfg.stack,
+            name,
+            self.params,
+            self.cfg.precision,
+            self.cfg.gpus,
+            str(self.cfg.data),
+            self.cfg.backend,
+        )
         self.timeline = Timeline(echo=sys.stderr)
         self.warnings = list(ctx.warnings)
         self.state: dict = {}
@@ -211,7 +220,9 @@ class BenchmarkRun:
         try:
             from payload import training
 
-            self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas)
+            self.devices = training.setup_devices(
+                cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce
+            )
             self.global_batch = self.params["batch_size"] * self.devices.replicas
             self.timeline.add(
                 "devices",
@@ -416,7 +427,7 @@ class BenchmarkRun:
     def _result(self, status: str, code: int) -> dict:
         cfg, ident, d = self.cfg, self.ctx.identity, self.devices
         hardware, nv = self._hardware()
-        software = software_facts()
+        software = software_facts(cfg.backend)
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         warnings = list(dict.fromkeys(self.warnings + self.ckpt.errors))
         if hardware["device"] == "CPU" and nv["nvml_error"]:
@@ -441,7 +452,7 @@ class BenchmarkRun:
             "per_gpu_batch_size": self.params["batch_size"],
             "global_batch_size": self.global_batch,
             "replicas": d.replicas if d else 1,
-            "strategy": type(d.strategy).__name__ if d else "none",
+            "strategy": d.strategy_name if d else "none",
             "all_reduce": d.all_reduce if d else None,
             "jit_compile": self.jit_compile,
             "fingerprint": self.fp,
