@@ -14,6 +14,12 @@ preemption, results. Modules must not import TensorFlow at import time
 - ``build_model(params) -> keras.Model``: compiled, with an ``accuracy``
   metric; called inside the strategy scope with the precision policy set.
   Output layers compute in float32 so mixed precision stays stable.
+- ``train(model, train_ds, val_ds, run) -> dict`` (optional): a benchmark
+  of several timed phases (seed 003: frozen fit, unfrozen fit, TTA) drives
+  training itself through ``run.fit`` (the harness callback, timing and
+  stop checks stay the runner's) and returns ``{"phase_seconds": {...,
+  "total": s}, "final_accuracy": a}``. ``resumable=False``: a phase changes
+  which weights train, so an interrupted run restarts from the beginning.
 - ``kind``: ``epochs`` (train N epochs, report held-out accuracy) or
   ``throughput`` (N steps on synthetic data, report images/s after warm-up).
 """
@@ -62,6 +68,8 @@ class Benchmark:
     load_data: Callable[..., Data]
     build_model: Callable[[dict], Any]
     param_help: Mapping[str, str] = field(default_factory=dict)
+    train: Callable[..., dict] | None = None
+    resumable: bool = True
 
     def params(self, overrides: Mapping[str, Any] | None = None) -> dict:
         """Defaults with overrides coerced to the defaults' types."""
@@ -76,6 +84,7 @@ class Benchmark:
             "dataset": self.dataset,
             "params": dict(self.defaults),
             "param_help": dict(self.param_help),
+            "phased": self.train is not None,
         }
 
 
