@@ -19,7 +19,8 @@ from analysis.reference import imagenet_schedules
 DEFAULT_BASE = "aws/p2.xlarge"  # a single K80, the base configuration of seed 002
 # What makes runs repeats of one another: a batch size or precision of its own
 # is another configuration, never pooled into the same median.
-CONFIG = ["precision", "per_gpu_batch_size"]
+# The Keras backend is one too: backends are compared side by side (seed 002 compared frameworks).
+CONFIG = ["backend", "precision", "per_gpu_batch_size"]
 GROUP = ["benchmark", "offering_id", "market", "gpus_used", *CONFIG]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
@@ -42,6 +43,8 @@ class Options:
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs that finished: failed and interrupted runs are billed but not timed."""
+    if "backend" not in runs.columns:  # tables from before backends were recorded: all tensorflow
+        runs = runs.assign(backend="tensorflow")
     return runs[runs["status"] == "completed"]
 
 

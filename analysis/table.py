@@ -12,7 +12,7 @@ import json
 from datetime import datetime, timezone
 
 # Bump when the row layout changes: cached rows of another version are re-derived.
-ROW_VERSION = 1
+ROW_VERSION = 2  # 2: backend, all_reduce, phase_total_seconds
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
@@ -51,6 +51,8 @@ COLUMNS = (
     "image",
     "benchmark",
     "benchmark_kind",
+    "backend",
+    "all_reduce",
     "precision",
     "per_gpu_batch_size",
     "global_batch_size",
@@ -58,6 +60,7 @@ COLUMNS = (
     "data",
     "fingerprint",
     "train_seconds",
+    "phase_total_seconds",
     "samples_per_second",
     "samples_per_second_p10",
     "samples_per_second_p90",
@@ -210,6 +213,9 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "image": sw.get("image"),
         "benchmark": b["name"],
         "benchmark_kind": b["kind"],
+        # results from before --backend all ran on tensorflow
+        "backend": sw.get("backend") or "tensorflow",
+        "all_reduce": b.get("all_reduce"),
         "precision": b.get("precision"),
         "per_gpu_batch_size": b.get("per_gpu_batch_size"),
         "global_batch_size": b.get("global_batch_size"),
@@ -217,6 +223,7 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "data": b.get("data"),
         "fingerprint": b.get("fingerprint"),
         "train_seconds": m.get("train_seconds"),
+        "phase_total_seconds": (m.get("phase_seconds") or {}).get("total"),
         "samples_per_second": m.get("samples_per_second"),
         "samples_per_second_p10": spread.get("p10"),
         "samples_per_second_p90": spread.get("p90"),
