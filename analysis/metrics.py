@@ -23,8 +23,9 @@ BASE_PREFERENCE = ("aws/p2.xlarge", "gcp/n1-standard-4+1xk80", "gcp/n1-standard-
 DEFAULT_BASE = BASE_PREFERENCE[0]
 # What makes runs repeats of one another: the same workload (benchmark and
 # every parameter that changes the work, see analysis.table.workload); the
-# batch size and precision are in it and shown as columns of their own.
-CONFIG = ["precision", "per_gpu_batch_size"]
+# Keras backend, batch size and precision are in it and shown as columns of
+# their own (backends are compared side by side, as seed 002 compared frameworks).
+CONFIG = ["backend", "precision", "per_gpu_batch_size"]
 WORKLOAD = ["benchmark", "workload"]
 # Runs at different hourly prices are different rows: a summary never
 # averages two prices into one nobody paid (spot runs, whose price moves
@@ -51,6 +52,8 @@ class Options:
 
 def completed(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs that finished: failed and interrupted runs are billed but not timed."""
+    if "backend" not in runs.columns:  # tables from before backends were recorded: all tensorflow
+        runs = runs.assign(backend="tensorflow")
     return runs[runs["status"] == "completed"]
 
 

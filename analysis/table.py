@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timezone
 
 # Bump when the row layout changes: cached rows of another version are re-derived.
-ROW_VERSION = 2
+ROW_VERSION = 3  # 2: workload key and label, sample unit; 3: backend, all_reduce, phase_total_seconds
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
@@ -52,6 +52,8 @@ COLUMNS = (
     "image",
     "benchmark",
     "benchmark_kind",
+    "backend",
+    "all_reduce",
     "precision",
     "per_gpu_batch_size",
     "global_batch_size",
@@ -62,6 +64,7 @@ COLUMNS = (
     "workload_label",
     "sample_unit",
     "train_seconds",
+    "phase_total_seconds",
     "samples_per_second",
     "samples_per_second_p10",
     "samples_per_second_p90",
@@ -309,6 +312,9 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "image": sw.get("image"),
         "benchmark": b["name"],
         "benchmark_kind": b["kind"],
+        # results from before --backend all ran on tensorflow
+        "backend": sw.get("backend") or "tensorflow",
+        "all_reduce": b.get("all_reduce"),
         "precision": b.get("precision"),
         "per_gpu_batch_size": b.get("per_gpu_batch_size"),
         "global_batch_size": b.get("global_batch_size"),
@@ -319,6 +325,7 @@ def result_to_row(result: dict, *, source: str, key: str, etag: str | None, sche
         "workload_label": workload_name,
         "sample_unit": _sample_unit(b["name"]),
         "train_seconds": m.get("train_seconds"),
+        "phase_total_seconds": (m.get("phase_seconds") or {}).get("total"),
         "samples_per_second": m.get("samples_per_second"),
         "samples_per_second_p10": spread.get("p10"),
         "samples_per_second_p90": spread.get("p90"),

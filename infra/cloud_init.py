@@ -15,23 +15,33 @@ Pure Python (no Pulumi) so preview, tests and both clouds share it. What the gue
    network so IMDS / the GCE metadata server are reachable; AWS allows it with hop
    limit 2), whose ExecStopPost powers the machine off however the payload ended,
    with OnFailure= as a second path.
+
+With a code bundle (the default: no image to build), the unit first runs
+fetch-code.sh: it copies `code/<sha256>.tar.gz` from the results bucket with the
+instance's own credentials (the cloud's copy command), checks the sha256 and
+unpacks it; run.sh then mounts it into the public image and installs the
+payload from it before `python -m payload run`. A bundle that cannot be fetched
+or does not match fails the unit, which powers the machine off.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import yaml
 
 ENV_FILE = "/etc/gpubench/payload.env"
+CODE_ENV = "/etc/gpubench/code.env"
 STATE_DIR = "/var/lib/gpubench"
 HOST_EVENTS = f"{STATE_DIR}/events.jsonl"
 LIB_DIR = "/usr/local/lib/gpubench"
 UNIT = "gpubench-payload.service"
 POWEROFF_UNIT = "gpubench-poweroff.service"
 DRIVER_WAIT_TRIES = 90  # x 10 s: how long run.sh waits for nvidia-smi before starting the container
+CODE_DIR = "/var/lib/gpubench/code"
+BUNDLE_MOUNT = "/opt/gpubench"  # where the unpacked bundle is seen inside the container
 _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 
 EVENT_SH = f"""#!/bin/bash
@@ -85,8 +95,11 @@ sed -i "s/^GPUBENCH_DEADLINE=.*/GPUBENCH_DEADLINE=$deadline/" {ENV_FILE}
 
 RUN_SH = f"""#!/bin/bash
 # Run the payload container once with every GPU; the unit's ExecStopPost handles the end.
+# usage: run.sh IMAGE [CODE_DIR]: with CODE_DIR, IMAGE is a public framework image and the
+# payload is pip-installed from the fetched bundle when the container starts.
 set -euo pipefail
 image="$1"
+code="${{2:-}}"
 # The NVIDIA driver may still be installing at first boot (GCP DLVM install-nvidia-driver runs
 # beside cloud-init): `docker run --gpus all` would fail and power the machine off without a
 # result. Wait for it, bounded; if it never comes, docker fails loudly as before.
@@ -100,9 +113,48 @@ until nvidia-smi -L >/dev/null 2>&1; do
   sleep 10
 done
 {LIB_DIR}/event.sh container_start "" "$image"
+if [ -z "$code" ]; then
+  exec docker run --rm --name gpubench-payload --gpus all --network host \\
+    --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "$image"
+fi
+# The bundle's install command (code.env: CODE_EXTRA, CODE_PIP_FLAGS, CODE_BACKEND_PACKAGES).
+extra="$(sed -n 's/^CODE_EXTRA=//p' "$code.env")"
+flags="$(sed -n 's/^CODE_PIP_FLAGS=//p' "$code.env")"
+backend_packages="$(sed -n 's/^CODE_BACKEND_PACKAGES=//p' "$code.env")"
+install="python3 -m pip install --no-cache-dir --quiet $flags '{BUNDLE_MOUNT}/gpubench[$extra]' $backend_packages"
 exec docker run --rm --name gpubench-payload --gpus all --network host \\
-  --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "$image"
+  --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} -v "$code:{BUNDLE_MOUNT}" \\
+  --entrypoint /bin/bash "$image" -c "$install && exec python3 -m payload run"
 """
+
+
+def fetch_code_sh(copy: str) -> str:
+    """fetch-code.sh with the cloud's copy command (`copy URL FILE`, the instance's credentials)."""
+    return f"""#!/bin/bash
+# Fetch the payload's code bundle from the results bucket, check its sha256, unpack it.
+# usage: fetch-code.sh ENV_FILE DEST_DIR (ENV_FILE: CODE_URL=, CODE_SHA256=, cloud settings)
+set -euo pipefail
+env_file="$1"
+dest="$2"
+set -a
+# shellcheck source=/dev/null
+. "$env_file"
+set +a
+{copy.strip()}
+archive="$dest.tar.gz"
+rm -f "$archive"
+copy "$CODE_URL" "$archive"
+if ! echo "$CODE_SHA256  $archive" | sha256sum --check --status -; then
+  echo "gpubench: $CODE_URL does not have sha256 $CODE_SHA256; not running it" >&2
+  exit 1
+fi
+rm -rf "$dest"
+mkdir -p "$dest"
+tar -xzf "$archive" -C "$dest" --no-same-owner
+cp "$env_file" "$dest.env"
+rm -f "$archive"
+"""
+
 
 FINISH_SH = f"""#!/bin/bash
 # Called after the payload unit stops, whatever the reason: record it and power off.
@@ -130,7 +182,9 @@ SCRIPTS: dict[str, str] = {
 }
 
 
-def _payload_unit(image: str) -> str:
+def _payload_unit(image: str, code: bool) -> str:
+    fetch = f"ExecStartPre={LIB_DIR}/fetch-code.sh {CODE_ENV} {CODE_DIR}\n" if code else ""
+    run_args = f"{image} {CODE_DIR}" if code else image
     return f"""[Unit]
 Description=gpubench payload (runs once, then powers the machine off)
 Wants=network-online.target docker.service
@@ -142,7 +196,7 @@ Type=simple
 Restart=no
 TimeoutStartSec=0
 ExecStartPre=-/usr/bin/docker pull {image}
-ExecStart={LIB_DIR}/run.sh {image}
+{fetch}ExecStart={LIB_DIR}/run.sh {run_args}
 ExecStopPost={LIB_DIR}/finish.sh
 
 [Install]
@@ -160,11 +214,45 @@ ExecStart={LIB_DIR}/poweroff.sh
 
 
 @dataclass(frozen=True)
+class CodeBundle:
+    """The payload source in the results bucket and how this cloud's guest copies it.
+
+    `copy` defines a shell function `copy URL FILE` (the cloud's CLI with the
+    instance's credentials); `settings` are extra KEY=value lines it may read."""
+
+    url: str
+    sha256: str
+    copy: str
+    extra: str = "payload"
+    pip_flags: str = ""
+    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax in a TensorFlow image
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+    def env_text(self) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
+            raise ValueError(f"code bundle sha256 {self.sha256!r} is not 64 hex digits")
+        values = {
+            "CODE_URL": self.url,
+            "CODE_SHA256": self.sha256,
+            "CODE_EXTRA": self.extra,
+            "CODE_PIP_FLAGS": self.pip_flags,
+            "CODE_BACKEND_PACKAGES": self.backend_packages,
+            **self.settings,
+        }
+        for key, value in values.items():
+            if not re.fullmatch(r"[A-Za-z0-9_./:+@=,\[\]-]*", value) or not re.fullmatch(r"[A-Z][A-Z0-9_]*", key):
+                raise ValueError(f"code setting {key}={value!r} has characters the env file cannot carry")
+        return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+@dataclass(frozen=True)
 class PayloadLaunch:
-    """Everything the guest needs: the container image and its GPUBENCH_* environment."""
+    """Everything the guest needs: the container image, its GPUBENCH_* environment and,
+    unless the image is a prebuilt payload image, the code bundle to run in it."""
 
     image: str
     env: Mapping[str, str]
+    code: CodeBundle | None = None
 
 
 def env_file(env: Mapping[str, str]) -> str:
@@ -211,7 +299,24 @@ def render_user_data(launch: PayloadLaunch) -> str:
             {"path": f"{LIB_DIR}/{name}", "permissions": "0755", "owner": "root:root", "content": body}
             for name, body in SCRIPTS.items()
         ),
-        {"path": f"/etc/systemd/system/{UNIT}", "permissions": "0644", "content": _payload_unit(launch.image)},
+        *(
+            [
+                {"path": CODE_ENV, "permissions": "0600", "owner": "root:root", "content": launch.code.env_text()},
+                {
+                    "path": f"{LIB_DIR}/fetch-code.sh",
+                    "permissions": "0755",
+                    "owner": "root:root",
+                    "content": fetch_code_sh(launch.code.copy),
+                },
+            ]
+            if launch.code
+            else []
+        ),
+        {
+            "path": f"/etc/systemd/system/{UNIT}",
+            "permissions": "0644",
+            "content": _payload_unit(launch.image, launch.code is not None),
+        },
         {"path": f"/etc/systemd/system/{POWEROFF_UNIT}", "permissions": "0644", "content": POWEROFF_SERVICE},
     ]
     doc = {

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra import clouds
+from payload.config import ALL_REDUCES, BACKENDS
 from payload.storage import bucket_name_problem
 
 NAMESPACE = "gpubench"
@@ -32,7 +33,6 @@ STACK_TYPES = ("benchmark", "recurring", "results", "sweeper")
 RECURRING_PREFIX = "recurring-"  # recurring-<benchmark stack>: the stack it repeats
 PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
-DEFAULT_PAYLOAD_IMAGE = "ghcr.io/gpubench/payload:{generation}"
 MAX_HOURS_LIMIT = 72.0
 MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even boot a GPU image
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
@@ -280,7 +280,10 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "data": (_str, None),
     "maxHours": (_max_hours, 6.0),
     "results": (_results, None),
-    "payloadImage": (_image, DEFAULT_PAYLOAD_IMAGE),
+    # unset: the official TensorFlow image per GPU generation runs the uploaded code bundle
+    "payloadImage": (_image, None),
+    "backend": (_choice(BACKENDS), None),
+    "allReduce": (_choice(ALL_REDUCES), None),
     "zone": (_str, None),
     "sshCidr": (_cidr, None),
     "allowWideSsh": (_bool, False),
@@ -312,7 +315,6 @@ class BenchmarkConfig:
     precision: str
     gpus: str
     max_hours: float
-    payload_image: str
     root_volume_gb: int
     expect_gpu: bool
     results: str | None = None
@@ -326,6 +328,9 @@ class BenchmarkConfig:
     ssh_public_key: str | None = None
     image: str | None = None
     params: str | None = None
+    payload_image: str | None = None  # a prebuilt payload image instead of the code bundle
+    backend: str | None = None
+    all_reduce: str | None = None
     provider_config: Mapping[str, str] = field(default_factory=dict)
     stack_type: str = "benchmark"
     every: str | None = None  # recurring stacks: the schedule expression

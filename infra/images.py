@@ -1,10 +1,54 @@
-"""Images, independent of the cloud: the payload container per GPU generation.
+"""Images, independent of the cloud: the container the payload runs in, per GPU generation.
 
+By default nothing is built or published: the stack uploads the payload's source
+(infra/bundle.py) and the host runs it in the official TensorFlow GPU image
+(Docker Hub `tensorflow/tensorflow:<version>-gpu`, https://www.tensorflow.org/install/docker),
+installing the `payload` extra from the bundle when the container starts. The
+version per generation follows the compute capabilities each TensorFlow build
+ships kernels for (tf.sysconfig.get_build_info()["cuda_compute_capabilities"];
+https://github.com/tensorflow/tensorflow/releases):
+
+- `cuda13` (cc >= 7.5: T4, A10G, L4, A100, H100): 2.21.0 (CUDA 12.5, sm_60..sm_89 + compute_90;
+  Keras 3, Python 3.11+), the TensorFlow the payload is tested with;
+- `cuda12` (cc 5.0..7.0: M60, P100, V100): 2.16.1, the last build with Maxwell (sm_50)
+  kernels, which 2.17 removed; Keras 3; there is no 2.16.0;
+- `cuda11-legacy` (cc < 5.0: K80): 2.11.0 (CUDA 11.2, sm_35 kernels) on driver 470, the
+  last branch for Kepler; Python 3.8 and Keras 2, so the bundle installs the
+  `payload-legacy` extra with --ignore-requires-python, as payload/Dockerfile.legacy does.
+
+`gpubench:payloadImage` replaces all this with a prebuilt image (payload/Dockerfile)
+whose entrypoint is `python -m payload run`; `{generation}` in it is replaced.
 Each cloud's host images (AMIs, DLVM families) per generation are data in its
 own folder (infra/<cloud>/images.py).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PublicImage:
+    """An official framework image and how the bundle installs into it."""
+
+    image: str
+    extra: str = "payload"  # pyproject extra installed from the bundle
+    pip_flags: str = ""  # extra `pip install` flags
+
+
+TENSORFLOW_IMAGES: dict[str, PublicImage] = {
+    "cuda13": PublicImage("tensorflow/tensorflow:2.21.0-gpu"),
+    "cuda12": PublicImage("tensorflow/tensorflow:2.16.1-gpu"),
+    "cuda11-legacy": PublicImage(
+        "tensorflow/tensorflow:2.11.0-gpu", extra="payload-legacy", pip_flags="--ignore-requires-python"
+    ),
+}
+
+
+# --backend jax|torch in a TensorFlow image: their CUDA builds, installed with the bundle
+# (jax's CUDA 12 wheels: https://docs.jax.dev/en/latest/installation.html; PyPI's Linux torch
+# wheel is a CUDA build). The legacy image (Python 3.8, Keras 2) runs tensorflow only.
+BACKEND_PACKAGES = {"tensorflow": "", "jax": "jax[cuda12]", "torch": "torch"}
 
 
 def lookup(table: dict, provider: str, generation: str):
@@ -14,6 +58,11 @@ def lookup(table: dict, provider: str, generation: str):
         raise KeyError(f"no {provider} image for GPU generation {generation!r}; known: {', '.join(table)}") from None
 
 
+def public_image(generation: str) -> PublicImage:
+    """The official TensorFlow GPU image for this generation (the bundle is installed into it)."""
+    return lookup(TENSORFLOW_IMAGES, "tensorflow/tensorflow", generation)
+
+
 def payload_image(template: str, generation: str) -> str:
-    """The payload container for this generation: `{generation}` in the configured image is replaced."""
+    """A prebuilt payload image (gpubench:payloadImage): `{generation}` in it is replaced."""
     return template.replace("{generation}", generation)

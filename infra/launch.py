@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import BenchmarkConfig
-from infra.images import payload_image
+from infra.images import BACKEND_PACKAGES, PublicImage, payload_image, public_image
 from infra.tags import TAG_KEYS  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
@@ -23,8 +23,9 @@ class Launch:
     price: Any  # infra.catalog PriceQuote
     on_demand_price: Any  # for spot launches, recorded beside the spot price
     hourly_usd: float | None  # None when the catalog has no price for it
-    image: str  # payload container image
+    image: str  # the container image the host runs
     warnings: tuple[str, ...]
+    public: PublicImage | None = None  # set when `image` is a public image running the code bundle
 
     @property
     def provider(self) -> str:
@@ -37,7 +38,7 @@ class Launch:
 
 def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     """Look the offering and its price up; collect the warnings preview shows."""
-    from infra.config import check_against_offering
+    from infra.config import ConfigError, check_against_offering
 
     offering = catalog.get(cfg.offering)
     check_against_offering(cfg, offering, offering.provider)
@@ -62,15 +63,15 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}"
         )
     hourly = float(price.hourly_usd) if price is not None else None
-    return Launch(
-        cfg,
-        offering,
-        price,
-        on_demand,
-        hourly,
-        payload_image(cfg.payload_image, offering.image_generation),
-        tuple(warnings),
-    )
+    public = None if cfg.payload_image else public_image(offering.image_generation)
+    if public is not None and public.extra != "payload" and (cfg.backend or "tensorflow") != "tensorflow":
+        raise ConfigError(
+            "backend",
+            f"{cfg.backend!r} needs Keras 3; {offering.gpu.model if offering.gpu else offering.id} runs the legacy "
+            f"image {public.image} (Keras 2): use tensorflow, or a prebuilt gpubench:payloadImage",
+        )
+    image = payload_image(cfg.payload_image, offering.image_generation) if cfg.payload_image else public.image
+    return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
 
 
 def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:
@@ -158,7 +159,39 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
             "data": cfg.data,
             "param": cfg.params,
             "gpus": None if cfg.gpus == "all" else cfg.gpus,
+            "backend": cfg.backend,
+            "all_reduce": cfg.all_reduce,
         }
+    )
+
+
+CODE_CACHE = "gpubench-code"  # under the temp dir: the bundle file a Pulumi FileAsset uploads
+
+
+def bundle_file() -> tuple[str, str]:
+    """(sha256, path) of the payload's code bundle, written content-addressed for upload."""
+    import tempfile
+    from pathlib import Path
+
+    from infra.bundle import build_bundle
+
+    bundle = build_bundle()
+    return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
+
+
+def code_bundle(launch: Launch, url: str, sha256: str, copy: str, settings: dict[str, str] | None = None):
+    """What the guest needs to fetch and install the bundle into the launch's public image."""
+    from infra.cloud_init import CodeBundle
+
+    assert launch.public is not None, "a prebuilt payload image carries its own code"
+    return CodeBundle(
+        url=url,
+        sha256=sha256,
+        copy=copy,
+        extra=launch.public.extra,
+        pip_flags=launch.public.pip_flags,
+        backend_packages=BACKEND_PACKAGES[launch.cfg.backend or "tensorflow"],
+        settings=settings or {},
     )
 
 

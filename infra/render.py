@@ -266,4 +266,9 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if isinstance(value, pulumi.asset.FileAsset):  # the file's content decides what is uploaded
+        import hashlib
+        from pathlib import Path
+
+        return {"fileAsset": Path(value.path).name, "sha256": hashlib.sha256(Path(value.path).read_bytes()).hexdigest()}
     return str(value)

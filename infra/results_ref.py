@@ -20,6 +20,11 @@ class ResultsLocation:
     prefix: str  # key prefix under the bucket ("" or "team/"), always ending in "/" when set
     url: pulumi.Output  # store root URL handed to the payload (GPUBENCH_RESULTS)
 
+    @property
+    def code_prefix(self) -> str:
+        """Where code bundles live, shared by the stacks of this results location (read-only for them)."""
+        return f"{self.prefix}code/"
+
     def run_prefix(self, stack: str) -> str:
         """The only key prefix this stack may touch: `[prefix]runs/<stack>/`."""
         return self.prefix + stack_prefix(stack)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "ALL_REDUCES",
+    "BACKENDS",
     "OPTIONS",
     "ConfigError",
     "DataSource",
@@ -27,6 +29,12 @@ __all__ = [
     "render_env",
     "resolve",
 ]
+
+
+# Keras 3 backends the payload runs on, and MirroredStrategy's all-reduce choices
+# (today's analogues of tf_cnn_benchmarks' NCCL / parameter-device configurations).
+BACKENDS = ("tensorflow", "jax", "torch")
+ALL_REDUCES = ("nccl", "hierarchical", "one-device")
 
 
 class ConfigError(ValueError):
@@ -307,8 +315,27 @@ OPTIONS: tuple[Option, ...] = (
         "GPUBENCH_GPUS",
         _nonneg_int,
         None,
-        "GPUs to use (default: all visible; 0 = CPU). >1 uses MirroredStrategy with NCCL",
+        "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)",
         "N",
+    ),
+    Option(
+        "backend",
+        "GPUBENCH_BACKEND",
+        _choice(*BACKENDS),
+        "tensorflow",
+        "Keras backend (KERAS_BACKEND, set before keras is imported): tensorflow, jax or torch; "
+        "several GPUs: tensorflow uses MirroredStrategy, jax keras.distribution.DataParallel, "
+        "torch is refused (released Keras has no multi-GPU for it)",
+        "|".join(BACKENDS),
+    ),
+    Option(
+        "all_reduce",
+        "GPUBENCH_ALL_REDUCE",
+        _choice(*ALL_REDUCES),
+        "nccl",
+        "tensorflow backend, several GPUs: the cross-device all-reduce of MirroredStrategy "
+        "(nccl: NcclAllReduce; hierarchical: HierarchicalCopyAllReduce; one-device: ReductionToOneDevice)",
+        "|".join(ALL_REDUCES),
     ),
     Option(
         "data",
@@ -451,6 +478,8 @@ class RunConfig:
     batch_size: int | None = None
     precision: str = "fp32"
     gpus: int | None = None
+    backend: str = "tensorflow"
+    all_reduce: str = "nccl"
     data: DataSource = field(default_factory=lambda: DataSource("download"))
     param: dict[str, str] = field(default_factory=dict)
     expect_gpu: bool = False

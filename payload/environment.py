@@ -1,7 +1,7 @@
 """Software and host facts for result.json (what is needed to reproduce a run).
 
-TensorFlow facts are read only when TensorFlow is already imported by the
-training path; the rest is standard library.
+Framework facts (TensorFlow, Keras and its backend, JAX, PyTorch) are read
+only when the training path already imported them; the rest is standard library.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ from payload import __version__
 __all__ = ["host_facts", "software_facts"]
 
 
-def software_facts() -> dict:
+def _version(name: str) -> str | None:
+    module = sys.modules.get(name)
+    return getattr(module, "__version__", None) if module is not None else None
+
+
+def software_facts(backend: str = "tensorflow") -> dict:
+    """Versions of what ran; the backend's framework versions only when it was loaded."""
     facts = {
         "payload_version": __version__,
         "python": platform.python_version(),
@@ -26,7 +32,15 @@ def software_facts() -> dict:
         "nvml_cuda_driver": None,
         "image": os.environ.get("GPUBENCH_IMAGE") or None,
         "platform": platform.platform(),
+        "backend": backend,
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "torch": _version("torch"),
+        "torch_cuda_build": None,
     }
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        facts["torch_cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         facts["tensorflow"] = tf.__version__
@@ -39,6 +53,10 @@ def software_facts() -> dict:
     keras = sys.modules.get("keras")
     if keras is not None:
         facts["keras"] = getattr(keras, "__version__", None)
+        try:
+            facts["backend"] = keras.config.backend()  # what Keras actually runs on
+        except Exception:  # noqa: BLE001 - a partially imported keras: keep the requested one
+            pass
     return facts
 
 

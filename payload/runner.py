@@ -60,12 +60,13 @@ class SuiteContext:
     host_events_claimed: bool = False
 
 
-def fingerprint(stack: str, name: str, params: dict, precision: str, gpus, data: str) -> str:
-    blob = json.dumps(
-        {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data},
-        sort_keys=True,
-        default=str,
-    )
+def fingerprint(
+    stack: str, name: str, params: dict, precision: str, gpus, data: str, backend: str = "tensorflow"
+) -> str:
+    fields = {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data}
+    if backend != "tensorflow":  # runs from before --backend existed keep their fingerprint
+        fields["backend"] = backend
+    blob = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -94,6 +95,31 @@ def _spread(rates: list[float]) -> dict | None:
     }
 
 
+class PhaseRun:
+    """What a benchmark's own ``train`` gets: its params, steps per epoch, the
+    strategy scope (to recompile between phases) and ``fit``, which trains
+    with the harness callback so timing, epoch rows and stop checks apply."""
+
+    def __init__(self, params: dict, steps_per_epoch: int, devices, callback, fit_steps: int | None):
+        self.params, self.steps_per_epoch, self._devices, self._cb = params, steps_per_epoch, devices, callback
+        self._fit_steps = fit_steps  # None: one pass over a finite dataset per epoch
+
+    def scope(self):
+        return self._devices.strategy.scope()
+
+    def fit(self, model, train_ds, val_ds, *, epochs: int, initial_epoch: int) -> None:
+        model.fit(
+            train_ds,
+            validation_data=val_ds,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=self._fit_steps,
+            callbacks=[self._cb],
+            verbose=0,
+            shuffle=False,
+        )
+
+
 class BenchmarkRun:
     """One benchmark of the suite, possibly resuming an interrupted attempt."""
 
@@ -101,7 +127,15 @@ class BenchmarkRun:
         self.ctx, self.cfg = ctx, ctx.cfg
         self.bench = get(name)
         self.params = _params_for(self.cfg, self.bench)
-        self.fp = fingerprint(self.cfg.stack, name, self.params, self.cfg.precision, self.cfg.gpus, str(self.cfg.data))
+        self.fp = fingerprint(
+            self.cfg.stack,
+            name,
+            self.params,
+            self.cfg.precision,
+            self.cfg.gpus,
+            str(self.cfg.data),
+            self.cfg.backend,
+        )
         self.timeline = Timeline(echo=sys.stderr)
         self.warnings = list(ctx.warnings)
         self.state: dict = {}
@@ -117,12 +151,15 @@ class BenchmarkRun:
         self.measured = {"samples": 0, "seconds": 0.0, "rates": []}
         self.gpu_hist: dict = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
         self.final = {"accuracy": None, "loss": None}
+        self.phase_seconds: dict | None = None  # benchmarks with their own train(): seconds per phase
+        self.phase_accuracy: float | None = None
+        self._train_samples = 0
         self.jit_compile = None
         self.started_at = iso()
 
     # -- resume ------------------------------------------------------------------
     def _restore(self) -> dict | None:
-        if self.cfg.no_resume:
+        if self.cfg.no_resume or not self.bench.resumable:
             return None
         try:
             state = find_resumable(self.ctx.store, self.cfg.stack, self.fp)
@@ -211,7 +248,9 @@ class BenchmarkRun:
         try:
             from payload import training
 
-            self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas)
+            self.devices = training.setup_devices(
+                cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce
+            )
             self.global_batch = self.params["batch_size"] * self.devices.replicas
             self.timeline.add(
                 "devices",
@@ -245,6 +284,7 @@ class BenchmarkRun:
         keras.utils.set_random_seed(cfg.seed)
         t0 = time.perf_counter()
         data = bench.load_data(cfg.data, work, self.global_batch)
+        self._train_samples = data.train_samples
         self.timeline.add(
             "data_loaded",
             data=data.source,
@@ -283,7 +323,7 @@ class BenchmarkRun:
             )
             # every epoch / chunk except the last one, which ends the run
             more = (self.epochs_done < self.params["epochs"]) if periodic else (self.steps_done < plan.total_steps)
-            if more:
+            if more and bench.resumable:
                 self.ckpt.save(cb.model, self._state(), tag=self.steps_done)
 
         self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
@@ -307,16 +347,24 @@ class BenchmarkRun:
         t0 = time.perf_counter()
         interrupted = False
         try:
-            model.fit(
-                train_ds,
-                validation_data=val_ds,
-                epochs=plan.epochs,
-                initial_epoch=plan.initial_epoch,
-                steps_per_epoch=plan.steps_per_epoch,
-                callbacks=[cb],
-                verbose=0,
-                shuffle=False,
-            )
+            if bench.train is not None:
+                steps = plan.steps_per_epoch or max(1, self._train_samples // self.global_batch)
+                outcome = bench.train(
+                    model, train_ds, val_ds, PhaseRun(self.params, steps, self.devices, cb, plan.steps_per_epoch)
+                )
+                self.phase_seconds = outcome.get("phase_seconds")
+                self.phase_accuracy = outcome.get("final_accuracy")
+            else:
+                model.fit(
+                    train_ds,
+                    validation_data=val_ds,
+                    epochs=plan.epochs,
+                    initial_epoch=plan.initial_epoch,
+                    steps_per_epoch=plan.steps_per_epoch,
+                    callbacks=[cb],
+                    verbose=0,
+                    shuffle=False,
+                )
         except training.Interrupted:
             interrupted = True
         fit_seconds = time.perf_counter() - t0
@@ -331,6 +379,8 @@ class BenchmarkRun:
             "accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
             "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"],
         }
+        if self.phase_accuracy is not None:  # e.g. accuracy with test-time augmentation
+            self.final["accuracy"] = self.phase_accuracy
         if bench.kind == "epochs" and self.epochs_done < self.params["epochs"]:
             raise RuntimeError(f"fit stopped after {self.epochs_done} of {self.params['epochs']} epochs")
         return "completed", fit_seconds
@@ -374,7 +424,10 @@ class BenchmarkRun:
         reason = self.ctx.watcher.reason or "interruption notice"
         self.timeline.add("interruption_notice", reason=reason)
         self.error = f"interrupted: {reason}"
-        self.ckpt.save(model, self._state(), tag=self.steps_done, sync=True)
+        if self.bench.resumable:
+            self.ckpt.save(model, self._state(), tag=self.steps_done, sync=True)
+        else:
+            self.error += f" ({self.bench.name} restarts from the beginning: its phases cannot resume)"
         return "interrupted"
 
     # -- result ------------------------------------------------------------------
@@ -395,6 +448,7 @@ class BenchmarkRun:
             "epochs_completed": self.epochs_done if self.bench.kind == "epochs" else None,
             "steps_completed": self.steps_done,
             "samples_trained": self.steps_done * self.global_batch,
+            **({"phase_seconds": self.phase_seconds} if self.phase_seconds else {}),
         }
 
     def _hardware(self) -> dict:
@@ -416,7 +470,7 @@ class BenchmarkRun:
     def _result(self, status: str, code: int) -> dict:
         cfg, ident, d = self.cfg, self.ctx.identity, self.devices
         hardware, nv = self._hardware()
-        software = software_facts()
+        software = software_facts(cfg.backend)
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         warnings = list(dict.fromkeys(self.warnings + self.ckpt.errors))
         if hardware["device"] == "CPU" and nv["nvml_error"]:
@@ -441,7 +495,7 @@ class BenchmarkRun:
             "per_gpu_batch_size": self.params["batch_size"],
             "global_batch_size": self.global_batch,
             "replicas": d.replicas if d else 1,
-            "strategy": type(d.strategy).__name__ if d else "none",
+            "strategy": d.strategy_name if d else "none",
             "all_reduce": d.all_reduce if d else None,
             "jit_compile": self.jit_compile,
             "fingerprint": self.fp,

@@ -7,9 +7,16 @@ TensorFlow, and only when a run starts.
   NVML's memory peak is what the model used. ``--expect-gpu`` with no GPU
   raises NoGpuError before any data is touched (tensorflow/benchmarks #497:
   a container that silently trained on the CPU).
-- Strategy by table: >1 GPU → MirroredStrategy with NCCL all-reduce; 1 GPU →
-  OneDeviceStrategy; CPU → the default strategy (or MirroredStrategy over
-  logical CPUs with ``--cpu-replicas``, a testing aid). The per-GPU batch
+- Backend: ``--backend`` sets KERAS_BACKEND before keras is first imported
+  (Keras reads it once, at import). tf.data feeds every backend; under jax
+  and torch TensorFlow is kept off the GPUs.
+- Strategy by table (tensorflow): >1 GPU → MirroredStrategy with the
+  ``--all-reduce`` of choice (NCCL by default); 1 GPU → OneDeviceStrategy;
+  CPU → the default strategy (or MirroredStrategy over logical CPUs with
+  ``--cpu-replicas``, a testing aid). jax: >1 device →
+  keras.distribution.DataParallel (``--cpu-replicas`` splits the host CPU
+  through XLA_FLAGS); torch: one device only, released Keras (<= 3.15) has no
+  torch distribution (it needs torchrun and Keras >= 3.16). The per-GPU batch
   is constant; the global batch is per-GPU x replicas, so scaling
   efficiency can be read against the one-GPU run.
 - Precision: the Keras ``mixed_float16`` policy for ``--precision mixed``.
@@ -43,6 +50,16 @@ __all__ = [
 
 _DEVICES_CACHE: dict = {}
 
+# --all-reduce -> (tf.distribute cross-device ops class, kwargs). Seed 004's
+# tf_cnn_benchmarks configs: B (replicated, NCCL) ~ nccl; C (replicated, no
+# NCCL, parameters on GPU) ~ hierarchical; A (parameters on the CPU) ~
+# one-device, which reduces on one device (GPU 0 by default).
+ALL_REDUCE_OPS = {
+    "nccl": ("NcclAllReduce", {}),
+    "hierarchical": ("HierarchicalCopyAllReduce", {}),
+    "one-device": ("ReductionToOneDevice", {}),
+}
+
 
 class NoGpuError(RuntimeError):
     """--expect-gpu, but TensorFlow sees no GPU."""
@@ -64,22 +81,71 @@ class Devices:
     gpus_used: int
     all_reduce: str | None
     gpu_details: dict = field(default_factory=dict)
+    backend: str = "tensorflow"
 
     @property
     def device(self) -> str:
         return "GPU" if self.gpus_used else "CPU"
 
+    @property
+    def strategy_name(self) -> str:
+        return getattr(self.strategy, "name", None) or type(self.strategy).__name__
 
-def _strategy_for(tf, gpus_used: int, cpu_replicas: int):
+
+class KerasDistribution:
+    """The jax/torch stand-in for a tf.distribute strategy: a scope and a replica count.
+
+    With several devices it holds a keras.distribution.DataParallel that is set
+    globally (Keras shards each batch over the devices)."""
+
+    def __init__(self, name: str, replicas: int, distribution=None):
+        self.name = name
+        self.num_replicas_in_sync = replicas
+        self.distribution = distribution
+
+    def scope(self):
+        import contextlib
+
+        return self.distribution.scope() if self.distribution is not None else contextlib.nullcontext()
+
+
+def select_backend(backend: str, cpu_replicas: int = 1) -> None:
+    """Point Keras at `backend` before it is imported; refuse a switch after (Keras cannot)."""
+    import os
+    import sys
+
+    keras = sys.modules.get("keras")
+    if keras is not None:
+        current = keras.config.backend()
+        if current != backend:
+            raise DeviceError(
+                f"--backend {backend}: keras is already loaded with the {current} backend in this process; "
+                "run one backend per process (python -m payload run --backend ...)"
+            )
+        return
+    os.environ["KERAS_BACKEND"] = backend
+    if backend == "jax" and cpu_replicas > 1 and "jax" not in sys.modules:
+        # testing aid, like TF's logical CPUs: XLA splits the host into N devices
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={cpu_replicas}".strip()
+
+
+def _cross_device_ops(tf, all_reduce: str):
+    name, kwargs = ALL_REDUCE_OPS[all_reduce]
+    return getattr(tf.distribute, name)(**kwargs)
+
+
+def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl"):
     """(strategy, all_reduce name): one row per device situation."""
     table = (
         (
             gpus_used > 1,
             lambda: (
                 tf.distribute.MirroredStrategy(
-                    devices=[f"/gpu:{i}" for i in range(gpus_used)], cross_device_ops=tf.distribute.NcclAllReduce()
+                    devices=[f"/gpu:{i}" for i in range(gpus_used)],
+                    cross_device_ops=_cross_device_ops(tf, all_reduce),
                 ),
-                "nccl",
+                all_reduce,
             ),
         ),
         (gpus_used == 1, lambda: (tf.distribute.OneDeviceStrategy("/gpu:0"), None)),
@@ -98,25 +164,119 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int):
     return next(make for cond, make in table if cond)()
 
 
-def setup_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1) -> Devices:
-    """Configure TensorFlow devices once per process; raise NoGpuError/DeviceError."""
+def _no_gpu(framework: str, probe: str) -> NoGpuError:
+    return NoGpuError(
+        f"--expect-gpu is set but {framework} sees no GPU ({probe}): check the NVIDIA driver, the container "
+        "runtime (--gpus all) and that the image's CUDA matches the GPU; refusing to benchmark the CPU"
+    )
+
+
+def setup_devices(
+    gpus: int | None,
+    expect_gpu: bool,
+    cpu_replicas: int = 1,
+    backend: str = "tensorflow",
+    all_reduce: str = "nccl",
+) -> Devices:
+    """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
+    select_backend(backend, cpu_replicas)
+    if backend == "jax":
+        devices = _cached((backend, gpus, cpu_replicas), lambda: _jax_devices(gpus, expect_gpu, cpu_replicas))
+    elif backend == "torch":
+        devices = _cached((backend, gpus, cpu_replicas), lambda: _torch_devices(gpus, expect_gpu, cpu_replicas))
+    else:
+        return _tf_devices(gpus, expect_gpu, cpu_replicas, all_reduce)
+    if expect_gpu and not devices.gpus_used:
+        raise NoGpuError("--expect-gpu is set but no GPU is used (--gpus 0?)")
+    return devices
+
+
+def _cached(key, make) -> Devices:
+    if key not in _DEVICES_CACHE:
+        _DEVICES_CACHE[key] = make()
+    return _DEVICES_CACHE[key]
+
+
+def _hide_gpus_from_tf() -> None:
+    """tf.data runs on the host for jax/torch: keep TensorFlow off the GPUs they train on."""
     import tensorflow as tf
 
-    key = (gpus, cpu_replicas)
+    try:
+        tf.config.set_visible_devices([], "GPU")
+    except RuntimeError:  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
+        pass
+
+
+def _used(gpus: int | None, visible: int, framework: str) -> int:
+    used = visible if gpus is None else gpus
+    if used > visible:
+        raise DeviceError(f"--gpus {used}: only {visible} GPU(s) visible to {framework}")
+    return used
+
+
+def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
+    import jax
+    import keras
+
+    _hide_gpus_from_tf()
+    try:
+        physical = jax.devices("gpu")
+    except RuntimeError:  # no GPU platform in this jaxlib (the CPU wheel) or no driver
+        physical = []
+    visible = len(physical)
+    if expect_gpu and not visible:
+        raise _no_gpu("JAX", "jax.devices('gpu') is empty")
+    used = _used(gpus, visible, "JAX")
+    if used:
+        names, device_type = [f"gpu:{i}" for i in range(used)], "GPU"
+    else:
+        names, device_type = [f"cpu:{i}" for i in range(min(cpu_replicas, len(jax.devices("cpu"))))], "CPU"
+    if len(names) > 1:
+        dp = keras.distribution.DataParallel(devices=names)
+        keras.distribution.set_distribution(dp)
+        strategy = KerasDistribution("DataParallel", len(names), dp)
+    else:
+        strategy = KerasDistribution(f"OneDevice{device_type}", 1)
+    details = {"device_name": getattr(physical[0], "device_kind", None)} if used else {}
+    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details, backend="jax")
+
+
+def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
+    import torch
+
+    _hide_gpus_from_tf()
+    visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if expect_gpu and not visible:
+        raise _no_gpu("PyTorch", "torch.cuda.is_available() is False")
+    used = _used(gpus, visible, "PyTorch")
+    if used > 1 or cpu_replicas > 1:
+        n = used if used > 1 else cpu_replicas
+        raise DeviceError(
+            f"--backend torch on {n} devices: released Keras (3.x up to 3.15) has no multi-device "
+            "distribution for the torch backend (it needs torchrun and Keras >= 3.16). "
+            "Use --gpus 1 with torch, or --backend tensorflow / jax for several GPUs"
+        )
+    details = {}
+    if used:
+        cc = torch.cuda.get_device_capability(0)
+        details = {"device_name": torch.cuda.get_device_name(0), "compute_capability": cc}
+    strategy = KerasDistribution("OneDeviceGPU" if used else "OneDeviceCPU", 1)
+    return Devices(strategy, 1, visible, used, None, details, backend="torch")
+
+
+def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str) -> Devices:
+    """Configure TensorFlow devices once per process."""
+    import tensorflow as tf
+
+    key = (gpus, cpu_replicas, all_reduce)
     if key in _DEVICES_CACHE:
         devices = _DEVICES_CACHE[key]
     else:
         physical = tf.config.list_physical_devices("GPU")
         visible = len(physical)
         if expect_gpu and not visible:
-            raise NoGpuError(
-                "--expect-gpu is set but TensorFlow sees no GPU (tf.config.list_physical_devices('GPU') "
-                "is empty): check the NVIDIA driver, the container runtime (--gpus all) and that the "
-                "image's CUDA matches the GPU; refusing to benchmark the CPU"
-            )
-        used = visible if gpus is None else gpus
-        if used > visible:
-            raise DeviceError(f"--gpus {used}: only {visible} GPU(s) visible to TensorFlow")
+            raise _no_gpu("TensorFlow", "tf.config.list_physical_devices('GPU') is empty")
+        used = _used(gpus, visible, "TensorFlow")
         try:
             if physical:
                 tf.config.set_visible_devices(physical[:used], "GPU")
@@ -133,8 +293,8 @@ def setup_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1) -> 
                 details = tf.config.experimental.get_device_details(physical[0])
             except Exception:  # noqa: BLE001
                 details = {}
-        strategy, all_reduce = _strategy_for(tf, used, cpu_replicas)
-        devices = Devices(strategy, strategy.num_replicas_in_sync, visible, used, all_reduce, details)
+        strategy, reduce_name = _strategy_for(tf, used, cpu_replicas, all_reduce)
+        devices = Devices(strategy, strategy.num_replicas_in_sync, visible, used, reduce_name, details)
         _DEVICES_CACHE[key] = devices
     if expect_gpu and not devices.gpus_used:
         raise NoGpuError("--expect-gpu is set but no GPU is used (--gpus 0?)")

@@ -1,7 +1,10 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
 Security posture of a benchmark stack:
-- the instance role may only read/write `runs/<stack>/*` in the results bucket;
+- the instance role may only read/write `runs/<stack>/*` in the results bucket, and
+  read (nothing else) `code/*`, where the stack uploads the payload's code bundle
+  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
+  stacks may run the same bundle);
 - the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
 - IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
 - encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the
@@ -40,10 +43,26 @@ from infra import cloud_init
 from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ResultsConfig, SweeperConfig
-from infra.launch import Launch, payload_env, region_of, tag_values
+from infra.launch import Launch, bundle_file, code_bundle, payload_env, region_of, tag_values
 from infra.results_ref import locate
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+
+# The guest's `copy URL FILE` for the code bundle, with the instance role's credentials.
+# The AWS CLI v2 on the host when present (the Deep Learning AMIs ship it), else AWS's
+# own CLI image (Docker Hub amazon/aws-cli, https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html),
+# which reads the role from IMDS through the host network.
+CODE_COPY = """
+copy() {
+  if command -v aws >/dev/null 2>&1; then
+    aws s3 cp --only-show-errors "$1" "$2"
+  else
+    dir="$(dirname "$2")"
+    docker run --rm --network host -e AWS_DEFAULT_REGION -v "$dir:$dir" amazon/aws-cli \\
+      s3 cp --only-show-errors "$1" "$2"
+  fi
+}
+"""
 
 
 def _assume(service: str, account_id: str | None = None) -> str:
@@ -53,14 +72,26 @@ def _assume(service: str, account_id: str | None = None) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
-def results_policy(bucket: str, run_prefix: str) -> str:
+def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None) -> str:
     """Object read/write under the stack's prefix only; listing limited to that
     prefix; delete only checkpoints under it (the payload removes a checkpoint
-    once a newer one is stored, so a run keeps one; results are never deletable)."""
+    once a newer one is stored, so a run keeps one; results are never deletable);
+    with `code_prefix`, GetObject (only) on the code bundles."""
+    code = []
+    if code_prefix:
+        code.append(
+            {
+                "Sid": "CodeBundlesRead",
+                "Effect": "Allow",
+                "Action": "s3:GetObject",
+                "Resource": f"arn:aws:s3:::{bucket}/{code_prefix}*",
+            }
+        )
     return json.dumps(
         {
             "Version": "2012-10-17",
             "Statement": [
+                *code,
                 {
                     "Sid": "StackPrefixObjects",
                     "Effect": "Allow",
@@ -113,6 +144,32 @@ def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
     return result.id
 
 
+def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulumi.Output:
+    """Upload the payload's code bundle as `code/<sha256>.tar.gz`; its s3:// URL ("" with a
+    prebuilt payloadImage). Kept on destroy: the same key may serve other stacks."""
+    if launch.public is None:
+        return pulumi.Output.from_input("")
+    sha, path = bundle_file()
+    key = f"{results.code_prefix}{sha}.tar.gz"
+    obj = aws.s3.BucketObjectv2(
+        "code-bundle",
+        bucket=results.bucket,
+        key=key,
+        source=pulumi.FileAsset(path),
+        content_type="application/gzip",
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+    )
+    return pulumi.Output.all(obj.bucket, obj.key).apply(lambda a: f"s3://{a[0]}/{a[1]}#{sha}")
+
+
+def guest_code(launch: Launch, url_and_sha: str, region: str):
+    if not url_and_sha:
+        return None
+    url, _, sha = url_and_sha.partition("#")
+    return code_bundle(launch, url, sha, CODE_COPY, {"AWS_DEFAULT_REGION": region})
+
+
 class AwsBenchmark(pulumi.ComponentResource):
     """One GPU instance that runs the payload once and is terminated by itself or by its deadline."""
 
@@ -134,13 +191,15 @@ class AwsBenchmark(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
+        code_prefix = results.code_prefix if launch.public else None
         aws.iam.RolePolicy(
             "results-access",
             role=role.id,
-            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)),
+            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
             opts=child,
         )
         profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
+        code_url = upload_code(self, launch, results, tags)
 
         ingress = []
         if cfg.ssh_cidr:
@@ -178,7 +237,11 @@ class AwsBenchmark(pulumi.ComponentResource):
         env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
             lambda args: {**payload_env(launch, args[0], args[1]), "AWS_DEFAULT_REGION": region}
         )
-        user_data = env.apply(lambda e: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, e)))
+        user_data = pulumi.Output.all(env, code_url).apply(
+            lambda a: cloud_init.render_user_data(
+                cloud_init.PayloadLaunch(launch.image, a[0], guest_code(launch, a[1], region))
+            )
+        )
 
         market = None
         if cfg.market == "spot":
@@ -458,13 +521,15 @@ class AwsRecurring(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
+        code_prefix = results.code_prefix if launch.public else None
         aws.iam.RolePolicy(
             "results-access",
             role=role.id,
-            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix)),
+            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
             opts=child,
         )
         profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
+        code_url = upload_code(self, launch, results, tags)
         sg = aws.ec2.SecurityGroup(
             "sg",
             description=f"gpubench {cfg.stack}: no ingress",
@@ -483,12 +548,15 @@ class AwsRecurring(pulumi.ComponentResource):
             opts=child,
         )
 
-        def user_data(url: str) -> str:
+        def user_data(args) -> str:
+            url, code = args
             # The placeholder passes the payload's option check; the guest replaces
             # it with boot time + maxHours before anything reads it.
             env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
             env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-            text = cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env))
+            text = cloud_init.render_user_data(
+                cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
+            )
             return base64.b64encode(text.encode()).decode()
 
         market = None
@@ -524,7 +592,7 @@ class AwsRecurring(pulumi.ComponentResource):
                     },
                 }
             ],
-            user_data=results.url.apply(user_data),
+            user_data=pulumi.Output.all(results.url, code_url).apply(user_data),
             tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
             update_default_version=True,
             tags=tags,

@@ -8,6 +8,10 @@ Security posture of a benchmark stack:
   object. A bucket-level grant with an IAM condition on `resource.name` cannot do
   this: listing is checked against the bucket, and objectCreator cannot overwrite.
   The folder is force-destroyed with the stack; the objects in it stay;
+- `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
+  results stack creates and where benchmark stacks upload the payload's code bundle
+  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
+  stacks may run the same bundle);
 - a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
   (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
 - `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
@@ -53,11 +57,29 @@ from infra import cloud_init
 from infra.config import ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
-from infra.launch import Launch, payload_env, tag_values, zone_or_first
+from infra.launch import Launch, bundle_file, code_bundle, payload_env, tag_values, zone_or_first
 from infra.results_ref import locate
 
 SUBNET_CIDR = "10.42.0.0/24"
 FOLDER_ROLE = "roles/storage.objectUser"
+CODE_ROLE = "roles/storage.objectViewer"
+CODE_FOLDER = "code/"
+
+# The guest's `copy URL FILE` for the code bundle, with the VM's service account. The
+# Google Cloud CLI on the host when present (the Deep Learning VM images include it), else
+# Google's own CLI image (https://cloud.google.com/sdk/docs/downloads-docker), which reads the
+# service account from the metadata server through the host network.
+CODE_COPY = """
+copy() {
+  if command -v gcloud >/dev/null 2>&1; then
+    gcloud --quiet storage cp "$1" "$2"
+  else
+    dir="$(dirname "$2")"
+    docker run --rm --network host -v "$dir:$dir" gcr.io/google.com/cloudsdktool/google-cloud-cli:stable \\
+      gcloud --quiet storage cp "$1" "$2"
+  fi
+}
+"""
 
 
 def service_account_id(stack: str) -> str:
@@ -104,6 +126,26 @@ class GcpBenchmark(pulumi.ComponentResource):
             member=member,
             opts=child,
         )
+        code_url = pulumi.Output.from_input("")
+        if launch.public is not None:
+            gcp.storage.ManagedFolderIamMember(
+                "code-read",
+                bucket=results.bucket,
+                managed_folder=results.code_prefix,
+                role=CODE_ROLE,
+                member=member,
+                opts=child,
+            )
+            sha, path = bundle_file()
+            obj = gcp.storage.BucketObject(
+                "code-bundle",
+                bucket=results.bucket,
+                name=f"{results.code_prefix}{sha}.tar.gz",
+                source=pulumi.FileAsset(path),
+                content_type="application/gzip",
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
+            code_url = pulumi.Output.all(obj.bucket, obj.name).apply(lambda a: f"gs://{a[0]}/{a[1]}#{sha}")
 
         network = gcp.compute.Network(
             "net",
@@ -131,7 +173,16 @@ class GcpBenchmark(pulumi.ComponentResource):
             )
 
         env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
-        user_data = env.apply(lambda e: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, e)))
+
+        def guest_code(url_and_sha: str):
+            if not url_and_sha:
+                return None
+            url, _, digest = url_and_sha.partition("#")
+            return code_bundle(launch, url, digest, CODE_COPY)
+
+        user_data = pulumi.Output.all(env, code_url).apply(
+            lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], guest_code(a[1])))
+        )
         metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
         if cfg.ssh_public_key:
             metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
@@ -203,6 +254,10 @@ class GcpResults(pulumi.ComponentResource):
             ],
             labels=gcp_labels({"stack": cfg.stack}),
             opts=pulumi.ResourceOptions(parent=self, protect=True),
+        )
+        # Benchmark stacks upload code bundles here and grant their VMs objectViewer on it.
+        gcp.storage.ManagedFolder(
+            "code-folder", bucket=bucket.name, name=CODE_FOLDER, opts=pulumi.ResourceOptions(parent=self)
         )
         self.outputs = {"bucketName": bucket.name, "resultsUrl": bucket.name.apply(lambda b: f"gs://{b}")}
         self.register_outputs(self.outputs)

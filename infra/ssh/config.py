@@ -18,7 +18,6 @@ from typing import Any
 
 # Value parsers shared with cloud stacks: one spelling of each rule and message.
 from infra.config import (
-    DEFAULT_PAYLOAD_IMAGE,
     MAX_HOURS_LIMIT,
     NAMESPACE,
     PRECISIONS,
@@ -131,7 +130,7 @@ KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "params": (_params, None),
     "expectGpu": (_bool, None),  # default: the offering has GPUs
     "maxHours": (_max_hours, 6.0),
-    "payloadImage": (_str, DEFAULT_PAYLOAD_IMAGE),
+    "payloadImage": (_str, None),  # unset: the public TensorFlow image runs the uploaded bundle
     "remotePython": (_str, None),
     "pipExtras": (_str, DEFAULT_PIP_EXTRAS),
     "remoteDir": (_remote_dir, DEFAULT_REMOTE_DIR),
@@ -167,7 +166,7 @@ class SshStack:
     params: str | None = None
     expect_gpu: bool = True
     max_hours: float = 6.0
-    payload_image: str = DEFAULT_PAYLOAD_IMAGE
+    payload_image: str | None = None
     remote_python: str | None = None
     pip_extras: str = DEFAULT_PIP_EXTRAS
     remote_dir: str = DEFAULT_REMOTE_DIR

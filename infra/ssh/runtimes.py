@@ -14,8 +14,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from infra.images import payload_image
-from infra.ssh.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workload_bundle
+from infra.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workload_bundle
+from infra.images import payload_image, public_image
 from infra.ssh.config import SshStack
 from infra.ssh.layout import RunLayout
 
@@ -92,11 +92,20 @@ def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str
 def docker_plan(
     cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle
 ) -> Plan:
-    """The cloud stacks' container, with the run directory mounted as its bucket."""
-    image = payload_image(cfg.payload_image, cfg.image_generation)
+    """The cloud stacks' container, with the run directory mounted as its bucket: the
+    public TensorFlow image of the GPU's generation with the bundle mounted and
+    pip-installed at start, or a prebuilt `payloadImage`."""
+    public = None if cfg.payload_image else public_image(cfg.image_generation)
+    image = public.image if public else payload_image(cfg.payload_image, cfg.image_generation)
     name = run.container_name
     q = shlex.quote
     setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
+    uploads, prepare, src = [], [], ""
+    if public:
+        bundle = bundle_loader()
+        src = f"{run.root}/src/{bundle.digest}"
+        uploads = [(bundle.data, f"{src}.tar.gz")]
+        prepare = [_unpack(src)]
     argv = [
         "docker",
         "run",
@@ -114,24 +123,37 @@ def docker_plan(
         "-v",
         f"{run.host}:/gpubench/host:ro",
     ]
-    uploads, prepare, workdir = workload_files(cfg, run)
+    more_uploads, more_prepare, workdir = workload_files(cfg, run)
+    uploads, prepare = [*uploads, *more_uploads], [*prepare, *more_prepare]
     spec = None
     if workdir:  # the same path the cloud stacks' code bundle uses (infra.config.CLOUD_WORKLOAD_SPEC)
         argv += ["-v", f"{workdir}:/gpubench/workload", "-w", "/gpubench/workload"]
         spec = f"/gpubench/workload/{WORKLOAD_SPEC_NAME}"
     if has_gpu and cfg.gpus != "0":
         argv += ["--gpus", "all"]
-    argv += [
-        image,
-        *payload_args(cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl", workload=spec),
-    ]
-    return Plan(
-        uploads=uploads,
-        prepare=prepare,
-        setup=setup,
-        payload=argv,
-        stop=f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true",
-        image=image,
+    args = payload_args(
+        cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl", workload=spec
+    )
+    if public:
+        # --user: the container runs as the SSH user, so pip installs into HOME (/tmp)
+        install = (
+            f"python3 -m pip install --no-cache-dir --quiet --user {public.pip_flags} "
+            f"{q('/opt/gpubench/gpubench[' + public.extra + ']')}"
+        )
+        argv += ["-v", f"{src}:/opt/gpubench", "--entrypoint", "/bin/bash", image, "-c"]
+        argv += [f"{install} && exec python3 -m payload run {shell_words(args)}"]
+    else:
+        argv += [image, *args]
+    stop = f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true"
+    return Plan(uploads=uploads, prepare=prepare, setup=setup, payload=argv, stop=stop, image=image)
+
+
+def _unpack(src: str) -> str:
+    """Unpack the uploaded bundle once per content hash (a complete directory or none)."""
+    q = shlex.quote
+    return (
+        f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
+        f"tar -xzf {q(src + '.tar.gz')} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"
     )
 
 
@@ -141,10 +163,7 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     src = f"{run.root}/src/{bundle.digest}"
     tarball = f"{src}.tar.gz"
     q = shlex.quote
-    prepare = [
-        f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
-        f"tar -xzf {q(tarball)} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"
-    ]
+    prepare = [_unpack(src)]
     results = f"file://{run.results}"
     more_uploads, more_prepare, workdir = workload_files(cfg, run)
     spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None

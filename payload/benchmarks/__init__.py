@@ -24,6 +24,7 @@ MODULES = (
     "resnet50",
     "inception3",
     "vgg16",  # seed 004
+    "catsdogs_resnet50",  # seed 003
 )
 
 REGISTRY: dict[str, Benchmark] = {

@@ -14,6 +14,12 @@ preemption, results. Modules must not import TensorFlow at import time
 - ``build_model(params) -> keras.Model``: compiled, with an ``accuracy``
   metric; called inside the strategy scope with the precision policy set.
   Output layers compute in float32 so mixed precision stays stable.
+- ``train(model, train_ds, val_ds, run) -> dict`` (optional): a benchmark
+  of several timed phases (seed 003: frozen fit, unfrozen fit, TTA) drives
+  training itself through ``run.fit`` (the harness callback, timing and
+  stop checks stay the runner's) and returns ``{"phase_seconds": {...,
+  "total": s}, "final_accuracy": a}``. ``resumable=False``: a phase changes
+  which weights train, so an interrupted run restarts from the beginning.
 - ``kind``: ``epochs`` (train N epochs, report held-out accuracy) or
   ``throughput`` (N steps on synthetic data, report images/s after warm-up).
 """
@@ -66,6 +72,8 @@ class Benchmark:
     # What one training sample is ("tweet", "image", "character window"):
     # throughput is reported in these units, never as "images" for text.
     sample_unit: str = "sample"
+    train: Callable[..., dict] | None = None
+    resumable: bool = True
 
     @property
     def sample_units(self) -> str:
@@ -85,6 +93,7 @@ class Benchmark:
             "params": dict(self.defaults),
             "param_help": dict(self.param_help),
             "sample_unit": self.sample_unit,
+            "phased": self.train is not None,
         }
 
 

@@ -243,3 +243,30 @@ def test_analyse_of_nothing_is_empty_not_an_error():
     empty = price_runs(pd.DataFrame(columns=list(COLUMNS)))
     got = analyse(empty, Options())
     assert got["summary"].empty and got["scaling"].empty and got["breakeven"].empty and got["recommendations"] == []
+
+
+def test_keras_backends_are_compared_side_by_side_not_pooled():
+    """The same benchmark on the same offering under tensorflow and jax: two rows,
+    each with its own median (seed 002 compared TensorFlow and CNTK under Keras)."""
+    runs = []
+    for backend, sps, rep in (("tensorflow", 100.0, 1), ("tensorflow", 110.0, 2), ("jax", 150.0, 3)):
+        r = make_result(
+            "aws/p3.8xlarge",
+            "resnet50",
+            gpus_used=1,
+            samples_per_second=sps,
+            train_seconds=360000 / sps,
+            hourly_usd=12.24,
+            repeat=rep,
+            boot_seconds=0,
+            tail_seconds=0,
+        )
+        r["software"]["backend"] = backend
+        runs.append(r)
+    old = make_result("aws/p3.8xlarge", "resnet50", gpus_used=1, samples_per_second=120.0, repeat=4, hourly_usd=12.24)
+    old["software"].pop("backend", None)  # results from before --backend: tensorflow
+    table = priced(*runs, old)
+    assert table["backend"].tolist() == ["tensorflow", "tensorflow", "jax", "tensorflow"]
+    s = summarize(table).set_index("backend")
+    assert s.loc["tensorflow", "repeats"] == 3 and s.loc["jax", "repeats"] == 1
+    assert s.loc["jax", "samples_per_second"] == 150.0 and s.loc["tensorflow", "samples_per_second"] == 110.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 
 import pytest
@@ -11,6 +12,7 @@ import yaml
 from infra_matrix import BENCHMARK_STACKS, require_tool
 
 from infra import cloud_init
+from infra.images import public_image
 
 CONTRACT_VARS = {
     "GPUBENCH_BENCHMARK",
@@ -106,7 +108,12 @@ def test_user_data_contract(rendered, catalog, stack):
     run = files[f"{cloud_init.LIB_DIR}/run.sh"]["content"]
     assert "--gpus all" in run and "--network host" in run and f"--env-file {cloud_init.ENV_FILE}" in run
     assert f"{cloud_init.STATE_DIR}:{cloud_init.STATE_DIR}" in run
-    assert f"-{offering.image_generation}" in unit or f":{offering.image_generation}" in unit
+    # no payloadImage: the official TensorFlow image of the GPU's generation runs the fetched bundle
+    assert f"run.sh {public_image(offering.image_generation).image} {cloud_init.CODE_DIR}" in unit
+    assert f"ExecStartPre={cloud_init.LIB_DIR}/fetch-code.sh {cloud_init.CODE_ENV} {cloud_init.CODE_DIR}" in unit
+    code_env = dict(line.split("=", 1) for line in files[cloud_init.CODE_ENV]["content"].splitlines())
+    assert re.fullmatch(r"(s3|gs)://[^/]+/code/[0-9a-f]{64}\.tar\.gz", code_env["CODE_URL"])
+    assert code_env["CODE_URL"].endswith(code_env["CODE_SHA256"] + ".tar.gz")
     for event in ("instance_launch", "boot_done", "container_start", "container_exit", "shutdown_requested"):
         assert event in rendered[stack].user_data, event
     assert "shutdown -h" in files[f"{cloud_init.LIB_DIR}/deadline.sh"]["content"]

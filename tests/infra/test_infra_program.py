@@ -21,13 +21,15 @@ AWS_BENCHMARK_TYPES = {
     "aws:ec2/securityGroup:SecurityGroup": 1,
     "aws:ec2/instance:Instance": 1,
     "aws:scheduler/schedule:Schedule": 1,
+    "aws:s3/bucketObjectv2:BucketObjectv2": 1,  # the code bundle
 }
 GCP_BENCHMARK_TYPES = {
     "gpubench:gcp:Benchmark": 1,
     "time:index/offset:Offset": 1,
     "gcp:serviceaccount/account:Account": 1,
     "gcp:storage/managedFolder:ManagedFolder": 1,
-    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": 1,
+    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": 2,  # runs/<stack>/ and code/
+    "gcp:storage/bucketObject:BucketObject": 1,  # the code bundle
     "gcp:compute/network:Network": 1,
     "gcp:compute/subnetwork:Subnetwork": 1,
     "gcp:compute/instance:Instance": 1,
@@ -92,10 +94,26 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
     sg = r.one("aws:ec2/securityGroup:SecurityGroup").inputs
     assert sg["ingress"] == []
 
-    # least privilege: objects under runs/<stack>/ only; listing only that prefix
+    # least privilege: objects under runs/<stack>/ only; listing only that prefix;
+    # the code bundles under code/ readable (GetObject only) and nothing wider
     access = _policy(next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access"))
     prefix = f"runs/{stack}/"
-    for st in access["Statement"]:
+    bucket = "gpubench-results-aws-mock"  # the results stack's bucket under mocks
+    code = [st for st in access["Statement"] if st.get("Sid") == "CodeBundlesRead"]
+    assert code == [
+        {
+            "Sid": "CodeBundlesRead",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": f"arn:aws:s3:::{bucket}/code/*",
+        }
+    ]
+    others = [st for st in access["Statement"] if st.get("Sid") != "CodeBundlesRead"]
+    assert not any("code/" in json.dumps(st) for st in others)
+    bundle = r.one("aws:s3/bucketObjectv2:BucketObjectv2").inputs
+    assert bundle["bucket"] == bucket and bundle["key"] == f"code/{bundle['source']['sha256']}.tar.gz"
+    assert f"CODE_URL=s3://{bucket}/{bundle['key']}" in r.user_data
+    for st in others:
         assert "*" not in json.dumps(st["Action"])
         if st["Action"] == "s3:ListBucket":
             assert st["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}}
@@ -181,9 +199,16 @@ def test_gcp_benchmark_stack(rendered, catalog, stack):
     assert r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") == []
     folder = r.one("gcp:storage/managedFolder:ManagedFolder").inputs
     assert folder["name"] == f"runs/{stack}/" and folder["forceDestroy"] is True
-    access = r.one("gcp:storage/managedFolderIamMember:ManagedFolderIamMember").inputs
+    grants = {g.name: g.inputs for g in r.of_type("gcp:storage/managedFolderIamMember:ManagedFolderIamMember")}
+    assert set(grants) == {"results-access", "code-read"}
+    access = grants["results-access"]
     assert access["role"] == "roles/storage.objectUser" and access["managedFolder"] == folder["name"]
     assert access["member"] == f"serviceAccount:{inst['serviceAccount']['email']}"
+    # the code bundles: read only, on the code/ folder the results stack owns
+    assert grants["code-read"] == {**access, "role": "roles/storage.objectViewer", "managedFolder": "code/"}
+    bundle = r.one("gcp:storage/bucketObject:BucketObject").inputs
+    assert bundle["name"] == f"code/{bundle['source']['sha256']}.tar.gz"
+    assert f"CODE_URL=gs://{bundle['bucket']}/{bundle['name']}" in r.user_data
 
 
 @pytest.mark.parametrize("stack", BENCHMARK_STACKS)
@@ -256,7 +281,8 @@ def test_legacy_k80_gets_legacy_images(rendered):
     assert k80
     for name in k80:
         r = rendered[name]
-        assert "payload:cuda11-legacy" in r.user_data
+        assert "tensorflow/tensorflow:2.11.0-gpu" in r.user_data  # the last TF with Kepler (sm_35) kernels
+        assert "CODE_EXTRA=payload-legacy" in r.user_data
         if name.startswith("gcp-"):
             assert (
                 "common-cu113" in r.one("gcp:compute/instance:Instance").inputs["bootDisk"]["initializeParams"]["image"]
@@ -306,7 +332,11 @@ def test_explicit_results_bucket_scopes_policy_to_its_prefix(catalog):
     access = json.loads(
         next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access").inputs["policy"]
     )
-    assert access["Statement"][0]["Resource"] == "arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/*"
+    resources = {st.get("Sid"): st["Resource"] for st in access["Statement"]}
+    assert resources["StackPrefixObjects"] == "arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/*"
+    assert resources["CodeBundlesRead"] == "arn:aws:s3:::team-bucket/bench/code/*"
+    bundle = r.one("aws:s3/bucketObjectv2:BucketObjectv2").inputs
+    assert bundle["bucket"] == "team-bucket" and bundle["key"].startswith("bench/code/")
     assert "GPUBENCH_RESULTS=s3://team-bucket/bench" in r.user_data
 
 

@@ -50,6 +50,7 @@ def test_resources(rendered):
             "aws:ec2/securityGroup:SecurityGroup",
             "aws:ec2/launchTemplate:LaunchTemplate",
             "aws:scheduler/schedule:Schedule",
+            "aws:s3/bucketObjectv2:BucketObjectv2",  # the code bundle every launch fetches
         ]
     )
     assert not rendered.of_type("aws:ec2/instance:Instance")  # nothing runs until the schedule fires

@@ -6,9 +6,9 @@ import io
 import subprocess
 import tarfile
 
+from infra.bundle import build_bundle
 from infra.catalog import load_catalog
 from infra.ssh import script
-from infra.ssh.bundle import build_bundle
 from infra.ssh.config import parse_ssh_config
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.remote import RemoteRun
@@ -33,7 +33,12 @@ def cfg(**keys):
 def test_docker_plan_uses_the_cloud_image_for_the_gpu_generation_and_a_local_bucket():
     plan = plan_for(cfg(), RUN, has_gpu=True)
     words = shell_words(plan.payload)
-    assert plan.image == "ghcr.io/gpubench/payload:cuda11-legacy"  # K80: the legacy image
+    assert plan.image == "tensorflow/tensorflow:2.11.0-gpu"  # K80: the last TF with Kepler kernels
+    digest = build_bundle().digest
+    assert plan.uploads[0][1] == f"{RUN.root}/src/{digest}.tar.gz"  # the bundle, not a built image
+    assert f"{RUN.root}/src/{digest}:/opt/gpubench" in words and "gpubench[payload-legacy]" in words
+    prebuilt = plan_for(cfg(payloadImage="registry.example/gp:{generation}"), RUN, has_gpu=True)
+    assert prebuilt.image == "registry.example/gp:cuda11-legacy" and not prebuilt.uploads
     assert "--gpus all" in words and '"$(id -u):$(id -g)"' in words
     assert "--results file:///gpubench/results" in words and "gs://" not in words  # no cloud credentials remotely
     assert "--steps 50" in words and "--gpus 2" in words and "--expect-gpu" in words and "--stack ssh-box" in words

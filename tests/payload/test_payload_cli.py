@@ -173,7 +173,7 @@ def test_list_text_and_json(capsys):
     assert main(["list", "--json"]) == 0
     items = json.loads(capsys.readouterr().out)
     by_name = {b["name"]: b for b in items}
-    assert len(by_name) == 10
+    assert len(by_name) == 11
     assert by_name["resnet50"]["kind"] == "throughput" and by_name["resnet50"]["params"]["image_size"] == 224
     assert by_name["text-lstm"]["kind"] == "epochs"
 

@@ -1,10 +1,12 @@
-"""The gpubench source the venv runtime copies to the host.
+"""The gpubench source a host runs: the SSH venv runtime copies it over, cloud
+stacks upload it to the results bucket as `code/<sha256>.tar.gz`.
 
-A deterministic tar.gz (sorted names, zero mtimes) of exactly what the payload
-needs: `payload/`, the catalog (`infra/__init__.py`, `infra/catalog/`) and the
-packaging files, so `pip install <dir>[payload,tf]` works on the host. The
-content hash names the remote copy and venv, so an unchanged tree is uploaded
-and installed once per host.
+A deterministic tar.gz (sorted names, zero mtimes, fixed modes) of exactly what
+the payload needs: `payload/`, the catalog (`infra/__init__.py`,
+`infra/catalog/`) and the packaging files, so `pip install <dir>[payload]`
+works on the host or in a container. The same tree gives the same bytes, so
+the content hash names the remote copy: an unchanged tree is uploaded and
+installed once.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog")
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -25,8 +27,23 @@ SKIP_SUFFIXES = (".pyc", ".pyo")
 @dataclass(frozen=True)
 class Bundle:
     data: bytes
-    digest: str  # first 16 hex digits of sha256(data)
+    digest: str  # first 16 hex digits of sha256 of the uncompressed tar (SSH: names the copy and venv)
     files: int
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the .tar.gz bytes: what `sha256sum` on the host checks."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    def write_to(self, folder: Path) -> Path:
+        """Write the archive as <folder>/<sha256>.tar.gz (idempotent) for a Pulumi FileAsset."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.sha256}.tar.gz"
+        if not path.exists() or path.read_bytes() != self.data:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(self.data)
+            tmp.replace(path)
+        return path
 
 
 def _paths(root: Path) -> list[Path]:
