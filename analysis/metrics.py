@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.reference import imagenet_schedules
 
 # Preferred bases for the relative columns, in order: a single K80 (seed 002's
@@ -38,8 +39,8 @@ COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
 @dataclass
 class Options:
     base: str | None = None  # None: default_base(summary)
-    deadline_hours: float | None = None
-    budget_usd: float | None = None
+    deadline_hours: float | None = DEFAULT_DEADLINE_HOURS
+    budget_usd: float | None = DEFAULT_BUDGET_USD
     cost_basis: str = "billed"
 
     @property

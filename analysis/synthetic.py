@@ -40,6 +40,8 @@ def make_result(
     repeat: int = 0,
     spot_prices: list[tuple[float, float]] | None = None,
     accuracy: float | None = 0.8,
+    gpu_utilization: float | None = None,
+    params: dict | None = None,
 ) -> dict:
     """A v1 result. `attempts` > 1 splits training over that many instances
     (the earlier ones interrupted), each with its own launch and shutdown.
@@ -159,7 +161,7 @@ def make_result(
         benchmark={
             "name": benchmark,
             "kind": "throughput",
-            "params": {"steps": 1000},
+            "params": params or {"steps": 1000},
             "data": "synthetic",
             "precision": "fp32",
             "per_gpu_batch_size": 64,
@@ -174,10 +176,76 @@ def make_result(
             "samples_per_second": samples_per_second,
             "samples_per_second_spread": spread,
             "final_accuracy": accuracy,
+            "gpu_utilization_mean": gpu_utilization,
             "epochs_completed": 1,
             "steps_completed": 1000,
         },
     )
+
+
+def demo_like_results() -> list[dict]:
+    """What `make demo` collects (the four demo benchmarks on this machine at
+    the demo's assumed rate), plus the same benchmarks on cloud offerings with
+    long ids and price sources, an on-prem box, an offering with no price and a
+    failed run: a report with every section, for layout tests."""
+    local = "assumed rate for this machine (gpubench demo default, not a published price: set --hourly-usd)"
+    out = []
+    # the demo's own sizes for MNIST; the cloud's 1,000 steps of 64 for the others
+    for bench, params, samples, sps in (
+        ("mnist-mlp", {"epochs": 1, "samples": 1024}, 1024, 2600.0),
+        ("mnist-cnn", {"epochs": 1, "samples": 1024}, 1024, 190.0),
+        ("bilstm-sentiment", None, 64000, 128.0),
+        ("resnet50", None, 64000, 2.1),
+    ):
+        for rep in range(2):
+            out.append(
+                make_result(
+                    "local/this-machine",
+                    bench,
+                    train_seconds=samples / sps * (1 + rep / 10),
+                    samples_per_second=sps,
+                    hourly_usd=0.10,
+                    price_source=local,
+                    repeat=rep,
+                    params=params,
+                    accuracy=None if bench == "resnet50" else 0.91,
+                )
+            )
+    clouds = (
+        ("aws/p3.2xlarge", 1, 3.06, 30.0),
+        ("gcp/n1-standard-16+4xk80", 4, None, 6.0),
+        ("gcp/n1-standard-8+1xv100", 1, None, 28.0),
+        ("aws/p2.xlarge", 1, 0.9, 4.0),
+        ("onprem/parkopedia-4x1080ti", 4, None, 20.0),
+    )
+    for bench in ("bilstm-sentiment", "resnet50"):
+        for i, (o, g, h, speed) in enumerate(clouds):
+            for rep in range(2):
+                out.append(
+                    make_result(
+                        o,
+                        bench,
+                        gpus_used=g,
+                        train_seconds=64000 / (60 * speed) * (1 + rep / 20),
+                        samples_per_second=60.0 * speed,
+                        hourly_usd=h,
+                        repeat=10 * i + rep,
+                        gpu_utilization=70.0 + 5 * i,
+                    )
+                )
+    out.append(
+        make_result(
+            "gcp/n1-highcpu-16",
+            "bilstm-sentiment",
+            gpus_used=0,
+            train_seconds=1600,
+            samples_per_second=40.0,
+            hourly_usd=None,
+            repeat=99,
+        )
+    )
+    out.append(make_result("aws/p3.2xlarge", "resnet50", status="failed", hourly_usd=3.06, repeat=77))
+    return out
 
 
 def result_key(result: dict) -> str:

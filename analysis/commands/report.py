@@ -4,7 +4,8 @@ terminal summary, from the table `collect` wrote to the same --out."""
 from __future__ import annotations
 
 from analysis import price_age
-from analysis.output import USD_SIGN, emit_json, parse_date, usd_amount
+from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from analysis.output import USD_SIGN, emit_json, parse_date
 from payload import exitcodes
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
@@ -31,8 +32,18 @@ def register(sub) -> None:
         help="offering the relative figures divide by (default: a single K80 when one is in the data, "
         "else the offering that ran the most configurations)",
     )
-    p.add_argument("--deadline-hours", type=float, metavar="H", help="also recommend the cheapest within H hours")
-    p.add_argument("--budget-usd", type=float, metavar="USD", help="also recommend the fastest within USD")
+    p.add_argument(
+        "--deadline-hours",
+        type=float,
+        metavar="H",
+        help=f"the answer names the cheapest offering that trains within H hours (default: {DEFAULT_DEADLINE_HOURS:g})",
+    )
+    p.add_argument(
+        "--budget-usd",
+        type=float,
+        metavar="USD",
+        help=f"the answer names the fastest offering that costs at most USD (default: {DEFAULT_BUDGET_USD:g})",
+    )
     p.add_argument(
         "--as-of",
         type=parse_date,
@@ -92,7 +103,10 @@ def run(args) -> int:
     if args.as_of is not None and len(runs):
         runs = price_runs(runs, as_of=args.as_of)
     opts = Options(
-        base=base, deadline_hours=args.deadline_hours, budget_usd=args.budget_usd, cost_basis=args.cost_basis
+        base=base,
+        deadline_hours=DEFAULT_DEADLINE_HOURS if args.deadline_hours is None else args.deadline_hours,
+        budget_usd=DEFAULT_BUDGET_USD if args.budget_usd is None else args.budget_usd,
+        cost_basis=args.cost_basis,
     )
     if len(runs) and "price_basis" in runs:
         from_catalog = runs["price_basis"].astype(str).str.contains("catalog", na=False)
@@ -124,6 +138,12 @@ def run(args) -> int:
         print(f"report: {path}")
         return 0
 
+    from analysis.report import PriceNotes, answer
+
+    for line in answer.lines(tables["recommendations"], opts):
+        print(line)
+    print()
+
     def f(v, fmt="{}"):
         """A cell: "-" for a missing value, never "nan"."""
         try:
@@ -132,6 +152,7 @@ def run(args) -> int:
             missing = False
         return "-" if missing else fmt.format(v)
 
+    notes = PriceNotes()
     print_table(
         (
             (
@@ -141,18 +162,16 @@ def run(args) -> int:
                 f(r["market"]),
                 f(r["gpus_used"], "{:.0f}"),
                 f(r["repeats"]),
-                f(r["train_hours"], "{:.3f}"),
+                answer.duration(r["train_hours"]),
                 f(r.get("prices_paid")),
                 f(r["train_cost_usd"], USD_SIGN),
                 f(r["billed_cost_usd"], USD_SIGN),
                 f(r.get("throughput")),
+                f(r.get("final_accuracy"), "{:.3f}"),
+                f(r.get("gpu_utilization_mean"), "{:.0f}%"),
                 f(r.get("rel_time"), "{:.2f}"),
                 f(r.get("rel_train_cost"), "{:.2f}"),
-                _short(
-                    f"{r['price_source']} ({f(r['price_as_of'])})"
-                    if isinstance(r["price_source"], str)
-                    else f(r["price_note"])
-                ),
+                notes.ref(r) or "-",
             )
             for r in with_unit_columns(summary).to_dict("records")
         ),
@@ -163,36 +182,20 @@ def run(args) -> int:
             "market",
             "GPUs",
             "runs",
-            "train h",
+            "time",
             "price paid",
             "cost to train",
             "billed",
             "throughput",
+            "accuracy",
+            "GPU util",
             "time/base",
             "cost/base",
-            "price (as of)",
+            "price",
         ),
     )
-    print()
-    for rec in tables["recommendations"]:
-        picks = []
-        for what in ("cheapest", "fastest", "under_deadline", "under_budget"):
-            r = rec.get(what)
-            if r is not None:
-                picks.append(
-                    f"{what.replace('_', ' ')}: "
-                    + (
-                        r["why"]
-                        if r["offering_id"] is None
-                        else f"{r['offering_id']} {r['market']} ({r['hours']:.2f} h, "
-                        + ("unpriced" if r["cost_usd"] is None else f"${usd_amount(r['cost_usd'])}")
-                        + ")"
-                    )
-                )
-        print(f"{rec['benchmark']} ({rec.get('workload_label')}): " + "; ".join(picks))
-        for u in rec.get("unpriced", []):
-            print(f"  not ranked by cost, unpriced: {u['offering_id']} {u['market']} ({u['hours']:.2f} h): {u['why']}")
-        if rec.get("unpriced"):
-            print(f"  to price one: {rec['unpriced'][0]['how_to_price']}")
+    print("\nprices:")
+    for n, text in notes.items():
+        print(f"  [{n}] {text}")
     print(f"\nreport: {path}")
     return 0

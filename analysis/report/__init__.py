@@ -84,7 +84,113 @@ def html_table(frame: pd.DataFrame, columns) -> str:
             text, num = _cell(r.get(c), fmt)
             cells.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+
+
+def scroll(table: str) -> str:
+    """A table in a container that scrolls sideways if the table is ever wider than the page."""
+    return f'<div class="scroll">{table}</div>'
+
+
+class PriceNotes:
+    """Price sources as numbered footnotes: a row shows "[2]", the list under
+    the tables gives source, date, billing rule and note once."""
+
+    def __init__(self):
+        self.notes: dict[tuple, int] = {}
+
+    def ref(self, r: dict) -> str:
+        key = tuple(None if _cell(r.get(k), None)[0] == "&ndash;" else str(r.get(k))
+                    for k in ("price_source", "price_as_of", "billing", "price_note"))
+        if not any(key):
+            return None
+        n = self.notes.setdefault(key, len(self.notes) + 1)
+        return f"[{n}]"
+
+    def items(self) -> list[tuple[int, str]]:
+        """(number, "source (as of date); billing: rule; note") in number order."""
+        out = []
+        for (src, as_of, billing, note), n in sorted(self.notes.items(), key=lambda kv: kv[1]):
+            text = src or "no price source"
+            if as_of:
+                text += f" (as of {as_of})"
+            if billing:
+                text += f"; billing: {billing}"
+            if note:
+                text += f"; {note}"
+            out.append((n, text))
+        return out
+
+    def html(self) -> str:
+        if not self.notes:
+            return ""
+        items = "".join(f'<li value="{n}">{html.escape(text)}</li>' for n, text in self.items())
+        return f'<h3>Price sources</h3><ol class="sources">{items}</ol>'
+
+
+def breakable(ident: str) -> str:
+    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word."""
+    out = html.escape(ident)
+    for ch in "/+-":
+        out = out.replace(ch, ch + "<wbr>")
+    return out
+
+
+def _has(frame: pd.DataFrame, col: str) -> bool:
+    return col in frame.columns and pd.to_numeric(frame[col], errors="coerce").notna().any()
+
+
+def _rel(v) -> str:
+    from analysis.report.answer import _digits, _missing
+
+    return "&ndash;" if _missing(v) else _digits(float(v))
+
+
+def config_table(rows: pd.DataFrame, notes: PriceNotes) -> str:
+    """One configuration's offerings: times in one unit (answer.time_unit of the
+    longest), throughput in its sample unit, no empty column, no identical row."""
+    from analysis.report.answer import in_unit, time_unit
+    from analysis.report.plots import units
+
+    unit = time_unit([float(h) for h in rows["train_hours"] if h == h])
+    u = units(rows)
+    cols = [
+        ("offering", lambda r: breakable(str(r["offering_id"])), False),
+        ("market", lambda r: html.escape(str(r["market"])), False),
+        ("GPUs", lambda r: _cell(r.get("gpus_used"), "{:.0f}")[0], True),
+        ("runs", lambda r: _cell(r.get("repeats"), "{:.0f}")[0], True),
+        (f"time ({unit})", lambda r: in_unit(r["train_hours"], unit), True),
+        ("spread", lambda r: _cell(r.get("train_hours_spread"), "{:.0%}")[0], True),
+        ("price paid", lambda r: _cell(r.get("prices_paid"), None)[0], False),
+        ("cost to train (USD)", lambda r: _cell(r.get("train_cost_usd"), USD)[0], True),
+        ("billed (USD)", lambda r: _cell(r.get("billed_cost_usd"), USD)[0], True),
+    ]
+    if _has(rows, "samples_per_second"):
+        cols.append((f"{u}/s", lambda r: _cell(r.get("samples_per_second"), "{:,.1f}")[0], True))
+    if _has(rows, "samples_per_usd"):
+        cols.append((f"{u} per USD", lambda r: _cell(r.get("samples_per_usd"), "{:,.0f}")[0], True))
+    if _has(rows, "final_accuracy"):
+        cols.append(("accuracy", lambda r: _cell(r.get("final_accuracy"), "{:.3f}")[0], True))
+    if _has(rows, "gpu_utilization_mean"):
+        cols.append(("GPU util. (mean %)", lambda r: _cell(r.get("gpu_utilization_mean"), "{:.0f}")[0], True))
+    if _has(rows, "rel_time"):
+        cols.append(("time vs base", lambda r: _rel(r.get("rel_time")), True))
+        cols.append(("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True))
+    cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
+    cols.append(("price", lambda r: notes.ref(r) or "&ndash;", False))
+    seen, body = set(), []
+    for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
+        cells = tuple(f(r) for _, f, _ in cols)
+        if cells in seen:  # identical once rounded: shown once
+            continue
+        seen.add(cells)
+        body.append("<tr>" + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>"
+                                     for c, (_, _, num) in zip(cells, cols)) + "</tr>")
+    head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in cols)
+    missing = [what for col, what in (("final_accuracy", "accuracy"), ("gpu_utilization_mean", "GPU utilisation"),
+                                      ("samples_per_second", f"{u}/s")) if not _has(rows, col)]
+    note = (f'<p class="note">No run of this configuration recorded {", ".join(missing)}.</p>' if missing else "")
+    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>") + note
 
 
 def _figure(title: str, png: bytes | None, caption: str) -> str:
@@ -95,54 +201,47 @@ def _figure(title: str, png: bytes | None, caption: str) -> str:
             f"src=\"data:image/png;base64,{data}\"><figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _recommendation_html(recs: list[dict]) -> str:
-    rows = []
-    for rec in recs:
-        for what in ("cheapest", "fastest", "under_deadline", "under_budget"):
-            if what not in rec:
-                continue
-            r = rec[what]
-            label = what.replace("_", " ")
-            if what == "under_deadline":
-                label += f" ({rec['deadline_hours']:g} h)"
-            if what == "under_budget":
-                label += f" (USD {rec['budget_usd']:g})"
-            config = f"{rec['benchmark']} ({rec.get('workload_label') or 'default'})"
-            if r["offering_id"] is None:
-                rows.append((config, label, r["why"], "", "", ""))
-            else:
-                cost = "unpriced" if r["cost_usd"] is None else usd_amount(r["cost_usd"])
-                price = ("no price: see below" if r["price_source"] is None
-                         else f"{r.get('prices_paid') or ''} {r['price_source']} (as of {r['price_as_of']})")
-                rows.append((config, label, f"{r['offering_id']} ({r['market']})", f"{r['hours']:.3f}", cost, price))
-        for u in rec.get("unpriced", []):
-            rows.append((f"{rec['benchmark']} ({rec.get('workload_label') or 'default'})", "not ranked by cost",
-                         f"{u['offering_id']} ({u['market']})", f"{u['hours']:.3f}", "unpriced",
-                         f"{u['why']}. To price it: {u['how_to_price']}"))
-    head = "".join(f"<th>{h}</th>" for h in ("configuration", "pick", "offering", "hours", "USD", "price"))
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _charts(charts) -> str:
+    """The charts that carry information; one line says which were left out and why."""
+    drawn = "".join(_figure(t, png, cap) for t, (png, cap) in charts if png is not None)
+    skipped = [f"{t} ({cap})" for t, (png, cap) in charts if png is None]
+    note = (f'<p class="note">Not drawn: {html.escape("; ".join(skipped))}.</p>' if skipped else "")
+    return drawn + note
+
+
+def _section(sid: str, title: str, body: str) -> str:
+    return f'<section id="{sid}"><h2>{html.escape(title)}</h2>{body}</section>'
+
+
+PRICE_NOTES = "<!-- price notes -->"
 
 
 def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) -> str:
-    from analysis.report import plots, reference
+    from analysis.report import answer, plots, reference
 
     summary = tables["summary"]
     counts = (f"{len(runs)} runs in the table, {int((runs['status'] == 'completed').sum()) if len(runs) else 0} "
               f"completed; base offering {opts.base}; recommendations rank by "
               f"{'billed cost (launch to termination)' if opts.cost_basis == 'billed' else 'cost to train'}.")
-    parts = []
+    parts = [answer.section_html(tables["recommendations"], opts)]
+    notes = PriceNotes()
     if summary.empty:
-        parts.append('<p class="empty">No completed runs to report. Run <code>python -m analysis collect</code> '
-                     "against your results bucket first; failed, interrupted and set-aside runs are listed by "
-                     "collect.</p>")
+        parts.append(_section("results", "Results", '<p class="empty">No completed runs to report. Run '
+                              "<code>python -m analysis collect</code> against your results bucket first; failed, "
+                              "interrupted and set-aside runs are listed by collect.</p>"))
     else:
-        parts.append(reference.assumed_price_note(summary))
-        parts.append("<h2>Recommendations</h2>" + _recommendation_html(tables["recommendations"]))
-        parts.append("<h2>Per offering and benchmark</h2><p class=\"note\">Medians over repeated runs; spread = "
-                     "(max &minus; min) / median. Cost to train prices the training time alone; billed cost prices "
-                     "instance launch to termination over every attempt, under each offering's billing rule.</p>")
-        parts.append(html_table(with_unit_columns(summary), SUMMARY_COLUMNS))
+        body = [reference.assumed_price_note(summary),
+                "<p class=\"note\">One table per configuration; medians over repeated runs; spread = "
+                "(max &minus; min) / median time. Cost to train prices the training time alone; billed prices "
+                "instance launch to termination over every attempt, under each offering's billing rule. Times "
+                "under an hour are in minutes, longer ones in hours (a column takes the unit of its longest "
+                f"time). Relative columns divide by {html.escape(str(opts.base))}. Price sources are the "
+                "numbered notes under the tables.</p>"]
+        for (_bench, _wl), rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True):
+            body.append(f"<h3>{html.escape(answer.configuration(rows.iloc[0].to_dict()))}</h3>")
+            body.append(config_table(rows, notes))
+        body.append(PRICE_NOTES)
+        parts.append(_section("results", "Per configuration", "".join(body)))
         charts = [
             ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary)),
             ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary)),
@@ -151,32 +250,37 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
             ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
             ("On-prem break-even vs utilisation (seed 004, section 5.2)",
              plots.breakeven_vs_utilisation(tables["breakeven"], summary)),
+            ("ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
+             plots.imagenet(summary)),
         ]
-        parts.append(reference.section(runs))
-        parts.append("<h2>Charts</h2>" + "".join(_figure(t, png, cap) for t, (png, cap) in charts))
+        parts.append(_section("charts", "Charts", _charts(charts)))
         if not tables["scaling"].empty:
-            parts.append("<h2>Multi-GPU scaling</h2>" + html_table(tables["scaling"], (
+            parts.append(_section("scaling", "Multi-GPU scaling", html_table(tables["scaling"], (
                 ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
                 ("gpu_model", "GPU", None), ("offering_id", "offering", None),
                 ("gpus", "GPUs", "{:.0f}"), ("speedup", "speed-up", "{:.2f}"), ("efficiency", "efficiency", "{:.0%}"),
-                ("reference", "1-GPU reference", None))))
+                ("reference", "1-GPU reference", None)))))
         if not tables["breakeven"].empty:
-            parts.append("<h2>On-prem break-even</h2>" + html_table(tables["breakeven"], (
+            parts.append(_section("breakeven", "On-prem break-even", html_table(tables["breakeven"], (
                 ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
                 ("onprem", "on-prem box", None), ("cloud", "cloud offering", None),
                 ("market", "market", None), ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
                 ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
                 ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
-                ("note", "note", None))))
+                ("note", "note", None)))))
+        parts.append(f'<section id="reference">{reference.section(runs)}</section>')
     not_done = runs[runs["status"] != "completed"] if len(runs) else runs
     if len(not_done):
-        parts.append("<h2>Runs that did not complete (billed, not timed)</h2>" + html_table(not_done, (
+        nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
+        parts.append(_section("not-completed", "Runs that did not complete (billed, not timed)", html_table(nd, (
             ("run_id", "run", None), ("offering_id", "offering", None), ("status", "status", None),
-            ("billed_cost_usd", "billed USD", USD), ("price_source", "price source", None),
-            ("price_as_of", "price as of", None), ("error", "error", None))))
+            ("billed_cost_usd", "billed USD", USD), ("price", "price", None), ("error", "error", None)))))
+    body = "\n".join(parts)
+    # the footnotes go under the tables, once every table has taken its numbers
+    body = body.replace(PRICE_NOTES, notes.html(), 1) if PRICE_NOTES in body else body + notes.html()
     return Template(TEMPLATE.read_text()).substitute(
         generated=html.escape(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        table=html.escape(source), counts=html.escape(counts), body="\n".join(parts))
+        table=html.escape(source), counts=html.escape(counts), body=body)
 
 
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:

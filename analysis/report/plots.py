@@ -63,7 +63,16 @@ def _configs(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         if isinstance(r.get("workload_label"), str):
             name += f" ({r['workload_label']})"
         out.append((name, d))
-    return out[:MAX_PANELS]
+    return out
+
+
+def _compared(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The configurations a chart can compare: those run on two offerings or
+    more (a chart of one offering, or a single point, carries no information)."""
+    return [(n, d) for n, d in _configs(frame) if d["offering_id"].nunique() > 1][:MAX_PANELS]
+
+
+ONE_OFFERING = "every configuration ran on one offering only: nothing to compare"
 
 
 def units(d: pd.DataFrame) -> str:
@@ -74,8 +83,8 @@ def units(d: pd.DataFrame) -> str:
     return units_of(str(u.iloc[0])) if len(u) else "samples"
 
 
-def _rows_per_panel(frame: pd.DataFrame) -> int:
-    return max(len(d) for _, d in _configs(frame))
+def _rows_per_panel(panels) -> int:
+    return max(len(d) for _, d in panels)
 
 
 def cost_to_train(summary: pd.DataFrame):
@@ -84,8 +93,10 @@ def cost_to_train(summary: pd.DataFrame):
     s = summary[summary["train_cost_usd"].notna()]
     if s.empty:
         return None, "no run could be priced (see price notes in the table)"
-    panels = _configs(s)
-    fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(s) + 1.2)
+    panels = _compared(s)
+    if not panels:
+        return None, ONE_OFFERING
+    fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
         y = range(len(d))
@@ -104,9 +115,9 @@ def hourly_vs_time(summary: pd.DataFrame):
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     if s.empty:
         return None, "no run has both a price and a training time"
-    panels = [(b, d) for b, d in _configs(s) if len(d) > 1]
+    panels = _compared(s)
     if not panels:
-        return None, "every configuration ran on one offering only: nothing to compare"
+        return None, ONE_OFFERING
     fig, axes = _panels(len(panels), 4.0)
     for ax, (bench, d) in zip(axes, panels):
         ax.scatter(d["train_hours"] * 60, d["hourly_usd"], color="tab:gray")
@@ -128,8 +139,10 @@ def samples_per_dollar(summary: pd.DataFrame):
     s = summary[summary["samples_per_usd"].notna()]
     if s.empty:
         return None, "no run has both a throughput (samples/s) and a price"
-    panels = _configs(s)
-    fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(s) + 1.2)
+    panels = _compared(s)
+    if not panels:
+        return None, ONE_OFFERING
+    fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("samples_per_usd")
         ax.barh([label(r) for r in d.to_dict("records")], d["samples_per_usd"], color="tab:green")
@@ -144,8 +157,10 @@ def relative_to_base(summary: pd.DataFrame, base: str):
     s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
     if s.empty:
         return None, f"the base offering {base} has no completed run of any benchmark here (choose one with --base)"
-    panels = _configs(s)
-    fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(s) + 1.2)
+    panels = _compared(s)
+    if not panels:
+        return None, f"no configuration ran on {base} and another offering: nothing to compare"
+    fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
         y = range(len(d))
@@ -163,6 +178,8 @@ def scaling(scale: pd.DataFrame):
     """Seed 000, figure 2: multi-GPU speed-up against the ideal (linear)."""
     if scale.empty:
         return None, "no multi-GPU run has a 1-GPU run of the same GPU model to compare with"
+    if scale["offering_id"].nunique() < 2:
+        return None, "one multi-GPU offering only: its speed-up is in the scaling table"
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(scale) + 1.5))
     names = [f"{r['benchmark']}: {r['offering_id']} x{r['gpus']}" for r in scale.to_dict("records")]
     y = range(len(scale))
@@ -209,3 +226,46 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, catalog=No
         ax.legend(fontsize=7)
     src = catalog.get(groups[0][0][2]).specs_source
     return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(summary[summary["offering_id"].isin(be["cloud"])])
+
+
+def imagenet(summary: pd.DataFrame):
+    """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
+    extrapolated from each offering's measured images/s (one panel pair per
+    configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
+    from analysis.reference import imagenet_schedules
+
+    sched = imagenet_schedules()
+    s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
+    if s.empty:
+        return None, "no run of resnet50, vgg16 or inception3 measured images/s"
+    panels = _compared(s)
+    if not panels:
+        return None, ONE_OFFERING
+    n = min(len(panels), MAX_PANELS)
+    rows = _rows_per_panel(panels)
+    fig, axes = plt.subplots(n, 2, figsize=(11, max(2.5, 0.35 * rows + 1.2) * n), squeeze=False,
+                             layout="constrained")
+    for (ax_t, ax_c), (name, d) in zip(axes, panels):
+        d = d.sort_values("imagenet_hours")
+        names = [label(r) for r in d.to_dict("records")]
+        ax_t.barh(names, d["imagenet_hours"], color="tab:blue")
+        log = d["imagenet_hours"].max() > 50 * d["imagenet_hours"].min()
+        if log:  # one slow machine would flatten every other bar
+            ax_t.set_xscale("log")
+            ax_c.set_xscale("log")
+        ax_t.set_xlabel("hours (extrapolated)" + (", log scale" if log else ""))
+        ax_t.set_title(f"{name}: time", fontsize=9)
+        ax_t.tick_params(axis="y", labelsize=8)
+        priced = d["imagenet_cost_usd"].notna()
+        ax_c.barh([x for x, p in zip(names, priced) if p], d.loc[priced, "imagenet_cost_usd"], color="tab:purple")
+        ax_c.set_xlabel("USD (extrapolated, at the price paid per hour)" + (", log scale" if log else ""))
+        ax_c.set_title(f"{name}: cost" + ("" if priced.all() else " (unpriced offerings left out)"), fontsize=9)
+        ax_c.tick_params(axis="y", labelsize=8)
+    used = sorted(set(s["benchmark"]))
+    work = "; ".join(f"{b}: {sched[b]['samples']:,} images (batch {sched[b]['batch_size']} x "
+                     f"{sched[b]['iterations']:,} iterations, {sched[b]['paper']})" for b in used)
+    caption = (f"Extrapolation, not a measurement. Training as in each model's paper ({work}; seed 004, section "
+               "5.1) divided by the median images/s measured here. Assumes the measured steady-state throughput "
+               "holds for the whole run (no data loading from disk, evaluation, checkpoints or interruptions), "
+               "at the batch size and precision measured, and at the price paid per hour. " + prices_caption(s))
+    return _png(fig), caption

@@ -147,8 +147,8 @@ def _table(bench: str, refs: list[Figure], mine: pd.DataFrame, subject) -> str:
                      f"({html.escape(date_note)}).</li>")
     for basis in sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis}):
         notes.append(f"<li>{html.escape(basis)}.</li>")
-    return (f"<h3>{html.escape(bench)}</h3><table class=\"reference\"><thead><tr>"
-            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table>"
+    return (f"<h3>{html.escape(bench)}</h3><div class=\"scroll\"><table class=\"reference\"><thead><tr>"
+            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table></div>"
             + f"<ul class=\"note\">{''.join(notes)}</ul>")
 
 
