@@ -67,7 +67,7 @@ class Rendered:
         return None
 
 
-def _fake_id(*parts: str) -> str:
+def fake_id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:17]
 
 
@@ -84,53 +84,13 @@ class _Mocks(pmocks.Mocks):
         self.records: dict[str, dict[str, Any]] = {}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
-        account, region = "123456789012", "us-east-1"
+        from infra import clouds
+
+        for cloud in clouds.all_clouds():
+            found = cloud.preview_mocks().computed(typ, name, inputs, rid)
+            if found is not None:
+                return found
         extra: dict[str, Callable[[], dict[str, Any]]] = {
-            "aws:ec2/instance:Instance": lambda: {
-                "arn": f"arn:aws:ec2:{region}:{account}:instance/i-{rid}",
-                "publicIp": "198.51.100.7",
-            },
-            "aws:iam/role:Role": lambda: {
-                "arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}",
-                "name": f"{name}-{rid[:7]}",
-            },
-            "aws:iam/instanceProfile:InstanceProfile": lambda: {
-                "name": f"{name}-{rid[:7]}",
-                "arn": f"arn:aws:iam::{account}:instance-profile/{name}-{rid[:7]}",
-            },
-            "aws:ec2/launchTemplate:LaunchTemplate": lambda: {
-                "arn": f"arn:aws:ec2:{region}:{account}:launch-template/lt-{rid}",
-            },
-            "aws:s3/bucket:Bucket": lambda: {"bucket": inputs.get("bucket") or f"{name}-{rid[:7]}"},
-            "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
-            "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},
-            "gcp:serviceaccount/account:Account": lambda: {
-                "email": f"{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com",
-                "name": f"projects/mock-project/serviceAccounts/{inputs.get('accountId')}@mock-project.iam.gserviceaccount.com",
-            },
-            "gcp:compute/instanceTemplate:InstanceTemplate": lambda: {
-                "selfLink": f"https://www.googleapis.com/compute/v1/projects/mock-project/global/instanceTemplates/{name}-{rid[:7]}",
-            },
-            "gcp:projects/iAMCustomRole:IAMCustomRole": lambda: {
-                "name": f"projects/{inputs.get('project')}/roles/{inputs.get('roleId')}"
-            },
-            "gcp:cloudscheduler/job:Job": lambda: {"name": f"{name}-{rid[:7]}"},
-            "gcp:cloudfunctionsv2/function:Function": lambda: {
-                "name": f"{name}-{rid[:7]}",
-                "serviceConfig": {
-                    **(inputs.get("serviceConfig") or {}),
-                    "uri": f"https://{name}-{rid[:7]}-uc.a.run.app",
-                },
-            },
-            "gcp:storage/bucketObject:BucketObject": lambda: {"name": inputs.get("name")},
-            "aws:lambda/function:Function": lambda: {
-                "arn": f"arn:aws:lambda:{region}:{account}:function:{inputs.get('name') or name}",
-            },
-            "aws:cloudwatch/logGroup:LogGroup": lambda: {
-                "arn": f"arn:aws:logs:{region}:{account}:log-group:{inputs.get('name')}",
-            },
-            "gcp:storage/bucket:Bucket": lambda: {"name": inputs.get("name") or f"{name}-{rid[:7]}"},
-            "gcp:compute/instance:Instance": lambda: {"name": f"{name}-{rid[:7]}"},
             "time:index/offset:Offset": lambda: self._offset(inputs),
             "pulumi:pulumi:StackReference": lambda: self._stack_reference(inputs),
         }
@@ -157,41 +117,20 @@ class _Mocks(pmocks.Mocks):
         }
 
     def new_resource(self, args: pmocks.MockResourceArgs):
-        rid = _fake_id(self.stack, args.typ, args.name)
+        rid = fake_id(self.stack, args.typ, args.name)
         outputs = dict(args.inputs)
         outputs.update(self._computed(args.typ, args.name, args.inputs, rid))
         self.records[f"{args.typ}::{args.name}"] = dict(args.inputs)
         return f"{args.name}-{rid[:8]}", outputs
 
     def call(self, args: pmocks.MockCallArgs):
-        calls: dict[str, Callable[[], dict[str, Any]]] = {
-            "aws:ec2/getAmi:getAmi": lambda: {
-                "id": "ami-0mock" + _fake_id(*map(str, args.args.get("filters", [])))[:9],
-                "imageId": "ami-0mock",
-                "name": "mock Deep Learning AMI",
-            },
-            "aws:index/getCallerIdentity:getCallerIdentity": lambda: {
-                "accountId": "123456789012",
-                "arn": "arn:aws:iam::123456789012:user/mock",
-                "id": "123456789012",
-                "userId": "mock",
-            },
-            "gcp:organizations/getClientConfig:getClientConfig": lambda: {
-                "project": "mock-project",
-                "region": "us-central1",
-                "zone": "us-central1-a",
-                "accessToken": "mock",
-                "id": "mock",
-            },
-            "gcp:compute/getImage:getImage": lambda: {
-                "selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.args.get('project')}/global/images/{args.args.get('family')}-v20240101",
-                "name": f"{args.args.get('family')}-v20240101",
-                "family": args.args.get("family"),
-            },
-        }
-        if args.token not in calls:
-            raise KeyError(f"offline preview has no mock for {args.token}")
-        return calls[args.token](), []
+        from infra import clouds
+
+        for cloud in clouds.all_clouds():
+            found = cloud.preview_mocks().call(args.token, dict(args.args))
+            if found is not None:
+                return found, []
+        raise KeyError(f"offline preview has no mock for {args.token}")
 
 
 class _Monitor(pmocks.MockMonitor):

@@ -33,9 +33,6 @@ MODULES = (
     "infra/gcp/__init__.py",
     "infra/gcp/sweep.py",
 )
-# Cloud Run functions (Python) load `main.py` at the source root and install requirements.txt.
-GCP_MAIN = "from infra.sweeper_function import http as sweep  # noqa: F401\n"
-GCP_REQUIREMENTS = "functions-framework>=3,<4\ngoogle-auth>=2\nrequests>=2\n"
 ENTRY_POINT = "sweep"
 LAMBDA_HANDLER = "infra.sweeper_function.handler"
 # The AWS sweep waits at most 120 x 5 s for terminations before deleting security
@@ -45,10 +42,10 @@ TIMEOUT_S = 900
 
 def package(provider: str) -> dict[str, bytes]:
     """archive path -> content, sorted; the same bytes for the same checkout."""
+    from infra import clouds
+
     files = {name: (ROOT / name).read_bytes() for name in MODULES}
-    if provider == "gcp":
-        files["main.py"] = GCP_MAIN.encode()
-        files["requirements.txt"] = GCP_REQUIREMENTS.encode()
+    files.update({name: text.encode() for name, text in clouds.get(provider).SWEEPER_FUNCTION_FILES.items()})
     return dict(sorted(files.items()))
 
 

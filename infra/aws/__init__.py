@@ -164,3 +164,21 @@ def credentials_status() -> dict:
             "AWS_SECRET_ACCESS_KEY (an instance role is not probed)",
         }
     return {"ok": True, "detail": f"found ({creds.method}), region {session.region_name or 'unset'}"}
+
+
+def preview_mocks():
+    """Mock answers for the offline preview (infra/render.py)."""
+    from infra.aws import mocks as module
+
+    return module
+
+
+# Lambda runs the handler straight from the sweep modules (infra/sweeper_function.py): nothing else.
+SWEEPER_FUNCTION_FILES: dict[str, str] = {}
+
+
+def parse_offerings(raw, gpus, file):
+    """The rows of this cloud's offering file (infra/aws/catalog.py)."""
+    from infra.aws.catalog import parse_offerings as parse
+
+    return parse(raw, gpus, file)

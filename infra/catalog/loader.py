@@ -100,107 +100,6 @@ def _retired(row: dict, where: str) -> tuple[date | None, str | None]:
     return as_date(row["retired"], where), str(require(row, "retired_source", where))
 
 
-def _aws_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
-    out = []
-    for i, row in enumerate(raw.get("offering", [])):
-        where = f"{file} offering #{i + 1}"
-        itype = require(row, "instance_type", where)
-        retired, retired_source = _retired(row, where)
-        out.append(
-            Offering(
-                id=f"aws/{itype}",
-                provider="aws",
-                kind=raw.get("kind", "cloud"),
-                instance_type=itype,
-                gpu=_gpu(gpus, row.get("gpu"), where),
-                gpu_count=int(require(row, "gpu_count", where)),
-                vcpus=int(require(row, "vcpus", where)),
-                memory_gb=float(require(row, "memory_gb", where)),
-                regions=tuple(row.get("regions", raw.get("regions", ()))),
-                billing=row.get("billing", raw["billing"]),
-                markets=_markets(row.get("markets", raw.get("markets")), where),
-                specs_source=row.get("specs_source", raw.get("specs_source", "")),
-                retired=retired,
-                retired_source=retired_source,
-            )
-        )
-    return out
-
-
-def _gcp_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
-    accelerators = raw.get("accelerators", {})
-    machines = raw.get("machine_types", {})
-    out = []
-    for i, row in enumerate(raw.get("offering", [])):
-        where = f"{file} offering #{i + 1}"
-        mtype = require(row, "machine_type", where)
-        if mtype not in machines:
-            raise CatalogError(f"{where}: machine_type {mtype!r} is not in [machine_types]")
-        if "gpu" not in row:
-            out.append(_gcp_cpu_offering(raw, row, mtype, machines[mtype], where))
-            continue
-        model = require(row, "gpu", where)
-        count = int(require(row, "gpu_count", where))
-        if model not in accelerators:
-            raise CatalogError(f"{where}: gpu {model!r} has no [accelerators.{model}] entry")
-        acc = accelerators[model]
-        builtin = bool(acc.get("builtin", False))
-        if not builtin and count not in acc.get("counts", ()):
-            raise CatalogError(
-                f"{where}: {count} x {model} cannot be attached on N1 (allowed counts: {acc.get('counts')})"
-            )
-        zones = tuple(acc.get("zones", ()))
-        retired, retired_source = _retired(acc, f"{file} [accelerators.{model}]")
-        oid = f"gcp/{mtype}" if builtin else f"gcp/{mtype}+{count}x{model.lower()}"
-        out.append(
-            Offering(
-                id=oid,
-                provider="gcp",
-                kind=raw.get("kind", "cloud"),
-                instance_type=mtype,
-                gpu=_gpu(gpus, model, where),
-                gpu_count=count,
-                vcpus=int(machines[mtype]["vcpus"]),
-                memory_gb=float(machines[mtype]["memory_gb"]),
-                regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
-                zones=zones,
-                billing=row.get("billing", raw["billing"]),
-                markets=_markets(row.get("markets", raw.get("markets")), where),
-                specs_source=raw.get("specs_source", ""),
-                accelerator_type=None if builtin else acc["type"],
-                accelerator_count=0 if builtin else count,
-                retired=retired,
-                retired_source=retired_source,
-                stack_suffix=row.get("stack_suffix"),
-                price_components=(f"machine:{mtype}", f"gpu:{model}"),
-            )
-        )
-    return out
-
-
-def _gcp_cpu_offering(raw: dict, row: dict, mtype: str, machine: dict, where: str) -> Offering:
-    """A machine type with no GPU (seed 002's CPU rivals, seed 001's cron VM):
-    priced by its machine type alone, in the regions its zones list."""
-    zones = tuple(row.get("zones", ()))
-    return Offering(
-        id=f"gcp/{mtype}",
-        provider="gcp",
-        kind=raw.get("kind", "cloud"),
-        instance_type=mtype,
-        gpu=None,
-        gpu_count=0,
-        vcpus=int(machine["vcpus"]),
-        memory_gb=float(machine["memory_gb"]),
-        regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
-        zones=zones,
-        billing=row.get("billing", raw["billing"]),
-        markets=_markets(row.get("markets", raw.get("markets")), where),
-        specs_source=row.get("specs_source", raw.get("specs_source", "")),
-        stack_suffix=row.get("stack_suffix"),
-        price_components=(f"machine:{mtype}",),
-    )
-
-
 def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
     """Rows that carry their own provider (dedicated, marketplace, on-prem, local)."""
     out = []
@@ -242,9 +141,20 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
 
 
 # Which parser reads which offerings file: one per provider shape, no if-chain.
+def _cloud_parser(name: str):
+    def parse(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
+        from infra import clouds
+
+        return clouds.get(name).parse_offerings(raw, gpus, file)
+
+    return parse
+
+
+# A cloud's offering file has its own shape (instance types; machine types + accelerators):
+# its parser lives in the cloud's folder (infra/<cloud>/catalog.py). Other files list rows.
 OFFERING_PARSERS = {
-    "aws.toml": _aws_offerings,
-    "gcp.toml": _gcp_offerings,
+    "aws.toml": _cloud_parser("aws"),
+    "gcp.toml": _cloud_parser("gcp"),
     "dedicated.toml": _listed_offerings,
     "onprem.toml": _listed_offerings,
 }

@@ -152,3 +152,25 @@ def credentials_status() -> dict:
         "ok": False,
         "detail": "none found: `gcloud auth application-default login` (a VM's service account is not probed)",
     }
+
+
+def preview_mocks():
+    """Mock answers for the offline preview (infra/render.py)."""
+    from infra.gcp import mocks as module
+
+    return module
+
+
+# What a Cloud Run function (Python) needs beside the sweep modules: `main.py` at the source
+# root (entry point `sweep`) and the requirements it installs (infra/sweeper_function.py packages them).
+SWEEPER_FUNCTION_FILES = {
+    "main.py": "from infra.sweeper_function import http as sweep  # noqa: F401\n",
+    "requirements.txt": "functions-framework>=3,<4\ngoogle-auth>=2\nrequests>=2\n",
+}
+
+
+def parse_offerings(raw, gpus, file):
+    """The rows of this cloud's offering file (infra/gcp/catalog.py)."""
+    from infra.gcp.catalog import parse_offerings as parse
+
+    return parse(raw, gpus, file)

@@ -79,8 +79,8 @@ def test_cost_onprem_days_per_month(capsys):
     "argv, message",
     [
         (["cost", "p3.8xlarge", "--hours", "1"], "Did you mean: aws/p3.8xlarge"),
-        (["cost", "aws/p3.8xlarge", "--hours", "-1"], "--hours must be a positive number"),
-        (["cost", "aws/p3.8xlarge", "--hours", "0"], "--hours must be a positive number"),
+        (["cost", "aws/p3.8xlarge", "--hours", "-1"], "--hours must be a positive, finite number"),
+        (["cost", "aws/p3.8xlarge", "--hours", "0"], "--hours must be a positive, finite number"),
         (["cost", "hetzner/ex51-ssd-gpu", "--hours", "1", "--market", "spot"], "no spot market"),
         (["cost", "aws/p3.8xlarge", "--hours", "1", "--as-of", "2010-01-01"], "first snapshot pricing it is"),
         (["cost", "gcp/n1-standard-4+1xk80", "--hours", "1", "--as-of", "2025-01-01"], "retired on 2024-05-01"),

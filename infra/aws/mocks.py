@@ -1,0 +1,61 @@
+"""What AWS's resources compute and its data sources answer, for the offline preview
+(infra/render.py runs the Pulumi program under mocks): ids, ARNs, names the program reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+ACCOUNT, REGION = "123456789012", "us-east-1"
+
+
+def computed(typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any] | None:
+    """Outputs a real provider would compute for a resource of this type; None for another cloud's."""
+    account, region = ACCOUNT, REGION
+    table: dict[str, Callable[[], dict[str, Any]]] = {
+        "aws:ec2/instance:Instance": lambda: {
+            "arn": f"arn:aws:ec2:{region}:{account}:instance/i-{rid}",
+            "publicIp": "198.51.100.7",
+        },
+        "aws:iam/role:Role": lambda: {
+            "arn": f"arn:aws:iam::{account}:role/{name}-{rid[:7]}",
+            "name": f"{name}-{rid[:7]}",
+        },
+        "aws:iam/instanceProfile:InstanceProfile": lambda: {
+            "name": f"{name}-{rid[:7]}",
+            "arn": f"arn:aws:iam::{account}:instance-profile/{name}-{rid[:7]}",
+        },
+        "aws:ec2/launchTemplate:LaunchTemplate": lambda: {
+            "arn": f"arn:aws:ec2:{region}:{account}:launch-template/lt-{rid}",
+        },
+        "aws:s3/bucket:Bucket": lambda: {"bucket": inputs.get("bucket") or f"{name}-{rid[:7]}"},
+        "aws:scheduler/schedule:Schedule": lambda: {"name": f"{name}-{rid[:7]}"},
+        "aws:ec2/keyPair:KeyPair": lambda: {"keyName": f"{name}-{rid[:7]}"},
+        "aws:lambda/function:Function": lambda: {
+            "arn": f"arn:aws:lambda:{region}:{account}:function:{inputs.get('name') or name}",
+        },
+        "aws:cloudwatch/logGroup:LogGroup": lambda: {
+            "arn": f"arn:aws:logs:{region}:{account}:log-group:{inputs.get('name')}",
+        },
+    }
+    return table[typ]() if typ in table else None
+
+
+def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
+    """A data source's answer (an invoke); None for another cloud's."""
+    from infra.render import fake_id
+
+    table: dict[str, Callable[[], dict[str, Any]]] = {
+        "aws:ec2/getAmi:getAmi": lambda: {
+            "id": "ami-0mock" + fake_id(*map(str, args.get("filters", [])))[:9],
+            "imageId": "ami-0mock",
+            "name": "mock Deep Learning AMI",
+        },
+        "aws:index/getCallerIdentity:getCallerIdentity": lambda: {
+            "accountId": "123456789012",
+            "arn": "arn:aws:iam::123456789012:user/mock",
+            "id": "123456789012",
+            "userId": "mock",
+        },
+    }
+    return table[token]() if token in table else None

@@ -1,0 +1,81 @@
+"""GCP's offering file (infra/catalog/data/offerings/gcp.toml, and a user catalog's): its rows as catalog Offerings."""
+
+from __future__ import annotations
+
+from infra.catalog.errors import CatalogError
+from infra.catalog.loader import _gpu, _markets, _retired, require
+from infra.catalog.model import GpuSpec, Offering
+
+
+def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
+    accelerators = raw.get("accelerators", {})
+    machines = raw.get("machine_types", {})
+    out = []
+    for i, row in enumerate(raw.get("offering", [])):
+        where = f"{file} offering #{i + 1}"
+        mtype = require(row, "machine_type", where)
+        if mtype not in machines:
+            raise CatalogError(f"{where}: machine_type {mtype!r} is not in [machine_types]")
+        if "gpu" not in row:
+            out.append(_gcp_cpu_offering(raw, row, mtype, machines[mtype], where))
+            continue
+        model = require(row, "gpu", where)
+        count = int(require(row, "gpu_count", where))
+        if model not in accelerators:
+            raise CatalogError(f"{where}: gpu {model!r} has no [accelerators.{model}] entry")
+        acc = accelerators[model]
+        builtin = bool(acc.get("builtin", False))
+        if not builtin and count not in acc.get("counts", ()):
+            raise CatalogError(
+                f"{where}: {count} x {model} cannot be attached on N1 (allowed counts: {acc.get('counts')})"
+            )
+        zones = tuple(acc.get("zones", ()))
+        retired, retired_source = _retired(acc, f"{file} [accelerators.{model}]")
+        oid = f"gcp/{mtype}" if builtin else f"gcp/{mtype}+{count}x{model.lower()}"
+        out.append(
+            Offering(
+                id=oid,
+                provider="gcp",
+                kind=raw.get("kind", "cloud"),
+                instance_type=mtype,
+                gpu=_gpu(gpus, model, where),
+                gpu_count=count,
+                vcpus=int(machines[mtype]["vcpus"]),
+                memory_gb=float(machines[mtype]["memory_gb"]),
+                regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
+                zones=zones,
+                billing=row.get("billing", raw["billing"]),
+                markets=_markets(row.get("markets", raw.get("markets")), where),
+                specs_source=raw.get("specs_source", ""),
+                accelerator_type=None if builtin else acc["type"],
+                accelerator_count=0 if builtin else count,
+                retired=retired,
+                retired_source=retired_source,
+                stack_suffix=row.get("stack_suffix"),
+                price_components=(f"machine:{mtype}", f"gpu:{model}"),
+            )
+        )
+    return out
+
+
+def _gcp_cpu_offering(raw: dict, row: dict, mtype: str, machine: dict, where: str) -> Offering:
+    """A machine type with no GPU (seed 002's CPU rivals, seed 001's cron VM):
+    priced by its machine type alone, in the regions its zones list."""
+    zones = tuple(row.get("zones", ()))
+    return Offering(
+        id=f"gcp/{mtype}",
+        provider="gcp",
+        kind=raw.get("kind", "cloud"),
+        instance_type=mtype,
+        gpu=None,
+        gpu_count=0,
+        vcpus=int(machine["vcpus"]),
+        memory_gb=float(machine["memory_gb"]),
+        regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
+        zones=zones,
+        billing=row.get("billing", raw["billing"]),
+        markets=_markets(row.get("markets", raw.get("markets")), where),
+        specs_source=row.get("specs_source", raw.get("specs_source", "")),
+        stack_suffix=row.get("stack_suffix"),
+        price_components=(f"machine:{mtype}",),
+    )
