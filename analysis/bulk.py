@@ -77,22 +77,26 @@ class S3Bulk:
         attempts, backoff = _retries()
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
         kw: dict = {}
-        region = None
-        try:
-            import boto3
-            from obstore.auth.boto3 import Boto3CredentialProvider
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        env_keys = os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY")
+        if not (env_keys and region):
+            # Keys and region in the environment are what boto3's chain would pick
+            # first too; obstore reads them itself, and boto3 is not imported (0.2 s).
+            try:
+                import boto3
+                from obstore.auth.boto3 import Boto3CredentialProvider
 
-            session = boto3.Session()
-            region = session.region_name
-            kw["credential_provider"] = Boto3CredentialProvider(session)
-        except ImportError:  # obstore reads AWS_ACCESS_KEY_ID & co itself
-            pass
+                session = boto3.Session()
+                region = session.region_name or region
+                kw["credential_provider"] = Boto3CredentialProvider(session)
+            except ImportError:  # obstore reads AWS_ACCESS_KEY_ID & co itself
+                pass
         if endpoint:
             kw.update(endpoint=endpoint, virtual_hosted_style_request=False)
         return S3Store(
             self.bucket,
             prefix=self.prefix or None,
-            region=region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            region=region or "us-east-1",
             client_options={
                 "allow_http": bool(endpoint and endpoint.startswith("http://")),
                 "connect_timeout": timedelta(seconds=5),
