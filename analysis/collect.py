@@ -182,6 +182,19 @@ def _loads(data):
         return json.loads(bytes(data))
 
 
+def _loads_finite(data) -> tuple[object, bool]:
+    """(parsed JSON, True when it cannot hold NaN or infinity): orjson refuses
+    both (NaN, Infinity, 1e400), so only the stdlib fallback can return them."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(data), False
+    try:
+        return orjson.loads(data), True
+    except orjson.JSONDecodeError:
+        return json.loads(bytes(data)), False
+
+
 def _dumps(obj) -> bytes:
     try:
         import orjson
@@ -203,7 +216,30 @@ def _fast_validator():
         return None
     from payload.schema import load_schema
 
-    return fastjsonschema.compile(load_schema())
+    return fastjsonschema.compile(_inline_refs(load_schema()))
+
+
+def _inline_refs(schema: dict) -> dict:
+    """The schema with each local ``$ref`` replaced by its definition (the
+    definitions are not recursive). fastjsonschema builds a name for every
+    referenced call with ``str.format(**locals())``, which was two thirds of
+    its time per result; inlined, the same checks run about 4x faster."""
+    defs = schema.get("$defs", {})
+    annotations = ("description", "title", "$comment", "examples")
+
+    def sub(v):
+        if isinstance(v, list):
+            return [sub(x) for x in v]
+        if not isinstance(v, dict):
+            return v
+        ref = v.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
+            target = sub(defs[ref[8:]])
+            rest = {k: sub(x) for k, x in v.items() if k != "$ref" and k not in annotations}
+            return {**rest, "allOf": [target]} if rest else target
+        return {k: sub(x) for k, x in v.items() if k != "$defs"}
+
+    return sub(schema)
 
 
 def validate(result: dict) -> None:
@@ -298,7 +334,7 @@ def _parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict
     if not data.strip():
         raise ValueError("corrupt: empty file (upload interrupted?)")
     try:
-        raw = _loads(data)
+        raw, finite = _loads_finite(data)
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -313,7 +349,16 @@ def _parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict
     except ResultValidationError as exc:
         problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
         raise ValueError("invalid: " + "; ".join(problems)) from None
-    return result_to_row(result, source=source, key=key, etag=etag, schema_version_read=version), result
+    # a document orjson read holds no NaN or infinity (it refuses them); a migrated one is checked again
+    row = result_to_row(
+        result,
+        source=source,
+        key=key,
+        etag=etag,
+        schema_version_read=version,
+        check_finite=not (finite and result is raw),
+    )
+    return row, result
 
 
 def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
@@ -602,7 +647,8 @@ def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_pri
         bar.add(1)
         return True
 
-    def handle(info, data) -> None:
+    def handle(info, data, ranged: bool) -> bool:
+        """Record one object; True asks for a whole re-read of a ranged read that did not parse."""
         key = info.key
         entry = {"source": url, "key": key, "url": source.url_for(key), "etag": info.etag, "size": info.size}
         if isinstance(data, StorageError):
@@ -613,11 +659,14 @@ def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_pri
                 if entry["row"]["market"] == "spot":
                     to_price.append((f"{url}|{key}", result))
             except ValueError as exc:
+                if ranged and str(exc).startswith("corrupt:"):  # perhaps part of a newer, longer object
+                    return True  # read it whole before judging it
                 entry["reason"] = str(exc)
             except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
                 entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
         got[f"{url}|{key}"] = entry
         bar.update()
+        return False
 
     async def run():
         return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS)
@@ -698,12 +747,12 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     Written to temporary names first, so a crash leaves the old table whole."""
     import pandas as pd
 
-    from analysis.pricing import price_runs
+    from analysis.pricing import price_rows
     from analysis.table import COLUMNS
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    df = price_runs(pd.DataFrame(rows, columns=list(COLUMNS)))
+    df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
     paths = {}
     for ext, write in (
         ("parquet", lambda d, p: d.to_parquet(p, index=False)),

@@ -271,10 +271,14 @@ def billing_windows(result: dict) -> list[dict]:
     return windows
 
 
-def result_to_row(result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int) -> dict:
+def result_to_row(
+    result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int, check_finite: bool = True
+) -> dict:
     """The table row of one valid (migrated) result. Raises ValueError on
-    a NaN or infinite number (collect sets the file aside with the reason)."""
-    _refuse_non_finite(result)
+    a NaN or infinite number (collect sets the file aside with the reason);
+    `check_finite=False` only for a result parsed by a reader that refuses them."""
+    if check_finite:
+        _refuse_non_finite(result)
     o, p, hw, sw, b, m = (result[k] for k in ("offering", "price", "hardware", "software", "benchmark", "metrics"))
     spread = m.get("samples_per_second_spread") or {}
     windows = billing_windows(result)

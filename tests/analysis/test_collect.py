@@ -7,6 +7,7 @@ bucket, schema migration and the CLI summary."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import threading
@@ -325,17 +326,20 @@ def test_an_old_json_manifest_is_migrated_without_downloading_again(tmp_path):
 
 
 class CountingBulk:
-    """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key."""
+    """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key: `gets`
+    the first read of each object, `rereads` a whole read after a ranged read
+    that did not parse."""
 
     def __init__(self, monkeypatch):
         from analysis import bulk
 
         self.gets: list[str] = []
+        self.rereads: list[str] = []
         real = bulk.S3Bulk.get
 
-        async def get(source, key):
-            self.gets.append(key)
-            return await real(source, key)
+        async def get(source, key, size=None):
+            (self.rereads if size is None and key in self.gets else self.gets).append(key)
+            return await real(source, key, size)
 
         monkeypatch.setattr(bulk.S3Bulk, "get", get)
 
@@ -355,6 +359,7 @@ def test_bulk_path_and_thread_path_give_the_same_table(s3_bucket, tmp_path, monk
     assert counting.gets == []
     s_bulk, rows_bulk = collect([url], tmp_path / "bulk")
     assert len(counting.gets) == s_bulk.new == 12
+    assert counting.rereads == ["runs/aws-p2-1x/broken-run/result.json"]  # the truncated one, read whole to be sure
     assert rows_bulk == rows_thread
     assert _reasons(s_bulk) == _reasons(s_thread)
     assert (s_bulk.runs, s_bulk.valid) == (s_thread.runs, s_thread.valid)
@@ -374,6 +379,7 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     summary, rows = collect([url], out, workers=8)
     assert summary.new == len(counting.gets) == 31 and len(rows) == 30
     assert _reasons(summary)["runs/aws-p2-1x/broken/result.json"].startswith("corrupt: not valid JSON")
+    assert counting.rereads == ["runs/aws-p2-1x/broken/result.json"]
 
     counting.gets.clear()
     summary, rows = collect([url], out, workers=8)  # nothing new: nothing downloaded
@@ -396,6 +402,28 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
         (out / f".collect-manifest.sqlite{suffix}").unlink(missing_ok=True)
     summary, rows = collect([url], out, workers=8)
     assert len(counting.gets) == summary.new == 31 and len(rows) == 30
+
+
+def test_bulk_path_reads_whole_an_object_that_grew_since_the_listing(s3_bucket, tmp_path, monkeypatch):
+    """Objects are read by range with the listing's size: one replaced by a
+    longer one in between arrives cut short, and must be read whole, not set aside."""
+    from analysis import bulk
+
+    url = f"s3://{s3_bucket}"
+    results = _results(3)
+    _populate(open_store(url), results)
+    grown = result_key(results[1])
+    real_info = bulk._info
+
+    def stale_info(meta):  # the listing as it was before the object grew by 40 bytes
+        info = real_info(meta)
+        return dataclasses.replace(info, size=info.size - 40) if info.key == grown else info
+
+    monkeypatch.setattr(bulk, "_info", stale_info)
+    counting = CountingBulk(monkeypatch)
+    summary, rows = collect([url], tmp_path / "out")
+    assert counting.rereads == [grown]
+    assert (summary.new, summary.valid, summary.skipped) == (3, 3, [])
 
 
 def test_bulk_path_outage_keeps_the_rows_and_fails_fast(s3_bucket, tmp_path, monkeypatch):
