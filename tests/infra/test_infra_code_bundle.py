@@ -98,7 +98,7 @@ def test_host_fetches_checks_and_runs_the_bundle_with_the_rendered_commands(rend
     assert f"{dest}:{cloud_init.BUNDLE_MOUNT}" in args
     command = args[-1]
     assert f"pip install --no-cache-dir --quiet  '{cloud_init.BUNDLE_MOUNT}/gpubench[payload]'" in command
-    assert command.endswith("&& exec python3 -m payload run")
+    assert command.endswith("; exit 1; }; exec python3 -m payload run")
     assert f"{cloud_init.ENV_FILE}" in args and "--gpus" in args
 
 
