@@ -4,7 +4,8 @@ Security posture of a benchmark stack:
 - the instance role may only read/write `runs/<stack>/*` in the results bucket, and
   read (nothing else) `code/*`, where the stack uploads the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
-  stacks may run the same bundle);
+  stacks may run the same bundle) and a workload stack its spec and workdir
+  (`code/workload-<sha256>.tar.gz`, the same way);
 - the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
 - IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
 - encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the

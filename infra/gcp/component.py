@@ -11,7 +11,8 @@ Security posture of a benchmark stack:
 - `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
   results stack creates and where benchmark stacks upload the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
-  stacks may run the same bundle);
+  stacks may run the same bundle) and a workload stack its spec and workdir
+  (`code/workload-<sha256>.tar.gz`, the same way);
 - a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
   (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
 - `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
