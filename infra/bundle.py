@@ -35,10 +35,10 @@ class Bundle:
         """sha256 of the .tar.gz bytes: what `sha256sum` on the host checks."""
         return hashlib.sha256(self.data).hexdigest()
 
-    def write_to(self, folder: Path) -> Path:
-        """Write the archive as <folder>/<sha256>.tar.gz (idempotent) for a Pulumi FileAsset."""
+    def write_to(self, folder: Path, prefix: str = "") -> Path:
+        """Write the archive as <folder>/<prefix><sha256>.tar.gz (idempotent) for a Pulumi FileAsset."""
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{self.sha256}.tar.gz"
+        path = folder / f"{prefix}{self.sha256}.tar.gz"
         if not path.exists() or path.read_bytes() != self.data:
             tmp = path.with_suffix(".tmp")
             tmp.write_bytes(self.data)

@@ -20,8 +20,12 @@ With a code bundle (the default: no image to build), the unit first runs
 fetch-code.sh: it copies `code/<sha256>.tar.gz` from the results bucket with the
 instance's own credentials (the cloud's copy command), checks the sha256 and
 unpacks it; run.sh then mounts it into the public image and installs the
-payload from it before `python -m payload run`. A bundle that cannot be fetched
-or does not match fails the unit, which powers the machine off.
+payload from it before `python -m payload run`. A stack with a workload fetches
+a second bundle the same way (`code/workload-<sha256>.tar.gz`: the spec and its
+workdir) and run.sh mounts it at /gpubench/workload, where GPUBENCH_WORKLOAD
+points; the image is then the spec's own (PyTorch, NGC, ...) when it names one.
+A bundle that cannot be fetched or does not match fails the unit, which powers
+the machine off.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ UNIT = "gpubench-payload.service"
 POWEROFF_UNIT = "gpubench-poweroff.service"
 DRIVER_WAIT_TRIES = 90  # x 10 s: how long run.sh waits for nvidia-smi before starting the container
 CODE_DIR = "/var/lib/gpubench/code"
+WORKLOAD_ENV = "/etc/gpubench/workload.env"
+WORKLOAD_DIR = "/var/lib/gpubench/workload"
+WORKLOAD_MOUNT = "/gpubench/workload"  # infra.config.CLOUD_WORKLOAD_SPEC is workload.yaml in it
 BUNDLE_MOUNT = "/opt/gpubench"  # where the unpacked bundle is seen inside the container
 _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 
@@ -95,11 +102,13 @@ sed -i "s/^GPUBENCH_DEADLINE=.*/GPUBENCH_DEADLINE=$deadline/" {ENV_FILE}
 
 RUN_SH = f"""#!/bin/bash
 # Run the payload container once with every GPU; the unit's ExecStopPost handles the end.
-# usage: run.sh IMAGE [CODE_DIR]: with CODE_DIR, IMAGE is a public framework image and the
-# payload is pip-installed from the fetched bundle when the container starts.
+# usage: run.sh IMAGE [CODE_DIR [WORKLOAD_DIR]]: with CODE_DIR, IMAGE is a public image (TensorFlow,
+# or a workload's own) and the payload is pip-installed from the fetched bundle when the container
+# starts; WORKLOAD_DIR (the unpacked workload bundle) is mounted at {WORKLOAD_MOUNT}.
 set -euo pipefail
 image="$1"
 code="${{2:-}}"
+workload="${{3:-}}"
 # The NVIDIA driver may still be installing at first boot (GCP DLVM install-nvidia-driver runs
 # beside cloud-init): `docker run --gpus all` would fail and power the machine off without a
 # result. Wait for it, bounded; if it never comes, docker fails loudly as before.
@@ -122,9 +131,15 @@ extra="$(sed -n 's/^CODE_EXTRA=//p' "$code.env")"
 flags="$(sed -n 's/^CODE_PIP_FLAGS=//p' "$code.env")"
 backend_packages="$(sed -n 's/^CODE_BACKEND_PACKAGES=//p' "$code.env")"
 install="python3 -m pip install --no-cache-dir --quiet $flags '{BUNDLE_MOUNT}/gpubench[$extra]' $backend_packages"
+# An image without python3 >= 3.11 and pip cannot run the payload: say so before the unit ends.
+refused="{{ echo 'gpubench: could not install the payload into $image (see the error above): it needs python3 >= 3.11 with pip, docs/workloads.md' >&2; exit 1; }}"
+mounts=(-v "$code:{BUNDLE_MOUNT}")
+if [ -n "$workload" ]; then
+  mounts+=(-v "$workload:{WORKLOAD_MOUNT}")
+fi
 exec docker run --rm --name gpubench-payload --gpus all --network host \\
-  --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} -v "$code:{BUNDLE_MOUNT}" \\
-  --entrypoint /bin/bash "$image" -c "$install && exec python3 -m payload run"
+  --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "${{mounts[@]}}" \\
+  --entrypoint /bin/bash "$image" -c "$install || $refused; exec python3 -m payload run"
 """
 
 
@@ -182,9 +197,12 @@ SCRIPTS: dict[str, str] = {
 }
 
 
-def _payload_unit(image: str, code: bool) -> str:
+def _payload_unit(image: str, code: bool, workload: bool = False) -> str:
     fetch = f"ExecStartPre={LIB_DIR}/fetch-code.sh {CODE_ENV} {CODE_DIR}\n" if code else ""
     run_args = f"{image} {CODE_DIR}" if code else image
+    if code and workload:
+        fetch += f"ExecStartPre={LIB_DIR}/fetch-code.sh {WORKLOAD_ENV} {WORKLOAD_DIR}\n"
+        run_args += f" {WORKLOAD_DIR}"
     return f"""[Unit]
 Description=gpubench payload (runs once, then powers the machine off)
 Wants=network-online.target docker.service
@@ -227,18 +245,30 @@ class CodeBundle:
     pip_flags: str = ""
     backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax in a TensorFlow image
     settings: Mapping[str, str] = field(default_factory=dict)
+    workload: tuple[str, str] | None = None  # (URL, sha256) of the workload bundle, if the stack runs one
 
     def env_text(self) -> str:
-        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256):
-            raise ValueError(f"code bundle sha256 {self.sha256!r} is not 64 hex digits")
-        values = {
-            "CODE_URL": self.url,
-            "CODE_SHA256": self.sha256,
-            "CODE_EXTRA": self.extra,
-            "CODE_PIP_FLAGS": self.pip_flags,
-            "CODE_BACKEND_PACKAGES": self.backend_packages,
-            **self.settings,
-        }
+        """code.env: what fetch-code.sh fetches and how run.sh installs it."""
+        return self._env(
+            self.url,
+            self.sha256,
+            {
+                "CODE_EXTRA": self.extra,
+                "CODE_PIP_FLAGS": self.pip_flags,
+                "CODE_BACKEND_PACKAGES": self.backend_packages,
+            },
+        )
+
+    def workload_env_text(self) -> str:
+        """workload.env: the same fetch for the workload bundle (spec + workdir)."""
+        if self.workload is None:
+            raise ValueError("this launch has no workload bundle")
+        return self._env(*self.workload, {})
+
+    def _env(self, url: str, sha256: str, install: Mapping[str, str]) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", sha256):
+            raise ValueError(f"code bundle sha256 {sha256!r} is not 64 hex digits")
+        values = {"CODE_URL": url, "CODE_SHA256": sha256, **install, **self.settings}
         for key, value in values.items():
             if not re.fullmatch(r"[A-Za-z0-9_./:+@=,\[\]-]*", value) or not re.fullmatch(r"[A-Z][A-Z0-9_]*", key):
                 raise ValueError(f"code setting {key}={value!r} has characters the env file cannot carry")
@@ -312,10 +342,24 @@ def render_user_data(launch: PayloadLaunch) -> str:
             if launch.code
             else []
         ),
+        *(
+            [
+                {
+                    "path": WORKLOAD_ENV,
+                    "permissions": "0600",
+                    "owner": "root:root",
+                    "content": launch.code.workload_env_text(),
+                }
+            ]
+            if launch.code and launch.code.workload
+            else []
+        ),
         {
             "path": f"/etc/systemd/system/{UNIT}",
             "permissions": "0644",
-            "content": _payload_unit(launch.image, launch.code is not None),
+            "content": _payload_unit(
+                launch.image, launch.code is not None, launch.code is not None and launch.code.workload is not None
+            ),
         },
         {"path": f"/etc/systemd/system/{POWEROFF_UNIT}", "permissions": "0644", "content": POWEROFF_SERVICE},
     ]

@@ -478,6 +478,12 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
                 "set gpubench:suite or gpubench:workload, not both: a stack runs built-in benchmarks or one workload",
             )
         values["suite"] = ()
+        if values.get("payload_image"):
+            raise ConfigError(
+                "payloadImage",
+                "a cloud stack's workload travels in the code bundle, which a prebuilt payload image does not "
+                "fetch: drop gpubench:payloadImage (the spec's `image`, or the official TensorFlow image, runs it)",
+            )
     if stack_type == "recurring" and "every" not in values:
         raise ConfigError(
             "every", "required for a recurring stack: its schedule (UTC), e.g. 'rate(7 days)' or 'cron(0 3 ? * MON *)'"

@@ -34,6 +34,7 @@ class PublicImage:
     image: str
     extra: str = "payload"  # pyproject extra installed from the bundle
     pip_flags: str = ""  # extra `pip install` flags
+    framework: bool = True  # a TensorFlow image (Keras backends apply); False: a workload's own image
 
 
 TENSORFLOW_IMAGES: dict[str, PublicImage] = {
@@ -61,6 +62,15 @@ def lookup(table: dict, provider: str, generation: str):
 def public_image(generation: str) -> PublicImage:
     """The official TensorFlow GPU image for this generation (the bundle is installed into it)."""
     return lookup(TENSORFLOW_IMAGES, "tensorflow/tensorflow", generation)
+
+
+def workload_image(spec_path: str) -> PublicImage | None:
+    """A workload's own `image` (PyTorch, NGC, ...), the payload pip-installed into it at start
+    (so it needs python3 >= 3.11 and pip); None when the spec names none: the TensorFlow image."""
+    from payload.workloads import load_spec
+
+    image = load_spec(spec_path).image
+    return PublicImage(image, framework=False) if image else None
 
 
 def payload_image(template: str, generation: str) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import BenchmarkConfig
-from infra.images import BACKEND_PACKAGES, PublicImage, payload_image, public_image
+from infra.images import BACKEND_PACKAGES, PublicImage, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
@@ -70,6 +70,8 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"{cfg.backend!r} needs Keras 3; {offering.gpu.model if offering.gpu else offering.id} runs the legacy "
             f"image {public.image} (Keras 2): use tensorflow, or a prebuilt gpubench:payloadImage",
         )
+    if public is not None and cfg.workload:
+        public = workload_image(cfg.workload) or public
     image = payload_image(cfg.payload_image, offering.image_generation) if cfg.payload_image else public.image
     return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
 
@@ -166,6 +168,7 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
 
 
 CODE_CACHE = "gpubench-code"  # under the temp dir: the bundle file a Pulumi FileAsset uploads
+WORKLOAD_PREFIX = "workload-"  # code/workload-<sha256>.tar.gz: the spec and its workdir
 
 
 def bundle_file() -> tuple[str, str]:
@@ -179,8 +182,16 @@ def bundle_file() -> tuple[str, str]:
     return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
 
 
-def code_bundle(launch: Launch, url: str, sha256: str, copy: str, settings: dict[str, str] | None = None):
-    """What the guest needs to fetch and install the bundle into the launch's public image."""
+def code_bundle(
+    launch: Launch,
+    url: str,
+    sha256: str,
+    copy: str,
+    settings: dict[str, str] | None = None,
+    workload: tuple[str, str] | None = None,
+):
+    """What the guest needs to fetch and install the bundle into the launch's public image;
+    `workload`: (URL, sha256) of the workload bundle it unpacks at /gpubench/workload."""
     from infra.cloud_init import CodeBundle
 
     assert launch.public is not None, "a prebuilt payload image carries its own code"
@@ -190,9 +201,25 @@ def code_bundle(launch: Launch, url: str, sha256: str, copy: str, settings: dict
         copy=copy,
         extra=launch.public.extra,
         pip_flags=launch.public.pip_flags,
-        backend_packages=BACKEND_PACKAGES[launch.cfg.backend or "tensorflow"],
+        # a workload's own image brings its framework; backends are for the built-in Keras benchmarks
+        backend_packages=BACKEND_PACKAGES[launch.cfg.backend or "tensorflow"] if launch.public.framework else "",
         settings=settings or {},
+        workload=workload,
     )
+
+
+def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:
+    """(sha256, path) of the stack's workload bundle (spec + workdir), written for upload as
+    `code/workload-<sha256>.tar.gz`; None when the stack runs built-in benchmarks."""
+    import tempfile
+    from pathlib import Path
+
+    from infra.bundle import build_workload_bundle
+
+    if not launch.cfg.workload:
+        return None
+    bundle = build_workload_bundle(launch.cfg.workload)
+    return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE, WORKLOAD_PREFIX))
 
 
 def offering_options(offering: Any, market: str, price: Any, on_demand: Any = None) -> dict[str, Any]:

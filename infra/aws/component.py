@@ -4,7 +4,8 @@ Security posture of a benchmark stack:
 - the instance role may only read/write `runs/<stack>/*` in the results bucket, and
   read (nothing else) `code/*`, where the stack uploads the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
-  stacks may run the same bundle);
+  stacks may run the same bundle) and a workload stack its spec and workdir
+  (`code/workload-<sha256>.tar.gz`, the same way);
 - the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
 - IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
 - encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the
@@ -43,7 +44,16 @@ from infra import cloud_init
 from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ResultsConfig, SweeperConfig
-from infra.launch import Launch, bundle_file, code_bundle, payload_env, region_of, tag_values
+from infra.launch import (
+    WORKLOAD_PREFIX,
+    Launch,
+    bundle_file,
+    code_bundle,
+    payload_env,
+    region_of,
+    tag_values,
+    workload_bundle_file,
+)
 from infra.results_ref import locate
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
@@ -145,29 +155,38 @@ def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
 
 
 def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulumi.Output:
-    """Upload the payload's code bundle as `code/<sha256>.tar.gz`; its s3:// URL ("" with a
-    prebuilt payloadImage). Kept on destroy: the same key may serve other stacks."""
+    """Upload the payload's code bundle as `code/<sha256>.tar.gz` and, for a workload stack, the
+    workload's as `code/workload-<sha256>.tar.gz`; their s3:// URLs with `#<sha256>`, joined by
+    a space ("" with a prebuilt payloadImage). Kept on destroy: the same keys may serve other stacks."""
     if launch.public is None:
         return pulumi.Output.from_input("")
-    sha, path = bundle_file()
-    key = f"{results.code_prefix}{sha}.tar.gz"
-    obj = aws.s3.BucketObjectv2(
-        "code-bundle",
-        bucket=results.bucket,
-        key=key,
-        source=pulumi.FileAsset(path),
-        content_type="application/gzip",
-        tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
-    )
-    return pulumi.Output.all(obj.bucket, obj.key).apply(lambda a: f"s3://{a[0]}/{a[1]}#{sha}")
+    uploads = [("code-bundle", "", bundle_file())]
+    workload = workload_bundle_file(launch)
+    if workload:
+        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
+    urls = []
+    for name, prefix, (sha, path) in uploads:
+        obj = aws.s3.BucketObjectv2(
+            name,
+            bucket=results.bucket,
+            key=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
+    return pulumi.Output.all(*urls).apply(" ".join)
 
 
-def guest_code(launch: Launch, url_and_sha: str, region: str):
-    if not url_and_sha:
+def guest_code(launch: Launch, urls: str, region: str):
+    """The guest's CodeBundle from upload_code's URLs (None with a prebuilt payloadImage)."""
+    if not urls:
         return None
-    url, _, sha = url_and_sha.partition("#")
-    return code_bundle(launch, url, sha, CODE_COPY, {"AWS_DEFAULT_REGION": region})
+    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
+    return code_bundle(
+        launch, *code, CODE_COPY, {"AWS_DEFAULT_REGION": region}, workload=workload[0] if workload else None
+    )
 
 
 class AwsBenchmark(pulumi.ComponentResource):

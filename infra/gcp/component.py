@@ -11,7 +11,8 @@ Security posture of a benchmark stack:
 - `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
   results stack creates and where benchmark stacks upload the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
-  stacks may run the same bundle);
+  stacks may run the same bundle) and a workload stack its spec and workdir
+  (`code/workload-<sha256>.tar.gz`, the same way);
 - a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
   (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
 - `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
@@ -57,7 +58,16 @@ from infra import cloud_init
 from infra.config import ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
-from infra.launch import Launch, bundle_file, code_bundle, payload_env, tag_values, zone_or_first
+from infra.launch import (
+    WORKLOAD_PREFIX,
+    Launch,
+    bundle_file,
+    code_bundle,
+    payload_env,
+    tag_values,
+    workload_bundle_file,
+    zone_or_first,
+)
 from infra.results_ref import locate
 
 SUBNET_CIDR = "10.42.0.0/24"
@@ -136,16 +146,25 @@ class GcpBenchmark(pulumi.ComponentResource):
                 member=member,
                 opts=child,
             )
-            sha, path = bundle_file()
-            obj = gcp.storage.BucketObject(
-                "code-bundle",
-                bucket=results.bucket,
-                name=f"{results.code_prefix}{sha}.tar.gz",
-                source=pulumi.FileAsset(path),
-                content_type="application/gzip",
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
-            )
-            code_url = pulumi.Output.all(obj.bucket, obj.name).apply(lambda a: f"gs://{a[0]}/{a[1]}#{sha}")
+            # the payload's bundle and, for a workload stack, the workload's (spec + workdir)
+            uploads = [("code-bundle", "", bundle_file())]
+            workload = workload_bundle_file(launch)
+            if workload:
+                uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
+            urls = []
+            for res_name, prefix, (sha, path) in uploads:
+                obj = gcp.storage.BucketObject(
+                    res_name,
+                    bucket=results.bucket,
+                    name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+                    source=pulumi.FileAsset(path),
+                    content_type="application/gzip",
+                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+                )
+                urls.append(
+                    pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}")
+                )
+            code_url = pulumi.Output.all(*urls).apply(" ".join)
 
         network = gcp.compute.Network(
             "net",
@@ -174,11 +193,11 @@ class GcpBenchmark(pulumi.ComponentResource):
 
         env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
 
-        def guest_code(url_and_sha: str):
-            if not url_and_sha:
+        def guest_code(urls: str):
+            if not urls:
                 return None
-            url, _, digest = url_and_sha.partition("#")
-            return code_bundle(launch, url, digest, CODE_COPY)
+            code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
+            return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
 
         user_data = pulumi.Output.all(env, code_url).apply(
             lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], guest_code(a[1])))

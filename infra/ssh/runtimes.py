@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from infra.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workload_bundle
-from infra.images import payload_image, public_image
+from infra.images import payload_image, public_image, workload_image
 from infra.ssh.config import SshStack
 from infra.ssh.layout import RunLayout
 
@@ -93,9 +93,11 @@ def docker_plan(
     cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle
 ) -> Plan:
     """The cloud stacks' container, with the run directory mounted as its bucket: the
-    public TensorFlow image of the GPU's generation with the bundle mounted and
-    pip-installed at start, or a prebuilt `payloadImage`."""
+    public TensorFlow image of the GPU's generation (or a workload's own `image`) with
+    the bundle mounted and pip-installed at start, or a prebuilt `payloadImage`."""
     public = None if cfg.payload_image else public_image(cfg.image_generation)
+    if public is not None and cfg.workload:
+        public = workload_image(cfg.workload) or public
     image = public.image if public else payload_image(cfg.payload_image, cfg.image_generation)
     name = run.container_name
     q = shlex.quote
@@ -140,8 +142,9 @@ def docker_plan(
             f"python3 -m pip install --no-cache-dir --quiet --user {public.pip_flags} "
             f"{q('/opt/gpubench/gpubench[' + public.extra + ']')}"
         )
+        refused = f"{{ echo {q(f'gpubench: could not install the payload into {image} (see the error above): it needs python3 >= 3.11 with pip, docs/workloads.md')} >&2; exit 1; }}"
         argv += ["-v", f"{src}:/opt/gpubench", "--entrypoint", "/bin/bash", image, "-c"]
-        argv += [f"{install} && exec python3 -m payload run {shell_words(args)}"]
+        argv += [f"{install} || {refused}; exec python3 -m payload run {shell_words(args)}"]
     else:
         argv += [image, *args]
     stop = f"docker stop -t 60 {q(name)} >/dev/null 2>&1 || true"

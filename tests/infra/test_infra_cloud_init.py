@@ -152,3 +152,43 @@ def test_run_sh_waits_for_the_nvidia_driver_before_starting_the_container(tmp_pa
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "calls-at-docker").read_text().strip() == "3"  # docker ran only once nvidia-smi worked
     assert "--gpus all" in (tmp_path / "docker-args").read_text()
+
+
+@pytest.mark.parametrize("stack", ["aws-g5-1x", "gcp-v100-1x"])
+def test_workload_user_data_is_valid_and_shellcheck_clean(catalog, stack, tmp_path):
+    """A workload stack's user-data (second fetch, the spec's image, the workload mount)."""
+    from pathlib import Path
+
+    from infra_matrix import NOW
+
+    from infra import stacks as stackfiles
+    from infra.render import render
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "pytorch-resnet" / "workload.yaml"
+    raw = {k: v for k, v in stackfiles.load_config(stack).items() if k != "gpubench:suite"}
+    text = render(stack, {**raw, "gpubench:workload": str(spec)}, catalog, now=NOW).user_data
+    files = {f["path"]: f["content"] for f in yaml.safe_load(text)["write_files"]}
+    unit = files[f"/etc/systemd/system/{cloud_init.UNIT}"]
+    assert f"fetch-code.sh {cloud_init.WORKLOAD_ENV} {cloud_init.WORKLOAD_DIR}" in unit
+    assert (
+        f"run.sh pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime {cloud_init.CODE_DIR} {cloud_init.WORKLOAD_DIR}" in unit
+    )
+    assert re.search(r"CODE_URL=(s3|gs)://[^/]+/code/workload-[0-9a-f]{64}\.tar\.gz", files[cloud_init.WORKLOAD_ENV])
+
+    path = tmp_path / "user-data.yaml"
+    path.write_text(text)
+    proc = subprocess.run(
+        [require_tool("cloud-init"), "schema", "--config-file", str(path)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and "Valid" in proc.stdout, proc.stdout + proc.stderr
+    scripts = []
+    for i, body in enumerate(cloud_init.shell_scripts(text).values()):
+        (tmp_path / f"{i}.sh").write_text(body)
+        scripts.append(str(tmp_path / f"{i}.sh"))
+    proc = subprocess.run([require_tool("shellcheck"), "--severity=style", *scripts], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_builtin_stacks_fetch_no_workload(rendered):
+    for name in BENCHMARK_STACKS:
+        assert cloud_init.WORKLOAD_ENV not in rendered[name].user_data, name

@@ -98,7 +98,7 @@ def test_host_fetches_checks_and_runs_the_bundle_with_the_rendered_commands(rend
     assert f"{dest}:{cloud_init.BUNDLE_MOUNT}" in args
     command = args[-1]
     assert f"pip install --no-cache-dir --quiet  '{cloud_init.BUNDLE_MOUNT}/gpubench[payload]'" in command
-    assert command.endswith("&& exec python3 -m payload run")
+    assert command.endswith("; exit 1; }; exec python3 -m payload run")
     assert f"{cloud_init.ENV_FILE}" in args and "--gpus" in args
 
 
@@ -149,3 +149,139 @@ def test_prebuilt_payload_image_needs_no_bundle(catalog):
             "policy"
         ]
     )
+
+
+SPEC = Path(__file__).resolve().parents[2] / "examples" / "pytorch-resnet" / "workload.yaml"
+
+
+def _workload_config(stack: str, spec: Path = SPEC, **more) -> dict:
+    raw = {k: v for k, v in stackfiles.load_config(stack).items() if k != "gpubench:suite"}
+    return {**raw, "gpubench:workload": str(spec), **more}
+
+
+@pytest.fixture
+def rendered_workload(catalog, s3_bucket):
+    from infra.render import render
+
+    raw = _workload_config("aws-g5-1x", **{"gpubench:results": f"s3://{s3_bucket}"})
+    return render("aws-g5-1x", raw, catalog, now=NOW)
+
+
+def _unit_commands(files: dict[str, str]) -> list[list[str]]:
+    """The unit's fetch (ExecStartPre) and run (ExecStart) commands, split as systemd does."""
+    unit = files[f"/etc/systemd/system/{cloud_init.UNIT}"]
+    return [
+        line.split("=", 1)[1].split()
+        for line in unit.splitlines()
+        if line.startswith(("ExecStartPre=/", "ExecStart="))  # not `ExecStartPre=-.../docker pull`
+    ]
+
+
+def test_workload_bundle_is_uploaded_beside_the_code_bundle(rendered_workload, s3_bucket):
+    from infra.bundle import build_workload_bundle
+
+    objects = {o.name: o.inputs for o in rendered_workload.of_type("aws:s3/bucketObjectv2:BucketObjectv2")}
+    assert set(objects) == {"code-bundle", "workload-bundle"}
+    sha = build_workload_bundle(SPEC).sha256
+    assert objects["workload-bundle"]["bucket"] == s3_bucket
+    assert objects["workload-bundle"]["key"] == f"code/workload-{sha}.tar.gz"
+    assert objects["workload-bundle"]["source"]["sha256"] == sha  # the asset is the bundle's bytes
+    # the role still reads code/* only: the workload bundle is under it, nothing wider
+    policy = next(x for x in rendered_workload.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access")
+    assert f"arn:aws:s3:::{s3_bucket}/code/*" in policy.inputs["policy"]
+
+
+def test_host_fetches_both_bundles_and_runs_the_specs_image_with_the_rendered_commands(
+    rendered_workload, s3_bucket, tmp_path
+):
+    from infra.bundle import build_workload_bundle
+    from infra.config import CLOUD_WORKLOAD_SPEC
+    from payload.workloads import load_spec
+
+    files = _files(rendered_workload.user_data)
+    for env_path, bundle in (
+        (cloud_init.CODE_ENV, build_bundle()),
+        (cloud_init.WORKLOAD_ENV, build_workload_bundle(SPEC)),
+    ):
+        values = dict(line.split("=", 1) for line in files[env_path].splitlines())
+        assert values["CODE_SHA256"] == bundle.sha256
+        _upload(s3_bucket, values["CODE_URL"].removeprefix(f"s3://{s3_bucket}/"), bundle.data)
+
+    lib, env = _host(tmp_path, files)
+    (tmp_path / "etc" / "workload.env").write_text(files[cloud_init.WORKLOAD_ENV])
+    host = {  # the guest's paths, moved into the test's directory
+        cloud_init.LIB_DIR: str(lib),
+        cloud_init.CODE_ENV: str(tmp_path / "etc" / "code.env"),
+        cloud_init.WORKLOAD_ENV: str(tmp_path / "etc" / "workload.env"),
+        cloud_init.CODE_DIR: str(tmp_path / "code"),
+        cloud_init.WORKLOAD_DIR: str(tmp_path / "workload"),
+    }
+    commands = _unit_commands(files)
+    assert [c[0] for c in commands] == [
+        f"{cloud_init.LIB_DIR}/{s}" for s in ("fetch-code.sh", "fetch-code.sh", "run.sh")
+    ]
+    for argv in commands:
+        proc = subprocess.run(
+            ["bash", *(host.get(a, a).replace(cloud_init.LIB_DIR, str(lib)) for a in argv)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, (argv, proc.stderr)
+
+    # the spec lands where the container's GPUBENCH_WORKLOAD points, and hashes like the local one
+    payload_env = dict(line.split("=", 1) for line in files[cloud_init.ENV_FILE].splitlines())
+    assert payload_env["GPUBENCH_WORKLOAD"] == CLOUD_WORKLOAD_SPEC == f"{cloud_init.WORKLOAD_MOUNT}/workload.yaml"
+    args = (tmp_path / "docker-args").read_text().splitlines()
+    assert f"{tmp_path / 'workload'}:{cloud_init.WORKLOAD_MOUNT}" in args
+    on_host = tmp_path / "workload" / CLOUD_WORKLOAD_SPEC.removeprefix(cloud_init.WORKLOAD_MOUNT + "/")
+    assert load_spec(on_host).sha256 == load_spec(SPEC).sha256
+    assert (tmp_path / "workload" / "workdir" / "train.py").read_bytes() == (SPEC.parent / "train.py").read_bytes()
+    # the job's own image, not TensorFlow; the payload bundle mounted and pip-installed in it
+    image = load_spec(SPEC).image
+    assert args[args.index("--entrypoint") + 1 : args.index("--entrypoint") + 3] == ["/bin/bash", image]
+    assert f"{tmp_path / 'code'}:{cloud_init.BUNDLE_MOUNT}" in args
+    assert f"pip install --no-cache-dir --quiet  '{cloud_init.BUNDLE_MOUNT}/gpubench[payload]' " in args[-1]
+    assert "jax" not in args[-1] and "torch" not in args[-1].split("||")[0]  # no backend packages: the image has them
+
+
+@pytest.mark.parametrize("pip_works", [True, False])
+def test_container_start_installs_the_payload_or_says_why_not(rendered_workload, tmp_path, pip_works):
+    """The command run.sh gives the container, run by bash with a fake python3: an image whose pip
+    refuses the payload (Python < 3.11) stops with a message naming the image, not a traceback."""
+    files = _files(rendered_workload.user_data)
+    lib, env = _host(tmp_path, files)
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code.env").write_text(files[cloud_init.CODE_ENV])
+    subprocess.run(["bash", str(lib / "run.sh"), "img:1", str(tmp_path / "code")], env=env, check=True)
+    command = (tmp_path / "docker-args").read_text().splitlines()[-1]
+    fake = tmp_path / "image-bin"
+    fake.mkdir()
+    (fake / "python3").write_text(
+        f'#!/bin/sh\necho "$*" >> {tmp_path}/python-calls\n'
+        + ("exit 0\n" if pip_works else 'case "$*" in *pip*) echo "requires a different Python" >&2; exit 1;; esac\n')
+    )
+    (fake / "python3").chmod(0o755)
+    proc = subprocess.run(
+        ["bash", "-c", command], env={"PATH": f"{fake}:/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    calls = (tmp_path / "python-calls").read_text().splitlines()
+    if pip_works:
+        assert proc.returncode == 0 and calls[-1] == "-m payload run"
+    else:
+        assert proc.returncode == 1 and len(calls) == 1  # the payload never started
+        assert "could not install the payload into img:1" in proc.stderr and "python3 >= 3.11" in proc.stderr
+
+
+def test_a_workload_without_an_image_runs_in_the_tensorflow_image(catalog, s3_bucket, tmp_path):
+    from infra.render import render
+
+    spec = tmp_path / "job" / "workload.yaml"
+    spec.parent.mkdir()
+    spec.write_text("name: plain\nrun: python -c 'print(1)'\nmetrics: [json]\n")
+    r = render("aws-g5-1x", _workload_config("aws-g5-1x", spec), catalog, now=NOW)
+    unit = _files(r.user_data)[f"/etc/systemd/system/{cloud_init.UNIT}"]
+    tf = public_image("cuda13").image
+    assert f"run.sh {tf} {cloud_init.CODE_DIR} {cloud_init.WORKLOAD_DIR}" in unit
+    assert f"docker pull {tf}" in unit

@@ -364,3 +364,28 @@ print(json.dumps(sorted({t for t, *_ in mon.order})))
     proc = subprocess.run([sys.executable, "-c", script, str(repo)], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "gcp:compute/instance:Instance" in json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "stack,typ,key",
+    [
+        ("aws-g5-1x", "aws:s3/bucketObjectv2:BucketObjectv2", "key"),
+        ("gcp-v100-1x", "gcp:storage/bucketObject:BucketObject", "name"),
+    ],
+)
+def test_workload_stack_uploads_its_workload_bundle_under_code(catalog, stack, typ, key):
+    from pathlib import Path
+
+    from infra import stacks as stackfiles
+    from infra.bundle import build_workload_bundle
+    from infra.render import render
+
+    spec = Path(__file__).resolve().parents[2] / "examples" / "pytorch-resnet" / "workload.yaml"
+    raw = {k: v for k, v in stackfiles.load_config(stack).items() if k != "gpubench:suite"}
+    r = render(stack, {**raw, "gpubench:workload": str(spec)}, catalog, now=NOW)
+    objects = {o.name: o.inputs for o in r.of_type(typ)}
+    sha = build_workload_bundle(spec).sha256
+    assert set(objects) == {"code-bundle", "workload-bundle"}
+    assert objects["workload-bundle"][key] == f"code/workload-{sha}.tar.gz"
+    assert objects["workload-bundle"]["bucket"] == objects["code-bundle"]["bucket"]
+    assert f"workload-{sha}.tar.gz" in r.user_data

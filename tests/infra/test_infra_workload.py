@@ -33,3 +33,30 @@ def test_cloud_workload_errors_name_the_key(tmp_path):
         )
     with pytest.raises(ConfigError, match="gpubench:workload: workload spec .*no such file"):
         parse_config({"gpubench:offering": "aws/g4dn.xlarge", "gpubench:workload": str(tmp_path / "x.yaml")}, "s")
+
+
+def test_the_specs_image_runs_the_workload_and_the_tensorflow_image_otherwise(tmp_path):
+    from infra.images import public_image
+
+    cfg = parse_config({"gpubench:offering": "aws/g4dn.xlarge", "gpubench:workload": str(SPEC)}, "aws-g4dn-1x")
+    launch = resolve(cfg, load_catalog())
+    assert launch.image == "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime" == launch.public.image
+    assert launch.public.extra == "payload" and not launch.public.framework
+    bare = tmp_path / "workload.yaml"
+    bare.write_text("name: bare\nrun: python train.py\nmetrics: [json]\n")
+    cfg = parse_config({"gpubench:offering": "aws/g4dn.xlarge", "gpubench:workload": str(bare)}, "aws-g4dn-1x")
+    assert resolve(cfg, load_catalog()).image == public_image("cuda13").image
+    builtin = parse_config({"gpubench:offering": "aws/g4dn.xlarge"}, "aws-g4dn-1x")
+    assert resolve(builtin, load_catalog()).image == public_image("cuda13").image
+
+
+def test_a_prebuilt_payload_image_cannot_fetch_a_workload():
+    with pytest.raises(ConfigError, match="gpubench:payloadImage.*code bundle"):
+        parse_config(
+            {
+                "gpubench:offering": "aws/g4dn.xlarge",
+                "gpubench:workload": str(SPEC),
+                "gpubench:payloadImage": "registry.example/gpubench:{generation}",
+            },
+            "aws-g4dn-1x",
+        )

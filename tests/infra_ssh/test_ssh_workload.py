@@ -105,3 +105,30 @@ def test_bad_workload_keys_name_the_key(tmp_path):
         parse_ssh_config(
             {k: v for k, v in base_keys(spec).items() if k != "gpubench:workload"}, "ssh-box", load_catalog()
         )
+
+
+def test_docker_runtime_runs_the_workload_in_the_specs_image(tmp_path):
+    from infra.images import public_image
+
+    spec = example_spec(tmp_path)
+    cfg = parse_ssh_config(base_keys(spec), "ssh-box", load_catalog())
+    plan = docker_plan(cfg, RunLayout("/home/u/.gpubench", "ssh-box", "r1"), has_gpu=True)
+    image = load_spec(spec).image
+    assert plan.image == image and "docker pull" in plan.setup and image in plan.setup
+    argv = list(plan.payload)
+    assert argv[argv.index("--entrypoint") + 1 : argv.index("--entrypoint") + 3] == ["/bin/bash", image]
+    command = argv[-1]  # the payload bundle pip-installed into the job's image, or a clear stop
+    assert "pip install --no-cache-dir --quiet --user  '/opt/gpubench/gpubench[payload]'" in command
+    assert f"could not install the payload into {image}" in command and "python3 >= 3.11" in command
+
+    (spec.parent / "bare.yaml").write_text("name: bare\nrun: python train.py\nworkdir: .\nmetrics: [json]\n")
+    cfg = parse_ssh_config(base_keys(spec.parent / "bare.yaml"), "ssh-box", load_catalog())
+    plan = docker_plan(cfg, RunLayout("/home/u/.gpubench", "ssh-box", "r1"), has_gpu=True)
+    assert plan.image == public_image(cfg.image_generation).image  # no image in the spec: TensorFlow
+    builtin = parse_ssh_config(
+        {k: v for k, v in base_keys(spec).items() if k != "gpubench:workload"} | {"gpubench:benchmark": "mnist-mlp"},
+        "ssh-box",
+        load_catalog(),
+    )
+    plan = docker_plan(builtin, RunLayout("/home/u/.gpubench", "ssh-box", "r1"), has_gpu=True)
+    assert plan.image == public_image(builtin.image_generation).image
