@@ -105,6 +105,47 @@ def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
     return gcp.compute.get_image_output(family=spec.family, project=images.IMAGE_PROJECT, opts=opts).self_link
 
 
+def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> pulumi.Output:
+    """Upload the payload's bundle (and a workload stack's spec + workdir) to the results bucket's
+    code/ folder, content-addressed and kept on destroy, and let `member` read that folder only.
+    Returns "gs://...#sha256 ..." for the user-data, or "" when a prebuilt payloadImage runs instead."""
+    if launch.public is None:
+        return pulumi.Output.from_input("")
+    child = pulumi.ResourceOptions(parent=parent)
+    gcp.storage.ManagedFolderIamMember(
+        "code-read",
+        bucket=results.bucket,
+        managed_folder=results.code_prefix,
+        role=CODE_ROLE,
+        member=member,
+        opts=child,
+    )
+    uploads = [("code-bundle", "", bundle_file())]
+    workload = workload_bundle_file(launch)
+    if workload:
+        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
+    urls = []
+    for res_name, prefix, (sha, path) in uploads:
+        obj = gcp.storage.BucketObject(
+            res_name,
+            bucket=results.bucket,
+            name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
+    return pulumi.Output.all(*urls).apply(" ".join)
+
+
+def _guest_code(launch: Launch, urls: str):
+    """What the guest fetches and verifies before the payload starts (None: a prebuilt image)."""
+    if not urls:
+        return None
+    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
+    return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
+
+
 class GcpBenchmark(pulumi.ComponentResource):
     """One GPU VM that runs the payload once; GCP deletes it at max_run_duration at the latest."""
 
@@ -136,35 +177,7 @@ class GcpBenchmark(pulumi.ComponentResource):
             member=member,
             opts=child,
         )
-        code_url = pulumi.Output.from_input("")
-        if launch.public is not None:
-            gcp.storage.ManagedFolderIamMember(
-                "code-read",
-                bucket=results.bucket,
-                managed_folder=results.code_prefix,
-                role=CODE_ROLE,
-                member=member,
-                opts=child,
-            )
-            # the payload's bundle and, for a workload stack, the workload's (spec + workdir)
-            uploads = [("code-bundle", "", bundle_file())]
-            workload = workload_bundle_file(launch)
-            if workload:
-                uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
-            urls = []
-            for res_name, prefix, (sha, path) in uploads:
-                obj = gcp.storage.BucketObject(
-                    res_name,
-                    bucket=results.bucket,
-                    name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
-                    source=pulumi.FileAsset(path),
-                    content_type="application/gzip",
-                    opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
-                )
-                urls.append(
-                    pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}")
-                )
-            code_url = pulumi.Output.all(*urls).apply(" ".join)
+        code_url = _code_bundles(self, launch, results, member)
 
         network = gcp.compute.Network(
             "net",
@@ -193,14 +206,10 @@ class GcpBenchmark(pulumi.ComponentResource):
 
         env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
 
-        def guest_code(urls: str):
-            if not urls:
-                return None
-            code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
-            return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
-
         user_data = pulumi.Output.all(env, code_url).apply(
-            lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], guest_code(a[1])))
+            lambda a: cloud_init.render_user_data(
+                cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1]))
+            )
         )
         metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
         if cfg.ssh_public_key:
@@ -363,14 +372,16 @@ class GcpRecurring(pulumi.ComponentResource):
         folder = gcp.storage.ManagedFolder(
             "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
         )
+        runner_member = runner.email.apply(lambda e: f"serviceAccount:{e}")
         gcp.storage.ManagedFolderIamMember(
             "results-access",
             bucket=results.bucket,
             managed_folder=folder.name,
             role=FOLDER_ROLE,
-            member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
+            member=runner_member,
             opts=child,
         )
+        code_url = _code_bundles(self, launch, results, runner_member)
         network = gcp.compute.Network(
             "net", auto_create_subnetworks=False, description=f"gpubench {cfg.stack}: no ingress", opts=child
         )
@@ -383,12 +394,12 @@ class GcpRecurring(pulumi.ComponentResource):
             opts=child,
         )
 
-        def user_data(url: str) -> str:
+        def user_data(url: str, code: str) -> str:
             # The placeholder passes the payload's option check; the guest replaces
             # it with boot time + maxHours before anything reads it.
             env = payload_env(launch, url, "2000-01-01T00:00:00Z")
             env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-            return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env))
+            return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env, _guest_code(launch, code)))
 
         spot = cfg.market == "spot"
         accelerators = None
@@ -421,7 +432,7 @@ class GcpRecurring(pulumi.ComponentResource):
             network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
             service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
             metadata={
-                "user-data": results.url.apply(user_data),
+                "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
                 "install-nvidia-driver": "True",
                 "block-project-ssh-keys": "TRUE",
             },

@@ -133,3 +133,21 @@ def test_a_schedule_with_no_unix_form_is_refused():
 
     with pytest.raises(ScheduleError, match="does not divide a day"):
         render(STACK, recurring_config(**{"gpubench:every": "rate(7 hours)"}), load_catalog(), now=NOW)
+
+
+def test_each_launch_fetches_the_payload_bundle_it_runs(rendered):
+    """A recurring VM boots a public image: it must fetch and verify the payload's code bundle,
+    like a benchmark stack's VM, and its account may read code/ and nothing wider."""
+    from infra.bundle import build_bundle
+
+    (obj,) = rendered.of_type("gcp:storage/bucketObject:BucketObject")
+    sha = build_bundle().sha256
+    assert obj.inputs["name"].endswith(f"code/{sha}.tar.gz")
+    t = rendered.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs
+    user_data = t["metadata"]["user-data"]
+    assert cloud_init.CODE_ENV in user_data and sha in user_data
+    grants = {
+        m.inputs["managedFolder"]: m.inputs["role"]
+        for m in rendered.of_type("gcp:storage/managedFolderIamMember:ManagedFolderIamMember")
+    }
+    assert grants[obj.inputs["name"].rsplit("/", 1)[0] + "/"] == "roles/storage.objectViewer"
