@@ -394,12 +394,8 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     provider: dict[str, str] = {}
     for full, value in raw.items():
         full = str(full)
-        ns, _, key = full.rpartition(":")
-        if ns == "":
-            typo = _namespace_typo(key)
-            if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
-                raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
-        if ns in ("", NAMESPACE):
+        ns, key = split_key(full)
+        if ns == NAMESPACE:
             ours[key] = value
         elif ns in PROVIDER_KEYS:
             if key not in PROVIDER_KEYS[ns]:
@@ -411,9 +407,24 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
                     f"It reads: {', '.join(f'{ns}:{k}' for k in PROVIDER_KEYS[ns])}",
                 )
             provider[f"{ns}:{key}"] = str(value)
-        elif _looks_like_namespace(ns):
-            raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
     return ours, provider
+
+
+def split_key(full: str) -> tuple[str, str]:
+    """(namespace, key) of a stack config key, a bare key counting as `gpubench`.
+
+    A namespace that looks like a typo of `gpubench` (`gpubnech:suite`, `GPUBench:suite`)
+    or a lost ':' (`gpubench-suite`) is a ConfigError suggesting the key meant, so a
+    misspelt setting never silently falls back to its default. Shared by every stack kind."""
+    ns, _, key = full.rpartition(":")
+    if ns == "":
+        typo = _namespace_typo(key)
+        if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
+            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
+        return NAMESPACE, key
+    if _looks_like_namespace(ns):
+        raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
+    return ns, key
 
 
 def _looks_like_namespace(ns: str) -> bool:
@@ -432,12 +443,16 @@ def _namespace_typo(key: str) -> str | None:
     return None
 
 
-def _reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
+def reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
+    """ConfigError for the first key not in `table`, suggesting the closest allowed key."""
     for key in keys:
         if key not in table:
             close = difflib.get_close_matches(key, list(table), n=1)
             hint = f" Did you mean {NAMESPACE}:{close[0]}?" if close else ""
-            raise ConfigError(key, f"unknown key for a {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}")
+            article = "an" if kind[:1].lower() in "aeiou" or kind.startswith("SSH") else "a"
+            raise ConfigError(
+                key, f"unknown key for {article} {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}"
+            )
 
 
 def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, Any]]) -> dict[str, Any]:
@@ -457,19 +472,19 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
     ours, provider = _split(raw)
     stack_type = _choice(STACK_TYPES)("stackType", ours.get("stackType", "benchmark"))
     if stack_type == "results":
-        _reject_unknown(ours, RESULTS_KEYS, "results")
+        reject_unknown(ours, RESULTS_KEYS, "results")
         values = _parse_table(ours, RESULTS_KEYS)
         if "provider" not in values:
             raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
         return ResultsConfig(stack=stack, provider_config=provider, **values)
     if stack_type == "sweeper":
-        _reject_unknown(ours, SWEEPER_KEYS, "sweeper")
+        reject_unknown(ours, SWEEPER_KEYS, "sweeper")
         values = _parse_table(ours, SWEEPER_KEYS)
         if "provider" not in values:
             raise ConfigError("provider", f"required for a sweeper stack; allowed values: {', '.join(PROVIDERS)}")
         return SweeperConfig(stack=stack, provider_config=provider, **values)
     table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
-    _reject_unknown(ours, table, stack_type)
+    reject_unknown(ours, table, stack_type)
     values = _parse_table(ours, table)
     if values.get("workload"):
         if ours.get("suite") is not None:
