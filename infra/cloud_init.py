@@ -286,14 +286,19 @@ class PayloadLaunch:
 
 
 def env_file(env: Mapping[str, str]) -> str:
-    """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry."""
+    """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry
+    (line breaks and other control characters; a value wrapped in matching quotes, which newer
+    Docker strips). The stack config refuses the same values earlier, naming the key."""
+    from infra.config import text_problem
+
     lines = []
     for key in sorted(env):
         value = str(env[key])
         if not _ENV_NAME.match(key):
             raise ValueError(f"payload variable {key!r} must match GPUBENCH_[A-Z0-9_]+")
-        if "\n" in value or "\r" in value:
-            raise ValueError(f"payload variable {key} contains a newline")
+        problem = text_problem(value)
+        if problem:
+            raise ValueError(f"payload variable {key}={value!r} {problem}")
         lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
 
@@ -317,7 +322,10 @@ def boot_deadline(max_hours: float) -> str:
 
 def render_user_data(launch: PayloadLaunch) -> str:
     """The #cloud-config text; deterministic for equal inputs (stable `pulumi preview`)."""
-    if any(c.isspace() for c in launch.image) or not launch.image:
+    from infra.config import is_image_reference
+
+    # The image is written unquoted into the unit's ExecStart (systemd expands $ and %) and run.sh's argv.
+    if not is_image_reference(launch.image):
         raise ValueError(f"bad payload image reference {launch.image!r}")
     env = dict(launch.env)
     env["GPUBENCH_HOST_EVENTS"] = HOST_EVENTS

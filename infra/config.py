@@ -18,6 +18,7 @@ import difflib
 import ipaddress
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,7 @@ MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even bo
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
 PROVIDER_KEYS = {c: clouds.get(c).CONFIG_KEYS for c in clouds.NAMES}
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+_PREFIX = re.compile(r"(?:/[A-Za-z0-9._-]*)*")  # after s3://bucket: the results key prefix
 
 
 class ConfigError(ValueError):
@@ -55,6 +57,29 @@ def _str(key: str, raw: Any) -> str:
     if isinstance(raw, (dict, list)) or raw is None or str(raw).strip() == "":
         raise ConfigError(key, f"expected a non-empty string, got {raw!r}")
     return str(raw).strip()
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot travel as one env-file value to the guest, or None.
+
+    The guest's env file is line-based (docker --env-file; newer Docker also strips one pair of
+    matching quotes around a value), so a control or line-separator character would split or
+    cut the value, and a quote-wrapped value would arrive changed."""
+    bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        return "contains a newline" if bad in "\r\n" else f"contains the control character {bad!r}"
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return "is wrapped in quotes, which docker --env-file strips; drop the quotes"
+    return None
+
+
+def _text(key: str, raw: Any) -> str:
+    """A free-text value written into the guest's environment (e.g. gpubench:data)."""
+    text = _str(key, raw)
+    problem = text_problem(text)
+    if problem:
+        raise ConfigError(key, f"{text!r} {problem}")
+    return text
 
 
 def _choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str]:
@@ -143,6 +168,10 @@ def _params(key: str, raw: Any) -> str:
             pairs.append((k.strip(), v.strip()))
     if any(("," in k + v) or ("=" in k) or not k for k, v in pairs):
         raise ConfigError(key, "parameter names and values may not contain ',' (or '=' in names)")
+    for k, v in pairs:
+        problem = text_problem(k) or text_problem(f"{k}={v}")
+        if problem:
+            raise ConfigError(key, f"parameter {k}={v!r} {problem}")
     return ",".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
@@ -186,6 +215,13 @@ def _results(key: str, raw: Any) -> str:
             problem = bucket_name_problem(text[:2], bucket)
             if problem:
                 raise ConfigError(key, f"bucket name {bucket!r} in {text!r} is not valid: {problem}")
+            prefix = text[5 + len(bucket) :]
+            if not _PREFIX.fullmatch(prefix):
+                raise ConfigError(
+                    key,
+                    f"prefix {prefix!r} in {text!r} may only use letters, digits, '.', '_', '-' and '/' "
+                    "(it is written into the instance's env and shell unquoted)",
+                )
         return text.rstrip("/")
     raise ConfigError(
         key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)"
@@ -277,7 +313,7 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "precision": (_choice(PRECISIONS), "fp32"),
     "params": (_params, None),
     "gpus": (_gpus, "all"),
-    "data": (_str, None),
+    "data": (_text, None),
     "maxHours": (_max_hours, 6.0),
     "results": (_results, None),
     # unset: the official TensorFlow image per GPU generation runs the uploaded code bundle
@@ -394,12 +430,8 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     provider: dict[str, str] = {}
     for full, value in raw.items():
         full = str(full)
-        ns, _, key = full.rpartition(":")
-        if ns == "":
-            typo = _namespace_typo(key)
-            if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
-                raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
-        if ns in ("", NAMESPACE):
+        ns, key = split_key(full)
+        if ns == NAMESPACE:
             ours[key] = value
         elif ns in PROVIDER_KEYS:
             if key not in PROVIDER_KEYS[ns]:
@@ -410,10 +442,43 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
                     f"{full!r} is not a {ns} key this program reads.{hint} "
                     f"It reads: {', '.join(f'{ns}:{k}' for k in PROVIDER_KEYS[ns])}",
                 )
-            provider[f"{ns}:{key}"] = str(value)
-        elif _looks_like_namespace(ns):
-            raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
+            provider[f"{ns}:{key}"] = _provider_value(full, ns, key, value)
     return ours, provider
+
+
+def _provider_value(full: str, ns: str, key: str, value: Any) -> str:
+    """A provider key's value: regions and zones as the cloud spells them, other names as slugs
+    (they reach the guest's environment and the cloud CLI's arguments)."""
+    text = _str(full, value)
+    cloud = clouds.get(ns)
+    pattern = {"region": cloud.REGION_PATTERN, "zone": cloud.ZONE_PATTERN}.get(key, _PROVIDER_NAME)
+    if not pattern.fullmatch(text):
+        zone = next(
+            z for z in (f"{cloud.DEFAULT_REGION}a", f"{cloud.DEFAULT_REGION}-a") if cloud.ZONE_PATTERN.fullmatch(z)
+        )
+        example = {"region": cloud.DEFAULT_REGION, "zone": zone}.get(key, "my-project-123")
+        raise ConfigError(full, f"{text!r} is not a {ns} {key} name; use e.g. {example}")
+    return text
+
+
+_PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9.:-]*")  # GCP project ids (domain-scoped ones have '.' and ':')
+
+
+def split_key(full: str) -> tuple[str, str]:
+    """(namespace, key) of a stack config key, a bare key counting as `gpubench`.
+
+    A namespace that looks like a typo of `gpubench` (`gpubnech:suite`, `GPUBench:suite`)
+    or a lost ':' (`gpubench-suite`) is a ConfigError suggesting the key meant, so a
+    misspelt setting never silently falls back to its default. Shared by every stack kind."""
+    ns, _, key = full.rpartition(":")
+    if ns == "":
+        typo = _namespace_typo(key)
+        if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
+            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
+        return NAMESPACE, key
+    if _looks_like_namespace(ns):
+        raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
+    return ns, key
 
 
 def _looks_like_namespace(ns: str) -> bool:
@@ -432,12 +497,16 @@ def _namespace_typo(key: str) -> str | None:
     return None
 
 
-def _reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
+def reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
+    """ConfigError for the first key not in `table`, suggesting the closest allowed key."""
     for key in keys:
         if key not in table:
             close = difflib.get_close_matches(key, list(table), n=1)
             hint = f" Did you mean {NAMESPACE}:{close[0]}?" if close else ""
-            raise ConfigError(key, f"unknown key for a {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}")
+            article = "an" if kind[:1].lower() in "aeiou" or kind.startswith("SSH") else "a"
+            raise ConfigError(
+                key, f"unknown key for {article} {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}"
+            )
 
 
 def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, Any]]) -> dict[str, Any]:
@@ -450,26 +519,37 @@ def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, An
     return out
 
 
+def _check_stack_name(stack: str) -> None:
+    """The payload's own rule (payload.layout): the name is a results key segment and a guest env value."""
+    from payload.layout import BadKeyPart, check_stack_name
+
+    try:
+        check_stack_name(stack)
+    except BadKeyPart as exc:
+        raise ConfigError("stack", f"{exc}; rename the stack file stacks/Pulumi.<name>.yaml") from None
+
+
 def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | ResultsConfig | SweeperConfig:
     """Parse a stack's config mapping; raises ConfigError naming the key and the allowed values."""
     if not isinstance(raw, Mapping):
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
+    _check_stack_name(stack)
     ours, provider = _split(raw)
     stack_type = _choice(STACK_TYPES)("stackType", ours.get("stackType", "benchmark"))
     if stack_type == "results":
-        _reject_unknown(ours, RESULTS_KEYS, "results")
+        reject_unknown(ours, RESULTS_KEYS, "results")
         values = _parse_table(ours, RESULTS_KEYS)
         if "provider" not in values:
             raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
         return ResultsConfig(stack=stack, provider_config=provider, **values)
     if stack_type == "sweeper":
-        _reject_unknown(ours, SWEEPER_KEYS, "sweeper")
+        reject_unknown(ours, SWEEPER_KEYS, "sweeper")
         values = _parse_table(ours, SWEEPER_KEYS)
         if "provider" not in values:
             raise ConfigError("provider", f"required for a sweeper stack; allowed values: {', '.join(PROVIDERS)}")
         return SweeperConfig(stack=stack, provider_config=provider, **values)
     table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
-    _reject_unknown(ours, table, stack_type)
+    reject_unknown(ours, table, stack_type)
     values = _parse_table(ours, table)
     if values.get("workload"):
         if ours.get("suite") is not None:

@@ -9,7 +9,6 @@ how to run there. Every error names the key, the bad value and the fix.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -24,9 +23,12 @@ from infra.config import (
     ConfigError,
     _bool,
     _choice,
+    _image,
     _params,
     _str,
     _workload,
+    reject_unknown,
+    split_key,
 )
 from infra.config import _suite as _benchmarks
 from infra.stacks import SSH_PREFIX
@@ -130,7 +132,7 @@ KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "params": (_params, None),
     "expectGpu": (_bool, None),  # default: the offering has GPUs
     "maxHours": (_max_hours, 6.0),
-    "payloadImage": (_str, None),  # unset: the public TensorFlow image runs the uploaded bundle
+    "payloadImage": (_image, None),  # unset: the public TensorFlow image runs the uploaded bundle
     "remotePython": (_str, None),
     "pipExtras": (_str, DEFAULT_PIP_EXTRAS),
     "remoteDir": (_remote_dir, DEFAULT_REMOTE_DIR),
@@ -190,10 +192,11 @@ def _snake(key: str) -> str:
 
 
 def _ours(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The `gpubench:` keys; a typo'd namespace gets the cloud stacks' suggestion (infra.config.split_key)."""
     out: dict[str, Any] = {}
     for full, value in raw.items():
-        ns, _, key = str(full).rpartition(":")
-        if ns not in ("", NAMESPACE):
+        ns, key = split_key(str(full))
+        if ns != NAMESPACE:
             raise ConfigError(
                 str(full),
                 f"SSH stacks only read {NAMESPACE}:* keys; remove {full} (provider keys belong to Pulumi stacks)",
@@ -218,11 +221,7 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             f"skip them; rename stacks/Pulumi.{stack}.yaml to stacks/Pulumi.{SSH_PREFIX}{stack}.yaml",
         )
     ours = _ours(raw)
-    for key in ours:
-        if key not in KEYS:
-            close = difflib.get_close_matches(key, list(KEYS), n=1)
-            hint = f" Did you mean {NAMESPACE}:{close[0]}?" if close else ""
-            raise ConfigError(key, f"unknown key for an SSH stack.{hint} Allowed keys: {', '.join(sorted(KEYS))}")
+    reject_unknown(ours, KEYS, "SSH")
     for key, why in REQUIRED.items():
         if ours.get(key) in (None, ""):
             raise ConfigError(key, f"required for an SSH stack: {why}")

@@ -63,6 +63,9 @@ def test_onprem_and_paperspace_rows_are_ssh_offerings():
         ({"remoteDir": "relative/dir"}, "remoteDir", "absolute"),
         ({"hostKeyCheck": "off"}, "hostKeyCheck", "accept-new, strict"),
         ({"hostname": "x"}, "hostname", "Did you mean gpubench:host?"),
+        ({"remotePyhton": "python3"}, "remotePyhton", "Did you mean gpubench:remotePython?"),
+        ({"payloadImage": "Bad Image:latest"}, "payloadImage", "not a container image reference"),
+        ({"payloadImage": "img:$(reboot)"}, "payloadImage", "not a container image reference"),
     ],
 )
 def test_bad_values_name_the_key_and_the_fix(keys, key, fragment):
@@ -74,6 +77,28 @@ def test_bad_values_name_the_key_and_the_fix(keys, key, fragment):
 def test_ssh_stack_names_need_the_prefix():
     with pytest.raises(ConfigError, match="rename stacks/Pulumi.box.yaml to stacks/Pulumi.ssh-box.yaml"):
         parse_ssh_config(BASE, "box", load_catalog())
+
+
+@pytest.mark.parametrize(
+    "full, fragment",
+    [
+        ("gpubnech:host", "Did you mean gpubench:host?"),
+        ("GPUBench:host", "Did you mean gpubench:host?"),
+        ("gpubench-epochs", "Did you mean gpubench:epochs?"),
+        ("gpubench_maxHours", "Did you mean gpubench:maxHours?"),
+    ],
+)
+def test_typod_namespaces_get_the_cloud_stacks_suggestion(full, fragment):
+    """The same rule and message as cloud stacks (infra.config.split_key): a misspelt namespace is
+    not silently a default, and the fix names the key meant."""
+    from infra.config import parse_config
+
+    with pytest.raises(ConfigError) as err:
+        parse_ssh_config({**BASE, full: "2"}, "ssh-test", load_catalog())
+    assert err.value.key == full and fragment in str(err.value)
+    with pytest.raises(ConfigError) as cloud:
+        parse_config({"gpubench:offering": "aws/p3.2xlarge", full: "2"}, "aws-p3-2x")
+    assert str(cloud.value) == str(err.value)
 
 
 def test_provider_keys_are_refused():
