@@ -136,7 +136,8 @@ def coerce_params(name: str, defaults: Mapping[str, Any], overrides: Mapping[str
     return params
 
 
-# Parameters that may be 0; every other numeric parameter counts or sizes something and must be >= 1.
+# Integer parameters count or size something and must be >= 1, except these, which may be 0.
+# Real-valued parameters (learning rates, fractions) must be finite and > 0.
 _MAY_BE_ZERO = frozenset({"warmup_steps"})
 
 
@@ -144,8 +145,10 @@ def _range_problem(key: str, value: Any) -> str | None:
     """Why a coerced parameter value is out of range, or None: caught before any data or model."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return "must be a finite number"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "must be a finite number"
+        return None if value > 0 or (value == 0 and key in _MAY_BE_ZERO) else "must be > 0"
     low = 0 if key in _MAY_BE_ZERO else 1
     if value < low:
         return f"must be >= {low}"

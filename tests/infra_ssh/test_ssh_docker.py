@@ -2,7 +2,9 @@
 
 The fake `docker run` maps the bind mounts back to host paths and runs the real payload with the
 arguments the runtime built, so the command line (image, --gpus, --user, mounts, payload options)
-is exercised for real; only the container isolation is missing.
+is exercised for real; only the container isolation is missing. With the public image the runtime
+starts `bash -c "pip install <bundle> && exec python3 -m payload run ..."`: the fake records that
+command and runs the payload part (this checkout stands in for the installed bundle).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 FAKE_DOCKER = r"""#!{python}
-import json, os, sys
+import json, os, shlex, sys
 args = sys.argv[1:]
 if args[:1] == ["info"]:
     print(json.dumps({{name: {{}} for name in {runtimes!r}}})); sys.exit(0)
@@ -39,6 +41,10 @@ while args[i].startswith("-"):
         flags[flag] = value
     i += 2
 image, payload = args[i], args[i + 1:]
+command = None
+if flags.get("--entrypoint") == "/bin/bash" and payload[:1] == ["-c"]:
+    command = payload[1]
+    payload = shlex.split(command.split("exec python3 -m payload run ", 1)[1])
 def host_path(a):
     for dst, src in mounts.items():
         for prefix in ("file://" + dst, dst):
@@ -47,7 +53,8 @@ def host_path(a):
     return a
 payload = [host_path(a) for a in payload]
 with open(os.path.join(mounts["/gpubench/results"], "..", "docker-run.json"), "w") as f:
-    json.dump({{"image": image, "flags": flags, "env": env, "mounts": mounts, "payload": payload}}, f)
+    json.dump({{"image": image, "flags": flags, "env": env, "mounts": mounts, "payload": payload,
+               "command": command}}, f)
 os.environ["PYTHONPATH"] = {repo!r}
 os.execv(sys.executable, [sys.executable, "-m", "payload", "run", *payload])
 """
@@ -95,7 +102,10 @@ def test_docker_runtime_runs_the_image_with_gpus_and_a_mounted_bucket(ssh_stack,
     assert checks["docker"]["ok"] and checks["nvidia-container-toolkit"]["ok"]
     (run_dir,) = (tmp_path / "remote" / "runs" / stack).glob("2*")
     docker = json.loads((run_dir / "docker-run.json").read_text())
-    assert docker["image"] == "ghcr.io/gpubench/payload:cuda11-legacy"  # K80: the legacy image
+    # K80: the legacy public TensorFlow image, the bundle installed with the payload-legacy extra
+    assert docker["image"] == "tensorflow/tensorflow:2.11.0-gpu"
+    assert "pip install" in docker["command"] and "/opt/gpubench/gpubench[payload-legacy]" in docker["command"]
+    assert docker["mounts"]["/opt/gpubench"].startswith(str(tmp_path / "remote" / "src"))
     assert docker["flags"]["--gpus"] == "all" and docker["flags"]["--user"].replace(":", "").isdigit()
     assert docker["mounts"]["/gpubench/results"] == str(run_dir / "results")
     (result,) = (tmp_path / "bucket" / "runs" / stack).glob("*/result.json")
