@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from infra import stacks as stackfiles
@@ -57,3 +58,27 @@ def test_ssh_stacks_share_stacks_dir_but_not_the_matrix():
     ssh = stackfiles.ssh_stack_names()
     assert {"ssh-hetzner-ex51", "ssh-onprem-parkopedia"} <= set(ssh)
     assert not set(ssh) & set(stackfiles.stack_names())
+
+
+def test_a_broken_stack_file_names_the_file_and_line(tmp_path):
+    """A YAML error or a `config:` that is not a mapping is a StackFileError naming where, never a traceback."""
+    from infra.stacks import StackFileError, load_config
+
+    (tmp_path / "Pulumi.aws-x.yaml").write_text("config:\n  gpubench:offering: aws/g4dn.xlarge\n  bad: [unclosed\n")
+    with pytest.raises(StackFileError, match=r"Pulumi\.aws-x\.yaml:\d+: not valid YAML"):
+        load_config("aws-x", tmp_path)
+    (tmp_path / "Pulumi.aws-y.yaml").write_text("config:\n  - a list, not keys\n")
+    with pytest.raises(StackFileError, match="mapping"):
+        load_config("aws-y", tmp_path)
+
+
+def test_gpubench_reports_a_broken_stack_file_with_exit_2(tmp_path, capsys, monkeypatch):
+    import infra.stacks as stackfiles
+    from analysis.cli import main
+
+    (tmp_path / "Pulumi.aws-x.yaml").write_text("config: {gpubench:offering: [\n")
+    monkeypatch.setattr(stackfiles, "STACKS_DIR", tmp_path)
+    monkeypatch.setattr(stackfiles.load_config, "__defaults__", (tmp_path,))
+    assert main(["plan", "aws-x"]) == 2
+    err = capsys.readouterr().err
+    assert "Pulumi.aws-x.yaml:" in err and "not valid YAML" in err and "Traceback" not in err
