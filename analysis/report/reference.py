@@ -205,10 +205,13 @@ def assumed_price_note(summary: pd.DataFrame) -> str:
     local = summary[summary["offering_kind"].astype(str).isin(ASSUMED_PRICE_KINDS)]
     if local.empty:
         return ""
-    items = sorted({(str(r["offering_id"]), r["hourly_usd"], str(r["price_source"]))
-                    for r in local.to_dict("records")})
-    text = "; ".join(f"{o} at " + ("no rate" if h is None or h != h else f"USD {h:.2f}/h") + f" ({s})"
-                     for o, h, s in items)
+    def described(r) -> str:
+        h = r["hourly_usd"]
+        rate = "no rate" if h is None or h != h else f"USD {h:.2f}/h"
+        return f"{r['offering_id']} at {rate} ({r['price_source']})"
+
+    # one line per rate as shown: rows of several configurations share it
+    text = "; ".join(sorted({described(r) for r in local.to_dict("records")}))
     return (f"<p class=\"assumption\"><strong>Assumed price.</strong> {html.escape(text)}. This machine has no "
             "published price: its costs below are only as good as that rate. Set your own with "
             "<code>make demo DEMO_ARGS=\"--hourly-usd 0.25\"</code> or <code>GPUBENCH_LOCAL_HOURLY_USD</code>.</p>")
