@@ -189,6 +189,28 @@ def guest_code(launch: Launch, urls: str, region: str):
     )
 
 
+def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags):
+    """The instance's role and profile (write under its own runs/<stack>/, read code/) and the
+    code bundle it fetches: the same for a one-off and a recurring launch."""
+    cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        "instance-role",
+        assume_role_policy=_assume("ec2.amazonaws.com"),
+        description=f"gpubench {cfg.stack}: payload writes its results",
+        tags=tags,
+        opts=child,
+    )
+    code_prefix = results.code_prefix if launch.public else None
+    aws.iam.RolePolicy(
+        "results-access",
+        role=role.id,
+        policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
+        opts=child,
+    )
+    profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
+    return role, profile, upload_code(parent, launch, results, tags)
+
+
 class AwsBenchmark(pulumi.ComponentResource):
     """One GPU instance that runs the payload once and is terminated by itself or by its deadline."""
 
@@ -203,22 +225,7 @@ class AwsBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role = aws.iam.Role(
-            "instance-role",
-            assume_role_policy=_assume("ec2.amazonaws.com"),
-            description=f"gpubench {cfg.stack}: payload writes its results",
-            tags=tags,
-            opts=child,
-        )
-        code_prefix = results.code_prefix if launch.public else None
-        aws.iam.RolePolicy(
-            "results-access",
-            role=role.id,
-            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
-            opts=child,
-        )
-        profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-        code_url = upload_code(self, launch, results, tags)
+        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
 
         ingress = []
         if cfg.ssh_cidr:
@@ -533,22 +540,7 @@ class AwsRecurring(pulumi.ComponentResource):
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role = aws.iam.Role(
-            "instance-role",
-            assume_role_policy=_assume("ec2.amazonaws.com"),
-            description=f"gpubench {cfg.stack}: payload writes its results",
-            tags=tags,
-            opts=child,
-        )
-        code_prefix = results.code_prefix if launch.public else None
-        aws.iam.RolePolicy(
-            "results-access",
-            role=role.id,
-            policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
-            opts=child,
-        )
-        profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-        code_url = upload_code(self, launch, results, tags)
+        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
         sg = aws.ec2.SecurityGroup(
             "sg",
             description=f"gpubench {cfg.stack}: no ingress",
