@@ -90,6 +90,16 @@ def find_tool(name: str, install: str = "pip install -e '.[dev]'") -> str:
     missing_tool(f"{name} is not installed ({install})")
 
 
+def require_module(name: str, install: str = "pip install -e '.[dev]'"):
+    """The module `name`, imported; missing_tool() when absent (a failure under CI=true)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing_tool(f"the {name} module is not installed ({install})")
+
+
 class ServerProcess:
     """A subprocess server on a fixed loopback port; ``stop()``/``start()`` to emulate outages."""
 

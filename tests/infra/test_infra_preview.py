@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import require_module
 
 from infra import preview
 
@@ -67,7 +68,7 @@ def test_preview_bad_stack_and_bad_config_fail_clearly(tmp_path):
 
 
 def test_cost_estimate_from_results_table(catalog):
-    pd = pytest.importorskip("pandas")
+    pd = require_module("pandas")
     from infra import stacks as stackfiles
     from infra.config import parse_config
 
@@ -107,7 +108,7 @@ def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
     two attempts, 120 s boot + 300 s training + 5 s, then 120 + 300 + 60 s,
     billed per second (60 s minimum, both past it): 425 + 480 = 905 s. At the
     preview's price p the estimate is 905 / 3600 x p, and the source says so."""
-    pytest.importorskip("pandas")
+    require_module("pandas")
     from analysis.cli import main
     from analysis.synthetic import make_result, result_bytes, result_key
     from infra import stacks as stackfiles
@@ -154,7 +155,7 @@ def test_preview_without_pandas_says_so(tmp_path, catalog, monkeypatch):
 def test_plan_estimates_from_measurements(tmp_path, capsys):
     """`gpubench plan` beside its bound: resnet50's one collected run, 120 s
     boot + 1000 s + 60 s = 1180 s billed, x the stack's price."""
-    pytest.importorskip("pandas")
+    require_module("pandas")
     from analysis.cli import main
     from analysis.synthetic import make_result, result_bytes, result_key
     from payload.storage import open_store

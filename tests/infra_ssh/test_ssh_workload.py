@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from servers import require_module
 
 from analysis.cli import main as analysis_main
 from infra.bundle import build_workload_bundle
@@ -45,7 +46,7 @@ def base_keys(spec: Path) -> dict:
 
 @pytest.mark.slow
 def test_pytorch_workload_over_ssh_is_priced_collected_and_reported(ssh_stack, tmp_path, capsys):
-    pytest.importorskip("torch")
+    require_module("torch")
     spec = example_spec(tmp_path)
     # an owned box: priced by amortisation + electricity from its catalog row when reported
     box = "onprem/parkopedia-4x1080ti"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from servers import require_module
 
 from payload.cli import main as payload_main
 from payload.schema import validate_result
@@ -38,7 +39,7 @@ def write_spec(tmp_path: Path, doc: dict, files: dict[str, str] | None = None) -
 
 
 def torch_spec(tmp_path: Path, **env) -> Path:
-    pytest.importorskip("torch")  # the dev extra pins the CPU wheel; CI installs it
+    require_module("torch")  # the dev extra pins the CPU wheel; CI installs it
     wd = tmp_path / "resnet"
     shutil.copytree(REPO / "examples" / "pytorch-resnet", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
