@@ -10,7 +10,7 @@ price is recorded as null with a warning that says how to provide one.
 
 from __future__ import annotations
 
-__all__ = ["offering_facts", "price_row"]
+__all__ = ["offering_facts", "price_row", "result_offering"]
 
 _NULL_PRICE = {"hourly_usd": None, "spot_hourly_usd": None, "source": None, "as_of": None, "origin": None}
 
@@ -50,3 +50,17 @@ def offering_facts(
     """provider (the id's prefix), kind and instance type as the launcher gave them."""
     provider = offering.split("/", 1)[0] if offering and "/" in offering else None
     return {"provider": provider, "kind": kind, "instance_type": instance_type}, []
+
+
+def result_offering(offering: str | None, market: str, identity, facts: dict) -> dict:
+    """`result["offering"]`: what the instance says about itself (metadata), else what the launcher gave."""
+    return {
+        "id": offering,
+        "provider": identity.provider or facts["provider"],
+        "kind": facts["kind"],
+        "region": identity.region,
+        "zone": identity.zone,
+        "instance_type": identity.instance_type or facts["instance_type"],
+        "instance_id": identity.instance_id,
+        "market": market,
+    }

@@ -32,7 +32,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, detect_identity, make_run_id
-from payload.pricing import offering_facts, price_row
+from payload.pricing import offering_facts, price_row, result_offering
 from payload.result import RunWriter, new_result
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
@@ -475,16 +475,7 @@ class BenchmarkRun:
         warnings = list(dict.fromkeys(self.warnings + self.ckpt.errors))
         if hardware["device"] == "CPU" and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        offering = {
-            "id": cfg.offering,
-            "provider": ident.provider or self.ctx.offering["provider"],
-            "kind": self.ctx.offering["kind"],
-            "region": ident.region,
-            "zone": ident.zone,
-            "instance_type": ident.instance_type or self.ctx.offering["instance_type"],
-            "instance_id": ident.instance_id,
-            "market": cfg.market,
-        }
+        offering = result_offering(cfg.offering, cfg.market, ident, self.ctx.offering)
         benchmark = {
             "name": self.bench.name,
             "kind": self.bench.kind,

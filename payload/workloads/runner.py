@@ -26,6 +26,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import make_run_id
+from payload.pricing import result_offering
 from payload.result import RunWriter, new_result
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.spec import WorkloadSpec
@@ -275,16 +276,7 @@ class WorkloadRun:
         warnings = list(dict.fromkeys(self.warnings + self.reader.warnings))
         if not used and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        offering = {
-            "id": cfg.offering,
-            "provider": ident.provider or self.ctx.offering["provider"],
-            "kind": self.ctx.offering["kind"],
-            "region": ident.region,
-            "zone": ident.zone,
-            "instance_type": ident.instance_type or self.ctx.offering["instance_type"],
-            "instance_id": ident.instance_id,
-            "market": cfg.market,
-        }
+        offering = result_offering(cfg.offering, cfg.market, ident, self.ctx.offering)
         benchmark = {
             "name": spec.benchmark_name,
             "kind": "workload",
