@@ -189,6 +189,31 @@ def guest_code(launch: Launch, urls: str, region: str):
     )
 
 
+# Outbound only (image pull, results upload); ingress is added per stack, SSH only.
+EGRESS = [
+    {
+        "protocol": "-1",
+        "from_port": 0,
+        "to_port": 0,
+        "cidr_blocks": ["0.0.0.0/0"],
+        "ipv6_cidr_blocks": ["::/0"],
+        "description": "image pull, results upload",
+    }
+]
+# IMDSv2 only; hop limit 2 so the payload container reaches it through docker.
+IMDS = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2}
+
+
+def market_options(market: str) -> dict | None:
+    """Spot: a one-time request, terminated on interruption (no persistent request relaunching it)."""
+    if market != "spot":
+        return None
+    return {
+        "market_type": "spot",
+        "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
+    }
+
+
 def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags):
     """The instance's role and profile (write under its own runs/<stack>/, read code/) and the
     code bundle it fetches: the same for a one-off and a recurring launch."""
@@ -243,16 +268,7 @@ class AwsBenchmark(pulumi.ComponentResource):
             "sg",
             description=f"gpubench {cfg.stack}: no ingress except configured SSH",
             ingress=ingress,
-            egress=[
-                {
-                    "protocol": "-1",
-                    "from_port": 0,
-                    "to_port": 0,
-                    "cidr_blocks": ["0.0.0.0/0"],
-                    "ipv6_cidr_blocks": ["::/0"],
-                    "description": "image pull, results upload",
-                }
-            ],
+            egress=EGRESS,
             tags=tags,
             opts=child,
         )
@@ -269,12 +285,6 @@ class AwsBenchmark(pulumi.ComponentResource):
             )
         )
 
-        market = None
-        if cfg.market == "spot":
-            market = {
-                "market_type": "spot",
-                "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
-            }
         instance = aws.ec2.Instance(
             "instance",
             ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
@@ -284,8 +294,8 @@ class AwsBenchmark(pulumi.ComponentResource):
             availability_zone=cfg.zone,
             key_name=key_name,
             instance_initiated_shutdown_behavior="terminate",
-            instance_market_options=market,
-            metadata_options={"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2},
+            instance_market_options=market_options(cfg.market),
+            metadata_options=IMDS,
             root_block_device={
                 "encrypted": True,
                 "volume_type": "gp3",
@@ -545,16 +555,7 @@ class AwsRecurring(pulumi.ComponentResource):
             "sg",
             description=f"gpubench {cfg.stack}: no ingress",
             ingress=[],
-            egress=[
-                {
-                    "protocol": "-1",
-                    "from_port": 0,
-                    "to_port": 0,
-                    "cidr_blocks": ["0.0.0.0/0"],
-                    "ipv6_cidr_blocks": ["::/0"],
-                    "description": "image pull, results upload",
-                }
-            ],
+            egress=EGRESS,
             tags=tags,
             opts=child,
         )
@@ -570,12 +571,6 @@ class AwsRecurring(pulumi.ComponentResource):
             )
             return base64.b64encode(text.encode()).decode()
 
-        market = None
-        if cfg.market == "spot":
-            market = {
-                "market_type": "spot",
-                "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
-            }
         template = aws.ec2.LaunchTemplate(
             "launch-template",
             description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
@@ -585,13 +580,8 @@ class AwsRecurring(pulumi.ComponentResource):
             vpc_security_group_ids=[sg.id],
             placement={"availability_zone": cfg.zone} if cfg.zone else None,
             instance_initiated_shutdown_behavior="terminate",
-            instance_market_options=market,
-            metadata_options={
-                "http_endpoint": "enabled",
-                "http_tokens": "required",
-                "http_put_response_hop_limit": 2,
-                "instance_metadata_tags": "enabled",
-            },
+            instance_market_options=market_options(cfg.market),
+            metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
             block_device_mappings=[
                 {
                     "device_name": "/dev/sda1",
