@@ -173,7 +173,8 @@ class PulumiWorkspace:
         self.work_dir = Path(work_dir)
         self.create = create
         self._ws = None
-        self._ws = None if create else self._workspace()  # teardown: fail now, before any decision
+        if not create:
+            self._workspace()  # teardown: a missing CLI fails now, before any decision
 
     def _workspace(self):
         import pulumi.automation as auto
@@ -195,9 +196,6 @@ class PulumiWorkspace:
 
     def list_stacks(self):
         return self._workspace().list_stacks()
-
-
-PulumiBackend = PulumiWorkspace  # the name campaigns use
 
 
 BackendFactory = Callable[[Path], StackBackend]

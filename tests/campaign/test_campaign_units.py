@@ -471,7 +471,7 @@ def test_pulumi_backend_selects_stacks_through_the_automation_api(tmp_path, monk
     import pulumi.automation as auto
 
     import infra.workspace as pulumi_ws
-    from infra.workspace import PulumiBackend
+    from infra.workspace import PulumiWorkspace
 
     calls = []
 
@@ -481,7 +481,7 @@ def test_pulumi_backend_selects_stacks_through_the_automation_api(tmp_path, monk
 
     monkeypatch.setattr(pulumi_ws.shutil, "which", lambda name: "/usr/bin/pulumi")
     monkeypatch.setattr(auto, "create_or_select_stack", lambda **kw: calls.append(("select", kw)) or Stack())
-    handle = PulumiBackend(tmp_path).select_stack("aws-g4dn-1x-spot")
+    handle = PulumiWorkspace(tmp_path).select_stack("aws-g4dn-1x-spot")
     handle.set_config("gpubench:zone", "us-east-1b")
     assert calls == [
         ("select", {"stack_name": "aws-g4dn-1x-spot", "work_dir": str(tmp_path)}),
