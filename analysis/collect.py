@@ -633,7 +633,6 @@ class _Bar:
 def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_price: list) -> tuple[dict, dict]:
     """List and download one s3:// source through analysis.bulk, parsing each
     result as it arrives. Returns ({key: ObjectInfo} listing, {mkey: entry} fetched)."""
-    import asyncio
 
     from analysis import bulk as bulk_mod
     from payload.storage import StorageError
@@ -673,7 +672,7 @@ def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_pri
 
     # A private loop, not asyncio.run: that would leave the thread without a current event loop,
     # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
-    loop = asyncio.new_event_loop()
+    loop = bulk_mod.new_event_loop()
     try:
         listing = loop.run_until_complete(run())
     finally:
