@@ -2,9 +2,10 @@
 
 Lists each bucket once, downloads only objects whose ETag (S3), etag /
 generation (GCS) or size+mtime (file) changed since the last collect, and
-keeps a manifest (SQLite) in the output directory so the next collect
-fetches nothing it already has. s3:// buckets take the bulk path
-(analysis.bulk: obstore, ~128 requests in flight, listing split by stack);
+keeps a manifest (analysis.manifest, SQLite) in the output directory so the
+next collect fetches nothing it already has. s3:// buckets take the bulk path
+(analysis.bulk: obstore, ~128 requests in flight, listing split by stack;
+a settled stack is listed by run directory, not file by file);
 gs:// and file:// go through payload.storage in a bounded thread pool. Each object is judged on its
 own: a corrupt, partial, unknown or duplicate file is set aside with the
 reason and collection goes on. Writes the runs table (Parquet + CSV).
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
 from analysis.migrations import MigrationError, migrate
-from analysis.table import ROW_VERSION, result_to_row
+from analysis.table import result_to_row
 from payload import layout
 
-MANIFEST_NAME = ".collect-manifest.sqlite"
-OLD_MANIFEST_NAME = ".collect-manifest.json"  # before the SQLite manifest: migrated once, then removed
 TABLE_STEM = "results"
 # The SDK clients keep 10 pooled connections by default (botocore
 # max_pool_connections, requests' pool_maxsize); more threads than that only
@@ -51,6 +50,7 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
+    settled_stacks: int = 0  # s3:// stacks checked by run directory only (analysis.manifest)
     # why this collect is incomplete (a location not listed, a download failed): the exit code says so
     incomplete: list[str] = field(default_factory=list)
 
@@ -64,122 +64,11 @@ class Summary:
             "sources": self.sources,
             "table": self.table,
             "table_written": self.table_written,
+            "settled_stacks": self.settled_stacks,
             "complete": not self.incomplete,
             "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }
-
-
-class Manifest:
-    """What was collected, by object: etag, size, and the row or the reason it
-    was set aside. SQLite, one row per object, so a collect reads keys and rows
-    once and writes only what changed (a JSON document is re-parsed and
-    rewritten whole: 200 MB at 100,000 results). An unreadable manifest is a
-    cold start, never an error; an old JSON manifest is read once and replaced."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.entries: dict[str, dict] = {}
-        self.table_fingerprint: str | None = None
-        try:
-            self._db = self._connect()
-        except sqlite3.DatabaseError:  # not a database, or a damaged one: rebuild
-            self._remove()
-            self._db = self._connect()
-        if not self.entries:
-            self._migrate_json(path.with_name(OLD_MANIFEST_NAME))
-
-    def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, isolation_level=None)
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-            # a rowid table: WITHOUT ROWID grows to twice the size under upserts of kB-sized rows
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS entries (mkey TEXT PRIMARY KEY, source TEXT, key TEXT, url TEXT,"
-                " etag TEXT, size INTEGER, row BLOB, reason TEXT)"
-            )
-            meta = dict(db.execute("SELECT k, v FROM meta"))
-            if meta.get("row_version") != str(ROW_VERSION):
-                db.execute("DELETE FROM entries")
-                db.execute("DELETE FROM meta")
-                db.execute("INSERT INTO meta VALUES ('row_version', ?)", (str(ROW_VERSION),))
-                return db
-            self.table_fingerprint = meta.get("table_fingerprint")
-            for mkey, source, key, url, etag, size, row, reason in db.execute("SELECT * FROM entries"):
-                e = {"source": source, "key": key, "url": url, "etag": etag, "size": size}
-                if row is not None:
-                    e["row"] = _loads(row)
-                else:
-                    e["reason"] = reason
-                self.entries[mkey] = e
-            return db
-        except BaseException:
-            db.close()
-            self.entries, self.table_fingerprint = {}, None
-            raise
-
-    def _remove(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-
-    def _migrate_json(self, old: Path) -> None:
-        try:
-            data = json.loads(old.read_text())
-        except OSError:
-            return
-        except ValueError:
-            data = None
-        old.unlink(missing_ok=True)
-        if isinstance(data, dict) and data.get("row_version") == ROW_VERSION and isinstance(data.get("entries"), dict):
-            self.update(data["entries"], data["entries"].keys(), (), data.get("table_fingerprint"))
-
-    def update(self, entries: dict[str, dict], changed, removed, table_fingerprint: str | None) -> None:
-        """Write the `changed` keys of `entries`, drop `removed`: one transaction."""
-        db = self._db
-        db.execute("BEGIN")
-        try:
-            db.executemany(
-                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        k,
-                        e.get("source"),
-                        e.get("key"),
-                        e.get("url"),
-                        e.get("etag"),
-                        e.get("size"),
-                        _dumps(e["row"]) if "row" in e else None,
-                        e.get("reason"),
-                    )
-                    for k in changed
-                    for e in (entries[k],)
-                ),
-            )
-            db.executemany("DELETE FROM entries WHERE mkey = ?", ((k,) for k in removed))
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_fingerprint', ?)", (table_fingerprint,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        self.entries = entries
-        self.table_fingerprint = table_fingerprint
-
-    def close(self) -> None:
-        self._db.close()
-
-
-def _loads(data):
-    try:
-        import orjson
-    except ImportError:
-        return json.loads(data)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # NaN, huge integers: what the stdlib accepts, orjson does not
-        return json.loads(bytes(data))
 
 
 def _loads_finite(data) -> tuple[object, bool]:
@@ -193,17 +82,6 @@ def _loads_finite(data) -> tuple[object, bool]:
         return orjson.loads(data), True
     except orjson.JSONDecodeError:
         return json.loads(bytes(data)), False
-
-
-def _dumps(obj) -> bytes:
-    try:
-        import orjson
-    except ImportError:
-        return json.dumps(obj, separators=(",", ":")).encode()
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # NaN is fine for orjson (null); huge integers are not
-        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 @lru_cache(maxsize=1)
@@ -409,6 +287,7 @@ def collect(
     store_opener: Callable | None = None,
     spot_pricer: SpotPricer | None = None,
     bulk: bool | None = None,
+    full: bool = False,
 ) -> tuple[Summary, list[dict]]:
     """Collect runs from `urls` into `out_dir`. Returns the summary and the
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
@@ -418,7 +297,9 @@ def collect(
     s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores)."""
+    the thread pool of the other stores). On the bulk path a settled stack
+    (analysis.manifest) is not listed file by file while its run directories
+    stay the same; `full` lists every file again."""
     from analysis import bulk as bulk_mod
     from payload.storage import ObjectNotFound, StorageError, open_store
 
@@ -428,25 +309,31 @@ def collect(
     remove_stale_temporaries(out)
     manifest = Manifest(out / MANIFEST_NAME)
     try:
-        old_entries, entries = manifest.entries, {}
+        entries: dict[str, dict] = {}
         summary = Summary(sources=list(urls))
         todo: list[tuple[object, str, str, object]] = []  # (store, source url, key, ObjectInfo)
         to_price: list[tuple[str, dict]] = []  # (mkey, migrated result) of bulk-read spot runs
+        failed: set[str] = set()  # mkeys whose download failed this time
+        settled_before: dict[str, dict[str, SettledStack]] = {}  # source -> stack prefix -> as stored
+        unlisted: dict[str, list[str]] = {}  # source -> settled stacks whose files were not listed
+        settled_now: dict[str, dict[str, SettledStack]] = {}  # what the manifest will hold
+        nothing_listed = True  # every source took the bulk path and every stack in it was settled
+        deferred: list[str] = []  # such sources, not yet carried over (the stored outcome may answer for them)
         bar = _Bar(progress)
 
         def cached(url: str, info) -> dict | None:
-            old = old_entries.get(f"{url}|{info.key}")
+            old = manifest.entries.get(f"{url}|{info.key}")
             if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
                 return old
             return None
 
-        def classified(url: str, store, listing: dict) -> list[str]:
+        def classified(url: str, store, listing: dict, settled_runs: int = 0) -> list[str]:
             result_keys, set_aside, n_runs = classify(listing)
-            if listing and n_runs == 0:
+            if listing and n_runs + settled_runs == 0:
                 # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old rows
                 summary.skipped.append({"key": url, "url": url, "reason": wrong_layout(url, listing)})
                 summary.incomplete.append(f"{url}: no runs in the expected layout")
-                entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
+                entries.update({k: v for k, v in manifest.entries.items() if v.get("source") == url})
                 return []
             summary.runs += n_runs
             for s in set_aside:
@@ -457,14 +344,15 @@ def collect(
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
             summary.incomplete.append(f"{url}: cannot list the bucket")
             # keep what we had from it: an outage must not empty the table
-            entries.update({k: v for k, v in old_entries.items() if v.get("source") == url})
+            entries.update({k: v for k, v in manifest.entries.items() if v.get("source") == url})
 
         def settle(mkey: str, entry: dict) -> None:
             """Record one downloaded object; a failed download keeps the row it had."""
             if entry.pop("failed", False):
+                failed.add(mkey)
                 why = entry["reason"]
                 summary.incomplete.append(f"{entry['url']}: {why}")
-                previous = old_entries.get(mkey)
+                previous = manifest.entries.get(mkey)
                 if previous is not None and "row" in previous:
                     entry = previous
                     summary.skipped.append(
@@ -475,21 +363,33 @@ def collect(
 
         for url in urls:
             if store_opener is None and bulk is not False and bulk_mod.available(url):
+                settled_before[url] = {} if full else manifest.settled(url)
+                now = time.time()
                 try:
                     source = bulk_mod.S3Bulk(url)
-                    fetched = _bulk_fetch(source, url, cached, workers, bar, to_price)
+                    trusted = {p: s.digest for p, s in settled_before[url].items() if s.fresh(now)}
+                    listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, to_price, trusted)
                 except StorageError as exc:
                     keep_old(url, exc)
+                    nothing_listed = False
                     continue
-                listing, got = fetched
-                for key in classified(url, source, listing):
+                if not listing and set(unlisted[url]) == set(settled_before[url]):
+                    deferred.append(url)  # nothing listed file by file, no stack gone
+                    continue
+                nothing_listed = False
+                _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
+                settled_runs = sum(settled_before[url][p].runs for p in unlisted[url])
+                for key in classified(url, source, listing, settled_runs):
                     mkey = f"{url}|{key}"
                     if mkey in got:
                         settle(mkey, got[mkey])
                     else:
                         entries[mkey] = cached(url, listing[key])
                         summary.cached += 1
+                settled_now[url] = {p: settled_before[url][p] for p in unlisted[url]}
+                settled_now[url].update(_settled_stacks(url, listing, entries, failed, source, now))
                 continue
+            nothing_listed = False
             try:
                 store = opener(url)
                 listing = {o.key: o for o in store.list()}
@@ -503,6 +403,16 @@ def collect(
                     summary.cached += 1
                 else:
                     todo.append((store, url, key, listing[key]))
+
+        outcome = manifest.outcome()
+        if nothing_listed and outcome and outcome.get("sources") == list(urls) and table_is_whole(out):
+            # nothing new anywhere: the last collect's table and judgement stand
+            rows = _answer_from_manifest(manifest, outcome, settled_before, summary, out)
+            summary.seconds = time.perf_counter() - t0
+            return summary, rows
+        for url in deferred:  # carried over from the manifest, and judged again below with the rest
+            _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
+            settled_now[url] = dict(settled_before[url])
 
         stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
 
@@ -537,12 +447,13 @@ def collect(
         if spot_pricer is not None and to_price:
             _price_bulk(entries, to_price, spot_pricer)
 
-        rows = _dedupe(entries, summary)
+        n_skipped, dropped = len(summary.skipped), set()
+        rows = _dedupe(entries, summary, dropped)
         paths = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
         summary.table = paths
-        if summary.incomplete and not rows and any("row" in e for e in old_entries.values()):
+        if summary.incomplete and not rows and any("row" in e for e in manifest.entries.values()):
             # a failed or mistaken collect never replaces a non-empty table with an empty one
-            rows = _dedupe(old_entries, Summary(sources=[]))
+            rows = _dedupe(manifest.entries, Summary(sources=[]))
             summary.valid = len(rows)
             summary.seconds = time.perf_counter() - t0
             return summary, rows
@@ -551,15 +462,107 @@ def collect(
         if fingerprint != manifest.table_fingerprint or not table_is_whole(out):
             write_table(rows, out)
             summary.table_written = True
+        old_entries = manifest.entries
         changed = [k for k, e in entries.items() if old_entries.get(k) is not e]
         removed = [k for k in old_entries if k not in entries]
-        if changed or removed or fingerprint != manifest.table_fingerprint:
-            # only what changed is written: at 100,000 runs the manifest is about 200 MB
-            manifest.update(entries, changed, removed, fingerprint)
+        judged = summary.skipped[n_skipped:]  # what de-duplication set aside, and why
+        new_outcome = {"sources": list(urls), "dropped": sorted(dropped), "skipped": judged}
+        # only what changed is written: at 100,000 runs the manifest is about 200 MB
+        manifest.update(
+            entries,
+            changed,
+            removed,
+            fingerprint,
+            settled=settled_now,
+            outcome=None if summary.incomplete else new_outcome,
+        )
     finally:
         manifest.close()
     summary.seconds = time.perf_counter() - t0
     return summary, rows
+
+
+def _keep_unlisted(url, prefixes, settled, old_entries, entries, summary) -> None:
+    """Carry the entries, run count and set-aside notes of `url`'s settled
+    stacks that were not listed file by file over from the manifest."""
+    if not prefixes:
+        return
+    wanted = set(prefixes)
+    for mkey, e in old_entries.items():
+        if e.get("source") == url and _stack_prefix(e["key"]) in wanted:
+            entries[mkey] = e
+            summary.cached += 1
+    summary.settled_stacks += len(prefixes)
+    for p in prefixes:
+        summary.runs += settled[p].runs
+        summary.skipped.extend(settled[p].notes)
+
+
+def _stack_prefix(key: str) -> str | None:
+    """``runs/<stack>/`` of a key under runs/, else None."""
+    parts = key.split("/", 2)
+    return f"{parts[0]}/{parts[1]}/" if len(parts) == 3 and parts[0] + "/" == layout.ROOT else None
+
+
+def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], store, now: float) -> dict:
+    """The stacks of `url`'s file-by-file listing that are settled: every run
+    directory has a result.json that parsed, with a final status, read without
+    failure this time; no half-uploaded file and nothing outside a run
+    directory. Unknown files in run directories are allowed, kept as notes."""
+    from analysis.bulk import runs_digest
+    from payload.result import FINAL_STATUSES
+
+    stacks: dict[str, dict] = {}
+    for key in listing:
+        prefix = _stack_prefix(key)
+        if prefix is None:
+            continue
+        s = stacks.setdefault(prefix, {"runs": set(), "with_result": set(), "ok": True, "notes": []})
+        m = layout.parse_key(key)
+        if m is None:  # beside the run directories
+            s["ok"] = False
+            continue
+        s["runs"].add(m.run_id)
+        rest = m.rest
+        if m.is_result:
+            mkey = f"{url}|{key}"
+            row = entries.get(mkey, {}).get("row")
+            if mkey in failed or row is None or row.get("status") not in FINAL_STATUSES:
+                s["ok"] = False
+            s["with_result"].add(m.run_id)
+        elif rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
+            s["ok"] = False  # an upload in progress
+        elif not (rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS)):
+            s["notes"].append(
+                {
+                    "key": key,
+                    "reason": "unknown file in a run directory (expected result.json, "
+                    "events.jsonl, epochs.csv, checkpoints/)",
+                    "url": store.url_for(key),
+                }
+            )
+    return {
+        prefix: SettledStack(len(s["runs"]), len(s["runs"]), runs_digest(s["runs"]), tuple(s["notes"]), now)
+        for prefix, s in stacks.items()
+        if s["ok"] and s["runs"] == s["with_result"]
+    }
+
+
+def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summary, out: Path) -> list[dict]:
+    """A collect that found every stack settled and as before: the stored rows
+    and the last de-duplication's notes, without judging every row again."""
+    for stacks in settled.values():
+        summary.settled_stacks += len(stacks)
+        for s in stacks.values():
+            summary.runs += s.runs
+            summary.cached += s.results
+            summary.skipped.extend(s.notes)
+    summary.skipped.extend(outcome.get("skipped", []))
+    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
+    rows.sort(key=lambda r: (r["run_id"], r["stack"]))
+    summary.valid = len(rows)
+    summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
+    return rows
 
 
 def wrong_layout(url: str, listing: Iterable[str]) -> str:
@@ -630,9 +633,13 @@ class _Bar:
             self.bar.close()
 
 
-def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_price: list) -> tuple[dict, dict]:
+def _bulk_fetch(
+    source, url: str, cached, workers: int | None, bar: _Bar, to_price: list, settled: dict[str, str]
+) -> tuple[dict, dict, list[str]]:
     """List and download one s3:// source through analysis.bulk, parsing each
-    result as it arrives. Returns ({key: ObjectInfo} listing, {mkey: entry} fetched)."""
+    result as it arrives; `settled` stacks ({prefix: runs digest}) are listed
+    file by file only if their run directories changed. Returns ({key:
+    ObjectInfo} listing, {mkey: entry} fetched, prefixes of the settled stacks not listed)."""
 
     from analysis import bulk as bulk_mod
     from payload.storage import StorageError
@@ -668,16 +675,16 @@ def _bulk_fetch(source, url: str, cached, workers: int | None, bar: _Bar, to_pri
         return False
 
     async def run():
-        return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS)
+        return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS, settled)
 
     # A private loop, not asyncio.run: that would leave the thread without a current event loop,
     # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
     loop = bulk_mod.new_event_loop()
     try:
-        listing = loop.run_until_complete(run())
+        listing, unlisted = loop.run_until_complete(run())
     finally:
         loop.close()
-    return {o.key: o for o in listing}, got
+    return {o.key: o for o in listing}, got, unlisted
 
 
 def _price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> None:
@@ -697,12 +704,14 @@ def _price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot
         list(pool.map(one, to_price))
 
 
-def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
+def _dedupe(entries: dict[str, dict], summary: Summary, dropped: set[str] | None = None) -> list[dict]:
     """One row per (stack, run id): the newest finished_at wins (a resumed run's
     last result covers every attempt, and the same bucket may be reached through
-    two URLs); the others are set aside, naming the winner. Copies are compared
-    only within one stack's prefix: a result under another stack never displaces it."""
-    best: dict[tuple[str, str], tuple[dict, str]] = {}
+    two URLs); the others are set aside, naming the winner, and their entry
+    keys added to `dropped`. Copies are compared only within one stack's
+    prefix: a result under another stack never displaces it."""
+    dropped = set() if dropped is None else dropped
+    best: dict[tuple[str, str], tuple[dict, str, str]] = {}
     for mkey in sorted(entries):
         e = entries[mkey]
         if "row" not in e:
@@ -713,15 +722,17 @@ def _dedupe(entries: dict[str, dict], summary: Summary) -> list[dict]:
             misplaced_check(row, e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
             summary.skipped.append({"key": e["key"], "url": url, "reason": str(exc)})
+            dropped.add(mkey)
             continue
         ident = (row["stack"], row["run_id"])
         cur = best.get(ident)
         if cur is None:
-            best[ident] = (row, url)
+            best[ident] = (row, url, mkey)
             continue
         newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
-        keep, drop = ((row, url), cur) if newer else (cur, (row, url))
+        keep, drop = ((row, url, mkey), cur) if newer else (cur, (row, url, mkey))
         best[ident] = keep
+        dropped.add(drop[2])
         summary.skipped.append(
             {
                 "key": drop[0]["key"],

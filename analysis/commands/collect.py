@@ -15,7 +15,11 @@ examples:
   python -m analysis collect --teardown                        # then destroy stacks whose runs finished
 
 Only objects that changed since the last collect into the same --out are
-downloaded (the manifest is --out/.collect-manifest.json; delete it to start over).
+downloaded (the manifest is --out/.collect-manifest.sqlite; delete it to start
+over). On s3://, a settled stack (every run has a completed or failed result)
+is checked by its run directories only: its files are listed again when a run
+is added or removed, after a day, or with --full (a final result rewritten by
+hand is seen then).
 
 exit codes: 0 collected (set-aside files are listed); 1 incomplete: a location
 could not be listed, held no runs in the runs/<stack>/<run-id>/ layout, or a
@@ -49,6 +53,11 @@ def register(sub) -> None:
         default=None,
         metavar="N",
         help="downloads in flight (default: 128 for s3://, through obstore; 10 for gs:// and files, the SDKs' connection pool size)",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="list every file again, settled stacks included, and re-read any result whose ETag changed",
     )
     p.add_argument(
         "--teardown",
@@ -118,6 +127,7 @@ def run(args) -> int:
             workers=args.workers,
             progress=show,
             spot_pricer=spot_history_pricer(args.spot_history),
+            full=args.full,
         )
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -147,6 +157,11 @@ def run(args) -> int:
         f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
         f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
     )
+    if summary.settled_stacks:
+        print(
+            f"  {summary.settled_stacks} settled stack(s) checked by run directory only "
+            "(every run finished and none added or removed); --full lists every file"
+        )
     if summary.runs == 0:
         print(
             f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "

@@ -389,7 +389,9 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     changed = copy.deepcopy(results[7])
     changed["metrics"]["train_seconds"] = 4242.0
     open_store(url).put_bytes(result_key(changed), result_bytes(changed))
-    summary, rows = collect([url], out, workers=8)  # one changed object: only it is read
+    summary, rows = collect([url], out, workers=8)  # a final result rewritten in a settled stack: not seen ...
+    assert counting.gets == [] and (summary.new, summary.cached) == (0, 31)
+    summary, rows = collect([url], out, workers=8, full=True)  # ... until every file is listed: only it is read
     assert counting.gets == [result_key(changed)] and (summary.new, summary.cached) == (1, 30)
     assert next(r for r in rows if r["run_id"] == changed["run_id"])["train_seconds"] == 4242.0
     m = Manifest(out / ".collect-manifest.sqlite")
@@ -707,3 +709,101 @@ def test_temporary_files_of_a_killed_collect_are_cleaned_up(tmp_path):
     running.write_bytes(b"in progress")
     collect([str(src)], out)
     assert not any(p.exists() for p in left) and running.exists()
+
+
+class CountingListings:
+    """Counts the bulk path's file-by-file listings (obstore.list) by prefix."""
+
+    def __init__(self, monkeypatch):
+        import obstore
+
+        self.prefixes: list[str] = []
+        real = obstore.list
+
+        def counted(store, prefix=None, **kw):
+            self.prefixes.append(prefix)
+            return real(store, prefix, **kw)
+
+        monkeypatch.setattr(obstore, "list", counted)
+
+    def take(self) -> list[str]:
+        out, self.prefixes[:] = sorted(self.prefixes), []
+        return out
+
+
+def _judged(summary) -> set[tuple[str, str]]:
+    return {(s["key"], s["reason"]) for s in summary.skipped}
+
+
+def test_settled_stacks_are_not_listed_file_by_file_until_their_runs_change(s3_bucket, tmp_path, monkeypatch):
+    """A stack whose every run has a final result is checked by its run
+    directories only; a new, removed or unfinished run, an old listing or
+    --full lists its files again. Answers are the same either way."""
+    from analysis import manifest as manifest_mod
+
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    results = _results(9)  # three stacks: aws-p2-1x, aws-p3-2x and the GCP one
+    _populate(store, results)
+    stacks = sorted({f"runs/{r['stack']}/" for r in results})
+    a, b, c = stacks
+    unfinished = copy.deepcopy(next(r for r in results if f"runs/{r['stack']}/" == a))
+    unfinished.update(run_id="resumable-run", status="interrupted")
+    store.put_bytes(result_key(unfinished), result_bytes(unfinished))
+    in_b = next(r for r in results if f"runs/{r['stack']}/" == b)
+    store.put_bytes(f"runs/{in_b['stack']}/{in_b['run_id']}/notes.txt", b"mine")  # unknown, set aside, stays settled
+    forged = copy.deepcopy(in_b)  # a copy of b's run under c: misplaced, never counted
+    store.put_bytes(f"{c}{in_b['run_id']}/result.json", result_bytes(forged))
+    listings, gets, out = CountingListings(monkeypatch), CountingBulk(monkeypatch), tmp_path / "out"
+
+    cold, cold_rows = collect([url], out)
+    assert listings.take() == stacks and cold.valid == len(cold_rows) == 10
+    assert any(r.startswith("misplaced") for k, r in _judged(cold) if k.startswith(c))
+    assert any(k.endswith("notes.txt") for k, _ in _judged(cold))
+
+    gets.gets.clear()
+    warm, warm_rows = collect([url], out)  # only the stack with an unfinished run is listed file by file
+    assert listings.take() == [a] and gets.gets == []
+    assert warm_rows == cold_rows and _judged(warm) == _judged(cold)
+    assert (warm.runs, warm.valid, warm.cached, warm.new) == (cold.runs, cold.valid, cold.new, 0)
+
+    unfinished["status"] = "completed"  # the run resumes and finishes: its stack settles
+    store.put_bytes(result_key(unfinished), result_bytes(unfinished))
+    gets.gets.clear()
+    summary, rows = collect([url], out)
+    assert listings.take() == [a] and gets.gets == [result_key(unfinished)]
+    assert next(r for r in rows if r["run_id"] == "resumable-run")["status"] == "completed"
+
+    summary, settled_rows = collect([url], out)  # settled everywhere: answered from the manifest
+    assert listings.take() == [] and settled_rows == rows and not summary.table_written
+    again, again_rows = collect([url], out, full=True)  # the same answer when every file is listed
+    assert listings.take() == stacks and again_rows == settled_rows
+    assert _judged(again) == _judged(summary) and (again.runs, again.valid) == (summary.runs, summary.valid)
+
+    new = copy.deepcopy(in_b)
+    new["run_id"] = "a-new-run"
+    store.put_bytes(result_key(new), result_bytes(new))  # a new run in b
+    gone = next(r for r in results if f"runs/{r['stack']}/" == c)
+    store.delete(result_key(gone))  # a run removed from c
+    gets.gets.clear()
+    summary, rows = collect([url], out)
+    assert listings.take() == [b, c] and gets.gets == [result_key(new)]
+    ids = {r["run_id"] for r in rows}
+    assert "a-new-run" in ids and gone["run_id"] not in ids
+
+    monkeypatch.setattr(manifest_mod, "SETTLED_MAX_AGE_S", 0.0)  # trusted for no time: every file listed again
+    collect([url], out)
+    assert listings.take() == stacks
+
+
+def test_cli_says_how_many_stacks_were_checked_by_run_directory_and_full_lists_all(s3_bucket, tmp_path, capsys):
+    url = f"s3://{s3_bucket}"
+    _populate(open_store(url), _results(6))
+    out = str(tmp_path / "out")
+    assert main(["collect", "--results", url, "--out", out, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0  # nothing known yet: every file listed
+    assert main(["collect", "--results", url, "--out", out]) == 0
+    text = capsys.readouterr().out
+    assert "3 settled stack(s) checked by run directory only" in text and "--full" in text
+    assert main(["collect", "--results", url, "--out", out, "--full", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0

@@ -1,0 +1,249 @@
+"""What the last collect saw, so the next one reads only what changed.
+
+One SQLite file in the output directory (``.collect-manifest.sqlite``):
+
+- ``entries``: one row per result object: etag, size, and the table row or
+  the reason it was set aside. A JSON document would be re-parsed and
+  rewritten whole (200 MB at 100,000 results); here a collect writes only
+  the rows that changed.
+- ``stacks``: the *settled* stacks of each s3:// source, as last listed file
+  by file: every run directory holds a result.json with a final status
+  (completed or failed), nothing is half-uploaded, and no stray object sits
+  beside the run directories. The payload writes a final result once and
+  never again, so such a stack changes only by gaining or losing run
+  directories; the next collect lists its run directories (one entry per
+  run, not per file) and, while they are the same ones, neither lists its
+  files nor reads its results. A settled stack is listed file by file again
+  after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
+- ``meta``: the row version, the table's fingerprint, and the outcome of the
+  last de-duplication (which copies lost, and why), so a collect that finds
+  nothing new anywhere answers from here without judging 100,000 rows again.
+
+An unreadable manifest is a cold start, never an error; an old JSON
+manifest is read once and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.table import ROW_VERSION
+
+MANIFEST_NAME = ".collect-manifest.sqlite"
+OLD_MANIFEST_NAME = ".collect-manifest.json"  # before the SQLite manifest: migrated once, then removed
+# A settled stack is trusted for a day, then listed file by file again: a
+# final result rewritten by hand (not by the payload) is seen within that time.
+SETTLED_MAX_AGE_S = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class SettledStack:
+    """One settled stack of one source, as its last file-by-file listing found it."""
+
+    runs: int  # run directories
+    results: int  # result.json entries (one per run)
+    digest: str  # of the run ids (analysis.bulk.runs_digest): what the next listing is compared with
+    notes: tuple[dict, ...]  # files set aside in it (unknown files in run directories), replayed as found
+    listed_at: float  # epoch seconds of that listing
+
+    def fresh(self, now: float | None = None) -> bool:
+        return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
+
+
+class Manifest:
+    """The collect manifest; `entries` is read on first use (a collect that
+    finds nothing new never needs it)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._entries: dict[str, dict] | None = None
+        self.table_fingerprint: str | None = None
+        self._meta: dict[str, str] = {}
+        try:
+            self._db = self._connect()
+        except sqlite3.DatabaseError:  # not a database, or a damaged one: rebuild
+            self._rebuild()
+        if not self._meta.get("table_fingerprint") and not self.entries:
+            self._migrate_json(path.with_name(OLD_MANIFEST_NAME))
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
+            # a rowid table: WITHOUT ROWID grows to twice the size under upserts of kB-sized rows
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS entries (mkey TEXT PRIMARY KEY, source TEXT, key TEXT, url TEXT,"
+                " etag TEXT, size INTEGER, row BLOB, reason TEXT)"
+            )
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER, results INTEGER,"
+                " digest TEXT, notes BLOB, listed_at REAL, PRIMARY KEY (source, prefix))"
+            )
+            meta = dict(db.execute("SELECT k, v FROM meta"))
+            if meta.get("row_version") != str(ROW_VERSION):
+                for table in ("entries", "stacks", "meta"):
+                    db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
+                db.execute("INSERT INTO meta VALUES ('row_version', ?)", (str(ROW_VERSION),))
+                self._entries, meta = {}, {}
+            self._meta = meta
+            self.table_fingerprint = meta.get("table_fingerprint")
+            return db
+        except BaseException:
+            db.close()
+            raise
+
+    def _rebuild(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        self._entries, self._meta, self.table_fingerprint = {}, {}, None
+        self._db = self._connect()
+
+    @property
+    def entries(self) -> dict[str, dict]:
+        if self._entries is None:
+            try:
+                self._entries = self._read_entries()
+            except sqlite3.DatabaseError:  # damaged past the header: a cold start
+                self._db.close()
+                self._rebuild()
+        return self._entries
+
+    def _read_entries(self) -> dict[str, dict]:
+        entries = {}
+        for mkey, source, key, url, etag, size, row, reason in self._db.execute("SELECT * FROM entries"):
+            e = {"source": source, "key": key, "url": url, "etag": etag, "size": size}
+            if row is not None:
+                e["row"] = _loads(row)
+            else:
+                e["reason"] = reason
+            entries[mkey] = e
+        return entries
+
+    def settled(self, source: str) -> dict[str, SettledStack]:
+        """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
+        try:
+            found = self._db.execute(
+                "SELECT prefix, runs, results, digest, notes, listed_at FROM stacks WHERE source = ?", (source,)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            return {}
+        return {p: SettledStack(r, n, d, tuple(_loads(notes)), t) for p, r, n, d, notes, t in found}
+
+    def outcome(self) -> dict | None:
+        """The last collect's sources and de-duplication outcome (see update)."""
+        text = self._meta.get("outcome")
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return None
+
+    def kept_rows(self, dropped: set[str]) -> list[dict]:
+        """Every stored row but those of `dropped` entries (copies that lost to another)."""
+        return [
+            _loads(row)
+            for mkey, row in self._db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL")
+            if mkey not in dropped
+        ]
+
+    def _migrate_json(self, old: Path) -> None:
+        try:
+            data = json.loads(old.read_text())
+        except OSError:
+            return
+        except ValueError:
+            data = None
+        old.unlink(missing_ok=True)
+        if isinstance(data, dict) and data.get("row_version") == ROW_VERSION and isinstance(data.get("entries"), dict):
+            self.update(data["entries"], data["entries"].keys(), (), data.get("table_fingerprint"))
+
+    def update(
+        self,
+        entries: dict[str, dict],
+        changed,
+        removed,
+        table_fingerprint: str | None,
+        settled: dict[str, dict[str, SettledStack]] | None = None,
+        outcome: dict | None = None,
+    ) -> None:
+        """One transaction: write the `changed` keys of `entries`, drop
+        `removed`; with `settled` ({source: {prefix: SettledStack}}) replace
+        every settled-stack record; `outcome` (sources, dropped entry keys and
+        de-duplication notes) replaces the stored one, None removes it."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        k,
+                        e.get("source"),
+                        e.get("key"),
+                        e.get("url"),
+                        e.get("etag"),
+                        e.get("size"),
+                        _dumps(e["row"]) if "row" in e else None,
+                        e.get("reason"),
+                    )
+                    for k in changed
+                    for e in (entries[k],)
+                ),
+            )
+            db.executemany("DELETE FROM entries WHERE mkey = ?", ((k,) for k in removed))
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_fingerprint', ?)", (table_fingerprint,))
+            if settled is not None:
+                db.execute("DELETE FROM stacks")
+                db.executemany(
+                    "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        (source, prefix, s.runs, s.results, s.digest, _dumps(list(s.notes)), s.listed_at)
+                        for source, stacks in settled.items()
+                        for prefix, s in stacks.items()
+                    ),
+                )
+            if outcome is None:  # nothing stored may answer for this state
+                db.execute("DELETE FROM meta WHERE k = 'outcome'")
+                self._meta.pop("outcome", None)
+            else:
+                text = json.dumps(outcome, sort_keys=True)
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('outcome', ?)", (text,))
+                self._meta["outcome"] = text
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._entries = entries
+        self.table_fingerprint = table_fingerprint
+        self._meta["table_fingerprint"] = table_fingerprint or ""
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _loads(data):
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:  # NaN, huge integers: what the stdlib accepts, orjson does not
+        return json.loads(bytes(data))
+
+
+def _dumps(obj) -> bytes:
+    try:
+        import orjson
+    except ImportError:
+        return json.dumps(obj, separators=(",", ":")).encode()
+    try:
+        return orjson.dumps(obj)
+    except TypeError:  # NaN is fine for orjson (null); huge integers are not
+        return json.dumps(obj, separators=(",", ":")).encode()
