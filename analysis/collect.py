@@ -526,7 +526,7 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
         rest = m.rest
         if m.is_result:
             mkey = f"{url}|{key}"
-            row = entries.get(mkey, {}).get("row")
+            row = (entries.get(mkey) or {}).get("row")
             if mkey in failed or row is None or row.get("status") not in FINAL_STATUSES:
                 s["ok"] = False
             s["with_result"].add(m.run_id)
