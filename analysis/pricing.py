@@ -22,7 +22,7 @@ import math
 import warnings
 from datetime import date, datetime
 
-from analysis.cost import CostError, cost_of, onprem_hourly, time_weighted_price
+from analysis.cost import CostError, billed_cost, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 
 PRICE_COLUMNS = (
@@ -166,16 +166,16 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     try:
         offering = catalog.get(oid)
         market = row.get("market") or "on-demand"
-        billed_cost = billed_h = 0.0
+        billed_usd = billed_h = 0.0
         prices = []
         for w in windows:
             hourly, basis, source, day = _attempt_price(row, w, catalog, as_of, launch_day)
             if hourly is None:
                 raise CostError(f"no {market} price recorded or in the catalog for attempt {w['attempt']}")
-            c = cost_of(oid, w["seconds"], market, as_of=terms_day, hourly_usd=hourly, catalog=catalog)
-            billed_cost += c.cost_usd
-            billed_h += c.billed_hours
-            prices.append((hourly, w["seconds"], basis, source, day, c))
+            cost, hours, terms = billed_cost(oid, w["seconds"], market, terms_day, hourly, catalog)
+            billed_usd += cost
+            billed_h += hours
+            prices.append((hourly, w["seconds"], basis, source, day, terms))
         total_s = sum(p[1] for p in prices)
         hourly = (sum(p[0] * p[1] for p in prices) / total_s) if total_s > 0 else prices[0][0]
         last = prices[-1]
@@ -184,16 +184,14 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
             price_basis="; ".join(dict.fromkeys(p[2] for p in prices)),
             price_source="; ".join(dict.fromkeys(str(p[3]) for p in prices)),
             price_as_of=last[4],
-            billing=last[5].billing,
+            billing=last[5].describe(),
             billing_as_of=terms_day.isoformat() if terms_day else None,
             billed_hours=billed_h,
-            billed_cost_usd=billed_cost,
+            billed_cost_usd=billed_usd,
         )
         out["setup_fee_usd"] = _setup_fee(catalog, offering, market, as_of or launch_day)
         if train is not None:
-            out["train_cost_usd"] = cost_of(
-                oid, train, market, as_of=terms_day, hourly_usd=hourly, catalog=catalog
-            ).cost_usd
+            out["train_cost_usd"] = billed_cost(oid, train, market, terms_day, hourly, catalog)[0]
     except (CatalogError, CostError) as exc:
         out["price_note"] = str(exc)
     return out
