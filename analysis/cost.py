@@ -206,7 +206,8 @@ def cost_of(
         price, hourly, notes, onprem = None, _paid_hourly(hourly_usd), [], None
     else:
         price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
-    terms, billed, usage, fees = _billed(catalog, offering_id, seconds, as_of, hourly)
+    terms = _terms(catalog, offering_id, as_of)
+    billed, usage, fees = _billed(terms, seconds, hourly)
     return CostBreakdown(
         offering=offering_id,
         market=market,
@@ -240,13 +241,22 @@ def cost_of(
 
 
 def billed_cost(
-    offering_id: str, seconds: float, market: str, as_of: date | None, hourly_usd: float, catalog: Catalog
+    offering_id: str,
+    seconds: float,
+    market: str,
+    as_of: date | None,
+    hourly_usd: float,
+    catalog: Catalog,
+    terms: BillingTerms | None = None,
 ) -> tuple[float, float, BillingTerms]:
     """(cost USD, billed hours, billing terms) of `seconds` at the price paid:
     cost_of's figures without its breakdown, whose strings cost more CPU than
-    the arithmetic when every attempt of thousands of runs is priced."""
+    the arithmetic when every attempt of thousands of runs is priced. `terms`:
+    what an earlier call for the same offering and date returned (no second look-up)."""
     _offering_with_market(catalog, offering_id, market)
-    terms, billed, usage, fees = _billed(catalog, offering_id, seconds, as_of, _paid_hourly(hourly_usd))
+    hourly = _paid_hourly(hourly_usd)
+    terms = terms or _terms(catalog, offering_id, as_of)
+    billed, usage, fees = _billed(terms, seconds, hourly)
     return usage + fees, billed, terms
 
 
@@ -263,15 +273,17 @@ def _paid_hourly(hourly_usd: float) -> float:
     return float(hourly_usd)
 
 
-def _billed(
-    catalog: Catalog, offering_id: str, seconds: float, as_of: date | None, hourly: float
-) -> tuple[BillingTerms, float, float, float]:
-    """(terms, billed hours, usage USD, fees USD) under the terms in force on `as_of` (default: today)."""
-    terms = catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
+def _terms(catalog: Catalog, offering_id: str, as_of: date | None) -> BillingTerms:
+    """The offering's billing terms in force on `as_of` (default: today)."""
+    return catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
+
+
+def _billed(terms: BillingTerms, seconds: float, hourly: float) -> tuple[float, float, float]:
+    """(billed hours, usage USD, fees USD) of `seconds` at `hourly` under `terms`."""
     billed = billed_seconds(terms, seconds) / 3600.0
     usage = hourly * billed
     fees = terms.monthly_fee_usd * billed / terms.hours_per_month if terms.monthly_fee_usd else 0.0
-    return terms, billed, usage, fees
+    return billed, usage, fees
 
 
 def cost_over_attempts(

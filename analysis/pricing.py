@@ -47,6 +47,12 @@ def _nan() -> float:
     return float("nan")
 
 
+# What price_run returns before it knows anything: built once, copied per row.
+_UNPRICED = {c: None for c in PRICE_COLUMNS} | dict(
+    billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0
+)
+
+
 def _windows(text: str | None) -> list[dict]:
     """The row's billing windows. orjson reads them 4x faster, into equal
     objects; what it refuses (NaN, huge integers) the stdlib reads."""
@@ -171,8 +177,7 @@ def _setup_fee(catalog, offering, market: str, on: date | None) -> float:
 def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     """The PRICE_COLUMNS of one run row."""
     catalog = catalog or load_catalog()
-    out = {c: None for c in PRICE_COLUMNS}
-    out.update(billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0)
+    out = dict(_UNPRICED)
     windows = _windows(row.get("attempts_json"))
     out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
     train = _num(row.get("train_seconds"))
@@ -187,12 +192,12 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
         offering = catalog.get(oid)
         market = row.get("market") or "on-demand"
         billed_usd = billed_h = 0.0
-        prices = []
+        prices, terms = [], None
         for w in windows:
             hourly, basis, source, day = _attempt_price(row, w, catalog, as_of, launch_day)
             if hourly is None:
                 raise CostError(f"no {market} price recorded or in the catalog for attempt {w['attempt']}")
-            cost, hours, terms = billed_cost(oid, w["seconds"], market, terms_day, hourly, catalog)
+            cost, hours, terms = billed_cost(oid, w["seconds"], market, terms_day, hourly, catalog, terms)
             billed_usd += cost
             billed_h += hours
             prices.append((hourly, w["seconds"], basis, source, day, terms))
@@ -211,7 +216,7 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
         )
         out["setup_fee_usd"] = _setup_fee(catalog, offering, market, as_of or launch_day)
         if train is not None:
-            out["train_cost_usd"] = billed_cost(oid, train, market, terms_day, hourly, catalog)[0]
+            out["train_cost_usd"] = billed_cost(oid, train, market, terms_day, hourly, catalog, terms)[0]
     except (CatalogError, CostError) as exc:
         out["price_note"] = str(exc)
     return out

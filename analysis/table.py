@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 from datetime import datetime, timezone
 
 # Bump when the row layout changes: cached rows of another version are re-derived.
@@ -215,11 +216,14 @@ def _iso(t: datetime | None) -> str | None:
     return "%d-%02d-%02dT%02d:%02d:%02d.%03dZ" % fields  # noqa: UP031
 
 
-def _events_by_attempt(result: dict) -> dict[int, list[tuple[datetime, dict]]]:
-    """Timeline events grouped by attempt. Events without an attempt number
-    go to the attempt they fall in; an instance_launch just before an
-    attempt's start belongs to that attempt."""
-    attempts = sorted(result["attempts"], key=lambda a: a["attempt"])
+_ATTEMPT = operator.itemgetter("attempt")
+_TIME = operator.itemgetter(0)
+
+
+def _events_by_attempt(result: dict, attempts: list[dict]) -> dict[int, list[tuple[datetime, dict]]]:
+    """Timeline events grouped by `attempts` (the result's, in order). Events
+    without an attempt number go to the attempt they fall in; an
+    instance_launch just before an attempt's start belongs to that attempt."""
     starts = [(parse_time(a["start"]), a["attempt"]) for a in attempts]
     out: dict[int, list[tuple[datetime, dict]]] = {a["attempt"]: [] for a in attempts}
     for ev in result.get("timeline") or []:
@@ -232,7 +236,7 @@ def _events_by_attempt(result: dict) -> dict[int, list[tuple[datetime, dict]]]:
                 n = next((a for s, a in reversed(starts) if s <= t), starts[0][1])
         out[n].append((t, ev))
     for evs in out.values():
-        evs.sort(key=lambda p: p[0])
+        evs.sort(key=_TIME)
     return out
 
 
@@ -256,14 +260,15 @@ def billing_windows(result: dict) -> list[dict]:
     """Per attempt: start/end of the billed window, how each was found, and
     the spot price changes recorded during it."""
     finished = parse_time(result["finished_at"])
-    grouped = _events_by_attempt(result)
+    attempts = sorted(result["attempts"], key=_ATTEMPT)
+    grouped = _events_by_attempt(result, attempts)
     spot_all = sorted(
         (_iso(parse_time(e["time"])), float(e["hourly_usd"]))
         for e in result.get("timeline") or []
         if e["event"] == SPOT_PRICE_EVENT and isinstance(e.get("hourly_usd"), (int, float))
     )
     windows = []
-    for a in sorted(result["attempts"], key=lambda x: x["attempt"]):
+    for a in attempts:
         evs = grouped[a["attempt"]]
         start = _first(evs, WINDOW_START_EVENTS[:1])
         start_t, start_how = start if start else (parse_time(a["start"]), "attempt start (no instance_launch event)")
@@ -305,7 +310,8 @@ def result_to_row(
     `check_finite=False` only for a result parsed by a reader that refuses them."""
     if check_finite:
         _refuse_non_finite(result)
-    o, p, hw, sw, b, m = (result[k] for k in ("offering", "price", "hardware", "software", "benchmark", "metrics"))
+    o, p, hw, sw = result["offering"], result["price"], result["hardware"], result["software"]
+    b, m = result["benchmark"], result["metrics"]
     spread = m.get("samples_per_second_spread") or {}
     windows = billing_windows(result)
     notes = sorted(
