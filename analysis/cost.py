@@ -200,20 +200,14 @@ def cost_of(
     the time-weighted spot price a run actually paid); the billing terms are
     still the offering's, as in force on `as_of` (default: today)."""
     catalog = catalog or load_catalog()
-    offering = catalog.get(offering_id)
-    if market not in offering.markets and offering.onprem is None:
-        raise CostError(f"{offering_id} has no {market} market (markets: {', '.join(offering.markets)})")
+    offering = _offering_with_market(catalog, offering_id, market)
     if hourly_usd is not None:
         # The price paid (recorded at launch, or a spot average) needs no catalog price.
-        if hourly_usd < 0:
-            raise CostError(f"hourly price must not be negative, got {hourly_usd}")
-        price, hourly, notes, onprem = None, float(hourly_usd), [], None
+        price, hourly, notes, onprem = None, _paid_hourly(hourly_usd), [], None
     else:
         price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
-    terms = catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
-    billed = billed_seconds(terms, seconds) / 3600.0
-    usage = hourly * billed
-    fees = terms.monthly_fee_usd * billed / terms.hours_per_month if terms.monthly_fee_usd else 0.0
+    terms = _terms(catalog, offering_id, as_of)
+    billed, usage, fees = _billed(terms, seconds, hourly)
     return CostBreakdown(
         offering=offering_id,
         market=market,
@@ -244,6 +238,52 @@ def cost_of(
         onprem=onprem,
         warnings=notes,
     )
+
+
+def billed_cost(
+    offering_id: str,
+    seconds: float,
+    market: str,
+    as_of: date | None,
+    hourly_usd: float,
+    catalog: Catalog,
+    terms: BillingTerms | None = None,
+) -> tuple[float, float, BillingTerms]:
+    """(cost USD, billed hours, billing terms) of `seconds` at the price paid:
+    cost_of's figures without its breakdown, whose strings cost more CPU than
+    the arithmetic when every attempt of thousands of runs is priced. `terms`:
+    what an earlier call for the same offering and date returned (no second look-up)."""
+    _offering_with_market(catalog, offering_id, market)
+    hourly = _paid_hourly(hourly_usd)
+    terms = terms or _terms(catalog, offering_id, as_of)
+    billed, usage, fees = _billed(terms, seconds, hourly)
+    return usage + fees, billed, terms
+
+
+def _offering_with_market(catalog: Catalog, offering_id: str, market: str):
+    offering = catalog.get(offering_id)
+    if market not in offering.markets and offering.onprem is None:
+        raise CostError(f"{offering_id} has no {market} market (markets: {', '.join(offering.markets)})")
+    return offering
+
+
+def _paid_hourly(hourly_usd: float) -> float:
+    if hourly_usd < 0:
+        raise CostError(f"hourly price must not be negative, got {hourly_usd}")
+    return float(hourly_usd)
+
+
+def _terms(catalog: Catalog, offering_id: str, as_of: date | None) -> BillingTerms:
+    """The offering's billing terms in force on `as_of` (default: today)."""
+    return catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
+
+
+def _billed(terms: BillingTerms, seconds: float, hourly: float) -> tuple[float, float, float]:
+    """(billed hours, usage USD, fees USD) of `seconds` at `hourly` under `terms`."""
+    billed = billed_seconds(terms, seconds) / 3600.0
+    usage = hourly * billed
+    fees = terms.monthly_fee_usd * billed / terms.hours_per_month if terms.monthly_fee_usd else 0.0
+    return billed, usage, fees
 
 
 def cost_over_attempts(

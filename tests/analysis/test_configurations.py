@@ -73,6 +73,45 @@ def test_a_parameter_off_its_default_is_named_and_a_different_workload():
     }
 
 
+def test_remembered_workloads_are_never_shared_and_keep_the_published_key():
+    """workload() remembers (key, label) per spec: specs that differ only in a
+    value's type, a parameter, a missing field or the backend each keep their
+    own, a remembered answer is the computed one, and the key is still the
+    sha256 of the sorted JSON spec that rows cached in manifests carry."""
+    import hashlib
+    import json
+
+    from analysis import table
+
+    base = {"name": "mnist-mlp", "kind": "epochs", "precision": "fp32", "per_gpu_batch_size": 128}
+    variants = [
+        {"params": {"epochs": 1, "samples": 1000}},
+        {"params": {"epochs": 1, "samples": 1000.0}},
+        {"params": {"epochs": True, "samples": 1000}},
+        {"params": {"epochs": 1, "samples": 1000, "hidden": 256}},
+        {"params": {"epochs": 1, "samples": 1000}, "precision": None},
+        {"params": {"epochs": 1, "samples": None}},  # orjson writes NaN as null too: the two must not meet
+        {"params": {"epochs": 1, "samples": float("nan")}},
+        {"params": {"epochs": 1, "samples": 2**70}},  # past orjson's integers
+        {"params": {"epochs": 1, "samples": 1000}, "backend": "jax"},
+        {"params": {}},  # results from v0: the completed epochs and steps stand in
+    ]
+    m = {"epochs_completed": 2, "steps_completed": 10}
+    computed = []
+    for v in variants:
+        table._WORKLOADS.clear()
+        computed.append(table.workload({**base, **v}, m))
+    assert len({k for k, _ in computed}) == len({label for _, label in computed}) == len(variants)
+    remembered = [table.workload({**base, **v}, m) for v in variants + variants[::-1]]
+    assert remembered == computed + computed[::-1]
+    spec = {"benchmark": "mnist-mlp", "params": {"epochs": 1, "samples": 1000}, "per_gpu_batch_size": 128}
+    spec["precision"] = "fp32"
+    assert computed[0] == (
+        hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:12],
+        "1 ep x 1,000 samples, batch 128, fp32",
+    )
+
+
 def test_runs_at_two_prices_are_two_rows_never_one_invented_rate():
     """USD 0.10/h and 0.25/h on one offering, one hour of training each: two
     rows costing 0.10 and 0.25, never one row at 0.175."""
