@@ -86,53 +86,30 @@ def _loads_finite(data) -> tuple[object, bool]:
 
 @lru_cache(maxsize=1)
 def _fast_validator():
-    """The payload's schema compiled by fastjsonschema (about 20x faster than
-    jsonschema, which dominated collect's CPU time), or None if not installed."""
+    """The payload's schema compiled by jsonschema-rs (Rust; about 0.008 ms a
+    result on this machine, against 0.04 for fastjsonschema), or None
+    if not installed. Its `is_valid` answers only yes or no."""
     try:
-        import fastjsonschema
+        import jsonschema_rs
     except ImportError:
         return None
     from payload.schema import load_schema
 
-    return fastjsonschema.compile(_inline_refs(load_schema()))
-
-
-def _inline_refs(schema: dict) -> dict:
-    """The schema with each local ``$ref`` replaced by its definition (the
-    definitions are not recursive). fastjsonschema builds a name for every
-    referenced call with ``str.format(**locals())``, which was two thirds of
-    its time per result; inlined, the same checks run about 4x faster."""
-    defs = schema.get("$defs", {})
-    annotations = ("description", "title", "$comment", "examples")
-
-    def sub(v):
-        if isinstance(v, list):
-            return [sub(x) for x in v]
-        if not isinstance(v, dict):
-            return v
-        ref = v.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs:
-            target = sub(defs[ref[8:]])
-            rest = {k: sub(x) for k, x in v.items() if k != "$ref" and k not in annotations}
-            return {**rest, "allOf": [target]} if rest else target
-        return {k: sub(x) for k, x in v.items() if k != "$defs"}
-
-    return sub(schema)
+    return jsonschema_rs.validator_for(load_schema())
 
 
 def validate(result: dict) -> None:
-    """Accept what the compiled schema accepts; anything it rejects goes to the
-    payload's own validator, which has the final word and the error messages."""
+    """Accept what the compiled schema accepts; anything it rejects (or cannot
+    read, such as an integer beyond 64 bits) goes to the payload's own
+    validator, which has the final word and the error messages."""
     from payload.schema import validate_result
 
     fast = _fast_validator()
     if fast is not None:
-        import fastjsonschema
-
         try:
-            fast(result)
-            return
-        except fastjsonschema.JsonSchemaException:
+            if fast.is_valid(result):
+                return
+        except Exception:  # noqa: BLE001,S110 - whatever it cannot read, the payload's validator judges
             pass
     validate_result(result)
 

@@ -19,7 +19,7 @@ PROVIDED_BY = {
     "pandas": "analysis",
     "pyarrow": "analysis",
     "matplotlib": "analysis",
-    "fastjsonschema": "analysis",
+    "jsonschema_rs": "analysis",
     "google.auth": "analysis",
     "google": "payload",
     "boto3": "payload",

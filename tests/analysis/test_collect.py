@@ -545,11 +545,8 @@ def test_fast_validation_agrees_with_the_payload_schema(mutate):
         validate_result(r)
     with pytest.raises(ResultValidationError):
         validate(r)
-    if _fast_validator() is not None:  # without fastjsonschema, validate() is payload.schema alone
-        import fastjsonschema
-
-        with pytest.raises(fastjsonschema.JsonSchemaException):
-            _fast_validator()(r)
+    if _fast_validator() is not None:  # without jsonschema-rs, validate() is payload.schema alone
+        assert not _fast_validator().is_valid(r)
 
 
 def test_a_forged_result_under_another_stack_never_displaces_the_genuine_one(tmp_path):

@@ -173,3 +173,27 @@ def test_parse_config_with_an_offering_raises_only_config_error(raw):
         parse_config({"gpubench:offering": "aws/p3.8xlarge", **raw}, "aws-p3-8x")
     except ConfigError as exc:
         assert str(exc)
+
+
+@SETTINGS
+@given(path=st.sampled_from(PATHS), value=anything)
+def test_the_compiled_validator_accepts_nothing_the_payload_schema_rejects(path, value):
+    """collect trusts jsonschema-rs's yes: it must never say yes where the payload's jsonschema says no."""
+    from servers import require_module
+
+    from analysis.collect import _fast_validator
+    from payload.schema import _validator
+
+    require_module("jsonschema_rs")  # without it collect uses the payload's validator alone: a failure under CI
+    fast = _fast_validator()
+    doc = copy.deepcopy(GOOD)
+    target = doc
+    for part in path[:-1]:
+        target = target[part]
+    target[path[-1]] = value.decode("latin-1") if isinstance(value, bytes) else value
+    try:
+        accepted = fast.is_valid(doc)
+    except Exception:  # noqa: BLE001 - collect falls back to the payload's validator on any error
+        return
+    if accepted:
+        assert not list(_validator().iter_errors(doc))
