@@ -4,6 +4,7 @@
 plots embedded as base64 PNG, no external resource of any kind, so it can be
 mailed or archived as is. Every price shown carries its source and date.
 """
+
 from __future__ import annotations
 
 import base64
@@ -16,7 +17,7 @@ from string import Template
 import pandas as pd
 
 from analysis.metrics import Options, analyse
-from analysis.output import USD, usd_amount
+from analysis.output import USD
 
 TEMPLATE = Path(__file__).with_name("template.html")
 
@@ -54,9 +55,7 @@ def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
 
     s = summary.copy()
     u = [units(s.loc[[i]]) for i in s.index]
-    s["throughput"] = [
-        None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)
-    ]
+    s["throughput"] = [None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)]
     s["per_usd"] = [None if pd.isna(v) else f"{v:,.0f} {x}" for v, x in zip(s["samples_per_usd"], u)]
     return s
 
@@ -100,12 +99,23 @@ class PriceNotes:
         self.notes: dict[tuple, int] = {}
 
     def ref(self, r: dict) -> str:
-        key = tuple(None if _cell(r.get(k), None)[0] == "&ndash;" else str(r.get(k))
-                    for k in ("price_source", "price_as_of", "billing", "price_note"))
+        key = tuple(
+            None if _cell(r.get(k), None)[0] == "&ndash;" else str(r.get(k))
+            for k in ("price_source", "price_as_of", "billing", "price_note")
+        )
         if not any(key):
             return None
         n = self.notes.setdefault(key, len(self.notes) + 1)
         return f"[{n}]"
+
+    def cite(self, frame: pd.DataFrame) -> str:
+        """A chart's caption for its prices: the numbers of their notes."""
+        cols = [c for c in ("price_source", "price_as_of", "billing", "price_note") if c in frame.columns]
+        refs = {self.ref(r) for r in frame[cols].to_dict("records")} - {None}
+        if not refs:
+            return "Prices: none recorded."
+        listed = ", ".join(sorted(refs, key=lambda ref: int(ref.strip("[]"))))
+        return f"Prices: {listed} in the price sources under the tables."
 
     def items(self) -> list[tuple[int, str]]:
         """(number, "source (as of date); billing: rule; note") in number order."""
@@ -184,28 +194,40 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> str:
         if cells in seen:  # identical once rounded: shown once
             continue
         seen.add(cells)
-        body.append("<tr>" + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>"
-                                     for c, (_, _, num) in zip(cells, cols)) + "</tr>")
+        body.append(
+            "<tr>"
+            + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>" for c, (_, _, num) in zip(cells, cols))
+            + "</tr>"
+        )
     head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in cols)
-    missing = [what for col, what in (("final_accuracy", "accuracy"), ("gpu_utilization_mean", "GPU utilisation"),
-                                      ("samples_per_second", f"{u}/s")) if not _has(rows, col)]
-    note = (f'<p class="note">No run of this configuration recorded {", ".join(missing)}.</p>' if missing else "")
+    missing = [
+        what
+        for col, what in (
+            ("final_accuracy", "accuracy"),
+            ("gpu_utilization_mean", "GPU utilisation"),
+            ("samples_per_second", f"{u}/s"),
+        )
+        if not _has(rows, col)
+    ]
+    note = f'<p class="note">No run of this configuration recorded {", ".join(missing)}.</p>' if missing else ""
     return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>") + note
 
 
 def _figure(title: str, png: bytes | None, caption: str) -> str:
     if png is None:
-        return f"<h3>{html.escape(title)}</h3><p class=\"empty\">Not drawn: {html.escape(caption)}</p>"
+        return f'<h3>{html.escape(title)}</h3><p class="empty">Not drawn: {html.escape(caption)}</p>'
     data = base64.b64encode(png).decode("ascii")
-    return (f"<figure><h3>{html.escape(title)}</h3><img alt=\"{html.escape(title)}\" "
-            f"src=\"data:image/png;base64,{data}\"><figcaption>{html.escape(caption)}</figcaption></figure>")
+    return (
+        f'<figure><h3>{html.escape(title)}</h3><img alt="{html.escape(title)}" '
+        f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>'
+    )
 
 
 def _charts(charts) -> str:
     """The charts that carry information; one line says which were left out and why."""
     drawn = "".join(_figure(t, png, cap) for t, (png, cap) in charts if png is not None)
     skipped = [f"{t} ({cap})" for t, (png, cap) in charts if png is None]
-    note = (f'<p class="note">Not drawn: {html.escape("; ".join(skipped))}.</p>' if skipped else "")
+    note = f'<p class="note">Not drawn: {html.escape("; ".join(skipped))}.</p>' if skipped else ""
     return drawn + note
 
 
@@ -220,67 +242,126 @@ def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) ->
     from analysis.report import answer, plots, reference
 
     summary = tables["summary"]
-    counts = (f"{len(runs)} runs in the table, {int((runs['status'] == 'completed').sum()) if len(runs) else 0} "
-              f"completed; base offering {opts.base}; recommendations rank by "
-              f"{'billed cost (launch to termination)' if opts.cost_basis == 'billed' else 'cost to train'}.")
+    counts = (
+        f"{len(runs)} runs in the table, {int((runs['status'] == 'completed').sum()) if len(runs) else 0} "
+        f"completed; base offering {opts.base}; recommendations rank by "
+        f"{'billed cost (launch to termination)' if opts.cost_basis == 'billed' else 'cost to train'}."
+    )
     parts = [answer.section_html(tables["recommendations"], opts)]
     notes = PriceNotes()
     if summary.empty:
-        parts.append(_section("results", "Results", '<p class="empty">No completed runs to report. Run '
-                              "<code>python -m analysis collect</code> against your results bucket first; failed, "
-                              "interrupted and set-aside runs are listed by collect.</p>"))
+        parts.append(
+            _section(
+                "results",
+                "Results",
+                '<p class="empty">No completed runs to report. Run '
+                "<code>python -m analysis collect</code> against your results bucket first; failed, "
+                "interrupted and set-aside runs are listed by collect.</p>",
+            )
+        )
     else:
-        body = [reference.assumed_price_note(summary),
-                "<p class=\"note\">One table per configuration; medians over repeated runs; spread = "
-                "(max &minus; min) / median time. Cost to train prices the training time alone; billed prices "
-                "instance launch to termination over every attempt, under each offering's billing rule. Times "
-                "under an hour are in minutes, longer ones in hours (a column takes the unit of its longest "
-                f"time). Relative columns divide by {html.escape(str(opts.base))}. Price sources are the "
-                "numbered notes under the tables.</p>"]
+        body = [
+            reference.assumed_price_note(summary),
+            '<p class="note">One table per configuration; medians over repeated runs; spread = '
+            "(max &minus; min) / median time. Cost to train prices the training time alone; billed prices "
+            "instance launch to termination over every attempt, under each offering's billing rule. Times "
+            "under an hour are in minutes, longer ones in hours (a column takes the unit of its longest "
+            f"time). Relative columns divide by {html.escape(str(opts.base))}. Price sources are the "
+            "numbered notes under the tables.</p>",
+        ]
         for (_bench, _wl), rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True):
             body.append(f"<h3>{html.escape(answer.configuration(rows.iloc[0].to_dict()))}</h3>")
             body.append(config_table(rows, notes))
         body.append(PRICE_NOTES)
         parts.append(_section("results", "Per configuration", "".join(body)))
+        cite = notes.cite  # captions cite the numbered price sources instead of repeating them
         charts = [
-            ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary)),
-            ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary)),
-            ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary)),
-            (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base)),
+            ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
+            ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
+            ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
+            (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base, cite)),
             ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
-            ("On-prem break-even vs utilisation (seed 004, section 5.2)",
-             plots.breakeven_vs_utilisation(tables["breakeven"], summary)),
-            ("ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
-             plots.imagenet(summary)),
+            (
+                "On-prem break-even vs utilisation (seed 004, section 5.2)",
+                plots.breakeven_vs_utilisation(tables["breakeven"], summary, cite=cite),
+            ),
+            (
+                "ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
+                plots.imagenet(summary, cite),
+            ),
         ]
         parts.append(_section("charts", "Charts", _charts(charts)))
         if not tables["scaling"].empty:
-            parts.append(_section("scaling", "Multi-GPU scaling", html_table(tables["scaling"], (
-                ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
-                ("gpu_model", "GPU", None), ("offering_id", "offering", None),
-                ("gpus", "GPUs", "{:.0f}"), ("speedup", "speed-up", "{:.2f}"), ("efficiency", "efficiency", "{:.0%}"),
-                ("reference", "1-GPU reference", None)))))
+            parts.append(
+                _section(
+                    "scaling",
+                    "Multi-GPU scaling",
+                    html_table(
+                        tables["scaling"],
+                        (
+                            ("benchmark", "benchmark", None),
+                            ("workload_label", "configuration", None),
+                            ("gpu_model", "GPU", None),
+                            ("offering_id", "offering", None),
+                            ("gpus", "GPUs", "{:.0f}"),
+                            ("speedup", "speed-up", "{:.2f}"),
+                            ("efficiency", "efficiency", "{:.0%}"),
+                            ("reference", "1-GPU reference", None),
+                        ),
+                    ),
+                )
+            )
         if not tables["breakeven"].empty:
-            parts.append(_section("breakeven", "On-prem break-even", html_table(tables["breakeven"], (
-                ("benchmark", "benchmark", None), ("workload_label", "configuration", None),
-                ("onprem", "on-prem box", None), ("cloud", "cloud offering", None),
-                ("market", "market", None), ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
-                ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
-                ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
-                ("note", "note", None)))))
+            parts.append(
+                _section(
+                    "breakeven",
+                    "On-prem break-even",
+                    html_table(
+                        tables["breakeven"],
+                        (
+                            ("benchmark", "benchmark", None),
+                            ("workload_label", "configuration", None),
+                            ("onprem", "on-prem box", None),
+                            ("cloud", "cloud offering", None),
+                            ("market", "market", None),
+                            ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
+                            ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
+                            ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
+                            ("note", "note", None),
+                        ),
+                    ),
+                )
+            )
         parts.append(f'<section id="reference">{reference.section(runs)}</section>')
     not_done = runs[runs["status"] != "completed"] if len(runs) else runs
     if len(not_done):
         nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
-        parts.append(_section("not-completed", "Runs that did not complete (billed, not timed)", html_table(nd, (
-            ("run_id", "run", None), ("offering_id", "offering", None), ("status", "status", None),
-            ("billed_cost_usd", "billed USD", USD), ("price", "price", None), ("error", "error", None)))))
+        parts.append(
+            _section(
+                "not-completed",
+                "Runs that did not complete (billed, not timed)",
+                html_table(
+                    nd,
+                    (
+                        ("run_id", "run", None),
+                        ("offering_id", "offering", None),
+                        ("status", "status", None),
+                        ("billed_cost_usd", "billed USD", USD),
+                        ("price", "price", None),
+                        ("error", "error", None),
+                    ),
+                ),
+            )
+        )
     body = "\n".join(parts)
     # the footnotes go under the tables, once every table has taken its numbers
     body = body.replace(PRICE_NOTES, notes.html(), 1) if PRICE_NOTES in body else body + notes.html()
     return Template(TEMPLATE.read_text()).substitute(
         generated=html.escape(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        table=html.escape(source), counts=html.escape(counts), body=body)
+        table=html.escape(source),
+        counts=html.escape(counts),
+        body=body,
+    )
 
 
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:

@@ -5,10 +5,11 @@ Each function takes the metrics tables and returns (png bytes, caption) or
 (None, reason) when the data cannot draw it, so the report says why a chart
 is missing instead of failing.
 """
+
 from __future__ import annotations
 
 import io
-import math
+from collections.abc import Callable
 
 import matplotlib
 
@@ -31,10 +32,22 @@ def label(r) -> str:
     return f"{r['offering_id']} ({', '.join(extra)})" if extra else str(r["offering_id"])
 
 
-def prices_caption(frame: pd.DataFrame) -> str:
-    """Every price's source and date, for the caption under a chart."""
-    pairs = sorted({(str(s), str(d)) for s, d in zip(frame.get("price_source", []), frame.get("price_as_of", []))
-                    if s is not None and not pd.isna(s)})
+Cite = Callable[[pd.DataFrame], str]
+
+
+def prices_caption(frame: pd.DataFrame, cite: Cite | None = None) -> str:
+    """Where a chart's prices come from. With `cite` (the report's numbered
+    price notes), their numbers: a long source is listed once under the
+    tables, not again under every chart. Without, every source and date."""
+    if cite is not None:
+        return cite(frame)
+    pairs = sorted(
+        {
+            (str(s), str(d))
+            for s, d in zip(frame.get("price_source", []), frame.get("price_as_of", []))
+            if s is not None and not pd.isna(s)
+        }
+    )
     if not pairs:
         return "Prices: none recorded."
     return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
@@ -87,7 +100,7 @@ def _rows_per_panel(panels) -> int:
     return max(len(d) for _, d in panels)
 
 
-def cost_to_train(summary: pd.DataFrame):
+def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 000, figure 1: cost to train per offering (training only), with the
     billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
@@ -101,16 +114,21 @@ def cost_to_train(summary: pd.DataFrame):
         d = d.sort_values("train_cost_usd")
         y = range(len(d))
         ax.barh([i + 0.2 for i in y], d["train_cost_usd"], height=0.4, label="cost to train (training only)")
-        ax.barh([i - 0.2 for i in y], d["billed_cost_usd"], height=0.4, alpha=0.5,
-                label="billed (launch to termination, all attempts)")
+        ax.barh(
+            [i - 0.2 for i in y],
+            d["billed_cost_usd"],
+            height=0.4,
+            alpha=0.5,
+            label="billed (launch to termination, all attempts)",
+        )
         ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
         ax.set_xlabel("USD")
         ax.set_title(f"{bench}: cost per run")
         ax.legend(fontsize=7, loc="lower right")
-    return _png(fig), prices_caption(s)
+    return _png(fig), prices_caption(s, cite)
 
 
-def hourly_vs_time(summary: pd.DataFrame):
+def hourly_vs_time(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 003: cost per hour against time to train, efficient frontier joined."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     if s.empty:
@@ -124,16 +142,21 @@ def hourly_vs_time(summary: pd.DataFrame):
         f = d[d["on_hourly_frontier"].astype(bool)].sort_values("train_hours")
         ax.plot(f["train_hours"] * 60, f["hourly_usd"], "o-", color="tab:red", label="efficient frontier")
         for r in d.to_dict("records"):
-            ax.annotate(label(r), (r["train_hours"] * 60, r["hourly_usd"]), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                label(r),
+                (r["train_hours"] * 60, r["hourly_usd"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         ax.set_xlabel("time to train (minutes)")
         ax.set_ylabel("cost per hour (USD)")
         ax.set_title(f"{bench}: cost per hour vs time to train")
         ax.legend(fontsize=7)
-    return _png(fig), prices_caption(s)
+    return _png(fig), prices_caption(s, cite)
 
 
-def samples_per_dollar(summary: pd.DataFrame):
+def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 004: training samples per dollar (throughput x 3600 / hourly price,
     per run at its own price), in the benchmark's unit (images, tweets, ...)."""
     s = summary[summary["samples_per_usd"].notna()]
@@ -149,10 +172,10 @@ def samples_per_dollar(summary: pd.DataFrame):
         ax.set_xlabel(f"{units(d)} per USD")
         ax.set_title(f"{bench}: {units(d)} per dollar")
         ax.tick_params(axis="y", labelsize=8)
-    return _png(fig), prices_caption(s)
+    return _png(fig), prices_caption(s, cite)
 
 
-def relative_to_base(summary: pd.DataFrame, base: str):
+def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None):
     """Seed 002: training time and cost relative to the base offering."""
     s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
     if s.empty:
@@ -171,7 +194,7 @@ def relative_to_base(summary: pd.DataFrame, base: str):
         ax.set_xlabel(f"relative to {base} (= 1)")
         ax.set_title(f"{bench}: relative to the base")
         ax.legend(fontsize=7)
-    return _png(fig), prices_caption(s)
+    return _png(fig), prices_caption(s, cite)
 
 
 def scaling(scale: pd.DataFrame):
@@ -193,7 +216,9 @@ def scaling(scale: pd.DataFrame):
     return _png(fig), "Speed-up = throughput with n GPUs / throughput with 1; efficiency = speed-up / n."
 
 
-def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, catalog=None, top: int = 3):
+def breakeven_vs_utilisation(
+    be: pd.DataFrame, summary: pd.DataFrame, catalog=None, top: int = 3, cite: Cite | None = None
+):
     """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
     than the best cloud offerings, by days of use per month."""
     from infra.catalog import load_catalog
@@ -225,10 +250,12 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, catalog=No
         ax.set_title(f"{bench} ({wl}): {box} vs the {len(d)} cheapest per sample", fontsize=9)
         ax.legend(fontsize=7)
     src = catalog.get(groups[0][0][2]).specs_source
-    return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(summary[summary["offering_id"].isin(be["cloud"])])
+    return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(
+        summary[summary["offering_id"].isin(be["cloud"])], cite
+    )
 
 
-def imagenet(summary: pd.DataFrame):
+def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
     extrapolated from each offering's measured images/s (one panel pair per
     configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
@@ -243,8 +270,7 @@ def imagenet(summary: pd.DataFrame):
         return None, ONE_OFFERING
     n = min(len(panels), MAX_PANELS)
     rows = _rows_per_panel(panels)
-    fig, axes = plt.subplots(n, 2, figsize=(11, max(2.5, 0.35 * rows + 1.2) * n), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(n, 2, figsize=(11, max(2.5, 0.35 * rows + 1.2) * n), squeeze=False, layout="constrained")
     for (ax_t, ax_c), (name, d) in zip(axes, panels):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]
@@ -262,10 +288,15 @@ def imagenet(summary: pd.DataFrame):
         ax_c.set_title(f"{name}: cost" + ("" if priced.all() else " (unpriced offerings left out)"), fontsize=9)
         ax_c.tick_params(axis="y", labelsize=8)
     used = sorted(set(s["benchmark"]))
-    work = "; ".join(f"{b}: {sched[b]['samples']:,} images (batch {sched[b]['batch_size']} x "
-                     f"{sched[b]['iterations']:,} iterations, {sched[b]['paper']})" for b in used)
-    caption = (f"Extrapolation, not a measurement. Training as in each model's paper ({work}; seed 004, section "
-               "5.1) divided by the median images/s measured here. Assumes the measured steady-state throughput "
-               "holds for the whole run (no data loading from disk, evaluation, checkpoints or interruptions), "
-               "at the batch size and precision measured, and at the price paid per hour. " + prices_caption(s))
+    work = "; ".join(
+        f"{b}: {sched[b]['samples']:,} images (batch {sched[b]['batch_size']} x "
+        f"{sched[b]['iterations']:,} iterations, {sched[b]['paper']})"
+        for b in used
+    )
+    caption = (
+        f"Extrapolation, not a measurement. Training as in each model's paper ({work}; seed 004, section "
+        "5.1) divided by the median images/s measured here. Assumes the measured steady-state throughput "
+        "holds for the whole run (no data loading from disk, evaluation, checkpoints or interruptions), "
+        "at the batch size and precision measured, and at the price paid per hour. " + prices_caption(s, cite)
+    )
     return _png(fig), caption

@@ -6,6 +6,7 @@ already answers "how does my machine compare?".
 Also the note that says a locally priced machine's cost rests on an assumed
 hourly rate, not a published price.
 """
+
 from __future__ import annotations
 
 import html
@@ -26,17 +27,26 @@ def measured(runs: pd.DataFrame) -> pd.DataFrame:
     bench = {f.benchmark for f in reference_figures()}
     if runs.empty:
         return pd.DataFrame()
-    done = runs[(runs["status"] == "completed") & runs["benchmark"].isin(bench)
-                & pd.to_numeric(runs["samples_per_second"], errors="coerce").gt(0)]
+    done = runs[
+        (runs["status"] == "completed")
+        & runs["benchmark"].isin(bench)
+        & pd.to_numeric(runs["samples_per_second"], errors="coerce").gt(0)
+    ]
     if done.empty:
         return pd.DataFrame()
     keys = ["benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data"]
-    done = done.assign(samples_per_second=pd.to_numeric(done["samples_per_second"]),
-                       hourly_usd=pd.to_numeric(done["hourly_usd"], errors="coerce"))
+    done = done.assign(
+        samples_per_second=pd.to_numeric(done["samples_per_second"]),
+        hourly_usd=pd.to_numeric(done["hourly_usd"], errors="coerce"),
+    )
     g = done.groupby(keys, dropna=False, sort=True)
-    out = g.agg(value=("samples_per_second", "median"), runs=("run_id", "count"),
-                hourly_usd=("hourly_usd", "median"), price_source=("price_source", "first"),
-                device=("device", "first")).reset_index()
+    out = g.agg(
+        value=("samples_per_second", "median"),
+        runs=("run_id", "count"),
+        hourly_usd=("hourly_usd", "median"),
+        price_source=("price_source", "first"),
+        device=("device", "first"),
+    ).reset_index()
     return out
 
 
@@ -51,8 +61,11 @@ def _subject(m: pd.DataFrame) -> pd.Series | None:
 
 def _measured_label(r) -> str:
     gpus = r["gpus_used"]
-    gpu_txt = "CPU" if (gpus is None or (isinstance(gpus, float) and math.isnan(gpus)) or int(gpus) == 0) \
+    gpu_txt = (
+        "CPU"
+        if (gpus is None or (isinstance(gpus, float) and math.isnan(gpus)) or int(gpus) == 0)
         else f"{int(gpus)} GPU" + ("s" if int(gpus) != 1 else "")
+    )
     batch = r["per_gpu_batch_size"]
     batch_txt = "" if batch is None or (isinstance(batch, float) and math.isnan(batch)) else f"batch {int(batch)}, "
     spot = ", spot" if r["market"] == "spot" else ""
@@ -74,7 +87,10 @@ def plot(m: pd.DataFrame):
     from analysis.report.plots import MAX_PANELS, _png
 
     if m.empty:
-        return None, "no completed run of a benchmark the studies publish (bilstm-sentiment, resnet50, inception3, vgg16)"
+        return (
+            None,
+            "no completed run of a benchmark the studies publish (bilstm-sentiment, resnet50, inception3, vgg16)",
+        )
     figs = reference_figures()
     panels = []
     for bench in sorted(m["benchmark"].unique())[:MAX_PANELS]:
@@ -85,23 +101,30 @@ def plot(m: pd.DataFrame):
         items += [(_measured_label(r), float(r["value"]), "this", "measured") for r in mine.to_dict("records")]
         panels.append((bench, refs[0].unit if refs else "samples/s", sorted(items, key=lambda t: t[1])))
     heights = [0.28 * len(items) + 0.9 for _, _, items in panels]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, sum(heights) + 0.3), squeeze=False, layout="constrained",
-                             gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(9, sum(heights) + 0.3),
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": heights},
+    )
     for ax, (bench, unit, items) in zip((a[0] for a in axes), panels):
         low = 10 ** math.floor(math.log10(min(t[1] for t in items) * 0.9))
-        for i, (name, value, who, basis) in enumerate(items):
+        for i, (_name, value, who, basis) in enumerate(items):
             colour = "tab:orange" if who == "this" else "0.55"
             hatch = None if who == "this" or basis == "measured" else "//"
-            ax.barh(i, value - low, left=low, height=0.7, color=colour, hatch=hatch,
-                    edgecolor="white" if hatch else colour)
-            ax.annotate(f"{value:,.1f}", (value, i), xytext=(3, 0), textcoords="offset points", va="center",
-                        fontsize=7)
+            ax.barh(
+                i, value - low, left=low, height=0.7, color=colour, hatch=hatch, edgecolor="white" if hatch else colour
+            )
+            ax.annotate(f"{value:,.1f}", (value, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
         ax.set_yticks(range(len(items)), [t[0] for t in items], fontsize=7)
         ax.set_xscale("log")
         ax.set_xlim(low, max(t[1] for t in items) * 3)
         ax.set_xlabel(f"{unit} (log scale)", fontsize=8)
-        ax.set_title(f"{bench}: this report (orange) beside published figures (grey; hatched = derived or "
-                     f"estimated)", fontsize=9)
+        ax.set_title(
+            f"{bench}: this report (orange) beside published figures (grey; hatched = derived or estimated)", fontsize=9
+        )
     studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
     caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
     return _png(fig), caption
@@ -120,36 +143,76 @@ def _table(bench: str, refs: list[Figure], mine: pd.DataFrame, subject) -> str:
     subj_value = float(subject["value"]) if subject is not None else None
     subj_name = html.escape(str(subject["offering_id"])) if subj_value else None
     unit = html.escape(refs[0].unit) if refs else "samples/s"
-    head = ["figure", "basis", f"throughput ({unit})", "GPUs used", "batch", "precision",
-            f"published &divide; {subj_name}" if subj_name else "published &divide; this report",
-            "study", "published"]
+    head = [
+        "figure",
+        "basis",
+        f"throughput ({unit})",
+        "GPUs used",
+        "batch",
+        "precision",
+        f"published &divide; {subj_name}" if subj_name else "published &divide; this report",
+        "study",
+        "published",
+    ]
     rows = []
     for r in mine.sort_values("value", ascending=False).to_dict("records"):
-        rows.append(("this", [html.escape(_measured_label(r)),
-                              f"measured here ({int(r['runs'])} run{'s' if r['runs'] != 1 else ''}, median, "
-                              f"{html.escape(str(r['data']))} data)",
-                              _fmt(r["value"], ",.1f"), _fmt(r["gpus_used"], ".0f"),
-                              _fmt(r["per_gpu_batch_size"], ".0f"), html.escape(str(r["precision"])), "", "this report",
-                              ""]))
+        rows.append(
+            (
+                "this",
+                [
+                    html.escape(_measured_label(r)),
+                    f"measured here ({int(r['runs'])} run{'s' if r['runs'] != 1 else ''}, median, "
+                    f"{html.escape(str(r['data']))} data)",
+                    _fmt(r["value"], ",.1f"),
+                    _fmt(r["gpus_used"], ".0f"),
+                    _fmt(r["per_gpu_batch_size"], ".0f"),
+                    html.escape(str(r["precision"])),
+                    "",
+                    "this report",
+                    "",
+                ],
+            )
+        )
     for f in sorted(refs, key=lambda f: -f.value):
         ratio = f"{f.value / subj_value:,.1f}&times;" if subj_value else "&ndash;"
         if subj_value and f.batch_size is not None and subject["per_gpu_batch_size"] != f.batch_size:
             ratio += " (other batch)"
-        rows.append(("ref", [html.escape(f.label), html.escape(_basis_word(f.basis)), _fmt(f.value, ",.1f"),
-                             str(f.gpus_used), "" if f.batch_size is None else str(f.batch_size),
-                             html.escape(f.precision), ratio, html.escape(f.study), html.escape(f.published)]))
-    body = "".join(f"<tr class=\"{cls}\">" + "".join(
-        f"<td class=\"num\">{c}</td>" if i in (2, 3, 4, 6) else f"<td>{c}</td>" for i, c in enumerate(cells))
-        + "</tr>" for cls, cells in rows)
+        rows.append(
+            (
+                "ref",
+                [
+                    html.escape(f.label),
+                    html.escape(_basis_word(f.basis)),
+                    _fmt(f.value, ",.1f"),
+                    str(f.gpus_used),
+                    "" if f.batch_size is None else str(f.batch_size),
+                    html.escape(f.precision),
+                    ratio,
+                    html.escape(f.study),
+                    html.escape(f.published),
+                ],
+            )
+        )
+    body = "".join(
+        f'<tr class="{cls}">'
+        + "".join(f'<td class="num">{c}</td>' if i in (2, 3, 4, 6) else f"<td>{c}</td>" for i, c in enumerate(cells))
+        + "</tr>"
+        for cls, cells in rows
+    )
     notes = []
     for study, source, published, date_note in sorted({(f.study, f.source, f.published, f.date_note) for f in refs}):
-        notes.append(f"<li>{html.escape(study)}: {html.escape(source)}; published {html.escape(published)} "
-                     f"({html.escape(date_note)}).</li>")
+        notes.append(
+            f"<li>{html.escape(study)}: {html.escape(source)}; published {html.escape(published)} "
+            f"({html.escape(date_note)}).</li>"
+        )
     for basis in sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis}):
         notes.append(f"<li>{html.escape(basis)}.</li>")
-    return (f"<h3>{html.escape(bench)}</h3><div class=\"scroll\"><table class=\"reference\"><thead><tr>"
-            + "".join(f"<th>{h}</th>" for h in head) + f"</tr></thead><tbody>{body}</tbody></table></div>"
-            + f"<ul class=\"note\">{''.join(notes)}</ul>")
+    return (
+        f'<h3>{html.escape(bench)}</h3><div class="scroll"><table class="reference"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + f"</tr></thead><tbody>{body}</tbody></table></div>"
+        + f'<ul class="note">{"".join(notes)}</ul>'
+    )
 
 
 def _extrapolation(bench: str, refs: list[Figure], subject) -> str:
@@ -163,10 +226,12 @@ def _extrapolation(bench: str, refs: list[Figure], subject) -> str:
     cost = "" if hourly is None or math.isnan(hourly) else f", about USD {hours * hourly:,.2f} at USD {hourly:.2f}/h"
     lo, hi = min(f.train_hours for f in refs), max(f.train_hours for f in refs)
     clo, chi = min(f.cost_usd for f in refs), max(f.cost_usd for f in refs)
-    return (f"<p class=\"note\">Extrapolated, not measured: at {rate:,.0f} tweets/s, seed 000's full training "
-            f"({tweets:,.0f} tweets seen) would take {html.escape(str(subject['offering_id']))} about "
-            f"{hours:,.1f} h{html.escape(cost)}. The study's platforms took {lo:g}&ndash;{hi:g} h for "
-            f"USD {clo:g}&ndash;{chi:g} per run.</p>")
+    return (
+        f'<p class="note">Extrapolated, not measured: at {rate:,.0f} tweets/s, seed 000\'s full training '
+        f"({tweets:,.0f} tweets seen) would take {html.escape(str(subject['offering_id']))} about "
+        f"{hours:,.1f} h{html.escape(cost)}. The study's platforms took {lo:g}&ndash;{hi:g} h for "
+        f"USD {clo:g}&ndash;{chi:g} per run.</p>"
+    )
 
 
 def section(runs: pd.DataFrame) -> str:
@@ -175,16 +240,20 @@ def section(runs: pd.DataFrame) -> str:
 
     m = measured(runs)
     figs = reference_figures()
-    parts = ["<h2>Reference: published measurements</h2>",
-             "<p class=\"note\">The studies this project automates, as published: throughputs copied from their "
-             "tables (analysis/reference/studies.toml), each with its study, section, URL and date. Figures marked "
-             "derived are computed by gpubench from printed numbers, as their basis says. Conditions differ: the "
-             "studies ran GPUs with their own code (seed 004 in fp16 with tf_cnn_benchmarks); the payload runs the "
-             "same architectures in Keras, and a short run on synthetic data times steady-state training only. "
-             "Read the ratios as orders of magnitude, not benchmarks of record.</p>"]
+    parts = [
+        "<h2>Reference: published measurements</h2>",
+        '<p class="note">The studies this project automates, as published: throughputs copied from their '
+        "tables (analysis/reference/studies.toml), each with its study, section, URL and date. Figures marked "
+        "derived are computed by gpubench from printed numbers, as their basis says. Conditions differ: the "
+        "studies ran GPUs with their own code (seed 004 in fp16 with tf_cnn_benchmarks); the payload runs the "
+        "same architectures in Keras, and a short run on synthetic data times steady-state training only. "
+        "Read the ratios as orders of magnitude, not benchmarks of record.</p>",
+    ]
     if m.empty:
-        parts.append("<p class=\"empty\">No completed run of bilstm-sentiment, resnet50, inception3 or vgg16 here, "
-                     "so nothing to put beside the published figures. <code>make demo</code> runs two of them.</p>")
+        parts.append(
+            '<p class="empty">No completed run of bilstm-sentiment, resnet50, inception3 or vgg16 here, '
+            "so nothing to put beside the published figures. <code>make demo</code> runs two of them.</p>"
+        )
         return "\n".join(parts)
     png, caption = plot(m)
     parts.append(_figure("This report's runs beside the studies' published throughput", png, caption))
@@ -193,7 +262,7 @@ def section(runs: pd.DataFrame) -> str:
         refs = [f for f in figs if f.benchmark == bench]
         subject = _subject(m[m["benchmark"] == bench])
         parts.append(_table(bench, refs, m[m["benchmark"] == bench], subject))
-        parts.append(f"<p class=\"note\">What the published figure covers: {html.escape(notes.get(bench, ''))}.</p>")
+        parts.append(f'<p class="note">What the published figure covers: {html.escape(notes.get(bench, ""))}.</p>')
         parts.append(_extrapolation(bench, refs, subject))
     return "\n".join(parts)
 
@@ -205,6 +274,7 @@ def assumed_price_note(summary: pd.DataFrame) -> str:
     local = summary[summary["offering_kind"].astype(str).isin(ASSUMED_PRICE_KINDS)]
     if local.empty:
         return ""
+
     def described(r) -> str:
         h = r["hourly_usd"]
         rate = "no rate" if h is None or h != h else f"USD {h:.2f}/h"
@@ -212,6 +282,8 @@ def assumed_price_note(summary: pd.DataFrame) -> str:
 
     # one line per rate as shown: rows of several configurations share it
     text = "; ".join(sorted({described(r) for r in local.to_dict("records")}))
-    return (f"<p class=\"assumption\"><strong>Assumed price.</strong> {html.escape(text)}. This machine has no "
-            "published price: its costs below are only as good as that rate. Set your own with "
-            "<code>make demo DEMO_ARGS=\"--hourly-usd 0.25\"</code> or <code>GPUBENCH_LOCAL_HOURLY_USD</code>.</p>")
+    return (
+        f'<p class="assumption"><strong>Assumed price.</strong> {html.escape(text)}. This machine has no '
+        "published price: its costs below are only as good as that rate. Set your own with "
+        '<code>make demo DEMO_ARGS="--hourly-usd 0.25"</code> or <code>GPUBENCH_LOCAL_HOURLY_USD</code>.</p>'
+    )

@@ -162,3 +162,25 @@ def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
     assert cost[("seed000-mid", "softlayer/bm-2xm60")]["train_cost_usd"] == pytest.approx(4 * 2.8)
     page = (tmp_path / "report" / "index.html").read_text()
     assert "2018-02-08" in page and "seed 000" in page
+
+
+def test_chart_captions_cite_the_numbered_price_sources_instead_of_repeating_them(tmp_path, capsys):
+    import html as html_lib
+
+    results = _lab_results()
+    for i, r in enumerate(results):  # long, distinct sources: the text each caption used to repeat
+        r["price"]["source"] = f"a long price page for offering {r['offering']['id']} number {i % 3} " + "x" * 80
+    out = _collect(tmp_path, results)
+    assert main(["report", "--out", out]) == 0
+    page = (tmp_path / "report" / "index.html").read_text()
+    captions = [html_lib.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page, flags=re.S)]
+    priced = [c for c in captions if "Prices:" in c]
+    assert len(priced) >= 4
+    listed = dict(re.findall(r'<li value="(\d+)">(.*?)</li>', page, flags=re.S))
+    for caption in priced:
+        assert "a long price page" not in caption
+        cited = re.findall(r"\[(\d+)\]", caption.split("Prices:", 1)[1])
+        assert cited and all(n in listed for n in cited), caption
+    notes = page[page.index('<ol class="sources">') :]
+    notes = notes[: notes.index("</ol>")]
+    assert page.count("x" * 80) == notes.count("x" * 80) > 0  # the long sources are written in the notes alone
