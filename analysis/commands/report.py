@@ -153,6 +153,8 @@ def run(args) -> int:
         return "-" if missing else fmt.format(v)
 
     notes = PriceNotes()
+    # one unit for the whole time column (the one rule: the unit of its longest time)
+    unit = answer.time_unit([float(h) for h in summary["train_hours"] if h == h])
     print_table(
         (
             (
@@ -162,7 +164,7 @@ def run(args) -> int:
                 f(r["market"]),
                 f(r["gpus_used"], "{:.0f}"),
                 f(r["repeats"]),
-                answer.duration(r["train_hours"]),
+                answer.in_unit(r["train_hours"], unit),
                 f(r.get("prices_paid")),
                 f(r["train_cost_usd"], USD_SIGN),
                 f(r["billed_cost_usd"], USD_SIGN),
@@ -182,7 +184,7 @@ def run(args) -> int:
             "market",
             "GPUs",
             "runs",
-            "time",
+            f"time ({unit})",
             "price paid",
             "cost to train",
             "billed",

@@ -184,3 +184,18 @@ def test_chart_captions_cite_the_numbered_price_sources_instead_of_repeating_the
     notes = page[page.index('<ol class="sources">') :]
     notes = notes[: notes.index("</ol>")]
     assert page.count("x" * 80) == notes.count("x" * 80) > 0  # the long sources are written in the notes alone
+
+
+def test_terminal_table_gives_the_time_column_one_unit(tmp_path, capsys):
+    results = _lab_results()  # times from 5 minutes to an hour
+    results.append(make_result("aws/p3.2xlarge", "mnist-mlp", train_seconds=30, repeat=99))
+    out = _collect(tmp_path, results)
+    capsys.readouterr()
+    assert main(["report", "--out", out]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("benchmark "))
+    table = lines[head + 2 : lines.index("", head)]
+    assert "time (h)" in lines[head] and not any(" min " in line for line in table)
+    start = lines[head].index("time (h)")
+    cells = [c for c in (line[start:].split()[0] for line in table) if c != "-"]
+    assert "1.00" in cells and "0.0083" in cells  # an hour and 30 seconds, both in hours
