@@ -108,15 +108,21 @@ def _paths(doc, prefix=()):
 PATHS = list(_paths(GOOD))
 
 
-@SETTINGS
-@given(path=st.sampled_from(PATHS), value=anything)
-def test_parse_result_on_a_valid_result_with_one_field_replaced(path, value):
-    """A real result with one field turned into garbage: a row or ValueError, never another exception."""
+def _with_field(path: tuple, value) -> dict:
+    """A copy of GOOD with the field at `path` replaced by `value` (bytes as latin-1 text)."""
     doc = copy.deepcopy(GOOD)
     target = doc
     for part in path[:-1]:
         target = target[part]
     target[path[-1]] = value.decode("latin-1") if isinstance(value, bytes) else value
+    return doc
+
+
+@SETTINGS
+@given(path=st.sampled_from(PATHS), value=anything)
+def test_parse_result_on_a_valid_result_with_one_field_replaced(path, value):
+    """A real result with one field turned into garbage: a row or ValueError, never another exception."""
+    doc = _with_field(path, value)
     try:
         data = json.dumps(doc, allow_nan=True).encode()
     except (TypeError, ValueError):
@@ -186,11 +192,7 @@ def test_the_compiled_validator_accepts_nothing_the_payload_schema_rejects(path,
 
     require_module("jsonschema_rs")  # without it collect uses the payload's validator alone: a failure under CI
     fast = _fast_validator()
-    doc = copy.deepcopy(GOOD)
-    target = doc
-    for part in path[:-1]:
-        target = target[part]
-    target[path[-1]] = value.decode("latin-1") if isinstance(value, bytes) else value
+    doc = _with_field(path, value)
     try:
         accepted = fast.is_valid(doc)
     except Exception:  # noqa: BLE001 - collect falls back to the payload's validator on any error
