@@ -296,6 +296,9 @@ def collect(
         settled_now: dict[str, dict[str, SettledStack]] = {}  # what the manifest will hold
         nothing_listed = True  # every source took the bulk path and every stack in it was settled
         deferred: list[str] = []  # such sources, not yet carried over (the stored outcome may answer for them)
+        # every stack of every source settled at the end: only then may the outcome answer a later collect
+        # (a stack that was not settled may vanish, and settled stacks alone would not show it)
+        all_settled = True
         bar = _Bar(progress)
 
         def cached(url: str, info) -> dict | None:
@@ -348,7 +351,7 @@ def collect(
                     listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, to_price, trusted)
                 except StorageError as exc:
                     keep_old(url, exc)
-                    nothing_listed = False
+                    nothing_listed = all_settled = False
                     continue
                 if not listing and set(unlisted[url]) == set(settled_before[url]):
                     deferred.append(url)  # nothing listed file by file, no stack gone
@@ -365,8 +368,10 @@ def collect(
                         summary.cached += 1
                 settled_now[url] = {p: settled_before[url][p] for p in unlisted[url]}
                 settled_now[url].update(_settled_stacks(url, listing, entries, failed, source, now))
+                if any(_stack_prefix(k) not in settled_now[url] for k in listing):
+                    all_settled = False
                 continue
-            nothing_listed = False
+            nothing_listed = all_settled = False
             try:
                 store = opener(url)
                 listing = {o.key: o for o in store.list()}
@@ -451,7 +456,7 @@ def collect(
             removed,
             fingerprint,
             settled=settled_now,
-            outcome=None if summary.incomplete else new_outcome,
+            outcome=new_outcome if all_settled and not summary.incomplete else None,
         )
     finally:
         manifest.close()

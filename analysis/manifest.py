@@ -16,8 +16,10 @@ One SQLite file in the output directory (``.collect-manifest.sqlite``):
   files nor reads its results. A settled stack is listed file by file again
   after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
 - ``meta``: the row version, the table's fingerprint, and the outcome of the
-  last de-duplication (which copies lost, and why), so a collect that finds
-  nothing new anywhere answers from here without judging 100,000 rows again.
+  last de-duplication (which copies lost, and why), kept only when every
+  stack of every source was settled, so a collect that finds those stacks
+  unchanged and nothing else answers from here without judging 100,000 rows
+  again.
 
 An unreadable manifest is a cold start, never an error; an old JSON
 manifest is read once and replaced.

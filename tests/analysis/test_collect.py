@@ -804,3 +804,46 @@ def test_cli_says_how_many_stacks_were_checked_by_run_directory_and_full_lists_a
     assert "3 settled stack(s) checked by run directory only" in text and "--full" in text
     assert main(["collect", "--results", url, "--out", out, "--full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0
+
+
+def test_a_stack_that_was_never_settled_and_is_gone_leaves_the_table_at_once(s3_bucket, tmp_path):
+    """Settled stacks unchanged and nothing else listed is not "nothing
+    changed" when the last collect also saw a stack that was not settled:
+    its rows and notes must go, as a --full collect says."""
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    results = _results(6)
+    _populate(store, results)
+    unsettled = copy.deepcopy(results[0])
+    unsettled.update(stack="short-lived", run_id="interrupted-run", status="interrupted")
+    store.put_bytes(result_key(unsettled), result_bytes(unsettled))
+    store.put_bytes("runs/short-lived/broken-run/result.json", b"{")
+    out = tmp_path / "out"
+    collect([url], out)
+    collect([url], out)  # the three other stacks are settled now
+    store.delete(result_key(unsettled))
+    store.delete("runs/short-lived/broken-run/result.json")
+
+    warm, warm_rows = collect([url], out)
+    full, full_rows = collect([url], tmp_path / "full", full=True)
+    assert len(full_rows) == 6
+    assert warm_rows == full_rows and _judged(warm) == _judged(full) == set()
+    assert (warm.runs, warm.valid) == (full.runs, full.valid) == (6, 6)
+    assert len(pd.read_parquet(out / "results.parquet")) == 6
+
+
+def test_a_bucket_emptied_of_unfinished_runs_gives_an_empty_table(s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    running = copy.deepcopy(_results(1)[0])
+    running["status"] = "interrupted"
+    store.put_bytes(result_key(running), result_bytes(running))
+    out = tmp_path / "out"
+    assert len(collect([url], out)[1]) == 1
+    store.delete(result_key(running))
+    for full in (False, True):
+        summary, rows = collect([url], out, full=full)
+        assert (rows, summary.runs, summary.valid) == ([], 0, 0)
+        assert pd.read_parquet(out / "results.parquet").empty
+    summary, rows = collect([url], out)  # an empty bucket, settled in its way: still empty
+    assert (rows, summary.runs) == ([], 0)
