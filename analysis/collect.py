@@ -390,11 +390,26 @@ def collect(
         if nothing_listed and outcome and outcome.get("sources") == list(urls) and table_is_whole(out):
             # nothing new anywhere: the last collect's table and judgement stand
             rows = _answer_from_manifest(manifest, outcome, settled_before, summary, out)
-            summary.seconds = time.perf_counter() - t0
-            return summary, rows
+            if rows is not None:
+                summary.seconds = time.perf_counter() - t0
+                return summary, rows
         for url in deferred:  # carried over from the manifest, and judged again below with the rest
             _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
             settled_now[url] = dict(settled_before[url])
+        if manifest.damaged and any(unlisted.values()):
+            # the settled stacks' rows were in the unreadable part: list and read every file
+            bar.close()
+            manifest.close()
+            return collect(
+                urls,
+                out_dir,
+                workers=workers,
+                progress=progress,
+                store_opener=store_opener,
+                spot_pricer=spot_pricer,
+                bulk=bulk,
+                full=True,
+            )
 
         stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
 
@@ -530,9 +545,13 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
     }
 
 
-def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summary, out: Path) -> list[dict]:
+def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summary, out: Path) -> list[dict] | None:
     """A collect that found every stack settled and as before: the stored rows
-    and the last de-duplication's notes, without judging every row again."""
+    and the last de-duplication's notes, without judging every row again.
+    None (and `summary` untouched) when the stored rows cannot be read."""
+    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
+    if rows is None:
+        return None
     for stacks in settled.values():
         summary.settled_stacks += len(stacks)
         for s in stacks.values():
@@ -540,7 +559,6 @@ def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summa
             summary.cached += s.results
             summary.skipped.extend(s.notes)
     summary.skipped.extend(outcome.get("skipped", []))
-    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
     rows.sort(key=lambda r: (r["run_id"], r["stack"]))
     summary.valid = len(rows)
     summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}

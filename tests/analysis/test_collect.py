@@ -847,3 +847,41 @@ def test_a_bucket_emptied_of_unfinished_runs_gives_an_empty_table(s3_bucket, tmp
         assert pd.read_parquet(out / "results.parquet").empty
     summary, rows = collect([url], out)  # an empty bucket, settled in its way: still empty
     assert (rows, summary.runs) == ([], 0)
+
+
+def _damage_entries(path) -> None:
+    """Overwrite the root page of the manifest's entries table: the file opens
+    and its settled stacks read, but the entries do not."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'entries'").fetchone()[0]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = bytearray(path.read_bytes())
+    data[(root - 1) * size : root * size] = b"\x07" * size
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("new_run", [False, True])
+def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, tmp_path, new_run):
+    """Settled stacks carry their rows over from the manifest's entries: when
+    those turn out unreadable, every file is listed again, never a crash or a
+    table without those stacks' rows."""
+    url = f"s3://{s3_bucket}"
+    results = _results(6)
+    _populate(open_store(url), results)
+    out = tmp_path / "out"
+    collect([url], out)
+    _damage_entries(out / ".collect-manifest.sqlite")
+    if new_run:  # one stack listed file by file, the others carried over
+        added = copy.deepcopy(results[0])
+        added["run_id"] = "a-new-run"
+        open_store(url).put_bytes(result_key(added), result_bytes(added))
+    want = len(results) + new_run
+    summary, rows = collect([url], out)
+    assert (len(rows), summary.valid, summary.runs, summary.new) == (want, want, want, want)
+    assert len(pd.read_parquet(out / "results.parquet")) == want
+    summary, rows = collect([url], out)
+    assert (len(rows), summary.runs, summary.new, summary.cached) == (want, want, 0, want)
