@@ -348,7 +348,8 @@ def collect(
                 try:
                     source = bulk_mod.S3Bulk(url)
                     trusted = {p: s.digest for p, s in settled_before[url].items() if s.fresh(now)}
-                    listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, to_price, trusted)
+                    priced: list[tuple[str, dict]] = []  # this source's spot runs: priced only if it listed whole
+                    listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, priced, trusted)
                 except StorageError as exc:
                     keep_old(url, exc)
                     nothing_listed = all_settled = False
@@ -356,6 +357,7 @@ def collect(
                 if not listing and set(unlisted[url]) == set(settled_before[url]):
                     deferred.append(url)  # nothing listed file by file, no stack gone
                     continue
+                to_price.extend(priced)
                 nothing_listed = False
                 _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
                 settled_runs = sum(settled_before[url][p].runs for p in unlisted[url])

@@ -885,3 +885,27 @@ def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, t
     assert len(pd.read_parquet(out / "results.parquet")) == want
     summary, rows = collect([url], out)
     assert (len(rows), summary.runs, summary.new, summary.cached) == (want, want, 0, want)
+
+
+def test_a_listing_that_fails_after_spot_runs_were_read_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
+    """Spot runs read before the listing failed belong to no table row: they
+    must not be priced (nor reach a row kept from the last collect)."""
+    import asyncio
+
+    from analysis import bulk
+
+    url = f"s3://{s3_bucket}"
+    spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
+    _populate(open_store(url), [spot])
+    real = bulk.S3Bulk.list
+
+    async def fails_at_the_end(source, prefix="runs/", settled=None):
+        async for page in real(source, prefix, settled):
+            yield page
+        await asyncio.sleep(0.5)  # the pages' objects are read meanwhile
+        raise StorageError("list s3://bucket/runs/other/ failed: connection reset")
+
+    monkeypatch.setattr(bulk.S3Bulk, "list", fails_at_the_end)
+    calls = []
+    summary, rows = collect([url], tmp_path / "out", spot_pricer=lambda r: calls.append(r["run_id"]))
+    assert rows == [] and summary.incomplete and calls == []
