@@ -296,6 +296,9 @@ def collect(
         settled_now: dict[str, dict[str, SettledStack]] = {}  # what the manifest will hold
         nothing_listed = True  # every source took the bulk path and every stack in it was settled
         deferred: list[str] = []  # such sources, not yet carried over (the stored outcome may answer for them)
+        # every stack of every source settled at the end: only then may the outcome answer a later collect
+        # (a stack that was not settled may vanish, and settled stacks alone would not show it)
+        all_settled = True
         bar = _Bar(progress)
 
         def cached(url: str, info) -> dict | None:
@@ -345,14 +348,16 @@ def collect(
                 try:
                     source = bulk_mod.S3Bulk(url)
                     trusted = {p: s.digest for p, s in settled_before[url].items() if s.fresh(now)}
-                    listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, to_price, trusted)
+                    priced: list[tuple[str, dict]] = []  # this source's spot runs: priced only if it listed whole
+                    listing, got, unlisted[url] = _bulk_fetch(source, url, cached, workers, bar, priced, trusted)
                 except StorageError as exc:
                     keep_old(url, exc)
-                    nothing_listed = False
+                    nothing_listed = all_settled = False
                     continue
                 if not listing and set(unlisted[url]) == set(settled_before[url]):
                     deferred.append(url)  # nothing listed file by file, no stack gone
                     continue
+                to_price.extend(priced)
                 nothing_listed = False
                 _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
                 settled_runs = sum(settled_before[url][p].runs for p in unlisted[url])
@@ -365,8 +370,10 @@ def collect(
                         summary.cached += 1
                 settled_now[url] = {p: settled_before[url][p] for p in unlisted[url]}
                 settled_now[url].update(_settled_stacks(url, listing, entries, failed, source, now))
+                if any(_stack_prefix(k) not in settled_now[url] for k in listing):
+                    all_settled = False
                 continue
-            nothing_listed = False
+            nothing_listed = all_settled = False
             try:
                 store = opener(url)
                 listing = {o.key: o for o in store.list()}
@@ -385,11 +392,26 @@ def collect(
         if nothing_listed and outcome and outcome.get("sources") == list(urls) and table_is_whole(out):
             # nothing new anywhere: the last collect's table and judgement stand
             rows = _answer_from_manifest(manifest, outcome, settled_before, summary, out)
-            summary.seconds = time.perf_counter() - t0
-            return summary, rows
+            if rows is not None:
+                summary.seconds = time.perf_counter() - t0
+                return summary, rows
         for url in deferred:  # carried over from the manifest, and judged again below with the rest
             _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
             settled_now[url] = dict(settled_before[url])
+        if manifest.damaged and any(unlisted.values()):
+            # the settled stacks' rows were in the unreadable part: list and read every file
+            bar.close()
+            manifest.close()
+            return collect(
+                urls,
+                out_dir,
+                workers=workers,
+                progress=progress,
+                store_opener=store_opener,
+                spot_pricer=spot_pricer,
+                bulk=bulk,
+                full=True,
+            )
 
         stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
 
@@ -451,7 +473,7 @@ def collect(
             removed,
             fingerprint,
             settled=settled_now,
-            outcome=None if summary.incomplete else new_outcome,
+            outcome=new_outcome if all_settled and not summary.incomplete else None,
         )
     finally:
         manifest.close()
@@ -525,9 +547,13 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
     }
 
 
-def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summary, out: Path) -> list[dict]:
+def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summary, out: Path) -> list[dict] | None:
     """A collect that found every stack settled and as before: the stored rows
-    and the last de-duplication's notes, without judging every row again."""
+    and the last de-duplication's notes, without judging every row again.
+    None (and `summary` untouched) when the stored rows cannot be read."""
+    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
+    if rows is None:
+        return None
     for stacks in settled.values():
         summary.settled_stacks += len(stacks)
         for s in stacks.values():
@@ -535,7 +561,6 @@ def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summa
             summary.cached += s.results
             summary.skipped.extend(s.notes)
     summary.skipped.extend(outcome.get("skipped", []))
-    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
     rows.sort(key=lambda r: (r["run_id"], r["stack"]))
     summary.valid = len(rows)
     summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}

@@ -16,8 +16,10 @@ One SQLite file in the output directory (``.collect-manifest.sqlite``):
   files nor reads its results. A settled stack is listed file by file again
   after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
 - ``meta``: the row version, the table's fingerprint, and the outcome of the
-  last de-duplication (which copies lost, and why), so a collect that finds
-  nothing new anywhere answers from here without judging 100,000 rows again.
+  last de-duplication (which copies lost, and why), kept only when every
+  stack of every source was settled, so a collect that finds those stacks
+  unchanged and nothing else answers from here without judging 100,000 rows
+  again.
 
 An unreadable manifest is a cold start, never an error; an old JSON
 manifest is read once and replaced.
@@ -63,6 +65,9 @@ class Manifest:
         self._entries: dict[str, dict] | None = None
         self.table_fingerprint: str | None = None
         self._meta: dict[str, str] = {}
+        # set when the entries proved unreadable after opening: the settled
+        # stacks read before then stand for rows that are gone (collect starts over)
+        self.damaged = False
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError:  # not a database, or a damaged one: rebuild
@@ -111,9 +116,13 @@ class Manifest:
             try:
                 self._entries = self._read_entries()
             except sqlite3.DatabaseError:  # damaged past the header: a cold start
-                self._db.close()
-                self._rebuild()
+                self._start_over()
         return self._entries
+
+    def _start_over(self) -> None:
+        self._db.close()
+        self._rebuild()
+        self.damaged = True
 
     def _read_entries(self) -> dict[str, dict]:
         entries = {}
@@ -144,13 +153,18 @@ class Manifest:
         except ValueError:
             return None
 
-    def kept_rows(self, dropped: set[str]) -> list[dict]:
-        """Every stored row but those of `dropped` entries (copies that lost to another)."""
-        return [
-            _loads(row)
-            for mkey, row in self._db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL")
-            if mkey not in dropped
-        ]
+    def kept_rows(self, dropped: set[str]) -> list[dict] | None:
+        """Every stored row but those of `dropped` entries (copies that lost to
+        another); None when the entries are unreadable (the manifest is rebuilt)."""
+        try:
+            return [
+                _loads(row)
+                for mkey, row in self._db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL")
+                if mkey not in dropped
+            ]
+        except sqlite3.DatabaseError:
+            self._start_over()
+            return None
 
     def _migrate_json(self, old: Path) -> None:
         try:

@@ -804,3 +804,108 @@ def test_cli_says_how_many_stacks_were_checked_by_run_directory_and_full_lists_a
     assert "3 settled stack(s) checked by run directory only" in text and "--full" in text
     assert main(["collect", "--results", url, "--out", out, "--full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0
+
+
+def test_a_stack_that_was_never_settled_and_is_gone_leaves_the_table_at_once(s3_bucket, tmp_path):
+    """Settled stacks unchanged and nothing else listed is not "nothing
+    changed" when the last collect also saw a stack that was not settled:
+    its rows and notes must go, as a --full collect says."""
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    results = _results(6)
+    _populate(store, results)
+    unsettled = copy.deepcopy(results[0])
+    unsettled.update(stack="short-lived", run_id="interrupted-run", status="interrupted")
+    store.put_bytes(result_key(unsettled), result_bytes(unsettled))
+    store.put_bytes("runs/short-lived/broken-run/result.json", b"{")
+    out = tmp_path / "out"
+    collect([url], out)
+    collect([url], out)  # the three other stacks are settled now
+    store.delete(result_key(unsettled))
+    store.delete("runs/short-lived/broken-run/result.json")
+
+    warm, warm_rows = collect([url], out)
+    full, full_rows = collect([url], tmp_path / "full", full=True)
+    assert len(full_rows) == 6
+    assert warm_rows == full_rows and _judged(warm) == _judged(full) == set()
+    assert (warm.runs, warm.valid) == (full.runs, full.valid) == (6, 6)
+    assert len(pd.read_parquet(out / "results.parquet")) == 6
+
+
+def test_a_bucket_emptied_of_unfinished_runs_gives_an_empty_table(s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    running = copy.deepcopy(_results(1)[0])
+    running["status"] = "interrupted"
+    store.put_bytes(result_key(running), result_bytes(running))
+    out = tmp_path / "out"
+    assert len(collect([url], out)[1]) == 1
+    store.delete(result_key(running))
+    for full in (False, True):
+        summary, rows = collect([url], out, full=full)
+        assert (rows, summary.runs, summary.valid) == ([], 0, 0)
+        assert pd.read_parquet(out / "results.parquet").empty
+    summary, rows = collect([url], out)  # an empty bucket, settled in its way: still empty
+    assert (rows, summary.runs) == ([], 0)
+
+
+def _damage_entries(path) -> None:
+    """Overwrite the root page of the manifest's entries table: the file opens
+    and its settled stacks read, but the entries do not."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'entries'").fetchone()[0]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = bytearray(path.read_bytes())
+    data[(root - 1) * size : root * size] = b"\x07" * size
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("new_run", [False, True])
+def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, tmp_path, new_run):
+    """Settled stacks carry their rows over from the manifest's entries: when
+    those turn out unreadable, every file is listed again, never a crash or a
+    table without those stacks' rows."""
+    url = f"s3://{s3_bucket}"
+    results = _results(6)
+    _populate(open_store(url), results)
+    out = tmp_path / "out"
+    collect([url], out)
+    _damage_entries(out / ".collect-manifest.sqlite")
+    if new_run:  # one stack listed file by file, the others carried over
+        added = copy.deepcopy(results[0])
+        added["run_id"] = "a-new-run"
+        open_store(url).put_bytes(result_key(added), result_bytes(added))
+    want = len(results) + new_run
+    summary, rows = collect([url], out)
+    assert (len(rows), summary.valid, summary.runs, summary.new) == (want, want, want, want)
+    assert len(pd.read_parquet(out / "results.parquet")) == want
+    summary, rows = collect([url], out)
+    assert (len(rows), summary.runs, summary.new, summary.cached) == (want, want, 0, want)
+
+
+def test_a_listing_that_fails_after_spot_runs_were_read_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
+    """Spot runs read before the listing failed belong to no table row: they
+    must not be priced (nor reach a row kept from the last collect)."""
+    import asyncio
+
+    from analysis import bulk
+
+    url = f"s3://{s3_bucket}"
+    spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
+    _populate(open_store(url), [spot])
+    real = bulk.S3Bulk.list
+
+    async def fails_at_the_end(source, prefix="runs/", settled=None):
+        async for page in real(source, prefix, settled):
+            yield page
+        await asyncio.sleep(0.5)  # the pages' objects are read meanwhile
+        raise StorageError("list s3://bucket/runs/other/ failed: connection reset")
+
+    monkeypatch.setattr(bulk.S3Bulk, "list", fails_at_the_end)
+    calls = []
+    summary, rows = collect([url], tmp_path / "out", spot_pricer=lambda r: calls.append(r["run_id"]))
+    assert rows == [] and summary.incomplete and calls == []
