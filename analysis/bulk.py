@@ -180,6 +180,17 @@ class S3Bulk:
                 t.cancel()
             await asyncio.gather(done, return_exceptions=True)
 
+    def sample(self, limit: int = 1000) -> list[str]:
+        """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
+        (a URL one level too high or too low), for the wrong-layout error."""
+        import obstore
+
+        try:
+            first = next(iter(obstore.list(self._store, None, chunk_size=limit)), [])
+        except Exception as exc:  # noqa: BLE001 - obstore raises several types
+            raise StorageError(f"list {self.url} failed: {_say(exc)}") from exc
+        return [m["path"] for m in first]
+
     async def _same_runs(self, stack: str, digest: str) -> bool:
         """True when `stack` holds exactly the run directories `digest` stands for and no other object."""
         import obstore

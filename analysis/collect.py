@@ -354,6 +354,17 @@ def collect(
                     keep_old(url, exc)
                     nothing_listed = all_settled = False
                     continue
+                if not listing and not unlisted[url]:
+                    try:  # nothing under runs/: an empty bucket, or the wrong place?
+                        elsewhere = source.sample()
+                    except StorageError as exc:
+                        keep_old(url, exc)
+                        nothing_listed = all_settled = False
+                        continue
+                    if elsewhere:  # the wrong-layout error, and the old rows kept
+                        classified(url, source, dict.fromkeys(elsewhere))
+                        nothing_listed = all_settled = False
+                        continue
                 if not listing and set(unlisted[url]) == set(settled_before[url]):
                     deferred.append(url)  # nothing listed file by file, no stack gone
                     continue
@@ -433,7 +444,8 @@ def collect(
             except ValueError as exc:
                 entry["reason"] = str(exc)
             except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
-                entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
+                # not cached: a failure in spot pricing (the cloud's API) is tried again next time
+                entry.update(etag=None, reason=f"unreadable: {type(exc).__name__}: {exc}")
             return f"{url}|{key}", entry
 
         bar.add(len(todo))
@@ -444,7 +456,11 @@ def collect(
                     bar.update()
         bar.close()
         if spot_pricer is not None and to_price:
-            _price_bulk(entries, to_price, spot_pricer)
+            unpriced = _price_bulk(entries, to_price, spot_pricer)
+            for mkey in unpriced:  # a stack with a run to price again is not settled
+                e = entries[mkey]
+                if settled_now.get(e["source"], {}).pop(_stack_prefix(e["key"]), None) is not None:
+                    all_settled = False
 
         n_skipped, dropped = len(summary.skipped), set()
         rows = _dedupe(entries, summary, dropped)
@@ -689,21 +705,25 @@ def _bulk_fetch(
     return {o.key: o for o in listing}, got, unlisted
 
 
-def _price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> None:
+def _price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
     """Spot pricing calls the cloud's API per run: done after the bulk download,
-    in the thread pool, so it never stalls the download loop."""
+    in the thread pool, so it never stalls the download loop. Returns the
+    entry keys it could not price: set aside with why, and not cached (the
+    next collect reads and prices them again)."""
 
-    def one(item):
+    def one(item) -> str | None:
         mkey, result = item
         entry = entries[mkey]
         try:
             entry["row"] = price_spot(entry["row"], result, spot_pricer)
         except Exception as exc:  # noqa: BLE001 - as in the thread path: the file is set aside with why
             entry.pop("row")
-            entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
+            entry.update(etag=None, reason=f"unreadable: {type(exc).__name__}: {exc}")
+            return mkey
+        return None
 
     with ThreadPoolExecutor(max_workers=DEFAULT_WORKERS) as pool:
-        list(pool.map(one, to_price))
+        return {mkey for mkey in pool.map(one, to_price) if mkey is not None}
 
 
 def _dedupe(entries: dict[str, dict], summary: Summary, dropped: set[str] | None = None) -> list[dict]:

@@ -909,3 +909,38 @@ def test_a_listing_that_fails_after_spot_runs_were_read_keeps_the_old_rows(s3_bu
     calls = []
     summary, rows = collect([url], tmp_path / "out", spot_pricer=lambda r: calls.append(r["run_id"]))
     assert rows == [] and summary.incomplete and calls == []
+
+
+@pytest.mark.parametrize("bulk", [None, False], ids=["bulk", "thread"])
+def test_a_spot_run_that_could_not_be_priced_is_read_and_priced_again_next_time(s3_bucket, tmp_path, bulk):
+    url = f"s3://{s3_bucket}"
+    spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
+    _populate(open_store(url), [spot, make_result(repeat=2)])
+    out, calls = tmp_path / "out", []
+
+    def down(result):
+        calls.append(result["run_id"])
+        raise ConnectionError("EC2 DescribeSpotPriceHistory: endpoint unreachable")
+
+    summary, rows = collect([url], out, spot_pricer=down, bulk=bulk)
+    assert len(rows) == 1 and "unreadable: ConnectionError" in _reasons(summary)[result_key(spot)]
+    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]), bulk=bulk)
+    assert calls == [spot["run_id"]] * 2 and len(rows) == 2 and summary.new == 1  # read and priced again
+    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]), bulk=bulk)
+    assert len(calls) == 2 and summary.new == 0 and len(rows) == 2  # priced once: cached since
+
+
+def test_a_wrong_prefix_on_s3_is_an_error_with_the_layout_and_never_empties_the_table(s3_bucket, tmp_path, capsys):
+    base = f"s3://{s3_bucket}"
+    _populate(open_store(f"{base}/team"), _results(3))
+    out = str(tmp_path / "out")
+    assert main(["collect", "--results", f"{base}/team", "--out", out, "--json"]) == 0
+    for wrong, meant in ((base, f"{base}/team"), (f"{base}/team/runs", f"{base}/team")):
+        capsys.readouterr()
+        assert main(["collect", "--results", wrong, "--out", out, "--json"]) == 1
+        got = json.loads(capsys.readouterr().out)
+        reason = got["skipped"][0]["reason"]
+        assert got["complete"] is False and got["valid"] == 3
+        assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {meant}?" in reason
+        assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 3
+    assert main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--out", str(tmp_path / "e"), "--json"]) == 0
