@@ -54,13 +54,17 @@ class Summary:
     # why this collect is incomplete (a location not listed, a download failed): the exit code says so
     incomplete: list[str] = field(default_factory=list)
 
+    def set_aside(self) -> list[dict]:
+        """The set-aside files by key: the same order however they were found (listed, or carried over)."""
+        return sorted(self.skipped, key=lambda s: (str(s.get("key")), str(s.get("reason"))))
+
     def to_dict(self) -> dict:
         return {
             "runs": self.runs,
             "valid": self.valid,
             "new": self.new,
             "cached": self.cached,
-            "skipped": self.skipped,
+            "skipped": self.set_aside(),
             "sources": self.sources,
             "table": self.table,
             "table_written": self.table_written,

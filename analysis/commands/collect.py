@@ -167,7 +167,7 @@ def run(args) -> int:
             f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
             "see --results)"
         )
-    for s in summary.skipped:
+    for s in summary.set_aside():
         print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
     for problem in summary.incomplete:
         print(f"incomplete: {problem}", file=sys.stderr)

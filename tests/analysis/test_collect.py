@@ -944,3 +944,14 @@ def test_a_wrong_prefix_on_s3_is_an_error_with_the_layout_and_never_empties_the_
         assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {meant}?" in reason
         assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 3
     assert main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--out", str(tmp_path / "e"), "--json"]) == 0
+
+
+def test_set_aside_files_are_reported_in_one_order_warm_or_cold(s3_bucket, tmp_path, capsys):
+    url = f"s3://{s3_bucket}/gpubench"
+    _messy(open_store(url))
+    out = str(tmp_path / "out")
+    printed = []
+    for extra in ([], [], ["--full"]):
+        main(["collect", "--results", url, "--out", out, *extra])
+        printed.append([line for line in capsys.readouterr().out.splitlines() if line.startswith("  skipped")])
+    assert len(printed[0]) >= 5 and printed[0] == sorted(printed[0]) and printed[0] == printed[1] == printed[2]
