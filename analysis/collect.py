@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from analysis.fastjson import loads_finite
 from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
 from analysis.migrations import MigrationError, migrate
 from analysis.table import result_to_row
@@ -73,19 +74,6 @@ class Summary:
             "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }
-
-
-def _loads_finite(data) -> tuple[object, bool]:
-    """(parsed JSON, True when it cannot hold NaN or infinity): orjson refuses
-    both (NaN, Infinity, 1e400), so only the stdlib fallback can return them."""
-    try:
-        import orjson
-    except ImportError:
-        return json.loads(data), False
-    try:
-        return orjson.loads(data), True
-    except orjson.JSONDecodeError:
-        return json.loads(bytes(data)), False
 
 
 @lru_cache(maxsize=1)
@@ -193,7 +181,7 @@ def _parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict
     if not data.strip():
         raise ValueError("corrupt: empty file (upload interrupted?)")
     try:
-        raw, finite = _loads_finite(data)
+        raw, finite = loads_finite(data)
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
     except json.JSONDecodeError as exc:

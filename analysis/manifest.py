@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.fastjson import dumps as _dumps
+from analysis.fastjson import loads as _loads
 from analysis.table import ROW_VERSION
 
 MANIFEST_NAME = ".collect-manifest.sqlite"
@@ -239,25 +241,3 @@ class Manifest:
 
     def close(self) -> None:
         self._db.close()
-
-
-def _loads(data):
-    try:
-        import orjson
-    except ImportError:
-        return json.loads(data)
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # NaN, huge integers: what the stdlib accepts, orjson does not
-        return json.loads(bytes(data))
-
-
-def _dumps(obj) -> bytes:
-    try:
-        import orjson
-    except ImportError:
-        return json.dumps(obj, separators=(",", ":")).encode()
-    try:
-        return orjson.dumps(obj)
-    except TypeError:  # NaN is fine for orjson (null); huge integers are not
-        return json.dumps(obj, separators=(",", ":")).encode()

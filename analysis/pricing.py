@@ -18,11 +18,11 @@ price's source and date; a row that cannot be priced says why.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import warnings
 from datetime import date, datetime
 
+from analysis import fastjson
 from analysis.cost import CostError, billed_cost, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 
@@ -51,19 +51,6 @@ def _nan() -> float:
 _UNPRICED = {c: None for c in PRICE_COLUMNS} | dict(
     billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0
 )
-
-
-def _windows(text: str | None) -> list[dict]:
-    """The row's billing windows. orjson reads them 4x faster, into equal
-    objects; what it refuses (NaN, huge integers) the stdlib reads."""
-    try:
-        import orjson
-    except ImportError:
-        return json.loads(text or "[]")
-    try:
-        return orjson.loads(text or "[]")
-    except orjson.JSONDecodeError:
-        return json.loads(text)
 
 
 @functools.lru_cache(maxsize=256)
@@ -178,7 +165,7 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     """The PRICE_COLUMNS of one run row."""
     catalog = catalog or load_catalog()
     out = dict(_UNPRICED)
-    windows = _windows(row.get("attempts_json"))
+    windows = fastjson.loads(row.get("attempts_json") or "[]")
     out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
     train = _num(row.get("train_seconds"))
     out["train_hours"] = _nan() if train is None else train / 3600.0
