@@ -208,6 +208,19 @@ def _parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict
     return row, result
 
 
+PARTIAL_UPLOAD = "partial: temporary upload file"
+UNKNOWN_RUN_FILE = "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, checkpoints/)"
+
+
+def run_file_problem(rest: str) -> str | None:
+    """Why a file of a run directory (other than result.json) is set aside, or None for a known one."""
+    if rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
+        return None
+    if rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
+        return PARTIAL_UPLOAD
+    return UNKNOWN_RUN_FILE
+
+
 def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
     """(result keys, set-aside files, number of run directories) from a
     bucket listing. Only keys under runs/ are ours; anything else is left alone."""
@@ -219,22 +232,13 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
                 skipped.append({"key": key, "reason": "unknown file: not inside runs/<stack>/<run-id>/"})
             continue
         run = runs.setdefault((m.stack, m.run_id), {"result": False, "files": []})
-        rest = m.rest
         if m.is_result:
             run["result"] = True
             results.append(key)
-        elif rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
-            run["files"].append(rest)
-        elif rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
-            skipped.append({"key": key, "reason": "partial: temporary upload file"})
+        elif (why := run_file_problem(m.rest)) is None:
+            run["files"].append(m.rest)
         else:
-            skipped.append(
-                {
-                    "key": key,
-                    "reason": "unknown file in a run directory (expected result.json, "
-                    "events.jsonl, epochs.csv, checkpoints/)",
-                }
-            )
+            skipped.append({"key": key, "reason": why})
     for (stack, run_id), run in runs.items():
         if not run["result"]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
@@ -373,7 +377,7 @@ def collect(
                         summary.cached += 1
                 settled_now[url] = {p: settled_before[url][p] for p in unlisted[url]}
                 settled_now[url].update(_settled_stacks(url, listing, entries, failed, source, now))
-                if any(_stack_prefix(k) not in settled_now[url] for k in listing):
+                if any(layout.stack_prefix_of(k) not in settled_now[url] for k in listing):
                     all_settled = False
                 continue
             nothing_listed = all_settled = False
@@ -451,13 +455,12 @@ def collect(
             unpriced = _price_bulk(entries, to_price, spot_pricer)
             for mkey in unpriced:  # a stack with a run to price again is not settled
                 e = entries[mkey]
-                if settled_now.get(e["source"], {}).pop(_stack_prefix(e["key"]), None) is not None:
+                if settled_now.get(e["source"], {}).pop(layout.stack_prefix_of(e["key"]), None) is not None:
                     all_settled = False
 
         n_skipped, dropped = len(summary.skipped), set()
         rows = _dedupe(entries, summary, dropped)
-        paths = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
-        summary.table = paths
+        summary.table = table_paths(out)
         if summary.incomplete and not rows and any("row" in e for e in manifest.entries.values()):
             # a failed or mistaken collect never replaces a non-empty table with an empty one
             rows = _dedupe(manifest.entries, Summary(sources=[]))
@@ -496,19 +499,13 @@ def _keep_unlisted(url, prefixes, settled, old_entries, entries, summary) -> Non
         return
     wanted = set(prefixes)
     for mkey, e in old_entries.items():
-        if e.get("source") == url and _stack_prefix(e["key"]) in wanted:
+        if e.get("source") == url and layout.stack_prefix_of(e["key"]) in wanted:
             entries[mkey] = e
             summary.cached += 1
     summary.settled_stacks += len(prefixes)
     for p in prefixes:
         summary.runs += settled[p].runs
         summary.skipped.extend(settled[p].notes)
-
-
-def _stack_prefix(key: str) -> str | None:
-    """``runs/<stack>/`` of a key under runs/, else None."""
-    parts = key.split("/", 2)
-    return f"{parts[0]}/{parts[1]}/" if len(parts) == 3 and parts[0] + "/" == layout.ROOT else None
 
 
 def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], store, now: float) -> dict:
@@ -521,7 +518,7 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
 
     stacks: dict[str, dict] = {}
     for key in listing:
-        prefix = _stack_prefix(key)
+        prefix = layout.stack_prefix_of(key)
         if prefix is None:
             continue
         s = stacks.setdefault(prefix, {"runs": set(), "with_result": set(), "ok": True, "notes": []})
@@ -530,24 +527,16 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
             s["ok"] = False
             continue
         s["runs"].add(m.run_id)
-        rest = m.rest
         if m.is_result:
             mkey = f"{url}|{key}"
             row = (entries.get(mkey) or {}).get("row")
             if mkey in failed or row is None or row.get("status") not in FINAL_STATUSES:
                 s["ok"] = False
             s["with_result"].add(m.run_id)
-        elif rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
+        elif (why := run_file_problem(m.rest)) == UNKNOWN_RUN_FILE:
+            s["notes"].append({"key": key, "reason": why, "url": store.url_for(key)})
+        elif why is not None:
             s["ok"] = False  # an upload in progress
-        elif not (rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS)):
-            s["notes"].append(
-                {
-                    "key": key,
-                    "reason": "unknown file in a run directory (expected result.json, "
-                    "events.jsonl, epochs.csv, checkpoints/)",
-                    "url": store.url_for(key),
-                }
-            )
     return {
         prefix: SettledStack(len(s["runs"]), len(s["runs"]), runs_digest(s["runs"]), tuple(s["notes"]), now)
         for prefix, s in stacks.items()
@@ -571,7 +560,7 @@ def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summa
     summary.skipped.extend(outcome.get("skipped", []))
     rows.sort(key=lambda r: (r["run_id"], r["stack"]))
     summary.valid = len(rows)
-    summary.table = {"parquet": str(out / f"{TABLE_STEM}.parquet"), "csv": str(out / f"{TABLE_STEM}.csv")}
+    summary.table = table_paths(out)
     return rows
 
 
@@ -777,17 +766,20 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
-    paths = {}
+    paths = table_paths(out)
     for ext, write in (
         ("parquet", lambda d, p: d.to_parquet(p, index=False)),
         ("csv", lambda d, p: d.to_csv(p, index=False)),
     ):
-        path = out / f"{TABLE_STEM}.{ext}"
         tmp = out / f".{TABLE_STEM}.{ext}.{os.getpid()}.tmp"
         write(df, tmp)
-        os.replace(tmp, path)
-        paths[ext] = str(path)
+        os.replace(tmp, paths[ext])
     return paths
+
+
+def table_paths(out_dir: str | Path) -> dict[str, str]:
+    """Where the runs table is written: {"parquet": path, "csv": path}."""
+    return {ext: str(Path(out_dir) / f"{TABLE_STEM}.{ext}") for ext in ("parquet", "csv")}
 
 
 def table_is_whole(out_dir: str | Path) -> bool:

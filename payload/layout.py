@@ -80,6 +80,12 @@ class RunKey:
         return self.rest == RESULT_NAME
 
 
+def stack_prefix_of(key: str) -> str | None:
+    """`runs/<stack>/` of any key below one (a run's file, or a stray beside the runs), else None."""
+    parts = key.split("/", 2)
+    return f"{parts[0]}/{parts[1]}/" if len(parts) == 3 and parts[0] + "/" == ROOT else None
+
+
 def parse_key(key: str) -> RunKey | None:
     """The run a key belongs to, or None if it is not inside `runs/<stack>/<run-id>/`."""
     m = _KEY.fullmatch(key)
