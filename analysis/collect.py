@@ -538,7 +538,7 @@ def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], st
         elif why is not None:
             s["ok"] = False  # an upload in progress
     return {
-        prefix: SettledStack(len(s["runs"]), len(s["runs"]), runs_digest(s["runs"]), tuple(s["notes"]), now)
+        prefix: SettledStack(len(s["runs"]), runs_digest(s["runs"]), tuple(s["notes"]), now)
         for prefix, s in stacks.items()
         if s["ok"] and s["runs"] == s["with_result"]
     }
@@ -555,7 +555,7 @@ def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summa
         summary.settled_stacks += len(stacks)
         for s in stacks.values():
             summary.runs += s.runs
-            summary.cached += s.results
+            summary.cached += s.runs  # one result per run
             summary.skipped.extend(s.notes)
     summary.skipped.extend(outcome.get("skipped", []))
     rows.sort(key=lambda r: (r["run_id"], r["stack"]))

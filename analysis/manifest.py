@@ -48,8 +48,7 @@ SETTLED_MAX_AGE_S = 24 * 3600.0
 class SettledStack:
     """One settled stack of one source, as its last file-by-file listing found it."""
 
-    runs: int  # run directories
-    results: int  # result.json entries (one per run)
+    runs: int  # run directories, each with one result.json (what settled means)
     digest: str  # of the run ids (analysis.bulk.runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it (unknown files in run directories), replayed as found
     listed_at: float  # epoch seconds of that listing
@@ -90,7 +89,7 @@ class Manifest:
                 " etag TEXT, size INTEGER, row BLOB, reason TEXT)"
             )
             db.execute(
-                "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER, results INTEGER,"
+                "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
                 " digest TEXT, notes BLOB, listed_at REAL, PRIMARY KEY (source, prefix))"
             )
             meta = dict(db.execute("SELECT k, v FROM meta"))
@@ -141,11 +140,11 @@ class Manifest:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
         try:
             found = self._db.execute(
-                "SELECT prefix, runs, results, digest, notes, listed_at FROM stacks WHERE source = ?", (source,)
+                "SELECT prefix, runs, digest, notes, listed_at FROM stacks WHERE source = ?", (source,)
             ).fetchall()
         except sqlite3.DatabaseError:
             return {}
-        return {p: SettledStack(r, n, d, tuple(_loads(notes)), t) for p, r, n, d, notes, t in found}
+        return {p: SettledStack(r, d, tuple(_loads(notes)), t) for p, r, d, notes, t in found}
 
     def outcome(self) -> dict | None:
         """The last collect's sources and de-duplication outcome (see update)."""
@@ -217,9 +216,9 @@ class Manifest:
             if settled is not None:
                 db.execute("DELETE FROM stacks")
                 db.executemany(
-                    "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO stacks (source, prefix, runs, digest, notes, listed_at) VALUES (?, ?, ?, ?, ?, ?)",
                     (
-                        (source, prefix, s.runs, s.results, s.digest, _dumps(list(s.notes)), s.listed_at)
+                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at)
                         for source, stacks in settled.items()
                         for prefix, s in stacks.items()
                     ),
