@@ -366,8 +366,9 @@ def collect(
                     continue
                 to_price.extend(priced)
                 nothing_listed = False
-                _keep_unlisted(url, unlisted[url], settled_before[url], manifest.entries, entries, summary)
-                settled_runs = sum(settled_before[url][p].runs for p in unlisted[url])
+                settled_runs = _keep_unlisted(
+                    url, unlisted[url], settled_before[url], manifest.entries, entries, summary
+                )
                 for key in classified(url, source, listing, settled_runs):
                     mkey = f"{url}|{key}"
                     if mkey in got:
@@ -492,20 +493,29 @@ def collect(
     return summary, rows
 
 
-def _keep_unlisted(url, prefixes, settled, old_entries, entries, summary) -> None:
+def _keep_unlisted(url, prefixes, settled, old_entries, entries, summary) -> int:
     """Carry the entries, run count and set-aside notes of `url`'s settled
-    stacks that were not listed file by file over from the manifest."""
+    stacks that were not listed file by file over from the manifest; returns their runs."""
     if not prefixes:
-        return
+        return 0
     wanted = set(prefixes)
     for mkey, e in old_entries.items():
         if e.get("source") == url and layout.stack_prefix_of(e["key"]) in wanted:
             entries[mkey] = e
             summary.cached += 1
-    summary.settled_stacks += len(prefixes)
-    for p in prefixes:
-        summary.runs += settled[p].runs
-        summary.skipped.extend(settled[p].notes)
+    return _count_settled(summary, (settled[p] for p in prefixes))
+
+
+def _count_settled(summary: Summary, stacks: Iterable[SettledStack]) -> int:
+    """Add settled stacks carried over from the manifest to `summary` (stacks,
+    runs, set-aside notes); returns their runs."""
+    runs = 0
+    for s in stacks:
+        summary.settled_stacks += 1
+        runs += s.runs
+        summary.skipped.extend(s.notes)
+    summary.runs += runs
+    return runs
 
 
 def _settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], store, now: float) -> dict:
@@ -552,11 +562,7 @@ def _answer_from_manifest(manifest, outcome: dict, settled: dict, summary: Summa
     if rows is None:
         return None
     for stacks in settled.values():
-        summary.settled_stacks += len(stacks)
-        for s in stacks.values():
-            summary.runs += s.runs
-            summary.cached += s.runs  # one result per run
-            summary.skipped.extend(s.notes)
+        summary.cached += _count_settled(summary, stacks.values())  # one result per run
     summary.skipped.extend(outcome.get("skipped", []))
     rows.sort(key=lambda r: (r["run_id"], r["stack"]))
     summary.valid = len(rows)
