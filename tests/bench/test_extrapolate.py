@@ -269,3 +269,11 @@ def test_bounds_are_ordered_and_billing_never_undercharges(overhead, work, rate,
     assert est.usd_low <= est.usd <= est.usd_high
     assert est.billed_hours >= est.hours * (1 - 1e-12)
     assert est.usd == pytest.approx(hourly * est.billed_hours)
+
+
+def test_steady_read_back_from_json_is_accepted():
+    # result.json stores Steady.to_dict(): a non-finite half-width comes back as None
+    wide = _steady(100.0, 80.0, 125.0, steady=False)
+    restored = Steady(**(wide.to_dict() | {"rel_halfwidth": None}))
+    est = estimate_job(**(JOB | {"steady": restored}), terms=PER_SECOND, hourly_usd=2.0)
+    assert any("interval unbounded" in n for n in est.notes)
