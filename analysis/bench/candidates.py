@@ -75,6 +75,11 @@ def _today(as_of: date | None) -> date:
     return as_of or datetime.now(timezone.utc).date()
 
 
+def _where(task: Any, field: str) -> str:
+    """How messages name a task file's field (a bare --gpus run may have no task)."""
+    return f"{getattr(task, 'path', None) or 'the task file'}: field {field!r}"
+
+
 def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
     from payload.workloads.spec import parse_accelerators
@@ -85,7 +90,7 @@ def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
         except ValueError as exc:
             raise CandidateError(f"--gpus {gpus!r}: {exc}") from None
     resources = getattr(task, "resources", None)
-    where = f"{task.path}: field 'resources.accelerators'"
+    where = _where(task, "resources.accelerators")
     if resources is None or not resources.accelerators:
         raise CandidateError(
             f"{where}: the task names no GPUs to compare; add `resources: {{accelerators: [T4:1, L4:1]}}` "
@@ -251,7 +256,7 @@ def cloud_candidates(
     asks, where = _asks(task, gpus)
     resources = getattr(task, "resources", None)
     spot = bool(getattr(resources, "spot", False)) if spot is None else spot
-    _check_providers(catalog, getattr(resources, "providers", None), f"{task.path}: field 'resources.providers'")
+    _check_providers(catalog, getattr(resources, "providers", None), _where(task, "resources.providers"))
     day = _today(as_of)
     launchable = [o for o in catalog.offerings() if _launchable(o)]
     retired = [o for o in launchable if o.is_retired_on(day)]

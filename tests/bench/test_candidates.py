@@ -90,6 +90,7 @@ def test_the_spot_flag_overrides_the_task_and_gpus_override_its_alternatives(tmp
     assert [c.ask for c in found] == ["L4:1", "H100:8"]  # names in the catalog's spelling
     no_resources = task(tmp_path)
     assert cloud_candidates(no_resources, gpus="T4")[0][0].offering == on_demand.offering
+    assert cloud_candidates(None, gpus="T4")[0][0].offering == on_demand.offering  # no task file at all
     with pytest.raises(CandidateError, match=r"names no GPUs.*--gpus T4,L4"):
         cloud_candidates(no_resources)
 
