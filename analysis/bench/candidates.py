@@ -210,6 +210,14 @@ def _match(
     return order(priced, "price", spot), None
 
 
+def _ssh_hint(catalog: Catalog, gpu: str, count: int) -> str:
+    """Machines with that GPU that no Pulumi program launches: reachable over SSH instead."""
+    boxes = [o.id for o in catalog.offerings(gpu=gpu) if not _launchable(o) and o.gpu_count == count]
+    if not boxes:
+        return ""
+    return f"; over SSH instead: {', '.join(boxes)} (add an SSH stack, docs/ssh.md, and pass --hosts)"
+
+
 def _listing(rows: list[dict], key: str) -> str:
     values = [v for r in rows for v in (r[key] if isinstance(r[key], list) else [r[key]])]
     return ", ".join(dict.fromkeys(values)) or "none"
@@ -268,7 +276,7 @@ def cloud_candidates(
         label = f"{gpu}:{ask.count}"
         ranked, reason = _match(rows, retired, ask, gpu, spot, resources)
         if not ranked:
-            unmatched.append({"ask": label, "reason": reason})
+            unmatched.append({"ask": label, "reason": reason + _ssh_hint(catalog, gpu, ask.count)})
             continue
         passed_over = [
             f"{o.id} (retired {o.retired})" for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count
