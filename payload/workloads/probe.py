@@ -103,7 +103,8 @@ class ProbeMonitor:
                 or (self.points and (at <= self.points[-1][0] or progress.samples < self.points[-1][1]))
             ):
                 return first
-            self._keep([round(at, 3), progress.samples])
+            samples = progress.samples
+            self._keep([round(at, 3), int(samples) if float(samples).is_integer() else samples])
             self._check()
             return first
 

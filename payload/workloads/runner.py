@@ -384,7 +384,8 @@ class WorkloadRun:
 
     def _put_tail_now(self, data: bytes) -> None:
         """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping)."""
-        self.ctx.store.store.put_bytes(self.writer.key(LOG_TAIL_NAME), data, "text/plain")
+        bucket = getattr(self.ctx.store, "store", self.ctx.store)  # the SpoolingStore's own bucket
+        bucket.put_bytes(self.writer.key(LOG_TAIL_NAME), data, "text/plain")
 
     def _finish(self, status: str, code: int) -> int:
         self.timeline.add("upload", files=[LOG_TAIL_NAME, "epochs.csv", "events.jsonl", "result.json"])

@@ -60,7 +60,6 @@ def fake_spec(tmp_path: Path, run: str, env: dict | None = None, metrics=("json"
 def payload_run(spec: Path, bucket: Path, *extra: str, timeout: float = 120) -> tuple[int, float]:
     """The real CLI in a child process; (exit code, wall seconds)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("GPUBENCH_PROBE_SECONDS", None)
     argv = [sys.executable, "-m", "payload", "run", "--workload", str(spec), "--results", bucket.as_uri()]
     argv += ["--stack", "local-probe", "--offering", "local/this-machine", "--hourly-usd", "0.40", *extra]
     t0 = time.monotonic()
@@ -81,12 +80,13 @@ def events(result: dict, name: str) -> list[dict]:
 
 
 def test_probe_stops_at_steady_with_the_true_rate_and_the_overhead(tmp_path):
-    code, wall = payload_run(fake_spec(tmp_path, "python3 fake.py steady"), tmp_path / "b", "--probe-seconds", "20")
+    spec = fake_spec(tmp_path, "python3 fake.py steady", env={"TOTAL": "300"})
+    code, wall = payload_run(spec, tmp_path / "b", "--probe-seconds", "60", timeout=600)
     result, folder = only_result(tmp_path / "b")
     probe = result["probe"]
     assert code == 0 and result["status"] == "completed" and result["exit_code"] == 0
-    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 20.0 and probe["target"] == 0.03
-    assert probe["elapsed_seconds"] < 20 and wall < 20  # before the limit, far before the job's 120 s
+    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 60.0 and probe["target"] == 0.03
+    assert probe["elapsed_seconds"] < 60 and wall < 300  # before the limit, and before the job's own end
     steady = probe["steady"]
     assert steady["steady"] and abs(steady["samples_per_second"] - RATE) / RATE < 0.05
     assert steady["low"] <= steady["samples_per_second"] <= steady["high"]
@@ -356,3 +356,23 @@ def test_job_frameworks_come_from_the_jobs_interpreter(tmp_path):
     fake.write_text('#!/bin/sh\necho \'{"torch": "9.9"}\'\n')
     fake.chmod(0o755)
     assert job_frameworks({"PATH": str(empty)}) == ({"torch": "9.9"}, str(fake))
+
+
+def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_path):
+    import payload.runner as runner
+
+    seen: list[list[str]] = []
+
+    class Recorder:
+        def __init__(self, ctx, name):
+            seen.append(list(ctx.warnings))
+
+        def execute(self):
+            return 0
+
+    monkeypatch.setattr(runner, "BenchmarkRun", Recorder)
+    given = {"benchmark": "mnist-mlp", "results": str(tmp_path), "stack": "s", "spool": str(tmp_path / "spool")}
+    assert runner.run(resolve({**given, "probe_seconds": "60"}, environ={})) == 0
+    assert runner.run(resolve(given, environ={})) == 0
+    assert any("--probe-seconds applies to workloads only" in w for w in seen[0])
+    assert not any("--probe-seconds" in w for w in seen[1])
