@@ -311,7 +311,8 @@ class WorkloadRun:
             **host_facts(),
         }
         software = self._software(nv)
-        warnings = list(dict.fromkeys(self.warnings + self.reader.warnings))
+        probe_warnings = self.probe.warnings if self.probe is not None else []
+        warnings = list(dict.fromkeys(self.warnings + self.reader.warnings + probe_warnings))
         if not used and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
         offering = result_offering(cfg.offering, cfg.market, ident, self.ctx.offering)

@@ -376,3 +376,21 @@ def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_pa
     assert runner.run(resolve(given, environ={})) == 0
     assert any("--probe-seconds applies to workloads only" in w for w in seen[0])
     assert not any("--probe-seconds" in w for w in seen[1])
+
+
+def test_a_failing_estimate_is_a_warning_and_the_probe_runs_to_its_limit():
+    clock = FakeClock()
+
+    def broken(points, target):
+        raise ValueError("bad point")
+
+    mon = ProbeMonitor(5, clock=clock, estimate=broken)
+    mon.start()
+    for i in range(3 * MIN_READINGS):
+        clock.now += 0.125
+        mon.observe(Progress(i, i * 0.125, "json"))
+    assert mon.stopped_by is None and mon.warnings == ["probe: the steady-rate estimate failed (ValueError: bad point)"]
+    clock.now += 5
+    assert mon.should_stop() and mon.stopped_by == "time-limit"
+    mon.finish()
+    assert mon.steady is None and len(mon.warnings) == 1
