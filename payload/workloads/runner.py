@@ -124,6 +124,7 @@ class WorkloadRun:
             else None
         )
         self.sampler = GpuSampler()
+        self.env: dict | None = None  # the job's environment, once built
         self.error: str | None = None
         self.started_at = iso()
         self.wall = {"setup": 0.0, "run": 0.0}
@@ -371,9 +372,8 @@ class WorkloadRun:
         software = software_facts()
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         software["image"] = self.cfg.image or software["image"]
-        env = getattr(self, "env", None)
-        if env is not None and self.exit["run"] is not None:
-            found, python = job_frameworks(env, self.spec.cwd)
+        if self.env is not None and self.exit["run"] is not None:
+            found, python = job_frameworks(self.env, self.spec.cwd)
             software.update(found)
             software["job_python"] = python
         return software

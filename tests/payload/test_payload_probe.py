@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from payload import exitcodes
 from payload.config import ConfigError, render_env, resolve
 from payload.events import parse_iso
 from payload.schema import validate_result
@@ -125,7 +126,7 @@ def test_probe_of_a_job_that_ends_first_says_job_ended(tmp_path):
 def test_probe_of_a_job_that_reports_no_progress_fails_with_missing_metric(tmp_path):
     code, _ = payload_run(fake_spec(tmp_path, "sleep 60"), tmp_path / "b", "--probe-seconds", "2")
     result, _ = only_result(tmp_path / "b")
-    assert code != 0 and result["status"] == "failed" and result["error"].startswith("missing metric:")
+    assert code == exitcodes.FAILED and result["status"] == "failed" and result["error"].startswith("missing metric:")
     assert result["probe"]["stopped_by"] == "time-limit" and result["probe"]["overhead_seconds"] is None
     assert result["probe"]["points"] == [] and result["probe"]["steady"] is None
 
