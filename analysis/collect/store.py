@@ -1,0 +1,204 @@
+"""The runs table on disk (``results.parquet`` and ``results.csv``): written,
+read, checked, and the leftovers of a killed collect removed.
+
+The two files are one table, so they are published together, in one step.
+Each write fills a new generation directory (``.results.<pid>.<ns>/``) with
+both files; then one symlink, ``.results.current``, is renamed onto that
+directory. ``results.parquet`` and ``results.csv`` are fixed symlinks
+through ``.results.current``, so a reader finds the old pair or the new
+pair, never one of each, and a failure before that rename leaves the old
+pair as it was. The replaced generation stays until the next collect (a
+reader may still be opening it), which removes it with any generation or
+temporary file whose process is gone.
+
+On a file system without symlinks the two files are renamed into place one
+after the other, each written whole first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+TABLE_STEM = "results"
+EXTENSIONS = ("parquet", "csv")
+CURRENT = f".{TABLE_STEM}.current"  # the symlink to the published generation
+
+_WRITERS = {
+    "parquet": lambda df, path: df.to_parquet(path, index=False),
+    "csv": lambda df, path: df.to_csv(path, index=False),
+}
+
+
+def table_paths(out_dir: str | Path) -> dict[str, str]:
+    """Where the runs table is written: {"parquet": path, "csv": path}."""
+    return {ext: str(Path(out_dir) / f"{TABLE_STEM}.{ext}") for ext in EXTENSIONS}
+
+
+def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
+    """The runs table as Parquet and CSV, priced with the recorded prices, and
+    published as one pair: a crash or an error leaves the old table whole."""
+    import pandas as pd
+
+    from analysis.pricing import price_rows
+    from analysis.table import COLUMNS
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
+    generation = _write_generation(df, out)
+    previous = _current_generation(out)
+    try:
+        by_symlink = _publish(out, generation)
+    except BaseException:
+        if _current_generation(out) != generation.name:  # not published: the old table stands
+            shutil.rmtree(generation, ignore_errors=True)
+        raise
+    if by_symlink:
+        _remove_leftovers(out, keep={generation.name, previous})
+    return table_paths(out)
+
+
+def read_table(out_dir: str | Path):
+    """The runs table collect wrote to `out_dir` (Parquet)."""
+    import pandas as pd
+
+    path = Path(out_dir) / f"{TABLE_STEM}.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"no results table at {path}; run `python -m analysis collect --out {out_dir}` first")
+    return pd.read_parquet(path)
+
+
+def table_is_whole(out_dir: str | Path) -> bool:
+    """Both table files exist, they are one pair, and the Parquet footer reads:
+    a truncated, overwritten or half-replaced table is rebuilt even when the
+    manifest says nothing changed."""
+    out = Path(out_dir)
+    parquet, csv = (out / f"{TABLE_STEM}.{ext}" for ext in EXTENSIONS)
+    if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
+        return False
+    if parquet.is_symlink() != csv.is_symlink():  # one of them replaced on its own
+        return False
+    try:
+        import pyarrow.parquet as pq
+
+        pq.read_metadata(parquet)
+    except Exception:  # noqa: BLE001 - any unreadable table is rebuilt
+        return False
+    return True
+
+
+def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
+    """Delete what a killed collect left behind (its process is gone): unpublished
+    generations and `.results.<name>.<pid>.tmp` files; the published table and
+    whatever a collect still running in the same directory writes are kept."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        return []
+    return _remove_leftovers(out, keep={_current_generation(out)})
+
+
+def _write_generation(df, out: Path) -> Path:
+    """Both files of the table, written whole into a new generation directory."""
+    generation = out / f".{TABLE_STEM}.{os.getpid()}.{time.time_ns()}"
+    generation.mkdir()
+    try:
+        for ext, write in _WRITERS.items():
+            write(df, generation / f"{TABLE_STEM}.{ext}")
+    except BaseException:
+        shutil.rmtree(generation, ignore_errors=True)
+        raise
+    return generation
+
+
+def _publish(out: Path, generation: Path) -> bool:
+    """Make `generation` the table with one rename of the `.results.current`
+    link; False when this file system has no symlinks (the files were then
+    renamed into place instead)."""
+    current = out / CURRENT
+    try:
+        staged = _staged_symlink(current, generation.name)
+    except (OSError, NotImplementedError):
+        _publish_by_rename(out, generation)
+        return False
+    _rename(staged, current)  # the one step that publishes
+    for ext in EXTENSIONS:  # made once; they never change after that
+        name, target = out / f"{TABLE_STEM}.{ext}", f"{CURRENT}/{TABLE_STEM}.{ext}"
+        if not (name.is_symlink() and os.readlink(name) == target):
+            _rename(_staged_symlink(name, target), name)
+    return True
+
+
+def _publish_by_rename(out: Path, generation: Path) -> None:
+    for ext in EXTENSIONS:
+        os.replace(generation / f"{TABLE_STEM}.{ext}", out / f"{TABLE_STEM}.{ext}")
+    generation.rmdir()
+
+
+def _staged_symlink(path: Path, target: str) -> Path:
+    """A new symlink to `target` beside `path`, to be renamed onto it."""
+    staged = path.with_name(f".{path.name.lstrip('.')}.{os.getpid()}.tmp")
+    staged.unlink(missing_ok=True)
+    os.symlink(target, staged)
+    return staged
+
+
+def _rename(staged: Path, path: Path) -> None:
+    """`staged` renamed onto `path` in one step (`path` is never missing)."""
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+def _current_generation(out: Path) -> str | None:
+    """The name of the published generation directory, or None."""
+    try:
+        return os.readlink(out / CURRENT)
+    except OSError:
+        return None
+
+
+def _writer_pid(name: str) -> int | None:
+    """The process that wrote a table temporary (`.results.<name>.<pid>.tmp`) or
+    generation (`.results.<pid>.<ns>`), from its name; None for anything else."""
+    parts = name.split(".")
+    if len(parts) >= 5 and parts[-1] == "tmp":
+        pid = parts[-2]
+    elif len(parts) == 4 and parts[3].isdigit():
+        pid = parts[2]
+    else:
+        return None
+    return int(pid) if pid.isdigit() else None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _remove_leftovers(out: Path, keep: set[str | None]) -> list[Path]:
+    """Delete table temporaries and generations not in `keep` whose writer is
+    this process or gone; another live process's are its own."""
+    removed = []
+    for path in sorted(out.glob(f".{TABLE_STEM}.*")):
+        pid = _writer_pid(path.name)
+        if path.name in keep or pid is None or (pid != os.getpid() and _pid_alive(pid)):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
