@@ -49,15 +49,13 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     out.mkdir(parents=True, exist_ok=True)
     df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
     generation = _write_generation(df, out)
-    previous = _current_generation(out)
     try:
-        by_symlink = _publish(out, generation)
+        replaced = _publish(out, generation)
     except BaseException:
         if _current_generation(out) != generation.name:  # not published: the old table stands
             shutil.rmtree(generation, ignore_errors=True)
         raise
-    if by_symlink:
-        _remove_leftovers(out, keep={generation.name, previous})
+    _remove_leftovers(out, keep={generation.name, replaced})
     return table_paths(out)
 
 
@@ -100,10 +98,15 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
     return _remove_leftovers(out, keep={_current_generation(out)})
 
 
-def _write_generation(df, out: Path) -> Path:
-    """Both files of the table, written whole into a new generation directory."""
+def _new_generation(out: Path) -> Path:
     generation = out / f".{TABLE_STEM}.{os.getpid()}.{time.time_ns()}"
     generation.mkdir()
+    return generation
+
+
+def _write_generation(df, out: Path) -> Path:
+    """Both files of the table, written whole into a new generation directory."""
+    generation = _new_generation(out)
     try:
         for ext, write in _WRITERS.items():
             write(df, generation / f"{TABLE_STEM}.{ext}")
@@ -113,21 +116,57 @@ def _write_generation(df, out: Path) -> Path:
     return generation
 
 
-def _publish(out: Path, generation: Path) -> bool:
+def _publish(out: Path, generation: Path) -> str | None:
     """Make `generation` the table with one rename of the `.results.current`
-    link; False when this file system has no symlinks (the files were then
-    renamed into place instead)."""
-    current = out / CURRENT
-    try:
-        staged = _staged_symlink(current, generation.name)
-    except (OSError, NotImplementedError):
+    link; returns the generation it replaced. On a file system without
+    symlinks the files are renamed into place instead."""
+    if not _can_symlink(out):
         _publish_by_rename(out, generation)
+        return None
+    _link_names(out)
+    replaced = _current_generation(out)
+    _rename(_staged_symlink(out / CURRENT, generation.name), out / CURRENT)  # the one step that publishes
+    return replaced
+
+
+def _link_names(out: Path) -> None:
+    """Make `results.parquet` and `results.csv` symlinks through
+    `.results.current` (once per directory). A table already there as plain
+    files (an older collect's) is first hard-linked into a generation of its
+    own and made current, so the names show it unchanged until the new table
+    is published."""
+    names = {ext: out / f"{TABLE_STEM}.{ext}" for ext in EXTENSIONS}
+    targets = {ext: f"{CURRENT}/{TABLE_STEM}.{ext}" for ext in EXTENSIONS}
+    todo = [ext for ext in EXTENSIONS if not (names[ext].is_symlink() and os.readlink(names[ext]) == targets[ext])]
+    if not todo:
+        return
+    if _current_generation(out) is None and all(names[ext].is_file() for ext in EXTENSIONS):
+        adopted = _new_generation(out)
+        for ext in EXTENSIONS:
+            _link_or_copy(names[ext], adopted / names[ext].name)
+        _rename(_staged_symlink(out / CURRENT, adopted.name), out / CURRENT)
+    for ext in todo:
+        _rename(_staged_symlink(names[ext], targets[ext]), names[ext])
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # no hard links here
+        shutil.copy2(src, dst)
+
+
+def _can_symlink(out: Path) -> bool:
+    """Whether `out` takes symlinks (FAT and some network shares do not)."""
+    if (out / CURRENT).is_symlink():
+        return True
+    test = out / f".{TABLE_STEM}.symlink-test.{os.getpid()}.tmp"
+    test.unlink(missing_ok=True)
+    try:
+        os.symlink(CURRENT, test)
+    except (OSError, NotImplementedError):
         return False
-    _rename(staged, current)  # the one step that publishes
-    for ext in EXTENSIONS:  # made once; they never change after that
-        name, target = out / f"{TABLE_STEM}.{ext}", f"{CURRENT}/{TABLE_STEM}.{ext}"
-        if not (name.is_symlink() and os.readlink(name) == target):
-            _rename(_staged_symlink(name, target), name)
+    test.unlink()
     return True
 
 
