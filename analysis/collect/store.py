@@ -7,9 +7,9 @@ both files; then one symlink, ``.results.current``, is renamed onto that
 directory. ``results.parquet`` and ``results.csv`` are fixed symlinks
 through ``.results.current``, so a reader finds the old pair or the new
 pair, never one of each, and a failure before that rename leaves the old
-pair as it was. The replaced generation stays until the next collect (a
-reader may still be opening it), which removes it with any generation or
-temporary file whose process is gone.
+pair as it was. The replaced generation stays until the next write or
+collect (a reader may still be opening it), which removes it with any
+generation or temporary file whose process is gone.
 
 On a file system without symlinks the two files are renamed into place one
 after the other, each written whole first.
@@ -98,8 +98,12 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
     return _remove_leftovers(out, keep={_current_generation(out)})
 
 
+def _generation_name(out: Path) -> Path:
+    return out / f".{TABLE_STEM}.{os.getpid()}.{time.time_ns()}"
+
+
 def _new_generation(out: Path) -> Path:
-    generation = out / f".{TABLE_STEM}.{os.getpid()}.{time.time_ns()}"
+    generation = _generation_name(out)
     generation.mkdir()
     return generation
 
@@ -135,6 +139,7 @@ def _link_names(out: Path) -> None:
     files (an older collect's) is first hard-linked into a generation of its
     own and made current, so the names show it unchanged until the new table
     is published."""
+    _adopt_copied_current(out)
     names = {ext: out / f"{TABLE_STEM}.{ext}" for ext in EXTENSIONS}
     targets = {ext: f"{CURRENT}/{TABLE_STEM}.{ext}" for ext in EXTENSIONS}
     todo = [ext for ext in EXTENSIONS if not (names[ext].is_symlink() and os.readlink(names[ext]) == targets[ext])]
@@ -147,6 +152,17 @@ def _link_names(out: Path) -> None:
         _rename(_staged_symlink(out / CURRENT, adopted.name), out / CURRENT)
     for ext in todo:
         _rename(_staged_symlink(names[ext], targets[ext]), names[ext])
+
+
+def _adopt_copied_current(out: Path) -> None:
+    """A `.results.current` that is a directory, not a symlink (the output
+    directory was copied by a tool that follows symlinks), becomes a
+    generation of its own and the link points at it."""
+    current = out / CURRENT
+    if current.is_dir() and not current.is_symlink():
+        generation = _generation_name(out)
+        os.rename(current, generation)
+        _rename(_staged_symlink(current, generation.name), current)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:

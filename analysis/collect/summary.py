@@ -15,6 +15,8 @@ def set_aside_order(note: dict) -> tuple[str, str]:
 
 @dataclass
 class Summary:
+    """The counts and notes of one collect (`to_dict` is what `--json` prints)."""
+
     sources: list[str]
     runs: int = 0
     valid: int = 0

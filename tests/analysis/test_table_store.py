@@ -5,6 +5,7 @@ process) that leave the old pair as it was."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -219,3 +220,18 @@ def test_the_probe_column_tells_a_probe_from_a_full_run():
 
     assert "probe" not in full
     assert [row(r)["probe"] for r in (full, null, probe)] == [False, False, True]
+
+
+@pytest.mark.parametrize("follow_symlinks", [True, False])
+def test_a_copied_output_directory_takes_the_next_table(tmp_path, follow_symlinks):
+    first, second = _rows(2), _rows(3, first=10)
+    write_table(first, tmp_path / "out")
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "out", copy, symlinks=not follow_symlinks)
+    ids = [r["run_id"] for r in first]
+    assert _pair(copy) == (ids, ids) and table_is_whole(copy)
+    write_table(second, copy)
+    ids = [r["run_id"] for r in second]
+    assert _pair(copy) == (ids, ids) and table_is_whole(copy)
+    assert (copy / "results.csv").is_symlink() and (copy / store_mod.CURRENT).is_symlink()
+    assert _pair(tmp_path / "out")[0] == [r["run_id"] for r in first]  # the original is untouched
