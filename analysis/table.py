@@ -19,7 +19,8 @@ except ImportError:  # optional (the collect extra): workload() then keys its ca
     orjson = None
 
 # Bump when the row layout changes: cached rows of another version are re-derived.
-ROW_VERSION = 3  # 2: workload key and label, sample unit; 3: backend, all_reduce, phase_total_seconds
+# 2: workload key and label, sample unit; 3: backend, all_reduce, phase_total_seconds; 4: probe
+ROW_VERSION = 4
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
@@ -33,6 +34,7 @@ COLUMNS = (
     "run_id",
     "stack",
     "status",
+    "probe",
     "started_at",
     "finished_at",
     "schema_version_read",
@@ -324,30 +326,10 @@ def billing_windows(result: dict) -> list[dict]:
     return windows
 
 
-def result_to_row(
-    result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int, check_finite: bool = True
-) -> dict:
-    """The table row of one valid (migrated) result. Raises ValueError on
-    a NaN or infinite number (collect sets the file aside with the reason);
-    `check_finite=False` only for a result parsed by a reader that refuses them."""
-    if check_finite:
-        _refuse_non_finite(result)
+def _setup_columns(result: dict) -> dict:
+    """The row's columns of where and on what a run ran: offering, recorded price, hardware, software."""
     o, p, hw, sw = result["offering"], result["price"], result["hardware"], result["software"]
-    b, m = result["benchmark"], result["metrics"]
-    spread = m.get("samples_per_second_spread") or {}
-    windows = billing_windows(result)
-    notes = sorted(
-        {w["start_from"] for w in windows if "no " in w["start_from"]}
-        | {w["end_from"] for w in windows if "no " in w["end_from"]}
-    )
-    workload_key, workload_name = workload(b, m)
-    row = {
-        "run_id": result["run_id"],
-        "stack": result["stack"],
-        "status": result["status"],
-        "started_at": result["started_at"],
-        "finished_at": result["finished_at"],
-        "schema_version_read": schema_version_read,
+    return {
         "offering_id": o.get("id"),
         "provider": o.get("provider"),
         "offering_kind": o.get("kind"),
@@ -368,6 +350,35 @@ def result_to_row(
         "payload_version": sw.get("payload_version"),
         "tensorflow": sw.get("tensorflow"),
         "image": sw.get("image"),
+    }
+
+
+def result_to_row(
+    result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int, check_finite: bool = True
+) -> dict:
+    """The table row of one valid (migrated) result. Raises ValueError on
+    a NaN or infinite number (collect sets the file aside with the reason);
+    `check_finite=False` only for a result parsed by a reader that refuses them."""
+    if check_finite:
+        _refuse_non_finite(result)
+    sw, b, m = result["software"], result["benchmark"], result["metrics"]
+    spread = m.get("samples_per_second_spread") or {}
+    windows = billing_windows(result)
+    notes = sorted(
+        {w["start_from"] for w in windows if "no " in w["start_from"]}
+        | {w["end_from"] for w in windows if "no " in w["end_from"]}
+    )
+    workload_key, workload_name = workload(b, m)
+    row = {
+        "run_id": result["run_id"],
+        "stack": result["stack"],
+        "status": result["status"],
+        # a short probe of a user's job (gpubench bench), not a full run: reports keep the two apart
+        "probe": result.get("probe") is not None,
+        "started_at": result["started_at"],
+        "finished_at": result["finished_at"],
+        "schema_version_read": schema_version_read,
+        **_setup_columns(result),
         "benchmark": b["name"],
         "benchmark_kind": b["kind"],
         # results from before --backend all ran on tensorflow

@@ -1,0 +1,98 @@
+"""Collect every run's result.json from one or more results buckets into the
+runs table (Parquet + CSV).
+
+Lists each bucket once, downloads only objects whose ETag (S3), etag /
+generation (GCS) or size+mtime (file) changed since the last collect, and
+keeps a manifest (analysis.manifest, SQLite) in the output directory so the
+next collect fetches nothing it already has. Each object is judged on its
+own: a corrupt, partial, unknown or duplicate file is set aside with the
+reason and collection goes on.
+
+One module per job; every name callers use is importable from here:
+
+- orchestrate: `collect()`, the steps of one collect over a Collection
+- sources: listing and downloading (s3:// through analysis.bulk; gs://,
+  file:// through payload.storage in a thread pool)
+- validation: which keys are results, why a file is set aside, bytes -> row
+- spot: spot runs priced from their cloud's spot price history
+- settled: settled stacks carried over from the manifest
+- dedupe: one row per run
+- store: the table files, published as one pair; leftovers removed
+- summary: what a collect reports
+"""
+
+from analysis.collect.dedupe import dedupe, row_order
+from analysis.collect.orchestrate import Collection, collect, entries_fingerprint
+from analysis.collect.settled import SettledBook
+from analysis.collect.sources import DEFAULT_WORKERS, Progress
+from analysis.collect.spot import (
+    SpotPricer,
+    attach_spot_history,
+    parse_result,
+    price_bulk,
+    price_spot,
+    spot_history_pricer,
+)
+from analysis.collect.store import (
+    TABLE_STEM,
+    read_table,
+    remove_stale_temporaries,
+    table_is_whole,
+    table_paths,
+    write_table,
+)
+from analysis.collect.summary import Summary
+from analysis.collect.validation import (
+    KNOWN_RUN_DIRS,
+    KNOWN_RUN_FILES,
+    PARTIAL_UPLOAD,
+    UNKNOWN_RUN_FILE,
+    _fast_validator,
+    classify,
+    misplaced_check,
+    parse,
+    parse_key_ok,
+    run_file_problem,
+    validate,
+    wrong_layout,
+)
+from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
+
+__all__ = [
+    "DEFAULT_WORKERS",
+    "KNOWN_RUN_DIRS",
+    "KNOWN_RUN_FILES",
+    "MANIFEST_NAME",
+    "PARTIAL_UPLOAD",
+    "TABLE_STEM",
+    "UNKNOWN_RUN_FILE",
+    "Collection",
+    "Manifest",
+    "Progress",
+    "SettledBook",
+    "SettledStack",
+    "SpotPricer",
+    "Summary",
+    "_fast_validator",
+    "attach_spot_history",
+    "classify",
+    "collect",
+    "dedupe",
+    "entries_fingerprint",
+    "misplaced_check",
+    "parse",
+    "parse_key_ok",
+    "parse_result",
+    "price_bulk",
+    "price_spot",
+    "read_table",
+    "remove_stale_temporaries",
+    "row_order",
+    "run_file_problem",
+    "spot_history_pricer",
+    "table_is_whole",
+    "table_paths",
+    "validate",
+    "wrong_layout",
+    "write_table",
+]

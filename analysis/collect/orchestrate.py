@@ -1,0 +1,291 @@
+"""One collect, step by step: list every source, answer from the manifest
+when nothing changed, download what did, price spot runs, de-duplicate,
+write the table, remember what was seen.
+
+Its own module so that the order of those steps, and which state each one
+reads and changes (a Collection), can be read in one place; each step's
+work is done by the module of its job."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.collect.dedupe import dedupe
+from analysis.collect.settled import SettledBook, answer_from_manifest, keep_unlisted, settled_stacks
+from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key, list_store
+from analysis.collect.spot import SpotPricer, price_bulk
+from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths, write_table
+from analysis.collect.summary import Summary
+from analysis.collect.validation import classify, wrong_layout
+from analysis.manifest import MANIFEST_NAME, Manifest
+from payload import layout
+
+
+@dataclass
+class Collection:
+    """What one collect has found so far, against what the manifest holds from the last one."""
+
+    urls: list[str]
+    out: Path
+    manifest: Manifest
+    summary: Summary
+    entries: dict[str, dict] = field(default_factory=dict)  # mkey -> entry: the table's input and the manifest's
+    failed: set[str] = field(default_factory=set)  # mkeys whose download failed this time
+    todo: list[Download] = field(default_factory=list)  # for the thread pool
+    to_price: list[tuple[str, dict]] = field(default_factory=list)  # (mkey, migrated result) of bulk-read spot runs
+    settled: SettledBook = field(default_factory=SettledBook)
+
+    def cached(self, url: str, info) -> dict | None:
+        """The manifest's entry for a listed object whose ETag and size are unchanged."""
+        old = self.manifest.entries.get(entry_key(url, info.key))
+        if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
+            return old
+        return None
+
+    def keep_old(self, url: str, exc: Exception) -> None:
+        """A source that cannot be listed: said so, and its rows kept (an outage must not empty the table)."""
+        self.summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
+        self.summary.incomplete.append(f"{url}: cannot list the bucket")
+        self._keep_rows_of(url)
+
+    def classified(self, url: str, store, listing: dict, settled_runs: int = 0) -> list[str]:
+        """The result keys of a listing; its runs and set-aside files counted in the summary."""
+        result_keys, set_aside, n_runs = classify(listing)
+        if listing and n_runs + settled_runs == 0:
+            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old rows
+            self.summary.skipped.append({"key": url, "url": url, "reason": wrong_layout(url, listing)})
+            self.summary.incomplete.append(f"{url}: no runs in the expected layout")
+            self._keep_rows_of(url)
+            return []
+        self.summary.runs += n_runs
+        for s in set_aside:
+            self.summary.skipped.append({**s, "url": store.url_for(s["key"])})
+        return result_keys
+
+    def settle(self, mkey: str, entry: dict) -> None:
+        """Record one downloaded object; a failed download keeps the row it had."""
+        if entry.pop("failed", False):
+            self.failed.add(mkey)
+            why = entry["reason"]
+            self.summary.incomplete.append(f"{entry['url']}: {why}")
+            previous = self.manifest.entries.get(mkey)
+            if previous is not None and "row" in previous:
+                entry = previous
+                self.summary.skipped.append(
+                    {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
+                )
+        self.entries[mkey] = entry
+        self.summary.new += 1
+
+    def take_cached(self, mkey: str, entry: dict) -> None:
+        self.entries[mkey] = entry
+        self.summary.cached += 1
+
+    def _keep_rows_of(self, url: str) -> None:
+        self.entries.update({k: v for k, v in self.manifest.entries.items() if v.get("source") == url})
+
+
+def collect(
+    urls: list[str],
+    out_dir: str | Path,
+    *,
+    workers: int | None = None,
+    progress: bool = False,
+    store_opener: Callable | None = None,
+    spot_pricer: SpotPricer | None = None,
+    bulk: bool | None = None,
+    full: bool = False,
+) -> tuple[Summary, list[dict]]:
+    """Collect runs from `urls` into `out_dir`. Returns the summary and the
+    table rows (valid, de-duplicated by run id). New AWS spot runs are priced
+    from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
+    cached rows keep the series they were collected with.
+
+    s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
+    `store_opener` is given (tests wrap stores to watch each download);
+    `workers` is the number of requests in flight (default 128 there, 10 in
+    the thread pool of the other stores). On the bulk path a settled stack
+    (analysis.manifest) is not listed file by file while its run directories
+    stay the same; `full` lists every file again."""
+    t0 = time.perf_counter()
+    out = Path(out_dir)
+    remove_stale_temporaries(out)
+    manifest = Manifest(out / MANIFEST_NAME)
+    bar = Progress(progress)
+    try:
+        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)))
+        _list_sources(c, workers, bar, store_opener, bulk, full)
+        rows = _answer_unchanged(c)
+        if rows is None:
+            _carry_deferred(c)
+            if manifest.damaged and any(c.settled.unlisted.values()):
+                # the settled stacks' rows were in the unreadable part: list and read every file
+                bar.close()
+                manifest.close()
+                return collect(
+                    urls,
+                    out_dir,
+                    workers=workers,
+                    progress=progress,
+                    store_opener=store_opener,
+                    spot_pricer=spot_pricer,
+                    bulk=bulk,
+                    full=True,
+                )
+            _download(c, workers, spot_pricer, bar)
+            rows = _table(c)
+    finally:
+        bar.close()
+        manifest.close()
+    c.summary.seconds = time.perf_counter() - t0
+    return c.summary, rows
+
+
+def _list_sources(c: Collection, workers, bar: Progress, store_opener, bulk: bool | None, full: bool) -> None:
+    """Every source listed: s3:// by the bulk path (unless turned off), the others for the thread pool."""
+    from analysis import bulk as bulk_mod
+    from payload.storage import open_store
+
+    for url in c.urls:
+        if store_opener is None and bulk is not False and bulk_mod.available(url):
+            _list_bulk(c, url, workers, bar, full)
+        else:
+            _list_store(c, url, store_opener or open_store)
+
+
+def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> None:
+    """One s3:// source: its settled stacks checked by run directory, the rest listed, read and parsed."""
+    from analysis import bulk as bulk_mod
+    from payload.storage import StorageError
+
+    book = c.settled
+    book.before[url] = {} if full else c.manifest.settled(url)
+    now = time.time()
+    try:
+        source = bulk_mod.S3Bulk(url)
+        trusted = {p: s.digest for p, s in book.before[url].items() if s.fresh(now)}
+        priced: list[tuple[str, dict]] = []  # this source's spot runs: priced only if it listed whole
+        listing, got, book.unlisted[url] = bulk_fetch(source, url, c.cached, workers, bar, priced, trusted)
+        if not listing and not book.unlisted[url]:  # nothing under runs/: an empty bucket, or the wrong place?
+            elsewhere = source.sample()
+            if elsewhere:  # the wrong-layout error, and the old rows kept
+                c.classified(url, source, dict.fromkeys(elsewhere))
+                book.not_settled()
+                return
+    except StorageError as exc:
+        c.keep_old(url, exc)
+        book.not_settled()
+        return
+    if not listing and set(book.unlisted[url]) == set(book.before[url]):
+        book.deferred.append(url)  # nothing listed file by file, no stack gone
+        return
+    c.to_price.extend(priced)
+    book.nothing_listed = False
+    settled_runs = keep_unlisted(url, book.unlisted[url], book.before[url], c.manifest.entries, c.entries, c.summary)
+    for key in c.classified(url, source, listing, settled_runs):
+        mkey = entry_key(url, key)
+        if mkey in got:
+            c.settle(mkey, got[mkey])
+        else:
+            c.take_cached(mkey, c.cached(url, listing[key]))
+    book.now[url] = {p: book.before[url][p] for p in book.unlisted[url]}
+    book.now[url].update(settled_stacks(url, listing, c.entries, c.failed, source, now))
+    if any(layout.stack_prefix_of(k) not in book.now[url] for k in listing):
+        book.all_settled = False
+
+
+def _list_store(c: Collection, url: str, opener: Callable) -> None:
+    """One source through payload.storage: unchanged objects taken from the manifest, the rest queued."""
+    from payload.storage import StorageError
+
+    c.settled.not_settled()
+    try:
+        store, listing = list_store(opener, url)
+    except StorageError as exc:
+        c.keep_old(url, exc)
+        return
+    for key in c.classified(url, store, listing):
+        old = c.cached(url, listing[key])
+        if old is not None:
+            c.take_cached(entry_key(url, key), old)
+        else:
+            c.todo.append((store, url, key, listing[key]))
+
+
+def _answer_unchanged(c: Collection) -> list[dict] | None:
+    """The last collect's rows, when nothing anywhere changed since and its table is whole; else None."""
+    outcome = c.manifest.outcome()
+    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and table_is_whole(c.out):
+        return answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
+    return None
+
+
+def _carry_deferred(c: Collection) -> None:
+    """Sources whose stacks were all settled and unchanged, carried over to be judged with the rest."""
+    book = c.settled
+    for url in book.deferred:
+        keep_unlisted(url, book.unlisted[url], book.before[url], c.manifest.entries, c.entries, c.summary)
+        book.now[url] = dict(book.before[url])
+
+
+def _download(c: Collection, workers: int | None, spot_pricer: SpotPricer | None, bar: Progress) -> None:
+    """The thread pool's downloads, then the bulk path's spot runs priced."""
+    bar.add(len(c.todo))
+    for mkey, entry in download(c.todo, workers, spot_pricer):
+        c.settle(mkey, entry)
+        bar.update()
+    bar.close()
+    if spot_pricer is not None and c.to_price:
+        for mkey in price_bulk(c.entries, c.to_price, spot_pricer):  # a stack with a run to price again
+            c.settled.unsettle(c.entries[mkey])
+
+
+def _table(c: Collection) -> list[dict]:
+    """The rows, de-duplicated; the table written if its input changed; the manifest updated."""
+    summary = c.summary
+    n_skipped, dropped = len(summary.skipped), set()
+    rows = dedupe(c.entries, summary, dropped)
+    summary.table = table_paths(c.out)
+    if summary.incomplete and not rows and any("row" in e for e in c.manifest.entries.values()):
+        # a failed or mistaken collect never replaces a non-empty table with an empty one
+        rows = dedupe(c.manifest.entries, Summary(sources=[]))
+        summary.valid = len(rows)
+        return rows
+    summary.valid = len(rows)
+    fingerprint = entries_fingerprint(c.entries)
+    if fingerprint != c.manifest.table_fingerprint or not table_is_whole(c.out):
+        write_table(rows, c.out)
+        summary.table_written = True
+    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:])
+    return rows
+
+
+def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict]) -> None:
+    """Write what changed to the manifest, and the de-duplication's outcome when
+    every stack of every source was settled and nothing failed."""
+    old_entries = c.manifest.entries
+    changed = [k for k, e in c.entries.items() if old_entries.get(k) is not e]
+    removed = [k for k in old_entries if k not in c.entries]
+    outcome = {"sources": c.urls, "dropped": sorted(dropped), "skipped": judged}
+    # only what changed is written: at 100,000 runs the manifest is about 200 MB
+    c.manifest.update(
+        c.entries,
+        changed,
+        removed,
+        fingerprint,
+        settled=c.settled.now,
+        outcome=outcome if c.settled.all_settled and not c.summary.incomplete else None,
+    )
+
+
+def entries_fingerprint(entries: dict[str, dict]) -> str:
+    """What the table is made of (each entry's key, ETag and whether it has a
+    row): the table is rewritten only when this changes, or it is not whole."""
+    h = hashlib.sha256()
+    for k in sorted(entries):
+        h.update(f"{k}\0{entries[k].get('etag')}\0{'row' in entries[k]}\n".encode())
+    return h.hexdigest()

@@ -1,0 +1,168 @@
+"""Reading results buckets: listing them and downloading result objects.
+
+s3:// goes through analysis.bulk (obstore, ~128 requests in flight, listing
+split by stack, downloads starting as pages arrive); gs://, file:// and s3://
+without the bulk path go through payload.storage in a bounded thread pool.
+Its own module because both paths must hand the rest of collect the same
+thing: a listing ({key: ObjectInfo}) and one entry per downloaded object
+({mkey: entry}, the row or the reason it was set aside), whatever failed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from analysis.collect.spot import SpotPricer, parse_result
+from analysis.collect.validation import parse
+from payload import layout
+
+# The SDK clients keep 10 pooled connections by default (botocore
+# max_pool_connections, requests' pool_maxsize); more threads than that only
+# churn connections. The bulk path (s3://) defaults to bulk.DEFAULT_BULK_WORKERS.
+DEFAULT_WORKERS = 10
+
+# One object the thread pool downloads: (store, source url, key, ObjectInfo).
+Download = tuple[object, str, str, object]
+
+
+def entry_key(url: str, key: str) -> str:
+    """An object's key in the manifest and the collect's entries: its source and its key."""
+    return f"{url}|{key}"
+
+
+def new_entry(store, url: str, info) -> dict:
+    """The entry of one listed object, before it is read."""
+    return {"source": url, "key": info.key, "url": store.url_for(info.key), "etag": info.etag, "size": info.size}
+
+
+class Progress:
+    """A tqdm bar on stderr whose total grows as listings arrive; a no-op when off."""
+
+    def __init__(self, enabled: bool):
+        self.enabled, self.bar = enabled, None
+
+    def add(self, n: int) -> None:
+        if not self.enabled or n == 0:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, desc="collect", unit="obj", file=sys.stderr, leave=False)
+        self.bar.total += n
+        self.bar.refresh()
+
+    def update(self) -> None:
+        if self.bar is not None:
+            self.bar.update()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def bulk_fetch(
+    source, url: str, cached: Callable, workers: int | None, bar: Progress, to_price: list, settled: dict[str, str]
+) -> tuple[dict, dict, list[str]]:
+    """List and download one s3:// source through analysis.bulk, parsing each
+    result as it arrives; `cached(url, info)` says which need no download;
+    spot runs go to `to_price` as (mkey, result). `settled` stacks ({prefix:
+    runs digest}) are listed file by file only if their run directories
+    changed. Returns ({key: ObjectInfo} listing, {mkey: entry} fetched,
+    prefixes of the settled stacks not listed)."""
+    from analysis import bulk as bulk_mod
+
+    got: dict[str, dict] = {}
+
+    def wanted(info) -> bool:
+        m = layout.parse_key(info.key)
+        if m is None or not m.is_result or cached(url, info) is not None:
+            return False
+        bar.add(1)
+        return True
+
+    def handle(info, data, ranged: bool) -> bool:
+        """Record one object; True asks for a whole re-read of a ranged read that did not parse."""
+        entry = _bulk_entry(source, url, info, data, ranged, to_price)
+        if entry is None:
+            return True
+        got[entry_key(url, info.key)] = entry
+        bar.update()
+        return False
+
+    async def run():
+        return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS, settled)
+
+    # A private loop, not asyncio.run: that would leave the thread without a current event loop,
+    # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
+    loop = bulk_mod.new_event_loop()
+    try:
+        listing, unlisted = loop.run_until_complete(run())
+    finally:
+        loop.close()
+    return {o.key: o for o in listing}, got, unlisted
+
+
+def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
+    """The entry of one object the bulk path read (its bytes or the StorageError);
+    None when a ranged read did not parse and the object must be read whole."""
+    from payload.storage import StorageError
+
+    entry = new_entry(source, url, info)
+    if isinstance(data, StorageError):
+        entry.update(etag=None, failed=True, reason=f"download failed: {data}")  # not cached: tried again next time
+        return entry
+    try:
+        entry["row"], result = parse(data, source=url, key=info.key, etag=info.etag)
+        if entry["row"]["market"] == "spot":
+            to_price.append((entry_key(url, info.key), result))
+    except ValueError as exc:
+        if ranged and str(exc).startswith("corrupt:"):  # perhaps part of a newer, longer object
+            return None  # read it whole before judging it
+        entry["reason"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
+        entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
+    return entry
+
+
+def list_store(opener: Callable, url: str) -> tuple[object, dict]:
+    """(store, {key: ObjectInfo}) of one source through payload.storage; StorageError if it cannot be listed."""
+    store = opener(url)
+    return store, {o.key: o for o in store.list()}
+
+
+def download(todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None) -> Iterator[tuple[str, dict]]:
+    """(mkey, entry) of each object of `todo` as its download finishes, through
+    a thread pool of `workers` (default DEFAULT_WORKERS). A source that stops
+    answering is not tried again for its other objects this time."""
+    if not todo:
+        return
+    stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or DEFAULT_WORKERS, len(todo)))) as pool:
+        for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):
+            yield fut.result()
+
+
+def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
+    from payload.storage import ObjectNotFound, StorageError
+
+    store, url, key, info = item
+    entry = new_entry(store, url, info)
+    failed = {"etag": None, "failed": True}  # not cached: the next collect tries again
+    if url in stopped:
+        return entry_key(url, key), {**entry, **failed, "reason": f"not tried: {stopped[url]}"}
+    try:
+        data = store.get_bytes(key)
+    except ObjectNotFound as exc:  # deleted since the listing: this object only
+        return entry_key(url, key), {**entry, **failed, "reason": f"download failed: {exc}"}
+    except StorageError as exc:  # the source's other objects are not tried
+        stopped.setdefault(url, f"{url} stopped answering ({exc})")
+        return entry_key(url, key), {**entry, **failed, "reason": f"download failed: {exc}"}
+    try:
+        entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
+    except ValueError as exc:
+        entry["reason"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
+        # not cached: a failure in spot pricing (the cloud's API) is tried again next time
+        entry.update(etag=None, reason=f"unreadable: {type(exc).__name__}: {exc}")
+    return entry_key(url, key), entry

@@ -1,0 +1,105 @@
+"""Spot runs priced from their cloud's spot price history.
+
+Its own module because pricing calls a cloud's API per run: it must stay out
+of the download loop (the bulk path prices after downloading, in a thread
+pool) and fail one run at a time, with the reason, never the collect."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from analysis.collect.validation import parse
+
+SpotPricer = Callable[[dict], dict]
+
+# The cloud SDK clients keep 10 pooled connections by default (botocore
+# max_pool_connections); more pricing threads than that only churn connections.
+PRICING_WORKERS = 10
+
+
+def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
+    """The spot-history pricer for spot runs on clouds that keep a spot price
+    history (analysis.prices.spot.price_run), or None when `mode` is "off".
+    With "auto" it is used only when that cloud's credentials resolve; the
+    check runs once per cloud, at its first spot run."""
+    if mode == "off":
+        return None
+    state: dict[str, bool] = {}
+
+    def pricer(result: dict) -> dict | None:
+        from analysis.prices.spot import price_run
+        from infra import clouds
+
+        provider = (result.get("offering") or {}).get("provider")
+        history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
+        if history is None:
+            return None
+        if mode == "auto" and provider not in state:
+            state[provider] = history.has_credentials()
+        if mode == "auto" and not state[provider]:
+            return None
+        return price_run(result)
+
+    return pricer
+
+
+def _keeps_spot_history(provider: str | None) -> bool:
+    from infra import clouds
+
+    return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
+
+
+def attach_spot_history(row: dict, priced: dict | None) -> dict:
+    """Store the spot price series each attempt paid (from EC2's history) in the
+    row's billing windows, where pricing time-weights them over the window."""
+    if not priced:
+        return row
+    series = {a["attempt"]: a.get("series") for a in priced.get("attempts", [])}
+    windows = json.loads(row["attempts_json"])
+    for w in windows:
+        if series.get(w["attempt"]):
+            w["spot_prices"] = [list(p) for p in series[w["attempt"]]]
+            w["spot_price_source"] = next(a["source"] for a in priced["attempts"] if a["attempt"] == w["attempt"])
+    row["attempts_json"] = json.dumps(windows, separators=(",", ":"))
+    row["spot_price_method"] = priced.get("method")
+    row["spot_price_warnings"] = "; ".join(priced.get("warnings") or []) or None
+    return row
+
+
+def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
+    """The row, with its spot price history when it is a spot run on a cloud that keeps one."""
+    if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
+        row = attach_spot_history(row, spot_pricer(result))
+    return row
+
+
+def parse_result(
+    data: bytes, *, source: str, key: str, etag: str | None, spot_pricer: SpotPricer | None = None
+) -> dict:
+    """Bytes of a result.json -> row. Raises ValueError with the reason.
+    Spot runs are priced from their cloud's spot history when `spot_pricer` is given."""
+    row, result = parse(data, source=source, key=key, etag=etag)
+    return price_spot(row, result, spot_pricer)
+
+
+def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
+    """Spot pricing calls the cloud's API per run: done after the bulk download,
+    in the thread pool, so it never stalls the download loop. Returns the
+    entry keys it could not price: set aside with why, and not cached (the
+    next collect reads and prices them again)."""
+
+    def one(item) -> str | None:
+        mkey, result = item
+        entry = entries[mkey]
+        try:
+            entry["row"] = price_spot(entry["row"], result, spot_pricer)
+        except Exception as exc:  # noqa: BLE001 - as in the thread path: the file is set aside with why
+            entry.pop("row")
+            entry.update(etag=None, reason=f"unreadable: {type(exc).__name__}: {exc}")
+            return mkey
+        return None
+
+    with ThreadPoolExecutor(max_workers=PRICING_WORKERS) as pool:
+        return {mkey for mkey in pool.map(one, to_price) if mkey is not None}

@@ -1,0 +1,51 @@
+"""What one collect reports: counts, set-aside files, the table's paths.
+
+Its own module because every step of a collect adds to it, and the CLI and
+campaigns read it (``to_dict`` is the ``--json`` answer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def set_aside_order(note: dict) -> tuple[str, str]:
+    """The order set-aside files are reported in: by key, then reason."""
+    return str(note.get("key")), str(note.get("reason"))
+
+
+@dataclass
+class Summary:
+    """The counts and notes of one collect (`to_dict` is what `--json` prints)."""
+
+    sources: list[str]
+    runs: int = 0
+    valid: int = 0
+    new: int = 0
+    cached: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    table: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    table_written: bool = False
+    settled_stacks: int = 0  # s3:// stacks checked by run directory only (analysis.manifest)
+    # why this collect is incomplete (a location not listed, a download failed): the exit code says so
+    incomplete: list[str] = field(default_factory=list)
+
+    def set_aside(self) -> list[dict]:
+        """The set-aside files by key: the same order however they were found (listed, or carried over)."""
+        return sorted(self.skipped, key=set_aside_order)
+
+    def to_dict(self) -> dict:
+        return {
+            "runs": self.runs,
+            "valid": self.valid,
+            "new": self.new,
+            "cached": self.cached,
+            "skipped": self.set_aside(),
+            "sources": self.sources,
+            "table": self.table,
+            "table_written": self.table_written,
+            "settled_stacks": self.settled_stacks,
+            "complete": not self.incomplete,
+            "incomplete": self.incomplete,
+            "seconds": round(self.seconds, 3),
+        }

@@ -1,0 +1,171 @@
+"""Judging what a bucket holds: which keys are results, which files are set
+aside and why, and whether one result.json's bytes make a table row.
+
+Its own module because every path (bulk s3://, the thread pool, the
+manifest's cached rows) must judge a file the same way, with the same
+reasons, whichever way it was read."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import lru_cache
+
+from analysis.fastjson import loads_finite
+from analysis.migrations import MigrationError, migrate
+from analysis.table import result_to_row
+from payload import layout
+
+# What a run directory may hold besides result.json (bucket layout: payload.layout).
+KNOWN_RUN_FILES = layout.RUN_FILES
+KNOWN_RUN_DIRS = layout.RUN_DIRS
+
+PARTIAL_UPLOAD = "partial: temporary upload file"
+UNKNOWN_RUN_FILE = "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, checkpoints/)"
+
+
+@lru_cache(maxsize=1)
+def _fast_validator():
+    """The payload's schema compiled by jsonschema-rs (Rust; about 0.008 ms a
+    result on this machine, against 0.04 for fastjsonschema), or None
+    if not installed. Its `is_valid` answers only yes or no."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    from payload.schema import load_schema
+
+    return jsonschema_rs.validator_for(load_schema())
+
+
+def validate(result: dict) -> None:
+    """Accept what the compiled schema accepts; anything it rejects (or cannot
+    read, such as an integer beyond 64 bits) goes to the payload's own
+    validator, which has the final word and the error messages."""
+    from payload.schema import validate_result
+
+    fast = _fast_validator()
+    if fast is not None:
+        try:
+            if fast.is_valid(result):
+                return
+        except Exception:  # noqa: BLE001,S110 - whatever it cannot read, the payload's validator judges
+            pass
+    validate_result(result)
+
+
+def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]:
+    """(row, migrated result) of one result.json's bytes; ValueError with the reason."""
+    from payload.schema import ResultValidationError
+
+    data = bytes(data)
+    if not data.strip():
+        raise ValueError("corrupt: empty file (upload interrupted?)")
+    try:
+        raw, finite = loads_finite(data)
+    except UnicodeDecodeError:
+        raise ValueError("corrupt: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated upload?)"
+        ) from None
+    try:
+        result, version = migrate(raw)
+        validate(result)
+    except MigrationError as exc:
+        raise ValueError(f"unknown schema: {exc}") from None
+    except ResultValidationError as exc:
+        problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
+        raise ValueError("invalid: " + "; ".join(problems)) from None
+    # a document orjson read holds no NaN or infinity (it refuses them); a migrated one is checked again
+    row = result_to_row(
+        result,
+        source=source,
+        key=key,
+        etag=etag,
+        schema_version_read=version,
+        check_finite=not (finite and result is raw),
+    )
+    return row, result
+
+
+def run_file_problem(rest: str) -> str | None:
+    """Why a file of a run directory (other than result.json) is set aside, or None for a known one."""
+    if rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
+        return None
+    if rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
+        return PARTIAL_UPLOAD
+    return UNKNOWN_RUN_FILE
+
+
+def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
+    """(result keys, set-aside files, number of run directories) from a
+    bucket listing. Only keys under runs/ are ours; anything else is left alone."""
+    results, skipped, runs = [], [], {}
+    for key in keys:
+        m = layout.parse_key(key)
+        if m is None:
+            if key.startswith(layout.ROOT):
+                skipped.append({"key": key, "reason": "unknown file: not inside runs/<stack>/<run-id>/"})
+            continue
+        run = runs.setdefault((m.stack, m.run_id), {"result": False, "files": []})
+        if m.is_result:
+            run["result"] = True
+            results.append(key)
+        elif (why := run_file_problem(m.rest)) is None:
+            run["files"].append(m.rest)
+        else:
+            skipped.append({"key": key, "reason": why})
+    for (stack, run_id), run in runs.items():
+        if not run["result"]:
+            found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
+            skipped.append(
+                {
+                    "key": layout.run_prefix(stack, run_id),
+                    "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
+                }
+            )
+    return results, skipped, len(runs)
+
+
+def wrong_layout(url: str, listing: Iterable[str]) -> str:
+    """The error for a location holding objects but no runs: the layout, and the URL probably meant."""
+    keys = sorted(listing)
+    hint = ""
+    for key in keys:
+        head, sep, _ = key.rpartition("/" + layout.ROOT)
+        parts = key.split("/")
+        if sep and parse_key_ok(key[len(head) + 1 :]):
+            hint = f"; did you mean {url.rstrip('/')}/{head}?"
+            break
+        if len(parts) == 3 and parts[2] == layout.RESULT_NAME and url.rstrip("/").endswith("/runs"):
+            hint = f"; did you mean {url.rstrip('/')[: -len('/runs')]}? (the URL is the folder holding runs/)"
+            break
+    sample = ", ".join(keys[:3]) + (" ..." if len(keys) > 3 else "")
+    return (
+        f"no runs in the expected layout {layout.LAYOUT} under {url} ({len(keys)} object(s), e.g. {sample})"
+        f"{hint}; the table is left as it was"
+    )
+
+
+def parse_key_ok(key: str) -> bool:
+    return layout.parse_key(key) is not None
+
+
+def misplaced_check(row: dict, key: str) -> dict:
+    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise.
+
+    Each stack may write only under its own `runs/<stack>/`, so a result whose
+    stack or run id disagrees with its key is a copy or a forgery: it must never
+    stand in for (or displace) the run it names."""
+    where = layout.parse_key(key)
+    claims = (row.get("stack"), row.get("run_id"))
+    if where is not None and (where.stack, where.run_id) == claims:
+        return row
+    try:
+        expected = f" (its place is {layout.result_key(*claims)})"
+    except layout.BadKeyPart:
+        expected = " (its stack or run id cannot even be a key)"
+    raise ValueError(
+        f"misplaced: the result says stack {claims[0]!r}, run {claims[1]!r}, but is stored at {key}{expected}"
+    )
