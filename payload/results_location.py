@@ -113,11 +113,11 @@ def _check_scheme(text: str, scheme: str, rest: str, schemes: Sequence[str], oth
         raise _fail(text, "is missing the '//' after the scheme", f"write {fixed!r}")
 
 
-def _bucket(text: str, scheme: str, rest: str) -> ResultsLocation:
+def _bucket(text: str, scheme: str, rest: str, bucket_rules: bool) -> ResultsLocation:
     bucket, _, key = rest[2:].partition("/")
     if not bucket:
         raise _fail(text, "names no bucket", f"use e.g. {scheme}://my-results-bucket")
-    problem = bucket_name_problem(scheme, bucket)
+    problem = bucket_name_problem(scheme, bucket) if bucket_rules else None
     if problem:
         raise ResultsLocationError(f"bucket name {bucket!r} in {text!r} is not valid: {problem}")
     key = key.strip("/")
@@ -138,13 +138,15 @@ def _file(text: str, rest: str) -> ResultsLocation:
 
 
 def parse_results_location(
-    text: str, *, schemes: Sequence[str] = ALL_SCHEMES, other_forms: Sequence[str] = ()
+    text: str, *, schemes: Sequence[str] = ALL_SCHEMES, other_forms: Sequence[str] = (), bucket_rules: bool = True
 ) -> ResultsLocation:
     """Parse and check a results location without opening it.
 
     `schemes` are the forms the caller takes (ALL_SCHEMES, URL_SCHEMES, BUCKET_SCHEMES);
     `other_forms` describe forms the caller handled itself before calling (e.g. "a stack
     reference (stack:aws-results)"), so the error lists everything that would have worked.
+    `bucket_rules=False` skips the S3/GCS bucket naming rules (any non-empty name passes; the
+    store refuses a bad one when it is opened).
     Raises ResultsLocationError naming the value and the fix."""
     if not isinstance(text, str) or not text.strip():
         raise ResultsLocationError(f"results location must be a non-empty URL or path, got {text!r}")
@@ -165,7 +167,7 @@ def parse_results_location(
         return _file(text, rest)
     if any(c.isspace() for c in text):
         raise _fail(text, "contains whitespace, which bucket names and keys here cannot", "remove the spaces")
-    return _bucket(text, scheme, rest)
+    return _bucket(text, scheme, rest, bucket_rules)
 
 
 def bucket_name_problem(scheme: str, name: str) -> str | None:

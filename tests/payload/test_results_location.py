@@ -89,3 +89,9 @@ def test_other_forms_join_the_list_of_what_would_have_worked():
 def test_a_non_string_is_refused(value):
     with pytest.raises(ResultsLocationError, match="non-empty URL or path"):
         parse_results_location(value)
+
+
+def test_bucket_rules_can_be_left_to_the_store():
+    assert parse_results_location("gs://b/x", bucket_rules=False).bucket == "b"
+    with pytest.raises(ResultsLocationError, match="names no bucket"):
+        parse_results_location("gs:///x", bucket_rules=False)
