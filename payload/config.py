@@ -19,6 +19,7 @@ import argparse
 import datetime as _dt
 import math
 import os
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates these on Python 3.8
@@ -91,7 +92,8 @@ _BOOLS = {
 }
 
 
-def _bool(text: str | bool) -> bool:
+def _bool(text: Any) -> bool:
+    """1/0, true/false, yes/no, on/off (or a bool, from a flag)."""
     if isinstance(text, bool):
         return text
     try:
@@ -470,8 +472,7 @@ class _RunOptions(BaseModel):
 
 def _field(opt: Option) -> tuple[Any, Any]:
     """(annotation, FieldInfo) of one option: the type its parser returns, its default and help."""
-    returns = opt.parse.__annotations__.get("return", "Any")
-    kind = eval(returns, globals()) if isinstance(returns, str) else returns  # noqa: S307 - this module's names
+    kind = typing.get_type_hints(opt.parse).get("return", Any)
     parse = (lambda raw, p=opt.parse: _merged(p, raw)) if opt.repeat else opt.parse
     check = BeforeValidator(lambda raw, p=parse: raw if raw is None else p(raw))
     annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
@@ -490,12 +491,8 @@ def _merged(parse: Callable[[str], dict[str, str]], raw: Any) -> dict[str, str]:
     return merged
 
 
-RunConfig = create_model(
-    "RunConfig",
-    __base__=_RunOptions,
-    __doc__="The run options of `python -m payload run`, typed and checked (built from OPTIONS).",
-    **{opt.name: _field(opt) for opt in OPTIONS},
-)
+RunConfig = create_model("RunConfig", __base__=_RunOptions, **{opt.name: _field(opt) for opt in OPTIONS})
+RunConfig.__doc__ = "The run options of `python -m payload run`, typed and checked (one field per OPTIONS row)."
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

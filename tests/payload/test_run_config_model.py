@@ -60,3 +60,22 @@ def test_rendering_refuses_what_the_payload_would():
     with pytest.raises(ConfigError, match=r"--results \(GPUBENCH_RESULTS\) 's3://My_Bucket'.*lowercase"):
         render_env({"results": "s3://My_Bucket"})
     assert render_env({"epochs": 2, "expect_gpu": True}) == {"GPUBENCH_EPOCHS": "2", "GPUBENCH_EXPECT_GPU": "1"}
+
+
+def test_what_pydantic_evaluates_is_spelt_for_python_3_8():
+    """The legacy image runs the payload on Python 3.8 (pydantic<2.11): the annotations pydantic evaluates use
+    typing's Optional/List/Dict, and the payload's config modules parse with the 3.8 grammar."""
+    import ast
+    import dataclasses
+    import re
+    from pathlib import Path
+
+    from payload.config import DataSource
+
+    annotations = [repr(f.annotation) for f in RunConfig.model_fields.values()]
+    annotations += [str(f.type) for f in dataclasses.fields(DataSource)]
+    for text in annotations:
+        assert "|" not in text and not re.search(r"(?<![\w.])(list|dict|tuple)\[", text), text
+    root = Path(__file__).resolve().parents[2] / "payload"
+    for name in ("config.py", "results_location.py"):
+        ast.parse((root / name).read_text(), feature_version=(3, 8))
