@@ -332,7 +332,7 @@ def config_key(name: str, description: str, default: Any = None) -> Any:
 class StackConfig(BaseModel):
     """What every stack kind shares: its name, its provider keys, its kind."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     stack: str = Field(description="the stack's name: stacks/Pulumi.<stack>.yaml")
     provider_config: Mapping[str, str] = Field(
