@@ -32,8 +32,8 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import timedelta
-from urllib.parse import urlparse
 
+from payload.results_location import ResultsLocationError, parse_results_location
 from payload.storage import ObjectInfo, StorageError
 
 # 20 ms per request and about 0.3 ms of CPU each: 128 in flight keeps a
@@ -44,13 +44,20 @@ DEFAULT_BULK_WORKERS = 128
 def available(url: str) -> bool:
     """True when `url` can take the bulk path: s3:// with obstore installed,
     unless GPUBENCH_COLLECT_BULK=0 turns it off."""
-    if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or urlparse(url).scheme != "s3":
+    if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or not _is_s3(url):
         return False
     try:
         import obstore  # noqa: F401
     except ImportError:
         return False
     return True
+
+
+def _is_s3(url: str) -> bool:
+    try:
+        return parse_results_location(url).scheme == "s3"
+    except ResultsLocationError:
+        return False  # the store opener refuses it, with the reason
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -75,11 +82,12 @@ class S3Bulk:
     Keys are relative to the prefix, as in payload.storage."""
 
     def __init__(self, url: str):
-        parsed = urlparse(url)
-        if not parsed.netloc:
-            raise StorageError(f"S3 URL {url!r} has no bucket; expected s3://bucket[/prefix]")
+        try:
+            loc = parse_results_location(url, schemes=("s3",))
+        except ResultsLocationError as exc:
+            raise StorageError(str(exc)) from None
         self.url = url.rstrip("/")
-        self.bucket, self.prefix = parsed.netloc, parsed.path.strip("/")
+        self.bucket, self.prefix = loc.bucket, loc.prefix.rstrip("/")
         try:
             self._store = self._open()
         except Exception as exc:  # noqa: BLE001 - no credentials, bad config: the caller sets the bucket aside

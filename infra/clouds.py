@@ -8,7 +8,7 @@ branch on a provider's name: they look the provider up here and call it.
 
 Data:
     NAME                 "aws"
-    RESULTS_SCHEME       URL scheme of its results bucket ("s3://")
+    RESULTS_SCHEME       URL scheme of its results bucket ("s3://"); payload.results_location parses it
     CONFIG_KEYS          provider-namespace stack keys the program reads ("region", ...)
     DEFAULT_REGION       region of its results stack and of its shipped price snapshots
     REGION_PATTERN       compiled regex a region name must match

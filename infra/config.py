@@ -19,13 +19,14 @@ import ipaddress
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from infra import clouds
 from payload.config import ALL_REDUCES, BACKENDS
-from payload.storage import bucket_name_problem
+from payload.results_location import BUCKET_SCHEMES, parse_results_location
 
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
@@ -36,10 +37,12 @@ PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
 MAX_HOURS_LIMIT = 72.0
 MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even boot a GPU image
+_MAX_HOURS_WHY = "it is the hard deadline after which the instance is terminated (boot and setup alone take minutes)"
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
 PROVIDER_KEYS = {c: clouds.get(c).CONFIG_KEYS for c in clouds.NAMES}
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-_PREFIX = re.compile(r"(?:/[A-Za-z0-9._-]*)*")  # after s3://bucket: the results key prefix
+_PREFIX = re.compile(r"[A-Za-z0-9._/-]*")  # after s3://bucket/: the results key prefix
+STACK_REF = "stack:"  # gpubench:results: stack:<results stack> reads that stack's outputs
+_STACK_REF_FORM = "a stack reference (stack:aws-results)"
 
 
 class ConfigError(ValueError):
@@ -50,12 +53,13 @@ class ConfigError(ValueError):
         super().__init__(f"{NAMESPACE}:{key}: {message}" if ":" not in key else f"{key}: {message}")
 
 
-# --- value parsers: each takes (key, raw) and returns the typed value or raises ConfigError.
+# --- value checks: each takes the raw value and returns the typed one, or raises ValueError with the fix;
+# the models below attach them to fields, and ValidationError becomes ConfigError naming the key.
 
 
-def _str(key: str, raw: Any) -> str:
+def nonempty_str(raw: Any) -> str:
     if isinstance(raw, (dict, list)) or raw is None or str(raw).strip() == "":
-        raise ConfigError(key, f"expected a non-empty string, got {raw!r}")
+        raise ValueError(f"expected a non-empty string, got {raw!r}")
     return str(raw).strip()
 
 
@@ -73,65 +77,77 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def _text(key: str, raw: Any) -> str:
+def _text(raw: Any) -> str:
     """A free-text value written into the guest's environment (e.g. gpubench:data)."""
-    text = _str(key, raw)
+    text = nonempty_str(raw)
     problem = text_problem(text)
     if problem:
-        raise ConfigError(key, f"{text!r} {problem}")
+        raise ValueError(f"{text!r} {problem}")
     return text
 
 
-def _choice(allowed: tuple[str, ...]) -> Callable[[str, Any], str]:
-    def parse(key: str, raw: Any) -> str:
-        value = _str(key, raw)
+def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        value = nonempty_str(raw)
         if value not in allowed:
-            raise ConfigError(key, f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
+            raise ValueError(f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
         return value
 
     return parse
 
 
-def _positive_int(key: str, raw: Any) -> int:
-    try:
-        value = int(str(raw).strip()) if not isinstance(raw, bool) else None
-    except ValueError:
-        value = None
-    if value is None or value <= 0:
-        raise ConfigError(key, f"expected a positive integer, got {raw!r}")
-    return value
+def int_at_least(lo: int, hi: int | None = None, rule: str | None = None) -> Callable[[Any], int]:
+    """An integer in [lo, hi] (a bool is not one); `rule` words the message ("a positive integer")."""
+
+    def parse(raw: Any) -> int:
+        try:
+            value = int(str(raw).strip()) if not isinstance(raw, bool) else None
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            bound = rule or (f"an integer {lo}..{hi}" if hi is not None else f"an integer >= {lo}")
+            raise ValueError(f"expected {bound}, got {raw!r}")
+        return value
+
+    return parse
 
 
-def _max_hours(key: str, raw: Any) -> float:
-    try:
-        value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
-    except ValueError:
-        value = -1.0
-    if not MIN_HOURS <= value <= MAX_HOURS_LIMIT:
-        raise ConfigError(
-            key,
-            f"expected hours in [{MIN_HOURS:g}, {MAX_HOURS_LIMIT:g}], got {raw!r}: it is the hard deadline "
-            "after which the instance is terminated (boot and setup alone take minutes)",
-        )
-    return value
+_positive_int = int_at_least(1, rule="a positive integer")
 
 
-def _bool(key: str, raw: Any) -> bool:
+def hours(lo: float, hi: float, lo_open: bool, why: str) -> Callable[[Any], float]:
+    """A number of hours in [lo, hi] ((lo, hi] when `lo_open`); `why` says what the hours bound."""
+
+    def parse(raw: Any) -> float:
+        try:
+            value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
+        except ValueError:
+            value = -1.0
+        if not (lo < value if lo_open else lo <= value) or not value <= hi:
+            span = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
+            raise ValueError(f"expected hours in {span}, got {raw!r}: {why}")
+        return value
+
+    return parse
+
+
+def _bool(raw: Any) -> bool:
     text = str(raw).strip().lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
         return False
-    raise ConfigError(key, f"expected true or false, got {raw!r}")
+    raise ValueError(f"expected true or false, got {raw!r}")
 
 
-def _suite(key: str, raw: Any) -> tuple[str, ...]:
+def benchmark_names(raw: Any) -> tuple[str, ...]:
+    """A non-empty list of built-in benchmark names: a YAML list, a JSON list or a comma list."""
     items: Any = raw
     if isinstance(raw, str):
         text = raw.strip()
         items = json.loads(text) if text.startswith("[") else [p for p in text.split(",")]
     if not isinstance(items, (list, tuple)) or not items:
-        raise ConfigError(key, f"expected a non-empty list of benchmark names, got {raw!r}")
+        raise ValueError(f"expected a non-empty list of benchmark names, got {raw!r}")
     names = tuple(str(i).strip() for i in items)
     # The payload's registry is the one list of benchmark names (imports no TensorFlow).
     from payload.benchmarks import REGISTRY
@@ -140,49 +156,47 @@ def _suite(key: str, raw: Any) -> tuple[str, ...]:
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(key, f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
+        raise ValueError(f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
     return names
 
 
-def _gpus(key: str, raw: Any) -> str:
-    """'all' (every GPU of the offering) or a count."""
-    text = str(raw).strip().lower()
-    if text == "all":
-        return "all"
-    return str(_positive_int(key, raw))
+def gpu_count(lo: int) -> Callable[[Any], str]:
+    """'all' (every GPU of the offering) or a count of at least `lo`."""
+    count = int_at_least(lo, rule="a positive integer" if lo == 1 else None)
+    return lambda raw: "all" if str(raw).strip().lower() == "all" else str(count(raw))
 
 
-def _params(key: str, raw: Any) -> str:
+def params_text(raw: Any) -> str:
     """Benchmark parameter overrides as the payload's `k=v,k=v` text (GPUBENCH_PARAMS)."""
     if isinstance(raw, Mapping):
         pairs = [(str(k), str(v)) for k, v in raw.items()]
     else:
         text = str(raw).strip()
         if text.startswith("{"):
-            return _params(key, json.loads(text))
+            return params_text(json.loads(text))
         pairs = []
         for part in filter(None, (p.strip() for p in text.split(","))):
             if "=" not in part:
-                raise ConfigError(key, f"{part!r} is not key=value; use e.g. {{dropout: 0.2}} or 'dropout=0.2'")
+                raise ValueError(f"{part!r} is not key=value; use e.g. {{dropout: 0.2}} or 'dropout=0.2'")
             k, v = part.split("=", 1)
             pairs.append((k.strip(), v.strip()))
     if any(("," in k + v) or ("=" in k) or not k for k, v in pairs):
-        raise ConfigError(key, "parameter names and values may not contain ',' (or '=' in names)")
+        raise ValueError("parameter names and values may not contain ',' (or '=' in names)")
     for k, v in pairs:
         problem = text_problem(k) or text_problem(f"{k}={v}")
         if problem:
-            raise ConfigError(key, f"parameter {k}={v!r} {problem}")
+            raise ValueError(f"parameter {k}={v!r} {problem}")
     return ",".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
-def _cidr(key: str, raw: Any) -> str:
-    text = _str(key, raw)
+def _cidr(raw: Any) -> str:
+    text = nonempty_str(raw)
     try:
         net = ipaddress.ip_network(text, strict=False)
     except ValueError:
-        raise ConfigError(key, f"{text!r} is not a CIDR block; use e.g. 203.0.113.7/32 (your address)") from None
+        raise ValueError(f"{text!r} is not a CIDR block; use e.g. 203.0.113.7/32 (your address)") from None
     if net.prefixlen == 0:
-        raise ConfigError(key, f"{text!r} opens SSH to the whole internet; use your own address, e.g. 203.0.113.7/32")
+        raise ValueError(f"{text!r} opens SSH to the whole internet; use your own address, e.g. 203.0.113.7/32")
     return str(net)
 
 
@@ -203,29 +217,20 @@ def _check_ssh_width(cidr: str | None, allowed: bool) -> None:
         )
 
 
-def _results(key: str, raw: Any) -> str:
-    text = _str(key, raw)
-    if text.startswith(("s3://", "gs://")) or text.startswith("stack:"):
-        if text.startswith("stack:") and not text[len("stack:") :]:
-            raise ConfigError(key, "a stack reference needs a name, e.g. stack:aws-results")
-        if text.startswith(("s3://", "gs://")):
-            bucket = text[5:].split("/", 1)[0]
-            if not bucket:
-                raise ConfigError(key, f"{text!r} names no bucket; use e.g. {text[:5]}my-results-bucket")
-            problem = bucket_name_problem(text[:2], bucket)
-            if problem:
-                raise ConfigError(key, f"bucket name {bucket!r} in {text!r} is not valid: {problem}")
-            prefix = text[5 + len(bucket) :]
-            if not _PREFIX.fullmatch(prefix):
-                raise ConfigError(
-                    key,
-                    f"prefix {prefix!r} in {text!r} may only use letters, digits, '.', '_', '-' and '/' "
-                    "(it is written into the instance's env and shell unquoted)",
-                )
+def _results(raw: Any) -> str:
+    """A bucket URL (payload.results_location) or `stack:<results stack>`; the prefix must be shell-safe."""
+    text = nonempty_str(raw)
+    if text.startswith(STACK_REF):
+        if not text[len(STACK_REF) :]:
+            raise ValueError("a stack reference needs a name, e.g. stack:aws-results")
         return text.rstrip("/")
-    raise ConfigError(
-        key, f"{text!r} is neither a bucket URL (s3://bucket, gs://bucket) nor a stack reference (stack:aws-results)"
-    )
+    prefix = parse_results_location(text, schemes=BUCKET_SCHEMES, other_forms=[_STACK_REF_FORM]).prefix
+    if not _PREFIX.fullmatch(prefix):
+        raise ValueError(
+            f"prefix {prefix.rstrip('/')!r} in {text!r} may only use letters, digits, '.', '_', '-' and '/' "
+            "(it is written into the instance's env and shell unquoted)"
+        )
+    return text.rstrip("/")
 
 
 # The OCI distribution reference grammar (github.com/distribution/reference, regexp.go):
@@ -243,185 +248,234 @@ def is_image_reference(text: str) -> bool:
     return bool(_IMAGE_REF.fullmatch(text.replace("{generation}", "x"))) and len(text) <= 255
 
 
-def _image(key: str, raw: Any) -> str:
-    text = _str(key, raw)
+def _image(raw: Any) -> str:
+    text = nonempty_str(raw)
     if not is_image_reference(text):
-        raise ConfigError(
-            key,
+        raise ValueError(
             f"{text!r} is not a container image reference; use e.g. ghcr.io/gpubench/payload:cuda12 "
-            "(lowercase repository, optional :tag and @sha256:digest)",
+            "(lowercase repository, optional :tag and @sha256:digest)"
         )
     return text
 
 
-def _ssh_key(key: str, raw: Any) -> str:
-    text = _str(key, raw)
+def _ssh_key(raw: Any) -> str:
+    text = nonempty_str(raw)
     if not text.startswith(("ssh-", "ecdsa-")):
-        raise ConfigError(key, "expected an OpenSSH public key line (ssh-ed25519 AAAA... or ssh-rsa AAAA...)")
+        raise ValueError("expected an OpenSSH public key line (ssh-ed25519 AAAA... or ssh-rsa AAAA...)")
     return text
 
 
-def _root_gb(key: str, raw: Any) -> int:
-    value = _positive_int(key, raw)
+def _root_gb(raw: Any) -> int:
+    value = _positive_int(raw)
     if value < 60:
-        raise ConfigError(key, f"{value} GB is smaller than the Deep Learning images (use 60 or more)")
+        raise ValueError(f"{value} GB is smaller than the Deep Learning images (use 60 or more)")
     return value
 
 
-def _days(key: str, raw: Any) -> int:
-    return _positive_int(key, raw)
-
-
-def _every(key: str, raw: Any) -> str:
+def schedule(raw: Any) -> str:
     from infra.schedule_expr import ScheduleError, parse_schedule
 
     try:
-        return parse_schedule(_str(key, raw)).text
+        return parse_schedule(nonempty_str(raw)).text
     except ScheduleError as exc:
-        raise ConfigError(key, str(exc)) from None
+        raise ValueError(str(exc)) from None
 
 
-def _workload(key: str, raw: Any) -> str:
+def workload_spec(raw: Any) -> str:
     """A workload spec file (relative to the current directory, the project root): checked
     here, so a bad spec fails before anything is launched. Returns its absolute path."""
     from pathlib import Path
 
     from payload.workloads import WorkloadSpecError, load_spec
 
-    text = _str(key, raw)
+    text = nonempty_str(raw)
     try:
         return load_spec(Path(text).expanduser().resolve()).path
     except WorkloadSpecError as exc:
-        raise ConfigError(key, f"{exc} (the path is relative to the directory you run from)") from None
+        raise ValueError(f"{exc} (the path is relative to the directory you run from)") from None
+
+
+def _regions(raw: Any) -> tuple[str, ...]:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    names = tuple(str(i).strip() for i in items if str(i).strip())
+    if not names:
+        raise ValueError(f"expected a comma list of regions, e.g. us-east-1,us-west-2, got {raw!r}")
+    return names
 
 
 # Where a cloud instance finds the workload spec: the stack's code bundle unpacks the spec
 # and its workdir there (docs/workloads.md).
 CLOUD_WORKLOAD_SPEC = "/gpubench/workload/workload.yaml"
 
-# --- key tables: key -> (parser, default). `None` default means optional, absent.
 
-BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
-    "stackType": (_choice(STACK_TYPES), "benchmark"),
-    "offering": (_str, None),
-    "market": (_choice(MARKETS), "on-demand"),
-    "suite": (_suite, DEFAULT_SUITE),
-    "workload": (_workload, None),
-    "epochs": (_positive_int, None),
-    "steps": (_positive_int, None),
-    "batchSize": (_positive_int, None),
-    "precision": (_choice(PRECISIONS), "fp32"),
-    "params": (_params, None),
-    "gpus": (_gpus, "all"),
-    "data": (_text, None),
-    "maxHours": (_max_hours, 6.0),
-    "results": (_results, None),
-    # unset: the official TensorFlow image per GPU generation runs the uploaded code bundle
-    "payloadImage": (_image, None),
-    "backend": (_choice(BACKENDS), None),
-    "allReduce": (_choice(ALL_REDUCES), None),
-    "zone": (_str, None),
-    "sshCidr": (_cidr, None),
-    "allowWideSsh": (_bool, False),
-    "sshPublicKey": (_ssh_key, None),
-    "rootVolumeGb": (_root_gb, 150),
-    "expectGpu": (_bool, True),
-    "image": (_str, None),
-}
-# A recurring stack: the benchmark keys plus its schedule (UTC).
-RECURRING_KEYS = {**BENCHMARK_KEYS, "stackType": (_choice(STACK_TYPES), "recurring"), "every": (_every, None)}
-
-RESULTS_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
-    "stackType": (_choice(STACK_TYPES), "results"),
-    "provider": (_choice(PROVIDERS), None),
-    "bucketName": (_str, None),
-    "checkpointDays": (_days, 30),
-    "noncurrentDays": (_days, 30),
-}
+# Field types: a field's own check runs on the raw value (YAML type or Pulumi's string) before pydantic's.
+Text = Annotated[str, BeforeValidator(nonempty_str)]
+EnvText = Annotated[str, BeforeValidator(_text)]
+Flag = Annotated[bool, BeforeValidator(_bool)]
+PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
+Schedule = Annotated[str, BeforeValidator(schedule)]
+Image = Annotated[str, BeforeValidator(_image)]
+Benchmarks = Annotated[tuple[str, ...], BeforeValidator(benchmark_names)]
+Params = Annotated[str, BeforeValidator(params_text)]
+WorkloadSpec = Annotated[str, BeforeValidator(workload_spec)]
 
 
-@dataclass(frozen=True)
-class BenchmarkConfig:
-    """What one benchmark stack launches; field names follow the config keys in snake_case."""
+def Choice(allowed: tuple[str, ...]) -> Any:  # noqa: N802 - a type, spelt like one
+    return Annotated[str, BeforeValidator(_choice(allowed))]
 
-    stack: str
-    offering: str
-    market: str
-    suite: tuple[str, ...]
-    precision: str
-    gpus: str
-    max_hours: float
-    root_volume_gb: int
-    expect_gpu: bool
-    results: str | None = None
-    epochs: int | None = None
-    steps: int | None = None
-    batch_size: int | None = None
-    data: str | None = None
-    zone: str | None = None
-    ssh_cidr: str | None = None
-    allow_wide_ssh: bool = False
-    ssh_public_key: str | None = None
-    image: str | None = None
-    params: str | None = None
-    payload_image: str | None = None  # a prebuilt payload image instead of the code bundle
-    backend: str | None = None
-    all_reduce: str | None = None
-    provider_config: Mapping[str, str] = field(default_factory=dict)
-    stack_type: str = "benchmark"
-    every: str | None = None  # recurring stacks: the schedule expression
-    workload: str | None = None  # a workload spec file (absolute local path) run instead of the suite
+
+def config_key(name: str, description: str, default: Any = None) -> Any:
+    """A config key `gpubench:<name>`: the field's alias, its description and default."""
+    return Field(default, alias=name, description=description)
+
+
+class StackConfig(BaseModel):
+    """What every stack kind shares: its name, its provider keys, its kind."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: str = Field(description="the stack's name: stacks/Pulumi.<stack>.yaml")
+    provider_config: Mapping[str, str] = Field(
+        default_factory=dict, description="provider-namespace keys this program reads (aws:region, gcp:project)"
+    )
+
+    @classmethod
+    def config_keys(cls) -> list[str]:
+        """The `gpubench:` keys this kind of stack reads (every field with a config-key alias)."""
+        return [f.alias for f in cls.model_fields.values() if f.alias]
+
+
+class BenchmarkConfig(StackConfig):
+    """What one benchmark (or recurring) stack launches; field names follow the config keys in snake_case."""
+
+    stack_type: Choice(STACK_TYPES) = config_key(
+        "stackType", "benchmark, or recurring: launched on a schedule", "benchmark"
+    )
+    offering: Text | None = config_key("offering", "catalog id of what to launch, e.g. aws/p3.8xlarge")
+    market: Choice(MARKETS) = config_key("market", "billing market of the instance", "on-demand")
+    suite: Benchmarks = config_key("suite", "built-in benchmarks to run, in order", DEFAULT_SUITE)
+    workload: WorkloadSpec | None = config_key("workload", "your own job instead of the suite: a workload spec file")
+    epochs: PositiveInt | None = config_key("epochs", "epochs to train (epoch benchmarks)")
+    steps: PositiveInt | None = config_key("steps", "training steps (throughput benchmarks); not with epochs")
+    batch_size: PositiveInt | None = config_key("batchSize", "per-GPU batch size")
+    precision: Choice(PRECISIONS) = config_key("precision", "fp32, or mixed (Keras mixed_float16)", "fp32")
+    params: Params | None = config_key("params", "benchmark parameter overrides, e.g. {dropout: 0.2}")
+    gpus: Annotated[str, BeforeValidator(gpu_count(1))] = config_key(
+        "gpus", "'all' or how many of the offering's GPUs", "all"
+    )
+    data: EnvText | None = config_key("data", "synthetic, download or a directory on the instance")
+    max_hours: Annotated[float, BeforeValidator(hours(MIN_HOURS, MAX_HOURS_LIMIT, False, _MAX_HOURS_WHY))] = config_key(
+        "maxHours", "hard deadline in hours, after which the instance is terminated", 6.0
+    )
+    results: Annotated[str, BeforeValidator(_results)] | None = config_key(
+        "results", "s3://bucket[/prefix], gs://bucket[/prefix] or stack:<results stack> (default: the cloud's)"
+    )
+    payload_image: Image | None = config_key(
+        "payloadImage", "a prebuilt payload image; unset, the official TensorFlow image runs the code bundle"
+    )
+    backend: Choice(BACKENDS) | None = config_key("backend", "Keras backend")
+    all_reduce: Choice(ALL_REDUCES) | None = config_key("allReduce", "MirroredStrategy's all-reduce (several GPUs)")
+    zone: Text | None = config_key("zone", "the zone to launch in (inside the stack's region)")
+    ssh_cidr: Annotated[str, BeforeValidator(_cidr)] | None = config_key("sshCidr", "source range allowed to SSH in")
+    allow_wide_ssh: Flag = config_key("allowWideSsh", f"allow an sshCidr wider than /{SSH_MAX_WIDTH[4]}", False)
+    ssh_public_key: Annotated[str, BeforeValidator(_ssh_key)] | None = config_key(
+        "sshPublicKey", "OpenSSH public key line"
+    )
+    root_volume_gb: Annotated[int, BeforeValidator(_root_gb)] = config_key(
+        "rootVolumeGb", "root volume size in GB (>= 60)", 150
+    )
+    expect_gpu: Flag = config_key("expectGpu", "fail at once if the payload sees no GPU", True)
+    image: Text | None = config_key("image", "host image override")
+    every: Schedule | None = config_key("every", "recurring stacks: the schedule (UTC), e.g. 'rate(7 days)'")
+
+    @model_validator(mode="after")
+    def _rules_across_keys(self) -> BenchmarkConfig:
+        if self.workload and self.payload_image:
+            raise ConfigError(
+                "payloadImage",
+                "a cloud stack's workload travels in the code bundle, which a prebuilt payload image does not "
+                "fetch: drop gpubench:payloadImage (the spec's `image`, or the official TensorFlow image, runs it)",
+            )
+        if self.stack_type == "recurring" and self.every is None:
+            raise ConfigError(
+                "every",
+                "required for a recurring stack: its schedule (UTC), e.g. 'rate(7 days)' or 'cron(0 3 ? * MON *)'",
+            )
+        if self.offering is None:
+            raise ConfigError(
+                "offering",
+                "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)",
+            )
+        if self.epochs and self.steps:
+            raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
+        _check_ssh_width(self.ssh_cidr, self.allow_wide_ssh)
+        return self
 
     def results_ref(self, provider: str) -> str:
         """The results location: the configured one, else the provider's results stack."""
-        return self.results or f"stack:{provider}-results"
+        return self.results or f"{STACK_REF}{provider}-results"
 
 
-def _regions(key: str, raw: Any) -> tuple[str, ...]:
-    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-    names = tuple(str(i).strip() for i in items if str(i).strip())
-    if not names:
-        raise ConfigError(key, f"expected a comma list of regions, e.g. us-east-1,us-west-2, got {raw!r}")
-    return names
+class _ProviderStack(StackConfig):
+    """A per-cloud stack (results bucket, sweeper): it names its provider."""
+
+    provider: Choice(PROVIDERS) | None = config_key("provider", "the cloud this stack lives in")
+
+    @model_validator(mode="after")
+    def _needs_provider(self) -> _ProviderStack:
+        if self.provider is None:
+            raise ConfigError(
+                "provider", f"required for a {self.stack_type} stack; allowed values: {', '.join(PROVIDERS)}"
+            )
+        return self
 
 
-SWEEPER_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
-    "stackType": (_choice(STACK_TYPES), "sweeper"),
-    "provider": (_choice(PROVIDERS), None),
-    "every": (_every, "rate(1 hour)"),
-    "regions": (_regions, None),
-    "dryRun": (_bool, False),
+class ResultsConfig(_ProviderStack):
+    """The per-cloud results bucket stack."""
+
+    stack_type: Choice(STACK_TYPES) = config_key("stackType", "results: the cloud's results bucket", "results")
+    bucket_name: Text | None = config_key("bucketName", "the bucket's name (default: generated)")
+    checkpoint_days: PositiveInt = config_key("checkpointDays", "days checkpoints are kept", 30)
+    noncurrent_days: PositiveInt = config_key("noncurrentDays", "days overwritten result versions are kept", 30)
+
+
+class SweeperConfig(_ProviderStack):
+    """The leak sweep as a function on the cloud's scheduler (stacks aws-sweeper, gcp-sweeper)."""
+
+    stack_type: Choice(STACK_TYPES) = config_key("stackType", "sweeper: the leak sweep on a schedule", "sweeper")
+    every: Schedule = config_key("every", "how often the sweep runs (UTC)", "rate(1 hour)")
+    regions: Annotated[tuple[str, ...], BeforeValidator(_regions)] | None = config_key(
+        "regions", "regions to sweep (AWS default: the stack's region; GCP: every zone)"
+    )
+    dry_run: Flag = config_key("dryRun", "report what would be terminated, terminate nothing", False)
+
+
+# Stack kind -> (model, the config keys it reads).
+MODELS: dict[str, type[StackConfig]] = {
+    "benchmark": BenchmarkConfig,
+    "recurring": BenchmarkConfig,
+    "results": ResultsConfig,
+    "sweeper": SweeperConfig,
 }
 
 
-@dataclass(frozen=True)
-class SweeperConfig:
-    """The leak sweep as a function on the cloud's scheduler (stacks aws-sweeper, gcp-sweeper)."""
-
-    stack: str
-    provider: str
-    every: str
-    dry_run: bool = False
-    regions: tuple[str, ...] | None = None  # AWS default: the stack's region; GCP: every zone
-    provider_config: Mapping[str, str] = field(default_factory=dict)
-    stack_type: str = "sweeper"
+def keys_of(stack_type: str) -> list[str]:
+    """The config keys a stack kind reads (a benchmark stack reads all a recurring one does but `every`)."""
+    keys = MODELS[stack_type].config_keys()
+    return [k for k in keys if k != "every"] if stack_type == "benchmark" else keys
 
 
-@dataclass(frozen=True)
-class ResultsConfig:
-    """The per-cloud results bucket stack."""
-
-    stack: str
-    provider: str
-    checkpoint_days: int
-    noncurrent_days: int
-    bucket_name: str | None = None
-    provider_config: Mapping[str, str] = field(default_factory=dict)
-    stack_type: str = "results"
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+def validated(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
+    """`model` built from `values`; its first ValidationError as the ConfigError naming the key and the fix."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        name = str(error["loc"][0]) if error["loc"] else "config"
+        raise ConfigError(name, str(cause) if cause is not None else error["msg"]) from None
 
 
 def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -449,7 +503,10 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
 def _provider_value(full: str, ns: str, key: str, value: Any) -> str:
     """A provider key's value: regions and zones as the cloud spells them, other names as slugs
     (they reach the guest's environment and the cloud CLI's arguments)."""
-    text = _str(full, value)
+    try:
+        text = nonempty_str(value)
+    except ValueError as exc:
+        raise ConfigError(full, str(exc)) from None
     cloud = clouds.get(ns)
     pattern = {"region": cloud.REGION_PATTERN, "zone": cloud.ZONE_PATTERN}.get(key, _PROVIDER_NAME)
     if not pattern.fullmatch(text):
@@ -497,26 +554,17 @@ def _namespace_typo(key: str) -> str | None:
     return None
 
 
-def reject_unknown(keys: Mapping[str, Any], table: Mapping[str, Any], kind: str) -> None:
-    """ConfigError for the first key not in `table`, suggesting the closest allowed key."""
+def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> None:
+    """ConfigError for the first key not in `allowed`, suggesting the closest allowed key."""
+    allowed = list(allowed)
     for key in keys:
-        if key not in table:
-            close = difflib.get_close_matches(key, list(table), n=1)
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
             hint = f" Did you mean {NAMESPACE}:{close[0]}?" if close else ""
             article = "an" if kind[:1].lower() in "aeiou" or kind.startswith("SSH") else "a"
             raise ConfigError(
-                key, f"unknown key for {article} {kind} stack.{hint} Allowed keys: {', '.join(sorted(table))}"
+                key, f"unknown key for {article} {kind} stack.{hint} Allowed keys: {', '.join(sorted(allowed))}"
             )
-
-
-def _parse_table(ours: Mapping[str, Any], table: Mapping[str, tuple[Callable, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, (parser, default) in table.items():
-        if key in ours and ours[key] is not None:
-            out[_snake(key)] = parser(key, ours[key])
-        elif default is not None:
-            out[_snake(key)] = default
-    return out
 
 
 def _check_stack_name(stack: str) -> None:
@@ -535,47 +583,19 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
     _check_stack_name(stack)
     ours, provider = _split(raw)
-    stack_type = _choice(STACK_TYPES)("stackType", ours.get("stackType", "benchmark"))
-    if stack_type == "results":
-        reject_unknown(ours, RESULTS_KEYS, "results")
-        values = _parse_table(ours, RESULTS_KEYS)
-        if "provider" not in values:
-            raise ConfigError("provider", f"required for a results stack; allowed values: {', '.join(PROVIDERS)}")
-        return ResultsConfig(stack=stack, provider_config=provider, **values)
-    if stack_type == "sweeper":
-        reject_unknown(ours, SWEEPER_KEYS, "sweeper")
-        values = _parse_table(ours, SWEEPER_KEYS)
-        if "provider" not in values:
-            raise ConfigError("provider", f"required for a sweeper stack; allowed values: {', '.join(PROVIDERS)}")
-        return SweeperConfig(stack=stack, provider_config=provider, **values)
-    table = RECURRING_KEYS if stack_type == "recurring" else BENCHMARK_KEYS
-    reject_unknown(ours, table, stack_type)
-    values = _parse_table(ours, table)
-    if values.get("workload"):
-        if ours.get("suite") is not None:
-            raise ConfigError(
-                "suite",
-                "set gpubench:suite or gpubench:workload, not both: a stack runs built-in benchmarks or one workload",
-            )
-        values["suite"] = ()
-        if values.get("payload_image"):
-            raise ConfigError(
-                "payloadImage",
-                "a cloud stack's workload travels in the code bundle, which a prebuilt payload image does not "
-                "fetch: drop gpubench:payloadImage (the spec's `image`, or the official TensorFlow image, runs it)",
-            )
-    if stack_type == "recurring" and "every" not in values:
+    try:
+        stack_type = _choice(STACK_TYPES)(ours.get("stackType", "benchmark"))
+    except ValueError as exc:
+        raise ConfigError("stackType", str(exc)) from None
+    reject_unknown(ours, keys_of(stack_type), stack_type)
+    given = {k: v for k, v in ours.items() if v is not None}
+    if given.get("workload") is not None and "suite" in given:
         raise ConfigError(
-            "every", "required for a recurring stack: its schedule (UTC), e.g. 'rate(7 days)' or 'cron(0 3 ? * MON *)'"
+            "suite",
+            "set gpubench:suite or gpubench:workload, not both: a stack runs built-in benchmarks or one workload",
         )
-    if "offering" not in values:
-        raise ConfigError(
-            "offering", "required: the catalog id of what to launch, e.g. aws/p3.8xlarge (see `python -m infra stacks`)"
-        )
-    if values.get("epochs") and values.get("steps"):
-        raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
-    _check_ssh_width(values.get("ssh_cidr"), values.get("allow_wide_ssh", False))
-    return BenchmarkConfig(stack=stack, provider_config=provider, **values)
+    cfg = validated(MODELS[stack_type], {**given, "stackType": stack_type, "stack": stack, "provider_config": provider})
+    return cfg.model_copy(update={"suite": ()}) if getattr(cfg, "workload", None) else cfg
 
 
 def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -> None:
@@ -591,7 +611,8 @@ def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -
         )
     _check_zone(cfg, provider)
     scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
-    if cfg.results and not cfg.results.startswith("stack:") and scheme and not cfg.results.startswith(scheme):
+    bucket = cfg.results and not cfg.results.startswith(STACK_REF) and parse_results_location(cfg.results)
+    if bucket and scheme and f"{bucket.scheme}://" != scheme:
         raise ConfigError(
             "results",
             f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results",

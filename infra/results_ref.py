@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pulumi
 
+from infra.config import STACK_REF
 from payload.layout import stack_prefix
+from payload.results_location import BUCKET_SCHEMES, parse_results_location
 
 
 @dataclass(frozen=True)
@@ -30,14 +32,6 @@ class ResultsLocation:
         return self.prefix + stack_prefix(stack)
 
 
-def split_url(url: str) -> tuple[str, str, str]:
-    """`s3://bucket/a/b` -> ("s3", "bucket", "a/b/")."""
-    scheme, _, rest = url.partition("://")
-    bucket, _, prefix = rest.partition("/")
-    prefix = prefix.strip("/")
-    return scheme, bucket, (prefix + "/" if prefix else "")
-
-
 def stack_reference_name(name: str) -> str:
     """Short names refer to a stack of this project: `<org>/<project>/<name>`."""
     if "/" in name:
@@ -46,14 +40,18 @@ def stack_reference_name(name: str) -> str:
 
 
 def locate(ref: str, parent: pulumi.Resource) -> ResultsLocation:
-    if ref.startswith("stack:"):
+    """Where the stack writes: `stack:<name>` reads that results stack's outputs; a bucket URL
+    (already checked by infra.config) is split by payload.results_location."""
+    if ref.startswith(STACK_REF):
         sref = pulumi.StackReference(
             "results-stack",
-            stack_name=stack_reference_name(ref[len("stack:") :]),
+            stack_name=stack_reference_name(ref[len(STACK_REF) :]),
             opts=pulumi.ResourceOptions(parent=parent),
         )
         bucket = sref.require_output("bucketName")
         url = sref.require_output("resultsUrl")
         return ResultsLocation(bucket=pulumi.Output.from_input(bucket), prefix="", url=pulumi.Output.from_input(url))
-    _, bucket, prefix = split_url(ref)
-    return ResultsLocation(bucket=pulumi.Output.from_input(bucket), prefix=prefix, url=pulumi.Output.from_input(ref))
+    loc = parse_results_location(ref, schemes=BUCKET_SCHEMES)
+    return ResultsLocation(
+        bucket=pulumi.Output.from_input(loc.bucket), prefix=loc.prefix, url=pulumi.Output.from_input(ref)
+    )

@@ -1,9 +1,16 @@
-"""Run options: one table drives argparse, the GPUBENCH_* environment and validation.
+"""Run options: one table names them, one pydantic model types and checks them.
 
 cloud-init hands the container an env file, so every ``run`` option has an
-environment variable (docs/CONTRACTS.md). Precedence: command line, then
-environment, then default. Every parse error names the option, where the
-value came from and the allowed values.
+environment variable (docs/CONTRACTS.md). ``OPTIONS`` is the table: each row is
+a CLI flag, its GPUBENCH_* variable, the text parser, the default and the help.
+``RunConfig`` is the pydantic model built from it (field type = what the row's
+parser returns, description = its help), so adding a row adds the option
+everywhere: argparse, the environment, validation, rendering and the JSON schema.
+Precedence is stated once, in ``given_values``. Every parse error names the
+option, where the value came from and the allowed values.
+
+Python 3.8 compatible (the legacy payload image): pydantic evaluates the
+annotations of the model, hence typing's List/Dict/Optional in them.
 """
 
 from __future__ import annotations
@@ -12,9 +19,15 @@ import argparse
 import datetime as _dt
 import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates these on Python 3.8
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
+from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
+
+from payload.results_location import parse_results_location
 
 __all__ = [
     "ALL_REDUCES",
@@ -25,6 +38,7 @@ __all__ = [
     "Option",
     "RunConfig",
     "add_run_arguments",
+    "given_values",
     "render_argv",
     "render_env",
     "resolve",
@@ -41,48 +55,28 @@ class ConfigError(ValueError):
     """A bad option value; the message names the option and the allowed values."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise ValueError("must be a positive integer") from None
-    if v < 1:
-        raise ValueError("must be a positive integer")
-    return v
+def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
+    """A text parser for a number obeying `ok`; `rule` ("a positive integer") is the message."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = cast(text)
+        except ValueError:
+            raise ValueError(f"must be {rule}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"must be a finite {rule.split(' ', 1)[1]}, not {text!r}")
+        if not ok(value):
+            raise ValueError(f"must be {rule}")
+        return value
+
+    parse.__annotations__["return"] = cast.__name__
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise ValueError("must be an integer >= 0") from None
-    if v < 0:
-        raise ValueError("must be an integer >= 0")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise ValueError("must be a positive number") from None
-    if not math.isfinite(v):
-        raise ValueError(f"must be a finite positive number, not {text!r}")
-    if not v > 0:
-        raise ValueError("must be a positive number")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise ValueError("must be a number >= 0") from None
-    if not math.isfinite(v):
-        raise ValueError(f"must be a finite number >= 0, not {text!r}")
-    if v < 0:
-        raise ValueError("must be a number >= 0")
-    return v
+_positive_int = _number(int, lambda v: v >= 1, "a positive integer")
+_nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
+_positive_float = _number(float, lambda v: v > 0, "a positive number")
+_nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
 _BOOLS = {
@@ -98,7 +92,8 @@ _BOOLS = {
 }
 
 
-def _bool(text: str | bool) -> bool:
+def _bool(text: Any) -> bool:
+    """1/0, true/false, yes/no, on/off (or a bool, from a flag)."""
     if isinstance(text, bool):
         return text
     try:
@@ -117,7 +112,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
-def _benchmarks(text: str) -> list[str]:
+def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
     from payload.benchmarks import REGISTRY, UnknownBenchmark, get
 
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -141,7 +136,7 @@ def _deadline(text: str) -> float:
     return dt.timestamp()
 
 
-def _params(text: str) -> dict[str, str]:
+def _params(text: str) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
     out = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -171,12 +166,8 @@ def _stack(text: str) -> str:
 
 def _results(text: str) -> str:
     """s3://, gs://, file:// or a path, with a valid bucket name: checked before anything trains."""
-    from payload.storage import StorageError, check_results_url
-
-    try:
-        return check_results_url(text.strip())
-    except StorageError as exc:
-        raise ValueError(str(exc)) from None
+    parse_results_location(text.strip())  # ResultsLocationError is a ValueError naming the value and the fix
+    return text.strip()
 
 
 def _date(text: str) -> str:
@@ -187,6 +178,10 @@ def _date(text: str) -> str:
     except ValueError:
         raise ValueError("must be an ISO 8601 date, e.g. 2025-01-31") from None
     return value
+
+
+def _data(text: str) -> DataSource:
+    return DataSource.parse(text)
 
 
 @dataclass(frozen=True)
@@ -340,7 +335,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "data",
         "GPUBENCH_DATA",
-        _text,
+        _data,
         "download",
         "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
         "with the study's files (mnist.npz, cifar-10-batches-py/, imdb.npz, nietzsche.txt, tweets CSV)",
@@ -466,7 +461,7 @@ class DataSource:
     """Parsed --data: mode is synthetic | download | dir."""
 
     mode: str
-    path: str | None = None
+    path: Optional[str] = None  # noqa: UP045 - pydantic evaluates it on Python 3.8
 
     def __str__(self) -> str:
         return self.path if self.mode == "dir" else self.mode
@@ -476,47 +471,45 @@ class DataSource:
         if text in ("synthetic", "download"):
             return cls(text)
         if not os.path.isdir(text):
-            raise ConfigError(
-                f"--data/GPUBENCH_DATA={text!r}: must be 'synthetic', 'download' or an existing directory"
-            )
+            raise ValueError("must be 'synthetic', 'download' or an existing directory")
         return cls("dir", os.path.abspath(text))
 
 
-@dataclass
-class RunConfig:
-    benchmark: list[str]
-    results: str
-    stack: str
-    workload: str | None = None
-    offering: str | None = None
-    market: str | None = None
-    epochs: int | None = None
-    steps: int | None = None
-    batch_size: int | None = None
-    precision: str = "fp32"
-    gpus: int | None = None
-    backend: str = "tensorflow"
-    all_reduce: str = "nccl"
-    data: DataSource = field(default_factory=lambda: DataSource("download"))
-    param: dict[str, str] = field(default_factory=dict)
-    expect_gpu: bool = False
-    hourly_usd: float | None = None
-    on_demand_hourly_usd: float | None = None
-    offering_kind: str | None = None
-    instance_type: str | None = None
-    price_source: str | None = None
-    price_as_of: str | None = None
-    image: str | None = None
-    host_events: str | None = None
-    deadline: float | None = None
-    checkpoint_every: int = 500
-    watch_interval: float = 5.0
-    spool: str | None = None
-    no_resume: bool = False
-    seed: int = 1234
-    cpu_replicas: int = 1
-    probe_seconds: float | None = None
-    probe_target: float = 0.03
+class _RunOptions(BaseModel):
+    """Cross-option rules of a run; the fields come from OPTIONS (see RunConfig)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="after")
+    def _epochs_or_steps(self) -> _RunOptions:
+        if self.epochs is not None and self.steps is not None:
+            raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
+        return self
+
+
+def _field(opt: Option) -> tuple[Any, Any]:
+    """(annotation, FieldInfo) of one option: the type its parser returns, its default and help."""
+    kind = typing.get_type_hints(opt.parse).get("return", Any)
+    parse = (lambda raw, p=opt.parse: _merged(p, raw)) if opt.repeat else opt.parse
+    check = BeforeValidator(lambda raw, p=parse: raw if raw is None else p(raw))
+    annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
+    empty = getattr(kind, "__origin__", None) in (list, dict)
+    if opt.default is None and empty:
+        return annotation, Field(default_factory=kind.__origin__, description=opt.help)
+    default = opt.parse(opt.default) if isinstance(opt.default, str) else opt.default
+    return annotation, Field(default, description=opt.help)
+
+
+def _merged(parse: Callable[[str], dict[str, str]], raw: Any) -> dict[str, str]:
+    """A repeatable option given several times (--param a=1 --param b=2): one mapping."""
+    merged: dict[str, str] = {}
+    for item in raw if isinstance(raw, list) else [raw]:
+        merged.update(parse(item))
+    return merged
+
+
+RunConfig = create_model("RunConfig", __base__=_RunOptions, **{opt.name: _field(opt) for opt in OPTIONS})
+RunConfig.__doc__ = "The run options of `python -m payload run`, typed and checked (one field per OPTIONS row)."
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -538,42 +531,55 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
             )
 
 
-def resolve(args: argparse.Namespace | dict, environ: dict | None = None) -> RunConfig:
+def given_values(given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """{option name: (raw value, where it came from)} for every option given, by precedence.
+
+    The one statement of precedence: the command line beats the GPUBENCH_* environment, which
+    beats the option's default (left to RunConfig). An empty variable counts as unset, so an env
+    file may list every variable. Stack files never reach the payload directly: launchers render
+    a stack's values into this environment (render_env) or onto the command line (render_argv)."""
+    out: dict[str, tuple[Any, str]] = {}
+    for opt in OPTIONS:
+        if given.get(opt.name) is not None:
+            out[opt.name] = (given[opt.name], opt.cli)
+        elif environ.get(opt.env, "") != "":
+            out[opt.name] = (environ[opt.env], opt.env)
+    return out
+
+
+def _check_presence(values: Mapping[str, tuple[Any, str]]) -> None:
+    """Required options are given; a run is built-in benchmarks or one workload, never both."""
+    if "workload" in values and "benchmark" in values:
+        (bench, where), (workload, _) = values["benchmark"], values["workload"]
+        raise ConfigError(
+            f"{where}={bench!r} and --workload/GPUBENCH_WORKLOAD={workload!r} both given: "
+            "a run is either built-in benchmarks or one workload; drop one"
+        )
+    for opt in OPTIONS:
+        if opt.required and opt.name not in values and not (opt.name == "benchmark" and "workload" in values):
+            raise ConfigError(f"{opt.cli} (or {opt.env}) is required: {opt.help}")
+
+
+def resolve(args: argparse.Namespace | Mapping[str, Any], environ: Mapping[str, str] | None = None) -> RunConfig:
     """Combine CLI values, GPUBENCH_* env and defaults into a validated RunConfig."""
     environ = os.environ if environ is None else environ
-    given = vars(args) if isinstance(args, argparse.Namespace) else dict(args)
-    values: dict[str, Any] = {}
-    workload = given.get("workload") or environ.get("GPUBENCH_WORKLOAD") or None
-    for opt in OPTIONS:
-        raw, where = given.get(opt.name), opt.cli
-        if raw is None and environ.get(opt.env, "") != "":
-            raw, where = environ[opt.env], opt.env
-        if raw is not None and workload and opt.name == "benchmark":
-            raise ConfigError(
-                f"{where}={raw!r} and --workload/GPUBENCH_WORKLOAD={workload!r} both given: "
-                "a run is either built-in benchmarks or one workload; drop one"
-            )
-        if raw is None:
-            if opt.required and not (workload and opt.name == "benchmark"):
-                raise ConfigError(f"{opt.cli} (or {opt.env}) is required: {opt.help}")
-            if opt.default is not None:
-                values[opt.name] = opt.default
-            continue
-        try:
-            if opt.repeat and isinstance(raw, list):
-                merged: dict = {}
-                for item in raw:
-                    merged.update(opt.parse(item))
-                values[opt.name] = merged
-            else:
-                values[opt.name] = opt.parse(raw)
-        except ValueError as exc:
-            raise ConfigError(f"{where}={raw!r}: {exc}") from None
-    if values.get("epochs") is not None and values.get("steps") is not None:
-        raise ConfigError("--epochs and --steps are mutually exclusive (GPUBENCH_EPOCHS / GPUBENCH_STEPS)")
-    values.setdefault("benchmark", [])
-    values["data"] = DataSource.parse(values.get("data", "download"))
-    return RunConfig(**values)
+    values = given_values(vars(args) if isinstance(args, argparse.Namespace) else args, environ)
+    _check_presence(values)
+    try:
+        return RunConfig.model_validate({name: raw for name, (raw, _) in values.items()})
+    except ValidationError as exc:
+        raise _config_error(exc, values) from None
+
+
+def _config_error(exc: ValidationError, values: Mapping[str, tuple[Any, str]]) -> ConfigError:
+    """The first error, worded as ever: `<flag or variable>=<value>: <rule>`."""
+    error = exc.errors()[0]
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError):
+        return cause
+    name = error["loc"][0] if error["loc"] else ""
+    raw, where = values.get(name, (error.get("input"), name))
+    return ConfigError(f"{where}={raw!r}: {cause if cause is not None else error['msg']}")
 
 
 # --- rendering: launchers (cloud-init env file, SSH runner) write options from this table ---

@@ -29,14 +29,19 @@ import datetime as _dt
 import hashlib
 import os
 import random
-import re
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
-from urllib.parse import urlparse
+
+from payload.results_location import (
+    ResultsLocation,
+    ResultsLocationError,
+    bucket_name_problem,
+    parse_results_location,
+)
 
 __all__ = [
     "ObjectInfo",
@@ -387,110 +392,40 @@ class GCSStore(Store):
             pass
 
 
-_IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
-
-
-def bucket_name_problem(scheme: str, name: str) -> str | None:
-    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None.
-
-    S3: https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-    GCS: https://cloud.google.com/storage/docs/buckets#naming
-    """
-    if scheme == "s3":
-        if not 3 <= len(name) <= 63:
-            return "S3 bucket names are 3 to 63 characters long"
-        if not re.fullmatch(r"[a-z0-9][a-z0-9.-]*[a-z0-9]", name):
-            return (
-                "S3 bucket names use lowercase letters, digits, '.' and '-', and start and end with a letter or digit"
-            )
-        if ".." in name or _IPV4.fullmatch(name):
-            return "S3 bucket names have no '..' and are not IP addresses"
-        if name.startswith(("xn--", "sthree-")) or name.endswith(("-s3alias", "--ol-s3", "--x-s3")):
-            return "S3 reserves the prefixes xn--, sthree- and the suffixes -s3alias, --ol-s3, --x-s3"
-        return None
-    if scheme == "gs":
-        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*[a-z0-9]", name):
-            return (
-                "GCS bucket names use lowercase letters, digits, '-', '_' and '.', "
-                "and start and end with a letter or digit"
-            )
-        parts = name.split(".")
-        if len(name) > (222 if len(parts) > 1 else 63) or len(name) < 3 or any(len(p) > 63 for p in parts):
-            return "GCS bucket names are 3 to 63 characters (up to 222 with dots, 63 per dot-separated part)"
-        if ".." in name or _IPV4.fullmatch(name):
-            return "GCS bucket names have no '..' and are not IP addresses"
-        if name.startswith("goog") or "google" in name or "g00gle" in name:
-            return "GCS bucket names cannot begin with 'goog' or contain 'google'"
-        return None
-    return None
-
-
 def check_results_url(url: str) -> str:
-    """Check a results location without opening it: scheme, bucket name, file URL form.
+    """Check a results location without opening it (payload.results_location has the rules).
 
-    Returns the URL; raises PermanentStorageError naming the value and the rule.
+    Returns the URL; raises PermanentStorageError naming the value and the fix.
     """
-    if not url or not isinstance(url, str) or not url.strip():
-        raise PermanentStorageError(f"results location must be a non-empty URL or path, got {url!r}")
-    if any(ord(c) < 32 for c in url):
-        raise PermanentStorageError(f"results location {url!r} contains a control character (newline?)")
-    parsed = urlparse(url)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        return url
-    if parsed.scheme not in _OPENERS:
-        raise PermanentStorageError(
-            f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
-            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path"
-        )
-    if parsed.scheme == "file":
-        if parsed.netloc not in ("", "localhost"):
-            raise PermanentStorageError(f"file URL {url!r} must be file:///absolute/path")
-        return url
-    if not parsed.netloc:
-        raise PermanentStorageError(f"results URL {url!r} has no bucket; expected {parsed.scheme}://bucket[/prefix]")
-    problem = bucket_name_problem(parsed.scheme, parsed.netloc)
-    if problem:
-        raise PermanentStorageError(f"bucket name {parsed.netloc!r} in {url!r} is not valid: {problem}")
+    try:
+        parse_results_location(url)
+    except ResultsLocationError as exc:
+        raise PermanentStorageError(str(exc)) from None
     return url
 
 
-def _open_file(parsed, url, **kw) -> Store:
-    if parsed.netloc not in ("", "localhost"):
-        raise StorageError(f"file URL {url!r} must be file:///absolute/path")
-    return FileStore(url, Path(parsed.path), **kw)
+def _open_file(loc: ResultsLocation, **kw) -> Store:
+    if loc.given_as_path:
+        path = Path(loc.path).expanduser().resolve()
+        return FileStore(path.as_uri(), path, **kw)
+    return FileStore(loc.text, Path(loc.path), **kw)
 
 
-def _open_s3(parsed, url, **kw) -> Store:
-    if not parsed.netloc:
-        raise StorageError(f"S3 URL {url!r} has no bucket; expected s3://bucket[/prefix]")
-    return S3Store(url.rstrip("/"), parsed.netloc, parsed.path, **kw)
-
-
-def _open_gs(parsed, url, **kw) -> Store:
-    if not parsed.netloc:
-        raise StorageError(f"GCS URL {url!r} has no bucket; expected gs://bucket[/prefix]")
-    return GCSStore(url.rstrip("/"), parsed.netloc, parsed.path, **kw)
-
-
-_OPENERS: dict[str, Callable[..., Store]] = {"file": _open_file, "s3": _open_s3, "gs": _open_gs}
+_OPENERS: dict[str, Callable[..., Store]] = {
+    "file": _open_file,
+    "s3": lambda loc, **kw: S3Store(loc.text.rstrip("/"), loc.bucket, loc.prefix, **kw),
+    "gs": lambda loc, **kw: GCSStore(loc.text.rstrip("/"), loc.bucket, loc.prefix, **kw),
+}
 
 
 def open_store(url: str, retries: int | None = None, backoff: float | None = None) -> Store:
     """Open the store for a results URL; a bare path means a local directory."""
-    if not url or not isinstance(url, str):
-        raise StorageError(f"results location must be a non-empty URL or path, got {url!r}")
-    parsed = urlparse(url)
-    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
-        path = Path(url).expanduser().resolve()
-        return FileStore(path.as_uri(), path, retries=retries, backoff=backoff)
-    opener = _OPENERS.get(parsed.scheme)
-    if opener is None:
-        raise StorageError(
-            f"unsupported results URL scheme {parsed.scheme!r} in {url!r}; "
-            f"use one of: {', '.join(s + '://' for s in _OPENERS)} or a local path"
-        )
     try:
-        return opener(parsed, url, retries=retries, backoff=backoff)
+        loc = parse_results_location(url)
+    except ResultsLocationError as exc:
+        raise PermanentStorageError(str(exc)) from None
+    try:
+        return _OPENERS[loc.scheme](loc, retries=retries, backoff=backoff)
     except StorageError:
         raise
     except Exception as exc:  # noqa: BLE001 - no credentials, SDK missing, ...: callers handle StorageError

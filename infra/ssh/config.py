@@ -10,133 +10,85 @@ how to run there. Every error names the key, the bad value and the fix.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-# Value parsers shared with cloud stacks: one spelling of each rule and message.
+from pydantic import BeforeValidator, Field, model_validator
+
+# Value checks and field types shared with cloud stacks: one spelling of each rule and message.
 from infra.config import (
     MAX_HOURS_LIMIT,
     NAMESPACE,
     PRECISIONS,
+    Benchmarks,
+    Choice,
     ConfigError,
-    _bool,
-    _choice,
-    _image,
-    _params,
-    _str,
-    _workload,
+    Flag,
+    Image,
+    Params,
+    StackConfig,
+    Text,
+    WorkloadSpec,
+    config_key,
+    gpu_count,
+    hours,
+    int_at_least,
+    nonempty_str,
     reject_unknown,
     split_key,
+    validated,
 )
-from infra.config import _suite as _benchmarks
 from infra.stacks import SSH_PREFIX
+from payload.results_location import URL_SCHEMES, parse_results_location
 
 RUNTIMES = ("docker", "venv")
 HOST_KEY_POLICIES = ("accept-new", "strict")
-RESULT_SCHEMES = ("s3://", "gs://", "file://")
 # Offering kinds with no Pulumi program: reached over SSH. `cloud` rows go through `pulumi up`.
 SSH_KINDS = ("dedicated", "bare-metal", "marketplace", "onprem", "cloud-vm", "local")
 DEFAULT_REMOTE_DIR = "~/.gpubench"
 DEFAULT_PIP_EXTRAS = "payload,tf"
 
 
-# --- value parsers: (key, raw) -> typed value, or ConfigError naming the key.
+# --- value checks: raw value -> typed value, or ValueError with the fix (the model names the key).
 
 
-def _int_in(lo: int, hi: int | None = None) -> Callable[[str, Any], int]:
-    def parse(key: str, raw: Any) -> int:
-        try:
-            value = int(str(raw).strip()) if not isinstance(raw, bool) else None
-        except ValueError:
-            value = None
-        if value is None or value < lo or (hi is not None and value > hi):
-            bound = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-            raise ConfigError(key, f"expected an integer {bound}, got {raw!r}")
-        return value
-
-    return parse
-
-
-def _max_hours(key: str, raw: Any) -> float:
-    try:
-        value = float(str(raw).strip()) if not isinstance(raw, bool) else -1.0
-    except ValueError:
-        value = -1.0
-    if not 0 < value <= MAX_HOURS_LIMIT:
-        raise ConfigError(
-            key, f"expected hours in (0, {MAX_HOURS_LIMIT:g}], got {raw!r}: the payload stops itself at this deadline"
-        )
-    return value
-
-
-def _gpus(key: str, raw: Any) -> str:
-    text = str(raw).strip().lower()
-    return "all" if text == "all" else str(_int_in(0)(key, raw))
-
-
-def _host(key: str, raw: Any) -> str:
-    text = _str(key, raw)
+def _host(raw: Any) -> str:
+    text = nonempty_str(raw)
     if any(c.isspace() for c in text) or "@" in text or "/" in text:
-        raise ConfigError(
-            key, f"{text!r} is not a host name or address; put the user in gpubench:user and the port in gpubench:port"
+        raise ValueError(
+            f"{text!r} is not a host name or address; put the user in gpubench:user and the port in gpubench:port"
         )
     return text
 
 
-def _path(key: str, raw: Any) -> str:
-    return os.path.expanduser(_str(key, raw))
-
-
-def _results(key: str, raw: Any) -> str:
-    text = _str(key, raw)
-    if not text.startswith(RESULT_SCHEMES) or len(text.split("://", 1)[1].strip("/")) == 0:
-        raise ConfigError(
-            key,
-            f"{text!r} is not a bucket URL; allowed: s3://bucket[/prefix], gs://bucket[/prefix], file:///abs/dir "
-            "(uploads happen from this machine, so the SSH host never holds cloud credentials)",
-        )
+def _results(raw: Any) -> str:
+    """A bucket or file URL (payload.results_location); never a bare path: the host is another machine."""
+    text = nonempty_str(raw)
+    try:
+        parse_results_location(text, schemes=URL_SCHEMES, bucket_rules=False)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc} (uploads happen from this machine, so the SSH host never holds cloud credentials)"
+        ) from None
     return text.rstrip("/")
 
 
-def _remote_dir(key: str, raw: Any) -> str:
-    text = _str(key, raw)
+def _remote_dir(raw: Any) -> str:
+    text = nonempty_str(raw)
     if not (text.startswith("/") or text == "~" or text.startswith("~/")):
-        raise ConfigError(key, f"{text!r} must be an absolute path or start with ~/ (e.g. ~/.gpubench)")
+        raise ValueError(f"{text!r} must be an absolute path or start with ~/ (e.g. ~/.gpubench)")
     if any(c.isspace() or c in "'\"$`\\" for c in text):
-        raise ConfigError(key, f"{text!r}: use a path without spaces, quotes or $")
+        raise ValueError(f"{text!r}: use a path without spaces, quotes or $")
     return text.rstrip("/") or "/"
 
 
-# key -> (parser, default). A None default means optional and absent.
-KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
-    "stackType": (_choice(("ssh",)), "ssh"),
-    "offering": (_str, None),
-    "host": (_host, None),
-    "user": (_str, None),
-    "port": (_int_in(1, 65535), 22),
-    "identityFile": (_path, None),
-    "hostKeyCheck": (_choice(HOST_KEY_POLICIES), "accept-new"),
-    "results": (_results, None),
-    "runtime": (_choice(RUNTIMES), "docker"),
-    "benchmark": (_benchmarks, None),
-    "suite": (_benchmarks, None),  # the cloud stacks' name for the same list
-    "workload": (_workload, None),  # your own job: a workload spec file, shipped with its workdir
-    "epochs": (_int_in(1), None),
-    "steps": (_int_in(1), None),
-    "batchSize": (_int_in(1), None),
-    "precision": (_choice(PRECISIONS), "fp32"),
-    "gpus": (_gpus, "all"),
-    "data": (_str, "synthetic"),
-    "params": (_params, None),
-    "expectGpu": (_bool, None),  # default: the offering has GPUs
-    "maxHours": (_max_hours, 6.0),
-    "payloadImage": (_image, None),  # unset: the public TensorFlow image runs the uploaded bundle
-    "remotePython": (_str, None),
-    "pipExtras": (_str, DEFAULT_PIP_EXTRAS),
-    "remoteDir": (_remote_dir, DEFAULT_REMOTE_DIR),
-}
+Count = Annotated[int, BeforeValidator(int_at_least(1))]
+LocalPath = Annotated[str, BeforeValidator(lambda raw: os.path.expanduser(nonempty_str(raw)))]
+Gpus = Annotated[str, BeforeValidator(gpu_count(0))]  # 0: run on the CPU
+MaxHours = Annotated[
+    float, BeforeValidator(hours(0, MAX_HOURS_LIMIT, True, "the payload stops itself at this deadline"))
+]
+# Keys an SSH stack cannot do without, and what to put there (the message when one is missing).
 REQUIRED = {
     "offering": "the catalog id of the box, e.g. hetzner/ex51-ssd-gpu or onprem/parkopedia-4x1080ti (see `python -m analysis offerings`)",
     "host": "the box's DNS name or address, e.g. gpu-box.example.internal",
@@ -144,39 +96,69 @@ REQUIRED = {
 }
 
 
-@dataclass(frozen=True)
-class SshStack:
-    """One SSH stack: where the box is, how to run, what to benchmark."""
+class SshStack(StackConfig):
+    """One SSH stack: where the box is, how to run, what to benchmark.
 
-    stack: str
-    offering: str
-    host: str
-    results: str
-    benchmark: tuple[str, ...]
-    workload: str | None = None  # absolute local path of a workload spec (shipped with its workdir)
-    port: int = 22
-    user: str | None = None
-    identity_file: str | None = None
-    host_key_check: str = "accept-new"
-    runtime: str = "docker"
-    epochs: int | None = None
-    steps: int | None = None
-    batch_size: int | None = None
-    precision: str = "fp32"
-    gpus: str = "all"
-    data: str = "synthetic"
-    params: str | None = None
-    expect_gpu: bool = True
-    max_hours: float = 6.0
-    payload_image: str | None = None
-    remote_python: str | None = None
-    pip_extras: str = DEFAULT_PIP_EXTRAS
-    remote_dir: str = DEFAULT_REMOTE_DIR
-    image_generation: str = "cuda12"
-    gpu_count: int = 0
-    gpu_model: str | None = None
-    # payload options for the offering and its catalog price (infra.launch.offering_options)
-    offering_options: Mapping[str, Any] = field(default_factory=dict)
+    The benchmark keys reuse the payload's option names; the last fields come from the
+    offering's catalog row, not from the stack file. Precedence: a flag of `python -m infra
+    ssh` (with_overrides) beats the stack file, which beats the defaults here."""
+
+    stack_type: Choice(("ssh",)) = config_key("stackType", "ssh (the only kind of SSH stack)", "ssh")
+    offering: Text = config_key("offering", REQUIRED["offering"])
+    host: Annotated[str, BeforeValidator(_host)] = config_key("host", REQUIRED["host"])
+    results: Annotated[str, BeforeValidator(_results)] = config_key("results", REQUIRED["results"])
+    user: Text | None = config_key("user", "the SSH user (default: your ssh config's)")
+    port: Annotated[int, BeforeValidator(int_at_least(1, 65535))] = config_key("port", "the SSH port", 22)
+    identity_file: LocalPath | None = config_key("identityFile", "private key file on this machine")
+    host_key_check: Choice(HOST_KEY_POLICIES) = config_key("hostKeyCheck", "accept-new or strict", "accept-new")
+    runtime: Choice(RUNTIMES) = config_key("runtime", "docker, or venv on the host's Python", "docker")
+    benchmark: Benchmarks = config_key("benchmark", "built-in benchmarks to run, e.g. [resnet50, vgg16]", ())
+    suite: Benchmarks | None = config_key("suite", "the cloud stacks' name for benchmark (set one of them)")
+    workload: WorkloadSpec | None = config_key(
+        "workload", "your own job: a workload spec file, shipped with its workdir"
+    )
+    epochs: Count | None = config_key("epochs", "epochs to train (epoch benchmarks)")
+    steps: Count | None = config_key("steps", "training steps (throughput benchmarks); not with epochs")
+    batch_size: Count | None = config_key("batchSize", "per-GPU batch size")
+    precision: Choice(PRECISIONS) = config_key("precision", "fp32, or mixed (Keras mixed_float16)", "fp32")
+    gpus: Gpus = config_key("gpus", "'all' or how many GPUs (0: CPU)", "all")
+    data: Text = config_key("data", "synthetic, download or a directory on the host", "synthetic")
+    params: Params | None = config_key("params", "benchmark parameter overrides, e.g. {samples: 64}")
+    expect_gpu: Flag | None = config_key("expectGpu", "fail at once without a GPU (default: the offering has GPUs)")
+    max_hours: MaxHours = config_key("maxHours", "the payload stops itself at this deadline (hours)", 6.0)
+    payload_image: Image | None = config_key(
+        "payloadImage", "unset: the public TensorFlow image runs the uploaded bundle"
+    )
+    remote_python: Text | None = config_key("remotePython", "runtime venv: an existing interpreter to reuse")
+    pip_extras: Text = config_key("pipExtras", "extras the venv runtime installs", DEFAULT_PIP_EXTRAS)
+    remote_dir: Annotated[str, BeforeValidator(_remote_dir)] = config_key(
+        "remoteDir", "run directory on the host", DEFAULT_REMOTE_DIR
+    )
+    image_generation: str = Field("cuda12", description="the offering's GPU generation (catalog)")
+    gpu_count: int = Field(0, description="the offering's GPU count (catalog)")
+    gpu_model: str | None = Field(None, description="the offering's GPU model (catalog)")
+    offering_options: Mapping[str, Any] = Field(
+        default_factory=dict, description="payload options for the offering and its price (infra.launch)"
+    )
+
+    @model_validator(mode="after")
+    def _benchmarks_or_workload(self) -> SshStack:
+        if self.benchmark and self.suite:
+            raise ConfigError("suite", "set gpubench:benchmark or gpubench:suite, not both (they are the same list)")
+        if self.workload and (self.benchmark or self.suite):
+            raise ConfigError(
+                "workload",
+                "set gpubench:benchmark or gpubench:workload, not both: a run is built-in benchmarks or one workload",
+            )
+        if not (self.benchmark or self.suite or self.workload):
+            raise ConfigError(
+                "benchmark",
+                "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`), "
+                "or gpubench:workload: path/to/workload.yaml for your own job",
+            )
+        if self.epochs and self.steps:
+            raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
+        return self
 
     @property
     def target(self) -> str:
@@ -184,11 +166,8 @@ class SshStack:
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
     def with_overrides(self, **changes: Any) -> SshStack:
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+        """The stack with the command line's flags applied (a flag left unset, None, keeps the stack's value)."""
+        return self.model_copy(update={k: v for k, v in changes.items() if v is not None})
 
 
 def _ours(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -221,53 +200,30 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             f"skip them; rename stacks/Pulumi.{stack}.yaml to stacks/Pulumi.{SSH_PREFIX}{stack}.yaml",
         )
     ours = _ours(raw)
-    reject_unknown(ours, KEYS, "SSH")
-    for key, why in REQUIRED.items():
-        if ours.get(key) in (None, ""):
-            raise ConfigError(key, f"required for an SSH stack: {why}")
-    values: dict[str, Any] = {}
-    for key, (parse, default) in KEYS.items():
-        if ours.get(key) is not None:
-            values[_snake(key)] = parse(key, ours[key])
-        elif default is not None:
-            values[_snake(key)] = default
-    values.pop("stack_type", None)
-    if "benchmark" in values and "suite" in values:
-        raise ConfigError("suite", "set gpubench:benchmark or gpubench:suite, not both (they are the same list)")
-    values["benchmark"] = values.pop("suite", None) or values.get("benchmark")
-    if values.get("workload") and values["benchmark"]:
-        raise ConfigError(
-            "workload",
-            "set gpubench:benchmark or gpubench:workload, not both: a run is built-in benchmarks or one workload",
-        )
-    if not values["benchmark"] and not values.get("workload"):
-        raise ConfigError(
-            "benchmark",
-            "required: which benchmark(s) to run, e.g. mnist-mlp or [resnet50, vgg16] (see `python -m payload list`), "
-            "or gpubench:workload: path/to/workload.yaml for your own job",
-        )
-    values["benchmark"] = values["benchmark"] or ()
-    if values.get("epochs") and values.get("steps"):
-        raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
-    offering = _offering(catalog, values["offering"])
-    if values.get("expect_gpu") is None:
-        values["expect_gpu"] = offering.gpu_count > 0
-    if values["gpus"] != "all" and int(values["gpus"]) > offering.gpu_count:
+    reject_unknown(ours, SshStack.config_keys(), "SSH")
+    for name, why in REQUIRED.items():
+        if ours.get(name) in (None, ""):
+            raise ConfigError(name, f"required for an SSH stack: {why}")
+    cfg = validated(SshStack, {**{k: v for k, v in ours.items() if v is not None}, "stack": stack})
+    offering = _offering(catalog, cfg.offering)
+    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
         raise ConfigError(
             "gpus",
-            f"{values['gpus']} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
+            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
         )
-    gpu = getattr(offering, "gpu", None)
     from infra.launch import launch_price, offering_options
 
     price, _ = launch_price(catalog, offering.id, "on-demand", [])
-    return SshStack(
-        stack=stack,
-        image_generation=offering.image_generation,
-        gpu_count=offering.gpu_count,
-        gpu_model=getattr(gpu, "model", None),
-        offering_options=offering_options(offering, "on-demand", price),
-        **values,
+    return cfg.model_copy(
+        update={
+            "benchmark": cfg.suite or cfg.benchmark,
+            "suite": None,
+            "expect_gpu": offering.gpu_count > 0 if cfg.expect_gpu is None else cfg.expect_gpu,
+            "image_generation": offering.image_generation,
+            "gpu_count": offering.gpu_count,
+            "gpu_model": getattr(getattr(offering, "gpu", None), "model", None),
+            "offering_options": offering_options(offering, "on-demand", price),
+        }
     )
 
 

@@ -242,14 +242,21 @@ def test_sweep_and_teardown_ask_first_and_take_yes():
 
 @pytest.fixture(scope="module")
 def base_venv(tmp_path_factory):
-    """A real venv with only the base dependency (PyYAML) beside this checkout: no extras."""
+    """A real venv with only the base dependencies (PyYAML, pydantic) beside this checkout: no extras."""
+    import annotated_types
+    import pydantic
+    import pydantic_core
+    import typing_extensions
+    import typing_inspection
     import yaml
 
     root = tmp_path_factory.mktemp("base")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
     site = root / "site"
     site.mkdir()
-    (site / "yaml").symlink_to(Path(yaml.__file__).parent)
+    for package in (yaml, pydantic, pydantic_core, annotated_types, typing_inspection):
+        (site / package.__name__).symlink_to(Path(package.__file__).parent)
+    (site / "typing_extensions.py").symlink_to(typing_extensions.__file__)
     python = root / "venv" / "bin" / "python"
     env = {"PYTHONPATH": f"{ROOT}{os.pathsep}{site}", "PATH": "/usr/bin:/bin", "HOME": str(root)}
     return python, env
