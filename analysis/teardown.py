@@ -18,7 +18,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from infra import clouds
 from infra import workspace as pulumi_ws
+from infra.config import STACK_REF
 from infra.tags import (
     DEADLINE_OUTPUTS,
     RESULTS_STACKS,
@@ -28,6 +30,7 @@ from infra.tags import (
     parse_deadline,
 )
 from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
+from payload.results_location import BUCKET_SCHEMES, parse_results_location
 
 # action -> does it count as a failure for the exit code
 ACTIONS = {
@@ -38,7 +41,6 @@ ACTIONS = {
     "refused": True,
     "failed": True,
 }
-BUCKET_SCHEMES = ("s3://", "gs://", "file://")
 DEFAULT_MAX_HOURS = 6.0
 
 
@@ -66,7 +68,7 @@ def _stderr(line: str) -> None:
 
 def refusal(name: str, work_dir: Path) -> str | None:
     """Why `name` must never be destroyed, or None."""
-    if name.startswith(BUCKET_SCHEMES) or "://" in name:
+    if "://" in name:  # every results URL has one
         return f"{name!r} is a bucket URL; teardown destroys benchmark stacks and never touches results buckets"
     if name in RESULTS_STACKS:
         return (
@@ -122,9 +124,9 @@ def results_urls_of(name: str, ws, outputs, config, explicit: Sequence[str] | No
     if url:
         return [str(url)]
     ref = str(config_value(config, "results", "") or "")
-    if ref.startswith(("s3://", "gs://")):
-        return [ref]
-    ref_stack = ref[len("stack:") :] if ref.startswith("stack:") else f"{name.split('-', 1)[0]}-results"
+    if ref and not ref.startswith(STACK_REF):
+        return [parse_results_location(ref, schemes=BUCKET_SCHEMES).url]
+    ref_stack = ref[len(STACK_REF) :] if ref else clouds.results_stack(name.split("-", 1)[0])
     try:
         url = output_value(ws.select_stack(ref_stack).outputs(), (RESULTS_URL_OUTPUT,))
     except Exception:  # noqa: BLE001 - reported as "no results location" below
@@ -170,7 +172,10 @@ def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, 
     if completed:
         from analysis.completion import decide, read_runs
 
-        urls = results_urls_of(name, ws, outputs, config, results_urls)
+        try:
+            urls = results_urls_of(name, ws, outputs, config, results_urls)
+        except ValueError as exc:  # a malformed gpubench:results: named, the stack is kept
+            return False, "; ".join([*reasons, f"gpubench:results: {exc}"])
         if not urls:
             reasons.append("no results location: pass --results URL or set gpubench:results")
         else:

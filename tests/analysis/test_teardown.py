@@ -195,6 +195,14 @@ def test_completed_without_results_location_keeps_the_stack(project):
     assert out[0].action == "kept" and "--results" in out[0].reason and ws.calls == []
 
 
+@pytest.mark.parametrize("ref", ["S3://Bad Bucket", "gcs://typo", "s3://"])
+def test_completed_with_a_malformed_results_location_keeps_the_stack_and_names_it(project, ref):
+    stack_file(project, "aws-bad-ref", offering="aws/p3.2xlarge", suite="x", results=ref)
+    ws = FakeWorkspace().add("aws-bad-ref")
+    out = run(ws, project, ["aws-bad-ref"], completed=True)
+    assert out[0].action == "kept" and "gpubench:results" in out[0].reason and ws.calls == []
+
+
 def test_expired_uses_deadline_output_then_update_time_plus_max_hours(project):
     stack_file(project, "aws-fallback", offering="aws/p3.2xlarge", maxHours=2)
     stack_file(project, "aws-fresh", offering="aws/p3.2xlarge", maxHours=2)
