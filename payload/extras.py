@@ -19,6 +19,7 @@ PROVIDED_BY = {
     "pandas": "analysis",
     "pyarrow": "analysis",
     "matplotlib": "analysis",
+    "jinja2": "analysis",
     "jsonschema_rs": "analysis",
     "google.auth": "analysis",
     "google": "payload",

@@ -3,49 +3,75 @@
 `build_report(runs, out_dir, opts)` writes out_dir/index.html: one file,
 plots embedded as base64 PNG, no external resource of any kind, so it can be
 mailed or archived as is. Every price shown carries its source and date.
+
+The page's structure is in templates/*.html.j2 (Jinja2, autoescaped: a value
+from the data is always text, never markup); this module computes what they
+show. Probe runs (the table's `probe` column: short runs of a job) are kept
+apart from full runs: left out of every table, answer and chart, and counted
+in one line.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import math
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
-from string import Template
+from typing import NamedTuple
 
 import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from analysis.metrics import Options, analyse
 from analysis.output import USD
 
-TEMPLATE = Path(__file__).with_name("template.html")
+TEMPLATES = Path(__file__).with_name("templates")
 
-# (column, header, format) for the summary table; format None = text
-SUMMARY_COLUMNS = (
-    ("benchmark", "benchmark", None),
-    ("workload_label", "configuration", None),
-    ("offering_id", "offering", None),
-    ("market", "market", None),
-    ("gpus_used", "GPUs used", "{:.0f}"),
-    ("repeats", "runs", "{:.0f}"),
-    ("train_hours", "time to train (h, median)", "{:.3f}"),
-    ("train_hours_spread", "time spread", "{:.1%}"),
-    ("prices_paid", "price paid", None),
-    ("train_cost_usd", "cost to train (USD, training only)", USD),
-    ("billed_cost_usd", "billed cost (USD, launch to termination)", USD),
-    ("throughput", "throughput", None),
-    ("per_usd", "per USD", None),
-    ("imagenet_hours", "ImageNet-equivalent h", "{:,.1f}"),
-    ("imagenet_cost_usd", "ImageNet-equivalent USD", "{:,.0f}"),
-    ("rel_time", "time vs base", "{:.2f}"),
-    ("rel_train_cost", "cost vs base", "{:.2f}"),
-    ("on_frontier", "on frontier", None),
-    ("price_source", "price source", None),
-    ("price_as_of", "price as of", None),
-    ("billing", "billing rule", None),
-    ("price_note", "price note", None),
-)
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    """Autoescaped: every value from the data reaches the page as text, never as markup."""
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context) -> str:
+    """One of templates/*.html.j2 with `context`."""
+    return _environment().get_template(template).render(**context)
+
+
+class Cell(NamedTuple):
+    text: str | None  # None: a missing value, shown as a dash
+    num: bool = False  # right-aligned, tabular figures
+
+
+class Row(NamedTuple):
+    cells: tuple[Cell, ...]
+    css: str | None = None
+
+
+class Table(NamedTuple):
+    head: tuple[str, ...]
+    rows: tuple[Row, ...]
+    css: str | None = None
+
+
+class Figure(NamedTuple):
+    title: str
+    png: str | None  # base64; None when not drawn, the caption then says why
+    caption: str
+
+    @classmethod
+    def of(cls, title: str, png: bytes | None, caption: str) -> Figure:
+        return cls(title, None if png is None else base64.b64encode(png).decode("ascii"), caption)
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -60,35 +86,25 @@ def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
-def _cell(value, fmt) -> tuple[str, bool]:
+def _cell(value, fmt) -> Cell:
+    """A value as a table cell: formatted numbers right-aligned, booleans as "yes"."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return "&ndash;", False
+        return Cell(None)
     if fmt is not None:
         try:
-            return html.escape(fmt.format(value)), True
+            return Cell(fmt.format(value), True)
         except (ValueError, TypeError):
             pass
     if isinstance(value, (bool,)) or str(value) in ("True", "False"):
-        return ("yes" if str(value) == "True" else ""), False
-    return html.escape(str(value)), False
+        return Cell("yes" if str(value) == "True" else "")
+    return Cell(str(value))
 
 
-def html_table(frame: pd.DataFrame, columns) -> str:
+def frame_table(frame: pd.DataFrame, columns) -> Table:
+    """A table of `frame`'s (column, header, format) columns that it has; format None = text."""
     cols = [c for c in columns if c[0] in frame.columns]
-    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in cols)
-    body = []
-    for r in frame.to_dict("records"):
-        cells = []
-        for c, _, fmt in cols:
-            text, num = _cell(r.get(c), fmt)
-            cells.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
-
-
-def scroll(table: str) -> str:
-    """A table in a container that scrolls sideways if the table is ever wider than the page."""
-    return f'<div class="scroll">{table}</div>'
+    rows = tuple(Row(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols)) for r in frame.to_dict("records"))
+    return Table(tuple(h for _, h, _ in cols), rows)
 
 
 class PriceNotes:
@@ -100,7 +116,7 @@ class PriceNotes:
 
     def ref(self, r: dict) -> str:
         key = tuple(
-            None if _cell(r.get(k), None)[0] == "&ndash;" else str(r.get(k))
+            None if _cell(r.get(k), None).text is None else str(r.get(k))
             for k in ("price_source", "price_as_of", "billing", "price_note")
         )
         if not any(key):
@@ -131,247 +147,244 @@ class PriceNotes:
             out.append((n, text))
         return out
 
-    def html(self) -> str:
-        if not self.notes:
-            return ""
-        items = "".join(f'<li value="{n}">{html.escape(text)}</li>' for n, text in self.items())
-        return f'<h3>Price sources</h3><ol class="sources">{items}</ol>'
 
-
-def breakable(ident: str) -> str:
-    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word."""
-    out = html.escape(ident)
+def breakable(ident: str) -> Markup:
+    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
+    out = str(escape(ident))
     for ch in "/+-":
         out = out.replace(ch, ch + "<wbr>")
-    return out
+    return Markup(out)
 
 
 def _has(frame: pd.DataFrame, col: str) -> bool:
     return col in frame.columns and pd.to_numeric(frame[col], errors="coerce").notna().any()
 
 
-def _rel(v) -> str:
+def _rel(v) -> str | None:
     from analysis.report.answer import _digits, _missing
 
-    return "&ndash;" if _missing(v) else _digits(float(v))
+    return None if _missing(v) else _digits(float(v))
 
 
-def config_table(rows: pd.DataFrame, notes: PriceNotes) -> str:
-    """One configuration's offerings: times in one unit (answer.time_unit of the
-    longest), throughput in its sample unit, no empty column, no identical row."""
+def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, object, bool]]:
+    """(header, row -> cell text, numeric) for one configuration's table: times
+    in one unit (answer.time_unit of the longest), throughput in its sample
+    unit, and only the optional columns some run recorded."""
     from analysis.report.answer import in_unit, time_unit
     from analysis.report.plots import units
 
     unit = time_unit([float(h) for h in rows["train_hours"] if h == h])
     u = units(rows)
+    text = lambda col, fmt: lambda r: _cell(r.get(col), fmt).text
     cols = [
         ("offering", lambda r: breakable(str(r["offering_id"])), False),
-        ("market", lambda r: html.escape(str(r["market"])), False),
-        ("GPUs", lambda r: _cell(r.get("gpus_used"), "{:.0f}")[0], True),
-        ("runs", lambda r: _cell(r.get("repeats"), "{:.0f}")[0], True),
+        ("market", lambda r: str(r["market"]), False),
+        ("GPUs", text("gpus_used", "{:.0f}"), True),
+        ("runs", text("repeats", "{:.0f}"), True),
         (f"time ({unit})", lambda r: in_unit(r["train_hours"], unit), True),
-        ("spread", lambda r: _cell(r.get("train_hours_spread"), "{:.0%}")[0], True),
-        ("price paid", lambda r: _cell(r.get("prices_paid"), None)[0], False),
-        ("cost to train (USD)", lambda r: _cell(r.get("train_cost_usd"), USD)[0], True),
-        ("billed (USD)", lambda r: _cell(r.get("billed_cost_usd"), USD)[0], True),
+        ("spread", text("train_hours_spread", "{:.0%}"), True),
+        ("price paid", text("prices_paid", None), False),
+        ("cost to train (USD)", text("train_cost_usd", USD), True),
+        ("billed (USD)", text("billed_cost_usd", USD), True),
     ]
-    if _has(rows, "samples_per_second"):
-        cols.append((f"{u}/s", lambda r: _cell(r.get("samples_per_second"), "{:,.1f}")[0], True))
-    if _has(rows, "samples_per_usd"):
-        cols.append((f"{u} per USD", lambda r: _cell(r.get("samples_per_usd"), "{:,.0f}")[0], True))
-    if _has(rows, "final_accuracy"):
-        cols.append(("accuracy", lambda r: _cell(r.get("final_accuracy"), "{:.3f}")[0], True))
-    if _has(rows, "gpu_utilization_mean"):
-        cols.append(("GPU util. (mean %)", lambda r: _cell(r.get("gpu_utilization_mean"), "{:.0f}")[0], True))
+    optional = (
+        ("samples_per_second", f"{u}/s", "{:,.1f}"),
+        ("samples_per_usd", f"{u} per USD", "{:,.0f}"),
+        ("final_accuracy", "accuracy", "{:.3f}"),
+        ("gpu_utilization_mean", "GPU util. (mean %)", "{:.0f}"),
+    )
+    cols += [(head, text(col, fmt), True) for col, head, fmt in optional if _has(rows, col)]
     if _has(rows, "rel_time"):
         cols.append(("time vs base", lambda r: _rel(r.get("rel_time")), True))
         cols.append(("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True))
     cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
-    cols.append(("price", lambda r: notes.ref(r) or "&ndash;", False))
+    cols.append(("price", lambda r: notes.ref(r), False))
+    return cols
+
+
+def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
+    """One configuration's offerings, no empty column, no identical row; and
+    which optional figures no run of it recorded ("" when none is missing)."""
+    from analysis.report.plots import units
+
+    cols = _config_columns(rows, notes)
     seen, body = set(), []
     for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
-        cells = tuple(f(r) for _, f, _ in cols)
+        cells = tuple(Cell(f(r), num) for _, f, num in cols)
         if cells in seen:  # identical once rounded: shown once
             continue
         seen.add(cells)
-        body.append(
-            "<tr>"
-            + "".join(f'<td class="num">{c}</td>' if num else f"<td>{c}</td>" for c, (_, _, num) in zip(cells, cols))
-            + "</tr>"
-        )
-    head = "".join(f"<th>{html.escape(h)}</th>" for h, _, _ in cols)
+        body.append(Row(cells))
     missing = [
         what
         for col, what in (
             ("final_accuracy", "accuracy"),
             ("gpu_utilization_mean", "GPU utilisation"),
-            ("samples_per_second", f"{u}/s"),
+            ("samples_per_second", f"{units(rows)}/s"),
         )
         if not _has(rows, col)
     ]
-    note = f'<p class="note">No run of this configuration recorded {", ".join(missing)}.</p>' if missing else ""
-    return scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>") + note
+    return {"table": Table(tuple(h for h, _, _ in cols), tuple(body)), "missing": ", ".join(missing)}
 
 
-def _figure(title: str, png: bytes | None, caption: str) -> str:
-    if png is None:
-        return f'<h3>{html.escape(title)}</h3><p class="empty">Not drawn: {html.escape(caption)}</p>'
-    data = base64.b64encode(png).decode("ascii")
-    return (
-        f'<figure><h3>{html.escape(title)}</h3><img alt="{html.escape(title)}" '
-        f'src="data:image/png;base64,{data}"><figcaption>{html.escape(caption)}</figcaption></figure>'
-    )
+def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
+    """The charts that carry information, and one line naming those left out and why.
+    Captions cite the numbered price sources (`cite`) instead of repeating them."""
+    from analysis.report import plots
+
+    charts = [
+        ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
+        ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
+        ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
+        (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base, cite)),
+        ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
+        (
+            "On-prem break-even vs utilisation (seed 004, section 5.2)",
+            plots.breakeven_vs_utilisation(tables["breakeven"], summary, cite=cite),
+        ),
+        (
+            "ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
+            plots.imagenet(summary, cite),
+        ),
+    ]
+    return {
+        "drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None],
+        "skipped": "; ".join(f"{t} ({cap})" for t, (png, cap) in charts if png is None),
+    }
 
 
-def _charts(charts) -> str:
-    """The charts that carry information; one line says which were left out and why."""
-    drawn = "".join(_figure(t, png, cap) for t, (png, cap) in charts if png is not None)
-    skipped = [f"{t} ({cap})" for t, (png, cap) in charts if png is None]
-    note = f'<p class="note">Not drawn: {html.escape("; ".join(skipped))}.</p>' if skipped else ""
-    return drawn + note
+SCALING_COLUMNS = (
+    ("benchmark", "benchmark", None),
+    ("workload_label", "configuration", None),
+    ("gpu_model", "GPU", None),
+    ("offering_id", "offering", None),
+    ("gpus", "GPUs", "{:.0f}"),
+    ("speedup", "speed-up", "{:.2f}"),
+    ("efficiency", "efficiency", "{:.0%}"),
+    ("reference", "1-GPU reference", None),
+)
+BREAKEVEN_COLUMNS = (
+    ("benchmark", "benchmark", None),
+    ("workload_label", "configuration", None),
+    ("onprem", "on-prem box", None),
+    ("cloud", "cloud offering", None),
+    ("market", "market", None),
+    ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
+    ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
+    ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
+    ("note", "note", None),
+)
+NOT_DONE_COLUMNS = (
+    ("run_id", "run", None),
+    ("offering_id", "offering", None),
+    ("status", "status", None),
+    ("billed_cost_usd", "billed USD", USD),
+    ("price", "price", None),
+    ("error", "error", None),
+)
 
 
-def _section(sid: str, title: str, body: str) -> str:
-    return f'<section id="{sid}"><h2>{html.escape(title)}</h2>{body}</section>'
-
-
-PRICE_NOTES = "<!-- price notes -->"
-
-
-def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str) -> str:
-    from analysis.report import answer, plots, reference
+def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes) -> dict:
+    """The sections over completed runs: tables per configuration, charts,
+    scaling, break-even and the reference section. Numbers price notes in page order."""
+    from analysis.report import answer, reference
 
     summary = tables["summary"]
-    counts = (
-        f"{len(runs)} runs in the table, {int((runs['status'] == 'completed').sum()) if len(runs) else 0} "
-        f"completed; base offering {opts.base}; recommendations rank by "
-        f"{'billed cost (launch to termination)' if opts.cost_basis == 'billed' else 'cost to train'}."
+    configs = [
+        {"title": answer.configuration(rows.iloc[0].to_dict()), **config_table(rows, notes)}
+        for _, rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True)
+    ]
+    extra = (
+        ("scaling", "Multi-GPU scaling", tables["scaling"], SCALING_COLUMNS),
+        ("breakeven", "On-prem break-even", tables["breakeven"], BREAKEVEN_COLUMNS),
     )
-    parts = [answer.section_html(tables["recommendations"], opts)]
+    return {
+        "results": {"assumed": reference.assumed_rates(summary), "base": str(opts.base), "configs": configs},
+        "charts": _charts(summary, tables, opts, notes.cite),
+        "tables": [
+            {"sid": sid, "title": title, "table": frame_table(frame, cols)}
+            for sid, title, frame, cols in extra
+            if not frame.empty
+        ],
+        "ref": reference.context(runs),
+    }
+
+
+def _counts(runs: pd.DataFrame, opts: Options) -> str:
+    completed = int((runs["status"] == "completed").sum()) if len(runs) else 0
+    basis = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train"
+    return (
+        f"{len(runs)} runs in the table, {completed} completed; base offering {opts.base}; "
+        f"recommendations rank by {basis}."
+    )
+
+
+def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
+    """Everything templates/report.html.j2 shows, computed in page order so the
+    price notes are numbered in the order a reader meets them."""
+    from analysis.report import answer
+
+    ctx = {
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "source": source,
+        "counts": _counts(runs, opts),
+        "probes": probes,
+        "answer": {
+            "sentences": [
+                {"configuration": answer.configuration(r), "rest": answer.sentence(r)[len(answer.configuration(r)) :]}
+                for r in tables["recommendations"]
+            ],
+            "basis": answer.basis_line(opts),
+        },
+        "results": None,
+        "not_done": None,
+    }
     notes = PriceNotes()
-    if summary.empty:
-        parts.append(
-            _section(
-                "results",
-                "Results",
-                '<p class="empty">No completed runs to report. Run '
-                "<code>python -m analysis collect</code> against your results bucket first; failed, "
-                "interrupted and set-aside runs are listed by collect.</p>",
-            )
-        )
-    else:
-        body = [
-            reference.assumed_price_note(summary),
-            '<p class="note">One table per configuration; medians over repeated runs; spread = '
-            "(max &minus; min) / median time. Cost to train prices the training time alone; billed prices "
-            "instance launch to termination over every attempt, under each offering's billing rule. Times "
-            "under an hour are in minutes, longer ones in hours (a column takes the unit of its longest "
-            f"time). Relative columns divide by {html.escape(str(opts.base))}. Price sources are the "
-            "numbered notes under the tables.</p>",
-        ]
-        for (_bench, _wl), rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True):
-            body.append(f"<h3>{html.escape(answer.configuration(rows.iloc[0].to_dict()))}</h3>")
-            body.append(config_table(rows, notes))
-        body.append(PRICE_NOTES)
-        parts.append(_section("results", "Per configuration", "".join(body)))
-        cite = notes.cite  # captions cite the numbered price sources instead of repeating them
-        charts = [
-            ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
-            ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
-            ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
-            (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base, cite)),
-            ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
-            (
-                "On-prem break-even vs utilisation (seed 004, section 5.2)",
-                plots.breakeven_vs_utilisation(tables["breakeven"], summary, cite=cite),
-            ),
-            (
-                "ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
-                plots.imagenet(summary, cite),
-            ),
-        ]
-        parts.append(_section("charts", "Charts", _charts(charts)))
-        if not tables["scaling"].empty:
-            parts.append(
-                _section(
-                    "scaling",
-                    "Multi-GPU scaling",
-                    html_table(
-                        tables["scaling"],
-                        (
-                            ("benchmark", "benchmark", None),
-                            ("workload_label", "configuration", None),
-                            ("gpu_model", "GPU", None),
-                            ("offering_id", "offering", None),
-                            ("gpus", "GPUs", "{:.0f}"),
-                            ("speedup", "speed-up", "{:.2f}"),
-                            ("efficiency", "efficiency", "{:.0%}"),
-                            ("reference", "1-GPU reference", None),
-                        ),
-                    ),
-                )
-            )
-        if not tables["breakeven"].empty:
-            parts.append(
-                _section(
-                    "breakeven",
-                    "On-prem break-even",
-                    html_table(
-                        tables["breakeven"],
-                        (
-                            ("benchmark", "benchmark", None),
-                            ("workload_label", "configuration", None),
-                            ("onprem", "on-prem box", None),
-                            ("cloud", "cloud offering", None),
-                            ("market", "market", None),
-                            ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
-                            ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
-                            ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
-                            ("note", "note", None),
-                        ),
-                    ),
-                )
-            )
-        parts.append(f'<section id="reference">{reference.section(runs)}</section>')
+    if not tables["summary"].empty:
+        ctx.update(_results(runs, tables, opts, notes))
     not_done = runs[runs["status"] != "completed"] if len(runs) else runs
     if len(not_done):
         nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
-        parts.append(
-            _section(
-                "not-completed",
-                "Runs that did not complete (billed, not timed)",
-                html_table(
-                    nd,
-                    (
-                        ("run_id", "run", None),
-                        ("offering_id", "offering", None),
-                        ("status", "status", None),
-                        ("billed_cost_usd", "billed USD", USD),
-                        ("price", "price", None),
-                        ("error", "error", None),
-                    ),
-                ),
-            )
-        )
-    body = "\n".join(parts)
-    # the footnotes go under the tables, once every table has taken its numbers
-    body = body.replace(PRICE_NOTES, notes.html(), 1) if PRICE_NOTES in body else body + notes.html()
-    return Template(TEMPLATE.read_text()).substitute(
-        generated=html.escape(datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
-        table=html.escape(source),
-        counts=html.escape(counts),
-        body=body,
+        ctx["not_done"] = frame_table(nd, NOT_DONE_COLUMNS)
+    ctx["notes"] = notes.items()
+    return ctx
+
+
+def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
+    """The report page; `probes`: probe runs left out of `runs`, named in one line."""
+    return render("report.html.j2", **page_context(runs, tables, opts, source, probes))
+
+
+def split_probes(runs: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The full runs, and how many probe runs (short runs of a job) were set
+    apart. A table without the `probe` column predates probes: every row is a full run."""
+    if "probe" not in runs.columns or runs.empty:
+        return runs, 0
+    probe = runs["probe"].astype("boolean").fillna(False).to_numpy(dtype=bool)
+    return runs[~probe], int(probe.sum())
+
+
+def probe_line(count: int) -> str:
+    """The one line that says probe runs were left out and where to see them ("" for none)."""
+    if not count:
+        return ""
+    plural = "s" if count != 1 else ""
+    return (
+        f"{count} probe run{plural} left out of this report (short runs of a job, not full benchmarks): "
+        "`gpubench bench` shows them."
     )
 
 
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:
-    """Write out_dir/index.html; return its path and the metrics tables."""
+    """Write out_dir/index.html over the full runs (probe runs left out, and
+    counted in one line); return its path and the metrics tables."""
+    runs, probes = split_probes(runs)
     tables = analyse(runs, opts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     tmp = out / ".index.html.tmp"
-    tmp.write_text(render_html(runs, tables, opts, source or str(out)), encoding="utf-8")
+    tmp.write_text(render_html(runs, tables, opts, source or str(out), probes), encoding="utf-8")
     tmp.replace(path)
     if not tables["summary"].empty:
         tables["summary"].to_csv(out / "summary.csv", index=False)

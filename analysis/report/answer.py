@@ -10,7 +10,6 @@ the unit of its longest time, so one column never mixes units.
 
 from __future__ import annotations
 
-import html
 import math
 
 from analysis.metrics import add_price_hint
@@ -139,18 +138,3 @@ def basis_line(opts) -> str:
 def lines(recs: list[dict], opts) -> list[str]:
     """The terminal summary's first lines."""
     return [sentence(r) for r in recs] + [basis_line(opts)]
-
-
-def section_html(recs: list[dict], opts) -> str:
-    """<section id="answer">: the first section of the report."""
-    items = "".join(
-        f"<li><strong>{html.escape(configuration(r))}</strong>{html.escape(sentence(r)[len(configuration(r)) :])}</li>"
-        for r in recs
-    )
-    if not items:
-        items = "<li>No completed run yet: nothing to recommend.</li>"
-    return (
-        '<section id="answer"><h2>The answer</h2>'
-        f'<ul class="answer">{items}</ul><p class="note">{html.escape(basis_line(opts))} Times under an hour are '
-        "in minutes, longer ones in hours.</p></section>"
-    )

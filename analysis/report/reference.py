@@ -9,7 +9,6 @@ hourly rate, not a published price.
 
 from __future__ import annotations
 
-import html
 import math
 
 import pandas as pd
@@ -130,8 +129,9 @@ def plot(m: pd.DataFrame):
     return _png(fig), caption
 
 
-def _fmt(v, spec: str) -> str:
-    return "&ndash;" if v is None or (isinstance(v, float) and math.isnan(v)) else html.escape(format(v, spec))
+def _fmt(v, spec: str) -> str | None:
+    """A number in `spec`, None (shown as a dash) when missing."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
 
 
 def _basis_word(basis: str) -> str:
@@ -139,136 +139,118 @@ def _basis_word(basis: str) -> str:
     return basis.split(":")[0].split(" (")[0]
 
 
-def _table(bench: str, refs: list[Figure], mine: pd.DataFrame, subject) -> str:
-    subj_value = float(subject["value"]) if subject is not None else None
-    subj_name = html.escape(str(subject["offering_id"])) if subj_value else None
-    unit = html.escape(refs[0].unit) if refs else "samples/s"
-    head = [
-        "figure",
-        "basis",
-        f"throughput ({unit})",
-        "GPUs used",
-        "batch",
-        "precision",
-        f"published &divide; {subj_name}" if subj_name else "published &divide; this report",
-        "study",
-        "published",
+def _measured_rows(mine: pd.DataFrame) -> list[dict]:
+    """This report's rows of one benchmark's table, fastest first."""
+    return [
+        {
+            "label": _measured_label(r),
+            "runs": int(r["runs"]),
+            "data": str(r["data"]),
+            "value": _fmt(r["value"], ",.1f"),
+            "gpus": _fmt(r["gpus_used"], ".0f"),
+            "batch": _fmt(r["per_gpu_batch_size"], ".0f"),
+            "precision": str(r["precision"]),
+        }
+        for r in mine.sort_values("value", ascending=False).to_dict("records")
     ]
-    rows = []
-    for r in mine.sort_values("value", ascending=False).to_dict("records"):
-        rows.append(
-            (
-                "this",
-                [
-                    html.escape(_measured_label(r)),
-                    f"measured here ({int(r['runs'])} run{'s' if r['runs'] != 1 else ''}, median, "
-                    f"{html.escape(str(r['data']))} data)",
-                    _fmt(r["value"], ",.1f"),
-                    _fmt(r["gpus_used"], ".0f"),
-                    _fmt(r["per_gpu_batch_size"], ".0f"),
-                    html.escape(str(r["precision"])),
-                    "",
-                    "this report",
-                    "",
-                ],
-            )
-        )
-    for f in sorted(refs, key=lambda f: -f.value):
-        ratio = f"{f.value / subj_value:,.1f}&times;" if subj_value else "&ndash;"
-        if subj_value and f.batch_size is not None and subject["per_gpu_batch_size"] != f.batch_size:
-            ratio += " (other batch)"
-        rows.append(
-            (
-                "ref",
-                [
-                    html.escape(f.label),
-                    html.escape(_basis_word(f.basis)),
-                    _fmt(f.value, ",.1f"),
-                    str(f.gpus_used),
-                    "" if f.batch_size is None else str(f.batch_size),
-                    html.escape(f.precision),
-                    ratio,
-                    html.escape(f.study),
-                    html.escape(f.published),
-                ],
-            )
-        )
-    body = "".join(
-        f'<tr class="{cls}">'
-        + "".join(f'<td class="num">{c}</td>' if i in (2, 3, 4, 6) else f"<td>{c}</td>" for i, c in enumerate(cells))
-        + "</tr>"
-        for cls, cells in rows
-    )
-    notes = []
-    for study, source, published, date_note in sorted({(f.study, f.source, f.published, f.date_note) for f in refs}):
-        notes.append(
-            f"<li>{html.escape(study)}: {html.escape(source)}; published {html.escape(published)} "
-            f"({html.escape(date_note)}).</li>"
-        )
-    for basis in sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis}):
-        notes.append(f"<li>{html.escape(basis)}.</li>")
-    return (
-        f'<h3>{html.escape(bench)}</h3><div class="scroll"><table class="reference"><thead><tr>'
-        + "".join(f"<th>{h}</th>" for h in head)
-        + f"</tr></thead><tbody>{body}</tbody></table></div>"
-        + f'<ul class="note">{"".join(notes)}</ul>'
-    )
 
 
-def _extrapolation(bench: str, refs: list[Figure], subject) -> str:
+def _published_rows(refs: list[Figure], subject) -> list[dict]:
+    """The studies' rows, fastest first, each with its ratio to the subject."""
+    subj_value = float(subject["value"]) if subject is not None else None
+    return [
+        {
+            "label": f.label,
+            "basis": _basis_word(f.basis),
+            "value": _fmt(f.value, ",.1f"),
+            "gpus": str(f.gpus_used),
+            "batch": "" if f.batch_size is None else str(f.batch_size),
+            "precision": f.precision,
+            "ratio": f"{f.value / subj_value:,.1f}" if subj_value else None,
+            "other_batch": bool(
+                subj_value and f.batch_size is not None and subject["per_gpu_batch_size"] != f.batch_size
+            ),
+            "study": f.study,
+            "published": f.published,
+        }
+        for f in sorted(refs, key=lambda f: -f.value)
+    ]
+
+
+def _notes(refs: list[Figure]) -> list[str]:
+    """Under a table: each study's source and date, then every basis the table shortened."""
+    studies = sorted({(f.study, f.source, f.published, f.date_note) for f in refs})
+    notes = [
+        f"{study}: {source}; published {published} ({date_note})" for study, source, published, date_note in studies
+    ]
+    return notes + sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis})
+
+
+def _extrapolation(bench: str, refs: list[Figure], subject) -> dict | None:
     """Seed 000's whole workload on the subject, from its measured tweets/s."""
     if subject is None or bench != "bilstm-sentiment":
-        return ""
+        return None
     rate = float(subject["value"])
     tweets = refs[0].workload_samples  # the study's tweets seen, the same for every row
     hours = tweets / rate / 3600
     hourly = subject["hourly_usd"]
     cost = "" if hourly is None or math.isnan(hourly) else f", about USD {hours * hourly:,.2f} at USD {hourly:.2f}/h"
-    lo, hi = min(f.train_hours for f in refs), max(f.train_hours for f in refs)
-    clo, chi = min(f.cost_usd for f in refs), max(f.cost_usd for f in refs)
-    return (
-        f'<p class="note">Extrapolated, not measured: at {rate:,.0f} tweets/s, seed 000\'s full training '
-        f"({tweets:,.0f} tweets seen) would take {html.escape(str(subject['offering_id']))} about "
-        f"{hours:,.1f} h{html.escape(cost)}. The study's platforms took {lo:g}&ndash;{hi:g} h for "
-        f"USD {clo:g}&ndash;{chi:g} per run.</p>"
-    )
+    return {
+        "rate": f"{rate:,.0f}",
+        "tweets": f"{tweets:,.0f}",
+        "offering": str(subject["offering_id"]),
+        "hours": f"{hours:,.1f}",
+        "cost": cost,
+        "lo": f"{min(f.train_hours for f in refs):g}",
+        "hi": f"{max(f.train_hours for f in refs):g}",
+        "clo": f"{min(f.cost_usd for f in refs):g}",
+        "chi": f"{max(f.cost_usd for f in refs):g}",
+    }
+
+
+def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
+    """One benchmark's table, notes and extrapolation, for reference.html.j2."""
+    refs = [f for f in figs if f.benchmark == bench]
+    mine = m[m["benchmark"] == bench]
+    subject = _subject(mine)
+    return {
+        "name": bench,
+        "unit": refs[0].unit if refs else "samples/s",
+        "subject": str(subject["offering_id"]) if subject is not None and float(subject["value"]) else None,
+        "measured": _measured_rows(mine),
+        "published": _published_rows(refs, subject),
+        "notes": _notes(refs),
+        "covers": covers,
+        "extrapolation": _extrapolation(bench, refs, subject),
+    }
+
+
+def context(runs: pd.DataFrame) -> dict:
+    """What reference.html.j2 shows: the chart and one table per benchmark the
+    studies publish (no chart when no run compares)."""
+    from analysis.report import Figure as Chart
+
+    m = measured(runs)
+    if m.empty:
+        return {"figure": None, "benchmarks": []}
+    png, caption = plot(m)
+    figs, notes = reference_figures(), workload_notes()
+    return {
+        "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
+        "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
+    }
 
 
 def section(runs: pd.DataFrame) -> str:
-    """The HTML of the reference section, its chart embedded by the caller's _figure."""
-    from analysis.report import _figure
+    """The HTML of the reference section (the page includes the same template)."""
+    from analysis.report import render
 
-    m = measured(runs)
-    figs = reference_figures()
-    parts = [
-        "<h2>Reference: published measurements</h2>",
-        '<p class="note">The studies this project automates, as published: throughputs copied from their '
-        "tables (analysis/reference/studies.toml), each with its study, section, URL and date. Figures marked "
-        "derived are computed by gpubench from printed numbers, as their basis says. Conditions differ: the "
-        "studies ran GPUs with their own code (seed 004 in fp16 with tf_cnn_benchmarks); the payload runs the "
-        "same architectures in Keras, and a short run on synthetic data times steady-state training only. "
-        "Read the ratios as orders of magnitude, not benchmarks of record.</p>",
-    ]
-    if m.empty:
-        parts.append(
-            '<p class="empty">No completed run of bilstm-sentiment, resnet50, inception3 or vgg16 here, '
-            "so nothing to put beside the published figures. <code>make demo</code> runs two of them.</p>"
-        )
-        return "\n".join(parts)
-    png, caption = plot(m)
-    parts.append(_figure("This report's runs beside the studies' published throughput", png, caption))
-    notes = workload_notes()
-    for bench in sorted(m["benchmark"].unique()):
-        refs = [f for f in figs if f.benchmark == bench]
-        subject = _subject(m[m["benchmark"] == bench])
-        parts.append(_table(bench, refs, m[m["benchmark"] == bench], subject))
-        parts.append(f'<p class="note">What the published figure covers: {html.escape(notes.get(bench, ""))}.</p>')
-        parts.append(_extrapolation(bench, refs, subject))
-    return "\n".join(parts)
+    return render("reference.html.j2", ref=context(runs))
 
 
-def assumed_price_note(summary: pd.DataFrame) -> str:
-    """Say loudly when a cost rests on a rate someone assumed, not a published price."""
+def assumed_rates(summary: pd.DataFrame) -> str:
+    """The rates someone assumed for offerings with no published price, as one
+    line ("" when every cost rests on a published price)."""
     if summary.empty or "offering_kind" not in summary:
         return ""
     local = summary[summary["offering_kind"].astype(str).isin(ASSUMED_PRICE_KINDS)]
@@ -281,9 +263,12 @@ def assumed_price_note(summary: pd.DataFrame) -> str:
         return f"{r['offering_id']} at {rate} ({r['price_source']})"
 
     # one line per rate as shown: rows of several configurations share it
-    text = "; ".join(sorted({described(r) for r in local.to_dict("records")}))
-    return (
-        f'<p class="assumption"><strong>Assumed price.</strong> {html.escape(text)}. This machine has no '
-        "published price: its costs below are only as good as that rate. Set your own with "
-        '<code>make demo DEMO_ARGS="--hourly-usd 0.25"</code> or <code>GPUBENCH_LOCAL_HOURLY_USD</code>.</p>'
-    )
+    return "; ".join(sorted({described(r) for r in local.to_dict("records")}))
+
+
+def assumed_price_note(summary: pd.DataFrame) -> str:
+    """Say loudly when a cost rests on a rate someone assumed, not a published price."""
+    from analysis.report import render
+
+    text = assumed_rates(summary)
+    return render("assumed_price.html.j2", assumed=text) if text else ""

@@ -236,6 +236,75 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
     return role, profile, upload_code(parent, launch, results, tags)
 
 
+def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup:
+    """Outbound only; SSH in only from `gpubench:sshCidr` when set."""
+    ingress = []
+    if cfg.ssh_cidr:
+        family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
+        ingress.append(
+            {
+                "protocol": "tcp",
+                "from_port": 22,
+                "to_port": 22,
+                family: [cfg.ssh_cidr],
+                "description": "SSH from gpubench:sshCidr",
+            }
+        )
+    return aws.ec2.SecurityGroup(
+        "sg",
+        description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+        ingress=ingress,
+        egress=EGRESS,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _benchmark_user_data(launch: Launch, results, deadline, code_url, region: str) -> pulumi.Output:
+    """Cloud-init that runs the payload once with the stack's results URL, deadline and code bundle."""
+    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
+        lambda args: {**payload_env(launch, args[0], args[1]), "AWS_DEFAULT_REGION": region}
+    )
+    return pulumi.Output.all(env, code_url).apply(
+        lambda a: cloud_init.render_user_data(
+            cloud_init.PayloadLaunch(launch.image, a[0], guest_code(launch, a[1], region))
+        )
+    )
+
+
+def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -> aws.scheduler.Schedule:
+    """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
+    the instance, through a role trusted by the scheduler of this account only that may
+    terminate this instance only; the schedule deletes itself after it ran."""
+    child = pulumi.ResourceOptions(parent=parent)
+    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
+    scheduler_role = aws.iam.Role(
+        "deadline-role",
+        assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+        description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+        tags=tags,
+        opts=child,
+    )
+    terminate = aws.iam.RolePolicy(
+        "deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child
+    )
+    return aws.scheduler.Schedule(
+        "deadline-schedule",
+        description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+        schedule_expression=deadline.rfc3339.apply(schedule_at),
+        schedule_expression_timezone="UTC",
+        flexible_time_window={"mode": "OFF"},
+        action_after_completion="DELETE",
+        target={
+            "arn": TERMINATE_TARGET,
+            "role_arn": scheduler_role.arn,
+            "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
+            "retry_policy": {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[terminate]),
+    )
+
+
 class AwsBenchmark(pulumi.ComponentResource):
     """One GPU instance that runs the payload once and is terminated by itself or by its deadline."""
 
@@ -251,40 +320,10 @@ class AwsBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
-
-        ingress = []
-        if cfg.ssh_cidr:
-            family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
-            ingress.append(
-                {
-                    "protocol": "tcp",
-                    "from_port": 22,
-                    "to_port": 22,
-                    family: [cfg.ssh_cidr],
-                    "description": "SSH from gpubench:sshCidr",
-                }
-            )
-        sg = aws.ec2.SecurityGroup(
-            "sg",
-            description=f"gpubench {cfg.stack}: no ingress except configured SSH",
-            ingress=ingress,
-            egress=EGRESS,
-            tags=tags,
-            opts=child,
-        )
+        sg = _security_group(self, cfg, tags)
         key_name = None
         if cfg.ssh_public_key:
             key_name = aws.ec2.KeyPair("ssh-key", public_key=cfg.ssh_public_key, tags=tags, opts=child).key_name
-
-        env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-            lambda args: {**payload_env(launch, args[0], args[1]), "AWS_DEFAULT_REGION": region}
-        )
-        user_data = pulumi.Output.all(env, code_url).apply(
-            lambda a: cloud_init.render_user_data(
-                cloud_init.PayloadLaunch(launch.image, a[0], guest_code(launch, a[1], region))
-            )
-        )
-
         instance = aws.ec2.Instance(
             "instance",
             ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
@@ -303,37 +342,11 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "delete_on_termination": True,
                 "tags": tags,
             },
-            user_data=user_data,
+            user_data=_benchmark_user_data(launch, results, deadline, code_url, region),
             tags=tags,
             opts=child,
         )
-
-        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
-        scheduler_role = aws.iam.Role(
-            "deadline-role",
-            assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-            description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-            tags=tags,
-            opts=child,
-        )
-        terminate = aws.iam.RolePolicy(
-            "deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child
-        )
-        schedule = aws.scheduler.Schedule(
-            "deadline-schedule",
-            description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
-            schedule_expression=deadline.rfc3339.apply(schedule_at),
-            schedule_expression_timezone="UTC",
-            flexible_time_window={"mode": "OFF"},
-            action_after_completion="DELETE",
-            target={
-                "arn": TERMINATE_TARGET,
-                "role_arn": scheduler_role.arn,
-                "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
-                "retry_policy": {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[terminate]),
-        )
+        schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
 
         self.instance_id = instance.id
         self.deadline = deadline.rfc3339
@@ -559,80 +572,8 @@ class AwsRecurring(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-
-        def user_data(args) -> str:
-            url, code = args
-            # The placeholder passes the payload's option check; the guest replaces
-            # it with boot time + maxHours before anything reads it.
-            env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
-            env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-            text = cloud_init.render_user_data(
-                cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
-            )
-            return base64.b64encode(text.encode()).decode()
-
-        template = aws.ec2.LaunchTemplate(
-            "launch-template",
-            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-            image_id=_ami(launch, pulumi.InvokeOptions(parent=self)),
-            instance_type=launch.offering.instance_type,
-            iam_instance_profile={"arn": profile.arn},
-            vpc_security_group_ids=[sg.id],
-            placement={"availability_zone": cfg.zone} if cfg.zone else None,
-            instance_initiated_shutdown_behavior="terminate",
-            instance_market_options=market_options(cfg.market),
-            metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
-            block_device_mappings=[
-                {
-                    "device_name": "/dev/sda1",
-                    "ebs": {
-                        "encrypted": "true",
-                        "volume_type": "gp3",
-                        "volume_size": cfg.root_volume_gb,
-                        "delete_on_termination": "true",
-                    },
-                }
-            ],
-            user_data=pulumi.Output.all(results.url, code_url).apply(user_data),
-            tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
-            update_default_version=True,
-            tags=tags,
-            opts=child,
-        )
-
-        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
-        group = "default"
-        scheduler_role = aws.iam.Role(
-            "launcher-role",
-            assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-            description=f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
-            tags=tags,
-            opts=child,
-        )
-        allow = aws.iam.RolePolicy(
-            "launcher-run-instances",
-            role=scheduler_role.id,
-            policy=pulumi.Output.all(account, template.arn, role.arn).apply(
-                lambda a: launcher_policy(region, a[0], a[1], a[2])
-            ),
-            opts=child,
-        )
-        schedule = aws.scheduler.Schedule(
-            "launch-schedule",
-            description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
-            group_name=group,
-            schedule_expression=schedule_expr.aws(),
-            schedule_expression_timezone="UTC",
-            flexible_time_window={"mode": "OFF"},
-            target={
-                "arn": RUN_INSTANCES_TARGET,
-                "role_arn": scheduler_role.arn,
-                "input": template.id.apply(lambda t: run_instances_input(t, tags)),
-                # A capacity error is not retried for a day into the next run: one short retry window.
-                "retry_policy": {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[allow]),
-        )
+        template = _launch_template(self, launch, schedule_expr, (profile, sg), results, code_url, tags)
+        schedule = _launch_schedule(self, cfg, schedule_expr, region, tags, template, role)
         self.outputs = {
             "launchTemplateId": template.id,
             "schedule": schedule.name,
@@ -642,6 +583,93 @@ class AwsRecurring(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
+
+
+def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, results, code_url, tags):
+    """The launch template each scheduled launch starts from: the benchmark's user-data (its
+    deadline set at boot), instance profile, security group, tags and market."""
+    cfg = launch.cfg
+    profile, sg = profile_and_sg
+    region = region_of(cfg, launch.offering)
+
+    def user_data(args) -> str:
+        url, code = args
+        # The placeholder passes the payload's option check; the guest replaces
+        # it with boot time + maxHours before anything reads it.
+        env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
+        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
+        text = cloud_init.render_user_data(
+            cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
+        )
+        return base64.b64encode(text.encode()).decode()
+
+    return aws.ec2.LaunchTemplate(
+        "launch-template",
+        description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+        image_id=_ami(launch, pulumi.InvokeOptions(parent=parent)),
+        instance_type=launch.offering.instance_type,
+        iam_instance_profile={"arn": profile.arn},
+        vpc_security_group_ids=[sg.id],
+        placement={"availability_zone": cfg.zone} if cfg.zone else None,
+        instance_initiated_shutdown_behavior="terminate",
+        instance_market_options=market_options(cfg.market),
+        metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
+        block_device_mappings=[
+            {
+                "device_name": "/dev/sda1",
+                "ebs": {
+                    "encrypted": "true",
+                    "volume_type": "gp3",
+                    "volume_size": cfg.root_volume_gb,
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+        user_data=pulumi.Output.all(results.url, code_url).apply(user_data),
+        tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
+        update_default_version=True,
+        tags=tags,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
+    """The recurring schedule calling RunInstances on the template, as a role that may launch
+    from this template only and pass this stack's instance role only."""
+    child = pulumi.ResourceOptions(parent=parent)
+    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
+    group = "default"
+    scheduler_role = aws.iam.Role(
+        "launcher-role",
+        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
+        description=f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+        tags=tags,
+        opts=child,
+    )
+    allow = aws.iam.RolePolicy(
+        "launcher-run-instances",
+        role=scheduler_role.id,
+        policy=pulumi.Output.all(account, template.arn, instance_role.arn).apply(
+            lambda a: launcher_policy(region, a[0], a[1], a[2])
+        ),
+        opts=child,
+    )
+    return aws.scheduler.Schedule(
+        "launch-schedule",
+        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        group_name=group,
+        schedule_expression=schedule_expr.aws(),
+        schedule_expression_timezone="UTC",
+        flexible_time_window={"mode": "OFF"},
+        target={
+            "arn": RUN_INSTANCES_TARGET,
+            "role_arn": scheduler_role.arn,
+            "input": template.id.apply(lambda t: run_instances_input(t, tags)),
+            # A capacity error is not retried for a day into the next run: one short retry window.
+            "retry_policy": {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
+    )
 
 
 def _assume_scheduler(account: str, region: str, group: str) -> str:
@@ -756,19 +784,7 @@ class AwsSweeper(pulumi.ComponentResource):
         logs = aws.cloudwatch.LogGroup(
             "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
         )
-        role = aws.iam.Role(
-            "function-role",
-            assume_role_policy=_assume("lambda.amazonaws.com"),
-            description=f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
-            tags=tags,
-            opts=child,
-        )
-        allow = aws.iam.RolePolicy(
-            "sweep-access",
-            role=role.id,
-            policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1])),
-            opts=child,
-        )
+        role, allow = _sweeper_role(self, cfg, region, account, logs, tags)
         function = aws.lambda_.Function(
             "function",
             name=function_name,
@@ -789,30 +805,7 @@ class AwsSweeper(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[allow, logs]),
         )
-        group = "default"
-        invoker = aws.iam.Role(
-            "invoke-role",
-            assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-            description=f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-            tags=tags,
-            opts=child,
-        )
-        may_invoke = aws.iam.RolePolicy("invoke", role=invoker.id, policy=function.arn.apply(invoke_policy), opts=child)
-        schedule = aws.scheduler.Schedule(
-            "sweep-schedule",
-            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
-            group_name=group,
-            schedule_expression=schedule_expr.aws(),
-            schedule_expression_timezone="UTC",
-            flexible_time_window={"mode": "OFF"},
-            target={
-                "arn": function.arn,
-                "role_arn": invoker.arn,
-                "input": "{}",
-                "retry_policy": {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
-        )
+        schedule = _sweep_schedule(self, cfg, region, account, schedule_expr, function, tags)
         self.outputs = {
             "function": function.name,
             "schedule": schedule.name,
@@ -821,3 +814,52 @@ class AwsSweeper(pulumi.ComponentResource):
             "logGroup": logs.name,
         }
         self.register_outputs(self.outputs)
+
+
+def _sweeper_role(parent, cfg: SweeperConfig, region: str, account, logs, tags):
+    """The function's role (sweeper_policy: only what this project tagged, only its own
+    log group). Returns it and its policy (the function waits for it)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(
+        "function-role",
+        assume_role_policy=_assume("lambda.amazonaws.com"),
+        description=f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
+        tags=tags,
+        opts=child,
+    )
+    allow = aws.iam.RolePolicy(
+        "sweep-access",
+        role=role.id,
+        policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1])),
+        opts=child,
+    )
+    return role, allow
+
+
+def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
+    """The schedule invoking the function, as a role that may invoke it and nothing else."""
+    child = pulumi.ResourceOptions(parent=parent)
+    group = "default"
+    invoker = aws.iam.Role(
+        "invoke-role",
+        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
+        description=f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+        tags=tags,
+        opts=child,
+    )
+    may_invoke = aws.iam.RolePolicy("invoke", role=invoker.id, policy=function.arn.apply(invoke_policy), opts=child)
+    return aws.scheduler.Schedule(
+        "sweep-schedule",
+        description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        group_name=group,
+        schedule_expression=schedule_expr.aws(),
+        schedule_expression_timezone="UTC",
+        flexible_time_window={"mode": "OFF"},
+        target={
+            "arn": function.arn,
+            "role_arn": invoker.arn,
+            "input": "{}",
+            "retry_policy": {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[may_invoke]),
+    )

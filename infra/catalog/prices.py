@@ -153,9 +153,6 @@ class PriceIndex:
         rows = self._rows.get((key, market), [])
         return rows[0].as_of if rows else None
 
-    def snapshot_names(self) -> list[str]:
-        return [s.name for s in self.snapshots]
-
     def describe(self) -> list[dict[str, Any]]:
         return [
             {"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)}

@@ -146,6 +146,76 @@ def _guest_code(launch: Launch, urls: str):
     return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
 
 
+def _runner(parent: pulumi.Resource, cfg, results, run_prefix) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
+    """The VM's service account, with objectUser on the stack's managed folder of the
+    results bucket and nothing else; returns it and its IAM member string."""
+    child = pulumi.ResourceOptions(parent=parent)
+    account = gcp.serviceaccount.Account(
+        "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
+    )
+    member = account.email.apply(lambda e: f"serviceAccount:{e}")
+    # force_destroy: `pulumi destroy` removes the folder's IAM scope, never the results in it
+    folder = gcp.storage.ManagedFolder(
+        "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
+    )
+    gcp.storage.ManagedFolderIamMember(
+        "results-access",
+        bucket=results.bucket,
+        managed_folder=folder.name,
+        role=FOLDER_ROLE,
+        member=member,
+        opts=child,
+    )
+    return account, member
+
+
+def _network(parent: pulumi.Resource, region: str, description: str):
+    """A custom network with no firewall allow rule (GCP's implied deny-ingress) and its one subnet."""
+    child = pulumi.ResourceOptions(parent=parent)
+    network = gcp.compute.Network("net", auto_create_subnetworks=False, description=description, opts=child)
+    return network, gcp.compute.Subnetwork(
+        "subnet",
+        network=network.id,
+        region=region,
+        ip_cidr_range=SUBNET_CIDR,
+        private_ip_google_access=True,
+        opts=child,
+    )
+
+
+def _scheduling(cfg) -> dict:
+    """Spot or standard, never restarted, deleted at max_run_duration (`maxHours`): the cloud-side deadline."""
+    spot = cfg.market == "spot"
+    return {
+        "provisioning_model": "SPOT" if spot else "STANDARD",
+        "preemptible": spot,
+        "automatic_restart": False,
+        "on_host_maintenance": "TERMINATE",
+        "instance_termination_action": "DELETE",
+        "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
+    }
+
+
+def _accelerators(offering) -> list[dict] | None:
+    if not offering.accelerator_type:
+        return None
+    return [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
+
+
+def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
+    """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
+    install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
+    cfg = launch.cfg
+    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
+    user_data = pulumi.Output.all(env, code_url).apply(
+        lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1])))
+    )
+    metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
+    if cfg.ssh_public_key:
+        metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
+    return metadata
+
+
 class GcpBenchmark(pulumi.ComponentResource):
     """One GPU VM that runs the payload once; GCP deletes it at max_run_duration at the latest."""
 
@@ -161,38 +231,9 @@ class GcpBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        account = gcp.serviceaccount.Account(
-            "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
-        )
-        member = account.email.apply(lambda e: f"serviceAccount:{e}")
-        # force_destroy: `pulumi destroy` removes the folder's IAM scope, never the results in it
-        folder = gcp.storage.ManagedFolder(
-            "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
-        )
-        gcp.storage.ManagedFolderIamMember(
-            "results-access",
-            bucket=results.bucket,
-            managed_folder=folder.name,
-            role=FOLDER_ROLE,
-            member=member,
-            opts=child,
-        )
+        account, member = _runner(self, cfg, results, run_prefix)
         code_url = _code_bundles(self, launch, results, member)
-
-        network = gcp.compute.Network(
-            "net",
-            auto_create_subnetworks=False,
-            description=f"gpubench {cfg.stack}: no ingress except configured SSH",
-            opts=child,
-        )
-        subnet = gcp.compute.Subnetwork(
-            "subnet",
-            network=network.id,
-            region=region,
-            ip_cidr_range=SUBNET_CIDR,
-            private_ip_google_access=True,
-            opts=child,
-        )
+        network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:
             gcp.compute.Firewall(
                 "ssh",
@@ -203,30 +244,6 @@ class GcpBenchmark(pulumi.ComponentResource):
                 target_service_accounts=[account.email],
                 opts=child,
             )
-
-        env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
-
-        user_data = pulumi.Output.all(env, code_url).apply(
-            lambda a: cloud_init.render_user_data(
-                cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1]))
-            )
-        )
-        metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
-        if cfg.ssh_public_key:
-            metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
-
-        spot = cfg.market == "spot"
-        scheduling = {
-            "provisioning_model": "SPOT" if spot else "STANDARD",
-            "preemptible": spot,
-            "automatic_restart": False,
-            "on_host_maintenance": "TERMINATE",
-            "instance_termination_action": "DELETE",
-            "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
-        }
-        accelerators = None
-        if offering.accelerator_type:
-            accelerators = [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
         instance = gcp.compute.Instance(
             "instance",
             machine_type=offering.instance_type,
@@ -240,11 +257,11 @@ class GcpBenchmark(pulumi.ComponentResource):
                     "labels": labels,
                 },
             },
-            guest_accelerators=accelerators,
-            scheduling=scheduling,
+            guest_accelerators=_accelerators(offering),
+            scheduling=_scheduling(cfg),
             network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
             service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
-            metadata=metadata,
+            metadata=_benchmark_metadata(launch, results, deadline, code_url),
             labels=labels,
             allow_stopping_for_update=True,
             opts=child,
@@ -356,140 +373,20 @@ class GcpRecurring(pulumi.ComponentResource):
         from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
-        cfg, offering = launch.cfg, launch.offering
-        child = pulumi.ResourceOptions(parent=self)
-        zone = zone_or_first(cfg, offering)
+        cfg = launch.cfg
+        zone = zone_or_first(cfg, launch.offering)
         region = zone.rsplit("-", 1)[0]
         schedule_expr = parse_schedule(cfg.every or "")
-        labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
 
-        runner = gcp.serviceaccount.Account(
-            "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
-        )
-        folder = gcp.storage.ManagedFolder(
-            "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
-        )
-        runner_member = runner.email.apply(lambda e: f"serviceAccount:{e}")
-        gcp.storage.ManagedFolderIamMember(
-            "results-access",
-            bucket=results.bucket,
-            managed_folder=folder.name,
-            role=FOLDER_ROLE,
-            member=runner_member,
-            opts=child,
-        )
+        runner, runner_member = _runner(self, cfg, results, run_prefix)
         code_url = _code_bundles(self, launch, results, runner_member)
-        network = gcp.compute.Network(
-            "net", auto_create_subnetworks=False, description=f"gpubench {cfg.stack}: no ingress", opts=child
-        )
-        subnet = gcp.compute.Subnetwork(
-            "subnet",
-            network=network.id,
-            region=region,
-            ip_cidr_range=SUBNET_CIDR,
-            private_ip_google_access=True,
-            opts=child,
-        )
-
-        def user_data(url: str, code: str) -> str:
-            # The placeholder passes the payload's option check; the guest replaces
-            # it with boot time + maxHours before anything reads it.
-            env = payload_env(launch, url, "2000-01-01T00:00:00Z")
-            env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-            return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env, _guest_code(launch, code)))
-
-        spot = cfg.market == "spot"
-        accelerators = None
-        if offering.accelerator_type:
-            accelerators = [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
-        template = gcp.compute.InstanceTemplate(
-            "template",
-            name_prefix="gpubench-",
-            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-            machine_type=offering.instance_type,
-            disks=[
-                {
-                    "boot": True,
-                    "auto_delete": True,
-                    "source_image": _image(launch, pulumi.InvokeOptions(parent=self)),
-                    "disk_size_gb": cfg.root_volume_gb,
-                    "disk_type": "pd-balanced",
-                    "labels": labels,
-                }
-            ],
-            guest_accelerators=accelerators,
-            scheduling={
-                "provisioning_model": "SPOT" if spot else "STANDARD",
-                "preemptible": spot,
-                "automatic_restart": False,
-                "on_host_maintenance": "TERMINATE",
-                "instance_termination_action": "DELETE",
-                "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
-            },
-            network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
-            service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
-            metadata={
-                "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
-                "install-nvidia-driver": "True",
-                "block-project-ssh-keys": "TRUE",
-            },
-            labels=labels,
-            opts=child,
-        )
-
-        launcher = gcp.serviceaccount.Account(
-            "launcher",
-            account_id=service_account_id(cfg.stack + ":launcher"),
-            display_name=f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
-            opts=child,
-        )
-        launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
-        role = gcp.projects.IAMCustomRole(
-            "launcher-role",
-            role_id=custom_role_id(cfg.stack, "launcher"),
-            title=f"gpubench {cfg.stack} launcher",
-            description="instances.bulkInsert from the stack's instance template",
-            permissions=launcher_permissions(bool(cfg.image)),
-            project=project,
-            opts=child,
-        )
-        grant = gcp.projects.IAMMember(
-            "launcher-grant", project=project, role=role.name, member=launcher_member, opts=child
-        )
-        act_as = gcp.serviceaccount.IAMMember(
-            "launcher-act-as-runner",
-            service_account_id=runner.name,
-            role="roles/iam.serviceAccountUser",
-            member=launcher_member,
-            opts=child,
-        )
-        uri = project.apply(lambda p: f"{COMPUTE_API}projects/{p}/zones/{zone}/instances/bulkInsert")
-        body = template.self_link.apply(
-            lambda link: base64.b64encode(
-                json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()
-            ).decode()
-        )
-        job = gcp.cloudscheduler.Job(
-            "launch-job",
-            description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
-            region=region,
-            schedule=schedule_expr.unix(),
-            time_zone="Etc/UTC",
-            attempt_deadline="60s",
-            # A stock-out is not retried into the next run: the job fires once per slot.
-            retry_config={"retry_count": 0},
-            http_target={
-                "uri": uri,
-                "http_method": "POST",
-                "body": body,
-                "headers": {"Content-Type": "application/json"},
-                "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant, act_as]),
-        )
+        _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
+        template = _recurring_template(self, launch, schedule_expr, runner, subnet, results, code_url)
+        launcher, granted = _launcher(self, cfg, project, runner)
+        job = _launch_job(self, cfg, schedule_expr, region, zone, project, template, launcher, granted)
         self.outputs = {
             "instanceTemplate": template.self_link,
             "job": job.name,
@@ -501,6 +398,108 @@ class GcpRecurring(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
+
+
+def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, results, code_url):
+    """The instance template each scheduled launch starts one VM from: the benchmark's
+    user-data (its deadline set at boot), labels, service account, market and max_run_duration."""
+    cfg, offering = launch.cfg, launch.offering
+    labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
+
+    def user_data(url: str, code: str) -> str:
+        # The placeholder passes the payload's option check; the guest replaces
+        # it with boot time + maxHours before anything reads it.
+        env = payload_env(launch, url, "2000-01-01T00:00:00Z")
+        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
+        return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env, _guest_code(launch, code)))
+
+    return gcp.compute.InstanceTemplate(
+        "template",
+        name_prefix="gpubench-",
+        description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+        machine_type=offering.instance_type,
+        disks=[
+            {
+                "boot": True,
+                "auto_delete": True,
+                "source_image": _image(launch, pulumi.InvokeOptions(parent=parent)),
+                "disk_size_gb": cfg.root_volume_gb,
+                "disk_type": "pd-balanced",
+                "labels": labels,
+            }
+        ],
+        guest_accelerators=_accelerators(offering),
+        scheduling=_scheduling(cfg),
+        network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+        service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
+        metadata={
+            "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
+            "install-nvidia-driver": "True",
+            "block-project-ssh-keys": "TRUE",
+        },
+        labels=labels,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+
+
+def _launcher(parent, cfg, project, runner):
+    """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
+    bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
+    account and the grants the job must wait for."""
+    child = pulumi.ResourceOptions(parent=parent)
+    launcher = gcp.serviceaccount.Account(
+        "launcher",
+        account_id=service_account_id(cfg.stack + ":launcher"),
+        display_name=f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
+        opts=child,
+    )
+    launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
+    role = gcp.projects.IAMCustomRole(
+        "launcher-role",
+        role_id=custom_role_id(cfg.stack, "launcher"),
+        title=f"gpubench {cfg.stack} launcher",
+        description="instances.bulkInsert from the stack's instance template",
+        permissions=launcher_permissions(bool(cfg.image)),
+        project=project,
+        opts=child,
+    )
+    grant = gcp.projects.IAMMember(
+        "launcher-grant", project=project, role=role.name, member=launcher_member, opts=child
+    )
+    act_as = gcp.serviceaccount.IAMMember(
+        "launcher-act-as-runner",
+        service_account_id=runner.name,
+        role="roles/iam.serviceAccountUser",
+        member=launcher_member,
+        opts=child,
+    )
+    return launcher, [grant, act_as]
+
+
+def _launch_job(parent, cfg, schedule_expr, region, zone, project, template, launcher, granted):
+    """The Cloud Scheduler job: POST instances.bulkInsert (one VM from the template) on the schedule."""
+    uri = project.apply(lambda p: f"{COMPUTE_API}projects/{p}/zones/{zone}/instances/bulkInsert")
+    body = template.self_link.apply(
+        lambda link: base64.b64encode(json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()).decode()
+    )
+    return gcp.cloudscheduler.Job(
+        "launch-job",
+        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        region=region,
+        schedule=schedule_expr.unix(),
+        time_zone="Etc/UTC",
+        attempt_deadline="60s",
+        # A stock-out is not retried into the next run: the job fires once per slot.
+        retry_config={"retry_count": 0},
+        http_target={
+            "uri": uri,
+            "http_method": "POST",
+            "body": body,
+            "headers": {"Content-Type": "application/json"},
+            "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=granted),
+    )
 
 
 # The sweep lists VMs in every zone (aggregatedList) and deletes expired ones.
@@ -522,90 +521,18 @@ class GcpSweeper(pulumi.ComponentResource):
         from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
         files = sweeper_function.package("gcp")
         digest = sweeper_function.package_hash(files)
 
-        runner = gcp.serviceaccount.Account(
-            "sweeper",
-            account_id=service_account_id(cfg.stack + ":sweeper"),
-            display_name=f"gpubench {cfg.stack}: the leak sweep",
-            opts=child,
+        runner, grant = _sweeper_account(self, cfg, project)
+        source, archive = _sweeper_source(self, cfg, region, files, digest)
+        function = _sweeper_function(
+            self, cfg, region, schedule_expr, project, runner, (source, archive, digest), grant
         )
-        role = gcp.projects.IAMCustomRole(
-            "sweeper-role",
-            role_id=custom_role_id(cfg.stack, "sweeper"),
-            title=f"gpubench {cfg.stack} sweeper",
-            description="list VMs, delete the expired ones this project labelled",
-            permissions=sorted(SWEEPER_PERMISSIONS),
-            project=project,
-            opts=child,
-        )
-        grant = gcp.projects.IAMMember(
-            "sweeper-grant",
-            project=project,
-            role=role.name,
-            member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
-            opts=child,
-        )
-        source = gcp.storage.Bucket(
-            "source",
-            location=region.upper(),
-            uniform_bucket_level_access=True,
-            public_access_prevention="enforced",
-            force_destroy=True,
-            labels=gcp_labels({"stack": cfg.stack}),
-            opts=child,
-        )
-        archive = gcp.storage.BucketObject(
-            "source-archive",
-            bucket=source.name,
-            name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
-            source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
-            opts=child,
-        )
-        env = {"GPUBENCH_SWEEP_PROVIDER": "gcp", "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower()}
-        if cfg.regions:
-            env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
-        function = gcp.cloudfunctionsv2.Function(
-            "function",
-            location=region,
-            description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
-            build_config={
-                "runtime": "python312",
-                "entry_point": sweeper_function.ENTRY_POINT,
-                "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
-            },
-            service_config={
-                "service_account_email": runner.email,
-                "available_memory": "256M",
-                "timeout_seconds": 540,
-                "max_instance_count": 1,
-                "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
-                "all_traffic_on_latest_revision": True,
-                "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
-            },
-            labels=gcp_labels({"stack": cfg.stack}),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant]),
-        )
-        invoker = gcp.serviceaccount.Account(
-            "invoker",
-            account_id=service_account_id(cfg.stack + ":invoker"),
-            display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
-            opts=child,
-        )
-        may_invoke = gcp.cloudrunv2.ServiceIamMember(
-            "invoker-grant",
-            project=project,
-            location=region,
-            name=function.name,
-            role="roles/run.invoker",
-            member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
-            opts=child,
-        )
+        invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
         uri = function.service_config.uri
         job = gcp.cloudscheduler.Job(
             "sweep-job",
@@ -624,3 +551,108 @@ class GcpSweeper(pulumi.ComponentResource):
         )
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
+
+
+def _sweeper_account(parent, cfg: SweeperConfig, project):
+    """The account the sweep runs as: a custom role that may only list and delete VMs.
+    Returns it and its grant (the function waits for it)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    runner = gcp.serviceaccount.Account(
+        "sweeper",
+        account_id=service_account_id(cfg.stack + ":sweeper"),
+        display_name=f"gpubench {cfg.stack}: the leak sweep",
+        opts=child,
+    )
+    role = gcp.projects.IAMCustomRole(
+        "sweeper-role",
+        role_id=custom_role_id(cfg.stack, "sweeper"),
+        title=f"gpubench {cfg.stack} sweeper",
+        description="list VMs, delete the expired ones this project labelled",
+        permissions=sorted(SWEEPER_PERMISSIONS),
+        project=project,
+        opts=child,
+    )
+    grant = gcp.projects.IAMMember(
+        "sweeper-grant",
+        project=project,
+        role=role.name,
+        member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
+        opts=child,
+    )
+    return runner, grant
+
+
+def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest: str):
+    """The function's source archive in a private bucket of its own; a new name per content."""
+    child = pulumi.ResourceOptions(parent=parent)
+    source = gcp.storage.Bucket(
+        "source",
+        location=region.upper(),
+        uniform_bucket_level_access=True,
+        public_access_prevention="enforced",
+        force_destroy=True,
+        labels=gcp_labels({"stack": cfg.stack}),
+        opts=child,
+    )
+    return source, gcp.storage.BucketObject(
+        "source-archive",
+        bucket=source.name,
+        name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
+        source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
+        opts=child,
+    )
+
+
+def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, code, grant):
+    """The Cloud Run function that runs the sweep once per call, as the sweeper account;
+    `code`: the source bucket, the archive in it and the archive's hash."""
+    from infra import sweeper_function
+
+    source, archive, digest = code
+
+    env = {"GPUBENCH_SWEEP_PROVIDER": "gcp", "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower()}
+    if cfg.regions:
+        env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
+    return gcp.cloudfunctionsv2.Function(
+        "function",
+        location=region,
+        description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
+        build_config={
+            "runtime": "python312",
+            "entry_point": sweeper_function.ENTRY_POINT,
+            "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
+        },
+        service_config={
+            "service_account_email": runner.email,
+            "available_memory": "256M",
+            "timeout_seconds": 540,
+            "max_instance_count": 1,
+            "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
+            "all_traffic_on_latest_revision": True,
+            "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
+        },
+        labels=gcp_labels({"stack": cfg.stack}),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[grant]),
+    )
+
+
+def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
+    """The account Cloud Scheduler calls the function as: it may invoke it and nothing else.
+    Returns it and its grant (the job waits for it)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    invoker = gcp.serviceaccount.Account(
+        "invoker",
+        account_id=service_account_id(cfg.stack + ":invoker"),
+        display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
+        opts=child,
+    )
+    may_invoke = gcp.cloudrunv2.ServiceIamMember(
+        "invoker-grant",
+        project=project,
+        location=region,
+        name=function.name,
+        role="roles/run.invoker",
+        member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
+        opts=child,
+    )
+    return invoker, may_invoke

@@ -1,4 +1,5 @@
-"""Benchmark registry: one module per benchmark, each exporting ``BENCHMARK``.
+"""Benchmark registry: modules exporting ``BENCHMARK`` (one) or ``BENCHMARKS``
+(a family built from one table, like ``imagenet_models``).
 
 Adding a benchmark = adding a module and its name to ``MODULES``; nothing
 else dispatches on names. See ``payload.benchmarks.base`` for the contract.
@@ -21,15 +22,17 @@ MODULES = (
     "imdb_bilstm",
     "text_lstm",
     "imdb_fasttext",  # seed 002
-    "resnet50",
-    "inception3",
-    "vgg16",  # seed 004
+    "imagenet_models",  # seed 004: resnet50, inception3, vgg16
     "catsdogs_resnet50",  # seed 003
 )
 
-REGISTRY: dict[str, Benchmark] = {
-    b.name: b for b in (importlib.import_module(f"{__name__}.{m}").BENCHMARK for m in MODULES)
-}
+
+def _benchmarks_of(module_name: str) -> tuple[Benchmark, ...]:
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return getattr(module, "BENCHMARKS", None) or (module.BENCHMARK,)
+
+
+REGISTRY: dict[str, Benchmark] = {b.name: b for m in MODULES for b in _benchmarks_of(m)}
 
 
 class UnknownBenchmark(KeyError):

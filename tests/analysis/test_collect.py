@@ -15,11 +15,11 @@ import time
 
 import pandas as pd
 import pytest
+from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
 from analysis.collect import Manifest, collect
 from analysis.migrations import MigrationError, migrate
-from analysis.synthetic import make_result, result_bytes, result_key
 from payload.schema import validate_result
 from payload.storage import StorageError, open_store
 

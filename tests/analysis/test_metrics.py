@@ -8,6 +8,7 @@ from datetime import date, datetime, timezone
 
 import pandas as pd
 import pytest
+from synthetic_results import make_result
 
 from analysis.cost import breakeven_days_per_month
 from analysis.metrics import (
@@ -22,7 +23,6 @@ from analysis.metrics import (
     summarize,
 )
 from analysis.pricing import price_runs
-from analysis.synthetic import make_result
 from analysis.table import COLUMNS, result_to_row
 from infra.catalog import load_catalog
 

@@ -9,9 +9,9 @@ import json
 import re
 
 import pytest
+from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
-from analysis.synthetic import make_result, result_bytes, result_key
 from payload.storage import open_store
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,11 +10,11 @@ import re
 
 import pandas as pd
 import pytest
+from synthetic_results import demo_like_results, make_result, result_bytes, result_key
 
 from analysis.cli import main
 from analysis.metrics import Options, recommend
 from analysis.report.answer import duration, sentence, time_unit
-from analysis.synthetic import demo_like_results, make_result, result_bytes, result_key
 from payload.storage import open_store
 
 HINT = "infra/catalog/data/prices/"

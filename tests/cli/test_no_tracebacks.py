@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic_results import make_result, result_bytes, result_key
 
-from analysis.synthetic import make_result, result_bytes, result_key
 from payload import exitcodes
 from payload.storage import open_store
 

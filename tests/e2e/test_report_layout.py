@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 from chromium_cdp import Browser, find_chromium
+from synthetic_results import demo_like_results, result_bytes, result_key
 
 from analysis.cli import main
-from analysis.synthetic import demo_like_results, result_bytes, result_key
 from payload.storage import open_store
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]

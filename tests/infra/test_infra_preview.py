@@ -109,8 +109,9 @@ def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
     billed per second (60 s minimum, both past it): 425 + 480 = 905 s. At the
     preview's price p the estimate is 905 / 3600 x p, and the source says so."""
     require_module("pandas")
+    from synthetic_results import make_result, result_bytes, result_key
+
     from analysis.cli import main
-    from analysis.synthetic import make_result, result_bytes, result_key
     from infra import stacks as stackfiles
     from infra.config import parse_config
     from payload.storage import open_store
@@ -156,8 +157,9 @@ def test_plan_estimates_from_measurements(tmp_path, capsys):
     """`gpubench plan` beside its bound: resnet50's one collected run, 120 s
     boot + 1000 s + 60 s = 1180 s billed, x the stack's price."""
     require_module("pandas")
+    from synthetic_results import make_result, result_bytes, result_key
+
     from analysis.cli import main
-    from analysis.synthetic import make_result, result_bytes, result_key
     from payload.storage import open_store
 
     src, out = tmp_path / "results", tmp_path / "report"

@@ -1,5 +1,5 @@
-"""Synthetic, schema-valid results: for tests, the collect benchmark and the
-seed reproductions. They look like what `python -m payload run` writes
+"""Synthetic, schema-valid results: for tests and the collect benchmark
+(benchmarks/collect_s3.py). They look like what `python -m payload run` writes
 (launch, boot, train, upload, shutdown on the timeline), with the numbers
 you give and nothing measured invented beyond them."""
 
@@ -16,6 +16,101 @@ T0 = datetime(2018, 2, 8, 9, 0, tzinfo=timezone.utc)
 
 def _iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _attempt(n: int, last: bool, launch: datetime, per: float, boot: float, tail: float, repeat: int, zone: str):
+    """One attempt's timeline events and window: launch, boot, train, then an
+    upload and shutdown (the last attempt) or an interruption (earlier ones)."""
+    begin = launch + timedelta(seconds=boot)
+    end_train = begin + timedelta(seconds=per)
+    stop = end_train + timedelta(seconds=tail if last else 5)
+
+    def event(t: datetime, name: str, source: str) -> dict:
+        return {"time": _iso(t), "event": name, "attempt": n, "source": source}
+
+    events = [
+        event(launch, "instance_launch", "host"),
+        event(launch + timedelta(seconds=boot * 0.8), "boot_done", "host"),
+        event(begin, "train_start", "payload"),
+        event(end_train, "train_end" if last else "interruption_notice", "payload"),
+    ]
+    if last:
+        events.append(event(end_train + timedelta(seconds=tail / 2), "upload", "payload"))
+    events.append(event(stop, "shutdown_requested", "payload") if last else event(stop, "instance_terminated", "host"))
+    window = {
+        "attempt": n,
+        "instance_id": f"i-{n:04d}{repeat:04d}",
+        "zone": zone,
+        "start": _iso(begin),
+        "end": _iso(stop),
+        "status": "completed" if last else "interrupted",
+        "train_seconds": per,
+    }
+    return events, window, stop
+
+
+def _attempts(start, train_seconds, attempts, boot_seconds, tail_seconds, repeat, zone, spot_prices):
+    """The timeline (sorted) and attempt windows of `attempts` instances in a row, 30 s apart."""
+    timeline, windows = [], []
+    t = start
+    for n in range(1, attempts + 1):
+        events, window, stop = _attempt(
+            n, n == attempts, t, train_seconds / attempts, boot_seconds, tail_seconds, repeat, zone
+        )
+        timeline += events
+        windows.append(window)
+        t = stop + timedelta(seconds=30)
+    for secs, price in spot_prices or []:
+        timeline.append(
+            {
+                "time": _iso(start + timedelta(seconds=secs)),
+                "event": "spot_price",
+                "hourly_usd": price,
+                "source": "host",
+            }
+        )
+    timeline.sort(key=lambda e: e["time"])
+    return timeline, windows
+
+
+def _spread(samples_per_second: float | None) -> dict | None:
+    if samples_per_second is None:
+        return None
+    return {
+        "p10": samples_per_second * 0.97,
+        "p50": samples_per_second,
+        "p90": samples_per_second * 1.02,
+        "stdev": samples_per_second * 0.02,
+        "n": 100,
+    }
+
+
+def _benchmark(benchmark: str, stack: str, gpus: int, params: dict | None) -> dict:
+    return {
+        "name": benchmark,
+        "kind": "throughput",
+        "params": params or {"steps": 1000},
+        "data": "synthetic",
+        "precision": "fp32",
+        "per_gpu_batch_size": 64,
+        "global_batch_size": 64 * max(gpus, 1),
+        "replicas": max(gpus, 1),
+        "fingerprint": f"{stack}:{benchmark}",
+    }
+
+
+def _offering(o, last_window: dict, market: str) -> dict:
+    """The result's offering block: the catalog entry where the last attempt ran."""
+    return {
+        "id": o.id,
+        "provider": o.provider,
+        "kind": o.kind,
+        "region": (o.regions or (None,))[0],
+        "zone": last_window["zone"],
+        "instance_type": o.instance_type,
+        "instance_id": last_window["instance_id"],
+        "market": market,
+    }
 
 
 def make_result(
@@ -46,103 +141,20 @@ def make_result(
     """A v1 result. `attempts` > 1 splits training over that many instances
     (the earlier ones interrupted), each with its own launch and shutdown.
     `spot_prices`: (seconds after start, USD/h) spot_price events."""
-    cat = load_catalog()
-    o = cat.get(offering_id)
+    o = load_catalog().get(offering_id)
     gpus = o.gpu_count if gpus_used is None else gpus_used
     stack = stack or o.stack_name(market)
     run_id = run_id or f"{start:%Y%m%dT%H%M%SZ}-i-{abs(hash((offering_id, benchmark, repeat))) % 10**8:08d}-{benchmark}"
-    timeline, windows = [], []
-    t = start
-    per = train_seconds / attempts
-    for n in range(1, attempts + 1):
-        launch = t
-        begin = launch + timedelta(seconds=boot_seconds)
-        end_train = begin + timedelta(seconds=per)
-        last = n == attempts
-        stop = end_train + timedelta(seconds=tail_seconds if last else 5)
-        timeline += [
-            {"time": _iso(launch), "event": "instance_launch", "attempt": n, "source": "host"},
-            {
-                "time": _iso(launch + timedelta(seconds=boot_seconds * 0.8)),
-                "event": "boot_done",
-                "attempt": n,
-                "source": "host",
-            },
-            {"time": _iso(begin), "event": "train_start", "attempt": n, "source": "payload"},
-            {
-                "time": _iso(end_train),
-                "event": "train_end" if last else "interruption_notice",
-                "attempt": n,
-                "source": "payload",
-            },
-        ]
-        if last:
-            timeline.append(
-                {
-                    "time": _iso(end_train + timedelta(seconds=tail_seconds / 2)),
-                    "event": "upload",
-                    "attempt": n,
-                    "source": "payload",
-                }
-            )
-        timeline.append(
-            {
-                "time": _iso(stop),
-                "event": "shutdown_requested" if last else "instance_terminated",
-                "attempt": n,
-                "source": "payload" if last else "host",
-            }
-        )
-        windows.append(
-            {
-                "attempt": n,
-                "instance_id": f"i-{n:04d}{repeat:04d}",
-                "zone": (o.zones or o.regions or ("x",))[0],
-                "start": _iso(begin),
-                "end": _iso(stop),
-                "status": "completed" if last else "interrupted",
-                "train_seconds": per,
-            }
-        )
-        t = stop + timedelta(seconds=30)
-    for secs, price in spot_prices or []:
-        timeline.append(
-            {
-                "time": _iso(start + timedelta(seconds=secs)),
-                "event": "spot_price",
-                "hourly_usd": price,
-                "source": "host",
-            }
-        )
-    timeline.sort(key=lambda e: e["time"])
+    zone = (o.zones or o.regions or ("x",))[0]
+    timeline, windows = _attempts(start, train_seconds, attempts, boot_seconds, tail_seconds, repeat, zone, spot_prices)
     windows[-1]["status"] = status
-    spread = (
-        None
-        if samples_per_second is None
-        else {
-            "p10": samples_per_second * 0.97,
-            "p50": samples_per_second,
-            "p90": samples_per_second * 1.02,
-            "stdev": samples_per_second * 0.02,
-            "n": 100,
-        }
-    )
     return new_result(
         run_id=run_id,
         stack=stack,
         status=status,
         started_at=windows[0]["start"],
         finished_at=windows[-1]["end"],
-        offering={
-            "id": o.id,
-            "provider": o.provider,
-            "kind": o.kind,
-            "region": (o.regions or (None,))[0],
-            "zone": windows[-1]["zone"],
-            "instance_type": o.instance_type,
-            "instance_id": windows[-1]["instance_id"],
-            "market": market,
-        },
+        offering=_offering(o, windows[-1], market),
         price={
             "hourly_usd": hourly_usd,
             "spot_hourly_usd": spot_hourly_usd,
@@ -158,23 +170,13 @@ def make_result(
             "driver_version": "390.30",
         },
         software={"payload_version": "0.1.0", "python": "3.11", "tensorflow": "2.15.0", "image": None},
-        benchmark={
-            "name": benchmark,
-            "kind": "throughput",
-            "params": params or {"steps": 1000},
-            "data": "synthetic",
-            "precision": "fp32",
-            "per_gpu_batch_size": 64,
-            "global_batch_size": 64 * max(gpus, 1),
-            "replicas": max(gpus, 1),
-            "fingerprint": f"{stack}:{benchmark}",
-        },
+        benchmark=_benchmark(benchmark, stack, gpus, params),
         attempts=windows,
         timeline=timeline,
         metrics={
             "train_seconds": train_seconds,
             "samples_per_second": samples_per_second,
-            "samples_per_second_spread": spread,
+            "samples_per_second_spread": _spread(samples_per_second),
             "final_accuracy": accuracy,
             "gpu_utilization_mean": gpu_utilization,
             "epochs_completed": 1,
