@@ -48,6 +48,7 @@ class ReportOutcome:
     options: Any  # analysis.metrics.Options
     tables: dict[str, Any]
     price_warning: str | None = None
+    probes: int = 0  # probe runs (short runs of a job) left out of every figure
 
     @property
     def table(self) -> str:
@@ -64,6 +65,7 @@ class ReportOutcome:
         return {
             "html": str(self.html),
             "runs": self.runs,
+            "probe_runs_left_out": self.probes,
             "as_of": self.as_of,
             "base": self.options.base,
             "summary": _records(summary),
@@ -80,7 +82,10 @@ class ReportOutcome:
                 f"Run `python -m analysis collect --out {self.out_dir}` against your results bucket.\n"
                 f"report: {self.html}\n"
             )
-        return _summary_text(self.tables, self.options) + f"\nreport: {self.html}\n"
+        from analysis.report import probe_line  # pandas and matplotlib load only when a report is written
+
+        probes = probe_line(self.probes)
+        return _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + f"\nreport: {self.html}\n"
 
 
 def _records(frame) -> list[dict[str, Any]]:
@@ -184,7 +189,7 @@ def write_report(
     from analysis.collect import read_table
     from analysis.metrics import Options
     from analysis.pricing import price_runs
-    from analysis.report import build_report
+    from analysis.report import build_report, split_probes
     from infra.catalog import load_catalog
 
     if base is not None:
@@ -201,6 +206,7 @@ def write_report(
     warning, dates = None, _catalog_price_dates(runs)
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
-    outcome = ReportOutcome(Path(), str(out_dir), len(runs), as_of, opts, {}, warning)
+    full, probes = split_probes(runs)
+    outcome = ReportOutcome(Path(), str(out_dir), len(full), as_of, opts, {}, warning, probes)
     outcome.html, outcome.tables = build_report(runs, outcome.out_dir, opts, source=outcome.table)
     return outcome

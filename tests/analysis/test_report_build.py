@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.collecting import collect_results, finished_stacks, teardown_finished
 from analysis.report.build import check_options, write_report
-from analysis.synthetic import make_result, result_bytes, result_key
 from infra.catalog import CatalogError
 from payload.storage import open_store
 

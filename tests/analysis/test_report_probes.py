@@ -66,6 +66,18 @@ def test_probe_rows_are_left_out_and_counted_in_one_line(collected, tmp_path, ca
     assert PROBED not in _answer(with_probes) and f"{PROBED.replace('/', '/<wbr>')}</td>" not in with_probes
     assert got["summary"] == expected["summary"] and got["recommendations"] == expected["recommendations"]
     assert PROBED not in {r["offering_id"] for r in got["summary"]}
+    assert got["runs"] == expected["runs"] == int((~probed).sum())
+    assert got["probe_runs_left_out"] == int(probed.sum()) and expected["probe_runs_left_out"] == 0
+
+
+def test_the_terminal_summary_counts_the_probe_runs_left_out(collected, tmp_path, capsys):
+    probed = collected["offering_id"] == PROBED
+    out = tmp_path / "terminal"
+    out.mkdir()
+    collected.assign(probe=probed).to_parquet(out / "results.parquet")
+    capsys.readouterr()
+    assert main(["report", "--out", str(out)]) == 0
+    assert probe_line(int(probed.sum())) in capsys.readouterr().out
 
 
 def test_a_table_without_probes_has_no_probe_line(collected, tmp_path, capsys):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from synthetic_results import make_result, result_key
 
 from analysis.collect import read_table, remove_stale_temporaries, table_is_whole, table_paths, write_table
 from analysis.collect import store as store_mod
-from analysis.synthetic import make_result, result_key
 from analysis.table import COLUMNS, result_to_row
 
 
@@ -137,7 +137,7 @@ def test_a_collect_killed_between_the_two_files_leaves_the_old_pair_and_its_file
     child = textwrap.dedent(
         f"""
         import os, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parents[1])!r}]
         from analysis.collect import store, write_table
         from test_table_store import _rows
 
