@@ -26,7 +26,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import make_run_id
-from payload.pricing import result_offering
+from payload.price import result_offering
 from payload.result import RunWriter, new_result
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.spec import WorkloadSpec
