@@ -14,6 +14,6 @@ botocore's Stubber and a fake HTTP session instead of the network.
 
 from __future__ import annotations
 
-from infra.price_errors import NoCredentials, PriceFetchError, PricesError, SnapshotInvalid
+from infra.catalog.price_errors import NoCredentials, PriceFetchError, PricesError, SnapshotInvalid
 
 __all__ = ["NoCredentials", "PriceFetchError", "PricesError", "SnapshotInvalid"]

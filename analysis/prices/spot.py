@@ -30,7 +30,7 @@ from typing import Any
 
 from analysis.cost import time_weighted_price
 from infra import clouds
-from infra.price_errors import PricesError
+from infra.catalog.price_errors import PricesError
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,7 @@ def test_offerings_live_without_a_refreshed_snapshot_says_how_to_make_one(data_d
 
 def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
     from analysis.prices import snapshot
-    from infra.price_errors import SnapshotInvalid
+    from infra.catalog.price_errors import SnapshotInvalid
 
     cat = infra.catalog.load_catalog()
     bad = snapshot.render(
