@@ -119,7 +119,7 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
-        from analysis.prices.spot import price_run
+        from analysis.price.spot import price_run
         from infra import clouds
 
         provider = (result.get("offering") or {}).get("provider")
@@ -766,7 +766,7 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     Written to temporary names first, so a crash leaves the old table whole."""
     import pandas as pd
 
-    from analysis.pricing import price_rows
+    from analysis.price.runs import price_rows
     from analysis.table import COLUMNS
 
     out = Path(out_dir)

@@ -40,7 +40,7 @@ def register(sub) -> None:
 
 
 def _price_or_none(catalog, offering, market, as_of):
-    from analysis.cost import CostError, quote
+    from analysis.price.billed import CostError, quote
     from infra.catalog import NoPrice
 
     if market not in offering.markets:
@@ -100,7 +100,7 @@ def run(args) -> int:
 
     catalog = load_catalog()
     if getattr(args, "live", False):
-        from analysis.prices.snapshot import live_catalog
+        from analysis.price.snapshot import live_catalog
 
         catalog = live_catalog(catalog)
         if catalog is None:

@@ -7,8 +7,8 @@ import re
 import sys
 from datetime import date
 
-from analysis import price_age
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
+from analysis.price import age as price_age
 from payload import exitcodes
 
 HELP = "find offerings by GPU, count, market, region and price (catalog data, no cloud call)"

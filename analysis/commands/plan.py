@@ -16,8 +16,8 @@ import argparse
 import sys
 from datetime import datetime, timedelta, timezone
 
-from analysis import price_age
 from analysis.output import emit_json, print_table
+from analysis.price import age as price_age
 from infra.conventions import RESULTS_HELP, add_stack_arguments, stacks_of
 from payload import exitcodes
 from payload.money import usd_amount
@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
-    from analysis.cost import cost_of
+    from analysis.price.billed import cost_of
     from infra import cloud_init
     from infra.config import BenchmarkConfig, parse_config
     from infra.estimate import estimate_costs

@@ -3,9 +3,9 @@ terminal summary, from the table `collect` wrote to the same --out."""
 
 from __future__ import annotations
 
-from analysis import price_age
-from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.output import USD_SIGN, emit_json, parse_date
+from analysis.price import age as price_age
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from payload import exitcodes
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
@@ -88,7 +88,7 @@ def run(args) -> int:
     from analysis.collect import read_table
     from analysis.metrics import Options
     from analysis.output import print_table
-    from analysis.pricing import price_runs
+    from analysis.price.runs import price_runs
     from analysis.report import build_report, with_unit_columns
     from infra.catalog import load_catalog
 

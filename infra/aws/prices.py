@@ -193,7 +193,7 @@ def current_spot_prices(
     }
 
 
-# --- a refresh (analysis.prices.refresh) -------------------------------------------
+# --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
 def _stamp(now) -> str:

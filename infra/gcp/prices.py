@@ -258,7 +258,7 @@ def compute_engine_prices(
     return out
 
 
-# --- a refresh (analysis.prices.refresh) -------------------------------------------
+# --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
 def _stamp(now) -> str:

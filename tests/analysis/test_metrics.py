@@ -9,7 +9,6 @@ from datetime import date, datetime, timezone
 import pandas as pd
 import pytest
 
-from analysis.cost import breakeven_days_per_month
 from analysis.metrics import (
     Options,
     add_frontier,
@@ -21,7 +20,8 @@ from analysis.metrics import (
     scaling,
     summarize,
 )
-from analysis.pricing import price_runs
+from analysis.price.billed import breakeven_days_per_month
+from analysis.price.runs import price_runs
 from analysis.synthetic import make_result
 from analysis.table import COLUMNS, result_to_row
 from infra.catalog import load_catalog

@@ -11,8 +11,8 @@ from fractions import Fraction as F
 import pytest
 
 from analysis.cli import main
-from analysis.cost import CostError
-from analysis.recurring import monthly_bill
+from analysis.price.billed import CostError
+from analysis.price.monthly import monthly_bill
 from infra.catalog import load_catalog
 from infra.catalog.services import service_prices
 from infra.schedule_expr import ScheduleError, parse_schedule

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from fractions import Fraction
 
-from analysis.cost import CostError, billed_seconds
+from analysis.price.billed import CostError, billed_seconds
 from infra.catalog import Catalog, CatalogError, UnknownOffering, load_catalog
 from infra.catalog.services import ServicePrices, service_prices
 from infra.schedule_expr import parse_schedule
