@@ -12,7 +12,6 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from infra.conventions import RESULTS_HELP
 from payload import exitcodes
 
 INSTALL_HINT = (
@@ -46,11 +45,21 @@ def cmd_stacks(args) -> int:
     return 0
 
 
-def cmd_preview(args) -> int:
+def cmd_preview(args, measured=None) -> int:
+    """Preview stacks offline. `measured` (an infra.catalog.estimate.MeasuredRuns)
+    is the billed time of collected runs, which only analysis reads: given by
+    `gpubench preview`, else every cost is the deadline bound."""
     from infra import preview, stacks
 
     if args.all == bool(args.stack):
         print("preview needs exactly one of STACK or --all", file=sys.stderr)
+        return exitcodes.USAGE
+    if measured is None and getattr(args, "results", None):
+        print(
+            f"error: `python -m infra preview` does not read results tables ({args.results}): "
+            f"run `gpubench preview {args.stack or '--all'} --results {args.results}` to estimate from collected runs",
+            file=sys.stderr,
+        )
         return exitcodes.USAGE
     names = stacks.stack_names() if args.all else [args.stack]
     print(
@@ -60,7 +69,7 @@ def cmd_preview(args) -> int:
             as_json=args.json,
             single=not args.all,
             show_user_data=not args.no_user_data,
-            results=getattr(args, "results", None),
+            measured=measured,
         )
     )
     return 0
@@ -97,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
-    pv.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
+    pv.add_argument("--results", metavar="PATH", help="estimating from collected runs is `gpubench preview --results`")
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

@@ -39,9 +39,9 @@ def register(sub) -> None:
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
     from analysis.price.billed import cost_of
+    from analysis.price.estimate import estimate_costs
     from infra import cloud_init
     from infra.config import BenchmarkConfig, parse_config
-    from infra.estimate import estimate_costs
     from infra.launch import payload_env, resolve
     from infra.stacks import load_config
 
@@ -100,7 +100,7 @@ def run(args) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
     catalog = load_catalog()
-    from infra.estimate import read_results
+    from analysis.price.estimate import read_results
 
     results = read_results(args.results or "report")  # collect's default --out
     plans = [plan_stack(n, catalog, results) for n in names]

@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from infra.cli import cmd_preview
+    from analysis.price.estimate import cmd_preview
     from payload.extras import require
 
     require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")

@@ -7,6 +7,8 @@
 - `monthly`: the monthly bill of a recurring benchmark and of the leak
   sweeper (`monthly_bill`, `sweeper_bill`).
 - `age`: the warning when the newest catalog price an answer used is old.
+- `estimate`: a stack's cost estimated from its collected runs (reads the
+  results table `collect` writes; infra computes the estimate from the data).
 - `spot`: a run's price over its own window, at the spot price it paid.
 - `snapshot`: render, validate, write and diff a dated price snapshot.
 - `refresh`: one `prices refresh` of a provider and region, end to end.
