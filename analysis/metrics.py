@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.reference import imagenet_schedules
 
 # Preferred bases for the relative columns, in order: a single K80 (seed 002's
@@ -331,7 +331,7 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
     on-prem box is cheaper per sample than each cloud offering on the same
     workload, and above which it is `times` as cheap (seed 004, section 5.2
     reads off 2x)."""
-    from analysis.cost import breakeven_days_per_month
+    from analysis.price.billed import breakeven_days_per_month
     from infra.catalog import CatalogError, load_catalog
 
     if summary.empty:

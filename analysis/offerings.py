@@ -14,7 +14,7 @@ _GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$"
 
 
 def _price_or_none(catalog, offering, market, as_of):
-    from analysis.cost import CostError, quote
+    from analysis.price.billed import CostError, quote
     from infra.catalog import NoPrice
 
     if market not in offering.markets:

@@ -12,10 +12,10 @@ from typing import Any
 
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
-    from analysis.cost import cost_of
+    from analysis.price.billed import cost_of
+    from analysis.price.estimate import estimate_costs
     from infra import cloud_init
     from infra.config import BenchmarkConfig, parse_config
-    from infra.estimate import estimate_costs
     from infra.launch import payload_env, resolve
     from infra.stacks import load_config
 
@@ -84,8 +84,8 @@ class PlanOutcome:
 def plan_stacks(names: Sequence[str], *, results: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `results`
     (a results.parquet/.csv or its directory; default report/, where collect writes)."""
+    from analysis.price.estimate import read_results
     from infra.catalog import load_catalog
-    from infra.estimate import read_results
 
     catalog = catalog or load_catalog()
     measured = read_results(results or "report")  # collect's default --out

@@ -261,7 +261,7 @@ def m_collect(endpoint: str, args) -> dict:
     import uvloop  # noqa: F401
 
     import analysis.bulk  # noqa: F401
-    import analysis.pricing  # noqa: F401
+    import analysis.price.runs  # noqa: F401
     from analysis.collect import collect
 
     c0, t = my_cpu(), time.perf_counter()

@@ -24,12 +24,13 @@ def main() -> int:
     args = ap.parse_args()
 
     start = time.perf_counter()
+    from analysis.price.estimate import measured_runs, read_results
     from infra import preview, stacks
     from infra.catalog import load_catalog
 
     catalog = load_catalog()
     names = stacks.stack_names()
-    table = preview.load_results_table()
+    measured = measured_runs(read_results())
     imported = time.perf_counter() - start
     print(f"imports + catalog: {imported:.3f} s")
     total_render = 0.0
@@ -37,7 +38,7 @@ def main() -> int:
         round_start = time.perf_counter()
         for name in names:
             t = time.perf_counter()
-            preview.preview_stack(name, catalog, table)
+            preview.preview_stack(name, catalog, measured)
             took = time.perf_counter() - t
             if round_ == 0:
                 print(f"{name:28s} {took * 1000:8.1f} ms")

@@ -12,7 +12,6 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from infra.conventions import RESULTS_HELP
 from payload import exitcodes
 
 INSTALL_HINT = (
@@ -54,16 +53,28 @@ def preview_command(
     as_json: bool = False,
     show_user_data: bool = True,
     results: str | None = None,
+    measured=None,
 ) -> int:
-    """`preview`: print one stack (or every one) rendered under Pulumi's mocks; an exit code."""
+    """`preview`: print one stack (or every one) rendered under Pulumi's mocks; an exit code.
+
+    `measured` (an infra.catalog.estimate.MeasuredRuns) is the billed time of collected runs,
+    which only analysis reads: given by `gpubench preview`, else every cost is the deadline bound.
+    `results` is refused here: infra never reads analysis's results table."""
     from infra import preview, stacks
 
     if all_stacks == bool(stack):
         print("preview needs exactly one of STACK or --all", file=sys.stderr)
         return exitcodes.USAGE
+    if measured is None and results:
+        print(
+            f"error: `python -m infra preview` does not read results tables ({results}): "
+            f"run `gpubench preview {stack or '--all'} --results {results}` to estimate from collected runs",
+            file=sys.stderr,
+        )
+        return exitcodes.USAGE
     names = stacks.stack_names() if all_stacks else [stack]
     text = preview.run(
-        names, _catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, results=results
+        names, _catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, measured=measured
     )
     print(text)
     return 0
@@ -114,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
-    pv.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
+    pv.add_argument("--results", metavar="PATH", help="estimating from collected runs is `gpubench preview --results`")
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

@@ -1,12 +1,12 @@
 """`python -m infra preview`: what a stack will create and cost, rendered offline under mocks.
 
 For each stack: resources with key properties, the user-data, the hourly price, the
-deadline, an estimated cost per benchmark and warnings. Cost per benchmark comes from
-the stack's collected runs when the results table `collect` wrote exists (default
-report/results.parquet, or --results PATH): the median billed time of its completed
-runs (column billed_hours, the billed window the pricing code computed over every
-attempt) x the hourly price. Otherwise, and always without pandas (the analysis
-extra), it is the upper bound maxHours x hourly price; each line says which.
+deadline, an estimated cost per benchmark and warnings. Cost per benchmark is the
+upper bound maxHours x hourly price, unless the caller passes the billed seconds of
+the stack's collected runs (`MeasuredRuns`, infra/catalog/estimate.py): then the
+median billed time x the hourly price; each line says which. Infra never reads the
+results table itself: `gpubench preview` (analysis/price/estimate.py) reads it and
+passes the figures.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from infra import stacks as stackfiles
+from infra.catalog.estimate import MeasuredRuns, estimate_costs
 from infra.config import BenchmarkConfig, parse_config
-from infra.estimate import REPORT_DIR, ResultsTable, estimate_costs, load_results_table, read_results
 from infra.launch import fmt_usd, resolve
 from infra.render import Rendered, render
 
-__all__ = ["REPORT_DIR", "ResultsTable", "estimate_costs", "load_results_table", "read_results", "preview_stack", "run"]
+__all__ = ["preview_stack", "run"]
 
 # Properties worth a glance per resource type (engine names); everything is in --json.
 KEY_PROPS: dict[str, tuple[str, ...]] = {
@@ -81,7 +81,7 @@ def _dig(inputs: dict[str, Any], dotted: str) -> Any:
 
 
 def preview_stack(
-    name: str, catalog: Any, table: Any = None, stacks_dir: Path = stackfiles.STACKS_DIR
+    name: str, catalog: Any, measured: MeasuredRuns | None = None, stacks_dir: Path = stackfiles.STACKS_DIR
 ) -> dict[str, Any]:
     raw = stackfiles.load_config(name, stacks_dir)
     cfg = parse_config(raw, name)
@@ -114,7 +114,7 @@ def preview_stack(
                 "deadline_hours": cfg.max_hours,
                 "payload_image": launch.image,
                 "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
-                "estimated_cost": estimate_costs(cfg, launch.hourly_usd, table),
+                "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
             }
         )
     summary["render_seconds"] = round(time.perf_counter() - started, 4)
@@ -161,10 +161,9 @@ def run(
     as_json: bool,
     single: bool,
     show_user_data: bool = True,
-    results: Path | str | None = None,
+    measured: MeasuredRuns | None = None,
 ) -> str:
-    table = read_results(results or REPORT_DIR)
-    summaries = [preview_stack(n, catalog, table) for n in names]
+    summaries = [preview_stack(n, catalog, measured) for n in names]
     if as_json:
         return json.dumps(summaries[0] if single else summaries, indent=2, sort_keys=True, default=str)
     return "\n\n".join(format_text(s, show_user_data) for s in summaries)

@@ -32,7 +32,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, detect_identity, make_run_id
-from payload.pricing import offering_facts, price_row, result_offering
+from payload.price import offering_facts, price_row, result_offering
 from payload.result import RunWriter, new_result
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store

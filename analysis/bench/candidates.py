@@ -150,7 +150,7 @@ def stack_name(offering: Any, market: str, region: str | None) -> str:
 
 
 def _price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> Any:
-    from analysis.cost import quote
+    from analysis.price.billed import quote
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # retired offerings never get here
@@ -335,7 +335,7 @@ def _ssh_stack(name: str, stacks_dir: Path) -> str:
 
 def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
     """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
-    from analysis.cost import CostError
+    from analysis.price.billed import CostError
     from infra.catalog import NoPrice
 
     offering = catalog.get(offering_id)

@@ -7,7 +7,7 @@ throughput are measured by the probe; the whole job's time and cost are
 extrapolated. The interval comes from the throughput's: the high throughput
 gives the short time and the low cost, the low throughput the long time and
 the high cost. Each of the three durations is billed on its own under the
-offering's terms (analysis.cost.billed_seconds), so per-hour billing rounds
+offering's terms (analysis.price.billed.billed_seconds), so per-hour billing rounds
 each one up to whole hours and a minimum applies to each.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from analysis.cost import CostError, billed_seconds
+from analysis.price.billed import CostError, billed_seconds
 from infra.catalog import BillingTerms
 from payload.steady import Steady
 

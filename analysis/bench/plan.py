@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.bench.candidates import Candidate
-from analysis.cost import billed_cost
 from analysis.output import fmt_usd, print_table
+from analysis.price.billed import billed_cost
 from infra.catalog import load_catalog
 from payload.money import USD_SIGN
 

@@ -14,7 +14,7 @@ States, first matching rule wins (RULES):
 
 Cost so far is billed from the start of the successful `pulumi up` to the result's
 upload (final states), to now (running, capped at the deadline) or to the deadline
-(expired), at the hourly price recorded at launch (analysis.cost.cost_of with
+(expired), at the hourly price recorded at launch (analysis.price.billed.cost_of with
 hourly_usd). Waste is the time billed after the last result was uploaded: until the
 stack was destroyed, else until its deadline when passed, else until now ("so far").
 AWS instances power themselves off after the upload, so for AWS this is an upper
@@ -155,7 +155,7 @@ def classify(entry: dict, obs: StackObservation, now: datetime) -> tuple[str, st
 def _usd(entry: dict, seconds: float) -> float | None:
     if entry.get("hourly_usd") is None or not entry.get("offering"):
         return None
-    from analysis.cost import cost_of
+    from analysis.price.billed import cost_of
 
     try:
         return round(

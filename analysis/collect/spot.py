@@ -21,7 +21,7 @@ PRICING_WORKERS = 10
 
 def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     """The spot-history pricer for spot runs on clouds that keep a spot price
-    history (analysis.prices.spot.price_run), or None when `mode` is "off".
+    history (analysis.price.spot.price_run), or None when `mode` is "off".
     With "auto" it is used only when that cloud's credentials resolve; the
     check runs once per cloud, at its first spot run."""
     if mode == "off":
@@ -29,7 +29,7 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
-        from analysis.prices.spot import price_run
+        from analysis.price.spot import price_run
         from infra import clouds
 
         provider = (result.get("offering") or {}).get("provider")

@@ -42,7 +42,7 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     published as one pair: a crash or an error leaves the old table whole."""
     import pandas as pd
 
-    from analysis.pricing import price_rows
+    from analysis.price.runs import price_rows
     from analysis.table import COLUMNS
 
     out = Path(out_dir)

@@ -3,8 +3,8 @@ billing rule applied and every price's source and date shown."""
 
 from __future__ import annotations
 
-from analysis import price_age
 from analysis.output import emit_json, fmt_usd, parse_date
+from analysis.price import age as price_age
 from payload import exitcodes
 
 HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
@@ -105,9 +105,9 @@ def register(sub) -> None:
 def run_sweeper(args) -> int:
     import sys
 
-    from analysis.cost import CostError
     from analysis.output import usd_amount
-    from analysis.recurring import sweeper_bill
+    from analysis.price.billed import CostError
+    from analysis.price.monthly import sweeper_bill
     from infra.catalog import CatalogError
 
     if args.offering or args.every is None:
@@ -143,9 +143,9 @@ def run_sweeper(args) -> int:
 def run_recurring(args) -> int:
     import sys
 
-    from analysis.cost import CostError
     from analysis.output import usd_amount
-    from analysis.recurring import monthly_bill
+    from analysis.price.billed import CostError
+    from analysis.price.monthly import monthly_bill
 
     if args.minutes_up is None:
         print("error: --every needs --minutes-up MIN (how long each run's instance is up)", file=sys.stderr)
@@ -209,7 +209,7 @@ def run_recurring(args) -> int:
 def run(args) -> int:
     import sys
 
-    from analysis.cost import CostError, _hours, cost_of
+    from analysis.price.billed import CostError, _hours, cost_of
 
     problem = price_age.check(args)
     if problem:

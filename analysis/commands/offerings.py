@@ -44,7 +44,7 @@ def run(args) -> int:
 
     catalog = load_catalog()
     if getattr(args, "live", False):
-        from analysis.prices.snapshot import live_catalog
+        from analysis.price.snapshot import live_catalog
 
         catalog = live_catalog(catalog)
         if catalog is None:

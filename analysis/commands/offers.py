@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import price_age
 from analysis.offerings import SORTS, find_offers, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
+from analysis.price import age as price_age
 from payload import exitcodes
 
 HELP = "find offerings by GPU, count, market, region and price (catalog data, no cloud call)"

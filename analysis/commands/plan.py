@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import price_age
 from analysis.output import emit_json, print_table
+from analysis.price import age as price_age
 from infra.conventions import RESULTS_HELP, add_stack_arguments, stacks_of
 from payload import exitcodes
 from payload.money import usd_amount

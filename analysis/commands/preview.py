@@ -16,6 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from analysis.price.estimate import REPORT_DIR, measured_runs, read_results
     from infra.cli import preview_command
     from payload.extras import require
 
@@ -26,5 +27,5 @@ def run(args) -> int:
         all_stacks=args.all,
         as_json=args.json,
         show_user_data=not args.no_user_data,
-        results=args.results,
+        measured=measured_runs(read_results(args.results or REPORT_DIR)),
     )

@@ -72,7 +72,7 @@ def register(sub) -> None:
 
 def plan(provider: str | None, regions: list[str] | None) -> list[tuple[str, str]]:
     """(provider, region) pairs to refresh; ValueError naming a bad region."""
-    from analysis.prices.snapshot import CATALOG_REGIONS
+    from analysis.price.snapshot import CATALOG_REGIONS
 
     providers = [provider] if provider else list(PROVIDERS)
     if not regions:
@@ -126,8 +126,8 @@ def run_refresh(args, clients=None, now=None) -> int:
 
     import infra.catalog
     from analysis.output import emit_json
-    from analysis.prices.refresh import base_catalog, refresh
-    from analysis.prices.snapshot import CATALOG_REGIONS
+    from analysis.price.refresh import base_catalog, refresh
+    from analysis.price.snapshot import CATALOG_REGIONS
 
     try:
         pairs = plan(args.provider, args.region)
@@ -163,7 +163,7 @@ def run_refresh(args, clients=None, now=None) -> int:
 
 def run_list(args) -> int:
     from analysis.output import emit_json, print_table
-    from analysis.prices.snapshot import list_snapshots
+    from analysis.price.snapshot import list_snapshots
     from infra.catalog import load_catalog
 
     rows = list_snapshots(load_catalog())

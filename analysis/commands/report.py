@@ -3,9 +3,9 @@ terminal summary, from the table `collect` wrote to the same --out."""
 
 from __future__ import annotations
 
-from analysis import price_age
-from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.output import emit_json, parse_date
+from analysis.price import age as price_age
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from payload import exitcodes
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"

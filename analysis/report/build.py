@@ -10,9 +10,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis import price_age
-from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.output import USD_SIGN, print_table
+from analysis.price import age as price_age
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 
 CostBasis = Literal["billed", "train"]
 
@@ -188,7 +188,7 @@ def write_report(
         raise ValueError(problem)
     from analysis.collect import read_table
     from analysis.metrics import Options
-    from analysis.pricing import price_runs
+    from analysis.price.runs import price_runs
     from analysis.report import build_report, split_probes
     from infra.catalog import load_catalog
 

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis.cost import onprem_hourly  # noqa: E402
+from analysis.price.billed import onprem_hourly  # noqa: E402
 
 MAX_PANELS = 6
 

@@ -134,7 +134,7 @@ def _session_client(service: str):
     return make
 
 
-# Price API clients by name, for `analysis.prices.refresh.Clients`.
+# Price API clients by name, for `analysis.price.refresh.Clients`.
 CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
 
 

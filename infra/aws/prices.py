@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from infra.price_errors import NoCredentials, PriceFetchError, PricesError
+from infra.catalog.price_errors import NoCredentials, PriceFetchError, PricesError
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
@@ -193,7 +193,7 @@ def current_spot_prices(
     }
 
 
-# --- a refresh (analysis.prices.refresh) -------------------------------------------
+# --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
 def _stamp(now) -> str:

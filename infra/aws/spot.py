@@ -1,4 +1,4 @@
-"""EC2 spot price history as the hook `analysis.prices.spot` prices spot runs with."""
+"""EC2 spot price history as the hook `analysis.price.spot` prices spot runs with."""
 
 from __future__ import annotations
 

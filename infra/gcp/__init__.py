@@ -129,7 +129,7 @@ def _default_session():
     return default_session()
 
 
-# Price API clients by name, for `analysis.prices.refresh.Clients`.
+# Price API clients by name, for `analysis.price.refresh.Clients`.
 CLIENTS = {"gcp_session": _default_session}
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from infra.price_errors import NoCredentials, PriceFetchError
+from infra.catalog.price_errors import NoCredentials, PriceFetchError
 
 COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
 CATALOG_URL = "https://cloudbilling.googleapis.com/v1/{service}/skus"
@@ -258,7 +258,7 @@ def compute_engine_prices(
     return out
 
 
-# --- a refresh (analysis.prices.refresh) -------------------------------------------
+# --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
 def _stamp(now) -> str:

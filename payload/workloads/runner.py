@@ -31,7 +31,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import Timeline, iso, mllog
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import make_run_id
-from payload.pricing import result_offering
+from payload.price import result_offering
 from payload.result import RunWriter, new_result
 from payload.workloads.jobenv import job_frameworks
 from payload.workloads.logtail import LOG_TAIL_LINES, LogTail

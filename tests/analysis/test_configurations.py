@@ -9,7 +9,7 @@ import pytest
 from synthetic_results import make_result
 
 from analysis.metrics import Options, analyse, breakeven, default_base, recommend, relative_to_base, summarize
-from analysis.pricing import price_runs
+from analysis.price.runs import price_runs
 from analysis.report import with_unit_columns
 from analysis.table import COLUMNS, result_to_row
 from payload.benchmarks import REGISTRY

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from synthetic_results import make_result
 
-from analysis.cost import breakeven_days_per_month
 from analysis.metrics import (
     Options,
     add_frontier,
@@ -22,7 +21,8 @@ from analysis.metrics import (
     scaling,
     summarize,
 )
-from analysis.pricing import price_runs
+from analysis.price.billed import breakeven_days_per_month
+from analysis.price.runs import price_runs
 from analysis.table import COLUMNS, result_to_row
 from infra.catalog import load_catalog
 

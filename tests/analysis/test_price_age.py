@@ -7,8 +7,8 @@ from datetime import date
 
 import pytest
 
-from analysis import price_age
 from analysis.cli import main
+from analysis.price import age as price_age
 
 
 def test_age_by_hand():

@@ -18,7 +18,7 @@ from analysis.bench.candidates import (
     local_candidate,
     ssh_candidates,
 )
-from analysis.cost import cost_of
+from analysis.price.billed import cost_of
 from infra import clouds
 from infra.catalog import NoPrice, load_catalog
 from infra.stacks import STACKS_DIR, load_config, ssh_stack_names

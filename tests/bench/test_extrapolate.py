@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.bench.extrapolate import JobEstimate, estimate_job, probe_bound_usd
-from analysis.cost import CostError
+from analysis.price.billed import CostError
 from infra.catalog import BillingTerms, load_catalog
 from payload.steady import Steady
 

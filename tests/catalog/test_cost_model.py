@@ -7,7 +7,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
-from analysis.cost import (
+from analysis.price.billed import (
     CostError,
     billed_seconds,
     breakeven_days_per_month,

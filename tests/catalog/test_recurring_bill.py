@@ -11,9 +11,9 @@ from fractions import Fraction as F
 import pytest
 
 from analysis.cli import main
-from analysis.cost import CostError
-from analysis.recurring import monthly_bill
-from infra.catalog import load_catalog
+from analysis.price.billed import CostError
+from analysis.price.monthly import monthly_bill
+from infra.catalog import CatalogError, load_catalog
 from infra.catalog.services import service_prices
 from infra.schedule_expr import ScheduleError, parse_schedule
 
@@ -216,3 +216,32 @@ def test_cli_refuses_every_without_minutes_up(capsys):
 def test_cli_refuses_a_bad_expression_without_a_traceback(capsys):
     assert main(["cost", "aws/g4dn.xlarge", "--every", "rate(4 weeks)", "--minutes-up", "5"]) == 2
     assert "rate(N minutes|hours|days)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"minutes_up": 0}, "--minutes-up must be a positive number of minutes, got 0"),
+        ({"disk_gb": -1}, "--disk-gb must be zero or more, got -1"),
+        ({"scheduler_jobs": -2}, "--scheduler-jobs must be zero or more, got -2"),
+        ({"hourly_usd": -0.5}, "--hourly-usd must not be negative, got -0.5"),
+    ],
+)
+def test_bad_inputs_name_the_option(kwargs, message):
+    args = {"minutes_up": 30, **kwargs}
+    with pytest.raises(CostError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        monthly_bill("aws/g4dn.xlarge", "rate(1 day)", catalog=CAT, **args)
+
+
+def test_a_given_price_is_billed_under_the_offerings_rule():
+    """--hourly-usd replaces the catalog's price, not the billing rule: daily
+    runs of 30 s each are billed the AWS per-second minimum of 60 s."""
+    bill = monthly_bill("aws/g4dn.xlarge", "rate(1 day)", 0.5, hourly_usd=3.6, scheduler_jobs=0, catalog=CAT)
+    runs = F(bill.runs_per_month_exact)
+    assert bill.lines[0].source == "given with --hourly-usd"
+    assert bill.lines[0].exact[0] == runs * 60 / 3600 * F("3.6")
+
+
+def test_a_billing_date_before_any_terms_is_refused():
+    with pytest.raises(CatalogError, match="has no terms on 1990-01-01"):
+        monthly_bill("aws/g4dn.xlarge", "rate(1 day)", 30, billing_as_of=date(1990, 1, 1), catalog=CAT)

@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from analysis.cost import billed_seconds, cost_of
+from analysis.price.billed import billed_seconds, cost_of
 from infra.catalog import load_catalog
 
 CAT = load_catalog()

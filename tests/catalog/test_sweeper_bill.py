@@ -7,7 +7,7 @@ import json
 import pytest
 
 from analysis.cli import main
-from analysis.recurring import sweeper_bill
+from analysis.price.monthly import sweeper_bill
 
 
 def test_aws_sweeper_hourly_by_hand():

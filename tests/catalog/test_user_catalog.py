@@ -98,7 +98,7 @@ def test_user_offerings_prices_and_billing_merge_into_the_catalog(user_dir):
     assert quote.hourly_usd == 0.69 and quote.source == "neocloud.example/pricing, read 2026-01-15"
     assert cat.billing_terms("neocloud/1x-rtx4090").minimum_seconds == 60
     assert cat.get("aws/p3.8xlarge").gpu_count == 4  # the shipped rows are all still there
-    from analysis.pricing import onprem_hourly
+    from analysis.price.runs import onprem_hourly
 
     # an owned box has no price list: 3600 / 36 months / (20 days x 24 h) + 0.6 kW x $0.30
     assert onprem_hourly(box.onprem) == pytest.approx(3600 / 36 / 480 + 0.18)

@@ -1,4 +1,5 @@
-"""`python -m infra preview` offline: JSON fields, text output, cost estimates, and the missing-CLI message."""
+"""`python -m infra preview` offline: JSON fields, text output, cost estimates (infra's from plain
+figures, analysis's from the results table), and the missing-CLI message."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 import pytest
 from servers import require_module
 
-from infra import preview
+from analysis.price import estimate
+from infra.catalog.estimate import MeasuredRuns
+from infra.catalog.estimate import estimate_costs as infra_estimate_costs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,16 +85,16 @@ def test_cost_estimate_from_results_table(catalog):
             "billed_seconds": [1800, 3600, 5400, 99],
         }
     )
-    rows = {r["benchmark"]: r for r in preview.estimate_costs(cfg, 2.0, table)}
+    rows = {r["benchmark"]: r for r in estimate.estimate_costs(cfg, 2.0, table)}
     assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("measured")
     assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("bound")
 
 
 def test_results_table_read_from_report_dir(tmp_path):
     (tmp_path / "results.csv").write_text("stack,benchmark,billed_seconds\naws-g4dn-1x,mnist-cnn,60\n")
-    table = preview.load_results_table(tmp_path)
+    table = estimate.load_results_table(tmp_path)
     assert list(table["billed_seconds"]) == [60]
-    assert preview.load_results_table(tmp_path / "none") is None
+    assert estimate.load_results_table(tmp_path / "none") is None
 
 
 def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):
@@ -121,19 +124,19 @@ def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
     r = make_result("aws/g4dn.xlarge", "mnist-cnn", train_seconds=600, attempts=2, hourly_usd=0.526)
     store.put_bytes(result_key(r), result_bytes(r))
     assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
-    results = preview.read_results(out)
+    results = estimate.read_results(out)
     assert results.path == out / "results.parquet"
     cfg = parse_config(
         {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
     )
-    rows = {e["benchmark"]: e for e in preview.estimate_costs(cfg, 2.0, results)}
+    rows = {e["benchmark"]: e for e in estimate.estimate_costs(cfg, 2.0, results)}
     assert rows["mnist-cnn"]["seconds"] == pytest.approx(905)
     assert rows["mnist-cnn"]["usd"] == pytest.approx(round(905 / 3600 * 2.0, 4))
     assert "1 collected run(s) in" in rows["mnist-cnn"]["source"] and "results.parquet" in rows["mnist-cnn"]["source"]
     assert rows["imdb-bilstm"]["source"].startswith("bound") and rows["imdb-bilstm"]["usd"] == cfg.max_hours * 2.0
     # the file itself may be named; a missing table says where it looked
-    assert preview.read_results(out / "results.parquet").table is not None
-    missing = preview.estimate_costs(cfg, 2.0, preview.read_results(tmp_path / "none"))
+    assert estimate.read_results(out / "results.parquet").table is not None
+    missing = estimate.estimate_costs(cfg, 2.0, estimate.read_results(tmp_path / "none"))
     assert "no results table at" in missing[0]["source"]
 
 
@@ -149,7 +152,7 @@ def test_preview_without_pandas_says_so(tmp_path, catalog, monkeypatch):
         return real(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_pandas)
-    results = preview.read_results(tmp_path)
+    results = estimate.read_results(tmp_path)
     assert results.table is None and "pandas is not installed" in results.note
 
 
@@ -176,3 +179,59 @@ def test_plan_estimates_from_measurements(tmp_path, capsys):
     assert est["resnet50"]["source"].startswith("measured")
     others = [e for b, e in est.items() if b != "resnet50"]
     assert others and all(e["source"].startswith("bound") for e in others)
+
+
+def _g4dn_config(suite: str):
+    from infra import stacks as stackfiles
+    from infra.config import parse_config
+
+    return parse_config({**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": suite}, "aws-g4dn-1x")
+
+
+def test_infra_estimates_from_plain_figures_without_a_table():
+    """Infra's estimate needs no pandas nor table: the median of the billed
+    seconds it is given (1800, 3600, 5400 -> 3600 s) x the price, else the bound."""
+    cfg = _g4dn_config("mnist-cnn,imdb-bilstm")
+    measured = MeasuredRuns({("aws-g4dn-1x", "mnist-cnn"): [1800.0, 3600.0, 5400.0]}, where="there.csv")
+    rows = {r["benchmark"]: r for r in infra_estimate_costs(cfg, 2.0, measured)}
+    assert rows["mnist-cnn"]["seconds"] == 3600.0 and rows["mnist-cnn"]["usd"] == 2.0
+    assert (
+        rows["mnist-cnn"]["source"] == "measured: median billed time of 3 collected run(s) in there.csv x hourly price"
+    )
+    assert rows["imdb-bilstm"]["usd"] == round(cfg.max_hours * 2.0, 4)
+    assert "no completed run of this stack and benchmark in there.csv" in rows["imdb-bilstm"]["source"]
+    bounds = infra_estimate_costs(cfg, 2.0)
+    assert all(r["source"].startswith("bound") and r["runs"] == 0 for r in bounds)
+    assert all("no collected runs given" in r["source"] for r in bounds)
+
+
+def test_infra_preview_does_not_read_results_tables(tmp_path):
+    """Collected runs are analysis's: `python -m infra preview --results` says
+    which command estimates from them instead of silently showing the bound."""
+    proc = _run("preview", "aws-g4dn-1x", "--results", str(tmp_path))
+    assert proc.returncode == 2
+    assert "does not read results tables" in proc.stderr
+    assert f"gpubench preview aws-g4dn-1x --results {tmp_path}" in proc.stderr
+
+
+def test_gpubench_preview_estimates_from_collected_runs(tmp_path, capsys):
+    """`gpubench preview --results`: analysis reads the table and infra's
+    preview shows the measured estimate (120 s boot + 1000 s + 60 s = 1180 s)."""
+    require_module("pandas")
+    require_module("pulumi")
+    from analysis.cli import main
+    from analysis.synthetic import make_result, result_bytes, result_key
+    from payload.storage import open_store
+
+    src, out = tmp_path / "results", tmp_path / "report"
+    store = open_store(str(src))
+    r = make_result("aws/g4dn.xlarge", "resnet50", train_seconds=1000, hourly_usd=0.526)
+    store.put_bytes(result_key(r), result_bytes(r))
+    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["preview", "aws-g4dn-1x", "--results", str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    est = {e["benchmark"]: e for e in s["estimated_cost"]}
+    assert est["resnet50"]["seconds"] == pytest.approx(1180)
+    assert est["resnet50"]["usd"] == pytest.approx(round(1180 / 3600 * s["hourly_usd"], 4))
+    assert est["resnet50"]["source"].startswith("measured") and "results.parquet" in est["resnet50"]["source"]

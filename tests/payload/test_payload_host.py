@@ -13,7 +13,7 @@ from payload import exitcodes
 from payload.gpu import GpuSampler
 from payload.identity import detect_identity, make_run_id
 from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
-from payload.pricing import offering_facts, price_row
+from payload.price import offering_facts, price_row
 from payload.watcher import PreemptionWatcher
 
 
@@ -166,7 +166,7 @@ def test_payload_never_imports_the_catalog():
     import subprocess
 
     code = (
-        "import sys, payload.runner, payload.pricing, payload.cli; "
+        "import sys, payload.runner, payload.price, payload.cli; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('infra', 'analysis')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

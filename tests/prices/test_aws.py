@@ -9,7 +9,7 @@ import pytest
 from prices_fakes import add_get_products, add_spot_history, price_list_product, spot_record, stubbed, t
 
 from infra.aws import prices as aws
-from infra.price_errors import NoCredentials, PriceFetchError
+from infra.catalog.price_errors import NoCredentials, PriceFetchError
 
 
 def test_on_demand_paginates_and_parses_the_price_list_strings():

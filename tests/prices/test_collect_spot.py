@@ -11,7 +11,7 @@ from prices_fakes import add_spot_history, spot_record, stubbed
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.collect import collect
-from analysis.prices.spot import price_run
+from analysis.price.spot import price_run
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 

@@ -8,8 +8,8 @@ import requests
 import responses
 from prices_fakes import FAMILY, GPU_USD, compute_engine_skus, mock_catalog, sku
 
+from infra.catalog.price_errors import NoCredentials, PriceFetchError
 from infra.gcp import prices as gcp
-from infra.price_errors import NoCredentials, PriceFetchError
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 

@@ -23,7 +23,7 @@ from prices_fakes import (
 
 import infra.catalog
 from analysis.cli import build_parser, main
-from analysis.prices.refresh import Clients
+from analysis.price.refresh import Clients
 
 NOW = t("2025-09-15T12:00:00")
 SHIPPED = infra.catalog.DATA_DIR
@@ -217,8 +217,8 @@ def test_offerings_live_without_a_refreshed_snapshot_says_how_to_make_one(data_d
 
 
 def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
-    from analysis.prices import snapshot
-    from infra.price_errors import SnapshotInvalid
+    from analysis.price import snapshot
+    from infra.catalog.price_errors import SnapshotInvalid
 
     cat = infra.catalog.load_catalog()
     bad = snapshot.render(

@@ -10,7 +10,7 @@ import pytest
 from prices_fakes import add_spot_history, spot_record, stubbed, t
 
 import infra.catalog
-from analysis.prices.spot import price_run, spot_price_for_window
+from analysis.price.spot import price_run, spot_price_for_window
 
 NOW = t("2025-09-15T12:00:00")
 

@@ -6,7 +6,7 @@ launch (else the catalog's on the run's date).
 
 How collect calls it (one result.json dict in, a JSON-ready dict out):
 
-    from analysis.prices.spot import price_run
+    from analysis.price.spot import price_run
     priced = price_run(result)                     # boto3 EC2 clients made per region
     priced = price_run(result, client_factory=lambda region: my_client)  # e.g. an EC2 client
     priced["hourly_usd"]   # USD/h over all attempts (time-weighted), None if unpriced
@@ -14,7 +14,7 @@ How collect calls it (one result.json dict in, a JSON-ready dict out):
     priced["method"], priced["source"], priced["warnings"]
 
 Store `priced` beside the result (e.g. as `pricing`); cost it with
-`analysis.cost.cost_over_attempts` using each attempt's seconds and hourly_usd
+`analysis.price.billed.cost_over_attempts` using each attempt's seconds and hourly_usd
 so every boot pays its own billing minimum. It never raises for a missing
 price or missing credentials: it falls back (recorded price, then catalog)
 and says so in `warnings` and `method`.
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from analysis.cost import time_weighted_price
+from analysis.price.billed import time_weighted_price
 from infra import clouds
-from infra.price_errors import PricesError
+from infra.catalog.price_errors import PricesError
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""The price row recorded with every result (prices drift: store the one used).
+"""What a run records about its price and offering: the price row stored with every
+result (prices drift: store the one used) and the offering facts beside it.
 
 The launcher (infra: a cloud stack's user-data, the SSH runner, the demo)
 knows the catalog and hands the payload its price as options

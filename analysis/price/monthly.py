@@ -1,6 +1,7 @@
-"""The monthly bill of a recurring benchmark: runs per month from the
-schedule expression, each run billed under the rule in force on the date,
-plus the disk, the scheduler and any function beside it, line by line.
+"""Monthly bills: of a recurring benchmark (runs per month from the schedule
+expression, each run billed under the rule in force on the date, plus the
+disk, the scheduler and any function beside it, line by line), and of the
+leak sweeper run as a cloud function.
 
 Exact arithmetic (Fractions of the catalog's decimal prices) so a study's
 printed figures come out to the cent, not 0.24000000000000002.
@@ -13,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from fractions import Fraction
 
-from analysis.cost import CostError, billed_seconds
-from infra.catalog import Catalog, CatalogError, UnknownOffering, load_catalog
+from analysis.price.billed import CostError, billed_seconds
+from infra.catalog import BillingTerms, Catalog, CatalogError, UnknownOffering, load_catalog
 from infra.catalog.services import ServicePrices, service_prices
 from infra.schedule_expr import parse_schedule
 
@@ -168,6 +169,59 @@ def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> Bill
     )
 
 
+def _check_inputs(minutes_up: float, disk_gb: float, scheduler_jobs: int, hourly_usd: float | None) -> None:
+    """Refuse inputs no bill can be made of, naming the option to fix."""
+    if not minutes_up > 0:
+        raise CostError(f"--minutes-up must be a positive number of minutes, got {minutes_up}")
+    for name, value in (("--disk-gb", disk_gb), ("--scheduler-jobs", scheduler_jobs)):
+        if value < 0:
+            raise CostError(f"{name} must be zero or more, got {value}")
+    if hourly_usd is not None and hourly_usd < 0:
+        raise CostError(f"--hourly-usd must not be negative, got {hourly_usd}")
+
+
+def _hourly_price(
+    catalog: Catalog, offering_id: str, market: str, as_of: date | None, hourly_usd: float | None
+) -> tuple[Fraction, str, str]:
+    """(hourly USD, source, billing rule): the given price under the
+    offering's rule (the provider's for an unknown offering), else the catalog's."""
+    if hourly_usd is None:
+        return _compute_price(catalog, offering_id, market, as_of)
+    try:
+        rule = catalog.get(offering_id).billing
+    except UnknownOffering:
+        rule = offering_id.partition("/")[0]
+    return _exact(hourly_usd), "given with --hourly-usd", rule
+
+
+def _billing_terms(catalog: Catalog, offering_id: str, rule: str, rule_date: date) -> BillingTerms:
+    """The terms of billing rule `rule` in force on `rule_date`."""
+    if rule not in catalog.billing_rules:
+        raise CatalogError(f"no billing rule {rule!r} for {offering_id}")
+    eligible = [t for t in catalog.billing_rules[rule] if t.since <= rule_date]
+    if not eligible:
+        raise CatalogError(f"billing rule {rule!r} has no terms on {rule_date}")
+    return eligible[-1]
+
+
+def _disk_line(sp: ServicePrices, disk_gb: float, always: bool, hpm: Fraction, up_hours: Fraction) -> BillLine:
+    """The disk: all month when it is kept (`always`), else only while a run is up."""
+    disk_hours = hpm if always else up_hours
+    gb_month = _exact(disk_gb) * disk_hours / hpm
+    return _line(
+        "disk",
+        (
+            f"{disk_gb:g} GB all month"
+            if always
+            else f"{disk_gb:g} GB x {float(disk_hours):g} h = {float(gb_month):.4g} GB-month"
+        ),
+        f"{_usd(sp.get('disk_gb_month_usd'))}/GB-month",
+        gb_month * _exact(sp.get("disk_gb_month_usd")),
+        Fraction(0),
+        sp.source_of("disk_gb_month_usd"),
+    )
+
+
 def monthly_bill(
     offering_id: str,
     every: str,
@@ -192,65 +246,29 @@ def monthly_bill(
     the billing rule is that of `billing_as_of` (default: `as_of`, else today),
     so a study's prices can be billed under an older or newer rule."""
     catalog = catalog or load_catalog()
-    if not minutes_up > 0:
-        raise CostError(f"--minutes-up must be a positive number of minutes, got {minutes_up}")
-    for name, value in (("--disk-gb", disk_gb), ("--scheduler-jobs", scheduler_jobs)):
-        if value < 0:
-            raise CostError(f"{name} must be zero or more, got {value}")
+    _check_inputs(minutes_up, disk_gb, scheduler_jobs, hourly_usd)
     schedule = parse_schedule(every)
-    provider = offering_id.partition("/")[0]
-    sp = service_prices(provider, as_of)
+    sp = service_prices(offering_id.partition("/")[0], as_of)
     hpm = _exact(sp.get("hours_per_month", 730))
     runs = schedule.runs_per_month(hpm)
-
-    if hourly_usd is not None:
-        if hourly_usd < 0:
-            raise CostError(f"--hourly-usd must not be negative, got {hourly_usd}")
-        hourly, price_source = _exact(hourly_usd), "given with --hourly-usd"
-        try:
-            rule = catalog.get(offering_id).billing
-        except UnknownOffering:
-            rule = provider
-    else:
-        hourly, price_source, rule = _compute_price(catalog, offering_id, market, as_of)
-    if rule not in catalog.billing_rules:
-        raise CatalogError(f"no billing rule {rule!r} for {offering_id}")
+    hourly, price_source, rule = _hourly_price(catalog, offering_id, market, as_of, hourly_usd)
     rule_date = billing_as_of or as_of or datetime.now(timezone.utc).date()
-    eligible = [t for t in catalog.billing_rules[rule] if t.since <= rule_date]
-    if not eligible:
-        raise CatalogError(f"billing rule {rule!r} has no terms on {rule_date}")
-    terms = eligible[-1]
+    terms = _billing_terms(catalog, offering_id, rule, rule_date)
     used = _exact(minutes_up * 60)
     billed = _exact(billed_seconds(terms, float(used)))
-    compute = runs * billed / 3600 * hourly
     overhead = runs * (billed - used) / 3600 * hourly
     lines = [
         _line(
             "compute",
             f"{float(runs):g} runs x {float(billed) / 60:g} min billed = {float(runs * billed / 3600):g} h",
             f"{_usd(hourly)}/h",
-            compute,
+            runs * billed / 3600 * hourly,
             Fraction(0),
             price_source,
         )
     ]
     if disk_gb:
-        disk_hours = hpm if disk_always else runs * used / 3600
-        gb_month = _exact(disk_gb) * disk_hours / hpm
-        lines.append(
-            _line(
-                "disk",
-                (
-                    f"{disk_gb:g} GB all month"
-                    if disk_always
-                    else f"{disk_gb:g} GB x {float(disk_hours):g} h = {float(gb_month):.4g} GB-month"
-                ),
-                f"{_usd(sp.get('disk_gb_month_usd'))}/GB-month",
-                gb_month * _exact(sp.get("disk_gb_month_usd")),
-                Fraction(0),
-                sp.source_of("disk_gb_month_usd"),
-            )
-        )
+        lines.append(_disk_line(sp, disk_gb, disk_always, hpm, runs * used / 3600))
     if scheduler_jobs:
         lines.append(_scheduler_line(sp, scheduler_jobs, runs * scheduler_jobs))
     calls = runs * function_calls_per_run
@@ -259,7 +277,6 @@ def monthly_bill(
     fn = _function_line(sp, calls, function_seconds, function_memory_gb, function_vcpus)
     if fn:
         lines.append(fn)
-
     total = sum((line.exact[0] for line in lines), Fraction(0))
     free_total = sum((line.exact[1] for line in lines), Fraction(0))
     rest = total - overhead

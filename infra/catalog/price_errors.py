@@ -1,5 +1,7 @@
-"""Errors of the live-price code, each with the exit code the CLI uses, so
-scripts can tell "no credentials" from "the API failed"."""
+"""Errors of a live price refresh (the fetchers in infra/<cloud>/prices.py, the
+refresh and spot pricing in analysis/price/), each with the exit code the CLI
+uses, so scripts can tell "no credentials" from "the API failed". Errors of
+the catalog itself (unknown offering, no price) are in errors.py."""
 
 from __future__ import annotations
 

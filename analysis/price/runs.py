@@ -23,7 +23,7 @@ import warnings
 from datetime import date, datetime
 
 from analysis import fastjson
-from analysis.cost import CostError, billed_cost, onprem_hourly, time_weighted_price
+from analysis.price.billed import CostError, billed_cost, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 
 PRICE_COLUMNS = (

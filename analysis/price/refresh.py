@@ -16,7 +16,7 @@ from typing import Any
 
 from infra import clouds
 from infra.catalog import Catalog, Offering
-from infra.price_errors import PriceFetchError, PricesError
+from infra.catalog.price_errors import PriceFetchError, PricesError
 
 from . import snapshot
 

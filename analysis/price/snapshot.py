@@ -25,8 +25,8 @@ from typing import Any
 
 from infra import clouds
 from infra.catalog import Catalog, CatalogError, NoPrice
+from infra.catalog.price_errors import SnapshotInvalid
 from infra.catalog.prices import PriceIndex, Snapshot, load_snapshot
-from infra.price_errors import SnapshotInvalid
 
 # The region each provider's shipped snapshots price, i.e. the catalog's region.
 CATALOG_REGIONS = {c: clouds.get(c).DEFAULT_REGION for c in clouds.NAMES}
