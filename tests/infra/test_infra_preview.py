@@ -219,8 +219,9 @@ def test_gpubench_preview_estimates_from_collected_runs(tmp_path, capsys):
     preview shows the measured estimate (120 s boot + 1000 s + 60 s = 1180 s)."""
     require_module("pandas")
     require_module("pulumi")
+    from synthetic_results import make_result, result_bytes, result_key
+
     from analysis.cli import main
-    from analysis.synthetic import make_result, result_bytes, result_key
     from payload.storage import open_store
 
     src, out = tmp_path / "results", tmp_path / "report"
