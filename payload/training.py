@@ -30,7 +30,10 @@ TensorFlow, and only when a run starts.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -104,16 +107,11 @@ class KerasDistribution:
         self.distribution = distribution
 
     def scope(self):
-        import contextlib
-
         return self.distribution.scope() if self.distribution is not None else contextlib.nullcontext()
 
 
 def select_backend(backend: str, cpu_replicas: int = 1) -> None:
     """Point Keras at `backend` before it is imported; refuse a switch after (Keras cannot)."""
-    import os
-    import sys
-
     keras = sys.modules.get("keras")
     if keras is not None:
         current = keras.config.backend()

@@ -83,7 +83,7 @@ def train(bench, params: dict, source, args) -> dict:
     import keras
 
     from payload import training
-    from payload.runner import PhaseRun
+    from payload.builtin import PhaseRun
 
     devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
     global_batch = params["batch_size"] * devices.replicas

@@ -286,7 +286,7 @@ def _tta_accuracy(model, val_ds, n: int, beta: float) -> float | None:
 
 
 def train(model, train_ds, val_ds, run) -> dict:
-    """The study's three timed operations; ``run`` is payload.runner's PhaseRun."""
+    """The study's three timed operations; ``run`` is payload.builtin's PhaseRun."""
     params = run.params
     frozen, total = params["frozen_epochs"], params["epochs"]
     if not 0 < frozen < total:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from payload.events import parse_iso
+from payload.steady import steady_rate
 from payload.workloads.metrics import Progress
 
 __all__ = ["DEFAULT_TARGET", "MAX_POINTS", "STOPPED_BY", "ProbeMonitor", "overhead_seconds"]
@@ -31,12 +32,6 @@ MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every o
 CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints
 MIN_READINGS = 10  # no verdict on fewer readings: a handful can agree by chance
 STOPPED_BY = ("steady", "time-limit", "job-ended")
-
-
-def _steady_rate(points, target):
-    from payload.steady import steady_rate  # stdlib only; imported when a probe first asks
-
-    return steady_rate(points, target)
 
 
 class ProbeMonitor:
@@ -50,7 +45,7 @@ class ProbeMonitor:
         *,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
-        estimate: Callable = _steady_rate,
+        estimate: Callable = steady_rate,
     ):
         self.limit_seconds, self.target = float(limit_seconds), float(target)
         self._clock, self._wall, self._estimate = clock, wall, estimate

@@ -1,0 +1,408 @@
+"""A built-in benchmark (payload.benchmarks) as a job of payload.run.Run.
+
+Devices (``--expect-gpu`` fails here, before any data), data, model, fit
+with the harness callback (payload.training) so timing, epoch rows and stop
+checks apply, checkpoints after every epoch or chunk of steps, and resume
+from the last one when an earlier attempt was interrupted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import traceback
+
+from payload import exitcodes, training
+from payload.benchmarks import get
+from payload.checkpoint import Checkpointer, find_resumable, restore
+from payload.environment import host_facts, software_facts
+from payload.events import mllog
+from payload.run import JobReport, Run, fingerprint
+
+__all__ = ["BuiltinJob", "PhaseRun", "params_for"]
+
+MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
+
+
+def params_for(cfg, bench) -> dict:
+    """Benchmark defaults, then --param, then the first-class flags."""
+    params = bench.params({k: v for k, v in cfg.param.items() if k in bench.defaults})
+    flags = {"batch_size": cfg.batch_size}
+    if bench.kind == "throughput":
+        flags["steps"] = cfg.steps
+    else:
+        flags.update(epochs=cfg.epochs, steps_per_epoch=cfg.steps)
+    params.update({k: v for k, v in flags.items() if v is not None and k in params})
+    return params
+
+
+def _spread(rates: list[float]) -> dict | None:
+    if len(rates) < 2:
+        return None
+    q = statistics.quantiles(rates, n=10, method="inclusive")
+    return {
+        "p10": round(q[0], 3),
+        "p50": round(statistics.median(rates), 3),
+        "p90": round(q[8], 3),
+        "stdev": round(statistics.stdev(rates), 3),
+        "n": len(rates),
+    }
+
+
+class PhaseRun:
+    """What a benchmark's own ``train`` gets: its params, steps per epoch, the
+    strategy scope (to recompile between phases) and ``fit``, which trains
+    with the harness callback so timing, epoch rows and stop checks apply."""
+
+    def __init__(self, params: dict, steps_per_epoch: int, devices, callback, fit_steps: int | None):
+        self.params, self.steps_per_epoch, self._devices, self._cb = params, steps_per_epoch, devices, callback
+        self._fit_steps = fit_steps  # None: one pass over a finite dataset per epoch
+
+    def scope(self):
+        return self._devices.strategy.scope()
+
+    def fit(self, model, train_ds, val_ds, *, epochs: int, initial_epoch: int) -> None:
+        model.fit(
+            train_ds,
+            validation_data=val_ds,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=self._fit_steps,
+            callbacks=[self._cb],
+            verbose=0,
+            shuffle=False,
+        )
+
+
+class BuiltinJob:
+    """One benchmark of the suite (payload.run.Job), its progress accumulated over attempts."""
+
+    extra_files: tuple[str, ...] = ()
+
+    def __init__(self, run: Run, name: str):
+        self.run, self.cfg = run, run.cfg
+        self.bench = get(name)
+        self.name = self.run_name = self.bench.name
+        self.params = params_for(self.cfg, self.bench)
+        cfg = self.cfg
+        self.fingerprint = fingerprint(
+            cfg.stack, name, self.params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend
+        )
+        self.devices = None
+        self.ckpt: Checkpointer | None = None
+        self.resume: dict | None = None  # the checkpoint state this attempt resumes from
+        self.global_batch = self.params["batch_size"]
+        # accumulated over attempts (restored from checkpoint state)
+        self.rows: list[dict] = []
+        self.epochs_done = self.steps_done = 0
+        self.train_seconds = 0.0
+        self.attempt_seconds = 0.0  # this attempt's fit time, once it returned
+        self.measured = {"samples": 0, "seconds": 0.0, "rates": []}
+        self.gpu_hist: dict = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
+        self.final = {"accuracy": None, "loss": None}
+        self.phase_seconds: dict | None = None  # benchmarks with their own train(): seconds per phase
+        self.phase_accuracy: float | None = None
+        self._train_samples = 0
+        self.jit_compile = None
+
+    # -- resume ------------------------------------------------------------------
+    def restore(self) -> dict | None:
+        run = self.run
+        if self.cfg.no_resume or not self.bench.resumable:
+            return None
+        try:
+            state = find_resumable(run.ctx.store, self.cfg.stack, self.fingerprint)
+        except Exception as exc:  # noqa: BLE001 - bucket down: start fresh, say so
+            run.warnings.append(f"resume lookup failed, starting fresh: {exc}")
+            return None
+        if state:
+            self.rows, run.attempts = state["rows"], state["attempts"]
+            self.epochs_done, self.steps_done = state["epochs_completed"], state["steps_completed"]
+            self.train_seconds = state["train_seconds"]
+            self.measured, self.gpu_hist = state["measured"], state["gpu_hist"]
+            run.started_at = state["started_at"]
+            run.timeline.extend(state["timeline"])
+        return state
+
+    def _state(self) -> dict:
+        run = self.run
+        return {
+            "fingerprint": self.fingerprint,
+            "run_id": run.run_id,
+            "stack": self.cfg.stack,
+            "benchmark": self.bench.name,
+            "params": self.params,
+            "complete": False,
+            "started_at": run.started_at,
+            "epochs_completed": self.epochs_done,
+            "steps_completed": self.steps_done,
+            "train_seconds": self.train_seconds,
+            "rows": self.rows,
+            "attempts": run.attempts,
+            "measured": self.measured,
+            "gpu_hist": self.gpu_hist,
+            "timeline": run.timeline.ordered(),
+            "deployment": self.cfg.deadline,
+        }
+
+    def begin(self, resume: dict | None) -> None:
+        run, self.resume = self.run, resume
+        self.ckpt = Checkpointer(run.ctx.store, run.writer.prefix, run.timeline)
+        if resume:
+            self.ckpt.adopt(resume.get("model_key"))
+        mllog("run_start", metadata={"benchmark": self.bench.name, "run_id": run.run_id})
+        mllog("submission_benchmark", self.bench.name)
+
+    # -- main --------------------------------------------------------------------
+    def execute(self) -> tuple[str, int]:
+        cfg, run = self.cfg, self.run
+        self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce)
+        self.global_batch = self.params["batch_size"] * self.devices.replicas
+        run.timeline.add(
+            "devices",
+            device=self.devices.device,
+            gpus_visible=self.devices.gpus_visible,
+            replicas=self.devices.replicas,
+            global_batch=self.global_batch,
+        )
+        mllog("global_batch_size", self.global_batch)
+        status = self._train()
+        return status, exitcodes.INTERRUPTED if status == "interrupted" else exitcodes.OK
+
+    def failure(self, exc: Exception) -> tuple[str, int]:
+        error = f"{type(exc).__name__}: {exc}"
+        code = exitcodes.NO_GPU if isinstance(exc, training.NoGpuError) else exitcodes.FAILED
+        if code == exitcodes.FAILED:
+            error += "\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
+        return error, code
+
+    def _train(self) -> str:
+        import keras  # deferred: the payload starts, and workloads run, without loading Keras
+
+        cfg, bench, work = self.cfg, self.bench, dict(self.params, seed=self.cfg.seed)
+        keras.utils.set_random_seed(cfg.seed)
+        t0 = time.perf_counter()
+        data = bench.load_data(cfg.data, work, self.global_batch)
+        self._train_samples = data.train_samples
+        self.run.timeline.add(
+            "data_loaded",
+            data=data.source,
+            train_samples=data.train_samples,
+            seconds=round(time.perf_counter() - t0, 3),
+        )
+        plan = training.fit_plan(bench.kind, self.params, self.epochs_done, self.steps_done, cfg.checkpoint_every)
+        train_ds, val_ds = training.make_datasets(data, self.global_batch, cfg.seed, plan.steps_per_epoch)
+        with training.precision_policy(cfg.precision):
+            with self.devices.strategy.scope():
+                model = bench.build_model(work)
+                if self.resume:
+                    self._load_checkpoint(model, self.resume["model_key"])
+            if self.run.ctx.watcher.notice.is_set():  # noticed while loading: do not start
+                self.run.close_attempt("interrupted")
+                return self._interrupt(model)
+            return self._fit(model, plan, train_ds, val_ds)
+
+    def _load_checkpoint(self, model, key: str) -> None:
+        restore(model, self.run.ctx.store.get_bytes(key))
+        self.run.timeline.add(
+            "resume", checkpoint=key, epochs_completed=self.epochs_done, steps_completed=self.steps_done
+        )
+
+    def _fit(self, model, plan, train_ds, val_ds) -> str:
+        bench, run = self.bench, self.run
+        cb = training.make_callback_class()(
+            notice=run.ctx.watcher.notice,
+            total_steps=plan.total_steps,
+            steps_done=self.steps_done,
+            epoch_offset=len(self.rows),
+            on_epoch_done=lambda cb, row: self._epoch_done(cb, row, plan),
+            time_last_step=val_ds is None,
+        )
+        self.jit_compile = bool(getattr(model, "jit_compile", False))  # Keras 3 uses XLA on GPUs by default
+        run.sampler.start()
+        run.sampler.begin_window()
+        run.timeline.add(
+            "train_start",
+            epochs=plan.epochs,
+            initial_epoch=plan.initial_epoch,
+            steps_per_epoch=plan.steps_per_epoch,
+            total_steps=plan.total_steps,
+        )
+        t0 = time.perf_counter()
+        interrupted = False
+        try:
+            self._fit_model(model, plan, train_ds, val_ds, cb)
+        except training.Interrupted:
+            interrupted = True
+        fit_seconds = time.perf_counter() - t0
+        run.sampler.end_window()
+        self.steps_done = cb.steps_done + cb.steps
+        self._account(cb)
+        run.timeline.add("train_end", seconds=round(fit_seconds, 3), steps=cb.steps, interrupted=interrupted)
+        if interrupted:
+            self.attempt_seconds = fit_seconds
+            run.close_attempt("interrupted")  # before the state is saved
+            return self._interrupt(model)
+        self.final = {
+            "accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
+            "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"],
+        }
+        if self.phase_accuracy is not None:  # e.g. accuracy with test-time augmentation
+            self.final["accuracy"] = self.phase_accuracy
+        if bench.kind == "epochs" and self.epochs_done < self.params["epochs"]:
+            raise RuntimeError(f"fit stopped after {self.epochs_done} of {self.params['epochs']} epochs")
+        self.attempt_seconds = fit_seconds
+        return "completed"
+
+    def _fit_model(self, model, plan, train_ds, val_ds, cb) -> None:
+        """Keras ``fit`` with the harness callback, or the benchmark's own phases."""
+        if self.bench.train is not None:
+            steps = plan.steps_per_epoch or max(1, self._train_samples // self.global_batch)
+            phases = PhaseRun(self.params, steps, self.devices, cb, plan.steps_per_epoch)
+            outcome = self.bench.train(model, train_ds, val_ds, phases)
+            self.phase_seconds = outcome.get("phase_seconds")
+            self.phase_accuracy = outcome.get("final_accuracy")
+            return
+        model.fit(
+            train_ds,
+            validation_data=val_ds,
+            epochs=plan.epochs,
+            initial_epoch=plan.initial_epoch,
+            steps_per_epoch=plan.steps_per_epoch,
+            callbacks=[cb],
+            verbose=0,
+            shuffle=False,
+        )
+
+    def _epoch_done(self, cb, row: dict, plan) -> None:
+        """An epoch (or chunk of steps) ended: count it, and checkpoint unless it is the last."""
+        periodic = self.bench.kind == "epochs"
+        self.rows.append(row)
+        self.steps_done = cb.steps_done + cb.steps
+        if periodic:
+            self.epochs_done += 1
+        self.run.timeline.add(
+            "epoch_end", epoch=row["epoch"], seconds=row["elapsed"], loss=row["loss"], val_acc=row["val_acc"]
+        )
+        more = (self.epochs_done < self.params["epochs"]) if periodic else (self.steps_done < plan.total_steps)
+        if more and self.bench.resumable:
+            self.ckpt.save(cb.model, self._state(), tag=self.steps_done)
+
+    def _account(self, cb) -> None:
+        """Fold this attempt's step times and GPU samples into the totals."""
+        warm = min(self.params.get("warmup_steps") or 0, len(cb.step_times) // 2)
+        times = cb.step_times[warm:]
+        if times:
+            self.measured["samples"] += len(times) * self.global_batch
+            self.measured["seconds"] += sum(times)
+            rates = self.measured["rates"] + [self.global_batch / t for t in times if t > 0]
+            stride = max(1, len(rates) // MAX_RATES)
+            self.measured["rates"] = rates[::stride]
+        self.measured["warmup_steps"] = warm
+        s, h = self.run.sampler, self.gpu_hist
+        if s.util:
+            h["util_sum"] += sum(s.util)
+            h["util_n"] += len(s.util)
+        if s.power_w:
+            h["power_sum"] += sum(s.power_w)
+            h["power_n"] += len(s.power_w)
+        if s.mem_peak_bytes:
+            h["mem_peak"] = max(h["mem_peak"] or 0, s.mem_peak_bytes)
+
+    def end_attempt(self) -> dict:
+        self.train_seconds += self.attempt_seconds
+        return {
+            "epochs_completed": self.epochs_done,
+            "steps_completed": self.steps_done,
+            "train_seconds": round(self.attempt_seconds, 3),
+        }
+
+    def _interrupt(self, model) -> str:
+        run = self.run
+        reason = run.ctx.watcher.reason or "interruption notice"
+        run.timeline.add("interruption_notice", reason=reason)
+        run.error = f"interrupted: {reason}"
+        if self.bench.resumable:
+            self.ckpt.save(model, self._state(), tag=self.steps_done, sync=True)
+        else:
+            run.error += f" ({self.bench.name} restarts from the beginning: its phases cannot resume)"
+        return "interrupted"
+
+    # -- end ---------------------------------------------------------------------
+    def settle(self, status: str) -> None:
+        mllog("run_stop", metadata={"status": status})
+        self.ckpt.wait()
+        if status == "completed":
+            self.ckpt.finish(self._state())
+        self.ckpt.close()
+
+    def write_extras(self) -> None:
+        """A benchmark uploads only the run's own files."""
+
+    def epoch_rows(self) -> list[dict]:
+        return self.rows
+
+    def _metrics(self) -> dict:
+        m, h, epochs = self.measured, self.gpu_hist, self.bench.kind == "epochs"
+        sps = m["samples"] / m["seconds"] if m["seconds"] > 0 else None
+        return {
+            "train_seconds": round(self.train_seconds, 3),
+            "samples_per_second": round(sps, 3) if sps else None,
+            "samples_per_second_spread": _spread(m["rates"]),
+            "warmup_steps": m.get("warmup_steps"),
+            "final_accuracy": self.final["accuracy"] if epochs else None,
+            "final_loss": self.final["loss"] if epochs else None,
+            "gpu_utilization_mean": round(h["util_sum"] / h["util_n"], 2) if h["util_n"] else None,
+            "gpu_memory_peak_gb": round(h["mem_peak"] / 1024**3, 3) if h["mem_peak"] else None,
+            "gpu_power_mean_w": round(h["power_sum"] / h["power_n"], 1) if h["power_n"] else None,
+            "gpu_samples": h["util_n"] if self.run.sampler.available or h["util_n"] else None,
+            "epochs_completed": self.epochs_done if epochs else None,
+            "steps_completed": self.steps_done,
+            "samples_trained": self.steps_done * self.global_batch,
+            **({"phase_seconds": self.phase_seconds} if self.phase_seconds else {}),
+        }
+
+    def _hardware(self, nv: dict) -> dict:
+        d = self.devices
+        details = d.gpu_details if d else {}
+        cc = details.get("compute_capability")
+        return {
+            "device": d.device if d else "CPU",
+            "gpu_model": nv["gpu_model"] or details.get("device_name"),
+            "gpu_count": d.gpus_used if d else 0,
+            "gpus_visible": d.gpus_visible if d else None,
+            "gpu_memory_gb": nv["gpu_memory_gb"],
+            "driver_version": nv["driver_version"],
+            "compute_capability": nv["compute_capability"] or (f"{cc[0]}.{cc[1]}" if cc else None),
+            **host_facts(),
+        }
+
+    def _benchmark(self) -> dict:
+        cfg, d, bench = self.cfg, self.devices, self.bench
+        return {
+            "name": bench.name,
+            "kind": bench.kind,
+            "description": bench.description,
+            "params": self.params,
+            "data": "synthetic" if bench.kind == "throughput" else str(cfg.data),
+            "precision": cfg.precision,
+            "per_gpu_batch_size": self.params["batch_size"],
+            "global_batch_size": self.global_batch,
+            "replicas": d.replicas if d else 1,
+            "strategy": d.strategy_name if d else "none",
+            "all_reduce": d.all_reduce if d else None,
+            "jit_compile": self.jit_compile,
+            "fingerprint": self.fingerprint,
+        }
+
+    def report(self, status: str, nv: dict) -> JobReport:
+        software = software_facts(self.cfg.backend)
+        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
+        return JobReport(
+            hardware=self._hardware(nv),
+            software=software,
+            benchmark=self._benchmark(),
+            metrics=self._metrics(),
+            artifacts=self.run.writer.artifacts(),
+            warnings=list(self.ckpt.errors),
+        )

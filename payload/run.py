@@ -1,0 +1,250 @@
+"""The run orchestrator: one job (a built-in benchmark or a workload) from start to uploaded result.
+
+Every run of a suite has the same lifecycle, kept here once:
+
+1. skip a job a spot predecessor already completed in this deployment,
+2. resume state (if the job has any), run id, host events, attempt record,
+   ``run_start`` in the timeline,
+3. the job's own work, with the suite's preemption watcher (deadline, spot
+   notice, SIGTERM) and a GPU sampler at hand; any exception becomes a
+   ``failed`` result,
+4. the attempt's end, the job's checkpoints or completion marker, then
+   ``result.json`` + ``events.jsonl`` + ``epochs.csv`` (and the job's extra
+   files) through the spooling store, and the exit code (payload.exitcodes).
+
+What differs between kinds of job is the `Job` protocol:
+payload.builtin.BuiltinJob trains a payload.benchmarks benchmark,
+payload.workloads.job.WorkloadJob runs the user's command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from payload import exitcodes
+from payload.checkpoint import find_completed
+from payload.config import RunConfig
+from payload.events import Timeline, iso
+from payload.gpu import GpuSampler, nvml_info
+from payload.identity import Identity, make_run_id
+from payload.price import result_offering
+from payload.result import RunWriter, new_result
+from payload.spool import SpoolingStore
+from payload.watcher import PreemptionWatcher
+
+__all__ = ["Job", "JobReport", "Run", "SuiteContext", "fingerprint", "RESULT_FILES"]
+
+RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
+
+
+@dataclass
+class SuiteContext:
+    """What the runs of one suite share: where results go, who we are, the price, the watcher."""
+
+    cfg: RunConfig
+    boot: float
+    identity: Identity
+    store: SpoolingStore
+    watcher: PreemptionWatcher
+    price: dict
+    offering: dict
+    warnings: list[str] = field(default_factory=list)
+    flush_note: dict | None = None
+    # The host's events (instance_launch, boot_done, ...) open the billed window
+    # of the first run of this process only: merged into every result, each
+    # later run would be billed again from instance launch.
+    host_events_claimed: bool = False
+
+
+def fingerprint(
+    stack: str, name: str, params: dict, precision: str, gpus, data: str, backend: str = "tensorflow"
+) -> str:
+    """Same job, same settings, same stack: the key of resume and completed-run lookups."""
+    fields = {"stack": stack, "benchmark": name, "params": params, "precision": precision, "gpus": gpus, "data": data}
+    if backend != "tensorflow":  # runs from before --backend existed keep their fingerprint
+        fields["backend"] = backend
+    blob = json.dumps(fields, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class JobReport:
+    """A job's part of result.json; the run adds identity, price, attempts, timeline and warnings."""
+
+    hardware: dict
+    software: dict
+    benchmark: dict
+    metrics: dict
+    artifacts: dict
+    warnings: list[str] = field(default_factory=list)
+    probe: dict | None = None
+
+
+class Job(Protocol):
+    """What a kind of job supplies to `Run`; it gets the run at construction (``make_job(run)``)."""
+
+    name: str  # the benchmark name in the result, the timeline and messages
+    run_name: str  # the last part of a new run id
+    fingerprint: str
+    extra_files: tuple[str, ...]  # uploaded before RESULT_FILES
+
+    def restore(self) -> dict | None:
+        """Resume state of an interrupted attempt (its ``run_id`` is reused), or None."""
+
+    def begin(self, resume: dict | None) -> None:
+        """The run id and writer exist: open checkpoints or rolling uploads, print MLLOG lines."""
+
+    def execute(self) -> tuple[str, int]:
+        """Do the work; return (status, exit code). Set ``run.error`` for a failure or interruption."""
+
+    def failure(self, exc: Exception) -> tuple[str, int]:
+        """(error text, exit code) for an exception `execute` raised."""
+
+    def end_attempt(self) -> dict:
+        """Called once per attempt: fold its time into the totals, return facts for its record."""
+
+    def settle(self, status: str) -> None:
+        """Before the upload: wait for checkpoints, mark a completed run complete."""
+
+    def write_extras(self) -> None:
+        """Upload `extra_files` (the run then writes RESULT_FILES)."""
+
+    def report(self, status: str, nv: dict) -> JobReport:
+        """The job's part of the result; `nv` is payload.gpu.nvml_info()."""
+
+    def epoch_rows(self) -> list[dict]:
+        """The rows of epochs.csv."""
+
+
+class Run:
+    """One job of a suite, possibly resuming an interrupted attempt: ``execute()`` returns its exit code."""
+
+    def __init__(self, ctx: SuiteContext, make_job: Callable[[Run], Job]):
+        self.ctx, self.cfg = ctx, ctx.cfg
+        self.timeline = Timeline(echo=sys.stderr)
+        self.warnings = list(ctx.warnings)
+        self.sampler = GpuSampler()
+        self.error: str | None = None
+        self.started_at = iso()
+        self.attempts: list[dict] = []  # every attempt's record, restored ones first
+        self.attempt: dict = {}
+        self.run_id = ""
+        self.writer: RunWriter | None = None
+        self._attempt_closed = False
+        self.job = make_job(self)
+
+    def execute(self) -> int:
+        done = self._already_done()
+        if done:
+            print(
+                f"[gpubench] {self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
+                "not run again on this replacement instance",
+                file=sys.stderr,
+                flush=True,
+            )
+            return exitcodes.OK
+        self._open(self.job.restore())
+        status, code = "failed", exitcodes.FAILED
+        try:
+            status, code = self.job.execute()
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
+            self.error, code = self.job.failure(exc)
+            self.timeline.add("error", error=str(exc)[:500])
+            print(f"[gpubench] {self.job.name} failed: {exc}", file=sys.stderr, flush=True)
+        finally:
+            self.sampler.stop()
+        self.close_attempt(status)
+        return self._finish(status, code)
+
+    def _already_done(self) -> dict | None:
+        if self.cfg.no_resume:
+            return None
+        try:
+            return find_completed(self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
+        except Exception as exc:  # noqa: BLE001 - bucket down: run it, say so
+            self.warnings.append(f"completed-run lookup failed, running again: {exc}")
+            return None
+
+    def _open(self, resume: dict | None) -> None:
+        """Run id, host events, writer and this attempt's record; then the job begins."""
+        ctx, ident, job = self.ctx, self.ctx.identity, self.job
+        self.run_id = resume["run_id"] if resume else make_run_id(ctx.boot, ident.instance_id, job.run_name)
+        self.timeline.attempt = len(self.attempts) + 1
+        if not ctx.host_events_claimed:
+            ctx.host_events_claimed = True
+            self.warnings += self.timeline.merge_host_events(self.cfg.host_events)
+        self.writer = RunWriter(ctx.store, self.cfg.stack, self.run_id)
+        self.attempt = {
+            "attempt": self.timeline.attempt,
+            "instance_id": ident.instance_id,
+            "zone": ident.zone,
+            "start": iso(),
+            "end": None,
+            "status": "interrupted",  # until we know better: a checkpoint saved now says so
+        }
+        self.attempts.append(self.attempt)
+        self.timeline.add(
+            "run_start", benchmark=job.name, run_id=self.run_id, resumed=bool(resume), fingerprint=job.fingerprint
+        )
+        if ctx.flush_note:
+            self.timeline.add("spool_flush", **ctx.flush_note)
+        job.begin(resume)
+
+    def close_attempt(self, status: str) -> None:
+        """Record how this attempt ended, once (a job may close it early, before saving its state)."""
+        if self._attempt_closed:
+            return
+        self._attempt_closed = True
+        self.attempt.update(status=status, end=iso(), **self.job.end_attempt())
+
+    def _result(self, status: str, code: int) -> dict:
+        nv = nvml_info()
+        part = self.job.report(status, nv)
+        warnings = list(dict.fromkeys(self.warnings + part.warnings))
+        if part.hardware["device"] == "CPU" and nv["nvml_error"]:
+            warnings.append(f"no GPU metrics: {nv['nvml_error']}")
+        cfg = self.cfg
+        return new_result(
+            run_id=self.run_id,
+            stack=cfg.stack,
+            status=status,
+            started_at=self.started_at,
+            finished_at=iso(),
+            offering=result_offering(cfg.offering, cfg.market, self.ctx.identity, self.ctx.offering),
+            price=self.ctx.price,
+            hardware=part.hardware,
+            software=part.software,
+            benchmark=part.benchmark,
+            metrics=part.metrics,
+            attempts=self.attempts,
+            timeline=self.timeline.ordered(),
+            error=self.error,
+            warnings=warnings,
+            artifacts=part.artifacts,
+            exit_code=code,
+            probe=part.probe,
+        )
+
+    def _finish(self, status: str, code: int) -> int:
+        store = self.ctx.store
+        self.job.settle(status)
+        self.timeline.add("upload", files=[*self.job.extra_files, *RESULT_FILES])
+        before = len(store.spooled)
+        self.job.write_extras()
+        self.writer.write_all(self._result(status, code), self.timeline, self.job.epoch_rows())
+        if len(store.spooled) > before:
+            print(
+                f"[gpubench] bucket unreachable: {len(store.spooled) - before} file(s) spooled to "
+                f"{store.spool.dir}; run `python -m payload flush`",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(
+            f"[gpubench] {self.job.name}: {status} -> {store.url_for(self.writer.prefix)}", file=sys.stderr, flush=True
+        )
+        return code

@@ -1,0 +1,309 @@
+"""A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
+
+The job's `setup` and `run` go to ``bash -c`` in its workdir, in a process
+group of their own so the deadline or a preemption notice stops every child
+(payload.workloads.process). Its output is streamed to our stderr, read for
+metrics lines (payload.workloads.metrics) and its last lines are uploaded as
+``log-tail.txt`` beside ``result.json``, every half minute while it runs and
+once more at the end (payload.workloads.logtail). A non-zero exit, a stop at
+the deadline, an MLPerf ``run_stop`` with status aborted or no metrics at all
+make a ``failed`` result whose error carries the log tail.
+
+In probe mode (``--probe-seconds``) the job's progress readings go to a
+payload.workloads.probe.ProbeMonitor, and the job is stopped, through the
+same process-group stop as a deadline, once its throughput is steady or the
+probe's time is up; that stop is the probe's normal end, not a failure.
+
+Workloads have no checkpoint protocol: an interrupted one starts again on the
+next boot; a completed one leaves a completion marker so a spot replacement
+of the same deployment does not run it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from payload import exitcodes
+from payload.checkpoint import STATE_NAME
+from payload.environment import host_facts, software_facts
+from payload.events import mllog
+from payload.gpu import nvml_info
+from payload.run import JobReport, Run, fingerprint
+from payload.workloads.jobenv import job_frameworks
+from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
+from payload.workloads.metrics import MetricsReader
+from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
+from payload.workloads.process import ShellProcess
+from payload.workloads.spec import WorkloadSpec
+
+__all__ = ["LOG_TAIL_LINES", "LOG_TAIL_NAME", "WorkloadJob"]
+
+ERROR_TAIL_LINES = 20  # quoted in the result's error
+LOG_TAIL_NAME = "log-tail.txt"
+
+
+class WorkloadJob:
+    """The user's job of a suite (payload.run.Job): setup, then run, read for metrics."""
+
+    extra_files = (LOG_TAIL_NAME,)
+
+    def __init__(self, run: Run, spec: WorkloadSpec):
+        self.run, self.cfg, self.spec = run, run.cfg, spec
+        self.name, self.run_name = spec.benchmark_name, f"workload-{spec.name}"
+        self.gpus = self.cfg.gpus if self.cfg.gpus is not None else spec.gpus
+        self.params = {
+            "workload_sha256": spec.sha256,
+            "workdir_sha256": spec.workdir_sha256,
+            "spec": os.path.basename(spec.path),
+            "image": spec.image,
+            "gpus": self.gpus,
+            "metrics": list(spec.metrics),
+        }
+        self.fingerprint = fingerprint(
+            self.cfg.stack, spec.benchmark_name, self.params, "workload", self.gpus, "workload"
+        )
+        self.tail = LogTail(LOG_TAIL_LINES)
+        self.reader = MetricsReader(spec.metrics)
+        self.probe = (
+            ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
+            if self.cfg.probe_seconds
+            else None
+        )
+        self.env: dict | None = None  # the job's environment, once built
+        self.wall = {"setup": 0.0, "run": 0.0}
+        self.exit = {"setup": None, "run": None}
+
+    def restore(self) -> None:
+        """Nothing to resume: a workload starts from the beginning on every boot."""
+        return None
+
+    def begin(self, resume: dict | None) -> None:
+        self.tail.start_uploads(self._put_tail_now)
+        mllog("submission_benchmark", self.spec.benchmark_name, metadata={"run_id": self.run.run_id})
+
+    def _env(self) -> dict:
+        env = dict(os.environ)
+        env.update(self.spec.env)
+        env.update(
+            GPUBENCH_WORKLOAD=self.spec.name,
+            GPUBENCH_WORKLOAD_SHA256=self.spec.sha256,
+            GPUBENCH_RUN_ID=self.run.run_id,
+            PYTHONUNBUFFERED="1",  # metrics lines arrive as printed, not at exit
+            GPUBENCH_PYTHON=sys.executable,
+        )
+        # The payload's interpreter comes first on PATH: on a venv host, `pip install` in setup goes
+        # into the run's venv, not the system Python; in a container it is the image's own Python.
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", os.defpath)
+        if self.gpus is not None:
+            env["GPUBENCH_GPUS"] = str(self.gpus)
+            if self.gpus == 0:
+                env["CUDA_VISIBLE_DEVICES"] = ""
+            elif "CUDA_VISIBLE_DEVICES" not in os.environ:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(self.gpus))
+        return env
+
+    def _line(self, line: str) -> None:
+        self.tail.append(line)
+        progress = self.reader.feed(line)
+        if self.probe is not None and self.probe.observe(progress):
+            self.run.timeline.add("first_step", samples=progress.samples, elapsed=self.probe.first_step["elapsed"])
+        print(line, file=sys.stderr, flush=True)
+
+    def _phase(self, name: str, script: str, env: dict) -> tuple[int, bool]:
+        timeline = self.run.timeline
+        timeline.add(f"{'setup' if name == 'setup' else 'train'}_start", phase=name)
+        t0 = time.perf_counter()
+        probe = self.probe if name == "run" else None
+        if probe is not None:
+            probe.start()
+        proc = ShellProcess(script, self.spec.cwd, env, self._line)
+        code, stopped = proc.wait(self.run.ctx.watcher.notice, should_stop=probe.should_stop if probe else None)
+        if probe is not None:
+            probe.finish()
+            if probe.stopped_early:
+                rate = probe.steady.samples_per_second if probe.steady is not None else None
+                timeline.add("probe_stop", stopped_by=probe.stopped_by, samples_per_second=rate)
+        self.wall[name] = time.perf_counter() - t0
+        self.exit[name] = code
+        timeline.add(
+            f"{'setup' if name == 'setup' else 'train'}_end",
+            phase=name,
+            seconds=round(self.wall[name], 3),
+            exit_code=code,
+            stopped=stopped,
+        )
+        return code, stopped
+
+    def execute(self) -> tuple[str, int]:
+        if self.cfg.expect_gpu and self.gpus != 0:
+            nv = nvml_info()
+            if not nv["gpus_nvml"]:
+                status, _ = self._fail_with(
+                    f"--expect-gpu: no GPU visible ({nv['nvml_error'] or 'NVML lists 0 devices'}); "
+                    "check the driver, or run without --expect-gpu (gpubench:expectGpu: false) to benchmark the CPU"
+                )
+                return status, exitcodes.NO_GPU
+        env = self._env()
+        self.env = env
+        if self.spec.setup:
+            code, stopped = self._phase("setup", self.spec.setup, env)
+            if stopped or code != 0:
+                return self._failed("setup", code, stopped)
+        sampler = self.run.sampler
+        sampler.start()
+        sampler.begin_window()
+        code, stopped = self._phase("run", self.spec.run, env)
+        sampler.end_window()
+        probed = self.probe is not None and self.probe.stopped_early and not stopped
+        if probed:  # stopped by the probe on purpose: its exit status is the stop signal's
+            return self._probe_outcome()
+        if stopped or code != 0:
+            return self._failed("run", code, stopped)
+        if self.reader.run_status not in (None, "success"):
+            return self._fail_with(f"the job's MLLOG run_stop says status {self.reader.run_status!r}")
+        missing = self.reader.missing()
+        if missing:
+            return self._fail_with(missing)
+        return "completed", exitcodes.OK
+
+    def failure(self, exc: Exception) -> tuple[str, int]:
+        return f"{type(exc).__name__}: {exc}", exitcodes.FAILED
+
+    def _probe_outcome(self) -> tuple[str, int]:
+        """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
+        if self.probe.first_step is None:
+            return self._fail_with(
+                f"missing metric: the job reported no training samples in the probe's {self.probe.limit_seconds:g} s "
+                '(print `GPUBENCH_METRICS {"samples": <cumulative>, "seconds": <so far>}` lines, or MLLOG '
+                "train_samples and epoch_stop lines; see docs/workloads.md)"
+            )
+        return "completed", exitcodes.OK
+
+    def _failed(self, phase: str, code: int, stopped: bool) -> tuple[str, int]:
+        if stopped:
+            reason = self.run.ctx.watcher.reason or "stop notice"
+            if "deadline" in reason:
+                return self._fail_with(f"timeout: `{phase}` was stopped at the run deadline ({reason})")
+            self.run.error = f"interrupted: {reason} (workloads restart from the beginning on the next boot)"
+            self.run.timeline.add("interruption_notice", reason=reason)
+            return "interrupted", exitcodes.INTERRUPTED
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return self._fail_with(f"`{phase}` {how}")
+
+    def _fail_with(self, message: str) -> tuple[str, int]:
+        tail = self.tail.lines()[-ERROR_TAIL_LINES:]
+        self.run.error = message + ("\n--- last lines of its output ---\n" + "\n".join(tail) if tail else "")
+        self.run.timeline.add("error", error=message[:500])
+        print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
+        return "failed", exitcodes.FAILED
+
+    def end_attempt(self) -> dict:
+        return {"train_seconds": round(self.wall["run"], 3)}
+
+    # -- end ---------------------------------------------------------------------
+    def settle(self, status: str) -> None:
+        """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
+        if status != "completed" or self.cfg.deadline is None:
+            return
+        state = {
+            "fingerprint": self.fingerprint,
+            "run_id": self.run.run_id,
+            "complete": True,
+            "deployment": self.cfg.deadline,
+        }
+        writer = self.run.writer
+        self.run.ctx.store.put_bytes(
+            writer.key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
+        )
+
+    def write_extras(self) -> None:
+        self.tail.stop_uploads()
+        self.run.ctx.store.put_bytes(self.run.writer.key(LOG_TAIL_NAME), self.tail.text(), "text/plain")
+
+    def _put_tail_now(self, data: bytes) -> None:
+        """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping)."""
+        store = self.run.ctx.store
+        bucket = getattr(store, "store", store)  # the SpoolingStore's own bucket
+        bucket.put_bytes(self.run.writer.key(LOG_TAIL_NAME), data, "text/plain")
+
+    def epoch_rows(self) -> list[dict]:
+        return self.reader.epoch_rows()
+
+    # -- result ------------------------------------------------------------------
+    def report(self, status: str, nv: dict) -> JobReport:
+        used = nv["gpus_nvml"] if self.gpus is None else min(self.gpus, nv["gpus_nvml"])
+        summary = self.reader.summary(self.wall["run"])
+        time_source, batch = summary.pop("_time_source"), summary.pop("_batch_size")
+        gpu = self.run.sampler.summary()
+        metrics = {
+            **summary,
+            **{k: gpu[k] for k in ("gpu_utilization_mean", "gpu_memory_peak_gb", "gpu_power_mean_w", "gpu_samples")},
+        }
+        if status != "completed":  # measured numbers of a failed job are not a result
+            metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
+            metrics["train_seconds"] = round(self.wall["run"], 3)
+        hardware = {
+            "device": "GPU" if used else "CPU",
+            "gpu_model": nv["gpu_model"],
+            "gpu_count": used,
+            "gpus_visible": nv["gpus_nvml"],
+            "gpu_memory_gb": nv["gpu_memory_gb"],
+            "driver_version": nv["driver_version"],
+            "compute_capability": nv["compute_capability"],
+            **host_facts(),
+        }
+        artifacts = {**self.run.writer.artifacts(), "log_tail": self.run.writer.key(LOG_TAIL_NAME)}
+        artifacts.pop("checkpoints", None)
+        return JobReport(
+            hardware=hardware,
+            software=self._software(nv),
+            benchmark=self._benchmark(used, batch, time_source),
+            metrics=metrics,
+            artifacts=artifacts,
+            warnings=self.reader.warnings + (self.probe.warnings if self.probe is not None else []),
+            probe=self.probe.to_dict(overhead_seconds(self.run.timeline.ordered())) if self.probe is not None else None,
+        )
+
+    def _benchmark(self, used: int, batch, time_source) -> dict:
+        spec = self.spec
+        return {
+            "name": spec.benchmark_name,
+            "kind": "workload",
+            "description": spec.description or f"workload {spec.name} ({os.path.basename(spec.path)})",
+            "params": self.params,
+            "data": "workload",
+            "precision": None,
+            "per_gpu_batch_size": None,
+            "global_batch_size": batch,
+            "replicas": max(used, 1),
+            "fingerprint": self.fingerprint,
+            "workload": {
+                "name": spec.name,
+                "sha256": spec.sha256,
+                "workdir_sha256": spec.workdir_sha256,
+                "image": spec.image,
+                "metrics": list(spec.metrics),
+                "metrics_found": self.reader.found(),
+                "time_source": time_source,
+                "setup_seconds": round(self.wall["setup"], 3),
+                "run_seconds": round(self.wall["run"], 3),
+                "setup_exit_code": self.exit["setup"],
+                "run_exit_code": self.exit["run"],
+                "log_tail_lines": len(self.tail),
+                "reported": self.reader.reported(),
+            },
+        }
+
+    def _software(self, nv: dict) -> dict:
+        """The payload's facts, with the framework versions of the interpreter that ran the job."""
+        software = software_facts()
+        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
+        software["image"] = self.cfg.image or software["image"]
+        if self.env is not None and self.exit["run"] is not None:
+            found, python = job_frameworks(self.env, self.spec.cwd)
+            software.update(found)
+            software["job_python"] = python
+        return software

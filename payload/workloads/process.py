@@ -1,0 +1,69 @@
+"""One shell command of a workload (``setup`` or ``run``) in a process group of its own.
+
+The group lets the deadline, a preemption notice or a finished probe stop
+every child of the job, not only its shell; the output is pumped line by
+line to a callback so metrics are read while the job runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["STOP_GRACE_SECONDS", "ShellProcess"]
+
+STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL
+
+
+class ShellProcess:
+    """``bash -c script`` in `cwd` with `env`, every output line handed to `on_line`."""
+
+    def __init__(self, script: str, cwd: str, env: dict, on_line: Callable[[str], None]):
+        shell = shutil.which("bash") or "/bin/sh"
+        self.proc = subprocess.Popen(
+            [shell, "-c", script],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self._pump = threading.Thread(target=self._read, args=(on_line,), daemon=True)
+        self._pump.start()
+
+    def _read(self, on_line) -> None:
+        for raw in iter(self.proc.stdout.readline, b""):
+            on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        self.proc.stdout.close()
+
+    def stop(self) -> None:
+        for sig, wait in ((signal.SIGTERM, STOP_GRACE_SECONDS), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def wait(self, notice: threading.Event, poll: float = 0.2, should_stop=None) -> tuple[int, bool]:
+        """(exit code, stopped by a notice). `should_stop()` true (a probe done) stops it too, not as a notice."""
+        stopped = ended = False
+        while self.proc.poll() is None:
+            if notice.is_set() and not (stopped or ended):
+                stopped = True
+                self.stop()
+            elif should_stop is not None and not (stopped or ended) and should_stop():
+                ended = True
+                self.stop()
+            time.sleep(poll)
+        self._pump.join(timeout=10)
+        return self.proc.returncode, stopped
