@@ -327,6 +327,8 @@ BENCHMARK_KEYS: dict[str, tuple[Callable[[str, Any], Any], Any]] = {
     "rootVolumeGb": (_root_gb, 150),
     "expectGpu": (_bool, True),
     "image": (_str, None),
+    # a `gpubench bench` probe: the payload stops the job once its throughput is steady, or after this many seconds
+    "probeSeconds": (_positive_int, None),
 }
 # A recurring stack: the benchmark keys plus its schedule (UTC).
 RECURRING_KEYS = {**BENCHMARK_KEYS, "stackType": (_choice(STACK_TYPES), "recurring"), "every": (_every, None)}
@@ -371,6 +373,7 @@ class BenchmarkConfig:
     stack_type: str = "benchmark"
     every: str | None = None  # recurring stacks: the schedule expression
     workload: str | None = None  # a workload spec file (absolute local path) run instead of the suite
+    probe_seconds: int | None = None  # a bench probe's limit (GPUBENCH_PROBE_SECONDS); None: a full run
 
     def results_ref(self, provider: str) -> str:
         """The results location: the configured one, else the provider's results stack."""
