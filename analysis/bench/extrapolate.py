@@ -1,0 +1,168 @@
+"""From one probe to the whole job: wall hours and billed cost, with an interval.
+
+    seconds = overhead + periodic + work / throughput
+
+`overhead` (launch to first timed step: boot, image pull, setup) and the
+throughput are measured by the probe; the whole job's time and cost are
+extrapolated. The interval comes from the throughput's: the high throughput
+gives the short time and the low cost, the low throughput the long time and
+the high cost. Each of the three durations is billed on its own under the
+offering's terms (analysis.cost.billed_seconds), so per-hour billing rounds
+each one up to whole hours and a minimum applies to each.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from analysis.cost import CostError, billed_seconds
+from infra.catalog import BillingTerms
+from payload.steady import Steady
+
+SECONDS_PER_HOUR = 3600.0
+MEASURED, EXTRAPOLATED = "measured", "extrapolated"
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """The whole job on one offering. Hours are wall hours including overhead;
+    USD is billed cost under the offering's rule at the price paid.
+    A bound that does not exist (the throughput interval reaches zero) is inf."""
+
+    hours: float
+    hours_low: float
+    hours_high: float
+    usd: float
+    usd_low: float
+    usd_high: float
+    billed_hours: float
+    basis: dict[str, str]  # field -> "measured" | "extrapolated"
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        """JSON-ready: an unbounded figure becomes None, notes a list."""
+        out = asdict(self)
+        out["notes"] = list(self.notes)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+
+def billed_usd(terms: BillingTerms, hourly_usd: float, seconds: float) -> tuple[float, float]:
+    """(billed hours, USD) of `seconds` under `terms` at `hourly_usd`, a prorated
+    account fee included; (inf, inf) for an unbounded duration."""
+    if math.isinf(seconds):
+        return math.inf, math.inf
+    hours = billed_seconds(terms, seconds) / SECONDS_PER_HOUR
+    fee = terms.monthly_fee_usd * hours / terms.hours_per_month if terms.monthly_fee_usd else 0.0
+    return hours, hourly_usd * hours + fee
+
+
+def estimate_job(
+    *,
+    overhead_seconds: float,
+    work_samples: float,
+    steady: Steady,
+    terms: BillingTerms,
+    hourly_usd: float,
+    periodic_seconds: float = 0.0,
+) -> JobEstimate:
+    """The whole job's hours and billed cost from a probe's overhead and steady rate."""
+    _check("overhead_seconds", overhead_seconds, allow_zero=True)
+    _check("work_samples", work_samples, allow_zero=False)
+    _check("hourly_usd", hourly_usd, allow_zero=True)
+    _check("periodic_seconds", periodic_seconds, allow_zero=True)
+    if not (steady.samples_per_second > 0 and math.isfinite(steady.samples_per_second)):
+        raise CostError(
+            f"the probe's throughput is {steady.samples_per_second} samples/s: "
+            "nothing to extrapolate from (did the job make progress during the probe?)"
+        )
+    if not 0 <= steady.low <= steady.samples_per_second <= steady.high:
+        raise CostError(
+            f"throughput interval {steady.low}..{steady.high} samples/s does not hold its rate "
+            f"{steady.samples_per_second}: pass the Steady that payload.steady.steady_rate returned"
+        )
+    fixed = overhead_seconds + periodic_seconds
+    seconds = fixed + work_samples / steady.samples_per_second
+    fast = fixed + work_samples / steady.high
+    slow = fixed + (work_samples / steady.low if steady.low > 0 else math.inf)
+    billed_hours, usd = billed_usd(terms, hourly_usd, seconds)
+    _, usd_low = billed_usd(terms, hourly_usd, fast)
+    _, usd_high = billed_usd(terms, hourly_usd, slow)
+    return JobEstimate(
+        hours=seconds / SECONDS_PER_HOUR,
+        hours_low=fast / SECONDS_PER_HOUR,
+        hours_high=slow / SECONDS_PER_HOUR,
+        usd=usd,
+        usd_low=usd_low,
+        usd_high=usd_high,
+        billed_hours=billed_hours,
+        basis=_basis(periodic_seconds),
+        notes=_notes(
+            terms, steady, seconds=seconds, billed_hours=billed_hours, fixed=fixed, periodic_seconds=periodic_seconds
+        ),
+    )
+
+
+def probe_bound_usd(
+    *, terms: BillingTerms, hourly_usd: float, probe_seconds: float, boot_allowance_seconds: float
+) -> float:
+    """The most one probe can cost: the probe limit plus the boot allowance,
+    billed under the offering's terms (a per-hour rule bills a whole hour)."""
+    _check("hourly_usd", hourly_usd, allow_zero=True)
+    _check("probe_seconds", probe_seconds, allow_zero=False)
+    _check("boot_allowance_seconds", boot_allowance_seconds, allow_zero=True)
+    return billed_usd(terms, hourly_usd, probe_seconds + boot_allowance_seconds)[1]
+
+
+def _check(name: str, value: float, *, allow_zero: bool) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        need = "zero or more" if allow_zero else "more than zero"
+        raise CostError(f"{name} must be a finite number, {need}; got {value!r}")
+
+
+def _basis(periodic_seconds: float) -> dict[str, str]:
+    """Which figures the probe measured and which are extrapolated from them (--json field names)."""
+    basis = {
+        "overhead_seconds": MEASURED,
+        "samples_per_second": MEASURED,
+        "est_hours": EXTRAPOLATED,
+        "est_usd": EXTRAPOLATED,
+    }
+    if periodic_seconds:
+        basis["periodic_seconds"] = MEASURED
+    return basis
+
+
+def _notes(
+    terms: BillingTerms, steady: Steady, *, seconds: float, billed_hours: float, fixed: float, periodic_seconds: float
+) -> tuple[str, ...]:
+    """What a reader must know to trust (or not) the figures."""
+    notes = []
+    if not steady.steady:
+        notes.append(
+            f"throughput was not steady by the end of the probe (95% interval +/-{steady.rel_halfwidth:.1%}, "
+            f"{steady.windows} windows): a longer probe narrows it"
+        )
+    if steady.low <= 0:
+        notes.append("the throughput interval reaches zero: no upper bound on time or cost")
+    if not periodic_seconds:
+        notes.append("excludes evaluation/checkpoint time: the probe crossed none")
+    if fixed > seconds - fixed:
+        notes.append("overhead (boot, image pull, setup) is longer than the training itself")
+    used_hours = seconds / SECONDS_PER_HOUR
+    if billed_hours > used_hours * (1 + 1e-9):
+        notes.append(f"billed {terms.describe()}: {billed_hours:.4g} h billed for {used_hours:.4g} h used")
+    notes.extend(_TERMS_NOTES.get(terms.kind, lambda t: ())(terms))
+    if terms.monthly_fee_usd:
+        notes.append(f"includes the ${terms.monthly_fee_usd:g}/month account fee, prorated over the job")
+    return tuple(notes)
+
+
+_TERMS_NOTES = {
+    "monthly": lambda t: (
+        f"monthly rental prorated at {t.hours_per_month:g} h/month, charged as used "
+        "(renting for this job alone may cost the whole month)",
+    ),
+    "amortised": lambda t: ("on-prem: amortised purchase + electricity per hour, charged as used",),
+}

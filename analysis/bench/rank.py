@@ -1,0 +1,299 @@
+"""The bench answer: which offering to run the whole job on, in one sentence.
+
+`answer(rows, deadline_hours=, budget_usd=)` takes the candidate rows of
+`gpubench bench --json` and returns the picks (cheapest, fastest, the cheapest
+within the deadline, the fastest within the budget: those two only when given),
+the cost/time Pareto frontier, every candidate in rank order, the ones without
+an estimate with the reason, and a sentence that names the offering, its hours
+and its cost with their intervals.
+
+Ordering is stable: cost, then time, then offering and name. Two costs within
+half a cent (or two times within a second) tie; the sentence says what broke
+the tie, and names candidates whose intervals overlap the pick's, which a
+longer probe could reorder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from analysis.report.answer import duration, in_unit, time_unit, usd
+from payload.money import usd_amount
+
+USD_TIE = 0.005  # half a cent: costs shown the same are the same
+HOURS_TIE = 1.0 / 3600  # one second
+MAX_CLOSE_NAMED = 3
+PICK_FIELDS = (
+    "offering",
+    "name",
+    "kind",
+    "market",
+    "est_hours",
+    "est_hours_low",
+    "est_hours_high",
+    "est_usd",
+    "est_usd_low",
+    "est_usd_high",
+)
+
+
+def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float | None) -> dict:
+    """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
+    _check_limit("deadline_hours", deadline_hours)
+    _check_limit("budget_usd", budget_usd)
+    labels = _labels(rows)
+    timed = [r for r in rows if _num(r.get("est_hours")) is not None]
+    priced = sorted((r for r in timed if _num(r.get("est_usd")) is not None), key=_by_cost)
+    unpriced = sorted((r for r in timed if _num(r.get("est_usd")) is None), key=_by_time)
+    cheapest = priced[0] if priced else None
+    fastest = min(timed, key=_by_time) if timed else None
+    picks = {"cheapest": cheapest, "fastest": fastest}
+    if deadline_hours is not None:
+        picks["within_deadline"] = next((r for r in priced if _fits_deadline(r, deadline_hours)), None)
+    if budget_usd is not None:
+        picks["within_budget"] = min((r for r in priced if _fits_budget(r, budget_usd)), key=_by_time, default=None)
+    out = {key: _pick(r, labels) for key, r in picks.items()}
+    out["frontier"] = [_pick(r, labels) for r in _frontier(priced)]
+    out["ranked"] = [_pick(r, labels) for r in priced + unpriced]
+    out["unmeasured"] = [
+        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
+        for r in rows
+        if _num(r.get("est_hours")) is None
+    ]
+    out["unpriced"] = [
+        {"offering": r.get("offering"), "name": r.get("name"), "reason": "no hourly price: time only"} for r in unpriced
+    ]
+    limits = {"deadline_hours": deadline_hours, "budget_usd": budget_usd}
+    out["sentence"] = _sentence(rows, priced, unpriced, picks, labels, limits)
+    return out
+
+
+# --- reading rows -----------------------------------------------------------------------
+
+
+def _num(value) -> float | None:
+    """A figure from a row: None when absent; an unbounded bound (JSON null) is handled by callers."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def _bound(row: dict, key: str) -> float:
+    """An interval end; an absent upper bound is unbounded."""
+    value = _num(row.get(key))
+    return math.inf if value is None else value
+
+
+def _check_limit(name: str, value: float | None) -> None:
+    if value is not None and (_num(value) is None or not math.isfinite(value) or value <= 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r} (leave it out for no limit)")
+
+
+def _labels(rows: list[dict]) -> dict[int, str]:
+    """Each row as people read it: the offering, '(spot)' on the spot market, the
+    stack name when two rows would otherwise read the same."""
+    plain = {}
+    for i, r in enumerate(rows):
+        if not r.get("offering"):
+            raise ValueError(f"candidate {i} has no 'offering' (got keys {sorted(r)}); every row names its offering")
+        plain[i] = str(r["offering"]) + (" (spot)" if r.get("market") == "spot" else "")
+    counts = {text: list(plain.values()).count(text) for text in plain.values()}
+    return {id(rows[i]): text + (f" [{rows[i].get('name')}]" if counts[text] > 1 else "") for i, text in plain.items()}
+
+
+def _by_cost(r: dict) -> tuple:
+    return (r["est_usd"], r["est_hours"], str(r["offering"]), str(r.get("name") or ""))
+
+
+def _by_time(r: dict) -> tuple:
+    cost = _num(r.get("est_usd"))
+    return (r["est_hours"], math.inf if cost is None else cost, str(r["offering"]), str(r.get("name") or ""))
+
+
+def _fits_deadline(r: dict, hours: float) -> bool:
+    return r["est_hours"] <= hours + HOURS_TIE / 2
+
+
+def _fits_budget(r: dict, limit: float) -> bool:
+    return r["est_usd"] <= limit + USD_TIE / 2
+
+
+def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
+    if r is None:
+        return None
+    return {k: r.get(k) for k in PICK_FIELDS} | {"label": labels[id(r)]}
+
+
+def _frontier(priced: list[dict]) -> list[dict]:
+    """Rows no other row beats on both time and cost, fastest first."""
+    front = []
+    for r in sorted(priced, key=_by_time):
+        if not front or r["est_usd"] < front[-1]["est_usd"] - USD_TIE / 2:
+            front.append(r)
+        elif math.isclose(r["est_usd"], front[-1]["est_usd"], abs_tol=USD_TIE / 2) and math.isclose(
+            r["est_hours"], front[-1]["est_hours"], abs_tol=HOURS_TIE / 2
+        ):
+            front.append(r)  # the same point twice: neither beats the other
+    return front
+
+
+def _why_unmeasured(r: dict) -> str:
+    reason = r.get("reason")
+    if reason:
+        return str(reason)
+    status = r.get("status")
+    return f"no estimate (status: {status})" if status else "no estimate"
+
+
+# --- the sentence -------------------------------------------------------------------------
+
+
+def _hours_text(r: dict) -> str:
+    """'3.21 h (2.90-3.60 h)': the estimate and its interval in one unit."""
+    low, high = _bound(r, "est_hours_low"), _bound(r, "est_hours_high")
+    unit = time_unit([r["est_hours"], low] + ([high] if math.isfinite(high) else []))
+    span = (
+        f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}"
+        if math.isfinite(high)
+        else f"{in_unit(low, unit)} {unit} or more"
+    )
+    return f"{in_unit(r['est_hours'], unit)} {unit} ({span})"
+
+
+def _usd_text(r: dict) -> str:
+    if _num(r.get("est_usd")) is None:
+        return "no price"
+    low, high = _bound(r, "est_usd_low"), _bound(r, "est_usd_high")
+    span = f"{usd_amount(low)}-{usd_amount(high)}" if math.isfinite(high) else f"{usd_amount(low)} or more"
+    return f"{usd(r['est_usd'])} ({span})"
+
+
+def _figures(r: dict) -> str:
+    return f"about {_hours_text(r)} for {_usd_text(r)}"
+
+
+def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
+    """The answer in plain words, then ties, near ties and what could not be estimated."""
+    if not priced and not unpriced:
+        return "No candidate produced an estimate." + _unmeasured_text(rows, labels)
+    if not priced:
+        fast = picks["fastest"]
+        text = (
+            f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}, {_figures(fast)}."
+        )
+        return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
+    parts = _headline(priced, picks, labels, limits)
+    text = "; ".join(parts) + "."
+    text += _ties_text(priced, priced + unpriced, picks, labels)
+    return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
+
+
+def _limit_tests(limits: dict) -> list[tuple[str, Callable[[dict], bool]]]:
+    """(words, test) for each limit the user gave."""
+    deadline, budget = limits["deadline_hours"], limits["budget_usd"]
+    tests: list[tuple[str, Callable[[dict], bool]]] = []
+    if deadline is not None:
+        tests.append((f"finishes within {duration(deadline)}", lambda r: _fits_deadline(r, deadline)))
+    if budget is not None:
+        tests.append((f"costs at most {usd(budget)}", lambda r: _fits_budget(r, budget)))
+    return tests
+
+
+def _headline(priced, picks, labels, limits) -> list[str]:
+    """'Run it on X: ...' for the cheapest that meets every limit given, then the other picks."""
+    tests = _limit_tests(limits)
+    best = next((r for r in priced if all(ok(r) for _, ok in tests)), None)
+    why = " and ".join(text for text, _ in tests)
+    cheapest, fastest = picks["cheapest"], picks["fastest"]
+    also_fastest = ", and the fastest"
+    each_fails = len(tests) > 1 and picks.get("within_deadline") is None and picks.get("within_budget") is None
+    if best is None:
+        parts = [f"No candidate {', and none '.join(text for text, _ in tests) if each_fails else why}"]
+    else:
+        role = (
+            f"the cheapest that {why}"
+            if best is not cheapest
+            else "the cheapest" + (f", and it {why}" if tests else "")
+        )
+        parts = [f"Run it on {labels[id(best)]}: {_figures(best)}, {role}" + (also_fastest if best is fastest else "")]
+        parts += _interval_caveats(best, limits["deadline_hours"], limits["budget_usd"])
+    named = [best, cheapest]
+    if cheapest is not best:
+        overall = "overall " if best is not None else ""
+        parts.append(
+            f"the cheapest {overall}is {labels[id(cheapest)]}, {_figures(cheapest)}"
+            + (also_fastest if cheapest is fastest else "")
+        )
+    if not any(fastest is r for r in named):
+        parts.append(f"the fastest is {labels[id(fastest)]}, {_figures(fastest)}")
+        named.append(fastest)
+    for key, lead, limit in (
+        ("within_deadline", "within {} the cheapest is", limits["deadline_hours"]),
+        ("within_budget", "for at most {} the fastest is", limits["budget_usd"]),
+    ):
+        if key not in picks:
+            continue
+        shown = duration(limit) if key == "within_deadline" else usd(limit)
+        r = picks[key]
+        if r is None and len(tests) > 1 and not each_fails:
+            parts.append(f"none {'finishes within' if key == 'within_deadline' else 'costs at most'} {shown}")
+        elif r is not None and not any(r is n for n in named):
+            parts.append(f"{lead.format(shown)} {labels[id(r)]}, {_figures(r)}")
+            named.append(r)
+    return parts
+
+
+def _interval_caveats(r: dict, deadline: float | None, budget: float | None) -> list[str]:
+    """When the pick meets a limit on its estimate but not across its interval."""
+    out = []
+    if deadline is not None and _bound(r, "est_hours_high") > deadline + HOURS_TIE / 2:
+        out.append(f"its interval reaches past the {duration(deadline)} deadline")
+    if budget is not None and _bound(r, "est_usd_high") > budget + USD_TIE / 2:
+        out.append(f"its interval reaches past the {usd(budget)} budget")
+    return out
+
+
+def _ties_text(priced, timed, picks, labels) -> str:
+    """Exact ties (what broke them) and overlapping intervals (a longer probe may reorder)."""
+    cheapest, fastest = picks["cheapest"], picks["fastest"]
+    text = ""
+    tied = [r for r in priced[1:] if math.isclose(r["est_usd"], cheapest["est_usd"], abs_tol=USD_TIE)]
+    if tied:
+        names = ", ".join(labels[id(r)] for r in tied)
+        faster = all(cheapest["est_hours"] < r["est_hours"] - HOURS_TIE / 2 for r in tied)
+        rule = "it is faster" if faster else "of equal time, the first by name"
+        text += (
+            f" {labels[id(cheapest)]} ties on cost with {names} at {usd(cheapest['est_usd'])}; it is named as {rule}."
+        )
+    close = [
+        r
+        for r in priced[1:]
+        if not any(r is t for t in tied) and _bound(r, "est_usd_low") <= _bound(cheapest, "est_usd_high") + USD_TIE / 2
+    ]
+    if close:
+        names = ", ".join(labels[id(r)] for r in close[:MAX_CLOSE_NAMED]) + (
+            f" and {len(close) - MAX_CLOSE_NAMED} more" if len(close) > MAX_CLOSE_NAMED else ""
+        )
+        text += f" Too close to call on cost: {names} overlap the cheapest's interval; a longer probe may reorder them."
+    timed_ties = [r for r in timed if r is not fastest and abs(r["est_hours"] - fastest["est_hours"]) <= HOURS_TIE]
+    if timed_ties:
+        names = ", ".join(labels[id(r)] for r in timed_ties)
+        cheaper = all(_by_time(fastest)[1] < _by_time(r)[1] - USD_TIE / 2 for r in timed_ties)
+        rule = "it is cheaper" if cheaper else "of equal cost, the first by name"
+        text += f" {labels[id(fastest)]} ties on time with {names}; it is named as {rule}."
+    return text
+
+
+def _unpriced_text(unpriced, labels) -> str:
+    if not unpriced:
+        return ""
+    names = ", ".join(f"{labels[id(r)]} ({duration(r['est_hours'])})" for r in unpriced)
+    return f" No price, so not ranked by cost: {names}."
+
+
+def _unmeasured_text(rows, labels) -> str:
+    missing = [r for r in rows if _num(r.get("est_hours")) is None]
+    if not missing:
+        return ""
+    return " Not estimated: " + "; ".join(f"{labels[id(r)]} ({_why_unmeasured(r)})" for r in missing) + "."

@@ -1,0 +1,263 @@
+"""When is a probe's throughput steady, and what is it?
+
+A probe reads (elapsed seconds, cumulative samples) points from the job's
+metrics lines. This module turns them into a rate with a 95% interval:
+
+1. Time windows. The run is cut into equal-length time cells and each cell's
+   rate is samples/seconds inside it (cumulative samples interpolated linearly
+   between readings, the only assumption the readings allow). Equal cells make
+   every later mean time-weighted: a slow step that took a minute weighs a
+   minute, not one reading.
+2. Warm-up. MSER-5 (the marginal standard error rule over batches of 5 cells)
+   picks how many leading cells to drop: the cut d that minimises
+   sum((z_j - mean_d)^2) / (k - d)^2 over the kept batch means z_j, searched
+   over the first half only.
+3. Batch means. What remains is split into equal time windows; their rates'
+   mean is exactly samples/seconds over the steady period, and their spread
+   gives a Student-t 95% interval.
+
+Standard library only: the payload runs this on the instance, after every
+metrics line, so every step is linear in the number of points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+MSER_BATCH = 5  # observations per batch in MSER-5
+MAX_WINDOWS = 30  # more batches add little to a t interval and shrink each batch
+CONFIDENCE = 0.95
+# Above this many degrees of freedom the exact finite sum gets long; the
+# Cornish-Fisher expansion is then accurate to better than 1e-12.
+EXACT_DF_LIMIT = 1000
+
+
+@dataclass(frozen=True)
+class Steady:
+    """A probe's steady throughput and how sure we are of it.
+
+    `warmup_seconds`: the leading time MSER-5 dropped (from the first point);
+    `windows`: the batches the interval is built from; `steady`: the interval's
+    relative half-width met the target with at least the minimum of windows."""
+
+    samples_per_second: float
+    low: float
+    high: float
+    rel_halfwidth: float
+    warmup_seconds: float
+    windows: int
+    steady: bool
+
+    def to_dict(self) -> dict:
+        """JSON-ready: a non-finite figure (no progress at all) becomes None."""
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
+
+
+# --- MSER-5 -----------------------------------------------------------------------
+
+
+def mser5_cut(values: Sequence[float]) -> int:
+    """Observations to drop as warm-up (a multiple of 5; 0 with fewer than two batches).
+
+    Batch means z_1..z_k of 5 observations each (a partial batch at the end is
+    left out); for d in 0..k//2 the statistic is sum_{j>d} (z_j - mean_d)^2 / (k - d)^2.
+    The smallest d within rounding of the minimum wins, so a flat series is never cut."""
+    k = len(values) // MSER_BATCH
+    if k < 2:
+        return 0
+    batches = [math.fsum(values[j * MSER_BATCH : (j + 1) * MSER_BATCH]) / MSER_BATCH for j in range(k)]
+    stats = _mser_statistics(batches, k // 2)
+    best = min(stats)
+    scale = max(abs(z) for z in batches) or 1.0
+    tolerance = best * 1e-9 + (scale * 1e-12) ** 2
+    return MSER_BATCH * next(d for d, s in enumerate(stats) if s <= best + tolerance)
+
+
+def _mser_statistics(batches: list[float], last_cut: int) -> list[float]:
+    """MSER statistic for cuts 0..last_cut, by Welford's update from the end (linear, stable)."""
+    k = len(batches)
+    by_cut: dict[int, float] = {}
+    count, mean, sq = 0, 0.0, 0.0
+    for d in range(k - 1, -1, -1):
+        count += 1
+        delta = batches[d] - mean
+        mean += delta / count
+        sq += delta * (batches[d] - mean)
+        if d <= last_cut:
+            by_cut[d] = sq / count**2
+    return [by_cut[d] for d in range(last_cut + 1)]
+
+
+# --- Student-t quantile --------------------------------------------------------------
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The p quantile of Student's t with `df` degrees of freedom (no scipy).
+
+    Exact for df <= 1000: the closed-form finite sums for P(|T| <= t) at integer
+    df (Abramowitz & Stegun 26.7.3-4), inverted by bisection on the angle
+    atan(t / sqrt(df)). Above, the Cornish-Fisher expansion (A&S 26.7.5)."""
+    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
+        raise ValueError(f"degrees of freedom must be a whole number >= 1, got {df!r}")
+    if not (isinstance(p, (int, float)) and 0.0 < p < 1.0):
+        raise ValueError(f"probability must be strictly between 0 and 1, got {p!r}")
+    if p == 0.5:
+        return 0.0
+    upper = _upper_quantile(max(p, 1.0 - p), df)
+    return upper if p > 0.5 else -upper
+
+
+@lru_cache(maxsize=256)
+def _upper_quantile(p: float, df: int) -> float:
+    if df > EXACT_DF_LIMIT:
+        return _cornish_fisher(_normal_quantile(p), df)
+    target = 2.0 * p - 1.0  # P(|T| <= t)
+    lo, hi = 0.0, math.pi / 2
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if _abs_t_cdf_at_angle(mid, df) < target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(df) * math.tan(0.5 * (lo + hi))
+
+
+def _abs_t_cdf_at_angle(theta: float, df: int) -> float:
+    """P(|T| <= sqrt(df) tan(theta)) for integer df (A&S 26.7.3 odd, 26.7.4 even)."""
+    s, c2 = math.sin(theta), math.cos(theta) ** 2
+    if df % 2 == 0:
+        term, total = 1.0, 1.0
+        for j in range(1, df // 2):  # (1*3*..*(2j-1)) / (2*4*..*2j) cos^{2j}
+            term *= c2 * (2 * j - 1) / (2 * j)
+            total += term
+        return s * total
+    if df == 1:
+        return 2.0 * theta / math.pi
+    term = math.cos(theta)
+    total = term
+    for j in range(1, (df - 1) // 2):  # (2*4*..*2j) / (1*3*..*(2j+1)) cos^{2j+1}
+        term *= c2 * (2 * j) / (2 * j + 1)
+        total += term
+    return 2.0 / math.pi * (theta + s * total)
+
+
+def _normal_quantile(p: float) -> float:
+    """Standard normal quantile by bisection on math.erfc (exact to rounding)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < p:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def _cornish_fisher(x: float, df: int) -> float:
+    """t quantile from the normal quantile x: A&S 26.7.5, four terms."""
+    g1 = (x**3 + x) / 4
+    g2 = (5 * x**5 + 16 * x**3 + 3 * x) / 96
+    g3 = (3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
+    g4 = (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160
+    return x + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+
+
+# --- steady rate --------------------------------------------------------------------
+
+
+def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min_windows: int = 5) -> Steady | None:
+    """The steady samples/second of a run from its (elapsed, cumulative samples)
+    readings, or None with fewer than three readings (two intervals).
+
+    Steady when the 95% interval's half-width is at most `target` of the rate
+    and it rests on at least `min_windows` time windows."""
+    if not (isinstance(target, (int, float)) and math.isfinite(target) and target > 0):
+        raise ValueError(f"target relative half-width must be a positive number (e.g. 0.03), got {target!r}")
+    if isinstance(min_windows, bool) or not isinstance(min_windows, int) or min_windows < 2:
+        raise ValueError(f"min_windows must be a whole number >= 2, got {min_windows!r}")
+    times, samples = _checked_points(points)
+    if len(times) < 3:
+        return None
+    cells = len(times) - 1
+    width = (times[-1] - times[0]) / cells
+    grid = [times[0] + i * width for i in range(cells)] + [times[-1]]
+    cumulative = _interpolate(times, samples, grid)
+    rates = [(cumulative[i + 1] - cumulative[i]) / width for i in range(cells)]
+    cut = mser5_cut(rates)
+    kept = cells - cut
+    windows = min(kept, max(min_windows, min(math.isqrt(kept), MAX_WINDOWS)))
+    start = grid[cut]
+    window_rates = _window_rates(times, samples, start, times[-1], windows)
+    return _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
+
+
+def _checked_points(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """Validate the readings: finite, non-negative, time strictly rising, samples never falling."""
+    times: list[float] = []
+    samples: list[float] = []
+    for i, point in enumerate(points):
+        try:
+            t, s = (float(v) for v in point)
+        except (TypeError, ValueError):
+            raise ValueError(f"point {i} must be a pair (elapsed_seconds, cumulative_samples), got {point!r}") from None
+        if not (math.isfinite(t) and math.isfinite(s)) or t < 0 or s < 0:
+            raise ValueError(f"point {i} {point!r}: elapsed seconds and samples must be finite and >= 0")
+        if times and t <= times[-1]:
+            raise ValueError(
+                f"point {i} {point!r}: elapsed {t} s is not after the previous point's {times[-1]} s "
+                "(give readings in time order, one per time)"
+            )
+        if samples and s < samples[-1]:
+            raise ValueError(
+                f"point {i} {point!r}: cumulative samples fell from {samples[-1]} to {s} "
+                "(give running totals, not per-step counts)"
+            )
+        times.append(t)
+        samples.append(s)
+    return times, samples
+
+
+def _interpolate(times: list[float], samples: list[float], at: list[float]) -> list[float]:
+    """Cumulative samples at the rising times `at` (inside the readings), linear between readings."""
+    out: list[float] = []
+    j = 0
+    for t in at:
+        while j < len(times) - 2 and times[j + 1] < t:
+            j += 1
+        t0, t1 = times[j], times[j + 1]
+        frac = min(1.0, max(0.0, (t - t0) / (t1 - t0)))
+        out.append(samples[j] + frac * (samples[j + 1] - samples[j]))
+    return out
+
+
+def _window_rates(times: list[float], samples: list[float], start: float, end: float, windows: int) -> list[float]:
+    """samples/seconds in each of `windows` equal windows over [start, end]."""
+    span = (end - start) / windows
+    edges = [start + i * span for i in range(windows)] + [end]
+    cumulative = _interpolate(times, samples, edges)
+    return [(cumulative[i + 1] - cumulative[i]) / span for i in range(windows)]
+
+
+def _summarise(window_rates: list[float], *, warmup_seconds: float, target: float, min_windows: int) -> Steady:
+    """Batch-means rate and its Student-t interval."""
+    n = len(window_rates)
+    mean = math.fsum(window_rates) / n
+    var = math.fsum((r - mean) ** 2 for r in window_rates) / (n - 1)
+    half = t_quantile(0.5 + CONFIDENCE / 2, n - 1) * math.sqrt(var / n)
+    rel = half / mean if mean > 0 else math.inf
+    return Steady(
+        samples_per_second=mean,
+        low=max(0.0, mean - half),
+        high=mean + half,
+        rel_halfwidth=rel,
+        warmup_seconds=warmup_seconds,
+        windows=n,
+        steady=n >= min_windows and rel <= target,
+    )

@@ -1,0 +1,249 @@
+"""analysis.bench.extrapolate: the whole job's hours and billed cost from one probe,
+checked against hand-computed cases under each kind of billing rule."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from analysis.bench.extrapolate import JobEstimate, estimate_job, probe_bound_usd
+from analysis.cost import CostError
+from infra.catalog import BillingTerms, load_catalog
+from payload.steady import Steady
+
+
+def _terms(kind: str = "metered", **kw) -> BillingTerms:
+    return BillingTerms(rule="test", since=date(2020, 1, 1), kind=kind, source="test", **kw)
+
+
+PER_SECOND = _terms(increment_seconds=1, minimum_seconds=0)
+PER_SECOND_MIN_MINUTE = _terms(increment_seconds=1, minimum_seconds=60)
+PER_MINUTE_MIN_TEN = _terms(increment_seconds=60, minimum_seconds=600)
+PER_HOUR = _terms(increment_seconds=3600, minimum_seconds=3600)
+MONTHLY = _terms("monthly", hours_per_month=730)
+AMORTISED = _terms("amortised")
+MILLISECOND_WITH_FEE = _terms(increment_seconds=0.001, monthly_fee_usd=5.0, hours_per_month=730)
+
+
+def _steady(rate: float, low: float, high: float, steady: bool = True) -> Steady:
+    return Steady(
+        samples_per_second=rate,
+        low=low,
+        high=high,
+        rel_halfwidth=(high - low) / 2 / rate if rate else float("inf"),
+        warmup_seconds=12.0,
+        windows=8,
+        steady=steady,
+    )
+
+
+# 300 s overhead, 360,000 samples at 100/s (interval 80..125): 3900 s, fast 3180 s, slow 4800 s.
+JOB = dict(overhead_seconds=300.0, work_samples=360_000.0, steady=_steady(100.0, 80.0, 125.0))
+
+
+def test_per_second_billing_by_hand():
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
+    assert est.hours == pytest.approx(3900 / 3600)
+    assert est.hours_low == pytest.approx(3180 / 3600)
+    assert est.hours_high == pytest.approx(4800 / 3600)
+    assert est.usd == pytest.approx(2.0 * 3900 / 3600)
+    assert est.usd_low == pytest.approx(2.0 * 3180 / 3600)  # the high throughput gives the low cost
+    assert est.usd_high == pytest.approx(2.0 * 4800 / 3600)
+    assert est.billed_hours == pytest.approx(3900 / 3600)
+    assert not any(n.startswith("billed") for n in est.notes)
+
+
+def test_per_hour_billing_rounds_each_bound_up():
+    est = estimate_job(**JOB, terms=PER_HOUR, hourly_usd=2.0)
+    # 3900 s -> 2 h, 3180 s -> 1 h, 4800 s -> 2 h
+    assert (est.billed_hours, est.usd, est.usd_low, est.usd_high) == pytest.approx((2.0, 4.0, 2.0, 4.0))
+    assert est.hours == pytest.approx(3900 / 3600)  # wall time is not rounded
+    assert any("billed per hour, 1 hour minimum: 2 h billed for 1.083 h used" in n for n in est.notes)
+
+
+def test_per_second_minimum_applies_to_a_short_job():
+    # 10 s overhead + 1000 samples at 100/s (50..200): 20 s, fast 15 s, slow 30 s; all billed 60 s
+    est = estimate_job(
+        overhead_seconds=10.0,
+        work_samples=1000.0,
+        steady=_steady(100.0, 50.0, 200.0),
+        terms=PER_SECOND_MIN_MINUTE,
+        hourly_usd=3.6,
+    )
+    assert est.hours == pytest.approx(20 / 3600)
+    assert est.billed_hours == pytest.approx(60 / 3600)
+    assert (est.usd, est.usd_low, est.usd_high) == pytest.approx((0.06, 0.06, 0.06))
+
+
+def test_per_minute_increments_and_ten_minute_minimum():
+    # 50 s overhead + 60,000 samples at 100/s (75..150): 650 s -> 660 s; fast 450 s -> 600 s (minimum);
+    # slow 850 s -> 900 s
+    est = estimate_job(
+        overhead_seconds=50.0,
+        work_samples=60_000.0,
+        steady=_steady(100.0, 75.0, 150.0),
+        terms=PER_MINUTE_MIN_TEN,
+        hourly_usd=6.0,
+    )
+    assert est.billed_hours == pytest.approx(660 / 3600)
+    assert est.usd == pytest.approx(6.0 * 660 / 3600)
+    assert est.usd_low == pytest.approx(6.0 * 600 / 3600)
+    assert est.usd_high == pytest.approx(6.0 * 900 / 3600)
+
+
+def test_spot_is_priced_at_the_price_paid():
+    on_demand = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
+    spot = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=0.62)
+    assert spot.usd == pytest.approx(0.62 * 3900 / 3600)
+    assert spot.hours == on_demand.hours
+
+
+def test_zero_overhead_is_work_over_rate():
+    est = estimate_job(
+        overhead_seconds=0.0,
+        work_samples=720_000.0,
+        steady=_steady(200.0, 200.0, 200.0),
+        terms=PER_SECOND,
+        hourly_usd=1.5,
+    )
+    assert est.hours == est.hours_low == est.hours_high == pytest.approx(1.0)
+    assert est.usd == est.usd_low == est.usd_high == pytest.approx(1.5)
+    assert not any("overhead" in n for n in est.notes)
+
+
+def test_overhead_larger_than_the_job():
+    # 1800 s overhead, 36,000 samples at 100/s = 360 s of training
+    est = estimate_job(
+        overhead_seconds=1800.0,
+        work_samples=36_000.0,
+        steady=_steady(100.0, 100.0, 100.0),
+        terms=PER_HOUR,
+        hourly_usd=1.0,
+    )
+    assert est.hours == pytest.approx(2160 / 3600)
+    assert est.usd == pytest.approx(1.0)  # one started hour
+    assert any("overhead" in n and "longer than the training" in n for n in est.notes)
+
+
+def test_periodic_time_is_added_and_marked_measured():
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0, periodic_seconds=600.0)
+    assert est.hours == pytest.approx(4500 / 3600)
+    assert est.hours_low == pytest.approx(3780 / 3600)
+    assert est.basis["periodic_seconds"] == "measured"
+    assert not any("evaluation/checkpoint" in n for n in est.notes)
+    without = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
+    assert "periodic_seconds" not in without.basis
+    assert any("excludes evaluation/checkpoint time" in n for n in without.notes)
+
+
+@pytest.mark.parametrize(("terms", "word"), [(MONTHLY, "monthly rental"), (AMORTISED, "amortised")])
+def test_monthly_and_amortised_terms_charge_as_used(terms, word):
+    est = estimate_job(**JOB, terms=terms, hourly_usd=0.2)
+    assert est.billed_hours == pytest.approx(3900 / 3600)
+    assert est.usd == pytest.approx(0.2 * 3900 / 3600)
+    assert est.usd_high == pytest.approx(0.2 * 4800 / 3600)
+    assert any(word in n for n in est.notes)
+
+
+def test_monthly_account_fee_is_prorated():
+    est = estimate_job(
+        overhead_seconds=0.0,
+        work_samples=3600.0,
+        steady=_steady(1.0, 1.0, 1.0),
+        terms=MILLISECOND_WITH_FEE,
+        hourly_usd=0.51,
+    )
+    assert est.usd == pytest.approx(0.51 + 5.0 / 730)
+    assert any("$5/month account fee" in n for n in est.notes)
+
+
+def test_catalog_terms_then_and_now():
+    catalog = load_catalog()
+    hourly_era = catalog.billing_terms("aws/g4dn.xlarge", date(2016, 6, 1))
+    per_second_era = catalog.billing_terms("aws/g4dn.xlarge", date(2025, 6, 1))
+    assert estimate_job(**JOB, terms=hourly_era, hourly_usd=0.526).usd == pytest.approx(2 * 0.526)
+    assert estimate_job(**JOB, terms=per_second_era, hourly_usd=0.526).usd == pytest.approx(3900 / 3600 * 0.526)
+
+
+def test_basis_marks_measured_and_extrapolated():
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
+    assert est.basis == {
+        "overhead_seconds": "measured",
+        "samples_per_second": "measured",
+        "est_hours": "extrapolated",
+        "est_usd": "extrapolated",
+    }
+
+
+def test_not_steady_is_said():
+    job = dict(JOB, steady=_steady(100.0, 80.0, 125.0, steady=False))
+    est = estimate_job(**job, terms=PER_SECOND, hourly_usd=2.0)
+    assert any("not steady" in n and "22.5%" in n for n in est.notes)
+
+
+def test_interval_reaching_zero_is_unbounded_and_serialises():
+    job = dict(JOB, steady=_steady(100.0, 0.0, 200.0, steady=False))
+    est = estimate_job(**job, terms=PER_HOUR, hourly_usd=2.0)
+    assert est.hours_high == float("inf") and est.usd_high == float("inf")
+    as_dict = est.to_dict()
+    assert as_dict["hours_high"] is None and as_dict["usd_high"] is None
+    assert as_dict["usd_low"] == pytest.approx(2.0)  # 300 + 1800 s -> one hour
+    json.dumps(as_dict, allow_nan=False)
+    assert any("no upper bound" in n for n in est.notes)
+
+
+def test_to_dict_round_trips():
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
+    d = est.to_dict()
+    assert JobEstimate(**{**d, "notes": tuple(d["notes"])}) == est
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"overhead_seconds": -1.0}, "overhead_seconds"),
+        ({"work_samples": 0.0}, "work_samples"),
+        ({"work_samples": float("nan")}, "work_samples"),
+        ({"hourly_usd": -0.5}, "hourly_usd"),
+        ({"periodic_seconds": float("inf")}, "periodic_seconds"),
+        ({"steady": _steady(0.0, 0.0, 0.0)}, "nothing to extrapolate"),
+        ({"steady": _steady(100.0, 120.0, 130.0)}, "does not hold its rate"),
+    ],
+)
+def test_bad_inputs_are_clear_errors(change, message):
+    args = dict(JOB, terms=PER_SECOND, hourly_usd=2.0) | change
+    with pytest.raises(CostError, match=message):
+        estimate_job(**args)
+
+
+# --- probe bound -------------------------------------------------------------------------
+
+
+def test_probe_bound_per_second():
+    # 10 min probe + 10 min boot allowance at $3/h, per second: 1200 s
+    assert probe_bound_usd(terms=PER_SECOND, hourly_usd=3.0, probe_seconds=600, boot_allowance_seconds=600) == (
+        pytest.approx(1.0)
+    )
+
+
+def test_probe_bound_per_hour_bills_a_whole_hour():
+    assert probe_bound_usd(terms=PER_HOUR, hourly_usd=3.0, probe_seconds=600, boot_allowance_seconds=600) == (
+        pytest.approx(3.0)
+    )
+    # 50 min + 20 min crosses into a second hour
+    assert probe_bound_usd(terms=PER_HOUR, hourly_usd=3.0, probe_seconds=3000, boot_allowance_seconds=1200) == (
+        pytest.approx(6.0)
+    )
+
+
+def test_probe_bound_minimum():
+    assert probe_bound_usd(terms=PER_SECOND_MIN_MINUTE, hourly_usd=3.6, probe_seconds=20, boot_allowance_seconds=0) == (
+        pytest.approx(0.06)
+    )
+
+
+def test_probe_bound_rejects_a_zero_probe():
+    with pytest.raises(CostError, match="probe_seconds"):
+        probe_bound_usd(terms=PER_SECOND, hourly_usd=3.0, probe_seconds=0, boot_allowance_seconds=600)
