@@ -1,10 +1,11 @@
-"""Workload specs: the user's own training job, described in a small YAML file.
+"""Workload specs (task files): the user's own training job, described in a small YAML file.
 
 The fields follow SkyPilot's task YAML (``name``, ``workdir``, ``setup``,
-``run``, ``envs`` -> ``env``) so a SkyPilot user recognises them, plus the two
-things gpubench needs to benchmark a job: the container ``image`` the docker
-runtimes start it in, and which ``metrics`` lines to read from its output
-(docs/workloads.md)::
+``run``, ``envs`` -> ``env``, ``resources.accelerators``) so a SkyPilot user
+recognises them, plus what gpubench needs to benchmark a job: the container
+``image`` the docker runtimes start it in, which ``metrics`` lines to read from
+its output, and for ``gpubench bench`` the GPUs it may run on (``resources``)
+and how much it trains in all (``work``) (docs/workloads.md)::
 
     name: pytorch-resnet
     image: pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime
@@ -14,10 +15,17 @@ runtimes start it in, and which ``metrics`` lines to read from its output
     env: {BATCH_SIZE: "64"}
     gpus: 1
     metrics: [json, mllog]
+    resources: {accelerators: [T4, L4, A100:8], spot: false}
+    work: {epochs: 90, samples_per_epoch: 1281167}
 
 The content hash (sha256 of the normalised spec plus a digest of every file
 in the workdir) names the workload in results, so two different jobs never
-share a row of the report and an edited script starts a new one.
+share a row of the report and an edited script starts a new one. `resources`
+and `work` say where and how long the job runs, not what it is: they leave the
+hash alone.
+
+The models are pydantic models whose field descriptions are the fixes the
+errors suggest; every error reads ``<file>: field '<field>': <problem> (<fix>)``.
 """
 
 from __future__ import annotations
@@ -26,59 +34,409 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 __all__ = [
     "FIELDS",
     "METRIC_FORMATS",
+    "Accelerator",
+    "Resources",
+    "TaskFile",
+    "Work",
     "WorkloadSpec",
     "WorkloadSpecError",
     "load_spec",
+    "parse_accelerators",
     "parse_spec",
     "workdir_digest",
     "workdir_files",
 ]
 
 METRIC_FORMATS = ("json", "mllog")
-FIELDS = {
-    "name": "a short name for the workload: letters, digits, '.', '_' or '-' (e.g. pytorch-resnet)",
-    "description": "one line saying what the job trains",
-    "image": "the container image the docker runtimes start the job in, e.g. pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime",
-    "workdir": "a directory shipped with the run (relative to the spec file); the job runs inside it",
-    "setup": "shell commands run once before the job (pip install ...); not timed as training",
-    "run": "shell commands that train; timed, GPU-sampled, and read for metrics lines",
-    "env": "environment variables for setup and run, a mapping of NAME: value",
-    "gpus": "GPUs the job uses (an integer >= 0; default: all visible)",
-    "metrics": f"which metrics lines the job prints: one or more of {', '.join(METRIC_FORMATS)}",
-}
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
+ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
+PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+REGION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # Never part of the shipped workdir nor of its digest: caches and VCS metadata.
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 MAX_WORKDIR_BYTES = 200 * 1024**2  # shipped with every run: large data belongs in a bucket
+
+# Names from neighbouring tools, and what they are called here.
+TOP_HINTS = {
+    "envs": " (SkyPilot's `envs` is `env` here)",
+    "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
+    "working_dir": " (use `workdir`)",
+    "file_mounts": " (ship small files in `workdir` and fetch data in `setup`)",
+    "num_nodes": " (gpubench runs single-machine jobs)",
+}
+RESOURCES_HINTS = {
+    "use_spot": " (SkyPilot's `use_spot` is `spot` here)",
+    "cloud": " (use `providers: [aws]`)",
+    "infra": " (use `providers: [aws]` and `regions: [us-east-1]`)",
+    "region": " (use `regions: [us-east-1]`)",
+    "disk_size": " (use `disk_gb`)",
+    "gpus": " (use `accelerators: [T4:1]`)",
+    "accelerator": " (use `accelerators`)",
+}
+WORK_HINTS = {
+    "batch_size": " (give `samples_per_step`: samples per optimizer step, the global batch size)",
+    "total_samples": " (use `samples`)",
+    "epoch": " (use `epochs`)",
+    "step": " (use `steps`)",
+}
+WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
+WORK_EXAMPLE = "samples: 1281167 | steps: 10000 + samples_per_step: 256 | epochs: 90 + samples_per_epoch: 1281167"
 
 
 class WorkloadSpecError(ValueError):
     """A bad workload spec; the message names the file, the field and the fix."""
 
 
-@dataclass(frozen=True)
-class WorkloadSpec:
-    name: str
-    run: str
-    path: str  # the spec file (absolute)
-    description: str = ""
-    image: str | None = None
-    workdir: str | None = None  # absolute directory, or None: the spec's own directory is the cwd
-    setup: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    gpus: int | None = None
-    metrics: tuple[str, ...] = METRIC_FORMATS
-    workdir_sha256: str | None = None
-    sha256: str = ""
+class _Problem(ValueError):
+    """A problem with one field, raised inside a model validator (where pydantic knows no field)."""
+
+    def __init__(self, field: str | None, problem: str):
+        super().__init__(problem)
+        self.field, self.problem = field, problem
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str], default_hint: str = "") -> None:
+    allowed = list(model.model_fields)
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        hint = hints.get(unknown[0], default_hint)
+        raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
+
+
+def _positive_number(value: Any, what: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ValueError(f"expected a number > 0 ({what}), got {value!r}")
+    return value
+
+
+# --- resources ---------------------------------------------------------------------------------------------
+
+
+class Accelerator(_Model):
+    """One GPU alternative: a catalog GPU model and how many of it one machine has."""
+
+    name: str = Field(description="a GPU model as the catalog names it, e.g. T4, L4, A10G, A100, H100")
+    count: int = Field(1, ge=1, description="GPUs of that model on one machine (default 1)")
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.count}"
+
+
+def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
+    """SkyPilot-style alternatives: a list of NAME[:COUNT], one such string (commas allowed), or NAME: COUNT."""
+    if isinstance(value, str):
+        items: list[Any] = [part.strip() for part in value.split(",")]
+    elif isinstance(value, dict):
+        items = [f"{k}:{v}" for k, v in value.items()]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValueError(f"expected a list of GPU alternatives like [T4:1, L4:1, A100:8], got {value!r}")
+    if not items or items == [""]:
+        raise ValueError("empty: list at least one GPU alternative, e.g. [T4:1, L4:1, A100:8]")
+    out = []
+    for item in items:
+        if isinstance(item, Accelerator):
+            out.append(item)
+            continue
+        match = ACCELERATOR_RE.match(item) if isinstance(item, str) else None
+        if match is None:
+            raise ValueError(f"{item!r} is not NAME or NAME:COUNT (e.g. T4, V100:1, A100:8)")
+        count = int(match["count"]) if match["count"] else 1
+        if count < 1:
+            raise ValueError(f"{item!r}: the count must be at least 1 (e.g. {match['name']}:1)")
+        out.append(Accelerator(name=match["name"], count=count))
+    return tuple(dict.fromkeys(out))
+
+
+def _names(value: Any, pattern: re.Pattern[str], what: str, example: str) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not items:
+        raise ValueError(f"expected a list of {what}, e.g. [{example}], got {value!r}")
+    for item in items:
+        if not isinstance(item, str) or not pattern.match(item):
+            raise ValueError(f"{item!r}: expected {what}, e.g. [{example}]")
+    return tuple(dict.fromkeys(items))
+
+
+class Resources(_Model):
+    """Where the job may run: the GPU alternatives `gpubench bench` compares, and the market."""
+
+    accelerators: tuple[Accelerator, ...] = Field(
+        (),
+        description="GPU alternatives to compare, SkyPilot style: a list like [T4:1, L4:1, A100:8] "
+        "or one string like V100:1 (NAME:COUNT, count default 1)",
+    )
+    spot: bool = Field(False, description="true to run on the spot market (cheaper, can be preempted)")
+    providers: tuple[str, ...] | None = Field(
+        None, description="only these providers, e.g. [aws, gcp] (default: every provider)"
+    )
+    regions: tuple[str, ...] | None = Field(
+        None, description="only these regions, e.g. [us-east-1, us-central1] (default: any region)"
+    )
+    disk_gb: int | None = Field(None, description="boot disk size in GB, an integer >= 1 (default: the stack's)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise _Problem(None, f"expected a mapping like {{accelerators: [T4:1, L4:1], spot: false}}, got {raw!r}")
+        if not raw:
+            raise _Problem(
+                None,
+                "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
+                "(a run on a stack takes them from the stack: resources come from the stack's offering)",
+            )
+        _reject_unknown(raw, cls, RESOURCES_HINTS)
+        return raw
+
+    @field_validator("accelerators", mode="before")
+    @classmethod
+    def _accelerators(cls, value: Any) -> tuple[Accelerator, ...]:
+        return parse_accelerators(value)
+
+    @field_validator("spot", mode="before")
+    @classmethod
+    def _spot(cls, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _providers(cls, value: Any) -> tuple[str, ...]:
+        return _names(value, PROVIDER_RE, "provider names (lowercase)", "aws, gcp")
+
+    @field_validator("regions", mode="before")
+    @classmethod
+    def _regions(cls, value: Any) -> tuple[str, ...]:
+        return _names(value, REGION_RE, "region names", "us-east-1, us-central1")
+
+    @field_validator("disk_gb", mode="before")
+    @classmethod
+    def _disk(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"expected whole GB, an integer >= 1 (e.g. disk_gb: 100), got {value!r}")
+        return value
+
+
+# --- work --------------------------------------------------------------------------------------------------
+
+
+class Work(_Model):
+    """How much the whole job trains, so a short probe's throughput can be extrapolated to it."""
+
+    samples: float | int | None = Field(None, description="total training samples of the whole job, e.g. 1281167")
+    steps: float | int | None = Field(None, description="total optimizer steps (with samples_per_step)")
+    samples_per_step: float | int | None = Field(
+        None, description="samples per optimizer step, the global batch size (with steps)"
+    )
+    epochs: float | int | None = Field(None, description="total epochs (with samples_per_epoch)")
+    samples_per_epoch: float | int | None = Field(
+        None, description="training samples per epoch, the dataset size (with epochs)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise _Problem(None, f"expected a mapping, one of {WORK_EXAMPLE}; got {raw!r}")
+        _reject_unknown(raw, cls, WORK_HINTS)
+        given = [shape for shape in WORK_SHAPES if any(raw.get(k) is not None for k in shape)]
+        if len(given) != 1:
+            said = "none" if not given else " and ".join("+".join(s) for s in given)
+            raise _Problem(None, f"give exactly one of {WORK_EXAMPLE} (got {said})")
+        for key in given[0]:
+            if raw.get(key) is None:
+                partner = next(k for k in given[0] if k != key)
+                raise _Problem(key, f"required with `{partner}`: {cls.model_fields[key].description}")
+        return raw
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _positive(cls, value: Any, info: ValidationInfo) -> Any:
+        return None if value is None else _positive_number(value, str(cls.model_fields[info.field_name].description))
+
+    def total_samples(self) -> float:
+        """Samples the whole job trains, whichever way the file gave them."""
+        if self.samples is not None:
+            return float(self.samples)
+        if self.steps is not None:
+            return float(self.steps) * float(self.samples_per_step)  # type: ignore[arg-type]
+        return float(self.epochs) * float(self.samples_per_epoch)  # type: ignore[arg-type]
+
+
+# --- the task file -----------------------------------------------------------------------------------------
+
+
+def _text(value: Any, key: str) -> str:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected {FIELDS[key]}, got {value!r}")
+    return value.strip("\n")
+
+
+class TaskFile(_Model):
+    """What the user writes: the job (the hashed part) plus where it may run and how much it trains."""
+
+    name: str = Field(
+        description="a short name for the workload: letters, digits, '.', '_' or '-' (e.g. pytorch-resnet)"
+    )
+    description: str = Field("", description="one line saying what the job trains")
+    image: str | None = Field(
+        None,
+        description="the container image the docker runtimes start the job in, e.g. pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime",
+    )
+    workdir: str | None = Field(
+        None, description="a directory shipped with the run (relative to the spec file); the job runs inside it"
+    )
+    setup: str | None = Field(
+        None, description="shell commands run once before the job (pip install ...); not timed as training"
+    )
+    run: str = Field(description="shell commands that train; timed, GPU-sampled, and read for metrics lines")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment variables for setup and run, a mapping of NAME: value"
+    )
+    gpus: int | None = Field(None, description="GPUs the job uses (an integer >= 0; default: all visible)")
+    metrics: tuple[str, ...] = Field(
+        METRIC_FORMATS, description=f"which metrics lines the job prints: one or more of {', '.join(METRIC_FORMATS)}"
+    )
+    resources: Resources | None = Field(
+        None,
+        description="for `gpubench bench`: the GPU alternatives to compare ({accelerators: [T4:1, L4:1], spot: false}); "
+        "not part of the workload's hash",
+    )
+    work: Work | None = Field(
+        None,
+        description=f"for `gpubench bench`: how much the whole job trains, one of {WORK_EXAMPLE}; "
+        "not part of the workload's hash",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise WorkloadSpecError(
+                f"expected a mapping with at least `name` and `run`, got {type(raw).__name__}; see docs/workloads.md"
+            )
+        _reject_unknown(raw, cls, TOP_HINTS)
+        for key in ("name", "run"):
+            if raw.get(key) in (None, ""):
+                raise _Problem(key, f"required: {FIELDS[key]}")
+        # Empty optional fields mean "not given", as they always have.
+        return {k: v for k, v in raw.items() if not (k in ("setup", "workdir", "description") and v in (None, ""))}
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> str:
+        if not isinstance(value, str) or not NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not a valid name; use {FIELDS['name']}")
+        return value
+
+    @field_validator("run", "setup", mode="before")
+    @classmethod
+    def _script(cls, value: Any, info: ValidationInfo) -> str:
+        return _text(value, str(info.field_name))
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _description(cls, value: Any) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        return value
+
+    @field_validator("image", mode="before")
+    @classmethod
+    def _image(cls, value: Any) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value.strip()):
+            raise ValueError(f"{value!r} is not an image reference; use {FIELDS['image']}")
+        return value.strip()
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env(cls, value: Any) -> dict[str, str]:
+        value = value or {}
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a mapping NAME: value, got {type(value).__name__} (e.g. env: {{EPOCHS: '2'}})")
+        clean = {}
+        for k, v in value.items():
+            if not isinstance(k, str) or not ENV_RE.match(k):
+                raise ValueError(f"{k!r} is not a variable name (letters, digits, _; not starting with a digit)")
+            if k.startswith("GPUBENCH_"):
+                raise ValueError(f"{k} is set by gpubench itself; rename it")
+            if v is None or isinstance(v, (dict, list)):
+                raise ValueError(f"{k}: expected a string or number, got {v!r}")
+            clean[k] = str(v).lower() if isinstance(v, bool) else str(v)
+        return clean
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpus(cls, value: Any) -> int | None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"expected an integer >= 0, got {value!r} (omit it to use every visible GPU)")
+        return value
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metrics(cls, value: Any) -> tuple[str, ...]:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or any(m not in METRIC_FORMATS for m in value):
+            raise ValueError(f"{value!r}: expected {FIELDS['metrics']}, e.g. metrics: [json]")
+        return tuple(dict.fromkeys(value))
+
+    @field_validator("workdir", mode="before")
+    @classmethod
+    def _workdir(cls, value: Any, info: ValidationInfo) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a directory path, got {value!r}")
+        context = info.context or {}
+        spec_dir = Path(context.get("path", "workload.yaml")).parent
+        path = (spec_dir / os.path.expanduser(value)).resolve()
+        if context.get("check_workdir", True) and not path.is_dir():
+            raise ValueError(f"{path} is not a directory; give a path relative to the spec file")
+        return str(path)
+
+    @model_validator(mode="after")
+    def _gpus_fit(self) -> TaskFile:
+        if self.gpus and self.resources:
+            small = [str(a) for a in self.resources.accelerators if a.count < self.gpus]
+            if small:
+                raise _Problem(
+                    "gpus",
+                    f"the job uses {self.gpus} GPUs but resources.accelerators offers fewer in {', '.join(small)}; "
+                    "drop those alternatives or lower `gpus`",
+                )
+        return self
+
+
+FIELDS: dict[str, str] = {name: str(f.description) for name, f in TaskFile.model_fields.items()}
+
+
+class WorkloadSpec(TaskFile):
+    """A checked task file, resolved: the workdir absolute, its digest and the job's content hash computed."""
+
+    path: str = Field(description="the spec file (absolute)")
+    workdir_sha256: str | None = Field(None, description="digest of the workdir's files")
+    sha256: str = Field("", description="the workload's content hash (normalised spec + workdir digest)")
 
     @property
     def short_hash(self) -> str:
@@ -94,7 +452,8 @@ class WorkloadSpec:
         return self.workdir or str(Path(self.path).parent)
 
     def normalised(self) -> dict[str, Any]:
-        """What the hash covers: every field that changes what runs, never where the files are."""
+        """What the hash covers: every field that changes what runs, never where the files are.
+        `resources` and `work` are left out: the same job on another GPU is the same job."""
         return {
             "name": self.name,
             "image": self.image,
@@ -107,16 +466,7 @@ class WorkloadSpec:
         }
 
 
-def _fail(where: str, key: str, problem: str) -> WorkloadSpecError:
-    return WorkloadSpecError(f"{where}: field {key!r}: {problem}")
-
-
-def _text(where: str, key: str, value: Any, *, multiline: bool = True) -> str:
-    if isinstance(value, list) and multiline and all(isinstance(v, str) for v in value):
-        value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(where, key, f"expected {FIELDS[key]}, got {value!r}")
-    return value.strip("\n")
+# --- files -------------------------------------------------------------------------------------------------
 
 
 def workdir_files(root: Path) -> list[Path]:
@@ -148,92 +498,50 @@ def workdir_digest(root: Path) -> str:
     return h.hexdigest()
 
 
+def _describe(path: tuple[str, ...]) -> str | None:
+    """The description (the fix) of a dotted field, walking the nested models."""
+    model: Any = TaskFile
+    info = None
+    for part in path:
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return None
+        info = fields[part]
+        model = next((a for a in getattr(info.annotation, "__args__", ()) if isinstance(a, type)), info.annotation)
+    return info.description if info else None
+
+
+def _spec_error(where: str, exc: ValidationError) -> WorkloadSpecError:
+    """The first problem pydantic found, as `file: field 'x.y': problem (fix)`."""
+    first = exc.errors(include_url=False)[0]
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, WorkloadSpecError):
+        return WorkloadSpecError(f"{where}: {cause}")
+    path = tuple(str(p) for p in first["loc"] if isinstance(p, str))
+    if isinstance(cause, _Problem):
+        path += (cause.field,) if cause.field else ()
+        problem = cause.problem
+    elif isinstance(cause, ValueError):
+        problem = str(cause)
+    else:  # pydantic's own check (a type, a bound): say what was expected
+        fix = _describe(path)
+        problem = f"{first['msg'].lower()}, got {first.get('input')!r}" + (f" (expected {fix})" if fix else "")
+    return WorkloadSpecError(f"{where}: field {'.'.join(path)!r}: {problem}")
+
+
 def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
     """Validate a loaded YAML document; `path` is the spec file (relative workdirs resolve against it)."""
     path = Path(path).resolve()
     where = str(path)
-    if not isinstance(raw, dict):
-        raise WorkloadSpecError(
-            f"{where}: expected a mapping with at least `name` and `run`, got {type(raw).__name__}; see docs/workloads.md"
-        )
-    unknown = sorted(str(k) for k in raw if k not in FIELDS)
-    if unknown:
-        hint = ""
-        if unknown[0] in ("envs", "commands", "resources", "file_mounts", "num_nodes", "working_dir"):
-            hint = {
-                "envs": " (SkyPilot's `envs` is `env` here)",
-                "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
-                "working_dir": " (use `workdir`)",
-            }.get(unknown[0], " (resources come from the stack's offering, not the workload)")
-        raise _fail(where, unknown[0], f"unknown field{hint}; allowed fields: {', '.join(FIELDS)}")
-    for key in ("name", "run"):
-        if raw.get(key) in (None, ""):
-            raise _fail(where, key, f"required: {FIELDS[key]}")
-    name = raw["name"]
-    if not isinstance(name, str) or not NAME_RE.match(name):
-        raise _fail(where, "name", f"{name!r} is not a valid name; use {FIELDS['name']}")
-    run = _text(where, "run", raw["run"])
-    setup = _text(where, "setup", raw["setup"]) if raw.get("setup") not in (None, "") else None
-    description = raw.get("description") or ""
-    if not isinstance(description, str):
-        raise _fail(where, "description", f"expected a string, got {description!r}")
-    image = raw.get("image")
-    if image is not None and (not isinstance(image, str) or not image.strip() or any(c.isspace() for c in image)):
-        raise _fail(where, "image", f"{image!r} is not an image reference; use {FIELDS['image']}")
-    env = raw.get("env") or {}
-    if not isinstance(env, dict):
-        raise _fail(
-            where, "env", f"expected a mapping NAME: value, got {type(env).__name__} (e.g. env: {{EPOCHS: '2'}})"
-        )
-    clean_env = {}
-    for k, v in env.items():
-        if not isinstance(k, str) or not ENV_RE.match(k):
-            raise _fail(where, "env", f"{k!r} is not a variable name (letters, digits, _; not starting with a digit)")
-        if k.startswith("GPUBENCH_"):
-            raise _fail(where, "env", f"{k} is set by gpubench itself; rename it")
-        if v is None or isinstance(v, (dict, list)):
-            raise _fail(where, "env", f"{k}: expected a string or number, got {v!r}")
-        clean_env[k] = str(v).lower() if isinstance(v, bool) else str(v)
-    gpus = raw.get("gpus")
-    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0):
-        raise _fail(where, "gpus", f"expected an integer >= 0, got {gpus!r} (omit it to use every visible GPU)")
-    metrics = raw.get("metrics", list(METRIC_FORMATS))
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    if not isinstance(metrics, list) or not metrics or any(m not in METRIC_FORMATS for m in metrics):
-        raise _fail(where, "metrics", f"{metrics!r}: expected {FIELDS['metrics']}, e.g. metrics: [json]")
-    workdir, digest = None, None
-    if raw.get("workdir") not in (None, ""):
-        wd = raw["workdir"]
-        if not isinstance(wd, str):
-            raise _fail(where, "workdir", f"expected a directory path, got {wd!r}")
-        wd_path = (path.parent / os.path.expanduser(wd)).resolve()
-        if check_workdir:
-            if not wd_path.is_dir():
-                raise _fail(where, "workdir", f"{wd_path} is not a directory; give a path relative to the spec file")
-            digest = workdir_digest(wd_path)
-        workdir = str(wd_path)
-    spec = WorkloadSpec(
-        name=name,
-        run=run,
-        path=str(path),
-        description=description,
-        image=image.strip() if image else None,
-        workdir=workdir,
-        setup=setup,
-        env=clean_env,
-        gpus=gpus,
-        metrics=tuple(dict.fromkeys(metrics)),
-        workdir_sha256=digest,
-    )
+    try:
+        task = TaskFile.model_validate(raw, context={"path": path, "check_workdir": check_workdir})
+    except ValidationError as exc:
+        raise _spec_error(where, exc) from None
+    digest = workdir_digest(Path(task.workdir)) if task.workdir and check_workdir else None
+    values = {name: getattr(task, name) for name in TaskFile.model_fields}
+    spec = WorkloadSpec.model_construct(**values, path=where, workdir_sha256=digest)
     blob = json.dumps(spec.normalised(), sort_keys=True, separators=(",", ":"))
-    return _with_hash(spec, hashlib.sha256(blob.encode()).hexdigest())
-
-
-def _with_hash(spec: WorkloadSpec, sha: str) -> WorkloadSpec:
-    from dataclasses import replace
-
-    return replace(spec, sha256=sha)
+    return spec.model_copy(update={"sha256": hashlib.sha256(blob.encode()).hexdigest()})
 
 
 def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:

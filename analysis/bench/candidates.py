@@ -1,0 +1,380 @@
+"""Where a probe can run: candidate offerings for `gpubench bench`.
+
+For every GPU alternative the task file lists (``resources.accelerators``, or
+``--gpus T4,L4,A100:8``) the cheapest catalog offering that matches it across
+clouds and regions, at today's catalog price on the chosen market; this
+machine (``local/this-machine``, at the rate you give it); and SSH hosts by
+their stack names. Offerings a provider has retired are never candidates, and
+each candidate says which retired ones it passed over.
+
+Matching and pricing are `gpubench offers`' own (analysis.commands.offers and
+analysis.commands.offerings), so `bench` and `offers --gpu T4:1` agree on what
+the cheapest T4 is.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from infra.catalog import BillingTerms, Catalog, CatalogError, load_catalog
+
+__all__ = [
+    "LOCAL_OFFERING",
+    "Candidate",
+    "CandidateError",
+    "cloud_candidates",
+    "local_candidate",
+    "ssh_candidates",
+]
+
+LOCAL_OFFERING = "local/this-machine"
+LOCAL_NAME = "local"
+MARKET_SPOT, MARKET_ON_DEMAND = "spot", "on-demand"
+
+
+class CandidateError(ValueError):
+    """A candidate cannot be chosen as asked; the message names the value and the fix."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place to probe the job: a cloud offering on a market, this machine, or an SSH host."""
+
+    kind: str  # "cloud" | "local" | "ssh"
+    name: str  # the stack name (cloud: generated, in the matrix's convention), "local", or the SSH stack
+    offering: str  # catalog id, e.g. "aws/g4dn.xlarge"; "local/this-machine" for local
+    provider: str | None
+    region: str | None
+    market: str  # "on-demand" | "spot"
+    gpu: str | None
+    gpu_count: int
+    hourly_usd: float | None
+    price_source: str | None
+    price_date: str | None
+    terms: BillingTerms | None
+    ask: str | None = None  # the alternative it answers, e.g. "T4:1" (cloud candidates)
+    notes: tuple[str, ...] = ()  # e.g. which retired offerings were passed over
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["terms"] = self.terms.describe() if self.terms else None
+        out["notes"] = list(self.notes)
+        return out
+
+
+# --- cloud -------------------------------------------------------------------------------------------------
+
+
+def _today(as_of: date | None) -> date:
+    return as_of or datetime.now(timezone.utc).date()
+
+
+def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
+    """The alternatives to look up and where they came from (for messages)."""
+    from payload.workloads.spec import parse_accelerators
+
+    if gpus:
+        try:
+            return list(parse_accelerators(gpus)), "--gpus"
+        except ValueError as exc:
+            raise CandidateError(f"--gpus {gpus!r}: {exc}") from None
+    resources = getattr(task, "resources", None)
+    where = f"{task.path}: field 'resources.accelerators'"
+    if resources is None or not resources.accelerators:
+        raise CandidateError(
+            f"{where}: the task names no GPUs to compare; add `resources: {{accelerators: [T4:1, L4:1]}}` "
+            "to the task file or pass --gpus T4,L4"
+        )
+    return list(resources.accelerators), where
+
+
+def _known_gpu(catalog: Catalog, name: str, where: str) -> str:
+    """The catalog's spelling of a GPU model; unknown names are an error listing the known ones."""
+    known = catalog.gpu_models()
+    by_lower = {m.lower(): m for m in known}
+    found = by_lower.get(name.replace(" ", "-").lower())
+    if found is None:
+        close = difflib.get_close_matches(name.upper(), known, n=2, cutoff=0.5)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise CandidateError(f"{where}: unknown GPU {name!r}; {hint}known GPU models: {', '.join(known)}")
+    return found
+
+
+def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: str) -> None:
+    from infra import clouds
+
+    for name in providers or ():
+        if not clouds.is_cloud(name):
+            why = (
+                "it has no Pulumi program: reach its machines over SSH (--hosts)" if name in catalog.providers() else ""
+            )
+            raise CandidateError(
+                f"{where}: provider {name!r} cannot be launched{': ' + why if why else ''}; "
+                f"cloud providers: {', '.join(clouds.NAMES)}"
+            )
+
+
+def _launchable(offering: Any) -> bool:
+    """Offerings the stack matrix launches with Pulumi."""
+    from infra import clouds
+
+    return offering.kind == "cloud" and clouds.is_cloud(offering.provider)
+
+
+def _stack_region(offering: Any) -> str | None:
+    """The region the matrix's stack file for this offering sets."""
+    from infra import clouds
+
+    keys = clouds.get(offering.provider).stack_keys(offering)
+    return next((str(v) for k, v in keys.items() if k.endswith(":region")), None)
+
+
+def stack_name(offering: Any, market: str, region: str | None) -> str:
+    """The matrix's name (`<provider>-<family>-<size>[-spot]`) in the matrix's region; elsewhere the region
+    goes before `-spot`, so the probe never reuses a stack file set to another region."""
+    name = offering.stack_name(market)
+    if region is None or region == _stack_region(offering):
+        return name
+    base = name.removesuffix("-spot") if market == MARKET_SPOT else name
+    return f"{base}-{region}" + ("-spot" if market == MARKET_SPOT else "")
+
+
+def _price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> Any:
+    from analysis.cost import quote
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # retired offerings never get here
+        price, hourly, _, _ = quote(catalog, offering_id, market, as_of, None)
+    return price, hourly
+
+
+def _why_none(ask: str, stages: list[tuple[str, list[dict]]]) -> str:
+    """The first filter that left nothing: the reason an alternative matched no offering."""
+    return next((reason for reason, rows in stages if not rows), f"no offering matches {ask}")
+
+
+def _match(
+    rows: list[dict], retired: list[Any], ask: Any, gpu: str, spot: bool, resources: Any
+) -> tuple[list[dict], str | None]:
+    """Offerings for one alternative, cheapest first, or the reason there are none."""
+    from analysis.commands.offers import order, select
+
+    label = f"{gpu}:{ask.count}"
+    price_key = "spot_hourly_usd" if spot else "hourly_usd"
+    same_gpu = select(rows, gpu, False, None, None, None)
+    counted = select(same_gpu, label, False, None, None, None)
+    on_market = select(counted, label, spot, None, None, None)
+    providers = getattr(resources, "providers", None)
+    regions = getattr(resources, "regions", None)
+    by_provider = [r for r in on_market if not providers or r["provider"] in providers]
+    in_region = [r for r in by_provider if not regions or set(regions) & set(r["regions"])]
+    priced = [r for r in in_region if r[price_key] is not None]
+    old = [o.id for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count]
+    old_gpu = [o.id for o in retired if o.gpu_model == gpu]
+    counts = sorted({r["gpu_count"] for r in same_gpu})
+    stages = [
+        (
+            f"no cloud offering gpubench can launch has {gpu} GPUs"
+            + (f"; retired offerings are never probed ({', '.join(old_gpu)})" if old_gpu else ""),
+            same_gpu,
+        ),
+        (
+            f"no cloud offering has {ask.count}x {gpu} (counts sold: {', '.join(map(str, counts))})"
+            + (f"; retired offerings are never probed ({', '.join(old)})" if old else ""),
+            counted,
+        ),
+        (f"no {label} offering is sold on the spot market; drop --spot / `spot: true`", on_market),
+        (
+            f"no {label} offering from {', '.join(providers or ())} (sold by {_listing(on_market, 'provider')})",
+            by_provider,
+        ),
+        (f"no {label} offering in {', '.join(regions or ())} (sold in {_listing(by_provider, 'regions')})", in_region),
+        (
+            f"no {'spot' if spot else 'on-demand'} catalog price for {_listing(in_region, 'id')} (add one: `gpubench prices`)",
+            priced,
+        ),
+    ]
+    if not priced:
+        return [], _why_none(label, stages)
+    return order(priced, "price", spot), None
+
+
+def _listing(rows: list[dict], key: str) -> str:
+    values = [v for r in rows for v in (r[key] if isinstance(r[key], list) else [r[key]])]
+    return ", ".join(dict.fromkeys(values)) or "none"
+
+
+def _cloud_candidate(catalog: Catalog, row: dict, label: str, spot: bool, resources: Any, as_of, notes) -> Candidate:
+    offering = catalog.get(row["id"])
+    market = MARKET_SPOT if spot else MARKET_ON_DEMAND
+    regions = getattr(resources, "regions", None)
+    region = next((r for r in regions or () if r in offering.regions), None) or _stack_region(offering)
+    price, hourly = _price(catalog, offering.id, market, as_of)
+    return Candidate(
+        kind="cloud",
+        name=stack_name(offering, market, region),
+        offering=offering.id,
+        provider=offering.provider,
+        region=region,
+        market=market,
+        gpu=offering.gpu_model,
+        gpu_count=offering.gpu_count,
+        hourly_usd=float(hourly),
+        price_source=price.source if price else None,
+        price_date=price.as_of.isoformat() if price else None,
+        terms=catalog.billing_terms(offering.id, _today(as_of)),
+        ask=label,
+        notes=notes,
+    )
+
+
+def cloud_candidates(
+    task: Any,
+    *,
+    gpus: str | None = None,
+    spot: bool | None = None,
+    catalog: Catalog | None = None,
+    as_of: date | None = None,
+) -> tuple[list[Candidate], list[dict]]:
+    """The cheapest matching cloud offering per GPU alternative, and the alternatives that matched nothing
+    (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
+    `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
+    from analysis.commands.offerings import offering_row
+
+    catalog = catalog or load_catalog()
+    asks, where = _asks(task, gpus)
+    resources = getattr(task, "resources", None)
+    spot = bool(getattr(resources, "spot", False)) if spot is None else spot
+    _check_providers(catalog, getattr(resources, "providers", None), f"{task.path}: field 'resources.providers'")
+    day = _today(as_of)
+    launchable = [o for o in catalog.offerings() if _launchable(o)]
+    retired = [o for o in launchable if o.is_retired_on(day)]
+    rows = [offering_row(catalog, o, as_of) for o in launchable if not o.is_retired_on(day)]
+    found: list[Candidate] = []
+    unmatched: list[dict] = []
+    for ask in asks:
+        gpu = _known_gpu(catalog, ask.name, where)
+        label = f"{gpu}:{ask.count}"
+        ranked, reason = _match(rows, retired, ask, gpu, spot, resources)
+        if not ranked:
+            unmatched.append({"ask": label, "reason": reason})
+            continue
+        passed_over = [
+            f"{o.id} (retired {o.retired})" for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count
+        ]
+        notes = (f"cheapest of {len(ranked)} {label} offerings" if len(ranked) > 1 else f"the only {label} offering",)
+        notes += (f"retired, not probed: {', '.join(passed_over)}",) if passed_over else ()
+        candidate = _cloud_candidate(catalog, ranked[0], label, spot, resources, as_of, notes)
+        if all(c.name != candidate.name for c in found):
+            found.append(candidate)
+    return found, unmatched
+
+
+# --- this machine ------------------------------------------------------------------------------------------
+
+
+def local_candidate(hourly_usd: float | None = None) -> Candidate:
+    """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
+    $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which)."""
+    from analysis.demo import DemoError, resolve_price
+
+    try:
+        price = resolve_price(hourly_usd)
+    except DemoError as exc:
+        raise CandidateError(str(exc)) from None
+    catalog = load_catalog()
+    today = _today(None)
+    return Candidate(
+        kind="local",
+        name=LOCAL_NAME,
+        offering=LOCAL_OFFERING,
+        provider="local",
+        region=None,
+        market=MARKET_ON_DEMAND,
+        gpu=None,
+        gpu_count=0,
+        hourly_usd=price.hourly_usd,
+        price_source=price.source,
+        price_date=today.isoformat(),
+        terms=catalog.billing_terms(LOCAL_OFFERING, today),
+    )
+
+
+# --- SSH hosts ---------------------------------------------------------------------------------------------
+
+
+def _ssh_stack(name: str, stacks_dir: Path) -> str:
+    """The SSH stack's name (the `ssh-` prefix may be left out); unknown names list the known ones."""
+    from infra.stacks import SSH_PREFIX, ssh_stack_names
+
+    known = ssh_stack_names(stacks_dir)
+    for candidate in (name, SSH_PREFIX + name):
+        if candidate in known:
+            return candidate
+    listing = ", ".join(known) or f"none yet: add stacks/Pulumi.{SSH_PREFIX}<name>.yaml (docs/ssh.md)"
+    raise CandidateError(f"--hosts {name!r}: no SSH stack of that name in {stacks_dir}; SSH stacks: {listing}")
+
+
+def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
+    """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
+    from analysis.cost import CostError
+    from infra.catalog import NoPrice
+
+    offering = catalog.get(offering_id)
+    try:
+        price, hourly = _price(catalog, offering_id, MARKET_ON_DEMAND, None)
+    except (NoPrice, CostError):
+        return None, None, None
+    if price is not None:
+        return float(hourly), price.source, price.as_of.isoformat()
+    onprem_date = offering.onprem.as_of.isoformat() if offering.onprem and offering.onprem.as_of else None
+    return float(hourly), offering.specs_source, onprem_date
+
+
+def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list[Candidate]:
+    """One candidate per SSH host stack (stacks/Pulumi.ssh-*.yaml), priced by its `gpubench:offering`."""
+    from infra.stacks import STACKS_DIR, StackFileError, load_config
+
+    stacks_dir = Path(stacks_dir or STACKS_DIR)
+    catalog = load_catalog()
+    out = []
+    for name in dict.fromkeys(n.strip() for n in names if n.strip()):
+        stack = _ssh_stack(name, stacks_dir)
+        try:
+            config = load_config(stack, stacks_dir)
+        except StackFileError as exc:
+            raise CandidateError(str(exc)) from None
+        offering_id = config.get("gpubench:offering")
+        if not offering_id:
+            raise CandidateError(
+                f"{stacks_dir / f'Pulumi.{stack}.yaml'}: no gpubench:offering; name the box's catalog id "
+                "(e.g. hetzner/ex51-ssd-gpu, see `gpubench offerings`)"
+            )
+        try:
+            offering = catalog.get(str(offering_id))
+        except CatalogError as exc:
+            raise CandidateError(f"{stack}: gpubench:offering: {exc}") from None
+        hourly, source, when = _ssh_price(catalog, offering.id)
+        out.append(
+            Candidate(
+                kind="ssh",
+                name=stack,
+                offering=offering.id,
+                provider=offering.provider,
+                region=offering.regions[0] if offering.regions else None,
+                market=MARKET_ON_DEMAND,
+                gpu=offering.gpu_model,
+                gpu_count=offering.gpu_count,
+                hourly_usd=hourly,
+                price_source=source,
+                price_date=when,
+                terms=catalog.billing_terms(offering.id, _today(None)),
+            )
+        )
+    return out
