@@ -207,6 +207,39 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
+def collect_step(results_dir: Path, out_dir: Path, echo: Callable[[str], None]) -> int:
+    """Collect the local bucket into out_dir (no spot history: this machine has none); an exit code."""
+    from analysis.collecting import collect_results
+    from payload import exitcodes
+    from payload.storage import StorageError
+
+    try:
+        outcome = collect_results([str(results_dir)], out_dir, spot_history="off")
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.REMOTE
+    echo(outcome.text().rstrip("\n"))
+    for problem in outcome.summary.incomplete:
+        print(f"incomplete: {problem}", file=sys.stderr)
+    return exitcodes.FAILED if outcome.summary.incomplete else exitcodes.OK
+
+
+def report_step(out_dir: Path, echo: Callable[[str], None]) -> int:
+    """Write the report of everything collected so far and echo its terminal summary; an exit code."""
+    from analysis.report.build import write_report
+    from payload import exitcodes
+
+    try:
+        outcome = write_report(out_dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    if outcome.price_warning:
+        print(f"warning: {outcome.price_warning}", file=sys.stderr)
+    echo(outcome.text().rstrip("\n"))
+    return exitcodes.OK
+
+
 def run_demo(
     results: str = "results",
     out: str = "report",
@@ -216,8 +249,6 @@ def run_demo(
     stream: TextIO | None = None,
 ) -> int:
     """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
-    from analysis.cli import main as analysis_main
-
     stream = stream or sys.stdout
 
     def echo(text: str = "") -> None:
@@ -251,12 +282,12 @@ def run_demo(
             echo(f"      done in {_minutes(time.monotonic() - t0)}")
 
     echo(f"[collect] {results_dir} -> {out_dir}/results.parquet")
-    code = analysis_main(["collect", "--results", str(results_dir), "--out", str(out_dir), "--spot-history", "off"])
+    code = collect_step(results_dir, out_dir, echo)
     if code != 0:
         echo(f"collect failed (exit {code})")
         return code
     echo(f"[report] {out_dir}/index.html")
-    code = analysis_main(["report", "--out", str(out_dir)])
+    code = report_step(out_dir, echo)
     if code != 0:
         echo(f"report failed (exit {code})")
         return code

@@ -104,7 +104,7 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("stack")
         c.add_argument("extra", nargs=argparse.REMAINDER)
         c.set_defaults(func=cmd_pulumi)
-    from infra.ssh import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
+    from infra.ssh.cli import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
 
     register_ssh(sub)
     moved = sub.add_parser(

@@ -8,7 +8,7 @@
   through analysis.teardown.teardown by name (no result will come; a failed `up` may
   have left a security group or role behind). Each destroy's end time is recorded, as
   waste counts to it;
-- report: the `python -m analysis report` command function on that dir;
+- report: analysis.report.build.write_report on that dir (what `gpubench report` prints);
 - summary: per-stack state, cost and waste as JSON and text next to the report, in the
   bucket (`campaigns/<id>/summary.json`), and as a "Campaign waste" section appended
   to the report's index.html (the report code has no hook for extra sections).
@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 from collections.abc import Callable, Sequence
@@ -89,12 +88,21 @@ def teardown_stacks(
 
 
 def write_report(out_dir: Path) -> int:
-    from analysis.commands.report import run
+    """The report of the campaign's runs, printed as `gpubench report` prints it; its exit code."""
+    import sys
 
-    args = argparse.Namespace(
-        out=str(out_dir), base=None, deadline_hours=None, budget_usd=None, as_of=None, cost_basis="billed", json=False
-    )
-    return int(run(args) or 0)
+    from analysis.report.build import write_report as report
+    from payload import exitcodes
+
+    try:
+        outcome = report(out_dir)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    if outcome.price_warning:
+        print(f"warning: {outcome.price_warning}", file=sys.stderr)
+    print(outcome.text(), end="")
+    return exitcodes.OK
 
 
 def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:

@@ -80,105 +80,49 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def finished_stacks(rows: list[dict]) -> list[str]:
-    """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
-    from payload.result import FINAL_STATUSES
-
-    state: dict[str, bool] = {}
-    for r in rows:
-        state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
-    return sorted(s for s, done in state.items() if done)
-
-
-def _teardown(stacks: list[str], urls: list[str]) -> tuple[list, str | None]:
-    """Destroy `stacks` through analysis.teardown (which re-checks each stack's
-    results itself). An empty list destroys nothing: teardown_completed would
-    read it as "every stack"."""
-    if not stacks:
-        return [], None
-    try:
-        from analysis.teardown import teardown_completed
-    except ImportError as exc:
-        return [], (
-            f"--teardown is not available: analysis.teardown.teardown_completed could not be "
-            f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks)}"
-        )
-    try:
-        return list(teardown_completed(stacks, results_urls=urls)), None
-    except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their own advice
-        return [], f"teardown failed before destroying anything: {exc}"
+def _exit_code(outcome, strict: bool) -> int:
+    """Incomplete beats set-aside files (--strict); a failed teardown is next; a missing Pulumi CLI last."""
+    summary, teardown = outcome.summary, outcome.teardown
+    code = exitcodes.OK
+    if summary.incomplete:
+        code = exitcodes.FAILED
+    elif strict and summary.skipped:
+        code = exitcodes.INVALID
+    if teardown is not None and teardown.failed:
+        code = code or exitcodes.FAILED
+    if teardown is not None and teardown.error:
+        code = code or (exitcodes.MISSING if teardown.missing_pulumi else exitcodes.FAILED)
+    return code
 
 
 def run(args) -> int:
     import sys
 
-    from analysis.collect import collect, spot_history_pricer
+    from analysis.collecting import collect_results
     from payload.storage import StorageError
 
     if args.workers is not None and args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return exitcodes.USAGE
-    urls = args.results or ["results"]
-    show = not args.json and sys.stderr.isatty()
     try:
-        summary, rows = collect(
-            urls,
+        outcome = collect_results(
+            args.results or ["results"],
             args.out,
             workers=args.workers,
-            progress=show,
-            spot_pricer=spot_history_pricer(args.spot_history),
+            progress=not args.json and sys.stderr.isatty(),
+            spot_history=args.spot_history,
             full=args.full,
+            teardown=args.teardown,
         )
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.REMOTE
-    result = summary.to_dict()
-    code = exitcodes.OK
-    if summary.incomplete:
-        code = exitcodes.FAILED
-    elif args.strict and summary.skipped:
-        code = exitcodes.INVALID
-    if args.teardown:
-        outcomes, problem = _teardown(finished_stacks(rows), urls)
-        result["teardown"] = {
-            "outcomes": [o.to_dict() if hasattr(o, "to_dict") else o for o in outcomes],
-            "error": problem,
-        }
-        if any(not getattr(o, "ok", True) for o in outcomes):
-            code = code or exitcodes.FAILED
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            missing = "Pulumi CLI" in problem or "not available" in problem
-            code = code or (exitcodes.MISSING if missing else exitcodes.FAILED)
+    if outcome.teardown is not None and outcome.teardown.error:
+        print(f"error: {outcome.teardown.error}", file=sys.stderr)
     if args.json:
-        emit_json(result)
-        return code
-    print(
-        f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
-        f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
-    )
-    if summary.settled_stacks:
-        print(
-            f"  {summary.settled_stacks} settled stack(s) checked by run directory only "
-            "(every run finished and none added or removed); --full lists every file"
-        )
-    if summary.runs == 0:
-        print(
-            f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
-            "see --results)"
-        )
-    for s in summary.set_aside():
-        print(f"  skipped {s.get('url') or s['key']}: {s['reason']}")
-    for problem in summary.incomplete:
-        print(f"incomplete: {problem}", file=sys.stderr)
-    print(
-        f"table: {summary.table['parquet']} and {summary.table['csv']}"
-        + ("" if summary.table_written else " (unchanged)")
-    )
-    if args.teardown and not result["teardown"]["error"]:
-        for o in result["teardown"]["outcomes"]:
-            print(
-                f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
-                f"{' ERROR ' + o['error'] if o.get('error') else ''}"
-            )
-    return code
+        emit_json(outcome.to_dict())
+    else:
+        print(outcome.text(), end="")
+        for problem in outcome.summary.incomplete:
+            print(f"incomplete: {problem}", file=sys.stderr)
+    return _exit_code(outcome, args.strict)

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 
 def register(sub) -> None:
-    from infra.ssh import register as register_ssh
+    from infra.ssh.cli import register as register_ssh
 
     register_ssh(sub)

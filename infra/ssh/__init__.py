@@ -5,9 +5,6 @@ connect with clear errors), `checks` (what the host has), `bundle` (the source
 the venv runtime copies), `runtimes` (docker | venv plans), `layout` and
 `script` (the per-run remote directory and its detached wrapper), `remote`
 (find, launch, stop runs), `follow` (stream the log), `transfer` (SFTP fetch,
-upload from this machine), `cli` (`python -m infra ssh`). See docs/ssh.md.
+upload from this machine), `session` (one run of a stack, the library entry `run_ssh_stack`),
+`cli` (`python -m infra ssh`). See docs/ssh.md.
 """
-
-from infra.ssh.cli import register, run
-
-__all__ = ["register", "run"]

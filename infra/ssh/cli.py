@@ -15,45 +15,13 @@ directory ($GPUBENCH_CATALOG_DIRS or ./catalog).
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
 
-from infra.config import ConfigError
-from infra.ssh import checks as host_checks
-from infra.ssh import follow, remote
-from infra.ssh.config import RUNTIMES, SshStack, parse_ssh_config
-from infra.ssh.connection import SshError, connect
-from infra.ssh.layout import RunLayout, new_run_id
-from infra.ssh.runtimes import plan_for
-from infra.ssh.transfer import fetch_and_upload
-from payload.layout import stack_prefix
-
-# outcome -> process exit code (docs/ssh.md)
-EXIT_CODES = {
-    "completed": 0,
-    "running": 0,
-    "checked": 0,
-    "failed": 1,
-    "lost": 1,
-    "config": 2,
-    "host": 3,
-    "connection-lost": 4,
-    "upload-failed": 5,
-    "interrupted": 75,
-    "stopped-by-user": 130,
-}
-
-
-class Outcome(Exception):
-    """Ends the command with a status (see EXIT_CODES) and a message."""
-
-    def __init__(self, status: str, message: str):
-        super().__init__(message)
-        self.status = status
+from infra.ssh.config import RUNTIMES
+from infra.ssh.session import EXIT_CODES, run_named_stack
 
 
 def register(sub) -> argparse.ArgumentParser:
@@ -98,236 +66,22 @@ def register(sub) -> argparse.ArgumentParser:
     return p
 
 
-def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
-    from infra.catalog import load_catalog
-    from infra.stacks import STACKS_DIR, load_config
-
-    raw = load_config(name, stacks_dir or STACKS_DIR)
-    return parse_ssh_config(raw, name, load_catalog())
-
-
-class Session:
-    """One invocation: connection, progress output and the report it builds."""
-
-    def __init__(self, cfg: SshStack, args, progress: IO[str]):
-        self.cfg, self.args, self.progress = cfg, args, progress
-        self.report: dict = {
-            "stack": cfg.stack,
-            "host": cfg.target,
-            "offering": cfg.offering,
-            "runtime": cfg.runtime,
-            "run_id": None,
-            "status": None,
-            "exit_code": None,
-            "attached": False,
-            "results": None,
-            "payload_runs": [],
-            "files": [],
-            "checks": [],
-            "message": "",
-        }
-        self.conn = self.sftp = None
-        self.current: remote.RemoteRun | None = None
-        self.launching: RunLayout | None = None  # set just before a launch, for Ctrl-C in the middle of it
-
-    def say(self, text: str) -> None:
-        print(f"[ssh {self.cfg.stack}] {text}", file=self.progress, flush=True)
-
-    # --- steps
-
-    def check_host(self) -> list[host_checks.Check]:
-        found = host_checks.run_checks(self.conn, self.cfg)
-        self.report["checks"] = [c.as_dict() for c in found]
-        self.say(f"host checks on {self.cfg.target} ({self.cfg.runtime} runtime):")
-        for c in found:
-            print(c.line(), file=self.progress, flush=True)
-        missing = host_checks.blocking(found)
-        if missing:
-            names = ", ".join(c.name for c in missing)
-            raise Outcome(
-                "host",
-                f"{self.cfg.target} is missing what the {self.cfg.runtime} runtime needs: {names}. "
-                + " ".join(f"[{c.name}] {c.fix}" for c in missing),
-            )
-        return found
-
-    def start(self, root: str) -> remote.RemoteRun:
-        found = self.check_host()
-        has_gpu = any(c.name == "gpu" and c.found for c in found)
-        layout = self.launching = RunLayout(root, self.cfg.stack, new_run_id())
-        plan = plan_for(self.cfg, layout, has_gpu)
-        record = {
-            "stack": self.cfg.stack,
-            "run_id": layout.run_id,
-            "offering": self.cfg.offering,
-            "runtime": self.cfg.runtime,
-            "host": self.cfg.target,
-            "image": plan.image,
-            "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-            "payload": [str(a) for a in plan.payload],
-        }
-        r = self.current = remote.launch(self.conn, self.sftp, layout, plan, record)
-        self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
-        return r
-
-    def stop_plan(self, r: remote.RemoteRun) -> str | None:
-        if r.record.get("runtime") == "docker":
-            return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
-        return None
-
-    def interrupt(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        """Ctrl-C: SIGTERM the run's process group so the payload checkpoints, KILL after the grace time."""
-        self.say(
-            f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.args.stop_timeout:g}s to checkpoint; "
-            "Ctrl-C again leaves it stopping on its own)..."
-        )
-        r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.args.stop_timeout)
-        self.report["stopped_by_user"] = True
-        return r
-
-    def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        from payload.storage import open_store
-
-        if r.state is None and not r.alive:
-            r = remote.mark_lost(self.sftp, r)
-        store = open_store(self.cfg.results)
-        up = fetch_and_upload(self.sftp, r.layout, store)
-        remote.mark_fetched(
-            self.sftp,
-            r,
-            {
-                "results": self.cfg.results,
-                "keys": up.keys,
-                "status": r.status,
-                "fetched_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            },
-        )
-        self.report["files"] += up.keys
-        self.report["payload_runs"] += [{"url": store.url_for(p), **up.statuses.get(p, {})} for p in up.payload_runs]
-        self.report["results"] = store.url_for(stack_prefix(self.cfg.stack))
-        self.say(
-            f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}"
-        )
-        return r
-
-    def pick(self, pending: list[remote.RemoteRun]) -> remote.RemoteRun:
-        """Never a second run while one is open: follow the running one, collect finished leftovers."""
-        running = [r for r in pending if r.alive]
-        current = running[-1] if running else pending[-1]
-        self.report["attached"] = True
-        self.report["runtime"] = current.record.get("runtime", self.cfg.runtime)
-        for r in pending:
-            if r is not current and not r.alive:
-                self.say(f"found finished run {r.layout.run_id} ({r.status}), not uploaded yet: collecting it")
-                self.collect(r)
-                self.report.setdefault("also_collected", []).append(r.layout.run_id)
-        verb = (
-            f"is still going on the host (pid {current.pid}): following it"
-            if current.alive
-            else f"finished ({current.status}) while no one watched: collecting it"
-        )
-        self.say(f"run {current.layout.run_id} {verb}")
-        return current
-
-    def locate_or_start(self, root: str) -> remote.RemoteRun:
-        """The open run of this stack, or a new one; sets `self.current` as soon as it is known."""
-        pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
-        # Picking up a run that has a pid or a state needs no lock. One with neither may be another
-        # invocation's launch in progress: only under the launch lock is it known to be abandoned.
-        if pending and all(r.pid is not None or r.state is not None for r in pending):
-            self.current = self.pick(pending)
-        else:
-            with remote.StackLock(self.conn, root, self.cfg.stack):
-                pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
-                self.current = self.pick(pending) if pending else self.start(root)
-        self.report["run_id"] = self.current.layout.run_id
-        self.report["remote_dir"] = self.current.layout.dir
-        return self.current
-
-    def main(self) -> str:
-        self.conn = connect(self.cfg)
-        try:
-            self.sftp = self.conn.sftp()
-            if self.args.check:
-                self.check_host()
-                return "checked"
-            root = remote.resolve_root(self.conn, self.cfg.remote_dir)
-            try:
-                current = self.locate_or_start(root)
-                if self.args.detach and current.alive:
-                    self.say(f"detached; run `python -m infra ssh {self.cfg.stack}` again to follow and collect it")
-                    return "running"
-                if current.alive:
-                    offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
-                    current = follow.follow(
-                        self.conn, self.sftp, current, out=self.progress, poll=self.args.poll, offset=offset
-                    )
-            except KeyboardInterrupt:
-                if self.current is None and self.launching is not None:
-                    started = remote.load_run(self.conn, self.sftp, self.launching)
-                    self.current = started if started.pid is not None else None
-                if self.current is None:
-                    raise Outcome(
-                        "stopped-by-user",
-                        "Ctrl-C before the run had started; if it did start, "
-                        f"`python -m infra ssh {self.cfg.stack}` picks it up",
-                    ) from None
-                current = self.interrupt(self.current)
-            current = self.collect(current)
-            self.report["exit_code"] = (current.state or {}).get("exit_code")
-            return "stopped-by-user" if self.report.get("stopped_by_user") else current.status
-        except (FileNotFoundError, PermissionError):
-            raise
-        except (OSError, EOFError) as exc:
-            raise Outcome(
-                "connection-lost",
-                f"lost the connection to {self.cfg.target} ({exc or type(exc).__name__}); "
-                f"the run goes on on the host: run `python -m infra ssh {self.cfg.stack}` again to pick it up",
-            ) from None
-        finally:
-            self.conn.close()
-
-
-def _execute(args, progress: IO[str]) -> tuple[str, dict]:
-    """(status, report); every expected failure becomes a status with a message."""
-    import paramiko
-
-    from payload.storage import StorageError
-
-    try:
-        cfg = load_stack(args.stack, args.stacks_dir).with_overrides(
-            runtime=args.runtime, remote_python=args.remote_python, expect_gpu=args.expect_gpu
-        )
-    except (ConfigError, FileNotFoundError) as exc:
-        return "config", {"stack": args.stack, "message": f"{args.stack}: {exc}"}
-    session = Session(cfg, args, progress)
-    try:
-        return session.main(), session.report
-    except Outcome as exc:
-        session.report["message"] = str(exc)
-        return exc.status, session.report
-    except SshError as exc:
-        session.report["message"] = str(exc)
-        return "host", session.report
-    except paramiko.SSHException as exc:
-        session.report["message"] = (
-            f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
-            f"run `python -m infra ssh {cfg.stack}` again to pick it up"
-        )
-        return "connection-lost", session.report
-    except StorageError as exc:
-        session.report["message"] = (
-            f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
-            f"is not marked fetched: fix the bucket/credentials and run again"
-        )
-        return "upload-failed", session.report
-
-
 def run(args) -> int:
     """Entry point for `python -m infra ssh` (args from `register`); returns the exit code."""
     progress = sys.stderr if args.json else sys.stdout
     try:
-        status, report = _execute(args, progress)
+        status, report = run_named_stack(
+            args.stack,
+            stacks_dir=args.stacks_dir,
+            runtime=args.runtime,
+            remote_python=args.remote_python,
+            expect_gpu=args.expect_gpu,
+            check=args.check,
+            detach=args.detach,
+            poll=args.poll,
+            stop_timeout=args.stop_timeout,
+            progress=progress,
+        )
     except KeyboardInterrupt:
         status, report = (
             "stopped-by-user",

@@ -1,0 +1,142 @@
+"""Collect the results buckets into the table and, if asked, tear down the stacks that are done.
+
+`gpubench collect` is this call plus printing; the demo and campaigns call it (or
+analysis.collect.collect underneath) directly. The outcome keeps everything the command
+shows, and `status` says which documented failure it was, if any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+SpotHistory = Literal["auto", "on", "off"]
+DEFAULT_URLS = ("results",)
+
+
+@dataclass
+class TeardownReport:
+    """What `--teardown` did: one outcome per stack considered, or why nothing was destroyed."""
+
+    outcomes: list[Any] = field(default_factory=list)  # analysis.teardown.Outcome
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(not getattr(o, "ok", True) for o in self.outcomes)
+
+    @property
+    def missing_pulumi(self) -> bool:
+        """The error is a missing piece (the Pulumi CLI, the teardown module), not a failure."""
+        return bool(self.error) and ("Pulumi CLI" in self.error or "not available" in self.error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcomes": [o.to_dict() if hasattr(o, "to_dict") else o for o in self.outcomes],
+            "error": self.error,
+        }
+
+
+@dataclass
+class CollectOutcome:
+    """The collect summary, the rows of the table and the teardown that followed (if asked)."""
+
+    summary: Any  # analysis.collect's summary (to_dict, incomplete, skipped, ...)
+    rows: list[dict[str, Any]]
+    urls: list[str]
+    teardown: TeardownReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = self.summary.to_dict()
+        if self.teardown is not None:
+            doc["teardown"] = self.teardown.to_dict()
+        return doc
+
+    def text(self) -> str:
+        """What `gpubench collect` prints: counts, settled stacks, set-aside files, the table, teardowns.
+        The locations that made it incomplete are `summary.incomplete` (the command prints them to stderr)."""
+        summary, urls = self.summary, self.urls
+        lines = [
+            f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
+            f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
+        ]
+        if summary.settled_stacks:
+            lines.append(
+                f"  {summary.settled_stacks} settled stack(s) checked by run directory only "
+                "(every run finished and none added or removed); --full lists every file"
+            )
+        if summary.runs == 0:
+            lines.append(
+                f"  no runs/<stack>/<run-id>/ found under: {', '.join(urls)} (is that where the payload writes? "
+                "see --results)"
+            )
+        lines += [f"  skipped {s.get('url') or s['key']}: {s['reason']}" for s in summary.set_aside()]
+        unchanged = "" if summary.table_written else " (unchanged)"
+        lines.append(f"table: {summary.table['parquet']} and {summary.table['csv']}{unchanged}")
+        if self.teardown is not None and not self.teardown.error:
+            lines += [
+                f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
+                f"{' ERROR ' + o['error'] if o.get('error') else ''}"
+                for o in self.teardown.to_dict()["outcomes"]
+            ]
+        return "\n".join(lines) + "\n"
+
+
+def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
+    """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
+    from payload.result import FINAL_STATUSES
+
+    state: dict[str, bool] = {}
+    for r in rows:
+        state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
+    return sorted(s for s, done in state.items() if done)
+
+
+def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
+    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results itself).
+
+    An empty list destroys nothing: teardown_completed would read it as "every stack".
+    Never raises: a missing Pulumi CLI or teardown module becomes the report's error."""
+    if not stacks:
+        return TeardownReport()
+    try:
+        from analysis.teardown import teardown_completed
+    except ImportError as exc:
+        return TeardownReport(
+            error=f"--teardown is not available: analysis.teardown.teardown_completed could not be "
+            f"imported ({exc}). Destroy the stacks with `pulumi destroy -s STACK`: {', '.join(stacks)}"
+        )
+    try:
+        return TeardownReport(list(teardown_completed(stacks, results_urls=list(urls))))
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their own advice
+        return TeardownReport(error=f"teardown failed before destroying anything: {exc}")
+
+
+def collect_results(
+    urls: Sequence[str] = DEFAULT_URLS,
+    out_dir: str | Path = "report",
+    *,
+    workers: int | None = None,
+    progress: bool = False,
+    spot_history: SpotHistory = "auto",
+    full: bool = False,
+    teardown: bool = False,
+) -> CollectOutcome:
+    """Collect `urls` into out_dir's table; with `teardown`, destroy the stacks whose runs all finished.
+
+    Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
+    """
+    from analysis.collect import collect, spot_history_pricer
+
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    urls = list(urls) or list(DEFAULT_URLS)
+    summary, rows = collect(
+        urls, out_dir, workers=workers, progress=progress, spot_pricer=spot_history_pricer(spot_history), full=full
+    )
+    outcome = CollectOutcome(summary, rows, urls)
+    if teardown:
+        outcome.teardown = teardown_finished(finished_stacks(rows), urls)
+    return outcome

@@ -1,0 +1,206 @@
+"""The report pipeline as one call: read the table `collect` wrote, re-price it if asked, write
+DIR/index.html and say what to print. `gpubench report`, campaigns and the demo all call
+`write_report`; none of them goes through the command line to get a report."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any, Literal
+
+from analysis import price_age
+from analysis.cost import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from analysis.output import USD_SIGN, print_table
+
+CostBasis = Literal["billed", "train"]
+
+# The terminal table: (header, cell of one summary record). `unit` is the time column's unit.
+_HEADERS = (
+    "benchmark",
+    "configuration",
+    "offering",
+    "market",
+    "GPUs",
+    "runs",
+    "time ({unit})",
+    "price paid",
+    "cost to train",
+    "billed",
+    "throughput",
+    "accuracy",
+    "GPU util",
+    "time/base",
+    "cost/base",
+    "price",
+)
+
+
+@dataclass
+class ReportOutcome:
+    """What one report run produced: the page, the metrics tables and the words for a terminal."""
+
+    html: Path
+    out_dir: str
+    runs: int
+    as_of: date | None
+    options: Any  # analysis.metrics.Options
+    tables: dict[str, Any]
+    price_warning: str | None = None
+
+    @property
+    def table(self) -> str:
+        """The results table the report read (collect's output in the same directory)."""
+        return f"{self.out_dir}/results.parquet"
+
+    @property
+    def empty(self) -> bool:
+        return self.tables["summary"].empty
+
+    def summary_doc(self) -> dict[str, Any]:
+        """The JSON `gpubench report --json` prints: summary rows, recommendations, scaling, break-even."""
+        summary, breakeven = self.tables["summary"], self.tables["breakeven"]
+        return {
+            "html": str(self.html),
+            "runs": self.runs,
+            "as_of": self.as_of,
+            "base": self.options.base,
+            "summary": _records(summary),
+            "recommendations": self.tables["recommendations"],
+            "scaling": self.tables["scaling"].to_dict("records"),
+            "breakeven": _records(breakeven),
+        }
+
+    def text(self) -> str:
+        """The terminal summary: the answer, one row per configuration, the price notes, the page's path."""
+        if self.empty:
+            return (
+                f"no completed runs in {self.table} ({self.runs} rows): nothing to compare yet. "
+                f"Run `python -m analysis collect --out {self.out_dir}` against your results bucket.\n"
+                f"report: {self.html}\n"
+            )
+        return _summary_text(self.tables, self.options) + f"\nreport: {self.html}\n"
+
+
+def _records(frame) -> list[dict[str, Any]]:
+    """Rows as dicts with None, not NaN, for a missing value (JSON has no NaN)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+
+
+def check_options(deadline_hours: float | None, budget_usd: float | None) -> str | None:
+    """The usage error of a deadline or budget that is not a positive number, or None."""
+    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
+        if value is not None and not value > 0:
+            return f"--{name.replace('_', '-')} must be a positive number, got {value}"
+    return None
+
+
+def short(text: str, width: int = 70) -> str:
+    """Terminal cells stay readable; the HTML report has the full source."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _cell(value: Any, fmt: str = "{}") -> str:
+    """A cell: "-" for a missing value, never "nan"."""
+    import pandas as pd
+
+    try:
+        missing = value is None or value != value or pd.isna(value)
+    except (TypeError, ValueError):
+        missing = False
+    return "-" if missing else fmt.format(value)
+
+
+def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
+    from analysis.report import answer
+
+    return (
+        _cell(r["benchmark"]),
+        short(_cell(r.get("workload_label")), 40),
+        _cell(r["offering_id"]),
+        _cell(r["market"]),
+        _cell(r["gpus_used"], "{:.0f}"),
+        _cell(r["repeats"]),
+        answer.in_unit(r["train_hours"], unit),
+        _cell(r.get("prices_paid")),
+        _cell(r["train_cost_usd"], USD_SIGN),
+        _cell(r["billed_cost_usd"], USD_SIGN),
+        _cell(r.get("throughput")),
+        _cell(r.get("final_accuracy"), "{:.3f}"),
+        _cell(r.get("gpu_utilization_mean"), "{:.0f}%"),
+        _cell(r.get("rel_time"), "{:.2f}"),
+        _cell(r.get("rel_train_cost"), "{:.2f}"),
+        notes.ref(r) or "-",
+    )
+
+
+def _summary_text(tables: dict[str, Any], opts: Any) -> str:
+    from analysis.report import PriceNotes, answer, with_unit_columns
+
+    summary = tables["summary"]
+    out = io.StringIO()
+    for line in answer.lines(tables["recommendations"], opts):
+        print(line, file=out)
+    print(file=out)
+    notes = PriceNotes()
+    # one unit for the whole time column (the one rule: the unit of its longest time)
+    unit = answer.time_unit([float(h) for h in summary["train_hours"] if h == h])
+    rows = [_row(r, unit, notes) for r in with_unit_columns(summary).to_dict("records")]
+    print_table(rows, tuple(h.format(unit=unit) for h in _HEADERS), out=out)
+    print("\nprices:", file=out)
+    for n, text in notes.items():
+        print(f"  [{n}] {text}", file=out)
+    return out.getvalue()
+
+
+def _catalog_price_dates(runs: Any) -> list[Any] | None:
+    """Launch-time prices that came from the catalog (not a recorded bill): their snapshot dates.
+    None when the table records no price basis at all."""
+    if not len(runs) or "price_basis" not in runs:
+        return None
+    from_catalog = runs["price_basis"].astype(str).str.contains("catalog", na=False)
+    return runs.loc[from_catalog, "price_as_of"].tolist()
+
+
+def write_report(
+    out_dir: str | Path,
+    *,
+    base: str | None = None,
+    deadline_hours: float | None = None,
+    budget_usd: float | None = None,
+    as_of: date | None = None,
+    cost_basis: CostBasis = "billed",
+    max_price_age: float | None = None,
+) -> ReportOutcome:
+    """Write out_dir/index.html (and summary.csv) from out_dir/results.parquet.
+
+    Raises ValueError for a deadline or budget that is not positive or a bad price-age limit,
+    CatalogError for an unknown `base`, FileNotFoundError when collect has not written the table.
+    """
+    problem = check_options(deadline_hours, budget_usd)
+    if problem:
+        raise ValueError(problem)
+    from analysis.collect import read_table
+    from analysis.metrics import Options
+    from analysis.pricing import price_runs
+    from analysis.report import build_report
+    from infra.catalog import load_catalog
+
+    if base is not None:
+        load_catalog().get(base)  # an unknown id names the closest ones
+    runs = read_table(str(out_dir))
+    if as_of is not None and len(runs):
+        runs = price_runs(runs, as_of=as_of)
+    opts = Options(
+        base=base,
+        deadline_hours=DEFAULT_DEADLINE_HOURS if deadline_hours is None else deadline_hours,
+        budget_usd=DEFAULT_BUDGET_USD if budget_usd is None else budget_usd,
+        cost_basis=cost_basis,
+    )
+    warning, dates = None, _catalog_price_dates(runs)
+    if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
+        warning = price_age.warning(dates, price_age.limit(max_price_age))
+    outcome = ReportOutcome(Path(), str(out_dir), len(runs), as_of, opts, {}, warning)
+    outcome.html, outcome.tables = build_report(runs, outcome.out_dir, opts, source=outcome.table)
+    return outcome
