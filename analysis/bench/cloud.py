@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,9 @@ class CloudProbe:
             return ProbeReport(candidate, name, "cancelled", "stopped before launch")
         handle = self.backend.select_stack(name)
         started, t0 = utcnow(), time.monotonic()
-        probes.hold(Live(name, lambda: self._destroy(name, handle, say)))
+        # until `up` reports the stack's own deadline: launch + maxHours, when the cloud ends it at the latest
+        latest = iso(started + timedelta(hours=max_hours(self.probe_seconds, self.boot_allowance)))
+        probes.hold(Live(name, lambda: self._destroy(name, handle, say), f"about {latest}"))
         self.record.update(name, state="launching", up_started_at=iso(started))
         say(f"pulumi up ({candidate.offering}, {candidate.market})")
         try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,7 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bench-probe")
     futures: list[Future] = [pool.submit(fn, cand, probes) for cand, fn in jobs]
     try:
-        wait(futures)
+        _until_done_or_interrupted(futures)
         reports = []
         for (cand, _), fut in zip(jobs, futures):
             try:
@@ -87,6 +87,15 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
         raise
     finally:
         pool.shutdown(wait=False)
+
+
+def _until_done_or_interrupted(futures: list[Future]) -> None:
+    """Wait for every probe; a KeyboardInterrupt inside one (Ctrl-C in a progress hook, say) stops the wait."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        if any(isinstance(f.exception(), KeyboardInterrupt) for f in done if not f.cancelled()):
+            raise KeyboardInterrupt
 
 
 def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:

@@ -24,7 +24,8 @@ from analysis.campaign.progress import Printer
 from payload import exitcodes
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
-LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
+LOCAL_RESULTS = "results"
+PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup  # this machine's default bucket, as `gpubench demo` uses
 
 
 class BenchError(ValueError):
@@ -93,6 +94,11 @@ def choose(task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir) -> tu
     return cloud_candidates(task, gpus=gpus, spot=spot)
 
 
+def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
+    """Cloud probes get the plan's default boot allowance; this machine and SSH hosts only start a process."""
+    return {} if any(c.kind == "cloud" for c in candidates) else {"boot_allowance_seconds": PROCESS_START_SECONDS}
+
+
 def results_for(kind_set: set[str], results: str | None) -> str | None:
     """Where cloud probes write (required), or this machine's (default results/); SSH hosts use their stack's."""
     url = results or os.environ.get(RESULTS_ENV)
@@ -141,7 +147,10 @@ def bench(
         printer(f"{item['ask']}: not probed: {item['reason']}")
     if not candidates:
         raise BenchError("no candidate to probe: " + ("; ".join(u["reason"] for u in unmatched) or "none matched"))
-    plan = make_plan(candidates, probe_minutes=probe_minutes)
+    try:
+        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
     printer(plan.table())
     check_budget(plan, budget_usd)  # raises BudgetExceeded before anything launches
     url = results_for({c.kind for c in candidates}, results)
