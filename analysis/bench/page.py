@@ -1,0 +1,294 @@
+"""The bench answer as one self-contained HTML page.
+
+`write_page(doc, out_dir)` renders the `gpubench bench --json` document: the
+answer sentence, the cost/time chart (every priced candidate as a numbered
+marker with its interval, the Pareto frontier joined), the ranked table whose
+numbers match the chart's and mark each figure measured or extrapolated, what
+the probes cost, and the candidates without an estimate with the reason.
+
+The page comes from a Jinja2 template with autoescape on: offering names,
+reasons and task names are user or cloud text and are never trusted as HTML.
+The chart is embedded as a base64 PNG, as in the report: no external resource.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from analysis.report.answer import duration, in_unit, time_unit, usd  # noqa: E402
+from payload.money import usd_amount  # noqa: E402
+
+PAGE = "index.html"
+TEMPLATE = "bench.html.j2"
+TEMPLATES = Path(__file__).with_name("templates")
+DECADE = 10.0  # an axis spanning more than this ratio is drawn on a log scale
+DPI = 90
+LABEL_POINTS = 9  # font size of the chart's numbers
+# basis of each figure when a row does not say: the probe measures these, the rest is extrapolated
+DEFAULT_BASIS = {"samples_per_second": "measured", "overhead_seconds": "measured"}
+
+
+def write_page(doc: dict, out_dir: Path) -> Path:
+    """Write out_dir/index.html for one bench run and return its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    text = env.get_template(TEMPLATE).render(**page_context(doc))
+    path = out_dir / PAGE
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def page_context(doc: dict) -> dict:
+    """Everything the template shows, as display strings: the template only lays it out."""
+    answer = doc.get("answer") or {}
+    candidates = list(doc.get("candidates") or [])
+    ordered = _in_rank_order(candidates, answer)
+    frontier = {_key(f) for f in answer.get("frontier") or []}
+    numbered = [r for r in ordered if _finite(r.get("est_hours")) and _finite(r.get("est_usd"))]
+    numbers = {_key(r): i + 1 for i, r in enumerate(numbered)}
+    chart, caption = frontier_chart([(numbers[_key(r)], r) for r in numbered], frontier_keys=frontier)
+    probe_total = doc.get("probe_total_usd")
+    return {
+        "task": _task_text(doc.get("task")),
+        "generated": doc.get("generated") or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "sentence": answer.get("sentence") or "No answer was computed.",
+        "chart": chart,
+        "chart_caption": caption,
+        "rows": [_table_row(r, numbers.get(_key(r)), _key(r) in frontier) for r in ordered],
+        "probes": [
+            {"label": _label(r), "usd": _money(r.get("probe_usd")), "status": str(r.get("status") or "-")}
+            for r in candidates
+        ],
+        "probe_total": _money(probe_total) if _finite(probe_total) else None,
+        "unmeasured": [
+            {"label": _label(u), "reason": str(u.get("reason") or "no estimate")}
+            for u in answer.get("unmeasured") or []
+        ],
+        "unpriced": [_label(u) for u in answer.get("unpriced") or []],
+    }
+
+
+# --- rows -------------------------------------------------------------------------------
+
+
+def _key(r: dict) -> tuple:
+    return (r.get("name"), r.get("offering"), r.get("market"))
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _label(r: dict) -> str:
+    """The answer's label when it gave one ('aws/g5.xlarge (spot)'), else the offering."""
+    if r.get("label"):
+        return str(r["label"])
+    return str(r.get("offering") or r.get("name") or "?") + (" (spot)" if r.get("market") == "spot" else "")
+
+
+def _in_rank_order(candidates: list[dict], answer: dict) -> list[dict]:
+    """Candidates in the answer's rank order; those it did not rank follow in their own order."""
+    rank = {_key(r): i for i, r in enumerate(answer.get("ranked") or [])}
+    labels = {_key(r): r.get("label") for r in answer.get("ranked") or []}
+    ordered = sorted(candidates, key=lambda r: rank.get(_key(r), len(rank)))
+    return [r | ({"label": labels[_key(r)]} if labels.get(_key(r)) else {}) for r in ordered]
+
+
+def _task_text(task) -> str:
+    if isinstance(task, dict):
+        return ", ".join(f"{k}: {v}" for k, v in task.items())
+    return "-" if task is None else str(task)
+
+
+def _money(value) -> str:
+    return usd(value) if _finite(value) else "-"
+
+
+def _interval(value, low, high, fmt) -> str | None:
+    """'3.20 (2.90-3.60)'; an absent upper bound reads 'or more'; None without a value."""
+    if not _finite(value):
+        return None
+    if not _finite(low):
+        return fmt(value)
+    upper = f"-{fmt(high)}" if _finite(high) else " or more"
+    return f"{fmt(value)} ({fmt(low)}{upper})"
+
+
+def _basis(r: dict, field: str) -> str:
+    return (r.get("basis") or {}).get(field) or DEFAULT_BASIS.get(field, "extrapolated")
+
+
+def _table_row(r: dict, number: int | None, on_frontier: bool) -> dict:
+    """One table row: each figure with its interval and whether the probe measured it."""
+    hours = [r.get(f"est_hours{s}") for s in ("", "_low", "_high")]
+    unit = time_unit([h for h in hours if _finite(h)])
+    overhead = r.get("overhead_seconds")
+    cells = [
+        ("samples_per_second", _interval(*(r.get(f"samples_per_second{s}") for s in ("", "_low", "_high")), _rate)),
+        ("overhead_seconds", duration(overhead / 3600) if _finite(overhead) else None),
+        ("est_hours", _interval(*hours, lambda v: in_unit(v, unit)) + f" {unit}" if _finite(hours[0]) else None),
+        ("est_usd", _interval(*(r.get(f"est_usd{s}") for s in ("", "_low", "_high")), usd_amount)),
+    ]
+    return {
+        "number": number,
+        "label": _label(r),
+        "kind": str(r.get("kind") or "-"),
+        "market": str(r.get("market") or "-"),
+        "status": str(r.get("status") or "-"),
+        "frontier": on_frontier,
+        "cells": [{"text": text or "-", "basis": _basis(r, field) if text else None} for field, text in cells],
+        "probe_usd": _money(r.get("probe_usd")),
+        "notes": [str(n) for n in r.get("notes") or []] + ([str(r["reason"])] if r.get("reason") else []),
+    }
+
+
+def _rate(v: float) -> str:
+    return f"{v:,.1f}" if v >= 10 else f"{v:.3g}"
+
+
+# --- chart --------------------------------------------------------------------------------
+
+
+def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tuple[str | None, str]:
+    """(base64 PNG, caption) of estimated cost against time, or (None, why not)."""
+    if not points:
+        return None, "no candidate has both an estimated time and a price"
+    fig, ax = plt.subplots(figsize=(8.0, 5.2), dpi=DPI)
+    xs = [r["est_hours"] for _, r in points]
+    ys = [r["est_usd"] for _, r in points]
+    for _, r in points:
+        on = _key(r) in frontier_keys
+        ax.errorbar(
+            r["est_hours"],
+            r["est_usd"],
+            xerr=[[r["est_hours"] - _low(r, "est_hours")], [_high(r, "est_hours") - r["est_hours"]]],
+            yerr=[[r["est_usd"] - _low(r, "est_usd")], [_high(r, "est_usd") - r["est_usd"]]],
+            fmt="o",
+            markersize=7 if on else 6,
+            color="#1f77b4" if on else "#999999",
+            mfc="#1f77b4" if on else "white",
+            ecolor="#bbbbbb",
+            elinewidth=1,
+            capsize=2,
+            zorder=3,
+        )
+    front = sorted((r["est_hours"], r["est_usd"]) for _, r in points if _key(r) in frontier_keys)
+    if len(front) > 1:
+        ax.plot(*zip(*front), color="#1f77b4", linewidth=1, zorder=2, label="cost/time frontier")
+        ax.legend(loc="best", fontsize=8)
+    log_x = _set_axis(ax, "x", [v for _, r in points for v in (_low(r, "est_hours"), _high(r, "est_hours"))])
+    log_y = _set_axis(ax, "y", [v for _, r in points for v in (_low(r, "est_usd"), _high(r, "est_usd"))])
+    ax.set_xlabel("estimated time for the whole job (h)" + (", log scale" if log_x else ""))
+    ax.set_ylabel("estimated billed cost (USD)" + (", log scale" if log_y else ""))
+    ax.grid(True, which="both", alpha=0.3)
+    place_numbers(ax, [str(n) for n, _ in points], xs, ys)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    caption = (
+        "Each number is a candidate in the table below; bars are 95% intervals, filled markers the frontier "
+        "(no other candidate is both faster and cheaper)."
+    )
+    return base64.b64encode(buf.getvalue()).decode("ascii"), caption
+
+
+def _low(r: dict, field: str) -> float:
+    v = r.get(f"{field}_low")
+    return v if _finite(v) and 0 < v <= r[field] else r[field]
+
+
+def _high(r: dict, field: str) -> float:
+    v = r.get(f"{field}_high")
+    return v if _finite(v) and v >= r[field] else r[field]
+
+
+def spans_decades(values: list[float]) -> bool:
+    """True when positive values span more than a decade: such an axis is drawn on a log scale."""
+    lo, hi = min(values), max(values)
+    return lo > 0 and hi / lo > DECADE
+
+
+def _set_axis(ax, which: str, values: list[float]) -> bool:
+    """Log scale when the values span more than a decade; limits with a margin. True when log."""
+    lo, hi = min(values), max(values)
+    log = spans_decades(values)
+    if log:
+        limits = (lo / 1.4, hi * 1.4)
+    else:
+        pad = (hi - lo) * 0.12 or abs(hi) * 0.2 or 1.0
+        limits = (max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad)
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log" if log else "linear")
+    (ax.set_xlim if which == "x" else ax.set_ylim)(*limits)
+    if log:  # plain numbers at 1, 2, 5 x 10^k: '20', not '2 x 10^1'
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    return log
+
+
+# offsets (in label heights) tried for each number, nearest first
+_OFFSETS = [
+    (dx * r, dy * r)
+    for r in (1.0, 1.8, 2.6, 3.6, 4.8, 6.2, 8.0)
+    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (-1.4, 0), (0, 1.3), (0, -1.3))
+]
+
+
+def place_numbers(ax, texts: list[str], xs: list[float], ys: list[float]) -> list[tuple[float, float, float, float]]:
+    """Write each number beside its marker where it overlaps no other number and no marker:
+    the first free spot of a widening ring, joined to its marker by a thin line when far.
+    Returns the numbers' boxes in display pixels."""
+    height = LABEL_POINTS * DPI / 72.0 + 2
+    markers = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys)))]
+    taken = [_box(x, y, height, height) for x, y in markers]
+    placed = []
+    for text, x, y, (mx, my) in zip(texts, xs, ys, markers):
+        width = 0.62 * (height - 2) * len(text) + 4
+        choice = None
+        for dx, dy in _OFFSETS:
+            box = _box(mx + dx * height, my + dy * height, width, height)
+            if not any(_overlap(box, other) for other in taken):
+                choice = (dx * height, dy * height, box)
+                break
+        if choice is None:
+            dx, dy = _OFFSETS[0]
+            choice = (dx * height, dy * height, _box(mx + dx * height, my + dy * height, width, height))
+        ox, oy, box = choice
+        taken.append(box)
+        placed.append(box)
+        far = math.hypot(ox, oy) > 1.5 * height
+        ax.annotate(
+            text,
+            xy=(x, y),
+            xytext=(ox * 72.0 / DPI, oy * 72.0 / DPI),
+            textcoords="offset points",
+            ha="center",
+            va="center",
+            fontsize=LABEL_POINTS,
+            arrowprops={"arrowstyle": "-", "color": "#888888", "linewidth": 0.6} if far else None,
+            zorder=4,
+        )
+    return placed
+
+
+def _box(cx: float, cy: float, w: float, h: float) -> tuple[float, float, float, float]:
+    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
