@@ -269,7 +269,7 @@ def cloud_candidates(
             f"{o.id} (retired {o.retired})" for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count
         ]
         notes = (f"cheapest of {len(ranked)} {label} offerings" if len(ranked) > 1 else f"the only {label} offering",)
-        notes += (f"retired, not probed: {', '.join(passed_over)}",) if passed_over else ()
+        notes += (f"retired offerings passed over: {', '.join(passed_over)}",) if passed_over else ()
         candidate = _cloud_candidate(catalog, ranked[0], label, spot, resources, as_of, notes)
         if all(c.name != candidate.name for c in found):
             found.append(candidate)
