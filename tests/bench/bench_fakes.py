@@ -31,6 +31,20 @@ while samples < total:
 """
 
 
+REPO = Path(__file__).resolve().parents[2]
+# What a stand-in instance can do: no GPU, and the probe stack keeps this from your checked-in stack file.
+NO_GPU = {"gpubench:expectGpu": False}
+
+
+def project(root: Path, stacks: dict[str, dict] | None = None) -> Path:
+    """A project dir with the repo's Pulumi.yaml and checked-in stack files (`stacks`: name -> config)."""
+    (root / "stacks").mkdir(parents=True, exist_ok=True)
+    (root / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
+    for name, config in (stacks or {}).items():
+        (root / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+    return root
+
+
 def write_task(
     directory: Path,
     *,

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from bench_fakes import project as make_project
 from bench_fakes import write_task
 
 from analysis.bench import cloud as cloud_probe
@@ -27,17 +28,9 @@ from infra.conventions import Declined
 from payload import exitcodes
 from payload.workloads import load_spec
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def project(tmp_path: Path, stacks: dict[str, dict] | None = None) -> Path:
-    """A project dir with the repo's Pulumi.yaml and checked-in stack files."""
-    root = tmp_path / "project"
-    (root / "stacks").mkdir(parents=True)
-    (root / "Pulumi.yaml").write_text((REPO / "Pulumi.yaml").read_text())
-    for name, config in (stacks or {}).items():
-        (root / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
-    return root
+    return make_project(tmp_path / "project", stacks)
 
 
 def candidates_for(task_path: Path):
