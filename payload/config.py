@@ -441,6 +441,23 @@ OPTIONS: tuple[Option, ...] = (
         "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs",
         "N",
     ),
+    Option(
+        "probe_seconds",
+        "GPUBENCH_PROBE_SECONDS",
+        _positive_float,
+        None,
+        "workloads: probe mode, stop the job once its throughput is steady or after this many seconds of `run` "
+        "(result.probe records the rate, its interval and the overhead; see docs/workloads.md)",
+        "SECONDS",
+    ),
+    Option(
+        "probe_target",
+        "GPUBENCH_PROBE_TARGET",
+        _positive_float,
+        0.03,
+        "probe mode: steady when the half-width of the rate's 95 percent interval is at most this fraction of the rate",
+        "FRACTION",
+    ),
 )
 
 
@@ -498,6 +515,8 @@ class RunConfig:
     no_resume: bool = False
     seed: int = 1234
     cpu_replicas: int = 1
+    probe_seconds: float | None = None
+    probe_target: float = 0.03
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -95,6 +95,7 @@ class Result(TypedDict, total=False):
     error: str | None
     warnings: list[str]
     artifacts: dict[str, Any]
+    probe: dict[str, Any] | None
 
 
 def epochs_csv(rows: list[dict]) -> bytes:
@@ -180,8 +181,9 @@ def new_result(
     warnings: list[str] | None = None,
     artifacts: dict | None = None,
     exit_code: int | None = None,
+    probe: dict | None = None,
 ) -> Result:
-    """Assemble a result dict in schema order (keyword-only so nothing is swapped)."""
+    """Assemble a result dict in schema order (keyword-only so nothing is swapped); `probe` only for probes."""
     from payload.schema import SCHEMA_VERSION
 
     result = {
@@ -205,4 +207,6 @@ def new_result(
     }
     if exit_code is not None:
         result["exit_code"] = exit_code
+    if probe is not None:
+        result["probe"] = probe
     return result

@@ -12,6 +12,10 @@ Two conventions, read line by line as the job prints (docs/workloads.md):
 * One JSON object after ``GPUBENCH_METRICS `` on a line of its own, e.g.
   ``GPUBENCH_METRICS {"samples_per_second": 812.5, "samples": 50000, "accuracy": 0.91}``.
   Later lines override earlier keys, so a job may print one per epoch.
+
+``feed`` also returns the job's progress when a line reports it (a `Progress`:
+cumulative samples and, when the job timed it, when): probe mode turns these
+into throughput readings (payload.workloads.probe).
 """
 
 from __future__ import annotations
@@ -22,7 +26,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["JSON_KEYS", "JSON_TOKEN", "MLLOG_TOKEN", "MetricsReader", "parse_json_line", "parse_mllog_line"]
+__all__ = [
+    "JSON_KEYS",
+    "JSON_TOKEN",
+    "MLLOG_TOKEN",
+    "MetricsReader",
+    "Progress",
+    "parse_json_line",
+    "parse_mllog_line",
+]
 
 MLLOG_TOKEN = ":::MLLOG "
 JSON_TOKEN = "GPUBENCH_METRICS "
@@ -77,6 +89,27 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+def _json_progress(obj: dict) -> Progress | None:
+    """A GPUBENCH_METRICS line with `samples` (cumulative), timed by its `seconds` when it has them."""
+    samples = _number(obj.get("samples"))
+    if samples is None:
+        return None
+    seconds = _number(obj.get("seconds"))
+    return Progress(samples, seconds, "json" if seconds is not None else None)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One reading of how far the job got: cumulative samples, and the job's own clock if it gave one.
+
+    clock: "json" (`seconds`, training seconds so far), "mllog" (`time_ms`, the epoch in seconds)
+    or None (the line carried no time: the reader of the line times it on arrival)."""
+
+    samples: float
+    seconds: float | None
+    clock: str | None
+
+
 @dataclass
 class MetricsReader:
     """Feeds on output lines; `summary()` turns what it saw into result metrics."""
@@ -89,24 +122,41 @@ class MetricsReader:
     run_stop_ms: int | None = None
     run_status: str | None = None
     train_samples: int | None = None
+    eval_samples: int | None = None
     global_batch_size: int | None = None
     eval_accuracy: float | None = None
     throughput: float | None = None
     epochs: list[dict] = field(default_factory=list)  # {"epoch", "start_ms", "stop_ms", "val_acc"}
     warnings: list[str] = field(default_factory=list)
 
-    def feed(self, line: str) -> None:
+    def feed(self, line: str) -> Progress | None:
+        """Read one output line; return the progress it reports (cumulative samples), if any."""
         if "json" in self.formats:
             obj = parse_json_line(line)
             if obj is not None:
                 self._json(obj)
-                return
+                return _json_progress(obj)
             if JSON_TOKEN in line and len(self.warnings) < 20:
                 self.warnings.append(f"unreadable GPUBENCH_METRICS line (want one JSON object): {line.strip()[:200]}")
         if "mllog" in self.formats:
             rec = parse_mllog_line(line)
             if rec is not None:
                 self._mllog(rec)
+                return self._mllog_progress(rec)
+        return None
+
+    def _mllog_progress(self, rec: dict) -> Progress | None:
+        """`metadata.samples_count` (cumulative, as MLPerf's LLM logs give it), else `train_samples` x the
+        epochs stopped so far at an `epoch_stop`; timed by the line's `time_ms`."""
+        t = _number(rec.get("time_ms"))
+        seconds = t / 1000 if t is not None else None
+        counted = _number((rec.get("metadata") or {}).get("samples_count"))
+        if counted is not None:
+            return Progress(counted, seconds, "mllog" if seconds is not None else None)
+        if rec.get("key") == "epoch_stop" and self.train_samples is not None:
+            stopped = sum(1 for e in self.epochs if e.get("stop_ms") is not None)
+            return Progress(float(self.train_samples * stopped), seconds, "mllog" if seconds is not None else None)
+        return None
 
     def _json(self, obj: dict) -> None:
         self.json_lines += 1
@@ -129,6 +179,8 @@ class MetricsReader:
             self.run_status = meta.get("status")
         elif key == "train_samples" and _number(value) is not None:
             self.train_samples = int(value)
+        elif key == "eval_samples" and _number(value) is not None:
+            self.eval_samples = int(value)
         elif key == "global_batch_size" and _number(value) is not None:
             self.global_batch_size = int(value)
         elif key == "eval_accuracy" and _number(value) is not None:
@@ -225,6 +277,8 @@ class MetricsReader:
             "epochs_completed": epochs,
             "steps_completed": int(j["steps"]) if "steps" in j else None,
             "samples_trained": samples,
+            "train_samples": self.train_samples,
+            "eval_samples": self.eval_samples,
             "_time_source": source,
             "_batch_size": int(j["batch_size"]) if "batch_size" in j else self.global_batch_size,
         }
@@ -241,6 +295,7 @@ class MetricsReader:
                 "run_stop_ms": self.run_stop_ms,
                 "status": self.run_status,
                 "train_samples": self.train_samples,
+                "eval_samples": self.eval_samples,
                 "global_batch_size": self.global_batch_size,
                 "eval_accuracy": self.eval_accuracy,
                 "throughput": self.throughput,

@@ -4,14 +4,19 @@ The job's `setup` and `run` go to ``bash -c`` in its workdir, in a process
 group of their own so the deadline or a preemption notice stops every child.
 Its output is streamed to our stderr, read for metrics lines
 (payload.workloads.metrics) and its last lines are uploaded as
-``log-tail.txt`` beside ``result.json``. A non-zero exit, a stop at the
-deadline, an MLPerf ``run_stop`` with status aborted or no metrics at all
+``log-tail.txt`` beside ``result.json``, every half minute while it runs and
+once more at the end (payload.workloads.logtail). A non-zero exit, a stop at
+the deadline, an MLPerf ``run_stop`` with status aborted or no metrics at all
 make a ``failed`` result whose error carries the log tail.
+
+In probe mode (``--probe-seconds``) the job's progress readings go to a
+payload.workloads.probe.ProbeMonitor, and the job is stopped, through the
+same process-group stop as a deadline, once its throughput is steady or the
+probe's time is up; that stop is the probe's normal end, not a failure.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import shutil
 import signal
@@ -28,12 +33,14 @@ from payload.gpu import GpuSampler, nvml_info
 from payload.identity import make_run_id
 from payload.pricing import result_offering
 from payload.result import RunWriter, new_result
+from payload.workloads.jobenv import job_frameworks
+from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
 from payload.workloads.metrics import MetricsReader
+from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
 from payload.workloads.spec import WorkloadSpec
 
 __all__ = ["LOG_TAIL_LINES", "LOG_TAIL_NAME", "WorkloadRun"]
 
-LOG_TAIL_LINES = 200  # uploaded as log-tail.txt
 ERROR_TAIL_LINES = 20  # quoted in the result's error
 STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL
 
@@ -75,12 +82,15 @@ class _Job:
             except subprocess.TimeoutExpired:
                 continue
 
-    def wait(self, notice: threading.Event, poll: float = 0.2) -> tuple[int, bool]:
-        """(exit code, stopped by a notice)."""
-        stopped = False
+    def wait(self, notice: threading.Event, poll: float = 0.2, should_stop=None) -> tuple[int, bool]:
+        """(exit code, stopped by a notice). `should_stop()` true (a probe done) stops it too, not as a notice."""
+        stopped = ended = False
         while self.proc.poll() is None:
-            if notice.is_set() and not stopped:
+            if notice.is_set() and not (stopped or ended):
                 stopped = True
+                self.stop()
+            elif should_stop is not None and not (stopped or ended) and should_stop():
+                ended = True
                 self.stop()
             time.sleep(poll)
         self._pump.join(timeout=10)
@@ -106,8 +116,13 @@ class WorkloadRun:
             "metrics": list(spec.metrics),
         }
         self.fp = fingerprint(self.cfg.stack, spec.benchmark_name, self.params, "workload", self.gpus, "workload")
-        self.tail: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
+        self.tail = LogTail(LOG_TAIL_LINES)
         self.reader = MetricsReader(spec.metrics)
+        self.probe = (
+            ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
+            if self.cfg.probe_seconds
+            else None
+        )
         self.sampler = GpuSampler()
         self.error: str | None = None
         self.started_at = iso()
@@ -137,14 +152,24 @@ class WorkloadRun:
 
     def _line(self, line: str) -> None:
         self.tail.append(line)
-        self.reader.feed(line)
+        progress = self.reader.feed(line)
+        if self.probe is not None and self.probe.observe(progress):
+            self.timeline.add("first_step", samples=progress.samples, elapsed=self.probe.first_step["elapsed"])
         print(line, file=sys.stderr, flush=True)
 
     def _phase(self, name: str, script: str, env: dict) -> tuple[int, bool]:
         self.timeline.add(f"{'setup' if name == 'setup' else 'train'}_start", phase=name)
         t0 = time.perf_counter()
+        probe = self.probe if name == "run" else None
+        if probe is not None:
+            probe.start()
         job = _Job(script, self.spec.cwd, env, self._line)
-        code, stopped = job.wait(self.ctx.watcher.notice)
+        code, stopped = job.wait(self.ctx.watcher.notice, should_stop=probe.should_stop if probe else None)
+        if probe is not None:
+            probe.finish()
+            if probe.stopped_early:
+                rate = probe.steady.samples_per_second if probe.steady is not None else None
+                self.timeline.add("probe_stop", stopped_by=probe.stopped_by, samples_per_second=rate)
         self.wall[name] = time.perf_counter() - t0
         self.exit[name] = code
         self.timeline.add(
@@ -172,6 +197,7 @@ class WorkloadRun:
             self.ctx.host_events_claimed = True
             self.warnings += self.timeline.merge_host_events(cfg.host_events)
         self.writer = RunWriter(self.ctx.store, cfg.stack, self.run_id)
+        self.tail.start_uploads(self._put_tail_now)
         self.attempt = {
             "attempt": 1,
             "instance_id": ident.instance_id,
@@ -207,6 +233,7 @@ class WorkloadRun:
                 )
                 return status, exitcodes.NO_GPU
         env = self._env()
+        self.env = env
         if self.spec.setup:
             code, stopped = self._phase("setup", self.spec.setup, env)
             if stopped or code != 0:
@@ -215,6 +242,9 @@ class WorkloadRun:
         self.sampler.begin_window()
         code, stopped = self._phase("run", self.spec.run, env)
         self.sampler.end_window()
+        probed = self.probe is not None and self.probe.stopped_early and not stopped
+        if probed:  # stopped by the probe on purpose: its exit status is the stop signal's
+            return self._probe_outcome()
         if stopped or code != 0:
             return self._failed("run", code, stopped)
         if self.reader.run_status not in (None, "success"):
@@ -222,6 +252,16 @@ class WorkloadRun:
         missing = self.reader.missing()
         if missing:
             return self._fail_with(missing)
+        return "completed", exitcodes.OK
+
+    def _probe_outcome(self) -> tuple[str, int]:
+        """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
+        if self.probe.first_step is None:
+            return self._fail_with(
+                f"missing metric: the job reported no training samples in the probe's {self.probe.limit_seconds:g} s "
+                '(print `GPUBENCH_METRICS {"samples": <cumulative>, "seconds": <so far>}` lines, or MLLOG '
+                "train_samples and epoch_stop lines; see docs/workloads.md)"
+            )
         return "completed", exitcodes.OK
 
     def _failed(self, phase: str, code: int, stopped: bool) -> tuple[str, int]:
@@ -236,7 +276,7 @@ class WorkloadRun:
         return self._fail_with(f"`{phase}` {how}")
 
     def _fail_with(self, message: str) -> tuple[str, int]:
-        tail = list(self.tail)[-ERROR_TAIL_LINES:]
+        tail = self.tail.lines()[-ERROR_TAIL_LINES:]
         self.error = message + ("\n--- last lines of its output ---\n" + "\n".join(tail) if tail else "")
         self.timeline.add("error", error=message[:500])
         print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
@@ -270,9 +310,7 @@ class WorkloadRun:
             "compute_capability": nv["compute_capability"],
             **host_facts(),
         }
-        software = software_facts()
-        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
-        software["image"] = cfg.image or software["image"]
+        software = self._software(nv)
         warnings = list(dict.fromkeys(self.warnings + self.reader.warnings))
         if not used and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
@@ -324,12 +362,34 @@ class WorkloadRun:
             warnings=warnings,
             artifacts=artifacts,
             exit_code=code,
+            probe=self._probe_record(),
         )
+
+    def _software(self, nv: dict) -> dict:
+        """The payload's facts, with the framework versions of the interpreter that ran the job."""
+        software = software_facts()
+        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
+        software["image"] = self.cfg.image or software["image"]
+        env = getattr(self, "env", None)
+        if env is not None and self.exit["run"] is not None:
+            found, python = job_frameworks(env, self.spec.cwd)
+            software.update(found)
+            software["job_python"] = python
+        return software
+
+    def _probe_record(self) -> dict | None:
+        if self.probe is None:
+            return None
+        return self.probe.to_dict(overhead_seconds(self.timeline.ordered()))
+
+    def _put_tail_now(self, data: bytes) -> None:
+        """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping)."""
+        self.ctx.store.store.put_bytes(self.writer.key(LOG_TAIL_NAME), data, "text/plain")
 
     def _finish(self, status: str, code: int) -> int:
         self.timeline.add("upload", files=[LOG_TAIL_NAME, "epochs.csv", "events.jsonl", "result.json"])
-        tail = ("\n".join(self.tail) + "\n").encode() if self.tail else b""
-        self.ctx.store.put_bytes(self.writer.key(LOG_TAIL_NAME), tail, "text/plain")
+        self.tail.stop_uploads()
+        self.ctx.store.put_bytes(self.writer.key(LOG_TAIL_NAME), self.tail.text(), "text/plain")
         if status == "completed" and self.cfg.deadline is not None:
             # a spot replacement of the same deployment finds this and does not run the job again
             import json

@@ -316,3 +316,31 @@ def test_keras_example_runs_as_a_workload(tmp_path):
     reported = result["benchmark"]["workload"]["reported"]["json"]
     assert reported["backend"] == "tensorflow" and result["metrics"]["samples_trained"] == 512
     assert result["metrics"]["samples_per_second"] > 0 and 0 <= result["metrics"]["final_accuracy"] <= 1
+
+
+# --- MLPerf train_samples / eval_samples in result.metrics -------------------------------------------------
+
+
+def test_mllog_train_and_eval_samples_reach_the_summary():
+    reader = MetricsReader(("mllog",))
+    for line in NVIDIA_LOG.read_text().splitlines():
+        reader.feed(line)
+    s = reader.summary(wall_seconds=1.0)
+    assert s["train_samples"] == 1281167 and s["eval_samples"] == 50000
+    assert reader.reported()["mllog"]["eval_samples"] == 50000
+    assert MetricsReader(("json",)).summary(1.0)["train_samples"] is None  # not logged: null, never invented
+
+
+def test_mllog_train_samples_line_lands_in_result_metrics(tmp_path):
+    def line(key, value=None, **meta):
+        rec = {"namespace": "", "time_ms": 1000, "event_type": "POINT_IN_TIME", "key": key, "value": value}
+        return "echo '0: :::MLLOG " + json.dumps({**rec, "metadata": meta}) + "'"
+
+    run = [line("run_start"), line("train_samples", 4096), line("eval_samples", 512)]
+    run += [line("epoch_start", epoch_num=1), line("epoch_stop", epoch_num=1), line("run_stop", status="success")]
+    spec = write_spec(tmp_path, {"name": "mllog-job", "run": run, "metrics": ["mllog"]})
+    assert run_payload(spec, tmp_path / "bucket") == 0
+    result, _ = only_result(tmp_path / "bucket")
+    m = result["metrics"]
+    assert result["status"] == "completed" and m["train_samples"] == 4096 and m["eval_samples"] == 512
+    assert m["samples_trained"] == 4096 and "probe" not in result

@@ -1,0 +1,79 @@
+"""The last lines of a job's output, uploaded as ``log-tail.txt`` while the job runs.
+
+A running job's output is otherwise only on the machine: uploading its tail
+every `UPLOAD_EVERY_SECONDS` (only when it changed) lets ``gpubench logs``
+show what a job on a cloud instance is printing now. The final upload, at
+the end of the run, goes through the spooling store like every result file;
+the rolling ones go straight to the bucket and a failed one is skipped (the
+next one, or the final one, replaces it).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+
+__all__ = ["LOG_TAIL_LINES", "UPLOAD_EVERY_SECONDS", "LogTail"]
+
+LOG_TAIL_LINES = 200  # uploaded as log-tail.txt
+UPLOAD_EVERY_SECONDS = 30.0  # rolling uploads while the job runs
+
+
+class LogTail:
+    """A bounded, thread-safe line buffer with a background uploader."""
+
+    def __init__(self, maxlen: int = LOG_TAIL_LINES):
+        self._lines: collections.deque[str] = collections.deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        self._version = 0  # lines appended so far: a change since the last upload
+        self._uploaded = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.uploads = 0
+
+    def append(self, line: str) -> None:
+        with self._lock:
+            self._lines.append(line)
+            self._version += 1
+
+    def lines(self) -> list[str]:
+        with self._lock:
+            return list(self._lines)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
+    def text(self) -> bytes:
+        lines = self.lines()
+        return ("\n".join(lines) + "\n").encode() if lines else b""
+
+    def upload_if_changed(self, put: Callable[[bytes], object]) -> bool:
+        """Upload the tail when lines arrived since the last upload; a failed upload is retried next time."""
+        with self._lock:
+            version = self._version
+        if version == self._uploaded:
+            return False
+        try:
+            put(self.text())
+        except Exception:  # noqa: BLE001 - a rolling copy; the final upload is the one that counts
+            return False
+        self._uploaded, self.uploads = version, self.uploads + 1
+        return True
+
+    def start_uploads(self, put: Callable[[bytes], object], every: float | None = None) -> None:
+        """Upload every `every` seconds (default `UPLOAD_EVERY_SECONDS`) until `stop_uploads`."""
+        interval = UPLOAD_EVERY_SECONDS if every is None else every
+
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                self.upload_if_changed(put)
+
+        self._thread = threading.Thread(target=loop, name="gpubench-log-tail", daemon=True)
+        self._thread.start()
+
+    def stop_uploads(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,172 @@
+"""Probe mode: run the job only until its throughput is steady, then stop it.
+
+A probe answers "how fast does this job train here, and how long until its
+first step?" without paying for the whole job. The workload runner feeds
+every progress reading of the job's output (cumulative samples, see
+payload.workloads.metrics.Progress) to a `ProbeMonitor`, which keeps
+(elapsed seconds, cumulative samples) points, asks payload.steady whether
+the rate is steady yet, and tells the runner to stop the job when it is, or
+when the probe's time limit is reached. The result carries the monitor's
+record as ``result["probe"]`` (docs/workloads.md, "Probe mode").
+
+The points' clock is the job's own when its lines carry one (GPUBENCH_METRICS
+``seconds``, MLLOG ``time_ms``), else the arrival time of the line; the
+first reading picks it and later readings without that clock are skipped, so
+one probe never mixes two clocks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from payload.events import parse_iso
+from payload.workloads.metrics import Progress
+
+__all__ = ["DEFAULT_TARGET", "MAX_POINTS", "STOPPED_BY", "ProbeMonitor", "overhead_seconds"]
+
+DEFAULT_TARGET = 0.03  # relative half-width of the 95 % interval that counts as steady
+MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every other one is dropped
+CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints
+MIN_READINGS = 10  # no verdict on fewer readings: a handful can agree by chance
+STOPPED_BY = ("steady", "time-limit", "job-ended")
+
+
+def _steady_rate(points, target):
+    from payload.steady import steady_rate  # stdlib only; imported when a probe first asks
+
+    return steady_rate(points, target)
+
+
+class ProbeMonitor:
+    """Readings in, a stop decision and the result's ``probe`` record out. Thread-safe: the job's
+    output pump calls `observe`, the runner's wait loop calls `should_stop`."""
+
+    def __init__(
+        self,
+        limit_seconds: float,
+        target: float = DEFAULT_TARGET,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        estimate: Callable = _steady_rate,
+    ):
+        self.limit_seconds, self.target = float(limit_seconds), float(target)
+        self._clock, self._wall, self._estimate = clock, wall, estimate
+        self._lock = threading.Lock()
+        self.points: list[list[float]] = []
+        self.readings = 0  # every usable reading, kept or thinned out
+        self._stride = 1
+        self.stopped_by: str | None = None
+        self.steady = None  # the last payload.steady.Steady computed
+        self.first_step: dict | None = None  # the first reading: {"samples", "elapsed"}
+        self._clock_kind: str | None = "unset"
+        self._t0 = self._wall0 = None
+        self._last_check = float("-inf")
+        self.elapsed_at_stop: float | None = None
+
+    def start(self) -> None:
+        """The job's timed part starts now: the time limit counts from here."""
+        self._t0, self._wall0 = self._clock(), self._wall()
+
+    def _elapsed(self) -> float:
+        return self._clock() - self._t0 if self._t0 is not None else 0.0
+
+    def _point_time(self, progress: Progress) -> float | None:
+        """Seconds since start() on the probe's one clock, or None for a reading on another clock."""
+        if self._clock_kind == "unset":
+            self._clock_kind = progress.clock
+        if progress.clock != self._clock_kind:
+            return None
+        if progress.clock == "json":
+            return progress.seconds
+        if progress.clock == "mllog":
+            return progress.seconds - (self._wall0 or 0.0)
+        return self._elapsed()
+
+    def observe(self, progress: Progress | None) -> bool:
+        """Record one reading; True when it is the job's first (the caller marks `first_step`)."""
+        if progress is None:
+            return False
+        with self._lock:
+            if self.stopped_by is not None:
+                return False
+            first = self.first_step is None
+            if first:
+                self.first_step = {"samples": progress.samples, "elapsed": round(self._elapsed(), 3)}
+            at = self._point_time(progress)
+            if (
+                at is None
+                or at < 0
+                or progress.samples < 0
+                or (self.points and (at <= self.points[-1][0] or progress.samples < self.points[-1][1]))
+            ):
+                return first
+            self._keep([round(at, 3), progress.samples])
+            self._check()
+            return first
+
+    def _keep(self, point: list[float]) -> None:
+        self.readings += 1
+        if (self.readings - 1) % self._stride:
+            return
+        self.points.append(point)
+        if len(self.points) > MAX_POINTS:
+            self.points = self.points[::2]
+            self._stride *= 2
+
+    def _check(self) -> None:
+        now = self._clock()
+        if self.readings < MIN_READINGS or now - self._last_check < CHECK_EVERY_SECONDS:
+            return
+        self._last_check = now
+        self.steady = self._estimate(self.points, self.target)
+        if self.steady is not None and self.steady.steady:
+            self._stop("steady")
+
+    def _stop(self, reason: str) -> None:
+        self.stopped_by = reason
+        self.elapsed_at_stop = round(self._elapsed(), 3)
+
+    def should_stop(self) -> bool:
+        """Steady already, or the time limit is up: stop the job."""
+        with self._lock:
+            if self.stopped_by is None and self._t0 is not None and self._elapsed() >= self.limit_seconds:
+                self._stop("time-limit")
+            return self.stopped_by is not None
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.stopped_by in ("steady", "time-limit")
+
+    def finish(self) -> None:
+        """The job is over: one that ended by itself is `job-ended`; the estimate covers every point kept."""
+        with self._lock:
+            if self.stopped_by is None:
+                self._stop("job-ended")
+            if self.points:
+                self.steady = self._estimate(self.points, self.target)
+
+    def to_dict(self, overhead: float | None) -> dict:
+        """``result["probe"]``."""
+        return {
+            "limit_seconds": self.limit_seconds,
+            "target": self.target,
+            "stopped_by": self.stopped_by,
+            "elapsed_seconds": self.elapsed_at_stop,
+            "overhead_seconds": overhead,
+            "steady": self.steady.to_dict() if self.steady is not None else None,
+            "clock": self._clock_kind if self._clock_kind != "unset" else None,
+            "readings": self.readings,
+            "points": [list(p) for p in self.points],
+        }
+
+
+def overhead_seconds(timeline: list[dict]) -> float | None:
+    """Seconds from the earliest event (instance launch on a cloud, run start locally) to `first_step`."""
+    first = next((e for e in timeline if e.get("event") == "first_step"), None)
+    if first is None or not timeline:
+        return None
+    earliest = min(parse_iso(e["time"]) for e in timeline)
+    return round(parse_iso(first["time"]) - earliest, 3)
