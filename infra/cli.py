@@ -29,10 +29,11 @@ def _catalog():
     return load_catalog()
 
 
-def cmd_stacks(args) -> int:
+def stacks_command(check: bool) -> int:
+    """`stacks`: write stacks/ from the catalog matrix, or with `check` say what is stale; an exit code."""
     from infra import stacks
 
-    if args.check:
+    if check:
         problems = stacks.check(_catalog())
         for p in problems:
             print(p, file=sys.stderr)
@@ -46,24 +47,40 @@ def cmd_stacks(args) -> int:
     return 0
 
 
-def cmd_preview(args) -> int:
+def preview_command(
+    stack: str | None,
+    *,
+    all_stacks: bool = False,
+    as_json: bool = False,
+    show_user_data: bool = True,
+    results: str | None = None,
+) -> int:
+    """`preview`: print one stack (or every one) rendered under Pulumi's mocks; an exit code."""
     from infra import preview, stacks
 
-    if args.all == bool(args.stack):
+    if all_stacks == bool(stack):
         print("preview needs exactly one of STACK or --all", file=sys.stderr)
         return exitcodes.USAGE
-    names = stacks.stack_names() if args.all else [args.stack]
-    print(
-        preview.run(
-            names,
-            _catalog(),
-            as_json=args.json,
-            single=not args.all,
-            show_user_data=not args.no_user_data,
-            results=getattr(args, "results", None),
-        )
+    names = stacks.stack_names() if all_stacks else [stack]
+    text = preview.run(
+        names, _catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, results=results
     )
+    print(text)
     return 0
+
+
+def cmd_stacks(args) -> int:
+    return stacks_command(args.check)
+
+
+def cmd_preview(args) -> int:
+    return preview_command(
+        args.stack,
+        all_stacks=args.all,
+        as_json=args.json,
+        show_user_data=not args.no_user_data,
+        results=getattr(args, "results", None),
+    )
 
 
 def cmd_pulumi(args) -> int:

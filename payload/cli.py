@@ -74,23 +74,13 @@ def _cmd_flush(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from payload.benchmarks import ParamError, get
+    from payload.benchmarks import ParamError
     from payload.config import ConfigError, resolve
+    from payload.preflight import check_run
 
     try:
         cfg = resolve(args)
-        for name in cfg.benchmark:  # bad --param values fail before anything runs
-            get(name).params({k: v for k, v in cfg.param.items() if k in get(name).defaults})
-        unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
-        if unknown:
-            raise ParamError(
-                f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} "
-                "(see `python -m payload list`)"
-            )
-        if cfg.workload:
-            from payload.workloads import load_spec
-
-            load_spec(cfg.workload)  # a bad spec fails here, naming the field, before anything runs
+        check_run(cfg)
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE

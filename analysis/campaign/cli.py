@@ -76,6 +76,13 @@ def _status_table(statuses) -> str:
     return "\n".join(lines)
 
 
+def _up_text(manifest, launched: int, failed: int) -> str:
+    return (
+        f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
+        f"next: python -m analysis campaign status {manifest.campaign_id} --results {manifest.data['results']}"
+    )
+
+
 def cmd_up(args) -> int:
     from analysis.campaign import commands
 
@@ -88,9 +95,7 @@ def cmd_up(args) -> int:
         work_dir=args.project_dir,
         backend_factory=BACKEND_FACTORY,
     )
-    failed = report.failed + [
-        n for n, e in manifest.stacks.items() if e.get("state") == "launch-failed" and n not in report.failed
-    ]
+    failed = commands.launch_failures(manifest, report)
     if args.json:
         _dump(
             {
@@ -102,11 +107,8 @@ def cmd_up(args) -> int:
             }
         )
     else:
-        print(
-            f"campaign {manifest.campaign_id}: {sum(a in ('launched', 'adopted') for a in report.actions.values())} "
-            f"launched, {len(set(failed))} failed to launch; manifest {manifest.url}"
-        )
-        print(f"next: python -m analysis campaign status {manifest.campaign_id} --results {manifest.data['results']}")
+        launched = sum(a in ("launched", "adopted") for a in report.actions.values())
+        print(_up_text(manifest, launched, len(set(failed))))
     return exitcodes.FAILED if failed else 0
 
 
@@ -174,65 +176,31 @@ def cmd_wait(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from analysis.campaign import commands, schedule
-    from analysis.campaign.manifest import new_campaign_id
+    from analysis.campaign import commands
 
     if args.schedule:
-        sch = schedule.load(args.schedule)
-        stacks, results, conc, poll, timeout, out = (
-            sch.stacks,
-            sch.results,
-            sch.concurrency,
-            sch.poll,
-            sch.timeout,
-            sch.out,
-        )
-        retry = sch.retry_failed
+        done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        stacks, results, conc, poll = args.stacks, _results(args), args.concurrency, args.poll
-        timeout, out, retry = _timeout(args.timeout), args.out, args.retry_failed
-    if not stacks:
-        raise ValueError("name stacks or globs, or pass --schedule FILE")
-    campaign_id = new_campaign_id()
-    manifest, report = commands.up(
-        stacks,
-        results_url=results,
-        campaign_id=campaign_id,
-        concurrency=conc,
-        retry_failed=retry,
-        work_dir=args.project_dir,
-        backend_factory=BACKEND_FACTORY,
-    )
-    manifest, outcome = commands.wait(
-        campaign_id,
-        results_url=results,
-        poll_seconds=poll,
-        timeout=timeout,
-        out_dir=out,
-        work_dir=args.project_dir,
-        backend_factory=BACKEND_FACTORY,
-    )
-    code = _wait_result(manifest, outcome, args.json)
-    return code or (1 if report.failed else 0)
+        done = commands.run(
+            args.stacks,
+            results_url=_results(args),
+            concurrency=args.concurrency,
+            retry_failed=args.retry_failed,
+            poll_seconds=args.poll,
+            timeout=_timeout(args.timeout),
+            out_dir=args.out,
+            work_dir=args.project_dir,
+            backend_factory=BACKEND_FACTORY,
+        )
+    code = _wait_result(done.manifest, done.outcome, args.json)
+    return code or (exitcodes.FAILED if done.launch.failed else 0)
 
 
 def cmd_schedule(args) -> int:
     from analysis.campaign import schedule
     from analysis.campaign.manifest import new_campaign_id
 
-    sch = schedule.load(args.file)
-    doc = {
-        "name": sch.name,
-        "cron": sch.cron,
-        "systemd_oncalendar": schedule.to_oncalendar(sch.cron),
-        "stacks": list(sch.stacks),
-        "results": sch.results,
-        "concurrency": sch.concurrency,
-        "poll_seconds": sch.poll,
-        "timeout_seconds": sch.timeout,
-        "command": f"python -m analysis campaign run --schedule {args.file}",
-        "next_campaign_id_looks_like": new_campaign_id(),
-    }
+    doc = schedule.describe(args.file, new_campaign_id())
     if args.json:
         _dump(doc)
     else:
@@ -254,7 +222,7 @@ def _guarded(func):
         except PulumiMissing as exc:
             print(f"error: campaigns drive stacks through the Pulumi Automation API: {exc}", file=sys.stderr)
             return exitcodes.MISSING
-        except (ManifestError, StorageError) as exc:
+        except (ManifestError, StorageError, ValueError) as exc:  # ValueError: a bad argument or schedule file
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
 

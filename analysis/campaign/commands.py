@@ -3,6 +3,8 @@
     up(patterns, results_url=...)          -> (manifest, LaunchReport)
     status(campaign_id, results_url=...)   -> (manifest, [StackStatus])
     wait(campaign_id, results_url=...)     -> (manifest, WaitOutcome)
+    run(patterns, results_url=...)         -> CampaignRun (up + wait with a new id)
+    run_schedule(path)                     -> CampaignRun (run with a schedule file's options)
 
 Everything that matters is in the bucket's manifest, so each call may run on a
 different machine or after a restart.
@@ -208,3 +210,83 @@ def wait(
     )
     outcome.summary_paths = finish.write_summary(manifest, out, outcome.summary)
     return manifest, outcome
+
+
+def launch_failures(manifest: Manifest, report: LaunchReport) -> list[str]:
+    """Stacks that failed to launch: in this call, or earlier in the campaign (and not retried)."""
+    earlier = [n for n, e in manifest.stacks.items() if e.get("state") == "launch-failed" and n not in report.failed]
+    return report.failed + earlier
+
+
+@dataclass
+class CampaignRun:
+    """`run`: the launch and the wait of one new campaign."""
+
+    manifest: Manifest
+    launch: LaunchReport
+    outcome: WaitOutcome
+
+
+def run(
+    patterns: Sequence[str],
+    *,
+    results_url: str,
+    concurrency: int = 4,
+    retry_failed: bool = False,
+    poll_seconds: float = 60.0,
+    timeout: float | None = None,
+    out_dir: Path | str | None = None,
+    work_dir: Path | None = None,
+    backend_factory: BackendFactory = pulumi_backend,
+    printer: Printer | None = None,
+) -> CampaignRun:
+    """up + wait with a new campaign id: what the schedules call."""
+    if not patterns:
+        raise ValueError("name stacks or globs, or pass --schedule FILE")
+    campaign_id = new_campaign_id()
+    _, launch = up(
+        patterns,
+        results_url=results_url,
+        campaign_id=campaign_id,
+        concurrency=concurrency,
+        retry_failed=retry_failed,
+        work_dir=work_dir,
+        backend_factory=backend_factory,
+        printer=printer,
+    )
+    manifest, outcome = wait(
+        campaign_id,
+        results_url=results_url,
+        poll_seconds=poll_seconds,
+        timeout=timeout,
+        out_dir=Path(out_dir) if out_dir is not None else None,
+        work_dir=work_dir,
+        backend_factory=backend_factory,
+        printer=printer,
+    )
+    return CampaignRun(manifest, launch, outcome)
+
+
+def run_schedule(
+    path: str | Path,
+    *,
+    work_dir: Path | None = None,
+    backend_factory: BackendFactory = pulumi_backend,
+    printer: Printer | None = None,
+) -> CampaignRun:
+    """`run` with the stacks and options of a schedule file (schedules/campaign/)."""
+    from analysis.campaign import schedule
+
+    sch = schedule.load(path)
+    return run(
+        sch.stacks,
+        results_url=sch.results,
+        concurrency=sch.concurrency,
+        retry_failed=sch.retry_failed,
+        poll_seconds=sch.poll,
+        timeout=sch.timeout,
+        out_dir=sch.out,
+        work_dir=work_dir,
+        backend_factory=backend_factory,
+        printer=printer,
+    )

@@ -155,3 +155,21 @@ def load(path: str | Path) -> Schedule:
         retry_failed=bool(doc.get("retry_failed", False)),
         path=str(p),
     )
+
+
+def describe(path: str | Path, now_id: str) -> dict[str, Any]:
+    """What `campaign schedule FILE` shows: the schedule, its systemd OnCalendar= and the command it runs
+    (naming the file as given). `now_id` is a campaign id made now, to show what the next one looks like."""
+    sch = load(path)
+    return {
+        "name": sch.name,
+        "cron": sch.cron,
+        "systemd_oncalendar": to_oncalendar(sch.cron),
+        "stacks": list(sch.stacks),
+        "results": sch.results,
+        "concurrency": sch.concurrency,
+        "poll_seconds": sch.poll,
+        "timeout_seconds": sch.timeout,
+        "command": f"python -m analysis campaign run --schedule {path}",
+        "next_campaign_id_looks_like": now_id,
+    }

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import sys
-import warnings
 
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from payload import exitcodes
@@ -39,63 +38,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _price_or_none(catalog, offering, market, as_of):
-    from analysis.cost import CostError, quote
-    from infra.catalog import NoPrice
-
-    if market not in offering.markets:
-        return None, None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the retired column says it
-            price, hourly, _, _ = quote(catalog, offering.id, market, as_of, None)
-    except (NoPrice, CostError):
-        return None, None
-    return price, hourly
-
-
-def offering_row(catalog, o, as_of) -> dict:
-    price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
-    spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
-    from infra.catalog import CatalogError
-
-    try:
-        billing = catalog.billing_terms(o.id, as_of).describe()
-    except CatalogError as exc:
-        # an offering whose billing rule starts after the date (vast.ai before
-        # 2018): listed, unpriceable on that date, and saying why
-        billing = f"none on {as_of}: {exc}"
-    return {
-        "id": o.id,
-        "provider": o.provider,
-        "kind": o.kind,
-        "instance_type": o.instance_type,
-        "gpu": o.gpu_model,
-        "gpu_count": o.gpu_count,
-        "gpu_memory_gb": o.gpu.memory_gb if o.gpu else None,
-        "compute_capability": o.gpu.compute_capability if o.gpu else None,
-        "vcpus": o.vcpus,
-        "memory_gb": o.memory_gb,
-        "regions": list(o.regions),
-        "zones": list(o.zones),
-        "markets": list(o.markets),
-        "hourly_usd": None if hourly is None else round(hourly, 6),
-        "spot_hourly_usd": None if spot is None else round(spot, 6),
-        "billing": billing,
-        "billing_rule": o.billing,
-        "as_of": price.as_of.isoformat()
-        if price
-        else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
-        "source": price.source if price else (o.specs_source if o.onprem else None),
-        "snapshot": price.snapshot if price else None,
-        "spot_snapshot": spot_price.snapshot if spot_price else None,
-        "retired": o.retired.isoformat() if o.retired else None,
-        "stacks": o.stack_names() if o.is_cloud else [],
-        "image_generation": o.image_generation,
-    }
-
-
 def run(args) -> int:
+    from analysis.offerings import offering_row
     from infra.catalog import load_catalog
 
     catalog = load_catalog()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from datetime import date
 
 from analysis import price_age
+from analysis.offerings import SORTS, find_offers, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from payload import exitcodes
 
@@ -18,8 +17,6 @@ EPILOG = """examples:
   gpubench offers --region us-west-2 --sort gpus --json
 Prices come from the catalog's dated snapshots (source and date in --json); unpriced
 offerings are listed last with `-` (add a price: docs in `gpubench prices --help`)."""
-SORTS = ("price", "gpus", "gpu-memory", "name")
-_GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 
 
 def register(sub) -> None:
@@ -38,46 +35,7 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def parse_gpu(text: str) -> tuple[str, int | None]:
-    match = _GPU.match(text or "")
-    if not match:
-        raise ValueError(f"--gpu {text!r}: expected MODEL or MODEL:COUNT, e.g. T4 or V100:4")
-    count = int(match["count"]) if match["count"] else None
-    if count == 0:
-        raise ValueError(f"--gpu {text!r}: the count must be at least 1")
-    return match["model"], count
-
-
-def select(
-    rows: list[dict], gpu: str | None, spot: bool, max_price: float | None, region: str | None, provider: str | None
-) -> list[dict]:
-    """The filters, as data: each row must pass every one that was given."""
-    model, count = parse_gpu(gpu) if gpu else (None, None)
-    price_key = "spot_hourly_usd" if spot else "hourly_usd"
-    checks = [
-        (model is not None, lambda r: (r["gpu"] or "").lower() == model.lower()),
-        (count is not None, lambda r: r["gpu_count"] == count),
-        (spot, lambda r: "spot" in r["markets"]),
-        (max_price is not None, lambda r: r[price_key] is not None and r[price_key] <= max_price),
-        (region is not None, lambda r: region in r["regions"] or any(z.startswith(region) for z in r["zones"])),
-        (provider is not None, lambda r: r["provider"] == provider),
-    ]
-    return [r for r in rows if all(test(r) for given, test in checks if given)]
-
-
-def order(rows: list[dict], sort: str, spot: bool) -> list[dict]:
-    price_key = "spot_hourly_usd" if spot else "hourly_usd"
-    keys = {
-        "price": lambda r: (r[price_key] is None, r[price_key] or 0.0, r["id"]),
-        "gpus": lambda r: (-(r["gpu_count"] or 0), r[price_key] is None, r[price_key] or 0.0, r["id"]),
-        "gpu-memory": lambda r: (-(r["gpu_memory_gb"] or 0) * (r["gpu_count"] or 0), r["id"]),
-        "name": lambda r: r["id"],
-    }
-    return sorted(rows, key=keys[sort])
-
-
 def run(args) -> int:
-    from analysis.commands.offerings import offering_row
     from infra.catalog import load_catalog
 
     if args.max_price is not None and not args.max_price >= 0:
@@ -87,20 +45,22 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
-    catalog = load_catalog()
-    day = args.as_of or date.today()
-    rows = [offering_row(catalog, o, args.as_of) for o in catalog.offerings() if not o.is_retired_on(day)]
     try:
-        found = order(
-            select(rows, args.gpu, args.spot, args.max_price, args.region, args.provider), args.sort, args.spot
+        found = find_offers(
+            load_catalog(),
+            gpu=args.gpu,
+            spot=args.spot,
+            max_price=args.max_price,
+            region=args.region,
+            provider=args.provider,
+            sort=args.sort,
+            as_of=args.as_of,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
-    price_key = "spot_hourly_usd" if args.spot else "hourly_usd"
-    price_age.report(
-        args, [r["as_of"] for r in found if r[price_key] is not None and r["kind"] not in ("onprem", "local")]
-    )
+    key = price_key(args.spot)
+    price_age.report(args, [r["as_of"] for r in found if r[key] is not None and r["kind"] not in ("onprem", "local")])
     if args.json:
         emit_json(found)
         return exitcodes.OK
@@ -114,15 +74,15 @@ def run(args) -> int:
                 f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none",
                 r["gpu_memory_gb"],
                 r["vcpus"],
-                fmt_usd(r[price_key]),
-                r["as_of"] if r[price_key] is not None else "-",
+                fmt_usd(r[key]),
+                r["as_of"] if r[key] is not None else "-",
                 ", ".join(r["stacks"]) or "(ssh)" if r["kind"] != "local" else "-",
             )
             for r in found
         ),
         ("offering", "gpus", "GB/gpu", "vcpus", "spot $/h" if args.spot else "$/h", "price as of", "stacks"),
     )
-    unpriced = sum(1 for r in found if r[price_key] is None)
+    unpriced = sum(1 for r in found if r[key] is None)
     if unpriced:
         print(f"\n{unpriced} without a catalog price (shown as -): they are never hidden, only unranked")
     return exitcodes.OK

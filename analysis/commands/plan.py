@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timedelta, timezone
 
 from analysis import price_age
 from analysis.output import emit_json, print_table
@@ -36,59 +35,8 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def plan_stack(name: str, catalog, measured=None) -> dict:
-    """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
-    from analysis.cost import cost_of
-    from infra import cloud_init
-    from infra.config import BenchmarkConfig, parse_config
-    from infra.estimate import estimate_costs
-    from infra.launch import payload_env, resolve
-    from infra.stacks import load_config
-
-    cfg = parse_config(load_config(name), name)
-    if not isinstance(cfg, BenchmarkConfig):
-        return {
-            "stack": name,
-            "kind": "results",
-            "offering": None,
-            "market": None,
-            "hourly_usd": None,
-            "price_as_of": None,
-            "max_hours": None,
-            "bound_usd": 0.0,
-            "estimated_cost": [],
-            "what": f"a private results bucket ({cfg.provider}), no instance",
-            "warnings": [],
-            "user_data": None,
-        }
-    launch = resolve(cfg, catalog)
-    bound = None
-    if launch.hourly_usd is not None:
-        bound = cost_of(
-            launch.offering.id, cfg.max_hours * 3600, market=cfg.market, hourly_usd=launch.hourly_usd, catalog=catalog
-        ).cost_usd
-    gpu = f"{launch.offering.gpu_count}x {launch.offering.gpu_model}" if launch.offering.gpu_model else "no GPU"
-    deadline = (datetime.now(timezone.utc) + timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    results = cfg.results or f"<resultsUrl of stack {cfg.results_ref(launch.provider).split(':', 1)[1]}>"
-    env = payload_env(launch, results, deadline)  # the deadline as if launched now
-    return {
-        "stack": name,
-        "kind": "benchmark",
-        "offering": launch.offering.id,
-        "market": cfg.market,
-        "hourly_usd": launch.hourly_usd,
-        "price_as_of": launch.price.as_of.isoformat() if launch.price is not None else None,
-        "max_hours": cfg.max_hours,
-        "bound_usd": bound,
-        "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
-        "what": f"1 instance ({gpu}) running {', '.join(cfg.suite)}",
-        "warnings": list(launch.warnings),
-        "user_data": cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env)),
-    }
-
-
 def run(args) -> int:
-    from infra.catalog import load_catalog
+    from analysis.planning import plan_stacks
     from infra.stacks import stack_names
 
     names = stack_names() if args.all else stacks_of(args)
@@ -99,15 +47,9 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
-    catalog = load_catalog()
-    from infra.estimate import read_results
-
-    results = read_results(args.results or "report")  # collect's default --out
-    plans = [plan_stack(n, catalog, results) for n in names]
-    price_age.report(args, [p["price_as_of"] for p in plans])
-    priced = [p["bound_usd"] for p in plans if p["bound_usd"] is not None]
-    unpriced = [p["stack"] for p in plans if p["bound_usd"] is None]
-    total = {"bound_usd": round(sum(priced), 6), "stacks": len(plans), "unpriced": unpriced}
+    outcome = plan_stacks(names, results=args.results)
+    price_age.report(args, outcome.price_dates)
+    plans, total, unpriced = outcome.plans, outcome.total, outcome.unpriced
     if args.json:
         emit_json(
             {

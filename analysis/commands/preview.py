@@ -16,10 +16,15 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from infra.cli import cmd_preview
+    from infra.cli import preview_command
     from payload.extras import require
 
     require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")
     names = stacks_of(args)
-    args.stack = names[0] if names else None
-    return cmd_preview(args)
+    return preview_command(
+        names[0] if names else None,
+        all_stacks=args.all,
+        as_json=args.json,
+        show_user_data=not args.no_user_data,
+        results=args.results,
+    )

@@ -22,6 +22,6 @@ def run(args) -> int:
         else:
             print("\n".join(names))
         return 0
-    from infra.cli import cmd_stacks
+    from infra.cli import stacks_command
 
-    return cmd_stacks(args)
+    return stacks_command(args.check)

@@ -51,7 +51,7 @@ def run(args) -> int:
         return exitcodes.MISSING
     extra = [a for a in args.extra if a != "--"]
     if args.pulumi_command == "up":
-        from analysis.commands.plan import plan_stack
+        from analysis.planning import plan_stack
         from infra.catalog import load_catalog
 
         plan = plan_stack(stack, load_catalog())

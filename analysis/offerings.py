@@ -1,0 +1,133 @@
+"""The catalog's offerings as rows (price, spot price, billing rule, sources and dates) and the
+`offers` filters and orders over them. `gpubench offerings` and `gpubench offers` print these;
+anything that needs "what can I rent" calls them."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from datetime import date
+from typing import Any
+
+SORTS = ("price", "gpus", "gpu-memory", "name")
+_GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
+
+
+def _price_or_none(catalog, offering, market, as_of):
+    from analysis.cost import CostError, quote
+    from infra.catalog import NoPrice
+
+    if market not in offering.markets:
+        return None, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the retired column says it
+            price, hourly, _, _ = quote(catalog, offering.id, market, as_of, None)
+    except (NoPrice, CostError):
+        return None, None
+    return price, hourly
+
+
+def offering_row(catalog, o, as_of) -> dict:
+    price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
+    spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
+    from infra.catalog import CatalogError
+
+    try:
+        billing = catalog.billing_terms(o.id, as_of).describe()
+    except CatalogError as exc:
+        # an offering whose billing rule starts after the date (vast.ai before
+        # 2018): listed, unpriceable on that date, and saying why
+        billing = f"none on {as_of}: {exc}"
+    return {
+        "id": o.id,
+        "provider": o.provider,
+        "kind": o.kind,
+        "instance_type": o.instance_type,
+        "gpu": o.gpu_model,
+        "gpu_count": o.gpu_count,
+        "gpu_memory_gb": o.gpu.memory_gb if o.gpu else None,
+        "compute_capability": o.gpu.compute_capability if o.gpu else None,
+        "vcpus": o.vcpus,
+        "memory_gb": o.memory_gb,
+        "regions": list(o.regions),
+        "zones": list(o.zones),
+        "markets": list(o.markets),
+        "hourly_usd": None if hourly is None else round(hourly, 6),
+        "spot_hourly_usd": None if spot is None else round(spot, 6),
+        "billing": billing,
+        "billing_rule": o.billing,
+        "as_of": price.as_of.isoformat()
+        if price
+        else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
+        "source": price.source if price else (o.specs_source if o.onprem else None),
+        "snapshot": price.snapshot if price else None,
+        "spot_snapshot": spot_price.snapshot if spot_price else None,
+        "retired": o.retired.isoformat() if o.retired else None,
+        "stacks": o.stack_names() if o.is_cloud else [],
+        "image_generation": o.image_generation,
+    }
+
+
+def parse_gpu(text: str) -> tuple[str, int | None]:
+    match = _GPU.match(text or "")
+    if not match:
+        raise ValueError(f"--gpu {text!r}: expected MODEL or MODEL:COUNT, e.g. T4 or V100:4")
+    count = int(match["count"]) if match["count"] else None
+    if count == 0:
+        raise ValueError(f"--gpu {text!r}: the count must be at least 1")
+    return match["model"], count
+
+
+def select(
+    rows: list[dict], gpu: str | None, spot: bool, max_price: float | None, region: str | None, provider: str | None
+) -> list[dict]:
+    """The filters, as data: each row must pass every one that was given."""
+    model, count = parse_gpu(gpu) if gpu else (None, None)
+    price_key = "spot_hourly_usd" if spot else "hourly_usd"
+    checks = [
+        (model is not None, lambda r: (r["gpu"] or "").lower() == model.lower()),
+        (count is not None, lambda r: r["gpu_count"] == count),
+        (spot, lambda r: "spot" in r["markets"]),
+        (max_price is not None, lambda r: r[price_key] is not None and r[price_key] <= max_price),
+        (region is not None, lambda r: region in r["regions"] or any(z.startswith(region) for z in r["zones"])),
+        (provider is not None, lambda r: r["provider"] == provider),
+    ]
+    return [r for r in rows if all(test(r) for given, test in checks if given)]
+
+
+def order(rows: list[dict], sort: str, spot: bool) -> list[dict]:
+    price_key = "spot_hourly_usd" if spot else "hourly_usd"
+    keys = {
+        "price": lambda r: (r[price_key] is None, r[price_key] or 0.0, r["id"]),
+        "gpus": lambda r: (-(r["gpu_count"] or 0), r[price_key] is None, r[price_key] or 0.0, r["id"]),
+        "gpu-memory": lambda r: (-(r["gpu_memory_gb"] or 0) * (r["gpu_count"] or 0), r["id"]),
+        "name": lambda r: r["id"],
+    }
+    return sorted(rows, key=keys[sort])
+
+
+def price_key(spot: bool) -> str:
+    """The row's price column for a market: spot or on-demand."""
+    return "spot_hourly_usd" if spot else "hourly_usd"
+
+
+def find_offers(
+    catalog: Any,
+    *,
+    gpu: str | None = None,
+    spot: bool = False,
+    max_price: float | None = None,
+    region: str | None = None,
+    provider: str | None = None,
+    sort: str = "price",
+    as_of: date | None = None,
+) -> list[dict]:
+    """Offerings not retired on `as_of` (default today) that pass every filter given, in `sort` order.
+
+    ValueError names a bad --gpu or --max-price."""
+    if max_price is not None and not max_price >= 0:
+        raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
+    day = as_of or date.today()
+    rows = [offering_row(catalog, o, as_of) for o in catalog.offerings() if not o.is_retired_on(day)]
+    return order(select(rows, gpu, spot, max_price, region, provider), sort, spot)

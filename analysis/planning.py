@@ -1,0 +1,92 @@
+"""What `gpubench up` would launch for a stack and the most it can cost: the catalog and the
+stack files only (no Pulumi, no cloud call). `gpubench plan` prints it; `up` shows it before
+asking; anything that launches can call it for its cost bound."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+
+def plan_stack(name: str, catalog, measured=None) -> dict:
+    """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
+    from analysis.cost import cost_of
+    from infra import cloud_init
+    from infra.config import BenchmarkConfig, parse_config
+    from infra.estimate import estimate_costs
+    from infra.launch import payload_env, resolve
+    from infra.stacks import load_config
+
+    cfg = parse_config(load_config(name), name)
+    if not isinstance(cfg, BenchmarkConfig):
+        return {
+            "stack": name,
+            "kind": "results",
+            "offering": None,
+            "market": None,
+            "hourly_usd": None,
+            "price_as_of": None,
+            "max_hours": None,
+            "bound_usd": 0.0,
+            "estimated_cost": [],
+            "what": f"a private results bucket ({cfg.provider}), no instance",
+            "warnings": [],
+            "user_data": None,
+        }
+    launch = resolve(cfg, catalog)
+    bound = None
+    if launch.hourly_usd is not None:
+        bound = cost_of(
+            launch.offering.id, cfg.max_hours * 3600, market=cfg.market, hourly_usd=launch.hourly_usd, catalog=catalog
+        ).cost_usd
+    gpu = f"{launch.offering.gpu_count}x {launch.offering.gpu_model}" if launch.offering.gpu_model else "no GPU"
+    deadline = (datetime.now(timezone.utc) + timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    results = cfg.results or f"<resultsUrl of stack {cfg.results_ref(launch.provider).split(':', 1)[1]}>"
+    env = payload_env(launch, results, deadline)  # the deadline as if launched now
+    return {
+        "stack": name,
+        "kind": "benchmark",
+        "offering": launch.offering.id,
+        "market": cfg.market,
+        "hourly_usd": launch.hourly_usd,
+        "price_as_of": launch.price.as_of.isoformat() if launch.price is not None else None,
+        "max_hours": cfg.max_hours,
+        "bound_usd": bound,
+        "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
+        "what": f"1 instance ({gpu}) running {', '.join(cfg.suite)}",
+        "warnings": list(launch.warnings),
+        "user_data": cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env)),
+    }
+
+
+@dataclass
+class PlanOutcome:
+    """Every stack's plan and the total bound (stacks without a catalog price are listed, not summed)."""
+
+    plans: list[dict[str, Any]]
+
+    @property
+    def unpriced(self) -> list[str]:
+        return [p["stack"] for p in self.plans if p["bound_usd"] is None]
+
+    @property
+    def total(self) -> dict[str, Any]:
+        priced = [p["bound_usd"] for p in self.plans if p["bound_usd"] is not None]
+        return {"bound_usd": round(sum(priced), 6), "stacks": len(self.plans), "unpriced": self.unpriced}
+
+    @property
+    def price_dates(self) -> list[Any]:
+        return [p["price_as_of"] for p in self.plans]
+
+
+def plan_stacks(names: Sequence[str], *, results: str | None = None, catalog: Any = None) -> PlanOutcome:
+    """The plans of `names`, each estimate measured from the results table at `results`
+    (a results.parquet/.csv or its directory; default report/, where collect writes)."""
+    from infra.catalog import load_catalog
+    from infra.estimate import read_results
+
+    catalog = catalog or load_catalog()
+    measured = read_results(results or "report")  # collect's default --out
+    return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

@@ -1,0 +1,69 @@
+"""Is this machine ready? The Pulumi CLI, each cloud's credentials, the installed extras and
+whether results buckets answer. Reads only; changes nothing. `gpubench check` prints these;
+a command about to launch can call them to stop early with the fix."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+EXTRAS = {  # extra -> (what it is for, modules it brings)
+    "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
+    "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
+    "analysis": ("collect, report, teardown, sweep, prices", ("pandas", "pyarrow", "matplotlib", "jsonschema_rs")),
+    "tf": ("the built-in TensorFlow benchmarks", ("tensorflow",)),
+}
+
+
+def pulumi_check() -> dict:
+    exe = shutil.which("pulumi")
+    if exe is None:
+        return {
+            "check": "pulumi CLI",
+            "ok": False,
+            "detail": "not on PATH: `curl -fsSL https://get.pulumi.com | sh` "
+            "(only up/destroy/refresh/teardown/campaign need it)",
+        }
+    try:
+        version = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"check": "pulumi CLI", "ok": False, "detail": f"{exe} does not run: {exc}"}
+    return {"check": "pulumi CLI", "ok": True, "detail": f"{exe} {version}"}
+
+
+def extras_checks() -> list[dict]:
+    from payload.extras import installed
+
+    out = []
+    for extra, (purpose, modules) in EXTRAS.items():
+        missing = [m for m in modules if not installed(m)]
+        detail = purpose if not missing else f"missing {', '.join(missing)}: pip install 'gpubench[{extra}]'"
+        out.append({"check": f"extra [{extra}]", "ok": not missing, "detail": detail})
+    return out
+
+
+def credential_checks() -> list[dict]:
+    from infra import clouds
+
+    return [{"check": f"{c.NAME} credentials", **c.credentials_status()} for c in clouds.all_clouds()]
+
+
+def bucket_check(url: str) -> dict:
+    from payload.extras import MissingExtra
+
+    try:
+        from payload.storage import StorageError, open_store
+
+        store = open_store(url)
+        next(iter(store.list("runs/")), None)
+    except MissingExtra as exc:
+        return {"check": f"bucket {url}", "ok": False, "detail": str(exc)}
+    except (StorageError, ImportError, ValueError, OSError) as exc:
+        return {"check": f"bucket {url}", "ok": False, "detail": f"does not answer: {exc}"}
+    return {"check": f"bucket {url}", "ok": True, "detail": "lists runs/"}
+
+
+def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:
+    """Every check, each {"check", "ok", "detail"}: the Pulumi CLI, credentials, extras, then each bucket."""
+    return [pulumi_check(), *credential_checks(), *extras_checks(), *(bucket_check(u) for u in results_urls)]
