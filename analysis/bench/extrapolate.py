@@ -140,8 +140,10 @@ def _notes(
     """What a reader must know to trust (or not) the figures."""
     notes = []
     if not steady.steady:
+        width = steady.rel_halfwidth
+        spread = f"+/-{width:.1%}" if isinstance(width, (int, float)) and math.isfinite(width) else "unbounded"
         notes.append(
-            f"throughput was not steady by the end of the probe (95% interval +/-{steady.rel_halfwidth:.1%}, "
+            f"throughput was not steady by the end of the probe (95% interval {spread}, "
             f"{steady.windows} windows): a longer probe narrows it"
         )
     if steady.low <= 0:

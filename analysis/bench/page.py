@@ -64,6 +64,7 @@ def page_context(doc: dict) -> dict:
     probe_total = doc.get("probe_total_usd")
     return {
         "task": _task_text(doc.get("task")),
+        "work": f"{doc['work_samples']:,.0f} samples" if _finite(doc.get("work_samples")) else None,
         "generated": doc.get("generated") or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "sentence": answer.get("sentence") or "No answer was computed.",
         "chart": chart,

@@ -7,9 +7,9 @@ the cost/time Pareto frontier, every candidate in rank order, the ones without
 an estimate with the reason, and a sentence that names the offering, its hours
 and its cost with their intervals.
 
-Ordering is stable: cost, then time, then offering and name. Two costs within
-half a cent (or two times within a second) tie; the sentence says what broke
-the tie, and names candidates whose intervals overlap the pick's, which a
+Ordering is stable: cost in cents, then time in seconds, then offering and
+name. Two costs that read the same to the cent (or two times to the second)
+tie; the sentence says what broke the tie, and names candidates whose intervals overlap the pick's, which a
 longer probe could reorder.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
-USD_TIE = 0.005  # half a cent: costs shown the same are the same
-HOURS_TIE = 1.0 / 3600  # one second
+USD_TIE = 0.01  # costs are compared in whole cents, as shown
+HOURS_TIE = 1.0 / 3600  # and times in whole seconds
 MAX_CLOSE_NAMED = 3
 PICK_FIELDS = (
     "offering",
@@ -102,21 +102,35 @@ def _labels(rows: list[dict]) -> dict[int, str]:
     return {id(rows[i]): text + (f" [{rows[i].get('name')}]" if counts[text] > 1 else "") for i, text in plain.items()}
 
 
+def _cents(r: dict) -> int:
+    """Cost as shown: costs that read the same tie."""
+    return round(r["est_usd"] * 100)
+
+
+def _seconds(r: dict) -> int:
+    """Time to the second: times within it tie."""
+    return round(r["est_hours"] * 3600)
+
+
+def _names(r: dict) -> tuple[str, str]:
+    return (str(r["offering"]), str(r.get("name") or ""))
+
+
 def _by_cost(r: dict) -> tuple:
-    return (r["est_usd"], r["est_hours"], str(r["offering"]), str(r.get("name") or ""))
+    return (_cents(r), _seconds(r), *_names(r))
 
 
 def _by_time(r: dict) -> tuple:
-    cost = _num(r.get("est_usd"))
-    return (r["est_hours"], math.inf if cost is None else cost, str(r["offering"]), str(r.get("name") or ""))
+    cost = math.inf if _num(r.get("est_usd")) is None else _cents(r)
+    return (_seconds(r), cost, *_names(r))
 
 
 def _fits_deadline(r: dict, hours: float) -> bool:
-    return r["est_hours"] <= hours + HOURS_TIE / 2
+    return _seconds(r) <= round(hours * 3600)
 
 
 def _fits_budget(r: dict, limit: float) -> bool:
-    return r["est_usd"] <= limit + USD_TIE / 2
+    return _cents(r) <= round(limit * 100)
 
 
 def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
@@ -126,14 +140,12 @@ def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
 
 
 def _frontier(priced: list[dict]) -> list[dict]:
-    """Rows no other row beats on both time and cost, fastest first."""
-    front = []
+    """Rows no other row beats on both time and cost (as shown), fastest first."""
+    front: list[dict] = []
     for r in sorted(priced, key=_by_time):
-        if not front or r["est_usd"] < front[-1]["est_usd"] - USD_TIE / 2:
+        if not front or _cents(r) < _cents(front[-1]):
             front.append(r)
-        elif math.isclose(r["est_usd"], front[-1]["est_usd"], abs_tol=USD_TIE / 2) and math.isclose(
-            r["est_hours"], front[-1]["est_hours"], abs_tol=HOURS_TIE / 2
-        ):
+        elif (_cents(r), _seconds(r)) == (_cents(front[-1]), _seconds(front[-1])):
             front.append(r)  # the same point twice: neither beats the other
     return front
 
@@ -247,9 +259,9 @@ def _headline(priced, picks, labels, limits) -> list[str]:
 def _interval_caveats(r: dict, deadline: float | None, budget: float | None) -> list[str]:
     """When the pick meets a limit on its estimate but not across its interval."""
     out = []
-    if deadline is not None and _bound(r, "est_hours_high") > deadline + HOURS_TIE / 2:
+    if deadline is not None and _bound(r, "est_hours_high") > deadline + HOURS_TIE:
         out.append(f"its interval reaches past the {duration(deadline)} deadline")
-    if budget is not None and _bound(r, "est_usd_high") > budget + USD_TIE / 2:
+    if budget is not None and _bound(r, "est_usd_high") > budget + USD_TIE:
         out.append(f"its interval reaches past the {usd(budget)} budget")
     return out
 
@@ -258,30 +270,39 @@ def _ties_text(priced, timed, picks, labels) -> str:
     """Exact ties (what broke them) and overlapping intervals (a longer probe may reorder)."""
     cheapest, fastest = picks["cheapest"], picks["fastest"]
     text = ""
-    tied = [r for r in priced[1:] if math.isclose(r["est_usd"], cheapest["est_usd"], abs_tol=USD_TIE)]
+    tied = [r for r in priced[1:] if _cents(r) == _cents(cheapest)]
     if tied:
         names = ", ".join(labels[id(r)] for r in tied)
-        faster = all(cheapest["est_hours"] < r["est_hours"] - HOURS_TIE / 2 for r in tied)
-        rule = "it is faster" if faster else "of equal time, the first by name"
-        text += (
-            f" {labels[id(cheapest)]} ties on cost with {names} at {usd(cheapest['est_usd'])}; it is named as {rule}."
+        faster = all(_seconds(cheapest) < _seconds(r) for r in tied)
+        rule = "it is faster" if faster else "they also take the same time, so the first by name is named"
+        text += f" {labels[id(cheapest)]} ties on cost with {names} at {usd(cheapest['est_usd'])}; " + (
+            f"{labels[id(cheapest)]} is named because {rule}." if faster else f"{rule}."
         )
     close = [
         r
         for r in priced[1:]
-        if not any(r is t for t in tied) and _bound(r, "est_usd_low") <= _bound(cheapest, "est_usd_high") + USD_TIE / 2
+        if not any(r is t for t in tied) and _bound(r, "est_usd_low") <= _bound(cheapest, "est_usd_high")
     ]
     if close:
         names = ", ".join(labels[id(r)] for r in close[:MAX_CLOSE_NAMED]) + (
             f" and {len(close) - MAX_CLOSE_NAMED} more" if len(close) > MAX_CLOSE_NAMED else ""
         )
-        text += f" Too close to call on cost: {names} overlap the cheapest's interval; a longer probe may reorder them."
-    timed_ties = [r for r in timed if r is not fastest and abs(r["est_hours"] - fastest["est_hours"]) <= HOURS_TIE]
+        text += (
+            f" Too close to call on cost: the cost intervals of {names} overlap the cheapest's; "
+            "a longer probe may reorder them."
+        )
+    already = tied if fastest is cheapest else []  # a full tie is explained once
+    timed_ties = [
+        r for r in timed if r is not fastest and _seconds(r) == _seconds(fastest) and not any(r is t for t in already)
+    ]
     if timed_ties:
         names = ", ".join(labels[id(r)] for r in timed_ties)
-        cheaper = all(_by_time(fastest)[1] < _by_time(r)[1] - USD_TIE / 2 for r in timed_ties)
-        rule = "it is cheaper" if cheaper else "of equal cost, the first by name"
-        text += f" {labels[id(fastest)]} ties on time with {names}; it is named as {rule}."
+        cheaper = all(_by_time(fastest)[1] < _by_time(r)[1] for r in timed_ties)
+        text += f" {labels[id(fastest)]} ties on time with {names}; " + (
+            f"{labels[id(fastest)]} is named because it is cheaper."
+            if cheaper
+            else "they also cost the same, so the first by name is named."
+        )
     return text
 
 

@@ -7,6 +7,8 @@ import json
 from datetime import date
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis.bench.extrapolate import JobEstimate, estimate_job, probe_bound_usd
 from analysis.cost import CostError
@@ -247,3 +249,31 @@ def test_probe_bound_minimum():
 def test_probe_bound_rejects_a_zero_probe():
     with pytest.raises(CostError, match="probe_seconds"):
         probe_bound_usd(terms=PER_SECOND, hourly_usd=3.0, probe_seconds=0, boot_allowance_seconds=600)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    overhead=st.floats(0, 1e5),
+    work=st.floats(1, 1e9),
+    rate=st.floats(0.1, 1e5),
+    spread=st.tuples(st.floats(0.0, 0.99), st.floats(0.0, 5.0)),
+    terms=st.sampled_from([PER_SECOND, PER_SECOND_MIN_MINUTE, PER_MINUTE_MIN_TEN, PER_HOUR, MONTHLY, AMORTISED]),
+    hourly=st.floats(0, 100),
+)
+def test_bounds_are_ordered_and_billing_never_undercharges(overhead, work, rate, spread, terms, hourly):
+    low, high = rate * (1 - spread[0]), rate * (1 + spread[1])
+    est = estimate_job(
+        overhead_seconds=overhead, work_samples=work, steady=_steady(rate, low, high), terms=terms, hourly_usd=hourly
+    )
+    assert est.hours_low <= est.hours <= est.hours_high
+    assert est.usd_low <= est.usd <= est.usd_high
+    assert est.billed_hours >= est.hours * (1 - 1e-12)
+    assert est.usd == pytest.approx(hourly * est.billed_hours)
+
+
+def test_steady_read_back_from_json_is_accepted():
+    # result.json stores Steady.to_dict(): a non-finite half-width comes back as None
+    wide = _steady(100.0, 80.0, 125.0, steady=False)
+    restored = Steady(**(wide.to_dict() | {"rel_halfwidth": None}))
+    est = estimate_job(**(JOB | {"steady": restored}), terms=PER_SECOND, hourly_usd=2.0)
+    assert any("interval unbounded" in n for n in est.notes)

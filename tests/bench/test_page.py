@@ -48,7 +48,13 @@ def candidate(i: int, hours: float, cost: float | None, **extra) -> dict:
 def document(rows: list[dict], **limits) -> dict:
     limits = {"deadline_hours": None, "budget_usd": None} | limits
     total = sum(r.get("probe_usd") or 0 for r in rows)
-    return {"task": "train.yaml", "candidates": rows, "answer": answer(rows, **limits), "probe_total_usd": total}
+    return {
+        "task": "train.yaml",
+        "work_samples": 1_000_000,
+        "candidates": rows,
+        "answer": answer(rows, **limits),
+        "probe_total_usd": total,
+    }
 
 
 class _Parsed(HTMLParser):
@@ -91,6 +97,7 @@ def test_one_candidate(tmp_path):
     assert _png(parsed).startswith(b"\x89PNG")
     assert "3.00 (2.85-3.15) h" in text and "6.00 (5.70-6.30)" in text
     assert "script" not in parsed.tags
+    assert "Task train.yaml (1,000,000 samples in the whole job)." in text
 
 
 def test_fourteen_candidates_numbered_in_rank_order(tmp_path):

@@ -175,8 +175,8 @@ def test_cost_tie_broken_by_time_and_explained():
     a = answer([SLOW, quicker], deadline_hours=None, budget_usd=None)
     assert a["cheapest"]["offering"] == "gcp/n1-standard-4+1xt4"
     assert (
-        "gcp/n1-standard-4+1xt4 ties on cost with aws/g4dn.xlarge at USD 4.00; it is named as it is faster."
-        in (a["sentence"])
+        "gcp/n1-standard-4+1xt4 ties on cost with aws/g4dn.xlarge at USD 4.00; "
+        "gcp/n1-standard-4+1xt4 is named because it is faster." in a["sentence"]
     )
 
 
@@ -185,15 +185,16 @@ def test_full_tie_broken_by_name_and_explained():
     a = answer([twin, SLOW], deadline_hours=None, budget_usd=None)
     assert a["cheapest"]["offering"] == "aws/g4dn.xlarge"
     assert (
-        "ties on cost with aws/g6.xlarge at USD 4.00; it is named as of equal time, the first by name." in a["sentence"]
+        "aws/g4dn.xlarge ties on cost with aws/g6.xlarge at USD 4.00; "
+        "they also take the same time, so the first by name is named." in a["sentence"]
     )
-    assert "aws/g4dn.xlarge ties on time with aws/g6.xlarge" in a["sentence"]
+    assert "ties on time" not in a["sentence"]  # said once, as a full tie
 
 
 def test_overlapping_intervals_are_too_close_to_call():
     near = row("aws/g6.xlarge", 9.0, 4.2)  # 3.78..4.62 overlaps 3.60..4.40
     a = answer([SLOW, near, FAST], deadline_hours=None, budget_usd=None)
-    assert "Too close to call on cost: aws/g6.xlarge overlap the cheapest's interval" in a["sentence"]
+    assert "Too close to call on cost: the cost intervals of aws/g6.xlarge overlap the cheapest's" in a["sentence"]
     apart = answer([SLOW, FAST], deadline_hours=None, budget_usd=None)
     assert "Too close to call" not in apart["sentence"]
 
@@ -232,3 +233,23 @@ def test_bad_limits(kwargs, message):
 def test_row_without_offering():
     with pytest.raises(ValueError, match="candidate 1 has no 'offering'"):
         answer([SLOW, {"name": "x"}], deadline_hours=None, budget_usd=None)
+
+
+def test_a_cost_tie_to_the_cent_is_broken_by_time_not_by_a_fraction_of_a_cent():
+    # 4.001 and 4.004 both read USD 4.00: the faster one wins, though a tenth of a cent dearer
+    slower = row("aws/g4dn.xlarge", 10.0, 4.001)
+    faster = row("aws/g6.xlarge", 9.0, 4.004)
+    a = answer([slower, faster], deadline_hours=None, budget_usd=None)
+    assert a["cheapest"]["offering"] == "aws/g6.xlarge"
+    assert "aws/g6.xlarge is named because it is faster." in a["sentence"]
+    assert [f["offering"] for f in a["frontier"]] == ["aws/g6.xlarge"]
+
+
+def test_fastest_tie_broken_by_cost():
+    dear = row("aws/p4d.24xlarge", 2.0, 30.0)
+    a = answer([dear, FAST], deadline_hours=None, budget_usd=None)
+    assert a["fastest"]["offering"] == "gcp/a2-highgpu-1g"
+    assert (
+        "gcp/a2-highgpu-1g ties on time with aws/p4d.24xlarge; gcp/a2-highgpu-1g is named because it is cheaper."
+        in (a["sentence"])
+    )

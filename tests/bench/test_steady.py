@@ -7,6 +7,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from payload.steady import Steady, mser5_cut, steady_rate, t_quantile
 
@@ -221,3 +223,23 @@ def test_linear_in_the_number_of_points():
     began = time.perf_counter()
     result = steady_rate(points)
     assert result is not None and time.perf_counter() - began < 2.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 100.0), st.floats(0.0, 1e6)),
+        min_size=2,
+        max_size=120,
+    ),
+    st.floats(0.0, 1e4),
+)
+def test_rate_lies_within_the_readings_and_the_interval_holds_it(intervals, start):
+    points = _cumulative(intervals, start=(start, 0.0))
+    result = steady_rate(points)
+    rates = [ds / dt for dt, ds in intervals]
+    assert min(rates) * (1 - 1e-9) <= result.samples_per_second <= max(rates) * (1 + 1e-9)
+    assert 0 <= result.low <= result.samples_per_second * (1 + 1e-12) <= result.high * (1 + 1e-12)
+    span = points[-1][0] - points[0][0]
+    assert 0 <= result.warmup_seconds <= span / 2 + 1e-9 * span
+    assert 2 <= result.windows <= len(intervals)
