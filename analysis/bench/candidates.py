@@ -75,6 +75,11 @@ def _today(as_of: date | None) -> date:
     return as_of or datetime.now(timezone.utc).date()
 
 
+def _where(task: Any, field: str) -> str:
+    """How messages name a task file's field (a bare --gpus run may have no task)."""
+    return f"{getattr(task, 'path', None) or 'the task file'}: field {field!r}"
+
+
 def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
     from payload.workloads.spec import parse_accelerators
@@ -85,7 +90,7 @@ def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
         except ValueError as exc:
             raise CandidateError(f"--gpus {gpus!r}: {exc}") from None
     resources = getattr(task, "resources", None)
-    where = f"{task.path}: field 'resources.accelerators'"
+    where = _where(task, "resources.accelerators")
     if resources is None or not resources.accelerators:
         raise CandidateError(
             f"{where}: the task names no GPUs to compare; add `resources: {{accelerators: [T4:1, L4:1]}}` "
@@ -205,6 +210,14 @@ def _match(
     return order(priced, "price", spot), None
 
 
+def _ssh_hint(catalog: Catalog, gpu: str, count: int) -> str:
+    """Machines with that GPU that no Pulumi program launches: reachable over SSH instead."""
+    boxes = [o.id for o in catalog.offerings(gpu=gpu) if not _launchable(o) and o.gpu_count == count]
+    if not boxes:
+        return ""
+    return f"; over SSH instead: {', '.join(boxes)} (add an SSH stack, docs/ssh.md, and pass --hosts)"
+
+
 def _listing(rows: list[dict], key: str) -> str:
     values = [v for r in rows for v in (r[key] if isinstance(r[key], list) else [r[key]])]
     return ", ".join(dict.fromkeys(values)) or "none"
@@ -251,7 +264,7 @@ def cloud_candidates(
     asks, where = _asks(task, gpus)
     resources = getattr(task, "resources", None)
     spot = bool(getattr(resources, "spot", False)) if spot is None else spot
-    _check_providers(catalog, getattr(resources, "providers", None), f"{task.path}: field 'resources.providers'")
+    _check_providers(catalog, getattr(resources, "providers", None), _where(task, "resources.providers"))
     day = _today(as_of)
     launchable = [o for o in catalog.offerings() if _launchable(o)]
     retired = [o for o in launchable if o.is_retired_on(day)]
@@ -263,7 +276,7 @@ def cloud_candidates(
         label = f"{gpu}:{ask.count}"
         ranked, reason = _match(rows, retired, ask, gpu, spot, resources)
         if not ranked:
-            unmatched.append({"ask": label, "reason": reason})
+            unmatched.append({"ask": label, "reason": reason + _ssh_hint(catalog, gpu, ask.count)})
             continue
         passed_over = [
             f"{o.id} (retired {o.retired})" for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count

@@ -145,6 +145,8 @@ def make_plan(
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
     """Refuse to start when the probes alone could cost more than the budget."""
+    if budget_usd is not None and not budget_usd >= 0:
+        raise ValueError(f"--budget {budget_usd}: give US dollars >= 0, e.g. --budget 20")
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)

@@ -2,8 +2,10 @@
 
 Runs on any Keras 3 backend (KERAS_BACKEND=tensorflow|jax|torch, set in the
 spec's env). Reads MNIST from Keras' download, or generates digit-shaped
-random data with DATA=synthetic (no network: tests and smoke runs). Prints
-one GPUBENCH_METRICS line at the end (docs/workloads.md).
+random data with DATA=synthetic (no network: tests and smoke runs). Prints a
+GPUBENCH_METRICS progress line every METRICS_EVERY seconds (default 2) with
+the samples and training seconds so far, so `gpubench bench` can probe it,
+and the totals at the end (docs/workloads.md).
 """
 
 from __future__ import annotations
@@ -30,23 +32,34 @@ def load(synthetic: bool, samples: int):
     return (x[:samples], y[:samples]), (xt, yt)
 
 
-class Timer:
-    """Keras callback: training seconds without the per-epoch validation."""
+def progress(samples: int, seconds: float) -> None:
+    """A progress line: cumulative training samples and seconds (what a probe reads)."""
+    print("GPUBENCH_METRICS " + json.dumps({"samples": samples, "seconds": round(seconds, 3)}), flush=True)
 
-    def __init__(self):
+
+class Timer:
+    """Keras callback: training seconds without the per-epoch validation, and progress lines."""
+
+    def __init__(self, samples_per_epoch: int, batch: int, every: float):
         import keras
 
         class _Cb(keras.callbacks.Callback):
             def on_epoch_begin(cb, epoch, logs=None):
                 cb.t0 = time.perf_counter()
 
-            def on_train_batch_end(cb, batch, logs=None):
+            def on_train_batch_end(cb, batch_index, logs=None):
                 cb.last = time.perf_counter()
+                if cb.last - self.printed >= every:
+                    self.printed = cb.last
+                    done = self.samples + min((batch_index + 1) * batch, samples_per_epoch)
+                    progress(done, self.seconds + cb.last - cb.t0)
 
             def on_epoch_end(cb, epoch, logs=None):
                 self.seconds += cb.last - cb.t0
+                self.samples += samples_per_epoch
+                progress(self.samples, self.seconds)
 
-        self.seconds = 0.0
+        self.seconds, self.samples, self.printed = 0.0, 0, time.perf_counter()
         self.callback = _Cb()
 
 
@@ -68,7 +81,7 @@ def main() -> None:
         ]
     )
     model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    timer = Timer()
+    timer = Timer(len(x), batch, float(os.environ.get("METRICS_EVERY", 2)))
     hist = model.fit(
         x, y, batch_size=batch, epochs=epochs, validation_data=(xv, yv), callbacks=[timer.callback], verbose=2
     )

@@ -2,8 +2,10 @@
 
 The data is made here (no download): each class is a fixed random pattern plus
 noise, so the network really learns and the accuracy means something. It
-prints MLPerf logging lines (`:::MLLOG`) and one `GPUBENCH_METRICS` line, the
-two conventions gpubench reads (docs/workloads.md). Sizes come from flags or
+prints MLPerf logging lines (`:::MLLOG`) and `GPUBENCH_METRICS` lines, the
+two conventions gpubench reads (docs/workloads.md): a progress line every
+METRICS_EVERY seconds (default 2) with the samples and training seconds so far,
+which `gpubench bench` probes read, and the totals at the end. Sizes come from flags or
 the environment (EPOCHS, BATCH_SIZE, SAMPLES, IMAGE_SIZE, WIDTH), so the spec
 can scale it from a CPU smoke test to a GPU benchmark.
 """
@@ -87,6 +89,7 @@ def main() -> None:
     p.add_argument("--width", type=int, default=int(env("WIDTH", 16)))
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--metrics-every", type=float, default=float(env("METRICS_EVERY", 2)))
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
@@ -108,6 +111,7 @@ def main() -> None:
     mllog("train_samples", args.samples)
     mllog("eval_samples", len(x_val))
     trained, train_seconds, accuracy, loss = 0, 0.0, None, None
+    printed = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         mllog("epoch_start", event_type="INTERVAL_START", epoch_num=epoch)
         model.train()
@@ -120,6 +124,12 @@ def main() -> None:
             loss_fn(model(xb), yb).backward()
             opt.step()
             trained += len(idx)
+            if time.perf_counter() - printed >= args.metrics_every:
+                if device.type == "cuda":
+                    torch.cuda.synchronize()  # count the steps that really ran
+                printed = time.perf_counter()
+                progress = {"samples": trained, "seconds": round(train_seconds + printed - t0, 3)}
+                print("GPUBENCH_METRICS " + json.dumps(progress), flush=True)
         if device.type == "cuda":
             torch.cuda.synchronize()
         train_seconds += time.perf_counter() - t0

@@ -90,6 +90,7 @@ def test_the_spot_flag_overrides_the_task_and_gpus_override_its_alternatives(tmp
     assert [c.ask for c in found] == ["L4:1", "H100:8"]  # names in the catalog's spelling
     no_resources = task(tmp_path)
     assert cloud_candidates(no_resources, gpus="T4")[0][0].offering == on_demand.offering
+    assert cloud_candidates(None, gpus="T4")[0][0].offering == on_demand.offering  # no task file at all
     with pytest.raises(CandidateError, match=r"names no GPUs.*--gpus T4,L4"):
         cloud_candidates(no_resources)
 
@@ -145,7 +146,9 @@ def test_unmatched_alternatives_say_why(tmp_path):
         "reason": f"no cloud offering has {missing}x T4 (counts sold: {', '.join(map(str, t4_counts))})",
     }
     assert unmatched[1]["ask"] == "GTX-1080:1" and "can launch" in unmatched[1]["reason"]
-    assert any(o.gpu_model == "GTX-1080" for o in catalog.offerings())  # known, just not launchable
+    boxes = [o.id for o in catalog.offerings(gpu="GTX-1080") if o.gpu_count == 1]
+    assert boxes and all(o.kind != "cloud" for o in catalog.offerings(gpu="GTX-1080"))  # known, not launchable
+    assert f"over SSH instead: {', '.join(boxes)}" in unmatched[1]["reason"] and "--hosts" in unmatched[1]["reason"]
     _, far = cloud_candidates(task(tmp_path, accelerators=["T4"], regions=["ap-nowhere-9"]))
     assert far[0]["ask"] == "T4:1" and "ap-nowhere-9" in far[0]["reason"] and "us-east-1" in far[0]["reason"]
 

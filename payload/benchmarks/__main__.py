@@ -1,0 +1,143 @@
+"""`python -m payload.benchmarks NAME`: one built-in benchmark as a plain training job.
+
+The payload runs its benchmarks with results, checkpoints and prices; a task
+file (docs/workloads.md) needs the same models as an ordinary command that
+trains and prints its progress, so `gpubench bench` can probe it like any job
+of yours::
+
+    python -m payload.benchmarks resnet50 --batch-size 64 --total-samples 115305030
+    python -m payload.benchmarks bilstm-sentiment --epochs 4 --data download
+
+Data is synthetic unless `--data download` or `--data DIR` says otherwise (the
+benchmark's own readers, as `python -m payload run --data`). Every few seconds
+it prints `GPUBENCH_METRICS {"samples": N, "seconds": S, ...}` with the
+samples trained so far and the seconds since training began, then a last line
+with the rate and the final accuracy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+from payload import exitcodes
+from payload.benchmarks import REGISTRY, ParamError, UnknownBenchmark, get
+from payload.benchmarks.progress import DEFAULT_EVERY_SECONDS, Progress, keras_callback
+
+SEED = 1234
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m payload.benchmarks",
+        description="Run one built-in benchmark as a plain job that prints GPUBENCH_METRICS progress lines.",
+    )
+    p.add_argument("name", help=f"the benchmark: {', '.join(REGISTRY)}")
+    p.add_argument("--epochs", type=int, help="epochs to train (epoch benchmarks)")
+    p.add_argument("--steps", type=int, help="throughput benchmarks: steps in all; epoch benchmarks: steps per epoch")
+    p.add_argument(
+        "--total-samples",
+        type=float,
+        metavar="N",
+        help="throughput benchmarks: train N samples in all, whatever the GPU count (steps = N / global batch)",
+    )
+    p.add_argument("--batch-size", type=int, help="per-GPU batch size")
+    p.add_argument("--data", default="synthetic", help="synthetic (default, offline), download, or a directory")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a benchmark parameter")
+    p.add_argument("--gpus", type=int, help="GPUs to use (default: every visible GPU)")
+    p.add_argument("--precision", choices=("fp32", "mixed"), default="fp32", help="fp32 or mixed (float16)")
+    p.add_argument(
+        "--metrics-every",
+        type=float,
+        default=DEFAULT_EVERY_SECONDS,
+        metavar="SECONDS",
+        help=f"seconds between progress lines (default {DEFAULT_EVERY_SECONDS:g}; 0: every step)",
+    )
+    return p
+
+
+def _params(bench, args) -> dict:
+    """Benchmark defaults, then --param, then the first-class flags (as `payload run` orders them)."""
+    pairs = [item.split("=", 1) for item in args.param]
+    if any(len(pair) != 2 for pair in pairs):
+        raise ParamError(f"--param {args.param}: expected KEY=VALUE, e.g. --param samples=1024")
+    params = bench.params(dict(pairs))
+    flags = {"batch_size": args.batch_size}
+    if bench.kind == "throughput":
+        flags["steps"] = args.steps
+    else:
+        if args.total_samples is not None:
+            raise ParamError(f"{bench.name} trains epochs: give --epochs (and --steps per epoch), not --total-samples")
+        flags.update(epochs=args.epochs, steps_per_epoch=args.steps)
+    params.update({k: v for k, v in flags.items() if v is not None and k in params})
+    for key, value in flags.items():
+        if value is not None and value < 1:
+            raise ParamError(f"--{key.replace('_', '-')} {value}: must be at least 1")
+    return params
+
+
+def train(bench, params: dict, args) -> dict:
+    """Load, build and fit with the payload's own data readers, devices and precision; return the last line."""
+    import keras
+
+    from payload import training
+    from payload.config import DataSource
+    from payload.runner import PhaseRun
+
+    devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
+    global_batch = params["batch_size"] * devices.replicas
+    if args.total_samples is not None:
+        params["steps"] = max(1, math.ceil(args.total_samples / global_batch))
+    keras.utils.set_random_seed(SEED)
+    work = dict(params, seed=SEED)
+    data = bench.load_data(DataSource.parse(args.data), work, global_batch)
+    plan = training.fit_plan(bench.kind, params, 0, 0, params.get("steps") or 1)
+    train_ds, val_ds = training.make_datasets(data, global_batch, SEED, plan.steps_per_epoch)
+    progress = Progress(global_batch, args.metrics_every)
+    callback = keras_callback(progress)
+    with training.precision_policy(args.precision):
+        with devices.strategy.scope():
+            model = bench.build_model(work)
+        if bench.train is not None:
+            steps = plan.steps_per_epoch or max(1, data.train_samples // global_batch)
+            bench.train(model, train_ds, val_ds, PhaseRun(params, steps, devices, callback, plan.steps_per_epoch))
+        else:
+            model.fit(
+                train_ds,
+                validation_data=val_ds,
+                epochs=plan.epochs,
+                steps_per_epoch=plan.steps_per_epoch,
+                callbacks=[callback],
+                verbose=0,
+                shuffle=False,
+            )
+    return progress.end(callback.last_logs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from payload.config import ConfigError
+
+    try:
+        bench = get(args.name)
+        params = _params(bench, args)
+        if args.metrics_every < 0:
+            raise ParamError(f"--metrics-every {args.metrics_every}: give seconds >= 0")
+    except (UnknownBenchmark, ParamError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    try:
+        train(bench, params, args)
+    except ConfigError as exc:  # --data that is neither a mode nor a directory
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    except (OSError, ValueError, RuntimeError) as exc:
+        print(f"error: {args.name}: {exc}", file=sys.stderr)
+        return exitcodes.FAILED
+    return exitcodes.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
