@@ -168,7 +168,7 @@ def _match(
     rows: list[dict], retired: list[Any], ask: Any, gpu: str, spot: bool, resources: Any
 ) -> tuple[list[dict], str | None]:
     """Offerings for one alternative, cheapest first, or the reason there are none."""
-    from analysis.commands.offers import order, select
+    from analysis.offerings import order, select
 
     label = f"{gpu}:{ask.count}"
     price_key = "spot_hourly_usd" if spot else "hourly_usd"
@@ -258,7 +258,7 @@ def cloud_candidates(
     """The cheapest matching cloud offering per GPU alternative, and the alternatives that matched nothing
     (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
     `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
-    from analysis.commands.offerings import offering_row
+    from analysis.offerings import offering_row
 
     catalog = catalog or load_catalog()
     asks, where = _asks(task, gpus)

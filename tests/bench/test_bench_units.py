@@ -99,8 +99,8 @@ def test_probe_seconds_reach_the_payload_env_only_when_set(tmp_path):
     base = {"gpubench:offering": "aws/g4dn.xlarge", "gpubench:workload": str(task)}
     probe = resolve(parse_config({**base, "gpubench:probeSeconds": 45}, "s"), load_catalog())
     full = resolve(parse_config(base, "s"), load_catalog())
-    assert payload_env(probe, "s3://b", "2030-01-01T00:00:00Z")["GPUBENCH_PROBE_SECONDS"] == "45"
-    assert "GPUBENCH_PROBE_SECONDS" not in payload_env(full, "s3://b", "2030-01-01T00:00:00Z")
+    assert payload_env(probe, "s3://bench-results", "2030-01-01T00:00:00Z")["GPUBENCH_PROBE_SECONDS"] == "45"
+    assert "GPUBENCH_PROBE_SECONDS" not in payload_env(full, "s3://bench-results", "2030-01-01T00:00:00Z")
 
 
 def test_workspace_pulumi_yaml_reaches_the_project_program(tmp_path):
