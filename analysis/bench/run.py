@@ -107,7 +107,9 @@ def results_for(kind_set: set[str], results: str | None) -> str | None:
             f"--results is required for cloud probes (or set {RESULTS_ENV}): the bucket the probe stacks write to, "
             "e.g. s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
         )
-    return url or (LOCAL_RESULTS if "local" in kind_set else None)
+    url = url or (LOCAL_RESULTS if "local" in kind_set else None)
+    # a local directory is recorded absolute, so `gpubench logs` finds it from anywhere
+    return str(Path(url).expanduser().resolve()) if url and "://" not in url else url
 
 
 def bench(

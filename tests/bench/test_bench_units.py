@@ -306,3 +306,33 @@ def test_ctrl_c_during_up_and_declined_teardown_says_what_is_left_until_when(tmp
     for name in left:
         assert f"left running: {name}" in text and f"gpubench teardown {name}" in text
     assert "cloud-side deadline 2030-01-01T00:00:00Z" in text
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_bench_help_explains_and_has_examples(capsys):
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    for text in ("examples:", "--budget", "--local", "--hosts", "Ctrl-C", "gpubench status", "--json"):
+        assert text in out
+
+
+def test_command_budget_refusal_is_a_usage_error_before_any_launch(tmp_path, capsys, monkeypatch):
+    from analysis.cli import main
+
+    monkeypatch.delenv("GPUBENCH_RESULTS", raising=False)
+    task = three_gpu_task(tmp_path)
+    root = project(tmp_path)
+    code = main(["bench", str(task), "--budget", "0.01", "--yes", "--project-dir", str(root)])
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "--budget" in err and "Traceback" not in err
+    assert not (root / ".gpubench").exists()
+    code = main(["bench", str(task), "--yes", "--project-dir", str(root)])  # cloud probes need a bucket
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "--results is required" in err
+    assert not (root / ".gpubench").exists()
