@@ -114,7 +114,8 @@ def example_task(work: Path, epochs: int, samples: int) -> Path:
     wd = work / "pytorch-resnet"
     shutil.copytree(REPO / "examples" / "pytorch-resnet", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
-    doc["env"] = {**doc["env"], "EPOCHS": str(epochs), "SAMPLES": str(samples), "OMP_NUM_THREADS": "2"}
+    small = {"IMAGE_SIZE": "16", "WIDTH": "8", "BATCH_SIZE": "32", "OMP_NUM_THREADS": "1"}
+    doc["env"] = {**doc["env"], **small, "EPOCHS": str(epochs), "SAMPLES": str(samples)}
     doc["setup"] = "true"
     doc["resources"] = {"accelerators": ["T4:1"]}
     doc["work"] = {"epochs": epochs, "samples_per_epoch": samples}
@@ -194,8 +195,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("synthetic", "example", "parallel"), action="append")
     ap.add_argument("--rate", type=float, default=2000.0, help="synthetic job's samples/s")
     ap.add_argument("--seconds", type=float, default=180.0, help="synthetic job's length at that rate")
-    ap.add_argument("--epochs", type=int, default=150, help="example job's epochs")
-    ap.add_argument("--samples", type=int, default=256, help="example job's samples per epoch")
+    ap.add_argument("--epochs", type=int, default=200, help="example job's epochs")
+    ap.add_argument("--samples", type=int, default=128, help="example job's samples per epoch")
     ap.add_argument("--probe-minutes", type=float, default=1.0)
     ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
     args = ap.parse_args(argv)
