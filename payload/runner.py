@@ -566,6 +566,8 @@ def run(cfg: RunConfig) -> int:
         cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of, cfg.on_demand_hourly_usd
     )
     facts, more = offering_facts(cfg.offering, cfg.offering_kind, cfg.instance_type)
+    if cfg.probe_seconds and cfg.benchmark:
+        more = [*more, "--probe-seconds applies to workloads only: the built-in benchmarks ran in full"]
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handlers = _install_stop_handlers(watcher)
     ctx = SuiteContext(cfg, boot, identity, store, watcher, price, facts, warnings + more, flush_note)

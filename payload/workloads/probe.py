@@ -65,6 +65,7 @@ class ProbeMonitor:
         self._t0 = self._wall0 = None
         self._last_check = float("-inf")
         self.elapsed_at_stop: float | None = None
+        self.warnings: list[str] = []  # for the result: an estimate that failed
 
     def start(self) -> None:
         """The job's timed part starts now: the time limit counts from here."""
@@ -103,7 +104,8 @@ class ProbeMonitor:
                 or (self.points and (at <= self.points[-1][0] or progress.samples < self.points[-1][1]))
             ):
                 return first
-            self._keep([round(at, 3), progress.samples])
+            samples = progress.samples
+            self._keep([round(at, 3), int(samples) if float(samples).is_integer() else samples])
             self._check()
             return first
 
@@ -121,9 +123,18 @@ class ProbeMonitor:
         if self.readings < MIN_READINGS or now - self._last_check < CHECK_EVERY_SECONDS:
             return
         self._last_check = now
-        self.steady = self._estimate(self.points, self.target)
+        self.steady = self._safe_estimate()
         if self.steady is not None and self.steady.steady:
             self._stop("steady")
+
+    def _safe_estimate(self):
+        """The estimate, or None with a warning: a bug here must not stop the job's output pump."""
+        try:
+            return self._estimate(self.points, self.target)
+        except Exception as exc:  # noqa: BLE001 - reported in the result, the probe runs on to its limit
+            if not self.warnings:
+                self.warnings.append(f"probe: the steady-rate estimate failed ({type(exc).__name__}: {exc})")
+            return None
 
     def _stop(self, reason: str) -> None:
         self.stopped_by = reason
@@ -146,7 +157,7 @@ class ProbeMonitor:
             if self.stopped_by is None:
                 self._stop("job-ended")
             if self.points:
-                self.steady = self._estimate(self.points, self.target)
+                self.steady = self._safe_estimate()
 
     def to_dict(self, overhead: float | None) -> dict:
         """``result["probe"]``."""

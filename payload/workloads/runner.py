@@ -124,6 +124,7 @@ class WorkloadRun:
             else None
         )
         self.sampler = GpuSampler()
+        self.env: dict | None = None  # the job's environment, once built
         self.error: str | None = None
         self.started_at = iso()
         self.wall = {"setup": 0.0, "run": 0.0}
@@ -311,7 +312,8 @@ class WorkloadRun:
             **host_facts(),
         }
         software = self._software(nv)
-        warnings = list(dict.fromkeys(self.warnings + self.reader.warnings))
+        probe_warnings = self.probe.warnings if self.probe is not None else []
+        warnings = list(dict.fromkeys(self.warnings + self.reader.warnings + probe_warnings))
         if not used and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
         offering = result_offering(cfg.offering, cfg.market, ident, self.ctx.offering)
@@ -370,9 +372,8 @@ class WorkloadRun:
         software = software_facts()
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         software["image"] = self.cfg.image or software["image"]
-        env = getattr(self, "env", None)
-        if env is not None and self.exit["run"] is not None:
-            found, python = job_frameworks(env, self.spec.cwd)
+        if self.env is not None and self.exit["run"] is not None:
+            found, python = job_frameworks(self.env, self.spec.cwd)
             software.update(found)
             software["job_python"] = python
         return software
@@ -384,7 +385,8 @@ class WorkloadRun:
 
     def _put_tail_now(self, data: bytes) -> None:
         """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping)."""
-        self.ctx.store.store.put_bytes(self.writer.key(LOG_TAIL_NAME), data, "text/plain")
+        bucket = getattr(self.ctx.store, "store", self.ctx.store)  # the SpoolingStore's own bucket
+        bucket.put_bytes(self.writer.key(LOG_TAIL_NAME), data, "text/plain")
 
     def _finish(self, status: str, code: int) -> int:
         self.timeline.add("upload", files=[LOG_TAIL_NAME, "epochs.csv", "events.jsonl", "result.json"])

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from payload import exitcodes
 from payload.config import ConfigError, render_env, resolve
 from payload.events import parse_iso
 from payload.schema import validate_result
@@ -60,7 +61,6 @@ def fake_spec(tmp_path: Path, run: str, env: dict | None = None, metrics=("json"
 def payload_run(spec: Path, bucket: Path, *extra: str, timeout: float = 120) -> tuple[int, float]:
     """The real CLI in a child process; (exit code, wall seconds)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("GPUBENCH_PROBE_SECONDS", None)
     argv = [sys.executable, "-m", "payload", "run", "--workload", str(spec), "--results", bucket.as_uri()]
     argv += ["--stack", "local-probe", "--offering", "local/this-machine", "--hourly-usd", "0.40", *extra]
     t0 = time.monotonic()
@@ -81,12 +81,13 @@ def events(result: dict, name: str) -> list[dict]:
 
 
 def test_probe_stops_at_steady_with_the_true_rate_and_the_overhead(tmp_path):
-    code, wall = payload_run(fake_spec(tmp_path, "python3 fake.py steady"), tmp_path / "b", "--probe-seconds", "20")
+    spec = fake_spec(tmp_path, "python3 fake.py steady", env={"TOTAL": "300"})
+    code, wall = payload_run(spec, tmp_path / "b", "--probe-seconds", "60", timeout=600)
     result, folder = only_result(tmp_path / "b")
     probe = result["probe"]
     assert code == 0 and result["status"] == "completed" and result["exit_code"] == 0
-    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 20.0 and probe["target"] == 0.03
-    assert probe["elapsed_seconds"] < 20 and wall < 20  # before the limit, far before the job's 120 s
+    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 60.0 and probe["target"] == 0.03
+    assert probe["elapsed_seconds"] < 60 and wall < 300  # before the limit, and before the job's own end
     steady = probe["steady"]
     assert steady["steady"] and abs(steady["samples_per_second"] - RATE) / RATE < 0.05
     assert steady["low"] <= steady["samples_per_second"] <= steady["high"]
@@ -125,7 +126,7 @@ def test_probe_of_a_job_that_ends_first_says_job_ended(tmp_path):
 def test_probe_of_a_job_that_reports_no_progress_fails_with_missing_metric(tmp_path):
     code, _ = payload_run(fake_spec(tmp_path, "sleep 60"), tmp_path / "b", "--probe-seconds", "2")
     result, _ = only_result(tmp_path / "b")
-    assert code != 0 and result["status"] == "failed" and result["error"].startswith("missing metric:")
+    assert code == exitcodes.FAILED and result["status"] == "failed" and result["error"].startswith("missing metric:")
     assert result["probe"]["stopped_by"] == "time-limit" and result["probe"]["overhead_seconds"] is None
     assert result["probe"]["points"] == [] and result["probe"]["steady"] is None
 
@@ -356,3 +357,41 @@ def test_job_frameworks_come_from_the_jobs_interpreter(tmp_path):
     fake.write_text('#!/bin/sh\necho \'{"torch": "9.9"}\'\n')
     fake.chmod(0o755)
     assert job_frameworks({"PATH": str(empty)}) == ({"torch": "9.9"}, str(fake))
+
+
+def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_path):
+    import payload.runner as runner
+
+    seen: list[list[str]] = []
+
+    class Recorder:
+        def __init__(self, ctx, name):
+            seen.append(list(ctx.warnings))
+
+        def execute(self):
+            return 0
+
+    monkeypatch.setattr(runner, "BenchmarkRun", Recorder)
+    given = {"benchmark": "mnist-mlp", "results": str(tmp_path), "stack": "s", "spool": str(tmp_path / "spool")}
+    assert runner.run(resolve({**given, "probe_seconds": "60"}, environ={})) == 0
+    assert runner.run(resolve(given, environ={})) == 0
+    assert any("--probe-seconds applies to workloads only" in w for w in seen[0])
+    assert not any("--probe-seconds" in w for w in seen[1])
+
+
+def test_a_failing_estimate_is_a_warning_and_the_probe_runs_to_its_limit():
+    clock = FakeClock()
+
+    def broken(points, target):
+        raise ValueError("bad point")
+
+    mon = ProbeMonitor(5, clock=clock, estimate=broken)
+    mon.start()
+    for i in range(3 * MIN_READINGS):
+        clock.now += 0.125
+        mon.observe(Progress(i, i * 0.125, "json"))
+    assert mon.stopped_by is None and mon.warnings == ["probe: the steady-rate estimate failed (ValueError: bad point)"]
+    clock.now += 5
+    assert mon.should_stop() and mon.stopped_by == "time-limit"
+    mon.finish()
+    assert mon.steady is None and len(mon.warnings) == 1
