@@ -15,5 +15,7 @@ Modules, one job each:
 - status: per-stack state, cost so far, waste;
 - finish: collect, tear down, report (the analysis functions) and the summary;
 - wait: the polling loop;
-- schedule: recurring campaign definitions (cron + arguments).
+- schedule: recurring campaign definitions (cron + arguments);
+- commands: up, status, wait, run and run_schedule as functions (what anything else calls);
+- cli: the `campaign` command line over them (prints, exit codes).
 """

@@ -360,15 +360,28 @@ def run_named_stack(
     runtime: str | None = None,
     remote_python: str | None = None,
     expect_gpu: bool | None = None,
-    **kw,
+    check: bool = False,
+    detach: bool = False,
+    poll: float = 2.0,
+    stop_timeout: float = 120.0,
+    extra_options: Mapping[str, str] | None = None,
+    progress: IO[str],
 ) -> tuple[str, dict]:
     """run_ssh_stack on the stack file stacks/Pulumi.<name>.yaml, with these overrides of its settings.
 
-    A stack file that is missing or wrong is status "config"; `kw` are run_ssh_stack's options."""
+    A stack file that is missing or wrong is status "config"; the other options are run_ssh_stack's."""
     try:
         cfg = load_stack(name, stacks_dir).with_overrides(
             runtime=runtime, remote_python=remote_python, expect_gpu=expect_gpu
         )
     except (ConfigError, FileNotFoundError) as exc:
         return "config", {"stack": name, "message": f"{name}: {exc}"}
-    return run_ssh_stack(cfg, **kw)
+    return run_ssh_stack(
+        cfg,
+        check=check,
+        detach=detach,
+        poll=poll,
+        stop_timeout=stop_timeout,
+        extra_options=extra_options,
+        progress=progress,
+    )
