@@ -78,12 +78,11 @@ def _params(bench, args) -> dict:
     return params
 
 
-def train(bench, params: dict, args) -> dict:
+def train(bench, params: dict, source, args) -> dict:
     """Load, build and fit with the payload's own data readers, devices and precision; return the last line."""
     import keras
 
     from payload import training
-    from payload.config import DataSource
     from payload.runner import PhaseRun
 
     devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
@@ -92,7 +91,7 @@ def train(bench, params: dict, args) -> dict:
         params["steps"] = max(1, math.ceil(args.total_samples / global_batch))
     keras.utils.set_random_seed(SEED)
     work = dict(params, seed=SEED)
-    data = bench.load_data(DataSource.parse(args.data), work, global_batch)
+    data = bench.load_data(source, work, global_batch)
     plan = training.fit_plan(bench.kind, params, 0, 0, params.get("steps") or 1)
     train_ds, val_ds = training.make_datasets(data, global_batch, SEED, plan.steps_per_epoch)
     progress = Progress(global_batch, args.metrics_every)
@@ -118,21 +117,19 @@ def train(bench, params: dict, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from payload.config import ConfigError
+    from payload.config import ConfigError, DataSource
 
     try:
         bench = get(args.name)
         params = _params(bench, args)
+        source = DataSource.parse(args.data)
         if args.metrics_every < 0:
             raise ParamError(f"--metrics-every {args.metrics_every}: give seconds >= 0")
-    except (UnknownBenchmark, ParamError) as exc:
+    except (UnknownBenchmark, ParamError, ConfigError) as exc:  # all before TensorFlow loads
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     try:
-        train(bench, params, args)
-    except ConfigError as exc:  # --data that is neither a mode nor a directory
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+        train(bench, params, source, args)
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {args.name}: {exc}", file=sys.stderr)
         return exitcodes.FAILED

@@ -110,11 +110,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str], default_hint: str = "") -> None:
+def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str]) -> None:
     allowed = list(model.model_fields)
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
-        hint = hints.get(unknown[0], default_hint)
+        hint = hints.get(unknown[0], "")
         raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
 
 

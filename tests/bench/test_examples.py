@@ -18,8 +18,9 @@ import pytest
 from servers import require_module
 
 from analysis.bench.candidates import cloud_candidates
+from payload import exitcodes
 from payload.benchmarks import REGISTRY
-from payload.benchmarks.__main__ import _params, parser
+from payload.benchmarks.__main__ import _params, main, parser
 from payload.benchmarks.progress import Progress
 from payload.workloads import load_spec
 from payload.workloads.metrics import parse_json_line
@@ -59,6 +60,24 @@ def test_study_runs_a_built_in_benchmark_with_valid_flags(path):
     params = _params(REGISTRY[args.name], args)  # every flag and --param is one the benchmark takes
     assert args.data == "synthetic" or REGISTRY[args.name].kind == "throughput"  # offline by default
     assert params["batch_size"] == int(spec.env["BATCH_SIZE"])
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["nope"], "unknown benchmark 'nope'"),
+        (["mnist-mlp", "--total-samples", "5"], "give --epochs"),
+        (["mnist-mlp", "--param", "hidden"], "expected KEY=VALUE"),
+        (["mnist-mlp", "--param", "colour=red"], "unknown parameter 'colour'"),
+        (["mnist-mlp", "--epochs", "0"], "--epochs 0: must be at least 1"),
+        (["mnist-mlp", "--data", "/no/such/dir"], "must be 'synthetic', 'download' or an existing directory"),
+        (["resnet50", "--metrics-every", "-1"], "--metrics-every -1"),
+    ],
+)
+def test_the_job_entry_point_refuses_bad_arguments_before_training(argv, says, capsys):
+    assert main(argv) == exitcodes.USAGE
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err
 
 
 def test_progress_counts_cumulative_samples_and_training_seconds_only():
