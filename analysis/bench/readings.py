@@ -25,7 +25,7 @@ class ProbeReport:
 
     candidate: Any  # analysis.bench.candidates.Candidate
     stack: str  # its runs land under runs/<stack>/
-    status: str  # measured | not-steady | no-rate | failed | no-result | launch-failed | cancelled
+    status: str  # measured | not-steady | no-rate | failed | interrupted | no-result | launch-failed | cancelled
     reason: str | None = None
     result: dict[str, Any] | None = None
     probe_usd: float | None = None
@@ -64,6 +64,8 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     if result.get("status") == "failed" and not steady:
         why = result.get("error") or result.get("message") or "the job failed"
         return "failed", f"the job failed during the probe: {str(why)[:300]}"
+    if result.get("status") == "interrupted" and not (steady or {}).get("steady"):
+        return "interrupted", "the machine was reclaimed (spot) or stopped before the rate was steady"
     if not probe:
         return "no-rate", "the run has no probe section (the payload did not run in probe mode)"
     if not steady:

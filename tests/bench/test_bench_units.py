@@ -141,6 +141,8 @@ def result_doc(steady=STEADY, status="completed", overhead=120.0):
         (result_doc(steady=None), "no-rate", "too few metrics lines"),
         (result_doc(steady={**STEADY, "steady": False, "rel_halfwidth": 0.11}), "not-steady", "+/-11.0 %"),
         (result_doc(steady=None, status="failed"), "failed", "exit 2"),
+        (result_doc(steady=None, status="interrupted"), "interrupted", "reclaimed"),
+        (result_doc(status="interrupted"), "measured", None),  # steady before the notice: the rate stands
     ],
 )
 def test_judge_says_what_a_probe_result_means(doc, status, fragment):
