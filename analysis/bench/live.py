@@ -100,11 +100,17 @@ def status_table(rows: list[dict[str, Any]]) -> str:
     def money(v):
         return "-" if v is None else f"${v:.4f}"
 
-    lines = [f"{'bench':22} {'stack':32} {'state':13} {'age':>7} {'cost so far':>11}  {'deadline':24} detail"]
+    counted = any(r.get("resources") is not None for r in rows)  # only when a backend answered
+
+    def held(r):
+        return f"{'-' if r.get('resources') is None else r['resources']:>9} " if counted else ""
+
+    head = f"{'resources':>9} " if counted else ""
+    lines = [f"{'bench':22} {'stack':32} {'state':13} {'age':>7} {'cost so far':>11} {head} {'deadline':24} detail"]
     for r in rows:
         lines.append(
             f"{r['bench_id']:22} {r['stack']:32} {r['state']:13} {age(r['age_seconds']):>7} "
-            f"{money(r['cost_usd']):>11}  {str(r['deadline'] or '-'):24} {r['detail']}"
+            f"{money(r['cost_usd']):>11} {held(r)} {str(r['deadline'] or '-'):24} {r['detail']}"
         )
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from analysis.bench.live import follow_log, latest_log, new_lines, probe_status
+from analysis.bench.live import follow_log, latest_log, new_lines, probe_status, status_table
 from analysis.bench.record import BenchRecord, bench_root
 from analysis.campaign.manifest import iso
 from analysis.cli import main
@@ -95,8 +95,11 @@ def test_status_adds_resource_counts_from_the_backend(world):
 
             return [S()]
 
-    (row,) = probe_status(world["dir"], now=NOW, backend=lambda _dir: Backend())
-    assert row["resources"] == 7
+    rows = probe_status(world["dir"], now=NOW, backend=lambda _dir: Backend())
+    assert rows[0]["resources"] == 7
+    assert "resources" in status_table(rows).splitlines()[0] and "resources" not in status_table(
+        probe_status(world["dir"], now=NOW)
+    )
 
 
 def test_status_command_json_and_table(world, capsys):
