@@ -23,6 +23,7 @@ Start here (no cloud account, no Pulumi needed):
   gpubench plan aws-g4dn-1x                what `up` would launch and its cost bound
   gpubench check                           what is installed and reachable
   gpubench demo                            a short real benchmark on this machine
+  gpubench bench task.yaml --local         where YOUR job should run: probed, extrapolated
 
 Conventions: a stack is named positionally or with -s/--stack, and a stack name
 works wherever an offering id does; commands that launch or destroy show what

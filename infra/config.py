@@ -355,6 +355,10 @@ class BenchmarkConfig(StackConfig):
     market: Choice(MARKETS) = config_key("market", "billing market of the instance", "on-demand")
     suite: Benchmarks = config_key("suite", "built-in benchmarks to run, in order", DEFAULT_SUITE)
     workload: WorkloadSpec | None = config_key("workload", "your own job instead of the suite: a workload spec file")
+    probe_seconds: PositiveInt | None = config_key(
+        "probeSeconds",
+        "a `gpubench bench` probe: stop the job once its throughput is steady, or after this many seconds",
+    )
     epochs: PositiveInt | None = config_key("epochs", "epochs to train (epoch benchmarks)")
     steps: PositiveInt | None = config_key("steps", "training steps (throughput benchmarks); not with epochs")
     batch_size: PositiveInt | None = config_key("batchSize", "per-GPU batch size")

@@ -163,6 +163,8 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
             "gpus": None if cfg.gpus == "all" else cfg.gpus,
             "backend": cfg.backend,
             "all_reduce": cfg.all_reduce,
+            # only when set: a full run's env stays as it was
+            **({"probe_seconds": cfg.probe_seconds} if cfg.probe_seconds else {}),
         }
     )
 

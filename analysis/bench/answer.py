@@ -1,0 +1,134 @@
+"""From probe reports to the bench's answer: one row per candidate, the estimate, the ranked answer.
+
+Each probe's figures come from its own result.json (`probe`: overhead, steady
+rate and interval); the whole job is extrapolated by analysis.bench.extrapolate
+under the candidate's billing rule and ranked by analysis.bench.rank. The rows
+are the `--json` candidates of `gpubench bench`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from analysis.bench.readings import ESTIMATED, ProbeReport
+
+ROW_FIELDS = (
+    "offering",
+    "name",
+    "kind",
+    "market",
+    "status",
+    "reason",
+    "overhead_seconds",
+    "samples_per_second",
+    "samples_per_second_low",
+    "samples_per_second_high",
+    "est_hours",
+    "est_hours_low",
+    "est_hours_high",
+    "est_usd",
+    "est_usd_low",
+    "est_usd_high",
+    "probe_usd",
+    "basis",
+)
+
+
+def _steady(doc: dict[str, Any]) -> Any:
+    from payload.steady import Steady
+
+    names = {f.name for f in dataclasses.fields(Steady)}
+    return Steady(**{k: v for k, v in doc.items() if k in names})
+
+
+def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str, Any], str | None]:
+    """The estimate's row fields, and a reason when there is none (or it is partial)."""
+    from analysis.bench.extrapolate import estimate_job
+
+    cand, probe = report.candidate, report.probe
+    if work_samples is None:
+        return {}, "the task file has no `work:` section, so the whole job cannot be extrapolated"
+    if cand.terms is None:
+        return {}, f"no billing terms for {cand.offering} in the catalog"
+    overhead = probe.get("overhead_seconds")
+    note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
+    est = estimate_job(
+        overhead_seconds=float(overhead or 0.0),
+        work_samples=float(work_samples),
+        steady=_steady(probe["steady"]),
+        terms=cand.terms,
+        hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
+    )
+    fields = {
+        "est_hours": est.hours,
+        "est_hours_low": est.hours_low,
+        "est_hours_high": est.hours_high,
+        "basis": dict(est.basis),
+        "notes": list(est.notes),
+    }
+    if cand.hourly_usd is not None:
+        fields.update(est_usd=est.usd, est_usd_low=est.usd_low, est_usd_high=est.usd_high)
+    else:
+        note = "; ".join(filter(None, [note, f"no hourly price for {cand.offering}: time only"]))
+    return fields, note
+
+
+def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, Any]:
+    """One `--json` candidate row for a probe report."""
+    cand, probe = report.candidate, report.probe
+    steady = probe.get("steady") or {}
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(
+        offering=cand.offering,
+        name=report.stack,
+        kind=cand.kind,
+        market=cand.market,
+        status=report.status,
+        reason=report.reason,
+        overhead_seconds=probe.get("overhead_seconds"),
+        samples_per_second=steady.get("samples_per_second"),
+        samples_per_second_low=steady.get("low"),
+        samples_per_second_high=steady.get("high"),
+        probe_usd=report.probe_usd,
+        basis={},
+        run=report.run_url,
+        stopped_by=probe.get("stopped_by"),
+    )
+    if report.status in ESTIMATED and steady:
+        fields, note = _estimate(report, work_samples)
+        row.update(fields)
+        if note:
+            row["reason"] = "; ".join(filter(None, [row["reason"], note]))
+    return row
+
+
+def unmatched_row(item: dict[str, Any], kind: str = "cloud") -> dict[str, Any]:
+    """A GPU alternative that matched no offering: named with the reason, never probed."""
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(offering=item["ask"], kind=kind, status="unmatched", reason=item["reason"], basis={})
+    return row
+
+
+def answer_doc(
+    task: str,
+    reports: Sequence[ProbeReport],
+    unmatched: Sequence[dict[str, Any]],
+    *,
+    work_samples: float | None,
+    deadline_hours: float | None,
+    budget_usd: float | None,
+) -> dict[str, Any]:
+    """The `gpubench bench --json` document."""
+    from analysis.bench.rank import answer
+
+    rows = [candidate_row(r, work_samples) for r in reports] + [unmatched_row(u) for u in unmatched]
+    costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
+    return {
+        "task": task,
+        "work_samples": work_samples,
+        "candidates": rows,
+        "answer": answer(rows, deadline_hours=deadline_hours, budget_usd=budget_usd),
+        "probe_total_usd": round(sum(costs), 6),
+    }

@@ -1,0 +1,214 @@
+"""A cloud probe: one generated Pulumi stack per candidate, launched, read back, destroyed.
+
+The stacks live in the bench's own workspace (`.gpubench/bench/<bench-id>/`): a
+Pulumi.yaml whose program is the project's, and one stack file per probe built
+from the project's checked-in stack of that offering (your region, project and
+SSH settings stay) with the job keys replaced: `gpubench:workload` is the task,
+`gpubench:probeSeconds` makes the payload stop once the rate is steady, and
+`gpubench:maxHours` covers the probe plus the boot allowance, so the cloud-side
+deadline ends the machine even if this process dies. A failed launch (quota,
+capacity, ...) is classified as a campaign's is and the other probes go on. When
+the result is in the bucket, or the wait is over, the stack is destroyed.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analysis.bench.probes import Live, Probes
+from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
+from analysis.bench.record import BenchRecord
+from analysis.campaign.manifest import iso, utcnow
+
+# Job keys of a checked-in stack that a probe replaces (it runs the task, nothing else).
+JOB_KEYS = ("suite", "workload", "epochs", "steps", "batchSize", "params", "data", "probeSeconds", "maxHours")
+TEARDOWN_SLACK_SECONDS = 600  # on top of probe + boot allowance in maxHours: time to destroy before the deadline
+UPLOAD_GRACE_SECONDS = 120  # after the probe limit: the payload writes and uploads its result
+DEADLINE_OUTPUTS = ("deadline", "expiresAt")
+
+
+def probe_stack_name(candidate: Any, bench_id: str) -> str:
+    """The candidate's stack name made unique to this bench (Pulumi stack names are per project)."""
+    from payload.layout import check_stack_name
+
+    suffix = "b" + bench_id.rsplit("-", 1)[-1]
+    return check_stack_name(f"{candidate.name[: 99 - len(suffix)]}-{suffix}")
+
+
+def max_hours(probe_seconds: float, boot_allowance_seconds: float) -> float:
+    """gpubench:maxHours for a probe: probe + boot allowance + time to tear down, rounded up to 3 minutes."""
+    from infra.config import MIN_HOURS
+
+    hours = (probe_seconds + boot_allowance_seconds + TEARDOWN_SLACK_SECONDS) / 3600.0
+    return max(MIN_HOURS, math.ceil(hours * 20) / 20)
+
+
+def write_project(bench_dir: Path, project: Path) -> None:
+    """The bench workspace's Pulumi.yaml: the project's, with its program and venv reached by relative paths."""
+    doc = yaml.safe_load((project / "Pulumi.yaml").read_text(encoding="utf-8"))
+    rel = Path(os.path.relpath(project, bench_dir))
+    doc["main"] = str(rel / str(doc.get("main") or "infra/"))
+    options = (doc.get("runtime") or {}).get("options") if isinstance(doc.get("runtime"), dict) else None
+    if isinstance(options, dict) and options.get("virtualenv"):
+        options["virtualenv"] = str(rel / options["virtualenv"])
+    doc["stackConfigDir"] = "stacks"
+    (bench_dir / "stacks").mkdir(parents=True, exist_ok=True)
+    (bench_dir / "Pulumi.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def stack_config(
+    candidate: Any, *, task: Path, probe_seconds: float, hours: float, results: str, stacks_dir: Path, catalog: Any
+) -> dict[str, Any]:
+    """The probe stack's config: the offering's checked-in stack (if any) with the job keys replaced."""
+    from infra import clouds
+    from infra.stacks import load_config
+
+    offering = catalog.get(candidate.offering)
+    try:
+        base = load_config(offering.stack_name(candidate.market), stacks_dir)
+    except (FileNotFoundError, ValueError):
+        base = {}
+    config = {k: v for k, v in base.items() if k not in {f"gpubench:{j}" for j in JOB_KEYS}}
+    config.update(clouds.get(offering.provider).stack_keys(offering))
+    if candidate.region:
+        config[f"{offering.provider}:region"] = candidate.region
+    config.update(
+        {
+            "gpubench:offering": offering.id,
+            "gpubench:market": candidate.market,
+            "gpubench:workload": str(Path(task).resolve()),
+            "gpubench:probeSeconds": int(math.ceil(probe_seconds)),
+            "gpubench:maxHours": hours,
+            "gpubench:results": results,
+        }
+    )
+    return config
+
+
+def check_config(name: str, config: dict[str, Any], catalog: Any) -> None:
+    """Parse and resolve the generated config as `pulumi up` would: a bad one fails before any launch."""
+    from infra.config import parse_config
+    from infra.launch import resolve
+
+    resolve(parse_config(config, name), catalog)
+
+
+class CloudProbe:
+    """`(candidate, probes) -> ProbeReport` for cloud candidates, through a StackBackend."""
+
+    def __init__(self, *, backend: Any, record: BenchRecord, store: Any, catalog: Any, settings: dict[str, Any]):
+        self.backend, self.record, self.store, self.catalog = backend, record, store, catalog
+        self.bench_dir = record.path.parent
+        self.probe_seconds = float(settings["probe_seconds"])
+        self.boot_allowance = float(settings["boot_allowance_seconds"])
+        self.poll = float(settings.get("poll_seconds", 10.0))
+        self.task, self.results = Path(settings["task"]), settings["results"]
+        self.stacks_dir = Path(settings["stacks_dir"])
+        self.benchmark = settings["benchmark_name"]
+
+    def prepare(self, candidate: Any, name: str) -> None:
+        """Write the stack file and record the probe as pending; raises ConfigError on a bad config."""
+        hours = max_hours(self.probe_seconds, self.boot_allowance)
+        config = stack_config(
+            candidate,
+            task=self.task,
+            probe_seconds=self.probe_seconds,
+            hours=hours,
+            results=self.results,
+            stacks_dir=self.stacks_dir,
+            catalog=self.catalog,
+        )
+        check_config(name, config, self.catalog)
+        path = self.bench_dir / "stacks" / f"Pulumi.{name}.yaml"
+        path.write_text(yaml.safe_dump({"config": config}, sort_keys=False), encoding="utf-8")
+        self.record.update(
+            name,
+            kind="cloud",
+            state="pending",
+            offering=candidate.offering,
+            market=candidate.market,
+            region=candidate.region,
+            hourly_usd=candidate.hourly_usd,
+            suite=[self.benchmark],
+            max_hours=hours,
+            results=self.results,
+        )
+
+    def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
+        name = probe_stack_name(candidate, self.record.bench_id)
+        say = probes.printer.for_stack(name)
+        if probes.stop.is_set():
+            return ProbeReport(candidate, name, "cancelled", "stopped before launch")
+        handle = self.backend.select_stack(name)
+        started, t0 = utcnow(), time.monotonic()
+        # until `up` reports the stack's own deadline: launch + maxHours, when the cloud ends it at the latest
+        latest = iso(started + timedelta(hours=max_hours(self.probe_seconds, self.boot_allowance)))
+        probes.hold(Live(name, lambda: self._destroy(name, handle, say), f"about {latest}"))
+        self.record.update(name, state="launching", up_started_at=iso(started))
+        say(f"pulumi up ({candidate.offering}, {candidate.market})")
+        try:
+            result = handle.up(on_output=say)
+        except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
+            report = self._launch_failed(candidate, name, handle, exc, say)
+            probes.release(name)
+            return report
+        from infra.workspace import plain_outputs
+
+        outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
+        deadline = next((str(outputs[k]) for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        probes.hold(Live(name, lambda: self._destroy(name, handle, say), deadline))
+        self.record.update(name, state="launched", launched_at=iso(), deadline=deadline, zone=outputs.get("zone"))
+        say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")
+        found = self._await(name, started, probes)
+        if found is None and probes.stop.is_set():
+            return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
+        self._destroy(name, handle, say)
+        probes.release(name)
+        return self._report(candidate, name, found, deadline, time.monotonic() - t0)
+
+    def _await(self, name: str, since: Any, probes: Probes) -> tuple[str, dict] | None:
+        """Poll the bucket for the probe's result until it lands, the wait is over, or the bench stops."""
+        give_up = time.monotonic() + self.probe_seconds + self.boot_allowance + UPLOAD_GRACE_SECONDS
+        while time.monotonic() < give_up:
+            found = newest_result(self.store, name, since)
+            if found is not None:
+                return found
+            if probes.sleep(self.poll):
+                return None
+        return None
+
+    def _destroy(self, name: str, handle: Any, say: Any) -> None:
+        say("pulumi destroy")
+        handle.destroy(on_output=say)
+        self.record.update(name, teardown={"action": "destroyed", "at": iso()})
+
+    def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
+        from analysis.campaign.failures import classify
+        from infra.workspace import error_text
+
+        failure = classify(error_text(exc, limit=8000))
+        self.record.update(name, state="launch-failed", failure=failure.to_dict())
+        say(f"launch failed ({failure.kind}): {failure.message}")
+        reason = f"{failure.kind}: {failure.message}"
+        try:
+            self._destroy(name, handle, say)  # a failed `up` may leave a security group or role behind
+        except Exception as err:  # noqa: BLE001 - reported, the other probes go on
+            reason += f"; destroying what it left failed ({err}): run `gpubench teardown {name}`"
+        # no instance came up, so none was billed
+        return ProbeReport(candidate, name, "launch-failed", reason, probe_usd=0.0)
+
+    def _report(self, candidate, name, found, deadline, seconds) -> ProbeReport:
+        url, result = found if found else (None, None)
+        status, reason = judge(result)
+        if found is None:
+            reason = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
+        usd, billed = probe_cost(candidate, seconds)
+        self.record.update(name, probe_status=status, probe_usd=usd, run_url=url)
+        return ProbeReport(candidate, name, status, reason, result, usd, billed, deadline, url)

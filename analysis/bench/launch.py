@@ -1,0 +1,111 @@
+"""Which probe runs each candidate (cloud, local, SSH), set up before anything starts.
+
+Cloud probes share one stack backend over the bench's workspace; their stack
+files are written and checked here, so a candidate whose config would not parse
+is reported (`launch-failed`, kind `config`) without being launched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.bench.probes import ProbeFn
+from analysis.bench.readings import ProbeReport
+from analysis.bench.record import BenchRecord
+from analysis.campaign.manifest import iso
+from analysis.campaign.progress import Printer
+
+
+def _project(work_dir: Path) -> Path:
+    from infra.workspace import project_dir
+
+    return work_dir if (work_dir / "Pulumi.yaml").is_file() else project_dir()
+
+
+def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
+    from analysis.bench.cloud import CloudProbe, write_project
+    from infra.catalog import load_catalog
+    from infra.workspace import pulumi_backend
+    from payload.storage import open_store
+
+    bench_dir = record.path.parent
+    write_project(bench_dir, _project(Path(settings["work_dir"])))
+    return CloudProbe(
+        backend=(backend or pulumi_backend)(bench_dir),
+        record=record,
+        store=open_store(settings["results"]),
+        catalog=load_catalog(),
+        settings=settings,
+    )
+
+
+def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
+    from analysis.bench.local import LocalProbe
+    from payload.storage import open_store
+
+    return LocalProbe(
+        store=open_store(settings["results"]),
+        results=settings["results"],
+        task=settings["task"],
+        probe_seconds=settings["probe_seconds"],
+        log_dir=record.path.parent / "logs",
+    )
+
+
+def _ssh(settings: dict[str, Any]) -> Any:
+    from analysis.bench.ssh import SshProbe
+
+    return SshProbe(
+        task=settings["task"],
+        probe_seconds=settings["probe_seconds"],
+        stacks_dir=settings["stacks_dir"],
+        poll_seconds=min(2.0, float(settings["poll_seconds"])),
+    )
+
+
+def make_jobs(
+    candidates: Sequence[Any],
+    record: BenchRecord,
+    settings: dict[str, Any],
+    backend: Callable[[Path], Any] | None,
+    printer: Printer,
+) -> tuple[list[tuple[Any, ProbeFn]], list[ProbeReport]]:
+    """(candidate, probe) pairs to run, and reports for candidates refused before launch."""
+    from analysis.bench.cloud import probe_stack_name
+
+    kinds = {c.kind for c in candidates}
+    makers = {
+        "cloud": lambda: _cloud(record, settings, backend),
+        "local": lambda: _local(record, settings),
+        "ssh": lambda: _ssh(settings),
+    }
+    runners = {kind: makers[kind]() for kind in kinds}
+    jobs: list[tuple[Any, ProbeFn]] = []
+    early: list[ProbeReport] = []
+    for cand in candidates:
+        runner = runners[cand.kind]
+        if cand.kind == "cloud":
+            name = probe_stack_name(cand, record.bench_id)
+            try:
+                runner.prepare(cand, name)
+            except (ValueError, FileNotFoundError) as exc:  # ConfigError, CatalogError: this candidate only
+                printer.stack(name, f"not launched (config): {exc}")
+                record.update(name, kind="cloud", offering=cand.offering, state="launch-failed")
+                early.append(ProbeReport(cand, name, "launch-failed", f"config: {exc}", probe_usd=0.0))
+                continue
+        else:
+            record.update(
+                cand.name,
+                kind=cand.kind,
+                offering=cand.offering,
+                market=cand.market,
+                hourly_usd=cand.hourly_usd,
+                state="launched",
+                up_started_at=iso(),
+                suite=[settings["benchmark_name"]],
+                results=settings["results"],
+            )
+        jobs.append((cand, runner))
+    return jobs, early

@@ -1,0 +1,183 @@
+"""What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
+
+Status reads each bench's record under `.gpubench/bench/` and, for probes that
+were launched, the results bucket (analysis.campaign.observe), then classifies
+them with the campaign's own rules (analysis.campaign.status): state, detail,
+cost so far, deadline. The stack backend, when given, adds how many resources
+each stack still holds. Logs print the newest run's rolling `log-tail.txt`
+(the payload uploads it every ~30 s while the job runs); `follow` polls it and
+prints only lines not shown yet, until the run has its result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from analysis.bench.record import BenchRecord, bench_dirs
+from analysis.campaign.manifest import iso, parse_time, utcnow
+from payload.layout import stack_prefix
+
+LOG_TAIL = "log-tail.txt"
+ENDED = ("destroyed", "ended")
+
+
+def _is_ended(entry: dict[str, Any]) -> bool:
+    return (entry.get("teardown") or {}).get("action") in ENDED or entry.get("state") == "launch-failed"
+
+
+def _resources(backend: Callable[[Path], Any] | None, bench_dir: Path) -> dict[str, int]:
+    if backend is None:
+        return {}
+    try:
+        return {s.name: int(getattr(s, "resource_count", 0) or 0) for s in backend(bench_dir).list_stacks()}
+    except Exception:  # noqa: BLE001 - no backend, no counts; the bucket still answers
+        return {}
+
+
+def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime, counts: dict) -> dict[str, Any]:
+    from analysis.campaign.observe import StackObservation, observe
+    from analysis.campaign.status import stack_status
+
+    since = parse_time(entry.get("up_started_at"))
+    launched = entry.get("state") == "launched" and store is not None
+    obs = observe(store, name, since) if launched else StackObservation()
+    st = stack_status(name, entry, obs, now)
+    return {
+        "bench_id": record.bench_id,
+        "stack": name,
+        "kind": entry.get("kind"),
+        "offering": entry.get("offering"),
+        "market": entry.get("market"),
+        "state": st.state,
+        "ended": _is_ended(entry),
+        "detail": st.detail,
+        "age_seconds": round((now - since).total_seconds(), 1) if since else None,
+        "deadline": st.deadline,
+        "cost_usd": st.cost_usd,
+        "resources": counts.get(name),
+        "last_event": st.last_event,
+        "run_ids": st.run_ids,
+        "problems": st.problems,
+    }
+
+
+def probe_status(
+    work_dir: Path,
+    *,
+    now: datetime | None = None,
+    include_ended: bool = False,
+    backend: Callable[[Path], Any] | None = None,
+    open_store: Callable[[str], Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Every live probe (all probes with `include_ended`) of every bench under `work_dir`."""
+    from payload.storage import open_store as default_open
+
+    opener, now = open_store or default_open, now or utcnow()
+    stores: dict[str, Any] = {}
+    rows = []
+    for directory in bench_dirs(work_dir):
+        record = BenchRecord.load(directory)
+        wanted = {n: e for n, e in record.stacks.items() if include_ended or not _is_ended(e)}
+        if not wanted:
+            continue
+        counts = _resources(backend, directory) if any(e.get("kind") == "cloud" for e in wanted.values()) else {}
+        for name, entry in wanted.items():
+            url = entry.get("results") or record.data.get("results")
+            if url and url not in stores:
+                stores[url] = opener(url)
+            rows.append(_row(record, name, entry, stores.get(url), now, counts))
+    return rows
+
+
+def status_table(rows: list[dict[str, Any]]) -> str:
+    def age(v):
+        return "-" if v is None else (f"{v / 60:.0f} min" if v >= 90 else f"{v:.0f} s")
+
+    def money(v):
+        return "-" if v is None else f"${v:.4f}"
+
+    counted = any(r.get("resources") is not None for r in rows)  # only when a backend answered
+
+    def held(r):
+        return f"{'-' if r.get('resources') is None else r['resources']:>9} " if counted else ""
+
+    head = f"{'resources':>9} " if counted else ""
+    lines = [f"{'bench':22} {'stack':32} {'state':13} {'age':>7} {'cost so far':>11} {head} {'deadline':24} detail"]
+    for r in rows:
+        lines.append(
+            f"{r['bench_id']:22} {r['stack']:32} {r['state']:13} {age(r['age_seconds']):>7} "
+            f"{money(r['cost_usd']):>11} {held(r)} {str(r['deadline'] or '-'):24} {r['detail']}"
+        )
+    return "\n".join(lines)
+
+
+# --- logs ------------------------------------------------------------------------------------
+
+
+def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
+    """run id -> {"updated": newest object time, "files": names} for every run of the stack."""
+    prefix = stack_prefix(stack)
+    runs: dict[str, dict[str, Any]] = {}
+    for info in store.list(prefix):
+        run_id, _, rest = info.key[len(prefix) :].partition("/")
+        if not rest:
+            continue
+        run = runs.setdefault(run_id, {"updated": None, "files": set()})
+        run["files"].add(rest)
+        if info.updated and (run["updated"] is None or info.updated > run["updated"]):
+            run["updated"] = info.updated
+    return runs
+
+
+def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
+    """(run id, log tail text, run finished) of the stack's newest run that has a log tail."""
+    runs = {k: v for k, v in runs_of(store, stack).items() if LOG_TAIL in v["files"]}
+    if not runs:
+        return None
+    run_id = max(runs, key=lambda r: (runs[r]["updated"] or datetime.min.replace(tzinfo=utcnow().tzinfo), r))
+    text = store.get_bytes(f"{stack_prefix(stack)}{run_id}/{LOG_TAIL}").decode("utf-8", errors="replace")
+    return run_id, text, "result.json" in runs[run_id]["files"]
+
+
+def new_lines(seen: list[str], lines: list[str]) -> list[str]:
+    """The lines of a rolling tail not printed yet: drop the longest head of `lines` that ends `seen`."""
+    for k in range(min(len(seen), len(lines)), 0, -1):
+        if lines[:k] == seen[-k:]:
+            return lines[k:]
+    return lines
+
+
+def follow_log(
+    store: Any,
+    stack: str,
+    out: TextIO,
+    *,
+    poll: float = 5.0,
+    timeout: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str | None:
+    """Print the newest run's log as it grows until the run has its result (or `timeout`); its run id."""
+    seen: list[str] = []
+    current = None
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        found = latest_log(store, stack)
+        if found is not None:
+            run_id, text, finished = found
+            if run_id != current:
+                if current is not None:
+                    print(f"--- newer run {run_id} ({iso()}) ---", file=out)
+                current, seen = run_id, []
+            lines = text.splitlines()
+            for line in new_lines(seen, lines):
+                print(line, file=out, flush=True)
+            seen = lines
+            if finished:
+                return current
+        if end is not None and time.monotonic() >= end:
+            return current
+        sleep(poll)

@@ -1,0 +1,109 @@
+"""Run every candidate's probe at once, and clean up whatever is still running if the user stops.
+
+All probes start together (a thread each), so a bench takes about the slowest
+boot plus one probe, not their sum. Each probe kind (cloud, local, SSH) is a
+callable `(candidate, Probes) -> ProbeReport`; while something it started can
+still cost money it sits in `Probes.live` with a way to stop it, and leaves once
+it has ended itself. On Ctrl-C no new probe starts (`stop` is set), the ones in
+flight are waited for, and the caller ends what is still live.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.bench.readings import ProbeReport
+from analysis.campaign.progress import Printer
+
+
+@dataclass
+class Live:
+    """Something a probe started that bills until ended: how to end it and until when it may run."""
+
+    name: str
+    end: Callable[[], None]
+    deadline: str | None = None  # the cloud-side deadline, when there is one
+    what: str = "stack"
+
+
+class Probes:
+    """Shared by every probe of one bench: the stop flag, the live registry, the printer."""
+
+    def __init__(self, printer: Printer):
+        self.printer = printer
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self.live: dict[str, Live] = {}
+
+    def hold(self, item: Live) -> None:
+        with self._lock:
+            self.live[item.name] = item
+
+    def release(self, name: str) -> None:
+        with self._lock:
+            self.live.pop(name, None)
+
+    def snapshot(self) -> list[Live]:
+        with self._lock:
+            return list(self.live.values())
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait up to `seconds`; True when the bench is being stopped."""
+        return self.stop.wait(seconds)
+
+
+ProbeFn = Callable[[Any, Probes], ProbeReport]
+
+
+def _crashed(candidate: Any, exc: BaseException) -> ProbeReport:
+    return ProbeReport(candidate, candidate.name, "failed", f"the probe itself failed: {type(exc).__name__}: {exc}")
+
+
+def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeReport]:
+    """Every probe in parallel; reports in the candidates' order. Ctrl-C (KeyboardInterrupt, in this
+    thread or raised inside a probe) sets `stop`, waits for the probes to wind down and re-raises."""
+    if not jobs:
+        return []
+    pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bench-probe")
+    futures: list[Future] = [pool.submit(fn, cand, probes) for cand, fn in jobs]
+    try:
+        _until_done_or_interrupted(futures)
+        reports = []
+        for (cand, _), fut in zip(jobs, futures):
+            try:
+                reports.append(fut.result())
+            except Exception as exc:  # noqa: BLE001 - one broken probe never hides the others
+                reports.append(_crashed(cand, exc))
+        return reports
+    except KeyboardInterrupt:
+        probes.stop.set()
+        for fut in futures:
+            fut.cancel()
+        _wind_down(pool, probes)
+        raise
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _until_done_or_interrupted(futures: list[Future]) -> None:
+    """Wait for every probe; a KeyboardInterrupt inside one (Ctrl-C in a progress hook, say) stops the wait."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        if any(isinstance(f.exception(), KeyboardInterrupt) for f in done if not f.cancelled()):
+            raise KeyboardInterrupt
+
+
+def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:
+    """Let launches in flight finish (their stacks can then be destroyed); a second Ctrl-C stops waiting."""
+    busy = [n for n in probes.snapshot()]
+    if busy:
+        probes.printer(f"Ctrl-C: no new probes; waiting for {len(busy)} in flight to stop ...")
+    try:
+        pool.shutdown(wait=True)
+    except KeyboardInterrupt:
+        probes.printer("second Ctrl-C: not waiting for launches in flight")

@@ -1,0 +1,91 @@
+"""What one probe measured, read back from the results bucket like any other run.
+
+A probe is a run: it lands in `runs/<stack>/<run-id>/` with a `probe` section in
+its result.json (limit, why it stopped, overhead, the steady-state rate). These
+helpers find the newest result of a stack since the probe started, say what it
+means for the bench (measured, not steady, failed, ...) and price the probe.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from payload.layout import result_key
+
+# A probe's status in the bench answer; only "measured" and "not-steady" carry an estimate.
+ESTIMATED = ("measured", "not-steady")
+
+
+@dataclass
+class ProbeReport:
+    """One candidate's probe: where it ran, what came back, what it cost."""
+
+    candidate: Any  # analysis.bench.candidates.Candidate
+    stack: str  # its runs land under runs/<stack>/
+    status: str  # measured | not-steady | no-rate | failed | interrupted | no-result | launch-failed | cancelled
+    reason: str | None = None
+    result: dict[str, Any] | None = None
+    probe_usd: float | None = None
+    billed_seconds: float | None = None
+    deadline: str | None = None  # the cloud-side deadline of a cloud probe
+    run_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def probe(self) -> dict[str, Any]:
+        return dict((self.result or {}).get("probe") or {})
+
+
+def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
+    """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
+    from analysis.campaign.observe import observe
+
+    obs = observe(store, stack, since)
+    if not obs.runs:
+        return None
+    run = max(obs.runs, key=lambda r: (r.finished_at or r.started_at or datetime.min).timestamp())
+    key = result_key(stack, run.run_id)
+    try:
+        doc = json.loads(store.get_bytes(key))
+    except Exception:  # noqa: BLE001 - half-written: the next poll reads it
+        return None
+    return (store.url_for(key), doc) if isinstance(doc, dict) else None
+
+
+def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
+    """(status, reason) of a probe from its result.json."""
+    if result is None:
+        return "no-result", "no probe result reached the bucket"
+    probe = result.get("probe") or {}
+    steady = probe.get("steady")
+    if result.get("status") == "failed" and not steady:
+        why = result.get("error") or result.get("message") or "the job failed"
+        return "failed", f"the job failed during the probe: {str(why)[:300]}"
+    if result.get("status") == "interrupted" and not (steady or {}).get("steady"):
+        return "interrupted", "the machine was reclaimed (spot) or stopped before the rate was steady"
+    if not probe:
+        return "no-rate", "the run has no probe section (the payload did not run in probe mode)"
+    if not steady:
+        return "no-rate", (
+            "too few metrics lines to measure a rate: the job must print its cumulative samples "
+            '(GPUBENCH_METRICS {"samples": N} or MLPerf train_samples) while it trains'
+        )
+    if not steady.get("steady"):
+        return "not-steady", (
+            f"throughput not steady by the probe limit ({probe.get('stopped_by')}): "
+            f"interval +/-{100 * float(steady.get('rel_halfwidth') or 0):.1f} %; the estimate is wide"
+        )
+    return "measured", None
+
+
+def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
+    """(USD, billed seconds) of a probe that held the machine for `seconds`, under the offering's rule."""
+    from analysis.cost import billed_seconds
+
+    billed = billed_seconds(candidate.terms, seconds) if candidate.terms is not None else float(seconds)
+    if candidate.hourly_usd is None:
+        return None, round(billed, 3)
+    return round(billed / 3600.0 * float(candidate.hourly_usd), 6), round(billed, 3)

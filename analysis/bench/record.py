@@ -1,0 +1,88 @@
+"""A bench's own workspace and record: `<work_dir>/.gpubench/bench/<bench-id>/`.
+
+The directory holds what the bench generated and the user never edits: a
+Pulumi.yaml whose program is the project's (relative paths back to it), one
+stack file per cloud probe under stacks/, the answer page, and `bench.json`,
+the record `gpubench status` reads. Per probe the record keeps the fields the
+campaign status rules read (state, offering, market, zone, hourly_usd,
+up_started_at, launched_at, deadline, suite, teardown), so one set of rules
+classifies both. Writes are whole-file, serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from analysis.campaign.manifest import iso, utcnow
+
+BENCH_ROOT = Path(".gpubench") / "bench"
+RECORD = "bench.json"
+
+
+def new_bench_id(now: datetime | None = None) -> str:
+    """A UTC timestamp plus 4 hex digits: sorts by time, two benches in one second differ."""
+    return (now or utcnow()).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
+
+
+def bench_root(work_dir: Path) -> Path:
+    return Path(work_dir) / BENCH_ROOT
+
+
+def bench_dirs(work_dir: Path) -> list[Path]:
+    """Every bench workspace under `work_dir`, oldest first."""
+    root = bench_root(work_dir)
+    return sorted(p for p in root.iterdir() if (p / RECORD).is_file()) if root.is_dir() else []
+
+
+class BenchRecord:
+    """bench.json: the task, the results location and one entry per probe."""
+
+    def __init__(self, path: Path, data: dict[str, Any]):
+        self.path, self.data = Path(path), data
+        self._lock = threading.Lock()
+
+    @classmethod
+    def create(cls, directory: Path, bench_id: str, task: str, results: str | None) -> BenchRecord:
+        directory.mkdir(parents=True, exist_ok=True)
+        data = {"bench_id": bench_id, "task": task, "results": results, "created_at": iso(), "stacks": {}}
+        record = cls(directory / RECORD, data)
+        record.save()
+        return record
+
+    @classmethod
+    def load(cls, directory: Path) -> BenchRecord:
+        path = Path(directory) / RECORD
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: unreadable bench record ({exc}); delete the directory if it is stale") from None
+        if not isinstance(data, dict) or not isinstance(data.get("stacks"), dict):
+            raise ValueError(f"{path}: not a bench record (no `stacks` mapping); delete the directory if it is stale")
+        return cls(path, data)
+
+    @property
+    def bench_id(self) -> str:
+        return str(self.data["bench_id"])
+
+    @property
+    def stacks(self) -> dict[str, dict[str, Any]]:
+        return self.data["stacks"]
+
+    def update(self, name: str, **fields: Any) -> None:
+        with self._lock:
+            self.stacks.setdefault(name, {}).update(fields)
+            self._write()
+
+    def save(self) -> None:
+        with self._lock:
+            self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.tmp")
+        tmp.write_text(json.dumps(self.data, indent=2, default=str), encoding="utf-8")
+        tmp.replace(self.path)

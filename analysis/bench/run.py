@@ -1,0 +1,252 @@
+"""`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
+
+Steps: candidates -> plan (its table is printed before anything starts) ->
+budget check (refused before anything launches) -> confirmation unless `yes` ->
+every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
+result read back from the bucket -> estimate -> answer -> page. Ctrl-C stops
+launching, tears down what was launched (asking once more unless `yes`) and
+says what is left to run until its cloud-side deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from analysis.bench.probes import Probes, run_all
+from analysis.bench.record import BenchRecord, bench_root, new_bench_id
+from analysis.campaign.manifest import iso
+from analysis.campaign.progress import Printer
+from payload import exitcodes
+
+RESULTS_ENV = "GPUBENCH_RESULTS"
+LOCAL_RESULTS = "results"
+PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup  # this machine's default bucket, as `gpubench demo` uses
+
+
+class BenchError(ValueError):
+    """The bench cannot run as asked; the message names the value and the fix (nothing was started)."""
+
+
+@dataclass
+class BenchOutcome:
+    """What `bench` did: the --json document, the page, and what (if anything) is still running."""
+
+    doc: dict[str, Any]
+    exit_code: int
+    page: Path | None = None
+    workspace: Path | None = None
+    left: list[dict[str, Any]] = field(default_factory=list)
+
+
+def ask_terminal(what: Sequence[str], question: str, default: bool, stdin=None, out=None) -> bool:
+    """Show `what`, ask `question`; with no terminal to ask on, the default answer (said so)."""
+    stdin, out = stdin or sys.stdin, out or sys.stderr
+    for line in what:
+        print(line, file=out)
+    if not stdin.isatty():
+        print(f"{question} (no terminal to ask on: {'yes' if default else 'no'})", file=out, flush=True)
+        return default
+    print(f"{question} [{'Y/n' if default else 'y/N'}] ", end="", file=out, flush=True)
+    reply = stdin.readline().strip().lower()
+    return default if not reply else reply in ("y", "yes")
+
+
+def default_work_dir() -> Path:
+    """The gpubench checkout (where Pulumi.yaml is), else the current directory."""
+    from infra.workspace import ProjectNotFound, project_dir
+
+    try:
+        return project_dir()
+    except ProjectNotFound:
+        return Path.cwd()
+
+
+def load_task(task_path: str | Path) -> Any:
+    from payload.workloads import WorkloadSpecError, load_spec
+
+    try:
+        return load_spec(Path(task_path).expanduser().resolve())
+    except WorkloadSpecError as exc:
+        raise BenchError(str(exc)) from None
+
+
+def work_samples(task: Any) -> float | None:
+    work = getattr(task, "work", None)
+    return float(work.total_samples()) if work is not None else None
+
+
+def choose(task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir) -> tuple[list[Any], list[dict]]:
+    """(candidates, unmatched alternatives): this machine and/or SSH hosts when asked, else the clouds."""
+    from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
+
+    found: list[Any] = []
+    if local:
+        found.append(local_candidate(hourly_usd))
+    if hosts:
+        found += ssh_candidates(list(hosts), stacks_dir)
+    if local or hosts:
+        return found, []
+    return cloud_candidates(task, gpus=gpus, spot=spot)
+
+
+def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
+    """Cloud probes get the plan's default boot allowance; this machine and SSH hosts only start a process."""
+    return {} if any(c.kind == "cloud" for c in candidates) else {"boot_allowance_seconds": PROCESS_START_SECONDS}
+
+
+def results_for(kind_set: set[str], results: str | None) -> str | None:
+    """Where cloud probes write (required), or this machine's (default results/); SSH hosts use their stack's."""
+    url = results or os.environ.get(RESULTS_ENV)
+    if "cloud" in kind_set and not url:
+        raise BenchError(
+            f"--results is required for cloud probes (or set {RESULTS_ENV}): the bucket the probe stacks write to, "
+            "e.g. s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
+        )
+    url = url or (LOCAL_RESULTS if "local" in kind_set else None)
+    # a local directory is recorded absolute, so `gpubench logs` finds it from anywhere
+    return str(Path(url).expanduser().resolve()) if url and "://" not in url else url
+
+
+def bench(
+    task_path: str | Path,
+    *,
+    gpus: str | None = None,
+    spot: bool | None = None,
+    budget_usd: float | None = None,
+    deadline_hours: float | None = None,
+    probe_minutes: float = 10.0,
+    local: bool = False,
+    hosts: Sequence[str] = (),
+    yes: bool = False,
+    results: str | None = None,
+    backend: Callable[[Path], Any] | None = None,
+    confirm: Callable[..., bool] = ask_terminal,
+    progress: TextIO | None = None,
+    work_dir: Path | None = None,
+    hourly_usd: float | None = None,
+    stacks_dir: Path | None = None,
+    poll_seconds: float = 10.0,
+) -> BenchOutcome:
+    """Probe the task on every candidate in parallel and answer where to run the whole job.
+
+    `backend` is a StackBackend factory (workspace dir -> backend; default the Pulumi
+    Automation API); `confirm(what, question, default) -> bool` asks the user."""
+    from analysis.bench.plan import check_budget, make_plan
+
+    printer = Printer(progress or sys.stderr)
+    task = load_task(task_path)
+    work_dir = Path(work_dir) if work_dir else default_work_dir()
+    stacks_dir = Path(stacks_dir) if stacks_dir else work_dir / "stacks"
+    candidates, unmatched = choose(
+        task, gpus=gpus, spot=spot, local=local, hosts=hosts, hourly_usd=hourly_usd, stacks_dir=stacks_dir
+    )
+    for item in unmatched:
+        printer(f"{item['ask']}: not probed: {item['reason']}")
+    if not candidates:
+        raise BenchError("no candidate to probe: " + ("; ".join(u["reason"] for u in unmatched) or "none matched"))
+    try:
+        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    printer(plan.table())
+    check_budget(plan, budget_usd)  # raises BudgetExceeded before anything launches
+    url = results_for({c.kind for c in candidates}, results)
+    if not yes and not confirm(
+        [f"at most USD {plan.total_bound_usd:.2f} for {len(candidates)} probe(s)"], "Start the probes?", False
+    ):
+        from infra.conventions import Declined
+
+        raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
+    bench_id = new_bench_id()
+    record = BenchRecord.create(bench_root(work_dir) / bench_id, bench_id, str(task.path), url)
+    settings = {
+        "task": task.path,
+        "results": url,
+        "probe_seconds": plan.probe_seconds,
+        "boot_allowance_seconds": plan.boot_allowance_seconds,
+        "poll_seconds": poll_seconds,
+        "stacks_dir": stacks_dir,
+        "benchmark_name": task.benchmark_name,
+        "work_dir": work_dir,
+    }
+    from analysis.bench.launch import make_jobs
+
+    jobs, early = make_jobs(candidates, record, settings, backend, printer)
+    probes = Probes(printer)
+    printer(f"bench {bench_id}: {len(jobs)} probe(s) starting; workspace {record.path.parent}")
+    try:
+        reports = early + run_all(jobs, probes)
+    except KeyboardInterrupt:
+        return cancelled(task, candidates, probes, yes, confirm, record)
+    return finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer)
+
+
+def finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer) -> BenchOutcome:
+    """Estimate, rank, write the page; exit code FAILED when no candidate produced an estimate."""
+    from analysis.bench.answer import answer_doc
+    from analysis.bench.page import write_page
+
+    order = {id(r.candidate): i for i, r in enumerate(reports)}
+    doc = answer_doc(
+        str(task.path),
+        sorted(reports, key=lambda r: order[id(r.candidate)]),
+        unmatched,
+        work_samples=work_samples(task),
+        deadline_hours=deadline_hours,
+        budget_usd=budget_usd,
+    )
+    doc["bench_id"] = record.bench_id
+    for r in reports:
+        if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
+            record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
+    workspace = record.path.parent
+    page = write_page(doc, workspace)
+    doc["page"] = str(page)
+    record.data["answer"] = doc["answer"].get("sentence")
+    record.save()
+    printer(f"answer: {doc['answer'].get('sentence')}")
+    printer(f"page: {page}")
+    estimated = any(r.get("est_hours") is not None for r in doc["candidates"])
+    return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
+
+
+def cancelled(task, candidates, probes: Probes, yes: bool, confirm, record: BenchRecord) -> BenchOutcome:
+    """Ctrl-C: end what was started (asking once more unless `yes`), say what is left and until when."""
+    say = probes.printer
+    live = probes.snapshot()
+    try:
+        lines = [f"  {item.name} ({item.what}; deadline {item.deadline or 'none'})" for item in live]
+        if live and (yes or confirm(["still running:", *lines], "Destroy them now?", True)):
+            for item in live:
+                try:
+                    item.end()
+                    probes.release(item.name)
+                except Exception as exc:  # noqa: BLE001 - named below as left behind
+                    say(f"[{item.name}] could not end it: {exc}")
+    except KeyboardInterrupt:
+        say("Ctrl-C again: leaving the rest as it is")
+    left = [{"name": i.name, "what": i.what, "deadline": i.deadline} for i in probes.snapshot()]
+    for item in left:
+        until = f"until its cloud-side deadline {item['deadline']}" if item["deadline"] else "until it ends itself"
+        say(
+            f"left running: {item['name']} ({item['what']}) {until}; end it now with `gpubench teardown {item['name']}`"
+        )
+    if not left:
+        say("cancelled; nothing left running")
+    record.data["cancelled"] = True
+    record.save()
+    doc = {
+        "task": str(task.path),
+        "bench_id": record.bench_id,
+        "cancelled": True,
+        "candidates": [
+            {"offering": c.offering, "name": c.name, "kind": c.kind, "status": "cancelled"} for c in candidates
+        ],
+        "left": left,
+    }
+    return BenchOutcome(doc, exitcodes.CANCELLED, None, record.path.parent, left)

@@ -1,0 +1,76 @@
+"""An SSH probe (`--hosts NAME,...`): the task runs on a host of your own, in probe mode, through infra/ssh.
+
+The host's stack file (stacks/Pulumi.ssh-<name>.yaml) says how to reach it and
+where results go; the probe replaces its job with the task and adds the probe
+limit as a payload run option. The SSH runner uploads the run to the stack's
+results bucket, where the probe's figures are read back like any run's.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from analysis.bench.probes import Probes
+from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
+from analysis.campaign.manifest import utcnow
+
+
+class _Lines:
+    """A text stream that hands each complete line to the bench's printer, prefixed with the host."""
+
+    def __init__(self, say):
+        self.say, self.buf = say, ""
+
+    def write(self, text: str) -> int:
+        self.buf += text
+        *lines, self.buf = self.buf.split("\n")
+        for line in lines:
+            self.say(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def run_on_host(cfg: Any, *, extra_options: dict[str, str], progress: Any, poll: float) -> tuple[str, dict]:
+    """The one call into infra/ssh: run the stack once with extra payload options; (status, report)."""
+    from infra.ssh.session import run_ssh_stack
+
+    return run_ssh_stack(cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=30.0)
+
+
+class SshProbe:
+    """`(candidate, probes) -> ProbeReport` for SSH host stacks."""
+
+    def __init__(self, *, task: Path, probe_seconds: float, stacks_dir: Path | None, poll_seconds: float = 2.0):
+        self.task, self.probe_seconds = Path(task).resolve(), float(probe_seconds)
+        self.stacks_dir, self.poll = stacks_dir, poll_seconds
+
+    def config(self, name: str) -> Any:
+        """The host's stack with the task as its job (raises ConfigError / FileNotFoundError)."""
+        from infra.ssh.session import load_stack
+
+        return load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
+
+    def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
+        from payload.storage import open_store
+
+        name = candidate.name
+        say = probes.printer.for_stack(name)
+        if probes.stop.is_set():
+            return ProbeReport(candidate, name, "cancelled", "stopped before it started")
+        cfg = self.config(name)
+        started, t0 = utcnow(), time.monotonic()
+        say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
+        options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
+        status, report = run_on_host(cfg, extra_options=options, progress=_Lines(say), poll=self.poll)
+        seconds = time.monotonic() - t0
+        if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
+            return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
+        found = newest_result(open_store(cfg.results), name, started)
+        url, result = found if found else (None, None)
+        verdict, reason = judge(result)
+        usd, billed = probe_cost(candidate, seconds)
+        return ProbeReport(candidate, name, verdict, reason, result, usd, billed, None, url)

@@ -1,0 +1,138 @@
+"""`gpubench bench TASK.yaml`: where should my training job run, and what will the whole job cost?
+A thin adapter over analysis.bench.run.bench."""
+
+from __future__ import annotations
+
+HELP = "probe your training job on candidate offerings in parallel and estimate the whole job's hours and cost"
+DESCRIPTION = """\
+Runs a short PROBE of your real job (a workload spec with `resources:` and `work:`
+sections, see docs/bench.md) on every candidate at once, stops each probe as soon
+as its throughput is steady (or at the probe limit), tears it down, and
+extrapolates the WHOLE job's hours and cost under each offering's billing rule,
+counting the billed overhead (boot, image pull, setup) the probe measured.
+
+Candidates: the cheapest cloud offering per GPU alternative in the task file (or
+--gpus), this machine with --local, your own boxes with --hosts. Before anything
+starts it prints the candidate table and the most the probes can cost, refuses
+if that exceeds --budget, and asks (--yes skips). Probes are runs like any other:
+they land in the results bucket under runs/<stack>/<run-id>/, marked as probes.
+
+Ctrl-C stops launching, destroys what was launched (asking once more unless
+--yes) and says what is left running until its cloud-side deadline (every probe
+stack carries one: probe limit + boot allowance). `gpubench status` lists live
+probes, `gpubench logs STACK --follow` shows a probe's output.
+"""
+EPILOG = """\
+examples:
+  gpubench bench examples/keras-mnist/workload.yaml --results s3://my-results
+  gpubench bench task.yaml --gpus T4,L4,A100:8 --spot --budget 5 --deadline 12 --results s3://my-results
+  gpubench bench task.yaml --local --probe-minutes 2           # this machine only, results/ as the bucket
+  gpubench bench task.yaml --hosts ssh-hetzner-ex51,ssh-lab-box --json > answer.json
+
+--results defaults to $GPUBENCH_RESULTS (cloud probes need it; --local uses results/).
+The answer page is written to .gpubench/bench/<bench-id>/index.html.
+Exit codes: 0 an answer; 1 no candidate produced an estimate; 2 bad task, option or
+budget refused (nothing started); 3 Pulumi CLI missing; 10 not confirmed; 130 Ctrl-C.
+"""
+
+
+def register(sub) -> None:
+    import argparse
+    from pathlib import Path
+
+    p = sub.add_parser(
+        "bench",
+        help=HELP,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
+    p.add_argument("--gpus", metavar="LIST", help="GPU alternatives instead of the task's, e.g. T4,L4,A100:8")
+    market = p.add_mutually_exclusive_group()
+    market.add_argument("--spot", dest="spot", action="store_true", default=None, help="probe on the spot market")
+    market.add_argument("--on-demand", dest="spot", action="store_false", help="probe on-demand (the default)")
+    p.add_argument("--budget", dest="budget_usd", type=float, metavar="USD", help="refuse probes that could cost more")
+    p.add_argument("--deadline", dest="deadline_hours", type=float, metavar="HOURS", help="the job must end within")
+    p.add_argument(
+        "--probe-minutes",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="each probe's limit (default 10); most stop sooner",
+    )
+    p.add_argument("--local", action="store_true", help="probe on this machine (local/this-machine)")
+    p.add_argument("--hourly-usd", type=float, metavar="USD", help="--local: this machine's price per hour")
+    p.add_argument("--hosts", metavar="NAME,...", help="probe on these SSH host stacks (stacks/Pulumi.ssh-*.yaml)")
+    p.add_argument("--results", metavar="URL", help="the bucket probes write to (default: $GPUBENCH_RESULTS)")
+    p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
+    p.add_argument("--stacks-dir", type=Path, metavar="DIR", help="where stack files are (default: stacks/)")
+    p.add_argument("-y", "--yes", action="store_true", help="do not ask (scripts); Ctrl-C then destroys at once")
+    p.add_argument("--json", action="store_true", help="print the answer as JSON on stdout (progress on stderr)")
+    p.set_defaults(func=run)
+
+
+def _hosts(text: str | None) -> list[str]:
+    return [h.strip() for h in (text or "").split(",") if h.strip()]
+
+
+def _print_answer(doc: dict) -> None:
+    from analysis.output import print_table
+
+    def num(v, fmt):
+        return None if v is None else fmt.format(v)
+
+    rows = (
+        (
+            r["offering"],
+            r["status"],
+            num(r.get("samples_per_second"), "{:.1f}"),
+            num(r.get("est_hours"), "{:.2f}"),
+            num(r.get("est_usd"), "${:.2f}"),
+            num(r.get("probe_usd"), "${:.4f}"),
+            r.get("reason"),
+        )
+        for r in doc["candidates"]
+    )
+    print_table(rows, ("offering", "status", "samples/s", "est hours", "est cost", "probe cost", "note"))
+    print(f"\n{doc['answer'].get('sentence')}")
+    print(f"probes cost ${doc['probe_total_usd']:.4f}; page {doc.get('page')}")
+
+
+def run(args) -> int:
+    import sys
+
+    from analysis.bench.candidates import CandidateError
+    from analysis.bench.plan import BudgetExceeded
+    from analysis.bench.run import BenchError, bench
+    from analysis.output import emit_json
+    from infra.workspace import PulumiMissing
+    from payload import exitcodes
+
+    try:
+        outcome = bench(
+            args.task,
+            gpus=args.gpus,
+            spot=args.spot,
+            budget_usd=args.budget_usd,
+            deadline_hours=args.deadline_hours,
+            probe_minutes=args.probe_minutes,
+            local=args.local,
+            hosts=_hosts(args.hosts),
+            yes=args.yes,
+            results=args.results,
+            work_dir=args.project_dir,
+            hourly_usd=args.hourly_usd,
+            stacks_dir=args.stacks_dir,
+        )
+    except (BenchError, CandidateError, BudgetExceeded) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    except PulumiMissing as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.MISSING
+    if args.json:
+        emit_json(outcome.doc)
+    elif not outcome.doc.get("cancelled"):
+        _print_answer(outcome.doc)
+    return outcome.exit_code

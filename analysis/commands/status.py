@@ -1,0 +1,53 @@
+"""`gpubench status`: every live bench probe of this checkout: state, age, deadline, cost so far."""
+
+from __future__ import annotations
+
+HELP = "list live bench probes (state, age, cloud-side deadline, cost so far) from their records and the bucket"
+EPILOG = """\
+examples:
+  gpubench status                 # probes still running (not destroyed or ended)
+  gpubench status --all --json    # every probe of every bench, as JSON
+
+Reads .gpubench/bench/*/bench.json under the project directory and, for launched
+probes, their runs in the results bucket; with the Pulumi CLI installed it also
+shows how many resources each probe stack still holds. States follow `campaign
+status`: launching, launched (booting), running (last event), finished, failed,
+interrupted, expired (deadline passed), launch-failed.
+"""
+
+
+def register(sub) -> None:
+    import argparse
+    from pathlib import Path
+
+    p = sub.add_parser(
+        "status", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--all", action="store_true", help="include probes that were destroyed or ended")
+    p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=run)
+
+
+def _backend():
+    """The Pulumi backend when its CLI is installed (resource counts), else None (the bucket still answers)."""
+    import shutil
+
+    from infra.workspace import pulumi_backend
+
+    return pulumi_backend if shutil.which("pulumi") else None
+
+
+def run(args, backend=None) -> int:
+    from analysis.bench.live import probe_status, status_table
+    from analysis.bench.run import default_work_dir
+    from analysis.output import emit_json
+
+    rows = probe_status(args.project_dir or default_work_dir(), include_ended=args.all, backend=backend or _backend())
+    if args.json:
+        emit_json(rows)
+    elif rows:
+        print(status_table(rows))
+    else:
+        print("no live bench probes" + ("" if args.all else " (--all lists ended ones too)"))
+    return 0

@@ -1,0 +1,227 @@
+"""How good is `gpubench bench`'s answer, and what does the probe cost? A benchmark, not a test.
+
+Three measurements on this machine:
+
+1. synthetic: a job of known throughput (tests/bench/bench_fakes.FAKE_JOB, RATE samples/s after
+   a short slow warm-up): `bench --local` probes it, then the whole job runs (same task, no
+   probe). Prints the estimated vs the measured total time (goal: within 10 %) and the probe's
+   cost over the full run's cost (goal: <= 15 %).
+2. example: examples/pytorch-resnet (a real PyTorch job that logs MLPerf epoch lines), cut to
+   small epochs so an epoch is a reading, the same way.
+3. parallel: a bench over N stand-in cloud candidates (tests/bench/bench_fakes.BenchCloud:
+   the real Pulumi program under mocks, the real payload locally, moto S3): its wall time
+   against the slowest single candidate's own probe (launch to destroy). Goal: close to 1x,
+   not N x.
+
+    PYTHONPATH=$PWD python benchmarks/bench_accuracy.py                 # all three, ~6-10 min on 2 cores
+    PYTHONPATH=$PWD python benchmarks/bench_accuracy.py --only synthetic --rate 2000 --seconds 120
+
+The measured time of a full run is the wall time of `python -m payload run` (process start to
+exit, what a local run is billed for); the estimate is bench's `est_hours` (overhead + work /
+steady rate). Costs use the same local hourly rate, so their ratio is the billed-time ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "bench")]
+
+HOURLY = 0.5  # USD/h for this machine in both runs: the ratio is what matters
+TIME_GOAL, COST_GOAL = 0.10, 0.15
+
+
+def full_run(task: Path, results: Path, stack: str) -> float:
+    """Wall seconds of the whole job through the payload (no probe)."""
+    from analysis.bench.local import payload_env
+    from payload.config import render_argv
+
+    argv = render_argv({"workload": str(task), "results": str(results), "stack": stack})
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "payload", "run", *argv], env=payload_env(), capture_output=True, text=True
+    )
+    seconds = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"full run of {task} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
+    return seconds
+
+
+def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
+    """bench --local, then the full job; the estimate against the measurement."""
+    from analysis.bench.run import bench
+
+    log = io.StringIO()
+    t0 = time.monotonic()
+    outcome = bench(
+        task,
+        local=True,
+        yes=True,
+        results=str(work / "results"),
+        work_dir=work,
+        probe_minutes=probe_minutes,
+        hourly_usd=HOURLY,
+        progress=log,
+    )
+    bench_wall = time.monotonic() - t0
+    (row,) = outcome.doc["candidates"]
+    if row["est_hours"] is None:
+        raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
+    measured = full_run(task, work / "results", f"{name}-full")
+    estimated = row["est_hours"] * 3600
+    full_usd = measured / 3600 * HOURLY
+    return {
+        "job": name,
+        "rate": row["samples_per_second"],
+        "rate_interval": [row["samples_per_second_low"], row["samples_per_second_high"]],
+        "overhead_s": row["overhead_seconds"],
+        "estimated_s": round(estimated, 1),
+        "estimated_interval_s": [round(row["est_hours_low"] * 3600, 1), round(row["est_hours_high"] * 3600, 1)],
+        "measured_s": round(measured, 1),
+        "time_error": round(estimated / measured - 1, 4),
+        "probe_usd": row["probe_usd"],
+        "full_usd": round(full_usd, 6),
+        "probe_cost_ratio": round(row["probe_usd"] / full_usd, 4),
+        "bench_wall_s": round(bench_wall, 1),
+        "stopped_by": row.get("stopped_by"),
+    }
+
+
+def synthetic_task(work: Path, rate: float, seconds: float) -> Path:
+    from bench_fakes import write_task
+
+    total = rate * seconds
+    return write_task(work / "synthetic", rate=rate, total=total, work_samples=total)
+
+
+def example_task(work: Path, epochs: int, samples: int) -> Path:
+    """examples/pytorch-resnet with small epochs (one MLPerf epoch line per reading) and a `work:` section."""
+    wd = work / "pytorch-resnet"
+    shutil.copytree(REPO / "examples" / "pytorch-resnet", wd)
+    doc = yaml.safe_load((wd / "workload.yaml").read_text())
+    small = {"IMAGE_SIZE": "16", "WIDTH": "8", "BATCH_SIZE": "32", "OMP_NUM_THREADS": "1"}
+    doc["env"] = {**doc["env"], **small, "EPOCHS": str(epochs), "SAMPLES": str(samples)}
+    doc["setup"] = "true"
+    doc["resources"] = {"accelerators": ["T4:1"]}
+    doc["work"] = {"epochs": epochs, "samples_per_epoch": samples}
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return wd / "workload.yaml"
+
+
+def parallel(work: Path, n: int, probe_minutes: float) -> dict:
+    """A bench over N stand-in cloud candidates: wall time against the slowest candidate's own probe."""
+    import os
+    import uuid
+
+    from bench_fakes import NO_GPU, BenchCloud, project, write_task
+    from servers import create_s3_bucket, start_moto_server
+
+    from analysis.bench.run import bench
+    from analysis.campaign.manifest import parse_time
+
+    gpus = ["T4:1", "L4:1", "A10G:1", "V100:1", "A100:1"][:n]
+    moto = start_moto_server()
+    env = {"AWS_ENDPOINT_URL": moto.endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    os.environ.update({**env, "AWS_DEFAULT_REGION": "us-east-1", "GPUBENCH_STORAGE_BACKOFF": "0.05"})
+    bucket = f"gpubench-{uuid.uuid4().hex[:12]}"
+    create_s3_bucket(moto.endpoint, bucket)
+    cloud = BenchCloud(work / "cloud", moto.endpoint)
+    try:
+        task = write_task(work / "parallel", accelerators=gpus)
+        names = ["aws-g4dn-1x", "aws-g6-1x", "aws-g5-1x", "aws-p3-2x", "aws-p4d-24x"]
+        root = project(work / "project", {name: NO_GPU for name in names})
+        t0 = time.monotonic()
+        outcome = bench(
+            task,
+            probe_minutes=probe_minutes,
+            yes=True,
+            results=f"s3://{bucket}",
+            backend=cloud.backend,
+            work_dir=root,
+            progress=io.StringIO(),
+            poll_seconds=0.5,
+        )
+        wall = time.monotonic() - t0
+        record = json.loads((outcome.workspace / "bench.json").read_text())
+        spans = [
+            (parse_time(e["teardown"]["at"]) - parse_time(e["up_started_at"])).total_seconds()
+            for e in record["stacks"].values()
+            if e.get("up_started_at") and e.get("teardown")
+        ]
+        return {
+            "candidates": len(outcome.doc["candidates"]),
+            "measured": sum(r["status"] == "measured" for r in outcome.doc["candidates"]),
+            "bench_wall_s": round(wall, 1),
+            "slowest_candidate_s": round(max(spans), 1),
+            "sum_of_candidates_s": round(sum(spans), 1),
+            "wall_over_slowest": round(wall / max(spans), 2),
+            "left": cloud.leftovers(),
+        }
+    finally:
+        cloud.shutdown()
+        moto.stop()
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        ok_t = abs(r["time_error"]) <= TIME_GOAL
+        ok_c = r["probe_cost_ratio"] <= COST_GOAL
+        out.append(f"  [{'met' if ok_t else 'NOT met'}] {r['job']}: estimate within 10 % ({r['time_error']:+.1%})")
+        out.append(
+            f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of the full run "
+            f"({r['probe_cost_ratio']:.1%})"
+        )
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=("synthetic", "example", "parallel"), action="append")
+    ap.add_argument("--rate", type=float, default=2000.0, help="synthetic job's samples/s")
+    ap.add_argument("--seconds", type=float, default=180.0, help="synthetic job's length at that rate")
+    ap.add_argument("--epochs", type=int, default=200, help="example job's epochs")
+    ap.add_argument("--samples", type=int, default=128, help="example job's samples per epoch")
+    ap.add_argument("--probe-minutes", type=float, default=1.0)
+    ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
+    args = ap.parse_args(argv)
+    only = set(args.only or ("synthetic", "example", "parallel"))
+    print(
+        f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {platform.platform()}, "
+        f"{platform.processor() or platform.machine()}, python {platform.python_version()}"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-accuracy-") as tmp:
+        work = Path(tmp)
+        if "synthetic" in only:
+            rows.append(accuracy("synthetic", synthetic_task(work, args.rate, args.seconds), work, args.probe_minutes))
+        if "example" in only:
+            rows.append(
+                accuracy("pytorch-resnet", example_task(work, args.epochs, args.samples), work, args.probe_minutes)
+            )
+        for r in rows:
+            print(json.dumps(r))
+        if "parallel" in only:
+            print(json.dumps({"parallel": parallel(work, args.candidates, min(args.probe_minutes, 0.5))}))
+    for line in verdicts(rows):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

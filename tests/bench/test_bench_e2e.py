@@ -1,0 +1,202 @@
+"""`gpubench bench` end to end with a tiny fake job of known throughput (tests/bench/bench_fakes.py):
+
+- through the stand-in cloud (the real Pulumi program rendered under mocks, the REAL payload started
+  locally against moto S3): three candidates launched at once, one refused for lack of capacity and named
+  with the provider's reason while the others are probed, read back from the bucket, extrapolated and
+  destroyed, with nothing left in the stand-in; Ctrl-C mid-bench leaves no stack behind;
+- through --local (the command, with --json on stdout and progress on stderr);
+- through an SSH host stack on the loopback sshd.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from bench_fakes import NO_GPU, BenchCloud, project, write_task
+
+from analysis.bench.answer import ROW_FIELDS
+from analysis.bench.run import bench
+from analysis.cli import main
+from payload import exitcodes
+from payload.storage import open_store
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
+
+RATE = 2000.0  # the fake job's steady samples per second
+PROBE_MINUTES = 0.3  # 18 s at most; the fake job is steady within a few seconds
+CAPACITY = (
+    "creating EC2 Instance: InsufficientInstanceCapacity: We currently do not have sufficient g5.xlarge "
+    "capacity in the Availability Zone you requested (us-east-1a). Our system will be working on "
+    "provisioning additional capacity."
+)
+STACKS = {"aws-g4dn-1x": NO_GPU, "aws-g6-1x": NO_GPU, "aws-g5-1x": NO_GPU}
+
+
+@pytest.fixture
+def cloud_env(tmp_path, moto_server, s3_bucket, monkeypatch):
+    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "3")
+    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.05")
+    cloud = BenchCloud(tmp_path / "cloud", moto_server.endpoint)
+    task = write_task(tmp_path / "task", accelerators=("T4:1", "L4:1", "A10G:1"), rate=RATE)
+    try:
+        yield {
+            "cloud": cloud,
+            "task": task,
+            "root": project(tmp_path / "project", STACKS),
+            "results": f"s3://{s3_bucket}/bench",
+        }
+    finally:
+        cloud.shutdown()
+
+
+def run_cloud(env, **kw):
+    progress = kw.pop("progress", None) or io.StringIO()
+    outcome = bench(
+        env["task"],
+        probe_minutes=PROBE_MINUTES,
+        yes=True,
+        results=env["results"],
+        backend=env["cloud"].backend,
+        work_dir=env["root"],
+        progress=progress,
+        poll_seconds=0.5,
+        **kw,
+    )
+    return outcome, progress.getvalue()
+
+
+def check_rate(row):
+    assert row["samples_per_second_low"] <= row["samples_per_second"] <= row["samples_per_second_high"]
+    assert row["samples_per_second"] == pytest.approx(RATE, rel=0.1)
+
+
+def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_left(cloud_env):
+    cloud = cloud_env["cloud"]
+    cloud.prefix_faults["aws-g5-1x"] = CAPACITY
+    outcome, text = run_cloud(cloud_env)
+    assert outcome.exit_code == exitcodes.OK, text
+    rows = {r["offering"]: r for r in outcome.doc["candidates"]}
+    assert set(rows) == {"aws/g4dn.xlarge", "aws/g6.xlarge", "aws/g5.xlarge"}
+    refused = rows["aws/g5.xlarge"]
+    assert refused["status"] == "launch-failed" and refused["est_hours"] is None
+    assert refused["reason"].startswith("no-capacity: ") and "InsufficientInstanceCapacity" in refused["reason"]
+    assert any(u["offering"] == "aws/g5.xlarge" for u in outcome.doc["answer"]["unmeasured"])
+    for offering in ("aws/g4dn.xlarge", "aws/g6.xlarge"):
+        row = rows[offering]
+        assert row["status"] == "measured", row
+        check_rate(row)
+        assert row["est_hours"] > 0 and row["est_usd"] > 0 and row["probe_usd"] > 0
+    # launched together: the launches overlapped, and so did the probes' runs
+    assert cloud.peak >= 2
+    store = open_store(cloud_env["results"])
+    results = [json.loads(store.get_bytes(k.key)) for k in store.list("runs/") if k.key.endswith("/result.json")]
+    assert len(results) == 2 and all(r["probe"]["stopped_by"] in ("steady", "time-limit") for r in results)
+    assert max(r["started_at"] for r in results) < min(r["finished_at"] for r in results)
+    # destroyed, every one, the refused one too (a failed up may leave resources)
+    assert cloud.leftovers() == {} and cloud.running() == []
+    assert set(cloud.destroys) == set(cloud.ups) and len(cloud.ups) == 3
+    assert outcome.page is not None and outcome.page.is_file()
+
+
+def test_json_document_has_the_documented_fields(cloud_env):
+    cloud_env["cloud"].prefix_faults["aws-g5-1x"] = CAPACITY
+    outcome, _ = run_cloud(cloud_env, gpus="T4,A10G")
+    doc = json.loads(json.dumps(outcome.doc))
+    assert {"task", "candidates", "answer", "probe_total_usd"} <= set(doc)
+    for row in doc["candidates"]:
+        assert set(ROW_FIELDS) <= set(row)
+    assert {"cheapest", "fastest", "frontier", "unmeasured", "sentence"} <= set(doc["answer"])
+    assert "within_deadline" not in doc["answer"] and "within_budget" not in doc["answer"]
+    assert doc["probe_total_usd"] == pytest.approx(sum(r["probe_usd"] or 0 for r in doc["candidates"]), abs=1e-6)
+    assert doc["answer"]["cheapest"]["offering"] == "aws/g4dn.xlarge"
+
+
+def test_ctrl_c_mid_bench_leaves_no_stack_behind(cloud_env):
+    class CtrlC(io.StringIO):
+        fired = False
+
+        def write(self, s):
+            if not self.fired and "waiting for the probe result" in s:
+                CtrlC.fired = True
+                raise KeyboardInterrupt
+            return super().write(s)
+
+    outcome, text = run_cloud(cloud_env, gpus="T4,L4", progress=CtrlC())
+    cloud = cloud_env["cloud"]
+    assert CtrlC.fired and outcome.exit_code == exitcodes.CANCELLED
+    assert outcome.left == [] and "nothing left running" in text
+    assert cloud.leftovers() == {} and cloud.running() == []
+    assert set(cloud.destroys) == set(cloud.ups)
+
+
+def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
+    task = write_task(tmp_path / "task", rate=RATE)
+    results = tmp_path / "results"
+    argv = ["bench", str(task), "--local", "--yes", "--json", "--probe-minutes", str(PROBE_MINUTES)]
+    code = main([*argv, "--results", str(results), "--project-dir", str(tmp_path), "--hourly-usd", "0.5"])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.OK, err
+    doc = json.loads(out)  # stdout is the JSON document only; progress went to stderr
+    (row,) = doc["candidates"]
+    assert row["kind"] == "local" and row["status"] == "measured"
+    check_rate(row)
+    assert row["est_hours"] == pytest.approx((row["overhead_seconds"] + 7.2e6 / row["samples_per_second"]) / 3600)
+    assert "[local]" in err and "probe at most" in err
+    (result,) = (results / "runs" / row["name"]).glob("*/result.json")
+    assert json.loads(result.read_text())["probe"]["steady"]["steady"] is True
+
+
+@pytest.fixture
+def ssh_host(tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra_ssh"))
+    from sshd_server import start_sshd
+
+    server = start_sshd(tmp_path / "sshd")
+    name = f"ssh-bench-{uuid.uuid4().hex[:6]}"
+    config = {
+        "offering": "hetzner/ex51-ssd-gpu",
+        "host": server.host,
+        "port": server.port,
+        "user": server.user,
+        "identityFile": server.client_key,
+        "results": f"file://{tmp_path / 'bucket'}",
+        "runtime": "venv",
+        "remotePython": sys.executable,
+        "remoteDir": str(tmp_path / "remote"),
+        "expectGpu": False,
+        "benchmark": "mnist-mlp",  # the probe runs the task instead
+    }
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    doc = {"config": {f"gpubench:{k}": v for k, v in config.items()}}
+    (stacks / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(doc))
+    yield name, stacks, tmp_path / "bucket"
+    server.stop()
+
+
+def test_ssh_host_bench(tmp_path, ssh_host):
+    name, stacks, bucket = ssh_host
+    task = write_task(tmp_path / "task", rate=RATE)
+    out = io.StringIO()
+    outcome = bench(
+        task,
+        hosts=[name],
+        yes=True,
+        probe_minutes=PROBE_MINUTES,
+        stacks_dir=stacks,
+        work_dir=tmp_path,
+        progress=out,
+        poll_seconds=0.5,
+    )
+    assert outcome.exit_code == exitcodes.OK, out.getvalue()
+    (row,) = outcome.doc["candidates"]
+    assert row["kind"] == "ssh" and row["status"] == "measured" and row["name"] == name
+    check_rate(row)
+    (result,) = (bucket / "runs" / name).glob("*/result.json")
+    assert json.loads(result.read_text())["probe"]["limit_seconds"] == pytest.approx(PROBE_MINUTES * 60, abs=1)

@@ -1,0 +1,340 @@
+"""`gpubench bench` pieces without a payload run: generated probe stacks, reading a probe's result, the
+answer rows, the budget refusal and the confirmation before anything launches, and Ctrl-C, which stops
+launching and destroys every stack it launched (through a recording stack backend)."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from bench_fakes import project as make_project
+from bench_fakes import write_task
+
+from analysis.bench import cloud as cloud_probe
+from analysis.bench.answer import ROW_FIELDS, candidate_row
+from analysis.bench.candidates import cloud_candidates
+from analysis.bench.plan import BudgetExceeded
+from analysis.bench.readings import ProbeReport, judge, probe_cost
+from analysis.bench.run import bench
+from analysis.cost import billed_seconds
+from infra.catalog import load_catalog
+from infra.config import MIN_HOURS, parse_config
+from infra.conventions import Declined
+from payload import exitcodes
+from payload.workloads import load_spec
+
+
+def project(tmp_path: Path, stacks: dict[str, dict] | None = None) -> Path:
+    return make_project(tmp_path / "project", stacks)
+
+
+def candidates_for(task_path: Path):
+    found, _ = cloud_candidates(load_spec(task_path))
+    return found
+
+
+# --- generated stacks ----------------------------------------------------------------------------
+
+
+def test_probe_stack_names_are_unique_per_bench_and_valid(tmp_path):
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    a = cloud_probe.probe_stack_name(cand, "20260101T000000Z-1a2b")
+    b = cloud_probe.probe_stack_name(cand, "20260101T000000Z-3c4d")
+    assert a.startswith(cand.name) and a != b
+    long = SimpleNamespace(name="x" * 120)
+    assert len(cloud_probe.probe_stack_name(long, "20260101T000000Z-1a2b")) <= 100
+
+
+@pytest.mark.parametrize("probe,boot", [(60, 0), (600, 600), (3600, 600)])
+def test_max_hours_covers_probe_boot_and_teardown(probe, boot):
+    hours = cloud_probe.max_hours(probe, boot)
+    assert hours >= MIN_HOURS
+    assert hours * 3600 >= probe + boot + cloud_probe.TEARDOWN_SLACK_SECONDS
+    assert hours * 3600 < probe + boot + cloud_probe.TEARDOWN_SLACK_SECONDS + 180 or hours == MIN_HOURS
+
+
+def test_stack_config_keeps_your_settings_and_replaces_the_job(tmp_path):
+    task = write_task(tmp_path / "t")
+    (cand,) = candidates_for(task)
+    root = project(
+        tmp_path,
+        {
+            cand.name: {
+                "gpubench:offering": cand.offering,
+                "gpubench:suite": ["mnist-mlp"],
+                "gpubench:epochs": 3,
+                "gpubench:sshCidr": "203.0.113.7/32",
+                "gpubench:maxHours": 6,
+            }
+        },
+    )
+    hours = cloud_probe.max_hours(90, 600)
+    config = cloud_probe.stack_config(
+        cand,
+        task=task,
+        probe_seconds=90,
+        hours=hours,
+        results="s3://bench-results",
+        stacks_dir=root / "stacks",
+        catalog=load_catalog(),
+    )
+    assert config["gpubench:sshCidr"] == "203.0.113.7/32"  # yours, kept
+    assert "gpubench:suite" not in config and "gpubench:epochs" not in config
+    assert config["gpubench:workload"] == str(task.resolve())
+    assert config["gpubench:probeSeconds"] == 90 and config["gpubench:maxHours"] == hours
+    cfg = parse_config(config, "probe-stack")
+    assert cfg.probe_seconds == 90 and cfg.workload == str(task.resolve()) and cfg.suite == ()
+    cloud_probe.check_config("probe-stack", config, load_catalog())
+
+
+def test_probe_seconds_reach_the_payload_env_only_when_set(tmp_path):
+    from infra.launch import payload_env, resolve
+
+    task = write_task(tmp_path / "t")
+    base = {"gpubench:offering": "aws/g4dn.xlarge", "gpubench:workload": str(task)}
+    probe = resolve(parse_config({**base, "gpubench:probeSeconds": 45}, "s"), load_catalog())
+    full = resolve(parse_config(base, "s"), load_catalog())
+    assert payload_env(probe, "s3://bench-results", "2030-01-01T00:00:00Z")["GPUBENCH_PROBE_SECONDS"] == "45"
+    assert "GPUBENCH_PROBE_SECONDS" not in payload_env(full, "s3://bench-results", "2030-01-01T00:00:00Z")
+
+
+def test_workspace_pulumi_yaml_reaches_the_project_program(tmp_path):
+    root = project(tmp_path)
+    bench_dir = root / ".gpubench" / "bench" / "x"
+    bench_dir.mkdir(parents=True)
+    cloud_probe.write_project(bench_dir, root)
+    doc = yaml.safe_load((bench_dir / "Pulumi.yaml").read_text())
+    assert (bench_dir / doc["main"]).resolve() == (root / "infra").resolve()
+    assert (bench_dir / doc["runtime"]["options"]["virtualenv"]).resolve() == (root / ".venv").resolve()
+    assert doc["stackConfigDir"] == "stacks" and (bench_dir / "stacks").is_dir()
+
+
+# --- reading a probe back ------------------------------------------------------------------------
+
+STEADY = {
+    "samples_per_second": 1000.0,
+    "low": 980.0,
+    "high": 1020.0,
+    "rel_halfwidth": 0.02,
+    "warmup_seconds": 1.0,
+    "windows": 8,
+    "steady": True,
+}
+
+
+def result_doc(steady=STEADY, status="completed", overhead=120.0):
+    probe = {"limit_seconds": 60, "stopped_by": "steady", "overhead_seconds": overhead, "steady": steady}
+    return {"status": status, "probe": probe, "error": None if status == "completed" else "exit 2"}
+
+
+@pytest.mark.parametrize(
+    "doc,status,fragment",
+    [
+        (None, "no-result", "no probe result"),
+        (result_doc(), "measured", None),
+        ({**result_doc(), "probe": None}, "no-rate", "probe mode"),
+        (result_doc(steady=None), "no-rate", "too few metrics lines"),
+        (result_doc(steady={**STEADY, "steady": False, "rel_halfwidth": 0.11}), "not-steady", "+/-11.0 %"),
+        (result_doc(steady=None, status="failed"), "failed", "exit 2"),
+        (result_doc(steady=None, status="interrupted"), "interrupted", "reclaimed"),
+        (result_doc(status="interrupted"), "measured", None),  # steady before the notice: the rate stands
+    ],
+)
+def test_judge_says_what_a_probe_result_means(doc, status, fragment):
+    got, reason = judge(doc)
+    assert got == status
+    assert (reason is None) if fragment is None else (fragment in reason)
+
+
+def test_rows_extrapolate_the_whole_job_from_the_measured_rate(tmp_path):
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    work = 3.6e6
+    row = candidate_row(ProbeReport(cand, "s", "measured", None, result_doc(), 0.01), work)
+    assert set(ROW_FIELDS) <= set(row)
+    hours = (120.0 + work / 1000.0) / 3600  # overhead + work / rate
+    assert row["est_hours"] == pytest.approx(hours, rel=1e-6)
+    assert row["est_hours_low"] <= row["est_hours"] <= row["est_hours_high"]
+    billed = billed_seconds(cand.terms, hours * 3600)
+    assert row["est_usd"] == pytest.approx(billed / 3600 * cand.hourly_usd, rel=1e-6)
+    assert row["samples_per_second"] == 1000.0 and row["overhead_seconds"] == 120.0
+    assert set(row["basis"].values()) <= {"measured", "extrapolated"}
+    failed = candidate_row(ProbeReport(cand, "s", "launch-failed", "quota: limit"), work)
+    assert failed["est_hours"] is None and failed["reason"] == "quota: limit"
+
+
+def test_probe_cost_bills_under_the_offering_rule(tmp_path):
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    usd, billed = probe_cost(cand, 30.0)  # under AWS's 60 s minimum
+    assert billed == billed_seconds(cand.terms, 30.0) == cand.terms.minimum_seconds
+    assert usd == pytest.approx(billed / 3600 * cand.hourly_usd, abs=1e-6)
+
+
+# --- refusals and Ctrl-C with a recording backend ------------------------------------------------
+
+
+class Recorder:
+    """A stack backend that records up/destroy; `up` returns a deployed stack with a deadline."""
+
+    def __init__(self, up_hook=None):
+        self.calls: list[tuple[str, str]] = []
+        self.up_hook = up_hook
+        self.lock = threading.Lock()
+
+    def __call__(self, work_dir):
+        self.work_dir = Path(work_dir)
+        return self
+
+    def select_stack(self, name):
+        rec = self
+
+        class Handle:
+            def up(self, on_output=None):
+                with rec.lock:
+                    rec.calls.append(("up", name))
+                if rec.up_hook:
+                    rec.up_hook(name)
+                return SimpleNamespace(outputs={"deadline": "2030-01-01T00:00:00Z"})
+
+            def destroy(self, on_output=None):
+                with rec.lock:
+                    rec.calls.append(("destroy", name))
+
+            def outputs(self):
+                return {}
+
+        return Handle()
+
+    def list_stacks(self):
+        return []
+
+    def names(self, what):
+        return sorted(n for c, n in self.calls if c == what)
+
+
+class InterruptOn(io.StringIO):
+    """A progress stream that raises KeyboardInterrupt (Ctrl-C) once, on the first line containing `text`."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.text, self.fired = text, False
+
+    def write(self, s):
+        if not self.fired and self.text in s:
+            self.fired = True
+            raise KeyboardInterrupt
+        return super().write(s)
+
+
+def three_gpu_task(tmp_path):
+    return write_task(tmp_path / "t", accelerators=("T4:1", "L4:1", "A10G:1"))
+
+
+def test_budget_refuses_before_anything_launches(tmp_path, s3_bucket):
+    rec = Recorder()
+    with pytest.raises(BudgetExceeded, match="--budget"):
+        bench(
+            three_gpu_task(tmp_path),
+            budget_usd=0.01,
+            yes=True,
+            results=f"s3://{s3_bucket}",
+            backend=rec,
+            work_dir=project(tmp_path),
+            progress=io.StringIO(),
+        )
+    assert rec.calls == []
+    assert not (tmp_path / "project" / ".gpubench").exists()
+
+
+def test_not_confirmed_launches_nothing(tmp_path, s3_bucket):
+    rec, asked = Recorder(), []
+    out = io.StringIO()
+    with pytest.raises(Declined):
+        bench(
+            three_gpu_task(tmp_path),
+            results=f"s3://{s3_bucket}",
+            backend=rec,
+            work_dir=project(tmp_path),
+            progress=out,
+            confirm=lambda what, question, default: asked.append((question, default)) or False,
+        )
+    assert rec.calls == [] and asked == [("Start the probes?", False)]
+    assert "probe at most" in out.getvalue()  # the plan table came first
+
+
+def test_ctrl_c_in_the_progress_hook_destroys_every_launched_stack(tmp_path, s3_bucket):
+    rec = Recorder()
+    out = InterruptOn("waiting for the probe result")
+    outcome = bench(
+        three_gpu_task(tmp_path),
+        yes=True,
+        results=f"s3://{s3_bucket}",
+        backend=rec,
+        work_dir=project(tmp_path),
+        progress=out,
+        poll_seconds=0.05,
+    )
+    assert out.fired and outcome.exit_code == exitcodes.CANCELLED
+    assert rec.names("up") and rec.names("destroy") == rec.names("up")
+    assert outcome.left == [] and "nothing left running" in out.getvalue()
+    record = json.loads(next((tmp_path / "project" / ".gpubench" / "bench").glob("*/bench.json")).read_text())
+    assert all(e["teardown"]["action"] == "destroyed" for e in record["stacks"].values() if e["state"] != "pending")
+
+
+def test_ctrl_c_during_up_and_declined_teardown_says_what_is_left_until_when(tmp_path, s3_bucket):
+    def slow_then_interrupt(name):
+        if name.startswith("aws-g5"):
+            raise KeyboardInterrupt
+
+    rec, out = Recorder(up_hook=slow_then_interrupt), io.StringIO()
+    outcome = bench(
+        three_gpu_task(tmp_path),
+        results=f"s3://{s3_bucket}",
+        backend=rec,
+        work_dir=project(tmp_path),
+        progress=out,
+        poll_seconds=0.05,
+        confirm=lambda what, question, default: question == "Start the probes?",
+    )
+    assert outcome.exit_code == exitcodes.CANCELLED
+    assert rec.names("destroy") == []  # the user said no to the teardown
+    left = {item["name"] for item in outcome.left}
+    assert left == set(rec.names("up"))
+    text = out.getvalue()
+    for name in left:
+        assert f"left running: {name}" in text and f"gpubench teardown {name}" in text
+    assert "cloud-side deadline 2030-01-01T00:00:00Z" in text
+
+
+# --- the command ---------------------------------------------------------------------------------
+
+
+def test_bench_help_explains_and_has_examples(capsys):
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    for text in ("examples:", "--budget", "--local", "--hosts", "Ctrl-C", "gpubench status", "--json"):
+        assert text in out
+
+
+def test_command_budget_refusal_is_a_usage_error_before_any_launch(tmp_path, capsys, monkeypatch):
+    from analysis.cli import main
+
+    monkeypatch.delenv("GPUBENCH_RESULTS", raising=False)
+    task = three_gpu_task(tmp_path)
+    root = project(tmp_path)
+    code = main(["bench", str(task), "--budget", "0.01", "--yes", "--project-dir", str(root)])
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "--budget" in err and "Traceback" not in err
+    assert not (root / ".gpubench").exists()
+    code = main(["bench", str(task), "--yes", "--project-dir", str(root)])  # cloud probes need a bucket
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "--results is required" in err
+    assert not (root / ".gpubench").exists()
