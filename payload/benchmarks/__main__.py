@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         source = DataSource.parse(args.data)
         if args.metrics_every < 0:
             raise ParamError(f"--metrics-every {args.metrics_every}: give seconds >= 0")
-    except (UnknownBenchmark, ParamError, ConfigError) as exc:  # all before TensorFlow loads
+    except (UnknownBenchmark, ParamError, ConfigError, ValueError) as exc:  # all before TensorFlow loads
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     try:
