@@ -37,10 +37,11 @@ NAME_PATTERNS = {
     "run id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"),
     "offering id": re.compile(r"[a-z0-9][a-z0-9._-]{0,39}/[A-Za-z0-9][A-Za-z0-9._+-]{0,159}"),
 }
-_NAME_EXAMPLES = {
-    "stack name": "aws-p3-8x-spot",
-    "run id": "20240101T100000Z-i-0abc-resnet50",
-    "offering id": "aws/p3.8xlarge",
+# What each kind of name may hold, in words, and an example: the fix a refusal names.
+_NAME_RULES = {
+    "stack name": ("'.', '_' and '-' (no '/', no '..', at most 100 characters)", "aws-p3-8x-spot"),
+    "run id": ("'.', '_' and '-' (no '/', no '..', at most 200 characters)", "20240101T100000Z-i-0abc-resnet50"),
+    "offering id": ("'.', '_', '-' and '+', with one '/' after the provider (no '..')", "aws/p3.8xlarge"),
 }
 
 
@@ -51,11 +52,8 @@ def name_problem(kind: str, value) -> str | None:
         return None
     odd = sorted({f"U+{ord(ch):04X}" for ch in text if not (ch.isascii() and ch.isprintable())})
     detail = f" (it holds {', '.join(odd[:5])})" if odd else ""
-    allowed = "'.', '_', '-'" + (", '/' and '+'" if kind == "offering id" else "")
-    return (
-        f"{kind} {text!r} is not allowed{detail}: use ASCII letters, digits and {allowed} "
-        f"(no '..', no other character), e.g. {_NAME_EXAMPLES[kind]}"
-    )
+    allowed, example = _NAME_RULES[kind]
+    return f"{kind} {text!r} is not a slug{detail}: use only ASCII letters, digits and {allowed}, e.g. {example}"
 
 
 def check_name(kind: str, value) -> str:

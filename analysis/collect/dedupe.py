@@ -3,7 +3,9 @@
 Its own module because the same run reaches a collect more than once (a
 resumed run rewrites its result, one bucket may be given under two URLs, a
 result may be copied under another stack), and the table must name one
-winner, the same one every time, and say why the others lost."""
+winner, the same one every time, by evidence its writer cannot forge (the
+order the user gave the sources in, not a time the result claims), and say
+why the others lost."""
 
 from __future__ import annotations
 
