@@ -134,6 +134,15 @@ def test_a_first_source_copy_that_is_not_believable_yields_to_the_next_source(tm
     assert _reasons(summary)[result_key(broken)].startswith("implausible: train_seconds")
 
 
+def test_one_directory_given_twice_keeps_one_row_from_the_first_spelling(tmp_path):
+    run = make_result("aws/p3.2xlarge", repeat=1)
+    a = tmp_path / "a"
+    _populate(open_store(str(a)), [run])
+    summary, rows = collect([a.as_uri(), str(a)], tmp_path / "out")
+    assert [r["source"] for r in rows] == [a.as_uri()]
+    assert _reasons(summary)[result_key(run)].startswith(f"duplicate of run {run['run_id']}: kept {a.as_uri()}")
+
+
 # --- 3. numbers and times no run can produce ---------------------------------------------------------
 
 
@@ -145,7 +154,19 @@ def _finished_first(result):
     result["finished_at"] = _iso(datetime.fromisoformat(result["started_at"]) - timedelta(hours=2))
 
 
+def _late_shutdown(result):
+    """A timeline event years ahead: the billed window would end there."""
+    later = _iso(datetime.now(timezone.utc) + timedelta(days=3650))
+    result["timeline"].append({"time": later, "event": "shutdown", "attempt": 1, "source": "host"})
+
+
 IMPOSSIBLE = {
+    "negative hourly price": (lambda r: r["price"].update(hourly_usd=-0.5), "recorded_hourly_usd"),
+    "started in the future": (
+        lambda r: r.update(started_at=_iso(datetime.now(timezone.utc) + timedelta(days=2))),
+        "started_at",
+    ),
+    "a shutdown years ahead": (_late_shutdown, "terminated_at"),
     "negative train_seconds": (lambda r: r["metrics"].update(train_seconds=-3600.0), "train_seconds"),
     "negative samples_per_second": (lambda r: r["metrics"].update(samples_per_second=-1.0), "samples_per_second"),
     "finished before started": (_finished_first, "before started_at"),
