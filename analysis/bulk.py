@@ -208,13 +208,21 @@ class S3Bulk:
             return False
         return runs_digest(p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"]) == digest
 
+    # the most bytes `get` reads of one object (None: no cap); collect sets its result.json cap
+    max_bytes: int | None = None
+
     async def get(self, key: str, size: int | None = None) -> bytes | memoryview:
         """The object's bytes. With the `size` the listing gave, one ranged
         read (one await, the body collected in Rust: about half the CPU of a
         streamed get); if that fails (the object shrank or went away since
-        the listing), a whole get says what is there now."""
+        the listing), a whole get says what is there now. Never more than
+        `max_bytes` are read: a larger object raises ObjectTooLarge, its
+        body unread (the whole get looks at the response's size first)."""
         import obstore
 
+        limit = self.max_bytes
+        if limit is not None and size and size > limit:
+            raise ObjectTooLarge(self.url_for(key), size)
         if size:
             try:
                 return memoryview(await obstore.get_range_async(self._store, key, start=0, end=size))
@@ -222,9 +230,22 @@ class S3Bulk:
                 pass
         try:
             result = await obstore.get_async(self._store, key)
+            whole = int(result.meta["size"])
+            if limit is not None and whole > limit:
+                raise ObjectTooLarge(self.url_for(key), whole)
             return memoryview(await result.bytes_async())
+        except ObjectTooLarge:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
+
+
+class ObjectTooLarge(StorageError):
+    """An object over the size a reader accepts, left unread."""
+
+    def __init__(self, url: str, size: int):
+        super().__init__(f"{url} is {size} bytes")
+        self.size = size
 
 
 def runs_digest(run_ids: Iterable[str]) -> str:
@@ -260,7 +281,8 @@ async def fetch_all(
     range (the size from the listing); if the object changed since, that read
     may hold part of the new one: when `handle` returns True for a ranged
     read (it could not parse it), the object is read again whole and handed
-    over once more. `settled` is S3Bulk.list's. Returns (the listing, the
+    over once more. `settled` is S3Bulk.list's. No object is read past the
+    source's `max_bytes`: a larger one is handed over as ObjectTooLarge. Returns (the listing, the
     settled stacks whose files were not listed); a listing failure raises
     StorageError."""
     queue: asyncio.Queue = asyncio.Queue()

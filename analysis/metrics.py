@@ -170,14 +170,18 @@ def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
 def default_base(summary: pd.DataFrame) -> str:
     """The base of the relative columns when none is asked for: the first of
     BASE_PREFERENCE in the data, else the offering that ran the most
-    configurations (ties: alphabetical), so the columns are never all blank."""
-    if summary.empty:
+    configurations (ties: alphabetical), so the columns are never all blank.
+    Runs without an offering (a payload run without --offering) leave
+    DEFAULT_BASE, whose relative columns then say it did not run."""
+    if summary.empty or "offering_id" not in summary.columns:
         return DEFAULT_BASE
     present = set(summary["offering_id"].dropna())
     for o in BASE_PREFERENCE:
         if o in present:
             return o
     counts = summary.dropna(subset=["offering_id"]).groupby("offering_id")["workload"].nunique()
+    if counts.empty:
+        return DEFAULT_BASE
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 

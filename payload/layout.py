@@ -25,33 +25,60 @@ class BadKeyPart(ValueError):
     """A stack name or run id that cannot be one path segment of a key."""
 
 
+# The one alphabet of names that become keys, table cells and report text:
+# ASCII letters and digits, then '.', '_', '-' (and '/', '+' inside an offering
+# id). Nothing else: a right-to-left override, a Cyrillic look-alike or a
+# Unicode hyphen would print like a real stack while being another one. Each
+# kind of name is a pattern over it; every reader and writer checks through
+# check_name. (Stacks follow Pulumi's stack-name alphabet: the launcher names
+# them this way and the payload refuses anything else before it trains.)
+NAME_PATTERNS = {
+    "stack name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),
+    "run id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"),
+    "offering id": re.compile(r"[a-z0-9][a-z0-9._-]{0,39}/[A-Za-z0-9][A-Za-z0-9._+-]{0,159}"),
+}
+# What each kind of name may hold, in words, and an example: the fix a refusal names.
+_NAME_RULES = {
+    "stack name": ("'.', '_' and '-' (no '/', no '..', at most 100 characters)", "aws-p3-8x-spot"),
+    "run id": ("'.', '_' and '-' (no '/', no '..', at most 200 characters)", "20240101T100000Z-i-0abc-resnet50"),
+    "offering id": ("'.', '_', '-' and '+', with one '/' after the provider (no '..')", "aws/p3.8xlarge"),
+}
+
+
+def name_problem(kind: str, value) -> str | None:
+    """Why `value` is not a valid `kind` (a key of NAME_PATTERNS), or None when it is."""
+    text = value if isinstance(value, str) else str(value)
+    if NAME_PATTERNS[kind].fullmatch(text) and ".." not in text:
+        return None
+    odd = sorted({f"U+{ord(ch):04X}" for ch in text if not (ch.isascii() and ch.isprintable())})
+    detail = f" (it holds {', '.join(odd[:5])})" if odd else ""
+    allowed, example = _NAME_RULES[kind]
+    return f"{kind} {text!r} is not a slug{detail}: use only ASCII letters, digits and {allowed}, e.g. {example}"
+
+
+def check_name(kind: str, value) -> str:
+    """The name if it is a valid `kind` (stack name, run id, offering id); else BadKeyPart naming the fix."""
+    problem = name_problem(kind, value)
+    if problem is not None:
+        raise BadKeyPart(problem)
+    return str(value)
+
+
 def _segment(what: str, value: str) -> str:
     text = str(value)
     if not text or "/" in text or text in (".", ".."):
         raise BadKeyPart(f"{what} {text!r} cannot be part of a bucket key: use a name without '/', e.g. aws-p3-8x")
-    return text
-
-
-# Pulumi's stack-name alphabet; the launcher names stacks this way and the
-# payload refuses anything else before it trains (a path or a space in a
-# stack name would put results where collect never looks).
-_STACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+    return check_name(what, text)
 
 
 def check_stack_name(stack: str) -> str:
     """The stack name if it is a slug (letters, digits, '.', '_', '-'; no '/', no '..'); else BadKeyPart."""
-    text = str(stack)
-    if not _STACK_NAME.fullmatch(text) or ".." in text:
-        raise BadKeyPart(
-            f"stack name {text!r} is not a slug: use letters, digits, '.', '_' and '-' "
-            "(no '/', no '..', at most 100 characters), e.g. aws-p3-8x-spot"
-        )
-    return text
+    return check_name("stack name", stack)
 
 
 def stack_prefix(stack: str) -> str:
     """`runs/<stack>/`: everything one stack writes."""
-    return f"{ROOT}{_segment('stack', stack)}/"
+    return f"{ROOT}{_segment('stack name', stack)}/"
 
 
 def run_prefix(stack: str, run_id: str) -> str:

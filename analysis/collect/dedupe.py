@@ -3,11 +3,14 @@
 Its own module because the same run reaches a collect more than once (a
 resumed run rewrites its result, one bucket may be given under two URLs, a
 result may be copied under another stack), and the table must name one
-winner, the same one every time, and say why the others lost."""
+winner, the same one every time, by evidence its writer cannot forge (the
+order the user gave the sources in, not a time the result claims), and say
+why the others lost."""
 
 from __future__ import annotations
 
 from analysis.collect.summary import Summary
+from analysis.collect.trust import row_problem
 from analysis.collect.validation import misplaced_check
 
 
@@ -16,41 +19,58 @@ def row_order(row: dict) -> tuple[str, str]:
     return row["run_id"], row["stack"]
 
 
-def dedupe(entries: dict[str, dict], summary: Summary, dropped: set[str] | None = None) -> list[dict]:
-    """One row per (stack, run id): the newest finished_at wins (a resumed run's
-    last result covers every attempt, and the same bucket may be reached through
-    two URLs); the others are set aside, naming the winner, and their entry
-    keys added to `dropped`. Copies are compared only within one stack's
-    prefix: a result under another stack never displaces it. Entries without a
-    row are reported as set aside with their reason."""
+def dedupe(
+    entries: dict[str, dict], summary: Summary, dropped: set[str] | None = None, *, now: float | None = None
+) -> list[dict]:
+    """One row per (stack, run id). Copies of a run rank by evidence the
+    writer of a result cannot forge: the order the user gave the sources in
+    (`summary.sources`; the first source wins), then the entry key; the first
+    copy that is believable (analysis.collect.trust) is kept, one that is not
+    is set aside with its reason, and every later copy is set aside naming the
+    winner. Only a caller with no source order (an empty `summary.sources`)
+    falls back to the newest finished_at. Copies are compared only within one
+    stack's prefix: a result under another stack never displaces it. Set-aside
+    entry keys are added to `dropped`; entries without a row are reported with
+    their reason."""
     dropped = set() if dropped is None else dropped
-    best: dict[tuple[str, str], tuple[dict, str, str]] = {}
+    copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
     for mkey in sorted(entries):
         e = entries[mkey]
         if "row" not in e:
             summary.skipped.append({"key": e["key"], "url": e.get("url"), "reason": e.get("reason", "unknown")})
             continue
-        row, url = e["row"], e.get("url")
         try:
-            misplaced_check(row, e["key"])  # here, not at download: cached rows are judged too
+            misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
-            summary.skipped.append({"key": e["key"], "url": url, "reason": str(exc)})
-            dropped.add(mkey)
+            _set_aside(summary, dropped, mkey, e, str(exc))
             continue
-        ident = (row["stack"], row["run_id"])
-        cur = best.get(ident)
-        if cur is None:
-            best[ident] = (row, url, mkey)
-            continue
-        newer = (row["finished_at"] or "") > (cur[0]["finished_at"] or "")
-        keep, drop = ((row, url, mkey), cur) if newer else (cur, (row, url, mkey))
-        best[ident] = keep
-        dropped.add(drop[2])
-        summary.skipped.append(
-            {
-                "key": drop[0]["key"],
-                "url": drop[1],
-                "reason": f"duplicate of run {row['run_id']}: kept {keep[1]} (finished {keep[0]['finished_at']})",
-            }
-        )
-    return sorted((kept[0] for kept in best.values()), key=row_order)
+        copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append((mkey, e))
+    order = {url: i for i, url in enumerate(summary.sources)}
+    rows = []
+    for found in copies.values():
+        winner = None
+        for mkey, e in _by_precedence(found, order):
+            if winner is not None:
+                kept = winner[1]
+                reason = f"duplicate of run {kept['row']['run_id']}: kept {kept.get('url')}"
+                _set_aside(summary, dropped, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
+            elif problem := row_problem(e["row"], now):
+                _set_aside(summary, dropped, mkey, e, problem)
+            else:
+                winner = (mkey, e)
+        if winner is not None:
+            rows.append(winner[1]["row"])
+    return sorted(rows, key=row_order)
+
+
+def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list[tuple[str, dict]]:
+    """Copies of one run, the one to keep first: by source order when known, else newest finished_at."""
+    ranked = sorted(found, key=lambda c: c[0])  # the entry key: a fixed order whatever order they were found in
+    if order:
+        return sorted(ranked, key=lambda c: order.get(c[1].get("source"), len(order)))
+    return sorted(ranked, key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
+
+
+def _set_aside(summary: Summary, dropped: set[str], mkey: str, entry: dict, reason: str) -> None:
+    dropped.add(mkey)
+    summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": reason})

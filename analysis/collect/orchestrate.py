@@ -38,6 +38,9 @@ class Collection:
     todo: list[Download] = field(default_factory=list)  # for the thread pool
     to_price: list[tuple[str, dict]] = field(default_factory=list)  # (mkey, migrated result) of bulk-read spot runs
     settled: SettledBook = field(default_factory=SettledBook)
+    # sources where runs were expected and none were found (empty, missing, misspelt, wrong layout):
+    # the table and the manifest are then left exactly as they were
+    not_found: list[str] = field(default_factory=list)
 
     def cached(self, url: str, info) -> dict | None:
         """The manifest's entry for a listed object whose ETag and size are unchanged."""
@@ -56,15 +59,34 @@ class Collection:
         """The result keys of a listing; its runs and set-aside files counted in the summary."""
         result_keys, set_aside, n_runs = classify(listing)
         if listing and n_runs + settled_runs == 0:
-            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old rows
-            self.summary.skipped.append({"key": url, "url": url, "reason": wrong_layout(url, listing)})
-            self.summary.incomplete.append(f"{url}: no runs in the expected layout")
-            self._keep_rows_of(url)
+            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old table
+            self.nothing_found(url, wrong_layout(url, listing), "no runs in the expected layout")
+            return []
+        if not listing and settled_runs == 0 and self.nothing_found(url, store=store):
             return []
         self.summary.runs += n_runs
         for s in set_aside:
             self.summary.skipped.append({**s, "url": store.url_for(s["key"])})
         return result_keys
+
+    def nothing_found(self, url: str, reason: str | None = None, short: str | None = None, store=None) -> bool:
+        """A source with no runs where runs were expected: True, and the collect marked as finding
+        nothing (the table is kept, the exit code says so). Expected: always in a directory that does
+        not exist; in an empty directory or prefix once the table holds runs (before the first
+        collect it may well be empty). A bucket's root may be empty: a bucket's runs can all end."""
+        missing = _missing_directory(store)
+        if reason is None and not missing and (is_bucket_root(url) or not self._table_had_rows()):
+            return False
+        where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
+        reason = reason or (
+            f"no runs found under {url}: {where}; expected {layout.LAYOUT} there; the table is left as it was"
+        )
+        self.summary.skipped.append({"key": url, "url": url, "reason": reason})
+        self.summary.incomplete.append(f"{url}: {short or 'no runs found (empty, missing or misspelt?)'}")
+        self.not_found.append(url)
+        self.settled.not_settled()
+        self._keep_rows_of(url)
+        return True
 
     def settle(self, mkey: str, entry: dict) -> None:
         """Record one downloaded object; a failed download keeps the row it had."""
@@ -84,6 +106,9 @@ class Collection:
     def take_cached(self, mkey: str, entry: dict) -> None:
         self.entries[mkey] = entry
         self.summary.cached += 1
+
+    def _table_had_rows(self) -> bool:
+        return any("row" in e for e in self.manifest.entries.values())
 
     def _keep_rows_of(self, url: str) -> None:
         self.entries.update({k: v for k, v in self.manifest.entries.items() if v.get("source") == url})
@@ -172,9 +197,10 @@ def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> N
         listing, got, book.unlisted[url] = bulk_fetch(source, url, c.cached, workers, bar, priced, trusted)
         if not listing and not book.unlisted[url]:  # nothing under runs/: an empty bucket, or the wrong place?
             elsewhere = source.sample()
-            if elsewhere:  # the wrong-layout error, and the old rows kept
+            if elsewhere:  # the wrong-layout error, and the old table kept
                 c.classified(url, source, dict.fromkeys(elsewhere))
-                book.not_settled()
+                return
+            if c.nothing_found(url):
                 return
     except StorageError as exc:
         c.keep_old(url, exc)
@@ -250,9 +276,14 @@ def _table(c: Collection) -> list[dict]:
     n_skipped, dropped = len(summary.skipped), set()
     rows = dedupe(c.entries, summary, dropped)
     summary.table = table_paths(c.out)
+    if c.not_found:
+        # runs were expected and some source held none: neither the table nor the manifest is touched
+        rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
+        summary.valid = len(rows)
+        return rows
     if summary.incomplete and not rows and any("row" in e for e in c.manifest.entries.values()):
         # a failed or mistaken collect never replaces a non-empty table with an empty one
-        rows = dedupe(c.manifest.entries, Summary(sources=[]))
+        rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
         summary.valid = len(rows)
         return rows
     summary.valid = len(rows)
@@ -280,6 +311,20 @@ def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[d
         settled=c.settled.now,
         outcome=outcome if c.settled.all_settled and not c.summary.incomplete else None,
     )
+
+
+def _missing_directory(store) -> bool:
+    """True for a file:// source whose directory does not exist (payload.storage lists it as empty)."""
+    root = getattr(store, "root", None)
+    return isinstance(root, Path) and not root.exists()
+
+
+def is_bucket_root(url: str) -> bool:
+    """s3://bucket or gs://bucket with no prefix: a place that exists on its own and may be empty."""
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    return parts.scheme in ("s3", "gs") and bool(parts.netloc) and not parts.path.strip("/")
 
 
 def entries_fingerprint(entries: dict[str, dict]) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from analysis.collect.spot import SpotPricer, parse_result
-from analysis.collect.validation import parse
+from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from payload import layout
 
 # The SDK clients keep 10 pooled connections by default (botocore
@@ -78,6 +78,9 @@ def bulk_fetch(
         m = layout.parse_key(info.key)
         if m is None or not m.is_result or cached(url, info) is not None:
             return False
+        if (why := too_large(info.size)) is not None:  # set aside unread
+            got[entry_key(url, info.key)] = {**new_entry(source, url, info), "reason": why}
+            return False
         bar.add(1)
         return True
 
@@ -91,6 +94,7 @@ def bulk_fetch(
         return False
 
     async def run():
+        source.max_bytes = MAX_RESULT_BYTES
         return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS, settled)
 
     # A private loop, not asyncio.run: that would leave the thread without a current event loop,
@@ -106,9 +110,13 @@ def bulk_fetch(
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
     """The entry of one object the bulk path read (its bytes or the StorageError);
     None when a ranged read did not parse and the object must be read whole."""
+    from analysis.bulk import ObjectTooLarge
     from payload.storage import StorageError
 
     entry = new_entry(source, url, info)
+    if isinstance(data, ObjectTooLarge):  # grown past the cap since the listing: left unread
+        entry["reason"] = too_large(data.size)
+        return entry
     if isinstance(data, StorageError):
         entry.update(etag=None, failed=True, reason=f"download failed: {data}")  # not cached: tried again next time
         return entry
@@ -151,8 +159,10 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
     failed = {"etag": None, "failed": True}  # not cached: the next collect tries again
     if url in stopped:
         return entry_key(url, key), {**entry, **failed, "reason": f"not tried: {stopped[url]}"}
+    if (why := too_large(info.size)) is not None:  # set aside unread
+        return entry_key(url, key), {**entry, "reason": why}
     try:
-        data = store.get_bytes(key)
+        data = read_capped(store, key, MAX_RESULT_BYTES)
     except ObjectNotFound as exc:  # deleted since the listing: this object only
         return entry_key(url, key), {**entry, **failed, "reason": f"download failed: {exc}"}
     except StorageError as exc:  # the source's other objects are not tried
@@ -166,3 +176,62 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
         # not cached: a failure in spot pricing (the cloud's API) is tried again next time
         entry.update(etag=None, reason=f"unreadable: {type(exc).__name__}: {exc}")
     return entry_key(url, key), entry
+
+
+def _read_file(store, key: str, n: int) -> bytes:
+    from payload.storage import ObjectNotFound
+
+    try:
+        with open(store._path(key), "rb") as f:  # noqa: SLF001 - payload.storage's own path of a key
+            return f.read(n)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
+
+
+def _read_s3(store, key: str, n: int) -> bytes:
+    from botocore.exceptions import ClientError
+
+    from payload.storage import ObjectNotFound
+
+    try:
+        got = store._client.get_object(Bucket=store.bucket, Key=store._key(key), Range=f"bytes=0-{n - 1}")  # noqa: SLF001
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code in ("NoSuchKey", "404", "NotFound"):
+            raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
+        if code == "InvalidRange":  # an empty object has no first byte to range over
+            return b""
+        raise
+    return got["Body"].read(n)
+
+
+def _read_gcs(store, key: str, n: int) -> bytes:
+    from google.api_core.exceptions import NotFound, RequestRangeNotSatisfiable
+
+    from payload.storage import ObjectNotFound
+
+    blob = store._bucket.blob(store._key(key))  # noqa: SLF001
+    try:
+        return blob.download_as_bytes(start=0, end=n - 1, timeout=store._timeout, retry=None)  # noqa: SLF001
+    except NotFound:
+        raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
+    except RequestRangeNotSatisfiable:  # an empty object has no first byte to range over
+        return b""
+
+
+# Ranged reads of the first n bytes, by payload.storage's store class.
+_CAPPED_READERS = {"FileStore": _read_file, "S3Store": _read_s3, "GCSStore": _read_gcs}
+
+
+def read_capped(store, key: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of an object (one more says it is over the cap),
+    by a ranged read with the store's retries; a store of another kind (a
+    wrapper in the tests) is read whole and judged by its length."""
+    from payload.storage import with_retries
+
+    reader = _CAPPED_READERS.get(type(store).__name__)
+    if reader is None:
+        return store.get_bytes(key)
+    return with_retries(
+        f"download {store.url_for(key)}", lambda: reader(store, key, limit + 1), store.retries, store.backoff
+    )

@@ -26,9 +26,31 @@ TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 CURRENT = f".{TABLE_STEM}.current"  # the symlink to the published generation
 
+# What a spreadsheet evaluates when a cell starts with it (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value):
+    """A text cell a spreadsheet would evaluate as a formula, prefixed with a
+    single quote so it is shown as text; any other value as it is."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_safe(df):
+    """The table for the CSV export: text cells neutralised (Parquet keeps the true values)."""
+    import pandas as pd
+
+    text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
+    return df.assign(**{c: df[c].map(neutralise_cell) for c in text}) if text else df
+
+
 _WRITERS = {
     "parquet": lambda df, path: df.to_parquet(path, index=False),
-    "csv": lambda df, path: df.to_csv(path, index=False),
+    # CRLF rows (RFC 4180): the csv writer then quotes a cell holding a bare CR as well as LF,
+    # which with "\n" rows it writes as is, splitting the row for a reader
+    "csv": lambda df, path: csv_safe(df).to_csv(path, index=False, lineterminator="\r\n"),
 }
 
 

@@ -23,6 +23,20 @@ KNOWN_RUN_DIRS = layout.RUN_DIRS
 PARTIAL_UPLOAD = "partial: temporary upload file"
 UNKNOWN_RUN_FILE = "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, checkpoints/)"
 
+# The largest result.json a collect reads. A real one is a few kB to a few hundred
+# (a long timeline); past this it is set aside unread, and the reads themselves
+# stop here (analysis.collect.sources, analysis.bulk), so one planted file can
+# neither fill memory nor grow the manifest or the table.
+MAX_RESULT_BYTES = 4 * 1024 * 1024
+
+
+def too_large(size: int | None) -> str | None:
+    """The reason a result of `size` bytes is set aside unread, or None when it may be read."""
+    if size is not None and size > MAX_RESULT_BYTES:
+        cap = MAX_RESULT_BYTES // (1024 * 1024)
+        return f"too large: {size} bytes or more, over the {cap} MiB a result.json may have (set aside unread)"
+    return None
+
 
 @lru_cache(maxsize=1)
 def _fast_validator():
@@ -58,6 +72,8 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
     """(row, migrated result) of one result.json's bytes; ValueError with the reason."""
     from payload.schema import ResultValidationError
 
+    if (why := too_large(len(data))) is not None:  # what a capped read handed over: never parsed
+        raise ValueError(why)
     data = bytes(data)
     if not data.strip():
         raise ValueError("corrupt: empty file (upload interrupted?)")

@@ -24,6 +24,10 @@ hand is seen then).
 exit codes: 0 collected (set-aside files are listed); 1 incomplete: a location
 could not be listed, held no runs in the runs/<stack>/<run-id>/ layout, or a
 download failed (the table keeps the rows it had), or a --teardown failed;
+also 1 when a location held no runs at all where runs were expected (a
+directory that does not exist; an empty directory or prefix once the table
+has runs, e.g. a misspelt prefix): the table and manifest are then left
+exactly as they were, and --json says "complete": false;
 2 usage error; 3 --teardown needs the Pulumi CLI; 4 a bucket could not be
 opened; 5 --strict and some files were set aside.
 """

@@ -62,6 +62,11 @@ def usd(value) -> str:
     return "no price" if _missing(value) else f"USD {usd_amount(value)}"
 
 
+def offering_name(value) -> str:
+    """An offering id as shown; runs started without --offering have none (None or NaN in the table)."""
+    return value if isinstance(value, str) else "no offering (run without --offering)"
+
+
 def _who(r: dict) -> str:
     """'aws/p3.8xlarge (4 GPUs, spot)': the offering as used."""
     extra = []
@@ -70,7 +75,7 @@ def _who(r: dict) -> str:
         extra.append(f"{int(g)} GPUs")
     if r.get("market") == "spot":
         extra.append("spot")
-    return r["offering_id"] + (f" ({', '.join(extra)})" if extra else "")
+    return offering_name(r.get("offering_id")) + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _pick(r: dict) -> str:
@@ -120,7 +125,7 @@ def sentence(rec: dict) -> str:
     unpriced = rec.get("unpriced") or []
     if unpriced:
         names = ", ".join(f"{_who(u)} ({duration(u['hours'])})" for u in unpriced)
-        ids = ", ".join(dict.fromkeys(u["offering_id"] for u in unpriced))
+        ids = ", ".join(dict.fromkeys(offering_name(u["offering_id"]) for u in unpriced))
         markets = " or ".join(dict.fromkeys(u["market"] for u in unpriced))
         text += f" Not ranked by cost, no price: {names}. To add a price: {add_price_hint(ids, markets)}."
     return text

@@ -1,0 +1,184 @@
+"""Whether a parsed row could have come from a real run where it is stored:
+its names in the one allowed alphabet, its times and numbers physically
+possible, and the offering it claims the one its stack runs, on the GPU it
+recorded.
+
+Its own module because a result is written by whoever can write to the
+bucket: the schema says a file is well formed, not that it is believable.
+Every row is judged here (downloaded or carried over from the manifest), and
+one that fails is set aside with the reason, never counted."""
+
+from __future__ import annotations
+
+import re
+import time
+from functools import lru_cache
+
+from analysis.table import parse_time
+from payload import layout
+
+# A clock on a rented machine may run a little ahead of ours; more than this is not skew.
+CLOCK_SKEW_S = 300.0
+
+# Which columns name things, and which kind of name each is (payload.layout.NAME_PATTERNS).
+NAMED_COLUMNS = (("stack", "stack name"), ("run_id", "run id"), ("offering_id", "offering id"))
+
+# Quantities no run can make negative: durations, rates, counts, prices.
+NON_NEGATIVE = (
+    "train_seconds",
+    "phase_total_seconds",
+    "samples_per_second",
+    "samples_per_second_p10",
+    "samples_per_second_p90",
+    "gpu_utilization_mean",
+    "epochs_completed",
+    "steps_completed",
+    "samples_trained",
+    "instance_seconds",
+    "recorded_hourly_usd",
+    "recorded_spot_hourly_usd",
+    "gpus_used",
+    "gpu_memory_gb",
+)
+
+# (earlier, later): events a run records in this order (up to the skew between two machines' clocks).
+IN_ORDER = (("started_at", "finished_at"), ("launch_at", "terminated_at"))
+TIMES = ("started_at", "finished_at", "launch_at", "terminated_at")
+
+
+def row_problem(row: dict, now: float | None = None) -> str | None:
+    """Why `row` cannot be a real run's (the reason a collect sets it aside with), or None."""
+    for check in (name_problem, number_problem, time_problem, offering_problem):
+        problem = check(row, time.time() if now is None else now) if check is time_problem else check(row)
+        if problem:
+            return problem
+    return None
+
+
+def name_problem(row: dict) -> str | None:
+    for column, kind in NAMED_COLUMNS:
+        value = row.get(column)
+        if value is None and column == "offering_id":  # a run started without --offering
+            continue
+        if (why := layout.name_problem(kind, value)) is not None:
+            return f"invalid: {why}"
+    return None
+
+
+def number_problem(row: dict) -> str | None:
+    for column in NON_NEGATIVE:
+        value = row.get(column)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return f"implausible: {column} is {value}; no run has a negative duration, rate, count or price"
+    return None
+
+
+def time_problem(row: dict, now: float) -> str | None:
+    times = {}
+    for column in TIMES:
+        try:
+            times[column] = parse_time(row.get(column))
+        except (TypeError, ValueError):
+            return f"invalid: {column} {row.get(column)!r} is not a timestamp"
+    for column, t in times.items():
+        if t is not None and t.timestamp() > now + CLOCK_SKEW_S:
+            return f"implausible: {column} {row[column]} is in the future (more than {CLOCK_SKEW_S:.0f} s ahead)"
+    for earlier, later in IN_ORDER:
+        a, b = times[earlier], times[later]
+        if a is not None and b is not None and (a - b).total_seconds() > CLOCK_SKEW_S:
+            return f"implausible: {later} {row[later]} is before {earlier} {row[earlier]}"
+    return None
+
+
+def offering_problem(row: dict) -> str | None:
+    """A result may name only its stack's offering, and only one with the GPU it recorded."""
+    claimed, stack = row.get("offering_id"), row.get("stack")
+    if not claimed:
+        return None
+    expected = stack_offering(stack)
+    if expected is not None and expected != claimed:
+        return f"misplaced: stack {stack} runs offering {expected}, but the result claims {claimed}"
+    if expected is None and (family := family_problem(stack, claimed)):
+        return family
+    catalog_gpu = offering_gpu(claimed)
+    recorded = row.get("gpu_model")
+    if catalog_gpu and recorded and _gpu_token(catalog_gpu) not in _gpu_token(recorded):
+        return f"misplaced: offering {claimed} has a {catalog_gpu} GPU, but the result recorded {recorded!r}"
+    return None
+
+
+def family_problem(stack: str, claimed: str) -> str | None:
+    """For a stack no stack file or catalog entry names: one named like a cloud's
+    stacks (`aws-...`) may claim only that cloud's offerings of that family."""
+    offering = _catalog_offering(claimed)
+    provider = claimed.split("/", 1)[0]
+    named_for = next((p for p in _cloud_providers() if stack.startswith(f"{p}-")), None)
+    if named_for is None:
+        return None  # a stack name of the user's own: nothing to compare
+    if named_for != provider:
+        return f"misplaced: stack {stack} is named for {named_for}, but the result claims offering {claimed}"
+    if offering is None or not offering.is_cloud:
+        return None
+    family = "-".join(offering.stack_names()[0].split("-")[:2])
+    if stack != family and not stack.startswith(family + "-"):
+        return f"misplaced: stack {stack} is not a {family}-... stack, but the result claims offering {claimed}"
+    return None
+
+
+def _gpu_token(name: str) -> str:
+    """A GPU name compared without case, spaces or dashes: 'Tesla T4' holds 'T4', 'GTX 1080 Ti' 'GTX-1080-Ti'."""
+    return re.sub(r"[^A-Z0-9]", "", str(name).upper())
+
+
+@lru_cache(maxsize=1)
+def _catalog():
+    """The offering catalog, or None when it cannot be loaded (the checks that need it are skipped)."""
+    try:
+        from infra.catalog import load_catalog
+
+        return load_catalog()
+    except Exception:  # noqa: BLE001 - a broken catalog must not stop a collect; its checks are skipped
+        return None
+
+
+def _catalog_offering(offering_id: str):
+    catalog = _catalog()
+    if catalog is None:
+        return None
+    try:
+        return catalog.get(offering_id)
+    except Exception:  # noqa: BLE001 - an id the catalog does not know (an old or private offering)
+        return None
+
+
+def _cloud_providers() -> tuple[str, ...]:
+    catalog = _catalog()
+    if catalog is None:
+        return ()
+    return tuple(p for p in catalog.providers() if any(o.is_cloud for o in catalog.offerings(p)))
+
+
+def offering_gpu(offering_id: str) -> str | None:
+    """The catalog's GPU model of an offering; None for one without a GPU or unknown (local, SSH boxes)."""
+    offering = _catalog_offering(offering_id)
+    return offering.gpu_model if offering is not None else None
+
+
+@lru_cache(maxsize=4096)
+def stack_offering(stack: str) -> str | None:
+    """The offering a known stack runs: its stack file's gpubench:offering, else the
+    catalog's stack of that name; None for a stack neither knows."""
+    try:
+        from infra.stacks import STACKS_DIR, load_config
+
+        if (STACKS_DIR / f"Pulumi.{stack}.yaml").is_file():
+            offering = load_config(stack).get("gpubench:offering")
+            if offering:
+                return str(offering)
+    except Exception:  # noqa: BLE001,S110 - an unreadable stack file: the catalog below, else unknown
+        pass
+    catalog = _catalog()
+    if catalog is None:
+        return None
+    known = catalog.cloud_stacks().get(stack)
+    return known[0].id if known else None
