@@ -82,9 +82,13 @@ def secure_root(conn, sftp, root: str) -> str:
         st = sftp.lstat(path)
         mine = st.st_uid == uid
         if path == real and not mine:
-            raise SshError(f"gpubench:remoteDir {real} on the host belongs to user id {st.st_uid}, not you ({uid}); {fix}")
+            raise SshError(
+                f"gpubench:remoteDir {real} on the host belongs to user id {st.st_uid}, not you ({uid}); {fix}"
+            )
         if path != real and st.st_uid not in (0, uid):
-            raise SshError(f"{path} (above gpubench:remoteDir {real}) belongs to user id {st.st_uid}, who could swap it; {fix}")
+            raise SshError(
+                f"{path} (above gpubench:remoteDir {real}) belongs to user id {st.st_uid}, who could swap it; {fix}"
+            )
         if st.st_mode & 0o022 and (path == real or not st.st_mode & stat.S_ISVTX):
             raise SshError(
                 f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}), so they could plant code "
