@@ -68,8 +68,9 @@ def _load_known_hosts(client, cfg: SshStack) -> Path:
     return mine
 
 
-def _changed_key(cfg: SshStack, exc, mine: Path) -> SshError:
-    name = cfg.host if cfg.port == 22 else f"[{cfg.host}]:{cfg.port}"
+def _changed_key(cfg: SshStack, conn, exc, mine: Path) -> SshError:
+    # The name paramiko looked up: the real host and port after ~/.ssh/config aliases.
+    name = conn.host if int(conn.port) == 22 else f"[{conn.host}]:{conn.port}"
     user = os.path.expanduser(USER_KNOWN_HOSTS)
     holder = mine if name in _hosts_in(mine) else user
     fingerprint = exc.key.fingerprint if hasattr(exc.key, "fingerprint") else exc.key.get_name()
@@ -104,7 +105,7 @@ def connect(cfg: SshStack, timeout: float = 15.0):
     try:
         conn.open()
     except paramiko.BadHostKeyException as exc:
-        raise _changed_key(cfg, exc, mine) from None
+        raise _changed_key(cfg, conn, exc, mine) from None
     except paramiko.AuthenticationException as exc:
         key = cfg.identity_file or "your default keys / ssh-agent"
         raise SshError(

@@ -107,6 +107,15 @@ def confine_workdir(value: str, spec_dir: Path) -> Path:
     path = (base / value).resolve()
     if path != base and base not in path.parents:
         raise WorkdirError(f"{value!r} resolves to {path}, outside the spec's directory {base}; {fix}")
+    # Hidden credential directories only: a project folder named `gcloud` is fine, `~/.config/gcloud` is not.
+    parts = [p.lower() for p in path.parts]
+    hidden = [p for p in parts if p in SECRET_DIRS and p.startswith(".")]
+    secret = hidden[0] if hidden else ("gcloud" if "/.config/gcloud" in "/".join(parts) else None)
+    if secret:
+        raise WorkdirError(
+            f"{value!r} is {path}, inside {secret}/, a directory of credentials; "
+            "put the job's files and the spec in a directory of their own"
+        )
     if path in _home_dirs() or path == Path(path.anchor):
         raise WorkdirError(
             f"{value!r} is {path}, a home or root directory: it would ship every file in it (keys, cloud credentials); "
@@ -116,12 +125,12 @@ def confine_workdir(value: str, spec_dir: Path) -> Path:
 
 
 def _secret_pattern(rel: str) -> str | None:
-    parts = rel.split("/")
+    parts = rel.lower().split("/")  # case-insensitive: ID_RSA or .ENV on a case-insensitive disk is the same file
     hit = next((d for d in parts[:-1] if d in SECRET_DIRS), None)
     if hit:
         return f"{hit}/"
     tail2 = "/".join(parts[-2:])
-    return next((p for p in SECRET_NAMES if fnmatch.fnmatch(parts[-1], p) or fnmatch.fnmatch(tail2, p)), None)
+    return next((p for p in SECRET_NAMES if fnmatch.fnmatchcase(parts[-1], p) or fnmatch.fnmatchcase(tail2, p)), None)
 
 
 def _refuse_secret(rel: str, why: str) -> WorkdirError:

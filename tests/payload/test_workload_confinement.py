@@ -45,6 +45,23 @@ def test_a_workdir_outside_the_spec_directory_is_refused_with_the_fix(tmp_path, 
     assert "'workdir'" in str(err.value) and repr(workdir) in str(err.value)
 
 
+@pytest.mark.parametrize("secret_dir", [".ssh", ".aws", ".config/gcloud"])
+def test_a_workdir_inside_a_credentials_directory_is_refused(tmp_path, secret_dir):
+    job = tmp_path / secret_dir
+    job.mkdir(parents=True)
+    (job / "config").write_text("[default]\n")  # a name that alone looks harmless
+    spec = job / "workload.yaml"
+    spec.write_text(yaml.safe_dump({"name": "job", "run": "true", "workdir": "."}))
+    with pytest.raises(WorkloadSpecError, match=f"inside {secret_dir.split('/')[-1]}/, a directory of credentials"):
+        load_spec(spec)
+
+
+def test_a_project_folder_merely_named_like_a_tool_is_fine(tmp_path):
+    (tmp_path / "gcloud").mkdir()
+    spec = make_spec(tmp_path / "gcloud")
+    assert load_spec(spec).workdir == str(spec.parent)
+
+
 def test_a_workdir_symlink_that_leaves_the_spec_directory_is_refused(tmp_path):
     (tmp_path / "outside").mkdir()
     spec = make_spec(tmp_path, workdir="link")
@@ -77,6 +94,8 @@ def test_a_home_directory_is_refused_even_as_the_spec_directory(tmp_path, monkey
         "credentials.json",
         ".docker/config.json",
         "cfg/gcloud/application_default_credentials.json",
+        "keys/ID_RSA",
+        ".ENV",
     ],
 )
 def test_credential_files_are_refused_naming_the_file_and_the_allow_fix(tmp_path, rel):
