@@ -133,6 +133,14 @@ def _secret_pattern(rel: str) -> str | None:
     return next((p for p in SECRET_NAMES if fnmatch.fnmatchcase(parts[-1], p) or fnmatch.fnmatchcase(tail2, p)), None)
 
 
+def _link_target(path: Path, root: Path) -> str | None:
+    """A symlink's target relative to `root` (None when not a link or outside): `notes -> .aws/credentials` is a secret too."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    return target.relative_to(root).as_posix() if root in target.parents else None
+
+
 def _refuse_secret(rel: str, why: str) -> WorkdirError:
     return WorkdirError(
         f"workdir file {rel}: looks like a credential ({why}); it would be uploaded with every run. "
@@ -212,7 +220,7 @@ def read_workdir(root: Path, allow: Collection[str] = ()) -> list[WorkdirFile]:
     out: list[WorkdirFile] = []
     total = 0
     for rel, path in _candidates(root):
-        secret = _secret_pattern(rel)
+        secret = _secret_pattern(rel) or _secret_pattern(_link_target(path, root) or rel)
         if secret and rel not in allowed:
             raise _refuse_secret(rel, f"matches {secret}")
         try:

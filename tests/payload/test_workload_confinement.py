@@ -135,6 +135,14 @@ def test_a_symlink_out_of_the_workdir_is_refused(tmp_path):
         load_spec(spec)
 
 
+def test_a_harmless_name_linking_to_a_credential_is_refused(tmp_path):
+    spec = make_spec(tmp_path, {"keys/id_rsa": "key"}, allow=["keys/id_rsa"])
+    assert load_spec(spec)  # allowed by its own name
+    (spec.parent / "notes.txt").symlink_to("keys/id_rsa")
+    with pytest.raises(WorkloadSpecError, match=r"notes.txt: looks like a credential.*allow: \[notes.txt\]"):
+        load_spec(spec)
+
+
 def test_a_directory_symlink_out_of_the_workdir_is_refused(tmp_path):
     (tmp_path / "dataset").mkdir()
     spec = make_spec(tmp_path)
