@@ -88,9 +88,13 @@ class WorkdirFile:
 
 
 def _home_dirs() -> set[Path]:
-    homes = {Path.home().resolve()}
+    """Every user's home (a container's arbitrary uid may have none: then only the passwd ones)."""
+    homes = set()
+    home = os.path.expanduser("~")
+    if home.startswith("/"):
+        homes.add(Path(home).resolve())
     try:
-        homes |= {Path(p.pw_dir).resolve() for p in pwd.getpwall() if p.pw_dir not in ("", "/")}
+        homes |= {Path(p.pw_dir).resolve() for p in pwd.getpwall() if p.pw_dir.startswith("/") and p.pw_dir != "/"}
     except OSError:  # no passwd database: the current user's home is still refused
         pass
     return homes
