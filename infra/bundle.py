@@ -99,22 +99,25 @@ def _tar_gz(entries: list[tuple[str, bytes, int]]) -> tuple[bytes, bytes]:
 def build_workload_bundle(spec_path: str | Path) -> Bundle:
     """A workload spec and its workdir as one tar.gz: `workload.yaml` (its workdir
     rewritten to `workdir`) and `workdir/...`. The digest is the spec's content
-    hash, so the host keeps one copy per version of the job."""
-    import os
-
+    hash, so the host keeps one copy per version of the job. The files are read by
+    the same walk that hashed them (payload.workloads.files), so exactly what was
+    hashed travels, and the walk's refusals (credentials, links out, devices,
+    size) hold for the bundle too."""
     import yaml
 
-    from payload.workloads.spec import load_spec, workdir_files
+    from payload.workloads.files import files_digest, read_workdir
+    from payload.workloads.spec import WorkloadSpecError, load_spec
 
     spec = load_spec(spec_path)
     raw = yaml.safe_load(Path(spec.path).read_text())
     entries: list[tuple[str, bytes, int]] = []
     if spec.workdir:
         raw["workdir"] = WORKLOAD_WORKDIR_NAME
-        root = Path(spec.workdir)
-        for p in workdir_files(root):
-            mode = 0o755 if os.access(p, os.X_OK) else 0o644
-            entries.append((f"{WORKLOAD_WORKDIR_NAME}/{p.relative_to(root).as_posix()}", p.read_bytes(), mode))
+        files = read_workdir(Path(spec.workdir), spec.allow)
+        if files_digest(files) != spec.workdir_sha256:
+            raise WorkloadSpecError(f"{spec.path}: the workdir changed while it was read; build the bundle again")
+        for f in files:
+            entries.append((f"{WORKLOAD_WORKDIR_NAME}/{f.rel}", f.data, 0o755 if f.executable else 0o644))
     entries.insert(0, (WORKLOAD_SPEC_NAME, yaml.safe_dump(raw, sort_keys=False).encode(), 0o644))
     data, _ = _tar_gz(entries)
     return Bundle(data, spec.sha256[:16], len(entries))

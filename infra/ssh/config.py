@@ -46,6 +46,10 @@ HOST_KEY_POLICIES = ("accept-new", "strict")
 # Offering kinds with no Pulumi program: reached over SSH. `cloud` rows go through `pulumi up`.
 SSH_KINDS = ("dedicated", "bare-metal", "marketplace", "onprem", "cloud-vm", "local")
 DEFAULT_REMOTE_DIR = "~/.gpubench"
+# remoteDir values that are shared or system directories: another user could plant code there first,
+# or a run would write into the system. Exact matches, and (SYSTEM_TREES) anything below them too.
+SHARED_DIRS = ("/", "/tmp", "/var/tmp", "/dev/shm", "/var", "/home", "/root", "/srv", "/opt", "/mnt", "/media")
+SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run")
 DEFAULT_PIP_EXTRAS = "payload,tf"
 
 
@@ -79,7 +83,24 @@ def _remote_dir(raw: Any) -> str:
         raise ValueError(f"{text!r} must be an absolute path or start with ~/ (e.g. ~/.gpubench)")
     if any(c.isspace() or c in "'\"$`\\" for c in text):
         raise ValueError(f"{text!r}: use a path without spaces, quotes or $")
-    return text.rstrip("/") or "/"
+    text = text.rstrip("/") or "/"
+    problem = system_dir_problem(text)
+    if problem:
+        raise ValueError(problem)
+    return text
+
+
+def system_dir_problem(path: str) -> str | None:
+    """Why `path` may not be a remote dir (a shared or system directory), or None."""
+    fix = f"use a directory of the SSH user's own, e.g. {DEFAULT_REMOTE_DIR} (the default)"
+    if ".." in path.split("/"):
+        return f"{path!r}: no '..' in the path; {fix}"
+    if path in SHARED_DIRS:
+        return f"{path!r} is a shared directory where another user could plant code first; {fix}"
+    tree = next((t for t in SYSTEM_TREES if path == t or path.startswith(t + "/")), None)
+    if tree:
+        return f"{path!r} is under the system directory {tree}; {fix}"
+    return None
 
 
 Count = Annotated[int, BeforeValidator(int_at_least(1))]

@@ -1,22 +1,91 @@
 """Opening the fabric connection, with errors that say what to fix.
 
-Fabric accepts any host key and never reads known_hosts; we load the user's
-known_hosts so a *changed* key is refused (`accept-new`), and `strict` also
-refuses hosts that are not in it. An identity file means "use only this key"
-(like `IdentitiesOnly yes`), so a refused key is reported as such instead of
-silently falling back to whatever the agent holds.
+Fabric accepts any host key and never reads known_hosts. Here both the user's
+`~/.ssh/known_hosts` (read only) and gpubench's own known_hosts file
+(`project_known_hosts()`, written) are loaded, so a key recorded in either must
+match: a *changed* key is refused with the command that removes the old one.
+`accept-new` records an unknown host's key in gpubench's file on first use (trust
+on first use, like OpenSSH's `StrictHostKeyChecking accept-new`); `strict` refuses
+hosts found in neither file. An identity file means "use only this key" (like
+`IdentitiesOnly yes`), so a refused key is reported as such instead of silently
+falling back to whatever the agent holds.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 from infra.ssh.config import SshStack
+
+KNOWN_HOSTS_ENV = "GPUBENCH_KNOWN_HOSTS"  # overrides where gpubench records host keys
+USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
 
 
 class SshError(RuntimeError):
     """Connecting, authenticating or running a remote command failed; the message says what to fix."""
+
+
+def project_known_hosts() -> Path:
+    """gpubench's own known_hosts: $GPUBENCH_KNOWN_HOSTS, else $XDG_CONFIG_HOME (~/.config)/gpubench/known_hosts."""
+    if os.environ.get(KNOWN_HOSTS_ENV):
+        return Path(os.environ[KNOWN_HOSTS_ENV]).expanduser()
+    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(config) / "gpubench" / "known_hosts"
+
+
+def _record_policy(path: Path):
+    """A paramiko policy that accepts an unknown host and appends its key to `path` (created 0600)."""
+    import paramiko
+
+    class RecordOnFirstUse(paramiko.MissingHostKeyPolicy):
+        def missing_host_key(self, client, hostname, key):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a") as f:
+                f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+            client.get_host_keys().add(hostname, key.get_name(), key)
+
+    return RecordOnFirstUse()
+
+
+def _load_known_hosts(client, cfg: SshStack) -> Path:
+    """Load the user's known_hosts (never written) and gpubench's; the policy records new hosts in gpubench's."""
+    import paramiko
+
+    mine = project_known_hosts()
+    for path, load in ((os.path.expanduser(USER_KNOWN_HOSTS), client.load_system_host_keys), (mine, None)):
+        if not os.path.exists(path):
+            continue
+        try:
+            load(path) if load else client.get_host_keys().load(str(path))
+        except (OSError, paramiko.SSHException) as exc:
+            raise SshError(f"cannot read the known_hosts file {path} ({exc}); fix or remove it") from None
+    client._host_keys_filename = None  # paramiko never rewrites a file; new keys are appended by the policy
+    strict = cfg.host_key_check == "strict"
+    client.set_missing_host_key_policy(paramiko.RejectPolicy() if strict else _record_policy(mine))
+    return mine
+
+
+def _changed_key(cfg: SshStack, conn, exc, mine: Path) -> SshError:
+    # The name paramiko looked up: the real host and port after ~/.ssh/config aliases.
+    name = conn.host if int(conn.port) == 22 else f"[{conn.host}]:{conn.port}"
+    user = os.path.expanduser(USER_KNOWN_HOSTS)
+    holder = mine if name in _hosts_in(mine) else user
+    fingerprint = exc.key.fingerprint if hasattr(exc.key, "fingerprint") else exc.key.get_name()
+    return SshError(
+        f"{cfg.target}: the host key changed: {name} now offers {fingerprint}, not the key recorded in {holder}. "
+        "Someone may be intercepting the connection; if the box was reinstalled, remove the old key with "
+        f"`ssh-keygen -R '{name}' -f {holder}` and connect again"
+    )
+
+
+def _hosts_in(path: Path) -> set[str]:
+    try:
+        return {w for line in path.read_text().splitlines() for w in line.split(" ", 1)[0].split(",")}
+    except OSError:
+        return set()
 
 
 def connect(cfg: SshStack, timeout: float = 15.0):
@@ -32,21 +101,11 @@ def connect(cfg: SshStack, timeout: float = 15.0):
             )
         connect_kwargs.update(key_filename=[cfg.identity_file], look_for_keys=False, allow_agent=False)
     conn = Connection(cfg.host, user=cfg.user, port=cfg.port, connect_timeout=timeout, connect_kwargs=connect_kwargs)
-    known = os.path.expanduser("~/.ssh/known_hosts")
-    if os.path.exists(known):
-        try:
-            conn.client.load_host_keys(known)
-        except (OSError, paramiko.SSHException):
-            pass  # an unreadable known_hosts only weakens the check; strict still refuses unknown hosts
-    conn.client._host_keys_filename = None  # never write the user's known_hosts
-    if cfg.host_key_check == "strict":
-        conn.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    mine = _load_known_hosts(conn.client, cfg)
     try:
         conn.open()
     except paramiko.BadHostKeyException as exc:
-        raise SshError(
-            f"{cfg.target}: the host key changed ({exc}); if the box was reinstalled, remove its line from {known}"
-        ) from None
+        raise _changed_key(cfg, conn, exc, mine) from None
     except paramiko.AuthenticationException as exc:
         key = cfg.identity_file or "your default keys / ssh-agent"
         raise SshError(

@@ -8,6 +8,7 @@ open run, either still going (its wrapper pid is alive) or finished
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shlex
 import stat
@@ -59,6 +60,68 @@ def resolve_root(conn, remote_dir: str) -> str:
             )
         return home + remote_dir[1:]
     return remote_dir
+
+
+def secure_root(conn, sftp, root: str) -> str:
+    """The remote dir, created private (umask 077) and checked: its real path (symlinks resolved) is not a
+    system directory, it belongs to the SSH user and is not group/world writable, and no directory above it
+    can be changed by another user (owned by the user or root; writable by others only with the sticky bit,
+    like /tmp). Another user of the host can then neither plant code for a run nor swap a directory under it."""
+    from infra.ssh.config import DEFAULT_REMOTE_DIR, system_dir_problem
+
+    run(conn, f"umask 077 && mkdir -p {shlex.quote(root)}")
+    real = sftp.normalize(root)
+    problem = system_dir_problem(real)
+    if problem:
+        raise SshError(f"gpubench:remoteDir {root} resolves to {real}: {problem}")
+    uid = int(run(conn, "id -u").stdout.strip())
+    fix = f"set gpubench:remoteDir to a directory of your own, e.g. {DEFAULT_REMOTE_DIR}"
+    parts = real.strip("/").split("/")
+    for i in range(len(parts) + 1):
+        path = "/" + "/".join(parts[:i])
+        st = sftp.lstat(path)
+        mine = st.st_uid == uid
+        if path == real and not mine:
+            raise SshError(
+                f"gpubench:remoteDir {real} on the host belongs to user id {st.st_uid}, not you ({uid}); {fix}"
+            )
+        if path != real and st.st_uid not in (0, uid):
+            raise SshError(
+                f"{path} (above gpubench:remoteDir {real}) belongs to user id {st.st_uid}, who could swap it; {fix}"
+            )
+        if st.st_mode & 0o022 and (path == real or not st.st_mode & stat.S_ISVTX):
+            raise SshError(
+                f"{path} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}), so they could plant code "
+                f"for a run; `chmod go-w {path}` on the host, or {fix}"
+            )
+    return real
+
+
+def remote_sha256(conn, sftp, path: str) -> str | None:
+    """sha256 of a remote file (None when there is none): sha256sum or shasum on the host, else read over SFTP."""
+    q = shlex.quote(path)
+    out = run(conn, f"test -f {q} || exit 3; sha256sum {q} 2>/dev/null || shasum -a 256 {q}", check=False)
+    if out.exited == 3:
+        return None
+    words = out.stdout.split()
+    if out.exited == 0 and words and len(words[0]) == 64:
+        return words[0]
+    h = hashlib.sha256()
+    with sftp.open(path, "rb") as f:
+        f.prefetch()
+        for chunk in iter(lambda: f.read(1024**2), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def put_verified(conn, sftp, data: bytes, path: str) -> bool:
+    """Make `path` hold exactly `data`: an existing file is reused only when its sha256 matches; otherwise
+    (missing, partial or altered) it is uploaded again. True when it was uploaded."""
+    if remote_sha256(conn, sftp, path) == hashlib.sha256(data).hexdigest():
+        return False
+    _put(sftp, data, path + ".part")
+    sftp.posix_rename(path + ".part", path)
+    return True
 
 
 def _read_json(sftp, path: str) -> dict | None:
@@ -150,9 +213,7 @@ def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: flo
     q = shlex.quote
     run(conn, f"mkdir -p {q(layout.results)} {q(layout.spool)} {q(layout.host)} {q(layout.root)}/src")
     for data, path in plan.uploads:
-        if not _exists(sftp, path):
-            _put(sftp, data, path + ".part")
-            sftp.posix_rename(path + ".part", path)
+        put_verified(conn, sftp, data, path)
     if plan.prepare:
         run(conn, " && ".join(f"({cmd})" for cmd in plan.prepare), timeout=600)
     _put(sftp, json.dumps(record, indent=2) + "\n", layout.path("record"))

@@ -152,11 +152,20 @@ def docker_plan(
 
 
 def _unpack(src: str) -> str:
-    """Unpack the uploaded bundle once per content hash (a complete directory or none)."""
+    """Unpack the uploaded (and sha256-checked, remote.put_verified) bundle once per content hash.
+
+    An existing tree is reused only when it matches the archive: `tar -d` compares every member's
+    content and mode, and the list of files must be the archive's exactly (nothing added, such as a
+    sitecustomize.py). Anything else (altered, partial, or a tar without -d) is unpacked again from the
+    archive, under a temporary name and moved in whole, so the directory is complete or absent."""
     q = shlex.quote
+    tarball, tmp = q(src + ".tar.gz"), q(src + ".tmp")
+    listed = f"cd {q(src)} && find . ! -type d | sed 's|^\\./||' | LC_ALL=C sort"
+    members = f"tar -tzf {tarball} | grep -v '/$' | LC_ALL=C sort"
+    same = f'tar -dzf {tarball} -C {q(src)} >/dev/null 2>&1 && [ "$({listed})" = "$({members})" ]'
     return (
-        f"test -f {q(src)}/gpubench/pyproject.toml || (rm -rf {q(src)}.tmp && mkdir -p {q(src)}.tmp && "
-        f"tar -xzf {q(src + '.tar.gz')} -C {q(src)}.tmp && rm -rf {q(src)} && mv {q(src)}.tmp {q(src)})"
+        f"{same} || (rm -rf {tmp} && mkdir -p {tmp} && "
+        f"tar -xzf {tarball} -C {tmp} && rm -rf {q(src)} && mv {tmp} {q(src)})"
     )
 
 

@@ -253,7 +253,7 @@ class Session:
             if self.opts.check:
                 self.check_host()
                 return "checked"
-            root = remote.resolve_root(self.conn, self.cfg.remote_dir)
+            root = remote.secure_root(self.conn, self.sftp, remote.resolve_root(self.conn, self.cfg.remote_dir))
             try:
                 current = self.locate_or_start(root)
                 if self.opts.detach and current.alive:

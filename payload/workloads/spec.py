@@ -32,15 +32,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
+
 __all__ = [
     "FIELDS",
+    "MAX_WORKDIR_BYTES",
     "METRIC_FORMATS",
     "Accelerator",
     "Resources",
@@ -52,7 +54,6 @@ __all__ = [
     "parse_accelerators",
     "parse_spec",
     "workdir_digest",
-    "workdir_files",
 ]
 
 METRIC_FORMATS = ("json", "mllog")
@@ -62,10 +63,7 @@ ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 REGION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# Never part of the shipped workdir nor of its digest: caches and VCS metadata.
-SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"}
-SKIP_SUFFIXES = (".pyc", ".pyo")
-MAX_WORKDIR_BYTES = 200 * 1024**2  # shipped with every run: large data belongs in a bucket
+# The workdir walk (what is shipped and hashed, and what is refused) is payload.workloads.files.
 
 # Names from neighbouring tools, and what they are called here.
 TOP_HINTS = {
@@ -304,7 +302,12 @@ class TaskFile(_Model):
         description="the container image the docker runtimes start the job in, e.g. pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime",
     )
     workdir: str | None = Field(
-        None, description="a directory shipped with the run (relative to the spec file); the job runs inside it"
+        None,
+        description="a directory shipped with the run, inside the spec file's directory (e.g. `.`); the job runs inside it",
+    )
+    allow: tuple[str, ...] = Field(
+        (),
+        description="workdir files (relative paths) shipped although they look like credentials, e.g. [certs/ca.pem]",
     )
     setup: str | None = Field(
         None, description="shell commands run once before the job (pip install ...); not timed as training"
@@ -409,11 +412,21 @@ class TaskFile(_Model):
         if not isinstance(value, str):
             raise ValueError(f"expected a directory path, got {value!r}")
         context = info.context or {}
-        spec_dir = Path(context.get("path", "workload.yaml")).parent
-        path = (spec_dir / os.path.expanduser(value)).resolve()
+        path = confine_workdir(value, Path(context.get("path", "workload.yaml")).parent)
         if context.get("check_workdir", True) and not path.is_dir():
             raise ValueError(f"{path} is not a directory; give a path relative to the spec file")
         return str(path)
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _allow(cls, value: Any) -> tuple[str, ...]:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            raise ValueError(f"expected a list of workdir paths, e.g. allow: [certs/ca.pem], got {value!r}")
+        for item in items:
+            if not isinstance(item, str) or not item or item.startswith(("/", "~")) or ".." in item.split("/"):
+                raise ValueError(f"{item!r}: expected a path relative to the workdir, e.g. certs/ca.pem")
+        return tuple(dict.fromkeys(items))
 
     @model_validator(mode="after")
     def _gpus_fit(self) -> TaskFile:
@@ -469,33 +482,9 @@ class WorkloadSpec(TaskFile):
 # --- files -------------------------------------------------------------------------------------------------
 
 
-def workdir_files(root: Path) -> list[Path]:
-    """Files shipped with a workdir, sorted; caches and VCS metadata left out."""
-    out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        for name in filenames:
-            if not name.endswith(SKIP_SUFFIXES):
-                out.append(Path(dirpath) / name)
-    return sorted(out, key=lambda p: p.relative_to(root).as_posix())
-
-
-def workdir_digest(root: Path) -> str:
-    """sha256 over (relative path, mode bit x, content) of every shipped file."""
-    h = hashlib.sha256()
-    total = 0
-    for p in workdir_files(root):
-        data = p.read_bytes()
-        total += len(data)
-        if total > MAX_WORKDIR_BYTES:
-            raise WorkloadSpecError(
-                f"workdir {root}: more than {MAX_WORKDIR_BYTES // 1024**2} MB; it is shipped with every run, "
-                "so keep datasets in a bucket and download them in `setup`"
-            )
-        rel = p.relative_to(root).as_posix()
-        h.update(f"{rel}\0{'x' if os.access(p, os.X_OK) else '-'}\0{len(data)}\0".encode())
-        h.update(data)
-    return h.hexdigest()
+def workdir_digest(root: Path, allow: tuple[str, ...] = ()) -> str:
+    """sha256 of the workdir's shipped files (payload.workloads.files: the bundle reads the same walk)."""
+    return files_digest(read_workdir(root, allow))
 
 
 def _describe(path: tuple[str, ...]) -> str | None:
@@ -537,7 +526,10 @@ def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> Wor
         task = TaskFile.model_validate(raw, context={"path": path, "check_workdir": check_workdir})
     except ValidationError as exc:
         raise _spec_error(where, exc) from None
-    digest = workdir_digest(Path(task.workdir)) if task.workdir and check_workdir else None
+    try:
+        digest = workdir_digest(Path(task.workdir), task.allow) if task.workdir and check_workdir else None
+    except WorkdirError as exc:
+        raise WorkloadSpecError(f"{where}: field 'workdir': {exc}") from None
     values = {name: getattr(task, name) for name in TaskFile.model_fields}
     spec = WorkloadSpec.model_construct(**values, path=where, workdir_sha256=digest)
     blob = json.dumps(spec.normalised(), sort_keys=True, separators=(",", ":"))

@@ -8,6 +8,8 @@ started as the current user with a throwaway host key and client key made by
 ``sshd_with_path``: a factory for an extra server whose sessions put a
 directory of fake tools first on PATH (a host with Docker, or without tools).
 
+``own_known_hosts`` (autouse): gpubench records host keys in a per-test file.
+
 ``ssh_stack``: writes ``Pulumi.<name>.yaml`` for an SSH stack pointing at that
 server into a temp stacks dir and returns ``(name, stacks_dir)``.
 
@@ -26,6 +28,14 @@ from sshd_server import SshServer, start_sshd
 
 # The "remote" interpreter is the one running the tests: it has TensorFlow, so no venv is built.
 REMOTE_PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def own_known_hosts(tmp_path, monkeypatch):
+    """Each test records host keys in its own file: the throwaway servers never touch the user's."""
+    path = tmp_path / "known_hosts"
+    monkeypatch.setenv("GPUBENCH_KNOWN_HOSTS", str(path))
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,254 @@
+"""The files a workload ships: one walk for the content hash and the bundle, so what is
+hashed is exactly what travels.
+
+A workdir is confined to the spec file's directory and holds regular files only. The
+walk refuses what must never leave the user's machine by accident (a home directory,
+credential-looking files), what cannot be read safely (devices, FIFOs, sockets, links
+that leave the workdir) and what is too big, with limits enforced while reading: a
+file is never read past its limit, so `/dev/zero` or a growing log cannot exhaust
+memory. Every refusal names the file and the fix; a credential-looking file the job
+really needs is shipped only when the spec lists it under ``allow`` (docs/workloads.md).
+
+A symlink inside the workdir that points at a regular file inside the workdir is
+stored as that file's content under the link's name; a symlink that points outside,
+or at a directory, is refused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import pwd
+import stat
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_WORKDIR_BYTES",
+    "SKIP_DIRS",
+    "WorkdirError",
+    "WorkdirFile",
+    "confine_workdir",
+    "files_digest",
+    "read_workdir",
+]
+
+# Never part of the shipped workdir nor of its digest: caches and VCS metadata.
+SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"}
+SKIP_SUFFIXES = (".pyc", ".pyo")
+MAX_WORKDIR_BYTES = 200 * 1024**2  # shipped with every run: large data belongs in a bucket
+MAX_FILE_BYTES = 100 * 1024**2
+CHUNK = 1024**2
+# Directories whose files are credentials (any path component), and file name patterns.
+SECRET_DIRS = {".aws", ".ssh", ".gnupg", "gcloud", ".azure", ".kube", ".password-store"}
+SECRET_NAMES = (
+    ".netrc",
+    ".env",
+    ".env.*",
+    ".pgpass",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "credentials*",
+    ".docker/config.json",
+)
+# A JSON file holding one of these is a service-account or similar key file.
+SECRET_JSON_MARKERS = (b'"private_key"', b'"client_secret"', b'"refresh_token"')
+KINDS = {
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+    stat.S_ISFIFO: "a FIFO",
+    stat.S_ISSOCK: "a socket",
+    stat.S_ISDIR: "a directory",
+}
+
+
+class WorkdirError(ValueError):
+    """A workdir that cannot be shipped as is; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class WorkdirFile:
+    """One shipped file: its path relative to the workdir, its bytes and its executable bit."""
+
+    rel: str
+    data: bytes
+    executable: bool
+
+
+def _home_dirs() -> set[Path]:
+    """Every user's home (a container's arbitrary uid may have none: then only the passwd ones)."""
+    homes = set()
+    home = os.path.expanduser("~")
+    if home.startswith("/"):
+        homes.add(Path(home).resolve())
+    try:
+        homes |= {Path(p.pw_dir).resolve() for p in pwd.getpwall() if p.pw_dir.startswith("/") and p.pw_dir != "/"}
+    except OSError:  # no passwd database: the current user's home is still refused
+        pass
+    return homes
+
+
+def confine_workdir(value: str, spec_dir: Path) -> Path:
+    """The workdir `value` as an absolute path that lies inside `spec_dir`, or WorkdirError with the fix."""
+    fix = "give a directory relative to the spec file, such as `workdir: .` or `workdir: src`, and keep the spec beside the job's files"
+    if value.startswith("~"):
+        raise WorkdirError(f"{value!r}: a home-directory path is not allowed; {fix}")
+    if os.path.isabs(value):
+        raise WorkdirError(f"{value!r}: an absolute path is not allowed; {fix}")
+    base = spec_dir.resolve()
+    path = (base / value).resolve()
+    if path != base and base not in path.parents:
+        raise WorkdirError(f"{value!r} resolves to {path}, outside the spec's directory {base}; {fix}")
+    # Hidden credential directories only: a project folder named `gcloud` is fine, `~/.config/gcloud` is not.
+    parts = [p.lower() for p in path.parts]
+    hidden = [p for p in parts if p in SECRET_DIRS and p.startswith(".")]
+    secret = hidden[0] if hidden else ("gcloud" if "/.config/gcloud" in "/".join(parts) else None)
+    if secret:
+        raise WorkdirError(
+            f"{value!r} is {path}, inside {secret}/, a directory of credentials; "
+            "put the job's files and the spec in a directory of their own"
+        )
+    if path in _home_dirs() or path == Path(path.anchor):
+        raise WorkdirError(
+            f"{value!r} is {path}, a home or root directory: it would ship every file in it (keys, cloud credentials); "
+            "put the job's files in their own directory with the spec"
+        )
+    return path
+
+
+def _secret_pattern(rel: str) -> str | None:
+    parts = rel.lower().split("/")  # case-insensitive: ID_RSA or .ENV on a case-insensitive disk is the same file
+    hit = next((d for d in parts[:-1] if d in SECRET_DIRS), None)
+    if hit:
+        return f"{hit}/"
+    tail2 = "/".join(parts[-2:])
+    return next((p for p in SECRET_NAMES if fnmatch.fnmatchcase(parts[-1], p) or fnmatch.fnmatchcase(tail2, p)), None)
+
+
+def _link_target(path: Path, root: Path) -> str | None:
+    """A symlink's target relative to `root` (None when not a link or outside): `notes -> .aws/credentials` is a secret too."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    return target.relative_to(root).as_posix() if root in target.parents else None
+
+
+def _refuse_secret(rel: str, why: str) -> WorkdirError:
+    return WorkdirError(
+        f"workdir file {rel}: looks like a credential ({why}); it would be uploaded with every run. "
+        f"Move it out of the workdir, or if the job needs it, list it in the spec: `allow: [{rel}]`"
+    )
+
+
+def _open_regular(path: Path, root: Path, rel: str) -> int:
+    """An fd of `path` when it is (or links, inside `root`, to) a regular file; WorkdirError otherwise."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        target = path.resolve()
+        if root not in target.parents:
+            raise WorkdirError(
+                f"workdir file {rel}: a symlink to {target}, outside the workdir {root}; "
+                "copy the file into the workdir or remove the link"
+            )
+        path, info = target, os.stat(target)
+    _require_regular(info.st_mode, rel)
+    # O_NONBLOCK: a FIFO swapped in after the check opens without waiting; fstat then refuses it.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        _require_regular(os.fstat(fd).st_mode, rel)
+    except WorkdirError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _require_regular(mode: int, rel: str) -> None:
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in KINDS.items() if test(mode)), "not a regular file")
+        raise WorkdirError(f"workdir file {rel}: {kind}; only regular files are shipped: remove it from the workdir")
+
+
+def _read_limited(fd: int, rel: str, budget: int) -> bytes:
+    """The file's bytes, never reading more than `budget` + 1 bytes."""
+    limit = min(MAX_FILE_BYTES, budget)
+    chunks, size = [], 0
+    with os.fdopen(fd, "rb") as f:
+        while size <= limit:
+            chunk = f.read(min(CHUNK, limit + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+    if limit < MAX_FILE_BYTES:
+        raise WorkdirError(
+            f"workdir: more than {MAX_WORKDIR_BYTES // 1024**2} MB in all (reached at {rel}); it is shipped "
+            "with every run, so keep datasets in a bucket and download them in `setup`"
+        )
+    raise WorkdirError(
+        f"workdir file {rel}: larger than {MAX_FILE_BYTES // 1024**2} MB; keep data in a bucket and download it in `setup`"
+    )
+
+
+def _candidates(root: Path) -> list[tuple[str, Path]]:
+    """(relative path, path) of every non-directory entry, sorted; caches and VCS metadata left out.
+    Directory symlinks are entries too (refused when read), never walked into."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and d not in links)
+        for name in [*filenames, *links]:
+            if not name.endswith(SKIP_SUFFIXES):
+                p = Path(dirpath) / name
+                out.append((p.relative_to(root).as_posix(), p))
+    return sorted(out)
+
+
+def read_workdir(root: Path, allow: Collection[str] = ()) -> list[WorkdirFile]:
+    """Every shipped file of the workdir `root`, sorted by path, read within the limits.
+
+    `allow` lists relative paths that look like credentials but are shipped on purpose."""
+    root = Path(root).resolve()
+    allowed = {a.strip("/") for a in allow}
+    out: list[WorkdirFile] = []
+    total = 0
+    for rel, path in _candidates(root):
+        secret = _secret_pattern(rel) or _secret_pattern(_link_target(path, root) or rel)
+        if secret and rel not in allowed:
+            raise _refuse_secret(rel, f"matches {secret}")
+        try:
+            fd = _open_regular(path, root, rel)
+            executable = os.access(path, os.X_OK)
+            data = _read_limited(fd, rel, MAX_WORKDIR_BYTES - total)
+        except OSError as exc:
+            raise WorkdirError(
+                f"workdir file {rel}: cannot read it ({exc.strerror}); fix its permissions or remove it"
+            ) from None
+        total += len(data)
+        if rel.endswith(".json") and rel not in allowed and any(m in data for m in SECRET_JSON_MARKERS):
+            raise _refuse_secret(rel, "a JSON key file: it holds a private key or secret")
+        out.append(WorkdirFile(rel, data, executable))
+    unused = sorted(allowed - {f.rel for f in out})
+    if unused:
+        raise WorkdirError(f"allow: {', '.join(unused)} not found in the workdir {root}; list paths relative to it")
+    return out
+
+
+def files_digest(files: list[WorkdirFile]) -> str:
+    """sha256 over (relative path, executable bit, size, content) of every shipped file."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f"{f.rel}\0{'x' if f.executable else '-'}\0{len(f.data)}\0".encode())
+        h.update(f.data)
+    return h.hexdigest()
