@@ -219,3 +219,30 @@ def test_gpubench_payload_run_checks_the_offering_against_the_catalog(no_tools, 
     code, _, err = run([*argv, "--results", str(no_tools / "results")], capsys)
     assert code == exitcodes.USAGE and "aws/p3.8xlarge" in one_error_line(err)
     assert not (no_tools / "results").exists()
+
+
+def test_debug_flag_shows_the_traceback_of_a_bug(no_tools, capsys, monkeypatch):
+    import analysis.commands.stacks as stacks_command
+
+    monkeypatch.setattr(stacks_command, "run", lambda args: 1 / 0)
+    assert main(["--debug", "stacks", "--list"]) == exitcodes.FAILED
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "unexpected ZeroDivisionError" in err
+
+
+@pytest.mark.parametrize("entry", ["infra", "payload"])
+def test_other_entry_points_turn_a_bug_into_one_line(entry, monkeypatch, capsys):
+    import infra.cli
+    import payload.cli
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    if entry == "infra":
+        monkeypatch.setattr(infra.cli, "cmd_stacks", broken)  # looked up when the parser is built
+        code = infra.cli.main(["stacks", "--check"])
+    else:
+        monkeypatch.setitem(payload.cli.COMMANDS, "list", broken)
+        code = payload.cli.main(["list"])
+    err = capsys.readouterr().err
+    assert code == exitcodes.FAILED and "unexpected RuntimeError" in err and "Traceback" not in err
