@@ -51,65 +51,77 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         epilog=_exit_table(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an unexpected error (or GPUBENCH_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"analysis.commands.{info.name}").register(sub)
     return parser
 
 
-def _errors() -> tuple[type[BaseException], ...]:
-    """Errors any command may raise that mean "bad input or missing piece", not a bug."""
-    from infra.catalog import CatalogError
-    from infra.config import ConfigError
-    from infra.conventions import Declined, UsageError
-    from infra.stacks import StackFileError
-    from payload.config import ConfigError as PayloadOptionError
-    from payload.extras import MissingExtra
-
-    return (
-        CatalogError,
-        ConfigError,
-        PayloadOptionError,
-        StackFileError,
-        UsageError,
-        Declined,
-        MissingExtra,
-        FileNotFoundError,
-    )
+# Errors that mean "bad input or a missing piece", not a bug: (module, class, exit code, advice).
+# Most specific first; looked up in sys.modules, so a module never imported cannot have raised one.
+_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --out DIR` to write it again"
+KNOWN_ERRORS = (
+    ("infra.conventions", "Declined", exitcodes.DECLINED, ""),
+    ("payload.extras", "MissingExtra", exitcodes.MISSING, ""),
+    ("infra.workspace", "PulumiMissing", exitcodes.MISSING, ""),
+    ("payload.storage", "StorageError", exitcodes.REMOTE, ""),
+    ("analysis.campaign.manifest", "ManifestError", exitcodes.USAGE, ""),
+    ("pyarrow.lib", "ArrowInvalid", exitcodes.INVALID, _TABLE_ADVICE),
+    ("pandas.errors", "ParserError", exitcodes.INVALID, _TABLE_ADVICE),
+    ("pandas.errors", "EmptyDataError", exitcodes.INVALID, _TABLE_ADVICE),
+    ("builtins", "OverflowError", exitcodes.USAGE, ": a number is too large; give a smaller value"),
+    # UsageError, CatalogError, ConfigError, StackFileError, SelectionError, CostError: all ValueErrors
+    ("builtins", "ValueError", exitcodes.USAGE, ""),
+)
 
 
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    if prog is None:
-        prog = "gpubench" if os.path.basename(sys.argv[0]) == "gpubench" else "python -m analysis"
-    args = build_parser(prog).parse_args(argv)
-    try:
-        _check_directories(args)
-        return int(args.func(args) or 0)
-    except _errors() as exc:
-        from infra.conventions import exit_code_of
+def classify(exc: BaseException, prog: str = "gpubench", command: str = "") -> tuple[int, str] | None:
+    """The exit code and one-line message of a known error, or None for a bug."""
+    from payload.entrypoint import first_line
 
-        print(f"error: {exc}", file=sys.stderr)
-        return exit_code_of(exc)
-    except ModuleNotFoundError as exc:  # a library of an extra the install left out
+    if isinstance(exc, ModuleNotFoundError):  # a library of an extra the install left out
         from payload.extras import MissingExtra, extra_of
 
         if extra_of(exc.name or "") is None:
-            raise
-        print(f"error: {MissingExtra(exc.name, f'`{prog} {args.command}`')}", file=sys.stderr)
-        return exitcodes.MISSING
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return exitcodes.CANCELLED
-    except BrokenPipeError:  # `gpubench offers | head`
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return exitcodes.OK
-    except (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError) as exc:
-        # a path the user gave that cannot be used as asked: say which, no traceback
-        print(f"error: {exc.strerror or exc}: {exc.filename!s}; pass a path that can be used", file=sys.stderr)
-        return exitcodes.USAGE
-    except OSError as exc:  # disk full, I/O error: it ran, and failed
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.FAILED
+            return None
+        return exitcodes.MISSING, str(MissingExtra(exc.name, f"`{f'{prog} {command}'.strip()}`"))
+    for module, name, code, advice in KNOWN_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return code, (first_line(exc).rstrip(".") if advice else first_line(exc)) + advice
+    return None
+
+
+def _command_of(argv: list[str]) -> str:
+    return next((a for a in argv if not a.startswith("-")), "")
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Parse, check every argument, run the command; every error goes through payload.entrypoint.guarded."""
+    from payload.entrypoint import debug_requested, guarded
+
+    if prog is None:
+        prog = "gpubench" if os.path.basename(sys.argv[0]) == "gpubench" else "python -m analysis"
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_of(argv)
+    return guarded(
+        lambda: _run(argv, prog),
+        prog=f"{prog} {command}".strip(),
+        classify=lambda exc: classify(exc, prog, command),
+        debug=debug_requested(argv),
+    )
+
+
+def _run(argv: list[str], prog: str) -> int:
+    from infra.conventions import check_bounds
+
+    args = build_parser(prog).parse_args(argv)
+    _check_directories(args)
+    check_bounds(args)
+    return int(args.func(args) or 0)
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).

@@ -112,6 +112,27 @@ def price_key(spot: bool) -> str:
     return "spot_hourly_usd" if spot else "hourly_usd"
 
 
+def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: str | None) -> str | None:
+    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know is a typo, not an empty answer:
+    a UsageError naming it, the closest known names and where to list them."""
+    from infra.conventions import check_choice
+
+    offerings = catalog.offerings()
+    if gpu:
+        model, _ = parse_gpu(gpu)
+        check_choice("--gpu", model, catalog.gpu_models(), "Known GPU models are listed by `gpubench offerings`.")
+    if provider:
+        provider = check_choice(
+            "--provider", provider, catalog.providers(), f"Known providers: {', '.join(catalog.providers())}."
+        )
+    if region:
+        regions = sorted({r for o in offerings for r in o.regions})
+        zones = {z for o in offerings for z in o.zones}
+        if region not in regions and not any(z.startswith(region) for z in zones):
+            check_choice("--region", region, regions, "Regions and zones are in `gpubench offers --json`.")
+    return provider
+
+
 def find_offers(
     catalog: Any,
     *,
@@ -128,6 +149,7 @@ def find_offers(
     ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
+    provider = check_filters(catalog, gpu, region, provider)
     day = as_of or date.today()
     rows = [offering_row(catalog, o, as_of) for o in catalog.offerings() if not o.is_retired_on(day)]
     return order(select(rows, gpu, spot, max_price, region, provider), sort, spot)

@@ -95,6 +95,12 @@ def cmd_preview(args) -> int:
 
 
 def cmd_pulumi(args) -> int:
+    from infra.conventions import UsageError, expand_stacks, known_stacks
+
+    names = expand_stacks([args.stack], known_stacks())  # a typo is named before the CLI is needed
+    if len(names) != 1:
+        raise UsageError(f"`python -m infra {args.command}` takes one stack; {args.stack!r} selects {', '.join(names)}")
+    args.stack = names[0]
     exe = shutil.which("pulumi")
     if exe is None:
         print("error: " + INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), file=sys.stderr)
@@ -143,12 +149,26 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def classify(exc: BaseException) -> tuple[int, str] | None:
+    """Bad stack names, config and values are usage errors; anything else is left to the shared boundary."""
     from infra.config import ConfigError
+    from payload.entrypoint import first_line
 
+    if isinstance(exc, KeyError) and exc.args:
+        return exitcodes.USAGE, str(exc.args[0])
+    if isinstance(exc, (ConfigError, ValueError)):
+        return exitcodes.USAGE, first_line(exc)
+    return None
+
+
+def _run(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ConfigError, FileNotFoundError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+    return args.func(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m infra`: every error through payload.entrypoint.guarded (one line, a documented exit code)."""
+    from payload.entrypoint import debug_requested, guarded
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: _run(argv), prog="python -m infra", classify=classify, debug=debug_requested(argv))

@@ -4,8 +4,12 @@ destroying, JSON output. One definition, so every command behaves the same."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import fnmatch
+import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from payload import exitcodes
 
@@ -86,3 +90,95 @@ def exit_code_of(exc: BaseException) -> int:
     if isinstance(exc, MissingExtra):
         return exitcodes.MISSING
     return exitcodes.USAGE
+
+
+def did_you_mean(value: str, known: Sequence[str], n: int = 3) -> str:
+    """' Did you mean: a, b?' for the closest known names (difflib), or ''."""
+    close = difflib.get_close_matches(value, list(known), n=n, cutoff=0.5)
+    if not close:
+        lowered = {k.lower(): k for k in known}
+        close = [lowered[k] for k in difflib.get_close_matches(value.lower(), list(lowered), n=n, cutoff=0.5)]
+    return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+def check_choice(flag: str, value: str, known: Sequence[str], fix: str) -> str:
+    """`value` itself (case-insensitively) when it is one of `known`; else a UsageError naming it and the fix."""
+    by_lower = {k.lower(): k for k in known}
+    if value.lower() in by_lower:
+        return by_lower[value.lower()]
+    raise UsageError(f"{flag} {value!r} is not known.{did_you_mean(value, known)} {fix}")
+
+
+def known_stacks(stacks_dir=None) -> list[str]:
+    """Every stack with a file in stacks/ (cloud, results and SSH stacks)."""
+    from infra import stacks
+
+    folder = stacks.STACKS_DIR if stacks_dir is None else stacks_dir
+    return stacks.stack_names(folder) + stacks.ssh_stack_names(folder)
+
+
+def expand_stacks(patterns: Sequence[str], known: Sequence[str], where: str = "stacks/") -> list[str]:
+    """Stack names as given, globs expanded over `known`; a UsageError for any that names nothing.
+
+    Checked before any tool is looked for, so a typo is named as a typo, not as a missing Pulumi CLI."""
+    chosen: dict[str, None] = {}
+    for pattern in patterns:
+        hits = fnmatch.filter(known, pattern) if GLOB_CHARS & set(pattern) else [pattern] * (pattern in known)
+        if not hits:
+            raise UsageError(
+                f"stack {pattern!r} matches no stack in {where}.{did_you_mean(pattern, known)} "
+                "List them with `gpubench stacks --list`."
+            )
+        for name in sorted(hits):
+            chosen.setdefault(name)
+    return list(chosen)
+
+
+GLOB_CHARS = frozenset("*?[")
+HOURS_PER_YEAR = 365.25 * 24
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The sane range of a numeric option: above `maximum` is refused, above `warn_above` is warned about."""
+
+    flag: str
+    maximum: float
+    warn_above: float
+    unit: str
+
+
+# Options (by argparse dest) whose values are hours, money or counts; any command that has one is checked.
+NUMBER_BOUNDS = {
+    "hours": Bound("--hours", 10 * HOURS_PER_YEAR, HOURS_PER_YEAR, "hours"),
+    "deadline_hours": Bound("--deadline-hours", 10 * HOURS_PER_YEAR, HOURS_PER_YEAR, "hours"),
+    "minutes_up": Bound("--minutes-up", 10 * HOURS_PER_YEAR * 60, HOURS_PER_YEAR * 60, "minutes"),
+    "hourly_usd": Bound("--hourly-usd", 100_000.0, 1_000.0, "USD per hour"),
+    "max_price": Bound("--max-price", 100_000.0, 1_000.0, "USD per hour"),
+    "budget_usd": Bound("--budget-usd", 100_000_000.0, 1_000_000.0, "USD"),
+    "days_per_month": Bound("--days-per-month", 31.0, 31.0, "days"),
+    "disk_gb": Bound("--disk-gb", 1_000_000.0, 100_000.0, "GB"),
+    "poll": Bound("--poll", 7 * 24 * 3600.0, 24 * 3600.0, "seconds"),
+}
+
+
+def check_bounds(args: argparse.Namespace, bounds: dict[str, Bound] = NUMBER_BOUNDS, err=None) -> None:
+    """Refuse a number above its sane maximum (naming the value and the limit); warn about a large one.
+
+    Non-finite and negative values are left to each command's own check, which says more."""
+    err = err or sys.stderr
+    for dest, bound in bounds.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        if value > bound.maximum:
+            raise UsageError(
+                f"{bound.flag} {value:g} is more than the most it can sensibly be ({bound.maximum:,.0f} {bound.unit}); "
+                "give a smaller value"
+            )
+        if value > bound.warn_above:
+            print(
+                f"warning: {bound.flag} {value:g} is a lot ({bound.unit}, more than {bound.warn_above:,.0f}); "
+                "check it is what you meant",
+                file=err,
+            )

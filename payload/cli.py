@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from payload import __version__, exitcodes
@@ -19,6 +20,29 @@ EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in
 $TMPDIR/gpubench-fallback/ (flush --spool DIR), 75 interrupted or SIGTERM/SIGINT
 (rerun to resume)"""
+
+
+# The payload cannot read the catalog (infra is a layer above): it checks an offering id's form and
+# knows the catalog's local offerings by name (tests/cli/test_errors_trust.py keeps this list equal to
+# the catalog's). Whether any other id is in the catalog is checked where the catalog is known: by the
+# launchers, which pass catalog ids, and by `gpubench payload run`.
+LOCAL_OFFERINGS = ("local/this-machine",)
+OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$")
+
+
+def check_offering(offering: str | None) -> None:
+    """A ConfigError for an offering id of the wrong form or a `local/` id that is not a local offering."""
+    from payload.config import ConfigError
+
+    if offering is None:
+        return
+    if not OFFERING_FORM.match(offering):
+        raise ConfigError(
+            f"--offering {offering!r}: expected PROVIDER/NAME, e.g. aws/p3.8xlarge or local/this-machine "
+            "(`gpubench offerings` lists them)"
+        )
+    if offering.startswith("local/") and offering not in LOCAL_OFFERINGS:
+        raise ConfigError(f"--offering {offering!r}: the local offerings are {', '.join(LOCAL_OFFERINGS)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +104,7 @@ def _cmd_run(args) -> int:
 
     try:
         cfg = resolve(args)
+        check_offering(cfg.offering)
         check_run(cfg)
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
@@ -92,19 +117,19 @@ def _cmd_run(args) -> int:
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "flush": _cmd_flush}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return exitcodes.USAGE
-    try:
-        return COMMANDS[args.command](args)
-    except BrokenPipeError:  # `python -m payload list | head`
-        import os
+    return COMMANDS[args.command](args)
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return exitcodes.OK
-    except KeyboardInterrupt:  # Ctrl-C before the run's own handler is installed
-        print("python -m payload: cancelled", file=sys.stderr)
-        return exitcodes.CANCELLED
+
+def main(argv: list[str] | None = None) -> int:
+    """Every error through payload.entrypoint.guarded: `| head` ends quietly, Ctrl-C before the run's own
+    handler is CANCELLED, a bad path is USAGE, and a bug is one line, never a traceback."""
+    from payload.entrypoint import debug_requested, guarded
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: _run(argv), prog="python -m payload", debug=debug_requested(argv))

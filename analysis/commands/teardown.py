@@ -72,6 +72,30 @@ def report(outcomes, dry_run: bool) -> None:
     print(f"\n{summary}{' (dry run: nothing destroyed)' if dry_run else ''}")
 
 
+def checked_stacks(names: list[str], project_dir: str | None) -> list[str] | None:
+    """Named stacks must have a file in stacks/ (globs expanded), checked before Pulumi is needed.
+
+    Results stacks and bucket URLs pass through, for teardown to refuse with its own reason; a
+    checkout whose stacks/ holds no stack file has nothing to check against. A stack whose file is
+    gone is still covered by `teardown` with no name (every stack in the backend). None: no name given."""
+    from pathlib import Path
+
+    from infra.clouds import RESULTS_STACKS
+    from infra.conventions import expand_stacks, known_stacks
+
+    if not names:
+        return None
+    folder = Path(project_dir) / "stacks" if project_dir else None
+    known = known_stacks(folder)
+    if not known:
+        return names
+    out: list[str] = []
+    for name in names:
+        refused_later = name in RESULTS_STACKS or "://" in name
+        out += [name] if refused_later else expand_stacks([name], known, str(folder or "stacks/"))
+    return list(dict.fromkeys(out))
+
+
 def run(args, workspace_factory=None) -> int:
     import sys
     from pathlib import Path
@@ -83,9 +107,11 @@ def run(args, workspace_factory=None) -> int:
     from infra.workspace import ProjectNotFound, PulumiMissing
     from payload import exitcodes
 
+    stacks = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
+
     def run_teardown(dry_run: bool):
         return teardown(
-            args.stacks or None,
+            stacks,
             completed=args.completed,
             expired=args.expired,
             dry_run=dry_run,

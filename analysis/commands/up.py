@@ -43,8 +43,19 @@ def _pulumi() -> str | None:
     return shutil.which("pulumi")
 
 
+def checked_stack(args) -> str:
+    """The one stack named, which must have a file in stacks/ (a glob must select exactly one)."""
+    from infra.conventions import UsageError, expand_stacks, known_stacks
+
+    (pattern,) = stacks_of(args)
+    names = expand_stacks([pattern], known_stacks())
+    if len(names) != 1:
+        raise UsageError(f"`gpubench {args.pulumi_command}` takes one stack; {pattern!r} selects {', '.join(names)}")
+    return names[0]
+
+
 def run(args) -> int:
-    (stack,) = stacks_of(args)
+    stack = checked_stack(args)  # before looking for the Pulumi CLI: a typo is named as a typo
     exe = _pulumi()
     if exe is None:
         print("error: " + INSTALL_HINT.format(cmd=args.pulumi_command), file=sys.stderr)
