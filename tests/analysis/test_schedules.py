@@ -226,10 +226,15 @@ def test_aws_sweeper_policy_is_least_privilege():
     assert not any("*" in a for a in granted)
     for s in statements:
         if _actions(s) & {"ec2:TerminateInstances", "ec2:DeleteSecurityGroup"}:
+            # only this project's resources (gpubench:project = the default project id, a stack named
+            # aws-*), plus expires-at or, for recurring launches, max-hours: never a foreign instance
+            ours = {
+                "StringEquals": {"aws:ResourceTag/gpubench:project": "gpubench"},
+                "StringLike": {"aws:ResourceTag/gpubench:stack": "aws-*"},
+            }
             assert s["Condition"] in (
-                {"Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},
-                # recurring launches: the stack tag and max-hours, no fixed expires-at
-                {"Null": {"aws:ResourceTag/gpubench:stack": "false", "aws:ResourceTag/gpubench:max-hours": "false"}},
+                {**ours, "Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},
+                {**ours, "Null": {"aws:ResourceTag/gpubench:max-hours": "false"}},
             ), s["Sid"]
             assert "max-hours" not in json.dumps(s) or _actions(s) == {"ec2:TerminateInstances"}
             assert s["Resource"] != "*"
