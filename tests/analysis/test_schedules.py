@@ -175,7 +175,9 @@ def test_github_workflow_runs_both_commands():
 
 
 def test_cronjob_manifest():
-    doc = yaml.safe_load((SCHEDULES / "kubernetes" / "cronjob.yaml").read_text())
+    docs = list(yaml.safe_load_all((SCHEDULES / "kubernetes" / "cronjob.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "CronJob"]
+    doc = docs[-1]
     assert (doc["apiVersion"], doc["kind"]) == ("batch/v1", "CronJob")
     spec = doc["spec"]
     assert spec["schedule"] == EVERY_30_MIN and spec["concurrencyPolicy"] == "Forbid"
@@ -185,7 +187,13 @@ def test_cronjob_manifest():
     script = " ".join(container["command"] + container["args"])
     assert SWEEP in script and TEARDOWN in script
     assert script.index(SWEEP) < script.index(TEARDOWN)
-    assert container["envFrom"][0]["secretRef"]["name"] == "gpubench-teardown"
+    # the Secret reaches the job as read-only files, never as environment variables
+    assert "envFrom" not in container
+    (secret,) = [v for v in pod["volumes"] if "secret" in v]
+    assert secret["secret"]["secretName"] == "gpubench-teardown"
+    assert {"name": secret["name"], "mountPath": "/var/run/secrets/gpubench", "readOnly": True} in container[
+        "volumeMounts"
+    ]
     assert_commands_parse(commands_in(script))
 
 
