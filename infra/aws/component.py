@@ -1,7 +1,8 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
 Security posture of a benchmark stack:
-- the instance role may only read/write `runs/<stack>/*` in the results bucket, and
+- the instance role may write `runs/<stack>/*` in the results bucket, read only the
+  checkpoints there (never another run's results), delete only checkpoint models, and
   read (nothing else) `code/*`, where the stack uploads the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
   stacks may run the same bundle) and a workload stack its spec and workdir
@@ -84,10 +85,24 @@ def _assume(service: str, account_id: str | None = None) -> str:
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None) -> str:
-    """Object read/write under the stack's prefix only; listing limited to that
-    prefix; delete only checkpoints under it (the payload removes a checkpoint
-    once a newer one is stored, so a run keeps one; results are never deletable);
-    with `code_prefix`, GetObject (only) on the code bundles."""
+    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
+
+    The job runs with host networking, so it holds exactly these rights:
+    - PutObject under runs/<stack>/ (its run id is only known at boot, so the policy
+      cannot pin runs/<stack>/<run-id>/; see docs/security-cloud.md for what that leaves);
+    - GetObject only on `runs/<stack>/*/checkpoints/*`: a spot replacement reads its
+      predecessor's checkpoint state and model to resume; no run can read another's
+      results (result.json, events.jsonl, epochs.csv, log-tail.txt);
+    - PutObjectTagging only on checkpoints: PutObject with tags needs it (S3 API
+      reference, PutObject: "you must have the s3:PutObjectTagging permission" for
+      x-amz-tagging), and scoping it keeps a job from tagging another run's result
+      gpubench:kind=checkpoint so the lifecycle rule would expire it;
+    - DeleteObject only on checkpoint models (`checkpoints/model-*`: the payload drops a
+      superseded one); never a result or a checkpoint state;
+    - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
+    - with `code_prefix`, GetObject (only) on the code bundles.
+    No multipart permission: the payload uploads with single PutObject calls."""
+    objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     code = []
     if code_prefix:
         code.append(
@@ -103,18 +118,18 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None)
             "Version": "2012-10-17",
             "Statement": [
                 *code,
+                {"Sid": "StackPrefixObjects", "Effect": "Allow", "Action": "s3:PutObject", "Resource": f"{objects}*"},
                 {
-                    "Sid": "StackPrefixObjects",
+                    "Sid": "CheckpointsReadAndTag",
                     "Effect": "Allow",
-                    # PutObjectTagging: checkpoints are uploaded tagged gpubench:kind=checkpoint for expiry
-                    "Action": ["s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:AbortMultipartUpload"],
-                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*",
+                    "Action": ["s3:GetObject", "s3:PutObjectTagging"],
+                    "Resource": f"{objects}*/checkpoints/*",
                 },
                 {
-                    "Sid": "StackCheckpointDelete",
+                    "Sid": "CheckpointModelsDelete",
                     "Effect": "Allow",
                     "Action": "s3:DeleteObject",
-                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*/checkpoints/*",
+                    "Resource": f"{objects}*/checkpoints/model-*",
                 },
                 {
                     "Sid": "StackPrefixList",
