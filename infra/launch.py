@@ -11,7 +11,7 @@ from typing import Any
 
 from infra.config import BenchmarkConfig
 from infra.images import BACKEND_PACKAGES, PublicImage, payload_image, public_image, workload_image
-from infra.tags import TAG_KEYS  # noqa: F401  (the keys tag_values fills, plus expires-at)
+from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
 @dataclass(frozen=True)
@@ -253,6 +253,7 @@ def launch_price(catalog: Any, offering_id: str, market: str, warnings: list[str
 def tag_values(launch: Launch) -> dict[str, str]:
     """Tag values known before deploy (expires-at comes from the deadline resource)."""
     return {
+        "project": project_id(),  # the sweepers act only on this project's resources (infra.sweep.ownership)
         "stack": launch.cfg.stack,
         "offering": launch.offering.id,
         "market": launch.cfg.market,

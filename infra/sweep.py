@@ -2,8 +2,10 @@
 
 Each cloud's `sweep()` (infra/<cloud>/sweep.py) lists what carries the project's
 expires-at tag or label and returns one `Action` per resource; the command in
-analysis/sweep/ prints them and sets the exit code. `classify` is the one
-ownership rule every cloud applies: stack tag plus a launcher-format deadline.
+analysis/sweep/ prints them and sets the exit code. `ownership` is the one
+ownership rule every cloud applies: the project tag equal to this deployment's
+project id and a stack tag in the project's stack-name convention
+(infra.tags.project_id, is_project_stack); `classify` adds a launcher-format deadline.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from infra.tags import BadDeadline, parse_deadline
+from infra.tags import BadDeadline, is_project_stack, parse_deadline
 
 # action -> counts as a failure for the exit code
 ACTIONS = {
@@ -28,22 +30,52 @@ ACTIONS = {
 }
 
 NO_STACK = "no {key} tag"
+FOREIGN_PROJECT = "{key}={value!r} is not this project ({project!r})"
+FOREIGN_STACK = "{key}={value!r} is not a {cloud} stack name of this project"
 FOREIGN_DEADLINE = "expires-at not in the launcher's format"
 
 
+@dataclass(frozen=True)
+class Owner:
+    """What marks a resource as this project's on one cloud: the tag keys and the expected values."""
+
+    cloud: str
+    stack_key: str
+    project_key: str
+    project: str
+
+
+def ownership(tags: Mapping[str, Any], owner: Owner) -> str | None:
+    """None when the resource is provably this project's, else why it is not (it is then left alone).
+
+    A non-empty stack tag is not enough: another team may use the same key. The
+    project tag must equal this deployment's id AND the stack name must follow
+    the project's convention for this cloud."""
+    if not isinstance(tags, Mapping):
+        return f"tags are not a key/value map ({type(tags).__name__})"
+    stack = tags.get(owner.stack_key)
+    if not str(stack or "").strip():
+        return NO_STACK.format(key=owner.stack_key)
+    if tags.get(owner.project_key) != owner.project:
+        value = tags.get(owner.project_key)
+        return FOREIGN_PROJECT.format(key=owner.project_key, value=value, project=owner.project)
+    if not is_project_stack(stack, owner.cloud):
+        return FOREIGN_STACK.format(key=owner.stack_key, value=stack, cloud=owner.cloud)
+    return None
+
+
 def classify(
-    tags: Mapping[str, Any], now: datetime, *, stack_key: str, expires_key: str, is_launcher_deadline
+    tags: Mapping[str, Any], now: datetime, *, owner: Owner, expires_key: str, is_launcher_deadline
 ) -> tuple[str, str]:
     """('expired' | 'kept' | 'left-alone', reason) from a resource's tags or labels.
 
-    A resource is ours only if it carries the project's stack tag AND an expiry in
-    the exact form the launcher writes; anything else (another tool's tag that
-    merely looks like a date, a hand-edited value) is left alone, never guessed at.
+    A resource is ours only if `ownership` says so AND it carries an expiry in the
+    exact form the launcher writes; anything else (another tool's tag that merely
+    looks like a date, a hand-edited value, a foreign stack) is left alone, never guessed at.
     """
-    if not isinstance(tags, Mapping):
-        return "left-alone", f"tags are not a key/value map ({type(tags).__name__})"
-    if not str(tags.get(stack_key) or "").strip():
-        return "left-alone", NO_STACK.format(key=stack_key)
+    foreign = ownership(tags, owner)
+    if foreign:
+        return "left-alone", foreign
     raw = tags.get(expires_key)
     if not isinstance(raw, str) or not is_launcher_deadline(raw):
         return "left-alone", f"{FOREIGN_DEADLINE}: {raw!r}"

@@ -31,7 +31,7 @@ __all__ = [
     "recurring_deadline",
 ]
 
-TAG_KEYS = ("stack", "offering", "market", "hourly-usd", "expires-at")
+TAG_KEYS = ("project", "stack", "offering", "market", "hourly-usd", "expires-at")
 
 # Stack outputs, first match wins (`expiresAt` accepted in case a program names it so).
 DEADLINE_OUTPUTS = ("deadline", "expiresAt")
@@ -111,3 +111,43 @@ def recurring_deadline(launched: datetime, max_hours_text: str) -> datetime | No
     if launched.tzinfo is None:
         launched = launched.replace(tzinfo=timezone.utc)
     return launched.astimezone(timezone.utc) + timedelta(hours=hours) + RECURRING_GRACE
+
+
+# Ownership beyond the stack tag: every resource the launcher creates also carries
+# `project` = this deployment's project id, and the sweepers (local, cloud-side and
+# their IAM conditions) act only on resources whose project tag equals it AND whose
+# stack tag follows the stack-name convention of infra/stacks.py
+# (`[recurring-]<cloud>-<family>-<size>[-spot]`, lowercase). The id is configured with
+# GPUBENCH_PROJECT_ID (the same value on the launching machine and in the sweeper
+# function's environment); a valid GCP label value, so both clouds can carry it.
+PROJECT_KEY = "project"
+PROJECT_ENV = "GPUBENCH_PROJECT_ID"
+DEFAULT_PROJECT_ID = "gpubench"
+_PROJECT_ID = re.compile(r"[a-z][a-z0-9-]{0,62}", re.ASCII)
+# `<cloud>-...` (infra.catalog stack_name) or `recurring-<cloud>-...` (infra.config RECURRING_PREFIX)
+_STACK_NAME = re.compile(r"(?:recurring-)?(?P<cloud>[a-z][a-z0-9]*)-[a-z0-9]+(?:-[a-z0-9]+)*", re.ASCII)
+
+
+class BadProjectId(ValueError):
+    """A GPUBENCH_PROJECT_ID that cannot be a tag and label value."""
+
+
+def project_id(env=None) -> str:
+    """This deployment's project id: GPUBENCH_PROJECT_ID, default `gpubench`."""
+    import os
+
+    value = ((os.environ if env is None else env).get(PROJECT_ENV) or DEFAULT_PROJECT_ID).strip()
+    if not _PROJECT_ID.fullmatch(value):
+        raise BadProjectId(
+            f"{PROJECT_ENV}={value[:80]!r} is not a project id; use 1-63 of a-z, 0-9 and '-', starting with a letter"
+        )
+    return value
+
+
+def is_project_stack(name, cloud: str) -> bool:
+    """True only for a stack name this project generates for `cloud` (aws-p3-8x, gcp-v100-1x-spot);
+    never a results stack, never another tool's name (prod-database-NOT-OURS)."""
+    if not isinstance(name, str):
+        return False
+    m = _STACK_NAME.fullmatch(name)
+    return m is not None and m.group("cloud") == cloud and name not in RESULTS_STACKS

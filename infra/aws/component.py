@@ -1,7 +1,8 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
 Security posture of a benchmark stack:
-- the instance role may only read/write `runs/<stack>/*` in the results bucket, and
+- the instance role may write `runs/<stack>/*` in the results bucket, read only the
+  checkpoints there (never another run's results), delete only checkpoint models, and
   read (nothing else) `code/*`, where the stack uploads the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
   stacks may run the same bundle) and a workload stack its spec and workdir
@@ -55,6 +56,7 @@ from infra.launch import (
     workload_bundle_file,
 )
 from infra.results_ref import locate
+from infra.tags import PROJECT_ENV, project_id
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
 
@@ -83,10 +85,24 @@ def _assume(service: str, account_id: str | None = None) -> str:
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None) -> str:
-    """Object read/write under the stack's prefix only; listing limited to that
-    prefix; delete only checkpoints under it (the payload removes a checkpoint
-    once a newer one is stored, so a run keeps one; results are never deletable);
-    with `code_prefix`, GetObject (only) on the code bundles."""
+    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
+
+    The job runs with host networking, so it holds exactly these rights:
+    - PutObject under runs/<stack>/ (its run id is only known at boot, so the policy
+      cannot pin runs/<stack>/<run-id>/; see docs/security-cloud.md for what that leaves);
+    - GetObject only on `runs/<stack>/*/checkpoints/*`: a spot replacement reads its
+      predecessor's checkpoint state and model to resume; no run can read another's
+      results (result.json, events.jsonl, epochs.csv, log-tail.txt);
+    - PutObjectTagging only on checkpoints: PutObject with tags needs it (S3 API
+      reference, PutObject: "you must have the s3:PutObjectTagging permission" for
+      x-amz-tagging), and scoping it keeps a job from tagging another run's result
+      gpubench:kind=checkpoint so the lifecycle rule would expire it;
+    - DeleteObject only on checkpoint models (`checkpoints/model-*`: the payload drops a
+      superseded one); never a result or a checkpoint state;
+    - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
+    - with `code_prefix`, GetObject (only) on the code bundles.
+    No multipart permission: the payload uploads with single PutObject calls."""
+    objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     code = []
     if code_prefix:
         code.append(
@@ -102,18 +118,18 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None)
             "Version": "2012-10-17",
             "Statement": [
                 *code,
+                {"Sid": "StackPrefixObjects", "Effect": "Allow", "Action": "s3:PutObject", "Resource": f"{objects}*"},
                 {
-                    "Sid": "StackPrefixObjects",
+                    "Sid": "CheckpointsReadAndTag",
                     "Effect": "Allow",
-                    # PutObjectTagging: checkpoints are uploaded tagged gpubench:kind=checkpoint for expiry
-                    "Action": ["s3:PutObject", "s3:PutObjectTagging", "s3:GetObject", "s3:AbortMultipartUpload"],
-                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*",
+                    "Action": ["s3:GetObject", "s3:PutObjectTagging"],
+                    "Resource": f"{objects}*/checkpoints/*",
                 },
                 {
-                    "Sid": "StackCheckpointDelete",
+                    "Sid": "CheckpointModelsDelete",
                     "Effect": "Allow",
                     "Action": "s3:DeleteObject",
-                    "Resource": f"arn:aws:s3:::{bucket}/{run_prefix}*/checkpoints/*",
+                    "Resource": f"{objects}*/checkpoints/model-*",
                 },
                 {
                     "Sid": "StackPrefixList",
@@ -409,7 +425,7 @@ class AwsResults(pulumi.ComponentResource):
     def __init__(self, name: str, cfg: ResultsConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Results", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = aws_tags({"stack": cfg.stack})
+        tags = aws_tags({"project": project_id(), "stack": cfg.stack})
         bucket = aws.s3.Bucket(
             "results",
             bucket=cfg.bucket_name,
@@ -692,15 +708,28 @@ def _assume_scheduler(account: str, region: str, group: str) -> str:
     )
 
 
-def sweeper_policy(region: str, account: str, log_group_arn: str) -> str:
+def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) -> str:
     """The sweeper function's role: find what is tagged, terminate or delete only
-    resources carrying the project's tags, delete only deadline schedules, write
-    only its own log group. Describe/List calls have no resource-level scope."""
-    from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
-    from infra.aws.sweep import MAX_HOURS_TAG
+    resources of this project, delete only deadline schedules, write only its own
+    log group. Describe/List calls have no resource-level scope.
 
-    def present(*keys):
-        return {"Null": {f"aws:ResourceTag/{k}": "false" for k in keys}}
+    "Of this project" is the same rule the sweep code applies (infra.sweep.ownership):
+    `aws:ResourceTag/gpubench:project` equal to the project id AND
+    `aws:ResourceTag/gpubench:stack` like `aws-*` (the stack-name convention);
+    EC2 authorizes TerminateInstances and DeleteSecurityGroup on the resource's
+    tags through the global `aws:ResourceTag/<key>` condition key (IAM User Guide,
+    "EC2: Start or stop instances based on ... resource tags"; EC2 service
+    authorization reference, condition keys of TerminateInstances). An instance
+    that merely carries gpubench:expires-at, or another team's stack name, is denied."""
+    from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
+    from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
+
+    def ours(*present):
+        return {
+            "StringEquals": {f"aws:ResourceTag/{AWS_PROJECT_TAG}": project},
+            "StringLike": {f"aws:ResourceTag/{STACK_TAG}": "aws-*"},
+            "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
+        }
 
     return json.dumps(
         {
@@ -717,21 +746,21 @@ def sweeper_policy(region: str, account: str, log_group_arn: str) -> str:
                     "Effect": "Allow",
                     "Action": "ec2:TerminateInstances",
                     "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": present(EXPIRES_TAG),
+                    "Condition": ours(EXPIRES_TAG),
                 },
                 {
                     "Sid": "TerminateOnlyRecurringLaunches",
                     "Effect": "Allow",
                     "Action": "ec2:TerminateInstances",
                     "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": present(STACK_TAG, MAX_HOURS_TAG),
+                    "Condition": ours(MAX_HOURS_TAG),
                 },
                 {
                     "Sid": "DeleteOnlyProjectSecurityGroups",
                     "Effect": "Allow",
                     "Action": "ec2:DeleteSecurityGroup",
                     "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
-                    "Condition": present(EXPIRES_TAG),
+                    "Condition": ours(EXPIRES_TAG),
                 },
                 {
                     "Sid": "DeleteOnlyDeadlineSchedules",
@@ -774,7 +803,7 @@ class AwsSweeper(pulumi.ComponentResource):
         region = cfg.provider_config.get("aws:region") or "us-east-1"
         regions = ",".join(cfg.regions or (region,))
         schedule_expr = parse_schedule(cfg.every)
-        tags = aws_tags({"stack": cfg.stack})
+        tags = aws_tags({"project": project_id(), "stack": cfg.stack})
         files = sweeper_function.package("aws")
         account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
 
@@ -800,6 +829,7 @@ class AwsSweeper(pulumi.ComponentResource):
                     "GPUBENCH_SWEEP_PROVIDER": "aws",
                     "GPUBENCH_SWEEP_REGIONS": regions,
                     "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower(),
+                    PROJECT_ENV: project_id(),
                 }
             },
             tags=tags,
@@ -830,7 +860,7 @@ def _sweeper_role(parent, cfg: SweeperConfig, region: str, account, logs, tags):
     allow = aws.iam.RolePolicy(
         "sweep-access",
         role=role.id,
-        policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1])),
+        policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1], project_id())),
         opts=child,
     )
     return role, allow

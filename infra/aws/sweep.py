@@ -1,6 +1,7 @@
 """AWS sweep: expired instances of ours, their deadline schedules, then their security groups.
 
-Ours means a `gpubench:stack` tag and a `gpubench:expires-at` in the launcher's exact format
+Ours means `gpubench:project` equal to this deployment's project id, a `gpubench:stack` in the
+project's stack-name convention and a `gpubench:expires-at` in the launcher's exact format
 (infra.sweep.classify); anything else carrying the expiry tag is reported as left alone.
 
 Order matters: schedules and instances first; a security group can only be
@@ -20,11 +21,12 @@ from infra.aws import DEADLINE_SCHEDULE_PREFIX, is_launcher_deadline
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, recurring_deadline
+from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
 TAGGED = [{"Name": "tag-key", "Values": [AWS_EXPIRES_TAG]}]
+AWS_PROJECT_TAG = f"gpubench:{PROJECT_KEY}"
 MAX_HOURS_TAG = f"gpubench:{MAX_HOURS_KEY}"  # recurring launches (infra/aws/component.py AwsRecurring)
 RECURRING = [{"Name": "tag-key", "Values": [MAX_HOURS_TAG]}]
 
@@ -44,10 +46,16 @@ def _error(exc: BaseException) -> str:
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
 
 
-def classify(tags: dict[str, str], now: datetime) -> tuple[str, str]:
-    """('expired' | 'kept' | 'left-alone', reason): ours only with gpubench:stack and a launcher-format deadline."""
+def owner(project: str | None = None) -> common.Owner:
+    """This deployment's ownership marks on AWS: gpubench:stack, gpubench:project = the project id."""
+    return common.Owner("aws", AWS_STACK_TAG, AWS_PROJECT_TAG, project or project_id())
+
+
+def classify(tags: dict[str, str], now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
+    """('expired' | 'kept' | 'left-alone', reason): ours only with this project's tag, a project
+    stack name and a launcher-format deadline (infra.sweep.classify)."""
     return common.classify(
-        tags, now, stack_key=AWS_STACK_TAG, expires_key=AWS_EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
+        tags, now, owner=mine or owner(), expires_key=AWS_EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
     )
 
 
@@ -82,6 +90,119 @@ def schedule_instance_ids(schedule: dict) -> set[str]:
         return set()
 
 
+class _Region:
+    """One region's sweep: its clients, what it did so far and what it terminated."""
+
+    def __init__(self, session, region: str, now: datetime, dry_run: bool, log, page_size, mine: common.Owner):
+        self.ec2 = session.client("ec2", region_name=region)
+        self.scheduler = session.client("scheduler", region_name=region)
+        self.region, self.now, self.dry_run, self.log, self.page_size = region, now, dry_run, log, page_size
+        self.owner = mine
+        self.out: list[Action] = []
+        self.expired_ids: set[str] = set()  # every expired instance of ours, any state: their schedules go too
+        self.terminated: list[str] = []
+
+    def record(self, kind, rid, action, tags=None, reason="", error=None):
+        tags = tags or {}
+        stack, expires = tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG)
+        self.out.append(Action("aws", self.region, kind, rid, action, stack, expires, reason, error))
+
+    def listed(self, kind: str, what: str, lister) -> list:
+        """Everything `lister` yields, listed fully before acting; a failure is recorded, not raised."""
+        try:
+            return list(lister(self.page_size))
+        except Exception as exc:  # noqa: BLE001 - the rest of the region is still swept
+            self.record(kind, "*", "failed", reason=f"listing {what}", error=_error(exc))
+            return []
+
+    def instances(self) -> None:
+        for inst in self.listed("instance", "tagged instances", lambda n: tagged_instances(self.ec2, n)):
+            iid = str(inst.get("InstanceId", "?")) if isinstance(inst, dict) else "?"
+            try:
+                state, tags = inst.get("State", {}).get("Name"), _tags(inst)
+                verdict, reason = classify(tags, self.now, self.owner)
+            except Exception as exc:  # noqa: BLE001 - one unreadable instance never stops the rest
+                self.record("instance", iid, "failed", reason="reading the instance's tags", error=_error(exc))
+                continue
+            if verdict == "expired":
+                self.expired_ids.add(iid)
+            if state not in LIVE_STATES:
+                continue  # already gone or going
+            if verdict != "expired":
+                self.record("instance", iid, verdict, tags, reason)
+            elif self.dry_run:
+                self.record("instance", iid, "would-terminate", tags, reason)
+            else:
+                self.terminate(iid, tags, reason)
+
+    def terminate(self, iid: str, tags: dict, reason: str) -> None:
+        try:
+            self.ec2.terminate_instances(InstanceIds=[iid])
+            self.terminated.append(iid)
+            self.record("instance", iid, "terminated", tags, reason)
+            self.log(f"[aws {self.region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
+        except Exception as exc:  # noqa: BLE001 - keep sweeping
+            self.record("instance", iid, "failed", tags, reason, _error(exc))
+
+    def schedules(self) -> None:
+        """Delete deadline schedules aimed solely at expired instances of ours."""
+        if not self.expired_ids:
+            return
+        lister = lambda n: terminate_schedules(self.scheduler, n)  # noqa: E731
+        for summary in self.listed("schedule", "EventBridge Scheduler schedules", lister):
+            name, group = str(summary.get("Name", "?")), str(summary.get("GroupName") or "default")
+            rid = f"{group}/{name}"
+            try:
+                targets = schedule_instance_ids(self.scheduler.get_schedule(Name=name, GroupName=group))
+            except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
+                self.record("schedule", rid, "skipped", reason="could not read the schedule", error=_error(exc))
+                continue
+            if not targets or not targets <= self.expired_ids:
+                continue
+            reason = f"deadline schedule of {', '.join(sorted(targets))}"
+            if self.dry_run:
+                self.record("schedule", rid, "would-delete", reason=reason)
+                continue
+            try:
+                self.scheduler.delete_schedule(Name=name, GroupName=group)
+                self.record("schedule", rid, "deleted", reason=reason)
+            except Exception as exc:  # noqa: BLE001
+                self.record("schedule", rid, "failed", reason=reason, error=_error(exc))
+
+    def wait(self, delay: float, attempts: int) -> None:
+        if not self.terminated:
+            return
+        try:
+            self.ec2.get_waiter("instance_terminated").wait(
+                InstanceIds=self.terminated, WaiterConfig={"Delay": delay, "MaxAttempts": attempts}
+            )
+        except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
+            ids = ",".join(self.terminated)
+            self.record("instance", ids, "failed", reason="waiting for terminated", error=_error(exc))
+
+    def groups(self) -> None:
+        for sg in self.listed(
+            "security-group", "tagged security groups", lambda n: tagged_security_groups(self.ec2, n)
+        ):
+            gid = str(sg.get("GroupId", "?")) if isinstance(sg, dict) else "?"
+            try:
+                tags = _tags(sg)
+                verdict, reason = classify(tags, self.now, self.owner)
+            except Exception as exc:  # noqa: BLE001 - one unreadable group never stops the rest
+                self.record("security-group", gid, "failed", reason="reading the group's tags", error=_error(exc))
+                continue
+            if verdict != "expired":
+                self.record("security-group", gid, verdict, tags, reason)
+            elif self.dry_run:
+                self.record("security-group", gid, "would-delete", tags, reason)
+            else:
+                try:
+                    self.ec2.delete_security_group(GroupId=gid)
+                    self.record("security-group", gid, "deleted", tags, reason)
+                except Exception as exc:  # noqa: BLE001
+                    self.record("security-group", gid, "failed", tags, reason, _error(exc))
+
+
 def sweep_region(
     session,
     region: str,
@@ -91,105 +212,16 @@ def sweep_region(
     wait_attempts: int = 120,
     log: Callable[[str], None] = lambda line: None,
     page_size: int | None = None,
+    mine: common.Owner | None = None,
 ) -> list[Action]:
-    """Sweep one region; `page_size` only makes tests exercise pagination."""
-    ec2 = session.client("ec2", region_name=region)
-    scheduler = session.client("scheduler", region_name=region)
-    out: list[Action] = []
-
-    def record(kind, rid, action, tags=None, reason="", error=None):
-        tags = tags or {}
-        stack, expires = tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG)
-        out.append(Action("aws", region, kind, rid, action, stack, expires, reason, error))
-
-    expired_ids: set[str] = set()  # every expired instance of ours, any state: their schedules go too
-    terminated: list[str] = []
-    try:
-        instances = list(tagged_instances(ec2, page_size))  # list fully, then act
-    except Exception as exc:  # noqa: BLE001 - the groups below are still swept
-        record("instance", "*", "failed", reason="listing tagged instances", error=_error(exc))
-        instances = []
-    for inst in instances:
-        iid = str(inst.get("InstanceId", "?")) if isinstance(inst, dict) else "?"
-        try:
-            state, tags = inst.get("State", {}).get("Name"), _tags(inst)
-            verdict, reason = classify(tags, now)
-        except Exception as exc:  # noqa: BLE001 - one unreadable instance never stops the rest
-            record("instance", iid, "failed", reason="reading the instance's tags", error=_error(exc))
-            continue
-        if verdict == "expired":
-            expired_ids.add(iid)
-        if state not in LIVE_STATES:
-            continue  # already gone or going
-        if verdict != "expired":
-            record("instance", iid, verdict, tags, reason)
-        elif dry_run:
-            record("instance", iid, "would-terminate", tags, reason)
-        else:
-            try:
-                ec2.terminate_instances(InstanceIds=[iid])
-                terminated.append(iid)
-                record("instance", iid, "terminated", tags, reason)
-                log(f"[aws {region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("instance", iid, "failed", tags, reason, _error(exc))
-
-    try:
-        schedules = list(terminate_schedules(scheduler, page_size)) if expired_ids else []
-    except Exception as exc:  # noqa: BLE001
-        record("schedule", "*", "failed", reason="listing EventBridge Scheduler schedules", error=_error(exc))
-        schedules = []
-    for summary in schedules:
-        name, group = str(summary.get("Name", "?")), str(summary.get("GroupName") or "default")
-        try:
-            targets = schedule_instance_ids(scheduler.get_schedule(Name=name, GroupName=group))
-        except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
-            record("schedule", f"{group}/{name}", "skipped", reason="could not read the schedule", error=_error(exc))
-            continue
-        if not targets or not targets <= expired_ids:
-            continue  # only schedules aimed solely at expired instances of ours
-        reason = f"deadline schedule of {', '.join(sorted(targets))}"
-        if dry_run:
-            record("schedule", f"{group}/{name}", "would-delete", reason=reason)
-            continue
-        try:
-            scheduler.delete_schedule(Name=name, GroupName=group)
-            record("schedule", f"{group}/{name}", "deleted", reason=reason)
-        except Exception as exc:  # noqa: BLE001
-            record("schedule", f"{group}/{name}", "failed", reason=reason, error=_error(exc))
-
-    if terminated:
-        try:
-            ec2.get_waiter("instance_terminated").wait(
-                InstanceIds=terminated, WaiterConfig={"Delay": wait_delay, "MaxAttempts": wait_attempts}
-            )
-        except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
-            record("instance", ",".join(terminated), "failed", reason="waiting for terminated", error=_error(exc))
-
-    try:
-        groups = list(tagged_security_groups(ec2, page_size))
-    except Exception as exc:  # noqa: BLE001
-        record("security-group", "*", "failed", reason="listing tagged security groups", error=_error(exc))
-        groups = []
-    for sg in groups:
-        gid = str(sg.get("GroupId", "?")) if isinstance(sg, dict) else "?"
-        try:
-            tags = _tags(sg)
-            verdict, reason = classify(tags, now)
-        except Exception as exc:  # noqa: BLE001 - one unreadable group never stops the rest
-            record("security-group", gid, "failed", reason="reading the group's tags", error=_error(exc))
-            continue
-        if verdict != "expired":
-            record("security-group", gid, verdict, tags, reason)
-        elif dry_run:
-            record("security-group", gid, "would-delete", tags, reason)
-        else:
-            try:
-                ec2.delete_security_group(GroupId=gid)
-                record("security-group", gid, "deleted", tags, reason)
-            except Exception as exc:  # noqa: BLE001
-                record("security-group", gid, "failed", tags, reason, _error(exc))
-    return out
+    """Sweep one region: instances, their deadline schedules, then (once terminated) security groups.
+    `page_size` only makes tests exercise pagination; `mine` defaults to this deployment's project."""
+    run = _Region(session, region, now, dry_run, log, page_size, mine or owner())
+    run.instances()
+    run.schedules()
+    run.wait(wait_delay, wait_attempts)
+    run.groups()
+    return run.out
 
 
 def sweep_recurring_region(
@@ -199,6 +231,7 @@ def sweep_recurring_region(
     dry_run: bool,
     log: Callable[[str], None] = lambda line: None,
     page_size: int | None = None,
+    mine: common.Owner | None = None,
     **_,
 ) -> list[Action]:
     """Instances a recurring schedule launched that outlived their own deadline
@@ -206,6 +239,7 @@ def sweep_recurring_region(
     the stack tag and a launcher-format max-hours, and no expires-at (those
     follow the rule above); deadline = LaunchTime + max-hours + grace."""
     ec2 = session.client("ec2", region_name=region)
+    mine = mine or owner()
     out: list[Action] = []
     listed = []
     for page in _pages(ec2, "describe_instances", page_size, Filters=RECURRING):
@@ -214,6 +248,10 @@ def sweep_recurring_region(
     for inst in listed:
         iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
         if state not in LIVE_STATES or AWS_EXPIRES_TAG in tags or not tags.get(AWS_STACK_TAG):
+            continue
+        foreign = common.ownership(tags, mine)
+        if foreign:
+            out.append(Action("aws", region, "instance", iid, "left-alone", tags.get(AWS_STACK_TAG), None, foreign))
             continue
         deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
 
@@ -267,6 +305,7 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
             "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
             "the permissions needed are in schedules/aws-sweeper-policy.json"
         )
+    kw["mine"] = kw.get("mine") or owner()  # a bad GPUBENCH_PROJECT_ID stops here, before any call
     actions: list[Action] = []
     for region in list(regions or []) or default_regions(session):
         try:

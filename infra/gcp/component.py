@@ -69,6 +69,7 @@ from infra.launch import (
     zone_or_first,
 )
 from infra.results_ref import locate
+from infra.tags import PROJECT_ENV, project_id
 
 SUBNET_CIDR = "10.42.0.0/24"
 FOLDER_ROLE = "roles/storage.objectUser"
@@ -297,7 +298,7 @@ class GcpResults(pulumi.ComponentResource):
                 },
                 {"action": {"type": "AbortIncompleteMultipartUpload"}, "condition": {"age": 7}},
             ],
-            labels=gcp_labels({"stack": cfg.stack}),
+            labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
             opts=pulumi.ResourceOptions(parent=self, protect=True),
         )
         # Benchmark stacks upload code bundles here and grant their VMs objectViewer on it.
@@ -591,7 +592,7 @@ def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest
         uniform_bucket_level_access=True,
         public_access_prevention="enforced",
         force_destroy=True,
-        labels=gcp_labels({"stack": cfg.stack}),
+        labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
         opts=child,
     )
     return source, gcp.storage.BucketObject(
@@ -610,7 +611,11 @@ def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project
 
     source, archive, digest = code
 
-    env = {"GPUBENCH_SWEEP_PROVIDER": "gcp", "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower()}
+    env = {
+        "GPUBENCH_SWEEP_PROVIDER": "gcp",
+        "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower(),
+        PROJECT_ENV: project_id(),  # the function sweeps only this project's VMs (infra.sweep.ownership)
+    }
     if cfg.regions:
         env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
     return gcp.cloudfunctionsv2.Function(
@@ -631,7 +636,7 @@ def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project
             "all_traffic_on_latest_revision": True,
             "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
         },
-        labels=gcp_labels({"stack": cfg.stack}),
+        labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[grant]),
     )
 

@@ -1,7 +1,8 @@
 """GCP sweep: delete VMs of ours whose `gpubench-expires-at` deadline has passed.
 
-Ours means a `gpubench-stack` label and an expiry in the launcher's exact form
-(infra.sweep.classify); any other VM carrying the expiry label is reported as left alone.
+Ours means `gpubench-project` equal to this deployment's project id, a
+`gpubench-stack` in the project's stack-name convention and an expiry in the
+launcher's exact form (infra.sweep.classify); any other VM carrying the expiry label is reported as left alone.
 
 Talks to the Compute Engine REST API (v1) with google-auth's AuthorizedSession,
 both already installed with google-cloud-storage, so the analysis extra needs no
@@ -26,13 +27,14 @@ from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
 from infra.gcp import STACK_TAG as GCP_STACK_LABEL
 from infra.gcp import is_launcher_deadline, region_of_zone
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, BadDeadline, parse_deadline, recurring_deadline
+from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline, project_id, recurring_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"
 PROJECT_ENVS = ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT")
 SCOPES = ["https://www.googleapis.com/auth/compute"]
 LABEL_FILTER = f"labels.{GCP_EXPIRES_LABEL}:*"
+GCP_PROJECT_LABEL = f"gpubench-{PROJECT_KEY}"
 MAX_HOURS_LABEL = f"gpubench-{MAX_HOURS_KEY}"  # recurring launches (infra/gcp/component.py GcpRecurring)
 RECURRING_FILTER = f"labels.{MAX_HOURS_LABEL}:*"
 
@@ -125,10 +127,16 @@ def labelled_instances(
         params["pageToken"] = token
 
 
-def classify(labels: dict, now: datetime) -> tuple[str, str]:
-    """('expired' | 'kept' | 'left-alone', reason): ours only with gpubench-stack and a launcher-format deadline."""
+def owner(project: str | None = None) -> common.Owner:
+    """This deployment's ownership marks on GCP: gpubench-stack, gpubench-project = the project id."""
+    return common.Owner("gcp", GCP_STACK_LABEL, GCP_PROJECT_LABEL, project or project_id())
+
+
+def classify(labels: dict, now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
+    """('expired' | 'kept' | 'left-alone', reason): ours only with this project's label, a project
+    stack name and a launcher-format deadline (infra.sweep.classify)."""
     return common.classify(
-        labels, now, stack_key=GCP_STACK_LABEL, expires_key=GCP_EXPIRES_LABEL, is_launcher_deadline=is_launcher_deadline
+        labels, now, owner=mine or owner(), expires_key=GCP_EXPIRES_LABEL, is_launcher_deadline=is_launcher_deadline
     )
 
 
@@ -143,6 +151,7 @@ def sweep(
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Action]:
     """Sweep every zone (or only zones of `regions`) of one project: one Action per labelled VM or unreadable zone."""
+    mine = owner()  # a bad GPUBENCH_PROJECT_ID stops here, before any call
     root = root or api_root()
     project = project or default_project()
     http = http or authorized_session(root)
@@ -154,22 +163,25 @@ def sweep(
         if wanted and region not in wanted and zone not in wanted:
             continue
         try:
-            outcome = _one(http, root, project, zone, inst, now, dry_run, log)
+            outcome = _one(http, root, project, zone, inst, now, dry_run, log, mine)
         except Exception as exc:  # noqa: BLE001 - one unreadable VM never stops the rest
             name = inst.get("name", "?") if isinstance(inst, dict) else "?"
             outcome = Action("gcp", zone, "instance", str(name), "failed", reason="reading the VM", error=str(exc))
         if outcome is not None:
             out.append(outcome)
-    out.extend(sweep_recurring(http, root, project, wanted, now, dry_run, page_size, log))
+    out.extend(sweep_recurring(http, root, project, wanted, now, dry_run, page_size, log, mine))
     return out
 
 
-def sweep_recurring(http, root, project, wanted, now, dry_run, page_size=None, log=lambda line: None) -> list[Action]:
+def sweep_recurring(
+    http, root, project, wanted, now, dry_run, page_size=None, log=lambda line: None, mine=None
+) -> list[Action]:
     """VMs a recurring job launched that outlived their own deadline. GCP's
     max_run_duration deletes them first; this is the backstop (a failed
     deletion, a VM stopped rather than deleted). Ours only with the stack label
     and a launcher-format max-hours and no expires-at label; deadline =
     creationTimestamp + max-hours + grace."""
+    mine = mine or owner()
     out: list[Action] = []
     for zone, inst in list(labelled_instances(http, root, project, page_size, RECURRING_FILTER)):
         if "_unreadable" in inst or not isinstance(inst.get("labels") or {}, dict):
@@ -181,6 +193,10 @@ def sweep_recurring(http, root, project, wanted, now, dry_run, page_size=None, l
         if GCP_EXPIRES_LABEL in labels or not labels.get(GCP_STACK_LABEL) or MAX_HOURS_LABEL not in labels:
             continue
         name, stack = inst.get("name", "?"), labels.get(GCP_STACK_LABEL)
+        foreign = common.ownership(labels, mine)
+        if foreign:
+            out.append(Action("gcp", zone, "instance", name, "left-alone", stack, None, foreign))
+            continue
         try:
             created = parse_deadline(inst.get("creationTimestamp", ""))
         except BadDeadline:
@@ -210,7 +226,7 @@ def sweep_recurring(http, root, project, wanted, now, dry_run, page_size=None, l
     return out
 
 
-def _one(http, root, project, zone, inst, now, dry_run, log) -> Action | None:
+def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Action | None:
     """What happens to one listed VM (or the failure of one unreadable zone)."""
     if "_unreadable" in inst:
         return Action("gcp", zone, "zone", zone, "failed", reason="listing the zone", error=inst["_unreadable"])
@@ -219,7 +235,7 @@ def _one(http, root, project, zone, inst, now, dry_run, log) -> Action | None:
         return Action("gcp", zone, "instance", str(inst.get("name", "?")), "left-alone", reason="labels unreadable")
     if GCP_EXPIRES_LABEL not in labels:
         return None  # the server filter is a hint; the label decides
-    verdict, reason = classify(labels, now)
+    verdict, reason = classify(labels, now, mine)
     name = str(inst.get("name", "?"))
     stack, expires = labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL)
 

@@ -175,7 +175,9 @@ def test_github_workflow_runs_both_commands():
 
 
 def test_cronjob_manifest():
-    doc = yaml.safe_load((SCHEDULES / "kubernetes" / "cronjob.yaml").read_text())
+    docs = list(yaml.safe_load_all((SCHEDULES / "kubernetes" / "cronjob.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["Namespace", "ServiceAccount", "CronJob"]
+    doc = docs[-1]
     assert (doc["apiVersion"], doc["kind"]) == ("batch/v1", "CronJob")
     spec = doc["spec"]
     assert spec["schedule"] == EVERY_30_MIN and spec["concurrencyPolicy"] == "Forbid"
@@ -185,7 +187,13 @@ def test_cronjob_manifest():
     script = " ".join(container["command"] + container["args"])
     assert SWEEP in script and TEARDOWN in script
     assert script.index(SWEEP) < script.index(TEARDOWN)
-    assert container["envFrom"][0]["secretRef"]["name"] == "gpubench-teardown"
+    # the Secret reaches the job as read-only files, never as environment variables
+    assert "envFrom" not in container
+    (secret,) = [v for v in pod["volumes"] if "secret" in v]
+    assert secret["secret"]["secretName"] == "gpubench-teardown"
+    assert {"name": secret["name"], "mountPath": "/var/run/secrets/gpubench", "readOnly": True} in container[
+        "volumeMounts"
+    ]
     assert_commands_parse(commands_in(script))
 
 
@@ -226,10 +234,15 @@ def test_aws_sweeper_policy_is_least_privilege():
     assert not any("*" in a for a in granted)
     for s in statements:
         if _actions(s) & {"ec2:TerminateInstances", "ec2:DeleteSecurityGroup"}:
+            # only this project's resources (gpubench:project = the default project id, a stack named
+            # aws-*), plus expires-at or, for recurring launches, max-hours: never a foreign instance
+            ours = {
+                "StringEquals": {"aws:ResourceTag/gpubench:project": "gpubench"},
+                "StringLike": {"aws:ResourceTag/gpubench:stack": "aws-*"},
+            }
             assert s["Condition"] in (
-                {"Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},
-                # recurring launches: the stack tag and max-hours, no fixed expires-at
-                {"Null": {"aws:ResourceTag/gpubench:stack": "false", "aws:ResourceTag/gpubench:max-hours": "false"}},
+                {**ours, "Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},
+                {**ours, "Null": {"aws:ResourceTag/gpubench:max-hours": "false"}},
             ), s["Sid"]
             assert "max-hours" not in json.dumps(s) or _actions(s) == {"ec2:TerminateInstances"}
             assert s["Resource"] != "*"

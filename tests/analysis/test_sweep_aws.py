@@ -78,7 +78,11 @@ class Cloud:
 
 def tags(expires, stack):
     """The launcher's tags; stack=None leaves the stack tag out (someone else's resource)."""
-    own = [{"Key": "gpubench:expires-at", "Value": expires}, {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"}]
+    own = [
+        {"Key": "gpubench:expires-at", "Value": expires},
+        {"Key": "gpubench:offering", "Value": "aws/p3.2xlarge"},
+        {"Key": "gpubench:project", "Value": "gpubench"},
+    ]
     return own + ([{"Key": "gpubench:stack", "Value": stack}] if stack is not None else [])
 
 
@@ -211,7 +215,7 @@ def test_cli_exit_code_on_failure_and_bad_now(aws_env, capsys, monkeypatch):
 
 
 def test_classify_reads_only_the_project_tag():
-    ours = {"gpubench:stack": "aws-p3-8x"}
+    ours = {"gpubench:project": "gpubench", "gpubench:stack": "aws-p3-8x"}
     assert sweep_aws.classify({**ours, "gpubench:expires-at": PAST}, NOW)[0] == "expired"
     assert sweep_aws.classify({**ours, "gpubench:expires-at": aws_tag_deadline(NOW)}, NOW)[0] == "expired"
     assert sweep_aws.classify({**ours, "gpubench:expires-at": FUTURE}, NOW)[0] == "kept"

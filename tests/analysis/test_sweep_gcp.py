@@ -128,7 +128,11 @@ def compute(monkeypatch):
 
 def labels(expires, stack="gcp-v100-1x"):
     """The launcher's labels; stack=None leaves the stack label out (someone else's VM)."""
-    own = {"gpubench-expires-at": expires, "gpubench-offering": "gcp_n1-standard-8_1xv100"}
+    own = {
+        "gpubench-expires-at": expires,
+        "gpubench-offering": "gcp_n1-standard-8_1xv100",
+        "gpubench-project": "gpubench",
+    }
     return own | ({"gpubench-stack": stack} if stack is not None else {})
 
 

@@ -43,7 +43,7 @@ def test_aws_terminates_recurring_launches_past_their_own_deadline(aws_env, caps
     region = "ap-southeast-2"
     ec2 = aws_env.client("ec2", region_name=region)
     ami = ec2.describe_images()["Images"][0]["ImageId"]
-    ours = {"gpubench:stack": "recurring-aws-g4dn-1x-spot", "gpubench:max-hours": "2"}
+    ours = {"gpubench:project": "gpubench", "gpubench:stack": "recurring-aws-g4dn-1x-spot", "gpubench:max-hours": "2"}
     hung, launched = run_instance(ec2, ami, ours)
     short = run_instance(ec2, ami, {**ours, "gpubench:max-hours": "4"})[0]
     no_stack = run_instance(ec2, ami, {"gpubench:max-hours": "1"})[0]
@@ -75,7 +75,7 @@ def test_aws_terminates_recurring_launches_past_their_own_deadline(aws_env, caps
 
 def test_gcp_deletes_recurring_vms_past_their_own_deadline(compute):  # noqa: F811
     created = "2024-05-01T05:00:00.000-07:00"  # 12:00 UTC, as Compute writes it
-    ours = {"gpubench-stack": "recurring-gcp-t4-1x-spot", "gpubench-max-hours": "1_5"}
+    ours = {"gpubench-project": "gpubench", "gpubench-stack": "recurring-gcp-t4-1x-spot", "gpubench-max-hours": "1_5"}
     for zone, name, labels in (
         ("us-central1-a", "recurring-gcp-t4-1x-spot-00000001", ours),
         ("us-central1-a", "recurring-gcp-t4-1x-spot-00000002", {**ours, "gpubench-max-hours": "8"}),
@@ -97,7 +97,11 @@ def test_gcp_deletes_recurring_vms_past_their_own_deadline(compute):  # noqa: F8
 
 @pytest.mark.parametrize("seconds, deleted", [(-1, 0), (0, 1)])
 def test_gcp_deadline_boundary(compute, seconds, deleted):  # noqa: F811
-    compute.add("us-central1-a", "r-1", {"gpubench-stack": "s", "gpubench-max-hours": "1"})
+    compute.add(
+        "us-central1-a",
+        "r-1",
+        {"gpubench-project": "gpubench", "gpubench-stack": "recurring-gcp-t4-1x", "gpubench-max-hours": "1"},
+    )
     compute.instances["us-central1-a"]["r-1"]["creationTimestamp"] = "2024-05-01T12:00:00.000+00:00"
     now = datetime(2024, 5, 1, 13, 15, tzinfo=timezone.utc) + timedelta(seconds=seconds)
     sweep_gcp.sweep(None, now, project=PROJECT)

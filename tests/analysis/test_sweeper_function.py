@@ -60,8 +60,20 @@ def test_lambda_handler_sweeps_moto_ec2(aws_env, tmp_path):  # noqa: F811
             "InstanceId"
         ]
 
-    expired = launch({"gpubench:stack": "aws-p3-2x", "gpubench:expires-at": aws_deadline(now - timedelta(minutes=5))})
-    fresh = launch({"gpubench:stack": "aws-p3-2x", "gpubench:expires-at": aws_deadline(now + timedelta(hours=5))})
+    expired = launch(
+        {
+            "gpubench:project": "gpubench",
+            "gpubench:stack": "aws-p3-2x",
+            "gpubench:expires-at": aws_deadline(now - timedelta(minutes=5)),
+        }
+    )
+    fresh = launch(
+        {
+            "gpubench:project": "gpubench",
+            "gpubench:stack": "aws-p3-2x",
+            "gpubench:expires-at": aws_deadline(now + timedelta(hours=5)),
+        }
+    )
     other = launch({"Name": "prod"})
     doc = run_packaged(
         tmp_path,
@@ -88,12 +100,20 @@ def test_cloud_run_entry_sweeps_the_fake_compute_api(compute, tmp_path):  # noqa
     compute.add(
         "us-central1-a",
         "old",
-        {"gpubench-stack": "gcp-t4-1x", "gpubench-expires-at": gcp_deadline(now - timedelta(minutes=5))},
+        {
+            "gpubench-project": "gpubench",
+            "gpubench-stack": "gcp-t4-1x",
+            "gpubench-expires-at": gcp_deadline(now - timedelta(minutes=5)),
+        },
     )
     compute.add(
         "us-central1-a",
         "new",
-        {"gpubench-stack": "gcp-t4-1x", "gpubench-expires-at": gcp_deadline(now + timedelta(hours=5))},
+        {
+            "gpubench-project": "gpubench",
+            "gpubench-stack": "gcp-t4-1x",
+            "gpubench-expires-at": gcp_deadline(now + timedelta(hours=5)),
+        },
     )
     compute.add("us-central1-b", "theirs", {"team": "prod"})
     env = {
@@ -110,7 +130,11 @@ def test_cloud_run_entry_sweeps_the_fake_compute_api(compute, tmp_path):  # noqa
     compute.add(
         "us-central1-a",
         "stuck",
-        {"gpubench-stack": "s", "gpubench-expires-at": gcp_deadline(now - timedelta(minutes=1))},
+        {
+            "gpubench-project": "gpubench",
+            "gpubench-stack": "gcp-t4-1x",
+            "gpubench-expires-at": gcp_deadline(now - timedelta(minutes=1)),
+        },
     )
     compute.fail_delete.add("stuck")
     doc = run_packaged(tmp_path, "gcp", RUN_CLOUD_RUN, env)

@@ -89,7 +89,7 @@ def test_runners_share_the_schedule_and_call_campaign_run():
     assert timer["Timer"]["Unit"] == "gpubench-campaign.service"
     workflow = yaml.safe_load((DIR / "campaign.yml").read_text())
     assert workflow[True]["schedule"] == [{"cron": cron}]  # YAML 1.1 reads `on:` as True
-    cronjob = yaml.safe_load((DIR / "cronjob.yaml").read_text())
+    cronjob = [d for d in yaml.safe_load_all((DIR / "cronjob.yaml").read_text()) if d["kind"] == "CronJob"][0]
     assert cronjob["spec"]["schedule"] == cron and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
     for name in ("run.sh", "campaign.yml", "cronjob.yaml"):
         argvs = campaign_commands((DIR / name).read_text())

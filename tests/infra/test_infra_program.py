@@ -118,16 +118,21 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
         if st["Action"] == "s3:ListBucket":
             assert st["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}}
             assert not st["Resource"].endswith("*")
-        elif st["Action"] == "s3:DeleteObject":  # superseded checkpoints only, never results
-            assert st["Resource"].endswith(f"/{prefix}*/checkpoints/*")
+        elif st["Action"] == "s3:DeleteObject":  # superseded checkpoint models only, never results
+            assert st["Resource"].endswith(f"/{prefix}*/checkpoints/model-*")
         else:
-            assert set(st["Action"]) <= {
+            assert set(st["Action"] if isinstance(st["Action"], list) else [st["Action"]]) <= {
                 "s3:PutObject",
                 "s3:PutObjectTagging",
                 "s3:GetObject",
-                "s3:AbortMultipartUpload",
             }
-            assert st["Resource"].endswith(f"/{prefix}*")
+            assert st["Resource"].startswith(f"arn:aws:s3:::{bucket}/{prefix}")
+    # reading and tagging: checkpoints only (a spot replacement resumes from its predecessor's);
+    # no run reads another's results or tags one for the checkpoint expiry rule
+    for action in ("s3:GetObject", "s3:PutObjectTagging"):
+        granted = [st["Resource"] for st in others if action in json.dumps(st["Action"])]
+        assert granted == [f"arn:aws:s3:::{bucket}/{prefix}*/checkpoints/*"], action
+    assert not any("Multipart" in json.dumps(st["Action"]) for st in others)
 
     # the deadline: one-time at(), universal target terminateInstances on this instance only, self-deleting
     sched = r.one("aws:scheduler/schedule:Schedule").inputs

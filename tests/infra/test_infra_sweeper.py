@@ -60,6 +60,7 @@ def test_aws_function_is_the_projects_sweep_code(aws):
         "GPUBENCH_SWEEP_PROVIDER": "aws",
         "GPUBENCH_SWEEP_REGIONS": "us-east-1",
         "GPUBENCH_SWEEP_DRY_RUN": "false",
+        "GPUBENCH_PROJECT_ID": "gpubench",
     }
     assert sweeper_function.package_hash(sweeper_function.package("aws"))[:12] in fn["description"]
     sched = aws.one("aws:scheduler/schedule:Schedule").inputs
@@ -91,11 +92,20 @@ def test_aws_roles_allow_exactly_the_sweep(aws):
     }
     for sid in ("TerminateOnlyProjectInstances", "TerminateOnlyRecurringLaunches", "DeleteOnlyProjectSecurityGroups"):
         assert st[sid]["Resource"].startswith("arn:aws:ec2:us-east-1:123456789012:") and "Null" in st[sid]["Condition"]
-    assert st["TerminateOnlyProjectInstances"]["Condition"] == {
-        "Null": {"aws:ResourceTag/gpubench:expires-at": "false"}
+    # only this project's resources: its project id AND a stack named by the convention, never
+    # an instance that merely carries an expiry tag (another team's prod-database, say)
+    ours = {
+        "StringEquals": {"aws:ResourceTag/gpubench:project": "gpubench"},
+        "StringLike": {"aws:ResourceTag/gpubench:stack": "aws-*"},
     }
+    assert st["TerminateOnlyProjectInstances"]["Condition"] == {
+        **ours,
+        "Null": {"aws:ResourceTag/gpubench:expires-at": "false"},
+    }
+    assert st["DeleteOnlyProjectSecurityGroups"]["Condition"] == st["TerminateOnlyProjectInstances"]["Condition"]
     assert st["TerminateOnlyRecurringLaunches"]["Condition"] == {
-        "Null": {"aws:ResourceTag/gpubench:stack": "false", "aws:ResourceTag/gpubench:max-hours": "false"}
+        **ours,
+        "Null": {"aws:ResourceTag/gpubench:max-hours": "false"},
     }
     assert st["DeleteOnlyDeadlineSchedules"]["Resource"] == (
         "arn:aws:scheduler:us-east-1:123456789012:schedule/default/deadline-schedule-*"
@@ -128,6 +138,7 @@ def test_gcp_function_job_and_roles(gcp):
     assert svc["environmentVariables"] == {
         "GPUBENCH_SWEEP_PROVIDER": "gcp",
         "GPUBENCH_SWEEP_DRY_RUN": "false",
+        "GPUBENCH_PROJECT_ID": "gpubench",
         "GOOGLE_CLOUD_PROJECT": "mock-project",
     }
     accounts = {
