@@ -4,6 +4,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+# checkov (the Kubernetes policy scanner the suite runs on schedules/) pins boto3 and packaging
+# below the project's own, so it lives in a virtualenv of its own, put on PATH for the tests.
+TOOLS  := .venv-tools
+CHECKOV := $(TOOLS)/checkov/bin/checkov
 
 .PHONY: setup lint test demo stacks preview clean help
 
@@ -25,8 +29,13 @@ lint: setup  ## ruff (lint and format check) and the import-layer contract
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-test: lint  ## lint, then run the whole test suite (parallel, CPU only)
-	$(BIN)/python -m pytest -n auto --dist loadfile -q
+$(CHECKOV):
+	$(PYTHON) -m venv $(TOOLS)/checkov
+	$(TOOLS)/checkov/bin/python -m pip install --quiet --upgrade pip
+	$(TOOLS)/checkov/bin/python -m pip install --quiet 'checkov>=3.2,<4'
+
+test: lint $(CHECKOV)  ## lint, then run the whole test suite (parallel, CPU only)
+	PATH="$(CURDIR)/$(TOOLS)/checkov/bin:$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile -q
 
 # DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";
 # GPUBENCH_LOCAL_HOURLY_USD in the environment sets this machine's price too.
@@ -34,4 +43,4 @@ demo: setup  ## run a short real suite on this machine (results/), collect it an
 	$(BIN)/python -m analysis demo $(DEMO_ARGS)
 
 clean:  ## remove the virtualenv and build leftovers
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(TOOLS) build *.egg-info .pytest_cache

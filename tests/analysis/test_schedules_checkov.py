@@ -20,7 +20,7 @@ from servers import find_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULES = ROOT / "schedules"
-INSTALL = "pip install checkov (kept out of the dev extra: it pins boto3 and packaging below the project's)"
+INSTALL = "make test installs it in .venv-tools/checkov (kept out of the dev extra: it pins boto3 and packaging below the project's)"
 
 # check id -> why it may fail. Empty: every check passes; a new failure must be fixed or justified here.
 ALLOWED_FAILURES: dict[str, str] = {}
