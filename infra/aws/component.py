@@ -89,7 +89,7 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None)
 
     The job runs with host networking, so it holds exactly these rights:
     - PutObject under runs/<stack>/ (its run id is only known at boot, so the policy
-      cannot pin runs/<stack>/<run-id>/; see docs/security-cloud.md for what that leaves);
+      cannot pin runs/<stack>/<run-id>/; see docs/security.md for what that leaves);
     - GetObject only on `runs/<stack>/*/checkpoints/*`: a spot replacement reads its
       predecessor's checkpoint state and model to resume; no run can read another's
       results (result.json, events.jsonl, epochs.csv, log-tail.txt);
