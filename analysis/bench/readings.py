@@ -83,7 +83,7 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
 
 def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
     """(USD, billed seconds) of a probe that held the machine for `seconds`, under the offering's rule."""
-    from analysis.cost import billed_seconds
+    from analysis.price.billed import billed_seconds
 
     billed = billed_seconds(candidate.terms, seconds) if candidate.terms is not None else float(seconds)
     if candidate.hourly_usd is None:

@@ -21,7 +21,7 @@ from analysis.bench.candidates import cloud_candidates
 from analysis.bench.plan import BudgetExceeded
 from analysis.bench.readings import ProbeReport, judge, probe_cost
 from analysis.bench.run import bench
-from analysis.cost import billed_seconds
+from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
 from infra.config import MIN_HOURS, parse_config
 from infra.conventions import Declined

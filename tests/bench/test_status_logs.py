@@ -13,7 +13,7 @@ from analysis.bench.live import follow_log, latest_log, new_lines, probe_status,
 from analysis.bench.record import BenchRecord, bench_root
 from analysis.campaign.manifest import iso
 from analysis.cli import main
-from analysis.cost import billed_seconds
+from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
 from payload.storage import open_store
 
