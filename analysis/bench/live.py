@@ -151,6 +151,9 @@ def new_lines(seen: list[str], lines: list[str]) -> list[str]:
     return lines
 
 
+FIRST_LOG_WAIT_SECONDS = 15 * 60.0  # `logs --follow`: how long to wait for a run's first log tail
+
+
 def follow_log(
     store: Any,
     stack: str,
@@ -159,13 +162,21 @@ def follow_log(
     poll: float = 5.0,
     timeout: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    first_log_wait: float | None = None,
 ) -> str | None:
-    """Print the newest run's log as it grows until the run has its result (or `timeout`); its run id."""
+    """Print the newest run's log as it grows until the run has its result (or `timeout`); its run id.
+
+    None when no log tail appeared within `first_log_wait` seconds (default FIRST_LOG_WAIT_SECONDS):
+    a misspelt stack or a probe that never booted must not keep a terminal waiting forever."""
     seen: list[str] = []
     current = None
-    end = None if timeout is None else time.monotonic() + timeout
+    started = time.monotonic()
+    end = None if timeout is None else started + timeout
+    give_up = started + (FIRST_LOG_WAIT_SECONDS if first_log_wait is None else first_log_wait)
     while True:
         found = latest_log(store, stack)
+        if found is None and current is None and time.monotonic() >= give_up:
+            return None
         if found is not None:
             run_id, text, finished = found
             if run_id != current:

@@ -25,6 +25,13 @@ def register(sub) -> None:
     p.add_argument("--results", metavar="URL", help="the bucket (default: the bench's, else $GPUBENCH_RESULTS)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the run ends")
     p.add_argument("--poll", type=float, default=10.0, metavar="SECONDS", help="--follow: seconds between reads")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="--follow: give up when no log tail has appeared after MINUTES (default 15: boot and setup come first)",
+    )
     p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
     p.set_defaults(func=run)
 
@@ -58,7 +65,14 @@ def run(args) -> int:
     try:
         store = open_store(_results(args))
         if args.follow:
-            run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll)
+            wait = None if args.wait is None else max(0.0, args.wait) * 60.0
+            run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait)
+            if run_id is None:
+                print(
+                    f"error: no run of {args.stack} wrote a log tail to {store.url_for('runs/' + args.stack + '/')} "
+                    "in time: check the stack name (`gpubench status`), or wait longer with --wait MINUTES",
+                    file=sys.stderr,
+                )
             return exitcodes.OK if run_id else exitcodes.FAILED
         found = latest_log(store, args.stack)
     except StorageError as exc:

@@ -137,6 +137,16 @@ def test_follow_prints_each_line_once_until_the_result_lands(world):
     assert out.getvalue().splitlines() == ["step 1", "step 2", "step 3", "step 4", "step 5"]
 
 
+def test_follow_of_a_stack_with_no_log_gives_up_after_the_wait_and_names_the_fix(world, capsys):
+    sleeps: list[float] = []
+    out = io.StringIO()
+    assert follow_log(world["store"], "aws-nothing-here", out, poll=0, sleep=sleeps.append, first_log_wait=0) is None
+    assert out.getvalue() == "" and sleeps == []
+    url = world["store"].url_for("")
+    code = main(["logs", "aws-nothing-here", "--results", url, "--follow", "--wait", "0", "--poll", "0.01"])
+    assert code != 0 and "--wait MINUTES" in capsys.readouterr().err
+
+
 def test_new_lines_of_a_rolling_tail():
     assert new_lines([], ["a"]) == ["a"]
     assert new_lines(["a", "b", "c"], ["b", "c", "d"]) == ["d"]
