@@ -4,7 +4,7 @@ providers' price APIs (`refresh`) and list the snapshots it prices from
 
 from __future__ import annotations
 
-from infra import clouds
+from analysis.price.refresh import PROVIDERS  # the --provider choices
 from payload import exitcodes
 
 HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
@@ -36,10 +36,6 @@ exit codes (with both providers, the highest):
   5  the refreshed snapshot did not load in the catalog: nothing written
 """
 
-# Which provider a region name belongs to.
-REGION_PATTERNS = {c: clouds.get(c).REGION_PATTERN for c in clouds.NAMES}
-PROVIDERS = tuple(REGION_PATTERNS)
-
 
 def register(sub) -> None:
     import argparse
@@ -68,23 +64,6 @@ def register(sub) -> None:
     ls = verbs.add_parser("list", help="list the price snapshots the catalog loads")
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     ls.set_defaults(func=run_list)
-
-
-def plan(provider: str | None, regions: list[str] | None) -> list[tuple[str, str]]:
-    """(provider, region) pairs to refresh; ValueError naming a bad region."""
-    from analysis.price.snapshot import CATALOG_REGIONS
-
-    providers = [provider] if provider else list(PROVIDERS)
-    if not regions:
-        return [(p, CATALOG_REGIONS[p]) for p in providers]
-    pairs = []
-    for region in regions:
-        owners = [p for p in providers if REGION_PATTERNS[p].match(region)]
-        if not owners:
-            want = " or ".join(f"{p} (e.g. {CATALOG_REGIONS[p]})" for p in providers)
-            raise ValueError(f"--region {region!r} is not a {want} region name")
-        pairs.append((owners[0], region))
-    return list(dict.fromkeys(pairs))
 
 
 def _print_result(res) -> None:
@@ -122,36 +101,17 @@ def _print_result(res) -> None:
 
 def run_refresh(args, clients=None, now=None) -> int:
     import sys
-    from pathlib import Path
 
-    import infra.catalog
     from analysis.output import emit_json
-    from analysis.price.refresh import base_catalog, refresh
-    from analysis.price.snapshot import CATALOG_REGIONS
+    from analysis.price.refresh import refresh_prices
 
     try:
-        pairs = plan(args.provider, args.region)
+        results = refresh_prices(
+            args.provider, args.region, out=args.out, dry_run=args.dry_run, clients=clients, now=now
+        )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
-    shipped = Path(infra.catalog.DATA_DIR) / "prices"
-    out_dir = Path(args.out).resolve() if args.out else shipped
-    if not args.out:
-        other = [(p, r) for p, r in pairs if CATALOG_REGIONS[p] != r]
-        if other:
-            p, r = other[0]
-            print(
-                f"error: --region {r} is not the catalog's {p} region ({CATALOG_REGIONS[p]}); the catalog prices "
-                f"every offering in one region, so write {r} elsewhere with --out DIR",
-                file=sys.stderr,
-            )
-            return exitcodes.USAGE
-    results = []
-    for provider, region in pairs:
-        res = refresh(provider, region, base_catalog(out_dir), out_dir, clients=clients, now=now, dry_run=args.dry_run)
-        if res.written:
-            infra.catalog.load_catalog.cache_clear()  # the next lookup sees the new snapshot
-        results.append(res)
     code = max(r.exit_code for r in results)
     if args.json:
         emit_json({"dry_run": args.dry_run, "results": [r.to_dict() for r in results], "exit_code": code})

@@ -20,6 +20,9 @@ from infra.catalog.price_errors import PriceFetchError, PricesError
 
 from . import snapshot
 
+REGION_PATTERNS = {c: clouds.get(c).REGION_PATTERN for c in clouds.NAMES}
+PROVIDERS = tuple(REGION_PATTERNS)
+
 
 class Clients:
     """Factories for the price APIs' clients, by name (each cloud's `CLIENTS`:
@@ -126,3 +129,54 @@ def base_catalog(out_dir: Path, data_dir: Path | None = None) -> Catalog:
         return catalog
     snaps = sorted(catalog.prices.snapshots + extra, key=lambda s: (s.as_of, s.name))
     return Catalog(catalog.offerings(), catalog.billing_rules, PriceIndex(snaps))
+
+
+def plan(provider: str | None, regions: list[str] | None) -> list[tuple[str, str]]:
+    """(provider, region) pairs to refresh; ValueError naming a bad region."""
+    CATALOG_REGIONS = snapshot.CATALOG_REGIONS
+    providers = [provider] if provider else list(PROVIDERS)
+    if not regions:
+        return [(p, CATALOG_REGIONS[p]) for p in providers]
+    pairs = []
+    for region in regions:
+        owners = [p for p in providers if REGION_PATTERNS[p].match(region)]
+        if not owners:
+            want = " or ".join(f"{p} (e.g. {CATALOG_REGIONS[p]})" for p in providers)
+            raise ValueError(f"--region {region!r} is not a {want} region name")
+        pairs.append((owners[0], region))
+    return list(dict.fromkeys(pairs))
+
+
+def refresh_prices(
+    provider: str | None,
+    regions: list[str] | None,
+    *,
+    out: str | Path | None = None,
+    dry_run: bool = False,
+    clients: Clients | None = None,
+    now: datetime | None = None,
+) -> list[RefreshResult]:
+    """Refresh every (provider, region) asked for into the shipped snapshots, or into `out`.
+
+    ValueError (naming the region and the fix) before anything is fetched when a region is
+    not a provider's, or, without `out`, not the catalog's own region for that provider."""
+    import infra.catalog
+
+    pairs = plan(provider, regions)
+    shipped = Path(infra.catalog.DATA_DIR) / "prices"
+    out_dir = Path(out).resolve() if out else shipped
+    if not out:
+        other = [(p, r) for p, r in pairs if snapshot.CATALOG_REGIONS[p] != r]
+        if other:
+            p, r = other[0]
+            raise ValueError(
+                f"--region {r} is not the catalog's {p} region ({snapshot.CATALOG_REGIONS[p]}); the catalog prices "
+                f"every offering in one region, so write {r} elsewhere with --out DIR"
+            )
+    results = []
+    for prov, region in pairs:
+        res = refresh(prov, region, base_catalog(out_dir), out_dir, clients=clients, now=now, dry_run=dry_run)
+        if res.written:
+            infra.catalog.load_catalog.cache_clear()  # the next lookup sees the new snapshot
+        results.append(res)
+    return results

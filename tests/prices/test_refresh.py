@@ -279,3 +279,18 @@ def test_another_region_goes_to_out_with_the_region_in_the_name(data_dir, capsys
     assert code == 0, err
     raw = tomllib.loads((tmp_path / "eu" / "2025-09-15_gcp-live-europe-west4.toml").read_text())
     assert raw["region"] == "europe-west4" and "europe-west4" in raw["source"]
+
+
+def test_refresh_prices_refuses_a_bad_region_before_fetching_anything():
+    """The library function the `prices refresh` command calls: a region that is not the
+    provider's, or not the catalog's own without --out, is named before any client is built."""
+    from analysis.price.refresh import refresh_prices
+
+    class NoClients:
+        def __getattr__(self, name):
+            raise AssertionError(f"fetched {name} although the region was refused")
+
+    with pytest.raises(ValueError, match="'us-central1' is not a aws"):
+        refresh_prices("aws", ["us-central1"], clients=NoClients())
+    with pytest.raises(ValueError, match="not the catalog's aws region .*--out DIR"):
+        refresh_prices("aws", ["eu-west-1"], clients=NoClients())
