@@ -62,26 +62,35 @@ def test_is_launcher_deadline_is_a_plain_bool(name, text):
             pass
 
 
+PROJECT_KEY = "project-mark"  # any key: the owner says which one this deployment writes
+
+
 @SETTINGS
 @given(
     name=st.sampled_from(clouds.NAMES),
     labels=st.dictionaries(st.text(max_size=25), anything, max_size=5),
     expires=deadline_like | anything,
     stacked=st.booleans(),
+    stack=st.sampled_from(["s", "aws-g4dn-1x", "gcp-t4-1x-spot", "recurring-aws-g4dn-1x", "prod-database-NOT-OURS"]),
+    project=st.sampled_from([None, "gpubench", "someone-else"]),
 )
-def test_sweep_classify_always_gives_a_verdict(name, labels, expires, stacked):
+def test_sweep_classify_always_gives_a_verdict(name, labels, expires, stacked, stack, project):
     cloud = clouds.get(name)
-    labels = {**labels, cloud.EXPIRES_TAG: expires} | ({cloud.STACK_TAG: "s"} if stacked else {})
+    labels = {**labels, cloud.EXPIRES_TAG: expires} | ({cloud.STACK_TAG: stack} if stacked else {})
+    if project is not None:
+        labels[PROJECT_KEY] = project
+    owner = sweep.Owner(name, cloud.STACK_TAG, PROJECT_KEY, "gpubench")
     verdict, reason = sweep.classify(
         labels,
         NOW,
-        stack_key=cloud.STACK_TAG,
+        owner=owner,
         expires_key=cloud.EXPIRES_TAG,
         is_launcher_deadline=cloud.is_launcher_deadline,
     )
     assert verdict in ("expired", "kept", "left-alone") and reason
-    if verdict != "left-alone":
+    if verdict != "left-alone":  # ours: the launcher's deadline, a stack tag and this project's mark, all three
         assert cloud.is_launcher_deadline(labels[cloud.EXPIRES_TAG]) and labels.get(cloud.STACK_TAG)
+        assert labels.get(PROJECT_KEY) == "gpubench" and sweep.ownership(labels, owner) is None
 
 
 @SETTINGS
