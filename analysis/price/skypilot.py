@@ -74,9 +74,10 @@ class CatalogFile:
         return match.group(1) if match else "v?"
 
     def source(self, region: str) -> str:
+        """Short enough for `cost` to print; how the date is known is in the header."""
         return (
             f"{REPO} {self.repo_path} @{self.commit[:8]} ({self.provider.upper()} prices via SkyPilot's "
-            f"fetcher, {region}; dated {self.as_of.isoformat()}: {self.dated_by})"
+            f"fetcher, {region}; dated {self.as_of.isoformat()}, how: see the snapshot's header)"
         )
 
 
