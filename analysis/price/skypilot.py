@@ -312,6 +312,10 @@ def import_catalog(
         result.error = str(exc)
         result.exit_code = USAGE if isinstance(exc, SourceError) else exc.exit_code
         return result
+    except OSError as exc:  # an unreadable file or an --out directory that cannot be written
+        result.error = f"{exc.filename or out_dir}: {exc.strerror or exc}; give a readable --csv and a writable --out"
+        result.exit_code = USAGE
+        return result
     result.snapshot, result.path, result.changes, result.written = name, str(path), changes, not dry_run
     return result
 

@@ -258,3 +258,10 @@ def test_command_line_dry_run_writes_nothing_and_names_the_changes(tmp_path, cap
     assert (out / "2026-08-01_skypilot-v9-aws.toml").exists()
     assert skypilot.main([*argv[:3], str(tmp_path / "missing.csv"), *argv[4:]]) == USAGE
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_an_out_directory_that_cannot_be_written_is_a_usage_error_not_a_traceback(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    result = skypilot.import_catalog(source_file("aws"), infra.catalog.load_catalog(), blocker / "out")
+    assert result.exit_code == USAGE and "writable --out" in result.error and not result.written
