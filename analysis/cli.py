@@ -62,7 +62,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 # Errors that mean "bad input or a missing piece", not a bug: (module, class, exit code, advice).
 # Most specific first; looked up in sys.modules, so a module never imported cannot have raised one.
-_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --out DIR` to write it again"
+_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --table DIR` to write it again"
 KNOWN_ERRORS = (
     ("infra.conventions", "Declined", exitcodes.DECLINED, ""),
     ("payload.extras", "MissingExtra", exitcodes.MISSING, ""),
@@ -125,11 +125,11 @@ def _run(argv: list[str], prog: str) -> int:
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).
-_DIRECTORY_OPTIONS = ("out", "results", "project_dir")
+_DIRECTORY_OPTIONS = ("out", "table", "results", "project_dir")
 
 
 def _check_directories(args) -> None:
-    """`--out FILE` is refused before any work (a collect or demo would fail at its very end)."""
+    """`--out FILE` (or --table FILE) is refused before any work (a collect or demo would fail at its very end)."""
     from infra.conventions import UsageError
 
     for name in _DIRECTORY_OPTIONS:

@@ -1,21 +1,24 @@
-"""`python -m analysis demo` (what `make demo` runs): a short real suite on
+"""`gpubench demo` (what `make demo` runs): a short real suite on
 this machine, collected and reported beside the studies' published figures."""
 
 from __future__ import annotations
 
+from infra.conventions import add_table_argument
 from payload import exitcodes
 
 HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
 EPILOG = """\
 examples:
-  python -m analysis demo                          # results/ -> report/index.html, a few minutes on 2 cores
-  python -m analysis demo --hourly-usd 0.25        # price this machine at your own rate
-  GPUBENCH_LOCAL_HOURLY_USD=0.25 make demo         # the same through make
-  python -m analysis demo --quick --only mnist-mlp # seconds: a smoke check
+  gpubench demo                          # ./results -> ./table -> ./report/index.html, minutes on 2 cores
+  gpubench demo --hourly-usd 0.25        # price this machine at your own rate
+  GPUBENCH_LOCAL_HOURLY_USD=0.25 make demo   # the same through make
+  gpubench demo --quick --only mnist-mlp # seconds: a smoke check
 
 This machine is priced at a flat hourly rate that is an assumption (default
 USD 0.10/h, see analysis/demo.py); the report shows the rate and its source.
 Running it again adds runs to the same results/ and re-reports all of them.
+--results is this machine's local bucket (default ./results, not $GPUBENCH_RESULTS:
+the demo never writes to a cloud bucket unless you name one).
 """
 
 
@@ -31,7 +34,8 @@ def register(sub) -> None:
         metavar="DIR",
         help="the local results bucket the payload writes to (default: results)",
     )
-    p.add_argument("--out", default="report", metavar="DIR", help="where the table and report go (default: report)")
+    add_table_argument(p, writes=True)
+    p.add_argument("--out", default="report", metavar="DIR", help="where the report goes (default: ./report)")
     p.add_argument(
         "--hourly-usd",
         type=float,
@@ -48,10 +52,16 @@ def run(args) -> int:
     import sys
 
     from analysis.demo import DemoError, run_demo
+    from infra.conventions import table_location
 
     try:
         return run_demo(
-            results=args.results, out=args.out, hourly_usd=args.hourly_usd, quick=args.quick, only=args.only
+            results=args.results,
+            out=args.out,
+            table=table_location(args.table),
+            hourly_usd=args.hourly_usd,
+            quick=args.quick,
+            only=args.only,
         )
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)

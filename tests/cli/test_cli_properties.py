@@ -164,7 +164,7 @@ def _collected_table(root: Path) -> Path:
         r = make_result("aws/p3.2xlarge", "resnet50", samples_per_second=100.0 + i, hourly_usd=3.06, repeat=i)
         store.put_bytes(result_key(r), result_bytes(r))
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        assert main(["collect", "--results", str(src), "--out", str(out)]) == exitcodes.OK
+        assert main(["collect", "--results", str(src), "--table", str(out)]) == exitcodes.OK
     assert sorted(p.name for p in out.glob("results.*"))  # results.parquet (and its .csv twin)
     return out
 
@@ -239,7 +239,7 @@ def assert_trustworthy(argv: list[str], table_dir: Path) -> None:
 # Arguments found by hand to end in a traceback once: always tried, besides the drawn ones.
 FOUND_BY_HAND = {
     ("cost",): [["cost", "aws-g4dn-1x", "--hours", "1e308"], ["cost", "aws-g4dn-1x", "--hours", "1e9"]],
-    ("report",): [["report", "--out", "garbage"]],
+    ("report",): [["report", "--table", "garbage"]],
     ("campaign", "up"): [["campaign", "up", "aws-zzz-*"], ["campaign", "up", "aws-zzz-*", "--results", "r"]],
     ("offers",): [["offers", "--gpu", "T44"], ["offers", "--region", "us-eats-1"], ["offers", "--provider", "awz"]],
     ("up",): [["up", "aws-g4dn-1xx", "--yes"]],
