@@ -1,4 +1,4 @@
-"""`python -m analysis collect`: gather every run from the results buckets
+"""`gpubench collect`: gather every run from the results buckets
 into a priced table (Parquet + CSV), incrementally and in parallel."""
 
 from __future__ import annotations
