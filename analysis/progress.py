@@ -79,12 +79,14 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix_str(text, refresh=True)
 
-    def write(self, line: str) -> None:
-        """Print a line above the bar (the bar stays at the bottom), or plainly when off."""
-        if self.bar is not None:
-            self.bar.write(line, file=self.stream)
-        else:
-            print(line, file=self.stream, flush=True)
+    def write(self, line: str, file: TextIO | None = None) -> None:
+        """Print a line to `file` (default: the bar's stream) above the bar, which is redrawn below it."""
+        target = file or self.stream
+        if self.bar is None:
+            print(line, file=target, flush=True)
+            return
+        with self.bar.external_write_mode(file=self.stream):
+            print(line, file=target, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:

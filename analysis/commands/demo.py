@@ -3,6 +3,9 @@ this machine, collected and reported beside the studies' published figures."""
 
 from __future__ import annotations
 
+import re
+import sys
+
 from infra.conventions import add_table_argument
 from payload import exitcodes
 
@@ -48,12 +51,52 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    import sys
+class StepProgress:
+    """The demo's lines on stdout, and on a terminal a bar of benchmarks done with the time left.
 
+    The demo numbers its steps `[i/N] benchmark: ...`; each such line moves the bar to i-1 done."""
+
+    STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
+
+    def __init__(self, out=None, bar_stream=None):
+        from analysis.progress import Progress
+
+        self.out = out or sys.stdout
+        self.bar = Progress(None, "demo", unit="benchmark", stream=bar_stream)
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        while "\n" in self.pending:
+            line, self.pending = self.pending.split("\n", 1)
+            self._line(line)
+        return len(text)
+
+    def _line(self, line: str) -> None:
+        step = self.STEP.match(line)
+        if step:
+            self.bar.set_total(int(step[2]))
+            self.bar.set_done(int(step[1]) - 1)
+            self.bar.note(line[step.end() :].split(":", 1)[0])
+        elif line.startswith("[collect]"):
+            self.bar.set_done(self.bar.total or 0)
+        self.bar.write(line, file=self.out)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self._line(self.pending)
+            self.pending = ""
+        self.bar.close()
+
+
+def run(args) -> int:
     from analysis.demo import DemoError, run_demo
     from infra.conventions import table_location
 
+    stream = StepProgress()
     try:
         return run_demo(
             results=args.results,
@@ -62,7 +105,10 @@ def run(args) -> int:
             hourly_usd=args.hourly_usd,
             quick=args.quick,
             only=args.only,
+            stream=stream,
         )
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    finally:
+        stream.close()

@@ -381,3 +381,18 @@ def test_progress_shows_the_time_left_on_a_terminal_only(monkeypatch):
     with Progress(4, "probes", stream=quiet) as bar:
         bar.advance(4)
     assert quiet.getvalue() == ""
+
+
+def test_demo_progress_follows_its_numbered_steps(monkeypatch):
+    from analysis.commands.demo import StepProgress
+    from analysis.progress import OFF_ENV
+
+    monkeypatch.delenv(OFF_ENV, raising=False)
+    out, screen = io.StringIO(), Terminal()
+    stream = StepProgress(out, bar_stream=screen)
+    lines = ["gpubench demo: 3 benchmark(s)", "[1/3] mnist-mlp: why", "      done in 2 s", "[2/3] mnist-cnn: why"]
+    stream.write("\n".join(lines) + "\n[3/3] resnet50: why\n[collect] results -> table")
+    assert stream.bar.total == 3 and stream.bar.done == 2
+    stream.close()  # the last line, without its newline, is still printed
+    assert out.getvalue().splitlines() == [*lines, "[3/3] resnet50: why", "[collect] results -> table"]
+    assert stream.bar.done == 3 and "benchmark" in screen.getvalue()
