@@ -175,8 +175,16 @@ def test_table_defaults_to_the_current_directory_for_every_command(outside):
     assert (outside / "table" / "results.parquet").is_file()
     code, out, err = run_outside(outside, ["plan", "aws-g4dn-1x", "--json"])
     assert code == exitcodes.OK, err
-    sources = _measured(json.loads(out))
+    plan_doc = json.loads(out)
+    sources = _measured(plan_doc)
     assert sources and all("table" in s for s in sources), sources
+    code, out, err = run_outside(outside, ["preview", "aws-g4dn-1x", "--json"])
+    assert code == exitcodes.OK, err
+    plan_costs = {e["benchmark"]: e for e in plan_doc["stacks"][0]["estimated_cost"]}
+    preview_costs = {e["benchmark"]: e for e in json.loads(out)["estimated_cost"]}
+    assert preview_costs["resnet50"]["source"].startswith("measured") and preview_costs["resnet50"]["runs"] == 3
+    for name, estimate in preview_costs.items():  # plan and preview read the same table, and agree
+        assert (estimate["source"], estimate["usd"]) == (plan_costs[name]["source"], plan_costs[name]["usd"]), name
     code, out, err = run_outside(outside, ["report"])  # ./table -> ./report/index.html
     assert code == exitcodes.OK, err
     assert (outside / "report" / "index.html").is_file()
