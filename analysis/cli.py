@@ -39,6 +39,16 @@ Offering ids:
 """
 
 
+def package_version() -> str:
+    """The installed distribution's version (package metadata); a checkout that is not installed says so."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpubench")
+    except PackageNotFoundError:
+        return "(not installed: run from a checkout)"
+
+
 def _exit_table() -> str:
     rows = "\n".join(f"  {code:<4} {text}" for code, text in exitcodes.TABLE.items())
     return "exit codes:\n" + rows
@@ -54,6 +64,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of an unexpected error (or GPUBENCH_DEBUG=1)"
     )
+    parser.add_argument("--version", action="version", version=f"gpubench {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         importlib.import_module(f"analysis.commands.{info.name}").register(sub)
@@ -62,7 +73,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 # Errors that mean "bad input or a missing piece", not a bug: (module, class, exit code, advice).
 # Most specific first; looked up in sys.modules, so a module never imported cannot have raised one.
-_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --out DIR` to write it again"
+_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --table DIR` to write it again"
 KNOWN_ERRORS = (
     ("infra.conventions", "Declined", exitcodes.DECLINED, ""),
     ("payload.extras", "MissingExtra", exitcodes.MISSING, ""),
@@ -115,21 +126,39 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     )
 
 
+# Commands whose arguments belong to another parser: everything after the command word goes to it as is.
+PASSTHROUGH = ("payload",)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse `argv`; a pass-through command (`payload --help`, `payload run ...`) gets its words untouched."""
+    command = _command_of(argv)
+    if command in PASSTHROUGH:
+        at = argv.index(command) + 1
+        args = parser.parse_args(argv[:at])
+        args.rest = argv[at:]
+        return args
+    return parser.parse_args(argv)
+
+
 def _run(argv: list[str], prog: str) -> int:
+    from analysis.shell_completion import complete_if_asked
     from infra.conventions import check_bounds
 
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    complete_if_asked(parser)
+    args = _parse(parser, argv)
     _check_directories(args)
     check_bounds(args)
     return int(args.func(args) or 0)
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).
-_DIRECTORY_OPTIONS = ("out", "results", "project_dir")
+_DIRECTORY_OPTIONS = ("out", "table", "results", "project_dir")
 
 
 def _check_directories(args) -> None:
-    """`--out FILE` is refused before any work (a collect or demo would fail at its very end)."""
+    """`--out FILE` (or --table FILE) is refused before any work (a collect or demo would fail at its very end)."""
     from infra.conventions import UsageError
 
     for name in _DIRECTORY_OPTIONS:

@@ -207,14 +207,14 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
 
 
-def collect_step(results_dir: Path, out_dir: Path, echo: Callable[[str], None]) -> int:
-    """Collect the local bucket into out_dir (no spot history: this machine has none); an exit code."""
+def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]) -> int:
+    """Collect the local bucket into the table (no spot history: this machine has none); an exit code."""
     from analysis.collecting import collect_results
     from payload import exitcodes
     from payload.storage import StorageError
 
     try:
-        outcome = collect_results([str(results_dir)], out_dir, spot_history="off")
+        outcome = collect_results([str(results_dir)], table_dir, spot_history="off")
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.REMOTE
@@ -224,13 +224,13 @@ def collect_step(results_dir: Path, out_dir: Path, echo: Callable[[str], None]) 
     return exitcodes.FAILED if outcome.summary.incomplete else exitcodes.OK
 
 
-def report_step(out_dir: Path, echo: Callable[[str], None]) -> int:
+def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
     """Write the report of everything collected so far and echo its terminal summary; an exit code."""
     from analysis.report.build import write_report
     from payload import exitcodes
 
     try:
-        outcome = write_report(out_dir)
+        outcome = write_report(out_dir, table=table_dir)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
@@ -247,6 +247,7 @@ def run_demo(
     quick: bool = False,
     only: list[str] | None = None,
     stream: TextIO | None = None,
+    table: str | None = None,
 ) -> int:
     """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
     stream = stream or sys.stdout
@@ -258,6 +259,7 @@ def run_demo(
     price = resolve_price(hourly_usd)
     steps = select(QUICK if quick else SUITE, only)
     results_dir, out_dir = Path(results).resolve(), Path(out)
+    table_dir = Path(out if table is None else table)  # the results table; the report's own folder without one
     stack = stack_name()
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -281,13 +283,13 @@ def run_demo(
         else:
             echo(f"      done in {_minutes(time.monotonic() - t0)}")
 
-    echo(f"[collect] {results_dir} -> {out_dir}/results.parquet")
-    code = collect_step(results_dir, out_dir, echo)
+    echo(f"[collect] {results_dir} -> {table_dir}/results.parquet")
+    code = collect_step(results_dir, table_dir, echo)
     if code != 0:
         echo(f"collect failed (exit {code})")
         return code
     echo(f"[report] {out_dir}/index.html")
-    code = report_step(out_dir, echo)
+    code = report_step(out_dir, echo, table_dir)
     if code != 0:
         echo(f"report failed (exit {code})")
         return code

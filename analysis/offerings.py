@@ -1,5 +1,5 @@
 """The catalog's offerings as rows (price, spot price, billing rule, sources and dates) and the
-`offers` filters and orders over them. `gpubench offerings` and `gpubench offers` print these;
+`offers` filters and orders over them. `gpubench offers` prints these;
 anything that needs "what can I rent" calls them."""
 
 from __future__ import annotations
@@ -120,7 +120,9 @@ def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: s
     offerings = catalog.offerings()
     if gpu:
         model, _ = parse_gpu(gpu)
-        check_choice("--gpu", model, catalog.gpu_models(), "Known GPU models are listed by `gpubench offerings`.")
+        check_choice(
+            "--gpu", model, catalog.gpu_models(), "Known GPU models are listed by `gpubench offers --retired`."
+        )
     if provider:
         provider = check_choice(
             "--provider", provider, catalog.providers(), f"Known providers: {', '.join(catalog.providers())}."
@@ -133,7 +135,7 @@ def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: s
     return provider
 
 
-def find_offers(
+def search_offers(
     catalog: Any,
     *,
     gpu: str | None = None,
@@ -143,13 +145,22 @@ def find_offers(
     provider: str | None = None,
     sort: str = "price",
     as_of: date | None = None,
-) -> list[dict]:
-    """Offerings not retired on `as_of` (default today) that pass every filter given, in `sort` order.
+    retired: bool = False,
+) -> tuple[list[dict], int]:
+    """(offerings that pass every filter given, in `sort` order; how many retired ones were left out).
 
-    ValueError names a bad --gpu or --max-price."""
+    Retired on `as_of` (default today) are left out unless `retired`. ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
     provider = check_filters(catalog, gpu, region, provider)
     day = as_of or date.today()
-    rows = [offering_row(catalog, o, as_of) for o in catalog.offerings() if not o.is_retired_on(day)]
-    return order(select(rows, gpu, spot, max_price, region, provider), sort, spot)
+    offerings = catalog.offerings()
+    gone = {o.id for o in offerings if o.is_retired_on(day)}
+    rows = select([offering_row(catalog, o, as_of) for o in offerings], gpu, spot, max_price, region, provider)
+    shown = rows if retired else [r for r in rows if r["id"] not in gone]
+    return order(shown, sort, spot), len(rows) - len(shown)
+
+
+def find_offers(catalog: Any, **filters: Any) -> list[dict]:
+    """The offerings of `search_offers` (same filters), without the count of retired ones."""
+    return search_offers(catalog, **filters)[0]

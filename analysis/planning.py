@@ -81,12 +81,13 @@ class PlanOutcome:
         return [p["price_as_of"] for p in self.plans]
 
 
-def plan_stacks(names: Sequence[str], *, results: str | None = None, catalog: Any = None) -> PlanOutcome:
-    """The plans of `names`, each estimate measured from the results table at `results`
-    (a results.parquet/.csv or its directory; default report/, where collect writes)."""
+def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
+    """The plans of `names`, each estimate measured from the results table at `table`
+    (a directory holding results.parquet/.csv, or the file; default ./table, where collect writes)."""
     from analysis.price.estimate import read_results
     from infra.catalog import load_catalog
+    from infra.conventions import table_location
 
     catalog = catalog or load_catalog()
-    measured = read_results(results or "report")  # collect's default --out
+    measured = read_results(table_location(table))
     return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

@@ -70,3 +70,25 @@ def bucket_check(url: str) -> dict:
 def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:
     """Every check, each {"check", "ok", "detail"}: the Pulumi CLI, credentials, extras, then each bucket."""
     return [pulumi_check(), *credential_checks(), *extras_checks(), *(bucket_check(u) for u in results_urls)]
+
+
+# What each thing a user can ask `check` about needs: the checks (by name) that must pass.
+def requirements(clouds: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """For each cloud: the Pulumi CLI, the infra extra and its credentials (what launching there needs);
+    for each extra: the extra itself."""
+    needs = {c: ("pulumi CLI", "extra [infra]", f"{c} credentials") for c in clouds}
+    needs.update({extra: (f"extra [{extra}]",) for extra in EXTRAS})
+    return needs
+
+
+def verdict(checks: Sequence[dict], asked: Sequence[str], clouds: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(ready, not ready) among what was asked; nothing asked means "at least one cloud".
+
+    A bucket that does not answer is judged apart (its own exit code)."""
+    ok = {c["check"]: c["ok"] for c in checks}
+    needs = requirements(clouds)
+    wanted = list(asked) or list(clouds)
+    ready = [w for w in wanted if all(ok.get(n, False) for n in needs[w])]
+    if not asked:  # any one cloud will do
+        return ready, ([] if ready else wanted)
+    return ready, [w for w in wanted if w not in ready]

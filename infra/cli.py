@@ -68,7 +68,7 @@ def preview_command(
     if measured is None and results:
         print(
             f"error: `python -m infra preview` does not read results tables ({results}): "
-            f"run `gpubench preview {stack or '--all'} --results {results}` to estimate from collected runs",
+            f"run `gpubench preview {stack or '--all'} --table {results}` to estimate from collected runs",
             file=sys.stderr,
         )
         return exitcodes.USAGE
@@ -131,7 +131,13 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
-    pv.add_argument("--results", metavar="PATH", help="estimating from collected runs is `gpubench preview --results`")
+    pv.add_argument(
+        "--table",
+        "--results",
+        dest="results",
+        metavar="PATH",
+        help="estimating from collected runs is `gpubench preview --table`",
+    )
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

@@ -13,12 +13,39 @@ from dataclasses import dataclass
 
 from payload import exitcodes
 
-# Where preview and plan read collected runs from (the table `collect` writes).
-RESULTS_HELP = (
-    "results table of collected runs, a results.parquet/.csv file or the directory holding it "
-    "(default: report/ in the repository, where `gpubench collect` writes); without it, or without "
-    "pandas, the estimate is the deadline bound"
-)
+# The results table (the dataset `collect` writes and report, plan, preview and demo read).
+TABLE_ENV = "GPUBENCH_TABLE"
+DEFAULT_TABLE = "table"
+RESULTS_ENV = "GPUBENCH_RESULTS"
+
+
+def table_location(value: str | None = None) -> str:
+    """`--table` as given, else $GPUBENCH_TABLE, else `table` (relative to the current directory)."""
+    import os
+
+    return value or os.environ.get(TABLE_ENV) or DEFAULT_TABLE
+
+
+def results_locations(values: Sequence[str] | None, default: str | None = None) -> list[str]:
+    """`--results` as given (repeatable), else $GPUBENCH_RESULTS, else `default` (none: an empty list)."""
+    import os
+
+    if values:
+        return list(values)
+    env = os.environ.get(RESULTS_ENV)
+    return [env] if env else ([default] if default else [])
+
+
+def add_table_argument(parser: argparse.ArgumentParser, writes: bool = False) -> None:
+    """`--table LOCATION`: the results table, the same option on every command that writes or reads it."""
+    verb = "where collect writes the results table" if writes else "the results table to read (collect writes it)"
+    parser.add_argument(
+        "--table",
+        metavar="LOCATION",
+        default=None,
+        help=f"{verb}: a directory, or s3://bucket/table/ or gs://bucket/table/ "
+        f"(default: ${TABLE_ENV}, else ./{DEFAULT_TABLE})",
+    )
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser, many: bool = False, required: bool = True) -> None:

@@ -1,4 +1,4 @@
-"""`python -m analysis campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
+"""`gpubench campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
 
 Hooked into `python -m infra` by `register(sub)`. The functions behind the
 commands are in analysis/campaign/commands.py; BACKEND_FACTORY is the Automation API
@@ -13,11 +13,11 @@ import os
 import sys
 from pathlib import Path
 
+from infra.conventions import RESULTS_ENV
 from infra.workspace import pulumi_backend
 from payload import exitcodes
 
 BACKEND_FACTORY = pulumi_backend
-RESULTS_ENV = "GPUBENCH_RESULTS"
 HELP = "launch a benchmark campaign across many stacks, follow it, collect, tear down and report"
 DESCRIPTION = """\
 A campaign launches the stacks you select (names or globs over stacks/) through
@@ -39,15 +39,18 @@ Waste = time billed after a stack's last result was uploaded.
 """
 EPILOG = """\
 examples:
-  python -m analysis campaign up 'aws-g4dn-*-spot' gcp-t4-1x-spot --results s3://my-results --concurrency 4
-  python -m analysis campaign status 20250106T060000Z --results s3://my-results
-  python -m analysis campaign wait 20250106T060000Z --results s3://my-results --poll 120 --timeout 8h
-  python -m analysis campaign run --schedule schedules/campaign/weekly-spot.yaml
+  gpubench campaign up 'aws-g4dn-*-spot' gcp-t4-1x-spot --results s3://my-results --concurrency 4
+  gpubench campaign status 20250106T060000Z --results s3://my-results
+  gpubench campaign wait 20250106T060000Z --results s3://my-results --poll 120 --timeout 8h
+  gpubench campaign run --schedule schedules/campaign/weekly-spot.yaml
 
 --results defaults to $GPUBENCH_RESULTS. It must be the bucket the stacks write to
 (the resultsUrl output of your results stack: `pulumi stack output resultsUrl -s aws-results`).
+--out is the campaign's report folder (a person opens its index.html); the
+campaign's runs are collected there too.
 Exit codes: 0 ok; 1 some stack failed to launch or to tear down; 2 bad arguments;
-3 Pulumi CLI missing; 4 wait timed out (run `wait` again later).
+3 Pulumi CLI missing; 4 the bucket could not be read or written; 75 wait timed out
+(run `wait` again later: it resumes).
 """
 
 
@@ -79,7 +82,7 @@ def _status_table(statuses) -> str:
 def _up_text(manifest, launched: int, failed: int) -> str:
     return (
         f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
-        f"next: python -m analysis campaign status {manifest.campaign_id} --results {manifest.data['results']}"
+        f"next: gpubench campaign status {manifest.campaign_id} --results {manifest.data['results']}"
     )
 
 
@@ -127,7 +130,7 @@ def cmd_status(args) -> int:
 def _wait_result(manifest, outcome, as_json: bool) -> int:
     if outcome.never_launched:
         print(
-            f"error: never launched: {', '.join(outcome.never_launched)}; run `python -m analysis campaign up "
+            f"error: never launched: {', '.join(outcome.never_launched)}; run `gpubench campaign up "
             f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first",
             file=sys.stderr,
         )
@@ -135,10 +138,10 @@ def _wait_result(manifest, outcome, as_json: bool) -> int:
     if not outcome.done:
         print(_status_table(outcome.statuses))
         print(
-            f"timed out waiting; run `python -m analysis campaign wait {manifest.campaign_id}` again later",
+            f"timed out waiting; run `gpubench campaign wait {manifest.campaign_id}` again later",
             file=sys.stderr,
         )
-        return exitcodes.REMOTE
+        return exitcodes.INTERRUPTED
     if as_json:
         _dump(outcome.summary)
     else:
@@ -159,19 +162,66 @@ def _timeout(text):
     return None if text is None else parse_duration(text)
 
 
+class ProgressPrinter:
+    """The campaign's lines, with a bar of stacks done and the time left while `wait` polls.
+
+    The bar (analysis.progress) shows only on a terminal; the lines are printed as before either way."""
+
+    LIVE = frozenset({"pending", "launching", "launched", "running"})
+
+    def __init__(self):
+        from analysis.campaign.progress import Printer
+        from analysis.progress import Progress
+
+        self.printer = Printer()
+        self.lines = self.printer.lines
+        self.bar = Progress(None, "stacks done", unit="stack")
+        self.states: dict[str, str] = {}
+
+    def __call__(self, text: str) -> None:
+        if self.bar.bar is None:
+            self.printer(text)
+        else:
+            self.lines.append(text)
+            self.bar.write(text)
+
+    def stack(self, name: str, text: str) -> None:
+        from analysis.campaign.status import TERMINAL
+
+        state = str(text).split(":", 1)[0]
+        if state in TERMINAL | self.LIVE:
+            self.states[name] = state
+            self.bar.set_total(len(self.states))
+            self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
+        for line in str(text).rstrip("\n").splitlines() or [""]:
+            if line.strip():
+                self(f"[{name}] {line.rstrip()}")
+
+    def for_stack(self, name: str):
+        return lambda text: self.stack(name, text)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
 def cmd_wait(args) -> int:
     from analysis.campaign import commands
 
-    manifest, outcome = commands.wait(
-        args.campaign_id,
-        results_url=_results(args),
-        poll_seconds=args.poll,
-        timeout=_timeout(args.timeout),
-        out_dir=args.out,
-        all_runs=args.all_runs,
-        work_dir=args.project_dir,
-        backend_factory=BACKEND_FACTORY,
-    )
+    printer = ProgressPrinter()
+    try:
+        manifest, outcome = commands.wait(
+            args.campaign_id,
+            results_url=_results(args),
+            poll_seconds=args.poll,
+            timeout=_timeout(args.timeout),
+            out_dir=args.out,
+            all_runs=args.all_runs,
+            work_dir=args.project_dir,
+            backend_factory=BACKEND_FACTORY,
+            printer=printer,
+        )
+    finally:
+        printer.close()
     return _wait_result(manifest, outcome, args.json)
 
 
@@ -181,17 +231,22 @@ def cmd_run(args) -> int:
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        done = commands.run(
-            args.stacks,
-            results_url=_results(args),
-            concurrency=args.concurrency,
-            retry_failed=args.retry_failed,
-            poll_seconds=args.poll,
-            timeout=_timeout(args.timeout),
-            out_dir=args.out,
-            work_dir=args.project_dir,
-            backend_factory=BACKEND_FACTORY,
-        )
+        printer = ProgressPrinter()
+        try:
+            done = commands.run(
+                args.stacks,
+                results_url=_results(args),
+                concurrency=args.concurrency,
+                retry_failed=args.retry_failed,
+                poll_seconds=args.poll,
+                timeout=_timeout(args.timeout),
+                out_dir=args.out,
+                work_dir=args.project_dir,
+                backend_factory=BACKEND_FACTORY,
+                printer=printer,
+            )
+        finally:
+            printer.close()
     code = _wait_result(done.manifest, done.outcome, args.json)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
@@ -222,7 +277,10 @@ def _guarded(func):
         except PulumiMissing as exc:
             print(f"error: campaigns drive stacks through the Pulumi Automation API: {exc}", file=sys.stderr)
             return exitcodes.MISSING
-        except (ManifestError, StorageError, ValueError) as exc:  # ValueError: a bad argument or schedule file
+        except StorageError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exitcodes.REMOTE
+        except (ManifestError, ValueError) as exc:  # ValueError: a bad argument or schedule file
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
 

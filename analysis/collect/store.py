@@ -87,7 +87,7 @@ def read_table(out_dir: str | Path):
 
     path = Path(out_dir) / f"{TABLE_STEM}.parquet"
     if not path.exists():
-        raise FileNotFoundError(f"no results table at {path}; run `python -m analysis collect --out {out_dir}` first")
+        raise FileNotFoundError(f"no results table at {path}; run `gpubench collect --table {out_dir}` first")
     return pd.read_parquet(path)
 
 

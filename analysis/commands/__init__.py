@@ -1,4 +1,4 @@
-"""One module per `python -m analysis` subcommand.
+"""One module per `gpubench` subcommand.
 
 Each module defines `register(subparsers)`, which adds its parser and sets
 `func` to a callable taking the parsed args and returning an exit code. The

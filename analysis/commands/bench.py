@@ -28,6 +28,7 @@ examples:
   gpubench bench task.yaml --gpus T4,L4,A100:8 --spot --budget 5 --deadline 12 --results s3://my-results
   gpubench bench task.yaml --local --probe-minutes 2           # this machine only, results/ as the bucket
   gpubench bench task.yaml --hosts ssh-hetzner-ex51,ssh-lab-box --json > answer.json
+  gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
 
 --results defaults to $GPUBENCH_RESULTS (cloud probes need it; --local uses results/).
 The answer page is written to .gpubench/bench/<bench-id>/index.html.
@@ -72,8 +73,16 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _hosts(text: str | None) -> list[str]:
-    return [h.strip() for h in (text or "").split(",") if h.strip()]
+def _hosts(text: str | None, stacks_dir=None) -> list[str]:
+    """The SSH host stacks named, globs (e.g. 'ssh-lab-*') expanded over the SSH stack files."""
+    from infra.conventions import GLOB_CHARS, expand_stacks
+    from infra.stacks import STACKS_DIR, ssh_stack_names
+
+    names = [h.strip() for h in (text or "").split(",") if h.strip()]
+    if not any(GLOB_CHARS & set(n) for n in names):
+        return names  # plain names: bench checks them itself, with its own message
+    folder = stacks_dir or STACKS_DIR
+    return expand_stacks(names, ssh_stack_names(folder), str(folder))
 
 
 def _print_answer(doc: dict) -> None:
@@ -118,7 +127,7 @@ def run(args) -> int:
             deadline_hours=args.deadline_hours,
             probe_minutes=args.probe_minutes,
             local=args.local,
-            hosts=_hosts(args.hosts),
+            hosts=_hosts(args.hosts, args.stacks_dir),
             yes=args.yes,
             results=args.results,
             work_dir=args.project_dir,

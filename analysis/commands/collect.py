@@ -1,21 +1,25 @@
-"""`python -m analysis collect`: gather every run from the results buckets
+"""`gpubench collect`: gather every run from the results buckets
 into a priced table (Parquet + CSV), incrementally and in parallel."""
 
 from __future__ import annotations
 
+import argparse
+
 from analysis.output import emit_json
+from infra.conventions import add_table_argument
 from payload import exitcodes
 
 HELP = "collect run results from buckets into the results table"
 EPILOG = """\
 examples:
-  python -m analysis collect                                   # ./results -> ./report
-  python -m analysis collect --results s3://my-bucket/gpubench --results gs://other/gpubench
-  python -m analysis collect --results file:///data/results --out /tmp/report --json
-  python -m analysis collect --teardown                        # then destroy stacks whose runs finished
+  gpubench collect                                   # $GPUBENCH_RESULTS (else ./results) -> ./table
+  gpubench collect --results s3://my-bucket/gpubench --results gs://other/gpubench
+  gpubench collect --results file:///data/results --table /tmp/table --json
+  gpubench collect --teardown                        # then destroy stacks whose runs finished
+  gpubench report                                    # ./table -> ./report/index.html
 
-Only objects that changed since the last collect into the same --out are
-downloaded (the manifest is --out/.collect-manifest.sqlite; delete it to start
+Only objects that changed since the last collect into the same --table are
+downloaded (the manifest is --table/.collect-manifest.sqlite; delete it to start
 over). On s3://, a settled stack (every run has a completed or failed result)
 is checked by its run directories only: its files are listed again when a run
 is added or removed, after a day, or with --full (a final result rewritten by
@@ -32,10 +36,13 @@ exactly as they were, and --json says "complete": false;
 opened; 5 --strict and some files were set aside.
 """
 
+OUT_REFUSED = (
+    "collect writes the results table, which is --table everywhere: use `--table {value}` "
+    "(--out is only for what a person opens, e.g. `gpubench report --out DIR`)"
+)
+
 
 def register(sub) -> None:
-    import argparse
-
     p = sub.add_parser(
         "collect",
         help=HELP,
@@ -47,10 +54,11 @@ def register(sub) -> None:
         "--results",
         action="append",
         metavar="URL",
-        help="results location: s3://bucket[/prefix], gs://bucket[/prefix], file:///dir or a path; "
-        "repeat for several (default: results)",
+        help="results bucket: s3://bucket[/prefix], gs://bucket[/prefix], file:///dir or a path; "
+        "repeat for several (default: $GPUBENCH_RESULTS, else ./results)",
     )
-    p.add_argument("--out", default="report", metavar="DIR", help="where the table and manifest go (default: report)")
+    add_table_argument(p, writes=True)
+    p.add_argument("--out", default=None, metavar="DIR", help=argparse.SUPPRESS)  # refused: it is --table
     p.add_argument(
         "--workers",
         type=int,
@@ -78,7 +86,7 @@ def register(sub) -> None:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="exit 4 if any file was set aside (corrupt, misplaced, duplicate, partial): for CI",
+        help="exit 5 if any file was set aside (corrupt, misplaced, duplicate, partial): for CI",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
     p.set_defaults(func=run)
@@ -103,17 +111,21 @@ def run(args) -> int:
     import sys
 
     from analysis.collecting import collect_results
+    from analysis.progress import stderr_is_terminal
+    from infra.conventions import UsageError, results_locations, table_location
     from payload.storage import StorageError
 
+    if args.out is not None:
+        raise UsageError(OUT_REFUSED.format(value=args.out))
     if args.workers is not None and args.workers < 1:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return exitcodes.USAGE
     try:
         outcome = collect_results(
-            args.results or ["results"],
-            args.out,
+            results_locations(args.results, default="results"),
+            table_location(args.table),
             workers=args.workers,
-            progress=not args.json and sys.stderr.isatty(),
+            progress=not args.json and stderr_is_terminal(),
             spot_history=args.spot_history,
             full=args.full,
             teardown=args.teardown,

@@ -1,4 +1,4 @@
-"""`python -m analysis cost`: what H hours on an offering cost, with the
+"""`gpubench cost`: what H hours on an offering cost, with the
 billing rule applied and every price's source and date shown."""
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ from payload import exitcodes
 HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
 EPILOG = """\
 examples:
-  python -m analysis cost aws/p3.8xlarge --hours 2
-  python -m analysis cost gcp/n1-standard-8+1xv100 --hours 1.5 --market spot
-  python -m analysis cost aws/p2.xlarge --hours 3.62 --as-of 2018-02-08
-  python -m analysis cost onprem/parkopedia-4x1080ti --hours 24 --days-per-month 10
+  gpubench cost aws/p3.8xlarge --hours 2
+  gpubench cost gcp/n1-standard-8+1xv100 --hours 1.5 --market spot
+  gpubench cost aws/p2.xlarge --hours 3.62 --as-of 2018-02-08
+  gpubench cost onprem/parkopedia-4x1080ti --hours 24 --days-per-month 10
 
 a recurring run, billed by the month (--every instead of --hours):
-  python -m analysis cost aws/g4dn.xlarge --every "cron(0 3 ? * MON *)" --minutes-up 30 --disk-gb 100
+  gpubench cost aws/g4dn.xlarge --every "cron(0 3 ? * MON *)" --minutes-up 30 --disk-gb 100
   # seed 001 at its own 2018 prices: $0.76/month
-  python -m analysis cost gcp/n1-standard-1 --market spot --as-of 2018-11-19 --every "0 */4 * * *" \
+  gpubench cost gcp/n1-standard-1 --market spot --as-of 2018-11-19 --every "0 */4 * * *" \
       --minutes-up 2 --disk-gb 10 --disk-always --scheduler-jobs 2 \
       --function-calls-per-run 2 --function-seconds 60
   # the same under the 10-minute minimum of before 2017-09-26: add --billing-as-of 2017-09-01
 
 the leak sweep as a cloud function (a sweeper stack), by the month:
-  python -m analysis cost --sweeper aws --every "rate(1 hour)" --function-seconds 10 --function-memory-gb 0.125
+  gpubench cost --sweeper aws --every "rate(1 hour)" --function-seconds 10 --function-memory-gb 0.125
 your own offerings, prices and billing rules: catalog directories in $GPUBENCH_CATALOG_DIRS
 (':'-separated) and ./catalog, laid out like infra/catalog/data (README "Your own hardware").
 """

@@ -1,21 +1,27 @@
-"""`python -m analysis demo` (what `make demo` runs): a short real suite on
+"""`gpubench demo` (what `make demo` runs): a short real suite on
 this machine, collected and reported beside the studies' published figures."""
 
 from __future__ import annotations
 
+import re
+import sys
+
+from infra.conventions import add_table_argument
 from payload import exitcodes
 
 HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
 EPILOG = """\
 examples:
-  python -m analysis demo                          # results/ -> report/index.html, a few minutes on 2 cores
-  python -m analysis demo --hourly-usd 0.25        # price this machine at your own rate
-  GPUBENCH_LOCAL_HOURLY_USD=0.25 make demo         # the same through make
-  python -m analysis demo --quick --only mnist-mlp # seconds: a smoke check
+  gpubench demo                          # ./results -> ./table -> ./report/index.html, minutes on 2 cores
+  gpubench demo --hourly-usd 0.25        # price this machine at your own rate
+  GPUBENCH_LOCAL_HOURLY_USD=0.25 make demo   # the same through make
+  gpubench demo --quick --only mnist-mlp # seconds: a smoke check
 
 This machine is priced at a flat hourly rate that is an assumption (default
 USD 0.10/h, see analysis/demo.py); the report shows the rate and its source.
 Running it again adds runs to the same results/ and re-reports all of them.
+--results is this machine's local bucket (default ./results, not $GPUBENCH_RESULTS:
+the demo never writes to a cloud bucket unless you name one).
 """
 
 
@@ -31,7 +37,8 @@ def register(sub) -> None:
         metavar="DIR",
         help="the local results bucket the payload writes to (default: results)",
     )
-    p.add_argument("--out", default="report", metavar="DIR", help="where the table and report go (default: report)")
+    add_table_argument(p, writes=True)
+    p.add_argument("--out", default="report", metavar="DIR", help="where the report goes (default: ./report)")
     p.add_argument(
         "--hourly-usd",
         type=float,
@@ -44,15 +51,64 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+class StepProgress:
+    """The demo's lines on stdout, and on a terminal a bar of benchmarks done with the time left.
+
+    The demo numbers its steps `[i/N] benchmark: ...`; each such line moves the bar to i-1 done."""
+
+    STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
+
+    def __init__(self, out=None, bar_stream=None):
+        from analysis.progress import Progress
+
+        self.out = out or sys.stdout
+        self.bar = Progress(None, "demo", unit="benchmark", stream=bar_stream)
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        while "\n" in self.pending:
+            line, self.pending = self.pending.split("\n", 1)
+            self._line(line)
+        return len(text)
+
+    def _line(self, line: str) -> None:
+        step = self.STEP.match(line)
+        if step:
+            self.bar.set_total(int(step[2]))
+            self.bar.set_done(int(step[1]) - 1)
+            self.bar.note(line[step.end() :].split(":", 1)[0])
+        elif line.startswith("[collect]"):
+            self.bar.set_done(self.bar.total or 0)
+        self.bar.write(line, file=self.out)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def close(self) -> None:
+        if self.pending:
+            self._line(self.pending)
+            self.pending = ""
+        self.bar.close()
+
+
 def run(args) -> int:
-    import sys
-
     from analysis.demo import DemoError, run_demo
+    from infra.conventions import table_location
 
+    stream = StepProgress()
     try:
         return run_demo(
-            results=args.results, out=args.out, hourly_usd=args.hourly_usd, quick=args.quick, only=args.only
+            results=args.results,
+            out=args.out,
+            table=table_location(args.table),
+            hourly_usd=args.hourly_usd,
+            quick=args.quick,
+            only=args.only,
+            stream=stream,
         )
     except DemoError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    finally:
+        stream.close()

@@ -1,4 +1,7 @@
-"""`offers`: what you can rent, filtered and sorted the way `sky show-gpus` and `dstack offer` users expect."""
+"""`offers`: what you can rent, filtered and sorted the way `sky show-gpus` and `dstack offer` users expect.
+
+`offerings` (the old name) is kept as a hidden alias: it prints a one-line notice on stderr and runs
+`offers --retired` (the old command listed retired offerings too)."""
 
 from __future__ import annotations
 
@@ -15,14 +18,17 @@ EPILOG = """examples:
   gpubench offers --gpu T4:1                 one T4, cheapest first
   gpubench offers --gpu V100 --spot --max-price 3
   gpubench offers --region us-west-2 --sort gpus --json
+  gpubench offers --gpu V100 --retired       retired types too (P3, G3: the studies ran on them)
+  gpubench offers --as-of 2018-07-01         prices and offerings of that day
+  gpubench offers --live                     only prices from `gpubench prices refresh` snapshots
 Prices come from the catalog's dated snapshots (source and date in --json); unpriced
-offerings are listed last with `-` (add a price: docs in `gpubench prices --help`)."""
+offerings are listed last with `-` (add a price: docs in `gpubench prices --help`).
+A warning on stderr says when the newest price used is older than --max-price-age.
+Your own offerings are read from $GPUBENCH_CATALOG_DIRS and ./catalog."""
+ALIAS_NOTICE = "note: `gpubench offerings` is now `gpubench offers --retired`; showing that"
 
 
-def register(sub) -> None:
-    p = sub.add_parser(
-        "offers", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", metavar="MODEL[:COUNT]", help="GPU model and optionally count, e.g. T4, V100:4, A100:8")
     p.add_argument("--spot", action="store_true", help="only offerings sold on the spot market, at their spot price")
     p.add_argument("--max-price", type=float, metavar="USD", help="only offerings at or below this price per hour")
@@ -30,43 +36,93 @@ def register(sub) -> None:
     p.add_argument("--provider", metavar="NAME", help="only this provider (aws, gcp, hetzner, onprem, ...)")
     p.add_argument("--sort", choices=SORTS, default="price", help="order (default: price, cheapest first)")
     p.add_argument("--as-of", type=parse_date, metavar="YYYY-MM-DD", help="prices in force on this date")
+    p.add_argument(
+        "--retired",
+        action="store_true",
+        help="also list offerings retired by the date (hidden by default; the count is always said)",
+    )
+    p.add_argument(
+        "--live", action="store_true", help="only prices from snapshots written by `gpubench prices refresh`"
+    )
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON list")
+
+
+def register(sub) -> None:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("offers", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=fmt)
+    add_arguments(p)
     p.set_defaults(func=run)
+    alias = sub.add_parser(
+        "offerings", description=HELP + " (the old name of `offers`).", epilog=EPILOG, formatter_class=fmt
+    )
+    add_arguments(alias)  # no help=: not listed in `gpubench --help`
+    alias.set_defaults(func=run_alias)
+
+
+def run_alias(args) -> int:
+    print(ALIAS_NOTICE, file=sys.stderr)
+    args.retired = True
+    return run(args)
+
+
+def _catalog(live: bool):
+    """The catalog, or with --live the catalog priced only by refreshed snapshots (None if there are none)."""
+    from infra.catalog import load_catalog
+
+    catalog = load_catalog()
+    if not live:
+        return catalog
+    from analysis.price.snapshot import live_catalog
+
+    return live_catalog(catalog)
 
 
 def run(args) -> int:
-    from infra.catalog import load_catalog
-
-    if args.max_price is not None and not args.max_price >= 0:
-        print(f"error: --max-price {args.max_price}: must be a price >= 0 in USD per hour", file=sys.stderr)
-        return exitcodes.USAGE
     problem = price_age.check(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
-    try:
-        found = find_offers(
-            load_catalog(),
-            gpu=args.gpu,
-            spot=args.spot,
-            max_price=args.max_price,
-            region=args.region,
-            provider=args.provider,
-            sort=args.sort,
-            as_of=args.as_of,
+    catalog = _catalog(args.live)
+    if catalog is None:
+        print(
+            "error: no refreshed price snapshot yet; run `gpubench prices refresh` "
+            "(needs AWS/GCP credentials, see `gpubench prices --help`), or drop --live",
+            file=sys.stderr,
         )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+        return exitcodes.MISSING
+    from analysis.offerings import search_offers
+
+    found, hidden = search_offers(
+        catalog,
+        gpu=args.gpu,
+        spot=args.spot,
+        max_price=args.max_price,
+        region=args.region,
+        provider=args.provider,
+        sort=args.sort,
+        as_of=args.as_of,
+        retired=args.retired,
+    )
+    if args.live:  # only what a refreshed snapshot prices
+        found = [r for r in found if r["hourly_usd"] is not None or r["spot_hourly_usd"] is not None]
     key = price_key(args.spot)
     price_age.report(args, [r["as_of"] for r in found if r[key] is not None and r["kind"] not in ("onprem", "local")])
+    if hidden:
+        when = args.as_of or "today"
+        print(f"{hidden} retired offering(s) hidden (retired by {when}); --retired lists them", file=sys.stderr)
     if args.json:
         emit_json(found)
         return exitcodes.OK
     if not found:
         print("no offering matches; loosen a filter (see `gpubench offers --help`)", file=sys.stderr)
         return exitcodes.OK
+    _print_rows(found, key, args)
+    return exitcodes.OK
+
+
+def _print_rows(found: list[dict], key: str, args) -> None:
+    columns = ("offering", "gpus", "GB/gpu", "vcpus", "spot $/h" if args.spot else "$/h", "price as of", "stacks")
     print_table(
         (
             (
@@ -77,12 +133,13 @@ def run(args) -> int:
                 fmt_usd(r[key]),
                 r["as_of"] if r[key] is not None else "-",
                 ", ".join(r["stacks"]) or "(ssh)" if r["kind"] != "local" else "-",
+                *([r["snapshot"] or "-"] if args.live else []),
+                *([r["retired"] or ""] if args.retired else []),
             )
             for r in found
         ),
-        ("offering", "gpus", "GB/gpu", "vcpus", "spot $/h" if args.spot else "$/h", "price as of", "stacks"),
+        (*columns, *(["snapshot"] if args.live else []), *(["retired"] if args.retired else [])),
     )
     unpriced = sum(1 for r in found if r[key] is None)
     if unpriced:
         print(f"\n{unpriced} without a catalog price (shown as -): they are never hidden, only unranked")
-    return exitcodes.OK

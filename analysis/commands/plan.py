@@ -5,9 +5,14 @@ call), so it works in the base install. The bound is each stack's price for its
 whole deadline (`gpubench:maxHours`) under the offering's billing rules: the
 cloud-side deadline terminates the instance then at the latest. Beside it, the
 estimate from measurements: the median billed time of the stack's collected
-runs (the results table `collect` wrote, report/results.parquet by default or
---results PATH) x its price, per benchmark; each says whether it was measured
-or is the bound (no runs, or pandas not installed).
+runs (the results table `collect` wrote: --table, default $GPUBENCH_TABLE, else
+./table) x its price, per benchmark; each says whether it was measured or is the
+bound (no runs, or pandas not installed).
+
+examples:
+  gpubench plan aws-g4dn-1x                     one stack
+  gpubench plan 'aws-g4dn-*' gcp-t4-1x          globs over the shipped stacks, quoted
+  gpubench plan --all --table s3://my-results/table/ --json
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ import sys
 
 from analysis.output import emit_json, print_table
 from analysis.price import age as price_age
-from infra.conventions import RESULTS_HELP, add_stack_arguments, stacks_of
+from infra.conventions import (
+    add_stack_arguments,
+    add_table_argument,
+    expand_stacks,
+    known_stacks,
+    stacks_of,
+    table_location,
+)
 from payload import exitcodes
 from payload.money import usd_amount
 
@@ -29,7 +41,7 @@ def register(sub) -> None:
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every cloud stack in stacks/")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each stack's rendered user-data")
-    p.add_argument("--results", metavar="PATH", help=RESULTS_HELP)
+    add_table_argument(p)
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(func=run)
@@ -39,7 +51,7 @@ def run(args) -> int:
     from analysis.planning import plan_stacks
     from infra.stacks import stack_names
 
-    names = stack_names() if args.all else stacks_of(args)
+    names = stack_names() if args.all else expand_stacks(stacks_of(args), known_stacks())
     if not names:
         print("error: name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all", file=sys.stderr)
         return exitcodes.USAGE
@@ -47,7 +59,7 @@ def run(args) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return exitcodes.USAGE
-    outcome = plan_stacks(names, results=args.results)
+    outcome = plan_stacks(names, table=table_location(args.table))
     price_age.report(args, outcome.price_dates)
     plans, total, unpriced = outcome.plans, outcome.total, outcome.unpriced
     if args.json:

@@ -1,4 +1,4 @@
-"""`python -m analysis prices`: refresh the catalog's prices from the
+"""`gpubench prices`: refresh the catalog's prices from the
 providers' price APIs (`refresh`) and list the snapshots it prices from
 (`list`)."""
 
@@ -10,11 +10,11 @@ from payload import exitcodes
 HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
 EPILOG = """\
 examples:
-  python -m analysis prices refresh                       # AWS us-east-1 and GCP us-central1
-  python -m analysis prices refresh --provider aws --dry-run
-  python -m analysis prices refresh --provider gcp --region europe-west4 --out my-prices/
-  GPUBENCH_PRICES_DIR=my-prices/ python -m analysis offerings --live
-  python -m analysis prices list
+  gpubench prices refresh                       # AWS us-east-1 and GCP us-central1
+  gpubench prices refresh --provider aws --dry-run
+  gpubench prices refresh --provider gcp --region europe-west4 --out my-prices/
+  GPUBENCH_PRICES_DIR=my-prices/ gpubench offers --live
+  gpubench prices list
 
 A refresh writes infra/catalog/data/prices/<YYYY-MM-DD>_<provider>-live.toml
 (or into --out DIR; point $GPUBENCH_PRICES_DIR at DIR to price with it), after

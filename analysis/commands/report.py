@@ -1,20 +1,21 @@
-"""`python -m analysis report`: the HTML report (plots embedded) and a
-terminal summary, from the table `collect` wrote to the same --out."""
+"""`gpubench report`: the HTML report (plots embedded) and a terminal summary,
+from the results table `collect` wrote (--table) into --out."""
 
 from __future__ import annotations
 
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
 from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from infra.conventions import add_table_argument, table_location
 from payload import exitcodes
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
 EPILOG = """\
 examples:
-  python -m analysis report                                  # reads report/results.parquet
-  python -m analysis report --out /tmp/report --base gcp/n1-standard-1+1xk80
-  python -m analysis report --deadline-hours 2 --budget-usd 5
-  python -m analysis report --as-of 2018-02-08               # re-price every run at that date's catalog
+  gpubench report                                  # ./table -> ./report/index.html
+  gpubench report --table /tmp/table --out /tmp/report --base gcp/n1-standard-1+1xk80
+  gpubench report --deadline-hours 2 --budget-usd 5
+  gpubench report --as-of 2018-02-08               # re-price every run at that date's catalog
 """
 
 
@@ -24,7 +25,10 @@ def register(sub) -> None:
     p = sub.add_parser(
         "report", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--out", default="report", metavar="DIR", help="directory collect wrote to (default: report)")
+    add_table_argument(p)
+    p.add_argument(
+        "--out", default="report", metavar="DIR", help="where index.html and summary.csv go (default: ./report)"
+    )
     p.add_argument(
         "--base",
         default=None,
@@ -75,6 +79,7 @@ def run(args) -> int:
     try:
         outcome = write_report(
             args.out,
+            table=table_location(args.table),
             base=args.base,
             deadline_hours=args.deadline_hours,
             budget_usd=args.budget_usd,

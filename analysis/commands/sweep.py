@@ -1,4 +1,4 @@
-"""`python -m analysis sweep`: terminate expired instances this project tagged, whatever Pulumi's state says."""
+"""`gpubench sweep`: terminate expired instances this project tagged, whatever Pulumi's state says."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from payload import exitcodes
 HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
 EPILOG = """\
 examples:
-  python -m analysis sweep --provider aws --dry-run
-  python -m analysis sweep --provider aws --region us-east-1 --region us-west-2 --json
-  python -m analysis sweep --provider gcp --project my-project
+  gpubench sweep --provider aws --dry-run
+  gpubench sweep --provider aws --region us-east-1 --region us-west-2 --json
+  gpubench sweep --provider gcp --project my-project
 
 Only resources carrying both the gpubench stack tag (AWS `gpubench:stack`, GCP
 label `gpubench-stack`) and an expires-at (AWS `gpubench:expires-at`, GCP
@@ -17,8 +17,8 @@ label `gpubench-stack`) and an expires-at (AWS `gpubench:expires-at`, GCP
 other resource with an expires-at is reported as `left-alone` with the reason,
 and unexpired ones are `kept`. Nothing else is ever touched.
 Exit codes: 0 every resource handled, 1 at least one `failed` (a delete, an
-unreadable listing, zone or region: the others are still swept), 2 usage or
-credentials error. On AWS the instance's deadline schedule and its security
+unreadable listing, zone or region: the others are still swept), 2 usage error,
+3 no credentials (or no GCP project) for the cloud, 10 not confirmed. On AWS the instance's deadline schedule and its security
 group are deleted too (the group after the instance is terminated).
 Regions default to where the catalog and stacks/ launch. The scheduled jobs in
 schedules/ run this command; see schedules/README.md for the permissions.
@@ -84,7 +84,7 @@ def run(args, **sweep_kw) -> int:
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    from infra.conventions import confirm
+    from infra.conventions import Declined, confirm
 
     try:
         if not (args.dry_run or args.yes):  # list what would go, then ask
@@ -100,9 +100,14 @@ def run(args, **sweep_kw) -> int:
                 args.yes,
             )
         actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
-    except (ValueError, RuntimeError) as exc:
+    except Declined:
+        raise  # the CLI prints it: exit 10
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
+    except RuntimeError as exc:  # each cloud's sweep raises it for missing credentials or project
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.MISSING
     ok = all(a.ok for a in actions)
     if args.json:
         counts: dict[str, int] = {}

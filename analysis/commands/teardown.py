@@ -1,14 +1,14 @@
-"""`python -m analysis teardown`: destroy benchmark stacks that are done or past their deadline."""
+"""`gpubench teardown`: destroy benchmark stacks that are done or past their deadline."""
 
 from __future__ import annotations
 
 HELP = "destroy benchmark stacks (named, --completed, --expired) through Pulumi; never the results stacks"
 EPILOG = """\
 examples:
-  python -m analysis teardown aws-p3-8x gcp-v100-1x-spot
-  python -m analysis teardown --completed --results s3://my-gpubench-results
-  python -m analysis teardown --expired --dry-run
-  python -m analysis teardown --completed --expired --json   # what the scheduled jobs run
+  gpubench teardown aws-p3-8x gcp-v100-1x-spot
+  gpubench teardown --completed --results s3://my-gpubench-results
+  gpubench teardown --expired --dry-run
+  gpubench teardown --completed --expired --json   # what the scheduled jobs run
 
 With --completed and --expired together a stack is destroyed when either holds.
 The results stacks (aws-results, gcp-results) and buckets are always refused.

@@ -4,6 +4,12 @@
 then runs `pulumi up --stack STACK --yes`. `destroy` names what it will delete
 and asks. Both need the Pulumi CLI; without it they say how to install it
 before asking anything (exit 3).
+
+examples:
+  gpubench up aws-g4dn-1x                 show the plan and the cost bound, ask, launch
+  gpubench up 'aws-g4dn-1x-sp*' --yes     a glob must select exactly one stack
+  gpubench destroy aws-g4dn-1x            name what is deleted, ask, destroy (results stay)
+  gpubench up aws-g4dn-1x -- --diff       after --: passed to pulumi as they are
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def read_results(where: Path | str = REPORT_DIR) -> ResultsTable:
                 )
             table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
             return ResultsTable(table, path)
-    return ResultsTable(None, None, f"no results table at {where} (run `gpubench collect`, or pass --results PATH)")
+    return ResultsTable(None, None, f"no results table at {where} (run `gpubench collect`, or pass --table DIR)")
 
 
 def measured_runs(table: Any) -> MeasuredRuns:

@@ -49,11 +49,12 @@ class ReportOutcome:
     tables: dict[str, Any]
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
+    table_dir: str | None = None  # where the results table was read (default: out_dir)
 
     @property
     def table(self) -> str:
-        """The results table the report read (collect's output in the same directory)."""
-        return f"{self.out_dir}/results.parquet"
+        """The results table the report read (collect's output)."""
+        return f"{self.table_dir or self.out_dir}/results.parquet"
 
     @property
     def empty(self) -> bool:
@@ -79,7 +80,7 @@ class ReportOutcome:
         if self.empty:
             return (
                 f"no completed runs in {self.table} ({self.runs} rows): nothing to compare yet. "
-                f"Run `python -m analysis collect --out {self.out_dir}` against your results bucket.\n"
+                f"Run `gpubench collect --table {self.table_dir or self.out_dir}` against your results bucket.\n"
                 f"report: {self.html}\n"
             )
         from analysis.report import probe_line  # pandas and matplotlib load only when a report is written
@@ -177,8 +178,9 @@ def write_report(
     as_of: date | None = None,
     cost_basis: CostBasis = "billed",
     max_price_age: float | None = None,
+    table: str | Path | None = None,
 ) -> ReportOutcome:
-    """Write out_dir/index.html (and summary.csv) from out_dir/results.parquet.
+    """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir).
 
     Raises ValueError for a deadline or budget that is not positive or a bad price-age limit,
     CatalogError for an unknown `base`, FileNotFoundError when collect has not written the table.
@@ -194,7 +196,7 @@ def write_report(
 
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
-    runs = read_table(str(out_dir))
+    runs = read_table(str(out_dir if table is None else table))
     if as_of is not None and len(runs):
         runs = price_runs(runs, as_of=as_of)
     opts = Options(
@@ -207,6 +209,7 @@ def write_report(
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     full, probes = split_probes(runs)
-    outcome = ReportOutcome(Path(), str(out_dir), len(full), as_of, opts, {}, warning, probes)
+    table_dir = None if table is None else str(table)
+    outcome = ReportOutcome(Path(), str(out_dir), len(full), as_of, opts, {}, warning, probes, table_dir)
     outcome.html, outcome.tables = build_report(runs, outcome.out_dir, opts, source=outcome.table)
     return outcome

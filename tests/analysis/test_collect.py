@@ -200,7 +200,7 @@ def test_gcs_emulator_collect_incremental_and_messy(gcs_bucket, tmp_path):
 
 def test_empty_bucket_gives_an_empty_table_and_a_clear_report(s3_bucket, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["collect", "--results", f"s3://{s3_bucket}", "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", f"s3://{s3_bucket}", "--table", str(out), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert {k: got[k] for k in ("runs", "valid", "new", "cached", "skipped")} == {
         "runs": 0,
@@ -210,7 +210,7 @@ def test_empty_bucket_gives_an_empty_table_and_a_clear_report(s3_bucket, tmp_pat
         "skipped": [],
     }
     assert pd.read_parquet(out / "results.parquet").empty
-    assert main(["report", "--out", str(out)]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "no completed runs" in printed
     assert "No completed runs to report" in (out / "index.html").read_text()
@@ -221,7 +221,7 @@ def test_several_sources_and_cli_json_summary(tmp_path, capsys):
     _populate(open_store(str(a)), _results(3))
     _populate(open_store(b.as_uri()), _results(2, "vgg16"))
     out = tmp_path / "out"
-    argv = ["collect", "--results", str(a), "--results", b.as_uri(), "--out", str(out), "--json"]
+    argv = ["collect", "--results", str(a), "--results", b.as_uri(), "--table", str(out), "--json"]
     assert main(argv) == 0
     got = json.loads(capsys.readouterr().out)
     assert (got["runs"], got["valid"], got["new"], got["cached"], got["skipped"]) == (5, 5, 5, 0, [])
@@ -262,7 +262,7 @@ def test_a_bucket_that_cannot_be_opened_is_set_aside_and_the_others_collected(tm
         "gs://no-creds/gpubench",
         "--results",
         str(src),
-        "--out",
+        "--table",
         str(tmp_path / "o"),
         "--json",
     ]
@@ -499,7 +499,7 @@ def test_collect_teardown_passes_only_finished_stacks(tmp_path, monkeypatch, cap
         return [td.Outcome(stack=s, action="destroyed", reason="all runs final") for s in stacks]
 
     monkeypatch.setattr(td, "teardown_completed", fake)
-    assert main(["collect", "--results", str(src), "--out", str(tmp_path / "o"), "--teardown", "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(tmp_path / "o"), "--teardown", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert calls == [([done["stack"]], [str(src)])]
     assert got["teardown"]["outcomes"][0]["stack"] == done["stack"] and got["teardown"]["error"] is None
@@ -511,7 +511,7 @@ def test_collect_teardown_without_the_module_says_what_to_do(tmp_path, monkeypat
     src = tmp_path / "res"
     _populate(open_store(str(src)), [make_result("aws/p2.xlarge", hourly_usd=0.9)])
     monkeypatch.setitem(sys.modules, "analysis.teardown", None)  # import fails
-    assert main(["collect", "--results", str(src), "--out", str(tmp_path / "o"), "--teardown"]) == 3
+    assert main(["collect", "--results", str(src), "--table", str(tmp_path / "o"), "--teardown"]) == 3
     err = capsys.readouterr().err
     assert "--teardown is not available" in err and "`pulumi destroy -s STACK`: aws-p2-1x" in err
 
@@ -615,29 +615,29 @@ def test_a_wrong_prefix_is_an_error_with_the_layout_and_never_empties_the_table(
     src = tmp_path / "res"
     _populate(open_store(str(src / "team")), _results(3))
     out = tmp_path / "out"
-    assert main(["collect", "--results", str(src / "team"), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src / "team"), "--table", str(out), "--json"]) == 0
     capsys.readouterr()
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 1
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
     assert got["complete"] is False and got["valid"] == 3
     reason = got["skipped"][0]["reason"]
     assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {src}/team?" in reason
     assert len(pd.read_parquet(out / "results.parquet")) == 3
     runs_url = str(src / "team" / "runs")
-    assert main(["collect", "--results", runs_url, "--out", str(out), "--json"]) == 1
+    assert main(["collect", "--results", runs_url, "--table", str(out), "--json"]) == 1
     assert f"did you mean {src / 'team'}?" in json.loads(capsys.readouterr().out)["skipped"][0]["reason"]
 
 
 def test_strict_makes_set_aside_files_an_error(tmp_path, capsys):
     src = tmp_path / "res"
     _messy(open_store(str(src)))
-    argv = ["collect", "--results", str(src), "--out", str(tmp_path / "out"), "--json"]
+    argv = ["collect", "--results", str(src), "--table", str(tmp_path / "out"), "--json"]
     assert main(argv) == 0
     assert main([*argv, "--strict"]) == 5
     capsys.readouterr()
     clean = tmp_path / "clean"
     _populate(open_store(str(clean)), _results(2))
-    assert main(["collect", "--results", str(clean), "--out", str(tmp_path / "o2"), "--strict"]) == 0
+    assert main(["collect", "--results", str(clean), "--table", str(tmp_path / "o2"), "--strict"]) == 0
 
 
 @pytest.mark.parametrize("code", ["NoSuchBucket", "AccessDenied", "InvalidBucketName"])
@@ -797,12 +797,12 @@ def test_cli_says_how_many_stacks_were_checked_by_run_directory_and_full_lists_a
     url = f"s3://{s3_bucket}"
     _populate(open_store(url), _results(6))
     out = str(tmp_path / "out")
-    assert main(["collect", "--results", url, "--out", out, "--json"]) == 0
+    assert main(["collect", "--results", url, "--table", out, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0  # nothing known yet: every file listed
-    assert main(["collect", "--results", url, "--out", out]) == 0
+    assert main(["collect", "--results", url, "--table", out]) == 0
     text = capsys.readouterr().out
     assert "3 settled stack(s) checked by run directory only" in text and "--full" in text
-    assert main(["collect", "--results", url, "--out", out, "--full", "--json"]) == 0
+    assert main(["collect", "--results", url, "--table", out, "--full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0
 
 
@@ -934,16 +934,18 @@ def test_a_wrong_prefix_on_s3_is_an_error_with_the_layout_and_never_empties_the_
     base = f"s3://{s3_bucket}"
     _populate(open_store(f"{base}/team"), _results(3))
     out = str(tmp_path / "out")
-    assert main(["collect", "--results", f"{base}/team", "--out", out, "--json"]) == 0
+    assert main(["collect", "--results", f"{base}/team", "--table", out, "--json"]) == 0
     for wrong, meant in ((base, f"{base}/team"), (f"{base}/team/runs", f"{base}/team")):
         capsys.readouterr()
-        assert main(["collect", "--results", wrong, "--out", out, "--json"]) == 1
+        assert main(["collect", "--results", wrong, "--table", out, "--json"]) == 1
         got = json.loads(capsys.readouterr().out)
         reason = got["skipped"][0]["reason"]
         assert got["complete"] is False and got["valid"] == 3
         assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {meant}?" in reason
         assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 3
-    assert main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--out", str(tmp_path / "e"), "--json"]) == 0
+    assert (
+        main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--table", str(tmp_path / "e"), "--json"]) == 0
+    )
 
 
 def test_set_aside_files_are_reported_in_one_order_warm_or_cold(s3_bucket, tmp_path, capsys):
@@ -952,6 +954,6 @@ def test_set_aside_files_are_reported_in_one_order_warm_or_cold(s3_bucket, tmp_p
     out = str(tmp_path / "out")
     printed = []
     for extra in ([], [], ["--full"]):
-        main(["collect", "--results", url, "--out", out, *extra])
+        main(["collect", "--results", url, "--table", out, *extra])
         printed.append([line for line in capsys.readouterr().out.splitlines() if line.startswith("  skipped")])
     assert len(printed[0]) >= 5 and printed[0] == sorted(printed[0]) and printed[0] == printed[1] == printed[2]

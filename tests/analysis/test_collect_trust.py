@@ -52,7 +52,7 @@ def test_a_source_with_no_runs_leaves_the_table_byte_identical_and_fails(tmp_pat
     good = tmp_path / "results"
     _populate(open_store(str(good)), _two_runs())
     out = tmp_path / "out"
-    assert main(["collect", "--results", str(good), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(good), "--table", str(out), "--json"]) == 0
     before = _table_bytes(out)
     manifest = (out / ".collect-manifest.sqlite").read_bytes()
     bad = {"missing": tmp_path / "nowhere", "empty": tmp_path / "empty", "misspelt": tmp_path / "resluts"}[wrong]
@@ -60,7 +60,7 @@ def test_a_source_with_no_runs_leaves_the_table_byte_identical_and_fails(tmp_pat
         bad.mkdir()
     for sources in ([str(bad)], [str(good), str(bad)]):  # alone, or beside a source that has runs
         capsys.readouterr()
-        args = ["collect", "--out", str(out), "--json"] + [a for s in sources for a in ("--results", s)]
+        args = ["collect", "--table", str(out), "--json"] + [a for s in sources for a in ("--results", s)]
         assert main(args) == 1
         got = json.loads(capsys.readouterr().out)
         assert got["complete"] is False and got["table_written"] is False
@@ -75,11 +75,11 @@ def test_a_misspelt_s3_prefix_beside_the_right_one_never_shrinks_the_table(s3_bu
     _populate(open_store(f"{base}/gpubench"), _two_runs())
     _populate(open_store(f"{base}/other"), [make_result("aws/g4dn.xlarge", repeat=3)])
     out = tmp_path / "out"
-    assert main(["collect", "--results", f"{base}/gpubench", "--results", f"{base}/other", "--out", str(out)]) == 0
+    assert main(["collect", "--results", f"{base}/gpubench", "--results", f"{base}/other", "--table", str(out)]) == 0
     before = _table_bytes(out)
     assert len(pd.read_parquet(out / "results.parquet")) == 3
     capsys.readouterr()
-    args = ["collect", "--results", f"{base}/gpubnech", "--results", f"{base}/other", "--out", str(out), "--json"]
+    args = ["collect", "--results", f"{base}/gpubnech", "--results", f"{base}/other", "--table", str(out), "--json"]
     assert main(args) == 1
     got = json.loads(capsys.readouterr().out)
     assert got["complete"] is False and f"{base}/gpubnech" in got["incomplete"][0]
@@ -88,7 +88,7 @@ def test_a_misspelt_s3_prefix_beside_the_right_one_never_shrinks_the_table(s3_bu
 
 def test_a_directory_that_does_not_exist_is_an_error_even_before_the_first_table(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["collect", "--results", str(tmp_path / "nowhere"), "--out", str(out), "--json"]) == 1
+    assert main(["collect", "--results", str(tmp_path / "nowhere"), "--table", str(out), "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
     assert got["complete"] is False and "does not exist" in got["skipped"][0]["reason"]
     assert not (out / "results.parquet").exists()
@@ -410,6 +410,6 @@ def test_a_report_over_runs_without_an_offering_builds(tmp_path, capsys):
         run["offering"]["id"] = None
     _populate(open_store(str(tmp_path / "r")), runs)
     out = tmp_path / "out"
-    assert main(["collect", "--results", str(tmp_path / "r"), "--out", str(out)]) == 0
-    assert main(["report", "--out", str(out)]) == 0
+    assert main(["collect", "--results", str(tmp_path / "r"), "--table", str(out)]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
     assert (out / "index.html").exists()

@@ -22,7 +22,7 @@ def _collect(tmp_path, results) -> str:
     store = open_store(str(src))
     for r in results:
         store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     return str(out)
 
 
@@ -59,7 +59,7 @@ def _lab_results() -> list[dict]:
 def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
     out = _collect(tmp_path, _lab_results())
     capsys.readouterr()
-    assert main(["report", "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
+    assert main(["report", "--table", out, "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("resnet50 (1,000 steps, batch 64, fp32): cheapest onprem/parkopedia-4x1080ti (4 GPUs)")
     assert "finishes within 30.0 min" in printed and "nan" not in printed.lower()
@@ -89,24 +89,24 @@ def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
 def test_report_json_and_unknown_base(tmp_path, capsys):
     out = _collect(tmp_path, _lab_results())
     capsys.readouterr()
-    assert main(["report", "--out", out, "--json", "--base", "aws/p3.2xlarge"]) == 0
+    assert main(["report", "--table", out, "--out", out, "--json", "--base", "aws/p3.2xlarge"]) == 0
     got = json.loads(capsys.readouterr().out)
     v100 = next(r for r in got["summary"] if r["offering_id"] == "aws/p3.2xlarge" and r["benchmark"] == "vgg16")
     assert v100["rel_time"] == pytest.approx(1.0)
     assert {s["gpus"] for s in got["scaling"]} == {4}
-    assert main(["report", "--out", out, "--base", "aws/p3.2xlarg"]) == 2
+    assert main(["report", "--table", out, "--out", out, "--base", "aws/p3.2xlarg"]) == 2
     assert "aws/p3.2xlarge" in capsys.readouterr().err  # names the closest id
 
 
 def test_report_without_a_table_says_to_collect_first(tmp_path, capsys):
-    assert main(["report", "--out", str(tmp_path / "nothing")]) == 2
-    assert "python -m analysis collect" in capsys.readouterr().err
+    assert main(["report", "--table", str(tmp_path / "nothing"), "--out", str(tmp_path / "nothing")]) == 2
+    assert f"gpubench collect --table {tmp_path / 'nothing'}" in capsys.readouterr().err
 
 
 def test_report_of_only_failed_runs_says_so(tmp_path, capsys):
     out = _collect(tmp_path, [make_result("aws/p2.xlarge", status="failed", hourly_usd=0.9)])
     capsys.readouterr()
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     assert "no completed runs" in capsys.readouterr().out
     page = (tmp_path / "report" / "index.html").read_text()
     assert "No completed runs to report" in page and "Runs that did not complete" in page
@@ -148,7 +148,7 @@ def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
             )  # a wrong recorded price: --as-of must win
     out = _collect(tmp_path, results)
     capsys.readouterr()
-    assert main(["report", "--out", out, "--as-of", "2018-02-08", "--json"]) == 0
+    assert main(["report", "--table", out, "--out", out, "--as-of", "2018-02-08", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     cost = {(r["benchmark"], r["offering_id"]): r for r in got["summary"]}
     for offering, _hours, published in SEED_000:
@@ -171,7 +171,7 @@ def test_chart_captions_cite_the_numbered_price_sources_instead_of_repeating_the
     for i, r in enumerate(results):  # long, distinct sources: the text each caption used to repeat
         r["price"]["source"] = f"a long price page for offering {r['offering']['id']} number {i % 3} " + "x" * 80
     out = _collect(tmp_path, results)
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     page = (tmp_path / "report" / "index.html").read_text()
     captions = [html_lib.unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", page, flags=re.S)]
     priced = [c for c in captions if "Prices:" in c]
@@ -191,7 +191,7 @@ def test_terminal_table_gives_the_time_column_one_unit(tmp_path, capsys):
     results.append(make_result("aws/p3.2xlarge", "mnist-mlp", train_seconds=30, repeat=99))
     out = _collect(tmp_path, results)
     capsys.readouterr()
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     lines = capsys.readouterr().out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("benchmark "))
     table = lines[head + 2 : lines.index("", head)]

@@ -110,14 +110,14 @@ def _report(tmp_path, results, *args) -> tuple[str, str]:
     store = open_store(str(src))
     for r in results:
         store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     return str(out), (out / "index.html").as_posix()
 
 
 def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, capsys):
     out, _ = _report(tmp_path, demo_like_results())
     capsys.readouterr()
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     printed = capsys.readouterr().out
     lines = printed.splitlines()
     # one sentence per configuration, in configuration order, then the basis line
@@ -134,7 +134,7 @@ def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, caps
 
 def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
     out, index = _report(tmp_path, demo_like_results())
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     page = open(index, encoding="utf-8").read()
     body = page[page.index("<body>") :]
     assert re.search(r"</header>\s*<section id=\"answer\"><h2>The answer</h2>", body)
@@ -166,7 +166,7 @@ def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
 def test_no_chart_compares_one_offering_with_itself(tmp_path, capsys):
     results = [make_result("local/this-machine", "resnet50", hourly_usd=0.1, repeat=r, gpus_used=0) for r in range(2)]
     out, index = _report(tmp_path, results)
-    assert main(["report", "--out", out]) == 0
+    assert main(["report", "--table", out, "--out", out]) == 0
     page = open(index, encoding="utf-8").read()
     alts = [html.unescape(a) for a in re.findall(r'<img alt="([^"]+)"', page)]
     assert alts == ["This report's runs beside the studies' published throughput"], alts

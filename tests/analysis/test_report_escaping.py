@@ -56,7 +56,7 @@ def test_hostile_strings_in_the_table_appear_escaped(tmp_path, capsys):
     store = open_store(str(src))
     for r in demo_like_results():
         store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     runs = read_table(out)
     runs.loc[runs["offering_id"] == "aws/p3.2xlarge", "offering_id"] = HOSTILE  # the fastest: in the answer too
     runs.loc[runs["offering_id"] == "aws/p2.xlarge", "price_source"] = HOSTILE
@@ -64,7 +64,7 @@ def test_hostile_strings_in_the_table_appear_escaped(tmp_path, capsys):
     runs.loc[runs["status"] != "completed", "error"] = HOSTILE
     runs.to_parquet(out / "results.parquet")
     capsys.readouterr()
-    assert main(["report", "--out", str(out)]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
     page = (out / "index.html").read_text(encoding="utf-8")
     text = _assert_inert(page)
     # shown, as text: in the answer, the configuration titles, the tables, the price notes, the errors

@@ -27,7 +27,7 @@ def collected(tmp_path_factory):
     store = open_store(str(src))
     for r in demo_like_results():
         store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     return read_table(out)
 
 
@@ -37,7 +37,7 @@ def _report(tmp_path, name: str, runs: pd.DataFrame, capsys) -> tuple[str, dict]
     out.mkdir()
     runs.to_parquet(out / "results.parquet")
     capsys.readouterr()
-    assert main(["report", "--out", str(out), "--json"]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     page = (out / "index.html").read_text(encoding="utf-8")
     return re.sub(r"Generated .*? from \S+", "Generated", page), got
@@ -76,7 +76,7 @@ def test_the_terminal_summary_counts_the_probe_runs_left_out(collected, tmp_path
     out.mkdir()
     collected.assign(probe=probed).to_parquet(out / "results.parquet")
     capsys.readouterr()
-    assert main(["report", "--out", str(out)]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
     assert probe_line(int(probed.sum())) in capsys.readouterr().out
 
 

@@ -235,7 +235,9 @@ def test_missing_credentials_is_a_clear_error(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
     monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
-    assert main(["sweep", "--provider", "aws", "--region", "us-east-1"]) == 2
+    assert (
+        main(["sweep", "--provider", "aws", "--region", "us-east-1"]) == 3
+    )  # credentials are missing, not a bad argument
     assert "no AWS credentials" in capsys.readouterr().err
 
 

@@ -194,7 +194,7 @@ def test_missing_project_is_a_clear_error(compute, monkeypatch, capsys):
     for name in sweep_gcp.PROJECT_ENVS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr("google.auth.default", lambda *a, **k: (None, None))
-    assert main(["sweep", "--provider", "gcp"]) == 2
+    assert main(["sweep", "--provider", "gcp"]) == 3  # a setting is missing (like credentials), not a bad argument
     assert "--project" in capsys.readouterr().err
 
 

@@ -65,7 +65,7 @@ def test_a_table_reads_back_as_written_in_both_files(tmp_path):
 
 
 def test_read_table_without_a_table_says_how_to_make_one(tmp_path):
-    with pytest.raises(FileNotFoundError, match="collect --out"):
+    with pytest.raises(FileNotFoundError, match="collect --table"):
         read_table(tmp_path)
 
 

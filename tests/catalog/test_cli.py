@@ -55,7 +55,7 @@ def test_offerings_filters_and_as_of(capsys):
 def test_offerings_unknown_provider_lists_the_choices(capsys):
     assert main(["offerings", "--provider", "azure"]) == 2
     err = capsys.readouterr().err
-    assert "unknown provider 'azure'" in err and "aws" in err and "gcp" in err
+    assert "--provider 'azure' is not known" in err and "aws" in err and "gcp" in err
 
 
 def test_cost_json(capsys):

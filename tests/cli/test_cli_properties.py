@@ -52,6 +52,7 @@ ODD_VALUES = [
     "us-east-1",
     "aws",
     "report",
+    "table",
     "garbage",
     "results",
     "2020-13-01",
@@ -158,13 +159,13 @@ def _collected_table(root: Path) -> Path:
     """A small table written by `gpubench collect` itself, from synthetic results."""
     from payload.storage import open_store
 
-    src, out = root / "bucket", root / "report"
+    src, out = root / "bucket", root / "table"
     store = open_store(str(src))
     for i in range(4):
         r = make_result("aws/p3.2xlarge", "resnet50", samples_per_second=100.0 + i, hourly_usd=3.06, repeat=i)
         store.put_bytes(result_key(r), result_bytes(r))
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        assert main(["collect", "--results", str(src), "--out", str(out)]) == exitcodes.OK
+        assert main(["collect", "--results", str(src), "--table", str(out)]) == exitcodes.OK
     assert sorted(p.name for p in out.glob("results.*"))  # results.parquet (and its .csv twin)
     return out
 
@@ -221,25 +222,26 @@ def run_in(workdir: Path, argv: list[str]) -> tuple[int, str]:
 
 
 def assert_trustworthy(argv: list[str], table_dir: Path) -> None:
-    """Run `argv` in a fresh directory holding the collected table (and a garbage one under garbage/)."""
+    """Run `argv` in a fresh directory holding the collected table at the default ./table (and a garbage
+    one under garbage/)."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        shutil.copytree(table_dir, work / "report")
+        shutil.copytree(table_dir, work / "table")
         (work / "garbage").mkdir()
         (work / "garbage" / "results.parquet").write_bytes(b"not a table\n")
-        before = _tables(work / "report")
+        before = _tables(work / "table")
         code, err = run_in(work, argv)
         assert "Traceback" not in err, (argv, err[-2000:])
         assert code in exitcodes.TABLE, (argv, code, err[-2000:])
         assert "error: unexpected" not in err, (argv, err[-2000:])  # a bad argument is a known error, not a bug
         if code != exitcodes.OK:
-            assert _tables(work / "report") == before, (argv, "the results table changed after a failure")
+            assert _tables(work / "table") == before, (argv, "the results table changed after a failure")
 
 
 # Arguments found by hand to end in a traceback once: always tried, besides the drawn ones.
 FOUND_BY_HAND = {
     ("cost",): [["cost", "aws-g4dn-1x", "--hours", "1e308"], ["cost", "aws-g4dn-1x", "--hours", "1e9"]],
-    ("report",): [["report", "--out", "garbage"]],
+    ("report",): [["report", "--table", "garbage"]],
     ("campaign", "up"): [["campaign", "up", "aws-zzz-*"], ["campaign", "up", "aws-zzz-*", "--results", "r"]],
     ("offers",): [["offers", "--gpu", "T44"], ["offers", "--region", "us-eats-1"], ["offers", "--provider", "awz"]],
     ("up",): [["up", "aws-g4dn-1xx", "--yes"]],

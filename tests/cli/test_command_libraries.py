@@ -39,7 +39,7 @@ def test_find_offers_hides_retired_offerings_on_the_day_and_refuses_bad_filters(
 
 
 def test_plan_stacks_bounds_each_stack_by_its_deadline(tmp_path):
-    outcome = plan_stacks(["aws-g4dn-1x", "gcp-t4-1x"], results=str(tmp_path))  # no table: bounds only
+    outcome = plan_stacks(["aws-g4dn-1x", "gcp-t4-1x"], table=str(tmp_path))  # no table: bounds only
     assert [p["stack"] for p in outcome.plans] == ["aws-g4dn-1x", "gcp-t4-1x"]
     for p in outcome.plans:
         assert p["bound_usd"] == pytest.approx(p["hourly_usd"] * p["max_hours"], rel=1e-9)

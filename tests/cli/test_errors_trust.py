@@ -132,7 +132,7 @@ def test_cost_warns_about_hours_above_a_year_and_prices_them(no_tools, capsys):
 def test_report_over_a_garbage_table_is_data_refused(no_tools, capsys):
     (no_tools / "g").mkdir()
     (no_tools / "g" / "results.parquet").write_bytes(b"garbage\n")
-    code, _, err = run(["report", "--out", "g"], capsys)
+    code, _, err = run(["report", "--table", "g"], capsys)
     line = one_error_line(err)
     assert code == exitcodes.INVALID and "results.parquet" in line and "gpubench collect" in line
 

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 GPUBENCH = Path(sys.executable).with_name("gpubench")
 COMMANDS = (
     "offers",
-    "offerings",
     "cost",
     "plan",
     "check",
@@ -32,6 +31,7 @@ COMMANDS = (
     "prices",
     "ssh",
     "demo",
+    "completion",
     "payload",
 )
 

@@ -48,8 +48,10 @@ CASES = [
     (["offerings", "--as-of", "2020-13-01"], exitcodes.USAGE, "2020-13-01"),
     (["report", "--as-of", "2020-13-01"], exitcodes.USAGE, "2020-13-01"),
     (["collect", "--workers", "0"], exitcodes.USAGE, "--workers"),
-    (["collect", "--results", "results", "--out", "a-file"], exitcodes.USAGE, "a-file"),
+    (["collect", "--results", "results", "--table", "a-file"], exitcodes.USAGE, "a-file"),
     (["report", "--out", "a-file"], exitcodes.USAGE, "a-file"),
+    (["report", "--table", "a-file"], exitcodes.USAGE, "a-file"),
+    (["collect", "--out", "somewhere"], exitcodes.USAGE, "--table somewhere"),
     (["prices", "refresh", "--out", "a-file"], exitcodes.USAGE, "a-file"),
     (["demo", "--out", "a-file", "--quick"], exitcodes.USAGE, "a-file"),
     (["demo", "--results", "a-file", "--quick"], exitcodes.USAGE, "a-file"),
@@ -82,7 +84,7 @@ def _report_dir(tmp_path: Path) -> Path:
     for i in range(12):
         r = make_result("aws/p3.2xlarge", "resnet50", samples_per_second=100.0 + i, hourly_usd=3.06, repeat=i)
         store.put_bytes(result_key(r), result_bytes(r))
-    done = _run([sys.executable, "-m", "analysis", "collect", "--results", str(src), "--out", str(out)], tmp_path)
+    done = _run([sys.executable, "-m", "analysis", "collect", "--results", str(src), "--table", str(out)], tmp_path)
     assert done.returncode == 0, done.stderr
     return out
 
@@ -92,7 +94,7 @@ def _report_dir(tmp_path: Path) -> Path:
     [
         ["-m", "analysis", "offers"],
         ["-m", "analysis", "offerings"],
-        ["-m", "analysis", "report", "--out", "report"],
+        ["-m", "analysis", "report", "--table", "report", "--out", "report"],
         ["-m", "payload", "list"],
         ["gpubench", "offerings"],
     ],

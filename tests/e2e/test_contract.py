@@ -188,7 +188,9 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
 
     offering, market = load_catalog().by_stack_name(STACK)
     report_dir = tmp_path / "report"
-    assert main(["collect", "--results", results_url, "--out", str(report_dir), "--spot-history", "off", "--json"]) == 0
+    assert (
+        main(["collect", "--results", results_url, "--table", str(report_dir), "--spot-history", "off", "--json"]) == 0
+    )
     import pandas as pd
 
     table = pd.read_parquet(report_dir / "results.parquet")
@@ -203,7 +205,7 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     assert load_catalog().price(offering.id).hourly_usd == pytest.approx(row["hourly_usd"])
 
     # ...and the report has its row.
-    assert main(["report", "--out", str(report_dir), "--json"]) == 0
+    assert main(["report", "--table", str(report_dir), "--out", str(report_dir), "--json"]) == 0
     summary = pd.read_csv(report_dir / "summary.csv")
     mine = summary[
         (summary["offering_id"] == offering.id) & (summary["benchmark"] == first) & (summary["market"] == market)

@@ -66,7 +66,7 @@ def test_second_demo_adds_runs_and_reports_them_all(demo_first, tmp_path):
     assert "collected 3 valid runs" in again.stdout
     import pandas as pd
 
-    table = pd.read_parquet(root / "report" / "results.parquet")
+    table = pd.read_parquet(root / "table" / "results.parquet")
     assert len(table) == 3
     assert sorted(table["hourly_usd"].round(2)) == [0.10, 0.10, 0.25]
     summary = pd.read_csv(root / "report" / "summary.csv")

@@ -49,8 +49,8 @@ def report(tmp_path_factory):
     store = open_store(str(src))
     for r in demo_like_results():
         store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
-    assert main(["report", "--out", str(out)]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
     return out / "index.html"
 
 

@@ -123,7 +123,7 @@ def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
     store = open_store(str(src))
     r = make_result("aws/g4dn.xlarge", "mnist-cnn", train_seconds=600, attempts=2, hourly_usd=0.526)
     store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     results = estimate.read_results(out)
     assert results.path == out / "results.parquet"
     cfg = parse_config(
@@ -169,9 +169,9 @@ def test_plan_estimates_from_measurements(tmp_path, capsys):
     store = open_store(str(src))
     r = make_result("aws/g4dn.xlarge", "resnet50", train_seconds=1000, hourly_usd=0.526)
     store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     capsys.readouterr()
-    assert main(["plan", "aws-g4dn-1x", "--results", str(out), "--json"]) == 0
+    assert main(["plan", "aws-g4dn-1x", "--table", str(out), "--json"]) == 0
     stack = json.loads(capsys.readouterr().out)["stacks"][0]
     est = {e["benchmark"]: e for e in stack["estimated_cost"]}
     assert est["resnet50"]["seconds"] == pytest.approx(1180)
@@ -206,12 +206,12 @@ def test_infra_estimates_from_plain_figures_without_a_table():
 
 
 def test_infra_preview_does_not_read_results_tables(tmp_path):
-    """Collected runs are analysis's: `python -m infra preview --results` says
+    """Collected runs are analysis's: `python -m infra preview --table` says
     which command estimates from them instead of silently showing the bound."""
-    proc = _run("preview", "aws-g4dn-1x", "--results", str(tmp_path))
+    proc = _run("preview", "aws-g4dn-1x", "--table", str(tmp_path))
     assert proc.returncode == 2
     assert "does not read results tables" in proc.stderr
-    assert f"gpubench preview aws-g4dn-1x --results {tmp_path}" in proc.stderr
+    assert f"gpubench preview aws-g4dn-1x --table {tmp_path}" in proc.stderr
 
 
 def test_gpubench_preview_estimates_from_collected_runs(tmp_path, capsys):
@@ -228,9 +228,9 @@ def test_gpubench_preview_estimates_from_collected_runs(tmp_path, capsys):
     store = open_store(str(src))
     r = make_result("aws/g4dn.xlarge", "resnet50", train_seconds=1000, hourly_usd=0.526)
     store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--out", str(out), "--json"]) == 0
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
     capsys.readouterr()
-    assert main(["preview", "aws-g4dn-1x", "--results", str(out), "--json"]) == 0
+    assert main(["preview", "aws-g4dn-1x", "--table", str(out), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
     est = {e["benchmark"]: e for e in s["estimated_cost"]}
     assert est["resnet50"]["seconds"] == pytest.approx(1180)

@@ -69,10 +69,10 @@ def test_pytorch_workload_over_ssh_is_priced_collected_and_reported(ssh_stack, t
 
     out_dir = tmp_path / "report"
     assert (
-        analysis_main(["collect", "--results", f"file://{tmp_path / 'bucket'}", "--out", str(out_dir), "--json"]) == 0
+        analysis_main(["collect", "--results", f"file://{tmp_path / 'bucket'}", "--table", str(out_dir), "--json"]) == 0
     )
     capsys.readouterr()
-    assert analysis_main(["report", "--out", str(out_dir), "--base", box, "--json"]) == 0
+    assert analysis_main(["report", "--table", str(out_dir), "--out", str(out_dir), "--base", box, "--json"]) == 0
     rows = [r for r in json.loads(capsys.readouterr().out)["summary"] if r["benchmark"] == name]
     assert len(rows) == 1 and rows[0]["offering_id"] == box
     hourly = 6500 / 30 / 240 + 1.0 * 0.20  # infra/catalog/data/offerings/onprem.toml: amortisation + power

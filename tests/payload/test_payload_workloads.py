@@ -248,9 +248,11 @@ def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
 
     out = tmp_path / "report"
     capsys.readouterr()
-    assert analysis_main(["collect", "--results", str(bucket), "--out", str(out), "--json"]) == 0
+    assert analysis_main(["collect", "--results", str(bucket), "--table", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["new"] == 1
-    assert analysis_main(["report", "--out", str(out), "--base", "local/this-machine", "--json"]) == 0
+    assert (
+        analysis_main(["report", "--table", str(out), "--out", str(out), "--base", "local/this-machine", "--json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
     rows = [r for r in report["summary"] if r["benchmark"] == result["benchmark"]["name"]]
     assert len(rows) == 1 and rows[0]["offering_id"] == "local/this-machine"

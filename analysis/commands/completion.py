@@ -1,0 +1,40 @@
+"""`completion`: print the shell code that completes gpubench's commands, options and stack names.
+
+examples:
+  eval "$(gpubench completion bash)"                      this shell only
+  gpubench completion bash >> ~/.bashrc                   every new bash
+  gpubench completion zsh > "${fpath[1]}/_gpubench"       zsh
+  gpubench completion fish > ~/.config/fish/completions/gpubench.fish
+
+The same script comes from argcomplete's own `register-python-argcomplete gpubench`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "print the shell completion script (bash, zsh or fish): commands, options, stack names"
+
+
+def register(sub) -> None:
+    from analysis.shell_completion import SHELLS
+
+    p = sub.add_parser(
+        "completion", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import sys
+
+    from analysis.shell_completion import script
+    from payload import exitcodes
+    from payload.extras import installed
+
+    if not installed("argcomplete"):
+        print("error: shell completion needs argcomplete: `pip install argcomplete`", file=sys.stderr)
+        return exitcodes.MISSING
+    print(script(args.shell))
+    return exitcodes.OK

@@ -1,0 +1,73 @@
+"""Shell completion for `gpubench` (argcomplete): subcommands and options from the parser itself,
+stack names (and offering ids for `cost`) from the shipped stacks and catalog.
+
+`gpubench completion bash|zsh|fish` prints the script to source; `register-python-argcomplete gpubench`
+(argcomplete's own tool) prints the same. Nothing here runs unless the shell asks for completions
+($_ARGCOMPLETE set), so a plain command never pays for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+SHELLS = ("bash", "zsh", "fish")
+# Arguments (by argparse dest) that take a stack name or glob; `cost` takes an offering id or a stack.
+STACK_DESTS = frozenset({"stack_positional", "stack_option", "stacks", "stack"})
+OFFERING_DESTS = frozenset({"offering", "base"})
+
+
+def stack_names(prefix: str = "", **_) -> list[str]:
+    from infra.conventions import known_stacks
+
+    return [n for n in known_stacks() if n.startswith(prefix)]
+
+
+def offering_ids(prefix: str = "", **_) -> list[str]:
+    from infra.catalog import load_catalog
+
+    ids = [o.id for o in load_catalog().offerings()]
+    return [i for i in [*ids, *stack_names()] if i.startswith(prefix)]
+
+
+def _actions(parser: argparse.ArgumentParser):
+    """Every argument of the parser and of its subcommands, once."""
+    seen: set[int] = set()
+    stack = [parser]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for action in current._actions:
+            yield action
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+
+
+def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Stack names for every stack argument, offering ids for every offering argument."""
+    for action in _actions(parser):
+        if action.dest in STACK_DESTS:
+            action.completer = stack_names  # type: ignore[attr-defined]
+        elif action.dest in OFFERING_DESTS:
+            action.completer = offering_ids  # type: ignore[attr-defined]
+    return parser
+
+
+def complete_if_asked(parser: argparse.ArgumentParser) -> None:
+    """When the shell asks ($_ARGCOMPLETE), print the completions and exit; otherwise return at once."""
+    if "_ARGCOMPLETE" not in os.environ:
+        return
+    try:
+        import argcomplete
+    except ImportError:  # completion installed in the shell, the library not in this environment
+        raise SystemExit(1) from None
+    argcomplete.autocomplete(attach_completers(parser))
+
+
+def script(shell: str, prog: str = "gpubench") -> str:
+    """The shell code that makes `shell` ask `prog` for completions (argcomplete must be installed)."""
+    import argcomplete
+
+    return argcomplete.shellcode([prog], shell=shell)
