@@ -35,7 +35,7 @@ $(CHECKOV):
 	$(TOOLS)/checkov/bin/python -m pip install --quiet 'checkov>=3.2,<4'
 
 test: lint $(CHECKOV)  ## lint, then run the whole test suite (parallel, CPU only)
-	PATH="$(CURDIR)/$(TOOLS)/checkov/bin:$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile -q
+	PATH="$(CURDIR)/$(TOOLS)/checkov/bin:$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile -q --durations=15
 
 # DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";
 # GPUBENCH_LOCAL_HOURLY_USD in the environment sets this machine's price too.
