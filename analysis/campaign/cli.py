@@ -88,7 +88,7 @@ def cmd_up(args) -> int:
 
     manifest, report = commands.up(
         args.stacks,
-        results_url=_results(args),
+        results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
         campaign_id=args.campaign_id,
         concurrency=args.concurrency,
         retry_failed=args.retry_failed,
@@ -183,7 +183,7 @@ def cmd_run(args) -> int:
     else:
         done = commands.run(
             args.stacks,
-            results_url=_results(args),
+            results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
             concurrency=args.concurrency,
             retry_failed=args.retry_failed,
             poll_seconds=args.poll,
