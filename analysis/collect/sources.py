@@ -105,7 +105,8 @@ def bulk_fetch(
         listing, unlisted = loop.run_until_complete(run())
     finally:
         loop.close()
-    return {o.key: o for o in listing}, got, unlisted
+    current = layout.current_only({o.key: o for o in listing})  # a rewritten file: its newest version only
+    return current, {m: e for m, e in got.items() if e["key"] in current}, unlisted
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
@@ -137,7 +138,7 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
 def list_store(opener: Callable, url: str) -> tuple[object, dict]:
     """(store, {key: ObjectInfo}) of one source through payload.storage; StorageError if it cannot be listed."""
     store = opener(url)
-    return store, {o.key: o for o in store.list()}
+    return store, layout.current_only({o.key: o for o in store.list()})  # a rewritten file: its newest version
 
 
 def download(todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None) -> Iterator[tuple[str, dict]]:
