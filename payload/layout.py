@@ -1,9 +1,11 @@
 """The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
 
-The payload writes there, the launcher grants each stack write access to its
-own ``runs/<stack>/`` only, and collect reads a result as genuine only where its
-key agrees with the stack and run id it claims. Building and parsing keys goes
-through this module so the three can never disagree.
+The payload writes there, each file once (a rewrite is a new version of the file,
+`versioned`; readers take the newest, `newest_versions`); the launcher lets an
+instance create objects only under its own launch's runs (``runs/<stack>/<launch>-*``);
+and collect reads a result as genuine only where its key agrees with the stack and
+run id it claims. Building and parsing keys goes through this module so the three
+can never disagree.
 """
 
 from __future__ import annotations
