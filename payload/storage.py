@@ -229,7 +229,8 @@ class Store(abc.ABC):
         return _join(self.url, key)
 
     def delete(self, key: str) -> None:
-        """Remove one object (missing is fine). Used for checkpoint cleanup."""
+        """Remove one object (missing is fine). For tools with the rights to; the payload never
+        deletes (its cloud roles may only create, and superseded checkpoints expire by lifecycle)."""
         _check_key(key)
         with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
 
