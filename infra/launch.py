@@ -136,10 +136,22 @@ def fmt_usd(value: float | None) -> str:
     return plain_usd(value, missing="unknown")
 
 
-def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, str]:
+def launch_id_of(deadline: str) -> str:
+    """The launch id of a deployment: its deadline (RFC 3339, computed once per `pulumi up` by the
+    deadline resource) as `L<YYYYMMDD>T<HHMMSS>Z`. Every run id of the launch starts with it, and the
+    instance's role may create objects only under runs/<stack>/<launch id>-* (docs/security.md)."""
+    import datetime as dt
+
+    when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
+    return "L" + when.strftime("%Y%m%dT%H%M%SZ")
+
+
+def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str | None = None) -> dict[str, str]:
     """The payload's GPUBENCH_* environment, rendered from its own option table (payload.config).
 
-    GPUBENCH_HOST_EVENTS is added by cloud_init."""
+    `launch_id` (launch_id_of the deadline) scopes the run ids to what the instance's role may
+    write; a recurring launch, whose deadline is set at boot, has none. GPUBENCH_HOST_EVENTS is
+    added by cloud_init."""
     from infra.config import CLOUD_WORKLOAD_SPEC
     from payload.config import render_env
 
@@ -155,6 +167,7 @@ def payload_env(launch: Launch, results_url: str, deadline: str) -> dict[str, st
             "image": launch.image,
             "expect_gpu": cfg.expect_gpu,
             "deadline": deadline,
+            "launch": launch_id,
             "epochs": cfg.epochs,
             "steps": cfg.steps,
             "batch_size": cfg.batch_size,

@@ -17,7 +17,9 @@ from payload.benchmarks import get
 from payload.checkpoint import Checkpointer, find_resumable, restore
 from payload.environment import host_facts, software_facts
 from payload.events import mllog
+from payload.identity import launch_prefix
 from payload.run import JobReport, Run, fingerprint
+from payload.storage import PermanentStorageError
 
 __all__ = ["BuiltinJob", "PhaseRun", "params_for"]
 
@@ -111,7 +113,10 @@ class BuiltinJob:
         if self.cfg.no_resume or not self.bench.resumable:
             return None
         try:
-            state = find_resumable(run.ctx.store, self.cfg.stack, self.fingerprint)
+            # only this launch's runs: the instance may write to no other (payload.identity.launch_prefix)
+            state = find_resumable(run.ctx.store, self.cfg.stack, self.fingerprint, launch_prefix(self.cfg.launch))
+        except PermanentStorageError:  # a create-only role (GCP) may not list: nothing to resume
+            return None
         except Exception as exc:  # noqa: BLE001 - bucket down: start fresh, say so
             run.warnings.append(f"resume lookup failed, starting fresh: {exc}")
             return None
@@ -147,7 +152,7 @@ class BuiltinJob:
 
     def begin(self, resume: dict | None) -> None:
         run, self.resume = self.run, resume
-        self.ckpt = Checkpointer(run.ctx.store, run.writer.prefix, run.timeline)
+        self.ckpt = Checkpointer(run.ctx.store, run.writer, run.timeline)
         if resume:
             self.ckpt.adopt(resume.get("model_key"))
         mllog("run_start", metadata={"benchmark": self.bench.name, "run_id": run.run_id})

@@ -5,9 +5,14 @@ Layout under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<n>.npz``
 the same format on Keras 2 and 3, and cheap to take: a host copy at the
 epoch boundary, packing and upload on a background thread) and
 ``state.json`` (what the harness needs to continue: epochs/steps done,
-attempts, epoch rows, timeline, throughput samples). The model is uploaded
-before the state that points at it, and older models are deleted only
-after, so a crash between the two never leaves a state without its model.
+attempts, epoch rows, timeline, throughput samples). Nothing is ever
+overwritten or deleted (the instance's role may only create objects): each
+checkpoint writes a new version of both (payload.layout.versioned:
+``state.json``, ``state.v0.1.json``, ...; models likewise), readers take the
+newest state of each run, and models expire through the bucket's lifecycle
+rule on their ``gpubench:kind=checkpoint`` tag. The model is uploaded before
+the state that points at it, so a crash between the two never leaves a state
+without its model.
 
 A new run with the same fingerprint (stack + benchmark + params) resumes
 from the newest incomplete state found under ``runs/<stack>/``. Uploads
@@ -27,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from payload.events import iso
-from payload.layout import stack_prefix
+from payload.layout import newest_versions, stack_prefix, version_of, versioned
 
 __all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
 
@@ -68,14 +73,26 @@ def restore(model, blob: bytes) -> None:
         var.assign(value)
 
 
-def find_resumable(store, stack: str, fingerprint: str) -> dict | None:
-    """Newest incomplete checkpoint state for this fingerprint, or None."""
+def newest_states(store, stack: str) -> list[str]:
+    """The key of the newest checkpoint state of every run of `stack`."""
+    states = [
+        i.key for i in store.list(stack_prefix(stack)) if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")
+    ]
+    return sorted(newest_versions(states).values())
+
+
+def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
+    """Newest incomplete checkpoint state for this fingerprint, or None.
+
+    `run_prefix`: only runs whose id starts with it (a launch's own runs: the only ones its
+    instance may write to)."""
     best = None
-    for info in store.list(stack_prefix(stack)):
-        if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
+    own = stack_prefix(stack) + run_prefix
+    for key in newest_states(store, stack):
+        if not key.startswith(own):
             continue
         try:
-            state = json.loads(store.get_bytes(info.key))
+            state = json.loads(store.get_bytes(key))
         except Exception:  # noqa: BLE001 - a broken state must not block a new run
             continue
         if state.get("fingerprint") != fingerprint or state.get("complete"):
@@ -95,11 +112,9 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
     twice. Without a deadline (local runs), every run is a new repeat."""
     if deployment is None:
         return None
-    for info in store.list(stack_prefix(stack)):
-        if not info.key.endswith(f"/checkpoints/{STATE_NAME}"):
-            continue
+    for key in newest_states(store, stack):
         try:
-            state = json.loads(store.get_bytes(info.key))
+            state = json.loads(store.get_bytes(key))
         except Exception:  # noqa: BLE001 - a broken state is not a completed run
             continue
         if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
@@ -108,10 +123,10 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
 
 
 class Checkpointer:
-    """Saves model + state to ``<prefix>checkpoints/`` asynchronously."""
+    """Saves model + state to ``<writer.prefix>checkpoints/`` asynchronously, each under new names."""
 
-    def __init__(self, store, prefix: str, timeline=None):
-        self.store, self.dir = store, prefix + "checkpoints/"
+    def __init__(self, store, writer, timeline=None):
+        self.store, self.writer, self.dir = store, writer, writer.prefix + "checkpoints/"
         self.timeline = timeline
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubench-ckpt")
         self._pending: Future | None = None
@@ -120,8 +135,11 @@ class Checkpointer:
         self.errors: list[str] = []
         self.saved = 0
 
-    def state_key(self) -> str:
-        return self.dir + STATE_NAME
+    def _keys(self, tag: int) -> tuple[str, str]:
+        """(model key, state key) of one more checkpoint: new names, never used before."""
+        state = self.writer.next_key(f"checkpoints/{STATE_NAME}")
+        _, (generation, part) = version_of(state)
+        return self.dir + versioned(f"model-{tag:09d}.npz", generation, part), state
 
     def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
         """Snapshot now (the model keeps training); pack and upload in the background."""
@@ -136,16 +154,10 @@ class Checkpointer:
     def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
         t0 = time.perf_counter()
         blob = pack(weights, opt)
-        key = f"{self.dir}model-{tag:09d}.npz"
-        old = self.model_key
+        key, state_key = self._keys(tag)
         state.update(model_key=key, saved_at=iso())
         ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
-        ok = self.store.put_bytes(self.state_key(), json.dumps(state).encode(), "application/json") is not False and ok
-        if ok and old and old != key:
-            try:
-                self.store.delete(old)
-            except Exception as exc:  # noqa: BLE001
-                self.errors.append(f"could not delete old checkpoint {old}: {exc}")
+        ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok
         with self._lock:
             self.model_key = key
             self.saved += 1
@@ -172,15 +184,11 @@ class Checkpointer:
         self.model_key = model_key
 
     def finish(self, state: dict) -> None:
-        """Mark the run complete so nothing resumes it, and drop the model file."""
+        """Mark the run complete so nothing resumes it (its models expire with the lifecycle rule)."""
         self.wait()
         state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
-        self.store.put_bytes(self.state_key(), json.dumps(state).encode(), "application/json")
-        if self.model_key:
-            try:
-                self.store.delete(self.model_key)
-            except Exception as exc:  # noqa: BLE001
-                self.errors.append(f"could not delete checkpoint {self.model_key}: {exc}")
+        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")
+        self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json")
 
     def close(self) -> None:
         self.wait()

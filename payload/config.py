@@ -164,6 +164,16 @@ def _stack(text: str) -> str:
         raise ValueError(str(exc).replace(f"stack name {text.strip()!r} ", "")) from None
 
 
+def _launch(text: str) -> str:
+    """A launch id: the head of every run id of the launch, hence a slug like them."""
+    from payload.layout import BadKeyPart, check_name
+
+    try:
+        return check_name("run id", text.strip())
+    except BadKeyPart as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _results(text: str) -> str:
     """s3://, gs://, file:// or a path, with a valid bucket name: checked before anything trains."""
     parse_results_location(text.strip())  # ResultsLocationError is a ValueError naming the value and the fix
@@ -394,6 +404,15 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it",
         "TIME",
+    ),
+    Option(
+        "launch",
+        "GPUBENCH_LAUNCH_ID",
+        _launch,
+        None,
+        "the launch (deployment) this run belongs to: run ids start with it, the only runs the "
+        "instance may write to (set by the launcher; see docs/security.md)",
+        "ID",
     ),
     Option(
         "checkpoint_every",

@@ -77,7 +77,14 @@ def detect_identity(timeout: float = 1.0) -> Identity:
     return Identity(None, socket.gethostname() or "localhost", None, None, None, None)
 
 
-def make_run_id(boot_time: float, instance_id: str, benchmark: str) -> str:
+def make_run_id(boot_time: float, instance_id: str, benchmark: str, launch: str | None = None) -> str:
+    """`<boot time>-<instance>-<benchmark>`, after `<launch>-` when the launcher gave one: a launch's
+    instance may write only under runs/<stack>/<launch>-* (docs/security.md)."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(boot_time))
     safe = re.sub(r"[^A-Za-z0-9.]+", "-", instance_id).strip("-")[:63] or "host"
-    return f"{stamp}-{safe}-{benchmark}"
+    return f"{launch_prefix(launch)}{stamp}-{safe}-{benchmark}"
+
+
+def launch_prefix(launch: str | None) -> str:
+    """What every run id of a launch starts with ('' without a launch)."""
+    return f"{launch}-" if launch else ""

@@ -1,9 +1,11 @@
 """The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
 
-The payload writes there, the launcher grants each stack write access to its
-own ``runs/<stack>/`` only, and collect reads a result as genuine only where its
-key agrees with the stack and run id it claims. Building and parsing keys goes
-through this module so the three can never disagree.
+The payload writes there, each file once (a rewrite is a new version of the file,
+`versioned`; readers take the newest, `newest_versions`); the launcher lets an
+instance create objects only under its own launch's runs (``runs/<stack>/<launch>-*``);
+and collect reads a result as genuine only where its key agrees with the stack and
+run id it claims. Building and parsing keys goes through this module so the three
+can never disagree.
 """
 
 from __future__ import annotations
@@ -103,8 +105,13 @@ class RunKey:
         return run_prefix(self.stack, self.run_id)
 
     @property
+    def name(self) -> str:
+        """The file's name without its write-once version: `result.v1.json` is a `result.json`."""
+        return version_of(self.rest)[0]
+
+    @property
     def is_result(self) -> bool:
-        return self.rest == RESULT_NAME
+        return self.name == RESULT_NAME
 
 
 def stack_prefix_of(key: str) -> str | None:
@@ -119,3 +126,61 @@ def parse_key(key: str) -> RunKey | None:
     if not m or m["stack"] in (".", "..") or m["run"] in (".", ".."):
         return None
     return RunKey(m["stack"], m["run"], m["rest"])
+
+
+# -- write-once versions of a run's files ---------------------------------------------------
+# A run never overwrites an object: the instance's role may only create (S3 If-None-Match,
+# GCS objectCreator). A file written again (a resumed attempt's result.json, the checkpoint
+# state at every checkpoint, the rolling log tail) gets a new name instead:
+#   result.json            generation 0, part 0 (a run's first attempt: the name readers always knew)
+#   result.v1.json         generation 1 (the first resumed attempt), part 0
+#   log-tail.v0.12.txt     generation 0, the 12th rewrite within it
+# and readers take the newest version of each file (`newest_versions`).
+_VERSION = re.compile(
+    r"(?P<stem>[^/]*?)\.v(?P<generation>[0-9]{1,6})(?:\.(?P<part>[0-9]{1,9}))?(?P<ext>\.[A-Za-z0-9]+)"
+)
+
+
+def versioned(name: str, generation: int, part: int = 0) -> str:
+    """The name of version (generation, part) of a run file: `name` itself for (0, 0).
+
+    `name` may hold a folder (`checkpoints/state.json`); the version goes before the extension."""
+    if (generation, part) == (0, 0):
+        return name
+    folder, slash, base = name.rpartition("/")
+    stem, dot, ext = base.rpartition(".")
+    if not dot or not stem:
+        raise ValueError(f"a versioned run file needs a name and an extension, got {name!r}")
+    tag = f".v{generation}" + (f".{part}" if part else "")
+    return f"{folder}{slash}{stem}{tag}.{ext}"
+
+
+def version_of(name: str) -> tuple[str, tuple[int, int]]:
+    """(the file's unversioned name, (generation, part)) of a versioned name; (name, (0, 0)) otherwise."""
+    folder, slash, base = name.rpartition("/")
+    m = _VERSION.fullmatch(base)
+    if m is None:
+        return name, (0, 0)
+    return f"{folder}{slash}{m['stem']}{m['ext']}", (int(m["generation"]), int(m["part"] or 0))
+
+
+def newest_versions(keys) -> dict[str, str]:
+    """{unversioned key: the key of its newest version} of a listing: what a reader reads."""
+    best: dict[str, tuple[tuple[int, int], str]] = {}
+    for key in keys:
+        plain, version = version_of(key)
+        if plain not in best or version > best[plain][0]:
+            best[plain] = (version, key)
+    return {plain: key for plain, (_, key) in best.items()}
+
+
+def current_only(listing: dict) -> dict:
+    """A listing ({key: info}) without the versions a newer one superseded."""
+    keep = set(newest_versions(listing).values())
+    return {key: info for key, info in listing.items() if key in keep}
+
+
+def next_generation(keys) -> int:
+    """The generation a new attempt of a run writes: one above any already in its directory, 0 for a new run."""
+    generations = [version_of(key)[1][0] for key in keys]
+    return max(generations) + 1 if generations else 0

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from typing import Any, Literal, TypedDict
 
-from payload.layout import run_prefix
+from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import validate_result
 
 __all__ = [
@@ -108,21 +109,44 @@ def epochs_csv(rows: list[dict]) -> bytes:
 
 
 class RunWriter:
-    """Uploads a run's artifacts through a SpoolingStore-like object."""
+    """Uploads a run's artifacts through a SpoolingStore-like object, never over an existing object.
 
-    def __init__(self, store, stack: str, run_id: str):
+    Each attempt of a run writes its own generation of every file (payload.layout.versioned):
+    a first attempt the plain names (result.json, ...), a resumed one result.v1.json, ...;
+    files written again within an attempt (checkpoint state, log tail) take `next_key`."""
+
+    def __init__(self, store, stack: str, run_id: str, generation: int = 0):
         self.store, self.stack, self.run_id = store, stack, run_id
         self.prefix = run_prefix(stack, run_id)
+        self.generation = generation
+        self._parts: dict[str, itertools.count] = {}
+
+    @classmethod
+    def resuming(cls, store, stack: str, run_id: str, attempts_before: int) -> RunWriter:
+        """The writer of a resumed attempt: one generation above what the run's directory holds
+        (at least `attempts_before`, should the listing fail)."""
+        prefix = run_prefix(stack, run_id)
+        try:
+            listed = next_generation(info.key[len(prefix) :] for info in store.list(prefix))
+        except Exception:  # noqa: BLE001 - bucket down: the attempt count is a safe lower bound
+            listed = 0
+        return cls(store, stack, run_id, max(listed, attempts_before))
 
     def key(self, name: str) -> str:
-        return self.prefix + name
+        """This attempt's key of a file it writes once."""
+        return self.prefix + versioned(name, self.generation)
+
+    def next_key(self, name: str) -> str:
+        """A new key for one more write of `name` in this attempt (part 0, 1, 2, ...)."""
+        part = next(self._parts.setdefault(name, itertools.count()))
+        return self.prefix + versioned(name, self.generation, part)
 
     def artifacts(self) -> dict:
         return {
             "result": self.key("result.json"),
             "events": self.key("events.jsonl"),
             "epochs": self.key("epochs.csv"),
-            "checkpoints": self.key("checkpoints/"),
+            "checkpoints": self.prefix + "checkpoints/",
         }
 
     def write_result(self, result: dict) -> bool:

@@ -35,6 +35,7 @@ from payload.identity import Identity, make_run_id
 from payload.price import result_offering
 from payload.result import RunWriter, new_result
 from payload.spool import SpoolingStore
+from payload.storage import PermanentStorageError
 from payload.watcher import PreemptionWatcher
 
 __all__ = ["Job", "JobReport", "Run", "SuiteContext", "fingerprint", "RESULT_FILES"]
@@ -166,6 +167,8 @@ class Run:
             return None
         try:
             return find_completed(self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
+        except PermanentStorageError:  # a create-only role (GCP) may not list: nothing to find
+            return None
         except Exception as exc:  # noqa: BLE001 - bucket down: run it, say so
             self.warnings.append(f"completed-run lookup failed, running again: {exc}")
             return None
@@ -173,12 +176,16 @@ class Run:
     def _open(self, resume: dict | None) -> None:
         """Run id, host events, writer and this attempt's record; then the job begins."""
         ctx, ident, job = self.ctx, self.ctx.identity, self.job
-        self.run_id = resume["run_id"] if resume else make_run_id(ctx.boot, ident.instance_id, job.run_name)
+        new_id = make_run_id(ctx.boot, ident.instance_id, job.run_name, self.cfg.launch)
+        self.run_id = resume["run_id"] if resume else new_id
         self.timeline.attempt = len(self.attempts) + 1
         if not ctx.host_events_claimed:
             ctx.host_events_claimed = True
             self.warnings += self.timeline.merge_host_events(self.cfg.host_events)
-        self.writer = RunWriter(ctx.store, self.cfg.stack, self.run_id)
+        if resume:  # a new generation of every file: the previous attempt's stay as they were
+            self.writer = RunWriter.resuming(ctx.store, self.cfg.stack, self.run_id, len(self.attempts))
+        else:
+            self.writer = RunWriter(ctx.store, self.cfg.stack, self.run_id)
         self.attempt = {
             "attempt": self.timeline.attempt,
             "instance_id": ident.instance_id,

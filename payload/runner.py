@@ -72,7 +72,7 @@ def run(cfg: RunConfig) -> int:
         if flush.delivered or flush.failed
         else None
     )
-    store = SpoolingStore(open_store(cfg.results), spool)
+    store = SpoolingStore(open_store(cfg.results, write_once=True), spool)  # never overwrites: see layout
     identity = detect_identity()
     cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
     price, warnings = price_row(

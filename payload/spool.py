@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from payload.storage import StorageError, Store, open_store
+from payload.storage import AlreadyExists, StorageError, Store, open_store
 
 __all__ = [
     "FALLBACK_DIRNAME",
@@ -130,10 +130,14 @@ class Spool:
                 report.failed[dest] = f"not tried, bucket still down: {down[item['url']]}"
                 continue
             try:
-                store = stores.get(item["url"]) or open_store(item["url"], retries=retries, backoff=backoff)
+                store = stores.get(item["url"]) or open_store(
+                    item["url"], retries=retries, backoff=backoff, write_once=True
+                )
                 stores[item["url"]] = store
                 data = (self.dir / f"{item['id']}.bin").read_bytes()
                 store.put_bytes(item["key"], data, item.get("content_type"), tags=item.get("tags") or None)
+            except AlreadyExists:
+                pass  # its write-once name is taken: an upload whose answer was lost delivered it
             except (StorageError, OSError) as exc:
                 report.failed[dest] = down[item["url"]] = str(exc)
                 continue
@@ -175,6 +179,9 @@ class SpoolingStore:
         try:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True
+        except AlreadyExists as exc:  # write-once: nothing to spool, the name is taken for good
+            print(f"[gpubench] not uploaded: {exc}", file=sys.stderr, flush=True)
+            return False
         except StorageError as exc:
             before = len(self.spool.used_fallbacks)
             try:

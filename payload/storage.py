@@ -9,6 +9,7 @@ Contract (docs/CONTRACTS.md)::
     store = open_store("s3://bucket/prefix" | "gs://bucket/prefix"
                        | "file:///abs/dir" | "results")
     store.put_bytes(key, data, content_type=None)   # retries, raises StorageError
+                                                     # (write_once stores: AlreadyExists, never overwrite)
     store.get_bytes(key) -> bytes                    # ObjectNotFound if missing
     store.list(prefix="") -> Iterator[ObjectInfo]
     store.exists(key) -> bool
@@ -44,6 +45,7 @@ from payload.results_location import (
 )
 
 __all__ = [
+    "AlreadyExists",
     "ObjectInfo",
     "ObjectNotFound",
     "Store",
@@ -91,6 +93,11 @@ def is_permanent(exc: BaseException) -> bool:
         return True
     code = getattr(exc, "code", None)
     return isinstance(code, int) and code in PERMANENT_STATUSES
+
+
+class AlreadyExists(PermanentStorageError):
+    """A write-once upload found the key taken (S3 412 to If-None-Match, GCS 412 to
+    ifGenerationMatch=0, a file that exists). Never retried: the object is not ours to replace."""
 
 
 class ObjectNotFound(StorageError, KeyError):
@@ -146,7 +153,7 @@ def with_retries(
     for i in range(attempts):
         try:
             return fn()
-        except ObjectNotFound:
+        except (ObjectNotFound, AlreadyExists):
             raise
         except Exception as exc:  # noqa: BLE001 - SDKs raise many types
             if is_permanent(exc):
@@ -170,10 +177,13 @@ class Store(abc.ABC):
 
     scheme = ""
 
-    def __init__(self, url: str, retries: int | None = None, backoff: float | None = None):
+    def __init__(self, url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False):
         self.url = url
         self.retries = retries
         self.backoff = backoff
+        # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles
+        # allow (create, never overwrite), so the payload's own writes are made the same way everywhere.
+        self.write_once = write_once
 
     # -- public API (contract) ---------------------------------------------
     def put_bytes(
@@ -181,14 +191,22 @@ class Store(abc.ABC):
     ) -> None:
         """Upload with retries. `tags` become S3 object tags (the results bucket's
         lifecycle expires objects tagged gpubench:kind=checkpoint); other
-        backends ignore them."""
+        backends ignore them. A write-once store creates the key or raises
+        AlreadyExists; a key found taken on a retry is the earlier attempt's
+        upload whose answer was lost, and counts as done."""
         _check_key(key)
-        with_retries(
-            f"upload {self.url_for(key)}",
-            lambda: self._put(key, bytes(data), content_type, tags),
-            self.retries,
-            self.backoff,
-        )
+        tries = 0
+
+        def attempt() -> None:
+            nonlocal tries
+            tries += 1
+            try:
+                self._put(key, bytes(data), content_type, tags)
+            except AlreadyExists:
+                if tries == 1:
+                    raise
+
+        with_retries(f"upload {self.url_for(key)}", attempt, self.retries, self.backoff)
 
     def get_bytes(self, key: str) -> bytes:
         _check_key(key)
@@ -211,7 +229,8 @@ class Store(abc.ABC):
         return _join(self.url, key)
 
     def delete(self, key: str) -> None:
-        """Remove one object (missing is fine). Used for checkpoint cleanup."""
+        """Remove one object (missing is fine). For tools with the rights to; the payload never
+        deletes (its cloud roles may only create, and superseded checkpoints expire by lifecycle)."""
         _check_key(key)
         with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
 
@@ -254,7 +273,15 @@ class FileStore(Store):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
-        os.replace(tmp, path)  # readers never see half a result.json
+        if not self.write_once:
+            os.replace(tmp, path)  # readers never see half a result.json
+            return
+        try:
+            os.link(tmp, path)  # atomic, and refused when the name exists
+        except FileExistsError:
+            raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def _get(self, key):
         path = self._path(key)
@@ -311,7 +338,16 @@ class S3Store(Store):
         extra = {"ContentType": content_type} if content_type else {}
         if tags:
             extra["Tagging"] = urllib.parse.urlencode(tags)
-        self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
+        if self.write_once:
+            extra["IfNoneMatch"] = "*"  # S3 conditional write: 412 when the key exists
+        from botocore.exceptions import ClientError
+
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
+        except ClientError as exc:
+            if self.write_once and exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
+            raise
 
     def _get(self, key):
         from botocore.exceptions import ClientError
@@ -364,10 +400,21 @@ class GCSStore(Store):
         return _join(self.prefix, key)
 
     def _put(self, key, data, content_type, tags=None):
+        from google.api_core.exceptions import PreconditionFailed
+
         blob = self._bucket.blob(self._key(key))
-        blob.upload_from_string(
-            data, content_type=content_type or "application/octet-stream", timeout=self._timeout, retry=None
-        )
+        # ifGenerationMatch=0: create only (412 when the object exists), the write objectCreator allows
+        condition = {"if_generation_match": 0} if self.write_once else {}
+        try:
+            blob.upload_from_string(
+                data,
+                content_type=content_type or "application/octet-stream",
+                timeout=self._timeout,
+                retry=None,
+                **condition,
+            )
+        except PreconditionFailed:
+            raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
 
     def _get(self, key):
         from google.api_core.exceptions import NotFound
@@ -418,14 +465,16 @@ _OPENERS: dict[str, Callable[..., Store]] = {
 }
 
 
-def open_store(url: str, retries: int | None = None, backoff: float | None = None) -> Store:
-    """Open the store for a results URL; a bare path means a local directory."""
+def open_store(url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False) -> Store:
+    """Open the store for a results URL; a bare path means a local directory.
+
+    `write_once`: every upload creates its key and never replaces one (the payload's stores)."""
     try:
         loc = parse_results_location(url)
     except ResultsLocationError as exc:
         raise PermanentStorageError(str(exc)) from None
     try:
-        return _OPENERS[loc.scheme](loc, retries=retries, backoff=backoff)
+        return _OPENERS[loc.scheme](loc, retries=retries, backoff=backoff, write_once=write_once)
     except StorageError:
         raise
     except Exception as exc:  # noqa: BLE001 - no credentials, SDK missing, ...: callers handle StorageError

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from analysis.bench.record import BenchRecord, bench_dirs
 from analysis.campaign.manifest import iso, parse_time, utcnow
-from payload.layout import stack_prefix
+from payload.layout import newest_versions, stack_prefix
 
 LOG_TAIL = "log-tail.txt"
 ENDED = ("destroyed", "ended")
@@ -119,17 +119,21 @@ def status_table(rows: list[dict[str, Any]]) -> str:
 
 
 def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
-    """run id -> {"updated": newest object time, "files": names} for every run of the stack."""
+    """run id -> {"updated": newest object time, "files": names, "newest": {name: key of its newest
+    version}} for every run of the stack (files are written once, each rewrite under a new version)."""
     prefix = stack_prefix(stack)
     runs: dict[str, dict[str, Any]] = {}
     for info in store.list(prefix):
         run_id, _, rest = info.key[len(prefix) :].partition("/")
         if not rest:
             continue
-        run = runs.setdefault(run_id, {"updated": None, "files": set()})
-        run["files"].add(rest)
+        run = runs.setdefault(run_id, {"updated": None, "files": set(), "keys": []})
+        run["keys"].append(info.key)
         if info.updated and (run["updated"] is None or info.updated > run["updated"]):
             run["updated"] = info.updated
+    for run_id, run in runs.items():
+        run["newest"] = {key[len(f"{prefix}{run_id}/") :]: v for key, v in newest_versions(run.pop("keys")).items()}
+        run["files"] = set(run["newest"])
     return runs
 
 
@@ -139,7 +143,7 @@ def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
     if not runs:
         return None
     run_id = max(runs, key=lambda r: (runs[r]["updated"] or datetime.min.replace(tzinfo=utcnow().tzinfo), r))
-    text = store.get_bytes(f"{stack_prefix(stack)}{run_id}/{LOG_TAIL}").decode("utf-8", errors="replace")
+    text = store.get_bytes(runs[run_id]["newest"][LOG_TAIL]).decode("utf-8", errors="replace")
     return run_id, text, "result.json" in runs[run_id]["files"]
 
 

@@ -47,7 +47,7 @@ def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, 
     if not obs.runs:
         return None
     run = max(obs.runs, key=lambda r: (r.finished_at or r.started_at or datetime.min).timestamp())
-    key = result_key(stack, run.run_id)
+    key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
         doc = json.loads(store.get_bytes(key))
     except Exception:  # noqa: BLE001 - half-written: the next poll reads it

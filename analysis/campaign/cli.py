@@ -91,7 +91,7 @@ def cmd_up(args) -> int:
 
     manifest, report = commands.up(
         args.stacks,
-        results_url=_results(args),
+        results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
         campaign_id=args.campaign_id,
         concurrency=args.concurrency,
         retry_failed=args.retry_failed,
@@ -235,7 +235,7 @@ def cmd_run(args) -> int:
         try:
             done = commands.run(
                 args.stacks,
-                results_url=_results(args),
+                results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
                 concurrency=args.concurrency,
                 retry_failed=args.retry_failed,
                 poll_seconds=args.poll,

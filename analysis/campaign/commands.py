@@ -26,6 +26,21 @@ from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
 from infra.workspace import BackendFactory, pulumi_backend
 
+RESULTS_ENV = "GPUBENCH_RESULTS"
+
+
+def require_results(results_url: str | None) -> str:
+    """The campaign's bucket, or a ValueError saying how to name it.
+
+    `up` and `run` call it after the stacks are checked: a mistyped stack is named as
+    such, not as a missing --results."""
+    if not results_url:
+        raise ValueError(
+            f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
+            "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
+        )
+    return results_url
+
 
 def project_dir(work_dir: Path | None) -> Path:
     from infra.workspace import project_dir as find
@@ -50,7 +65,7 @@ class _Stores:
 def up(
     patterns: Sequence[str],
     *,
-    results_url: str,
+    results_url: str | None,
     campaign_id: str | None = None,
     concurrency: int = 4,
     retry_failed: bool = False,
@@ -63,7 +78,8 @@ def up(
 
     printer = printer or Printer()
     root = project_dir(work_dir)
-    names = select(patterns, root / "stacks")
+    names = select(patterns, root / "stacks")  # first: a typo is named before anything else is needed
+    results_url = require_results(results_url)
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     backend = backend_factory(root)  # before writing anything: a missing CLI stops here
@@ -230,7 +246,7 @@ class CampaignRun:
 def run(
     patterns: Sequence[str],
     *,
-    results_url: str,
+    results_url: str | None,
     concurrency: int = 4,
     retry_failed: bool = False,
     poll_seconds: float = 60.0,
@@ -243,6 +259,8 @@ def run(
     """up + wait with a new campaign id: what the schedules call."""
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
+    select(patterns, project_dir(work_dir) / "stacks")
+    results_url = require_results(results_url)
     campaign_id = new_campaign_id()
     _, launch = up(
         patterns,

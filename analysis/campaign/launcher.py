@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
 from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
 from analysis.campaign.manifest import Manifest, iso
 from analysis.campaign.progress import Printer
+from analysis.interruptible import InterruptiblePool
 from infra.workspace import StackBackend, plain_outputs
 
 DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # infra/tags.py DEADLINE_OUTPUTS
@@ -97,10 +97,14 @@ class Launcher:
         self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
         self.concurrency, self.retry_failed = concurrency, retry_failed
         self.gauge = _Gauge()
+        self.stop = threading.Event()  # set on Ctrl-C: no stack starts another `pulumi up`
 
     def run(self, names: Sequence[str]) -> LaunchReport:
         report = LaunchReport()
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="campaign-up") as pool:
+        # Ctrl-C: stacks not started are cancelled and nobody waits for a `pulumi up` in flight;
+        # its stack stays `launching` in the manifest, and the next `up` adopts or retries it.
+        with InterruptiblePool(self.concurrency, "campaign-up") as pool:
+            self.stop = pool.stop
             futures = {name: pool.submit(self._one, name) for name in names}
             for name, fut in futures.items():
                 try:
@@ -148,7 +152,7 @@ class Launcher:
                 offering_zones(entry.get("offering", ""), self.catalog),
             )
             self.printer.stack(name, why)
-            if next_zone is not None:
+            if next_zone is not None and not self.stop.is_set():
                 handle.set_config(ZONE_KEY, next_zone)
                 self.manifest.update(name, save=False, zone=next_zone, zone_override=next_zone)
                 if self._attempt(name, handle, next_zone) is None:

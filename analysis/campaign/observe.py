@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from analysis.campaign.manifest import parse_time
-from payload.layout import stack_prefix
+from payload.layout import newest_versions, stack_prefix
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 
@@ -29,6 +29,7 @@ class RunView:
     started_at: datetime | None
     finished_at: datetime | None
     upload_at: datetime | None  # the run's last `upload` event
+    result_key: str = ""  # the key of the newest version of its result.json
 
 
 @dataclass
@@ -86,16 +87,17 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     except StorageError as exc:
         obs.problems.append(f"cannot list {store.url_for(prefix)}: {exc}")
         return obs
-    runs: dict[str, set[str]] = {}
-    for key in keys:
-        run_id, _, rest = key[len(prefix) :].partition("/")
+    # run id -> {file name: key of its newest version}: files are written once, rewrites are new versions
+    runs: dict[str, dict[str, str]] = {}
+    for plain, key in newest_versions(keys).items():
+        run_id, _, rest = plain[len(prefix) :].partition("/")
         if rest in (RESULT, EVENTS, STATE):
-            runs.setdefault(run_id, set()).add(rest)
+            runs.setdefault(run_id, {})[rest] = key
     floor = since - CLOCK_SKEW if since else None
     events: list[dict[str, Any]] = []
     for run_id, files in sorted(runs.items()):
         doc = (
-            _read_json(store, f"{prefix}{run_id}/{RESULT if RESULT in files else STATE}", obs)
+            _read_json(store, files[RESULT if RESULT in files else STATE], obs)
             if (RESULT in files or STATE in files)
             else None
         )
@@ -114,12 +116,13 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
                     started,
                     _time(doc.get("finished_at")),
                     _last_upload(timeline),
+                    files[RESULT],
                 )
             )
         else:
             obs.in_progress.append(run_id)
         if EVENTS in files:
-            timeline += _read_jsonl(store, f"{prefix}{run_id}/{EVENTS}", obs)
+            timeline += _read_jsonl(store, files[EVENTS], obs)
         newest = _newest(timeline)
         if newest is not None:
             events.append(newest)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import as_completed
 
 from analysis.collect.spot import SpotPricer, parse_result
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
+from analysis.interruptible import InterruptiblePool
 from payload import layout
 
 # The SDK clients keep 10 pooled connections by default (botocore
@@ -104,7 +105,8 @@ def bulk_fetch(
         listing, unlisted = loop.run_until_complete(run())
     finally:
         loop.close()
-    return {o.key: o for o in listing}, got, unlisted
+    current = layout.current_only({o.key: o for o in listing})  # a rewritten file: its newest version only
+    return current, {m: e for m, e in got.items() if e["key"] in current}, unlisted
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
@@ -136,7 +138,7 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
 def list_store(opener: Callable, url: str) -> tuple[object, dict]:
     """(store, {key: ObjectInfo}) of one source through payload.storage; StorageError if it cannot be listed."""
     store = opener(url)
-    return store, {o.key: o for o in store.list()}
+    return store, layout.current_only({o.key: o for o in store.list()})  # a rewritten file: its newest version
 
 
 def download(todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None) -> Iterator[tuple[str, dict]]:
@@ -146,7 +148,8 @@ def download(todo: list[Download], workers: int | None, spot_pricer: SpotPricer 
     if not todo:
         return
     stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
-    with ThreadPoolExecutor(max_workers=max(1, min(workers or DEFAULT_WORKERS, len(todo)))) as pool:
+    # Ctrl-C (or a caller that stops reading) cancels the downloads not started and waits for none.
+    with InterruptiblePool(max(1, min(workers or DEFAULT_WORKERS, len(todo))), "collect-download") as pool:
         for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):
             yield fut.result()
 

@@ -107,7 +107,7 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
 
 def run_file_problem(rest: str) -> str | None:
     """Why a file of a run directory (other than result.json) is set aside, or None for a known one."""
-    if rest in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
+    if layout.version_of(rest)[0] in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
         return None
     if rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
         return PARTIAL_UPLOAD

@@ -109,7 +109,9 @@ def run_sweeper(args) -> int:
     from analysis.price.billed import CostError
     from analysis.price.monthly import sweeper_bill
     from infra.catalog import CatalogError
+    from infra.sweep import check_cloud
 
+    args.sweeper = check_cloud("--sweeper", args.sweeper)  # a typo is named before any price is read
     if args.offering or args.every is None:
         print("error: --sweeper CLOUD takes --every EXPR and no offering", file=sys.stderr)
         return exitcodes.USAGE

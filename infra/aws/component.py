@@ -50,6 +50,7 @@ from infra.launch import (
     Launch,
     bundle_file,
     code_bundle,
+    launch_id_of,
     payload_env,
     region_of,
     tag_values,
@@ -84,25 +85,29 @@ def _assume(service: str, account_id: str | None = None) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
-def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None) -> str:
+def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
 
     The job runs with host networking, so it holds exactly these rights:
-    - PutObject under runs/<stack>/ (its run id is only known at boot, so the policy
-      cannot pin runs/<stack>/<run-id>/; see docs/security.md for what that leaves);
-    - GetObject only on `runs/<stack>/*/checkpoints/*`: a spot replacement reads its
-      predecessor's checkpoint state and model to resume; no run can read another's
+    - PutObject only under its own launch's runs, `runs/<stack>/<launch>-*` (every run id
+      of the launch starts with `<launch>-`; a recurring stack, whose launches share one
+      role, gets `runs/<stack>/*`), and only as a conditional write: the `s3:if-none-match`
+      condition key must be present (S3 User Guide, "Enforce conditional writes on Amazon S3
+      buckets", https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html),
+      so a PUT creates a key and can never replace an object, its own included;
+    - no DeleteObject at all: superseded checkpoints expire through the lifecycle rule;
+    - GetObject only on `runs/<stack>/*/checkpoints/*`: the completed-run lookup and a
+      resumed attempt read checkpoint states and models; no run can read another's
       results (result.json, events.jsonl, epochs.csv, log-tail.txt);
-    - PutObjectTagging only on checkpoints: PutObject with tags needs it (S3 API
-      reference, PutObject: "you must have the s3:PutObjectTagging permission" for
+    - PutObjectTagging only on its own launch's checkpoints: PutObject with tags needs it
+      (S3 API reference, PutObject: "you must have the s3:PutObjectTagging permission" for
       x-amz-tagging), and scoping it keeps a job from tagging another run's result
       gpubench:kind=checkpoint so the lifecycle rule would expire it;
-    - DeleteObject only on checkpoint models (`checkpoints/model-*`: the payload drops a
-      superseded one); never a result or a checkpoint state;
     - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
     - with `code_prefix`, GetObject (only) on the code bundles.
     No multipart permission: the payload uploads with single PutObject calls."""
-    objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
+    stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
+    own = f"{stack_objects}{launch}-" if launch else stack_objects
     code = []
     if code_prefix:
         code.append(
@@ -118,18 +123,24 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None)
             "Version": "2012-10-17",
             "Statement": [
                 *code,
-                {"Sid": "StackPrefixObjects", "Effect": "Allow", "Action": "s3:PutObject", "Resource": f"{objects}*"},
                 {
-                    "Sid": "CheckpointsReadAndTag",
+                    "Sid": "OwnRunsCreateOnly",
                     "Effect": "Allow",
-                    "Action": ["s3:GetObject", "s3:PutObjectTagging"],
-                    "Resource": f"{objects}*/checkpoints/*",
+                    "Action": "s3:PutObject",
+                    "Resource": f"{own}*",
+                    "Condition": {"Null": {"s3:if-none-match": "false"}},
                 },
                 {
-                    "Sid": "CheckpointModelsDelete",
+                    "Sid": "CheckpointsRead",
                     "Effect": "Allow",
-                    "Action": "s3:DeleteObject",
-                    "Resource": f"{objects}*/checkpoints/model-*",
+                    "Action": "s3:GetObject",
+                    "Resource": f"{stack_objects}*/checkpoints/*",
+                },
+                {
+                    "Sid": "OwnCheckpointsTag",
+                    "Effect": "Allow",
+                    "Action": "s3:PutObjectTagging",
+                    "Resource": f"{own}*/checkpoints/*",
                 },
                 {
                     "Sid": "StackPrefixList",
@@ -230,9 +241,10 @@ def market_options(market: str) -> dict | None:
     }
 
 
-def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags):
-    """The instance's role and profile (write under its own runs/<stack>/, read code/) and the
-    code bundle it fetches: the same for a one-off and a recurring launch."""
+def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags, launch_id=None):
+    """The instance's role and profile (create-only under its own launch's runs, or under
+    runs/<stack>/ for a recurring stack without `launch_id`; read code/) and the code bundle it
+    fetches."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         "instance-role",
@@ -245,7 +257,9 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
     aws.iam.RolePolicy(
         "results-access",
         role=role.id,
-        policy=results.bucket.apply(lambda b: results_policy(b, run_prefix, code_prefix)),
+        policy=pulumi.Output.all(results.bucket, launch_id).apply(
+            lambda a: results_policy(a[0], run_prefix, code_prefix, a[1])
+        ),
         opts=child,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
@@ -279,7 +293,10 @@ def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup
 def _benchmark_user_data(launch: Launch, results, deadline, code_url, region: str) -> pulumi.Output:
     """Cloud-init that runs the payload once with the stack's results URL, deadline and code bundle."""
     env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-        lambda args: {**payload_env(launch, args[0], args[1]), "AWS_DEFAULT_REGION": region}
+        lambda args: {
+            **payload_env(launch, args[0], args[1], launch_id=launch_id_of(args[1])),
+            "AWS_DEFAULT_REGION": region,
+        }
     )
     return pulumi.Output.all(env, code_url).apply(
         lambda a: cloud_init.render_user_data(
@@ -335,7 +352,8 @@ class AwsBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
+        launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
+        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags, launch_id)
         sg = _security_group(self, cfg, tags)
         key_name = None
         if cfg.ssh_public_key:

@@ -1,13 +1,15 @@
 """GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
 
 Security posture of a benchmark stack:
-- a dedicated service account with `roles/storage.objectUser` on a managed folder
-  `runs/<stack>/` of the results bucket and nothing else: it can write, overwrite
-  (state.json, an interrupted result.json), list (to find a checkpoint to resume
-  from) and delete superseded checkpoints there, and cannot touch any other
-  object. A bucket-level grant with an IAM condition on `resource.name` cannot do
-  this: listing is checked against the bucket, and objectCreator cannot overwrite.
-  The folder is force-destroyed with the stack; the objects in it stay;
+- a dedicated service account with `roles/storage.objectCreator` on the results
+  bucket under an IAM condition on `resource.name`: it may create objects whose
+  names start with its own launch's runs, `runs/<stack>/<launch>-` (every run id of
+  the deployment starts with `<launch>-`, payload.identity.make_run_id; a recurring
+  stack gets `runs/<stack>/`), and nothing else: no read, no list, no overwrite
+  (replacing an object needs storage.objects.delete) and no delete. The payload
+  writes every file once under a new name (payload.layout.versioned), so it needs
+  no more. A GCP spot VM is deleted on preemption and never replaced within a
+  deployment, so there is no checkpoint to resume and nothing to list;
 - `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
   results stack creates and where benchmark stacks upload the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
@@ -63,6 +65,7 @@ from infra.launch import (
     Launch,
     bundle_file,
     code_bundle,
+    launch_id_of,
     payload_env,
     tag_values,
     workload_bundle_file,
@@ -72,7 +75,7 @@ from infra.results_ref import locate
 from infra.tags import PROJECT_ENV, project_id
 
 SUBNET_CIDR = "10.42.0.0/24"
-FOLDER_ROLE = "roles/storage.objectUser"
+RUNS_ROLE = "roles/storage.objectCreator"  # create only: no read, no list, no overwrite, no delete
 CODE_ROLE = "roles/storage.objectViewer"
 CODE_FOLDER = "code/"
 
@@ -147,24 +150,40 @@ def _guest_code(launch: Launch, urls: str):
     return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
 
 
-def _runner(parent: pulumi.Resource, cfg, results, run_prefix) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
-    """The VM's service account, with objectUser on the stack's managed folder of the
-    results bucket and nothing else; returns it and its IAM member string."""
+def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
+    """The IAM condition of the runner's create-only grant: object names under its own launch's
+    runs (`runs/<stack>/<launch>-`), or under runs/<stack>/ for a recurring stack (no launch id).
+    Cloud Storage names an object `projects/_/buckets/<bucket>/objects/<name>` in conditions;
+    a bucket-level binding with a `startsWith` condition is Cloud Storage's own example
+    ("Add conditional role binding",
+    https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding)."""
+    own = f"{run_prefix}{launch}-" if launch else run_prefix
+    return {
+        "title": "own-runs-create-only",
+        "description": f"create objects under {own} only",
+        "expression": f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{own}")',
+    }
+
+
+def _runner(
+    parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
+) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
+    """The VM's service account, with objectCreator on its own launch's runs (create only:
+    replacing an object needs storage.objects.delete, which objectCreator lacks) and nothing
+    else in the results bucket; returns it and its IAM member string."""
     child = pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
     )
     member = account.email.apply(lambda e: f"serviceAccount:{e}")
-    # force_destroy: `pulumi destroy` removes the folder's IAM scope, never the results in it
-    folder = gcp.storage.ManagedFolder(
-        "results-folder", bucket=results.bucket, name=run_prefix, force_destroy=True, opts=child
-    )
-    gcp.storage.ManagedFolderIamMember(
+    gcp.storage.BucketIAMMember(
         "results-access",
         bucket=results.bucket,
-        managed_folder=folder.name,
-        role=FOLDER_ROLE,
+        role=RUNS_ROLE,
         member=member,
+        condition=pulumi.Output.all(results.bucket, launch_id).apply(
+            lambda a: own_runs_condition(a[0], run_prefix, a[1])
+        ),
         opts=child,
     )
     return account, member
@@ -207,7 +226,9 @@ def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
     """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
     install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
     cfg = launch.cfg
-    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(lambda a: payload_env(launch, a[0], a[1]))
+    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
+        lambda a: payload_env(launch, a[0], a[1], launch_id=launch_id_of(a[1]))
+    )
     user_data = pulumi.Output.all(env, code_url).apply(
         lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1])))
     )
@@ -232,7 +253,8 @@ class GcpBenchmark(pulumi.ComponentResource):
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        account, member = _runner(self, cfg, results, run_prefix)
+        launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
+        account, member = _runner(self, cfg, results, run_prefix, launch_id)
         code_url = _code_bundles(self, launch, results, member)
         network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:

@@ -66,6 +66,7 @@ class WorkloadJob:
             self.cfg.stack, spec.benchmark_name, self.params, "workload", self.gpus, "workload"
         )
         self.tail = LogTail(LOG_TAIL_LINES)
+        self.tail_key: str | None = None  # the final log tail's key, once written
         self.reader = MetricsReader(spec.metrics)
         self.probe = (
             ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
@@ -216,18 +217,20 @@ class WorkloadJob:
         }
         writer = self.run.writer
         self.run.ctx.store.put_bytes(
-            writer.key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
+            writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
         )
 
     def write_extras(self) -> None:
         self.tail.stop_uploads()
-        self.run.ctx.store.put_bytes(self.run.writer.key(LOG_TAIL_NAME), self.tail.text(), "text/plain")
+        self.tail_key = self.run.writer.next_key(LOG_TAIL_NAME)  # the final tail: the newest version
+        self.run.ctx.store.put_bytes(self.tail_key, self.tail.text(), "text/plain")
 
     def _put_tail_now(self, data: bytes) -> None:
-        """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping)."""
+        """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping),
+        each under a new name (log-tail.txt, log-tail.v0.1.txt, ...): readers take the newest."""
         store = self.run.ctx.store
         bucket = getattr(store, "store", store)  # the SpoolingStore's own bucket
-        bucket.put_bytes(self.run.writer.key(LOG_TAIL_NAME), data, "text/plain")
+        bucket.put_bytes(self.run.writer.next_key(LOG_TAIL_NAME), data, "text/plain")
 
     def epoch_rows(self) -> list[dict]:
         return self.reader.epoch_rows()
@@ -255,7 +258,8 @@ class WorkloadJob:
             "compute_capability": nv["compute_capability"],
             **host_facts(),
         }
-        artifacts = {**self.run.writer.artifacts(), "log_tail": self.run.writer.key(LOG_TAIL_NAME)}
+        tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
+        artifacts = {**self.run.writer.artifacts(), "log_tail": tail_key}
         artifacts.pop("checkpoints", None)
         return JobReport(
             hardware=hardware,

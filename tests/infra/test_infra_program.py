@@ -5,9 +5,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 
 import pytest
 from infra_matrix import AWS_STACKS, BENCHMARK_STACKS, GCP_STACKS, NOW, STACK_NAMES
+
+from infra.launch import launch_id_of
+from payload.identity import launch_prefix
 
 WORLD = {"0.0.0.0/0", "::/0"}
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -27,8 +31,8 @@ GCP_BENCHMARK_TYPES = {
     "gpubench:gcp:Benchmark": 1,
     "time:index/offset:Offset": 1,
     "gcp:serviceaccount/account:Account": 1,
-    "gcp:storage/managedFolder:ManagedFolder": 1,
-    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": 2,  # runs/<stack>/ and code/
+    "gcp:storage/bucketIAMMember:BucketIAMMember": 1,  # create-only on this launch's runs
+    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": 1,  # read-only on code/
     "gcp:storage/bucketObject:BucketObject": 1,  # the code bundle
     "gcp:compute/network:Network": 1,
     "gcp:compute/subnetwork:Subnetwork": 1,
@@ -113,25 +117,40 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
     bundle = r.one("aws:s3/bucketObjectv2:BucketObjectv2").inputs
     assert bundle["bucket"] == bucket and bundle["key"] == f"code/{bundle['source']['sha256']}.tar.gz"
     assert f"CODE_URL=s3://{bucket}/{bundle['key']}" in r.user_data
+    # per-run write scope: create-only (If-None-Match required) under this deployment's own runs,
+    # runs/<stack>/<launch>-*, where the launch id is the deadline's and heads every run id it writes
+    deadline = re.search(r"GPUBENCH_DEADLINE=(\S+)", r.user_data)[1]
+    launch = re.search(r"GPUBENCH_LAUNCH_ID=(\S+)", r.user_data)[1]
+    assert launch == launch_id_of(deadline) and launch_prefix(launch) == f"{launch}-"
+    own = f"arn:aws:s3:::{bucket}/{prefix}{launch}-"
+    by_sid = {st["Sid"]: st for st in others}
+    assert set(by_sid) == {"OwnRunsCreateOnly", "CheckpointsRead", "OwnCheckpointsTag", "StackPrefixList"}
+    assert by_sid["OwnRunsCreateOnly"] == {
+        "Sid": "OwnRunsCreateOnly",
+        "Effect": "Allow",
+        "Action": "s3:PutObject",
+        "Resource": f"{own}*",
+        "Condition": {"Null": {"s3:if-none-match": "false"}},
+    }
     for st in others:
-        assert "*" not in json.dumps(st["Action"])
+        assert "*" not in json.dumps(st["Action"]) and st["Effect"] == "Allow"
         if st["Action"] == "s3:ListBucket":
             assert st["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}}
             assert not st["Resource"].endswith("*")
-        elif st["Action"] == "s3:DeleteObject":  # superseded checkpoint models only, never results
-            assert st["Resource"].endswith(f"/{prefix}*/checkpoints/model-*")
         else:
-            assert set(st["Action"] if isinstance(st["Action"], list) else [st["Action"]]) <= {
-                "s3:PutObject",
-                "s3:PutObjectTagging",
-                "s3:GetObject",
-            }
+            assert st["Action"] in ("s3:PutObject", "s3:PutObjectTagging", "s3:GetObject")
             assert st["Resource"].startswith(f"arn:aws:s3:::{bucket}/{prefix}")
-    # reading and tagging: checkpoints only (a spot replacement resumes from its predecessor's);
-    # no run reads another's results or tags one for the checkpoint expiry rule
-    for action in ("s3:GetObject", "s3:PutObjectTagging"):
-        granted = [st["Resource"] for st in others if action in json.dumps(st["Action"])]
-        assert granted == [f"arn:aws:s3:::{bucket}/{prefix}*/checkpoints/*"], action
+    # nothing deletes: not a result, not a checkpoint (superseded ones expire by the lifecycle rule)
+    assert not any("Delete" in json.dumps(st) for st in access["Statement"])
+    # reading: checkpoints only (the completed-run lookup); tagging: this launch's checkpoints only,
+    # so no run reads another's results or tags one for the checkpoint expiry rule
+    granted = {
+        a: [st["Resource"] for st in others if st["Action"] == a] for a in ("s3:GetObject", "s3:PutObjectTagging")
+    }
+    assert granted == {
+        "s3:GetObject": [f"arn:aws:s3:::{bucket}/{prefix}*/checkpoints/*"],
+        "s3:PutObjectTagging": [f"{own}*/checkpoints/*"],
+    }
     assert not any("Multipart" in json.dumps(st["Action"]) for st in others)
 
     # the deadline: one-time at(), universal target terminateInstances on this instance only, self-deleting
@@ -198,19 +217,24 @@ def test_gcp_benchmark_stack(rendered, catalog, stack):
     assert "default" not in json.dumps(inst["networkInterfaces"])
     assert r.of_type("gcp:compute/firewall:Firewall") == []
 
-    # service account limited to objects under runs/<stack>/: a managed folder, no bucket-level grant
+    # service account: create-only on this deployment's own runs (objectCreator under a condition
+    # on the object name), read-only on code/, nothing else
     email = r.one("gcp:serviceaccount/account:Account").inputs["accountId"]
     assert inst["serviceAccount"]["email"].startswith(email + "@")
-    assert r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") == []
-    folder = r.one("gcp:storage/managedFolder:ManagedFolder").inputs
-    assert folder["name"] == f"runs/{stack}/" and folder["forceDestroy"] is True
-    grants = {g.name: g.inputs for g in r.of_type("gcp:storage/managedFolderIamMember:ManagedFolderIamMember")}
-    assert set(grants) == {"results-access", "code-read"}
-    access = grants["results-access"]
-    assert access["role"] == "roles/storage.objectUser" and access["managedFolder"] == folder["name"]
-    assert access["member"] == f"serviceAccount:{inst['serviceAccount']['email']}"
-    # the code bundles: read only, on the code/ folder the results stack owns
-    assert grants["code-read"] == {**access, "role": "roles/storage.objectViewer", "managedFolder": "code/"}
+    member = f"serviceAccount:{inst['serviceAccount']['email']}"
+    launch = re.search(r"GPUBENCH_LAUNCH_ID=(\S+)", r.user_data)[1]
+    assert launch == launch_id_of(re.search(r"GPUBENCH_DEADLINE=(\S+)", r.user_data)[1])
+    (runs,) = [g.inputs for g in r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
+    bucket = runs["bucket"]
+    assert runs["role"] == "roles/storage.objectCreator" and runs["member"] == member
+    assert runs["condition"]["expression"] == (
+        f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/runs/{stack}/{launch}-")'
+    )
+    assert r.of_type("gcp:storage/managedFolder:ManagedFolder") == []
+    grants = [g.inputs for g in r.of_type("gcp:storage/managedFolderIamMember:ManagedFolderIamMember")]
+    assert grants == [
+        {"bucket": bucket, "member": member, "role": "roles/storage.objectViewer", "managedFolder": "code/"}
+    ]
     bundle = r.one("gcp:storage/bucketObject:BucketObject").inputs
     assert bundle["name"] == f"code/{bundle['source']['sha256']}.tar.gz"
     assert f"CODE_URL=gs://{bundle['bucket']}/{bundle['name']}" in r.user_data
@@ -338,7 +362,9 @@ def test_explicit_results_bucket_scopes_policy_to_its_prefix(catalog):
         next(x for x in r.of_type("aws:iam/rolePolicy:RolePolicy") if x.name == "results-access").inputs["policy"]
     )
     resources = {st.get("Sid"): st["Resource"] for st in access["Statement"]}
-    assert resources["StackPrefixObjects"] == "arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/*"
+    launch = re.search(r"GPUBENCH_LAUNCH_ID=(\S+)", r.user_data)[1]
+    assert resources["OwnRunsCreateOnly"] == f"arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/{launch}-*"
+    assert resources["StackPrefixList"] == "arn:aws:s3:::team-bucket"
     assert resources["CodeBundlesRead"] == "arn:aws:s3:::team-bucket/bench/code/*"
     bundle = r.one("aws:s3/bucketObjectv2:BucketObjectv2").inputs
     assert bundle["bucket"] == "team-bucket" and bundle["key"].startswith("bench/code/")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from payload.layout import newest_versions
+
 
 def run_payload(*args: str) -> int:
     """``python -m payload run ARGS`` in this process; returns the exit code."""
@@ -15,8 +17,11 @@ def run_payload(*args: str) -> int:
 
 
 def results_under(root: Path, stack: str) -> dict[str, dict]:
-    """run-id -> parsed result.json for a file:// results directory."""
-    return {p.parent.name: json.loads(p.read_text()) for p in sorted((root / "runs" / stack).glob("*/result.json"))}
+    """run-id -> the newest version of its result (result.json, or a resumed attempt's
+    result.v<n>.json) for a file:// results directory."""
+    keys = [p.relative_to(root).as_posix() for p in (root / "runs" / stack).glob("*/result*.json")]
+    newest = {k: v for k, v in newest_versions(keys).items() if k.endswith("/result.json")}
+    return {Path(k).parent.name: json.loads((root / v).read_text()) for k, v in sorted(newest.items())}
 
 
 def only_result(root: Path, stack: str) -> tuple[Path, dict]:

@@ -16,6 +16,8 @@ import time
 from payload_helpers import run_payload
 
 from payload import exitcodes
+from payload.checkpoint import find_resumable
+from payload.layout import newest_versions
 from payload.schema import validate_result
 from payload.storage import open_store
 
@@ -186,8 +188,12 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     metadata_server.instance_id = "i-second"
     assert run_payload(*args) == 0
     results, keys = _results(store, stack)
-    assert list(results) == [key]  # same run id, same result.json
-    final = results[key]
+    assert list(results) == [key]  # same run id, and its first result.json is left as it was
+    assert results[key] == first
+    newest = newest_versions(keys)  # what every reader reads: the newest version of each file
+    run_dir = key.rsplit("/", 1)[0]
+    assert newest[key] == f"{run_dir}/result.v1.json"  # the resumed attempt's own result
+    final = json.loads(store.get_bytes(newest[key]))
     validate_result(final)
     assert final["run_id"] == first["run_id"]
     assert final["status"] == "completed" and final["error"] is None
@@ -197,12 +203,12 @@ def test_spot_interruption_checkpoints_and_next_run_resumes(s3_bucket, metadata_
     assert final["metrics"]["train_seconds"] > first["metrics"]["train_seconds"]
     resume = [e for e in final["timeline"] if e["event"] == "resume"]
     assert resume and resume[0]["epochs_completed"] == done and resume[0]["attempt"] == 2
-    rows = list(csv.DictReader(io.StringIO(store.get_bytes(key.replace("result.json", "epochs.csv")).decode())))
+    rows = list(csv.DictReader(io.StringIO(store.get_bytes(newest[f"{run_dir}/epochs.csv"]).decode())))
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
-    # completed: the checkpoint model is gone and the state says complete (no third resume)
-    assert not [k for k in keys if k.endswith(".npz")]
-    state = json.loads(store.get_bytes(key.replace("result.json", "checkpoints/state.json")))
-    assert state["complete"] is True
+    # completed: the newest state says complete (no third resume); models are left to the lifecycle rule
+    state = json.loads(store.get_bytes(newest[f"{run_dir}/checkpoints/state.json"]))
+    assert state["complete"] is True and state["model_key"] is None
+    assert find_resumable(store, stack, final["benchmark"]["fingerprint"]) is None
     assert "resume" not in [e["event"] for e in first["timeline"]]
 
 

@@ -18,6 +18,7 @@ from payload import exitcodes
 from payload.benchmarks import REGISTRY
 from payload.benchmarks._common import single_batch
 from payload.benchmarks.base import Benchmark
+from payload.layout import newest_versions
 from payload.schema import validate_result
 
 
@@ -71,7 +72,8 @@ def test_throughput_checkpoints_every_n_steps_and_resumes_to_the_exact_step(tmp_
     validate_result(first)
     done = first["metrics"]["steps_completed"]
     assert first["status"] == "interrupted" and 50 <= done < 1000
-    state = json.loads((run_dir / "checkpoints/state.json").read_text())
+    states = [p.relative_to(run_dir).as_posix() for p in (run_dir / "checkpoints").glob("state*.json")]
+    state = json.loads((run_dir / newest_versions(states)["checkpoints/state.json"]).read_text())  # the newest
     assert state["steps_completed"] == done and (tmp_path / state["model_key"]).exists()
 
     metadata_server.spot_action = None

@@ -193,7 +193,11 @@ def test_a_resumed_job_keeps_its_run_id_and_counts_the_attempt(suite, tmp_path):
     run = Run(suite, lambda r: FakeJob(r, resume=resume))
     assert run.execute() == exitcodes.OK
     assert run.run_id == resume["run_id"]
-    result = validate_result(json.loads(_files(tmp_path, run)["result.json"]))
+    files = _files(tmp_path, run)
+    # the second attempt writes the run's files again under new names: nothing is overwritten
+    assert sorted(files) == ["epochs.v1.csv", "events.v1.jsonl", "fake.v1.txt", "result.v1.json"]
+    result = validate_result(json.loads(files["result.v1.json"]))
+    assert result["artifacts"]["result"] == run.writer.prefix + "result.v1.json"
     assert [a["attempt"] for a in result["attempts"]] == [1, 2]
     assert [a["instance_id"] for a in result["attempts"]] == ["i-before", "i-fake"]
     start = next(e for e in result["timeline"] if e["event"] == "run_start")

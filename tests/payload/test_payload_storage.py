@@ -167,17 +167,26 @@ def test_checkpoint_models_are_tagged_for_lifecycle_expiry_on_s3(s3_bucket):
     import numpy as np
 
     from payload.checkpoint import CHECKPOINT_TAGS, Checkpointer
+    from payload.result import RunWriter
 
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.zeros((4, 3)), np.zeros((4, 2)), verbose=0)
-    ckpt = Checkpointer(open_store(f"s3://{s3_bucket}"), "runs/s/r/")
+    store = open_store(f"s3://{s3_bucket}", write_once=True)
+    ckpt = Checkpointer(store, RunWriter(store, "s", "r"))
     ckpt.save(model, {"fingerprint": "f", "epoch": 1}, tag=1, sync=True)
-    ckpt.save(model, {"fingerprint": "f", "epoch": 2}, tag=2, sync=True)  # replaces (deletes) model 1
+    ckpt.save(model, {"fingerprint": "f", "epoch": 2}, tag=2, sync=True)  # new names: nothing replaced
     ckpt.close()
+    assert ckpt.errors == []
     s3 = boto3.client("s3")
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=s3_bucket)["Contents"])
-    assert keys == ["runs/s/r/checkpoints/model-000000002.npz", "runs/s/r/checkpoints/state.json"]
-    tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=s3_bucket, Key=keys[0])["TagSet"]}
-    assert tags == CHECKPOINT_TAGS
-    assert s3.get_object_tagging(Bucket=s3_bucket, Key=keys[1])["TagSet"] == []
+    models = ["runs/s/r/checkpoints/model-000000001.npz", "runs/s/r/checkpoints/model-000000002.v0.1.npz"]
+    states = ["runs/s/r/checkpoints/state.json", "runs/s/r/checkpoints/state.v0.1.json"]
+    assert keys == sorted(models + states)
+    for key in models:  # the lifecycle rule expires them: nothing is deleted by the run
+        tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=s3_bucket, Key=key)["TagSet"]}
+        assert tags == CHECKPOINT_TAGS
+    for key in states:
+        assert s3.get_object_tagging(Bucket=s3_bucket, Key=key)["TagSet"] == []
+    newest = json.loads(s3.get_object(Bucket=s3_bucket, Key=states[1])["Body"].read())
+    assert newest["epoch"] == 2 and newest["model_key"] == models[1]

@@ -16,6 +16,7 @@ import yaml
 from servers import require_module
 
 from payload.cli import main as payload_main
+from payload.layout import newest_versions
 from payload.schema import validate_result
 from payload.workloads import WorkloadSpecError, load_spec
 from payload.workloads.metrics import MetricsReader, parse_json_line, parse_mllog_line
@@ -242,8 +243,11 @@ def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
         < events.index("train_end")
     )
     assert result["price"]["hourly_usd"] == 0.40 and result["price"]["origin"] == "env"
-    tail = (run_dir / "log-tail.txt").read_text()
-    assert result["artifacts"]["log_tail"].endswith("/log-tail.txt") and "GPUBENCH_METRICS" in tail
+    tail_key = result["artifacts"]["log_tail"]  # the final tail: the newest version of log-tail.txt
+    tails = [p.relative_to(bucket).as_posix() for p in run_dir.glob("log-tail*.txt")]
+    assert tail_key == newest_versions(tails)[f"{run_dir.relative_to(bucket).as_posix()}/log-tail.txt"]
+    tail = (bucket / tail_key).read_text()
+    assert "GPUBENCH_METRICS" in tail
     assert [r.split(",")[0] for r in (run_dir / "epochs.csv").read_text().splitlines()] == ["epoch", "1", "2"]
 
     out = tmp_path / "report"
@@ -270,7 +274,7 @@ def test_failing_workload_is_a_failed_result_with_its_log_tail(tmp_path):
     assert result["error"].startswith("`run` exited with status 3") and result["error"].endswith("CUDA out of memory")
     assert result["benchmark"]["workload"]["run_exit_code"] == 3
     assert result["metrics"]["samples_per_second"] is None and result["metrics"]["train_seconds"] >= 0
-    tail = (run_dir / "log-tail.txt").read_text().splitlines()
+    tail = (tmp_path / "bucket" / result["artifacts"]["log_tail"]).read_text().splitlines()
     assert len(tail) == 200 and tail[-1] == "CUDA out of memory" and tail[0] == "step 101"
     assert result["benchmark"]["workload"]["log_tail_lines"] == 200
 

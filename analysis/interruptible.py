@@ -1,0 +1,88 @@
+"""A thread pool that never makes Ctrl-C wait.
+
+`concurrent.futures.ThreadPoolExecutor` waits for its workers twice: when its
+`with` block ends (even on KeyboardInterrupt), and again when the interpreter
+exits (its workers are joined). A command whose workers are in the middle of a
+`pulumi up` or a download then answers Ctrl-C only when they are done.
+
+`InterruptiblePool` runs its workers as daemon threads. When its `with` block
+ends normally it waits for them, as a pool should; when it ends by an exception
+(Ctrl-C, a closed generator, an error) it cancels every task not yet started,
+sets `stop` so that running tasks can end at their next check, and returns at
+once. Whatever a running task was doing is left to the task's own recovery
+(the campaign manifest records a stack as `launching`; collect downloads again).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+__all__ = ["InterruptiblePool"]
+
+
+class InterruptiblePool:
+    """`submit(fn, *args) -> Future` on up to `workers` daemon threads; `stop` is set when the block is abandoned."""
+
+    def __init__(self, workers: int, name: str = "gpubench-pool"):
+        if workers < 1:
+            raise ValueError(f"a pool needs at least one worker, got {workers}")
+        self.workers, self.name = workers, name
+        self.stop = threading.Event()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._futures: list[Future] = []
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        if self.stop.is_set():
+            raise RuntimeError(f"{self.name} is stopping: no new tasks")
+        future: Future = Future()
+        self._futures.append(future)
+        self._tasks.put((future, fn, args))
+        if len(self._threads) < self.workers:
+            thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return future
+
+    def _work(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            future, fn, args = task
+            if self.stop.is_set() or not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - the caller sees it through the future
+                future.set_exception(exc)
+
+    def cancel(self) -> int:
+        """Stop: cancel every task not started, tell running ones through `stop`; returns how many were cancelled."""
+        self.stop.set()
+        cancelled = sum(f.cancel() for f in self._futures)
+        self._release()
+        return cancelled
+
+    def _release(self) -> None:
+        for _ in self._threads:
+            self._tasks.put(None)
+
+    def __enter__(self) -> InterruptiblePool:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.cancel()  # Ctrl-C or an error: nobody waits for the workers
+            return
+        self._release()
+        try:
+            for thread in self._threads:
+                thread.join()
+        except BaseException:  # Ctrl-C while waiting for the last tasks
+            self.cancel()
+            raise
