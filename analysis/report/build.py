@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
-from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 
 CostBasis = Literal["billed", "train"]
 
@@ -145,7 +144,8 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
 
     summary = tables["summary"]
     out = io.StringIO()
-    for line in answer.lines(tables["recommendations"], opts):
+    counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
+    for line in answer.lines(tables["recommendations"], opts, counts):
         print(line, file=out)
     print(file=out)
     notes = PriceNotes()
@@ -197,12 +197,8 @@ def write_report(
     runs = read_table(str(out_dir))
     if as_of is not None and len(runs):
         runs = price_runs(runs, as_of=as_of)
-    opts = Options(
-        base=base,
-        deadline_hours=DEFAULT_DEADLINE_HOURS if deadline_hours is None else deadline_hours,
-        budget_usd=DEFAULT_BUDGET_USD if budget_usd is None else budget_usd,
-        cost_basis=cost_basis,
-    )
+    # a deadline or budget the user did not give is not in the answer
+    opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     warning, dates = None, _catalog_price_dates(runs)
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
