@@ -107,13 +107,24 @@ def benchmark_name(bench: str) -> str:
     return name
 
 
+def _top_level_parts(label: str) -> list[str]:
+    """A label split at ", " outside brackets: "metrics ['json', 'mllog']" stays one part."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(label):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and label.startswith(", ", i):
+            parts.append(label[start:i])
+            start = i + 2
+    return [*parts, label[start:]]
+
+
 def short_label(label) -> str:
     """A configuration's label without hashes and lists, cut at a part boundary
     before HEADING_CHARS ("" for none)."""
     if not isinstance(label, str):
         return ""
     parts, length = [], 0
-    for part in (p.strip() for p in label.split(", ")):
+    for part in (p.strip() for p in _top_level_parts(label)):
         if not part or _LONG_PART.search(part):
             continue
         if parts and length + len(part) + 2 > HEADING_CHARS:
