@@ -250,6 +250,33 @@ def demo_like_results() -> list[dict]:
     return out
 
 
+# A demo run with only this machine measured: each benchmark's rate (samples/s),
+# training time (s) and accuracy on synthetic data, priced with --hourly-usd.
+LOCAL_RATES = {"mnist-mlp": 2600.0, "mnist-cnn": 190.0, "bilstm-sentiment": 128.0, "resnet50": 2.1}
+LOCAL_SECONDS = {"mnist-mlp": 3.1, "mnist-cnn": 20.0, "bilstm-sentiment": 40.0, "resnet50": 90.0}
+LOCAL_ACCURACY = {"mnist-mlp": 0.083, "mnist-cnn": 0.111, "bilstm-sentiment": 1.0, "resnet50": None}
+LOCAL_HOURLY_USD = 0.40
+
+
+def local_only_results() -> list[dict]:
+    """What a demo leaves with only this machine measured: one run of each
+    benchmark on synthetic data, priced at launch with --hourly-usd (no source recorded)."""
+    return [
+        make_result(
+            "local/this-machine",
+            bench,
+            train_seconds=LOCAL_SECONDS[bench],
+            samples_per_second=LOCAL_RATES[bench],
+            gpus_used=0,
+            hourly_usd=LOCAL_HOURLY_USD,
+            price_source=None,
+            accuracy=LOCAL_ACCURACY[bench],
+            params={"epochs": 1, "samples": 1024},
+        )
+        for bench in LOCAL_RATES
+    ]
+
+
 # One job on seven offerings in both markets (14 configurations of a single
 # workload): (offering, on-demand USD/h, hours to train on demand). Times span
 # 0.07 h to 12 h and prices USD 0.21 to 55 per hour, as a real sweep's do.

@@ -502,11 +502,14 @@ def probe_line(count: int) -> str:
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:
     """Write out_dir/index.html over the full runs (probe runs left out, and
     counted in one line); return its path and the metrics tables."""
-    from analysis.report.reference import with_run_facts
+    from analysis.report import answer, reference
 
     runs, probes = split_probes(runs)
     tables = analyse(runs, opts)
-    tables["summary"] = with_run_facts(tables["summary"], runs)  # price origin and data, as shown
+    tables["summary"] = reference.with_run_facts(tables["summary"], runs)  # price origin and data, as shown
+    # this machine beside the studies, as the terminal summary says it
+    found = reference.versus(runs, reference.prices_used(tables["summary"])) if len(runs) else []
+    tables["versus"] = [" ".join(answer.versus_lines(v)) for v in found]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"

@@ -147,6 +147,10 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
     for line in answer.lines(tables["recommendations"], opts, counts):
         print(line, file=out)
+    if tables.get("versus"):  # this machine beside the studies' GPUs
+        print(file=out)
+    for line in tables.get("versus", []):
+        print(line, file=out)
     print(file=out)
     notes = PriceNotes()
     # one unit for the whole time column (the one rule: the unit of its longest time)

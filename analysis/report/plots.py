@@ -135,11 +135,13 @@ def log_if_wide(ax, values, axis: str = "x") -> bool:
     v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
     wide = bool(v) and max(v) > 10 * min(v)
     if wide:
-        from matplotlib.ticker import FuncFormatter
+        from matplotlib.ticker import FuncFormatter, NullFormatter
 
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
-        # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1
-        (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        scale = ax.xaxis if axis == "x" else ax.yaxis
+        # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1; no labels on minor ticks (they crowd)
+        scale.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        scale.set_minor_formatter(NullFormatter())
     return wide
 
 
@@ -285,9 +287,10 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None)
         ax.barh([i - 0.2 for i in y], d["rel_train_cost"], height=0.4, label="cost to train")
         ax.axvline(1.0, color="black", lw=0.8)
         ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
-        ax.set_xlabel(f"relative to {base} (= 1)")
+        log = log_if_wide(ax, list(d["rel_time"]) + list(d["rel_train_cost"]), "x")
+        ax.set_xlabel(f"relative to {base} (= 1)" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: relative to the base")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _png(fig), prices_caption(s, cite)
 
 
@@ -369,16 +372,15 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]
         ax_t.barh(names, d["imagenet_hours"], color="tab:blue")
-        log = d["imagenet_hours"].max() > 50 * d["imagenet_hours"].min()
-        if log:  # one slow machine would flatten every other bar
-            ax_t.set_xscale("log")
-            ax_c.set_xscale("log")
+        # one slow machine would flatten every other bar
+        log = log_if_wide(ax_t, d["imagenet_hours"], "x")
+        log_cost = log_if_wide(ax_c, d["imagenet_cost_usd"], "x")
         ax_t.set_xlabel("hours (extrapolated)" + (", log scale" if log else ""))
         ax_t.set_title(f"{name}: time", fontsize=9)
         ax_t.tick_params(axis="y", labelsize=8)
         priced = d["imagenet_cost_usd"].notna()
         ax_c.barh([x for x, p in zip(names, priced) if p], d.loc[priced, "imagenet_cost_usd"], color="tab:purple")
-        ax_c.set_xlabel("USD (extrapolated, at the price paid per hour)" + (", log scale" if log else ""))
+        ax_c.set_xlabel("USD (extrapolated, at the price paid per hour)" + (", log scale" if log_cost else ""))
         ax_c.set_title(f"{name}: cost" + ("" if priced.all() else " (unpriced offerings left out)"), fontsize=9)
         ax_c.tick_params(axis="y", labelsize=8)
     used = sorted(set(s["benchmark"]))

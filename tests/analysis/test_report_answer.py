@@ -149,7 +149,11 @@ def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
     sections = re.findall(r'<section id="([^"]+)"', body)
     assert sections[0] == "answer" and "results" in sections
     # seed 000's accuracy and GPU utilisation columns, throughput in the benchmark's unit
-    assert "<th>accuracy (synthetic data)</th>" in page and "<th>GPU util. (mean %)</th>" in page and "<th>tweets/s</th>" in page
+    assert (
+        "<th>accuracy (synthetic data)</th>" in page
+        and "<th>GPU util. (mean %)</th>" in page
+        and "<th>tweets/s</th>" in page
+    )
     # no identical rows, no long string repeated in a cell: the price source is a footnote
     for table in re.findall(r"<table.*?</table>", page, flags=re.S):
         rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, flags=re.S)

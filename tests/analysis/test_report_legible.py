@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from synthetic_results import make_result, many_offerings_results, result_bytes, result_key
+from synthetic_results import (
+    LOCAL_HOURLY_USD,
+    LOCAL_RATES,
+    LOCAL_SECONDS,
+    local_only_results,
+    many_offerings_results,
+    result_bytes,
+    result_key,
+)
 
 from analysis.metrics import Options, recommend
 from analysis.reference.studies import reference_figures
@@ -28,31 +36,6 @@ from analysis.report.answer import (
     short_label,
 )
 from payload.storage import open_store
-
-# This machine's measured rates in the local-only fixture, and the price it was given at launch.
-RATES = {"mnist-mlp": 2600.0, "mnist-cnn": 190.0, "bilstm-sentiment": 128.0, "resnet50": 2.1}
-SECONDS = {"mnist-mlp": 3.1, "mnist-cnn": 20.0, "bilstm-sentiment": 40.0, "resnet50": 90.0}
-ACCURACY = {"mnist-mlp": 0.083, "mnist-cnn": 0.111, "bilstm-sentiment": 1.0, "resnet50": None}
-HOURLY = 0.40
-
-
-def local_only_results() -> list[dict]:
-    """What a demo run leaves with only this machine measured: one run of each
-    benchmark on synthetic data, priced with --hourly-usd (no source recorded)."""
-    return [
-        make_result(
-            "local/this-machine",
-            bench,
-            train_seconds=SECONDS[bench],
-            samples_per_second=RATES[bench],
-            gpus_used=0,
-            hourly_usd=HOURLY,
-            price_source=None,
-            accuracy=ACCURACY[bench],
-            params={"epochs": 1, "samples": 1024},
-        )
-        for bench in RATES
-    ]
 
 
 def _report(tmp: Path, results: list[dict], **limits):
@@ -103,13 +86,14 @@ def test_first_the_machine_beside_the_studies_with_one_chart(local):
     # this machine's rate beside the range the studies published for the same benchmark
     seed000 = [f for f in reference_figures() if f.benchmark == "bilstm-sentiment"]
     lo, hi = min(f.value for f in seed000), max(f.value for f in seed000)
-    assert f"bilstm-sentiment: this machine (CPU) {RATES['bilstm-sentiment']:.0f} tweets/s" in text
+    assert f"bilstm-sentiment: this machine (CPU) {LOCAL_RATES['bilstm-sentiment']:.0f} tweets/s" in text
     assert f"the studies' GPUs {lo:,.0f}–{hi:,.0f} tweets/s" in text
     # seed 000's full training here (tweets / measured rate, at the price given) and there (as published)
     tweets = seed000[0].workload_samples
-    hours = tweets / RATES["bilstm-sentiment"] / 3600
+    hours = tweets / LOCAL_RATES["bilstm-sentiment"] / 3600
     assert (
-        f"Seed 000's full training ({tweets:,} tweets): here about {hours:.1f} h for USD {hours * HOURLY:.2f}" in text
+        f"Seed 000's full training ({tweets:,} tweets): here about {hours:.1f} h for USD {hours * LOCAL_HOURLY_USD:.2f}"
+        in text
     )
     took = f"{min(f.train_hours for f in seed000):.2f}–{max(f.train_hours for f in seed000):.2f} h"
     assert f"the studies' GPUs took {took}" in text
@@ -122,7 +106,7 @@ def test_first_the_machine_beside_the_studies_with_one_chart(local):
 def test_one_offering_is_not_called_cheapest_and_fastest(local):
     _, page = local
     items = re.findall(r"<li>(.*?)</li>", _section(page, "answer"), flags=re.S)
-    assert len(items) == len(RATES)
+    assert len(items) == len(LOCAL_RATES)
     for item in items:
         assert "cheapest" not in item and "fastest" not in item and "(the one offering measured)" in item
 
@@ -195,9 +179,9 @@ def test_times_in_seconds_and_costs_per_thousand_or_million_samples(local):
     _, page = local
     table = _section(page, "results")
     mlp = table[table.index("<h3>mnist-mlp") :].split("</table>")[0]
-    assert "<th>time (s)</th>" in mlp and f'<td class="num">{SECONDS["mnist-mlp"]:.2f}</td>' in mlp
+    assert "<th>time (s)</th>" in mlp and f'<td class="num">{LOCAL_SECONDS["mnist-mlp"]:.2f}</td>' in mlp
     # USD per million images: hourly / 3600 / images/s x 1,000,000, read as dollars and cents
-    per_million = HOURLY / 3600 / RATES["mnist-mlp"] * 1e6
+    per_million = LOCAL_HOURLY_USD / 3600 / LOCAL_RATES["mnist-mlp"] * 1e6
     assert "<th>USD per million images</th>" in mlp and f'<td class="num">{per_million:.3f}</td>' in mlp
     assert "per USD" not in table
     assert per_samples_scale([2e-5]) == (1_000, "1,000")  # USD 0.02 per 1,000
@@ -216,7 +200,7 @@ def test_accuracy_on_synthetic_data_says_so(local):
 def test_the_price_shown_is_the_price_used_with_its_source(local):
     _, page = local
     banner = re.search(r'<p class="assumption">(.*?)</p>', page, flags=re.S).group(1)
-    assert f"USD {HOURLY:g}/h" in banner and "0.10" not in banner and "0.1/h" not in banner
+    assert f"USD {LOCAL_HOURLY_USD:g}/h" in banner and "0.10" not in banner and "0.1/h" not in banner
     assert "given at launch" in banner and "None" not in banner
     notes = re.findall(r'<li value="\d+">(.*?)</li>', page)
     assert notes and all(n.startswith("given at launch") for n in notes), notes
@@ -248,7 +232,7 @@ def test_the_page_puts_full_parameters_in_details(local):
     heads = re.findall(
         r"<h3>([^<]*)</h3><details class=\"params\"><summary>parameters</summary>([^<]*)</details>", page
     )
-    assert len(heads) == len(RATES)
+    assert len(heads) == len(LOCAL_RATES)
     for title, details in heads:
         assert "workload key" in details and title.split(" (")[0] in details
 
