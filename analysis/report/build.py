@@ -116,12 +116,16 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return "-" if missing else fmt.format(value)
 
 
+# Terminal columns left out when they carry no information (analysis.report.INFORMATIVE).
+_TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time", "cost/base": "rel_time"}
+
+
 def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
     from analysis.report import answer
 
     return (
-        _cell(r["benchmark"]),
-        short(_cell(r.get("workload_label")), 40),
+        answer.benchmark_name(r["benchmark"]),
+        short(answer.short_label(r.get("workload_label")) or "-", 40),
         _cell(r["offering_id"]),
         _cell(r["market"]),
         _cell(r["gpus_used"], "{:.0f}"),
@@ -140,7 +144,7 @@ def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
 
 
 def _summary_text(tables: dict[str, Any], opts: Any) -> str:
-    from analysis.report import PriceNotes, answer, with_unit_columns
+    from analysis.report import PriceNotes, answer, informative, with_unit_columns
 
     summary = tables["summary"]
     out = io.StringIO()
@@ -156,7 +160,9 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     # one unit for the whole time column (the one rule: the unit of its longest time)
     unit = answer.time_unit([float(h) for h in summary["train_hours"] if h == h])
     rows = [_row(r, unit, notes) for r in with_unit_columns(summary).to_dict("records")]
-    print_table(rows, tuple(h.format(unit=unit) for h in _HEADERS), out=out)
+    keep = [i for i, h in enumerate(_HEADERS) if h not in _TELLS or informative(summary, _TELLS[h])]
+    heads = tuple(_HEADERS[i].format(unit=unit) for i in keep)
+    print_table([tuple(row[i] for i in keep) for row in rows], heads, out=out)
     print("\nprices:", file=out)
     for n, text in notes.items():
         print(f"  [{n}] {text}", file=out)

@@ -390,7 +390,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
     import matplotlib.pyplot as plt
 
     from analysis.report.answer import long_duration
-    from analysis.report.plots import MAX_PANELS, _png
+    from analysis.report.plots import MAX_PANELS, _png, log_if_wide
 
     if not items:
         return None, "this machine ran no benchmark the studies publish"
@@ -410,9 +410,9 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
                 long_duration(hours), (hours, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7
             )
         ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
-        ax.set_xscale("log")
-        ax.set_xlim(min(b[1] for b in bars) / 2, max(b[1] for b in bars) * 8)
-        ax.set_xlabel("hours (log scale)", fontsize=8)
+        log = log_if_wide(ax, [b[1] for b in bars], "x")
+        ax.set_xlim(min(b[1] for b in bars) / 2 if log else 0, max(b[1] for b in bars) * (8 if log else 1.3))
+        ax.set_xlabel("hours" + (" (log scale)" if log else ""), fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.set_title(v.work, fontsize=8)
     caption = (
