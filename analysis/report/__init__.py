@@ -427,11 +427,15 @@ def answer_context(runs: pd.DataFrame, tables: dict, opts: Options) -> dict:
     for rec in tables["recommendations"]:
         rows = _configuration_rows(summary, rec)
         head = answer.configuration(rec)
+        # the ranking goes right after the answer, before the offerings it could not rank
+        said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)
+        said = said.rstrip()
         sentences.append(
             {
                 "configuration": head,
-                "rest": answer.sentence(rec, len(rows))[len(head) :],
+                "rest": said,
                 "ranking": answer.ranking(rows, opts.cost_column),
+                "unpriced": (marker + unpriced).strip(),
             }
         )
     versus = reference.versus(runs, reference.prices_used(summary)) if len(runs) else []

@@ -152,6 +152,9 @@ def configuration_details(rec: dict) -> str:
     return "; ".join(parts)
 
 
+UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings without a price
+
+
 def sentence(rec: dict, offerings: int | None = None) -> str:
     """One recommendation (analysis.metrics.recommend) as one sentence, then,
     when some offerings had no price, one more naming them and how to price them.
@@ -193,7 +196,7 @@ def sentence(rec: dict, offerings: int | None = None) -> str:
         names = ", ".join(f"{_who(u)} ({duration(u['hours'])})" for u in unpriced)
         ids = ", ".join(dict.fromkeys(offering_name(u["offering_id"]) for u in unpriced))
         markets = " or ".join(dict.fromkeys(u["market"] for u in unpriced))
-        text += f" Not ranked by cost, no price: {names}. To add a price: {add_price_hint(ids, markets)}."
+        text += f" {UNPRICED}{names}. To add a price: {add_price_hint(ids, markets)}."
     return text
 
 
