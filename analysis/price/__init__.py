@@ -12,6 +12,8 @@
 - `spot`: a run's price over its own window, at the spot price it paid.
 - `snapshot`: render, validate, write and diff a dated price snapshot.
 - `refresh`: one `prices refresh` of a provider and region, end to end.
+- `skypilot`: a dated snapshot converted from SkyPilot's public catalog
+  (`python -m analysis.price.skypilot`).
 
 The catalog's own price data (snapshots, billing rules, live-price errors)
 is infra's, under infra/catalog/; each cloud's price API client is in

@@ -63,20 +63,23 @@ def render(
     as_of: date,
     source: str,
     region: str,
-    fetched_at: datetime,
+    fetched_at: datetime | None,
     header: Iterable[str],
     tables: dict[str, dict[str, dict[str, Any]]],
+    generator: str = "python -m analysis prices refresh",
 ) -> str:
     """TOML text of a snapshot. `tables` maps table ("price", "gcp_machine",
-    "gcp_gpu") -> id -> fields (hourly, spot_hourly, note, ...)."""
+    "gcp_gpu") -> id -> fields (hourly, spot_hourly, note, ...). A snapshot
+    converted from a published file has no fetch time (`fetched_at` None)."""
     lines = [f"# {h}" for h in header]
     lines += [
         f"as_of = {_toml_value(as_of.isoformat())}",
         f"source = {_toml_value(source)}",
         f"region = {_toml_value(region)}",
-        f"fetched_at = {_toml_value(fetched_at.strftime('%Y-%m-%dT%H:%M:%SZ'))}",
-        'generator = "python -m analysis prices refresh"',
     ]
+    if fetched_at is not None:
+        lines.append(f"fetched_at = {_toml_value(fetched_at.strftime('%Y-%m-%dT%H:%M:%SZ'))}")
+    lines.append(f"generator = {_toml_value(generator)}")
     for table, rows in tables.items():
         for key in sorted(rows):
             lines += ["", f"[[{table}]]", f"{TABLE_ID_FIELDS[table]} = {_toml_value(key)}"]

@@ -9,6 +9,7 @@ import tomllib
 
 import pytest
 import responses
+from catalog_days import keep_snapshots_until
 from prices_fakes import (
     GPU_USD,
     add_get_products,
@@ -48,6 +49,13 @@ AWS_USD = {
     "p4d.24xlarge": "21.957642",
     "p5.48xlarge": "55.04",
 }
+
+
+@pytest.fixture
+def data_dir(data_dir):
+    """The catalog data as it was on NOW, the day these refreshes play on."""
+    keep_snapshots_until(data_dir, NOW.date())
+    return data_dir
 
 
 def aws_clients():
