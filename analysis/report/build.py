@@ -149,12 +149,11 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     summary = tables["summary"]
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
-    for line in answer.lines(tables["recommendations"], opts, counts):
-        print(line, file=out)
-    if tables.get("versus"):  # this machine beside the studies' GPUs
-        print(file=out)
-    for line in tables.get("versus", []):
-        print(line, file=out)
+    said = answer.lines(tables["recommendations"], opts, counts)
+    versus = tables.get("versus") or []  # this machine beside the studies' GPUs
+    # this machine alone: its comparison with the studies is the answer, so it comes first
+    blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]
+    print("\n\n".join("\n".join(b) for b in blocks if b), file=out)
     print(file=out)
     notes = PriceNotes()
     # one unit for the whole time column (the one rule: the unit of its longest time)
