@@ -307,9 +307,7 @@ class Versus(NamedTuple):
     there_published: bool  # the study printed those hours (else: the work / the published rate)
 
     def name(self, f: Figure) -> str:
-        """A study figure's GPU as a sentence names it ("K80", "4 x GTX 1080 Ti")."""
-        count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
-        return count + f.gpu.removeprefix("Tesla ")
+        return gpu_name(f)
 
 
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
@@ -337,13 +335,17 @@ def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | 
     return tuple(out)
 
 
+def gpu_name(f: Figure) -> str:
+    """A study figure's GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
+    count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
+    return count + f.gpu.removeprefix("Tesla ")
+
+
 def _short_ref(f: Figure) -> str:
     """'K80 (AWS p2.xlarge)', '4 x GTX 1080 Ti (estimated)': a chart label."""
-    count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
     where = f.label.split(" (")[0] if f.study == "seed 000" else ""
     tail = " (estimated)" if f.basis.startswith("estimated") else ""
-    gpu = f.gpu.removeprefix("Tesla ")
-    return f"{count}{gpu}" + (f" ({where})" if where else "") + tail
+    return gpu_name(f) + (f" ({where})" if where else "") + tail
 
 
 def versus(runs: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:

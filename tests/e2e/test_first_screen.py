@@ -10,7 +10,7 @@ import re
 
 import pytest
 from chromium_cdp import Browser, find_chromium
-from synthetic_results import local_only_results, result_bytes, result_key
+from synthetic_results import local_only_results, many_offerings_results, result_bytes, result_key
 
 from payload.storage import open_store
 
@@ -25,6 +25,7 @@ FIRST_SCREEN_JS = """
   return {
     scrollY: window.scrollY, height: window.innerHeight, width: window.innerWidth,
     versus: answer ? Array.from(answer.querySelectorAll('p.versus')).map(p => ({text: p.textContent, ...box(p)})) : [],
+    rankings: answer ? Array.from(answer.querySelectorAll('.ranking')).map(p => ({text: p.textContent, ...box(p)})) : [],
     images: Array.from(document.images).map(i => ({alt: i.alt, inAnswer: !!answer && answer.contains(i),
                                                    complete: i.complete, ...box(i)})),
   };
@@ -61,19 +62,23 @@ def test_the_demo_report_answers_on_its_first_screen(demo_first):
     assert_answers_on_first_screen(first_screen(demo_first.report / "index.html"))
 
 
-@pytest.fixture(scope="module")
-def synthetic_demo(tmp_path_factory):
-    """All four demo benchmarks on this machine alone, collected and reported (no TensorFlow run)."""
+def _reported(tmp, results):
+    """`results` collected from a local bucket and reported (library calls, no TensorFlow run)."""
     from analysis.collecting import collect_results
     from analysis.report.build import write_report
 
-    tmp = tmp_path_factory.mktemp("first-screen")
     store = open_store(str(tmp / "results"))
-    for r in local_only_results():
+    for r in results:
         store.put_bytes(result_key(r), result_bytes(r))
     collect_results([str(tmp / "results")], tmp / "report", spot_history="off")
     write_report(tmp / "report")
     return tmp / "report" / "index.html"
+
+
+@pytest.fixture(scope="module")
+def synthetic_demo(tmp_path_factory):
+    """All four demo benchmarks on this machine alone."""
+    return _reported(tmp_path_factory.mktemp("first-screen"), local_only_results())
 
 
 def test_a_four_benchmark_demo_report_answers_on_its_first_screen(synthetic_demo):
@@ -82,3 +87,10 @@ def test_a_four_benchmark_demo_report_answers_on_its_first_screen(synthetic_demo
     # both studies are on the first screen: seed 000's tweets and seed 004's ImageNet images
     texts = " ".join(p["text"] for p in shown["versus"] if p["bottom"] <= HEIGHT)
     assert "Seed 000's full training" in texts and "Seed 004's ImageNet training of resnet50" in texts
+
+
+def test_fourteen_offerings_are_ranked_on_the_first_screen(tmp_path):
+    shown = first_screen(_reported(tmp_path, many_offerings_results()))
+    (ranked,) = shown["rankings"]
+    assert ranked["bottom"] <= HEIGHT and ranked["text"].startswith("Ranked by cost: 1. "), ranked
+    assert shown["versus"] == []  # this machine did not run: no comparison with the studies
