@@ -72,7 +72,8 @@ def _measured_label(r) -> str:
     batch = r["per_gpu_batch_size"]
     batch_txt = "" if batch is None or (isinstance(batch, float) and math.isnan(batch)) else f"batch {int(batch)}, "
     spot = ", spot" if r["market"] == "spot" else ""
-    return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{r['precision']})"
+    precision = present(r["precision"]) or "precision not recorded"
+    return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{precision})"
 
 
 def _comparable(refs: list[Figure], batches: set[int]) -> list[Figure]:
@@ -149,11 +150,11 @@ def _measured_rows(mine: pd.DataFrame) -> list[dict]:
         {
             "label": _measured_label(r),
             "runs": int(r["runs"]),
-            "data": str(r["data"]),
+            "data": present(r["data"]),
             "value": _fmt(r["value"], ",.1f"),
             "gpus": _fmt(r["gpus_used"], ".0f"),
             "batch": _fmt(r["per_gpu_batch_size"], ".0f"),
-            "precision": str(r["precision"]),
+            "precision": present(r["precision"]),
         }
         for r in mine.sort_values("value", ascending=False).to_dict("records")
     ]

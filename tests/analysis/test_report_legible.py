@@ -305,3 +305,30 @@ def test_fourteen_offerings_chart_numbers_never_overlap(many):
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert [x.split("  ")[0] for x in legend[1:]] == [str(i) for i in range(1, 15)]
     assert '<img alt="Cost per hour vs time to train (seed 003)"' in page
+
+
+def test_reference_section_shows_no_none_for_what_a_run_did_not_record():
+    from analysis.report.reference import section
+
+    runs = pd.DataFrame(
+        [
+            {
+                "run_id": "r1",
+                "status": "completed",
+                "benchmark": "bilstm-sentiment",
+                "offering_id": "local/this-machine",
+                "market": "on-demand",
+                "gpus_used": 0,
+                "per_gpu_batch_size": None,
+                "precision": None,
+                "data": None,
+                "samples_per_second": 100.0,
+                "hourly_usd": 0.1,
+                "price_source": None,
+                "device": "CPU",
+            }
+        ]
+    )
+    text = _text(section(runs))
+    assert "local/this-machine (CPU; precision not recorded)" in text
+    assert not re.search(r"\bNone\b", text), re.search(r".{60}\bNone\b.{60}", text)
