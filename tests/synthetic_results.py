@@ -250,6 +250,72 @@ def demo_like_results() -> list[dict]:
     return out
 
 
+# A demo run with only this machine measured: each benchmark's rate (samples/s),
+# training time (s) and accuracy on synthetic data, priced with --hourly-usd.
+LOCAL_RATES = {"mnist-mlp": 2600.0, "mnist-cnn": 190.0, "bilstm-sentiment": 128.0, "resnet50": 2.1}
+LOCAL_SECONDS = {"mnist-mlp": 3.1, "mnist-cnn": 20.0, "bilstm-sentiment": 40.0, "resnet50": 90.0}
+LOCAL_ACCURACY = {"mnist-mlp": 0.083, "mnist-cnn": 0.111, "bilstm-sentiment": 1.0, "resnet50": None}
+LOCAL_HOURLY_USD = 0.40
+
+
+def local_only_results() -> list[dict]:
+    """What a demo leaves with only this machine measured: one run of each
+    benchmark on synthetic data, priced at launch with --hourly-usd (no source recorded)."""
+    return [
+        make_result(
+            "local/this-machine",
+            bench,
+            train_seconds=LOCAL_SECONDS[bench],
+            samples_per_second=LOCAL_RATES[bench],
+            gpus_used=0,
+            hourly_usd=LOCAL_HOURLY_USD,
+            price_source=None,
+            accuracy=LOCAL_ACCURACY[bench],
+            params={"epochs": 1, "samples": 1024},
+        )
+        for bench in LOCAL_RATES
+    ]
+
+
+# One job on seven offerings in both markets (14 configurations of a single
+# workload): (offering, on-demand USD/h, hours to train on demand). Times span
+# 0.07 h to 12 h and prices USD 0.21 to 55 per hour, as a real sweep's do.
+MANY_OFFERINGS = (
+    ("gcp/n1-standard-4+1xk80", 0.65, 12.0),
+    ("aws/g4dn.xlarge", 0.526, 6.0),
+    ("aws/g5.xlarge", 1.006, 3.5),
+    ("aws/p3.2xlarge", 3.06, 1.5),
+    ("aws/p3.8xlarge", 12.24, 0.5),
+    ("aws/p4d.24xlarge", 32.77, 0.12),
+    ("aws/p5.48xlarge", 55.04, 0.07),
+)
+SPOT_DISCOUNT = 0.4  # spot price / on-demand price in MANY_OFFERINGS
+SPOT_SLOWDOWN = 1.05  # spot runs lose a little time to interruptions
+
+
+def many_offerings_results() -> list[dict]:
+    """resnet50 (one workload) on MANY_OFFERINGS, on demand and on spot: 14
+    rows in one configuration, for chart legibility tests."""
+    out = []
+    for i, (offering, hourly, hours) in enumerate(MANY_OFFERINGS):
+        for market in ("on-demand", "spot"):
+            spot = market == "spot"
+            secs = hours * 3600 * (SPOT_SLOWDOWN if spot else 1.0)
+            out.append(
+                make_result(
+                    offering,
+                    "resnet50",
+                    market=market,
+                    train_seconds=secs,
+                    samples_per_second=64000 / secs,
+                    hourly_usd=hourly,
+                    spot_hourly_usd=round(hourly * SPOT_DISCOUNT, 3) if spot else None,
+                    repeat=2 * i + spot,
+                )
+            )
+    return out
+
+
 def result_key(result: dict) -> str:
     from payload.layout import result_key as layout_key
 

@@ -90,6 +90,8 @@ def _cell(value, fmt) -> Cell:
     """A value as a table cell: formatted numbers right-aligned, booleans as "yes"."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return Cell(None)
+    if isinstance(value, str) and value.strip() in ("None", "nan", "NaN", "<NA>"):  # a missing value as text
+        return Cell(None)
     if fmt is not None:
         try:
             return Cell(fmt.format(value), True)
@@ -115,10 +117,9 @@ class PriceNotes:
         self.notes: dict[tuple, int] = {}
 
     def ref(self, r: dict) -> str:
-        key = tuple(
-            None if _cell(r.get(k), None).text is None else str(r.get(k))
-            for k in ("price_source", "price_as_of", "billing", "price_note")
-        )
+        from analysis.report.reference import present, price_source_words
+
+        key = (price_source_words(r), *(present(r.get(k)) for k in ("price_as_of", "billing", "price_note")))
         if not any(key):
             return None
         n = self.notes.setdefault(key, len(self.notes) + 1)
@@ -126,8 +127,8 @@ class PriceNotes:
 
     def cite(self, frame: pd.DataFrame) -> str:
         """A chart's caption for its prices: the numbers of their notes."""
-        cols = [c for c in ("price_source", "price_as_of", "billing", "price_note") if c in frame.columns]
-        refs = {self.ref(r) for r in frame[cols].to_dict("records")} - {None}
+        cols = ("price_source", "recorded_price_origin", "price_as_of", "billing", "price_note")
+        refs = {self.ref(r) for r in frame[[c for c in cols if c in frame.columns]].to_dict("records")} - {None}
         if not refs:
             return "Prices: none recorded."
         listed = ", ".join(sorted(refs, key=lambda ref: int(ref.strip("[]"))))
@@ -160,16 +161,67 @@ def _has(frame: pd.DataFrame, col: str) -> bool:
     return col in frame.columns and pd.to_numeric(frame[col], errors="coerce").notna().any()
 
 
+def _numbers(frame: pd.DataFrame, col: str) -> pd.Series:
+    return pd.to_numeric(frame[col], errors="coerce") if col in frame.columns else pd.Series(dtype=float)
+
+
 def _rel(v) -> str | None:
     from analysis.report.answer import _digits, _missing
 
     return None if _missing(v) else _digits(float(v))
 
 
+# Columns that carry no information in some tables, and the test that they do (rows -> bool).
+INFORMATIVE = {
+    # no GPU used anywhere: a column of zeros
+    "gpus_used": lambda rows: bool((_numbers(rows, "gpus_used").fillna(0) > 0).any()),
+    # a spread needs two runs of one row
+    "train_hours_spread": lambda rows: bool((_numbers(rows, "repeats").fillna(0) > 1).any()),
+    # relative figures need the base and another offering; all 1.00 says nothing
+    "rel_time": lambda rows: (
+        rows["offering_id"].nunique() > 1 and bool((_numbers(rows, "rel_time").dropna() != 1).any())
+    ),
+    # the frontier means something only when some row is off it
+    "on_frontier": lambda rows: "on_frontier" in rows and not rows["on_frontier"].astype(str).eq("True").all(),
+}
+
+
+def informative(rows: pd.DataFrame, col: str) -> bool:
+    """Whether `col` tells the reader anything in this table (see INFORMATIVE)."""
+    return col in rows.columns and INFORMATIVE[col](rows)
+
+
+def _all_synthetic(rows: pd.DataFrame) -> bool:
+    return "data" in rows.columns and len(rows) > 0 and rows["data"].astype(str).str.contains("synthetic").all()
+
+
+def _accuracy(r: dict) -> str | None:
+    """Accuracy as read: on synthetic data it says so (random data: no measure of the model)."""
+    text = _cell(r.get("final_accuracy"), "{:.3f}").text
+    if text is None:
+        return None
+    return f"{text} (synthetic data)" if "synthetic" in str(r.get("data") or "") else text
+
+
+def _per_samples(rows: pd.DataFrame, unit: str):
+    """(header, row -> cell) for the cost of a fixed number of samples, the
+    number chosen so the figures read as cents or dollars, not fractions of a cent."""
+    from analysis.report.answer import per_samples_scale
+
+    per = 1 / _numbers(rows, "samples_per_usd").where(lambda v: v > 0)
+    count, words = per_samples_scale(list(per.dropna()))
+
+    def cell(r):
+        v = pd.to_numeric(r.get("samples_per_usd"), errors="coerce")
+        return None if pd.isna(v) or v <= 0 else _rel(count / float(v))
+
+    return f"USD per {words} {unit}", cell
+
+
 def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, object, bool]]:
     """(header, row -> cell text, numeric) for one configuration's table: times
     in one unit (answer.time_unit of the longest), throughput in its sample
-    unit, and only the optional columns some run recorded."""
+    unit, and only the columns that tell the reader something here."""
     from analysis.report.answer import in_unit, time_unit
     from analysis.report.plots import units
 
@@ -187,17 +239,27 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
         ("cost to train (USD)", text("train_cost_usd", USD), True),
         ("billed (USD)", text("billed_cost_usd", USD), True),
     ]
-    optional = (
-        ("samples_per_second", f"{u}/s", "{:,.1f}"),
-        ("samples_per_usd", f"{u} per USD", "{:,.0f}"),
-        ("final_accuracy", "accuracy", "{:.3f}"),
-        ("gpu_utilization_mean", "GPU util. (mean %)", "{:.0f}"),
-    )
-    cols += [(head, text(col, fmt), True) for col, head, fmt in optional if _has(rows, col)]
-    if _has(rows, "rel_time"):
+    dropped = {"GPUs": "gpus_used", "spread": "train_hours_spread"}
+    cols = [c for c in cols if c[0] not in dropped or informative(rows, dropped[c[0]])]
+    if _has(rows, "samples_per_second"):
+        cols.append((f"{u}/s", text("samples_per_second", "{:,.1f}"), True))
+    if _has(rows, "samples_per_usd"):
+        head, cell = _per_samples(rows, u)
+        cols.append((head, cell, True))
+    if _has(rows, "final_accuracy"):
+        # all on synthetic data: the header says so once; a mix: each such cell does
+        cols.append(
+            ("accuracy (synthetic data)", text("final_accuracy", "{:.3f}"), True)
+            if _all_synthetic(rows)
+            else ("accuracy", _accuracy, True)
+        )
+    if _has(rows, "gpu_utilization_mean"):
+        cols.append(("GPU util. (mean %)", text("gpu_utilization_mean", "{:.0f}"), True))
+    if _has(rows, "rel_time") and informative(rows, "rel_time"):
         cols.append(("time vs base", lambda r: _rel(r.get("rel_time")), True))
         cols.append(("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True))
-    cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
+    if informative(rows, "on_frontier"):
+        cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
     cols.append(("price", lambda r: notes.ref(r), False))
     return cols
 
@@ -222,20 +284,26 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
             ("gpu_utilization_mean", "GPU utilisation"),
             ("samples_per_second", f"{units(rows)}/s"),
         )
-        if not _has(rows, col)
+        if not _has(rows, col) and (col != "gpu_utilization_mean" or informative(rows, "gpus_used"))
     ]
-    return {"table": Table(tuple(h for h, _, _ in cols), tuple(body)), "missing": ", ".join(missing)}
+    synthetic = (
+        _has(rows, "final_accuracy") and "data" in rows and rows["data"].astype(str).str.contains("synthetic").any()
+    )
+    return {
+        "table": Table(tuple(h for h, _, _ in cols), tuple(body)),
+        "missing": ", ".join(missing),
+        "synthetic": bool(synthetic),
+    }
 
 
 def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
-    """The charts that carry information, and one line naming those left out and why.
-    Captions cite the numbered price sources (`cite`) instead of repeating them."""
+    """The charts that carry information; captions cite the numbered price sources (`cite`) instead of repeating them."""
     from analysis.report import plots
 
     charts = [
         ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
         ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
-        ("Samples per dollar, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
+        ("Cost per sample, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
         (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base, cite)),
         ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
         (
@@ -247,10 +315,8 @@ def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
             plots.imagenet(summary, cite),
         ),
     ]
-    return {
-        "drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None],
-        "skipped": "; ".join(f"{t} ({cap})" for t, (png, cap) in charts if png is None),
-    }
+    # a chart that cannot compare anything is neither drawn nor listed
+    return {"drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None]}
 
 
 SCALING_COLUMNS = (
@@ -291,7 +357,11 @@ def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes)
 
     summary = tables["summary"]
     configs = [
-        {"title": answer.configuration(rows.iloc[0].to_dict()), **config_table(rows, notes)}
+        {
+            "title": answer.configuration(rows.iloc[0].to_dict()),
+            "details": answer.configuration_details(rows.iloc[0].to_dict()),
+            **config_table(rows, notes),
+        }
         for _, rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True)
     ]
     extra = (
@@ -299,7 +369,12 @@ def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes)
         ("breakeven", "On-prem break-even", tables["breakeven"], BREAKEVEN_COLUMNS),
     )
     return {
-        "results": {"assumed": reference.assumed_rates(summary), "base": str(opts.base), "configs": configs},
+        "results": {
+            "assumed": reference.assumed_rates(summary),
+            "base": _base(summary, opts) if any("time vs base" in c["table"].head for c in configs) else "",
+            "synthetic": any(c["synthetic"] for c in configs),
+            "configs": configs,
+        },
         "charts": _charts(summary, tables, opts, notes.cite),
         "tables": [
             {"sid": sid, "title": title, "table": frame_table(frame, cols)}
@@ -310,32 +385,85 @@ def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes)
     }
 
 
-def _counts(runs: pd.DataFrame, opts: Options) -> str:
+def _base(summary: pd.DataFrame, opts: Options) -> str:
+    """The base offering as used: the one asked for, else the one the metrics chose ("" for none)."""
+    from analysis.report.reference import present
+
+    if opts.base:
+        return str(opts.base)
+    chosen = [present(b) for b in summary.get("base", pd.Series(dtype=object))]
+    return next((b for b in chosen if b), "")
+
+
+def _counts(runs: pd.DataFrame, opts: Options, summary: pd.DataFrame) -> str:
     completed = int((runs["status"] == "completed").sum()) if len(runs) else 0
     basis = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train"
+    several = not summary.empty and summary["offering_id"].nunique() > 1
+    base = _base(summary, opts) if several else ""
     return (
-        f"{len(runs)} runs in the table, {completed} completed; base offering {opts.base}; "
-        f"recommendations rank by {basis}."
+        f"{len(runs)} runs in the table, {completed} completed; "
+        + (f"base offering {base}; " if base else "")
+        + f"recommendations rank by {basis}."
     )
+
+
+def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
+    """The summary rows of one recommendation's configuration."""
+    same = summary["benchmark"] == rec["benchmark"]
+    wl = rec.get("workload")
+    if wl is None or (isinstance(wl, float) and math.isnan(wl)):
+        return summary[same & summary["workload"].isna()]
+    return summary[same & (summary["workload"] == wl)]
+
+
+def answer_context(runs: pd.DataFrame, tables: dict, opts: Options) -> dict:
+    """The answer section: per configuration its sentence (and ranking when
+    several offerings ran); this machine beside the studies' GPUs with the one
+    chart, first when this machine is the only offering measured."""
+    from analysis.report import answer, reference
+
+    summary = tables["summary"]
+    sentences = []
+    for rec in tables["recommendations"]:
+        rows = _configuration_rows(summary, rec)
+        head = answer.configuration(rec)
+        # the ranking goes right after the answer, before the offerings it could not rank
+        said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)
+        said = said.rstrip()
+        sentences.append(
+            {
+                "configuration": head,
+                "rest": said,
+                "ranking": answer.ranking(rows, opts.cost_column),
+                "unpriced": (marker + unpriced).strip(),
+            }
+        )
+    versus = reference.versus(runs, reference.prices_used(summary)) if len(runs) else []
+    png, caption = reference.versus_plot(versus)
+    return {
+        "sentences": sentences,
+        "basis": answer.basis_line(opts),
+        "versus": [answer.versus_lines(v) for v in versus],
+        "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
+        "figure": Figure.of(VERSUS_TITLE, png, caption) if png is not None else None,
+    }
+
+
+VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPUs"
 
 
 def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
     """Everything templates/report.html.j2 shows, computed in page order so the
     price notes are numbered in the order a reader meets them."""
-    from analysis.report import answer
+    from analysis.report import reference
 
+    tables = {**tables, "summary": reference.with_run_facts(tables["summary"], runs)}
     ctx = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": source,
-        "counts": _counts(runs, opts),
+        "counts": _counts(runs, opts, tables["summary"]),
         "probes": probes,
-        "answer": {
-            "sentences": [
-                {"configuration": answer.configuration(r), "rest": answer.sentence(r)[len(answer.configuration(r)) :]}
-                for r in tables["recommendations"]
-            ],
-            "basis": answer.basis_line(opts),
-        },
+        "answer": answer_context(runs, tables, opts),
         "results": None,
         "not_done": None,
     }
@@ -378,8 +506,14 @@ def probe_line(count: int) -> str:
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:
     """Write out_dir/index.html over the full runs (probe runs left out, and
     counted in one line); return its path and the metrics tables."""
+    from analysis.report import answer, reference
+
     runs, probes = split_probes(runs)
     tables = analyse(runs, opts)
+    tables["summary"] = reference.with_run_facts(tables["summary"], runs)  # price origin and data, as shown
+    # this machine beside the studies, as the terminal summary says it
+    found = reference.versus(runs, reference.prices_used(tables["summary"])) if len(runs) else []
+    tables["versus"] = [" ".join(answer.versus_lines(v)) for v in found]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"

@@ -4,18 +4,22 @@ best under a budget, each with its time and cost, and the offerings that
 could not be ranked by cost with how to price them.
 
 Times follow one rule everywhere in the report and the terminal summary:
-under one hour in minutes, one hour or more in hours; a table column takes
-the unit of its longest time, so one column never mixes units.
+under a minute in seconds, under an hour in minutes, longer in hours; a
+table column takes the unit of its longest time, so one column never mixes
+units. A deadline or budget appears only when the user gave one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 from analysis.metrics import add_price_hint
 from analysis.output import usd_amount
 
 MINUTES_BELOW_HOURS = 1.0  # a time shorter than this many hours is shown in minutes
+SECONDS_BELOW_HOURS = 1 / 60  # ... and shorter than this, in seconds
+_PER_HOUR = {"s": 3600.0, "min": 60.0, "h": 1.0}
 
 
 def _missing(v) -> bool:
@@ -38,16 +42,18 @@ def _digits(v: float) -> str:
 
 
 def time_unit(hours) -> str:
-    """'min' or 'h' for a time (or the longest time of a column), by the one rule."""
+    """'s', 'min' or 'h' for a time (or the longest time of a column), by the one rule."""
     valid = [h for h in (hours if isinstance(hours, (list, tuple)) else [hours]) if not _missing(h)]
-    return "min" if valid and max(valid) < MINUTES_BELOW_HOURS else "h"
+    if not valid or max(valid) >= MINUTES_BELOW_HOURS:
+        return "h"
+    return "s" if max(valid) < SECONDS_BELOW_HOURS else "min"
 
 
 def in_unit(hours, unit: str) -> str:
     """A time in a given unit, without the unit ("-" when missing)."""
     if _missing(hours):
         return "-"
-    return _digits(float(hours) * 60 if unit == "min" else float(hours))
+    return _digits(float(hours) * _PER_HOUR[unit])
 
 
 def duration(hours) -> str:
@@ -88,18 +94,81 @@ def _same(a: dict, b: dict) -> bool:
     return a.get("offering_id") is not None and all(a.get(k) == b.get(k) for k in keys)
 
 
+_LONG_PART = re.compile(r"[0-9a-f]{16,}|\[|\{")  # a hash or a list: detail, not a name
+HEADING_CHARS = 60  # a heading's label stops before this length; the full one is a click away
+
+
+def benchmark_name(bench: str) -> str:
+    """'pytorch-resnet @fc2f2ed1' for an own workload ('workload:pytorch-resnet@fc2f2ed1e736'), else the name."""
+    name = str(bench).removeprefix("workload:")
+    if "@" in name:
+        head, digest = name.rsplit("@", 1)
+        return f"{head} @{digest[:8]}"
+    return name
+
+
+def _top_level_parts(label: str) -> list[str]:
+    """A label split at ", " outside brackets: "metrics ['json', 'mllog']" stays one part."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(label):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and label.startswith(", ", i):
+            parts.append(label[start:i])
+            start = i + 2
+    return [*parts, label[start:]]
+
+
+def short_label(label) -> str:
+    """A configuration's label without hashes and lists, cut at a part boundary
+    before HEADING_CHARS ("" for none)."""
+    if not isinstance(label, str):
+        return ""
+    parts, length = [], 0
+    for part in (p.strip() for p in _top_level_parts(label)):
+        if not part or _LONG_PART.search(part):
+            continue
+        if parts and length + len(part) + 2 > HEADING_CHARS:
+            parts.append("...")
+            break
+        parts.append(part)
+        length += len(part) + 2
+    return ", ".join(parts)
+
+
 def configuration(rec: dict) -> str:
-    label = rec.get("workload_label")
-    return f"{rec['benchmark']} ({label})" if isinstance(label, str) and label else str(rec["benchmark"])
+    """A configuration's short heading: benchmark by name (own workloads by name and short hash) and short label."""
+    label = short_label(rec.get("workload_label"))
+    name = benchmark_name(rec["benchmark"])
+    return f"{name} ({label})" if label else name
 
 
-def sentence(rec: dict) -> str:
+def configuration_details(rec: dict) -> str:
+    """Everything the short heading leaves out: full benchmark name, full label, workload key."""
+    parts = [f"benchmark {rec['benchmark']}"]
+    if isinstance(rec.get("workload_label"), str) and rec["workload_label"]:
+        parts.append(f"parameters: {rec['workload_label']}")
+    if isinstance(rec.get("workload"), str) and rec["workload"]:
+        parts.append(f"workload key {rec['workload']}")
+    return "; ".join(parts)
+
+
+UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings without a price
+
+
+def sentence(rec: dict, offerings: int | None = None) -> str:
     """One recommendation (analysis.metrics.recommend) as one sentence, then,
-    when some offerings had no price, one more naming them and how to price them."""
+    when some offerings had no price, one more naming them and how to price them.
+    `offerings`: how many rows the configuration has; with one, there is nothing
+    to call cheapest or fastest, only what it did."""
     parts = []
     cheap, fast = rec["cheapest"], rec["fastest"]
-    parts.append(f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price")
-    if fast["offering_id"] is None:
+    if offerings == 1 and fast["offering_id"] is not None:
+        parts.append(f"{_pick(fast)} (the one offering measured)")
+    else:
+        parts.append(f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price")
+    if offerings == 1:
+        pass
+    elif fast["offering_id"] is None:
         parts.append("fastest: no timed run")
     elif _same(fast, cheap):
         parts.append("it is also the fastest")
@@ -127,19 +196,113 @@ def sentence(rec: dict) -> str:
         names = ", ".join(f"{_who(u)} ({duration(u['hours'])})" for u in unpriced)
         ids = ", ".join(dict.fromkeys(offering_name(u["offering_id"]) for u in unpriced))
         markets = " or ".join(dict.fromkeys(u["market"] for u in unpriced))
-        text += f" Not ranked by cost, no price: {names}. To add a price: {add_price_hint(ids, markets)}."
+        text += f" {UNPRICED}{names}. To add a price: {add_price_hint(ids, markets)}."
     return text
 
 
 def basis_line(opts) -> str:
-    """What the costs in the sentences are, and the limits used."""
+    """What the costs in the sentences are, and the limits the user gave (none named otherwise)."""
     what = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train (training only)"
-    return (
-        f"Costs are {what}. Deadline {duration(opts.deadline_hours)}, budget {usd(opts.budget_usd)} "
-        "(--deadline-hours, --budget-usd)."
+    limits = [
+        f"{name} {shown}"
+        for name, value, shown in (
+            ("deadline", opts.deadline_hours, duration(opts.deadline_hours)),
+            ("budget", opts.budget_usd, usd(opts.budget_usd)),
+        )
+        if value is not None
+    ]
+    return f"Costs are {what}." + (f" Limits as given: {', '.join(limits)}." if limits else "")
+
+
+RANKED = 5  # offerings a ranking names; the rest are in the tables below it
+
+
+def ranking(rows, cost_column: str) -> str:
+    """'Ranked by cost: 1. A, 26.0 min for USD 0.40; 2. ...' over one
+    configuration's priced rows ("" with fewer than two)."""
+    priced = rows[rows[cost_column].notna() & rows["train_hours"].notna()]
+    if len(priced) < 2:
+        return ""
+    ordered = priced.sort_values([cost_column, "train_hours", "offering_id"]).to_dict("records")
+    named = [
+        f"{i}. {_who(r)}, {duration(r['train_hours'])} for {usd(r[cost_column])}"
+        for i, r in enumerate(ordered[:RANKED], 1)
+    ]
+    more = len(ordered) - RANKED
+    return "Ranked by cost: " + "; ".join(named) + (f"; and {more} more in the table below." if more > 0 else ".")
+
+
+def lines(recs: list[dict], opts, counts: dict | None = None) -> list[str]:
+    """The terminal summary's first lines. `counts`: (benchmark, workload) -> rows of that configuration."""
+    counts = counts or {}
+    return [sentence(r, counts.get((r["benchmark"], r["workload"]))) for r in recs] + [basis_line(opts)]
+
+
+def long_duration(hours) -> str:
+    """duration(), and days or years past three days ("850 days", "2.3 years"): for extrapolations."""
+    if _missing(hours) or hours < 72:
+        return duration(hours)
+    days = float(hours) / 24
+    return f"{_digits(days / 365.25)} years" if days >= 730 else f"{_digits(days)} days"
+
+
+def _span(lo: float, hi: float, fmt) -> str:
+    """'1.06-4.10 h' style ranges; one value when both ends read the same."""
+    a, b = fmt(lo), fmt(hi)
+    return a if a == b else f"{a}\u2013{b}"
+
+
+def _times(lo: float, hi: float) -> str:
+    """A range of times in one unit when both ends share one, else each in its own."""
+    unit = time_unit(hi) if hi < 72 else None
+    if unit is None:
+        a, b = long_duration(lo), long_duration(hi)
+        return a if a == b else f"{a} to {b}"
+    return _span(lo, hi, lambda h: in_unit(h, unit)) + f" {unit}"
+
+
+def short_source(words: str) -> str:
+    """The first clause of a price source ("assumed", "given at launch"): the full one is in the price notes."""
+    head = re.split(r" \(|: |; |, ", words, maxsplit=1)[0]
+    return head if len(head) <= 40 else head[:37] + "..."
+
+
+def versus_lines(v) -> tuple[str, str]:
+    """Two sentences for one benchmark (reference.Versus): what this machine did
+    beside the studies' GPUs, and the study's full training here and there."""
+    unit = v.unit.removesuffix("/s")
+    slow = min(v.refs, key=lambda f: f.value)
+    fast = max(v.refs, key=lambda f: f.value)
+    did = (
+        f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s; the studies' GPUs "
+        f"{_span(slow.value, fast.value, _digits)} {unit}/s ({v.name(slow)} to {v.name(fast)}), "
+        f"{_span(slow.value / v.rate, fast.value / v.rate, _digits)} times as fast."
     )
+    here = f"here about {long_duration(v.here_hours)}"
+    if v.here_usd is not None:
+        here += f" for {usd(v.here_usd)} (USD {v.hourly.hourly_usd:.2f}/h, {short_source(v.hourly.source)})"
+    hours = [h for _, h, _ in v.there]
+    costs = [c for _, _, c in v.there if c is not None]
+    if v.there_published:
+        there = f"the studies' GPUs took {_times(min(hours), max(hours))}"
+    else:
+        there = f"on the studies' GPUs about {_times(min(hours), max(hours))} (from their published {unit}/s)"
+    if costs:
+        there += f" for USD {_span(min(costs), max(costs), usd_amount)}"
+    else:
+        there += ", no cost published"
+    return did, f"{v.work[0].upper()}{v.work[1:]}: {here}; {there}."
 
 
-def lines(recs: list[dict], opts) -> list[str]:
-    """The terminal summary's first lines."""
-    return [sentence(r) for r in recs] + [basis_line(opts)]
+# Sample counts a cost is quoted per, smallest first, with their words.
+SAMPLE_SCALES = ((1_000, "1,000"), (1_000_000, "million"), (1_000_000_000, "billion"))
+
+
+def per_samples_scale(usd_per_sample: list[float]) -> tuple[int, str]:
+    """The count of samples to quote a cost per (1,000, a million, ...): the
+    smallest at which the cheapest figure comes to a cent or more."""
+    valid = [v for v in usd_per_sample if not _missing(v) and v > 0]
+    for count, words in SAMPLE_SCALES:
+        if not valid or min(valid) * count >= 0.01:
+            return count, words
+    return SAMPLE_SCALES[-1]

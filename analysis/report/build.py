@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
-from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 
 CostBasis = Literal["billed", "train"]
 
@@ -118,12 +117,16 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return "-" if missing else fmt.format(value)
 
 
+# Terminal columns left out when they carry no information (analysis.report.INFORMATIVE).
+_TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time", "cost/base": "rel_time"}
+
+
 def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
     from analysis.report import answer
 
     return (
-        _cell(r["benchmark"]),
-        short(_cell(r.get("workload_label")), 40),
+        answer.benchmark_name(r["benchmark"]),
+        short(answer.short_label(r.get("workload_label")) or "-", 40),
         _cell(r["offering_id"]),
         _cell(r["market"]),
         _cell(r["gpus_used"], "{:.0f}"),
@@ -142,18 +145,24 @@ def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
 
 
 def _summary_text(tables: dict[str, Any], opts: Any) -> str:
-    from analysis.report import PriceNotes, answer, with_unit_columns
+    from analysis.report import PriceNotes, answer, informative, with_unit_columns
 
     summary = tables["summary"]
     out = io.StringIO()
-    for line in answer.lines(tables["recommendations"], opts):
-        print(line, file=out)
+    counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
+    said = answer.lines(tables["recommendations"], opts, counts)
+    versus = tables.get("versus") or []  # this machine beside the studies' GPUs
+    # this machine alone: its comparison with the studies is the answer, so it comes first
+    blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]
+    print("\n\n".join("\n".join(b) for b in blocks if b), file=out)
     print(file=out)
     notes = PriceNotes()
     # one unit for the whole time column (the one rule: the unit of its longest time)
     unit = answer.time_unit([float(h) for h in summary["train_hours"] if h == h])
     rows = [_row(r, unit, notes) for r in with_unit_columns(summary).to_dict("records")]
-    print_table(rows, tuple(h.format(unit=unit) for h in _HEADERS), out=out)
+    keep = [i for i, h in enumerate(_HEADERS) if h not in _TELLS or informative(summary, _TELLS[h])]
+    heads = tuple(_HEADERS[i].format(unit=unit) for i in keep)
+    print_table([tuple(row[i] for i in keep) for row in rows], heads, out=out)
     print("\nprices:", file=out)
     for n, text in notes.items():
         print(f"  [{n}] {text}", file=out)
@@ -199,12 +208,8 @@ def write_report(
     runs = read_table(str(out_dir if table is None else table))
     if as_of is not None and len(runs):
         runs = price_runs(runs, as_of=as_of)
-    opts = Options(
-        base=base,
-        deadline_hours=DEFAULT_DEADLINE_HOURS if deadline_hours is None else deadline_hours,
-        budget_usd=DEFAULT_BUDGET_USD if budget_usd is None else budget_usd,
-        cost_basis=cost_basis,
-    )
+    # a deadline or budget the user did not give is not in the answer
+    opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     warning, dates = None, _catalog_price_dates(runs)
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))

@@ -122,44 +122,138 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
             label="billed (launch to termination, all attempts)",
         )
         ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
-        ax.set_xlabel("USD")
+        log = log_if_wide(ax, list(d["train_cost_usd"]) + list(d["billed_cost_usd"]), "x")
+        ax.set_xlabel("USD" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: cost per run")
         ax.legend(fontsize=7, loc="lower right")
     return _png(fig), prices_caption(s, cite)
 
 
+def log_if_wide(ax, values, axis: str = "x") -> bool:
+    """A log axis when the values span more than a decade (one slow or dear
+    offering would squash every other one into a corner); True when set."""
+    v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
+    wide = bool(v) and max(v) > 10 * min(v)
+    if wide:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+        scale = ax.xaxis if axis == "x" else ax.yaxis
+        # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1; no labels on minor ticks (they crowd)
+        scale.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        scale.set_minor_formatter(NullFormatter())
+    return wide
+
+
+# Where a point's number may go, in points from the point: nearest first, then further out.
+_OFFSETS = [
+    (dx * r, dy * r)
+    for r in (4, 8, 13, 19, 26, 34, 44)
+    for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (1.4, 0), (0, 1.4), (-1.4, 0), (0, -1.4))
+]
+
+
+def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colours: list[str]) -> list:
+    """Put each text beside its point at the nearest offset where it overlaps
+    no text already placed and stays inside the axes (a short leader line when
+    it had to move away); the figure's layout must be final (drawn once)."""
+    renderer = ax.figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed, boxes = [], []
+    for (x, y), text, colour in zip(points, texts, colours):
+        for dx, dy in _OFFSETS:
+            ann = ax.annotate(
+                text,
+                (x, y),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=7,
+                color=colour,
+                ha="left" if dx >= 0 else "right",
+                va="bottom" if dy >= 0 else "top",
+                arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5} if abs(dx) + abs(dy) > 12 else None,
+            )
+            ann.set_in_layout(False)
+            box = ann.get_window_extent(renderer)
+            fits = inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+            if fits and not any(box.overlaps(b) for b in boxes):
+                break
+            ann.remove()
+        else:  # nowhere free: the first place, so the number is still shown
+            ann = ax.annotate(text, (x, y), xytext=_OFFSETS[0], textcoords="offset points", fontsize=7, color=colour)
+            ann.set_in_layout(False)
+            box = ann.get_window_extent(renderer)
+        placed.append(ann)
+        boxes.append(box)
+    return placed
+
+
+def hourly_vs_time_figure(summary: pd.DataFrame):
+    """The figure of hourly_vs_time (for tests that measure its labels), or None."""
+    from matplotlib.lines import Line2D
+
+    from analysis.report.answer import _PER_HOUR, time_unit
+
+    s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
+    panels = _compared(s)
+    if not panels:
+        return None
+    fig, axes = _panels(len(panels), 4.0)
+    for ax, (bench, d) in zip(axes, panels):
+        d = d.sort_values(["train_hours", "offering_id"])
+        unit = time_unit(list(d["train_hours"]))
+        x, y = d["train_hours"] * _PER_HOUR[unit], d["hourly_usd"]
+        on = d["on_hourly_frontier"].astype(bool)
+        ax.scatter(x[~on], y[~on], color="tab:gray", s=14)
+        ax.plot(x[on], y[on], "o-", color="tab:red", ms=4, label="efficient frontier")
+        xlog, ylog = log_if_wide(ax, x, "x"), log_if_wide(ax, y, "y")
+        ax.set_xlabel(f"time to train ({unit})" + (", log scale" if xlog else ""))
+        ax.set_ylabel("cost per hour (USD)" + (", log scale" if ylog else ""))
+        ax.set_title(f"{bench}: cost per hour vs time to train", fontsize=9)
+        names = [f"{i}  {label(r)}" for i, r in enumerate(d.to_dict("records"), 1)]
+        blank = [Line2D([], [], ls="none")] * len(names)
+        frontier = [Line2D([], [], color="tab:red", marker="o", ms=4)]
+        ax.legend(
+            frontier + blank,
+            ["efficient frontier", *names],
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0,
+            handlelength=1.2,
+            frameon=False,
+        )
+        ax.margins(0.08)
+    fig.canvas.draw()  # the layout is final: labels are placed against it
+    for ax, (_, d) in zip(axes, panels):
+        d = d.sort_values(["train_hours", "offering_id"])
+        unit = time_unit(list(d["train_hours"]))
+        pts = list(zip(d["train_hours"] * _PER_HOUR[unit], d["hourly_usd"]))
+        colours = ["tab:red" if f else "0.3" for f in d["on_hourly_frontier"].astype(bool)]
+        place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], colours)
+    fig.set_layout_engine("none")  # saving must not move the axes under the placed labels
+    return fig
+
+
 def hourly_vs_time(summary: pd.DataFrame, cite: Cite | None = None):
-    """Seed 003: cost per hour against time to train, efficient frontier joined."""
+    """Seed 003: cost per hour against time to train, efficient frontier joined;
+    points numbered (the legend names them), log axes where values span decades."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     if s.empty:
         return None, "no run has both a price and a training time"
-    panels = _compared(s)
-    if not panels:
+    fig = hourly_vs_time_figure(summary)
+    if fig is None:
         return None, ONE_OFFERING
-    fig, axes = _panels(len(panels), 4.0)
-    for ax, (bench, d) in zip(axes, panels):
-        ax.scatter(d["train_hours"] * 60, d["hourly_usd"], color="tab:gray")
-        f = d[d["on_hourly_frontier"].astype(bool)].sort_values("train_hours")
-        ax.plot(f["train_hours"] * 60, f["hourly_usd"], "o-", color="tab:red", label="efficient frontier")
-        for r in d.to_dict("records"):
-            ax.annotate(
-                label(r),
-                (r["train_hours"] * 60, r["hourly_usd"]),
-                fontsize=7,
-                xytext=(3, 3),
-                textcoords="offset points",
-            )
-        ax.set_xlabel("time to train (minutes)")
-        ax.set_ylabel("cost per hour (USD)")
-        ax.set_title(f"{bench}: cost per hour vs time to train")
-        ax.legend(fontsize=7)
     return _png(fig), prices_caption(s, cite)
 
 
 def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
-    """Seed 004: training samples per dollar (throughput x 3600 / hourly price,
-    per run at its own price), in the benchmark's unit (images, tweets, ...)."""
-    s = summary[summary["samples_per_usd"].notna()]
+    """Seed 004: what a fixed number of training samples costs (hourly price /
+    (throughput x 3600), per run at its own price), per 1,000 or per million
+    samples as reads best, in the benchmark's unit (images, tweets, ...)."""
+    from analysis.report.answer import per_samples_scale
+
+    s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
     if s.empty:
         return None, "no run has both a throughput (samples/s) and a price"
     panels = _compared(s)
@@ -167,10 +261,12 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
         return None, ONE_OFFERING
     fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
-        d = d.sort_values("samples_per_usd")
-        ax.barh([label(r) for r in d.to_dict("records")], d["samples_per_usd"], color="tab:green")
-        ax.set_xlabel(f"{units(d)} per USD")
-        ax.set_title(f"{bench}: {units(d)} per dollar")
+        count, words = per_samples_scale(list(1 / d["samples_per_usd"]))
+        d = d.assign(cost=count / d["samples_per_usd"]).sort_values("cost", ascending=False)
+        ax.barh([label(r) for r in d.to_dict("records")], d["cost"], color="tab:green")
+        log = log_if_wide(ax, d["cost"], "x")
+        ax.set_xlabel(f"USD per {words} {units(d)}" + (", log scale" if log else "") + " (shorter is cheaper)")
+        ax.set_title(f"{bench}: cost per {words} {units(d)}")
         ax.tick_params(axis="y", labelsize=8)
     return _png(fig), prices_caption(s, cite)
 
@@ -191,9 +287,10 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None)
         ax.barh([i - 0.2 for i in y], d["rel_train_cost"], height=0.4, label="cost to train")
         ax.axvline(1.0, color="black", lw=0.8)
         ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
-        ax.set_xlabel(f"relative to {base} (= 1)")
+        log = log_if_wide(ax, list(d["rel_time"]) + list(d["rel_train_cost"]), "x")
+        ax.set_xlabel(f"relative to {base} (= 1)" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: relative to the base")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _png(fig), prices_caption(s, cite)
 
 
@@ -275,16 +372,15 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]
         ax_t.barh(names, d["imagenet_hours"], color="tab:blue")
-        log = d["imagenet_hours"].max() > 50 * d["imagenet_hours"].min()
-        if log:  # one slow machine would flatten every other bar
-            ax_t.set_xscale("log")
-            ax_c.set_xscale("log")
+        # one slow machine would flatten every other bar
+        log = log_if_wide(ax_t, d["imagenet_hours"], "x")
+        log_cost = log_if_wide(ax_c, d["imagenet_cost_usd"], "x")
         ax_t.set_xlabel("hours (extrapolated)" + (", log scale" if log else ""))
         ax_t.set_title(f"{name}: time", fontsize=9)
         ax_t.tick_params(axis="y", labelsize=8)
         priced = d["imagenet_cost_usd"].notna()
         ax_c.barh([x for x, p in zip(names, priced) if p], d.loc[priced, "imagenet_cost_usd"], color="tab:purple")
-        ax_c.set_xlabel("USD (extrapolated, at the price paid per hour)" + (", log scale" if log else ""))
+        ax_c.set_xlabel("USD (extrapolated, at the price paid per hour)" + (", log scale" if log_cost else ""))
         ax_c.set_title(f"{name}: cost" + ("" if priced.all() else " (unpriced offerings left out)"), fontsize=9)
         ax_c.tick_params(axis="y", labelsize=8)
     used = sorted(set(s["benchmark"]))

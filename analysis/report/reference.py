@@ -10,6 +10,7 @@ hourly rate, not a published price.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -58,17 +59,21 @@ def _subject(m: pd.DataFrame) -> pd.Series | None:
     return pick.sort_values(["runs", "value"], ascending=False).iloc[0]
 
 
-def _measured_label(r) -> str:
+def _device(r) -> str:
+    """'CPU', '1 GPU', '4 GPUs': what a measured row ran on."""
     gpus = r["gpus_used"]
-    gpu_txt = (
-        "CPU"
-        if (gpus is None or (isinstance(gpus, float) and math.isnan(gpus)) or int(gpus) == 0)
-        else f"{int(gpus)} GPU" + ("s" if int(gpus) != 1 else "")
-    )
+    if gpus is None or (isinstance(gpus, float) and math.isnan(gpus)) or int(gpus) == 0:
+        return "CPU"
+    return f"{int(gpus)} GPU" + ("s" if int(gpus) != 1 else "")
+
+
+def _measured_label(r) -> str:
+    gpu_txt = _device(r)
     batch = r["per_gpu_batch_size"]
     batch_txt = "" if batch is None or (isinstance(batch, float) and math.isnan(batch)) else f"batch {int(batch)}, "
     spot = ", spot" if r["market"] == "spot" else ""
-    return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{r['precision']})"
+    precision = present(r["precision"]) or "precision not recorded"
+    return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{precision})"
 
 
 def _comparable(refs: list[Figure], batches: set[int]) -> list[Figure]:
@@ -145,11 +150,11 @@ def _measured_rows(mine: pd.DataFrame) -> list[dict]:
         {
             "label": _measured_label(r),
             "runs": int(r["runs"]),
-            "data": str(r["data"]),
+            "data": present(r["data"]),
             "value": _fmt(r["value"], ",.1f"),
             "gpus": _fmt(r["gpus_used"], ".0f"),
             "batch": _fmt(r["per_gpu_batch_size"], ".0f"),
-            "precision": str(r["precision"]),
+            "precision": present(r["precision"]),
         }
         for r in mine.sort_values("value", ascending=False).to_dict("records")
     ]
@@ -258,9 +263,10 @@ def assumed_rates(summary: pd.DataFrame) -> str:
         return ""
 
     def described(r) -> str:
+        paid = present(r.get("prices_paid"))
         h = r["hourly_usd"]
-        rate = "no rate" if h is None or h != h else f"USD {h:.2f}/h"
-        return f"{r['offering_id']} at {rate} ({r['price_source']})"
+        rate = paid or ("no rate" if h is None or h != h else f"USD {h:.2f}/h")
+        return f"{r['offering_id']} at {rate} ({price_source_words(r) or 'no source recorded'})"
 
     # one line per rate as shown: rows of several configurations share it
     return "; ".join(sorted({described(r) for r in local.to_dict("records")}))
@@ -272,3 +278,209 @@ def assumed_price_note(summary: pd.DataFrame) -> str:
 
     text = assumed_rates(summary)
     return render("assumed_price.html.j2", assumed=text) if text else ""
+
+
+# --- The answer's comparison: this machine beside the studies on the same work ---
+
+
+class Price(NamedTuple):
+    """The hourly price a run was costed at, and in words where it came from."""
+
+    hourly_usd: float
+    source: str
+
+
+class Versus(NamedTuple):
+    """One benchmark the studies publish, measured on this machine: its rate,
+    the studies' rates, and the study's full training here and there."""
+
+    benchmark: str
+    unit: str  # "tweets/s"
+    rate: float  # this machine's median samples/s
+    device: str  # "CPU" or "1 GPU"
+    refs: tuple[Figure, ...]
+    work: str  # "seed 000's full training (1,150,000 tweets)"
+    samples: int
+    here_hours: float
+    here_usd: float | None
+    hourly: Price | None
+    there: tuple[tuple[str, float, float | None], ...]  # (GPU label, hours, USD or None)
+    there_published: bool  # the study printed those hours (else: the work / the published rate)
+
+    def name(self, f: Figure) -> str:
+        return gpu_name(f)
+
+
+def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
+    """What the study trained in full: (words, samples), from the study's own
+    figures (seed 000) or the model's ImageNet schedule (seed 004)."""
+    from analysis.reference import imagenet_schedules
+
+    unit = refs[0].unit.removesuffix("/s") if refs else "samples"
+    if refs and refs[0].workload_samples:
+        return f"{refs[0].study}'s full training ({refs[0].workload_samples:,} {unit})", refs[0].workload_samples
+    sched = imagenet_schedules().get(bench)
+    if sched is None:
+        return None
+    study = refs[0].study if refs else "the paper"
+    return f"{study}'s ImageNet training of {bench} ({sched['samples']:,} {unit})", int(sched["samples"])
+
+
+def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | None], ...]:
+    """The study's GPUs on the full work: published hours and cost where printed,
+    else the work divided by the published rate (no cost: none was published)."""
+    out = []
+    for f in sorted(refs, key=lambda f: -f.value):
+        hours = f.train_hours if f.train_hours else samples / f.value / 3600
+        out.append((_short_ref(f), float(hours), f.cost_usd))
+    return tuple(out)
+
+
+def gpu_name(f: Figure) -> str:
+    """A study figure's GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
+    count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
+    return count + f.gpu.removeprefix("Tesla ")
+
+
+def _short_ref(f: Figure) -> str:
+    """'K80 (AWS p2.xlarge)', '4 x GTX 1080 Ti (estimated)': a chart label."""
+    where = f.label.split(" (")[0] if f.study == "seed 000" else ""
+    tail = " (estimated)" if f.basis.startswith("estimated") else ""
+    return gpu_name(f) + (f" ({where})" if where else "") + tail
+
+
+def versus(runs: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
+    """This machine's runs of benchmarks the studies publish, each beside them
+    ([] when this machine ran none). `prices`: offering id -> the price used."""
+    m = measured(runs)
+    if m.empty:
+        return []
+    mine = m[m["offering_id"] == SUBJECT]
+    figs = reference_figures()
+    out = []
+    for bench in sorted(mine["benchmark"].unique()):
+        subject = _subject(mine[mine["benchmark"] == bench])
+        batches = {int(x) for x in mine.loc[mine["benchmark"] == bench, "per_gpu_batch_size"].dropna()}
+        refs = _comparable([f for f in figs if f.benchmark == bench], batches)
+        work = _full_work(bench, refs)
+        if subject is None or work is None or not refs:
+            continue
+        rate = float(subject["value"])
+        hourly = (prices or {}).get(SUBJECT)
+        hours = work[1] / rate / 3600
+        out.append(
+            Versus(
+                benchmark=bench,
+                unit=refs[0].unit,
+                rate=rate,
+                device=_device(subject),
+                refs=tuple(refs),
+                work=work[0],
+                samples=work[1],
+                here_hours=hours,
+                here_usd=None if hourly is None else hours * hourly.hourly_usd,
+                hourly=hourly,
+                there=_there(refs, work[1]),
+                there_published=all(f.train_hours for f in refs),
+            )
+        )
+    return out
+
+
+def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
+    """The answer's one chart: each study's full training, here (orange) and on
+    the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
+    import matplotlib.pyplot as plt
+
+    from analysis.report.answer import long_duration
+    from analysis.report.plots import MAX_PANELS, _png, log_if_wide
+
+    if not items:
+        return None, "this machine ran no benchmark the studies publish"
+    items = items[:MAX_PANELS]
+    rows = max(len(v.there) + 1 for v in items)
+    fig, axes = plt.subplots(
+        1, len(items), figsize=(4.8 * len(items), 0.2 * rows + 0.9), squeeze=False, layout="constrained"
+    )
+    for ax, v in zip(axes[0], items):
+        bars = sorted(
+            [(f"this machine ({v.device})", v.here_hours, True)] + [(n, h, False) for n, h, _ in v.there],
+            key=lambda b: b[1],
+        )
+        for i, (_name, hours, mine) in enumerate(bars):
+            ax.barh(i, hours, height=0.7, color="tab:orange" if mine else "0.6")
+            ax.annotate(
+                long_duration(hours), (hours, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7
+            )
+        ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
+        log = log_if_wide(ax, [b[1] for b in bars], "x")
+        ax.set_xlim(min(b[1] for b in bars) / 2 if log else 0, max(b[1] for b in bars) * (8 if log else 1.3))
+        ax.set_xlabel("hours" + (" (log scale)" if log else ""), fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(v.work, fontsize=8)
+    caption = (
+        "Time for each study's full training: this machine's from its measured rate (orange), the studies' "
+        "GPUs as published or from their published rates (grey). The reference section below has every figure "
+        "with its source."
+    )
+    return _png(fig), caption
+
+
+# --- The price a run was costed at, in words a person reads ---
+
+ORIGIN_WORDS = {
+    "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded",
+}
+
+
+def present(value) -> str | None:
+    """A text value, or None for anything that is no value ("None", "nan", "", NaN)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return None
+    text = str(value).strip()
+    return None if text in ("", "None", "nan", "NaN", "<NA>") else text
+
+
+def price_source_words(r: dict) -> str | None:
+    """Where a row's price came from: its recorded source, else what its origin
+    says (a price given at launch), else None."""
+    source = present(r.get("price_source"))
+    if source:
+        return source
+    origin = present(r.get("recorded_price_origin"))
+    return ORIGIN_WORDS.get(origin or "", None)
+
+
+RUN_FACTS = ("recorded_price_origin", "data")  # run columns a summary row shows but does not carry
+_FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
+
+
+def with_run_facts(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The summary with each row's recorded price origin and data ("synthetic")
+    beside it, so a price recorded without a source can still say where it came
+    from and an accuracy on synthetic data can say so."""
+    facts = [c for c in RUN_FACTS if c in runs.columns and c not in summary.columns]
+    keys = [k for k in _FACT_KEYS if k in runs.columns and k in summary.columns]
+    if summary.empty or not facts or not keys:
+        return summary
+    joined = runs[keys + facts].astype({c: object for c in facts}).copy()
+    for c in facts:
+        joined[c] = joined[c].map(present)
+    per_row = (
+        joined.groupby(keys, dropna=False)[facts]
+        .agg(lambda v: "; ".join(sorted({x for x in v if isinstance(x, str)})) or None)
+        .reset_index()
+    )
+    return summary.merge(per_row, on=keys, how="left")
+
+
+def prices_used(summary: pd.DataFrame) -> dict[str, Price]:
+    """offering id -> the hourly price its costs used and where it came from (priced rows only)."""
+    out = {}
+    if summary.empty or "hourly_usd" not in summary:
+        return out
+    for r in summary.to_dict("records"):
+        h = pd.to_numeric(r.get("hourly_usd"), errors="coerce")
+        if r["offering_id"] not in out and not pd.isna(h):
+            out[r["offering_id"]] = Price(float(h), price_source_words(r) or "no source recorded")
+    return out

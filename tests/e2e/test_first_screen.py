@@ -1,0 +1,96 @@
+"""The demo report's first screen on a common laptop (1366x768, headless
+chromium): without scrolling, a reader sees the answer sentence that puts this
+machine beside the studies' GPUs, the study's full training here and there, and
+one chart, whole. Checked on the real quick demo and on a synthetic demo run
+with all four demo benchmarks."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from chromium_cdp import Browser, find_chromium
+from synthetic_results import local_only_results, many_offerings_results, result_bytes, result_key
+
+from payload.storage import open_store
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
+
+WIDTH, HEIGHT = 1366, 768
+
+FIRST_SCREEN_JS = """
+(() => {
+  const answer = document.querySelector('#answer');
+  const box = el => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; };
+  return {
+    scrollY: window.scrollY, height: window.innerHeight, width: window.innerWidth,
+    versus: answer ? Array.from(answer.querySelectorAll('p.versus')).map(p => ({text: p.textContent, ...box(p)})) : [],
+    rankings: answer ? Array.from(answer.querySelectorAll('.ranking')).map(p => ({text: p.textContent, ...box(p)})) : [],
+    images: Array.from(document.images).map(i => ({alt: i.alt, inAnswer: !!answer && answer.contains(i),
+                                                   complete: i.complete, ...box(i)})),
+  };
+})()
+"""
+
+SENTENCE = re.compile(r"this machine \((CPU|\d+ GPUs?)\) [\d,.]+ \w+/s; the studies' GPUs [\d,.]+–[\d,.]+ \w+/s")
+FULL = re.compile(r"full training \([\d,]+ \w+\): here about [\d,.]+ \S+")
+
+
+def first_screen(index) -> dict:
+    with Browser(find_chromium(), width=WIDTH, height=HEIGHT) as browser:
+        page, seen = browser.load(index.resolve().as_uri())
+        try:
+            shown = page.evaluate(FIRST_SCREEN_JS)
+            browser.screenshot(page, index.parent / "screenshot-first-screen.png")
+        finally:
+            page.close()
+    assert seen["problems"]["exceptions"] == [] and seen["problems"]["failed_requests"] == []
+    return shown
+
+
+def assert_answers_on_first_screen(shown: dict) -> None:
+    assert shown["scrollY"] == 0 and shown["height"] == HEIGHT and shown["width"] == WIDTH
+    visible = [p for p in shown["versus"] if p["bottom"] <= HEIGHT]
+    assert any(SENTENCE.search(p["text"]) and FULL.search(p["text"]) for p in visible), shown["versus"]
+    on_screen = [i for i in shown["images"] if i["top"] >= 0 and i["bottom"] <= HEIGHT and i["height"] > 100]
+    assert len(on_screen) == 1, shown["images"]
+    (chart,) = on_screen
+    assert chart["inAnswer"] and chart["complete"] and chart["alt"].startswith("Each study's full training")
+
+
+def test_the_demo_report_answers_on_its_first_screen(demo_first):
+    assert_answers_on_first_screen(first_screen(demo_first.report / "index.html"))
+
+
+def _reported(tmp, results):
+    """`results` collected from a local bucket and reported (library calls, no TensorFlow run)."""
+    from analysis.collecting import collect_results
+    from analysis.report.build import write_report
+
+    store = open_store(str(tmp / "results"))
+    for r in results:
+        store.put_bytes(result_key(r), result_bytes(r))
+    collect_results([str(tmp / "results")], tmp / "report", spot_history="off")
+    write_report(tmp / "report")
+    return tmp / "report" / "index.html"
+
+
+@pytest.fixture(scope="module")
+def synthetic_demo(tmp_path_factory):
+    """All four demo benchmarks on this machine alone."""
+    return _reported(tmp_path_factory.mktemp("first-screen"), local_only_results())
+
+
+def test_a_four_benchmark_demo_report_answers_on_its_first_screen(synthetic_demo):
+    shown = first_screen(synthetic_demo)
+    assert_answers_on_first_screen(shown)
+    # both studies are on the first screen: seed 000's tweets and seed 004's ImageNet images
+    texts = " ".join(p["text"] for p in shown["versus"] if p["bottom"] <= HEIGHT)
+    assert "Seed 000's full training" in texts and "Seed 004's ImageNet training of resnet50" in texts
+
+
+def test_fourteen_offerings_are_ranked_on_the_first_screen(tmp_path):
+    shown = first_screen(_reported(tmp_path, many_offerings_results()))
+    (ranked,) = shown["rankings"]
+    assert ranked["bottom"] <= HEIGHT and ranked["text"].startswith("Ranked by cost: 1. "), ranked
+    assert shown["versus"] == []  # this machine did not run: no comparison with the studies
