@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
-from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from infra.conventions import add_table_argument, table_location
 from payload import exitcodes
 
@@ -40,13 +39,13 @@ def register(sub) -> None:
         "--deadline-hours",
         type=float,
         metavar="H",
-        help=f"the answer names the cheapest offering that trains within H hours (default: {DEFAULT_DEADLINE_HOURS:g})",
+        help="the answer also names the cheapest offering that trains within H hours (none when not given)",
     )
     p.add_argument(
         "--budget-usd",
         type=float,
         metavar="USD",
-        help=f"the answer names the fastest offering that costs at most USD (default: {DEFAULT_BUDGET_USD:g})",
+        help="the answer also names the fastest offering that costs at most USD (none when not given)",
     )
     p.add_argument(
         "--as-of",
