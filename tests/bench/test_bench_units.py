@@ -212,6 +212,10 @@ class Recorder:
     def list_stacks(self):
         return []
 
+    def remove_stack(self, name):
+        with self.lock:
+            self.calls.append(("remove", name))
+
     def names(self, what):
         return sorted(n for c, n in self.calls if c == what)
 
