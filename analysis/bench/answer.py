@@ -22,6 +22,7 @@ ROW_FIELDS = (
     "status",
     "reason",
     "overhead_seconds",
+    "finish_seconds",
     "samples_per_second",
     "samples_per_second_low",
     "samples_per_second_high",
@@ -33,6 +34,11 @@ ROW_FIELDS = (
     "est_usd_high",
     "probe_usd",
     "basis",
+)
+
+
+UNTIMED_FINISH = (
+    "excludes the time from the job's end to the machine's release (result upload, shutdown): not timed by this probe"
 )
 
 
@@ -56,6 +62,7 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
     note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
     est = estimate_job(
         overhead_seconds=float(overhead or 0.0),
+        finish_seconds=float(report.finish_seconds or 0.0),
         work_samples=float(work_samples),
         steady=_steady(probe["steady"]),
         terms=cand.terms,
@@ -66,7 +73,7 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
         "est_hours_low": est.hours_low,
         "est_hours_high": est.hours_high,
         "basis": dict(est.basis),
-        "notes": list(est.notes),
+        "notes": list(est.notes) + ([] if report.finish_seconds is not None else [UNTIMED_FINISH]),
     }
     if cand.hourly_usd is not None:
         fields.update(est_usd=est.usd, est_usd_low=est.usd_low, est_usd_high=est.usd_high)
@@ -88,6 +95,7 @@ def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, 
         status=report.status,
         reason=report.reason,
         overhead_seconds=probe.get("overhead_seconds"),
+        finish_seconds=report.finish_seconds,
         samples_per_second=steady.get("samples_per_second"),
         samples_per_second_low=steady.get("low"),
         samples_per_second_high=steady.get("high"),
