@@ -101,6 +101,7 @@ def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_l
     # destroyed, every one, the refused one too (a failed up may leave resources)
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups) and len(cloud.ups) == 3
+    assert sorted(cloud.removed) == sorted(cloud.ups) and cloud.stacks == {}  # removed, not left as empty stacks
     assert outcome.page is not None and outcome.page.is_file()
 
 
@@ -133,6 +134,7 @@ def test_ctrl_c_mid_bench_leaves_no_stack_behind(cloud_env):
     assert outcome.left == [] and "nothing left running" in text
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups)
+    assert sorted(cloud.removed) == sorted(cloud.ups) and cloud.stacks == {}
 
 
 def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):

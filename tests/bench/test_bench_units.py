@@ -284,9 +284,52 @@ def test_ctrl_c_in_the_progress_hook_destroys_every_launched_stack(tmp_path, s3_
     )
     assert out.fired and outcome.exit_code == exitcodes.CANCELLED
     assert rec.names("up") and rec.names("destroy") == rec.names("up")
+    assert rec.names("remove") == rec.names("up")  # emptied stacks are removed, not left in the backend
+    assert all(
+        rec.calls.index(("destroy", n)) < rec.calls.index(("remove", n)) for n in rec.names("up")
+    )  # removed only once destroyed
     assert outcome.left == [] and "nothing left running" in out.getvalue()
     record = json.loads(next((tmp_path / "project" / ".gpubench" / "bench").glob("*/bench.json")).read_text())
-    assert all(e["teardown"]["action"] == "destroyed" for e in record["stacks"].values() if e["state"] != "pending")
+    ended = [e["teardown"] for e in record["stacks"].values() if e["state"] != "pending"]
+    assert ended and all(t["action"] == "destroyed" and t["removed"] is True for t in ended)
+
+
+def test_a_stack_that_cannot_be_removed_is_named_with_the_command(tmp_path, s3_bucket):
+    class NoRemove(Recorder):
+        def remove_stack(self, name):
+            raise RuntimeError(f"error: stack {name} is locked")
+
+    rec, out = NoRemove(), InterruptOn("waiting for the probe result")
+    outcome = bench(
+        three_gpu_task(tmp_path),
+        yes=True,
+        results=f"s3://{s3_bucket}",
+        backend=rec,
+        work_dir=project(tmp_path),
+        progress=out,
+        poll_seconds=0.05,
+    )
+    assert outcome.exit_code == exitcodes.CANCELLED and outcome.left == []  # destroyed: nothing bills
+    text = out.getvalue()
+    for name in rec.names("up"):
+        assert f"removing the empty stack failed (error: stack {name} is locked); `pulumi stack rm {name}`" in text
+    record = json.loads(next((tmp_path / "project" / ".gpubench" / "bench").glob("*/bench.json")).read_text())
+    ended = [e["teardown"] for e in record["stacks"].values() if e["state"] != "pending"]
+    assert ended and all(t["action"] == "destroyed" and t["removed"] is False for t in ended)
+
+
+def test_finish_seconds_run_from_the_jobs_end_to_the_payloads_exit():
+    from analysis.bench.local import finish_seconds
+    from payload.events import parse_iso
+
+    timeline = [
+        {"event": "run_start", "time": "2026-01-01T00:00:00.000Z"},
+        {"event": "train_end", "time": "2026-01-01T00:01:00.250Z"},
+    ]
+    exited = parse_iso("2026-01-01T00:01:03.000Z")
+    assert finish_seconds({"timeline": timeline}, exited) == pytest.approx(2.75)
+    assert finish_seconds({"timeline": timeline[:1]}, exited) is None  # the job never ended: not timed
+    assert finish_seconds(None, exited) is None
 
 
 def test_ctrl_c_during_up_and_declined_teardown_says_what_is_left_until_when(tmp_path, s3_bucket):
