@@ -167,6 +167,23 @@ def test_rows_extrapolate_the_whole_job_from_the_measured_rate(tmp_path):
     assert failed["est_hours"] is None and failed["reason"] == "quota: limit"
 
 
+@pytest.mark.parametrize("ratio", [1.25, 0.9, None])
+def test_rows_are_per_wall_second_when_the_jobs_clock_leaves_time_out(tmp_path, ratio):
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    doc = result_doc(steady={**STEADY, "warmup_samples": 1000.0})
+    doc["probe"]["wall_per_job_second"] = ratio
+    row = candidate_row(ProbeReport(cand, "s", "measured", None, doc, 0.01, finish_seconds=5.0), 3.6e6)
+    per_wall = max(1.0, ratio or 1.0)  # a job's clock cannot outrun the wall: below 1 is ignored
+    assert row["samples_per_second"] == pytest.approx(1000.0 / per_wall)
+    assert row["samples_per_second_low"] == pytest.approx(980.0 / per_wall)
+    # overhead + finish + the warm-up (1 s of the job's clock, in wall seconds) + the rest per wall second
+    seconds = 120.0 + 5.0 + 1.0 * per_wall + (3.6e6 - 1000.0) / (1000.0 / per_wall)
+    assert row["est_hours"] == pytest.approx(seconds / 3600, rel=1e-9)
+    assert row["finish_seconds"] == 5.0
+    assert any("rates are per wall second" in n for n in row["notes"]) == (per_wall > 1)
+    assert not any("not timed by this probe" in n for n in row["notes"])
+
+
 def test_probe_cost_bills_under_the_offering_rule(tmp_path):
     (cand,) = candidates_for(write_task(tmp_path / "t"))
     usd, billed = probe_cost(cand, 30.0)  # under AWS's 60 s minimum
