@@ -4,7 +4,8 @@ payload's whole process group, the SSH host's run, the stand-in cloud's stacks, 
 exit 130, and leave nothing running.
 
 Each probe's job is the fake job of tests/bench/bench_fakes.py with PID_DIR set: it records its pid
-there, so the test can check that every job process is gone afterwards.
+there, so the test can check that every job process is gone afterwards; it stays quiet for 100 s, so
+every probe is still running when the SIGINT comes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
 REPO = Path(__file__).resolve().parents[2]
 STOP_SECONDS = 15.0  # SIGINT to exit, on a loaded 2-core machine (about 1-2 s when it is quiet)
 START_SECONDS = 120.0  # bench start to its probe's job running
+# The job prints its first reading only after 100 s: no probe can end by itself (steady) before the SIGINT.
+QUIET_JOB = {"TICK": "100"}
 
 
 class Bench:
@@ -57,12 +60,13 @@ class Bench:
         t0 = time.monotonic()
         self.proc.send_signal(signal.SIGINT)
         try:
-            out, _ = self.proc.communicate(timeout=120)
+            self.proc.wait(timeout=120)  # not communicate(): the reader thread owns stderr
         except subprocess.TimeoutExpired:
             self.proc.kill()
             pytest.fail(f"the bench did not exit after SIGINT:\n{self.text()}")
-        self._reader.join(timeout=5)
-        return self.proc.returncode, time.monotonic() - t0, out
+        seconds = time.monotonic() - t0
+        self._reader.join(timeout=10)
+        return self.proc.returncode, seconds, self.proc.stdout.read()
 
 
 def child_env(**more: str) -> dict[str, str]:
@@ -111,7 +115,7 @@ def assert_nothing_running(pid_dir: Path, marker: str) -> None:
 def test_ctrl_c_stops_a_local_probe_and_its_whole_process_group(tmp_path):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
-    task = write_task(tmp_path / "task", extra_env={"PID_DIR": str(pid_dir)})
+    task = write_task(tmp_path / "task", extra_env=QUIET_JOB | {"PID_DIR": str(pid_dir)})
     argv = [sys.executable, "-m", "analysis", "bench", str(task), "--local", "--yes", "--probe-minutes", "5"]
     argv += ["--results", str(tmp_path / "results"), "--project-dir", str(tmp_path), "--hourly-usd", "0.5"]
     bench = Bench(argv, child_env(), tmp_path)
@@ -120,7 +124,7 @@ def test_ctrl_c_stops_a_local_probe_and_its_whole_process_group(tmp_path):
     text = bench.text()
     assert code == exitcodes.CANCELLED, text
     assert seconds < STOP_SECONDS, text
-    assert "nothing left running" in text and "Traceback" not in text
+    assert "nothing left running" in text and "Traceback" not in text, text
     assert_nothing_running(pid_dir, str(tmp_path))
     (record,) = (tmp_path / ".gpubench" / "bench").glob("*/bench.json")
     assert json.loads(record.read_text())["cancelled"] is True
@@ -156,7 +160,7 @@ def ssh_host(tmp_path):
 def test_ctrl_c_stops_the_run_on_an_ssh_host(tmp_path, ssh_host):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
-    task = write_task(tmp_path / "task", extra_env={"PID_DIR": str(pid_dir)})
+    task = write_task(tmp_path / "task", extra_env=QUIET_JOB | {"PID_DIR": str(pid_dir)})
     argv = [sys.executable, "-m", "analysis", "bench", str(task), "--hosts", ssh_host, "--yes"]
     argv += ["--probe-minutes", "5", "--project-dir", str(tmp_path)]
     bench = Bench(argv, child_env(), tmp_path)

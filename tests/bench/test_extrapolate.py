@@ -4,7 +4,6 @@ checked against hand-computed cases under each kind of billing rule."""
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from datetime import date
 
