@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -42,6 +43,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "bench")]
 
 HOURLY = 0.5  # USD/h for this machine in both runs: the ratio is what matters
 TIME_GOAL, COST_GOAL = 0.10, 0.15
+BILLED_SLACK_SECONDS = 60  # a stand-in probe's billed time: at most overhead + probe limit + this
+WALL_SLACK_SECONDS = 10.0  # a bench over N candidates: at most the slowest candidate + this
 
 
 def full_run(task: Path, results: Path, stack: str) -> float:
@@ -62,11 +65,17 @@ def full_run(task: Path, results: Path, stack: str) -> float:
     return seconds
 
 
+def load() -> float:
+    """The 1-minute load average now (the machine is shared: every figure says what else ran)."""
+    return round(os.getloadavg()[0], 2)
+
+
 def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
     """bench --local, then the full job; the estimate against the measurement."""
     from analysis.bench.run import bench
 
     log = io.StringIO()
+    load_before = load()
     t0 = time.monotonic()
     outcome = bench(
         task,
@@ -82,7 +91,9 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
     (row,) = outcome.doc["candidates"]
     if row["est_hours"] is None:
         raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
+    load_probe = load()
     measured = full_run(task, work / "results", f"{name}-full")
+    load_full = load()
     estimated = row["est_hours"] * 3600
     full_usd = measured / 3600 * HOURLY
     return {
@@ -90,6 +101,7 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "rate": row["samples_per_second"],
         "rate_interval": [row["samples_per_second_low"], row["samples_per_second_high"]],
         "overhead_s": row["overhead_seconds"],
+        "finish_s": row["finish_seconds"],
         "estimated_s": round(estimated, 1),
         "estimated_interval_s": [round(row["est_hours_low"] * 3600, 1), round(row["est_hours_high"] * 3600, 1)],
         "measured_s": round(measured, 1),
@@ -99,6 +111,7 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "probe_cost_ratio": round(row["probe_usd"] / full_usd, 4),
         "bench_wall_s": round(bench_wall, 1),
         "stopped_by": row.get("stopped_by"),
+        "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
     }
 
 
@@ -125,14 +138,12 @@ def example_task(work: Path, epochs: int, samples: int) -> Path:
 
 def parallel(work: Path, n: int, probe_minutes: float) -> dict:
     """A bench over N stand-in cloud candidates: wall time against the slowest candidate's own probe."""
-    import os
     import uuid
 
     from bench_fakes import NO_GPU, BenchCloud, project, write_task
     from servers import create_s3_bucket, start_moto_server
 
     from analysis.bench.run import bench
-    from analysis.campaign.manifest import parse_time
 
     gpus = ["T4:1", "L4:1", "A10G:1", "V100:1", "A100:1"][:n]
     moto = start_moto_server()
@@ -158,23 +169,43 @@ def parallel(work: Path, n: int, probe_minutes: float) -> dict:
         )
         wall = time.monotonic() - t0
         record = json.loads((outcome.workspace / "bench.json").read_text())
-        spans = [
-            (parse_time(e["teardown"]["at"]) - parse_time(e["up_started_at"])).total_seconds()
-            for e in record["stacks"].values()
-            if e.get("up_started_at") and e.get("teardown")
-        ]
+        rows = {r["name"]: r for r in outcome.doc["candidates"]}
+        probes = [billed(name, entry, rows.get(name), probe_minutes) for name, entry in record["stacks"].items()]
+        spans = [p["billed_s"] for p in probes if p["billed_s"] is not None]
         return {
             "candidates": len(outcome.doc["candidates"]),
             "measured": sum(r["status"] == "measured" for r in outcome.doc["candidates"]),
             "bench_wall_s": round(wall, 1),
             "slowest_candidate_s": round(max(spans), 1),
             "sum_of_candidates_s": round(sum(spans), 1),
+            "wall_minus_slowest_s": round(wall - max(spans), 1),
             "wall_over_slowest": round(wall / max(spans), 2),
+            "probes": probes,
             "left": cloud.leftovers(),
+            "stacks_not_removed": sorted(cloud.stacks),
+            "load_avg": load(),
         }
     finally:
         cloud.shutdown()
         moto.stop()
+
+
+def billed(name: str, entry: dict, row: dict | None, probe_minutes: float) -> dict:
+    """One stand-in probe's billed time (its stack's launch to its destroy) against overhead + probe + 60 s."""
+    from analysis.campaign.manifest import parse_time
+
+    span = None
+    if entry.get("up_started_at") and entry.get("teardown"):
+        span = (parse_time(entry["teardown"]["at"]) - parse_time(entry["up_started_at"])).total_seconds()
+    overhead = (row or {}).get("overhead_seconds")
+    bound = None if overhead is None else overhead + probe_minutes * 60 + BILLED_SLACK_SECONDS
+    return {
+        "name": name,
+        "status": (row or {}).get("status"),
+        "billed_s": None if span is None else round(span, 1),
+        "overhead_s": overhead,
+        "bound_s": None if bound is None else round(bound, 1),
+    }
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -187,6 +218,30 @@ def verdicts(rows: list[dict]) -> list[str]:
             f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of the full run "
             f"({r['probe_cost_ratio']:.1%})"
         )
+    return out
+
+
+def parallel_verdicts(par: dict) -> list[str]:
+    out = []
+    for p in par["probes"]:
+        if p["billed_s"] is None or p["bound_s"] is None:
+            out.append(f"  [no figure] {p['name']}: {p['status']} (no launch-to-destroy span or no overhead)")
+            continue
+        ok = p["billed_s"] <= p["bound_s"]
+        out.append(
+            f"  [{'met' if ok else 'NOT met'}] {p['name']}: billed {p['billed_s']:.1f} s <= overhead "
+            f"{p['overhead_s']:.1f} s + probe limit + {BILLED_SLACK_SECONDS} s = {p['bound_s']:.1f} s"
+        )
+    ok = par["wall_minus_slowest_s"] <= WALL_SLACK_SECONDS
+    out.append(
+        f"  [{'met' if ok else 'NOT met'}] bench over {par['candidates']} candidates: wall {par['bench_wall_s']:.1f} s "
+        f"= slowest candidate {par['slowest_candidate_s']:.1f} s + {par['wall_minus_slowest_s']:.1f} s "
+        f"(<= {WALL_SLACK_SECONDS} s; the sum of candidates was {par['sum_of_candidates_s']:.1f} s)"
+    )
+    left = par["left"] or par["stacks_not_removed"]
+    out.append(
+        f"  [{'NOT met' if left else 'met'}] nothing left: resources {par['left']}, stacks {par['stacks_not_removed']}"
+    )
     return out
 
 
@@ -216,9 +271,10 @@ def main(argv=None) -> int:
             )
         for r in rows:
             print(json.dumps(r))
-        if "parallel" in only:
-            print(json.dumps({"parallel": parallel(work, args.candidates, min(args.probe_minutes, 0.5))}))
-    for line in verdicts(rows):
+        par = parallel(work, args.candidates, min(args.probe_minutes, 0.5)) if "parallel" in only else None
+        if par is not None:
+            print(json.dumps({"parallel": par}))
+    for line in verdicts(rows) + (parallel_verdicts(par) if par is not None else []):
         print(line)
     return 0
 

@@ -122,6 +122,7 @@ class StackHandle(Protocol):
 class StackBackend(Protocol):
     def select_stack(self, name: str) -> StackHandle: ...
     def list_stacks(self) -> list[Any]: ...
+    def remove_stack(self, name: str) -> None: ...
 
 
 def plain(value: Any) -> Any:
@@ -196,6 +197,10 @@ class PulumiWorkspace:
 
     def list_stacks(self):
         return self._workspace().list_stacks()
+
+    def remove_stack(self, name: str) -> None:
+        """`pulumi stack rm` of an emptied stack (refused while it holds resources); its stack file stays."""
+        self._workspace().remove_stack(name, preserve_config=True)
 
 
 BackendFactory = Callable[[Path], StackBackend]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 MSER_BATCH = 5  # observations per batch in MSER-5
@@ -41,7 +41,10 @@ class Steady:
 
     `warmup_seconds`: the leading time MSER-5 dropped (from the first point);
     `windows`: the batches the interval is built from; `steady`: the interval's
-    relative half-width met the target with at least the minimum of windows."""
+    relative half-width met the target with at least the minimum of windows;
+    `warmup_samples`: the cumulative samples at the end of the warm-up (the
+    first reading's included), so a whole job's time can charge the warm-up as
+    measured and the rest at the steady rate (None when not recorded)."""
 
     samples_per_second: float
     low: float
@@ -50,6 +53,7 @@ class Steady:
     warmup_seconds: float
     windows: int
     steady: bool
+    warmup_samples: float | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready: a non-finite figure (no progress at all) becomes None."""
@@ -195,7 +199,8 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
     windows = min(kept, max(min_windows, min(math.isqrt(kept), MAX_WINDOWS)))
     start = grid[cut]
     window_rates = _window_rates(times, samples, start, times[-1], windows)
-    return _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
+    steady = _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
+    return replace(steady, warmup_samples=cumulative[cut])
 
 
 def _checked_points(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:

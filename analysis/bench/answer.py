@@ -22,6 +22,7 @@ ROW_FIELDS = (
     "status",
     "reason",
     "overhead_seconds",
+    "finish_seconds",
     "samples_per_second",
     "samples_per_second_low",
     "samples_per_second_high",
@@ -36,11 +37,41 @@ ROW_FIELDS = (
 )
 
 
+UNTIMED_FINISH = (
+    "excludes the time from the job's end to the machine's release (result upload, shutdown): not timed by this probe"
+)
+
+
 def _steady(doc: dict[str, Any]) -> Any:
     from payload.steady import Steady
 
     names = {f.name for f in dataclasses.fields(Steady)}
     return Steady(**{k: v for k, v in doc.items() if k in names})
+
+
+def wall_steady(probe: dict[str, Any]) -> Any:
+    """The probe's steady rate per wall second (None without one).
+
+    The rate is measured on the job's own clock when its lines carry one; a clock that
+    leaves time out (training seconds without evaluation) runs slower than the wall,
+    which bills. The probe records how much (`wall_per_job_second`, from the lines'
+    arrival times): rates are divided by it and the warm-up's seconds multiplied."""
+    if not probe.get("steady"):
+        return None
+    steady = _steady(probe["steady"])
+    ratio = _wall_ratio(probe)
+    if ratio == 1.0:
+        return steady
+    per_wall = {k: getattr(steady, k) for k in ("samples_per_second", "low", "high")}
+    per_wall = {k: v / ratio if isinstance(v, (int, float)) else v for k, v in per_wall.items()}
+    return dataclasses.replace(steady, **per_wall, warmup_seconds=steady.warmup_seconds * ratio)
+
+
+def _wall_ratio(probe: dict[str, Any]) -> float:
+    """Wall seconds per job-clock second, never below 1 (a job's clock cannot outrun the wall; less is
+    the lines arriving in bursts)."""
+    ratio = probe.get("wall_per_job_second")
+    return float(ratio) if isinstance(ratio, (int, float)) and ratio > 1.0 else 1.0
 
 
 def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str, Any], str | None]:
@@ -56,8 +87,9 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
     note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
     est = estimate_job(
         overhead_seconds=float(overhead or 0.0),
+        finish_seconds=float(report.finish_seconds or 0.0),
         work_samples=float(work_samples),
-        steady=_steady(probe["steady"]),
+        steady=wall_steady(probe),
         terms=cand.terms,
         hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
     )
@@ -66,7 +98,7 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
         "est_hours_low": est.hours_low,
         "est_hours_high": est.hours_high,
         "basis": dict(est.basis),
-        "notes": list(est.notes),
+        "notes": list(est.notes) + ([] if report.finish_seconds is not None else [UNTIMED_FINISH]) + _clock_note(probe),
     }
     if cand.hourly_usd is not None:
         fields.update(est_usd=est.usd, est_usd_low=est.usd_low, est_usd_high=est.usd_high)
@@ -75,10 +107,21 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
     return fields, note
 
 
+def _clock_note(probe: dict[str, Any]) -> list[str]:
+    ratio = _wall_ratio(probe)
+    if ratio == 1.0:
+        return []
+    return [
+        f"the job's own clock left out {1 - 1 / ratio:.1%} of the wall time (evaluation, say): "
+        "rates are per wall second"
+    ]
+
+
 def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, Any]:
     """One `--json` candidate row for a probe report."""
     cand, probe = report.candidate, report.probe
-    steady = probe.get("steady") or {}
+    wall = wall_steady(probe)
+    steady = {"samples_per_second": wall.samples_per_second, "low": wall.low, "high": wall.high} if wall else {}
     row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
     row.update(
         offering=cand.offering,
@@ -88,6 +131,7 @@ def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, 
         status=report.status,
         reason=report.reason,
         overhead_seconds=probe.get("overhead_seconds"),
+        finish_seconds=report.finish_seconds,
         samples_per_second=steady.get("samples_per_second"),
         samples_per_second_low=steady.get("low"),
         samples_per_second_high=steady.get("high"),

@@ -8,7 +8,8 @@ SSH settings stay) with the job keys replaced: `gpubench:workload` is the task,
 `gpubench:maxHours` covers the probe plus the boot allowance, so the cloud-side
 deadline ends the machine even if this process dies. A failed launch (quota,
 capacity, ...) is classified as a campaign's is and the other probes go on. When
-the result is in the bucket, or the wait is over, the stack is destroyed.
+the result is in the bucket, or the wait is over, the stack is destroyed and the
+emptied stack removed from the backend (its generated stack file stays as the record).
 """
 
 from __future__ import annotations
@@ -185,9 +186,16 @@ class CloudProbe:
         return None
 
     def _destroy(self, name: str, handle: Any, say: Any) -> None:
+        """Destroy the probe's resources, then remove the emptied stack from the backend (`pulumi stack rm`)."""
         say("pulumi destroy")
         handle.destroy(on_output=say)
-        self.record.update(name, teardown={"action": "destroyed", "at": iso()})
+        teardown = {"action": "destroyed", "at": iso(), "removed": True}
+        try:
+            self.backend.remove_stack(name)
+        except Exception as exc:  # noqa: BLE001 - nothing bills any more; the record says what to run
+            teardown["removed"] = False
+            say(f"destroyed, but removing the empty stack failed ({exc}); `pulumi stack rm {name}` in {self.bench_dir}")
+        self.record.update(name, teardown=teardown)
 
     def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
         from analysis.campaign.failures import classify

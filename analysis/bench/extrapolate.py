@@ -1,9 +1,11 @@
 """From one probe to the whole job: wall hours and billed cost, with an interval.
 
-    seconds = overhead + periodic + work / throughput
+    seconds = overhead + finish + periodic + warm-up + (work - warm-up samples) / throughput
 
-`overhead` (launch to first timed step: boot, image pull, setup) and the
-throughput are measured by the probe; the whole job's time and cost are
+`overhead` (launch to first timed step: boot, image pull, setup), `finish`
+(the job's end to the machine's release: result files, upload), the warm-up
+(its seconds and the samples done by its end) and the throughput are measured
+by the probe; the whole job's time and cost are
 extrapolated. The interval comes from the throughput's: the high throughput
 gives the short time and the low cost, the low throughput the long time and
 the high cost. Each of the three durations is billed on its own under the
@@ -65,9 +67,14 @@ def estimate_job(
     terms: BillingTerms,
     hourly_usd: float,
     periodic_seconds: float = 0.0,
+    finish_seconds: float = 0.0,
 ) -> JobEstimate:
-    """The whole job's hours and billed cost from a probe's overhead and steady rate."""
+    """The whole job's hours and billed cost from a probe's overhead and steady rate.
+
+    `finish_seconds` is the measured time from the job's end to the machine's release
+    (result files, upload), billed like the overhead; 0 when the probe did not time it."""
     _check("overhead_seconds", overhead_seconds, allow_zero=True)
+    _check("finish_seconds", finish_seconds, allow_zero=True)
     _check("work_samples", work_samples, allow_zero=False)
     _check("hourly_usd", hourly_usd, allow_zero=True)
     _check("periodic_seconds", periodic_seconds, allow_zero=True)
@@ -81,10 +88,11 @@ def estimate_job(
             f"throughput interval {steady.low}..{steady.high} samples/s does not hold its rate "
             f"{steady.samples_per_second}: pass the Steady that payload.steady.steady_rate returned"
         )
-    fixed = overhead_seconds + periodic_seconds
-    seconds = fixed + work_samples / steady.samples_per_second
-    fast = fixed + work_samples / steady.high
-    slow = fixed + (work_samples / steady.low if steady.low > 0 else math.inf)
+    warmup_seconds, remaining = warmup_share(steady, work_samples)
+    fixed = overhead_seconds + finish_seconds + periodic_seconds + warmup_seconds
+    seconds = fixed + remaining / steady.samples_per_second
+    fast = fixed + remaining / steady.high
+    slow = fixed + (remaining / steady.low if steady.low > 0 else math.inf)
     billed_hours, usd = billed_usd(terms, hourly_usd, seconds)
     _, usd_low = billed_usd(terms, hourly_usd, fast)
     _, usd_high = billed_usd(terms, hourly_usd, slow)
@@ -96,11 +104,32 @@ def estimate_job(
         usd_low=usd_low,
         usd_high=usd_high,
         billed_hours=billed_hours,
-        basis=_basis(periodic_seconds),
+        basis=_basis(periodic_seconds, finish_seconds),
         notes=_notes(
-            terms, steady, seconds=seconds, billed_hours=billed_hours, fixed=fixed, periodic_seconds=periodic_seconds
+            terms,
+            steady,
+            seconds=seconds,
+            billed_hours=billed_hours,
+            fixed=overhead_seconds + finish_seconds + periodic_seconds,
+            periodic_seconds=periodic_seconds,
         ),
     )
+
+
+def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
+    """(warm-up seconds charged as measured, samples left for the steady rate).
+
+    The job's first samples ran at the warm-up's pace, not the steady one: the
+    probe measured how long the warm-up took and how many samples it had done
+    by its end, so the job pays that time once and the rest at the steady rate.
+    A probe record without the warm-up's samples charges every sample at the
+    steady rate (the warm-up is then not counted)."""
+    done = steady.warmup_samples
+    if done is None or not math.isfinite(done) or done < 0:
+        return 0.0, work_samples
+    if done >= work_samples:  # the whole job fits in the warm-up: its share of the warm-up time
+        return steady.warmup_seconds * work_samples / done if done else 0.0, 0.0
+    return float(steady.warmup_seconds), work_samples - done
 
 
 def probe_bound_usd(
@@ -121,7 +150,7 @@ def _check(name: str, value: float, *, allow_zero: bool) -> None:
         raise CostError(f"{name} must be a finite number, {need}; got {value!r}")
 
 
-def _basis(periodic_seconds: float) -> dict[str, str]:
+def _basis(periodic_seconds: float, finish_seconds: float = 0.0) -> dict[str, str]:
     """Which figures the probe measured and which are extrapolated from them (--json field names)."""
     basis = {
         "overhead_seconds": MEASURED,
@@ -131,6 +160,8 @@ def _basis(periodic_seconds: float) -> dict[str, str]:
     }
     if periodic_seconds:
         basis["periodic_seconds"] = MEASURED
+    if finish_seconds:
+        basis["finish_seconds"] = MEASURED
     return basis
 
 

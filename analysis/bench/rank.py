@@ -203,17 +203,40 @@ def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
 
 def _limit_tests(limits: dict) -> list[tuple[str, Callable[[dict], bool]]]:
     """(words, test) for each limit the user gave."""
+    return [(words, test) for words, _, test in _limits_with_misses(limits)]
+
+
+def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], bool]]]:
+    """(words when met, words when missed, test) for each limit the user gave, none for one not given."""
     deadline, budget = limits["deadline_hours"], limits["budget_usd"]
-    tests: list[tuple[str, Callable[[dict], bool]]] = []
+    out: list[tuple[str, str, Callable[[dict], bool]]] = []
     if deadline is not None:
-        tests.append((f"finishes within {duration(deadline)}", lambda r: _fits_deadline(r, deadline)))
+        shown = duration(deadline)
+        out.append(
+            (f"finishes within {shown}", f"does not finish within {shown}", lambda r: _fits_deadline(r, deadline))
+        )
     if budget is not None:
-        tests.append((f"costs at most {usd(budget)}", lambda r: _fits_budget(r, budget)))
-    return tests
+        shown = usd(budget)
+        out.append((f"costs at most {shown}", f"costs more than {shown}", lambda r: _fits_budget(r, budget)))
+    return out
+
+
+def _only_one(r: dict, labels, limits) -> list[str]:
+    """One candidate with an estimate is neither the cheapest nor the fastest of anything: its figures,
+    and how it stands against the limits the user gave (none named when none was given)."""
+    checks = _limits_with_misses(limits)
+    missed = [no for _, no, ok in checks if not ok(r)]
+    if missed:
+        return [f"{labels[id(r)]} {' and '.join(missed)}: {_figures(r)}"]
+    met = " and ".join(yes for yes, _, _ in checks)
+    parts = [f"Run it on {labels[id(r)]}: {_figures(r)}" + (f", and it {met}" if met else "")]
+    return parts + _interval_caveats(r, limits["deadline_hours"], limits["budget_usd"])
 
 
 def _headline(priced, picks, labels, limits) -> list[str]:
     """'Run it on X: ...' for the cheapest that meets every limit given, then the other picks."""
+    if len(priced) == 1 and picks["fastest"] is priced[0]:
+        return _only_one(priced[0], labels, limits)
     tests = _limit_tests(limits)
     best = next((r for r in priced if all(ok(r) for _, ok in tests)), None)
     why = " and ".join(text for text, _ in tests)

@@ -33,6 +33,7 @@ class ProbeReport:
     deadline: str | None = None  # the cloud-side deadline of a cloud probe
     run_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    finish_seconds: float | None = None  # measured: the job's end to the machine's release (local probes)
 
     @property
     def probe(self) -> dict[str, Any]:

@@ -3,11 +3,15 @@
 The host's stack file (stacks/Pulumi.ssh-<name>.yaml) says how to reach it and
 where results go; the probe replaces its job with the task and adds the probe
 limit as a payload run option. The SSH runner uploads the run to the stack's
-results bucket, where the probe's figures are read back like any run's.
+results bucket, where the probe's figures are read back like any run's. When
+the bench is cancelled, the remote run is stopped at once (SIGTERM to its
+process group, as `python -m infra ssh` does on Ctrl-C) and what it wrote is
+uploaded: your own host holds no stack to destroy.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,8 @@ from typing import Any
 from analysis.bench.probes import Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
 from analysis.campaign.manifest import utcnow
+
+STOP_GRACE_SECONDS = 30.0  # on cancel: time for the remote payload to write its result before it is killed
 
 
 class _Lines:
@@ -34,11 +40,16 @@ class _Lines:
         pass
 
 
-def run_on_host(cfg: Any, *, extra_options: dict[str, str], progress: Any, poll: float) -> tuple[str, dict]:
-    """The one call into infra/ssh: run the stack once with extra payload options; (status, report)."""
+def run_on_host(
+    cfg: Any, *, extra_options: dict[str, str], progress: Any, poll: float, stop: threading.Event
+) -> tuple[str, dict]:
+    """The one call into infra/ssh: run the stack once with extra payload options; (status, report).
+    Once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it."""
     from infra.ssh.session import run_ssh_stack
 
-    return run_ssh_stack(cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=30.0)
+    return run_ssh_stack(
+        cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=STOP_GRACE_SECONDS, stop=stop
+    )
 
 
 class SshProbe:
@@ -65,8 +76,12 @@ class SshProbe:
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
-        status, report = run_on_host(cfg, extra_options=options, progress=_Lines(say), poll=self.poll)
+        status, report = run_on_host(cfg, extra_options=options, progress=_Lines(say), poll=self.poll, stop=probes.stop)
         seconds = time.monotonic() - t0
+        if probes.stop.is_set():
+            usd, billed = probe_cost(candidate, seconds)
+            why = f"stopped while probing; the run on {cfg.target} was stopped ({status})"
+            return ProbeReport(candidate, name, "cancelled", why, probe_usd=usd, billed_seconds=billed)
         if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
             return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
         found = newest_result(open_store(cfg.results), name, started)

@@ -8,6 +8,7 @@ Ctrl-C between polls, and a dropped connection surfaces as one exception.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO
 
@@ -34,10 +35,23 @@ def start_offset(sftp, r: remote.RemoteRun) -> int:
     return max(0, _size(sftp, r.layout.path("log")) - TAIL_BYTES)
 
 
+class StopRequested(Exception):
+    """The caller asked the follow loop to stop (its `stop` event was set): interrupt the run."""
+
+
 def follow(
-    conn, sftp, r: remote.RemoteRun, out: IO[str] | None = None, poll: float = 2.0, offset: int = 0
+    conn,
+    sftp,
+    r: remote.RemoteRun,
+    out: IO[str] | None = None,
+    poll: float = 2.0,
+    offset: int = 0,
+    stop: threading.Event | None = None,
 ) -> remote.RemoteRun:
-    """Print new log output until the wrapper has written its state (or vanished); returns the final run."""
+    """Print new log output until the wrapper has written its state (or vanished); returns the final run.
+
+    With `stop`, a set event ends the wait between polls at once with StopRequested, as Ctrl-C
+    does in the thread that owns the terminal (a caller running this in another thread sets it)."""
     out = out or sys.stdout
     log = r.layout.path("log")
     while True:
@@ -53,4 +67,7 @@ def follow(
                 out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
                 out.flush()
             return r
-        time.sleep(poll)
+        if stop is None:
+            time.sleep(poll)
+        elif stop.wait(poll):
+            raise StopRequested

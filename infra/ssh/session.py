@@ -10,6 +10,7 @@ caller that probes a host passes `check=True`, or extra payload run options.
 from __future__ import annotations
 
 import datetime as _dt
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +78,7 @@ class SessionOptions:
     detach: bool = False
     poll: float = 2.0
     stop_timeout: float = 120.0
+    stop: threading.Event | None = None  # set by a caller in another thread: stop the run as Ctrl-C does
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
@@ -177,10 +179,16 @@ class Session:
             return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
         return None
 
+    def stopping(self) -> bool:
+        """The caller's stop event is set (a bench being cancelled, say)."""
+        return self.opts.stop is not None and self.opts.stop.is_set()
+
     def interrupt(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        """Ctrl-C: SIGTERM the run's process group so the payload checkpoints, KILL after the grace time."""
+        """Ctrl-C (or the caller's stop event): SIGTERM the run's process group so the payload checkpoints,
+        KILL after the grace time."""
+        why = "stop requested" if self.stopping() else "Ctrl-C"
         self.say(
-            f"Ctrl-C: stopping run {r.layout.run_id} (SIGTERM, up to {self.opts.stop_timeout:g}s to checkpoint; "
+            f"{why}: stopping run {r.layout.run_id} (SIGTERM, up to {self.opts.stop_timeout:g}s to checkpoint; "
             "Ctrl-C again leaves it stopping on its own)..."
         )
         r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.opts.stop_timeout)
@@ -241,6 +249,8 @@ class Session:
         else:
             with remote.StackLock(self.conn, root, self.cfg.stack):
                 pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
+                if not pending and self.stopping():
+                    raise Outcome("stopped-by-user", "stop requested before the run started; nothing was started")
                 self.current = self.pick(pending) if pending else self.start(root)
         self.report["run_id"] = self.current.layout.run_id
         self.report["remote_dir"] = self.current.layout.dir
@@ -262,9 +272,15 @@ class Session:
                 if current.alive:
                     offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
                     current = follow.follow(
-                        self.conn, self.sftp, current, out=self.progress, poll=self.opts.poll, offset=offset
+                        self.conn,
+                        self.sftp,
+                        current,
+                        out=self.progress,
+                        poll=self.opts.poll,
+                        offset=offset,
+                        stop=self.opts.stop,
                     )
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, follow.StopRequested):
                 if self.current is None and self.launching is not None:
                     started = remote.load_run(self.conn, self.sftp, self.launching)
                     self.current = started if started.pid is not None else None
@@ -332,12 +348,15 @@ def run_ssh_stack(
     stop_timeout: float = 120.0,
     extra_options: Mapping[str, str] | None = None,
     progress: IO[str],
+    stop: threading.Event | None = None,
 ) -> tuple[str, dict]:
     """Run (or pick up, or with `check` only check) one SSH stack; (status, report).
 
     The status is a key of EXIT_CODES; every expected failure becomes a status with the report's
     `message`. `extra_options` are more payload run options for a new run (see with_extra_options).
-    Progress lines go to `progress`. KeyboardInterrupt outside the remote run propagates."""
+    Progress lines go to `progress`. KeyboardInterrupt outside the remote run propagates. A caller
+    running this in a thread passes `stop`: once set, no run is started and a followed run is
+    stopped as on Ctrl-C (status "stopped-by-user", what it wrote uploaded)."""
     import paramiko
 
     from payload.storage import StorageError
@@ -346,7 +365,7 @@ def run_ssh_stack(
         cfg = with_extra_options(cfg, extra_options)
     except ValueError as exc:
         return "config", {"stack": cfg.stack, "message": f"{cfg.stack}: {exc}"}
-    session = Session(cfg, SessionOptions(check, detach, poll, stop_timeout), progress)
+    session = Session(cfg, SessionOptions(check, detach, poll, stop_timeout, stop), progress)
     try:
         return session.main(), session.report
     except (Outcome, SshError, paramiko.SSHException, StorageError) as exc:

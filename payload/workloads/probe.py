@@ -51,6 +51,7 @@ class ProbeMonitor:
         self._clock, self._wall, self._estimate = clock, wall, estimate
         self._lock = threading.Lock()
         self.points: list[list[float]] = []
+        self.arrivals: list[float] = []  # when each kept point's line arrived, seconds since start()
         self.readings = 0  # every usable reading, kept or thinned out
         self._stride = 1
         self.stopped_by: str | None = None
@@ -100,18 +101,36 @@ class ProbeMonitor:
             ):
                 return first
             samples = progress.samples
-            self._keep([round(at, 3), int(samples) if float(samples).is_integer() else samples])
+            self._keep([round(at, 3), int(samples) if float(samples).is_integer() else samples], self._elapsed())
             self._check()
             return first
 
-    def _keep(self, point: list[float]) -> None:
+    def _keep(self, point: list[float], arrived: float) -> None:
         self.readings += 1
         if (self.readings - 1) % self._stride:
             return
         self.points.append(point)
+        self.arrivals.append(arrived)
         if len(self.points) > MAX_POINTS:
-            self.points = self.points[::2]
+            self.points, self.arrivals = self.points[::2], self.arrivals[::2]
             self._stride *= 2
+
+    def wall_per_job_second(self) -> float | None:
+        """Wall seconds per second of the job's own clock over the steady part (after the warm-up).
+
+        A job's clock may leave out time the job spends elsewhere (GPUBENCH_METRICS `seconds` counting
+        training only, not evaluation); the lines' arrival times do not. Above 1, the wall clock ran
+        faster: a whole job's wall time is its job-clock time times this. None on the arrival clock
+        (nothing to correct) or with fewer than two steady points."""
+        if self._clock_kind in ("unset", None) or self.steady is None or len(self.points) < 2:
+            return None
+        cut = self.points[0][0] + float(self.steady.warmup_seconds or 0.0)
+        first = next((i for i, p in enumerate(self.points) if p[0] >= cut), len(self.points) - 1)
+        job_span = self.points[-1][0] - self.points[first][0]
+        wall_span = self.arrivals[-1] - self.arrivals[first]
+        if job_span <= 0 or wall_span <= 0:
+            return None
+        return round(wall_span / job_span, 4)
 
     def _check(self) -> None:
         now = self._clock()
@@ -164,6 +183,7 @@ class ProbeMonitor:
             "overhead_seconds": overhead,
             "steady": self.steady.to_dict() if self.steady is not None else None,
             "clock": self._clock_kind if self._clock_kind != "unset" else None,
+            "wall_per_job_second": self.wall_per_job_second(),
             "readings": self.readings,
             "points": [list(p) for p in self.points],
         }

@@ -19,6 +19,8 @@ FAKE_JOB = """\
 import json, os, time
 rate, total = float(os.environ["RATE"]), float(os.environ["TOTAL"])
 tick, warm = float(os.environ.get("TICK", "0.1")), float(os.environ.get("WARMUP", "0.5"))
+if os.environ.get("PID_DIR"):  # tests that stop a bench check that this process is gone afterwards
+    open(os.path.join(os.environ["PID_DIR"], str(os.getpid())), "w").close()
 start = time.monotonic()
 samples, last = 0.0, start
 while samples < total:
@@ -72,6 +74,13 @@ def write_task(
     return path
 
 
+class BenchBackend(FakeBackend):
+    """The stand-in's backend with `remove_stack` (bench removes each probe stack it destroyed)."""
+
+    def remove_stack(self, name: str) -> None:
+        self.cloud.remove(name)
+
+
 class _OfferingOfStack:
     """The catalog the stand-in reads, knowing bench's generated stack names (offering from the stack's config)."""
 
@@ -98,10 +107,22 @@ class BenchCloud(FakeCloud):
         self.catalog = _OfferingOfStack(self)
         self.prefix_faults: dict[str, str] = {}
         self.interrupt_up: str | None = None
+        self.removed: list[str] = []
 
     def backend(self, work_dir: Path) -> FakeBackend:
         self.work_dir = Path(work_dir)
-        return FakeBackend(self)
+        return BenchBackend(self)
+
+    def remove(self, name: str) -> None:
+        """`pulumi stack rm`: refused while the stack holds resources, as Pulumi refuses it."""
+        with self._lock:
+            st = self.stacks.get(name)
+            if st is None:
+                raise FakeCommandError(f"error: no stack named '{name}' found")
+            if st.resources or st.instance is not None:
+                raise FakeCommandError(f"error: '{name}' still has resources; removal rejected")
+            del self.stacks[name]
+            self.removed.append(name)
 
     def _up(self, name: str, on_output):
         if self.interrupt_up and name.startswith(self.interrupt_up):

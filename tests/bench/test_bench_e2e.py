@@ -101,6 +101,7 @@ def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_l
     # destroyed, every one, the refused one too (a failed up may leave resources)
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups) and len(cloud.ups) == 3
+    assert sorted(cloud.removed) == sorted(cloud.ups) and cloud.stacks == {}  # removed, not left as empty stacks
     assert outcome.page is not None and outcome.page.is_file()
 
 
@@ -133,6 +134,7 @@ def test_ctrl_c_mid_bench_leaves_no_stack_behind(cloud_env):
     assert outcome.left == [] and "nothing left running" in text
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups)
+    assert sorted(cloud.removed) == sorted(cloud.ups) and cloud.stacks == {}
 
 
 def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
@@ -146,10 +148,25 @@ def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
     (row,) = doc["candidates"]
     assert row["kind"] == "local" and row["status"] == "measured"
     check_rate(row)
-    assert row["est_hours"] == pytest.approx((row["overhead_seconds"] + 7.2e6 / row["samples_per_second"]) / 3600)
     assert "[local]" in err and "probe at most" in err
     (result,) = (results / "runs" / row["name"]).glob("*/result.json")
-    assert json.loads(result.read_text())["probe"]["steady"]["steady"] is True
+    doc = json.loads(result.read_text())
+    steady = doc["probe"]["steady"]
+    assert steady["steady"] is True
+    # the whole job: the payload's start to the first step, the warm-up as measured, the rest at the steady
+    # rate, and the job's end to the payload's exit
+    assert row["finish_seconds"] > 0 and row["basis"]["finish_seconds"] == "measured"
+    assert 0 < steady["warmup_samples"] < 7.2e6
+    seconds = (
+        row["overhead_seconds"]
+        + row["finish_seconds"]
+        + steady["warmup_seconds"]
+        + (7.2e6 - steady["warmup_samples"]) / row["samples_per_second"]
+    )
+    assert row["est_hours"] == pytest.approx(seconds / 3600)
+    # the overhead counts the payload process's own start: its timeline opens with the probe's process_start
+    first, run_start = doc["timeline"][0], next(e for e in doc["timeline"] if e["event"] == "run_start")
+    assert first["event"] == "process_start" and first["time"] < run_start["time"]
 
 
 @pytest.fixture

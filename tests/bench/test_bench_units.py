@@ -167,6 +167,23 @@ def test_rows_extrapolate_the_whole_job_from_the_measured_rate(tmp_path):
     assert failed["est_hours"] is None and failed["reason"] == "quota: limit"
 
 
+@pytest.mark.parametrize("ratio", [1.25, 0.9, None])
+def test_rows_are_per_wall_second_when_the_jobs_clock_leaves_time_out(tmp_path, ratio):
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    doc = result_doc(steady={**STEADY, "warmup_samples": 1000.0})
+    doc["probe"]["wall_per_job_second"] = ratio
+    row = candidate_row(ProbeReport(cand, "s", "measured", None, doc, 0.01, finish_seconds=5.0), 3.6e6)
+    per_wall = max(1.0, ratio or 1.0)  # a job's clock cannot outrun the wall: below 1 is ignored
+    assert row["samples_per_second"] == pytest.approx(1000.0 / per_wall)
+    assert row["samples_per_second_low"] == pytest.approx(980.0 / per_wall)
+    # overhead + finish + the warm-up (1 s of the job's clock, in wall seconds) + the rest per wall second
+    seconds = 120.0 + 5.0 + 1.0 * per_wall + (3.6e6 - 1000.0) / (1000.0 / per_wall)
+    assert row["est_hours"] == pytest.approx(seconds / 3600, rel=1e-9)
+    assert row["finish_seconds"] == 5.0
+    assert any("rates are per wall second" in n for n in row["notes"]) == (per_wall > 1)
+    assert not any("not timed by this probe" in n for n in row["notes"])
+
+
 def test_probe_cost_bills_under_the_offering_rule(tmp_path):
     (cand,) = candidates_for(write_task(tmp_path / "t"))
     usd, billed = probe_cost(cand, 30.0)  # under AWS's 60 s minimum
@@ -211,6 +228,10 @@ class Recorder:
 
     def list_stacks(self):
         return []
+
+    def remove_stack(self, name):
+        with self.lock:
+            self.calls.append(("remove", name))
 
     def names(self, what):
         return sorted(n for c, n in self.calls if c == what)
@@ -280,9 +301,52 @@ def test_ctrl_c_in_the_progress_hook_destroys_every_launched_stack(tmp_path, s3_
     )
     assert out.fired and outcome.exit_code == exitcodes.CANCELLED
     assert rec.names("up") and rec.names("destroy") == rec.names("up")
+    assert rec.names("remove") == rec.names("up")  # emptied stacks are removed, not left in the backend
+    assert all(
+        rec.calls.index(("destroy", n)) < rec.calls.index(("remove", n)) for n in rec.names("up")
+    )  # removed only once destroyed
     assert outcome.left == [] and "nothing left running" in out.getvalue()
     record = json.loads(next((tmp_path / "project" / ".gpubench" / "bench").glob("*/bench.json")).read_text())
-    assert all(e["teardown"]["action"] == "destroyed" for e in record["stacks"].values() if e["state"] != "pending")
+    ended = [e["teardown"] for e in record["stacks"].values() if e["state"] != "pending"]
+    assert ended and all(t["action"] == "destroyed" and t["removed"] is True for t in ended)
+
+
+def test_a_stack_that_cannot_be_removed_is_named_with_the_command(tmp_path, s3_bucket):
+    class NoRemove(Recorder):
+        def remove_stack(self, name):
+            raise RuntimeError(f"error: stack {name} is locked")
+
+    rec, out = NoRemove(), InterruptOn("waiting for the probe result")
+    outcome = bench(
+        three_gpu_task(tmp_path),
+        yes=True,
+        results=f"s3://{s3_bucket}",
+        backend=rec,
+        work_dir=project(tmp_path),
+        progress=out,
+        poll_seconds=0.05,
+    )
+    assert outcome.exit_code == exitcodes.CANCELLED and outcome.left == []  # destroyed: nothing bills
+    text = out.getvalue()
+    for name in rec.names("up"):
+        assert f"removing the empty stack failed (error: stack {name} is locked); `pulumi stack rm {name}`" in text
+    record = json.loads(next((tmp_path / "project" / ".gpubench" / "bench").glob("*/bench.json")).read_text())
+    ended = [e["teardown"] for e in record["stacks"].values() if e["state"] != "pending"]
+    assert ended and all(t["action"] == "destroyed" and t["removed"] is False for t in ended)
+
+
+def test_finish_seconds_run_from_the_jobs_end_to_the_payloads_exit():
+    from analysis.bench.local import finish_seconds
+    from payload.events import parse_iso
+
+    timeline = [
+        {"event": "run_start", "time": "2026-01-01T00:00:00.000Z"},
+        {"event": "train_end", "time": "2026-01-01T00:01:00.250Z"},
+    ]
+    exited = parse_iso("2026-01-01T00:01:03.000Z")
+    assert finish_seconds({"timeline": timeline}, exited) == pytest.approx(2.75)
+    assert finish_seconds({"timeline": timeline[:1]}, exited) is None  # the job never ended: not timed
+    assert finish_seconds(None, exited) is None
 
 
 def test_ctrl_c_during_up_and_declined_teardown_says_what_is_left_until_when(tmp_path, s3_bucket):

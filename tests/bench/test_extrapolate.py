@@ -3,6 +3,7 @@ checked against hand-computed cases under each kind of billing rule."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import date
 
@@ -279,3 +280,40 @@ def test_steady_read_back_from_json_is_accepted():
     restored = Steady(**(wide.to_dict() | {"rel_halfwidth": None}))
     est = estimate_job(**(JOB | {"steady": restored}), terms=PER_SECOND, hourly_usd=2.0)
     assert any("interval unbounded" in n for n in est.notes)
+
+
+# --- the warm-up and the finish, as the probe measured them -----------------------------------
+
+
+def _with_warmup(seconds: float, samples: float | None) -> Steady:
+    return dataclasses.replace(_steady(100.0, 80.0, 125.0), warmup_seconds=seconds, warmup_samples=samples)
+
+
+def test_the_warmup_is_charged_as_measured_and_the_rest_at_the_steady_rate():
+    # 300 s overhead; 60 s of warm-up that did 2,000 samples; 358,000 left at 100/s (80..125)
+    est = estimate_job(**(JOB | {"steady": _with_warmup(60.0, 2000.0)}), terms=PER_SECOND, hourly_usd=2.0)
+    assert est.hours == pytest.approx((300 + 60 + 3580) / 3600)
+    assert est.hours_low == pytest.approx((300 + 60 + 358_000 / 125) / 3600)
+    assert est.hours_high == pytest.approx((300 + 60 + 358_000 / 80) / 3600)
+    assert est.usd == pytest.approx(2.0 * 3940 / 3600)
+
+
+def test_a_warmup_without_its_samples_is_not_charged():
+    est = estimate_job(**(JOB | {"steady": _with_warmup(60.0, None)}), terms=PER_SECOND, hourly_usd=2.0)
+    assert est.hours == pytest.approx(3900 / 3600)
+
+
+def test_a_job_shorter_than_the_warmup_takes_its_share_of_the_warmup():
+    # 1,000 samples of a warm-up that did 4,000 in 40 s: 10 s, nothing at the steady rate
+    job = JOB | {"work_samples": 1000.0, "steady": _with_warmup(40.0, 4000.0)}
+    est = estimate_job(**job, terms=PER_SECOND, hourly_usd=2.0)
+    assert est.hours == est.hours_low == est.hours_high == pytest.approx((300 + 10) / 3600)
+
+
+def test_finish_seconds_are_billed_like_the_overhead():
+    est = estimate_job(**JOB, finish_seconds=30.0, terms=PER_HOUR, hourly_usd=2.0)
+    assert est.hours == pytest.approx(3930 / 3600)
+    assert est.billed_hours == 2.0 and est.usd == pytest.approx(4.0)  # 1 h 5.5 min billed as 2 h
+    assert est.basis["finish_seconds"] == "measured"
+    with pytest.raises(CostError, match="finish_seconds"):
+        estimate_job(**JOB, finish_seconds=-1.0, terms=PER_SECOND, hourly_usd=2.0)

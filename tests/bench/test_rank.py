@@ -210,9 +210,48 @@ def test_same_offering_twice_is_told_apart_by_name():
 
 
 def test_spot_is_labelled():
-    a = answer([row("aws/g5.xlarge", 5.0, 3.0, market="spot")], deadline_hours=None, budget_usd=None)
+    spot = row("aws/g5.xlarge", 5.0, 3.0, market="spot")
+    a = answer([spot, row("aws/g4dn.xlarge", 10.0, 4.0)], deadline_hours=None, budget_usd=None)
     assert a["sentence"].startswith("Run it on aws/g5.xlarge (spot): ")
     assert "and the fastest" in a["sentence"]
+
+
+def test_one_candidate_is_neither_the_cheapest_nor_the_fastest_in_words():
+    one = row("aws/g5.xlarge", 5.0, 3.0, market="spot")
+    a = answer([one, FAILED], deadline_hours=None, budget_usd=None)
+    assert a["sentence"].startswith("Run it on aws/g5.xlarge (spot): about 5.00 h (4.50-5.50 h) for USD 3.00")
+    assert "cheapest" not in a["sentence"] and "fastest" not in a["sentence"]
+    assert "within" not in a["sentence"] and "at most" not in a["sentence"]  # no limit was given
+    assert "Not estimated: gcp/g2-standard-4 (quota: 0 L4 GPUs)" in a["sentence"]
+    assert a["cheapest"]["offering"] == a["fastest"]["offering"] == "aws/g5.xlarge"  # the picks stay for --json
+
+
+@pytest.mark.parametrize(
+    "deadline,budget,says",
+    [
+        (
+            6.0,
+            None,
+            "Run it on aws/g5.xlarge: about 5.00 h (4.50-5.50 h) for USD 3.00 (2.70-3.30), and it finishes within 6.00 h.",
+        ),
+        (
+            None,
+            10.0,
+            "Run it on aws/g5.xlarge: about 5.00 h (4.50-5.50 h) for USD 3.00 (2.70-3.30), and it costs at most USD 10.00.",
+        ),
+        (4.0, None, "aws/g5.xlarge does not finish within 4.00 h: about 5.00 h"),
+        (4.0, 2.0, "aws/g5.xlarge does not finish within 4.00 h and costs more than USD 2.00: about 5.00 h"),
+        (None, 2.0, "aws/g5.xlarge costs more than USD 2.00: about 5.00 h"),
+    ],
+)
+def test_one_candidate_against_the_limits_given(deadline, budget, says):
+    a = answer([row("aws/g5.xlarge", 5.0, 3.0)], deadline_hours=deadline, budget_usd=budget)
+    assert a["sentence"].startswith(says)
+    assert "cheapest" not in a["sentence"] and "fastest" not in a["sentence"]
+    if deadline is None:
+        assert "finish" not in a["sentence"] and "deadline" not in a["sentence"]
+    if budget is None:
+        assert "costs" not in a["sentence"] and "budget" not in a["sentence"]
 
 
 def test_unbounded_upper_interval():

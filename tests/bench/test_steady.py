@@ -118,6 +118,13 @@ def test_warmup_is_cut_and_the_rate_is_the_steady_one():
     assert result.steady
     # the naive whole-run average would have been (200 + 8000) / 100 s
     assert result.samples_per_second > (200 + 8000) / 100
+    assert result.warmup_samples == pytest.approx(200.0)  # 20 s at 10/s: what the job did before it was steady
+
+
+def test_warmup_samples_count_the_first_reading_and_are_zero_cut_when_flat():
+    flat = steady_rate(_cumulative([(2.0, 500.0)] * 40, start=(3.0, 700.0)))
+    assert flat.warmup_seconds == 0.0 and flat.warmup_samples == pytest.approx(700.0)
+    assert Steady(**flat.to_dict()) == flat
 
 
 def test_rate_is_weighted_by_time_not_by_reading():
@@ -144,6 +151,7 @@ def test_steady_period_rate_is_exactly_samples_over_seconds():
     at_cut = before[1] + frac * (after[1] - before[1])
     expected = (points[-1][1] - at_cut) / (points[-1][0] - start)
     assert result.samples_per_second == pytest.approx(expected, rel=1e-9)
+    assert result.warmup_samples == pytest.approx(at_cut, rel=1e-12)
 
 
 def test_noisy_rate_interval_covers_the_truth_in_most_trials():

@@ -395,3 +395,27 @@ def test_a_failing_estimate_is_a_warning_and_the_probe_runs_to_its_limit():
     assert mon.should_stop() and mon.stopped_by == "time-limit"
     mon.finish()
     assert mon.steady is None and len(mon.warnings) == 1
+
+
+def test_monitor_measures_the_wall_time_the_jobs_clock_leaves_out():
+    # the job's clock counts training seconds only: 1 s of it per 1.25 s of wall (evaluation in between)
+    clock = FakeClock()
+    mon = ProbeMonitor(1000, target=1e-9, clock=clock)  # never steady: every reading is kept
+    mon.start()
+    for i in range(1, 41):
+        clock.now += 1.25
+        mon.observe(Progress(100 * i, float(i), "json"))
+    mon.finish()
+    record = mon.to_dict(None)
+    assert record["clock"] == "json" and record["wall_per_job_second"] == pytest.approx(1.25)
+
+
+def test_monitor_on_the_arrival_clock_has_nothing_to_correct():
+    clock = FakeClock()
+    mon = ProbeMonitor(1000, target=1e-9, clock=clock)
+    mon.start()
+    for i in range(1, 21):
+        clock.now += 1.0
+        mon.observe(Progress(100 * i, None, None))
+    mon.finish()
+    assert mon.to_dict(None)["clock"] is None and mon.to_dict(None)["wall_per_job_second"] is None
