@@ -186,6 +186,7 @@ class Manifest:
         table_fingerprint: str | None,
         settled: dict[str, dict[str, SettledStack]] | None = None,
         outcome: dict | None = None,
+        table_version: int | None = None,
     ) -> None:
         """One transaction: write the `changed` keys of `entries`, drop
         `removed`; with `settled` ({source: {prefix: SettledStack}}) replace
@@ -213,6 +214,8 @@ class Manifest:
             )
             db.executemany("DELETE FROM entries WHERE mkey = ?", ((k,) for k in removed))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('table_fingerprint', ?)", (table_fingerprint,))
+            version = "" if table_version is None else str(table_version)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_version', ?)", (version,))
             if settled is not None:
                 db.execute("DELETE FROM stacks")
                 db.executemany(
@@ -237,6 +240,13 @@ class Manifest:
         self._entries = entries
         self.table_fingerprint = table_fingerprint
         self._meta["table_fingerprint"] = table_fingerprint or ""
+        self._meta["table_version"] = "" if table_version is None else str(table_version)
+
+    @property
+    def table_version(self) -> int | None:
+        """The dataset's version the last collect wrote or found in step (None: unknown)."""
+        text = self._meta.get("table_version") or ""
+        return int(text) if text.isdigit() else None
 
     def close(self) -> None:
         self._db.close()

@@ -13,16 +13,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import SettledBook, answer_from_manifest, keep_unlisted, settled_stacks
 from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key, list_store
 from analysis.collect.spot import SpotPricer, price_bulk
-from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths, write_table
+from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.validation import classify, wrong_layout
 from analysis.manifest import MANIFEST_NAME, Manifest
 from payload import layout
+
+if TYPE_CHECKING:
+    from analysis.dataset import Location
 
 
 @dataclass
@@ -30,7 +34,7 @@ class Collection:
     """What one collect has found so far, against what the manifest holds from the last one."""
 
     urls: list[str]
-    out: Path
+    out: Path  # the manifest's directory, and where a local table's exports go
     manifest: Manifest
     summary: Summary
     entries: dict[str, dict] = field(default_factory=dict)  # mkey -> entry: the table's input and the manifest's
@@ -41,6 +45,8 @@ class Collection:
     # sources where runs were expected and none were found (empty, missing, misspelt, wrong layout):
     # the table and the manifest are then left exactly as they were
     not_found: list[str] = field(default_factory=list)
+    table: Location | None = None  # the results dataset (analysis.dataset)
+    export: bool = True  # results.parquet and results.csv written next to a local table
 
     def cached(self, url: str, info) -> dict | None:
         """The manifest's entry for a listed object whose ETag and size are unchanged."""
@@ -116,7 +122,7 @@ class Collection:
 
 def collect(
     urls: list[str],
-    out_dir: str | Path,
+    table: str | Path,
     *,
     workers: int | None = None,
     progress: bool = False,
@@ -124,8 +130,13 @@ def collect(
     spot_pricer: SpotPricer | None = None,
     bulk: bool | None = None,
     full: bool = False,
+    export: bool | None = None,
 ) -> tuple[Summary, list[dict]]:
-    """Collect runs from `urls` into `out_dir`. Returns the summary and the
+    """Collect runs from `urls` into the results dataset at `table` (a
+    directory or a bucket prefix, analysis.dataset), writing only what
+    changed; a local table also gets results.parquet and results.csv as an
+    export (`export` False: not; True: also for a bucket's table, into the
+    manifest's directory). Returns the summary and the
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
     from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
     cached rows keep the series they were collected with.
@@ -136,13 +147,18 @@ def collect(
     the thread pool of the other stores). On the bulk path a settled stack
     (analysis.manifest) is not listed file by file while its run directories
     stay the same; `full` lists every file again."""
+    from analysis.dataset import migrate_legacy, resolve
+
     t0 = time.perf_counter()
-    out = Path(out_dir)
+    loc = resolve(table)
+    out = manifest_home(loc)
     remove_stale_temporaries(out)
+    migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
     bar = Progress(progress)
     try:
-        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)))
+        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)), table=loc)
+        c.export = export if export is not None else loc.local is not None
         _list_sources(c, workers, bar, store_opener, bulk, full)
         rows = _answer_unchanged(c)
         if rows is None:
@@ -153,13 +169,14 @@ def collect(
                 manifest.close()
                 return collect(
                     urls,
-                    out_dir,
+                    table,
                     workers=workers,
                     progress=progress,
                     store_opener=store_opener,
                     spot_pricer=spot_pricer,
                     bulk=bulk,
                     full=True,
+                    export=export,
                 )
             _download(c, workers, spot_pricer, bar)
             rows = _table(c)
@@ -245,9 +262,27 @@ def _list_store(c: Collection, url: str, opener: Callable) -> None:
 def _answer_unchanged(c: Collection) -> list[dict] | None:
     """The last collect's rows, when nothing anywhere changed since and its table is whole; else None."""
     outcome = c.manifest.outcome()
-    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and table_is_whole(c.out):
-        return answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
+    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and _table_in_step(c):
+        rows = answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
+        if rows is not None:
+            c.summary.table = _table_names(c)
+        return rows
     return None
+
+
+def _table_in_step(c: Collection) -> bool:
+    """The dataset is at the version the manifest last wrote or saw, and a
+    local table's exports are whole: what the manifest says is what the table holds."""
+    from analysis.dataset.store import table_version
+
+    if c.manifest.table_version is None or c.manifest.table_version != table_version(c.table):
+        return False
+    return not c.export or table_is_whole(c.out)
+
+
+def _table_names(c: Collection) -> dict[str, str]:
+    """Where the table is: the dataset, and its exports when written."""
+    return {**(table_paths(c.out) if c.export else {}), "dataset": c.table.text}
 
 
 def _carry_deferred(c: Collection) -> None:
@@ -275,7 +310,7 @@ def _table(c: Collection) -> list[dict]:
     summary = c.summary
     n_skipped, dropped = len(summary.skipped), set()
     rows = dedupe(c.entries, summary, dropped)
-    summary.table = table_paths(c.out)
+    summary.table = _table_names(c)
     if c.not_found:
         # runs were expected and some source held none: neither the table nor the manifest is touched
         rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
@@ -288,14 +323,50 @@ def _table(c: Collection) -> list[dict]:
         return rows
     summary.valid = len(rows)
     fingerprint = entries_fingerprint(c.entries)
-    if fingerprint != c.manifest.table_fingerprint or not table_is_whole(c.out):
-        write_table(rows, c.out)
-        summary.table_written = True
-    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:])
+    version = c.manifest.table_version
+    if fingerprint != c.manifest.table_fingerprint or not _table_in_step(c):
+        version = _publish(c, rows)
+    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:], version=version)
     return rows
 
 
-def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict]) -> None:
+def _publish(c: Collection, rows: list[dict]) -> int | None:
+    """The difference between `rows` and the dataset committed; the exports
+    rewritten when the table changed or they are not whole. Returns the table's version."""
+    from analysis.dataset import export_table, publish_rows
+
+    old = c.manifest.entries
+    changed = [(e["source"], e["key"]) for k, e in c.entries.items() if "row" in e and old.get(k) is not e]
+    published = publish_rows(c.table, rows, c.urls, changed)
+    c.summary.table_written = published.written
+    if c.export and (published.written or not table_is_whole(c.out)):
+        export_table(c.table.uri, c.out) if published.version is not None else _empty_export(c.out)
+        c.summary.table_written = True
+    return published.version
+
+
+def _empty_export(out: Path) -> None:
+    """The exports of a table with no rows yet (nothing was ever collected into it)."""
+    from analysis.collect.store import write_table_batches
+    from analysis.dataset.schema import EXPORT_SCHEMA
+
+    write_table_batches([], EXPORT_SCHEMA, out)
+
+
+def manifest_home(loc) -> Path:
+    """Where the collect manifest of a table lives: in a local table's directory;
+    for a bucket's table, in this machine's cache ($GPUBENCH_CACHE, else
+    ~/.cache/gpubench), one directory per table (the table itself says what it
+    holds: a new machine starts with an empty manifest and writes nothing twice)."""
+    import os
+
+    if loc.local is not None:
+        return loc.local
+    root = Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench")
+    return root / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
+
+
+def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict], version: int | None) -> None:
     """Write what changed to the manifest, and the de-duplication's outcome when
     every stack of every source was settled and nothing failed."""
     old_entries = c.manifest.entries
@@ -310,6 +381,7 @@ def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[d
         fingerprint,
         settled=c.settled.now,
         outcome=outcome if c.settled.all_settled and not c.summary.incomplete else None,
+        table_version=version,
     )
 
 

@@ -81,6 +81,41 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     return table_paths(out)
 
 
+def write_table_batches(batches, schema, out_dir: str | Path) -> dict[str, str]:
+    """The runs table as Parquet and CSV from Arrow record batches of `schema`
+    (already priced, in the table's order), streamed batch by batch and
+    published as one pair like write_table: the export of a results dataset."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    generation = _new_generation(out)
+    try:
+        _write_batches(batches, schema, generation)
+        replaced = _publish(out, generation)
+    except BaseException:
+        if _current_generation(out) != generation.name:
+            shutil.rmtree(generation, ignore_errors=True)
+        raise
+    _remove_leftovers(out, keep={generation.name, replaced})
+    return table_paths(out)
+
+
+def _write_batches(batches, schema, generation: Path) -> None:
+    """Both files of the table written batch by batch (the CSV as write_table writes it)."""
+    import pyarrow.parquet as pq
+
+    with (
+        pq.ParquetWriter(generation / f"{TABLE_STEM}.parquet", schema) as writer,
+        open(generation / f"{TABLE_STEM}.csv", "w", newline="", encoding="utf-8") as csv,
+    ):
+        header = True
+        for batch in batches:
+            writer.write_batch(batch)
+            csv_safe(batch.to_pandas()).to_csv(csv, index=False, header=header, lineterminator="\r\n")
+            header = False
+        if header:
+            schema.empty_table().to_pandas().to_csv(csv, index=False, lineterminator="\r\n")
+
+
 def read_table(out_dir: str | Path):
     """The runs table collect wrote to `out_dir` (Parquet)."""
     import pandas as pd
