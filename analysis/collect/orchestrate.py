@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import SettledBook, answer_from_manifest, keep_unlisted, settled_stacks
-from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key, list_store
+from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key
 from analysis.collect.spot import SpotPricer, price_bulk
+from analysis.collect.stacks import list_by_stack, stack_lister
 from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.validation import classify, wrong_layout
@@ -45,6 +46,8 @@ class Collection:
     # sources where runs were expected and none were found (empty, missing, misspelt, wrong layout):
     # the table and the manifest are then left exactly as they were
     not_found: list[str] = field(default_factory=list)
+    # sources listed stack by stack (file://, gs://): their settled stacks are judged after the downloads
+    listed_by_stack: list[tuple[str, object, dict]] = field(default_factory=list)
     table: Location | None = None  # the results dataset (analysis.dataset)
     export: bool = True  # results.parquet and results.csv written next to a local table
 
@@ -77,11 +80,11 @@ class Collection:
 
     def nothing_found(self, url: str, reason: str | None = None, short: str | None = None, store=None) -> bool:
         """A source with no runs where runs were expected: True, and the collect marked as finding
-        nothing (the table is kept, the exit code says so). Expected: always in a directory that does
-        not exist; in an empty directory or prefix once the table holds runs (before the first
-        collect it may well be empty). A bucket's root may be empty: a bucket's runs can all end."""
+        nothing (the table is kept, the exit code says so). Expected: in a directory that does
+        not exist, and in an empty directory or prefix, even before the first collect (a misspelt
+        prefix finds nothing: that is not success). A bucket's root may be empty: a bucket's runs can all end."""
         missing = _missing_directory(store)
-        if reason is None and not missing and (is_bucket_root(url) or not self._table_had_rows()):
+        if reason is None and not missing and is_bucket_root(url):
             return False
         where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
         reason = reason or (
@@ -112,9 +115,6 @@ class Collection:
     def take_cached(self, mkey: str, entry: dict) -> None:
         self.entries[mkey] = entry
         self.summary.cached += 1
-
-    def _table_had_rows(self) -> bool:
-        return any("row" in e for e in self.manifest.entries.values())
 
     def _keep_rows_of(self, url: str) -> None:
         self.entries.update({k: v for k, v in self.manifest.entries.items() if v.get("source") == url})
@@ -196,7 +196,7 @@ def _list_sources(c: Collection, workers, bar: Progress, store_opener, bulk: boo
         if store_opener is None and bulk is not False and bulk_mod.available(url):
             _list_bulk(c, url, workers, bar, full)
         else:
-            _list_store(c, url, store_opener or open_store)
+            _list_store(c, url, store_opener or open_store, full)
 
 
 def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> None:
@@ -241,22 +241,55 @@ def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> N
         book.all_settled = False
 
 
-def _list_store(c: Collection, url: str, opener: Callable) -> None:
-    """One source through payload.storage: unchanged objects taken from the manifest, the rest queued."""
+def _list_store(c: Collection, url: str, opener: Callable, full: bool) -> None:
+    """One source through payload.storage: listed stack by stack where the store
+    allows (file://, gs://: settled stacks by run directory only), else whole;
+    unchanged objects taken from the manifest, the rest queued."""
     from payload.storage import StorageError
 
-    c.settled.not_settled()
+    book = c.settled
     try:
-        store, listing = list_store(opener, url)
+        store = opener(url)
+        lister = stack_lister(store)
+        if lister is None:
+            book.not_settled()
+            listing, unlisted = {o.key: o for o in store.list()}, []
+        else:
+            book.before[url] = {} if full else c.manifest.settled(url)
+            now = time.time()
+            trusted = {p: s.digest for p, s in book.before[url].items() if s.fresh(now)}
+            listing, unlisted = list_by_stack(store, lister, trusted)
+            book.unlisted[url] = unlisted
     except StorageError as exc:
         c.keep_old(url, exc)
+        book.not_settled()
         return
-    for key in c.classified(url, store, listing):
+    settled_runs = 0
+    if lister is not None:
+        if not listing and unlisted and set(unlisted) == set(book.before[url]):
+            book.deferred.append(url)  # every stack settled and unchanged
+            return
+        book.nothing_listed = False
+        settled_runs = keep_unlisted(url, unlisted, book.before[url], c.manifest.entries, c.entries, c.summary)
+        c.listed_by_stack.append((url, store, listing))
+    for key in c.classified(url, store, listing, settled_runs):
         old = c.cached(url, listing[key])
         if old is not None:
             c.take_cached(entry_key(url, key), old)
         else:
             c.todo.append((store, url, key, listing[key]))
+
+
+def _settle_listed_stacks(c: Collection) -> None:
+    """The settled stacks of the sources listed stack by stack, now that their results are read."""
+    book, now = c.settled, time.time()
+    for url, store, listing in c.listed_by_stack:
+        if url in c.not_found:
+            continue
+        book.now[url] = {p: book.before[url][p] for p in book.unlisted.get(url, [])}
+        book.now[url].update(settled_stacks(url, listing, c.entries, c.failed, store, now))
+        if any(layout.stack_prefix_of(k) not in book.now[url] for k in listing):
+            book.all_settled = False
 
 
 def _answer_unchanged(c: Collection) -> list[dict] | None:
@@ -300,6 +333,7 @@ def _download(c: Collection, workers: int | None, spot_pricer: SpotPricer | None
         c.settle(mkey, entry)
         bar.update()
     bar.close()
+    _settle_listed_stacks(c)
     if spot_pricer is not None and c.to_price:
         for mkey in price_bulk(c.entries, c.to_price, spot_pricer):  # a stack with a run to price again
             c.settled.unsettle(c.entries[mkey])
@@ -337,7 +371,7 @@ def _publish(c: Collection, rows: list[dict]) -> int | None:
 
     old = c.manifest.entries
     changed = [(e["source"], e["key"]) for k, e in c.entries.items() if "row" in e and old.get(k) is not e]
-    published = publish_rows(c.table, rows, c.urls, changed)
+    published = publish_rows(c.table, rows, changed)
     c.summary.table_written = published.written
     if c.export and (published.written or not table_is_whole(c.out)):
         export_table(c.table.uri, c.out) if published.version is not None else _empty_export(c.out)

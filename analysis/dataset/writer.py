@@ -35,20 +35,17 @@ class Published:
         return bool(self.added or self.replaced or self.removed)
 
 
-def publish_rows(
-    table: str | Location,
-    rows: Sequence[dict],
-    sources: Iterable[str],
-    changed: Iterable[tuple[str, str]] = (),
-) -> Published:
-    """Make the table's rows of `sources` be `rows` (unpriced collect rows),
+def publish_rows(table: str | Location, rows: Sequence[dict], changed: Iterable[tuple[str, str]] = ()) -> Published:
+    """Make the table's rows be `rows` (unpriced collect rows, one per run),
     writing only the difference; `changed` names (source, key) pairs whose row
-    was read again this time (replaced even with the same ETag). Rows of other
-    sources are not touched. Holds the table's lock while it compares and commits."""
+    was read again this time (replaced even with the same ETag). As the runs
+    table always was, the table holds the runs of the sources of the latest
+    collect: rows of a source it did not name are removed. Holds the table's
+    lock while it compares and commits."""
     loc = table if isinstance(table, Location) else resolve(table)
     identity = pricing_identity()
     with table_lock(loc):
-        have = _index(current_keys(loc, sorted(set(sources))))
+        have = _index(current_keys(loc))
         want = {(r["source"], r["key"]): r for r in rows}
         changed = set(changed)
         new = [r for k, r in want.items() if k not in have]
