@@ -33,6 +33,7 @@ def _sorted_batches(table: str) -> Iterator:
         con.register("data", open_dataset(table))
         con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
         con.execute("SET preserve_insertion_order = false")
+        con.execute("SET enable_progress_bar = false")  # it would print on stdout, into --json
         columns = ", ".join(f'"{c}"' for c in EXPORT_SCHEMA.names)
         reader = con.sql(f"SELECT {columns} FROM data ORDER BY run_id, stack").to_arrow_reader(BATCH_ROWS)  # noqa: S608
         for batch in reader:
