@@ -119,6 +119,7 @@ def collect(source: str, table: Path, env: dict) -> dict:
         return {"error": done.stderr.strip().splitlines()[-3:] or ["failed"], "wall_s": wall}
     return {
         "wall_s": round(wall, 2),
+        "collect_s": got["seconds"],  # the collect call itself, without interpreter start and imports
         "peak_rss_mb": round(peak_kb / 1024),
         "new": got["new"],
         "valid": got["valid"],

@@ -117,13 +117,27 @@ def _write_batches(batches, schema, generation: Path) -> None:
 
 
 def read_table(out_dir: str | Path):
-    """The runs table collect wrote to `out_dir` (Parquet)."""
+    """The runs table at `out_dir` as a DataFrame: its results.parquet export
+    when there is one, else the results dataset there (a bucket prefix, or a
+    local table collected without exports), by run id then stack. Readers that
+    aggregate should query analysis.dataset.open_dataset instead."""
     import pandas as pd
 
-    path = Path(out_dir) / f"{TABLE_STEM}.parquet"
-    if not path.exists():
-        raise FileNotFoundError(f"no results table at {path}; run `python -m analysis collect --out {out_dir}` first")
-    return pd.read_parquet(path)
+    from analysis.dataset import TableNotFound, open_dataset, resolve
+    from analysis.dataset.schema import EXPORT_SCHEMA
+
+    loc = resolve(out_dir)
+    path = loc.local / f"{TABLE_STEM}.parquet" if loc.local is not None else None
+    if path is not None and path.exists():
+        return pd.read_parquet(path)
+    try:
+        data = open_dataset(str(out_dir))
+    except TableNotFound:
+        raise FileNotFoundError(
+            f"no results table at {out_dir}; run `python -m analysis collect --out {out_dir}` first"
+        ) from None
+    rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by([("run_id", "ascending"), ("stack", "ascending")])
+    return rows.to_pandas()
 
 
 def table_is_whole(out_dir: str | Path) -> bool:
