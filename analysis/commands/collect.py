@@ -16,7 +16,7 @@ examples:
 
 Only objects that changed since the last collect into the same --out are
 downloaded (the manifest is --out/.collect-manifest.sqlite; delete it to start
-over). On s3://, a settled stack (every run has a completed or failed result)
+over). A settled stack (every run has a completed or failed result)
 is checked by its run directories only: its files are listed again when a run
 is added or removed, after a day, or with --full (a final result rewritten by
 hand is seen then).
