@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,7 +131,7 @@ def collect(
     bulk: bool | None = None,
     full: bool = False,
     export: bool | None = None,
-) -> tuple[Summary, list[dict]]:
+) -> tuple[Summary, Sequence[dict]]:
     """Collect runs from `urls` into the results dataset at `table` (a
     directory or a bucket prefix, analysis.dataset), writing only what
     changed; a local table also gets results.parquet and results.csv as an
@@ -144,9 +144,10 @@ def collect(
     s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). On the bulk path a settled stack
-    (analysis.manifest) is not listed file by file while its run directories
-    stay the same; `full` lists every file again."""
+    the thread pool of the other stores). A settled stack (analysis.manifest)
+    is not listed file by file while its run directories stay the same (s3://
+    on the bulk path, gs://, file://); `full` lists every file again. A
+    collect with nothing new returns the stored rows, read when first used."""
     from analysis.dataset import migrate_legacy, resolve
 
     t0 = time.perf_counter()
