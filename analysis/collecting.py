@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 SpotHistory = Literal["auto", "on", "off"]
 DEFAULT_URLS = ("results",)
+DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
 
 
 @dataclass
@@ -73,8 +74,7 @@ class CollectOutcome:
                 "see --results)"
             )
         lines += [f"  skipped {s.get('url') or s['key']}: {s['reason']}" for s in summary.set_aside()]
-        unchanged = "" if summary.table_written else " (unchanged)"
-        lines.append(f"table: {summary.table['parquet']} and {summary.table['csv']}{unchanged}")
+        lines.append(table_line(summary.table, summary.table_written))
         if self.teardown is not None and not self.teardown.error:
             lines += [
                 f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
@@ -82,6 +82,14 @@ class CollectOutcome:
                 for o in self.teardown.to_dict()["outcomes"]
             ]
         return "\n".join(lines) + "\n"
+
+
+def table_line(table: dict[str, str], written: bool) -> str:
+    """Where the table is: the dataset, and its exports when there are any."""
+    unchanged = "" if written else " (unchanged)"
+    if "parquet" not in table:
+        return f"table: {table.get('dataset')}{unchanged}"
+    return f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table.get('dataset')}"
 
 
 def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
@@ -116,15 +124,19 @@ def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
 
 def collect_results(
     urls: Sequence[str] = DEFAULT_URLS,
-    out_dir: str | Path = "report",
+    table: str | Path = DEFAULT_TABLE,
     *,
+    export: bool | None = None,
     workers: int | None = None,
     progress: bool = False,
     spot_history: SpotHistory = "auto",
     full: bool = False,
     teardown: bool = False,
 ) -> CollectOutcome:
-    """Collect `urls` into out_dir's table; with `teardown`, destroy the stacks whose runs all finished.
+    """Collect `urls` into the results dataset at `table` (a directory or a
+    bucket prefix; analysis.dataset), writing only what changed; a local table
+    also gets results.parquet and results.csv (`export`: see analysis.collect.collect).
+    With `teardown`, destroy the stacks whose runs all finished.
 
     Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
     """
@@ -134,7 +146,13 @@ def collect_results(
         raise ValueError(f"--workers must be at least 1, got {workers}")
     urls = list(urls) or list(DEFAULT_URLS)
     summary, rows = collect(
-        urls, out_dir, workers=workers, progress=progress, spot_pricer=spot_history_pricer(spot_history), full=full
+        urls,
+        table,
+        workers=workers,
+        progress=progress,
+        spot_pricer=spot_history_pricer(spot_history),
+        full=full,
+        export=export,
     )
     outcome = CollectOutcome(summary, rows, urls)
     if teardown:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,44 @@ class SettledStack:
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
+
+
+class StoredRows(Sequence):
+    """The table's rows as the manifest stores them (every row but the dropped
+    entries'), by run id then stack; read from the manifest file on first use."""
+
+    def __init__(self, path: Path, dropped: set[str], count: int):
+        self.path, self.dropped, self.count = path, dropped, count
+        self._rows: list[dict] | None = None
+
+    def _all(self) -> list[dict]:
+        if self._rows is None:
+            from analysis.collect.dedupe import row_order
+
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            try:
+                rows = db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL").fetchall()
+            finally:
+                db.close()
+            self._rows = sorted((_loads(r) for k, r in rows if k not in self.dropped), key=row_order)
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.count if self._rows is None else len(self._rows)
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredRows({len(self)} rows of {self.path})"
 
 
 class Manifest:
@@ -167,6 +206,24 @@ class Manifest:
             self._start_over()
             return None
 
+    def stored_rows(self, dropped: set[str]) -> StoredRows | None:
+        """kept_rows, counted now and read only when first used (a collect that
+        finds nothing new answers without decoding every row); None when the
+        entries are unreadable (the manifest is rebuilt)."""
+        try:
+            total = self._db.execute("SELECT count(*) FROM entries WHERE row IS NOT NULL").fetchone()[0]
+            gone = [
+                k
+                for (k,) in self._db.execute(
+                    "SELECT mkey FROM entries WHERE row IS NOT NULL AND mkey IN (SELECT value FROM json_each(?))",
+                    (json.dumps(sorted(dropped)),),
+                )
+            ]
+        except sqlite3.DatabaseError:
+            self._start_over()
+            return None
+        return StoredRows(self.path, dropped, total - len(gone))
+
     def _migrate_json(self, old: Path) -> None:
         try:
             data = json.loads(old.read_text())
@@ -186,6 +243,7 @@ class Manifest:
         table_fingerprint: str | None,
         settled: dict[str, dict[str, SettledStack]] | None = None,
         outcome: dict | None = None,
+        table_version: int | None = None,
     ) -> None:
         """One transaction: write the `changed` keys of `entries`, drop
         `removed`; with `settled` ({source: {prefix: SettledStack}}) replace
@@ -213,6 +271,8 @@ class Manifest:
             )
             db.executemany("DELETE FROM entries WHERE mkey = ?", ((k,) for k in removed))
             db.execute("INSERT OR REPLACE INTO meta VALUES ('table_fingerprint', ?)", (table_fingerprint,))
+            version = "" if table_version is None else str(table_version)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_version', ?)", (version,))
             if settled is not None:
                 db.execute("DELETE FROM stacks")
                 db.executemany(
@@ -237,6 +297,13 @@ class Manifest:
         self._entries = entries
         self.table_fingerprint = table_fingerprint
         self._meta["table_fingerprint"] = table_fingerprint or ""
+        self._meta["table_version"] = "" if table_version is None else str(table_version)
+
+    @property
+    def table_version(self) -> int | None:
+        """The dataset's version the last collect wrote or found in step (None: unknown)."""
+        text = self._meta.get("table_version") or ""
+        return int(text) if text.isdigit() else None
 
     def close(self) -> None:
         self._db.close()

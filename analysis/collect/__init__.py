@@ -1,9 +1,11 @@
 """Collect every run's result.json from one or more results buckets into the
-runs table (Parquet + CSV).
+results dataset (analysis.dataset; a local table also gets results.parquet
+and results.csv as an export).
 
 Lists each bucket once, downloads only objects whose ETag (S3), etag /
 generation (GCS) or size+mtime (file) changed since the last collect, and
-keeps a manifest (analysis.manifest, SQLite) in the output directory so the
+keeps a manifest (analysis.manifest, SQLite) beside a local table (in the
+cache directory for a bucket's table) so the
 next collect fetches nothing it already has. Each object is judged on its
 own: a corrupt, partial, unknown or duplicate file is set aside with the
 reason and collection goes on.
@@ -15,9 +17,10 @@ One module per job; every name callers use is importable from here:
   file:// through payload.storage in a thread pool)
 - validation: which keys are results, why a file is set aside, bytes -> row
 - spot: spot runs priced from their cloud's spot price history
+- stacks: file:// and gs:// listed stack by stack (settled stacks by run directory)
 - settled: settled stacks carried over from the manifest
 - dedupe: one row per run
-- store: the table files, published as one pair; leftovers removed
+- store: the export files, published as one pair; leftovers removed
 - summary: what a collect reports
 """
 

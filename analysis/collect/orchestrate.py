@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import SettledBook, answer_from_manifest, keep_unlisted, settled_stacks
-from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key, list_store
+from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key
 from analysis.collect.spot import SpotPricer, price_bulk
-from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths, write_table
+from analysis.collect.stacks import list_by_stack, stack_lister
+from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.validation import classify, wrong_layout
 from analysis.manifest import MANIFEST_NAME, Manifest
 from payload import layout
+
+if TYPE_CHECKING:
+    from analysis.dataset import Location
 
 
 @dataclass
@@ -30,7 +35,7 @@ class Collection:
     """What one collect has found so far, against what the manifest holds from the last one."""
 
     urls: list[str]
-    out: Path
+    out: Path  # the manifest's directory, and where a local table's exports go
     manifest: Manifest
     summary: Summary
     entries: dict[str, dict] = field(default_factory=dict)  # mkey -> entry: the table's input and the manifest's
@@ -41,6 +46,10 @@ class Collection:
     # sources where runs were expected and none were found (empty, missing, misspelt, wrong layout):
     # the table and the manifest are then left exactly as they were
     not_found: list[str] = field(default_factory=list)
+    # sources listed stack by stack (file://, gs://): their settled stacks are judged after the downloads
+    listed_by_stack: list[tuple[str, object, dict]] = field(default_factory=list)
+    table: Location | None = None  # the results dataset (analysis.dataset)
+    export: bool = True  # results.parquet and results.csv written next to a local table
 
     def cached(self, url: str, info) -> dict | None:
         """The manifest's entry for a listed object whose ETag and size are unchanged."""
@@ -71,11 +80,11 @@ class Collection:
 
     def nothing_found(self, url: str, reason: str | None = None, short: str | None = None, store=None) -> bool:
         """A source with no runs where runs were expected: True, and the collect marked as finding
-        nothing (the table is kept, the exit code says so). Expected: always in a directory that does
-        not exist; in an empty directory or prefix once the table holds runs (before the first
-        collect it may well be empty). A bucket's root may be empty: a bucket's runs can all end."""
+        nothing (the table is kept, the exit code says so). Expected: in a directory that does
+        not exist, and in an empty directory or prefix, even before the first collect (a misspelt
+        prefix finds nothing: that is not success). A bucket's root may be empty: a bucket's runs can all end."""
         missing = _missing_directory(store)
-        if reason is None and not missing and (is_bucket_root(url) or not self._table_had_rows()):
+        if reason is None and not missing and is_bucket_root(url):
             return False
         where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
         reason = reason or (
@@ -107,16 +116,13 @@ class Collection:
         self.entries[mkey] = entry
         self.summary.cached += 1
 
-    def _table_had_rows(self) -> bool:
-        return any("row" in e for e in self.manifest.entries.values())
-
     def _keep_rows_of(self, url: str) -> None:
         self.entries.update({k: v for k, v in self.manifest.entries.items() if v.get("source") == url})
 
 
 def collect(
     urls: list[str],
-    out_dir: str | Path,
+    table: str | Path,
     *,
     workers: int | None = None,
     progress: bool = False,
@@ -124,8 +130,13 @@ def collect(
     spot_pricer: SpotPricer | None = None,
     bulk: bool | None = None,
     full: bool = False,
-) -> tuple[Summary, list[dict]]:
-    """Collect runs from `urls` into `out_dir`. Returns the summary and the
+    export: bool | None = None,
+) -> tuple[Summary, Sequence[dict]]:
+    """Collect runs from `urls` into the results dataset at `table` (a
+    directory or a bucket prefix, analysis.dataset), writing only what
+    changed; a local table also gets results.parquet and results.csv as an
+    export (`export` False: not; True: also for a bucket's table, into the
+    manifest's directory). Returns the summary and the
     table rows (valid, de-duplicated by run id). New AWS spot runs are priced
     from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
     cached rows keep the series they were collected with.
@@ -133,16 +144,22 @@ def collect(
     s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). On the bulk path a settled stack
-    (analysis.manifest) is not listed file by file while its run directories
-    stay the same; `full` lists every file again."""
+    the thread pool of the other stores). A settled stack (analysis.manifest)
+    is not listed file by file while its run directories stay the same (s3://
+    on the bulk path, gs://, file://); `full` lists every file again. A
+    collect with nothing new returns the stored rows, read when first used."""
+    from analysis.dataset import migrate_legacy, resolve
+
     t0 = time.perf_counter()
-    out = Path(out_dir)
+    loc = resolve(table)
+    out = manifest_home(loc)
     remove_stale_temporaries(out)
+    migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
     bar = Progress(progress)
     try:
-        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)))
+        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)), table=loc)
+        c.export = export if export is not None else loc.local is not None
         _list_sources(c, workers, bar, store_opener, bulk, full)
         rows = _answer_unchanged(c)
         if rows is None:
@@ -153,13 +170,14 @@ def collect(
                 manifest.close()
                 return collect(
                     urls,
-                    out_dir,
+                    table,
                     workers=workers,
                     progress=progress,
                     store_opener=store_opener,
                     spot_pricer=spot_pricer,
                     bulk=bulk,
                     full=True,
+                    export=export,
                 )
             _download(c, workers, spot_pricer, bar)
             rows = _table(c)
@@ -179,7 +197,7 @@ def _list_sources(c: Collection, workers, bar: Progress, store_opener, bulk: boo
         if store_opener is None and bulk is not False and bulk_mod.available(url):
             _list_bulk(c, url, workers, bar, full)
         else:
-            _list_store(c, url, store_opener or open_store)
+            _list_store(c, url, store_opener or open_store, full)
 
 
 def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> None:
@@ -224,17 +242,38 @@ def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> N
         book.all_settled = False
 
 
-def _list_store(c: Collection, url: str, opener: Callable) -> None:
-    """One source through payload.storage: unchanged objects taken from the manifest, the rest queued."""
+def _list_store(c: Collection, url: str, opener: Callable, full: bool) -> None:
+    """One source through payload.storage: listed stack by stack where the store
+    allows (file://, gs://: settled stacks by run directory only), else whole;
+    unchanged objects taken from the manifest, the rest queued."""
     from payload.storage import StorageError
 
-    c.settled.not_settled()
+    book = c.settled
     try:
-        store, listing = list_store(opener, url)
+        store = opener(url)
+        lister = stack_lister(store)
+        if lister is None:
+            book.not_settled()
+            listing, unlisted = {o.key: o for o in store.list()}, []
+        else:
+            book.before[url] = {} if full else c.manifest.settled(url)
+            now = time.time()
+            trusted = {p: s.digest for p, s in book.before[url].items() if s.fresh(now)}
+            listing, unlisted = list_by_stack(store, lister, trusted)
+            book.unlisted[url] = unlisted
     except StorageError as exc:
         c.keep_old(url, exc)
+        book.not_settled()
         return
-    for key in c.classified(url, store, listing):
+    settled_runs = 0
+    if lister is not None:
+        if not listing and unlisted and set(unlisted) == set(book.before[url]):
+            book.deferred.append(url)  # every stack settled and unchanged
+            return
+        book.nothing_listed = False
+        settled_runs = keep_unlisted(url, unlisted, book.before[url], c.manifest.entries, c.entries, c.summary)
+        c.listed_by_stack.append((url, store, listing))
+    for key in c.classified(url, store, listing, settled_runs):
         old = c.cached(url, listing[key])
         if old is not None:
             c.take_cached(entry_key(url, key), old)
@@ -242,12 +281,42 @@ def _list_store(c: Collection, url: str, opener: Callable) -> None:
             c.todo.append((store, url, key, listing[key]))
 
 
+def _settle_listed_stacks(c: Collection) -> None:
+    """The settled stacks of the sources listed stack by stack, now that their results are read."""
+    book, now = c.settled, time.time()
+    for url, store, listing in c.listed_by_stack:
+        if url in c.not_found:
+            continue
+        book.now[url] = {p: book.before[url][p] for p in book.unlisted.get(url, [])}
+        book.now[url].update(settled_stacks(url, listing, c.entries, c.failed, store, now))
+        if any(layout.stack_prefix_of(k) not in book.now[url] for k in listing):
+            book.all_settled = False
+
+
 def _answer_unchanged(c: Collection) -> list[dict] | None:
     """The last collect's rows, when nothing anywhere changed since and its table is whole; else None."""
     outcome = c.manifest.outcome()
-    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and table_is_whole(c.out):
-        return answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
+    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and _table_in_step(c):
+        rows = answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
+        if rows is not None:
+            c.summary.table = _table_names(c)
+        return rows
     return None
+
+
+def _table_in_step(c: Collection) -> bool:
+    """The dataset is at the version the manifest last wrote or saw, and a
+    local table's exports are whole: what the manifest says is what the table holds."""
+    from analysis.dataset.store import table_version
+
+    if c.manifest.table_version is None or c.manifest.table_version != table_version(c.table):
+        return False
+    return not c.export or table_is_whole(c.out)
+
+
+def _table_names(c: Collection) -> dict[str, str]:
+    """Where the table is: the dataset, and its exports when written."""
+    return {**(table_paths(c.out) if c.export else {}), "dataset": c.table.text}
 
 
 def _carry_deferred(c: Collection) -> None:
@@ -265,6 +334,7 @@ def _download(c: Collection, workers: int | None, spot_pricer: SpotPricer | None
         c.settle(mkey, entry)
         bar.update()
     bar.close()
+    _settle_listed_stacks(c)
     if spot_pricer is not None and c.to_price:
         for mkey in price_bulk(c.entries, c.to_price, spot_pricer):  # a stack with a run to price again
             c.settled.unsettle(c.entries[mkey])
@@ -275,7 +345,7 @@ def _table(c: Collection) -> list[dict]:
     summary = c.summary
     n_skipped, dropped = len(summary.skipped), set()
     rows = dedupe(c.entries, summary, dropped)
-    summary.table = table_paths(c.out)
+    summary.table = _table_names(c)
     if c.not_found:
         # runs were expected and some source held none: neither the table nor the manifest is touched
         rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
@@ -288,14 +358,50 @@ def _table(c: Collection) -> list[dict]:
         return rows
     summary.valid = len(rows)
     fingerprint = entries_fingerprint(c.entries)
-    if fingerprint != c.manifest.table_fingerprint or not table_is_whole(c.out):
-        write_table(rows, c.out)
-        summary.table_written = True
-    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:])
+    version = c.manifest.table_version
+    if fingerprint != c.manifest.table_fingerprint or not _table_in_step(c):
+        version = _publish(c, rows)
+    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:], version=version)
     return rows
 
 
-def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict]) -> None:
+def _publish(c: Collection, rows: list[dict]) -> int | None:
+    """The difference between `rows` and the dataset committed; the exports
+    rewritten when the table changed or they are not whole. Returns the table's version."""
+    from analysis.dataset import export_table, publish_rows
+
+    old = c.manifest.entries
+    changed = [(e["source"], e["key"]) for k, e in c.entries.items() if "row" in e and old.get(k) is not e]
+    published = publish_rows(c.table, rows, changed)
+    c.summary.table_written = published.written
+    if c.export and (published.written or not table_is_whole(c.out)):
+        export_table(c.table.uri, c.out) if published.version is not None else _empty_export(c.out)
+        c.summary.table_written = True
+    return published.version
+
+
+def _empty_export(out: Path) -> None:
+    """The exports of a table with no rows yet (nothing was ever collected into it)."""
+    from analysis.collect.store import write_table_batches
+    from analysis.dataset.schema import EXPORT_SCHEMA
+
+    write_table_batches([], EXPORT_SCHEMA, out)
+
+
+def manifest_home(loc) -> Path:
+    """Where the collect manifest of a table lives: in a local table's directory;
+    for a bucket's table, in this machine's cache ($GPUBENCH_CACHE, else
+    ~/.cache/gpubench), one directory per table (the table itself says what it
+    holds: a new machine starts with an empty manifest and writes nothing twice)."""
+    import os
+
+    if loc.local is not None:
+        return loc.local
+    root = Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench")
+    return root / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
+
+
+def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict], version: int | None) -> None:
     """Write what changed to the manifest, and the de-duplication's outcome when
     every stack of every source was settled and nothing failed."""
     old_entries = c.manifest.entries
@@ -310,6 +416,7 @@ def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[d
         fingerprint,
         settled=c.settled.now,
         outcome=outcome if c.settled.all_settled and not c.summary.incomplete else None,
+        table_version=version,
     )
 
 

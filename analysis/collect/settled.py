@@ -9,11 +9,10 @@ whole collect from the manifest must agree on one definition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis.collect.dedupe import row_order
 from analysis.collect.store import table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
@@ -111,17 +110,16 @@ def settled_stacks(url: str, listing: dict, entries: dict, failed: set[str], sto
 
 def answer_from_manifest(
     manifest, outcome: dict, settled: dict[str, Stacks], summary: Summary, out: Path
-) -> list[dict] | None:
+) -> Sequence[dict] | None:
     """A collect that found every stack settled and as before: the stored rows
     and the last de-duplication's notes, without judging every row again.
     None (and `summary` untouched) when the stored rows cannot be read."""
-    rows = manifest.kept_rows(set(outcome.get("dropped", [])))
+    rows = manifest.stored_rows(set(outcome.get("dropped", [])))
     if rows is None:
         return None
     for stacks in settled.values():
         summary.cached += count_settled(summary, stacks.values())  # one result per run
     summary.skipped.extend(outcome.get("skipped", []))
-    rows.sort(key=row_order)
     summary.valid = len(rows)
     summary.table = table_paths(out)
     return rows

@@ -81,14 +81,63 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     return table_paths(out)
 
 
+def write_table_batches(batches, schema, out_dir: str | Path) -> dict[str, str]:
+    """The runs table as Parquet and CSV from Arrow record batches of `schema`
+    (already priced, in the table's order), streamed batch by batch and
+    published as one pair like write_table: the export of a results dataset."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    generation = _new_generation(out)
+    try:
+        _write_batches(batches, schema, generation)
+        replaced = _publish(out, generation)
+    except BaseException:
+        if _current_generation(out) != generation.name:
+            shutil.rmtree(generation, ignore_errors=True)
+        raise
+    _remove_leftovers(out, keep={generation.name, replaced})
+    return table_paths(out)
+
+
+def _write_batches(batches, schema, generation: Path) -> None:
+    """Both files of the table written batch by batch (the CSV as write_table writes it)."""
+    import pyarrow.parquet as pq
+
+    with (
+        pq.ParquetWriter(generation / f"{TABLE_STEM}.parquet", schema) as writer,
+        open(generation / f"{TABLE_STEM}.csv", "w", newline="", encoding="utf-8") as csv,
+    ):
+        header = True
+        for batch in batches:
+            writer.write_batch(batch)
+            csv_safe(batch.to_pandas()).to_csv(csv, index=False, header=header, lineterminator="\r\n")
+            header = False
+        if header:
+            schema.empty_table().to_pandas().to_csv(csv, index=False, lineterminator="\r\n")
+
+
 def read_table(out_dir: str | Path):
-    """The runs table collect wrote to `out_dir` (Parquet)."""
+    """The runs table at `out_dir` as a DataFrame: its results.parquet export
+    when there is one, else the results dataset there (a bucket prefix, or a
+    local table collected without exports), by run id then stack. Readers that
+    aggregate should query analysis.dataset.open_dataset instead."""
     import pandas as pd
 
-    path = Path(out_dir) / f"{TABLE_STEM}.parquet"
-    if not path.exists():
-        raise FileNotFoundError(f"no results table at {path}; run `gpubench collect --table {out_dir}` first")
-    return pd.read_parquet(path)
+    from analysis.dataset import TableNotFound, open_dataset, resolve
+    from analysis.dataset.schema import EXPORT_SCHEMA
+
+    loc = resolve(out_dir)
+    path = loc.local / f"{TABLE_STEM}.parquet" if loc.local is not None else None
+    if path is not None and path.exists():
+        return pd.read_parquet(path)
+    try:
+        data = open_dataset(str(out_dir))
+    except TableNotFound:
+        raise FileNotFoundError(
+            f"no results table at {out_dir}; run `gpubench collect --table {out_dir}` first"
+        ) from None
+    rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by([("run_id", "ascending"), ("stack", "ascending")])
+    return rows.to_pandas()
 
 
 def table_is_whole(out_dir: str | Path) -> bool:

@@ -17,11 +17,16 @@ from analysis.table import result_to_row
 from payload import layout
 
 # What a run directory may hold besides result.json (bucket layout: payload.layout).
-KNOWN_RUN_FILES = layout.RUN_FILES
+# The payload's own files beside result.json; log-tail.txt is a workload job's rolling
+# log tail (payload.workloads.job.LOG_TAIL_NAME: named here, that module loads the job runner)
+LOG_TAIL_NAME = "log-tail.txt"
+KNOWN_RUN_FILES = (*layout.RUN_FILES, LOG_TAIL_NAME)
 KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 PARTIAL_UPLOAD = "partial: temporary upload file"
-UNKNOWN_RUN_FILE = "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, checkpoints/)"
+UNKNOWN_RUN_FILE = (
+    "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
+)
 
 # The largest result.json a collect reads. A real one is a few kB to a few hundred
 # (a long timeline); past this it is set aside unread, and the reads themselves

@@ -19,8 +19,9 @@ examples:
   gpubench report                                    # ./table -> ./report/index.html
 
 Only objects that changed since the last collect into the same --table are
-downloaded (the manifest is --table/.collect-manifest.sqlite; delete it to start
-over). On s3://, a settled stack (every run has a completed or failed result)
+downloaded (a local table keeps its manifest in --table/.collect-manifest.sqlite,
+a bucket table in $GPUBENCH_CACHE; delete it to start over). A settled stack
+(every run has a completed or failed result)
 is checked by its run directories only: its files are listed again when a run
 is added or removed, after a day, or with --full (a final result rewritten by
 hand is seen then).

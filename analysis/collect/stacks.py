@@ -1,0 +1,146 @@
+"""Listing a file:// or gs:// results location stack by stack, so that a
+settled stack is checked by its run directories only (one entry per run,
+not per file), as analysis.bulk does on s3://.
+
+Its own module because payload.storage lists a location whole (a local one
+by walking every file) and has no notion of a run directory; here each
+store kind says what lies under ``runs/``, under ``runs/<stack>/``, and in
+one stack, with the same ObjectInfo (and ETag) its own listing gives."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from payload import layout
+
+LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
+
+
+class _FileStacks:
+    """A local results directory (payload.storage.FileStore)."""
+
+    def __init__(self, store):
+        self.store, self.root = store, Path(store.root)
+
+    def stacks(self) -> tuple[list[str], list]:
+        """The stack prefixes under runs/, and the files lying directly in it."""
+        base = self.root / layout.ROOT
+        prefixes, files = [], []
+        for entry in _scan(base):
+            if entry.is_dir():
+                prefixes.append(f"{layout.ROOT}{entry.name}/")
+            elif entry.is_file() and not entry.name.startswith("."):
+                files.append(self._info(Path(entry.path)))
+        return sorted(prefixes), files
+
+    def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
+        """The run directories of a stack, and whether a file lies beside them."""
+        runs, stray = [], False
+        for entry in _scan(self.root / prefix):
+            if entry.is_dir():
+                runs.append(entry.name)
+            elif not entry.name.startswith("."):
+                stray = True
+        return runs, stray
+
+    def objects(self, prefix: str) -> Iterator:
+        for path in sorted((self.root / prefix).rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                yield self._info(path)
+
+    def _info(self, path: Path):
+        """payload.storage's ObjectInfo of a file, with the same ETag (size and mtime)."""
+        from payload.storage import ObjectInfo
+
+        st = path.stat()
+        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
+        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
+        return ObjectInfo(path.relative_to(self.root).as_posix(), st.st_size, etag, updated)
+
+
+class _GcsStacks:
+    """A gs:// location (payload.storage.GCSStore): delimiter listings."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def _level(self, prefix: str) -> tuple[list[str], list]:
+        """(sub-prefixes relative to the store, objects) one level under `prefix`."""
+        from payload.storage import ObjectInfo
+
+        store = self.store
+        strip = len(store.prefix) + 1 if store.prefix else 0
+        pages = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
+            prefix=store._key(prefix),
+            delimiter="/",
+            timeout=store._timeout,
+            retry=None,  # noqa: SLF001
+        )
+        objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
+        return sorted(p[strip:] for p in pages.prefixes), objects
+
+    def stacks(self) -> tuple[list[str], list]:
+        return self._level(layout.ROOT)
+
+    def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
+        subs, objects = self._level(prefix)
+        return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
+
+    def objects(self, prefix: str) -> Iterator:
+        return iter(self.store.list(prefix))
+
+
+_LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks}
+
+
+def stack_lister(store):
+    """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
+    kind = _LISTERS.get(type(store).__name__)
+    return kind(store) if kind is not None else None
+
+
+def list_by_stack(store, lister, settled: dict[str, str]) -> tuple[dict, list[str]]:
+    """({key: ObjectInfo} of every file under runs/, prefixes of the settled stacks
+    not listed). `settled` maps stack prefixes to their runs digest when last
+    listed; such a stack whose run directories are the same and hold nothing
+    beside them is not listed file by file. Nothing under runs/: the whole
+    location is listed (what lies there says which prefix was meant).
+    Raises payload.storage.StorageError when a listing fails."""
+    from analysis.bulk import runs_digest
+    from payload.storage import with_retries
+
+    def retried(what: str, call):
+        return with_retries(f"list {store.url_for(what)}", call, store.retries, store.backoff)
+
+    prefixes, top = retried(layout.ROOT, lister.stacks)
+    if not prefixes and not top:
+        return {o.key: o for o in store.list()}, []
+
+    def one(prefix: str) -> tuple[str, list | None]:
+        if prefix in settled:
+            runs, stray = retried(prefix, lambda: lister.run_dirs(prefix))
+            if not stray and runs_digest(runs) == settled[prefix]:
+                return prefix, None
+        return prefix, retried(prefix, lambda: list(lister.objects(prefix)))
+
+    listing, unlisted = {o.key: o for o in top}, []
+    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
+        for prefix, objects in pool.map(one, prefixes):
+            if objects is None:
+                unlisted.append(prefix)
+            else:
+                listing.update((o.key, o) for o in objects)
+    return listing, unlisted
+
+
+def _scan(path: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(path) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []

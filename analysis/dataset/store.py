@@ -1,0 +1,176 @@
+"""The results dataset as a Delta Lake table: opened, read, appended to and
+changed, each change one atomic commit in the table's log.
+
+Its own module because every reader and writer must agree on the layout
+(partitioned by ``stack`` and ``month``, analysis.dataset.schema) and on what
+"the current snapshot" is: the files the latest commit names, never the
+files a writer is still uploading or an interrupted one left behind."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from analysis.dataset.location import Location, resolve
+from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from deltalake import DeltaTable
+
+LEGACY_NAME = "results.parquet"  # the table before the dataset; now written as an export next to a local one
+MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
+COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer is tried again this often
+
+
+class TableNotFound(ValueError):
+    """No results table at a location (nothing collected there yet)."""
+
+    def __init__(self, loc: Location):
+        super().__init__(f"no results table at {loc.text}; collect into it first: gpubench collect --table {loc.text}")
+
+
+def delta_table(loc: Location) -> DeltaTable | None:
+    """The Delta table at `loc`, or None when there is none yet."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    local = loc.local
+    if local is not None and not (local / "_delta_log").is_dir():
+        return None
+    try:
+        return DeltaTable(loc.uri, storage_options=loc.storage_options or None)
+    except TableNotFoundError:
+        return None
+
+
+def open_dataset(table: str) -> ds.Dataset:
+    """The rows of the table's current snapshot as a pyarrow Dataset (the runs
+    table's columns and ``month``), for DuckDB or pyarrow to scan with
+    projection and filter pushdown. A directory holding only an older
+    collect's ``results.parquet`` is read as it is. Raises TableNotFound."""
+    import pyarrow.dataset as pads
+
+    loc = resolve(table)
+    dt = delta_table(loc)
+    if dt is None:
+        legacy = loc.local / LEGACY_NAME if loc.local is not None else None
+        if legacy is not None and legacy.is_file():
+            return pads.dataset(str(legacy), format="parquet")
+        raise TableNotFound(loc)
+    return dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
+
+
+def table_version(loc: Location) -> int | None:
+    """The version of the latest commit, None without a table."""
+    dt = delta_table(loc)
+    return None if dt is None else dt.version()
+
+
+def row_count(loc: Location) -> int:
+    dt = delta_table(loc)
+    return 0 if dt is None else dt.to_pyarrow_dataset(schema=SCHEMA).count_rows()
+
+
+def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Table:
+    """(source, key, etag, priced_with, stack) of every row, of `sources` only
+    when given: what a collect compares its rows with. A few short strings a row."""
+    import pyarrow as pa
+    import pyarrow.dataset as pads
+
+    columns = [*KEY_COLUMNS, "etag", "priced_with", "stack"]
+    dt = delta_table(loc)
+    if dt is None:
+        return pa.table({c: pa.array([], pa.string()) for c in columns})
+    data = dt.to_pyarrow_dataset(schema=SCHEMA)
+    wanted = None if sources is None else pads.field("source").isin(list(sources))
+    return data.to_table(columns=columns, filter=wanted)
+
+
+def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
+    """Append the rows of `batches` (SCHEMA, or `schema` with more columns) in
+    one commit, streamed: the batches are written to files as they come.
+    Returns the rows written."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    counted = _Counted(batches)
+    reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, iter(counted))
+    write_deltalake(
+        loc.uri,
+        reader,
+        mode="append",
+        partition_by=list(PARTITION_COLUMNS),
+        storage_options=loc.storage_options or None,
+        schema_mode="merge",  # a column an older table had and this release lacks stays
+        target_file_size=64 * 1024 * 1024,
+    )
+    return counted.rows
+
+
+def replace(loc: Location, rows: pa.Table, deleted: pa.Table) -> None:
+    """One commit per MERGE_CHUNK rows: each row of `rows` replaces the row
+    of its (source, key) or is added; each (stack, source, key) of `deleted`
+    is removed. A commit that loses a race with another writer is retried."""
+    import pyarrow as pa
+
+    marks = pa.table(
+        {f.name: deleted[f.name] if f.name in deleted.column_names else pa.nulls(len(deleted), f.type) for f in SCHEMA}
+    )
+    flag = pa.field("_delete", pa.bool_())
+    changes = pa.concat_tables(
+        [
+            rows.append_column(flag, pa.array([False] * len(rows), pa.bool_())),
+            marks.append_column(flag, pa.array([True] * len(marks), pa.bool_())),
+        ]
+    )
+    for start in range(0, len(changes), MERGE_CHUNK):
+        _merge(loc, changes.slice(start, MERGE_CHUNK))
+
+
+def _merge(loc: Location, changes: pa.Table) -> None:
+    from deltalake.exceptions import CommitFailedError
+
+    for attempt in range(COMMIT_ATTEMPTS):
+        dt = delta_table(loc)
+        if dt is None:  # no table yet: the rows are all new
+            append(loc, changes.filter(_not_deleted(changes)).drop_columns(["_delete"]).to_batches())
+            return
+        try:
+            (
+                dt.merge(
+                    changes,
+                    predicate="t.stack = s.stack AND t.source = s.source AND t.key = s.key",
+                    source_alias="s",
+                    target_alias="t",
+                )
+                .when_matched_delete(predicate="s._delete")
+                .when_matched_update_all(predicate="NOT s._delete", except_cols=["_delete"])
+                .when_not_matched_insert_all(predicate="NOT s._delete", except_cols=["_delete"])
+                .execute()
+            )
+            return
+        except CommitFailedError:
+            if attempt == COMMIT_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
+
+
+def _not_deleted(changes: pa.Table):
+    import pyarrow.compute as pc
+
+    return pc.invert(changes["_delete"])
+
+
+class _Counted:
+    """Batches passed through, counting their rows."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch]):
+        self.batches, self.rows = batches, 0
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        for batch in self.batches:
+            self.rows += batch.num_rows
+            yield batch
