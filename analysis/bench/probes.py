@@ -11,6 +11,7 @@ flight are waited for, and the caller ends what is still live.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 from analysis.bench.readings import ProbeReport
 from analysis.campaign.progress import Printer
+from analysis.progress import Progress
 
 
 @dataclass
@@ -33,8 +35,9 @@ class Live:
 class Probes:
     """Shared by every probe of one bench: the stop flag, the live registry, the printer."""
 
-    def __init__(self, printer: Printer):
+    def __init__(self, printer: Printer, bound_seconds: float | None = None):
         self.printer = printer
+        self.bound_seconds = bound_seconds  # the longest a probe may take (boot allowance + probe limit)
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self.live: dict[str, Live] = {}
@@ -71,7 +74,8 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bench-probe")
     futures: list[Future] = [pool.submit(fn, cand, probes) for cand, fn in jobs]
     try:
-        _until_done_or_interrupted(futures)
+        with Progress(probes.bound_seconds, "probes (time left at most)", unit="s") as bar:
+            _until_done_or_interrupted(futures, bar)
         reports = []
         for (cand, _), fut in zip(jobs, futures):
             try:
@@ -89,13 +93,18 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
         pool.shutdown(wait=False)
 
 
-def _until_done_or_interrupted(futures: list[Future]) -> None:
-    """Wait for every probe; a KeyboardInterrupt inside one (Ctrl-C in a progress hook, say) stops the wait."""
-    pending = set(futures)
+def _until_done_or_interrupted(futures: list[Future], bar: Progress | None = None) -> None:
+    """Wait for every probe, moving the bar each second (elapsed against the longest a probe may take,
+    so its time left is an upper bound); a KeyboardInterrupt inside one (Ctrl-C in a progress hook,
+    say) stops the wait."""
+    pending, started = set(futures), time.monotonic()
     while pending:
-        done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        done, pending = wait(pending, timeout=1.0, return_when=FIRST_EXCEPTION)
         if any(isinstance(f.exception(), KeyboardInterrupt) for f in done if not f.cancelled()):
             raise KeyboardInterrupt
+        if bar is not None:
+            bar.set_done(time.monotonic() - started)
+            bar.note(f"{len(futures) - len(pending)}/{len(futures)} probes ended")
 
 
 def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:

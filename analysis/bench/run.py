@@ -177,7 +177,7 @@ def bench(
     from analysis.bench.launch import make_jobs
 
     jobs, early = make_jobs(candidates, record, settings, backend, printer)
-    probes = Probes(printer)
+    probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
     printer(f"bench {bench_id}: {len(jobs)} probe(s) starting; workspace {record.path.parent}")
     try:
         reports = early + run_all(jobs, probes)
