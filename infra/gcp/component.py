@@ -153,7 +153,8 @@ def _guest_code(launch: Launch, urls: str):
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
     """The IAM condition of the runner's create-only grant: object names under its own launch's
     runs (`runs/<stack>/<launch>-`), or under runs/<stack>/ for a recurring stack (no launch id).
-    Cloud Storage names an object `projects/_/buckets/<bucket>/objects/<name>` in conditions;
+    Cloud Storage names an object `projects/_/buckets/<bucket>/objects/<name>` in conditions (the
+    resource name formats of https://cloud.google.com/iam/docs/conditions-resource-attributes);
     a bucket-level binding with a `startsWith` condition is Cloud Storage's own example
     ("Add conditional role binding",
     https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding)."""
