@@ -103,3 +103,13 @@ def test_documented_subcommand_help(subcommand, tmp_path, monkeypatch):
         except SystemExit as stop:
             code = int(stop.code or 0)
     assert code == 0 and "usage:" in out.getvalue(), out.getvalue()
+
+
+LINK = re.compile(r"\]\(([^)#:]+)(?:#[^)]*)?\)")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_relative_links_resolve(page):
+    """A page moved between README and docs/ keeps working links."""
+    broken = [t for t in LINK.findall(page.read_text()) if not (page.parent / t).exists()]
+    assert not broken, f"{page.name}: links to missing files {broken}"
