@@ -26,9 +26,12 @@ setup: $(STAMP)  ## create .venv with every extra the tests need (gpubench[dev])
 
 setup-demo: $(DEMO_STAMP)  ## create .venv with only what the demo needs (gpubench[demo])
 
+# A current pip: it shows a progress bar while it installs (minutes for TensorFlow), not only downloads.
 $(BIN)/python:
 	@echo "[setup] creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "[setup] upgrading pip in $(VENV)"
+	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	@echo "[setup] installing gpubench[demo] into $(VENV): TensorFlow for the CPU and the report's libraries"
@@ -37,8 +40,6 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	@echo "[setup] gpubench[demo] installed"
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	@echo "[setup] upgrading pip in $(VENV)"
-	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 	@echo "[setup] installing gpubench[dev] into $(VENV): every extra and the test tools"
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
 	@touch $@

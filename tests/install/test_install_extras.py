@@ -1,7 +1,7 @@
 """The install by purpose: the `demo` extra brings only what the demo imports.
 
 Read from pyproject.toml, so adding a heavy library to the demo's install fails here first
-(tests/install/test_fresh_clone_demo.py installs it for real, under CI).
+(tests/install/test_install_fresh_clone.py installs it for real, under CI).
 """
 
 from __future__ import annotations
