@@ -139,6 +139,43 @@ def test_local_run_records_the_environments_value_and_what_the_job_imported(tmp_
     assert result["hardware"]["cpu_model"] is not None or result["hardware"]["cpu_count"]
 
 
+def test_the_jobs_own_sitecustomize_still_runs_and_a_job_without_python_records_what_is_installed(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # else the shell's value would replace the spec's (the env rule)
+    job = "import json\nprint('GPUBENCH_METRICS ' + json.dumps({'samples': 4, 'seconds': 1.0}))\n"
+    own = "print('own sitecustomize ran')\n"
+    doc = {"name": "own-site", "run": "python job.py", "env": {"PYTHONPATH": "site"}, "metrics": ["json"]}
+    spec = write_spec(tmp_path, doc, {"job.py": job})
+    (tmp_path / "job" / "site").mkdir()
+    (tmp_path / "job" / "site" / "sitecustomize.py").write_text(own)
+    assert run_payload(load_spec(spec).path, tmp_path / "b1") == 0
+    result, run_dir = only_result(tmp_path / "b1")
+    assert "own sitecustomize ran" in (run_dir / "log-tail.txt").read_text()
+    assert result["software"]["frameworks_from"] == "imported"
+    # no Python process at all: the versions installed for the python3 on its PATH stand in
+    doc = {"name": "no-python", "run": 'echo \'GPUBENCH_METRICS {"samples": 4, "seconds": 1}\'', "metrics": ["json"]}
+    assert run_payload(write_spec(tmp_path, doc), tmp_path / "b2") == 0
+    result, _ = only_result(tmp_path / "b2")
+    assert result["software"]["frameworks_from"] == "installed" and result["software"]["job_python"]
+
+
+def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_line(tmp_path):
+    from payload.workloads.imports import read_imports
+
+    record = tmp_path / "imports.jsonl"
+    record.write_text(
+        '{"python": "/usr/bin/python3", "python_version": "3.11.7", "pid": 1}\n'
+        '{"module": "torch", "key": "torch", "version": "2.13.0+cpu", "origin": "/x/torch/__init__.py"}\n'
+        '{"module": "torch", "key": "torch", "version": "9.9"}\n'
+        '{"module": "keras", "key": "ker'
+    )
+    seen = read_imports(record)
+    assert seen.observed and seen.pythons[0]["python_version"] == "3.11.7"
+    assert seen.frameworks == {"torch": "2.13.0+cpu"}
+    assert not read_imports(tmp_path / "absent.jsonl").observed
+
+
 @pytest.mark.parametrize(
     "doc, field, fix",
     [
