@@ -1,26 +1,49 @@
 # gpubench: `make demo` runs a short suite on this machine and writes report/index.html,
 # `make setup` builds .venv, `make test` runs the suite.
+#
+# Two installs by purpose, each with its own stamp in .venv:
+#   make demo   -> gpubench[demo]: the report's libraries and TensorFlow for the CPU, nothing else
+#   make setup  -> gpubench[dev]:  every extra plus the test tools (what `make test` and `make lint` use),
+#                  installed on top of the same .venv
+# Set-up prints a line per step and pip's own progress (PIP_FLAGS=--quiet to hush it).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-dev
+DEMO_STAMP := $(VENV)/.installed-demo
+PIP_FLAGS ?= --progress-bar on
 # checkov (the Kubernetes policy scanner the suite runs on schedules/) pins boto3 and packaging
 # below the project's own, so it lives in a virtualenv of its own, put on PATH for the tests.
 TOOLS  := .venv-tools
 CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: setup lint test demo stacks preview clean help
+.PHONY: setup setup-demo lint test demo clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-setup: $(STAMP)  ## create .venv with every extra the tests need
+setup: $(STAMP)  ## create .venv with every extra the tests need (gpubench[dev])
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $@
+setup-demo: $(DEMO_STAMP)  ## create .venv with only what the demo needs (gpubench[demo])
+
+# A current pip: it shows a progress bar while it installs (minutes for TensorFlow), not only downloads.
+$(BIN)/python:
+	@echo "[setup] creating $(VENV) with $(PYTHON)"
+	$(PYTHON) -m venv $(VENV)
+	@echo "[setup] upgrading pip in $(VENV)"
+	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	@echo "[setup] installing gpubench[demo] into $(VENV): TensorFlow for the CPU and the report's libraries"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[demo]'
+	@touch $@
+	@echo "[setup] gpubench[demo] installed"
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "[setup] installing gpubench[dev] into $(VENV): every extra and the test tools"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
+	@touch $@
+	@echo "[setup] gpubench[dev] installed"
 
 # --dist loadfile: a module-scoped fixture (the campaign story, the e2e demo run)
 # runs once, on one worker (xdist_group marks are not honoured by pytest 9 + xdist 3.8).
@@ -39,7 +62,7 @@ test: lint $(CHECKOV)  ## lint, then run the whole test suite (parallel, CPU onl
 
 # DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";
 # GPUBENCH_LOCAL_HOURLY_USD in the environment sets this machine's price too.
-demo: setup  ## run a short real suite on this machine (results/), collect it and write report/index.html
+demo: $(DEMO_STAMP)  ## install gpubench[demo] only, then run a short real suite on this machine (results/), collect it and write report/index.html
 	$(BIN)/python -m analysis demo $(DEMO_ARGS)
 
 clean:  ## remove the virtualenv and build leftovers

@@ -14,6 +14,7 @@ Order of business for a suite:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -92,7 +93,7 @@ def run(cfg: RunConfig) -> int:
             if code == exitcodes.INTERRUPTED:
                 break  # the next boot resumes this one and runs the rest
         if cfg.workload:
-            codes.append(WorkloadRun(ctx, load_spec(cfg.workload)).execute())
+            codes.append(WorkloadRun(ctx, load_spec(cfg.workload).with_environment(os.environ)).execute())
     finally:
         watcher.stop()
         for sig, handler in old_handlers.items():

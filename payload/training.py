@@ -122,6 +122,10 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
             )
         return
     os.environ["KERAS_BACKEND"] = backend
+    if backend == "tensorflow" and "jax" not in sys.modules:
+        # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: a
+        # few hundred modules and seconds of start-up the tensorflow backend never uses.
+        sys.modules["jax"] = None
     if backend == "jax" and cpu_replicas > 1 and "jax" not in sys.modules:
         # testing aid, like TF's logical CPUs: XLA splits the host into N devices
         flags = os.environ.get("XLA_FLAGS", "")

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from payload import exitcodes
 from payload.checkpoint import STATE_NAME
@@ -32,7 +35,8 @@ from payload.environment import host_facts, software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint
-from payload.workloads.jobenv import job_frameworks
+from payload.workloads.imports import ImportWatch
+from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
 from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
@@ -58,7 +62,6 @@ class WorkloadJob:
             "workload_sha256": spec.sha256,
             "workdir_sha256": spec.workdir_sha256,
             "spec": os.path.basename(spec.path),
-            "image": spec.image,
             "gpus": self.gpus,
             "metrics": list(spec.metrics),
         }
@@ -74,6 +77,7 @@ class WorkloadJob:
             else None
         )
         self.env: dict | None = None  # the job's environment, once built
+        self.imports: ImportWatch | None = None  # what the job's `run` imports, once it starts
         self.wall = {"setup": 0.0, "run": 0.0}
         self.exit = {"setup": None, "run": None}
 
@@ -153,10 +157,12 @@ class WorkloadJob:
             code, stopped = self._phase("setup", self.spec.setup, env)
             if stopped or code != 0:
                 return self._failed("setup", code, stopped)
+        self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
+        self.imports.prepare()
         sampler = self.run.sampler
         sampler.start()
         sampler.begin_window()
-        code, stopped = self._phase("run", self.spec.run, env)
+        code, stopped = self._phase("run", self.spec.run, self.imports.environment(env))
         sampler.end_window()
         probed = self.probe is not None and self.probe.stopped_early and not stopped
         if probed:  # stopped by the probe on purpose: its exit status is the stop signal's
@@ -288,7 +294,10 @@ class WorkloadJob:
                 "name": spec.name,
                 "sha256": spec.sha256,
                 "workdir_sha256": spec.workdir_sha256,
-                "image": spec.image,
+                "image": self._image(),
+                "spec_image": spec.image,
+                "env": dict(spec.env),
+                "env_from_environment": list(spec.env_from_environment),
                 "metrics": list(spec.metrics),
                 "metrics_found": self.reader.found(),
                 "time_source": time_source,
@@ -301,13 +310,30 @@ class WorkloadJob:
             },
         }
 
+    def _image(self) -> str | None:
+        """The container the job ran in (null on this machine), never the image the spec would have used."""
+        return self.cfg.image or os.environ.get("GPUBENCH_IMAGE") or None
+
     def _software(self, nv: dict) -> dict:
-        """The payload's facts, with the framework versions of the interpreter that ran the job."""
+        """The payload's facts, with the frameworks the job ran: those its Python processes imported,
+        else (no Python process seen) those installed for the interpreter on its PATH."""
         software = software_facts()
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
-        software["image"] = self.cfg.image or software["image"]
-        if self.env is not None and self.exit["run"] is not None:
-            found, python = job_frameworks(self.env, self.spec.cwd)
-            software.update(found)
+        software["image"] = self._image()
+        if self.env is None or self.exit["run"] is None:
+            return software
+        installed, python = job_frameworks(self.env, self.spec.cwd)
+        seen = self.imports.read() if self.imports is not None else None
+        if seen is not None and seen.observed:
+            software.update(dict.fromkeys(FRAMEWORKS), **seen.frameworks)
+            software["torch_cuda_build"] = installed.get("torch_cuda_build") if "torch" in seen.frameworks else None
+            first = seen.pythons[0]
+            software.update(job_python=first["python"], job_python_version=first["python_version"])
+            software["frameworks_from"] = "imported"
+        else:
+            software.update(installed)
             software["job_python"] = python
+            software["frameworks_from"] = "installed" if python else None
+        if self.imports is not None:
+            shutil.rmtree(self.imports.folder, ignore_errors=True)
         return software

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -450,6 +451,9 @@ class WorkloadSpec(TaskFile):
     path: str = Field(description="the spec file (absolute)")
     workdir_sha256: str | None = Field(None, description="digest of the workdir's files")
     sha256: str = Field("", description="the workload's content hash (normalised spec + workdir digest)")
+    env_from_environment: tuple[str, ...] = Field(
+        (), description="variables of `env` whose value came from the payload's environment (with_environment)"
+    )
 
     @property
     def short_hash(self) -> str:
@@ -463,6 +467,20 @@ class WorkloadSpec(TaskFile):
     @property
     def cwd(self) -> str:
         return self.workdir or str(Path(self.path).parent)
+
+    def overridden_by(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The variables of `env` that `environ` (the payload's own environment) sets to another value."""
+        return {k: environ[k] for k in sorted(self.env) if k in environ and environ[k] != self.env[k]}
+
+    def with_environment(self, environ: Mapping[str, str]) -> WorkloadSpec:
+        """The job as it runs in `environ`: a variable named in `env` takes the environment's value
+        when it sets one, and the hash covers the values used (a changed job is a new workload).
+        Variables the spec does not name pass through to the job and are not hashed."""
+        override = self.overridden_by(environ)
+        if not override:
+            return self
+        update = {"env": {**self.env, **override}, "env_from_environment": tuple(override)}
+        return _hashed(self.model_copy(update=update))
 
     def normalised(self) -> dict[str, Any]:
         """What the hash covers: every field that changes what runs, never where the files are.
@@ -531,7 +549,11 @@ def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> Wor
     except WorkdirError as exc:
         raise WorkloadSpecError(f"{where}: field 'workdir': {exc}") from None
     values = {name: getattr(task, name) for name in TaskFile.model_fields}
-    spec = WorkloadSpec.model_construct(**values, path=where, workdir_sha256=digest)
+    return _hashed(WorkloadSpec.model_construct(**values, path=where, workdir_sha256=digest))
+
+
+def _hashed(spec: WorkloadSpec) -> WorkloadSpec:
+    """The spec with its content hash (of `normalised()`) filled in."""
     blob = json.dumps(spec.normalised(), sort_keys=True, separators=(",", ":"))
     return spec.model_copy(update={"sha256": hashlib.sha256(blob.encode()).hexdigest()})
 

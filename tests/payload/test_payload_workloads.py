@@ -8,12 +8,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from servers import require_module
+from servers import closed_port_url, require_module
 
 from payload.cli import main as payload_main
 from payload.layout import newest_versions
@@ -99,6 +102,79 @@ def test_spec_fields_hash_and_examples(tmp_path):
     for example in ("pytorch-resnet", "keras-mnist"):
         ex = load_spec(REPO / "examples" / example / "workload.yaml")
         assert ex.image and ex.run and Path(ex.cwd, "train.py").is_file()
+
+
+def test_a_variable_named_in_env_takes_the_environments_value_and_the_hash_covers_it(tmp_path):
+    files = {"t.py": "print(1)\n"}
+    spec = load_spec(write_spec(tmp_path, {"name": "job", "run": "python t.py", "env": {"DATA": "synthetic"}}, files))
+    same = spec.with_environment({"DATA": "synthetic", "HOME": "/home/x", "OTHER": "1"})
+    assert same.sha256 == spec.sha256 and same.env_from_environment == ()  # unnamed variables do not count
+    real = spec.with_environment({"DATA": "download"})
+    assert real.env == {"DATA": "download"} and real.env_from_environment == ("DATA",)
+    assert real.sha256 != spec.sha256 and real.benchmark_name != spec.benchmark_name
+    # the value used is what counts: written in the spec, it is the same workload as set in the shell
+    other = tmp_path / "other"
+    other.mkdir()
+    written = load_spec(write_spec(other, {"name": "job", "run": "python t.py", "env": {"DATA": "download"}}, files))
+    assert written.sha256 == real.sha256
+
+
+def test_local_run_records_the_environments_value_and_what_the_job_imported(tmp_path, monkeypatch):
+    job = (
+        "import json, os\n"
+        "print('GPUBENCH_METRICS ' + json.dumps({'samples': 10, 'seconds': 1.0, 'data': os.environ['DATA']}))\n"
+    )
+    doc = {"name": "envjob", "image": "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime", "run": "python job.py"}
+    spec = write_spec(tmp_path, {**doc, "env": {"DATA": "synthetic"}, "metrics": ["json"]}, {"job.py": job})
+    monkeypatch.setenv("DATA", "download")
+    assert run_payload(spec, tmp_path / "bucket") == 0
+    result, _ = only_result(tmp_path / "bucket")
+    w, sw = result["benchmark"]["workload"], result["software"]
+    assert w["reported"]["json"]["data"] == "download"  # the job got the shell's value
+    assert w["env"] == {"DATA": "download"} and w["env_from_environment"] == ["DATA"]
+    assert w["sha256"] == load_spec(spec).with_environment({"DATA": "download"}).sha256 != load_spec(spec).sha256
+    # what ran: this machine's Python, no container, and no framework imported (torch is installed here)
+    assert sw["frameworks_from"] == "imported" and sw["job_python_version"]
+    assert all(sw[k] is None for k in ("torch", "tensorflow", "keras", "jax", "jaxlib"))
+    assert sw["image"] is None and w["image"] is None and w["spec_image"] == doc["image"]
+    assert result["hardware"]["cpu_model"] is not None or result["hardware"]["cpu_count"]
+
+
+def test_the_jobs_own_sitecustomize_still_runs_and_a_job_without_python_records_what_is_installed(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # else the shell's value would replace the spec's (the env rule)
+    job = "import json\nprint('GPUBENCH_METRICS ' + json.dumps({'samples': 4, 'seconds': 1.0}))\n"
+    own = "print('own sitecustomize ran')\n"
+    doc = {"name": "own-site", "run": "python job.py", "env": {"PYTHONPATH": "site"}, "metrics": ["json"]}
+    spec = write_spec(tmp_path, doc, {"job.py": job})
+    (tmp_path / "job" / "site").mkdir()
+    (tmp_path / "job" / "site" / "sitecustomize.py").write_text(own)
+    assert run_payload(load_spec(spec).path, tmp_path / "b1") == 0
+    result, run_dir = only_result(tmp_path / "b1")
+    assert "own sitecustomize ran" in (run_dir / "log-tail.txt").read_text()
+    assert result["software"]["frameworks_from"] == "imported"
+    # no Python process at all: the versions installed for the python3 on its PATH stand in
+    doc = {"name": "no-python", "run": 'echo \'GPUBENCH_METRICS {"samples": 4, "seconds": 1}\'', "metrics": ["json"]}
+    assert run_payload(write_spec(tmp_path, doc), tmp_path / "b2") == 0
+    result, _ = only_result(tmp_path / "b2")
+    assert result["software"]["frameworks_from"] == "installed" and result["software"]["job_python"]
+
+
+def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_line(tmp_path):
+    from payload.workloads.imports import read_imports
+
+    record = tmp_path / "imports.jsonl"
+    record.write_text(
+        '{"python": "/usr/bin/python3", "python_version": "3.11.7", "pid": 1}\n'
+        '{"module": "torch", "key": "torch", "version": "2.13.0+cpu", "origin": "/x/torch/__init__.py"}\n'
+        '{"module": "torch", "key": "torch", "version": "9.9"}\n'
+        '{"module": "keras", "key": "ker'
+    )
+    seen = read_imports(record)
+    assert seen.observed and seen.pythons[0]["python_version"] == "3.11.7"
+    assert seen.frameworks == {"torch": "2.13.0+cpu"}
+    assert not read_imports(tmp_path / "absent.jsonl").observed
 
 
 @pytest.mark.parametrize(
@@ -243,6 +319,13 @@ def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
         < events.index("train_end")
     )
     assert result["price"]["hourly_usd"] == 0.40 and result["price"]["origin"] == "env"
+    # what ran on this machine: the torch the job imported, no container, not the spec's image
+    sw = result["software"]
+    assert sw["frameworks_from"] == "imported" and sw["torch"] == reported["torch"]
+    assert sw["tensorflow"] is None and sw["jax"] is None  # installed here, never imported by the job
+    assert sw["job_python_version"] and sw["job_python"]
+    assert sw["image"] is None and w["image"] is None and w["spec_image"] == load_spec(spec).image
+    assert "image" not in result["benchmark"]["params"]
     tail_key = result["artifacts"]["log_tail"]  # the final tail: the newest version of log-tail.txt
     tails = [p.relative_to(bucket).as_posix() for p in run_dir.glob("log-tail*.txt")]
     assert tail_key == newest_versions(tails)[f"{run_dir.relative_to(bucket).as_posix()}/log-tail.txt"]
@@ -315,13 +398,37 @@ def test_keras_example_runs_as_a_workload(tmp_path):
     wd = tmp_path / "keras"
     shutil.copytree(REPO / "examples" / "keras-mnist", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
-    doc["env"].update(EPOCHS="1", SAMPLES="512", DATA="synthetic", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    doc["env"].update(EPOCHS="1", SAMPLES="512", OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2")
     (wd / "workload.yaml").write_text(yaml.safe_dump(doc))
     assert run_payload(wd / "workload.yaml", tmp_path / "bucket") == 0
     result, _ = only_result(tmp_path / "bucket")
     reported = result["benchmark"]["workload"]["reported"]["json"]
+    assert reported["data"] == "synthetic"  # offline by default: the spec's own DATA
     assert reported["backend"] == "tensorflow" and result["metrics"]["samples_trained"] == 512
+    assert result["software"]["frameworks_from"] == "imported" and result["software"]["tensorflow"]
     assert result["metrics"]["samples_per_second"] > 0 and 0 <= result["metrics"]["final_accuracy"] <= 1
+    assert result["software"]["torch"] is None  # installed here, not imported by a tensorflow job
+
+
+@pytest.mark.slow
+def test_keras_example_without_a_network_says_so_in_one_line(tmp_path):
+    """DATA=download with no way out (a proxy on a closed port): a message naming the offline fix, no traceback."""
+    require_module("keras")
+    proxy = closed_port_url()
+    env = {
+        **os.environ,
+        "DATA": "download",
+        "EPOCHS": "1",
+        "KERAS_HOME": str(tmp_path / "keras"),
+        "HTTPS_PROXY": proxy,
+        "https_proxy": proxy,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    train = REPO / "examples" / "keras-mnist" / "train.py"
+    done = subprocess.run([sys.executable, str(train)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "DATA=download could not fetch MNIST" in done.stderr and "DATA=synthetic" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 # --- MLPerf train_samples / eval_samples in result.metrics -------------------------------------------------

@@ -1,0 +1,30 @@
+"""Where the project's own files are: stacks/, examples/, schedules/ and Pulumi.yaml.
+
+In a checkout (and an editable install) they sit at the repository's root, beside the
+packages. A packaged install (a wheel, `pip install .`) carries copies inside the infra
+package, as infra/project/ (setup.py copies them at build time). Either way they are found
+from the installed code, never from the current directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["BUNDLED", "CHECKOUT", "project_path", "project_root"]
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+BUNDLED = Path(__file__).resolve().parent / "project"
+# Both must be there for a directory to be the checkout (a site-packages never has them).
+_MARKERS = ("Pulumi.yaml", "stacks")
+
+
+def project_root() -> Path:
+    """The checkout's root when the code runs from one, else the copy a packaged install carries."""
+    if all((CHECKOUT / marker).exists() for marker in _MARKERS):
+        return CHECKOUT
+    return BUNDLED if BUNDLED.is_dir() else CHECKOUT
+
+
+def project_path(name: str) -> Path:
+    """One of the project's files or folders, e.g. project_path("stacks")."""
+    return project_root() / name

@@ -1,0 +1,155 @@
+"""Which frameworks the job actually imported: what ran, not what happens to be installed.
+
+The job's ``run`` gets a ``sitecustomize`` on its ``PYTHONPATH`` (written into a
+directory of the run's own). Every Python process the job starts then notes its
+interpreter once, and each watched framework (torch, tensorflow, keras, jax,
+jaxlib) the first time it is imported, with the installed distribution's
+version, one line at a time into a file named by ``GPUBENCH_IMPORTS_FILE``: a
+job stopped by a signal still leaves what it had imported. The job's own
+``sitecustomize``, if it has one, still runs after ours.
+
+A job that starts no Python, or Python with ``-I``/``-E``, leaves no lines; the
+caller then falls back to the installed versions (payload.workloads.jobenv).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from payload.workloads.jobenv import FRAMEWORKS
+
+__all__ = ["ImportRecord", "ImportWatch", "read_imports"]
+
+FILE_ENV = "GPUBENCH_IMPORTS_FILE"
+
+# Runs at the start of every Python process of the job: standard library only, never raises.
+SITECUSTOMIZE = r'''
+"""gpubench: note which frameworks this job imports (payload.workloads.imports)."""
+
+
+def _gpubench_watch():
+    import importlib.machinery
+    import json
+    import os
+    import sys
+
+    out = os.environ.get("GPUBENCH_IMPORTS_FILE")
+    here = os.path.dirname(os.path.abspath(__file__))
+    watched = json.loads(os.environ.get("GPUBENCH_IMPORTS_WATCH", "{}"))
+
+    def note(record):
+        try:
+            with open(out, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError:
+            pass
+
+    def version(module):
+        try:
+            import importlib.metadata as md
+
+            for dist in md.packages_distributions().get(module) or [module]:
+                try:
+                    return md.version(dist)
+                except md.PackageNotFoundError:
+                    continue
+        except Exception:  # noqa: BLE001 - a broken metadata tree must not break the job
+            return None
+        return None
+
+    class Watch:
+        """Notes a framework when its first submodule is looked up: only a real import of the
+        package does that (a bare importlib.util.find_spec("tensorflow") probe does not)."""
+
+        seen = set()
+
+        def find_spec(self, name, path=None, target=None):
+            top, dot, _ = name.partition(".")
+            if dot and top in watched and top not in self.seen:
+                self.seen.add(top)
+                origin = getattr(sys.modules.get(top), "__file__", None)
+                note({"module": top, "key": watched[top], "version": version(top), "origin": origin})
+            return None
+
+    if out:
+        note({"python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
+        sys.meta_path.insert(0, Watch())
+    # the job's own sitecustomize, if it has one, runs as it would have
+    others = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
+    if spec is not None and spec.loader is not None:
+        import importlib.util
+
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+try:
+    _gpubench_watch()
+except Exception:  # noqa: BLE001 - never stop the job over bookkeeping
+    pass
+del _gpubench_watch
+'''
+
+
+class ImportRecord:
+    """What the watch saw: the job's interpreters and the frameworks imported ({software key: version})."""
+
+    def __init__(self, pythons: list[dict], frameworks: dict[str, str | None]):
+        self.pythons = pythons
+        self.frameworks = frameworks
+
+    @property
+    def observed(self) -> bool:
+        """True when at least one Python process of the job ran with the watch."""
+        return bool(self.pythons)
+
+
+class ImportWatch:
+    """The sitecustomize directory and the record file of one run's job."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.record = folder / "imports.jsonl"
+
+    def prepare(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
+        self.record.unlink(missing_ok=True)
+
+    def environment(self, env: dict) -> dict:
+        """`env` with the watch on: our directory first on PYTHONPATH, the record file and the watched modules."""
+        path = env.get("PYTHONPATH")
+        return {
+            **env,
+            "PYTHONPATH": str(self.folder) + (os.pathsep + path if path else ""),
+            FILE_ENV: str(self.record),
+            "GPUBENCH_IMPORTS_WATCH": json.dumps({module: key for key, module in FRAMEWORKS.items()}),
+        }
+
+    def read(self) -> ImportRecord:
+        return read_imports(self.record)
+
+
+def read_imports(path: Path) -> ImportRecord:
+    """The record file as an ImportRecord (empty when the job started no watched Python)."""
+    pythons: list[dict] = []
+    frameworks: dict[str, str | None] = {}
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by a kill
+        if not isinstance(entry, dict):
+            continue
+        if "python" in entry:
+            pythons.append(entry)
+        elif entry.get("key") in FRAMEWORKS:
+            frameworks.setdefault(entry["key"], entry.get("version"))
+    return ImportRecord(pythons, frameworks)
