@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BUNDLED", "CHECKOUT", "project_path", "project_root"]
+__all__ = ["BUNDLED", "CHECKOUT", "project_path", "project_root", "user_or_shipped"]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 BUNDLED = Path(__file__).resolve().parent / "project"
@@ -28,3 +28,14 @@ def project_root() -> Path:
 def project_path(name: str) -> Path:
     """One of the project's files or folders, e.g. project_path("stacks")."""
     return project_root() / name
+
+
+def user_or_shipped(path: str | Path) -> Path:
+    """A path the user gave, relative to the current directory; when nothing is there and it names
+    one of the shipped examples (`examples/...`), the shipped copy, so the documented commands
+    (`gpubench bench examples/keras-mnist/workload.yaml`) work from any directory."""
+    given = Path(path).expanduser()
+    if given.exists() or given.is_absolute() or given.parts[:1] != ("examples",):
+        return given
+    shipped = project_root() / given
+    return shipped if shipped.exists() else given

@@ -67,10 +67,11 @@ def default_work_dir() -> Path:
 
 
 def load_task(task_path: str | Path) -> Any:
+    from infra.projectfiles import user_or_shipped
     from payload.workloads import WorkloadSpecError, load_spec
 
     try:
-        return load_spec(Path(task_path).expanduser().resolve())
+        return load_spec(user_or_shipped(task_path).resolve())
     except WorkloadSpecError as exc:
         raise BenchError(str(exc)) from None
 
