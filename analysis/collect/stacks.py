@@ -119,7 +119,7 @@ def list_by_stack(store, lister, settled: dict[str, str]) -> tuple[dict, list[st
 
     prefixes, top = retried(layout.ROOT, lister.stacks)
     if not prefixes and not top:
-        return {o.key: o for o in store.list()}, []
+        return layout.current_only({o.key: o for o in store.list()}), []
 
     def one(prefix: str) -> tuple[str, list | None]:
         if prefix in settled:
@@ -135,7 +135,7 @@ def list_by_stack(store, lister, settled: dict[str, str]) -> tuple[dict, list[st
                 unlisted.append(prefix)
             else:
                 listing.update((o.key, o) for o in objects)
-    return listing, unlisted
+    return layout.current_only(listing), unlisted  # a rewritten file: its newest version only
 
 
 def _scan(path: Path) -> list[os.DirEntry]:

@@ -54,7 +54,7 @@ def test_a_mistyped_region_is_named_with_the_closest_before_credentials(provider
 def test_a_known_region_passes_the_check_and_reaches_the_credentials(no_credentials, capsys):
     region = known_regions("aws")[0][0]
     code, err = _error(["sweep", "--provider", "aws", "--region", region, "--dry-run"], capsys)
-    assert code == exitcodes.USAGE and "no AWS credentials" in err and "is not known" not in err
+    assert code == exitcodes.MISSING and "no AWS credentials" in err and "is not known" not in err
 
 
 def test_regions_and_zones_of_the_catalog_are_accepted_and_others_refused():

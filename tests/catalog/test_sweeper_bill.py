@@ -53,4 +53,4 @@ def test_cli(capsys):
     assert main(["cost", "--sweeper", "aws", "--hours", "2"]) == 2
     assert "--sweeper CLOUD takes --every" in capsys.readouterr().err
     assert main(["cost", "--sweeper", "azure", "--every", "rate(1 hour)"]) == 2
-    assert "no service prices for provider 'azure'" in capsys.readouterr().err
+    assert "--sweeper 'azure' is not known" in capsys.readouterr().err  # refused before any pricing

@@ -188,7 +188,8 @@ def test_log_tail_is_uploaded_while_the_job_runs(tmp_path, monkeypatch):
         runner.join(60)
     result, folder = only_result(bucket)
     assert codes == [0] and result["status"] == "completed"
-    assert (folder / "log-tail.txt").read_text() == 'still warming up\nGPUBENCH_METRICS {"samples": 10}\n'
+    final = bucket / result["artifacts"]["log_tail"]  # write-once: the final tail is the newest version
+    assert final.parent == folder and final.read_text() == 'still warming up\nGPUBENCH_METRICS {"samples": 10}\n'
 
 
 def test_log_tail_uploads_only_when_changed():
