@@ -26,6 +26,7 @@ from markupsafe import Markup, escape
 
 from analysis.metrics import Options, analyse
 from analysis.output import USD
+from analysis.report.facts import RunFacts
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -284,7 +285,7 @@ NOT_DONE_COLUMNS = (
 )
 
 
-def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes) -> dict:
+def _results(facts: RunFacts, tables: dict, opts: Options, notes: PriceNotes) -> dict:
     """The sections over completed runs: tables per configuration, charts,
     scaling, break-even and the reference section. Numbers price notes in page order."""
     from analysis.report import answer, reference
@@ -306,28 +307,29 @@ def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes)
             for sid, title, frame, cols in extra
             if not frame.empty
         ],
-        "ref": reference.context(runs),
+        "ref": reference.context_of(facts.measured),
     }
 
 
-def _counts(runs: pd.DataFrame, opts: Options) -> str:
-    completed = int((runs["status"] == "completed").sum()) if len(runs) else 0
+def _counts(facts: RunFacts, opts: Options) -> str:
     basis = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train"
     return (
-        f"{len(runs)} runs in the table, {completed} completed; base offering {opts.base}; "
+        f"{facts.total} runs in the table, {facts.completed} completed; base offering {opts.base}; "
         f"recommendations rank by {basis}."
     )
 
 
-def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
+def page_context(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
     """Everything templates/report.html.j2 shows, computed in page order so the
-    price notes are numbered in the order a reader meets them."""
+    price notes are numbered in the order a reader meets them. `runs`: the full
+    runs, or their facts as a query over the results dataset computed them."""
     from analysis.report import answer
 
+    facts = runs if isinstance(runs, RunFacts) else RunFacts.of(runs)
     ctx = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": source,
-        "counts": _counts(runs, opts),
+        "counts": _counts(facts, opts),
         "probes": probes,
         "answer": {
             "sentences": [
@@ -341,8 +343,8 @@ def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, p
     }
     notes = PriceNotes()
     if not tables["summary"].empty:
-        ctx.update(_results(runs, tables, opts, notes))
-    not_done = runs[runs["status"] != "completed"] if len(runs) else runs
+        ctx.update(_results(facts, tables, opts, notes))
+    not_done = facts.not_done
     if len(not_done):
         nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
         ctx["not_done"] = frame_table(nd, NOT_DONE_COLUMNS)
@@ -350,7 +352,7 @@ def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, p
     return ctx
 
 
-def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
+def render_html(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
     """The report page; `probes`: probe runs left out of `runs`, named in one line."""
     return render("report.html.j2", **page_context(runs, tables, opts, source, probes))
 
@@ -380,12 +382,20 @@ def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source:
     counted in one line); return its path and the metrics tables."""
     runs, probes = split_probes(runs)
     tables = analyse(runs, opts)
+    return write_pages(RunFacts.of(runs), tables, out_dir, opts, source, probes), tables
+
+
+def write_pages(
+    facts: RunFacts, tables: dict, out_dir: str | Path, opts: Options, source: str = "", probes: int = 0
+) -> Path:
+    """Write out_dir/index.html (and summary.csv) from the runs' facts and the
+    metrics tables, however they were computed; return the page's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     tmp = out / ".index.html.tmp"
-    tmp.write_text(render_html(runs, tables, opts, source or str(out), probes), encoding="utf-8")
+    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes), encoding="utf-8")
     tmp.replace(path)
     if not tables["summary"].empty:
         tables["summary"].to_csv(out / "summary.csv", index=False)
-    return path, tables
+    return path

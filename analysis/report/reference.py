@@ -228,9 +228,13 @@ def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
 def context(runs: pd.DataFrame) -> dict:
     """What reference.html.j2 shows: the chart and one table per benchmark the
     studies publish (no chart when no run compares)."""
+    return context_of(measured(runs))
+
+
+def context_of(m: pd.DataFrame) -> dict:
+    """context() from `measured`'s table, however it was computed (pandas or a query)."""
     from analysis.report import Figure as Chart
 
-    m = measured(runs)
     if m.empty:
         return {"figure": None, "benchmarks": []}
     png, caption = plot(m)
