@@ -139,7 +139,7 @@ class RunsQuery:
             + ", ".join(f"done_base.{q(c)}" for c in raw)
             + f", {workload}, "
             + "CASE WHEN done_base.market = 'spot' THEN 'spot' "
-            "WHEN num(done_base.hourly_usd) IS NULL THEN 'unpriced' ELSE _price_keys.price_key END AS price_key, "
+            "WHEN num(done_base.hourly_usd) IS NULL THEN 'unpriced' ELSE CAST(_price_keys.price_key AS VARCHAR) END AS price_key, "
             + ", ".join(f"num(done_base.{q(c)}) AS {q(c)}" for c in numbers)
             + ", CASE WHEN num(done_base.hourly_usd) > 0 AND num(done_base.samples_per_second) > 0 "
             "THEN num(done_base.samples_per_second) * 3600.0 / num(done_base.hourly_usd) END AS samples_per_usd, "
