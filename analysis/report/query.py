@@ -72,7 +72,7 @@ class RunsQuery:
     def __init__(self, con: Any, dataset: Any):
         self.con = con
         self.columns = set(dataset.schema.names)
-        con.register("_dataset", dataset)
+        _register_source(con, dataset)
         self.rows("CREATE OR REPLACE TEMP VIEW runs AS SELECT *, row_number() OVER () AS _idx FROM _dataset")
         probe = "NOT coalesce(CAST(probe AS BOOLEAN), false)" if "probe" in self.columns else "true"
         self.rows(f"CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs WHERE {probe}")
@@ -228,6 +228,38 @@ class RunsQuery:
             "SELECT DISTINCT price_as_of FROM runs WHERE contains(CAST(price_basis AS VARCHAR), 'catalog')"
         )
         return [r[0] for r in rows]
+
+
+def _local_parquet(dataset: Any) -> tuple[list[str], bool] | None:
+    """(files, Hive-partitioned) of a dataset of Parquet files on the local disk,
+    partitioned by `key=value` folders or not at all; else None."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    if not isinstance(dataset, ds.FileSystemDataset) or not isinstance(dataset.filesystem, pafs.LocalFileSystem):
+        return None
+    if not isinstance(dataset.format, ds.ParquetFileFormat) or not dataset.files:
+        return None
+    partitioning = getattr(dataset, "partitioning", None)
+    if partitioning is not None and not isinstance(partitioning, ds.HivePartitioning):
+        return None
+    return list(dataset.files), partitioning is not None
+
+
+def _register_source(con: Any, dataset: Any) -> None:
+    """The view `_dataset` over the runs: local Parquet files through DuckDB's
+    own reader (a third of the memory of an Arrow scan, and faster), any other
+    dataset (a bucket's) through its Arrow scanner; either in the dataset's order."""
+    local = _local_parquet(dataset)
+    if local is None:
+        con.register("_dataset", dataset)
+        return
+    files, hive = local
+    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW _dataset AS SELECT * FROM read_parquet([{listed}], "
+        f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
+    ).fetchall()
 
 
 def _in_group_order(frame: Any, keys: list[str]) -> Any:
