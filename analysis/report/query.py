@@ -292,7 +292,7 @@ def report_query(dataset: Any, as_of: date | None = None) -> Iterator[RunsQuery]
     """A RunsQuery over `dataset` on its own bounded connection; with `as_of`,
     over the runs re-priced at that date (streamed to a temporary file)."""
     with connect() as con, tempfile.TemporaryDirectory(prefix="gpubench-priced-") as work:
-        if as_of is not None:
+        if as_of is not None and dataset.count_rows():  # an empty table has nothing to re-price
             from analysis.price.reprice import reprice_dataset
 
             dataset = reprice_dataset(dataset, as_of, Path(work) / "priced.parquet")

@@ -111,8 +111,8 @@ def _assert_same_report(table: str, as_of: date | None = None, page: bool = Fals
     pd.testing.assert_frame_equal(new_facts.measured, old_facts.measured, check_exact=True)
     assert (new_dates is None) == (old_dates is None)
     assert sorted(set(new_dates or ())) == sorted(set(old_dates or ()))
-    assert price_age.warning(new_dates, 30, today=date(2030, 1, 1)) == price_age.warning(
-        old_dates, 30, today=date(2030, 1, 1)
+    assert price_age.warning(new_dates or (), 30, today=date(2030, 1, 1)) == price_age.warning(
+        old_dates or (), 30, today=date(2030, 1, 1)
     )
     assert new_opts.base == old_opts.base
     if not page:
