@@ -84,9 +84,9 @@ class PlanOutcome:
 def plan_stacks(names: Sequence[str], *, results: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `results`
     (a results.parquet/.csv or its directory; default report/, where collect writes)."""
-    from analysis.price.estimate import read_results
+    from analysis.price.estimate import measured_runs_of
     from infra.catalog import load_catalog
 
     catalog = catalog or load_catalog()
-    measured = read_results(results or "report")  # collect's default --out
+    measured = measured_runs_of(results or "report", names)  # collect's default --out; only these stacks' runs
     return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

@@ -16,7 +16,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from analysis.price.estimate import REPORT_DIR, measured_runs, read_results
+    from analysis.price.estimate import REPORT_DIR, measured_runs_of
     from infra.cli import preview_command
     from payload.extras import require
 
@@ -27,5 +27,5 @@ def run(args) -> int:
         all_stacks=args.all,
         as_json=args.json,
         show_user_data=not args.no_user_data,
-        measured=measured_runs(read_results(args.results or REPORT_DIR)),
+        measured=measured_runs_of(args.results or REPORT_DIR, None if args.all else names),
     )

@@ -287,6 +287,33 @@ def _summary_frame(agg: Any) -> Any:
     return add_throughput_metrics(out)
 
 
+def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:
+    """Billed seconds of the completed runs per (stack, benchmark), of `stacks`
+    only (None: all): what analysis.price.estimate.measured_runs reads from a
+    DataFrame (billed_hours x 3600, or billed_seconds in tables from before it)."""
+    columns = set(dataset.schema.names)
+    billed = "billed_hours * 3600.0" if "billed_hours" in columns else "billed_seconds"
+    if not ({"stack", "benchmark"} <= columns and {"billed_hours", "billed_seconds"} & columns):
+        return {}
+    where = ["stack IS NOT NULL", "benchmark IS NOT NULL"]
+    if "status" in columns:
+        where.append("status = 'completed'")
+    if stacks is not None:
+        where.append("list_contains(?, stack)")
+    with connect() as con:
+        _register_source(con, dataset)
+        rows = con.execute(
+            f"SELECT stack, benchmark, num({billed}) FROM _dataset WHERE {' AND '.join(where)}",
+            [] if stacks is None else [list(stacks)],
+        ).fetchall()
+    seconds: dict[tuple[str, str], list[float]] = {}
+    for stack, bench, s in rows:
+        runs = seconds.setdefault((stack, bench), [])
+        if s is not None:
+            runs.append(float(s))
+    return seconds
+
+
 @contextmanager
 def report_query(dataset: Any, as_of: date | None = None) -> Iterator[RunsQuery]:
     """A RunsQuery over `dataset` on its own bounded connection; with `as_of`,
