@@ -106,21 +106,21 @@ class RunsQuery:
         )
         self.con.register("_price_keys", keys)
 
-    def _register_legacy_workloads(self) -> dict[str, str]:
+    def _register_legacy_workloads(self) -> tuple[list[str], str]:
         """A table written before the workload columns: metrics.with_workload over the
         distinct (benchmark, backend, precision, batch) it holds, joined back by them.
-        Returns the join clause of each column it supplies (none when the table has them)."""
+        Returns the columns it supplies and the join ([] and "" when the table has them)."""
         from analysis.metrics import CONFIG, with_workload
 
         missing = [c for c in LEGACY_WORKLOAD if c not in self.columns]
         if "workload" not in self.columns:  # the key and its label come together
             missing = list(LEGACY_WORKLOAD)
         if not missing:
-            return {}
+            return [], ""
         keys = ["benchmark", *CONFIG]
         combos = self.frame(f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM done_base")
         self.con.register("_legacy", with_workload(combos)[[*keys, *missing]])
-        return {c: f"LEFT JOIN _legacy ON {_same('done_base', '_legacy', keys)}" for c in missing}
+        return missing, f"LEFT JOIN _legacy ON {_same('done_base', '_legacy', keys)}"
 
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
@@ -129,7 +129,7 @@ class RunsQuery:
             f"CREATE OR REPLACE TEMP VIEW done_base AS SELECT *{backend} FROM full_runs WHERE status = 'completed'"
         )
         self._register_price_keys()
-        legacy = self._register_legacy_workloads()
+        legacy, legacy_join = self._register_legacy_workloads()
         workload = ", ".join(f"{'_legacy' if c in legacy else 'done_base'}.{c}" for c in LEGACY_WORKLOAD)
         raw = [c for c in GROUP if c not in ("price_key", "workload")]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
@@ -145,8 +145,7 @@ class RunsQuery:
             "THEN num(done_base.samples_per_second) * 3600.0 / num(done_base.hourly_usd) END AS samples_per_usd, "
             + ", ".join(f"CAST(done_base.{q(c)} AS VARCHAR) AS {q(c)}" for c in texts)
             + ", num(done_base.setup_fee_usd) AS setup_fee_usd, done_base._idx "
-            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly "
-            + next(iter(legacy.values()), "")
+            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly " + legacy_join
         )
 
     # -- the figures ----------------------------------------------------------
