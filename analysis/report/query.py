@@ -72,8 +72,9 @@ class RunsQuery:
     def __init__(self, con: Any, dataset: Any):
         self.con = con
         self.columns = set(dataset.schema.names)
-        _register_source(con, dataset)
-        self.rows("CREATE OR REPLACE TEMP VIEW runs AS SELECT *, row_number() OVER () AS _idx FROM _dataset")
+        numbered = _register_source(con, dataset)
+        index = "" if numbered else ", row_number() OVER () AS _idx"  # in scan order
+        self.rows(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT *{index} FROM _dataset")
         probe = "NOT coalesce(CAST(probe AS BOOLEAN), false)" if "probe" in self.columns else "true"
         self.rows(f"CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs WHERE {probe}")
         self._done_view()
@@ -240,25 +241,33 @@ def _local_parquet(dataset: Any) -> tuple[list[str], bool] | None:
     if not isinstance(dataset.format, ds.ParquetFileFormat) or not dataset.files:
         return None
     partitioning = getattr(dataset, "partitioning", None)
+    if partitioning is not None and not len(partitioning.schema):  # a file or folder without partitions
+        partitioning = None
     if partitioning is not None and not isinstance(partitioning, ds.HivePartitioning):
         return None
     return list(dataset.files), partitioning is not None
 
 
-def _register_source(con: Any, dataset: Any) -> None:
+def _register_source(con: Any, dataset: Any) -> bool:
     """The view `_dataset` over the runs: local Parquet files through DuckDB's
     own reader (a third of the memory of an Arrow scan, and faster), any other
-    dataset (a bucket's) through its Arrow scanner; either in the dataset's order."""
+    dataset (a bucket's) through its Arrow scanner. True when the view numbers
+    the rows itself (`_idx`, in the dataset's order)."""
     local = _local_parquet(dataset)
     if local is None:
         con.register("_dataset", dataset)
-        return
+        return False
     files, hive = local
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+    listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    # each row's place in the table (file, then row): a plain column, no window over the scan
     con.execute(
-        f"CREATE OR REPLACE TEMP VIEW _dataset AS SELECT * FROM read_parquet([{listed}], "
-        f"union_by_name = true, hive_partitioning = {str(hive).lower()})"
+        "CREATE OR REPLACE TEMP VIEW _dataset AS SELECT * EXCLUDE (_file, file_row_number), "
+        f"(CAST(list_position({listed}, _file) AS BIGINT) << 40) + file_row_number AS _idx "
+        f"FROM read_parquet({listed}, union_by_name = true, hive_partitioning = {str(hive).lower()}, "
+        "filename = '_file', file_row_number = true)"
     ).fetchall()
+    con.execute("SET preserve_insertion_order = false").fetchall()  # every order needed is by _idx
+    return True
 
 
 def _in_group_order(frame: Any, keys: list[str]) -> Any:
