@@ -11,6 +11,7 @@ maxHours x hourly price (also without pandas, the analysis extra).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ def read_results(where: Path | str = REPORT_DIR) -> ResultsTable:
 
 def measured_runs(table: Any) -> MeasuredRuns:
     """Billed seconds of the completed runs per (stack, benchmark) in `table`
-    (a DataFrame, a ResultsTable or None), as the plain data infra estimates from."""
+    (a DataFrame, a ResultsTable, None, or a MeasuredRuns already read), as the
+    plain data infra estimates from."""
+    if isinstance(table, MeasuredRuns):
+        return table
     results = table if isinstance(table, ResultsTable) else ResultsTable(table)
     df, where = results.table, str(results.path) if results.path else None
     columns = set(df.columns) if df is not None else set()
@@ -71,6 +75,23 @@ def measured_runs(table: Any) -> MeasuredRuns:
         for (stack, bench), group in billed.groupby([df["stack"], df["benchmark"]])
     }
     return MeasuredRuns(seconds, where, results.note)
+
+
+def measured_runs_of(where: Path | str = REPORT_DIR, stacks: Sequence[str] | None = None) -> MeasuredRuns:
+    """measured_runs of the results table at `where` (a directory holding
+    results.parquet or the file itself), queried with DuckDB: only the billed
+    time of the completed runs of `stacks` (None: every stack) is read, never
+    the whole table. A CSV table, or a machine without DuckDB, is read as before."""
+    path = Path(where)
+    parquet = path if path.suffix == ".parquet" else path / "results.parquet"
+    if path.suffix == ".csv" or not parquet.is_file():
+        return measured_runs(read_results(where))
+    try:
+        from analysis.report.query import billed_seconds
+        from analysis.report.source import results_dataset
+    except ImportError:  # the analysis extra (duckdb, pyarrow) is not installed
+        return measured_runs(read_results(where))
+    return MeasuredRuns(billed_seconds(results_dataset(str(parquet.parent)), stacks), str(parquet), None)
 
 
 def estimate_costs(cfg: Any, hourly: float | None, table: Any) -> list[dict[str, Any]]:
