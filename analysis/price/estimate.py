@@ -78,20 +78,32 @@ def measured_runs(table: Any) -> MeasuredRuns:
 
 
 def measured_runs_of(where: Path | str = REPORT_DIR, stacks: Sequence[str] | None = None) -> MeasuredRuns:
-    """measured_runs of the results table at `where` (a directory holding
-    results.parquet or the file itself), queried with DuckDB: only the billed
-    time of the completed runs of `stacks` (None: every stack) is read, never
-    the whole table. A CSV table, or a machine without DuckDB, is read as before."""
-    path = Path(where)
-    parquet = path if path.suffix == ".parquet" else path / "results.parquet"
-    if path.suffix == ".csv" or not parquet.is_file():
+    """measured_runs of the results table at `where` (a directory or bucket
+    prefix collect wrote, or its results.parquet itself), queried with DuckDB:
+    only the billed time of the completed runs of `stacks` (None: every stack)
+    is read, never the whole table. A table without a results.parquet export
+    (a bucket's, or one collected without exports) is queried as the results
+    dataset. A CSV table, or a machine without DuckDB, is read as before."""
+    text = str(where)
+    if text.endswith(".csv"):
         return measured_runs(read_results(where))
+    table = str(Path(text).parent) if text.endswith(".parquet") else text
     try:
         from analysis.report.query import billed_seconds
-        from analysis.report.source import results_dataset
+        from analysis.report.source import NoResultsTable, results_dataset
     except ImportError:  # the analysis extra (duckdb, pyarrow) is not installed
         return measured_runs(read_results(where))
-    return MeasuredRuns(billed_seconds(results_dataset(str(parquet.parent)), stacks), str(parquet), None)
+    try:
+        dataset = results_dataset(table)
+    except NoResultsTable:
+        return measured_runs(read_results(where))  # a CSV table, or none: read_results names what is missing
+    return MeasuredRuns(billed_seconds(dataset, stacks), _named(table), None)
+
+
+def _named(table: str) -> str:
+    """The table as the estimate's source names it: its results.parquet when that is what was read."""
+    export = Path(table) / "results.parquet"
+    return str(export) if "://" not in table and export.is_file() else table
 
 
 def estimate_costs(cfg: Any, hourly: float | None, table: Any) -> list[dict[str, Any]]:

@@ -212,3 +212,27 @@ def test_an_arrow_dataset_and_a_hive_partitioned_one_give_the_same_figures(table
         pd.testing.assert_frame_equal(got[1].measured, expected[1].measured, check_exact=True)
         pd.testing.assert_frame_equal(got[1].row_facts, expected[1].row_facts, check_exact=True)
         assert (got[1].total, got[1].completed, got[2]) == (expected[1].total, expected[1].completed, expected[2])
+
+
+def test_a_table_collected_without_exports_is_queried_as_the_results_dataset(tmp_path):
+    """No results.parquet beside the Delta table (a bucket's, or --no-export): the
+    report and the plan's billed time query the dataset and find the same figures."""
+    from analysis.metrics import GROUP
+    from analysis.price.estimate import measured_runs_of
+
+    results = demo_like_results()
+    exported = _collect(tmp_path / "exported", results)
+    src, bare = tmp_path / "bare" / "results", tmp_path / "bare" / "table"
+    store = open_store(str(src))
+    for r in results:
+        store.put_bytes(result_key(r), result_bytes(r))
+    collect_results([str(src)], bare, spot_history="off", export=False)
+    assert not (bare / "results.parquet").exists()
+
+    got, want = write_report(str(bare)), write_report(exported)
+    assert got.runs == want.runs > 0
+    numbers = [*GROUP, "repeats", "train_hours", "train_cost_usd", "billed_cost_usd"]
+    pd.testing.assert_frame_equal(got.tables["summary"][numbers], want.tables["summary"][numbers], check_exact=True)
+    by_run = lambda m: {k: sorted(v) for k, v in m.seconds.items()}  # noqa: E731 - order is the scan's
+    assert by_run(measured_runs_of(bare)) == by_run(measured_runs_of(exported)) != {}
+    assert measured_runs_of(bare).where == str(bare)
