@@ -944,7 +944,9 @@ def test_a_wrong_prefix_on_s3_is_an_error_with_the_layout_and_never_empties_the_
         assert "runs/<stack>/<run-id>/result.json" in reason and f"did you mean {meant}?" in reason
         assert len(pd.read_parquet(tmp_path / "out" / "results.parquet")) == 3
     # an empty prefix is not success, even into a fresh table: a misspelt prefix finds nothing too
-    assert main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--table", str(tmp_path / "e"), "--json"]) == 1
+    assert (
+        main(["collect", "--results", f"s3://{s3_bucket}/nothing-here", "--table", str(tmp_path / "e"), "--json"]) == 1
+    )
 
 
 def test_set_aside_files_are_reported_in_one_order_warm_or_cold(s3_bucket, tmp_path, capsys):
