@@ -34,6 +34,33 @@ WORKLOAD = ["benchmark", "workload"]
 GROUP = [*WORKLOAD, "offering_id", "market", "gpus_used", *CONFIG, "price_key"]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
+# A summary row's figures over its runs: medians, min/max/spread of some of
+# them, and the texts every run of the row names once (in the order met).
+# analysis.report.query computes the same figures in SQL from these names.
+MEDIANS = (
+    "train_hours",
+    "instance_hours",
+    "train_cost_usd",
+    "billed_cost_usd",
+    "samples_per_second",
+    "hourly_usd",
+    "samples_per_usd",
+    "final_accuracy",
+    "gpu_utilization_mean",
+)
+SPREADS = ("train_hours", "train_cost_usd", "billed_cost_usd", "samples_per_second")
+JOINED = (
+    "workload_label",
+    "sample_unit",
+    "provider",
+    "offering_kind",
+    "gpu_model",
+    "price_basis",
+    "price_source",
+    "price_as_of",
+    "billing",
+    "price_note",
+)
 
 
 @dataclass
@@ -113,37 +140,15 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     sps = pd.to_numeric(done["samples_per_second"], errors="coerce")
     hourly = pd.to_numeric(done["hourly_usd"], errors="coerce")
     done["samples_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
-    num = {
-        "train_hours": "train_hours",
-        "instance_hours": "instance_hours",
-        "train_cost_usd": "train_cost_usd",
-        "billed_cost_usd": "billed_cost_usd",
-        "samples_per_second": "samples_per_second",
-        "hourly_usd": "hourly_usd",
-        "samples_per_usd": "samples_per_usd",
-        "final_accuracy": "final_accuracy",
-        "gpu_utilization_mean": "gpu_utilization_mean",
-    }
     g = done.groupby(GROUP, dropna=False, sort=True)
     out = g.size().rename("repeats").to_frame()
-    for col in num:
+    for col in MEDIANS:
         s = pd.to_numeric(done[col], errors="coerce").groupby([done[k] for k in GROUP], dropna=False)
         out[col] = s.median()
-        if col in ("train_hours", "train_cost_usd", "billed_cost_usd", "samples_per_second"):
+        if col in SPREADS:
             out[f"{col}_min"], out[f"{col}_max"] = s.min(), s.max()
             out[f"{col}_spread"] = (out[f"{col}_max"] - out[f"{col}_min"]) / out[col]
-    for col in (
-        "workload_label",
-        "sample_unit",
-        "provider",
-        "offering_kind",
-        "gpu_model",
-        "price_basis",
-        "price_source",
-        "price_as_of",
-        "billing",
-        "price_note",
-    ):
+    for col in JOINED:
         out[col] = g[col].agg(_joined)
     out["setup_fee_usd"] = g["setup_fee_usd"].max()
     paid = g["hourly_usd"].agg(lambda s: sorted({round(float(v), 6) for v in s if v == v}))
@@ -455,7 +460,11 @@ def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
 
 def analyse(runs: pd.DataFrame, opts: Options) -> dict:
     """Every table the report shows, from the priced runs table."""
-    summary = summarize(runs)
+    return analyse_summary(summarize(runs), opts)
+
+
+def analyse_summary(summary: pd.DataFrame, opts: Options) -> dict:
+    """Every table the report shows, from summarize's table (however it was computed)."""
     if not summary.empty:
         opts.base = opts.base or default_base(summary)
         summary = add_frontier(relative_to_base(summary, opts.base), opts.cost_column)

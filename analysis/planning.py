@@ -84,10 +84,10 @@ class PlanOutcome:
 def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `table`
     (a directory holding results.parquet/.csv, or the file; default ./table, where collect writes)."""
-    from analysis.price.estimate import read_results
+    from analysis.price.estimate import measured_runs_of
     from infra.catalog import load_catalog
     from infra.conventions import table_location
 
     catalog = catalog or load_catalog()
-    measured = read_results(table_location(table))
+    measured = measured_runs_of(table_location(table), names)  # only these stacks' runs are read
     return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

@@ -40,7 +40,7 @@ def selected(args) -> tuple[list[str], bool]:
 
 
 def run(args) -> int:
-    from analysis.price.estimate import measured_runs, read_results
+    from analysis.price.estimate import measured_runs_of
     from infra.catalog import load_catalog
     from infra.conventions import table_location
     from payload import exitcodes
@@ -50,7 +50,7 @@ def run(args) -> int:
     require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")
     from infra import preview
 
-    measured = measured_runs(read_results(table_location(args.table)))
+    measured = measured_runs_of(table_location(args.table), names)
     text = preview.run(
         names, load_catalog(), as_json=args.json, single=single, show_user_data=not args.no_user_data, measured=measured
     )

@@ -11,6 +11,7 @@ maxHours x hourly price (also without pandas, the analysis extra).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ def read_results(where: Path | str = REPORT_DIR) -> ResultsTable:
 
 def measured_runs(table: Any) -> MeasuredRuns:
     """Billed seconds of the completed runs per (stack, benchmark) in `table`
-    (a DataFrame, a ResultsTable or None), as the plain data infra estimates from."""
+    (a DataFrame, a ResultsTable, None, or a MeasuredRuns already read), as the
+    plain data infra estimates from."""
+    if isinstance(table, MeasuredRuns):
+        return table
     results = table if isinstance(table, ResultsTable) else ResultsTable(table)
     df, where = results.table, str(results.path) if results.path else None
     columns = set(df.columns) if df is not None else set()
@@ -71,6 +75,35 @@ def measured_runs(table: Any) -> MeasuredRuns:
         for (stack, bench), group in billed.groupby([df["stack"], df["benchmark"]])
     }
     return MeasuredRuns(seconds, where, results.note)
+
+
+def measured_runs_of(where: Path | str = REPORT_DIR, stacks: Sequence[str] | None = None) -> MeasuredRuns:
+    """measured_runs of the results table at `where` (a directory or bucket
+    prefix collect wrote, or its results.parquet itself), queried with DuckDB:
+    only the billed time of the completed runs of `stacks` (None: every stack)
+    is read, never the whole table. A table without a results.parquet export
+    (a bucket's, or one collected without exports) is queried as the results
+    dataset. A CSV table, or a machine without DuckDB, is read as before."""
+    text = str(where)
+    if text.endswith(".csv"):
+        return measured_runs(read_results(where))
+    table = str(Path(text).parent) if text.endswith(".parquet") else text
+    try:
+        from analysis.report.query import billed_seconds
+        from analysis.report.source import NoResultsTable, results_dataset
+    except ImportError:  # the analysis extra (duckdb, pyarrow) is not installed
+        return measured_runs(read_results(where))
+    try:
+        dataset = results_dataset(table)
+    except NoResultsTable:
+        return measured_runs(read_results(where))  # a CSV table, or none: read_results names what is missing
+    return MeasuredRuns(billed_seconds(dataset, stacks), _named(table), None)
+
+
+def _named(table: str) -> str:
+    """The table as the estimate's source names it: its results.parquet when that is what was read."""
+    export = Path(table) / "results.parquet"
+    return str(export) if "://" not in table and export.is_file() else table
 
 
 def estimate_costs(cfg: Any, hourly: float | None, table: Any) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from markupsafe import Markup, escape
 
 from analysis.metrics import Options, analyse
 from analysis.output import USD
+from analysis.report.facts import RunFacts
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -350,7 +351,7 @@ NOT_DONE_COLUMNS = (
 )
 
 
-def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes) -> dict:
+def _results(facts: RunFacts, tables: dict, opts: Options, notes: PriceNotes) -> dict:
     """The sections over completed runs: tables per configuration, charts,
     scaling, break-even and the reference section. Numbers price notes in page order."""
     from analysis.report import answer, reference
@@ -381,7 +382,7 @@ def _results(runs: pd.DataFrame, tables: dict, opts: Options, notes: PriceNotes)
             for sid, title, frame, cols in extra
             if not frame.empty
         ],
-        "ref": reference.context(runs),
+        "ref": reference.context_of(facts.measured),
     }
 
 
@@ -395,13 +396,12 @@ def _base(summary: pd.DataFrame, opts: Options) -> str:
     return next((b for b in chosen if b), "")
 
 
-def _counts(runs: pd.DataFrame, opts: Options, summary: pd.DataFrame) -> str:
-    completed = int((runs["status"] == "completed").sum()) if len(runs) else 0
+def _counts(facts: RunFacts, opts: Options, summary: pd.DataFrame) -> str:
     basis = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train"
     several = not summary.empty and summary["offering_id"].nunique() > 1
     base = _base(summary, opts) if several else ""
     return (
-        f"{len(runs)} runs in the table, {completed} completed; "
+        f"{facts.total} runs in the table, {facts.completed} completed; "
         + (f"base offering {base}; " if base else "")
         + f"recommendations rank by {basis}."
     )
@@ -416,7 +416,7 @@ def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
     return summary[same & (summary["workload"] == wl)]
 
 
-def answer_context(runs: pd.DataFrame, tables: dict, opts: Options) -> dict:
+def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
     """The answer section: per configuration its sentence (and ranking when
     several offerings ran); this machine beside the studies' GPUs with the one
     chart, first when this machine is the only offering measured."""
@@ -438,7 +438,7 @@ def answer_context(runs: pd.DataFrame, tables: dict, opts: Options) -> dict:
                 "unpriced": (marker + unpriced).strip(),
             }
         )
-    versus = reference.versus(runs, reference.prices_used(summary)) if len(runs) else []
+    versus = reference.versus_of(facts.measured, reference.prices_used(summary))
     png, caption = reference.versus_plot(versus)
     return {
         "sentences": sentences,
@@ -452,25 +452,27 @@ def answer_context(runs: pd.DataFrame, tables: dict, opts: Options) -> dict:
 VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPUs"
 
 
-def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
+def page_context(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
     """Everything templates/report.html.j2 shows, computed in page order so the
-    price notes are numbered in the order a reader meets them."""
+    price notes are numbered in the order a reader meets them. `runs`: the full
+    runs, or their facts as a query over the results dataset computed them."""
     from analysis.report import reference
 
-    tables = {**tables, "summary": reference.with_run_facts(tables["summary"], runs)}
+    facts = runs if isinstance(runs, RunFacts) else RunFacts.of(runs)
+    tables = {**tables, "summary": reference.join_run_facts(tables["summary"], facts.row_facts)}
     ctx = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": source,
-        "counts": _counts(runs, opts, tables["summary"]),
+        "counts": _counts(facts, opts, tables["summary"]),
         "probes": probes,
-        "answer": answer_context(runs, tables, opts),
+        "answer": answer_context(facts, tables, opts),
         "results": None,
         "not_done": None,
     }
     notes = PriceNotes()
     if not tables["summary"].empty:
-        ctx.update(_results(runs, tables, opts, notes))
-    not_done = runs[runs["status"] != "completed"] if len(runs) else runs
+        ctx.update(_results(facts, tables, opts, notes))
+    not_done = facts.not_done
     if len(not_done):
         nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
         ctx["not_done"] = frame_table(nd, NOT_DONE_COLUMNS)
@@ -478,7 +480,7 @@ def page_context(runs: pd.DataFrame, tables: dict, opts: Options, source: str, p
     return ctx
 
 
-def render_html(runs: pd.DataFrame, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
+def render_html(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
     """The report page; `probes`: probe runs left out of `runs`, named in one line."""
     return render("report.html.j2", **page_context(runs, tables, opts, source, probes))
 
@@ -506,20 +508,35 @@ def probe_line(count: int) -> str:
 def build_report(runs: pd.DataFrame, out_dir: str | Path, opts: Options, source: str = "") -> tuple[Path, dict]:
     """Write out_dir/index.html over the full runs (probe runs left out, and
     counted in one line); return its path and the metrics tables."""
-    from analysis.report import answer, reference
-
     runs, probes = split_probes(runs)
     tables = analyse(runs, opts)
-    tables["summary"] = reference.with_run_facts(tables["summary"], runs)  # price origin and data, as shown
-    # this machine beside the studies, as the terminal summary says it
-    found = reference.versus(runs, reference.prices_used(tables["summary"])) if len(runs) else []
-    tables["versus"] = [" ".join(answer.versus_lines(v)) for v in found]
+    facts = RunFacts.of(runs)
+    tables = presented(facts, tables)
+    return write_pages(facts, tables, out_dir, opts, source, probes), tables
+
+
+def presented(facts: RunFacts, tables: dict) -> dict:
+    """The metrics tables as the page and the terminal show them: each summary row
+    with its price origin and data kind, and this machine beside the studies
+    (`versus`, the terminal summary's lines)."""
+    from analysis.report import answer, reference
+
+    summary = reference.join_run_facts(tables["summary"], facts.row_facts)
+    found = reference.versus_of(facts.measured, reference.prices_used(summary))
+    return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
+
+
+def write_pages(
+    facts: RunFacts, tables: dict, out_dir: str | Path, opts: Options, source: str = "", probes: int = 0
+) -> Path:
+    """Write out_dir/index.html (and summary.csv) from the runs' facts and the
+    metrics tables, however they were computed; return the page's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     tmp = out / ".index.html.tmp"
-    tmp.write_text(render_html(runs, tables, opts, source or str(out), probes), encoding="utf-8")
+    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes), encoding="utf-8")
     tmp.replace(path)
     if not tables["summary"].empty:
         tables["summary"].to_csv(out / "summary.csv", index=False)
-    return path, tables
+    return path

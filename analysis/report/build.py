@@ -169,15 +169,6 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     return out.getvalue()
 
 
-def _catalog_price_dates(runs: Any) -> list[Any] | None:
-    """Launch-time prices that came from the catalog (not a recorded bill): their snapshot dates.
-    None when the table records no price basis at all."""
-    if not len(runs) or "price_basis" not in runs:
-        return None
-    from_catalog = runs["price_basis"].astype(str).str.contains("catalog", na=False)
-    return runs.loc[from_catalog, "price_as_of"].tolist()
-
-
 def write_report(
     out_dir: str | Path,
     *,
@@ -197,24 +188,26 @@ def write_report(
     problem = check_options(deadline_hours, budget_usd)
     if problem:
         raise ValueError(problem)
-    from analysis.collect import read_table
-    from analysis.metrics import Options
-    from analysis.price.runs import price_runs
-    from analysis.report import build_report, split_probes
+    from analysis.metrics import Options, analyse_summary
+    from analysis.report import presented, write_pages
+    from analysis.report.query import report_query
+    from analysis.report.source import results_dataset
     from infra.catalog import load_catalog
 
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
-    runs = read_table(str(out_dir if table is None else table))
-    if as_of is not None and len(runs):
-        runs = price_runs(runs, as_of=as_of)
+    dataset = results_dataset(str(out_dir if table is None else table))
     # a deadline or budget the user did not give is not in the answer
     opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
-    warning, dates = None, _catalog_price_dates(runs)
+    # the runs are aggregated where they lie: only the aggregated rows reach pandas
+    with report_query(dataset, as_of=as_of) as query:
+        dates, probes = query.catalog_price_dates(), query.probes()
+        facts, summary = query.facts(), query.summary()
+    warning = None
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
-    full, probes = split_probes(runs)
+    tables = presented(facts, analyse_summary(summary, opts))
     table_dir = None if table is None else str(table)
-    outcome = ReportOutcome(Path(), str(out_dir), len(full), as_of, opts, {}, warning, probes, table_dir)
-    outcome.html, outcome.tables = build_report(runs, outcome.out_dir, opts, source=outcome.table)
+    outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
+    outcome.html = write_pages(facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes)
     return outcome

@@ -233,9 +233,13 @@ def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
 def context(runs: pd.DataFrame) -> dict:
     """What reference.html.j2 shows: the chart and one table per benchmark the
     studies publish (no chart when no run compares)."""
+    return context_of(measured(runs))
+
+
+def context_of(m: pd.DataFrame) -> dict:
+    """context() from `measured`'s table, however it was computed (pandas or a query)."""
     from analysis.report import Figure as Chart
 
-    m = measured(runs)
     if m.empty:
         return {"figure": None, "benchmarks": []}
     png, caption = plot(m)
@@ -352,7 +356,11 @@ def _short_ref(f: Figure) -> str:
 def versus(runs: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
     """This machine's runs of benchmarks the studies publish, each beside them
     ([] when this machine ran none). `prices`: offering id -> the price used."""
-    m = measured(runs)
+    return versus_of(measured(runs), prices)
+
+
+def versus_of(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
+    """versus() from `measured`'s table, however it was computed (pandas or a query)."""
     if m.empty:
         return []
     mine = m[m["offering_id"] == SUBJECT]
@@ -452,26 +460,42 @@ def price_source_words(r: dict) -> str | None:
 
 
 RUN_FACTS = ("recorded_price_origin", "data")  # run columns a summary row shows but does not carry
-_FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
+FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
 
 
 def with_run_facts(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The summary with each row's recorded price origin and data ("synthetic")
     beside it, so a price recorded without a source can still say where it came
     from and an accuracy on synthetic data can say so."""
-    facts = [c for c in RUN_FACTS if c in runs.columns and c not in summary.columns]
-    keys = [k for k in _FACT_KEYS if k in runs.columns and k in summary.columns]
-    if summary.empty or not facts or not keys:
-        return summary
+    return join_run_facts(summary, run_facts(runs))
+
+
+def run_facts(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per benchmark x workload x offering x market (the keys the runs have), their
+    distinct recorded price origins and data kinds, each joined in one text (None
+    for none). The same from every run or from their distinct rows, so a query
+    hands over only the distinct (keys, facts) rows."""
+    facts = [c for c in RUN_FACTS if c in runs.columns]
+    keys = [k for k in FACT_KEYS if k in runs.columns]
+    if runs.empty or not facts or not keys:
+        return pd.DataFrame(columns=keys + facts)
     joined = runs[keys + facts].astype({c: object for c in facts}).copy()
     for c in facts:
         joined[c] = joined[c].map(present)
-    per_row = (
+    return (
         joined.groupby(keys, dropna=False)[facts]
         .agg(lambda v: "; ".join(sorted({x for x in v if isinstance(x, str)})) or None)
         .reset_index()
     )
-    return summary.merge(per_row, on=keys, how="left")
+
+
+def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
+    """The summary with run_facts' columns it does not carry yet, joined by their keys."""
+    facts = [c for c in RUN_FACTS if c in per_row.columns and c not in summary.columns]
+    keys = [k for k in FACT_KEYS if k in per_row.columns]
+    if summary.empty or per_row.empty or not facts or not keys or not set(keys) <= set(summary.columns):
+        return summary
+    return summary.merge(per_row[keys + facts], on=keys, how="left")
 
 
 def prices_used(summary: pd.DataFrame) -> dict[str, Price]:

@@ -33,3 +33,30 @@ def test_older_tables_with_billed_seconds_and_unusable_tables(tmp_path):
     assert measured_runs(pd.DataFrame({"stack": ["a"], "benchmark": ["mnist"]})).seconds == {}
     missing = measured_runs(read_results(tmp_path / "none"))
     assert missing.seconds == {} and missing.where is None and "no results table at" in missing.note
+
+
+def test_the_queried_table_gives_what_the_dataframe_gives(tmp_path):
+    """measured_runs_of reads the Parquet table with a query, only the stacks asked
+    for, and finds the billed seconds measured_runs finds in the whole DataFrame."""
+    pd = require_module("pandas")
+    require_module("duckdb")
+    from analysis.price.estimate import measured_runs_of
+
+    table = pd.DataFrame(
+        {
+            "stack": ["a", "a", "a", "b", "a", None],
+            "benchmark": ["mnist", "mnist", "mnist", "mnist", "resnet", "mnist"],
+            "status": ["completed", "failed", "completed", "completed", "completed", "completed"],
+            "billed_hours": [0.5, 9.0, 0.25, 1.0, math.nan, 2.0],
+        }
+    )
+    table.to_parquet(tmp_path / "results.parquet")
+    whole = measured_runs(read_results(tmp_path))
+    queried = measured_runs_of(tmp_path)
+    assert {k: sorted(v) for k, v in queried.seconds.items()} == {k: sorted(v) for k, v in whole.seconds.items()}
+    assert queried.where == whole.where == str(tmp_path / "results.parquet")
+    only_b = measured_runs_of(tmp_path / "results.parquet", ["b"])
+    assert only_b.seconds == {("b", "mnist"): [3600.0]}
+    assert measured_runs(only_b) is only_b
+    missing = measured_runs_of(tmp_path / "none")
+    assert missing.seconds == {} and "no results table at" in missing.note

@@ -1,0 +1,346 @@
+"""The report's figures computed by DuckDB over the results dataset: what
+analysis.metrics.summarize, analysis.report.reference.measured and the page's
+counts compute from a DataFrame of every run, here as SQL aggregations, so the
+report holds only the aggregated rows (one per configuration x offering x
+market x GPUs x price) and memory does not grow with the number of runs.
+
+The figures are the same numbers, not approximations: a median is the mean
+of the two middle values as pandas computes it, texts are joined in the order
+the runs appear in the table, and the per-row rules written in Python (a
+price's key, a legacy table's workload) are applied to the few distinct
+values they read and joined back.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, _prices_paid, add_throughput_metrics
+from analysis.report.facts import NOT_DONE_READ, PRICE_NOTE_READ, RunFacts
+
+# DuckDB's own bound; it spills to a temporary directory beyond it.
+MEMORY_LIMIT = "512MB"
+LEGACY_WORKLOAD = ("workload", "workload_label", "sample_unit")  # columns tables before workloads lack
+REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
+
+# Numbers as pandas' to_numeric(errors="coerce") reads them: NaN is missing (NULL), text that is no number too.
+_MACROS = (
+    "CREATE OR REPLACE TEMP MACRO num(x) AS "
+    "(CASE WHEN isnan(TRY_CAST(x AS DOUBLE)) THEN NULL ELSE TRY_CAST(x AS DOUBLE) END)",
+    # pandas' median: the mean of the two middle values (quantile_cont interpolates instead)
+    "CREATE OR REPLACE TEMP MACRO pmedian(x) AS ((quantile_disc(x, 0.5) + -quantile_disc(-x, 0.5)) / 2)",
+)
+
+
+def q(name: str) -> str:
+    """A column name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _same(left: str, right: str, keys: Iterable[str]) -> str:
+    """A join on `keys` where a missing key matches a missing key, as pandas groups them."""
+    return " AND ".join(f"{left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)}" for k in keys)
+
+
+@contextmanager
+def connect(memory_limit: str = MEMORY_LIMIT) -> Iterator[Any]:
+    """An in-process DuckDB bounded to `memory_limit`, spilling to a private temporary directory."""
+    import duckdb
+
+    with tempfile.TemporaryDirectory(prefix="gpubench-query-") as spill:
+        con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
+        try:
+            for macro in _MACROS:
+                con.execute(macro).fetchall()
+            yield con
+        finally:
+            con.close()
+
+
+class RunsQuery:
+    """The report's aggregations over one results dataset (a pyarrow Dataset).
+
+    Views: `runs` (every row, with its position `_idx` in the table), `full_runs`
+    (probe runs left out) and `done` (the completed full runs, with the derived
+    columns summarize groups and takes medians of)."""
+
+    def __init__(self, con: Any, dataset: Any):
+        self.con = con
+        self.columns = set(dataset.schema.names)
+        numbered = _register_source(con, dataset)
+        index = "" if numbered else ", row_number() OVER () AS _idx"  # in scan order
+        self.rows(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT *{index} FROM _dataset")
+        probe = "NOT coalesce(CAST(probe AS BOOLEAN), false)" if "probe" in self.columns else "true"
+        self.rows(f"CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs WHERE {probe}")
+        self._done_view()
+
+    def frame(self, sql: str, params: Iterable[Any] = ()) -> Any:
+        """A query's rows as a DataFrame, through Arrow as pandas.read_parquet converts them."""
+        return self.con.sql(sql, params=list(params) or None).to_arrow_table().to_pandas()
+
+    def scalar(self, sql: str) -> Any:
+        return self.rows(sql)[0][0]
+
+    def rows(self, sql: str) -> list[tuple]:
+        """Every row of a query (DDL included), fetched to the end: the connection is free again."""
+        return self.con.execute(sql).fetchall()
+
+    # -- the derived columns --------------------------------------------------
+
+    def _register_price_keys(self) -> None:
+        """metrics._price_key of each distinct hourly price a non-spot run paid."""
+        import pandas as pd
+
+        from analysis.metrics import _price_key
+
+        prices = self.frame(
+            "SELECT DISTINCT num(hourly_usd) AS hourly FROM full_runs "
+            "WHERE status = 'completed' AND market IS DISTINCT FROM 'spot' AND num(hourly_usd) IS NOT NULL"
+        )
+        keys = pd.DataFrame(
+            {"hourly": prices["hourly"].astype(float), "price_key": [_price_key(None, h) for h in prices["hourly"]]}
+        )
+        self.con.register("_price_keys", keys)
+
+    def _register_legacy_workloads(self) -> tuple[list[str], str]:
+        """A table written before the workload columns: metrics.with_workload over the
+        distinct (benchmark, backend, precision, batch) it holds, joined back by them.
+        Returns the columns it supplies and the join ([] and "" when the table has them)."""
+        from analysis.metrics import CONFIG, with_workload
+
+        missing = [c for c in LEGACY_WORKLOAD if c not in self.columns]
+        if "workload" not in self.columns:  # the key and its label come together
+            missing = list(LEGACY_WORKLOAD)
+        if not missing:
+            return [], ""
+        keys = ["benchmark", *CONFIG]
+        combos = self.frame(f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM done_base")
+        self.con.register("_legacy", with_workload(combos)[[*keys, *missing]])
+        return missing, f"LEFT JOIN _legacy ON {_same('done_base', '_legacy', keys)}"
+
+    def _done_view(self) -> None:
+        """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
+        backend = "" if "backend" in self.columns else ", 'tensorflow' AS backend"
+        self.rows(
+            f"CREATE OR REPLACE TEMP VIEW done_base AS SELECT *{backend} FROM full_runs WHERE status = 'completed'"
+        )
+        self._register_price_keys()
+        legacy, legacy_join = self._register_legacy_workloads()
+        workload = ", ".join(f"{'_legacy' if c in legacy else 'done_base'}.{c}" for c in LEGACY_WORKLOAD)
+        raw = [c for c in GROUP if c not in ("price_key", "workload")]
+        numbers = [c for c in MEDIANS if c != "samples_per_usd"]
+        texts = [c for c in JOINED if c not in ("workload_label", "sample_unit")]
+        self.rows(
+            "CREATE OR REPLACE TEMP VIEW done AS SELECT "
+            + ", ".join(f"done_base.{q(c)}" for c in raw)
+            + f", {workload}, "
+            + "CASE WHEN done_base.market = 'spot' THEN 'spot' "
+            "WHEN num(done_base.hourly_usd) IS NULL THEN 'unpriced' ELSE CAST(_price_keys.price_key AS VARCHAR) END AS price_key, "
+            + ", ".join(f"num(done_base.{q(c)}) AS {q(c)}" for c in numbers)
+            + ", CASE WHEN num(done_base.hourly_usd) > 0 AND num(done_base.samples_per_second) > 0 "
+            "THEN num(done_base.samples_per_second) * 3600.0 / num(done_base.hourly_usd) END AS samples_per_usd, "
+            + ", ".join(f"CAST(done_base.{q(c)} AS VARCHAR) AS {q(c)}" for c in texts)
+            + ", num(done_base.setup_fee_usd) AS setup_fee_usd, done_base._idx "
+            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly " + legacy_join
+        )
+
+    # -- the figures ----------------------------------------------------------
+
+    def probes(self) -> int:
+        """Probe runs (short runs of a job) left out of every figure."""
+        if "probe" not in self.columns:
+            return 0
+        return int(self.scalar("SELECT count(*) FROM runs WHERE coalesce(CAST(probe AS BOOLEAN), false)"))
+
+    def facts(self) -> RunFacts:
+        """What the page says about the full runs: counts, the incomplete ones, the reference throughputs."""
+        ((total, completed),) = self.rows(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'completed') FROM full_runs"
+        )
+        shown = [c for c in (*NOT_DONE_READ, *PRICE_NOTE_READ) if c in self.columns]
+        not_done = self.frame(
+            f"SELECT {', '.join(q(c) for c in shown)} FROM full_runs "
+            "WHERE status IS DISTINCT FROM 'completed' ORDER BY _idx"
+        )
+        return RunFacts(int(total), int(completed), not_done, self.measured(), self.row_facts())
+
+    def row_facts(self) -> Any:
+        """reference.run_facts over the distinct (keys, price origin, data) rows of the full runs:
+        the same texts as over every run, since it joins each key's distinct values."""
+        import pandas as pd
+
+        from analysis.report.reference import FACT_KEYS, RUN_FACTS, run_facts
+
+        shown = [c for c in (*FACT_KEYS, *RUN_FACTS) if c in self.columns]
+        if not shown:
+            return run_facts(pd.DataFrame())
+        return run_facts(self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in shown)} FROM full_runs"))
+
+    def measured(self) -> Any:
+        """reference.measured: median samples/s of completed runs of the studies' benchmarks, per setup."""
+        import pandas as pd
+
+        from analysis.reference.studies import reference_figures
+
+        benchmarks = sorted({f.benchmark for f in reference_figures()})
+        keys = ", ".join(q(k) for k in REFERENCE_KEYS)
+        first = "arg_min({c}, _idx) FILTER (WHERE {c} IS NOT NULL) AS {c}"
+        m = self.frame(
+            f"SELECT {keys}, pmedian(num(samples_per_second)) AS value, count(run_id) AS runs, "
+            f"pmedian(num(hourly_usd)) AS hourly_usd, {first.format(c='price_source')}, {first.format(c='device')} "
+            "FROM full_runs WHERE status = 'completed' AND list_contains(?, benchmark) "
+            f"AND num(samples_per_second) > 0 GROUP BY {keys}",
+            [benchmarks],
+        )
+        if m.empty:
+            return pd.DataFrame()
+        return _in_group_order(m, list(REFERENCE_KEYS))
+
+    def summary(self) -> Any:
+        """metrics.summarize of the completed full runs, one row per GROUP."""
+        import pandas as pd
+
+        keys = ", ".join(q(k) for k in GROUP)
+        figures = ["count(*) AS repeats"]
+        for col in MEDIANS:
+            figures.append(f"pmedian({q(col)}) AS {q(col)}")
+            if col in SPREADS:
+                figures += [f"min({q(col)}) AS {q(col + '_min')}", f"max({q(col)}) AS {q(col + '_max')}"]
+        figures += [
+            "max(setup_fee_usd) AS setup_fee_usd",
+            "list(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
+        ]
+        texts = ", ".join(f"first(joined) FILTER (WHERE col = '{c}') AS {q(c)}" for c in JOINED)
+        out = self.frame(
+            f"WITH agg AS (SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}), "
+            f"firsts AS (SELECT {keys}, col, v, min(_idx) AS f FROM "
+            f"(UNPIVOT (SELECT {keys}, _idx, {', '.join(q(c) for c in JOINED)} FROM done) "
+            f"ON {', '.join(q(c) for c in JOINED)} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
+            f"joined AS (SELECT {keys}, col, string_agg(v, '; ' ORDER BY f) AS joined FROM firsts "
+            f"GROUP BY {keys}, col), "
+            f"wide AS (SELECT {keys}, {texts} FROM joined GROUP BY {keys}) "
+            f"SELECT agg.*, {', '.join('wide.' + q(c) for c in JOINED)} "
+            f"FROM agg LEFT JOIN wide ON {_same('agg', 'wide', GROUP)}"
+        )
+        if out.empty:
+            return pd.DataFrame(columns=GROUP + ["repeats"])
+        return _summary_frame(_in_group_order(out, GROUP))
+
+    def catalog_price_dates(self) -> list[Any] | None:
+        """The dates of launch-time prices taken from the catalog (not a recorded
+        bill), each once; None when the table records no price basis at all."""
+        if "price_basis" not in self.columns or not self.scalar("SELECT count(*) FROM runs"):
+            return None
+        rows = self.rows(
+            "SELECT DISTINCT price_as_of FROM runs WHERE contains(CAST(price_basis AS VARCHAR), 'catalog')"
+        )
+        return [r[0] for r in rows]
+
+
+def _local_parquet(dataset: Any) -> tuple[list[str], bool] | None:
+    """(files, Hive-partitioned) of a dataset of Parquet files on the local disk,
+    partitioned by `key=value` folders or not at all; else None."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    if not isinstance(dataset, ds.FileSystemDataset) or not isinstance(dataset.filesystem, pafs.LocalFileSystem):
+        return None
+    if not isinstance(dataset.format, ds.ParquetFileFormat) or not dataset.files:
+        return None
+    partitioning = getattr(dataset, "partitioning", None)
+    if partitioning is not None and not len(partitioning.schema):  # a file or folder without partitions
+        partitioning = None
+    if partitioning is not None and not isinstance(partitioning, ds.HivePartitioning):
+        return None
+    return list(dataset.files), partitioning is not None
+
+
+def _register_source(con: Any, dataset: Any) -> bool:
+    """The view `_dataset` over the runs: local Parquet files through DuckDB's
+    own reader (a third of the memory of an Arrow scan, and faster), any other
+    dataset (a bucket's) through its Arrow scanner. True when the view numbers
+    the rows itself (`_idx`, in the dataset's order)."""
+    local = _local_parquet(dataset)
+    if local is None:
+        con.register("_dataset", dataset)
+        return False
+    files, hive = local
+    listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+    # each row's place in the table (file, then row): a plain column, no window over the scan
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW _dataset AS SELECT * EXCLUDE (_file, file_row_number), "
+        f"(CAST(list_position({listed}, _file) AS BIGINT) << 40) + file_row_number AS _idx "
+        f"FROM read_parquet({listed}, union_by_name = true, hive_partitioning = {str(hive).lower()}, "
+        "filename = '_file', file_row_number = true)"
+    ).fetchall()
+    con.execute("SET preserve_insertion_order = false").fetchall()  # every order needed is by _idx
+    return True
+
+
+def _in_group_order(frame: Any, keys: list[str]) -> Any:
+    """Rows in the order pandas' groupby(keys, dropna=False, sort=True) yields them."""
+    return frame.sort_values(keys, na_position="last", kind="mergesort").reset_index(drop=True)
+
+
+def _summary_frame(agg: Any) -> Any:
+    """summarize's columns, in its order, from the aggregated rows: spreads and
+    prices paid worked out here, in pandas, from the same figures."""
+    import pandas as pd
+
+    out = pd.DataFrame({k: agg[k] for k in GROUP})
+    out["repeats"] = agg["repeats"]
+    for col in MEDIANS:
+        out[col] = agg[col]
+        if col in SPREADS:
+            out[f"{col}_min"], out[f"{col}_max"] = agg[f"{col}_min"], agg[f"{col}_max"]
+            out[f"{col}_spread"] = (out[f"{col}_max"] - out[f"{col}_min"]) / out[col]
+    for col in JOINED:
+        out[col] = agg[col]
+    out["setup_fee_usd"] = agg["setup_fee_usd"]
+    paid = [sorted({round(float(v), 6) for v in (vals if vals is not None else ()) if v == v}) for vals in agg["_paid"]]
+    out["prices_paid"] = [_prices_paid(m, v) for m, v in zip(out["market"], paid)]
+    return add_throughput_metrics(out)
+
+
+def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:
+    """Billed seconds of the completed runs per (stack, benchmark), of `stacks`
+    only (None: all): what analysis.price.estimate.measured_runs reads from a
+    DataFrame (billed_hours x 3600, or billed_seconds in tables from before it)."""
+    columns = set(dataset.schema.names)
+    billed = "billed_hours * 3600.0" if "billed_hours" in columns else "billed_seconds"
+    if not ({"stack", "benchmark"} <= columns and {"billed_hours", "billed_seconds"} & columns):
+        return {}
+    where = ["stack IS NOT NULL", "benchmark IS NOT NULL"]
+    if "status" in columns:
+        where.append("status = 'completed'")
+    if stacks is not None:
+        where.append("list_contains(?, stack)")
+    with connect() as con:
+        _register_source(con, dataset)
+        rows = con.execute(
+            f"SELECT stack, benchmark, num({billed}) FROM _dataset WHERE {' AND '.join(where)}",
+            [] if stacks is None else [list(stacks)],
+        ).fetchall()
+    seconds: dict[tuple[str, str], list[float]] = {}
+    for stack, bench, s in rows:
+        runs = seconds.setdefault((stack, bench), [])
+        if s is not None:
+            runs.append(float(s))
+    return seconds
+
+
+@contextmanager
+def report_query(dataset: Any, as_of: date | None = None) -> Iterator[RunsQuery]:
+    """A RunsQuery over `dataset` on its own bounded connection; with `as_of`,
+    over the runs re-priced at that date (streamed to a temporary file)."""
+    with connect() as con, tempfile.TemporaryDirectory(prefix="gpubench-priced-") as work:
+        if as_of is not None and dataset.count_rows():  # an empty table has nothing to re-price
+            from analysis.price.reprice import reprice_dataset
+
+            dataset = reprice_dataset(dataset, as_of, Path(work) / "priced.parquet")
+        yield RunsQuery(con, dataset)

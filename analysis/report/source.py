@@ -1,0 +1,42 @@
+"""Where the report and the plan read the results table from: one function,
+`results_dataset(table)`, a pyarrow Dataset that DuckDB scans with projection
+and filter pushdown, so no reader ever holds every row.
+
+The table is read as analysis.collect.store.read_table reads it, so the queried
+figures are the pandas ones row for row: a local directory's results.parquet
+export when there is one, else the results dataset there
+(analysis.dataset.open_dataset: the Delta table of a local directory or a
+bucket prefix, collected without exports, or an older collect's results.parquet).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TABLE_FILE = "results.parquet"
+
+
+class NoResultsTable(FileNotFoundError, ValueError):
+    """No results table at a location. A FileNotFoundError for callers that
+    already catch it, a ValueError for those that follow the dataset's contract."""
+
+
+def results_dataset(table: str) -> Any:
+    """The runs of the results table at `table` (a directory or bucket prefix
+    collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
+    the location and the fix when collect has not written it there."""
+    import pyarrow.dataset as ds
+
+    from analysis.dataset import TableNotFound, open_dataset, resolve
+
+    local = resolve(table).local
+    export = local / TABLE_FILE if local is not None else None
+    if export is not None and export.is_file():  # the export, in the order the pandas path reads
+        return ds.dataset(str(export), format="parquet")
+    try:
+        return open_dataset(table)
+    except TableNotFound:
+        raise NoResultsTable(
+            f"no results table at {table}: neither a results dataset nor {TABLE_FILE}; "
+            f"run `gpubench collect --table {table}` first"
+        ) from None

@@ -1,0 +1,218 @@
+"""The report over a large results table: DuckDB queries vs every run in pandas.
+
+Writes synthetic results tables of N rows directly as Parquet, in batches:
+the rows of a small real collect (tests/synthetic_results.py's demo-like
+results, through `collect_results`, so every column is what collect writes)
+repeated with their numbers varied per run (times, costs, throughput, spot
+prices), each with its own run_id. Then renders the report in a subprocess
+per method and size, for its own wall time and peak memory (ru_maxrss):
+
+- query: `write_report(DIR)`, what `gpubench report` calls (DuckDB over the dataset);
+- pandas: the path before it (read the whole table, analyse, build the page),
+  only up to --pandas-max rows (it holds every run in memory).
+
+    python benchmarks/report_scale.py                     # 100k, 300k, 1M rows
+    python benchmarks/report_scale.py --rows 1000000 --pandas-max 0 --json
+
+Goal: 1,000,000 rows in at most 10 s and under 1 GB peak. Deletes its tables
+when done (--keep DIR to keep them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests"))  # synthetic_results: the tests' schema-valid results
+BATCH = 50_000
+# Columns varied per run, by one factor per run: what a run measured and what it cost.
+SCALED = (
+    "train_seconds",
+    "phase_total_seconds",
+    "train_hours",
+    "instance_hours",
+    "instance_seconds",
+    "billed_hours",
+    "billed_cost_usd",
+    "train_cost_usd",
+)
+INVERSE = ("samples_per_second", "samples_per_second_p10", "samples_per_second_p90")
+GOAL_SECONDS, GOAL_MB = 10.0, 1024
+
+
+def template_rows(work: Path) -> Any:
+    """The table collect writes for the demo-like results plus spot runs: the row shape, every column."""
+    import pyarrow.parquet as pq
+    from synthetic_results import demo_like_results, make_result, result_bytes, result_key
+
+    from analysis.collecting import collect_results
+    from payload.storage import open_store
+
+    results = demo_like_results() + [
+        make_result("aws/p2.xlarge", b, market="spot", spot_hourly_usd=0.28, repeat=500 + i)
+        for i, b in enumerate(("resnet50", "bilstm-sentiment"))
+    ]
+    store = open_store(str(work / "results"))
+    for r in results:
+        store.put_bytes(result_key(r), result_bytes(r))
+    collect_results([str(work / "results")], work / "template", spot_history="off")
+    return pq.read_table(work / "template" / "results.parquet")
+
+
+def _varied(row: dict, n: int, rng: random.Random) -> dict:
+    """Run `n`: the template's configuration with its own id and numbers."""
+    out = dict(row)
+    factor = rng.uniform(0.8, 1.25)
+    for col in SCALED:
+        if isinstance(out.get(col), float) and out[col] == out[col]:
+            out[col] = out[col] * factor
+    for col in INVERSE:
+        if isinstance(out.get(col), float) and out[col] == out[col]:
+            out[col] = out[col] / factor
+    if out.get("market") == "spot" and isinstance(out.get("hourly_usd"), float):
+        out["hourly_usd"] = round(rng.uniform(0.2, 0.4), 4)  # each spot run at its own price
+    out["run_id"] = f"{row['run_id']}-{n:07d}"
+    out["key"] = f"{row['key']}-{n:07d}"
+    return out
+
+
+def write_table(rows: int, template: Any, out: Path, seed: int = 0) -> Path:
+    """A results.parquet of `rows` runs under `out`, written BATCH rows at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    schema, templates = template.schema, template.to_pylist()
+    with pq.ParquetWriter(out / "results.parquet", schema) as writer:
+        for start in range(0, rows, BATCH):
+            batch = [_varied(templates[n % len(templates)], n, rng) for n in range(start, min(rows, start + BATCH))]
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    return out
+
+
+def child(method: str, table: str, page: str) -> None:
+    """One report, timed from the call (after imports); prints its seconds, the
+    page's share of them (templates and charts, the same work for both methods)
+    and the process's peak RSS."""
+    import analysis.report as report
+
+    spent = {"page_s": 0.0}
+    for name in ("write_pages",):
+        real = getattr(report, name)
+
+        def timed(*args, _real=real, **kwargs):
+            t = time.perf_counter()
+            try:
+                return _real(*args, **kwargs)
+            finally:
+                spent["page_s"] += time.perf_counter() - t
+
+        setattr(report, name, timed)
+    if method == "query":
+        from analysis.report.build import write_report
+
+        start = time.perf_counter()
+        write_report(table)
+    else:
+        from analysis.collect import read_table
+        from analysis.metrics import Options
+        from analysis.report import build_report
+
+        start = time.perf_counter()
+        build_report(read_table(table), page, Options(), source=f"{table}/results.parquet")
+    call = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # ru_maxrss: KiB on Linux, this process's peak
+    cpu = usage.ru_utime + usage.ru_stime  # the whole process, imports included: less load-bound than wall time
+    print(json.dumps({"call_s": call, "peak_kb": usage.ru_maxrss, "cpu_s": cpu, **spent}))
+
+
+def measure(method: str, table: Path, page: Path) -> dict:
+    """Wall time of the call and of the process, and the process's own peak RSS."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", method, str(table), str(page)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    wall = time.perf_counter() - start
+    if proc.returncode:
+        return {"method": method, "error": proc.stderr.strip().splitlines()[-1:]}
+    return {"method": method, "process_s": wall, **json.loads(proc.stdout)}
+
+
+def machine() -> str:
+    load = os.getloadavg()[0]
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load {load:.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
+    p.add_argument("--pandas-max", type=int, default=300_000, help="largest table the pandas path is run on")
+    p.add_argument("--keep", metavar="DIR", help="write (and keep) the tables under DIR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gpubench-report-scale-") as tmp:
+        work = Path(args.keep) if args.keep else Path(tmp)
+        templates = template_rows(work)
+        results = []
+        for rows in args.rows:
+            t0 = time.perf_counter()
+            table = write_table(rows, templates, work / f"table-{rows}")
+            written = time.perf_counter() - t0
+            for method in ("query", "pandas"):
+                if method == "pandas" and rows > args.pandas_max:
+                    continue
+                m = measure(method, table, work / f"page-{method}-{rows}")
+                results.append({"rows": rows, "write_s": round(written, 1), "start_load": os.getloadavg()[0], **m})
+                print(_line(results[-1]), file=sys.stderr, flush=True)
+    doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "results": results}
+    print(json.dumps(doc, indent=2) if args.json else _text(doc))
+    return 0
+
+
+def _line(r: dict) -> str:
+    if "error" in r:
+        return f"{r['rows']:>9,} {r['method']:<7} failed: {r['error']}"
+    mb = r["peak_kb"] / 1024
+    goal = ""
+    if r["rows"] >= 1_000_000 and r["method"] == "query":
+        met = r["process_s"] <= GOAL_SECONDS and mb < GOAL_MB
+        goal = "  [met]" if met else "  [not met]"
+    return (
+        f"{r['rows']:>9,} {r['method']:<7} {r['call_s']:>8.2f} {r['call_s'] - r['page_s']:>8.2f} "
+        f"{r['process_s']:>9.2f} {r.get('cpu_s', float('nan')):>6.1f} {mb:>8.0f}  (load {r['start_load']:.1f}){goal}"
+    )
+
+
+def _text(doc: dict) -> str:
+    head = f"{doc['date']}, {doc['machine']}\n     rows method    call s  table s process s  cpu s  peak MB"
+    notes = (
+        "(call: the report's call after imports; table: the call without the page (templates and charts,\n"
+        " the same work for both methods); process: with interpreter start and imports;\n"
+        " cpu: the process's user + system CPU seconds; peak: ru_maxrss)"
+    )
+    return "\n".join([head, *(_line(r) for r in doc["results"]), notes])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
