@@ -122,10 +122,18 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
             )
         return
     os.environ["KERAS_BACKEND"] = backend
-    if backend == "tensorflow" and "jax" not in sys.modules:
+    if backend == "tensorflow" and "jax" not in sys.modules and "tensorflow" not in sys.modules:
         # TensorFlow's tf.lite tries `from jax import jit` at import when jax is installed: a
-        # few hundred modules and seconds of start-up the tensorflow backend never uses.
+        # few hundred modules and seconds of start-up the tensorflow backend never uses. Blocked
+        # only while TensorFlow imports, so a later `import jax` in this process still works.
         sys.modules["jax"] = None
+        try:
+            import tensorflow  # noqa: F401
+        except ImportError:  # not installed here: the benchmark's own import says so
+            pass
+        finally:
+            if sys.modules.get("jax", 0) is None:
+                del sys.modules["jax"]
     if backend == "jax" and cpu_replicas > 1 and "jax" not in sys.modules:
         # testing aid, like TF's logical CPUs: XLA splits the host into N devices
         flags = os.environ.get("XLA_FLAGS", "")
