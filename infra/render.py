@@ -163,9 +163,32 @@ class _Logger:
     error = warning
 
 
+def _close_event_loop() -> None:
+    """Close the event loop the mocks ran on while the interpreter is whole: left to the garbage
+    collector at shutdown, its self-pipe may already be gone and it prints an "Exception ignored"
+    traceback (seen after `python -m infra preview ... | head`)."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_event_loop_policy().get_event_loop()
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
+    except Exception:  # noqa: BLE001 - nothing to close, or already half gone: stay quiet at exit
+        pass
+
+
+_LOOP_CLOSER: list[bool] = []
+
+
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
     from infra import program
+
+    if not _LOOP_CLOSER:  # once per process
+        import atexit
+
+        atexit.register(_close_event_loop)
+        _LOOP_CLOSER.append(True)
 
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
