@@ -328,3 +328,29 @@ def http_get(url: str, headers: dict | None = None, timeout: float = 5) -> tuple
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+def interrupt_when_ready(script: str, args: list[str], cwd: Path, root: Path):
+    """Run `python -c script args`, send SIGINT once it prints "ready"; return (lines before ready,
+    the rest of stdout, stderr, seconds from SIGINT to exit, exit code)."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = []
+        while (line := proc.stdout.readline().strip()) != "ready":
+            assert line, proc.stderr.read()
+            lines.append(line)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    return lines, out, err, time.monotonic() - sent, proc.returncode

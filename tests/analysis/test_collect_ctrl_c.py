@@ -3,13 +3,10 @@ cancelled, the ones in flight are not waited for, and the command exits 130 with
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
+
+from servers import interrupt_when_ready
 
 from payload import exitcodes
 
@@ -45,24 +42,7 @@ SCRIPT = textwrap.dedent(
 
 
 def test_ctrl_c_during_downloads_ends_within_a_second_and_starts_no_more(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "bucket")],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        lines = []
-        while (line := proc.stdout.readline().strip()) != "ready":
-            assert line, proc.stderr.read()
-            lines.append(line)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert time.monotonic() - sent < 1.0, err
-    assert proc.returncode == exitcodes.CANCELLED and "collect: cancelled (Ctrl-C)" in err and "Traceback" not in err
+    lines, out, err, seconds, code = interrupt_when_ready(SCRIPT, [str(tmp_path / "bucket")], tmp_path, ROOT)
+    assert seconds < 1.0, err
+    assert code == exitcodes.CANCELLED and "collect: cancelled (Ctrl-C)" in err and "Traceback" not in err
     assert len([line for line in lines + out.splitlines() if line.startswith("read ")]) == 2

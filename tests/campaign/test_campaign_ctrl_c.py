@@ -4,15 +4,11 @@ further `pulumi up`, and leaves the stacks in flight `launching` in the manifest
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 from conftest import make_project
+from servers import interrupt_when_ready
 
 from payload import exitcodes
 
@@ -60,26 +56,9 @@ def test_ctrl_c_during_campaign_up_ends_within_a_second_and_starts_nothing_more(
     bucket = tmp_path / "bucket"
     argv = ["campaign", "up", *names, "--results", bucket.as_uri(), "--concurrency", "2"]
     argv += ["--project-dir", str(project), "--campaign-id", "c1"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT, *argv],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        lines = []
-        while (line := proc.stdout.readline().strip()) != "ready":
-            assert line, proc.stderr.read()
-            lines.append(line)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert time.monotonic() - sent < 1.0, err
-    assert proc.returncode == exitcodes.CANCELLED and "cancelled (Ctrl-C)" in err and "Traceback" not in err
+    lines, out, err, seconds, code = interrupt_when_ready(SCRIPT, [*argv], tmp_path, ROOT)
+    assert seconds < 1.0, err
+    assert code == exitcodes.CANCELLED and "cancelled (Ctrl-C)" in err and "Traceback" not in err
     started = [line for line in lines + out.splitlines() if line.startswith("up ")]
     assert len(started) == 2  # the other two stacks never started
     manifest = json.loads(next(bucket.rglob("manifest.json")).read_text())
