@@ -39,7 +39,7 @@ ODD_VALUES = [
     "nan",
     "inf",
     "99999999999999999999999",
-    "/no/such/dir/x",
+    "/proc/no/such/dir/x",  # under /proc: nothing can create it, not even root
     "no-such-file.parquet",
     "*",
     "aws-*",
