@@ -107,6 +107,13 @@ def program_env(work_dir: Path) -> dict[str, str]:
     return {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
 
 
+def cli_context() -> tuple[Path, dict[str, str]]:
+    """(directory, environment) to run the Pulumi CLI on the project in (`pulumi up --stack ...`), so
+    it finds the project's Pulumi.yaml and stacks from whatever directory gpubench was started in."""
+    project = project_dir()
+    return project, {**os.environ, **program_env(project)}
+
+
 def require_cli() -> str:
     path = shutil.which("pulumi")
     if path is None:

@@ -177,3 +177,20 @@ def test_status_and_logs_with_nothing_there(installed, tmp_path):
     assert logs.returncode == exitcodes.USAGE and "pass --results URL" in logs.stderr
     logs = gpubench(["logs", "aws-g4dn-1x", "--results", str(tmp_path / "results")], where, env)
     assert logs.returncode == exitcodes.FAILED and "no run of aws-g4dn-1x has a log tail" in logs.stderr
+
+
+def test_up_from_an_empty_directory_runs_pulumi_on_the_installed_project(installed, tmp_path):
+    """A stand-in `pulumi` on PATH says what it was given: the installed project, this interpreter first."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake = tools / "pulumi"
+    fake.write_text('#!/bin/sh\necho "argv: $*"\necho "cwd: $PWD"\necho "python3: $(command -v python3)"\n')
+    fake.chmod(0o755)
+    env = installed_env(installed, tmp_path)
+    env["PATH"] = f"{tools}{os.pathsep}{env['PATH']}"
+    done = gpubench(["up", "-s", "aws-g4dn-1x", "--yes"], tmp_path / "empty", env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert lines["argv"] == "up --stack aws-g4dn-1x --yes"
+    assert Path(lines["cwd"]) == installed / "infra" / "project"  # where the wheel's Pulumi.yaml is
+    assert Path(lines["python3"]).parent == Path(sys.executable).parent

@@ -6,6 +6,7 @@ Also: the project's Pulumi program, the code bundle's sources, and `check`'s lis
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import infra.projectfiles as projectfiles
+import infra.stacks  # noqa: F401 - STACKS_DIR is set at import: before a test fakes the checkout
 from analysis.bench.record import BENCH_ROOT, BenchRecord, bench_dirs, bench_root, legacy_bench_root
 from analysis.campaign.manifest import iso
 from analysis.cli import main
@@ -163,3 +165,16 @@ def test_check_knows_every_extra_in_pyproject(monkeypatch, capsys):
     monkeypatch.setattr(payload.extras, "installed", lambda m: True)
     assert main(["check", "demo"]) == exitcodes.OK
     assert "gpubench demo" in capsys.readouterr().out  # what the extra is for
+
+
+def test_up_runs_the_pulumi_cli_in_the_project_from_any_directory(tmp_path, monkeypatch):
+    import infra.cli
+
+    calls = []
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(infra.cli.shutil, "which", lambda name: "/opt/pulumi")
+    monkeypatch.setattr(infra.cli.os, "execve", lambda exe, argv, env: calls.append((exe, argv, env, Path.cwd())))
+    assert infra.cli.main(["up", "aws-g4dn-1x", "--yes"]) == exitcodes.OK
+    ((exe, argv, env, cwd),) = calls
+    assert argv == [exe, "up", "--stack", "aws-g4dn-1x", "--yes"] and cwd == projectfiles.project_root()
+    assert env["PATH"] == os.environ["PATH"]  # the checkout's Pulumi.yaml names its .venv
