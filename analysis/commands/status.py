@@ -10,10 +10,11 @@ examples:
 
 Reads the bench records ($GPUBENCH_HOME/bench/*/bench.json, ~/.gpubench without it,
 and any a checkout kept in its .gpubench/bench/; with --project-dir DIR only
-DIR/.gpubench/bench/) and, for launched probes, their runs in the results bucket; with the Pulumi CLI installed it also
-shows how many resources each probe stack still holds. States follow `campaign
-status`: launching, launched (booting), running (last event), finished, failed,
-interrupted, expired (deadline passed), launch-failed.
+DIR/.gpubench/bench/) and, for launched probes, their runs in the results bucket;
+with the Pulumi CLI installed it also shows how many resources each probe stack
+still holds. States follow `campaign status`: launching, launched (booting),
+running (last event), finished, failed, interrupted, expired (deadline passed),
+launch-failed.
 """
 
 
