@@ -8,14 +8,24 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-EXTRAS = {  # extra -> (what it is for, modules it brings)
+EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
     "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
     "analysis": (
         "collect, report, teardown, sweep, prices",
-        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs"),
+        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "duckdb"),
+    ),
+    "demo": (
+        "`gpubench demo` (make demo): a short suite on this machine's CPU, collected and reported locally",
+        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "duckdb", "tensorflow"),
     ),
     "tf": ("the built-in TensorFlow benchmarks", ("tensorflow",)),
+}
+# pyproject.toml's other extras, and why `check` does not ask about them by name.
+NOT_CHECKED = {
+    "payload-legacy": "the payload's pins for Python 3.8 containers (payload/Dockerfile.legacy), not this machine",
+    "tf-cpu": "the CPU build of TensorFlow: `check tf` checks the same module",
+    "dev": "the test suite (make setup)",
 }
 
 

@@ -7,6 +7,11 @@ the payload needs: `payload/`, the catalog (`infra/__init__.py`,
 works on the host or in a container. The same tree gives the same bytes, so
 the content hash names the remote copy: an unchanged tree is uploaded and
 installed once.
+
+The same bundle is built from a checkout and from a packaged install: the code
+is read beside the installed packages (the checkout's root, or site-packages),
+the packaging files from the project's files (the checkout's root, or the copy
+a wheel carries in infra/project/), so the same sources give the same bytes.
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ import hashlib
 import io
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[1]  # where the packages are: a checkout's root, or site-packages
 INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog")
+PACKAGING = ("pyproject.toml", "README.md")  # from the project's files (infra.projectfiles), not beside the code
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
 
@@ -46,28 +52,57 @@ class Bundle:
         return path
 
 
-def _paths(root: Path) -> list[Path]:
-    out: list[Path] = []
-    for name in INCLUDE:
-        p = root / name
+def bundle_sources(root: Path | None = None) -> dict[str, Path]:
+    """Each INCLUDE name -> where it is read from: everything under `root` when given; else the code
+    beside the installed packages and the packaging files from the project's files (a packaged
+    install has no pyproject.toml in site-packages: the wheel carries it in infra/project/)."""
+    if root is not None:
+        return {name: Path(root) / name for name in INCLUDE}
+    from infra.projectfiles import project_root
+
+    packaging = project_root()
+    return {name: (packaging if name in PACKAGING else REPO) / name for name in INCLUDE}
+
+
+def _skipped(arcname: str) -> bool:
+    return bool(SKIP_PARTS & set(arcname.split("/"))) or arcname.endswith(SKIP_SUFFIXES)
+
+
+def _paths(sources: dict[str, Path]) -> list[tuple[str, Path]]:
+    """(name in the bundle, file) pairs, ordered by name as path parts (the same order for any root)."""
+    out: list[tuple[str, Path]] = []
+    for name, p in sources.items():
         if p.is_file():
-            out.append(p)
+            out.append((name, p))
         elif p.is_dir():
-            out.extend(q for q in p.rglob("*") if q.is_file())
-    return sorted(
-        q for q in out if not (SKIP_PARTS & set(q.relative_to(root).parts)) and not q.name.endswith(SKIP_SUFFIXES)
-    )
+            out.extend((f"{name}/{q.relative_to(p).as_posix()}", q) for q in p.rglob("*") if q.is_file())
+    return sorted((pair for pair in out if not _skipped(pair[0])), key=lambda pair: PurePosixPath(pair[0]))
 
 
-def build_bundle(root: Path = REPO) -> Bundle:
-    """Tar the payload sources under `root`; same tree, same bytes, same digest."""
-    paths = _paths(root)
-    if not any(p.relative_to(root).parts[0] == "payload" for p in paths):
-        raise FileNotFoundError(f"no payload/ package under {root}; run from a gpubench checkout")
+def _missing(sources: dict[str, Path], paths: list[tuple[str, Path]]) -> str | None:
+    """What a bundle cannot do without (the payload, and pyproject.toml to pip-install it), said with the fix."""
+    names = {arcname.split("/", 1)[0] for arcname, _ in paths}
+    for needed in ("payload", "pyproject.toml"):
+        if needed not in names:
+            return (
+                f"no {needed} at {sources[needed]} to build the code bundle from; run from a gpubench checkout, "
+                "or reinstall gpubench from a wheel of this version (it carries pyproject.toml in infra/project/)"
+            )
+    return None
+
+
+def build_bundle(root: Path | None = None) -> Bundle:
+    """Tar the payload sources (under `root`, else where this gpubench is installed or checked out);
+    same sources, same bytes, same digest."""
+    sources = bundle_sources(root)
+    paths = _paths(sources)
+    problem = _missing(sources, paths)
+    if problem:
+        raise FileNotFoundError(problem)
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for p in paths:
-            info = tarfile.TarInfo("gpubench/" + p.relative_to(root).as_posix())
+        for arcname, p in paths:
+            info = tarfile.TarInfo("gpubench/" + arcname)
             data = p.read_bytes()
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))

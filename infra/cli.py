@@ -105,8 +105,12 @@ def cmd_pulumi(args) -> int:
     if exe is None:
         print("error: " + INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), file=sys.stderr)
         return exitcodes.MISSING
+    from infra.workspace import cli_context
+
+    project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
     argv = [exe, args.command, "--stack", args.stack, *args.extra]
-    os.execv(exe, argv)
+    os.chdir(project)
+    os.execve(exe, argv, env)
     return 0  # pragma: no cover
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BUNDLED", "CHECKOUT", "project_path", "project_root", "user_or_shipped"]
+__all__ = ["BUNDLED", "CHECKOUT", "from_checkout", "project_path", "project_root", "user_or_shipped"]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 BUNDLED = Path(__file__).resolve().parent / "project"
@@ -18,9 +18,14 @@ BUNDLED = Path(__file__).resolve().parent / "project"
 _MARKERS = ("Pulumi.yaml", "stacks")
 
 
+def from_checkout() -> bool:
+    """Whether the code runs from a checkout (or an editable install of one), not a packaged install."""
+    return all((CHECKOUT / marker).exists() for marker in _MARKERS)
+
+
 def project_root() -> Path:
     """The checkout's root when the code runs from one, else the copy a packaged install carries."""
-    if all((CHECKOUT / marker).exists() for marker in _MARKERS):
+    if from_checkout():
         return CHECKOUT
     return BUNDLED if BUNDLED.is_dir() else CHECKOUT
 

@@ -16,7 +16,9 @@ swap in a fake workspace with the same small surface:
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,22 +34,28 @@ class PulumiMissing(RuntimeError):
 
     def __init__(self, detail: str = "no `pulumi` on PATH"):
         super().__init__(
-            f"the Pulumi CLI is not installed ({detail}); teardown drives it through the "
-            f"Automation API. To fix, {INSTALL_HINT}"
+            f"the Pulumi CLI is not installed ({detail}); gpubench drives it through the Automation API "
+            f"to launch and destroy stacks (up, bench's cloud probes, campaigns, teardown). To fix, {INSTALL_HINT}"
         )
 
 
 class ProjectNotFound(RuntimeError):
-    """No Pulumi.yaml above the analysis package or at the given directory."""
+    """No Pulumi.yaml in the project's files or at the given directory."""
 
 
 def project_dir(start: Path | None = None) -> Path:
-    """The directory holding the project's Pulumi.yaml (the repo root)."""
-    here = (start or Path(__file__)).resolve()
-    for folder in [here, *here.parents]:
+    """The directory holding the project's Pulumi.yaml: the checkout's root, or the copy a packaged
+    install carries (infra.projectfiles); with `start`, the nearest one at or above `start`."""
+    from infra.projectfiles import project_root
+
+    here = Path(start).resolve() if start else project_root()
+    for folder in [here, *here.parents] if start else [here]:
         if (folder / "Pulumi.yaml").is_file():
             return folder
-    raise ProjectNotFound(f"no Pulumi.yaml in {here} or above; pass --project-dir pointing at the gpubench checkout")
+    raise ProjectNotFound(
+        f"no Pulumi.yaml in {here}{' or above' if start else ''}; pass --project-dir pointing at a gpubench "
+        "checkout, or reinstall gpubench (a packaged install carries it in infra/project/)"
+    )
 
 
 def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
@@ -79,6 +87,31 @@ def output_value(outputs: Mapping[str, Any], names: tuple[str, ...]) -> Any:
             if value not in (None, ""):
                 return value
     return None
+
+
+def program_env(work_dir: Path) -> dict[str, str]:
+    """Environment for the Pulumi CLI over `work_dir`. A project that names no virtualenv (a packaged
+    install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
+    `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
+    that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load((Path(work_dir) / "Pulumi.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    runtime = doc.get("runtime") if isinstance(doc, dict) else None
+    options = runtime.get("options") if isinstance(runtime, dict) else None
+    if isinstance(options, dict) and options.get("virtualenv"):
+        return {}
+    return {"PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+
+def cli_context() -> tuple[Path, dict[str, str]]:
+    """(directory, environment) to run the Pulumi CLI on the project in (`pulumi up --stack ...`), so
+    it finds the project's Pulumi.yaml and stacks from whatever directory gpubench was started in."""
+    project = project_dir()
+    return project, {**os.environ, **program_env(project)}
 
 
 def require_cli() -> str:
@@ -183,16 +216,22 @@ class PulumiWorkspace:
         if self._ws is not None:
             return self._ws
         try:
-            self._ws = auto.LocalWorkspace(work_dir=str(self.work_dir))
+            self._ws = auto.LocalWorkspace(work_dir=str(self.work_dir), **self._env())
         except FileNotFoundError as exc:  # the CLI vanished between which() and exec
             raise PulumiMissing(f"{exc.filename or 'pulumi'} not found") from exc
         return self._ws
+
+    def _env(self) -> dict[str, Any]:
+        env = program_env(self.work_dir)
+        return {"env_vars": env} if env else {}
 
     def select_stack(self, name: str) -> _PulumiStack:
         import pulumi.automation as auto
 
         if self.create:
-            return _PulumiStack(auto.create_or_select_stack(stack_name=name, work_dir=str(self.work_dir)))
+            env = self._env()
+            opts = {"opts": auto.LocalWorkspaceOptions(**env)} if env else {}
+            return _PulumiStack(auto.create_or_select_stack(stack_name=name, work_dir=str(self.work_dir), **opts))
         return _PulumiStack(auto.Stack.select(name, self._workspace()))
 
     def list_stacks(self):

@@ -1,4 +1,7 @@
-"""A bench's own workspace and record: `<work_dir>/.gpubench/bench/<bench-id>/`.
+"""A bench's own workspace and record: `<state home>/bench/<bench-id>/`.
+
+The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (infra.statedir); with
+`--project-dir DIR` the workspace is `DIR/.gpubench/bench/<bench-id>/`, as before.
 
 The directory holds what the bench generated and the user never edits: a
 Pulumi.yaml whose program is the project's (relative paths back to it), one
@@ -20,7 +23,8 @@ from typing import Any
 
 from analysis.campaign.manifest import iso, utcnow
 
-BENCH_ROOT = Path(".gpubench") / "bench"
+BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
+HOME_BENCH = "bench"  # under the state home
 RECORD = "bench.json"
 
 
@@ -29,14 +33,29 @@ def new_bench_id(now: datetime | None = None) -> str:
     return (now or utcnow()).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
 
 
-def bench_root(work_dir: Path) -> Path:
-    return Path(work_dir) / BENCH_ROOT
+def bench_root(work_dir: Path | None = None) -> Path:
+    """Where new bench workspaces go: under `work_dir` (`--project-dir`) when given, else the state home."""
+    from infra.statedir import state_home
+
+    return Path(work_dir) / BENCH_ROOT if work_dir else state_home() / HOME_BENCH
 
 
-def bench_dirs(work_dir: Path) -> list[Path]:
-    """Every bench workspace under `work_dir`, oldest first."""
-    root = bench_root(work_dir)
-    return sorted(p for p in root.iterdir() if (p / RECORD).is_file()) if root.is_dir() else []
+def legacy_bench_root() -> Path | None:
+    """`.gpubench/bench/` of the checkout the code runs from, where benches were kept before the
+    state home; read in place (never moved), None for a packaged install or when there is none."""
+    from infra import projectfiles
+
+    root = projectfiles.CHECKOUT / BENCH_ROOT
+    return root if projectfiles.from_checkout() and root.is_dir() else None
+
+
+def bench_dirs(work_dir: Path | None = None) -> list[Path]:
+    """Every bench workspace, oldest first: under `work_dir` when given, else the state home's and
+    any left in the checkout's old `.gpubench/bench/`."""
+    roots = [bench_root(work_dir)] if work_dir else [bench_root(), legacy_bench_root()]
+    unique = {root.resolve(): root for root in roots if root and root.is_dir()}  # GPUBENCH_HOME may be the old one
+    found = [p for root in unique.values() for p in root.iterdir() if (p / RECORD).is_file()]
+    return sorted(found, key=lambda p: (p.name, str(p)))
 
 
 class BenchRecord:

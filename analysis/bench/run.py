@@ -57,7 +57,9 @@ def ask_terminal(what: Sequence[str], question: str, default: bool, stdin=None, 
 
 
 def default_work_dir() -> Path:
-    """The gpubench checkout (where Pulumi.yaml is), else the current directory."""
+    """The project the probes build on (its Pulumi.yaml and stack files): the checkout the code runs
+    from, or the copy a packaged install carries; else the current directory. Bench workspaces are
+    not kept here but in the state home (analysis.bench.record.bench_root)."""
     from infra.workspace import ProjectNotFound, project_dir
 
     try:
@@ -141,6 +143,7 @@ def bench(
 
     printer = Printer(progress or sys.stderr)
     task = load_task(task_path)
+    workspaces = bench_root(work_dir)  # --project-dir DIR: DIR/.gpubench/bench, else the state home's
     work_dir = Path(work_dir) if work_dir else default_work_dir()
     stacks_dir = Path(stacks_dir) if stacks_dir else work_dir / "stacks"
     candidates, unmatched = choose(
@@ -164,7 +167,7 @@ def bench(
 
         raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
     bench_id = new_bench_id()
-    record = BenchRecord.create(bench_root(work_dir) / bench_id, bench_id, str(task.path), url)
+    record = BenchRecord.create(workspaces / bench_id, bench_id, str(task.path), url)
     settings = {
         "task": task.path,
         "results": url,

@@ -318,7 +318,7 @@ def _wait_options(p):
         type=Path,
         default=None,
         metavar="DIR",
-        help="report directory (default report/campaigns/<campaign-id>)",
+        help="report directory (default $GPUBENCH_HOME/report/campaigns/<campaign-id>, ~/.gpubench without it)",
     )
     p.add_argument("--all-runs", action="store_true", help="report every run in the bucket, not only this campaign's")
 

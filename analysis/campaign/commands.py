@@ -24,6 +24,7 @@ from analysis.campaign.manifest import Manifest, check_id, new_campaign_id, utcn
 from analysis.campaign.progress import Printer
 from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
+from infra.statedir import campaign_report_dir
 from infra.workspace import BackendFactory, pulumi_backend
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
@@ -43,6 +44,7 @@ def require_results(results_url: str | None) -> str:
 
 
 def project_dir(work_dir: Path | None) -> Path:
+    """`--project-dir` when given, else the project's files (the checkout, or a packaged install's copy)."""
     from infra.workspace import project_dir as find
 
     return Path(work_dir) if work_dir else find()
@@ -191,7 +193,7 @@ def wait(
     outcome = WaitOutcome(done, statuses, never)
     if not done:
         return manifest, outcome
-    out = Path(out_dir or root / "report" / "campaigns" / campaign_id)
+    out = Path(out_dir or campaign_report_dir(campaign_id, work_dir))  # never inside an installed package
     run_ids = {r for s in statuses for r in s.run_ids}
     urls = sorted(
         {results_url} | {(e.get("outputs") or {}).get("resultsUrl") or results_url for e in manifest.stacks.values()}

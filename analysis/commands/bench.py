@@ -31,7 +31,9 @@ examples:
   gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
 
 --results defaults to $GPUBENCH_RESULTS (cloud probes need it; --local uses results/).
-The answer page is written to .gpubench/bench/<bench-id>/index.html.
+The bench's workspace (its generated stacks, record and answer page index.html) is
+$GPUBENCH_HOME/bench/<bench-id>/ (~/.gpubench without it), or with --project-dir DIR
+DIR/.gpubench/bench/<bench-id>/.
 Exit codes: 0 an answer; 1 no candidate produced an estimate; 2 bad task, option or
 budget refused (nothing started); 3 Pulumi CLI missing; 10 not confirmed; 130 Ctrl-C.
 """
@@ -66,7 +68,13 @@ def register(sub) -> None:
     p.add_argument("--hourly-usd", type=float, metavar="USD", help="--local: this machine's price per hour")
     p.add_argument("--hosts", metavar="NAME,...", help="probe on these SSH host stacks (stacks/Pulumi.ssh-*.yaml)")
     p.add_argument("--results", metavar="URL", help="the bucket probes write to (default: $GPUBENCH_RESULTS)")
-    p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
+    p.add_argument(
+        "--project-dir",
+        type=Path,
+        metavar="DIR",
+        help="a gpubench checkout: its stacks and Pulumi program, and DIR/.gpubench/bench/ for the workspace "
+        "(default: the installed project, the workspace under $GPUBENCH_HOME or ~/.gpubench)",
+    )
     p.add_argument("--stacks-dir", type=Path, metavar="DIR", help="where stack files are (default: stacks/)")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask (scripts); Ctrl-C then destroys at once")
     p.add_argument("--json", action="store_true", help="print the answer as JSON on stdout (progress on stderr)")

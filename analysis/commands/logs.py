@@ -32,7 +32,9 @@ def register(sub) -> None:
         metavar="MINUTES",
         help="--follow: give up when no log tail has appeared after MINUTES (default 15: boot and setup come first)",
     )
-    p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
+    p.add_argument(
+        "--project-dir", type=Path, metavar="DIR", help="look for the bench records under DIR/.gpubench/bench/ only"
+    )
     p.set_defaults(func=run)
 
 
@@ -40,12 +42,12 @@ def _results(args) -> str:
     import os
 
     from analysis.bench.record import BenchRecord, bench_dirs
-    from analysis.bench.run import RESULTS_ENV, default_work_dir
+    from analysis.bench.run import RESULTS_ENV
     from infra.conventions import UsageError
 
     if args.results:
         return args.results
-    for directory in reversed(bench_dirs(args.project_dir or default_work_dir())):
+    for directory in reversed(bench_dirs(args.project_dir)):
         record = BenchRecord.load(directory)
         entry = record.stacks.get(args.stack)
         if entry is not None and (entry.get("results") or record.data.get("results")):

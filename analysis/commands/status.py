@@ -1,4 +1,4 @@
-"""`gpubench status`: every live bench probe of this checkout: state, age, deadline, cost so far."""
+"""`gpubench status`: every live bench probe: state, age, deadline, cost so far."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ examples:
   gpubench status                 # probes still running (not destroyed or ended)
   gpubench status --all --json    # every probe of every bench, as JSON
 
-Reads .gpubench/bench/*/bench.json under the project directory and, for launched
-probes, their runs in the results bucket; with the Pulumi CLI installed it also
-shows how many resources each probe stack still holds. States follow `campaign
-status`: launching, launched (booting), running (last event), finished, failed,
-interrupted, expired (deadline passed), launch-failed.
+Reads the bench records ($GPUBENCH_HOME/bench/*/bench.json, ~/.gpubench without it,
+and any a checkout kept in its .gpubench/bench/; with --project-dir DIR only
+DIR/.gpubench/bench/) and, for launched probes, their runs in the results bucket;
+with the Pulumi CLI installed it also shows how many resources each probe stack
+still holds. States follow `campaign status`: launching, launched (booting),
+running (last event), finished, failed, interrupted, expired (deadline passed),
+launch-failed.
 """
 
 
@@ -24,7 +26,7 @@ def register(sub) -> None:
         "status", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--all", action="store_true", help="include probes that were destroyed or ended")
-    p.add_argument("--project-dir", type=Path, metavar="DIR", help="the gpubench checkout (default: found)")
+    p.add_argument("--project-dir", type=Path, metavar="DIR", help="read the benches under DIR/.gpubench/bench/ only")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=run)
 
@@ -40,10 +42,9 @@ def _backend():
 
 def run(args, backend=None) -> int:
     from analysis.bench.live import probe_status, status_table
-    from analysis.bench.run import default_work_dir
     from analysis.output import emit_json
 
-    rows = probe_status(args.project_dir or default_work_dir(), include_ended=args.all, backend=backend or _backend())
+    rows = probe_status(args.project_dir, include_ended=args.all, backend=backend or _backend())
     if args.json:
         emit_json(rows)
     elif rows:

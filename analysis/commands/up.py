@@ -89,5 +89,8 @@ def run(args) -> int:
     argv = [exe, args.pulumi_command, "--stack", stack]
     if args.pulumi_command != "refresh":
         argv.append("--yes")  # confirmed above
-    code = subprocess.run([*argv, *extra], check=False).returncode
+    from infra.workspace import cli_context
+
+    project, env = cli_context()  # the project's Pulumi.yaml and stacks, from any directory
+    code = subprocess.run([*argv, *extra], check=False, cwd=project, env=env).returncode
     return exitcodes.OK if code == 0 else exitcodes.FAILED

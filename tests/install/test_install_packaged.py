@@ -8,6 +8,7 @@ beside itself must be inside the wheel.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 # One command per use of the project's own files: a stack file (cost, plan), the Pulumi program
@@ -92,3 +94,103 @@ def test_the_installed_code_finds_its_files_inside_the_package(installed, tmp_pa
     stacks_dir, root = done.stdout.split()
     assert Path(stacks_dir) == installed / "infra" / "project" / "stacks"
     assert Path(root) == installed / "infra" / "project" and (Path(root) / "Pulumi.yaml").is_file()
+
+
+def installed_env(installed: Path, tmp_path: Path, **more: str) -> dict[str, str]:
+    """Only the install on PYTHONPATH, a state home of the test's own, and no Pulumi CLI on PATH."""
+    path = [d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "pulumi").exists()]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
+    return {
+        **env,
+        "PYTHONPATH": str(installed),
+        "PATH": os.pathsep.join(path),
+        "GPUBENCH_HOME": str(tmp_path / "home"),
+        **more,
+    }
+
+
+def gpubench(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    cwd.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done
+
+
+def package_files(installed: Path) -> set[Path]:
+    return {p for p in installed.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_the_installed_copy_builds_the_same_code_bundle_as_the_checkout(installed, tmp_path):
+    from infra.bundle import build_bundle
+
+    probe = "import infra.bundle as b; x = b.build_bundle(); print(b.__file__, x.sha256, x.digest, x.files)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=installed_env(installed, tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    module, sha256, digest, files = done.stdout.split()
+    assert Path(module).is_relative_to(installed)  # built from site-packages, not from the checkout
+    checkout = build_bundle(ROOT)
+    assert (sha256, digest, int(files)) == (checkout.sha256, checkout.digest, checkout.files)
+
+
+def test_bench_from_an_empty_directory_stops_where_the_pulumi_cli_is_missing(installed, tmp_path):
+    from payload import exitcodes
+
+    before = package_files(installed)
+    env = installed_env(installed, tmp_path, GPUBENCH_RESULTS=str(tmp_path / "results"))
+    argv = ["bench", "examples/keras-mnist/workload.yaml", "--gpus", "T4", "--yes", "--json"]
+    done = gpubench(argv, tmp_path / "empty", env)
+    assert done.returncode == exitcodes.MISSING, done.stderr[-3000:]
+    assert "the Pulumi CLI is not installed" in done.stderr and "get.pulumi.com" in done.stderr
+    assert done.stdout == ""
+    (record,) = (tmp_path / "home" / "bench").glob("*/bench.json")  # the workspace is in the state home
+    task = Path(json.loads(record.read_text())["task"])
+    assert task == installed / "infra" / "project" / "examples" / "keras-mnist" / "workload.yaml"
+    program = yaml.safe_load((record.parent / "Pulumi.yaml").read_text())
+    main_dir = (record.parent / program["main"]).resolve()
+    assert main_dir == installed / "infra" and (main_dir / "__main__.py").is_file()  # the installed program
+    assert list((tmp_path / "empty").iterdir()) == []  # nothing written where the command ran
+    assert package_files(installed) == before  # nor inside the installed package
+
+
+def test_status_and_logs_with_nothing_there(installed, tmp_path):
+    from payload import exitcodes
+
+    env = installed_env(installed, tmp_path)
+    where = tmp_path / "empty"
+    status = gpubench(["status", "--json"], where, env)
+    assert (status.returncode, json.loads(status.stdout)) == (exitcodes.OK, [])
+    logs = gpubench(["logs", "aws-g4dn-1x"], where, env)
+    assert logs.returncode == exitcodes.USAGE and "pass --results URL" in logs.stderr
+    logs = gpubench(["logs", "aws-g4dn-1x", "--results", str(tmp_path / "results")], where, env)
+    assert logs.returncode == exitcodes.FAILED and "no run of aws-g4dn-1x has a log tail" in logs.stderr
+
+
+def test_up_from_an_empty_directory_runs_pulumi_on_the_installed_project(installed, tmp_path):
+    """A stand-in `pulumi` on PATH says what it was given: the installed project, this interpreter first."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake = tools / "pulumi"
+    fake.write_text('#!/bin/sh\necho "argv: $*"\necho "cwd: $PWD"\necho "python3: $(command -v python3)"\n')
+    fake.chmod(0o755)
+    env = installed_env(installed, tmp_path)
+    env["PATH"] = f"{tools}{os.pathsep}{env['PATH']}"
+    done = gpubench(["up", "-s", "aws-g4dn-1x", "--yes"], tmp_path / "empty", env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert lines["argv"] == "up --stack aws-g4dn-1x --yes"
+    assert Path(lines["cwd"]) == installed / "infra" / "project"  # where the wheel's Pulumi.yaml is
+    assert Path(lines["python3"]).parent == Path(sys.executable).parent
