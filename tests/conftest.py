@@ -15,17 +15,23 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
   so code under test never waits on 169.254.169.254 off-cloud.
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
+The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
+reports) points at a temporary folder of this test process unless set, so no test writes into
+the home directory of whoever runs the suite.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+os.environ.setdefault("GPUBENCH_HOME", tempfile.mkdtemp(prefix="gpubench-home-"))
 
 from servers import (  # noqa: E402
     MetadataServer,
