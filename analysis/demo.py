@@ -44,7 +44,7 @@ class Step:
     why: str
 
 
-# The default suite: about 2-3 minutes on a 2-core CPU once TensorFlow is
+# The default suite: about 5 minutes on a 2-core CPU once TensorFlow is
 # installed. Synthetic data (right shapes, no download). Sizes are cut with
 # the payload's own parameters; every value is recorded in result.json.
 SUITE: tuple[Step, ...] = (
@@ -66,7 +66,7 @@ SUITE: tuple[Step, ...] = (
     Step(
         "resnet50",
         ("--batch-size", "16", "--steps", "12", "--param", "warmup_steps=3"),
-        "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up; a minute or two on a CPU): "
+        "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up; about three minutes on 2 CPU cores): "
         "images/s beside the GTX 1080 Ti",
     ),
 )
