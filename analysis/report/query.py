@@ -241,11 +241,14 @@ class RunsQuery:
             "list(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
         ]
         texts = ", ".join(f"first(joined) FILTER (WHERE col = '{c}') AS {q(c)}" for c in JOINED)
+        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
+        # each with its first run, not over every run unpivoted (a row per run and text)
+        texts_read = ", ".join(q(c) for c in JOINED)
         out = self.frame(
             f"WITH agg AS (SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}), "
-            f"firsts AS (SELECT {keys}, col, v, min(_idx) AS f FROM "
-            f"(UNPIVOT (SELECT {keys}, _idx, {', '.join(q(c) for c in JOINED)} FROM done) "
-            f"ON {', '.join(q(c) for c in JOINED)} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
+            f"combos AS (SELECT {keys}, {texts_read}, min(_idx) AS f FROM done GROUP BY {keys}, {texts_read}), "
+            f"firsts AS (SELECT {keys}, col, v, min(f) AS f FROM "
+            f"(UNPIVOT combos ON {texts_read} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
             f"joined AS (SELECT {keys}, col, string_agg(v, '; ' ORDER BY f) AS joined FROM firsts "
             f"GROUP BY {keys}, col), "
             f"wide AS (SELECT {keys}, {texts} FROM joined GROUP BY {keys}) "
