@@ -126,7 +126,6 @@ def family_problem(stack: str, claimed: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=4096)
 def _gpu_token(name: str) -> str:
     """A GPU name compared without case, spaces or dashes: 'Tesla T4' holds 'T4', 'GTX 1080 Ti' 'GTX-1080-Ti'."""
     return re.sub(r"[^A-Z0-9]", "", str(name).upper())
@@ -135,6 +134,8 @@ def _gpu_token(name: str) -> str:
 # The catalog is read once per process; what the checks derive from it (a
 # stack's offering, an offering's GPU, a stack's family verdict) is cached per
 # name with it: a collect judges thousands of rows naming a handful of them.
+# Only names already checked against the name alphabet (short) are cache keys;
+# a recorded GPU model is free text, never one.
 @lru_cache(maxsize=1)
 def _catalog():
     """The offering catalog, or None when it cannot be loaded (the checks that need it are skipped)."""
