@@ -107,6 +107,7 @@ def offering_problem(row: dict) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def family_problem(stack: str, claimed: str) -> str | None:
     """For a stack no stack file or catalog entry names: one named like a cloud's
     stacks (`aws-...`) may claim only that cloud's offerings of that family."""
@@ -130,6 +131,11 @@ def _gpu_token(name: str) -> str:
     return re.sub(r"[^A-Z0-9]", "", str(name).upper())
 
 
+# The catalog is read once per process; what the checks derive from it (a
+# stack's offering, an offering's GPU, a stack's family verdict) is cached per
+# name with it: a collect judges thousands of rows naming a handful of them.
+# Only names already checked against the name alphabet (short) are cache keys;
+# a recorded GPU model is free text, never one.
 @lru_cache(maxsize=1)
 def _catalog():
     """The offering catalog, or None when it cannot be loaded (the checks that need it are skipped)."""
@@ -151,6 +157,7 @@ def _catalog_offering(offering_id: str):
         return None
 
 
+@lru_cache(maxsize=1)
 def _cloud_providers() -> tuple[str, ...]:
     catalog = _catalog()
     if catalog is None:
@@ -158,6 +165,7 @@ def _cloud_providers() -> tuple[str, ...]:
     return tuple(p for p in catalog.providers() if any(o.is_cloud for o in catalog.offerings(p)))
 
 
+@lru_cache(maxsize=4096)
 def offering_gpu(offering_id: str) -> str | None:
     """The catalog's GPU model of an offering; None for one without a GPU or unknown (local, SSH boxes)."""
     offering = _catalog_offering(offering_id)

@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 
 from analysis.metrics import Options, analyse
 from analysis.output import USD
-from analysis.report.facts import RunFacts
+from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -343,11 +343,20 @@ BREAKEVEN_COLUMNS = (
 )
 NOT_DONE_COLUMNS = (
     ("run_id", "run", None),
+    ("started_at", "started", None),
     ("offering_id", "offering", None),
     ("status", "status", None),
     ("billed_cost_usd", "billed USD", USD),
     ("price", "price", None),
     ("error", "error", None),
+)
+NOT_DONE_COUNT_COLUMNS = (
+    ("stack", "stack", None),
+    ("offering_id", "offering", None),
+    ("status", "status", None),
+    ("runs", "runs", "{:,}"),
+    ("billed_cost_usd", "billed USD", USD),
+    ("latest_start", "latest start", None),
 )
 
 
@@ -472,12 +481,26 @@ def page_context(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, sou
     notes = PriceNotes()
     if not tables["summary"].empty:
         ctx.update(_results(facts, tables, opts, notes))
-    not_done = facts.not_done
-    if len(not_done):
-        nd = not_done.assign(price=[notes.ref(r) for r in not_done.to_dict("records")])
-        ctx["not_done"] = frame_table(nd, NOT_DONE_COLUMNS)
+    ctx["not_done"] = not_done_context(facts, notes)
     ctx["notes"] = notes.items()
     return ctx
+
+
+def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
+    """The runs that did not complete as the page shows them: counted per stack,
+    offering and status, the most recent listed in full (each with its price
+    note), and the query that lists them all; None when every run completed."""
+    recent = facts.not_done
+    if not len(recent):
+        return None
+    counts = facts.not_done_counts
+    return {
+        "total": facts.not_done_total,
+        "counts": None if counts is None or counts.empty else frame_table(counts, NOT_DONE_COUNT_COLUMNS),
+        "listed": len(recent),
+        "recent": frame_table(recent.assign(price=[notes.ref(r) for r in recent.to_dict("records")]), NOT_DONE_COLUMNS),
+        "sql": NOT_COMPLETED_SQL,
+    }
 
 
 def render_html(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> str:

@@ -224,7 +224,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
             frameon=False,
         )
         ax.margins(0.08)
-    fig.canvas.draw()  # the layout is final: labels are placed against it
+    fig.draw_without_rendering()  # the layout is final (no pixels drawn): labels are placed against it
     for ax, (_, d) in zip(axes, panels):
         d = d.sort_values(["train_hours", "offering_id"])
         unit = time_unit(list(d["train_hours"]))

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, _prices_paid, add_throughput_metrics
-from analysis.report.facts import NOT_DONE_READ, PRICE_NOTE_READ, RunFacts
+from analysis.report.facts import (
+    NOT_DONE_KEYS,
+    NOT_DONE_READ,
+    NOT_DONE_SAMPLE,
+    PRICE_NOTE_READ,
+    RunFacts,
+    in_key_order,
+)
 
 # DuckDB's own bound; it spills to a temporary directory beyond it.
 MEMORY_LIMIT = "512MB"
@@ -162,12 +169,30 @@ class RunsQuery:
         ((total, completed),) = self.rows(
             "SELECT count(*), count(*) FILTER (WHERE status = 'completed') FROM full_runs"
         )
-        shown = [c for c in (*NOT_DONE_READ, *PRICE_NOTE_READ) if c in self.columns]
-        not_done = self.frame(
-            f"SELECT {', '.join(q(c) for c in shown)} FROM full_runs "
-            "WHERE status IS DISTINCT FROM 'completed' ORDER BY _idx"
+        return RunFacts(
+            int(total), int(completed), self.not_done(), self.measured(), self.row_facts(), self.not_done_counts()
         )
-        return RunFacts(int(total), int(completed), not_done, self.measured(), self.row_facts())
+
+    def not_done(self, n: int = NOT_DONE_SAMPLE) -> Any:
+        """facts.most_recent: the `n` most recent full runs that did not complete, the columns the page shows."""
+        shown = [c for c in (*NOT_DONE_READ, *PRICE_NOTE_READ) if c in self.columns]
+        recent = "started_at DESC NULLS LAST, " if "started_at" in self.columns else ""
+        return self.frame(
+            f"SELECT {', '.join(q(c) for c in shown)} FROM full_runs "
+            f"WHERE status IS DISTINCT FROM 'completed' ORDER BY {recent}_idx LIMIT {int(n)}"
+        )
+
+    def not_done_counts(self) -> Any:
+        """facts.not_done_counts: the full runs that did not complete, counted per NOT_DONE_KEYS."""
+        keys = [k for k in NOT_DONE_KEYS if k in self.columns]
+        billed = "num(billed_cost_usd)" if "billed_cost_usd" in self.columns else "NULL::DOUBLE"
+        start = "started_at" if "started_at" in self.columns else "NULL"
+        listed = ", ".join(q(k) for k in keys)
+        counts = self.frame(
+            f"SELECT {listed}, count(*) AS runs, sum({billed}) AS billed_cost_usd, max({start}) AS latest_start "
+            f"FROM full_runs WHERE status IS DISTINCT FROM 'completed' GROUP BY {listed}"
+        )
+        return in_key_order(counts, keys)
 
     def row_facts(self) -> Any:
         """reference.run_facts over the distinct (keys, price origin, data) rows of the full runs:
@@ -216,11 +241,14 @@ class RunsQuery:
             "list(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
         ]
         texts = ", ".join(f"first(joined) FILTER (WHERE col = '{c}') AS {q(c)}" for c in JOINED)
+        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
+        # each with its first run, not over every run unpivoted (a row per run and text)
+        texts_read = ", ".join(q(c) for c in JOINED)
         out = self.frame(
             f"WITH agg AS (SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}), "
-            f"firsts AS (SELECT {keys}, col, v, min(_idx) AS f FROM "
-            f"(UNPIVOT (SELECT {keys}, _idx, {', '.join(q(c) for c in JOINED)} FROM done) "
-            f"ON {', '.join(q(c) for c in JOINED)} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
+            f"combos AS (SELECT {keys}, {texts_read}, min(_idx) AS f FROM done GROUP BY {keys}, {texts_read}), "
+            f"firsts AS (SELECT {keys}, col, v, min(f) AS f FROM "
+            f"(UNPIVOT combos ON {texts_read} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
             f"joined AS (SELECT {keys}, col, string_agg(v, '; ' ORDER BY f) AS joined FROM firsts "
             f"GROUP BY {keys}, col), "
             f"wide AS (SELECT {keys}, {texts} FROM joined GROUP BY {keys}) "

@@ -108,6 +108,7 @@ def _assert_same_report(table: str, as_of: date | None = None, page: bool = Fals
     assert (new_facts.total, new_facts.completed, new_probes) == (old_facts.total, old_facts.completed, old_probes)
     expected_not_done = old_facts.not_done[list(new_facts.not_done.columns)].reset_index(drop=True)
     pd.testing.assert_frame_equal(new_facts.not_done, expected_not_done, check_exact=True)
+    _assert_same_counts(new_facts.not_done_counts, old_facts.not_done_counts)
     pd.testing.assert_frame_equal(new_facts.measured, old_facts.measured, check_exact=True)
     pd.testing.assert_frame_equal(new_facts.row_facts, old_facts.row_facts, check_exact=True)
     assert (new_dates is None) == (old_dates is None)
@@ -123,6 +124,54 @@ def _assert_same_report(table: str, as_of: date | None = None, page: bool = Fals
         r"Generated .*? UTC", "Generated", render_html(facts, tables, opts, source, probes)
     )
     assert html(new_facts, new, new_opts, new_probes) == html(old_facts, old, old_opts, old_probes)
+
+
+def _assert_same_counts(new: pd.DataFrame, old: pd.DataFrame) -> None:
+    """The same groups, run counts and latest starts; billed sums to the cent
+    (DuckDB and pandas add the same numbers in another order)."""
+    assert list(new.columns) == list(old.columns)
+    cents = ["billed_cost_usd"]
+    exact = lambda f: f.drop(columns=cents).astype(object).where(f.drop(columns=cents).notna(), None)  # noqa: E731
+    pd.testing.assert_frame_equal(exact(new), exact(old), check_exact=True)
+    pd.testing.assert_series_equal(
+        new["billed_cost_usd"].astype(float), old["billed_cost_usd"].astype(float), atol=0.005
+    )
+
+
+def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table, tmp_path):
+    """More incomplete runs than the page lists: counted per stack, offering and
+    status, the most recent NOT_DONE_SAMPLE listed, latest first, as pandas picks them."""
+    from analysis.report.facts import NOT_DONE_SAMPLE
+
+    runs = read_table(table)
+    failed = runs[runs["status"] == "completed"].head(2)
+    extra = NOT_DONE_SAMPLE * 3
+    rows = pd.concat([failed.iloc[[i % len(failed)]] for i in range(extra)], ignore_index=True)
+    rng = random.Random(3)
+    days = [rng.randint(1, 28) for _ in range(extra)]  # ties on purpose: broken by table order
+    rows = rows.assign(
+        run_id=[f"gone-{i:04d}" for i in range(extra)],
+        status=["failed" if i % 3 else "interrupted" for i in range(extra)],
+        started_at=[f"2026-02-{d:02d}T10:00:00.000Z" for d in days],
+        error=[f"error {i}" for i in range(extra)],
+    )
+    many = tmp_path / "many"
+    many.mkdir()
+    pd.concat([runs, rows], ignore_index=True).to_parquet(many / "results.parquet")
+    _assert_same_report(str(many), page=True)
+    with report_query(results_dataset(str(many))) as query:
+        facts = query.facts()
+    everyone = pd.concat([runs, rows], ignore_index=True)
+    gone = everyone[everyone["status"] != "completed"]
+    assert facts.not_done_total == len(gone) > NOT_DONE_SAMPLE
+    assert int(facts.not_done_counts["runs"].sum()) == len(gone)
+    assert len(facts.not_done) == NOT_DONE_SAMPLE
+    starts = list(facts.not_done["started_at"])
+    assert starts == sorted(starts, reverse=True) and starts[0] == max(gone["started_at"])
+    page = write_report(str(many), table=str(many)).html.read_text(encoding="utf-8")
+    listed = page.split('id="not-completed"')[1]
+    assert listed.count("gone-") == NOT_DONE_SAMPLE
+    assert f"To list all {len(gone):,}" in listed and "WHERE status IS DISTINCT FROM" in listed
 
 
 def test_queried_report_equals_the_pandas_report(table):
