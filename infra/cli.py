@@ -28,12 +28,29 @@ def _catalog():
     return load_catalog()
 
 
+def _stacks_dir(write: bool):
+    """The stacks/ that `stacks` checks or regenerates: a checkout's own; for a packaged install your
+    copy in the state home (made when writing; when only checking, the shipped files until you have one)."""
+    from infra import stacks
+    from infra.projectfiles import from_checkout, user_project_dir
+
+    if from_checkout():
+        return stacks.STACKS_DIR
+    if write:
+        from infra.workspace import project_dir
+
+        return project_dir() / "stacks"
+    mine = user_project_dir() / "stacks"
+    return mine if mine.is_dir() else stacks.STACKS_DIR
+
+
 def stacks_command(check: bool) -> int:
     """`stacks`: write stacks/ from the catalog matrix, or with `check` say what is stale; an exit code."""
     from infra import stacks
 
+    folder = _stacks_dir(write=not check)
     if check:
-        problems = stacks.check(_catalog())
+        problems = stacks.check(_catalog(), folder)
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -41,7 +58,7 @@ def stacks_command(check: bool) -> int:
             return exitcodes.FAILED
         print("stacks/ is up to date")
         return 0
-    changed = stacks.write(_catalog())
+    changed = stacks.write(_catalog(), folder)
     print("\n".join(changed) if changed else "stacks/ already up to date")
     return 0
 

@@ -4,13 +4,27 @@ In a checkout (and an editable install) they sit at the repository's root, besid
 packages. A packaged install (a wheel, `pip install .`) carries copies inside the infra
 package, as infra/project/ (setup.py copies them at build time). Either way they are found
 from the installed code, never from the current directory.
+
+A packaged install also has a user copy of its Pulumi project, `<state home>/project/`
+(infra.userproject), where commands that let Pulumi write run. Reading a stack file
+follows one rule: your copy if present, else the shipped one.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BUNDLED", "CHECKOUT", "from_checkout", "project_path", "project_root", "user_or_shipped"]
+__all__ = [
+    "BUNDLED",
+    "CHECKOUT",
+    "from_checkout",
+    "project_path",
+    "project_root",
+    "stack_dirs",
+    "stack_file",
+    "user_or_shipped",
+    "user_project_dir",
+]
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 BUNDLED = Path(__file__).resolve().parent / "project"
@@ -33,6 +47,28 @@ def project_root() -> Path:
 def project_path(name: str) -> Path:
     """One of the project's files or folders, e.g. project_path("stacks")."""
     return project_root() / name
+
+
+def user_project_dir() -> Path:
+    """Where a packaged install keeps your copy of its Pulumi project: `<state home>/project`."""
+    from infra.statedir import state_home
+
+    return state_home() / "project"
+
+
+def stack_dirs(stacks_dir: Path) -> list[Path]:
+    """The folders a stack file is looked up in, first match wins: for a packaged install's shipped
+    stacks/, your copy's stacks/ first (an edited file there wins); any other folder alone."""
+    if from_checkout() or Path(stacks_dir) != BUNDLED / "stacks":
+        return [Path(stacks_dir)]
+    return [user_project_dir() / "stacks", Path(stacks_dir)]
+
+
+def stack_file(name: str, stacks_dir: Path) -> Path:
+    """`Pulumi.<name>.yaml` from the first of stack_dirs(stacks_dir) that has it (else the last one's path)."""
+    folders = stack_dirs(stacks_dir)
+    filename = f"Pulumi.{name}.yaml"
+    return next((d / filename for d in folders if (d / filename).is_file()), folders[-1] / filename)
 
 
 def user_or_shipped(path: str | Path) -> Path:

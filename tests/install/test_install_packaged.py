@@ -179,18 +179,71 @@ def test_status_and_logs_with_nothing_there(installed, tmp_path):
     assert logs.returncode == exitcodes.FAILED and "no run of aws-g4dn-1x has a log tail" in logs.stderr
 
 
-def test_up_from_an_empty_directory_runs_pulumi_on_the_installed_project(installed, tmp_path):
-    """A stand-in `pulumi` on PATH says what it was given: the installed project, this interpreter first."""
+def package_listing(installed: Path) -> dict[Path, int]:
+    """Every file under the install with its modification time in nanoseconds."""
+    return {p: p.stat().st_mtime_ns for p in package_files(installed)}
+
+
+# A stand-in `pulumi` that says what it was given and, like the real CLI creating a stack, adds an
+# encryptionsalt to the stack file in the project it runs in.
+FAKE_PULUMI = (
+    "#!/bin/sh\n"
+    'echo "argv: $*"\necho "cwd: $PWD"\necho "python3: $(command -v python3)"\n'
+    'echo "encryptionsalt: v1:stand-in" >> "stacks/Pulumi.$3.yaml"\n'
+)
+
+
+def test_up_from_an_empty_directory_runs_pulumi_on_the_users_project_copy(installed, tmp_path):
+    """Pulumi runs in <home>/project, whose Pulumi.yaml runs the installed program with this interpreter
+    first; the stack file it edits is the copy's, and nothing under the install changes."""
     tools = tmp_path / "bin"
     tools.mkdir()
     fake = tools / "pulumi"
-    fake.write_text('#!/bin/sh\necho "argv: $*"\necho "cwd: $PWD"\necho "python3: $(command -v python3)"\n')
+    fake.write_text(FAKE_PULUMI)
     fake.chmod(0o755)
     env = installed_env(installed, tmp_path)
     env["PATH"] = f"{tools}{os.pathsep}{env['PATH']}"
+    before = package_listing(installed)
     done = gpubench(["up", "-s", "aws-g4dn-1x", "--yes"], tmp_path / "empty", env)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
     assert lines["argv"] == "up --stack aws-g4dn-1x --yes"
-    assert Path(lines["cwd"]) == installed / "infra" / "project"  # where the wheel's Pulumi.yaml is
+    project = tmp_path / "home" / "project"
+    assert Path(lines["cwd"]) == project
     assert Path(lines["python3"]).parent == Path(sys.executable).parent
+    assert f"created your Pulumi project in {project}" in done.stderr
+    program = yaml.safe_load((project / "Pulumi.yaml").read_text())
+    assert (project / program["main"]).resolve() == installed / "infra" and "virtualenv" not in str(program)
+    shipped = installed / "infra" / "project" / "stacks"
+    mine = project / "stacks" / "Pulumi.aws-g4dn-1x.yaml"
+    assert mine.read_text() == (shipped / mine.name).read_text() + "encryptionsalt: v1:stand-in\n"
+    assert sorted(p.name for p in (project / "stacks").iterdir()) == sorted(p.name for p in shipped.iterdir())
+    assert package_listing(installed) == before  # nothing under the install was written
+    assert list((tmp_path / "empty").iterdir()) == []
+    again = gpubench(["up", "-s", "aws-g4dn-1x", "--yes"], tmp_path / "empty", env)
+    assert again.returncode == 0 and "created your Pulumi project" not in again.stderr  # said once
+    assert mine.read_text().count("encryptionsalt") == 2  # the copy's file is kept, not recopied
+
+
+def test_stacks_writes_into_the_users_copy_and_an_edited_stack_file_wins(installed, tmp_path):
+    env = installed_env(installed, tmp_path)
+    before = package_listing(installed)
+    project = tmp_path / "home" / "project"
+    edited = project / "stacks" / "Pulumi.aws-g4dn-1x.yaml"
+    edited.parent.mkdir(parents=True)
+    config = yaml.safe_load((installed / "infra" / "project" / "stacks" / edited.name).read_text())
+    config["config"]["gpubench:maxHours"] = 0.25
+    edited.write_text(yaml.safe_dump(config))
+    dropped = project / "stacks" / "Pulumi.aws-g4dn-1x-spot.yaml"
+    done = gpubench(["stacks"], tmp_path / "empty", env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"wrote {edited.name}" in done.stdout  # regenerated: the generated keys and header put back
+    assert dropped.is_file() and (project / "Pulumi.yaml").is_file()
+    assert yaml.safe_load(edited.read_text())["config"]["gpubench:maxHours"] == 0.25  # a user key is kept
+    check = gpubench(["stacks", "--check"], tmp_path / "empty", env)
+    assert check.returncode == 0 and "stacks/ is up to date" in check.stdout, check.stderr[-3000:]
+    plan = gpubench(["plan", "aws-g4dn-1x", "--json"], tmp_path / "empty", env)
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    (planned,) = json.loads(plan.stdout)["stacks"]
+    assert planned["max_hours"] == 0.25  # plan read the user's copy, not the shipped file
+    assert package_listing(installed) == before
