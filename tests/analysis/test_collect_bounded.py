@@ -1,0 +1,155 @@
+"""Collect stack by stack: its memory does not grow with the number of
+results, a collect with a few new runs reads and judges only those, a
+rewritten or re-priced result replaces its row, and a collect interrupted
+between two commits loses nothing (the next one finishes the job)."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import tracemalloc
+
+import pytest
+from synthetic_results import make_result, result_bytes
+
+from analysis.collect import batch, collect
+from analysis.dataset import open_dataset
+from payload import layout
+
+dedupe = importlib.import_module("analysis.collect.dedupe")  # the module (the package exports its function)
+OFFERINGS = ["aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge", "gcp/n1-standard-4+1xk80"]
+
+
+def _templates() -> list[tuple[str, bytes]]:
+    """(stack, result bytes with a run-id hole) per offering: many results for little CPU."""
+    out = []
+    for i, o in enumerate(OFFERINGS):
+        r = make_result(o, "resnet50", hourly_usd=1.0 + i, train_seconds=600.0)
+        body = result_bytes(r).replace(r["run_id"].encode(), b"@@RUN@@")
+        out.append((r["stack"], body))
+    return out
+
+
+def _put(src, stacks: int, runs: int, first: int = 0, tag: str = "") -> list[str]:
+    """`runs` results in each of `stacks` stacks (named <offering's stack>-s<n>); their keys."""
+    tpl, keys = _templates(), []
+    for s in range(stacks):
+        base, body = tpl[s % len(tpl)]
+        stack = f"{base}-s{s}"
+        data = body.replace(f'"stack": "{base}"'.encode(), f'"stack": "{stack}"'.encode())
+        for i in range(first, first + runs):
+            run_id = f"20250101T000000Z-i-{tag}{s:03d}{i:05d}-resnet50"
+            key = layout.result_key(stack, run_id)
+            path = src / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data.replace(b"@@RUN@@", run_id.encode()))
+            keys.append(key)
+    return keys
+
+
+def _peak_python_bytes(src, table) -> int:
+    """The most memory Python objects held at once during one cold collect (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        summary, _ = collect([str(src)], table, export=False)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_cold_collects_memory_does_not_grow_with_the_number_of_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "COMMIT_ROWS", 60)  # a batch as small as a stack, so the bound shows here
+    small, large = tmp_path / "small", tmp_path / "large"
+    _put(small, stacks=6, runs=40)
+    _put(large, stacks=24, runs=40)  # four times the results, in four times the stacks
+    warm_up = tmp_path / "warm-up"
+    _put(warm_up, stacks=2, runs=5)
+    collect([str(warm_up)], tmp_path / "t0", export=False)  # imports and caches, outside the measure
+    peak_small = _peak_python_bytes(small, tmp_path / "t1")
+    peak_large = _peak_python_bytes(large, tmp_path / "t2")
+    assert open_dataset(str(tmp_path / "t2")).count_rows() == 24 * 40
+    # everything held for every result would make this about 4x; one stack and one batch at a time, about 1x
+    assert peak_large < 1.6 * peak_small, (peak_small, peak_large)
+
+
+def test_a_second_collect_reads_and_judges_only_the_new_runs(tmp_path, monkeypatch):
+    from analysis.collect import sources
+
+    src, table = tmp_path / "results", tmp_path / "table"
+    _put(src, stacks=8, runs=25)
+    collect([str(src)], table)
+    added = _put(src, stacks=8, runs=1, first=100, tag="n")
+    new = added[::3]  # three new runs, in three stacks
+    for key in set(added) - set(new):
+        (src / key).unlink()
+        (src / key).parent.rmdir()
+    read, judged = [], []
+    real_read, real_problem = sources.read_capped, dedupe.row_problem
+    monkeypatch.setattr(sources, "read_capped", lambda store, key, cap: read.append(key) or real_read(store, key, cap))
+    monkeypatch.setattr(
+        dedupe, "row_problem", lambda row, now=None: judged.append(row["key"]) or real_problem(row, now)
+    )
+    summary, rows = collect([str(src)], table)
+    assert sorted(read) == sorted(new) and sorted(judged) == sorted(new)
+    assert (summary.new, summary.valid, len(rows)) == (3, 8 * 25 + 3, 8 * 25 + 3)
+    assert summary.settled_stacks == 5  # the five stacks without a new run were not even listed file by file
+
+
+def test_a_newer_version_of_a_result_replaces_its_row(tmp_path):
+    src, table = tmp_path / "results", tmp_path / "table"
+    keys = _put(src, stacks=2, runs=3)
+    collect([str(src)], table)
+    first = src / keys[0]
+    resumed = first.with_name(layout.versioned("result.json", 1))
+    resumed.write_bytes(first.read_bytes().replace(b'"train_seconds": 600.0', b'"train_seconds": 777.0'))
+    summary, rows = collect([str(src)], table)
+    data = open_dataset(str(table)).to_table(columns=["key", "train_seconds"]).to_pylist()
+    assert len(data) == 6 and summary.new == 1
+    mine = [r for r in data if r["key"].startswith(keys[0].rsplit("/", 1)[0])]
+    assert mine == [{"key": str(resumed.relative_to(src)), "train_seconds": 777.0}]
+
+
+def test_rows_priced_under_another_catalog_are_priced_again_and_replaced(tmp_path, monkeypatch):
+    from analysis.dataset import pricing
+
+    src, table = tmp_path / "results", tmp_path / "table"
+    _put(src, stacks=3, runs=4)
+    collect([str(src)], table)
+    monkeypatch.setattr(pricing, "pricing_identity", lambda: "another-catalog")
+    summary, _ = collect([str(src)], table)
+    data = open_dataset(str(table)).to_table(columns=["key"]).to_pylist()
+    priced = {value for (value,) in _scan(table, "priced_with")}
+    assert summary.table_written and summary.new == 0 and len(data) == 12 and priced == {"another-catalog"}
+
+
+def _scan(table, column: str) -> list[tuple]:
+    from deltalake import DeltaTable
+
+    return [(v,) for v in DeltaTable(str(table)).to_pyarrow_table(columns=[column])[column].to_pylist()]
+
+
+def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypatch):
+    from analysis.dataset import stackwise
+
+    monkeypatch.setattr(batch, "COMMIT_ROWS", 10)
+    src, table = tmp_path / "results", tmp_path / "table"
+    _put(src, stacks=6, runs=10)
+    real, calls = stackwise.commit, []
+
+    def dies_on_the_third(*args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(stackwise, "commit", dies_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        collect([str(src)], table)
+    committed = open_dataset(str(table)).count_rows()
+    assert committed == 20  # two stacks' commits stand
+    monkeypatch.setattr(stackwise, "commit", real)
+    summary, rows = collect([str(src)], table)  # the next collect finishes the job
+    keys = [r["key"] for r in open_dataset(str(table)).to_table(columns=["key"]).to_pylist()]
+    assert len(keys) == len(set(keys)) == 60 and len(rows) == 60
+    assert summary.new == 40  # what the first one had committed is not read again
