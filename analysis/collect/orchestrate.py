@@ -189,7 +189,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
             batch.add(step(ctx, prefix))
             if batch.full():
                 batch.flush()
-                held.touch()
+            held.touch()
         batch.flush()
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)
