@@ -29,8 +29,9 @@ from analysis.manifest import MANIFEST_NAME, Manifest
 from payload import layout
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
-# holds at most this many rows; a larger table's export is written on request (`--export`).
-EXPORT_MAX_ROWS = 50_000
+# holds at most this many rows; a larger table's export is written on request (`--export`):
+# rewriting it whole would cost a collect of a few new runs as much as the table.
+EXPORT_MAX_ROWS = 10_000
 
 
 def collect(

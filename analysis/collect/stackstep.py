@@ -128,7 +128,10 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         st.mode[url], st.results[url] = "absent", set()
         return
     try:
-        objects = view.objects(prefix)
+        if prefix in view.grown:
+            objects = _grown(view, prefix, old, st)
+        else:
+            objects = view.objects(prefix)
     except StorageError as exc:
         st.mode[url] = "failed"
         summary.skipped.append({"key": view.store.url_for(prefix), "url": url, "reason": f"cannot list: {exc}"})
@@ -137,7 +140,7 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     st.mode[url], st.objects[url] = "listed", objects
     keys, set_aside, n_runs = classify(objects)
     summary.runs += n_runs
-    st.notes[url] = [{**s, "url": view.store.url_for(s["key"])} for s in set_aside]
+    st.notes.setdefault(url, []).extend({**s, "url": view.store.url_for(s["key"])} for s in set_aside)
     st.results[url] = set(keys)
     for key in keys:
         mkey, info = entry_key(url, key), objects[key]
@@ -148,6 +151,29 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
             st.cached[mkey] = o
         else:
             st.todo.append((view, key, info))
+
+
+def _grown(view: SourceView, prefix: str, old: dict[str, dict], st: _Stack) -> dict:
+    """The files of a settled stack that gained or lost runs: its runs still
+    there as the manifest knows them (final results never change), and the
+    files of its new run directories, listed; the notes of the runs kept."""
+    known: dict[str, list[dict]] = {}
+    for e in old.values():
+        if (run := _run_of(e["key"])) is not None:
+            known.setdefault(run[1], []).append(e)
+    objects = {}
+    for run_id in view.grown[prefix]:
+        if run_id in known:
+            objects.update((e["key"], _info_of(e)) for e in known[run_id])
+        else:
+            objects.update(view.objects(f"{prefix}{run_id}/"))
+    kept_runs = set(view.grown[prefix]) & set(known)
+    st.notes[view.url] = [
+        n
+        for n in view.settled[prefix].notes
+        if n["key"] not in {e["key"] for e in old.values()} and (_run_of(n["key"]) or ("", ""))[1] in kept_runs
+    ]
+    return objects
 
 
 def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:

@@ -30,6 +30,9 @@ class SourceView:
     lister: object = None  # lists one stack's files when asked (file://, gs://)
     prefixes: set[str] = field(default_factory=set)  # the stacks it has (runs/<stack>/)
     unlisted: set[str] = field(default_factory=set)  # settled stacks whose run directories are as before
+    # settled stacks that gained or lost run directories (nothing beside them): {prefix: run ids now};
+    # only their new run directories are listed file by file (a settled run's files never change)
+    grown: dict[str, list[str]] = field(default_factory=dict)
     settled: dict[str, SettledStack] = field(default_factory=dict)  # as the manifest stored them
     listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
     got: dict[str, dict] = field(default_factory=dict)  # the bulk path's entries, already read
@@ -83,23 +86,32 @@ def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) ->
     if not prefixes and not top:  # nothing under runs/: what lies there says which prefix was meant
         return sorted(layout.current_only({o.key: o for o in store.list()}))
     view.lister, view.prefixes = lister, set(prefixes)
-    view.unlisted = _unchanged(store, lister, [p for p in prefixes if p in trusted], trusted)
+    _check_settled(view, [p for p in prefixes if p in trusted], trusted)
     return [o.key for o in top]
 
 
-def _unchanged(store, lister, prefixes: list[str], trusted: dict[str, str]) -> set[str]:
-    """The settled stacks among `prefixes` whose run directories are as last listed, nothing beside them."""
+def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
+    """Sort the settled stacks among `prefixes` by their run directories: as last
+    listed (`unlisted`), or runs added or removed with nothing beside them (`grown`)."""
     from analysis.bulk import runs_digest
     from payload.storage import with_retries
 
-    def one(prefix: str) -> str | None:
+    store, lister = view.store, view.lister
+
+    def one(prefix: str) -> tuple[str, list[str], bool]:
         runs, stray = with_retries(
             f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix), store.retries, store.backoff
         )
-        return prefix if not stray and runs_digest(runs) == trusted[prefix] else None
+        return prefix, runs, stray
 
     with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
-        return {p for p in pool.map(one, prefixes) if p is not None}
+        for prefix, runs, stray in pool.map(one, prefixes):
+            if stray:
+                continue
+            if runs_digest(runs) == trusted[prefix]:
+                view.unlisted.add(prefix)
+            else:
+                view.grown[prefix] = runs
 
 
 def survey_bulk(view: SourceView, cached: Callable, workers, bar, trusted: dict[str, str]) -> list[str]:

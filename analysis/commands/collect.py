@@ -77,7 +77,7 @@ def register(sub) -> None:
         action="store_true",
         default=None,
         help="write results.parquet and results.csv beside a local table whatever its size "
-        "(automatic while it holds at most 50,000 rows)",
+        "(automatic while it holds at most 10,000 rows)",
     )
     p.add_argument(
         "--teardown",

@@ -11,14 +11,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from analysis.dataset.location import Location
-from analysis.dataset.schema import KEY_COLUMNS, SCHEMA
+from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
 from analysis.dataset.store import append, delta_table, replace
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
 Key = tuple[str, str]  # (source, key) of the result.json a row was read from
+# what a data file holds: the table's columns but the partition ones (in the log and the paths)
+FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in PARTITION_COLUMNS])
+
+
+def _filesystem(dt, loc: Location):
+    """A pyarrow file system that reads the table's files by their paths in the log."""
+    import pyarrow.fs as pa_fs
+
+    if loc.local is not None:
+        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
+    from deltalake.fs import DeltaStorageHandler
+
+    return pa_fs.PyFileSystem(
+        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
+    )
 
 
 class TableView:
@@ -31,28 +48,31 @@ class TableView:
     def refresh(self) -> None:
         """Read the table's latest snapshot (after a commit)."""
         self.dt = delta_table(self.loc)
-        self._data: ds.Dataset | None = None
+        self._files: dict[str, list[str]] | None = None
 
     @property
     def version(self) -> int | None:
         return None if self.dt is None else self.dt.version()
 
-    def _dataset(self) -> ds.Dataset:
-        if self._data is None:
-            self._data = self.dt.to_pyarrow_dataset(schema=SCHEMA)
-        return self._data
+    def _partition(self, stack: str) -> ds.Dataset:
+        """One stack's data files only, as a dataset of the columns the files hold (the
+        others are neither opened nor described: the log says which files are whose)."""
+        import pyarrow.dataset as pads
+
+        if self._files is None:
+            adds = pa.table(self.dt.get_add_actions(flatten=True)).select(["path", "partition.stack"]).to_pydict()
+            self._files = {}
+            for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
+                self._files.setdefault(owner, []).append(path)
+            self._fs = _filesystem(self.dt, self.loc)
+        return pads.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
 
     def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:
         """{(source, key): (etag, priced_with)} of the rows of one stack."""
         if self.dt is None:
             return {}
-        import pyarrow.dataset as pads
 
-        got = (
-            self._dataset()
-            .to_table(columns=[*KEY_COLUMNS, "etag", "priced_with"], filter=pads.field("stack") == stack)
-            .to_pydict()
-        )
+        got = self._partition(stack).to_table(columns=[*KEY_COLUMNS, "etag", "priced_with"]).to_pydict()
         return {
             (s, k): (e, p)
             for s, k, e, p in zip(got["source"], got["key"], got["etag"], got["priced_with"], strict=True)
@@ -68,13 +88,11 @@ class TableView:
         from analysis.table import COLUMNS
 
         sources = sorted({s for s, _ in wanted})
-        found = self._dataset().to_table(
-            columns=list(COLUMNS),
-            filter=(pads.field("stack") == stack)
-            & pads.field("key").isin(sorted(k for _, k in wanted))
-            & pads.field("source").isin(sources),
+        found = self._partition(stack).to_table(
+            columns=[c for c in COLUMNS if c != "stack"],
+            filter=pads.field("key").isin(sorted(k for _, k in wanted)) & pads.field("source").isin(sources),
         )
-        return [r for r in found.to_pylist() if (r["source"], r["key"]) in wanted]
+        return [{**r, "stack": stack} for r in found.to_pylist() if (r["source"], r["key"]) in wanted]
 
     def stacks(self) -> set[str]:
         """The stacks the table holds rows of, from its log (no data file is read)."""
@@ -91,7 +109,7 @@ class TableView:
         adds = pa.table(self.dt.get_add_actions(flatten=True))
         if "num_records" in adds.column_names and adds["num_records"].null_count == 0:
             return int(sum(adds["num_records"].to_pylist()))
-        return self._dataset().count_rows()
+        return self.dt.to_pyarrow_dataset(schema=SCHEMA).count_rows()
 
 
 def commit(
