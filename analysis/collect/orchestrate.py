@@ -171,20 +171,21 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
     urls = [v.url for v in views]
     with table_lock(loc) as held:
         tv = TableView(loc)
-        identity = pricing_identity()
-        ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
-        in_step = (
-            manifest.table_version is not None
-            and manifest.table_version == tv.version
-            and manifest.priced_with == identity
-            and manifest.sources() <= set(urls)
-        )
-        known = {v.url: manifest.prefixes(v.url) | set(v.settled) for v in views if v.failed is None}
-        in_table = {layout.stack_prefix(s) for s in tv.stacks() if layout.name_problem("stack name", s) is None}
         ok = [v for v in views if v.failed is None]
+        known = {v.url: manifest.prefixes(v.url) | set(v.settled) for v in ok}
+        in_table = {layout.stack_prefix(s) for s in tv.stacks() if layout.name_problem("stack name", s) is None}
+        prefixes = sorted(set().union(*(v.prefixes for v in ok), *known.values(), in_table))
+        in_step = manifest.table_version is not None and manifest.table_version == tv.version
+        in_step = in_step and manifest.sources() <= set(urls)
+        fast = {p for p in prefixes if in_step and _unchanged_everywhere(p, ok, known)}
+        # the price catalog is looked at only when a stack is opened (as a collect with nothing new never was)
+        identity = manifest.priced_with if len(fast) == len(prefixes) and manifest.priced_with else pricing_identity()
+        if identity != manifest.priced_with:
+            fast = set()  # priced under another catalog: every stack is compared, its rows priced again
+        ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
         batch = Batch(loc, tv, manifest, summary, identity)
-        for prefix in sorted(set().union(*(v.prefixes for v in ok), *known.values(), in_table)):
-            if in_step and _unchanged_everywhere(prefix, ok, known):
+        for prefix in prefixes:
+            if prefix in fast:
                 fast_step(ctx, prefix)
                 continue
             batch.add(step(ctx, prefix))

@@ -102,14 +102,7 @@ class TableView:
 
     def count(self) -> int:
         """The table's rows, from its log's statistics (no data file is read)."""
-        if self.dt is None:
-            return 0
-        import pyarrow as pa
-
-        adds = pa.table(self.dt.get_add_actions(flatten=True))
-        if "num_records" in adds.column_names and adds["num_records"].null_count == 0:
-            return int(sum(adds["num_records"].to_pylist()))
-        return self.dt.to_pyarrow_dataset(schema=SCHEMA).count_rows()
+        return 0 if self.dt is None else self.dt.count()
 
 
 def commit(
