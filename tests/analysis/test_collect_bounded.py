@@ -122,6 +122,8 @@ def test_a_newer_version_of_a_result_replaces_its_row(tmp_path):
 
 
 def test_rows_priced_under_another_catalog_are_priced_again_and_replaced(tmp_path, monkeypatch):
+    """A collect with nothing new does not look at the catalog (as before); the
+    next one that reads anything prices every row priced under another one again."""
     from analysis.dataset import pricing
 
     src, table = tmp_path / "results", tmp_path / "table"
@@ -129,9 +131,12 @@ def test_rows_priced_under_another_catalog_are_priced_again_and_replaced(tmp_pat
     collect([str(src)], table)
     monkeypatch.setattr(pricing, "pricing_identity", lambda: "another-catalog")
     summary, _ = collect([str(src)], table)
+    assert not summary.table_written and {value for (value,) in _scan(table, "priced_with")} != {"another-catalog"}
+    _put(src, stacks=1, runs=1, first=50, tag="n")  # one new run, in one stack
+    summary, _ = collect([str(src)], table)
     data = open_dataset(str(table)).to_table(columns=["key"]).to_pylist()
     priced = {value for (value,) in _scan(table, "priced_with")}
-    assert summary.table_written and summary.new == 0 and len(data) == 12 and priced == {"another-catalog"}
+    assert summary.table_written and summary.new == 1 and len(data) == 13 and priced == {"another-catalog"}
 
 
 def _scan(table, column: str) -> list[tuple]:
