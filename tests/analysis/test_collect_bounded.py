@@ -9,6 +9,7 @@ import gc
 import importlib
 import tracemalloc
 
+import pandas as pd
 import pytest
 from synthetic_results import make_result, result_bytes
 
@@ -169,3 +170,22 @@ def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypat
     keys = [r["key"] for r in open_dataset(str(table)).to_table(columns=["key"]).to_pylist()]
     assert len(keys) == len(set(keys)) == 60 and len(rows) == 60
     assert summary.new == 40  # what the first one had committed is not read again
+
+
+def test_a_large_tables_export_is_written_on_request_and_never_left_stale(tmp_path, monkeypatch):
+    from analysis.collect import orchestrate, read_table
+
+    monkeypatch.setattr(orchestrate, "EXPORT_MAX_ROWS", 5)
+    src, table = tmp_path / "results", tmp_path / "table"
+    _put(src, stacks=1, runs=4)
+    summary, _ = collect([str(src)], table)  # small: exported
+    assert (table / "results.parquet").exists() and "parquet" in summary.table
+    _put(src, stacks=1, runs=4, first=10)
+    summary, _ = collect([str(src)], table)  # now too large to rewrite: the stale pair goes
+    assert not (table / "results.parquet").exists() and not (table / "results.csv").exists()
+    assert "parquet" not in summary.table and len(read_table(table)) == 8  # readers read the dataset
+    from analysis.cli import main
+
+    argv = ["collect", "--results", str(src), "--table", str(table), "--export", "--json"]
+    assert main(argv) == 0  # on request, whatever the size
+    assert len(pd.read_parquet(table / "results.parquet")) == 8 and (table / "results.csv").exists()
