@@ -45,7 +45,7 @@ class CollectOutcome:
     """The collect summary, the rows of the table and the teardown that followed (if asked)."""
 
     summary: Any  # analysis.collect's summary (to_dict, incomplete, skipped, ...)
-    rows: list[dict[str, Any]]
+    rows: Sequence[dict[str, Any]]  # the table's rows, read from it when first used
     urls: list[str]
     teardown: TeardownReport | None = None
 
@@ -75,6 +75,8 @@ class CollectOutcome:
             )
         lines += [f"  skipped {s.get('url') or s['key']}: {s['reason']}" for s in summary.set_aside()]
         lines.append(table_line(summary.table, summary.table_written))
+        if (note := export_note(summary.table)) is not None:
+            lines.append(note)
         if self.teardown is not None and not self.teardown.error:
             lines += [
                 f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
@@ -92,6 +94,15 @@ def table_line(table: dict[str, str], written: bool) -> str:
     return f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table.get('dataset')}"
 
 
+def export_note(table: dict[str, str]) -> str | None:
+    """Why a local table has no export beside it (it is large: written on request), or None."""
+    from analysis.dataset import resolve
+
+    if "parquet" in table or resolve(table.get("dataset", ".")).local is None:
+        return None
+    return "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
+
+
 def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
     """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
     from payload.result import FINAL_STATUSES
@@ -100,6 +111,20 @@ def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
     return sorted(s for s, done in state.items() if done)
+
+
+def finished_stacks_of(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """finished_stacks of collect's rows, reading only their stack and status
+    columns from the table when the rows are the table's (never every row)."""
+    loc = getattr(rows, "loc", None)
+    if loc is None:
+        return finished_stacks(list(rows))
+    from analysis.dataset.store import delta_table, open_dataset
+
+    if delta_table(loc) is None:
+        return []
+    got = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist()
+    return finished_stacks(got)
 
 
 def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
@@ -135,7 +160,8 @@ def collect_results(
 ) -> CollectOutcome:
     """Collect `urls` into the results dataset at `table` (a directory or a
     bucket prefix; analysis.dataset), writing only what changed; a local table
-    also gets results.parquet and results.csv (`export`: see analysis.collect.collect).
+    also gets results.parquet and results.csv while it is small, or whatever its size
+    with `export` True (see analysis.collect.collect).
     With `teardown`, destroy the stacks whose runs all finished.
 
     Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
@@ -156,5 +182,5 @@ def collect_results(
     )
     outcome = CollectOutcome(summary, rows, urls)
     if teardown:
-        outcome.teardown = teardown_finished(finished_stacks(rows), urls)
+        outcome.teardown = teardown_finished(finished_stacks_of(rows), urls)
     return outcome

@@ -1,28 +1,31 @@
 """What the last collect saw, so the next one reads only what changed.
 
-One SQLite file in the output directory (``.collect-manifest.sqlite``):
+One SQLite file beside a local table (``.collect-manifest.sqlite``; for a
+bucket's table in the cache directory). It holds what is needed to know
+what was seen, never the rows (those live in the results dataset alone):
 
-- ``entries``: one row per result object: etag, size, and the table row or
-  the reason it was set aside. A JSON document would be re-parsed and
-  rewritten whole (200 MB at 100,000 results); here a collect writes only
-  the rows that changed.
-- ``stacks``: the *settled* stacks of each s3:// source, as last listed file
-  by file: every run directory holds a result.json with a final status
+- ``entries``: one row per result object: its source, stack prefix
+  (``runs/<stack>/``), etag and size when read, whether it parsed into a
+  row, the row's status, and why it was set aside (unparsable, misplaced,
+  a duplicate, not believable) when it was. A collect reads the entries
+  of one stack at a time, and writes only those that changed.
+- ``stacks``: the *settled* stacks of each source, as last listed file by
+  file: every run directory holds a result.json with a final status
   (completed or failed), nothing is half-uploaded, and no stray object sits
   beside the run directories. The payload writes a final result once and
   never again, so such a stack changes only by gaining or losing run
   directories; the next collect lists its run directories (one entry per
   run, not per file) and, while they are the same ones, neither lists its
-  files nor reads its results. A settled stack is listed file by file again
-  after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
-- ``meta``: the row version, the table's fingerprint, and the outcome of the
-  last de-duplication (which copies lost, and why), kept only when every
-  stack of every source was settled, so a collect that finds those stacks
-  unchanged and nothing else answers from here without judging 100,000 rows
-  again.
+  files nor reads its results: it replays the stack's notes (the files set
+  aside in it) and counts its runs. A settled stack is listed file by file
+  again after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
+- ``meta``: the row version, the manifest's format, the table version the
+  manifest is in step with and the price catalog the rows were priced with.
 
 An unreadable manifest is a cold start, never an error; an old JSON
-manifest is read once and replaced.
+manifest is read once and replaced; a manifest of an older format (one that
+stored every row) is started over (the next collect reads every result
+again and writes nothing the table already has).
 """
 
 from __future__ import annotations
@@ -30,19 +33,24 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.dataset.rows import StoredRows
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from analysis.table import ROW_VERSION
+from payload import layout
 
 MANIFEST_NAME = ".collect-manifest.sqlite"
 OLD_MANIFEST_NAME = ".collect-manifest.json"  # before the SQLite manifest: migrated once, then removed
+FORMAT = "3"  # 3: no rows, entries by stack prefix
 # A settled stack is trusted for a day, then listed file by file again: a
 # final result rewritten by hand (not by the payload) is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
+__all__ = ["MANIFEST_NAME", "Manifest", "SettledStack", "StoredRows"]
+ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
 @dataclass(frozen=True)
@@ -51,68 +59,36 @@ class SettledStack:
 
     runs: int  # run directories, each with one result.json (what settled means)
     digest: str  # of the run ids (analysis.bulk.runs_digest): what the next listing is compared with
-    notes: tuple[dict, ...]  # files set aside in it (unknown files in run directories), replayed as found
+    notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
 
 
-class StoredRows(Sequence):
-    """The table's rows as the manifest stores them (every row but the dropped
-    entries'), by run id then stack; read from the manifest file on first use."""
-
-    def __init__(self, path: Path, dropped: set[str], count: int):
-        self.path, self.dropped, self.count = path, dropped, count
-        self._rows: list[dict] | None = None
-
-    def _all(self) -> list[dict]:
-        if self._rows is None:
-            from analysis.collect.dedupe import row_order
-
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-            try:
-                rows = db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL").fetchall()
-            finally:
-                db.close()
-            self._rows = sorted((_loads(r) for k, r in rows if k not in self.dropped), key=row_order)
-        return self._rows
-
-    def __len__(self) -> int:
-        return self.count if self._rows is None else len(self._rows)
-
-    def __getitem__(self, i):
-        return self._all()[i]
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"StoredRows({len(self)} rows of {self.path})"
+def entry_of(mkey: str, values: tuple) -> dict:
+    """A manifest entry as collect uses it: `has_row` when it parsed into a row, `reason` when set aside."""
+    e = dict(zip(ENTRY_COLUMNS[1:], values, strict=True))
+    e["has_row"] = bool(e["has_row"])
+    if e["reason"] is None:
+        e.pop("reason")
+    return e
 
 
 class Manifest:
-    """The collect manifest; `entries` is read on first use (a collect that
-    finds nothing new never needs it)."""
+    """The collect manifest; its entries are read one stack at a time."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._entries: dict[str, dict] | None = None
-        self.table_fingerprint: str | None = None
         self._meta: dict[str, str] = {}
-        # set when the entries proved unreadable after opening: the settled
-        # stacks read before then stand for rows that are gone (collect starts over)
+        self.table_fingerprint: str | None = None  # no longer used; kept for callers that read it
+        # set when the entries proved unreadable after opening: collect starts over
         self.damaged = False
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError:  # not a database, or a damaged one: rebuild
             self._rebuild()
-        if not self._meta.get("table_fingerprint") and not self.entries:
+        if not self._meta.get("table_version") and self.readable() and not self.count():
             self._migrate_json(path.with_name(OLD_MANIFEST_NAME))
 
     def _connect(self) -> sqlite3.Connection:
@@ -121,24 +97,27 @@ class Manifest:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("BEGIN IMMEDIATE")  # two collects starting at once agree on one format
             db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
-            # a rowid table: WITHOUT ROWID grows to twice the size under upserts of kB-sized rows
+            meta = dict(db.execute("SELECT k, v FROM meta"))
+            if meta.get("row_version") != str(ROW_VERSION) or meta.get("format") != FORMAT:
+                for table in ("entries", "stacks", "meta"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 - fixed table names
+                db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT)")
+                db.execute("INSERT INTO meta VALUES ('row_version', ?)", (str(ROW_VERSION),))
+                db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+                meta = {}
             db.execute(
-                "CREATE TABLE IF NOT EXISTS entries (mkey TEXT PRIMARY KEY, source TEXT, key TEXT, url TEXT,"
-                " etag TEXT, size INTEGER, row BLOB, reason TEXT)"
+                "CREATE TABLE IF NOT EXISTS entries (mkey TEXT PRIMARY KEY, source TEXT, prefix TEXT, key TEXT,"
+                " url TEXT, etag TEXT, size INTEGER, has_row INTEGER, status TEXT, reason TEXT)"
             )
+            db.execute("CREATE INDEX IF NOT EXISTS entries_by_stack ON entries (source, prefix)")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
                 " digest TEXT, notes BLOB, listed_at REAL, PRIMARY KEY (source, prefix))"
             )
-            meta = dict(db.execute("SELECT k, v FROM meta"))
-            if meta.get("row_version") != str(ROW_VERSION):
-                for table in ("entries", "stacks", "meta"):
-                    db.execute(f"DELETE FROM {table}")  # noqa: S608 - fixed table names
-                db.execute("INSERT INTO meta VALUES ('row_version', ?)", (str(ROW_VERSION),))
-                self._entries, meta = {}, {}
+            db.execute("COMMIT")
             self._meta = meta
-            self.table_fingerprint = meta.get("table_fingerprint")
             return db
         except BaseException:
             db.close()
@@ -147,33 +126,48 @@ class Manifest:
     def _rebuild(self) -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        self._entries, self._meta, self.table_fingerprint = {}, {}, None
+        self._meta = {}
         self._db = self._connect()
-
-    @property
-    def entries(self) -> dict[str, dict]:
-        if self._entries is None:
-            try:
-                self._entries = self._read_entries()
-            except sqlite3.DatabaseError:  # damaged past the header: a cold start
-                self._start_over()
-        return self._entries
 
     def _start_over(self) -> None:
         self._db.close()
         self._rebuild()
         self.damaged = True
 
-    def _read_entries(self) -> dict[str, dict]:
-        entries = {}
-        for mkey, source, key, url, etag, size, row, reason in self._db.execute("SELECT * FROM entries"):
-            e = {"source": source, "key": key, "url": url, "etag": etag, "size": size}
-            if row is not None:
-                e["row"] = _loads(row)
-            else:
-                e["reason"] = reason
-            entries[mkey] = e
-        return entries
+    def readable(self) -> bool:
+        """Whether every entry can be read (a damaged file is rebuilt, and `damaged` set)."""
+        try:
+            self._db.execute("SELECT count(*), max(length(key)) FROM entries").fetchone()
+        except sqlite3.DatabaseError:
+            self._start_over()
+            return False
+        return True
+
+    def count(self) -> int:
+        return self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
+
+    def stack_entries(self, source: str, prefix: str) -> dict[str, dict]:
+        """The entries of one source's stack, by entry key."""
+        rows = self._db.execute(
+            f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries WHERE source = ? AND prefix = ?",  # noqa: S608
+            (source, prefix),
+        )
+        return {r[0]: entry_of(r[0], r[1:]) for r in rows}
+
+    def prefixes(self, source: str) -> set[str]:
+        """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
+        rows = self._db.execute("SELECT DISTINCT prefix FROM entries WHERE source = ?", (source,))
+        return {p for (p,) in rows if p}
+
+    @property
+    def entries(self) -> dict[str, dict]:
+        """Every entry (tests and migration; collect reads them stack by stack)."""
+        try:
+            rows = self._db.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries").fetchall()  # noqa: S608
+        except sqlite3.DatabaseError:
+            self._start_over()
+            return {}
+        return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
     def settled(self, source: str) -> dict[str, SettledStack]:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
@@ -185,45 +179,6 @@ class Manifest:
             return {}
         return {p: SettledStack(r, d, tuple(_loads(notes)), t) for p, r, d, notes, t in found}
 
-    def outcome(self) -> dict | None:
-        """The last collect's sources and de-duplication outcome (see update)."""
-        text = self._meta.get("outcome")
-        try:
-            return json.loads(text) if text else None
-        except ValueError:
-            return None
-
-    def kept_rows(self, dropped: set[str]) -> list[dict] | None:
-        """Every stored row but those of `dropped` entries (copies that lost to
-        another); None when the entries are unreadable (the manifest is rebuilt)."""
-        try:
-            return [
-                _loads(row)
-                for mkey, row in self._db.execute("SELECT mkey, row FROM entries WHERE row IS NOT NULL")
-                if mkey not in dropped
-            ]
-        except sqlite3.DatabaseError:
-            self._start_over()
-            return None
-
-    def stored_rows(self, dropped: set[str]) -> StoredRows | None:
-        """kept_rows, counted now and read only when first used (a collect that
-        finds nothing new answers without decoding every row); None when the
-        entries are unreadable (the manifest is rebuilt)."""
-        try:
-            total = self._db.execute("SELECT count(*) FROM entries WHERE row IS NOT NULL").fetchone()[0]
-            gone = [
-                k
-                for (k,) in self._db.execute(
-                    "SELECT mkey FROM entries WHERE row IS NOT NULL AND mkey IN (SELECT value FROM json_each(?))",
-                    (json.dumps(sorted(dropped)),),
-                )
-            ]
-        except sqlite3.DatabaseError:
-            self._start_over()
-            return None
-        return StoredRows(self.path, dropped, total - len(gone))
-
     def _migrate_json(self, old: Path) -> None:
         try:
             data = json.loads(old.read_text())
@@ -233,71 +188,65 @@ class Manifest:
             data = None
         old.unlink(missing_ok=True)
         if isinstance(data, dict) and data.get("row_version") == ROW_VERSION and isinstance(data.get("entries"), dict):
-            self.update(data["entries"], data["entries"].keys(), (), data.get("table_fingerprint"))
+            entries = data["entries"]
+            self.write(entries.items(), ())
 
-    def update(
+    def write(
         self,
-        entries: dict[str, dict],
-        changed,
-        removed,
-        table_fingerprint: str | None,
-        settled: dict[str, dict[str, SettledStack]] | None = None,
-        outcome: dict | None = None,
+        entries: Iterable[tuple[str, dict]],
+        removed: Iterable[str] = (),
+        settled: dict[tuple[str, str], SettledStack | None] | None = None,
         table_version: int | None = None,
+        priced_with: str | None = None,
     ) -> None:
-        """One transaction: write the `changed` keys of `entries`, drop
-        `removed`; with `settled` ({source: {prefix: SettledStack}}) replace
-        every settled-stack record; `outcome` (sources, dropped entry keys and
-        de-duplication notes) replaces the stored one, None removes it."""
+        """One transaction: write `entries` ((mkey, entry) pairs; an entry
+        with a "row" or `has_row` parsed), drop the `removed` entry keys, set
+        or (None) drop settled-stack records by (source, prefix), and record
+        the table version and price catalog the manifest is now in step with."""
         db = self._db
         db.execute("BEGIN")
         try:
             db.executemany(
-                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    (
-                        k,
-                        e.get("source"),
-                        e.get("key"),
-                        e.get("url"),
-                        e.get("etag"),
-                        e.get("size"),
-                        _dumps(e["row"]) if "row" in e else None,
-                        e.get("reason"),
-                    )
-                    for k in changed
-                    for e in (entries[k],)
-                ),
+                f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
+                (_entry_values(k, e) for k, e in entries),
             )
             db.executemany("DELETE FROM entries WHERE mkey = ?", ((k,) for k in removed))
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_fingerprint', ?)", (table_fingerprint,))
-            version = "" if table_version is None else str(table_version)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('table_version', ?)", (version,))
-            if settled is not None:
-                db.execute("DELETE FROM stacks")
-                db.executemany(
-                    "INSERT INTO stacks (source, prefix, runs, digest, notes, listed_at) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at)
-                        for source, stacks in settled.items()
-                        for prefix, s in stacks.items()
-                    ),
-                )
-            if outcome is None:  # nothing stored may answer for this state
-                db.execute("DELETE FROM meta WHERE k = 'outcome'")
-                self._meta.pop("outcome", None)
-            else:
-                text = json.dumps(outcome, sort_keys=True)
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('outcome', ?)", (text,))
-                self._meta["outcome"] = text
+            for (source, prefix), s in (settled or {}).items():
+                db.execute("DELETE FROM stacks WHERE source = ? AND prefix = ?", (source, prefix))
+                if s is not None:
+                    db.execute(
+                        "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?)",
+                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at),
+                    )
+            self._set_meta(db, table_version=table_version, priced_with=priced_with)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._entries = entries
-        self.table_fingerprint = table_fingerprint
-        self._meta["table_fingerprint"] = table_fingerprint or ""
-        self._meta["table_version"] = "" if table_version is None else str(table_version)
+
+    def sources(self) -> set[str]:
+        """The sources the manifest holds entries or settled stacks of."""
+        rows = self._db.execute("SELECT DISTINCT source FROM entries UNION SELECT DISTINCT source FROM stacks")
+        return {s for (s,) in rows}
+
+    def forget_sources_except(self, sources: Iterable[str]) -> None:
+        """Forget every source but `sources` (the table no longer holds their runs)."""
+        keep = json.dumps(sorted(set(sources)))
+        for table in ("entries", "stacks"):
+            self._db.execute(
+                f"DELETE FROM {table} WHERE source NOT IN (SELECT value FROM json_each(?))",  # noqa: S608
+                (keep,),
+            )
+
+    def _set_meta(self, db, **values) -> None:
+        for k, v in values.items():
+            if v is not None:
+                db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, str(v)))
+                self._meta[k] = str(v)
+
+    def step(self, table_version: int | None, priced_with: str | None) -> None:
+        """Record that the manifest is in step with the table at `table_version`."""
+        self._set_meta(self._db, table_version=table_version, priced_with=priced_with)
 
     @property
     def table_version(self) -> int | None:
@@ -305,5 +254,29 @@ class Manifest:
         text = self._meta.get("table_version") or ""
         return int(text) if text.isdigit() else None
 
+    @property
+    def priced_with(self) -> str | None:
+        """The price catalog the table's rows were priced with when last in step."""
+        return self._meta.get("priced_with")
+
     def close(self) -> None:
         self._db.close()
+
+
+def _entry_values(mkey: str, e: dict) -> tuple:
+    row = e.get("row")
+    has_row = row is not None or bool(e.get("has_row"))
+    status = row.get("status") if row is not None else e.get("status")
+    prefix = e.get("prefix") or layout.stack_prefix_of(e.get("key") or "")
+    return (
+        mkey,
+        e.get("source"),
+        prefix,
+        e.get("key"),
+        e.get("url"),
+        e.get("etag"),
+        e.get("size"),
+        int(has_row),
+        status,
+        e.get("reason"),
+    )

@@ -125,6 +125,7 @@ def collect(source: str, table: Path, env: dict) -> dict:
         "valid": got["valid"],
         "written": got["table_written"],
         "exit": done.returncode,
+        "load_1min": round(os.getloadavg()[0], 1),
     }
 
 

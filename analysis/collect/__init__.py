@@ -1,32 +1,36 @@
 """Collect every run's result.json from one or more results buckets into the
 results dataset (analysis.dataset; a local table also gets results.parquet
-and results.csv as an export).
+and results.csv as an export while it is small, or on request).
 
-Lists each bucket once, downloads only objects whose ETag (S3), etag /
-generation (GCS) or size+mtime (file) changed since the last collect, and
-keeps a manifest (analysis.manifest, SQLite) beside a local table (in the
-cache directory for a bucket's table) so the
-next collect fetches nothing it already has. Each object is judged on its
-own: a corrupt, partial, unknown or duplicate file is set aside with the
-reason and collection goes on.
+A collect works stack by stack: it lists a stack's files (a settled stack
+only by its run directories), reads only the objects whose ETag (S3), etag /
+generation (GCS) or size+mtime (file) changed since the last collect, judges
+them against the other copies of the same runs, and commits the difference
+with the table's rows of that stack. A manifest (analysis.manifest, SQLite)
+beside a local table (in the cache directory for a bucket's table) records
+what was seen, never the rows. Each object is judged on its own: a corrupt,
+partial, unknown or duplicate file is set aside with the reason and
+collection goes on.
 
 One module per job; every name callers use is importable from here:
 
-- orchestrate: `collect()`, the steps of one collect over a Collection
+- orchestrate: `collect()`, the steps of one collect
+- survey: each source looked at once (its stacks, the settled ones unchanged)
+- stackstep: one stack across every source (list, read, judge, the difference)
+- batch: several stacks' changes committed at once
 - sources: listing and downloading (s3:// through analysis.bulk; gs://,
   file:// through payload.storage in a thread pool)
 - validation: which keys are results, why a file is set aside, bytes -> row
 - spot: spot runs priced from their cloud's spot price history
 - stacks: file:// and gs:// listed stack by stack (settled stacks by run directory)
-- settled: settled stacks carried over from the manifest
+- settled: what a settled stack is, and its replay
 - dedupe: one row per run
 - store: the export files, published as one pair; leftovers removed
 - summary: what a collect reports
 """
 
 from analysis.collect.dedupe import dedupe, row_order
-from analysis.collect.orchestrate import Collection, collect, entries_fingerprint
-from analysis.collect.settled import SettledBook
+from analysis.collect.orchestrate import EXPORT_MAX_ROWS, collect
 from analysis.collect.sources import DEFAULT_WORKERS, Progress
 from analysis.collect.spot import (
     SpotPricer,
@@ -63,16 +67,15 @@ from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
 
 __all__ = [
     "DEFAULT_WORKERS",
+    "EXPORT_MAX_ROWS",
     "KNOWN_RUN_DIRS",
     "KNOWN_RUN_FILES",
     "MANIFEST_NAME",
     "PARTIAL_UPLOAD",
     "TABLE_STEM",
     "UNKNOWN_RUN_FILE",
-    "Collection",
     "Manifest",
     "Progress",
-    "SettledBook",
     "SettledStack",
     "SpotPricer",
     "Summary",
@@ -81,7 +84,6 @@ __all__ = [
     "classify",
     "collect",
     "dedupe",
-    "entries_fingerprint",
     "misplaced_check",
     "parse",
     "parse_key_ok",

@@ -20,7 +20,12 @@ def row_order(row: dict) -> tuple[str, str]:
 
 
 def dedupe(
-    entries: dict[str, dict], summary: Summary, dropped: set[str] | None = None, *, now: float | None = None
+    entries: dict[str, dict],
+    summary: Summary,
+    dropped: set[str] | None = None,
+    *,
+    now: float | None = None,
+    reasons: dict[str, str] | None = None,
 ) -> list[dict]:
     """One row per (stack, run id). Copies of a run rank by evidence the
     writer of a result cannot forge: the order the user gave the sources in
@@ -30,9 +35,10 @@ def dedupe(
     winner. Only a caller with no source order (an empty `summary.sources`)
     falls back to the newest finished_at. Copies are compared only within one
     stack's prefix: a result under another stack never displaces it. Set-aside
-    entry keys are added to `dropped`; entries without a row are reported with
-    their reason."""
+    entry keys are added to `dropped` (and their reasons to `reasons`, when
+    given); entries without a row are reported with their reason."""
     dropped = set() if dropped is None else dropped
+    reasons = {} if reasons is None else reasons
     copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
     for mkey in sorted(entries):
         e = entries[mkey]
@@ -42,7 +48,7 @@ def dedupe(
         try:
             misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
-            _set_aside(summary, dropped, mkey, e, str(exc))
+            _set_aside(summary, dropped, reasons, mkey, e, str(exc))
             continue
         copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append((mkey, e))
     order = {url: i for i, url in enumerate(summary.sources)}
@@ -53,9 +59,9 @@ def dedupe(
             if winner is not None:
                 kept = winner[1]
                 reason = f"duplicate of run {kept['row']['run_id']}: kept {kept.get('url')}"
-                _set_aside(summary, dropped, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
+                _set_aside(summary, dropped, reasons, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
             elif problem := row_problem(e["row"], now):
-                _set_aside(summary, dropped, mkey, e, problem)
+                _set_aside(summary, dropped, reasons, mkey, e, problem)
             else:
                 winner = (mkey, e)
         if winner is not None:
@@ -71,6 +77,7 @@ def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list
     return sorted(ranked, key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
 
 
-def _set_aside(summary: Summary, dropped: set[str], mkey: str, entry: dict, reason: str) -> None:
+def _set_aside(summary: Summary, dropped: set[str], reasons: dict, mkey: str, entry: dict, reason: str) -> None:
     dropped.add(mkey)
+    reasons[mkey] = reason
     summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": reason})

@@ -1,123 +1,37 @@
-"""One collect, step by step: list every source, answer from the manifest
-when nothing changed, download what did, price spot runs, de-duplicate,
-write the table, remember what was seen.
+"""One collect, step by step: every source surveyed, then the table's stacks
+one at a time (listed, what changed read and judged, the difference with the
+table's rows of that stack worked out), committed in batches, then the
+export.
 
-Its own module so that the order of those steps, and which state each one
-reads and changes (a Collection), can be read in one place; each step's
-work is done by the module of its job."""
+Its own module so that the order of those steps can be read in one place;
+each step's work is done by the module of its job (survey, stackstep, batch).
+What a collect holds at once is one stack's files, entries and changed rows
+and one batch of changes, never the table: a collect's memory does not grow
+with the number of results, and a collect that adds a few runs reads,
+judges and writes only those."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from analysis.collect.dedupe import dedupe
-from analysis.collect.settled import SettledBook, answer_from_manifest, keep_unlisted, settled_stacks
-from analysis.collect.sources import Download, Progress, bulk_fetch, download, entry_key
-from analysis.collect.spot import SpotPricer, price_bulk
-from analysis.collect.stacks import list_by_stack, stack_lister
-from analysis.collect.store import remove_stale_temporaries, table_is_whole, table_paths
+from analysis.collect.batch import Batch
+from analysis.collect.sources import Progress, entry_key
+from analysis.collect.spot import SpotPricer
+from analysis.collect.stackstep import StepContext, fast_step, step
+from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
 from analysis.collect.summary import Summary
+from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
 from analysis.manifest import MANIFEST_NAME, Manifest
 from payload import layout
 
-if TYPE_CHECKING:
-    from analysis.dataset import Location
-
-
-@dataclass
-class Collection:
-    """What one collect has found so far, against what the manifest holds from the last one."""
-
-    urls: list[str]
-    out: Path  # the manifest's directory, and where a local table's exports go
-    manifest: Manifest
-    summary: Summary
-    entries: dict[str, dict] = field(default_factory=dict)  # mkey -> entry: the table's input and the manifest's
-    failed: set[str] = field(default_factory=set)  # mkeys whose download failed this time
-    todo: list[Download] = field(default_factory=list)  # for the thread pool
-    to_price: list[tuple[str, dict]] = field(default_factory=list)  # (mkey, migrated result) of bulk-read spot runs
-    settled: SettledBook = field(default_factory=SettledBook)
-    # sources where runs were expected and none were found (empty, missing, misspelt, wrong layout):
-    # the table and the manifest are then left exactly as they were
-    not_found: list[str] = field(default_factory=list)
-    # sources listed stack by stack (file://, gs://): their settled stacks are judged after the downloads
-    listed_by_stack: list[tuple[str, object, dict]] = field(default_factory=list)
-    table: Location | None = None  # the results dataset (analysis.dataset)
-    export: bool = True  # results.parquet and results.csv written next to a local table
-
-    def cached(self, url: str, info) -> dict | None:
-        """The manifest's entry for a listed object whose ETag and size are unchanged."""
-        old = self.manifest.entries.get(entry_key(url, info.key))
-        if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
-            return old
-        return None
-
-    def keep_old(self, url: str, exc: Exception) -> None:
-        """A source that cannot be listed: said so, and its rows kept (an outage must not empty the table)."""
-        self.summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
-        self.summary.incomplete.append(f"{url}: cannot list the bucket")
-        self._keep_rows_of(url)
-
-    def classified(self, url: str, store, listing: dict, settled_runs: int = 0) -> list[str]:
-        """The result keys of a listing; its runs and set-aside files counted in the summary."""
-        result_keys, set_aside, n_runs = classify(listing)
-        if listing and n_runs + settled_runs == 0:
-            # objects, but none in the layout: a wrong prefix, not an empty bucket; keep the old table
-            self.nothing_found(url, wrong_layout(url, listing), "no runs in the expected layout")
-            return []
-        if not listing and settled_runs == 0 and self.nothing_found(url, store=store):
-            return []
-        self.summary.runs += n_runs
-        for s in set_aside:
-            self.summary.skipped.append({**s, "url": store.url_for(s["key"])})
-        return result_keys
-
-    def nothing_found(self, url: str, reason: str | None = None, short: str | None = None, store=None) -> bool:
-        """A source with no runs where runs were expected: True, and the collect marked as finding
-        nothing (the table is kept, the exit code says so). Expected: in a directory that does
-        not exist, and in an empty directory or prefix, even before the first collect (a misspelt
-        prefix finds nothing: that is not success). A bucket's root may be empty: a bucket's runs can all end."""
-        missing = _missing_directory(store)
-        if reason is None and not missing and is_bucket_root(url):
-            return False
-        where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
-        reason = reason or (
-            f"no runs found under {url}: {where}; expected {layout.LAYOUT} there; the table is left as it was"
-        )
-        self.summary.skipped.append({"key": url, "url": url, "reason": reason})
-        self.summary.incomplete.append(f"{url}: {short or 'no runs found (empty, missing or misspelt?)'}")
-        self.not_found.append(url)
-        self.settled.not_settled()
-        self._keep_rows_of(url)
-        return True
-
-    def settle(self, mkey: str, entry: dict) -> None:
-        """Record one downloaded object; a failed download keeps the row it had."""
-        if entry.pop("failed", False):
-            self.failed.add(mkey)
-            why = entry["reason"]
-            self.summary.incomplete.append(f"{entry['url']}: {why}")
-            previous = self.manifest.entries.get(mkey)
-            if previous is not None and "row" in previous:
-                entry = previous
-                self.summary.skipped.append(
-                    {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
-                )
-        self.entries[mkey] = entry
-        self.summary.new += 1
-
-    def take_cached(self, mkey: str, entry: dict) -> None:
-        self.entries[mkey] = entry
-        self.summary.cached += 1
-
-    def _keep_rows_of(self, url: str) -> None:
-        self.entries.update({k: v for k, v in self.manifest.entries.items() if v.get("source") == url})
+# A local table gets results.parquet and results.csv after a collect that changed it while it
+# holds at most this many rows; a larger table's export is written on request (`--export`):
+# rewriting it whole would cost a collect of a few new runs as much as the table.
+EXPORT_MAX_ROWS = 10_000
 
 
 def collect(
@@ -133,22 +47,26 @@ def collect(
     export: bool | None = None,
 ) -> tuple[Summary, Sequence[dict]]:
     """Collect runs from `urls` into the results dataset at `table` (a
-    directory or a bucket prefix, analysis.dataset), writing only what
-    changed; a local table also gets results.parquet and results.csv as an
-    export (`export` False: not; True: also for a bucket's table, into the
-    manifest's directory). Returns the summary and the
-    table rows (valid, de-duplicated by run id). New AWS spot runs are priced
-    from EC2's spot price history through `spot_pricer` (see spot_history_pricer);
-    cached rows keep the series they were collected with.
+    directory or a bucket prefix, analysis.dataset), stack by stack, writing
+    only what changed. Returns the summary and the table's rows (valid,
+    de-duplicated by run id; a sequence read from the table when first used).
+    New AWS spot runs are priced from EC2's spot price history through
+    `spot_pricer` (see spot_history_pricer).
+
+    `export`: None writes results.parquet and results.csv beside a local
+    table of at most EXPORT_MAX_ROWS rows after a collect that changed it
+    (a larger table's stale export is removed: readers then read the
+    dataset); True writes them whatever the size (for a bucket's table, into
+    the manifest's directory); False never.
 
     s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
     the thread pool of the other stores). A settled stack (analysis.manifest)
-    is not listed file by file while its run directories stay the same (s3://
-    on the bulk path, gs://, file://); `full` lists every file again. A
-    collect with nothing new returns the stored rows, read when first used."""
+    is not listed file by file while its run directories stay the same;
+    `full` lists every file again."""
     from analysis.dataset import migrate_legacy, resolve
+    from analysis.dataset.rows import StoredRows
 
     t0 = time.perf_counter()
     loc = resolve(table)
@@ -157,227 +75,168 @@ def collect(
     migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
     bar = Progress(progress)
+    summary = Summary(sources=list(urls))
     try:
-        c = Collection(urls=list(urls), out=out, manifest=manifest, summary=Summary(sources=list(urls)), table=loc)
-        c.export = export if export is not None else loc.local is not None
-        _list_sources(c, workers, bar, store_opener, bulk, full)
-        rows = _answer_unchanged(c)
-        if rows is None:
-            _carry_deferred(c)
-            if manifest.damaged and any(c.settled.unlisted.values()):
-                # the settled stacks' rows were in the unreadable part: list and read every file
-                bar.close()
-                manifest.close()
-                return collect(
-                    urls,
-                    table,
-                    workers=workers,
-                    progress=progress,
-                    store_opener=store_opener,
-                    spot_pricer=spot_pricer,
-                    bulk=bulk,
-                    full=True,
-                    export=export,
-                )
-            _download(c, workers, spot_pricer, bar)
-            rows = _table(c)
+        full = not manifest.readable() or full  # damaged entries: every file listed and read again
+        views, not_found = _survey(list(urls), manifest, summary, workers, bar, store_opener, bulk, full)
+        if not_found:  # runs were expected and some source held none: nothing is touched
+            count = _table_count(loc)
+            summary.table = _names(loc, out, export is not False and loc.local is not None and table_is_whole(out))
+        else:
+            count = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
+            _export(loc, out, summary, count, export)
     finally:
         bar.close()
         manifest.close()
-    c.summary.seconds = time.perf_counter() - t0
-    return c.summary, rows
+    summary.valid = count
+    summary.seconds = time.perf_counter() - t0
+    return summary, StoredRows(loc, count)
 
 
-def _list_sources(c: Collection, workers, bar: Progress, store_opener, bulk: bool | None, full: bool) -> None:
-    """Every source listed: s3:// by the bulk path (unless turned off), the others for the thread pool."""
+def _survey(urls, manifest: Manifest, summary: Summary, workers, bar, store_opener, bulk, full: bool):
+    """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
     from analysis import bulk as bulk_mod
-    from payload.storage import open_store
+    from payload.storage import StorageError, open_store
 
-    for url in c.urls:
-        if store_opener is None and bulk is not False and bulk_mod.available(url):
-            _list_bulk(c, url, workers, bar, full)
+    views, not_found = [], []
+    for url in urls:
+        view = SourceView(url, settled={} if full else manifest.settled(url))
+        trusted = trusted_settled(view.settled)
+        try:
+            if store_opener is None and bulk is not False and bulk_mod.available(url):
+                loose = survey_bulk(view, _cached_lookup(manifest), workers, bar, trusted)
+            else:
+                loose = survey_store(view, store_opener or open_store, trusted)
+        except StorageError as exc:  # an outage must not empty the table: its rows are kept
+            view.failed = str(exc)
+            summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
+            summary.incomplete.append(f"{url}: cannot list the bucket")
         else:
-            _list_store(c, url, store_opener or open_store, full)
+            if not _found_runs(view, loose, summary):
+                not_found.append(url)
+        views.append(view)
+    return views, not_found
 
 
-def _list_bulk(c: Collection, url: str, workers, bar: Progress, full: bool) -> None:
-    """One s3:// source: its settled stacks checked by run directory, the rest listed, read and parsed."""
-    from analysis import bulk as bulk_mod
-    from payload.storage import StorageError
+def _cached_lookup(manifest: Manifest) -> Callable:
+    """cached(url, info) for the bulk path: the manifest's entry of an unchanged object, read a stack at a time."""
+    stacks: dict[tuple[str, str], dict] = {}
 
-    book = c.settled
-    book.before[url] = {} if full else c.manifest.settled(url)
-    now = time.time()
-    try:
-        source = bulk_mod.S3Bulk(url)
-        trusted = {p: s.digest for p, s in book.before[url].items() if s.fresh(now)}
-        priced: list[tuple[str, dict]] = []  # this source's spot runs: priced only if it listed whole
-        listing, got, book.unlisted[url] = bulk_fetch(source, url, c.cached, workers, bar, priced, trusted)
-        if not listing and not book.unlisted[url]:  # nothing under runs/: an empty bucket, or the wrong place?
-            elsewhere = source.sample()
-            if elsewhere:  # the wrong-layout error, and the old table kept
-                c.classified(url, source, dict.fromkeys(elsewhere))
-                return
-            if c.nothing_found(url):
-                return
-    except StorageError as exc:
-        c.keep_old(url, exc)
-        book.not_settled()
-        return
-    if not listing and set(book.unlisted[url]) == set(book.before[url]):
-        book.deferred.append(url)  # nothing listed file by file, no stack gone
-        return
-    c.to_price.extend(priced)
-    book.nothing_listed = False
-    settled_runs = keep_unlisted(url, book.unlisted[url], book.before[url], c.manifest.entries, c.entries, c.summary)
-    for key in c.classified(url, source, listing, settled_runs):
-        mkey = entry_key(url, key)
-        if mkey in got:
-            c.settle(mkey, got[mkey])
-        else:
-            c.take_cached(mkey, c.cached(url, listing[key]))
-    book.now[url] = {p: book.before[url][p] for p in book.unlisted[url]}
-    book.now[url].update(settled_stacks(url, listing, c.entries, c.failed, source, now))
-    if any(layout.stack_prefix_of(k) not in book.now[url] for k in listing):
-        book.all_settled = False
+    def cached(url: str, info) -> dict | None:
+        prefix = layout.stack_prefix_of(info.key)
+        if prefix is None:
+            return None
+        if (url, prefix) not in stacks:
+            stacks[(url, prefix)] = manifest.stack_entries(url, prefix)
+        old = stacks[(url, prefix)].get(entry_key(url, info.key))
+        if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
+            return old
+        return None
+
+    return cached
 
 
-def _list_store(c: Collection, url: str, opener: Callable, full: bool) -> None:
-    """One source through payload.storage: listed stack by stack where the store
-    allows (file://, gs://: settled stacks by run directory only), else whole;
-    unchanged objects taken from the manifest, the rest queued."""
-    from payload.storage import StorageError
-
-    book = c.settled
-    try:
-        store = opener(url)
-        lister = stack_lister(store)
-        if lister is None:
-            book.not_settled()
-            listing, unlisted = {o.key: o for o in store.list()}, []
-        else:
-            book.before[url] = {} if full else c.manifest.settled(url)
-            now = time.time()
-            trusted = {p: s.digest for p, s in book.before[url].items() if s.fresh(now)}
-            listing, unlisted = list_by_stack(store, lister, trusted)
-            book.unlisted[url] = unlisted
-    except StorageError as exc:
-        c.keep_old(url, exc)
-        book.not_settled()
-        return
-    settled_runs = 0
-    if lister is not None:
-        if not listing and unlisted and set(unlisted) == set(book.before[url]):
-            book.deferred.append(url)  # every stack settled and unchanged
-            return
-        book.nothing_listed = False
-        settled_runs = keep_unlisted(url, unlisted, book.before[url], c.manifest.entries, c.entries, c.summary)
-        c.listed_by_stack.append((url, store, listing))
-    for key in c.classified(url, store, listing, settled_runs):
-        old = c.cached(url, listing[key])
-        if old is not None:
-            c.take_cached(entry_key(url, key), old)
-        else:
-            c.todo.append((store, url, key, listing[key]))
+def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
+    """False (said why) for a source with no runs where runs were expected: in
+    a directory that does not exist, an empty directory or prefix (a misspelt
+    prefix finds nothing: that is not success; a bucket's root may be empty),
+    or objects none of which is in the layout. Files under runs/ but in no
+    run directory are set aside."""
+    url = view.url
+    if view.prefixes:
+        for s in classify(loose)[1]:
+            summary.skipped.append({**s, "url": view.store.url_for(s["key"])})
+        return True
+    if loose:
+        reason, short = wrong_layout(url, loose), "no runs in the expected layout"
+    else:
+        missing = _missing_directory(view.store)
+        if not missing and is_bucket_root(url):
+            return True
+        where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
+        reason = f"no runs found under {url}: {where}; expected {layout.LAYOUT} there; the table is left as it was"
+        short = "no runs found (empty, missing or misspelt?)"
+    summary.skipped.append({"key": url, "url": url, "reason": reason})
+    summary.incomplete.append(f"{url}: {short}")
+    return False
 
 
-def _settle_listed_stacks(c: Collection) -> None:
-    """The settled stacks of the sources listed stack by stack, now that their results are read."""
-    book, now = c.settled, time.time()
-    for url, store, listing in c.listed_by_stack:
-        if url in c.not_found:
-            continue
-        book.now[url] = {p: book.before[url][p] for p in book.unlisted.get(url, [])}
-        book.now[url].update(settled_stacks(url, listing, c.entries, c.failed, store, now))
-        if any(layout.stack_prefix_of(k) not in book.now[url] for k in listing):
-            book.all_settled = False
+def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: Summary, workers, spot_pricer, bar):
+    """Every stack of the sources, the manifest and the table, one at a time, under
+    the table's lock; changes committed in batches. Returns the table's rows."""
+    from analysis.dataset.lock import table_lock
+    from analysis.dataset.pricing import pricing_identity
+    from analysis.dataset.stackwise import TableView
+
+    urls = [v.url for v in views]
+    with table_lock(loc) as held:
+        tv = TableView(loc)
+        ok = [v for v in views if v.failed is None]
+        known = {v.url: manifest.prefixes(v.url) | set(v.settled) for v in ok}
+        in_table = {layout.stack_prefix(s) for s in tv.stacks() if layout.name_problem("stack name", s) is None}
+        prefixes = sorted(set().union(*(v.prefixes for v in ok), *known.values(), in_table))
+        in_step = manifest.table_version is not None and manifest.table_version == tv.version
+        in_step = in_step and manifest.sources() <= set(urls)
+        fast = {p for p in prefixes if in_step and _unchanged_everywhere(p, ok, known)}
+        # the price catalog is looked at only when a stack is opened (as a collect with nothing new never was)
+        identity = manifest.priced_with if len(fast) == len(prefixes) and manifest.priced_with else pricing_identity()
+        if identity != manifest.priced_with:
+            fast = set()  # priced under another catalog: every stack is compared, its rows priced again
+        ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
+        batch = Batch(loc, tv, manifest, summary, identity)
+        for prefix in prefixes:
+            if prefix in fast:
+                fast_step(ctx, prefix)
+                continue
+            batch.add(step(ctx, prefix))
+            if batch.full():
+                batch.flush()
+            held.touch()
+        batch.flush()
+        manifest.forget_sources_except(urls)
+        manifest.step(tv.version, identity)
+        return tv.count()
 
 
-def _answer_unchanged(c: Collection) -> list[dict] | None:
-    """The last collect's rows, when nothing anywhere changed since and its table is whole; else None."""
-    outcome = c.manifest.outcome()
-    if c.settled.nothing_listed and outcome and outcome.get("sources") == c.urls and _table_in_step(c):
-        rows = answer_from_manifest(c.manifest, outcome, c.settled.before, c.summary, c.out)
-        if rows is not None:
-            c.summary.table = _table_names(c)
-        return rows
-    return None
+def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str, set[str]]) -> bool:
+    """A stack settled and unchanged in every source that has it, and in no source it has left."""
+    found = False
+    for v in views:
+        if prefix in v.unlisted:
+            found = True
+        elif prefix in v.prefixes or prefix in known[v.url]:
+            return False
+    return found
 
 
-def _table_in_step(c: Collection) -> bool:
-    """The dataset is at the version the manifest last wrote or saw, and a
-    local table's exports are whole: what the manifest says is what the table holds."""
-    from analysis.dataset.store import table_version
+def _table_count(loc) -> int:
+    from analysis.dataset.stackwise import TableView
 
-    if c.manifest.table_version is None or c.manifest.table_version != table_version(c.table):
-        return False
-    return not c.export or table_is_whole(c.out)
+    return TableView(loc).count()
 
 
-def _table_names(c: Collection) -> dict[str, str]:
-    """Where the table is: the dataset, and its exports when written."""
-    return {**(table_paths(c.out) if c.export else {}), "dataset": c.table.text}
+def _export(loc, out: Path, summary: Summary, count: int, export: bool | None) -> None:
+    """The export beside a local table (see collect's `export`), and where the table is named."""
+    from analysis.dataset.store import delta_table
+
+    wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
+    if wanted:
+        if summary.table_written or not table_is_whole(out):
+            if delta_table(loc) is not None:
+                from analysis.dataset import export_table
+
+                export_table(loc.uri, out)
+            else:
+                _empty_export(out)
+            summary.table_written = True
+    elif export is None and loc.local is not None and summary.table_written:
+        remove_table(out)  # too large to rewrite on every collect: a stale export is never read
+    summary.table = _names(loc, out, table_is_whole(out) and export is not False)
 
 
-def _carry_deferred(c: Collection) -> None:
-    """Sources whose stacks were all settled and unchanged, carried over to be judged with the rest."""
-    book = c.settled
-    for url in book.deferred:
-        keep_unlisted(url, book.unlisted[url], book.before[url], c.manifest.entries, c.entries, c.summary)
-        book.now[url] = dict(book.before[url])
-
-
-def _download(c: Collection, workers: int | None, spot_pricer: SpotPricer | None, bar: Progress) -> None:
-    """The thread pool's downloads, then the bulk path's spot runs priced."""
-    bar.add(len(c.todo))
-    for mkey, entry in download(c.todo, workers, spot_pricer):
-        c.settle(mkey, entry)
-        bar.update()
-    bar.close()
-    _settle_listed_stacks(c)
-    if spot_pricer is not None and c.to_price:
-        for mkey in price_bulk(c.entries, c.to_price, spot_pricer):  # a stack with a run to price again
-            c.settled.unsettle(c.entries[mkey])
-
-
-def _table(c: Collection) -> list[dict]:
-    """The rows, de-duplicated; the table written if its input changed; the manifest updated."""
-    summary = c.summary
-    n_skipped, dropped = len(summary.skipped), set()
-    rows = dedupe(c.entries, summary, dropped)
-    summary.table = _table_names(c)
-    if c.not_found:
-        # runs were expected and some source held none: neither the table nor the manifest is touched
-        rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
-        summary.valid = len(rows)
-        return rows
-    if summary.incomplete and not rows and any("row" in e for e in c.manifest.entries.values()):
-        # a failed or mistaken collect never replaces a non-empty table with an empty one
-        rows = dedupe(c.manifest.entries, Summary(sources=c.urls))
-        summary.valid = len(rows)
-        return rows
-    summary.valid = len(rows)
-    fingerprint = entries_fingerprint(c.entries)
-    version = c.manifest.table_version
-    if fingerprint != c.manifest.table_fingerprint or not _table_in_step(c):
-        version = _publish(c, rows)
-    _remember(c, fingerprint, dropped, judged=summary.skipped[n_skipped:], version=version)
-    return rows
-
-
-def _publish(c: Collection, rows: list[dict]) -> int | None:
-    """The difference between `rows` and the dataset committed; the exports
-    rewritten when the table changed or they are not whole. Returns the table's version."""
-    from analysis.dataset import export_table, publish_rows
-
-    old = c.manifest.entries
-    changed = [(e["source"], e["key"]) for k, e in c.entries.items() if "row" in e and old.get(k) is not e]
-    published = publish_rows(c.table, rows, changed)
-    c.summary.table_written = published.written
-    if c.export and (published.written or not table_is_whole(c.out)):
-        export_table(c.table.uri, c.out) if published.version is not None else _empty_export(c.out)
-        c.summary.table_written = True
-    return published.version
+def _names(loc, out: Path, exported: bool) -> dict[str, str]:
+    """Where the table is: the dataset, and its exports when they are current."""
+    return {**(table_paths(out) if exported else {}), "dataset": loc.text}
 
 
 def _empty_export(out: Path) -> None:
@@ -401,25 +260,6 @@ def manifest_home(loc) -> Path:
     return root / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
 
 
-def _remember(c: Collection, fingerprint: str, dropped: set[str], judged: list[dict], version: int | None) -> None:
-    """Write what changed to the manifest, and the de-duplication's outcome when
-    every stack of every source was settled and nothing failed."""
-    old_entries = c.manifest.entries
-    changed = [k for k, e in c.entries.items() if old_entries.get(k) is not e]
-    removed = [k for k in old_entries if k not in c.entries]
-    outcome = {"sources": c.urls, "dropped": sorted(dropped), "skipped": judged}
-    # only what changed is written: at 100,000 runs the manifest is about 200 MB
-    c.manifest.update(
-        c.entries,
-        changed,
-        removed,
-        fingerprint,
-        settled=c.settled.now,
-        outcome=outcome if c.settled.all_settled and not c.summary.incomplete else None,
-        table_version=version,
-    )
-
-
 def _missing_directory(store) -> bool:
     """True for a file:// source whose directory does not exist (payload.storage lists it as empty)."""
     root = getattr(store, "root", None)
@@ -432,12 +272,3 @@ def is_bucket_root(url: str) -> bool:
 
     parts = urlparse(url)
     return parts.scheme in ("s3", "gs") and bool(parts.netloc) and not parts.path.strip("/")
-
-
-def entries_fingerprint(entries: dict[str, dict]) -> str:
-    """What the table is made of (each entry's key, ETag and whether it has a
-    row): the table is rewritten only when this changes, or it is not whole."""
-    h = hashlib.sha256()
-    for k in sorted(entries):
-        h.update(f"{k}\0{entries[k].get('etag')}\0{'row' in entries[k]}\n".encode())
-    return h.hexdigest()

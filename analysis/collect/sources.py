@@ -141,13 +141,16 @@ def list_store(opener: Callable, url: str) -> tuple[object, dict]:
     return store, layout.current_only({o.key: o for o in store.list()})  # a rewritten file: its newest version
 
 
-def download(todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None) -> Iterator[tuple[str, dict]]:
+def download(
+    todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
+) -> Iterator[tuple[str, dict]]:
     """(mkey, entry) of each object of `todo` as its download finishes, through
     a thread pool of `workers` (default DEFAULT_WORKERS). A source that stops
-    answering is not tried again for its other objects this time."""
+    answering is not tried again for its other objects this time (`stopped`,
+    source -> why, carries that over from one call to the next)."""
     if not todo:
         return
-    stopped: dict[str, str] = {}  # source -> why it stopped answering: detected once, not per object
+    stopped = {} if stopped is None else stopped  # detected once, not per object
     # Ctrl-C (or a caller that stops reading) cancels the downloads not started and waits for none.
     with InterruptiblePool(max(1, min(workers or DEFAULT_WORKERS, len(todo))), "collect-download") as pool:
         for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):

@@ -13,7 +13,6 @@ import datetime as _dt
 import hashlib
 import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from payload import layout
@@ -49,9 +48,25 @@ class _FileStacks:
         return runs, stray
 
     def objects(self, prefix: str) -> Iterator:
-        for path in sorted((self.root / prefix).rglob("*")):
-            if path.is_file() and not path.name.startswith("."):
-                yield self._info(path)
+        """Every file under a stack but hidden ones, as payload.storage lists them (through
+        os.scandir, no path objects: a stack of 20,000 runs is 20,000 directory reads)."""
+        todo = [(prefix, self.root / prefix)]
+        while todo:
+            rel, path = todo.pop()
+            for entry in _scan(path):
+                if entry.is_dir():
+                    todo.append((f"{rel}{entry.name}/", entry.path))
+                elif entry.is_file() and not entry.name.startswith("."):
+                    yield self._entry_info(f"{rel}{entry.name}", entry)
+
+    def _entry_info(self, key: str, entry: os.DirEntry):
+        """The ObjectInfo of a scanned file: its key and the same ETag (size and mtime) as _info."""
+        from payload.storage import ObjectInfo
+
+        st = entry.stat()
+        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
+        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
+        return ObjectInfo(key, st.st_size, etag, updated)
 
     def _info(self, path: Path):
         """payload.storage's ObjectInfo of a file, with the same ETag (size and mtime)."""
@@ -102,40 +117,6 @@ def stack_lister(store):
     """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
     kind = _LISTERS.get(type(store).__name__)
     return kind(store) if kind is not None else None
-
-
-def list_by_stack(store, lister, settled: dict[str, str]) -> tuple[dict, list[str]]:
-    """({key: ObjectInfo} of every file under runs/, prefixes of the settled stacks
-    not listed). `settled` maps stack prefixes to their runs digest when last
-    listed; such a stack whose run directories are the same and hold nothing
-    beside them is not listed file by file. Nothing under runs/: the whole
-    location is listed (what lies there says which prefix was meant).
-    Raises payload.storage.StorageError when a listing fails."""
-    from analysis.bulk import runs_digest
-    from payload.storage import with_retries
-
-    def retried(what: str, call):
-        return with_retries(f"list {store.url_for(what)}", call, store.retries, store.backoff)
-
-    prefixes, top = retried(layout.ROOT, lister.stacks)
-    if not prefixes and not top:
-        return layout.current_only({o.key: o for o in store.list()}), []
-
-    def one(prefix: str) -> tuple[str, list | None]:
-        if prefix in settled:
-            runs, stray = retried(prefix, lambda: lister.run_dirs(prefix))
-            if not stray and runs_digest(runs) == settled[prefix]:
-                return prefix, None
-        return prefix, retried(prefix, lambda: list(lister.objects(prefix)))
-
-    listing, unlisted = {o.key: o for o in top}, []
-    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
-        for prefix, objects in pool.map(one, prefixes):
-            if objects is None:
-                unlisted.append(prefix)
-            else:
-                listing.update((o.key, o) for o in objects)
-    return layout.current_only(listing), unlisted  # a rewritten file: its newest version only
 
 
 def _scan(path: Path) -> list[os.DirEntry]:

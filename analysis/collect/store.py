@@ -159,6 +159,18 @@ def table_is_whole(out_dir: str | Path) -> bool:
     return True
 
 
+def remove_table(out_dir: str | Path) -> bool:
+    """Remove the published results.parquet and results.csv (a stale export
+    must not be read instead of the table); True when there were any."""
+    out = Path(out_dir)
+    names = [out / f"{TABLE_STEM}.{ext}" for ext in EXTENSIONS] + [out / CURRENT]
+    found = [p for p in names if p.is_symlink() or p.exists()]
+    for p in found:
+        p.unlink()
+    _remove_leftovers(out, keep=set())
+    return bool(found)
+
+
 def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
     """Delete what a killed collect left behind (its process is gone): unpublished
     generations and `.results.<name>.<pid>.tmp` files; the published table and

@@ -73,6 +73,13 @@ def register(sub) -> None:
         help="list every file again, settled stacks included, and re-read any result whose ETag changed",
     )
     p.add_argument(
+        "--export",
+        action="store_true",
+        default=None,
+        help="write results.parquet and results.csv beside a local table whatever its size "
+        "(automatic while it holds at most 10,000 rows)",
+    )
+    p.add_argument(
         "--teardown",
         action="store_true",
         help="afterwards, destroy the Pulumi stacks whose runs all finished (completed or failed)",
@@ -130,6 +137,7 @@ def run(args) -> int:
             spot_history=args.spot_history,
             full=args.full,
             teardown=args.teardown,
+            export=args.export,
         )
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)

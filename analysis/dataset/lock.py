@@ -33,9 +33,21 @@ class LockTimeout(RuntimeError):
     """Another collect kept the table for longer than we wait."""
 
 
+class Held:
+    """A lock being held: `touch()` renews its time, so a long collect's lock is not taken for a dead one's."""
+
+    def __init__(self, backend):
+        self.backend, self.at = backend, time.time()
+
+    def touch(self) -> None:
+        if time.time() - self.at > LEASE_S / 10:
+            self.backend.overwrite(_body())
+            self.at = time.time()
+
+
 @contextmanager
 def table_lock(loc: Location, wait_s: float = WAIT_S):
-    """Hold the table's lock for the block; waits for another holder up to `wait_s`."""
+    """Hold the table's lock for the block (yields a Held); waits for another holder up to `wait_s`."""
     backend = _LocalLock(loc.local / LOCK_KEY) if loc.local is not None else _RemoteLock(loc)
     deadline = time.monotonic() + wait_s
     while not backend.create(_body()):
@@ -50,7 +62,7 @@ def table_lock(loc: Location, wait_s: float = WAIT_S):
             )
         time.sleep(POLL_S)
     try:
-        yield
+        yield Held(backend)
     finally:
         backend.remove()
 
@@ -95,6 +107,9 @@ class _LocalLock:
             f.write(body)
         return True
 
+    def overwrite(self, body: bytes) -> None:
+        self.path.write_bytes(body)
+
     def read(self) -> dict | None:
         try:
             return _parse(self.path.read_bytes()) or {"at": time.time()}  # being written: not stale yet
@@ -116,6 +131,9 @@ class _RemoteLock:
 
     def create(self, body: bytes) -> bool:
         return _CREATE[type(self.store).__name__](self.store, self.key, body)
+
+    def overwrite(self, body: bytes) -> None:
+        self.store.put_bytes(self.key, body)
 
     def read(self) -> dict | None:
         from payload.storage import ObjectNotFound

@@ -1,8 +1,11 @@
 """The columns of the results dataset and their Arrow types.
 
-The same columns as the runs table collect has always written (the row facts
-of analysis.table.COLUMNS, then the prices of analysis.price.runs), with
-fixed types so that every file of the dataset agrees, plus two of its own:
+The columns are named once, where they are made: the row facts in
+analysis.table.COLUMNS, then the prices in analysis.price.runs.PRICE_COLUMNS
+(the runs table collect has always written). Here they only get their Arrow
+type: text unless named below as a flag, a count or a number, and every name
+below must be one of those columns (a column renamed or removed there fails
+at import, never silently turns into text). The dataset adds two of its own:
 
 - ``month`` (``YYYY-MM`` of ``started_at``): with ``stack``, the partition;
 - ``priced_with``: the price catalog a row was priced with; a collect under
@@ -22,7 +25,6 @@ PARTITION_COLUMNS = ("stack", "month")
 INTERNAL_COLUMNS = ("priced_with",)
 # rows are matched to the objects they were read from by these
 KEY_COLUMNS = ("source", "key")
-NOTE_COLUMN = "price_note"  # price_rows' explanation of a run it could not price
 
 _BOOL = ("probe",)
 _INT = (
@@ -58,8 +60,11 @@ _FLOAT = (
 )
 _TYPES = {**dict.fromkeys(_BOOL, pa.bool_()), **dict.fromkeys(_INT, pa.int64()), **dict.fromkeys(_FLOAT, pa.float64())}
 
-# today's results.parquet columns, in order
-TABLE_COLUMNS = (*COLUMNS, *PRICE_COLUMNS, *((NOTE_COLUMN,) if NOTE_COLUMN not in PRICE_COLUMNS else ()))
+# the runs table's columns (results.parquet), in order: the one list, made where the values are made
+TABLE_COLUMNS = (*COLUMNS, *PRICE_COLUMNS)
+_UNKNOWN = sorted(set(_TYPES) - set(TABLE_COLUMNS))
+if _UNKNOWN:
+    raise ImportError(f"analysis.dataset.schema types columns no table has: {', '.join(_UNKNOWN)}")
 
 
 def _field(name: str) -> pa.Field:

@@ -394,9 +394,12 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     summary, rows = collect([url], out, workers=8, full=True)  # ... until every file is listed: only it is read
     assert counting.gets == [result_key(changed)] and (summary.new, summary.cached) == (1, 30)
     assert next(r for r in rows if r["run_id"] == changed["run_id"])["train_seconds"] == 4242.0
-    m = Manifest(out / ".collect-manifest.sqlite")
-    assert m.entries[f"{url}|{result_key(changed)}"]["row"]["train_seconds"] == 4242.0
+    m = Manifest(out / ".collect-manifest.sqlite")  # it records what was read, the row lives in the table
+    entry = m.entries[f"{url}|{result_key(changed)}"]
     m.close()
+    assert entry["has_row"] and entry["status"] == "completed" and "row" not in entry
+    table = pd.read_parquet(out / "results.parquet")
+    assert table.loc[table["run_id"] == changed["run_id"], "train_seconds"].item() == 4242.0
 
     counting.gets.clear()
     (out / ".collect-manifest.sqlite").write_bytes(b"garbage" * 1000)  # corrupt manifest: rebuilt

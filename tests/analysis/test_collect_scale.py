@@ -55,9 +55,11 @@ def test_file_sources_check_settled_stacks_by_run_directory_only(tmp_path, monke
     assert listed == [] and warm.settled_stacks == 2 and (warm.new, warm.cached, warm.valid) == (0, 6, 6)
     assert isinstance(warm_rows, StoredRows) and warm_rows._rows is None and not warm.table_written
     assert warm_rows == cold_rows  # read when used: the same rows
-    _write(src, [make_result("aws/p3.2xlarge", "resnet50", repeat=99, hourly_usd=1.0)])
-    summary, rows = collect([str(src)], table)  # a run added to one stack: only that stack is listed
-    assert listed == ["runs/aws-p3-2x/"] and (summary.new, summary.valid, summary.settled_stacks) == (1, 7, 1)
+    added = make_result("aws/p3.2xlarge", "resnet50", repeat=99, hourly_usd=1.0)
+    _write(src, [added])
+    summary, rows = collect([str(src)], table)  # a run added to one stack: only the new run's directory is listed
+    assert listed == [f"runs/aws-p3-2x/{added['run_id']}/"]
+    assert (summary.new, summary.valid, summary.settled_stacks) == (1, 7, 1)
     listed.clear()
     full, full_rows = collect([str(src)], table, full=True)
     assert sorted(listed) == ["runs/aws-p2-1x/", "runs/aws-p3-2x/"] and list(full_rows) == list(rows)

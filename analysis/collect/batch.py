@@ -1,0 +1,51 @@
+"""The changes of several stacks, committed together: one commit to the
+table per batch (a plain append when every row is new), then the manifest
+entries of those stacks, so a collect interrupted between batches loses
+nothing (the next one finds the rest unread and reads it).
+
+Its own module because a commit per stack would make a collect touching
+every stack as slow as the table has stacks, and one commit for the whole
+collect would hold every row at once."""
+
+from __future__ import annotations
+
+from analysis.collect.stackstep import StackChanges
+from analysis.collect.summary import Summary
+
+COMMIT_ROWS = 10_000  # rows written or removed per commit
+COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
+
+
+class Batch:
+    """Stacks' changes waiting for one commit."""
+
+    def __init__(self, loc, table, manifest, summary: Summary, identity: str):
+        self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
+        self._clear()
+
+    def _clear(self) -> None:
+        self.pending = StackChanges()
+
+    def add(self, changes: StackChanges) -> None:
+        p = self.pending
+        p.rows += changes.rows
+        p.replacing |= changes.replacing
+        p.deleted += changes.deleted
+        p.entries += changes.entries
+        p.removed += changes.removed
+        p.settled.update(changes.settled)
+
+    def full(self) -> bool:
+        p = self.pending
+        return len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES
+
+    def flush(self) -> None:
+        """Commit the table's changes, then record the stacks' entries in the manifest."""
+        from analysis.dataset.stackwise import commit
+
+        p = self.pending
+        if commit(self.loc, p.rows, p.deleted, p.replacing, self.identity):
+            self.table.refresh()
+            self.summary.table_written = True
+        self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
+        self._clear()

@@ -1,0 +1,318 @@
+"""One stack of a collect, across every source: its files listed, its
+changed results read, judged against the copies of the same runs, and the
+difference with the table's rows of that stack worked out.
+
+Its own module because this is the unit a collect's memory is bounded by:
+nothing a step holds (listing, manifest entries, rows) outlives it but the
+changes it hands the batch (analysis.collect.batch) and the summary's counts.
+A stack with nothing new judges only what was read again: the runs a new or
+changed result belongs to (with every copy of them), never the rest."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from analysis.collect.dedupe import dedupe
+from analysis.collect.settled import replay, settled_stack
+from analysis.collect.sources import download, entry_key
+from analysis.collect.spot import SpotPricer, price_bulk
+from analysis.collect.summary import Summary
+from analysis.collect.survey import SourceView
+from analysis.collect.validation import classify
+from analysis.manifest import SettledStack
+from payload import layout
+
+
+@dataclass
+class StepContext:
+    """What every stack's step shares: the sources, the manifest, the table, the summary."""
+
+    views: list[SourceView]
+    manifest: object  # analysis.manifest.Manifest
+    table: object  # analysis.dataset.stackwise.TableView
+    summary: Summary
+    identity: str  # the price catalog rows are priced with now
+    workers: int | None = None
+    spot_pricer: SpotPricer | None = None
+    bar: object = None  # analysis.collect.sources.Progress
+    thread_stores: dict = field(default_factory=dict)  # url -> payload.storage store (re-reads on the bulk path)
+    stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
+
+    def reader(self, view: SourceView):
+        """The payload.storage store results of `view` are read through by the thread pool."""
+        if not view.bulk:
+            return view.store
+        if view.url not in self.thread_stores:
+            from payload.storage import open_store
+
+            self.thread_stores[view.url] = open_store(view.url)
+        return self.thread_stores[view.url]
+
+
+@dataclass
+class StackChanges:
+    """What one stack's step changes: in the table, and in the manifest."""
+
+    rows: list[dict] = field(default_factory=list)  # collect rows to write
+    replacing: bool = False  # some of them replace a row of the same object
+    deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (stack, source, key)
+    entries: list[tuple[str, dict]] = field(default_factory=list)  # manifest entries to write
+    removed: list[str] = field(default_factory=list)  # manifest entries to drop
+    settled: dict[tuple[str, str], SettledStack | None] = field(default_factory=dict)
+
+
+@dataclass
+class _Stack:
+    """One stack's state during its step."""
+
+    prefix: str
+    old: dict[str, dict] = field(default_factory=dict)  # manifest entries (mkey -> entry)
+    cached: dict[str, dict] = field(default_factory=dict)  # unchanged, not read again
+    fresh: dict[str, dict] = field(default_factory=dict)  # read this time
+    kept: set[str] = field(default_factory=set)  # read failed: the previous row stays
+    todo: list = field(default_factory=list)  # (view, key, info) to read
+    mode: dict[str, str] = field(default_factory=dict)  # url -> settled | listed | absent | failed
+    objects: dict[str, dict] = field(default_factory=dict)  # url -> {key: info} of listed sources
+    results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
+    notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
+
+    @property
+    def stack(self) -> str:
+        return self.prefix[len(layout.ROOT) : -1]
+
+
+def fast_step(ctx: StepContext, prefix: str) -> None:
+    """A stack settled and unchanged in every source that has it: counted and its notes replayed, nothing read."""
+    for view in ctx.views:
+        if view.failed is None and prefix in view.unlisted:
+            replay(ctx.summary, view.settled[prefix])
+
+
+def step(ctx: StepContext, prefix: str) -> StackChanges:
+    """One stack across every source: list, read what changed, judge, and the changes to commit."""
+    st = _Stack(prefix)
+    for view in ctx.views:
+        _gather(ctx, st, view)
+    have = ctx.table.keys(st.stack)
+    _widen(ctx, st, have)
+    _read(ctx, st)
+    reasons: dict[str, str] = {}
+    judged = Summary(sources=[v.url for v in ctx.views])
+    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
+    for mkey, why in reasons.items():
+        st.fresh[mkey]["reason"] = why
+    _note(ctx, st, judged.skipped)
+    changes = _table_changes(ctx, st, have, winners)
+    _manifest_changes(st, changes)
+    return changes
+
+
+def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
+    """One source's part of the stack: settled (carried over), listed (cached or to read), absent, or failed."""
+    from payload.storage import StorageError
+
+    url, prefix, summary = view.url, st.prefix, ctx.summary
+    if view.failed is not None:
+        st.mode[url] = "failed"
+        return
+    old = ctx.manifest.stack_entries(url, prefix)
+    st.old.update(old)
+    if prefix in view.unlisted:
+        st.mode[url] = "settled"
+        replay(summary, view.settled[prefix])
+        st.cached.update(old)
+        st.results[url] = {e["key"] for e in old.values()}
+        return
+    if prefix not in view.prefixes:
+        st.mode[url], st.results[url] = "absent", set()
+        return
+    try:
+        if prefix in view.grown:
+            objects = _grown(view, prefix, old, st)
+        else:
+            objects = view.objects(prefix)
+    except StorageError as exc:
+        st.mode[url] = "failed"
+        summary.skipped.append({"key": view.store.url_for(prefix), "url": url, "reason": f"cannot list: {exc}"})
+        summary.incomplete.append(f"{view.store.url_for(prefix)}: cannot list")
+        return
+    st.mode[url], st.objects[url] = "listed", objects
+    keys, set_aside, n_runs = classify(objects)
+    summary.runs += n_runs
+    st.notes.setdefault(url, []).extend({**s, "url": view.store.url_for(s["key"])} for s in set_aside)
+    st.results[url] = set(keys)
+    for key in keys:
+        mkey, info = entry_key(url, key), objects[key]
+        o = old.get(mkey)
+        if view.bulk and mkey in view.got:
+            st.fresh[mkey] = view.got.pop(mkey)
+        elif o is not None and info.etag and o.get("etag") == info.etag and o.get("size") == info.size:
+            st.cached[mkey] = o
+        else:
+            st.todo.append((view, key, info))
+
+
+def _grown(view: SourceView, prefix: str, old: dict[str, dict], st: _Stack) -> dict:
+    """The files of a settled stack that gained or lost runs: its runs still
+    there as the manifest knows them (final results never change), and the
+    files of its new run directories, listed; the notes of the runs kept."""
+    known: dict[str, list[dict]] = {}
+    for e in old.values():
+        if (run := _run_of(e["key"])) is not None:
+            known.setdefault(run[1], []).append(e)
+    objects = {}
+    for run_id in view.grown[prefix]:
+        if run_id in known:
+            objects.update((e["key"], _info_of(e)) for e in known[run_id])
+        else:
+            objects.update(view.objects(f"{prefix}{run_id}/"))
+    kept_runs = set(view.grown[prefix]) & set(known)
+    st.notes[view.url] = [
+        n
+        for n in view.settled[prefix].notes
+        if n["key"] not in {e["key"] for e in old.values()} and (_run_of(n["key"]) or ("", ""))[1] in kept_runs
+    ]
+    return objects
+
+
+def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
+    """Read again, with what changed, every other copy of a run that changed
+    (a new copy may win or lose against it), and any result whose row the
+    table should hold and does not (written by another machine, or removed)."""
+    touched = {_run_of(key) for _, key, _ in st.todo} | {_run_of(e["key"]) for e in st.fresh.values()}
+    views = {v.url: v for v in ctx.views}
+    for mkey, e in list(st.cached.items()):
+        in_table = e.get("has_row") and "reason" not in e
+        missing = in_table and (e["source"], e["key"]) not in have
+        if missing or (e.get("has_row") and _run_of(e["key"]) in touched):
+            del st.cached[mkey]
+            view = views[e["source"]]
+            info = st.objects.get(e["source"], {}).get(e["key"]) or _info_of(e)
+            st.todo.append((view, e["key"], info))
+    ctx.summary.cached += sum(1 for e in st.cached.values() if st.mode.get(e["source"]) == "listed")
+
+
+def _read(ctx: StepContext, st: _Stack) -> None:
+    """The results to read, read (the thread pool; the bulk path's spot runs priced); failures settled."""
+    if ctx.spot_pricer is not None:
+        for view in ctx.views:
+            mine = [(m, r) for m, r in view.to_price if m in st.fresh]
+            if mine:
+                price_bulk(st.fresh, mine, ctx.spot_pricer)
+    items = [(ctx.reader(view), view.url, key, info) for view, key, info in st.todo]
+    if ctx.bar is not None:
+        ctx.bar.add(len(items))
+    for mkey, entry in download(items, ctx.workers, ctx.spot_pricer, ctx.stopped):
+        st.fresh[mkey] = entry
+        if ctx.bar is not None:
+            ctx.bar.update()
+    for mkey, entry in st.fresh.items():
+        ctx.summary.new += 1
+        if entry.pop("failed", False):
+            _failed(ctx, st, mkey, entry)
+
+
+def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
+    """A result that could not be read: the row it had stays (said so), else it is set aside for now."""
+    why = entry["reason"]
+    ctx.summary.incomplete.append(f"{entry['url']}: {why}")
+    previous = st.old.get(mkey)
+    if previous is not None and previous.get("has_row") and "reason" not in previous:
+        st.kept.add(mkey)
+        ctx.summary.skipped.append(
+            {"key": entry["key"], "url": entry.get("url"), "reason": f"kept the previous row: {why}"}
+        )
+
+
+def _note(ctx: StepContext, st: _Stack, judged: list[dict]) -> None:
+    """Every file set aside in the stack, in the summary and by source (for its settled record):
+    what the listing and the judging found now, and what cached entries were set aside for before."""
+    summary = ctx.summary
+    for notes in st.notes.values():
+        summary.skipped.extend(notes)
+    summary.skipped.extend(judged)
+    source_of = {e.get("url"): e["source"] for e in st.fresh.values()}
+    for note in judged:
+        st.notes.setdefault(source_of.get(note.get("url")), []).append(note)
+    for e in st.cached.values():
+        if "reason" in e and st.mode.get(e["source"]) == "listed":
+            note = {"key": e["key"], "url": e.get("url"), "reason": e["reason"]}
+            summary.skipped.append(note)
+            st.notes.setdefault(e["source"], []).append(note)
+    reread = {e["key"] for e in st.fresh.values()}
+    for view in ctx.views:  # a settled source's notes were replayed; those about a result read again go
+        if st.mode.get(view.url) == "settled" and reread:
+            for n in view.settled[st.prefix].notes:
+                if n["key"] in reread and n in summary.skipped:
+                    summary.skipped.remove(n)
+
+
+def _table_changes(ctx: StepContext, st: _Stack, have: dict, winners: list[dict]) -> StackChanges:
+    """The rows to write (new, changed, priced under another catalog) and to remove from the table's stack."""
+    changes = StackChanges()
+    keep: set[tuple[str, str]] = set()
+    for row in winners:
+        k = (row["source"], row["key"])
+        keep.add(k)
+        if k not in have or have[k] != (row["etag"], ctx.identity):
+            changes.rows.append(row)
+            changes.replacing |= k in have
+    for e in st.cached.values():
+        if e.get("has_row") and "reason" not in e:
+            keep.add((e["source"], e["key"]))
+    keep |= {(st.fresh[m]["source"], st.fresh[m]["key"]) for m in st.kept}
+    untouched = {url for url, mode in st.mode.items() if mode == "failed"}
+    reread = {(e["source"], e["key"]) for e in st.fresh.values()}
+    for k in have:
+        if k[0] in untouched or (st.mode.get(k[0]) == "settled" and k not in reread):
+            keep.add(k)
+    changes.deleted = [(st.stack, *k) for k in have if k not in keep]
+    stale = [k for k in keep if k in have and have[k][1] != ctx.identity and k not in reread]
+    if stale:  # priced under another catalog: priced again from the row the table holds
+        changes.rows += ctx.table.rows(st.stack, stale)
+        changes.replacing = True
+    return changes
+
+
+def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
+    """The entries read this time, those whose object is gone, and each listed source's settled record."""
+    changes.entries = [(m, e) for m, e in st.fresh.items() if m not in st.kept]
+    current = {entry_key(url, k) for url, keys in st.results.items() for k in keys}
+    changes.removed = [m for m, e in st.old.items() if m not in current and st.mode.get(e["source"]) != "failed"]
+    now = time.time()
+    for url, mode in st.mode.items():
+        if mode == "absent":
+            changes.settled[(url, st.prefix)] = None
+        elif mode == "listed":
+            status = _status_of(st, url)
+            notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
+            changes.settled[(url, st.prefix)] = settled_stack(st.objects[url], status, notes, now)
+
+
+def _status_of(st: _Stack, url: str):
+    """The status of a result of `url` in this stack as it stands now, None when it has no row (or failed)."""
+
+    def status(key: str) -> str | None:
+        mkey = entry_key(url, key)
+        if mkey in st.kept:
+            return None
+        e = st.fresh.get(mkey)
+        if e is not None:
+            return (e.get("row") or {}).get("status")
+        e = st.cached.get(mkey)
+        return e.get("status") if e is not None and e.get("has_row") else None
+
+    return status
+
+
+def _run_of(key: str) -> tuple[str, str] | None:
+    m = layout.parse_key(key)
+    return None if m is None else (m.stack, m.run_id)
+
+
+def _info_of(entry: dict):
+    """The ObjectInfo of a result known only from the manifest (its stack was not listed)."""
+    from payload.storage import ObjectInfo
+
+    return ObjectInfo(entry["key"], int(entry.get("size") or 0), entry.get("etag"), None)

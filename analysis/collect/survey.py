@@ -1,0 +1,140 @@
+"""The first step of a collect: each source looked at once, before any
+stack is read, so that a source with no runs where runs were expected
+stops the collect before the table or the manifest is touched.
+
+Its own module because the three ways a source is listed (stack by stack
+on file:// and gs://, whole through payload.storage, listed and read at
+once on the s3:// bulk path) must hand the stack-by-stack step the same
+thing: which stacks the source has, which of them are settled and
+unchanged (not to be listed file by file), and each other stack's files
+when it is asked for them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from analysis.collect.stacks import LISTING_THREADS, stack_lister
+from analysis.manifest import SettledStack
+from payload import layout
+
+
+@dataclass
+class SourceView:
+    """One source as the survey found it."""
+
+    url: str
+    store: object = None  # payload.storage store, or the bulk path's S3Bulk
+    lister: object = None  # lists one stack's files when asked (file://, gs://)
+    prefixes: set[str] = field(default_factory=set)  # the stacks it has (runs/<stack>/)
+    unlisted: set[str] = field(default_factory=set)  # settled stacks whose run directories are as before
+    # settled stacks that gained or lost run directories (nothing beside them): {prefix: run ids now};
+    # only their new run directories are listed file by file (a settled run's files never change)
+    grown: dict[str, list[str]] = field(default_factory=dict)
+    settled: dict[str, SettledStack] = field(default_factory=dict)  # as the manifest stored them
+    listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
+    got: dict[str, dict] = field(default_factory=dict)  # the bulk path's entries, already read
+    to_price: list = field(default_factory=list)  # the bulk path's spot runs: (mkey, result)
+    failed: str | None = None  # why it could not be listed: its rows are kept
+    bulk: bool = False
+
+    def objects(self, prefix: str) -> dict:
+        """{key: ObjectInfo} of one stack's files (its newest versions); StorageError when the listing fails."""
+        if self.lister is None:
+            return self.listing.get(prefix, {})
+        from payload.storage import with_retries
+
+        store = self.store
+        found = with_retries(
+            f"list {store.url_for(prefix)}",
+            lambda: list(self.lister.objects(prefix)),
+            store.retries,
+            store.backoff,
+        )
+        return layout.current_only({o.key: o for o in found})
+
+
+def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
+    """({prefix: {key: info}}, keys under no stack) of a whole listing."""
+    stacks: dict[str, dict] = {}
+    loose = []
+    for key, info in listing.items():
+        prefix = layout.stack_prefix_of(key)
+        if prefix is None:
+            loose.append(key)
+        else:
+            stacks.setdefault(prefix, {})[key] = info
+    return stacks, loose
+
+
+def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
+    """A payload.storage source: its stacks, listed one by one later where the
+    store allows (settled ones checked by run directory now), else its whole
+    listing now. Returns the keys that lie under no stack (for the layout check).
+    Raises payload.storage.StorageError."""
+    from payload.storage import with_retries
+
+    store = view.store = opener(view.url)
+    lister = stack_lister(store)
+    if lister is None:
+        view.listing, loose = split_by_stack(layout.current_only({o.key: o for o in store.list()}))
+        view.prefixes = set(view.listing)
+        return loose
+    prefixes, top = with_retries(f"list {store.url_for(layout.ROOT)}", lister.stacks, store.retries, store.backoff)
+    if not prefixes and not top:  # nothing under runs/: what lies there says which prefix was meant
+        return sorted(layout.current_only({o.key: o for o in store.list()}))
+    view.lister, view.prefixes = lister, set(prefixes)
+    _check_settled(view, [p for p in prefixes if p in trusted], trusted)
+    return [o.key for o in top]
+
+
+def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
+    """Sort the settled stacks among `prefixes` by their run directories: as last
+    listed (`unlisted`), or runs added or removed with nothing beside them (`grown`)."""
+    from analysis.bulk import runs_digest
+    from payload.storage import with_retries
+
+    store, lister = view.store, view.lister
+
+    def one(prefix: str) -> tuple[str, list[str], bool]:
+        runs, stray = with_retries(
+            f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix), store.retries, store.backoff
+        )
+        return prefix, runs, stray
+
+    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
+        for prefix, runs, stray in pool.map(one, prefixes):
+            if stray:
+                continue
+            if runs_digest(runs) == trusted[prefix]:
+                view.unlisted.add(prefix)
+            else:
+                view.grown[prefix] = runs
+
+
+def survey_bulk(view: SourceView, cached: Callable, workers, bar, trusted: dict[str, str]) -> list[str]:
+    """An s3:// source on the bulk path: listed and its changed results read
+    at once (analysis.bulk); settled stacks checked by run directory. Returns
+    the keys under no stack. Raises payload.storage.StorageError."""
+    from analysis import bulk as bulk_mod
+    from analysis.collect.sources import bulk_fetch
+
+    view.bulk = True
+    view.store = bulk_mod.S3Bulk(view.url)
+    priced: list = []
+    listing, view.got, unlisted = bulk_fetch(view.store, view.url, cached, workers, bar, priced, trusted)
+    if not listing and not unlisted:
+        return sorted(view.store.sample() or [])
+    view.to_price = priced
+    view.listing, loose = split_by_stack(listing)
+    view.unlisted = set(unlisted)
+    view.prefixes = set(view.listing) | view.unlisted
+    return loose
+
+
+def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:
+    """{prefix: runs digest} of the settled stacks still fresh enough to be trusted."""
+    now = time.time()
+    return {p: s.digest for p, s in settled.items() if s.fresh(now)}

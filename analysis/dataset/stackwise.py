@@ -1,0 +1,125 @@
+"""The table as a collect working stack by stack sees it: one stack's keys,
+a few of its rows, the stacks and rows it holds, and a batch of changes
+committed at once.
+
+Its own module because a collect must never load the whole table: every
+read here is restricted to one stack's partition (the files of other stacks
+are not opened) or answered from the table's log alone."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from analysis.dataset.location import Location
+from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
+from analysis.dataset.store import append, delta_table, replace
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
+Key = tuple[str, str]  # (source, key) of the result.json a row was read from
+# what a data file holds: the table's columns but the partition ones (in the log and the paths)
+FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in PARTITION_COLUMNS])
+
+
+def _filesystem(dt, loc: Location):
+    """A pyarrow file system that reads the table's files by their paths in the log."""
+    import pyarrow.fs as pa_fs
+
+    if loc.local is not None:
+        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
+    from deltalake.fs import DeltaStorageHandler
+
+    return pa_fs.PyFileSystem(
+        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
+    )
+
+
+class TableView:
+    """The table's snapshot at one version, read one stack partition at a time."""
+
+    def __init__(self, loc: Location):
+        self.loc = loc
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read the table's latest snapshot (after a commit)."""
+        self.dt = delta_table(self.loc)
+        self._files: dict[str, list[str]] | None = None
+
+    @property
+    def version(self) -> int | None:
+        return None if self.dt is None else self.dt.version()
+
+    def _partition(self, stack: str) -> ds.Dataset:
+        """One stack's data files only, as a dataset of the columns the files hold (the
+        others are neither opened nor described: the log says which files are whose)."""
+        import pyarrow.dataset as pads
+
+        if self._files is None:
+            adds = pa.table(self.dt.get_add_actions(flatten=True)).select(["path", "partition.stack"]).to_pydict()
+            self._files = {}
+            for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
+                self._files.setdefault(owner, []).append(path)
+            self._fs = _filesystem(self.dt, self.loc)
+        return pads.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
+
+    def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:
+        """{(source, key): (etag, priced_with)} of the rows of one stack."""
+        if self.dt is None:
+            return {}
+
+        got = self._partition(stack).to_table(columns=[*KEY_COLUMNS, "etag", "priced_with"]).to_pydict()
+        return {
+            (s, k): (e, p)
+            for s, k, e, p in zip(got["source"], got["key"], got["etag"], got["priced_with"], strict=True)
+        }
+
+    def rows(self, stack: str, keys: Iterable[Key]) -> list[dict]:
+        """The collect rows (analysis.table.COLUMNS) of some of one stack's rows."""
+        wanted = set(keys)
+        if self.dt is None or not wanted:
+            return []
+        import pyarrow.dataset as pads
+
+        from analysis.table import COLUMNS
+
+        sources = sorted({s for s, _ in wanted})
+        found = self._partition(stack).to_table(
+            columns=[c for c in COLUMNS if c != "stack"],
+            filter=pads.field("key").isin(sorted(k for _, k in wanted)) & pads.field("source").isin(sources),
+        )
+        return [{**r, "stack": stack} for r in found.to_pylist() if (r["source"], r["key"]) in wanted]
+
+    def stacks(self) -> set[str]:
+        """The stacks the table holds rows of, from its log (no data file is read)."""
+        if self.dt is None:
+            return set()
+        return {p["stack"] for p in self.dt.partitions()}
+
+    def count(self) -> int:
+        """The table's rows, from its log's statistics (no data file is read)."""
+        return 0 if self.dt is None else self.dt.count()
+
+
+def commit(
+    loc: Location, rows: Sequence[dict], deleted: Sequence[tuple[str, str, str]], replacing: bool, identity: str
+) -> bool:
+    """One commit of a batch of changes: `rows` (collect rows) priced and
+    added, replacing the row of their (source, key) when `replacing`; each
+    (stack, source, key) of `deleted` removed. Only new rows: a plain append
+    (no file rewritten). Returns whether anything was written."""
+    if not rows and not deleted:
+        return False
+    import pyarrow as pa
+
+    from analysis.dataset.writer import _deleted, arrow_batches
+
+    if replacing or deleted:
+        replace(loc, pa.Table.from_batches(list(arrow_batches(rows, identity)), SCHEMA), _deleted(list(deleted)))
+    else:
+        append(loc, arrow_batches(rows, identity))
+    return True
