@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from bench_fakes import write_task
 
 from payload import exitcodes
@@ -130,38 +129,11 @@ def test_ctrl_c_stops_a_local_probe_and_its_whole_process_group(tmp_path):
     assert json.loads(record.read_text())["cancelled"] is True
 
 
-@pytest.fixture
-def ssh_host(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra_ssh"))
-    from sshd_server import start_sshd
-
-    server = start_sshd(tmp_path / "sshd")
-    name = "ssh-bench-ctrlc"
-    config = {
-        "offering": "hetzner/ex51-ssd-gpu",
-        "host": server.host,
-        "port": server.port,
-        "user": server.user,
-        "identityFile": server.client_key,
-        "results": f"file://{tmp_path / 'bucket'}",
-        "runtime": "venv",
-        "remotePython": sys.executable,
-        "remoteDir": str(tmp_path / "remote"),
-        "expectGpu": False,
-        "benchmark": "mnist-mlp",
-    }
-    (tmp_path / "stacks").mkdir()
-    doc = {"config": {f"gpubench:{k}": v for k, v in config.items()}}
-    (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(doc))
-    yield name
-    server.stop()
-
-
 def test_ctrl_c_stops_the_run_on_an_ssh_host(tmp_path, ssh_host):
     pid_dir = tmp_path / "pids"
     pid_dir.mkdir()
     task = write_task(tmp_path / "task", extra_env=QUIET_JOB | {"PID_DIR": str(pid_dir)})
-    argv = [sys.executable, "-m", "analysis", "bench", str(task), "--hosts", ssh_host, "--yes"]
+    argv = [sys.executable, "-m", "analysis", "bench", str(task), "--hosts", ssh_host.name, "--yes"]
     argv += ["--probe-minutes", "5", "--project-dir", str(tmp_path)]
     bench = Bench(argv, child_env(), tmp_path)
     bench.wait_for(lambda: job_pids(pid_dir))
@@ -172,7 +144,7 @@ def test_ctrl_c_stops_the_run_on_an_ssh_host(tmp_path, ssh_host):
     assert "stop requested: stopping run" in text and "nothing left running" in text, text
     assert_nothing_running(pid_dir, str(tmp_path / "task"))
     # the stopped run was still collected: its interrupted result is in the host's bucket
-    (result,) = (tmp_path / "bucket" / "runs" / ssh_host).glob("*/result.json")
+    (result,) = (ssh_host.bucket / "runs" / ssh_host.name).glob("*/result.json")
     assert json.loads(result.read_text())["status"] == "interrupted"
 
 

@@ -12,12 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-import sys
-import uuid
-from pathlib import Path
 
 import pytest
-import yaml
 from bench_fakes import NO_GPU, BenchCloud, project, write_task
 
 from analysis.bench.answer import ROW_FIELDS
@@ -169,36 +165,8 @@ def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
     assert first["event"] == "process_start" and first["time"] < run_start["time"]
 
 
-@pytest.fixture
-def ssh_host(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "infra_ssh"))
-    from sshd_server import start_sshd
-
-    server = start_sshd(tmp_path / "sshd")
-    name = f"ssh-bench-{uuid.uuid4().hex[:6]}"
-    config = {
-        "offering": "hetzner/ex51-ssd-gpu",
-        "host": server.host,
-        "port": server.port,
-        "user": server.user,
-        "identityFile": server.client_key,
-        "results": f"file://{tmp_path / 'bucket'}",
-        "runtime": "venv",
-        "remotePython": sys.executable,
-        "remoteDir": str(tmp_path / "remote"),
-        "expectGpu": False,
-        "benchmark": "mnist-mlp",  # the probe runs the task instead
-    }
-    stacks = tmp_path / "stacks"
-    stacks.mkdir()
-    doc = {"config": {f"gpubench:{k}": v for k, v in config.items()}}
-    (stacks / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(doc))
-    yield name, stacks, tmp_path / "bucket"
-    server.stop()
-
-
 def test_ssh_host_bench(tmp_path, ssh_host):
-    name, stacks, bucket = ssh_host
+    name, stacks, bucket = ssh_host.name, ssh_host.stacks, ssh_host.bucket
     task = write_task(tmp_path / "task", rate=RATE)
     out = io.StringIO()
     outcome = bench(

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parser_walk import leaves
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import build_parser, main
@@ -80,21 +81,11 @@ REAL_NAMES = ["aws-g4dn-1x", "aws-g4dn-1x-spot", "aws/g4dn.xlarge", "local/this-
 POSITIONAL_VALUES = st.one_of(st.sampled_from(REAL_NAMES), VALUES)
 
 
-def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    """(command words, parser) for every runnable subcommand."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        yield path, parser
-        return
-    for name, child in subs[0].choices.items():
-        yield from _leaves(child, (*path, name))
-
-
 def _commands():
     from payload.cli import build_parser as payload_parser
 
-    found = [(p, parser) for p, parser in _leaves(build_parser("gpubench")) if p != ("payload",)]
-    found += [(("payload", *p), parser) for p, parser in _leaves(payload_parser()) if p]
+    found = [(p, parser) for p, parser in leaves(build_parser("gpubench")) if p != ("payload",)]
+    found += [(("payload", *p), parser) for p, parser in leaves(payload_parser()) if p]
     return found
 
 

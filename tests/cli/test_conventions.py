@@ -18,6 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from parser_walk import all_parsers, leaves, subcommands
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import build_parser, main
@@ -27,26 +28,9 @@ from payload import exitcodes
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        yield path, parser
-        return
-    for name, child in subs[0].choices.items():
-        yield from _leaves(child, (*path, name))
-
-
-def _all_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, child in action.choices.items():
-                yield from _all_parsers(child, (*path, name))
-
-
 PARSER = build_parser("gpubench")
-LEAVES = list(_leaves(PARSER))
-EVERY = [p for p, _ in _all_parsers(PARSER) if p]
+LEAVES = list(leaves(PARSER))
+EVERY = [p for p, _ in all_parsers(PARSER) if p]
 # The commands that write (collect, demo) or read (report, plan, preview) the results table.
 TABLE_COMMANDS = {("collect",), ("report",), ("plan",), ("preview",), ("demo",)}
 
@@ -326,7 +310,7 @@ def test_offerings_is_an_alias_of_offers_with_a_notice(outside):
 
 
 def test_offerings_is_not_listed_in_the_help():
-    sub = next(a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction))
+    (sub,) = subcommands(PARSER)
     listed = {a.dest for a in sub._choices_actions}
     assert "offers" in listed and "offerings" not in listed
 

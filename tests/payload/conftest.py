@@ -8,23 +8,12 @@ subprocesses.
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from servers import closed_port_url
+from payload_helpers import isolate_payload_env
 
 
 @pytest.fixture(autouse=True)
 def payload_env(tmp_path, monkeypatch):
     """No leaked GPUBENCH_* settings, a private spool, fast storage retries, no metadata service."""
-    for key in list(os.environ):
-        if key.startswith("GPUBENCH_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("GPUBENCH_SPOOL", str(tmp_path / "spool"))
-    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "2")
-    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.01")
-    url = closed_port_url()
-    monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url + "/")
-    monkeypatch.setenv("GCE_METADATA_HOST", url.removeprefix("http://"))
-    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    isolate_payload_env(monkeypatch, tmp_path / "spool")
     return tmp_path

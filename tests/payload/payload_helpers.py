@@ -3,10 +3,30 @@ conftest.py files in one session must not shadow each other)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 from pathlib import Path
 
+import pytest
+from servers import closed_port_url
+
 from payload.layout import newest_versions
+from payload.schema import validate_result
+
+
+def isolate_payload_env(mp: pytest.MonkeyPatch, spool: Path) -> None:
+    """No leaked GPUBENCH_* settings, a private spool, fast storage retries, no metadata service."""
+    for key in list(os.environ):
+        if key.startswith("GPUBENCH_"):
+            mp.delenv(key)
+    mp.setenv("GPUBENCH_SPOOL", str(spool))
+    mp.setenv("GPUBENCH_STORAGE_RETRIES", "2")
+    mp.setenv("GPUBENCH_STORAGE_BACKOFF", "0.01")
+    url = closed_port_url()
+    mp.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url + "/")
+    mp.setenv("GCE_METADATA_HOST", url.removeprefix("http://"))
+    mp.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def run_payload(*args: str) -> int:
@@ -29,3 +49,30 @@ def only_result(root: Path, stack: str) -> tuple[Path, dict]:
     assert len(found) == 1, f"expected one result under runs/{stack}, got {list(found)}"
     run_id, result = next(iter(found.items()))
     return root / "runs" / stack / run_id, result
+
+
+def check_completed_run(run_dir: Path, result: dict, name: str) -> list[dict]:
+    """What every completed benchmark run on this CPU leaves: a valid result, its timeline and events; the epoch rows."""
+    validate_result(result)
+    assert result["status"] == "completed", result["error"]
+    assert result["exit_code"] == 0
+    assert result["benchmark"]["name"] == name
+    assert result["hardware"]["device"] == "CPU" and result["hardware"]["gpu_model"] is None
+    assert result["metrics"]["gpu_utilization_mean"] is None  # no GPU: null, never invented
+    assert result["metrics"]["samples_per_second"] > 0
+    assert result["metrics"]["train_seconds"] > 0
+    assert result["software"]["tensorflow"]
+    events = [e["event"] for e in result["timeline"]]
+    for e in ("run_start", "devices", "data_loaded", "train_start", "train_end", "upload"):
+        assert e in events
+    assert (run_dir / "events.jsonl").read_text().count("\n") == len(result["timeline"])
+    return list(csv.DictReader((run_dir / "epochs.csv").open()))
+
+
+def check_finished_outputs(run_dir: Path, out: str) -> None:
+    """A finished run printed its MLLOG stops, and its newest checkpoint state says it is complete and points at
+    no model, so nothing resumes it (models are write-once and expire by the bucket's lifecycle rule)."""
+    assert ":::MLLOG {" in out and '"key": "run_stop"' in out and '"key": "epoch_stop"' in out
+    states = sorted(run_dir.glob("checkpoints/state*.json"), key=lambda p: p.stat().st_mtime_ns)
+    newest = json.loads(states[-1].read_text())
+    assert newest["complete"] is True and newest["model_key"] is None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
-from payload_helpers import only_result, run_payload
+from payload_helpers import check_completed_run, check_finished_outputs, isolate_payload_env, only_result, run_payload
 from PIL import Image
 
 from payload.benchmarks import get
@@ -77,28 +79,36 @@ def test_one_cycle_warms_up_then_anneals_to_a_tiny_rate():
     assert type(sched).from_config(sched.get_config()).get_config() == sched.get_config()
 
 
+@pytest.fixture(scope="module")
+def fastai_run(tmp_path_factory):
+    """One training run on tiny JPEGs in fast.ai's layout (ResNet-50 costs a minute or more on a CPU), shared by
+    the tests that check it: (run dir, result, the run's stdout). The Kaggle layout's loader is tested above."""
+    tmp = tmp_path_factory.mktemp("catsdogs")
+    data = fastai_layout(tmp / "data", np.random.default_rng(1))
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, redirect_stdout(out):
+        isolate_payload_env(mp, tmp / "spool")
+        rc = run_payload(
+            "--benchmark",
+            "catsdogs-resnet50",
+            "--results",
+            str(tmp / "out"),
+            "--stack",
+            "cd-fastai",
+            "--data",
+            str(data),
+            "--batch-size",
+            "4",
+            "--param",
+            "weights=none,image_size=32,epochs=2,frozen_epochs=1,tta_steps=2,val_fraction=0.25",
+        )
+    assert rc == 0, out.getvalue()[-3000:]
+    return (*only_result(tmp / "out", "cd-fastai"), out.getvalue())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", ["fastai"])  # the Kaggle layout's loader is tested above; a run costs ~1.5 min
-def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(tmp_path, layout):
-    rng = np.random.default_rng(1)
-    data = tmp_path / "data"
-    fastai_layout(data, rng) if layout == "fastai" else kaggle_layout(data, rng)
-    rc = run_payload(
-        "--benchmark",
-        "catsdogs-resnet50",
-        "--results",
-        str(tmp_path / "out"),
-        "--stack",
-        f"cd-{layout}",
-        "--data",
-        str(data),
-        "--batch-size",
-        "4",
-        "--param",
-        "weights=none,image_size=32,epochs=2,frozen_epochs=1,tta_steps=2,val_fraction=0.25",
-    )
-    assert rc == 0
-    path, result = only_result(tmp_path / "out", f"cd-{layout}")
+def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(fastai_run):
+    path, result, _ = fastai_run
     validate_result(result)
     m = result["metrics"]
     phases = m["phase_seconds"]
@@ -106,12 +116,22 @@ def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(tmp_path, layout):
     assert all(v > 0 for v in phases.values())
     assert phases["total"] == pytest.approx(phases["frozen"] + phases["unfrozen"] + phases["tta"], abs=0.01)
     assert m["epochs_completed"] == 2 and 0.0 <= m["final_accuracy"] <= 1.0
-    assert m["steps_completed"] == 2 * (16 // 4 if layout == "fastai" else 18 // 4)
+    assert m["steps_completed"] == 2 * (16 // 4)
     assert phases["total"] <= m["train_seconds"] + 0.01
     rows = (path / "epochs.csv").read_text().splitlines()
     assert len(rows) == 3  # header + one row per epoch across both phases
     events = [json.loads(line)["event"] for line in (path / "events.jsonl").read_text().splitlines()]
     assert events.count("epoch_end") == 2
+
+
+@pytest.mark.slow
+def test_catsdogs_run_is_a_complete_benchmark_run(fastai_run):
+    """What test_payload_benchmarks checks of every other benchmark's tiny run, on this one."""
+    path, result, out = fastai_run
+    rows = check_completed_run(path, result, "catsdogs-resnet50")
+    assert [int(r["epoch"]) for r in rows] == [1, 2]
+    assert result["benchmark"]["data"] == str(path.parents[3] / "data")
+    check_finished_outputs(path, out)
 
 
 def test_registered_with_its_study():

@@ -1,4 +1,5 @@
-"""benchmarks/payload_overhead.py runs at its default scale and prints the ratio."""
+"""benchmarks/payload_overhead.py runs and prints the ratio (at a quarter of its default training samples:
+the output and the gross-regression bound are what is tested; the 2% target needs its default scale and --check)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "payload_overhead.
 
 @pytest.mark.slow
 def test_overhead_script_prints_its_ratio():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--repeats", "2"], capture_output=True, text=True, timeout=240)
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--repeats", "2", "--samples", "4096"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert re.search(r"repeat 1 plain\s+fit seconds \d+\.\d+", out.stdout)
     assert re.search(r"repeat 1 harness\s+fit seconds \d+\.\d+", out.stdout)
