@@ -26,6 +26,7 @@ from markupsafe import Markup, escape
 
 from analysis.metrics import Options, analyse
 from analysis.output import USD
+from analysis.report.chart_pool import PendingPng, parallel_charts
 from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -67,12 +68,15 @@ class Table(NamedTuple):
 
 class Figure(NamedTuple):
     title: str
-    png: str | None  # base64; None when not drawn, the caption then says why
+    png: str | PendingPng | None  # base64 (or pending); None when not drawn, the caption then says why
     caption: str
 
     @classmethod
-    def of(cls, title: str, png: bytes | None, caption: str) -> Figure:
-        return cls(title, None if png is None else base64.b64encode(png).decode("ascii"), caption)
+    def of(cls, title: str, png: bytes | PendingPng | None, caption: str) -> Figure:
+        """A chart still being drawn in the pool stays pending: the template writes its base64."""
+        if isinstance(png, bytes):
+            png = base64.b64encode(png).decode("ascii")
+        return cls(title, png, caption)
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -505,7 +509,8 @@ def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
 
 def render_html(runs: pd.DataFrame | RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
     """The report page; `probes`: probe runs left out of `runs`, named in one line."""
-    return render("report.html.j2", **page_context(runs, tables, opts, source, probes))
+    with parallel_charts():  # the charts are rasterised on every core while the page is built
+        return render("report.html.j2", **page_context(runs, tables, opts, source, probes))
 
 
 def split_probes(runs: pd.DataFrame) -> tuple[pd.DataFrame, int]:

@@ -8,7 +8,6 @@ is missing instead of failing.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 
 import matplotlib
@@ -53,11 +52,11 @@ def prices_caption(frame: pd.DataFrame, cite: Cite | None = None) -> str:
     return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
 
 
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return buf.getvalue()
+def _png(fig):
+    """The figure's PNG: bytes, or a PendingPng while the report's chart pool draws it."""
+    from analysis.report.chart_pool import rasterise
+
+    return rasterise(fig)
 
 
 def _panels(n: int, height_per: float, width: float = 9.0):
@@ -129,6 +128,11 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
     return _png(fig), prices_caption(s, cite)
 
 
+def _plain_number(v: float, _pos) -> str:
+    """A log axis's tick as 0.1, 1, 10 (module-level: the figure must pickle for the chart pool)."""
+    return f"{v:,g}"
+
+
 def log_if_wide(ax, values, axis: str = "x") -> bool:
     """A log axis when the values span more than a decade (one slow or dear
     offering would squash every other one into a corner); True when set."""
@@ -140,7 +144,7 @@ def log_if_wide(ax, values, axis: str = "x") -> bool:
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
         scale = ax.xaxis if axis == "x" else ax.yaxis
         # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1; no labels on minor ticks (they crowd)
-        scale.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+        scale.set_major_formatter(FuncFormatter(_plain_number))
         scale.set_minor_formatter(NullFormatter())
     return wide
 
