@@ -168,13 +168,15 @@ def _close_event_loop() -> None:
     collector at shutdown, its self-pipe may already be gone and it prints an "Exception ignored"
     traceback (seen after `python -m infra preview ... | head`)."""
     import asyncio
+    import gc
 
-    try:
-        loop = asyncio.get_event_loop_policy().get_event_loop()
-        if not loop.is_running() and not loop.is_closed():
-            loop.close()
-    except Exception:  # noqa: BLE001 - nothing to close, or already half gone: stay quiet at exit
-        pass
+    # Every loop, not only the current one: the Pulumi runtime may have made more than one.
+    for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
+        try:
+            if not loop.is_running() and not loop.is_closed():
+                loop.close()
+        except Exception:  # noqa: BLE001 - already half gone: stay quiet at exit
+            pass
 
 
 _LOOP_CLOSER: list[bool] = []

@@ -262,10 +262,14 @@ def _table_changes(ctx: StepContext, st: _Stack, have: dict, winners: list[dict]
         if e.get("has_row") and "reason" not in e:
             keep.add((e["source"], e["key"]))
     keep |= {(st.fresh[m]["source"], st.fresh[m]["key"]) for m in st.kept}
-    untouched = {url for url, mode in st.mode.items() if mode == "failed"}
+    # Only a source this collect listed can lose a row (its object is gone); a source that failed, or
+    # one this collect was not given, keeps every row it has (an outage or a typo never empties the
+    # table) unless a copy of the same run read now replaces it: one row per run.
+    listed = {url for url, mode in st.mode.items() if mode in ("listed", "absent")}
     reread = {(e["source"], e["key"]) for e in st.fresh.values()}
+    won = {_run_of(row["key"]) for row in winners} - {None}
     for k in have:
-        if k[0] in untouched or (st.mode.get(k[0]) == "settled" and k not in reread):
+        if k[0] not in listed and k not in reread and _run_of(k[1]) not in won:
             keep.add(k)
     changes.deleted = [(st.stack, *k) for k in have if k not in keep]
     stale = [k for k in keep if k in have and have[k][1] != ctx.identity and k not in reread]
