@@ -4,7 +4,8 @@ text, Agg, PNG) is most of a chart's cost, so the page hands each finished
 figure, pickled, to a small process pool and embeds the PNG when the page
 template is rendered.
 
-Outside `parallel_charts()` (tests, a one-core machine) or whenever the pool
+Outside `parallel_charts()` (tests, a one-core machine, and for now always:
+see MAX_WORKERS) or whenever the pool
 or one chart fails, the figure is rasterised here, in this process: the page
 is the same, only slower.
 """
@@ -19,7 +20,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 
-MAX_WORKERS = 2
+# Off (1): forked workers deadlocked in the full test suite (a lock held by another thread of the
+# parent, DuckDB's or the test servers', at the moment of the fork), and the page then waited on them.
+# Workers that do not inherit the parent's threads (a fork server with no preload) are the way to
+# turn this back on; until then every chart is drawn in this process.
+MAX_WORKERS = 1
 WORKER_TIMEOUT_S = 120.0  # a chart takes about a second: past this the worker is stuck, draw it here
 _pool: ProcessPoolExecutor | None = None
 
