@@ -129,6 +129,15 @@ def synthetic_task(work: Path, rate: float, seconds: float) -> Path:
     return write_task(work / "synthetic", rate=rate, total=total, work_samples=total)
 
 
+def write_measured_task(wd: Path, doc: dict, epochs: int, samples: int) -> Path:
+    """The measured task: no setup (this machine has the frameworks), one GPU alternative, the job's size."""
+    doc["setup"] = "true"
+    doc["resources"] = {"accelerators": ["T4:1"]}
+    doc["work"] = {"epochs": epochs, "samples_per_epoch": samples}
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return wd / "workload.yaml"
+
+
 def example_task(work: Path, epochs: int, samples: int) -> Path:
     """examples/pytorch-resnet with small epochs (one MLPerf epoch line per reading) and a `work:` section."""
     wd = work / "pytorch-resnet"
@@ -136,11 +145,7 @@ def example_task(work: Path, epochs: int, samples: int) -> Path:
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
     small = {"IMAGE_SIZE": "16", "WIDTH": "8", "BATCH_SIZE": "32", "OMP_NUM_THREADS": "1"}
     doc["env"] = {**doc["env"], **small, "EPOCHS": str(epochs), "SAMPLES": str(samples)}
-    doc["setup"] = "true"
-    doc["resources"] = {"accelerators": ["T4:1"]}
-    doc["work"] = {"epochs": epochs, "samples_per_epoch": samples}
-    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return wd / "workload.yaml"
+    return write_measured_task(wd, doc, epochs, samples)
 
 
 def keras_task(work: Path, epochs: int, samples: int) -> Path:
@@ -149,11 +154,7 @@ def keras_task(work: Path, epochs: int, samples: int) -> Path:
     shutil.copytree(REPO / "examples" / "keras-mnist", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
     doc["env"] = {**doc["env"], **ONE_THREAD, "DATA": "synthetic", "EPOCHS": str(epochs), "SAMPLES": str(samples)}
-    doc["setup"] = "true"
-    doc["resources"] = {"accelerators": ["T4:1"]}
-    doc["work"] = {"epochs": epochs, "samples_per_epoch": samples}
-    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return wd / "workload.yaml"
+    return write_measured_task(wd, doc, epochs, samples)
 
 
 def study_task(work: Path, epochs: int, steps: int) -> Path:
@@ -163,12 +164,7 @@ def study_task(work: Path, epochs: int, steps: int) -> Path:
     doc = yaml.safe_load((REPO / "examples" / "studies" / "seed002-mnist-cnn.yaml").read_text())
     doc["run"] = doc["run"].rstrip() + ' --steps "$STEPS"'
     doc["env"] = {**doc["env"], **ONE_THREAD, "EPOCHS": str(epochs), "STEPS": str(steps)}
-    doc["setup"] = "true"
-    doc["resources"] = {"accelerators": ["T4:1"]}
-    batch = int(doc["env"]["BATCH_SIZE"])
-    doc["work"] = {"epochs": epochs, "samples_per_epoch": steps * batch}
-    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-    return wd / "workload.yaml"
+    return write_measured_task(wd, doc, epochs, steps * int(doc["env"]["BATCH_SIZE"]))
 
 
 def parallel(work: Path, n: int, probe_minutes: float) -> dict:
