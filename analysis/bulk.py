@@ -10,12 +10,13 @@ with many in flight from one asyncio loop. Only S3 takes this path:
   stays on google-cloud-storage (payload.storage) where the tests can reach it.
 - file://: reading local files needs no request pipelining.
 
-Listing is split by stack (``runs/<stack>/``, one listing per stack, all at
-once), and keys are handed to the downloaders as each page arrives, so the
-serial page-by-page listing of a large bucket does not come first. A stack
-the manifest knows as settled is listed by run directory (a delimiter
-listing: one entry per run instead of one per file, and on SeaweedFS about a
-tenth of the server's work) and listed file by file only if its runs changed.
+Listing is a stack at a time (collect reads, judges and writes one stack
+before it lists the next, so its memory is one stack's, whatever the
+bucket's size): the stacks under ``runs/`` and, for a stack the manifest
+knows as settled, its run directories (delimiter listings: one entry per run
+instead of one per file, and on SeaweedFS about a tenth of the server's
+work); then the files of each stack that changed, and the results to read,
+``read_all`` with many requests in flight.
 
 Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
 ``~/.aws/config`` profiles including SSO and assumed roles, container and
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 
 from payload.results_location import ResultsLocationError, parse_results_location
@@ -141,52 +142,29 @@ class S3Bulk:
     def url_for(self, key: str) -> str:
         return f"{self.url}/{key.lstrip('/')}"
 
-    async def list(
-        self, prefix: str = "runs/", settled: dict[str, str] | None = None
-    ) -> AsyncIterator[list[ObjectInfo]]:
-        """Pages of objects under `prefix`, one listing per ``<prefix><stack>/``
-        running at once (plus the objects directly under `prefix`).
+    # no payload.storage retries around a listing (with_retries): obstore retries each request itself
+    retries = backoff = None
 
-        `settled` maps stack prefixes (``runs/<stack>/``) to the runs_digest of
-        their run ids when last listed: such a stack's run directories are
-        listed first (one entry per run, not per file), and if they are the
-        same ones and nothing else lies beside them, its files are not listed
-        and the prefix goes to `self.unlisted` instead."""
+    def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
+        """(sub-prefixes ending in "/", objects) one level under `prefix`: a
+        delimiter listing (every page), one entry per sub-prefix, not per file."""
         import obstore
 
-        settled = settled or {}
-        self.unlisted: list[str] = []
         try:
-            top = await obstore.list_with_delimiter_async(self._store, prefix.rstrip("/"))
+            found = obstore.list_with_delimiter(self._store, prefix.rstrip("/"))
         except Exception as exc:  # noqa: BLE001 - obstore raises several types
             raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
-        queue: asyncio.Queue = asyncio.Queue()
-        if top["objects"]:
-            queue.put_nowait([_info(m) for m in top["objects"]])
+        return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
 
-        async def one(sub: str) -> None:
-            stack = sub.rstrip("/") + "/"
-            try:
-                if stack in settled and await self._same_runs(stack, settled[stack]):
-                    self.unlisted.append(stack)
-                    return
-                async for chunk in obstore.list(self._store, stack, chunk_size=1000):
-                    queue.put_nowait([_info(m) for m in chunk])
-            except Exception as exc:  # noqa: BLE001
-                queue.put_nowait(StorageError(f"list {self.url_for(stack)} failed: {_say(exc)}"))
+    def objects(self, prefix: str) -> Iterator[ObjectInfo]:
+        """Every object under `prefix`, page by page (1,000 a page)."""
+        import obstore
 
-        tasks = [asyncio.create_task(one(p)) for p in top["common_prefixes"]]
-        done = asyncio.gather(*tasks)
-        done.add_done_callback(lambda _: queue.put_nowait(None))
         try:
-            while (item := await queue.get()) is not None:
-                if isinstance(item, StorageError):
-                    raise item
-                yield item
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(done, return_exceptions=True)
+            for chunk in obstore.list(self._store, prefix, chunk_size=1000):
+                yield from (_info(m) for m in chunk)
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
 
     def sample(self, limit: int = 1000) -> list[str]:
         """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
@@ -198,15 +176,6 @@ class S3Bulk:
         except Exception as exc:  # noqa: BLE001 - obstore raises several types
             raise StorageError(f"list {self.url} failed: {_say(exc)}") from exc
         return [m["path"] for m in first]
-
-    async def _same_runs(self, stack: str, digest: str) -> bool:
-        """True when `stack` holds exactly the run directories `digest` stands for and no other object."""
-        import obstore
-
-        found = await obstore.list_with_delimiter_async(self._store, stack.rstrip("/"))
-        if found["objects"]:
-            return False
-        return runs_digest(p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"]) == digest
 
     # the most bytes `get` reads of one object (None: no cap); collect sets its result.json cap
     max_bytes: int | None = None
@@ -267,26 +236,23 @@ def _say(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[0] if first else ''}"
 
 
-async def fetch_all(
+async def read_all(
     source: S3Bulk,
-    wanted: Callable[[ObjectInfo], bool],
+    infos: Iterable[ObjectInfo],
     handle: Callable[[ObjectInfo, bytes | memoryview | StorageError, bool], bool | None],
     workers: int = DEFAULT_BULK_WORKERS,
-    settled: dict[str, str] | None = None,
-) -> tuple[list[ObjectInfo], list[str]]:
-    """List `source`, download every object `wanted` accepts with `workers`
-    requests in flight while the listing goes on, and call `handle` (in the
-    loop's thread) with each object's bytes or its StorageError, and whether
-    those bytes are the listing's size read by range. Objects are read by
-    range (the size from the listing); if the object changed since, that read
-    may hold part of the new one: when `handle` returns True for a ranged
-    read (it could not parse it), the object is read again whole and handed
-    over once more. `settled` is S3Bulk.list's. No object is read past the
-    source's `max_bytes`: a larger one is handed over as ObjectTooLarge. Returns (the listing, the
-    settled stacks whose files were not listed); a listing failure raises
-    StorageError."""
+) -> None:
+    """Download the objects `infos` lists with `workers` requests in flight
+    and call `handle` (in the loop's thread) with each object's bytes or its
+    StorageError, and whether those bytes are the listing's size read by
+    range. If the object changed since it was listed, that read may hold part
+    of the new one: when `handle` returns True for a ranged read (it could not
+    parse it), the object is read again whole and handed over once more. No
+    object is read past the source's `max_bytes`: a larger one is handed over
+    as ObjectTooLarge."""
     queue: asyncio.Queue = asyncio.Queue()
-    listing: list[ObjectInfo] = []
+    for info in infos:
+        queue.put_nowait(info)
 
     async def read(key: str, size: int | None):
         try:
@@ -295,23 +261,16 @@ async def fetch_all(
             return exc
 
     async def worker() -> None:
-        while (info := await queue.get()) is not None:
+        while not queue.empty():
+            info = queue.get_nowait()
             data = await read(info.key, info.size)
             if handle(info, data, bool(info.size)) and info.size and not isinstance(data, StorageError):
                 handle(info, await read(info.key, None), False)
 
-    tasks = [asyncio.create_task(worker()) for _ in range(max(1, workers))]
+    tasks = [asyncio.create_task(worker()) for _ in range(max(1, min(workers, queue.qsize())))]
     try:
-        async for page in source.list(settled=settled):
-            listing.extend(page)
-            for info in page:
-                if wanted(info):
-                    queue.put_nowait(info)
-        for _ in tasks:
-            queue.put_nowait(None)
         await asyncio.gather(*tasks)
     finally:
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return listing, source.unlisted

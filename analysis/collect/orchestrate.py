@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from analysis.collect.batch import Batch
-from analysis.collect.sources import Progress, entry_key
+from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, fast_step, step
 from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
@@ -78,7 +78,7 @@ def collect(
     summary = Summary(sources=list(urls))
     try:
         full = not manifest.readable() or full  # damaged entries: every file listed and read again
-        views, not_found = _survey(list(urls), manifest, summary, workers, bar, store_opener, bulk, full)
+        views, not_found = _survey(list(urls), manifest, summary, store_opener, bulk, full)
         if not_found:  # runs were expected and some source held none: nothing is touched
             count = _table_count(loc)
             summary.table = _names(loc, out, export is not False and loc.local is not None and table_is_whole(out))
@@ -93,7 +93,7 @@ def collect(
     return summary, StoredRows(loc, count)
 
 
-def _survey(urls, manifest: Manifest, summary: Summary, workers, bar, store_opener, bulk, full: bool):
+def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
     from analysis import bulk as bulk_mod
     from payload.storage import StorageError, open_store
@@ -104,7 +104,7 @@ def _survey(urls, manifest: Manifest, summary: Summary, workers, bar, store_open
         trusted = trusted_settled(view.settled)
         try:
             if store_opener is None and bulk is not False and bulk_mod.available(url):
-                loose = survey_bulk(view, _cached_lookup(manifest), workers, bar, trusted)
+                loose = survey_bulk(view, trusted)
             else:
                 loose = survey_store(view, store_opener or open_store, trusted)
         except StorageError as exc:  # an outage must not empty the table: its rows are kept
@@ -116,24 +116,6 @@ def _survey(urls, manifest: Manifest, summary: Summary, workers, bar, store_open
                 not_found.append(url)
         views.append(view)
     return views, not_found
-
-
-def _cached_lookup(manifest: Manifest) -> Callable:
-    """cached(url, info) for the bulk path: the manifest's entry of an unchanged object, read a stack at a time."""
-    stacks: dict[tuple[str, str], dict] = {}
-
-    def cached(url: str, info) -> dict | None:
-        prefix = layout.stack_prefix_of(info.key)
-        if prefix is None:
-            return None
-        if (url, prefix) not in stacks:
-            stacks[(url, prefix)] = manifest.stack_entries(url, prefix)
-        old = stacks[(url, prefix)].get(entry_key(url, info.key))
-        if old is not None and info.etag and old.get("etag") == info.etag and old.get("size") == info.size:
-            return old
-        return None
-
-    return cached
 
 
 def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:

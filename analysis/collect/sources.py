@@ -1,22 +1,21 @@
-"""Reading results buckets: listing them and downloading result objects.
+"""Downloading result objects, one stack's at a time.
 
-s3:// goes through analysis.bulk (obstore, ~128 requests in flight, listing
-split by stack, downloads starting as pages arrive); gs://, file:// and s3://
-without the bulk path go through payload.storage in a bounded thread pool.
-Its own module because both paths must hand the rest of collect the same
-thing: a listing ({key: ObjectInfo}) and one entry per downloaded object
-({mkey: entry}, the row or the reason it was set aside), whatever failed."""
+s3:// goes through analysis.bulk (obstore, ~128 requests in flight on one
+event loop); gs://, file:// and s3:// without the bulk path go through
+payload.storage in a bounded thread pool. Its own module because both paths
+must hand the rest of collect the same thing: one entry per downloaded
+object ({mkey: entry}, the row or the reason it was set aside), whatever
+failed."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import as_completed
 
 from analysis.collect.spot import SpotPricer, parse_result
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from analysis.interruptible import InterruptiblePool
-from payload import layout
 
 # The SDK clients keep 10 pooled connections by default (botocore
 # max_pool_connections, requests' pool_maxsize); more threads than that only
@@ -62,28 +61,22 @@ class Progress:
             self.bar.close()
 
 
-def bulk_fetch(
-    source, url: str, cached: Callable, workers: int | None, bar: Progress, to_price: list, settled: dict[str, str]
-) -> tuple[dict, dict, list[str]]:
-    """List and download one s3:// source through analysis.bulk, parsing each
-    result as it arrives; `cached(url, info)` says which need no download;
-    spot runs go to `to_price` as (mkey, result). `settled` stacks ({prefix:
-    runs digest}) are listed file by file only if their run directories
-    changed. Returns ({key: ObjectInfo} listing, {mkey: entry} fetched,
-    prefixes of the settled stacks not listed)."""
+def bulk_read(source, url: str, todo: list, workers: int | None, to_price: list) -> Iterator[tuple[str, dict]]:
+    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one
+    s3:// source) read through analysis.bulk, `workers` requests in flight
+    (default bulk.DEFAULT_BULK_WORKERS), each result parsed as it arrives;
+    spot runs go to `to_price` as (mkey, result), priced afterwards
+    (spot.price_bulk). One stack's results at a time: what it returns is
+    what the step holds."""
     from analysis import bulk as bulk_mod
 
     got: dict[str, dict] = {}
-
-    def wanted(info) -> bool:
-        m = layout.parse_key(info.key)
-        if m is None or not m.is_result or cached(url, info) is not None:
-            return False
+    wanted = []
+    for key, info in todo:
         if (why := too_large(info.size)) is not None:  # set aside unread
-            got[entry_key(url, info.key)] = {**new_entry(source, url, info), "reason": why}
-            return False
-        bar.add(1)
-        return True
+            got[entry_key(url, key)] = {**new_entry(source, url, info), "reason": why}
+        else:
+            wanted.append(info)
 
     def handle(info, data, ranged: bool) -> bool:
         """Record one object; True asks for a whole re-read of a ranged read that did not parse."""
@@ -91,22 +84,18 @@ def bulk_fetch(
         if entry is None:
             return True
         got[entry_key(url, info.key)] = entry
-        bar.update()
         return False
 
-    async def run():
+    if wanted:
         source.max_bytes = MAX_RESULT_BYTES
-        return await bulk_mod.fetch_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS, settled)
-
-    # A private loop, not asyncio.run: that would leave the thread without a current event loop,
-    # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
-    loop = bulk_mod.new_event_loop()
-    try:
-        listing, unlisted = loop.run_until_complete(run())
-    finally:
-        loop.close()
-    current = layout.current_only({o.key: o for o in listing})  # a rewritten file: its newest version only
-    return current, {m: e for m, e in got.items() if e["key"] in current}, unlisted
+        # A private loop, not asyncio.run: that would leave the thread without a current event loop,
+        # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
+        loop = bulk_mod.new_event_loop()
+        try:
+            loop.run_until_complete(bulk_mod.read_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS))
+        finally:
+            loop.close()
+    yield from got.items()
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
@@ -133,12 +122,6 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
     except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
         entry["reason"] = f"unreadable: {type(exc).__name__}: {exc}"
     return entry
-
-
-def list_store(opener: Callable, url: str) -> tuple[object, dict]:
-    """(store, {key: ObjectInfo}) of one source through payload.storage; StorageError if it cannot be listed."""
-    store = opener(url)
-    return store, layout.current_only({o.key: o for o in store.list()})  # a rewritten file: its newest version
 
 
 def download(

@@ -1,6 +1,7 @@
-"""Listing a file:// or gs:// results location stack by stack, so that a
+"""Listing a results location stack by stack (file://, gs://, and s3:// on
+the bulk path), so that a collect holds one stack's listing at a time and a
 settled stack is checked by its run directories only (one entry per run,
-not per file), as analysis.bulk does on s3://.
+not per file).
 
 Its own module because payload.storage lists a location whole (a local one
 by walking every file) and has no notion of a run directory; here each
@@ -78,11 +79,22 @@ class _FileStacks:
         return ObjectInfo(path.relative_to(self.root).as_posix(), st.st_size, etag, updated)
 
 
-class _GcsStacks:
-    """A gs:// location (payload.storage.GCSStore): delimiter listings."""
+class _DelimiterStacks:
+    """A bucket listed one level at a time by delimiter listings (`_level`)."""
 
     def __init__(self, store):
         self.store = store
+
+    def stacks(self) -> tuple[list[str], list]:
+        return self._level(layout.ROOT)
+
+    def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
+        subs, objects = self._level(prefix)
+        return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
+
+
+class _GcsStacks(_DelimiterStacks):
+    """A gs:// location (payload.storage.GCSStore)."""
 
     def _level(self, prefix: str) -> tuple[list[str], list]:
         """(sub-prefixes relative to the store, objects) one level under `prefix`."""
@@ -99,18 +111,22 @@ class _GcsStacks:
         objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
         return sorted(p[strip:] for p in pages.prefixes), objects
 
-    def stacks(self) -> tuple[list[str], list]:
-        return self._level(layout.ROOT)
-
-    def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
-        subs, objects = self._level(prefix)
-        return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
-
     def objects(self, prefix: str) -> Iterator:
         return iter(self.store.list(prefix))
 
 
-_LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks}
+class _S3BulkStacks(_DelimiterStacks):
+    """An s3:// location on the bulk path (analysis.bulk.S3Bulk, obstore)."""
+
+    def _level(self, prefix: str) -> tuple[list[str], list]:
+        subs, objects = self.store.level(prefix)
+        return sorted(subs), objects
+
+    def objects(self, prefix: str) -> Iterator:
+        return self.store.objects(prefix)
+
+
+_LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks, "S3Bulk": _S3BulkStacks}
 
 
 def stack_lister(store):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import replay, settled_stack
-from analysis.collect.sources import download, entry_key
+from analysis.collect.sources import bulk_read, download, entry_key
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
@@ -36,18 +36,7 @@ class StepContext:
     workers: int | None = None
     spot_pricer: SpotPricer | None = None
     bar: object = None  # analysis.collect.sources.Progress
-    thread_stores: dict = field(default_factory=dict)  # url -> payload.storage store (re-reads on the bulk path)
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
-
-    def reader(self, view: SourceView):
-        """The payload.storage store results of `view` are read through by the thread pool."""
-        if not view.bulk:
-            return view.store
-        if view.url not in self.thread_stores:
-            from payload.storage import open_store
-
-            self.thread_stores[view.url] = open_store(view.url)
-        return self.thread_stores[view.url]
 
 
 @dataclass
@@ -145,9 +134,7 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     for key in keys:
         mkey, info = entry_key(url, key), objects[key]
         o = old.get(mkey)
-        if view.bulk and mkey in view.got:
-            st.fresh[mkey] = view.got.pop(mkey)
-        elif o is not None and info.etag and o.get("etag") == info.etag and o.get("size") == info.size:
+        if o is not None and info.etag and o.get("etag") == info.etag and o.get("size") == info.size:
             st.cached[mkey] = o
         else:
             st.todo.append((view, key, info))
@@ -194,16 +181,10 @@ def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
 
 
 def _read(ctx: StepContext, st: _Stack) -> None:
-    """The results to read, read (the thread pool; the bulk path's spot runs priced); failures settled."""
-    if ctx.spot_pricer is not None:
-        for view in ctx.views:
-            mine = [(m, r) for m, r in view.to_price if m in st.fresh]
-            if mine:
-                price_bulk(st.fresh, mine, ctx.spot_pricer)
-    items = [(ctx.reader(view), view.url, key, info) for view, key, info in st.todo]
+    """The results to read, read (many at once on the bulk path, else the thread pool); failures settled."""
     if ctx.bar is not None:
-        ctx.bar.add(len(items))
-    for mkey, entry in download(items, ctx.workers, ctx.spot_pricer, ctx.stopped):
+        ctx.bar.add(len(st.todo))
+    for mkey, entry in _downloads(ctx, st):
         st.fresh[mkey] = entry
         if ctx.bar is not None:
             ctx.bar.update()
@@ -211,6 +192,22 @@ def _read(ctx: StepContext, st: _Stack) -> None:
         ctx.summary.new += 1
         if entry.pop("failed", False):
             _failed(ctx, st, mkey, entry)
+
+
+def _downloads(ctx: StepContext, st: _Stack):
+    """(mkey, entry) of every result of st.todo: each bulk source's read through
+    analysis.bulk, its spot runs priced after; the others' through the thread pool."""
+    pooled = [(view.store, view.url, key, info) for view, key, info in st.todo if not view.bulk]
+    yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
+    for view in ctx.views:
+        mine = [(key, info) for v, key, info in st.todo if v is view and view.bulk]
+        if not mine:
+            continue
+        to_price: list = []
+        got = dict(bulk_read(view.store, view.url, mine, ctx.workers, to_price))
+        if ctx.spot_pricer is not None and to_price:
+            price_bulk(got, to_price, ctx.spot_pricer)
+        yield from got.items()
 
 
 def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:

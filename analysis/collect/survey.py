@@ -2,12 +2,12 @@
 stack is read, so that a source with no runs where runs were expected
 stops the collect before the table or the manifest is touched.
 
-Its own module because the three ways a source is listed (stack by stack
-on file:// and gs://, whole through payload.storage, listed and read at
-once on the s3:// bulk path) must hand the stack-by-stack step the same
-thing: which stacks the source has, which of them are settled and
-unchanged (not to be listed file by file), and each other stack's files
-when it is asked for them."""
+Its own module because the two ways a source is listed (stack by stack on
+file://, gs:// and the s3:// bulk path; whole through payload.storage for
+any other store) must hand the stack-by-stack step the same thing: which
+stacks the source has, which of them are settled and unchanged (not to be
+listed file by file), and each other stack's files when it is asked for
+them."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ class SourceView:
 
     url: str
     store: object = None  # payload.storage store, or the bulk path's S3Bulk
-    lister: object = None  # lists one stack's files when asked (file://, gs://)
+    lister: object = None  # lists one stack's files when asked (file://, gs://, s3:// bulk)
     prefixes: set[str] = field(default_factory=set)  # the stacks it has (runs/<stack>/)
     unlisted: set[str] = field(default_factory=set)  # settled stacks whose run directories are as before
     # settled stacks that gained or lost run directories (nothing beside them): {prefix: run ids now};
@@ -35,25 +35,25 @@ class SourceView:
     grown: dict[str, list[str]] = field(default_factory=dict)
     settled: dict[str, SettledStack] = field(default_factory=dict)  # as the manifest stored them
     listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
-    got: dict[str, dict] = field(default_factory=dict)  # the bulk path's entries, already read
-    to_price: list = field(default_factory=list)  # the bulk path's spot runs: (mkey, result)
     failed: str | None = None  # why it could not be listed: its rows are kept
-    bulk: bool = False
+    bulk: bool = False  # read through analysis.bulk (many requests in flight), not the thread pool
 
     def objects(self, prefix: str) -> dict:
         """{key: ObjectInfo} of one stack's files (its newest versions); StorageError when the listing fails."""
         if self.lister is None:
             return self.listing.get(prefix, {})
-        from payload.storage import with_retries
-
-        store = self.store
-        found = with_retries(
-            f"list {store.url_for(prefix)}",
-            lambda: list(self.lister.objects(prefix)),
-            store.retries,
-            store.backoff,
-        )
+        found = retried(self.store, f"list {self.store.url_for(prefix)}", lambda: list(self.lister.objects(prefix)))
         return layout.current_only({o.key: o for o in found})
+
+
+def retried(store, what: str, fn: Callable):
+    """fn() with the store's retries (payload.storage.with_retries); once for a store
+    that retries each request itself (analysis.bulk.S3Bulk: `retries` None)."""
+    from payload.storage import with_retries
+
+    if store.retries is None:
+        return fn()
+    return with_retries(what, fn, store.retries, store.backoff)
 
 
 def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
@@ -74,34 +74,38 @@ def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) ->
     store allows (settled ones checked by run directory now), else its whole
     listing now. Returns the keys that lie under no stack (for the layout check).
     Raises payload.storage.StorageError."""
-    from payload.storage import with_retries
-
     store = view.store = opener(view.url)
     lister = stack_lister(store)
     if lister is None:
         view.listing, loose = split_by_stack(layout.current_only({o.key: o for o in store.list()}))
         view.prefixes = set(view.listing)
         return loose
-    prefixes, top = with_retries(f"list {store.url_for(layout.ROOT)}", lister.stacks, store.retries, store.backoff)
+    prefixes, top = retried(store, f"list {store.url_for(layout.ROOT)}", lister.stacks)
     if not prefixes and not top:  # nothing under runs/: what lies there says which prefix was meant
-        return sorted(layout.current_only({o.key: o for o in store.list()}))
+        return _what_lies_there(store)
     view.lister, view.prefixes = lister, set(prefixes)
     _check_settled(view, [p for p in prefixes if p in trusted], trusted)
     return [o.key for o in top]
+
+
+def _what_lies_there(store) -> list[str]:
+    """The keys of a location with nothing under runs/: a sample where the store can
+    take one (a bucket may be large), else its whole listing."""
+    sample = getattr(store, "sample", None)
+    if sample is not None:
+        return sorted(sample())
+    return sorted(layout.current_only({o.key: o for o in store.list()}))
 
 
 def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
     """Sort the settled stacks among `prefixes` by their run directories: as last
     listed (`unlisted`), or runs added or removed with nothing beside them (`grown`)."""
     from analysis.bulk import runs_digest
-    from payload.storage import with_retries
 
     store, lister = view.store, view.lister
 
     def one(prefix: str) -> tuple[str, list[str], bool]:
-        runs, stray = with_retries(
-            f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix), store.retries, store.backoff
-        )
+        runs, stray = retried(store, f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix))
         return prefix, runs, stray
 
     with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
@@ -114,24 +118,14 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
                 view.grown[prefix] = runs
 
 
-def survey_bulk(view: SourceView, cached: Callable, workers, bar, trusted: dict[str, str]) -> list[str]:
-    """An s3:// source on the bulk path: listed and its changed results read
-    at once (analysis.bulk); settled stacks checked by run directory. Returns
-    the keys under no stack. Raises payload.storage.StorageError."""
-    from analysis import bulk as bulk_mod
-    from analysis.collect.sources import bulk_fetch
+def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:
+    """An s3:// source on the bulk path (analysis.bulk): surveyed as any store
+    listed stack by stack; its results are read by the step, many at once.
+    Returns the keys under no stack. Raises payload.storage.StorageError."""
+    from analysis.bulk import S3Bulk
 
     view.bulk = True
-    view.store = bulk_mod.S3Bulk(view.url)
-    priced: list = []
-    listing, view.got, unlisted = bulk_fetch(view.store, view.url, cached, workers, bar, priced, trusted)
-    if not listing and not unlisted:
-        return sorted(view.store.sample() or [])
-    view.to_price = priced
-    view.listing, loose = split_by_stack(listing)
-    view.unlisted = set(unlisted)
-    view.prefixes = set(view.listing) | view.unlisted
-    return loose
+    return survey_store(view, S3Bulk, trusted)
 
 
 def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:

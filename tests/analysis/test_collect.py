@@ -787,7 +787,8 @@ def test_settled_stacks_are_not_listed_file_by_file_until_their_runs_change(s3_b
     store.delete(result_key(gone))  # a run removed from c
     gets.gets.clear()
     summary, rows = collect([url], out)
-    assert listings.take() == [b, c] and gets.gets == [result_key(new)]
+    # b and c settled with runs added or removed: only b's new run directory is listed file by file
+    assert listings.take() == [f"{b}a-new-run/"] and gets.gets == [result_key(new)]
     ids = {r["run_id"] for r in rows}
     assert "a-new-run" in ids and gone["run_id"] not in ids
 
@@ -890,28 +891,25 @@ def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, t
     assert (len(rows), summary.runs, summary.new, summary.cached) == (want, want, 0, want)
 
 
-def test_a_listing_that_fails_after_spot_runs_were_read_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
-    """Spot runs read before the listing failed belong to no table row: they
-    must not be priced (nor reach a row kept from the last collect)."""
-    import asyncio
-
+def test_a_listing_that_fails_after_spot_runs_were_listed_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
+    """Spot runs listed before their stack's listing failed belong to no table row:
+    they must not be read nor priced (nor reach a row kept from the last collect)."""
     from analysis import bulk
 
     url = f"s3://{s3_bucket}"
     spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
     _populate(open_store(url), [spot])
-    real = bulk.S3Bulk.list
+    real = bulk.S3Bulk.objects
 
-    async def fails_at_the_end(source, prefix="runs/", settled=None):
-        async for page in real(source, prefix, settled):
-            yield page
-        await asyncio.sleep(0.5)  # the pages' objects are read meanwhile
-        raise StorageError("list s3://bucket/runs/other/ failed: connection reset")
+    def fails_at_the_end(source, prefix):
+        yield from real(source, prefix)
+        raise StorageError(f"list {source.url_for(prefix)} failed: connection reset")
 
-    monkeypatch.setattr(bulk.S3Bulk, "list", fails_at_the_end)
+    monkeypatch.setattr(bulk.S3Bulk, "objects", fails_at_the_end)
     calls = []
+    counting = CountingBulk(monkeypatch)
     summary, rows = collect([url], tmp_path / "out", spot_pricer=lambda r: calls.append(r["run_id"]))
-    assert rows == [] and summary.incomplete and calls == []
+    assert rows == [] and summary.incomplete and calls == [] and counting.gets == []
 
 
 @pytest.mark.parametrize("bulk", [None, False], ids=["bulk", "thread"])
