@@ -1,0 +1,99 @@
+"""Collect from s3:// on the bulk path (obstore, against moto's S3 server)
+stack by stack: at no time does it hold more parsed results than one stack's
+(plus the batch waiting for its commit), whatever the number of stacks, and
+its answer is the thread pool's."""
+
+from __future__ import annotations
+
+import weakref
+
+import pytest
+from synthetic_results import make_result, result_bytes
+
+from analysis.collect import batch, collect, sources
+from analysis.dataset import open_dataset
+from payload import layout
+from payload.storage import open_store
+
+OFFERINGS = ["aws/p2.xlarge", "aws/p3.2xlarge", "aws/p3.8xlarge", "gcp/n1-standard-4+1xk80"]
+
+
+def _put(url: str, stacks: int, runs: int) -> dict[str, int]:
+    """`runs` results in each of `stacks` stacks (named <offering's stack>-s<n>); {stack: runs}."""
+    store, held = open_store(url), {}
+    for s in range(stacks):
+        r = make_result(OFFERINGS[s % len(OFFERINGS)], "resnet50", hourly_usd=1.0 + s, train_seconds=600.0)
+        stack = f"{r['stack']}-s{s}"
+        body = result_bytes(r).replace(f'"stack": "{r["stack"]}"'.encode(), f'"stack": "{stack}"'.encode())
+        for i in range(runs):
+            run_id = f"20250101T000000Z-i-{s:03d}{i:05d}-resnet50"
+            store.put_bytes(layout.result_key(stack, run_id), body.replace(r["run_id"].encode(), run_id.encode()))
+        held[stack] = runs
+    return held
+
+
+class _Row(dict):
+    """A parsed row whose life can be watched (a plain dict takes no weak reference)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class LiveRows:
+    """Counts the rows parse() has made that are still alive, and the most alive at once."""
+
+    def __init__(self, monkeypatch):
+        self.live = self.most = self.made = 0
+        real = sources.parse
+
+        def parse(data, **kw):
+            row, result = real(data, **kw)
+            watched = _Row(row)
+            self.live += 1
+            self.made += 1
+            self.most = max(self.most, self.live)
+            weakref.finalize(watched, self._gone)
+            return watched, result
+
+        monkeypatch.setattr(sources, "parse", parse)
+
+    def _gone(self) -> None:
+        self.live -= 1
+
+
+def test_a_cold_collect_from_s3_holds_one_stacks_results_at_a_time(s3_bucket, tmp_path, monkeypatch):
+    from analysis import bulk
+
+    url = f"s3://{s3_bucket}/team"
+    stacks, runs = 6, 8
+    _put(url, stacks, runs)
+    assert bulk.available(url)
+    monkeypatch.setattr(batch, "COMMIT_ROWS", 1)  # each stack committed after its step: no batch held
+    rows = LiveRows(monkeypatch)
+    summary, _ = collect([url], tmp_path / "table", export=False)
+    assert rows.made == summary.new == stacks * runs  # every result was parsed on the bulk path ...
+    assert 0 < rows.most <= runs  # ... and never more than one stack's at once
+    assert open_dataset(str(tmp_path / "table")).count_rows() == stacks * runs
+
+
+def test_with_batches_it_holds_one_stack_and_one_batch(s3_bucket, tmp_path, monkeypatch):
+    """Rows wait in a batch until it holds COMMIT_ROWS: then one stack's results
+    besides the batch's rows, never the source's."""
+    url = f"s3://{s3_bucket}"
+    stacks, runs = 8, 5
+    _put(url, stacks, runs)
+    monkeypatch.setattr(batch, "COMMIT_ROWS", 2 * runs)  # a commit every second stack
+    rows = LiveRows(monkeypatch)
+    summary, _ = collect([url], tmp_path / "table", export=False)
+    assert rows.made == stacks * runs and summary.valid == stacks * runs
+    assert 0 < rows.most <= runs + 2 * runs
+    assert rows.most < stacks * runs
+
+
+@pytest.mark.parametrize("workers", [1, 64])
+def test_the_bulk_path_stack_by_stack_gives_the_thread_pools_table(s3_bucket, tmp_path, workers):
+    url = f"s3://{s3_bucket}"
+    _put(url, stacks=3, runs=4)
+    s_bulk, rows_bulk = collect([url], tmp_path / "bulk", workers=workers)
+    s_thread, rows_thread = collect([url], tmp_path / "thread", bulk=False)
+    assert list(rows_bulk) == list(rows_thread) and len(rows_bulk) == 12
+    assert (s_bulk.runs, s_bulk.new, s_bulk.valid) == (s_thread.runs, s_thread.new, s_thread.valid) == (12, 12, 12)
