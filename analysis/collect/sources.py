@@ -140,6 +140,18 @@ def download(
             yield fut.result()
 
 
+def read_here(
+    todo: list[Download], spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
+) -> Iterator[tuple[str, dict]]:
+    """(mkey, entry) of each object of `todo`, read one after the other in
+    the calling thread: for local files, where a thread pool has nothing to
+    overlap (reading a result takes less than handing it to a thread) and
+    would cost a thread, a future and a lock per result."""
+    stopped = {} if stopped is None else stopped
+    for item in todo:
+        yield _fetch(item, stopped, spot_pricer)
+
+
 def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
     from payload.storage import ObjectNotFound, StorageError
 

@@ -15,13 +15,16 @@ from dataclasses import dataclass, field
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import replay, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key
+from analysis.collect.sources import bulk_read, download, entry_key, read_here
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
 from analysis.collect.validation import classify
 from analysis.manifest import SettledStack
 from payload import layout
+
+# payload.storage stores whose results are read in the collect's own thread (local files)
+READ_HERE = frozenset({"FileStore"})
 
 
 @dataclass
@@ -195,9 +198,14 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 
 def _downloads(ctx: StepContext, st: _Stack):
-    """(mkey, entry) of every result of st.todo: each bulk source's read through
-    analysis.bulk, its spot runs priced after; the others' through the thread pool."""
-    pooled = [(view.store, view.url, key, info) for view, key, info in st.todo if not view.bulk]
+    """(mkey, entry) of every result of st.todo: local files read in this thread,
+    each bulk source's through analysis.bulk (its spot runs priced after), the
+    others' through the thread pool."""
+    local, pooled = [], []
+    for view, key, info in st.todo:
+        if not view.bulk:
+            (local if type(view.store).__name__ in READ_HERE else pooled).append((view.store, view.url, key, info))
+    yield from read_here(local, ctx.spot_pricer, ctx.stopped)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
     for view in ctx.views:
         mine = [(key, info) for v, key, info in st.todo if v is view and view.bulk]

@@ -43,7 +43,21 @@ def csv_safe(df):
     import pandas as pd
 
     text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
-    return df.assign(**{c: df[c].map(neutralise_cell) for c in text}) if text else df
+    changed = {c: col for c in text if (col := _neutralised(df[c])) is not df[c]}
+    return df.assign(**changed) if changed else df
+
+
+def _neutralised(col):
+    """One text column with neutralise_cell applied to each cell: a column of
+    strings at once (vectorised: a cell-by-cell map costs a Python call per
+    cell, most of a small table's CSV export), a column of mixed objects cell
+    by cell. The column itself when no cell needs it."""
+    if col.dtype == object:
+        return col.map(neutralise_cell)
+    formula = col.str.startswith(FORMULA_STARTS, na=False)
+    if not formula.any():
+        return col
+    return col.mask(formula, "'" + col)
 
 
 _WRITERS = {
