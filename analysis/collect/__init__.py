@@ -18,11 +18,11 @@ One module per job; every name callers use is importable from here:
 - survey: each source looked at once (its stacks, the settled ones unchanged)
 - stackstep: one stack across every source (list, read, judge, the difference)
 - batch: several stacks' changes committed at once
-- sources: listing and downloading (s3:// through analysis.bulk; gs://,
-  file:// through payload.storage in a thread pool)
+- sources: downloading one stack's results (s3:// through analysis.bulk;
+  gs:// through payload.storage in a thread pool; file:// in this thread)
 - validation: which keys are results, why a file is set aside, bytes -> row
 - spot: spot runs priced from their cloud's spot price history
-- stacks: file:// and gs:// listed stack by stack (settled stacks by run directory)
+- stacks: file://, gs:// and s3:// listed stack by stack (settled stacks by run directory)
 - settled: what a settled stack is, and its replay
 - dedupe: one row per run
 - store: the export files, published as one pair; leftovers removed
