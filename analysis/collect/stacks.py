@@ -19,6 +19,8 @@ from pathlib import Path
 from payload import layout
 
 LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
+PAGE = 1000  # objects a bucket listing returns per request (S3, GCS)
+FILES_PER_RUN = 4  # what a run directory holds, about: result.json, events.jsonl, epochs.csv, log-tail.txt
 
 
 class _FileStacks:
@@ -37,6 +39,10 @@ class _FileStacks:
             elif entry.is_file() and not entry.name.startswith("."):
                 files.append(self._info(Path(entry.path)))
         return sorted(prefixes), files
+
+    def new_runs_cheaper(self, new: int, runs: int) -> bool:
+        """Always: a new run directory is one directory read, the whole stack one per run."""
+        return True
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
         """The run directories of a stack, and whether a file lies beside them."""
@@ -87,6 +93,11 @@ class _DelimiterStacks:
 
     def stacks(self) -> tuple[list[str], list]:
         return self._level(layout.ROOT)
+
+    def new_runs_cheaper(self, new: int, runs: int) -> bool:
+        """Whether listing `new` run directories one by one takes no more requests
+        than listing a stack of `runs` runs whole (PAGE objects a request)."""
+        return new <= 1 + runs * FILES_PER_RUN // PAGE
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
         subs, objects = self._level(prefix)

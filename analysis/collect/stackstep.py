@@ -120,7 +120,7 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         st.mode[url], st.results[url] = "absent", set()
         return
     try:
-        if prefix in view.grown:
+        if prefix in view.grown and _new_runs_only(view, prefix, old):
             objects = _grown(view, prefix, old, st)
         else:
             objects = view.objects(prefix)
@@ -141,6 +141,15 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
             st.cached[mkey] = o
         else:
             st.todo.append((view, key, info))
+
+
+def _new_runs_only(view: SourceView, prefix: str, old: dict[str, dict]) -> bool:
+    """Whether a settled stack that gained runs is cheaper to list by its new run
+    directories alone than whole (a bucket lists a stack of many runs in a few
+    pages, one request per new run directory would cost more)."""
+    known = {run[1] for e in old.values() if (run := _run_of(e["key"])) is not None}
+    runs = view.grown[prefix]
+    return view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs))
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], st: _Stack) -> dict:

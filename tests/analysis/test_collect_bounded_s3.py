@@ -97,3 +97,35 @@ def test_the_bulk_path_stack_by_stack_gives_the_thread_pools_table(s3_bucket, tm
     s_thread, rows_thread = collect([url], tmp_path / "thread", bulk=False)
     assert list(rows_bulk) == list(rows_thread) and len(rows_bulk) == 12
     assert (s_bulk.runs, s_bulk.new, s_bulk.valid) == (s_thread.runs, s_thread.new, s_thread.valid) == (12, 12, 12)
+
+
+def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, tmp_path, monkeypatch):
+    """One new run directory: listed alone (one request). Many: the stack is
+    listed whole (a page of 1,000 objects is one request; one per new run
+    directory would be more). Either way the table gets every run."""
+    import obstore
+
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    (stack,) = _put(url, stacks=1, runs=3)
+    listed: list[str] = []
+    real = obstore.list
+    monkeypatch.setattr(obstore, "list", lambda st, prefix=None, **kw: listed.append(prefix) or real(st, prefix, **kw))
+    table = tmp_path / "table"
+    collect([url], table)
+    body = store.get_bytes(layout.result_key(stack, "20250101T000000Z-i-00000000-resnet50"))
+
+    def add(run_ids: list[str]) -> None:
+        for run_id in run_ids:
+            data = body.replace(b"20250101T000000Z-i-00000000-resnet50", run_id.encode())
+            store.put_bytes(layout.result_key(stack, run_id), data)
+
+    listed.clear()
+    add(["20250102T000000Z-i-new-resnet50"])
+    summary, rows = collect([url], table)
+    assert listed == [f"runs/{stack}/20250102T000000Z-i-new-resnet50/"] and summary.new == 1 and len(rows) == 4
+
+    listed.clear()
+    add([f"20250103T000000Z-i-new{i}-resnet50" for i in range(3)])
+    summary, rows = collect([url], table)
+    assert listed == [f"runs/{stack}/"] and summary.new == 3 and len(rows) == 7
