@@ -43,7 +43,11 @@ def csv_safe(df):
     import pandas as pd
 
     text = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])]
-    changed = {c: col for c in text if (col := _neutralised(df[c])) is not df[c]}
+    changed = {}
+    for c in text:
+        col = df[c]
+        if (safe := _neutralised(col)) is not col:
+            changed[c] = safe
     return df.assign(**changed) if changed else df
 
 

@@ -49,3 +49,29 @@ def test_a_small_tables_export_sorted_in_memory_is_duckdbs(tmp_path, monkeypatch
     large = export.export_table(str(table), tmp_path / "large")
     assert Path(small["csv"]).read_bytes() == Path(large["csv"]).read_bytes()
     assert pq.read_table(small["parquet"]).equals(pq.read_table(large["parquet"]))
+
+
+def test_the_csv_neutralises_whole_columns_as_each_cell_alone_would():
+    """csv_safe works a column of strings at once: the same CSV bytes as
+    neutralise_cell applied to every cell, for Arrow-backed, Python and
+    object columns, nulls and empty strings included."""
+    import io
+
+    import pandas as pd
+
+    from analysis.collect.store import FORMULA_STARTS, csv_safe, neutralise_cell
+
+    cells = [f"{c}x" for c in FORMULA_STARTS] + ["ok", None, "", "a=b", "'=x", "=", "\n=x", "é+"]
+    frames = [
+        pa.table({"t": pa.array(cells, pa.string()), "n": pa.array([None] * len(cells), pa.string())}).to_pandas(),
+        pd.DataFrame({"t": pd.Series(cells, dtype="string[python]"), "f": [1.5] * len(cells)}),
+        pd.DataFrame({"mixed": pd.Series([1, "=x", None, 2.5, *cells[:-4]], dtype=object)}),
+        pd.DataFrame({"plain": pd.Series(["a", "b"], dtype="str")}),
+    ]
+    for df in frames:
+        by_cell = df.assign(**{c: df[c].map(neutralise_cell) for c in df.columns})
+        want, got = io.StringIO(), io.StringIO()
+        by_cell.to_csv(want, index=False, lineterminator="\r\n")
+        csv_safe(df).to_csv(got, index=False, lineterminator="\r\n")
+        assert got.getvalue() == want.getvalue()
+    assert "'=x" in csv_safe(frames[0])["t"].tolist() and csv_safe(frames[3]) is frames[3]
