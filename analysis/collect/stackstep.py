@@ -108,6 +108,50 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
     return changes
 
 
+def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set[str]) -> StackChanges | None:
+    """A settled stack of one source that only gained run directories (`old_runs`, the
+    ones the manifest knows, are all still there): its settled part carried over as a
+    settled stack's is, only the new run directories listed, read and judged. The
+    table cannot hold a row of a new run directory (the manifest is in step with it),
+    so neither the stack's table keys nor its manifest entries are read: the step costs
+    what is new, not what the stack holds. None when a new run directory cannot be
+    listed (the whole step then says why)."""
+    from analysis.bulk import runs_digest
+    from payload.storage import StorageError
+
+    settled, now_runs = view.settled[prefix], view.grown[prefix]
+    st = _Stack(prefix)
+    objects: dict = {}
+    try:
+        for run_id in now_runs:
+            if run_id not in old_runs:
+                objects.update(view.objects(f"{prefix}{run_id}/"))
+    except StorageError:
+        return None
+    for other in ctx.views:
+        if other is not view:
+            st.mode[other.url], st.results[other.url] = "absent", set()
+    st.notes[view.url] = list(settled.notes)
+    _take_listing(ctx, st, view, objects, {})
+    ctx.summary.runs += settled.runs
+    ctx.summary.cached += settled.runs
+    _read(ctx, st)
+    reasons: dict[str, str] = {}
+    judged = Summary(sources=[v.url for v in ctx.views])
+    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
+    for mkey, why in reasons.items():
+        st.fresh[mkey]["reason"] = why
+    _note(ctx, st, judged.skipped)
+    changes = _table_changes(ctx, st, {}, winners)
+    _manifest_changes(st, changes)
+    grown = changes.settled.get((view.url, prefix))
+    if grown is not None:  # the new runs are settled too: the whole stack stays settled
+        changes.settled[(view.url, prefix)] = SettledStack(
+            settled.runs + grown.runs, runs_digest(now_runs), grown.notes, settled.listed_at
+        )
+    return changes
+
+
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     """One source's part of the stack: settled (carried over), listed (cached or to read), absent, or failed."""
     from payload.storage import StorageError
@@ -137,6 +181,12 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         summary.skipped.append({"key": view.store.url_for(prefix), "url": url, "reason": f"cannot list: {exc}"})
         summary.incomplete.append(f"{view.store.url_for(prefix)}: cannot list")
         return
+    _take_listing(ctx, st, view, objects, old)
+
+
+def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict, old: dict[str, dict]) -> None:
+    """A listed source's files of the stack: counted, set aside, cached (unchanged since `old`) or to read."""
+    url, summary = view.url, ctx.summary
     st.mode[url], st.objects[url] = "listed", objects
     keys, set_aside, n_runs = classify(objects)
     summary.runs += n_runs
