@@ -66,6 +66,9 @@ class SettledStack:
     digest: str  # of the run ids (analysis.bulk.runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
+    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
+    # while it is the same, not even the run directories are read
+    stamp: str | None = None
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
@@ -119,8 +122,10 @@ class Manifest:
             db.execute("CREATE INDEX IF NOT EXISTS entries_by_stack ON entries (source, prefix)")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
-                " digest TEXT, notes BLOB, listed_at REAL, PRIMARY KEY (source, prefix))"
+                " digest TEXT, notes BLOB, listed_at REAL, stamp TEXT, PRIMARY KEY (source, prefix))"
             )
+            if "stamp" not in {row[1] for row in db.execute("PRAGMA table_info(stacks)")}:
+                db.execute("ALTER TABLE stacks ADD COLUMN stamp TEXT")  # a manifest from before stamps
             db.execute("COMMIT")
             self._meta = meta
             return db
@@ -203,11 +208,11 @@ class Manifest:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
         try:
             found = self._db.execute(
-                "SELECT prefix, runs, digest, notes, listed_at FROM stacks WHERE source = ?", (source,)
+                "SELECT prefix, runs, digest, notes, listed_at, stamp FROM stacks WHERE source = ?", (source,)
             ).fetchall()
         except sqlite3.DatabaseError:
             return {}
-        return {p: SettledStack(r, d, tuple(_loads(notes)), t) for p, r, d, notes, t in found}
+        return {p: SettledStack(r, d, tuple(_loads(notes)), t, stamp) for p, r, d, notes, t, stamp in found}
 
     def _migrate_json(self, old: Path) -> None:
         try:
@@ -245,8 +250,8 @@ class Manifest:
                 db.execute("DELETE FROM stacks WHERE source = ? AND prefix = ?", (source, prefix))
                 if s is not None:
                     db.execute(
-                        "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?)",
-                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at),
+                        "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at, s.stamp),
                     )
             self._set_meta(db, table_version=table_version, priced_with=priced_with)
             db.execute("COMMIT")

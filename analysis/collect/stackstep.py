@@ -11,7 +11,7 @@ changed result belongs to (with every copy of them), never the rest."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import replay, settled_stack
@@ -76,6 +76,7 @@ class _Stack:
     objects: dict[str, dict] = field(default_factory=dict)  # url -> {key: info} of listed sources
     results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
     notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
+    stamps: dict[str, str | None] = field(default_factory=dict)  # url -> file:// stack stamp before listing
 
     @property
     def stack(self) -> str:
@@ -147,7 +148,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set
     grown = changes.settled.get((view.url, prefix))
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
-            settled.runs + grown.runs, runs_digest(now_runs), grown.notes, settled.listed_at
+            settled.runs + grown.runs, runs_digest(now_runs), grown.notes, settled.listed_at, view.stamps.get(prefix)
         )
     return changes
 
@@ -171,6 +172,8 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     if prefix not in view.prefixes:
         st.mode[url], st.results[url] = "absent", set()
         return
+    if prefix not in view.stamps and getattr(view.lister, "stamp", None) is not None:
+        view.stamps[prefix] = view.lister.stamp(prefix)  # before the listing: a change during it shows next time
     try:
         if prefix in view.grown:
             objects = _grown(view, prefix, old, st)
@@ -187,6 +190,7 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
 def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict, old: dict[str, dict]) -> None:
     """A listed source's files of the stack: counted, set aside, cached (unchanged since `old`) or to read."""
     url, summary = view.url, ctx.summary
+    st.stamps[url] = view.stamps.get(st.prefix)
     st.mode[url], st.objects[url] = "listed", objects
     keys, set_aside, n_runs = classify(objects)
     summary.runs += n_runs
@@ -341,7 +345,9 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
         elif mode == "listed":
             status = _status_of(st, url)
             notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
-            changes.settled[(url, st.prefix)] = settled_stack(st.objects[url], status, notes, now)
+            record = settled_stack(st.objects[url], status, notes, now)
+            stamp = st.stamps.get(url)
+            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
 
 def _status_of(st: _Stack, url: str):

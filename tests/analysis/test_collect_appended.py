@@ -156,3 +156,27 @@ def test_a_manifest_damaged_past_its_first_pages_starts_over_and_loses_nothing(t
     assert len(after) == 37 and [r for r in after if r in before] == before
     summary, _ = collect([str(bucket)], tmp_path / "table")  # and the manifest it rebuilt works
     assert (summary.new, summary.cached) == (0, 37)
+
+
+def test_a_local_settled_stack_whose_directory_is_as_listed_is_not_read(tmp_path, monkeypatch):
+    """file://: a settled stack's directory stamp (mtime, inode, links) taken before its
+    listing stands for its run directories: while it is the same, they are not read; a
+    run added or removed changes it, and the stack is read again at once."""
+    from analysis.collect import stacks
+
+    bucket = tmp_path / "bucket"
+    for o in OFFERINGS:
+        _put(bucket, o, range(3))
+    collect([str(bucket)], tmp_path / "table")
+    read = []
+    real = stacks._FileStacks.run_dirs
+    monkeypatch.setattr(stacks._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [] and (summary.new, summary.cached, summary.settled_stacks) == (0, 9, 3)
+    added = _put(bucket, OFFERINGS[1], range(3, 4))[0]
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [added.rsplit("/", 2)[0] + "/"] and (summary.new, summary.valid) == (1, 10)
+    shutil.rmtree((bucket / added).parent)
+    read.clear()
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [added.rsplit("/", 2)[0] + "/"] and summary.valid == 9
