@@ -49,8 +49,13 @@ FORMAT = "3"  # 3: no rows, entries by stack prefix
 # A settled stack is trusted for a day, then listed file by file again: a
 # final result rewritten by hand (not by the payload) is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
-__all__ = ["MANIFEST_NAME", "Manifest", "SettledStack", "StoredRows"]
+__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack", "StoredRows"]
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
+
+
+class ManifestDamaged(Exception):
+    """The manifest's entries proved unreadable in the middle of a collect: it has
+    been started over, and the collect must list and read every file again."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,9 @@ class SettledStack:
     digest: str  # of the run ids (analysis.bulk.runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
+    # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
+    # while it is the same, not even the run directories are read
+    stamp: str | None = None
 
     def fresh(self, now: float | None = None) -> bool:
         return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
@@ -114,8 +122,10 @@ class Manifest:
             db.execute("CREATE INDEX IF NOT EXISTS entries_by_stack ON entries (source, prefix)")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
-                " digest TEXT, notes BLOB, listed_at REAL, PRIMARY KEY (source, prefix))"
+                " digest TEXT, notes BLOB, listed_at REAL, stamp TEXT, PRIMARY KEY (source, prefix))"
             )
+            if "stamp" not in {row[1] for row in db.execute("PRAGMA table_info(stacks)")}:
+                db.execute("ALTER TABLE stacks ADD COLUMN stamp TEXT")  # a manifest from before stamps
             db.execute("COMMIT")
             self._meta = meta
             return db
@@ -135,9 +145,13 @@ class Manifest:
         self.damaged = True
 
     def readable(self) -> bool:
-        """Whether every entry can be read (a damaged file is rebuilt, and `damaged` set)."""
+        """Whether the entries can be read (a damaged file is rebuilt, and `damaged` set).
+        Only the tables' first pages are read: a pass over every entry would cost a
+        collect with nothing new as much as the manifest is large. Damage found
+        later, while a stack's entries are read, raises ManifestDamaged."""
         try:
-            self._db.execute("SELECT count(*), max(length(key)) FROM entries").fetchone()
+            for table in ("entries", "stacks"):
+                self._db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()  # noqa: S608 - fixed names
         except sqlite3.DatabaseError:
             self._start_over()
             return False
@@ -148,16 +162,37 @@ class Manifest:
 
     def stack_entries(self, source: str, prefix: str) -> dict[str, dict]:
         """The entries of one source's stack, by entry key."""
-        rows = self._db.execute(
+        rows = self._read(
             f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries WHERE source = ? AND prefix = ?",  # noqa: S608
             (source, prefix),
         )
         return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
+    def stack_keys(self, source: str, prefix: str) -> list[str]:
+        """The object keys of one source's stack the manifest holds entries of (no entry built)."""
+        return [k for (k,) in self._read("SELECT key FROM entries WHERE source = ? AND prefix = ?", (source, prefix))]
+
     def prefixes(self, source: str) -> set[str]:
         """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
-        rows = self._db.execute("SELECT DISTINCT prefix FROM entries WHERE source = ?", (source,))
-        return {p for (p,) in rows if p}
+        return {p for p in self._skip_scan("SELECT min(prefix) FROM entries WHERE source = ? AND prefix > ?", source)}
+
+    def _read(self, query: str, args: tuple) -> list[tuple]:
+        """The rows of a query on the entries; ManifestDamaged (the file started over) when they cannot be read."""
+        try:
+            return self._db.execute(query, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._start_over()
+            raise ManifestDamaged(str(exc)) from exc
+
+    def _skip_scan(self, query: str, *args) -> list[str]:
+        """The distinct values of an index's next column, one index seek each
+        (`query` selects the least value greater than its last parameter): a
+        stack or source at a time, not a pass over a million entries."""
+        found, last = [], ""
+        while (value := self._read(query, (*args, last))[0][0]) is not None:
+            found.append(value)
+            last = value
+        return found
 
     @property
     def entries(self) -> dict[str, dict]:
@@ -173,11 +208,11 @@ class Manifest:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
         try:
             found = self._db.execute(
-                "SELECT prefix, runs, digest, notes, listed_at FROM stacks WHERE source = ?", (source,)
+                "SELECT prefix, runs, digest, notes, listed_at, stamp FROM stacks WHERE source = ?", (source,)
             ).fetchall()
         except sqlite3.DatabaseError:
             return {}
-        return {p: SettledStack(r, d, tuple(_loads(notes)), t) for p, r, d, notes, t in found}
+        return {p: SettledStack(r, d, tuple(_loads(notes)), t, stamp) for p, r, d, notes, t, stamp in found}
 
     def _migrate_json(self, old: Path) -> None:
         try:
@@ -215,28 +250,28 @@ class Manifest:
                 db.execute("DELETE FROM stacks WHERE source = ? AND prefix = ?", (source, prefix))
                 if s is not None:
                     db.execute(
-                        "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?)",
-                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at),
+                        "INSERT INTO stacks VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at, s.stamp),
                     )
             self._set_meta(db, table_version=table_version, priced_with=priced_with)
             db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:  # damaged where the entries are written
+            self._start_over()
+            raise ManifestDamaged(str(exc)) from exc
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
     def sources(self) -> set[str]:
         """The sources the manifest holds entries or settled stacks of."""
-        rows = self._db.execute("SELECT DISTINCT source FROM entries UNION SELECT DISTINCT source FROM stacks")
-        return {s for (s,) in rows}
+        found = set(self._skip_scan("SELECT min(source) FROM entries WHERE source > ?"))
+        return found | {s for (s,) in self._db.execute("SELECT DISTINCT source FROM stacks")}
 
     def forget_sources_except(self, sources: Iterable[str]) -> None:
         """Forget every source but `sources` (the table no longer holds their runs)."""
-        keep = json.dumps(sorted(set(sources)))
+        gone = sorted(self.sources() - set(sources))
         for table in ("entries", "stacks"):
-            self._db.execute(
-                f"DELETE FROM {table} WHERE source NOT IN (SELECT value FROM json_each(?))",  # noqa: S608
-                (keep,),
-            )
+            self._db.executemany(f"DELETE FROM {table} WHERE source = ?", ((s,) for s in gone))  # noqa: S608
 
     def _set_meta(self, db, **values) -> None:
         for k, v in values.items():

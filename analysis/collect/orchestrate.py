@@ -22,12 +22,12 @@ from pathlib import Path
 from analysis.collect.batch import Batch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, fast_step, step
+from analysis.collect.stackstep import StepContext, appended_step, fast_step, step
 from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
-from analysis.manifest import MANIFEST_NAME, Manifest
+from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from payload import layout
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
@@ -86,13 +86,12 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
     summary = Summary(sources=list(urls))
     try:
         full = not manifest.readable() or full  # damaged entries: every file listed and read again
-        views, not_found = _survey(list(urls), manifest, summary, store_opener, bulk, full)
-        if not_found:  # runs were expected and some source held none: nothing is touched
-            count = _table_count(loc)
-            summary.table = _names(loc, out, export is not False and loc.local is not None and table_is_whole(out))
-        else:
-            count = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
-            _export(loc, out, summary, count, export)
+        run = (loc, out, list(urls), manifest, workers, bar, store_opener, bulk, spot_pricer, export)
+        try:
+            count = _collect_once(*run, summary, full)
+        except ManifestDamaged:  # found past its first pages: started over, every file listed and read again
+            summary = Summary(sources=list(urls))
+            count = _collect_once(*run, summary, True)
     finally:
         bar.close()
         manifest.close()
@@ -117,6 +116,17 @@ def _older_objects_left_alone():
         yield
     finally:
         gc.unfreeze()
+
+
+def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, spot_pricer, export, summary, full):
+    """Survey, then every stack and the export; returns the table's row count."""
+    views, not_found = _survey(urls, manifest, summary, store_opener, bulk, full)
+    if not_found:  # runs were expected and some source held none: nothing is touched
+        summary.table = _names(loc, out, export is not False and loc.local is not None and table_is_whole(out))
+        return _table_count(loc)
+    count = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
+    _export(loc, out, summary, count, export)
+    return count
 
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
@@ -190,13 +200,16 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         identity = manifest.priced_with if len(fast) == len(prefixes) and manifest.priced_with else pricing_identity()
         if identity != manifest.priced_with:
             fast = set()  # priced under another catalog: every stack is compared, its rows priced again
+        # in step with the table, priced alike and every source listed: a stack that only gained runs costs its new runs
+        trusting = in_step and identity == manifest.priced_with and len(ok) == len(views)
         ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
         batch = Batch(loc, tv, manifest, summary, identity)
         for prefix in prefixes:
             if prefix in fast:
                 fast_step(ctx, prefix)
                 continue
-            batch.add(step(ctx, prefix))
+            changes = _appended(ctx, prefix, ok, known) if trusting else None
+            batch.add(changes or step(ctx, prefix))
             if batch.full():
                 batch.flush()
             held.touch()
@@ -204,6 +217,20 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)
         return tv.count()
+
+
+def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
+    """The changes of a settled stack that only gained run directories, held by one
+    source listed stack by stack (appended_step); None when the whole step is needed:
+    another source has the stack, or a run directory the manifest knows is gone."""
+    owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
+    if len(owners) != 1 or prefix not in owners[0].grown or owners[0].lister is None:
+        return None
+    view = owners[0]
+    old_runs = {key[len(prefix) :].split("/", 1)[0] for key in ctx.manifest.stack_keys(view.url, prefix)}
+    if len(old_runs) != view.settled[prefix].runs or not old_runs <= set(view.grown[prefix]):
+        return None
+    return appended_step(ctx, prefix, view, old_runs)
 
 
 def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str, set[str]]) -> bool:

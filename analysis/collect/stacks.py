@@ -44,6 +44,18 @@ class _FileStacks:
         """Always: a new run directory is one directory read, the whole stack one per run."""
         return True
 
+    def stamp(self, prefix: str) -> str | None:
+        """What changes whenever a run directory or a file is added to or removed
+        from a stack's directory: its modification time, inode and link count
+        (one link per subdirectory). Taken before a listing, it lets the next
+        collect trust a settled stack without reading its run directories
+        (None when the directory cannot be read)."""
+        try:
+            st = os.stat(self.root / prefix)
+        except OSError:
+            return None
+        return f"{st.st_mtime_ns}-{st.st_ino}-{st.st_nlink}"
+
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
         """The run directories of a stack, and whether a file lies beside them."""
         runs, stray = [], False

@@ -11,7 +11,7 @@ changed result belongs to (with every copy of them), never the rest."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import replay, settled_stack
@@ -68,6 +68,7 @@ class _Stack:
     objects: dict[str, dict] = field(default_factory=dict)  # url -> {key: info} of listed sources
     results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
     notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
+    stamps: dict[str, str | None] = field(default_factory=dict)  # url -> file:// stack stamp before listing
 
     @property
     def stack(self) -> str:
@@ -100,6 +101,54 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
     return changes
 
 
+def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set[str]) -> StackChanges | None:
+    """A settled stack of one source that only gained run directories (`old_runs`, the
+    ones the manifest knows, are all still there): its settled part carried over as a
+    settled stack's is, only the new run directories listed, read and judged. The
+    table cannot hold a row of a new run directory (the manifest is in step with it),
+    so neither the stack's table keys nor its manifest entries are read: the step costs
+    what is new, not what the stack holds. None when a new run directory cannot be
+    listed (the whole step then says why)."""
+    from analysis.bulk import runs_digest
+    from payload.storage import StorageError
+
+    settled, now_runs = view.settled[prefix], view.grown[prefix]
+    st = _Stack(prefix)
+    objects: dict = {}
+    new_runs = [r for r in now_runs if r not in old_runs]
+    try:
+        if view.lister.new_runs_cheaper(len(new_runs), len(now_runs)):
+            for run_id in new_runs:
+                objects.update(view.objects(f"{prefix}{run_id}/"))
+        else:  # a bucket: fewer requests to list the stack whole, its new runs' files kept
+            wanted = set(new_runs)
+            objects = {k: i for k, i in view.objects(prefix).items() if k[len(prefix) :].split("/", 1)[0] in wanted}
+    except StorageError:
+        return None
+    for other in ctx.views:
+        if other is not view:
+            st.mode[other.url], st.results[other.url] = "absent", set()
+    st.notes[view.url] = list(settled.notes)
+    _take_listing(ctx, st, view, objects, {})
+    ctx.summary.runs += settled.runs
+    ctx.summary.cached += settled.runs
+    _read(ctx, st)
+    reasons: dict[str, str] = {}
+    judged = Summary(sources=[v.url for v in ctx.views])
+    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
+    for mkey, why in reasons.items():
+        st.fresh[mkey]["reason"] = why
+    _note(ctx, st, judged.skipped)
+    changes = _table_changes(ctx, st, {}, winners)
+    _manifest_changes(st, changes)
+    grown = changes.settled.get((view.url, prefix))
+    if grown is not None:  # the new runs are settled too: the whole stack stays settled
+        changes.settled[(view.url, prefix)] = SettledStack(
+            settled.runs + grown.runs, runs_digest(now_runs), grown.notes, settled.listed_at, view.stamps.get(prefix)
+        )
+    return changes
+
+
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     """One source's part of the stack: settled (carried over), listed (cached or to read), absent, or failed."""
     from payload.storage import StorageError
@@ -119,6 +168,8 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     if prefix not in view.prefixes:
         st.mode[url], st.results[url] = "absent", set()
         return
+    if prefix not in view.stamps and getattr(view.lister, "stamp", None) is not None:
+        view.stamps[prefix] = view.lister.stamp(prefix)  # before the listing: a change during it shows next time
     try:
         if prefix in view.grown and _new_runs_only(view, prefix, old):
             objects = _grown(view, prefix, old, st)
@@ -129,6 +180,13 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         summary.skipped.append({"key": view.store.url_for(prefix), "url": url, "reason": f"cannot list: {exc}"})
         summary.incomplete.append(f"{view.store.url_for(prefix)}: cannot list")
         return
+    _take_listing(ctx, st, view, objects, old)
+
+
+def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict, old: dict[str, dict]) -> None:
+    """A listed source's files of the stack: counted, set aside, cached (unchanged since `old`) or to read."""
+    url, summary = view.url, ctx.summary
+    st.stamps[url] = view.stamps.get(st.prefix)
     st.mode[url], st.objects[url] = "listed", objects
     keys, set_aside, n_runs = classify(objects)
     summary.runs += n_runs
@@ -305,7 +363,9 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
         elif mode == "listed":
             status = _status_of(st, url)
             notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
-            changes.settled[(url, st.prefix)] = settled_stack(st.objects[url], status, notes, now)
+            record = settled_stack(st.objects[url], status, notes, now)
+            stamp = st.stamps.get(url)
+            changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 
 
 def _status_of(st: _Stack, url: str):

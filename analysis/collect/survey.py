@@ -34,6 +34,7 @@ class SourceView:
     # only their new run directories are listed file by file (a settled run's files never change)
     grown: dict[str, list[str]] = field(default_factory=dict)
     settled: dict[str, SettledStack] = field(default_factory=dict)  # as the manifest stored them
+    stamps: dict[str, str | None] = field(default_factory=dict)  # file:// stack stamps taken before listing
     listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
     failed: str | None = None  # why it could not be listed: its rows are kept
     bulk: bool = False  # read through analysis.bulk (many requests in flight), not the thread pool
@@ -103,6 +104,12 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
     from analysis.bulk import runs_digest
 
     store, lister = view.store, view.lister
+
+    stamp = getattr(lister, "stamp", None)
+    if stamp is not None:  # file://: a stack whose directory is as at its last listing is not even read
+        view.stamps = {p: stamp(p) for p in prefixes}
+        view.unlisted = {p for p in prefixes if view.stamps[p] and view.stamps[p] == view.settled[p].stamp}
+        prefixes = [p for p in prefixes if p not in view.unlisted]
 
     def one(prefix: str) -> tuple[str, list[str], bool]:
         runs, stray = retried(store, f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix))

@@ -1,0 +1,182 @@
+"""A settled stack that only gained run directories is collected at the cost of
+its new runs: neither its manifest entries nor its table keys are read, and the
+table, the manifest and the summary come out exactly as the whole step makes
+them. A manifest damaged past its first pages is found while a stack is read,
+started over, and the collect lists and reads everything again."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import deltalake
+import pytest
+from synthetic_results import make_result, result_bytes, result_key
+
+import analysis.collect.orchestrate as orchestrate
+from analysis.collect import collect
+from analysis.manifest import MANIFEST_NAME, Manifest
+from payload.storage import open_store
+
+OFFERINGS = ("aws/p3.2xlarge", "aws/g4dn.xlarge", "gcp/n1-standard-4+1xk80")
+
+
+def _put(bucket: Path, offering: str, repeats: range, status: str = "completed") -> list[str]:
+    store, keys = open_store(str(bucket)), []
+    for i in repeats:
+        r = make_result(offering, "resnet50", samples_per_second=100.0 + i, hourly_usd=1.0, repeat=i, status=status)
+        store.put_bytes(result_key(r), result_bytes(r))
+        keys.append(result_key(r))
+    return keys
+
+
+def _table(table: Path) -> list[dict]:
+    rows = deltalake.DeltaTable(str(table)).to_pyarrow_table().to_pylist()
+    for row in rows:
+        row.pop("collected_at", None)
+    return sorted(rows, key=lambda r: (r["source"], r["key"]))
+
+
+def _manifest(table: Path) -> tuple[list, list]:
+    db = sqlite3.connect(table / MANIFEST_NAME)
+    entries = db.execute("SELECT * FROM entries ORDER BY mkey").fetchall()
+    stacks = db.execute("SELECT source, prefix, runs, digest, notes FROM stacks ORDER BY source, prefix").fetchall()
+    db.close()
+    return entries, stacks
+
+
+def _summary(summary) -> dict:
+    d = summary.to_dict()
+    d.pop("seconds")
+    d.pop("table")
+    return d
+
+
+@pytest.fixture
+def grown(tmp_path: Path) -> tuple[Path, Path]:
+    """A bucket of three settled stacks (one with an unknown file beside a result),
+    collected, then two of its stacks gain runs: the table before the second collect."""
+    bucket = tmp_path / "bucket"
+    first = [_put(bucket, o, range(4)) for o in OFFERINGS]
+    (bucket / first[0][0]).with_name("notes.weird").write_text("kept beside the result")
+    collect([str(bucket)], tmp_path / "table")
+    _put(bucket, OFFERINGS[0], range(4, 7))
+    _put(bucket, OFFERINGS[1], range(4, 5))
+    return bucket, tmp_path / "table"
+
+
+def _both_ways(bucket: Path, table: Path, monkeypatch) -> tuple[tuple, tuple, list]:
+    """(summary, table, manifest) of the next collect with and without appended steps, and what each appended step returned."""
+    whole = table.with_name("whole")
+    shutil.copytree(table, whole)
+    taken = []
+    real = orchestrate._appended
+
+    def spy(*args):
+        got = real(*args)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(orchestrate, "_appended", spy)
+    fast, _ = collect([str(bucket)], table)
+    monkeypatch.setattr(orchestrate, "_appended", lambda *args: None)
+    slow, _ = collect([str(bucket)], whole)
+    return (
+        (_summary(fast), _table(table), _manifest(table)),
+        (_summary(slow), _table(whole), _manifest(whole)),
+        taken,
+    )
+
+
+def test_a_stack_that_gained_runs_costs_its_new_runs_and_ends_as_the_whole_step_ends(grown, monkeypatch):
+    bucket, table = grown
+    read_entries = []
+    real_entries = Manifest.stack_entries
+
+    def entries(self, source, prefix):
+        read_entries.append(prefix)
+        return real_entries(self, source, prefix)
+
+    monkeypatch.setattr(Manifest, "stack_entries", entries)
+    fast, slow, taken = _both_ways(bucket, table, monkeypatch)
+    assert taken == [True, True]  # the two stacks that grew; the third was not opened
+    assert fast == slow
+    summary = fast[0]
+    assert (summary["new"], summary["runs"], summary["valid"], summary["cached"]) == (4, 16, 16, 12)
+    assert any(s["key"].endswith("notes.weird") for s in summary["skipped"])
+    _, stacks = fast[2]
+    assert [runs for _, _, runs, _, _ in stacks] == [5, 7, 4]  # still settled, with their new runs
+    # the appended steps read no stack's entries (the slow path, after them, read the two that grew)
+    assert len(read_entries) == 2
+
+
+def test_a_new_run_still_running_leaves_the_stack_unsettled_as_the_whole_step_does(grown, monkeypatch):
+    bucket, table = grown
+    _put(bucket, OFFERINGS[2], range(9, 10), status="running")
+    fast, slow, taken = _both_ways(bucket, table, monkeypatch)
+    assert taken == [True, True, True] and fast == slow
+    _, stacks = fast[2]
+    assert len(stacks) == 2  # the stack with a run still going is listed file by file next time
+
+
+def test_a_stack_that_lost_a_run_takes_the_whole_step(grown, monkeypatch):
+    bucket, table = grown
+    first = sorted((bucket / "runs").iterdir())[0]
+    shutil.rmtree(sorted(p for p in first.iterdir())[0])
+    fast, slow, taken = _both_ways(bucket, table, monkeypatch)
+    assert False in taken and fast == slow
+
+
+def _damage_a_leaf(path: Path) -> None:
+    """Overwrite the last leaf page of the entries table: its first pages still read."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    leaf = db.execute("SELECT max(pageno) FROM dbstat WHERE name = 'entries' AND pagetype = 'leaf'").fetchone()[0]
+    root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'entries'").fetchone()[0]
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    assert leaf != root  # enough entries for more than one page
+    data = bytearray(path.read_bytes())
+    data[(leaf - 1) * size : leaf * size] = b"\x07" * size
+    path.write_bytes(bytes(data))
+
+
+def test_a_manifest_damaged_past_its_first_pages_starts_over_and_loses_nothing(tmp_path):
+    bucket = tmp_path / "bucket"
+    for o in OFFERINGS:
+        _put(bucket, o, range(12))
+    collect([str(bucket)], tmp_path / "table")
+    before = _table(tmp_path / "table")
+    _damage_a_leaf(tmp_path / "table" / MANIFEST_NAME)
+    _put(bucket, OFFERINGS[1], range(12, 13))
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert summary.new == 37 and summary.valid == 37 and not summary.incomplete  # every result read again
+    after = _table(tmp_path / "table")
+    assert len(after) == 37 and [r for r in after if r in before] == before
+    summary, _ = collect([str(bucket)], tmp_path / "table")  # and the manifest it rebuilt works
+    assert (summary.new, summary.cached) == (0, 37)
+
+
+def test_a_local_settled_stack_whose_directory_is_as_listed_is_not_read(tmp_path, monkeypatch):
+    """file://: a settled stack's directory stamp (mtime, inode, links) taken before its
+    listing stands for its run directories: while it is the same, they are not read; a
+    run added or removed changes it, and the stack is read again at once."""
+    from analysis.collect import stacks
+
+    bucket = tmp_path / "bucket"
+    for o in OFFERINGS:
+        _put(bucket, o, range(3))
+    collect([str(bucket)], tmp_path / "table")
+    read = []
+    real = stacks._FileStacks.run_dirs
+    monkeypatch.setattr(stacks._FileStacks, "run_dirs", lambda self, prefix: read.append(prefix) or real(self, prefix))
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [] and (summary.new, summary.cached, summary.settled_stacks) == (0, 9, 3)
+    added = _put(bucket, OFFERINGS[1], range(3, 4))[0]
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [added.rsplit("/", 2)[0] + "/"] and (summary.new, summary.valid) == (1, 10)
+    shutil.rmtree((bucket / added).parent)
+    read.clear()
+    summary, _ = collect([str(bucket)], tmp_path / "table")
+    assert read == [added.rsplit("/", 2)[0] + "/"] and summary.valid == 9
