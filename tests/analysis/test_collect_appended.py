@@ -122,8 +122,8 @@ def test_a_new_run_still_running_leaves_the_stack_unsettled_as_the_whole_step_do
 
 def test_a_stack_that_lost_a_run_takes_the_whole_step(grown, monkeypatch):
     bucket, table = grown
-    first = sorted((bucket / "runs").iterdir())[0]
-    shutil.rmtree(sorted(p for p in first.iterdir())[0])
+    collected = make_result(OFFERINGS[1], "resnet50", samples_per_second=100.0, hourly_usd=1.0, repeat=0)
+    shutil.rmtree((bucket / result_key(collected)).parent)  # a run the first collect read
     fast, slow, taken = _both_ways(bucket, table, monkeypatch)
     assert False in taken and fast == slow
 
@@ -180,3 +180,32 @@ def test_a_local_settled_stack_whose_directory_is_as_listed_is_not_read(tmp_path
     read.clear()
     summary, _ = collect([str(bucket)], tmp_path / "table")
     assert read == [added.rsplit("/", 2)[0] + "/"] and summary.valid == 9
+
+
+def test_a_bucket_stack_that_gained_runs_ends_as_the_whole_step_ends(s3_bucket, tmp_path, monkeypatch):
+    """s3:// (moto): the same appended step, the new runs listed by run directory or the stack whole."""
+    url = f"s3://{s3_bucket}"
+    store = open_store(url)
+    for o in OFFERINGS:
+        for i in range(3):
+            r = make_result(o, "resnet50", samples_per_second=100.0 + i, hourly_usd=1.0, repeat=i)
+            store.put_bytes(result_key(r), result_bytes(r))
+    collect([url], tmp_path / "table")
+    for i in range(3, 5):
+        r = make_result(OFFERINGS[2], "resnet50", samples_per_second=100.0 + i, hourly_usd=1.0, repeat=i)
+        store.put_bytes(result_key(r), result_bytes(r))
+    whole = tmp_path / "whole"
+    shutil.copytree(tmp_path / "table", whole)
+    taken = []
+    real = orchestrate._appended
+    monkeypatch.setattr(orchestrate, "_appended", lambda *a: taken.append(got := real(*a)) or got)
+    fast, _ = collect([url], tmp_path / "table")
+    monkeypatch.setattr(orchestrate, "_appended", lambda *a: None)
+    slow, _ = collect([url], whole)
+    assert [t is not None for t in taken] == [True]
+    assert (_summary(fast), _table(tmp_path / "table"), _manifest(tmp_path / "table")) == (
+        _summary(slow),
+        _table(whole),
+        _manifest(whole),
+    )
+    assert (fast.new, fast.valid) == (2, 11)
