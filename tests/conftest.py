@@ -13,6 +13,9 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
   ``AWS_EC2_METADATA_SERVICE_ENDPOINT`` and ``GCE_METADATA_HOST``.
 - ``no_metadata``: points both metadata endpoints at a closed loopback port,
   so code under test never waits on 169.254.169.254 off-cloud.
+- ``charts_described``: the report's charts are described, not drawn, for
+  the test (``tests/chart_content.py``: the page keeps a digest of what each
+  chart shows; tests about tables and text use it, chart tests do not).
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
@@ -98,3 +101,12 @@ def no_metadata(monkeypatch):
     url = closed_port_url()
     monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url + "/")
     monkeypatch.setenv("GCE_METADATA_HOST", url.removeprefix("http://"))
+
+
+@pytest.fixture
+def charts_described():
+    """The report's charts reduced to a digest of what they show instead of drawn (tests/chart_content.py)."""
+    from chart_content import charts_described as described
+
+    with described():
+        yield

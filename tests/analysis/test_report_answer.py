@@ -117,6 +117,7 @@ def _report(tmp_path, results, *args) -> tuple[str, str]:
     return str(out), (out / "index.html").as_posix()
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, capsys):
     out, _ = _report(tmp_path, demo_like_results())
     capsys.readouterr()
@@ -139,6 +140,7 @@ def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, caps
     assert "[1] synthetic (as of 2018-02-08)" in printed
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
     out, index = _report(tmp_path, demo_like_results())
     assert main(["report", "--table", out, "--out", out]) == 0
@@ -174,6 +176,7 @@ def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
     assert re.search(r"\bnan\b", re.sub(r"<img [^>]*>", "", page), flags=re.I) is None
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_no_chart_compares_one_offering_with_itself(tmp_path, capsys):
     results = [make_result("local/this-machine", "resnet50", hourly_usd=0.1, repeat=r, gpus_used=0) for r in range(2)]
     out, index = _report(tmp_path, results)
