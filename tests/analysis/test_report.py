@@ -7,6 +7,8 @@ import base64
 import io
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from synthetic_results import make_result, result_bytes, result_key
@@ -56,8 +58,18 @@ def _lab_results() -> list[dict]:
     return out
 
 
-def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
-    out = _collect(tmp_path, _lab_results())
+@pytest.fixture(scope="module")
+def lab_table(tmp_path_factory) -> Path:
+    """The lab results collected once; each test reports from its own copy (the report writes beside the table)."""
+    return Path(_collect(tmp_path_factory.mktemp("lab"), _lab_results()))
+
+
+def _copy_of(table: Path, tmp_path) -> str:
+    return str(shutil.copytree(table, tmp_path / "report"))
+
+
+def test_report_draws_every_chart_and_is_self_contained(lab_table, tmp_path, capsys):
+    out = _copy_of(lab_table, tmp_path)
     capsys.readouterr()
     assert main(["report", "--table", out, "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
     printed = capsys.readouterr().out
@@ -89,8 +101,8 @@ def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
 
 
 @pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
-def test_report_json_and_unknown_base(tmp_path, capsys):
-    out = _collect(tmp_path, _lab_results())
+def test_report_json_and_unknown_base(lab_table, tmp_path, capsys):
+    out = _copy_of(lab_table, tmp_path)
     capsys.readouterr()
     assert main(["report", "--table", out, "--out", out, "--json", "--base", "aws/p3.2xlarge"]) == 0
     got = json.loads(capsys.readouterr().out)
