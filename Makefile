@@ -46,7 +46,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "[setup] gpubench[dev] installed"
 
 # --dist loadfile: a module-scoped fixture (the campaign story, the e2e demo run)
-# runs once, on one worker (xdist_group marks are not honoured by pytest 9 + xdist 3.8).
+# runs once, on one worker (xdist_group marks are not honoured by pytest 9 + xdist 3.8:
+# xdist renames item._nodeid, pytest 9 reads item._id). --no-loadscope-reorder: files
+# are handed out in collection order, the longest first (tests/suite_order.py), so both
+# workers end together instead of one taking a long file last.
 lint: setup  ## ruff (lint and format check) and the import-layer contract
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -58,7 +61,7 @@ $(CHECKOV):
 	$(TOOLS)/checkov/bin/python -m pip install --quiet 'checkov>=3.2,<4'
 
 test: lint $(CHECKOV)  ## lint, then run the whole test suite (parallel, CPU only)
-	PATH="$(CURDIR)/$(TOOLS)/checkov/bin:$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile -q --durations=15
+	PATH="$(CURDIR)/$(TOOLS)/checkov/bin:$$PATH" $(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder -q --durations=15
 
 # DEMO_ARGS: extra `python -m analysis demo` flags, e.g. DEMO_ARGS="--hourly-usd 0.25";
 # GPUBENCH_LOCAL_HOURLY_USD in the environment sets this machine's price too.

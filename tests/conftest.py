@@ -13,8 +13,12 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
   ``AWS_EC2_METADATA_SERVICE_ENDPOINT`` and ``GCE_METADATA_HOST``.
 - ``no_metadata``: points both metadata endpoints at a closed loopback port,
   so code under test never waits on 169.254.169.254 off-cloud.
+- ``charts_described``: the report's charts are described, not drawn, for
+  the test (``tests/chart_content.py``: the page keeps a digest of what each
+  chart shows; tests about tables and text use it, chart tests do not).
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
+Files run longest first (``tests/suite_order.py``), so the two workers of ``make test`` end together.
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
 reports) points at a temporary folder of this test process unless set, so no test writes into
 the home directory of whoever runs the suite.
@@ -41,6 +45,12 @@ from servers import (  # noqa: E402
     start_gcs_emulator,
     start_moto_server,
 )
+from suite_order import longest_files_first  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (tests/suite_order.py)."""
+    longest_files_first(items)
 
 
 @pytest.fixture(scope="session")
@@ -98,3 +108,12 @@ def no_metadata(monkeypatch):
     url = closed_port_url()
     monkeypatch.setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url + "/")
     monkeypatch.setenv("GCE_METADATA_HOST", url.removeprefix("http://"))
+
+
+@pytest.fixture
+def charts_described():
+    """The report's charts reduced to a digest of what they show instead of drawn (tests/chart_content.py)."""
+    from chart_content import charts_described as described
+
+    with described():
+        yield

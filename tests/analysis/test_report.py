@@ -7,6 +7,8 @@ import base64
 import io
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 from synthetic_results import make_result, result_bytes, result_key
@@ -56,8 +58,18 @@ def _lab_results() -> list[dict]:
     return out
 
 
-def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
-    out = _collect(tmp_path, _lab_results())
+@pytest.fixture(scope="module")
+def lab_table(tmp_path_factory) -> Path:
+    """The lab results collected once; each test reports from its own copy (the report writes beside the table)."""
+    return Path(_collect(tmp_path_factory.mktemp("lab"), _lab_results()))
+
+
+def _copy_of(table: Path, tmp_path) -> str:
+    return str(shutil.copytree(table, tmp_path / "report"))
+
+
+def test_report_draws_every_chart_and_is_self_contained(lab_table, tmp_path, capsys):
+    out = _copy_of(lab_table, tmp_path)
     capsys.readouterr()
     assert main(["report", "--table", out, "--out", out, "--deadline-hours", "0.5", "--budget-usd", "1"]) == 0
     printed = capsys.readouterr().out
@@ -88,8 +100,9 @@ def test_report_draws_every_chart_and_is_self_contained(tmp_path, capsys):
     assert "Runs that did not complete" in page
 
 
-def test_report_json_and_unknown_base(tmp_path, capsys):
-    out = _collect(tmp_path, _lab_results())
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
+def test_report_json_and_unknown_base(lab_table, tmp_path, capsys):
+    out = _copy_of(lab_table, tmp_path)
     capsys.readouterr()
     assert main(["report", "--table", out, "--out", out, "--json", "--base", "aws/p3.2xlarge"]) == 0
     got = json.loads(capsys.readouterr().out)
@@ -105,6 +118,7 @@ def test_report_without_a_table_says_to_collect_first(tmp_path, capsys):
     assert f"gpubench collect --table {tmp_path / 'nothing'}" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_report_of_only_failed_runs_says_so(tmp_path, capsys):
     out = _collect(tmp_path, [make_result("aws/p2.xlarge", status="failed", hourly_usd=0.9)])
     capsys.readouterr()
@@ -132,6 +146,7 @@ SEED_000 = [
 ]
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
     # each row three times: the printed time and both ends of its rounding
     # interval, as three "benchmarks", so one report prices all of them
@@ -166,6 +181,7 @@ def test_report_reproduces_seed_000_cost_column(tmp_path, capsys):
     assert "2018-02-08" in page and "seed 000" in page
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_chart_captions_cite_the_numbered_price_sources_instead_of_repeating_them(tmp_path, capsys):
     import html as html_lib
 
@@ -188,6 +204,7 @@ def test_chart_captions_cite_the_numbered_price_sources_instead_of_repeating_the
     assert page.count("x" * 80) == notes.count("x" * 80) > 0  # the long sources are written in the notes alone
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_terminal_table_gives_the_time_column_one_unit(tmp_path, capsys):
     results = _lab_results()  # times from 5 minutes to an hour
     results.append(make_result("aws/p3.2xlarge", "mnist-mlp", train_seconds=30, repeat=99))

@@ -6,10 +6,13 @@ summary without "nan"."""
 from __future__ import annotations
 
 import html
+import io
 import re
+from contextlib import redirect_stdout
 
 import pandas as pd
 import pytest
+from chart_content import charts_described
 from synthetic_results import demo_like_results, make_result, result_bytes, result_key
 
 from analysis.cli import main
@@ -117,11 +120,19 @@ def _report(tmp_path, results, *args) -> tuple[str, str]:
     return str(out), (out / "index.html").as_posix()
 
 
-def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, capsys):
-    out, _ = _report(tmp_path, demo_like_results())
-    capsys.readouterr()
-    assert main(["report", "--table", out, "--out", out]) == 0
-    printed = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def demo_like_report(tmp_path_factory) -> tuple[str, str]:
+    """`gpubench report` over the demo-like results, once for the tests that only read it: (what it
+    printed, the page). About the text: the charts are described, not drawn (tests/chart_content.py)."""
+    out, index = _report(tmp_path_factory.mktemp("demo-like"), demo_like_results())
+    printed = io.StringIO()
+    with charts_described(), redirect_stdout(printed):
+        assert main(["report", "--table", out, "--out", out]) == 0
+    return printed.getvalue(), open(index, encoding="utf-8").read()
+
+
+def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(demo_like_report):
+    printed, _ = demo_like_report
     lines = printed.splitlines()
     # one sentence per configuration, in configuration order, then the basis line
     assert lines[0].startswith("bilstm-sentiment (1,000 steps, batch 64, fp32): cheapest local/this-machine")
@@ -139,10 +150,8 @@ def test_terminal_summary_opens_with_the_answer_and_prints_no_nan(tmp_path, caps
     assert "[1] synthetic (as of 2018-02-08)" in printed
 
 
-def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
-    out, index = _report(tmp_path, demo_like_results())
-    assert main(["report", "--table", out, "--out", out]) == 0
-    page = open(index, encoding="utf-8").read()
+def test_html_opens_with_the_answer_and_keeps_tables_compact(demo_like_report):
+    _, page = demo_like_report
     body = page[page.index("<body>") :]
     assert re.search(r"</header>\s*<section id=\"answer\"><h2>The answer</h2>", body)
     assert body.index('<section id="answer">') < body.index("<table")
@@ -174,6 +183,7 @@ def test_html_opens_with_the_answer_and_keeps_tables_compact(tmp_path, capsys):
     assert re.search(r"\bnan\b", re.sub(r"<img [^>]*>", "", page), flags=re.I) is None
 
 
+@pytest.mark.usefixtures("charts_described")  # about the text: the charts are described, not drawn
 def test_no_chart_compares_one_offering_with_itself(tmp_path, capsys):
     results = [make_result("local/this-machine", "resnet50", hourly_usd=0.1, repeat=r, gpus_used=0) for r in range(2)]
     out, index = _report(tmp_path, results)

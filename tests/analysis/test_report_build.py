@@ -13,6 +13,9 @@ from analysis.report.build import check_options, write_report
 from infra.catalog import CatalogError
 from payload.storage import open_store
 
+# the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)
+pytestmark = pytest.mark.usefixtures("charts_described")
+
 
 def _bucket(tmp_path, results) -> str:
     src = tmp_path / "results"

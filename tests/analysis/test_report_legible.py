@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from chart_content import charts_described
 from synthetic_results import (
     LOCAL_HOURLY_USD,
     LOCAL_RATES,
@@ -39,7 +40,8 @@ from payload.storage import open_store
 
 
 def _report(tmp: Path, results: list[dict], **limits):
-    """Collect `results` from a local bucket and write the report (library calls, no CLI)."""
+    """Collect `results` from a local bucket and write the report (library calls, no CLI); the charts
+    are described, not drawn (tests/chart_content.py): these tests read the page's text and tags."""
     from analysis.collecting import collect_results
     from analysis.report.build import write_report
 
@@ -47,7 +49,8 @@ def _report(tmp: Path, results: list[dict], **limits):
     for r in results:
         store.put_bytes(result_key(r), result_bytes(r))
     collect_results([str(tmp / "results")], tmp / "report", spot_history="off")
-    outcome = write_report(tmp / "report", **limits)
+    with charts_described():
+        outcome = write_report(tmp / "report", **limits)
     return outcome, (tmp / "report" / "index.html").read_text(encoding="utf-8")
 
 

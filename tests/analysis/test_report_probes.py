@@ -16,6 +16,9 @@ from analysis.collect import read_table
 from analysis.report import probe_line, split_probes
 from payload.storage import open_store
 
+# the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)
+pytestmark = pytest.mark.usefixtures("charts_described")
+
 PROBED = "aws/p3.2xlarge"  # the fastest offering of the demo-like data: a probe of it would change the answer
 
 

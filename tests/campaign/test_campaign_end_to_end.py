@@ -21,6 +21,7 @@ import uuid
 
 import pytest
 from campaign_fakecloud import FakeCloud
+from chart_content import charts_described
 from conftest import make_project
 from servers import create_s3_bucket
 
@@ -97,16 +98,17 @@ def story(moto_server, tmp_path_factory):
         )
         rec.update(second=r2, second_lines=p2.lines, ups=dict(cloud.ups), zones=dict(cloud.up_zones))
         p3 = Printer(quiet=True)
-        manifest, outcome = commands.wait(
-            m1.campaign_id,
-            results_url=results,
-            poll_seconds=0.5,
-            timeout=150,
-            out_dir=rec["out"],
-            work_dir=project,
-            backend_factory=cloud.backend,
-            printer=p3,
-        )
+        with charts_described():  # the report's text is checked: its charts are described, not drawn
+            manifest, outcome = commands.wait(
+                m1.campaign_id,
+                results_url=results,
+                poll_seconds=0.5,
+                timeout=150,
+                out_dir=rec["out"],
+                work_dir=project,
+                backend_factory=cloud.backend,
+                printer=p3,
+            )
         rec.update(wait=outcome, wait_lines=p3.lines, manifest=manifest, running_after=cloud.running())
         rec["status_final"] = {s.stack: s for s in commands.status(m1.campaign_id, results_url=results)[1]}
         yield rec

@@ -292,6 +292,7 @@ def test_json_line_convention():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("charts_described")  # about the figures: the charts are described, not drawn
 def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
     from analysis.cli import main as analysis_main
 

@@ -1,0 +1,53 @@
+"""The order the suite's files run in: the longest first.
+
+`make test` runs `--dist loadfile --no-loadscope-reorder`: each worker takes the next whole file,
+in collection order, when it is nearly done with its own. A long file taken last would leave the
+other worker idle until it ends; started first, the last files taken are short ones and the two
+workers end together. Only the order changes: every file still runs whole, on one worker, so its
+module-scoped fixtures are built once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+# The files that take longest, longest first (per-test durations of full-suite runs, 2026-11-25).
+LONGEST_FILES_FIRST = (
+    "payload/test_payload_catsdogs.py",
+    "payload/test_payload_benchmarks.py",
+    "analysis/test_collect_bounded.py",
+    "payload/test_payload_backends.py",
+    "e2e/test_demo.py",
+    "infra_ssh/test_ssh_workload.py",
+    "campaign/test_campaign_end_to_end.py",
+    "bench/test_bench_ctrl_c.py",
+    "infra_ssh/test_ssh_run.py",
+    "infra_ssh/test_ssh_docker.py",
+    "analysis/test_report_query.py",
+    "payload/test_payload_workloads.py",
+    "bench/test_bench_e2e.py",
+    "payload/test_payload_overhead.py",
+    "payload/test_payload_harness.py",
+    "payload/test_payload_hardening.py",
+    "payload/test_payload_cloud.py",
+    "analysis/test_report.py",
+    "analysis/test_report_probes.py",
+    "analysis/test_sweep_aws.py",
+    "analysis/test_schedules_checkov.py",
+    "infra/test_infra_preview.py",
+    "payload/test_payload_probe.py",
+)
+
+
+def longest_files_first(items: list) -> None:
+    """Sort collected `items` in place: the files of LONGEST_FILES_FIRST first, in that order, then
+    the rest as collected; each file's tests stay together and in their order (a stable sort on the file)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES_FIRST)}
+
+    def file_rank(item) -> int:
+        path = Path(item.path)
+        return rank.get(path.relative_to(TESTS).as_posix(), len(rank)) if path.is_relative_to(TESTS) else len(rank)
+
+    items.sort(key=file_rank)
