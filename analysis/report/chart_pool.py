@@ -73,8 +73,7 @@ class _Worker:
         except Exception:  # the worker died or was stopped: its chart is drawn in the report's process
             if job is not None:
                 self.pool.finish(job, None)
-        finally:
-            self.pool.retire(self)
+        finally:  # the pool's close ends and reaps the process
             for stream in (self.proc.stdin, self.proc.stdout):
                 try:
                     stream.close()
@@ -131,11 +130,6 @@ class _Pool:
             if not job.done.is_set():
                 job.png = png
                 job.done.set()
-
-    def retire(self, worker: _Worker) -> None:
-        with self._lock:
-            if worker in self._workers:
-                self._workers.remove(worker)
 
     def result(self, job: _Job) -> bytes:
         """The chart's PNG. While a worker draws it, this process draws the
