@@ -20,10 +20,16 @@ TRIM_PAD_INCHES = 0.04  # white space kept around what a chart draws
 def lay_out(fig) -> None:
     """Fit the axes to their labels, titles and legends in one measurement
     (matplotlib's tight layout, run once; no layout engine is left on the
-    figure, so saving it draws it once, and later draws do not move its axes)."""
+    figure, so saving it draws it once, and later draws do not move its axes).
+    Labels too long to fit leave matplotlib's default margins, silently: the
+    PNG is cropped to what is drawn, so they are still shown whole."""
+    import warnings
+
     from matplotlib.layout_engine import TightLayoutEngine
 
-    TightLayoutEngine(pad=0.3, h_pad=1.0, w_pad=1.0).execute(fig)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        TightLayoutEngine(pad=0.3, h_pad=1.0, w_pad=1.0).execute(fig)
 
 
 def png_bytes(fig, laid_out: bool = False) -> bytes:
