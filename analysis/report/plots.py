@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.price.billed import onprem_hourly  # noqa: E402
+from analysis.report.chart_png import DPI, lay_out  # noqa: E402
 
 MAX_PANELS = 6
 
@@ -52,16 +53,24 @@ def prices_caption(frame: pd.DataFrame, cite: Cite | None = None) -> str:
     return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
 
 
-def _png(fig):
-    """The figure's PNG: bytes, or a PendingPng while the report's chart pool draws it."""
+def _png(fig, laid_out: bool = False):
+    """The figure's PNG (laid out first unless `laid_out`): bytes, or a PendingPng
+    while the report's chart workers draw it."""
     from analysis.report.chart_pool import rasterise
 
-    return rasterise(fig)
+    return rasterise(fig, laid_out)
+
+
+def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
+    """A figure of rows x cols axes (a 2-D array) at the page's DPI and with no
+    layout engine: `lay_out` places its axes once, before it is drawn (an engine
+    would lay it out again on every draw, and saving draws it twice)."""
+    return plt.subplots(rows, cols, figsize=figsize, squeeze=False, dpi=DPI, **kwargs)
 
 
 def _panels(n: int, height_per: float, width: float = 9.0):
     n = min(n, MAX_PANELS)
-    fig, axes = plt.subplots(n, 1, figsize=(width, max(2.5, height_per) * n), squeeze=False, layout="constrained")
+    fig, axes = figure(n, 1, (width, max(2.5, height_per) * n))
     return fig, [a[0] for a in axes]
 
 
@@ -128,23 +137,18 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
     return _png(fig), prices_caption(s, cite)
 
 
-def _plain_number(v: float, _pos) -> str:
-    """A log axis's tick as 0.1, 1, 10 (module-level: the figure must pickle for the chart pool)."""
-    return f"{v:,g}"
-
-
 def log_if_wide(ax, values, axis: str = "x") -> bool:
     """A log axis when the values span more than a decade (one slow or dear
     offering would squash every other one into a corner); True when set."""
     v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
     wide = bool(v) and max(v) > 10 * min(v)
     if wide:
-        from matplotlib.ticker import FuncFormatter, NullFormatter
+        from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
         scale = ax.xaxis if axis == "x" else ax.yaxis
         # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1; no labels on minor ticks (they crowd)
-        scale.set_major_formatter(FuncFormatter(_plain_number))
+        scale.set_major_formatter(StrMethodFormatter("{x:,g}"))  # matplotlib's own: the figure pickles for a worker
         scale.set_minor_formatter(NullFormatter())
     return wide
 
@@ -160,7 +164,7 @@ _OFFSETS = [
 def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colours: list[str]) -> list:
     """Put each text beside its point at the nearest offset where it overlaps
     no text already placed and stays inside the axes (a short leader line when
-    it had to move away); the figure's layout must be final (drawn once)."""
+    it had to move away); the figure must be laid out (`lay_out`) first."""
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     placed, boxes = [], []
@@ -228,14 +232,13 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
             frameon=False,
         )
         ax.margins(0.08)
-    fig.draw_without_rendering()  # the layout is final (no pixels drawn): labels are placed against it
+    lay_out(fig)  # the layout is final: labels are placed against it
     for ax, (_, d) in zip(axes, panels):
         d = d.sort_values(["train_hours", "offering_id"])
         unit = time_unit(list(d["train_hours"]))
         pts = list(zip(d["train_hours"] * _PER_HOUR[unit], d["hourly_usd"]))
         colours = ["tab:red" if f else "0.3" for f in d["on_hourly_frontier"].astype(bool)]
         place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], colours)
-    fig.set_layout_engine("none")  # saving must not move the axes under the placed labels
     return fig
 
 
@@ -248,7 +251,7 @@ def hourly_vs_time(summary: pd.DataFrame, cite: Cite | None = None):
     fig = hourly_vs_time_figure(summary)
     if fig is None:
         return None, ONE_OFFERING
-    return _png(fig), prices_caption(s, cite)
+    return _png(fig, laid_out=True), prices_caption(s, cite)  # laid out once: the numbers stay where placed
 
 
 def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
@@ -304,7 +307,7 @@ def scaling(scale: pd.DataFrame):
         return None, "no multi-GPU run has a 1-GPU run of the same GPU model to compare with"
     if scale["offering_id"].nunique() < 2:
         return None, "one multi-GPU offering only: its speed-up is in the scaling table"
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(scale) + 1.5))
+    fig, ((ax,),) = figure(1, 1, (9, 0.5 * len(scale) + 1.5))
     names = [f"{r['benchmark']}: {r['offering_id']} x{r['gpus']}" for r in scale.to_dict("records")]
     y = range(len(scale))
     ax.barh([i + 0.2 for i in y], scale["ideal"], height=0.4, color="lightgray", label="ideal (linear)")
@@ -371,7 +374,7 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
         return None, ONE_OFFERING
     n = min(len(panels), MAX_PANELS)
     rows = _rows_per_panel(panels)
-    fig, axes = plt.subplots(n, 2, figsize=(11, max(2.5, 0.35 * rows + 1.2) * n), squeeze=False, layout="constrained")
+    fig, axes = figure(n, 2, (11, max(2.5, 0.35 * rows + 1.2) * n))
     for (ax_t, ax_c), (name, d) in zip(axes, panels):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]

@@ -86,9 +86,7 @@ def plot(m: pd.DataFrame):
     """One panel per benchmark: published figures (grey; hatched when derived or
     estimated) and this report's runs (orange), log scale from a power of ten so
     bar lengths stay honest. (png, caption) or (None, why)."""
-    import matplotlib.pyplot as plt
-
-    from analysis.report.plots import MAX_PANELS, _png
+    from analysis.report.plots import MAX_PANELS, _png, figure
 
     if m.empty:
         return (
@@ -105,14 +103,7 @@ def plot(m: pd.DataFrame):
         items += [(_measured_label(r), float(r["value"]), "this", "measured") for r in mine.to_dict("records")]
         panels.append((bench, refs[0].unit if refs else "samples/s", sorted(items, key=lambda t: t[1])))
     heights = [0.28 * len(items) + 0.9 for _, _, items in panels]
-    fig, axes = plt.subplots(
-        len(panels),
-        1,
-        figsize=(9, sum(heights) + 0.3),
-        squeeze=False,
-        layout="constrained",
-        gridspec_kw={"height_ratios": heights},
-    )
+    fig, axes = figure(len(panels), 1, (9, sum(heights) + 0.3), gridspec_kw={"height_ratios": heights})
     for ax, (bench, unit, items) in zip((a[0] for a in axes), panels):
         low = 10 ** math.floor(math.log10(min(t[1] for t in items) * 0.9))
         for i, (_name, value, who, basis) in enumerate(items):
@@ -398,18 +389,14 @@ def versus_of(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[V
 def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
     """The answer's one chart: each study's full training, here (orange) and on
     the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
-    import matplotlib.pyplot as plt
-
     from analysis.report.answer import long_duration
-    from analysis.report.plots import MAX_PANELS, _png, log_if_wide
+    from analysis.report.plots import MAX_PANELS, _png, figure, log_if_wide
 
     if not items:
         return None, "this machine ran no benchmark the studies publish"
     items = items[:MAX_PANELS]
     rows = max(len(v.there) + 1 for v in items)
-    fig, axes = plt.subplots(
-        1, len(items), figsize=(4.8 * len(items), 0.2 * rows + 0.9), squeeze=False, layout="constrained"
-    )
+    fig, axes = figure(1, len(items), (4.8 * len(items), 0.2 * rows + 0.9))
     for ax, v in zip(axes[0], items):
         bars = sorted(
             [(f"this machine ({v.device})", v.here_hours, True)] + [(n, h, False) for n, h, _ in v.there],
