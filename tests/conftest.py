@@ -36,6 +36,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("GPUBENCH_HOME", tempfile.mkdtemp(prefix="gpubench-home-"))
+# Reports in the suite draw their charts in-process: a chart worker per page is a second interpreter
+# (about a second of CPU) for each of the suite's many small reports. tests/analysis/test_report_chart_pool.py
+# lifts this to test the worker, a whole report with it included.
+os.environ.setdefault("GPUBENCH_CHART_WORKERS", "0")
 
 from servers import (  # noqa: E402
     MetadataServer,

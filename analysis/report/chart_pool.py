@@ -203,9 +203,20 @@ def rasterise(fig, laid_out: bool = False) -> bytes | PendingPng:
         return png_bytes(fig, laid_out)
 
 
+WORKERS_ENV = "GPUBENCH_CHART_WORKERS"  # 0: every chart drawn in the report's process (no worker started)
+
+
 def _workers() -> int:
-    """Workers beside this process: one per other core, up to MAX_WORKERS."""
+    """Workers beside this process: one per other core, up to MAX_WORKERS, or
+    $GPUBENCH_CHART_WORKERS when set (0 starts none: a machine where a second
+    interpreter costs more than it saves, or a test suite that renders many pages)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    wanted = os.environ.get(WORKERS_ENV, "").strip()
+    if wanted:
+        if not wanted.isdigit():
+            print(f"gpubench: ignoring {WORKERS_ENV}={wanted!r}: expected 0 or 1", file=sys.stderr)
+        else:
+            return min(MAX_WORKERS, int(wanted))
     return min(MAX_WORKERS, cores - 1)
 
 

@@ -52,6 +52,7 @@ def _taken_by_the_worker(pending: chart_pool.PendingPng) -> None:
 @pytest.fixture
 def two_cores(monkeypatch):
     monkeypatch.setattr(chart_pool.os, "sched_getaffinity", lambda _pid: {0, 1}, raising=False)
+    monkeypatch.delenv(chart_pool.WORKERS_ENV, raising=False)  # the suite's default (no worker) lifted
 
 
 def test_outside_the_pool_a_chart_is_drawn_at_once():
@@ -115,6 +116,7 @@ def test_an_unpicklable_figure_is_drawn_here(two_cores):
 
 def test_on_one_core_there_is_no_worker(monkeypatch):
     monkeypatch.setattr(chart_pool.os, "sched_getaffinity", lambda _pid: {0}, raising=False)
+    monkeypatch.delenv(chart_pool.WORKERS_ENV, raising=False)
     with chart_pool.parallel_charts():
         assert chart_pool._pool is None
         assert isinstance(chart_pool.rasterise(_figure()), bytes)
@@ -160,3 +162,10 @@ def test_the_report_finishes_while_other_threads_hold_locks(tmp_path, two_cores,
     charts = page.count("data:image/png;base64,")
     assert charts >= 4
     assert chart_pool.drawn_by_workers == before + charts
+
+
+@pytest.mark.parametrize(("value", "workers"), [("0", 0), ("1", 1), ("7", 1), ("many", 1)])
+def test_the_environment_sets_the_workers(two_cores, monkeypatch, capsys, value, workers):
+    monkeypatch.setenv(chart_pool.WORKERS_ENV, value)
+    assert chart_pool._workers() == workers
+    assert ("ignoring GPUBENCH_CHART_WORKERS='many'" in capsys.readouterr().err) == (value == "many")
