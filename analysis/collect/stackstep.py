@@ -89,6 +89,13 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
         _gather(ctx, st, view)
     have = ctx.table.keys(st.stack)
     _widen(ctx, st, have)
+    return _judge(ctx, st, have)
+
+
+def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
+    """What a step has to read, read and judged against the other copies of the
+    same runs, and the table's and the manifest's changes it makes (`have`: the
+    table's keys of the stack)."""
     _read(ctx, st)
     reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
@@ -132,15 +139,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set
     _take_listing(ctx, st, view, objects, {})
     ctx.summary.runs += settled.runs
     ctx.summary.cached += settled.runs
-    _read(ctx, st)
-    reasons: dict[str, str] = {}
-    judged = Summary(sources=[v.url for v in ctx.views])
-    winners = dedupe({k: e for k, e in st.fresh.items() if k not in st.kept}, judged, reasons=reasons)
-    for mkey, why in reasons.items():
-        st.fresh[mkey]["reason"] = why
-    _note(ctx, st, judged.skipped)
-    changes = _table_changes(ctx, st, {}, winners)
-    _manifest_changes(st, changes)
+    changes = _judge(ctx, st, {})
     grown = changes.settled.get((view.url, prefix))
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
