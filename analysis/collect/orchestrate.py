@@ -22,7 +22,7 @@ from pathlib import Path
 from analysis.collect.batch import Batch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, step
+from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dir_of, step
 from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
@@ -227,7 +227,7 @@ def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dic
     if len(owners) != 1 or prefix not in owners[0].grown or owners[0].lister is None:
         return None
     view = owners[0]
-    old_runs = {key[len(prefix) :].split("/", 1)[0] for key in ctx.manifest.stack_keys(view.url, prefix)}
+    old_runs = {run_dir_of(prefix, key) for key in ctx.manifest.stack_keys(view.url, prefix)}
     if len(old_runs) != view.settled[prefix].runs or not old_runs <= set(view.grown[prefix]):
         return None
     return appended_step(ctx, prefix, view, old_runs)
