@@ -174,7 +174,7 @@ class Manifest:
 
     def prefixes(self, source: str) -> set[str]:
         """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
-        return {p for p in self._skip_scan("SELECT min(prefix) FROM entries WHERE source = ? AND prefix > ?", source)}
+        return set(self._skip_scan("SELECT min(prefix) FROM entries WHERE source = ? AND prefix > ?", source))
 
     def _read(self, query: str, args: tuple) -> list[tuple]:
         """The rows of a query on the entries; ManifestDamaged (the file started over) when they cannot be read."""
