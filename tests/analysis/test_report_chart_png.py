@@ -1,0 +1,88 @@
+"""A chart's PNG is trimmed to what it draws, with the pad kept, and shows
+whole what is drawn past the figure's edge (analysis/report/chart_png.py)."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.image  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from analysis.report import chart_png  # noqa: E402
+
+PAD = round(chart_png.TRIM_PAD_INCHES * chart_png.DPI)
+
+
+def _chart(note_size: float | None = None):
+    """A small bar chart at the page's DPI; with `note_size`, a text in that font size
+    that starts inside the axes and runs past the figure's right edge."""
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=chart_png.DPI)
+    ax.barh(["a", "b"], [1, 2])
+    ax.set_title("two bars")
+    if note_size is not None:
+        note = ax.annotate("a note past the edge", (0.9, 0.5), xycoords="axes fraction", fontsize=note_size)
+        note.set_in_layout(False)  # the layout leaves it where it is: past the edge
+    return fig
+
+
+def _drawn(png: bytes) -> np.ndarray:
+    """The image's pixels that are not its background (its corner), True where drawn."""
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
+    return (pixels != pixels[0, 0]).any(axis=2)
+
+
+def _pad_each_side(drawn: np.ndarray) -> tuple[int, int, int, int]:
+    """Blank rows or columns above, below, left and right of what is drawn."""
+    rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
+    return rows[0], drawn.shape[0] - 1 - rows[-1], cols[0], drawn.shape[1] - 1 - cols[-1]
+
+
+def test_a_chart_is_trimmed_to_what_it_draws_with_the_pad_kept():
+    drawn = _drawn(chart_png.png_bytes(_chart()))
+    assert _pad_each_side(drawn) == (PAD, PAD, PAD, PAD)
+
+
+def test_it_is_the_chart_cropped_to_its_measured_extent():
+    """The same picture as cropping to the artists' measured extent: at most a pixel or
+    two of margin apart on each side (text boxes include some white around the glyphs)."""
+    one_draw = _drawn(chart_png.png_bytes(_chart()))
+    fig = _chart()
+    chart_png.lay_out(fig)
+    measured = _drawn(chart_png._trimmed_then_drawn(fig))
+    plt.close(fig)
+    assert abs(one_draw.shape[0] - measured.shape[0]) <= 4 and abs(one_draw.shape[1] - measured.shape[1]) <= 4
+    assert abs(int(one_draw.sum()) - int(measured.sum())) / measured.sum() < 0.02  # as much drawn
+
+
+def test_what_is_drawn_past_the_figures_edge_is_shown_whole():
+    fig = _chart(note_size=10)
+    figure_width = fig.get_figwidth() * chart_png.DPI
+    drawn = _drawn(chart_png.png_bytes(fig))
+    assert 50 < drawn.shape[1] - figure_width < chart_png.OVERFLOW_INCHES * chart_png.DPI  # widened by the note
+    assert _pad_each_side(drawn) == (PAD, PAD, PAD, PAD)  # nothing cut at any edge
+
+
+def test_a_drawing_past_even_the_overflow_canvas_is_cropped_to_its_measured_extent():
+    fig = _chart(note_size=40)
+    one_try = _drawn(chart_png.png_bytes(fig))
+    fig = _chart(note_size=40)
+    chart_png.lay_out(fig)
+    assert chart_png._drawn_then_trimmed(fig) is None  # it reaches the canvas's edge
+    assert one_try.shape == _drawn(chart_png._trimmed_then_drawn(fig)).shape
+    plt.close(fig)
+
+
+def test_a_figure_made_at_another_dpi_is_cropped_to_its_measured_extent():
+    def chart():
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=50)
+        ax.plot([0, 1], [0, 1])
+        return fig
+
+    measured = chart()
+    chart_png.lay_out(measured)
+    assert chart_png.png_bytes(chart()) == chart_png._trimmed_then_drawn(measured)
+    plt.close(measured)
