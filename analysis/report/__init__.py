@@ -395,7 +395,7 @@ def _results(facts: RunFacts, tables: dict, opts: Options, notes: PriceNotes) ->
             for sid, title, frame, cols in extra
             if not frame.empty
         ],
-        "ref": reference.context_of(facts.measured),
+        "ref": reference.context_of(facts.measured, tables.get(reference.PLOTTED)),
     }
 
 

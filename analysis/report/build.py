@@ -192,7 +192,7 @@ def write_report(
 
     with parallel_charts():  # the chart worker starts now: its own start-up overlaps the queries
         from analysis.metrics import Options, analyse_summary
-        from analysis.report import presented, write_pages
+        from analysis.report import presented, reference, write_pages
         from analysis.report.query import report_query
         from analysis.report.source import results_dataset
         from infra.catalog import load_catalog
@@ -205,12 +205,16 @@ def write_report(
         # the runs are aggregated where they lie: only the aggregated rows reach pandas
         with report_query(dataset, as_of=as_of) as query:
             dates, probes = query.catalog_price_dates(), query.probes()
-            facts, summary = query.facts(), query.summary()
+            facts = query.facts()
+            # the reference chart needs only the facts: queued now, the worker draws it during the summary's query
+            ahead = {reference.PLOTTED: reference.plot(facts.measured)}
+            summary = query.summary()
         warning = None
         if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
             warning = price_age.warning(dates, price_age.limit(max_price_age))
         tables = presented(facts, analyse_summary(summary, opts))
         table_dir = None if table is None else str(table)
         outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
-        outcome.html = write_pages(facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes)
+        page_tables = {**tables, **ahead}
+        outcome.html = write_pages(facts, page_tables, outcome.out_dir, opts, source=outcome.table, probes=probes)
         return outcome

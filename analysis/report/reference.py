@@ -227,13 +227,19 @@ def context(runs: pd.DataFrame) -> dict:
     return context_of(measured(runs))
 
 
-def context_of(m: pd.DataFrame) -> dict:
-    """context() from `measured`'s table, however it was computed (pandas or a query)."""
+# The key of `plot`'s result among the tables a page is built from, when it was drawn ahead
+# (queued for the chart worker while the rest of the runs were still being queried).
+PLOTTED = "reference_plot"
+
+
+def context_of(m: pd.DataFrame, plotted: tuple | None = None) -> dict:
+    """context() from `measured`'s table, however it was computed (pandas or a
+    query); `plotted`: `plot(m)`'s result when it was called ahead."""
     from analysis.report import Figure as Chart
 
     if m.empty:
         return {"figure": None, "benchmarks": []}
-    png, caption = plot(m)
+    png, caption = plotted if plotted is not None else plot(m)
     figs, notes = reference_figures(), workload_notes()
     return {
         "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
