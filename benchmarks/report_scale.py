@@ -7,7 +7,8 @@ repeated with their numbers varied per run (times, costs, throughput, spot
 prices), each with its own run_id. Then renders the report in a subprocess
 per method and size, for its own wall time and peak memory (ru_maxrss):
 
-- query: `write_report(DIR)`, what `gpubench report` calls (DuckDB over the dataset);
+- query: `gpubench report --table DIR --out DIR` run in the child (analysis.cli.main: the
+  command's parsing, `write_report` and the summary it prints; DuckDB over the dataset);
 - pandas: the path before it (read the whole table, analyse, build the page),
   only up to --pandas-max rows (it holds every run in memory).
 
@@ -121,11 +122,15 @@ def child(method: str, table: str, page: str) -> None:
                 spent["page_s"] += time.perf_counter() - t
 
         setattr(report, name, timed)
-    if method == "query":
-        from analysis.report.build import write_report
+    if method == "query":  # the command itself: its parsing, the report and the terminal summary it prints
+        from contextlib import redirect_stdout
+
+        from analysis.cli import main
 
         start = time.perf_counter()
-        write_report(table)
+        with open(os.devnull, "w") as quiet, redirect_stdout(quiet):
+            if main(["report", "--table", table, "--out", table]):
+                raise SystemExit("gpubench report failed")
     else:
         from analysis.collect import read_table
         from analysis.metrics import Options
