@@ -218,3 +218,20 @@ def test_terminal_table_gives_the_time_column_one_unit(tmp_path, capsys):
     start = lines[head].index("time (h)")
     cells = [c for c in (line[start:].split()[0] for line in table) if c != "-"]
     assert "1.00" in cells and "0.0083" in cells  # an hour and 30 seconds, both in hours
+
+
+def _commands(parser) -> set[str]:
+    import argparse
+
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return set(sub.choices)
+
+
+def test_gpubench_report_registers_only_its_own_command():
+    """Running `gpubench report` parses with the report command alone (the other commands'
+    modules cost a third of a second to import); a word that is no command gets them all."""
+    from analysis.cli import build_parser
+
+    every = _commands(build_parser("gpubench"))
+    assert _commands(build_parser("gpubench", "report")) == {"report"}
+    assert _commands(build_parser("gpubench", "repor")) == every and "report" in every and len(every) > 10
