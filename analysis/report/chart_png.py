@@ -15,12 +15,13 @@ import sys
 
 DPI = 90  # the page's resolution: figures are made, laid out and saved at it (one text metric per label)
 TRIM_PAD_INCHES = 0.04  # white space kept around what a chart draws
+LAYOUT = {"pad": 0.3, "h_pad": 1.0, "w_pad": 1.0}  # matplotlib's tight layout, in font sizes
 OVERFLOW_INCHES = 2.0  # drawn past the figure's edge by up to this much, a chart is still trimmed from one draw
 
 
 def lay_out(fig) -> None:
     """Fit the axes to their labels, titles and legends in one measurement
-    (matplotlib's tight layout, run once; no layout engine is left on the
+    (matplotlib's tight layout, run once and measuring once; no layout engine is left on the
     figure, so saving it draws it once, and later draws do not move its axes).
     Labels too long to fit leave matplotlib's default margins, silently: the
     PNG is cropped to what is drawn, so they are still shown whole."""
@@ -30,7 +31,9 @@ def lay_out(fig) -> None:
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
-        TightLayoutEngine(pad=0.3, h_pad=1.0, w_pad=1.0).execute(fig)
+        # rect=None: one measurement of the axes' extents. The default rect, the whole figure, measures
+        # them a second time to fit them into the first pass's margins: the same numbers again.
+        TightLayoutEngine(**LAYOUT, rect=None).execute(fig)
 
 
 def png_bytes(fig, laid_out: bool = False) -> bytes:

@@ -86,3 +86,27 @@ def test_a_figure_made_at_another_dpi_is_cropped_to_its_measured_extent():
     chart_png.lay_out(measured)
     assert chart_png.png_bytes(chart()) == chart_png._trimmed_then_drawn(measured)
     plt.close(measured)
+
+
+def test_the_layout_measured_once_places_the_axes_as_matplotlibs_tight_layout():
+    """lay_out measures the axes' extents once; matplotlib's tight layout over the whole
+    figure measures them twice: the same subplot parameters, to the last bit."""
+    from matplotlib.layout_engine import TightLayoutEngine
+
+    def panels():
+        fig, axes = plt.subplots(2, 2, figsize=(6, 4), dpi=chart_png.DPI)
+        for i, ax in enumerate(axes.flat):
+            ax.barh([f"a long label {i}", "b"], [1, 10 ** (i + 1)])
+            ax.set_xscale("log")
+            ax.set_title(f"panel {i}")
+        return fig
+
+    def params(fig):
+        sp = fig.subplotpars
+        plt.close(fig)
+        return (sp.left, sp.right, sp.bottom, sp.top, sp.wspace, sp.hspace)
+
+    once, twice = panels(), panels()
+    chart_png.lay_out(once)
+    TightLayoutEngine(**chart_png.LAYOUT).execute(twice)
+    assert params(once) == params(twice) != params(panels())  # and the layout moved the axes
