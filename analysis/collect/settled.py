@@ -36,6 +36,14 @@ def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
     return f"{DIGEST_KIND}{(int(digest[len(DIGEST_KIND) :], 16) + _hash_sum(added)) % _MODULUS:032x}"
 
 
+def digest_matches(run_ids: list[str], digest: str) -> bool:
+    """Whether `digest` is that of `run_ids`, of its own kind: an older manifest's
+    digest (SHA-256 of the sorted ids) is compared as such, not taken for a change."""
+    if digest.startswith(DIGEST_KIND):
+        return runs_digest(run_ids) == digest
+    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest() == digest
+
+
 def _hash_sum(run_ids: Iterable[str]) -> int:
     blake2b, number = hashlib.blake2b, int.from_bytes
     return sum([number(blake2b(r.encode(), digest_size=16).digest(), "little") for r in run_ids])

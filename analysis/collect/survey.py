@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from analysis.collect.settled import runs_digest
+from analysis.collect.settled import digest_matches
 from analysis.collect.stacks import stack_lister
 from analysis.manifest import SettledStack
 from payload import layout
@@ -120,7 +120,7 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
                 continue
             # a stack with as many run directories as it had is compared by digest; one with more or
             # fewer has changed (a stack of a million runs that gained a few is not hashed whole)
-            if len(runs) == view.settled[prefix].runs and runs_digest(runs) == trusted[prefix]:
+            if len(runs) == view.settled[prefix].runs and digest_matches(runs, trusted[prefix]):
                 view.unlisted.add(prefix)
             else:
                 view.grown[prefix] = runs
