@@ -217,13 +217,6 @@ class ObjectTooLarge(StorageError):
         self.size = size
 
 
-def runs_digest(run_ids: Iterable[str]) -> str:
-    """A stack's run directories in one value: what a settled stack's next listing is compared with."""
-    import hashlib
-
-    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest()
-
-
 def _info(meta: dict) -> ObjectInfo:
     return ObjectInfo(
         meta["path"], int(meta["size"]), (meta.get("e_tag") or "").strip('"') or None, meta.get("last_modified")

@@ -22,7 +22,7 @@ from pathlib import Path
 from analysis.collect.batch import Batch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dir_of, step
+from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step
 from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
@@ -227,10 +227,12 @@ def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dic
     if len(owners) != 1 or prefix not in owners[0].grown or owners[0].lister is None:
         return None
     view = owners[0]
-    old_runs = {run_dir_of(prefix, key) for key in ctx.manifest.stack_keys(view.url, prefix)}
-    if len(old_runs) != view.settled[prefix].runs or not old_runs <= set(view.grown[prefix]):
+    old_runs, now_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), view.grown[prefix]
+    new_runs = [r for r in now_runs if r not in old_runs]
+    # run directory names are unique: every known run is still there when the ones not new are as many
+    if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):
         return None
-    return appended_step(ctx, prefix, view, old_runs)
+    return appended_step(ctx, prefix, view, new_runs)
 
 
 def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str, set[str]]) -> bool:

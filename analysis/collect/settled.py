@@ -9,12 +9,44 @@ agree on one definition."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Iterable
 
 from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
 from analysis.manifest import SettledStack
 from payload import layout
+
+DIGEST_KIND = "sum128:"  # a digest of another kind (an older manifest's) is never extended, only compared
+_MODULUS = 1 << 128
+
+
+def runs_digest(run_ids: Iterable[str]) -> str:
+    """A stack's run directories in one value: what a settled stack's next listing is
+    compared with. The sum of each run id's 128-bit BLAKE2b: a stack that gained runs
+    gets its new digest from its old one and the new runs alone (runs_digest_with)."""
+    return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
+
+
+def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
+    """The digest of a stack's run ids once `added` (ones it did not have) joined
+    them, from its digest before; None for a digest of another kind."""
+    if not digest.startswith(DIGEST_KIND):
+        return None
+    return f"{DIGEST_KIND}{(int(digest[len(DIGEST_KIND) :], 16) + _hash_sum(added)) % _MODULUS:032x}"
+
+
+def digest_matches(run_ids: list[str], digest: str) -> bool:
+    """Whether `digest` is that of `run_ids`, of its own kind: an older manifest's
+    digest (SHA-256 of the sorted ids) is compared as such, not taken for a change."""
+    if digest.startswith(DIGEST_KIND):
+        return runs_digest(run_ids) == digest
+    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest() == digest
+
+
+def _hash_sum(run_ids: Iterable[str]) -> int:
+    blake2b, number = hashlib.blake2b, int.from_bytes
+    return sum([number(blake2b(r.encode(), digest_size=16).digest(), "little") for r in run_ids])
 
 
 def replay(summary: Summary, stack: SettledStack) -> None:
@@ -33,7 +65,6 @@ def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: 
     None when it did not parse or was not read this time), no half-uploaded
     file and nothing outside a run directory. Unknown files in run
     directories are allowed. `notes` are the files set aside in it."""
-    from analysis.bulk import runs_digest
     from payload.result import FINAL_STATUSES
 
     runs, with_result = set(), set()

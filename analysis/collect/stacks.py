@@ -26,6 +26,10 @@ FILES_PER_RUN = 4  # what a run directory holds, about: result.json, events.json
 class _FileStacks:
     """A local results directory (payload.storage.FileStore)."""
 
+    # directories are read one after another: a read is CPU in this process, not a request
+    # to wait on, and threads taking turns at the GIL read a million run directories slower
+    listing_threads = 1
+
     def __init__(self, store):
         self.store, self.root = store, Path(store.root)
 
@@ -57,13 +61,18 @@ class _FileStacks:
         return f"{st.st_mtime_ns}-{st.st_ino}-{st.st_nlink}"
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
-        """The run directories of a stack, and whether a file lies beside them."""
+        """The run directories of a stack, and whether a file lies beside them (read as
+        they come, no list of directory entries: a stack may hold 20,000 runs)."""
         runs, stray = [], False
-        for entry in _scan(self.root / prefix):
-            if entry.is_dir():
-                runs.append(entry.name)
-            elif not entry.name.startswith("."):
-                stray = True
+        try:
+            with os.scandir(self.root / prefix) as entries:
+                for entry in entries:
+                    if entry.is_dir():
+                        runs.append(entry.name)
+                    elif not entry.name.startswith("."):
+                        stray = True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
         return runs, stray
 
     def objects(self, prefix: str) -> Iterator:
@@ -99,6 +108,8 @@ class _FileStacks:
 
 class _DelimiterStacks:
     """A bucket listed one level at a time by delimiter listings (`_level`)."""
+
+    listing_threads = LISTING_THREADS  # one request each: many in flight
 
     def __init__(self, store):
         self.store = store

@@ -11,10 +11,11 @@ changed result belongs to (with every copy of them), never the rest."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
-from analysis.collect.settled import replay, settled_stack
+from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
 from analysis.collect.sources import bulk_read, download, entry_key, read_here
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
@@ -108,21 +109,19 @@ def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
     return changes
 
 
-def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`old_runs`, the
-    ones the manifest knows, are all still there): its settled part carried over as a
+def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
+    """A settled stack of one source that only gained run directories (`new_runs`; the
+    ones the manifest knows are all still there): its settled part carried over as a
     settled stack's is, only the new run directories listed, read and judged. The
     table cannot hold a row of a new run directory (the manifest is in step with it),
     so neither the stack's table keys nor its manifest entries are read: the step costs
     what is new, not what the stack holds. None when a new run directory cannot be
     listed (the whole step then says why)."""
-    from analysis.bulk import runs_digest
     from payload.storage import StorageError
 
     settled, now_runs = view.settled[prefix], view.grown[prefix]
     st = _Stack(prefix)
     objects: dict = {}
-    new_runs = [r for r in now_runs if r not in old_runs]
     try:
         if view.lister.new_runs_cheaper(len(new_runs), len(now_runs)):
             for run_id in new_runs:
@@ -143,7 +142,11 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, old_runs: set
     grown = changes.settled.get((view.url, prefix))
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
-            settled.runs + grown.runs, runs_digest(now_runs), grown.notes, settled.listed_at, view.stamps.get(prefix)
+            settled.runs + grown.runs,
+            (new_runs and runs_digest_with(settled.digest, new_runs)) or runs_digest(now_runs),
+            grown.notes,
+            settled.listed_at,
+            view.stamps.get(prefix),
         )
     return changes
 
@@ -386,6 +389,12 @@ def _status_of(st: _Stack, url: str):
 def run_dir_of(prefix: str, key: str) -> str:
     """The run directory a key of the stack `prefix` lies in (no parse: a million keys are cheap)."""
     return key[len(prefix) :].split("/", 1)[0]
+
+
+def run_dirs_of(prefix: str, keys: Iterable[str]) -> set[str]:
+    """The run directories keys of the stack `prefix` lie in (run_dir_of, inlined: a stack's every key)."""
+    start = len(prefix)
+    return {key[start:].split("/", 1)[0] for key in keys}
 
 
 def _run_of(key: str) -> tuple[str, str] | None:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from analysis.collect.stacks import LISTING_THREADS, stack_lister
+from analysis.collect.settled import digest_matches
+from analysis.collect.stacks import stack_lister
 from analysis.manifest import SettledStack
 from payload import layout
 
@@ -101,8 +102,6 @@ def _what_lies_there(store) -> list[str]:
 def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
     """Sort the settled stacks among `prefixes` by their run directories: as last
     listed (`unlisted`), or runs added or removed with nothing beside them (`grown`)."""
-    from analysis.bulk import runs_digest
-
     store, lister = view.store, view.lister
 
     stamp = getattr(lister, "stamp", None)
@@ -115,11 +114,13 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
         runs, stray = retried(store, f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix))
         return prefix, runs, stray
 
-    with ThreadPoolExecutor(max_workers=LISTING_THREADS) as pool:
+    with ThreadPoolExecutor(max_workers=lister.listing_threads) as pool:
         for prefix, runs, stray in pool.map(one, prefixes):
             if stray:
                 continue
-            if runs_digest(runs) == trusted[prefix]:
+            # a stack with as many run directories as it had is compared by digest; one with more or
+            # fewer has changed (a stack of a million runs that gained a few is not hashed whole)
+            if len(runs) == view.settled[prefix].runs and digest_matches(runs, trusted[prefix]):
                 view.unlisted.add(prefix)
             else:
                 view.grown[prefix] = runs

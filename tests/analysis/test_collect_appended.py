@@ -128,6 +128,49 @@ def test_a_stack_that_lost_a_run_takes_the_whole_step(grown, monkeypatch):
     assert False in taken and fast == slow
 
 
+def test_a_stack_with_a_run_swapped_for_another_takes_the_whole_step(grown, monkeypatch):
+    """As many runs as its record says, but not the same ones: the digest tells them apart."""
+    bucket, table = grown
+    collected = make_result(OFFERINGS[2], "resnet50", samples_per_second=100.0, hourly_usd=1.0, repeat=0)
+    shutil.rmtree((bucket / result_key(collected)).parent)
+    _put(bucket, OFFERINGS[2], range(20, 21))
+    fast, slow, taken = _both_ways(bucket, table, monkeypatch)
+    assert taken == [True, True, False] and fast == slow
+    assert (fast[0]["new"], fast[0]["valid"]) == (5, 16)
+
+
+def test_a_manifest_with_digests_of_the_older_kind_is_used_as_it_is(grown, monkeypatch):
+    """Records whose digest is a SHA-256 of the sorted run ids (an older manifest): a stack
+    listed by run directory is compared with it, and one that grew gets the new kind."""
+    import hashlib
+
+    from analysis.collect.settled import DIGEST_KIND
+
+    bucket, table = grown
+    run_ids = _run_ids_by_stack(table)
+    db = sqlite3.connect(table / MANIFEST_NAME)
+    for prefix, runs in run_ids.items():
+        old_kind = hashlib.sha256("\n".join(sorted(runs)).encode()).hexdigest()
+        db.execute("UPDATE stacks SET digest = ?, stamp = NULL WHERE prefix = ?", (old_kind, prefix))
+    db.commit()
+    db.close()
+    fast, slow, taken = _both_ways(bucket, table, monkeypatch)
+    assert taken == [True, True] and fast == slow  # the third matched its old digest: not opened
+    digests = [digest for _, _, _, digest, _ in fast[2][1]]
+    assert [d.startswith(DIGEST_KIND) for d in digests] == [True, True, False]
+
+
+def _run_ids_by_stack(table: Path) -> dict[str, set[str]]:
+    """{stack prefix: run ids} of the settled stacks, as the manifest's entries know them."""
+    from analysis.collect.stackstep import run_dirs_of
+
+    manifest = Manifest(table / MANIFEST_NAME)
+    stacks = manifest._db.execute("SELECT source, prefix FROM stacks").fetchall()
+    found = {prefix: run_dirs_of(prefix, manifest.stack_keys(source, prefix)) for source, prefix in stacks}
+    manifest.close()
+    return found
+
+
 def _damage_a_leaf(path: Path) -> None:
     """Overwrite the last leaf page of the entries table: its first pages still read."""
     db = sqlite3.connect(path)

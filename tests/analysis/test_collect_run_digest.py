@@ -1,0 +1,34 @@
+"""A settled stack's run digest: the same for the same run ids in any order, different
+for different ones, and extended by new runs alone to what the whole stack hashes to."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from analysis.collect.settled import DIGEST_KIND, digest_matches, runs_digest, runs_digest_with
+
+RUN_IDS = st.sets(st.from_regex(r"20[0-9]{6}T[0-9]{6}Z-[a-z0-9-]{1,20}", fullmatch=True), max_size=40)
+
+
+@given(RUN_IDS, RUN_IDS)
+def test_extending_by_new_runs_equals_hashing_the_whole_stack(old, more):
+    added = more - old
+    whole = runs_digest(sorted(old | added))
+    assert runs_digest_with(runs_digest(old), added) == whole == runs_digest(list(reversed(sorted(old | added))))
+    assert digest_matches(list(old | added), whole)
+
+
+@given(RUN_IDS, RUN_IDS)
+def test_different_run_ids_have_different_digests(a, b):
+    assert (runs_digest(a) == runs_digest(b)) == (a == b)
+
+
+def test_a_digest_of_the_older_kind_is_compared_but_never_extended():
+    runs = ["20250101T000000Z-i-1-resnet50", "20250102T000000Z-i-2-resnet50"]
+    older = hashlib.sha256("\n".join(sorted(runs)).encode()).hexdigest()
+    assert runs_digest_with(older, ["20250103T000000Z-i-3-resnet50"]) is None
+    assert digest_matches(list(reversed(runs)), older) and not digest_matches(runs[:1], older)
+    assert runs_digest(runs).startswith(DIGEST_KIND) and not digest_matches(runs, runs_digest(runs[:1]))
