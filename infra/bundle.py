@@ -16,6 +16,7 @@ a wheel carries in infra/project/), so the same sources give the same bytes.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -106,11 +107,7 @@ def build_bundle(root: Path | None = None) -> Bundle:
             data = p.read_bytes()
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))
-    gz = io.BytesIO()
-    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as f:
-        f.write(raw.getvalue())
-    data = gz.getvalue()
-    return Bundle(data, hashlib.sha256(raw.getvalue()).hexdigest()[:16], len(paths))
+    return Bundle(_gzip(raw.getvalue()), hashlib.sha256(raw.getvalue()).hexdigest()[:16], len(paths))
 
 
 WORKLOAD_SPEC_NAME = "workload.yaml"
@@ -125,10 +122,17 @@ def _tar_gz(entries: list[tuple[str, bytes, int]]) -> tuple[bytes, bytes]:
             info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(data), 0, mode
             tar.addfile(info, io.BytesIO(data))
+    return _gzip(raw.getvalue()), raw.getvalue()
+
+
+@functools.lru_cache(maxsize=4)
+def _gzip(raw: bytes) -> bytes:
+    """`raw` gzipped, deterministic (mtime 0). Kept for the same bytes: every stack rendered in one
+    process (preview --all, a campaign) ships the same bundle, and compressing it is most of a render."""
     gz = io.BytesIO()
     with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as f:
-        f.write(raw.getvalue())
-    return gz.getvalue(), raw.getvalue()
+        f.write(raw)
+    return gz.getvalue()
 
 
 def build_workload_bundle(spec_path: str | Path) -> Bundle:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,8 @@ def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
 
     table: dict[str, Callable[[], dict[str, Any]]] = {
         "aws:ec2/getAmi:getAmi": lambda: {
-            "id": "ami-0mock" + fake_id(*map(str, args.get("filters", [])))[:9],
+            # filters arrive as dicts whose key order varies between processes: sorted, the id does not
+            "id": "ami-0mock" + fake_id(*(json.dumps(f, sort_keys=True) for f in args.get("filters", [])))[:9],
             "imageId": "ami-0mock",
             "name": "mock Deep Learning AMI",
         },

@@ -79,13 +79,15 @@ def test_bad_input_is_a_message_and_an_exit_code(argv, code, word, workdir):
 
 
 def _report_dir(tmp_path: Path) -> Path:
+    """A collected table to report (collected in this process: the report is the command under test)."""
+    from analysis.cli import main
+
     src, out = tmp_path / "results", tmp_path / "report"
     store = open_store(str(src))
     for i in range(12):
         r = make_result("aws/p3.2xlarge", "resnet50", samples_per_second=100.0 + i, hourly_usd=3.06, repeat=i)
         store.put_bytes(result_key(r), result_bytes(r))
-    done = _run([sys.executable, "-m", "analysis", "collect", "--results", str(src), "--table", str(out)], tmp_path)
-    assert done.returncode == 0, done.stderr
+    assert main(["collect", "--results", str(src), "--table", str(out)]) == 0
     return out
 
 
