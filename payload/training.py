@@ -12,8 +12,8 @@ TensorFlow, and only when a run starts.
   and torch TensorFlow is kept off the GPUs.
 - Strategy by table (tensorflow): >1 GPU → MirroredStrategy with the
   ``--all-reduce`` of choice (NCCL by default); 1 GPU → OneDeviceStrategy;
-  CPU → the default strategy (or MirroredStrategy over logical CPUs with
-  ``--cpu-replicas``, a testing aid). jax: >1 device →
+  CPU → OneDeviceStrategy on the CPU, as one GPU (or MirroredStrategy over
+  logical CPUs with ``--cpu-replicas``, a testing aid). jax: >1 device →
   keras.distribution.DataParallel (``--cpu-replicas`` splits the host CPU
   through XLA_FLAGS); torch: one device only, released Keras (<= 3.15) has no
   torch distribution (it needs torchrun and Keras >= 3.16). The per-GPU batch
@@ -169,7 +169,9 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl
                 "reduction-to-one-device",
             ),
         ),
-        (True, lambda: (tf.distribute.get_strategy(), None)),
+        # one CPU: as one GPU, a one-device strategy (under the default one, Keras creates the optimizer's
+        # and metrics' variables inside the first trace of a train step, and traces it a second time)
+        (True, lambda: (tf.distribute.OneDeviceStrategy("/cpu:0"), None)),
     )
     return next(make for cond, make in table if cond)()
 
