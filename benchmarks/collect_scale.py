@@ -3,7 +3,7 @@ dataset (analysis.dataset), on file:// and on SeaweedFS behind a latency proxy.
 
 For each N given (default 100,000) and each backend:
 
-- cold: N results (tests/synthetic_results.py templates over 50 stacks) into an empty table;
+- cold: N results (tests/synthetic_results.py templates over 100 stacks: 4 offerings x 50 suffixes, every lcm(4, 50) results) into an empty table;
 - warm: the same again, nothing new;
 - +1000: 1,000 new results (spread over the existing stacks) into that table;
 - 1000 alone: the same 1,000 results into an empty table (what "+1000" is compared with).
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "tests"))
 sys.path.insert(2, str(ROOT / "benchmarks"))
-STACKS = 50
+STACKS = 50  # suffixes: with the 4 offerings, results fall in 100 stacks
 NEW = 1000
 
 
