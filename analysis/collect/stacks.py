@@ -118,9 +118,11 @@ class _DelimiterStacks:
         return self._level(layout.ROOT)
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
-        """Whether listing `new` run directories one by one takes no more requests
-        than listing a stack of `runs` runs whole (PAGE objects a request)."""
-        return new <= 1 + runs * FILES_PER_RUN // PAGE
+        """Whether listing `new` run directories one by one (all in flight together)
+        beats listing a stack of `runs` runs whole (PAGE objects a request, one page
+        after another): no more requests, or no more than one round of them (a
+        server walks every run directory of a stack listed whole)."""
+        return new <= max(1 + runs * FILES_PER_RUN // PAGE, self.listing_threads)
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
         subs, objects = self._level(prefix)

@@ -124,8 +124,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     objects: dict = {}
     try:
         if view.lister.new_runs_cheaper(len(new_runs), len(now_runs)):
-            for run_id in new_runs:
-                objects.update(view.objects(f"{prefix}{run_id}/"))
+            objects = _listed_runs(view, prefix, new_runs)
         else:  # a bucket: fewer requests to list the stack whole, its new runs' files kept
             wanted = set(new_runs)
             objects = {k: i for k, i in view.objects(prefix).items() if run_dir_of(prefix, k) in wanted}
@@ -220,18 +219,35 @@ def _grown(view: SourceView, prefix: str, old: dict[str, dict], st: _Stack) -> d
     for e in old.values():
         if (run := _run_of(e["key"])) is not None:
             known.setdefault(run[1], []).append(e)
-    objects = {}
+    objects = _listed_runs(view, prefix, [r for r in view.grown[prefix] if r not in known])
     for run_id in view.grown[prefix]:
         if run_id in known:
             objects.update((e["key"], _info_of(e)) for e in known[run_id])
-        else:
-            objects.update(view.objects(f"{prefix}{run_id}/"))
     kept_runs = set(view.grown[prefix]) & set(known)
     st.notes[view.url] = [
         n
         for n in view.settled[prefix].notes
         if n["key"] not in {e["key"] for e in old.values()} and (_run_of(n["key"]) or ("", ""))[1] in kept_runs
     ]
+    return objects
+
+
+def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
+    """{key: ObjectInfo} of some run directories of a stack, listed as many at a time as
+    its lister takes (a bucket: a request each, all in flight together; local: in turn).
+    Raises payload.storage.StorageError."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    objects: dict = {}
+    prefixes = [f"{prefix}{run_id}/" for run_id in run_ids]
+    threads = min(view.lister.listing_threads, len(prefixes))
+    if threads <= 1:
+        for run_prefix in prefixes:
+            objects.update(view.objects(run_prefix))
+        return objects
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for found in pool.map(view.objects, prefixes):
+            objects.update(found)
     return objects
 
 

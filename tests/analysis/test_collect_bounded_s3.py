@@ -100,17 +100,37 @@ def test_the_bulk_path_stack_by_stack_gives_the_thread_pools_table(s3_bucket, tm
 
 
 def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, tmp_path, monkeypatch):
-    """One new run directory: listed alone (one request). Many: the stack is
-    listed whole (a page of 1,000 objects is one request; one per new run
-    directory would be more). Either way the table gets every run."""
+    """Up to one round of requests in flight (LISTING_THREADS new run directories):
+    each listed alone, all at once. More (and more than the stack's pages): the
+    stack is listed whole (a page of 1,000 objects is one request). Either way the
+    table gets every run."""
+    import threading
+    import time
+
     import obstore
+
+    from analysis.collect.stacks import LISTING_THREADS
 
     url = f"s3://{s3_bucket}"
     store = open_store(url)
     (stack,) = _put(url, stacks=1, runs=3)
     listed: list[str] = []
+    in_flight, most, lock = [0], [0], threading.Lock()
     real = obstore.list
-    monkeypatch.setattr(obstore, "list", lambda st, prefix=None, **kw: listed.append(prefix) or real(st, prefix, **kw))
+
+    def listing(st, prefix=None, **kw):
+        with lock:
+            listed.append(prefix)
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        try:
+            time.sleep(0.05 if prefix.count("/") == 3 else 0)  # a run directory's listing waits on the network
+            return list(real(st, prefix, **kw))
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(obstore, "list", listing)
     table = tmp_path / "table"
     collect([url], table)
     body = store.get_bytes(layout.result_key(stack, "20250101T000000Z-i-00000000-resnet50"))
@@ -126,6 +146,14 @@ def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, t
     assert listed == [f"runs/{stack}/20250102T000000Z-i-new-resnet50/"] and summary.new == 1 and len(rows) == 4
 
     listed.clear()
-    add([f"20250103T000000Z-i-new{i}-resnet50" for i in range(3)])
+    most[0] = 0
+    fresh = [f"20250103T000000Z-i-new{i}-resnet50" for i in range(4)]
+    add(fresh)
     summary, rows = collect([url], table)
-    assert listed == [f"runs/{stack}/"] and summary.new == 3 and len(rows) == 7
+    assert sorted(listed) == sorted(f"runs/{stack}/{r}/" for r in fresh) and most[0] > 1  # at once
+    assert summary.new == 4 and len(rows) == 8
+
+    listed.clear()
+    add([f"20250104T000000Z-i-new{i:02d}-resnet50" for i in range(LISTING_THREADS + 1)])
+    summary, rows = collect([url], table)
+    assert listed == [f"runs/{stack}/"] and summary.new == LISTING_THREADS + 1 and len(rows) == 25
