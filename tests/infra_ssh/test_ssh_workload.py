@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from run_files import final_log_tail
 from servers import require_module
 
 from analysis.cli import main as analysis_main
@@ -63,7 +64,7 @@ def test_pytorch_workload_over_ssh_is_priced_collected_and_reported(ssh_stack, t
     assert result["status"] == "completed" and result["benchmark"]["workload"]["metrics_found"] == ["json", "mllog"]
     assert result["benchmark"]["workload"]["sha256"] == load_spec(spec).sha256  # the shipped copy hashes the same
     assert result["offering"]["id"] == box and result["offering"]["kind"] == "onprem"
-    assert "GPUBENCH_METRICS" in (path.parent / "log-tail.txt").read_text()
+    assert "GPUBENCH_METRICS" in final_log_tail(path.parent)
     assert result["metrics"]["samples_trained"] == 256
     (remote,) = [p for p in (tmp_path / "remote" / "runs" / stack).iterdir() if p.is_dir() and p.name[0] != "."]
     assert (remote / "workload" / "workdir" / "train.py").read_text() == (spec.parent / "train.py").read_text()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from run_files import final_log_tail
 
 from payload import exitcodes
 from payload.config import ConfigError, render_env, resolve
@@ -100,7 +101,7 @@ def test_probe_stops_at_steady_with_the_true_rate_and_the_overhead(tmp_path):
     assert 0 < probe["overhead_seconds"] < probe["elapsed_seconds"]
     assert events(result, "probe_stop")[0]["stopped_by"] == "steady"
     assert result["benchmark"]["workload"]["run_exit_code"] != 0  # the probe's stop signal, not a failure
-    assert "GPUBENCH_METRICS" in (folder / "log-tail.txt").read_text()
+    assert "GPUBENCH_METRICS" in final_log_tail(folder)
     assert (folder / "events.jsonl").read_text().count('"first_step"') == 1
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from run_files import final_log_tail
 from servers import closed_port_url, require_module
 
 from payload.cli import main as payload_main
@@ -152,7 +153,7 @@ def test_the_jobs_own_sitecustomize_still_runs_and_a_job_without_python_records_
     (tmp_path / "job" / "site" / "sitecustomize.py").write_text(own)
     assert run_payload(load_spec(spec).path, tmp_path / "b1") == 0
     result, run_dir = only_result(tmp_path / "b1")
-    assert "own sitecustomize ran" in (run_dir / "log-tail.txt").read_text()
+    assert "own sitecustomize ran" in final_log_tail(run_dir)
     assert result["software"]["frameworks_from"] == "imported"
     # no Python process at all: the versions installed for the python3 on its PATH stand in
     doc = {"name": "no-python", "run": 'echo \'GPUBENCH_METRICS {"samples": 4, "seconds": 1}\'', "metrics": ["json"]}
