@@ -121,7 +121,6 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
 
     settled, now_runs = view.settled[prefix], view.grown[prefix]
     st = _Stack(prefix)
-    objects: dict = {}
     try:
         if view.lister.new_runs_cheaper(len(new_runs), len(now_runs)):
             objects = _listed_runs(view, prefix, new_runs)
@@ -172,8 +171,9 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     if prefix not in view.stamps and getattr(view.lister, "stamp", None) is not None:
         view.stamps[prefix] = view.lister.stamp(prefix)  # before the listing: a change during it shows next time
     try:
-        if prefix in view.grown and _new_runs_only(view, prefix, old):
-            objects = _grown(view, prefix, old, st)
+        known = _known_runs(old) if prefix in view.grown else {}
+        if prefix in view.grown and _new_runs_only(view, prefix, known):
+            objects = _grown(view, prefix, old, known, st)
         else:
             objects = view.objects(prefix)
     except StorageError as exc:
@@ -202,32 +202,37 @@ def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict,
             st.todo.append((view, key, info))
 
 
-def _new_runs_only(view: SourceView, prefix: str, old: dict[str, dict]) -> bool:
-    """Whether a settled stack that gained runs is cheaper to list by its new run
-    directories alone than whole (a bucket lists a stack of many runs in a few
-    pages, one request per new run directory would cost more)."""
-    known = {run[1] for e in old.values() if (run := _run_of(e["key"])) is not None}
-    runs = view.grown[prefix]
-    return view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs))
-
-
-def _grown(view: SourceView, prefix: str, old: dict[str, dict], st: _Stack) -> dict:
-    """The files of a settled stack that gained or lost runs: its runs still
-    there as the manifest knows them (final results never change), and the
-    files of its new run directories, listed; the notes of the runs kept."""
+def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
+    """{run id: its entries} of a stack's manifest entries (`old`)."""
     known: dict[str, list[dict]] = {}
     for e in old.values():
         if (run := _run_of(e["key"])) is not None:
             known.setdefault(run[1], []).append(e)
+    return known
+
+
+def _new_runs_only(view: SourceView, prefix: str, known: dict[str, list[dict]]) -> bool:
+    """Whether a settled stack that gained runs is cheaper to list by its new run
+    directories alone than whole (a bucket lists a stack of many runs in a few
+    pages, one request per new run directory would cost more); `known`: _known_runs."""
+    runs = view.grown[prefix]
+    return view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs))
+
+
+def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
+    """The files of a settled stack that gained or lost runs: its runs still
+    there as the manifest knows them (`known`, final results never change), and
+    the files of its new run directories, listed; the notes of the runs kept."""
     objects = _listed_runs(view, prefix, [r for r in view.grown[prefix] if r not in known])
     for run_id in view.grown[prefix]:
         if run_id in known:
             objects.update((e["key"], _info_of(e)) for e in known[run_id])
     kept_runs = set(view.grown[prefix]) & set(known)
+    old_keys = {e["key"] for e in old.values()}
     st.notes[view.url] = [
         n
         for n in view.settled[prefix].notes
-        if n["key"] not in {e["key"] for e in old.values()} and (_run_of(n["key"]) or ("", ""))[1] in kept_runs
+        if n["key"] not in old_keys and (_run_of(n["key"]) or ("", ""))[1] in kept_runs
     ]
     return objects
 
