@@ -45,6 +45,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "tests"))  # synthetic_results: the tests' schema-valid results
+sys.path.insert(2, str(ROOT / "benchmarks"))
+from peak_rss import peak_rss_kb  # noqa: E402
+
 BUCKET = "gpubench-bench"
 BIN = Path(sys.executable).parent
 
@@ -287,7 +290,7 @@ def child(args) -> None:
     c0 = my_cpu()
     out = METHODS[args.child](args.endpoint, args)
     out.setdefault("cpu_per_obj_ms", 1000 * (my_cpu() - c0) / max(1, out["objects"]))
-    peak = max(resource.getrusage(r).ru_maxrss for r in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    peak = max(peak_rss_kb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     out["peak_rss_mb"] = peak / 1024
     print(json.dumps(out))
 

@@ -9,7 +9,7 @@ For each N given (default 100,000) and each backend:
 - 1000 alone: the same 1,000 results into an empty table (what "+1000" is compared with).
 
 Each collect runs in its own process (`python -m analysis collect --json`);
-the figures are its wall time and peak RSS (ru_maxrss of the child). The
+the figures are its wall time and peak RSS (VmHWM of the child: see peak_rss.py). The
 machine's load average is printed with the results: on a shared machine the
 times are an upper bound.
 
@@ -98,10 +98,11 @@ def put_s3(endpoint: str, prefix: str, ids: range, tag: str = "") -> None:
 
 # the collect command, then this process's peak RSS (kB) as the last line of stderr
 WRAPPER = """
-import resource, sys
+import sys
 from analysis.cli import main
+from peak_rss import peak_rss_kb
 code = main(sys.argv[1:])
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+print(peak_rss_kb(), file=sys.stderr)
 sys.exit(code)
 """
 
@@ -110,7 +111,13 @@ def collect(source: str, table: Path, env: dict) -> dict:
     """One collect in its own process: wall time, peak RSS, its counts."""
     cmd = [sys.executable, "-c", WRAPPER, "collect", "--results", source, "--table", str(table), "--json"]
     t = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, env={**env, "PYTHONPATH": str(ROOT)}, check=False)
+    done = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'benchmarks'}"},
+        check=False,
+    )
     wall = time.perf_counter() - t
     try:
         got = json.loads(done.stdout)

@@ -5,7 +5,7 @@ the rows of a small real collect (tests/synthetic_results.py's demo-like
 results, through `collect_results`, so every column is what collect writes)
 repeated with their numbers varied per run (times, costs, throughput, spot
 prices), each with its own run_id. Then renders the report in a subprocess
-per method and size, for its own wall time and peak memory (ru_maxrss):
+per method and size, for its own wall time and peak memory (VmHWM: see peak_rss.py):
 
 - query: `gpubench report --table DIR --out DIR` run in the child (analysis.cli.main: the
   command's parsing, `write_report` and the summary it prints; DuckDB over the dataset);
@@ -37,6 +37,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(1, str(ROOT / "tests"))  # synthetic_results: the tests' schema-valid results
+sys.path.insert(2, str(ROOT / "benchmarks"))
+from peak_rss import peak_rss_kb  # noqa: E402
+
 BATCH = 50_000
 # Columns varied per run, by one factor per run: what a run measured and what it cost.
 SCALED = (
@@ -139,17 +142,17 @@ def child(method: str, table: str, page: str) -> None:
         start = time.perf_counter()
         build_report(read_table(table), page, Options(), source=f"{table}/results.parquet")
     call = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_SELF)  # ru_maxrss: KiB on Linux, this process's peak
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime  # the whole process, imports included: less load-bound than wall time
     workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # the chart worker, ended and reaped by the call
     print(
         json.dumps(
             {
                 "call_s": call,
-                "peak_kb": usage.ru_maxrss,
+                "peak_kb": peak_rss_kb(),
                 "cpu_s": cpu,
                 "worker_cpu_s": workers.ru_utime + workers.ru_stime,
-                "worker_peak_kb": workers.ru_maxrss,
+                "worker_peak_kb": workers.ru_maxrss,  # an upper bound: a forked worker starts at the report's peak
                 **spent,
             }
         )
@@ -228,7 +231,7 @@ def _text(doc: dict) -> str:
         "(call: the report's call after imports; table: the call without the page (templates and charts,\n"
         " the same work for both methods); process: with interpreter start and imports;\n"
         " cpu: the process's user + system CPU seconds; worker: the chart worker's;\n"
-        " peak: ru_maxrss of the process plus the worker's)"
+        " peak: VmHWM of the process plus ru_maxrss of the worker, an upper bound)"
     )
     return "\n".join([head, *(_line(r) for r in doc["results"]), notes])
 
