@@ -27,6 +27,7 @@ from analysis.collect.store import remove_stale_temporaries, remove_table, table
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
+from analysis.interruptible import InterruptiblePool
 from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from payload import layout
 
@@ -204,15 +205,23 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         trusting = in_step and identity == manifest.priced_with and len(ok) == len(views)
         ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
         batch = Batch(loc, tv, manifest, summary, identity)
-        for prefix in prefixes:
-            if prefix in fast:
-                fast_step(ctx, prefix)
-                continue
-            changes = _appended(ctx, prefix, ok, known) if trusting else None
-            batch.add(changes or step(ctx, prefix))
-            if batch.full():
-                batch.flush()
-            held.touch()
+        stepped = [p for p in prefixes if p not in fast]
+        following = dict(zip(stepped, stepped[1:]))  # the next stack a step lists, listed during this one
+        with InterruptiblePool(1, "collect-list-ahead") as ahead:
+            for prefix in prefixes:
+                if prefix in fast:
+                    fast_step(ctx, prefix)
+                    continue
+                if (then := following.get(prefix)) is not None:
+                    for view in ok:
+                        view.list_ahead(then, ahead)
+                changes = _appended(ctx, prefix, ok, known) if trusting else None
+                batch.add(changes or step(ctx, prefix))
+                if batch.full():
+                    batch.flush()
+                held.touch()
+            for view in ok:
+                view.ahead.clear()  # a listing a step did not need (its stack took another path)
         batch.flush()
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)

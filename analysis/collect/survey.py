@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from analysis.collect.settled import digest_matches
@@ -39,11 +39,28 @@ class SourceView:
     listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
     failed: str | None = None  # why it could not be listed: its rows are kept
     bulk: bool = False  # read through analysis.bulk (many requests in flight), not the thread pool
+    ahead: dict[str, Future] = field(default_factory=dict)  # stacks being listed while earlier ones are stepped
 
     def objects(self, prefix: str) -> dict:
         """{key: ObjectInfo} of one stack's files (its newest versions); StorageError when the listing fails."""
+        if (listed := self.ahead.pop(prefix, None)) is not None:
+            return listed.result()
         if self.lister is None:
             return self.listing.get(prefix, {})
+        return self._listed(prefix)
+
+    def list_ahead(self, prefix: str, pool) -> None:
+        """Start listing a stack that its step will list whole, on `pool` (one thread),
+        while the step before it runs: on a bucket the listing's requests then wait
+        beside that step's work instead of between two steps. Local stacks are not
+        (a directory read is this process's CPU, not a wait)."""
+        lister = self.lister
+        if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
+            return
+        if prefix in self.prefixes and prefix not in self.unlisted and prefix not in self.grown:
+            self.ahead[prefix] = pool.submit(self._listed, prefix)
+
+    def _listed(self, prefix: str) -> dict:
         found = retried(self.store, f"list {self.store.url_for(prefix)}", lambda: list(self.lister.objects(prefix)))
         return layout.current_only({o.key: o for o in found})
 

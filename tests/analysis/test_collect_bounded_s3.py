@@ -157,3 +157,50 @@ def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, t
     add([f"20250104T000000Z-i-new{i:02d}-resnet50" for i in range(LISTING_THREADS + 1)])
     summary, rows = collect([url], table)
     assert listed == [f"runs/{stack}/"] and summary.new == LISTING_THREADS + 1 and len(rows) == 25
+
+
+def test_the_next_stack_is_listed_while_the_one_before_is_read(s3_bucket, tmp_path, monkeypatch):
+    """A bucket's stack is listed on a thread of its own while the step before it
+    reads its results (the listing's requests wait beside that work, not between
+    two steps); a listing that fails there fails its own stack alone, as a
+    listing in the step would; the table is the same."""
+    import threading
+    import time
+
+    import obstore
+
+    url = f"s3://{s3_bucket}"
+    held = _put(url, stacks=4, runs=3)
+    events: list[tuple[str, str, str]] = []  # (what, stack, thread)
+    real_list, real_read = obstore.list, sources.bulk_read
+    broken = {f"runs/{sorted(held)[2]}/"}
+
+    def listing(st, prefix=None, **kw):
+        events.append(("list", prefix, threading.current_thread().name))
+        if prefix in broken:
+            raise OSError("the server went away")
+        return list(real_list(st, prefix, **kw))
+
+    def reading(source, u, todo, *args):
+        stack = f"runs/{todo[0][0].split('/')[1]}/"
+        events.append(("read", stack, threading.current_thread().name))
+        time.sleep(0.05)  # the results' requests in flight
+        yield from real_read(source, u, todo, *args)
+        events.append(("read done", stack, threading.current_thread().name))
+
+    monkeypatch.setattr(obstore, "list", listing)
+    monkeypatch.setattr(sources, "bulk_read", reading)
+    monkeypatch.setattr("analysis.collect.stackstep.bulk_read", reading)
+    summary, rows = collect([url], tmp_path / "table", export=False)
+
+    stacks = [f"runs/{s}/" for s in sorted(held)]
+    listed = {p: t for what, p, t in events if what == "list" and p in stacks}
+    assert set(listed) == set(stacks)
+    assert all(listed[p].startswith("collect-list-ahead") for p in stacks[1:])
+    order = [(what, p) for what, p, _ in events if p in stacks]
+    for before, after in zip(stacks, stacks[1:], strict=False):
+        if before not in broken:  # listed while the stack before it was read
+            assert order.index(("list", after)) < order.index(("read done", before))
+    assert summary.valid == len(rows) == 9
+    assert [i for i in summary.incomplete if "cannot list" in i] == [f"{url}/{sorted(broken)[0]}: cannot list"]
+    assert {r["stack"] for r in rows} == set(held) - {sorted(held)[2]}
