@@ -66,13 +66,13 @@ def csv_safe(table):
     return type(table).from_arrays(columns, schema=table.schema)
 
 
-def _csv_options(header: bool):
+def _csv_options():
     """The export's CSV dialect: RFC 4180 (CRLF rows, a cell quoted when it is
     text, so a bare CR or LF inside it cannot split its row), a header row of
     bare names, nulls as empty cells."""
     import pyarrow.csv as pcsv
 
-    return pcsv.WriteOptions(include_header=header, quoting_style="needed", quoting_header="none", eol="\r\n")
+    return pcsv.WriteOptions(quoting_style="needed", quoting_header="none", eol="\r\n")
 
 
 def write_csv(table, path) -> None:
@@ -80,7 +80,7 @@ def write_csv(table, path) -> None:
     pandas' to_csv), text cells neutralised (csv_safe)."""
     import pyarrow.csv as pcsv
 
-    pcsv.write_csv(csv_safe(table), path, _csv_options(True))
+    pcsv.write_csv(csv_safe(table), path, _csv_options())
 
 
 def _frame_to_csv(df, path) -> None:
@@ -147,7 +147,7 @@ def _write_batches(batches, schema, generation: Path) -> None:
 
     with (
         pq.ParquetWriter(generation / f"{TABLE_STEM}.parquet", schema) as writer,
-        pcsv.CSVWriter(generation / f"{TABLE_STEM}.csv", schema, write_options=_csv_options(True)) as csv,
+        pcsv.CSVWriter(generation / f"{TABLE_STEM}.csv", schema, write_options=_csv_options()) as csv,
     ):
         for batch in batches:
             writer.write_batch(batch)
