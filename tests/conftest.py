@@ -27,6 +27,7 @@ the home directory of whoever runs the suite.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 import uuid
@@ -50,6 +51,16 @@ from servers import (  # noqa: E402
     start_moto_server,
 )
 from suite_order import longest_files_first  # noqa: E402
+
+
+def pytest_configure(config):
+    """Ctrl-C reaches the processes the tests start, as it does a command run from a
+    terminal. A suite started in the background by a shell without job control
+    (`make test &`, nohup) inherits SIGINT ignored, and its children would too:
+    the tests that send SIGINT to a command would then wait for it in vain. A
+    Python handler, unlike an ignored signal, is reset to the default at exec."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
