@@ -18,7 +18,7 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
   chart shows; tests about tables and text use it, chart tests do not).
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
-Files run longest first (``tests/suite_order.py``), so the two workers of ``make test`` end together.
+Files run longest first (``tests/suite_order.py``), so the workers of ``make test`` end together.
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
 reports) points at a temporary folder of this test process unless set, so no test writes into
 the home directory of whoever runs the suite.

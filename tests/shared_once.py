@@ -1,7 +1,7 @@
 """Work done once per test session instead of once per xdist worker.
 
-A session-scoped fixture runs once in each worker process: with two workers, an expensive one (every
-stack rendered under mocks: about 12 s of CPU) is paid twice. `once_per_session` makes the first
+A session-scoped fixture runs once in each worker process: with three workers, an expensive one (every
+stack rendered under mocks: about 12 s of CPU) is paid three times. `once_per_session` makes the first
 worker that asks compute it and pickle it into the directory all workers' temp dirs share; a worker
 asking later (or meanwhile: it waits on the lock) loads that copy. Without xdist it just computes.
 Only for values that depend on nothing but the code and fixed inputs (same in every worker).
