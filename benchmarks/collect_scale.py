@@ -9,7 +9,8 @@ For each N given (default 100,000) and each backend:
 - 1000 alone: the same 1,000 results into an empty table (what "+1000" is compared with).
 
 Each collect runs in its own process (`python -m analysis collect --json`);
-the figures are its wall time and peak RSS (VmHWM of the child: see peak_rss.py). The
+the figures are its wall time and peak RSS (VmHWM of the child: see peak_rss.py),
+and on s3 the CPU seconds SeaweedFS used meanwhile (it shares the cores). The
 machine's load average is printed with the results: on a shared machine the
 times are an upper bound.
 
@@ -107,8 +108,12 @@ sys.exit(code)
 """
 
 
-def collect(source: str, table: Path, env: dict) -> dict:
-    """One collect in its own process: wall time, peak RSS, its counts."""
+def collect(source: str, table: Path, env: dict, server: int | None = None) -> dict:
+    """One collect in its own process: wall time, peak RSS, its counts, and the
+    CPU seconds the server (`server`: its pid) used meanwhile."""
+    from collect_s3 import cpu_of
+
+    server_cpu = cpu_of(server) if server else None
     cmd = [sys.executable, "-c", WRAPPER, "collect", "--results", source, "--table", str(table), "--json"]
     t = time.perf_counter()
     done = subprocess.run(
@@ -126,6 +131,7 @@ def collect(source: str, table: Path, env: dict) -> dict:
         return {"error": done.stderr.strip().splitlines()[-3:] or ["failed"], "wall_s": wall}
     return {
         "wall_s": round(wall, 2),
+        **({"server_cpu_s": round(cpu_of(server) - server_cpu, 2)} if server else {}),
         "collect_s": got["seconds"],  # the collect call itself, without interpreter start and imports
         "peak_rss_mb": round(peak_kb / 1024),
         "new": got["new"],
@@ -136,18 +142,18 @@ def collect(source: str, table: Path, env: dict) -> dict:
     }
 
 
-def scenario(n: int, put, source, work: Path, env: dict) -> dict:
+def scenario(n: int, put, source, work: Path, env: dict, server: int | None = None) -> dict:
     """cold, warm, +1000 and 1000-alone for one backend."""
     out = {}
     t = time.perf_counter()
     put("main", range(n))
     print(f"  put {n:,} results in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-    out["cold"] = collect(source("main"), work / "table", env)
-    out["warm"] = collect(source("main"), work / "table", env)
+    out["cold"] = collect(source("main"), work / "table", env, server)
+    out["warm"] = collect(source("main"), work / "table", env, server)
     put("main", range(n, n + NEW), "n")
-    out["+1000"] = collect(source("main"), work / "table", env)
+    out["+1000"] = collect(source("main"), work / "table", env, server)
     put("alone", range(NEW), "n")
-    out["1000 alone"] = collect(source("alone"), work / "table-alone", env)
+    out["1000 alone"] = collect(source("alone"), work / "table-alone", env, server)
     return out
 
 
@@ -174,6 +180,7 @@ def run_s3(n: int, work: Path, latency_ms: float) -> dict:
             lambda p: f"s3://{BUCKET}/{p}",
             work,
             s3_env(endpoint),
+            weed.pid,
         )
     finally:
         if proxy is not None:

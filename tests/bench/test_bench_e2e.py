@@ -150,13 +150,16 @@ def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
     steady = doc["probe"]["steady"]
     assert steady["steady"] is True
     # the whole job: the payload's start to the first step, the warm-up as measured, the rest at the steady
-    # rate, and the job's end to the payload's exit
+    # rate, and the job's end to the payload's exit. The rate (the row's) and the warm-up's seconds are on
+    # the wall's clock: when the job's lines arrived slower than its own clock says (a loaded machine),
+    # the probe recorded by how much, and the warm-up's job-clock seconds are stretched by it.
     assert row["finish_seconds"] > 0 and row["basis"]["finish_seconds"] == "measured"
     assert 0 < steady["warmup_samples"] < 7.2e6
+    wall_per_job_second = max(1.0, doc["probe"].get("wall_per_job_second") or 1.0)
     seconds = (
         row["overhead_seconds"]
         + row["finish_seconds"]
-        + steady["warmup_seconds"]
+        + steady["warmup_seconds"] * wall_per_job_second
         + (7.2e6 - steady["warmup_samples"]) / row["samples_per_second"]
     )
     assert row["est_hours"] == pytest.approx(seconds / 3600)
