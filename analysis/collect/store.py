@@ -30,21 +30,14 @@ CURRENT = f".{TABLE_STEM}.current"  # the symlink to the published generation
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def neutralise_cell(value):
-    """A text cell a spreadsheet would evaluate as a formula, prefixed with a
-    single quote so it is shown as text; any other value as it is."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
 # one pass over a column: a cell starting with any of FORMULA_STARTS
 _FORMULA_PATTERN = "^[" + "".join("\\" + c if c in "-\\]^" else c for c in FORMULA_STARTS) + "]"
 
 
 def csv_safe(table):
-    """The Arrow table (or record batch) for the CSV export: text cells a
-    spreadsheet would evaluate neutralised as neutralise_cell does, and NaN
+    """The Arrow table (or record batch) for the CSV export: a text cell a
+    spreadsheet would evaluate as a formula (it starts with one of
+    FORMULA_STARTS) prefixed with a single quote, so it is shown as text; NaN
     written as an empty cell like a null (Parquet keeps the true values).
     Whole columns at once, in Arrow: no Python call per cell."""
     import pyarrow as pa

@@ -189,8 +189,7 @@ def test_the_next_stack_is_listed_while_the_one_before_is_read(s3_bucket, tmp_pa
         events.append(("read done", stack, threading.current_thread().name))
 
     monkeypatch.setattr(obstore, "list", listing)
-    monkeypatch.setattr(sources, "bulk_read", reading)
-    monkeypatch.setattr("analysis.collect.stackstep.bulk_read", reading)
+    monkeypatch.setattr("analysis.collect.stackstep.bulk_read", reading)  # the name the step calls
     summary, rows = collect([url], tmp_path / "table", export=False)
 
     stacks = [f"runs/{s}/" for s in sorted(held)]
