@@ -184,3 +184,47 @@ def next_generation(keys) -> int:
     """The generation a new attempt of a run writes: one above any already in its directory, 0 for a new run."""
     generations = [version_of(key)[1][0] for key in keys]
     return max(generations) + 1 if generations else 0
+
+
+# -- the results journal ----------------------------------------------------------------------
+# A bucket has no directory times: to learn that a settled stack holds nothing new, a collect
+# would list every run directory of it. Instead, each time a run's result lands the writer
+# creates one empty object `journal/<stack>/<stamp>-<run-id>`, where <stamp> is the writer's
+# UTC clock at that moment in a fixed-width form (so key order is time order). A collect lists
+# a settled stack's journal only after the time of its last full listing, less JOURNAL_WINDOW_S
+# for clocks that differ and uploads that took a while, and reads just the runs it names. An
+# entry is a hint, never a result: the run it names is listed and judged like any other.
+JOURNAL_ROOT = "journal/"
+JOURNAL_WINDOW_S = 600.0  # how far before a collect's last listing its next journal listing starts
+_JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 22 characters, e.g. 20261126T034512.123456Z
+_JOURNAL_KEY = re.compile(r"journal/(?P<stack>[^/]+)/(?P<stamp>[0-9]{8}T[0-9]{6}\.[0-9]{6}Z)-(?P<run>[^/]+)")
+
+
+def journal_prefix(stack: str) -> str:
+    """`journal/<stack>/`: where the writers of a stack announce its runs."""
+    return f"{JOURNAL_ROOT}{_segment('stack name', stack)}/"
+
+
+def journal_stamp(when: float) -> str:
+    """`when` (epoch seconds) as a journal key's stamp: fixed width, so that keys sort by time."""
+    import datetime as _dt
+
+    return _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).strftime(_JOURNAL_STAMP)
+
+
+def journal_key(stack: str, run_id: str, when: float) -> str:
+    """`journal/<stack>/<stamp>-<run-id>`: the entry announcing that a result of the run landed at `when`."""
+    return f"{journal_prefix(stack)}{journal_stamp(when)}-{_segment('run id', run_id)}"
+
+
+def journal_start(stack: str, since: float) -> str:
+    """The key a journal listing starts after to find every entry stamped at `since` or later."""
+    return f"{journal_prefix(stack)}{journal_stamp(since)[:-8]}"  # to the second: sorts before its entries
+
+
+def journal_run(key: str, stack: str) -> str | None:
+    """The run id an entry of `stack`'s journal names, or None for a key that is not one."""
+    m = _JOURNAL_KEY.fullmatch(key)
+    if m is None or m["stack"] != stack or name_problem("run id", m["run"]) is not None:
+        return None
+    return m["run"]
