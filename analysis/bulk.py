@@ -166,6 +166,22 @@ class S3Bulk:
         except Exception as exc:  # noqa: BLE001
             raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
 
+    def keys_after(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
+        """The keys under `prefix` that sort after `start_after` (S3's StartAfter), page by
+        page; at most `limit` of them (one request of that many when given)."""
+        import obstore
+
+        found: list[str] = []
+        chunk = min(limit, 1000) if limit else 1000
+        try:
+            for page in obstore.list(self._store, prefix, offset=start_after, chunk_size=chunk):
+                found.extend(m["path"] for m in page)
+                if limit and len(found) >= limit:
+                    return found[:limit]
+        except Exception as exc:  # noqa: BLE001 - obstore raises several types
+            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
+        return found
+
     def sample(self, limit: int = 1000) -> list[str]:
         """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
         (a URL one level too high or too low), for the wrong-layout error."""

@@ -175,6 +175,32 @@ class Manifest:
         """The object keys of one source's stack the manifest holds entries of (no entry built)."""
         return [k for (k,) in self._read("SELECT key FROM entries WHERE source = ? AND prefix = ?", (source, prefix))]
 
+    def runs_known(self, source: str, prefix: str, run_ids: Iterable[str]) -> set[str]:
+        """Which of `run_ids` the manifest holds entries of in one source's stack: one
+        index seek each (a stack's journal names a few runs; its keys may be a million)."""
+        query = "SELECT 1 FROM entries WHERE source = ? AND prefix = ? AND key >= ? AND key < ? LIMIT 1"
+        # '0' follows '/': every key of run r lies in [prefix r/, prefix r0)
+        return {r for r in run_ids if self._read(query, (source, prefix, f"{prefix}{r}/", f"{prefix}{r}0"))}
+
+    def restamp(self, source: str, stamps: dict[str, str]) -> None:
+        """Move settled stacks' stamps on (a journal read further than they said), nothing else."""
+        if not stamps:
+            return
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "UPDATE stacks SET stamp = ? WHERE source = ? AND prefix = ?",
+                [(stamp, source, prefix) for prefix, stamp in stamps.items()],
+            )
+            db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            self._start_over()
+            raise ManifestDamaged(str(exc)) from exc
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     def prefixes(self, source: str) -> set[str]:
         """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
         return set(self._skip_scan("SELECT min(prefix) FROM entries WHERE source = ? AND prefix > ?", source))

@@ -4,6 +4,7 @@ dataset (analysis.dataset), on file:// and on SeaweedFS behind a latency proxy.
 For each N given (default 100,000) and each backend:
 
 - cold: N results (tests/synthetic_results.py templates over 100 stacks: 4 offerings x 50 suffixes, every lcm(4, 50) results) into an empty table;
+  on s3 each result is followed by its journal entry, as the payload writes it (payload.layout);
 - warm: the same again, nothing new;
 - +1000: 1,000 new results (spread over the existing stacks) into that table;
 - 1000 alone: the same 1,000 results into an empty table (what "+1000" is compared with).
@@ -82,6 +83,8 @@ def put_s3(endpoint: str, prefix: str, ids: range, tag: str = "") -> None:
     import obstore
     from collect_s3 import obstore_store
 
+    from payload.layout import journal_key, parse_key
+
     store, tpl = obstore_store(endpoint), templates()
 
     async def run():
@@ -89,8 +92,12 @@ def put_s3(endpoint: str, prefix: str, ids: range, tag: str = "") -> None:
 
         async def one(i):
             key, data = result_of(i, tpl, tag)
+            run = parse_key(key)
             async with sem:
                 await obstore.put_async(store, f"{prefix}/{key}", data)
+                # then its journal entry, stamped when it is written, as the payload does (payload.layout)
+                entry = journal_key(run.stack, run.run_id, time.time())
+                await obstore.put_async(store, f"{prefix}/{entry}", b"")
 
         await asyncio.gather(*(one(i) for i in ids))
 

@@ -17,6 +17,7 @@ import hashlib
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from analysis.collect.batch import Batch
@@ -138,6 +139,8 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
     views, not_found = [], []
     for url in urls:
         view = SourceView(url, settled={} if full else manifest.settled(url))
+        view.runs_known = partial(manifest.runs_known, url)
+        view.stack_runs = lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix))
         trusted = trusted_settled(view.settled)
         try:
             if store_opener is None and bulk is not False and bulk_mod.available(url):
@@ -223,6 +226,8 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
         batch.flush()
+        for view in ok:  # journals read further for stacks that stayed settled
+            manifest.restamp(view.url, view.restamped)
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)
         return tv.count()
@@ -236,7 +241,10 @@ def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dic
     if len(owners) != 1 or prefix not in owners[0].grown or owners[0].lister is None:
         return None
     view = owners[0]
-    old_runs, now_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), view.grown[prefix]
+    old_runs = view.known.get(prefix)
+    if old_runs is None:
+        old_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix))
+    now_runs = view.grown[prefix]
     new_runs = [r for r in now_runs if r not in old_runs]
     # run directory names are unique: every known run is still there when the ones not new are as many
     if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):

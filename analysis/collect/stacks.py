@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from payload import layout
 LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
 PAGE = 1000  # objects a bucket listing returns per request (S3, GCS)
 FILES_PER_RUN = 4  # what a run directory holds, about: result.json, events.jsonl, epochs.csv, log-tail.txt
+JOURNAL_STAMP = "journal@"  # a bucket stack's stamp: when its journal was last known read up to
 
 
 class _FileStacks:
@@ -128,6 +130,23 @@ class _DelimiterStacks:
         subs, objects = self._level(prefix)
         return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
 
+    def stamp(self, prefix: str) -> str | None:
+        """Taken before a stack is listed whole: the time from which its next collect
+        reads the stack's journal instead of its run directories (payload.layout), or
+        None when the journal is empty (runs written without one: an older payload's,
+        whose run directories are then listed as before). One request of one key."""
+        when = time.time()
+        if not self._journal_keys(layout.journal_prefix(_stack_of(prefix)), "", limit=1):
+            return None
+        return f"{JOURNAL_STAMP}{when:.6f}"
+
+    def journal(self, prefix: str, since: float) -> list[str]:
+        """The run ids the stack's journal announces from `since` (epoch seconds, the
+        writers' clocks) on, in the order of their entries. Raises StorageError."""
+        stack = _stack_of(prefix)
+        keys = self._journal_keys(layout.journal_prefix(stack), layout.journal_start(stack, since))
+        return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
+
 
 class _GcsStacks(_DelimiterStacks):
     """A gs:// location (payload.storage.GCSStore)."""
@@ -150,6 +169,20 @@ class _GcsStacks(_DelimiterStacks):
     def objects(self, prefix: str) -> Iterator:
         return iter(self.store.list(prefix))
 
+    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
+        """Keys under `prefix` from `start_after` on (GCS's startOffset, inclusive: a
+        journal start is never a key itself), relative to the store."""
+        store = self.store
+        strip = len(store.prefix) + 1 if store.prefix else 0
+        blobs = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
+            prefix=store._key(prefix),  # noqa: SLF001
+            start_offset=store._key(start_after) if start_after else None,  # noqa: SLF001
+            max_results=limit,
+            timeout=store._timeout,  # noqa: SLF001
+            retry=None,
+        )
+        return [b.name[strip:] for b in blobs]
+
 
 class _S3BulkStacks(_DelimiterStacks):
     """An s3:// location on the bulk path (analysis.bulk.S3Bulk, obstore)."""
@@ -161,8 +194,25 @@ class _S3BulkStacks(_DelimiterStacks):
     def objects(self, prefix: str) -> Iterator:
         return self.store.objects(prefix)
 
+    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
+        return self.store.keys_after(prefix, start_after, limit)
+
 
 _LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks, "S3Bulk": _S3BulkStacks}
+
+
+def journal_since(stamp: str | None) -> float | None:
+    """The time a bucket stack's stamp (`_DelimiterStacks.stamp`) was taken, None for another stamp."""
+    if not stamp or not stamp.startswith(JOURNAL_STAMP):
+        return None
+    try:
+        return float(stamp[len(JOURNAL_STAMP) :])
+    except ValueError:
+        return None
+
+
+def _stack_of(prefix: str) -> str:
+    return prefix[len(layout.ROOT) : -1]
 
 
 def stack_lister(store):

@@ -70,6 +70,9 @@ class _Stack:
     results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
     notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
     stamps: dict[str, str | None] = field(default_factory=dict)  # url -> file:// stack stamp before listing
+    # url -> when the stack's run directories were last listed, where this step did not list them all
+    # (a stack grown by its journal): its settled record keeps that time, so it is listed in full in time
+    listed_at: dict[str, float] = field(default_factory=dict)
 
     @property
     def stack(self) -> str:
@@ -129,6 +132,10 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
             objects = {k: i for k, i in view.objects(prefix).items() if run_dir_of(prefix, k) in wanted}
     except StorageError:
         return None
+    found = run_dirs_of(prefix, objects)
+    if missing := {r for r in new_runs if r not in found}:  # a journal may name a run no longer (or never) there
+        new_runs = [r for r in new_runs if r not in missing]
+        now_runs = [r for r in now_runs if r not in missing]
     for other in ctx.views:
         if other is not view:
             st.mode[other.url], st.results[other.url] = "absent", set()
@@ -141,11 +148,13 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
             settled.runs + grown.runs,
-            (new_runs and runs_digest_with(settled.digest, new_runs)) or runs_digest(now_runs),
+            runs_digest_with(settled.digest, new_runs) or runs_digest(now_runs),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),
         )
+    elif not new_runs:  # the journal named only runs that are not there: the stack is as it was
+        changes.settled[(view.url, prefix)] = replace(settled, stamp=view.stamps.get(prefix) or settled.stamp)
     return changes
 
 
@@ -168,12 +177,13 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     if prefix not in view.prefixes:
         st.mode[url], st.results[url] = "absent", set()
         return
-    if prefix not in view.stamps and getattr(view.lister, "stamp", None) is not None:
-        view.stamps[prefix] = view.lister.stamp(prefix)  # before the listing: a change during it shows next time
+    view.take_stamp(prefix)  # before the listing: a change during it shows next time
     try:
         known = _known_runs(old) if prefix in view.grown else {}
         if prefix in view.grown and _new_runs_only(view, prefix, known):
             objects = _grown(view, prefix, old, known, st)
+            if prefix in view.journaled:
+                st.listed_at[url] = view.settled[prefix].listed_at
         else:
             objects = view.objects(prefix)
     except StorageError as exc:
@@ -386,7 +396,7 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
         elif mode == "listed":
             status = _status_of(st, url)
             notes = sorted(st.notes.get(url, []), key=lambda n: (str(n.get("key")), str(n.get("reason"))))
-            record = settled_stack(st.objects[url], status, notes, now)
+            record = settled_stack(st.objects[url], status, notes, st.listed_at.get(url, now))
             stamp = st.stamps.get(url)
             changes.settled[(url, st.prefix)] = None if record is None else replace(record, stamp=stamp)
 

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from analysis.collect.settled import digest_matches
-from analysis.collect.stacks import stack_lister
+from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from analysis.manifest import SettledStack
 from payload import layout
 
@@ -40,6 +40,13 @@ class SourceView:
     failed: str | None = None  # why it could not be listed: its rows are kept
     bulk: bool = False  # read through analysis.bulk (many requests in flight), not the thread pool
     ahead: dict[str, Future] = field(default_factory=dict)  # stacks being listed while earlier ones are stepped
+    # the manifest's knowledge of this source, for stacks checked by their journal (a bucket's):
+    # which of some run ids it holds, and every run id of a stack (set by the collect)
+    runs_known: Callable[[str, list[str]], set[str]] | None = None
+    stack_runs: Callable[[str], set[str]] | None = None
+    known: dict[str, set[str]] = field(default_factory=dict)  # run ids of `grown` stacks the manifest holds
+    restamped: dict[str, str] = field(default_factory=dict)  # unlisted stacks whose journal was read further
+    journaled: set[str] = field(default_factory=set)  # `grown` stacks found so by their journal, not listed
 
     def objects(self, prefix: str) -> dict:
         """{key: ObjectInfo} of one stack's files (its newest versions); StorageError when the listing fails."""
@@ -58,7 +65,22 @@ class SourceView:
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
         if prefix in self.prefixes and prefix not in self.unlisted and prefix not in self.grown:
+            self.take_stamp(prefix)  # before the listing, as the step takes it
             self.ahead[prefix] = pool.submit(self._listed, prefix)
+
+    def take_stamp(self, prefix: str) -> None:
+        """The stack's stamp (file:// directory stamp, a bucket's journal stamp), taken once,
+        before its listing: a change during the listing shows at the next collect. A bucket's
+        journal that cannot be read gives no stamp (its run directories are checked next time)."""
+        from payload.storage import StorageError
+
+        stamp = getattr(self.lister, "stamp", None)
+        if prefix in self.stamps or stamp is None:
+            return
+        try:
+            self.stamps[prefix] = stamp(prefix)
+        except StorageError:
+            self.stamps[prefix] = None
 
     def _listed(self, prefix: str) -> dict:
         found = retried(self.store, f"list {self.store.url_for(prefix)}", lambda: list(self.lister.objects(prefix)))
@@ -122,12 +144,18 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
     store, lister = view.store, view.lister
 
     stamp = getattr(lister, "stamp", None)
-    if stamp is not None:  # file://: a stack whose directory is as at its last listing is not even read
+    if getattr(lister, "journal", None) is not None:  # a bucket: stacks with a journal read by it
+        prefixes = _by_journal(view, prefixes)
+    elif stamp is not None:  # file://: a stack whose directory is as at its last listing is not even read
         view.stamps = {p: stamp(p) for p in prefixes}
         view.unlisted = {p for p in prefixes if view.stamps[p] and view.stamps[p] == view.settled[p].stamp}
         prefixes = [p for p in prefixes if p not in view.unlisted]
 
+    journaled = getattr(lister, "journal", None) is not None
+
     def one(prefix: str) -> tuple[str, list[str], bool]:
+        if journaled:  # before the listing: a bucket stack whose journal has begun is read by it next time
+            view.take_stamp(prefix)
         runs, stray = retried(store, f"list {store.url_for(prefix)}", lambda: lister.run_dirs(prefix))
         return prefix, runs, stray
 
@@ -139,8 +167,57 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
             # fewer has changed (a stack of a million runs that gained a few is not hashed whole)
             if len(runs) == view.settled[prefix].runs and digest_matches(runs, trusted[prefix]):
                 view.unlisted.add(prefix)
+                if journaled and view.stamps.get(prefix):
+                    view.restamped[prefix] = view.stamps[prefix]
             else:
                 view.grown[prefix] = runs
+
+
+def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
+    """Sort the settled stacks among `prefixes` that have a journal stamp by their
+    journal (payload.layout): nothing announced since their last listing but runs
+    the manifest holds (`unlisted`), or new runs announced (`grown`, with the runs
+    the manifest holds; only the new ones are listed). Returns the stacks left to
+    check by their run directories: no journal stamp, or a journal that could not
+    be read."""
+    from payload.layout import JOURNAL_WINDOW_S
+    from payload.storage import StorageError
+
+    store, lister = view.store, view.lister
+    asked, rest = [], []
+    for prefix in prefixes:
+        since = journal_since(view.settled[prefix].stamp)
+        (rest if since is None or view.runs_known is None else asked).append((prefix, since))
+
+    def one(item: tuple[str, float]) -> tuple[str, str, list[str] | None]:
+        prefix, since = item
+        now = f"{JOURNAL_STAMP}{time.time():.6f}"  # before the read: what lands during it is read next time
+        try:
+            runs = retried(
+                store, f"list the journal of {prefix}", lambda: lister.journal(prefix, since - JOURNAL_WINDOW_S)
+            )
+        except StorageError:
+            return prefix, now, None
+        return prefix, now, runs
+
+    with ThreadPoolExecutor(max_workers=lister.listing_threads) as pool:
+        for prefix, now, runs in pool.map(one, asked):
+            if runs is None:
+                rest.append((prefix, None))
+                continue
+            announced = list(dict.fromkeys(runs))
+            held = view.runs_known(prefix, announced) if announced else set()
+            new = [r for r in announced if r not in held]
+            if not new:
+                view.unlisted.add(prefix)
+                if announced:  # read further than the stamp says: the next collect starts from here
+                    view.restamped[prefix] = now
+                continue
+            known = view.known[prefix] = view.stack_runs(prefix)
+            view.grown[prefix] = [*known, *(r for r in new if r not in known)]
+            view.journaled.add(prefix)
+            view.stamps[prefix] = now
+    return [prefix for prefix, _ in rest]
 
 
 def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:

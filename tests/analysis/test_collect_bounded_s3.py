@@ -119,6 +119,8 @@ def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, t
     real = obstore.list
 
     def listing(st, prefix=None, **kw):
+        if prefix.startswith("journal/"):  # the stack's journal (its own test): not a listing of runs
+            return real(st, prefix, **kw)
         with lock:
             listed.append(prefix)
             in_flight[0] += 1
