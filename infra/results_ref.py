@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pulumi
 
 from infra.config import STACK_REF
-from payload.layout import stack_prefix
+from payload.layout import ROOT, journal_prefix, stack_prefix
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
 
 
@@ -28,8 +28,20 @@ class ResultsLocation:
         return f"{self.prefix}code/"
 
     def run_prefix(self, stack: str) -> str:
-        """The only key prefix this stack may touch: `[prefix]runs/<stack>/`."""
+        """Where this stack's runs live: `[prefix]runs/<stack>/` (its journal: journal_prefix_beside)."""
         return self.prefix + stack_prefix(stack)
+
+
+def journal_prefix_beside(run_prefix: str) -> str:
+    """`[prefix]journal/<stack>/` for a stack's `[prefix]runs/<stack>/` (ResultsLocation.run_prefix):
+    where the stack's writers announce its runs, under the same results root as the runs."""
+    parts = run_prefix.split("/")
+    if len(parts) >= 3:
+        *root, runs, stack, end = parts
+        root_prefix = "".join(f"{part}/" for part in root)
+        if f"{runs}/" == ROOT and not end and stack and root_prefix + stack_prefix(stack) == run_prefix:
+            return root_prefix + journal_prefix(stack)
+    raise ValueError(f"{run_prefix!r} is not a stack's run prefix: expected [prefix]runs/<stack>/")
 
 
 def stack_reference_name(name: str) -> str:

@@ -1,9 +1,10 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
 Security posture of a benchmark stack:
-- the instance role may write `runs/<stack>/*` in the results bucket, read only the
-  checkpoints there (never another run's results), delete only checkpoint models, and
-  read (nothing else) `code/*`, where the stack uploads the payload's code bundle
+- the instance role may create (never overwrite) objects under its own launch's runs,
+  `runs/<stack>/<launch>-*`, and its launch's entries in the stack's results journal,
+  `journal/<stack>/*-<launch>-*`, read only the checkpoints under `runs/<stack>/` (never
+  another run's results), delete nothing, and read (nothing else) `code/*`, where the stack uploads the payload's code bundle
   (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
   stacks may run the same bundle) and a workload stack its spec and workdir
   (`code/workload-<sha256>.tar.gz`, the same way);
@@ -56,7 +57,7 @@ from infra.launch import (
     tag_values,
     workload_bundle_file,
 )
-from infra.results_ref import locate
+from infra.results_ref import journal_prefix_beside, locate
 from infra.tags import PROJECT_ENV, project_id
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
@@ -85,6 +86,34 @@ def _assume(service: str, account_id: str | None = None) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
+# A PUT must carry If-None-Match, so it creates a key and never replaces an object (S3 User
+# Guide, "Enforce conditional writes on Amazon S3 buckets",
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html).
+CREATE_ONLY = {"Null": {"s3:if-none-match": "false"}}
+
+
+def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
+    """The create-only grant on the launch's entries in the stack's results journal,
+    `journal/<stack>/*-<launch>-*`: an entry is `<stamp>-<run id>` (payload.layout.journal_key)
+    and every run id of the launch starts with `<launch>-`; a recurring stack, without a launch
+    id, gets `journal/<stack>/*`. No read, no list, no delete there.
+
+    A `*` in an S3 object ARN matches any characters, `/` included (IAM User Guide, "IAM JSON
+    policy elements: Resource", Using wildcards in resource ARNs,
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html#reference_policies_elements_resource_wildcards),
+    so the grant also admits keys such as `journal/<stack>/x/y-<launch>-z`. That is harmless: an
+    entry is only a hint; a collect reads only keys that parse as `journal/<stack>/<stamp>-<run id>`
+    of its stack (payload.layout.journal_run), then lists and judges the run named like any other."""
+    journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}"
+    return {
+        "Sid": "OwnJournalCreateOnly",
+        "Effect": "Allow",
+        "Action": "s3:PutObject",
+        "Resource": f"{journal}*-{launch}-*" if launch else f"{journal}*",
+        "Condition": CREATE_ONLY,
+    }
+
+
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
 
@@ -103,6 +132,8 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
       (S3 API reference, PutObject: "you must have the s3:PutObjectTagging permission" for
       x-amz-tagging), and scoping it keeps a job from tagging another run's result
       gpubench:kind=checkpoint so the lifecycle rule would expire it;
+    - PutObject, create-only the same way, on its own launch's entries in the stack's
+      results journal, and nothing else there (journal_statement);
     - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
     - with `code_prefix`, GetObject (only) on the code bundles.
     No multipart permission: the payload uploads with single PutObject calls."""
@@ -128,8 +159,9 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
                     "Effect": "Allow",
                     "Action": "s3:PutObject",
                     "Resource": f"{own}*",
-                    "Condition": {"Null": {"s3:if-none-match": "false"}},
+                    "Condition": CREATE_ONLY,
                 },
+                journal_statement(bucket, run_prefix, launch),
                 {
                     "Sid": "CheckpointsRead",
                     "Effect": "Allow",

@@ -5,7 +5,8 @@ Security posture of a benchmark stack:
   bucket under an IAM condition on `resource.name`: it may create objects whose
   names start with its own launch's runs, `runs/<stack>/<launch>-` (every run id of
   the deployment starts with `<launch>-`, payload.identity.make_run_id; a recurring
-  stack gets `runs/<stack>/`), and nothing else: no read, no list, no overwrite
+  stack gets `runs/<stack>/`) or with its stack's results journal, `journal/<stack>/`
+  (own_runs_condition), and nothing else: no read, no list, no overwrite
   (replacing an object needs storage.objects.delete) and no delete. The payload
   writes every file once under a new name (payload.layout.versioned), so it needs
   no more. A GCP spot VM is deleted on preemption and never replaced within a
@@ -71,7 +72,7 @@ from infra.launch import (
     workload_bundle_file,
     zone_or_first,
 )
-from infra.results_ref import locate
+from infra.results_ref import journal_prefix_beside, locate
 from infra.tags import PROJECT_ENV, project_id
 
 SUBNET_CIDR = "10.42.0.0/24"
@@ -152,26 +153,36 @@ def _guest_code(launch: Launch, urls: str):
 
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
     """The IAM condition of the runner's create-only grant: object names under its own launch's
-    runs (`runs/<stack>/<launch>-`), or under runs/<stack>/ for a recurring stack (no launch id).
+    runs (`runs/<stack>/<launch>-`), or under runs/<stack>/ for a recurring stack (no launch id),
+    and in its stack's results journal (`journal/<stack>/`, payload.layout.journal_key).
     Cloud Storage names an object `projects/_/buckets/<bucket>/objects/<name>` in conditions (the
     resource name formats of https://cloud.google.com/iam/docs/conditions-resource-attributes);
     a bucket-level binding with a `startsWith` condition is Cloud Storage's own example
     ("Add conditional role binding",
-    https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding)."""
+    https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding).
+
+    The journal clause is scoped to the stack, not the launch: an entry is `<stamp>-<run id>`, so
+    the launch sits in the middle of the name, past what `startsWith` can pin (the other functions
+    on the resource name, `endsWith` and `extract`, are in the Attribute reference for IAM
+    Conditions, https://cloud.google.com/iam/docs/conditions-attribute-reference; we keep to the
+    plain prefix). A VM may thus announce a run of another launch of its stack; that is harmless:
+    an entry is only a hint, and a collect lists and judges the run it names like any other."""
     own = f"{run_prefix}{launch}-" if launch else run_prefix
+    journal = journal_prefix_beside(run_prefix)
+    names = (f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{p}")' for p in (own, journal))
     return {
-        "title": "own-runs-create-only",
-        "description": f"create objects under {own} only",
-        "expression": f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{own}")',
+        "title": "own-runs-and-journal-create-only",
+        "description": f"create objects under {own} and {journal} only",
+        "expression": " || ".join(names),
     }
 
 
 def _runner(
     parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
 ) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
-    """The VM's service account, with objectCreator on its own launch's runs (create only:
-    replacing an object needs storage.objects.delete, which objectCreator lacks) and nothing
-    else in the results bucket; returns it and its IAM member string."""
+    """The VM's service account, with objectCreator on its own launch's runs and its stack's
+    journal (create only: replacing an object needs storage.objects.delete, which objectCreator
+    lacks) and nothing else in the results bucket; returns it and its IAM member string."""
     child = pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child

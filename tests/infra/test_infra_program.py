@@ -124,7 +124,13 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
     assert launch == launch_id_of(deadline) and launch_prefix(launch) == f"{launch}-"
     own = f"arn:aws:s3:::{bucket}/{prefix}{launch}-"
     by_sid = {st["Sid"]: st for st in others}
-    assert set(by_sid) == {"OwnRunsCreateOnly", "CheckpointsRead", "OwnCheckpointsTag", "StackPrefixList"}
+    assert set(by_sid) == {
+        "OwnRunsCreateOnly",
+        "OwnJournalCreateOnly",
+        "CheckpointsRead",
+        "OwnCheckpointsTag",
+        "StackPrefixList",
+    }
     assert by_sid["OwnRunsCreateOnly"] == {
         "Sid": "OwnRunsCreateOnly",
         "Effect": "Allow",
@@ -132,8 +138,18 @@ def test_aws_benchmark_stack(rendered, catalog, stack):
         "Resource": f"{own}*",
         "Condition": {"Null": {"s3:if-none-match": "false"}},
     }
+    # the results journal: create-only, this launch's entries (<stamp>-<launch>-...) of this stack only
+    assert by_sid["OwnJournalCreateOnly"] == {
+        "Sid": "OwnJournalCreateOnly",
+        "Effect": "Allow",
+        "Action": "s3:PutObject",
+        "Resource": f"arn:aws:s3:::{bucket}/journal/{stack}/*-{launch}-*",
+        "Condition": {"Null": {"s3:if-none-match": "false"}},
+    }
     for st in others:
         assert "*" not in json.dumps(st["Action"]) and st["Effect"] == "Allow"
+        if st["Sid"] == "OwnJournalCreateOnly":
+            continue  # asserted whole above: the one statement outside runs/<stack>/
         if st["Action"] == "s3:ListBucket":
             assert st["Condition"] == {"StringLike": {"s3:prefix": [prefix + "*"]}}
             assert not st["Resource"].endswith("*")
@@ -229,6 +245,7 @@ def test_gcp_benchmark_stack(rendered, catalog, stack):
     assert runs["role"] == "roles/storage.objectCreator" and runs["member"] == member
     assert runs["condition"]["expression"] == (
         f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/runs/{stack}/{launch}-")'
+        f' || resource.name.startsWith("projects/_/buckets/{bucket}/objects/journal/{stack}/")'
     )
     assert r.of_type("gcp:storage/managedFolder:ManagedFolder") == []
     grants = [g.inputs for g in r.of_type("gcp:storage/managedFolderIamMember:ManagedFolderIamMember")]
@@ -364,6 +381,7 @@ def test_explicit_results_bucket_scopes_policy_to_its_prefix(catalog):
     resources = {st.get("Sid"): st["Resource"] for st in access["Statement"]}
     launch = re.search(r"GPUBENCH_LAUNCH_ID=(\S+)", r.user_data)[1]
     assert resources["OwnRunsCreateOnly"] == f"arn:aws:s3:::team-bucket/bench/runs/aws-g5-1x/{launch}-*"
+    assert resources["OwnJournalCreateOnly"] == f"arn:aws:s3:::team-bucket/bench/journal/aws-g5-1x/*-{launch}-*"
     assert resources["StackPrefixList"] == "arn:aws:s3:::team-bucket"
     assert resources["CodeBundlesRead"] == "arn:aws:s3:::team-bucket/bench/code/*"
     bundle = r.one("aws:s3/bucketObjectv2:BucketObjectv2").inputs

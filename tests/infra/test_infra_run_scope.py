@@ -34,6 +34,10 @@ def test_aws_recurring_role_creates_only_under_its_stack_and_deletes_nothing():
     create = by_sid["OwnRunsCreateOnly"]
     assert create["Action"] == "s3:PutObject" and create["Resource"].endswith(f"/runs/{stack}/*")
     assert create["Condition"] == {"Null": {"s3:if-none-match": "false"}}
+    journal = by_sid["OwnJournalCreateOnly"]
+    bucket_arn = create["Resource"].removesuffix(f"/runs/{stack}/*")
+    assert journal["Action"] == "s3:PutObject" and journal["Resource"] == f"{bucket_arn}/journal/{stack}/*"
+    assert journal["Condition"] == create["Condition"]
     assert not any("Delete" in json.dumps(st) for st in policy["Statement"])
     assert "GPUBENCH_LAUNCH_ID" not in json.dumps(r.one("aws:ec2/launchTemplate:LaunchTemplate").inputs)
 
@@ -43,7 +47,10 @@ def test_gcp_recurring_account_creates_only_under_its_stack():
     r = _render(stack, gcp_recurring())
     (grant,) = [g.inputs for g in r.of_type("gcp:storage/bucketIAMMember:BucketIAMMember")]
     assert grant["role"] == "roles/storage.objectCreator"
-    assert grant["condition"]["expression"].endswith(f'/objects/runs/{stack}/")')
+    objects = f"projects/_/buckets/{grant['bucket']}/objects"
+    assert grant["condition"]["expression"] == (
+        f'resource.name.startsWith("{objects}/runs/{stack}/") || resource.name.startsWith("{objects}/journal/{stack}/")'
+    )
 
 
 def test_the_launch_narrows_both_clouds_to_its_own_runs():
@@ -52,7 +59,9 @@ def test_the_launch_narrows_both_clouds_to_its_own_runs():
     assert resources["OwnRunsCreateOnly"] == "arn:aws:s3:::b/runs/s/L20300101T000000Z-*"
     assert resources["OwnCheckpointsTag"] == "arn:aws:s3:::b/runs/s/L20300101T000000Z-*/checkpoints/*"
     assert resources["CheckpointsRead"] == "arn:aws:s3:::b/runs/s/*/checkpoints/*"
+    assert resources["OwnJournalCreateOnly"] == "arn:aws:s3:::b/journal/s/*-L20300101T000000Z-*"
     condition = own_runs_condition("b", "runs/s/", "L20300101T000000Z")
-    assert (
-        condition["expression"] == 'resource.name.startsWith("projects/_/buckets/b/objects/runs/s/L20300101T000000Z-")'
+    assert condition["expression"] == (
+        'resource.name.startsWith("projects/_/buckets/b/objects/runs/s/L20300101T000000Z-")'
+        ' || resource.name.startsWith("projects/_/buckets/b/objects/journal/s/")'
     )
