@@ -238,13 +238,14 @@ def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dic
     source listed stack by stack (appended_step); None when the whole step is needed:
     another source has the stack, or a run directory the manifest knows is gone."""
     owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
-    if len(owners) != 1 or prefix not in owners[0].grown or owners[0].lister is None:
+    if len(owners) != 1 or owners[0].lister is None:
         return None
     view = owners[0]
-    old_runs = view.known.get(prefix)
-    if old_runs is None:
-        old_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix))
-    now_runs = view.grown[prefix]
+    if prefix in view.journaled:  # the runs its journal names that the manifest lacks
+        return appended_step(ctx, prefix, view, view.journaled[prefix])
+    if prefix not in view.grown:
+        return None
+    old_runs, now_runs = run_dirs_of(prefix, ctx.manifest.stack_keys(view.url, prefix)), view.grown[prefix]
     new_runs = [r for r in now_runs if r not in old_runs]
     # run directory names are unique: every known run is still there when the ones not new are as many
     if len(old_runs) != view.settled[prefix].runs or len(now_runs) - len(new_runs) != len(old_runs):

@@ -122,10 +122,10 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     listed (the whole step then says why)."""
     from payload.storage import StorageError
 
-    settled, now_runs = view.settled[prefix], view.grown[prefix]
+    settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
     st = _Stack(prefix)
     try:
-        if view.lister.new_runs_cheaper(len(new_runs), len(now_runs)):
+        if view.lister.new_runs_cheaper(len(new_runs), settled.runs + len(new_runs)):
             objects = _listed_runs(view, prefix, new_runs)
         else:  # a bucket: fewer requests to list the stack whole, its new runs' files kept
             wanted = set(new_runs)
@@ -135,7 +135,6 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     found = run_dirs_of(prefix, objects)
     if missing := {r for r in new_runs if r not in found}:  # a journal may name a run no longer (or never) there
         new_runs = [r for r in new_runs if r not in missing]
-        now_runs = [r for r in now_runs if r not in missing]
     for other in ctx.views:
         if other is not view:
             st.mode[other.url], st.results[other.url] = "absent", set()
@@ -148,7 +147,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
             settled.runs + grown.runs,
-            runs_digest_with(settled.digest, new_runs) or runs_digest(now_runs),
+            runs_digest_with(settled.digest, new_runs) or _digest_of(view, prefix, now_runs, new_runs),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),
@@ -156,6 +155,15 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     elif not new_runs:  # the journal named only runs that are not there: the stack is as it was
         changes.settled[(view.url, prefix)] = replace(settled, stamp=view.stamps.get(prefix) or settled.stamp)
     return changes
+
+
+def _digest_of(view: SourceView, prefix: str, now_runs: list[str] | None, new_runs: list[str]) -> str:
+    """The runs digest of a grown stack whose old digest cannot be extended (an older
+    manifest's kind): of its run directories as listed, or, found by its journal, of
+    the runs the manifest holds and the new ones."""
+    if now_runs is None:
+        now_runs = [*view.stack_runs(prefix), *new_runs]
+    return runs_digest(now_runs)
 
 
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
@@ -179,7 +187,9 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         return
     view.take_stamp(prefix)  # before the listing: a change during it shows next time
     try:
-        known = _known_runs(old) if prefix in view.grown else {}
+        known = _known_runs(old) if prefix in view.grown or prefix in view.journaled else {}
+        if prefix in view.journaled and prefix not in view.grown:  # the runs it holds, and those announced
+            view.grown[prefix] = [*known, *(r for r in view.journaled[prefix] if r not in known)]
         if prefix in view.grown and _new_runs_only(view, prefix, known):
             objects = _grown(view, prefix, old, known, st)
             if prefix in view.journaled:

@@ -44,9 +44,10 @@ class SourceView:
     # which of some run ids it holds, and every run id of a stack (set by the collect)
     runs_known: Callable[[str, list[str]], set[str]] | None = None
     stack_runs: Callable[[str], set[str]] | None = None
-    known: dict[str, set[str]] = field(default_factory=dict)  # run ids of `grown` stacks the manifest holds
     restamped: dict[str, str] = field(default_factory=dict)  # unlisted stacks whose journal was read further
-    journaled: set[str] = field(default_factory=set)  # `grown` stacks found so by their journal, not listed
+    # settled stacks whose journal names runs the manifest lacks: {prefix: those run ids}; their run
+    # directories are not listed, nor (unless a step needs them) the runs the manifest holds read
+    journaled: dict[str, list[str]] = field(default_factory=dict)
 
     def objects(self, prefix: str) -> dict:
         """{key: ObjectInfo} of one stack's files (its newest versions); StorageError when the listing fails."""
@@ -64,7 +65,9 @@ class SourceView:
         lister = self.lister
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
-        if prefix in self.prefixes and prefix not in self.unlisted and prefix not in self.grown:
+        if prefix in self.prefixes and not (
+            prefix in self.unlisted or prefix in self.grown or prefix in self.journaled
+        ):
             self.take_stamp(prefix)  # before the listing, as the step takes it
             self.ahead[prefix] = pool.submit(self._listed, prefix)
 
@@ -176,8 +179,8 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
 def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
     """Sort the settled stacks among `prefixes` that have a journal stamp by their
     journal (payload.layout): nothing announced since their last listing but runs
-    the manifest holds (`unlisted`), or new runs announced (`grown`, with the runs
-    the manifest holds; only the new ones are listed). Returns the stacks left to
+    the manifest holds (`unlisted`), or runs announced that it lacks (`journaled`:
+    only those are listed). Returns the stacks left to
     check by their run directories: no journal stamp, or a journal that could not
     be read."""
     from payload.layout import JOURNAL_WINDOW_S
@@ -213,9 +216,7 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
                 if announced:  # read further than the stamp says: the next collect starts from here
                     view.restamped[prefix] = now
                 continue
-            known = view.known[prefix] = view.stack_runs(prefix)
-            view.grown[prefix] = [*known, *(r for r in new if r not in known)]
-            view.journaled.add(prefix)
+            view.journaled[prefix] = new
             view.stamps[prefix] = now
     return [prefix for prefix, _ in rest]
 
