@@ -44,17 +44,31 @@ def _write_all(writer: RunWriter) -> bool:
     return writer.write_all(RESULT, timeline, [{"epoch": 1, "loss": 0.5}])
 
 
+def _timed_puts(bucket, monkeypatch) -> list[tuple[str, float, float]]:
+    """Record (key, clock when its put began, clock when it returned) of every put to `bucket`."""
+    puts, real = [], bucket.put_bytes
+
+    def put(key, *args, **kw):
+        began = time.time()
+        real(key, *args, **kw)
+        puts.append((key, began, time.time()))
+
+    monkeypatch.setattr(bucket, "put_bytes", put)
+    return puts
+
+
 @pytest.mark.parametrize("kind", ["file", "s3"])
-def test_a_result_upload_creates_one_entry_naming_its_run_stamped_at_the_put(kind, tmp_path, request):
+def test_a_result_upload_creates_one_entry_naming_its_run_stamped_at_the_put(kind, tmp_path, request, monkeypatch):
     bucket = open_store(_url(kind, tmp_path, request), write_once=True)
+    puts = _timed_puts(bucket, monkeypatch)
     writer = RunWriter(SpoolingStore(bucket, Spool(tmp_path / "spool")), STACK_OF, RUN_OF)
-    before = time.time()
     assert _write_all(writer)
-    after = time.time()
     [entry] = _entries(bucket)
     assert layout.journal_run(entry, STACK_OF) == RUN_OF
-    assert layout.journal_stamp(before) <= _stamp(entry) <= layout.journal_stamp(after)
-    assert after - before < 1.0  # so the stamp is within a second of the result's put
+    assert [key for key, _, _ in puts][-2:] == [writer.key("result.json"), entry]  # the result first, then its entry
+    (_, _, result_landed), (_, entry_put, _) = puts[-2:]
+    # stamped after the result was in the bucket, right before the entry's own put
+    assert layout.journal_stamp(result_landed) <= _stamp(entry) <= layout.journal_stamp(entry_put)
     assert bucket.get_bytes(entry) == b""
     assert json.loads(bucket.get_bytes(writer.key("result.json")))["run_id"] == RUN_OF
     others = {info.key for info in bucket.list()} - {entry}
@@ -230,3 +244,17 @@ def test_a_run_writes_one_entry_whatever_else_it_uploads(suite, tmp_path):  # no
     assert {info.key for info in bucket.list()} - {entry} == {
         run.writer.key(name) for name in ("fake.txt", "epochs.csv", "events.jsonl", "result.json")
     }
+
+
+def test_payload_flush_says_a_failed_announcement_and_exits_as_delivered(tmp_path, monkeypatch, capsys):
+    from payload.cli import main
+
+    url = f"file://{tmp_path}/bucket"
+    key = layout.result_key(STACK_OF, RUN_OF)
+    Spool(tmp_path / "spool", fallbacks=[]).add(url, key, b"{}", "application/json", reason="down")
+    _Outage(monkeypatch, lambda k: k.startswith(layout.JOURNAL_ROOT))
+    assert main(["flush", "--spool", str(tmp_path / "spool")]) == exitcodes.OK
+    out, err = capsys.readouterr()
+    assert "delivered 1, still spooled 0" in out
+    assert f"{key} landed but its journal entry was not written" in err
+    assert (tmp_path / "bucket" / key).read_bytes() == b"{}"
