@@ -94,6 +94,8 @@ def _cmd_flush(args) -> int:
     print(f"delivered {len(report.delivered)}, still spooled {len(report.failed)} ({spool.dir})")
     for dest, err in report.failed.items():
         print(f"  {dest}: {err}", file=sys.stderr)
+    for message in report.unannounced:  # delivered all the same: the exit code stays the delivery's
+        print(f"  {message}", file=sys.stderr)
     return exitcodes.OK if report.ok else exitcodes.SPOOLED
 
 

@@ -5,7 +5,8 @@ that does not validate is a bug here, not something to upload), then
 ``events.jsonl`` and ``epochs.csv`` (the seeds' own per-epoch log: epoch,
 elapsed seconds of that epoch, loss, acc, val_loss, val_acc; epochs are
 numbered from 1 and continue across resumed attempts). Uploads that fail go
-to the spool (payload.spool) and are reported in ``spooled``.
+to the spool (payload.spool) and are reported in ``spooled``; an uploaded
+result is announced in the results journal (payload.journal).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import csv
 import io
 import itertools
 import json
+import sys
 from typing import Any, Literal, TypedDict
 
+from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import validate_result
 
@@ -150,9 +153,18 @@ class RunWriter:
         }
 
     def write_result(self, result: dict) -> bool:
+        """Upload result.json; once it is in the bucket (not spooled), announce it in the journal.
+
+        A journal entry that cannot be written is said on stderr, not in the run's files:
+        result.json is already uploaded and events.jsonl before it, and neither is ever
+        rewritten for a hint that a full listing makes up for. The run's outcome is unchanged."""
         validate_result(result)
         data = json.dumps(result, indent=2, sort_keys=False).encode()
-        return self.store.put_bytes(self.key("result.json"), data, "application/json") is not False
+        key = self.key("result.json")
+        uploaded = self.store.put_bytes(key, data, "application/json") is not False
+        if uploaded:
+            announce(self.store, key, warn=_say)
+        return uploaded
 
     def write_events(self, timeline) -> bool:
         return self.store.put_bytes(self.key("events.jsonl"), timeline.to_jsonl(), "application/x-ndjson") is not False
@@ -165,6 +177,10 @@ class RunWriter:
         ok = self.write_epochs(rows)
         ok = self.write_events(timeline) and ok
         return self.write_result(result) and ok
+
+
+def _say(message: str) -> None:
+    print(f"[gpubench] {message}", file=sys.stderr, flush=True)
 
 
 def empty_metrics() -> Metrics:

@@ -68,6 +68,8 @@ def run(cfg: RunConfig) -> int:
     boot = time.time()
     spool = Spool(cfg.spool)
     flush = spool.flush()
+    for message in flush.unannounced:  # a hint lost, never a result: said, and the run goes on
+        print(f"[gpubench] {message}", file=sys.stderr, flush=True)
     flush_note = (
         {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
         if flush.delivered or flush.failed

@@ -5,7 +5,8 @@ spool directory together with its destination (store URL + key) and its
 object tags. ``flush`` (``python -m payload flush``, and the start of every
 run) re-sends spooled objects oldest first, with the same tags as a direct
 upload, and deletes each one only after its upload succeeded, so nothing is
-lost and a later write of the same key wins.
+lost and a later write of the same key wins. A result it delivers is then
+announced in the results journal (payload.journal) with the flush's clock.
 
 Directory: ``GPUBENCH_SPOOL``, else ``$XDG_CACHE_HOME/gpubench/spool``, else
 ``~/.cache/gpubench/spool``. One ``<id>.json`` (metadata) + ``<id>.bin``
@@ -32,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from payload.journal import announce
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 
 __all__ = [
@@ -68,6 +70,7 @@ def default_spool_dir() -> Path:
 class FlushReport:
     delivered: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    unannounced: list[str] = field(default_factory=list)  # delivered results whose journal entry failed
 
     @property
     def ok(self) -> bool:
@@ -141,6 +144,7 @@ class Spool:
             except (StorageError, OSError) as exc:
                 report.failed[dest] = down[item["url"]] = str(exc)
                 continue
+            announce(store, item["key"], warn=report.unannounced.append)  # now: the stamp is the flush's
             (self.dir / f"{item['id']}.json").unlink(missing_ok=True)
             (self.dir / f"{item['id']}.bin").unlink(missing_ok=True)
             report.delivered.append(dest)

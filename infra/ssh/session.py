@@ -218,6 +218,8 @@ class Session:
         self.say(
             f"run {r.layout.run_id}: {r.status}; uploaded {len(up.keys)} files ({up.bytes} bytes) to {self.report['results']}"
         )
+        for message in up.unannounced:
+            self.say(message)
         return r
 
     def pick(self, pending: list[remote.RemoteRun]) -> remote.RemoteRun:

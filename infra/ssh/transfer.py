@@ -5,6 +5,9 @@ out as `runs/<stack>/<payload-run-id>/...`; those keys are uploaded unchanged,
 so SSH runs land exactly where cloud runs do. The wrapper's own files (log,
 state, launch record, host events) go under `ssh/<stack>/<run-id>/` beside them,
 so a run that failed before the payload wrote anything still leaves a trace.
+Each result uploaded is announced in the stack's results journal (payload.journal)
+with this machine's clock at that moment; the journal the payload kept on the host
+is not copied, its stamps are the host's writes, not the bucket's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ import stat
 from dataclasses import dataclass, field
 
 from infra.ssh.layout import RunLayout
+from payload.journal import announce
+from payload.layout import JOURNAL_ROOT
 
 CONTENT_TYPES = {".json": "application/json", ".jsonl": "application/x-ndjson", ".csv": "text/csv"}
 WRAPPER_FILES = ("record", "log", "state")
@@ -25,6 +30,7 @@ class Upload:
     bytes: int = 0
     payload_runs: list[str] = field(default_factory=list)  # runs/<stack>/<payload-run-id>/ prefixes
     statuses: dict[str, dict] = field(default_factory=dict)  # prefix -> {benchmark, status} from result.json
+    unannounced: list[str] = field(default_factory=list)  # uploaded results whose journal entry failed
 
 
 def _walk(sftp, top: str, rel: str = ""):
@@ -63,12 +69,15 @@ def fetch_and_upload(sftp, layout: RunLayout, store) -> Upload:
     """Copy the run's bucket and wrapper files into `store` (payload.storage.Store); idempotent."""
     out = Upload()
     for rel in _walk(sftp, layout.results):
+        if rel.startswith(JOURNAL_ROOT):
+            continue  # stamped by the host's clock when it wrote its own copy: announced afresh below
         if rel.startswith("runs/") and rel.count("/") >= 3:
             prefix = "/".join(rel.split("/")[:3]) + "/"
             if prefix not in out.payload_runs:
                 out.payload_runs.append(prefix)
         data = _read(sftp, f"{layout.results}/{rel}")
         store.put_bytes(rel, data, _content_type(rel))
+        announce(store, rel, warn=out.unannounced.append)  # a result now in the bucket: its journal entry
         if rel.endswith("/result.json") and rel.count("/") == 3:
             out.statuses[rel[: -len("result.json")]] = _summary(data)
         out.keys.append(rel)

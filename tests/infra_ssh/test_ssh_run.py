@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from infra.ssh.cli import main
+from payload.layout import journal_prefix, journal_run
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -119,6 +120,8 @@ def test_venv_run_lands_in_a_file_bucket(ssh_stack, tmp_path, capsys):
     side = tmp_path / "bucket" / "ssh" / stack / report["run_id"]
     assert {"log", "state.json", "run.json", "host-events.jsonl"} <= {p.name for p in side.iterdir()}
     assert f"runs/{stack}/{run_dir.name}/result.json" in report["files"]
+    [entry] = (tmp_path / "bucket" / journal_prefix(stack)).iterdir()  # announced once, by the upload
+    assert journal_run(f"{journal_prefix(stack)}{entry.name}", stack) == run_dir.name
     (remote,) = remote_runs(tmp_path, stack)
     assert json.loads((remote / "fetched.json").read_text())["status"] == "completed"
 
@@ -141,8 +144,12 @@ def test_dropped_connection_then_second_invocation_collects_the_one_run(ssh_stac
     import boto3
 
     keys = [o["Key"] for o in boto3.client("s3").list_objects_v2(Bucket=s3_bucket)["Contents"]]
-    assert len([k for k in keys if k.endswith("/result.json")]) == 1
-    assert all(k.startswith(f"bench/runs/{stack}/") or k.startswith(f"bench/ssh/{stack}/{run.name}/") for k in keys)
+    [result_key] = [k for k in keys if k.endswith("/result.json")]
+    # one journal entry beside the runs: the upload announcing that result (the host's own is not copied)
+    [entry] = [k.removeprefix("bench/") for k in keys if k.startswith(f"bench/{journal_prefix(stack)}")]
+    assert journal_run(entry, stack) == result_key.split("/")[-2]
+    rest = [k for k in keys if k != f"bench/{entry}"]
+    assert all(k.startswith(f"bench/runs/{stack}/") or k.startswith(f"bench/ssh/{stack}/{run.name}/") for k in rest)
     assert report["results"] == f"s3://{s3_bucket}/bench/runs/{stack}/"
     assert gone(pid)
 

@@ -1,0 +1,72 @@
+"""The results journal, writer's side: announce that a run's result just landed.
+
+After a result file (``result.json``, or a resumed attempt's ``result.v1.json``, ...) is
+visible in the bucket, its writer creates one empty object
+``journal/<stack>/<stamp>-<run-id>`` (payload.layout.journal_key) with its own clock
+read right before that put. A collect then learns which runs of a settled stack changed
+by listing the journal after its last full listing, instead of every run directory.
+
+The stamp is what makes an entry useful, so an entry is always written straight to the
+bucket and never spooled: a spooled entry would be delivered later under the stamp it got
+when it failed. A result delivered by a spool flush is announced at that flush, with the
+flush's clock. An entry is a hint: a missing one costs a collect nothing it cannot
+recover by a full listing, so announcing is best effort and never fails a run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from payload.layout import BadKeyPart, journal_key, parse_key
+from payload.storage import AlreadyExists, StorageError, Store
+
+__all__ = ["CONTENT_TYPE", "announce", "announces"]
+
+CONTENT_TYPE = "application/octet-stream"  # an entry has no body: its key is the message
+
+
+def announces(key: str) -> bool:
+    """True for the keys whose upload is announced: a run's result file, in any version."""
+    run_key = parse_key(key)
+    return run_key is not None and run_key.is_result
+
+
+def _direct(store) -> Store:
+    """The bucket itself behind a spooling store (payload.spool.SpoolingStore wraps it as `.store`):
+    an entry that cannot be written now is not kept for later."""
+    inner = store if isinstance(store, Store) else getattr(store, "store", None)
+    return inner if isinstance(inner, Store) else store
+
+
+def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> str:
+    """Create one entry stamped just before its put; the entry's key."""
+    key = journal_key(stack, run_id, clock())
+    store.put_bytes(key, b"", CONTENT_TYPE)
+    return key
+
+
+def announce(
+    store, key: str, warn: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time
+) -> bool:
+    """Announce the upload of `key` in its stack's journal, if it is a result file.
+
+    Call it after the result's upload succeeded (an entry must never precede its result).
+    Returns False when an entry was due and could not be written, after telling `warn` why;
+    True otherwise (written, or `key` is not a result file). A name already taken (a
+    write-once store, the same run in the same microsecond) is retried once with a new stamp.
+    """
+    run_key = parse_key(key)
+    if run_key is None or not run_key.is_result:
+        return True
+    bucket = _direct(store)
+    try:
+        try:
+            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+        except AlreadyExists:
+            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+    except (StorageError, BadKeyPart) as exc:
+        if warn is not None:
+            warn(f"{key} landed but its journal entry was not written (a collect finds it by a full listing): {exc}")
+        return False
+    return True
