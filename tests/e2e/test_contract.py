@@ -182,6 +182,11 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     assert result["price"]["as_of"] == env["GPUBENCH_PRICE_AS_OF"]
     assert result["software"]["image"] == env["GPUBENCH_IMAGE"]
     assert {"instance_launch", "boot_done", "container_start"} <= {e["event"] for e in result["timeline"]}
+    # ... and its announcement in the stack's results journal (payload/layout.py), beside runs/
+    from payload.layout import journal_prefix, journal_run
+
+    entries = [o.key for o in store.list(journal_prefix(STACK))]
+    assert result["run_id"] in {journal_run(k, STACK) for k in entries}, entries
 
     # analysis: collect from that bucket, priced with the stack's offering and market.
     from analysis.cli import main
@@ -203,6 +208,12 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     assert row["billed_cost_usd"] > 0 and row["train_cost_usd"] > 0
     # the launch price infra wrote is the catalog's own price for that offering
     assert load_catalog().price(offering.id).hourly_usd == pytest.approx(row["hourly_usd"])
+    # the settled stack is checked by its journal from the next collect on (analysis/collect/survey.py)
+    from analysis.collect.stacks import journal_since
+    from analysis.manifest import MANIFEST_NAME, Manifest
+
+    settled = Manifest(report_dir / MANIFEST_NAME).settled(results_url)
+    assert journal_since(settled[f"runs/{STACK}/"].stamp) is not None, settled
 
     # ...and the report has its row.
     assert main(["report", "--table", str(report_dir), "--out", str(report_dir), "--json"]) == 0
