@@ -3,7 +3,7 @@ results dataset (analysis.dataset; a local table also gets results.parquet
 and results.csv as an export while it is small, or on request).
 
 A collect works stack by stack: it lists a stack's files (a settled stack
-only by its run directories), reads only the objects whose ETag (S3), etag /
+only by its journal or its run directories), reads only the objects whose ETag (S3), etag /
 generation (GCS) or size+mtime (file) changed since the last collect, judges
 them against the other copies of the same runs, and commits the difference
 with the table's rows of that stack. A manifest (analysis.manifest, SQLite)
@@ -22,7 +22,7 @@ One module per job; every name callers use is importable from here:
   gs:// through payload.storage in a thread pool; file:// in this thread)
 - validation: which keys are results, why a file is set aside, bytes -> row
 - spot: spot runs priced from their cloud's spot price history
-- stacks: file://, gs:// and s3:// listed stack by stack (settled stacks by run directory)
+- stacks: file://, gs:// and s3:// listed stack by stack (settled stacks by stamp, journal or run directory)
 - settled: what a settled stack is, and its replay
 - dedupe: one row per run
 - store: the export files, published as one pair; leftovers removed

@@ -1,7 +1,9 @@
 """Listing a results location stack by stack (file://, gs://, and s3:// on
 the bulk path), so that a collect holds one stack's listing at a time and a
 settled stack is checked by its run directories only (one entry per run,
-not per file).
+not per file), or not at all: on file:// by its directory's stamp, on a
+bucket by the stack's results journal (payload.layout), read from the time
+of its last listing.
 
 Its own module because payload.storage lists a location whole (a local one
 by walking every file) and has no notion of a run directory; here each
