@@ -65,8 +65,8 @@ class CollectOutcome:
         ]
         if summary.settled_stacks:
             lines.append(
-                f"  {summary.settled_stacks} settled stack(s) checked by run directory only "
-                "(every run finished and none added or removed); --full lists every file"
+                f"  {summary.settled_stacks} settled stack(s) not listed file by file (every run finished; "
+                "checked by directory stamp, results journal or run directories); --full lists every file"
             )
         if summary.runs == 0:
             lines.append(

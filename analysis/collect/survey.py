@@ -115,7 +115,7 @@ def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
 
 def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
     """A payload.storage source: its stacks, listed one by one later where the
-    store allows (settled ones checked by run directory now), else its whole
+    store allows (settled ones checked now by stamp, journal or run directory), else its whole
     listing now. Returns the keys that lie under no stack (for the layout check).
     Raises payload.storage.StorageError."""
     store = view.store = opener(view.url)

@@ -22,9 +22,12 @@ Only objects that changed since the last collect into the same --table are
 downloaded (a local table keeps its manifest in --table/.collect-manifest.sqlite,
 a bucket table in $GPUBENCH_CACHE; delete it to start over). A settled stack
 (every run has a completed or failed result)
-is checked by its run directories only: its files are listed again when a run
-is added or removed, after a day, or with --full (a final result rewritten by
-hand is seen then).
+is not listed file by file: a local one is checked by its directory's stamp, a
+bucket's by its results journal (journal/<stack>/, where the payload announces
+each result that lands) or else by its run directories. Its files are listed
+again when a run is added or removed, after a day, or with --full (a final
+result rewritten by hand, or a run deleted by hand from a stack checked by its
+journal, is seen then).
 
 exit codes: 0 collected (set-aside files are listed); 1 incomplete: a location
 could not be listed, held no runs in the runs/<stack>/<run-id>/ layout, or a

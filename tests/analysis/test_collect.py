@@ -806,7 +806,7 @@ def test_cli_says_how_many_stacks_were_checked_by_run_directory_and_full_lists_a
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0  # nothing known yet: every file listed
     assert main(["collect", "--results", url, "--table", out]) == 0
     text = capsys.readouterr().out
-    assert "3 settled stack(s) checked by run directory only" in text and "--full" in text
+    assert "3 settled stack(s) not listed file by file" in text and "--full" in text
     assert main(["collect", "--results", url, "--table", out, "--full", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settled_stacks"] == 0
 
