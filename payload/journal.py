@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from payload.layout import BadKeyPart, journal_key, parse_key
+from payload.layout import JOURNAL_WINDOW_S, BadKeyPart, journal_key, parse_key
 from payload.storage import AlreadyExists, StorageError, Store
 
 __all__ = ["CONTENT_TYPE", "announce", "announces"]
@@ -40,9 +40,16 @@ def _direct(store) -> Store:
 
 
 def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> str:
-    """Create one entry stamped just before its put; the entry's key."""
-    key = journal_key(stack, run_id, clock())
+    """Create one entry stamped just before its put; the entry's key. A put that took
+    half the journal window or more (its retries waited) is followed by one more entry,
+    stamped afresh: a collect that read the journal meanwhile starts its next read at
+    most JOURNAL_WINDOW_S before then, after the first entry's stamp."""
+    stamp = clock()
+    key = journal_key(stack, run_id, stamp)
     store.put_bytes(key, b"", CONTENT_TYPE)
+    if clock() - stamp >= JOURNAL_WINDOW_S / 2:
+        key = journal_key(stack, run_id, clock())
+        store.put_bytes(key, b"", CONTENT_TYPE)
     return key
 
 

@@ -196,9 +196,10 @@ def next_generation(keys) -> int:
 # entry is a hint, never a result: the run it names is listed and judged like any other.
 JOURNAL_ROOT = "journal/"
 # How far before a collect's last listing its next journal listing starts: it covers a writer's
-# clock behind the collecting machine's, and the time an entry's upload took, its retries included.
+# clock behind the collecting machine's, and an entry's upload time (one that took half the window
+# or more is written again, stamped afresh: payload.journal).
 JOURNAL_WINDOW_S = 300.0
-_JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 22 characters, e.g. 20261126T034512.123456Z
+_JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 23 characters, e.g. 20261126T034512.123456Z
 _JOURNAL_KEY = re.compile(r"journal/(?P<stack>[^/]+)/(?P<stamp>[0-9]{8}T[0-9]{6}\.[0-9]{6}Z)-(?P<run>[^/]+)")
 
 

@@ -68,8 +68,14 @@ class SourceView:
         if prefix in self.prefixes and not (
             prefix in self.unlisted or prefix in self.grown or prefix in self.journaled
         ):
-            self.take_stamp(prefix)  # before the listing, as the step takes it
-            self.ahead[prefix] = pool.submit(self._listed, prefix)
+            self.ahead[prefix] = pool.submit(self._stamped_listing, prefix)
+
+    def _stamped_listing(self, prefix: str) -> dict:
+        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a
+        request). A step that reaches the stack first takes its own stamp, also before this
+        listing begins: either is safe to keep."""
+        self.take_stamp(prefix)
+        return self._listed(prefix)
 
     def take_stamp(self, prefix: str) -> None:
         """The stack's stamp (file:// directory stamp, a bucket's journal stamp), taken once,

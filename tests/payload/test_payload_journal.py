@@ -188,7 +188,7 @@ def test_a_taken_entry_name_is_retried_once_with_a_new_stamp(tmp_path):
     key = layout.result_key(STACK_OF, RUN_OF)
     taken = layout.journal_key(STACK_OF, RUN_OF, 1_000_000.0)
     store.put_bytes(taken, b"")
-    stamps = iter([1_000_000.0, 1_000_001.0])
+    stamps = iter([1_000_000.0, 1_000_001.0, 1_000_001.5])  # the taken stamp; a new one; after its put
     assert announce(store, key, clock=lambda: next(stamps)) is True
     assert _entries(store) == [taken, layout.journal_key(STACK_OF, RUN_OF, 1_000_001.0)]
     said = []
@@ -258,3 +258,17 @@ def test_payload_flush_says_a_failed_announcement_and_exits_as_delivered(tmp_pat
     assert "delivered 1, still spooled 0" in out
     assert f"{key} landed but its journal entry was not written" in err
     assert (tmp_path / "bucket" / key).read_bytes() == b"{}"
+
+
+@pytest.mark.parametrize(("took", "entries"), [(1.0, 1), (layout.JOURNAL_WINDOW_S / 2, 2)])
+def test_an_entry_whose_put_took_half_the_window_is_written_again_stamped_afresh(took, entries, tmp_path):
+    """A put that waited (its retries) may land after a collect read the journal and moved
+    its stamp on past the entry's; a second entry, stamped after the put, is then within
+    the next read's window. A quick put writes one entry."""
+    store = open_store(f"file://{tmp_path}/bucket")
+    key = layout.result_key(STACK_OF, RUN_OF)
+    times = iter([1_000_000.0, 1_000_000.0 + took, 1_000_000.0 + took + 0.5])
+    assert announce(store, key, clock=lambda: next(times)) is True
+    got = _entries(store)
+    assert len(got) == entries and {layout.journal_run(k, STACK_OF) for k in got} == {RUN_OF}
+    assert got[-1] == layout.journal_key(STACK_OF, RUN_OF, 1_000_000.0 + (took + 0.5 if entries == 2 else 0.0))
