@@ -34,6 +34,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,20 +187,11 @@ class Manifest:
         """Move settled stacks' stamps on (a journal read further than they said), nothing else."""
         if not stamps:
             return
-        db = self._db
-        db.execute("BEGIN")
-        try:
+        with self._transaction() as db:
             db.executemany(
                 "UPDATE stacks SET stamp = ? WHERE source = ? AND prefix = ?",
                 [(stamp, source, prefix) for prefix, stamp in stamps.items()],
             )
-            db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            self._start_over()
-            raise ManifestDamaged(str(exc)) from exc
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
 
     def prefixes(self, source: str) -> set[str]:
         """The stack prefixes of `source` with entries (the stacks the last collects saw there)."""
@@ -267,9 +259,7 @@ class Manifest:
         with a "row" or `has_row` parsed), drop the `removed` entry keys, set
         or (None) drop settled-stack records by (source, prefix), and record
         the table version and price catalog the manifest is now in step with."""
-        db = self._db
-        db.execute("BEGIN")
-        try:
+        with self._transaction() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
                 (_entry_values(k, e) for k, e in entries),
@@ -283,8 +273,17 @@ class Manifest:
                         (source, prefix, s.runs, s.digest, _dumps(list(s.notes)), s.listed_at, s.stamp),
                     )
             self._set_meta(db, table_version=table_version, priced_with=priced_with)
+
+    @contextmanager
+    def _transaction(self):
+        """One transaction on the manifest: committed whole, rolled back on an error; a
+        database damaged where it writes starts over and raises ManifestDamaged."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            yield db
             db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:  # damaged where the entries are written
+        except sqlite3.DatabaseError as exc:
             self._start_over()
             raise ManifestDamaged(str(exc)) from exc
         except BaseException:

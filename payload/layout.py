@@ -83,6 +83,11 @@ def stack_prefix(stack: str) -> str:
     return f"{ROOT}{_segment('stack name', stack)}/"
 
 
+def stack_of(prefix: str) -> str:
+    """The stack of its prefix `runs/<stack>/` (stack_prefix's inverse)."""
+    return prefix[len(ROOT) : -1]
+
+
 def run_prefix(stack: str, run_id: str) -> str:
     """`runs/<stack>/<run-id>/`: one run's directory."""
     return f"{stack_prefix(stack)}{_segment('run id', run_id)}/"

@@ -138,9 +138,12 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
 
     views, not_found = [], []
     for url in urls:
-        view = SourceView(url, settled={} if full else manifest.settled(url))
-        view.runs_known = partial(manifest.runs_known, url)
-        view.stack_runs = lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix))
+        view = SourceView(
+            url,
+            settled={} if full else manifest.settled(url),
+            runs_known=partial(manifest.runs_known, url),
+            stack_runs=lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix)),
+        )
         trusted = trusted_settled(view.settled)
         try:
             if store_opener is None and bulk is not False and bulk_mod.available(url):

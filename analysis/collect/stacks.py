@@ -138,14 +138,14 @@ class _DelimiterStacks:
         None when the journal is empty (runs written without one: an older payload's,
         whose run directories are then listed as before). One request of one key."""
         when = time.time()
-        if not self._journal_keys(layout.journal_prefix(_stack_of(prefix)), "", limit=1):
+        if not self._journal_keys(layout.journal_prefix(layout.stack_of(prefix)), "", limit=1):
             return None
         return f"{JOURNAL_STAMP}{when:.6f}"
 
     def journal(self, prefix: str, since: float) -> list[str]:
         """The run ids the stack's journal announces from `since` (epoch seconds, the
         writers' clocks) on, in the order of their entries. Raises StorageError."""
-        stack = _stack_of(prefix)
+        stack = layout.stack_of(prefix)
         keys = self._journal_keys(layout.journal_prefix(stack), layout.journal_start(stack, since))
         return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
 
@@ -157,16 +157,22 @@ class _GcsStacks(_DelimiterStacks):
         """(sub-prefixes relative to the store, objects) one level under `prefix`."""
         from payload.storage import ObjectInfo
 
-        store = self.store
-        strip = len(store.prefix) + 1 if store.prefix else 0
-        pages = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
-            prefix=store._key(prefix),
-            delimiter="/",
-            timeout=store._timeout,
-            retry=None,  # noqa: SLF001
-        )
+        pages, strip = self._blobs(prefix, delimiter="/")
         objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
         return sorted(p[strip:] for p in pages.prefixes), objects
+
+    def _blobs(self, prefix: str, **kw):
+        """(the blob iterator under `prefix`, the length of the store's prefix to strip from
+        its names), through payload.storage's own client; `kw`: list_blobs' other arguments."""
+        store = self.store
+        strip = len(store.prefix) + 1 if store.prefix else 0
+        blobs = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
+            prefix=store._key(prefix),  # noqa: SLF001
+            timeout=store._timeout,  # noqa: SLF001
+            retry=None,
+            **kw,
+        )
+        return blobs, strip
 
     def objects(self, prefix: str) -> Iterator:
         return iter(self.store.list(prefix))
@@ -174,15 +180,8 @@ class _GcsStacks(_DelimiterStacks):
     def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
         """Keys under `prefix` from `start_after` on (GCS's startOffset, inclusive: a
         journal start is never a key itself), relative to the store."""
-        store = self.store
-        strip = len(store.prefix) + 1 if store.prefix else 0
-        blobs = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
-            prefix=store._key(prefix),  # noqa: SLF001
-            start_offset=store._key(start_after) if start_after else None,  # noqa: SLF001
-            max_results=limit,
-            timeout=store._timeout,  # noqa: SLF001
-            retry=None,
-        )
+        start = self.store._key(start_after) if start_after else None  # noqa: SLF001
+        blobs, strip = self._blobs(prefix, start_offset=start, max_results=limit)
         return [b.name[strip:] for b in blobs]
 
 
@@ -211,10 +210,6 @@ def journal_since(stamp: str | None) -> float | None:
         return float(stamp[len(JOURNAL_STAMP) :])
     except ValueError:
         return None
-
-
-def _stack_of(prefix: str) -> str:
-    return prefix[len(layout.ROOT) : -1]
 
 
 def stack_lister(store):

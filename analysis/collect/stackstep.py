@@ -76,7 +76,7 @@ class _Stack:
 
     @property
     def stack(self) -> str:
-        return self.prefix[len(layout.ROOT) : -1]
+        return layout.stack_of(self.prefix)
 
 
 def fast_step(ctx: StepContext, prefix: str) -> None:

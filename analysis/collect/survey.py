@@ -153,14 +153,13 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
     store, lister = view.store, view.lister
 
     stamp = getattr(lister, "stamp", None)
-    if getattr(lister, "journal", None) is not None:  # a bucket: stacks with a journal read by it
+    journaled = getattr(lister, "journal", None) is not None
+    if journaled:  # a bucket: stacks with a journal read by it
         prefixes = _by_journal(view, prefixes)
     elif stamp is not None:  # file://: a stack whose directory is as at its last listing is not even read
         view.stamps = {p: stamp(p) for p in prefixes}
         view.unlisted = {p for p in prefixes if view.stamps[p] and view.stamps[p] == view.settled[p].stamp}
         prefixes = [p for p in prefixes if p not in view.unlisted]
-
-    journaled = getattr(lister, "journal", None) is not None
 
     def one(prefix: str) -> tuple[str, list[str], bool]:
         if journaled:  # before the listing: a bucket stack whose journal has begun is read by it next time
