@@ -22,9 +22,7 @@ import shutil
 import time
 from pathlib import Path
 
-from analysis.csv_export import FORMULA_STARTS, csv_options, csv_safe, frame_to_csv, write_csv
-
-__all__ = ["FORMULA_STARTS", "csv_safe", "write_csv"]  # the export's dialect, used here and by tests
+from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")

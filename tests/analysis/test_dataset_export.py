@@ -58,7 +58,7 @@ def test_the_csv_neutralises_whole_columns_as_each_cell_alone_would(tmp_path):
     table with nothing to neutralise is handed back as it is."""
     import csv as csv_mod
 
-    from analysis.collect.store import FORMULA_STARTS, csv_safe, write_csv
+    from analysis.csv_export import FORMULA_STARTS, csv_safe, write_csv
 
     def neutralise_cell(value):  # one cell alone: what every text cell of the CSV must come out as
         return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
