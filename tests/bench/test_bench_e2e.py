@@ -88,12 +88,15 @@ def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_l
         assert row["status"] == "measured", row
         check_rate(row)
         assert row["est_hours"] > 0 and row["est_usd"] > 0 and row["probe_usd"] > 0
-    # launched together: the launches overlapped, and so did the probes' runs
+    # launched together: the launches overlapped, and so did the instances' lives (both booted before either
+    # was destroyed). Instance lives, not the payloads' run times: a payload's start waits on its TensorFlow
+    # import, which other test workers on the same two cores can delay past the other probe's end.
     assert cloud.peak >= 2
+    lives = [(booted, destroyed) for name, booted, destroyed in cloud.lifetimes if not name.startswith("aws-g5-1x")]
+    assert len(lives) == 2 and max(b for b, _ in lives) < min(d for _, d in lives)
     store = open_store(cloud_env["results"])
     results = [json.loads(store.get_bytes(k.key)) for k in store.list("runs/") if k.key.endswith("/result.json")]
     assert len(results) == 2 and all(r["probe"]["stopped_by"] in ("steady", "time-limit") for r in results)
-    assert max(r["started_at"] for r in results) < min(r["finished_at"] for r in results)
     # destroyed, every one, the refused one too (a failed up may leave resources)
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups) and len(cloud.ups) == 3

@@ -121,6 +121,7 @@ class FakeCloud:
         self.up_zones: dict[str, list[str | None]] = defaultdict(list)
         self.destroys: Counter = Counter()
         self.active = self.peak = 0
+        self.lifetimes: list[tuple[str, float, float]] = []  # (stack, instance booted, instance destroyed)
         self._lock = threading.Lock()
 
     # -- the backend interface ------------------------------------------------------------
@@ -249,6 +250,8 @@ class FakeCloud:
                     inst.proc.kill()
                     inst.proc.wait(timeout=10)
             inst.imds.stop()
+            with self._lock:
+                self.lifetimes.append((name, inst.started, time.time()))
         st.outputs, st.resources = {}, 0
         st.destroyed_at.append(time.time())
         (on_output or print)(f"Destroying ({name}):\n    - deleted\n")
