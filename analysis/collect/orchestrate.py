@@ -37,6 +37,12 @@ from payload import layout
 # rewriting it whole would cost a collect of a few new runs as much as the table.
 EXPORT_MAX_ROWS = 10_000
 
+# A bucket's stacks listed this many steps ahead, each on its own thread. A listing of a stack
+# costs the server about as much as reading its results (an S3 listing walks every run
+# directory), so one stack ahead still left each step waiting for its listing; two ahead keeps
+# the listings beside the reads. What it holds is two stacks' listings.
+LIST_AHEAD = 2
+
 
 def collect(
     urls: list[str],
@@ -212,13 +218,14 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         ctx = StepContext(views, manifest, tv, summary, identity, workers, spot_pricer, bar)
         batch = Batch(loc, tv, manifest, summary, identity)
         stepped = [p for p in prefixes if p not in fast]
-        following = dict(zip(stepped, stepped[1:]))  # the next stack a step lists, listed during this one
-        with InterruptiblePool(1, "collect-list-ahead") as ahead:
+        # the next stacks a step lists, listed during this one
+        following = {p: stepped[i + 1 : i + 1 + LIST_AHEAD] for i, p in enumerate(stepped)}
+        with InterruptiblePool(LIST_AHEAD, "collect-list-ahead") as ahead:
             for prefix in prefixes:
                 if prefix in fast:
                     fast_step(ctx, prefix)
                     continue
-                if (then := following.get(prefix)) is not None:
+                for then in following[prefix]:
                     for view in ok:
                         view.list_ahead(then, ahead)
                 changes = _appended(ctx, prefix, ok, known) if trusting else None

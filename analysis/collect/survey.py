@@ -58,8 +58,8 @@ class SourceView:
         return self._listed(prefix)
 
     def list_ahead(self, prefix: str, pool) -> None:
-        """Start listing a stack that its step will list whole, on `pool` (one thread),
-        while the step before it runs: on a bucket the listing's requests then wait
+        """Start listing a stack that its step will list whole, on `pool`,
+        while the steps before it run: on a bucket the listing's requests then wait
         beside that step's work instead of between two steps. Local stacks are not
         (a directory read is this process's CPU, not a wait)."""
         lister = self.lister

@@ -162,8 +162,8 @@ def test_a_settled_stack_that_gained_runs_is_listed_the_cheaper_way(s3_bucket, t
 
 
 def test_the_next_stack_is_listed_while_the_one_before_is_read(s3_bucket, tmp_path, monkeypatch):
-    """A bucket's stack is listed on a thread of its own while the step before it
-    reads its results (the listing's requests wait beside that work, not between
+    """A bucket's stacks are listed on threads of their own, two ahead, while the step
+    before them reads its results (the listing's requests wait beside that work, not between
     two steps); a listing that fails there fails its own stack alone, as a
     listing in the step would; the table is the same."""
     import threading
@@ -202,6 +202,8 @@ def test_the_next_stack_is_listed_while_the_one_before_is_read(s3_bucket, tmp_pa
     for before, after in zip(stacks, stacks[1:], strict=False):
         if before not in broken:  # listed while the stack before it was read
             assert order.index(("list", after)) < order.index(("read done", before))
+    # two stacks ahead: the third stack's listing began while the first was read
+    assert order.index(("list", stacks[2])) < order.index(("read done", stacks[0]))
     assert summary.valid == len(rows) == 9
     assert [i for i in summary.incomplete if "cannot list" in i] == [f"{url}/{sorted(broken)[0]}: cannot list"]
     assert {r["stack"] for r in rows} == set(held) - {sorted(held)[2]}
