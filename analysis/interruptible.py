@@ -34,13 +34,15 @@ class InterruptiblePool:
         self.stop = threading.Event()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._futures: list[Future] = []
+        # the tasks not yet done (to cancel): a done one is dropped, with the result it holds
+        self._futures: set[Future] = set()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         if self.stop.is_set():
             raise RuntimeError(f"{self.name} is stopping: no new tasks")
         future: Future = Future()
-        self._futures.append(future)
+        self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
         self._tasks.put((future, fn, args))
         if len(self._threads) < self.workers:
             thread = threading.Thread(target=self._work, name=f"{self.name}-{len(self._threads)}", daemon=True)
@@ -53,18 +55,21 @@ class InterruptiblePool:
             task = self._tasks.get()
             if task is None:
                 return
-            future, fn, args = task
-            if self.stop.is_set() or not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # noqa: BLE001 - the caller sees it through the future
-                future.set_exception(exc)
+            self._run(*task)
+            del task  # nor does the idle worker hold the last task's future (and its result)
+
+    def _run(self, future: Future, fn: Callable[..., Any], args: tuple) -> None:
+        if self.stop.is_set() or not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # noqa: BLE001 - the caller sees it through the future
+            future.set_exception(exc)
 
     def cancel(self) -> int:
         """Stop: cancel every task not started, tell running ones through `stop`; returns how many were cancelled."""
         self.stop.set()
-        cancelled = sum(f.cancel() for f in self._futures)
+        cancelled = sum(f.cancel() for f in list(self._futures))
         self._release()
         return cancelled
 

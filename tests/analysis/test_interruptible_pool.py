@@ -48,3 +48,22 @@ def test_an_exception_in_a_task_reaches_its_future():
         future = pool.submit(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         future.result()
+
+
+def test_a_finished_task_and_its_result_are_not_held_by_the_pool():
+    """A long-lived pool (collect's list-ahead, one listing per stack) must not keep every result
+    it handed over: once the caller drops a finished task's future, its result is gone."""
+    import gc
+    import weakref
+
+    class Listing:
+        pass
+
+    with InterruptiblePool(2) as pool:
+        futures = [pool.submit(Listing) for _ in range(4)]
+        results = [weakref.ref(f.result()) for f in futures]
+        del futures
+        time.sleep(0.05)  # the workers are back waiting for tasks
+        gc.collect()
+        assert [r() for r in results] == [None] * 4
+        assert pool.submit(lambda: 7).result() == 7  # and the pool still works
