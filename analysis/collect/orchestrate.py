@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 
 from analysis.collect.batch import Batch
+from analysis.collect.prefetch import Prefetch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step
@@ -220,7 +221,11 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
         stepped = [p for p in prefixes if p not in fast]
         # the next stacks a step lists, listed during this one
         following = {p: stepped[i + 1 : i + 1 + LIST_AHEAD] for i, p in enumerate(stepped)}
-        with InterruptiblePool(LIST_AHEAD, "collect-list-ahead") as ahead:
+        with (
+            InterruptiblePool(LIST_AHEAD, "collect-list-ahead") as ahead,
+            InterruptiblePool(1, "collect-prefetch") as early,
+        ):
+            ctx.prefetch = Prefetch(early, manifest, workers)
             for prefix in prefixes:
                 if prefix in fast:
                     fast_step(ctx, prefix)
@@ -228,6 +233,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                 for then in following[prefix]:
                     for view in ok:
                         view.list_ahead(then, ahead)
+                ctx.prefetch.following = next(iter(following[prefix]), None)
                 changes = _appended(ctx, prefix, ok, known) if trusting else None
                 batch.add(changes or step(ctx, prefix))
                 if batch.full():
@@ -235,6 +241,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                 held.touch()
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
+            ctx.prefetch.clear()
         batch.flush()
         for view in ok:  # journals read further for stacks that stayed settled
             manifest.restamp(view.url, view.restamped)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from concurrent.futures import as_completed
+from dataclasses import replace
 
 from analysis.collect.spot import SpotPricer, parse_result
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
@@ -29,6 +30,11 @@ Download = tuple[object, str, str, object]
 def entry_key(url: str, key: str) -> str:
     """An object's key in the manifest and the collect's entries: its source and its key."""
     return f"{url}|{key}"
+
+
+def unchanged(entry: dict | None, info) -> bool:
+    """Whether a manifest entry still describes the listed object `info` (same ETag and size): not read again."""
+    return entry is not None and bool(info.etag) and entry.get("etag") == info.etag and entry.get("size") == info.size
 
 
 def new_entry(store, url: str, info) -> dict:
@@ -61,41 +67,74 @@ class Progress:
             self.bar.close()
 
 
-def bulk_read(source, url: str, todo: list, workers: int | None, to_price: list) -> Iterator[tuple[str, dict]]:
+def bulk_read(
+    source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
+) -> Iterator[tuple[str, dict]]:
     """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one
     s3:// source) read through analysis.bulk, `workers` requests in flight
-    (default bulk.DEFAULT_BULK_WORKERS), each result parsed as it arrives;
-    spot runs go to `to_price` as (mkey, result), priced afterwards
-    (spot.price_bulk). One stack's results at a time: what it returns is
-    what the step holds."""
-    from analysis import bulk as bulk_mod
+    (default bulk.DEFAULT_BULK_WORKERS); spot runs go to `to_price` as
+    (mkey, result), priced afterwards (spot.price_bulk). One stack's results
+    at a time: what it returns is what the step holds.
 
+    `ready`: {key: (size listed, bytes, ranged)} already downloaded for this step
+    (analysis.collect.prefetch), used instead of a read. `fetched`: called
+    once the downloads are done, before the parsing (the next stack's
+    prefetch starts there). Results are parsed after the downloads, not as
+    each arrives: a parse holds the GIL that every finished request needs to
+    hand its bytes over, so parsing among the requests cost more CPU (about a
+    tenth of the collect's) and kept requests waiting."""
     got: dict[str, dict] = {}
+    arrived: list = []  # (info, bytes or StorageError, ranged)
     wanted = []
+    ready = ready or {}
     for key, info in todo:
         if (why := too_large(info.size)) is not None:  # set aside unread
             got[entry_key(url, key)] = {**new_entry(source, url, info), "reason": why}
+        elif (early := ready.get(key)) is not None and early[0] == info.size:  # fetched from this listing
+            arrived.append((info, *early[1:]))
         else:
             wanted.append(info)
 
-    def handle(info, data, ranged: bool) -> bool:
-        """Record one object; True asks for a whole re-read of a ranged read that did not parse."""
-        entry = _bulk_entry(source, url, info, data, ranged, to_price)
-        if entry is None:
-            return True
-        got[entry_key(url, info.key)] = entry
-        return False
+    def keep(info, data, ranged: bool) -> bool:
+        arrived.append((info, data, ranged))
+        return False  # a ranged read that does not parse is read again whole below
 
-    if wanted:
-        source.max_bytes = MAX_RESULT_BYTES
-        # A private loop, not asyncio.run: that would leave the thread without a current event loop,
-        # which later callers in the same process (the Pulumi SDK under mocks) expect to find.
-        loop = bulk_mod.new_event_loop()
-        try:
-            loop.run_until_complete(bulk_mod.read_all(source, wanted, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS))
-        finally:
-            loop.close()
+    read_on_private_loop(source, wanted, keep, workers)
+    if fetched is not None:
+        fetched()
+    whole = []
+    for info, data, ranged in arrived:
+        entry = _bulk_entry(source, url, info, data, ranged, to_price)
+        if entry is None:  # perhaps part of a newer, longer object: read it whole before judging it
+            whole.append(info)
+        else:
+            got[entry_key(url, info.key)] = entry
+    if whole:
+        by_key = {info.key: info for info in whole}
+
+        def judge_whole(read_info, data, ranged: bool) -> bool:
+            info = by_key[read_info.key]  # the listing's size and ETag stay the entry's
+            got[entry_key(url, info.key)] = _bulk_entry(source, url, info, data, False, to_price)
+            return False
+
+        read_on_private_loop(source, [replace(info, size=None) for info in whole], judge_whole, workers)
     yield from got.items()
+
+
+def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
+    """analysis.bulk.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
+    without a current event loop, which later callers in the same process (the Pulumi SDK under mocks)
+    expect to find."""
+    from analysis import bulk as bulk_mod
+
+    if not infos:
+        return
+    source.max_bytes = MAX_RESULT_BYTES
+    loop = bulk_mod.new_event_loop()
+    try:
+        loop.run_until_complete(bulk_mod.read_all(source, infos, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS))
+    finally:
+        loop.close()
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key, read_here
+from analysis.collect.sources import bulk_read, download, entry_key, read_here, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
@@ -41,6 +41,7 @@ class StepContext:
     spot_pricer: SpotPricer | None = None
     bar: object = None  # analysis.collect.sources.Progress
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
+    prefetch: object = None  # analysis.collect.prefetch.Prefetch: the next stack's results, read ahead
 
 
 @dataclass
@@ -215,8 +216,7 @@ def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict,
     st.results[url] = set(keys)
     for key in keys:
         mkey, info = entry_key(url, key), objects[key]
-        o = old.get(mkey)
-        if o is not None and info.etag and o.get("etag") == info.etag and o.get("size") == info.size:
+        if unchanged(o := old.get(mkey), info):
             st.cached[mkey] = o
         else:
             st.todo.append((view, key, info))
@@ -309,23 +309,29 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 def _downloads(ctx: StepContext, st: _Stack):
     """(mkey, entry) of every result of st.todo: local files read in this thread,
-    each bulk source's through analysis.bulk (its spot runs priced after), the
-    others' through the thread pool."""
+    each bulk source's through analysis.bulk (its spot runs priced after; what the
+    prefetch fetched for it taken, and the next stack's prefetch started once the
+    downloads are done), the others' through the thread pool."""
     local, pooled = [], []
     for view, key, info in st.todo:
         if not view.bulk:
             (local if type(view.store).__name__ in READ_HERE else pooled).append((view.store, view.url, key, info))
     yield from read_here(local, ctx.spot_pricer, ctx.stopped)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
+    prefetch = ctx.prefetch
+    start_next = (lambda: prefetch.start(ctx.views)) if prefetch is not None else None
     for view in ctx.views:
         mine = [(key, info) for v, key, info in st.todo if v is view and view.bulk]
+        ready = prefetch.take(view.url, st.prefix) if prefetch is not None else None
         if not mine:
             continue
         to_price: list = []
-        got = dict(bulk_read(view.store, view.url, mine, ctx.workers, to_price))
+        got = dict(bulk_read(view.store, view.url, mine, ctx.workers, to_price, ready, start_next))
         if ctx.spot_pricer is not None and to_price:
             price_bulk(got, to_price, ctx.spot_pricer)
         yield from got.items()
+    if start_next is not None:  # nothing of this stack was read in bulk: the next one's start now (once)
+        start_next()
 
 
 def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:

@@ -1,0 +1,94 @@
+"""The next stack's new results downloaded while this stack's are parsed and judged.
+
+On the bulk path (s3://) a step downloads its stack's results, then parses and
+judges them, then commits. During the parsing and judging (and the step's
+hand-over to the next) no download is in flight, and on a bucket the server
+and the network are what a collect waits on. So once a step's own downloads
+are done, the next stack's new results are downloaded on a thread of its own
+(its own event loop, `analysis.bulk.read_all`), from the listing the list-ahead
+already has, and handed to that stack's step as bytes; the step parses and
+judges them as if it had read them itself (a ranged read that does not parse
+is read again whole there, as always).
+
+Only what the step would read anyway is fetched: the listing's results the
+manifest does not hold unchanged, none over the size cap, at most
+PREFETCH_BYTES of them (the rest the step reads itself). One stack ahead,
+never more: what it holds is one stack's new results, as bytes. A prefetch
+that fails in any way hands over nothing, and the step reads as it would have.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+from analysis.collect.sources import entry_key, read_on_private_loop, unchanged
+from analysis.collect.validation import classify, too_large
+
+# The most bytes of results downloaded ahead of their step (real results are a few kB each:
+# about 20,000 of them); past it the step reads the rest itself.
+PREFETCH_BYTES = 64 * 1024 * 1024
+
+# One prefetched object: the size its listing gave, its bytes (or the StorageError its read ended
+# with) and whether they were read by range (that size), as analysis.bulk.read_all hands them over.
+Fetched = tuple[int | None, object, bool]
+
+
+class Prefetch:
+    """Downloads the next stack's new results on `pool` (one thread) once a step's own are done.
+
+    The collect sets `following` before each step; the step calls `start` when its own
+    downloads are done and `take` for what was fetched for it."""
+
+    def __init__(self, pool, manifest, workers: int | None):
+        self.pool, self.manifest, self.workers = pool, manifest, workers
+        self.following: str | None = None  # the stack whose results to fetch next
+        self.jobs: dict[tuple[str, str], Future] = {}
+
+    def start(self, views) -> None:
+        """Start fetching the results of `following` in every bulk source that lists it ahead (once)."""
+        prefix, self.following = self.following, None
+        if prefix is None:
+            return
+        for view in views:
+            listing = view.ahead.get(prefix)
+            if not view.bulk or view.failed is not None or listing is None:
+                continue
+            old = self.manifest.stack_entries(view.url, prefix)  # sqlite: read here, in the collect's thread
+            self.jobs[(view.url, prefix)] = self.pool.submit(_fetch, view, listing, old, self.workers)
+
+    def take(self, url: str, prefix: str) -> dict[str, Fetched]:
+        """{key: (size listed, bytes, ranged)} fetched ahead for one source's stack; empty when nothing was (or it failed)."""
+        job = self.jobs.pop((url, prefix), None)
+        if job is None:
+            return {}
+        try:
+            return job.result()
+        except Exception:  # noqa: BLE001 - a failed prefetch is only a missed head start: the step reads
+            return {}
+
+    def clear(self) -> None:
+        """Drop what no step took (its stack went another way)."""
+        self.jobs.clear()
+
+
+def _fetch(view, listing: Future, old: dict[str, dict], workers: int | None) -> dict[str, Fetched]:
+    """The new results of one listed stack, downloaded (on the prefetch thread)."""
+    objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
+    keys, _, _ = classify(objects)
+    wanted, budget = [], PREFETCH_BYTES
+    for key in keys:
+        info = objects[key]
+        if unchanged(old.get(entry_key(view.url, key)), info) or too_large(info.size) is not None:
+            continue
+        if (info.size or 0) > budget:
+            break
+        budget -= info.size or 0
+        wanted.append(info)
+    got: dict[str, Fetched] = {}
+
+    def keep(info, data, ranged: bool) -> bool:
+        got[info.key] = (info.size, data, ranged)
+        return False  # judged by the step, which reads a ranged read that does not parse again, whole
+
+    read_on_private_loop(view.store, wanted, keep, workers)
+    return got
