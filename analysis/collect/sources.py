@@ -103,7 +103,8 @@ def bulk_read(
     if fetched is not None:
         fetched()
     whole = []
-    for info, data, ranged in arrived:
+    for i, (info, data, ranged) in enumerate(arrived):
+        arrived[i] = None  # each object's bytes let go once parsed, not when the stack's all are
         entry = _bulk_entry(source, url, info, data, ranged, to_price)
         if entry is None:  # perhaps part of a newer, longer object: read it whole before judging it
             whole.append(info)
