@@ -172,6 +172,11 @@ class Manifest:
         )
         return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
+    def stack_versions(self, source: str, prefix: str) -> dict[str, tuple[str | None, int | None]]:
+        """{object key: (etag, size)} of one source's stack (no entry built): what a read ahead compares."""
+        query = "SELECT key, etag, size FROM entries WHERE source = ? AND prefix = ?"
+        return {k: (etag, size) for k, etag, size in self._read(query, (source, prefix))}
+
     def stack_keys(self, source: str, prefix: str) -> list[str]:
         """The object keys of one source's stack the manifest holds entries of (no entry built)."""
         return [k for (k,) in self._read("SELECT key FROM entries WHERE source = ? AND prefix = ?", (source, prefix))]

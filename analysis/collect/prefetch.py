@@ -12,16 +12,20 @@ is read again whole there, as always).
 
 Only what the step would read anyway is fetched: the listing's results the
 manifest does not hold unchanged, none over the size cap, at most
-PREFETCH_BYTES of them (the rest the step reads itself). One stack ahead,
-never more: what it holds is one stack's new results, as bytes. A prefetch
-that fails in any way hands over nothing, and the step reads as it would have.
+PREFETCH_BYTES of them in all sources together (the rest the step reads
+itself). One stack ahead, never more: what it holds is one stack's new
+results, as bytes. A prefetch that fails hands over nothing, and a read of it
+that fails is left out: the step reads those as it would have (with its own
+retries and its own error). A collect abandoned (Ctrl-C, an error) stops its
+prefetch at the next object that arrives.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import Future
 
-from analysis.collect.sources import entry_key, read_on_private_loop, unchanged
+from analysis.bulk import ObjectTooLarge
+from analysis.collect.sources import read_on_private_loop, unchanged
 from analysis.collect.validation import classify, too_large
 
 # The most bytes of results downloaded ahead of their step (real results are a few kB each:
@@ -40,7 +44,7 @@ class Prefetch:
     downloads are done and `take` for what was fetched for it."""
 
     def __init__(self, pool, manifest, workers: int | None):
-        self.pool, self.manifest, self.workers = pool, manifest, workers
+        self.pool, self.manifest, self.workers = pool, manifest, workers  # pool: analysis.interruptible
         self.following: str | None = None  # the stack whose results to fetch next
         self.jobs: dict[tuple[str, str], Future] = {}
 
@@ -49,12 +53,12 @@ class Prefetch:
         prefix, self.following = self.following, None
         if prefix is None:
             return
-        for view in views:
-            listing = view.ahead.get(prefix)
-            if not view.bulk or view.failed is not None or listing is None:
-                continue
-            old = self.manifest.stack_entries(view.url, prefix)  # sqlite: read here, in the collect's thread
-            self.jobs[(view.url, prefix)] = self.pool.submit(_fetch, view, listing, old, self.workers)
+        ahead = [(v, v.ahead[prefix]) for v in views if v.bulk and v.failed is None and prefix in v.ahead]
+        for view, listing in ahead:
+            known = self.manifest.stack_versions(view.url, prefix)  # sqlite: read here, in the collect's thread
+            budget = PREFETCH_BYTES // len(ahead)
+            job = self.pool.submit(_fetch, view, listing, known, budget, self.workers, self.pool.stop)
+            self.jobs[(view.url, prefix)] = job
 
     def take(self, url: str, prefix: str) -> dict[str, Fetched]:
         """{key: (size listed, bytes, ranged)} fetched ahead for one source's stack; empty when nothing was (or it failed)."""
@@ -71,14 +75,22 @@ class Prefetch:
         self.jobs.clear()
 
 
-def _fetch(view, listing: Future, old: dict[str, dict], workers: int | None) -> dict[str, Fetched]:
-    """The new results of one listed stack, downloaded (on the prefetch thread)."""
+class _Abandoned(Exception):
+    """The collect was abandoned: the prefetch stops at the next object that arrives."""
+
+
+def _fetch(view, listing: Future, known: dict, budget: int, workers: int | None, stop) -> dict[str, Fetched]:
+    """The new results of one listed stack, downloaded (on the prefetch thread); `known`: the
+    manifest's {key: (etag, size)} of the stack; `stop`: set when the collect is abandoned."""
+    from payload.storage import StorageError
+
     objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
     keys, _, _ = classify(objects)
-    wanted, budget = [], PREFETCH_BYTES
+    wanted = []
     for key in keys:
         info = objects[key]
-        if unchanged(old.get(entry_key(view.url, key)), info) or too_large(info.size) is not None:
+        etag, size = known.get(key, (None, None))
+        if unchanged({"etag": etag, "size": size}, info) or too_large(info.size) is not None:
             continue
         if (info.size or 0) > budget:
             break
@@ -87,7 +99,10 @@ def _fetch(view, listing: Future, old: dict[str, dict], workers: int | None) -> 
     got: dict[str, Fetched] = {}
 
     def keep(info, data, ranged: bool) -> bool:
-        got[info.key] = (info.size, data, ranged)
+        if stop.is_set():
+            raise _Abandoned
+        if not isinstance(data, StorageError) or isinstance(data, ObjectTooLarge):  # a failed read: the step's
+            got[info.key] = (info.size, data, ranged)
         return False  # judged by the step, which reads a ranged read that does not parse again, whole
 
     read_on_private_loop(view.store, wanted, keep, workers)

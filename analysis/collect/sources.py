@@ -77,7 +77,8 @@ def bulk_read(
     at a time: what it returns is what the step holds.
 
     `ready`: {key: (size listed, bytes, ranged)} already downloaded for this step
-    (analysis.collect.prefetch), used instead of a read. `fetched`: called
+    (analysis.collect.prefetch), used instead of a read and taken out of it (so
+    each object's bytes go once parsed). `fetched`: called
     once the downloads are done, before the parsing (the next stack's
     prefetch starts there). Results are parsed after the downloads, not as
     each arrives: a parse holds the GIL that every finished request needs to
@@ -90,7 +91,7 @@ def bulk_read(
     for key, info in todo:
         if (why := too_large(info.size)) is not None:  # set aside unread
             got[entry_key(url, key)] = {**new_entry(source, url, info), "reason": why}
-        elif (early := ready.get(key)) is not None and early[0] == info.size:  # fetched from this listing
+        elif (early := ready.pop(key, None)) is not None and early[0] == info.size:  # fetched from this listing
             arrived.append((info, *early[1:]))
         else:
             wanted.append(info)

@@ -144,3 +144,98 @@ def test_only_what_the_step_would_read_is_read_ahead(four_stacks, tmp_path, monk
     summary, rows = collect([url], out, full=True)  # every stack listed whole
     assert reads.reads == [(new_key, False, f"{PREFETCH_THREAD}-0")]
     assert (summary.new, summary.cached, len(rows)) == (1, 12, 13)
+
+
+def test_a_read_ahead_that_fails_is_left_to_the_step(four_stacks, tmp_path, monkeypatch):
+    """One result's read fails on the prefetch thread (after its retries): the step reads it
+    itself, with its own retries, instead of taking the failure as the result's."""
+    from analysis import bulk
+    from payload.storage import StorageError
+
+    url, held = four_stacks
+    flaky = next(k for k in layout_keys(url) if layout.parse_key(k).stack == sorted(held)[1])
+    real = bulk.S3Bulk.get
+
+    async def get(source, key, size=None):
+        if key == flaky and threading.current_thread().name.startswith(PREFETCH_THREAD):
+            raise StorageError(f"download {key} failed: SlowDown")
+        return await real(source, key, size)
+
+    monkeypatch.setattr(bulk.S3Bulk, "get", get)
+    reads = ReadsByThread(monkeypatch)  # wraps the flaky get
+    summary, rows = collect([url], tmp_path / "out")
+    assert [t for k, _, t in reads.reads if k == flaky] == [f"{PREFETCH_THREAD}-0", "MainThread"]
+    assert (summary.new, summary.valid, summary.skipped, summary.incomplete) == (12, 12, [], [])
+
+
+def test_the_byte_budget_is_shared_by_every_source(s3_bucket, tmp_path, monkeypatch):
+    """Two buckets' stacks read ahead together stay within the one budget."""
+    first, second = f"s3://{s3_bucket}/team-a", f"s3://{s3_bucket}/team-b"
+    held = _put(first, stacks=3, runs=3)
+    _put(second, stacks=3, runs=3)
+    size = max(i.size for i in _infos(first) + _infos(second))
+    monkeypatch.setattr(prefetch, "PREFETCH_BYTES", 2 * size + size // 2)  # room for one result a source
+    reads = ReadsByThread(monkeypatch)
+    summary, rows = collect([first, second], tmp_path / "out")
+    ahead = [layout.parse_key(k).stack for k, _, t in reads.reads if t.startswith(PREFETCH_THREAD)]
+    assert sorted(ahead) == sorted(2 * sorted(held)[1:])  # one result of each source, for each later stack
+    assert summary.new == 18 and len(rows) == 9  # each run read in both, one row each
+
+
+def test_an_abandoned_collect_stops_its_prefetch(s3_bucket, tmp_path, monkeypatch):
+    """Ctrl-C in a step while the next stack is read ahead: the prefetch stops at the next
+    result that arrives, rather than reading the rest of the stack in the background."""
+    import asyncio
+    import time
+
+    from analysis import bulk
+    from analysis.collect import stackstep
+
+    url = f"s3://{s3_bucket}"
+    held = _put(url, stacks=2, runs=20)
+    real_get, real_dedupe = bulk.S3Bulk.get, stackstep.dedupe
+    ahead: list[str] = []
+
+    async def slow_get(source, key, size=None):
+        if threading.current_thread().name.startswith(PREFETCH_THREAD):
+            ahead.append(key)
+            await asyncio.sleep(0.05)
+        return await real_get(source, key, size)
+
+    def interrupted(*args, **kw):
+        time.sleep(0.2)  # the prefetch of the second stack is under way
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bulk.S3Bulk, "get", slow_get)
+    monkeypatch.setattr(stackstep, "dedupe", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        collect([url], tmp_path / "out", workers=1)
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith(PREFETCH_THREAD) for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(t.name.startswith(PREFETCH_THREAD) for t in threading.enumerate())
+    assert 0 < len(ahead) < held[sorted(held)[1]] // 2  # begun, then stopped: not the whole stack
+    monkeypatch.setattr(stackstep, "dedupe", real_dedupe)
+
+
+def test_the_step_takes_what_was_read_ahead_out_of_its_hands():
+    """bulk_read takes each object read ahead out of the prefetch's dict as it is used, so its
+    bytes go once parsed, not when the stack's all are."""
+    from synthetic_results import make_result, result_bytes, result_key
+
+    from analysis.collect.sources import bulk_read
+    from payload.storage import ObjectInfo
+
+    class NoStore:  # nothing may be read: everything was read ahead
+        url = "s3://bucket"
+
+        def url_for(self, key):
+            return f"{self.url}/{key}"
+
+    result = make_result("aws/p3.2xlarge", "resnet50")
+    key, body = result_key(result), result_bytes(result)
+    info = ObjectInfo(key, len(body), "etag-1", None)
+    ready = {key: (len(body), memoryview(body), True)}
+    got = dict(bulk_read(NoStore(), "s3://bucket", [(key, info)], None, [], ready))
+    assert ready == {}
+    assert got[f"s3://bucket|{key}"]["row"]["run_id"] == result["run_id"]

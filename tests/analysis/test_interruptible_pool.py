@@ -63,7 +63,9 @@ def test_a_finished_task_and_its_result_are_not_held_by_the_pool():
         futures = [pool.submit(Listing) for _ in range(4)]
         results = [weakref.ref(f.result()) for f in futures]
         del futures
-        time.sleep(0.05)  # the workers are back waiting for tasks
+        both = threading.Barrier(2, timeout=5)  # each worker has taken a new task: done with its last one
+        for f in [pool.submit(both.wait) for _ in range(2)]:
+            f.result()
         gc.collect()
         assert [r() for r in results] == [None] * 4
         assert pool.submit(lambda: 7).result() == 7  # and the pool still works
