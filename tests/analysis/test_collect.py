@@ -409,22 +409,27 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     assert len(counting.gets) == summary.new == 31 and len(rows) == 30
 
 
+def listed_before_it_grew(monkeypatch, grown: str, by: int = 40) -> None:
+    """The bulk path's listings give object `grown` the size it had before it grew by `by` bytes."""
+    from analysis import bulk
+
+    real_info = bulk._info
+
+    def stale_info(meta):
+        info = real_info(meta)
+        return dataclasses.replace(info, size=info.size - by) if info.key == grown else info
+
+    monkeypatch.setattr(bulk, "_info", stale_info)
+
+
 def test_bulk_path_reads_whole_an_object_that_grew_since_the_listing(s3_bucket, tmp_path, monkeypatch):
     """Objects are read by range with the listing's size: one replaced by a
     longer one in between arrives cut short, and must be read whole, not set aside."""
-    from analysis import bulk
-
     url = f"s3://{s3_bucket}"
     results = _results(3)
     _populate(open_store(url), results)
     grown = result_key(results[1])
-    real_info = bulk._info
-
-    def stale_info(meta):  # the listing as it was before the object grew by 40 bytes
-        info = real_info(meta)
-        return dataclasses.replace(info, size=info.size - 40) if info.key == grown else info
-
-    monkeypatch.setattr(bulk, "_info", stale_info)
+    listed_before_it_grew(monkeypatch, grown)
     counting = CountingBulk(monkeypatch)
     summary, rows = collect([url], tmp_path / "out")
     assert counting.rereads == [grown]

@@ -6,15 +6,16 @@ is read again whole by the step; a prefetch that fails costs nothing but its hea
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 import pandas as pd
 import pytest
+from test_collect import listed_before_it_grew
 from test_collect_bounded_s3 import _put
 
 from analysis.collect import collect, prefetch
 from payload import layout
+from payload.storage import open_store
 
 PREFETCH_THREAD = "collect-prefetch"
 
@@ -36,6 +37,15 @@ class ReadsByThread:
 
     def stacks_read_on(self, prefix: str) -> set[str]:
         return {layout.parse_key(k).stack for k, _, t in self.reads if t.startswith(prefix)}
+
+
+def _infos(url: str):
+    return list(open_store(url).list(layout.ROOT))
+
+
+def first_key_of(url: str, stack: str) -> str:
+    """The first result key of `stack` in the bucket at `url`."""
+    return min(i.key for i in _infos(url) if layout.parse_key(i.key).stack == stack)
 
 
 def _table(path) -> pd.DataFrame:
@@ -70,29 +80,15 @@ def test_the_next_stacks_results_are_read_ahead_and_the_table_is_the_same(four_s
 def test_a_result_read_ahead_that_grew_since_the_listing_is_read_again_whole(four_stacks, tmp_path, monkeypatch):
     """Read ahead by range with the listing's size, a result replaced by a longer one in between
     arrives cut short: its step reads it whole before judging it, never sets it aside."""
-    from analysis import bulk
-
     url, held = four_stacks
-    grown = next(k for k in layout_keys(url) if layout.parse_key(k).stack == sorted(held)[2])
-    real_info = bulk._info
-
-    def stale_info(meta):  # the listing as it was before the object grew by 40 bytes
-        info = real_info(meta)
-        return dataclasses.replace(info, size=info.size - 40) if info.key == grown else info
-
-    monkeypatch.setattr(bulk, "_info", stale_info)
+    grown = first_key_of(url, sorted(held)[2])
+    listed_before_it_grew(monkeypatch, grown)
     reads = ReadsByThread(monkeypatch)
     summary, rows = collect([url], tmp_path / "out")
     assert (grown, False, f"{PREFETCH_THREAD}-0") in reads.reads  # cut short, ahead of its step
     whole = [(k, t) for k, is_whole, t in reads.reads if is_whole]
     assert whole == [(grown, "MainThread")]  # read again whole by the step
     assert (summary.new, summary.valid, summary.skipped) == (12, 12, [])
-
-
-def layout_keys(url: str) -> list[str]:
-    from payload.storage import open_store
-
-    return sorted(i.key for i in open_store(url).list(layout.ROOT))
 
 
 def test_a_prefetch_that_fails_costs_only_its_head_start(four_stacks, tmp_path, monkeypatch):
@@ -120,23 +116,15 @@ def test_what_is_read_ahead_stays_within_its_byte_budget(four_stacks, tmp_path, 
     assert len(reads.reads) == 12 and summary.valid == len(rows) == 12  # the steps read the rest
 
 
-def _infos(url: str):
-    from payload.storage import open_store
-
-    return list(open_store(url).list(layout.ROOT))
-
-
 def test_only_what_the_step_would_read_is_read_ahead(four_stacks, tmp_path, monkeypatch):
     """A stack listed whole whose results the manifest holds unchanged has nothing read ahead;
     one new result among them is all that is."""
-    from payload.storage import open_store
-
     url, held = four_stacks
     out = tmp_path / "out"
     collect([url], out)
     stack = sorted(held)[2]
-    body = open_store(url).get_bytes(next(k for k in layout_keys(url) if layout.parse_key(k).stack == stack))
-    old_run = layout.parse_key(next(k for k in layout_keys(url) if layout.parse_key(k).stack == stack)).run_id
+    old_key = first_key_of(url, stack)
+    body, old_run = open_store(url).get_bytes(old_key), layout.parse_key(old_key).run_id
     new_run = "20250102T000000Z-i-00900001-resnet50"
     new_key = layout.result_key(stack, new_run)
     open_store(url).put_bytes(new_key, body.replace(old_run.encode(), new_run.encode()))
@@ -153,7 +141,7 @@ def test_a_read_ahead_that_fails_is_left_to_the_step(four_stacks, tmp_path, monk
     from payload.storage import StorageError
 
     url, held = four_stacks
-    flaky = next(k for k in layout_keys(url) if layout.parse_key(k).stack == sorted(held)[1])
+    flaky = first_key_of(url, sorted(held)[1])
     real = bulk.S3Bulk.get
 
     async def get(source, key, size=None):
@@ -193,7 +181,7 @@ def test_an_abandoned_collect_stops_its_prefetch(s3_bucket, tmp_path, monkeypatc
 
     url = f"s3://{s3_bucket}"
     held = _put(url, stacks=2, runs=20)
-    real_get, real_dedupe = bulk.S3Bulk.get, stackstep.dedupe
+    real_get = bulk.S3Bulk.get
     ahead: list[str] = []
 
     async def slow_get(source, key, size=None):
@@ -215,7 +203,6 @@ def test_an_abandoned_collect_stops_its_prefetch(s3_bucket, tmp_path, monkeypatc
         time.sleep(0.05)
     assert not any(t.name.startswith(PREFETCH_THREAD) for t in threading.enumerate())
     assert 0 < len(ahead) < held[sorted(held)[1]] // 2  # begun, then stopped: not the whole stack
-    monkeypatch.setattr(stackstep, "dedupe", real_dedupe)
 
 
 def test_the_step_takes_what_was_read_ahead_out_of_its_hands():
