@@ -15,18 +15,31 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["STOP_GRACE_SECONDS", "ShellProcess"]
+__all__ = ["STOP_GRACE_SECONDS", "ShellProcess", "shell_argv"]
 
 STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL
 
 
+def shell_argv() -> list[str]:
+    """The shell a job's command runs in, up to its ``-c``: bash without its startup files.
+
+    A bash that finds SSH_CLIENT in its environment at the top shell level reads
+    ~/.bashrc even when not interactive (Debian and most distributions build it so),
+    and a payload started over SSH passes SSH_CLIENT on. A .bashrc that runs
+    ``pyenv init`` or ``conda activate`` puts its own Python first on PATH, so
+    the job's ``python`` (and a ``pip install`` in its setup) would be the user's
+    base environment instead of the run's (the payload puts its interpreter
+    first). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
+    bash = shutil.which("bash")
+    return [bash, "--norc", "--noprofile", "-c"] if bash else ["/bin/sh", "-c"]
+
+
 class ShellProcess:
-    """``bash -c script`` in `cwd` with `env`, every output line handed to `on_line`."""
+    """``bash -c script`` (shell_argv) in `cwd` with `env`, every output line handed to `on_line`."""
 
     def __init__(self, script: str, cwd: str, env: dict, on_line: Callable[[str], None]):
-        shell = shutil.which("bash") or "/bin/sh"
         self.proc = subprocess.Popen(
-            [shell, "-c", script],
+            [*shell_argv(), script],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,

@@ -162,6 +162,29 @@ def test_the_jobs_own_sitecustomize_still_runs_and_a_job_without_python_records_
     assert result["software"]["frameworks_from"] == "installed" and result["software"]["job_python"]
 
 
+def test_the_job_gets_the_runs_python_even_where_bashrc_would_put_another_first(tmp_path, monkeypatch):
+    """Started over SSH (SSH_CLIENT set, a top-level shell), bash reads ~/.bashrc even to run
+    one command; a .bashrc with `pyenv init` or `conda activate` would hand the job, and a
+    `pip install` in its setup, the user's base Python instead of the run's."""
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / ".bashrc").write_text('export PATH="$HOME/bin:$PATH"\necho "bashrc was read"\n')
+    other = home / "bin" / "python"  # the base environment's interpreter, as a .bashrc would put it first
+    other.write_text('#!/bin/sh\necho \'GPUBENCH_METRICS {"samples": 1, "seconds": 1, "python": "bashrc"}\'\n')
+    other.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SSH_CLIENT", "127.0.0.1 50022 22")
+    monkeypatch.delenv("SHLVL", raising=False)
+    job = "import json, sys\nprint('GPUBENCH_METRICS ' + json.dumps({'samples': 4, 'seconds': 1.0, 'python': sys.executable}))\n"
+    doc = {"name": "which-python", "setup": "command -v python", "run": "python job.py", "metrics": ["json"]}
+    assert run_payload(write_spec(tmp_path, doc, {"job.py": job}), tmp_path / "bucket") == 0
+    result, run_dir = only_result(tmp_path / "bucket")
+    assert result["benchmark"]["workload"]["reported"]["json"]["python"] == sys.executable
+    tail = final_log_tail(run_dir)
+    assert "bashrc was read" not in tail and str(other) not in tail
+    assert os.path.join(os.path.dirname(sys.executable), "python") in tail  # setup's `command -v python`
+
+
 def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_line(tmp_path):
     from payload.workloads.imports import read_imports
 
