@@ -20,8 +20,9 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
 Files run longest first (``tests/suite_order.py``), so the workers of ``make test`` end together.
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
-reports) points at a temporary folder of this test process unless set, so no test writes into
-the home directory of whoever runs the suite.
+reports) points at a temporary folder of this test process unless set, and each test gets its own
+collect cache, SSH known_hosts and spool (``own_user_state``), so no test writes into the home
+directory of whoever runs the suite.
 """
 
 from __future__ import annotations
@@ -66,6 +67,25 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """The longest files first (tests/suite_order.py)."""
     longest_files_first(items)
+
+
+# gpubench's per-user places, each pointed into the test's own temporary folder (see own_user_state).
+USER_STATE_VARIABLES = {
+    "GPUBENCH_CACHE": "cache",  # a bucket table's collect manifest (~/.cache/gpubench/tables)
+    "GPUBENCH_KNOWN_HOSTS": "known_hosts",  # SSH host keys recorded on first use (~/.config/gpubench)
+    "GPUBENCH_SPOOL": "spool",  # results waiting for their bucket (~/.cache/gpubench/spool)
+}
+
+
+@pytest.fixture(autouse=True)
+def own_user_state(tmp_path_factory, monkeypatch):
+    """Every test, and every process it starts, keeps gpubench's per-user files in a folder of its
+    own: the suite writes nothing into the home directory of whoever runs it, and two tests never
+    share a manifest or a host key by accident. A test that sets one of these itself wins."""
+    base = tmp_path_factory.mktemp("user-state")
+    for name, leaf in USER_STATE_VARIABLES.items():
+        monkeypatch.setenv(name, str(base / leaf))
+    return base
 
 
 @pytest.fixture(scope="session")
