@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from analysis.collect.orchestrate import manifest_home
 from analysis.dataset import resolve
 from infra.ssh.connection import project_known_hosts
@@ -19,3 +21,13 @@ def test_every_per_user_place_is_in_the_tests_own_folder(own_user_state):
     for what, path in places.items():
         assert path.is_relative_to(own_user_state), f"{what} at {path}"
         assert not path.is_relative_to(Path.home()), f"{what} at {path}"
+
+
+@pytest.fixture(scope="module")
+def known_hosts_of_a_module_fixture():
+    """A module-scoped fixture is set up before any test's own folder exists."""
+    return project_known_hosts()
+
+
+def test_module_fixtures_keep_out_of_the_home_directory_too(known_hosts_of_a_module_fixture):
+    assert not known_hosts_of_a_module_fixture.is_relative_to(Path.home())
