@@ -42,13 +42,10 @@ os.environ.setdefault("GPUBENCH_HOME", tempfile.mkdtemp(prefix="gpubench-home-")
 # (about a second of CPU) for each of the suite's many small reports. tests/analysis/test_report_chart_pool.py
 # lifts this to test the worker, a whole report with it included.
 os.environ.setdefault("GPUBENCH_CHART_WORKERS", "0")
+from user_state import USER_STATE_VARIABLES  # noqa: E402
+
 # gpubench's per-user places: a temporary folder of this test process for what module- and
 # session-scoped fixtures start, and one of each test's own (own_user_state) for everything else.
-USER_STATE_VARIABLES = {
-    "GPUBENCH_CACHE": "cache",  # a bucket table's collect manifest (~/.cache/gpubench/tables)
-    "GPUBENCH_KNOWN_HOSTS": "known_hosts",  # SSH host keys recorded on first use (~/.config/gpubench)
-    "GPUBENCH_SPOOL": "spool",  # results waiting for their bucket (~/.cache/gpubench/spool)
-}
 _PROCESS_USER_STATE = tempfile.mkdtemp(prefix="gpubench-user-state-")
 for _name, _leaf in USER_STATE_VARIABLES.items():
     os.environ.setdefault(_name, os.path.join(_PROCESS_USER_STATE, _leaf))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from bench_fakes import write_task
+from user_state import USER_STATE_VARIABLES
 
 from payload import exitcodes
 
@@ -69,7 +70,10 @@ class Bench:
 
 
 def child_env(**more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
+    """This environment without gpubench's settings, but with the suite's per-user folders
+    (tests/conftest.py): the child's known_hosts and cache stay out of the home directory."""
+    keep = {*USER_STATE_VARIABLES, "GPUBENCH_HOME"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in keep}
     return {**env, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **more}
 
 
