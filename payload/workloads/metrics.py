@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BOUNDARIES",
     "JSON_KEYS",
     "JSON_TOKEN",
     "MLLOG_TOKEN",
@@ -98,16 +99,23 @@ def _json_progress(obj: dict) -> Progress | None:
     return Progress(samples, seconds, "json" if seconds is not None else None)
 
 
+BOUNDARIES = ("epoch", "eval")  # the job's own structure: an epoch ended, an evaluation ended
+
+
 @dataclass(frozen=True)
 class Progress:
     """One reading of how far the job got: cumulative samples, and the job's own clock if it gave one.
 
     clock: "json" (`seconds`, training seconds so far), "mllog" (`time_ms`, the epoch in seconds)
-    or None (the line carried no time: the reader of the line times it on arrival)."""
+    or None (the line carried no time: the reader of the line times it on arrival).
+    boundary: one of BOUNDARIES when the line also marks the end of a unit of the job's own
+    structure (the steadiness rule and the periodic-cost measurement use these); a line that
+    marks only a boundary has `samples` None."""
 
-    samples: float
+    samples: float | None
     seconds: float | None
     clock: str | None
+    boundary: str | None = None
 
 
 @dataclass

@@ -62,6 +62,7 @@ class ProbeMonitor:
         self._last_check = float("-inf")
         self.elapsed_at_stop: float | None = None
         self.warnings: list[str] = []  # for the result: an estimate that failed
+        self.boundaries: list[list] = []  # [seconds since start() on arrival, "epoch" | "eval"]
 
     def start(self) -> None:
         """The job's timed part starts now: the time limit counts from here."""
@@ -88,6 +89,10 @@ class ProbeMonitor:
             return False
         with self._lock:
             if self.stopped_by is not None:
+                return False
+            if progress.boundary is not None:
+                self.boundaries.append([round(self._elapsed(), 3), progress.boundary])
+            if progress.samples is None:
                 return False
             first = self.first_step is None
             if first:
