@@ -273,7 +273,7 @@ value() {{
 if [ "$failed" = 1 ]; then
   results="$(value GPUBENCH_RESULTS)"
   stack="$(value GPUBENCH_STACK)"
-  launch="$(value GPUBENCH_LAUNCH)"
+  launch="$(value GPUBENCH_LAUNCH_ID)"
   region="$(value AWS_DEFAULT_REGION)"
   if [ -n "$region" ]; then
     export AWS_DEFAULT_REGION="$region"

@@ -43,13 +43,16 @@ def _host(tmp_path: Path, files: dict[str, str]) -> tuple[Path, dict[str, str]]:
     stubs = tmp_path / "stubs"
     lib.mkdir()
     stubs.mkdir()
-    (lib / "fetch-code.sh").write_text(files[f"{cloud_init.LIB_DIR}/fetch-code.sh"])
+    (lib / "fetch-code.sh").write_text(
+        files[f"{cloud_init.LIB_DIR}/fetch-code.sh"].replace(cloud_init.LIB_DIR, str(lib))
+    )
     (lib / "run.sh").write_text(files[f"{cloud_init.LIB_DIR}/run.sh"].replace(cloud_init.LIB_DIR, str(lib)))
     (lib / "event.sh").write_text("#!/bin/sh\nexit 0\n")
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "code.env").write_text(files[cloud_init.CODE_ENV])
     (stubs / "docker").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/docker-args\n')
     (stubs / "nvidia-smi").write_text("#!/bin/sh\nexit 0\n")
+    (stubs / "sleep").write_text("#!/bin/sh\nexit 0\n")  # fetch-code.sh's retries, without the wait
     for p in [*lib.iterdir(), *stubs.iterdir()]:
         p.chmod(0o755)
     aws = Path(find_tool("aws", "pip install awscli")).parent
@@ -97,7 +100,10 @@ def test_host_fetches_checks_and_runs_the_bundle_with_the_rendered_commands(rend
     assert args[args.index("--entrypoint") + 1 : args.index("--entrypoint") + 3] == ["/bin/bash", image]
     assert f"{dest}:{cloud_init.BUNDLE_MOUNT}" in args
     command = args[-1]
-    assert f"pip install --no-cache-dir --quiet  '{cloud_init.BUNDLE_MOUNT}/gpubench[payload]'" in command
+    assert f"{lib}/install-payload.sh:{cloud_init.INSTALL_MOUNT}:ro" in args
+    # the payload extra, and the cuDNN 9 TensorFlow 2.21 loads but its image lacks (infra.compat)
+    install = f"bash {cloud_init.INSTALL_MOUNT} {cloud_init.BUNDLE_MOUNT}/gpubench package payload"
+    assert command.startswith(f"{install} tensorflow[and-cuda]==2.21.0 || ")
     assert command.endswith("; exit 1; }; exec python3 -m payload run")
     assert f"{cloud_init.ENV_FILE}" in args and "--gpus" in args
 
