@@ -1,4 +1,4 @@
-"""Render the #cloud-config that runs the payload container once and then powers the machine off.
+"""Render the #cloud-config that runs the payload container once and then ends the machine.
 
 Pure Python (no Pulumi) so preview, tests and both clouds share it. What the guest does:
 
@@ -9,12 +9,16 @@ Pure Python (no Pulumi) so preview, tests and both clouds share it. What the gue
    (instance_launch from the kernel boot time, boot_done, container_start,
    container_exit, shutdown_requested), a file the container sees at the same
    path through GPUBENCH_HOST_EVENTS;
-3. schedules `shutdown -h` at the deadline, the in-guest last resort behind the
-   cloud-side deadline;
-4. starts gpubench-payload.service: `docker run --gpus all --network host` (host
-   network so IMDS / the GCE metadata server are reachable; AWS allows it with hop
-   limit 2), whose ExecStopPost powers the machine off however the payload ended,
-   with OnFailure= as a second path.
+3. schedules end-run.sh at the deadline, and `shutdown -h` after it as the last
+   resort, behind the cloud-side deadline;
+4. starts gpubench-payload.service: prepare-host.sh (Docker and the NVIDIA
+   container toolkit, installed when missing), then `docker run --gpus all
+   --network host` (host network so IMDS / the GCE metadata server are reachable;
+   AWS allows it with hop limit 2), whose ExecStopPost runs end-run.sh however the
+   payload ended, with OnFailure= as a second path. end-run.sh uploads the host's
+   events after a failure and ends the machine the cloud's way (cloud.sh, from
+   infra/<cloud>/guest.py: a GCE VM deletes itself, an EC2 instance powers off
+   into termination).
 
 With a code bundle (the default: no image to build), the unit first runs
 fetch-code.sh: it copies `code/<sha256>.tar.gz` from the results bucket with the
@@ -24,8 +28,8 @@ payload from it before `python -m payload run`. A stack with a workload fetches
 a second bundle the same way (`code/workload-<sha256>.tar.gz`: the spec and its
 workdir) and run.sh mounts it at /gpubench/workload, where GPUBENCH_WORKLOAD
 points; the image is then the spec's own (PyTorch, NGC, ...) when it names one.
-A bundle that cannot be fetched or does not match fails the unit, which powers
-the machine off.
+A bundle that cannot be fetched (retried while a new grant propagates) or does
+not match fails the unit, which ends the machine after a named event.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ LIB_DIR = "/usr/local/lib/gpubench"
 UNIT = "gpubench-payload.service"
 POWEROFF_UNIT = "gpubench-poweroff.service"
 DRIVER_WAIT_TRIES = 90  # x 10 s: how long run.sh waits for nvidia-smi before starting the container
+FETCH_TRIES = 8  # fetch-code.sh: copies, 5 s apart doubling up to 60 s (about 4 min: a new grant propagating)
+UPLOAD_TRIES = 3  # end-run.sh: uploads of the host's events after a failure
+DEADLINE_GRACE_MIN = 10  # `shutdown -h` this long after the deadline's end-run.sh, the last resort
+INSTALL_MOUNT = "/usr/local/bin/gpubench-install-payload"  # install-payload.sh inside the container
 CODE_DIR = "/var/lib/gpubench/code"
 WORKLOAD_ENV = "/etc/gpubench/workload.env"
 WORKLOAD_DIR = "/var/lib/gpubench/workload"
@@ -73,7 +81,9 @@ btime="$(awk '/^btime/ {{print $2}}' /proc/stat)"
 """
 
 DEADLINE_SH = f"""#!/bin/bash
-# Last resort behind the cloud-side deadline: halt the guest at GPUBENCH_DEADLINE.
+# In-guest deadline behind the cloud-side one: at GPUBENCH_DEADLINE end the run the cloud's way
+# (end-run.sh: a GCE VM deletes itself, since a stopped VM's max_run_duration never fires), and
+# halt {DEADLINE_GRACE_MIN} minutes later if that did not end the machine.
 set -euo pipefail
 deadline="$(sed -n 's/^GPUBENCH_DEADLINE=//p' {ENV_FILE})"
 now="$(date -u +%s)"
@@ -82,7 +92,8 @@ minutes=$(( (end - now) / 60 ))
 if [ "$minutes" -lt 1 ]; then
   minutes=1
 fi
-shutdown -h "+$minutes" "gpubench deadline $deadline"
+systemd-run --unit gpubench-deadline --on-active="${{minutes}}m" {LIB_DIR}/end-run.sh "deadline $deadline" 1
+shutdown -h "+$(( minutes + {DEADLINE_GRACE_MIN} ))" "gpubench deadline $deadline"
 """
 
 # A recurring launch's deadline is relative to its own boot (`boot+<minutes>m`):
@@ -117,6 +128,7 @@ until nvidia-smi -L >/dev/null 2>&1; do
   tries=$((tries + 1))
   if [ "$tries" -gt {DRIVER_WAIT_TRIES} ]; then
     echo "gpubench: no working NVIDIA driver after $((tries * 10)) s; starting the container anyway" >&2
+    {LIB_DIR}/event.sh gpu_driver_missing "" "nvidia-smi failed for $((tries * 10)) s"
     break
   fi
   sleep 10
@@ -126,14 +138,15 @@ if [ -z "$code" ]; then
   exec docker run --rm --name gpubench-payload --gpus all --network host \\
     --env-file {ENV_FILE} -v {STATE_DIR}:{STATE_DIR} "$image"
 fi
-# The bundle's install command (code.env: CODE_EXTRA, CODE_PIP_FLAGS, CODE_BACKEND_PACKAGES).
+# The bundle's install (code.env: CODE_INSTALL, CODE_EXTRA, CODE_BACKEND_PACKAGES), by
+# install-payload.sh mounted into the container.
+mode="$(sed -n 's/^CODE_INSTALL=//p' "$code.env")"
 extra="$(sed -n 's/^CODE_EXTRA=//p' "$code.env")"
-flags="$(sed -n 's/^CODE_PIP_FLAGS=//p' "$code.env")"
 backend_packages="$(sed -n 's/^CODE_BACKEND_PACKAGES=//p' "$code.env")"
-install="python3 -m pip install --no-cache-dir --quiet $flags '{BUNDLE_MOUNT}/gpubench[$extra]' $backend_packages"
+install="bash {INSTALL_MOUNT} {BUNDLE_MOUNT}/gpubench ${{mode:-package}} $extra $backend_packages"
 # An image without python3 >= 3.11 and pip cannot run the payload: say so before the unit ends.
 refused="{{ echo 'gpubench: could not install the payload into $image (see the error above): it needs python3 >= 3.11 with pip, docs/workloads.md' >&2; exit 1; }}"
-mounts=(-v "$code:{BUNDLE_MOUNT}")
+mounts=(-v "$code:{BUNDLE_MOUNT}" -v "{LIB_DIR}/install-payload.sh:{INSTALL_MOUNT}:ro")
 if [ -n "$workload" ]; then
   mounts+=(-v "$workload:{WORKLOAD_MOUNT}")
 fi
@@ -158,9 +171,22 @@ set +a
 {copy.strip()}
 archive="$dest.tar.gz"
 rm -f "$archive"
-copy "$CODE_URL" "$archive"
+# A grant made by the same deployment may still be propagating (403): retry, bounded.
+tries=0
+delay=5
+until copy "$CODE_URL" "$archive"; do
+  tries=$((tries + 1))
+  if [ "$tries" -ge {FETCH_TRIES} ]; then
+    echo "gpubench: could not copy $CODE_URL after $tries tries; not running anything" >&2
+    {LIB_DIR}/event.sh code_fetch_failed "" "$CODE_URL after $tries tries"
+    exit 1
+  fi
+  sleep "$delay"
+  delay=$((delay * 2 > 60 ? 60 : delay * 2))
+done
 if ! echo "$CODE_SHA256  $archive" | sha256sum --check --status -; then
   echo "gpubench: $CODE_URL does not have sha256 $CODE_SHA256; not running it" >&2
+  {LIB_DIR}/event.sh code_checksum_mismatch "" "$CODE_URL"
   exit 1
 fi
 rm -rf "$dest"
@@ -172,18 +198,106 @@ rm -f "$archive"
 
 
 FINISH_SH = f"""#!/bin/bash
-# Called after the payload unit stops, whatever the reason: record it and power off.
+# Called after the payload unit stops, whatever the reason: record it and end the run.
 set -uo pipefail
 {LIB_DIR}/event.sh container_exit "" "result=${{SERVICE_RESULT:-unknown}} status=${{EXIT_STATUS:-unknown}}"
-{LIB_DIR}/event.sh shutdown_requested "" "payload ended"
-systemctl --no-block poweroff
+failed=0
+if [ "${{SERVICE_RESULT:-unknown}}" != success ]; then
+  failed=1
+fi
+exec {LIB_DIR}/end-run.sh "payload ended" "$failed"
 """
 
 POWEROFF_SH = f"""#!/bin/bash
-# OnFailure= path: power off even if the ExecStopPost hook could not run.
+# OnFailure= path: end the run even if the ExecStopPost hook could not run.
 set -uo pipefail
-{LIB_DIR}/event.sh shutdown_requested "" "payload unit failed" || true
-systemctl --no-block poweroff
+exec {LIB_DIR}/end-run.sh "payload unit failed" 1
+"""
+
+PREPARE_HOST_SH = f"""#!/bin/bash
+# Make sure this host can run the payload container with its GPUs: Docker and the NVIDIA
+# container toolkit, installed when the image lacks them (infra/compat.py HOSTS), then checked.
+# A host that cannot be prepared records host_prepare_failed and fails the unit (end-run.sh).
+set -uo pipefail
+fail() {{
+  echo "gpubench: $1" >&2
+  {LIB_DIR}/event.sh host_prepare_failed "" "$1"
+  exit 1
+}}
+apt=(apt-get -q -y -o DPkg::Lock::Timeout=300)
+missing=()
+command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+command -v nvidia-ctk >/dev/null 2>&1 || missing+=(nvidia-container-toolkit)
+if [ "${{#missing[@]}}" -gt 0 ]; then
+  {LIB_DIR}/event.sh host_install "" "${{missing[*]}}"
+  export DEBIAN_FRONTEND=noninteractive
+  if ! command -v nvidia-ctk >/dev/null 2>&1 && ! apt-cache show nvidia-container-toolkit >/dev/null 2>&1; then
+    # NVIDIA's apt repository (NVIDIA Container Toolkit, "Installing with Apt",
+    # https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)
+    keyring=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+    list=/etc/apt/sources.list.d/nvidia-container-toolkit.list
+    if ! curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | gpg --batch --yes --dearmor -o "$keyring"; then
+      fail "could not add NVIDIA's apt key for nvidia-container-toolkit"
+    fi
+    if ! curl -fsSL https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list |
+      sed "s#deb https://#deb [signed-by=$keyring] https://#g" >"$list"; then
+      fail "could not add NVIDIA's apt repository for nvidia-container-toolkit"
+    fi
+  fi
+  if ! "${{apt[@]}}" update || ! "${{apt[@]}}" install "${{missing[@]}}"; then
+    fail "could not install ${{missing[*]}}"
+  fi
+fi
+command -v docker >/dev/null 2>&1 || fail "docker is not installed"
+command -v nvidia-ctk >/dev/null 2>&1 || fail "nvidia-container-toolkit is not installed"
+if ! docker info --format '{{{{json .Runtimes}}}}' 2>/dev/null | grep -q nvidia; then
+  if ! nvidia-ctk runtime configure --runtime=docker || ! systemctl restart docker; then
+    fail "could not configure the NVIDIA runtime for Docker (nvidia-ctk runtime configure --runtime=docker)"
+  fi
+fi
+docker info --format '{{{{json .Runtimes}}}}' 2>/dev/null | grep -q nvidia || fail "Docker is not running with the nvidia runtime"
+{LIB_DIR}/event.sh host_ready
+"""
+
+END_RUN_SH = f"""#!/bin/bash
+# The end of a run, whatever ended it: after a failure copy the host's events to the bucket (the
+# payload, which carries them into its result, may never have run), then end the machine the
+# cloud's way (cloud.sh: end_machine).
+# usage: end-run.sh REASON FAILED (1: upload the host's events first)
+set -uo pipefail
+reason="$1"
+failed="${{2:-1}}"
+mkdir {STATE_DIR}/ending 2>/dev/null || exit 0  # once, whichever path came first
+{LIB_DIR}/event.sh shutdown_requested "" "$reason"
+# shellcheck source=/dev/null
+. {LIB_DIR}/cloud.sh
+value() {{
+  sed -n "s/^$1=//p" {ENV_FILE}
+}}
+if [ "$failed" = 1 ]; then
+  results="$(value GPUBENCH_RESULTS)"
+  stack="$(value GPUBENCH_STACK)"
+  launch="$(value GPUBENCH_LAUNCH_ID)"
+  region="$(value AWS_DEFAULT_REGION)"
+  if [ -n "$region" ]; then
+    export AWS_DEFAULT_REGION="$region"
+  fi
+  btime="$(awk '/^btime/ {{print $2}}' /proc/stat)"
+  id="$(instance_id 2>/dev/null | tr -d '\\n' | tr -c 'A-Za-z0-9.' '-')"
+  # A run directory of its own, named as the payload names runs (payload.identity.make_run_id).
+  run="${{launch:+$launch-}}$(date -u -d "@$btime" +%Y%m%dT%H%M%SZ)-${{id:-host}}-boot"
+  url="${{results%/}}/runs/$stack/$run/events.jsonl"
+  tries=0
+  until upload {HOST_EVENTS} "$url"; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge {UPLOAD_TRIES} ]; then
+      echo "gpubench: could not upload the host's events to $url" >&2
+      break
+    fi
+    sleep $((tries * 10))
+  done
+fi
+end_machine
 """
 
 SCRIPTS: dict[str, str] = {
@@ -194,7 +308,43 @@ SCRIPTS: dict[str, str] = {
     "run.sh": RUN_SH,
     "finish.sh": FINISH_SH,
     "poweroff.sh": POWEROFF_SH,
+    "prepare-host.sh": PREPARE_HOST_SH,
+    "end-run.sh": END_RUN_SH,
 }
+
+
+def install_payload_sh() -> str:
+    """install-payload.sh (infra/install-payload.sh; payload/Dockerfile.legacy runs the same file)."""
+    from pathlib import Path
+
+    return (Path(__file__).with_name("install-payload.sh")).read_text()
+
+
+def guest_script(results_url: str) -> str:
+    """cloud.sh: the cloud's `instance_id`, `upload` and `end_machine`, chosen by the results
+    bucket's URL scheme (infra/<cloud>/guest.py); without one, power off and upload nothing."""
+    import importlib
+
+    from infra import clouds
+
+    for cloud in clouds.all_clouds():
+        if results_url.startswith(cloud.RESULTS_SCHEME):
+            return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR)
+    return LOCAL_GUEST
+
+
+LOCAL_GUEST = """#!/bin/bash
+# No cloud bucket: nothing to upload to; powering off ends the machine.
+instance_id() {
+  hostname
+}
+upload() {
+  return 1
+}
+end_machine() {
+  systemctl --no-block poweroff
+}
+"""
 
 
 def _payload_unit(image: str, code: bool, workload: bool = False) -> str:
@@ -213,6 +363,7 @@ OnFailure={POWEROFF_UNIT}
 Type=simple
 Restart=no
 TimeoutStartSec=0
+ExecStartPre={LIB_DIR}/prepare-host.sh
 ExecStartPre=-/usr/bin/docker pull {image}
 {fetch}ExecStart={LIB_DIR}/run.sh {run_args}
 ExecStopPost={LIB_DIR}/finish.sh
@@ -242,8 +393,8 @@ class CodeBundle:
     sha256: str
     copy: str
     extra: str = "payload"
-    pip_flags: str = ""
-    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax in a TensorFlow image
+    install: str = "package"  # install-payload.sh's mode: "package", or "requirements" (infra.images)
+    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax, tensorflow[and-cuda]==... (infra.compat)
     settings: Mapping[str, str] = field(default_factory=dict)
     workload: tuple[str, str] | None = None  # (URL, sha256) of the workload bundle, if the stack runs one
 
@@ -253,8 +404,8 @@ class CodeBundle:
             self.url,
             self.sha256,
             {
+                "CODE_INSTALL": self.install,
                 "CODE_EXTRA": self.extra,
-                "CODE_PIP_FLAGS": self.pip_flags,
                 "CODE_BACKEND_PACKAGES": self.backend_packages,
             },
         )
@@ -335,7 +486,11 @@ def render_user_data(launch: PayloadLaunch) -> str:
         {"path": ENV_FILE, "permissions": "0600", "owner": "root:root", "content": env_file(env)},
         *(
             {"path": f"{LIB_DIR}/{name}", "permissions": "0755", "owner": "root:root", "content": body}
-            for name, body in SCRIPTS.items()
+            for name, body in {
+                **SCRIPTS,
+                "cloud.sh": guest_script(str(env.get("GPUBENCH_RESULTS", ""))),
+                "install-payload.sh": install_payload_sh(),
+            }.items()
         ),
         *(
             [

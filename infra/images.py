@@ -9,12 +9,16 @@ ships kernels for (tf.sysconfig.get_build_info()["cuda_compute_capabilities"];
 https://github.com/tensorflow/tensorflow/releases):
 
 - `cuda13` (cc >= 7.5: T4, A10G, L4, A100, H100): 2.21.0 (CUDA 12.5, sm_60..sm_89 + compute_90;
-  Keras 3, Python 3.11+), the TensorFlow the payload is tested with;
+  Keras 3, Python 3.11+), the TensorFlow the payload is tested with. The image ships cuDNN 8.9
+  while TensorFlow 2.18+ loads cuDNN 9, so the TensorFlow backend installs
+  `tensorflow[and-cuda]` with the payload (infra/compat.py has the sources);
 - `cuda12` (cc 5.0..7.0: M60, P100, V100): 2.16.1, the last build with Maxwell (sm_50)
   kernels, which 2.17 removed; Keras 3; there is no 2.16.0;
 - `cuda11-legacy` (cc < 5.0: K80): 2.11.0 (CUDA 11.2, sm_35 kernels) on driver 470, the
-  last branch for Kepler; Python 3.8 and Keras 2, so the bundle installs the
-  `payload-legacy` extra with --ignore-requires-python, as payload/Dockerfile.legacy does.
+  last branch for Kepler; Python 3.8 and Keras 2. The project cannot be built there (its
+  pyproject.toml needs setuptools>=77, which needs Python 3.9), so install-payload.sh installs
+  the `payload-legacy` extra's requirements and puts the bundle on sys.path, as
+  payload/Dockerfile.legacy does.
 
 `gpubench:payloadImage` replaces all this with a prebuilt image (payload/Dockerfile)
 whose entrypoint is `python -m payload run`; `{generation}` in it is replaced.
@@ -33,15 +37,31 @@ class PublicImage:
 
     image: str
     extra: str = "payload"  # pyproject extra installed from the bundle
-    pip_flags: str = ""  # extra `pip install` flags
+    pip_flags: str = ""  # extra `pip install` flags (SSH hosts' docker runtime)
     framework: bool = True  # a TensorFlow image (Keras backends apply); False: a workload's own image
+    install: str = "package"  # install-payload.sh: build the bundle ("package") or its "requirements" only
+
+    def packages_for(self, backend: str) -> str:
+        """What the boot installs beside the payload for `backend`: the backend's CUDA build, or
+        what the image lacks for TensorFlow itself (infra.compat.FRAMEWORKS: boot_packages)."""
+        if not self.framework:
+            return ""  # a workload's own image brings its framework
+        if backend == "tensorflow":
+            from infra.compat import FRAMEWORKS
+
+            row = FRAMEWORKS.get(self.image)
+            return row.boot_packages if row else ""
+        return BACKEND_PACKAGES[backend]
 
 
 TENSORFLOW_IMAGES: dict[str, PublicImage] = {
     "cuda13": PublicImage("tensorflow/tensorflow:2.21.0-gpu"),
     "cuda12": PublicImage("tensorflow/tensorflow:2.16.1-gpu"),
     "cuda11-legacy": PublicImage(
-        "tensorflow/tensorflow:2.11.0-gpu", extra="payload-legacy", pip_flags="--ignore-requires-python"
+        "tensorflow/tensorflow:2.11.0-gpu",
+        extra="payload-legacy",
+        pip_flags="--ignore-requires-python",
+        install="requirements",
     ),
 }
 

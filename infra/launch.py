@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import BenchmarkConfig
-from infra.images import BACKEND_PACKAGES, PublicImage, payload_image, public_image, workload_image
+from infra.images import PublicImage, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
 
 
@@ -215,9 +215,8 @@ def code_bundle(
         sha256=sha256,
         copy=copy,
         extra=launch.public.extra,
-        pip_flags=launch.public.pip_flags,
-        # a workload's own image brings its framework; backends are for the built-in Keras benchmarks
-        backend_packages=BACKEND_PACKAGES[launch.cfg.backend or "tensorflow"] if launch.public.framework else "",
+        install=launch.public.install,
+        backend_packages=launch.public.packages_for(launch.cfg.backend or "tensorflow"),
         settings=settings or {},
         workload=workload,
     )

@@ -29,8 +29,10 @@ digits, '-' and '_', so `gpubench:stack` becomes `gpubench-stack` and values are
 lowercased with other characters mapped to '_' (see infra.gcp.label_value);
 `gpubench-expires-at` holds the deadline in ISO 8601 basic form (`20240501t120000z`).
 
-A guest power-off stops (not deletes) a GCP VM; the stopped VM's disk is what keeps
-billing until `python -m analysis teardown` (or the sweep) deletes it.
+A guest power-off stops (not deletes) a GCP VM, and stopping clears its max_run_duration, so a
+VM ends its run by deleting itself (infra/gcp/guest.py), allowed by `self_delete_grant`; when
+that fails it powers off and the stopped VM's disk bills until `python -m analysis teardown`
+(or the sweep) deletes it.
 """
 
 from __future__ import annotations
@@ -101,6 +103,48 @@ def service_account_id(stack: str) -> str:
     """6-30 chars of [a-z0-9-], starting with a letter; a hash keeps long stack names unique."""
     digest = hashlib.sha1(stack.encode()).hexdigest()[:6]
     return f"gb-{stack[:20].rstrip('-')}-{digest}"
+
+
+# A VM deletes itself at the end of its run (infra/gcp/guest.py). Its service account may delete
+# its own instance only: a custom role with just instances.delete, bound under an IAM condition
+# on the resource's type and name (IAM Conditions, resource attributes: Compute Engine instances
+# are `compute.googleapis.com/Instance` named `projects/PROJECT/zones/ZONE/instances/NAME`,
+# https://cloud.google.com/iam/docs/conditions-resource-attributes; "Configure resource-based
+# access", https://cloud.google.com/iam/docs/configuring-resource-based-access).
+SELF_DELETE_PERMISSIONS = ("compute.instances.delete",)
+
+
+def self_delete_condition(project: str, zone: str, name: str, prefix: bool = False) -> dict:
+    """The condition: this instance (`prefix`: the VMs a recurring stack's bulkInsert names)."""
+    resource = f"projects/{project}/zones/{zone}/instances/{name}"
+    test = f'resource.name.startsWith("{resource}")' if prefix else f'resource.name == "{resource}"'
+    return {
+        "title": "own instance only",
+        "description": "a gpubench VM deletes itself at the end of its run",
+        "expression": f'resource.type == "compute.googleapis.com/Instance" && {test}',
+    }
+
+
+def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: bool = False):
+    """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = gcp.projects.IAMCustomRole(
+        "self-delete-role",
+        role_id=custom_role_id(cfg.stack, "selfdelete"),
+        title=f"gpubench {cfg.stack} self-delete",
+        description="a VM deletes its own instance at the end of its run",
+        permissions=sorted(SELF_DELETE_PERMISSIONS),
+        project=project,
+        opts=child,
+    )
+    return gcp.projects.IAMMember(
+        "self-delete-grant",
+        project=project,
+        role=role.name,
+        member=member,
+        condition=pulumi.Output.all(project, name).apply(lambda a: self_delete_condition(a[0], zone, a[1], prefix)),
+        opts=child,
+    )
 
 
 def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
@@ -301,6 +345,8 @@ class GcpBenchmark(pulumi.ComponentResource):
             allow_stopping_for_update=True,
             opts=child,
         )
+        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        self_delete_grant(self, cfg, project, zone, member, instance.name)
         self.outputs = {
             "instanceName": instance.name,
             "zone": zone,
@@ -417,6 +463,7 @@ class GcpRecurring(pulumi.ComponentResource):
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
 
         runner, runner_member = _runner(self, cfg, results, run_prefix)
+        self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
         code_url = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
         template = _recurring_template(self, launch, schedule_expr, runner, subnet, results, code_url)

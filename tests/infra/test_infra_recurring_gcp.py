@@ -100,10 +100,14 @@ def test_job_bulk_inserts_one_vm_from_the_template_as_the_launcher(rendered):
     }
 
 
+def _named(rendered, typ: str, name: str):
+    return next(r for r in rendered.of_type(typ) if r.name == name)
+
+
 def test_launcher_role_is_exactly_what_bulk_insert_needs(rendered):
-    role = rendered.one("gcp:projects/iAMCustomRole:IAMCustomRole").inputs
+    role = _named(rendered, "gcp:projects/iAMCustomRole:IAMCustomRole", "launcher-role").inputs
     assert set(role["permissions"]) == NEEDED and len(role["permissions"]) == len(NEEDED)
-    grant = rendered.one("gcp:projects/iAMMember:IAMMember").inputs
+    grant = _named(rendered, "gcp:projects/iAMMember:IAMMember", "launcher-grant").inputs
     launcher = next(a for a in rendered.of_type("gcp:serviceaccount/account:Account") if a.name == "launcher")
     member = f"serviceAccount:{launcher.inputs['accountId']}@mock-project.iam.gserviceaccount.com"
     assert grant == {
@@ -115,15 +119,22 @@ def test_launcher_role_is_exactly_what_bulk_insert_needs(rendered):
     runner = next(a for a in rendered.of_type("gcp:serviceaccount/account:Account") if a.name == "runner")
     assert act_as["role"] == "roles/iam.serviceAccountUser" and act_as["member"] == member
     assert act_as["serviceAccountId"].endswith(f"/{runner.inputs['accountId']}@mock-project.iam.gserviceaccount.com")
-    # nothing else is granted to the launcher
-    assert len(rendered.of_type("gcp:projects/iAMMember:IAMMember")) == 1
+    # nothing else is granted to the launcher; the runner may only delete the stack's own VMs
+    others = [m for m in rendered.of_type("gcp:projects/iAMMember:IAMMember") if m.name != "launcher-grant"]
+    assert [m.name for m in others] == ["self-delete-grant"] and others[0].inputs["member"] != member
+    own = _named(rendered, "gcp:projects/iAMCustomRole:IAMCustomRole", "self-delete-role").inputs
+    assert own["permissions"] == ["compute.instances.delete"]
+    prefix = f"projects/mock-project/zones/{rendered.exports['zone']}/instances/{rendered.exports['namePattern'].rstrip('#')}"
+    assert others[0].inputs["condition"]["expression"] == (
+        f'resource.type == "compute.googleapis.com/Instance" && resource.name.startsWith("{prefix}")'
+    )
 
 
 def test_a_custom_image_adds_only_image_read():
     from infra.render import render
 
     r = render(STACK, recurring_config(**{"gpubench:image": "projects/p/global/images/mine"}), load_catalog(), now=NOW)
-    perms = set(r.one("gcp:projects/iAMCustomRole:IAMCustomRole").inputs["permissions"])
+    perms = set(_named(r, "gcp:projects/iAMCustomRole:IAMCustomRole", "launcher-role").inputs["permissions"])
     assert perms == NEEDED | {"compute.images.useReadOnly"}
 
 

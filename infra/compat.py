@@ -1,0 +1,182 @@
+"""What each image holds and needs, as cited data: the check a mock cannot make.
+
+Three tables, each row with its source:
+
+- FRAMEWORKS: a container image, the CUDA and cuDNN its framework loads, what the
+  image itself ships, and the packages the boot installs into it when those differ
+  (run.sh installs them with the payload);
+- GPU_DRIVERS: per range of compute capability, the newest driver branch that still
+  supports the GPU and whether NVIDIA's open kernel modules do;
+- HOSTS: per cloud and image generation, the host image (AMI name or Deep Learning VM
+  family), its driver branch and whether it ships Docker and the NVIDIA container
+  toolkit (None: no source says so; the boot installs what is missing either way,
+  prepare-host.sh, and records `host_prepare_failed` when it cannot).
+
+`problems()` checks one stack's choice against the tables; tests/infra/test_infra_compat.py
+runs it over every stack in stacks/. CUDA's minor-version compatibility: an application
+built with CUDA 12.x runs on any driver >= 525.60.13, one built with 11.x on >= 450.80.02
+(NVIDIA, CUDA Compatibility, "Minor Version Compatibility", Table 2,
+https://docs.nvidia.com/deploy/cuda-compatibility/).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/ (Minor Version Compatibility, Table 2)"
+# The driver branch each CUDA major needs under minor-version compatibility (CUDA_COMPAT).
+MIN_DRIVER_FOR_CUDA = {11: 450, 12: 525}
+TF_TESTED = "https://www.tensorflow.org/install/source#gpu (tested build configurations)"
+TF_IMAGE_PACKAGES = (
+    "https://github.com/tensorflow/build/blob/master/tensorflow_runtime_dockerfiles/gpu.packages.txt "
+    "(CUDA 12.3 and libcudnn8 8.9 from apt; `dpkg -l` in the 2.19 image shows libcudnn8 8.9.6.50, tensorflow/build#221)"
+)
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework image: what its framework loads, what the image ships, what the boot adds."""
+
+    tensorflow: str
+    python: str
+    loads: tuple[str, str]  # (CUDA, cuDNN) the framework dlopens
+    ships: tuple[str, str]  # (CUDA, cuDNN) installed in the image
+    source: str
+    boot_packages: str = ""  # pip requirement the boot installs when `ships` lacks what `loads` needs
+    boot_gives: tuple[str, str] | None = None  # (CUDA, cuDNN) after boot_packages
+
+    def provides(self) -> tuple[str, str]:
+        return self.boot_gives or self.ships
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    # TensorFlow 2.18 and later load cuDNN 9 (TF_TESTED: 2.18.0 is cuDNN 9.3, CUDA 12.5), but the
+    # image still installs cuDNN 8.9: no GPU is registered ("Cannot dlopen some GPU libraries",
+    # tensorflow/build#217, tensorflow/tensorflow#94593). `pip install tensorflow[and-cuda]` adds the
+    # CUDA 12.5 / cuDNN 9.3 wheels TensorFlow loads (the `and-cuda` extra of
+    # tensorflow/tools/pip_package/setup.py pins nvidia-cudnn-cu12 == 9.3.0.75 and CUDA 12.5.82
+    # libraries) and makes the GPU appear in the image (tensorflow/tensorflow#62412).
+    "tensorflow/tensorflow:2.21.0-gpu": Framework(
+        tensorflow="2.21.0",
+        python="3.11",
+        loads=("12.5", "9.3"),
+        ships=("12.3", "8.9"),
+        source=f"{TF_TESTED}; {TF_IMAGE_PACKAGES}; tensorflow/tensorflow#62412, #94593; tensorflow/build#217",
+        boot_packages="tensorflow[and-cuda]==2.21.0",
+        boot_gives=("12.5", "9.3"),
+    ),
+    # payload/Dockerfile's base: the last TensorFlow built against cuDNN 8.9.
+    "tensorflow/tensorflow:2.17.0-gpu": Framework(
+        "2.17.0", "3.11", ("12.3", "8.9"), ("12.3", "8.9"), f"{TF_TESTED}; {TF_IMAGE_PACKAGES}"
+    ),
+    "tensorflow/tensorflow:2.16.1-gpu": Framework(
+        "2.16.1", "3.11", ("12.3", "8.9"), ("12.3", "8.9"), f"{TF_TESTED}; {TF_IMAGE_PACKAGES}"
+    ),
+    # Python 3.8: the payload is installed from its requirements, not built (install-payload.sh).
+    "tensorflow/tensorflow:2.11.0-gpu": Framework(
+        "2.11.0", "3.8", ("11.2", "8.1"), ("11.2", "8.1"), f"{TF_TESTED} (tensorflow-2.11.0: CUDA 11.2, cuDNN 8.1)"
+    ),
+}
+
+NVIDIA_SUPPORT = (
+    "NVIDIA: R470 is the last driver branch supporting Kepler (https://nvidia.custhelp.com/app/answers/detail/a_id/5202); "
+    "R580 the last supporting Maxwell, Pascal and Volta (CUDA 12.9 release notes, deprecated architectures); "
+    "the open kernel modules support Turing and later only "
+    "(https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/, Open GPU kernel modules)"
+)
+
+
+@dataclass(frozen=True)
+class GpuDriver:
+    """What a GPU of compute capability >= `min_cc` (up to the next row) needs from the driver."""
+
+    min_cc: float
+    architectures: str
+    max_branch: int | None  # the newest driver branch supporting it (None: current)
+    open_modules: bool
+    source: str = NVIDIA_SUPPORT
+
+
+GPU_DRIVERS: tuple[GpuDriver, ...] = (  # newest first
+    GpuDriver(7.5, "Turing, Ampere, Ada, Hopper", None, True),
+    GpuDriver(5.0, "Maxwell, Pascal, Volta", 580, False),
+    GpuDriver(0.0, "Kepler", 470, False),
+)
+
+
+def gpu_driver(compute_capability: str) -> GpuDriver:
+    cc = float(compute_capability)
+    return next(row for row in GPU_DRIVERS if cc >= row.min_cc)
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host image: its NVIDIA driver and what it ships for running the container."""
+
+    image: str
+    driver_branch: int
+    open_modules: bool
+    docker: bool | None  # None: no source found; the boot installs it when missing
+    container_toolkit: bool | None
+    source: str
+
+
+DLAMI_NOTES = "https://docs.aws.amazon.com/dlami/latest/devguide/appendix-ami-release-notes.html"
+DLVM_FAMILIES = (
+    "https://cloud.google.com/deep-learning-vm/docs/images (image families; the suffix names the driver branch)"
+)
+
+HOSTS: dict[tuple[str, str], Host] = {
+    # The Base OSS Nvidia Driver AMIs' release notes list nvidia_driver (570 and later; 595.91.07 in
+    # the 2026-10 Ubuntu 22.04 builds), nvidia_container_toolkit_version and the docker-ce packages.
+    ("aws", "cuda13"): Host(
+        "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)", 570, True, True, True, DLAMI_NOTES
+    ),
+    ("aws", "cuda12"): Host(
+        "Deep Learning Base Proprietary Nvidia Driver GPU AMI (Ubuntu 20.04)", 535, False, True, True, DLAMI_NOTES
+    ),
+    # Deprecated CUDA 11 era builds (driver 470 for the K80): no current release note to cite.
+    ("aws", "cuda11-legacy"): Host("Deep Learning Base AMI (Ubuntu 18.04)", 470, False, None, None, DLAMI_NOTES),
+    # No Google page found says the Deep Learning VM families ship Docker or the toolkit.
+    ("gcp", "cuda13"): Host("common-cu129-ubuntu-2204-nvidia-580", 580, False, None, None, DLVM_FAMILIES),
+    ("gcp", "cuda12"): Host("common-cu128-ubuntu-2204-nvidia-570", 570, False, None, None, DLVM_FAMILIES),
+    ("gcp", "cuda11-legacy"): Host("common-cu113-ubuntu-2004", 470, False, None, None, DLVM_FAMILIES),
+}
+
+
+def _major(version: str) -> int:
+    return int(version.split(".")[0])
+
+
+def problems(cloud: str, generation: str, compute_capability: str | None, image: str) -> list[str]:
+    """Why this host, GPU and container image would not give the framework a GPU ([] when they do).
+
+    `compute_capability` None: a CPU-only offering (no GPU rules apply)."""
+    found: list[str] = []
+    host = HOSTS.get((cloud, generation))
+    framework = FRAMEWORKS.get(image)
+    if host is None:
+        return [f"no host image row for {cloud} {generation}"]
+    if framework is None:
+        return [f"no compatibility row for image {image}"]
+    cuda, cudnn = framework.provides()
+    if _major(cudnn) != _major(framework.loads[1]):
+        found.append(
+            f"{image}: TensorFlow {framework.tensorflow} loads cuDNN {framework.loads[1]}, the image gives {cudnn}"
+        )
+    if _major(cuda) != _major(framework.loads[0]):
+        found.append(
+            f"{image}: TensorFlow {framework.tensorflow} loads CUDA {framework.loads[0]}, the image gives {cuda}"
+        )
+    needed = MIN_DRIVER_FOR_CUDA[_major(cuda)]
+    if host.driver_branch < needed:
+        found.append(f"{host.image}: driver {host.driver_branch} < {needed}, which CUDA {cuda} needs ({CUDA_COMPAT})")
+    if compute_capability is not None:
+        gpu = gpu_driver(compute_capability)
+        if gpu.max_branch is not None and host.driver_branch > gpu.max_branch:
+            found.append(
+                f"{host.image}: driver {host.driver_branch} dropped {gpu.architectures} (last: {gpu.max_branch})"
+            )
+        if host.open_modules and not gpu.open_modules:
+            found.append(f"{host.image}: open kernel modules do not support {gpu.architectures}")
+    return found

@@ -1,0 +1,120 @@
+"""The image compatibility table (infra/compat.py) against every stack in stacks/: the container
+image each renders, its host image and GPU, and what the boot installs beside the payload."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from infra_matrix import BENCHMARK_STACKS
+
+from infra import cloud_init, compat
+from infra.aws import images as aws_images
+from infra.gcp import images as gcp_images
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _unit_and_code_env(user_data: str) -> tuple[str, dict[str, str]]:
+    files = {f["path"]: f["content"] for f in yaml.safe_load(user_data)["write_files"]}
+    code_env = dict(line.split("=", 1) for line in files[cloud_init.CODE_ENV].splitlines())
+    return files[f"/etc/systemd/system/{cloud_init.UNIT}"], code_env
+
+
+@pytest.mark.parametrize("stack", BENCHMARK_STACKS)
+def test_every_stack_renders_an_image_its_host_and_gpu_can_run(rendered, catalog, stack):
+    offering, _ = catalog.by_stack_name(stack)
+    unit, code_env = _unit_and_code_env(rendered[stack].user_data)
+    start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    image = start.split()[1]
+    cc = offering.gpu.compute_capability if offering.gpu else None
+    assert compat.problems(offering.provider, offering.image_generation, cc, image) == []
+    # what the table says the image lacks is what the boot installs with the payload
+    assert code_env["CODE_BACKEND_PACKAGES"] == compat.FRAMEWORKS[image].boot_packages
+
+
+def test_the_host_rows_are_the_images_the_clouds_boot():
+    for (cloud, generation), host in compat.HOSTS.items():
+        chosen = {
+            "aws": lambda g: aws_images.image_for(g).name_pattern,
+            "gcp": lambda g: gcp_images.image_for(g).family,
+        }
+        assert chosen[cloud](generation).startswith(host.image), (cloud, generation)
+        assert host.source.startswith("https://")
+    for image, row in compat.FRAMEWORKS.items():
+        assert row.source and (row.boot_packages == "") == (row.boot_gives is None), image
+
+
+def test_tensorflow_2_21_without_cudnn_9_is_refused():
+    """What the official image alone gives (cuDNN 8.9) is not what TensorFlow 2.18+ loads."""
+    image = "tensorflow/tensorflow:2.21.0-gpu"
+    bare = dataclasses.replace(compat.FRAMEWORKS[image], boot_packages="", boot_gives=None)
+    original = compat.FRAMEWORKS[image]
+    try:
+        compat.FRAMEWORKS[image] = bare
+        found = compat.problems("aws", "cuda13", "7.5", image)
+    finally:
+        compat.FRAMEWORKS[image] = original
+    assert any("loads cuDNN 9.3, the image gives 8.9" in p for p in found), found
+
+
+def test_drivers_that_dropped_or_never_had_the_gpu_are_refused():
+    k80_on_new_driver = dataclasses.replace(compat.HOSTS[("gcp", "cuda11-legacy")], driver_branch=535)
+    v100_on_open_modules = dataclasses.replace(compat.HOSTS[("aws", "cuda12")], open_modules=True)
+    cuda12_on_470 = dataclasses.replace(compat.HOSTS[("gcp", "cuda13")], driver_branch=470)
+    cases = [
+        (("gcp", "cuda11-legacy"), k80_on_new_driver, "3.7", "tensorflow/tensorflow:2.11.0-gpu", "dropped Kepler"),
+        (("aws", "cuda12"), v100_on_open_modules, "7.0", "tensorflow/tensorflow:2.16.1-gpu", "open kernel modules"),
+        (("gcp", "cuda13"), cuda12_on_470, "8.9", "tensorflow/tensorflow:2.21.0-gpu", "470 < 525"),
+    ]
+    for key, host, cc, image, expected in cases:
+        original = compat.HOSTS[key]
+        try:
+            compat.HOSTS[key] = host
+            found = compat.problems(*key, cc, image)
+        finally:
+            compat.HOSTS[key] = original
+        assert any(expected in p for p in found), (expected, found)
+
+
+def test_the_legacy_image_installs_the_requirements_without_building_the_project(tmp_path):
+    """Python 3.8 cannot build the project (setuptools>=77 needs 3.9): install-payload.sh installs
+    the payload-legacy extra's requirements and puts the source on sys.path instead."""
+    bin_dir, site = tmp_path / "bin", tmp_path / "site"
+    bin_dir.mkdir()
+    site.mkdir()
+    # python3 stand-in: pip calls are recorded; sysconfig answers the stand-in site-packages
+    (bin_dir / "python3").write_text(
+        "#!/bin/bash\n"
+        f'if [ "$1 $2" = "-m pip" ]; then echo "$@" > {tmp_path}/pip-args;'
+        f' for a in "$@"; do if [ -f "$a" ]; then cp "$a" {tmp_path}/reqs; fi; done; exit 0; fi\n'
+        f'if [ "$1" = -c ]; then echo {site}; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    (bin_dir / "python3").chmod(0o755)
+    proc = subprocess.run(
+        ["bash", str(REPO / "infra" / "install-payload.sh"), str(REPO), "requirements", "payload-legacy"],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    pip_args = (tmp_path / "pip-args").read_text()
+    assert "-r" in pip_args and str(REPO) + "[" not in pip_args  # nothing is built
+    reqs = (tmp_path / "reqs").read_text().splitlines()
+    assert "pydantic>=2.6,<2.11" in reqs and len(reqs) >= 4
+    assert (site / "gpubench-source.pth").read_text().strip() == str(REPO)
+    # the K80 stacks render this mode, and payload/Dockerfile.legacy runs the same script
+    dockerfile = (REPO / "payload" / "Dockerfile.legacy").read_text()
+    assert "infra/install-payload.sh /opt/gpubench-src requirements payload-legacy" in dockerfile
+    assert "--ignore-requires-python" not in dockerfile
+
+
+def test_k80_stacks_install_requirements(rendered):
+    _, code_env = _unit_and_code_env(rendered["gcp-k80-1x"].user_data)
+    assert (code_env["CODE_INSTALL"], code_env["CODE_EXTRA"]) == ("requirements", "payload-legacy")
