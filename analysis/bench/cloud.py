@@ -53,7 +53,9 @@ def max_hours(probe_seconds: float, boot_allowance_seconds: float) -> float:
 
 def write_project(bench_dir: Path, project: Path) -> None:
     """The bench workspace's Pulumi.yaml: the project's, with its program and venv reached by relative paths."""
-    doc = yaml.safe_load((project / "Pulumi.yaml").read_text(encoding="utf-8"))
+    from payload.yamlfile import read_yaml
+
+    doc = read_yaml(project / "Pulumi.yaml")
     rel = Path(os.path.relpath(project, bench_dir))
     doc["main"] = str(rel / str(doc.get("main") or "infra/"))
     options = (doc.get("runtime") or {}).get("options") if isinstance(doc.get("runtime"), dict) else None
