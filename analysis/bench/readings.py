@@ -42,12 +42,12 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe
+    from analysis.campaign.observe import observe, run_time
 
     obs = observe(store, stack, since)
     if not obs.runs:
         return None
-    run = max(obs.runs, key=lambda r: (r.finished_at or r.started_at or datetime.min).timestamp())
+    run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
         doc = json.loads(store.get_bytes(key))

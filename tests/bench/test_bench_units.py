@@ -402,3 +402,22 @@ def test_command_budget_refusal_is_a_usage_error_before_any_launch(tmp_path, cap
     err = capsys.readouterr().err
     assert code == exitcodes.USAGE and "--results is required" in err
     assert not (root / ".gpubench").exists()
+
+
+def test_a_result_without_times_never_hides_the_genuine_probe(tmp_path):
+    """A `{"status": "completed"}` with no times beside a probe's result: the probe's result is the newest."""
+    from analysis.bench.readings import newest_result
+    from payload.storage import open_store
+
+    store = open_store(str(tmp_path / "results"))
+    store.put_bytes("runs/local-x/r0-bare/result.json", json.dumps({"status": "completed"}).encode())
+    genuine = {
+        "status": "completed",
+        "benchmark": "workload:job@abc",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:01:00Z",
+        "probe": {"stopped_by": "steady"},
+    }
+    store.put_bytes("runs/local-x/r1-probe/result.json", json.dumps(genuine).encode())
+    url, doc = newest_result(store, "local-x", None)
+    assert doc == genuine and url.endswith("r1-probe/result.json")
