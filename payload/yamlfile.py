@@ -35,7 +35,7 @@ class YamlFileError(ValueError):
 
 def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
     """`value!r` for an error message, at most `limit` characters: never walks a whole structure."""
-    text = _REPR.repr(value)
+    text = repr(value[:limit]) if isinstance(value, str) else _REPR.repr(value)  # a string: its prefix
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
