@@ -421,3 +421,44 @@ def test_a_result_without_times_never_hides_the_genuine_probe(tmp_path):
     store.put_bytes("runs/local-x/r1-probe/result.json", json.dumps(genuine).encode())
     url, doc = newest_result(store, "local-x", None)
     assert doc == genuine and url.endswith("r1-probe/result.json")
+
+
+def test_a_failed_probes_output_tail_is_printed_once_and_the_table_stays_whole(tmp_path, capsys):
+    """The tail of a failed job's output goes with the probe's progress, once; the reason in the table and
+    in the answer is one line."""
+    from analysis.bench.answer import answer_doc
+    from analysis.bench.readings import verdict_lines
+    from analysis.commands.bench import _print_answer
+
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    tail = ["Traceback (most recent call last):", '  File "train.py", line 3', "ValueError: boom"]
+    result = {
+        "status": "failed",
+        "error": "the job exited with 1\n--- last lines of its output ---\n" + "\n".join(tail),
+    }
+    status, reason = judge(result)
+    assert status == "failed" and "\n" not in reason and "ValueError" not in reason
+    progress = "\n".join(verdict_lines(status, reason, result))
+    doc = answer_doc(
+        "t.yaml",
+        [ProbeReport(cand, "s", status, reason, result, 0.01)],
+        [],
+        work_samples=1e6,
+        deadline_hours=None,
+        budget_usd=None,
+    )
+    _print_answer(doc | {"page": "index.html"})
+    out = capsys.readouterr().out
+    assert (progress + out).count("ValueError: boom") == 1 and progress.count("  | ") == 3
+    header, rule, row = out.splitlines()[:3]
+    assert len(row) <= len(rule) + len(reason)  # one line: the row did not break into the tail
+
+
+def test_the_answer_table_shows_every_cost_with_its_distinguishing_digits(capsys):
+    from analysis.commands.bench import _print_answer
+
+    row = dict.fromkeys(ROW_FIELDS) | {"offering": "local/this-machine", "status": "measured"}
+    row |= {"samples_per_second": 469.0, "est_hours": 0.012, "est_usd": 0.0034, "probe_usd": 0.00083}
+    _print_answer({"candidates": [row], "answer": {"sentence": "s"}, "probe_total_usd": 0.00083, "page": "p"})
+    out = capsys.readouterr().out
+    assert "$0.0034" in out and "$0.00083" in out and "$0.00 " not in out and "43.2 s" in out
