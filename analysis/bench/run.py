@@ -1,7 +1,8 @@
 """`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
 
-Steps: candidates -> plan (its table is printed before anything starts) ->
-budget check (refused before anything launches) -> confirmation unless `yes` ->
+Steps: values and the task checked (analysis.bench.preflight) -> candidates -> plan (its
+table is printed before anything starts) -> budget check (refused before anything launches)
+-> for cloud probes, what a launch needs (refused before anything is asked) -> confirmation unless `yes` ->
 every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
 result read back from the bucket -> estimate -> answer -> page. Ctrl-C stops
 launching, tears down what was launched (asking once more unless `yes`) and
@@ -25,8 +26,8 @@ from payload import exitcodes
 from payload.money import USD_SIGN
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
-LOCAL_RESULTS = "results"
-PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup  # this machine's default bucket, as `gpubench demo` uses
+LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
+PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup
 
 
 class BenchError(ValueError):
