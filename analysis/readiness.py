@@ -194,15 +194,24 @@ def bucket_write_check(url: str, key: str) -> dict:
     return {"check": name, "ok": True, "detail": f"wrote {key}"}
 
 
+BUCKET_CLOUD = {"s3": "aws", "gs": "gcp"}  # whose credentials read and write a bucket of that scheme
+
+
 def launch_checks(
     providers: Sequence[str], results_url: str, probe_key: str, *, pulumi: bool = True, cwd=None
 ) -> list[dict]:
-    """What launching on `providers` and writing to `results_url` needs, each {"check", "ok", "detail"}:
-    the Pulumi CLI and its login (`pulumi`: when Pulumi is the backend), the infra and payload extras,
-    each cloud's credentials accepted, and the bucket written (`probe_key`)."""
+    """What launching on `providers` and reading results from `results_url` needs, each {"check", "ok",
+    "detail"}: the Pulumi CLI and its login (`pulumi`: when Pulumi is the backend), the infra and payload
+    extras, the credentials of each cloud (the bucket's too) accepted, and the bucket written (`probe_key`),
+    tried only with its cloud's credentials in place (never a request that can only fail)."""
     checks = [pulumi_check(), pulumi_login_check(cwd)] if pulumi else []
     checks += [c for c in extras_checks() if c["check"] in ("extra [infra]", "extra [payload]")]
-    checks += [identity_check(p) for p in sorted(set(providers))]
+    bucket_cloud = BUCKET_CLOUD.get(results_url.partition("://")[0])
+    identities = {p: identity_check(p) for p in sorted({*providers, *([bucket_cloud] if bucket_cloud else [])})}
+    checks += identities.values()
+    if bucket_cloud and not identities[bucket_cloud]["ok"]:
+        detail = f"not tried: writing to it needs the {bucket_cloud} credentials (above)"
+        return [*checks, {"check": f"bucket {results_url}", "ok": False, "detail": detail}]
     return [*checks, bucket_write_check(results_url, probe_key)]
 
 

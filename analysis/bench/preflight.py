@@ -77,7 +77,9 @@ def check_options(**values: Any) -> list[str]:
     return [p for name, value in values.items() if (p := check_option(name, value))]
 
 
-def check_request(task: Any, *, gpus, local, hosts, throughput_only, deadline_hours) -> list[str]:
+def check_request(
+    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None
+) -> list[str]:
     """Problems with what was asked of this task: a missing `work:`, options that cannot apply."""
     problems = []
     if getattr(task, "work", None) is None and not throughput_only:
@@ -88,10 +90,17 @@ def check_request(task: Any, *, gpus, local, hosts, throughput_only, deadline_ho
         )
     if throughput_only and deadline_hours is not None:
         problems.append("--deadline with --throughput-only: a deadline needs the whole job's estimate; drop one")
+    machines = "--local" if local else "--hosts"
+    if spot is not None and (local or hosts):
+        problems.append(
+            f"{'--spot' if spot else '--on-demand'} with {machines}: the market applies to cloud offerings only; drop it"
+        )
+    if hourly_usd is not None and not local:
+        problems.append("--hourly-usd prices this machine (--local) only; drop it, or add --local")
     if gpus and (local or hosts):
         where = "--local probes this machine only" if local else "--hosts probes those hosts only"
         problems.append(
-            f"--gpus {gpus} with {'--local' if local else '--hosts'}: {where}, whatever GPUs it has; "
+            f"--gpus {gpus} with {machines}: {where}, whatever GPUs it has; "
             "drop --gpus, or leave out --local/--hosts to compare cloud offerings"
         )
     return problems

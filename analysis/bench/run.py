@@ -108,7 +108,7 @@ def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
 
 def results_for(kind_set: set[str], results: str | None) -> str | None:
     """Where cloud probes write (required), or this machine's (default results/); SSH hosts use their stack's."""
-    from payload.results_location import ResultsLocationError, parse_results_location
+    from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
 
     url = results or os.environ.get(RESULTS_ENV)
     if "cloud" in kind_set and not url:
@@ -118,7 +118,8 @@ def results_for(kind_set: set[str], results: str | None) -> str | None:
         )
     if url:
         try:
-            parse_results_location(url)
+            # a cloud instance writes to a bucket: a directory on this machine is out of its reach
+            parse_results_location(url, schemes=BUCKET_SCHEMES if "cloud" in kind_set else ALL_SCHEMES)
         except ResultsLocationError as exc:
             raise BenchError(f"--results {url}: {exc}") from None
     url = url or (LOCAL_RESULTS if "local" in kind_set else None)
@@ -164,7 +165,14 @@ def bench(
     )
     task = load_task(task_path)
     problems += check_request(
-        task, gpus=gpus, local=local, hosts=hosts, throughput_only=throughput_only, deadline_hours=deadline_hours
+        task,
+        gpus=gpus,
+        spot=spot,
+        local=local,
+        hosts=hosts,
+        throughput_only=throughput_only,
+        deadline_hours=deadline_hours,
+        hourly_usd=hourly_usd,
     )
     if problems:
         raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))

@@ -73,6 +73,8 @@ def run(task, root, guard, **kw):
         ({"budget_usd": float("nan")}, "--budget nan: give US dollars > 0"),
         ({"hourly_usd": -0.5, "local": True}, "--hourly-usd -0.5: give US dollars an hour >= 0"),
         ({"gpus": "T40", "local": True}, "--local probes this machine only"),
+        ({"spot": True, "local": True}, "--spot with --local: the market applies to cloud offerings only"),
+        ({"hourly_usd": 0.5}, "--hourly-usd prices this machine (--local) only"),
     ],
 )
 def test_a_bad_value_is_refused_before_the_plan_and_nothing_starts(tmp_path, root, options, says):
@@ -81,6 +83,12 @@ def test_a_bad_value_is_refused_before_the_plan_and_nothing_starts(tmp_path, roo
     with pytest.raises(BenchError, match=None) as exc:
         run(task, root, guard, results="s3://not-reached", **options)
     assert says in str(exc.value)
+
+
+def test_cloud_probes_need_a_bucket_a_cloud_instance_can_reach(tmp_path, root):
+    guard = Untouched()
+    with pytest.raises(BenchError, match="--results .*results"):
+        run(write_task(tmp_path / "t"), root, guard, results=str(tmp_path / "results"))
 
 
 def test_every_bad_value_is_named_at_once(tmp_path, root):
@@ -135,17 +143,18 @@ def no_aws_credentials(monkeypatch, tmp_path):
 
 
 def test_missing_credentials_and_an_unwritable_bucket_are_named_together_and_nothing_launches(
-    tmp_path, root, moto_server, monkeypatch
+    tmp_path, root, s3_bucket, moto_server, monkeypatch
 ):
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.endpoint)
-    no_aws_credentials(monkeypatch, tmp_path)
+    """GCP candidates without Google credentials, results to an S3 bucket that does not exist: both named."""
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
     cloud = BenchCloud(tmp_path / "cloud", moto_server.endpoint)
     asked: list[str] = []
     progress = io.StringIO()
     try:
         with pytest.raises(NotReady) as exc:
             bench(
-                write_task(tmp_path / "t"),
+                write_task(tmp_path / "t", accelerators=("T4:1", "L4:1"), providers=("gcp",)),
                 results="s3://no-such-bucket-preflight",
                 backend=cloud.backend,
                 work_dir=root,
@@ -155,10 +164,20 @@ def test_missing_credentials_and_an_unwritable_bucket_are_named_together_and_not
     finally:
         cloud.shutdown()
     message = str(exc.value)
-    assert "aws credentials: none found: `aws configure`" in message
+    assert "gcp credentials: none found: `gcloud auth application-default login`" in message
+    assert "aws credentials: STS GetCallerIdentity" not in message  # the bucket's cloud answered: not listed
     assert "bucket s3://no-such-bucket-preflight: cannot write" in message
     assert asked == [] and not cloud.ups and cloud.running() == []
     assert not (root / ".gpubench").exists()
+
+
+def test_without_the_buckets_credentials_the_write_is_not_tried(tmp_path, root, s3_bucket, monkeypatch):
+    no_aws_credentials(monkeypatch, tmp_path)
+    guard = Untouched()
+    with pytest.raises(NotReady) as exc:
+        run(write_task(tmp_path / "t"), root, guard, results=f"s3://{s3_bucket}")
+    assert "aws credentials: none found: `aws configure`" in str(exc.value)
+    assert f"bucket s3://{s3_bucket}: not tried: writing to it needs the aws credentials" in str(exc.value)
 
 
 def test_credentials_the_cloud_refuses_are_named(tmp_path, root, s3_bucket, monkeypatch):
