@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from payload.config import MAX_GPUS_PER_MACHINE
 from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import quote
 
@@ -95,8 +96,6 @@ WORK_HINTS = {
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 + samples_per_step: 256 | epochs: 90 + samples_per_epoch: 1281167"
 # Bounds no real job reaches, so a typo or a hostile file is refused before anything is sized by it.
-# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog).
-MAX_GPUS_PER_MACHINE = 16
 MAX_DISK_GB = 65_536  # 64 TiB: the largest single EBS volume or Persistent Disk
 # Samples of a whole job: the largest published training runs count about 1.5e13 tokens.
 MAX_WORK_SAMPLES = 1e15
