@@ -97,6 +97,9 @@ WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 + samples_per_step: 256 | epochs: 90 + samples_per_epoch: 1281167"
 # Bounds no real job reaches, so a typo or a hostile file is refused before anything is sized by it.
 MAX_DISK_GB = 65_536  # 64 TiB: the largest single EBS volume or Persistent Disk
+# `setup`, `run` and each `env` value reach the job as one argument or variable of an exec, which Linux
+# refuses past 128 KiB (MAX_ARG_STRLEN, execve(2)): longer scripts belong in a file in the workdir.
+MAX_SCRIPT_CHARS = 100_000
 # Samples of a whole job: the largest published training runs count about 1.5e13 tokens.
 MAX_WORK_SAMPLES = 1e15
 
@@ -314,6 +317,11 @@ def _text(value: Any, key: str) -> str:
         value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected {FIELDS[key]}, got {quote(value)}")
+    if len(value) > MAX_SCRIPT_CHARS:
+        raise ValueError(
+            f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
+            "commands in a script in the workdir and run that"
+        )
     return value.strip("\n")
 
 
@@ -415,6 +423,11 @@ class TaskFile(_Model):
             if v is None or isinstance(v, (dict, list)):
                 raise ValueError(f"{k}: expected a string or number, got {quote(v)}")
             clean[k] = str(v).lower() if isinstance(v, bool) else str(v)
+            if len(clean[k]) > MAX_SCRIPT_CHARS:
+                raise ValueError(
+                    f"{k}: {len(clean[k]):,} characters, more than {MAX_SCRIPT_CHARS:,} (a variable's limit); "
+                    "ship the value as a file in the workdir"
+                )
         return clean
 
     @field_validator("gpus", mode="before")

@@ -38,6 +38,8 @@ FIELD_ERRORS = [
     ({**BASE, "gpus": -1}, "'gpus'", "integer from 0 to 16"),
     ({**BASE, "gpus": "many"}, "'gpus'", "integer from 0 to 16"),
     ({**BASE, "gpus": 100000}, "'gpus'", "the most GPUs one machine in the catalog has"),
+    ({**BASE, "run": "echo x\n" * 20_000}, "'run'", "more than 100,000 (a process argument's limit)"),
+    ({**BASE, "env": {"BIG": "x" * 200_000}}, "'env'", "BIG: 200,000 characters, more than 100,000"),
     ({**BASE, "gpus": 1000000000000}, "'gpus'", "the most GPUs one machine in the catalog has"),
     ({**BASE, "metrics": ["csv"]}, "'metrics'", "json, mllog"),
     ({**BASE, "workdir": "nope"}, "'workdir'", "relative to the spec file"),
