@@ -462,3 +462,24 @@ def test_the_answer_table_shows_every_cost_with_its_distinguishing_digits(capsys
     _print_answer({"candidates": [row], "answer": {"sentence": "s"}, "probe_total_usd": 0.00083, "page": "p"})
     out = capsys.readouterr().out
     assert "$0.0034" in out and "$0.00083" in out and "$0.00 " not in out and "43.2 s" in out
+
+
+def test_throughput_only_ranks_the_rates_and_estimates_no_whole_job(tmp_path):
+    from analysis.bench.answer import answer_doc
+    from analysis.bench.page import write_page
+
+    found = candidates_for(write_task(tmp_path / "t", accelerators=("T4:1", "L4:1")))
+    fast = {**STEADY, "samples_per_second": 2000.0, "low": 1900.0, "high": 2100.0}
+    reports = [
+        ProbeReport(found[0], "a", "measured", None, result_doc(), 0.01),
+        ProbeReport(found[1], "b", "measured", None, result_doc(steady=fast), 0.02),
+    ]
+    doc = answer_doc(
+        "t.yaml", reports, [], work_samples=None, deadline_hours=None, budget_usd=None, throughput_only=True
+    )
+    assert doc["throughput_only"] and all(r["est_hours"] is None and not r["reason"] for r in doc["candidates"])
+    assert [r["name"] for r in doc["answer"]["ranked"]] == ["b", "a"]  # fastest first
+    sentence = doc["answer"]["sentence"]
+    assert sentence.startswith("Throughput only (--throughput-only: no whole-job estimate): ")
+    assert "2,000.0 samples/s" in sentence and "Not measured" not in sentence
+    assert write_page(doc, tmp_path / "page").is_file()
