@@ -114,7 +114,7 @@ def pulumi_login_check(cwd=None) -> dict:
     found = re.search(r"Backend URL:\s*(\S+)", done.stdout)
     url = found[1] if found else "an unnamed backend"
     self_managed = not url.startswith("https://")
-    if self_managed and not any(os.environ.get(v) for v in PASSPHRASE_VARS):
+    if self_managed and not any(v in os.environ for v in PASSPHRASE_VARS):  # an empty passphrase is one
         return {
             "check": name,
             "ok": False,
