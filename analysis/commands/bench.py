@@ -31,8 +31,8 @@ examples:
   gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
   gpubench bench task.yaml --local --throughput-only          # samples/s alone: no `work:` needed
 
-Before the plan is printed every value is checked (the task file; --probe-minutes at most
-1440, --deadline at most 8784 h, `work:` at most 1e15 samples), and before anything is
+Before the plan is printed every value is checked (the task file, and each option against
+a range no real job leaves, e.g. --probe-minutes at most a day), and before anything is
 asked, for cloud probes: the Pulumi CLI and its login, the extras, each cloud's credentials
 (an identity call) and a write to the results bucket. Everything missing is named at once.
 

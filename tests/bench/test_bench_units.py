@@ -384,7 +384,16 @@ def test_bench_help_explains_and_has_examples(capsys):
         main(["bench", "--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
-    for text in ("examples:", "--budget", "--local", "--hosts", "Ctrl-C", "gpubench status", "--json"):
+    for text in (
+        "examples:",
+        "--budget",
+        "--local",
+        "--hosts",
+        "Ctrl-C",
+        "gpubench status",
+        "--json",
+        "--throughput-only",
+    ):
         assert text in out
 
 
