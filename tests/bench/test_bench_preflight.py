@@ -252,3 +252,13 @@ def test_when_all_is_in_place_the_bucket_holds_the_check_under_the_benchs_prefix
     keys = [o.key for o in open_store(f"s3://{s3_bucket}/bench").list("_gpubench/")]
     (key,) = keys
     assert key == preflight_key(key.split("/")[2]) and not [o for o in open_store(f"s3://{s3_bucket}").list("runs/")]
+
+
+def test_the_documented_ranges_are_the_codes():
+    from analysis.bench.preflight import OPTIONS
+    from payload.workloads.spec import MAX_GPUS_PER_MACHINE, MAX_SCRIPT_CHARS
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "bench.md").read_text().split())
+    for option in OPTIONS.values():
+        assert f"`{option.flag}`" in text and f"{option.high:,.0f}" in text, option
+    assert f"at most {MAX_GPUS_PER_MACHINE}" in text and f"at most {MAX_SCRIPT_CHARS:,} characters" in text
