@@ -63,7 +63,7 @@ __all__ = [
 
 METRIC_FORMATS = ("json", "mllog")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -417,7 +417,9 @@ class TaskFile(_Model):
         clean = {}
         for k, v in value.items():
             if not isinstance(k, str) or not ENV_RE.match(k):
-                raise ValueError(f"{quote(k)} is not a variable name (letters, digits, _; not starting with a digit)")
+                raise ValueError(
+                    f"{quote(k)} is not a variable name (letters, digits, _; not starting with a digit; at most 128)"
+                )
             if k.startswith("GPUBENCH_"):
                 raise ValueError(f"{k} is set by gpubench itself; rename it")
             if v is None or isinstance(v, (dict, list)):

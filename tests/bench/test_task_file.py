@@ -33,6 +33,7 @@ FIELD_ERRORS = [
     ({**BASE, "image": "two words"}, "'image'", "not an image reference"),
     ({**BASE, "env": ["A=1"]}, "'env'", "mapping NAME: value"),
     ({**BASE, "env": {"1A": "x"}}, "'env'", "not a variable name"),
+    ({**BASE, "env": {"A" * 100_000: "x"}}, "'env'", "at most 128"),
     ({**BASE, "env": {"GPUBENCH_STACK": "s"}}, "'env'", "set by gpubench itself"),
     ({**BASE, "env": {"A": None}}, "'env'", "expected a string or number"),
     ({**BASE, "gpus": -1}, "'gpus'", "integer from 0 to 16"),
