@@ -262,3 +262,13 @@ def test_the_documented_ranges_are_the_codes():
     for option in OPTIONS.values():
         assert f"`{option.flag}`" in text and f"{option.high:,.0f}" in text, option
     assert f"at most {MAX_GPUS_PER_MACHINE}" in text and f"at most {MAX_SCRIPT_CHARS:,} characters" in text
+
+
+def test_a_missing_extra_is_named_with_its_install_command(tmp_path, root, s3_bucket, monkeypatch):
+    import payload.extras
+
+    real = payload.extras.installed
+    monkeypatch.setattr(payload.extras, "installed", lambda module: module != "pulumi_gcp" and real(module))
+    guard = Untouched()
+    with pytest.raises(NotReady, match=r"extra \[infra\]: missing pulumi_gcp: pip install 'gpubench\[infra\]'"):
+        run(write_task(tmp_path / "t"), root, guard, results=f"s3://{s3_bucket}")
