@@ -1,12 +1,16 @@
 """Is this machine ready? The Pulumi CLI, each cloud's credentials, the installed extras and
 whether results buckets answer. Reads only; changes nothing. `gpubench check` prints these;
-a command about to launch can call them to stop early with the fix."""
+a command about to launch calls `launch_checks` to stop before it asks anything: that adds the
+Pulumi backend login, an identity call per cloud (the credentials are not only present but
+accepted) and a write of one object to the results bucket."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
@@ -36,7 +40,7 @@ def pulumi_check() -> dict:
             "check": "pulumi CLI",
             "ok": False,
             "detail": "not on PATH: `curl -fsSL https://get.pulumi.com | sh` "
-            "(only up/destroy/refresh/teardown/campaign need it)",
+            "(up, bench's cloud probes, destroy, teardown and campaigns need it)",
         }
     try:
         version = subprocess.run([exe, "version"], capture_output=True, text=True, timeout=20).stdout.strip()
@@ -75,6 +79,140 @@ def bucket_check(url: str) -> dict:
     except (StorageError, ImportError, ValueError, OSError) as exc:
         return {"check": f"bucket {url}", "ok": False, "detail": f"does not answer: {exc}"}
     return {"check": f"bucket {url}", "ok": True, "detail": "lists runs/"}
+
+
+LOGIN_FIX = "`pulumi login` (Pulumi Cloud), or `pulumi login --local` / `pulumi login s3://BUCKET` (self-managed)"
+PASSPHRASE_VARS = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+
+
+def pulumi_login_check(cwd=None) -> dict:
+    """Whether the Pulumi CLI is logged in to a backend (`pulumi whoami`, in the project so its `backend:`
+    counts); a self-managed backend also needs the passphrase of its stacks' secrets in the environment,
+    since a new stack cannot ask for it (https://www.pulumi.com/docs/iac/concepts/secrets/)."""
+    from payload.yamlfile import quote
+
+    name = "pulumi login"
+    exe = shutil.which("pulumi")
+    if exe is None:
+        return {"check": name, "ok": False, "detail": "the Pulumi CLI is missing (above)"}
+    env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+    try:
+        done = subprocess.run(
+            [exe, "whoami", "--verbose", "--non-interactive"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=cwd,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"check": name, "ok": False, "detail": f"`pulumi whoami` did not run ({exc}); {LOGIN_FIX}"}
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        said = quote(lines[-1] if lines else f"exit {done.returncode}", 160)
+        return {"check": name, "ok": False, "detail": f"not logged in ({said}): {LOGIN_FIX}"}
+    found = re.search(r"Backend URL:\s*(\S+)", done.stdout)
+    url = found[1] if found else "an unnamed backend"
+    self_managed = not url.startswith("https://")
+    if self_managed and not any(v in os.environ for v in PASSPHRASE_VARS):  # an empty passphrase is one
+        return {
+            "check": name,
+            "ok": False,
+            "detail": f"logged in to {url}, a self-managed backend, but new stacks there need the passphrase of "
+            "their secrets: set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE)",
+        }
+    return {"check": name, "ok": True, "detail": f"logged in to {url}"}
+
+
+def _aws_identity() -> str:
+    """STS GetCallerIdentity: the credentials are accepted, not only present (needs no permission)."""
+    import boto3
+    from botocore.config import Config
+
+    region = boto3.session.Session().region_name or "us-east-1"
+    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    who = boto3.client("sts", region_name=region, config=config).get_caller_identity()
+    return f"STS GetCallerIdentity: {who.get('Arn')}"
+
+
+def _gcp_identity() -> str:
+    """google.auth.default(): the application default credentials load (run only once a credentials file
+    exists, so it never asks the metadata server of a machine that is not a VM)."""
+    import google.auth
+
+    _, project = google.auth.default()
+    return f"application default credentials load (project {project or 'not set'})"
+
+
+IDENTITY: dict[str, tuple[Callable[[], str], str]] = {  # cloud -> (identity call, the fix when it fails)
+    "aws": (_aws_identity, "`aws sso login` or `aws configure` (expired or revoked keys are refused)"),
+    "gcp": (_gcp_identity, "`gcloud auth application-default login`"),
+}
+
+
+def identity_check(provider: str) -> dict:
+    """The cloud's credentials found (as `check` finds them) and then accepted by an identity call."""
+    from infra import clouds
+    from payload.yamlfile import quote
+
+    name = f"{provider} credentials"
+    found = clouds.get(provider).credentials_status()
+    if not found["ok"] or provider not in IDENTITY:
+        return {"check": name, **found}
+    call, fix = IDENTITY[provider]
+    try:
+        return {"check": name, "ok": True, "detail": call()}
+    except ImportError as exc:
+        return {"check": name, "ok": False, "detail": f"missing {exc.name}: pip install 'gpubench[payload]'"}
+    except Exception as exc:  # noqa: BLE001 - each SDK raises its own types; the message says which
+        return {"check": name, "ok": False, "detail": f"refused ({quote(str(exc), 200)}): {fix}"}
+
+
+def bucket_write_check(url: str, key: str) -> dict:
+    """The bucket answers and takes a write: one small object created at `key` (write-once, never replaced)."""
+    import json
+    from datetime import datetime, timezone
+
+    from payload.extras import MissingExtra
+    from payload.yamlfile import quote
+
+    name = f"bucket {url}"
+    body = json.dumps({"check": "write", "at": datetime.now(timezone.utc).isoformat()}).encode()
+    try:
+        from payload.storage import open_store
+
+        open_store(url, retries=2, backoff=0.2, write_once=True).put_bytes(key, body, "application/json")
+    except MissingExtra as exc:
+        return {"check": name, "ok": False, "detail": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - StorageError and each SDK's own
+        return {
+            "check": name,
+            "ok": False,
+            "detail": f"cannot write {key} ({quote(str(exc), 200)}): check the URL and that your credentials may "
+            "write to it (`pulumi stack output resultsUrl -s aws-results` prints the results bucket)",
+        }
+    return {"check": name, "ok": True, "detail": f"wrote {key}"}
+
+
+BUCKET_CLOUD = {"s3": "aws", "gs": "gcp"}  # whose credentials read and write a bucket of that scheme
+
+
+def launch_checks(
+    providers: Sequence[str], results_url: str, probe_key: str, *, pulumi: bool = True, cwd=None
+) -> list[dict]:
+    """What launching on `providers` and reading results from `results_url` needs, each {"check", "ok",
+    "detail"}: the Pulumi CLI and its login (`pulumi`: when Pulumi is the backend), the infra and payload
+    extras, the credentials of each cloud (the bucket's too) accepted, and the bucket written (`probe_key`),
+    tried only with its cloud's credentials in place (never a request that can only fail)."""
+    checks = [pulumi_check(), pulumi_login_check(cwd)] if pulumi else []
+    checks += [c for c in extras_checks() if c["check"] in ("extra [infra]", "extra [payload]")]
+    bucket_cloud = BUCKET_CLOUD.get(results_url.partition("://")[0])
+    identities = {p: identity_check(p) for p in sorted({*providers, *([bucket_cloud] if bucket_cloud else [])})}
+    checks += identities.values()
+    if bucket_cloud and not identities[bucket_cloud]["ok"]:
+        detail = f"not tried: writing to it needs the {bucket_cloud} credentials (above)"
+        return [*checks, {"check": f"bucket {results_url}", "ok": False, "detail": detail}]
+    return [*checks, bucket_write_check(results_url, probe_key)]
 
 
 def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:

@@ -146,9 +146,10 @@ def build_workload_bundle(spec_path: str | Path) -> Bundle:
 
     from payload.workloads.files import files_digest, read_workdir
     from payload.workloads.spec import WorkloadSpecError, load_spec
+    from payload.yamlfile import read_yaml
 
     spec = load_spec(spec_path)
-    raw = yaml.safe_load(Path(spec.path).read_text())
+    raw = read_yaml(spec.path)
     entries: list[tuple[str, bytes, int]] = []
     if spec.workdir:
         raw["workdir"] = WORKLOAD_WORKDIR_NAME

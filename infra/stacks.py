@@ -66,15 +66,12 @@ def _read(path: Path) -> dict[str, Any]:
     """The `config:` mapping of one stack file: the one reader every command uses."""
     if not path.exists():
         return {}
+    from payload.yamlfile import YamlFileError, read_yaml
+
     try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise StackFileError(
-            f"{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}); fix the file "
-            "or regenerate it with `gpubench stacks`"
-        ) from None
+        doc = read_yaml(path) or {}
+    except YamlFileError as exc:
+        raise StackFileError(f"{exc}; fix the file or regenerate it with `gpubench stacks`") from None
     config = doc.get("config") if isinstance(doc, dict) else None
     if not isinstance(doc, dict) or not isinstance(config or {}, dict):
         raise StackFileError(f"{path}: expected a mapping with a `config:` mapping of keys to values")

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from infra.projectfiles import BUNDLED, user_project_dir
+from payload.yamlfile import read_yaml
 
 __all__ = ["ensure_user_project", "program_main"]
 
@@ -34,7 +35,7 @@ def _write_pulumi_yaml(project: Path) -> None:
     target = project / "Pulumi.yaml"
     main = program_main(project)
     source = target if target.is_file() else BUNDLED / "Pulumi.yaml"
-    doc = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    doc = read_yaml(source) or {}
     if source == target and doc.get("main") == main:
         return
     doc["main"] = main

@@ -99,11 +99,11 @@ def program_env(work_dir: Path) -> dict[str, str]:
     install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
     `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
     that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
-    import yaml
+    from payload.yamlfile import YamlFileError, read_yaml
 
     try:
-        doc = yaml.safe_load((Path(work_dir) / "Pulumi.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        doc = read_yaml(Path(work_dir) / "Pulumi.yaml")
+    except (OSError, YamlFileError):
         return {}
     runtime = doc.get("runtime") if isinstance(doc, dict) else None
     options = runtime.get("options") if isinstance(runtime, dict) else None

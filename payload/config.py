@@ -75,6 +75,14 @@ def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str) ->
 
 _positive_int = _number(int, lambda v: v >= 1, "a positive integer")
 _nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
+# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog):
+# every GPU count a user gives is bounded by it, so none sizes a device list past what is sold.
+MAX_GPUS_PER_MACHINE = 16
+_gpu_count = _number(
+    int,
+    lambda v: 0 <= v <= MAX_GPUS_PER_MACHINE,
+    f"an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in the catalog has)",
+)
 _positive_float = _number(float, lambda v: v > 0, "a positive number")
 _nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
@@ -318,7 +326,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "gpus",
         "GPUBENCH_GPUS",
-        _nonneg_int,
+        _gpu_count,
         None,
         "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)",
         "N",

@@ -117,8 +117,8 @@ def _clock_note(probe: dict[str, Any]) -> list[str]:
     ]
 
 
-def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, Any]:
-    """One `--json` candidate row for a probe report."""
+def candidate_row(report: ProbeReport, work_samples: float | None, throughput_only: bool = False) -> dict[str, Any]:
+    """One `--json` candidate row for a probe report (its rate alone with `throughput_only`)."""
     cand, probe = report.candidate, report.probe
     wall = wall_steady(probe)
     steady = {"samples_per_second": wall.samples_per_second, "low": wall.low, "high": wall.high} if wall else {}
@@ -140,7 +140,7 @@ def candidate_row(report: ProbeReport, work_samples: float | None) -> dict[str, 
         run=report.run_url,
         stopped_by=probe.get("stopped_by"),
     )
-    if report.status in ESTIMATED and steady:
+    if report.status in ESTIMATED and steady and not throughput_only:
         fields, note = _estimate(report, work_samples)
         row.update(fields)
         if note:
@@ -163,16 +163,20 @@ def answer_doc(
     work_samples: float | None,
     deadline_hours: float | None,
     budget_usd: float | None,
+    throughput_only: bool = False,
 ) -> dict[str, Any]:
-    """The `gpubench bench --json` document."""
-    from analysis.bench.rank import answer
+    """The `gpubench bench --json` document; with `throughput_only` the rates alone, fastest first."""
+    from analysis.bench.rank import answer, throughput_answer
 
-    rows = [candidate_row(r, work_samples) for r in reports] + [unmatched_row(u) for u in unmatched]
+    rows = [candidate_row(r, work_samples, throughput_only) for r in reports] + [unmatched_row(u) for u in unmatched]
     costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
     return {
         "task": task,
         "work_samples": work_samples,
         "candidates": rows,
-        "answer": answer(rows, deadline_hours=deadline_hours, budget_usd=budget_usd),
+        "answer": throughput_answer(rows)
+        if throughput_only
+        else answer(rows, deadline_hours=deadline_hours, budget_usd=budget_usd),
+        "throughput_only": throughput_only,
         "probe_total_usd": round(sum(costs), 6),
     }

@@ -29,11 +29,12 @@ __all__ = [
     "CandidateError",
     "cloud_candidates",
     "local_candidate",
+    "local_stack_name",
     "ssh_candidates",
 ]
 
 LOCAL_OFFERING = "local/this-machine"
-LOCAL_NAME = "local"
+LOCAL_NAME = "local"  # + "-<bench id>": each bench's local probes are a stack of their own
 MARKET_SPOT, MARKET_ON_DEMAND = "spot", "on-demand"
 
 
@@ -291,9 +292,17 @@ def cloud_candidates(
 # --- this machine ------------------------------------------------------------------------------------------
 
 
-def local_candidate(hourly_usd: float | None = None) -> Candidate:
+def local_stack_name(bench_id: str) -> str:
+    """`local-<bench id>`: status, logs and results keep each bench's local probe apart."""
+    from payload.layout import check_stack_name
+
+    return check_stack_name(f"{LOCAL_NAME}-{bench_id}")
+
+
+def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None) -> Candidate:
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
-    $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which)."""
+    $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
+    Its stack is `local-<bench id>` (plain `local` without one)."""
     from analysis.demo import DemoError, resolve_price
 
     try:
@@ -304,7 +313,7 @@ def local_candidate(hourly_usd: float | None = None) -> Candidate:
     today = _today(None)
     return Candidate(
         kind="local",
-        name=LOCAL_NAME,
+        name=local_stack_name(bench_id) if bench_id else LOCAL_NAME,
         offering=LOCAL_OFFERING,
         provider="local",
         region=None,

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
+from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.bench.record import BenchRecord
 from analysis.campaign.manifest import iso, utcnow
 
@@ -53,7 +53,9 @@ def max_hours(probe_seconds: float, boot_allowance_seconds: float) -> float:
 
 def write_project(bench_dir: Path, project: Path) -> None:
     """The bench workspace's Pulumi.yaml: the project's, with its program and venv reached by relative paths."""
-    doc = yaml.safe_load((project / "Pulumi.yaml").read_text(encoding="utf-8"))
+    from payload.yamlfile import read_yaml
+
+    doc = read_yaml(project / "Pulumi.yaml")
     rel = Path(os.path.relpath(project, bench_dir))
     doc["main"] = str(rel / str(doc.get("main") or "infra/"))
     options = (doc.get("runtime") or {}).get("options") if isinstance(doc.get("runtime"), dict) else None
@@ -172,7 +174,7 @@ class CloudProbe:
             return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
         self._destroy(name, handle, say)
         probes.release(name)
-        return self._report(candidate, name, found, deadline, time.monotonic() - t0)
+        return self._report(candidate, name, found, deadline, time.monotonic() - t0, say)
 
     def _await(self, name: str, since: Any, probes: Probes) -> tuple[str, dict] | None:
         """Poll the bucket for the probe's result until it lands, the wait is over, or the bench stops."""
@@ -212,11 +214,13 @@ class CloudProbe:
         # no instance came up, so none was billed
         return ProbeReport(candidate, name, "launch-failed", reason, probe_usd=0.0)
 
-    def _report(self, candidate, name, found, deadline, seconds) -> ProbeReport:
+    def _report(self, candidate, name, found, deadline, seconds, say) -> ProbeReport:
         url, result = found if found else (None, None)
         status, reason = judge(result)
         if found is None:
             reason = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
+        for line in verdict_lines(status, reason, result):
+            say(line)
         usd, billed = probe_cost(candidate, seconds)
         self.record.update(name, probe_status=status, probe_usd=usd, run_url=url)
         return ProbeReport(candidate, name, status, reason, result, usd, billed, deadline, url)

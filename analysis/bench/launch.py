@@ -104,6 +104,7 @@ def make_jobs(
                 hourly_usd=cand.hourly_usd,
                 state="launched",
                 up_started_at=iso(),
+                launched_at=iso(),  # a process on this machine or a host: started as soon as it is launched
                 suite=[settings["benchmark_name"]],
                 results=settings["results"],
             )

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from analysis.bench.record import BenchRecord, bench_dirs
 from analysis.campaign.manifest import iso, parse_time, utcnow
 from payload.layout import newest_versions, stack_prefix
+from payload.money import USD_SIGN
 
 LOG_TAIL = "log-tail.txt"
 ENDED = ("destroyed", "ended")
@@ -98,7 +99,7 @@ def status_table(rows: list[dict[str, Any]]) -> str:
         return "-" if v is None else (f"{v / 60:.0f} min" if v >= 90 else f"{v:.0f} s")
 
     def money(v):
-        return "-" if v is None else f"${v:.4f}"
+        return "-" if v is None else USD_SIGN.format(v)
 
     counted = any(r.get("resources") is not None for r in rows)  # only when a backend answered
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.bench.candidates import Candidate
+from analysis.bench.preflight import check_option
 from analysis.output import fmt_usd, print_table
 from analysis.price.billed import billed_cost
 from infra.catalog import load_catalog
@@ -115,8 +116,9 @@ def make_plan(
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
     """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
-    if not probe_minutes > 0 or probe_minutes == float("inf"):
-        raise ValueError(f"--probe-minutes {probe_minutes}: give a number of minutes > 0, e.g. --probe-minutes 10")
+    problem = check_option("probe_minutes", probe_minutes)
+    if problem:
+        raise ValueError(problem)
     if not boot_allowance_seconds >= 0:
         raise ValueError(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
     names = [c.name for c in candidates]
@@ -145,8 +147,9 @@ def make_plan(
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
     """Refuse to start when the probes alone could cost more than the budget."""
-    if budget_usd is not None and not budget_usd >= 0:
-        raise ValueError(f"--budget {budget_usd}: give US dollars >= 0, e.g. --budget 20")
+    problem = check_option("budget_usd", budget_usd)
+    if problem:
+        raise ValueError(problem)
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)

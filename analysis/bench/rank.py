@@ -18,10 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from analysis.bench.preflight import check_option
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
-USD_TIE = 0.01  # costs are compared in whole cents, as shown
+USD_TIE = 0.01  # an interval may reach this far past the budget before the answer warns
 HOURS_TIE = 1.0 / 3600  # and times in whole seconds
 MAX_CLOSE_NAMED = 3
 PICK_FIELDS = (
@@ -69,6 +70,29 @@ def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float 
     return out
 
 
+def throughput_answer(rows: list[dict]) -> dict:
+    """`--throughput-only`: the measured rates, fastest first; no whole job, so no cost or time pick."""
+    labels = _labels(rows)
+    rated = sorted(
+        (r for r in rows if _num(r.get("samples_per_second")) is not None),
+        key=lambda r: (-r["samples_per_second"], *_names(r)),
+    )
+    out: dict = {"cheapest": None, "fastest": None, "frontier": [], "unpriced": []}
+    out["ranked"] = [_pick(r, labels) | {"samples_per_second": r["samples_per_second"]} for r in rated]
+    out["unmeasured"] = [
+        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
+        for r in rows
+        if _num(r.get("samples_per_second")) is None
+    ]
+    missing = _unmeasured_text(rows, labels, "samples_per_second")
+    if not rated:
+        out["sentence"] = "No candidate measured a rate." + missing
+        return out
+    rates = ", ".join(f"{labels[id(r)]} {r['samples_per_second']:,.1f} samples/s" for r in rated)
+    out["sentence"] = f"Throughput only (--throughput-only: no whole-job estimate): {rates}." + missing
+    return out
+
+
 # --- reading rows -----------------------------------------------------------------------
 
 
@@ -86,8 +110,9 @@ def _bound(row: dict, key: str) -> float:
 
 
 def _check_limit(name: str, value: float | None) -> None:
-    if value is not None and (_num(value) is None or not math.isfinite(value) or value <= 0):
-        raise ValueError(f"{name} must be a positive number, got {value!r} (leave it out for no limit)")
+    problem = check_option(name, value)
+    if problem:
+        raise ValueError(f"{problem} (leave it out for no limit)")
 
 
 def _labels(rows: list[dict]) -> dict[int, str]:
@@ -102,9 +127,15 @@ def _labels(rows: list[dict]) -> dict[int, str]:
     return {id(rows[i]): text + (f" [{rows[i].get('name')}]" if counts[text] > 1 else "") for i, text in plain.items()}
 
 
-def _cents(r: dict) -> int:
+def _shown(usd_value: float) -> float:
+    """A cost as the answer shows it (payload.money.usd_amount): two that read the same tie, two that read
+    differently never do, below a cent too."""
+    return float(usd_amount(usd_value).replace(",", ""))
+
+
+def _cents(r: dict) -> float:
     """Cost as shown: costs that read the same tie."""
-    return round(r["est_usd"] * 100)
+    return _shown(r["est_usd"])
 
 
 def _seconds(r: dict) -> int:
@@ -130,7 +161,7 @@ def _fits_deadline(r: dict, hours: float) -> bool:
 
 
 def _fits_budget(r: dict, limit: float) -> bool:
-    return _cents(r) <= round(limit * 100)
+    return _cents(r) <= _shown(limit)
 
 
 def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
@@ -336,8 +367,12 @@ def _unpriced_text(unpriced, labels) -> str:
     return f" No price, so not ranked by cost: {names}."
 
 
-def _unmeasured_text(rows, labels) -> str:
-    missing = [r for r in rows if _num(r.get("est_hours")) is None]
+def _unmeasured_text(rows, labels, field: str = "est_hours") -> str:
+    missing = [r for r in rows if _num(r.get(field)) is None]
     if not missing:
         return ""
-    return " Not estimated: " + "; ".join(f"{labels[id(r)]} ({_why_unmeasured(r)})" for r in missing) + "."
+    return (
+        (" Not estimated: " if field == "est_hours" else " Not measured: ")
+        + "; ".join(f"{labels[id(r)]} ({_why_unmeasured(r)})" for r in missing)
+        + "."
+    )

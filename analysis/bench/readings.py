@@ -42,18 +42,41 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe
+    from analysis.campaign.observe import observe, run_time
 
     obs = observe(store, stack, since)
     if not obs.runs:
         return None
-    run = max(obs.runs, key=lambda r: (r.finished_at or r.started_at or datetime.min).timestamp())
+    run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
         doc = json.loads(store.get_bytes(key))
     except Exception:  # noqa: BLE001 - half-written: the next poll reads it
         return None
     return (store.url_for(key), doc) if isinstance(doc, dict) else None
+
+
+TAIL_MARK = "--- last lines of its output ---"  # how the payload appends the job's last lines to `error`
+MAX_REASON_CHARS = 300
+MAX_TAIL_LINES = 20
+
+
+def _error_parts(result: dict[str, Any]) -> tuple[str, list[str]]:
+    """(the failure's first line, the last lines of the job's output): the reason is one line, so a table
+    cell and a sentence stay whole; the tail is printed once, with the probe's progress."""
+    text = str(result.get("error") or result.get("message") or "the job failed")
+    head, _, tail = text.partition(TAIL_MARK)
+    first = next((line.strip() for line in head.splitlines() if line.strip()), "the job failed")
+    lines = [line for line in tail.splitlines() if line.strip()][-MAX_TAIL_LINES:]
+    return first[:MAX_REASON_CHARS], lines
+
+
+def verdict_lines(status: str, reason: str | None, result: dict[str, Any] | None) -> list[str]:
+    """What a probe says when it ends: its status and reason, then (a failed job) its output's last lines."""
+    lines = [f"probe {status}" + (f": {reason}" if reason else "")]
+    if status == "failed" and result:
+        lines += [f"  | {line}" for line in _error_parts(result)[1]]
+    return lines
 
 
 def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
@@ -63,8 +86,9 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     probe = result.get("probe") or {}
     steady = probe.get("steady")
     if result.get("status") == "failed" and not steady:
-        why = result.get("error") or result.get("message") or "the job failed"
-        return "failed", f"the job failed during the probe: {str(why)[:300]}"
+        why, tail = _error_parts(result)
+        shown = f"; the last {len(tail)} lines of its output were printed with the probe's progress" if tail else ""
+        return "failed", f"the job failed during the probe: {why}{shown}"
     if result.get("status") == "interrupted" and not (steady or {}).get("steady"):
         return "interrupted", "the machine was reclaimed (spot) or stopped before the rate was steady"
     if not probe:

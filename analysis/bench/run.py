@@ -1,7 +1,8 @@
 """`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
 
-Steps: candidates -> plan (its table is printed before anything starts) ->
-budget check (refused before anything launches) -> confirmation unless `yes` ->
+Steps: values and the task checked (analysis.bench.preflight) -> candidates -> plan (its
+table is printed before anything starts) -> budget check (refused before anything launches)
+-> for cloud probes, what a launch needs (refused before anything is asked) -> confirmation unless `yes` ->
 every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
 result read back from the bucket -> estimate -> answer -> page. Ctrl-C stops
 launching, tears down what was launched (asking once more unless `yes`) and
@@ -22,10 +23,11 @@ from analysis.bench.record import BenchRecord, bench_root, new_bench_id
 from analysis.campaign.manifest import iso
 from analysis.campaign.progress import Printer
 from payload import exitcodes
+from payload.money import USD_SIGN
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
-LOCAL_RESULTS = "results"
-PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup  # this machine's default bucket, as `gpubench demo` uses
+LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
+PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup
 
 
 class BenchError(ValueError):
@@ -83,13 +85,15 @@ def work_samples(task: Any) -> float | None:
     return float(work.total_samples()) if work is not None else None
 
 
-def choose(task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir) -> tuple[list[Any], list[dict]]:
+def choose(
+    task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir, bench_id: str | None = None
+) -> tuple[list[Any], list[dict]]:
     """(candidates, unmatched alternatives): this machine and/or SSH hosts when asked, else the clouds."""
     from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
 
     found: list[Any] = []
     if local:
-        found.append(local_candidate(hourly_usd))
+        found.append(local_candidate(hourly_usd, bench_id))
     if hosts:
         found += ssh_candidates(list(hosts), stacks_dir)
     if local or hosts:
@@ -104,12 +108,20 @@ def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
 
 def results_for(kind_set: set[str], results: str | None) -> str | None:
     """Where cloud probes write (required), or this machine's (default results/); SSH hosts use their stack's."""
+    from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
+
     url = results or os.environ.get(RESULTS_ENV)
     if "cloud" in kind_set and not url:
         raise BenchError(
             f"--results is required for cloud probes (or set {RESULTS_ENV}): the bucket the probe stacks write to, "
             "e.g. s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
         )
+    if url:
+        try:
+            # a cloud instance writes to a bucket: a directory on this machine is out of its reach
+            parse_results_location(url, schemes=BUCKET_SCHEMES if "cloud" in kind_set else ALL_SCHEMES)
+        except ResultsLocationError as exc:
+            raise BenchError(f"--results {url}: {exc}") from None
     url = url or (LOCAL_RESULTS if "local" in kind_set else None)
     # a local directory is recorded absolute, so `gpubench logs` finds it from anywhere
     return str(Path(url).expanduser().resolve()) if url and "://" not in url else url
@@ -134,20 +146,49 @@ def bench(
     hourly_usd: float | None = None,
     stacks_dir: Path | None = None,
     poll_seconds: float = 10.0,
+    throughput_only: bool = False,
+    launch_checks: Callable[..., list[dict]] | None = None,
 ) -> BenchOutcome:
     """Probe the task on every candidate in parallel and answer where to run the whole job.
 
-    `backend` is a StackBackend factory (workspace dir -> backend; default the Pulumi
-    Automation API); `confirm(what, question, default) -> bool` asks the user."""
+    Everything is checked before the plan is printed or anything asked (analysis.bench.preflight):
+    option values, the task, and for cloud probes what launching needs. `backend` is a StackBackend
+    factory (workspace dir -> backend; default the Pulumi Automation API, whose CLI and login are then
+    checked too); `confirm(what, question, default) -> bool` asks the user; `launch_checks` replaces
+    analysis.readiness.launch_checks (tests)."""
     from analysis.bench.plan import check_budget, make_plan
+    from analysis.bench.preflight import check_options, check_ready, check_request
 
     printer = Printer(progress or sys.stderr)
+    problems = check_options(
+        probe_minutes=probe_minutes, deadline_hours=deadline_hours, budget_usd=budget_usd, hourly_usd=hourly_usd
+    )
     task = load_task(task_path)
+    problems += check_request(
+        task,
+        gpus=gpus,
+        spot=spot,
+        local=local,
+        hosts=hosts,
+        throughput_only=throughput_only,
+        deadline_hours=deadline_hours,
+        hourly_usd=hourly_usd,
+    )
+    if problems:
+        raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
     workspaces = bench_root(work_dir)  # --project-dir DIR: DIR/.gpubench/bench, else the state home's
     work_dir = Path(work_dir) if work_dir else default_work_dir()
     stacks_dir = Path(stacks_dir) if stacks_dir else work_dir / "stacks"
+    bench_id = new_bench_id()
     candidates, unmatched = choose(
-        task, gpus=gpus, spot=spot, local=local, hosts=hosts, hourly_usd=hourly_usd, stacks_dir=stacks_dir
+        task,
+        gpus=gpus,
+        spot=spot,
+        local=local,
+        hosts=hosts,
+        hourly_usd=hourly_usd,
+        stacks_dir=stacks_dir,
+        bench_id=bench_id,
     )
     for item in unmatched:
         printer(f"{item['ask']}: not probed: {item['reason']}")
@@ -160,13 +201,13 @@ def bench(
     printer(plan.table())
     check_budget(plan, budget_usd)  # raises BudgetExceeded before anything launches
     url = results_for({c.kind for c in candidates}, results)
+    check_ready(candidates, url, bench_id, pulumi=backend is None, cwd=work_dir, checks=launch_checks)
     if not yes and not confirm(
-        [f"at most USD {plan.total_bound_usd:.2f} for {len(candidates)} probe(s)"], "Start the probes?", False
+        [f"at most {USD_SIGN.format(plan.total_bound_usd)} for {len(candidates)} probe(s)"], "Start the probes?", False
     ):
         from infra.conventions import Declined
 
         raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
-    bench_id = new_bench_id()
     record = BenchRecord.create(workspaces / bench_id, bench_id, str(task.path), url)
     settings = {
         "task": task.path,
@@ -187,11 +228,14 @@ def bench(
         reports = early + run_all(jobs, probes)
     except KeyboardInterrupt:
         return cancelled(task, candidates, probes, yes, confirm, record)
-    return finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer)
+    return finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer, throughput_only)
 
 
-def finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer) -> BenchOutcome:
-    """Estimate, rank, write the page; exit code FAILED when no candidate produced an estimate."""
+def finish(
+    task, reports, unmatched, record, deadline_hours, budget_usd, printer, throughput_only=False
+) -> BenchOutcome:
+    """Estimate, rank, write the page; exit code FAILED when no candidate produced an estimate (a rate,
+    with `throughput_only`)."""
     from analysis.bench.answer import answer_doc
     from analysis.bench.page import write_page
 
@@ -200,9 +244,10 @@ def finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer
         str(task.path),
         sorted(reports, key=lambda r: order[id(r.candidate)]),
         unmatched,
-        work_samples=work_samples(task),
+        work_samples=None if throughput_only else work_samples(task),
         deadline_hours=deadline_hours,
         budget_usd=budget_usd,
+        throughput_only=throughput_only,
     )
     doc["bench_id"] = record.bench_id
     for r in reports:
@@ -215,7 +260,8 @@ def finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer
     record.save()
     printer(f"answer: {doc['answer'].get('sentence')}")
     printer(f"page: {page}")
-    estimated = any(r.get("est_hours") is not None for r in doc["candidates"])
+    answered = "samples_per_second" if throughput_only else "est_hours"
+    estimated = any(r.get(answered) is not None for r in doc["candidates"])
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bench.probes import Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
+from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.campaign.manifest import utcnow
 
 STOP_GRACE_SECONDS = 30.0  # on cancel: time for the remote payload to write its result before it is killed
@@ -87,5 +87,7 @@ class SshProbe:
         found = newest_result(open_store(cfg.results), name, started)
         url, result = found if found else (None, None)
         verdict, reason = judge(result)
+        for line in verdict_lines(verdict, reason, result):
+            say(line)
         usd, billed = probe_cost(candidate, seconds)
         return ProbeReport(candidate, name, verdict, reason, result, usd, billed, None, url)

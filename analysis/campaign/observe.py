@@ -32,6 +32,13 @@ class RunView:
     result_key: str = ""  # the key of the newest version of its result.json
 
 
+def run_time(run: RunView) -> float:
+    """A run's time for ordering runs: its finish, else its start; a result that carries neither
+    (written by hand or by a job) sorts before every timed one."""
+    moment = run.finished_at or run.started_at
+    return moment.timestamp() if moment else 0.0
+
+
 @dataclass
 class StackObservation:
     runs: list[RunView] = field(default_factory=list)  # results of this launch
@@ -44,11 +51,7 @@ class StackObservation:
         return sorted({r.run_id for r in self.runs} | set(self.in_progress))
 
     def latest_by_benchmark(self) -> dict[str, RunView]:
-        def when(run: RunView) -> float:
-            moment = run.finished_at or run.started_at
-            return moment.timestamp() if moment else 0.0
-
-        return {run.benchmark: run for run in sorted(self.runs, key=when)}
+        return {run.benchmark: run for run in sorted(self.runs, key=run_time)}
 
     @property
     def last_upload(self) -> datetime | None:

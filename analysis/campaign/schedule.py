@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 KEYS = {"name", "cron", "stacks", "results", "concurrency", "poll", "timeout", "out", "retry_failed"}
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
 DOW = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -121,10 +119,14 @@ class Schedule:
 
 def load(path: str | Path) -> Schedule:
     p = Path(path)
+    from payload.yamlfile import YamlFileError, read_yaml
+
     try:
-        doc = yaml.safe_load(p.read_text())
+        doc = read_yaml(p)
     except FileNotFoundError:
         raise ScheduleError(f"{p}: no such schedule file (examples in schedules/campaign/)") from None
+    except YamlFileError as exc:
+        raise ScheduleError(str(exc)) from None
     if not isinstance(doc, dict):
         raise ScheduleError(f"{p}: expected a mapping with cron, stacks and results")
     unknown = sorted(set(doc) - KEYS)

@@ -29,13 +29,20 @@ examples:
   gpubench bench task.yaml --local --probe-minutes 2           # this machine only, results/ as the bucket
   gpubench bench task.yaml --hosts ssh-hetzner-ex51,ssh-lab-box --json > answer.json
   gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
+  gpubench bench task.yaml --local --throughput-only          # samples/s alone: no `work:` needed
+
+Before the plan is printed every value is checked (the task file, and each option against
+a range no real job leaves, e.g. --probe-minutes at most a day), and before anything is
+asked, for cloud probes: the Pulumi CLI and its login, the extras, each cloud's credentials
+(an identity call) and a write to the results bucket. Everything missing is named at once.
 
 --results defaults to $GPUBENCH_RESULTS (cloud probes need it; --local uses results/).
 The bench's workspace (its generated stacks, record and answer page index.html) is
 $GPUBENCH_HOME/bench/<bench-id>/ (~/.gpubench without it), or with --project-dir DIR
 DIR/.gpubench/bench/<bench-id>/.
 Exit codes: 0 an answer; 1 no candidate produced an estimate; 2 bad task, option or
-budget refused (nothing started); 3 Pulumi CLI missing; 10 not confirmed; 130 Ctrl-C.
+budget refused (nothing started); 3 something cloud probes need is missing (each named,
+nothing started); 10 not confirmed; 130 Ctrl-C.
 """
 
 
@@ -64,7 +71,12 @@ def register(sub) -> None:
         metavar="N",
         help="each probe's limit (default 10); most stop sooner",
     )
-    p.add_argument("--local", action="store_true", help="probe on this machine (local/this-machine)")
+    p.add_argument(
+        "--throughput-only",
+        action="store_true",
+        help="measure samples/s alone, no whole-job hours or cost (the task then needs no `work:`)",
+    )
+    p.add_argument("--local", action="store_true", help="probe on this machine (local/this-machine) only")
     p.add_argument("--hourly-usd", type=float, metavar="USD", help="--local: this machine's price per hour")
     p.add_argument("--hosts", metavar="NAME,...", help="probe on these SSH host stacks (stacks/Pulumi.ssh-*.yaml)")
     p.add_argument("--results", metavar="URL", help="the bucket probes write to (default: $GPUBENCH_RESULTS)")
@@ -94,7 +106,10 @@ def _hosts(text: str | None, stacks_dir=None) -> list[str]:
 
 
 def _print_answer(doc: dict) -> None:
-    from analysis.output import print_table
+    """The answer as a table: money and times through the one formatter each, so a cost never reads
+    $0.00 beside the sentence's USD 0.0034."""
+    from analysis.output import USD_SIGN, print_table
+    from analysis.report.answer import duration
 
     def num(v, fmt):
         return None if v is None else fmt.format(v)
@@ -103,17 +118,17 @@ def _print_answer(doc: dict) -> None:
         (
             r["offering"],
             r["status"],
-            num(r.get("samples_per_second"), "{:.1f}"),
-            num(r.get("est_hours"), "{:.2f}"),
-            num(r.get("est_usd"), "${:.2f}"),
-            num(r.get("probe_usd"), "${:.4f}"),
+            num(r.get("samples_per_second"), "{:,.1f}"),
+            None if r.get("est_hours") is None else duration(r["est_hours"]),
+            num(r.get("est_usd"), USD_SIGN),
+            num(r.get("probe_usd"), USD_SIGN),
             r.get("reason"),
         )
         for r in doc["candidates"]
     )
-    print_table(rows, ("offering", "status", "samples/s", "est hours", "est cost", "probe cost", "note"))
+    print_table(rows, ("offering", "status", "samples/s", "est time", "est cost", "probe cost", "note"))
     print(f"\n{doc['answer'].get('sentence')}")
-    print(f"probes cost ${doc['probe_total_usd']:.4f}; page {doc.get('page')}")
+    print(f"probes cost {USD_SIGN.format(doc['probe_total_usd'])}; page {doc.get('page')}")
 
 
 def run(args) -> int:
@@ -121,6 +136,7 @@ def run(args) -> int:
 
     from analysis.bench.candidates import CandidateError
     from analysis.bench.plan import BudgetExceeded
+    from analysis.bench.preflight import NotReady
     from analysis.bench.run import BenchError, bench
     from analysis.output import emit_json
     from infra.workspace import PulumiMissing
@@ -141,11 +157,12 @@ def run(args) -> int:
             work_dir=args.project_dir,
             hourly_usd=args.hourly_usd,
             stacks_dir=args.stacks_dir,
+            throughput_only=args.throughput_only,
         )
     except (BenchError, CandidateError, BudgetExceeded) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
-    except PulumiMissing as exc:
+    except (PulumiMissing, NotReady) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.MISSING
     if args.json:

@@ -37,9 +37,34 @@ class Figure:
     source: str  # "seed 000, Table 1: Summary ... (url)"
     published: str
     date_note: str
+    input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
+    synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# A payload precision and the study precision it does the same arithmetic as.
+SAME_PRECISION = {"fp32": "fp32", "mixed": "fp16"}
+
+
+def _given(value) -> bool:
+    return value is not None and value == value and value != ""  # not None, NaN or empty
+
+
+def work_differences(f: Figure, precision, batch, data) -> list[str]:
+    """How a run (its precision, per-GPU batch and data) does other work than the study's figure `f`, in
+    words; [] when it is the study's configuration as far as the study printed it."""
+    out = []
+    if _given(precision) and SAME_PRECISION.get(str(precision), str(precision)) != f.precision:
+        out.append(f"{precision} here, {f.precision} in the study")
+    if f.batch_size is None:
+        out.append("the study does not print its batch size")
+    elif _given(batch) and int(batch) != f.batch_size:
+        out.append(f"batch {int(batch)} here, {f.batch_size} in the study")
+    if str(data) == "synthetic" and f.synthetic_input:
+        out.append(f"{f.synthetic_input} here, {f.input} in the study")
+    return out
 
 
 def _source(meta: dict, section: str | None = None) -> str:
@@ -79,6 +104,8 @@ def _seed000(data: dict) -> list[Figure]:
                 source=_source(meta),
                 published=meta["published"],
                 date_note=meta["date_note"],
+                input=work["input"],
+                synthetic_input=work["synthetic_input"],
             )
         )
     return out
@@ -109,6 +136,8 @@ def _seed004(data: dict) -> list[Figure]:
                         source=_source(meta),
                         published=meta["published"],
                         date_note=meta["date_note"],
+                        input=work["input"],
+                        synthetic_input=work["synthetic_input"],
                     )
                 )
     return out

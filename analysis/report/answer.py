@@ -273,12 +273,18 @@ def versus_lines(v) -> tuple[str, str]:
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
-    did = (
-        f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s; the studies' GPUs "
-        f"{_span(slow.value, fast.value, _digits)} {unit}/s ({v.name(slow)} to {v.name(fast)}), "
-        f"{_span(slow.value / v.rate, fast.value / v.rate, _digits)} times as fast."
-    )
-    here = f"here about {long_duration(v.here_hours)}"
+    theirs = f"{_span(slow.value, fast.value, _digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
+    if v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
+        did = (
+            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s on other work than the studies' "
+            f"({'; '.join(v.differs)}), so not set against their {theirs}."
+        )
+    else:
+        did = (
+            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, "
+            f"{_span(slow.value / v.rate, fast.value / v.rate, _digits)} times as fast."
+        )
+    here = f"here about {long_duration(v.here_hours)}" + (" at that rate, on that other work" if v.differs else "")
     if v.here_usd is not None:
         here += f" for {usd(v.here_usd)} (USD {v.hourly.hourly_usd:.2f}/h, {short_source(v.hourly.source)})"
     hours = [h for _, h, _ in v.there]

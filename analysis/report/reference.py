@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from analysis.reference.studies import Figure, reference_figures, workload_notes
+from analysis.reference.studies import Figure, reference_figures, work_differences, workload_notes
 
 # Offerings priced from a rate the user (or the demo default) chose.
 ASSUMED_PRICE_KINDS = ("local",)
@@ -307,6 +307,7 @@ class Versus(NamedTuple):
     hourly: Price | None
     there: tuple[tuple[str, float, float | None], ...]  # (GPU label, hours, USD or None)
     there_published: bool  # the study printed those hours (else: the work / the published rate)
+    differs: tuple[str, ...] = ()  # how this machine's run is other work than the studies' (words); () when not
 
     def name(self, f: Figure) -> str:
         return gpu_name(f)
@@ -387,6 +388,9 @@ def versus_of(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[V
                 hourly=hourly,
                 there=_there(refs, work[1]),
                 there_published=all(f.train_hours for f in refs),
+                differs=tuple(
+                    work_differences(refs[0], subject["precision"], subject["per_gpu_batch_size"], subject["data"])
+                ),
             )
         )
     return out

@@ -39,12 +39,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from payload.config import MAX_GPUS_PER_MACHINE
 from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
+from payload.yamlfile import quote
 
 __all__ = [
     "FIELDS",
     "MAX_WORKDIR_BYTES",
     "METRIC_FORMATS",
+    "MAX_GPUS_PER_MACHINE",
+    "MAX_WORK_SAMPLES",
     "Accelerator",
     "Resources",
     "TaskFile",
@@ -59,7 +63,7 @@ __all__ = [
 
 METRIC_FORMATS = ("json", "mllog")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -91,6 +95,13 @@ WORK_HINTS = {
 }
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 + samples_per_step: 256 | epochs: 90 + samples_per_epoch: 1281167"
+# Bounds no real job reaches, so a typo or a hostile file is refused before anything is sized by it.
+MAX_DISK_GB = 65_536  # 64 TiB: the largest single EBS volume or Persistent Disk
+# `setup`, `run` and each `env` value reach the job as one argument or variable of an exec, which Linux
+# refuses past 128 KiB (MAX_ARG_STRLEN, execve(2)): longer scripts belong in a file in the workdir.
+MAX_SCRIPT_CHARS = 100_000
+# Samples of a whole job: the largest published training runs count about 1.5e13 tokens.
+MAX_WORK_SAMPLES = 1e15
 
 
 class WorkloadSpecError(ValueError):
@@ -119,7 +130,7 @@ def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str]) ->
 
 def _positive_number(value: Any, what: str) -> float | int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
-        raise ValueError(f"expected a number > 0 ({what}), got {value!r}")
+        raise ValueError(f"expected a number > 0 ({what}), got {quote(value)}")
     return value
 
 
@@ -130,7 +141,7 @@ class Accelerator(_Model):
     """One GPU alternative: a catalog GPU model and how many of it one machine has."""
 
     name: str = Field(description="a GPU model as the catalog names it, e.g. T4, L4, A10G, A100, H100")
-    count: int = Field(1, ge=1, description="GPUs of that model on one machine (default 1)")
+    count: int = Field(1, ge=1, le=MAX_GPUS_PER_MACHINE, description="GPUs of that model on one machine (default 1)")
 
     def __str__(self) -> str:
         return f"{self.name}:{self.count}"
@@ -145,7 +156,7 @@ def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        raise ValueError(f"expected a list of GPU alternatives like [T4:1, L4:1, A100:8], got {value!r}")
+        raise ValueError(f"expected a list of GPU alternatives like [T4:1, L4:1, A100:8], got {quote(value)}")
     if not items or items == [""]:
         raise ValueError("empty: list at least one GPU alternative, e.g. [T4:1, L4:1, A100:8]")
     out = []
@@ -155,10 +166,14 @@ def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
             continue
         match = ACCELERATOR_RE.match(item) if isinstance(item, str) else None
         if match is None:
-            raise ValueError(f"{item!r} is not NAME or NAME:COUNT (e.g. T4, V100:1, A100:8)")
-        count = int(match["count"]) if match["count"] else 1
-        if count < 1:
-            raise ValueError(f"{item!r}: the count must be at least 1 (e.g. {match['name']}:1)")
+            raise ValueError(f"{quote(item)} is not NAME or NAME:COUNT (e.g. T4, V100:1, A100:8)")
+        digits = match["count"] or "1"
+        count = int(digits) if len(digits) <= 6 else 0  # a long string of digits is never read as a number
+        if not 1 <= count <= MAX_GPUS_PER_MACHINE:
+            raise ValueError(
+                f"{quote(item)}: the count must be 1 to {MAX_GPUS_PER_MACHINE}, the most GPUs one machine in "
+                f"the catalog has (e.g. {match['name']}:1)"
+            )
         out.append(Accelerator(name=match["name"], count=count))
     return tuple(dict.fromkeys(out))
 
@@ -166,10 +181,10 @@ def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
 def _names(value: Any, pattern: re.Pattern[str], what: str, example: str) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not items:
-        raise ValueError(f"expected a list of {what}, e.g. [{example}], got {value!r}")
+        raise ValueError(f"expected a list of {what}, e.g. [{example}], got {quote(value)}")
     for item in items:
         if not isinstance(item, str) or not pattern.match(item):
-            raise ValueError(f"{item!r}: expected {what}, e.g. [{example}]")
+            raise ValueError(f"{quote(item)}: expected {what}, e.g. [{example}]")
     return tuple(dict.fromkeys(items))
 
 
@@ -194,7 +209,9 @@ class Resources(_Model):
     @classmethod
     def _shape(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
-            raise _Problem(None, f"expected a mapping like {{accelerators: [T4:1, L4:1], spot: false}}, got {raw!r}")
+            raise _Problem(
+                None, f"expected a mapping like {{accelerators: [T4:1, L4:1], spot: false}}, got {quote(raw)}"
+            )
         if not raw:
             raise _Problem(
                 None,
@@ -213,7 +230,7 @@ class Resources(_Model):
     @classmethod
     def _spot(cls, value: Any) -> bool:
         if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
+            raise ValueError(f"expected true or false, got {quote(value)}")
         return value
 
     @field_validator("providers", mode="before")
@@ -229,8 +246,10 @@ class Resources(_Model):
     @field_validator("disk_gb", mode="before")
     @classmethod
     def _disk(cls, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"expected whole GB, an integer >= 1 (e.g. disk_gb: 100), got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DISK_GB:
+            raise ValueError(
+                f"expected whole GB, an integer from 1 to {MAX_DISK_GB} (e.g. disk_gb: 100), got {quote(value)}"
+            )
         return value
 
 
@@ -254,7 +273,7 @@ class Work(_Model):
     @classmethod
     def _shape(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
-            raise _Problem(None, f"expected a mapping, one of {WORK_EXAMPLE}; got {raw!r}")
+            raise _Problem(None, f"expected a mapping, one of {WORK_EXAMPLE}; got {quote(raw)}")
         _reject_unknown(raw, cls, WORK_HINTS)
         given = [shape for shape in WORK_SHAPES if any(raw.get(k) is not None for k in shape)]
         if len(given) != 1:
@@ -270,6 +289,16 @@ class Work(_Model):
     @classmethod
     def _positive(cls, value: Any, info: ValidationInfo) -> Any:
         return None if value is None else _positive_number(value, str(cls.model_fields[info.field_name].description))
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Work:
+        if self.total_samples() > MAX_WORK_SAMPLES:
+            raise _Problem(
+                None,
+                f"{self.total_samples():.3g} samples in all, more than {MAX_WORK_SAMPLES:.0e} (no real job trains "
+                f"that many); give the whole job's samples, one of {WORK_EXAMPLE}",
+            )
+        return self
 
     def total_samples(self) -> float:
         """Samples the whole job trains, whichever way the file gave them."""
@@ -287,7 +316,12 @@ def _text(value: Any, key: str) -> str:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected {FIELDS[key]}, got {value!r}")
+        raise ValueError(f"expected {FIELDS[key]}, got {quote(value)}")
+    if len(value) > MAX_SCRIPT_CHARS:
+        raise ValueError(
+            f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
+            "commands in a script in the workdir and run that"
+        )
     return value.strip("\n")
 
 
@@ -350,7 +384,7 @@ class TaskFile(_Model):
     @classmethod
     def _name(cls, value: Any) -> str:
         if not isinstance(value, str) or not NAME_RE.match(value):
-            raise ValueError(f"{value!r} is not a valid name; use {FIELDS['name']}")
+            raise ValueError(f"{quote(value)} is not a valid name; use {FIELDS['name']}")
         return value
 
     @field_validator("run", "setup", mode="before")
@@ -362,7 +396,7 @@ class TaskFile(_Model):
     @classmethod
     def _description(cls, value: Any) -> str:
         if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {value!r}")
+            raise ValueError(f"expected a string, got {quote(value)}")
         return value
 
     @field_validator("image", mode="before")
@@ -371,7 +405,7 @@ class TaskFile(_Model):
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value.strip()):
-            raise ValueError(f"{value!r} is not an image reference; use {FIELDS['image']}")
+            raise ValueError(f"{quote(value)} is not an image reference; use {FIELDS['image']}")
         return value.strip()
 
     @field_validator("env", mode="before")
@@ -383,19 +417,31 @@ class TaskFile(_Model):
         clean = {}
         for k, v in value.items():
             if not isinstance(k, str) or not ENV_RE.match(k):
-                raise ValueError(f"{k!r} is not a variable name (letters, digits, _; not starting with a digit)")
+                raise ValueError(
+                    f"{quote(k)} is not a variable name (letters, digits, _; not starting with a digit; at most 128)"
+                )
             if k.startswith("GPUBENCH_"):
                 raise ValueError(f"{k} is set by gpubench itself; rename it")
             if v is None or isinstance(v, (dict, list)):
-                raise ValueError(f"{k}: expected a string or number, got {v!r}")
+                raise ValueError(f"{k}: expected a string or number, got {quote(v)}")
             clean[k] = str(v).lower() if isinstance(v, bool) else str(v)
+            if len(clean[k]) > MAX_SCRIPT_CHARS:
+                raise ValueError(
+                    f"{k}: {len(clean[k]):,} characters, more than {MAX_SCRIPT_CHARS:,} (a variable's limit); "
+                    "ship the value as a file in the workdir"
+                )
         return clean
 
     @field_validator("gpus", mode="before")
     @classmethod
     def _gpus(cls, value: Any) -> int | None:
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"expected an integer >= 0, got {value!r} (omit it to use every visible GPU)")
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GPUS_PER_MACHINE
+        ):
+            raise ValueError(
+                f"expected an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in the catalog "
+                f"has), got {quote(value)} (omit it to use every visible GPU)"
+            )
         return value
 
     @field_validator("metrics", mode="before")
@@ -404,14 +450,14 @@ class TaskFile(_Model):
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not value or any(m not in METRIC_FORMATS for m in value):
-            raise ValueError(f"{value!r}: expected {FIELDS['metrics']}, e.g. metrics: [json]")
+            raise ValueError(f"{quote(value)}: expected {FIELDS['metrics']}, e.g. metrics: [json]")
         return tuple(dict.fromkeys(value))
 
     @field_validator("workdir", mode="before")
     @classmethod
     def _workdir(cls, value: Any, info: ValidationInfo) -> str:
         if not isinstance(value, str):
-            raise ValueError(f"expected a directory path, got {value!r}")
+            raise ValueError(f"expected a directory path, got {quote(value)}")
         context = info.context or {}
         path = confine_workdir(value, Path(context.get("path", "workload.yaml")).parent)
         if context.get("check_workdir", True) and not path.is_dir():
@@ -423,10 +469,10 @@ class TaskFile(_Model):
     def _allow(cls, value: Any) -> tuple[str, ...]:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, (list, tuple)):
-            raise ValueError(f"expected a list of workdir paths, e.g. allow: [certs/ca.pem], got {value!r}")
+            raise ValueError(f"expected a list of workdir paths, e.g. allow: [certs/ca.pem], got {quote(value)}")
         for item in items:
             if not isinstance(item, str) or not item or item.startswith(("/", "~")) or ".." in item.split("/"):
-                raise ValueError(f"{item!r}: expected a path relative to the workdir, e.g. certs/ca.pem")
+                raise ValueError(f"{quote(item)}: expected a path relative to the workdir, e.g. certs/ca.pem")
         return tuple(dict.fromkeys(items))
 
     @model_validator(mode="after")
@@ -532,8 +578,8 @@ def _spec_error(where: str, exc: ValidationError) -> WorkloadSpecError:
         problem = str(cause)
     else:  # pydantic's own check (a type, a bound): say what was expected
         fix = _describe(path)
-        problem = f"{first['msg'].lower()}, got {first.get('input')!r}" + (f" (expected {fix})" if fix else "")
-    return WorkloadSpecError(f"{where}: field {'.'.join(path)!r}: {problem}")
+        problem = f"{first['msg'].lower()}, got {quote(first.get('input'))}" + (f" (expected {fix})" if fix else "")
+    return WorkloadSpecError(f"{where}: field {quote('.'.join(path))}: {problem}")
 
 
 def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
@@ -560,7 +606,7 @@ def _hashed(spec: WorkloadSpec) -> WorkloadSpec:
 
 def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
     """Read and validate a workload spec file; WorkloadSpecError names the field and the fix."""
-    import yaml
+    from payload.yamlfile import YamlFileError, read_yaml
 
     p = Path(path).expanduser()
     if not p.is_file():
@@ -568,7 +614,7 @@ def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
             f"workload spec {path}: no such file (give the path of a YAML file, see docs/workloads.md)"
         )
     try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise WorkloadSpecError(f"{p.resolve()}: not valid YAML: {exc}") from None
+        raw = read_yaml(p.resolve())
+    except YamlFileError as exc:
+        raise WorkloadSpecError(str(exc)) from None
     return parse_spec(raw, p, check_workdir=check_workdir)

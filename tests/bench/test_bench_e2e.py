@@ -147,7 +147,7 @@ def test_local_bench_through_the_command(tmp_path, capsys, no_metadata):
     (row,) = doc["candidates"]
     assert row["kind"] == "local" and row["status"] == "measured"
     check_rate(row)
-    assert "[local]" in err and "probe at most" in err
+    assert row["name"] == f"local-{doc['bench_id']}" and f"[{row['name']}]" in err and "probe at most" in err
     (result,) = (results / "runs" / row["name"]).glob("*/result.json")
     doc = json.loads(result.read_text())
     steady = doc["probe"]["steady"]

@@ -384,7 +384,16 @@ def test_bench_help_explains_and_has_examples(capsys):
         main(["bench", "--help"])
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
-    for text in ("examples:", "--budget", "--local", "--hosts", "Ctrl-C", "gpubench status", "--json"):
+    for text in (
+        "examples:",
+        "--budget",
+        "--local",
+        "--hosts",
+        "Ctrl-C",
+        "gpubench status",
+        "--json",
+        "--throughput-only",
+    ):
         assert text in out
 
 
@@ -402,3 +411,84 @@ def test_command_budget_refusal_is_a_usage_error_before_any_launch(tmp_path, cap
     err = capsys.readouterr().err
     assert code == exitcodes.USAGE and "--results is required" in err
     assert not (root / ".gpubench").exists()
+
+
+def test_a_result_without_times_never_hides_the_genuine_probe(tmp_path):
+    """A `{"status": "completed"}` with no times beside a probe's result: the probe's result is the newest."""
+    from analysis.bench.readings import newest_result
+    from payload.storage import open_store
+
+    store = open_store(str(tmp_path / "results"))
+    store.put_bytes("runs/local-x/r0-bare/result.json", json.dumps({"status": "completed"}).encode())
+    genuine = {
+        "status": "completed",
+        "benchmark": "workload:job@abc",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:01:00Z",
+        "probe": {"stopped_by": "steady"},
+    }
+    store.put_bytes("runs/local-x/r1-probe/result.json", json.dumps(genuine).encode())
+    url, doc = newest_result(store, "local-x", None)
+    assert doc == genuine and url.endswith("r1-probe/result.json")
+
+
+def test_a_failed_probes_output_tail_is_printed_once_and_the_table_stays_whole(tmp_path, capsys):
+    """The tail of a failed job's output goes with the probe's progress, once; the reason in the table and
+    in the answer is one line."""
+    from analysis.bench.answer import answer_doc
+    from analysis.bench.readings import verdict_lines
+    from analysis.commands.bench import _print_answer
+
+    (cand,) = candidates_for(write_task(tmp_path / "t"))
+    tail = ["Traceback (most recent call last):", '  File "train.py", line 3', "ValueError: boom"]
+    result = {
+        "status": "failed",
+        "error": "the job exited with 1\n--- last lines of its output ---\n" + "\n".join(tail),
+    }
+    status, reason = judge(result)
+    assert status == "failed" and "\n" not in reason and "ValueError" not in reason
+    progress = "\n".join(verdict_lines(status, reason, result))
+    doc = answer_doc(
+        "t.yaml",
+        [ProbeReport(cand, "s", status, reason, result, 0.01)],
+        [],
+        work_samples=1e6,
+        deadline_hours=None,
+        budget_usd=None,
+    )
+    _print_answer(doc | {"page": "index.html"})
+    out = capsys.readouterr().out
+    assert (progress + out).count("ValueError: boom") == 1 and progress.count("  | ") == 3
+    header, rule, row = out.splitlines()[:3]
+    assert len(row) <= len(rule) + len(reason)  # one line: the row did not break into the tail
+
+
+def test_the_answer_table_shows_every_cost_with_its_distinguishing_digits(capsys):
+    from analysis.commands.bench import _print_answer
+
+    row = dict.fromkeys(ROW_FIELDS) | {"offering": "local/this-machine", "status": "measured"}
+    row |= {"samples_per_second": 469.0, "est_hours": 0.012, "est_usd": 0.0034, "probe_usd": 0.00083}
+    _print_answer({"candidates": [row], "answer": {"sentence": "s"}, "probe_total_usd": 0.00083, "page": "p"})
+    out = capsys.readouterr().out
+    assert "$0.0034" in out and "$0.00083" in out and "$0.00 " not in out and "43.2 s" in out
+
+
+def test_throughput_only_ranks_the_rates_and_estimates_no_whole_job(tmp_path):
+    from analysis.bench.answer import answer_doc
+    from analysis.bench.page import write_page
+
+    found = candidates_for(write_task(tmp_path / "t", accelerators=("T4:1", "L4:1")))
+    fast = {**STEADY, "samples_per_second": 2000.0, "low": 1900.0, "high": 2100.0}
+    reports = [
+        ProbeReport(found[0], "a", "measured", None, result_doc(), 0.01),
+        ProbeReport(found[1], "b", "measured", None, result_doc(steady=fast), 0.02),
+    ]
+    doc = answer_doc(
+        "t.yaml", reports, [], work_samples=None, deadline_hours=None, budget_usd=None, throughput_only=True
+    )
+    assert doc["throughput_only"] and all(r["est_hours"] is None and not r["reason"] for r in doc["candidates"])
+    assert [r["name"] for r in doc["answer"]["ranked"]] == ["b", "a"]  # fastest first
+    sentence = doc["answer"]["sentence"]
+    assert sentence.startswith("Throughput only (--throughput-only: no whole-job estimate): ")
+    assert "2,000.0 samples/s" in sentence and "Not measured" not in sentence
+    assert write_page(doc, tmp_path / "page").is_file()

@@ -261,7 +261,8 @@ def test_unbounded_upper_interval():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"), [({"deadline_hours": 0}, "deadline_hours"), ({"budget_usd": -1}, "budget_usd")]
+    ("kwargs", "message"),
+    [({"deadline_hours": 0}, "--deadline 0: give hours > 0"), ({"budget_usd": -1}, "--budget -1: give US dollars > 0")],
 )
 def test_bad_limits(kwargs, message):
     limits = {"deadline_hours": None, "budget_usd": None} | kwargs

@@ -151,3 +151,45 @@ def test_new_lines_of_a_rolling_tail():
     assert new_lines([], ["a"]) == ["a"]
     assert new_lines(["a", "b", "c"], ["b", "c", "d"]) == ["d"]
     assert new_lines(["a", "b"], ["x", "y"]) == ["x", "y"]  # rolled past everything seen
+
+
+def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
+    """Each bench's local probe is a stack of its own (local-<bench id>): its runs, state and cost never
+    mix with another bench's, and no detail says None."""
+    from bench_fakes import write_task
+
+    import analysis.bench.launch as launch
+    from analysis.bench.readings import ProbeReport, judge, newest_result
+    from analysis.bench.run import bench
+
+    results = tmp_path / "results"
+    store = open_store(str(results))
+
+    class FakeLocal:
+        """The local probe without a payload process: one completed probe result under the candidate's stack."""
+
+        def __call__(self, candidate, probes):
+            start = datetime.now(timezone.utc)
+            run = f"runs/{candidate.name}/{start:%Y%m%dT%H%M%S%fZ}-local-{JOB}/result.json"
+            doc = {
+                "status": "completed",
+                "benchmark": {"name": JOB},
+                "started_at": iso(start),
+                "finished_at": iso(start + timedelta(seconds=5)),
+                "probe": {"stopped_by": "steady"},
+            }
+            put(store, run, json.dumps(doc))
+            url, result = newest_result(store, candidate.name, start - timedelta(seconds=1))
+            return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, 5.0, None, url)
+
+    monkeypatch.setattr(launch, "_local", lambda record, settings: FakeLocal())
+    task = write_task(tmp_path / "t")
+    for _ in range(2):
+        bench(task, local=True, yes=True, results=str(results), work_dir=tmp_path, progress=io.StringIO())
+    assert main(["status", "--all", "--json", "--project-dir", str(tmp_path)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2 and len({r["bench_id"] for r in rows}) == 2
+    for row in rows:
+        assert row["stack"] == f"local-{row['bench_id']}" and len(row["run_ids"]) == 1
+        assert "None" not in str(row["detail"])
+    assert rows[0]["run_ids"] != rows[1]["run_ids"]

@@ -33,10 +33,15 @@ FIELD_ERRORS = [
     ({**BASE, "image": "two words"}, "'image'", "not an image reference"),
     ({**BASE, "env": ["A=1"]}, "'env'", "mapping NAME: value"),
     ({**BASE, "env": {"1A": "x"}}, "'env'", "not a variable name"),
+    ({**BASE, "env": {"A" * 100_000: "x"}}, "'env'", "at most 128"),
     ({**BASE, "env": {"GPUBENCH_STACK": "s"}}, "'env'", "set by gpubench itself"),
     ({**BASE, "env": {"A": None}}, "'env'", "expected a string or number"),
-    ({**BASE, "gpus": -1}, "'gpus'", "integer >= 0"),
-    ({**BASE, "gpus": "many"}, "'gpus'", "integer >= 0"),
+    ({**BASE, "gpus": -1}, "'gpus'", "integer from 0 to 16"),
+    ({**BASE, "gpus": "many"}, "'gpus'", "integer from 0 to 16"),
+    ({**BASE, "gpus": 100000}, "'gpus'", "the most GPUs one machine in the catalog has"),
+    ({**BASE, "run": "echo x\n" * 20_000}, "'run'", "more than 100,000 (a process argument's limit)"),
+    ({**BASE, "env": {"BIG": "x" * 200_000}}, "'env'", "BIG: 200,000 characters, more than 100,000"),
+    ({**BASE, "gpus": 1000000000000}, "'gpus'", "the most GPUs one machine in the catalog has"),
     ({**BASE, "metrics": ["csv"]}, "'metrics'", "json, mllog"),
     ({**BASE, "workdir": "nope"}, "'workdir'", "relative to the spec file"),
     ({**BASE, "workdir": 3}, "'workdir'", "a directory path"),
@@ -48,7 +53,9 @@ FIELD_ERRORS = [
     ({**BASE, "resources": {"accelerators": []}}, "'resources.accelerators'", "at least one GPU alternative"),
     ({**BASE, "resources": {"accelerators": 4}}, "'resources.accelerators'", "a list of GPU alternatives"),
     ({**BASE, "resources": {"accelerators": ["T4:x"]}}, "'resources.accelerators'", "NAME or NAME:COUNT"),
-    ({**BASE, "resources": {"accelerators": "T4:0"}}, "'resources.accelerators'", "at least 1 (e.g. T4:1)"),
+    ({**BASE, "resources": {"accelerators": "T4:0"}}, "'resources.accelerators'", "1 to 16, the most GPUs"),
+    ({**BASE, "resources": {"accelerators": ["A100:100000"]}}, "'resources.accelerators'", "1 to 16, the most"),
+    ({**BASE, "resources": {"accelerators": {"T4": 10**30}}}, "'resources.accelerators'", "1 to 16, the most"),
     ({**BASE, "resources": {"accelerators": [{"T4": 1}]}}, "'resources.accelerators'", "NAME or NAME:COUNT"),
     ({**BASE, "resources": {"use_spot": True}}, "'resources.use_spot'", "`use_spot` is `spot` here"),
     ({**BASE, "resources": {"cloud": "aws"}}, "'resources.cloud'", "providers: [aws]"),
@@ -57,8 +64,9 @@ FIELD_ERRORS = [
     ({**BASE, "resources": {"accelerators": "T4", "providers": ["AWS"]}}, "'resources.providers'", "lowercase"),
     ({**BASE, "resources": {"accelerators": "T4", "providers": []}}, "'resources.providers'", "e.g. [aws, gcp]"),
     ({**BASE, "resources": {"accelerators": "T4", "regions": [""]}}, "'resources.regions'", "region names"),
-    ({**BASE, "resources": {"accelerators": "T4", "disk_gb": 0}}, "'resources.disk_gb'", "integer >= 1"),
-    ({**BASE, "resources": {"accelerators": "T4", "disk_gb": 10.5}}, "'resources.disk_gb'", "integer >= 1"),
+    ({**BASE, "resources": {"accelerators": "T4", "disk_gb": 0}}, "'resources.disk_gb'", "integer from 1 to"),
+    ({**BASE, "resources": {"accelerators": "T4", "disk_gb": 10.5}}, "'resources.disk_gb'", "integer from 1 to"),
+    ({**BASE, "resources": {"accelerators": "T4", "disk_gb": 10**9}}, "'resources.disk_gb'", "to 65536"),
     ({**BASE, "gpus": 4, "resources": {"accelerators": ["T4", "A100:8"]}}, "'gpus'", "drop those alternatives"),
     # work
     ({**BASE, "work": 1000}, "'work'", "expected a mapping"),
@@ -70,6 +78,8 @@ FIELD_ERRORS = [
     ({**BASE, "work": {"samples": True}}, "'work.samples'", "a number > 0"),
     ({**BASE, "work": {"steps": 10, "samples_per_step": "lots"}}, "'work.samples_per_step'", "a number > 0"),
     ({**BASE, "work": {"batch_size": 64}}, "'work.batch_size'", "give `samples_per_step`"),
+    ({**BASE, "work": {"samples": 1.7e308}}, "'work'", "more than 1e+15 (no real job trains that many)"),
+    ({**BASE, "work": {"steps": 1e10, "samples_per_step": 1e10}}, "'work'", "1e+20 samples in all, more than"),
 ]
 
 
@@ -150,3 +160,10 @@ def test_every_user_field_has_a_description():
     for model in (TaskFile, Resources, Work, Accelerator):
         for name, info in model.model_fields.items():
             assert info.description and len(info.description) > 10, (model.__name__, name)
+
+
+def test_the_gpu_count_bound_is_the_catalogs_largest_machine():
+    from infra.catalog import load_catalog
+    from payload.workloads.spec import MAX_GPUS_PER_MACHINE
+
+    assert MAX_GPUS_PER_MACHINE == max(o.gpu_count for o in load_catalog().offerings())

@@ -32,7 +32,11 @@ FIRST_SCREEN_JS = """
 })()
 """
 
-SENTENCE = re.compile(r"this machine \((CPU|\d+ GPUs?)\) [\d,.]+ \w+/s; the studies' GPUs [\d,.]+–[\d,.]+ \w+/s")
+# this machine's rate beside the studies': as a ratio when it did the study's work, else the differences named
+SENTENCE = re.compile(
+    r"this machine \((CPU|\d+ GPUs?)\) [\d,.]+ \w+/s"
+    r"(; the studies' GPUs| on other work than the studies' \(.+\), so not set against their) [\d,.]+–[\d,.]+ \w+/s"
+)
 FULL = re.compile(r"full training \([\d,]+ \w+\): here about [\d,.]+ \S+")
 
 

@@ -94,3 +94,49 @@ def test_the_check_catches_a_table_that_runs_off(tmp_path):
     (t,) = layout["tables"]
     assert t["scrollWidth"] > t["clientWidth"] and t["overflowX"] == "visible", t
     assert layout["firstSection"] is None
+
+
+NOTES_JS = """
+(() => Array.from(document.querySelectorAll('#ranked .notes')).map(n => {
+  const box = n.getBoundingClientRect();
+  const line = parseFloat(getComputedStyle(n).lineHeight) || 16;
+  return {width: box.width, right: box.right, lines: box.height / line, text: n.textContent.length};
+}))()
+"""
+LONG_NOTE = (
+    "throughput not steady by the probe limit (time-limit): interval +/-18.4 %; the estimate is wide; "
+    "excludes the time from the job's end to the machine's release (result upload, shutdown): not timed by "
+    "this probe; the job's own clock left out 12.5% of the wall time (evaluation, say): rates are per wall second"
+)
+
+
+def test_the_bench_pages_notes_read_at_1366(tmp_path):
+    """Long notes (why a probe was not steady) on a bench page at 1366 px: every note gets a readable width
+    (never one letter per line), no table runs past its container, the page fits the window."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from test_page import candidate, document
+
+    from analysis.bench.page import write_page
+
+    rows = [candidate(i, 2.0 + i, 3.0 + i, status="not-steady", reason=LONG_NOTE) for i in range(6)]
+    rows[0]["offering"] = "aws/p4de.24xlarge-with-a-long-offering-name"
+    page_file = write_page(document(rows), tmp_path)
+    with Browser(find_chromium(), width=WIDTH, height=HEIGHT) as browser:
+        page, seen = browser.load(page_file.resolve().as_uri())
+        try:
+            layout, notes = page.evaluate(LAYOUT_JS), page.evaluate(NOTES_JS)
+            browser.screenshot(page, tmp_path / "bench-1366.png")
+        finally:
+            page.close()
+    assert seen["problems"]["exceptions"] == [] and seen["problems"]["failed_requests"] == []
+    assert layout["pageWidth"] <= WIDTH, layout["pageWidth"]
+    for t in layout["tables"]:
+        assert t["scrollWidth"] <= t["clientWidth"] and t["boxRight"] <= WIDTH, t
+    assert len(notes) == len(rows)
+    for note in notes:
+        # at least 60 characters' width (0.82em text, about 6 px a character) and never past the window
+        assert note["width"] >= 360 and note["right"] <= WIDTH, note
+        assert note["lines"] <= 6, note

@@ -137,22 +137,23 @@ def test_the_installed_copy_builds_the_same_code_bundle_as_the_checkout(installe
     assert (sha256, digest, int(files)) == (checkout.sha256, checkout.digest, checkout.files)
 
 
-def test_bench_from_an_empty_directory_stops_where_the_pulumi_cli_is_missing(installed, tmp_path):
+def test_bench_from_an_empty_directory_names_what_it_misses_before_anything_starts(installed, tmp_path):
+    """No Pulumi CLI, no AWS credentials: both named before the question, and nothing is written anywhere
+    (no bench workspace, nothing where the command ran, nothing in the package); no request is sent."""
     from payload import exitcodes
 
     before = package_files(installed)
-    env = installed_env(installed, tmp_path, GPUBENCH_RESULTS=str(tmp_path / "results"))
+    none = str(tmp_path / "none")
+    env = installed_env(installed, tmp_path, GPUBENCH_RESULTS="s3://gpubench-install-check")
+    env = {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE")}
+    env |= {"AWS_SHARED_CREDENTIALS_FILE": none, "AWS_CONFIG_FILE": none, "AWS_EC2_METADATA_DISABLED": "true"}
     argv = ["bench", "examples/keras-mnist/workload.yaml", "--gpus", "T4", "--yes", "--json"]
     done = gpubench(argv, tmp_path / "empty", env)
     assert done.returncode == exitcodes.MISSING, done.stderr[-3000:]
-    assert "the Pulumi CLI is not installed" in done.stderr and "get.pulumi.com" in done.stderr
+    assert "pulumi CLI: not on PATH" in done.stderr and "get.pulumi.com" in done.stderr
+    assert "aws credentials: none found" in done.stderr and "nothing was asked and nothing started" in done.stderr
     assert done.stdout == ""
-    (record,) = (tmp_path / "home" / "bench").glob("*/bench.json")  # the workspace is in the state home
-    task = Path(json.loads(record.read_text())["task"])
-    assert task == installed / "infra" / "project" / "examples" / "keras-mnist" / "workload.yaml"
-    program = yaml.safe_load((record.parent / "Pulumi.yaml").read_text())
-    main_dir = (record.parent / program["main"]).resolve()
-    assert main_dir == installed / "infra" and (main_dir / "__main__.py").is_file()  # the installed program
+    assert not list((tmp_path / "home").glob("bench/*/bench.json"))  # no workspace: nothing started
     assert list((tmp_path / "empty").iterdir()) == []  # nothing written where the command ran
     assert package_files(installed) == before  # nor inside the installed package
 

@@ -209,7 +209,7 @@ def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_lin
         ({"name": "a b", "run": "x"}, "'name'", "letters, digits"),
         ({"name": "a", "run": "x", "envs": {"A": 1}}, "'envs'", "SkyPilot's `envs` is `env` here"),
         ({"name": "a", "run": "x", "resources": {}}, "'resources'", "come from the stack's offering"),
-        ({"name": "a", "run": "x", "gpus": -1}, "'gpus'", "integer >= 0"),
+        ({"name": "a", "run": "x", "gpus": -1}, "'gpus'", "integer from 0 to 16"),
         ({"name": "a", "run": "x", "metrics": ["csv"]}, "'metrics'", "json, mllog"),
         ({"name": "a", "run": "x", "env": ["A=1"]}, "'env'", "mapping NAME: value"),
         ({"name": "a", "run": "x", "env": {"GPUBENCH_STACK": "s"}}, "'env'", "set by gpubench itself"),

@@ -14,7 +14,8 @@ BASE = {"benchmark": "mnist-mlp", "results": "/tmp/gpubench-results", "stack": "
     [
         ({"epochs": "x"}, {}, ["--epochs='x'", "must be a positive integer"]),
         ({}, {"GPUBENCH_STEPS": "0"}, ["GPUBENCH_STEPS='0'", "must be a positive integer"]),
-        ({"gpus": "-2"}, {}, ["--gpus='-2'", "must be an integer >= 0"]),
+        ({"gpus": "-2"}, {}, ["--gpus='-2'", "must be an integer from 0 to 16"]),
+        ({}, {"GPUBENCH_GPUS": "100000"}, ["GPUBENCH_GPUS='100000'", "the most GPUs one machine"]),
         ({"hourly_usd": "nan"}, {}, ["--hourly-usd='nan'", "finite"]),
         ({"watch_interval": "0"}, {}, ["--watch-interval='0'", "must be a positive number"]),
         ({}, {"GPUBENCH_ON_DEMAND_HOURLY_USD": "-1"}, ["GPUBENCH_ON_DEMAND_HOURLY_USD='-1'", ">= 0"]),
