@@ -182,7 +182,8 @@ def search_offers(
     """The offerings that pass every filter given, in `sort` order, with what was hidden.
 
     Retired on `as_of` (default today) are left out unless `retired`. A row whose price is more than
-    `max_age_days` older than that day (0: no limit) is left out unless `stale`: each row is judged by
+    `max_age_days` older than that day (0: no limit) is left out unless `stale` (or retired and listed
+    because of `retired`): each row is judged by
     its own price date, so a 2018 price never ranks beside 2026 ones unasked. ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
@@ -192,7 +193,8 @@ def search_offers(
     gone = {o.id for o in offerings if o.is_retired_on(day)}
     rows = select([offering_row(catalog, o, as_of) for o in offerings], gpu, spot, max_price, region, provider)
     current = rows if retired else [r for r in rows if r["id"] not in gone]
-    too_old = [r for r in current if max_age_days and (r[age_key(spot)] or 0) > max_age_days]
+    # A retired offering listed on request keeps its last price, however old: that is what --retired asks for.
+    too_old = [r for r in current if max_age_days and r["id"] not in gone and (r[age_key(spot)] or 0) > max_age_days]
     shown = current if stale else [r for r in current if r not in too_old]
     return Offers(order(shown, sort, spot), len(rows) - len(current), len(too_old) if not stale else 0)
 
