@@ -138,7 +138,10 @@ class _DelimiterStacks:
         None when the journal is empty (runs written without one: an older payload's,
         whose run directories are then listed as before). One request of one key."""
         when = time.time()
-        if not self._journal_keys(layout.journal_prefix(layout.stack_of(prefix)), "", limit=1):
+        stack = layout.stack_of(prefix)
+        if layout.name_problem("stack name", stack) is not None:  # no writer announces a stack of that name
+            return None
+        if not self._journal_keys(layout.journal_prefix(stack), "", limit=1):
             return None
         return f"{JOURNAL_STAMP}{when:.6f}"
 
@@ -146,6 +149,8 @@ class _DelimiterStacks:
         """The run ids the stack's journal announces from `since` (epoch seconds, the
         writers' clocks) on, in the order of their entries. Raises StorageError."""
         stack = layout.stack_of(prefix)
+        if layout.name_problem("stack name", stack) is not None:
+            return []
         keys = self._journal_keys(layout.journal_prefix(stack), layout.journal_start(stack, since))
         return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
 

@@ -142,7 +142,7 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
             skipped.append(
                 {
-                    "key": layout.run_prefix(stack, run_id),
+                    "key": f"{layout.ROOT}{stack}/{run_id}/",  # as listed: a name outside the slugs is no error here
                     "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
                 }
             )

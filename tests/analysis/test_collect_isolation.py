@@ -1,0 +1,108 @@
+"""One object can only set itself aside: a result whose value the table cannot hold, or a run
+directory named outside the slugs, never stops a collect or blocks the ones after it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from synthetic_results import make_result, result_key
+
+from analysis.collect import collect
+from payload.schema import ResultValidationError, validate_result
+
+INT64_MAX = 2**63 - 1
+
+
+def _result(repeat: int) -> dict:
+    return make_result("aws/p3.2xlarge", "resnet50", repeat=repeat, hourly_usd=3.06, train_seconds=600)
+
+
+def _write(root, result: dict) -> str:
+    key = result_key(result)
+    path = root / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result))
+    return key
+
+
+def _reasons(summary) -> dict[str, str]:
+    return {s["key"]: s["reason"] for s in summary.skipped}
+
+
+@pytest.mark.parametrize(
+    ("block", "field", "value"),
+    [
+        ("metrics", "samples_trained", 10**300),  # what GPUBENCH_METRICS {"samples": 1e300} became
+        ("metrics", "epochs_completed", 2**63),
+        ("hardware", "gpu_count", 2**64),
+        ("metrics", "samples_trained", 1e300),  # a float the schema's "integer" accepts (its fraction is 0)
+        ("price", "hourly_usd", 10**400),  # a number no float holds
+    ],
+    ids=["1e300-digits", "2**63", "2**64", "float-1e300", "1e400-digits"],
+)
+def test_a_number_the_table_cannot_hold_sets_only_its_result_aside(tmp_path, block, field, value):
+    root, table = tmp_path / "results", tmp_path / "table"
+    good, bad = _result(0), _result(1)
+    bad[block][field] = value
+    _write(root, good)
+    bad_key = _write(root, bad)
+    for full in (False, False, True):  # and every collect after it
+        summary, rows = collect([str(root)], table, full=full)
+        assert [r["run_id"] for r in rows] == [good["run_id"]]
+        assert _reasons(summary)[bad_key].startswith("invalid: " + f"{block}/{field}")
+
+
+def test_the_schema_bounds_every_number_to_what_the_table_stores():
+    """The payload validates with the same schema before it writes: nothing it writes is one collect refuses."""
+    doc = _result(0)
+    doc["metrics"]["samples_trained"] = INT64_MAX
+    validate_result(doc)
+    doc["metrics"]["samples_trained"] = INT64_MAX + 1
+    with pytest.raises(ResultValidationError, match="samples_trained"):
+        validate_result(doc)
+    doc = _result(0)
+    doc["timeline"].append({"time": doc["finished_at"], "event": "spot_price", "hourly_usd": 10**400})
+    with pytest.raises(ResultValidationError, match="timeline/.*greater than the maximum"):
+        validate_result(doc)
+
+
+def test_a_value_the_schema_passes_but_the_table_cannot_store_is_set_aside_alone(tmp_path):
+    """The table's own conversion is the last gate: a row that fails it is set aside with why, the rest commit."""
+    root, table = tmp_path / "results", tmp_path / "table"
+    good, odd = _result(0), _result(1)
+    odd["error"] = "x\ud800y"  # valid JSON (an escaped lone surrogate), not Unicode text
+    _write(root, good)
+    odd_key = _write(root, odd)
+    for full in (False, False, True):
+        summary, rows = collect([str(root)], table, full=full)
+        assert [r["run_id"] for r in rows] == [good["run_id"]]
+        assert _reasons(summary)[odd_key].startswith("unstorable: UnicodeEncodeError")
+
+
+def test_rows_that_convert_apart_but_not_together_are_all_stored_exactly(tmp_path):
+    """An integer near 2**63 beside a row without one: stored exactly, not rounded through a float column."""
+    root, table = tmp_path / "results", tmp_path / "table"
+    big, none = _result(0), _result(1)
+    big["metrics"]["samples_trained"] = INT64_MAX
+    _write(root, big)
+    _write(root, none)
+    summary, rows = collect([str(root)], table)
+    assert not summary.skipped
+    assert {r["run_id"]: r["samples_trained"] for r in rows} == {big["run_id"]: INT64_MAX, none["run_id"]: None}
+
+
+@pytest.mark.parametrize(
+    "odd", ["runs/local/bad<x/events.jsonl", "runs/bad<s/r1/log-tail.txt", "runs/b\x1b[2Jd/r/x.txt"]
+)
+def test_a_run_directory_named_outside_the_slugs_is_set_aside_as_listed(tmp_path, odd):
+    root, table = tmp_path / "results", tmp_path / "table"
+    good = _result(0)
+    _write(root, good)
+    path = root / odd
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("x")
+    for _ in range(2):
+        summary, rows = collect([str(root)], table)
+        assert [r["run_id"] for r in rows] == [good["run_id"]]
+        assert any(k.startswith(odd.rsplit("/", 1)[0]) for k in _reasons(summary)), summary.skipped
