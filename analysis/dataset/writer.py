@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from analysis.dataset.faults import first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.lock import table_lock
 from analysis.dataset.pricing import pricing_identity
@@ -148,7 +149,7 @@ def storable(rows: Sequence[dict], identity: str):
             tables.append(to_arrow(part, identity))
         except Exception as exc:  # noqa: BLE001 - any failure of a value: that row alone is set aside
             if len(part) == 1:
-                refused.append((part[0], f"unstorable: {type(exc).__name__}: {_first_line(exc)}"))
+                refused.append((part[0], f"unstorable: {type(exc).__name__}: {first_line(exc, 300)}"))
                 return
             half = len(part) // 2
             convert(part[:half])
@@ -159,8 +160,3 @@ def storable(rows: Sequence[dict], identity: str):
         convert(rows[start : start + BATCH_ROWS])
     table = pa.concat_tables(tables) if tables else SCHEMA.empty_table()
     return table, refused
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
