@@ -108,7 +108,7 @@ strays = st.lists(st.tuples(name, name, name), max_size=2)  # files that are not
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@SETTINGS
+@COLLECTS
 @given(docs=documents, stray=strays)
 def test_whatever_a_bucket_holds_every_result_is_a_row_or_set_aside_and_the_table_stays_whole(docs, stray):
     with tempfile.TemporaryDirectory() as tmp:
