@@ -24,7 +24,7 @@ from analysis.collect.batch import Batch
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step
+from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
 from analysis.collect.store import (
     export_version,
     remove_stale_temporaries,
@@ -278,6 +278,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                     batch.flush()
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
+                summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
             ctx.prefetch.clear()
         batch.flush()
         for view in ok:  # journals read further for stacks that stayed settled

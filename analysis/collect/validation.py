@@ -24,6 +24,7 @@ KNOWN_RUN_FILES = (*layout.RUN_FILES, LOG_TAIL_NAME)
 KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 PARTIAL_UPLOAD = "partial: temporary upload file"
+UNREADABLE_NAME = "unreadable name: not UTF-8 text (shown escaped); rename it to collect it"
 UNKNOWN_RUN_FILE = (
     "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
 )
@@ -99,14 +100,19 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
         raise ValueError("invalid: " + "; ".join(problems)) from None
     # a document orjson read holds no NaN or infinity (it refuses them); a migrated one is checked again
-    row = result_to_row(
-        result,
-        source=source,
-        key=key,
-        etag=etag,
-        schema_version_read=version,
-        check_finite=not (finite and result is raw),
-    )
+    try:
+        row = result_to_row(
+            result,
+            source=source,
+            key=key,
+            etag=etag,
+            schema_version_read=version,
+            check_finite=not (finite and result is raw),
+        )
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a value the row cannot be made from sets this result aside, nothing more
+        raise ValueError(f"invalid: {type(exc).__name__}: {exc}") from None
     return row, result
 
 

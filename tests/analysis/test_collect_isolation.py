@@ -106,3 +106,45 @@ def test_a_run_directory_named_outside_the_slugs_is_set_aside_as_listed(tmp_path
         summary, rows = collect([str(root)], table)
         assert [r["run_id"] for r in rows] == [good["run_id"]]
         assert any(k.startswith(odd.rsplit("/", 1)[0]) for k in _reasons(summary)), summary.skipped
+
+
+def test_names_that_are_not_text_are_set_aside_every_time_not_listed(tmp_path):
+    """A local results directory may hold names that are not UTF-8: no key, manifest entry or cell can hold them."""
+    import os
+
+    root, table = tmp_path / "results", tmp_path / "table"
+    good = _result(0)
+    key = _write(root, good)
+    run_dir = os.fsencode(root / key).rsplit(b"/", 1)[0]
+    for odd in (os.fsencode(root) + b"/runs/s\xff/r/result.json", run_dir + b"/notes\xfe.txt"):
+        os.makedirs(os.path.dirname(odd), exist_ok=True)
+        with open(odd, "wb") as f:
+            f.write(json.dumps(good).encode())
+    for full in (False, False, True):
+        summary, rows = collect([str(root)], table, full=full)
+        assert [r["run_id"] for r in rows] == [good["run_id"]]
+        odd_keys = sorted(k for k, why in _reasons(summary).items() if why.startswith("unreadable name: not UTF-8"))
+        assert odd_keys == [key.rsplit("/", 1)[0] + "/notes\\xfe.txt", "runs/s\\xff"]
+
+
+def test_a_value_a_row_cannot_be_made_from_sets_only_its_result_aside(monkeypatch, tmp_path):
+    """Whatever making a row raises is that result's reason, kept by the manifest (not read again and again)."""
+    from analysis.collect import validation
+
+    root, table = tmp_path / "results", tmp_path / "table"
+    good, odd = _result(0), _result(1)
+    _write(root, good)
+    odd_key = _write(root, odd)
+    make = validation.result_to_row
+
+    def fussy(result, **kw):
+        if result["run_id"] == odd["run_id"]:
+            raise OverflowError("date value out of range")
+        return make(result, **kw)
+
+    monkeypatch.setattr(validation, "result_to_row", fussy)
+    summary, rows = collect([str(root)], table)
+    assert [r["run_id"] for r in rows] == [good["run_id"]]
+    assert _reasons(summary)[odd_key] == "invalid: OverflowError: date value out of range"
+    summary, _ = collect([str(root)], table)
+    assert summary.new == 0 and _reasons(summary)[odd_key].startswith("invalid: OverflowError")

@@ -105,7 +105,8 @@ def _mutated(changes, stack: str, run_id: str, matches: bool) -> dict:
 
 documents = st.lists(st.tuples(mutations, name, name, st.booleans()), min_size=1, max_size=4)
 strays = st.lists(st.tuples(name, name, name), max_size=2)  # files that are not results, anywhere
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+COLLECTS = settings(SETTINGS, max_examples=8)  # two collects each: about a second a few examples
 
 
 @COLLECTS
