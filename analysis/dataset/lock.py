@@ -173,8 +173,12 @@ class _LocalLock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(body)
+        except BaseException:  # a full disk: no empty lock left behind for the next collect to wait on
+            self.path.unlink(missing_ok=True)
+            raise
         return True
 
     def overwrite(self, body: bytes) -> None:

@@ -252,3 +252,26 @@ def test_sqlite_full_is_told_from_a_damaged_manifest(tmp_path):
         db.commit()
     assert is_disk_full(full.value)
     assert not is_disk_full(sqlite3.DatabaseError("file is not a database"))
+
+
+def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd):
+            self.f = real_fdopen(fd, "wb")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(lock.os, "fdopen", lambda fd, mode: Full(fd))
+    with pytest.raises(OSError, match="No space left"):
+        with lock.table_lock(resolve(tmp_path)):
+            pass
+    assert not (tmp_path / lock.LOCK_KEY).exists()
