@@ -87,6 +87,8 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         raw, finite = loads_finite(data)
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
+    except RecursionError:  # orjson stops at 1,024 levels; the json module then runs out of stack
+        raise ValueError("corrupt: nested too deeply to be a result") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated upload?)"

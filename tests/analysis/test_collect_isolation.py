@@ -148,3 +148,26 @@ def test_a_value_a_row_cannot_be_made_from_sets_only_its_result_aside(monkeypatc
     assert _reasons(summary)[odd_key] == "invalid: OverflowError: date value out of range"
     summary, _ = collect([str(root)], table)
     assert summary.new == 0 and _reasons(summary)[odd_key].startswith("invalid: OverflowError")
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "corrupt: nested too deeply"),
+        (b'{"a":' * 5000 + b"1" + b"}" * 5000, "corrupt: nested too deeply"),
+        (b'{"run_id": "r", "stack": "s", "benchmark": "b", "batch_size": 1e400}', "unknown schema: cannot migrate"),
+    ],
+    ids=["arrays", "objects", "v0-infinite-batch"],
+)
+def test_a_document_no_parser_or_migration_can_read_is_set_aside_and_not_read_again(tmp_path, data, reason):
+    root, table = tmp_path / "results", tmp_path / "table"
+    good = _result(0)
+    _write(root, good)
+    odd_key = "runs/aws-p3-2x/odd/result.json"
+    (root / odd_key).parent.mkdir(parents=True)
+    (root / odd_key).write_bytes(data)
+    summary, rows = collect([str(root)], table)
+    assert [r["run_id"] for r in rows] == [good["run_id"]]
+    assert _reasons(summary)[odd_key].startswith(reason)
+    summary, _ = collect([str(root)], table)
+    assert summary.new == 0 and _reasons(summary)[odd_key].startswith(reason)  # kept by the manifest
