@@ -171,3 +171,18 @@ def test_a_document_no_parser_or_migration_can_read_is_set_aside_and_not_read_ag
     assert _reasons(summary)[odd_key].startswith(reason)
     summary, _ = collect([str(root)], table)
     assert summary.new == 0 and _reasons(summary)[odd_key].startswith(reason)  # kept by the manifest
+
+
+def test_a_bucket_stack_named_outside_the_slugs_is_set_aside_every_time(s3_bucket, tmp_path):
+    """On a bucket a stack is stamped by its journal: a stack no writer can name has none, and is no error."""
+    from payload.storage import open_store
+
+    url = f"s3://{s3_bucket}/gpubench"
+    store = open_store(url)
+    good = _result(0)
+    store.put_bytes(result_key(good), json.dumps(good).encode())
+    store.put_bytes("runs/bad<s/r1/log-tail.txt", b"x")
+    for _ in range(2):  # the second collect checks the settled stacks by their journal
+        summary, rows = collect([url], tmp_path / "table")
+        assert [r["run_id"] for r in rows] == [good["run_id"]]
+        assert _reasons(summary)["runs/bad<s/r1/"].startswith("partial run: no result.json")
