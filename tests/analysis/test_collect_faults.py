@@ -148,6 +148,10 @@ def test_a_damaged_table_log_is_named_with_the_recovery(tmp_path, capsys, damage
     err = capsys.readouterr().err
     assert f"the results table at {table} is damaged" in err and f"mv {table} {table}.damaged" in err
     assert "This is a bug" not in err
+    for name in ("results.parquet", "results.csv"):  # no export to fall back on: readers open the table
+        (table / name).unlink()
+    assert main(["report", "--table", str(table), "--out", str(tmp_path / "report")]) == 1
+    assert f"the results table at {table} is damaged" in capsys.readouterr().err
     os.rename(table, f"{table}.damaged")  # the recovery the message gives
     summary, rows = collect([str(root)], table)
     assert len(rows) == 3
