@@ -186,3 +186,40 @@ def test_a_bucket_stack_named_outside_the_slugs_is_set_aside_every_time(s3_bucke
         summary, rows = collect([url], tmp_path / "table")
         assert [r["run_id"] for r in rows] == [good["run_id"]]
         assert _reasons(summary)["runs/bad<s/r1/"].startswith("partial run: no result.json")
+
+
+def _typed_nodes(node, path="#"):
+    """(path, schema node) of every node of the result schema that types a value."""
+    if isinstance(node, dict):
+        if "type" in node:
+            yield path, node
+        for k, v in node.items():
+            yield from _typed_nodes(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _typed_nodes(v, f"{path}/{i}")
+
+
+def test_every_number_the_schema_types_is_bounded_by_what_the_table_stores():
+    """One definition of the bounds, the table's own types': a field added without them fails here."""
+    import numpy as np
+
+    from payload.schema import load_schema
+
+    schema = load_schema()
+    bounds = schema["$defs"]
+    assert (bounds["int64"]["minimum"], bounds["int64"]["maximum"]) == (
+        int(np.iinfo(np.int64).min),
+        int(np.iinfo(np.int64).max),
+    )
+    assert (bounds["float64"]["minimum"], bounds["float64"]["maximum"]) == (
+        float(np.finfo(np.float64).min),
+        float(np.finfo(np.float64).max),
+    )
+    unbounded = []
+    for path, node in _typed_nodes(schema):
+        types = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        wanted = "#/$defs/int64" if "integer" in types else "#/$defs/float64" if "number" in types else None
+        if wanted is not None and node.get("$ref") != wanted:
+            unbounded.append(path)
+    assert not unbounded, f"numbers without the table's bounds ($ref #/$defs/int64 or float64): {unbounded}"
