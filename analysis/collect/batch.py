@@ -56,15 +56,19 @@ class Batch:
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
         """Rows the table cannot hold (a value that does not fit its column): each one's
         result set aside with the reason, in the summary, its manifest entry (not read
-        again while unchanged) and its stack's settled record (whose notes replay it)."""
+        again while unchanged) and its stack's settled record (whose notes replay it).
+        A row re-priced from the table has no entry: it keeps the row it had, said so."""
         from dataclasses import replace
 
         from payload import layout
 
-        why = {(row["source"], row["key"]): reason for row, reason in refused}
-        for _, entry in self.pending.entries:
-            reason = why.get((entry.get("source"), entry.get("key")))
-            if reason is None or entry.get("row") is None:
+        entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
+        for row, reason in refused:
+            entry = entries.get((row["source"], row["key"]))
+            if entry is None:
+                self.summary.skipped.append(
+                    {"key": row["key"], "url": row["source"], "reason": f"kept the previous row: {reason}"}
+                )
                 continue
             entry.pop("row")
             entry["reason"] = reason
