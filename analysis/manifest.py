@@ -34,10 +34,11 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.dataset.faults import DiskFull, is_disk_full
 from analysis.dataset.rows import StoredRows
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
@@ -54,9 +55,20 @@ __all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack", "Stor
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
-class ManifestDamaged(Exception):
+class ManifestDamaged(OSError):
     """The manifest's entries proved unreadable in the middle of a collect: it has
-    been started over, and the collect must list and read every file again."""
+    been started over, and the collect must list and read every file again (once:
+    met again in the same collect, it stops the collect with this message)."""
+
+    def __init__(self, path: Path, detail: str):
+        super().__init__(
+            f"the collect manifest {path} could not be read or written ({detail}) and was started over, twice in "
+            "one collect: check the disk it is on, then run the same collect again (the manifest is a cache: "
+            "starting over costs one collect that reads every result again; the table keeps its rows)"
+        )
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 @dataclass(frozen=True)
@@ -95,7 +107,9 @@ class Manifest:
         self.damaged = False
         try:
             self._db = self._connect()
-        except sqlite3.DatabaseError:  # not a database, or a damaged one: rebuild
+        except sqlite3.DatabaseError as exc:  # not a database, or a damaged one: rebuild
+            if is_disk_full(exc):  # not damaged: kept for when there is room again
+                raise DiskFull(str(path), f"opening the collect manifest: {exc}") from exc
             self._rebuild()
         if not self._meta.get("table_version") and self.readable() and not self.count():
             self._migrate_json(path.with_name(OLD_MANIFEST_NAME))
@@ -207,8 +221,7 @@ class Manifest:
         try:
             return self._db.execute(query, args).fetchall()
         except sqlite3.DatabaseError as exc:
-            self._start_over()
-            raise ManifestDamaged(str(exc)) from exc
+            self._damaged(exc)
 
     def _skip_scan(self, query: str, *args) -> list[str]:
         """The distinct values of an index's next column, one index seek each
@@ -289,11 +302,21 @@ class Manifest:
             yield db
             db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
-            self._start_over()
-            raise ManifestDamaged(str(exc)) from exc
+            self._damaged(exc)
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _damaged(self, exc: sqlite3.DatabaseError):
+        """A database error while reading or writing entries: a full disk is named as such (the
+        manifest is kept as it was: it is not damaged); anything else starts it over (ManifestDamaged)."""
+        if is_disk_full(exc):
+            if self._db.in_transaction:
+                with suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            raise DiskFull(str(self.path), f"writing the collect manifest: {exc}") from exc
+        self._start_over()
+        raise ManifestDamaged(self.path, str(exc)) from exc
 
     def sources(self) -> set[str]:
         """The sources the manifest holds entries or settled stacks of."""

@@ -164,7 +164,7 @@ def migrate(result: dict) -> tuple[dict, int]:
             raise MigrationError(f"no migration from schema_version {version} (known: {sorted(MIGRATIONS)})")
         try:
             result = step(result)
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        except (KeyError, TypeError, AttributeError, ValueError, ArithmeticError) as exc:  # int(1e400) among them
             raise MigrationError(f"cannot migrate from schema_version {version}: {type(exc).__name__}: {exc}") from exc
         version += 1
     return result, original

@@ -44,8 +44,36 @@ class Batch:
         from analysis.dataset.stackwise import commit
 
         p = self.pending
-        if commit(self.loc, p.rows, p.deleted, p.replacing, self.identity):
+        written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
+        if written:
             self.table.refresh()
             self.summary.table_written = True
+        if refused:
+            self._set_aside(refused)
         self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
         self._clear()
+
+    def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
+        """Rows the table cannot hold (a value that does not fit its column): each one's
+        result set aside with the reason, in the summary, its manifest entry (not read
+        again while unchanged) and its stack's settled record (whose notes replay it).
+        A row re-priced from the table has no entry: it keeps the row it had, said so."""
+        from dataclasses import replace
+
+        from payload import layout
+
+        entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
+        for row, reason in refused:
+            entry = entries.get((row["source"], row["key"]))
+            if entry is None:
+                self.summary.skipped.append(
+                    {"key": row["key"], "url": row["source"], "reason": f"kept the previous row: {reason}"}
+                )
+                continue
+            entry.pop("row")
+            entry["reason"] = reason
+            note = {"key": entry["key"], "url": entry.get("url"), "reason": reason}
+            self.summary.skipped.append(note)
+            where = (entry["source"], layout.stack_prefix_of(entry["key"]))
+            if (record := self.pending.settled.get(where)) is not None:
+                self.pending.settled[where] = replace(record, notes=(*record.notes, note))

@@ -16,7 +16,7 @@ import gc
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 
@@ -24,11 +24,18 @@ from analysis.collect.batch import Batch
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
-from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step
-from analysis.collect.store import remove_stale_temporaries, remove_table, table_is_whole, table_paths
+from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
+from analysis.collect.store import (
+    export_version,
+    remove_stale_temporaries,
+    remove_table,
+    table_is_whole,
+    table_paths,
+)
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
+from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.interruptible import InterruptiblePool
 from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from payload import layout
@@ -81,13 +88,31 @@ def collect(
 
 
 def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
-    """collect(), its steps in order."""
-    from analysis.dataset import migrate_legacy, resolve
+    """collect(): its steps, and a fault met on the way named with its recovery."""
+    from analysis.dataset import resolve
     from analysis.dataset.rows import StoredRows
 
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
+    try:
+        summary, count = _collect_steps(
+            loc, out, urls, workers, progress, store_opener, spot_pricer, bulk, full, export
+        )
+    except BaseException as exc:
+        _drop_lagging_export(loc, out)  # what it committed is the table's: an export now behind it is not read
+        if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
+            raise DiskFull(loc.text if loc.local is not None else str(out), first_line(exc)) from exc
+        raise
+    summary.valid = count
+    summary.seconds = time.perf_counter() - t0
+    return summary, StoredRows(loc, count)
+
+
+def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
+    """(summary, the table's row count) of a collect, its steps in order."""
+    from analysis.dataset import migrate_legacy
+
     remove_stale_temporaries(out)
     migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
@@ -104,9 +129,18 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
     finally:
         bar.close()
         manifest.close()
-    summary.valid = count
-    summary.seconds = time.perf_counter() - t0
-    return summary, StoredRows(loc, count)
+    return summary, count
+
+
+def _drop_lagging_export(loc, out: Path) -> None:
+    """After a collect that failed: results.parquet and results.csv removed when they lag the
+    table (a commit went through before the failure), so that readers read the table itself
+    until the next collect exports it again. Never raises: the failure is what the caller says."""
+    from analysis.dataset.store import table_version
+
+    with suppress(Exception):
+        if loc.local is not None and table_is_whole(out) and export_version(out) != table_version(loc):
+            remove_table(out)
 
 
 @contextmanager
@@ -131,10 +165,14 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
     """Survey, then every stack and the export; returns the table's row count."""
     views, not_found = _survey(urls, manifest, summary, store_opener, bulk, full)
     if not_found:  # runs were expected and some source held none: nothing is touched
-        summary.table = _names(loc, out, export is not False and loc.local is not None and table_is_whole(out))
-        return _table_count(loc)
-    count = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
-    _export(loc, out, summary, count, export)
+        from analysis.dataset.stackwise import TableView
+
+        tv = TableView(loc)
+        current = loc.local is not None and _export_current(out, tv.version)
+        summary.table = _names(loc, out, export is not False and current)
+        return tv.count()
+    count, version = _collect_stacks(loc, views, manifest, summary, workers, spot_pricer, bar)
+    _export(loc, out, summary, count, version, export)
     return count
 
 
@@ -195,13 +233,13 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
 
 def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: Summary, workers, spot_pricer, bar):
     """Every stack of the sources, the manifest and the table, one at a time, under
-    the table's lock; changes committed in batches. Returns the table's rows."""
+    the table's lock; changes committed in batches. Returns the table's (row count, version)."""
     from analysis.dataset.lock import table_lock
     from analysis.dataset.pricing import pricing_identity
     from analysis.dataset.stackwise import TableView
 
     urls = [v.url for v in views]
-    with table_lock(loc) as held:
+    with table_lock(loc):
         tv = TableView(loc)
         ok = [v for v in views if v.failed is None]
         known = {v.url: manifest.prefixes(v.url) | set(v.settled) for v in ok}
@@ -238,16 +276,16 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
                 batch.add(changes or step(ctx, prefix))
                 if batch.full():
                     batch.flush()
-                held.touch()
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
+                summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
             ctx.prefetch.clear()
         batch.flush()
         for view in ok:  # journals read further for stacks that stayed settled
             manifest.restamp(view.url, view.restamped)
         manifest.forget_sources_except(urls)
         manifest.step(tv.version, identity)
-        return tv.count()
+        return tv.count(), tv.version
 
 
 def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
@@ -281,29 +319,31 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
     return found
 
 
-def _table_count(loc) -> int:
-    from analysis.dataset.stackwise import TableView
-
-    return TableView(loc).count()
-
-
-def _export(loc, out: Path, summary: Summary, count: int, export: bool | None) -> None:
-    """The export beside a local table (see collect's `export`), and where the table is named."""
-    from analysis.dataset.store import delta_table
-
+def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
+    """The export beside a local table (see collect's `export`), and where the table is named:
+    written when the collect changed the table, or when the export is missing, damaged or
+    behind the table's `version` (a collect that failed after a commit, another machine's)."""
+    current = _export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
-        if summary.table_written or not table_is_whole(out):
-            if delta_table(loc) is not None:
+        if summary.table_written or not current:
+            if version is not None:
                 from analysis.dataset import export_table
 
                 export_table(loc.uri, out)
             else:
                 _empty_export(out)
             summary.table_written = True
-    elif export is None and loc.local is not None and summary.table_written:
+            current = True
+    elif export is None and loc.local is not None and (summary.table_written or not current):
         remove_table(out)  # too large to rewrite on every collect: a stale export is never read
-    summary.table = _names(loc, out, table_is_whole(out) and export is not False)
+        current = False
+    summary.table = _names(loc, out, current and export is not False)
+
+
+def _export_current(out: Path, version: int | None) -> bool:
+    """Whether results.parquet and results.csv are whole and exported from the table at `version`."""
+    return table_is_whole(out) and export_version(out) == version
 
 
 def _names(loc, out: Path, exported: bool) -> dict[str, str]:

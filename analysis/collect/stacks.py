@@ -36,12 +36,27 @@ class _FileStacks:
 
     def __init__(self, store):
         self.store, self.root = store, Path(store.root)
+        # keys of files and directories whose name is not UTF-8 text, as seen (escaped): never listed
+        # (no key, manifest entry or table cell can hold them), each set aside once by the collect
+        self.unreadable: set[str] = set()
+
+    def _scan(self, path, rel: str) -> list[os.DirEntry]:
+        """The entries of a directory whose names are text; the others noted in `unreadable`."""
+        entries = []
+        for entry in _scan(path):
+            if _is_text(entry.name):
+                entries.append(entry)
+            else:
+                self.unreadable.add(
+                    rel + entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                )
+        return entries
 
     def stacks(self) -> tuple[list[str], list]:
         """The stack prefixes under runs/, and the files lying directly in it."""
         base = self.root / layout.ROOT
         prefixes, files = [], []
-        for entry in _scan(base):
+        for entry in self._scan(base, layout.ROOT):
             if entry.is_dir():
                 prefixes.append(f"{layout.ROOT}{entry.name}/")
             elif entry.is_file() and not entry.name.startswith("."):
@@ -71,7 +86,9 @@ class _FileStacks:
         try:
             with os.scandir(self.root / prefix) as entries:
                 for entry in entries:
-                    if entry.is_dir():
+                    if not _is_text(entry.name):  # set aside when the stack is listed file by file
+                        stray = True
+                    elif entry.is_dir():
                         runs.append(entry.name)
                     elif not entry.name.startswith("."):
                         stray = True
@@ -85,7 +102,7 @@ class _FileStacks:
         todo = [(prefix, self.root / prefix)]
         while todo:
             rel, path = todo.pop()
-            for entry in _scan(path):
+            for entry in self._scan(path, rel):
                 if entry.is_dir():
                     todo.append((f"{rel}{entry.name}/", entry.path))
                 elif entry.is_file() and not entry.name.startswith("."):
@@ -138,7 +155,10 @@ class _DelimiterStacks:
         None when the journal is empty (runs written without one: an older payload's,
         whose run directories are then listed as before). One request of one key."""
         when = time.time()
-        if not self._journal_keys(layout.journal_prefix(layout.stack_of(prefix)), "", limit=1):
+        stack = layout.stack_of(prefix)
+        if layout.name_problem("stack name", stack) is not None:  # no writer announces a stack of that name
+            return None
+        if not self._journal_keys(layout.journal_prefix(stack), "", limit=1):
             return None
         return f"{JOURNAL_STAMP}{when:.6f}"
 
@@ -146,6 +166,8 @@ class _DelimiterStacks:
         """The run ids the stack's journal announces from `since` (epoch seconds, the
         writers' clocks) on, in the order of their entries. Raises StorageError."""
         stack = layout.stack_of(prefix)
+        if layout.name_problem("stack name", stack) is not None:
+            return []
         keys = self._journal_keys(layout.journal_prefix(stack), layout.journal_start(stack, since))
         return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
 
@@ -216,6 +238,15 @@ def stack_lister(store):
     """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
     kind = _LISTERS.get(type(store).__name__)
     return kind(store) if kind is not None else None
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name read from the disk is text (a name that is not UTF-8 holds surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _scan(path: Path) -> list[os.DirEntry]:

@@ -20,7 +20,7 @@ from analysis.collect.sources import bulk_read, download, entry_key, read_here, 
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
-from analysis.collect.validation import classify
+from analysis.collect.validation import UNREADABLE_NAME, classify
 from analysis.manifest import SettledStack
 from payload import layout
 
@@ -211,6 +211,7 @@ def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict,
     st.stamps[url] = view.stamps.get(st.prefix)
     st.mode[url], st.objects[url] = "listed", objects
     keys, set_aside, n_runs = classify(objects)
+    set_aside += unreadable_names(view, st.prefix)
     summary.runs += n_runs
     st.notes.setdefault(url, []).extend({**s, "url": view.store.url_for(s["key"])} for s in set_aside)
     st.results[url] = set(keys)
@@ -220,6 +221,17 @@ def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict,
             st.cached[mkey] = o
         else:
             st.todo.append((view, key, info))
+
+
+def unreadable_names(view: SourceView, prefix: str) -> list[dict]:
+    """The set-aside notes of the files and directories under `prefix` whose name is not
+    text (a local lister notes them, escaped, instead of listing them); each given once."""
+    odd = getattr(view.lister, "unreadable", None)
+    if not odd:
+        return []
+    mine = sorted(k for k in odd if k.startswith(prefix))
+    odd.difference_update(mine)
+    return [{"key": k, "reason": UNREADABLE_NAME} for k in mine]
 
 
 def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:

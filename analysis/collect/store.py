@@ -27,6 +27,7 @@ from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 CURRENT = f".{TABLE_STEM}.current"  # the symlink to the published generation
+VERSION_KEY = b"gpubench.table_version"  # in results.parquet's footer: the dataset version it was exported from
 
 _WRITERS = {
     "parquet": lambda df, path: df.to_parquet(path, index=False),
@@ -61,10 +62,14 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     return table_paths(out)
 
 
-def write_table_batches(batches, schema, out_dir: str | Path) -> dict[str, str]:
+def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
     """The runs table as Parquet and CSV from Arrow record batches of `schema`
     (already priced, in the table's order), streamed batch by batch and
-    published as one pair like write_table: the export of a results dataset."""
+    published as one pair like write_table: the export of a results dataset,
+    `version` the dataset's version it was made from (kept in the Parquet
+    footer: export_version)."""
+    if version is not None:
+        schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     generation = _new_generation(out)
@@ -115,6 +120,19 @@ def read_table(out_dir: str | Path):
         ) from None
     rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by([("run_id", "ascending"), ("stack", "ascending")])
     return rows.to_pandas()
+
+
+def export_version(out_dir: str | Path) -> int | None:
+    """The version of the dataset results.parquet was exported from; None when it
+    says none (written from no dataset, or by an older collect) or cannot be read."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(Path(out_dir) / f"{TABLE_STEM}.parquet").metadata or {}
+    except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
+        return None
+    text = meta.get(VERSION_KEY, b"").decode("ascii", "replace")
+    return int(text) if text.isdigit() else None
 
 
 def table_is_whole(out_dir: str | Path) -> bool:

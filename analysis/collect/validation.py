@@ -24,6 +24,7 @@ KNOWN_RUN_FILES = (*layout.RUN_FILES, LOG_TAIL_NAME)
 KNOWN_RUN_DIRS = layout.RUN_DIRS
 
 PARTIAL_UPLOAD = "partial: temporary upload file"
+UNREADABLE_NAME = "unreadable name: not UTF-8 text (shown escaped); rename it to collect it"
 UNKNOWN_RUN_FILE = (
     "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
 )
@@ -86,6 +87,8 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         raw, finite = loads_finite(data)
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
+    except RecursionError:  # orjson stops at 1,024 levels; the json module then runs out of stack
+        raise ValueError("corrupt: nested too deeply to be a result") from None
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"corrupt: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated upload?)"
@@ -99,14 +102,19 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         problems = exc.problems[:5] + ([f"... {len(exc.problems) - 5} more"] if len(exc.problems) > 5 else [])
         raise ValueError("invalid: " + "; ".join(problems)) from None
     # a document orjson read holds no NaN or infinity (it refuses them); a migrated one is checked again
-    row = result_to_row(
-        result,
-        source=source,
-        key=key,
-        etag=etag,
-        schema_version_read=version,
-        check_finite=not (finite and result is raw),
-    )
+    try:
+        row = result_to_row(
+            result,
+            source=source,
+            key=key,
+            etag=etag,
+            schema_version_read=version,
+            check_finite=not (finite and result is raw),
+        )
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a value the row cannot be made from sets this result aside, nothing more
+        raise ValueError(f"invalid: {type(exc).__name__}: {exc}") from None
     return row, result
 
 
@@ -142,7 +150,7 @@ def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
             found = ", ".join(sorted({f.split("/")[0] for f in run["files"]})) or "nothing"
             skipped.append(
                 {
-                    "key": layout.run_prefix(stack, run_id),
+                    "key": f"{layout.ROOT}{stack}/{run_id}/",  # as listed: a name outside the slugs is no error here
                     "reason": f"partial run: no result.json (still running, or stopped before writing it); has {found}",
                 }
             )

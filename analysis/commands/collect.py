@@ -35,7 +35,9 @@ download failed (the table keeps the rows it had), or a --teardown failed;
 also 1 when a location held no runs at all where runs were expected (a
 directory that does not exist; an empty directory or prefix once the table
 has runs, e.g. a misspelt prefix): the table and manifest are then left
-exactly as they were, and --json says "complete": false;
+exactly as they were, and --json says "complete": false; also 1 on a full
+disk, a damaged table log or a table another collect holds too long (one line
+says what and how to recover: docs/troubleshooting.md);
 2 usage error; 3 --teardown needs the Pulumi CLI; 4 a bucket could not be
 opened; 5 --strict and some files were set aside.
 """

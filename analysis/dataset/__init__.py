@@ -9,8 +9,10 @@ table partitioned by stack and month, in a local directory or a bucket prefix.
 - ``migrate_legacy(table)``: a directory an older collect wrote, brought in once
 
 Modules: location (where), schema (columns and types), store (the Delta
-table), lock (one writer at a time), writer (the difference), export,
-legacy (migration), pricing (which catalog priced a row).
+table), lock (one writer at a time), writer (the difference, and rows
+converted to the table's types before a commit), export, legacy
+(migration), pricing (which catalog priced a row), faults (a full disk or
+a damaged log, named with the recovery).
 """
 
 from analysis.dataset.export import export_table

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from analysis.dataset.schema import EXPORT_SCHEMA
-from analysis.dataset.store import open_dataset
+from analysis.dataset.location import resolve
+from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
+from analysis.dataset.store import delta_table, open_dataset
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
@@ -26,12 +27,16 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     results.csv, published as one pair; returns their paths."""
     from analysis.collect.store import write_table_batches
 
-    return write_table_batches(_sorted_batches(table), EXPORT_SCHEMA, out_dir)
+    dt = delta_table(resolve(table))
+    if dt is None:  # an older collect's results.parquet, read as it is
+        return write_table_batches(_sorted_batches(open_dataset(table)), EXPORT_SCHEMA, out_dir)
+    # the version exported is the one read: an export that lags the table is known by it (export_version)
+    data = dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
+    return write_table_batches(_sorted_batches(data), EXPORT_SCHEMA, out_dir, version=dt.version())
 
 
-def _sorted_batches(table: str) -> Iterator:
-    """The table's rows as EXPORT_SCHEMA batches, by run id then stack."""
-    data = open_dataset(table)
+def _sorted_batches(data) -> Iterator:
+    """The rows of a dataset as EXPORT_SCHEMA batches, by run id then stack."""
     if data.count_rows() <= IN_MEMORY_ROWS:
         rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER)
         yield from _as_export(rows).to_batches(BATCH_ROWS)

@@ -8,89 +8,159 @@ them. Holding the lock from reading the table's keys to the last commit
 makes the second collect decide against the first one's result.
 
 The lock is an object created only if absent (``O_EXCL`` on a local disk; a
-conditional put, If-None-Match, on S3 and GCS) naming its holder and the
-time. A lock whose holder is gone (a process on this host that no longer
-runs) or older than LEASE_S (a holder elsewhere that died) is broken."""
+conditional put, If-None-Match, on S3 and GCS) naming its owner (host,
+process, when it began) and its heartbeat (``at``), which a thread of the
+holder renews every HEARTBEAT_S. The staleness rule, checked by whoever waits:
+
+- a heartbeat older than LEASE_S: the holder died, or hangs (a holder
+  elsewhere, or a process of this host whose id was reused);
+- an owner that is a process of this host that no longer runs;
+- a lock that cannot be read (empty, not JSON, a heartbeat that is not a
+  time: what a collect killed or out of space while creating it leaves)
+  for UNREADABLE_S in a row: its writer writes it whole at once.
+
+A stale lock is broken; a live one is waited for, up to WAIT_S, saying so
+on stderr when the wait begins and every WAIT_NOTE_S after."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
+import sys
+import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 from analysis.dataset.location import Location
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
-LEASE_S = 15 * 60.0
+HEARTBEAT_S = 30.0
+LEASE_S = 10 * HEARTBEAT_S  # ten missed heartbeats
+UNREADABLE_S = 10.0
 WAIT_S = 30 * 60.0
+WAIT_NOTE_S = 60.0
 POLL_S = 0.2
 
 
-class LockTimeout(RuntimeError):
-    """Another collect kept the table for longer than we wait."""
+class LockTimeout(TimeoutError):
+    """Another collect kept the table for longer than we wait (an OSError: the command says so and exits 1)."""
 
 
-class Held:
-    """A lock being held: `touch()` renews its time, so a long collect's lock is not taken for a dead one's."""
-
-    def __init__(self, backend):
-        self.backend, self.at = backend, time.time()
-
-    def touch(self) -> None:
-        if time.time() - self.at > LEASE_S / 10:
-            self.backend.overwrite(_body())
-            self.at = time.time()
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @contextmanager
-def table_lock(loc: Location, wait_s: float = WAIT_S):
-    """Hold the table's lock for the block (yields a Held); waits for another holder up to `wait_s`."""
+def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None] = _say):
+    """Hold the table's lock for the block, its heartbeat renewed by a thread; waits
+    for a live holder up to `wait_s`, telling `say` who holds it and until when."""
     backend = _LocalLock(loc.local / LOCK_KEY) if loc.local is not None else _RemoteLock(loc)
+    where = f"{loc.text.rstrip('/')}/{LOCK_KEY}"
     deadline = time.monotonic() + wait_s
-    while not backend.create(_body()):
+    started = time.time()
+    unreadable_since = noted = None
+    while not backend.create(_body(started)):
         holder = backend.read()
-        if holder is None or _stale(holder):
+        if holder is None:
+            continue  # released meanwhile
+        why = _stale(holder)
+        if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
+            unreadable_since = unreadable_since or time.monotonic()
+            if time.monotonic() - unreadable_since > UNREADABLE_S:
+                why = f"unreadable for {UNREADABLE_S:.0f} s (a collect killed while creating it)"
+        else:
+            unreadable_since = None
+        if why is not None:
+            say(f"collect: breaking the lock {where} of {_owner(holder)}: {why}")
             backend.remove()
             continue
         if time.monotonic() > deadline:
             raise LockTimeout(
-                f"the table at {loc.text} is being written by {holder.get('host')} (process {holder.get('pid')}) "
-                f"since {time.strftime('%H:%M:%S', time.localtime(holder.get('at', 0)))}; try again when it is done"
+                f"the table at {loc.text} is being written by {_owner(holder)}; try again when it is done "
+                f"(a lock whose heartbeat stops is broken {LEASE_S:.0f} s later: {where})"
             )
+        if noted is None or time.monotonic() - noted >= WAIT_NOTE_S:
+            say(
+                f"collect: waiting for {_owner(holder)}, which is writing the table (lock {where}; "
+                f"taken over if its heartbeat stops for {LEASE_S:.0f} s; giving up in "
+                f"{max(0.0, deadline - time.monotonic()):.0f} s)"
+            )
+            noted = time.monotonic()
         time.sleep(POLL_S)
+    stop = threading.Event()
+    beat = threading.Thread(target=_beat, args=(backend, started, stop), name="collect-lock-heartbeat", daemon=True)
+    beat.start()
     try:
-        yield Held(backend)
+        yield
     finally:
+        stop.set()
+        beat.join()
         backend.remove()
 
 
-def _body() -> bytes:
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "at": time.time()}).encode()
-
-
-def _stale(holder: dict) -> bool:
-    """Its holder is gone: a process of this host that no longer runs, or a lease run out."""
-    if time.time() - float(holder.get("at", 0)) > LEASE_S:
-        return True
-    if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
+def _beat(backend, started: float, stop: threading.Event) -> None:
+    """The holder's heartbeat: the lock rewritten with the time every HEARTBEAT_S until `stop`."""
+    while not stop.wait(HEARTBEAT_S):
         try:
-            os.kill(holder["pid"], 0)
+            backend.overwrite(_body(started))
+        except Exception:  # noqa: BLE001,S112 - a beat missed (a full disk, a network blip): the next one counts
+            continue
+
+
+def _body(started: float) -> bytes:
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": started, "at": time.time()}
+    return json.dumps({**owner, "command": "gpubench collect"}).encode()
+
+
+def _heartbeat(holder: dict) -> float | None:
+    """The holder's last heartbeat (epoch seconds), None when it is not a time (or lies ahead by more than a lease)."""
+    at = holder.get("at")
+    if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        return None
+    return at if at <= time.time() + LEASE_S else None
+
+
+def _stale(holder: dict) -> str | None:
+    """Why the holder is gone (its heartbeat stopped, its process ended), None while it may live."""
+    at = _heartbeat(holder)
+    if at is not None and time.time() - at > LEASE_S:
+        return f"no heartbeat for {time.time() - at:.0f} s"
+    pid = holder.get("pid")
+    if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
+        try:
+            os.kill(pid, 0)
         except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-    return False
+            return f"process {pid} of this host is gone"
+        except (PermissionError, OverflowError):
+            return None
+    return None
 
 
-def _parse(data: bytes | None) -> dict | None:
+def _owner(holder: dict) -> str:
+    """Who holds the lock, in words safe for a terminal (the lock is an object anyone with write access can forge)."""
+    host, pid, started = holder.get("host"), holder.get("pid"), holder.get("started", holder.get("at"))
+    if not isinstance(host, str) or not isinstance(pid, int) or isinstance(pid, bool):
+        return "an unknown collect (the lock names no host and process)"
+    since = ""
+    if isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started):
+        try:
+            since = f" since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))}"
+        except (OverflowError, OSError, ValueError):
+            since = ""
+    return f"the collect of process {pid} on host {ascii(host)[1:-1][:100]}{since}"
+
+
+def _parse(data: bytes | None) -> dict:
+    """The lock's document; {} for one that cannot be read (empty, not JSON, not an object)."""
     try:
         doc = json.loads(data) if data else None
     except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 class _LocalLock:
@@ -103,8 +173,12 @@ class _LocalLock:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(body)
+        except BaseException:  # a full disk: no empty lock left behind for the next collect to wait on
+            self.path.unlink(missing_ok=True)
+            raise
         return True
 
     def overwrite(self, body: bytes) -> None:
@@ -112,7 +186,7 @@ class _LocalLock:
 
     def read(self) -> dict | None:
         try:
-            return _parse(self.path.read_bytes()) or {"at": time.time()}  # being written: not stale yet
+            return _parse(self.path.read_bytes())
         except FileNotFoundError:
             return None
 
@@ -139,7 +213,7 @@ class _RemoteLock:
         from payload.storage import ObjectNotFound
 
         try:
-            return _parse(self.store.get_bytes(self.key)) or {"at": time.time()}
+            return _parse(self.store.get_bytes(self.key))
         except ObjectNotFound:
             return None
 

@@ -107,19 +107,21 @@ class TableView:
 
 def commit(
     loc: Location, rows: Sequence[dict], deleted: Sequence[tuple[str, str, str]], replacing: bool, identity: str
-) -> bool:
+) -> tuple[bool, list[tuple[dict, str]]]:
     """One commit of a batch of changes: `rows` (collect rows) priced and
     added, replacing the row of their (source, key) when `replacing`; each
     (stack, source, key) of `deleted` removed. Only new rows: a plain append
-    (no file rewritten). Returns whether anything was written."""
-    if not rows and not deleted:
-        return False
-    import pyarrow as pa
+    (no file rewritten). Returns (whether anything was written, [(row, why)]
+    of the rows set aside because the table cannot hold one of their values):
+    the rows are converted before anything is written, so a value that does
+    not fit never fails the commit of the others."""
+    from analysis.dataset.writer import _deleted, storable
 
-    from analysis.dataset.writer import _deleted, arrow_batches
-
+    table, refused = storable(rows, identity)
+    if not len(table) and not deleted:
+        return False, refused
     if replacing or deleted:
-        replace(loc, pa.Table.from_batches(list(arrow_batches(rows, identity)), SCHEMA), _deleted(list(deleted)))
+        replace(loc, table, _deleted(list(deleted)))
     else:
-        append(loc, arrow_batches(rows, identity))
-    return True
+        append(loc, table.to_batches())
+    return True, refused

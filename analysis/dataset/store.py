@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
@@ -33,9 +34,11 @@ class TableNotFound(ValueError):
 
 
 def delta_table(loc: Location) -> DeltaTable | None:
-    """The Delta table at `loc`, or None when there is none yet."""
+    """The Delta table at `loc`, or None when there is none yet. Raises
+    analysis.dataset.faults.TableDamaged, naming the way to recover, when its
+    log cannot be read (a commit truncated, garbage, or one missing)."""
     from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
+    from deltalake.exceptions import DeltaError, TableNotFoundError
 
     local = loc.local
     if local is not None and not (local / "_delta_log").is_dir():
@@ -44,6 +47,15 @@ def delta_table(loc: Location) -> DeltaTable | None:
         return DeltaTable(loc.uri, storage_options=loc.storage_options or None)
     except TableNotFoundError:
         return None
+    except DeltaError as exc:
+        if local is None and _unreachable(exc):  # a bucket that did not answer is not a damaged table
+            raise
+        raise TableDamaged(loc.text, first_line(exc)) from None
+
+
+def _unreachable(exc: Exception) -> bool:
+    text = str(exc)
+    return any(word in text for word in ("ObjectStore", "error sending request", "Generic S3 error", "GCS error"))
 
 
 def open_dataset(table: str) -> ds.Dataset:

@@ -1,0 +1,71 @@
+"""Faults of the machine or of the table, named with the way to recover.
+
+A full disk or a damaged table log is not a bug in gpubench: the command
+says what happened, what state it left (what is committed stays; what is
+derived is rebuilt by the next collect) and what to do. Both are OSErrors,
+which every command reports as a message and exit code 1
+(payload.entrypoint.classify_os_error), never as a traceback.
+
+Its own module because the collect, the table's readers and the manifest
+meet the same faults in different libraries (SQLite, Delta Lake's Rust
+writer, pyarrow, the file system), and each is recognised here once."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+SQLITE_FULL = 13  # sqlite3's primary result code for "database or disk is full"
+
+
+class DiskFull(OSError):
+    """No space left where the table, its export or the collect manifest is written."""
+
+    def __init__(self, where: str, detail: str):
+        self.where = where
+        super().__init__(
+            f"no space left on the disk holding {where} ({detail}): free some space there (df -h), then run the "
+            "same collect again: what it committed stays in the table, and the next collect reads the rest "
+            "and rebuilds results.parquet and results.csv from the table"
+        )
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+class TableDamaged(OSError):
+    """The table's log cannot be read: truncated, garbage or with a commit missing."""
+
+    def __init__(self, where: str, detail: str):
+        self.where = where
+        super().__init__(
+            f"the results table at {where} is damaged: its log (_delta_log/) cannot be read ({detail}). "
+            f"Nothing is lost that the buckets hold: move it aside (mv {where} {where}.damaged) and collect again "
+            f"into {where}, which reads every result again; or put back _delta_log/ from a backup"
+        )
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it was raised from, is a full disk (ENOSPC, EDQUOT, SQLite's SQLITE_FULL,
+    or the message Delta Lake's Rust writer passes on)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == SQLITE_FULL:
+            return True
+        text = str(exc)
+        if "No space left on device" in text or "os error 28" in text or "Disk quota exceeded" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of an error's text, at most `limit` characters (Delta Lake's carry a backtrace)."""
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:limit]
