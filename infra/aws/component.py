@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import warnings
 
 import pulumi
@@ -313,7 +314,7 @@ def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup
             }
         )
     return aws.ec2.SecurityGroup(
-        "sg",
+        "security-group",  # Pulumi appends -<hex> to name it; EC2 refuses a name starting with "sg-"
         description=f"gpubench {cfg.stack}: no ingress except configured SSH",
         ingress=ingress,
         egress=EGRESS,
@@ -625,13 +626,15 @@ class AwsRecurring(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
         schedule_expr = parse_schedule(cfg.every or "")
-        tags = aws_tags({**tag_values(launch), "recurring": schedule_expr.aws(), "max-hours": f"{cfg.max_hours:g}"})
+        # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
+        # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
+        tags = aws_tags({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
         role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
         sg = aws.ec2.SecurityGroup(
-            "sg",
+            "security-group",
             description=f"gpubench {cfg.stack}: no ingress",
             ingress=[],
             egress=EGRESS,
@@ -838,6 +841,18 @@ def invoke_policy(function_arn: str) -> str:
     )
 
 
+def lambda_function_name(stack: str) -> str:
+    """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
+    may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
+    import hashlib
+
+    name = f"gpubench-sweeper-{stack}"
+    safe = re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    if safe == name and len(name) <= 64:
+        return name
+    return f"{safe[:57]}-{hashlib.sha1(stack.encode()).hexdigest()[:6]}"
+
+
 class AwsSweeper(pulumi.ComponentResource):
     """The leak sweep as a Lambda function on an EventBridge Scheduler schedule:
     the same sweep as `python -m analysis sweep`, packaged from this checkout
@@ -859,7 +874,7 @@ class AwsSweeper(pulumi.ComponentResource):
 
         # Lambda writes to /aws/lambda/<function name>: name the function so the log
         # group (and the role's only log permission) exists before it.
-        function_name = f"gpubench-sweeper-{cfg.stack}"[:64]
+        function_name = lambda_function_name(cfg.stack)
         logs = aws.cloudwatch.LogGroup(
             "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
         )

@@ -97,10 +97,33 @@ copy() {
 """
 
 
-def service_account_id(stack: str) -> str:
-    """6-30 chars of [a-z0-9-], starting with a letter; a hash keeps long stack names unique."""
-    digest = hashlib.sha1(stack.encode()).hexdigest()[:6]
-    return f"gb-{stack[:20].rstrip('-')}-{digest}"
+def rfc1035_stem(text: str, size: int, lead: str = "gb-") -> str:
+    """`text` as the start of an RFC 1035 name: lowercase letters, digits and single '-', at
+    most `size` characters, ending in a letter or digit, and starting with a letter (`lead` is
+    put first when it would not; "" leaves that to the caller). Stack names may hold uppercase,
+    '.', '_' and a leading digit; GCP names may not."""
+    stem = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
+    if stem and lead and not stem[0].isalpha():
+        stem = lead + stem
+    return stem[:size].rstrip("-")
+
+
+def service_account_id(stack: str, kind: str = "") -> str:
+    """The account id of the stack's `kind` of account ("" the VM's runner): 6-30 characters
+    matching [a-z]([-a-z0-9]*[a-z0-9]) (infra/gcp/rules.py), `gb-<stack>-<hash>`; the hash of
+    the stack and kind keeps the accounts of one stack, and long or odd stack names, apart."""
+    digest = hashlib.sha1((f"{stack}:{kind}" if kind else stack).encode()).hexdigest()[:6]
+    stem = rfc1035_stem(stack, 20, lead="")  # after "gb-": a leading digit is fine
+    return f"gb-{stem}-{digest}" if stem else f"gb-{digest}"
+
+
+# A service account's display name and a custom role's title: at most 100 UTF-8 bytes
+# (infra/gcp/rules.py); stack names are ASCII, so characters are bytes.
+TITLE_MAX = 100
+
+
+def _title(text: str) -> str:
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 3] + "..."
 
 
 def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
@@ -185,7 +208,10 @@ def _runner(
     lacks) and nothing else in the results bucket; returns it and its IAM member string."""
     child = pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
-        "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
+        "runner",
+        account_id=service_account_id(cfg.stack),
+        display_name=_title(f"gpubench {cfg.stack} payload"),
+        opts=child,
     )
     member = account.email.apply(lambda e: f"serviceAccount:{e}")
     gcp.storage.BucketIAMMember(
@@ -375,8 +401,7 @@ def custom_role_id(stack: str, kind: str) -> str:
 
 def name_pattern(stack: str) -> str:
     """bulkInsert's namePattern: a VM name (RFC 1035, <= 63) ending in one run of '#'s."""
-    stem = re.sub(r"[^a-z0-9-]", "-", stack.lower()).strip("-")[:40].rstrip("-")
-    return f"{stem or 'gpubench'}-########"
+    return f"{rfc1035_stem(stack, 40) or 'gpubench'}-########"
 
 
 def bulk_insert_body(template_link: str, stack: str) -> dict:
@@ -484,15 +509,15 @@ def _launcher(parent, cfg, project, runner):
     child = pulumi.ResourceOptions(parent=parent)
     launcher = gcp.serviceaccount.Account(
         "launcher",
-        account_id=service_account_id(cfg.stack + ":launcher"),
-        display_name=f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
+        account_id=service_account_id(cfg.stack, "launcher"),
+        display_name=_title(f"gpubench {cfg.stack} launcher (Cloud Scheduler)"),
         opts=child,
     )
     launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
     role = gcp.projects.IAMCustomRole(
         "launcher-role",
         role_id=custom_role_id(cfg.stack, "launcher"),
-        title=f"gpubench {cfg.stack} launcher",
+        title=_title(f"gpubench {cfg.stack} launcher"),
         description="instances.bulkInsert from the stack's instance template",
         permissions=launcher_permissions(bool(cfg.image)),
         project=project,
@@ -594,14 +619,14 @@ def _sweeper_account(parent, cfg: SweeperConfig, project):
     child = pulumi.ResourceOptions(parent=parent)
     runner = gcp.serviceaccount.Account(
         "sweeper",
-        account_id=service_account_id(cfg.stack + ":sweeper"),
-        display_name=f"gpubench {cfg.stack}: the leak sweep",
+        account_id=service_account_id(cfg.stack, "sweeper"),
+        display_name=_title(f"gpubench {cfg.stack}: the leak sweep"),
         opts=child,
     )
     role = gcp.projects.IAMCustomRole(
         "sweeper-role",
         role_id=custom_role_id(cfg.stack, "sweeper"),
-        title=f"gpubench {cfg.stack} sweeper",
+        title=_title(f"gpubench {cfg.stack} sweeper"),
         description="list VMs, delete the expired ones this project labelled",
         permissions=sorted(SWEEPER_PERMISSIONS),
         project=project,
@@ -681,8 +706,8 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
     child = pulumi.ResourceOptions(parent=parent)
     invoker = gcp.serviceaccount.Account(
         "invoker",
-        account_id=service_account_id(cfg.stack + ":invoker"),
-        display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
+        account_id=service_account_id(cfg.stack, "invoker"),
+        display_name=_title(f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"),
         opts=child,
     )
     may_invoke = gcp.cloudrunv2.ServiceIamMember(
