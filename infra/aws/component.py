@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from dataclasses import dataclass
 import warnings
 
 import pulumi
@@ -46,7 +47,7 @@ import pulumiverse_time as time
 from infra import cloud_init
 from infra.aws import images
 from infra.aws import tags as aws_tags
-from infra.config import ResultsConfig, SweeperConfig
+from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     WORKLOAD_PREFIX,
     Launch,
@@ -214,17 +215,18 @@ def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
     return result.id
 
 
-def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulumi.Output:
+def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
     """Upload the payload's code bundle as `code/<sha256>.tar.gz` and, for a workload stack, the
     workload's as `code/workload-<sha256>.tar.gz`; their s3:// URLs with `#<sha256>`, joined by
-    a space ("" with a prebuilt payloadImage). Kept on destroy: the same keys may serve other stacks."""
+    a space ("" with a prebuilt payloadImage), and the objects (the instance waits for them).
+    Kept on destroy: the same keys may serve other stacks."""
     if launch.public is None:
-        return pulumi.Output.from_input("")
+        return pulumi.Output.from_input(""), []
     uploads = [("code-bundle", "", bundle_file())]
     workload = workload_bundle_file(launch)
     if workload:
         uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
-    urls = []
+    urls, objects = [], []
     for name, prefix, (sha, path) in uploads:
         obj = aws.s3.BucketObjectv2(
             name,
@@ -235,8 +237,9 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulum
             tags=tags,
             opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
         )
+        objects.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join)
+    return pulumi.Output.all(*urls).apply(" ".join), objects
 
 
 def guest_code(launch: Launch, urls: str, region: str):
@@ -247,6 +250,61 @@ def guest_code(launch: Launch, urls: str, region: str):
     return code_bundle(
         launch, *code, CODE_COPY, {"AWS_DEFAULT_REGION": region}, workload=workload[0] if workload else None
     )
+
+
+class NoNetwork(ConfigError, pulumi.RunError):
+    """No subnet to launch in: the configured one is not there, or the region has no default VPC.
+
+    Raised while the program runs, before any resource is registered, so `pulumi up` creates
+    nothing; a RunError, so Pulumi prints the message without a traceback."""
+
+
+@dataclass(frozen=True)
+class Network:
+    """Where the instance goes: the VPC of its security group and, when configured, the subnet
+    (None: EC2 picks the default VPC's default subnet of the zone)."""
+
+    vpc_id: str
+    subnet_id: str | None = None
+
+
+def network(cfg, region: str, opts: pulumi.InvokeOptions) -> Network:
+    """The stack's network, looked up now (a synchronous invoke, before anything is created).
+
+    With `gpubench:subnet`, that subnet (and its VPC); without, the region's default VPC. An
+    instance or security group that names neither in a region without a default VPC fails at
+    `pulumi up` with VPCIdNotSpecified after other resources exist (RunInstances: "If you don't
+    specify a subnet ID, we choose a default subnet from your default VPC for you. If you don't
+    have a default VPC, you must specify a subnet ID in the request",
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html)."""
+    if cfg.subnet:
+        try:
+            subnet = aws.ec2.get_subnet(id=cfg.subnet, opts=opts)
+        except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+            raise NoNetwork(
+                "subnet",
+                f"{cfg.subnet} was not found in {region} ({str(exc).splitlines()[0][:200]}); "
+                f"list the region's subnets with `aws ec2 describe-subnets --region {region}`",
+            ) from None
+        if cfg.zone and subnet.availability_zone != cfg.zone:
+            raise NoNetwork(
+                "subnet", f"{cfg.subnet} is in {subnet.availability_zone}, not gpubench:zone {cfg.zone}; change one"
+            )
+        if not subnet.map_public_ip_on_launch:
+            pulumi.log.warn(
+                f"{cfg.subnet} gives instances no public IPv4 address: the instance reaches the image "
+                "registry and the results bucket only through a NAT gateway or VPC endpoints"
+            )
+        return Network(subnet.vpc_id, subnet.id)
+    vpcs = aws.ec2.get_vpcs(filters=[{"name": "is-default", "values": ["true"]}], opts=opts)
+    if not vpcs.ids:
+        raise NoNetwork(
+            "subnet",
+            f"{region} has no default VPC, and no subnet is configured: set gpubench:subnet to a subnet "
+            f"that reaches the internet (`pulumi config set gpubench:subnet subnet-... --stack {cfg.stack}`), "
+            f"or create the default VPC (`aws ec2 create-default-vpc --region {region}`)",
+        )
+    return Network(vpcs.ids[0])
 
 
 # Outbound only (image pull, results upload); ingress is added per stack, SSH only.
@@ -276,8 +334,10 @@ def market_options(market: str) -> dict | None:
 
 def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags, launch_id=None):
     """The instance's role and profile (create-only under its own launch's runs, or under
-    runs/<stack>/ for a recurring stack without `launch_id`; read code/) and the code bundle it
-    fetches."""
+    runs/<stack>/ for a recurring stack without `launch_id`; read code/), the code bundle it
+    fetches, and what must exist before an instance boots: the role's policy and the bundle's
+    objects. Nothing else refers to them, so without an explicit `depends_on` Pulumi may start
+    the instance first, and its one fetch of the bundle would meet a 403 or a missing key."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         "instance-role",
@@ -287,7 +347,7 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         opts=child,
     )
     code_prefix = results.code_prefix if launch.public else None
-    aws.iam.RolePolicy(
+    policy = aws.iam.RolePolicy(
         "results-access",
         role=role.id,
         policy=pulumi.Output.all(results.bucket, launch_id).apply(
@@ -296,10 +356,11 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         opts=child,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-    return role, profile, upload_code(parent, launch, results, tags)
+    code_url, objects = upload_code(parent, launch, results, tags)
+    return role, profile, code_url, [policy, *objects]
 
 
-def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup:
+def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.SecurityGroup:
     """Outbound only; SSH in only from `gpubench:sshCidr` when set."""
     ingress = []
     if cfg.ssh_cidr:
@@ -316,6 +377,7 @@ def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup
     return aws.ec2.SecurityGroup(
         "security-group",  # Pulumi appends -<hex> to name it; EC2 refuses a name starting with "sg-"
         description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+        vpc_id=vpc_id,
         ingress=ingress,
         egress=EGRESS,
         tags=tags,
@@ -379,6 +441,7 @@ class AwsBenchmark(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))  # before anything is created
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
@@ -386,8 +449,8 @@ class AwsBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags, launch_id)
-        sg = _security_group(self, cfg, tags)
+        role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags, launch_id)
+        sg = _security_group(self, cfg, tags, net.vpc_id)
         key_name = None
         if cfg.ssh_public_key:
             key_name = aws.ec2.KeyPair("ssh-key", public_key=cfg.ssh_public_key, tags=tags, opts=child).key_name
@@ -397,7 +460,8 @@ class AwsBenchmark(pulumi.ComponentResource):
             instance_type=launch.offering.instance_type,
             iam_instance_profile=profile.name,
             vpc_security_group_ids=[sg.id],
-            availability_zone=cfg.zone,
+            subnet_id=net.subnet_id,
+            availability_zone=None if net.subnet_id else cfg.zone,  # a subnet is in one zone
             key_name=key_name,
             instance_initiated_shutdown_behavior="terminate",
             instance_market_options=market_options(cfg.market),
@@ -411,7 +475,7 @@ class AwsBenchmark(pulumi.ComponentResource):
             },
             user_data=_benchmark_user_data(launch, results, deadline, code_url, region),
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
         )
         schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
 
@@ -535,9 +599,15 @@ def schedule_at(rfc3339: str) -> str:
 
 
 RUN_INSTANCES_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:runInstances"
-# Resource types RunInstances touches when launching from a template (AWS's
-# example policies, "Launch templates"); each must come from that template.
-_RUN_RESOURCES = ("instance", "volume", "network-interface", "security-group", "subnet", "spot-instances-request")
+# Resource types RunInstances touches when launching from a template (AWS's example policies,
+# "Launch templates", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ExamplePolicies_EC2.html).
+# `ec2:IsLaunchTemplateResource` is true for a resource the template specifies; these are:
+_RUN_RESOURCES = ("instance", "volume", "security-group", "spot-instances-request")
+# The template names a subnet (and so its network interface) only when `gpubench:subnet` is set;
+# otherwise EC2 picks the default VPC's default subnet and creates the interface itself, and
+# neither is a launch-template resource: a statement requiring the key would deny the launch.
+# They get the template condition alone (the scheduler's request overrides nothing).
+_RUN_NETWORK = ("network-interface", "subnet")
 _TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface", "spot-instances-request")
 
 
@@ -562,6 +632,13 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
                         "ArnEquals": {"ec2:LaunchTemplate": template_arn},
                         "Bool": {"ec2:IsLaunchTemplateResource": "true"},
                     },
+                },
+                {
+                    "Sid": "NetworkOfThisTemplatesLaunch",
+                    "Effect": "Allow",
+                    "Action": "ec2:RunInstances",
+                    "Resource": arns(_RUN_NETWORK),
+                    "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
                 },
                 {
                     "Sid": "TagOnlyAtLaunch",
@@ -625,6 +702,7 @@ class AwsRecurring(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))  # before anything is created
         schedule_expr = parse_schedule(cfg.every or "")
         # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
         # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
@@ -632,16 +710,19 @@ class AwsRecurring(pulumi.ComponentResource):
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
+        role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags)
         sg = aws.ec2.SecurityGroup(
             "security-group",
             description=f"gpubench {cfg.stack}: no ingress",
+            vpc_id=net.vpc_id,
             ingress=[],
             egress=EGRESS,
             tags=tags,
             opts=child,
         )
-        template = _launch_template(self, launch, schedule_expr, (profile, sg), results, code_url, tags)
+        template = _launch_template(
+            self, launch, schedule_expr, (profile, sg, net), results, code_url, tags, before_boot
+        )
         schedule = _launch_schedule(self, cfg, schedule_expr, region, tags, template, role)
         self.outputs = {
             "launchTemplateId": template.id,
@@ -654,11 +735,16 @@ class AwsRecurring(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, results, code_url, tags):
+def _launch_template(parent, launch: Launch, schedule_expr, placing, results, code_url, tags, before_boot):
     """The launch template each scheduled launch starts from: the benchmark's user-data (its
-    deadline set at boot), instance profile, security group, tags and market."""
+    deadline set at boot), instance profile, security group and subnet (`placing`: profile,
+    security group, Network), tags and market. Created after the role's policy and the code
+    bundle (`before_boot`), so no launch can boot before them."""
     cfg = launch.cfg
-    profile, sg = profile_and_sg
+    profile, sg, net = placing
+    # A configured subnet goes in the template's network interface (the security group with it);
+    # without one, EC2 uses the default VPC's default subnet of the zone.
+    nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
     region = region_of(cfg, launch.offering)
 
     def user_data(args) -> str:
@@ -678,8 +764,9 @@ def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, resu
         image_id=_ami(launch, pulumi.InvokeOptions(parent=parent)),
         instance_type=launch.offering.instance_type,
         iam_instance_profile={"arn": profile.arn},
-        vpc_security_group_ids=[sg.id],
-        placement={"availability_zone": cfg.zone} if cfg.zone else None,
+        vpc_security_group_ids=None if net.subnet_id else [sg.id],
+        network_interfaces=[nic] if net.subnet_id else None,
+        placement={"availability_zone": cfg.zone} if cfg.zone and not net.subnet_id else None,
         instance_initiated_shutdown_behavior="terminate",
         instance_market_options=market_options(cfg.market),
         metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
@@ -698,7 +785,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, resu
         tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
         update_default_version=True,
         tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
     )
 
 

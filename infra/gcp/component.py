@@ -58,7 +58,7 @@ import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import cloud_init
-from infra.config import ResultsConfig, SweeperConfig
+from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
@@ -126,21 +126,64 @@ def _title(text: str) -> str:
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 3] + "..."
 
 
-def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+class NoImage(ConfigError, pulumi.RunError):
+    """The image family has no image to boot; raised before any resource is created, and printed
+    by Pulumi without a traceback (a RunError)."""
+
+
+def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
+    """The boot image: `gpubench:image`, else the newest image of the generation's family.
+
+    Looked up now (a synchronous invoke), so a family with nothing to boot stops `pulumi up`
+    before anything is created, with the fix. `images.getFromFamily` "returns the latest image
+    that is part of an image family and is not deprecated"
+    (https://cloud.google.com/compute/docs/reference/rest/v1/images/getFromFamily): once every
+    image of a family is deprecated (the CUDA 11 family of the legacy K80 stacks, for one) it
+    finds none. A legacy family is therefore looked up by listing (`most_recent` over a
+    `family = ...` filter), which includes deprecated images, as AWS's legacy AMI lookup does
+    with include_deprecated; any other family must still have a current image."""
     if launch.cfg.image:
-        return pulumi.Output.from_input(launch.cfg.image)
+        return launch.cfg.image
     spec = images.image_for(launch.generation)
-    return gcp.compute.get_image_output(family=spec.family, project=images.IMAGE_PROJECT, opts=opts).self_link
+    how = {"filter": f"family = {spec.family}", "most_recent": True} if spec.legacy else {"family": spec.family}
+    try:
+        return gcp.compute.get_image(project=images.IMAGE_PROJECT, opts=opts, **how).self_link
+    except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+        raise NoImage(
+            "image",
+            f"the image family {images.IMAGE_PROJECT}/{spec.family} has no image to boot "
+            f"({str(exc).splitlines()[0][:200]}); set gpubench:image to an image you choose "
+            f"(`gcloud compute images list --project {images.IMAGE_PROJECT} --show-deprecated "
+            f"--filter='family~^common-cu'`), e.g. projects/{images.IMAGE_PROJECT}/global/images/<name>",
+        ) from None
 
 
-def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> pulumi.Output:
+# Machine series that take only a gVNIC network interface: "gVNIC is the only supported network
+# interface" for the third generation and later, A3 (H100) among them
+# (https://cloud.google.com/compute/docs/networking/using-gvnic; an A3 VM with the default
+# VirtIO interface is refused). The Deep Learning VM images support gVNIC.
+GVNIC_SERIES = ("a3-", "a4-", "a4x-", "c3-", "c3d-", "c4-", "c4a-", "c4d-", "g4-", "h3-", "n4-", "x4-")
+
+
+def network_interface(subnet, machine_type: str) -> dict:
+    """The VM's one network interface: the stack's subnet, an external address (image pull,
+    results upload), gVNIC where the machine series requires it."""
+    nic: dict = {"subnetwork": subnet.id, "access_configs": [{}]}
+    if machine_type.startswith(GVNIC_SERIES):
+        nic["nic_type"] = "GVNIC"
+    return nic
+
+
+def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> tuple[pulumi.Output, list]:
     """Upload the payload's bundle (and a workload stack's spec + workdir) to the results bucket's
     code/ folder, content-addressed and kept on destroy, and let `member` read that folder only.
-    Returns "gs://...#sha256 ..." for the user-data, or "" when a prebuilt payloadImage runs instead."""
+    Returns "gs://...#sha256 ..." for the user-data ("" when a prebuilt payloadImage runs instead)
+    and what the VM must wait for: the read grant and the objects (nothing else refers to them,
+    so without `depends_on` the VM could boot, fetch once, meet a 403 and power off)."""
     if launch.public is None:
-        return pulumi.Output.from_input("")
+        return pulumi.Output.from_input(""), []
     child = pulumi.ResourceOptions(parent=parent)
-    gcp.storage.ManagedFolderIamMember(
+    grant = gcp.storage.ManagedFolderIamMember(
         "code-read",
         bucket=results.bucket,
         managed_folder=results.code_prefix,
@@ -152,7 +195,7 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> p
     workload = workload_bundle_file(launch)
     if workload:
         uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
-    urls = []
+    urls, before_boot = [], [grant]
     for res_name, prefix, (sha, path) in uploads:
         obj = gcp.storage.BucketObject(
             res_name,
@@ -162,8 +205,9 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> p
             content_type="application/gzip",
             opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
         )
+        before_boot.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join)
+    return pulumi.Output.all(*urls).apply(" ".join), before_boot
 
 
 def _guest_code(launch: Launch, urls: str):
@@ -202,10 +246,11 @@ def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict
 
 def _runner(
     parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
-) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
+) -> tuple[gcp.serviceaccount.Account, pulumi.Output, gcp.storage.BucketIAMMember]:
     """The VM's service account, with objectCreator on its own launch's runs and its stack's
     journal (create only: replacing an object needs storage.objects.delete, which objectCreator
-    lacks) and nothing else in the results bucket; returns it and its IAM member string."""
+    lacks) and nothing else in the results bucket; returns it, its IAM member string and the
+    grant (the VM waits for it)."""
     child = pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
         "runner",
@@ -214,7 +259,7 @@ def _runner(
         opts=child,
     )
     member = account.email.apply(lambda e: f"serviceAccount:{e}")
-    gcp.storage.BucketIAMMember(
+    grant = gcp.storage.BucketIAMMember(
         "results-access",
         bucket=results.bucket,
         role=RUNS_ROLE,
@@ -224,7 +269,7 @@ def _runner(
         ),
         opts=child,
     )
-    return account, member
+    return account, member, grant
 
 
 def _network(parent: pulumi.Resource, region: str, description: str):
@@ -292,8 +337,8 @@ class GcpBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        account, member = _runner(self, cfg, results, run_prefix, launch_id)
-        code_url = _code_bundles(self, launch, results, member)
+        account, member, runs_grant = _runner(self, cfg, results, run_prefix, launch_id)
+        code_url, before_boot = _code_bundles(self, launch, results, member)
         network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:
             gcp.compute.Firewall(
@@ -320,12 +365,12 @@ class GcpBenchmark(pulumi.ComponentResource):
             },
             guest_accelerators=_accelerators(offering),
             scheduling=_scheduling(cfg),
-            network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+            network_interfaces=[network_interface(subnet, offering.instance_type)],
             service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
             metadata=_benchmark_metadata(launch, results, deadline, code_url),
             labels=labels,
             allow_stopping_for_update=True,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
         )
         self.outputs = {
             "instanceName": instance.name,
@@ -441,10 +486,12 @@ class GcpRecurring(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
 
-        runner, runner_member = _runner(self, cfg, results, run_prefix)
-        code_url = _code_bundles(self, launch, results, runner_member)
+        runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
+        code_url, before_boot = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
-        template = _recurring_template(self, launch, schedule_expr, runner, subnet, results, code_url)
+        template = _recurring_template(
+            self, launch, schedule_expr, (runner, subnet), results, code_url, [runs_grant, *before_boot]
+        )
         launcher, granted = _launcher(self, cfg, project, runner)
         job = _launch_job(self, cfg, schedule_expr, region, zone, project, template, launcher, granted)
         self.outputs = {
@@ -460,10 +507,12 @@ class GcpRecurring(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, results, code_url):
+def _recurring_template(parent, launch: Launch, schedule_expr, runner_and_subnet, results, code_url, before_boot):
     """The instance template each scheduled launch starts one VM from: the benchmark's
-    user-data (its deadline set at boot), labels, service account, market and max_run_duration."""
+    user-data (its deadline set at boot), labels, service account, market and max_run_duration;
+    created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
     cfg, offering = launch.cfg, launch.offering
+    runner, subnet = runner_and_subnet
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
 
     def user_data(url: str, code: str) -> str:
@@ -490,7 +539,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, r
         ],
         guest_accelerators=_accelerators(offering),
         scheduling=_scheduling(cfg),
-        network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+        network_interfaces=[network_interface(subnet, offering.instance_type)],
         service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         metadata={
             "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
@@ -498,7 +547,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, r
             "block-project-ssh-keys": "TRUE",
         },
         labels=labels,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
     )
 
 
