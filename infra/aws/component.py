@@ -27,8 +27,8 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass
 import warnings
+from dataclasses import dataclass
 
 import pulumi
 
