@@ -152,9 +152,10 @@ def test_a3_gets_gvnic_and_others_keep_the_default(rendered):
     n1 = rendered["gcp-t4-1x"].one("gcp:compute/instance:Instance").inputs
     assert "nicType" not in n1["networkInterfaces"][0]
     template = _render("recurring-gcp-h100-8x", _recurring("gcp-h100-8x", "0 3 * * *"))
-    assert template.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs["networkInterfaces"][0][
-        "nicType"
-    ] == "GVNIC"
+    assert (
+        template.one("gcp:compute/instanceTemplate:InstanceTemplate").inputs["networkInterfaces"][0]["nicType"]
+        == "GVNIC"
+    )
 
 
 def test_a_legacy_family_is_found_among_deprecated_images_and_a_current_one_by_family(monkeypatch):
