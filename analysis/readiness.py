@@ -1,9 +1,12 @@
 """Is this machine ready? The Pulumi CLI, each cloud's credentials, the installed extras and
-whether results buckets answer. Reads only; changes nothing. `gpubench check` prints these;
-a command about to launch can call them to stop early with the fix."""
+whether results buckets answer; asked about a cloud, what a first real run needs of the account
+too (account_checks: the account, network, GPU quotas, APIs) and the Pulumi backend. Reads only;
+changes nothing. `gpubench check` prints these; a command about to launch can call them to stop
+early with the fix."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -77,6 +80,67 @@ def bucket_check(url: str) -> dict:
     return {"check": f"bucket {url}", "ok": True, "detail": "lists runs/"}
 
 
+def backend_check(timeout: float = 30) -> dict:
+    """The Pulumi state backend the CLI is logged in to (`pulumi whoami --verbose`)."""
+    exe = shutil.which("pulumi")
+    if exe is None:
+        return {"check": "pulumi backend", "ok": False, "detail": "needs the Pulumi CLI (see the line above)"}
+    env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
+    try:
+        done = subprocess.run(
+            [exe, "whoami", "--verbose"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"check": "pulumi backend", "ok": False, "detail": f"`pulumi whoami` did not answer: {exc}"}
+    fields = dict(
+        (k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in done.stdout.splitlines()) if v
+    )
+    if done.returncode != 0 or "backend url" not in fields:
+        said = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        return {
+            "check": "pulumi backend",
+            "ok": False,
+            "detail": f"not logged in ({said[-1][:160] if said else 'no answer'}): `pulumi login` (Pulumi Cloud), "
+            "`pulumi login s3://MY-STATE-BUCKET` or `pulumi login --local`",
+        }
+    return {"check": "pulumi backend", "ok": True, "detail": f"{fields['backend url']} as {fields.get('user', '?')}"}
+
+
+def selected_stacks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None) -> list:
+    """The stacks of `cloud` a first-run check looks at (infra.stacks.StackNeed): those matching
+    `patterns` (shell globs over stack names), or by default every stack file of the cloud whose
+    offering is not retired."""
+    from fnmatch import fnmatchcase
+
+    from infra import stacks
+    from infra.catalog import load_catalog
+
+    folder = stacks_dir or stacks.STACKS_DIR
+    names = [n for n in stacks.stack_names(folder) if not patterns or any(fnmatchcase(n, p) for p in patterns)]
+    needs = stacks.stack_needs(cloud, names, catalog or load_catalog(), folder)
+    return needs if patterns else [n for n in needs if n.offering is None or not n.offering.retired]
+
+
+def account_checks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None, **clients) -> list[dict]:
+    """What a first real run on `cloud` needs of the account (the identity, network, GPU quotas
+    for the selected stacks, APIs; infra/<cloud>/readiness.py) plus the Pulumi backend; every
+    row carries "for": the cloud it is needed for. Makes read-only API calls. With `patterns`,
+    every selected stack must fit its quota; without, at least the smallest of each quota."""
+    from infra import clouds
+    from infra.conventions import UsageError
+
+    needs = selected_stacks(cloud, patterns, stacks_dir, catalog)
+    if patterns and not needs:
+        raise UsageError(f"no {cloud} stack matches {', '.join(patterns)}; list them with `gpubench stacks --list`")
+    rows = clouds.get(cloud).account_checks(needs, strict=bool(patterns), **clients)
+    return [{**row, "for": cloud} for row in rows]
+
+
 def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:
     """Every check, each {"check", "ok", "detail"}: the Pulumi CLI, credentials, extras, then each bucket."""
     return [pulumi_check(), *credential_checks(), *extras_checks(), *(bucket_check(u) for u in results_urls)]
@@ -94,9 +158,14 @@ def requirements(clouds: Sequence[str]) -> dict[str, tuple[str, ...]]:
 def verdict(checks: Sequence[dict], asked: Sequence[str], clouds: Sequence[str]) -> tuple[list[str], list[str]]:
     """(ready, not ready) among what was asked; nothing asked means "at least one cloud".
 
-    A bucket that does not answer is judged apart (its own exit code)."""
+    A row with "for": <cloud> (account_checks) is needed by that cloud, "for": "clouds" (the
+    Pulumi backend) by every cloud. A bucket that does not answer is judged apart (its own exit code)."""
     ok = {c["check"]: c["ok"] for c in checks}
     needs = requirements(clouds)
+    for c in checks:  # account rows and the backend: needed by the cloud(s) they are for
+        targets = list(clouds) if c.get("for") == "clouds" else [c["for"]] if c.get("for") in clouds else []
+        for cloud in targets:
+            needs[cloud] = (*needs[cloud], c["check"])
     wanted = list(asked) or list(clouds)
     ready = [w for w in wanted if all(ok.get(n, False) for n in needs[w])]
     if not asked:  # any one cloud will do

@@ -168,6 +168,14 @@ def credentials_status() -> dict:
     return {"ok": True, "detail": f"found ({creds.method}), region {session.region_name or 'unset'}"}
 
 
+def account_checks(needs, strict=False, client=None):
+    """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
+    as rows {"check", "ok", "detail"} naming each fix (infra/aws/readiness.py; API calls)."""
+    from infra.aws.readiness import checks
+
+    return checks(needs, strict, client)
+
+
 def preview_mocks():
     """Mock answers for the offline preview (infra/render.py)."""
     from infra.aws import mocks as module
