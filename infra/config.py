@@ -445,6 +445,24 @@ class ResultsConfig(_ProviderStack):
     checkpoint_days: PositiveInt = config_key("checkpointDays", "days checkpoints are kept", 30)
     noncurrent_days: PositiveInt = config_key("noncurrentDays", "days overwritten result versions are kept", 30)
 
+    @model_validator(mode="after")
+    def _names_the_cloud_accepts(self) -> ResultsConfig:
+        """Names the cloud would refuse at `pulumi up`, refused now (infra/<cloud>/rules.py `config`)."""
+        from infra.provider_rules import table_of
+
+        if self.provider is None:
+            return self
+        table = table_of(self.provider)
+        for key, rule in table.config.items():
+            value = getattr(self, _FIELD_OF_KEY[key], None)
+            problem = value is not None and table.rule(rule).problem(value)
+            if problem:
+                raise ConfigError(key, f"{problem}; choose another name")
+        return self
+
+
+_FIELD_OF_KEY = {"bucketName": "bucket_name"}  # config keys the clouds' rules tables check
+
 
 class SweeperConfig(_ProviderStack):
     """The leak sweep as a function on the cloud's scheduler (stacks aws-sweeper, gcp-sweeper)."""

@@ -88,6 +88,8 @@ class Table:
     exempt: Mapping[str, str] = field(default_factory=dict)
     # Extra checks over a whole resource (e.g. a JSON document inside an input).
     checks: Mapping[str, Callable[[Table, Mapping[str, Any]], list[str]]] = field(default_factory=dict)
+    # Stack config keys whose values become such names (key -> rule): refused when the config is read.
+    config: Mapping[str, str] = field(default_factory=dict)
 
     def rule(self, name: str) -> Rule:
         return self.rules[name]

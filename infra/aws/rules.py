@@ -206,6 +206,30 @@ RULES: dict[str, Rule] = {
         1,
         bytes_utf8=True,
     ),
+    # IAM quotas: "Role trust policy length: 2,048 characters"; "Inline policy size for roles:
+    # 10,240 characters" (IAM does not count white space; these count it, so they err safe).
+    "iam-trust-policy": Rule(
+        "IAM role trust policy",
+        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
+        "at most 2,048 characters",
+        2048,
+        1,
+    ),
+    "iam-inline-policy": Rule(
+        "IAM inline role policy",
+        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
+        "at most 10,240 characters for a role's inline policies",
+        10240,
+        1,
+    ),
+    # Sid: "supports ASCII uppercase letters (A-Z), lowercase letters (a-z), and numbers (0-9)".
+    "iam-sid": Rule(
+        "IAM policy statement id",
+        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_sid.html",
+        "A-Z, a-z, 0-9",
+        10240,
+        pattern=re.compile(r"[A-Za-z0-9]*"),
+    ),
     # "User data is limited to 16 KB, in raw form, before it is base64-encoded."
     "user-data": Rule(
         "EC2 user data",
@@ -238,6 +262,16 @@ def _decoded_user_data(text: str) -> str:
         return base64.b64decode(text, validate=True).decode()
     except ValueError:
         return text
+
+
+def _policy_sids(table: Table, inputs: Mapping[str, Any]) -> list[str]:
+    """The statement ids inside a policy document (a JSON string input)."""
+    try:
+        statements = json.loads(inputs.get("policy") or "{}").get("Statement", [])
+    except (ValueError, AttributeError):
+        return []
+    problems = (table.rule("iam-sid").problem(st["Sid"]) for st in statements if isinstance(st, dict) and "Sid" in st)
+    return [f"policy: {p}" for p in problems if p]
 
 
 def _user_data(table: Table, inputs: Mapping[str, Any]) -> list[str]:
@@ -281,10 +315,14 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     "aws:iam/role:Role": (
         Field("name", "iam-role-name", autoname=True),
         Field("description", "iam-description"),
+        Field("assumeRolePolicy", "iam-trust-policy"),
         IAM_TAGS,
     ),
     "aws:iam/instanceProfile:InstanceProfile": (Field("name", "iam-profile-name", autoname=True), IAM_TAGS),
-    "aws:iam/rolePolicy:RolePolicy": (Field("name", "iam-policy-name", autoname=True),),
+    "aws:iam/rolePolicy:RolePolicy": (
+        Field("name", "iam-policy-name", autoname=True),
+        Field("policy", "iam-inline-policy"),
+    ),
     "aws:ec2/securityGroup:SecurityGroup": (
         Field("name", "sg-name", autoname=True),
         Field("description", "sg-description"),
@@ -335,9 +373,10 @@ EXEMPT: dict[str, str] = {
 }
 
 CHECKS = {
+    "aws:iam/rolePolicy:RolePolicy": _policy_sids,
     "aws:ec2/instance:Instance": _user_data,
     "aws:ec2/launchTemplate:LaunchTemplate": _user_data,
     "aws:scheduler/schedule:Schedule": _schedule_input,
 }
 
-TABLE = Table(RULES, FIELDS, EXEMPT, CHECKS)
+TABLE = Table(RULES, FIELDS, EXEMPT, CHECKS, config={"bucketName": "s3-bucket-name"})

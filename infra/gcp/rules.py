@@ -222,4 +222,4 @@ EXEMPT: dict[str, str] = {
 
 CHECKS = {"gcp:cloudscheduler/job:Job": _bulk_insert_body}
 
-TABLE = Table(RULES, FIELDS, EXEMPT, CHECKS)
+TABLE = Table(RULES, FIELDS, EXEMPT, CHECKS, config={"bucketName": "gcs-bucket-name"})

@@ -8,6 +8,8 @@ stacks' bucket keys, and stack names at the edges of what a stack name may be.""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from infra_matrix import NOW, STACK_NAMES
 
@@ -177,3 +179,23 @@ def test_every_rule_cites_its_source():
         for name, rule in table.rules.items():
             assert rule.source.startswith("https://"), name
             assert rule.says and rule.max_len > 0, name
+
+
+@pytest.mark.parametrize("cloud, name", [("aws", "My_Results"), ("gcp", "My_Results"), ("gcp", "goog-results")])
+def test_a_bucket_name_the_cloud_refuses_is_refused_when_the_stack_is_read(cloud, name):
+    from infra.config import ConfigError, parse_config
+
+    raw = {"gpubench:stackType": "results", "gpubench:provider": cloud, "gpubench:bucketName": name}
+    with pytest.raises(ConfigError, match=f"gpubench:bucketName: .*{name}.*choose another name"):
+        parse_config(raw, f"{cloud}-results")
+    ok = parse_config({**raw, "gpubench:bucketName": "my-gpubench-results"}, f"{cloud}-results")
+    assert ok.bucket_name == "my-gpubench-results"
+
+
+def test_the_policy_documents_fit_iams_limits_and_statement_ids(rendered):
+    from infra.aws.rules import TABLE
+
+    policies = [r for name in STACK_NAMES for r in rendered[name].of_type("aws:iam/rolePolicy:RolePolicy")]
+    assert policies
+    bad = {"policy": json.dumps({"Statement": [{"Sid": "own-runs", "Effect": "Allow"}]})}
+    assert provider_rules.violations(TABLE, "aws:iam/rolePolicy:RolePolicy", "x", bad)
