@@ -11,6 +11,7 @@ Every check is listed; the exit status answers only what you asked:
   gpubench check aws           is AWS ready for a first run (credentials, VPC, quotas, backend)?
   gpubench check gcp --stack 'gcp-l4-*'        GCP, with quotas for the L4 stacks only
   gpubench check gcp analysis  GCP, and the analysis extra (collect, report)?
+  gpubench check aws --offline                 only what this machine has (no API calls)
   gpubench check --results s3://my-results    and does this bucket answer?
 
 Quotas: with --stack, every selected stack must fit; without, at least the smallest stack of
@@ -65,6 +66,11 @@ def register(sub) -> None:
         help="with a cloud: the stacks whose quotas to check (shell pattern; repeatable; default: every "
         "stack file of the cloud whose offering is not retired)",
     )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="with a cloud: only the Pulumi CLI, the extra and credentials being there (no API calls, no backend)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list of checks")
     p.set_defaults(func=run)
 
@@ -76,9 +82,12 @@ def run(args) -> int:
 
     asked = [check_choice("check", w, _choices(), f"Choose from {', '.join(_choices())}.") for w in args.what]
     checks = readiness_checks(args.results)
-    asked_clouds = [w for w in asked if clouds.is_cloud(w)]
-    if args.stack and not asked_clouds:
-        raise UsageError("--stack selects the stacks of a cloud: name it, e.g. gpubench check aws --stack 'aws-g5-*'")
+    asked_clouds = [w for w in asked if clouds.is_cloud(w) and not args.offline]
+    if args.stack and (args.offline or not any(clouds.is_cloud(w) for w in asked)):
+        raise UsageError(
+            "--stack selects the stacks whose quotas a cloud's account checks read: name the cloud, "
+            "without --offline, e.g. gpubench check aws --stack 'aws-g5-*'"
+        )
     if asked_clouds:
         checks.append({**backend_check(), "for": "clouds"})
     for cloud in asked_clouds:

@@ -197,22 +197,35 @@ def terminate_policy(instance_arn: str) -> str:
     )
 
 
-def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
+    """The AMI: `gpubench:image`, else the newest of the generation's Deep Learning AMIs.
+
+    Looked up now (a synchronous invoke, before anything is created): once AWS deprecates every
+    AMI of a name pattern looked up without include_deprecated, the lookup finds none, and
+    `pulumi up` stops here with the fix instead of after the role and bucket objects exist."""
     if launch.cfg.image:
-        return pulumi.Output.from_input(launch.cfg.image)
+        return launch.cfg.image
     spec = images.image_for(launch.generation)
-    result = aws.ec2.get_ami_output(
-        most_recent=True,
-        owners=[images.OWNER],
-        include_deprecated=spec.include_deprecated,
-        filters=[
-            {"name": "name", "values": [spec.name_pattern]},
-            {"name": "architecture", "values": ["x86_64"]},
-            {"name": "state", "values": ["available"]},
-        ],
-        opts=opts,
-    )
-    return result.id
+    try:
+        return aws.ec2.get_ami(
+            most_recent=True,
+            owners=[images.OWNER],
+            include_deprecated=spec.include_deprecated,
+            filters=[
+                {"name": "name", "values": [spec.name_pattern]},
+                {"name": "architecture", "values": ["x86_64"]},
+                {"name": "state", "values": ["available"]},
+            ],
+            opts=opts,
+        ).id
+    except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+        raise Missing(
+            "image",
+            f"no {'' if spec.include_deprecated else 'current (not deprecated) '}AMI named "
+            f"{spec.name_pattern!r} from {images.OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
+            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {images.OWNER} "
+            f"--include-deprecated --region {region} --filters 'Name=name,Values={spec.name_pattern}'`)",
+        ) from None
 
 
 def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
@@ -252,8 +265,9 @@ def guest_code(launch: Launch, urls: str, region: str):
     )
 
 
-class NoNetwork(ConfigError, pulumi.RunError):
-    """No subnet to launch in: the configured one is not there, or the region has no default VPC.
+class Missing(ConfigError, pulumi.RunError):
+    """Nothing to launch in or from: no subnet (the configured one is not there, or the region has
+    no default VPC), or no image to boot.
 
     Raised while the program runs, before any resource is registered, so `pulumi up` creates
     nothing; a RunError, so Pulumi prints the message without a traceback."""
@@ -281,13 +295,13 @@ def network(cfg, region: str, opts: pulumi.InvokeOptions) -> Network:
         try:
             subnet = aws.ec2.get_subnet(id=cfg.subnet, opts=opts)
         except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
-            raise NoNetwork(
+            raise Missing(
                 "subnet",
                 f"{cfg.subnet} was not found in {region} ({str(exc).splitlines()[0][:200]}); "
                 f"list the region's subnets with `aws ec2 describe-subnets --region {region}`",
             ) from None
         if cfg.zone and subnet.availability_zone != cfg.zone:
-            raise NoNetwork(
+            raise Missing(
                 "subnet", f"{cfg.subnet} is in {subnet.availability_zone}, not gpubench:zone {cfg.zone}; change one"
             )
         if not subnet.map_public_ip_on_launch:
@@ -298,7 +312,7 @@ def network(cfg, region: str, opts: pulumi.InvokeOptions) -> Network:
         return Network(subnet.vpc_id, subnet.id)
     vpcs = aws.ec2.get_vpcs(filters=[{"name": "is-default", "values": ["true"]}], opts=opts)
     if not vpcs.ids:
-        raise NoNetwork(
+        raise Missing(
             "subnet",
             f"{region} has no default VPC, and no subnet is configured: set gpubench:subnet to a subnet "
             f"that reaches the internet (`pulumi config set gpubench:subnet subnet-... --stack {cfg.stack}`), "
@@ -441,7 +455,9 @@ class AwsBenchmark(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))  # before anything is created
+        # Looked up before anything is created: a missing network or image stops here.
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
+        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
@@ -456,7 +472,7 @@ class AwsBenchmark(pulumi.ComponentResource):
             key_name = aws.ec2.KeyPair("ssh-key", public_key=cfg.ssh_public_key, tags=tags, opts=child).key_name
         instance = aws.ec2.Instance(
             "instance",
-            ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
+            ami=ami,
             instance_type=launch.offering.instance_type,
             iam_instance_profile=profile.name,
             vpc_security_group_ids=[sg.id],
@@ -702,7 +718,9 @@ class AwsRecurring(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))  # before anything is created
+        # Looked up before anything is created: a missing network or image stops here.
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
+        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
         schedule_expr = parse_schedule(cfg.every or "")
         # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
         # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
@@ -721,7 +739,7 @@ class AwsRecurring(pulumi.ComponentResource):
             opts=child,
         )
         template = _launch_template(
-            self, launch, schedule_expr, (profile, sg, net), results, code_url, tags, before_boot
+            self, launch, schedule_expr, (profile, sg, net, ami), results, code_url, tags, before_boot
         )
         schedule = _launch_schedule(self, cfg, schedule_expr, region, tags, template, role)
         self.outputs = {
@@ -737,11 +755,11 @@ class AwsRecurring(pulumi.ComponentResource):
 
 def _launch_template(parent, launch: Launch, schedule_expr, placing, results, code_url, tags, before_boot):
     """The launch template each scheduled launch starts from: the benchmark's user-data (its
-    deadline set at boot), instance profile, security group and subnet (`placing`: profile,
-    security group, Network), tags and market. Created after the role's policy and the code
+    deadline set at boot), instance profile, security group, subnet and AMI (`placing`:
+    profile, security group, Network, AMI id), tags and market. Created after the role's policy and the code
     bundle (`before_boot`), so no launch can boot before them."""
     cfg = launch.cfg
-    profile, sg, net = placing
+    profile, sg, net, ami = placing
     # A configured subnet goes in the template's network interface (the security group with it);
     # without one, EC2 uses the default VPC's default subnet of the zone.
     nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
@@ -761,7 +779,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
     return aws.ec2.LaunchTemplate(
         "launch-template",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        image_id=_ami(launch, pulumi.InvokeOptions(parent=parent)),
+        image_id=ami,
         instance_type=launch.offering.instance_type,
         iam_instance_profile={"arn": profile.arn},
         vpc_security_group_ids=None if net.subnet_id else [sg.id],

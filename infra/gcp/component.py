@@ -330,6 +330,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         zone = zone_or_first(cfg, offering)
         region = zone.rsplit("-", 1)[0]
+        image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         labels = gcp_labels({**tag_values(launch), "expires-at": deadline.rfc3339.apply(deadline_tag)})
@@ -357,7 +358,7 @@ class GcpBenchmark(pulumi.ComponentResource):
             boot_disk={
                 "auto_delete": True,
                 "initialize_params": {
-                    "image": _image(launch, pulumi.InvokeOptions(parent=self)),
+                    "image": image,
                     "size": cfg.root_volume_gb,
                     "type": "pd-balanced",
                     "labels": labels,
@@ -481,6 +482,7 @@ class GcpRecurring(pulumi.ComponentResource):
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
         region = zone.rsplit("-", 1)[0]
+        image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
         schedule_expr = parse_schedule(cfg.every or "")
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
@@ -490,7 +492,7 @@ class GcpRecurring(pulumi.ComponentResource):
         code_url, before_boot = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
         template = _recurring_template(
-            self, launch, schedule_expr, (runner, subnet), results, code_url, [runs_grant, *before_boot]
+            self, launch, schedule_expr, (runner, subnet, image), results, code_url, [runs_grant, *before_boot]
         )
         launcher, granted = _launcher(self, cfg, project, runner)
         job = _launch_job(self, cfg, schedule_expr, region, zone, project, template, launcher, granted)
@@ -507,12 +509,12 @@ class GcpRecurring(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _recurring_template(parent, launch: Launch, schedule_expr, runner_and_subnet, results, code_url, before_boot):
+def _recurring_template(parent, launch: Launch, schedule_expr, placing, results, code_url, before_boot):
     """The instance template each scheduled launch starts one VM from: the benchmark's
     user-data (its deadline set at boot), labels, service account, market and max_run_duration;
     created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
     cfg, offering = launch.cfg, launch.offering
-    runner, subnet = runner_and_subnet
+    runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
 
     def user_data(url: str, code: str) -> str:
@@ -531,7 +533,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner_and_subnet
             {
                 "boot": True,
                 "auto_delete": True,
-                "source_image": _image(launch, pulumi.InvokeOptions(parent=parent)),
+                "source_image": image,
                 "disk_size_gb": cfg.root_volume_gb,
                 "disk_type": "pd-balanced",
                 "labels": labels,

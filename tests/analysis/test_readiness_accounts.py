@@ -277,5 +277,5 @@ def test_check_stack_without_a_cloud_is_a_usage_error():
     out = subprocess.run(
         [sys.executable, "-m", "analysis", "check", "--stack", "aws-g4dn-*"], capture_output=True, text=True, timeout=60
     )
-    assert out.returncode == 2 and "name it, e.g. gpubench check aws --stack" in out.stderr
+    assert out.returncode == 2 and "name the cloud, without --offline" in out.stderr
     assert "Traceback" not in out.stderr

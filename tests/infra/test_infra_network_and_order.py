@@ -15,6 +15,27 @@ from infra.config import ConfigError, parse_config
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
+class _NotFound(Exception):
+    """How a provider's failed invoke reaches the program: a gRPC error from the monitor."""
+
+    def __init__(self, details: str):
+        self._details = details
+
+    def code(self):
+        import grpc
+
+        return grpc.StatusCode.UNKNOWN
+
+    def details(self):
+        return self._details
+
+
+def _grpc_error(details: str):
+    import grpc
+
+    return type("NotFound", (_NotFound, grpc.RpcError), {})(details)
+
+
 def _render(stack, config):
     from infra.render import render
 
@@ -176,23 +197,31 @@ def test_a_family_with_nothing_to_boot_names_the_fix(monkeypatch, registered):
 
     real = mocks.call
 
-    import grpc
-
-    class NotFound(grpc.RpcError):
-        """How a provider's failed invoke reaches the program: a gRPC error from the monitor."""
-
-        def code(self):
-            return grpc.StatusCode.UNKNOWN
-
-        def details(self):
-            return "The resource 'projects/deeplearning-platform-release/global/images/family/x' was not found"
-
     def no_image(token, args):
         if "getImage" in token:
-            raise NotFound()
+            raise _grpc_error(
+                "The resource 'projects/deeplearning-platform-release/global/images/family/x' was not found"
+            )
         return real(token, args)
 
     monkeypatch.setattr(mocks, "call", no_image)
     with pytest.raises(ConfigError, match="has no image to boot.*set gpubench:image"):
         _render("gcp-t4-1x", stackfiles.load_config("gcp-t4-1x"))
-    assert not [t for t in registered if t.startswith("gcp:compute/instance")]
+    assert registered == []  # nothing was created
+
+
+def test_no_current_ami_stops_before_anything_is_created(monkeypatch, registered):
+    from infra.aws import mocks
+
+    real = mocks.call
+
+    def no_ami(token, args):
+        if "getAmi" in token:
+            raise _grpc_error("Your query returned no results. Please change your search criteria and try again.")
+        return real(token, args)
+
+    monkeypatch.setattr(mocks, "call", no_ami)
+    with pytest.raises(ConfigError, match="no current \\(not deprecated\\) AMI named .*set gpubench:image") as caught:
+        _render("aws-g4dn-1x", stackfiles.load_config("aws-g4dn-1x"))
+    assert "--include-deprecated --region us-east-1" in str(caught.value)
+    assert registered == []
