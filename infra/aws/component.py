@@ -622,7 +622,8 @@ _RUN_RESOURCES = ("instance", "volume", "security-group", "spot-instances-reques
 # The template names a subnet (and so its network interface) only when `gpubench:subnet` is set;
 # otherwise EC2 picks the default VPC's default subnet and creates the interface itself, and
 # neither is a launch-template resource: a statement requiring the key would deny the launch.
-# They get the template condition alone (the scheduler's request overrides nothing).
+# They get the template condition alone (the scheduler's request overrides nothing), as does the
+# template itself (whether it counts as one of its own resources is not documented).
 _RUN_NETWORK = ("network-interface", "subnet")
 _TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface", "spot-instances-request")
 
@@ -643,17 +644,17 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
                     "Sid": "RunOnlyFromThisTemplate",
                     "Effect": "Allow",
                     "Action": "ec2:RunInstances",
-                    "Resource": [template_arn, f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+                    "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
                     "Condition": {
                         "ArnEquals": {"ec2:LaunchTemplate": template_arn},
                         "Bool": {"ec2:IsLaunchTemplateResource": "true"},
                     },
                 },
                 {
-                    "Sid": "NetworkOfThisTemplatesLaunch",
+                    "Sid": "TemplateAndNetworkOfItsLaunch",
                     "Effect": "Allow",
                     "Action": "ec2:RunInstances",
-                    "Resource": arns(_RUN_NETWORK),
+                    "Resource": [template_arn, *arns(_RUN_NETWORK)],
                     "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
                 },
                 {
@@ -866,6 +867,10 @@ def _assume_scheduler(account: str, region: str, group: str) -> str:
     )
 
 
+# The stack names this project gives AWS stacks, as IAM patterns (infra.tags.is_project_stack).
+OWN_STACKS = ("aws-*", "recurring-aws-*")
+
+
 def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) -> str:
     """The sweeper function's role: find what is tagged, terminate or delete only
     resources of this project, delete only deadline schedules, write only its own
@@ -873,7 +878,8 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
 
     "Of this project" is the same rule the sweep code applies (infra.sweep.ownership):
     `aws:ResourceTag/gpubench:project` equal to the project id AND
-    `aws:ResourceTag/gpubench:stack` like `aws-*` (the stack-name convention);
+    `aws:ResourceTag/gpubench:stack` like `aws-*` or `recurring-aws-*` (the stack-name
+    convention, infra.tags.is_project_stack: a recurring launch carries its recurring stack's name);
     EC2 authorizes TerminateInstances and DeleteSecurityGroup on the resource's
     tags through the global `aws:ResourceTag/<key>` condition key (IAM User Guide,
     "EC2: Start or stop instances based on ... resource tags"; EC2 service
@@ -885,7 +891,7 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
     def ours(*present):
         return {
             "StringEquals": {f"aws:ResourceTag/{AWS_PROJECT_TAG}": project},
-            "StringLike": {f"aws:ResourceTag/{STACK_TAG}": "aws-*"},
+            "StringLike": {f"aws:ResourceTag/{STACK_TAG}": list(OWN_STACKS)},
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
