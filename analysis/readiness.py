@@ -126,18 +126,23 @@ def selected_stacks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, c
     return needs if patterns else [n for n in needs if n.offering is None or not n.offering.retired]
 
 
-def account_checks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None, **clients) -> list[dict]:
+def account_checks(
+    cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None, needs=None, **clients
+) -> list[dict]:
     """What a first real run on `cloud` needs of the account (the identity, network, GPU quotas
-    for the selected stacks, APIs; infra/<cloud>/readiness.py) plus the Pulumi backend; every
-    row carries "for": the cloud it is needed for. Makes read-only API calls. With `patterns`,
-    every selected stack must fit its quota; without, at least the smallest of each quota."""
+    for the selected stacks, APIs; infra/<cloud>/readiness.py); every row carries "for": the
+    cloud it is needed for. Makes read-only API calls. With `patterns`, every selected stack must
+    fit its quota; without, at least the smallest of each quota. `needs` (infra.stacks.StackNeed,
+    e.g. for stacks not yet written, as a bench's probes) replaces the stack files, all strict."""
     from infra import clouds
     from infra.conventions import UsageError
 
-    needs = selected_stacks(cloud, patterns, stacks_dir, catalog)
-    if patterns and not needs:
-        raise UsageError(f"no {cloud} stack matches {', '.join(patterns)}; list them with `gpubench stacks --list`")
-    rows = clouds.get(cloud).account_checks(needs, strict=bool(patterns), **clients)
+    strict = bool(patterns) or needs is not None
+    if needs is None:
+        needs = selected_stacks(cloud, patterns, stacks_dir, catalog)
+        if patterns and not needs:
+            raise UsageError(f"no {cloud} stack matches {', '.join(patterns)}; list them with `gpubench stacks --list`")
+    rows = clouds.get(cloud).account_checks(list(needs), strict=strict, **clients)
     return [{**row, "for": cloud} for row in rows]
 
 

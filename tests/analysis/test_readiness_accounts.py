@@ -279,3 +279,15 @@ def test_check_stack_without_a_cloud_is_a_usage_error():
     )
     assert out.returncode == 2 and "name the cloud, without --offline" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_needs_of_stacks_not_yet_written_are_checked_strictly(aws_env):
+    """A bench's probes have no stack file yet: their needs are handed in, and each must fit."""
+    from infra.catalog import load_catalog
+    from infra.stacks import StackNeed
+
+    offering = load_catalog().get("aws/g5.xlarge")
+    need = StackNeed("aws-g5-1x-b5f3a9c", "benchmark", "us-east-1", offering, "spot")
+    found = rows(account_checks("aws", needs=[need], client=clients(Quotas({"L-3819A6DF": 2}))))
+    assert not found["aws quota L-3819A6DF us-east-1"]["ok"]
+    assert "aws-g5-1x-b5f3a9c needs 4" in found["aws quota L-3819A6DF us-east-1"]["detail"]
