@@ -205,3 +205,27 @@ def test_the_policy_documents_fit_iams_limits_and_statement_ids(rendered):
     assert policies
     bad = {"policy": json.dumps({"Statement": [{"Sid": "own-runs", "Effect": "Allow"}]})}
     assert provider_rules.violations(TABLE, "aws:iam/rolePolicy:RolePolicy", "x", bad)
+
+
+def test_names_made_from_any_stack_name_pass_the_rules():
+    """Every stack name the project accepts (payload.layout's alphabet, up to 100 characters)
+    gives GCP account ids, VM name patterns and Lambda names the providers accept."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from infra.aws.component import lambda_function_name
+    from infra.gcp.component import name_pattern, service_account_id
+    from payload.layout import NAME_PATTERNS
+
+    @settings(max_examples=100, deadline=None)
+    @given(st.from_regex(NAME_PATTERNS["stack name"], fullmatch=True), st.sampled_from(["", "launcher", "sweeper"]))
+    def check(stack, kind):
+        if ".." in stack:
+            return
+        assert GCP.rule("service-account-id").problem(service_account_id(stack, kind)) is None
+        assert GCP.rule("compute-name").problem(name_pattern(stack).replace("#", "0")) is None
+        assert AWS.rule("lambda-function-name").problem(lambda_function_name(stack)) is None
+
+    check()
+    ids = {service_account_id("gcp-t4-1x", k) for k in ("", "launcher", "sweeper", "invoker")}
+    assert len(ids) == 4  # the accounts of one stack stay apart
