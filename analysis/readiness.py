@@ -1,13 +1,14 @@
 """Is this machine ready? The Pulumi CLI, each cloud's credentials, the installed extras and
-whether results buckets answer. Reads only; changes nothing. `gpubench check` prints these;
-a command about to launch calls `launch_checks` to stop before it asks anything: that adds the
-Pulumi backend login, an identity call per cloud (the credentials are not only present but
-accepted) and a write of one object to the results bucket."""
+whether results buckets answer; asked about a cloud, what a first real run needs of the account
+too (account_checks: the account, network, GPU quotas, APIs) and the Pulumi backend. Reads only
+(but for launch_checks' one test object); `gpubench check` prints these. A command about to
+launch calls `launch_checks` to stop before it asks anything: that adds the Pulumi backend
+login, an identity call per cloud (the credentials are not only present but accepted) and a
+write of one object to the results bucket."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
@@ -94,7 +95,7 @@ def pulumi_login_check(cwd=None) -> dict:
     name = "pulumi login"
     exe = shutil.which("pulumi")
     if exe is None:
-        return {"check": name, "ok": False, "detail": "the Pulumi CLI is missing (above)"}
+        return {"check": name, "ok": False, "detail": "needs the Pulumi CLI (see the line above)"}
     env = {**os.environ, "PULUMI_SKIP_UPDATE_CHECK": "true"}
     try:
         done = subprocess.run(
@@ -104,6 +105,7 @@ def pulumi_login_check(cwd=None) -> dict:
             timeout=60,
             cwd=cwd,
             env=env,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return {"check": name, "ok": False, "detail": f"`pulumi whoami` did not run ({exc}); {LOGIN_FIX}"}
@@ -111,17 +113,18 @@ def pulumi_login_check(cwd=None) -> dict:
         lines = (done.stderr or done.stdout).strip().splitlines()
         said = quote(lines[-1] if lines else f"exit {done.returncode}", 160)
         return {"check": name, "ok": False, "detail": f"not logged in ({said}): {LOGIN_FIX}"}
-    found = re.search(r"Backend URL:\s*(\S+)", done.stdout)
-    url = found[1] if found else "an unnamed backend"
+    fields = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in done.stdout.splitlines()) if v}
+    url = fields.get("backend url", "an unnamed backend")
+    who = f" as {fields['user']}" if fields.get("user") else ""
     self_managed = not url.startswith("https://")
     if self_managed and not any(v in os.environ for v in PASSPHRASE_VARS):  # an empty passphrase is one
         return {
             "check": name,
             "ok": False,
-            "detail": f"logged in to {url}, a self-managed backend, but new stacks there need the passphrase of "
+            "detail": f"logged in to {url}{who}, a self-managed backend, but new stacks there need the passphrase of "
             "their secrets: set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE)",
         }
-    return {"check": name, "ok": True, "detail": f"logged in to {url}"}
+    return {"check": name, "ok": True, "detail": f"logged in to {url}{who}"}
 
 
 def _aws_identity() -> str:
@@ -215,6 +218,41 @@ def launch_checks(
     return [*checks, bucket_write_check(results_url, probe_key)]
 
 
+def selected_stacks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None) -> list:
+    """The stacks of `cloud` a first-run check looks at (infra.stacks.StackNeed): those matching
+    `patterns` (shell globs over stack names), or by default every stack file of the cloud whose
+    offering is not retired."""
+    from fnmatch import fnmatchcase
+
+    from infra import stacks
+    from infra.catalog import load_catalog
+
+    folder = stacks_dir or stacks.STACKS_DIR
+    names = [n for n in stacks.stack_names(folder) if not patterns or any(fnmatchcase(n, p) for p in patterns)]
+    needs = stacks.stack_needs(cloud, names, catalog or load_catalog(), folder)
+    return needs if patterns else [n for n in needs if n.offering is None or not n.offering.retired]
+
+
+def account_checks(
+    cloud: str, patterns: Sequence[str] = (), stacks_dir=None, catalog=None, needs=None, **clients
+) -> list[dict]:
+    """What a first real run on `cloud` needs of the account (the identity, network, GPU quotas
+    for the selected stacks, APIs; infra/<cloud>/readiness.py); every row carries "for": the
+    cloud it is needed for. Makes read-only API calls. With `patterns`, every selected stack must
+    fit its quota; without, at least the smallest of each quota. `needs` (infra.stacks.StackNeed,
+    e.g. for stacks not yet written, as a bench's probes) replaces the stack files, all strict."""
+    from infra import clouds
+    from infra.conventions import UsageError
+
+    strict = bool(patterns) or needs is not None
+    if needs is None:
+        needs = selected_stacks(cloud, patterns, stacks_dir, catalog)
+        if patterns and not needs:
+            raise UsageError(f"no {cloud} stack matches {', '.join(patterns)}; list them with `gpubench stacks --list`")
+    rows = clouds.get(cloud).account_checks(list(needs), strict=strict, **clients)
+    return [{**row, "for": cloud} for row in rows]
+
+
 def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:
     """Every check, each {"check", "ok", "detail"}: the Pulumi CLI, credentials, extras, then each bucket."""
     return [pulumi_check(), *credential_checks(), *extras_checks(), *(bucket_check(u) for u in results_urls)]
@@ -232,9 +270,14 @@ def requirements(clouds: Sequence[str]) -> dict[str, tuple[str, ...]]:
 def verdict(checks: Sequence[dict], asked: Sequence[str], clouds: Sequence[str]) -> tuple[list[str], list[str]]:
     """(ready, not ready) among what was asked; nothing asked means "at least one cloud".
 
-    A bucket that does not answer is judged apart (its own exit code)."""
+    A row with "for": <cloud> (account_checks) is needed by that cloud, "for": "clouds" (the
+    Pulumi backend) by every cloud. A bucket that does not answer is judged apart (its own exit code)."""
     ok = {c["check"]: c["ok"] for c in checks}
     needs = requirements(clouds)
+    for c in checks:  # account rows and the backend: needed by the cloud(s) they are for
+        targets = list(clouds) if c.get("for") == "clouds" else [c["for"]] if c.get("for") in clouds else []
+        for cloud in targets:
+            needs[cloud] = (*needs[cloud], c["check"])
     wanted = list(asked) or list(clouds)
     ready = [w for w in wanted if all(ok.get(n, False) for n in needs[w])]
     if not asked:  # any one cloud will do

@@ -28,6 +28,8 @@ Functions:
     sweep_expired(regions, now, dry_run, **kw) -> list[infra.sweep.Action]
     price_tables(offerings, region, now, clients) -> (tables, source, warnings)
     spot_history()               module with DAYS, client(region), series(...) or None
+    account_checks(needs, strict, **clients) -> [{"check", "ok", "detail"}]: what a first real run
+                                 of these stacks (infra.stacks.StackNeed) needs of the account
 """
 
 from __future__ import annotations

@@ -380,6 +380,9 @@ class BenchmarkConfig(StackConfig):
     backend: Choice(BACKENDS) | None = config_key("backend", "Keras backend")
     all_reduce: Choice(ALL_REDUCES) | None = config_key("allReduce", "MirroredStrategy's all-reduce (several GPUs)")
     zone: Text | None = config_key("zone", "the zone to launch in (inside the stack's region)")
+    subnet: Text | None = config_key(
+        "subnet", "AWS: an existing subnet to launch in (subnet-0abc...); unset, the region's default VPC"
+    )
     ssh_cidr: Annotated[str, BeforeValidator(_cidr)] | None = config_key("sshCidr", "source range allowed to SSH in")
     allow_wide_ssh: Flag = config_key("allowWideSsh", f"allow an sshCidr wider than /{SSH_MAX_WIDTH[4]}", False)
     ssh_public_key: Annotated[str, BeforeValidator(_ssh_key)] | None = config_key(
@@ -441,6 +444,24 @@ class ResultsConfig(_ProviderStack):
     bucket_name: Text | None = config_key("bucketName", "the bucket's name (default: generated)")
     checkpoint_days: PositiveInt = config_key("checkpointDays", "days checkpoints are kept", 30)
     noncurrent_days: PositiveInt = config_key("noncurrentDays", "days overwritten result versions are kept", 30)
+
+    @model_validator(mode="after")
+    def _names_the_cloud_accepts(self) -> ResultsConfig:
+        """Names the cloud would refuse at `pulumi up`, refused now (infra/<cloud>/rules.py `config`)."""
+        from infra.provider_rules import table_of
+
+        if self.provider is None:
+            return self
+        table = table_of(self.provider)
+        for key, rule in table.config.items():
+            value = getattr(self, _FIELD_OF_KEY[key], None)
+            problem = value is not None and table.rule(rule).problem(value)
+            if problem:
+                raise ConfigError(key, f"{problem}; choose another name")
+        return self
+
+
+_FIELD_OF_KEY = {"bucketName": "bucket_name"}  # config keys the clouds' rules tables check
 
 
 class SweeperConfig(_ProviderStack):
@@ -614,6 +635,7 @@ def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -
             f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}",
         )
     _check_zone(cfg, provider)
+    _check_subnet(cfg, provider)
     scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
     bucket = cfg.results and not cfg.results.startswith(STACK_REF) and parse_results_location(cfg.results)
     if bucket and scheme and f"{bucket.scheme}://" != scheme:
@@ -621,6 +643,17 @@ def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -
             "results",
             f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results",
         )
+
+
+def _check_subnet(cfg: BenchmarkConfig, provider: str) -> None:
+    """A subnet id in the provider's form; a cloud whose stacks make their own network takes none."""
+    if not cfg.subnet:
+        return
+    pattern = getattr(clouds.get(provider), "SUBNET_PATTERN", None) if clouds.is_cloud(provider) else None
+    if pattern is None:
+        raise ConfigError("subnet", f"{provider} stacks create their own network; remove gpubench:subnet")
+    if not pattern.fullmatch(cfg.subnet):
+        raise ConfigError("subnet", f"{cfg.subnet!r} is not a {provider} subnet id; use e.g. subnet-0123456789abcdef0")
 
 
 def _check_zone(cfg: BenchmarkConfig, provider: str) -> None:

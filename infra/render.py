@@ -34,6 +34,7 @@ class ResourceRecord:
     protect: bool
     parent: str
     inputs: dict[str, Any]
+    dependencies: tuple[str, ...] = ()  # URNs it waits for (depends_on and the inputs' resources)
 
     def to_json(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "protect": self.protect, "inputs": self.inputs}
@@ -138,11 +139,14 @@ class _Monitor(pmocks.MockMonitor):
 
     def __init__(self, mocks: _Mocks):
         super().__init__(mocks)
-        self.order: list[tuple[str, str, bool, bool, str]] = []
+        self.order: list[tuple[str, str, bool, bool, str, tuple[str, ...]]] = []
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
-            self.order.append((request.type, request.name, bool(request.custom), bool(request.protect), request.parent))
+            deps = tuple(sorted(request.dependencies))
+            self.order.append(
+                (request.type, request.name, bool(request.custom), bool(request.protect), request.parent, deps)
+            )
         return super().RegisterResource(request)
 
 
@@ -207,9 +211,9 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
 
     _sync_await(run_pulumi_func(_collect))
     resources = []
-    for typ, name, custom, protect, parent in monitor.order:
+    for typ, name, custom, protect, parent, deps in monitor.order:
         inputs = mocks.records.get(f"{typ}::{name}", {})
-        resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs)))
+        resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs), deps))
     # Registration order depends on the event loop; sort so output is stable run to run.
     resources.sort(key=lambda r: (r.custom, r.type, r.name))
     return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)

@@ -178,3 +178,47 @@ def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | No
         )
     market = config.get("gpubench:market") or config.get("market") or "on-demand"
     return str(offering), str(market)
+
+
+@dataclass(frozen=True)
+class StackNeed:
+    """What one stack asks of a cloud account: where it runs, what it launches, in which market.
+
+    The account checks (`gpubench check aws|gcp`, infra/<cloud>/readiness.py) total these into
+    quotas, networks and APIs. `offering` is None for results and sweeper stacks."""
+
+    stack: str
+    kind: str  # benchmark | recurring | results | sweeper
+    region: str
+    offering: Any = None
+    market: str = "on-demand"
+    subnet: str | None = None
+    project: str | None = None  # the cloud's project key (gcp:project), when it has one
+
+
+def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:
+    """The needs of the named stacks of `cloud` (stack files that do not parse are skipped:
+    `gpubench plan` and `up` report those)."""
+    from infra.config import BenchmarkConfig, ConfigError, parse_config
+    from infra.launch import region_of
+
+    provider = clouds.get(cloud)
+    out = []
+    for name in names:
+        try:
+            cfg = parse_config(load_config(name, stacks_dir), name)
+        except (ConfigError, FileNotFoundError, StackFileError, ValueError):
+            continue
+        project = cfg.provider_config.get(f"{cloud}:project")
+        if isinstance(cfg, BenchmarkConfig):
+            offering = catalog.get(cfg.offering)
+            if offering.provider != cloud:
+                continue
+            need = StackNeed(name, cfg.stack_type, region_of(cfg, offering), offering, cfg.market, cfg.subnet, project)
+        elif cfg.provider == cloud:
+            region = provider.region(cfg.provider_config, None) or provider.DEFAULT_REGION
+            need = StackNeed(name, cfg.stack_type, region, project=project)
+        else:
+            continue
+        out.append(need)
+    return out

@@ -19,6 +19,8 @@ CONFIG_KEYS = ("region",)
 DEFAULT_REGION = "us-east-1"
 REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+$")
 ZONE_PATTERN = re.compile(r"[a-z]{2}(?:-gov)?-[a-z]+-\d[a-z]")
+# `gpubench:subnet`: an existing subnet to launch in (default: the region's default VPC).
+SUBNET_PATTERN = re.compile(r"subnet-[0-9a-f]{8}(?:[0-9a-f]{9})?", re.ASCII)
 
 # Tags: `gpubench:<key>`; `gpubench:expires-at` in RFC 3339 UTC, seconds, `Z` (2024-05-01T12:00:00Z).
 TAG_PREFIX = "gpubench:"
@@ -164,6 +166,14 @@ def credentials_status() -> dict:
             "AWS_SECRET_ACCESS_KEY (an instance role is not probed)",
         }
     return {"ok": True, "detail": f"found ({creds.method}), region {session.region_name or 'unset'}"}
+
+
+def account_checks(needs, strict=False, client=None):
+    """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
+    as rows {"check", "ok", "detail"} naming each fix (infra/aws/readiness.py; API calls)."""
+    from infra.aws.readiness import checks
+
+    return checks(needs, strict, client)
 
 
 def preview_mocks():

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import warnings
+from dataclasses import dataclass
 
 import pulumi
 
@@ -45,7 +47,7 @@ import pulumiverse_time as time
 from infra import cloud_init
 from infra.aws import images
 from infra.aws import tags as aws_tags
-from infra.config import ResultsConfig, SweeperConfig
+from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     WORKLOAD_PREFIX,
     Launch,
@@ -195,35 +197,49 @@ def terminate_policy(instance_arn: str) -> str:
     )
 
 
-def _ami(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
+    """The AMI: `gpubench:image`, else the newest of the generation's Deep Learning AMIs.
+
+    Looked up now (a synchronous invoke, before anything is created): once AWS deprecates every
+    AMI of a name pattern looked up without include_deprecated, the lookup finds none, and
+    `pulumi up` stops here with the fix instead of after the role and bucket objects exist."""
     if launch.cfg.image:
-        return pulumi.Output.from_input(launch.cfg.image)
+        return launch.cfg.image
     spec = images.image_for(launch.generation)
-    result = aws.ec2.get_ami_output(
-        most_recent=True,
-        owners=[images.OWNER],
-        include_deprecated=spec.include_deprecated,
-        filters=[
-            {"name": "name", "values": [spec.name_pattern]},
-            {"name": "architecture", "values": ["x86_64"]},
-            {"name": "state", "values": ["available"]},
-        ],
-        opts=opts,
-    )
-    return result.id
+    try:
+        return aws.ec2.get_ami(
+            most_recent=True,
+            owners=[images.OWNER],
+            include_deprecated=spec.include_deprecated,
+            filters=[
+                {"name": "name", "values": [spec.name_pattern]},
+                {"name": "architecture", "values": ["x86_64"]},
+                {"name": "state", "values": ["available"]},
+            ],
+            opts=opts,
+        ).id
+    except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+        raise Missing(
+            "image",
+            f"no {'' if spec.include_deprecated else 'current (not deprecated) '}AMI named "
+            f"{spec.name_pattern!r} from {images.OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
+            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {images.OWNER} "
+            f"--include-deprecated --region {region} --filters 'Name=name,Values={spec.name_pattern}'`)",
+        ) from None
 
 
-def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulumi.Output:
+def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
     """Upload the payload's code bundle as `code/<sha256>.tar.gz` and, for a workload stack, the
     workload's as `code/workload-<sha256>.tar.gz`; their s3:// URLs with `#<sha256>`, joined by
-    a space ("" with a prebuilt payloadImage). Kept on destroy: the same keys may serve other stacks."""
+    a space ("" with a prebuilt payloadImage), and the objects (the instance waits for them).
+    Kept on destroy: the same keys may serve other stacks."""
     if launch.public is None:
-        return pulumi.Output.from_input("")
+        return pulumi.Output.from_input(""), []
     uploads = [("code-bundle", "", bundle_file())]
     workload = workload_bundle_file(launch)
     if workload:
         uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
-    urls = []
+    urls, objects = [], []
     for name, prefix, (sha, path) in uploads:
         obj = aws.s3.BucketObjectv2(
             name,
@@ -234,8 +250,9 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> pulum
             tags=tags,
             opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
         )
+        objects.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join)
+    return pulumi.Output.all(*urls).apply(" ".join), objects
 
 
 def guest_code(launch: Launch, urls: str, region: str):
@@ -246,6 +263,62 @@ def guest_code(launch: Launch, urls: str, region: str):
     return code_bundle(
         launch, *code, CODE_COPY, {"AWS_DEFAULT_REGION": region}, workload=workload[0] if workload else None
     )
+
+
+class Missing(ConfigError, pulumi.RunError):
+    """Nothing to launch in or from: no subnet (the configured one is not there, or the region has
+    no default VPC), or no image to boot.
+
+    Raised while the program runs, before any resource is registered, so `pulumi up` creates
+    nothing; a RunError, so Pulumi prints the message without a traceback."""
+
+
+@dataclass(frozen=True)
+class Network:
+    """Where the instance goes: the VPC of its security group and, when configured, the subnet
+    (None: EC2 picks the default VPC's default subnet of the zone)."""
+
+    vpc_id: str
+    subnet_id: str | None = None
+
+
+def network(cfg, region: str, opts: pulumi.InvokeOptions) -> Network:
+    """The stack's network, looked up now (a synchronous invoke, before anything is created).
+
+    With `gpubench:subnet`, that subnet (and its VPC); without, the region's default VPC. An
+    instance or security group that names neither in a region without a default VPC fails at
+    `pulumi up` with VPCIdNotSpecified after other resources exist (RunInstances: "If you don't
+    specify a subnet ID, we choose a default subnet from your default VPC for you. If you don't
+    have a default VPC, you must specify a subnet ID in the request",
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html)."""
+    if cfg.subnet:
+        try:
+            subnet = aws.ec2.get_subnet(id=cfg.subnet, opts=opts)
+        except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+            raise Missing(
+                "subnet",
+                f"{cfg.subnet} was not found in {region} ({str(exc).splitlines()[0][:200]}); "
+                f"list the region's subnets with `aws ec2 describe-subnets --region {region}`",
+            ) from None
+        if cfg.zone and subnet.availability_zone != cfg.zone:
+            raise Missing(
+                "subnet", f"{cfg.subnet} is in {subnet.availability_zone}, not gpubench:zone {cfg.zone}; change one"
+            )
+        if not subnet.map_public_ip_on_launch:
+            pulumi.log.warn(
+                f"{cfg.subnet} gives instances no public IPv4 address: the instance reaches the image "
+                "registry and the results bucket only through a NAT gateway or VPC endpoints"
+            )
+        return Network(subnet.vpc_id, subnet.id)
+    vpcs = aws.ec2.get_vpcs(filters=[{"name": "is-default", "values": ["true"]}], opts=opts)
+    if not vpcs.ids:
+        raise Missing(
+            "subnet",
+            f"{region} has no default VPC, and no subnet is configured: set gpubench:subnet to a subnet "
+            f"that reaches the internet (`pulumi config set gpubench:subnet subnet-... --stack {cfg.stack}`), "
+            f"or create the default VPC (`aws ec2 create-default-vpc --region {region}`)",
+        )
+    return Network(vpcs.ids[0])
 
 
 # Outbound only (image pull, results upload); ingress is added per stack, SSH only.
@@ -275,8 +348,10 @@ def market_options(market: str) -> dict | None:
 
 def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags, launch_id=None):
     """The instance's role and profile (create-only under its own launch's runs, or under
-    runs/<stack>/ for a recurring stack without `launch_id`; read code/) and the code bundle it
-    fetches."""
+    runs/<stack>/ for a recurring stack without `launch_id`; read code/), the code bundle it
+    fetches, and what must exist before an instance boots: the role's policy and the bundle's
+    objects. Nothing else refers to them, so without an explicit `depends_on` Pulumi may start
+    the instance first, and its one fetch of the bundle would meet a 403 or a missing key."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(
         "instance-role",
@@ -286,7 +361,7 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         opts=child,
     )
     code_prefix = results.code_prefix if launch.public else None
-    aws.iam.RolePolicy(
+    policy = aws.iam.RolePolicy(
         "results-access",
         role=role.id,
         policy=pulumi.Output.all(results.bucket, launch_id).apply(
@@ -295,10 +370,11 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         opts=child,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-    return role, profile, upload_code(parent, launch, results, tags)
+    code_url, objects = upload_code(parent, launch, results, tags)
+    return role, profile, code_url, [policy, *objects]
 
 
-def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup:
+def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.SecurityGroup:
     """Outbound only; SSH in only from `gpubench:sshCidr` when set."""
     ingress = []
     if cfg.ssh_cidr:
@@ -313,8 +389,9 @@ def _security_group(parent: pulumi.Resource, cfg, tags) -> aws.ec2.SecurityGroup
             }
         )
     return aws.ec2.SecurityGroup(
-        "sg",
+        "security-group",  # Pulumi appends -<hex> to name it; EC2 refuses a name starting with "sg-"
         description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+        vpc_id=vpc_id,
         ingress=ingress,
         egress=EGRESS,
         tags=tags,
@@ -378,6 +455,9 @@ class AwsBenchmark(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
+        # Looked up before anything is created: a missing network or image stops here.
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
+        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
@@ -385,18 +465,19 @@ class AwsBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags, launch_id)
-        sg = _security_group(self, cfg, tags)
+        role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags, launch_id)
+        sg = _security_group(self, cfg, tags, net.vpc_id)
         key_name = None
         if cfg.ssh_public_key:
             key_name = aws.ec2.KeyPair("ssh-key", public_key=cfg.ssh_public_key, tags=tags, opts=child).key_name
         instance = aws.ec2.Instance(
             "instance",
-            ami=_ami(launch, pulumi.InvokeOptions(parent=self)),
+            ami=ami,
             instance_type=launch.offering.instance_type,
             iam_instance_profile=profile.name,
             vpc_security_group_ids=[sg.id],
-            availability_zone=cfg.zone,
+            subnet_id=net.subnet_id,
+            availability_zone=None if net.subnet_id else cfg.zone,  # a subnet is in one zone
             key_name=key_name,
             instance_initiated_shutdown_behavior="terminate",
             instance_market_options=market_options(cfg.market),
@@ -410,7 +491,7 @@ class AwsBenchmark(pulumi.ComponentResource):
             },
             user_data=_benchmark_user_data(launch, results, deadline, code_url, region),
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
         )
         schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
 
@@ -534,9 +615,16 @@ def schedule_at(rfc3339: str) -> str:
 
 
 RUN_INSTANCES_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:runInstances"
-# Resource types RunInstances touches when launching from a template (AWS's
-# example policies, "Launch templates"); each must come from that template.
-_RUN_RESOURCES = ("instance", "volume", "network-interface", "security-group", "subnet", "spot-instances-request")
+# Resource types RunInstances touches when launching from a template (AWS's example policies,
+# "Launch templates", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ExamplePolicies_EC2.html).
+# `ec2:IsLaunchTemplateResource` is true for a resource the template specifies; these are:
+_RUN_RESOURCES = ("instance", "volume", "security-group", "spot-instances-request")
+# The template names a subnet (and so its network interface) only when `gpubench:subnet` is set;
+# otherwise EC2 picks the default VPC's default subnet and creates the interface itself, and
+# neither is a launch-template resource: a statement requiring the key would deny the launch.
+# They get the template condition alone (the scheduler's request overrides nothing), as does the
+# template itself (whether it counts as one of its own resources is not documented).
+_RUN_NETWORK = ("network-interface", "subnet")
 _TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface", "spot-instances-request")
 
 
@@ -556,11 +644,18 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
                     "Sid": "RunOnlyFromThisTemplate",
                     "Effect": "Allow",
                     "Action": "ec2:RunInstances",
-                    "Resource": [template_arn, f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+                    "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
                     "Condition": {
                         "ArnEquals": {"ec2:LaunchTemplate": template_arn},
                         "Bool": {"ec2:IsLaunchTemplateResource": "true"},
                     },
+                },
+                {
+                    "Sid": "TemplateAndNetworkOfItsLaunch",
+                    "Effect": "Allow",
+                    "Action": "ec2:RunInstances",
+                    "Resource": [template_arn, *arns(_RUN_NETWORK)],
+                    "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
                 },
                 {
                     "Sid": "TagOnlyAtLaunch",
@@ -624,21 +719,29 @@ class AwsRecurring(pulumi.ComponentResource):
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)
         region = region_of(cfg, launch.offering)
+        # Looked up before anything is created: a missing network or image stops here.
+        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
+        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
         schedule_expr = parse_schedule(cfg.every or "")
-        tags = aws_tags({**tag_values(launch), "recurring": schedule_expr.aws(), "max-hours": f"{cfg.max_hours:g}"})
+        # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
+        # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
+        tags = aws_tags({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
         results = locate(cfg.results_ref("aws"), self)
         run_prefix = results.run_prefix(cfg.stack)
 
-        role, profile, code_url = _instance_role(self, launch, results, run_prefix, tags)
+        role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags)
         sg = aws.ec2.SecurityGroup(
-            "sg",
+            "security-group",
             description=f"gpubench {cfg.stack}: no ingress",
+            vpc_id=net.vpc_id,
             ingress=[],
             egress=EGRESS,
             tags=tags,
             opts=child,
         )
-        template = _launch_template(self, launch, schedule_expr, (profile, sg), results, code_url, tags)
+        template = _launch_template(
+            self, launch, schedule_expr, (profile, sg, net, ami), results, code_url, tags, before_boot
+        )
         schedule = _launch_schedule(self, cfg, schedule_expr, region, tags, template, role)
         self.outputs = {
             "launchTemplateId": template.id,
@@ -651,11 +754,16 @@ class AwsRecurring(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, results, code_url, tags):
+def _launch_template(parent, launch: Launch, schedule_expr, placing, results, code_url, tags, before_boot):
     """The launch template each scheduled launch starts from: the benchmark's user-data (its
-    deadline set at boot), instance profile, security group, tags and market."""
+    deadline set at boot), instance profile, security group, subnet and AMI (`placing`:
+    profile, security group, Network, AMI id), tags and market. Created after the role's policy and the code
+    bundle (`before_boot`), so no launch can boot before them."""
     cfg = launch.cfg
-    profile, sg = profile_and_sg
+    profile, sg, net, ami = placing
+    # A configured subnet goes in the template's network interface (the security group with it);
+    # without one, EC2 uses the default VPC's default subnet of the zone.
+    nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
     region = region_of(cfg, launch.offering)
 
     def user_data(args) -> str:
@@ -672,11 +780,12 @@ def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, resu
     return aws.ec2.LaunchTemplate(
         "launch-template",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        image_id=_ami(launch, pulumi.InvokeOptions(parent=parent)),
+        image_id=ami,
         instance_type=launch.offering.instance_type,
         iam_instance_profile={"arn": profile.arn},
-        vpc_security_group_ids=[sg.id],
-        placement={"availability_zone": cfg.zone} if cfg.zone else None,
+        vpc_security_group_ids=None if net.subnet_id else [sg.id],
+        network_interfaces=[nic] if net.subnet_id else None,
+        placement={"availability_zone": cfg.zone} if cfg.zone and not net.subnet_id else None,
         instance_initiated_shutdown_behavior="terminate",
         instance_market_options=market_options(cfg.market),
         metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
@@ -695,7 +804,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, profile_and_sg, resu
         tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
         update_default_version=True,
         tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
     )
 
 
@@ -758,6 +867,10 @@ def _assume_scheduler(account: str, region: str, group: str) -> str:
     )
 
 
+# The stack names this project gives AWS stacks, as IAM patterns (infra.tags.is_project_stack).
+OWN_STACKS = ("aws-*", "recurring-aws-*")
+
+
 def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) -> str:
     """The sweeper function's role: find what is tagged, terminate or delete only
     resources of this project, delete only deadline schedules, write only its own
@@ -765,7 +878,8 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
 
     "Of this project" is the same rule the sweep code applies (infra.sweep.ownership):
     `aws:ResourceTag/gpubench:project` equal to the project id AND
-    `aws:ResourceTag/gpubench:stack` like `aws-*` (the stack-name convention);
+    `aws:ResourceTag/gpubench:stack` like `aws-*` or `recurring-aws-*` (the stack-name
+    convention, infra.tags.is_project_stack: a recurring launch carries its recurring stack's name);
     EC2 authorizes TerminateInstances and DeleteSecurityGroup on the resource's
     tags through the global `aws:ResourceTag/<key>` condition key (IAM User Guide,
     "EC2: Start or stop instances based on ... resource tags"; EC2 service
@@ -777,7 +891,7 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
     def ours(*present):
         return {
             "StringEquals": {f"aws:ResourceTag/{AWS_PROJECT_TAG}": project},
-            "StringLike": {f"aws:ResourceTag/{STACK_TAG}": "aws-*"},
+            "StringLike": {f"aws:ResourceTag/{STACK_TAG}": list(OWN_STACKS)},
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
@@ -838,6 +952,18 @@ def invoke_policy(function_arn: str) -> str:
     )
 
 
+def lambda_function_name(stack: str) -> str:
+    """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
+    may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
+    import hashlib
+
+    name = f"gpubench-sweeper-{stack}"
+    safe = re.sub(r"[^A-Za-z0-9_-]", "-", name)
+    if safe == name and len(name) <= 64:
+        return name
+    return f"{safe[:57]}-{hashlib.sha1(stack.encode()).hexdigest()[:6]}"
+
+
 class AwsSweeper(pulumi.ComponentResource):
     """The leak sweep as a Lambda function on an EventBridge Scheduler schedule:
     the same sweep as `python -m analysis sweep`, packaged from this checkout
@@ -859,7 +985,7 @@ class AwsSweeper(pulumi.ComponentResource):
 
         # Lambda writes to /aws/lambda/<function name>: name the function so the log
         # group (and the role's only log permission) exists before it.
-        function_name = f"gpubench-sweeper-{cfg.stack}"[:64]
+        function_name = lambda_function_name(cfg.stack)
         logs = aws.cloudwatch.LogGroup(
             "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
         )

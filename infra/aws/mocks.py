@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
+DEFAULT_VPC = "vpc-0mockdefault"
 
 
 def computed(typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any] | None:
@@ -52,6 +53,15 @@ def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
             "id": "ami-0mock" + fake_id(*(json.dumps(f, sort_keys=True) for f in args.get("filters", [])))[:9],
             "imageId": "ami-0mock",
             "name": "mock Deep Learning AMI",
+        },
+        # the region's default VPC (infra/aws/component.py network)
+        "aws:ec2/getVpcs:getVpcs": lambda: {"id": REGION, "ids": [DEFAULT_VPC]},
+        "aws:ec2/getSubnet:getSubnet": lambda: {
+            "id": args.get("id"),
+            "arn": f"arn:aws:ec2:{REGION}:{ACCOUNT}:subnet/{args.get('id')}",
+            "vpcId": "vpc-0mocksubnet",
+            "availabilityZone": f"{REGION}a",
+            "mapPublicIpOnLaunch": True,
         },
         "aws:index/getCallerIdentity:getCallerIdentity": lambda: {
             "accountId": "123456789012",

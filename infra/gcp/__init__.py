@@ -154,6 +154,14 @@ def credentials_status() -> dict:
     }
 
 
+def account_checks(needs, strict=False, http=None, root=None):
+    """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
+    as rows {"check", "ok", "detail"} naming each fix (infra/gcp/readiness.py; API calls)."""
+    from infra.gcp.readiness import checks
+
+    return checks(needs, strict, http, root)
+
+
 def preview_mocks():
     """Mock answers for the offline preview (infra/render.py)."""
     from infra.gcp import mocks as module

@@ -60,7 +60,7 @@ import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import cloud_init
-from infra.config import ResultsConfig, SweeperConfig
+from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
@@ -99,10 +99,15 @@ copy() {
 """
 
 
-def service_account_id(stack: str) -> str:
-    """6-30 chars of [a-z0-9-], starting with a letter; a hash keeps long stack names unique."""
-    digest = hashlib.sha1(stack.encode()).hexdigest()[:6]
-    return f"gb-{stack[:20].rstrip('-')}-{digest}"
+def rfc1035_stem(text: str, size: int, lead: str = "gb-") -> str:
+    """`text` as the start of an RFC 1035 name: lowercase letters, digits and single '-', at
+    most `size` characters, ending in a letter or digit, and starting with a letter (`lead` is
+    put first when it would not; "" leaves that to the caller). Stack names may hold uppercase,
+    '.', '_' and a leading digit; GCP names may not."""
+    stem = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
+    if stem and lead and not stem[0].isalpha():
+        stem = lead + stem
+    return stem[:size].rstrip("-")
 
 
 # A VM deletes itself at the end of its run (infra/gcp/guest.py). Its service account may delete
@@ -131,7 +136,7 @@ def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: boo
     role = gcp.projects.IAMCustomRole(
         "self-delete-role",
         role_id=custom_role_id(cfg.stack, "selfdelete"),
-        title=f"gpubench {cfg.stack} self-delete",
+        title=_title(f"gpubench {cfg.stack} self-delete"),
         description="a VM deletes its own instance at the end of its run",
         permissions=sorted(SELF_DELETE_PERMISSIONS),
         project=project,
@@ -147,21 +152,82 @@ def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: boo
     )
 
 
-def _image(launch: Launch, opts: pulumi.InvokeOptions) -> pulumi.Output:
+def service_account_id(stack: str, kind: str = "") -> str:
+    """The account id of the stack's `kind` of account ("" the VM's runner): 6-30 characters
+    matching [a-z]([-a-z0-9]*[a-z0-9]) (infra/gcp/rules.py), `gb-<stack>-<hash>`; the hash of
+    the stack and kind keeps the accounts of one stack, and long or odd stack names, apart."""
+    digest = hashlib.sha1((f"{stack}:{kind}" if kind else stack).encode()).hexdigest()[:6]
+    stem = rfc1035_stem(stack, 20, lead="")  # after "gb-": a leading digit is fine
+    return f"gb-{stem}-{digest}" if stem else f"gb-{digest}"
+
+
+# A service account's display name and a custom role's title: at most 100 UTF-8 bytes
+# (infra/gcp/rules.py); stack names are ASCII, so characters are bytes.
+TITLE_MAX = 100
+
+
+def _title(text: str) -> str:
+    return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 3] + "..."
+
+
+class NoImage(ConfigError, pulumi.RunError):
+    """The image family has no image to boot; raised before any resource is created, and printed
+    by Pulumi without a traceback (a RunError)."""
+
+
+def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
+    """The boot image: `gpubench:image`, else the newest image of the generation's family.
+
+    Looked up now (a synchronous invoke), so a family with nothing to boot stops `pulumi up`
+    before anything is created, with the fix. `images.getFromFamily` "returns the latest image
+    that is part of an image family and is not deprecated"
+    (https://cloud.google.com/compute/docs/reference/rest/v1/images/getFromFamily): once every
+    image of a family is deprecated (the CUDA 11 family of the legacy K80 stacks, for one) it
+    finds none. A legacy family is therefore looked up by listing (`most_recent` over a
+    `family = ...` filter), which includes deprecated images, as AWS's legacy AMI lookup does
+    with include_deprecated; any other family must still have a current image."""
     if launch.cfg.image:
-        return pulumi.Output.from_input(launch.cfg.image)
+        return launch.cfg.image
     spec = images.image_for(launch.generation)
-    return gcp.compute.get_image_output(family=spec.family, project=images.IMAGE_PROJECT, opts=opts).self_link
+    how = {"filter": f"family = {spec.family}", "most_recent": True} if spec.legacy else {"family": spec.family}
+    try:
+        return gcp.compute.get_image(project=images.IMAGE_PROJECT, opts=opts, **how).self_link
+    except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
+        raise NoImage(
+            "image",
+            f"the image family {images.IMAGE_PROJECT}/{spec.family} has no image to boot "
+            f"({str(exc).splitlines()[0][:200]}); set gpubench:image to an image you choose "
+            f"(`gcloud compute images list --project {images.IMAGE_PROJECT} --show-deprecated "
+            f"--filter='family~^common-cu'`), e.g. projects/{images.IMAGE_PROJECT}/global/images/<name>",
+        ) from None
 
 
-def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> pulumi.Output:
+# Machine series that take only a gVNIC network interface: "gVNIC is the only supported network
+# interface" for the third generation and later, A3 (H100) among them
+# (https://cloud.google.com/compute/docs/networking/using-gvnic; an A3 VM with the default
+# VirtIO interface is refused). The Deep Learning VM images support gVNIC.
+GVNIC_SERIES = ("a3-", "a4-", "a4x-", "c3-", "c3d-", "c4-", "c4a-", "c4d-", "g4-", "h3-", "n4-", "x4-")
+
+
+def network_interface(subnet, machine_type: str) -> dict:
+    """The VM's one network interface: the stack's subnet, an external address (image pull,
+    results upload), gVNIC where the machine series requires it."""
+    nic: dict = {"subnetwork": subnet.id, "access_configs": [{}]}
+    if machine_type.startswith(GVNIC_SERIES):
+        nic["nic_type"] = "GVNIC"
+    return nic
+
+
+def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> tuple[pulumi.Output, list]:
     """Upload the payload's bundle (and a workload stack's spec + workdir) to the results bucket's
     code/ folder, content-addressed and kept on destroy, and let `member` read that folder only.
-    Returns "gs://...#sha256 ..." for the user-data, or "" when a prebuilt payloadImage runs instead."""
+    Returns "gs://...#sha256 ..." for the user-data ("" when a prebuilt payloadImage runs instead)
+    and what the VM must wait for: the read grant and the objects (nothing else refers to them,
+    so without `depends_on` the VM could boot, fetch once, meet a 403 and power off)."""
     if launch.public is None:
-        return pulumi.Output.from_input("")
+        return pulumi.Output.from_input(""), []
     child = pulumi.ResourceOptions(parent=parent)
-    gcp.storage.ManagedFolderIamMember(
+    grant = gcp.storage.ManagedFolderIamMember(
         "code-read",
         bucket=results.bucket,
         managed_folder=results.code_prefix,
@@ -173,7 +239,7 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> p
     workload = workload_bundle_file(launch)
     if workload:
         uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
-    urls = []
+    urls, before_boot = [], [grant]
     for res_name, prefix, (sha, path) in uploads:
         obj = gcp.storage.BucketObject(
             res_name,
@@ -183,8 +249,9 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> p
             content_type="application/gzip",
             opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
         )
+        before_boot.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join)
+    return pulumi.Output.all(*urls).apply(" ".join), before_boot
 
 
 def _guest_code(launch: Launch, urls: str):
@@ -223,16 +290,20 @@ def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict
 
 def _runner(
     parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
-) -> tuple[gcp.serviceaccount.Account, pulumi.Output]:
+) -> tuple[gcp.serviceaccount.Account, pulumi.Output, gcp.storage.BucketIAMMember]:
     """The VM's service account, with objectCreator on its own launch's runs and its stack's
     journal (create only: replacing an object needs storage.objects.delete, which objectCreator
-    lacks) and nothing else in the results bucket; returns it and its IAM member string."""
+    lacks) and nothing else in the results bucket; returns it, its IAM member string and the
+    grant (the VM waits for it)."""
     child = pulumi.ResourceOptions(parent=parent)
     account = gcp.serviceaccount.Account(
-        "runner", account_id=service_account_id(cfg.stack), display_name=f"gpubench {cfg.stack} payload", opts=child
+        "runner",
+        account_id=service_account_id(cfg.stack),
+        display_name=_title(f"gpubench {cfg.stack} payload"),
+        opts=child,
     )
     member = account.email.apply(lambda e: f"serviceAccount:{e}")
-    gcp.storage.BucketIAMMember(
+    grant = gcp.storage.BucketIAMMember(
         "results-access",
         bucket=results.bucket,
         role=RUNS_ROLE,
@@ -242,7 +313,7 @@ def _runner(
         ),
         opts=child,
     )
-    return account, member
+    return account, member, grant
 
 
 def _network(parent: pulumi.Resource, region: str, description: str):
@@ -303,6 +374,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         zone = zone_or_first(cfg, offering)
         region = zone.rsplit("-", 1)[0]
+        image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         labels = gcp_labels({**tag_values(launch), "expires-at": deadline.rfc3339.apply(deadline_tag)})
@@ -310,8 +382,8 @@ class GcpBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        account, member = _runner(self, cfg, results, run_prefix, launch_id)
-        code_url = _code_bundles(self, launch, results, member)
+        account, member, runs_grant = _runner(self, cfg, results, run_prefix, launch_id)
+        code_url, before_boot = _code_bundles(self, launch, results, member)
         network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:
             gcp.compute.Firewall(
@@ -330,7 +402,7 @@ class GcpBenchmark(pulumi.ComponentResource):
             boot_disk={
                 "auto_delete": True,
                 "initialize_params": {
-                    "image": _image(launch, pulumi.InvokeOptions(parent=self)),
+                    "image": image,
                     "size": cfg.root_volume_gb,
                     "type": "pd-balanced",
                     "labels": labels,
@@ -338,12 +410,12 @@ class GcpBenchmark(pulumi.ComponentResource):
             },
             guest_accelerators=_accelerators(offering),
             scheduling=_scheduling(cfg),
-            network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+            network_interfaces=[network_interface(subnet, offering.instance_type)],
             service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
             metadata=_benchmark_metadata(launch, results, deadline, code_url),
             labels=labels,
             allow_stopping_for_update=True,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
         )
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
         self_delete_grant(self, cfg, project, zone, member, instance.name)
@@ -421,8 +493,7 @@ def custom_role_id(stack: str, kind: str) -> str:
 
 def name_pattern(stack: str) -> str:
     """bulkInsert's namePattern: a VM name (RFC 1035, <= 63) ending in one run of '#'s."""
-    stem = re.sub(r"[^a-z0-9-]", "-", stack.lower()).strip("-")[:40].rstrip("-")
-    return f"{stem or 'gpubench'}-########"
+    return f"{rfc1035_stem(stack, 40) or 'gpubench'}-########"
 
 
 def bulk_insert_body(template_link: str, stack: str) -> dict:
@@ -457,16 +528,19 @@ class GcpRecurring(pulumi.ComponentResource):
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
         region = zone.rsplit("-", 1)[0]
+        image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
         schedule_expr = parse_schedule(cfg.every or "")
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
         project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
 
-        runner, runner_member = _runner(self, cfg, results, run_prefix)
+        runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
         self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
-        code_url = _code_bundles(self, launch, results, runner_member)
+        code_url, before_boot = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
-        template = _recurring_template(self, launch, schedule_expr, runner, subnet, results, code_url)
+        template = _recurring_template(
+            self, launch, schedule_expr, (runner, subnet, image), results, code_url, [runs_grant, *before_boot]
+        )
         launcher, granted = _launcher(self, cfg, project, runner)
         job = _launch_job(self, cfg, schedule_expr, region, zone, project, template, launcher, granted)
         self.outputs = {
@@ -482,10 +556,12 @@ class GcpRecurring(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, results, code_url):
+def _recurring_template(parent, launch: Launch, schedule_expr, placing, results, code_url, before_boot):
     """The instance template each scheduled launch starts one VM from: the benchmark's
-    user-data (its deadline set at boot), labels, service account, market and max_run_duration."""
+    user-data (its deadline set at boot), labels, service account, market and max_run_duration;
+    created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
     cfg, offering = launch.cfg, launch.offering
+    runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
 
     def user_data(url: str, code: str) -> str:
@@ -504,7 +580,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, r
             {
                 "boot": True,
                 "auto_delete": True,
-                "source_image": _image(launch, pulumi.InvokeOptions(parent=parent)),
+                "source_image": image,
                 "disk_size_gb": cfg.root_volume_gb,
                 "disk_type": "pd-balanced",
                 "labels": labels,
@@ -512,7 +588,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, r
         ],
         guest_accelerators=_accelerators(offering),
         scheduling=_scheduling(cfg),
-        network_interfaces=[{"subnetwork": subnet.id, "access_configs": [{}]}],
+        network_interfaces=[network_interface(subnet, offering.instance_type)],
         service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         metadata={
             "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
@@ -520,7 +596,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, runner, subnet, r
             "block-project-ssh-keys": "TRUE",
         },
         labels=labels,
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
     )
 
 
@@ -531,15 +607,15 @@ def _launcher(parent, cfg, project, runner):
     child = pulumi.ResourceOptions(parent=parent)
     launcher = gcp.serviceaccount.Account(
         "launcher",
-        account_id=service_account_id(cfg.stack + ":launcher"),
-        display_name=f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
+        account_id=service_account_id(cfg.stack, "launcher"),
+        display_name=_title(f"gpubench {cfg.stack} launcher (Cloud Scheduler)"),
         opts=child,
     )
     launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
     role = gcp.projects.IAMCustomRole(
         "launcher-role",
         role_id=custom_role_id(cfg.stack, "launcher"),
-        title=f"gpubench {cfg.stack} launcher",
+        title=_title(f"gpubench {cfg.stack} launcher"),
         description="instances.bulkInsert from the stack's instance template",
         permissions=launcher_permissions(bool(cfg.image)),
         project=project,
@@ -641,14 +717,14 @@ def _sweeper_account(parent, cfg: SweeperConfig, project):
     child = pulumi.ResourceOptions(parent=parent)
     runner = gcp.serviceaccount.Account(
         "sweeper",
-        account_id=service_account_id(cfg.stack + ":sweeper"),
-        display_name=f"gpubench {cfg.stack}: the leak sweep",
+        account_id=service_account_id(cfg.stack, "sweeper"),
+        display_name=_title(f"gpubench {cfg.stack}: the leak sweep"),
         opts=child,
     )
     role = gcp.projects.IAMCustomRole(
         "sweeper-role",
         role_id=custom_role_id(cfg.stack, "sweeper"),
-        title=f"gpubench {cfg.stack} sweeper",
+        title=_title(f"gpubench {cfg.stack} sweeper"),
         description="list VMs, delete the expired ones this project labelled",
         permissions=sorted(SWEEPER_PERMISSIONS),
         project=project,
@@ -728,8 +804,8 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
     child = pulumi.ResourceOptions(parent=parent)
     invoker = gcp.serviceaccount.Account(
         "invoker",
-        account_id=service_account_id(cfg.stack + ":invoker"),
-        display_name=f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep",
+        account_id=service_account_id(cfg.stack, "invoker"),
+        display_name=_title(f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"),
         opts=child,
     )
     may_invoke = gcp.cloudrunv2.ServiceIamMember(

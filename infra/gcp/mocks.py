@@ -35,6 +35,16 @@ def computed(typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str,
     return table[typ]() if typ in table else None
 
 
+def _image(args: dict[str, Any]) -> dict[str, Any]:
+    """The newest image of a family, asked by family or by a `family = X` filter."""
+    family = args.get("family") or str(args.get("filter", "")).partition("=")[2].strip()
+    return {
+        "selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.get('project')}/global/images/{family}-v20240101",
+        "name": f"{family}-v20240101",
+        "family": family,
+    }
+
+
 def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
     """A data source's answer (an invoke); None for another cloud's."""
     table: dict[str, Callable[[], dict[str, Any]]] = {
@@ -45,10 +55,6 @@ def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
             "accessToken": "mock",
             "id": "mock",
         },
-        "gcp:compute/getImage:getImage": lambda: {
-            "selfLink": f"https://www.googleapis.com/compute/v1/projects/{args.get('project')}/global/images/{args.get('family')}-v20240101",
-            "name": f"{args.get('family')}-v20240101",
-            "family": args.get("family"),
-        },
+        "gcp:compute/getImage:getImage": lambda: _image(args),
     }
     return table[token]() if token in table else None

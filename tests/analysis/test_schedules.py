@@ -235,10 +235,10 @@ def test_aws_sweeper_policy_is_least_privilege():
     for s in statements:
         if _actions(s) & {"ec2:TerminateInstances", "ec2:DeleteSecurityGroup"}:
             # only this project's resources (gpubench:project = the default project id, a stack named
-            # aws-*), plus expires-at or, for recurring launches, max-hours: never a foreign instance
+            # aws-* or recurring-aws-*), plus expires-at or, for recurring launches, max-hours: never a foreign instance
             ours = {
                 "StringEquals": {"aws:ResourceTag/gpubench:project": "gpubench"},
-                "StringLike": {"aws:ResourceTag/gpubench:stack": "aws-*"},
+                "StringLike": {"aws:ResourceTag/gpubench:stack": ["aws-*", "recurring-aws-*"]},
             }
             assert s["Condition"] in (
                 {**ours, "Null": {"aws:ResourceTag/gpubench:expires-at": "false"}},

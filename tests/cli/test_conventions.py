@@ -276,8 +276,8 @@ def test_check_exits_by_what_was_asked(outside, no_clouds, tmp_path):
         (no_clouds, ["check", "analysis"], exitcodes.OK),  # the extra asked for is installed
         (no_clouds, ["check", "awz"], exitcodes.USAGE),
         (aws_ready, ["check"], exitcodes.OK),  # one cloud ready is enough when none is named
-        (aws_ready, ["check", "aws"], exitcodes.OK),
-        (aws_ready, ["check", "aws", "gcp"], exitcodes.MISSING),
+        (aws_ready, ["check", "aws", "--offline"], exitcodes.OK),  # named without --offline: API calls
+        (aws_ready, ["check", "aws", "gcp", "--offline"], exitcodes.MISSING),
     ]
     for env, argv, code in cases:
         done = gpubench(outside, *argv, env=env)

@@ -9,6 +9,7 @@ import json
 
 import pytest
 import yaml
+from iam_eval import allows
 from infra_matrix import NOW
 
 from infra import cloud_init
@@ -121,14 +122,22 @@ def test_launcher_role_may_launch_only_this_template_and_pass_only_this_role(ren
         ]
     )
     by_sid = {s["Sid"]: s for s in policy["Statement"]}
-    assert set(by_sid) == {"RunOnlyFromThisTemplate", "TagOnlyAtLaunch", "PassOnlyInstanceRole"}
+    assert set(by_sid) == {
+        "RunOnlyFromThisTemplate",
+        "TemplateAndNetworkOfItsLaunch",
+        "TagOnlyAtLaunch",
+        "PassOnlyInstanceRole",
+    }
     assert all(s["Effect"] == "Allow" and "Condition" in s for s in policy["Statement"])
     run = by_sid["RunOnlyFromThisTemplate"]
     template_arn = run["Condition"]["ArnEquals"]["ec2:LaunchTemplate"]
     assert template_arn.startswith("arn:aws:ec2:us-east-1:123456789012:launch-template/lt-")
-    assert run["Action"] == "ec2:RunInstances" and template_arn in run["Resource"]
+    assert run["Action"] == "ec2:RunInstances"
     assert run["Condition"]["Bool"] == {"ec2:IsLaunchTemplateResource": "true"}
     assert "*" not in run["Resource"]
+    network = by_sid["TemplateAndNetworkOfItsLaunch"]
+    assert network["Condition"] == {"ArnEquals": {"ec2:LaunchTemplate": template_arn}}
+    assert template_arn in network["Resource"] and "*" not in network["Resource"]
     assert by_sid["TagOnlyAtLaunch"]["Action"] == "ec2:CreateTags"
     assert by_sid["TagOnlyAtLaunch"]["Condition"] == {"StringEquals": {"ec2:CreateAction": "RunInstances"}}
     passrole = by_sid["PassOnlyInstanceRole"]
@@ -163,3 +172,35 @@ def test_boot_deadline_script_turns_the_relative_deadline_into_boot_plus_max_hou
     env.write_text("GPUBENCH_DEADLINE=2030-01-01T00:00:00Z\n")
     subprocess.run(["bash", str(script)], check=True)
     assert env.read_text() == "GPUBENCH_DEADLINE=2030-01-01T00:00:00Z\n"
+
+
+def test_launcher_role_allows_the_launch_its_template_makes(rendered):
+    """A template that names no subnet: EC2 picks the default subnet and creates the network
+    interface, and neither is a launch-template resource (ec2:IsLaunchTemplateResource false);
+    everything else the launch touches comes from the template. Each must be allowed, and a
+    launch from another template must not be."""
+    policy = json.loads(
+        next(p for p in rendered.of_type("aws:iam/rolePolicy:RolePolicy") if p.name == "launcher-run-instances").inputs[
+            "policy"
+        ]
+    )
+    lt = rendered.one("aws:ec2/launchTemplate:LaunchTemplate").inputs
+    assert "networkInterfaces" not in lt  # no subnet configured: EC2 chooses it
+    template = next(s for s in policy["Statement"] if s["Sid"] == "RunOnlyFromThisTemplate")
+    template_arn = template["Condition"]["ArnEquals"]["ec2:LaunchTemplate"]
+    base = "arn:aws:ec2:us-east-1:123456789012"
+    touched = {
+        template_arn: False,  # whether the template counts as its own resource: either way
+        "arn:aws:ec2:us-east-1::image/ami-0abc": True,
+        f"{base}:instance/i-0abc": True,
+        f"{base}:volume/vol-0abc": True,
+        f"{base}:security-group/sg-0abc": True,
+        f"{base}:spot-instances-request/sir-0abc": True,
+        f"{base}:network-interface/eni-0abc": False,
+        f"{base}:subnet/subnet-0abc": False,
+    }
+    for arn, in_template in touched.items():
+        context = {"ec2:LaunchTemplate": template_arn, "ec2:IsLaunchTemplateResource": in_template}
+        assert allows(policy, "ec2:RunInstances", arn, context), arn
+        other = {**context, "ec2:LaunchTemplate": f"{base}:launch-template/lt-0other"}
+        assert not allows(policy, "ec2:RunInstances", arn, other), arn

@@ -96,7 +96,7 @@ def test_aws_roles_allow_exactly_the_sweep(aws):
     # an instance that merely carries an expiry tag (another team's prod-database, say)
     ours = {
         "StringEquals": {"aws:ResourceTag/gpubench:project": "gpubench"},
-        "StringLike": {"aws:ResourceTag/gpubench:stack": "aws-*"},
+        "StringLike": {"aws:ResourceTag/gpubench:stack": ["aws-*", "recurring-aws-*"]},
     }
     assert st["TerminateOnlyProjectInstances"]["Condition"] == {
         **ours,
@@ -166,3 +166,29 @@ def test_package_is_deterministic_and_has_the_entry_points():
     assert "main.py" not in sweeper_function.package("aws")
     changed = {**a, "infra/tags.py": a["infra/tags.py"] + b"\n"}
     assert sweeper_function.package_hash(changed) != sweeper_function.package_hash(a)
+
+
+@pytest.mark.parametrize(
+    "stack, tag, allowed",
+    [
+        ("aws-g4dn-1x", "gpubench:expires-at", True),
+        ("recurring-aws-g4dn-1x", "gpubench:max-hours", True),  # a launch of a recurring stack
+        ("prod-database-NOT-OURS", "gpubench:expires-at", False),
+        ("gcp-t4-1x", "gpubench:expires-at", False),
+    ],
+)
+def test_aws_sweeper_may_terminate_exactly_what_the_sweep_code_calls_ours(aws, stack, tag, allowed):
+    from iam_eval import allows
+
+    from infra.tags import is_project_stack
+
+    policy = json.loads(
+        next(p for p in aws.of_type("aws:iam/rolePolicy:RolePolicy") if p.name == "sweep-access").inputs["policy"]
+    )
+    context = {
+        "aws:ResourceTag/gpubench:project": "gpubench",
+        "aws:ResourceTag/gpubench:stack": stack,
+        f"aws:ResourceTag/{tag}": "x",
+    }
+    arn = "arn:aws:ec2:us-east-1:123456789012:instance/i-0abc"
+    assert allows(policy, "ec2:TerminateInstances", arn, context) is allowed is is_project_stack(stack, "aws")

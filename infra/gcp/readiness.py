@@ -1,0 +1,231 @@
+"""Before a first real `pulumi up` on GCP: credentials and project, the APIs the stacks need, the
+regional GPU quotas.
+
+Read-only REST calls (Service Usage services.list, Compute regions.get and projects.get); each
+finding is a row {"check", "ok", "detail"} whose detail names the fix. `http` is a requests-like
+session (tests hand in a stand-in; the real one carries the application default credentials).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import quote
+
+SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
+
+# The APIs a project must enable for each kind of stack. A benchmark stack makes a network, a
+# VM, a service account and its bucket grants; a recurring one adds a custom role and a project
+# binding (Resource Manager) and a Cloud Scheduler job; a sweeper deploys a Cloud Run function,
+# which needs Cloud Functions, Cloud Build, Artifact Registry and Cloud Run ("Before you begin",
+# https://cloud.google.com/functions/docs/create-deploy-gcloud).
+REQUIRED_APIS: dict[str, tuple[str, ...]] = {
+    "benchmark": ("compute.googleapis.com", "iam.googleapis.com", "storage.googleapis.com"),
+    "results": ("storage.googleapis.com",),
+    "recurring": (
+        "compute.googleapis.com",
+        "iam.googleapis.com",
+        "storage.googleapis.com",
+        "cloudresourcemanager.googleapis.com",
+        "cloudscheduler.googleapis.com",
+    ),
+    "sweeper": (
+        "iam.googleapis.com",
+        "storage.googleapis.com",
+        "cloudresourcemanager.googleapis.com",
+        "cloudscheduler.googleapis.com",
+        "cloudfunctions.googleapis.com",
+        "cloudbuild.googleapis.com",
+        "artifactregistry.googleapis.com",
+        "run.googleapis.com",
+    ),
+}
+
+# Regional GPU quota metrics (Compute Engine, "GPU quota",
+# https://cloud.google.com/compute/resource-usage#gpu_quota): `NVIDIA_<model>_GPUS`, Spot VMs
+# `PREEMPTIBLE_NVIDIA_<model>_GPUS`; and the project-wide GPUS_ALL_REGIONS.
+GPU_METRICS = {
+    "K80": "NVIDIA_K80_GPUS",
+    "P100": "NVIDIA_P100_GPUS",
+    "V100": "NVIDIA_V100_GPUS",
+    "T4": "NVIDIA_T4_GPUS",
+    "P4": "NVIDIA_P4_GPUS",
+    "L4": "NVIDIA_L4_GPUS",
+    "A100": "NVIDIA_A100_GPUS",
+    "H100": "NVIDIA_H100_GPUS",
+}
+MACHINE_METRICS = {"a2-ultragpu-": "NVIDIA_A100_80GB_GPUS"}  # A100 80GB machine types count apart
+ALL_REGIONS = "GPUS_ALL_REGIONS"
+
+
+def gpu_metric(offering: Any, market: str) -> str | None:
+    """The regional quota metric a stack's GPUs count against (None: no GPU)."""
+    metric = next((m for p, m in MACHINE_METRICS.items() if offering.instance_type.startswith(p)), None)
+    metric = metric or GPU_METRICS.get(offering.gpu_model or "")
+    if metric is None:
+        return None
+    return f"PREEMPTIBLE_{metric}" if market == "spot" else metric
+
+
+# Read-only access to every API the checks read (Service Usage, Compute); the sweep's session
+# carries the Compute scope only.
+READ_SCOPES = ["https://www.googleapis.com/auth/cloud-platform.read-only"]
+
+
+def session(root: str):
+    """An authorized session with the application default credentials (plain for a loopback root)."""
+    import requests
+
+    if root.startswith("http://"):
+        return requests.Session()
+    import google.auth
+    from google.auth.transport.requests import AuthorizedSession
+
+    credentials, _ = google.auth.default(scopes=READ_SCOPES)
+    return AuthorizedSession(credentials)
+
+
+def _get(http, url: str, **params) -> dict:
+    from infra.gcp.sweep import _check
+
+    return _check(http.get(url, params=params or None, timeout=30))
+
+
+def enabled_apis(http, project: str, root: str = SERVICE_USAGE) -> set[str]:
+    names: set[str] = set()
+    token = None
+    while True:
+        params = {"filter": "state:ENABLED", "pageSize": "200", **({"pageToken": token} if token else {})}
+        page = _get(http, f"{root}projects/{quote(project)}/services", **params)
+        names.update(
+            s.get("config", {}).get("name") or s.get("name", "").rsplit("/", 1)[-1] for s in page.get("services", [])
+        )
+        token = page.get("nextPageToken")
+        if not token:
+            return names
+
+
+def apis_check(http, project: str, kinds: set[str], root: str = SERVICE_USAGE) -> dict:
+    name = f"gcp apis {project}"
+    wanted = sorted({api for kind in kinds for api in REQUIRED_APIS.get(kind, ())})
+    try:
+        enabled = enabled_apis(http, project, root)
+    except Exception as exc:  # noqa: BLE001 - reported with the fix
+        return {
+            "check": name,
+            "ok": False,
+            "detail": f"could not list the enabled APIs ({str(exc)[:200]}); "
+            f"`gcloud services enable serviceusage.googleapis.com --project {project}` and "
+            "`gcloud auth application-default login`",
+        }
+    missing = [a for a in wanted if a not in enabled]
+    if missing:
+        return {
+            "check": name,
+            "ok": False,
+            "detail": f"not enabled: {', '.join(missing)}: `gcloud services enable {' '.join(missing)} --project {project}`",
+        }
+    return {"check": name, "ok": True, "detail": f"enabled: {', '.join(wanted)}"}
+
+
+def _limits(quotas: list[dict]) -> dict[str, float]:
+    return {q["metric"]: float(q.get("limit", 0)) for q in quotas if "metric" in q}
+
+
+def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
+    """One row per GPU quota metric of the region ((GPUs, stack), smallest first)."""
+    try:
+        limits = _limits(_get(http, f"{root}projects/{quote(project)}/regions/{quote(region)}").get("quotas", []))
+    except Exception as exc:  # noqa: BLE001
+        yield {
+            "check": f"gcp quota {region}",
+            "ok": False,
+            "detail": f"could not read the region's quotas ({str(exc)[:200]})",
+        }
+        return
+    for metric, stacks in sorted(needs.items()):
+        yield _quota_row(
+            f"gcp quota {metric} {region}", limits.get(metric, 0.0), stacks, strict, project, region, metric
+        )
+
+
+def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
+    fit = [(n, s) for n, s in stacks if n <= limit]
+    short = [(n, s) for n, s in stacks if n > limit]
+    ok = not short if strict else bool(fit)
+    detail = f"limit {limit:g} GPUs"
+    if fit:
+        detail += f"; fits {len(fit)} of {len(stacks)} stacks (largest {fit[-1][1]}, {fit[-1][0]} GPUs)"
+    if short:
+        want, stack = short[-1]
+        detail += (
+            f"; {stack} needs {want}: request it at https://console.cloud.google.com/iam-admin/quotas?project={project} "
+            f"(metric {metric}, {where})"
+        )
+    return {"check": name, "ok": ok, "detail": detail}
+
+
+def project_of(needs: list[Any]) -> str | None:
+    """The project the stacks name (gcp:project), else the one of the credentials or environment."""
+    named = sorted({n.project for n in needs if n.project})
+    if named:
+        return named[0]
+    from infra.gcp.sweep import default_project
+
+    try:
+        return default_project()
+    except Exception:  # noqa: BLE001 - None: reported by the caller with the fix
+        return None
+
+
+def checks(
+    needs: Iterable[Any], strict: bool = False, http=None, root: str | None = None, usage_root: str = SERVICE_USAGE
+) -> list[dict]:
+    """Every row for these stacks (infra.stacks.StackNeed): credentials and project, APIs, quotas."""
+    from infra.gcp.sweep import api_root
+
+    needs = list(needs)
+    root = root or api_root()
+    project = project_of(needs)
+    if not project:
+        return [
+            {
+                "check": "gcp project",
+                "ok": False,
+                "detail": "no project: `pulumi config set gcp:project MY-PROJECT --stack <stack>` on your GCP stacks, "
+                "or set GOOGLE_CLOUD_PROJECT",
+            }
+        ]
+    try:
+        http = http or session(root)
+        _get(http, f"{root}projects/{quote(project)}")
+    except Exception as exc:  # noqa: BLE001 - credentials, project or API: reported
+        return [
+            {
+                "check": "gcp project",
+                "ok": False,
+                "detail": f"{project}: {str(exc)[:240]}; `gcloud auth application-default login`, and "
+                f"`gcloud services enable compute.googleapis.com --project {project}`",
+            }
+        ]
+    out = [{"check": "gcp project", "ok": True, "detail": f"{project} answers with your credentials"}]
+    out.append(apis_check(http, project, {n.kind for n in needs} or {"benchmark"}, usage_root))
+    by_region: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for n in needs:
+        metric = n.offering is not None and gpu_metric(n.offering, n.market)
+        if metric:
+            by_region.setdefault(n.region, {}).setdefault(metric, []).append((n.offering.gpu_count, n.stack))
+    for region, metrics in sorted(by_region.items()):
+        out.extend(quota_rows(http, root, project, region, {m: sorted(s) for m, s in metrics.items()}, strict))
+    if by_region:
+        out.append(_all_regions(http, root, project, by_region, strict))
+    return out
+
+
+def _all_regions(http, root, project, by_region, strict) -> dict:
+    stacks = sorted({s for metrics in by_region.values() for ss in metrics.values() for s in ss})
+    try:
+        limit = _limits(_get(http, f"{root}projects/{quote(project)}").get("quotas", [])).get(ALL_REGIONS, 0.0)
+    except Exception as exc:  # noqa: BLE001
+        return {"check": f"gcp quota {ALL_REGIONS}", "ok": False, "detail": f"could not read it ({str(exc)[:200]})"}
+    return _quota_row(f"gcp quota {ALL_REGIONS}", limit, stacks, strict, project, "global", ALL_REGIONS)

@@ -1,0 +1,187 @@
+"""The providers' documented rules for the names, ids, tags, labels and keys a stack renders, as data.
+
+Pulumi's mocks accept any string; a real `pulumi up` is refused by the cloud's API for a
+service-account id with a ':' or an IAM tag value with a '('. Each cloud keeps its table in
+`infra/<cloud>/rules.py`: `RULES` (rule name -> Rule, each with the page that states it) and
+`FIELDS` (resource type -> which input holds which kind of value). `violations` applies them to
+one rendered resource (infra.render.ResourceRecord); the tests render the whole stack matrix
+and apply them to every resource, and the config checks reuse single rules (`Rule.problem`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Pulumi auto-names a resource without an explicit name "<logical name>-<7 random hex>"
+# (https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming: "Pulumi appends a
+# random suffix to the logical name"); the rules see a representative suffix.
+AUTONAME_SUFFIX = "-1a2b3c4"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented constraint on a string: its length, its alphabet, what it may not start with.
+
+    `pattern` is a compiled regex the whole value must match (ASCII rules); `categories` plus
+    `extra` state a Unicode rule (`\\p{L}\\p{Z}\\p{N}` and a few marks), which Python's `re` cannot."""
+
+    what: str
+    source: str  # the page that states the rule
+    says: str  # what it says, in short
+    max_len: int
+    min_len: int = 0
+    pattern: Any = None  # re.Pattern, fullmatch
+    categories: tuple[str, ...] = ()  # Unicode general categories by first letter ("L", "Z", "N")
+    extra: str = ""
+    forbidden_prefixes: tuple[str, ...] = ()
+    bytes_utf8: bool = False  # the length is counted in UTF-8 bytes, not characters
+    forbidden: tuple[str, ...] = ()  # exact values refused
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` breaks this rule (naming the rule and its source), or None."""
+        text = value if isinstance(value, str) else str(value)
+        size = len(text.encode()) if self.bytes_utf8 else len(text)
+        unit = "bytes" if self.bytes_utf8 else "characters"
+        why = None
+        if not self.min_len <= size <= self.max_len:
+            why = f"is {size} {unit}, allowed {self.min_len}..{self.max_len}"
+        elif self.pattern is not None and not self.pattern.fullmatch(text):
+            why = f"does not match {self.pattern.pattern}"
+        elif self.categories and (bad := [c for c in text if not self._char_ok(c)]):
+            why = f"holds {''.join(sorted(set(bad)))!r}, outside {self.says}"
+        elif any(text.lower().startswith(p) for p in self.forbidden_prefixes):
+            why = f"starts with a reserved prefix ({', '.join(self.forbidden_prefixes)})"
+        elif text in self.forbidden:
+            why = "is a reserved value"
+        return None if why is None else f"{self.what} {text[:80]!r} {why} ({self.source})"
+
+    def _char_ok(self, char: str) -> bool:
+        return char in self.extra or unicodedata.category(char)[0] in self.categories
+
+
+@dataclass(frozen=True)
+class Field:
+    """Where a rendered resource holds a value of a rule: `path` into its inputs (engine names,
+    camelCase; `[]` walks a list), and the rule of the value, or of a mapping's keys and values.
+
+    `autoname`: the input may be absent, and Pulumi then names the resource (AUTONAME_SUFFIX)."""
+
+    path: str
+    rule: str | None = None
+    key_rule: str | None = None
+    value_rule: str | None = None
+    autoname: bool = False
+    max_items: int | None = None
+    items_rule: str = ""  # what the limit on the number of items is (its source)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A cloud's rules and where each resource type holds values they govern."""
+
+    rules: Mapping[str, Rule]
+    fields: Mapping[str, tuple[Field, ...]]
+    # Resource types that render no name, id, tag or key of their own (with the reason).
+    exempt: Mapping[str, str] = field(default_factory=dict)
+    # Extra checks over a whole resource (e.g. a JSON document inside an input).
+    checks: Mapping[str, Callable[[Table, Mapping[str, Any]], list[str]]] = field(default_factory=dict)
+    # Stack config keys whose values become such names (key -> rule): refused when the config is read.
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    def rule(self, name: str) -> Rule:
+        return self.rules[name]
+
+
+def _walk(value: Any, parts: list[str]) -> Iterator[Any]:
+    if not parts:
+        yield value
+        return
+    head, rest = parts[0], parts[1:]
+    many = head.endswith("[]")
+    key = head[:-2] if many else head
+    if not isinstance(value, Mapping) or value.get(key) is None:
+        return
+    inner = value[key]
+    for item in inner if many and isinstance(inner, list) else [inner]:
+        yield from _walk(item, rest)
+
+
+def values_at(inputs: Mapping[str, Any], path: str) -> list[Any]:
+    """Every value at `path` (`tagSpecifications[].tags`) in a resource's inputs."""
+    return list(_walk(inputs, path.split(".")))
+
+
+def violations(table: Table, typ: str, name: str, inputs: Mapping[str, Any]) -> list[str]:
+    """Every rule a rendered resource breaks, each naming the resource, the input and the rule."""
+    out: list[str] = []
+    for f in table.fields.get(typ, ()):
+        found = values_at(inputs, f.path)
+        if not found and f.autoname:
+            found = [name + AUTONAME_SUFFIX]
+        for value in found:
+            out.extend(f"{typ} {name}: {f.path}: {p}" for p in _field_problems(table, f, value))
+    check = table.checks.get(typ)
+    if check is not None:
+        out.extend(f"{typ} {name}: {p}" for p in check(table, inputs))
+    return out
+
+
+def _field_problems(table: Table, f: Field, value: Any) -> list[str]:
+    if f.rule:
+        problem = table.rule(f.rule).problem(value)
+        return [problem] if problem else []
+    if not isinstance(value, Mapping):
+        return [f"expected a mapping of keys to values, got {type(value).__name__}"]
+    out = []
+    if f.max_items is not None and len(value) > f.max_items:
+        out.append(f"{len(value)} entries, at most {f.max_items} allowed ({f.items_rule})")
+    for key, item in value.items():
+        for rule, text in ((f.key_rule, key), (f.value_rule, item)):
+            problem = rule and table.rule(rule).problem(text)
+            if problem:
+                out.append(problem)
+    return out
+
+
+# Resource types of no cloud's (the pulumiverse-time deadline) that render nothing a cloud checks.
+COMMON_EXEMPT = {"time:index/offset:Offset": "a timestamp kept in the Pulumi state; no cloud sees it"}
+
+
+def unchecked_types(table: Table, types: set[str]) -> list[str]:
+    """Resource types the table says nothing about: a new resource must be added to it."""
+    known = {*table.fields, *table.exempt, *COMMON_EXEMPT}
+    return sorted(t for t in types if t not in known)
+
+
+def table_of(cloud: str) -> Table:
+    """The rules table of a cloud (infra/<cloud>/rules.py)."""
+    import importlib
+
+    from infra import clouds
+
+    clouds.get(cloud)  # a clear error for an unknown name
+    return importlib.import_module(f"infra.{cloud}.rules").TABLE
+
+
+def rendered_violations(resources) -> list[str]:
+    """Every rule the rendered resources (infra.render.ResourceRecord) break, and every resource
+    type no table knows; the cloud of a resource is the first part of its type (`aws:`, `gcp:`)."""
+    from infra import clouds
+
+    out: list[str] = []
+    for r in resources:
+        if not r.custom:
+            continue
+        cloud = r.type.split(":", 1)[0]
+        if not clouds.is_cloud(cloud):
+            if r.type not in COMMON_EXEMPT:
+                out.append(f"{r.type} {r.name}: no rules table knows this resource type")
+            continue
+        table = table_of(cloud)
+        if unchecked_types(table, {r.type}):
+            out.append(f"{r.type} {r.name}: no rules for this resource type in infra/{cloud}/rules.py")
+        out.extend(violations(table, r.type, r.name, r.inputs))
+    return out
