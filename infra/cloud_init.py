@@ -34,6 +34,8 @@ not match fails the unit, which ends the machine after a named event.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -539,6 +541,25 @@ def render_user_data(launch: PayloadLaunch) -> str:
     }
     body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000)
     return "#cloud-config\n" + body
+
+
+def compressed(user_data: str) -> str:
+    """`user_data` gzip-compressed, then base64-encoded, as EC2 takes it (`user_data_base64`, a launch
+    template's `user_data`). EC2 accepts at most 16 KB of user data before base64 encoding
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html), and the rendered scripts
+    are near that; cloud-init inflates it itself ("Content found to be gzip compressed will be
+    uncompressed", https://cloudinit.readthedocs.io/en/latest/explanation/format.html). mtime=0:
+    equal inputs give equal bytes, so a preview stays stable."""
+    return base64.b64encode(gzip.compress(user_data.encode(), mtime=0)).decode()
+
+
+def inflated(value: str) -> str:
+    """The #cloud-config text of user data as the program renders it: raw, base64, or base64 of gzip."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        return value
+    return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
 
 
 def shell_scripts(user_data: str) -> dict[str, str]:

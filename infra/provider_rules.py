@@ -42,9 +42,12 @@ class Rule:
 
     def problem(self, value: Any) -> str | None:
         """Why `value` breaks this rule (naming the rule and its source), or None."""
-        text = value if isinstance(value, str) else str(value)
-        size = len(text.encode()) if self.bytes_utf8 else len(text)
-        unit = "bytes" if self.bytes_utf8 else "characters"
+        if isinstance(value, bytes):  # binary (compressed user data): only its size can break a rule
+            text, size, unit = f"<{len(value)} bytes>", len(value), "bytes"
+        else:
+            text = value if isinstance(value, str) else str(value)
+            size = len(text.encode()) if self.bytes_utf8 else len(text)
+            unit = "bytes" if self.bytes_utf8 else "characters"
         why = None
         if not self.min_len <= size <= self.max_len:
             why = f"is {size} {unit}, allowed {self.min_len}..{self.max_len}"

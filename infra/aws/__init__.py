@@ -102,7 +102,12 @@ def components() -> dict[str, Any]:
 
 def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
     """The rendered user-data of an instance resource (offline preview)."""
-    return inputs.get("userData") if resource_type == "aws:ec2/instance:Instance" else None
+    from infra.cloud_init import inflated
+
+    if resource_type != "aws:ec2/instance:Instance":
+        return None
+    value = inputs.get("userDataBase64") or inputs.get("userData")
+    return inflated(value) if isinstance(value, str) else None
 
 
 def sweep_expired(regions, now, dry_run=False, project=None, **kw):

@@ -24,7 +24,6 @@ once at creation and kept in state, so later previews show no change.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import warnings
@@ -489,7 +488,9 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "delete_on_termination": True,
                 "tags": tags,
             },
-            user_data=_benchmark_user_data(launch, results, deadline, code_url, region),
+            user_data_base64=_benchmark_user_data(launch, results, deadline, code_url, region).apply(
+                cloud_init.compressed
+            ),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
         )
@@ -775,7 +776,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
         text = cloud_init.render_user_data(
             cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
         )
-        return base64.b64encode(text.encode()).decode()
+        return cloud_init.compressed(text)
 
     return aws.ec2.LaunchTemplate(
         "launch-template",

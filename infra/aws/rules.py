@@ -256,12 +256,13 @@ EC2_INSTANCE_TAGS = _tags("tags", "ec2-tag-key", "ec2-tag-value", EC2_TAG_LIMIT)
 OTHER_TAGS = _tags("tags", "tag-key", "tag-value", EC2_TAG_LIMIT)
 
 
-def _decoded_user_data(text: str) -> str:
-    """The launch template holds its user-data base64-encoded; an instance holds it raw."""
+def _raw_user_data(text: str) -> bytes:
+    """User data as EC2 counts it, before base64: the launch template and `userDataBase64` hold it
+    base64-encoded (gzip inside), `userData` raw."""
     try:
-        return base64.b64decode(text, validate=True).decode()
+        return base64.b64decode(text, validate=True)
     except ValueError:
-        return text
+        return text.encode()
 
 
 def _policy_sids(table: Table, inputs: Mapping[str, Any]) -> list[str]:
@@ -275,10 +276,10 @@ def _policy_sids(table: Table, inputs: Mapping[str, Any]) -> list[str]:
 
 
 def _user_data(table: Table, inputs: Mapping[str, Any]) -> list[str]:
-    text = inputs.get("userData")
+    text = inputs.get("userDataBase64") or inputs.get("userData")
     if not isinstance(text, str):
         return []
-    problem = table.rule("user-data").problem(_decoded_user_data(text))
+    problem = table.rule("user-data").problem(_raw_user_data(text))
     return [f"userData: {problem}"] if problem else []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -192,3 +193,14 @@ def test_workload_user_data_is_valid_and_shellcheck_clean(catalog, stack, tmp_pa
 def test_builtin_stacks_fetch_no_workload(rendered):
     for name in BENCHMARK_STACKS:
         assert cloud_init.WORKLOAD_ENV not in rendered[name].user_data, name
+
+
+def test_aws_user_data_travels_gzip_compressed_and_reads_back_the_same():
+    """EC2 takes 16 KB of raw user data; the rendered scripts are past that, gzip brings them far under it."""
+    text = cloud_init.render_user_data(
+        cloud_init.PayloadLaunch("tensorflow/tensorflow:2.21.0-gpu", {"GPUBENCH_DEADLINE": "2030-01-01T00:00:00Z"})
+    )
+    packed = cloud_init.compressed(text)
+    assert packed == cloud_init.compressed(text)  # no timestamp inside: a preview stays stable
+    assert cloud_init.inflated(packed) == text and cloud_init.inflated(text) == text
+    assert len(base64.b64decode(packed)) < min(16384, len(text.encode()))

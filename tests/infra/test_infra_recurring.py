@@ -4,7 +4,6 @@ per-launch deadline, and the scheduler's role may do exactly that launch."""
 
 from __future__ import annotations
 
-import base64
 import json
 
 import pytest
@@ -59,7 +58,7 @@ def test_resources(rendered):
 
 def test_template_carries_user_data_market_and_self_termination(rendered):
     lt = rendered.one("aws:ec2/launchTemplate:LaunchTemplate").inputs
-    user_data = base64.b64decode(lt["userData"]).decode()
+    user_data = cloud_init.inflated(lt["userData"])
     assert user_data.startswith("#cloud-config")
     env = next(f for f in yaml.safe_load(user_data)["write_files"] if f["path"] == cloud_init.ENV_FILE)["content"]
     assert "GPUBENCH_DEADLINE=boot+120m\n" in env  # maxHours 2, counted from each launch's own boot

@@ -9,7 +9,6 @@ value that breaks the unit or a script would leave the instance idle until its d
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -97,7 +96,7 @@ def _config(field, value):
 
 
 def _user_data(rendered) -> str | None:
-    """The #cloud-config of an instance, a launch template (base64) or an instance template."""
+    """The #cloud-config of an instance, a launch template (base64 of gzip) or an instance template."""
 
     def walk(value):
         if isinstance(value, dict):
@@ -113,8 +112,8 @@ def _user_data(rendered) -> str | None:
         for text in walk(r.inputs):
             if text.startswith("#cloud-config"):
                 return text
-            if text.startswith("I2Nsb3VkLWNvbmZpZw"):  # base64 of "#cloud-config"
-                return base64.b64decode(text).decode()
+            if text.startswith(("I2Nsb3VkLWNvbmZpZw", "H4sI")):  # base64 of "#cloud-config", of gzip
+                return cloud_init.inflated(text)
     return None
 
 
