@@ -142,11 +142,12 @@ class WorkloadJob:
             probe.finish()
             if probe.stopped_early:
                 rate = probe.steady.samples_per_second if probe.steady is not None else None
-                timeline.add("probe_stop", stopped_by=probe.stopped_by, samples_per_second=rate)
-        self.wall[name] = time.perf_counter() - t0
+                timeline.add("probe_stop", proc.ended_at, stopped_by=probe.stopped_by, samples_per_second=rate)
+        self.wall[name] = proc.ended_clock - t0  # the shell's exit: not the cleanup after it
         self.exit[name] = code
         timeline.add(
             f"{'setup' if name == 'setup' else 'train'}_end",
+            proc.ended_at,
             phase=name,
             seconds=round(self.wall[name], 3),
             exit_code=code,
