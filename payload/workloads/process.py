@@ -23,7 +23,14 @@ from collections.abc import Callable
 
 from payload import proctree
 
-__all__ = ["KILL_WAIT_SECONDS", "STOP_GRACE_ENV", "ShellProcess", "shell_argv", "stop_grace_seconds"]
+__all__ = [
+    "DEFAULT_STOP_GRACE_SECONDS",
+    "KILL_WAIT_SECONDS",
+    "STOP_GRACE_ENV",
+    "ShellProcess",
+    "shell_argv",
+    "stop_grace_seconds",
+]
 
 STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
 DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
