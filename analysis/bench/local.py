@@ -38,14 +38,14 @@ from analysis.campaign.manifest import utcnow
 from payload import proctree
 from payload.events import iso as iso_ms
 from payload.events import parse_iso
-from payload.workloads.jobvenv import INHERIT_ENV
+from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
 
 RESULT_SECONDS = 30.0  # after its job has ended: time for the payload to write and upload its result
 JOB_END_EVENT = "train_end"  # the run phase's end in the payload's timeline
 MARK_ENV = "GPUBENCH_PROBE_MARK"  # in the environment of the payload and of every process its job starts
 # this machine's settings, not run options: they pass to the payload (GPUBENCH_* run options do not)
-MACHINE_SETTINGS = ("GPUBENCH_SPOOL", "GPUBENCH_CACHE", INHERIT_ENV)
+MACHINE_SETTINGS = ("GPUBENCH_SPOOL", "GPUBENCH_CACHE", ENVS_ENV, INHERIT_ENV)
 
 
 def payload_grace(job_grace: float) -> float:

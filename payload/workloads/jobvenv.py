@@ -7,9 +7,10 @@ versions that break gpubench's own packages). On this machine and on an SSH
 host the job therefore runs in a virtual environment of its own, created on
 first use and reused by every later run:
 
-- **Where.** ``<cache>/envs/<key>/``, the cache being ``$GPUBENCH_CACHE``, else
-  ``$XDG_CACHE_HOME/gpubench``, else ``~/.cache/gpubench`` (where collect keeps
-  its manifests): per user, outside the project and the installed package.
+- **Where.** ``<cache>/envs/env-<key>/``, the cache being ``$GPUBENCH_CACHE``,
+  else ``$XDG_CACHE_HOME/gpubench``, else ``~/.cache/gpubench``: per user,
+  outside the project and the installed package (``$GPUBENCH_JOB_ENVS`` names
+  another folder: an SSH stack keeps them under its ``remoteDir``).
 - **Keyed by what builds it.** The key hashes the ``setup`` script, the values
   of the spec's ``env`` variables that script names (``$TORCH_VERSION``), the
   base interpreter (its path and version) and whether gpubench's packages are
@@ -61,9 +62,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["INHERIT_ENV", "JobVenv", "JobVenvError", "cache_root", "envs_root", "venv_key"]
+__all__ = ["ENVS_ENV", "INHERIT_ENV", "JobVenv", "JobVenvError", "cache_root", "envs_root", "venv_key"]
 
 INHERIT_ENV = "GPUBENCH_JOB_SITE_PACKAGES"
+ENVS_ENV = "GPUBENCH_JOB_ENVS"  # where the environments are kept, when not in the cache (an SSH stack's remoteDir)
 STALE_DAYS = 30.0
 STAMP = ".gpubench-used"
 CREATE_TIMEOUT_SECONDS = 120.0
@@ -81,6 +83,9 @@ def cache_root() -> Path:
 
 
 def envs_root() -> Path:
+    """$GPUBENCH_JOB_ENVS, else <cache>/envs."""
+    if os.environ.get(ENVS_ENV):
+        return Path(os.environ[ENVS_ENV]).expanduser()
     return cache_root() / "envs"
 
 
