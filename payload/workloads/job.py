@@ -1,8 +1,10 @@
 """A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
 
-The job's `setup` and `run` go to ``bash -c`` in its workdir, in a process
-group of their own so the deadline or a preemption notice stops every child
-(payload.workloads.process). Its output is streamed to our stderr, read for
+The job's `setup` and `run` go to ``bash -c`` in its workdir, with the task's
+own virtual environment first on PATH (payload.workloads.jobvenv; inside a
+container, the image's Python), and contained: the deadline, a preemption
+notice or a stop signal ends every process the job started, and so does the
+job's own end (payload.workloads.process). Its output is streamed to our stderr, read for
 metrics lines (payload.workloads.metrics) and its last lines are uploaded as
 ``log-tail.txt`` beside ``result.json``, every half minute while it runs and
 once more at the end (payload.workloads.logtail). A non-zero exit, a stop at

@@ -51,7 +51,13 @@ def start_payload(spec: Path, results: Path, env: dict, *extra: str) -> subproce
 
 def payload_env(pid_dir: Path, **more: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "GPUBENCH_STOP_GRACE_SECONDS"}
-    return {**env, "PYTHONPATH": str(REPO), "PID_DIR": str(pid_dir), "GPUBENCH_STOP_GRACE_SECONDS": f"{GRACE:g}", **more}
+    return {
+        **env,
+        "PYTHONPATH": str(REPO),
+        "PID_DIR": str(pid_dir),
+        "GPUBENCH_STOP_GRACE_SECONDS": f"{GRACE:g}",
+        **more,
+    }
 
 
 def the_result(results: Path) -> dict:

@@ -116,7 +116,9 @@ def test_the_job_sees_gpubenchs_packages_only_when_asked(tmp_path, monkeypatch):
         done = subprocess.run(["python", "-c", probe], env=env, timeout=60)
         assert (done.returncode == 0) is found
     # the payload itself is importable (a study's `python -m payload.benchmarks`), without PYTHONPATH
-    done = subprocess.run(["python", "-c", "import payload; print(payload.__file__)"], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        ["python", "-c", "import payload; print(payload.__file__)"], env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0 and Path(done.stdout.strip()).resolve() == (REPO / "payload" / "__init__.py")
 
 
