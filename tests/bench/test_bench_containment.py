@@ -9,19 +9,22 @@ bench's own wait is longer than the payload's, so the payload ends its job befor
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 import sys
+import time
 
 import pytest
 import yaml
 from job_processes import ALL_CHILDREN, kill_recorded, recorded, survivors, write_job
 from test_bench_ctrl_c import Bench, child_env
 
-from analysis.bench.local import payload_grace
+from analysis.bench.local import MARK_ENV, end_marked, marked, payload_grace
 from payload import exitcodes
 from payload.workloads.process import stop_grace_seconds
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
+pytestmark = pytest.mark.xdist_group("bench")
 
 GRACE = "1"
 STOP_SECONDS = 20.0  # the signal to the bench's exit: the job's grace, SIGKILL, the result, on a loaded machine
@@ -36,6 +39,7 @@ def leaving_task(directory, pid_dir):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_stopped_bench_leaves_nothing_of_a_job_that_ignores_sigterm(tmp_path, sig):
     pid_dir = tmp_path / "pids"
@@ -61,3 +65,25 @@ def test_a_stopped_bench_leaves_nothing_of_a_job_that_ignores_sigterm(tmp_path, 
 def test_the_bench_waits_longer_for_the_payload_than_the_payload_for_its_job():
     for job in (0.0, 1.0, stop_grace_seconds({})):
         assert payload_grace(job) > job + 10  # the payload's SIGKILL wait and its result come after
+
+
+def test_a_process_that_escaped_its_payload_is_found_by_its_mark_and_killed():
+    """What a payload killed from outside leaves behind: in a session of its own, ignoring SIGTERM, re-parented
+    away; it still carries the probe's mark in its environment, and the bench kills it by that."""
+    mark = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    code = (
+        "import os, signal, time; os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    env = {**os.environ, MARK_ENV: mark}
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        assert marked(mark) == {child.pid} and marked(mark + "x") == set()
+        assert end_marked(mark) == set()
+        assert child.wait(timeout=10) == -signal.SIGKILL and marked(mark) == set()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
