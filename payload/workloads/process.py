@@ -59,8 +59,8 @@ def shell_argv() -> list[str]:
     and a payload started over SSH passes SSH_CLIENT on. A .bashrc that runs
     ``pyenv init`` or ``conda activate`` puts its own Python first on PATH, so
     the job's ``python`` (and a ``pip install`` in its setup) would be the user's
-    base environment instead of the run's (the payload puts its interpreter
-    first). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
+    base environment instead of the run's (the task's own environment comes
+    first: payload.workloads.jobvenv). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
     bash = shutil.which("bash")
     return [bash, "--norc", "--noprofile", "-c"] if bash else ["/bin/sh", "-c"]
 
@@ -104,7 +104,7 @@ class ShellProcess:
     """``bash -c script`` (shell_argv) in `cwd` with `env`, every output line handed to `on_line`."""
 
     def __init__(self, script: str, cwd: str, env: dict, on_line: Callable[[str], None]):
-        self.grace = stop_grace_seconds(env)
+        self.grace = stop_grace_seconds()  # the payload's setting, never the job's own env
         before = _our_children()
         self._subreaper = proctree.set_child_subreaper(True)  # orphans of the job come to us, not init
         self.proc = subprocess.Popen(
