@@ -180,7 +180,13 @@ class JobVenv:
                 "install the venv module (Debian/Ubuntu: apt install python3-venv) or run the job in an image"
             )
         site = site_packages(tmp)
-        _unpack_pip(site, tmp)
+        if not _unpack_pip(site, tmp):
+            print(
+                f"[gpubench] {base_python()} has no bundled pip wheel (ensurepip): the job's environment has no pip; "
+                "install it in setup (Debian/Ubuntu: apt install python3-venv gives Python its wheel)",
+                file=sys.stderr,
+                flush=True,
+            )
         if self.inherit:
             lines = [f"import site; site.addsitedir({p!r})" for p in payload_site_dirs()]
             (site / "gpubench-inherit.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -221,16 +227,15 @@ def venv_argv(target: Path) -> list[str]:
 
 def site_packages(venv: Path) -> Path:
     """The environment's purelib folder (lib/pythonX.Y/site-packages on POSIX)."""
-    rel = Path(sysconfig.get_path("purelib", vars={"base": "", "platbase": ""}).lstrip(os.sep))
-    found = venv / rel
-    if not found.is_dir():
-        matches = glob.glob(str(venv / "lib" / "python*" / "site-packages"))
-        found = Path(matches[0]) if matches else found
+    matches = sorted(glob.glob(str(venv / "lib" / "python*" / "site-packages")))
+    if matches:  # the layout venv and uv make on POSIX
+        return Path(matches[0])
+    found = venv / sysconfig.get_path("purelib", "venv", vars={"base": "", "platbase": ""}).lstrip(os.sep)
     found.mkdir(parents=True, exist_ok=True)
     return found
 
 
-def _unpack_pip(site: Path, venv: Path) -> None:
+def _unpack_pip(site: Path, venv: Path) -> bool:
     """pip from the interpreter's bundled wheel (ensurepip's), unpacked: offline and fast. A wheel is a zip
     of what goes into purelib (PEP 427); pip's carries no scripts, so `python -m pip` is the way to call it.
     Without a bundled wheel (a distribution that strips ensurepip) the environment has no pip."""
@@ -241,10 +246,12 @@ def _unpack_pip(site: Path, venv: Path) -> None:
         wheels = sorted(bundled.glob("pip-*.whl"))
     except ImportError:
         wheels = []
-    if wheels:
-        with zipfile.ZipFile(wheels[-1]) as whl:
-            whl.extractall(site)
-        _pip_scripts(venv / "bin")
+    if not wheels:
+        return False
+    with zipfile.ZipFile(wheels[-1]) as whl:
+        whl.extractall(site)
+    _pip_scripts(venv / "bin")
+    return True
 
 
 def _pip_scripts(bin_dir: Path) -> None:
