@@ -145,7 +145,11 @@ class JobVenv:
         """Held while the environment is made and while `setup` installs into it: one writer at a time."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.lock_path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another run is making it or running its setup: said, then waited for
+                print(f"[gpubench] waiting for another run's setup in {self.path}", file=sys.stderr, flush=True)
+                fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
             finally:
