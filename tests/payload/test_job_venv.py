@@ -134,3 +134,25 @@ def test_stale_environments_and_killed_creations_are_removed(tmp_path):
     removed = remove_stale(tmp_path, keep=keep)
     assert sorted(removed) == sorted([old, leftover])
     assert fresh.is_dir() and keep.is_dir() and not old.exists() and not leftover.exists()
+
+
+def test_a_second_run_waits_for_the_first_ones_setup_and_says_so(tmp_path, capsys):
+    import fcntl
+    import threading
+
+    venv = JobVenv.for_task("pip install x", {}, root=tmp_path)
+    entered = threading.Event()
+
+    def second():
+        with venv.locked():
+            entered.set()
+
+    with venv.locked():
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert not entered.wait(0.3)  # held by the first
+        with open(venv.lock_path) as handle:  # the lock is a real file lock, as another process sees it
+            with pytest.raises(OSError):
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    thread.join(10)
+    assert entered.is_set() and "waiting for another run's setup" in capsys.readouterr().err
