@@ -156,3 +156,25 @@ def test_a_second_run_waits_for_the_first_ones_setup_and_says_so(tmp_path, capsy
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     thread.join(10)
     assert entered.is_set() and "waiting for another run's setup" in capsys.readouterr().err
+
+
+def test_uv_makes_the_environment_when_it_is_on_path(tmp_path, monkeypatch):
+    """A stand-in `uv` records how it is called (https://docs.astral.sh/uv/reference/cli/#uv-venv) and makes the
+    environment as `uv venv` would, without pip: pip is unpacked afterwards, as with the standard library's venv."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "uv-calls"
+    (bin_dir / "uv").write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\nfor last; do :; done\nexec {sys.executable} -m venv --without-pip "$last"\n'
+    )
+    (bin_dir / "uv").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    venv = JobVenv.for_task("", {}, root=tmp_path / "envs")
+    with venv.locked():
+        assert venv.prepare() is True
+    (call,) = calls.read_text().splitlines()
+    words = call.split()
+    assert words[0] == "venv" and words[words.index("--python") + 1] == getattr(sys, "_base_executable", sys.executable)
+    assert ".tmp-" in words[-1]  # made aside, then renamed into place
+    done = subprocess.run([str(venv.python), "-m", "pip", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and str(venv.path) in done.stdout
