@@ -8,7 +8,7 @@ host the job therefore runs in a virtual environment of its own, created on
 first use and reused by every later run:
 
 - **Where.** ``<cache>/envs/env-<key>/``, the cache being ``$GPUBENCH_CACHE``,
-  else ``$XDG_CACHE_HOME/gpubench``, else ``~/.cache/gpubench``: per user,
+  else ``~/.cache/gpubench`` (where collect keeps its manifests): per user,
   outside the project and the installed package (``$GPUBENCH_JOB_ENVS`` names
   another folder: an SSH stack keeps them under its ``remoteDir``).
 - **Keyed by what builds it.** The key hashes the ``setup`` script, the values
@@ -76,10 +76,8 @@ class JobVenvError(RuntimeError):
 
 
 def cache_root() -> Path:
-    """gpubench's per-user cache: $GPUBENCH_CACHE, else $XDG_CACHE_HOME/gpubench, else ~/.cache/gpubench."""
-    if os.environ.get("GPUBENCH_CACHE"):
-        return Path(os.environ["GPUBENCH_CACHE"]).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpubench"
+    """gpubench's per-user cache, as collect keeps its manifests there: $GPUBENCH_CACHE, else ~/.cache/gpubench."""
+    return Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench").expanduser()
 
 
 def envs_root() -> Path:
