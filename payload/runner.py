@@ -48,12 +48,13 @@ class WorkloadRun(Run):
         super().__init__(ctx, lambda run: WorkloadJob(run, spec))
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
-    """SIGTERM (docker stop, ACPI shutdown) and SIGINT (Ctrl-C) act like a preemption
-    notice: checkpoint, write an ``interrupted`` result, exit 75. Returns the old handlers."""
+    """SIGTERM (docker stop, ACPI shutdown, `timeout`), SIGINT (Ctrl-C) and SIGHUP (a closed
+    terminal) act like a preemption notice: the job's whole process tree is ended, an
+    ``interrupted`` result written, exit 75. Returns the old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     old = {}

@@ -10,6 +10,7 @@ from analysis.collect.orchestrate import manifest_home
 from analysis.dataset import resolve
 from infra.ssh.connection import project_known_hosts
 from payload.spool import default_spool_dir
+from payload.workloads.jobvenv import envs_root
 
 
 def test_every_per_user_place_is_in_the_tests_own_folder(own_user_state):
@@ -17,6 +18,7 @@ def test_every_per_user_place_is_in_the_tests_own_folder(own_user_state):
         "bucket table's manifest": manifest_home(resolve("s3://some-bucket/results-table")),
         "known_hosts": project_known_hosts(),
         "spool": default_spool_dir(),
+        "workloads' environments": envs_root(),
     }
     for what, path in places.items():
         assert path.is_relative_to(own_user_state), f"{what} at {path}"

@@ -7,7 +7,12 @@ priced as the candidate says (an assumed flat rate unless you give yours).
 
 The payload runs in its own session (process group): Ctrl-C at the terminal
 reaches the bench only, and the bench ends the probe by signalling the whole
-group (the payload and the job it started), after asking once more. The probe
+group (the payload and the job it started), after asking once more. The
+payload ends its job's whole process tree (payload.workloads.process) within
+its grace, so the bench waits longer than that before it kills the payload;
+then it looks for any process still carrying the probe's mark in its
+environment (a job that escaped a killed payload) and kills it, and says
+nothing is left running only when the listing shows none. The probe
 measures what a full run on this machine is billed for beyond the training:
 the payload's own start (a `process_start` host event written just before the
 process is started opens its timeline, so the overhead counts it) and the time
@@ -22,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -29,11 +35,23 @@ from typing import Any
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.campaign.manifest import utcnow
+from payload import proctree
 from payload.events import iso as iso_ms
 from payload.events import parse_iso
+from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
+from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
 
-STOP_GRACE_SECONDS = 30  # on Ctrl-C: time for the payload to write its result before it is killed
+RESULT_SECONDS = 30.0  # after its job has ended: time for the payload to write and upload its result
 JOB_END_EVENT = "train_end"  # the run phase's end in the payload's timeline
+MARK_ENV = "GPUBENCH_PROBE_MARK"  # in the environment of the payload and of every process its job starts
+# this machine's settings, not run options: they pass to the payload (GPUBENCH_* run options do not)
+MACHINE_SETTINGS = ("GPUBENCH_SPOOL", "GPUBENCH_CACHE", ENVS_ENV, INHERIT_ENV)
+
+
+def payload_grace(job_grace: float) -> float:
+    """How long the bench waits for a stopped payload: the payload's own grace for its job, its SIGKILL
+    wait and the time to write the result. Longer than the payload's, so the payload ends its job first."""
+    return job_grace + KILL_WAIT_SECONDS + RESULT_SECONDS
 
 
 def payload_argv(
@@ -58,11 +76,15 @@ def payload_argv(
     return [sys.executable, "-m", "payload", "run", *render_argv(values)]
 
 
-def payload_env() -> dict[str, str]:
-    """This environment without GPUBENCH_* run options left in the shell (they would change the probe)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k == "GPUBENCH_SPOOL"}
+def payload_env(mark: str | None = None, job_grace: float | None = None) -> dict[str, str]:
+    """This environment without GPUBENCH_* run options left in the shell (they would change the probe),
+    with the probe's mark and the job's stop grace."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in MACHINE_SETTINGS}
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env[STOP_GRACE_ENV] = f"{stop_grace_seconds() if job_grace is None else job_grace:g}"
+    if mark is not None:
+        env[MARK_ENV] = mark
     return env
 
 
@@ -81,16 +103,35 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
             proc.send_signal(sig)
 
 
-def stop_payload(proc: subprocess.Popen, grace: float = STOP_GRACE_SECONDS) -> None:
-    """End a probe: SIGTERM to its process group (the payload writes an interrupted result), KILL after `grace`."""
-    if proc.poll() is not None:
-        return
-    _signal_group(proc, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait(timeout=10)
+def marked(mark: str) -> set[int]:
+    """The processes still running with the probe's mark: the payload, its job and all they started."""
+    return proctree.pids_with_environ(MARK_ENV, mark)
+
+
+def end_marked(mark: str, kill_wait: float = KILL_WAIT_SECONDS) -> set[int]:
+    """SIGKILL to every process still carrying the mark (what a killed payload left behind); those that
+    remain `kill_wait` seconds later (none, unless one cannot be killed)."""
+    return proctree.terminate(lambda: marked(mark), 0.0, kill_wait)
+
+
+class LeftRunning(RuntimeError):
+    """Processes of a probe outlived its stop; the message names them."""
+
+
+def stop_payload(proc: subprocess.Popen, grace: float, mark: str | None = None) -> None:
+    """End a probe: SIGTERM to the payload's process group (the payload ends its job's tree and writes an
+    interrupted result), SIGKILL after `grace`; then every process still carrying the mark is killed.
+    Raises LeftRunning when the listing still shows one of them."""
+    if proc.poll() is None:
+        _signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait(timeout=KILL_WAIT_SECONDS)
+    left = end_marked(mark) if mark is not None else set()
+    if left:
+        raise LeftRunning(f"process(es) {', '.join(str(p) for p in sorted(left))} survived SIGKILL")
 
 
 def finish_seconds(result: dict | None, exited_at: float) -> float | None:
@@ -121,15 +162,22 @@ class LocalProbe:
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on this machine (at most {self.probe_seconds:.0f} s of the job); log {log}")
         write_process_start(events)
+        mark, job_grace = uuid.uuid4().hex, stop_grace_seconds()
         with log.open("w", encoding="utf-8") as out:
             proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, env=payload_env(), text=True, start_new_session=True
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=payload_env(mark, job_grace),
+                text=True,
+                start_new_session=True,
             )
-            probes.hold(Live(name, lambda: stop_payload(proc), what="local run"))
+            probes.hold(Live(name, lambda: stop_payload(proc, payload_grace(job_grace), mark), what="local run"))
             while proc.poll() is None:
                 if probes.sleep(0.2):
                     return ProbeReport(candidate, name, "cancelled", "stopped while probing")
         exited_at = time.time()
+        stray = end_marked(mark)  # nothing of the probe outlives it, even a process its payload missed
         probes.release(name)
         seconds = time.monotonic() - t0
         found = newest_result(self.store, name, started)
@@ -138,6 +186,8 @@ class LocalProbe:
         if found is None:
             reason = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
         usd, billed = probe_cost(candidate, seconds)
+        if stray:
+            reason = (reason + "; " if reason else "") + f"process(es) {sorted(stray)} of the job survived SIGKILL"
         for line in verdict_lines(status, reason, result):
             say(line)
         finish = finish_seconds(result, exited_at)

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from analysis.bench.probes import Probes, run_all
 from analysis.bench.record import BenchRecord, bench_root, new_bench_id
+from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.campaign.manifest import iso
 from analysis.campaign.progress import Printer
 from payload import exitcodes
@@ -224,10 +225,12 @@ def bench(
     jobs, early = make_jobs(candidates, record, settings, backend, printer)
     probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
     printer(f"bench {bench_id}: {len(jobs)} probe(s) starting; workspace {record.path.parent}")
-    try:
-        reports = early + run_all(jobs, probes)
-    except KeyboardInterrupt:
-        return cancelled(task, candidates, probes, yes, confirm, record)
+    with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end the probes as Ctrl-C does
+        try:
+            reports = early + run_all(jobs, probes)
+        except KeyboardInterrupt as exc:
+            unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
+            return cancelled(task, candidates, probes, unattended, confirm, record)
     return finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer, throughput_only)
 
 

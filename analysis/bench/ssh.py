@@ -16,11 +16,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from analysis.bench.local import payload_grace
 from analysis.bench.probes import Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.campaign.manifest import utcnow
+from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS
 
-STOP_GRACE_SECONDS = 30.0  # on cancel: time for the remote payload to write its result before it is killed
+# on cancel: time for the remote payload to end its job (its default grace) and write its result before it is killed
+STOP_GRACE_SECONDS = payload_grace(DEFAULT_STOP_GRACE_SECONDS)
 
 
 class _Lines:

@@ -18,6 +18,7 @@ from infra.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workloa
 from infra.images import payload_image, public_image, workload_image
 from infra.ssh.config import SshStack
 from infra.ssh.layout import RunLayout
+from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 
 
 class Raw(str):
@@ -181,12 +182,15 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None
     args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl", workload=spec)
     prepare += more_prepare
+    # a workload's own virtual environments (payload.workloads.jobvenv) live beside the run's, under remoteDir
+    job_envs = {ENVS_ENV: f"{run.root}/envs"}
     if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
         return Plan(
             uploads=[(bundle.data, tarball), *more_uploads],
             prepare=prepare,
             payload=[cfg.remote_python, "-m", "payload", "run", *args],
-            env={"PYTHONPATH": f"{src}/gpubench"},
+            # the job's environment sees that interpreter's frameworks; its installs stay in its own
+            env={"PYTHONPATH": f"{src}/gpubench", **job_envs, INHERIT_ENV: "1"},
         )
     venv = f"{run.root}/venvs/{bundle.digest}"
     tmp = f"{q(venv)}.tmp.$$"
@@ -211,6 +215,7 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
         prepare=prepare,
         setup=setup,
         payload=[f"{venv}/bin/python", "-m", "payload", "run", *args],
+        env=job_envs,
     )
 
 

@@ -1,8 +1,10 @@
 """A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
 
-The job's `setup` and `run` go to ``bash -c`` in its workdir, in a process
-group of their own so the deadline or a preemption notice stops every child
-(payload.workloads.process). Its output is streamed to our stderr, read for
+The job's `setup` and `run` go to ``bash -c`` in its workdir, with the task's
+own virtual environment first on PATH (payload.workloads.jobvenv; inside a
+container, the image's Python), and contained: the deadline, a preemption
+notice or a stop signal ends every process the job started, and so does the
+job's own end (payload.workloads.process). Its output is streamed to our stderr, read for
 metrics lines (payload.workloads.metrics) and its last lines are uploaded as
 ``log-tail.txt`` beside ``result.json``, every half minute while it runs and
 once more at the end (payload.workloads.logtail). A non-zero exit, a stop at
@@ -21,6 +23,7 @@ of the same deployment does not run it twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -37,6 +40,7 @@ from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
+from payload.workloads.jobvenv import JobVenv, JobVenvError
 from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
@@ -77,6 +81,7 @@ class WorkloadJob:
             else None
         )
         self.env: dict | None = None  # the job's environment, once built
+        self.venv: JobVenv | None = None  # the job's own virtual environment (none inside an image)
         self.imports: ImportWatch | None = None  # what the job's `run` imports, once it starts
         self.wall = {"setup": 0.0, "run": 0.0}
         self.exit = {"setup": None, "run": None}
@@ -90,6 +95,8 @@ class WorkloadJob:
         mllog("submission_benchmark", self.spec.benchmark_name, metadata={"run_id": self.run.run_id})
 
     def _env(self) -> dict:
+        """The job's variables (docs/workloads.md): the environment's, the spec's `env`, gpubench's own, and
+        its Python: the task's virtual environment first on PATH, or inside an image the image's (the payload's)."""
         env = dict(os.environ)
         env.update(self.spec.env)
         env.update(
@@ -97,11 +104,12 @@ class WorkloadJob:
             GPUBENCH_WORKLOAD_SHA256=self.spec.sha256,
             GPUBENCH_RUN_ID=self.run.run_id,
             PYTHONUNBUFFERED="1",  # metrics lines arrive as printed, not at exit
-            GPUBENCH_PYTHON=sys.executable,
         )
-        # The payload's interpreter comes first on PATH: on a venv host, `pip install` in setup goes
-        # into the run's venv, not the system Python; in a container it is the image's own Python.
-        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", os.defpath)
+        if self.venv is not None:
+            env = self.venv.environment(env)
+        else:  # in a container: the image's Python, which is the payload's (the container is thrown away)
+            env["GPUBENCH_PYTHON"] = sys.executable
+            env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", os.defpath)
         if self.gpus is not None:
             env["GPUBENCH_GPUS"] = str(self.gpus)
             if self.gpus == 0:
@@ -109,6 +117,12 @@ class WorkloadJob:
             elif "CUDA_VISIBLE_DEVICES" not in os.environ:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(self.gpus))
         return env
+
+    def _job_venv(self) -> JobVenv | None:
+        """The task's virtual environment, or None in a container (the image is the job's environment)."""
+        if self._image():
+            return None
+        return JobVenv.for_task(self.spec.setup or "", self.spec.env)
 
     def _line(self, line: str) -> None:
         self.tail.append(line)
@@ -130,11 +144,12 @@ class WorkloadJob:
             probe.finish()
             if probe.stopped_early:
                 rate = probe.steady.samples_per_second if probe.steady is not None else None
-                timeline.add("probe_stop", stopped_by=probe.stopped_by, samples_per_second=rate)
-        self.wall[name] = time.perf_counter() - t0
+                timeline.add("probe_stop", proc.ended_at, stopped_by=probe.stopped_by, samples_per_second=rate)
+        self.wall[name] = proc.ended_clock - t0  # the shell's exit: not the cleanup after it
         self.exit[name] = code
         timeline.add(
             f"{'setup' if name == 'setup' else 'train'}_end",
+            proc.ended_at,
             phase=name,
             seconds=round(self.wall[name], 3),
             exit_code=code,
@@ -151,12 +166,26 @@ class WorkloadJob:
                     "check the driver, or run without --expect-gpu (gpubench:expectGpu: false) to benchmark the CPU"
                 )
                 return status, exitcodes.NO_GPU
-        env = self._env()
-        self.env = env
-        if self.spec.setup:
-            code, stopped = self._phase("setup", self.spec.setup, env)
-            if stopped or code != 0:
-                return self._failed("setup", code, stopped)
+        self.venv = self._job_venv()
+        # the environment's lock is held while it is made and while setup installs into it
+        with self.venv.locked() if self.venv is not None else contextlib.nullcontext():
+            if self.venv is not None:
+                try:
+                    made = self.venv.prepare()
+                except JobVenvError as exc:
+                    return self._fail_with(str(exc))
+                self.run.timeline.add("job_environment", path=str(self.venv.path), created=made)
+                print(
+                    f"[gpubench] the job's environment: {self.venv.path}" + (" (new)" if made else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
+            env = self._env()
+            self.env = env
+            if self.spec.setup:
+                code, stopped = self._phase("setup", self.spec.setup, env)
+                if stopped or code != 0:
+                    return self._failed("setup", code, stopped)
         self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
         self.imports.prepare()
         sampler = self.run.sampler

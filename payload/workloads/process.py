@@ -1,23 +1,54 @@
-"""One shell command of a workload (``setup`` or ``run``) in a process group of its own.
+"""One shell command of a workload (``setup`` or ``run``), contained: every process it starts can be ended.
 
-The group lets the deadline, a preemption notice or a finished probe stop
-every child of the job, not only its shell; the output is pumped line by
-line to a callback so metrics are read while the job runs.
+The shell leads a process group of its own, and the payload is a child
+subreaper (payload.proctree) while the job runs, so a process the job starts
+stays reachable even when it calls ``setsid`` or double-forks: the deadline, a
+preemption notice, SIGTERM/SIGHUP/Ctrl-C to the payload or a finished probe
+end the job's whole tree (SIGTERM, SIGKILL after the grace), and when the
+shell ends by itself whatever it left running in the background is ended too.
+The output is pumped line by line to a callback so metrics are read while the
+job runs; the job's end is when its shell exited, never when the last holder
+of its output pipe let go.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["STOP_GRACE_SECONDS", "ShellProcess", "shell_argv"]
+from payload import proctree
 
-STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL
+__all__ = [
+    "DEFAULT_STOP_GRACE_SECONDS",
+    "KILL_WAIT_SECONDS",
+    "STOP_GRACE_ENV",
+    "ShellProcess",
+    "shell_argv",
+    "stop_grace_seconds",
+]
+
+STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
+DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
+MAX_STOP_GRACE_SECONDS = 3600.0
+KILL_WAIT_SECONDS = 10.0  # after SIGKILL: the kernel ends the processes; anything left is reported
+READER_JOIN_SECONDS = 2.0  # every writer is gone by then, so the pipe is at its end
+
+
+def stop_grace_seconds(environ: dict | None = None) -> float:
+    """The grace between SIGTERM and SIGKILL: $GPUBENCH_STOP_GRACE_SECONDS (0..3600), else 30 s."""
+    text = (environ if environ is not None else os.environ).get(STOP_GRACE_ENV, "").strip()
+    try:
+        value = float(text) if text else DEFAULT_STOP_GRACE_SECONDS
+    except ValueError:
+        value = DEFAULT_STOP_GRACE_SECONDS
+    if not 0.0 <= value <= MAX_STOP_GRACE_SECONDS:  # nan and out of range fall back too
+        value = DEFAULT_STOP_GRACE_SECONDS
+    return value
 
 
 def shell_argv() -> list[str]:
@@ -28,16 +59,54 @@ def shell_argv() -> list[str]:
     and a payload started over SSH passes SSH_CLIENT on. A .bashrc that runs
     ``pyenv init`` or ``conda activate`` puts its own Python first on PATH, so
     the job's ``python`` (and a ``pip install`` in its setup) would be the user's
-    base environment instead of the run's (the payload puts its interpreter
-    first). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
+    base environment instead of the run's (the task's own environment comes
+    first: payload.workloads.jobvenv). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
     bash = shutil.which("bash")
     return [bash, "--norc", "--noprofile", "-c"] if bash else ["/bin/sh", "-c"]
+
+
+class JobTree:
+    """The processes of one job: the shell and every process below it, and the orphans this process
+    adopted as subreaper while the job ran (children of ours that were not there before it started)."""
+
+    def __init__(self, shell: int, before: set[int]):
+        self.shell, self.before, self.me = shell, before, os.getpid()
+
+    def members(self) -> set[int]:
+        table = proctree.processes()
+        if not table:  # no /proc: the process group is all we can reach
+            return {self.shell} if proctree.alive(self.shell) else set()
+        ours = {pid for pid, (_, ppid) in table.items() if ppid == self.me and pid not in self.before}
+        # adopted orphans that exited: reaped, or they stay zombies (the shell is its Popen's to reap)
+        proctree.reap(pid for pid in ours if table[pid][0] == "Z" and pid != self.shell)
+        running = proctree.parents(table)
+        return proctree.descendants((ours | {self.shell}) & running.keys(), running)
+
+    def signal_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.shell, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def end(self, grace: float) -> set[int]:
+        """SIGTERM to the whole tree, SIGKILL after `grace`; the pids that survived (normally none)."""
+        left = proctree.terminate(self.members, grace, KILL_WAIT_SECONDS, on_signal=self.signal_group)
+        self.members()  # reaps what the last signal ended
+        return left
+
+
+def _our_children() -> set[int]:
+    me = os.getpid()
+    return {pid for pid, ppid in proctree.parents().items() if ppid == me}
 
 
 class ShellProcess:
     """``bash -c script`` (shell_argv) in `cwd` with `env`, every output line handed to `on_line`."""
 
     def __init__(self, script: str, cwd: str, env: dict, on_line: Callable[[str], None]):
+        self.grace = stop_grace_seconds()  # the payload's setting, never the job's own env
+        before = _our_children()
+        self._subreaper = proctree.set_child_subreaper(True)  # orphans of the job come to us, not init
         self.proc = subprocess.Popen(
             [*shell_argv(), script],
             cwd=cwd,
@@ -47,6 +116,10 @@ class ShellProcess:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
+        self.tree = JobTree(self.proc.pid, before)
+        self.ended_at: float | None = None  # time.time() when the shell exited: the job's end
+        self.ended_clock: float | None = None  # the same moment on time.perf_counter()
+        self.survivors: set[int] = set()  # pids that outlived even SIGKILL (reported, never expected)
         self._pump = threading.Thread(target=self._read, args=(on_line,), daemon=True)
         self._pump.start()
 
@@ -56,19 +129,12 @@ class ShellProcess:
         self.proc.stdout.close()
 
     def stop(self) -> None:
-        for sig, wait in ((signal.SIGTERM, STOP_GRACE_SECONDS), (signal.SIGKILL, 10.0)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        """End the job's whole tree: SIGTERM, SIGKILL after the grace."""
+        self.survivors |= self.tree.end(self.grace)
 
     def wait(self, notice: threading.Event, poll: float = 0.2, should_stop=None) -> tuple[int, bool]:
-        """(exit code, stopped by a notice). `should_stop()` true (a probe done) stops it too, not as a notice."""
+        """(exit code, stopped by a notice). `should_stop()` true (a probe done) stops it too, not as a notice.
+        When the shell has ended, whatever it left running is ended too, before the output is read to its end."""
         stopped = ended = False
         while self.proc.poll() is None:
             if notice.is_set() and not (stopped or ended):
@@ -77,6 +143,18 @@ class ShellProcess:
             elif should_stop is not None and not (stopped or ended) and should_stop():
                 ended = True
                 self.stop()
-            time.sleep(poll)
-        self._pump.join(timeout=10)
+            else:
+                time.sleep(poll)
+        self.ended_at, self.ended_clock = time.time(), time.perf_counter()
+        self.stop()  # what the job left in the background: nothing outlives the job
+        if self.survivors:
+            print(
+                f"[gpubench] {len(self.survivors)} process(es) of the job survived SIGKILL: "
+                + ", ".join(str(p) for p in sorted(self.survivors)),
+                file=sys.stderr,
+                flush=True,
+            )
+        if self._subreaper is False:
+            proctree.set_child_subreaper(False)
+        self._pump.join(timeout=READER_JOIN_SECONDS)
         return self.proc.returncode, stopped

@@ -55,10 +55,10 @@ class Bench:
                 pytest.fail(f"the bench never got that far (exit {self.proc.poll()}):\n{self.text()}")
             time.sleep(0.1)
 
-    def interrupt(self) -> tuple[int, float, str]:
-        """SIGINT; (exit code, seconds to exit, stdout)."""
+    def interrupt(self, sig: int = signal.SIGINT) -> tuple[int, float, str]:
+        """SIGINT (or `sig`); (exit code, seconds to exit, stdout)."""
         t0 = time.monotonic()
-        self.proc.send_signal(signal.SIGINT)
+        self.proc.send_signal(sig)
         try:
             self.proc.wait(timeout=120)  # not communicate(): the reader thread owns stderr
         except subprocess.TimeoutExpired:

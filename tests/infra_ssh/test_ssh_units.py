@@ -56,6 +56,9 @@ def test_venv_plan_installs_the_bundle_or_reuses_an_interpreter():
     reuse = plan_for(cfg(runtime="venv", remotePython="/opt/tf/bin/python"), RUN, has_gpu=True)
     assert reuse.setup == "true" and reuse.payload[0] == "/opt/tf/bin/python"
     assert reuse.env["PYTHONPATH"] == f"{RUN.root}/src/{digest}/gpubench"
+    # a workload's own environments live under remoteDir; beside a reused interpreter they see its frameworks
+    assert plan.env["GPUBENCH_JOB_ENVS"] == reuse.env["GPUBENCH_JOB_ENVS"] == f"{RUN.root}/envs"
+    assert reuse.env["GPUBENCH_JOB_SITE_PACKAGES"] == "1" and "GPUBENCH_JOB_SITE_PACKAGES" not in plan.env
 
 
 def test_bundle_is_deterministic_and_holds_the_payload_and_catalog():

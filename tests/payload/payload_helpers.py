@@ -10,15 +10,17 @@ from pathlib import Path
 
 import pytest
 from servers import closed_port_url
+from user_state import USER_STATE_VARIABLES
 
 from payload.layout import newest_versions
 from payload.schema import validate_result
 
 
 def isolate_payload_env(mp: pytest.MonkeyPatch, spool: Path) -> None:
-    """No leaked GPUBENCH_* settings, a private spool, fast storage retries, no metadata service."""
+    """No leaked GPUBENCH_* settings (the test's own per-user folders stay), a private spool, fast storage
+    retries, no metadata service."""
     for key in list(os.environ):
-        if key.startswith("GPUBENCH_"):
+        if key.startswith("GPUBENCH_") and key not in USER_STATE_VARIABLES:
             mp.delenv(key)
     mp.setenv("GPUBENCH_SPOOL", str(spool))
     mp.setenv("GPUBENCH_STORAGE_RETRIES", "2")

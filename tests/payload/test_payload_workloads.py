@@ -23,6 +23,7 @@ from payload.cli import main as payload_main
 from payload.layout import newest_versions
 from payload.schema import validate_result
 from payload.workloads import WorkloadSpecError, load_spec
+from payload.workloads.jobvenv import INHERIT_ENV, envs_root
 from payload.workloads.metrics import MetricsReader, parse_json_line, parse_mllog_line
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +44,9 @@ def write_spec(tmp_path: Path, doc: dict, files: dict[str, str] | None = None) -
     return path
 
 
-def torch_spec(tmp_path: Path, **env) -> Path:
+def torch_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **env) -> Path:
     require_module("torch")  # the dev extra pins the CPU wheel; CI installs it
+    monkeypatch.setenv(INHERIT_ENV, "1")  # the job's environment sees this one's torch: no 700 MB install
     wd = tmp_path / "resnet"
     shutil.copytree(REPO / "examples" / "pytorch-resnet", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())
@@ -179,10 +181,11 @@ def test_the_job_gets_the_runs_python_even_where_bashrc_would_put_another_first(
     doc = {"name": "which-python", "setup": "command -v python", "run": "python job.py", "metrics": ["json"]}
     assert run_payload(write_spec(tmp_path, doc, {"job.py": job}), tmp_path / "bucket") == 0
     result, run_dir = only_result(tmp_path / "bucket")
-    assert result["benchmark"]["workload"]["reported"]["json"]["python"] == sys.executable
+    job_python = result["benchmark"]["workload"]["reported"]["json"]["python"]
+    assert Path(job_python).is_relative_to(envs_root())  # the task's own environment, not gpubench's
     tail = final_log_tail(run_dir)
     assert "bashrc was read" not in tail and str(other) not in tail
-    assert os.path.join(os.path.dirname(sys.executable), "python") in tail  # setup's `command -v python`
+    assert job_python in tail  # setup's `command -v python`
 
 
 def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_line(tmp_path):
@@ -317,10 +320,10 @@ def test_json_line_convention():
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("charts_described")  # about the figures: the charts are described, not drawn
-def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys):
+def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys, monkeypatch):
     from analysis.cli import main as analysis_main
 
-    spec = torch_spec(tmp_path)
+    spec = torch_spec(tmp_path, monkeypatch)
     bucket = tmp_path / "bucket"
     assert run_payload(spec, bucket) == 0
     result, run_dir = only_result(bucket)
@@ -419,7 +422,8 @@ def test_expect_gpu_without_a_gpu_fails_before_the_job_starts(tmp_path):
 
 
 @pytest.mark.slow
-def test_keras_example_runs_as_a_workload(tmp_path):
+def test_keras_example_runs_as_a_workload(tmp_path, monkeypatch):
+    monkeypatch.setenv(INHERIT_ENV, "1")  # the job's environment sees this one's TensorFlow
     wd = tmp_path / "keras"
     shutil.copytree(REPO / "examples" / "keras-mnist", wd)
     doc = yaml.safe_load((wd / "workload.yaml").read_text())

@@ -1,0 +1,62 @@
+"""SIGTERM and SIGHUP end a bench the way Ctrl-C does: everything it started is ended first.
+
+A closed terminal (SIGHUP), `timeout`, `kill` or a cancelled CI job (SIGTERM)
+would otherwise end the bench process at once, while the probes it started
+(a local payload in its own session, cloud stacks) run on and bill. Inside
+`stop_signals_as_interrupt()` they raise `StopSignal`, a KeyboardInterrupt,
+in the main thread, so the bench's Ctrl-C path runs: no new probe, every live
+probe ended, what is left named. There is no one to ask then, so the
+cancellation does not ask. After SIGHUP the terminal is gone: output goes to
+/dev/null instead of failing the clean-up with EIO.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+__all__ = ["STOP_SIGNALS", "StopSignal", "stop_signals_as_interrupt"]
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+class StopSignal(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, handled as Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _detach_from_terminal() -> None:
+    """Point stdout and stderr at /dev/null where they were the (now closed) terminal."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if stream.isatty():
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+                os.close(devnull)
+
+
+def _raise(signum, frame) -> None:
+    if signum == signal.SIGHUP:
+        _detach_from_terminal()
+    raise StopSignal(signum)
+
+
+@contextlib.contextmanager
+def stop_signals_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise StopSignal in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, _raise) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

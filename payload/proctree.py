@@ -1,0 +1,176 @@
+"""Every process a job started, found and ended: what a process group alone cannot reach.
+
+A job's shell runs in a process group of its own, but a process the job
+starts can leave that group (``setsid``, a double-forked daemon) and, once its
+parent exits, is re-parented to init: ``killpg`` no longer reaches it and it
+runs (and bills) on. On Linux the payload therefore becomes a *child
+subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl): an orphan of the
+job is re-parented to the payload instead of init, so every process the job
+ever started stays the payload's descendant, whatever session or group it
+moved to. The tree is read from ``/proc/<pid>/stat`` (field 4 is the parent:
+man 5 proc), and `terminate` signals every member, escalating SIGTERM to
+SIGKILL within a bound, until the listing shows none left.
+
+Without ``/proc`` (not Linux) only the process group is reached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+__all__ = [
+    "PROC",
+    "processes",
+    "alive",
+    "descendants",
+    "parents",
+    "pids_with_environ",
+    "reap",
+    "set_child_subreaper",
+    "terminate",
+]
+
+PROC = Path("/proc")
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it is gone. The name may hold spaces and ')'."""
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()
+    try:
+        return fields[0], int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def processes() -> dict[int, tuple[str, int]]:
+    """{pid: (state, parent pid)} of every process, zombies included; empty without /proc."""
+    try:
+        entries = [int(p.name) for p in PROC.iterdir() if p.name.isdigit()]
+    except OSError:
+        return {}
+    table = {}
+    for pid in entries:
+        found = _stat(pid)
+        if found is not None:
+            table[pid] = found
+    return table
+
+
+def parents(table: dict[int, tuple[str, int]] | None = None) -> dict[int, int]:
+    """{pid: parent pid} of every process now running (zombies left out); empty without /proc."""
+    table = processes() if table is None else table
+    return {pid: ppid for pid, (state, ppid) in table.items() if state != "Z"}
+
+
+def alive(pid: int) -> bool:
+    """Running: neither gone nor a zombie waiting to be reaped."""
+    found = _stat(pid)
+    if found is None:
+        if PROC.is_dir():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return found[0] != "Z"
+
+
+def descendants(roots: Iterable[int], table: dict[int, int] | None = None) -> set[int]:
+    """`roots` (those running) and every process below them."""
+    table = parents() if table is None else table
+    children: dict[int, list[int]] = {}
+    for pid, ppid in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [r for r in roots if r in table]
+    while todo:
+        pid = todo.pop()
+        if pid in found:
+            continue
+        found.add(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def pids_with_environ(name: str, value: str) -> set[int]:
+    """Running processes of this user whose environment holds `name=value` (what a process inherited)."""
+    needle = f"{name}={value}".encode()
+    found = set()
+    for pid in parents():
+        try:
+            env = (PROC / str(pid) / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            found.add(pid)
+    return found
+
+
+def set_child_subreaper(on: bool = True) -> bool | None:
+    """Make this process the reaper of its orphaned descendants (Linux); the previous setting, None if unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        previous = ctypes.c_int(0)
+        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
+            return None
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) != 0:
+            return None
+        return bool(previous.value)
+    except (OSError, AttributeError):
+        return None
+
+
+def reap(pids: Iterable[int]) -> None:
+    """Collect the exit status of those `pids` that are our exited children (adopted orphans): no zombies left."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _signal(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def terminate(
+    members: Callable[[], set[int]],
+    grace: float,
+    kill_wait: float = 10.0,
+    poll: float = 0.05,
+    on_signal: Callable[[int], None] | None = None,
+) -> set[int]:
+    """SIGTERM to every member, SIGKILL to those still running after `grace` seconds; the pids still running
+    `kill_wait` seconds later (none, unless a process cannot be killed). `members()` is asked again at every
+    step, so a process started while the others stop is signalled too."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        if on_signal is not None:
+            on_signal(sig)
+        signalled = members()
+        _signal(signalled, sig)
+        end = time.monotonic() + max(0.0, wait)
+        while True:
+            left = members()
+            if not left:
+                return set()
+            if time.monotonic() >= end:
+                break
+            _signal(left - signalled, sig)  # started since (a fork between the listing and the signal)
+            signalled |= left
+            time.sleep(poll)
+    return members()

@@ -1,0 +1,314 @@
+"""The job's own Python: a virtual environment per task, so `setup` never installs into gpubench's.
+
+A job's ``setup`` typically runs ``python -m pip install torch``. Run with the
+payload's interpreter first on PATH, that install would land in the
+environment gpubench itself runs from (gigabytes of CUDA libraries, and
+versions that break gpubench's own packages). On this machine and on an SSH
+host the job therefore runs in a virtual environment of its own, created on
+first use and reused by every later run:
+
+- **Where.** ``<cache>/envs/env-<key>/``, the cache being ``$GPUBENCH_CACHE``,
+  else ``~/.cache/gpubench`` (where collect keeps its manifests): per user,
+  outside the project and the installed package (``$GPUBENCH_JOB_ENVS`` names
+  another folder: an SSH stack keeps them under its ``remoteDir``).
+- **Keyed by what builds it.** The key hashes the ``setup`` script, the values
+  of the spec's ``env`` variables that script names (``$TORCH_VERSION``), the
+  base interpreter (its path and version) and whether gpubench's packages are
+  visible (below). Editing ``train.py`` or ``EPOCHS`` reuses the environment
+  (no new multi-GB install); a new setup gets a new one; tasks with the same
+  setup share one. ``setup`` still runs on every run, so what it installs is
+  checked (and ``pip`` finds it already there) each time.
+- **Isolated.** Made with ``python -m venv --without-pip`` (``uv venv`` when
+  ``uv`` is on PATH) from the payload's base interpreter, without the system's
+  or gpubench's site-packages: the job imports what its setup installed and
+  nothing of gpubench's pins, so its results do not depend on how gpubench
+  was installed. pip is unpacked from the interpreter's own bundled wheel
+  (``ensurepip``), offline, so a new environment takes a fraction of a second.
+  ``GPUBENCH_JOB_SITE_PACKAGES=1`` lets the environment also *see* the
+  packages of gpubench's interpreter (a machine where the frameworks are
+  installed beside gpubench); pip still installs into the job's environment
+  and never removes anything outside it.
+- **Safe to share.** Created in a temporary folder and renamed into place
+  (a killed creation leaves no half environment), under a lock file that
+  ``setup`` also holds, so two runs never install into one environment at
+  once.
+- **Cleaned.** Each use stamps the environment; when a new one is made,
+  environments unused for ``STALE_DAYS`` days (and leftovers of a killed
+  creation) are removed. ``rm -rf ~/.cache/gpubench/envs`` removes them all.
+
+The payload's own package is importable in the environment (a ``.pth`` to a
+folder holding only a link to it), so ``python -m payload.benchmarks`` works
+as a job; gpubench's other packages are not.
+
+In a container (the docker runtimes, a cloud instance) the image is the job's
+environment: the payload's interpreter is the image's, thrown away with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ENVS_ENV", "INHERIT_ENV", "JobVenv", "JobVenvError", "cache_root", "envs_root", "venv_key"]
+
+INHERIT_ENV = "GPUBENCH_JOB_SITE_PACKAGES"
+ENVS_ENV = "GPUBENCH_JOB_ENVS"  # where the environments are kept, when not in the cache (an SSH stack's remoteDir)
+STALE_DAYS = 30.0
+STAMP = ".gpubench-used"
+CREATE_TIMEOUT_SECONDS = 120.0
+
+
+class JobVenvError(RuntimeError):
+    """The job's environment could not be made; the message says where and what to do."""
+
+
+def cache_root() -> Path:
+    """gpubench's per-user cache, as collect keeps its manifests there: $GPUBENCH_CACHE, else ~/.cache/gpubench."""
+    return Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench").expanduser()
+
+
+def envs_root() -> Path:
+    """$GPUBENCH_JOB_ENVS, else <cache>/envs."""
+    if os.environ.get(ENVS_ENV):
+        return Path(os.environ[ENVS_ENV]).expanduser()
+    return cache_root() / "envs"
+
+
+def base_python() -> str:
+    """The interpreter a new environment is made from: the payload's, or the one its own venv was made from."""
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def setup_variables(setup: str, env: dict) -> dict:
+    """The spec's env variables the setup script names ($NAME or ${NAME}), with their values."""
+    named = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", setup or ""))
+    return {k: env[k] for k in sorted(named) if k in env}
+
+
+def venv_key(setup: str, env: dict, inherit: bool, python: str | None = None) -> str:
+    python = python or base_python()
+    doc = {
+        "setup": setup or "",
+        "setup_env": setup_variables(setup, env),
+        "python": os.path.realpath(python),
+        "version": ".".join(map(str, sys.version_info[:3])),
+        "inherit": bool(inherit),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def inherit_requested(environ: dict | None = None) -> bool:
+    return (environ if environ is not None else os.environ).get(INHERIT_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+@dataclass
+class JobVenv:
+    """One task's environment: `prepare()` makes it when missing, `environment(env)` puts it in a job's env."""
+
+    path: Path
+    inherit: bool = False
+
+    @classmethod
+    def for_task(cls, setup: str, env: dict, root: Path | None = None, environ: dict | None = None) -> JobVenv:
+        inherit = inherit_requested(environ)
+        return cls((root or envs_root()) / f"env-{venv_key(setup, env, inherit)}", inherit)
+
+    @property
+    def bin(self) -> Path:
+        return self.path / "bin"
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Held while the environment is made and while `setup` installs into it: one writer at a time."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # another run is making it or running its setup: said, then waited for
+                print(f"[gpubench] waiting for another run's setup in {self.path}", file=sys.stderr, flush=True)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def prepare(self) -> bool:
+        """Make the environment unless it is there (call with `locked()` held); True when made now."""
+        made = False
+        if not self.python.exists():
+            self._create()
+            made = True
+            remove_stale(self.path.parent, keep=self.path)
+        self._link_payload()
+        (self.path / STAMP).touch()
+        return made
+
+    def _create(self) -> None:
+        tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        argv = venv_argv(tmp)
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=CREATE_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise JobVenvError(f"could not create the job's environment at {self.path} ({argv[0]}: {exc})") from None
+        if done.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise JobVenvError(
+                f"could not create the job's environment at {self.path}: {' '.join(argv[:3])} said {why[0]!r}; "
+                "install the venv module (Debian/Ubuntu: apt install python3-venv) or run the job in an image"
+            )
+        site = site_packages(tmp)
+        if not _unpack_pip(site, tmp):
+            print(
+                f"[gpubench] {base_python()} has no bundled pip wheel (ensurepip): the job's environment has no pip; "
+                "install it in setup (Debian/Ubuntu: apt install python3-venv gives Python its wheel)",
+                file=sys.stderr,
+                flush=True,
+            )
+        if self.inherit:
+            lines = [f"import site; site.addsitedir({p!r})" for p in payload_site_dirs()]
+            (site / "gpubench-inherit.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        shutil.rmtree(self.path, ignore_errors=True)
+        os.rename(tmp, self.path)
+
+    def _link_payload(self) -> None:
+        """`payload` importable in the environment, and nothing else of gpubench's (refreshed on every use:
+        the payload may have moved since the environment was made)."""
+        folder = self.path / "gpubench-payload"
+        folder.mkdir(exist_ok=True)
+        link = folder / "payload"
+        target = Path(__file__).resolve().parents[1]
+        if not (link.is_symlink() and os.readlink(link) == str(target)):
+            tmp = folder / f".payload-{os.getpid()}"
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            tmp.symlink_to(target, target_is_directory=True)
+            os.replace(tmp, link)
+        (site_packages(self.path) / "gpubench-payload.pth").write_text(str(folder) + "\n", encoding="utf-8")
+
+    def environment(self, env: dict) -> dict:
+        """`env` for a process of the job: this environment's bin first on PATH, as `activate` does."""
+        out = {k: v for k, v in env.items() if k != "PYTHONHOME"}
+        out["VIRTUAL_ENV"] = str(self.path)
+        out["PATH"] = str(self.bin) + os.pathsep + env.get("PATH", os.defpath)
+        out["GPUBENCH_PYTHON"] = str(self.python)
+        return out
+
+
+def venv_argv(target: Path) -> list[str]:
+    """`uv venv` when uv is on PATH (it needs no venv module), else the standard library's venv; no pip either way."""
+    uv = shutil.which("uv")
+    if uv:  # https://docs.astral.sh/uv/reference/cli/#uv-venv
+        return [uv, "venv", "--quiet", "--python", base_python(), str(target)]
+    return [sys.executable, "-m", "venv", "--without-pip", str(target)]
+
+
+def site_packages(venv: Path) -> Path:
+    """The environment's purelib folder (lib/pythonX.Y/site-packages on POSIX)."""
+    matches = sorted(glob.glob(str(venv / "lib" / "python*" / "site-packages")))
+    if matches:  # the layout venv and uv make on POSIX
+        return Path(matches[0])
+    found = venv / sysconfig.get_path("purelib", "venv", vars={"base": "", "platbase": ""}).lstrip(os.sep)
+    found.mkdir(parents=True, exist_ok=True)
+    return found
+
+
+def _unpack_pip(site: Path, venv: Path) -> bool:
+    """pip from the interpreter's bundled wheel (ensurepip's), unpacked: offline and fast. A wheel is a zip
+    of what goes into purelib (PEP 427); pip's carries no scripts, so `python -m pip` is the way to call it.
+    Without a bundled wheel (a distribution that strips ensurepip) the environment has no pip."""
+    try:
+        import ensurepip
+
+        bundled = Path(ensurepip.__file__).parent / "_bundled"
+        wheels = sorted(bundled.glob("pip-*.whl"))
+    except ImportError:
+        wheels = []
+    if not wheels:
+        return False
+    with zipfile.ZipFile(wheels[-1]) as whl:
+        whl.extractall(site)
+    _pip_scripts(venv / "bin")
+    return True
+
+
+def _pip_scripts(bin_dir: Path) -> None:
+    """`pip` and `pip3` commands that run the environment's own pip."""
+    for name in ("pip", "pip3"):
+        script = bin_dir / name
+        if not script.exists():
+            script.write_text('#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n', encoding="utf-8")
+            script.chmod(0o755)
+
+
+def payload_site_dirs() -> list[str]:
+    """The site-packages of the interpreter gpubench runs under (for GPUBENCH_JOB_SITE_PACKAGES=1)."""
+    import site
+
+    return [p for p in site.getsitepackages() if os.path.isdir(p)]
+
+
+def remove_stale(root: Path, keep: Path, days: float = STALE_DAYS) -> list[Path]:
+    """Remove environments not used for `days` and leftovers of a killed creation; never one in use (locked)."""
+    removed = []
+    cutoff = time.time() - days * 86400
+    for path in root.glob("env-*"):
+        if path == keep or not path.is_dir():
+            continue
+        if ".tmp-" in path.name:  # a creation killed half-way, unless its process still runs
+            if not _pid_alive(path.name.rsplit("-", 1)[-1]):
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+            continue
+        stamp = path / STAMP
+        try:
+            used = (stamp if stamp.exists() else path).stat().st_mtime
+        except OSError:
+            continue
+        if used > cutoff:
+            continue
+        lock = path.with_name(path.name + ".lock")
+        with open(lock, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # a run is using it now
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+            with contextlib.suppress(OSError):
+                lock.unlink()
+    return removed
+
+
+def _pid_alive(text: str) -> bool:
+    try:
+        os.kill(int(text), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
