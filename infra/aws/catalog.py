@@ -29,6 +29,7 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
                 retired=retired,
                 retired_source=retired_source,
                 interconnect=interconnect(row, where),
+                unpriced=row.get("unpriced"),
             )
         )
     return out

@@ -138,6 +138,7 @@ class Offering:
     stack_suffix: str | None = None
     price_components: tuple[str, ...] = field(default=())
     interconnect: Interconnect | None = None
+    unpriced: str | None = None  # why no source gives a price (listed, never ranked)
 
     @property
     def is_cloud(self) -> bool:

@@ -56,6 +56,7 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
                 # the GPU's name in the price tables, where the cloud prices it apart (H100-MEGA)
                 price_components=(f"machine:{mtype}", f"gpu:{row.get('price_gpu', model)}"),
                 interconnect=interconnect(row, where),
+                unpriced=row.get("unpriced"),
             )
         )
     return out
