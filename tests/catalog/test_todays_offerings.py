@@ -221,6 +221,9 @@ def test_offers_for_one_h100_and_one_a100_80gb_list_todays_offerings_with_dated_
 
 
 def test_offers_lists_an_unpriced_offering_last_with_its_reason(capsys):
+    assert main(["offers", "--gpu", "B200"]) == 0
+    text = capsys.readouterr().out
+    assert "1 without a catalog price" in text and "gcp/a4-highgpu-8g: SkyPilot's v9 GCP catalog" in text
     rows = list(_offers(capsys, "B200").values())
     assert [r["id"] for r in rows][-1] == "gcp/a4-highgpu-8g"
     assert rows[-1]["hourly_usd"] is None and "$0.0" in rows[-1]["unpriced"]
