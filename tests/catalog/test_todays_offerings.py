@@ -243,3 +243,12 @@ def test_todays_offerings_have_their_generated_stacks_within_the_naming_rules():
             # GCP resource names: lowercase letters, digits and dashes, at most 63 characters,
             # and the stack name is a prefix of them
             assert re.fullmatch(r"[a-z][a-z0-9-]{0,39}", name), name
+
+
+@pytest.mark.parametrize("name", ["2025-03-06_cyclenerd-gcp-a3", "2024-11-07_cyclenerd-gcp-a2-ultragpu"])
+def test_each_whole_machine_price_is_its_cited_source_value_rounded(name):
+    raw = tomllib.loads((DATA / "prices" / f"{name}.toml").read_text(encoding="utf-8"))
+    assert raw["as_of"] in (name[:10],) and raw["source"] and raw["region"] == "us-central1"
+    for row in raw["price"]:
+        hour, spot = re.search(r"hour ([0-9.]+), hour_spot ([0-9.]+)$", row["note"]).groups()
+        assert row["hourly"] == round(float(hour), 4) and row["spot_hourly"] == round(float(spot), 4), row
