@@ -53,8 +53,15 @@ GPU_METRICS = {
     "L4": "NVIDIA_L4_GPUS",
     "A100": "NVIDIA_A100_GPUS",
     "H100": "NVIDIA_H100_GPUS",
+    "A100-80GB": "NVIDIA_A100_80GB_GPUS",
+    # Compute API Quota.Metric names (COMMITTED_NVIDIA_A100_80GB_GPUS in the v1 enum); the H200 and
+    # B200 names as public tooling that checks A3 Ultra and A4 quotas reads them (for example
+    # NVIDIA_H200_GPUS / NVIDIA_B200_GPUS and their PREEMPTIBLE_ forms), not yet in the API enum's docs.
+    "H200": "NVIDIA_H200_GPUS",
+    "B200": "NVIDIA_B200_GPUS",
 }
-MACHINE_METRICS = {"a2-ultragpu-": "NVIDIA_A100_80GB_GPUS"}  # A100 80GB machine types count apart
+# Machine types whose GPUs count against a quota of their own: A3 Mega's H100s.
+MACHINE_METRICS = {"a3-megagpu-": "NVIDIA_H100_MEGA_GPUS"}
 ALL_REGIONS = "GPUS_ALL_REGIONS"
 
 

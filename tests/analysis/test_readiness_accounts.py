@@ -212,6 +212,14 @@ def test_gcp_built_in_gpu_machine_types_count_against_their_own_metric(monkeypat
     offering = catalog.get(stackfiles.load_config("gcp-h100-8x")["gpubench:offering"])
     assert gpu_metric(offering, "on-demand") == "NVIDIA_H100_GPUS"
     assert gpu_metric(offering, "spot") == "PREEMPTIBLE_NVIDIA_H100_GPUS"
+    # today's GPUs: each machine family counts against its own metric
+    metrics = {
+        "gcp/a2-ultragpu-1g": "NVIDIA_A100_80GB_GPUS",
+        "gcp/a3-megagpu-8g": "NVIDIA_H100_MEGA_GPUS",
+        "gcp/a3-ultragpu-8g": "NVIDIA_H200_GPUS",
+        "gcp/a4-highgpu-8g": "NVIDIA_B200_GPUS",
+    }
+    assert {oid: gpu_metric(catalog.get(oid), "on-demand") for oid in metrics} == metrics
     apis = GcpApis(
         sorted({a for v in __import__("infra.gcp.readiness").gcp.readiness.REQUIRED_APIS.values() for a in v}), {}
     )
