@@ -15,9 +15,12 @@ import threading
 import time
 from collections.abc import Callable
 
+from payload.workloads.lines import LineSplitter
+
 __all__ = ["STOP_GRACE_SECONDS", "ShellProcess", "shell_argv"]
 
 STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL
+READ_CHUNK = 64 * 1024  # bytes read from the pipe at a time
 
 
 def shell_argv() -> list[str]:
@@ -50,10 +53,35 @@ class ShellProcess:
         self._pump = threading.Thread(target=self._read, args=(on_line,), daemon=True)
         self._pump.start()
 
+    reader_error: BaseException | None = None  # what broke the reader of the output; the job was stopped
+    lines_cut = 0  # output lines longer than lines.MAX_LINE_BYTES, truncated
+
     def _read(self, on_line) -> None:
-        for raw in iter(self.proc.stdout.readline, b""):
-            on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-        self.proc.stdout.close()
+        """Pump the output to `on_line` in bounded lines (payload.workloads.lines) until the job closes it.
+
+        A reader that raises is recorded in `reader_error`, the job is stopped and its output is
+        drained unread: a job blocked on a full pipe would otherwise run on until its deadline."""
+        split, stream = LineSplitter(), self.proc.stdout
+        try:
+            while chunk := stream.read1(READ_CHUNK):
+                lines = split.feed(chunk)
+                self.lines_cut = split.cut
+                for line in lines:
+                    self._deliver(on_line, line)
+            for line in split.close():
+                self._deliver(on_line, line)
+            self.lines_cut = split.cut
+        finally:
+            stream.close()
+
+    def _deliver(self, on_line, line: str) -> None:
+        if self.reader_error is not None:
+            return
+        try:
+            on_line(line)
+        except Exception as exc:  # noqa: BLE001 - any bug in reading must end the job, not block it
+            self.reader_error = exc
+            threading.Thread(target=self.stop, name="gpubench-reader-failed", daemon=True).start()
 
     def stop(self) -> None:
         for sig, wait in ((signal.SIGTERM, STOP_GRACE_SECONDS), (signal.SIGKILL, 10.0)):
