@@ -257,9 +257,9 @@ class MetricsReader:
         epochs stopped so far at an `epoch_stop`; timed by the line's `time_ms`."""
         t = _number(rec.get("time_ms"))
         seconds = t / 1000 if t is not None else None
-        counted = _number((rec.get("metadata") or {}).get("samples_count"))
+        counted = _count((rec.get("metadata") or {}).get("samples_count"))
         if counted is not None:
-            return Progress(counted, seconds, "mllog" if seconds is not None else None)
+            return Progress(float(counted), seconds, "mllog" if seconds is not None else None)
         if rec.get("key") == "epoch_stop" and self.train_samples is not None:
             stopped = sum(1 for e in self.epochs if e.get("stop_ms") is not None)
             return Progress(float(self.train_samples * stopped), seconds, "mllog" if seconds is not None else None)
@@ -273,7 +273,7 @@ class MetricsReader:
                 usable = _count(value) if kind is int else _number(value)
                 if usable is None:
                     limit = "a count >= 0 up to 2**63-1" if kind is int else "a finite number"
-                    self.warnings.add(key, f"GPUBENCH_METRICS {key}={_kept(value)!r} is not {limit}; ignored")
+                    self.warnings.add(key, f"GPUBENCH_METRICS {key}={repr(value)[:60]} is not {limit}; ignored")
                     continue
                 self.json_values[key] = usable
                 continue

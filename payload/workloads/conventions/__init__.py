@@ -48,7 +48,7 @@ PARSERS = {m.NAME: Parser(m.NAME, m.EXPECTS, m.read) for m in (keras, hf, tqdm)}
 FRAMEWORK_CONVENTIONS = (*PARSERS, "pattern")
 # What looks like progress in a line no convention read: a counter `n/total`, or an epoch or step number.
 _PROGRESS_LIKE = re.compile(r"\d+\s*/\s*\d+|\b(?:epoch|step|iter|iteration|batch)\b\W{0,3}\d", re.IGNORECASE)
-GIVE_UP_PROGRESS_LINES = 20  # lines that look like progress, none read: the job's convention is unknown
+GIVE_UP_PROGRESS_LINES = 10  # lines that look like progress, none read: the job's convention is unknown
 GIVE_UP_LINES = 5000  # lines of any kind, none read as progress
 
 

@@ -68,8 +68,8 @@ class Counter:
                 self.epoch = r.epoch
             return Count(None, self.unit, boundary) if boundary else None
         new_epoch = r.epoch is not None and self.epoch is not None and r.epoch != self.epoch
-        if self.last_step is not None and (new_epoch or r.step < self.last_step):
-            self._next_epoch()
+        if self.last_step and (new_epoch or r.step < self.last_step):  # a counter at 0 has nothing to add:
+            self._next_epoch()  # a bar that resets before it is relabelled (Lightning's) starts one epoch
             boundary = "epoch"
         if r.epoch is not None:
             self.epoch = r.epoch
@@ -82,7 +82,7 @@ class Counter:
         return self._count(steps, "steps", boundary)
 
     def _next_epoch(self) -> None:
-        if self.last_step is not None:
+        if self.last_step:
             self.offset += max(self.total or 0.0, self.last_step)
             self.resets += 1
         self.last_step = None
