@@ -164,11 +164,11 @@ def test_a_pattern_needs_a_counter_group():
 def test_a_job_no_convention_reads_is_named_after_a_few_lines():
     reader = MetricsReader(BUILTIN_FORMATS)
     lines = wlm_output(3)
-    for n, line in enumerate(lines, 1):
-        reader.feed(line)
-        if reader.unreadable():
-            break
-    assert n == 10  # ten lines that look like progress, none read: named then, not at the end
+    fed = 0
+    while reader.unreadable() is None and fed < len(lines):
+        reader.feed(lines[fed])
+        fed += 1
+    assert fed == 10  # ten lines that look like progress, none read: named then, not at the end
     message = reader.unreadable()
     for name, parser in PARSERS.items():
         assert f"{name} (expects e.g. {parser.expects})" in message
