@@ -79,8 +79,10 @@ def load_task(task_path: str | Path) -> Any:
 
 
 def work_samples(task: Any) -> float | None:
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
     work = getattr(task, "work", None)
-    return float(work.total_samples()) if work is not None else None
+    total = work.total_samples() if work is not None else None
+    return float(total) if total is not None else None
 
 
 def choose(task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir) -> tuple[list[Any], list[dict]]:
@@ -203,6 +205,7 @@ def finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer
         work_samples=work_samples(task),
         deadline_hours=deadline_hours,
         budget_usd=budget_usd,
+        work=getattr(task, "work", None),
     )
     doc["bench_id"] = record.bench_id
     for r in reports:

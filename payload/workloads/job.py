@@ -35,6 +35,7 @@ from payload.environment import host_facts, software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint
+from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
 from payload.workloads.lines import MAX_LINE_BYTES
@@ -105,13 +106,9 @@ class WorkloadJob:
             GPUBENCH_WORKLOAD=self.spec.name,
             GPUBENCH_WORKLOAD_SHA256=self.spec.sha256,
             GPUBENCH_RUN_ID=self.run.run_id,
-            PYTHONUNBUFFERED="1",  # metrics lines arrive as printed, not at exit
             GPUBENCH_PYTHON=sys.executable,
         )
-        # Rich (Lightning's default progress bar) draws its bar on a pipe only when told the output
-        # understands a terminal's redraws; otherwise it prints once, at the end. Rich's documented
-        # switch (rich.console, "Environment variables"); the job's own setting wins.
-        env.setdefault("TTY_COMPATIBLE", "1")
+        env = reading_env(env)  # unbuffered lines, progress bars drawn on the pipe
         # The payload's interpreter comes first on PATH: on a venv host, `pip install` in setup goes
         # into the run's venv, not the system Python; in a container it is the image's own Python.
         env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", os.defpath)

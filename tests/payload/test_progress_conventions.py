@@ -5,14 +5,18 @@ job no convention reads, named quickly; and the whole job's work filled in from 
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
-from test_payload_probe import only_result, payload_run
+from test_payload_probe import REPO, only_result, payload_run
 
 from payload import exitcodes
 from payload.workloads.conventions import PARSERS, ProgressReader
@@ -254,3 +258,60 @@ def test_the_whole_job_in_the_unit_progress_was_counted_in(work, progress, value
 def test_work_that_does_not_follow_says_what_is_missing():
     out = whole_job(Work(samples=6400), {"unit": "steps"})
     assert out["value"] is None and "samples_per_step" in out["reason"]
+
+
+# --- gpubench bench --check-metrics ---------------------------------------------------------------------
+
+
+def check(task: Path) -> tuple[int, dict]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "analysis", "bench", str(task), "--check-metrics", "--json"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    return done.returncode, json.loads(done.stdout)
+
+
+def wlm_task(tmp_path: Path, **extra) -> Path:
+    job = tmp_path / "job"
+    job.mkdir(exist_ok=True)
+    (job / "train.py").write_text(
+        "import time\n"
+        f"for b in range(20, 100000, 20):\n    print({WLM!r}.format(1, b % 180 or 180, 180, 5.0, 19.3, 5.1, 164.2), flush=True)\n"
+        "    time.sleep(0.05)\n"
+    )
+    (tmp_path / "task.yaml").write_text(
+        yaml.safe_dump({"name": "wlm", "workdir": "job", "run": "python3 train.py", **extra})
+    )
+    return tmp_path / "task.yaml"
+
+
+def test_check_metrics_names_what_was_tried_and_the_last_lines(tmp_path):
+    t0 = time.monotonic()
+    code, doc = check(wlm_task(tmp_path, work={"epochs": 60}))
+    assert code == exitcodes.FAILED and not doc["readable"] and time.monotonic() - t0 < 20
+    assert doc["tried"] == list(BUILTIN_FORMATS) and set(doc["expects"]) == set(BUILTIN_FORMATS)
+    assert doc["last_lines"][-1].startswith("| epoch   1 |") and "no progress convention" in doc["error"]
+
+
+def test_check_metrics_reads_the_pattern_and_fills_in_the_work(tmp_path):
+    task = wlm_task(tmp_path, work={"epochs": 60}, progress={"pattern": WLM_PATTERN, "samples_per_step": 20})
+    code, doc = check(task)
+    assert code == 0 and doc["readable"] and doc["convention"] == "pattern" and doc["unit"] == "samples"
+    assert doc["work"]["value"] == 60 * 180 * 20 and doc["readings"] >= 10
+
+
+def test_readings_arriving_in_one_millisecond_make_one_point():
+    """A bar's last step and the next epoch's first arrive together: the probe keeps one point per
+    millisecond, so the steady-rate estimate never sees two points at one time."""
+    from payload.workloads.metrics import Progress
+    from payload.workloads.probe import ProbeMonitor
+
+    now = [0.0]
+    monitor = ProbeMonitor(600, clock=lambda: now[0])
+    monitor.start()
+    for i in range(200):
+        now[0] = 1 + i // 2 * 0.05 + (i % 2) * 0.0003  # pairs 0.3 ms apart
+        monitor.observe(Progress(float(i), None, None))
+    monitor.finish()
+    times = [p[0] for p in monitor.points]
+    assert all(a < b for a, b in zip(times, times[1:])) and len(times) >= 10
+    assert monitor.warnings == [] and monitor.steady is not None

@@ -50,9 +50,10 @@ def whole_job(work: Any, progress: dict | None) -> dict:
         take(name, getattr(work, name, None), TASK)
     for name in ("samples_per_step", "samples_per_epoch", "steps_per_epoch", "epochs"):
         take(name, *_figure(progress or {}, name))
-    if not any(k in known for k in ("samples", "steps", "epochs")):
-        take("steps", *_figure(progress or {}, "job_steps"))
     value = _in_unit(unit, known)
+    if value is None and "steps" not in known:  # a counter that never reset counts the whole job's steps
+        take("steps", *_figure(progress or {}, "job_steps"))
+        value = _in_unit(unit, known)
     if value is None:
         given = ", ".join(f"{k}={v:g}" for k, v in known.items()) or "nothing"
         return {
