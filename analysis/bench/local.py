@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost
+from analysis.bench.readings import ProbeReport, judge, last_lines, newest_result, probe_cost
 from analysis.campaign.manifest import utcnow
 from payload.events import iso as iso_ms
 from payload.events import parse_iso
@@ -139,6 +139,8 @@ class LocalProbe:
             reason = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
         usd, billed = probe_cost(candidate, seconds)
         say(f"probe {status}" + (f": {reason}" if reason else ""))
+        for line in last_lines(result) if status == "failed" else []:
+            say(f"  | {line}")
         finish = finish_seconds(result, exited_at)
         extra = {"log": str(log)}
         return ProbeReport(candidate, name, status, reason, result, usd, billed, None, url, extra, finish)

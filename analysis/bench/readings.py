@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from payload.layout import result_key
+from payload.workloads.logtail import TAIL_MARK
 
 # A probe's status in the bench answer; only "measured" and "not-steady" carry an estimate.
 ESTIMATED = ("measured", "not-steady")
@@ -63,8 +64,8 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     probe = result.get("probe") or {}
     steady = probe.get("steady")
     if result.get("status") == "failed" and not steady:
-        why = result.get("error") or result.get("message") or "the job failed"
-        return "failed", f"the job failed during the probe: {str(why)[:300]}"
+        why = str(result.get("error") or result.get("message") or "the job failed").split(TAIL_MARK)[0]
+        return "failed", f"the job failed during the probe: {why[:600]}"
     if result.get("status") == "interrupted" and not (steady or {}).get("steady"):
         return "interrupted", "the machine was reclaimed (spot) or stopped before the rate was steady"
     if not probe:
@@ -80,6 +81,18 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
             f"interval +/-{100 * float(steady.get('rel_halfwidth') or 0):.1f} %; the estimate is wide"
         )
     return "measured", None
+
+
+def last_lines(result: dict[str, Any] | None, limit: int = 20) -> list[str]:
+    """A failed probe's last lines of output (from its error), control characters removed: shown once,
+    apart from the reason, which names the failure only."""
+    from payload.workloads.conventions import plain
+
+    error = str((result or {}).get("error") or "")
+    if TAIL_MARK not in error:
+        return []
+    lines = error.split(TAIL_MARK, 1)[1].strip("\n").splitlines()[-limit:]
+    return [plain(line)[:300] for line in lines]
 
 
 def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:

@@ -39,7 +39,7 @@ from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
 from payload.workloads.lines import MAX_LINE_BYTES
-from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
+from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
 from payload.workloads.process import ShellProcess
@@ -231,7 +231,7 @@ class WorkloadJob:
 
     def _fail_with(self, message: str) -> tuple[str, int]:
         tail = self.tail.lines()[-ERROR_TAIL_LINES:]
-        self.run.error = message + ("\n--- last lines of its output ---\n" + "\n".join(tail) if tail else "")
+        self.run.error = message + (TAIL_MARK + "\n".join(tail) if tail else "")
         self.run.timeline.add("error", error=message[:500])
         print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
         return "failed", exitcodes.FAILED

@@ -315,3 +315,13 @@ def test_readings_arriving_in_one_millisecond_make_one_point():
     times = [p[0] for p in monitor.points]
     assert all(a < b for a, b in zip(times, times[1:])) and len(times) >= 10
     assert monitor.warnings == [] and monitor.steady is not None
+
+
+def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
+    from analysis.bench.readings import judge, last_lines
+    from payload.workloads.logtail import TAIL_MARK
+
+    result = {"status": "failed", "error": "missing metric: nothing read" + TAIL_MARK + "a\n\x1b]52;c;eA==\x07b"}
+    status, reason = judge(result)
+    assert status == "failed" and reason == "the job failed during the probe: missing metric: nothing read"
+    assert last_lines(result) == ["a", "b"]  # control sequences removed
