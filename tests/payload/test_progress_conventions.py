@@ -58,6 +58,7 @@ CAPTURES = [
     ("tqdm.tty", "tqdm", r"\| *(\d+)/(\d+) \["),
     ("lightning-tqdm.pipe", "tqdm", r"\| *(\d+)/(\d+) \["),
     ("lightning-rich.pipe", "tqdm", r"━ (\d+)/(\d+) \d"),
+    ("lightning-tqdm-val.pipe", "tqdm", r"Epoch \d+: +\d+%\|[^|]*\| *(\d+)/(\d+) \["),  # training bar only
 ]
 
 
@@ -75,6 +76,15 @@ def test_each_framework_is_read_as_printed(name, convention, counter):
     record = reader.progress_record()
     assert record["unit"] == "steps" and record["steps_per_epoch"]["value"] == per_epoch
     assert convention in record["steps_per_epoch"]["from"]
+
+
+def test_evaluation_bars_are_not_training_steps():
+    """Lightning's `Sanity Checking` and `Validation DataLoader 0` bars: one "eval" boundary after each
+    epoch's training, none before training starts, and their steps never counted."""
+    _, with_val = read_all("lightning-tqdm-val.pipe")
+    validations = len(re.findall(rb"Validation DataLoader 0: 100%", (DATA / "lightning-tqdm-val.pipe").read_bytes()))
+    assert validations >= 2
+    assert [p.boundary for p in with_val if p.boundary] == ["eval", "epoch", "eval"]
 
 
 def test_steps_become_samples_with_the_declared_batch():

@@ -45,7 +45,13 @@ class Counter:
     last_done: float | None = None
     final: dict = field(default_factory=dict)
 
+    in_eval: bool = False  # inside a run of evaluation readings: one "eval" boundary for all of them
+
     def feed(self, r: Reading) -> Count | None:
+        if r.boundary == "eval" or self._other_bar(r):
+            first, self.in_eval = not self.in_eval, True
+            return Count(None, self.unit, "eval") if first and self.last_step is not None else None
+        self.in_eval = False
         boundary = r.boundary
         self.final.update(r.final)
         if r.epochs is not None:
@@ -80,6 +86,15 @@ class Counter:
         if self.samples_per_step:
             return self._count(steps * self.samples_per_step, "samples", boundary)
         return self._count(steps, "steps", boundary)
+
+    def _other_bar(self, r: Reading) -> bool:
+        """A counter with another total than the training one's: a second bar (an evaluation's)."""
+        return (
+            r.step is not None
+            and r.steps_per_epoch is not None
+            and self.total is not None
+            and r.steps_per_epoch != self.total
+        )
 
     def _next_epoch(self) -> None:
         if self.last_step:

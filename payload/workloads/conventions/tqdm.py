@@ -6,7 +6,8 @@
     Epoch 1/1  ━━━━━━━━━━━━━━━━╸━━━ 15/20 0:00:00 • 0:00:01 62.48it/s train_loss: 1.744
 
 The counter `n/total` is the step within an epoch when it resets at each epoch, else the step
-of the whole job; an `Epoch i` (or `Epoch i/n`) before the bar names the epoch. The bar's
+of the whole job; an `Epoch i` (or `Epoch i/n`) before the bar names the epoch. A bar described
+as evaluation (`Validation DataLoader 0`, `Sanity Checking`, `Testing`, ...) is not training. The bar's
 updates are separated by carriage returns, which end lines here (payload.workloads.lines).
 """
 
@@ -23,6 +24,8 @@ _NUM = r"(\d{1,12}(?:\.\d+)?[kMG]?)"
 _TQDM = re.compile(r"\|[^|]*\|\s*" + _NUM + r"/" + _NUM + r"\s*\[\d")
 _RICH = re.compile(r"[━╸╺]+\s+" + _NUM + r"/" + _NUM + r"\s+\d+:\d\d:\d\d")
 _EPOCH = re.compile(r"\bEpoch[ :]*(\d{1,9})(?:\s*/\s*(\d{1,9}))?", re.IGNORECASE)
+# Bars of evaluation, not training (Lightning's `Validation DataLoader 0`, `Sanity Checking`, ...).
+_EVAL = re.compile(r"\b(?:Validat\w*|Sanity Check\w*|Test\w*|Predict\w*|Evaluat\w*|Eval)\b", re.IGNORECASE)
 _SCALE = {"k": 1e3, "M": 1e6, "G": 1e9}
 
 
@@ -37,6 +40,8 @@ def read(line: str) -> Reading | None:
     m = _TQDM.search(line) or _RICH.search(line)
     if m is None:
         return None
+    if _EVAL.search(line[: m.start()]):
+        return Reading(boundary="eval")
     epoch = _EPOCH.search(line[: m.start()])
     return Reading(
         step=_count(m[1]),
