@@ -79,7 +79,7 @@ def parse_mllog_line(line: str) -> dict | None:
         return None
     try:
         rec = json.loads(m.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
     if not isinstance(rec, dict) or "key" not in rec:
         return None
@@ -95,7 +95,7 @@ def parse_json_line(line: str) -> dict | None:
         return None
     try:
         obj = json.loads(m.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
     return obj if isinstance(obj, dict) else None
 
