@@ -151,6 +151,6 @@ def test_a_job_printing_a_400_digit_metric_completes_with_its_other_lines_read(t
 
 def test_deeply_nested_json_is_an_unreadable_line_not_a_broken_reader():
     reader = MetricsReader(("json", "mllog"))
-    assert reader.feed("GPUBENCH_METRICS " + "[" * 15000 + "]" * 15000) is None
+    assert reader.feed("GPUBENCH_METRICS " + '{"a":' * 5000 + "1" + "}" * 5000) is None
     assert reader.feed(":::MLLOG " + '{"a":' * 5000 + "1" + "}" * 5000) is None
     assert reader.warnings.all()[0].startswith("unreadable GPUBENCH_METRICS line")
