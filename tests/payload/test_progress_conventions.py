@@ -265,6 +265,11 @@ def test_the_whole_job_in_the_unit_progress_was_counted_in(work, progress, value
     assert whole_job(work, progress)["value"] == value
 
 
+def test_a_task_figure_that_does_not_convert_is_named_unused():
+    out = whole_job(Work(epochs=3), {"unit": "steps", "job_steps": {"value": 400, "from": "the job's output (tqdm)"}})
+    assert out["value"] == 400 and out["unused"] == {"epochs": {"value": 3, "from": "the task file"}}
+
+
 def test_work_that_does_not_follow_says_what_is_missing():
     out = whole_job(Work(samples=6400), {"unit": "steps"})
     assert out["value"] is None and "samples_per_step" in out["reason"]

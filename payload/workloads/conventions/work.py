@@ -50,10 +50,10 @@ def whole_job(work: Any, progress: dict | None) -> dict:
         take(name, getattr(work, name, None), TASK)
     for name in ("samples_per_step", "samples_per_epoch", "steps_per_epoch", "epochs"):
         take(name, *_figure(progress or {}, name))
-    value = _in_unit(unit, known)
+    value, used = _in_unit(unit, known)
     if value is None and "steps" not in known:  # a counter that never reset counts the whole job's steps
         take("steps", *_figure(progress or {}, "job_steps"))
-        value = _in_unit(unit, known)
+        value, used = _in_unit(unit, known)
     if value is None:
         given = ", ".join(f"{k}={v:g}" for k, v in known.items()) or "nothing"
         return {
@@ -63,21 +63,41 @@ def whole_job(work: Any, progress: dict | None) -> dict:
             "reason": f"the job's progress is counted in {unit} and the whole job's {unit} do not follow from "
             f"{given}: give `work` in {unit}, or the size it lacks (samples_per_step, samples_per_epoch)",
         }
-    return {"value": value, "unit": unit, "figures": figures}
+    out = {"value": value, "unit": unit, "figures": {k: figures[k] for k in used}}
+    unused = {k: v for k, v in figures.items() if k not in used and v["from"] == TASK}
+    if unused:  # the task file said it, but it does not convert to the unit counted
+        out["unused"] = unused
+    return out
 
 
-def _in_unit(unit: str, k: dict[str, float]) -> float | None:
-    """The whole job in `unit`, from the first way the known figures allow."""
-    sps, spe, steps_pe = k.get("samples_per_step"), k.get("samples_per_epoch"), k.get("steps_per_epoch")
-    if spe is None and steps_pe and sps:
-        spe = steps_pe * sps
-    if steps_pe is None and spe and sps:
-        steps_pe = spe / sps
-    per = {"samples": {"samples": 1.0, "steps": sps, "epochs": spe}, "steps": {"steps": 1.0, "epochs": steps_pe}}
-    per["steps"]["samples"] = 1 / sps if sps else None
-    per["epochs"] = {"epochs": 1.0, "samples": 1 / spe if spe else None, "steps": 1 / steps_pe if steps_pe else None}
-    for given in ("samples", "steps", "epochs"):
-        factor = per[unit].get(given)
-        if given in k and factor:
-            return k[given] * factor
-    return None
+def _in_unit(unit: str, k: dict[str, float]) -> tuple[float | None, list[str]]:
+    """The whole job in `unit` from the first way the known figures allow, and the figures it used."""
+    # per unit: the ways to it, each a product of known figures (a name with "1/" divides)
+    ways = {
+        "samples": [
+            ["samples"],
+            ["steps", "samples_per_step"],
+            ["epochs", "samples_per_epoch"],
+            ["epochs", "steps_per_epoch", "samples_per_step"],
+        ],
+        "steps": [
+            ["steps"],
+            ["epochs", "steps_per_epoch"],
+            ["samples", "1/samples_per_step"],
+            ["epochs", "samples_per_epoch", "1/samples_per_step"],
+        ],
+        "epochs": [
+            ["epochs"],
+            ["samples", "1/samples_per_epoch"],
+            ["steps", "1/steps_per_epoch"],
+            ["steps", "samples_per_step", "1/samples_per_epoch"],
+        ],
+    }
+    for way in ways[unit]:
+        names = [w.removeprefix("1/") for w in way]
+        if all(k.get(n) for n in names):
+            value = 1.0
+            for w, n in zip(way, names):
+                value = value / k[n] if w.startswith("1/") else value * k[n]
+            return value, names
+    return None, []
