@@ -38,15 +38,8 @@ def reading_env(env: dict[str, str]) -> dict[str, str]:
 
 def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> dict[str, Any]:
     """Run `spec` (a payload.workloads.spec.WorkloadSpec) here briefly; what its output says, as a dict."""
-    work = spec.work
-    reader = MetricsReader(
-        spec.metrics,
-        pattern=spec.progress.pattern if spec.progress else None,
-        epoch_end=spec.progress.epoch_end if spec.progress else None,
-        samples_per_step=spec.samples_per_step(),
-        samples_per_epoch=float(work.samples_per_epoch) if work and work.samples_per_epoch else None,
-    )
     spec = spec.with_environment(os.environ)  # a variable named in `env` takes this shell's value, as in a run
+    reader = MetricsReader.for_spec(spec)
     env = reading_env({**os.environ, **spec.env})
     tail: list[str] = []
     points: list[tuple[float, float]] = []
@@ -75,7 +68,7 @@ def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> di
         )
 
     _run(spec.run, spec.cwd, env, line, done)
-    return _report(reader, points, tail, work, time.monotonic() - t0)
+    return _report(reader, points, tail, spec.work, time.monotonic() - t0)
 
 
 def _run(script: str, cwd: str, env: dict, on_line, done) -> int:

@@ -72,14 +72,7 @@ class WorkloadJob:
         )
         self.tail = LogTail(LOG_TAIL_LINES)
         self.tail_key: str | None = None  # the final log tail's key, once written
-        work = spec.work
-        self.reader = MetricsReader(
-            spec.metrics,
-            pattern=spec.progress.pattern if spec.progress else None,
-            epoch_end=spec.progress.epoch_end if spec.progress else None,
-            samples_per_step=spec.samples_per_step(),
-            samples_per_epoch=float(work.samples_per_epoch) if work and work.samples_per_epoch else None,
-        )
+        self.reader = MetricsReader.for_spec(spec)
         self.output_warnings: list[str] = []  # what the output's reader had to cut or could not read
         self.probe = (
             ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)

@@ -203,6 +203,19 @@ class MetricsReader:
     matched: str | None = None  # the convention whose progress the probe times
     last_count: Count | None = None
 
+    @classmethod
+    def for_spec(cls, spec: Any) -> MetricsReader:
+        """The reader of a task file's job (payload.workloads.spec.WorkloadSpec): its conventions, its
+        pattern, and the sizes that turn counted steps or epochs into samples."""
+        progress, work = spec.progress, spec.work
+        return cls(
+            spec.metrics,
+            pattern=progress.pattern if progress else None,
+            epoch_end=progress.epoch_end if progress else None,
+            samples_per_step=spec.samples_per_step(),
+            samples_per_epoch=float(work.samples_per_epoch) if work and work.samples_per_epoch else None,
+        )
+
     def __post_init__(self) -> None:
         self.progress = ProgressReader(
             tuple(f for f in self.formats if f in FRAMEWORK_CONVENTIONS),
