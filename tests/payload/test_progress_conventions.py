@@ -170,6 +170,16 @@ def test_each_kind_of_named_group(pattern, lines, counts):
     assert [c.value for line in lines if (c := reader.feed(line)) is not None] == counts
 
 
+def test_a_pattern_that_never_matches_is_named_after_a_few_lines():
+    wrong = r"iteration (?P<step>\d+) of (?P<steps_per_epoch>\d+)"
+    reader = MetricsReader(("pattern", *BUILTIN_FORMATS), pattern=wrong)
+    lines, fed = wlm_output(3), 0
+    while reader.unreadable() is None and fed < len(lines):
+        reader.feed(lines[fed])
+        fed += 1
+    assert fed == 10 and f"pattern (expects e.g. a line matching {wrong!r})" in reader.unreadable()
+
+
 def test_a_pattern_needs_a_counter_group():
     with pytest.raises(ValueError, match="no named group `step` or `samples`"):
         Pattern(r"epoch (?P<epoch>\d+)")
