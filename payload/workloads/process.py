@@ -71,6 +71,9 @@ class ShellProcess:
             for line in split.close():
                 self._deliver(on_line, line)
             self.lines_cut = split.cut
+        except Exception as exc:  # noqa: BLE001 - the pump itself broke: the job cannot be read, stop it
+            self.reader_error = self.reader_error or exc
+            self.stop()
         finally:
             stream.close()
 

@@ -154,3 +154,22 @@ def test_deeply_nested_json_is_an_unreadable_line_not_a_broken_reader():
     assert reader.feed("GPUBENCH_METRICS " + '{"a":' * 5000 + "1" + "}" * 5000) is None
     assert reader.feed(":::MLLOG " + '{"a":' * 5000 + "1" + "}" * 5000) is None
     assert reader.warnings.all()[0].startswith("unreadable GPUBENCH_METRICS line")
+
+
+def test_a_pump_that_breaks_stops_the_job(monkeypatch):
+    from payload.workloads import process
+
+    class Broken(LineSplitter):
+        def feed(self, chunk: bytes) -> list[str]:
+            raise MemoryError("the splitter broke")
+
+    monkeypatch.setattr(process, "LineSplitter", Broken)
+    proc = ShellProcess(
+        f"{sys.executable} -c \"while True: print('x' * 1000)\"", "/tmp", {"PATH": "/usr/bin:/bin"}, print
+    )
+    notice = threading.Event()
+    threading.Timer(20, notice.set).start()
+    t0 = time.monotonic()
+    code, stopped = proc.wait(notice, poll=0.05)
+    notice.set()
+    assert not stopped and time.monotonic() - t0 < 15 and code != 0 and isinstance(proc.reader_error, MemoryError)
