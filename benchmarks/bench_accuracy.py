@@ -11,13 +11,20 @@ Measurements on this machine:
 3. keras, study: examples/keras-mnist (Keras on TensorFlow, JSON metrics lines) and the seed
    002 study's task examples/studies/seed002-mnist-cnn.yaml (a built-in benchmark), on one thread
    (ONE_THREAD below), sized so that the whole job runs about ten minutes on one core.
-4. parallel: a bench over N stand-in cloud candidates (tests/bench/bench_fakes.BenchCloud:
+4. frameworks: the unmodified framework examples (examples/keras-fit, torch-tqdm, lightning-fit,
+   hf-trainer), read through their frameworks' own progress (keras, tqdm, tqdm, tqdm), and a job
+   printing the PyTorch word_language_model's lines read through a task-file pattern; each task
+   gives `work: {epochs: N}` only, the steps per epoch read from the job. The torch, Lightning
+   and Hugging Face jobs run with --framework-python (an interpreter that has them).
+5. parallel: a bench over N stand-in cloud candidates (tests/bench/bench_fakes.BenchCloud:
    the real Pulumi program under mocks, the real payload locally, moto S3): its wall time
    against the slowest single candidate's own probe (launch to destroy). Goal: close to 1x,
    not N x.
 
     PYTHONPATH=$PWD python benchmarks/bench_accuracy.py                 # all of them, ~45 min on 2 cores
     PYTHONPATH=$PWD python benchmarks/bench_accuracy.py --only synthetic --rate 2000 --seconds 120
+    PYTHONPATH=$PWD python benchmarks/bench_accuracy.py --only torch-tqdm --only lightning-fit \
+        --only hf-trainer --framework-python /path/to/venv/bin/python   # an interpreter with the frameworks
 
 The measured time of a full run is the wall time of `python -m payload run` (process start to
 exit, what a local run is billed for); the estimate is bench's `est_hours` (overhead + work /
@@ -31,6 +38,7 @@ import io
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,6 +175,57 @@ def study_task(work: Path, epochs: int, steps: int) -> Path:
     return write_measured_task(wd, doc, epochs, steps * int(doc["env"]["BATCH_SIZE"]))
 
 
+FRAMEWORKS = ("keras-fit", "torch-tqdm", "lightning-fit", "hf-trainer")
+# The PyTorch examples' word_language_model prints these (main.py); the job below trains nothing and
+# sleeps a fixed time per batch, with an evaluation pause per epoch, as a job of known speed.
+WLM_JOB = """
+import os, time
+epochs, batches, step = int(os.environ["EPOCHS"]), int(os.environ["BATCHES"]), float(os.environ["STEP_SECONDS"])
+for epoch in range(1, epochs + 1):
+    t0 = time.monotonic()
+    for batch in range(1, batches + 1):
+        time.sleep(step)
+        if batch % 10 == 0:
+            print('| epoch {:3d} | {:5d}/{:5d} batches | lr 5.00 | ms/batch {:5.2f} | loss  5.10 | ppl   164.20'.format(
+                epoch, batch, batches, step * 1000), flush=True)
+    time.sleep(step * 5)  # evaluation
+    print('| end of epoch {:3d} | time: {:5.2f}s | valid loss  5.61 | valid ppl   273.57'.format(
+        epoch, time.monotonic() - t0), flush=True)
+"""
+WLM_PATTERN = r"\| epoch +(?P<epoch>\d+) \| +(?P<step>\d+)/ *(?P<steps_per_epoch>\d+) batches"
+
+
+def framework_task(work: Path, name: str, epochs: int, samples: int, python: str) -> Path:
+    """An unmodified framework example, its size from env, `work: {epochs}` only (steps read from the job)."""
+    wd = work / name
+    shutil.copytree(REPO / "examples" / name, wd)
+    doc = yaml.safe_load((wd / "workload.yaml").read_text())
+    doc["env"] = {**doc["env"], **ONE_THREAD, "EPOCHS": str(epochs), "SAMPLES": str(samples)}
+    doc["run"] = f"{shlex.quote(python)} train.py"
+    doc.update(setup="true", resources={"accelerators": ["T4:1"]}, work={"epochs": epochs})
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return wd / "workload.yaml"
+
+
+def pattern_task(work: Path, epochs: int, batches: int, step_seconds: float) -> Path:
+    """A job printing word_language_model's progress lines, read by a pattern in its task file."""
+    wd = work / "wlm-pattern"
+    wd.mkdir()
+    (wd / "train.py").write_text(WLM_JOB)
+    env = {"EPOCHS": str(epochs), "BATCHES": str(batches), "STEP_SECONDS": str(step_seconds)}
+    doc = {
+        "name": "wlm-pattern",
+        "workdir": ".",
+        "run": "python3 train.py",
+        "env": env,
+        "progress": {"pattern": WLM_PATTERN, "samples_per_step": 20},
+        "resources": {"accelerators": ["T4:1"]},
+        "work": {"epochs": epochs},
+    }
+    (wd / "workload.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return wd / "workload.yaml"
+
+
 def parallel(work: Path, n: int, probe_minutes: float) -> dict:
     """A bench over N stand-in cloud candidates: wall time against the slowest candidate's own probe."""
     import uuid
@@ -278,7 +337,12 @@ def parallel_verdicts(par: dict) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=("synthetic", "example", "keras", "study", "parallel"), action="append")
+    kinds = ("synthetic", "example", "keras", "study", *FRAMEWORKS, "pattern", "parallel")
+    ap.add_argument("--only", choices=kinds, action="append")
+    ap.add_argument("--framework-python", default="python", help="the interpreter with torch, lightning, transformers")
+    ap.add_argument("--framework-epochs", type=int, default=20, help="framework examples' epochs")
+    ap.add_argument("--framework-samples", type=int, default=6400, help="framework examples' samples per epoch")
+    ap.add_argument("--pattern-epochs", type=int, default=20, help="pattern job's epochs (180 batches of 20 ms each)")
     ap.add_argument("--rate", type=float, default=2000.0, help="synthetic job's samples/s")
     ap.add_argument("--seconds", type=float, default=180.0, help="synthetic job's length at that rate")
     ap.add_argument("--epochs", type=int, default=200, help="example job's epochs")
@@ -290,7 +354,7 @@ def main(argv=None) -> int:
     ap.add_argument("--probe-minutes", type=float, default=1.0)
     ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
     args = ap.parse_args(argv)
-    only = set(args.only or ("synthetic", "example", "keras", "study", "parallel"))
+    only = set(args.only or kinds)
     print(
         f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {platform.platform()}, "
         f"{platform.processor() or platform.machine()}, python {platform.python_version()}"
@@ -310,6 +374,15 @@ def main(argv=None) -> int:
         if "study" in only:
             task = study_task(work, args.study_epochs, args.study_steps)
             rows.append(accuracy("seed002-mnist-cnn", task, work, args.probe_minutes))
+        for name in FRAMEWORKS:
+            if name in only:
+                python = sys.executable if name == "keras-fit" else args.framework_python
+                task = framework_task(work, name, args.framework_epochs, args.framework_samples, python)
+                rows.append(accuracy(name, task, work, args.probe_minutes))
+        if "pattern" in only:
+            rows.append(
+                accuracy("wlm-pattern", pattern_task(work, args.pattern_epochs, 180, 0.02), work, args.probe_minutes)
+            )
         for r in rows:
             print(json.dumps(r))
         par = parallel(work, args.candidates, min(args.probe_minutes, 0.5)) if "parallel" in only else None

@@ -74,13 +74,28 @@ def _wall_ratio(probe: dict[str, Any]) -> float:
     return float(ratio) if isinstance(ratio, (int, float)) and ratio > 1.0 else 1.0
 
 
-def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str, Any], str | None]:
+def job_work(report: ProbeReport, work: Any, work_samples: float | None) -> dict[str, Any]:
+    """The whole job in the unit the probe counted (payload.workloads.conventions.work): the task file's
+    `work`, with what it left out filled in from the job's own output, each figure with its source."""
+    from payload.workloads.conventions.work import progress_of, whole_job
+
+    progress = progress_of(report.result)
+    if progress is None and work is None:
+        return {"value": work_samples, "unit": "samples", "figures": {}}
+    return whole_job(work, progress)
+
+
+def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None) -> tuple[dict[str, Any], str | None]:
     """The estimate's row fields, and a reason when there is none (or it is partial)."""
     from analysis.bench.extrapolate import estimate_job
 
     cand, probe = report.candidate, report.probe
+    whole = job_work(report, work, work_samples)
+    work_samples = whole["value"]
     if work_samples is None:
-        return {}, "the task file has no `work:` section, so the whole job cannot be extrapolated"
+        return {"work": whole}, whole.get(
+            "reason", "the task file has no `work:` section, so the whole job cannot be extrapolated"
+        )
     if cand.terms is None:
         return {}, f"no billing terms for {cand.offering} in the catalog"
     overhead = probe.get("overhead_seconds")
@@ -94,6 +109,7 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
         hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
     )
     fields = {
+        "work": whole,
         "est_hours": est.hours,
         "est_hours_low": est.hours_low,
         "est_hours_high": est.hours_high,
@@ -117,7 +133,9 @@ def _clock_note(probe: dict[str, Any]) -> list[str]:
     ]
 
 
-def candidate_row(report: ProbeReport, work_samples: float | None, throughput_only: bool = False) -> dict[str, Any]:
+def candidate_row(
+    report: ProbeReport, work_samples: float | None, throughput_only: bool = False, work: Any = None
+) -> dict[str, Any]:
     """One `--json` candidate row for a probe report (its rate alone with `throughput_only`)."""
     cand, probe = report.candidate, report.probe
     wall = wall_steady(probe)
@@ -141,7 +159,7 @@ def candidate_row(report: ProbeReport, work_samples: float | None, throughput_on
         stopped_by=probe.get("stopped_by"),
     )
     if report.status in ESTIMATED and steady and not throughput_only:
-        fields, note = _estimate(report, work_samples)
+        fields, note = _estimate(report, work_samples, work)
         row.update(fields)
         if note:
             row["reason"] = "; ".join(filter(None, [row["reason"], note]))
@@ -164,11 +182,15 @@ def answer_doc(
     deadline_hours: float | None,
     budget_usd: float | None,
     throughput_only: bool = False,
+    work: Any = None,
 ) -> dict[str, Any]:
-    """The `gpubench bench --json` document; with `throughput_only` the rates alone, fastest first."""
+    """The `gpubench bench --json` document; with `throughput_only` the rates alone, fastest first. `work` is
+    the task file's (rows fill in from each probe)."""
     from analysis.bench.rank import answer, throughput_answer
 
-    rows = [candidate_row(r, work_samples, throughput_only) for r in reports] + [unmatched_row(u) for u in unmatched]
+    rows = [candidate_row(r, work_samples, throughput_only, work) for r in reports] + [
+        unmatched_row(u) for u in unmatched
+    ]
     costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
     return {
         "task": task,

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from payload.layout import result_key
+from payload.workloads.logtail import TAIL_MARK
 
 # A probe's status in the bench answer; only "measured" and "not-steady" carry an estimate.
 ESTIMATED = ("measured", "not-steady")
@@ -56,26 +57,33 @@ def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, 
     return (store.url_for(key), doc) if isinstance(doc, dict) else None
 
 
-TAIL_MARK = "--- last lines of its output ---"  # how the payload appends the job's last lines to `error`
 MAX_REASON_CHARS = 300
 MAX_TAIL_LINES = 20
 
 
 def _error_parts(result: dict[str, Any]) -> tuple[str, list[str]]:
-    """(the failure's first line, the last lines of the job's output): the reason is one line, so a table
-    cell and a sentence stay whole; the tail is printed once, with the probe's progress."""
+    """(the failure's first line, the last lines of the job's output, control sequences removed): the
+    reason is one line, so a table cell and a sentence stay whole; the tail is printed once, with the
+    probe's progress."""
+    from payload.workloads.conventions import plain
+
     text = str(result.get("error") or result.get("message") or "the job failed")
     head, _, tail = text.partition(TAIL_MARK)
     first = next((line.strip() for line in head.splitlines() if line.strip()), "the job failed")
-    lines = [line for line in tail.splitlines() if line.strip()][-MAX_TAIL_LINES:]
-    return first[:MAX_REASON_CHARS], lines
+    lines = [shown[:MAX_REASON_CHARS] for line in tail.splitlines() if (shown := plain(line)).strip()]
+    return first[:MAX_REASON_CHARS], lines[-MAX_TAIL_LINES:]
+
+
+def last_lines(result: dict[str, Any] | None) -> list[str]:
+    """A failed probe's last lines of output (from its error), shown once, apart from the reason."""
+    return _error_parts(result)[1] if result else []
 
 
 def verdict_lines(status: str, reason: str | None, result: dict[str, Any] | None) -> list[str]:
     """What a probe says when it ends: its status and reason, then (a failed job) its output's last lines."""
     lines = [f"probe {status}" + (f": {reason}" if reason else "")]
     if status == "failed" and result:
-        lines += [f"  | {line}" for line in _error_parts(result)[1]]
+        lines += [f"  | {line}" for line in last_lines(result)]
     return lines
 
 

@@ -82,8 +82,10 @@ def load_task(task_path: str | Path) -> Any:
 
 
 def work_samples(task: Any) -> float | None:
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
     work = getattr(task, "work", None)
-    return float(work.total_samples()) if work is not None else None
+    total = work.total_samples() if work is not None else None
+    return float(total) if total is not None else None
 
 
 def choose(
@@ -251,6 +253,7 @@ def finish(
         deadline_hours=deadline_hours,
         budget_usd=budget_usd,
         throughput_only=throughput_only,
+        work=getattr(task, "work", None),
     )
     doc["bench_id"] = record.bench_id
     for r in reports:

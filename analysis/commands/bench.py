@@ -30,6 +30,7 @@ examples:
   gpubench bench task.yaml --hosts ssh-hetzner-ex51,ssh-lab-box --json > answer.json
   gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
   gpubench bench task.yaml --local --throughput-only          # samples/s alone: no `work:` needed
+  gpubench bench task.yaml --check-metrics                     # run the job here ~30 s: can a probe read it?
 
 Before the plan is printed every value is checked (the task file, and each option against
 a range no real job leaves, e.g. --probe-minutes at most a day), and before anything is
@@ -90,7 +91,48 @@ def register(sub) -> None:
     p.add_argument("--stacks-dir", type=Path, metavar="DIR", help="where stack files are (default: stacks/)")
     p.add_argument("-y", "--yes", action="store_true", help="do not ask (scripts); Ctrl-C then destroys at once")
     p.add_argument("--json", action="store_true", help="print the answer as JSON on stdout (progress on stderr)")
+    p.add_argument(
+        "--check-metrics",
+        action="store_true",
+        help="run the job on this machine for up to 30 s and say which progress convention reads it (nothing else "
+        "starts); exit 1 when none does",
+    )
     p.set_defaults(func=run)
+
+
+def _check(args) -> int:
+    """--check-metrics: what a probe would read from the job, found by running it here briefly."""
+    import sys
+
+    from analysis.bench.run import BenchError, load_task
+    from analysis.output import emit_json
+    from payload import exitcodes
+    from payload.workloads.check import check_metrics
+
+    try:
+        task = load_task(args.task)
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exitcodes.USAGE
+    print(f"running {task.name} here for up to 30 s to read its progress ...", file=sys.stderr, flush=True)
+    doc = check_metrics(task)
+    if args.json:
+        emit_json(doc)
+    elif doc["readable"]:
+        work = doc["work"]
+        rate = f"{doc['rate_per_second']} {doc['unit']}/s, warm-up included"
+        print(f"readable: {doc['convention']} ({doc['readings']} readings in {doc['seconds']} s; {rate})")
+        for name, figure in {**doc["progress"], **work.get("figures", {})}.items():
+            if isinstance(figure, dict):
+                print(f"  {name}: {figure['value']:g} (from {figure['from']})")
+        whole = f"{work['value']:,.0f} {work['unit']}" if work.get("value") else work.get("reason")
+        print(f"whole job: {whole}")
+    else:
+        print(f"not readable: {doc['error']}")
+        print("last lines of its output:")
+        for line in doc.get("last_lines", []):
+            print(f"  {line}")
+    return exitcodes.OK if doc["readable"] else exitcodes.FAILED
 
 
 def _hosts(text: str | None, stacks_dir=None) -> list[str]:
@@ -142,6 +184,8 @@ def run(args) -> int:
     from infra.workspace import PulumiMissing
     from payload import exitcodes
 
+    if args.check_metrics:
+        return _check(args)
     try:
         outcome = bench(
             args.task,

@@ -38,10 +38,12 @@ from payload.environment import host_facts, software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint
+from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
 from payload.workloads.jobvenv import JobVenv, JobVenvError
-from payload.workloads.logtail import LOG_TAIL_LINES, LogTail
+from payload.workloads.lines import MAX_LINE_BYTES
+from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
 from payload.workloads.process import ShellProcess
@@ -74,7 +76,8 @@ class WorkloadJob:
         )
         self.tail = LogTail(LOG_TAIL_LINES)
         self.tail_key: str | None = None  # the final log tail's key, once written
-        self.reader = MetricsReader(spec.metrics)
+        self.reader = MetricsReader.for_spec(spec)
+        self.output_warnings: list[str] = []  # what the output's reader had to cut or could not read
         self.probe = (
             ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
             if self.cfg.probe_seconds
@@ -105,6 +108,7 @@ class WorkloadJob:
             GPUBENCH_RUN_ID=self.run.run_id,
             PYTHONUNBUFFERED="1",  # metrics lines arrive as printed, not at exit
         )
+        env = reading_env(env)  # unbuffered lines, progress bars drawn on the pipe
         if self.venv is not None:
             env = self.venv.environment(env)
         else:  # in a container: the image's Python, which is the payload's (the container is thrown away)
@@ -139,7 +143,13 @@ class WorkloadJob:
         if probe is not None:
             probe.start()
         proc = ShellProcess(script, self.spec.cwd, env, self._line)
-        code, stopped = proc.wait(self.run.ctx.watcher.notice, should_stop=probe.should_stop if probe else None)
+        code, stopped = proc.wait(self.run.ctx.watcher.notice, should_stop=self._probe_done if probe else None)
+        if proc.lines_cut:
+            self.output_warnings.append(
+                f"`{name}`: {proc.lines_cut} output lines longer than {MAX_LINE_BYTES} bytes were cut there"
+            )
+        if proc.reader_error is not None:
+            self.reader_failed = f"{type(proc.reader_error).__name__}: {str(proc.reader_error)[:300]}"
         if probe is not None:
             probe.finish()
             if probe.stopped_early:
@@ -156,6 +166,12 @@ class WorkloadJob:
             stopped=stopped,
         )
         return code, stopped
+
+    reader_failed: str | None = None  # the reader of the job's output broke: the job was stopped
+
+    def _probe_done(self) -> bool:
+        """The probe is over: steady, at its limit, or it is clear no convention reads the job's progress."""
+        return self.probe.should_stop() or self.reader.unreadable() is not None
 
     def execute(self) -> tuple[str, int]:
         if self.cfg.expect_gpu and self.gpus != 0:
@@ -186,6 +202,8 @@ class WorkloadJob:
                 code, stopped = self._phase("setup", self.spec.setup, env)
                 if stopped or code != 0:
                     return self._failed("setup", code, stopped)
+            if self.reader_failed:
+                return self._fail_with(f"reading the output of `setup` failed ({self.reader_failed}); it was stopped")
         self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
         self.imports.prepare()
         sampler = self.run.sampler
@@ -193,6 +211,11 @@ class WorkloadJob:
         sampler.begin_window()
         code, stopped = self._phase("run", self.spec.run, self.imports.environment(env))
         sampler.end_window()
+        if self.reader_failed:
+            return self._fail_with(f"reading the job's output failed ({self.reader_failed}); the job was stopped")
+        unreadable = self.reader.unreadable() if self.probe is not None else None
+        if unreadable:
+            return self._fail_with(f"missing metric: {unreadable}")
         probed = self.probe is not None and self.probe.stopped_early and not stopped
         if probed:  # stopped by the probe on purpose: its exit status is the stop signal's
             return self._probe_outcome()
@@ -211,10 +234,10 @@ class WorkloadJob:
     def _probe_outcome(self) -> tuple[str, int]:
         """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
         if self.probe.first_step is None:
+            tried = "; ".join(f"{name} (expects e.g. {line})" for name, line in self.reader.tried())
             return self._fail_with(
-                f"missing metric: the job reported no training samples in the probe's {self.probe.limit_seconds:g} s "
-                '(print `GPUBENCH_METRICS {"samples": <cumulative>, "seconds": <so far>}` lines, or MLLOG '
-                "train_samples and epoch_stop lines; see docs/workloads.md)"
+                f"missing metric: the job reported no progress in the probe's {self.probe.limit_seconds:g} s; "
+                f"tried {tried} (see docs/workloads.md)"
             )
         return "completed", exitcodes.OK
 
@@ -231,7 +254,7 @@ class WorkloadJob:
 
     def _fail_with(self, message: str) -> tuple[str, int]:
         tail = self.tail.lines()[-ERROR_TAIL_LINES:]
-        self.run.error = message + ("\n--- last lines of its output ---\n" + "\n".join(tail) if tail else "")
+        self.run.error = message + (TAIL_MARK + "\n".join(tail) if tail else "")
         self.run.timeline.add("error", error=message[:500])
         print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
         return "failed", exitcodes.FAILED
@@ -302,7 +325,9 @@ class WorkloadJob:
             benchmark=self._benchmark(used, batch, time_source),
             metrics=metrics,
             artifacts=artifacts,
-            warnings=self.reader.warnings + (self.probe.warnings if self.probe is not None else []),
+            warnings=self.output_warnings
+            + self.reader.warnings.all()
+            + (self.probe.warnings if self.probe is not None else []),
             probe=self.probe.to_dict(overhead_seconds(self.run.timeline.ordered())) if self.probe is not None else None,
         )
 

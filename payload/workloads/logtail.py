@@ -6,6 +6,11 @@ show what a job on a cloud instance is printing now. The final upload, at
 the end of the run, goes through the spooling store like every result file;
 the rolling ones go straight to the bucket and a failed one is skipped (the
 next one, or the final one, replaces it).
+
+The tail is bounded in bytes, not only in lines: each line keeps at most
+`LOG_TAIL_LINE_CHARS` characters, and a progress bar that redraws itself
+(lines ended by a carriage return, payload.workloads.lines.Redrawn) keeps only
+its newest state, as a terminal would show it, instead of filling the tail.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ import collections
 import threading
 from collections.abc import Callable
 
-__all__ = ["LOG_TAIL_LINES", "UPLOAD_EVERY_SECONDS", "LogTail"]
+from payload.workloads.lines import Redrawn
+
+__all__ = ["LOG_TAIL_LINES", "LOG_TAIL_LINE_CHARS", "TAIL_MARK", "UPLOAD_EVERY_SECONDS", "LogTail"]
 
 LOG_TAIL_LINES = 200  # uploaded as log-tail.txt
+LOG_TAIL_LINE_CHARS = 2000  # longer lines are cut: the tail stays under 200 x 2000 characters
 UPLOAD_EVERY_SECONDS = 30.0  # rolling uploads while the job runs
+TAIL_MARK = "\n--- last lines of its output ---\n"  # a failed run's error: the reason, this, its last lines
 
 
 class LogTail:
@@ -33,8 +42,12 @@ class LogTail:
         self.uploads = 0
 
     def append(self, line: str) -> None:
+        """Add a line; a redrawn line replaces the redrawn line before it (one progress bar, its newest state)."""
+        text = line if len(line) <= LOG_TAIL_LINE_CHARS else line[:LOG_TAIL_LINE_CHARS] + " [...]"
         with self._lock:
-            self._lines.append(line)
+            if isinstance(line, Redrawn) and self._lines and isinstance(self._lines[-1], Redrawn):
+                self._lines.pop()
+            self._lines.append(Redrawn(text) if isinstance(line, Redrawn) else text)
             self._version += 1
 
     def lines(self) -> list[str]:

@@ -13,21 +13,33 @@ Two conventions, read line by line as the job prints (docs/workloads.md):
   ``GPUBENCH_METRICS {"samples_per_second": 812.5, "samples": 50000, "accuracy": 0.91}``.
   Later lines override earlier keys, so a job may print one per epoch.
 
+Besides these two, the progress a framework already prints (Keras, tqdm,
+Lightning, the Hugging Face Trainer, or the task file's own pattern) is read
+by payload.workloads.conventions; the first convention that reads a count is
+the one the probe times ("matched").
+
 ``feed`` also returns the job's progress when a line reports it (a `Progress`:
 cumulative samples and, when the job timed it, when): probe mode turns these
 into throughput readings (payload.workloads.probe).
+
+What a job prints is bounded before it is kept: numbers to what the result
+can store (int64 counts, finite floats), warnings deduplicated and capped,
+reported values capped in count and size.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
+from payload.workloads.conventions.base import INT_MAX
+
 __all__ = [
     "BOUNDARIES",
+    "GPUBENCH_CONVENTIONS",
     "JSON_KEYS",
     "JSON_TOKEN",
     "MLLOG_TOKEN",
@@ -37,6 +49,10 @@ __all__ = [
     "parse_mllog_line",
 ]
 
+GPUBENCH_CONVENTIONS = ("json", "mllog")
+MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
+MAX_REPORTED_KEYS = 100  # GPUBENCH_METRICS keys kept in `reported`
+MAX_REPORTED_CHARS = 200  # a reported string (or key) longer than this is cut
 MLLOG_TOKEN = ":::MLLOG "
 JSON_TOKEN = "GPUBENCH_METRICS "
 _MLLOG_RE = re.compile(r":::MLLOG (\{.*\})\s*$")
@@ -63,7 +79,7 @@ def parse_mllog_line(line: str) -> dict | None:
         return None
     try:
         rec = json.loads(m.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
     if not isinstance(rec, dict) or "key" not in rec:
         return None
@@ -79,24 +95,68 @@ def parse_json_line(line: str) -> dict | None:
         return None
     try:
         obj = json.loads(m.group(1))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
     return obj if isinstance(obj, dict) else None
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A number the result can store (finite, int64 range), or None; never raises on a huge one."""
+    if isinstance(value, str):
         return None
-    return float(value) if math.isfinite(value) else None
+    return bounded(value)
+
+
+def _count(value: Any) -> int | None:
+    """A count (samples, epochs, steps, a batch size): a number >= 0 that fits int64, or None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 <= value <= INT_MAX else None
+    number = bounded(value, whole=True) if isinstance(value, float) else None
+    return int(number) if number is not None and 0 <= number <= INT_MAX else None
+
+
+def _kept(value: Any) -> Any:
+    """A reported value, bounded: numbers as the result stores them, strings cut, anything else summarised."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value if _number(value) is not None else None
+    if isinstance(value, str):
+        return value if len(value) <= MAX_REPORTED_CHARS else value[:MAX_REPORTED_CHARS] + "..."
+    text = json.dumps(value, default=str)[: MAX_REPORTED_CHARS + 1]
+    return text if len(text) <= MAX_REPORTED_CHARS else text[:MAX_REPORTED_CHARS] + "..."
+
+
+class Warnings(list):
+    """The result's warnings: each said once, at most MAX_WARNINGS, and how many more were left out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+        self.left_out = 0
+
+    def add(self, kind: str, message: str) -> None:
+        """`kind` says which warnings are the same (a key, a line shape): only the first is kept."""
+        if kind in self._seen:
+            return
+        if len(self._seen) >= MAX_WARNINGS:
+            self.left_out += 1
+            return
+        self._seen.add(kind)
+        self.append(message[:500])
+
+    def all(self) -> list[str]:
+        return list(self) + ([f"{self.left_out} more warnings left out"] if self.left_out else [])
 
 
 def _json_progress(obj: dict) -> Progress | None:
     """A GPUBENCH_METRICS line with `samples` (cumulative), timed by its `seconds` when it has them."""
-    samples = _number(obj.get("samples"))
+    samples = _count(obj.get("samples"))
     if samples is None:
         return None
     seconds = _number(obj.get("seconds"))
-    return Progress(samples, seconds, "json" if seconds is not None else None)
+    seconds = seconds if seconds is None or seconds >= 0 else None
+    return Progress(float(samples), seconds, "json" if seconds is not None else None)
 
 
 BOUNDARIES = ("epoch", "eval")  # the job's own structure: an epoch ended, an evaluation ended
@@ -123,6 +183,10 @@ class MetricsReader:
     """Feeds on output lines; `summary()` turns what it saw into result metrics."""
 
     formats: tuple[str, ...] = ("json", "mllog")
+    pattern: str | None = None  # the task file's progress.pattern
+    epoch_end: str | None = None
+    samples_per_step: float | None = None  # from the task file: steps counted become samples
+    samples_per_epoch: float | None = None
     json_values: dict = field(default_factory=dict)
     json_lines: int = 0
     mllog_lines: int = 0
@@ -135,17 +199,65 @@ class MetricsReader:
     eval_accuracy: float | None = None
     throughput: float | None = None
     epochs: list[dict] = field(default_factory=list)  # {"epoch", "start_ms", "stop_ms", "val_acc"}
-    warnings: list[str] = field(default_factory=list)
+    warnings: Warnings = field(default_factory=Warnings)
+    matched: str | None = None  # the convention whose progress the probe times
+    last_count: Count | None = None
+
+    @classmethod
+    def for_spec(cls, spec: Any) -> MetricsReader:
+        """The reader of a task file's job (payload.workloads.spec.WorkloadSpec): its conventions, its
+        pattern, and the sizes that turn counted steps or epochs into samples."""
+        progress, work = spec.progress, spec.work
+        return cls(
+            spec.metrics,
+            pattern=progress.pattern if progress else None,
+            epoch_end=progress.epoch_end if progress else None,
+            samples_per_step=spec.samples_per_step(),
+            samples_per_epoch=float(work.samples_per_epoch) if work and work.samples_per_epoch else None,
+        )
+
+    def __post_init__(self) -> None:
+        self.progress = ProgressReader(
+            tuple(f for f in self.formats if f in FRAMEWORK_CONVENTIONS),
+            pattern=self.pattern,
+            epoch_end=self.epoch_end,
+            samples_per_step=self.samples_per_step,
+            samples_per_epoch=self.samples_per_epoch,
+        )
 
     def feed(self, line: str) -> Progress | None:
-        """Read one output line; return the progress it reports (cumulative samples), if any."""
+        """Read one output line; return the progress it reports (cumulative samples), if any.
+
+        The first convention that reports progress is `matched`. gpubench's own lines (json, mllog)
+        are read as they always were; a framework's progress counts only when no own line reported
+        progress first, and once it has, own lines fill the summary but not the probe (one count)."""
+        line = plain(line)
+        progress = self._own(line)
+        if progress is not None:
+            name = "json" if progress.clock == "json" or JSON_TOKEN in line else "mllog"
+            if self.matched is None and progress.samples is not None:
+                self.matched = name
+            return progress if self.matched in (None, *GPUBENCH_CONVENTIONS) else None
+        if self.matched in GPUBENCH_CONVENTIONS or not self.progress.parsers:
+            return None
+        count = self.progress.feed(line)
+        if count is None:
+            return None
+        if count.value is not None:
+            self.matched, self.last_count = self.progress.matched, count
+        return Progress(count.value, None, None, count.boundary)
+
+    def _own(self, line: str) -> Progress | None:
+        """A GPUBENCH_METRICS or MLLOG line's progress (json and mllog as they always were read)."""
         if "json" in self.formats:
             obj = parse_json_line(line)
             if obj is not None:
                 self._json(obj)
                 return _json_progress(obj)
-            if JSON_TOKEN in line and len(self.warnings) < 20:
-                self.warnings.append(f"unreadable GPUBENCH_METRICS line (want one JSON object): {line.strip()[:200]}")
+            if JSON_TOKEN in line:
+                self.warnings.add(
+                    "unreadable", f"unreadable GPUBENCH_METRICS line (want one JSON object): {line.strip()[:200]}"
+                )
         if "mllog" in self.formats:
             rec = parse_mllog_line(line)
             if rec is not None:
@@ -158,9 +270,9 @@ class MetricsReader:
         epochs stopped so far at an `epoch_stop`; timed by the line's `time_ms`."""
         t = _number(rec.get("time_ms"))
         seconds = t / 1000 if t is not None else None
-        counted = _number((rec.get("metadata") or {}).get("samples_count"))
+        counted = _count((rec.get("metadata") or {}).get("samples_count"))
         if counted is not None:
-            return Progress(counted, seconds, "mllog" if seconds is not None else None)
+            return Progress(float(counted), seconds, "mllog" if seconds is not None else None)
         if rec.get("key") == "epoch_stop" and self.train_samples is not None:
             stopped = sum(1 for e in self.epochs if e.get("stop_ms") is not None)
             return Progress(float(self.train_samples * stopped), seconds, "mllog" if seconds is not None else None)
@@ -170,27 +282,36 @@ class MetricsReader:
         self.json_lines += 1
         for key, value in obj.items():
             kind = JSON_KEYS.get(key, (None,))[0]
-            if kind is not None and _number(value) is None:
-                self.warnings.append(f"GPUBENCH_METRICS {key}={value!r} is not a number; ignored")
+            if kind is not None:
+                usable = _count(value) if kind is int else _number(value)
+                if usable is None:
+                    limit = "a count >= 0 up to 2**63-1" if kind is int else "a finite number"
+                    self.warnings.add(key, f"GPUBENCH_METRICS {key}={repr(value)[:60]} is not {limit}; ignored")
+                    continue
+                self.json_values[key] = usable
                 continue
-            self.json_values[key] = value
+            if key not in self.json_values and len(self.json_values) >= MAX_REPORTED_KEYS + len(JSON_KEYS):
+                self.warnings.add(
+                    "keys", f"GPUBENCH_METRICS: more than {MAX_REPORTED_KEYS} keys; later new keys ignored"
+                )
+                continue
+            self.json_values[key[:MAX_REPORTED_CHARS]] = _kept(value)
 
     def _mllog(self, rec: dict) -> None:
         self.mllog_lines += 1
         key, value, meta = rec.get("key"), rec.get("value"), rec.get("metadata") or {}
-        t = rec.get("time_ms")
-        t = int(t) if _number(t) is not None else None
+        t = _count(rec.get("time_ms"))
         if key == "run_start":
             self.run_start_ms = t
         elif key == "run_stop":
             self.run_stop_ms = t
             self.run_status = meta.get("status")
-        elif key == "train_samples" and _number(value) is not None:
-            self.train_samples = int(value)
-        elif key == "eval_samples" and _number(value) is not None:
-            self.eval_samples = int(value)
-        elif key == "global_batch_size" and _number(value) is not None:
-            self.global_batch_size = int(value)
+        elif key == "train_samples" and _count(value) is not None:
+            self.train_samples = _count(value)
+        elif key == "eval_samples" and _count(value) is not None:
+            self.eval_samples = _count(value)
+        elif key == "global_batch_size" and _count(value) is not None:
+            self.global_batch_size = _count(value)
         elif key == "eval_accuracy" and _number(value) is not None:
             self.eval_accuracy = float(value)
             n = meta.get("epoch_num")
@@ -227,12 +348,40 @@ class MetricsReader:
             out.append("json")
         if self.mllog_complete:
             out.append("mllog")
+        if self.matched not in (None, *GPUBENCH_CONVENTIONS):
+            out.append(self.matched)
         return out
+
+    def tried(self) -> list[tuple[str, str]]:
+        """(convention, a line it reads) for every convention this reader tries, in order."""
+        own = {
+            "json": 'GPUBENCH_METRICS {"samples": 12800, "seconds": 10.02}',
+            "mllog": ':::MLLOG {"key": "epoch_stop", "time_ms": ..., "metadata": {"epoch_num": 1}}',
+        }
+        return [(f, own[f]) for f in GPUBENCH_CONVENTIONS if f in self.formats] + self.progress.tried()
+
+    def unreadable(self) -> str | None:
+        """Once it is clear that no convention reads the job's progress: why, with what each expected."""
+        if self.matched is not None or self.json_lines or self.mllog_lines or not self.progress.unread():
+            return None
+        return (
+            f"no progress convention reads this job's output ({self.progress.lines} lines, "
+            f"{self.progress.progress_like} of them look like progress): tried "
+            + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+            + ". Name the job's convention in `metrics:`, or describe its progress line with `progress.pattern` "
+            "(docs/workloads.md)"
+        )
 
     def missing(self) -> str | None:
         """Why no metrics were found, or None. Either declared format is enough."""
         if self.found():
             return None
+        if self.progress.parsers:
+            return "missing metric: " + (
+                self.unreadable()
+                or "the job printed no progress in any convention tried: "
+                + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+            )
         wants = []
         if "json" in self.formats:
             wants.append('a line `GPUBENCH_METRICS {"samples_per_second": ..., "samples": ...}`')
@@ -272,8 +421,19 @@ class MetricsReader:
         epochs = int(j["epochs"]) if "epochs" in j else epochs_done
         samples = int(j["samples"]) if "samples" in j else None
         if samples is None and self.train_samples is not None and epochs:
-            samples = self.train_samples * epochs
+            samples = self.train_samples * epochs if self.train_samples * epochs <= INT_MAX else None
+        counter, final = self.progress.counter, (self.progress.counter.final if self.progress.counter else {})
+        if source == "wall time of `run`" and final.get("seconds") is not None:
+            seconds, source = final["seconds"], f"{self.matched} train_runtime"
+        if samples is None and self.last_count is not None and self.last_count.unit == "samples":
+            samples = _count(self.last_count.value)
+        steps = int(j["steps"]) if "steps" in j else None
+        if steps is None and self.last_count is not None and self.last_count.unit == "steps":
+            steps = _count(self.last_count.value)
+        if epochs is None and counter is not None and counter.epoch is not None:
+            epochs = _count(counter.epoch)
         rate = float(j["samples_per_second"]) if "samples_per_second" in j else self.throughput
+        rate = rate if rate is not None else final.get("samples_per_second")
         if rate is None and samples and seconds and seconds > 0:
             rate = samples / seconds
         accuracy = float(j["accuracy"]) if "accuracy" in j else self.eval_accuracy
@@ -283,7 +443,7 @@ class MetricsReader:
             "final_accuracy": accuracy,
             "final_loss": float(j["loss"]) if "loss" in j else None,
             "epochs_completed": epochs,
-            "steps_completed": int(j["steps"]) if "steps" in j else None,
+            "steps_completed": steps,
             "samples_trained": samples,
             "train_samples": self.train_samples,
             "eval_samples": self.eval_samples,
@@ -309,4 +469,28 @@ class MetricsReader:
                 "throughput": self.throughput,
                 "epochs": len(self.epochs),
             }
+        if self.matched not in (None, *GPUBENCH_CONVENTIONS):
+            out["progress"] = self.progress_record()
         return out
+
+    def progress_record(self) -> dict | None:
+        """How the job's progress was read and what it said about the job's size, each figure with
+        its source: the whole job's work is filled in from these (payload.workloads.conventions.work)."""
+        counter = self.progress.counter
+        if counter is None:
+            return None
+        said = f"the job's output ({self.matched})"
+
+        def figure(value, source):
+            return {"value": value, "from": source} if value is not None else None
+
+        spe_source = "the task file (progress.samples_per_step or work.samples_per_step)"
+        return {
+            "convention": self.matched,
+            "unit": counter.unit,
+            "samples_per_step": figure(self.samples_per_step, spe_source),
+            "samples_per_epoch": figure(self.samples_per_epoch, "the task file (work.samples_per_epoch)"),
+            "steps_per_epoch": figure(counter.steps_per_epoch(), said),
+            "job_steps": figure(counter.job_steps(), said),
+            "epochs": figure(counter.epochs, said),
+        }

@@ -98,6 +98,7 @@ class ProbeMonitor:
             if first:
                 self.first_step = {"samples": progress.samples, "elapsed": round(self._elapsed(), 3)}
             at = self._point_time(progress)
+            at = round(at, 3) if at is not None else None  # as kept: two lines in one millisecond are one time
             if (
                 at is None
                 or at < 0
@@ -106,7 +107,7 @@ class ProbeMonitor:
             ):
                 return first
             samples = progress.samples
-            self._keep([round(at, 3), int(samples) if float(samples).is_integer() else samples], self._elapsed())
+            self._keep([at, int(samples) if float(samples).is_integer() else samples], self._elapsed())
             self._check()
             return first
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from payload import proctree
+from payload.workloads.lines import LineSplitter
 
 __all__ = [
     "DEFAULT_STOP_GRACE_SECONDS",
@@ -37,6 +38,7 @@ DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to sa
 MAX_STOP_GRACE_SECONDS = 3600.0
 KILL_WAIT_SECONDS = 10.0  # after SIGKILL: the kernel ends the processes; anything left is reported
 READER_JOIN_SECONDS = 2.0  # every writer is gone by then, so the pipe is at its end
+READ_CHUNK = 64 * 1024  # bytes read from the pipe at a time
 
 
 def stop_grace_seconds(environ: dict | None = None) -> float:
@@ -123,10 +125,38 @@ class ShellProcess:
         self._pump = threading.Thread(target=self._read, args=(on_line,), daemon=True)
         self._pump.start()
 
+    reader_error: BaseException | None = None  # what broke the reader of the output; the job was stopped
+    lines_cut = 0  # output lines longer than lines.MAX_LINE_BYTES, truncated
+
     def _read(self, on_line) -> None:
-        for raw in iter(self.proc.stdout.readline, b""):
-            on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-        self.proc.stdout.close()
+        """Pump the output to `on_line` in bounded lines (payload.workloads.lines) until the job closes it.
+
+        A reader that raises is recorded in `reader_error`, the job is stopped and its output is
+        drained unread: a job blocked on a full pipe would otherwise run on until its deadline."""
+        split, stream = LineSplitter(), self.proc.stdout
+        try:
+            while chunk := stream.read1(READ_CHUNK):
+                lines = split.feed(chunk)
+                self.lines_cut = split.cut
+                for line in lines:
+                    self._deliver(on_line, line)
+            for line in split.close():
+                self._deliver(on_line, line)
+            self.lines_cut = split.cut
+        except Exception as exc:  # noqa: BLE001 - the pump itself broke: the job cannot be read, stop it
+            self.reader_error = self.reader_error or exc
+            self.stop()
+        finally:
+            stream.close()
+
+    def _deliver(self, on_line, line: str) -> None:
+        if self.reader_error is not None:
+            return
+        try:
+            on_line(line)
+        except Exception as exc:  # noqa: BLE001 - any bug in reading must end the job, not block it
+            self.reader_error = exc
+            threading.Thread(target=self.stop, name="gpubench-reader-failed", daemon=True).start()
 
     def stop(self) -> None:
         """End the job's whole tree: SIGTERM, SIGKILL after the grace."""

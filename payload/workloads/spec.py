@@ -14,7 +14,8 @@ and how much it trains in all (``work``) (docs/workloads.md)::
     run: python train.py --epochs 2
     env: {BATCH_SIZE: "64"}
     gpus: 1
-    metrics: [json, mllog]
+    metrics: [json, mllog]          # default: every convention (json, mllog, keras, hf, tqdm)
+    progress: {pattern: "(?P<step>[0-9]+)/(?P<steps_per_epoch>[0-9]+) batches", samples_per_step: 20}
     resources: {accelerators: [T4, L4, A100:8], spot: false}
     work: {epochs: 90, samples_per_epoch: 1281167}
 
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_GPUS_PER_MACHINE",
     "MAX_WORK_SAMPLES",
     "Accelerator",
+    "ProgressSpec",
     "Resources",
     "TaskFile",
     "Work",
@@ -61,7 +63,10 @@ __all__ = [
     "workdir_digest",
 ]
 
-METRIC_FORMATS = ("json", "mllog")
+# The progress conventions a job's output is read in (payload.workloads.metrics and .conventions);
+# `pattern` only with `progress.pattern`. Without `metrics`, every built-in one is tried.
+METRIC_FORMATS = ("json", "mllog", "keras", "hf", "tqdm", "pattern")
+BUILTIN_FORMATS = tuple(f for f in METRIC_FORMATS if f != "pattern")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
@@ -94,7 +99,7 @@ WORK_HINTS = {
     "step": " (use `steps`)",
 }
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
-WORK_EXAMPLE = "samples: 1281167 | steps: 10000 + samples_per_step: 256 | epochs: 90 + samples_per_epoch: 1281167"
+WORK_EXAMPLE = "samples: 1281167 | steps: 10000 (+ samples_per_step: 256) | epochs: 90 (+ samples_per_epoch: 1281167)"
 # Bounds no real job reaches, so a typo or a hostile file is refused before anything is sized by it.
 MAX_DISK_GB = 65_536  # 64 TiB: the largest single EBS volume or Persistent Disk
 # `setup`, `run` and each `env` value reach the job as one argument or variable of an exec, which Linux
@@ -279,10 +284,9 @@ class Work(_Model):
         if len(given) != 1:
             said = "none" if not given else " and ".join("+".join(s) for s in given)
             raise _Problem(None, f"give exactly one of {WORK_EXAMPLE} (got {said})")
-        for key in given[0]:
-            if raw.get(key) is None:
-                partner = next(k for k in given[0] if k != key)
-                raise _Problem(key, f"required with `{partner}`: {cls.model_fields[key].description}")
+        count = given[0][0]  # epochs or steps may stand alone: the job's output tells their size
+        if raw.get(count) is None:
+            raise _Problem(count, f"required with `{given[0][1]}`: {cls.model_fields[count].description}")
         return raw
 
     @field_validator("*", mode="before")
@@ -292,21 +296,73 @@ class Work(_Model):
 
     @model_validator(mode="after")
     def _bounded(self) -> Work:
-        if self.total_samples() > MAX_WORK_SAMPLES:
-            raise _Problem(
-                None,
-                f"{self.total_samples():.3g} samples in all, more than {MAX_WORK_SAMPLES:.0e} (no real job trains "
-                f"that many); give the whole job's samples, one of {WORK_EXAMPLE}",
-            )
+        total = self.total_samples()
+        counts = [("samples in all", total), ("steps", self.steps), ("epochs", self.epochs)]
+        for what, value in counts:
+            if value is not None and value > MAX_WORK_SAMPLES:
+                raise _Problem(
+                    None,
+                    f"{value:.3g} {what}, more than {MAX_WORK_SAMPLES:.0e} (no real job trains that many); "
+                    f"give the whole job's work, one of {WORK_EXAMPLE}",
+                )
         return self
 
-    def total_samples(self) -> float:
-        """Samples the whole job trains, whichever way the file gave them."""
+    def total_samples(self) -> float | None:
+        """Samples the whole job trains, whichever way the file gave them; None when `epochs` or `steps`
+        came without their size (the job's output fills it in: payload.workloads.conventions.work)."""
         if self.samples is not None:
             return float(self.samples)
         if self.steps is not None:
-            return float(self.steps) * float(self.samples_per_step)  # type: ignore[arg-type]
-        return float(self.epochs) * float(self.samples_per_epoch)  # type: ignore[arg-type]
+            return float(self.steps) * float(self.samples_per_step) if self.samples_per_step else None
+        return float(self.epochs) * float(self.samples_per_epoch) if self.samples_per_epoch else None
+
+
+# --- progress ----------------------------------------------------------------------------------------------
+
+
+class ProgressSpec(_Model):
+    """How to read the job's progress when no built-in convention does, and how big its steps are."""
+
+    pattern: str | None = Field(
+        None,
+        description="a regular expression with named groups step, steps_per_epoch, epoch or samples, "
+        r"e.g. '(?P<step>\d+)/(?P<steps_per_epoch>\d+) batches'",
+    )
+    epoch_end: str | None = Field(
+        None, description="a regular expression for the line that ends an epoch (default: `end of epoch`)"
+    )
+    samples_per_step: float | int | None = Field(
+        None, description="samples one counted step (or batch) trains, the global batch size, e.g. 64"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict) or not raw:
+            raise _Problem(None, f"expected a mapping like {{pattern: '...', samples_per_step: 64}}, got {raw!r}")
+        _reject_unknown(raw, cls, {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"})
+        return raw
+
+    @field_validator("pattern", "epoch_end", mode="before")
+    @classmethod
+    def _regex(cls, value: Any, info: ValidationInfo) -> str:
+        from payload.workloads.conventions import compile_pattern
+
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"expected a regular expression, got {value!r}")
+        if info.field_name == "pattern":
+            compile_pattern(value)
+        else:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
+    @field_validator("samples_per_step", mode="before")
+    @classmethod
+    def _positive(cls, value: Any) -> Any:
+        return None if value is None else _positive_number(value, "samples per step, e.g. 64")
 
 
 # --- the task file -----------------------------------------------------------------------------------------
@@ -353,7 +409,14 @@ class TaskFile(_Model):
     )
     gpus: int | None = Field(None, description="GPUs the job uses (an integer >= 0; default: all visible)")
     metrics: tuple[str, ...] = Field(
-        METRIC_FORMATS, description=f"which metrics lines the job prints: one or more of {', '.join(METRIC_FORMATS)}"
+        BUILTIN_FORMATS,
+        description=f"which progress conventions the job prints: one or more of {', '.join(METRIC_FORMATS)} "
+        "(default: every one but pattern, plus pattern when `progress.pattern` is given)",
+    )
+    progress: ProgressSpec | None = Field(
+        None,
+        description="how to read progress no convention reads: {pattern: '(?P<step>\\d+)/(?P<steps_per_epoch>\\d+)', "
+        "samples_per_step: 64}",
     )
     resources: Resources | None = Field(
         None,
@@ -476,6 +539,25 @@ class TaskFile(_Model):
         return tuple(dict.fromkeys(items))
 
     @model_validator(mode="after")
+    def _pattern_given(self) -> TaskFile:
+        has_pattern = self.progress is not None and self.progress.pattern is not None
+        if "pattern" in self.metrics and not has_pattern:
+            raise _Problem("metrics", "`pattern` needs `progress.pattern`: the regular expression to read")
+        if has_pattern and "pattern" not in self.metrics:
+            if "metrics" in self.model_fields_set:
+                raise _Problem("progress", "`progress.pattern` is given but `metrics` does not list `pattern`")
+            object.__setattr__(self, "metrics", ("pattern", *self.metrics))
+        return self
+
+    def samples_per_step(self) -> float | None:
+        """Samples one counted step trains: progress.samples_per_step, else work.samples_per_step."""
+        if self.progress is not None and self.progress.samples_per_step is not None:
+            return float(self.progress.samples_per_step)
+        if self.work is not None and self.work.samples_per_step is not None:
+            return float(self.work.samples_per_step)
+        return None
+
+    @model_validator(mode="after")
     def _gpus_fit(self) -> TaskFile:
         if self.gpus and self.resources:
             small = [str(a) for a in self.resources.accelerators if a.count < self.gpus]
@@ -540,6 +622,7 @@ class WorkloadSpec(TaskFile):
             "gpus": self.gpus,
             "metrics": list(self.metrics),
             "workdir_sha256": self.workdir_sha256,
+            **({"progress": self.progress.model_dump()} if self.progress is not None else {}),
         }
 
 

@@ -32,13 +32,13 @@ STUDIES = sorted((REPO / "examples" / "studies").glob("*.yaml"))
 
 def test_the_examples_are_there():
     assert len(STUDIES) == 4 and {p.name[:7] for p in STUDIES} == {"seed000", "seed002", "seed003", "seed004"}
-    assert {p.parent.name for p in TASK_FILES} >= {"keras-mnist", "pytorch-resnet", "studies"}
+    assert {p.parent.name for p in TASK_FILES} >= {"keras-mnist", "pytorch-resnet", "studies", "keras-fit"}
 
 
 @pytest.mark.parametrize("path", TASK_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_example_task_file_validates_with_work_and_launchable_gpus(path):
     spec = load_spec(path)
-    assert spec.work is not None and spec.work.total_samples() > 0
+    assert spec.work is not None and (spec.work.total_samples() or 0) + (spec.work.epochs or 0) > 0
     assert spec.resources is not None and spec.resources.accelerators
     found, unmatched = cloud_candidates(spec)
     assert unmatched == [] and len(found) == len(spec.resources.accelerators)

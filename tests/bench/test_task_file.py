@@ -72,7 +72,7 @@ FIELD_ERRORS = [
     ({**BASE, "work": 1000}, "'work'", "expected a mapping"),
     ({**BASE, "work": {}}, "'work'", "exactly one of samples"),
     ({**BASE, "work": {"samples": 10, "epochs": 2, "samples_per_epoch": 5}}, "'work'", "exactly one of"),
-    ({**BASE, "work": {"steps": 100}}, "'work.samples_per_step'", "global batch size"),
+    ({**BASE, "work": {"samples_per_step": 100}}, "'work.steps'", "total optimizer steps"),
     ({**BASE, "work": {"samples_per_epoch": 100}}, "'work.epochs'", "required with `samples_per_epoch`"),
     ({**BASE, "work": {"samples": -5}}, "'work.samples'", "a number > 0"),
     ({**BASE, "work": {"samples": True}}, "'work.samples'", "a number > 0"),
@@ -80,6 +80,19 @@ FIELD_ERRORS = [
     ({**BASE, "work": {"batch_size": 64}}, "'work.batch_size'", "give `samples_per_step`"),
     ({**BASE, "work": {"samples": 1.7e308}}, "'work'", "more than 1e+15 (no real job trains that many)"),
     ({**BASE, "work": {"steps": 1e10, "samples_per_step": 1e10}}, "'work'", "1e+20 samples in all, more than"),
+    ({**BASE, "work": {"epochs": 1e300}}, "'work'", "1e+300 epochs, more than 1e+15"),
+    # progress
+    ({**BASE, "progress": {"pattern": "(?P<step>\\d+"}}, "'progress.pattern'", "not a regular expression"),
+    ({**BASE, "progress": {"pattern": "(\\d+)/(\\d+)"}}, "'progress.pattern'", "no named group `step`"),
+    (
+        {**BASE, "progress": {"pattern": "(?P<step>\\d+) (?P<lr>\\S+)"}},
+        "'progress.pattern'",
+        "unknown named group 'lr'",
+    ),
+    ({**BASE, "progress": {"regex": "x"}}, "'progress.regex'", "use `pattern`"),
+    ({**BASE, "progress": {"pattern": "(?P<step>\\d+)", "samples_per_step": 0}}, "'progress.samples_per_step'", "> 0"),
+    ({**BASE, "metrics": ["pattern"]}, "'metrics'", "needs `progress.pattern`"),
+    ({**BASE, "metrics": ["json"], "progress": {"pattern": "(?P<step>\\d+)"}}, "'progress'", "does not list `pattern`"),
 ]
 
 
@@ -136,6 +149,8 @@ def test_resources_accept_a_list_one_string_or_a_mapping_and_count_defaults_to_o
         ({"steps": 10000, "samples_per_step": 256}, 10000 * 256.0),
         ({"epochs": 90, "samples_per_epoch": 1281167}, 90 * 1281167.0),
         ({"epochs": 0.5, "samples_per_epoch": 50000}, 25000.0),
+        ({"epochs": 60}, None),  # the job's output fills in the rest (conventions.work)
+        ({"steps": 10000}, None),
     ],
 )
 def test_work_total_samples(tmp_path, work, total):

@@ -90,7 +90,7 @@ def test_spec_fields_hash_and_examples(tmp_path):
     path = write_spec(tmp_path, {"name": "job", "run": "python t.py", "env": {"A": 1}}, {"t.py": "print(1)\n"})
     spec = load_spec(path)
     assert spec.workdir == str(tmp_path / "job") and spec.cwd == spec.workdir
-    assert spec.env == {"A": "1"} and spec.metrics == ("json", "mllog")
+    assert spec.env == {"A": "1"} and spec.metrics == ("json", "mllog", "keras", "hf", "tqdm")
     assert spec.benchmark_name == f"workload:job@{spec.sha256[:12]}" and len(spec.sha256) == 64
     assert load_spec(path).sha256 == spec.sha256  # same content, same hash
     (tmp_path / "job" / "t.py").write_text("print(2)\n")
