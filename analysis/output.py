@@ -1,4 +1,8 @@
-"""Terminal and JSON output shared by the analysis commands."""
+"""Terminal and JSON output shared by the analysis commands.
+
+Every command runs inside payload.terminal.safe_terminal (analysis.cli), so whatever it
+prints passes `terminal_text`; a table cell is also kept on one line, so a value read from
+a bucket cannot forge a row. JSON escapes control characters itself."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from datetime import date
 from typing import Any
 
 from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
+from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
 
 def parse_date(text: str) -> date:
@@ -27,7 +32,7 @@ def emit_json(obj: Any) -> None:
 
 def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None) -> None:
     out = out or sys.stdout
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    cells = [[("-" if c is None else terminal_text(c, multiline=False)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     print(line.rstrip(), file=out)

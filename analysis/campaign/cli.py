@@ -16,6 +16,7 @@ from pathlib import Path
 from infra.conventions import RESULTS_ENV
 from infra.workspace import pulumi_backend
 from payload import exitcodes
+from payload.terminal import terminal_text
 
 BACKEND_FACTORY = pulumi_backend
 HELP = "launch a benchmark campaign across many stacks, follow it, collect, tear down and report"
@@ -49,8 +50,9 @@ examples:
 --out is the campaign's report folder (a person opens its index.html); the
 campaign's runs are collected there too.
 Exit codes: 0 ok; 1 some stack failed to launch or to tear down; 2 bad arguments;
-3 Pulumi CLI missing; 4 the bucket could not be read or written; 75 wait timed out
-(run `wait` again later: it resumes).
+3 Pulumi CLI missing; 4 the bucket could not be read or written; 5 the campaign's
+manifest in the bucket is not one (not JSON, or a wrong shape: the message names the
+part); 75 wait timed out (run `wait` again later: it resumes).
 """
 
 
@@ -75,7 +77,8 @@ def _status_table(statuses) -> str:
     lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
     for s in statuses:
         waste = "-" if s.waste_seconds is None else f"{s.waste_seconds:.0f} s"
-        lines.append(f"{s.stack:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {s.detail}")
+        name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
+        lines.append(f"{name:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {detail}")
     return "\n".join(lines)
 
 
@@ -186,6 +189,7 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
+        from analysis.campaign.progress import stack_lines
         from analysis.campaign.status import TERMINAL
 
         state = str(text).split(":", 1)[0]
@@ -193,9 +197,8 @@ class ProgressPrinter:
             self.states[name] = state
             self.bar.set_total(len(self.states))
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
-        for line in str(text).rstrip("\n").splitlines() or [""]:
-            if line.strip():
-                self(f"[{name}] {line.rstrip()}")
+        for line in stack_lines(name, text):
+            self(line)
 
     def for_stack(self, name: str):
         return lambda text: self.stack(name, text)
@@ -268,7 +271,7 @@ def _guarded(func):
     """Errors with their own advice become a message and an exit code, not a traceback."""
 
     def run(args) -> int:
-        from analysis.campaign.manifest import ManifestError
+        from analysis.campaign.manifest import ManifestError, ManifestInvalid
         from infra.workspace import PulumiMissing
         from payload.storage import StorageError
 
@@ -280,6 +283,9 @@ def _guarded(func):
         except StorageError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.REMOTE
+        except ManifestInvalid as exc:  # the bucket holds something that is not a manifest: data refused
+            print(f"error: {exc}", file=sys.stderr)
+            return exitcodes.INVALID
         except (ManifestError, ValueError) as exc:  # ValueError: a bad argument or schedule file
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
