@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any
 
@@ -39,3 +39,32 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None)
     print("  ".join("-" * w for w in widths), file=out)
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+
+
+def planned_then_run(
+    run: Callable[[bool], list[Any]],
+    *,
+    acts: Callable[[Any], bool],
+    describe: Callable[[Any], str],
+    question: str,
+    yes: bool,
+    dry_run: bool,
+    nothing: str,
+) -> list[Any]:
+    """The outcomes of `run(dry_run)`, asking first when neither --yes nor --dry-run was given.
+
+    Interactively the dry run comes first and what it would act on is shown and asked about
+    (`question`, with {n}); when it would act on nothing, the dry run is the answer, its failures
+    included: every mode reports the same check and exits on it, and none hides what it could
+    not check behind "nothing to do"."""
+    from infra.conventions import confirm
+
+    if dry_run or yes:
+        return run(dry_run)
+    plan = run(True)
+    acting = [o for o in plan if acts(o)]
+    if not acting:
+        print(nothing, file=sys.stderr)
+        return plan
+    confirm([describe(o) for o in acting], question.format(n=len(acting)), yes)
+    return run(False)

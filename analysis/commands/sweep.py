@@ -84,22 +84,20 @@ def run(args, **sweep_kw) -> int:
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    from infra.conventions import Declined, confirm
+    from analysis.output import planned_then_run
+    from infra.conventions import Declined
 
     try:
-        if not (args.dry_run or args.yes):  # list what would go, then ask
-            planned = [
-                a for a in sweeper(args.provider)(args.region, now, dry_run=True, **kw) if a.action.startswith("would-")
-            ]
-            if not planned:
-                print("nothing expired to delete", file=sys.stderr)
-                return 0
-            confirm(
-                [f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})" for a in planned],
-                f"Delete these {len(planned)} resource(s)?",
-                args.yes,
-            )
-        actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
+        sweep = sweeper(args.provider)
+        actions = planned_then_run(
+            lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
+            acts=lambda a: a.action.startswith("would-"),
+            describe=lambda a: f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})",
+            question="Delete these {n} resource(s)?",
+            yes=args.yes,
+            dry_run=args.dry_run,
+            nothing="nothing expired to delete",
+        )
     except Declined:
         raise  # the CLI prints it: exit 10
     except ValueError as exc:

@@ -1,0 +1,139 @@
+"""No hidden failure: every mode of a command (asking, --yes, --dry-run, --json) reports the same check
+and exits on it, so "nothing to do" never stands for "could not look"; and a command the tool prints
+works as printed."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import sys
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from servers import closed_port_url
+
+from analysis.cli import main
+from infra import workspace as pulumi_ws
+from payload import exitcodes
+
+MODES = {"asking": [], "--yes": ["--yes"], "--dry-run": ["--dry-run"], "--json": ["--json"]}
+
+
+@pytest.fixture
+def aws_unreachable(monkeypatch):
+    """AWS credentials, and an endpoint where nothing listens: every call fails at once."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", closed_port_url())
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_sweep_that_cannot_reach_the_cloud_fails_in_every_mode(mode, aws_unreachable, capsys):
+    code = main(["sweep", "--provider", "aws", "--region", "us-east-1", *MODES[mode]])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.FAILED, out + err
+    assert "failed" in out and "us-east-1" in out
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_teardown_of_a_results_stack_is_refused_in_every_mode(mode, capsys):
+    code = main(["teardown", "aws-results", *MODES[mode]])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.FAILED, out + err
+    assert "refused" in out and "results" in out
+
+
+# --- a command the tool prints works as printed ---------------------------------------------------
+
+
+class _Stack:
+    def __init__(self, ws, name):
+        self.ws, self.name = ws, name
+
+    def outputs(self):
+        return {}
+
+    def history(self, page_size=None, page=None):
+        return []
+
+    def destroy(self, on_output=None, **kw):
+        self.ws.destroyed.append((self.name, self.ws.work_dir))
+
+
+class _Workspace:
+    """The bench workspace's Pulumi backend, as teardown sees it: the probe stack is there."""
+
+    def __init__(self, names):
+        self.names, self.destroyed, self.work_dir = set(names), [], None
+
+    def factory(self, work_dir):
+        self.work_dir = work_dir
+        return self
+
+    def list_stacks(self):
+        return [SimpleNamespace(name=n, resource_count=3) for n in self.names]
+
+    def select_stack(self, name):
+        if name not in self.names:
+            raise RuntimeError(f"no stack named '{name}' found")
+        return _Stack(self, name)
+
+
+class _Terminal(io.StringIO):
+    """stdin of a person who answers `y`."""
+
+    def isatty(self):
+        return True
+
+
+def test_the_teardown_bench_prints_after_ctrl_c_destroys_the_probe(tmp_path, monkeypatch, capsys):
+    from analysis.bench.probes import Live, Probes
+    from analysis.bench.record import BenchRecord, bench_root
+    from analysis.bench.run import cancelled
+    from analysis.campaign.progress import Printer
+
+    name = "aws-g4dn-1x-b3f2a"
+    workspace = bench_root() / "20261125T094000Z-3f2a"  # where bench keeps it: the state home
+    record = BenchRecord.create(workspace, "20261125T094000Z-3f2a", "task.yaml", "s3://bucket")
+    record.update(name, kind="cloud", state="launched", offering="aws/g4dn.xlarge")
+    (workspace / "stacks").mkdir()
+    (workspace / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": {}}))
+    printed = io.StringIO()
+    probes = Probes(Printer(printed))
+    probes.hold(Live(name, lambda: None, "2026-11-25T10:40:00Z", "stack"))
+    task = SimpleNamespace(path=tmp_path / "task.yaml")
+    candidate = SimpleNamespace(offering="aws/g4dn.xlarge", name=name, kind="cloud")
+    cancelled(task, [candidate], probes, False, lambda lines, question, yes: False, record)  # "leave them"
+
+    (command,) = re.findall(r"`(gpubench teardown [^`]+)`", printed.getvalue())
+    ws = _Workspace([name])
+    monkeypatch.setattr(pulumi_ws, "local_workspace", ws.factory)
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    monkeypatch.chdir(tmp_path)  # from anywhere: no checkout, no --project-dir
+    code = main(shlex.split(command)[1:])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.OK, out + err
+    assert ws.destroyed == [(name, workspace)]  # in the bench's own Pulumi project
+    assert BenchRecord.load(workspace).stacks[name]["teardown"]["action"] == "destroyed"  # status stops listing it
+
+
+def test_a_name_that_is_neither_a_stack_nor_a_probe_is_named_as_such(capsys):
+    code = main(["teardown", "aws-g4dn-1x-zzzzz", "--yes"])
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "nor among the benches' probes" in err
+
+
+def test_status_never_says_at_none(tmp_path, capsys):
+    """A probe recorded without a launch time (a local or SSH probe) still reads as a sentence."""
+    from analysis.bench.record import BenchRecord, bench_root
+
+    record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", str(tmp_path / "bucket"))
+    record.update("local", kind="local", state="launched", suite=["job"])
+    assert main(["status", "--project-dir", str(tmp_path), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["state"] == "launched" and "None" not in row["detail"]
