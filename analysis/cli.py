@@ -165,6 +165,8 @@ def _run(argv: list[str], prog: str) -> int:
     complete_if_asked(parser)
     args = _parse(parser, argv)
     _check_directories(args)
+    if getattr(args, "results", None):
+        check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")
     check_bounds(args)
     return int(args.func(args) or 0)
 
@@ -185,3 +187,21 @@ def _check_directories(args) -> None:
                 raise UsageError(
                     f"{flag} {value!r} is a file, not a directory; give a directory (it is created if missing)"
                 )
+
+
+def check_results_locations(sources: list[str], given_by: str) -> None:
+    """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
+    opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
+    from infra.conventions import UsageError
+    from payload.results_location import ResultsLocationError, parse_results_location
+
+    for value in sources:
+        if not value.strip():
+            raise UsageError(
+                f"{given_by} {value!r} is empty: give s3://bucket[/prefix], gs://bucket[/prefix], "
+                "file:///dir or a directory"
+            )
+        try:
+            parse_results_location(value, bucket_rules=False)  # a bucket's own name is the store's to refuse
+        except ResultsLocationError as exc:
+            raise UsageError(f"{given_by}: {exc}") from None

@@ -25,6 +25,16 @@ def parse_date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date; use YYYY-MM-DD, e.g. 2018-02-08") from None
 
 
+MIN_POLL_SECONDS = 1.0  # a bucket read more often only spends requests: the payload uploads every ~30 s
+
+
+def poll_problem(seconds: float, flag: str = "--poll") -> str | None:
+    """Why `seconds` between reads of a bucket is refused (zero, negative, NaN: a busy loop), or None."""
+    if seconds >= MIN_POLL_SECONDS:
+        return None
+    return f"{flag} {seconds:g}: read at most once a second ({flag} {MIN_POLL_SECONDS:g} or more)"
+
+
 def emit_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")

@@ -207,9 +207,17 @@ class ProgressPrinter:
         self.bar.close()
 
 
+def _check_poll(args) -> None:
+    from analysis.output import poll_problem
+
+    if poll_problem(args.poll):
+        raise ValueError(poll_problem(args.poll))
+
+
 def cmd_wait(args) -> int:
     from analysis.campaign import commands
 
+    _check_poll(args)
     printer = ProgressPrinter()
     try:
         manifest, outcome = commands.wait(
@@ -231,6 +239,7 @@ def cmd_wait(args) -> int:
 def cmd_run(args) -> int:
     from analysis.campaign import commands
 
+    _check_poll(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
@@ -311,7 +320,11 @@ def _common(p, json_help="machine-readable output"):
 
 def _wait_options(p):
     p.add_argument(
-        "--poll", type=float, default=60.0, metavar="SECONDS", help="seconds between bucket polls (default 60)"
+        "--poll",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between bucket polls (default 60, at least 1)",
     )
     p.add_argument(
         "--timeout",

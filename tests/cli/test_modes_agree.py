@@ -137,3 +137,90 @@ def test_status_never_says_at_none(tmp_path, capsys):
     assert main(["status", "--project-dir", str(tmp_path), "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["state"] == "launched" and "None" not in row["detail"]
+
+
+# --- logs: --follow ends when the run is over; bounded polling; a bad bucket is a usage error ------
+
+
+def _dead_run(tmp_path, age_hours: float):
+    """A run that wrote a log tail `age_hours` ago and then died: no result will ever come."""
+    import os
+    import time
+
+    tail = tmp_path / "bucket" / "runs" / "aws-g4dn-1x" / "20261125T095100Z-i-1-job" / "log-tail.txt"
+    tail.parent.mkdir(parents=True)
+    tail.write_text("step 1\n")
+    then = time.time() - age_hours * 3600
+    os.utime(tail, (then, then))
+    return ["logs", "aws-g4dn-1x", "--results", str(tmp_path / "bucket"), "--follow", "--poll", "1"]
+
+
+def bounded(argv: list[str], seconds: int = 30) -> int:
+    """`main(argv)`, failing the test (not hanging the suite) when it has not returned in `seconds`."""
+    import signal
+
+    def stuck(signum, frame):
+        raise AssertionError(f"`gpubench {' '.join(argv)}` still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(seconds)
+    try:
+        return main(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_follow_ends_when_the_run_can_no_longer_be_alive(tmp_path, capsys):
+    code = bounded(_dead_run(tmp_path, age_hours=100))  # no stack lives that long after its last upload
+    out, err = capsys.readouterr()
+    assert code == exitcodes.FAILED and out == "step 1\n" and "over without a result" in err
+
+
+def test_follow_ends_at_the_deadline_its_bench_recorded(tmp_path, capsys):
+    from analysis.bench.record import BenchRecord, bench_root
+    from analysis.campaign.manifest import iso, utcnow
+
+    argv = _dead_run(tmp_path, age_hours=0.1)
+    record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", str(tmp_path / "bucket"))
+    record.update("aws-g4dn-1x", kind="cloud", state="launched", deadline=iso(utcnow().replace(year=2025)))
+    assert bounded([*argv, "--project-dir", str(tmp_path)]) == exitcodes.FAILED
+    assert "over without a result" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("poll", ["0", "0.01", "-1", "nan"])
+def test_follow_polls_at_most_once_a_second(poll, tmp_path, capsys):
+    argv = _dead_run(tmp_path, age_hours=100)
+    assert bounded([*argv[:-1], poll]) == exitcodes.USAGE
+    assert "--poll" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["logs", "aws-g4dn-1x"],
+        ["campaign", "status", "c1"],
+        ["teardown", "--completed", "--dry-run"],
+        ["check"],
+        ["demo"],
+        ["collect"],
+    ],
+)
+def test_an_unsupported_results_scheme_is_a_usage_error_before_anything_runs(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--results", "ftp://x"]) == exitcodes.USAGE
+    assert "--results: 'ftp://x'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing was written (demo once made ./ftp:/x)
+
+
+@pytest.mark.parametrize("command", [["campaign", "wait", "c1"], ["campaign", "run", "aws-g4dn-1x"]])
+def test_campaign_polls_at_most_once_a_second(command, tmp_path, capsys):
+    assert bounded([*command, "--results", str(tmp_path), "--poll", "0"]) == exitcodes.USAGE
+    assert "--poll 0: read at most once a second" in capsys.readouterr().err
+
+
+def test_a_schedule_file_polls_at_most_once_a_second(tmp_path, capsys):
+    schedule = tmp_path / "nightly.yaml"
+    schedule.write_text(yaml.safe_dump({"cron": "0 6 * * 1", "stacks": ["aws-g4dn-1x"], "results": "r", "poll": 0}))
+    assert main(["campaign", "schedule", str(schedule)]) == exitcodes.USAGE
+    assert "poll 0: read at most once a second" in capsys.readouterr().err

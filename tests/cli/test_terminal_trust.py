@@ -54,7 +54,7 @@ def _logs(tmp_path, follow: bool) -> list[str]:
     put(store, f"{run}/log-tail.txt", f"step 1\n{HOSTILE}\r\nstep 2\n")
     if follow:
         put(store, f"{run}/result.json", json.dumps({"status": "failed", "benchmark": {"name": "workload-fakejob"}}))
-        return ["logs", STACK, "--results", str(tmp_path / "bucket"), "--follow", "--poll", "0.05"]
+        return ["logs", STACK, "--results", str(tmp_path / "bucket"), "--follow", "--poll", "1"]
     return ["logs", STACK, "--results", str(tmp_path / "bucket")]
 
 
