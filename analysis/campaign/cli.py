@@ -127,7 +127,19 @@ def cmd_status(args) -> int:
     else:
         print(f"campaign {manifest.campaign_id} ({manifest.url})")
         print(_status_table(statuses))
-    return 0
+    return unreachable_code([s.stack for s in statuses if s.unreachable])
+
+
+def unreachable_code(stacks: list[str]) -> int:
+    """REMOTE, said on stderr, when the bucket of some stacks could not be read; else OK (every mode alike)."""
+    if not stacks:
+        return 0
+    print(
+        f"error: could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
+        "unknown; check the bucket and your credentials (`gpubench check --results URL`)",
+        file=sys.stderr,
+    )
+    return exitcodes.REMOTE
 
 
 def _wait_result(manifest, outcome, as_json: bool) -> int:

@@ -60,6 +60,7 @@ class StackStatus:
     destroyed_at: str | None = None
     failure: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    unreachable: bool = False  # its bucket could not be read: the state is a guess
 
     @property
     def terminal(self) -> bool:
@@ -136,7 +137,10 @@ def _running(entry, obs, now, deadline):
 
 
 def _launched(entry, obs, now, deadline):
-    return f"deployed{_at(entry.get('launched_at') or entry.get('up_started_at'))}; nothing in the bucket yet"
+    deployed = f"deployed{_at(entry.get('launched_at') or entry.get('up_started_at'))}"
+    if obs.unreachable:
+        return f"{deployed}; state unknown: {obs.problems[0]}"
+    return f"{deployed}; nothing in the bucket yet"
 
 
 RULES: tuple[tuple[str, Callable[..., str | None]], ...] = (
@@ -231,6 +235,7 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
         run_ids=obs.run_ids or list(entry.get("run_ids") or []),
         failure=entry.get("failure"),
         problems=list(obs.problems),
+        unreachable=obs.unreachable,
         destroyed_at=iso(destroyed) if destroyed else None,
     )
     if obs.last_event:

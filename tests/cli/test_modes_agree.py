@@ -30,6 +30,8 @@ def aws_unreachable(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "1")
+    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.01")
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -224,3 +226,33 @@ def test_a_schedule_file_polls_at_most_once_a_second(tmp_path, capsys):
     schedule.write_text(yaml.safe_dump({"cron": "0 6 * * 1", "stacks": ["aws-g4dn-1x"], "results": "r", "poll": 0}))
     assert main(["campaign", "schedule", str(schedule)]) == exitcodes.USAGE
     assert "poll 0: read at most once a second" in capsys.readouterr().err
+
+
+# --- status: a bucket that cannot be read is an unknown state and exit 4, not "nothing yet" --------
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"], ["--all"]])
+def test_status_of_a_probe_whose_bucket_is_unreachable_says_so_in_every_mode(mode, aws_unreachable, tmp_path, capsys):
+    from analysis.bench.record import BenchRecord, bench_root
+
+    record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", "s3://gpubench-gone/x")
+    record.update("aws-g4dn-1x-b0001", kind="cloud", state="launched", launched_at="2026-11-25T10:00:00Z")
+    code = main(["status", "--project-dir", str(tmp_path), *mode])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.REMOTE and "could not read the bucket" in err
+    assert "nothing in the bucket yet" not in out and "state unknown" in out
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]])
+def test_campaign_status_whose_stack_bucket_is_unreachable_exits_4(mode, aws_unreachable, tmp_path, capsys):
+    from payload.storage import open_store
+
+    manifest = {
+        "campaign_id": "c1",
+        "results": str(tmp_path),
+        "stacks": {"aws-g4dn-1x": {"state": "launched", "outputs": {"resultsUrl": "s3://gpubench-gone/x"}}},
+    }
+    open_store(str(tmp_path)).put_bytes("campaigns/c1/manifest.json", json.dumps(manifest).encode())
+    code = main(["campaign", "status", "c1", "--results", str(tmp_path), *mode])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.REMOTE and "aws-g4dn-1x" in err and "nothing in the bucket yet" not in out
