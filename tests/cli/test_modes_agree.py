@@ -256,3 +256,16 @@ def test_campaign_status_whose_stack_bucket_is_unreachable_exits_4(mode, aws_unr
     code = main(["campaign", "status", "c1", "--results", str(tmp_path), *mode])
     out, err = capsys.readouterr()
     assert code == exitcodes.REMOTE and "aws-g4dn-1x" in err and "nothing in the bucket yet" not in out
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_teardown_completed_that_cannot_read_the_bucket_fails_in_every_mode(
+    mode, aws_unreachable, tmp_path, monkeypatch, capsys
+):
+    (tmp_path / "stacks").mkdir()
+    ws = _Workspace(["aws-g4dn-1x"])
+    monkeypatch.setattr(pulumi_ws, "local_workspace", ws.factory)
+    argv = ["teardown", "aws-g4dn-1x", "--completed", "--results", "s3://gpubench-gone/x"]
+    code = main([*argv, "--project-dir", str(tmp_path), *MODES[mode]])
+    out, err = capsys.readouterr()
+    assert code == exitcodes.FAILED and "could not decide" in out and ws.destroyed == []
