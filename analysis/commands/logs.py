@@ -102,7 +102,7 @@ def run(args) -> int:
     import sys
 
     from analysis.bench.live import follow_log, latest_log
-    from analysis.output import poll_problem
+    from analysis.output import poll_problem, terminal_text
     from infra.conventions import UsageError
     from payload import exitcodes
     from payload.storage import StorageError, open_store
@@ -143,6 +143,7 @@ def run(args) -> int:
         )
         return exitcodes.FAILED
     run_id, text, finished = found
-    print(f"# {args.stack} run {run_id} ({'finished' if finished else 'running'})", file=sys.stderr)
+    shown = terminal_text(run_id, multiline=False)  # a key's part: one line, whatever the bucket holds
+    print(f"# {args.stack} run {shown} ({'finished' if finished else 'running'})", file=sys.stderr)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return exitcodes.OK
