@@ -220,3 +220,20 @@ def test_a_manifest_of_the_wrong_shape_is_refused_naming_the_file_and_the_part(d
     (line,) = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == exitcodes.INVALID and "This is a bug" not in err and forbidden(err) == []
     assert "campaigns/c1/manifest.json is not a campaign manifest" in line and f": {part}:" in line
+
+
+def test_the_progress_bar_redraws_underneath_and_its_note_is_made_safe():
+    """The bar's own carriage returns go to the stream underneath; the note it shows (a key from a
+    bucket, say) passes the sanitiser, and a line printed above the bar passes it too."""
+    import io
+
+    from analysis.progress import Progress
+
+    raw = io.StringIO()
+    with Progress(3, "runs", enabled=True, stream=SafeStream(raw)) as bar:
+        bar.note(f"runs/{HOSTILE}/result.json")
+        bar.write(f"set aside: {HOSTILE}")
+        bar.advance()
+    text = raw.getvalue()
+    assert "\r" in text  # the bar redrew itself
+    assert forbidden(text.replace("\r", "")) == [] and text.count(SHOWN) >= 2
