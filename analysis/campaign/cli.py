@@ -82,10 +82,10 @@ def _status_table(statuses) -> str:
     return "\n".join(lines)
 
 
-def _up_text(manifest, launched: int, failed: int) -> str:
+def _up_text(manifest, args, launched: int, failed: int) -> str:
     return (
         f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
-        f"next: gpubench campaign status {manifest.campaign_id} --results {manifest.data['results']}"
+        f"next: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}"
     )
 
 
@@ -114,7 +114,7 @@ def cmd_up(args) -> int:
         )
     else:
         launched = sum(a in ("launched", "adopted") for a in report.actions.values())
-        print(_up_text(manifest, launched, len(set(failed))))
+        print(_up_text(manifest, args, launched, len(set(failed))))
     return exitcodes.FAILED if failed else 0
 
 
@@ -142,20 +142,32 @@ def unreachable_code(stacks: list[str]) -> int:
     return exitcodes.REMOTE
 
 
-def _wait_result(manifest, outcome, as_json: bool) -> int:
+def _again(manifest, args, *words: str) -> str:
+    """A gpubench command to run next, whole: with the campaign's bucket and the project this one was
+    given, so it works as printed from any directory and shell (quoted)."""
+    import shlex
+
+    more = ["--results", args.results or manifest.data["results"]]
+    if getattr(args, "project_dir", None):
+        more += ["--project-dir", str(args.project_dir)]
+    return shlex.join(["gpubench", *words, *more])
+
+
+def _wait_result(manifest, outcome, args) -> int:
+    as_json = args.json
     if outcome.never_launched:
-        print(
-            f"error: never launched: {', '.join(outcome.never_launched)}; run `gpubench campaign up "
-            f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first",
-            file=sys.stderr,
-        )
+        up = _again(manifest, args, "campaign", "up", "--campaign-id", manifest.campaign_id, *outcome.never_launched)
+        print(f"error: never launched: {', '.join(outcome.never_launched)}; run `{up}` first", file=sys.stderr)
         return exitcodes.USAGE
     if not outcome.done:
-        print(_status_table(outcome.statuses))
-        print(
-            f"timed out waiting; run `gpubench campaign wait {manifest.campaign_id}` again later",
-            file=sys.stderr,
-        )
+        if as_json:  # stdout stays JSON: a script reads where each stack stands
+            _dump(
+                {"campaign_id": manifest.campaign_id, "done": False, "stacks": [s.to_dict() for s in outcome.statuses]}
+            )
+        else:
+            print(_status_table(outcome.statuses))
+        again = _again(manifest, args, "campaign", "wait", manifest.campaign_id)
+        print(f"timed out waiting; run `{again}` again later", file=sys.stderr)
         return exitcodes.INTERRUPTED
     if as_json:
         _dump(outcome.summary)
@@ -245,7 +257,7 @@ def cmd_wait(args) -> int:
         )
     finally:
         printer.close()
-    return _wait_result(manifest, outcome, args.json)
+    return _wait_result(manifest, outcome, args)
 
 
 def cmd_run(args) -> int:
@@ -271,7 +283,7 @@ def cmd_run(args) -> int:
             )
         finally:
             printer.close()
-    code = _wait_result(done.manifest, done.outcome, args.json)
+    code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
 

@@ -269,3 +269,28 @@ def test_teardown_completed_that_cannot_read_the_bucket_fails_in_every_mode(
     code = main([*argv, "--project-dir", str(tmp_path), *MODES[mode]])
     out, err = capsys.readouterr()
     assert code == exitcodes.FAILED and "could not decide" in out and ws.destroyed == []
+
+
+def _waiting_campaign(tmp_path) -> list[str]:
+    from payload.storage import open_store
+
+    bucket = tmp_path / "bucket"
+    manifest = {"campaign_id": "c1", "results": str(bucket), "stacks": {"aws-g4dn-1x": {"state": "launched"}}}
+    open_store(str(bucket)).put_bytes("campaigns/c1/manifest.json", json.dumps(manifest).encode())
+    return ["campaign", "wait", "c1", "--results", str(bucket), "--timeout", "0", "--poll", "1"]
+
+
+def test_the_wait_command_printed_after_a_timeout_works_as_printed(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("GPUBENCH_RESULTS", raising=False)
+    assert main(_waiting_campaign(tmp_path)) == exitcodes.INTERRUPTED
+    (command,) = re.findall(r"`(gpubench campaign wait [^`]+)`", capsys.readouterr().err)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main([*shlex.split(command)[1:], "--timeout", "0"]) == exitcodes.INTERRUPTED  # found the campaign
+
+
+def test_a_wait_that_times_out_keeps_stdout_json(tmp_path, capsys):
+    assert main([*_waiting_campaign(tmp_path), "--json"]) == exitcodes.INTERRUPTED
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["done"] is False and [s["stack"] for s in doc["stacks"]] == ["aws-g4dn-1x"]
