@@ -56,14 +56,22 @@ part); 75 wait timed out (run `wait` again later: it resumes).
 """
 
 
-def _results(args) -> str:
-    url = args.results or os.environ.get(RESULTS_ENV)
-    if not url:
-        raise ValueError(
-            f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
-            "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
-        )
+def _given_results(args) -> str | None:
+    """--results, else $GPUBENCH_RESULTS, checked as --results is (`ftp://...` is a usage error)."""
+    from analysis.cli import check_results_locations
+
+    if args.results:
+        return args.results
+    url = os.environ.get(RESULTS_ENV) or None
+    if url:
+        check_results_locations([url], f"${RESULTS_ENV}")
     return url
+
+
+def _results(args) -> str:
+    from analysis.campaign.commands import require_results
+
+    return require_results(_given_results(args))
 
 
 def _dump(doc) -> None:
@@ -94,7 +102,7 @@ def cmd_up(args) -> int:
 
     manifest, report = commands.up(
         args.stacks,
-        results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
+        results_url=_given_results(args),  # required after the stacks are checked
         campaign_id=args.campaign_id,
         concurrency=args.concurrency,
         retry_failed=args.retry_failed,
@@ -271,7 +279,7 @@ def cmd_run(args) -> int:
         try:
             done = commands.run(
                 args.stacks,
-                results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
+                results_url=_given_results(args),  # required after the stacks are checked
                 concurrency=args.concurrency,
                 retry_failed=args.retry_failed,
                 poll_seconds=args.poll,

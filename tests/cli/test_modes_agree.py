@@ -294,3 +294,10 @@ def test_a_wait_that_times_out_keeps_stdout_json(tmp_path, capsys):
     assert main([*_waiting_campaign(tmp_path), "--json"]) == exitcodes.INTERRUPTED
     doc = json.loads(capsys.readouterr().out)
     assert doc["done"] is False and [s["stack"] for s in doc["stacks"]] == ["aws-g4dn-1x"]
+
+
+@pytest.mark.parametrize("argv", [["campaign", "status", "c1"], ["campaign", "wait", "c1"], ["logs", "aws-g4dn-1x"]])
+def test_an_unsupported_results_variable_is_a_usage_error_too(argv, monkeypatch, capsys):
+    monkeypatch.setenv("GPUBENCH_RESULTS", "ftp://x")
+    assert main(argv) == exitcodes.USAGE
+    assert "$GPUBENCH_RESULTS: 'ftp://x'" in capsys.readouterr().err
