@@ -18,7 +18,9 @@ other resource with an expires-at is reported as `left-alone` with the reason,
 and unexpired ones are `kept`. Nothing else is ever touched.
 Exit codes: 0 every resource handled, 1 at least one `failed` (a delete, an
 unreadable listing, zone or region: the others are still swept), 2 usage error,
-3 no credentials (or no GCP project) for the cloud, 10 not confirmed. On AWS the instance's deadline schedule and its security
+3 no credentials (or no GCP project) for the cloud, 10 not confirmed; the same
+in every mode (without --yes the dry run comes first, and when it would delete nothing
+it is the answer, failures included). On AWS the instance's deadline schedule and its security
 group are deleted too (the group after the instance is terminated).
 Regions default to where the catalog and stacks/ launch. The scheduled jobs in
 schedules/ run this command; see schedules/README.md for the permissions.

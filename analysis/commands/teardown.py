@@ -13,6 +13,9 @@ examples:
   gpubench teardown --completed --expired --json   # what the scheduled jobs run
 
 With --completed and --expired together a stack is destroyed when either holds.
+A bench's cloud probe (as `gpubench status` shows it) is destroyed by name from its
+bench workspace. Without --yes the dry run comes first: when it would destroy nothing,
+it is the answer (exit 1 if a stack was refused or could not be decided, as with --yes).
 The results stacks (aws-results, gcp-results) and buckets are always refused.
 Needs the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh
 """
@@ -32,7 +35,7 @@ def register(sub) -> None:
         "stacks",
         nargs="*",
         metavar="STACK",
-        help="stack names, e.g. aws-p3-8x (default: every stack in the backend that still has resources, filtered by --completed/--expired)",
+        help="stack names, e.g. aws-p3-8x, or a bench's cloud probe (default: every stack in the backend that still has resources, filtered by --completed/--expired)",
     )
     p.add_argument(
         "--completed",
