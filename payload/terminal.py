@@ -85,7 +85,8 @@ def raw_stream(stream: Any) -> Any:
 def safe_terminal() -> Iterator[None]:
     """Within it, whatever is printed to stdout and stderr passes `terminal_text`; the streams are restored after."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeStream(raw_stream(sys.stdout)), SafeStream(raw_stream(sys.stderr))
+    wrap = lambda stream: None if stream is None else SafeStream(raw_stream(stream))  # noqa: E731 - no stream: none
+    sys.stdout, sys.stderr = wrap(sys.stdout), wrap(sys.stderr)
     try:
         yield
     finally:
