@@ -5,6 +5,7 @@ analysis/commands/, one module each; errors become a message and a documented ex
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -88,6 +89,7 @@ KNOWN_ERRORS = (
     ("payload.extras", "MissingExtra", exitcodes.MISSING, ""),
     ("infra.workspace", "PulumiMissing", exitcodes.MISSING, ""),
     ("payload.storage", "StorageError", exitcodes.REMOTE, ""),
+    ("analysis.campaign.manifest", "ManifestInvalid", exitcodes.INVALID, ""),
     ("analysis.campaign.manifest", "ManifestError", exitcodes.USAGE, ""),
     ("pyarrow.lib", "ArrowInvalid", exitcodes.INVALID, _TABLE_ADVICE),
     ("pandas.errors", "ParserError", exitcodes.INVALID, _TABLE_ADVICE),
@@ -122,17 +124,21 @@ def _command_of(argv: list[str]) -> str:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Parse, check every argument, run the command; every error goes through payload.entrypoint.guarded."""
     from payload.entrypoint import debug_requested, guarded
+    from payload.terminal import safe_terminal
 
     if prog is None:
         prog = "gpubench" if os.path.basename(sys.argv[0]) == "gpubench" else "python -m analysis"
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
-    return guarded(
-        lambda: _run(argv, prog),
-        prog=f"{prog} {command}".strip(),
-        classify=lambda exc: classify(exc, prog, command),
-        debug=debug_requested(argv),
-    )
+    # What a bucket, a job or a manifest wrote reaches the terminal only through payload.terminal;
+    # a pass-through command (the payload itself) keeps its own output byte for byte.
+    with contextlib.nullcontext() if command in PASSTHROUGH else safe_terminal():
+        return guarded(
+            lambda: _run(argv, prog),
+            prog=f"{prog} {command}".strip(),
+            classify=lambda exc: classify(exc, prog, command),
+            debug=debug_requested(argv),
+        )
 
 
 # Commands whose arguments belong to another parser: everything after the command word goes to it as is.
@@ -159,6 +165,8 @@ def _run(argv: list[str], prog: str) -> int:
     complete_if_asked(parser)
     args = _parse(parser, argv)
     _check_directories(args)
+    if getattr(args, "results", None):
+        check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")
     check_bounds(args)
     return int(args.func(args) or 0)
 
@@ -179,3 +187,21 @@ def _check_directories(args) -> None:
                 raise UsageError(
                     f"{flag} {value!r} is a file, not a directory; give a directory (it is created if missing)"
                 )
+
+
+def check_results_locations(sources: list[str], given_by: str) -> None:
+    """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
+    opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
+    from infra.conventions import UsageError
+    from payload.results_location import ResultsLocationError, parse_results_location
+
+    for value in sources:
+        if not value.strip():
+            raise UsageError(
+                f"{given_by} {value!r} is empty: give s3://bucket[/prefix], gs://bucket[/prefix], "
+                "file:///dir or a directory"
+            )
+        try:
+            parse_results_location(value, bucket_rules=False)  # a bucket's own name is the store's to refuse
+        except ResultsLocationError as exc:
+            raise UsageError(f"{given_by}: {exc}") from None

@@ -1,15 +1,20 @@
-"""Terminal and JSON output shared by the analysis commands."""
+"""Terminal and JSON output shared by the analysis commands.
+
+Every command runs inside payload.terminal.safe_terminal (analysis.cli), so whatever it
+prints passes `terminal_text`; a table cell is also kept on one line, so a value read from
+a bucket cannot forge a row. JSON escapes control characters itself."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any
 
 from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
+from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
 
 def parse_date(text: str) -> date:
@@ -20,6 +25,16 @@ def parse_date(text: str) -> date:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date; use YYYY-MM-DD, e.g. 2018-02-08") from None
 
 
+MIN_POLL_SECONDS = 1.0  # a bucket read more often only spends requests: the payload uploads every ~30 s
+
+
+def poll_problem(seconds: float, flag: str = "--poll") -> str | None:
+    """Why `seconds` between reads of a bucket is refused (zero, negative, NaN: a busy loop), or None."""
+    if seconds >= MIN_POLL_SECONDS:
+        return None
+    return f"{flag} {seconds:g}: read at most once a second ({flag} {MIN_POLL_SECONDS:g} or more)"
+
+
 def emit_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
@@ -27,10 +42,39 @@ def emit_json(obj: Any) -> None:
 
 def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str], out=None) -> None:
     out = out or sys.stdout
-    cells = [[("-" if c is None else str(c)) for c in row] for row in rows]
+    cells = [[("-" if c is None else terminal_text(c, multiline=False)) for c in row] for row in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
     print(line.rstrip(), file=out)
     print("  ".join("-" * w for w in widths), file=out)
     for r in cells:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=out)
+
+
+def planned_then_run(
+    run: Callable[[bool], list[Any]],
+    *,
+    acts: Callable[[Any], bool],
+    describe: Callable[[Any], str],
+    question: str,
+    yes: bool,
+    dry_run: bool,
+    nothing: str,
+) -> list[Any]:
+    """The outcomes of `run(dry_run)`, asking first when neither --yes nor --dry-run was given.
+
+    Interactively the dry run comes first and what it would act on is shown and asked about
+    (`question`, with {n}); when it would act on nothing, the dry run is the answer, its failures
+    included: every mode reports the same check and exits on it, and none hides what it could
+    not check behind "nothing to do"."""
+    from infra.conventions import confirm
+
+    if dry_run or yes:
+        return run(dry_run)
+    plan = run(True)
+    acting = [o for o in plan if acts(o)]
+    if not acting:
+        print(nothing, file=sys.stderr)
+        return plan
+    confirm([describe(o) for o in acting], question.format(n=len(acting)), yes)
+    return run(False)

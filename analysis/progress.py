@@ -50,7 +50,11 @@ class Progress:
             except ImportError:  # the base install: no bar, the command's own lines still say what happens
                 self.enabled = False
             else:
-                self.bar = tqdm(total=total, desc=desc, unit=unit, file=self.stream, leave=False, dynamic_ncols=True)
+                from payload.terminal import raw_stream
+
+                # the bar's own carriage returns redraw it: it writes under the terminal sanitiser
+                raw = raw_stream(self.stream)
+                self.bar = tqdm(total=total, desc=desc, unit=unit, file=raw, leave=False, dynamic_ncols=True)
 
     def __enter__(self) -> Progress:
         return self
@@ -77,7 +81,9 @@ class Progress:
     def note(self, text: str) -> None:
         """A short word after the bar: the current item."""
         if self.bar is not None:
-            self.bar.set_postfix_str(text, refresh=True)
+            from payload.terminal import terminal_text
+
+            self.bar.set_postfix_str(terminal_text(text, multiline=False), refresh=True)
 
     def write(self, line: str, file: TextIO | None = None) -> None:
         """Print a line to `file` (default: the bar's stream) above the bar, which is redrawn below it."""
@@ -85,7 +91,7 @@ class Progress:
         if self.bar is None:
             print(line, file=target, flush=True)
             return
-        with self.bar.external_write_mode(file=self.stream):
+        with self.bar.external_write_mode(file=self.bar.fp):
             print(line, file=target, flush=True)
 
     def close(self) -> None:

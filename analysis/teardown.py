@@ -44,6 +44,10 @@ ACTIONS = {
 DEFAULT_MAX_HOURS = 6.0
 
 
+class CannotDecide(RuntimeError):
+    """The results bucket could not be read, so whether the stack is done is unknown."""
+
+
 @dataclass
 class Outcome:
     """What happened to one stack, and why."""
@@ -183,6 +187,9 @@ def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, 
             verdict = decide(runs, _suite(config), _last_update_start(stack))
             if verdict.complete:
                 return True, f"completed: {verdict.reason}"
+            unlisted = [p for p in problems if p.split(": ", 1)[0] in urls]  # a bucket, not one file, failed
+            if unlisted:  # "not complete" would be a guess: the stack is failed, not kept, in every mode
+                raise CannotDecide("; ".join(unlisted))
             reasons.append(verdict.reason + (f"; problems: {'; '.join(problems)}" if problems else ""))
     return False, "; ".join(reasons)
 

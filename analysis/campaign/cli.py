@@ -16,6 +16,7 @@ from pathlib import Path
 from infra.conventions import RESULTS_ENV
 from infra.workspace import pulumi_backend
 from payload import exitcodes
+from payload.terminal import terminal_text
 
 BACKEND_FACTORY = pulumi_backend
 HELP = "launch a benchmark campaign across many stacks, follow it, collect, tear down and report"
@@ -49,19 +50,28 @@ examples:
 --out is the campaign's report folder (a person opens its index.html); the
 campaign's runs are collected there too.
 Exit codes: 0 ok; 1 some stack failed to launch or to tear down; 2 bad arguments;
-3 Pulumi CLI missing; 4 the bucket could not be read or written; 75 wait timed out
-(run `wait` again later: it resumes).
+3 Pulumi CLI missing; 4 the bucket could not be read or written; 5 the campaign's
+manifest in the bucket is not one (not JSON, or a wrong shape: the message names the
+part); 75 wait timed out (run `wait` again later: it resumes).
 """
 
 
-def _results(args) -> str:
-    url = args.results or os.environ.get(RESULTS_ENV)
-    if not url:
-        raise ValueError(
-            f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
-            "s3://my-gpubench-results; `pulumi stack output resultsUrl -s aws-results` prints it"
-        )
+def _given_results(args) -> str | None:
+    """--results, else $GPUBENCH_RESULTS, checked as --results is (`ftp://...` is a usage error)."""
+    from analysis.cli import check_results_locations
+
+    if args.results:
+        return args.results
+    url = os.environ.get(RESULTS_ENV) or None
+    if url:
+        check_results_locations([url], f"${RESULTS_ENV}")
     return url
+
+
+def _results(args) -> str:
+    from analysis.campaign.commands import require_results
+
+    return require_results(_given_results(args))
 
 
 def _dump(doc) -> None:
@@ -75,14 +85,15 @@ def _status_table(statuses) -> str:
     lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
     for s in statuses:
         waste = "-" if s.waste_seconds is None else f"{s.waste_seconds:.0f} s"
-        lines.append(f"{s.stack:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {s.detail}")
+        name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
+        lines.append(f"{name:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {detail}")
     return "\n".join(lines)
 
 
-def _up_text(manifest, launched: int, failed: int) -> str:
+def _up_text(manifest, args, launched: int, failed: int) -> str:
     return (
         f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
-        f"next: gpubench campaign status {manifest.campaign_id} --results {manifest.data['results']}"
+        f"next: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}"
     )
 
 
@@ -91,7 +102,7 @@ def cmd_up(args) -> int:
 
     manifest, report = commands.up(
         args.stacks,
-        results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
+        results_url=_given_results(args),  # required after the stacks are checked
         campaign_id=args.campaign_id,
         concurrency=args.concurrency,
         retry_failed=args.retry_failed,
@@ -111,7 +122,7 @@ def cmd_up(args) -> int:
         )
     else:
         launched = sum(a in ("launched", "adopted") for a in report.actions.values())
-        print(_up_text(manifest, launched, len(set(failed))))
+        print(_up_text(manifest, args, launched, len(set(failed))))
     return exitcodes.FAILED if failed else 0
 
 
@@ -124,23 +135,47 @@ def cmd_status(args) -> int:
     else:
         print(f"campaign {manifest.campaign_id} ({manifest.url})")
         print(_status_table(statuses))
-    return 0
+    return unreachable_code([s.stack for s in statuses if s.unreachable])
 
 
-def _wait_result(manifest, outcome, as_json: bool) -> int:
+def unreachable_code(stacks: list[str]) -> int:
+    """REMOTE, said on stderr, when the bucket of some stacks could not be read; else OK (every mode alike)."""
+    if not stacks:
+        return 0
+    print(
+        f"error: could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
+        "unknown; check the bucket and your credentials (`gpubench check --results URL`)",
+        file=sys.stderr,
+    )
+    return exitcodes.REMOTE
+
+
+def _again(manifest, args, *words: str) -> str:
+    """A gpubench command to run next, whole: with the campaign's bucket and the project this one was
+    given, so it works as printed from any directory and shell (quoted)."""
+    import shlex
+
+    more = ["--results", args.results or manifest.data["results"]]
+    if getattr(args, "project_dir", None):
+        more += ["--project-dir", str(args.project_dir)]
+    return shlex.join(["gpubench", *words, *more])
+
+
+def _wait_result(manifest, outcome, args) -> int:
+    as_json = args.json
     if outcome.never_launched:
-        print(
-            f"error: never launched: {', '.join(outcome.never_launched)}; run `gpubench campaign up "
-            f"--campaign-id {manifest.campaign_id} {' '.join(outcome.never_launched)}` first",
-            file=sys.stderr,
-        )
+        up = _again(manifest, args, "campaign", "up", "--campaign-id", manifest.campaign_id, *outcome.never_launched)
+        print(f"error: never launched: {', '.join(outcome.never_launched)}; run `{up}` first", file=sys.stderr)
         return exitcodes.USAGE
     if not outcome.done:
-        print(_status_table(outcome.statuses))
-        print(
-            f"timed out waiting; run `gpubench campaign wait {manifest.campaign_id}` again later",
-            file=sys.stderr,
-        )
+        if as_json:  # stdout stays JSON: a script reads where each stack stands
+            _dump(
+                {"campaign_id": manifest.campaign_id, "done": False, "stacks": [s.to_dict() for s in outcome.statuses]}
+            )
+        else:
+            print(_status_table(outcome.statuses))
+        again = _again(manifest, args, "campaign", "wait", manifest.campaign_id)
+        print(f"timed out waiting; run `{again}` again later", file=sys.stderr)
         return exitcodes.INTERRUPTED
     if as_json:
         _dump(outcome.summary)
@@ -186,6 +221,7 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
+        from analysis.campaign.progress import stack_lines
         from analysis.campaign.status import TERMINAL
 
         state = str(text).split(":", 1)[0]
@@ -193,9 +229,8 @@ class ProgressPrinter:
             self.states[name] = state
             self.bar.set_total(len(self.states))
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
-        for line in str(text).rstrip("\n").splitlines() or [""]:
-            if line.strip():
-                self(f"[{name}] {line.rstrip()}")
+        for line in stack_lines(name, text):
+            self(line)
 
     def for_stack(self, name: str):
         return lambda text: self.stack(name, text)
@@ -204,9 +239,17 @@ class ProgressPrinter:
         self.bar.close()
 
 
+def _check_poll(args) -> None:
+    from analysis.output import poll_problem
+
+    if poll_problem(args.poll):
+        raise ValueError(poll_problem(args.poll))
+
+
 def cmd_wait(args) -> int:
     from analysis.campaign import commands
 
+    _check_poll(args)
     printer = ProgressPrinter()
     try:
         manifest, outcome = commands.wait(
@@ -222,12 +265,13 @@ def cmd_wait(args) -> int:
         )
     finally:
         printer.close()
-    return _wait_result(manifest, outcome, args.json)
+    return _wait_result(manifest, outcome, args)
 
 
 def cmd_run(args) -> int:
     from analysis.campaign import commands
 
+    _check_poll(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
@@ -235,7 +279,7 @@ def cmd_run(args) -> int:
         try:
             done = commands.run(
                 args.stacks,
-                results_url=args.results or os.environ.get(RESULTS_ENV),  # checked after the stacks
+                results_url=_given_results(args),  # required after the stacks are checked
                 concurrency=args.concurrency,
                 retry_failed=args.retry_failed,
                 poll_seconds=args.poll,
@@ -247,7 +291,7 @@ def cmd_run(args) -> int:
             )
         finally:
             printer.close()
-    code = _wait_result(done.manifest, done.outcome, args.json)
+    code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
 
@@ -268,7 +312,7 @@ def _guarded(func):
     """Errors with their own advice become a message and an exit code, not a traceback."""
 
     def run(args) -> int:
-        from analysis.campaign.manifest import ManifestError
+        from analysis.campaign.manifest import ManifestError, ManifestInvalid
         from infra.workspace import PulumiMissing
         from payload.storage import StorageError
 
@@ -280,6 +324,9 @@ def _guarded(func):
         except StorageError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.REMOTE
+        except ManifestInvalid as exc:  # the bucket holds something that is not a manifest: data refused
+            print(f"error: {exc}", file=sys.stderr)
+            return exitcodes.INVALID
         except (ManifestError, ValueError) as exc:  # ValueError: a bad argument or schedule file
             print(f"error: {exc}", file=sys.stderr)
             return exitcodes.USAGE
@@ -305,7 +352,11 @@ def _common(p, json_help="machine-readable output"):
 
 def _wait_options(p):
     p.add_argument(
-        "--poll", type=float, default=60.0, metavar="SECONDS", help="seconds between bucket polls (default 60)"
+        "--poll",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between bucket polls (default 60, at least 1)",
     )
     p.add_argument(
         "--timeout",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.manifest import Manifest, iso
+from payload.terminal import terminal_text
 
 WITH_FINAL_RESULTS = ("finished", "failed")
 NO_RESULT_COMING = ("interrupted", "expired", "launch-failed")
@@ -150,9 +151,10 @@ def summary_text(doc: dict[str, Any]) -> str:
         f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail",
     ]
     for r in doc["stacks"]:
+        name, detail = terminal_text(r["stack"], multiline=False), terminal_text(r["detail"], multiline=False)
         lines.append(
-            f"{r['stack']:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
-            f"{_money(r['waste_usd']):>10}  {r['detail']}"
+            f"{name:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
+            f"{_money(r['waste_usd']):>10}  {detail}"
         )
     t = doc["totals"]
     lines.append(

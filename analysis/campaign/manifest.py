@@ -19,7 +19,11 @@ import re
 import threading
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+
+from payload.terminal import terminal_text
 
 SCHEMA_VERSION = 1
 MANIFEST_KEY = "campaigns/{id}/manifest.json"
@@ -30,6 +34,10 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 class ManifestError(RuntimeError):
     """A manifest that is missing, unreadable or for another campaign; the message says which key."""
+
+
+class ManifestInvalid(ManifestError):
+    """A manifest in the bucket that is not one (not JSON, a wrong shape): data refused, not a bad argument."""
 
 
 def utcnow() -> datetime:
@@ -59,6 +67,82 @@ def check_id(campaign_id: str) -> str:
             f"and '-' (e.g. {new_campaign_id()}, the default)"
         )
     return campaign_id
+
+
+# --- shape: what every reader of a manifest relies on, checked once at load --------------------
+
+
+def _time(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_time(value)
+        except ValueError:
+            raise ValueError(f"{value[:40]!r} is not an ISO 8601 time, e.g. 2025-01-06T06:00:00Z") from None
+    return value
+
+
+Time = Annotated[Optional[str], AfterValidator(_time)]  # noqa: UP045 - pydantic evaluates it
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")  # fields a newer version adds are kept, not refused
+
+
+class _Failure(_Open):
+    kind: str = "other"
+    message: str = ""
+
+
+class _Teardown(_Open):
+    action: Optional[str] = None  # noqa: UP045
+    at: Time = None
+
+
+class _Stack(_Open):
+    state: Literal[STATES] = "pending"  # type: ignore[valid-type]
+    offering: Optional[str] = None  # noqa: UP045
+    market: Optional[str] = None  # noqa: UP045
+    zone: Optional[str] = None  # noqa: UP045
+    suite: Optional[list[str]] = None  # noqa: UP045
+    hourly_usd: Optional[float] = None  # noqa: UP045
+    up_started_at: Time = None
+    launched_at: Time = None
+    deadline: Time = None
+    outputs: Optional[dict[str, Any]] = None  # noqa: UP045
+    run_ids: list[str] = []
+    attempts: list[dict[str, Any]] = []
+    failure: Optional[_Failure] = None  # noqa: UP045
+    teardown: Optional[_Teardown] = None  # noqa: UP045
+
+
+def _stack_names(stacks: dict[str, _Stack]) -> dict[str, _Stack]:
+    from payload.layout import name_problem
+
+    bad = next((problem for name in stacks if (problem := name_problem("stack name", name))), None)
+    if bad:
+        raise ValueError(bad)
+    return stacks
+
+
+class _Manifest(_Open):
+    campaign_id: str
+    results: str
+    stacks: Annotated[dict[str, _Stack], AfterValidator(_stack_names)]
+    selections: list[dict[str, Any]] = []
+
+
+def check_shape(data: Any, where: str) -> None:
+    """A ManifestError naming `where` and the first bad part when `data` is not a campaign manifest."""
+    try:
+        _Manifest.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        part = ".".join(str(p) for p in error["loc"]) or "the document"
+        cause = error.get("ctx", {}).get("error") or error["msg"].split(" or instance of ")[0]
+        raise ManifestInvalid(
+            f"{where} is not a campaign manifest: {terminal_text(part, multiline=False)}: {cause}; "
+            "fix it, or start a new campaign (a new id)"
+        ) from None
 
 
 class Manifest:
@@ -100,9 +184,12 @@ class Manifest:
         try:
             data = json.loads(raw)
         except ValueError as exc:
-            raise ManifestError(f"{store.url_for(key)} is not valid JSON ({exc}); fix or delete it") from None
-        if data.get("campaign_id") != campaign_id or not isinstance(data.get("stacks"), dict):
-            raise ManifestError(f"{store.url_for(key)} is not the manifest of campaign {campaign_id!r}")
+            raise ManifestInvalid(f"{store.url_for(key)} is not valid JSON ({exc}); fix or delete it") from None
+        check_shape(data, store.url_for(key))
+        if data["campaign_id"] != campaign_id:
+            raise ManifestError(
+                f"{store.url_for(key)} is the manifest of campaign {data['campaign_id']!r}, not {campaign_id!r}"
+            )
         return cls(store, data)
 
     @classmethod

@@ -19,6 +19,7 @@ from analysis.campaign.manifest import parse_time
 from payload.layout import newest_versions, stack_prefix
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
+UNREACHABLE = "cannot list "  # how a problem reading the bucket at all begins: nothing could be checked
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class StackObservation:
     in_progress: list[str] = field(default_factory=list)  # run ids with no result yet
     last_event: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def unreachable(self) -> bool:
+        """The bucket could not be listed: nothing about the stack's runs is known."""
+        return any(p.startswith(UNREACHABLE) for p in self.problems)
 
     @property
     def run_ids(self) -> list[str]:
@@ -88,7 +94,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     try:
         keys = [o.key for o in store.list(prefix)]
     except StorageError as exc:
-        obs.problems.append(f"cannot list {store.url_for(prefix)}: {exc}")
+        obs.problems.append(f"{UNREACHABLE}{store.url_for(prefix)}: {exc}")
         return obs
     # run id -> {file name: key of its newest version}: files are written once, rewrites are new versions
     runs: dict[str, dict[str, str]] = {}

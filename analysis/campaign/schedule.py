@@ -145,6 +145,10 @@ def load(path: str | Path) -> Schedule:
         raise ScheduleError(f"{p}: {exc}") from None
     if concurrency < 1:
         raise ScheduleError(f"{p}: concurrency must be at least 1, got {concurrency}")
+    from analysis.output import poll_problem
+
+    if poll_problem(poll, "poll"):
+        raise ScheduleError(f"{p}: {poll_problem(poll, 'poll')}")
     return Schedule(
         name=str(doc.get("name") or p.stem),
         cron=str(doc["cron"]),

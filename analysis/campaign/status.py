@@ -30,6 +30,7 @@ from typing import Any
 
 from analysis.campaign.manifest import iso, parse_time
 from analysis.campaign.observe import StackObservation
+from payload.terminal import terminal_text
 
 TERMINAL = frozenset({"finished", "failed", "interrupted", "expired", "launch-failed"})
 from payload.result import FINAL_STATUSES as FINAL_RESULTS  # noqa: E402
@@ -59,6 +60,7 @@ class StackStatus:
     destroyed_at: str | None = None
     failure: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    unreachable: bool = False  # its bucket could not be read: the state is a guess
 
     @property
     def terminal(self) -> bool:
@@ -69,6 +71,16 @@ class StackStatus:
 
 
 # --- state rules: (state, predicate(entry, obs, now, ctx) -> detail or None) -----------------
+
+
+def _at(moment: Any) -> str:
+    """' at <time>' when a time is known, else '': a detail never says 'at None'."""
+    return f" at {moment}" if moment else ""
+
+
+def _event(event: dict[str, Any]) -> str:
+    """An event as `name at time`, the name as the job wrote it (the detail is made safe as a whole)."""
+    return f"{event.get('event') or 'an unnamed event'}{_at(event.get('time'))}"
 
 
 def _suite_verdict(entry: dict, obs: StackObservation) -> tuple[bool, bool, list[str]]:
@@ -87,7 +99,8 @@ def _manifest_state(state: str) -> Callable[..., str | None]:
         if state == "launch-failed":
             f = entry.get("failure") or {}
             return f"{f.get('kind', 'other')}: {f.get('message', '')}"
-        return {"pending": "not launched yet", "launching": f"pulumi up since {entry.get('up_started_at')}"}[state]
+        since = entry.get("up_started_at")
+        return {"pending": "not launched yet", "launching": "pulumi up" + (f" since {since}" if since else "")}[state]
 
     return rule
 
@@ -120,11 +133,14 @@ def _running(entry, obs, now, deadline):
     if obs.last_event is None:
         return None
     _, _, waiting = _suite_verdict(entry, obs)
-    return f"last event {obs.last_event.get('event')} at {obs.last_event.get('time')}; waiting for {', '.join(waiting) or '-'}"
+    return f"last event {_event(obs.last_event)}; waiting for {', '.join(waiting) or '-'}"
 
 
 def _launched(entry, obs, now, deadline):
-    return f"deployed at {entry.get('launched_at')}; nothing in the bucket yet"
+    deployed = f"deployed{_at(entry.get('launched_at') or entry.get('up_started_at'))}"
+    if obs.unreachable:
+        return f"{deployed}; state unknown: {obs.problems[0]}"
+    return f"{deployed}; nothing in the bucket yet"
 
 
 RULES: tuple[tuple[str, Callable[..., str | None]], ...] = (
@@ -141,11 +157,12 @@ RULES: tuple[tuple[str, Callable[..., str | None]], ...] = (
 
 
 def classify(entry: dict, obs: StackObservation, now: datetime) -> tuple[str, str]:
+    """(state, detail); the detail quotes what a job or a manifest wrote, so it is made one safe line."""
     deadline = parse_time(entry.get("deadline"))
     for state, rule in RULES:
         detail = rule(entry, obs, now, deadline)
         if detail is not None:
-            return state, detail
+            return state, terminal_text(detail, multiline=False)
     raise AssertionError("the last rule always matches")
 
 
@@ -218,10 +235,11 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
         run_ids=obs.run_ids or list(entry.get("run_ids") or []),
         failure=entry.get("failure"),
         problems=list(obs.problems),
+        unreachable=obs.unreachable,
         destroyed_at=iso(destroyed) if destroyed else None,
     )
     if obs.last_event:
-        st.last_event = f"{obs.last_event.get('event')} at {obs.last_event.get('time')}"
+        st.last_event = terminal_text(_event(obs.last_event), multiline=False)
     if obs.last_upload:
         st.uploaded_at = iso(obs.last_upload)
     start, end = parse_time(entry.get("up_started_at")), _window_end(state, obs, now, deadline)

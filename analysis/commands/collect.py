@@ -105,24 +105,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _check_sources(sources: list[str], given_by: str) -> None:
-    """An empty, blank or unknown results location is a usage error before
-    anything is listed (it would otherwise read as a bucket that cannot be listed)."""
-    from infra.conventions import UsageError
-    from payload.results_location import ResultsLocationError, parse_results_location
-
-    for value in sources:
-        if not value.strip():
-            raise UsageError(
-                f"{given_by} {value!r} is empty: give s3://bucket[/prefix], gs://bucket[/prefix], "
-                "file:///dir or a directory (without it, collect reads $GPUBENCH_RESULTS, else ./results)"
-            )
-        try:
-            parse_results_location(value, bucket_rules=False)  # a bucket's own name is the store's to refuse
-        except ResultsLocationError as exc:
-            raise UsageError(f"{given_by}: {exc}") from None
-
-
 def _exit_code(outcome, strict: bool) -> int:
     """Incomplete beats set-aside files (--strict); a failed teardown is next; a missing Pulumi CLI last."""
     summary, teardown = outcome.summary, outcome.teardown
@@ -141,6 +123,7 @@ def _exit_code(outcome, strict: bool) -> int:
 def run(args) -> int:
     import sys
 
+    from analysis.cli import check_results_locations
     from analysis.collecting import collect_results
     from analysis.progress import stderr_is_terminal
     from infra.conventions import UsageError, results_locations, table_location
@@ -152,7 +135,7 @@ def run(args) -> int:
         print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
         return exitcodes.USAGE
     sources = results_locations(args.results, default="results")
-    _check_sources(sources, "--results" if args.results else "$GPUBENCH_RESULTS")
+    check_results_locations(sources, "--results" if args.results else "$GPUBENCH_RESULTS")
     try:
         outcome = collect_results(
             sources,

@@ -10,7 +10,9 @@ examples:
 
 --results defaults to the bucket the stack's bench recorded, else $GPUBENCH_RESULTS.
 The payload uploads the rolling tail (its last 200 lines) about every 30 s while the
-job runs; --follow prints new lines until the run has its result.
+job runs; --follow prints new lines until the run is over: it has its result (exit 0), or
+its deadline passed without one (exit 1; the deadline is the bench record's, else the
+longest any stack may live after the run's last upload). --poll is at least 1 second.
 """
 
 
@@ -24,7 +26,13 @@ def register(sub) -> None:
     p.add_argument("stack", metavar="STACK", help="the stack (a probe's name as `gpubench status` shows it)")
     p.add_argument("--results", metavar="URL", help="the bucket (default: the bench's, else $GPUBENCH_RESULTS)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the run ends")
-    p.add_argument("--poll", type=float, default=10.0, metavar="SECONDS", help="--follow: seconds between reads")
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="--follow: seconds between reads (default 10, at least 1)",
+    )
     p.add_argument(
         "--wait",
         type=float,
@@ -38,44 +46,92 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _results(args) -> str:
-    import os
-
+def _bench_entry(args) -> tuple[str | None, dict]:
+    """(the bucket, the probe's entry) from the newest bench record naming the stack, else (None, {})."""
     from analysis.bench.record import BenchRecord, bench_dirs
-    from analysis.bench.run import RESULTS_ENV
-    from infra.conventions import UsageError
 
-    if args.results:
-        return args.results
     for directory in reversed(bench_dirs(args.project_dir)):
         record = BenchRecord.load(directory)
         entry = record.stacks.get(args.stack)
-        if entry is not None and (entry.get("results") or record.data.get("results")):
-            return entry.get("results") or record.data["results"]
-    if os.environ.get(RESULTS_ENV):
-        return os.environ[RESULTS_ENV]
+        if entry is not None:
+            return entry.get("results") or record.data.get("results"), entry
+    return None, {}
+
+
+def _results(args, recorded: str | None) -> str:
+    import os
+
+    from analysis.bench.run import RESULTS_ENV
+    from analysis.cli import check_results_locations
+    from infra.conventions import UsageError
+
+    for url, given_by in (
+        (args.results, "--results"),
+        (recorded, "the bench record"),
+        (os.environ.get(RESULTS_ENV), f"${RESULTS_ENV}"),
+    ):
+        if url:
+            check_results_locations([url], given_by)
+            return url
     raise UsageError(f"no bench recorded {args.stack!r} and {RESULTS_ENV} is not set; pass --results URL")
+
+
+def _follow_seconds(store, stack: str, entry: dict) -> float:
+    """How long `--follow` may wait for the run's result: until the stack's deadline (its bench record's),
+    else until the latest any stack may live after the run's newest upload; 0 for a probe its bench ended.
+
+    A run that died without a result never writes one: its deadline is when following it is over."""
+    from datetime import timedelta
+
+    from analysis.bench.live import runs_of
+    from analysis.campaign.manifest import parse_time, utcnow
+    from analysis.completion import CLOCK_SKEW
+    from infra.config import MAX_HOURS_LIMIT
+
+    now = utcnow()
+    if (entry.get("teardown") or {}).get("action") in ("destroyed", "ended"):
+        return 0.0
+    deadline = parse_time(entry.get("deadline")) if entry.get("deadline") else None
+    if deadline is None:
+        newest = max((r["updated"] for r in runs_of(store, stack).values() if r["updated"]), default=now)
+        deadline = newest + timedelta(hours=MAX_HOURS_LIMIT)
+    return max(0.0, (deadline + CLOCK_SKEW - now).total_seconds())
 
 
 def run(args) -> int:
     import sys
 
     from analysis.bench.live import follow_log, latest_log
+    from analysis.output import poll_problem, terminal_text
+    from infra.conventions import UsageError
     from payload import exitcodes
     from payload.storage import StorageError, open_store
 
+    if poll_problem(args.poll):
+        raise UsageError(poll_problem(args.poll))
+    recorded, entry = _bench_entry(args)
     try:
-        store = open_store(_results(args))
+        store = open_store(_results(args, recorded))
         if args.follow:
             wait = None if args.wait is None else max(0.0, args.wait) * 60.0
-            run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait)
+            limit = _follow_seconds(store, args.stack, entry)
+            run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait, timeout=limit)
             if run_id is None:
                 print(
                     f"error: no run of {args.stack} wrote a log tail to {store.url_for('runs/' + args.stack + '/')} "
                     "in time: check the stack name (`gpubench status`), or wait longer with --wait MINUTES",
                     file=sys.stderr,
                 )
-            return exitcodes.OK if run_id else exitcodes.FAILED
+                return exitcodes.FAILED
+            found = latest_log(store, args.stack)
+            if found is None or not found[2]:
+                print(
+                    f"error: run {run_id} of {args.stack} is over without a result: its deadline passed "
+                    "(or its bench ended it); `gpubench status --all` shows how it ended",
+                    file=sys.stderr,
+                )
+                return exitcodes.FAILED
+            return exitcodes.OK
         found = latest_log(store, args.stack)
     except StorageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -87,6 +143,7 @@ def run(args) -> int:
         )
         return exitcodes.FAILED
     run_id, text, finished = found
-    print(f"# {args.stack} run {run_id} ({'finished' if finished else 'running'})", file=sys.stderr)
+    shown = terminal_text(run_id, multiline=False)  # a key's part: one line, whatever the bucket holds
+    print(f"# {args.stack} run {shown} ({'finished' if finished else 'running'})", file=sys.stderr)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return exitcodes.OK

@@ -14,7 +14,8 @@ DIR/.gpubench/bench/) and, for launched probes, their runs in the results bucket
 with the Pulumi CLI installed it also shows how many resources each probe stack
 still holds. States follow `campaign status`: launching, launched (booting),
 running (last event), finished, failed, interrupted, expired (deadline passed),
-launch-failed.
+launch-failed. When a probe's bucket cannot be read its state is unknown: the row says
+why and the exit status is 4 (with --json too).
 """
 
 
@@ -42,6 +43,8 @@ def _backend():
 
 def run(args, backend=None) -> int:
     from analysis.bench.live import probe_status, status_table
+    from analysis.campaign.cli import unreachable_code
+    from analysis.campaign.observe import UNREACHABLE
     from analysis.output import emit_json
 
     rows = probe_status(args.project_dir, include_ended=args.all, backend=backend or _backend())
@@ -51,4 +54,4 @@ def run(args, backend=None) -> int:
         print(status_table(rows))
     else:
         print("no live bench probes" + ("" if args.all else " (--all lists ended ones too)"))
-    return 0
+    return unreachable_code([r["stack"] for r in rows if any(p.startswith(UNREACHABLE) for p in r["problems"])])

@@ -18,7 +18,9 @@ other resource with an expires-at is reported as `left-alone` with the reason,
 and unexpired ones are `kept`. Nothing else is ever touched.
 Exit codes: 0 every resource handled, 1 at least one `failed` (a delete, an
 unreadable listing, zone or region: the others are still swept), 2 usage error,
-3 no credentials (or no GCP project) for the cloud, 10 not confirmed. On AWS the instance's deadline schedule and its security
+3 no credentials (or no GCP project) for the cloud, 10 not confirmed; the same
+in every mode (without --yes the dry run comes first, and when it would delete nothing
+it is the answer, failures included). On AWS the instance's deadline schedule and its security
 group are deleted too (the group after the instance is terminated).
 Regions default to where the catalog and stacks/ launch. The scheduled jobs in
 schedules/ run this command; see schedules/README.md for the permissions.
@@ -84,22 +86,20 @@ def run(args, **sweep_kw) -> int:
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    from infra.conventions import Declined, confirm
+    from analysis.output import planned_then_run
+    from infra.conventions import Declined
 
     try:
-        if not (args.dry_run or args.yes):  # list what would go, then ask
-            planned = [
-                a for a in sweeper(args.provider)(args.region, now, dry_run=True, **kw) if a.action.startswith("would-")
-            ]
-            if not planned:
-                print("nothing expired to delete", file=sys.stderr)
-                return 0
-            confirm(
-                [f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})" for a in planned],
-                f"Delete these {len(planned)} resource(s)?",
-                args.yes,
-            )
-        actions = sweeper(args.provider)(args.region, now, dry_run=args.dry_run, log=log, **kw)
+        sweep = sweeper(args.provider)
+        actions = planned_then_run(
+            lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
+            acts=lambda a: a.action.startswith("would-"),
+            describe=lambda a: f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})",
+            question="Delete these {n} resource(s)?",
+            yes=args.yes,
+            dry_run=args.dry_run,
+            nothing="nothing expired to delete",
+        )
     except Declined:
         raise  # the CLI prints it: exit 10
     except ValueError as exc:

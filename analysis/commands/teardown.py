@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 HELP = "destroy benchmark stacks (named, --completed, --expired) through Pulumi; never the results stacks"
 EPILOG = """\
 examples:
@@ -11,6 +13,9 @@ examples:
   gpubench teardown --completed --expired --json   # what the scheduled jobs run
 
 With --completed and --expired together a stack is destroyed when either holds.
+A bench's cloud probe (as `gpubench status` shows it) is destroyed by name from its
+bench workspace. Without --yes the dry run comes first: when it would destroy nothing,
+it is the answer (exit 1 if a stack was refused or could not be decided, as with --yes).
 The results stacks (aws-results, gcp-results) and buckets are always refused.
 Needs the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh
 """
@@ -30,7 +35,7 @@ def register(sub) -> None:
         "stacks",
         nargs="*",
         metavar="STACK",
-        help="stack names, e.g. aws-p3-8x (default: every stack in the backend that still has resources, filtered by --completed/--expired)",
+        help="stack names, e.g. aws-p3-8x, or a bench's cloud probe (default: every stack in the backend that still has resources, filtered by --completed/--expired)",
     )
     p.add_argument(
         "--completed",
@@ -72,68 +77,101 @@ def report(outcomes, dry_run: bool) -> None:
     print(f"\n{summary}{' (dry run: nothing destroyed)' if dry_run else ''}")
 
 
-def checked_stacks(names: list[str], project_dir: str | None) -> list[str] | None:
-    """Named stacks must have a file in stacks/ (globs expanded), checked before Pulumi is needed.
+def bench_probes(project_dir: str | None) -> dict[str, Path]:
+    """Cloud probe stack -> its bench workspace (the Pulumi project it was launched from), newest bench last.
+
+    `gpubench bench` launches its probes from its own workspace, not from the project's stacks/, so the
+    command it prints after Ctrl-C (`gpubench teardown <probe>`) finds them here."""
+    from analysis.bench.record import BenchRecord, bench_dirs
+
+    found: dict[str, Path] = {}
+    for directory in bench_dirs(Path(project_dir) if project_dir else None):
+        try:
+            stacks = BenchRecord.load(directory).stacks
+        except Exception:  # noqa: BLE001 - an unreadable record names no stack; the others still do
+            continue
+        found.update({name: directory for name, entry in stacks.items() if (entry or {}).get("kind") == "cloud"})
+    return found
+
+
+def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | None, list[str]] | None:
+    """Named stacks by the Pulumi project they belong to (None: the project's own), checked before
+    Pulumi is needed: a stack file in stacks/ (globs expanded), or a bench's cloud probe.
 
     Results stacks and bucket URLs pass through, for teardown to refuse with its own reason; a
     checkout whose stacks/ holds no stack file has nothing to check against. A stack whose file is
     gone is still covered by `teardown` with no name (every stack in the backend). None: no name given."""
-    from pathlib import Path
-
     from infra.clouds import RESULTS_STACKS
     from infra.conventions import expand_stacks, known_stacks
 
     if not names:
         return None
     folder = Path(project_dir) / "stacks" if project_dir else None
-    known = known_stacks(folder)
-    if not known:
-        return names
-    out: list[str] = []
+    known, probes = known_stacks(folder), bench_probes(project_dir)
+    groups: dict[Path | None, list[str]] = {}
     for name in names:
-        refused_later = name in RESULTS_STACKS or "://" in name
-        out += [name] if refused_later else expand_stacks([name], known, str(folder or "stacks/"))
-    return list(dict.fromkeys(out))
+        as_given = name in RESULTS_STACKS or "://" in name or name in probes or not known
+        where = f"{folder or 'stacks/'} nor among the benches' probes"
+        for stack in [name] if as_given else expand_stacks([name], [*known, *probes], where):
+            group = groups.setdefault(probes.get(stack) if stack not in known else None, [])
+            if stack not in group:
+                group.append(stack)
+    return groups
+
+
+def _record_destroyed(outcomes, bench_dir: Path) -> None:
+    """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
+    from analysis.bench.record import BenchRecord
+    from analysis.campaign.manifest import iso
+
+    destroyed = [o.stack for o in outcomes if o.action == "destroyed"]
+    if destroyed:
+        record = BenchRecord.load(bench_dir)
+        for name in destroyed:
+            record.update(name, teardown={"action": "destroyed", "at": iso()})
 
 
 def run(args, workspace_factory=None) -> int:
     import sys
-    from pathlib import Path
 
-    from analysis.output import emit_json
+    from analysis.output import emit_json, planned_then_run
     from analysis.teardown import teardown
-    from infra.conventions import confirm
     from infra.tags import BadDeadline, parse_now
     from infra.workspace import ProjectNotFound, PulumiMissing
     from payload import exitcodes
 
-    stacks = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
+    groups = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
+    project = Path(args.project_dir).resolve() if args.project_dir else None
 
     def run_teardown(dry_run: bool):
-        return teardown(
-            stacks,
-            completed=args.completed,
-            expired=args.expired,
-            dry_run=dry_run,
-            results_urls=args.results,
-            now=now,
-            work_dir=Path(args.project_dir).resolve() if args.project_dir else None,
-            workspace_factory=workspace_factory,
-        )
+        outcomes = []
+        for where, names in (groups or {None: None}).items():
+            done = teardown(
+                names,
+                completed=args.completed,
+                expired=args.expired,
+                dry_run=dry_run,
+                results_urls=args.results,
+                now=now,
+                work_dir=where or project,
+                workspace_factory=workspace_factory,
+            )
+            if where is not None and not dry_run:
+                _record_destroyed(done, where)
+            outcomes += done
+        return outcomes
 
     try:
         now = parse_now(args.now)
-        if not (args.dry_run or args.yes):  # show what would go, then ask
-            planned = [o for o in run_teardown(True) if o.action == "would-destroy"]
-            if not planned:
-                print("nothing to destroy", file=sys.stderr)
-                return exitcodes.OK
-            confirm(
-                [f"  {o.stack}: {o.reason}" for o in planned],
-                f"Destroy these {len(planned)} stack(s)? (results in the buckets stay)",
-                args.yes,
-            )
-        outcomes = run_teardown(args.dry_run)
+        outcomes = planned_then_run(
+            run_teardown,
+            acts=lambda o: o.action == "would-destroy",
+            describe=lambda o: f"  {o.stack}: {o.reason}",
+            question="Destroy these {n} stack(s)? (results in the buckets stay)",
+            yes=args.yes,
+            dry_run=args.dry_run,
+            nothing="nothing to destroy",
+        )
     except (PulumiMissing, ProjectNotFound, BadDeadline, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.MISSING if isinstance(exc, PulumiMissing) else exitcodes.USAGE

@@ -143,7 +143,7 @@ def test_follow_of_a_stack_with_no_log_gives_up_after_the_wait_and_names_the_fix
     assert follow_log(world["store"], "aws-nothing-here", out, poll=0, sleep=sleeps.append, first_log_wait=0) is None
     assert out.getvalue() == "" and sleeps == []
     url = world["store"].url_for("")
-    code = main(["logs", "aws-nothing-here", "--results", url, "--follow", "--wait", "0", "--poll", "0.01"])
+    code = main(["logs", "aws-nothing-here", "--results", url, "--follow", "--wait", "0", "--poll", "1"])
     assert code != 0 and "--wait MINUTES" in capsys.readouterr().err
 
 

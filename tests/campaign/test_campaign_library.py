@@ -61,7 +61,7 @@ def _schedule_file(tmp_path, **doc) -> str:
 def test_run_schedule_takes_the_stacks_and_options_from_the_file(tmp_path):
     project = _project(tmp_path, ["aws-g4dn-1x"])
     bucket = (tmp_path / "bucket").as_uri()
-    path = _schedule_file(tmp_path, stacks=["aws-g4dn-1x"], results=bucket, poll=0, timeout=0, concurrency=1)
+    path = _schedule_file(tmp_path, stacks=["aws-g4dn-1x"], results=bucket, poll=1, timeout=0, concurrency=1)
     stub = StubBackend()
     done = commands.run_schedule(path, work_dir=project, backend_factory=stub.factory, printer=Printer(quiet=True))
     assert done.launch.actions == {"aws-g4dn-1x": "launched"} and stub.ups == [("aws-g4dn-1x", None)]

@@ -235,10 +235,12 @@ def test_campaign_wait_time_out_is_interrupted():
 
     class Manifest:
         campaign_id = "c1"
+        data = {"results": "s3://bucket/x"}
 
+    args = argparse.Namespace(json=False, results=None, project_dir=None)
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
-        code = _wait_result(Manifest(), WaitOutcome(False, [], []), as_json=False)
-    assert code == exitcodes.INTERRUPTED and "wait c1" in err.getvalue()
+        code = _wait_result(Manifest(), WaitOutcome(False, [], []), args)
+    assert code == exitcodes.INTERRUPTED and "wait c1 --results s3://bucket/x" in err.getvalue()
 
 
 @pytest.fixture

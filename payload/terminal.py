@@ -1,0 +1,96 @@
+"""What reaches a terminal: text from a bucket, a job or a manifest never carries control characters.
+
+A job writes its log tail, its events and its result; anyone with write access to a
+bucket or a campaign manifest writes the rest. Printed raw, an escape sequence in any
+of them can clear the screen, retitle the window, set the clipboard (OSC 52) or
+reorder what is shown (bidi overrides). `terminal_text` is the one function that makes
+such text safe: C0 controls (ESC, BEL, ...), DEL, C1 controls, lone surrogates,
+the Unicode line separators and the bidi embedding/override/isolate characters become
+visible escapes (`\\x1b`, `\\u202e`). Multi-line text keeps its newlines and tabs (a
+carriage return becomes a line end, so it cannot overwrite a line); a single-line field
+(a table cell, a stack name) escapes those too, so it cannot forge a line of its own.
+
+`safe_terminal()` puts every write of `sys.stdout` and `sys.stderr` through it for the
+length of a command: the `gpubench` and `python -m infra` entry points run inside it, so
+no print can forget. Only the progress bar, whose own carriage returns redraw it, writes
+to the stream underneath (`raw_stream`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
+
+# Bidi embeddings, overrides and isolates (Unicode TR9) and the Arabic letter mark: they reorder text.
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+LINE_SEPARATORS = "\u2028\u2029"
+NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(code: int) -> str:
+    char = chr(code)
+    if char in NAMED:
+        return NAMED[char]
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def _table() -> dict[int, str]:
+    codes = [*range(0x20), 0x7F, *range(0x80, 0xA0), *map(ord, BIDI + LINE_SEPARATORS), *range(0xD800, 0xE000)]
+    return {code: _escape(code) for code in codes}
+
+
+SINGLE_LINE = _table()
+MULTI_LINE = {**SINGLE_LINE, ord("\t"): "\t", ord("\n"): "\n", ord("\r"): "\n"}
+
+
+def terminal_text(text: Any, multiline: bool = True) -> str:
+    """`text` (anything; None stays "None") with every control character made a visible escape.
+
+    `multiline` keeps newlines and tabs and makes a carriage return a line end; without it
+    the text stays on one line."""
+    text = str(text)
+    if multiline:
+        return text.replace("\r\n", "\n").translate(MULTI_LINE)
+    return text.translate(SINGLE_LINE)
+
+
+class SafeStream:
+    """A text stream whose every write passes `terminal_text` (multi-line); everything else is the stream's."""
+
+    def __init__(self, stream: TextIO):
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        self.raw.write(terminal_text(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def raw_stream(stream: Any) -> Any:
+    """The stream under a SafeStream (for the progress bar's own redraws), else `stream` itself."""
+    while isinstance(stream, SafeStream):
+        stream = stream.raw
+    return stream
+
+
+@contextlib.contextmanager
+def safe_terminal() -> Iterator[None]:
+    """Within it, whatever is printed to stdout and stderr passes `terminal_text`; the streams are restored after."""
+    saved = sys.stdout, sys.stderr
+    wrap = lambda stream: None if stream is None else SafeStream(raw_stream(stream))  # noqa: E731 - no stream: none
+    sys.stdout, sys.stderr = wrap(sys.stdout), wrap(sys.stderr)
+    try:
+        yield
+    finally:
+        for wrapper in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                wrapper.flush()
+        sys.stdout, sys.stderr = saved
