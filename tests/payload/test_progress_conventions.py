@@ -349,5 +349,8 @@ def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
 
     result = {"status": "failed", "error": "missing metric: nothing read" + TAIL_MARK + "a\n\x1b]52;c;eA==\x07b"}
     status, reason = judge(result)
-    assert status == "failed" and reason == "the job failed during the probe: missing metric: nothing read"
+    assert status == "failed" and reason == (
+        "the job failed during the probe: missing metric: nothing read; "
+        "the last 2 lines of its output were printed with the probe's progress"
+    )
     assert last_lines(result) == ["a", "b"]  # control sequences removed
