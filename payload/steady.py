@@ -42,6 +42,9 @@ CONFIDENCE = 0.95
 # Above this many degrees of freedom the exact finite sum gets long; the
 # Cornish-Fisher expansion is then accurate to better than 1e-12.
 EXACT_DF_LIMIT = 1000
+# A drift across the steady window above this share of the target (and significant) is a trend: the
+# window is a fraction of the job, so a change that is small across it grows over the whole job.
+DRIFT_SHARE = 1 / 3
 GAP_FACTOR = 4.0  # an interval this many times its neighbours' typical length is a pause
 GAP_NEIGHBOURS = 5  # intervals on each side that say what is typical around one
 
@@ -226,12 +229,13 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
 def _held(steady: Steady, window_rates: list[float], target: float) -> Steady:
     """The interval is narrow; has the rate also held as the window grew?
 
-    Two checks, each failing only on a difference both significant at 95 % and larger
-    than `target` of the rate (a tiny real change is harmless, a large noisy one is
-    the interval's business): the latest third against the whole (the difference of
+    Two checks, each failing only on a difference both significant at 95 % and material
+    (a tiny real change is harmless, a large noisy one is the interval's business): the
+    latest third against the whole, material above `target` of the rate (the difference of
     a third's mean and the whole's has standard error sqrt(2) s / sqrt(b) over b
     windows of spread s), and the slope of a least-squares line through the windows'
-    rates (the test of a linear trend, t with b - 2 degrees of freedom)."""
+    rates (the test of a linear trend, t with b - 2 degrees of freedom), material when the
+    line moves more than DRIFT_SHARE of `target` across the window."""
     n, mean = len(window_rates), steady.samples_per_second
     if mean <= 0 or n < 3:
         return replace(steady, drift=None, unsteady=None if steady.steady else _why_wide(steady, target))
@@ -244,7 +248,7 @@ def _held(steady: Steady, window_rates: list[float], target: float) -> Steady:
     residual = math.fsum((r - mean - slope * (j - x_mean)) ** 2 for j, r in enumerate(window_rates))
     se = math.sqrt(residual / (n - 2) / sxx)
     drift = slope * n / mean
-    trend = abs(drift) > target and abs(slope) > t_quantile(0.975, n - 2) * se
+    trend = abs(drift) > target * DRIFT_SHARE and abs(slope) > t_quantile(0.975, n - 2) * se
     why = _why_wide(steady, target) if not steady.steady else None
     if why is None and moved:
         why = f"the latest third of the steady window ran at {change / mean:+.1%} of the whole's rate"
@@ -349,15 +353,14 @@ def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
     GAP_NEIGHBOURS intervals on each side: a slow phase of many readings is slow around
     itself too, so only an isolated long interval counts. Its extra time is its length
     less its samples at the rate of its neighbours that are not pauses themselves."""
-    times, samples = _checked_points(points)
+    times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
     dts = [b - a for a, b in zip(times, times[1:], strict=False)]
     dss = [b - a for a, b in zip(samples, samples[1:], strict=False)]
-    around = [_neighbours(len(dts), i) for i in range(len(dts))]
-    long = [len(js) >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js]) for i, js in enumerate(around)]
+    shortest = min(dts, default=0.0)
+    long = [dt > GAP_FACTOR * shortest and _long(dts, i) for i, dt in enumerate(dts)]  # no median needed when even
     gaps = []
-    for i, js in enumerate(around):
-        if not long[i]:
-            continue
+    for i in (i for i, is_long in enumerate(long) if is_long):
+        js = _neighbours(len(dts), i)
         calm = [j for j in js if not long[j]]
         rate = math.fsum(dss[j] for j in calm) / math.fsum(dts[j] for j in calm) if calm else 0.0
         extra = dts[i] - (dss[i] / rate if rate > 0 else 0.0)
@@ -374,6 +377,11 @@ def without_gaps(points: Sequence[tuple[float, float]], gaps: Sequence[Gap]) -> 
             shift += pending.pop(0).seconds
         out.append((t - shift, s))
     return out
+
+
+def _long(dts: list[float], i: int) -> bool:
+    js = _neighbours(len(dts), i)
+    return len(js) >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js])
 
 
 def _neighbours(n: int, i: int) -> list[int]:

@@ -76,7 +76,7 @@ def _wall_ratio(probe: dict[str, Any]) -> float:
 
 def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str, Any], str | None]:
     """The estimate's row fields, and a reason when there is none (or it is partial)."""
-    from analysis.bench.extrapolate import estimate_job
+    from analysis.bench.extrapolate import estimate_job, probe_periodic
 
     cand, probe = report.candidate, report.probe
     if work_samples is None:
@@ -92,8 +92,10 @@ def _estimate(report: ProbeReport, work_samples: float | None) -> tuple[dict[str
         steady=wall_steady(probe),
         terms=cand.terms,
         hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
+        periodic=probe_periodic(probe, float(work_samples), _wall_ratio(probe)),
     )
     fields = {
+        "periodic_seconds": est.periodic_seconds,
         "est_hours": est.hours,
         "est_hours_low": est.hours_low,
         "est_hours_high": est.hours_high,

@@ -326,10 +326,11 @@ def test_progress_readings_from_both_conventions():
         rec = {"namespace": "", "time_ms": time_ms, "event_type": "POINT_IN_TIME", "key": key, "value": value}
         return ":::MLLOG " + json.dumps({**rec, "metadata": meta})
 
-    assert reader.feed(mllog("epoch_stop", 1000, epoch_num=1)) is None  # train_samples not logged yet
+    # train_samples not logged yet: the epoch's end alone
+    assert reader.feed(mllog("epoch_stop", 1000, epoch_num=1)) == Progress(None, None, None, "epoch")
     assert reader.feed(mllog("train_samples", 1500, 1000)) is None
     reader.feed(mllog("epoch_start", 2000, epoch_num=2))
-    assert reader.feed(mllog("epoch_stop", 4000, epoch_num=2)) == Progress(2000, 4.0, "mllog")
+    assert reader.feed(mllog("epoch_stop", 4000, epoch_num=2)) == Progress(2000, 4.0, "mllog", "epoch")
     assert reader.feed(mllog("train_loss", 4500, 1.2, samples_count=2100)) == Progress(2100, 4.5, "mllog")
 
 
