@@ -104,11 +104,17 @@ def test_a_second_pause_beyond_the_limit_is_not_waited_for():
     assert probe_periodic(mon.to_dict(None), 60_000).seen == 1
 
 
-def test_the_record_says_why_a_probe_never_held_steady():
+def test_the_record_and_the_answer_say_why_a_probe_never_held_steady():
+    from analysis.bench.readings import judge
+
     mon, _ = run(30, lambda t: 100.0 if int(t // 8) % 2 else 10.0)  # 8 s slow, 8 s fast, ...
     record = mon.to_dict(None)
     assert record["stopped_by"] == "time-limit" and not record["steady"]["steady"]
     assert record["steady"]["unsteady"] and record["settled_by"] is None
+    # a trend with a narrow interval: the answer names the trend, not a width that looks fine
+    mon, _ = run(120, lambda t: 100.0 * (1 + 0.001 * t))
+    status, reason = judge({"status": "completed", "probe": mon.to_dict(None)})
+    assert status == "not-steady" and "(time-limit)" in reason and mon.steady.unsteady in reason
 
 
 # --- the job's structure from its own lines -------------------------------------------------------
