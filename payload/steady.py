@@ -351,7 +351,7 @@ def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
 
     An interval is a pause when it is more than GAP_FACTOR times the median length of the
     GAP_NEIGHBOURS intervals on each side: a slow phase of many readings is slow around
-    itself too, so only an isolated long interval counts. Its extra time is its length
+    itself too, so only an isolated long interval counts (and not at the job's start). Its extra time is its length
     less its samples at the rate of its neighbours that are not pauses themselves."""
     times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
     dts = [b - a for a, b in zip(times, times[1:], strict=False)]
@@ -380,8 +380,10 @@ def without_gaps(points: Sequence[tuple[float, float]], gaps: Sequence[Gap]) -> 
 
 
 def _long(dts: list[float], i: int) -> bool:
+    """Longer than GAP_FACTOR times the median around it; never one of the first two intervals (the job's
+    start: a first step's compilation is warm-up, measured once, not a pause that recurs)."""
     js = _neighbours(len(dts), i)
-    return len(js) >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js])
+    return i >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js])
 
 
 def _neighbours(n: int, i: int) -> list[int]:
