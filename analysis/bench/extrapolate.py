@@ -269,11 +269,8 @@ def _notes(
     if not steady.steady:
         width = steady.rel_halfwidth
         spread = f"+/-{width:.1%}" if isinstance(width, (int, float)) and math.isfinite(width) else "unbounded"
-        why = f": {steady.unsteady}" if steady.unsteady else ""
-        notes.append(
-            f"throughput was not steady by the end of the probe (95% interval {spread}, "
-            f"{steady.windows} windows{why}): a longer probe narrows it"
-        )
+        why = steady.unsteady or f"95% interval {spread}, {steady.windows} windows"
+        notes.append(f"throughput was not steady by the end of the probe ({why}): a longer probe narrows it")
     if steady.low <= 0:
         notes.append("the throughput interval reaches zero: no upper bound on time or cost")
     if periodic is None:

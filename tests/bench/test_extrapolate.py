@@ -220,6 +220,9 @@ def test_not_steady_is_said():
     job = dict(JOB, steady=_steady(100.0, 80.0, 125.0, steady=False))
     est = estimate_job(**job, terms=PER_SECOND, hourly_usd=2.0)
     assert any("not steady" in n and "22.5%" in n for n in est.notes)
+    trend = dict(JOB, steady=dataclasses.replace(job["steady"], unsteady="the rate drifts +2.0% across the window"))
+    notes = estimate_job(**trend, terms=PER_SECOND, hourly_usd=2.0).notes
+    assert any("not steady by the end of the probe (the rate drifts +2.0% across the window)" in n for n in notes)
 
 
 def test_interval_reaching_zero_is_unbounded_and_serialises():
