@@ -175,6 +175,8 @@ class ProbeMonitor:
 
     @property
     def floor_seconds(self) -> float:
+        """The least a steady probe runs unless it saw the job's structure: a steady slow first phase
+        (compilation, caching) cannot be told from the steady state by its readings, only outlasted."""
         return self.limit_seconds * FLOOR_SHARE
 
     def _settled(self) -> bool:

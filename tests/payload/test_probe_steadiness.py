@@ -154,3 +154,19 @@ def test_boundaries_reach_the_monitor_on_the_points_clock():
         mon.observe(reader.feed("GPUBENCH_METRICS " + json.dumps({"samples": 10 * i, "seconds": i, "epoch": i})))
     assert [b[1] for b in mon.to_dict(None)["boundaries"]] == ["epoch"] * 3
     assert [at for at, _ in mon._boundary_times] == [2.0, 3.0, 4.0]
+
+
+def test_two_mllog_evaluations_are_the_jobs_structure():
+    # an MLPerf job on its own clock (time_ms): a reading every 0.25 s at 100/s, an evaluation every 5 s
+    clock, reader = Clock(), MetricsReader()
+    mon = ProbeMonitor(600, clock=clock, wall=lambda: 0.0)
+    mon.start()
+    t = 0.0
+    while not mon.should_stop() and t < 60:
+        t += STEP
+        clock.now += STEP
+        mon.observe(reader.feed(mllog("train_loss", int(t * 1000), 1.0, samples_count=int(100 * t))))
+        if t % 5 == 0:
+            mon.observe(reader.feed(mllog("eval_stop", int(t * 1000), epoch_num=int(t // 5))))
+    assert mon.stopped_by == "steady" and mon.settled_by == "eval" and 10 < t < 20  # two evaluations, not the floor
+    assert mon.steady.samples_per_second == pytest.approx(100.0)
