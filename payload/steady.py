@@ -15,6 +15,15 @@ metrics lines. This module turns them into a rate with a 95% interval:
 3. Batch means. What remains is split into equal time windows; their rates'
    mean is exactly samples/seconds over the steady period, and their spread
    gives a Student-t 95% interval.
+4. Held. A narrow interval is not enough: a slow first phase that is itself
+   steady has one too. The rate must also have held as the window grew: the
+   latest third of the steady window agrees with the whole, and a straight
+   line through the windows' rates has no slope, each unless the difference is
+   both significant at 95 % and larger than the target share of the rate.
+5. Pauses. Readings far apart compared with their neighbours (evaluation,
+   checkpoint, epoch end) are periodic costs, not throughput: `find_gaps`
+   measures them and `without_gaps` takes their time out before 1-4, so the
+   steady rate is the rate between pauses and the pauses are charged apart.
 
 Standard library only: the payload runs this on the instance, after every
 metrics line, so every step is linear in the number of points.
@@ -33,6 +42,11 @@ CONFIDENCE = 0.95
 # Above this many degrees of freedom the exact finite sum gets long; the
 # Cornish-Fisher expansion is then accurate to better than 1e-12.
 EXACT_DF_LIMIT = 1000
+# A drift across the steady window above this share of the target (and significant) is a trend: the
+# window is a fraction of the job, so a change that is small across it grows over the whole job.
+DRIFT_SHARE = 1 / 3
+GAP_FACTOR = 4.0  # an interval this many times its neighbours' typical length is a pause
+GAP_NEIGHBOURS = 5  # intervals on each side that say what is typical around one
 
 
 @dataclass(frozen=True)
@@ -44,7 +58,10 @@ class Steady:
     relative half-width met the target with at least the minimum of windows;
     `warmup_samples`: the cumulative samples at the end of the warm-up (the
     first reading's included), so a whole job's time can charge the warm-up as
-    measured and the rest at the steady rate (None when not recorded)."""
+    measured and the rest at the steady rate (None when not recorded).
+    `latest_third`: the rate over the last third of the steady window; `drift`:
+    the change across the window of a straight line fitted to the windows'
+    rates, over the rate; `unsteady`: why `steady` is False (None when it is)."""
 
     samples_per_second: float
     low: float
@@ -54,6 +71,9 @@ class Steady:
     windows: int
     steady: bool
     warmup_samples: float | None = None
+    latest_third: float | None = None
+    drift: float | None = None
+    unsteady: str | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready: a non-finite figure (no progress at all) becomes None."""
@@ -200,7 +220,49 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
     start = grid[cut]
     window_rates = _window_rates(times, samples, start, times[-1], windows)
     steady = _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
-    return replace(steady, warmup_samples=cumulative[cut])
+    third = start + (times[-1] - start) * 2 / 3
+    ends = _interpolate(times, samples, [third, times[-1]])
+    latest = (ends[1] - ends[0]) / (times[-1] - third)
+    return _held(replace(steady, warmup_samples=cumulative[cut], latest_third=latest), window_rates, target)
+
+
+def _held(steady: Steady, window_rates: list[float], target: float) -> Steady:
+    """The interval is narrow; has the rate also held as the window grew?
+
+    Two checks, each failing only on a difference both significant at 95 % and material
+    (a tiny real change is harmless, a large noisy one is the interval's business): the
+    latest third against the whole, material above `target` of the rate (the difference of
+    a third's mean and the whole's has standard error sqrt(2) s / sqrt(b) over b
+    windows of spread s), and the slope of a least-squares line through the windows'
+    rates (the test of a linear trend, t with b - 2 degrees of freedom), material when the
+    line moves more than DRIFT_SHARE of `target` across the window."""
+    n, mean = len(window_rates), steady.samples_per_second
+    if mean <= 0 or n < 3:
+        return replace(steady, drift=None, unsteady=None if steady.steady else _why_wide(steady, target))
+    s = math.sqrt(math.fsum((r - mean) ** 2 for r in window_rates) / (n - 1))
+    change = steady.latest_third - mean
+    moved = abs(change) > target * mean and abs(change) > t_quantile(0.975, n - 1) * math.sqrt(2.0 / n) * s
+    x_mean = (n - 1) / 2
+    sxx = math.fsum((j - x_mean) ** 2 for j in range(n))
+    slope = math.fsum((j - x_mean) * (r - mean) for j, r in enumerate(window_rates)) / sxx
+    residual = math.fsum((r - mean - slope * (j - x_mean)) ** 2 for j, r in enumerate(window_rates))
+    se = math.sqrt(residual / (n - 2) / sxx)
+    drift = slope * n / mean
+    trend = abs(drift) > target * DRIFT_SHARE and abs(slope) > t_quantile(0.975, n - 2) * se
+    why = _why_wide(steady, target) if not steady.steady else None
+    if why is None and moved:
+        why = f"the latest third of the steady window ran at {change / mean:+.1%} of the whole's rate"
+    if why is None and trend:
+        why = f"the rate drifts {drift:+.1%} across the steady window"
+    return replace(steady, drift=drift, steady=why is None, unsteady=why)
+
+
+def _why_wide(steady: Steady, target: float) -> str:
+    if not math.isfinite(steady.rel_halfwidth):
+        return "no progress in the steady window"
+    return (
+        f"95% interval +/-{steady.rel_halfwidth:.1%} on {steady.windows} windows (steady needs at most +/-{target:.1%})"
+    )
 
 
 def _checked_points(points: Sequence[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -266,3 +328,69 @@ def _summarise(window_rates: list[float], *, warmup_seconds: float, target: floa
         windows=n,
         steady=n >= min_windows and rel <= target,
     )
+
+
+# --- pauses ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A pause in the readings: it began `at` seconds (on the readings' clock) with `samples` done,
+    and took `seconds` more than its samples would have at the rate around it."""
+
+    at: float
+    samples: float
+    seconds: float
+
+    def to_list(self) -> list[float]:
+        return [round(self.at, 3), self.samples, round(self.seconds, 3)]
+
+
+def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
+    """The pauses among (elapsed, cumulative samples) readings, in time order.
+
+    An interval is a pause when it is more than GAP_FACTOR times the median length of the
+    GAP_NEIGHBOURS intervals on each side: a slow phase of many readings is slow around
+    itself too, so only an isolated long interval counts (and not at the job's start). Its extra time is its length
+    less its samples at the rate of its neighbours that are not pauses themselves."""
+    times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
+    dts = [b - a for a, b in zip(times, times[1:], strict=False)]
+    dss = [b - a for a, b in zip(samples, samples[1:], strict=False)]
+    shortest = min(dts, default=0.0)
+    long = [dt > GAP_FACTOR * shortest and _long(dts, i) for i, dt in enumerate(dts)]  # no median needed when even
+    gaps = []
+    for i in (i for i, is_long in enumerate(long) if is_long):
+        js = _neighbours(len(dts), i)
+        calm = [j for j in js if not long[j]]
+        rate = math.fsum(dss[j] for j in calm) / math.fsum(dts[j] for j in calm) if calm else 0.0
+        extra = dts[i] - (dss[i] / rate if rate > 0 else 0.0)
+        if extra > 0:
+            gaps.append(Gap(times[i], samples[i], extra))
+    return gaps
+
+
+def without_gaps(points: Sequence[tuple[float, float]], gaps: Sequence[Gap]) -> list[tuple[float, float]]:
+    """The readings with each pause's extra time taken out of every later time."""
+    out, shift, pending = [], 0.0, list(gaps)
+    for t, s in points:
+        while pending and pending[0].at < t:
+            shift += pending.pop(0).seconds
+        out.append((t - shift, s))
+    return out
+
+
+def _long(dts: list[float], i: int) -> bool:
+    """Longer than GAP_FACTOR times the median around it; never one of the first two intervals (the job's
+    start: a first step's compilation is warm-up, measured once, not a pause that recurs)."""
+    js = _neighbours(len(dts), i)
+    return i >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js])
+
+
+def _neighbours(n: int, i: int) -> list[int]:
+    return [j for j in range(max(0, i - GAP_NEIGHBOURS), min(n, i + GAP_NEIGHBOURS + 1)) if j != i]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])

@@ -87,7 +87,7 @@ def job_work(report: ProbeReport, work: Any, work_samples: float | None) -> dict
 
 def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None) -> tuple[dict[str, Any], str | None]:
     """The estimate's row fields, and a reason when there is none (or it is partial)."""
-    from analysis.bench.extrapolate import estimate_job
+    from analysis.bench.extrapolate import estimate_job, probe_periodic
 
     cand, probe = report.candidate, report.probe
     whole = job_work(report, work, work_samples)
@@ -107,9 +107,11 @@ def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None)
         steady=wall_steady(probe),
         terms=cand.terms,
         hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
+        periodic=probe_periodic(probe, float(work_samples), _wall_ratio(probe)),
     )
     fields = {
         "work": whole,
+        "periodic_seconds": est.periodic_seconds,
         "est_hours": est.hours,
         "est_hours_low": est.hours_low,
         "est_hours_high": est.hours_high,

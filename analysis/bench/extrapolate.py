@@ -4,9 +4,10 @@
 
 `overhead` (launch to first timed step: boot, image pull, setup), `finish`
 (the job's end to the machine's release: result files, upload), the warm-up
-(its seconds and the samples done by its end) and the throughput are measured
-by the probe; the whole job's time and cost are
-extrapolated. The interval comes from the throughput's: the high throughput
+(its seconds and the samples done by its end), the throughput between pauses
+and the pauses themselves (evaluation, checkpoint, epoch end: their seconds
+per sample, `periodic_cost`) are measured by the probe; the whole job's time
+and cost are extrapolated. The interval comes from the throughput's: the high throughput
 gives the short time and the low cost, the low throughput the long time and
 the high cost. Each of the three durations is billed on its own under the
 offering's terms (analysis.price.billed.billed_seconds), so per-hour billing rounds
@@ -41,6 +42,7 @@ class JobEstimate:
     billed_hours: float
     basis: dict[str, str]  # field -> "measured" | "extrapolated"
     notes: tuple[str, ...]
+    periodic_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         """JSON-ready: an unbounded figure becomes None, notes a list."""
@@ -59,6 +61,89 @@ def billed_usd(terms: BillingTerms, hourly_usd: float, seconds: float) -> tuple[
     return hours, hourly_usd * hours + fee
 
 
+@dataclass(frozen=True)
+class PeriodicCost:
+    """The whole job's pauses (evaluation, checkpoint, epoch end): seconds, their interval, what the
+    probe saw of them (`seen` pauses) and what a reader must know (`note`)."""
+
+    seconds: float
+    low: float
+    high: float
+    seen: int
+    note: str | None = None
+
+
+def periodic_cost(
+    gaps: list, work_samples: float, *, seen_samples: float, seen_seconds: float, scale: float = 1.0
+) -> PeriodicCost:
+    """The pauses a whole job of `work_samples` pays, from the probe's `gaps`
+    ([start, samples at the start, extra seconds], payload.steady.Gap) over the
+    `seen_samples` and `seen_seconds` it watched; `scale` turns the readings' clock into wall seconds.
+
+    Two or more pauses: the extra seconds per sample between the first and the last
+    (pauses 2..n over the samples from pause 1 to pause n, so a period counts once
+    whatever the job does first); the interval takes the shortest and the longest pause.
+    One: a job counts samples from 0, so one pause after S1 samples is charged once every
+    max(S1, samples seen since it) samples (no second came that soon); the interval runs
+    from that pause alone to one every S1. None: nothing charged, and the note says the
+    estimate may exclude them."""
+    _check("work_samples", work_samples, allow_zero=False)
+    gaps = [(float(at), float(samples), float(extra) * scale) for at, samples, extra in gaps]
+    if not gaps:
+        return PeriodicCost(
+            0.0,
+            0.0,
+            0.0,
+            0,
+            f"may exclude evaluation/checkpoint pauses: the probe saw none in {seen_seconds:.0f} s "
+            f"({seen_samples:,.0f} samples)",
+        )
+    if len(gaps) == 1:
+        _, first, extra = gaps[0]
+        period = max(first, seen_samples - first)
+        if period <= 0:
+            return PeriodicCost(extra, extra, extra, 1, _ONE_PAUSE.format(extra=extra, first=first, period="once"))
+        seconds = work_samples * extra / period
+        high = work_samples * extra / first if first > 0 else seconds
+        return PeriodicCost(
+            seconds,
+            min(extra, seconds),
+            max(high, seconds),
+            1,
+            _ONE_PAUSE.format(extra=extra, first=first, period=f"every {period:,.0f} samples"),
+        )
+    span = gaps[-1][1] - gaps[0][1]
+    later = [extra for _, _, extra in gaps[1:]]
+    if span <= 0:  # pauses with no samples between them: one long pause, charged once per probe's samples
+        span, later = max(seen_samples, 1.0), [sum(extra for _, _, extra in gaps)]
+    per_pause = work_samples / span
+    return PeriodicCost(
+        per_pause * sum(later),
+        per_pause * len(later) * min(later),
+        per_pause * len(later) * max(later),
+        len(gaps),
+        f"includes evaluation/checkpoint pauses as measured: {sum(later) / len(later):.1f} s every "
+        f"{span / len(later):,.0f} samples ({len(gaps)} seen)",
+    )
+
+
+def probe_periodic(probe: dict, work_samples: float, scale: float = 1.0) -> PeriodicCost | None:
+    """`periodic_cost` of a probe record (result["probe"]); None for a record from before pauses were measured."""
+    points = probe.get("points") or []
+    if "gaps" not in probe or not points:
+        return None
+    seen_seconds = float(points[-1][0]) - float(points[0][0])
+    return periodic_cost(
+        probe["gaps"], work_samples, seen_samples=float(points[-1][1]), seen_seconds=seen_seconds * scale, scale=scale
+    )
+
+
+_ONE_PAUSE = (
+    "evaluation/checkpoint pauses from one pause only ({extra:.1f} s after {first:,.0f} samples; fewer than two "
+    "periods seen): charged {period}, and the interval runs from that pause alone to one every {first:,.0f} samples"
+)
+
+
 def estimate_job(
     *,
     overhead_seconds: float,
@@ -66,18 +151,22 @@ def estimate_job(
     steady: Steady,
     terms: BillingTerms,
     hourly_usd: float,
-    periodic_seconds: float = 0.0,
+    periodic: PeriodicCost | None = None,
     finish_seconds: float = 0.0,
 ) -> JobEstimate:
-    """The whole job's hours and billed cost from a probe's overhead and steady rate.
+    """The whole job's hours and billed cost from a probe's overhead, steady rate and pauses.
 
     `finish_seconds` is the measured time from the job's end to the machine's release
-    (result files, upload), billed like the overhead; 0 when the probe did not time it."""
+    (result files, upload), billed like the overhead; 0 when the probe did not time it.
+    `periodic` is `periodic_cost` of the probe's pauses (None: not measured). The steady rate
+    must be the rate between pauses (the probe takes them out), or they count twice."""
     _check("overhead_seconds", overhead_seconds, allow_zero=True)
     _check("finish_seconds", finish_seconds, allow_zero=True)
     _check("work_samples", work_samples, allow_zero=False)
     _check("hourly_usd", hourly_usd, allow_zero=True)
-    _check("periodic_seconds", periodic_seconds, allow_zero=True)
+    for name in ("seconds", "low", "high"):
+        _check(f"periodic_{name}", getattr(periodic, name) if periodic else 0.0, allow_zero=True)
+    periodic_seconds = periodic.seconds if periodic else 0.0
     if not (steady.samples_per_second > 0 and math.isfinite(steady.samples_per_second)):
         raise CostError(
             f"the probe's throughput is {steady.samples_per_second} samples/s: "
@@ -89,10 +178,10 @@ def estimate_job(
             f"{steady.samples_per_second}: pass the Steady that payload.steady.steady_rate returned"
         )
     warmup_seconds, remaining = warmup_share(steady, work_samples)
-    fixed = overhead_seconds + finish_seconds + periodic_seconds + warmup_seconds
-    seconds = fixed + remaining / steady.samples_per_second
-    fast = fixed + remaining / steady.high
-    slow = fixed + (remaining / steady.low if steady.low > 0 else math.inf)
+    fixed = overhead_seconds + finish_seconds + warmup_seconds
+    seconds = fixed + periodic_seconds + remaining / steady.samples_per_second
+    fast = fixed + (periodic.low if periodic else 0.0) + remaining / steady.high
+    slow = fixed + (periodic.high if periodic else 0.0) + (remaining / steady.low if steady.low > 0 else math.inf)
     billed_hours, usd = billed_usd(terms, hourly_usd, seconds)
     _, usd_low = billed_usd(terms, hourly_usd, fast)
     _, usd_high = billed_usd(terms, hourly_usd, slow)
@@ -111,8 +200,9 @@ def estimate_job(
             seconds=seconds,
             billed_hours=billed_hours,
             fixed=overhead_seconds + finish_seconds + periodic_seconds,
-            periodic_seconds=periodic_seconds,
+            periodic=periodic,
         ),
+        periodic_seconds=periodic_seconds,
     )
 
 
@@ -166,21 +256,27 @@ def _basis(periodic_seconds: float, finish_seconds: float = 0.0) -> dict[str, st
 
 
 def _notes(
-    terms: BillingTerms, steady: Steady, *, seconds: float, billed_hours: float, fixed: float, periodic_seconds: float
+    terms: BillingTerms,
+    steady: Steady,
+    *,
+    seconds: float,
+    billed_hours: float,
+    fixed: float,
+    periodic: PeriodicCost | None,
 ) -> tuple[str, ...]:
     """What a reader must know to trust (or not) the figures."""
     notes = []
     if not steady.steady:
         width = steady.rel_halfwidth
         spread = f"+/-{width:.1%}" if isinstance(width, (int, float)) and math.isfinite(width) else "unbounded"
-        notes.append(
-            f"throughput was not steady by the end of the probe (95% interval {spread}, "
-            f"{steady.windows} windows): a longer probe narrows it"
-        )
+        why = steady.unsteady or f"95% interval {spread}, {steady.windows} windows"
+        notes.append(f"throughput was not steady by the end of the probe ({why}): a longer probe narrows it")
     if steady.low <= 0:
         notes.append("the throughput interval reaches zero: no upper bound on time or cost")
-    if not periodic_seconds:
-        notes.append("excludes evaluation/checkpoint time: the probe crossed none")
+    if periodic is None:
+        notes.append("excludes evaluation/checkpoint pauses: not measured")
+    elif periodic.note:
+        notes.append(periodic.note)
     if fixed > seconds - fixed:
         notes.append("overhead (boot, image pull, setup) is longer than the training itself")
     used_hours = seconds / SECONDS_PER_HOUR

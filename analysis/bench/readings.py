@@ -109,7 +109,8 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     if not steady.get("steady"):
         return "not-steady", (
             f"throughput not steady by the probe limit ({probe.get('stopped_by')}): "
-            f"interval +/-{100 * float(steady.get('rel_halfwidth') or 0):.1f} %; the estimate is wide"
+            + (steady.get("unsteady") or f"interval +/-{100 * float(steady.get('rel_halfwidth') or 0):.1f} %")
+            + "; the estimate is wide"
         )
     return "measured", None
 

@@ -70,7 +70,7 @@ def register(sub) -> None:
         type=float,
         default=10.0,
         metavar="N",
-        help="each probe's limit (default 10); most stop sooner",
+        help="each probe's limit (default 10); a steady job stops after a third of it, or after its first epoch",
     )
     p.add_argument(
         "--throughput-only",

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
@@ -42,6 +42,7 @@ __all__ = [
     "GPUBENCH_CONVENTIONS",
     "JSON_KEYS",
     "JSON_TOKEN",
+    "MLLOG_BOUNDARIES",
     "MLLOG_TOKEN",
     "MetricsReader",
     "Progress",
@@ -160,6 +161,17 @@ def _json_progress(obj: dict) -> Progress | None:
 
 
 BOUNDARIES = ("epoch", "eval")  # the job's own structure: an epoch ended, an evaluation ended
+# MLPerf events that end a unit of the job's structure (a block is the epochs between evaluations).
+MLLOG_BOUNDARIES = {"epoch_stop": "epoch", "block_stop": "epoch", "eval_stop": "eval"}
+
+
+def _with_boundary(progress: Progress | None, boundary: str | None) -> Progress | None:
+    """The reading marked with the boundary its line reports (a boundary alone is a reading without samples)."""
+    if boundary is None:
+        return progress
+    if progress is None:
+        return Progress(None, None, None, boundary)
+    return replace(progress, boundary=boundary)
 
 
 @dataclass(frozen=True)
@@ -199,6 +211,7 @@ class MetricsReader:
     eval_accuracy: float | None = None
     throughput: float | None = None
     epochs: list[dict] = field(default_factory=list)  # {"epoch", "start_ms", "stop_ms", "val_acc"}
+    json_epoch: float | None = None  # the last GPUBENCH_METRICS `epoch`/`epochs` seen: a change ends an epoch
     warnings: Warnings = field(default_factory=Warnings)
     matched: str | None = None  # the convention whose progress the probe times
     last_count: Count | None = None
@@ -253,7 +266,7 @@ class MetricsReader:
             obj = parse_json_line(line)
             if obj is not None:
                 self._json(obj)
-                return _json_progress(obj)
+                return _with_boundary(_json_progress(obj), self._json_epoch_ended(obj))
             if JSON_TOKEN in line:
                 self.warnings.add(
                     "unreadable", f"unreadable GPUBENCH_METRICS line (want one JSON object): {line.strip()[:200]}"
@@ -262,8 +275,16 @@ class MetricsReader:
             rec = parse_mllog_line(line)
             if rec is not None:
                 self._mllog(rec)
-                return self._mllog_progress(rec)
+                return _with_boundary(self._mllog_progress(rec), MLLOG_BOUNDARIES.get(rec.get("key")))
         return None
+
+    def _json_epoch_ended(self, obj: dict) -> str | None:
+        """The boundary "epoch" when the line's `epoch` (or `epochs`) differs from the last one given."""
+        value = next((_number(obj[k]) for k in ("epoch", "epochs") if _number(obj.get(k)) is not None), None)
+        if value is None:
+            return None
+        before, self.json_epoch = self.json_epoch, value
+        return "epoch" if before is not None and value != before else None
 
     def _mllog_progress(self, rec: dict) -> Progress | None:
         """`metadata.samples_count` (cumulative, as MLPerf's LLM logs give it), else `train_samples` x the

@@ -13,6 +13,15 @@ The points' clock is the job's own when its lines carry one (GPUBENCH_METRICS
 ``seconds``, MLLOG ``time_ms``), else the arrival time of the line; the
 first reading picks it and later readings without that clock are skipped, so
 one probe never mixes two clocks.
+
+When to stop (docs/bench-method.md, "When the probe stops"): the rate is
+steady and has held as the window grew (payload.steady), AND the probe has
+either run a floor of FLOOR_SHARE of its limit or seen the job's own structure
+once: an epoch's end, an evaluation period (two evaluations) or two of its
+pauses, with at least a third of the steady window after it. Pauses in the
+readings (payload.steady.find_gaps) are taken out of the rate and recorded
+for the estimate; after one pause, the probe runs on (within its limit) to see
+a second, so the period is measured, not guessed.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from payload.events import parse_iso
-from payload.steady import steady_rate
+from payload.steady import find_gaps, steady_rate, without_gaps
 from payload.workloads.metrics import Progress
 
 __all__ = ["DEFAULT_TARGET", "MAX_POINTS", "STOPPED_BY", "ProbeMonitor", "overhead_seconds"]
@@ -32,6 +41,8 @@ MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every o
 CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints
 MIN_READINGS = 10  # no verdict on fewer readings: a handful can agree by chance
 STOPPED_BY = ("steady", "time-limit", "job-ended")
+FLOOR_SHARE = 1 / 3  # a probe runs at least this share of its limit unless it saw the job's structure
+PERIOD_MARGIN = 1.25  # waiting for a second pause: its expected time times this must fit in the limit
 
 
 class ProbeMonitor:
@@ -63,6 +74,9 @@ class ProbeMonitor:
         self.elapsed_at_stop: float | None = None
         self.warnings: list[str] = []  # for the result: an estimate that failed
         self.boundaries: list[list] = []  # [seconds since start() on arrival, "epoch" | "eval"]
+        self._boundary_times: list[tuple[float, str]] = []  # the same on the points' clock
+        self.gaps: list = []  # payload.steady.Gap: pauses in the readings, on the points' clock
+        self.settled_by: str | None = None  # what let the probe stop: "floor" | "epoch" | "eval" | "pauses"
 
     def start(self) -> None:
         """The job's timed part starts now: the time limit counts from here."""
@@ -90,26 +104,41 @@ class ProbeMonitor:
         with self._lock:
             if self.stopped_by is not None:
                 return False
+            first, kept = self._observe(progress)
             if progress.boundary is not None:
-                self.boundaries.append([round(self._elapsed(), 3), progress.boundary])
-            if progress.samples is None:
-                return False
-            first = self.first_step is None
-            if first:
-                self.first_step = {"samples": progress.samples, "elapsed": round(self._elapsed(), 3)}
-            at = self._point_time(progress)
-            at = round(at, 3) if at is not None else None  # as kept: two lines in one millisecond are one time
-            if (
-                at is None
-                or at < 0
-                or progress.samples < 0
-                or (self.points and (at <= self.points[-1][0] or progress.samples < self.points[-1][1]))
-            ):
-                return first
-            samples = progress.samples
-            self._keep([at, int(samples) if float(samples).is_integer() else samples], self._elapsed())
-            self._check()
+                self._boundary(progress.boundary)
+            if kept:
+                self._check()
             return first
+
+    def _boundary(self, kind: str) -> None:
+        """The end of an epoch or an evaluation, after the reading its line carried (if any). At most
+        MAX_POINTS are kept, as points are: a job that prints an epoch end per step cannot grow the result."""
+        if len(self.boundaries) >= MAX_POINTS:
+            return
+        self.boundaries.append([round(self._elapsed(), 3), kind])
+        if self.points:
+            self._boundary_times.append((self.points[-1][0], kind))
+
+    def _observe(self, progress: Progress) -> tuple[bool, bool]:
+        """(the job's first reading, a point kept)."""
+        if progress.samples is None:
+            return False, False
+        first = self.first_step is None
+        if first:
+            self.first_step = {"samples": progress.samples, "elapsed": round(self._elapsed(), 3)}
+        at = self._point_time(progress)
+        at = round(at, 3) if at is not None else None  # as kept: two lines in one millisecond are one time
+        if (
+            at is None
+            or at < 0
+            or progress.samples < 0
+            or (self.points and (at <= self.points[-1][0] or progress.samples < self.points[-1][1]))
+        ):
+            return first, False
+        samples = progress.samples
+        self._keep([at, int(samples) if float(samples).is_integer() else samples], self._elapsed())
+        return first, True
 
     def _keep(self, point: list[float], arrived: float) -> None:
         self.readings += 1
@@ -130,7 +159,8 @@ class ProbeMonitor:
         (nothing to correct) or with fewer than two steady points."""
         if self._clock_kind in ("unset", None) or self.steady is None or len(self.points) < 2:
             return None
-        cut = self.points[0][0] + float(self.steady.warmup_seconds or 0.0)
+        warmup = float(self.steady.warmup_seconds or 0.0)
+        cut = self.points[0][0] + warmup + self._shift_before(warmup)
         first = next((i for i, p in enumerate(self.points) if p[0] >= cut), len(self.points) - 1)
         job_span = self.points[-1][0] - self.points[first][0]
         wall_span = self.arrivals[-1] - self.arrivals[first]
@@ -144,13 +174,53 @@ class ProbeMonitor:
             return
         self._last_check = now
         self.steady = self._safe_estimate()
-        if self.steady is not None and self.steady.steady:
+        if self.steady is not None and self.steady.steady and self._settled() and not self._second_pause_due():
             self._stop("steady")
+
+    @property
+    def floor_seconds(self) -> float:
+        """The least a steady probe runs unless it saw the job's structure: a steady slow first phase
+        (compilation, caching) cannot be told from the steady state by its readings, only outlasted."""
+        return self.limit_seconds * FLOOR_SHARE
+
+    def _settled(self) -> bool:
+        """Past the floor, or the job's own structure seen once with a third of the steady window after it."""
+        if self._elapsed() >= self.floor_seconds:
+            self.settled_by = "floor"
+            return True
+        start = self.points[0][0] + self.steady.warmup_seconds + self._shift_before(self.steady.warmup_seconds)
+        latest = self.points[-1][0] - (self.points[-1][0] - start) / 3
+        seen = [kind for at, kind in self._boundary_times if at <= latest]
+        units = {"epoch": seen.count("epoch"), "eval": seen.count("eval") - 1, "pauses": self._pauses_before(latest)}
+        self.settled_by = next((kind for kind, n in units.items() if n >= 1), None)
+        return self.settled_by is not None
+
+    def _pauses_before(self, at: float) -> int:
+        """Whole periods between pauses seen before `at`: pauses less one."""
+        return sum(1 for g in self.gaps if g.at <= at) - 1
+
+    def _shift_before(self, gap_free_seconds: float) -> float:
+        """Pause seconds before a time given on the gap-free clock from the first point (to the points' clock)."""
+        shift, t0 = 0.0, self.points[0][0]
+        for gap in self.gaps:
+            if gap.at - shift - t0 >= gap_free_seconds:
+                break
+            shift += gap.seconds
+        return shift
+
+    def _second_pause_due(self) -> bool:
+        """One pause seen: will a second come within the limit? Then wait for it to measure the period."""
+        if len(self.gaps) != 1 or self.steady.samples_per_second <= 0:
+            return False
+        gap = self.gaps[0]  # a job counts its samples from 0: the first period is the samples before it
+        left = (2 * gap.samples - self.points[-1][1]) / self.steady.samples_per_second + gap.seconds
+        return left > 0 and self._elapsed() + left * PERIOD_MARGIN <= self.limit_seconds
 
     def _safe_estimate(self):
         """The estimate, or None with a warning: a bug here must not stop the job's output pump."""
         try:
-            return self._estimate(self.points, self.target)
+            self.gaps = find_gaps(self.points)
+            return self._estimate(without_gaps(self.points, self.gaps), self.target)
         except Exception as exc:  # noqa: BLE001 - reported in the result, the probe runs on to its limit
             if not self.warnings:
                 self.warnings.append(f"probe: the steady-rate estimate failed ({type(exc).__name__}: {exc})")
@@ -191,6 +261,10 @@ class ProbeMonitor:
             "clock": self._clock_kind if self._clock_kind != "unset" else None,
             "wall_per_job_second": self.wall_per_job_second(),
             "readings": self.readings,
+            "floor_seconds": round(self.floor_seconds, 3),
+            "settled_by": self.settled_by if self.stopped_by == "steady" else None,
+            "boundaries": [list(b) for b in self.boundaries],
+            "gaps": [g.to_list() for g in self.gaps],
             "points": [list(p) for p in self.points],
         }
 

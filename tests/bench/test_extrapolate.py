@@ -11,7 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.bench.extrapolate import JobEstimate, estimate_job, probe_bound_usd
+from analysis.bench.extrapolate import (
+    JobEstimate,
+    PeriodicCost,
+    estimate_job,
+    periodic_cost,
+    probe_bound_usd,
+    probe_periodic,
+)
 from analysis.price.billed import CostError
 from infra.catalog import BillingTerms, load_catalog
 from payload.steady import Steady
@@ -130,15 +137,44 @@ def test_overhead_larger_than_the_job():
     assert any("overhead" in n and "longer than the training" in n for n in est.notes)
 
 
-def test_periodic_time_is_added_and_marked_measured():
-    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0, periodic_seconds=600.0)
-    assert est.hours == pytest.approx(4500 / 3600)
-    assert est.hours_low == pytest.approx(3780 / 3600)
-    assert est.basis["periodic_seconds"] == "measured"
-    assert not any("evaluation/checkpoint" in n for n in est.notes)
-    without = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
-    assert "periodic_seconds" not in without.basis
-    assert any("excludes evaluation/checkpoint time" in n for n in without.notes)
+def test_periodic_pauses_seen_three_times_by_hand():
+    # pauses of 5, 4 and 6 s at 12,000, 24,000 and 36,000 samples: pauses 2..3 over the 24,000 samples
+    # between the first and the last, so 360,000 samples pay 15 periods of (4 + 6) / 2 s: 150 s (120..180)
+    gaps = [[100.0, 12_000, 5.0], [220.0, 24_000, 4.0], [340.0, 36_000, 6.0]]
+    cost = periodic_cost(gaps, 360_000.0, seen_samples=40_000.0, seen_seconds=400.0)
+    assert (cost.seconds, cost.low, cost.high, cost.seen) == pytest.approx((150.0, 120.0, 180.0, 3))
+    assert "5.0 s every 12,000 samples (3 seen)" in cost.note
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0, periodic=cost)
+    assert est.hours == pytest.approx((3900 + 150) / 3600)
+    assert est.hours_low == pytest.approx((3180 + 120) / 3600)
+    assert est.hours_high == pytest.approx((4800 + 180) / 3600)
+    assert est.basis["periodic_seconds"] == "measured" and est.periodic_seconds == 150.0
+    assert cost.note in est.notes
+
+
+def test_one_pause_is_charged_with_a_wider_interval_and_says_so():
+    # 5 s after 12,000 samples, none in the 18,000 seen since: one every 18,000 (100 s for 360,000),
+    # from that pause alone (5 s) to one every 12,000 (150 s)
+    cost = periodic_cost([[100.0, 12_000, 5.0]], 360_000.0, seen_samples=30_000.0, seen_seconds=300.0)
+    assert (cost.seconds, cost.low, cost.high, cost.seen) == pytest.approx((100.0, 5.0, 150.0, 1))
+    assert "fewer than two periods" in cost.note
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0, periodic=cost)
+    assert (est.hours_low * 3600, est.hours * 3600, est.hours_high * 3600) == pytest.approx((3185, 4000, 4950))
+    # the wall ran twice as fast as the readings' clock: every pause second counts twice
+    doubled = periodic_cost([[100.0, 12_000, 5.0]], 360_000.0, seen_samples=30_000.0, seen_seconds=300.0, scale=2)
+    assert doubled.seconds == pytest.approx(200.0)
+
+
+def test_no_pause_seen_may_exclude_them_and_an_old_record_is_not_measured():
+    cost = periodic_cost([], 360_000.0, seen_samples=9_000.0, seen_seconds=90.0)
+    assert (cost.seconds, cost.seen) == (0.0, 0)
+    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0, periodic=cost)
+    assert "periodic_seconds" not in est.basis and est.hours == pytest.approx(3900 / 3600)
+    assert any(
+        "may exclude evaluation/checkpoint pauses: the probe saw none in 90 s (9,000 samples)" == n for n in est.notes
+    )
+    assert probe_periodic({"points": [[0, 0], [1, 10]]}, 100.0) is None  # recorded before pauses were measured
+    assert any("not measured" in n for n in estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0).notes)
 
 
 @pytest.mark.parametrize(("terms", "word"), [(MONTHLY, "monthly rental"), (AMORTISED, "amortised")])
@@ -184,6 +220,9 @@ def test_not_steady_is_said():
     job = dict(JOB, steady=_steady(100.0, 80.0, 125.0, steady=False))
     est = estimate_job(**job, terms=PER_SECOND, hourly_usd=2.0)
     assert any("not steady" in n and "22.5%" in n for n in est.notes)
+    trend = dict(JOB, steady=dataclasses.replace(job["steady"], unsteady="the rate drifts +2.0% across the window"))
+    notes = estimate_job(**trend, terms=PER_SECOND, hourly_usd=2.0).notes
+    assert any("not steady by the end of the probe (the rate drifts +2.0% across the window)" in n for n in notes)
 
 
 def test_interval_reaching_zero_is_unbounded_and_serialises():
@@ -210,7 +249,7 @@ def test_to_dict_round_trips():
         ({"work_samples": 0.0}, "work_samples"),
         ({"work_samples": float("nan")}, "work_samples"),
         ({"hourly_usd": -0.5}, "hourly_usd"),
-        ({"periodic_seconds": float("inf")}, "periodic_seconds"),
+        ({"periodic": PeriodicCost(float("inf"), 0.0, float("inf"), 2)}, "periodic_seconds"),
         ({"steady": _steady(0.0, 0.0, 0.0)}, "nothing to extrapolate"),
         ({"steady": _steady(100.0, 120.0, 130.0)}, "does not hold its rate"),
     ],

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from payload.steady import Steady, mser5_cut, steady_rate, t_quantile
+from payload.steady import Steady, find_gaps, mser5_cut, steady_rate, t_quantile, without_gaps
 
 # --- Student-t quantile: published table values (4 decimals) --------------------------
 
@@ -251,3 +251,49 @@ def test_rate_lies_within_the_readings_and_the_interval_holds_it(intervals, star
     span = points[-1][0] - points[0][0]
     assert 0 <= result.warmup_seconds <= span / 2 + 1e-9 * span
     assert 2 <= result.windows <= len(intervals)
+
+
+# --- held as the window grew ------------------------------------------------------------
+
+
+def test_a_gentle_trend_is_narrow_but_not_steady():
+    # the rate climbs from 100 to 110/s over 400 quarter-seconds: batch means give a narrow interval,
+    # the slope through them does not vanish
+    points, s = [(0.0, 0.0)], 0.0
+    for i in range(1, 401):
+        s += 0.25 * 100 * (1 + 0.1 * i / 400)
+        points.append((0.25 * i, s))
+    result = steady_rate(points)
+    assert result.rel_halfwidth < 0.03 and not result.steady
+    assert "drifts" in result.unsteady and result.drift > 0.01
+
+
+def test_a_late_change_fails_the_latest_third():
+    # 60 s at 100/s, then 20 s at 130/s: the last third of the window runs faster than the whole
+    result = steady_rate(_cumulative([(0.25, 25.0)] * 240 + [(0.25, 32.5)] * 80), target=0.2)
+    assert result.rel_halfwidth < 0.2 and not result.steady
+    assert result.latest_third > 1.1 * result.samples_per_second and result.unsteady
+
+
+# --- pauses -----------------------------------------------------------------------------
+
+
+def test_pauses_are_found_and_taken_out_by_hand():
+    # readings every second at 100/s; after 20 s and after 40 s of training the job pauses 5 s
+    intervals = [(1.0, 100.0)] * 20 + [(6.0, 100.0)] + [(1.0, 100.0)] * 19 + [(6.0, 100.0)] + [(1.0, 100.0)] * 19
+    points = _cumulative(intervals)
+    gaps = find_gaps(points)
+    assert [(g.at, g.samples, g.seconds) for g in gaps] == [(20.0, 2000.0, 5.0), (45.0, 4000.0, 5.0)]
+    gap_free = without_gaps(points, gaps)
+    assert gap_free[-1] == (60.0, 6000.0) and gap_free[21] == (21.0, 2100.0)
+    assert steady_rate(gap_free).samples_per_second == pytest.approx(100.0)
+    assert steady_rate(points).samples_per_second < 95  # with the pauses in, the rate is not the job's
+
+
+def test_a_slow_phase_of_many_readings_is_not_a_pause():
+    # a reading every 100 samples: 20 at 25/s (4 s each), then 60 at 100/s; a noisy but pause-free run
+    assert find_gaps(_cumulative([(4.0, 100.0)] * 20 + [(1.0, 100.0)] * 60)) == []
+    # the second step compiles for 20 s: the job's start, charged once as warm-up, not a recurring pause
+    assert find_gaps(_cumulative([(1.0, 100.0), (21.0, 100.0)] + [(1.0, 100.0)] * 60)) == []
+    rng = random.Random(7)
+    assert find_gaps(_cumulative([(rng.uniform(0.8, 1.2), 100.0) for _ in range(200)])) == []

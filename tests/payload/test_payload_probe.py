@@ -83,12 +83,13 @@ def events(result: dict, name: str) -> list[dict]:
 
 def test_probe_stops_at_steady_with_the_true_rate_and_the_overhead(tmp_path):
     spec = fake_spec(tmp_path, "python3 fake.py steady", env={"TOTAL": "300"})
-    code, wall = payload_run(spec, tmp_path / "b", "--probe-seconds", "60", timeout=600)
+    code, wall = payload_run(spec, tmp_path / "b", "--probe-seconds", "15", timeout=600)
     result, folder = only_result(tmp_path / "b")
     probe = result["probe"]
     assert code == 0 and result["status"] == "completed" and result["exit_code"] == 0
-    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 60.0 and probe["target"] == 0.03
-    assert probe["elapsed_seconds"] < 60 and wall < 300  # before the limit, and before the job's own end
+    assert probe["stopped_by"] == "steady" and probe["limit_seconds"] == 15.0 and probe["target"] == 0.03
+    assert probe["floor_seconds"] <= probe["elapsed_seconds"] < 15 and wall < 300  # the floor, not the limit or the end
+    assert probe["settled_by"] == "floor" and probe["gaps"] == [] and probe["boundaries"] == []
     steady = probe["steady"]
     assert steady["steady"] and abs(steady["samples_per_second"] - RATE) / RATE < 0.05
     assert steady["low"] <= steady["samples_per_second"] <= steady["high"]
@@ -274,15 +275,15 @@ def test_monitor_stops_when_the_estimate_is_steady():
     from payload.steady import steady_rate
 
     clock = FakeClock()
-    mon = ProbeMonitor(600, clock=clock, estimate=steady_rate)
+    mon = ProbeMonitor(90, clock=clock, estimate=steady_rate)
     mon.start()
     t = 0.0
-    while not mon.should_stop() and t < 60:
+    while not mon.should_stop() and t < 90:
         t += 0.25
         clock.now += 0.25
         mon.observe(Progress(100 * t, t, "json"))
     assert mon.stopped_by == "steady" and mon.steady.samples_per_second == pytest.approx(100)
-    assert mon.readings >= MIN_READINGS and t < 60
+    assert mon.readings >= MIN_READINGS and 30 <= t < 31  # steady from the start: stops at the floor, a third
 
 
 def test_overhead_needs_a_first_step():
@@ -325,10 +326,11 @@ def test_progress_readings_from_both_conventions():
         rec = {"namespace": "", "time_ms": time_ms, "event_type": "POINT_IN_TIME", "key": key, "value": value}
         return ":::MLLOG " + json.dumps({**rec, "metadata": meta})
 
-    assert reader.feed(mllog("epoch_stop", 1000, epoch_num=1)) is None  # train_samples not logged yet
+    # train_samples not logged yet: the epoch's end alone
+    assert reader.feed(mllog("epoch_stop", 1000, epoch_num=1)) == Progress(None, None, None, "epoch")
     assert reader.feed(mllog("train_samples", 1500, 1000)) is None
     reader.feed(mllog("epoch_start", 2000, epoch_num=2))
-    assert reader.feed(mllog("epoch_stop", 4000, epoch_num=2)) == Progress(2000, 4.0, "mllog")
+    assert reader.feed(mllog("epoch_stop", 4000, epoch_num=2)) == Progress(2000, 4.0, "mllog", "epoch")
     assert reader.feed(mllog("train_loss", 4500, 1.2, samples_count=2100)) == Progress(2100, 4.5, "mllog")
 
 
