@@ -64,7 +64,8 @@ def test_numbers_beyond_what_the_result_stores_are_ignored_with_a_warning():
         ':::MLLOG {"key": "train_samples", "value": ' + "9" * 400 + ', "time_ms": 1}',
         ':::MLLOG {"key": "epoch_stop", "time_ms": ' + "9" * 30 + ', "metadata": {"samples_count": 1e300}}',
     ):
-        assert reader.feed(line) is None, line  # no progress, and above all no exception
+        found = reader.feed(line)  # no count, and above all no exception (an epoch's end may still be marked)
+        assert found is None or found.samples is None, line
     assert reader.feed(f'GPUBENCH_METRICS {{"samples": {INT_MAX}}}') == Progress(float(INT_MAX), None, None)
     summary = reader.summary(1.0)
     assert summary["samples_trained"] == INT_MAX and summary["epochs_completed"] is None
