@@ -75,6 +75,8 @@ def offering_row(catalog, o, as_of) -> dict:
         "retired": o.retired.isoformat() if o.retired else None,
         "stacks": o.stack_names() if o.is_cloud else [],
         "image_generation": o.image_generation,
+        "unpriced": o.unpriced,  # why no source gives a price, when the catalog says so
+        "interconnect": o.interconnect.describe() if o.interconnect else None,
     }
 
 

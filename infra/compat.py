@@ -86,18 +86,30 @@ NVIDIA_SUPPORT = (
 )
 
 
+BLACKWELL = (
+    "NVIDIA Blackwell Compatibility Guide (https://docs.nvidia.com/cuda/blackwell-compatibility-guide/, 1.4): "
+    "CUDA 12.8 is the first toolkit that builds native code for compute capability 10.0; older builds run only "
+    "through PTX JIT, which this project has not verified; driver R570 is the first branch with Blackwell "
+    "(CUDA 12.8 release notes, toolkit driver table)"
+)
+
+
 @dataclass(frozen=True)
 class GpuDriver:
-    """What a GPU of compute capability >= `min_cc` (up to the next row) needs from the driver."""
+    """What a GPU of compute capability >= `min_cc` (up to the next row) needs from the driver
+    and from the CUDA build of the framework."""
 
     min_cc: float
     architectures: str
     max_branch: int | None  # the newest driver branch supporting it (None: current)
     open_modules: bool
     source: str = NVIDIA_SUPPORT
+    min_cuda: str | None = None  # the first CUDA with native code for it (None: any the table allows)
+    min_branch: int | None = None  # the first driver branch supporting it
 
 
 GPU_DRIVERS: tuple[GpuDriver, ...] = (  # newest first
+    GpuDriver(10.0, "Blackwell", None, True, BLACKWELL, min_cuda="12.8", min_branch=570),
     GpuDriver(7.5, "Turing, Ampere, Ada, Hopper", None, True),
     GpuDriver(5.0, "Maxwell, Pascal, Volta", 580, False),
     GpuDriver(0.0, "Kepler", 470, False),
@@ -148,6 +160,10 @@ def _major(version: str) -> int:
     return int(version.split(".")[0])
 
 
+def _version(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
 def problems(cloud: str, generation: str, compute_capability: str | None, image: str) -> list[str]:
     """Why this host, GPU and container image would not give the framework a GPU ([] when they do).
 
@@ -179,4 +195,24 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
             )
         if host.open_modules and not gpu.open_modules:
             found.append(f"{host.image}: open kernel modules do not support {gpu.architectures}")
+        if gpu.min_branch is not None and host.driver_branch < gpu.min_branch:
+            found.append(
+                f"{host.image}: driver {host.driver_branch} predates {gpu.architectures} (first: {gpu.min_branch})"
+            )
+        if gpu.min_cuda is not None and _version(cuda) < _version(gpu.min_cuda):
+            found.append(
+                f"{image}: TensorFlow {framework.tensorflow} runs on CUDA {cuda}, which has no native code for "
+                f"{gpu.architectures} (compute capability {compute_capability}; needs CUDA {gpu.min_cuda}+: {gpu.source})"
+            )
     return found
+
+
+def official_image_problems(offering) -> list[str]:
+    """Why the official TensorFlow image (infra.images) cannot give this cloud offering's GPU
+    a framework ([] when it can, for CPU offerings and for hosts this table does not cover)."""
+    from infra.images import public_image
+
+    generation = offering.image_generation
+    if offering.gpu is None or (offering.provider, generation) not in HOSTS:
+        return []
+    return problems(offering.provider, generation, offering.gpu.compute_capability, public_image(generation).image)

@@ -72,8 +72,26 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
         )
     if public is not None and cfg.workload:
         public = workload_image(cfg.workload) or public
+    _check_image(offering, public)
     image = payload_image(cfg.payload_image, offering.image_generation) if cfg.payload_image else public.image
     return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
+
+
+def _check_image(offering: Any, public: PublicImage | None) -> None:
+    """Refuse an official framework image the GPU cannot run (infra.compat), before anything is spent:
+    a B200 (compute capability 10.0) needs a CUDA 12.8+ build no shipped TensorFlow image has."""
+    from infra.compat import official_image_problems
+    from infra.config import ConfigError
+
+    if public is None or not public.framework:
+        return  # a prebuilt payload image or a workload's own image: its maker chose its CUDA
+    found = official_image_problems(offering)
+    if found:
+        raise ConfigError(
+            "offering",
+            f"no supported image for {offering.gpu.model} on {offering.id}: " + "; ".join(found) + ". Give a "
+            "workload image built for it (the workload spec's `image`) or a prebuilt gpubench:payloadImage",
+        )
 
 
 def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:

@@ -121,6 +121,19 @@ def preview_stack(
     return summary
 
 
+def _preview_or_refusal(name: str, catalog: Any, measured: MeasuredRuns | None, single: bool) -> dict[str, Any]:
+    """One stack's preview; with several, a stack the checks refuse (e.g. a GPU no shipped image
+    supports) is listed with its error instead of ending the whole listing."""
+    from infra.config import ConfigError
+
+    try:
+        return preview_stack(name, catalog, measured)
+    except ConfigError as exc:
+        if single:
+            raise
+        return {"stack": name, "error": str(exc)}
+
+
 def _short(value: Any, width: int = 110) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -128,6 +141,8 @@ def _short(value: Any, width: int = 110) -> str:
 
 def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
     out = [f"== {s['stack']}"]
+    if "error" in s:
+        return "\n".join([*out, f"refused    {s['error']}"])
     if s["stack_type"] == "benchmark":
         out.append(f"offering   {s['offering']} ({s['market']}), payload {s['payload_image']}")
         out.append(f"price      ${fmt_usd(s['hourly_usd'])}/h ({s['price_source']}, as of {s['price_as_of']})")
@@ -163,7 +178,7 @@ def run(
     show_user_data: bool = True,
     measured: MeasuredRuns | None = None,
 ) -> str:
-    summaries = [preview_stack(n, catalog, measured) for n in names]
+    summaries = [_preview_or_refusal(n, catalog, measured, single) for n in names]
     if as_json:
         return json.dumps(summaries[0] if single else summaries, indent=2, sort_keys=True, default=str)
     return "\n\n".join(format_text(s, show_user_data) for s in summaries)

@@ -173,3 +173,6 @@ def _print_rows(found: list[dict], key: str, args) -> None:
     unpriced = sum(1 for r in found if r[key] is None)
     if unpriced:
         print(f"\n{unpriced} without a catalog price (shown as -): they are never hidden, only unranked")
+        for r in found:
+            if r[key] is None and r.get("unpriced"):
+                print(f"  {r['id']}: {r['unpriced']}")

@@ -20,6 +20,8 @@ renewed without cloud credentials:
   dated older prices (the rule `prices refresh` follows).
 - An item whose spot price is above its on-demand price is inconsistent and
   is left out with a warning rather than guessed at; so is a price missing.
+  A price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g
+  in v9), so it counts as missing, never as free.
 
 Every number in the snapshot is a source value or a median/quotient of them.
 """
@@ -114,7 +116,9 @@ def read_rows(path: Path, provider: str) -> list[dict[str, str]]:
 
 
 def _number(text: str) -> float | None:
-    return float(text) if text.strip() else None
+    """The price in a cell; None for an empty cell or a 0 (no price fetched)."""
+    value = float(text) if text.strip() else None
+    return value if value is not None and value > 0 else None
 
 
 def _median(values: Iterable[float]) -> float:

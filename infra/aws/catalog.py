@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra.catalog.loader import _gpu, _markets, _retired, require
+from infra.catalog.loader import _gpu, _markets, _retired, interconnect, require
 from infra.catalog.model import GpuSpec, Offering
 
 
@@ -28,6 +28,8 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
                 specs_source=row.get("specs_source", raw.get("specs_source", "")),
                 retired=retired,
                 retired_source=retired_source,
+                interconnect=interconnect(row, where),
+                unpriced=row.get("unpriced"),
             )
         )
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CatalogError
-from .model import MARKETS, BillingTerms, GpuSpec, Offering, OnPremSpec
+from .model import GPU_FIGURES, INTERCONNECT_KINDS, MARKETS, BillingTerms, GpuSpec, Interconnect, Offering, OnPremSpec
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -37,17 +37,63 @@ def require(row: dict, key: str, where: str) -> Any:
     return row[key]
 
 
+GPU_KEYS = {"memory_gb", "compute_capability", "architecture", "spec_source", "spec_note", *GPU_FIGURES}
+
+
+def positive(value: Any, where: str, unit: str) -> float:
+    """A number above zero (bools and strings refused), or CatalogError naming the field and unit."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise CatalogError(f"{where}: {value!r} is not a positive number of {unit}")
+    return float(value)
+
+
+def _gpu_spec(model: str, row: dict, where: str) -> GpuSpec:
+    unknown = sorted(set(row) - GPU_KEYS)
+    if unknown:
+        raise CatalogError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(GPU_KEYS))})")
+    cc = str(require(row, "compute_capability", where))
+    try:
+        float(cc)
+    except ValueError:
+        raise CatalogError(f'{where}: compute_capability {cc!r} is not a number such as "8.9"') from None
+    figures = {name: positive(row[name], f"{where} {name}", unit) for name, unit in GPU_FIGURES.items() if name in row}
+    if figures and not row.get("spec_source"):
+        raise CatalogError(f"{where}: {', '.join(figures)} need a spec_source naming the datasheet")
+    return GpuSpec(
+        model=model,
+        memory_gb=positive(require(row, "memory_gb", where), f"{where} memory_gb", "GB"),
+        compute_capability=cc,
+        architecture=str(row.get("architecture", "")),
+        spec_source=str(row.get("spec_source", "")),
+        spec_note=str(row.get("spec_note", "")),
+        **figures,
+    )
+
+
 def load_gpus(data_dir: Path, label: str = "gpus.toml") -> dict[str, GpuSpec]:
     raw = read_toml(data_dir / "gpus.toml")
-    return {
-        model: GpuSpec(
-            model=model,
-            memory_gb=float(require(row, "memory_gb", f"{label} [{model}]")),
-            compute_capability=str(require(row, "compute_capability", f"{label} [{model}]")),
-            architecture=str(row.get("architecture", "")),
+    return {model: _gpu_spec(model, row, f"{label} [{model}]") for model, row in raw.items()}
+
+
+def interconnect(row: dict, where: str) -> Interconnect | None:
+    """An offering's `interconnect = { kind, generation, bandwidth_gbs, source }`, or None."""
+    raw = row.get("interconnect")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise CatalogError(
+            f'{where}: interconnect is a table: {{ kind = "NVLink", bandwidth_gbs = 900, source = "..." }}'
         )
-        for model, row in raw.items()
-    }
+    kind = require(raw, "kind", f"{where} interconnect")
+    if kind not in INTERCONNECT_KINDS:
+        raise CatalogError(f"{where}: interconnect kind {kind!r} is not one of {', '.join(INTERCONNECT_KINDS)}")
+    bandwidth = raw.get("bandwidth_gbs")
+    return Interconnect(
+        kind=kind,
+        bandwidth_gbs=None if bandwidth is None else positive(bandwidth, f"{where} interconnect bandwidth_gbs", "GB/s"),
+        source=str(require(raw, "source", f"{where} interconnect")),
+        generation=str(raw.get("generation", "")),
+    )
 
 
 def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple[BillingTerms, ...]]:

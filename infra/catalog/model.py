@@ -18,12 +18,32 @@ IMAGE_GENERATIONS: tuple[tuple[float, str], ...] = (
 MARKETS = ("on-demand", "spot")
 
 
+# The datasheet figures a performance model uses: field -> unit. Dense (no
+# sparsity), per GPU; None where no source gives one (data/gpus.toml says why).
+GPU_FIGURES = {
+    "fp32_tflops": "TFLOPS",
+    "tf32_tflops": "TFLOPS",
+    "fp16_tensor_tflops": "TFLOPS",
+    "memory_bandwidth_gbs": "GB/s",
+}
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     model: str
     memory_gb: float
     compute_capability: str
     architecture: str
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    fp16_tensor_tflops: float | None = None  # FP16/BF16 tensor cores (FP16 only before Ampere)
+    memory_bandwidth_gbs: float | None = None
+    spec_source: str = ""
+    spec_note: str = ""
+
+    def figures(self) -> dict[str, float | None]:
+        """The performance figures by field name (GPU_FIGURES), None where unsourced."""
+        return {name: getattr(self, name) for name in GPU_FIGURES}
 
     @property
     def image_generation(self) -> str:
@@ -69,6 +89,23 @@ def _describe_seconds(seconds: float, article: bool = True) -> str:
 
 
 @dataclass(frozen=True)
+class Interconnect:
+    """How the GPUs of a multi-GPU offering talk to each other, as the provider states it."""
+
+    kind: str  # "NVLink" | "PCIe"
+    bandwidth_gbs: float | None  # per GPU, as the source states it (None: not stated)
+    source: str
+    generation: str = ""  # "4" for NVLink 4; PCIe generation
+
+    def describe(self) -> str:
+        text = f"{self.kind} {self.generation}".strip()
+        return text + (f", {self.bandwidth_gbs:g} GB/s per GPU" if self.bandwidth_gbs else "")
+
+
+INTERCONNECT_KINDS = ("NVLink", "PCIe")
+
+
+@dataclass(frozen=True)
 class OnPremSpec:
     purchase_usd: float
     lifetime_months: float
@@ -100,6 +137,8 @@ class Offering:
     onprem: OnPremSpec | None = None
     stack_suffix: str | None = None
     price_components: tuple[str, ...] = field(default=())
+    interconnect: Interconnect | None = None
+    unpriced: str | None = None  # why no source gives a price (listed, never ranked)
 
     @property
     def is_cloud(self) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.catalog.errors import CatalogError
-from infra.catalog.loader import _gpu, _markets, _retired, require
+from infra.catalog.loader import _gpu, _markets, _retired, interconnect, require
 from infra.catalog.model import GpuSpec, Offering
 
 
@@ -29,7 +29,8 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
             raise CatalogError(
                 f"{where}: {count} x {model} cannot be attached on N1 (allowed counts: {acc.get('counts')})"
             )
-        zones = tuple(acc.get("zones", ()))
+        # a machine family may be sold in other zones than its GPU model's (a3-megagpu-8g, a4)
+        zones = tuple(row.get("zones", acc.get("zones", ())))
         retired, retired_source = _retired(acc, f"{file} [accelerators.{model}]")
         oid = f"gcp/{mtype}" if builtin else f"gcp/{mtype}+{count}x{model.lower()}"
         out.append(
@@ -46,13 +47,16 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
                 zones=zones,
                 billing=row.get("billing", raw["billing"]),
                 markets=_markets(row.get("markets", raw.get("markets")), where),
-                specs_source=raw.get("specs_source", ""),
+                specs_source=row.get("specs_source", raw.get("specs_source", "")),
                 accelerator_type=None if builtin else acc["type"],
                 accelerator_count=0 if builtin else count,
                 retired=retired,
                 retired_source=retired_source,
                 stack_suffix=row.get("stack_suffix"),
-                price_components=(f"machine:{mtype}", f"gpu:{model}"),
+                # the GPU's name in the price tables, where the cloud prices it apart (H100-MEGA)
+                price_components=(f"machine:{mtype}", f"gpu:{row.get('price_gpu', model)}"),
+                interconnect=interconnect(row, where),
+                unpriced=row.get("unpriced"),
             )
         )
     return out

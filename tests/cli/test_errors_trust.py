@@ -94,7 +94,7 @@ def test_campaign_glob_matching_nothing_is_named_first(results, no_tools, capsys
     "flag, value, close",
     [
         ("--gpu", "T44", "T4"),
-        ("--gpu", "A100-80GB", "A100"),
+        ("--gpu", "A100-40GB", "A100"),  # A100-80GB is a catalog GPU now
         ("--region", "us-eats-1", "us-east-1"),
         ("--provider", "awz", "aws"),
     ],

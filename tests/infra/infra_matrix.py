@@ -6,10 +6,24 @@ import datetime as dt
 
 from servers import find_tool
 
+from infra import compat
 from infra import stacks as stackfiles
+from infra.catalog import load_catalog
 
 NOW = dt.datetime(2030, 1, 2, 3, 4, tzinfo=dt.timezone.utc)
-STACK_NAMES = stackfiles.stack_names()
+_CATALOG = load_catalog()
+
+
+def _refused(name: str) -> bool:
+    """A stack whose GPU no shipped image supports (infra.compat): its render is refused by design."""
+    if name.endswith("-results"):
+        return False
+    return bool(compat.official_image_problems(_CATALOG.by_stack_name(name)[0]))
+
+
+ALL_STACK_NAMES = stackfiles.stack_names()
+REFUSED_STACKS = [n for n in ALL_STACK_NAMES if _refused(n)]
+STACK_NAMES = [n for n in ALL_STACK_NAMES if n not in REFUSED_STACKS]  # the stacks that render
 BENCHMARK_STACKS = [n for n in STACK_NAMES if not n.endswith("-results")]
 AWS_STACKS = [n for n in BENCHMARK_STACKS if n.startswith("aws-")]
 GCP_STACKS = [n for n in BENCHMARK_STACKS if n.startswith("gcp-")]

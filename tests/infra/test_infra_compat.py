@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from infra_matrix import BENCHMARK_STACKS
+from infra_matrix import BENCHMARK_STACKS, REFUSED_STACKS
 
 from infra import cloud_init, compat
 from infra.aws import images as aws_images
@@ -118,3 +118,34 @@ def test_the_legacy_image_installs_the_requirements_without_building_the_project
 def test_k80_stacks_install_requirements(rendered):
     _, code_env = _unit_and_code_env(rendered["gcp-k80-1x"].user_data)
     assert (code_env["CODE_INSTALL"], code_env["CODE_EXTRA"]) == ("requirements", "payload-legacy")
+
+
+def test_blackwell_needs_a_cuda_12_8_build_and_a_570_driver():
+    """No shipped TensorFlow image has native code for compute capability 10.0 (B200)."""
+    found = compat.problems("aws", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
+    assert any("needs CUDA 12.8+" in p and "Blackwell" in p for p in found), found
+    # Hopper and Ada on the same image stay supported
+    assert compat.problems("aws", "cuda13", "9.0", "tensorflow/tensorflow:2.21.0-gpu") == []
+    assert compat.problems("gcp", "cuda13", "8.9", "tensorflow/tensorflow:2.21.0-gpu") == []
+    old_driver = dataclasses.replace(compat.HOSTS[("gcp", "cuda13")], driver_branch=550)
+    original = compat.HOSTS[("gcp", "cuda13")]
+    try:
+        compat.HOSTS[("gcp", "cuda13")] = old_driver
+        found = compat.problems("gcp", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
+    finally:
+        compat.HOSTS[("gcp", "cuda13")] = original
+    assert any("predates Blackwell (first: 570)" in p for p in found), found
+
+
+def test_the_b200_stacks_are_refused_before_anything_renders(catalog):
+    """Exactly the B200 stacks are refused, each with an error naming the GPU, the image and the fix."""
+    from infra.config import ConfigError
+    from infra.preview import preview_stack
+
+    assert REFUSED_STACKS, "the B200 stacks are in stacks/"
+    assert {catalog.by_stack_name(n)[0].gpu_model for n in REFUSED_STACKS} == {"B200"}
+    for name in REFUSED_STACKS:
+        with pytest.raises(ConfigError) as err:
+            preview_stack(name, catalog)
+        text = str(err.value)
+        assert "no supported image for B200" in text and "CUDA 12.8" in text and "payloadImage" in text, text

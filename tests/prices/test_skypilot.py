@@ -72,6 +72,10 @@ def test_every_stack_is_priced_the_way_cost_prices_it_retired_ones_with_a_warnin
     for stack, config in configs.items():
         offering = catalog.get(config["gpubench:offering"])
         market = config.get("gpubench:market", "on-demand")
+        if offering.unpriced:  # listed with the reason no source gives a price
+            with pytest.raises(NoPrice):
+                billed.quote(catalog, offering.id, market, None, None)
+            continue
         try:
             price, hourly, warns, onprem = billed.quote(catalog, offering.id, market, None, None)
         except NoPrice as exc:
@@ -118,8 +122,11 @@ def test_the_shipped_snapshot_is_what_the_converter_makes_of_the_kept_rows(provi
 
 
 def test_the_snapshots_price_every_region_the_stacks_use():
+    catalog = infra.catalog.load_catalog()
     regions = {}
     for config in stack_configs().values():
+        if catalog.get(config["gpubench:offering"]).unpriced:
+            continue  # sold elsewhere (aws/p5e.48xlarge: us-east-2), with no price to compare
         for key, value in config.items():
             if key.endswith(":region"):
                 regions.setdefault(key.split(":")[0], set()).add(value)
@@ -217,6 +224,25 @@ def test_gcp_gpu_price_is_the_smallest_bundle_per_gpu_and_machines_are_their_own
     assert "H100" not in gpus and any(w.startswith("gpu:H100: spot $5.3") for w in warns)
     assert any(w.startswith("gpu:V100: the 8-GPU row") for w in warns)
     assert "K80" not in gpus  # only retired offerings use it
+
+
+def test_a_price_of_zero_is_a_price_the_fetcher_did_not_find_never_a_free_machine(tmp_path):
+    """SkyPilot's v9 GCP file lists a4-highgpu-8g at 0.0 in every zone."""
+    path = write_csv(
+        tmp_path / "vms.csv",
+        GCP_HEADER,
+        [
+            "a4-highgpu-8g,224.0,3968.0,,,,us-central1,us-central1-b,0.0,0.0",
+            "n1-standard-8,8.0,30.0,,,,us-central1,us-central1-a,0.38,0.0",  # on-demand only
+            gcp_gpu_line("B200", 8, "90.216", "37.7464", "us-central1-b"),
+        ],
+    )
+    _, text, _, warns = skypilot.convert(source_file("gcp", path), infra.catalog.load_catalog())
+    raw = tomllib.loads(text)
+    machines = {r["name"]: r for r in raw["gcp_machine"]}
+    assert "a4-highgpu-8g" not in machines and any(w.startswith("machine:a4-highgpu-8g: no price") for w in warns)
+    assert machines["n1-standard-8"]["hourly"] == 0.38 and "spot_hourly" not in machines["n1-standard-8"]
+    assert {r["gpu"]: r["hourly"] for r in raw["gcp_gpu"]}["B200"] == pytest.approx(90.216 / 8)
 
 
 def test_import_writes_a_snapshot_the_catalog_loads_and_refuses_a_file_that_is_not_a_catalog(tmp_path):
