@@ -207,10 +207,11 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
         row["basis"] = PREDICTED
         row["notes"] += _outside(cand.gpu, specs, model.calibration)
     row.update(samples_per_second=rate, samples_per_second_low=low, samples_per_second_high=high)
-    return row | _whole_job(cand, rate, low, high, row["basis"], job)
+    job_fields = _whole_job(cand, rate, low, high, job)
+    return row | job_fields | {"notes": row["notes"] + job_fields.get("notes", [])}
 
 
-def _whole_job(cand: Any, rate: float, low: float, high: float, basis: str, job: dict) -> dict[str, Any]:
+def _whole_job(cand: Any, rate: float, low: float, high: float, job: dict) -> dict[str, Any]:
     """The whole job's hours and cost from a rate: the bench's extrapolation and billing, unchanged."""
     from analysis.bench.extrapolate import estimate_job
     from payload.steady import Steady
