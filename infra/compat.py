@@ -86,8 +86,9 @@ NVIDIA_SUPPORT = (
 )
 
 
+BLACKWELL_GUIDE = "https://docs.nvidia.com/cuda/blackwell-compatibility-guide/"
 BLACKWELL = (
-    "NVIDIA Blackwell Compatibility Guide (https://docs.nvidia.com/cuda/blackwell-compatibility-guide/, 1.4): "
+    f"NVIDIA Blackwell Compatibility Guide ({BLACKWELL_GUIDE}, 1.4): "
     "CUDA 12.8 is the first toolkit that builds native code for compute capability 10.0; older builds run only "
     "through PTX JIT, which this project has not verified; driver R570 is the first branch with Blackwell "
     "(CUDA 12.8 release notes, toolkit driver table)"
@@ -106,10 +107,11 @@ class GpuDriver:
     source: str = NVIDIA_SUPPORT
     min_cuda: str | None = None  # the first CUDA with native code for it (None: any the table allows)
     min_branch: int | None = None  # the first driver branch supporting it
+    min_cuda_source: str = ""  # where min_cuda is stated (short, for error messages)
 
 
 GPU_DRIVERS: tuple[GpuDriver, ...] = (  # newest first
-    GpuDriver(10.0, "Blackwell", None, True, BLACKWELL, min_cuda="12.8", min_branch=570),
+    GpuDriver(10.0, "Blackwell", None, True, BLACKWELL, "12.8", 570, BLACKWELL_GUIDE),
     GpuDriver(7.5, "Turing, Ampere, Ada, Hopper", None, True),
     GpuDriver(5.0, "Maxwell, Pascal, Volta", 580, False),
     GpuDriver(0.0, "Kepler", 470, False),
@@ -202,7 +204,8 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
         if gpu.min_cuda is not None and _version(cuda) < _version(gpu.min_cuda):
             found.append(
                 f"{image}: TensorFlow {framework.tensorflow} runs on CUDA {cuda}, which has no native code for "
-                f"{gpu.architectures} (compute capability {compute_capability}; needs CUDA {gpu.min_cuda}+: {gpu.source})"
+                f"{gpu.architectures} (compute capability {compute_capability}; needs CUDA {gpu.min_cuda}+, "
+                f"{gpu.min_cuda_source})"
             )
     return found
 
