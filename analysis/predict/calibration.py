@@ -30,8 +30,10 @@ ANY_FAMILY = "any"
 PRIOR_WEIGHT = 0.05
 # Published rates of one model on one GPU differ between software stacks: ResNet-50 mixed precision
 # on a V100 trains at 1,200 img/s in NVIDIA's DeepLearningExamples PyTorch table (shipped,
-# dle_training.csv) and at about 833 img/s in Lambda's GPU benchmarks (lambdalabs.com/gpu-benchmarks;
-# quoted, not shipped). No interval is narrower than that spread, high end over low end.
+# dle_training.csv) and at 833 img/s in Lambda's benchmarks (github.com/lambdal/deeplearning-benchmark,
+# pytorch/pytorch-train-throughput-fp16.csv at aa5addb6a53675a649a80036dad548f1c27cbcc4, row
+# "LambdaCloud V100 16GB", column resnet50; the repository states no license, so it is quoted, not
+# shipped). No interval is narrower than that spread, high end over low end.
 STACK_SPREAD = 1200.0 / 833.0
 INTERVAL_QUANTILE = 0.9  # the interval holds this share of the calibration's own errors
 
