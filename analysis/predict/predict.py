@@ -307,7 +307,6 @@ def predict(
 ) -> dict[str, Any]:
     """The --json document: the model, the measured rates, one row per candidate, the answer."""
     from analysis.bench.candidates import CandidateError, cloud_candidates
-    from analysis.bench.rank import answer
     from analysis.bench.run import work_samples
     from infra.catalog import load_catalog
 
@@ -338,5 +337,23 @@ def predict(
         "model": _model_doc(model, family, precision),
         "candidates": rows,
         "unmatched": unmatched,
-        "answer": answer(rows, deadline_hours=None, budget_usd=None),
+        "answer": _answer(rows),
     }
+
+
+def _answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The bench's ranking and sentence over measured and predicted rows, saying which picks are predicted."""
+    from analysis.bench.rank import answer
+
+    out = answer(rows, deadline_hours=None, budget_usd=None)
+    guessed = {r["offering"] for r in rows if r["basis"] == PREDICTED}
+    picked = [
+        f"{key} ({out[key]['offering']})"
+        for key in ("cheapest", "fastest")
+        if (out.get(key) or {}).get("offering") in guessed
+    ]
+    if picked:
+        out["sentence"] += (
+            f" Predicted, not measured: the {' and the '.join(picked)}; a probe of it settles the choice."
+        )
+    return out

@@ -190,3 +190,13 @@ def test_a_missing_task_file_is_named(tmp_path):
 def test_help_has_examples_and_exit_codes():
     code, out, _ = run_cli(["predict", "--help"])
     assert code == 0 and "examples:" in out and "--measured T4=410" in out and "Exit codes" in out
+
+
+def test_the_sentence_says_when_a_pick_is_predicted(tmp_path, catalog):
+    # measured: A100 only; the T4 (about a fifth of the rate at a seventh of the price) is predicted cheapest
+    doc = predict(task(tmp_path), ["A100=2000"], catalog=catalog)
+    cheapest = doc["answer"]["cheapest"]["offering"]
+    assert by_gpu(doc)["T4:1"]["offering"] == cheapest and by_gpu(doc)["T4:1"]["basis"] == "predicted"
+    assert f"Predicted, not measured: the cheapest ({cheapest})" in doc["answer"]["sentence"]
+    measured_only = predict(task(tmp_path, accelerators=("T4:1",)), ["T4=410"], catalog=catalog)
+    assert "Predicted, not measured" not in measured_only["answer"]["sentence"]
