@@ -68,7 +68,7 @@ def register(sub) -> None:
         default=ANY_FAMILY,
         metavar="NAME",
         help="the model family, for the prior when one GPU was measured: vision, language, recommendation, "
-        f"graph (default: {ANY_FAMILY})",
+        f"graph; a family with few calibration tables takes every family's prior (default: {ANY_FAMILY})",
     )
     p.add_argument(
         "--overhead-minutes",

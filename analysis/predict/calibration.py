@@ -28,6 +28,9 @@ ANY_FAMILY = "any"
 # The prior pulls a family's alpha toward its precision's (and that toward one half) with the
 # weight of this many squared log-units of evidence: a family with few tables leans on its precision.
 PRIOR_WEIGHT = 0.05
+# A family gets a prior of its own from this many workloads up; below, one odd workload would set it
+# (held out, the two "language" tables predict each other 60-160 % off), so it takes every family's.
+MIN_FAMILY_WORKLOADS = 4
 # Published rates of one model on one GPU differ between software stacks: ResNet-50 mixed precision
 # on a V100 trains at 1,200 img/s in NVIDIA's DeepLearningExamples PyTorch table (shipped,
 # dle_training.csv) and at 833 img/s in Lambda's benchmarks (github.com/lambdal/deeplearning-benchmark,
@@ -102,18 +105,22 @@ def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> li
 
 
 def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """(family, precision) -> alpha; (ANY_FAMILY, precision) for a family the tables lack."""
+    """(family, precision) -> alpha for families with MIN_FAMILY_WORKLOADS or more; (ANY_FAMILY, precision)
+    for every family."""
     family = _families(rows)
     grouped: dict[tuple[str, str], list] = defaultdict(list)
     for (workload, precision), rates in tables(rows).items():
         pairs = _pairs(rates, precision, specs)
         grouped[(family[workload], precision)] += pairs
         grouped[(ANY_FAMILY, precision)] += pairs
+    workloads: dict[str, set[str]] = defaultdict(set)
+    for workload, fam in family.items():
+        workloads[fam].add(workload)
     out = {}
     for precision in {p for _, p in grouped}:
         out[(ANY_FAMILY, precision)] = fit_alpha(grouped[(ANY_FAMILY, precision)], 0.5, PRIOR_WEIGHT)
     for (fam, precision), pairs in grouped.items():
-        if fam != ANY_FAMILY:
+        if fam != ANY_FAMILY and len(workloads[fam]) >= MIN_FAMILY_WORKLOADS:
             out[(fam, precision)] = fit_alpha(pairs, out[(ANY_FAMILY, precision)], PRIOR_WEIGHT)
     return out
 

@@ -132,10 +132,10 @@ def test_leave_one_out_never_uses_the_held_out_workload(specs):
     ]
     held = {(h.workload, h.gpu): h for h in cal.leave_one_out(rows, specs)}
     xc, xb = log_ratios(specs["V100"], specs["A100"], "mixed")
-    # b's pair in both directions; its family's alpha is pulled toward the every-family alpha, itself
-    # pulled toward 0.5 (calibration.priors)
+    # b's pair in both directions; a family of fewer than MIN_FAMILY_WORKLOADS workloads takes every family's
+    # alpha, fitted toward 0.5 (calibration.priors)
     pairs_b = [(xc, xb, math.log(4.0)), (-xc, -xb, -math.log(4.0))]
-    alpha_b = fit_alpha(pairs_b, fit_alpha(pairs_b, 0.5, cal.PRIOR_WEIGHT), cal.PRIOR_WEIGHT)
+    alpha_b = fit_alpha(pairs_b, 0.5, cal.PRIOR_WEIGHT)
     assert held[("a", "A100")].predicted == pytest.approx(100.0 * ratio(alpha_b, xc, xb))
 
 
@@ -158,3 +158,18 @@ def test_the_shipped_rows_are_sourced_dated_licensed_and_of_known_gpus(specs):
 def test_every_shipped_table_compares_two_gpus_or_more():
     for key, rates in cal.tables(ROWS).items():
         assert len(rates) >= 2, key
+
+
+def test_a_family_gets_its_own_prior_only_from_enough_workloads(specs):
+    # three "language" workloads of one ratio and five "vision" ones of another: vision (5 >= 4) has its own
+    # alpha, language (3 < 4) takes every family's, which both pull toward
+    rows = [
+        row(workload=f"{fam}{i}", family=fam, gpu=gpu, throughput=rate)
+        for fam, n, speedup in (("language", 3, 4.0), ("vision", 5, 2.0))
+        for i in range(n)
+        for gpu, rate in (("V100", 100.0), ("A100", 100.0 * speedup))
+    ]
+    priors = cal.priors(rows, specs)
+    assert ("vision", "mixed") in priors and ("language", "mixed") not in priors
+    assert cal.prior_alpha(priors, "language", "mixed") == (priors[("any", "mixed")], "every family, mixed")
+    assert cal.prior_alpha(priors, "vision", "mixed") == (priors[("vision", "mixed")], "vision, mixed")
