@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.predict import calibration as cal
-from analysis.predict.model import PRECISIONS, NotPredictable, fit_alpha, log_ratios, machine_factor, ratio
+from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
 
 MEASURED, PREDICTED, NOT_PREDICTABLE = "measured", "predicted", "not-predictable"
 MEASURED_FORM = "GPU[:N]=RATE (samples per second of the whole machine), e.g. T4:1=410 or A100:8=9500"
@@ -143,7 +143,7 @@ def _per_gpu_rates(measured: Sequence[Measured], specs: dict, precision: str, ef
     logs: dict[str, list[float]] = {}
     for m in measured:
         try:
-            log_ratios(specs[m.gpu], specs[m.gpu], precision)
+            figures(specs[m.gpu], precision)
         except (KeyError, NotPredictable):
             continue
         logs.setdefault(m.gpu, []).append(math.log(m.rate / machine_factor(m.count, efficiency)))
@@ -155,13 +155,13 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
     spec = specs.get(target)
     if spec is None:
         raise NotPredictable(f"the catalog has no datasheet figures for {target}")
-    log_ratios(spec, spec, precision)  # the target's own figures, named when missing
+    figures(spec, precision)  # the target's own figures, named when missing
     sources = _per_gpu_rates(measured, specs, precision, model.calibration.efficiency)
     if not sources:
         problems = []
         for m in measured:
             try:
-                log_ratios(specs[m.gpu], specs[m.gpu], precision)
+                figures(specs[m.gpu], precision)
             except NotPredictable as exc:
                 problems.append(str(exc))
         raise NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
