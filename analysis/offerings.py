@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 SORTS = ("price", "gpus", "gpu-memory", "name")
+# Kinds whose price is not a provider's quote that ages: an on-prem box is priced by its own
+# amortisation, this machine by the rate the user set.
+AGELESS_KINDS = ("onprem", "local")
 _GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 
 
@@ -29,8 +33,10 @@ def _price_or_none(catalog, offering, market, as_of):
 
 
 def offering_row(catalog, o, as_of) -> dict:
+    """One offering as `offers` lists it, priced on `as_of` (None: today), each price with its age in days."""
     price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
     spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
+    day = as_of or date.today()
     from infra.catalog import CatalogError
 
     try:
@@ -61,6 +67,9 @@ def offering_row(catalog, o, as_of) -> dict:
         if price
         else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
         "source": price.source if price else (o.specs_source if o.onprem else None),
+        "spot_as_of": spot_price.as_of.isoformat() if spot_price else None,
+        "price_age_days": _age_days(price and price.as_of.isoformat(), hourly is not None, o.kind, day),
+        "spot_price_age_days": _age_days(spot_price and spot_price.as_of.isoformat(), spot is not None, o.kind, day),
         "snapshot": price.snapshot if price else None,
         "spot_snapshot": spot_price.snapshot if spot_price else None,
         "retired": o.retired.isoformat() if o.retired else None,
@@ -135,6 +144,27 @@ def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: s
     return provider
 
 
+@dataclass(frozen=True)
+class Offers:
+    """What `offers` shows, and what it hid and why: a ranking never mixes price eras silently."""
+
+    rows: list[dict]
+    retired_hidden: int = 0
+    stale_hidden: int = 0
+
+
+def _age_days(stamp: str | None, priced: bool, kind: str, day: date) -> int | None:
+    """Days from a price's date to `day`; None when unpriced or ageless."""
+    if not priced or kind in AGELESS_KINDS or not stamp:
+        return None
+    return (day - date.fromisoformat(stamp[:10])).days
+
+
+def age_key(spot: bool) -> str:
+    """The row's price-age column for a market."""
+    return "spot_price_age_days" if spot else "price_age_days"
+
+
 def search_offers(
     catalog: Any,
     *,
@@ -146,10 +176,14 @@ def search_offers(
     sort: str = "price",
     as_of: date | None = None,
     retired: bool = False,
-) -> tuple[list[dict], int]:
-    """(offerings that pass every filter given, in `sort` order; how many retired ones were left out).
+    max_age_days: float = 0,
+    stale: bool = False,
+) -> Offers:
+    """The offerings that pass every filter given, in `sort` order, with what was hidden.
 
-    Retired on `as_of` (default today) are left out unless `retired`. ValueError names a bad --gpu or --max-price."""
+    Retired on `as_of` (default today) are left out unless `retired`. A row whose price is more than
+    `max_age_days` older than that day (0: no limit) is left out unless `stale`: each row is judged by
+    its own price date, so a 2018 price never ranks beside 2026 ones unasked. ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
     provider = check_filters(catalog, gpu, region, provider)
@@ -157,10 +191,12 @@ def search_offers(
     offerings = catalog.offerings()
     gone = {o.id for o in offerings if o.is_retired_on(day)}
     rows = select([offering_row(catalog, o, as_of) for o in offerings], gpu, spot, max_price, region, provider)
-    shown = rows if retired else [r for r in rows if r["id"] not in gone]
-    return order(shown, sort, spot), len(rows) - len(shown)
+    current = rows if retired else [r for r in rows if r["id"] not in gone]
+    too_old = [r for r in current if max_age_days and (r[age_key(spot)] or 0) > max_age_days]
+    shown = current if stale else [r for r in current if r not in too_old]
+    return Offers(order(shown, sort, spot), len(rows) - len(current), len(too_old) if not stale else 0)
 
 
 def find_offers(catalog: Any, **filters: Any) -> list[dict]:
-    """The offerings of `search_offers` (same filters), without the count of retired ones."""
-    return search_offers(catalog, **filters)[0]
+    """The offerings of `search_offers` (same filters), without the counts of hidden ones."""
+    return search_offers(catalog, **filters).rows

@@ -11,8 +11,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from payload import exitcodes
-
 # The results table (the dataset `collect` writes and report, plan, preview and demo read).
 TABLE_ENV = "GPUBENCH_TABLE"
 DEFAULT_TABLE = "table"
@@ -106,17 +104,6 @@ def confirm(what: Sequence[str], question: str, yes: bool, stdin=None, out=None)
     answer = stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise Declined("not confirmed; nothing was done")
-
-
-def exit_code_of(exc: BaseException) -> int:
-    """The documented exit code for the errors every command can raise."""
-    from payload.extras import MissingExtra
-
-    if isinstance(exc, Declined):
-        return exitcodes.DECLINED
-    if isinstance(exc, MissingExtra):
-        return exitcodes.MISSING
-    return exitcodes.USAGE
 
 
 def did_you_mean(value: str, known: Sequence[str], n: int = 3) -> str:

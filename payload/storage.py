@@ -52,7 +52,6 @@ __all__ = [
     "StorageError",
     "PermanentStorageError",
     "bucket_name_problem",
-    "check_results_url",
     "is_permanent",
     "open_store",
     "with_retries",
@@ -437,18 +436,6 @@ class GCSStore(Store):
             self._bucket.blob(self._key(key)).delete(timeout=self._timeout, retry=None)
         except NotFound:
             pass
-
-
-def check_results_url(url: str) -> str:
-    """Check a results location without opening it (payload.results_location has the rules).
-
-    Returns the URL; raises PermanentStorageError naming the value and the fix.
-    """
-    try:
-        parse_results_location(url)
-    except ResultsLocationError as exc:
-        raise PermanentStorageError(str(exc)) from None
-    return url
 
 
 def _open_file(loc: ResultsLocation, **kw) -> Store:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.offerings import SORTS, find_offers, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
+from analysis.offerings import SORTS, age_key, find_offers, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from analysis.price import age as price_age
 from payload import exitcodes
@@ -21,9 +21,11 @@ EPILOG = """examples:
   gpubench offers --gpu V100 --retired       retired types too (P3, G3: the studies ran on them)
   gpubench offers --as-of 2018-07-01         prices and offerings of that day
   gpubench offers --live                     only prices from `gpubench prices refresh` snapshots
+  gpubench offers --gpu T4:1 --stale         prices older than --max-price-age too, with their age
 Prices come from the catalog's dated snapshots (source and date in --json); unpriced
 offerings are listed last with `-` (add a price: docs in `gpubench prices --help`).
-A warning on stderr says when the newest price used is older than --max-price-age.
+Each row is judged by its own price date: one older than --max-price-age (default 365
+days) is hidden, and the count of hidden rows is said; --stale lists them with their age.
 Your own offerings are read from $GPUBENCH_CATALOG_DIRS and ./catalog."""
 ALIAS_NOTICE = "note: `gpubench offerings` is now `gpubench offers --retired`; showing that"
 
@@ -43,6 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--live", action="store_true", help="only prices from snapshots written by `gpubench prices refresh`"
+    )
+    p.add_argument(
+        "--stale",
+        action="store_true",
+        help="also list offerings whose price is older than --max-price-age, with its age in days",
     )
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON list")
@@ -93,7 +100,7 @@ def run(args) -> int:
         return exitcodes.MISSING
     from analysis.offerings import search_offers
 
-    found, hidden = search_offers(
+    offers = search_offers(
         catalog,
         gpu=args.gpu,
         spot=args.spot,
@@ -103,14 +110,27 @@ def run(args) -> int:
         sort=args.sort,
         as_of=args.as_of,
         retired=args.retired,
+        max_age_days=price_age.limit(args.max_price_age),
+        stale=args.stale,
     )
+    found = offers.rows
     if args.live:  # only what a refreshed snapshot prices
         found = [r for r in found if r["hourly_usd"] is not None or r["spot_hourly_usd"] is not None]
     key = price_key(args.spot)
     price_age.report(args, [r["as_of"] for r in found if r[key] is not None and r["kind"] not in ("onprem", "local")])
-    if hidden:
-        when = args.as_of or "today"
-        print(f"{hidden} retired offering(s) hidden (retired by {when}); --retired lists them", file=sys.stderr)
+    when = args.as_of or "today"
+    if offers.retired_hidden:
+        print(
+            f"{offers.retired_hidden} retired offering(s) hidden (retired by {when}); --retired lists them",
+            file=sys.stderr,
+        )
+    if offers.stale_hidden:
+        days = price_age.limit(args.max_price_age)
+        print(
+            f"{offers.stale_hidden} offering(s) hidden: their price is more than {days:g} days older than {when} "
+            "(--max-price-age); --stale lists them with their age, `gpubench prices refresh` renews prices",
+            file=sys.stderr,
+        )
     if args.json:
         emit_json(found)
         return exitcodes.OK
@@ -119,6 +139,10 @@ def run(args) -> int:
         return exitcodes.OK
     _print_rows(found, key, args)
     return exitcodes.OK
+
+
+def _age(days: int | None) -> str:
+    return "-" if days is None else f"{days} d"
 
 
 def _print_rows(found: list[dict], key: str, args) -> None:
@@ -134,11 +158,17 @@ def _print_rows(found: list[dict], key: str, args) -> None:
                 r["as_of"] if r[key] is not None else "-",
                 ", ".join(r["stacks"]) or "(ssh)" if r["kind"] != "local" else "-",
                 *([r["snapshot"] or "-"] if args.live else []),
+                *([_age(r[age_key(args.spot)])] if args.stale else []),
                 *([r["retired"] or ""] if args.retired else []),
             )
             for r in found
         ),
-        (*columns, *(["snapshot"] if args.live else []), *(["retired"] if args.retired else [])),
+        (
+            *columns,
+            *(["snapshot"] if args.live else []),
+            *(["price age"] if args.stale else []),
+            *(["retired"] if args.retired else []),
+        ),
     )
     unpriced = sum(1 for r in found if r[key] is None)
     if unpriced:

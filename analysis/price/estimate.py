@@ -31,12 +31,6 @@ class ResultsTable:
     note: str | None = None
 
 
-def load_results_table(where: Path | str = REPORT_DIR):
-    """The analysis results table if present (pandas), else None. `where` is
-    a directory holding results.parquet/.csv or the file itself."""
-    return read_results(where).table
-
-
 def read_results(where: Path | str = REPORT_DIR) -> ResultsTable:
     where = Path(where)
     paths = [where] if where.suffix in (".parquet", ".csv") else [where / n for n in ("results.parquet", "results.csv")]

@@ -460,13 +460,6 @@ RUN_FACTS = ("recorded_price_origin", "data")  # run columns a summary row shows
 FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
 
 
-def with_run_facts(summary: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """The summary with each row's recorded price origin and data ("synthetic")
-    beside it, so a price recorded without a source can still say where it came
-    from and an accuracy on synthetic data can say so."""
-    return join_run_facts(summary, run_facts(runs))
-
-
 def run_facts(runs: pd.DataFrame) -> pd.DataFrame:
     """Per benchmark x workload x offering x market (the keys the runs have), their
     distinct recorded price origins and data kinds, each joined in one text (None

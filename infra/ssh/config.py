@@ -205,11 +205,6 @@ def _ours(raw: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def is_ssh_config(raw: Mapping[str, Any]) -> bool:
-    """True for a config mapping that describes an SSH stack (it names a host)."""
-    return any(str(k).rpartition(":")[2] == "host" for k in raw)
-
-
 def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshStack:
     """Parse and check an SSH stack against the catalog; ConfigError names the key and the fix."""
     if not isinstance(raw, Mapping):

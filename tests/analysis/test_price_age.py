@@ -3,6 +3,7 @@ environment variable, and the four commands that print it."""
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import pytest
@@ -54,11 +55,32 @@ def test_cost_warns_on_an_old_price_and_not_at_as_of(capsys, monkeypatch):
     assert "--max-price-age -3.0" in capsys.readouterr().err
 
 
-def test_offers_and_env_variable(capsys, monkeypatch):
+def _offers_json(capsys, *args) -> tuple[list[dict], str]:
+    assert main(["offers", *args, "--json"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def test_offers_hide_each_row_priced_before_the_limit_and_say_how_many(capsys, monkeypatch):
+    """Staleness is judged per row: a 2018 price never ranks beside this year's unasked."""
+    every, err = _offers_json(capsys, "--max-price-age", "0")
+    assert "hidden: their price" not in err
+    limit = _days_since("2026-07-09") + 1  # the newest shipped snapshots pass, older ones do not
+    fresh, err = _offers_json(capsys, "--max-price-age", str(limit))
+    old = [r for r in every if (r["price_age_days"] or 0) > limit]
+    assert old and any(r["id"] == "vastai/gtx1070ti" for r in old)
+    assert {r["id"] for r in fresh} == {r["id"] for r in every} - {r["id"] for r in old}
+    assert f"{len(old)} offering(s) hidden: their price is more than {limit} days older" in err
+    shown, err = _offers_json(capsys, "--max-price-age", str(limit), "--stale")
+    assert len(shown) == len(every) and "hidden: their price" not in err
+    # on the spot market the spot price's own date decides
+    spot, _ = _offers_json(capsys, "--spot", "--max-price-age", str(limit))
+    assert all(r["spot_price_age_days"] is None or r["spot_price_age_days"] <= limit for r in spot)
+    # the environment variable sets the same limit; 1 day hides every shipped price
     monkeypatch.setenv(price_age.ENV, "1")
-    assert main(["offers", "--provider", "aws", "--json"]) == 0
-    err = capsys.readouterr().err
-    assert "days old" in err and "limit 1 days" in err
-    monkeypatch.setenv(price_age.ENV, "0")
-    assert main(["offers", "--provider", "aws", "--json"]) == 0
-    assert "days old" not in capsys.readouterr().err
+    rows, err = _offers_json(capsys, "--provider", "aws")
+    assert all(r["hourly_usd"] is None for r in rows) and "more than 1 days older" in err
+    # on-prem boxes are priced by their own amortisation: never hidden as stale
+    monkeypatch.setenv(price_age.ENV, "1")
+    rows, _ = _offers_json(capsys, "--provider", "onprem")
+    assert rows and all(r["price_age_days"] is None for r in rows)

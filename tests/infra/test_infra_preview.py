@@ -92,9 +92,10 @@ def test_cost_estimate_from_results_table(catalog):
 
 def test_results_table_read_from_report_dir(tmp_path):
     (tmp_path / "results.csv").write_text("stack,benchmark,billed_seconds\naws-g4dn-1x,mnist-cnn,60\n")
-    table = estimate.load_results_table(tmp_path)
+    table = estimate.read_results(tmp_path).table
     assert list(table["billed_seconds"]) == [60]
-    assert estimate.load_results_table(tmp_path / "none") is None
+    missing = estimate.read_results(tmp_path / "none")
+    assert missing.table is None and "no results table" in missing.note
 
 
 def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):

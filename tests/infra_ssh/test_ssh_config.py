@@ -9,7 +9,7 @@ import yaml
 
 from infra.catalog import load_catalog
 from infra.config import ConfigError
-from infra.ssh.config import is_ssh_config, parse_ssh_config
+from infra.ssh.config import parse_ssh_config
 
 # The example SSH stacks, checked in beside the generated cloud stacks.
 EXAMPLES = [Path(__file__).resolve().parents[2] / "stacks"]
@@ -35,7 +35,6 @@ def test_defaults_and_types():
     assert cfg.params == "samples=64" and not cfg.identity_file.startswith("~")
     assert cfg.remote_dir == "~/.gpubench" and cfg.host_key_check == "accept-new"
     assert parse(suite=["resnet50"], benchmark=None).benchmark == ("resnet50",)
-    assert is_ssh_config(BASE) and not is_ssh_config({"gpubench:offering": "aws/p3.2xlarge"})
 
 
 def test_onprem_and_paperspace_rows_are_ssh_offerings():

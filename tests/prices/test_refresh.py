@@ -128,12 +128,14 @@ def test_aws_refresh_writes_a_dated_snapshot_that_cost_and_offerings_use(data_di
     cost = run_json(capsys, "cost", "aws/p3.8xlarge", "--hours", "2", "--json")
     assert cost["hourly_usd"] == 13.464 and cost["cost_usd"] == pytest.approx(26.928)
     assert cost["snapshot"] == "2025-09-15_aws-live" and cost["as_of"] == "2025-09-15"
-    live = {r["id"]: r for r in run_json(capsys, "offerings", "--live", "--provider", "aws", "--json")}
+    # The test's snapshot is dated 2025-09-15: older than the default --max-price-age of 365 days today.
+    live_args = ("offerings", "--live", "--provider", "aws", "--max-price-age", "0", "--json")
+    live = {r["id"]: r for r in run_json(capsys, *live_args)}
     assert live["aws/p3.8xlarge"]["spot_hourly_usd"] == 1.5  # median of 1.40, 1.50, 1.62
     assert live["aws/p3.8xlarge"]["snapshot"] == live["aws/p3.8xlarge"]["spot_snapshot"] == "2025-09-15_aws-live"
     assert live["aws/g4dn.xlarge"]["spot_hourly_usd"] is None  # no spot price in the refreshed snapshot
     assert "aws/p2.xlarge" not in live
-    assert main(["offerings", "--live"]) == 0
+    assert main(["offerings", "--live", "--stale"]) == 0
     assert "2025-09-15_aws-live" in capsys.readouterr().out
     # Old dates still price from the studies' snapshots.
     assert (
