@@ -14,18 +14,23 @@ from analysis.report.facts import RunFacts
 from analysis.report.query import RunsQuery, connect
 
 
-@contextmanager
-def query_of(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> Iterator[RunsQuery]:
-    """The query over `runs`, given the columns of a collected table it lacks (all missing)
+def as_collected(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> pd.DataFrame:
+    """`runs` with the columns of a collected (and priced) table it lacks, all missing,
     but those named in `without` (a table from before them)."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-
     from analysis.price.runs import PRICE_COLUMNS
     from analysis.table import COLUMNS
 
     added = [c for c in (*COLUMNS, *PRICE_COLUMNS) if c not in runs.columns and c not in without]
-    table = runs.assign(**{c: pd.Series(None, index=runs.index, dtype=object) for c in added})
+    return runs.assign(**{c: pd.Series(None, index=runs.index, dtype=object) for c in added})
+
+
+@contextmanager
+def query_of(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> Iterator[RunsQuery]:
+    """The query over `runs` as_collected, handed over as an Arrow dataset."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    table = as_collected(runs, without)
     with connect() as con:
         yield RunsQuery(con, ds.dataset(pa.Table.from_pandas(table, preserve_index=False)))
 

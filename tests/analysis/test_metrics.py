@@ -9,9 +9,8 @@ from datetime import date, datetime, timezone
 
 import pandas as pd
 import pytest
-from synthetic_results import make_result
-
 from queried import summary_of, tables_of
+from synthetic_results import make_result
 
 from analysis.metrics import (
     Options,
