@@ -117,7 +117,7 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return "-" if missing else fmt.format(value)
 
 
-# Terminal columns left out when they carry no information (analysis.report.INFORMATIVE).
+# Terminal columns left out when they carry no information (analysis.report.page.INFORMATIVE).
 _TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time", "cost/base": "rel_time"}
 
 

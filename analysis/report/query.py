@@ -75,7 +75,7 @@ class RunsQuery:
 
     Views: `runs` (every row, with its position `_idx` in the table), `full_runs`
     (probe runs left out) and `done` (the completed full runs, with the derived
-    columns summarize groups and takes medians of)."""
+    columns `summary` groups by and takes medians of)."""
 
     def __init__(self, con: Any, dataset: Any):
         self.con = con
