@@ -346,14 +346,17 @@ def _answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
     from analysis.bench.rank import answer
 
     out = answer(rows, deadline_hours=None, budget_usd=None)
-    guessed = {r["offering"] for r in rows if r["basis"] == PREDICTED}
+    out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
+    return out
+
+
+def predicted_picks(out: dict[str, Any], guessed: set[str]) -> str:
+    """What the answer's sentence adds when a pick's figures are predicted (`guessed` offerings), not measured."""
     picked = [
         f"{key} ({out[key]['offering']})"
         for key in ("cheapest", "fastest")
         if (out.get(key) or {}).get("offering") in guessed
     ]
-    if picked:
-        out["sentence"] += (
-            f" Predicted, not measured: the {' and the '.join(picked)}; a probe of it settles the choice."
-        )
-    return out
+    if not picked:
+        return ""
+    return f" Predicted, not measured: the {' and the '.join(picked)}; a probe of it settles the choice."
