@@ -8,7 +8,7 @@ the answer sets the two side by side: "predicted X (low-high), measured Y, error
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from analysis.predict.predict import PREDICTED
@@ -22,31 +22,40 @@ def _key(row: dict) -> tuple[str, str]:
     return (str(row.get("offering")), str(row.get("market")))
 
 
-def recorded(rows: Iterable[dict], bench_id: str, alpha: float | None, at: str) -> list[dict]:
-    """The predicted rows as the record keeps them."""
+def recorded(
+    rows: Iterable[dict], bench_id: str, alpha: float | None, at: str, benchmark: str | None = None
+) -> list[dict]:
+    """The predicted rows as the record keeps them; `benchmark` is the name the task's runs carry in the results
+    table (`gpubench report` matches later runs by it)."""
     return [
-        {k: r.get(k) for k in KEPT} | {"bench_id": bench_id, "alpha": alpha, "at": at}
+        {k: r.get(k) for k in KEPT} | {"bench_id": bench_id, "alpha": alpha, "at": at, "benchmark": benchmark}
         for r in rows
         if r.get("status") == PREDICTED and isinstance(r.get(RATE), (int, float))
     ]
 
 
-def earlier(task: str, directories: Sequence[Path], bench_id: str) -> dict[tuple[str, str], dict]:
-    """The newest prediction per (offering, market) that earlier benches of the same task file recorded."""
+def predictions_in(directories: Iterable[Path]) -> Iterator[tuple[dict, dict]]:
+    """(record, prediction) for every prediction the bench records in `directories` hold, in their order."""
     from analysis.bench.record import BenchRecord
 
-    found: dict[tuple[str, str], dict] = {}
-    for directory in directories:  # oldest first: a newer prediction replaces an older one
+    for directory in directories:
         try:
             data = BenchRecord.load(directory).data
         except ValueError:
             continue  # an unreadable record is `gpubench status`'s to name, not the answer's
-        if data.get("task") != task or data.get("bench_id") == bench_id:
-            continue
         for p in data.get(PREDICTIONS) or []:
             if isinstance(p, dict) and isinstance(p.get(RATE), (int, float)):
-                found[_key(p)] = p
-    return found
+                yield data, p
+
+
+def earlier(task: str, directories: Sequence[Path], bench_id: str) -> dict[tuple[str, str], dict]:
+    """The newest prediction per (offering, market) that earlier benches of the same task file recorded
+    (`directories` oldest first: a newer prediction replaces an older one)."""
+    return {
+        _key(p): p
+        for data, p in predictions_in(directories)
+        if data.get("task") == task and data.get("bench_id") != bench_id
+    }
 
 
 def checks(rows: Iterable[dict], forecasts: dict[tuple[str, str], dict]) -> list[dict]:

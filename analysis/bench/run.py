@@ -343,7 +343,7 @@ def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> Bench
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
             record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
-    judged(doc, record, ending, printer)
+    judged(task, doc, record, ending, printer)
     workspace = record.path.parent
     page = write_page(doc, workspace)
     doc["page"] = str(page)
@@ -356,7 +356,7 @@ def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> Bench
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
 
 
-def judged(doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
+def judged(task, doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
     """With --probe: what was probed and predicted and what that saved; in every bench: earlier predictions
     (this bench's before its follow-up probes, earlier benches' of the same task) beside the measurements;
     this bench's predictions recorded for the next."""
@@ -371,7 +371,9 @@ def judged(doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
         doc["answer"]["sentence"] += doc["probing"]["note"]
         forecasts |= {k: v | {"bench_id": record.bench_id} for k, v in settled.forecasts.items()}
         alpha = settled.fit.alpha if settled.fit is not None else None
-        record.data[judge.PREDICTIONS] = judge.recorded(doc["candidates"], record.bench_id, alpha, iso())
+        record.data[judge.PREDICTIONS] = judge.recorded(
+            doc["candidates"], record.bench_id, alpha, iso(), getattr(task, "benchmark_name", None)
+        )
     doc["prediction_checks"] = judge.checks(doc["candidates"], forecasts)
     record.data["prediction_checks"] = doc["prediction_checks"]
     for check in doc["prediction_checks"]:

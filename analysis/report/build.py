@@ -5,7 +5,7 @@ DIR/index.html and say what to print. `gpubench report`, campaigns and the demo 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ class ReportOutcome:
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
     table_dir: str | None = None  # where the results table was read (default: out_dir)
+    predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (report.predictions)
 
     @property
     def table(self) -> str:
@@ -72,6 +73,7 @@ class ReportOutcome:
             "recommendations": self.tables["recommendations"],
             "scaling": self.tables["scaling"].to_dict("records"),
             "breakeven": _records(breakeven),
+            "prediction_checks": self.predictions,
         }
 
     def text(self) -> str:
@@ -83,9 +85,12 @@ class ReportOutcome:
                 f"report: {self.html}\n"
             )
         from analysis.report.page import probe_line  # pandas and matplotlib load only when a report is written
+        from analysis.report.predictions import lines
 
         probes = probe_line(self.probes)
-        return _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + f"\nreport: {self.html}\n"
+        judged = "".join(f"\nprediction vs measurement: {text}" for text in lines(self.predictions))
+        text = _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + judged
+        return text + f"\nreport: {self.html}\n"
 
 
 def _records(frame) -> list[dict[str, Any]]:
@@ -190,6 +195,7 @@ def write_report(
     if problem:
         raise ValueError(problem)
     from analysis.metrics import Options, analyse_summary
+    from analysis.report import predictions
     from analysis.report.page import presented, write_pages
     from analysis.report.query import report_query
     from analysis.report.source import results_dataset
@@ -201,14 +207,19 @@ def write_report(
     # a deadline or budget the user did not give is not in the answer
     opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     # the runs are aggregated where they lie: only the aggregated rows reach pandas
+    predicted = predictions.recorded()
     with report_query(dataset, as_of=as_of) as query:
         dates, probes = query.catalog_price_dates(), query.probes()
         facts, summary = query.facts(), query.summary()
+        runs = predictions.measured_runs(query, sorted({p["benchmark"] for p in predicted}))
     warning = None
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     tables = presented(facts, analyse_summary(summary, opts))
     table_dir = None if table is None else str(table)
     outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
-    outcome.html = write_pages(facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes)
+    outcome.predictions = predictions.judged(predicted, runs)
+    outcome.html = write_pages(
+        facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes, predictions=outcome.predictions
+    )
     return outcome

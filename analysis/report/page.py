@@ -10,6 +10,7 @@ answer and chart, and counted in one line.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from analysis.output import USD
 from analysis.report import answer, reference
 from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 from analysis.report.html import Cell, Figure, Row, Table, breakable, render
+from analysis.report.predictions import lines
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -391,7 +393,9 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
 VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPUs"
 
 
-def page_context(facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> dict:
+def page_context(
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+) -> dict:
     """Everything templates/report.html.j2 shows, computed in page order so the
     price notes are numbered in the order a reader meets them."""
     tables = {**tables, "summary": reference.join_run_facts(tables["summary"], facts.row_facts)}
@@ -400,6 +404,7 @@ def page_context(facts: RunFacts, tables: dict, opts: Options, source: str, prob
         "source": source,
         "counts": _counts(facts, opts, tables["summary"]),
         "probes": probes,
+        "predictions": lines(predictions),
         "answer": answer_context(facts, tables, opts),
         "results": None,
         "not_done": None,
@@ -429,9 +434,12 @@ def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
     }
 
 
-def render_html(facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0) -> str:
-    """The report page; `probes`: probe runs left out of the facts' runs, named in one line."""
-    return render("report.html.j2", **page_context(facts, tables, opts, source, probes))
+def render_html(
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+) -> str:
+    """The report page; `probes`: probe runs left out of the facts' runs, named in one line; `predictions`:
+    bench predictions judged against later runs (analysis.report.predictions)."""
+    return render("report.html.j2", **page_context(facts, tables, opts, source, probes, predictions))
 
 
 def probe_line(count: int) -> str:
@@ -455,7 +463,13 @@ def presented(facts: RunFacts, tables: dict) -> dict:
 
 
 def write_pages(
-    facts: RunFacts, tables: dict, out_dir: str | Path, opts: Options, source: str = "", probes: int = 0
+    facts: RunFacts,
+    tables: dict,
+    out_dir: str | Path,
+    opts: Options,
+    source: str = "",
+    probes: int = 0,
+    predictions: Sequence[dict] = (),
 ) -> Path:
     """Write out_dir/index.html (and summary.csv) from the runs' facts and the
     metrics tables, however they were computed; return the page's path."""
@@ -463,7 +477,7 @@ def write_pages(
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     tmp = out / ".index.html.tmp"
-    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes), encoding="utf-8")
+    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes, predictions), encoding="utf-8")
     tmp.replace(path)
     if not tables["summary"].empty:  # in the export's dialect: a result's text never runs as a formula
         tmp = out / ".summary.csv.tmp"
