@@ -182,3 +182,31 @@ def test_predictions_are_recorded_and_set_beside_a_later_measurement(tmp_path, s
     assert text.startswith(f"{offering}: predicted {p['samples_per_second']:,.1f} samples/s")
     assert f"measured 2,000.0, error {check['error_pct']:+.1f} %" in text and "bench b1" in text
     assert judge.checks([measured], judge.earlier("/tasks/t.yaml", [tmp_path / "b1"], "b1")) == []  # not itself
+
+
+def test_with_throughput_only_doubt_is_judged_on_the_rates(six):
+    def row(name, status, rate, low, high):
+        return {"offering": name, "name": name, "status": status, "samples_per_second": rate} | {
+            "samples_per_second_low": low,
+            "samples_per_second_high": high,
+        }
+
+    lead = row("a", "measured", 1000.0, 990.0, 1010.0)
+    reaching = row("b", "predicted", 800.0, 600.0, 995.0)  # its high reaches the leader's low
+    short = row("c", "predicted", 600.0, 400.0, 850.0)  # below the leader's low (900)
+    faster = row("d", "predicted", 1100.0, 900.0, 1500.0)  # predicted faster than the measured leader
+    got_lead, doubt = in_doubt([lead, reaching, short, faster], by_rate=True)
+    assert got_lead is faster and [r["name"] for r in doubt] == ["d", "b"]  # the predicted leader first
+
+
+def test_the_confirmation_names_round_one_and_the_most_follow_ups_can_add(six, model):
+    from analysis.bench.run import spend_lines, subplan
+
+    plan = make_plan(six, probe_minutes=10)
+    upfront = subplan(plan, first_probes(six, 2, model))
+    first, more = spend_lines(plan, upfront, None)
+    assert "for 2 probe(s) of 6 candidates" in first
+    assert f"${plan.total_bound_usd - upfront.total_bound_usd:,.2f} more" in more
+    _, capped = spend_lines(plan, upfront, upfront.total_bound_usd + 0.1)
+    assert "$0.10 more" in capped and "(within --budget)" in capped
+    assert spend_lines(plan, plan, None) == [f"at most ${plan.total_bound_usd:,.2f} for 6 probe(s)"]
