@@ -24,7 +24,7 @@ from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, fit, gpu_specs
 from analysis.predict.predict import candidate_row as predicted_row
 
-PRECISION = "mixed"  # the task file does not say; mixed precision is what the calibration tables mostly hold
+PRECISION = "mixed"  # the task file does not say its precision; `gpubench predict` assumes the same by default
 PREDICTED_FIGURES = ("samples_per_second", "overhead_seconds", "est_hours", "est_usd")
 NOT_PREDICTED = "not-predicted"
 
@@ -234,7 +234,8 @@ def _reach(lead: dict, by_rate: bool, rows: Sequence[dict]) -> dict:
 
 @dataclass
 class Settled:
-    """What `--probe N` did: every probe report, the rows of the candidates never probed, and the record."""
+    """What `--probe N` did: every probe report, the rows of the candidates never probed, each round, and the
+    predictions made of the candidates probed after round one."""
 
     reports: list[Any]
     predicted: list[dict]
@@ -266,9 +267,9 @@ def settle(
     while True:
         done.skipped = []  # what is still in doubt after the last round
         rows, done.predicted, done.fit = _round_rows(candidates, done.reports, model, work_samples, by_rate)
-        lead, doubt = in_doubt(rows, by_rate) if any(r["status"] != NOT_PREDICTED for r in rows) else (None, [])
+        lead, doubt = in_doubt(rows, by_rate)  # no leader (no probe estimated anything): nothing is in doubt
         batch = []
-        for row in doubt if lead is not None else []:
+        for row in doubt:
             cand = next(c for c in candidates if c.name == row["name"])
             cost = bounds.get(cand.name, 0.0)
             if budget_usd is not None and spent + cost > budget_usd:
