@@ -210,3 +210,16 @@ def test_the_confirmation_names_round_one_and_the_most_follow_ups_can_add(six, m
     _, capped = spend_lines(plan, upfront, upfront.total_bound_usd + 0.1)
     assert "$0.10 more" in capped and "(within --budget)" in capped
     assert spend_lines(plan, plan, None) == [f"at most ${plan.total_bound_usd:,.2f} for 6 probe(s)"]
+
+
+def test_the_command_takes_probe_and_refuses_a_bad_count_before_anything_starts(tmp_path, capsys):
+    from bench_fakes import write_task
+
+    from analysis.cli import main
+    from payload import exitcodes
+
+    task = write_task(tmp_path / "task", accelerators=("T4:1", "L4:1"))
+    code = main(["bench", str(task), "--probe", "3", "--yes", "--project-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == exitcodes.USAGE and "--probe 3: there are only 2 candidate(s); give --probe 2 or fewer" in err
+    assert not (tmp_path / ".gpubench").exists()
