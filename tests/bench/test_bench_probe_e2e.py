@@ -103,6 +103,7 @@ def test_probe_two_of_six_predicts_the_rest_and_probes_what_is_in_doubt_before_a
     assert f"Probed {len(probed)} of 6 candidates" in doc["answer"]["sentence"]
     page = outcome.page.read_text()
     assert 'class="basis predicted"' in page and "Predictions against measurements" in page
+    assert f"{probing['boots_avoided']} boot(s) avoided" in page
     assert cloud.leftovers() == {} and cloud.running() == []
     assert set(cloud.destroys) == set(cloud.ups) and cloud.stacks == {}
     recorded = BenchRecord.load(outcome.workspace).data["predictions"]

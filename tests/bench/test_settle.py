@@ -223,3 +223,22 @@ def test_the_command_takes_probe_and_refuses_a_bad_count_before_anything_starts(
     err = capsys.readouterr().err
     assert code == exitcodes.USAGE and "--probe 3: there are only 2 candidate(s); give --probe 2 or fewer" in err
     assert not (tmp_path / ".gpubench").exists()
+
+
+def test_the_terminal_answer_says_what_was_predicted_and_saved(six, model, capsys):
+    from analysis.commands.bench import _print_answer
+
+    done, _, plan = run_settle(six, model, {g: 2000.0 for g in ("T4", "L4", "A10G", "L40S", "H100")})
+    doc = answer_doc(
+        "t", done.reports, [], work_samples=WORK, deadline_hours=None, budget_usd=None, predicted=done.predicted
+    )
+    doc["probing"] = summary(done, plan, doc)
+    doc["prediction_checks"] = judge.checks(
+        doc["candidates"], {k: v | {"bench_id": "b"} for k, v in done.forecasts.items()}
+    )
+    _print_answer(doc | {"page": "index.html"})
+    out = capsys.readouterr().out
+    predicted = [r["offering"] for r in doc["candidates"] if r["status"] == PREDICTED]
+    assert predicted and all(any(o in ln and "predicted" in ln for ln in out.splitlines()) for o in predicted)
+    assert f"{doc['probing']['boots_avoided']} boot(s) avoided" in out
+    assert out.count("prediction vs measurement: ") == len(done.forecasts) > 0
