@@ -281,7 +281,7 @@ def subplan(plan: Any, chosen: Sequence[Any]) -> Any:
 def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
     """What the confirmation shows: the most round one costs and, with --probe, the most the rest may add."""
     first = f"at most {USD_SIGN.format(upfront.total_bound_usd)} for {len(upfront.candidates)} probe(s)"
-    if upfront is plan:
+    if len(upfront.candidates) == len(plan.candidates):  # every candidate in round one: nothing left to add
         return [first]
     more = plan.total_bound_usd - upfront.total_bound_usd
     if budget_usd is not None:

@@ -210,6 +210,8 @@ def test_the_confirmation_names_round_one_and_the_most_follow_ups_can_add(six, m
     _, capped = spend_lines(plan, upfront, upfront.total_bound_usd + 0.1)
     assert "$0.10 more" in capped and "(within --budget)" in capped
     assert spend_lines(plan, plan, None) == [f"at most ${plan.total_bound_usd:,.2f} for 6 probe(s)"]
+    every = subplan(plan, first_probes(six, 6, model))
+    assert spend_lines(plan, every, None) == [f"at most ${every.total_bound_usd:,.2f} for 6 probe(s)"]
 
 
 def test_the_command_takes_probe_and_refuses_a_bad_count_before_anything_starts(tmp_path, capsys):
