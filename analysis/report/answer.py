@@ -19,17 +19,17 @@ from analysis.output import usd_amount
 
 MINUTES_BELOW_HOURS = 1.0  # a time shorter than this many hours is shown in minutes
 SECONDS_BELOW_HOURS = 1 / 60  # ... and shorter than this, in seconds
-_PER_HOUR = {"s": 3600.0, "min": 60.0, "h": 1.0}
+PER_HOUR = {"s": 3600.0, "min": 60.0, "h": 1.0}
 
 
-def _missing(v) -> bool:
+def missing(v) -> bool:
     try:
         return v is None or v != v or (isinstance(v, float) and math.isinf(v))
     except (TypeError, ValueError):
         return False
 
 
-def _digits(v: float) -> str:
+def digits(v: float) -> str:
     """Three significant figures from 1 up, two below, never a bare 0 for a real figure."""
     a = abs(v)
     if a >= 100:
@@ -43,7 +43,7 @@ def _digits(v: float) -> str:
 
 def time_unit(hours) -> str:
     """'s', 'min' or 'h' for a time (or the longest time of a column), by the one rule."""
-    valid = [h for h in (hours if isinstance(hours, (list, tuple)) else [hours]) if not _missing(h)]
+    valid = [h for h in (hours if isinstance(hours, (list, tuple)) else [hours]) if not missing(h)]
     if not valid or max(valid) >= MINUTES_BELOW_HOURS:
         return "h"
     return "s" if max(valid) < SECONDS_BELOW_HOURS else "min"
@@ -51,21 +51,21 @@ def time_unit(hours) -> str:
 
 def in_unit(hours, unit: str) -> str:
     """A time in a given unit, without the unit ("-" when missing)."""
-    if _missing(hours):
+    if missing(hours):
         return "-"
-    return _digits(float(hours) * _PER_HOUR[unit])
+    return digits(float(hours) * PER_HOUR[unit])
 
 
 def duration(hours) -> str:
     """'42.0 min', '3.62 h': the one rule for a single time."""
-    if _missing(hours):
+    if missing(hours):
         return "-"
     unit = time_unit(hours)
     return f"{in_unit(hours, unit)} {unit}"
 
 
 def usd(value) -> str:
-    return "no price" if _missing(value) else f"USD {usd_amount(value)}"
+    return "no price" if missing(value) else f"USD {usd_amount(value)}"
 
 
 def offering_name(value) -> str:
@@ -77,7 +77,7 @@ def _who(r: dict) -> str:
     """'aws/p3.8xlarge (4 GPUs, spot)': the offering as used."""
     extra = []
     g = r.get("gpus_used")
-    if not _missing(g) and g is not None and int(g) > 1:
+    if not missing(g) and g is not None and int(g) > 1:
         extra.append(f"{int(g)} GPUs")
     if r.get("market") == "spot":
         extra.append("spot")
@@ -240,10 +240,10 @@ def lines(recs: list[dict], opts, counts: dict | None = None) -> list[str]:
 
 def long_duration(hours) -> str:
     """duration(), and days or years past three days ("850 days", "2.3 years"): for extrapolations."""
-    if _missing(hours) or hours < 72:
+    if missing(hours) or hours < 72:
         return duration(hours)
     days = float(hours) / 24
-    return f"{_digits(days / 365.25)} years" if days >= 730 else f"{_digits(days)} days"
+    return f"{digits(days / 365.25)} years" if days >= 730 else f"{digits(days)} days"
 
 
 def _span(lo: float, hi: float, fmt) -> str:
@@ -273,16 +273,16 @@ def versus_lines(v) -> tuple[str, str]:
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
-    theirs = f"{_span(slow.value, fast.value, _digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
+    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
     if v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
         did = (
-            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s on other work than the studies' "
+            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s on other work than the studies' "
             f"({'; '.join(v.differs)}), so not set against their {theirs}."
         )
     else:
         did = (
-            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, "
-            f"{_span(slow.value / v.rate, fast.value / v.rate, _digits)} times as fast."
+            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, "
+            f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast."
         )
     here = f"here about {long_duration(v.here_hours)}" + (" at that rate, on that other work" if v.differs else "")
     if v.here_usd is not None:
@@ -307,7 +307,7 @@ SAMPLE_SCALES = ((1_000, "1,000"), (1_000_000, "million"), (1_000_000_000, "bill
 def per_samples_scale(usd_per_sample: list[float]) -> tuple[int, str]:
     """The count of samples to quote a cost per (1,000, a million, ...): the
     smallest at which the cheapest figure comes to a cent or more."""
-    valid = [v for v in usd_per_sample if not _missing(v) and v > 0]
+    valid = [v for v in usd_per_sample if not missing(v) and v > 0]
     for count, words in SAMPLE_SCALES:
         if not valid or min(valid) * count >= 0.01:
             return count, words

@@ -15,39 +15,12 @@ from typing import NamedTuple
 import pandas as pd
 
 from analysis.reference.studies import Figure, reference_figures, work_differences, workload_notes
+from analysis.report.facts import FACT_KEYS, RUN_FACTS
+from analysis.report.html import Figure as Chart
 
 # Offerings priced from a rate the user (or the demo default) chose.
 ASSUMED_PRICE_KINDS = ("local",)
 SUBJECT = "local/this-machine"
-
-
-def measured(runs: pd.DataFrame) -> pd.DataFrame:
-    """Completed runs of the benchmarks the studies publish, one row per
-    offering x market x GPUs x batch x precision: median samples/s over repeats."""
-    bench = {f.benchmark for f in reference_figures()}
-    if runs.empty:
-        return pd.DataFrame()
-    done = runs[
-        (runs["status"] == "completed")
-        & runs["benchmark"].isin(bench)
-        & pd.to_numeric(runs["samples_per_second"], errors="coerce").gt(0)
-    ]
-    if done.empty:
-        return pd.DataFrame()
-    keys = ["benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data"]
-    done = done.assign(
-        samples_per_second=pd.to_numeric(done["samples_per_second"]),
-        hourly_usd=pd.to_numeric(done["hourly_usd"], errors="coerce"),
-    )
-    g = done.groupby(keys, dropna=False, sort=True)
-    out = g.agg(
-        value=("samples_per_second", "median"),
-        runs=("run_id", "count"),
-        hourly_usd=("hourly_usd", "median"),
-        price_source=("price_source", "first"),
-        device=("device", "first"),
-    ).reset_index()
-    return out
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -86,7 +59,7 @@ def plot(m: pd.DataFrame):
     """One panel per benchmark: published figures (grey; hatched when derived or
     estimated) and this report's runs (orange), log scale from a power of ten so
     bar lengths stay honest. (png, caption) or (None, why)."""
-    from analysis.report.plots import MAX_PANELS, _png, figure
+    from analysis.report.plots import MAX_PANELS, figure, to_png
 
     if m.empty:
         return (
@@ -122,7 +95,7 @@ def plot(m: pd.DataFrame):
         )
     studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
     caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
-    return _png(fig), caption
+    return to_png(fig), caption
 
 
 def _fmt(v, spec: str) -> str | None:
@@ -221,37 +194,17 @@ def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
     }
 
 
-def context(runs: pd.DataFrame) -> dict:
-    """What reference.html.j2 shows: the chart and one table per benchmark the
-    studies publish (no chart when no run compares)."""
-    return context_of(measured(runs))
-
-
-# The key of `plot`'s result among the tables a page is built from, when it was drawn ahead
-# (queued for the chart worker while the rest of the runs were still being queried).
-PLOTTED = "reference_plot"
-
-
-def context_of(m: pd.DataFrame, plotted: tuple | None = None) -> dict:
-    """context() from `measured`'s table, however it was computed (pandas or a
-    query); `plotted`: `plot(m)`'s result when it was called ahead."""
-    from analysis.report import Figure as Chart
-
+def context(m: pd.DataFrame) -> dict:
+    """What reference.html.j2 shows, from query.RunsQuery.measured's table: the chart and one
+    table per benchmark the studies publish (no chart when no run compares)."""
     if m.empty:
         return {"figure": None, "benchmarks": []}
-    png, caption = plotted if plotted is not None else plot(m)
+    png, caption = plot(m)
     figs, notes = reference_figures(), workload_notes()
     return {
         "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
         "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
     }
-
-
-def section(runs: pd.DataFrame) -> str:
-    """The HTML of the reference section (the page includes the same template)."""
-    from analysis.report import render
-
-    return render("reference.html.j2", ref=context(runs))
 
 
 def assumed_rates(summary: pd.DataFrame) -> str:
@@ -271,14 +224,6 @@ def assumed_rates(summary: pd.DataFrame) -> str:
 
     # one line per rate as shown: rows of several configurations share it
     return "; ".join(sorted({described(r) for r in local.to_dict("records")}))
-
-
-def assumed_price_note(summary: pd.DataFrame) -> str:
-    """Say loudly when a cost rests on a rate someone assumed, not a published price."""
-    from analysis.report import render
-
-    text = assumed_rates(summary)
-    return render("assumed_price.html.j2", assumed=text) if text else ""
 
 
 # --- The answer's comparison: this machine beside the studies on the same work ---
@@ -351,14 +296,9 @@ def _short_ref(f: Figure) -> str:
     return gpu_name(f) + (f" ({where})" if where else "") + tail
 
 
-def versus(runs: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
-    """This machine's runs of benchmarks the studies publish, each beside them
-    ([] when this machine ran none). `prices`: offering id -> the price used."""
-    return versus_of(measured(runs), prices)
-
-
-def versus_of(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
-    """versus() from `measured`'s table, however it was computed (pandas or a query)."""
+def versus(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
+    """This machine's runs of benchmarks the studies publish (query.RunsQuery.measured's
+    table), each beside them ([] when this machine ran none). `prices`: offering id -> the price used."""
     if m.empty:
         return []
     mine = m[m["offering_id"] == SUBJECT]
@@ -400,7 +340,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
     """The answer's one chart: each study's full training, here (orange) and on
     the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
     from analysis.report.answer import long_duration
-    from analysis.report.plots import MAX_PANELS, _png, figure, log_if_wide
+    from analysis.report.plots import MAX_PANELS, figure, log_if_wide, to_png
 
     if not items:
         return None, "this machine ran no benchmark the studies publish"
@@ -428,7 +368,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
         "GPUs as published or from their published rates (grey). The reference section below has every figure "
         "with its source."
     )
-    return _png(fig), caption
+    return to_png(fig), caption
 
 
 # --- The price a run was costed at, in words a person reads ---
@@ -456,31 +396,8 @@ def price_source_words(r: dict) -> str | None:
     return ORIGIN_WORDS.get(origin or "", None)
 
 
-RUN_FACTS = ("recorded_price_origin", "data")  # run columns a summary row shows but does not carry
-FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
-
-
-def run_facts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per benchmark x workload x offering x market (the keys the runs have), their
-    distinct recorded price origins and data kinds, each joined in one text (None
-    for none). The same from every run or from their distinct rows, so a query
-    hands over only the distinct (keys, facts) rows."""
-    facts = [c for c in RUN_FACTS if c in runs.columns]
-    keys = [k for k in FACT_KEYS if k in runs.columns]
-    if runs.empty or not facts or not keys:
-        return pd.DataFrame(columns=keys + facts)
-    joined = runs[keys + facts].astype({c: object for c in facts}).copy()
-    for c in facts:
-        joined[c] = joined[c].map(present)
-    return (
-        joined.groupby(keys, dropna=False)[facts]
-        .agg(lambda v: "; ".join(sorted({x for x in v if isinstance(x, str)})) or None)
-        .reset_index()
-    )
-
-
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
-    """The summary with run_facts' columns it does not carry yet, joined by their keys."""
+    """The summary with query.RunsQuery.row_facts' columns it does not carry yet, joined by their keys."""
     facts = [c for c in RUN_FACTS if c in per_row.columns and c not in summary.columns]
     keys = [k for k in FACT_KEYS if k in per_row.columns]
     if summary.empty or per_row.empty or not facts or not keys or not set(keys) <= set(summary.columns):
