@@ -452,7 +452,7 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
                 "unpriced": (marker + unpriced).strip(),
             }
         )
-    versus = reference.versus_of(facts.measured, reference.prices_used(summary))
+    versus = reference.versus_of(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
     png, caption = reference.versus_plot(versus)
     return {
         "sentences": sentences,
@@ -551,7 +551,7 @@ def presented(facts: RunFacts, tables: dict) -> dict:
     from analysis.report import answer, reference
 
     summary = reference.join_run_facts(tables["summary"], facts.row_facts)
-    found = reference.versus_of(facts.measured, reference.prices_used(summary))
+    found = reference.versus_of(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
     return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
 
 
