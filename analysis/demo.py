@@ -104,8 +104,8 @@ QUICK: tuple[Step, ...] = (
 
 # The most of each study's job a probe runs (its process: start-up, data, training), as
 # `gpubench bench --probe-minutes` bounds it; the probe stops sooner once the rate is steady.
-STUDY_PROBE_SECONDS = 90
-QUICK_PROBE_SECONDS = 40
+STUDY_PROBE_SECONDS = 120
+QUICK_PROBE_SECONDS = 60
 # The layout of the study probes' record beside the results table (analysis.report.reference.STUDY_PROBES).
 STUDY_PROBES_VERSION = 1
 
@@ -440,7 +440,7 @@ def run_demo(
         )
         found.append(
             probe_study(
-                job, gpus=gpus, price=price, probes_dir=out_dir / "demo-probes", logs=logs, limit=limit, stream=stream
+                job, gpus=gpus, price=price, probes_dir=(out_dir / "demo-probes").resolve(), logs=logs, limit=limit, stream=stream
             )
         )
         echo("      " + _said(found[-1]))
