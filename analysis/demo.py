@@ -432,6 +432,7 @@ def run_demo(
         else:
             echo(f"      done in {_minutes(time.monotonic() - t0)}")
     gpus = gpus_here() if jobs else 0
+    probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
     found = []
     for i, job in enumerate(jobs, len(steps) + 1):
         echo(
@@ -439,9 +440,7 @@ def run_demo(
             f"probed for at most {_minutes(limit)} and extrapolated to the study's whole job"
         )
         found.append(
-            probe_study(
-                job, gpus=gpus, price=price, probes_dir=(out_dir / "demo-probes").resolve(), logs=logs, limit=limit, stream=stream
-            )
+            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
         )
         echo("      " + _said(found[-1]))
         if found[-1]["status"] not in ("measured", "not-steady", "not-probed"):
