@@ -157,3 +157,29 @@ def test_each_probed_task_file_runs_the_configuration_the_studies_data_names(j):
     assert j.benchmark in spec.run and "synthetic" in (spec.env.get("DATA", "synthetic"))
     if j.study == "seed 000":  # the study's own job: 4 epochs of 90 % of the tweets
         assert spec.work.total_samples() == study_work(j)[1]
+
+
+def test_the_report_reads_the_record_beside_its_table_and_answers_from_it(probed, tmp_path):
+    """write_report (what the demo and `gpubench report` call) finds the study probes beside the table;
+    the page and the terminal say the probe's whole job where the short run's rate said other work."""
+    import html
+
+    from chart_content import charts_described
+    from synthetic_results import local_only_results, result_bytes, result_key
+
+    from analysis.collecting import collect_results
+    from analysis.report.build import write_report
+    from payload.storage import open_store
+
+    store = open_store(str(tmp_path / "results"))
+    for r in local_only_results():
+        store.put_bytes(result_key(r), result_bytes(r))
+    collect_results([str(tmp_path / "results")], tmp_path / "table", spot_history="off")
+    demo.write_study_probes(tmp_path / "table", [probed("bilstm-sentiment"), probed("resnet50")])
+    with charts_described():
+        outcome = write_report(tmp_path / "report", table=tmp_path / "table")
+    page = html.unescape((tmp_path / "report" / "index.html").read_text(encoding="utf-8"))
+    for text in (page, outcome.text()):
+        assert "bilstm-sentiment: a 1.25 min probe of seed 000's own configuration (batch 32, fp32" in text
+        assert "resnet50: not compared with seed 004: the study trained in fp16" in text
+        assert "bilstm-sentiment: this machine (CPU)" not in text  # the short run's comparison gave way
