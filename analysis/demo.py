@@ -339,7 +339,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
         probe_seconds=limit,
         log_dir=logs,
     )
-    probes = Probes(Printer(stream))
+    probes = Probes(Printer(_Indented(stream)))
     t0 = time.monotonic()
     try:
         report = probe(candidate, probes)
@@ -348,6 +348,19 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
             live.end()
         raise
     return report, time.monotonic() - t0
+
+
+class _Indented:
+    """A stream that indents each line, so a probe's lines sit under its step as the payload's do."""
+
+    def __init__(self, stream: TextIO | None):
+        self.stream = stream or sys.stdout
+
+    def write(self, text: str) -> int:
+        return self.stream.write("".join("      " + ln if ln.strip() else ln for ln in text.splitlines(True)))
+
+    def flush(self) -> None:
+        self.stream.flush()
 
 
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
@@ -379,10 +392,7 @@ def _said(p: dict) -> str:
         return f"probe {p['status']}: {p.get('reason') or 'no estimate'}"
     from analysis.report.answer import long_duration
 
-    return (
-        f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {rate:,.1f} samples/s; the study's whole job "
-        f"({p['work_samples']:,} samples) here about {long_duration(hours)}"
-    )
+    return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
 def run_demo(
@@ -437,7 +447,7 @@ def run_demo(
     for i, job in enumerate(jobs, len(steps) + 1):
         echo(
             f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-            f"probed for at most {_minutes(limit)} and extrapolated to the study's whole job"
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
         )
         found.append(
             probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)

@@ -328,7 +328,7 @@ class StudyProbe(NamedTuple):
     machine, extrapolated to the study's whole job by `gpubench bench`'s code."""
 
     seconds: float  # how long the probe ran (the payload's process, start to exit)
-    configuration: str  # "batch 32, fp32, synthetic data of the study's shape"
+    configuration: str  # "batch 32, fp32, synthetic data"
     hours_low: float | None  # the whole job's interval here (None: unbounded)
     hours_high: float | None
     steady: bool  # the rate was steady by the probe's end (else the interval is wide)
@@ -371,8 +371,9 @@ def _study_refs(study: str, bench: str, batch) -> list[Figure]:
     return _comparable(refs, {int(batch)} if batch is not None else set())
 
 
-def _probed(p: dict, prices: dict[str, Price] | None) -> Versus | NotCompared | None:
-    """One study probe's Versus: this machine's whole-job estimate beside the study's published job."""
+def _probed(p: dict) -> Versus | NotCompared | None:
+    """One study probe's Versus: this machine's whole-job estimate (at the price it was probed at) beside
+    the study's published job."""
     bench, study = p["benchmark"], p["study"]
     if p.get("status") == "not-probed":
         return NotCompared(bench, study, str(p.get("reason") or "not probed"))
@@ -385,11 +386,8 @@ def _probed(p: dict, prices: dict[str, Price] | None) -> Versus | NotCompared | 
     if not (isinstance(rate, (int, float)) and rate > 0 and isinstance(hours, (int, float))):
         why = p.get("reason") or row.get("reason") or "the probe measured no rate"
         return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({why})")
-    usd, hourly = row.get("est_usd"), None
-    if p.get("hourly_usd") is not None:
-        hourly = Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
-    elif prices and SUBJECT in prices:
-        hourly = prices[SUBJECT]
+    usd = row.get("est_usd")
+    hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
     return Versus(
         benchmark=bench,
         unit=refs[0].unit,
@@ -463,7 +461,7 @@ def versus_of(
 ) -> list[Versus | NotCompared]:
     """versus() from `measured`'s table, however it was computed (pandas or a query). A study probed in its
     own configuration (`probes`, read_study_probes) is compared from its probe, not from the runs."""
-    found = [_probed(p, prices) for p in probes or ()]
+    found = [_probed(p) for p in probes or ()]
     out: list[Versus | NotCompared] = [v for v in found if v is not None]
     probed = {v.benchmark for v in out}
     if m.empty:
