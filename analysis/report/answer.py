@@ -309,9 +309,9 @@ def versus_lines(v) -> tuple[str, str]:
     else:
         there += ", no cost published"
     if v.probe:
-        here += ", extrapolated from the probe as gpubench bench does"
+        here += ", extrapolated as gpubench bench does"
         if v.differs:
-            here += f", on work that still differs from the study's ({'; '.join(v.differs)})"
+            here += f", on work that still differs ({'; '.join(v.differs)})"
     return did, f"{v.work[0].upper()}{v.work[1:]}: {here}; {there}."
 
 

@@ -511,7 +511,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
         return None, "this machine ran no benchmark the studies publish"
     items = items[:MAX_PANELS]
     rows = max(len(v.there) + 1 for v in items)
-    fig, axes = figure(1, len(items), (4.8 * len(items), 0.2 * rows + 0.9))
+    fig, axes = figure(1, len(items), (4.8 * len(items), 0.15 * rows + 0.9))
     for ax, v in zip(axes[0], items):
         bars = sorted(
             [(f"this machine ({v.device})", v.here_hours, True)] + [(n, h, False) for n, h, _ in v.there],

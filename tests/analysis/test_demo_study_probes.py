@@ -75,7 +75,7 @@ def test_the_first_screen_sets_the_studys_whole_job_here_beside_its_published_on
     took = f"{min(f.train_hours for f in seed000):.2f}–{max(f.train_hours for f in seed000):.2f} h"
     assert f"the studies' GPUs took {took}" in full
     # the work that still differs is in the same sentence as the comparison, and no ratio is drawn
-    assert "extrapolated from the probe as gpubench bench does, on work that still differs from the study's (" in full
+    assert "extrapolated as gpubench bench does, on work that still differs (" in full
     assert "the study does not print its batch size; synthetic 40-token tweets here" in full
     assert "times as fast" not in did + full
 

@@ -79,7 +79,7 @@ def test_the_first_screen_compares_a_probe_of_the_studys_own_job(demo_first):
     page = html.unescape((demo_first.report / "index.html").read_text(encoding="utf-8"))
     assert "probe of seed 000's own configuration (batch 32, fp32, synthetic data)" in page
     assert f"Seed 000's full training (5,683,056 tweets): here about {long_duration(row['est_hours'])} (" in page
-    assert "extrapolated from the probe as gpubench bench does, on work that still differs from the study's (" in page
+    assert "extrapolated as gpubench bench does, on work that still differs (" in page
     assert "resnet50: not compared with seed 004: the study trained in fp16" in page
 
 
