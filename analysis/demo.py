@@ -331,7 +331,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
     from infra.projectfiles import user_or_shipped
     from payload.storage import open_store
 
-    candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source, price_date=None)
+    candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
     probe = LocalProbe(
         store=open_store(str(probes_dir)),
         results=str(probes_dir),

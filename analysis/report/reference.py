@@ -376,7 +376,7 @@ def _probed(p: dict) -> Versus | NotCompared | None:
     the study's published job."""
     bench, study = p["benchmark"], p["study"]
     if p.get("status") == "not-probed":
-        return NotCompared(bench, study, str(p.get("reason") or "not probed"))
+        return NotCompared(bench, study, _plain(p.get("reason") or "not probed"))
     row = p.get("row") or {}
     refs = _study_refs(study, bench, p.get("batch"))
     work = _full_work(bench, refs)
@@ -385,7 +385,7 @@ def _probed(p: dict) -> Versus | NotCompared | None:
         return None
     if not (isinstance(rate, (int, float)) and rate > 0 and isinstance(hours, (int, float))):
         why = p.get("reason") or row.get("reason") or "the probe measured no rate"
-        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({why})")
+        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({_plain(why)})")
     usd = row.get("est_usd")
     hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
     return Versus(
@@ -410,6 +410,11 @@ def _probed(p: dict) -> Versus | NotCompared | None:
             steady=p.get("status") == "measured",
         ),
     )
+
+
+def _plain(text, limit: int = 300) -> str:
+    """A probe's reason as one printable line (it may quote the job's output, which reaches a terminal)."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
 
 
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:

@@ -183,3 +183,13 @@ def test_the_report_reads_the_record_beside_its_table_and_answers_from_it(probed
         assert "bilstm-sentiment: a 1.25 min probe of seed 000's own configuration (batch 32, fp32" in text
         assert "resnet50: not compared with seed 004: the study trained in fp16" in text
         assert "bilstm-sentiment: this machine (CPU)" not in text  # the short run's comparison gave way
+
+
+def test_a_failed_probes_reason_reaches_the_page_as_one_printable_line(probed):
+    record = dict(
+        probed("bilstm-sentiment"), status="failed", row={}, reason="the job failed: \x1b[31mboom\x1b[0m\nTrace"
+    )
+    (found,) = versus_of(pd.DataFrame(), None, (record,))
+    line, _ = versus_lines(found)
+    assert line.startswith("bilstm-sentiment: not compared with seed 000: the probe of seed 000's configuration gave")
+    assert "boom" in line and all(ch.isprintable() for ch in line)
