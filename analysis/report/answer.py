@@ -269,22 +269,33 @@ def short_source(words: str) -> str:
 
 def versus_lines(v) -> tuple[str, str]:
     """Two sentences for one benchmark (reference.Versus): what this machine did
-    beside the studies' GPUs, and the study's full training here and there."""
+    beside the studies' GPUs, and the study's full training here and there. A study
+    this machine cannot run as the study did (reference.NotCompared) is one sentence."""
+    if not hasattr(v, "refs"):
+        return f"{v.benchmark}: not compared with {v.study}: {v.reason}.", ""
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
     theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
-    if v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
+    ratio = f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast"
+    if v.probe:  # a probe of the study's configuration: the whole jobs compare, differences in that sentence
+        did = (
+            f"{v.benchmark}: a {duration(v.probe.seconds / 3600)} probe of {v.refs[0].study}'s own configuration "
+            f"({v.probe.configuration}) ran at {digits(v.rate)} {unit}/s on this machine ({v.device})"
+            + ("." if v.differs else f"; the studies' GPUs {theirs}, {ratio}.")
+        )
+        here = f"here about {long_duration(v.here_hours)}{_interval(v.probe)}"
+    elif v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
         did = (
             f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s on other work than the studies' "
             f"({'; '.join(v.differs)}), so not set against their {theirs}."
         )
+        here = f"here about {long_duration(v.here_hours)} at that rate, on that other work"
     else:
         did = (
-            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, "
-            f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast."
+            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, {ratio}."
         )
-    here = f"here about {long_duration(v.here_hours)}" + (" at that rate, on that other work" if v.differs else "")
+        here = f"here about {long_duration(v.here_hours)}"
     if v.here_usd is not None:
         here += f" for {usd(v.here_usd)} (USD {v.hourly.hourly_usd:.2f}/h, {short_source(v.hourly.source)})"
     hours = [h for _, h, _ in v.there]
@@ -297,7 +308,20 @@ def versus_lines(v) -> tuple[str, str]:
         there += f" for USD {_span(min(costs), max(costs), usd_amount)}"
     else:
         there += ", no cost published"
+    if v.probe:
+        here += ", extrapolated as gpubench bench does"
+        if v.differs:
+            here += f", on work that still differs ({'; '.join(v.differs)})"
     return did, f"{v.work[0].upper()}{v.work[1:]}: {here}; {there}."
+
+
+def _interval(probe) -> str:
+    """' (3.3-3.6 h)' around a probe's whole-job estimate; says so when it has no upper bound or was not steady."""
+    low, high = probe.hours_low, probe.hours_high
+    if missing(low):
+        return ""
+    span = f"{long_duration(low)} to no upper bound" if missing(high) else _times(float(low), float(high))
+    return f" ({span}{'' if probe.steady else ', the rate not steady by the probe limit'})"
 
 
 # Sample counts a cost is quoted per, smallest first, with their words.

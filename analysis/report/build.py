@@ -195,7 +195,7 @@ def write_report(
     if problem:
         raise ValueError(problem)
     from analysis.metrics import Options, analyse_summary
-    from analysis.report import predictions
+    from analysis.report import predictions, reference
     from analysis.report.page import presented, write_pages
     from analysis.report.query import report_query
     from analysis.report.source import results_dataset
@@ -215,7 +215,9 @@ def write_report(
     warning = None
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
-    tables = presented(facts, analyse_summary(summary, opts))
+    # probes of each study's own configuration, recorded beside the table (gpubench demo)
+    studied = {reference.STUDY_PROBES_KEY: reference.read_study_probes(out_dir if table is None else table)}
+    tables = presented(facts, {**analyse_summary(summary, opts), **studied})
     table_dir = None if table is None else str(table)
     outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
     outcome.predictions = predictions.judged(predicted, runs)

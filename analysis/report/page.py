@@ -379,7 +379,7 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
                 "unpriced": (marker + unpriced).strip(),
             }
         )
-    versus = reference.versus(facts.measured, reference.prices_used(summary))
+    versus = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
     png, caption = reference.versus_plot(versus)
     return {
         "sentences": sentences,
@@ -458,7 +458,7 @@ def presented(facts: RunFacts, tables: dict) -> dict:
     with its price origin and data kind, and this machine beside the studies
     (`versus`, the terminal summary's lines)."""
     summary = reference.join_run_facts(tables["summary"], facts.row_facts)
-    found = reference.versus(facts.measured, reference.prices_used(summary))
+    found = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
     return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
 
 
