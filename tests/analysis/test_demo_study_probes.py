@@ -15,8 +15,8 @@ from analysis.bench.candidates import local_candidate
 from analysis.bench.extrapolate import billed_usd
 from analysis.bench.readings import ProbeReport
 from analysis.reference.studies import reference_figures, study_jobs
-from analysis.report.answer import _digits, long_duration, versus_lines
-from analysis.report.reference import NotCompared, Versus, read_study_probes, study_work, versus_of, versus_plot
+from analysis.report.answer import digits, long_duration, versus_lines
+from analysis.report.reference import NotCompared, Versus, read_study_probes, study_work, versus, versus_plot
 
 # A probe's record as the payload writes it (result.json `probe`): a steady rate, its interval and warm-up.
 STEADY = {
@@ -60,7 +60,7 @@ def probed(monkeypatch, tmp_path):
 def test_the_first_screen_sets_the_studys_whole_job_here_beside_its_published_one(probed):
     record = probed("bilstm-sentiment")
     assert record["status"] == "measured" and record["batch"] == 32 and record["precision"] == "fp32"
-    (v,) = versus_of(pd.DataFrame(), None, (record,))
+    (v,) = versus(pd.DataFrame(), None, (record,))
     did, full = versus_lines(v)
     # bench's extrapolation by hand: overhead, finish and warm-up as measured, the rest at the steady rate
     words, samples = study_work(job("bilstm-sentiment"))
@@ -84,7 +84,7 @@ def test_a_precision_this_machine_cannot_run_is_said_and_compared_with_nothing(p
     record = probed("resnet50", gpus=0)
     assert probed.asked == []  # nothing was started for it
     assert record["status"] == "not-probed" and "fp16" in record["reason"]
-    found = versus_of(pd.DataFrame(), None, (record,))
+    found = versus(pd.DataFrame(), None, (record,))
     assert found == [NotCompared("resnet50", "seed 004", record["reason"])]
     line, rest = versus_lines(found[0])
     assert line.startswith("resnet50: not compared with seed 004: the study trained in fp16") and rest == ""
@@ -93,11 +93,11 @@ def test_a_precision_this_machine_cannot_run_is_said_and_compared_with_nothing(p
 
 def test_a_probe_that_did_the_studys_work_gets_a_ratio(probed):
     record = probed("resnet50", gpus=1)  # a GPU runs fp16 as mixed precision, at the study's batch 64
-    (v,) = versus_of(pd.DataFrame(), None, (record,))
+    (v,) = versus(pd.DataFrame(), None, (record,))
     assert isinstance(v, Versus) and v.differs == () and {f.batch_size for f in v.refs} == {64}
     did, full = versus_lines(v)
     slow, fast = min(f.value for f in v.refs), max(f.value for f in v.refs)
-    assert did.endswith(f", {_digits(slow / 400)}–{_digits(fast / 400)} times as fast.")
+    assert did.endswith(f", {digits(slow / 400)}–{digits(fast / 400)} times as fast.")
     assert "still differs" not in full and "ran at 400 images/s on this machine (1 GPU)" in did
 
 
@@ -121,8 +121,8 @@ def test_a_study_probe_takes_the_place_of_the_short_runs_comparison(probed):
             }
         ]
     )
-    assert [v.rate for v in versus_of(m, None, ())] == [250.0]  # no probe: the short run, its differences named
-    (v,) = versus_of(m, None, (record,))
+    assert [v.rate for v in versus(m, None, ())] == [250.0]  # no probe: the short run, its differences named
+    (v,) = versus(m, None, (record,))
     assert v.rate == 400.0 and v.probe is not None
 
 
@@ -142,7 +142,7 @@ def test_an_unbounded_interval_is_recorded_as_json_and_read_back(probed, monkeyp
     monkeypatch.setitem(STEADY, "low", 0.0)  # the interval reaches zero: no upper bound on time
     record = probed("bilstm-sentiment")
     json.loads(json.dumps(record, allow_nan=False))
-    (v,) = versus_of(pd.DataFrame(), None, (record,))
+    (v,) = versus(pd.DataFrame(), None, (record,))
     assert "to no upper bound" in versus_lines(v)[1]
 
 
@@ -189,7 +189,7 @@ def test_a_failed_probes_reason_reaches_the_page_as_one_printable_line(probed):
     record = dict(
         probed("bilstm-sentiment"), status="failed", row={}, reason="the job failed: \x1b[31mboom\x1b[0m\nTrace"
     )
-    (found,) = versus_of(pd.DataFrame(), None, (record,))
+    (found,) = versus(pd.DataFrame(), None, (record,))
     line, _ = versus_lines(found)
     assert line.startswith("bilstm-sentiment: not compared with seed 000: the probe of seed 000's configuration gave")
     assert "boom" in line and all(ch.isprintable() for ch in line)
