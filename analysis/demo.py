@@ -5,6 +5,14 @@ offering, writes the results to a local bucket (a directory, default
 `results/`), collects them and writes the report, whose "Reference" section
 puts this machine beside the studies' published K80/P100/V100/1080 Ti figures.
 
+Each study the first screen compares with is probed in its own configuration
+(analysis.reference.studies.study_jobs: the study's model, input shape, batch
+and precision, on synthetic data of that shape) the way `gpubench bench --local`
+probes a job, and extrapolated to the study's whole job by bench's own code;
+the estimates are recorded beside the results table (STUDY_PROBES) for the
+report. A study whose precision this machine cannot run (fp16 on a CPU) is not
+probed, and the report says so instead of comparing other work.
+
 This machine has no published price, so it is priced at a flat hourly rate
 that is an assumption (DEFAULT_HOURLY_USD, or --hourly-usd /
 GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
@@ -13,6 +21,8 @@ every run, and the report shows them.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import subprocess
 import sys
@@ -44,9 +54,10 @@ class Step:
     why: str
 
 
-# The default suite: about 5 minutes on a 2-core CPU once TensorFlow is
-# installed. Synthetic data (right shapes, no download). Sizes are cut with
-# the payload's own parameters; every value is recorded in result.json.
+# The default suite's full runs: under a minute each on a 2-core CPU once TensorFlow is installed.
+# Synthetic data (right shapes, no download). Sizes are cut with the payload's own parameters;
+# every value is recorded in result.json. The short BiLSTM run is the reference section's; the
+# studies the first screen compares with are probed after these in their own configuration.
 SUITE: tuple[Step, ...] = (
     Step(
         "mnist-mlp",
@@ -61,14 +72,8 @@ SUITE: tuple[Step, ...] = (
     Step(
         "bilstm-sentiment",
         ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
-        "seed 000's bidirectional LSTM, 1 epoch on 8,192 synthetic 40-token tweets: tweets/s beside Table 1, "
-        "whose real tweets and batch differ (the report says how)",
-    ),
-    Step(
-        "resnet50",
-        ("--batch-size", "16", "--steps", "12", "--param", "warmup_steps=3"),
-        "seed 004's ResNet-50 at its batch 16, 12 steps (3 warm-up; about three minutes on 2 CPU cores): "
-        "images/s beside the GTX 1080 Ti, in fp32 where the study ran fp16 (the report says so)",
+        "seed 000's bidirectional LSTM, 1 epoch on 8,192 synthetic tweets: its rate for the report's reference "
+        "section (the first screen compares the probe of the study's own job, below)",
     ),
 )
 
@@ -96,6 +101,13 @@ QUICK: tuple[Step, ...] = (
         "tiny BiLSTM",
     ),
 )
+
+# The most of each study's job a probe runs (its process: start-up, data, training), as
+# `gpubench bench --probe-minutes` bounds it; the probe stops sooner once the rate is steady.
+STUDY_PROBE_SECONDS = 120
+QUICK_PROBE_SECONDS = 60
+# The layout of the study probes' record beside the results table (analysis.report.reference.STUDY_PROBES).
+STUDY_PROBES_VERSION = 1
 
 
 class DemoError(RuntimeError):
@@ -131,14 +143,15 @@ def resolve_price(flag: float | None, environ: dict | None = None) -> Price:
     return Price(float(value), source)
 
 
-def select(suite: tuple[Step, ...], only: list[str] | None) -> tuple[Step, ...]:
+def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) -> tuple[tuple[Step, ...], tuple]:
+    """The suite's steps and the study jobs (analysis.reference.studies.StudyJob) that --only names (all without)."""
     if not only:
-        return suite
-    known = {s.benchmark for s in suite}
+        return suite, jobs
+    known = {s.benchmark for s in suite} | {j.benchmark for j in jobs}
     unknown = [n for n in only if n not in known]
     if unknown:
         raise DemoError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
-    return tuple(s for s in suite if s.benchmark in only)
+    return tuple(s for s in suite if s.benchmark in only), tuple(j for j in jobs if j.benchmark in only)
 
 
 def stack_name() -> str:
@@ -241,6 +254,147 @@ def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | No
     return exitcodes.OK
 
 
+def gpus_here() -> int:
+    """GPUs NVML sees on this machine (0 without a driver or GPU): decides which study precisions can run."""
+    from payload.gpu import nvml_info
+
+    return int(nvml_info().get("gpus_nvml") or 0)
+
+
+def _device(gpus: int) -> str:
+    return "CPU" if not gpus else f"{gpus} GPU" + ("s" if gpus != 1 else "")
+
+
+def _finite(value):
+    """JSON without NaN or Infinity: an unbounded figure (an interval reaching zero) becomes None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO) -> dict:
+    """Probe one study's own configuration on this machine as `gpubench bench --local` does (its task
+    file, the payload in probe mode, stopped once steady or at `limit` seconds) and extrapolate to the
+    study's whole job with bench's code; the record the report reads. A precision this machine cannot
+    run as the study did is not probed: the record says why."""
+    from analysis.report.reference import study_work
+
+    record = {
+        "study": job.study,
+        "benchmark": job.benchmark,
+        "task": job.task,
+        "batch": job.batch,
+        "precision": job.payload_precision,
+        "data": "synthetic",
+        "configuration": f"batch {job.batch}, {job.precision}, synthetic data",
+        "device": _device(gpus),
+        "hourly_usd": price.hourly_usd,
+        "price_source": price.source,
+        "probed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    why = job.cannot_run(gpus)
+    work = study_work(job)
+    if why or work is None:
+        return {**record, "status": "not-probed", "reason": why or f"no whole job of {job.study} to extrapolate to"}
+    report, seconds = _local_probe(job, price, probes_dir, logs, limit, stream)
+    from analysis.bench.answer import candidate_row
+
+    row = candidate_row(report, float(work[1]))
+    return _finite(
+        {
+            **record,
+            "status": report.status,
+            "reason": report.reason,
+            "probe_seconds": round(seconds, 1),
+            "work": work[0],
+            "work_samples": work[1],
+            "row": row,
+            "log": report.extra.get("log"),
+        }
+    )
+
+
+def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO):
+    """(bench's ProbeReport, seconds) of one local probe of the job's task file; Ctrl-C ends the probe
+    (it runs in a session of its own) before it is raised."""
+    from dataclasses import replace
+
+    from analysis.bench.candidates import local_candidate
+    from analysis.bench.local import LocalProbe
+    from analysis.bench.probes import Probes
+    from analysis.bench.record import new_bench_id
+    from analysis.campaign.progress import Printer
+    from infra.projectfiles import user_or_shipped
+    from payload.storage import open_store
+
+    candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
+    probe = LocalProbe(
+        store=open_store(str(probes_dir)),
+        results=str(probes_dir),
+        task=user_or_shipped(job.task),
+        probe_seconds=limit,
+        log_dir=logs,
+    )
+    probes = Probes(Printer(_Indented(stream)))
+    t0 = time.monotonic()
+    try:
+        report = probe(candidate, probes)
+    except KeyboardInterrupt:
+        for live in probes.snapshot():
+            live.end()
+        raise
+    return report, time.monotonic() - t0
+
+
+class _Indented:
+    """A stream that indents each line, so a probe's lines sit under its step as the payload's do."""
+
+    def __init__(self, stream: TextIO | None):
+        self.stream = stream or sys.stdout
+
+    def write(self, text: str) -> int:
+        return self.stream.write("".join("      " + ln if ln.strip() else ln for ln in text.splitlines(True)))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
+    """Record the study probes beside the results table for the report; a study probed before and not now
+    keeps its last record (`--only` runs part of the suite)."""
+    from analysis.report.reference import STUDY_PROBES
+
+    path = table_dir / STUDY_PROBES
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8")).get("probes") or []
+    except (OSError, ValueError, AttributeError):
+        kept = []
+    now = {(p["study"], p["benchmark"]) for p in found}
+    probes = [p for p in kept if isinstance(p, dict) and (p.get("study"), p.get("benchmark")) not in now] + found
+    table_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"version": STUDY_PROBES_VERSION, "probes": probes}, indent=2), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _said(p: dict) -> str:
+    """One line for a study probe's outcome."""
+    if p["status"] == "not-probed":
+        return f"not probed: {p['reason']}"
+    row = p.get("row") or {}
+    rate, hours = row.get("samples_per_second"), row.get("est_hours")
+    if rate is None or hours is None:
+        return f"probe {p['status']}: {p.get('reason') or 'no estimate'}"
+    from analysis.report.answer import long_duration
+
+    return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
+
+
 def run_demo(
     results: str = "results",
     out: str = "report",
@@ -256,24 +410,28 @@ def run_demo(
     def echo(text: str = "") -> None:
         print(text, file=stream, flush=True)
 
+    from analysis.reference.studies import study_jobs
+
     started = time.monotonic()
     price = resolve_price(hourly_usd)
-    steps = select(QUICK if quick else SUITE, only)
+    steps, jobs = select(QUICK if quick else SUITE, only, study_jobs())
+    limit = QUICK_PROBE_SECONDS if quick else STUDY_PROBE_SECONDS
     results_dir, out_dir = Path(results).resolve(), Path(out)
     table_dir = Path(out if table is None else table)  # the results table; the report's own folder without one
     stack = stack_name()
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
+    total = len(steps) + len(jobs)
     echo(
-        f"gpubench demo: {len(steps)} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
+        f"gpubench demo: {total} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
         f"suite, synthetic data)"
     )
     echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
     echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
     failed = []
     for i, step in enumerate(steps, 1):
-        echo(f"[{i}/{len(steps)}] {step.benchmark}: {step.why}")
+        echo(f"[{i}/{total}] {step.benchmark}: {step.why}")
         t0 = time.monotonic()
         log = logs / f"{i:02d}-{step.benchmark}.log"
         code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
@@ -283,6 +441,22 @@ def run_demo(
             echo(_tail(log))
         else:
             echo(f"      done in {_minutes(time.monotonic() - t0)}")
+    gpus = gpus_here() if jobs else 0
+    probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
+    found = []
+    for i, job in enumerate(jobs, len(steps) + 1):
+        echo(
+            f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
+        )
+        found.append(
+            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
+        )
+        echo("      " + _said(found[-1]))
+        if found[-1]["status"] not in ("measured", "not-steady", "not-probed"):
+            failed.append(job.benchmark)
+    if found:
+        write_study_probes(table_dir, found)
 
     echo(f"[collect] {results_dir} -> {table_dir}/results.parquet")
     code = collect_step(results_dir, table_dir, echo)

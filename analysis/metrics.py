@@ -1,10 +1,8 @@
-"""Metrics over the priced runs table: per offering x benchmark summaries
-(median and spread over repeats), relative time and cost, throughput per
-dollar, ImageNet-equivalent figures, multi-GPU scaling, on-prem break-even,
-the Pareto frontier and recommendations.
-
-Everything here is a pure function of DataFrames so the report, the CLI and
-the tests compute the same numbers.
+"""The report's tables derived from the summary (one row per configuration x
+offering x market x GPUs x price, which analysis.report.query aggregates from
+the runs): relative time and cost, ImageNet-equivalent figures, multi-GPU
+scaling, on-prem break-even, the Pareto frontier and recommendations. Pure
+functions of that small DataFrame; the runs themselves are never loaded here.
 """
 
 from __future__ import annotations
@@ -34,9 +32,8 @@ WORKLOAD = ["benchmark", "workload"]
 GROUP = [*WORKLOAD, "offering_id", "market", "gpus_used", *CONFIG, "price_key"]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
-# A summary row's figures over its runs: medians, min/max/spread of some of
-# them, and the texts every run of the row names once (in the order met).
-# analysis.report.query computes the same figures in SQL from these names.
+# A summary row's figures over its runs (analysis.report.query computes them): medians,
+# min/max/spread of some of them, and the texts every run of the row names once (in the order met).
 MEDIANS = (
     "train_hours",
     "instance_hours",
@@ -78,18 +75,6 @@ class Options:
             raise ValueError(f"cost basis {self.cost_basis!r} is not one of {', '.join(COST_BASES)}") from None
 
 
-def completed(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs that finished: failed and interrupted runs are billed but not timed."""
-    if "backend" not in runs.columns:  # tables from before backends were recorded: all tensorflow
-        runs = runs.assign(backend="tensorflow")
-    return runs[runs["status"] == "completed"]
-
-
-def _joined(values) -> str | None:
-    vals = [str(v) for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    return "; ".join(vals) or None
-
-
 def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
     """Tables written before the workload columns existed: benchmark, batch
     and precision are all they can tell apart (collect again to split by
@@ -109,52 +94,6 @@ def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
     if "sample_unit" not in r.columns:
         r["sample_unit"] = r["benchmark"].map(lambda b: _sample_unit(str(b)))
     return r
-
-
-def _price_key(market, hourly) -> str:
-    if market == "spot":
-        return "spot"
-    if hourly is None or (isinstance(hourly, float) and math.isnan(hourly)):
-        return "unpriced"
-    return f"{float(hourly):.6g}"
-
-
-def _prices_paid(market: str, vals: list[float]) -> str | None:
-    """What the runs of one summary row paid per hour (one price, or a spot range)."""
-    if not vals:
-        return None
-    if len(vals) == 1:
-        return f"USD {vals[0]:g}/h"
-    return f"USD {vals[0]:g}-{vals[-1]:g}/h ({market}, {len(vals)} prices, each run at its own)"
-
-
-def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration x offering x market x GPUs used x price:
-    medians, min/max and the relative spread ((max - min) / median) over
-    repeats. Every cost and per-dollar figure is the median of per-run
-    figures, each run priced at its own price."""
-    done = completed(with_workload(runs)).copy()
-    if done.empty:
-        return pd.DataFrame(columns=GROUP + ["repeats"])
-    done["price_key"] = [_price_key(m, h) for m, h in zip(done["market"], done["hourly_usd"])]
-    sps = pd.to_numeric(done["samples_per_second"], errors="coerce")
-    hourly = pd.to_numeric(done["hourly_usd"], errors="coerce")
-    done["samples_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
-    g = done.groupby(GROUP, dropna=False, sort=True)
-    out = g.size().rename("repeats").to_frame()
-    for col in MEDIANS:
-        s = pd.to_numeric(done[col], errors="coerce").groupby([done[k] for k in GROUP], dropna=False)
-        out[col] = s.median()
-        if col in SPREADS:
-            out[f"{col}_min"], out[f"{col}_max"] = s.min(), s.max()
-            out[f"{col}_spread"] = (out[f"{col}_max"] - out[f"{col}_min"]) / out[col]
-    for col in JOINED:
-        out[col] = g[col].agg(_joined)
-    out["setup_fee_usd"] = g["setup_fee_usd"].max()
-    paid = g["hourly_usd"].agg(lambda s: sorted({round(float(v), 6) for v in s if v == v}))
-    out["prices_paid"] = [_prices_paid(m, v) for m, v in zip(out.index.get_level_values("market"), paid)]
-    out = out.reset_index()
-    return add_throughput_metrics(out)
 
 
 def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
@@ -458,13 +397,8 @@ def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
     return out
 
 
-def analyse(runs: pd.DataFrame, opts: Options) -> dict:
-    """Every table the report shows, from the priced runs table."""
-    return analyse_summary(summarize(runs), opts)
-
-
 def analyse_summary(summary: pd.DataFrame, opts: Options) -> dict:
-    """Every table the report shows, from summarize's table (however it was computed)."""
+    """Every table the report shows, from the summary (analysis.report.query.RunsQuery.summary)."""
     if not summary.empty:
         opts.base = opts.base or default_base(summary)
         summary = add_frontier(relative_to_base(summary, opts.base), opts.cost_column)

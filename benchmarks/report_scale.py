@@ -1,19 +1,16 @@
-"""The report over a large results table: DuckDB queries vs every run in pandas.
+"""The report over a large results table, the way `gpubench report` makes it.
 
 Writes synthetic results tables of N rows directly as Parquet, in batches:
 the rows of a small real collect (tests/synthetic_results.py's demo-like
 results, through `collect_results`, so every column is what collect writes)
 repeated with their numbers varied per run (times, costs, throughput, spot
-prices), each with its own run_id. Then renders the report in a subprocess
-per method and size, for its own wall time and peak memory (VmHWM: see peak_rss.py):
-
-- query: `gpubench report --table DIR --out DIR` run in the child (analysis.cli.main: the
-  command's parsing, `write_report` and the summary it prints; DuckDB over the dataset);
-- pandas: the path before it (read the whole table, analyse, build the page),
-  only up to --pandas-max rows (it holds every run in memory).
+prices), each with its own run_id. Then runs `gpubench report --table DIR
+--out DIR` in a subprocess per size (analysis.cli.main: the command's parsing,
+`write_report` and the summary it prints; DuckDB over the dataset), for its
+own wall time and peak memory (VmHWM: see peak_rss.py).
 
     python benchmarks/report_scale.py                     # 100k, 300k, 1M rows
-    python benchmarks/report_scale.py --rows 1000000 --pandas-max 0 --json
+    python benchmarks/report_scale.py --rows 1000000 --json
 
 Goal: 1,000,000 rows in at most 10 s and under 1 GB peak. Deletes its tables
 when done (--keep DIR to keep them).
@@ -107,72 +104,44 @@ def write_table(rows: int, template: Any, out: Path, seed: int = 0) -> Path:
     return out
 
 
-def child(method: str, table: str, page: str) -> None:
+def child(table: str) -> None:
     """One report, timed from the call (after imports); prints its seconds, the
-    page's share of them (templates and charts, the same work for both methods)
-    and the process's peak RSS."""
-    import analysis.report as report
+    page's share of them (templates and charts) and the process's peak RSS."""
+    from contextlib import redirect_stdout
+
+    import analysis.report.page as page
+    from analysis.cli import main
 
     spent = {"page_s": 0.0}
-    for name in ("write_pages",):
-        real = getattr(report, name)
+    real = page.write_pages
 
-        def timed(*args, _real=real, **kwargs):
-            t = time.perf_counter()
-            try:
-                return _real(*args, **kwargs)
-            finally:
-                spent["page_s"] += time.perf_counter() - t
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            spent["page_s"] += time.perf_counter() - t
 
-        setattr(report, name, timed)
-    if method == "query":  # the command itself: its parsing, the report and the terminal summary it prints
-        from contextlib import redirect_stdout
-
-        from analysis.cli import main
-
-        start = time.perf_counter()
-        with open(os.devnull, "w") as quiet, redirect_stdout(quiet):
-            if main(["report", "--table", table, "--out", table]):
-                raise SystemExit("gpubench report failed")
-    else:
-        from analysis.collect import read_table
-        from analysis.metrics import Options
-        from analysis.report import build_report
-
-        start = time.perf_counter()
-        build_report(read_table(table), page, Options(), source=f"{table}/results.parquet")
+    page.write_pages = timed  # write_report imports it when called
+    start = time.perf_counter()
+    with open(os.devnull, "w") as quiet, redirect_stdout(quiet):
+        if main(["report", "--table", table, "--out", table]):
+            raise SystemExit("gpubench report failed")
     call = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime  # the whole process, imports included: less load-bound than wall time
-    workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # the chart worker, ended and reaped by the call
-    print(
-        json.dumps(
-            {
-                "call_s": call,
-                "peak_kb": peak_rss_kb(),
-                "cpu_s": cpu,
-                "worker_cpu_s": workers.ru_utime + workers.ru_stime,
-                "worker_peak_kb": workers.ru_maxrss,  # an upper bound: a forked worker starts at the report's peak
-                **spent,
-            }
-        )
-    )
+    print(json.dumps({"call_s": call, "peak_kb": peak_rss_kb(), "cpu_s": cpu, **spent}))
 
 
-def measure(method: str, table: Path, page: Path) -> dict:
+def measure(table: Path) -> dict:
     """Wall time of the call and of the process, and the process's own peak RSS."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, __file__, "--child", method, str(table), str(page)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    proc = subprocess.run([sys.executable, __file__, "--child", str(table)], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode:
-        return {"method": method, "error": proc.stderr.strip().splitlines()[-1:]}
-    return {"method": method, "process_s": wall, **json.loads(proc.stdout)}
+        return {"error": proc.stderr.strip().splitlines()[-1:]}
+    return {"process_s": wall, **json.loads(proc.stdout)}
 
 
 def machine() -> str:
@@ -183,13 +152,12 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, nargs="+", default=[100_000, 300_000, 1_000_000])
-    p.add_argument("--pandas-max", type=int, default=300_000, help="largest table the pandas path is run on")
     p.add_argument("--keep", metavar="DIR", help="write (and keep) the tables under DIR")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        child(*args.child)
+        child(args.child)
         return 0
     with tempfile.TemporaryDirectory(prefix="gpubench-report-scale-") as tmp:
         work = Path(args.keep) if args.keep else Path(tmp)
@@ -199,12 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             table = write_table(rows, templates, work / f"table-{rows}")
             written = time.perf_counter() - t0
-            for method in ("query", "pandas"):
-                if method == "pandas" and rows > args.pandas_max:
-                    continue
-                m = measure(method, table, work / f"page-{method}-{rows}")
-                results.append({"rows": rows, "write_s": round(written, 1), "start_load": os.getloadavg()[0], **m})
-                print(_line(results[-1]), file=sys.stderr, flush=True)
+            load = os.getloadavg()[0]
+            results.append({"rows": rows, "write_s": round(written, 1), "start_load": load, **measure(table)})
+            print(_line(results[-1]), file=sys.stderr, flush=True)
     doc = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(), "results": results}
     print(json.dumps(doc, indent=2) if args.json else _text(doc))
     return 0
@@ -212,26 +177,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def _line(r: dict) -> str:
     if "error" in r:
-        return f"{r['rows']:>9,} {r['method']:<7} failed: {r['error']}"
-    mb = (r["peak_kb"] + r.get("worker_peak_kb", 0)) / 1024  # both peaks added: at most both at once
+        return f"{r['rows']:>9,} failed: {r['error']}"
+    mb = r["peak_kb"] / 1024
     goal = ""
-    if r["rows"] >= 1_000_000 and r["method"] == "query":
-        met = r["process_s"] <= GOAL_SECONDS and mb < GOAL_MB
-        goal = "  [met]" if met else "  [not met]"
+    if r["rows"] >= 1_000_000:
+        goal = "  [met]" if r["process_s"] <= GOAL_SECONDS and mb < GOAL_MB else "  [not met]"
     return (
-        f"{r['rows']:>9,} {r['method']:<7} {r['call_s']:>8.2f} {r['call_s'] - r['page_s']:>8.2f} "
-        f"{r['process_s']:>9.2f} {r.get('cpu_s', float('nan')):>6.1f} {r.get('worker_cpu_s', float('nan')):>8.1f} "
-        f"{mb:>8.0f}  (load {r['start_load']:.1f}){goal}"
+        f"{r['rows']:>9,} {r['call_s']:>8.2f} {r['call_s'] - r['page_s']:>8.2f} "
+        f"{r['process_s']:>9.2f} {r['cpu_s']:>6.1f} {mb:>8.0f}  (load {r['start_load']:.1f}){goal}"
     )
 
 
 def _text(doc: dict) -> str:
-    head = f"{doc['date']}, {doc['machine']}\n     rows method    call s  table s process s  cpu s worker s  peak MB"
+    head = f"{doc['date']}, {doc['machine']}\n     rows   call s  table s process s  cpu s  peak MB"
     notes = (
-        "(call: the report's call after imports; table: the call without the page (templates and charts,\n"
-        " the same work for both methods); process: with interpreter start and imports;\n"
-        " cpu: the process's user + system CPU seconds; worker: the chart worker's;\n"
-        " peak: VmHWM of the process plus ru_maxrss of the worker, an upper bound)"
+        "(call: the report's call after imports; table: the call without the page (templates and charts);\n"
+        " process: with interpreter start and imports; cpu: the process's user + system CPU seconds;\n"
+        " peak: VmHWM of the process)"
     )
     return "\n".join([head, *(_line(r) for r in doc["results"]), notes])
 

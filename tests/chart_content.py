@@ -4,7 +4,7 @@ report tests about the page's tables and text, where rasterising the charts
 their cost.
 
 `charts_described()` puts `content_png` in place of the report's rasteriser
-(analysis.report.chart_pool.rasterise): each chart's figure is still built by
+(analysis.report.plots.to_png): each chart's figure is still built by
 the report's own code, then reduced to a stand-in whose bytes are a digest of
 its size, every axis (scale, limits, tick positions and labels, label) and
 every artist's text, data, colours and visibility, numbers to six significant
@@ -104,8 +104,8 @@ def content_png(fig, *_args, **_kwargs) -> bytes:
 @contextmanager
 def charts_described() -> Iterator[None]:
     """Within: the report's charts are described (`content_png`), not drawn."""
-    import analysis.report.chart_pool as pool
+    import analysis.report.plots as plots
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pool, "rasterise", content_png)
+        mp.setattr(plots, "to_png", content_png)
         yield

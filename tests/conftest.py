@@ -38,10 +38,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("GPUBENCH_HOME", tempfile.mkdtemp(prefix="gpubench-home-"))
-# Reports in the suite draw their charts in-process: a chart worker per page is a second interpreter
-# (about a second of CPU) for each of the suite's many small reports. tests/analysis/test_report_chart_pool.py
-# lifts this to test the worker, a whole report with it included.
-os.environ.setdefault("GPUBENCH_CHART_WORKERS", "0")
 from user_state import USER_STATE_VARIABLES  # noqa: E402
 
 # gpubench's per-user places: a temporary folder of this test process for what module- and

@@ -41,7 +41,6 @@ LONGEST_FILES_FIRST = (
     "payload/test_payload_cloud.py",
     "analysis/test_report.py",
     "infra/test_infra_preview.py",
-    "analysis/test_report_chart_pool.py",
     "analysis/test_sweep_aws.py",
     "analysis/test_schedules_checkov.py",
     "analysis/test_collect_bounded.py",

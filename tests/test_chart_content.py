@@ -44,9 +44,9 @@ def test_a_chart_that_shows_anything_else_gives_another_stand_in(changed):
 
 
 def test_the_stand_in_replaces_the_reports_rasteriser_only_within():
-    import analysis.report.chart_pool as pool
+    import analysis.report.plots as plots
 
-    real = pool.rasterise
+    real = plots.to_png
     with charts_described():
-        assert pool.rasterise is content_png
-    assert pool.rasterise is real
+        assert plots.to_png is content_png
+    assert plots.to_png is real

@@ -185,14 +185,15 @@ def answer_doc(
     budget_usd: float | None,
     throughput_only: bool = False,
     work: Any = None,
+    predicted: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The `gpubench bench --json` document; with `throughput_only` the rates alone, fastest first. `work` is
-    the task file's (rows fill in from each probe)."""
+    the task file's (rows fill in from each probe); `predicted`: rows of candidates not probed (`bench --probe
+    N`, analysis.bench.settle), ranked alike."""
     from analysis.bench.rank import answer, throughput_answer
 
-    rows = [candidate_row(r, work_samples, throughput_only, work) for r in reports] + [
-        unmatched_row(u) for u in unmatched
-    ]
+    rows = [candidate_row(r, work_samples, throughput_only, work) for r in reports] + list(predicted)
+    rows += [unmatched_row(u) for u in unmatched]
     costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
     return {
         "task": task,

@@ -4,7 +4,8 @@
 answer sentence, the cost/time chart (every priced candidate as a numbered
 marker with its interval, the Pareto frontier joined), the ranked table whose
 numbers match the chart's and mark each figure measured or extrapolated, what
-the probes cost, and the candidates without an estimate with the reason.
+the probes cost (with `--probe N`, what probing a few saved), earlier predictions beside what was
+measured, and the candidates without an estimate with the reason.
 
 The page comes from a Jinja2 template with autoescape on: offering names,
 reasons and task names are user or cloud text and are never trusted as HTML.
@@ -26,6 +27,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from analysis.bench.judge import line  # noqa: E402
 from analysis.report.answer import duration, in_unit, time_unit, usd  # noqa: E402
 from payload.money import usd_amount  # noqa: E402
 
@@ -80,6 +82,8 @@ def page_context(doc: dict) -> dict:
             for u in answer.get("unmeasured") or []
         ],
         "unpriced": [_label(u) for u in answer.get("unpriced") or []],
+        "probing": (doc.get("probing") or {}).get("sentence"),
+        "checks": [line(c) for c in doc.get("prediction_checks") or []],
     }
 
 

@@ -23,6 +23,8 @@ __all__ = [
     "Option",
     "check_option",
     "check_options",
+    "check_probe",
+    "check_probe_count",
     "check_ready",
     "check_request",
     "preflight_key",
@@ -75,6 +77,31 @@ def check_option(name: str, value: Any) -> str | None:
 def check_options(**values: Any) -> list[str]:
     """Every problem among the numeric options given (name=value, names from OPTIONS)."""
     return [p for name, value in values.items() if (p := check_option(name, value))]
+
+
+def check_probe(probe: Any, *, local: bool, hosts: Sequence[str]) -> list[str]:
+    """`--probe N`: a whole number of candidates, and cloud candidates (the model needs the catalog's GPU figures)."""
+    if probe is None:
+        return []
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
+        return [f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"]
+    if local or hosts:
+        machines = "--local" if local else "--hosts"
+        return [
+            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
+            f"offerings have and {machines} machines do not; drop --probe"
+        ]
+    return []
+
+
+def check_probe_count(probe: int | None, candidates: int) -> str | None:
+    """`--probe N` once the candidates are known: at most as many as there are."""
+    if probe is None or probe <= candidates:
+        return None
+    return (
+        f"--probe {probe}: there are only {candidates} candidate(s); give --probe {candidates} or fewer "
+        "(or leave it out to probe every candidate)"
+    )
 
 
 def check_request(

@@ -4,7 +4,10 @@ Steps: values and the task checked (analysis.bench.preflight) -> candidates -> p
 table is printed before anything starts) -> budget check (refused before anything launches)
 -> for cloud probes, what a launch needs (refused before anything is asked) -> confirmation unless `yes` ->
 every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
-result read back from the bucket -> estimate -> answer -> page. Ctrl-C stops
+result read back from the bucket -> estimate -> answer -> page. With `probe=N` the
+first round probes N candidates, the rest are predicted, and whatever stays in doubt
+is probed before the answer (analysis.bench.settle); earlier predictions are set
+beside this bench's measurements (analysis.bench.judge). Ctrl-C stops
 launching, tears down what was launched (asking once more unless `yes`) and
 says what is left to run until its cloud-side deadline.
 """
@@ -138,6 +141,7 @@ def bench(
     budget_usd: float | None = None,
     deadline_hours: float | None = None,
     probe_minutes: float = 10.0,
+    probe: int | None = None,
     local: bool = False,
     hosts: Sequence[str] = (),
     yes: bool = False,
@@ -152,67 +156,67 @@ def bench(
     throughput_only: bool = False,
     launch_checks: Callable[..., list[dict]] | None = None,
 ) -> BenchOutcome:
-    """Probe the task on every candidate in parallel and answer where to run the whole job.
+    """Probe the task on every candidate in parallel (with `probe`, on that many, the rest predicted and
+    whatever stays in doubt probed before the answer) and answer where to run the whole job.
 
     Everything is checked before the plan is printed or anything asked (analysis.bench.preflight):
     option values, the task, and for cloud probes what launching needs. `backend` is a StackBackend
     factory (workspace dir -> backend; default the Pulumi Automation API, whose CLI and login are then
     checked too); `confirm(what, question, default) -> bool` asks the user; `launch_checks` replaces
     analysis.readiness.launch_checks (tests)."""
-    from analysis.bench.plan import check_budget, make_plan
-    from analysis.bench.preflight import check_options, check_ready, check_request
+    from analysis.bench.launch import make_jobs
+    from analysis.bench.plan import check_budget
+    from analysis.bench.preflight import check_ready
+    from analysis.bench.record import bench_dirs
 
     printer = Printer(progress or sys.stderr)
-    problems = check_options(
-        probe_minutes=probe_minutes, deadline_hours=deadline_hours, budget_usd=budget_usd, hourly_usd=hourly_usd
-    )
-    task = load_task(task_path)
-    problems += check_request(
-        task,
-        gpus=gpus,
-        spot=spot,
-        local=local,
-        hosts=hosts,
-        throughput_only=throughput_only,
-        deadline_hours=deadline_hours,
-        hourly_usd=hourly_usd,
-    )
-    if problems:
-        raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
+    ask = {"gpus": gpus, "spot": spot, "local": local, "hosts": hosts, "hourly_usd": hourly_usd}
+    limits = {"deadline_hours": deadline_hours, "budget_usd": budget_usd}
+    task = checked_task(task_path, ask, limits, probe_minutes, probe, throughput_only)
+    history = bench_dirs(work_dir)  # earlier benches: their predictions are judged on this one's measurements
     workspaces = bench_root(work_dir)  # --project-dir DIR: DIR/.gpubench/bench, else the state home's
     work_dir = Path(work_dir) if work_dir else default_work_dir()
     stacks_dir = Path(stacks_dir) if stacks_dir else work_dir / "stacks"
     bench_id = new_bench_id()
-    candidates, unmatched = choose(
-        task,
-        gpus=gpus,
-        spot=spot,
-        local=local,
-        hosts=hosts,
-        hourly_usd=hourly_usd,
-        stacks_dir=stacks_dir,
-        bench_id=bench_id,
-    )
-    for item in unmatched:
-        printer(f"{item['ask']}: not probed: {item['reason']}")
-    if not candidates:
-        raise BenchError("no candidate to probe: " + ("; ".join(u["reason"] for u in unmatched) or "none matched"))
-    try:
-        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
-    except ValueError as exc:
-        raise BenchError(str(exc)) from None
+    candidates, unmatched = checked_candidates(task, ask, stacks_dir, bench_id, probe, printer)
+    plan, first, model = plan_probes(candidates, probe_minutes, probe, throughput_only)
     printer(plan.table())
-    check_budget(plan, budget_usd)  # raises BudgetExceeded before anything launches
+    upfront = plan if first is None else subplan(plan, first)
+    check_budget(upfront, budget_usd)  # raises BudgetExceeded before anything launches
     url = results_for({c.kind for c in candidates}, results)
     check_ready(candidates, url, bench_id, pulumi=backend is None, cwd=work_dir, checks=launch_checks)
-    if not yes and not confirm(
-        [f"at most {USD_SIGN.format(plan.total_bound_usd)} for {len(candidates)} probe(s)"], "Start the probes?", False
-    ):
+    if not yes and not confirm(spend_lines(plan, upfront, budget_usd), "Start the probes?", False):
         from infra.conventions import Declined
 
         raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
     record = BenchRecord.create(workspaces / bench_id, bench_id, str(task.path), url)
-    settings = {
+    settings = probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir)
+    probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
+
+    def probe_round(chosen: list[Any]) -> list[Any]:
+        jobs, early = make_jobs(chosen, record, settings, backend, printer)
+        printer(f"bench {bench_id}: {len(jobs)} probe(s) starting; workspace {record.path.parent}")
+        return early + run_all(jobs, probes)
+
+    with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end the probes as Ctrl-C does
+        try:
+            if first is None:
+                reports, settled = probe_round(list(candidates)), None
+            else:
+                settled = settle_probes(
+                    candidates, first, probe_round, model, plan, limits, task, throughput_only, printer
+                )
+                reports = settled.reports
+        except KeyboardInterrupt as exc:
+            unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
+            return cancelled(task, candidates, probes, unattended, confirm, record)
+    ending = Ending(unmatched, limits, throughput_only, settled, plan, history)
+    return finish(task, reports, record, ending, printer)
+
+
+def probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir) -> dict[str, Any]:
+    """What every probe runner needs (analysis.bench.launch.make_jobs)."""
+    return {
         "task": task.path,
         "results": url,
         "probe_seconds": plan.probe_seconds,
@@ -222,43 +226,127 @@ def bench(
         "benchmark_name": task.benchmark_name,
         "work_dir": work_dir,
     }
-    from analysis.bench.launch import make_jobs
-
-    jobs, early = make_jobs(candidates, record, settings, backend, printer)
-    probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
-    printer(f"bench {bench_id}: {len(jobs)} probe(s) starting; workspace {record.path.parent}")
-    with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end the probes as Ctrl-C does
-        try:
-            reports = early + run_all(jobs, probes)
-        except KeyboardInterrupt as exc:
-            unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
-            return cancelled(task, candidates, probes, unattended, confirm, record)
-    return finish(task, reports, unmatched, record, deadline_hours, budget_usd, printer, throughput_only)
 
 
-def finish(
-    task, reports, unmatched, record, deadline_hours, budget_usd, printer, throughput_only=False
-) -> BenchOutcome:
-    """Estimate, rank, write the page; exit code FAILED when no candidate produced an estimate (a rate,
-    with `throughput_only`)."""
+def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
+    """The task file, loaded, once every option value and the task itself are checked (BenchError naming
+    every problem at once)."""
+    from analysis.bench.preflight import check_options, check_probe, check_request
+
+    problems = check_options(probe_minutes=probe_minutes, hourly_usd=ask["hourly_usd"], **limits)
+    problems += check_probe(probe, local=ask["local"], hosts=ask["hosts"])
+    task = load_task(task_path)
+    problems += check_request(task, throughput_only=throughput_only, deadline_hours=limits["deadline_hours"], **ask)
+    if problems:
+        raise BenchError("; ".join(problems) if len(problems) == 1 else "\n  " + "\n  ".join(problems))
+    return task
+
+
+def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) -> tuple[list[Any], list[dict]]:
+    """The candidates (those that matched nothing named), refused when none is left or --probe asks for more."""
+    from analysis.bench.preflight import check_probe_count
+
+    candidates, unmatched = choose(task, **ask, stacks_dir=stacks_dir, bench_id=bench_id)
+    for item in unmatched:
+        printer(f"{item['ask']}: not probed: {item['reason']}")
+    if not candidates:
+        raise BenchError("no candidate to probe: " + ("; ".join(u["reason"] for u in unmatched) or "none matched"))
+    problem = check_probe_count(probe, len(candidates))
+    if problem:
+        raise BenchError(problem)
+    return candidates, unmatched
+
+
+def plan_probes(candidates, probe_minutes, probe, throughput_only) -> tuple[Any, list[Any] | None, Any]:
+    """(the plan over every candidate, round one's candidates with --probe, the predictor with --probe)."""
+    from analysis.bench.plan import make_plan
+
+    try:
+        plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    if probe is None:
+        return plan, None, None
+    from analysis.bench.settle import Model, first_probes
+
+    model = Model()
+    return plan, first_probes(candidates, probe, model, by_rate=throughput_only), model
+
+
+def subplan(plan: Any, chosen: Sequence[Any]) -> Any:
+    """The plan of round one's probes alone: what --budget is checked against before anything starts."""
+    from analysis.bench.plan import make_plan
+
+    return make_plan(chosen, probe_minutes=plan.probe_seconds / 60, boot_allowance_seconds=plan.boot_allowance_seconds)
+
+
+def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
+    """What the confirmation shows: the most round one costs and, with --probe, the most the rest may add."""
+    first = f"at most {USD_SIGN.format(upfront.total_bound_usd)} for {len(upfront.candidates)} probe(s)"
+    if len(upfront.candidates) == len(plan.candidates):  # every candidate in round one: nothing left to add
+        return [first]
+    more = plan.total_bound_usd - upfront.total_bound_usd
+    if budget_usd is not None:
+        more = max(0.0, min(more, budget_usd - upfront.total_bound_usd))
+    return [
+        f"{first} of {len(plan.candidates)} candidates (the rest predicted)",
+        f"and up to {USD_SIGN.format(more)} more for candidates still in doubt after them"
+        + (" (within --budget)" if budget_usd is not None else ""),
+    ]
+
+
+def settle_probes(candidates, first, probe_round, model, plan, limits, task, throughput_only, printer) -> Any:
+    """--probe N: round one, predictions, and the probes of whatever stays in doubt (analysis.bench.settle)."""
+    from analysis.bench.settle import settle
+
+    return settle(
+        candidates,
+        first,
+        probe_round,
+        model=model,
+        bounds=plan.bounds,
+        budget_usd=limits["budget_usd"],
+        work_samples=None if throughput_only else work_samples(task),
+        by_rate=throughput_only,
+        say=printer,
+    )
+
+
+@dataclass
+class Ending:
+    """What the answer needs besides the probe reports."""
+
+    unmatched: list[dict]
+    limits: dict[str, float | None]
+    throughput_only: bool
+    settled: Any  # analysis.bench.settle.Settled with --probe, else None
+    plan: Any
+    history: list[Path]
+
+
+def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> BenchOutcome:
+    """Estimate, rank (measured and predicted rows alike), judge earlier predictions, write the page; exit code
+    FAILED when no candidate produced an estimate (a rate, with `throughput_only`)."""
     from analysis.bench.answer import answer_doc
     from analysis.bench.page import write_page
 
     order = {id(r.candidate): i for i, r in enumerate(reports)}
+    settled = ending.settled
     doc = answer_doc(
         str(task.path),
         sorted(reports, key=lambda r: order[id(r.candidate)]),
-        unmatched,
-        work_samples=None if throughput_only else work_samples(task),
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
-        throughput_only=throughput_only,
+        ending.unmatched,
+        work_samples=None if ending.throughput_only else work_samples(task),
+        throughput_only=ending.throughput_only,
+        predicted=settled.predicted if settled else (),
+        **ending.limits,
         work=getattr(task, "work", None),
     )
     doc["bench_id"] = record.bench_id
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
             record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
+    judged(task, doc, record, ending, printer)
     workspace = record.path.parent
     page = write_page(doc, workspace)
     doc["page"] = str(page)
@@ -266,9 +354,33 @@ def finish(
     record.save()
     printer(f"answer: {doc['answer'].get('sentence')}")
     printer(f"page: {page}")
-    answered = "samples_per_second" if throughput_only else "est_hours"
+    answered = "samples_per_second" if ending.throughput_only else "est_hours"
     estimated = any(r.get(answered) is not None for r in doc["candidates"])
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
+
+
+def judged(task, doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
+    """With --probe: what was probed and predicted and what that saved; in every bench: earlier predictions
+    (this bench's before its follow-up probes, earlier benches' of the same task) beside the measurements;
+    this bench's predictions recorded for the next."""
+    from analysis.bench import judge
+    from analysis.bench.settle import summary
+
+    settled = ending.settled
+    forecasts = judge.earlier(str(doc["task"]), ending.history, record.bench_id)
+    if settled is not None:
+        doc["probing"] = summary(settled, ending.plan, doc)
+        printer(doc["probing"]["sentence"])
+        doc["answer"]["sentence"] += doc["probing"]["note"]
+        forecasts |= {k: v | {"bench_id": record.bench_id} for k, v in settled.forecasts.items()}
+        alpha = settled.fit.alpha if settled.fit is not None else None
+        record.data[judge.PREDICTIONS] = judge.recorded(
+            doc["candidates"], record.bench_id, alpha, iso(), getattr(task, "benchmark_name", None)
+        )
+    doc["prediction_checks"] = judge.checks(doc["candidates"], forecasts)
+    record.data["prediction_checks"] = doc["prediction_checks"]
+    for check in doc["prediction_checks"]:
+        printer("prediction vs measurement: " + judge.line(check))
 
 
 def cancelled(task, candidates, probes: Probes, yes: bool, confirm, record: BenchRecord) -> BenchOutcome:

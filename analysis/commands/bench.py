@@ -31,6 +31,8 @@ examples:
   gpubench bench task.yaml --hosts 'ssh-lab-*'                # globs over the SSH stack files
   gpubench bench task.yaml --local --throughput-only          # samples/s alone: no `work:` needed
   gpubench bench task.yaml --check-metrics                     # run the job here ~30 s: can a probe read it?
+  gpubench bench task.yaml --gpus T4,L4,A10G,L40S,V100,H100 --probe 2 --budget 10 --results s3://my-results
+                                        # probe 2, predict 4, probe whatever stays in doubt
 
 Before the plan is printed every value is checked (the task file, and each option against
 a range no real job leaves, e.g. --probe-minutes at most a day), and before anything is
@@ -71,6 +73,13 @@ def register(sub) -> None:
         default=10.0,
         metavar="N",
         help="each probe's limit (default 10); a steady job stops after a third of it, or after its first epoch",
+    )
+    p.add_argument(
+        "--probe",
+        type=int,
+        metavar="N",
+        help="probe N candidates (the most promising, the most uncertain), predict the rest, and probe any whose "
+        "predicted interval reaches the leader's before answering, within --budget (docs/bench.md)",
     )
     p.add_argument(
         "--throughput-only",
@@ -150,6 +159,7 @@ def _hosts(text: str | None, stacks_dir=None) -> list[str]:
 def _print_answer(doc: dict) -> None:
     """The answer as a table: money and times through the one formatter each, so a cost never reads
     $0.00 beside the sentence's USD 0.0034."""
+    from analysis.bench.judge import line
     from analysis.output import USD_SIGN, print_table
     from analysis.report.answer import duration
 
@@ -170,6 +180,10 @@ def _print_answer(doc: dict) -> None:
     )
     print_table(rows, ("offering", "status", "samples/s", "est time", "est cost", "probe cost", "note"))
     print(f"\n{doc['answer'].get('sentence')}")
+    if doc.get("probing"):
+        print(doc["probing"]["sentence"])
+    for check in doc.get("prediction_checks") or []:
+        print("prediction vs measurement: " + line(check))
     print(f"probes cost {USD_SIGN.format(doc['probe_total_usd'])}; page {doc.get('page')}")
 
 
@@ -194,6 +208,7 @@ def run(args) -> int:
             budget_usd=args.budget_usd,
             deadline_hours=args.deadline_hours,
             probe_minutes=args.probe_minutes,
+            probe=args.probe,
             local=args.local,
             hosts=_hosts(args.hosts, args.stacks_dir),
             yes=args.yes,

@@ -67,6 +67,52 @@ def work_differences(f: Figure, precision, batch, data) -> list[str]:
     return out
 
 
+# The payload's name for a study's precision (the reverse of SAME_PRECISION).
+PAYLOAD_PRECISION = {study: payload for payload, study in SAME_PRECISION.items()}
+# Study precisions a CPU cannot run as the study ran them, and why: a probe of them here would be
+# other work under the study's label, so the demo compares nothing for them on a CPU.
+GPU_ONLY_PRECISIONS = {
+    "fp16": "the study trained in fp16 on its GPUs' half-precision units, which a CPU does not have "
+    "(it would emulate float16: other arithmetic, not the study's work)",
+}
+
+
+@dataclass(frozen=True)
+class StudyJob:
+    """A study's own configuration as a job this machine can probe: the shipped task file that runs it
+    (model, input shape, batch, precision, synthetic data of the study's shape)."""
+
+    study: str  # "seed 000", as Figure.study
+    benchmark: str
+    task: str  # the task file, relative to the project (infra.projectfiles.user_or_shipped)
+    batch: int  # per GPU
+    precision: str  # the study's ("fp32", "fp16")
+
+    @property
+    def payload_precision(self) -> str:
+        return PAYLOAD_PRECISION.get(self.precision, self.precision)
+
+    def cannot_run(self, gpus: int) -> str | None:
+        """Why this machine (with `gpus` GPUs) cannot run the study's configuration, or None."""
+        return GPU_ONLY_PRECISIONS.get(self.precision) if not gpus else None
+
+
+@lru_cache(maxsize=1)
+def study_jobs() -> tuple[StudyJob, ...]:
+    """Each study's configuration the demo probes (studies.toml [[probe]]), in file order."""
+    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    return tuple(
+        StudyJob(
+            study=row["study"].replace("seed", "seed ", 1),  # as Figure.study names it
+            benchmark=row["benchmark"],
+            task=row["task"],
+            batch=int(row["batch"]),
+            precision=data["workload"][row["study"]]["precision"],
+        )
+        for row in data["probe"]
+    )
+
+
 def _source(meta: dict, section: str | None = None) -> str:
     return f"{meta['title']} ({meta['author']}), {section or meta['section']}, {meta['url']}"
 

@@ -19,17 +19,17 @@ from analysis.output import usd_amount
 
 MINUTES_BELOW_HOURS = 1.0  # a time shorter than this many hours is shown in minutes
 SECONDS_BELOW_HOURS = 1 / 60  # ... and shorter than this, in seconds
-_PER_HOUR = {"s": 3600.0, "min": 60.0, "h": 1.0}
+PER_HOUR = {"s": 3600.0, "min": 60.0, "h": 1.0}
 
 
-def _missing(v) -> bool:
+def missing(v) -> bool:
     try:
         return v is None or v != v or (isinstance(v, float) and math.isinf(v))
     except (TypeError, ValueError):
         return False
 
 
-def _digits(v: float) -> str:
+def digits(v: float) -> str:
     """Three significant figures from 1 up, two below, never a bare 0 for a real figure."""
     a = abs(v)
     if a >= 100:
@@ -43,7 +43,7 @@ def _digits(v: float) -> str:
 
 def time_unit(hours) -> str:
     """'s', 'min' or 'h' for a time (or the longest time of a column), by the one rule."""
-    valid = [h for h in (hours if isinstance(hours, (list, tuple)) else [hours]) if not _missing(h)]
+    valid = [h for h in (hours if isinstance(hours, (list, tuple)) else [hours]) if not missing(h)]
     if not valid or max(valid) >= MINUTES_BELOW_HOURS:
         return "h"
     return "s" if max(valid) < SECONDS_BELOW_HOURS else "min"
@@ -51,21 +51,21 @@ def time_unit(hours) -> str:
 
 def in_unit(hours, unit: str) -> str:
     """A time in a given unit, without the unit ("-" when missing)."""
-    if _missing(hours):
+    if missing(hours):
         return "-"
-    return _digits(float(hours) * _PER_HOUR[unit])
+    return digits(float(hours) * PER_HOUR[unit])
 
 
 def duration(hours) -> str:
     """'42.0 min', '3.62 h': the one rule for a single time."""
-    if _missing(hours):
+    if missing(hours):
         return "-"
     unit = time_unit(hours)
     return f"{in_unit(hours, unit)} {unit}"
 
 
 def usd(value) -> str:
-    return "no price" if _missing(value) else f"USD {usd_amount(value)}"
+    return "no price" if missing(value) else f"USD {usd_amount(value)}"
 
 
 def offering_name(value) -> str:
@@ -77,7 +77,7 @@ def _who(r: dict) -> str:
     """'aws/p3.8xlarge (4 GPUs, spot)': the offering as used."""
     extra = []
     g = r.get("gpus_used")
-    if not _missing(g) and g is not None and int(g) > 1:
+    if not missing(g) and g is not None and int(g) > 1:
         extra.append(f"{int(g)} GPUs")
     if r.get("market") == "spot":
         extra.append("spot")
@@ -240,10 +240,10 @@ def lines(recs: list[dict], opts, counts: dict | None = None) -> list[str]:
 
 def long_duration(hours) -> str:
     """duration(), and days or years past three days ("850 days", "2.3 years"): for extrapolations."""
-    if _missing(hours) or hours < 72:
+    if missing(hours) or hours < 72:
         return duration(hours)
     days = float(hours) / 24
-    return f"{_digits(days / 365.25)} years" if days >= 730 else f"{_digits(days)} days"
+    return f"{digits(days / 365.25)} years" if days >= 730 else f"{digits(days)} days"
 
 
 def _span(lo: float, hi: float, fmt) -> str:
@@ -269,22 +269,33 @@ def short_source(words: str) -> str:
 
 def versus_lines(v) -> tuple[str, str]:
     """Two sentences for one benchmark (reference.Versus): what this machine did
-    beside the studies' GPUs, and the study's full training here and there."""
+    beside the studies' GPUs, and the study's full training here and there. A study
+    this machine cannot run as the study did (reference.NotCompared) is one sentence."""
+    if not hasattr(v, "refs"):
+        return f"{v.benchmark}: not compared with {v.study}: {v.reason}.", ""
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
-    theirs = f"{_span(slow.value, fast.value, _digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
-    if v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
+    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
+    ratio = f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast"
+    if v.probe:  # a probe of the study's configuration: the whole jobs compare, differences in that sentence
         did = (
-            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s on other work than the studies' "
+            f"{v.benchmark}: a {duration(v.probe.seconds / 3600)} probe of {v.refs[0].study}'s own configuration "
+            f"({v.probe.configuration}) ran at {digits(v.rate)} {unit}/s on this machine ({v.device})"
+            + ("." if v.differs else f"; the studies' GPUs {theirs}, {ratio}.")
+        )
+        here = f"here about {long_duration(v.here_hours)}{_interval(v.probe)}"
+    elif v.differs:  # other work than the study's: said in the same sentence, and no ratio drawn
+        did = (
+            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s on other work than the studies' "
             f"({'; '.join(v.differs)}), so not set against their {theirs}."
         )
+        here = f"here about {long_duration(v.here_hours)} at that rate, on that other work"
     else:
         did = (
-            f"{v.benchmark}: this machine ({v.device}) {_digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, "
-            f"{_span(slow.value / v.rate, fast.value / v.rate, _digits)} times as fast."
+            f"{v.benchmark}: this machine ({v.device}) {digits(v.rate)} {unit}/s; the studies' GPUs {theirs}, {ratio}."
         )
-    here = f"here about {long_duration(v.here_hours)}" + (" at that rate, on that other work" if v.differs else "")
+        here = f"here about {long_duration(v.here_hours)}"
     if v.here_usd is not None:
         here += f" for {usd(v.here_usd)} (USD {v.hourly.hourly_usd:.2f}/h, {short_source(v.hourly.source)})"
     hours = [h for _, h, _ in v.there]
@@ -297,7 +308,20 @@ def versus_lines(v) -> tuple[str, str]:
         there += f" for USD {_span(min(costs), max(costs), usd_amount)}"
     else:
         there += ", no cost published"
+    if v.probe:
+        here += ", extrapolated as gpubench bench does"
+        if v.differs:
+            here += f", on work that still differs ({'; '.join(v.differs)})"
     return did, f"{v.work[0].upper()}{v.work[1:]}: {here}; {there}."
+
+
+def _interval(probe) -> str:
+    """' (3.3-3.6 h)' around a probe's whole-job estimate; says so when it has no upper bound or was not steady."""
+    low, high = probe.hours_low, probe.hours_high
+    if missing(low):
+        return ""
+    span = f"{long_duration(low)} to no upper bound" if missing(high) else _times(float(low), float(high))
+    return f" ({span}{'' if probe.steady else ', the rate not steady by the probe limit'})"
 
 
 # Sample counts a cost is quoted per, smallest first, with their words.
@@ -307,7 +331,7 @@ SAMPLE_SCALES = ((1_000, "1,000"), (1_000_000, "million"), (1_000_000_000, "bill
 def per_samples_scale(usd_per_sample: list[float]) -> tuple[int, str]:
     """The count of samples to quote a cost per (1,000, a million, ...): the
     smallest at which the cheapest figure comes to a cent or more."""
-    valid = [v for v in usd_per_sample if not _missing(v) and v > 0]
+    valid = [v for v in usd_per_sample if not missing(v) and v > 0]
     for count, words in SAMPLE_SCALES:
         if not valid or min(valid) * count >= 0.01:
             return count, words

@@ -5,7 +5,7 @@ DIR/index.html and say what to print. `gpubench report`, campaigns and the demo 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ class ReportOutcome:
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
     table_dir: str | None = None  # where the results table was read (default: out_dir)
+    predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (report.predictions)
 
     @property
     def table(self) -> str:
@@ -72,6 +73,7 @@ class ReportOutcome:
             "recommendations": self.tables["recommendations"],
             "scaling": self.tables["scaling"].to_dict("records"),
             "breakeven": _records(breakeven),
+            "prediction_checks": self.predictions,
         }
 
     def text(self) -> str:
@@ -82,10 +84,13 @@ class ReportOutcome:
                 f"Run `gpubench collect --table {self.table_dir or self.out_dir}` against your results bucket.\n"
                 f"report: {self.html}\n"
             )
-        from analysis.report import probe_line  # pandas and matplotlib load only when a report is written
+        from analysis.report.page import probe_line  # pandas and matplotlib load only when a report is written
+        from analysis.report.predictions import lines
 
         probes = probe_line(self.probes)
-        return _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + f"\nreport: {self.html}\n"
+        judged = "".join(f"\nprediction vs measurement: {text}" for text in lines(self.predictions))
+        text = _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + judged
+        return text + f"\nreport: {self.html}\n"
 
 
 def _records(frame) -> list[dict[str, Any]]:
@@ -117,7 +122,7 @@ def _cell(value: Any, fmt: str = "{}") -> str:
     return "-" if missing else fmt.format(value)
 
 
-# Terminal columns left out when they carry no information (analysis.report.INFORMATIVE).
+# Terminal columns left out when they carry no information (analysis.report.page.INFORMATIVE).
 _TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time", "cost/base": "rel_time"}
 
 
@@ -145,7 +150,8 @@ def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
 
 
 def _summary_text(tables: dict[str, Any], opts: Any) -> str:
-    from analysis.report import PriceNotes, answer, informative, with_unit_columns
+    from analysis.report import answer
+    from analysis.report.page import PriceNotes, informative, with_unit_columns
 
     summary = tables["summary"]
     out = io.StringIO()
@@ -188,33 +194,34 @@ def write_report(
     problem = check_options(deadline_hours, budget_usd)
     if problem:
         raise ValueError(problem)
-    from analysis.report.chart_pool import parallel_charts
+    from analysis.metrics import Options, analyse_summary
+    from analysis.report import predictions, reference
+    from analysis.report.page import presented, write_pages
+    from analysis.report.query import report_query
+    from analysis.report.source import results_dataset
+    from infra.catalog import load_catalog
 
-    with parallel_charts():  # the chart worker starts now: its own start-up overlaps the queries
-        from analysis.metrics import Options, analyse_summary
-        from analysis.report import presented, reference, write_pages
-        from analysis.report.query import report_query
-        from analysis.report.source import results_dataset
-        from infra.catalog import load_catalog
-
-        if base is not None:
-            load_catalog().get(base)  # an unknown id names the closest ones
-        dataset = results_dataset(str(out_dir if table is None else table))
-        # a deadline or budget the user did not give is not in the answer
-        opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
-        # the runs are aggregated where they lie: only the aggregated rows reach pandas
-        with report_query(dataset, as_of=as_of) as query:
-            dates, probes = query.catalog_price_dates(), query.probes()
-            facts = query.facts()
-            # the reference chart needs only the facts: queued now, the worker draws it during the summary's query
-            ahead = {reference.PLOTTED: reference.plot(facts.measured)}
-            summary = query.summary()
-        warning = None
-        if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
-            warning = price_age.warning(dates, price_age.limit(max_price_age))
-        tables = presented(facts, analyse_summary(summary, opts))
-        table_dir = None if table is None else str(table)
-        outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
-        page_tables = {**tables, **ahead}
-        outcome.html = write_pages(facts, page_tables, outcome.out_dir, opts, source=outcome.table, probes=probes)
-        return outcome
+    if base is not None:
+        load_catalog().get(base)  # an unknown id names the closest ones
+    dataset = results_dataset(str(out_dir if table is None else table))
+    # a deadline or budget the user did not give is not in the answer
+    opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
+    # the runs are aggregated where they lie: only the aggregated rows reach pandas
+    predicted = predictions.recorded()
+    with report_query(dataset, as_of=as_of) as query:
+        dates, probes = query.catalog_price_dates(), query.probes()
+        facts, summary = query.facts(), query.summary()
+        runs = predictions.measured_runs(query, sorted({p["benchmark"] for p in predicted}))
+    warning = None
+    if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
+        warning = price_age.warning(dates, price_age.limit(max_price_age))
+    # probes of each study's own configuration, recorded beside the table (gpubench demo)
+    studied = {reference.STUDY_PROBES_KEY: reference.read_study_probes(out_dir if table is None else table)}
+    tables = presented(facts, {**analyse_summary(summary, opts), **studied})
+    table_dir = None if table is None else str(table)
+    outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
+    outcome.predictions = predictions.judged(predicted, runs)
+    outcome.html = write_pages(
+        facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes, predictions=outcome.predictions
+    )
+    return outcome

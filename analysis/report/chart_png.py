@@ -1,17 +1,8 @@
-"""A report chart to PNG: laid out once, trimmed to what it draws, drawn once.
-
-Run as a script (`python -I chart_png.py [import path...]`), this file is the report's chart
-worker: it reads (pickled figure, laid out) pairs from stdin and answers each
-with (True, PNG bytes) or (False, why) on stdout until stdin closes. It
-imports matplotlib and nothing of gpubench, so a worker starts in about a
-second and never runs its caller's code (analysis/report/chart_pool.py).
-"""
+"""A report chart to PNG: laid out once, trimmed to what it draws, drawn once."""
 
 from __future__ import annotations
 
 import io
-import pickle
-import sys
 
 DPI = 90  # the page's resolution: figures are made, laid out and saved at it (one text metric per label)
 TRIM_PAD_INCHES = 0.04  # white space kept around what a chart draws
@@ -93,30 +84,3 @@ def _trimmed_then_drawn(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches=drawn, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
-
-
-def answer(pickled: bytes, laid_out: bool) -> tuple[bool, bytes | str]:
-    """One request of the worker: (True, PNG) or (False, the error in words)."""
-    try:
-        return True, png_bytes(pickle.loads(pickled), laid_out)
-    except Exception as exc:  # the caller draws this chart itself
-        return False, f"{type(exc).__name__}: {exc}"
-
-
-def serve(requests, replies) -> None:
-    """Answer every request read from `requests` on `replies`, until end of input."""
-    while True:
-        try:
-            pickled, laid_out = pickle.load(requests)
-        except EOFError:
-            return
-        pickle.dump(answer(pickled, laid_out), replies)
-        replies.flush()
-
-
-if __name__ == "__main__":
-    sys.path[:0] = sys.argv[1:]  # the caller's import path: the same matplotlib
-    import matplotlib
-
-    matplotlib.use("Agg")
-    serve(sys.stdin.buffer, sys.stdout.buffer)

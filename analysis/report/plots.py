@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from analysis.price.billed import onprem_hourly  # noqa: E402
-from analysis.report.chart_png import DPI, lay_out  # noqa: E402
+from analysis.report.chart_png import DPI, lay_out, png_bytes  # noqa: E402
 
 MAX_PANELS = 6
 
@@ -53,12 +53,10 @@ def prices_caption(frame: pd.DataFrame, cite: Cite | None = None) -> str:
     return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
 
 
-def _png(fig, laid_out: bool = False):
-    """The figure's PNG (laid out first unless `laid_out`): bytes, or a PendingPng
-    while the report's chart workers draw it."""
-    from analysis.report.chart_pool import rasterise
-
-    return rasterise(fig, laid_out)
+def to_png(fig, laid_out: bool = False) -> bytes:
+    """The figure's PNG as the page shows it (laid out first unless `laid_out`). Tests that
+    compare pages put a description of the chart in its place (tests/chart_content.py)."""
+    return png_bytes(fig, laid_out)
 
 
 def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
@@ -134,7 +132,7 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
         ax.set_xlabel("USD" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: cost per run")
         ax.legend(fontsize=7, loc="lower right")
-    return _png(fig), prices_caption(s, cite)
+    return to_png(fig), prices_caption(s, cite)
 
 
 def log_if_wide(ax, values, axis: str = "x") -> bool:
@@ -200,7 +198,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
     """The figure of hourly_vs_time (for tests that measure its labels), or None."""
     from matplotlib.lines import Line2D
 
-    from analysis.report.answer import _PER_HOUR, time_unit
+    from analysis.report.answer import PER_HOUR, time_unit
 
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     panels = _compared(s)
@@ -210,7 +208,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values(["train_hours", "offering_id"])
         unit = time_unit(list(d["train_hours"]))
-        x, y = d["train_hours"] * _PER_HOUR[unit], d["hourly_usd"]
+        x, y = d["train_hours"] * PER_HOUR[unit], d["hourly_usd"]
         on = d["on_hourly_frontier"].astype(bool)
         ax.scatter(x[~on], y[~on], color="tab:gray", s=14)
         ax.plot(x[on], y[on], "o-", color="tab:red", ms=4, label="efficient frontier")
@@ -236,7 +234,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
     for ax, (_, d) in zip(axes, panels):
         d = d.sort_values(["train_hours", "offering_id"])
         unit = time_unit(list(d["train_hours"]))
-        pts = list(zip(d["train_hours"] * _PER_HOUR[unit], d["hourly_usd"]))
+        pts = list(zip(d["train_hours"] * PER_HOUR[unit], d["hourly_usd"]))
         colours = ["tab:red" if f else "0.3" for f in d["on_hourly_frontier"].astype(bool)]
         place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], colours)
     return fig
@@ -251,7 +249,7 @@ def hourly_vs_time(summary: pd.DataFrame, cite: Cite | None = None):
     fig = hourly_vs_time_figure(summary)
     if fig is None:
         return None, ONE_OFFERING
-    return _png(fig, laid_out=True), prices_caption(s, cite)  # laid out once: the numbers stay where placed
+    return to_png(fig, laid_out=True), prices_caption(s, cite)  # laid out once: the numbers stay where placed
 
 
 def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
@@ -275,7 +273,7 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
         ax.set_xlabel(f"USD per {words} {units(d)}" + (", log scale" if log else "") + " (shorter is cheaper)")
         ax.set_title(f"{bench}: cost per {words} {units(d)}")
         ax.tick_params(axis="y", labelsize=8)
-    return _png(fig), prices_caption(s, cite)
+    return to_png(fig), prices_caption(s, cite)
 
 
 def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None):
@@ -298,7 +296,7 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None)
         ax.set_xlabel(f"relative to {base} (= 1)" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: relative to the base")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _png(fig), prices_caption(s, cite)
+    return to_png(fig), prices_caption(s, cite)
 
 
 def scaling(scale: pd.DataFrame):
@@ -317,7 +315,7 @@ def scaling(scale: pd.DataFrame):
     ax.set_yticks(list(y), names, fontsize=8)
     ax.set_xlabel("speed-up over 1 GPU of the same model")
     ax.legend(fontsize=7)
-    return _png(fig), "Speed-up = throughput with n GPUs / throughput with 1; efficiency = speed-up / n."
+    return to_png(fig), "Speed-up = throughput with n GPUs / throughput with 1; efficiency = speed-up / n."
 
 
 def breakeven_vs_utilisation(
@@ -354,7 +352,7 @@ def breakeven_vs_utilisation(
         ax.set_title(f"{bench} ({wl}): {box} vs the {len(d)} cheapest per sample", fontsize=9)
         ax.legend(fontsize=7)
     src = catalog.get(groups[0][0][2]).specs_source
-    return _png(fig), f"On-prem: {src}. Cloud " + prices_caption(
+    return to_png(fig), f"On-prem: {src}. Cloud " + prices_caption(
         summary[summary["offering_id"].isin(be["cloud"])], cite
     )
 
@@ -402,4 +400,4 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
         "holds for the whole run (no data loading from disk, evaluation, checkpoints or interruptions), "
         "at the batch size and precision measured, and at the price paid per hour. " + prices_caption(s, cite)
     )
-    return _png(fig), caption
+    return to_png(fig), caption

@@ -1,18 +1,18 @@
-"""The report's figures computed by DuckDB over the results dataset: what
-analysis.metrics.summarize, analysis.report.reference.measured and the page's
-counts compute from a DataFrame of every run, here as SQL aggregations, so the
-report holds only the aggregated rows (one per configuration x offering x
-market x GPUs x price) and memory does not grow with the number of runs.
+"""The one place the runs are aggregated: DuckDB over the results dataset,
+so the report holds only the aggregated rows (one per configuration x
+offering x market x GPUs x price, a few hundred) and memory does not grow with
+the number of runs. metrics.analyse_summary derives the report's other tables
+from `RunsQuery.summary`; the page reads `RunsQuery.facts`.
 
-The figures are the same numbers, not approximations: a median is the mean
-of the two middle values as pandas computes it, texts are joined in the order
-the runs appear in the table, and the per-row rules written in Python (a
-price's key, a legacy table's workload) are applied to the few distinct
-values they read and joined back.
+A median is the mean of the two middle values; a summary row's texts are
+joined in the order its runs appear in the table; the per-row rules written in
+Python (a price's key, a legacy table's workload) are applied to the few
+distinct values they read and joined back.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -20,14 +20,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, _prices_paid, add_throughput_metrics
+from analysis.metrics import CONFIG, GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics, with_workload
 from analysis.report.facts import (
+    FACT_KEYS,
     NOT_DONE_KEYS,
     NOT_DONE_READ,
     NOT_DONE_SAMPLE,
     PRICE_NOTE_READ,
+    RUN_FACTS,
     RunFacts,
-    in_key_order,
 )
 
 # DuckDB's own bound; it spills to a temporary directory beyond it.
@@ -35,11 +36,11 @@ MEMORY_LIMIT = "512MB"
 LEGACY_WORKLOAD = ("workload", "workload_label", "sample_unit")  # columns tables before workloads lack
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
 
-# Numbers as pandas' to_numeric(errors="coerce") reads them: NaN is missing (NULL), text that is no number too.
+# Numbers: NaN is missing (NULL), and so is text that is no number.
 _MACROS = (
     "CREATE OR REPLACE TEMP MACRO num(x) AS "
     "(CASE WHEN isnan(TRY_CAST(x AS DOUBLE)) THEN NULL ELSE TRY_CAST(x AS DOUBLE) END)",
-    # pandas' median: the mean of the two middle values (quantile_cont interpolates instead)
+    # the median of an even count: the mean of the two middle values
     "CREATE OR REPLACE TEMP MACRO pmedian(x) AS ((quantile_disc(x, 0.5) + -quantile_disc(-x, 0.5)) / 2)",
 )
 
@@ -50,7 +51,7 @@ def q(name: str) -> str:
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:
-    """A join on `keys` where a missing key matches a missing key, as pandas groups them."""
+    """A join on `keys` where a missing key matches a missing key (GROUP BY groups them so)."""
     return " AND ".join(f"{left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)}" for k in keys)
 
 
@@ -74,7 +75,7 @@ class RunsQuery:
 
     Views: `runs` (every row, with its position `_idx` in the table), `full_runs`
     (probe runs left out) and `done` (the completed full runs, with the derived
-    columns summarize groups and takes medians of)."""
+    columns `summary` groups by and takes medians of)."""
 
     def __init__(self, con: Any, dataset: Any):
         self.con = con
@@ -87,7 +88,7 @@ class RunsQuery:
         self._done_view()
 
     def frame(self, sql: str, params: Iterable[Any] = ()) -> Any:
-        """A query's rows as a DataFrame, through Arrow as pandas.read_parquet converts them."""
+        """A query's rows as a DataFrame, through Arrow (types as pandas.read_parquet gives them)."""
         return self.con.sql(sql, params=list(params) or None).to_arrow_table().to_pandas()
 
     def scalar(self, sql: str) -> Any:
@@ -100,17 +101,15 @@ class RunsQuery:
     # -- the derived columns --------------------------------------------------
 
     def _register_price_keys(self) -> None:
-        """metrics._price_key of each distinct hourly price a non-spot run paid."""
+        """price_key of each distinct hourly price a non-spot run paid."""
         import pandas as pd
-
-        from analysis.metrics import _price_key
 
         prices = self.frame(
             "SELECT DISTINCT num(hourly_usd) AS hourly FROM full_runs "
             "WHERE status = 'completed' AND market IS DISTINCT FROM 'spot' AND num(hourly_usd) IS NOT NULL"
         )
         keys = pd.DataFrame(
-            {"hourly": prices["hourly"].astype(float), "price_key": [_price_key(None, h) for h in prices["hourly"]]}
+            {"hourly": prices["hourly"].astype(float), "price_key": [price_key(h) for h in prices["hourly"]]}
         )
         self.con.register("_price_keys", keys)
 
@@ -118,8 +117,6 @@ class RunsQuery:
         """A table written before the workload columns: metrics.with_workload over the
         distinct (benchmark, backend, precision, batch) it holds, joined back by them.
         Returns the columns it supplies and the join ([] and "" when the table has them)."""
-        from analysis.metrics import CONFIG, with_workload
-
         missing = [c for c in LEGACY_WORKLOAD if c not in self.columns]
         if "workload" not in self.columns:  # the key and its label come together
             missing = list(LEGACY_WORKLOAD)
@@ -174,7 +171,8 @@ class RunsQuery:
         )
 
     def not_done(self, n: int = NOT_DONE_SAMPLE) -> Any:
-        """facts.most_recent: the `n` most recent full runs that did not complete, the columns the page shows."""
+        """The `n` most recent full runs that did not complete (no start time last, ties in
+        table order), most recent first: the columns the page shows."""
         shown = [c for c in (*NOT_DONE_READ, *PRICE_NOTE_READ) if c in self.columns]
         recent = "started_at DESC NULLS LAST, " if "started_at" in self.columns else ""
         return self.frame(
@@ -183,7 +181,8 @@ class RunsQuery:
         )
 
     def not_done_counts(self) -> Any:
-        """facts.not_done_counts: the full runs that did not complete, counted per NOT_DONE_KEYS."""
+        """The full runs that did not complete, per NOT_DONE_KEYS group: how many, their billed
+        USD (None when none was priced) and the latest start; groups in key order, missing keys last."""
         keys = [k for k in NOT_DONE_KEYS if k in self.columns]
         billed = "num(billed_cost_usd)" if "billed_cost_usd" in self.columns else "NULL::DOUBLE"
         start = "started_at" if "started_at" in self.columns else "NULL"
@@ -192,22 +191,32 @@ class RunsQuery:
             f"SELECT {listed}, count(*) AS runs, sum({billed}) AS billed_cost_usd, max({start}) AS latest_start "
             f"FROM full_runs WHERE status IS DISTINCT FROM 'completed' GROUP BY {listed}"
         )
-        return in_key_order(counts, keys)
+        return _in_key_order(counts, keys)
 
     def row_facts(self) -> Any:
-        """reference.run_facts over the distinct (keys, price origin, data) rows of the full runs:
-        the same texts as over every run, since it joins each key's distinct values."""
+        """Per FACT_KEYS group of the full runs (the keys the table has), their distinct
+        recorded price origins and data kinds, each joined in one text (None for none):
+        from the distinct (keys, facts) rows, a few, joined in pandas."""
         import pandas as pd
 
-        from analysis.report.reference import FACT_KEYS, RUN_FACTS, run_facts
+        facts = [c for c in RUN_FACTS if c in self.columns]
+        keys = [k for k in FACT_KEYS if k in self.columns]
+        if not facts or not keys:
+            return pd.DataFrame(columns=keys + facts)
+        rows = self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in keys + facts)} FROM full_runs")
+        if rows.empty:
+            return pd.DataFrame(columns=keys + facts)
+        from analysis.report.reference import present
 
-        shown = [c for c in (*FACT_KEYS, *RUN_FACTS) if c in self.columns]
-        if not shown:
-            return run_facts(pd.DataFrame())
-        return run_facts(self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in shown)} FROM full_runs"))
+        rows = rows.astype({c: object for c in facts})
+        for c in facts:
+            rows[c] = rows[c].map(present)
+        joined = lambda v: "; ".join(sorted({x for x in v if isinstance(x, str)})) or None  # noqa: E731
+        return rows.groupby(keys, dropna=False)[facts].agg(joined).reset_index()
 
     def measured(self) -> Any:
-        """reference.measured: median samples/s of completed runs of the studies' benchmarks, per setup."""
+        """Median samples/s (and hourly price) of the completed runs of the studies' benchmarks,
+        per REFERENCE_KEYS setup; price source and device of each setup's first run."""
         import pandas as pd
 
         from analysis.reference.studies import reference_figures
@@ -224,10 +233,14 @@ class RunsQuery:
         )
         if m.empty:
             return pd.DataFrame()
-        return _in_group_order(m, list(REFERENCE_KEYS))
+        return _in_key_order(m, list(REFERENCE_KEYS))
 
     def summary(self) -> Any:
-        """metrics.summarize of the completed full runs, one row per GROUP."""
+        """The completed full runs, one row per GROUP: the run count (`repeats`), the median of
+        each of MEDIANS (min, max and relative spread (max - min) / median of SPREADS), each of
+        JOINED's distinct texts joined in table order, the prices paid and the ImageNet-scale
+        figures (metrics.add_throughput_metrics). Every cost and per-dollar figure is the
+        median of per-run figures, each run priced at its own price."""
         import pandas as pd
 
         keys = ", ".join(q(k) for k in GROUP)
@@ -257,7 +270,7 @@ class RunsQuery:
         )
         if out.empty:
             return pd.DataFrame(columns=GROUP + ["repeats"])
-        return _summary_frame(_in_group_order(out, GROUP))
+        return _summary_frame(_in_key_order(out, GROUP))
 
     def catalog_price_dates(self) -> list[Any] | None:
         """The dates of launch-time prices taken from the catalog (not a recorded
@@ -310,14 +323,30 @@ def _register_source(con: Any, dataset: Any) -> bool:
     return True
 
 
-def _in_group_order(frame: Any, keys: list[str]) -> Any:
-    """Rows in the order pandas' groupby(keys, dropna=False, sort=True) yields them."""
+def _in_key_order(frame: Any, keys: list[str]) -> Any:
+    """Rows sorted by `keys`, missing values last, ties kept in order."""
     return frame.sort_values(keys, na_position="last", kind="mergesort").reset_index(drop=True)
 
 
+def price_key(hourly: float | None) -> str:
+    """A non-spot run's price as a summary key: runs at different prices are different rows."""
+    if hourly is None or (isinstance(hourly, float) and math.isnan(hourly)):
+        return "unpriced"
+    return f"{float(hourly):.6g}"
+
+
+def prices_paid(market: str, vals: list[float]) -> str | None:
+    """What the runs of one summary row paid per hour (one price, or a spot range)."""
+    if not vals:
+        return None
+    if len(vals) == 1:
+        return f"USD {vals[0]:g}/h"
+    return f"USD {vals[0]:g}-{vals[-1]:g}/h ({market}, {len(vals)} prices, each run at its own)"
+
+
 def _summary_frame(agg: Any) -> Any:
-    """summarize's columns, in its order, from the aggregated rows: spreads and
-    prices paid worked out here, in pandas, from the same figures."""
+    """The summary's columns in their order, from the aggregated rows: spreads and
+    prices paid worked out here, in pandas, on the few aggregated rows."""
     import pandas as pd
 
     out = pd.DataFrame({k: agg[k] for k in GROUP})
@@ -331,14 +360,13 @@ def _summary_frame(agg: Any) -> Any:
         out[col] = agg[col]
     out["setup_fee_usd"] = agg["setup_fee_usd"]
     paid = [sorted({round(float(v), 6) for v in (vals if vals is not None else ()) if v == v}) for vals in agg["_paid"]]
-    out["prices_paid"] = [_prices_paid(m, v) for m, v in zip(out["market"], paid)]
+    out["prices_paid"] = [prices_paid(m, v) for m, v in zip(out["market"], paid)]
     return add_throughput_metrics(out)
 
 
 def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:
     """Billed seconds of the completed runs per (stack, benchmark), of `stacks`
-    only (None: all): what analysis.price.estimate.measured_runs reads from a
-    DataFrame (billed_hours x 3600, or billed_seconds in tables from before it)."""
+    only (None: all): billed_hours x 3600, or billed_seconds in tables from before it."""
     columns = set(dataset.schema.names)
     billed = "billed_hours * 3600.0" if "billed_hours" in columns else "billed_seconds"
     if not ({"stack", "benchmark"} <= columns and {"billed_hours", "billed_seconds"} & columns):

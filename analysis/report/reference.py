@@ -9,45 +9,27 @@ hourly rate, not a published price.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
 
-from analysis.reference.studies import Figure, reference_figures, work_differences, workload_notes
+from analysis.reference.studies import (
+    Figure,
+    StudyJob,
+    reference_figures,
+    study_jobs,
+    work_differences,
+    workload_notes,
+)
+from analysis.report.facts import FACT_KEYS, RUN_FACTS
+from analysis.report.html import Figure as Chart
 
 # Offerings priced from a rate the user (or the demo default) chose.
 ASSUMED_PRICE_KINDS = ("local",)
 SUBJECT = "local/this-machine"
-
-
-def measured(runs: pd.DataFrame) -> pd.DataFrame:
-    """Completed runs of the benchmarks the studies publish, one row per
-    offering x market x GPUs x batch x precision: median samples/s over repeats."""
-    bench = {f.benchmark for f in reference_figures()}
-    if runs.empty:
-        return pd.DataFrame()
-    done = runs[
-        (runs["status"] == "completed")
-        & runs["benchmark"].isin(bench)
-        & pd.to_numeric(runs["samples_per_second"], errors="coerce").gt(0)
-    ]
-    if done.empty:
-        return pd.DataFrame()
-    keys = ["benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data"]
-    done = done.assign(
-        samples_per_second=pd.to_numeric(done["samples_per_second"]),
-        hourly_usd=pd.to_numeric(done["hourly_usd"], errors="coerce"),
-    )
-    g = done.groupby(keys, dropna=False, sort=True)
-    out = g.agg(
-        value=("samples_per_second", "median"),
-        runs=("run_id", "count"),
-        hourly_usd=("hourly_usd", "median"),
-        price_source=("price_source", "first"),
-        device=("device", "first"),
-    ).reset_index()
-    return out
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -86,7 +68,7 @@ def plot(m: pd.DataFrame):
     """One panel per benchmark: published figures (grey; hatched when derived or
     estimated) and this report's runs (orange), log scale from a power of ten so
     bar lengths stay honest. (png, caption) or (None, why)."""
-    from analysis.report.plots import MAX_PANELS, _png, figure
+    from analysis.report.plots import MAX_PANELS, figure, to_png
 
     if m.empty:
         return (
@@ -122,7 +104,7 @@ def plot(m: pd.DataFrame):
         )
     studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
     caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
-    return _png(fig), caption
+    return to_png(fig), caption
 
 
 def _fmt(v, spec: str) -> str | None:
@@ -221,37 +203,17 @@ def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
     }
 
 
-def context(runs: pd.DataFrame) -> dict:
-    """What reference.html.j2 shows: the chart and one table per benchmark the
-    studies publish (no chart when no run compares)."""
-    return context_of(measured(runs))
-
-
-# The key of `plot`'s result among the tables a page is built from, when it was drawn ahead
-# (queued for the chart worker while the rest of the runs were still being queried).
-PLOTTED = "reference_plot"
-
-
-def context_of(m: pd.DataFrame, plotted: tuple | None = None) -> dict:
-    """context() from `measured`'s table, however it was computed (pandas or a
-    query); `plotted`: `plot(m)`'s result when it was called ahead."""
-    from analysis.report import Figure as Chart
-
+def context(m: pd.DataFrame) -> dict:
+    """What reference.html.j2 shows, from query.RunsQuery.measured's table: the chart and one
+    table per benchmark the studies publish (no chart when no run compares)."""
     if m.empty:
         return {"figure": None, "benchmarks": []}
-    png, caption = plotted if plotted is not None else plot(m)
+    png, caption = plot(m)
     figs, notes = reference_figures(), workload_notes()
     return {
         "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
         "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
     }
-
-
-def section(runs: pd.DataFrame) -> str:
-    """The HTML of the reference section (the page includes the same template)."""
-    from analysis.report import render
-
-    return render("reference.html.j2", ref=context(runs))
 
 
 def assumed_rates(summary: pd.DataFrame) -> str:
@@ -271,14 +233,6 @@ def assumed_rates(summary: pd.DataFrame) -> str:
 
     # one line per rate as shown: rows of several configurations share it
     return "; ".join(sorted({described(r) for r in local.to_dict("records")}))
-
-
-def assumed_price_note(summary: pd.DataFrame) -> str:
-    """Say loudly when a cost rests on a rate someone assumed, not a published price."""
-    from analysis.report import render
-
-    text = assumed_rates(summary)
-    return render("assumed_price.html.j2", assumed=text) if text else ""
 
 
 # --- The answer's comparison: this machine beside the studies on the same work ---
@@ -308,9 +262,104 @@ class Versus(NamedTuple):
     there: tuple[tuple[str, float, float | None], ...]  # (GPU label, hours, USD or None)
     there_published: bool  # the study printed those hours (else: the work / the published rate)
     differs: tuple[str, ...] = ()  # how this machine's run is other work than the studies' (words); () when not
+    probe: StudyProbe | None = None  # the probe of the study's configuration these figures come from, if one
 
     def name(self, f: Figure) -> str:
         return gpu_name(f)
+
+
+class StudyProbe(NamedTuple):
+    """How a Versus's figures here were measured: a probe of the study's own configuration on this
+    machine, extrapolated to the study's whole job by `gpubench bench`'s code."""
+
+    seconds: float  # how long the probe ran (the payload's process, start to exit)
+    configuration: str  # "batch 32, fp32, synthetic data"
+    hours_low: float | None  # the whole job's interval here (None: unbounded)
+    hours_high: float | None
+    steady: bool  # the rate was steady by the probe's end (else the interval is wide)
+
+
+class NotCompared(NamedTuple):
+    """A study whose configuration this machine cannot run as the study did: said, and nothing compared."""
+
+    benchmark: str
+    study: str
+    reason: str
+
+
+# --- Probes of each study's own configuration (written by `gpubench demo` beside the results table) ---
+
+STUDY_PROBES = "study-probes.json"  # in the results table's directory
+STUDY_PROBES_KEY = "study_probes"  # the metrics tables' key the report reads them under
+
+
+def read_study_probes(table_dir: str | Path | None) -> tuple[dict, ...]:
+    """The study probes recorded beside a results table ((): none, or a record this version cannot read)."""
+    if table_dir is None:
+        return ()
+    try:
+        doc = json.loads((Path(table_dir) / STUDY_PROBES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    probes = doc.get("probes") if isinstance(doc, dict) else None
+    known = {(j.study, j.benchmark) for j in study_jobs()}
+    return tuple(p for p in probes or () if isinstance(p, dict) and (p.get("study"), p.get("benchmark")) in known)
+
+
+def study_work(job: StudyJob) -> tuple[str, int] | None:
+    """The study's whole job for `job` as the first screen sets it against the study's GPUs: (words, samples)."""
+    return _full_work(job.benchmark, _study_refs(job.study, job.benchmark, job.batch))
+
+
+def _study_refs(study: str, bench: str, batch) -> list[Figure]:
+    refs = [f for f in reference_figures() if f.study == study and f.benchmark == bench]
+    return _comparable(refs, {int(batch)} if batch is not None else set())
+
+
+def _probed(p: dict) -> Versus | NotCompared | None:
+    """One study probe's Versus: this machine's whole-job estimate (at the price it was probed at) beside
+    the study's published job."""
+    bench, study = p["benchmark"], p["study"]
+    if p.get("status") == "not-probed":
+        return NotCompared(bench, study, _plain(p.get("reason") or "not probed"))
+    row = p.get("row") or {}
+    refs = _study_refs(study, bench, p.get("batch"))
+    work = _full_work(bench, refs)
+    rate, hours = row.get("samples_per_second"), row.get("est_hours")
+    if not refs or work is None:
+        return None
+    if not (isinstance(rate, (int, float)) and rate > 0 and isinstance(hours, (int, float))):
+        why = p.get("reason") or row.get("reason") or "the probe measured no rate"
+        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({_plain(why)})")
+    usd = row.get("est_usd")
+    hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
+    return Versus(
+        benchmark=bench,
+        unit=refs[0].unit,
+        rate=float(rate),
+        device=p.get("device") or "CPU",
+        refs=tuple(refs),
+        work=work[0],
+        samples=work[1],
+        here_hours=float(hours),
+        here_usd=None if usd is None or hourly is None else float(usd),
+        hourly=hourly,
+        there=_there(refs, work[1]),
+        there_published=all(f.train_hours for f in refs),
+        differs=tuple(work_differences(refs[0], p.get("precision"), p.get("batch"), p.get("data", "synthetic"))),
+        probe=StudyProbe(
+            seconds=float(p.get("probe_seconds") or 0.0),
+            configuration=str(p.get("configuration") or ""),
+            hours_low=row.get("est_hours_low"),
+            hours_high=row.get("est_hours_high"),
+            steady=p.get("status") == "measured",
+        ),
+    )
+
+
+def _plain(text, limit: int = 300) -> str:
+    """A probe's reason as one printable line (it may quote the job's output, which reaches a terminal)."""
+    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
 
 
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
@@ -351,20 +400,20 @@ def _short_ref(f: Figure) -> str:
     return gpu_name(f) + (f" ({where})" if where else "") + tail
 
 
-def versus(runs: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
-    """This machine's runs of benchmarks the studies publish, each beside them
-    ([] when this machine ran none). `prices`: offering id -> the price used."""
-    return versus_of(measured(runs), prices)
-
-
-def versus_of(m: pd.DataFrame, prices: dict[str, Price] | None = None) -> list[Versus]:
-    """versus() from `measured`'s table, however it was computed (pandas or a query)."""
+def versus(
+    m: pd.DataFrame, prices: dict[str, Price] | None = None, probes: tuple[dict, ...] = ()
+) -> list[Versus | NotCompared]:
+    """This machine's runs of benchmarks the studies publish (query.RunsQuery.measured's table), each
+    beside them ([] when this machine ran none). `prices`: offering id -> the price used. A study probed in
+    its own configuration (`probes`, read_study_probes) is compared from its probe, not from the runs."""
+    found = [_probed(p) for p in probes or ()]
+    out: list[Versus | NotCompared] = [v for v in found if v is not None]
+    probed = {v.benchmark for v in out}
     if m.empty:
-        return []
+        return out
     mine = m[m["offering_id"] == SUBJECT]
     figs = reference_figures()
-    out = []
-    for bench in sorted(mine["benchmark"].unique()):
+    for bench in sorted(set(mine["benchmark"].unique()) - probed):
         subject = _subject(mine[mine["benchmark"] == bench])
         batches = {int(x) for x in mine.loc[mine["benchmark"] == bench, "per_gpu_batch_size"].dropna()}
         refs = _comparable([f for f in figs if f.benchmark == bench], batches)
@@ -400,13 +449,14 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
     """The answer's one chart: each study's full training, here (orange) and on
     the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
     from analysis.report.answer import long_duration
-    from analysis.report.plots import MAX_PANELS, _png, figure, log_if_wide
+    from analysis.report.plots import MAX_PANELS, figure, log_if_wide, to_png
 
+    items = [v for v in items if isinstance(v, Versus)]  # a study not compared has nothing to draw
     if not items:
         return None, "this machine ran no benchmark the studies publish"
     items = items[:MAX_PANELS]
     rows = max(len(v.there) + 1 for v in items)
-    fig, axes = figure(1, len(items), (4.8 * len(items), 0.2 * rows + 0.9))
+    fig, axes = figure(1, len(items), (4.8 * len(items), 0.15 * rows + 0.9))
     for ax, v in zip(axes[0], items):
         bars = sorted(
             [(f"this machine ({v.device})", v.here_hours, True)] + [(n, h, False) for n, h, _ in v.there],
@@ -423,12 +473,17 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
         ax.set_xlabel("hours" + (" (log scale)" if log else ""), fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
         ax.set_title(v.work, fontsize=8)
+    how = (
+        "extrapolated from a probe of the study's own configuration as gpubench bench does"
+        if all(v.probe for v in items)
+        else "from its measured rate"
+    )
     caption = (
-        "Time for each study's full training: this machine's from its measured rate (orange), the studies' "
+        f"Time for each study's full training: this machine's {how} (orange), the studies' "
         "GPUs as published or from their published rates (grey). The reference section below has every figure "
         "with its source."
     )
-    return _png(fig), caption
+    return to_png(fig), caption
 
 
 # --- The price a run was costed at, in words a person reads ---
@@ -456,31 +511,8 @@ def price_source_words(r: dict) -> str | None:
     return ORIGIN_WORDS.get(origin or "", None)
 
 
-RUN_FACTS = ("recorded_price_origin", "data")  # run columns a summary row shows but does not carry
-FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
-
-
-def run_facts(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per benchmark x workload x offering x market (the keys the runs have), their
-    distinct recorded price origins and data kinds, each joined in one text (None
-    for none). The same from every run or from their distinct rows, so a query
-    hands over only the distinct (keys, facts) rows."""
-    facts = [c for c in RUN_FACTS if c in runs.columns]
-    keys = [k for k in FACT_KEYS if k in runs.columns]
-    if runs.empty or not facts or not keys:
-        return pd.DataFrame(columns=keys + facts)
-    joined = runs[keys + facts].astype({c: object for c in facts}).copy()
-    for c in facts:
-        joined[c] = joined[c].map(present)
-    return (
-        joined.groupby(keys, dropna=False)[facts]
-        .agg(lambda v: "; ".join(sorted({x for x in v if isinstance(x, str)})) or None)
-        .reset_index()
-    )
-
-
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
-    """The summary with run_facts' columns it does not carry yet, joined by their keys."""
+    """The summary with query.RunsQuery.row_facts' columns it does not carry yet, joined by their keys."""
     facts = [c for c in RUN_FACTS if c in per_row.columns and c not in summary.columns]
     keys = [k for k in FACT_KEYS if k in per_row.columns]
     if summary.empty or per_row.empty or not facts or not keys or not set(keys) <= set(summary.columns):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from queried import summary_of, tables_of
 from synthetic_results import make_result
 
-from analysis.metrics import Options, analyse, breakeven, default_base, recommend, relative_to_base, summarize
+from analysis.metrics import Options, breakeven, default_base, recommend, relative_to_base
 from analysis.price.runs import price_runs
-from analysis.report import with_unit_columns
+from analysis.report.page import with_unit_columns
 from analysis.table import COLUMNS, result_to_row
 from payload.benchmarks import REGISTRY
 
@@ -49,7 +50,7 @@ def test_two_workloads_never_share_a_row_and_each_is_named():
         mnist(epochs=1, samples=1000, train_seconds=30, repeat=3),
     )
     assert runs["workload"].nunique() == 2
-    s = summarize(runs).set_index("workload_label")
+    s = summary_of(runs).set_index("workload_label")
     assert sorted(s.index) == ["1 ep x 1,000 samples, batch 128, fp32", "2 ep x 12,000 samples, batch 128, fp32"]
     big = s.loc["2 ep x 12,000 samples, batch 128, fp32"]
     assert big["repeats"] == 2
@@ -58,7 +59,7 @@ def test_two_workloads_never_share_a_row_and_each_is_named():
     small = s.loc["1 ep x 1,000 samples, batch 128, fp32"]
     assert small["repeats"] == 1 and small["train_hours"] == pytest.approx(30 / 3600)
     # recommendations are per configuration too
-    recs = recommend(summarize(runs), Options())
+    recs = recommend(summary_of(runs), Options())
     assert sorted(r["workload_label"] for r in recs) == sorted(s.index)
 
 
@@ -119,7 +120,7 @@ def test_runs_at_two_prices_are_two_rows_never_one_invented_rate():
         mnist(epochs=1, samples=1000, train_seconds=3600, hourly=0.10, repeat=1),
         mnist(epochs=1, samples=1000, train_seconds=3600, hourly=0.25, repeat=2),
     )
-    s = summarize(runs).sort_values("hourly_usd")
+    s = summary_of(runs).sort_values("hourly_usd")
     assert s["hourly_usd"].tolist() == pytest.approx([0.10, 0.25])
     assert s["train_cost_usd"].tolist() == pytest.approx([0.10, 0.25])
     assert s["prices_paid"].tolist() == ["USD 0.1/h", "USD 0.25/h"]
@@ -143,7 +144,7 @@ def test_spot_runs_share_a_row_and_list_the_prices_they_paid():
         )
         for i, p in enumerate((0.27, 0.31))
     ]
-    (row,) = summarize(priced(*spot)).to_dict("records")
+    (row,) = summary_of(priced(*spot)).to_dict("records")
     assert row["repeats"] == 2
     assert row["prices_paid"] == "USD 0.27-0.31/h (spot, 2 prices, each run at its own)"
     # the cost is the median of per-run costs, each at its own price
@@ -160,7 +161,7 @@ def test_each_benchmark_declares_its_unit_and_the_report_uses_it():
     r = make_result("aws/p2.xlarge", "bilstm-sentiment", samples_per_second=1234.5, hourly_usd=0.9)
     runs = priced(r)
     assert runs["sample_unit"].tolist() == ["tweet"]
-    text = with_unit_columns(summarize(runs)).iloc[0]
+    text = with_unit_columns(summary_of(runs)).iloc[0]
     assert text["throughput"] == "1,234.5 tweets/s"
     assert text["per_usd"] == f"{1234.5 * 3600 / 0.9:,.0f} tweets"
 
@@ -172,7 +173,7 @@ def test_fastest_needs_no_price_and_unpriced_offerings_are_listed_with_how_to_pr
     slow_priced = make_result(
         "aws/p2.xlarge", "resnet50", train_seconds=3600, hourly_usd=0.9, boot_seconds=0, tail_seconds=0, repeat=1
     )
-    (rec,) = recommend(summarize(priced(fast_unpriced, slow_priced)), Options())
+    (rec,) = recommend(summary_of(priced(fast_unpriced, slow_priced)), Options())
     assert rec["fastest"]["offering_id"] == "aws/g5.xlarge" and rec["fastest"]["cost_usd"] is None
     assert rec["cheapest"]["offering_id"] == "aws/p2.xlarge"
     (u,) = rec["unpriced"]
@@ -184,16 +185,16 @@ def test_the_default_base_is_an_offering_in_the_data():
     a = make_result("aws/p3.2xlarge", "resnet50", hourly_usd=3.06, train_seconds=900, repeat=1)
     b = make_result("aws/p3.2xlarge", "vgg16", hourly_usd=3.06, train_seconds=900, repeat=2)
     c = make_result("gcp/n1-standard-4+1xp100", "resnet50", hourly_usd=1.5, train_seconds=1800, repeat=3)
-    s = summarize(priced(a, b, c))
+    s = summary_of(priced(a, b, c))
     assert default_base(s) == "aws/p3.2xlarge"  # two configurations beat one
     rel = relative_to_base(s).set_index(["benchmark", "offering_id"])
     assert rel.loc[("resnet50", "gcp/n1-standard-4+1xp100"), "rel_time"] == pytest.approx(2.0)
     # a K80 in the data is preferred (seed 002's base)
     k80 = make_result("gcp/n1-standard-4+1xk80", "resnet50", hourly_usd=0.49, train_seconds=3600, repeat=4)
-    s = summarize(priced(a, b, c, k80))
+    s = summary_of(priced(a, b, c, k80))
     assert default_base(s) == "gcp/n1-standard-4+1xk80"
     opts = Options()
-    analyse(priced(a, b, c, k80), opts)
+    tables_of(priced(a, b, c, k80), opts)
     assert opts.base == "gcp/n1-standard-4+1xk80"
 
 
@@ -214,7 +215,7 @@ def test_breakeven_is_per_workload_with_the_twice_cheaper_crossing():
         run("aws/p3.2xlarge", 64, 500.0, 3.06, 2),
         run("aws/p3.2xlarge", 32, 50.0, 3.06, 3),  # another workload: no pair with the box
     )
-    be = breakeven(summarize(runs))
+    be = breakeven(summary_of(runs))
     (row,) = be.to_dict("records")
     assert row["workload_label"] == "1,000 steps, batch 64, fp32"
     a = 6500 / 30

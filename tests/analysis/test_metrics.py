@@ -1,5 +1,6 @@
 """Pricing of runs (billing windows, spot attempts, recorded vs catalog prices)
-and the metrics computed from them, checked against hand-computed values."""
+and the metrics the report computes from them (the summary by the report's
+query), checked against hand-computed values."""
 
 from __future__ import annotations
 
@@ -8,18 +9,17 @@ from datetime import date, datetime, timezone
 
 import pandas as pd
 import pytest
+from queried import summary_of, tables_of
 from synthetic_results import make_result
 
 from analysis.metrics import (
     Options,
     add_frontier,
-    analyse,
     breakeven,
     pareto_mask,
     recommend,
     relative_to_base,
     scaling,
-    summarize,
 )
 from analysis.price.billed import breakeven_days_per_month
 from analysis.price.runs import price_runs
@@ -137,7 +137,7 @@ def _lab() -> pd.DataFrame:
 
 
 def test_summary_medians_spread_and_per_dollar_figures():
-    s = summarize(_lab()).set_index(["offering_id", "gpus_used"])
+    s = summary_of(_lab()).set_index(["offering_id", "gpus_used"])
     k80 = s.loc[("aws/p2.xlarge", 1)]
     assert k80["repeats"] == 2  # the failed run is not timed
     assert k80["samples_per_second"] == pytest.approx(105.0)
@@ -149,18 +149,18 @@ def test_summary_medians_spread_and_per_dollar_figures():
 
 
 def test_relative_to_the_base_and_a_missing_base():
-    s = relative_to_base(summarize(_lab()), "aws/p2.xlarge").set_index(["offering_id", "gpus_used"])
+    s = relative_to_base(summary_of(_lab()), "aws/p2.xlarge").set_index(["offering_id", "gpus_used"])
     v100 = s.loc[("aws/p3.2xlarge", 1)]
     assert v100["rel_time"] == pytest.approx(0.25)
     # per-second billing rounds 818.18 s up to 819 s: within 0.1 %
     assert v100["rel_train_cost"] == pytest.approx(0.25 * 3.06 / 0.9, rel=1e-3)
-    other = relative_to_base(summarize(_lab()), "gcp/n1-standard-4+1xk80")
+    other = relative_to_base(summary_of(_lab()), "gcp/n1-standard-4+1xk80")
     assert other["rel_time"].isna().all()
     assert other["relative_note"].iloc[0] == "base gcp/n1-standard-4+1xk80 has no completed resnet50 run"
 
 
 def test_scaling_efficiency_against_the_same_machine_with_one_gpu():
-    sc = scaling(summarize(_lab()))
+    sc = scaling(summary_of(_lab()))
     (row,) = sc.to_dict("records")
     assert (row["offering_id"], row["gpus"]) == ("aws/p3.8xlarge", 4)
     assert row["speedup"] == pytest.approx(3.0) and row["efficiency"] == pytest.approx(0.75)
@@ -190,7 +190,7 @@ def test_other_batch_sizes_and_precisions_are_not_pooled_as_repeats():
         )
         r["benchmark"]["per_gpu_batch_size"] = batch
         runs.append(r)
-    s = summarize(priced(*runs))
+    s = summary_of(priced(*runs))
     one = s[(s["offering_id"] == "aws/p3.8xlarge") & (s["gpus_used"] == 1)].set_index("per_gpu_batch_size")
     assert one["repeats"].tolist() == [1, 1]
     assert one.loc[32, "samples_per_second"] == 100.0 and one.loc[64, "samples_per_second"] == 300.0
@@ -203,7 +203,7 @@ def test_other_batch_sizes_and_precisions_are_not_pooled_as_repeats():
 
 
 def test_breakeven_matches_the_cost_model():
-    be = breakeven(summarize(_lab()))
+    be = breakeven(summary_of(_lab()))
     spec = load_catalog().get("onprem/parkopedia-4x1080ti").onprem
     row = be[(be["cloud"] == "aws/p3.2xlarge")].iloc[0]
     assert row["breakeven_days_per_month"] == pytest.approx(breakeven_days_per_month(spec, 1050.0, 3.06, 420.0))
@@ -215,7 +215,7 @@ def test_breakeven_beyond_a_month_is_called_never_not_a_day_count():
     lab = _lab()
     box = lab["offering_id"] == "onprem/parkopedia-4x1080ti"
     lab.loc[box, "samples_per_second"] = lab.loc[box, "samples_per_second"] / 40
-    be = breakeven(summarize(lab))
+    be = breakeven(summary_of(lab))
     row = be[be["cloud"] == "aws/p2.xlarge"].iloc[0]
     assert row["breakeven_days_per_month"] > 31 and row["note"].startswith("never within a month")
 
@@ -227,7 +227,7 @@ def test_pareto_mask():
 
 
 def test_recommendations_cheapest_fastest_deadline_and_budget():
-    s = add_frontier(summarize(_lab()))
+    s = add_frontier(summary_of(_lab()))
     (rec,) = recommend(s, Options(deadline_hours=0.3, budget_usd=1.0))
     assert rec["cheapest"]["offering_id"] == "onprem/parkopedia-4x1080ti"
     assert rec["fastest"]["offering_id"] == "aws/p3.8xlarge"
@@ -241,7 +241,7 @@ def test_recommendations_cheapest_fastest_deadline_and_budget():
 
 def test_analyse_of_nothing_is_empty_not_an_error():
     empty = price_runs(pd.DataFrame(columns=list(COLUMNS)))
-    got = analyse(empty, Options())
+    got = tables_of(empty, Options())
     assert got["summary"].empty and got["scaling"].empty and got["breakeven"].empty and got["recommendations"] == []
 
 
@@ -267,6 +267,6 @@ def test_keras_backends_are_compared_side_by_side_not_pooled():
     old["software"].pop("backend", None)  # results from before --backend: tensorflow
     table = priced(*runs, old)
     assert table["backend"].tolist() == ["tensorflow", "tensorflow", "jax", "tensorflow"]
-    s = summarize(table).set_index("backend")
+    s = summary_of(table).set_index("backend")
     assert s.loc["tensorflow", "repeats"] == 3 and s.loc["jax", "repeats"] == 1
     assert s.loc["jax", "samples_per_second"] == 150.0 and s.loc["tensorflow", "samples_per_second"] == 110.0

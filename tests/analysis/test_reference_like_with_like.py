@@ -27,8 +27,7 @@ def test_a_synthetic_bilstm_run_is_other_work_than_seed_000():
     found = work_differences(f, "fp32", 32, "synthetic")
     assert found == [
         "the study does not print its batch size",
-        "synthetic 40-token tweets here, real tweets padded to the longest tweet of the corpus (length not printed) "
-        "in the study",
+        "synthetic 40-token tweets here, real tweets padded to the corpus' longest (length not printed) in the study",
     ]
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from queried import assumed_price_note, query_of, section
 
 from analysis.reference.studies import reference_figures
-from analysis.report.reference import assumed_price_note, measured, section
 
 
 def _by(study, benchmark):
@@ -77,7 +77,8 @@ def test_section_compares_at_the_same_batch_and_says_what_differs():
 def test_section_without_comparable_runs_says_so():
     html = section(_runs(benchmark="mnist-mlp"))
     assert "nothing to put beside the published figures" in html and "<img" not in html
-    assert measured(_runs(status="failed")).empty
+    with query_of(_runs(status="failed")) as q:
+        assert q.measured().empty
 
 
 def test_assumed_price_note_only_for_local_offerings():

@@ -104,21 +104,6 @@ def test_write_report_writes_the_page_and_the_summary(collected):
     assert "cost to train" in text and "\nprices:\n" in text and text.endswith(f"report: {got.html}\n")
 
 
-def test_write_report_queues_the_reference_chart_before_the_summary_query(collected, monkeypatch):
-    """The reference chart needs only the runs' facts: it goes to the chart worker before
-    the longest query (the summary) runs, so the two overlap, and the page uses it as drawn."""
-    from analysis.report import reference
-    from analysis.report.query import RunsQuery
-
-    order = []
-    plot, summary = reference.plot, RunsQuery.summary
-    monkeypatch.setattr(reference, "plot", lambda m: order.append("reference chart") or plot(m))
-    monkeypatch.setattr(RunsQuery, "summary", lambda self: order.append("summary query") or summary(self))
-    page = write_report(collected[0]).html.read_text()
-    assert order == ["reference chart", "summary query"]  # built once, ahead
-    assert "This report&#39;s runs beside the studies&#39; published throughput" in page
-
-
 def test_write_report_reprices_at_a_date_and_skips_the_age_warning(collected):
     out, _, _ = collected
     got = write_report(out, as_of=date(2018, 2, 8), base="aws/p2.xlarge", cost_basis="train")

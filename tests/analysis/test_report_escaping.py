@@ -9,11 +9,11 @@ from html.parser import HTMLParser
 
 import pandas as pd
 import pytest
+from queried import assumed_price_note, section
 from synthetic_results import demo_like_results, result_bytes, result_key
 
 from analysis.cli import main
 from analysis.collect import read_table
-from analysis.report.reference import assumed_price_note, section
 from payload.storage import open_store
 
 # the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)

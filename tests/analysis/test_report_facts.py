@@ -1,14 +1,13 @@
-"""The page's summary of the runs that did not complete, from a runs DataFrame:
-the most recent listed (latest first, ties in table order, no start last) and
-every one counted per stack, offering and status."""
+"""The page's summary of the runs that did not complete, as the report's query
+computes it: the most recent listed (latest first, ties in table order, no
+start last) and every one counted per stack, offering and status."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
-
-from analysis.report.facts import most_recent, not_done_counts
+from queried import query_of
 
 
 def _runs() -> pd.DataFrame:
@@ -25,12 +24,14 @@ def _runs() -> pd.DataFrame:
 
 
 def test_most_recent_first_ties_in_table_order_and_no_start_last():
-    assert list(most_recent(_runs(), 5)["run_id"]) == ["c", "a", "d", "e", "b"]
-    assert list(most_recent(_runs(), 2)["run_id"]) == ["c", "a"]
+    with query_of(_runs()) as q:
+        assert list(q.not_done(5)["run_id"]) == ["c", "a", "d", "e", "b"]
+        assert list(q.not_done(2)["run_id"]) == ["c", "a"]
 
 
 def test_counted_per_stack_offering_and_status_missing_stack_last():
-    counts = not_done_counts(_runs())
+    with query_of(_runs()) as q:
+        counts = q.not_done_counts()
     keys = [tuple(r) for r in counts[["offering_id", "status", "runs"]].itertuples(index=False)]
     assert keys == [("o1", "failed", 2), ("o1", "interrupted", 1), ("o3", "failed", 1), ("o2", "failed", 1)]
     assert list(counts["stack"][:3]) == ["s1", "s1", "s2"] and pd.isna(counts["stack"][3])

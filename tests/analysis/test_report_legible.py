@@ -26,7 +26,6 @@ from synthetic_results import (
 
 from analysis.metrics import Options, recommend
 from analysis.reference.studies import reference_figures
-from analysis.report import INFORMATIVE, informative
 from analysis.report.answer import (
     basis_line,
     configuration,
@@ -36,6 +35,7 @@ from analysis.report.answer import (
     sentence,
     short_label,
 )
+from analysis.report.page import INFORMATIVE, informative
 from payload.storage import open_store
 
 
@@ -314,7 +314,7 @@ def test_fourteen_offerings_chart_numbers_never_overlap(many):
 
 
 def test_reference_section_shows_no_none_for_what_a_run_did_not_record():
-    from analysis.report.reference import section
+    from queried import section
 
     runs = pd.DataFrame(
         [

@@ -9,11 +9,12 @@ import re
 
 import pandas as pd
 import pytest
+from queried import query_of
 from synthetic_results import demo_like_results, result_bytes, result_key
 
 from analysis.cli import main
 from analysis.collect import read_table
-from analysis.report import probe_line, split_probes
+from analysis.report.page import probe_line
 from payload.storage import open_store
 
 # the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)
@@ -92,11 +93,13 @@ def test_a_table_without_probes_has_no_probe_line(collected, tmp_path, capsys):
     assert none_set == old  # a missing flag is a full run
 
 
-def test_split_probes_treats_a_missing_column_or_value_as_a_full_run():
-    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "probe": [True, False, None, True]})
-    full, probes = split_probes(runs)
-    assert list(full["run_id"]) == ["b", "c"] and probes == 2
-    same, none = split_probes(runs.drop(columns=["probe"]))
-    assert none == 0 and same.equals(runs.drop(columns=["probe"]))
+def test_the_query_treats_a_missing_column_or_value_as_a_full_run():
+    runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "status": "failed", "probe": [True, False, None, True]})
+    with query_of(runs) as q:
+        assert q.probes() == 2 and q.facts().total == 2
+        assert list(q.rows("SELECT run_id FROM full_runs ORDER BY _idx")) == [("b",), ("c",)]
+    with query_of(runs.drop(columns=["probe"]), without=("probe",)) as q:
+        assert "probe" not in q.columns
+        assert q.probes() == 0 and q.facts().total == 4
     assert probe_line(0) == "" and probe_line(1).startswith("1 probe run left out")
     assert "`gpubench bench` shows them" in probe_line(2)

@@ -1,23 +1,23 @@
-"""The report computed by DuckDB queries over the results table equals, row
-for row, the report computed from every run loaded into pandas: the metrics
-tables, the page's counts and run lists, and the page itself."""
+"""The report's figures as its query computes them over the results table:
+golden tables (a few runs, every expected figure worked out by hand in the
+comments), the page's counts and run lists over many runs, the readers of a
+table (its export, an Arrow dataset, a Hive-partitioned one, the Delta table
+alone) giving the same figures."""
 
 from __future__ import annotations
 
+import math
 import random
-import re
 from datetime import date
 
 import pandas as pd
 import pytest
+from queried import as_collected
 from synthetic_results import T0, demo_like_results, make_result, result_bytes, result_key
 
 from analysis.collect import read_table
 from analysis.collecting import collect_results
-from analysis.metrics import JOINED, Options, analyse, analyse_summary
-from analysis.price import age as price_age
-from analysis.price.runs import price_runs
-from analysis.report import RunFacts, render_html, split_probes
+from analysis.metrics import GROUP, JOINED
 from analysis.report.build import write_report
 from analysis.report.query import report_query
 from analysis.report.source import NoResultsTable, results_dataset
@@ -81,69 +81,9 @@ def table(request, tmp_path_factory) -> str:
     return _collect(tmp_path_factory.mktemp("query"), FIXTURES[request.param]())
 
 
-def _today(table: str, opts: Options, as_of: date | None):
-    """The report's figures as computed before the query: every run in pandas."""
-    runs = read_table(table)
-    if as_of is not None and len(runs):
-        runs = price_runs(runs, as_of=as_of)
-    dates = None  # the launch-time prices taken from the catalog, as write_report looked them up
-    if len(runs) and "price_basis" in runs:
-        dates = runs.loc[runs["price_basis"].astype(str).str.contains("catalog", na=False), "price_as_of"].tolist()
-    full, probes = split_probes(runs)
-    return analyse(full, opts), RunFacts.of(full), probes, dates
-
-
-def _queried(table: str, opts: Options, as_of: date | None):
-    with report_query(results_dataset(table), as_of=as_of) as query:
-        summary, facts, probes, dates = query.summary(), query.facts(), query.probes(), query.catalog_price_dates()
-    return analyse_summary(summary, opts), facts, probes, dates
-
-
-def _assert_same_report(table: str, as_of: date | None = None, page: bool = False, **options) -> None:
-    """The same tables and facts (all the page is made of); with `page`, the same page too."""
-    old_opts, new_opts = Options(**options), Options(**options)
-    old, old_facts, old_probes, old_dates = _today(table, old_opts, as_of)
-    new, new_facts, new_probes, new_dates = _queried(table, new_opts, as_of)
-    assert set(old) == set(new)
-    for name in ("summary", "scaling", "breakeven"):
-        pd.testing.assert_frame_equal(new[name], old[name], check_exact=True)
-    assert new["recommendations"] == old["recommendations"]
-    assert (new_facts.total, new_facts.completed, new_probes) == (old_facts.total, old_facts.completed, old_probes)
-    expected_not_done = old_facts.not_done[list(new_facts.not_done.columns)].reset_index(drop=True)
-    pd.testing.assert_frame_equal(new_facts.not_done, expected_not_done, check_exact=True)
-    _assert_same_counts(new_facts.not_done_counts, old_facts.not_done_counts)
-    pd.testing.assert_frame_equal(new_facts.measured, old_facts.measured, check_exact=True)
-    pd.testing.assert_frame_equal(new_facts.row_facts, old_facts.row_facts, check_exact=True)
-    assert (new_dates is None) == (old_dates is None)
-    assert sorted(set(new_dates or ())) == sorted(set(old_dates or ()))
-    assert price_age.warning(new_dates or (), 30, today=date(2030, 1, 1)) == price_age.warning(
-        old_dates or (), 30, today=date(2030, 1, 1)
-    )
-    assert new_opts.base == old_opts.base
-    if not page:
-        return
-    source = f"{table}/results.parquet"
-    html = lambda facts, tables, opts, probes: re.sub(  # noqa: E731 - the page without its timestamp
-        r"Generated .*? UTC", "Generated", render_html(facts, tables, opts, source, probes)
-    )
-    assert html(new_facts, new, new_opts, new_probes) == html(old_facts, old, old_opts, old_probes)
-
-
-def _assert_same_counts(new: pd.DataFrame, old: pd.DataFrame) -> None:
-    """The same groups, run counts and latest starts; billed sums to the cent
-    (DuckDB and pandas add the same numbers in another order)."""
-    assert list(new.columns) == list(old.columns)
-    cents = ["billed_cost_usd"]
-    exact = lambda f: f.drop(columns=cents).astype(object).where(f.drop(columns=cents).notna(), None)  # noqa: E731
-    pd.testing.assert_frame_equal(exact(new), exact(old), check_exact=True)
-    pd.testing.assert_series_equal(
-        new["billed_cost_usd"].astype(float), old["billed_cost_usd"].astype(float), atol=0.005
-    )
-
-
 def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table, tmp_path):
     """More incomplete runs than the page lists: counted per stack, offering and
-    status, the most recent NOT_DONE_SAMPLE listed, latest first, as pandas picks them."""
+    status, the most recent NOT_DONE_SAMPLE listed, latest first."""
     from analysis.report.facts import NOT_DONE_SAMPLE
 
     runs = read_table(table)
@@ -161,7 +101,6 @@ def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table
     many = tmp_path / "many"
     many.mkdir()
     pd.concat([runs, rows], ignore_index=True).to_parquet(many / "results.parquet")
-    _assert_same_report(str(many), page=True)
     with report_query(results_dataset(str(many))) as query:
         facts = query.facts()
     everyone = pd.concat([runs, rows], ignore_index=True)
@@ -177,51 +116,18 @@ def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table
     assert f"To list all {len(gone):,}" in listed and "WHERE status IS DISTINCT FROM" in listed
 
 
-def test_queried_report_equals_the_pandas_report(table):
-    _assert_same_report(table, page=True)
-    assert len(read_table(table)) > 20  # the fixture has something to aggregate
-
-
-def test_queried_report_equals_under_every_option(table):
-    _assert_same_report(table, base="aws/p3.2xlarge", deadline_hours=0.5, budget_usd=1.0, cost_basis="train")
-
-
-def test_queried_report_equals_when_repriced_at_a_date(table):
-    _assert_same_report(table, as_of=date(2018, 2, 8), page=True)
-
-
-def test_probe_runs_are_set_apart_by_the_query_as_by_pandas(table, tmp_path):
+def test_probe_runs_are_left_out_of_every_figure_and_counted(table, tmp_path):
     runs = read_table(table)
     probed = tmp_path / "probed"
     probed.mkdir()
-    runs.assign(probe=runs["offering_id"] == "aws/p3.2xlarge").to_parquet(probed / "results.parquet")
-    _assert_same_report(str(probed))
+    is_probe = runs["offering_id"] == "aws/p3.2xlarge"
+    runs.assign(probe=is_probe).to_parquet(probed / "results.parquet")
     with report_query(results_dataset(str(probed))) as query:
-        assert query.probes() == int((runs["offering_id"] == "aws/p3.2xlarge").sum()) > 0
-
-
-def test_a_table_from_before_workloads_and_probes_is_read_as_pandas_reads_it(table, tmp_path):
-    legacy = tmp_path / "legacy"
-    legacy.mkdir()
-    old = read_table(table).drop(columns=["workload", "workload_label", "sample_unit", "probe"])
-    old.to_parquet(legacy / "results.parquet")
-    _assert_same_report(str(legacy))
-
-
-def test_write_report_writes_the_same_page_and_summary_as_build_report(table, tmp_path):
-    """The command's call end to end, against the pandas pipeline it replaced."""
-    from analysis.report import build_report
-
-    outcome = write_report(table)
-    runs = read_table(table)
-    # write_report leaves a deadline or budget the user did not give out of the answer
-    unasked = Options(deadline_hours=None, budget_usd=None)
-    path, tables = build_report(runs, tmp_path / "old", unasked, source=outcome.table)
-    strip = lambda p: re.sub(r"Generated .*? UTC", "", p.read_text(encoding="utf-8"))  # noqa: E731
-    assert strip(outcome.html) == strip(path)
-    assert (tmp_path / "old" / "summary.csv").read_text() == (outcome.html.parent / "summary.csv").read_text()
-    assert outcome.runs == len(split_probes(runs)[0])
-    assert outcome.tables["versus"] == tables["versus"]  # the terminal's comparison with the studies
+        summary, facts = query.summary(), query.facts()
+        assert query.probes() == int(is_probe.sum()) > 0
+    assert "aws/p3.2xlarge" not in set(summary["offering_id"]) and len(summary)
+    assert facts.total == int((~is_probe).sum())
+    assert "aws/p3.2xlarge" not in set(facts.measured.get("offering_id", ()))
 
 
 def test_an_empty_table_gives_the_empty_report(tmp_path):
@@ -229,8 +135,13 @@ def test_an_empty_table_gives_the_empty_report(tmp_path):
     empty.mkdir()
     rows = read_table(_collect(tmp_path, [make_result(status="failed", repeat=5)]))
     rows.iloc[0:0].to_parquet(empty / "results.parquet")
-    _assert_same_report(str(empty))
-    _assert_same_report(str(empty), as_of=date(2018, 2, 8))
+    for as_of in (None, date(2018, 2, 8)):
+        with report_query(results_dataset(str(empty)), as_of=as_of) as query:
+            summary, facts, probes = query.summary(), query.facts(), query.probes()
+        assert summary.empty and list(summary.columns) == [*GROUP, "repeats"]
+        assert (facts.total, facts.completed, probes, len(facts.not_done), facts.measured.empty) == (0, 0, 0, 0, True)
+    got = write_report(str(empty))
+    assert got.empty and "no completed runs" in got.text()
 
 
 def test_no_table_names_the_location_and_the_fix(tmp_path):
@@ -288,3 +199,214 @@ def test_a_table_collected_without_exports_is_queried_as_the_results_dataset(tmp
     by_run = lambda m: {k: sorted(v) for k, v in m.seconds.items()}  # noqa: E731 - order is the scan's
     assert by_run(measured_runs_of(bare)) == by_run(measured_runs_of(exported)) != {}
     assert measured_runs_of(bare).where == str(bare)
+
+
+# --- Golden tables: nine runs of resnet50, every expected figure worked out by hand ---------------
+
+_SAME = {  # one configuration: batch 32, fp32, tensorflow, 1 GPU
+    "benchmark": "resnet50",
+    "workload": "w1",
+    "workload_label": "2 epochs, batch 32, fp32",
+    "sample_unit": "image",
+    "backend": "tensorflow",
+    "precision": "fp32",
+    "per_gpu_batch_size": 32,
+    "gpus_used": 1,
+    "data": "synthetic",
+    "device": "GPU",
+    "stack": "s1",
+}
+# (run, offering, market, status, probe, train h, samples/s, USD/h, price source, price basis, started)
+_RUNS = (
+    ("r3", "aws/p3.2xlarge", "on-demand", "completed", False, 4.0, 25.0, 3.0, "B", "catalog", "2026-01-03"),
+    ("r1", "aws/p3.2xlarge", "on-demand", "completed", False, 1.0, 100.0, 3.0, "A", "catalog", "2026-01-01"),
+    ("r2", "aws/p3.2xlarge", "on-demand", "completed", False, 2.0, 50.0, 3.0, "A", "catalog", "2026-01-02"),
+    ("r4", "aws/p3.2xlarge", "on-demand", "completed", False, 1.5, 80.0, 2.5, "A", "recorded", "2026-01-04"),
+    ("r5", "aws/p2.xlarge", "spot", "completed", False, 3.0, 30.0, 0.2, "S", "spot", "2026-01-05"),
+    ("r6", "aws/p2.xlarge", "spot", "completed", False, 5.0, 20.0, 0.4, "S", "spot", "2026-01-06"),
+    ("r7", "aws/p2.xlarge", "spot", "failed", False, None, None, 0.3, "S", "spot", "2026-01-07"),
+    ("r8", "aws/p3.2xlarge", "on-demand", "completed", True, 0.1, 200.0, 3.0, "A", "catalog", "2026-01-08"),
+    ("r9", "gcp/x", "on-demand", "completed", False, 0.5, None, None, None, None, "2026-01-09"),
+)
+
+
+def _golden_runs() -> pd.DataFrame:
+    rows = []
+    for run, offering, market, status, probe, hours, sps, hourly, source, basis, started in _RUNS:
+        rows.append(
+            {
+                **_SAME,
+                "run_id": run,
+                "offering_id": offering,
+                "market": market,
+                "status": status,
+                "probe": probe,
+                "train_hours": hours,
+                "samples_per_second": sps,
+                "hourly_usd": hourly,
+                "train_cost_usd": None if hours is None or hourly is None else hours * hourly,
+                "billed_cost_usd": None if hourly is None else (hours or 0.2) * hourly + 0.1,
+                "price_source": source,
+                "price_basis": basis and f"{basis} price",
+                "price_as_of": "2026-01-01" if basis == "catalog" else None,
+                "started_at": started,
+                "setup_fee_usd": None,
+                "data": "real" if run == "r5" else "synthetic",
+            }
+        )
+    return as_collected(pd.DataFrame(rows))
+
+
+def _golden_table(tmp_path, runs: pd.DataFrame) -> str:
+    out = tmp_path / "golden"
+    out.mkdir()
+    runs.to_parquet(out / "results.parquet")
+    return str(out)
+
+
+# (offering, market, price key, repeats, train h median, min, max, spread, samples/s median,
+#  USD/h median, samples per USD median, price sources joined, prices paid, ImageNet hours)
+GOLDEN_SUMMARY = [
+    # r5, r6 (spot: one row, each run at its own price): hours (3 + 5) / 2 = 4, spread (5 - 3) / 4;
+    # samples/s (30 + 20) / 2 = 25; USD/h (0.2 + 0.4) / 2; per USD: 30 x 3600 / 0.2 = 540,000 and
+    # 20 x 3600 / 0.4 = 180,000, median 360,000; ImageNet: 153,600,000 images / 25 per s / 3600 s
+    (
+        "aws/p2.xlarge",
+        "spot",
+        "spot",
+        2,
+        4.0,
+        3.0,
+        5.0,
+        0.5,
+        25.0,
+        0.3,
+        360_000.0,
+        "S",
+        "USD 0.2-0.4/h (spot, 2 prices, each run at its own)",
+        153_600_000 / 25 / 3600,
+    ),
+    # r4 alone (another price is another row): 80 x 3600 / 2.5 = 115,200 images per USD
+    (
+        "aws/p3.2xlarge",
+        "on-demand",
+        "2.5",
+        1,
+        1.5,
+        1.5,
+        1.5,
+        0.0,
+        80.0,
+        2.5,
+        115_200.0,
+        "A",
+        "USD 2.5/h",
+        153_600_000 / 80 / 3600,
+    ),
+    # r3, r1, r2 (r8 is a probe): hours 4, 1, 2: median 2, spread (4 - 1) / 2; samples/s median 50;
+    # per USD 30,000, 120,000, 60,000: median 60,000; sources in table order: r3's B first
+    (
+        "aws/p3.2xlarge",
+        "on-demand",
+        "3",
+        3,
+        2.0,
+        1.0,
+        4.0,
+        1.5,
+        50.0,
+        3.0,
+        60_000.0,
+        "B; A",
+        "USD 3/h",
+        153_600_000 / 50 / 3600,
+    ),
+    # r9: no price, no throughput
+    ("gcp/x", "on-demand", "unpriced", 1, 0.5, 0.5, 0.5, 0.0, None, None, None, None, None, None),
+]
+SUMMARY_READ = ["offering_id", "market", "price_key", "repeats", "train_hours", "train_hours_min", "train_hours_max",
+                "train_hours_spread", "samples_per_second", "hourly_usd", "samples_per_usd", "price_source",
+                "prices_paid", "imagenet_hours"]  # fmt: skip
+
+
+def _rows(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
+    """The frame's rows as tuples, a missing value as None."""
+    cells = frame[columns].astype(object).where(frame[columns].notna(), None)
+    return [tuple(r) for r in cells.itertuples(index=False)]
+
+
+def _assert_rows(got: list[tuple], expected: list[tuple]) -> None:
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert g == pytest.approx(e), (g, e)
+
+
+def test_golden_summary(tmp_path):
+    with report_query(results_dataset(_golden_table(tmp_path, _golden_runs()))) as query:
+        summary = query.summary()
+    _assert_rows(_rows(summary, SUMMARY_READ), GOLDEN_SUMMARY)
+    assert set(summary["workload_label"]) == {"2 epochs, batch 32, fp32"} and set(summary["sample_unit"]) == {"image"}
+    # r1-r3: train cost 3 x hours (3, 6, 12): median 6, spread (12 - 3) / 6; billed adds 0.10 a run
+    p3 = summary[summary["price_key"] == "3"].iloc[0]
+    assert (p3["train_cost_usd"], p3["train_cost_usd_spread"], p3["billed_cost_usd"]) == pytest.approx((6.0, 1.5, 6.1))
+    assert p3["price_basis"] == "catalog price" and p3["imagenet_cost_usd"] == pytest.approx(
+        153_600_000 / 50 / 3600 * 3
+    )
+
+
+def test_golden_facts(tmp_path):
+    with report_query(results_dataset(_golden_table(tmp_path, _golden_runs()))) as query:
+        facts, probes, dates = query.facts(), query.probes(), query.catalog_price_dates()
+    # nine rows, r8 a probe: eight full runs, r7 the one that did not complete
+    assert (facts.total, facts.completed, facts.not_done_total, probes) == (8, 7, 1, 1)
+    assert list(facts.not_done["run_id"]) == ["r7"]
+    assert _rows(facts.not_done_counts, ["stack", "offering_id", "status", "runs", "billed_cost_usd"]) == [
+        ("s1", "aws/p2.xlarge", "failed", 1, pytest.approx(0.2 * 0.3 + 0.1))  # no time: 0.2 h billed
+    ]
+    # the reference setups (resnet50 is a studies' benchmark), completed runs with a throughput:
+    # p2 spot: r5, r6 -> (30 + 20) / 2 = 25 images/s at (0.2 + 0.4) / 2 USD/h, first source S;
+    # p3 on-demand: r3, r1, r2, r4 -> (50 + 80) / 2 = 65 images/s at (3 + 3) / 2 USD/h, first source B
+    # (r5's data is real, the rest synthetic: two setups for p2)
+    measured = ["offering_id", "market", "data", "value", "runs", "hourly_usd", "price_source"]
+    _assert_rows(
+        _rows(facts.measured, measured),
+        [
+            ("aws/p2.xlarge", "spot", "real", 30.0, 1, 0.2, "S"),
+            ("aws/p2.xlarge", "spot", "synthetic", 20.0, 1, 0.4, "S"),
+            ("aws/p3.2xlarge", "on-demand", "synthetic", 65.0, 4, 3.0, "B"),
+        ],
+    )
+    # per offering x market: the data kinds its full runs recorded, each once, sorted
+    assert _rows(facts.row_facts, ["offering_id", "market", "data"]) == [
+        ("aws/p2.xlarge", "spot", "real; synthetic"),
+        ("aws/p3.2xlarge", "on-demand", "synthetic"),
+        ("gcp/x", "on-demand", "synthetic"),
+    ]
+    assert sorted(set(dates)) == ["2026-01-01"]  # r1, r2, r3, r8: launch-time prices from the catalog
+
+
+def test_golden_summary_of_a_table_from_before_workloads_and_probes(tmp_path):
+    """No workload, label, unit or probe column: runs are told apart by benchmark, backend,
+    precision and batch only, labelled so; the unit comes from the benchmark's declaration;
+    r8 (without its flag) is a full run."""
+    old = _golden_runs().drop(columns=["workload", "workload_label", "sample_unit", "probe"])
+    with report_query(results_dataset(_golden_table(tmp_path, old))) as query:
+        summary, probes = query.summary(), query.probes()
+    assert probes == 0
+    assert set(summary["workload"]) == {"resnet50|tensorflow|fp32|32"}
+    assert set(summary["workload_label"]) == {"batch 32, fp32 (parameters not in this table: collect again)"}
+    assert set(summary["sample_unit"]) == {"image"}
+    # r8 joins r1-r3: hours 4, 1, 2, 0.1 -> (1 + 2) / 2; samples/s 25, 100, 50, 200 -> (50 + 100) / 2
+    p3 = summary[summary["price_key"] == "3"].iloc[0]
+    assert (p3["repeats"], p3["train_hours"], p3["samples_per_second"]) == (4, 1.5, 75.0)
+
+
+def test_golden_numbers_read_as_numbers(tmp_path):
+    """A throughput written as text that is a number counts; text that is none, or NaN, is missing."""
+    runs = _golden_runs()
+    runs["samples_per_second"] = runs["samples_per_second"].map(lambda v: "n/a" if v == 25.0 else repr(v))
+    with report_query(results_dataset(_golden_table(tmp_path, runs))) as query:
+        summary = query.summary()
+    p3 = summary[summary["price_key"] == "3"].iloc[0]
+    assert p3["samples_per_second"] == 75.0  # r3's "n/a" is missing: (100 + 50) / 2
+    assert math.isnan(summary[summary["price_key"] == "unpriced"].iloc[0]["samples_per_second"])  # "nan"

@@ -75,6 +75,9 @@ def run(task, root, guard, **kw):
         ({"gpus": "T40", "local": True}, "--local probes this machine only"),
         ({"spot": True, "local": True}, "--spot with --local: the market applies to cloud offerings only"),
         ({"hourly_usd": 0.5}, "--hourly-usd prices this machine (--local) only"),
+        ({"probe": 0}, "--probe 0: give how many candidates to probe first, a whole number from 1"),
+        ({"probe": 2, "local": True}, "--probe with --local: the rest are predicted from the catalog's GPU figures"),
+        ({"probe": 2, "gpus": "T4"}, "--probe 2: there are only 1 candidate(s); give --probe 1 or fewer"),
     ],
 )
 def test_a_bad_value_is_refused_before_the_plan_and_nothing_starts(tmp_path, root, options, says):

@@ -335,7 +335,7 @@ def _complete(workdir: Path, line: str, tmp_path: Path) -> list[str]:
 
 def test_completion_of_subcommands_and_stack_names(outside, tmp_path):
     subcommands = _complete(outside, "gpubench pr", tmp_path)
-    assert {s.strip() for s in subcommands} == {"preview", "prices"}
+    assert {s.strip() for s in subcommands} == {"predict", "preview", "prices"}
     stacks = {s.strip() for s in _complete(outside, "gpubench plan aws-g4dn-1", tmp_path)}
     assert stacks == {n for n in known_stacks() if n.startswith("aws-g4dn-1")}
 

@@ -4,6 +4,7 @@ a second run adds runs instead of failing; a wrong price setting is a clear erro
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -21,7 +22,11 @@ def _results(root):
 def test_demo_runs_collects_and_reports_with_the_assumed_price(demo_first):
     out = demo_first.stdout
     # progress as it goes, the report's path at the end
-    assert "[1/2] mnist-mlp" in out and "[2/2] bilstm-sentiment" in out
+    assert "[1/4] mnist-mlp" in out and "[2/4] bilstm-sentiment" in out
+    # then each study's own configuration, probed (seed 000) or said to be beyond this CPU (seed 004's fp16)
+    assert "[3/4] bilstm-sentiment: seed 000's own configuration (batch 32, fp32), probed for at most" in out
+    assert "[4/4] resnet50: seed 004's own configuration (batch 64, fp16)" in out
+    assert "not probed: the study trained in fp16" in out
     assert "[collect]" in out and "[report]" in out
     last = out.strip().splitlines()
     assert any(line.startswith("Open the report: ") for line in last[-3:]), last[-3:]
@@ -53,6 +58,29 @@ def test_demo_runs_collects_and_reports_with_the_assumed_price(demo_first):
     ):
         assert text in page, text
     assert re.search(r"published &divide; local/this-machine", page)
+
+
+def test_the_first_screen_compares_a_probe_of_the_studys_own_job(demo_first):
+    """The probe ran bench's way (the payload in probe mode on the study's task file, its result kept apart
+    from the demo's runs) and its whole-job estimate, recorded beside the table, is what the answer says."""
+    (record,) = [
+        p
+        for p in json.loads((demo_first.root / "table" / "study-probes.json").read_text())["probes"]
+        if p["benchmark"] == "bilstm-sentiment"
+    ]
+    assert record["status"] in ("measured", "not-steady"), record
+    assert record["task"] == "examples/studies/seed000-bilstm-sentiment.yaml" and record["batch"] == 32
+    row = record["row"]
+    assert row["basis"]["est_hours"] == "extrapolated" and row["est_hours"] > 0
+    (probe_result,) = (demo_first.report / "demo-probes" / "runs").glob("local-*/*/result.json")
+    assert json.loads(probe_result.read_text())["probe"]["steady"]["samples_per_second"] > 0
+    from analysis.report.answer import long_duration
+
+    page = html.unescape((demo_first.report / "index.html").read_text(encoding="utf-8"))
+    assert "probe of seed 000's own configuration (batch 32, fp32, synthetic data)" in page
+    assert f"Seed 000's full training (5,683,056 tweets): here about {long_duration(row['est_hours'])} (" in page
+    assert "extrapolated as gpubench bench does, on work that still differs (" in page
+    assert "resnet50: not compared with seed 004: the study trained in fp16" in page
 
 
 def test_second_demo_adds_runs_and_reports_them_all(demo_first, tmp_path):

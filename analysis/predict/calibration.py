@@ -1,0 +1,228 @@
+"""The public throughput tables the model is calibrated on, and what they say about it.
+
+Shipped in analysis/predict/data/*.csv, one row per published figure, each with the URL of the
+table it was read from (at a commit), that commit's date and the license. From them:
+
+- the prior alpha (compute-bound share) per model family and precision, used when one GPU
+  was measured (``priors``);
+- the efficiency of doubling the GPUs in a machine (``scaling_efficiency``);
+- the model's own leave-one-out errors (``leave_one_out``), which set the interval.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from analysis.predict.model import NotPredictable, fit_alpha, log_ratios, ratio
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+ANY_FAMILY = "any"
+# The prior pulls a family's alpha toward its precision's (and that toward one half) with the
+# weight of this many squared log-units of evidence: a family with few tables leans on its precision.
+PRIOR_WEIGHT = 0.05
+# A family gets a prior of its own from this many workloads up; below, one odd workload would set it
+# (held out, the two "language" tables predict each other 60-160 % off), so it takes every family's.
+MIN_FAMILY_WORKLOADS = 4
+# Published rates of one model on one GPU differ between software stacks: ResNet-50 mixed precision
+# on a V100 trains at 1,200 img/s in NVIDIA's DeepLearningExamples PyTorch table (shipped,
+# dle_training.csv) and at 833 img/s in Lambda's benchmarks (github.com/lambdal/deeplearning-benchmark,
+# pytorch/pytorch-train-throughput-fp16.csv at aa5addb6a53675a649a80036dad548f1c27cbcc4, row
+# "LambdaCloud V100 16GB", column resnet50; the repository states no license, so it is quoted, not
+# shipped). No interval is narrower than that spread, high end over low end.
+STACK_SPREAD = 1200.0 / 833.0
+INTERVAL_QUANTILE = 0.9  # the interval holds this share of the calibration's own errors
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published figure: a workload's rate on a machine of `gpu_count` GPUs of a catalog model."""
+
+    workload: str
+    family: str
+    precision: str
+    gpu: str
+    gpu_count: int
+    throughput: float
+    column: str  # the table's column, with its unit
+    source_url: str
+    commit: str
+    date: str
+    license: str
+
+
+def load_rows(paths: Iterable[Path] | None = None) -> list[Row]:
+    """Every shipped row (or those of `paths`)."""
+    rows = []
+    for path in sorted(paths if paths is not None else DATA_DIR.glob("*.csv")):
+        with open(path, newline="") as handle:
+            for raw in csv.DictReader(handle):
+                rows.append(Row(**{**raw, "gpu_count": int(raw["gpu_count"]), "throughput": float(raw["throughput"])}))
+    return rows
+
+
+def sources(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """What the rows were read from: one entry per repository commit, with its license and row count."""
+    found: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        repo = r.source_url.split("/blob/")[0]
+        entry = found.setdefault((repo, r.commit), {"repository": repo, "commit": r.commit, "date": r.date})
+        entry["license"], entry["rows"] = r.license, entry.get("rows", 0) + 1
+        entry.setdefault("gpus", set()).add(r.gpu)
+    return [{**e, "gpus": sorted(e["gpus"])} for e in found.values()]
+
+
+def tables(rows: Sequence[Row]) -> dict[tuple[str, str], dict[str, float]]:
+    """(workload, precision) -> {gpu: one GPU's rate}."""
+    out: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for r in rows:
+        if r.gpu_count == 1:
+            out[(r.workload, r.precision)][r.gpu] = r.throughput
+    return dict(out)
+
+
+def _families(rows: Sequence[Row]) -> dict[str, str]:
+    return {r.workload: r.family for r in rows}
+
+
+def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> list[tuple[float, float, float]]:
+    """Every ordered pair of GPUs in one table as (ln C ratio, ln B ratio, ln rate ratio)."""
+    out = []
+    for s, t in ((s, t) for s in rates for t in rates if s != t):
+        try:
+            xc, xb = log_ratios(specs[s], specs[t], precision)
+        except (KeyError, NotPredictable):
+            continue
+        out.append((xc, xb, math.log(rates[t] / rates[s])))
+    return out
+
+
+def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """(family, precision) -> alpha for families with MIN_FAMILY_WORKLOADS or more; (ANY_FAMILY, precision)
+    for every family."""
+    family = _families(rows)
+    grouped: dict[tuple[str, str], list] = defaultdict(list)
+    for (workload, precision), rates in tables(rows).items():
+        pairs = _pairs(rates, precision, specs)
+        grouped[(family[workload], precision)] += pairs
+        grouped[(ANY_FAMILY, precision)] += pairs
+    workloads: dict[str, set[str]] = defaultdict(set)
+    for workload, fam in family.items():
+        workloads[fam].add(workload)
+    out = {}
+    for precision in {p for _, p in grouped}:
+        out[(ANY_FAMILY, precision)] = fit_alpha(grouped[(ANY_FAMILY, precision)], 0.5, PRIOR_WEIGHT)
+    for (fam, precision), pairs in grouped.items():
+        if fam != ANY_FAMILY and len(workloads[fam]) >= MIN_FAMILY_WORKLOADS:
+            out[(fam, precision)] = fit_alpha(pairs, out[(ANY_FAMILY, precision)], PRIOR_WEIGHT)
+    return out
+
+
+def prior_alpha(table: dict[tuple[str, str], float], family: str, precision: str) -> tuple[float, str]:
+    """The prior for a job, and which group it came from."""
+    if family != ANY_FAMILY and (family, precision) in table:
+        return table[(family, precision)], f"{family}, {precision}"
+    return table.get((ANY_FAMILY, precision), 0.5), f"every family, {precision}"
+
+
+def scaling_efficiency(rows: Sequence[Row]) -> float:
+    """E in N * E ** log2(N): the median over tables of (rate_N / (N * rate_1)) ** (1 / log2 N)."""
+    one = {(r.workload, r.precision, r.gpu): r.throughput for r in rows if r.gpu_count == 1}
+    found = [
+        (r.throughput / (r.gpu_count * one[key])) ** (1.0 / math.log2(r.gpu_count))
+        for r in rows
+        if r.gpu_count > 1 and (key := (r.workload, r.precision, r.gpu)) in one
+    ]
+    return min(1.0, statistics.median(found)) if found else 1.0
+
+
+@dataclass(frozen=True)
+class Held:
+    """One leave-one-out prediction: `gpu`'s rate in a table predicted from `source`'s."""
+
+    workload: str
+    precision: str
+    gpu: str
+    source: str
+    predicted: float
+    actual: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.actual - 1.0
+
+
+def leave_one_out(rows: Sequence[Row], specs: dict[str, Any]) -> list[Held]:
+    """Each GPU of each table predicted from each other GPU of it, with priors fitted on the OTHER
+    workloads only (the held-out workload's figures never inform its own prediction)."""
+    family = _families(rows)
+    out = []
+    for (workload, precision), rates in sorted(tables(rows).items()):
+        others = [r for r in rows if r.workload != workload]
+        alpha, _ = prior_alpha(priors(others, specs), family[workload], precision)
+        for gpu, actual in rates.items():
+            for source, rate in rates.items():
+                if source == gpu or source not in specs or gpu not in specs:
+                    continue
+                try:
+                    xc, xb = log_ratios(specs[source], specs[gpu], precision)
+                except NotPredictable:
+                    continue
+                out.append(Held(workload, precision, gpu, source, rate * ratio(alpha, xc, xb), actual))
+    return out
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile, linear between order statistics (numpy's default)."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+
+def interval_factor(held: Sequence[Held]) -> float:
+    """k such that [rate / k, rate * k] holds INTERVAL_QUANTILE of the leave-one-out errors, and
+    never narrower than the published stacks' spread (k * k >= STACK_SPREAD)."""
+    logs = [abs(math.log(h.predicted / h.actual)) for h in held]
+    fitted = math.exp(quantile(logs, INTERVAL_QUANTILE)) if logs else math.inf
+    return max(fitted, math.sqrt(STACK_SPREAD))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Everything the model takes from the tables."""
+
+    rows: tuple[Row, ...]
+    priors: dict[tuple[str, str], float]
+    efficiency: float
+    held: tuple[Held, ...]
+    factor: float
+
+    @property
+    def gpus(self) -> list[str]:
+        return sorted({r.gpu for r in self.rows})
+
+    @property
+    def families(self) -> list[str]:
+        return sorted({r.family for r in self.rows})
+
+
+def calibrate(rows: Sequence[Row], specs: dict[str, Any]) -> Calibration:
+    held = leave_one_out(rows, specs)
+    return Calibration(tuple(rows), priors(rows, specs), scaling_efficiency(rows), tuple(held), interval_factor(held))
+
+
+@lru_cache(maxsize=1)
+def shipped(specs_key: tuple) -> Calibration:
+    """The calibration on the shipped tables (cached per set of specs)."""
+    return calibrate(load_rows(), dict(specs_key))

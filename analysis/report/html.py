@@ -1,0 +1,67 @@
+"""The report's templates (templates/*.html.j2, Jinja2, autoescaped: a value
+from the data is always text, never markup) and the blocks they lay out:
+tables of cells, and figures as base64 PNG (the page loads nothing else)."""
+
+from __future__ import annotations
+
+import base64
+from functools import lru_cache
+from pathlib import Path
+from typing import NamedTuple
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    """Autoescaped: every value from the data reaches the page as text, never as markup."""
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context) -> str:
+    """One of templates/*.html.j2 with `context`."""
+    return _environment().get_template(template).render(**context)
+
+
+class Cell(NamedTuple):
+    text: str | None  # None: a missing value, shown as a dash
+    num: bool = False  # right-aligned, tabular figures
+
+
+class Row(NamedTuple):
+    cells: tuple[Cell, ...]
+    css: str | None = None
+
+
+class Table(NamedTuple):
+    head: tuple[str, ...]
+    rows: tuple[Row, ...]
+    css: str | None = None
+
+
+class Figure(NamedTuple):
+    title: str
+    png: str | None  # base64; None when not drawn, the caption then says why
+    caption: str
+
+    @classmethod
+    def of(cls, title: str, png: bytes | None, caption: str) -> Figure:
+        return cls(title, None if png is None else base64.b64encode(png).decode("ascii"), caption)
+
+
+def breakable(ident: str) -> Markup:
+    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
+    out = str(escape(ident))
+    for ch in "/+-":
+        out = out.replace(ch, ch + "<wbr>")
+    return Markup(out)

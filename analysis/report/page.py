@@ -1,0 +1,486 @@
+"""The report page: what templates/report.html.j2 shows, computed from the
+runs' facts (query.RunFacts) and the metrics tables (metrics.analyse_summary
+over query.summary), and the terminal's shared pieces (price notes, unit
+columns, which columns tell anything). `write_pages` writes index.html and
+summary.csv. Every price shown carries its source and date; probe runs (the
+table's `probe` column: short runs of a job) are left out of every table,
+answer and chart, and counted in one line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.csv_export import frame_to_csv
+from analysis.metrics import Options
+from analysis.output import USD
+from analysis.report import answer, reference
+from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
+from analysis.report.html import Cell, Figure, Row, Table, breakable, render
+from analysis.report.predictions import lines
+
+
+def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
+    """Throughput and per-dollar figures as text in each benchmark's unit
+    ("1,234.5 tweets/s", "4,100,000 images"): one table mixes benchmarks."""
+    from analysis.report.plots import units
+
+    s = summary.copy()
+    u = [units(s.loc[[i]]) for i in s.index]
+    s["throughput"] = [None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)]
+    s["per_usd"] = [None if pd.isna(v) else f"{v:,.0f} {x}" for v, x in zip(s["samples_per_usd"], u)]
+    return s
+
+
+def _cell(value, fmt) -> Cell:
+    """A value as a table cell: formatted numbers right-aligned, booleans as "yes"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return Cell(None)
+    if isinstance(value, str) and value.strip() in ("None", "nan", "NaN", "<NA>"):  # a missing value as text
+        return Cell(None)
+    if fmt is not None:
+        try:
+            return Cell(fmt.format(value), True)
+        except (ValueError, TypeError):
+            pass
+    if isinstance(value, (bool,)) or str(value) in ("True", "False"):
+        return Cell("yes" if str(value) == "True" else "")
+    return Cell(str(value))
+
+
+def frame_table(frame: pd.DataFrame, columns) -> Table:
+    """A table of `frame`'s (column, header, format) columns that it has; format None = text."""
+    cols = [c for c in columns if c[0] in frame.columns]
+    rows = tuple(Row(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols)) for r in frame.to_dict("records"))
+    return Table(tuple(h for _, h, _ in cols), rows)
+
+
+class PriceNotes:
+    """Price sources as numbered footnotes: a row shows "[2]", the list under
+    the tables gives source, date, billing rule and note once."""
+
+    def __init__(self):
+        self.notes: dict[tuple, int] = {}
+
+    def ref(self, r: dict) -> str:
+        key = (
+            reference.price_source_words(r),
+            *(reference.present(r.get(k)) for k in ("price_as_of", "billing", "price_note")),
+        )
+        if not any(key):
+            return None
+        n = self.notes.setdefault(key, len(self.notes) + 1)
+        return f"[{n}]"
+
+    def cite(self, frame: pd.DataFrame) -> str:
+        """A chart's caption for its prices: the numbers of their notes."""
+        cols = ("price_source", "recorded_price_origin", "price_as_of", "billing", "price_note")
+        refs = {self.ref(r) for r in frame[[c for c in cols if c in frame.columns]].to_dict("records")} - {None}
+        if not refs:
+            return "Prices: none recorded."
+        listed = ", ".join(sorted(refs, key=lambda ref: int(ref.strip("[]"))))
+        return f"Prices: {listed} in the price sources under the tables."
+
+    def items(self) -> list[tuple[int, str]]:
+        """(number, "source (as of date); billing: rule; note") in number order."""
+        out = []
+        for (src, as_of, billing, note), n in sorted(self.notes.items(), key=lambda kv: kv[1]):
+            text = src or "no price source"
+            if as_of:
+                text += f" (as of {as_of})"
+            if billing:
+                text += f"; billing: {billing}"
+            if note:
+                text += f"; {note}"
+            out.append((n, text))
+        return out
+
+
+def _has(frame: pd.DataFrame, col: str) -> bool:
+    return col in frame.columns and pd.to_numeric(frame[col], errors="coerce").notna().any()
+
+
+def _numbers(frame: pd.DataFrame, col: str) -> pd.Series:
+    return pd.to_numeric(frame[col], errors="coerce") if col in frame.columns else pd.Series(dtype=float)
+
+
+def _rel(v) -> str | None:
+    return None if answer.missing(v) else answer.digits(float(v))
+
+
+# Columns that carry no information in some tables, and the test that they do (rows -> bool).
+INFORMATIVE = {
+    # no GPU used anywhere: a column of zeros
+    "gpus_used": lambda rows: bool((_numbers(rows, "gpus_used").fillna(0) > 0).any()),
+    # a spread needs two runs of one row
+    "train_hours_spread": lambda rows: bool((_numbers(rows, "repeats").fillna(0) > 1).any()),
+    # relative figures need the base and another offering; all 1.00 says nothing
+    "rel_time": lambda rows: (
+        rows["offering_id"].nunique() > 1 and bool((_numbers(rows, "rel_time").dropna() != 1).any())
+    ),
+    # the frontier means something only when some row is off it
+    "on_frontier": lambda rows: "on_frontier" in rows and not rows["on_frontier"].astype(str).eq("True").all(),
+}
+
+
+def informative(rows: pd.DataFrame, col: str) -> bool:
+    """Whether `col` tells the reader anything in this table (see INFORMATIVE)."""
+    return col in rows.columns and INFORMATIVE[col](rows)
+
+
+def _all_synthetic(rows: pd.DataFrame) -> bool:
+    return "data" in rows.columns and len(rows) > 0 and rows["data"].astype(str).str.contains("synthetic").all()
+
+
+def _accuracy(r: dict) -> str | None:
+    """Accuracy as read: on synthetic data it says so (random data: no measure of the model)."""
+    text = _cell(r.get("final_accuracy"), "{:.3f}").text
+    if text is None:
+        return None
+    return f"{text} (synthetic data)" if "synthetic" in str(r.get("data") or "") else text
+
+
+def _per_samples(rows: pd.DataFrame, unit: str):
+    """(header, row -> cell) for the cost of a fixed number of samples, the
+    number chosen so the figures read as cents or dollars, not fractions of a cent."""
+    per = 1 / _numbers(rows, "samples_per_usd").where(lambda v: v > 0)
+    count, words = answer.per_samples_scale(list(per.dropna()))
+
+    def cell(r):
+        v = pd.to_numeric(r.get("samples_per_usd"), errors="coerce")
+        return None if pd.isna(v) or v <= 0 else _rel(count / float(v))
+
+    return f"USD per {words} {unit}", cell
+
+
+def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, object, bool]]:
+    """(header, row -> cell text, numeric) for one configuration's table: times
+    in one unit (answer.time_unit of the longest), throughput in its sample
+    unit, and only the columns that tell the reader something here."""
+    from analysis.report.plots import units
+
+    unit = answer.time_unit([float(h) for h in rows["train_hours"] if h == h])
+    u = units(rows)
+    text = lambda col, fmt: lambda r: _cell(r.get(col), fmt).text
+    cols = [
+        ("offering", lambda r: breakable(str(r["offering_id"])), False),
+        ("market", lambda r: str(r["market"]), False),
+        ("GPUs", text("gpus_used", "{:.0f}"), True),
+        ("runs", text("repeats", "{:.0f}"), True),
+        (f"time ({unit})", lambda r: answer.in_unit(r["train_hours"], unit), True),
+        ("spread", text("train_hours_spread", "{:.0%}"), True),
+        ("price paid", text("prices_paid", None), False),
+        ("cost to train (USD)", text("train_cost_usd", USD), True),
+        ("billed (USD)", text("billed_cost_usd", USD), True),
+    ]
+    dropped = {"GPUs": "gpus_used", "spread": "train_hours_spread"}
+    cols = [c for c in cols if c[0] not in dropped or informative(rows, dropped[c[0]])]
+    if _has(rows, "samples_per_second"):
+        cols.append((f"{u}/s", text("samples_per_second", "{:,.1f}"), True))
+    if _has(rows, "samples_per_usd"):
+        head, cell = _per_samples(rows, u)
+        cols.append((head, cell, True))
+    if _has(rows, "final_accuracy"):
+        # all on synthetic data: the header says so once; a mix: each such cell does
+        cols.append(
+            ("accuracy (synthetic data)", text("final_accuracy", "{:.3f}"), True)
+            if _all_synthetic(rows)
+            else ("accuracy", _accuracy, True)
+        )
+    if _has(rows, "gpu_utilization_mean"):
+        cols.append(("GPU util. (mean %)", text("gpu_utilization_mean", "{:.0f}"), True))
+    if _has(rows, "rel_time") and informative(rows, "rel_time"):
+        cols.append(("time vs base", lambda r: _rel(r.get("rel_time")), True))
+        cols.append(("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True))
+    if informative(rows, "on_frontier"):
+        cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
+    cols.append(("price", lambda r: notes.ref(r), False))
+    return cols
+
+
+def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
+    """One configuration's offerings, no empty column, no identical row; and
+    which optional figures no run of it recorded ("" when none is missing)."""
+    from analysis.report.plots import units
+
+    cols = _config_columns(rows, notes)
+    seen, body = set(), []
+    for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
+        cells = tuple(Cell(f(r), num) for _, f, num in cols)
+        if cells in seen:  # identical once rounded: shown once
+            continue
+        seen.add(cells)
+        body.append(Row(cells))
+    missing = [
+        what
+        for col, what in (
+            ("final_accuracy", "accuracy"),
+            ("gpu_utilization_mean", "GPU utilisation"),
+            ("samples_per_second", f"{units(rows)}/s"),
+        )
+        if not _has(rows, col) and (col != "gpu_utilization_mean" or informative(rows, "gpus_used"))
+    ]
+    synthetic = (
+        _has(rows, "final_accuracy") and "data" in rows and rows["data"].astype(str).str.contains("synthetic").any()
+    )
+    return {
+        "table": Table(tuple(h for h, _, _ in cols), tuple(body)),
+        "missing": ", ".join(missing),
+        "synthetic": bool(synthetic),
+    }
+
+
+def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
+    """The charts that carry information; captions cite the numbered price sources (`cite`) instead of repeating them."""
+    from analysis.report import plots
+
+    charts = [
+        ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
+        ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
+        ("Cost per sample, in each benchmark's unit (seed 004)", plots.samples_per_dollar(summary, cite)),
+        (f"Time and cost relative to {opts.base} (seed 002)", plots.relative_to_base(summary, opts.base, cite)),
+        ("Multi-GPU speed-up vs ideal (seed 000, figure 2)", plots.scaling(tables["scaling"])),
+        (
+            "On-prem break-even vs utilisation (seed 004, section 5.2)",
+            plots.breakeven_vs_utilisation(tables["breakeven"], summary, cite=cite),
+        ),
+        (
+            "ImageNet-scale training, extrapolated from measured images/s (seed 004, section 5.1)",
+            plots.imagenet(summary, cite),
+        ),
+    ]
+    # a chart that cannot compare anything is neither drawn nor listed
+    return {"drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None]}
+
+
+SCALING_COLUMNS = (
+    ("benchmark", "benchmark", None),
+    ("workload_label", "configuration", None),
+    ("gpu_model", "GPU", None),
+    ("offering_id", "offering", None),
+    ("gpus", "GPUs", "{:.0f}"),
+    ("speedup", "speed-up", "{:.2f}"),
+    ("efficiency", "efficiency", "{:.0%}"),
+    ("reference", "1-GPU reference", None),
+)
+BREAKEVEN_COLUMNS = (
+    ("benchmark", "benchmark", None),
+    ("workload_label", "configuration", None),
+    ("onprem", "on-prem box", None),
+    ("cloud", "cloud offering", None),
+    ("market", "market", None),
+    ("cloud_hourly_usd", "cloud USD/h", "{:.4f}"),
+    ("breakeven_days_per_month", "cheaper from (days/month)", "{:.1f}"),
+    ("twice_cheaper_days_per_month", "2x cheaper from (days/month)", "{:.1f}"),
+    ("note", "note", None),
+)
+NOT_DONE_COLUMNS = (
+    ("run_id", "run", None),
+    ("started_at", "started", None),
+    ("offering_id", "offering", None),
+    ("status", "status", None),
+    ("billed_cost_usd", "billed USD", USD),
+    ("price", "price", None),
+    ("error", "error", None),
+)
+NOT_DONE_COUNT_COLUMNS = (
+    ("stack", "stack", None),
+    ("offering_id", "offering", None),
+    ("status", "status", None),
+    ("runs", "runs", "{:,}"),
+    ("billed_cost_usd", "billed USD", USD),
+    ("latest_start", "latest start", None),
+)
+
+
+def _results(facts: RunFacts, tables: dict, opts: Options, notes: PriceNotes) -> dict:
+    """The sections over completed runs: tables per configuration, charts,
+    scaling, break-even and the reference section. Numbers price notes in page order."""
+    summary = tables["summary"]
+    configs = [
+        {
+            "title": answer.configuration(rows.iloc[0].to_dict()),
+            "details": answer.configuration_details(rows.iloc[0].to_dict()),
+            **config_table(rows, notes),
+        }
+        for _, rows in summary.groupby(["benchmark", "workload"], dropna=False, sort=True)
+    ]
+    extra = (
+        ("scaling", "Multi-GPU scaling", tables["scaling"], SCALING_COLUMNS),
+        ("breakeven", "On-prem break-even", tables["breakeven"], BREAKEVEN_COLUMNS),
+    )
+    return {
+        "results": {
+            "assumed": reference.assumed_rates(summary),
+            "base": _base(summary, opts) if any("time vs base" in c["table"].head for c in configs) else "",
+            "synthetic": any(c["synthetic"] for c in configs),
+            "configs": configs,
+        },
+        "charts": _charts(summary, tables, opts, notes.cite),
+        "tables": [
+            {"sid": sid, "title": title, "table": frame_table(frame, cols)}
+            for sid, title, frame, cols in extra
+            if not frame.empty
+        ],
+        "ref": reference.context(facts.measured),
+    }
+
+
+def _base(summary: pd.DataFrame, opts: Options) -> str:
+    """The base offering as used: the one asked for, else the one the metrics chose ("" for none)."""
+    if opts.base:
+        return str(opts.base)
+    chosen = [reference.present(b) for b in summary.get("base", pd.Series(dtype=object))]
+    return next((b for b in chosen if b), "")
+
+
+def _counts(facts: RunFacts, opts: Options, summary: pd.DataFrame) -> str:
+    basis = "billed cost (launch to termination)" if opts.cost_basis == "billed" else "cost to train"
+    several = not summary.empty and summary["offering_id"].nunique() > 1
+    base = _base(summary, opts) if several else ""
+    return (
+        f"{facts.total} runs in the table, {facts.completed} completed; "
+        + (f"base offering {base}; " if base else "")
+        + f"recommendations rank by {basis}."
+    )
+
+
+def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
+    """The summary rows of one recommendation's configuration."""
+    same = summary["benchmark"] == rec["benchmark"]
+    wl = rec.get("workload")
+    if wl is None or (isinstance(wl, float) and math.isnan(wl)):
+        return summary[same & summary["workload"].isna()]
+    return summary[same & (summary["workload"] == wl)]
+
+
+def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
+    """The answer section: per configuration its sentence (and ranking when
+    several offerings ran); this machine beside the studies' GPUs with the one
+    chart, first when this machine is the only offering measured."""
+    summary = tables["summary"]
+    sentences = []
+    for rec in tables["recommendations"]:
+        rows = _configuration_rows(summary, rec)
+        head = answer.configuration(rec)
+        # the ranking goes right after the answer, before the offerings it could not rank
+        said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)
+        said = said.rstrip()
+        sentences.append(
+            {
+                "configuration": head,
+                "rest": said,
+                "ranking": answer.ranking(rows, opts.cost_column),
+                "unpriced": (marker + unpriced).strip(),
+            }
+        )
+    versus = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
+    png, caption = reference.versus_plot(versus)
+    return {
+        "sentences": sentences,
+        "basis": answer.basis_line(opts),
+        "versus": [answer.versus_lines(v) for v in versus],
+        "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
+        "figure": Figure.of(VERSUS_TITLE, png, caption) if png is not None else None,
+    }
+
+
+VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPUs"
+
+
+def page_context(
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+) -> dict:
+    """Everything templates/report.html.j2 shows, computed in page order so the
+    price notes are numbered in the order a reader meets them."""
+    tables = {**tables, "summary": reference.join_run_facts(tables["summary"], facts.row_facts)}
+    ctx = {
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "source": source,
+        "counts": _counts(facts, opts, tables["summary"]),
+        "probes": probes,
+        "predictions": lines(predictions),
+        "answer": answer_context(facts, tables, opts),
+        "results": None,
+        "not_done": None,
+    }
+    notes = PriceNotes()
+    if not tables["summary"].empty:
+        ctx.update(_results(facts, tables, opts, notes))
+    ctx["not_done"] = not_done_context(facts, notes)
+    ctx["notes"] = notes.items()
+    return ctx
+
+
+def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
+    """The runs that did not complete as the page shows them: counted per stack,
+    offering and status, the most recent listed in full (each with its price
+    note), and the query that lists them all; None when every run completed."""
+    recent = facts.not_done
+    if not len(recent):
+        return None
+    counts = facts.not_done_counts
+    return {
+        "total": facts.not_done_total,
+        "counts": None if counts is None or counts.empty else frame_table(counts, NOT_DONE_COUNT_COLUMNS),
+        "listed": len(recent),
+        "recent": frame_table(recent.assign(price=[notes.ref(r) for r in recent.to_dict("records")]), NOT_DONE_COLUMNS),
+        "sql": NOT_COMPLETED_SQL,
+    }
+
+
+def render_html(
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+) -> str:
+    """The report page; `probes`: probe runs left out of the facts' runs, named in one line; `predictions`:
+    bench predictions judged against later runs (analysis.report.predictions)."""
+    return render("report.html.j2", **page_context(facts, tables, opts, source, probes, predictions))
+
+
+def probe_line(count: int) -> str:
+    """The one line that says probe runs were left out and where to see them ("" for none)."""
+    if not count:
+        return ""
+    plural = "s" if count != 1 else ""
+    return (
+        f"{count} probe run{plural} left out of this report (short runs of a job, not full benchmarks): "
+        "`gpubench bench` shows them."
+    )
+
+
+def presented(facts: RunFacts, tables: dict) -> dict:
+    """The metrics tables as the page and the terminal show them: each summary row
+    with its price origin and data kind, and this machine beside the studies
+    (`versus`, the terminal summary's lines)."""
+    summary = reference.join_run_facts(tables["summary"], facts.row_facts)
+    found = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
+    return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
+
+
+def write_pages(
+    facts: RunFacts,
+    tables: dict,
+    out_dir: str | Path,
+    opts: Options,
+    source: str = "",
+    probes: int = 0,
+    predictions: Sequence[dict] = (),
+) -> Path:
+    """Write out_dir/index.html (and summary.csv) from the runs' facts and the
+    metrics tables, however they were computed; return the page's path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "index.html"
+    tmp = out / ".index.html.tmp"
+    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes, predictions), encoding="utf-8")
+    tmp.replace(path)
+    if not tables["summary"].empty:  # in the export's dialect: a result's text never runs as a formula
+        tmp = out / ".summary.csv.tmp"
+        frame_to_csv(tables["summary"], tmp)
+        tmp.replace(out / "summary.csv")
+    return path

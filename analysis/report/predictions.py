@@ -1,0 +1,86 @@
+"""The report's "Predictions against measurements": what `gpubench bench` predicted for a task on an offering,
+beside a run of that task on that offering the results table holds from after the prediction.
+
+Predictions live in the bench records on this machine (`bench.json`, analysis.bench.judge); runs in the table.
+A prediction is matched by the task's benchmark name, the offering and the market; the measurement is the
+newest completed run started after it, a full run before a probe (a full run's rate is the job's own).
+The figures are set side by side by analysis.bench.judge, as a bench sets them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("benchmark", "offering_id", "market", "probe", "run_id", "started_at", "samples_per_second")
+
+
+def recorded(directories: Sequence[Path] | None = None) -> list[dict]:
+    """Every prediction the bench records hold (`directories`: bench workspaces, default every one found),
+    oldest bench first."""
+    from analysis.bench.judge import predictions_in
+    from analysis.bench.record import bench_dirs
+
+    found = predictions_in(bench_dirs() if directories is None else directories)
+    return [p for _, p in found if p.get("benchmark")]
+
+
+def _when(text: Any) -> datetime | None:
+    from analysis.campaign.manifest import parse_time
+
+    try:
+        return parse_time(str(text)) if text else None
+    except ValueError:
+        return None
+
+
+def measured_runs(query: Any, benchmarks: Sequence[str]) -> list[dict]:
+    """The completed runs of these benchmarks with a rate, from the report's query (analysis.report.query)."""
+    if not benchmarks or not set(COLUMNS) <= query.columns:
+        return []
+    names = ", ".join("?" for _ in benchmarks)
+    frame = query.frame(
+        f"SELECT {', '.join(COLUMNS)} FROM runs WHERE status = 'completed' AND benchmark IN ({names}) "
+        "AND num(samples_per_second) > 0",
+        benchmarks,
+    )
+    return frame.to_dict("records")
+
+
+def judged(predictions: Sequence[dict], runs: Sequence[dict]) -> list[dict]:
+    """Each prediction (the newest per benchmark, offering and market) beside the newest run after it."""
+    from analysis.bench.judge import checks
+
+    newest: dict[tuple, dict] = {}
+    for p in predictions:
+        newest[(p["benchmark"], p.get("offering"), p.get("market"))] = p
+    out = []
+    for (benchmark, offering, market), p in sorted(newest.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        after = _when(p.get("at"))
+        later = [
+            r
+            for r in runs
+            if (r["benchmark"], r["offering_id"], r["market"]) == (benchmark, offering, market)
+            and after is not None
+            and (_when(r["started_at"]) or after) > after
+        ]
+        if not later:
+            continue
+        run = max(later, key=lambda r: (not r["probe"], _when(r["started_at"])))
+        row = {"offering": offering, "market": market, "status": "measured"}
+        found = checks([row | {"samples_per_second": float(run["samples_per_second"])}], {(offering, market): p})
+        out += [
+            c
+            | {"benchmark": benchmark, "measured_by": ("probe " if run["probe"] else "full run ") + str(run["run_id"])}
+            for c in found
+        ]
+    return out
+
+
+def lines(found: Sequence[dict]) -> list[str]:
+    """One line per prediction judged, as a bench prints it, naming the run that measured it."""
+    from analysis.bench.judge import line
+
+    return [f"{c['benchmark']} on {line(c)}; measured by {c['measured_by']}" for c in found]
