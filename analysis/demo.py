@@ -330,6 +330,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
     from analysis.campaign.progress import Printer
     from infra.projectfiles import user_or_shipped
     from payload.storage import open_store
+    from payload.workloads.jobvenv import INHERIT_ENV
 
     candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
     probe = LocalProbe(
@@ -338,6 +339,9 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
         task=user_or_shipped(job.task),
         probe_seconds=limit,
         log_dir=logs,
+        # the study's job sees the TensorFlow the demo installed: its setup then installs nothing, and the probe
+        # measures the same build as the demo's runs (a task's own environment would download it again)
+        extra_env={INHERIT_ENV: "1"},
     )
     probes = Probes(Printer(_Indented(stream)))
     t0 = time.monotonic()

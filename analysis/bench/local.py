@@ -145,9 +145,19 @@ def finish_seconds(result: dict | None, exited_at: float) -> float | None:
 class LocalProbe:
     """`(candidate, probes) -> ProbeReport` for this machine."""
 
-    def __init__(self, *, store: Any, results: str, task: Path, probe_seconds: float, log_dir: Path):
+    def __init__(
+        self,
+        *,
+        store: Any,
+        results: str,
+        task: Path,
+        probe_seconds: float,
+        log_dir: Path,
+        extra_env: dict[str, str] | None = None,
+    ):
         self.store, self.results, self.task = store, results, Path(task)
         self.probe_seconds, self.log_dir = float(probe_seconds), Path(log_dir)
+        self.extra_env = dict(extra_env or {})  # machine settings of the caller's own (the demo's)
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = candidate.name
@@ -168,7 +178,7 @@ class LocalProbe:
                 argv,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=payload_env(mark, job_grace),
+                env={**payload_env(mark, job_grace), **self.extra_env},
                 text=True,
                 start_new_session=True,
             )
