@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parents[1]  # where the packages are: a checkout's root, or site-packages
-INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog")
+INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog", "infra/install-payload.sh")
 PACKAGING = ("pyproject.toml", "README.md")  # from the project's files (infra.projectfiles), not beside the code
 SKIP_PARTS = {"__pycache__", ".pytest_cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo")

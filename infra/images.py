@@ -38,7 +38,6 @@ class PublicImage:
 
     image: str
     extra: str = "payload"  # pyproject extra installed from the bundle
-    pip_flags: str = ""  # extra `pip install` flags (SSH hosts' docker runtime)
     framework: bool = True  # a TensorFlow image (Keras backends apply); False: a workload's own image
     install: str = "package"  # install-payload.sh: build the bundle ("package") or its "requirements" only
 
@@ -61,7 +60,6 @@ TENSORFLOW_IMAGES: dict[str, PublicImage] = {
     "cuda11-legacy": PublicImage(
         "tensorflow/tensorflow:2.11.0-gpu",
         extra="payload-legacy",
-        pip_flags="--ignore-requires-python",
         install="requirements",
     ),
 }

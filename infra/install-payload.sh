@@ -7,7 +7,8 @@
 #                      (Python 3.8: pyproject.toml's setuptools>=77 needs Python 3.9).
 # PACKAGE...: more requirements installed in the same pip call (a backend's CUDA build, or what
 # the image lacks for its framework, e.g. tensorflow[and-cuda]).
-# Used by cloud hosts (mounted into the container by run.sh) and payload/Dockerfile.legacy.
+# Used by cloud hosts (mounted into the container by run.sh), SSH hosts' docker runtime (with PIP_USER=1:
+# the container runs as the SSH user) and payload/Dockerfile.legacy.
 set -euo pipefail
 src="$1"
 mode="$2"
@@ -37,7 +38,12 @@ for line in block.group(1).splitlines():
 PY
     "${pip[@]}" -r "$reqs" "$@"
     rm -f "$reqs"
-    site="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    if [ "${PIP_USER:-0}" = 1 ]; then  # pip installed into the user's site (a container run as a user)
+      site="$(python3 -c 'import site; print(site.getusersitepackages())')"
+      mkdir -p "$site"
+    else
+      site="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    fi
     echo "$src" >"$site/gpubench-source.pth"
     ;;
   *)

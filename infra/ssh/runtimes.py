@@ -138,10 +138,12 @@ def docker_plan(
         cfg, "file:///gpubench/results", "/gpubench/spool", "/gpubench/host/events.jsonl", workload=spec
     )
     if public:
-        # --user: the container runs as the SSH user, so pip installs into HOME (/tmp)
+        # install-payload.sh, as the cloud hosts run it: the K80 image's Python 3.8 gets the extra's requirements
+        # and the sources on sys.path (it cannot build the project). PIP_USER: the container runs as the SSH
+        # user, so pip installs into HOME (/tmp)
+        root = "/opt/gpubench/gpubench"
         install = (
-            f"python3 -m pip install --no-cache-dir --quiet --user {public.pip_flags} "
-            f"{q('/opt/gpubench/gpubench[' + public.extra + ']')}"
+            f"PIP_USER=1 bash {q(root + '/infra/install-payload.sh')} {q(root)} {public.install} {q(public.extra)}"
         )
         refused = f"{{ echo {q(f'gpubench: could not install the payload into {image} (see the error above): it needs python3 >= 3.11 with pip, docs/workloads.md')} >&2; exit 1; }}"
         argv += ["-v", f"{src}:/opt/gpubench", "--entrypoint", "/bin/bash", image, "-c"]

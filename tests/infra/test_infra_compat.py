@@ -81,24 +81,27 @@ def test_drivers_that_dropped_or_never_had_the_gpu_are_refused():
         assert any(expected in p for p in found), (expected, found)
 
 
-def test_the_legacy_image_installs_the_requirements_without_building_the_project(tmp_path):
+@pytest.mark.parametrize("as_user", [False, True], ids=["root", "PIP_USER"])
+def test_the_legacy_image_installs_the_requirements_without_building_the_project(tmp_path, as_user):
     """Python 3.8 cannot build the project (setuptools>=77 needs 3.9): install-payload.sh installs
-    the payload-legacy extra's requirements and puts the source on sys.path instead."""
-    bin_dir, site = tmp_path / "bin", tmp_path / "site"
+    the payload-legacy extra's requirements and puts the source on sys.path instead; run as a user
+    (an SSH host's docker runtime, PIP_USER=1), on that user's own sys.path."""
+    bin_dir, site, user_site = tmp_path / "bin", tmp_path / "site", tmp_path / "home" / "site"
     bin_dir.mkdir()
     site.mkdir()
-    # python3 stand-in: pip calls are recorded; sysconfig answers the stand-in site-packages
+    # python3 stand-in: pip calls are recorded; sysconfig and site answer the stand-in site-packages
     (bin_dir / "python3").write_text(
         "#!/bin/bash\n"
         f'if [ "$1 $2" = "-m pip" ]; then echo "$@" > {tmp_path}/pip-args;'
         f' for a in "$@"; do if [ -f "$a" ]; then cp "$a" {tmp_path}/reqs; fi; done; exit 0; fi\n'
+        f'if [ "$1" = -c ] && [[ "$2" == *getusersitepackages* ]]; then echo {user_site}; exit 0; fi\n'
         f'if [ "$1" = -c ]; then echo {site}; exit 0; fi\n'
         f'exec {sys.executable} "$@"\n'
     )
     (bin_dir / "python3").chmod(0o755)
     proc = subprocess.run(
         ["bash", str(REPO / "infra" / "install-payload.sh"), str(REPO), "requirements", "payload-legacy"],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", **({"PIP_USER": "1"} if as_user else {})},
         capture_output=True,
         text=True,
         timeout=30,
@@ -108,7 +111,8 @@ def test_the_legacy_image_installs_the_requirements_without_building_the_project
     assert "-r" in pip_args and str(REPO) + "[" not in pip_args  # nothing is built
     reqs = (tmp_path / "reqs").read_text().splitlines()
     assert "pydantic>=2.6,<2.11" in reqs and len(reqs) >= 4
-    assert (site / "gpubench-source.pth").read_text().strip() == str(REPO)
+    assert ((user_site if as_user else site) / "gpubench-source.pth").read_text().strip() == str(REPO)
+    assert not ((site if as_user else user_site) / "gpubench-source.pth").exists()
     # the K80 stacks render this mode, and payload/Dockerfile.legacy runs the same script
     dockerfile = (REPO / "payload" / "Dockerfile.legacy").read_text()
     assert "infra/install-payload.sh /opt/gpubench-src requirements payload-legacy" in dockerfile

@@ -121,7 +121,8 @@ def test_docker_runtime_runs_the_workload_in_the_specs_image(tmp_path):
     argv = list(plan.payload)
     assert argv[argv.index("--entrypoint") + 1 : argv.index("--entrypoint") + 3] == ["/bin/bash", image]
     command = argv[-1]  # the payload bundle pip-installed into the job's image, or a clear stop
-    assert "pip install --no-cache-dir --quiet --user  '/opt/gpubench/gpubench[payload]'" in command
+    install = "PIP_USER=1 bash /opt/gpubench/gpubench/infra/install-payload.sh /opt/gpubench/gpubench package payload"
+    assert install in command
     assert f"could not install the payload into {image}" in command and "python3 >= 3.11" in command
 
     (spec.parent / "bare.yaml").write_text("name: bare\nrun: python train.py\nworkdir: .\nmetrics: [json]\n")
