@@ -105,7 +105,7 @@ QUICK: tuple[Step, ...] = (
 # The most of each study's job a probe runs (its process: start-up, data, training), as
 # `gpubench bench --probe-minutes` bounds it; the probe stops sooner once the rate is steady.
 STUDY_PROBE_SECONDS = 120
-QUICK_PROBE_SECONDS = 60
+QUICK_PROBE_SECONDS = 30  # --quick (the tests): a rate, not a narrow one
 # The layout of the study probes' record beside the results table (analysis.report.reference.STUDY_PROBES).
 STUDY_PROBES_VERSION = 1
 
@@ -399,6 +399,22 @@ def _said(p: dict) -> str:
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
+def _probe_studies(jobs, done: int, total: int, price, probes_dir: Path, logs: Path, limit: float, stream, echo):
+    """Each study's own configuration probed here (analysis.reference.studies.study_jobs), what each said."""
+    gpus = gpus_here() if jobs else 0
+    found = []
+    for i, job in enumerate(jobs, done + 1):
+        echo(
+            f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
+        )
+        found.append(
+            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
+        )
+        echo("      " + _said(found[-1]))
+    return found
+
+
 def run_demo(
     results: str = "results",
     out: str = "report",
@@ -445,20 +461,9 @@ def run_demo(
             echo(_tail(log))
         else:
             echo(f"      done in {_minutes(time.monotonic() - t0)}")
-    gpus = gpus_here() if jobs else 0
     probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
-    found = []
-    for i, job in enumerate(jobs, len(steps) + 1):
-        echo(
-            f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
-        )
-        found.append(
-            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
-        )
-        echo("      " + _said(found[-1]))
-        if found[-1]["status"] not in ("measured", "not-steady", "not-probed"):
-            failed.append(job.benchmark)
+    found = _probe_studies(jobs, len(steps), total, price, probes_dir, logs, limit, stream, echo)
+    failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
     if found:
         write_study_probes(table_dir, found)
 
