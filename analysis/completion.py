@@ -10,11 +10,11 @@ because of last week's results.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from analysis import fastjson
 from payload.layout import stack_prefix
 from payload.result import FINAL_STATUSES  # noqa: E402  (one definition, bottom layer)
 
@@ -61,7 +61,7 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
             continue
         for key in keys:
             try:
-                doc = json.loads(store.get_bytes(key))
+                doc = fastjson.loads(store.get_bytes(key))
                 bench = doc.get("benchmark") or {}
                 # a run resumed after a spot restart started before the relaunch:
                 # it belongs to the launch its newest attempt started in

@@ -8,11 +8,11 @@ means for the bench (measured, not steady, failed, ...) and price the probe.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analysis import fastjson
 from payload.layout import result_key
 from payload.workloads.logtail import TAIL_MARK
 
@@ -51,7 +51,7 @@ def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, 
     run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = fastjson.loads(store.get_bytes(key))
     except Exception:  # noqa: BLE001 - half-written: the next poll reads it
         return None
     return (store.url_for(key), doc) if isinstance(doc, dict) else None

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
+from analysis import fastjson
 from payload.terminal import terminal_text
 
 SCHEMA_VERSION = 1
@@ -182,7 +183,7 @@ class Manifest:
         except ObjectNotFound:
             return None
         try:
-            data = json.loads(raw)
+            data = fastjson.loads(raw)
         except ValueError as exc:
             raise ManifestInvalid(f"{store.url_for(key)} is not valid JSON ({exc}); fix or delete it") from None
         check_shape(data, store.url_for(key))

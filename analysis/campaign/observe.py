@@ -10,11 +10,11 @@ Unreadable files become problems, never errors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analysis import fastjson
 from analysis.campaign.manifest import parse_time
 from payload.layout import newest_versions, stack_prefix
 
@@ -141,7 +141,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
 
 def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = fastjson.loads(store.get_bytes(key))
         return doc if isinstance(doc, dict) else None
     except Exception as exc:  # noqa: BLE001 - half-written or foreign file
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
@@ -157,7 +157,7 @@ def _read_jsonl(store: Any, key: str, obs: StackObservation) -> list[dict[str, A
     out = []
     for line in text.splitlines():
         try:
-            out.append(json.loads(line))
+            out.append(fastjson.loads(line))
         except ValueError:
             continue
     return out

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from analysis import fastjson
 from analysis.dataset.location import Location
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
@@ -157,7 +158,7 @@ def _owner(holder: dict) -> str:
 def _parse(data: bytes | None) -> dict:
     """The lock's document; {} for one that cannot be read (empty, not JSON, not an object)."""
     try:
-        doc = json.loads(data) if data else None
+        doc = fastjson.loads(data) if data else None
     except ValueError:
         return {}
     return doc if isinstance(doc, dict) else {}
