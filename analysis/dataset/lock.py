@@ -27,7 +27,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import socket
+import stat
 import sys
 import threading
 import time
@@ -45,10 +47,15 @@ UNREADABLE_S = 10.0
 WAIT_S = 30 * 60.0
 WAIT_NOTE_S = 60.0
 POLL_S = 0.2
+MAX_LOCK_BYTES = 64 * 1024  # a lock is a few hundred bytes: more is not one, and is never read whole
 
 
 class LockTimeout(TimeoutError):
     """Another collect kept the table for longer than we wait (an OSError: the command says so and exits 1)."""
+
+
+class LockNotAFile(OSError):
+    """The lock's name holds a directory, a symlink or a device: no collect makes one, so none breaks it."""
 
 
 def _say(line: str) -> None:
@@ -186,10 +193,24 @@ class _LocalLock:
         self.path.write_bytes(body)
 
     def read(self) -> dict | None:
+        """The lock's document, read no further than MAX_LOCK_BYTES and never through a link, a FIFO
+        (which would block) or a device (which would never end)."""
         try:
-            return _parse(self.path.read_bytes())
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
+        except OSError:  # ELOOP: a symlink
+            fd = None
+        if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+            if fd is not None:
+                os.close(fd)
+            raise LockNotAFile(
+                f"{self.path} is not a lock a collect wrote (a directory, a symlink, a FIFO or a device); "
+                f"remove it (rm -r {shlex.quote(str(self.path))}) when no collect is running, then collect again"
+            )
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_LOCK_BYTES + 1)
+        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -211,12 +232,14 @@ class _RemoteLock:
         self.store.put_bytes(self.key, body)
 
     def read(self) -> dict | None:
+        from analysis.collect.sources import read_capped
         from payload.storage import ObjectNotFound
 
         try:
-            return _parse(self.store.get_bytes(self.key))
+            data = read_capped(self.store, self.key, MAX_LOCK_BYTES)
         except ObjectNotFound:
             return None
+        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         from payload.storage import ObjectNotFound
