@@ -304,3 +304,16 @@ def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch)
         with lock.table_lock(resolve(tmp_path)):
             pass
     assert not (tmp_path / lock.LOCK_KEY).exists()
+
+
+def test_a_lock_in_a_bucket_is_read_no_further_than_any_lock(s3_bucket, quick_lock, monkeypatch):
+    from payload.storage import S3Store, open_store
+
+    table = f"s3://{s3_bucket}/table"
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "pad": "x" * lock.MAX_LOCK_BYTES}
+    open_store(table).put_bytes(lock.LOCK_KEY, json.dumps(live).encode())  # a live holder, if it were read whole
+    monkeypatch.setattr(S3Store, "get_bytes", lambda *a: pytest.fail("the lock was downloaded whole"))
+    said = []
+    with lock.table_lock(resolve(table), wait_s=5.0, say=said.append):
+        pass
+    assert any("breaking the lock" in s for s in said)
