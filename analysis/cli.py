@@ -123,6 +123,7 @@ def _command_of(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Parse, check every argument, run the command; every error goes through payload.entrypoint.guarded."""
+    from analysis.bench.signals import stop_signals_as_interrupt
     from payload.entrypoint import debug_requested, guarded
     from payload.terminal import safe_terminal
 
@@ -131,8 +132,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
     # What a bucket, a job or a manifest wrote reaches the terminal only through payload.terminal;
-    # a pass-through command (the payload itself) keeps its own output byte for byte.
-    with contextlib.nullcontext() if command in PASSTHROUGH else safe_terminal():
+    # a pass-through command (the payload itself) keeps its own output byte for byte, and its own
+    # signal handling. SIGTERM and SIGHUP (`timeout`, a closed terminal, a cancelled CI job) end every
+    # other command as Ctrl-C does: a collect lets go of the table's lock, a campaign records its stacks.
+    passthrough = command in PASSTHROUGH
+    with (
+        contextlib.nullcontext() if passthrough else safe_terminal(),
+        contextlib.nullcontext() if passthrough else stop_signals_as_interrupt(),
+    ):
         return guarded(
             lambda: _run(argv, prog),
             prog=f"{prog} {command}".strip(),

@@ -71,43 +71,46 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
     deadline = time.monotonic() + wait_s
     started = time.time()
     unreadable_since = noted = None
-    while not backend.create(_body(started)):
-        holder = backend.read()
-        if holder is None:
-            continue  # released meanwhile
-        why = _stale(holder)
-        if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
-            unreadable_since = unreadable_since or time.monotonic()
-            if time.monotonic() - unreadable_since > UNREADABLE_S:
-                why = f"unreadable for {UNREADABLE_S:.0f} s (a collect killed while creating it)"
-        else:
-            unreadable_since = None
-        if why is not None:
-            say(f"collect: breaking the lock {where} of {_owner(holder)}: {why}")
-            backend.remove()
-            continue
-        if time.monotonic() > deadline:
-            raise LockTimeout(
-                f"the table at {loc.text} is being written by {_owner(holder)}; try again when it is done "
-                f"(a lock whose heartbeat stops is broken {LEASE_S:.0f} s later: {where})"
-            )
-        if noted is None or time.monotonic() - noted >= WAIT_NOTE_S:
-            say(
-                f"collect: waiting for {_owner(holder)}, which is writing the table (lock {where}; "
-                f"taken over if its heartbeat stops for {LEASE_S:.0f} s; giving up in "
-                f"{max(0.0, deadline - time.monotonic()):.0f} s)"
-            )
-            noted = time.monotonic()
-        time.sleep(POLL_S)
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(backend, started, stop), name="collect-lock-heartbeat", daemon=True)
-    beat.start()
+    acquired = False
     try:
+        while not (acquired := backend.create(_body(started))):
+            holder = backend.read()
+            if holder is None:
+                continue  # released meanwhile
+            why = _stale(holder)
+            if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
+                unreadable_since = unreadable_since or time.monotonic()
+                if time.monotonic() - unreadable_since > UNREADABLE_S:
+                    why = f"unreadable for {UNREADABLE_S:.0f} s (a collect killed while creating it)"
+            else:
+                unreadable_since = None
+            if why is not None:
+                say(f"collect: breaking the lock {where} of {_owner(holder)}: {why}")
+                backend.remove()
+                continue
+            if time.monotonic() > deadline:
+                raise LockTimeout(
+                    f"the table at {loc.text} is being written by {_owner(holder)}; try again when it is done "
+                    f"(a lock whose heartbeat stops is broken {LEASE_S:.0f} s later: {where})"
+                )
+            if noted is None or time.monotonic() - noted >= WAIT_NOTE_S:
+                say(
+                    f"collect: waiting for {_owner(holder)}, which is writing the table (lock {where}; "
+                    f"taken over if its heartbeat stops for {LEASE_S:.0f} s; giving up in "
+                    f"{max(0.0, deadline - time.monotonic()):.0f} s)"
+                )
+                noted = time.monotonic()
+            time.sleep(POLL_S)
+        beat.start()  # in the try: a stop signal the moment the lock is taken still lets go of it
         yield
     finally:
         stop.set()
-        beat.join()
-        backend.remove()
+        if beat.ident is not None:
+            beat.join()
+        if acquired:
+            backend.remove()
 
 
 def _beat(backend, started: float, stop: threading.Event) -> None:
