@@ -51,7 +51,10 @@ def _bench_entry(args) -> tuple[str | None, dict]:
     from analysis.bench.record import BenchRecord, bench_dirs
 
     for directory in reversed(bench_dirs(args.project_dir)):
-        record = BenchRecord.load(directory)
+        try:
+            record = BenchRecord.load(directory)
+        except ValueError:  # a damaged record names no stack: the others (and --results) still answer
+            continue
         entry = record.stacks.get(args.stack)
         if entry is not None:
             return entry.get("results") or record.data.get("results"), entry
