@@ -174,8 +174,22 @@ def _run(argv: list[str], prog: str) -> int:
     _check_directories(args)
     if getattr(args, "results", None):
         check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")
-    check_bounds(args)
+    check_bounds(args, flags=_typed_flags(parser, argv))
     return int(args.func(args) or 0)
+
+
+def _typed_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
+    """dest -> the option string the user typed for it (`--deadline`, where the dest is `deadline_hours`)."""
+    typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    found: dict[str, str] = {}
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:  # noqa: SLF001 - argparse keeps its actions there
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                parsers.extend(action.choices.values())
+            for option in (o for o in action.option_strings if o in typed):
+                found[action.dest] = option
+    return found
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).
