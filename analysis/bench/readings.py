@@ -70,8 +70,13 @@ def _error_parts(result: dict[str, Any]) -> tuple[str, list[str]]:
     text = str(result.get("error") or result.get("message") or "the job failed")
     head, _, tail = text.partition(TAIL_MARK)
     first = next((line.strip() for line in head.splitlines() if line.strip()), "the job failed")
-    lines = [shown[:MAX_REASON_CHARS] for line in tail.splitlines() if (shown := plain(line)).strip()]
-    return first[:MAX_REASON_CHARS], lines[-MAX_TAIL_LINES:]
+    lines = [_clip(shown) for line in tail.splitlines() if (shown := plain(line)).strip()]
+    return _clip(first), lines[-MAX_TAIL_LINES:]
+
+
+def _clip(text: str) -> str:
+    """At most MAX_REASON_CHARS, a cut one ending in '...' so it does not read as the whole reason."""
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3].rstrip() + "..."
 
 
 def last_lines(result: dict[str, Any] | None) -> list[str]:
