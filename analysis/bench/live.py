@@ -21,6 +21,7 @@ from analysis.bench.record import RECORD, BenchRecord, bench_dirs
 from analysis.campaign.manifest import iso, parse_time, utcnow
 from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
+from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
 ENDED = ("destroyed", "ended")
@@ -183,8 +184,22 @@ def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
     if not runs:
         return None
     run_id = max(runs, key=lambda r: (runs[r]["updated"] or datetime.min.replace(tzinfo=utcnow().tzinfo), r))
-    text = store.get_bytes(runs[run_id]["newest"][LOG_TAIL]).decode("utf-8", errors="replace")
-    return run_id, text, "result.json" in runs[run_id]["files"]
+    return run_id, _read_tail(store, runs[run_id]["newest"][LOG_TAIL]), "result.json" in runs[run_id]["files"]
+
+
+# The most a payload writes: LOG_TAIL_LINES lines of LOG_TAIL_LINE_CHARS characters, up to 4 UTF-8 bytes each.
+MAX_LOG_TAIL_BYTES = LOG_TAIL_LINES * (LOG_TAIL_LINE_CHARS + 1) * 4
+
+
+def _read_tail(store: Any, key: str) -> str:
+    """A log tail, read no further than any payload writes one (a forged 300 MB object is cut, and says so)."""
+    from analysis.collect.sources import read_capped
+
+    data = read_capped(store, key, MAX_LOG_TAIL_BYTES)
+    text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_LOG_TAIL_BYTES:
+        text += f"\n[cut at {MAX_LOG_TAIL_BYTES:,} bytes: larger than any log tail the payload writes]\n"
+    return text
 
 
 def new_lines(seen: list[str], lines: list[str]) -> list[str]:
