@@ -43,7 +43,8 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe, run_time
+    from analysis.campaign.observe import observe, read_bounded, run_time
+    from analysis.collect.validation import MAX_RESULT_BYTES
 
     obs = observe(store, stack, since)
     if not obs.runs:
@@ -51,8 +52,8 @@ def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, 
     run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
-        doc = fastjson.loads(store.get_bytes(key))
-    except Exception:  # noqa: BLE001 - half-written: the next poll reads it
+        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+    except Exception:  # noqa: BLE001 - half-written (the next poll reads it), or larger than any result
         return None
     return (store.url_for(key), doc) if isinstance(doc, dict) else None
 

@@ -139,9 +139,26 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     return obs
 
 
+# The most of an events.jsonl read: a payload's events of a long job fit many times over.
+MAX_EVENTS_BYTES = 32 * 1024 * 1024
+
+
+def read_bounded(store: Any, key: str, limit: int) -> bytes:
+    """An object's bytes, by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
+    (an object no payload writes: never downloaded whole, whatever its size)."""
+    from analysis.collect.sources import read_capped
+
+    data = read_capped(store, key, limit)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit:,} bytes, more than any the payload writes; not read")
+    return data
+
+
 def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
+    from analysis.collect.validation import MAX_RESULT_BYTES
+
     try:
-        doc = fastjson.loads(store.get_bytes(key))
+        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
         return doc if isinstance(doc, dict) else None
     except Exception as exc:  # noqa: BLE001 - half-written or foreign file
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
@@ -150,7 +167,7 @@ def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | 
 
 def _read_jsonl(store: Any, key: str, obs: StackObservation) -> list[dict[str, Any]]:
     try:
-        text = store.get_bytes(key).decode()
+        text = read_bounded(store, key, MAX_EVENTS_BYTES).decode()
     except Exception as exc:  # noqa: BLE001
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
         return []

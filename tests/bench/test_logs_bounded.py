@@ -18,3 +18,21 @@ def test_logs_cuts_a_log_tail_larger_than_any_payload_writes(tmp_path, capsys):
     assert code == exitcodes.OK
     assert "THE-END" not in out and len(out) < MAX_LOG_TAIL_BYTES + 200
     assert "larger than any log tail the payload writes" in out
+
+
+def test_status_reads_no_run_file_larger_than_any_payload_writes(tmp_path, monkeypatch):
+    """A forged events.jsonl or result.json of any size is a problem of its stack, never read whole."""
+    from analysis.campaign import observe as observing
+    from analysis.collect import validation
+    from payload.storage import FileStore, open_store
+
+    monkeypatch.setattr(observing, "MAX_EVENTS_BYTES", 1000)
+    monkeypatch.setattr(validation, "MAX_RESULT_BYTES", 1000)
+    monkeypatch.setattr(FileStore, "get_bytes", lambda *a: (_ for _ in ()).throw(AssertionError("read whole")))
+    run = tmp_path / "runs" / "aws-g4dn-1x" / "20261125T095100Z-i-1-job"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"time": "2026-11-25T10:00:00Z", "event": "x"}\n' * 100)
+    (run / "result.json").write_text('{"status": "completed", "pad": "' + "x" * 2000 + '"}')
+    obs = observing.observe(open_store(str(tmp_path)), "aws-g4dn-1x", None)
+    assert sorted(p.split("/")[-1].split(":")[0] for p in obs.problems) == ["events.jsonl", "result.json"]
+    assert all("more than any the payload writes" in p for p in obs.problems)
