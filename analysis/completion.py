@@ -48,6 +48,8 @@ def _ts(text) -> datetime | None:
 
 def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str]]:
     """Every result.json of the stack under each results URL; unreadable ones become problems, not errors."""
+    from analysis.campaign.observe import read_bounded
+    from analysis.collect.validation import MAX_RESULT_BYTES
     from payload.storage import StorageError, open_store
 
     runs: list[RunState] = []
@@ -61,7 +63,7 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
             continue
         for key in keys:
             try:
-                doc = fastjson.loads(store.get_bytes(key))
+                doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
                 bench = doc.get("benchmark") or {}
                 # a run resumed after a spot restart started before the relaunch:
                 # it belongs to the launch its newest attempt started in

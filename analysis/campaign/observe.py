@@ -150,7 +150,7 @@ def read_bounded(store: Any, key: str, limit: int) -> bytes:
 
     data = read_capped(store, key, limit)
     if len(data) > limit:
-        raise ValueError(f"larger than {limit:,} bytes, more than any the payload writes; not read")
+        raise ValueError(f"larger than {limit:,} bytes, more than gpubench ever writes there; not read")
     return data
 
 

@@ -56,3 +56,16 @@ def test_a_lock_or_bench_record_nested_too_deeply_is_unreadable(tmp_path):
     (tmp_path / RECORD).write_text(DEEP, encoding="utf-8")
     with pytest.raises(ValueError, match="unreadable bench record"):
         BenchRecord.load(tmp_path)
+
+
+def test_a_manifest_larger_than_any_campaign_writes_is_refused_unread(tmp_path, monkeypatch):
+    from analysis.campaign import manifest
+    from payload.storage import FileStore, open_store
+
+    monkeypatch.setattr(manifest, "MAX_MANIFEST_BYTES", 1000)
+    monkeypatch.setattr(FileStore, "get_bytes", lambda *a: pytest.fail("the manifest was downloaded whole"))
+    key = tmp_path / "campaigns" / "c1" / "manifest.json"
+    key.parent.mkdir(parents=True)
+    key.write_text('{"campaign_id": "c1", "pad": "' + "x" * 2000 + '"}', encoding="utf-8")
+    with pytest.raises(manifest.ManifestInvalid, match="larger than 1,000 bytes"):
+        manifest.Manifest.load(open_store(str(tmp_path)), "c1")
