@@ -36,3 +36,20 @@ def test_status_reads_no_run_file_larger_than_any_payload_writes(tmp_path, monke
     obs = observing.observe(open_store(str(tmp_path)), "aws-g4dn-1x", None)
     assert sorted(p.split("/")[-1].split(":")[0] for p in obs.problems) == ["events.jsonl", "result.json"]
     assert all("more than gpubench ever writes there" in p for p in obs.problems)
+
+
+def test_a_stack_whose_run_files_cannot_be_read_is_not_shown_as_empty(tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+
+    from analysis.campaign import observe as observing
+    from analysis.campaign.status import stack_status
+    from payload.storage import open_store
+
+    monkeypatch.setattr(observing, "MAX_EVENTS_BYTES", 1000)
+    run = tmp_path / "runs" / "aws-g4dn-1x" / "20261125T095100Z-i-1-job"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"time": "2026-11-25T10:00:00Z", "event": "x"}\n' * 100)
+    obs = observing.observe(open_store(str(tmp_path)), "aws-g4dn-1x", None)
+    entry = {"state": "launched", "launched_at": "2026-11-25T09:50:00Z"}
+    detail = stack_status("aws-g4dn-1x", entry, obs, datetime(2026, 11, 25, 10, 5, tzinfo=timezone.utc)).detail
+    assert "nothing in the bucket yet" not in detail and "unreadable" in detail and "events.jsonl" in detail
