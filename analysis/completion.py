@@ -22,6 +22,15 @@ from payload.result import FINAL_STATUSES  # noqa: E402  (one definition, bottom
 CLOCK_SKEW = timedelta(minutes=5)
 
 
+def launch_floor(since: datetime | None) -> datetime | None:
+    """The earliest start of a run of the launch that began at `since` (clock skew allowed); None (every
+    run) when there is no start, or one so early that the skew cannot be taken off (a forged year 1)."""
+    try:
+        return since - CLOCK_SKEW if since else None
+    except OverflowError:
+        return None
+
+
 @dataclass(frozen=True)
 class RunState:
     benchmark: str
@@ -88,7 +97,8 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
 
 def decide(runs: Sequence[RunState], suite: Sequence[str] | None, since: datetime | None = None) -> Completion:
     """Complete when each suite benchmark's newest result (since the last launch) is final."""
-    current = [r for r in runs if since is None or r.started_at is None or r.started_at >= since - CLOCK_SKEW]
+    floor = launch_floor(since)
+    current = [r for r in runs if floor is None or r.started_at is None or r.started_at >= floor]
     latest: dict[str, RunState] = {}
     for r in sorted(current, key=lambda r: r.finished_at.timestamp() if r.finished_at else 0.0):
         latest[r.benchmark] = r

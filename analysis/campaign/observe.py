@@ -86,7 +86,7 @@ def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
 
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     """Read the stack's runs of this launch from the bucket."""
-    from analysis.completion import CLOCK_SKEW
+    from analysis.completion import launch_floor
     from payload.storage import StorageError
 
     obs = StackObservation()
@@ -102,7 +102,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
         run_id, _, rest = plain[len(prefix) :].partition("/")
         if rest in (RESULT, EVENTS, STATE):
             runs.setdefault(run_id, {})[rest] = key
-    floor = since - CLOCK_SKEW if since else None
+    floor = launch_floor(since)
     events: list[dict[str, Any]] = []
     for run_id, files in sorted(runs.items()):
         doc = (

@@ -43,3 +43,24 @@ def test_logs_reads_its_bucket_beside_a_damaged_record(tmp_path, capsys):
     tail.write_text("step 1\n")
     assert main(["logs", "aws-g4dn-1x", "--results", str(bucket), "--project-dir", str(tmp_path)]) == exitcodes.OK
     assert "step 1" in capsys.readouterr().out
+
+
+def test_a_launch_time_at_the_start_of_the_calendar_is_read_not_overflowed(tmp_path, capsys):
+    """A record saying a stack started in year 1 (forged or damaged) is shown as it says, never a
+    'date value out of range' for the whole command."""
+    from datetime import datetime, timezone
+
+    from analysis.bench.record import BenchRecord, bench_root
+    from analysis.campaign.observe import observe
+    from payload.storage import open_store
+
+    bucket = tmp_path / "bucket"
+    run = bucket / "runs" / "aws-g4dn-1x" / "20261125T095100Z-i-1-job"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"time": "2026-11-25T10:00:00Z", "event": "run_start"}\n')
+    assert observe(open_store(str(bucket)), "aws-g4dn-1x", datetime(1, 1, 1, tzinfo=timezone.utc)).in_progress
+    record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", str(bucket))
+    record.update("aws-g4dn-1x", kind="cloud", state="launched", up_started_at="0001-01-01T00:00:00Z")
+    assert main(["status", "--project-dir", str(tmp_path), "--json"]) == exitcodes.OK
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["state"] == "running" and row["run_ids"] == ["20261125T095100Z-i-1-job"]
