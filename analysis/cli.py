@@ -123,6 +123,7 @@ def _command_of(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Parse, check every argument, run the command; every error goes through payload.entrypoint.guarded."""
+    from analysis.bench.signals import stop_signals_as_interrupt
     from payload.entrypoint import debug_requested, guarded
     from payload.terminal import safe_terminal
 
@@ -131,8 +132,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_of(argv)
     # What a bucket, a job or a manifest wrote reaches the terminal only through payload.terminal;
-    # a pass-through command (the payload itself) keeps its own output byte for byte.
-    with contextlib.nullcontext() if command in PASSTHROUGH else safe_terminal():
+    # a pass-through command (the payload itself) keeps its own output byte for byte, and its own
+    # signal handling. SIGTERM and SIGHUP (`timeout`, a closed terminal, a cancelled CI job) end every
+    # other command as Ctrl-C does: a collect lets go of the table's lock, a campaign records its stacks.
+    passthrough = command in PASSTHROUGH
+    with (
+        contextlib.nullcontext() if passthrough else safe_terminal(),
+        contextlib.nullcontext() if passthrough else stop_signals_as_interrupt(),
+    ):
         return guarded(
             lambda: _run(argv, prog),
             prog=f"{prog} {command}".strip(),
@@ -167,8 +174,22 @@ def _run(argv: list[str], prog: str) -> int:
     _check_directories(args)
     if getattr(args, "results", None):
         check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")
-    check_bounds(args)
+    check_bounds(args, flags=_typed_flags(parser, argv))
     return int(args.func(args) or 0)
+
+
+def _typed_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
+    """dest -> the option string the user typed for it (`--deadline`, where the dest is `deadline_hours`)."""
+    typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
+    found: dict[str, str] = {}
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:  # noqa: SLF001 - argparse keeps its actions there
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                parsers.extend(action.choices.values())
+            for option in (o for o in action.option_strings if o in typed):
+                found[action.dest] = option
+    return found
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).

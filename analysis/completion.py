@@ -10,16 +10,25 @@ because of last week's results.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from analysis import fastjson
 from payload.layout import stack_prefix
 from payload.result import FINAL_STATUSES  # noqa: E402  (one definition, bottom layer)
 
 # Boot time is measured on the instance, the update start on the laptop.
 CLOCK_SKEW = timedelta(minutes=5)
+
+
+def launch_floor(since: datetime | None) -> datetime | None:
+    """The earliest start of a run of the launch that began at `since` (clock skew allowed); None (every
+    run) when there is no start, or one so early that the skew cannot be taken off (a forged year 1)."""
+    try:
+        return since - CLOCK_SKEW if since else None
+    except OverflowError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,8 @@ def _ts(text) -> datetime | None:
 
 def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str]]:
     """Every result.json of the stack under each results URL; unreadable ones become problems, not errors."""
+    from analysis.campaign.observe import read_bounded
+    from analysis.collect.validation import MAX_RESULT_BYTES
     from payload.storage import StorageError, open_store
 
     runs: list[RunState] = []
@@ -61,7 +72,7 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
             continue
         for key in keys:
             try:
-                doc = json.loads(store.get_bytes(key))
+                doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
                 bench = doc.get("benchmark") or {}
                 # a run resumed after a spot restart started before the relaunch:
                 # it belongs to the launch its newest attempt started in
@@ -86,7 +97,8 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
 
 def decide(runs: Sequence[RunState], suite: Sequence[str] | None, since: datetime | None = None) -> Completion:
     """Complete when each suite benchmark's newest result (since the last launch) is final."""
-    current = [r for r in runs if since is None or r.started_at is None or r.started_at >= since - CLOCK_SKEW]
+    floor = launch_floor(since)
+    current = [r for r in runs if floor is None or r.started_at is None or r.started_at >= floor]
     latest: dict[str, RunState] = {}
     for r in sorted(current, key=lambda r: r.finished_at.timestamp() if r.finished_at else 0.0):
         latest[r.benchmark] = r

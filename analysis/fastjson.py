@@ -1,7 +1,12 @@
 """JSON through orjson when installed (the `analysis` extra), else the json
 module: collect parses and stores tens of thousands of documents, and orjson
 does it several times faster into equal objects. What orjson refuses (NaN,
-Infinity, integers past 64 bits) the json module still reads and writes."""
+Infinity, integers past 64 bits) the json module still reads and writes.
+
+Whatever the bytes (a bucket's object, a job's line, a damaged local file), reading
+them raises ValueError or returns: thousands of nested brackets, which would run the
+json module out of stack, are a `NestedTooDeeply` (a ValueError) like any other
+unreadable document, so every reader's `except ValueError` holds."""
 
 from __future__ import annotations
 
@@ -13,8 +18,15 @@ except ImportError:  # the json module alone: slower, same objects
     orjson = None
 
 
+class NestedTooDeeply(ValueError):
+    """A document nested past the parser's stack (orjson stops at 1,024 levels; json at the recursion limit)."""
+
+
 def _stdlib(data):
-    return json.loads(data if isinstance(data, str | bytes | bytearray) else bytes(data))
+    try:
+        return json.loads(data if isinstance(data, str | bytes | bytearray) else bytes(data))
+    except RecursionError:
+        raise NestedTooDeeply("nested too deeply to read (thousands of levels of brackets)") from None
 
 
 def loads_finite(data) -> tuple[object, bool]:

@@ -29,9 +29,17 @@ MIN_POLL_SECONDS = 1.0  # a bucket read more often only spends requests: the pay
 
 
 def poll_problem(seconds: float, flag: str = "--poll") -> str | None:
-    """Why `seconds` between reads of a bucket is refused (zero, negative, NaN: a busy loop), or None."""
-    if seconds >= MIN_POLL_SECONDS:
+    """Why `seconds` between reads of a bucket is refused (zero, negative, NaN: a busy loop; infinite or
+    over the --poll bound: a wait that never reads again, or a sleep the clock cannot hold), or None."""
+    from infra.conventions import NUMBER_BOUNDS
+
+    most = NUMBER_BOUNDS["poll"].maximum
+    if MIN_POLL_SECONDS <= seconds <= most:
         return None
+    if seconds > most:
+        return (
+            f"{flag} {seconds:g}: longer between reads than the most that follows anything ({flag} {most:,.0f} at most)"
+        )
     return f"{flag} {seconds:g}: read at most once a second ({flag} {MIN_POLL_SECONDS:g} or more)"
 
 

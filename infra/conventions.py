@@ -176,8 +176,12 @@ NUMBER_BOUNDS = {
 }
 
 
-def check_bounds(args: argparse.Namespace, bounds: dict[str, Bound] = NUMBER_BOUNDS, err=None) -> None:
+def check_bounds(
+    args: argparse.Namespace, bounds: dict[str, Bound] = NUMBER_BOUNDS, err=None, flags: dict[str, str] | None = None
+) -> None:
     """Refuse a number above its sane maximum (naming the value and the limit); warn about a large one.
+    `flags` (dest -> the option as typed) names the option as the user wrote it (bench's --deadline
+    is report's --deadline-hours).
 
     Non-finite and negative values are left to each command's own check, which says more."""
     err = err or sys.stderr
@@ -185,14 +189,15 @@ def check_bounds(args: argparse.Namespace, bounds: dict[str, Bound] = NUMBER_BOU
         value = getattr(args, dest, None)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             continue
+        flag = (flags or {}).get(dest, bound.flag)
         if value > bound.maximum:
             raise UsageError(
-                f"{bound.flag} {value:g} is more than the most it can sensibly be ({bound.maximum:,.0f} {bound.unit}); "
+                f"{flag} {value:g} is more than the most it can sensibly be ({bound.maximum:,.0f} {bound.unit}); "
                 "give a smaller value"
             )
         if value > bound.warn_above:
             print(
-                f"warning: {bound.flag} {value:g} is a lot ({bound.unit}, more than {bound.warn_above:,.0f}); "
+                f"warning: {flag} {value:g} is a lot ({bound.unit}, more than {bound.warn_above:,.0f}); "
                 "check it is what you meant",
                 file=err,
             )

@@ -13,6 +13,7 @@ It lives in payload, the bottom layer, so that all three entry points share it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -89,8 +90,9 @@ def guarded(
     except BrokenPipeError:  # `gpubench offers | head`
         quiet_stdout()
         return exitcodes.OK
-    except KeyboardInterrupt:
-        say(f"{prog}: cancelled (Ctrl-C)")
+    except KeyboardInterrupt as exc:  # Ctrl-C, or a stop signal the command handles as one (it has `signum`)
+        signum = getattr(exc, "signum", None)
+        say(f"{prog}: cancelled ({signal.Signals(signum).name if signum else 'Ctrl-C'})")
         return exitcodes.CANCELLED
     except Exception as exc:
         if debug:

@@ -27,7 +27,8 @@ code   name         meaning
 75     INTERRUPTED  spot/preemption notice (or SIGTERM, or the deadline): a
                     checkpoint and an ``interrupted`` result were written; run
                     the same command again to resume (75 = EX_TEMPFAIL)
-130    CANCELLED    Ctrl-C
+130    CANCELLED    Ctrl-C (or SIGTERM or SIGHUP to a gpubench command, handled
+                    as Ctrl-C)
 =====  ===========  ==========================================================
 
 Within one payload suite the most urgent outcome wins, in the order

@@ -30,6 +30,7 @@ import datetime as _dt
 import hashlib
 import os
 import random
+import stat
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
@@ -290,15 +291,24 @@ class FileStore(Store):
             raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
 
     def _list(self, prefix):
+        """Regular files under the root, by key. A symlink is not an object: one to a directory is not
+        followed (a link to / or to itself would walk the whole disk or loop until ELOOP ends the
+        command), one to a file is not read through (a device, or a file outside the directory)."""
         if not self.root.exists():
             return
-        for path in sorted(self.root.rglob("*")):
-            if not path.is_file() or path.name.startswith("."):
-                continue
+        found = []
+        for folder, _dirs, files in os.walk(self.root):  # os.walk never follows a linked directory
+            found += [Path(folder, name) for name in files if not name.startswith(".")]
+        for path in sorted(found):
             key = path.relative_to(self.root).as_posix()
             if not key.startswith(prefix):
                 continue
-            st = path.stat()
+            try:
+                st = path.lstat()
+            except OSError:  # removed since the walk
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
             etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
             updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
             yield ObjectInfo(key, st.st_size, etag, updated)

@@ -60,7 +60,10 @@ def _invalid(where: str, exc: yaml.YAMLError) -> YamlFileError:
     """`file:line: not valid YAML (problem)`, the problem quoted short."""
     mark = getattr(exc, "problem_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
-    problem = quote(str(getattr(exc, "problem", None) or exc), 200).strip("'\"")
+    text = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+    if getattr(exc, "position", None) is not None:  # the reader's error: a character no YAML may hold
+        text += f" at character {exc.position + 1}"
+    problem = quote(text, 200).strip("'\"")
     return YamlFileError(f"{where}{line}: not valid YAML ({problem})")
 
 
@@ -68,7 +71,10 @@ def load_yaml(text: str, where: str) -> Any:
     """The document in `text` (`where` names it in errors), refused when it expands past MAX_NODES."""
     if len(text) > MAX_BYTES:
         raise YamlFileError(f"{where}: {len(text):,} characters, more than {MAX_BYTES:,}; keep data out of the file")
-    loader = yaml.SafeLoader(text)  # the pure-Python composer: its nodes are what _expanded counts
+    try:  # the reader refuses a control character (a NUL, a stray binary byte) as it is made
+        loader = yaml.SafeLoader(text)  # the pure-Python composer: its nodes are what _expanded counts
+    except yaml.YAMLError as exc:
+        raise _invalid(where, exc) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -17,10 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from analysis.bench.record import BenchRecord, bench_dirs
+from analysis.bench.record import RECORD, BenchRecord, bench_dirs
 from analysis.campaign.manifest import iso, parse_time, utcnow
 from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
+from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
 ENDED = ("destroyed", "ended")
@@ -81,17 +82,56 @@ def probe_status(
     stores: dict[str, Any] = {}
     rows = []
     for directory in bench_dirs(work_dir):
-        record = BenchRecord.load(directory)
-        wanted = {n: e for n, e in record.stacks.items() if include_ended or not _is_ended(e)}
+        try:
+            record = BenchRecord.load(directory)
+        except ValueError as exc:  # one damaged record: its row says so, the other benches are still listed
+            rows.append(_refused(directory.name, "-", str(exc)))
+            continue
+        wanted = {
+            n: e for n, e in record.stacks.items() if include_ended or not isinstance(e, dict) or not _is_ended(e)
+        }
         if not wanted:
             continue
-        counts = _resources(backend, directory) if any(e.get("kind") == "cloud" for e in wanted.values()) else {}
+        counts = (
+            _resources(backend, directory)
+            if any(isinstance(e, dict) and e.get("kind") == "cloud" for e in wanted.values())
+            else {}
+        )
         for name, entry in wanted.items():
-            url = entry.get("results") or record.data.get("results")
-            if url and url not in stores:
-                stores[url] = opener(url)
-            rows.append(_row(record, name, entry, stores.get(url), now, counts))
+            try:
+                url = entry.get("results") or record.data.get("results")
+                if url and url not in stores:
+                    stores[url] = opener(url)
+                rows.append(_row(record, name, entry, stores.get(url), now, counts))
+            except (ValueError, TypeError, AttributeError) as exc:  # a bad name or entry: this row alone
+                rows.append(_refused(record.bench_id, name, f"{directory / RECORD}: stack entry refused: {exc}"))
     return rows
+
+
+REFUSED = "refused: "  # a problem that marks a row whose record could not be read
+
+
+def _refused(bench_id: str, stack: str, why: str) -> dict[str, Any]:
+    """The row of a bench record (or one stack entry of it) that cannot be read: state unknown, the reason."""
+    from payload.terminal import terminal_text
+
+    return {
+        "bench_id": terminal_text(bench_id, multiline=False),
+        "stack": terminal_text(stack, multiline=False),
+        "kind": None,
+        "offering": None,
+        "market": None,
+        "state": "unknown",
+        "ended": False,
+        "detail": terminal_text(why, multiline=False),
+        "age_seconds": None,
+        "deadline": None,
+        "cost_usd": None,
+        "resources": None,
+        "last_event": None,
+        "run_ids": [],
+        "problems": [REFUSED + why],
+    }
 
 
 def status_table(rows: list[dict[str, Any]]) -> str:
@@ -144,8 +184,22 @@ def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
     if not runs:
         return None
     run_id = max(runs, key=lambda r: (runs[r]["updated"] or datetime.min.replace(tzinfo=utcnow().tzinfo), r))
-    text = store.get_bytes(runs[run_id]["newest"][LOG_TAIL]).decode("utf-8", errors="replace")
-    return run_id, text, "result.json" in runs[run_id]["files"]
+    return run_id, _read_tail(store, runs[run_id]["newest"][LOG_TAIL]), "result.json" in runs[run_id]["files"]
+
+
+# The most a payload writes: LOG_TAIL_LINES lines of LOG_TAIL_LINE_CHARS characters, up to 4 UTF-8 bytes each.
+MAX_LOG_TAIL_BYTES = LOG_TAIL_LINES * (LOG_TAIL_LINE_CHARS + 1) * 4
+
+
+def _read_tail(store: Any, key: str) -> str:
+    """A log tail, read no further than any payload writes one (a forged 300 MB object is cut, and says so)."""
+    from analysis.collect.sources import read_capped
+
+    data = read_capped(store, key, MAX_LOG_TAIL_BYTES)
+    text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")
+    if len(data) > MAX_LOG_TAIL_BYTES:
+        text += f"\n[cut at {MAX_LOG_TAIL_BYTES:,} bytes: larger than any log tail the payload writes]\n"
+    return text
 
 
 def new_lines(seen: list[str], lines: list[str]) -> list[str]:

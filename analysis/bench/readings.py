@@ -8,11 +8,11 @@ means for the bench (measured, not steady, failed, ...) and price the probe.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analysis import fastjson
 from payload.layout import result_key
 from payload.workloads.logtail import TAIL_MARK
 
@@ -43,7 +43,8 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe, run_time
+    from analysis.campaign.observe import observe, read_bounded, run_time
+    from analysis.collect.validation import MAX_RESULT_BYTES
 
     obs = observe(store, stack, since)
     if not obs.runs:
@@ -51,8 +52,8 @@ def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, 
     run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
-        doc = json.loads(store.get_bytes(key))
-    except Exception:  # noqa: BLE001 - half-written: the next poll reads it
+        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+    except Exception:  # noqa: BLE001 - half-written (the next poll reads it), or larger than any result
         return None
     return (store.url_for(key), doc) if isinstance(doc, dict) else None
 
@@ -70,8 +71,13 @@ def _error_parts(result: dict[str, Any]) -> tuple[str, list[str]]:
     text = str(result.get("error") or result.get("message") or "the job failed")
     head, _, tail = text.partition(TAIL_MARK)
     first = next((line.strip() for line in head.splitlines() if line.strip()), "the job failed")
-    lines = [shown[:MAX_REASON_CHARS] for line in tail.splitlines() if (shown := plain(line)).strip()]
-    return first[:MAX_REASON_CHARS], lines[-MAX_TAIL_LINES:]
+    lines = [_clip(shown) for line in tail.splitlines() if (shown := plain(line)).strip()]
+    return _clip(first), lines[-MAX_TAIL_LINES:]
+
+
+def _clip(text: str) -> str:
+    """At most MAX_REASON_CHARS, a cut one ending in '...' so it does not read as the whole reason."""
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3].rstrip() + "..."
 
 
 def last_lines(result: dict[str, Any] | None) -> list[str]:

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from analysis import fastjson
 from analysis.campaign.manifest import iso, utcnow
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
@@ -77,7 +78,7 @@ class BenchRecord:
     def load(cls, directory: Path) -> BenchRecord:
         path = Path(directory) / RECORD
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = fastjson.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: unreadable bench record ({exc}); delete the directory if it is stale") from None
         if not isinstance(data, dict) or not isinstance(data.get("stacks"), dict):

@@ -23,12 +23,14 @@ from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
+from analysis import fastjson
 from payload.terminal import terminal_text
 
 SCHEMA_VERSION = 1
 MANIFEST_KEY = "campaigns/{id}/manifest.json"
 SUMMARY_KEY = "campaigns/{id}/summary.json"
 STATES = ("pending", "launching", "launched", "launch-failed")
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # thousands of stacks with every launch attempt fit many times over
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
@@ -174,15 +176,18 @@ class Manifest:
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
+        from analysis.campaign.observe import read_bounded
         from payload.storage import ObjectNotFound
 
         key = MANIFEST_KEY.format(id=check_id(campaign_id))
         try:
-            raw = store.get_bytes(key)
+            raw = read_bounded(store, key, MAX_MANIFEST_BYTES)
         except ObjectNotFound:
             return None
+        except ValueError as exc:
+            raise ManifestInvalid(f"{store.url_for(key)}: {exc}; fix or delete it") from None
         try:
-            data = json.loads(raw)
+            data = fastjson.loads(raw)
         except ValueError as exc:
             raise ManifestInvalid(f"{store.url_for(key)} is not valid JSON ({exc}); fix or delete it") from None
         check_shape(data, store.url_for(key))

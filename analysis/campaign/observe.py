@@ -10,11 +10,11 @@ Unreadable files become problems, never errors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analysis import fastjson
 from analysis.campaign.manifest import parse_time
 from payload.layout import newest_versions, stack_prefix
 
@@ -86,7 +86,7 @@ def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
 
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     """Read the stack's runs of this launch from the bucket."""
-    from analysis.completion import CLOCK_SKEW
+    from analysis.completion import launch_floor
     from payload.storage import StorageError
 
     obs = StackObservation()
@@ -102,7 +102,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
         run_id, _, rest = plain[len(prefix) :].partition("/")
         if rest in (RESULT, EVENTS, STATE):
             runs.setdefault(run_id, {})[rest] = key
-    floor = since - CLOCK_SKEW if since else None
+    floor = launch_floor(since)
     events: list[dict[str, Any]] = []
     for run_id, files in sorted(runs.items()):
         doc = (
@@ -139,9 +139,26 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     return obs
 
 
+# The most of an events.jsonl read: a payload's events of a long job fit many times over.
+MAX_EVENTS_BYTES = 32 * 1024 * 1024
+
+
+def read_bounded(store: Any, key: str, limit: int) -> bytes:
+    """An object's bytes, by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
+    (an object no payload writes: never downloaded whole, whatever its size)."""
+    from analysis.collect.sources import read_capped
+
+    data = read_capped(store, key, limit)
+    if len(data) > limit:
+        raise ValueError(f"larger than {limit:,} bytes, more than gpubench ever writes there; not read")
+    return data
+
+
 def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
+    from analysis.collect.validation import MAX_RESULT_BYTES
+
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
         return doc if isinstance(doc, dict) else None
     except Exception as exc:  # noqa: BLE001 - half-written or foreign file
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
@@ -150,14 +167,14 @@ def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | 
 
 def _read_jsonl(store: Any, key: str, obs: StackObservation) -> list[dict[str, Any]]:
     try:
-        text = store.get_bytes(key).decode()
+        text = read_bounded(store, key, MAX_EVENTS_BYTES).decode()
     except Exception as exc:  # noqa: BLE001
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
         return []
     out = []
     for line in text.splitlines():
         try:
-            out.append(json.loads(line))
+            out.append(fastjson.loads(line))
         except ValueError:
             continue
     return out

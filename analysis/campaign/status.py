@@ -10,7 +10,8 @@ States, first matching rule wins (RULES):
                  stacks use one-time spot requests that terminate, so nothing resumes it)
   expired        the deadline passed without final results
   running        events in the bucket; the last one is shown
-  launched       deployed, nothing in the bucket yet (booting, pulling the image)
+  launched       deployed, no event in the bucket yet (booting, pulling the image); the
+                 detail names a run already started, or the run files that cannot be read
 
 Cost so far is billed from the start of the successful `pulumi up` to the result's
 upload (final states), to now (running, capped at the deadline) or to the deadline
@@ -140,6 +141,10 @@ def _launched(entry, obs, now, deadline):
     deployed = f"deployed{_at(entry.get('launched_at') or entry.get('up_started_at'))}"
     if obs.unreachable:
         return f"{deployed}; state unknown: {obs.problems[0]}"
+    if obs.problems:  # something is there, and it could not be read: never "nothing yet"
+        return f"{deployed}; {len(obs.problems)} file(s) in the bucket unreadable: {obs.problems[0]}"
+    if obs.in_progress:
+        return f"{deployed}; run {obs.in_progress[-1]} started, no event yet"
     return f"{deployed}; nothing in the bucket yet"
 
 

@@ -57,9 +57,9 @@ class _FileStacks:
         base = self.root / layout.ROOT
         prefixes, files = [], []
         for entry in self._scan(base, layout.ROOT):
-            if entry.is_dir():
+            if entry.is_dir(follow_symlinks=False):
                 prefixes.append(f"{layout.ROOT}{entry.name}/")
-            elif entry.is_file() and not entry.name.startswith("."):
+            elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
                 files.append(self._info(Path(entry.path)))
         return sorted(prefixes), files
 
@@ -88,7 +88,7 @@ class _FileStacks:
                 for entry in entries:
                     if not _is_text(entry.name):  # set aside when the stack is listed file by file
                         stray = True
-                    elif entry.is_dir():
+                    elif entry.is_dir(follow_symlinks=False):
                         runs.append(entry.name)
                     elif not entry.name.startswith("."):
                         stray = True
@@ -98,14 +98,15 @@ class _FileStacks:
 
     def objects(self, prefix: str) -> Iterator:
         """Every file under a stack but hidden ones, as payload.storage lists them (through
-        os.scandir, no path objects: a stack of 20,000 runs is 20,000 directory reads)."""
+        os.scandir, no path objects: a stack of 20,000 runs is 20,000 directory reads); like it,
+        never through a symlink (a link to / or to itself would walk the disk or loop)."""
         todo = [(prefix, self.root / prefix)]
         while todo:
             rel, path = todo.pop()
             for entry in self._scan(path, rel):
-                if entry.is_dir():
+                if entry.is_dir(follow_symlinks=False):
                     todo.append((f"{rel}{entry.name}/", entry.path))
-                elif entry.is_file() and not entry.name.startswith("."):
+                elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
                     yield self._entry_info(f"{rel}{entry.name}", entry)
 
     def _entry_info(self, key: str, entry: os.DirEntry):

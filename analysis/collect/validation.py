@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 from functools import lru_cache
 
-from analysis.fastjson import loads_finite
+from analysis.fastjson import NestedTooDeeply, loads_finite
 from analysis.migrations import MigrationError, migrate
 from analysis.table import result_to_row
 from payload import layout
@@ -87,7 +87,7 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         raw, finite = loads_finite(data)
     except UnicodeDecodeError:
         raise ValueError("corrupt: not UTF-8 text") from None
-    except RecursionError:  # orjson stops at 1,024 levels; the json module then runs out of stack
+    except NestedTooDeeply:
         raise ValueError("corrupt: nested too deeply to be a result") from None
     except json.JSONDecodeError as exc:
         raise ValueError(

@@ -12,7 +12,7 @@ examples:
 The payload uploads the rolling tail (its last 200 lines) about every 30 s while the
 job runs; --follow prints new lines until the run is over: it has its result (exit 0), or
 its deadline passed without one (exit 1; the deadline is the bench record's, else the
-longest any stack may live after the run's last upload). --poll is at least 1 second.
+longest any stack may live after the run's last upload). --poll is 1 second to a week.
 """
 
 
@@ -38,7 +38,7 @@ def register(sub) -> None:
         type=float,
         default=None,
         metavar="MINUTES",
-        help="--follow: give up when no log tail has appeared after MINUTES (default 15: boot and setup come first)",
+        help="--follow: give up when no log tail has appeared after MINUTES (default 15: boot and setup come first; at most 4,320, three days)",
     )
     p.add_argument(
         "--project-dir", type=Path, metavar="DIR", help="look for the bench records under DIR/.gpubench/bench/ only"
@@ -51,7 +51,10 @@ def _bench_entry(args) -> tuple[str | None, dict]:
     from analysis.bench.record import BenchRecord, bench_dirs
 
     for directory in reversed(bench_dirs(args.project_dir)):
-        record = BenchRecord.load(directory)
+        try:
+            record = BenchRecord.load(directory)
+        except ValueError:  # a damaged record names no stack: the others (and --results) still answer
+            continue
         entry = record.stacks.get(args.stack)
         if entry is not None:
             return entry.get("results") or record.data.get("results"), entry
@@ -103,17 +106,23 @@ def run(args) -> int:
 
     from analysis.bench.live import follow_log, latest_log
     from analysis.output import poll_problem, terminal_text
+    from infra.config import MAX_HOURS_LIMIT
     from infra.conventions import UsageError
     from payload import exitcodes
     from payload.storage import StorageError, open_store
 
     if poll_problem(args.poll):
         raise UsageError(poll_problem(args.poll))
+    if args.wait is not None and not 0.0 <= args.wait <= MAX_HOURS_LIMIT * 60:  # NaN too
+        raise UsageError(
+            f"--wait {args.wait:g}: give minutes from 0 to {MAX_HOURS_LIMIT * 60:,.0f} (the longest a stack "
+            "lives), e.g. --wait 15"
+        )
     recorded, entry = _bench_entry(args)
     try:
         store = open_store(_results(args, recorded))
         if args.follow:
-            wait = None if args.wait is None else max(0.0, args.wait) * 60.0
+            wait = None if args.wait is None else args.wait * 60.0
             limit = _follow_seconds(store, args.stack, entry)
             run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait, timeout=limit)
             if run_id is None:

@@ -15,7 +15,9 @@ with the Pulumi CLI installed it also shows how many resources each probe stack
 still holds. States follow `campaign status`: launching, launched (booting),
 running (last event), finished, failed, interrupted, expired (deadline passed),
 launch-failed. When a probe's bucket cannot be read its state is unknown: the row says
-why and the exit status is 4 (with --json too).
+why and the exit status is 4 (with --json too). A bench record that cannot be read (or a
+stack entry in it) is a row of its own, state unknown with the reason, the other benches
+are listed, and the exit status is 5.
 """
 
 
@@ -42,10 +44,13 @@ def _backend():
 
 
 def run(args, backend=None) -> int:
-    from analysis.bench.live import probe_status, status_table
+    import sys
+
+    from analysis.bench.live import REFUSED, probe_status, status_table
     from analysis.campaign.cli import unreachable_code
     from analysis.campaign.observe import UNREACHABLE
     from analysis.output import emit_json
+    from payload import exitcodes
 
     rows = probe_status(args.project_dir, include_ended=args.all, backend=backend or _backend())
     if args.json:
@@ -54,4 +59,13 @@ def run(args, backend=None) -> int:
         print(status_table(rows))
     else:
         print("no live bench probes" + ("" if args.all else " (--all lists ended ones too)"))
-    return unreachable_code([r["stack"] for r in rows if any(p.startswith(UNREACHABLE) for p in r["problems"])])
+    code = unreachable_code([r["stack"] for r in rows if any(p.startswith(UNREACHABLE) for p in r["problems"])])
+    refused = sorted({r["bench_id"] for r in rows if any(p.startswith(REFUSED) for p in r["problems"])})
+    if refused:
+        print(
+            f"error: the record of bench(es) {', '.join(refused)} could not be read (the rows say why): "
+            "the other benches are listed; delete a stale bench's directory",
+            file=sys.stderr,
+        )
+        return code or exitcodes.INVALID
+    return code

@@ -27,7 +27,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import socket
+import stat
 import sys
 import threading
 import time
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
+from analysis import fastjson
 from analysis.dataset.location import Location
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
@@ -44,10 +47,15 @@ UNREADABLE_S = 10.0
 WAIT_S = 30 * 60.0
 WAIT_NOTE_S = 60.0
 POLL_S = 0.2
+MAX_LOCK_BYTES = 64 * 1024  # a lock is a few hundred bytes: more is not one, and is never read whole
 
 
 class LockTimeout(TimeoutError):
     """Another collect kept the table for longer than we wait (an OSError: the command says so and exits 1)."""
+
+
+class LockNotAFile(OSError):
+    """The lock's name holds a directory, a symlink or a device: no collect makes one, so none breaks it."""
 
 
 def _say(line: str) -> None:
@@ -63,43 +71,46 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
     deadline = time.monotonic() + wait_s
     started = time.time()
     unreadable_since = noted = None
-    while not backend.create(_body(started)):
-        holder = backend.read()
-        if holder is None:
-            continue  # released meanwhile
-        why = _stale(holder)
-        if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
-            unreadable_since = unreadable_since or time.monotonic()
-            if time.monotonic() - unreadable_since > UNREADABLE_S:
-                why = f"unreadable for {UNREADABLE_S:.0f} s (a collect killed while creating it)"
-        else:
-            unreadable_since = None
-        if why is not None:
-            say(f"collect: breaking the lock {where} of {_owner(holder)}: {why}")
-            backend.remove()
-            continue
-        if time.monotonic() > deadline:
-            raise LockTimeout(
-                f"the table at {loc.text} is being written by {_owner(holder)}; try again when it is done "
-                f"(a lock whose heartbeat stops is broken {LEASE_S:.0f} s later: {where})"
-            )
-        if noted is None or time.monotonic() - noted >= WAIT_NOTE_S:
-            say(
-                f"collect: waiting for {_owner(holder)}, which is writing the table (lock {where}; "
-                f"taken over if its heartbeat stops for {LEASE_S:.0f} s; giving up in "
-                f"{max(0.0, deadline - time.monotonic()):.0f} s)"
-            )
-            noted = time.monotonic()
-        time.sleep(POLL_S)
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(backend, started, stop), name="collect-lock-heartbeat", daemon=True)
-    beat.start()
+    acquired = False
     try:
+        while not (acquired := backend.create(_body(started))):
+            holder = backend.read()
+            if holder is None:
+                continue  # released meanwhile
+            why = _stale(holder)
+            if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
+                unreadable_since = unreadable_since or time.monotonic()
+                if time.monotonic() - unreadable_since > UNREADABLE_S:
+                    why = f"unreadable for {UNREADABLE_S:.0f} s (a collect killed while creating it)"
+            else:
+                unreadable_since = None
+            if why is not None:
+                say(f"collect: breaking the lock {where} of {_owner(holder)}: {why}")
+                backend.remove()
+                continue
+            if time.monotonic() > deadline:
+                raise LockTimeout(
+                    f"the table at {loc.text} is being written by {_owner(holder)}; try again when it is done "
+                    f"(a lock whose heartbeat stops is broken {LEASE_S:.0f} s later: {where})"
+                )
+            if noted is None or time.monotonic() - noted >= WAIT_NOTE_S:
+                say(
+                    f"collect: waiting for {_owner(holder)}, which is writing the table (lock {where}; "
+                    f"taken over if its heartbeat stops for {LEASE_S:.0f} s; giving up in "
+                    f"{max(0.0, deadline - time.monotonic()):.0f} s)"
+                )
+                noted = time.monotonic()
+            time.sleep(POLL_S)
+        beat.start()  # in the try: a stop signal the moment the lock is taken still lets go of it
         yield
     finally:
         stop.set()
-        beat.join()
-        backend.remove()
+        if beat.ident is not None:
+            beat.join()
+        if acquired:
+            backend.remove()
 
 
 def _beat(backend, started: float, stop: threading.Event) -> None:
@@ -157,7 +168,7 @@ def _owner(holder: dict) -> str:
 def _parse(data: bytes | None) -> dict:
     """The lock's document; {} for one that cannot be read (empty, not JSON, not an object)."""
     try:
-        doc = json.loads(data) if data else None
+        doc = fastjson.loads(data) if data else None
     except ValueError:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -185,10 +196,24 @@ class _LocalLock:
         self.path.write_bytes(body)
 
     def read(self) -> dict | None:
+        """The lock's document, read no further than MAX_LOCK_BYTES and never through a link, a FIFO
+        (which would block) or a device (which would never end)."""
         try:
-            return _parse(self.path.read_bytes())
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             return None
+        except OSError:  # ELOOP: a symlink
+            fd = None
+        if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+            if fd is not None:
+                os.close(fd)
+            raise LockNotAFile(
+                f"{self.path} is not a lock a collect wrote (a directory, a symlink, a FIFO or a device); "
+                f"remove it (rm -r {shlex.quote(str(self.path))}) when no collect is running, then collect again"
+            )
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(MAX_LOCK_BYTES + 1)
+        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -210,12 +235,14 @@ class _RemoteLock:
         self.store.put_bytes(self.key, body)
 
     def read(self) -> dict | None:
+        from analysis.collect.sources import read_capped
         from payload.storage import ObjectNotFound
 
         try:
-            return _parse(self.store.get_bytes(self.key))
+            data = read_capped(self.store, self.key, MAX_LOCK_BYTES)
         except ObjectNotFound:
             return None
+        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         from payload.storage import ObjectNotFound

@@ -59,16 +59,19 @@ def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> di
         if code != 0:
             return {"readable": False, "error": f"`setup` exited with status {code}", "last_lines": tail}
     t0 = time.monotonic()
+    stopped: list[float] = []  # when the reading ended: a job slow to stop is not counted as read
 
     def done() -> bool:
-        return (
+        if not stopped and (
             time.monotonic() - t0 >= seconds
             or reader.unreadable() is not None
             or (len(points) >= ENOUGH_READINGS and points[-1][0] - points[0][0] >= 2.0)
-        )
+        ):
+            stopped.append(time.monotonic())
+        return bool(stopped)
 
     _run(spec.run, spec.cwd, env, line, done)
-    return _report(reader, points, tail, spec.work, time.monotonic() - t0)
+    return _report(reader, points, tail, spec.work, (stopped[0] if stopped else time.monotonic()) - t0)
 
 
 def _run(script: str, cwd: str, env: dict, on_line, done) -> int:

@@ -205,6 +205,31 @@ def test_an_unreadable_lock_is_broken_after_a_bound_saying_so(tmp_path, quick_lo
     assert not path.exists()
 
 
+@pytest.mark.parametrize("shape", ["directory", "symlink-to-a-device", "fifo"])
+def test_a_lock_name_that_holds_no_file_is_named_at_once_never_read(tmp_path, quick_lock, shape):
+    path = tmp_path / lock.LOCK_KEY
+    path.parent.mkdir(parents=True)
+    {
+        "directory": path.mkdir,
+        "symlink-to-a-device": lambda: path.symlink_to("/dev/zero"),
+        "fifo": lambda: os.mkfifo(path),
+    }[shape]()
+    started = time.monotonic()
+    with pytest.raises(lock.LockNotAFile, match="is not a lock a collect wrote.*remove it"):
+        with lock.table_lock(resolve(tmp_path), wait_s=5.0, say=lambda _: None):
+            pass
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_lock_larger_than_any_lock_is_unreadable_and_broken_unread(tmp_path, quick_lock):
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "pad": "x" * lock.MAX_LOCK_BYTES}
+    path = _lock_file(tmp_path, json.dumps(live).encode())  # a live holder, if it were read whole
+    said = []
+    with lock.table_lock(resolve(tmp_path), wait_s=5.0, say=said.append):
+        pass
+    assert any("breaking the lock" in s for s in said) and not path.exists()
+
+
 def test_a_live_holder_is_waited_for_with_a_line_naming_it(tmp_path, quick_lock):
     path = _lock_file(tmp_path, lock._body(time.time()))  # this very process: alive, heartbeat fresh
     said = []
@@ -279,3 +304,16 @@ def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch)
         with lock.table_lock(resolve(tmp_path)):
             pass
     assert not (tmp_path / lock.LOCK_KEY).exists()
+
+
+def test_a_lock_in_a_bucket_is_read_no_further_than_any_lock(s3_bucket, quick_lock, monkeypatch):
+    from payload.storage import S3Store, open_store
+
+    table = f"s3://{s3_bucket}/table"
+    live = {"host": socket.gethostname(), "pid": os.getpid(), "at": time.time(), "pad": "x" * lock.MAX_LOCK_BYTES}
+    open_store(table).put_bytes(lock.LOCK_KEY, json.dumps(live).encode())  # a live holder, if it were read whole
+    monkeypatch.setattr(S3Store, "get_bytes", lambda *a: pytest.fail("the lock was downloaded whole"))
+    said = []
+    with lock.table_lock(resolve(table), wait_s=5.0, say=said.append):
+        pass
+    assert any("breaking the lock" in s for s in said)

@@ -492,3 +492,13 @@ def test_throughput_only_ranks_the_rates_and_estimates_no_whole_job(tmp_path):
     assert sentence.startswith("Throughput only (--throughput-only: no whole-job estimate): ")
     assert "2,000.0 samples/s" in sentence and "Not measured" not in sentence
     assert write_page(doc, tmp_path / "page").is_file()
+
+
+def test_a_failed_probes_reason_cut_to_one_line_says_it_was_cut():
+    """A reason longer than a table cell can hold ends in '...', never mid-word as if it were whole."""
+    from analysis.bench.readings import MAX_REASON_CHARS
+
+    long = "missing metric: " + "tried json (expects e.g. GPUBENCH_METRICS ...); " * 20
+    status, reason = judge({"status": "failed", "error": long + "\n--- last lines of its output ---\nx"})
+    why = reason.removeprefix("the job failed during the probe: ").split("; the last 1 lines")[0]
+    assert status == "failed" and len(why) <= MAX_REASON_CHARS and why.endswith("...")

@@ -190,11 +190,25 @@ def test_follow_ends_at_the_deadline_its_bench_recorded(tmp_path, capsys):
     assert "over without a result" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("poll", ["0", "0.01", "-1", "nan"])
+@pytest.mark.parametrize("poll", ["0", "0.01", "-1", "nan", "inf", "1e400"])
 def test_follow_polls_at_most_once_a_second(poll, tmp_path, capsys):
     argv = _dead_run(tmp_path, age_hours=100)
     assert bounded([*argv[:-1], poll]) == exitcodes.USAGE
-    assert "--poll" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--poll" in err and "error: --poll" in err.splitlines()[0]  # refused before a line is printed
+
+
+@pytest.mark.parametrize("wait", ["nan", "-1", "inf", "1e300"])
+def test_follow_refuses_a_wait_it_cannot_keep(wait, tmp_path, capsys):
+    argv = _dead_run(tmp_path, age_hours=100)
+    assert bounded([*argv, "--wait", wait]) == exitcodes.USAGE
+    assert f"--wait {float(wait):g}: give minutes from 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["campaign", "wait", "c1"], ["campaign", "run", "aws-g4dn-1x"]])
+def test_campaign_refuses_an_infinite_poll(command, tmp_path, capsys):
+    assert bounded([*command, "--results", str(tmp_path), "--poll", "inf"]) == exitcodes.USAGE
+    assert "--poll inf: longer between reads" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

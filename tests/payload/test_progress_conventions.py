@@ -354,3 +354,23 @@ def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
         "the last 2 lines of its output were printed with the probe's progress"
     )
     assert last_lines(result) == ["a", "b"]  # control sequences removed
+
+
+def test_check_metrics_reports_the_seconds_it_read_not_the_jobs_stop(tmp_path):
+    """A job that ignores SIGTERM takes the stop grace to end; the seconds reported are those read."""
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "train.py").write_text(
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "for i in range(1, 40):\n"
+        "    print('GPUBENCH_METRICS {\"samples\": %d}' % (i * 32), flush=True)\n    time.sleep(0.1)\n"
+        "time.sleep(60)\n"
+    )
+    (tmp_path / "task.yaml").write_text(
+        yaml.safe_dump({"name": "slow-stop", "workdir": "job", "run": "python3 train.py"})
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GPUBENCH_STOP_GRACE_SECONDS": "3"}
+    argv = [sys.executable, "-m", "analysis", "bench", str(tmp_path / "task.yaml"), "--check-metrics", "--json"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    doc = json.loads(done.stdout)
+    assert doc["readable"] and doc["seconds"] < 2.0 + 2.5  # read for ~2 s; the 3 s grace not counted

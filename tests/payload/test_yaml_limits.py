@@ -34,6 +34,7 @@ def test_an_alias_bomb_is_refused_before_anything_expands_it():
         ("a: " + "9" * 5000, "a value cannot be read"),
         ("a: b: c", ":1: not valid YAML (mapping values are not allowed"),
         ("x" * 1_000_001, "more than 1,000,000"),
+        ("name: t\x00\x1b\nrun: x", "not valid YAML (unacceptable character #x0000"),
     ],
 )
 def test_hostile_or_broken_yaml_is_named_in_a_short_message(text, says):
