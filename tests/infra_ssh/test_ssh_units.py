@@ -36,7 +36,10 @@ def test_docker_plan_uses_the_cloud_image_for_the_gpu_generation_and_a_local_buc
     assert plan.image == "tensorflow/tensorflow:2.11.0-gpu"  # K80: the last TF with Kepler kernels
     digest = build_bundle().digest
     assert plan.uploads[0][1] == f"{RUN.root}/src/{digest}.tar.gz"  # the bundle, not a built image
-    assert f"{RUN.root}/src/{digest}:/opt/gpubench" in words and "/opt/gpubench/gpubench requirements payload-legacy" in words
+    assert (
+        f"{RUN.root}/src/{digest}:/opt/gpubench" in words
+        and "/opt/gpubench/gpubench requirements payload-legacy" in words
+    )
     prebuilt = plan_for(cfg(payloadImage="registry.example/gp:{generation}"), RUN, has_gpu=True)
     assert prebuilt.image == "registry.example/gp:cuda11-legacy" and not prebuilt.uploads
     assert "--gpus all" in words and '"$(id -u):$(id -g)"' in words
