@@ -13,37 +13,33 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 
-# The files that take longest, longest first (per-test durations of full-suite runs, 2026-11-25: the
-# idle-machine run of main and a loaded run after every stack was rendered once per session).
+# The files that take longest, longest first (per-file sums of per-test durations of a full-suite run,
+# 2026-11-27, 3 workers on 2 cores, another job beside it).
 LONGEST_FILES_FIRST = (
-    "payload/test_payload_catsdogs.py",
     "payload/test_payload_benchmarks.py",
-    "payload/test_payload_backends.py",
     "e2e/test_demo.py",
-    "analysis/test_report_probes.py",
-    "infra_ssh/test_ssh_workload.py",
+    "payload/test_payload_backends.py",
+    "payload/test_payload_catsdogs.py",
+    "infra_ssh/test_ssh_run.py",
+    "cli/test_cli_properties.py",
+    "bench/test_bench_e2e.py",
     "campaign/test_campaign_end_to_end.py",
     "payload/test_payload_workloads.py",
-    "payload/test_payload_overhead.py",
     "bench/test_bench_frameworks.py",
-    "bench/test_bench_ctrl_c.py",
-    "infra_ssh/test_ssh_run.py",
-    "payload/test_payload_harness.py",
-    "analysis/test_report_query.py",
-    "bench/test_bench_e2e.py",
-    "analysis/test_garbage_properties.py",
-    "infra_ssh/test_ssh_docker.py",
-    "payload/test_payload_hardening.py",
-    "payload/test_payload_cli.py",
+    "bench/test_bench_probe_e2e.py",
     "payload/test_payload_probe.py",
-    "payload/test_output_bounds.py",
-    "payload/test_progress_conventions.py",
-    "payload/test_payload_cloud.py",
-    "analysis/test_report.py",
     "infra/test_infra_preview.py",
+    "payload/test_payload_harness.py",
     "analysis/test_sweep_aws.py",
-    "analysis/test_schedules_checkov.py",
-    "analysis/test_collect_bounded.py",
+    "payload/test_payload_cloud.py",
+    "payload/test_output_bounds.py",
+    "payload/test_payload_hardening.py",
+    "infra/test_infra_cloud_init.py",
+    "payload/test_payload_overhead.py",
+    "analysis/test_report_query.py",
+    "bench/test_bench_ctrl_c.py",
+    "analysis/test_collect.py",
+    "payload/test_job_venv.py",
 )
 
 
