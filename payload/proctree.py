@@ -33,6 +33,7 @@ __all__ = [
     "parents",
     "pids_with_environ",
     "reap",
+    "environ_value",
     "set_child_subreaper",
     "terminate",
 ]
@@ -119,6 +120,17 @@ def pids_with_environ(name: str, value: str) -> set[int]:
         if needle in env.split(b"\0"):
             found.add(pid)
     return found
+
+
+def environ_value(pid: int, name: str) -> str | None:
+    """The value of `name` in a process's environment as it started (None: unset, or unreadable)."""
+    try:
+        env = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return None
+    prefix = f"{name}=".encode()
+    found = next((item for item in env.split(b"\0") if item.startswith(prefix)), None)
+    return None if found is None else found[len(prefix) :].decode("utf-8", "replace")
 
 
 def set_child_subreaper(on: bool = True) -> bool | None:

@@ -150,13 +150,23 @@ class Warnings(list):
         return list(self) + ([f"{self.left_out} more warnings left out"] if self.left_out else [])
 
 
+# Ranges a job's own figures must fall in to be used: a negative time or rate, or a clock past any
+# run's deadline, is a bug or a forgery, not a measurement (warned once and ignored).
+MAX_JOB_SECONDS = 1e8  # over three years: longer than any run may live (maxHours)
+JSON_RANGES = {"seconds": (0.0, MAX_JOB_SECONDS), "samples_per_second": (0.0, float("inf"))}
+
+
+def _in_range(key: str, value: float | None) -> float | None:
+    low, high = JSON_RANGES.get(key, (-float("inf"), float("inf")))
+    return value if value is not None and low <= value <= high else None
+
+
 def _json_progress(obj: dict) -> Progress | None:
     """A GPUBENCH_METRICS line with `samples` (cumulative), timed by its `seconds` when it has them."""
     samples = _count(obj.get("samples"))
     if samples is None:
         return None
-    seconds = _number(obj.get("seconds"))
-    seconds = seconds if seconds is None or seconds >= 0 else None
+    seconds = _in_range("seconds", _number(obj.get("seconds")))
     return Progress(float(samples), seconds, "json" if seconds is not None else None)
 
 
@@ -304,9 +314,14 @@ class MetricsReader:
         for key, value in obj.items():
             kind = JSON_KEYS.get(key, (None,))[0]
             if kind is not None:
-                usable = _count(value) if kind is int else _number(value)
+                usable = _count(value) if kind is int else _in_range(key, _number(value))
                 if usable is None:
-                    limit = "a count >= 0 up to 2**63-1" if kind is int else "a finite number"
+                    low, high = JSON_RANGES.get(key, (None, None))
+                    limit = (
+                        "a count >= 0 up to 2**63-1"
+                        if kind is int
+                        else (f"a number from {low:g} to {high:g}" if low is not None else "a finite number")
+                    )
                     self.warnings.add(key, f"GPUBENCH_METRICS {key}={repr(value)[:60]} is not {limit}; ignored")
                     continue
                 self.json_values[key] = usable

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 from payload import proctree
@@ -67,22 +68,40 @@ def shell_argv() -> list[str]:
     return [bash, "--norc", "--noprofile", "-c"] if bash else ["/bin/sh", "-c"]
 
 
+JOB_MARK_ENV = "GPUBENCH_JOB_MARK"  # in the environment of a job's shell, and so of all it starts
+
+
 class JobTree:
     """The processes of one job: the shell and every process below it, and the orphans this process
-    adopted as subreaper while the job ran (children of ours that were not there before it started)."""
+    adopted as subreaper while the job ran (children of ours that were not there before it started).
+    A child that carries another job's mark belongs to that job (two jobs of one process, as in a
+    test suite): it is never this job's to end or reap. An orphan with no mark (it cleared its
+    environment) is still taken for this job's: nothing of a job may outlive it."""
 
-    def __init__(self, shell: int, before: set[int]):
-        self.shell, self.before, self.me = shell, before, os.getpid()
+    def __init__(self, shell: int, before: set[int], mark: str | None = None):
+        self.shell, self.before, self.me, self.mark = shell, before, os.getpid(), mark
+        self.seen: set[int] = set()  # every process found running as this job's
+
+    def _other_jobs(self, pid: int) -> bool:
+        found = proctree.environ_value(pid, JOB_MARK_ENV) if self.mark is not None else None
+        return found is not None and found != self.mark
 
     def members(self) -> set[int]:
         table = proctree.processes()
         if not table:  # no /proc: the process group is all we can reach
             return {self.shell} if proctree.alive(self.shell) else set()
-        ours = {pid for pid, (_, ppid) in table.items() if ppid == self.me and pid not in self.before}
-        # adopted orphans that exited: reaped, or they stay zombies (the shell is its Popen's to reap)
-        proctree.reap(pid for pid in ours if table[pid][0] == "Z" and pid != self.shell)
+        ours = {
+            pid
+            for pid, (_, ppid) in table.items()
+            if ppid == self.me and pid not in self.before and pid != self.shell and not self._other_jobs(pid)
+        } | ({self.shell} if self.shell in table else set())
         running = proctree.parents(table)
-        return proctree.descendants((ours | {self.shell}) & running.keys(), running)
+        found = proctree.descendants((ours | {self.shell}) & running.keys(), running)
+        # adopted orphans of this job that exited (seen running as its own) are reaped; any other zombie is
+        # left to whoever started it (the shell to its Popen: reaping it here would lose its exit code)
+        proctree.reap(pid for pid in ours if table[pid][0] == "Z" and pid in self.seen and pid != self.shell)
+        self.seen |= found
+        return found
 
     def signal_group(self, sig: int) -> None:
         try:
@@ -109,16 +128,17 @@ class ShellProcess:
         self.grace = stop_grace_seconds()  # the payload's setting, never the job's own env
         before = _our_children()
         self._subreaper = proctree.set_child_subreaper(True)  # orphans of the job come to us, not init
+        mark = uuid.uuid4().hex
         self.proc = subprocess.Popen(
             [*shell_argv(), script],
             cwd=cwd,
-            env=env,
+            env={**env, JOB_MARK_ENV: mark},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.tree = JobTree(self.proc.pid, before)
+        self.tree = JobTree(self.proc.pid, before, mark)
         self.ended_at: float | None = None  # time.time() when the shell exited: the job's end
         self.ended_clock: float | None = None  # the same moment on time.perf_counter()
         self.survivors: set[int] = set()  # pids that outlived even SIGKILL (reported, never expected)

@@ -133,3 +133,23 @@ def test_descendants_follow_the_parent_links_from_the_roots_only():
     assert proctree.descendants([10], table) == {10, 11, 12, 13}
     assert proctree.descendants([99], table) == set()  # a root that is gone
     assert os.getpid() in proctree.descendants([os.getpid()])  # the live listing
+
+
+def test_two_jobs_of_one_process_end_only_their_own(monkeypatch, tmp_path):
+    """Jobs run one at a time in a payload, but a process may hold two (a test suite, a host running two
+    probes): ending one must not end, or reap, the other, whose exit code stays its own."""
+    import threading
+
+    from payload.workloads.process import ShellProcess
+
+    monkeypatch.setenv("GPUBENCH_STOP_GRACE_SECONDS", "1")
+    env = {"PATH": os.environ["PATH"]}
+    job = ShellProcess("sleep 300 & sleep 300", str(tmp_path), env, lambda line: None)
+    other = ShellProcess("sleep 2; exit 7", str(tmp_path), env, lambda line: None)  # started after it
+    stop = threading.Event()
+    stop.set()  # a notice at once: the job is ended, its background sleep too
+    code, stopped = job.wait(stop, poll=0.05)
+    assert stopped and code != 0
+    assert proctree.alive(other.proc.pid)  # the other job was not this one's to end
+    code, stopped = other.wait(threading.Event(), poll=0.05)
+    assert (code, stopped) == (7, False)  # its own exit code: nobody else reaped it

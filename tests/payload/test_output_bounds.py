@@ -174,3 +174,20 @@ def test_a_pump_that_breaks_stops_the_job(monkeypatch):
     code, stopped = proc.wait(notice, poll=0.05)
     notice.set()
     assert not stopped and time.monotonic() - t0 < 15 and code != 0 and isinstance(proc.reader_error, MemoryError)
+
+
+def test_a_negative_or_impossible_clock_or_rate_is_warned_and_not_used():
+    """A job's `seconds` must be a time a run can last, its rate not negative: else it is warned once and the
+    run keeps the wall clock (a forged 1e300 s would make every estimate of the job absurd)."""
+    reader = MetricsReader(("json",))
+    for line in (
+        'GPUBENCH_METRICS {"samples": 100, "seconds": -5}',
+        'GPUBENCH_METRICS {"samples": 200, "seconds": 1e300, "samples_per_second": -3}',
+    ):
+        found = reader.feed(line)
+        assert found is not None and found.seconds is None and found.clock is None, line  # no job clock
+    summary = reader.summary(12.5)
+    assert summary["train_seconds"] == 12.5 and summary["_time_source"] == "wall time of `run`"
+    assert summary["samples_per_second"] == 200 / 12.5
+    said = " ".join(reader.warnings.all())
+    assert "seconds=-5 is not a number from 0 to 1e+08" in said and "samples_per_second=-3" in said
