@@ -79,3 +79,13 @@ def test_stack_files_and_schedules_use_the_same_reader(tmp_path):
     schedule.write_text(bomb(9, under="stacks"))
     with pytest.raises(ScheduleError, match="expands to more than"):
         load_schedule(schedule)
+
+
+def test_a_key_given_twice_is_refused_naming_it_and_its_line():
+    """PyYAML keeps the last of two equal keys without a word: a task's second `run:` would silently win."""
+    with pytest.raises(YamlFileError, match=r"task.yaml:3: not valid YAML \(the key 'run' is given twice; keep one\)"):
+        load_yaml("name: a\nrun: python train.py\nrun: python other.py\n", "task.yaml")
+    with pytest.raises(YamlFileError, match="the key 'EPOCHS' is given twice"):
+        load_yaml("env:\n  EPOCHS: '3'\n  EPOCHS: '4'\n", "task.yaml")  # in a nested mapping too
+    # a merge key is not a repeat: `<<` brings an anchor's keys in, and a key of its own still overrides them
+    assert load_yaml("a: &x {k: 1}\nb:\n  <<: *x\n  k: 2\n", "m.yaml") == {"a": {"k": 1}, "b": {"k": 2}}
