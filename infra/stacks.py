@@ -196,6 +196,16 @@ class StackNeed:
     project: str | None = None  # the cloud's project key (gcp:project), when it has one
 
 
+def quota_fit(limit: float, needs: list[tuple[float, str]], strict: bool, unit: str):
+    """How a quota `limit` serves the stacks that count against it ((amount, stack), smallest first):
+    (enough: for every stack when `strict`, else for at least the smallest; the words for what fits;
+    the largest (amount, stack) left short, or None)."""
+    fit = [(n, s) for n, s in needs if n <= limit]
+    short = [(n, s) for n, s in needs if n > limit]
+    words = f"; fits {len(fit)} of {len(needs)} stacks (largest {fit[-1][1]}, {fit[-1][0]} {unit})" if fit else ""
+    return (not short if strict else bool(fit)), words, (short[-1] if short else None)
+
+
 def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:
     """The needs of the named stacks of `cloud` (stack files that do not parse are skipped:
     `gpubench plan` and `up` report those)."""

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from infra.stacks import quota_fit
+
 # EC2 vCPU quotas by instance family and market, in vCPUs per region (Service Quotas, service
 # code `ec2`; "On-Demand Instance quotas" and "Spot Instance quotas" of the EC2 User Guide,
 # https://docs.aws.amazon.com/ec2/latest/instancetypes/ec2-instance-quotas.html). A new account
@@ -97,14 +99,10 @@ def quota_check(quotas, region: str, code: str, title: str, needs: list[tuple[in
             "detail": f"{title}: could not read it ({_error(exc)[:160]}); the identity needs "
             "servicequotas:GetServiceQuota, or look in the Service Quotas console",
         }
-    fit = [(v, s) for v, s in needs if v <= value]
-    short = [(v, s) for v, s in needs if v > value]
-    ok = not short if strict else bool(fit)
-    detail = f"{title}: {value:g} vCPUs"
-    if fit:
-        detail += f"; fits {len(fit)} of {len(needs)} stacks (largest {fit[-1][1]}, {fit[-1][0]} vCPUs)"
+    ok, fits, short = quota_fit(value, needs, strict, "vCPUs")
+    detail = f"{title}: {value:g} vCPUs{fits}"
     if short:
-        want, stack = short[-1]
+        want, stack = short
         detail += (
             f"; {stack} needs {want}: `aws service-quotas request-service-quota-increase --service-code ec2 "
             f"--quota-code {code} --desired-value {want} --region {region}`"

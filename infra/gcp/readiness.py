@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from infra.stacks import quota_fit
+
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
 
 # The APIs a project must enable for each kind of stack. A benchmark stack makes a network, a
@@ -157,14 +159,10 @@ def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list
 
 
 def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
-    fit = [(n, s) for n, s in stacks if n <= limit]
-    short = [(n, s) for n, s in stacks if n > limit]
-    ok = not short if strict else bool(fit)
-    detail = f"limit {limit:g} GPUs"
-    if fit:
-        detail += f"; fits {len(fit)} of {len(stacks)} stacks (largest {fit[-1][1]}, {fit[-1][0]} GPUs)"
+    ok, fits, short = quota_fit(limit, stacks, strict, "GPUs")
+    detail = f"limit {limit:g} GPUs{fits}"
     if short:
-        want, stack = short[-1]
+        want, stack = short
         detail += (
             f"; {stack} needs {want}: request it at https://console.cloud.google.com/iam-admin/quotas?project={project} "
             f"(metric {metric}, {where})"
