@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
@@ -127,48 +127,22 @@ def pulumi_login_check(cwd=None) -> dict:
     return {"check": name, "ok": True, "detail": f"logged in to {url}{who}"}
 
 
-def _aws_identity() -> str:
-    """STS GetCallerIdentity: the credentials are accepted, not only present (needs no permission)."""
-    import boto3
-    from botocore.config import Config
-
-    region = boto3.session.Session().region_name or "us-east-1"
-    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
-    who = boto3.client("sts", region_name=region, config=config).get_caller_identity()
-    return f"STS GetCallerIdentity: {who.get('Arn')}"
-
-
-def _gcp_identity() -> str:
-    """google.auth.default(): the application default credentials load (run only once a credentials file
-    exists, so it never asks the metadata server of a machine that is not a VM)."""
-    import google.auth
-
-    _, project = google.auth.default()
-    return f"application default credentials load (project {project or 'not set'})"
-
-
-IDENTITY: dict[str, tuple[Callable[[], str], str]] = {  # cloud -> (identity call, the fix when it fails)
-    "aws": (_aws_identity, "`aws sso login` or `aws configure` (expired or revoked keys are refused)"),
-    "gcp": (_gcp_identity, "`gcloud auth application-default login`"),
-}
-
-
 def identity_check(provider: str) -> dict:
     """The cloud's credentials found (as `check` finds them) and then accepted by an identity call."""
     from infra import clouds
     from payload.yamlfile import quote
 
     name = f"{provider} credentials"
-    found = clouds.get(provider).credentials_status()
-    if not found["ok"] or provider not in IDENTITY:
+    cloud = clouds.get(provider)
+    found = cloud.credentials_status()
+    if not found["ok"]:
         return {"check": name, **found}
-    call, fix = IDENTITY[provider]
     try:
-        return {"check": name, "ok": True, "detail": call()}
+        return {"check": name, "ok": True, "detail": cloud.identity()}
     except ImportError as exc:
         return {"check": name, "ok": False, "detail": f"missing {exc.name}: pip install 'gpubench[payload]'"}
     except Exception as exc:  # noqa: BLE001 - each SDK raises its own types; the message says which
-        return {"check": name, "ok": False, "detail": f"refused ({quote(str(exc), 200)}): {fix}"}
+        return {"check": name, "ok": False, "detail": f"refused ({quote(str(exc), 200)}): {cloud.IDENTITY_FIX}"}
 
 
 def bucket_write_check(url: str, key: str) -> dict:

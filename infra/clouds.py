@@ -30,6 +30,8 @@ Functions:
     spot_history()               module with DAYS, client(region), series(...) or None
     account_checks(needs, strict, **clients) -> [{"check", "ok", "detail"}]: what a first real run
                                  of these stacks (infra.stacks.StackNeed) needs of the account
+    identity() -> str            one API call showing the credentials are accepted, not only found
+                                 (raises the SDK's error when they are not); IDENTITY_FIX says what to run
 """
 
 from __future__ import annotations

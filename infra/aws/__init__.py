@@ -173,6 +173,20 @@ def credentials_status() -> dict:
     return {"ok": True, "detail": f"found ({creds.method}), region {session.region_name or 'unset'}"}
 
 
+IDENTITY_FIX = "`aws sso login` or `aws configure` (expired or revoked keys are refused)"
+
+
+def identity() -> str:
+    """STS GetCallerIdentity: the credentials are accepted, not only present (needs no permission)."""
+    import boto3
+    from botocore.config import Config
+
+    region = boto3.session.Session().region_name or "us-east-1"
+    config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
+    who = boto3.client("sts", region_name=region, config=config).get_caller_identity()
+    return f"STS GetCallerIdentity: {who.get('Arn')}"
+
+
 def account_checks(needs, strict=False, client=None):
     """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
     as rows {"check", "ok", "detail"} naming each fix (infra/aws/readiness.py; API calls)."""

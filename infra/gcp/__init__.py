@@ -154,6 +154,18 @@ def credentials_status() -> dict:
     }
 
 
+IDENTITY_FIX = "`gcloud auth application-default login`"
+
+
+def identity() -> str:
+    """google.auth.default(): the application default credentials load (called only once a credentials
+    file exists, so it never asks the metadata server of a machine that is not a VM)."""
+    import google.auth
+
+    _, project = google.auth.default()
+    return f"application default credentials load (project {project or 'not set'})"
+
+
 def account_checks(needs, strict=False, http=None, root=None):
     """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
     as rows {"check", "ok", "detail"} naming each fix (infra/gcp/readiness.py; API calls)."""
