@@ -171,9 +171,6 @@ def bucket_write_check(url: str, key: str) -> dict:
     return {"check": name, "ok": True, "detail": f"wrote {key}"}
 
 
-BUCKET_CLOUD = {"s3": "aws", "gs": "gcp"}  # whose credentials read and write a bucket of that scheme
-
-
 def launch_checks(
     providers: Sequence[str], results_url: str, probe_key: str, *, pulumi: bool = True, cwd=None
 ) -> list[dict]:
@@ -183,7 +180,10 @@ def launch_checks(
     tried only with its cloud's credentials in place (never a request that can only fail)."""
     checks = [pulumi_check(), pulumi_login_check(cwd)] if pulumi else []
     checks += [c for c in extras_checks() if c["check"] in ("extra [infra]", "extra [payload]")]
-    bucket_cloud = BUCKET_CLOUD.get(results_url.partition("://")[0])
+    from infra import clouds
+
+    owner = clouds.of_results(results_url)  # whose credentials read and write the bucket
+    bucket_cloud = owner.NAME if owner else None
     identities = {p: identity_check(p) for p in sorted({*providers, *([bucket_cloud] if bucket_cloud else [])})}
     checks += identities.values()
     if bucket_cloud and not identities[bucket_cloud]["ok"]:

@@ -329,10 +329,8 @@ def guest_script(results_url: str) -> str:
 
     from infra import clouds
 
-    for cloud in clouds.all_clouds():
-        if results_url.startswith(cloud.RESULTS_SCHEME):
-            return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR)
-    return LOCAL_GUEST
+    cloud = clouds.of_results(results_url)
+    return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR) if cloud else LOCAL_GUEST
 
 
 LOCAL_GUEST = """#!/bin/bash

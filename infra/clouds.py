@@ -69,6 +69,11 @@ def of_zone(zone: str) -> ModuleType | None:
     return None
 
 
+def of_results(url: str) -> ModuleType | None:
+    """The provider whose bucket `url` names (s3://: aws; gs://: gcp); None for a local folder."""
+    return next((cloud for cloud in all_clouds() if url.startswith(cloud.RESULTS_SCHEME)), None)
+
+
 def results_stack(name: str) -> str:
     """The stack that holds a cloud's results bucket: never destroyed by teardown."""
     return f"{name}-results"
