@@ -68,8 +68,8 @@ def offering_row(catalog, o, as_of) -> dict:
         else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
         "source": price.source if price else (o.specs_source if o.onprem else None),
         "spot_as_of": spot_price.as_of.isoformat() if spot_price else None,
-        "price_age_days": _age_days(price and price.as_of.isoformat(), hourly is not None, o.kind, day),
-        "spot_price_age_days": _age_days(spot_price and spot_price.as_of.isoformat(), spot is not None, o.kind, day),
+        "price_age_days": _age_days(price, o.kind, day),
+        "spot_price_age_days": _age_days(spot_price, o.kind, day),
         "snapshot": price.snapshot if price else None,
         "spot_snapshot": spot_price.snapshot if spot_price else None,
         "retired": o.retired.isoformat() if o.retired else None,
@@ -155,11 +155,11 @@ class Offers:
     stale_hidden: int = 0
 
 
-def _age_days(stamp: str | None, priced: bool, kind: str, day: date) -> int | None:
+def _age_days(price: Any, kind: str, day: date) -> int | None:
     """Days from a price's date to `day`; None when unpriced or ageless."""
-    if not priced or kind in AGELESS_KINDS or not stamp:
+    if price is None or kind in AGELESS_KINDS:
         return None
-    return (day - date.fromisoformat(stamp[:10])).days
+    return (day - price.as_of).days
 
 
 def age_key(spot: bool) -> str:

@@ -94,12 +94,12 @@ class JobTree:
             pid
             for pid, (_, ppid) in table.items()
             if ppid == self.me and pid not in self.before and pid != self.shell and not self._other_jobs(pid)
-        } | ({self.shell} if self.shell in table else set())
+        }
         running = proctree.parents(table)
         found = proctree.descendants((ours | {self.shell}) & running.keys(), running)
         # adopted orphans of this job that exited (seen running as its own) are reaped; any other zombie is
         # left to whoever started it (the shell to its Popen: reaping it here would lose its exit code)
-        proctree.reap(pid for pid in ours if table[pid][0] == "Z" and pid in self.seen and pid != self.shell)
+        proctree.reap(pid for pid in ours if table[pid][0] == "Z" and pid in self.seen)
         self.seen |= found
         return found
 
