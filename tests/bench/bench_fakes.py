@@ -144,3 +144,25 @@ class BenchCloud(FakeCloud):
     def leftovers(self) -> dict[str, int]:
         """Stacks still holding resources or a running instance: empty when nothing is left."""
         return {n: s.resources for n, s in self.stacks.items() if s.resources or s.instance is not None}
+
+
+def run_bench(env: dict, probe_minutes: float, **kw):
+    """(outcome, progress text) of `bench` over an env fixture's stand-in cloud ({"task", "results", "cloud",
+    "root"}), confirmed, polling every half second."""
+    import io
+
+    from analysis.bench.run import bench
+
+    progress = kw.pop("progress", None) or io.StringIO()
+    outcome = bench(
+        env["task"],
+        probe_minutes=probe_minutes,
+        yes=True,
+        results=env["results"],
+        backend=env["cloud"].backend,
+        work_dir=env["root"],
+        progress=progress,
+        poll_seconds=0.5,
+        **kw,
+    )
+    return outcome, progress.getvalue()

@@ -14,7 +14,7 @@ import io
 import json
 
 import pytest
-from bench_fakes import NO_GPU, BenchCloud, project, write_task
+from bench_fakes import NO_GPU, BenchCloud, project, run_bench, write_task
 
 from analysis.bench.answer import ROW_FIELDS
 from analysis.bench.run import bench
@@ -52,19 +52,7 @@ def cloud_env(tmp_path, moto_server, s3_bucket, monkeypatch):
 
 
 def run_cloud(env, **kw):
-    progress = kw.pop("progress", None) or io.StringIO()
-    outcome = bench(
-        env["task"],
-        probe_minutes=PROBE_MINUTES,
-        yes=True,
-        results=env["results"],
-        backend=env["cloud"].backend,
-        work_dir=env["root"],
-        progress=progress,
-        poll_seconds=0.5,
-        **kw,
-    )
-    return outcome, progress.getvalue()
+    return run_bench(env, PROBE_MINUTES, **kw)
 
 
 def check_rate(row):

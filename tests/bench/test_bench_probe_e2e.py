@@ -6,16 +6,14 @@ predictions beside its own measurement."""
 
 from __future__ import annotations
 
-import io
 import json
 from types import SimpleNamespace
 
 import pytest
-from bench_fakes import NO_GPU, BenchCloud, project, write_task
+from bench_fakes import NO_GPU, BenchCloud, project, run_bench, write_task
 
 from analysis.bench.candidates import cloud_candidates
 from analysis.bench.record import BenchRecord
-from analysis.bench.run import bench
 from payload import exitcodes
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
@@ -50,19 +48,7 @@ def env(tmp_path, moto_server, s3_bucket, monkeypatch):
 
 
 def run(env, **kw):
-    progress = io.StringIO()
-    outcome = bench(
-        env["task"],
-        probe_minutes=0.3,
-        yes=True,
-        results=env["results"],
-        backend=env["cloud"].backend,
-        work_dir=env["root"],
-        progress=progress,
-        poll_seconds=0.5,
-        **kw,
-    )
-    return outcome, progress.getvalue()
+    return run_bench(env, 0.3, **kw)
 
 
 def test_probe_two_of_six_predicts_the_rest_and_probes_what_is_in_doubt_before_answering(env):
