@@ -38,7 +38,9 @@ STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
 DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
 MAX_STOP_GRACE_SECONDS = 3600.0
 KILL_WAIT_SECONDS = 10.0  # after SIGKILL: the kernel ends the processes; anything left is reported
-READER_JOIN_SECONDS = 2.0  # every writer is gone by then, so the pipe is at its end
+# Once the job's whole tree is ended no process writes to its pipe, so the reader drains what is left
+# and ends; this bound only matters when a process outlived SIGKILL and still holds the pipe.
+READER_JOIN_SECONDS = 60.0
 READ_CHUNK = 64 * 1024  # bytes read from the pipe at a time
 
 
@@ -73,18 +75,17 @@ JOB_MARK_ENV = "GPUBENCH_JOB_MARK"  # in the environment of a job's shell, and s
 
 class JobTree:
     """The processes of one job: the shell and every process below it, and the orphans this process
-    adopted as subreaper while the job ran (children of ours that were not there before it started).
-    A child that carries another job's mark belongs to that job (two jobs of one process, as in a
-    test suite): it is never this job's to end or reap. An orphan with no mark (it cleared its
-    environment) is still taken for this job's: nothing of a job may outlive it."""
+    adopted as subreaper while the job ran: children of ours that carry this job's mark (everything
+    the job starts inherits it). Any other child of this process (another job's, a server a test
+    started, the payload a bench started) is never this job's to end or reap. An orphan that
+    replaced its whole environment before it was orphaned carries no mark and is not found."""
 
-    def __init__(self, shell: int, before: set[int], mark: str | None = None):
+    def __init__(self, shell: int, before: set[int], mark: str):
         self.shell, self.before, self.me, self.mark = shell, before, os.getpid(), mark
         self.seen: set[int] = set()  # every process found running as this job's
 
-    def _other_jobs(self, pid: int) -> bool:
-        found = proctree.environ_value(pid, JOB_MARK_ENV) if self.mark is not None else None
-        return found is not None and found != self.mark
+    def _adopted(self, pid: int) -> bool:
+        return pid in self.seen or proctree.environ_value(pid, JOB_MARK_ENV) == self.mark
 
     def members(self) -> set[int]:
         table = proctree.processes()
@@ -93,7 +94,7 @@ class JobTree:
         ours = {
             pid
             for pid, (_, ppid) in table.items()
-            if ppid == self.me and pid not in self.before and pid != self.shell and not self._other_jobs(pid)
+            if ppid == self.me and pid not in self.before and pid != self.shell and self._adopted(pid)
         }
         running = proctree.parents(table)
         found = proctree.descendants((ours | {self.shell}) & running.keys(), running)
@@ -146,6 +147,7 @@ class ShellProcess:
         self._pump.start()
 
     reader_error: BaseException | None = None  # what broke the reader of the output; the job was stopped
+    unread = False  # the output past this point is not handed on (the reader outlived wait())
     lines_cut = 0  # output lines longer than lines.MAX_LINE_BYTES, truncated
 
     def _read(self, on_line) -> None:
@@ -170,7 +172,7 @@ class ShellProcess:
             stream.close()
 
     def _deliver(self, on_line, line: str) -> None:
-        if self.reader_error is not None:
+        if self.reader_error is not None or self.unread:
             return
         try:
             on_line(line)
@@ -207,4 +209,6 @@ class ShellProcess:
         if self._subreaper is False:
             proctree.set_child_subreaper(False)
         self._pump.join(timeout=READER_JOIN_SECONDS)
+        # a reader still held by a survivor hands nothing more on: the job's results are read from here on
+        self.unread = self._pump.is_alive()
         return self.proc.returncode, stopped

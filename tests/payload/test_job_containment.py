@@ -153,3 +153,24 @@ def test_two_jobs_of_one_process_end_only_their_own(monkeypatch, tmp_path):
     assert proctree.alive(other.proc.pid)  # the other job was not this one's to end
     code, stopped = other.wait(threading.Event(), poll=0.05)
     assert (code, stopped) == (7, False)  # its own exit code: nobody else reaped it
+
+
+def test_ending_a_job_leaves_the_other_children_of_its_process_alone(monkeypatch, tmp_path):
+    """A process that runs a job may start other children meanwhile (a test suite starts the payload and
+    servers; a bench its payloads): the job's stop ends only what carries the job's mark."""
+    import threading
+
+    from payload.workloads.process import ShellProcess
+
+    monkeypatch.setenv("GPUBENCH_STOP_GRACE_SECONDS", "1")
+    job = ShellProcess("sleep 300 & setsid sleep 301 & sleep 302", str(tmp_path), dict(os.environ), lambda line: None)
+    unrelated = subprocess.Popen(["sleep", "30"], start_new_session=True)  # started after the job, no mark
+    try:
+        stop = threading.Event()
+        stop.set()
+        job.wait(stop, poll=0.05)
+        assert proctree.alive(unrelated.pid) and unrelated.poll() is None
+        assert job.tree.members() == set()  # the job's own background and setsid children are gone
+    finally:
+        unrelated.kill()
+        unrelated.wait()
