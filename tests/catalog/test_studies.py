@@ -117,9 +117,11 @@ def test_seed001_n1_standard_1_is_an_offering():
 
 
 def test_gcp_h100_machine_has_a_dated_whole_machine_price():
-    q = CAT.price("gcp/a3-highgpu-8g")
-    assert q.hourly_usd == 88.49 and q.as_of == date(2025, 3, 6) and "Cyclenerd" in q.source
-    assert CAT.price("gcp/a3-highgpu-8g", market="spot").hourly_usd == 35.3957
+    day = date(2025, 3, 6)
+    q = CAT.price("gcp/a3-highgpu-8g", as_of=day)
+    assert q.hourly_usd == 88.49 and q.as_of == day and "Cyclenerd" in q.source
+    assert CAT.price("gcp/a3-highgpu-8g", as_of=day, market="spot").hourly_usd == 35.3957
+    assert CAT.price("gcp/a3-highgpu-8g").as_of == date(2026, 7, 30)
     # a whole-machine price never replaces a newer sum of parts
     assert CAT.price("gcp/a2-highgpu-1g").components
 

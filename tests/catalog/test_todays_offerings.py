@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -184,14 +185,16 @@ def test_every_new_offering_is_priced_with_a_date_and_source_or_says_why_not():
 
 def test_the_whole_machine_price_stands_in_where_the_gpu_part_is_inconsistent():
     """SkyPilot's v9 H100 and A100-80GB GPU rows have spot above on-demand: the machines are priced
-    by their dated whole-machine price, not by a machine part alone."""
+    by their dated whole-machine price, not by a machine part alone; the newest one in force."""
     catalog = infra.catalog.load_catalog()
-    for oid, snapshot in (
-        ("gcp/a3-highgpu-1g", "2025-03-06_cyclenerd-gcp-a3"),
-        ("gcp/a2-ultragpu-1g", "2024-11-07_cyclenerd-gcp-a2-ultragpu"),
+    for oid, older, older_day in (
+        ("gcp/a3-highgpu-1g", "2025-03-06_cyclenerd-gcp-a3", date(2025, 3, 6)),
+        ("gcp/a2-ultragpu-1g", "2024-11-07_cyclenerd-gcp-a2-ultragpu", date(2024, 11, 7)),
     ):
         quote = catalog.price(oid)
-        assert quote.snapshot == snapshot and not quote.components, oid
+        assert quote.snapshot == "2026-07-30_cyclenerd-gcp-a2-ultragpu-a3" and not quote.components, oid
+        assert catalog.price(oid, market="spot").hourly_usd < quote.hourly_usd, oid
+        assert catalog.price(oid, as_of=older_day).snapshot == older, oid
     # where both parts are consistent, machine + GPUs (a3-megagpu-8g prices its GPUs as H100-MEGA)
     mega = catalog.price("gcp/a3-megagpu-8g")
     assert {c.name for c in mega.components} == {"machine:a3-megagpu-8g", "gpu:H100-MEGA x8"}
@@ -207,14 +210,12 @@ def _offers(capsys, gpu: str, *more: str) -> dict[str, dict]:
 
 
 def test_offers_for_one_h100_and_one_a100_80gb_list_todays_offerings_with_dated_prices(capsys):
-    # GCP's single-GPU A3 High and A2 Ultra prices are from 2025-03-06 and 2024-11-07 (the fresher
-    # SkyPilot rows are inconsistent): past the default --max-price-age, listed with --stale only.
-    h100 = _offers(capsys, "H100:1")
-    assert "aws/p5.4xlarge" in h100 and "gcp/a3-highgpu-1g" not in h100
-    h100 = _offers(capsys, "H100:1", "--stale")
+    # GCP's single-GPU A3 High and A2 Ultra machines are priced whole (2026-07-30): within the
+    # default --max-price-age, so listed without --stale.
+    h100 = _offers(capsys, "H100:1", "--as-of", "2026-11-27")
     assert {"aws/p5.4xlarge", "gcp/a3-highgpu-1g"} <= set(h100)
-    a100 = _offers(capsys, "A100-80GB:1", "--stale")
-    assert "gcp/a2-ultragpu-1g" in a100 and a100["gcp/a2-ultragpu-1g"]["price_age_days"] > 365
+    a100 = _offers(capsys, "A100-80GB:1", "--as-of", "2026-11-27")
+    assert "gcp/a2-ultragpu-1g" in a100 and a100["gcp/a2-ultragpu-1g"]["as_of"] == "2026-07-30"
     for row in [*h100.values(), *a100.values()]:
         assert row["gpu_count"] == 1
         assert row["hourly_usd"] and row["as_of"] and row["source"] and row["snapshot"], row["id"]
@@ -249,7 +250,10 @@ def test_todays_offerings_have_their_generated_stacks_within_the_naming_rules():
             assert re.fullmatch(r"[a-z][a-z0-9-]{0,39}", name), name
 
 
-@pytest.mark.parametrize("name", ["2025-03-06_cyclenerd-gcp-a3", "2024-11-07_cyclenerd-gcp-a2-ultragpu"])
+@pytest.mark.parametrize(
+    "name",
+    ["2025-03-06_cyclenerd-gcp-a3", "2024-11-07_cyclenerd-gcp-a2-ultragpu", "2026-07-30_cyclenerd-gcp-a2-ultragpu-a3"],
+)
 def test_each_whole_machine_price_is_its_cited_source_value_rounded(name):
     raw = tomllib.loads((DATA / "prices" / f"{name}.toml").read_text(encoding="utf-8"))
     assert raw["as_of"] in (name[:10],) and raw["source"] and raw["region"] == "us-central1"
