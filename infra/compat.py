@@ -14,18 +14,20 @@ Three tables, each row with its source:
 
 `problems()` checks one stack's choice against the tables; tests/infra/test_infra_compat.py
 runs it over every stack in stacks/. CUDA's minor-version compatibility: an application
-built with CUDA 12.x runs on any driver >= 525.60.13, one built with 11.x on >= 450.80.02
+built with CUDA 13.x runs on any driver >= 580, 12.x on >= 525.60.13, 11.x on >= 450.80.02
 (NVIDIA, CUDA Compatibility, "Minor Version Compatibility", Table 2,
-https://docs.nvidia.com/deploy/cuda-compatibility/).
+https://docs.nvidia.com/deploy/cuda-compatibility/). A workload's own image is checked too, as
+far as its CUDA is known (a FRAMEWORKS row, or the `cudaX.Y` its tag names: `image_cuda`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/ (Minor Version Compatibility, Table 2)"
 # The driver branch each CUDA major needs under minor-version compatibility (CUDA_COMPAT).
-MIN_DRIVER_FOR_CUDA = {11: 450, 12: 525}
+MIN_DRIVER_FOR_CUDA = {11: 450, 12: 525, 13: 580}
 TF_TESTED = "https://www.tensorflow.org/install/source#gpu (tested build configurations)"
 TF_IMAGE_PACKAGES = (
     "https://github.com/tensorflow/build/blob/master/tensorflow_runtime_dockerfiles/gpu.packages.txt "
@@ -186,28 +188,67 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
         found.append(
             f"{image}: TensorFlow {framework.tensorflow} loads CUDA {framework.loads[0]}, the image gives {cuda}"
         )
+    return found + _host_and_gpu(host, compute_capability, cuda, image, f"TensorFlow {framework.tensorflow}")
+
+
+def _host_and_gpu(host: Host, compute_capability: str | None, cuda: str, image: str, who: str) -> list[str]:
+    """What the host's driver and the image's CUDA build lack for this GPU."""
+    found: list[str] = []
     needed = MIN_DRIVER_FOR_CUDA[_major(cuda)]
     if host.driver_branch < needed:
         found.append(f"{host.image}: driver {host.driver_branch} < {needed}, which CUDA {cuda} needs ({CUDA_COMPAT})")
-    if compute_capability is not None:
-        gpu = gpu_driver(compute_capability)
-        if gpu.max_branch is not None and host.driver_branch > gpu.max_branch:
-            found.append(
-                f"{host.image}: driver {host.driver_branch} dropped {gpu.architectures} (last: {gpu.max_branch})"
-            )
-        if host.open_modules and not gpu.open_modules:
-            found.append(f"{host.image}: open kernel modules do not support {gpu.architectures}")
-        if gpu.min_branch is not None and host.driver_branch < gpu.min_branch:
-            found.append(
-                f"{host.image}: driver {host.driver_branch} predates {gpu.architectures} (first: {gpu.min_branch})"
-            )
-        if gpu.min_cuda is not None and _version(cuda) < _version(gpu.min_cuda):
-            found.append(
-                f"{image}: TensorFlow {framework.tensorflow} runs on CUDA {cuda}, which has no native code for "
-                f"{gpu.architectures} (compute capability {compute_capability}; needs CUDA {gpu.min_cuda}+, "
-                f"{gpu.min_cuda_source})"
-            )
+    if compute_capability is None:
+        return found
+    gpu = gpu_driver(compute_capability)
+    if gpu.max_branch is not None and host.driver_branch > gpu.max_branch:
+        found.append(f"{host.image}: driver {host.driver_branch} dropped {gpu.architectures} (last: {gpu.max_branch})")
+    if host.open_modules and not gpu.open_modules:
+        found.append(f"{host.image}: open kernel modules do not support {gpu.architectures}")
+    if gpu.min_branch is not None and host.driver_branch < gpu.min_branch:
+        found.append(
+            f"{host.image}: driver {host.driver_branch} predates {gpu.architectures} (first: {gpu.min_branch})"
+        )
+    if gpu.min_cuda is not None and _version(cuda) < _version(gpu.min_cuda):
+        found.append(
+            f"{image}: {who} runs on CUDA {cuda}, which has no native code for {gpu.architectures} "
+            f"(compute capability {compute_capability}; needs CUDA {gpu.min_cuda}+, {gpu.min_cuda_source})"
+        )
     return found
+
+
+# The CUDA build a tag names: pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime (the official PyTorch
+# images' tag format, https://hub.docker.com/r/pytorch/pytorch/tags), nvcr.io/...:...-cuda12.8-...
+TAG_CUDA = re.compile(r"(?:^|[-_])cuda(\d+\.\d+)")
+
+
+def image_cuda(image: str) -> str | None:
+    """The CUDA a workload's own image runs: what a FRAMEWORKS row says it ships, else the version
+    its tag names; None when neither says (its maker chose; nothing to check)."""
+    row = FRAMEWORKS.get(image)
+    if row is not None:
+        return row.ships[0]  # a workload's image gets nothing installed beside the payload
+    match = TAG_CUDA.search(image.rpartition(":")[2]) if ":" in image else None
+    return match.group(1) if match else None
+
+
+def workload_image_problems(offering, image: str) -> list[str]:
+    """Why a workload's own image cannot run this cloud offering's GPU, as far as its CUDA is known."""
+    cuda = image_cuda(image)
+    host = HOSTS.get((offering.provider, offering.image_generation))
+    if offering.gpu is None or host is None or cuda is None:
+        return []
+    return _host_and_gpu(host, offering.gpu.compute_capability, cuda, image, "the workload's image")
+
+
+def image_fix(offering) -> str:
+    """What would give this offering's GPU a framework, for a refusal."""
+    need = gpu_driver(offering.gpu.compute_capability).min_cuda if offering.gpu else None
+    built = f"built with CUDA {need}+" if need else "built for it"
+    return (
+        f"Give a workload image {built} (the workload spec's `image`; a tag such as "
+        "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime names its CUDA, as in examples/pytorch-resnet) "
+        "or a prebuilt gpubench:payloadImage"
+    )
 
 
 def official_image_problems(offering) -> list[str]:

@@ -9,7 +9,7 @@ ships kernels for (tf.sysconfig.get_build_info()["cuda_compute_capabilities"];
 https://github.com/tensorflow/tensorflow/releases):
 
 - `cuda13` (cc >= 7.5: T4, A10G, L4, L40S, A100, H100, H200; B200 is refused by infra/compat.py:
-  Blackwell needs CUDA 12.8+): 2.21.0 (CUDA 12.5, sm_60..sm_89 + compute_90;
+  Blackwell needs CUDA 12.8+, which only a workload's own image brings): 2.21.0 (CUDA 12.5, sm_60..sm_89 + compute_90;
   Keras 3, Python 3.11+), the TensorFlow the payload is tested with. The image ships cuDNN 8.9
   while TensorFlow 2.18+ loads cuDNN 9, so the TensorFlow backend installs
   `tensorflow[and-cuda]` with the payload (infra/compat.py has the sources);

@@ -78,19 +78,25 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
 
 
 def _check_image(offering: Any, public: PublicImage | None) -> None:
-    """Refuse an official framework image the GPU cannot run (infra.compat), before anything is spent:
-    a B200 (compute capability 10.0) needs a CUDA 12.8+ build no shipped TensorFlow image has."""
-    from infra.compat import official_image_problems
+    """Refuse a container the GPU cannot run (infra.compat), before anything is spent: a B200
+    (compute capability 10.0) needs a CUDA 12.8+ build, which no shipped TensorFlow image is; a
+    workload's own image is checked as far as its CUDA is known."""
+    from infra.compat import image_fix, official_image_problems, workload_image_problems
     from infra.config import ConfigError
 
-    if public is None or not public.framework:
-        return  # a prebuilt payload image or a workload's own image: its maker chose its CUDA
-    found = official_image_problems(offering)
+    if public is None:
+        return  # a prebuilt payload image: its maker chose its CUDA
+    if public.framework:
+        found = official_image_problems(offering)
+    else:
+        found = workload_image_problems(offering, public.image)
     if found:
         raise ConfigError(
             "offering",
-            f"no supported image for {offering.gpu.model} on {offering.id}: " + "; ".join(found) + ". Give a "
-            "workload image built for it (the workload spec's `image`) or a prebuilt gpubench:payloadImage",
+            f"no supported image for {offering.gpu.model} on {offering.id}: "
+            + "; ".join(found)
+            + ". "
+            + image_fix(offering),
         )
 
 

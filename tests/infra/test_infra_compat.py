@@ -153,3 +153,37 @@ def test_the_b200_stacks_are_refused_before_anything_renders(catalog):
             preview_stack(name, catalog)
         text = str(err.value)
         assert "no supported image for B200" in text and "CUDA 12.8" in text and "payloadImage" in text, text
+
+
+def test_a_workload_image_is_checked_by_the_cuda_its_row_or_tag_names():
+    assert compat.image_cuda("pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime") == "12.8"
+    assert compat.image_cuda("pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime") == "12.4"
+    assert compat.image_cuda("tensorflow/tensorflow:2.17.0-gpu") == "12.3"  # its row: what it ships
+    assert compat.image_cuda("registry.example/team/job:latest") is None  # unknown: its maker chose
+    assert compat.image_cuda("pytorch/pytorch") is None
+
+
+def _b200_stack_with(tmp_path, monkeypatch, name: str, workload: str) -> Path:
+    monkeypatch.chdir(REPO)  # workload paths are relative to the project root
+    text = (REPO / "stacks" / f"Pulumi.{name}.yaml").read_text(encoding="utf-8")
+    (tmp_path / f"Pulumi.{name}.yaml").write_text(f"{text}  gpubench:workload: {workload}\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", REFUSED_STACKS)
+def test_a_b200_stack_previews_with_a_cuda_12_8_workload_image_and_is_refused_with_an_older_one(
+    catalog, tmp_path, monkeypatch, name
+):
+    from infra.config import ConfigError
+    from infra.preview import preview_stack
+
+    stacks = _b200_stack_with(tmp_path, monkeypatch, name, "examples/pytorch-resnet/workload.yaml")
+    summary = preview_stack(name, catalog, stacks_dir=stacks)
+    assert summary["payload_image"] == "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime"
+    # a workload whose own image is a CUDA 12.3 TensorFlow build: refused, naming the image and the fix
+    stacks = _b200_stack_with(tmp_path, monkeypatch, name, "examples/keras-fit/workload.yaml")
+    with pytest.raises(ConfigError) as err:
+        preview_stack(name, catalog, stacks_dir=stacks)
+    text = str(err.value)
+    assert "tensorflow/tensorflow:2.17.0-gpu: the workload's image runs on CUDA 12.3" in text, text
+    assert "built with CUDA 12.8+" in text and "payloadImage" in text, text
