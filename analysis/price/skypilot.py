@@ -18,8 +18,13 @@ renewed without cloud credentials:
   bundle listed divided by its count (larger bundles must agree within 0.1 %).
 - Offerings retired on the source's date are not priced: they keep their
   dated older prices (the rule `prices refresh` follows).
-- An item whose spot price is above its on-demand price is inconsistent and
-  is left out with a warning rather than guessed at; so is a price missing.
+- An item whose spot price is above its on-demand price is inconsistent. On
+  AWS the on-demand figure is the region's list price and Spot never bills
+  above it by default, so the spot figure is the odd one: it alone is left out.
+  On GCP the on-demand GPU figure is the odd one (v9's us-central1 A100-80GB
+  and H100 rows: a2-ultragpu-1g composed from them costs 2.95 USD/h against the
+  billing catalog's 5.07), so the item is left out. Either way with a warning,
+  never guessed at; a price missing is left out too.
   A price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g
   in v9), so it counts as missing, never as free.
 
@@ -125,14 +130,20 @@ def _median(values: Iterable[float]) -> float:
     return round(statistics.median(values), 6)
 
 
-def _consistent(name: str, quote: Quote | None, warnings: list[str]) -> Quote | None:
-    if quote is not None and quote.spot_hourly is not None and quote.spot_hourly > quote.hourly:
-        warnings.append(
-            f"{name}: spot ${quote.spot_hourly} is above on-demand ${quote.hourly} in the source; "
-            "left out as inconsistent (older dated prices, if any, stay in force)"
-        )
-        return None
-    return quote
+# Per provider: whether an item whose spot is above on-demand keeps its on-demand figure
+# (the module docstring says why).
+KEEPS_ON_DEMAND = {"aws": True, "gcp": False}
+
+
+def _consistent(name: str, quote: Quote | None, warnings: list[str], provider: str) -> Quote | None:
+    if quote is None or quote.spot_hourly is None or quote.spot_hourly <= quote.hourly:
+        return quote
+    found = f"{name}: spot ${quote.spot_hourly} is above on-demand ${quote.hourly} in the source; "
+    if KEEPS_ON_DEMAND[provider]:
+        warnings.append(found + "the spot figure is left out, the on-demand list price stands")
+        return Quote(quote.hourly, None, f"{quote.note}; spot left out: above on-demand")
+    warnings.append(found + "left out as inconsistent (older dated prices, if any, stay in force)")
+    return None
 
 
 def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> Quote | None:
@@ -165,7 +176,7 @@ def aws_tables(rows, offerings: list[Offering], region: str, where: str):
     prices: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []
     for o in offerings:
-        quote = _consistent(o.id, aws_quote(rows, o.instance_type, region), warnings)
+        quote = _consistent(o.id, aws_quote(rows, o.instance_type, region), warnings, "aws")
         if quote is None:
             if not any(w.startswith(o.id + ":") for w in warnings):
                 warnings.append(
@@ -233,7 +244,7 @@ def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
         label, quoter = quoters[table]
         tables[table] = {}
         for name in sorted(names):
-            quote = _consistent(f"{label}:{name}", quoter(name), warnings)
+            quote = _consistent(f"{label}:{name}", quoter(name), warnings, "gcp")
             if quote is None:
                 if not any(w.startswith(f"{label}:{name}:") for w in warnings):
                     warnings.append(

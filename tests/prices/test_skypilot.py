@@ -191,8 +191,14 @@ def test_aws_rows_give_region_prices_and_name_what_is_missing_or_inconsistent(tm
     raw = tomllib.loads(text)
     prices = {r["offering"]: r for r in raw["price"]}
     assert prices["aws/g4dn.xlarge"]["hourly"] == 0.5 and prices["aws/g4dn.xlarge"]["spot_hourly"] == 0.3
-    assert set(prices) == {"aws/g4dn.xlarge"}
-    assert any(w.startswith("aws/g5.xlarge: spot $1.5 is above on-demand $1.0") for w in warns)
+    assert set(prices) == {"aws/g4dn.xlarge", "aws/g5.xlarge"}
+    # spot above the on-demand list price: the spot figure alone is left out, and the note says so
+    assert prices["aws/g5.xlarge"]["hourly"] == 1.0 and "spot_hourly" not in prices["aws/g5.xlarge"]
+    assert prices["aws/g5.xlarge"]["note"].endswith("spot left out: above on-demand")
+    assert any(
+        w.startswith("aws/g5.xlarge: spot $1.5 is above on-demand $1.0") and "on-demand list price stands" in w
+        for w in warns
+    )
     assert any(w.startswith("aws/g6.xlarge: no g6.xlarge price") for w in warns)
     assert not any(w.startswith("aws/p3.8xlarge") for w in warns)  # retired: not asked for
     assert "Not priced (retired by this date" in text and "aws/p3.8xlarge" in text.split("as_of =")[0]
