@@ -19,8 +19,10 @@ renewed without cloud credentials:
 - Offerings retired on the source's date are not priced: they keep their
   dated older prices (the rule `prices refresh` follows).
 - An item whose spot price is above its on-demand price is inconsistent. On
-  AWS the on-demand figure is the region's list price and Spot never bills
-  above it by default, so the spot figure is the odd one: it alone is left out.
+  AWS the on-demand figure is the region's list price and Spot is capped at it
+  by default (e.g. AWS Batch's ComputeResource bidPercentage: "the default value
+  is 100% of the On-Demand price"), so the spot figure is the odd one: it alone
+  is left out.
   On GCP the on-demand GPU figure is the odd one (v9's us-central1 A100-80GB
   and H100 rows: a2-ultragpu-1g composed from them costs 2.95 USD/h against the
   billing catalog's 5.07), so the item is left out. Either way with a warning,
