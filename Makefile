@@ -46,7 +46,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "[setup] gpubench[dev] installed"
 
 # --dist loadfile: a module-scoped fixture (the campaign story, the e2e demo run)
-# runs once, on one worker (xdist_group marks are not honoured by pytest 9 + xdist 3.8:
+# runs once, on one worker (pytest 9 + xdist 3.8 do not honour xdist_group marks:
 # xdist renames item._nodeid, pytest 9 reads item._id). --no-loadscope-reorder: files
 # are handed out in collection order, the longest first (tests/suite_order.py), so the
 # workers end together instead of one taking a long file last.

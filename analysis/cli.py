@@ -136,15 +136,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     # signal handling. SIGTERM and SIGHUP (`timeout`, a closed terminal, a cancelled CI job) end every
     # other command as Ctrl-C does: a collect lets go of the table's lock, a campaign records its stacks.
     passthrough = command in PASSTHROUGH
+    parsed: list[argparse.Namespace] = []  # the arguments, once parsed: their --debug asks for tracebacks
     with (
         contextlib.nullcontext() if passthrough else safe_terminal(),
         contextlib.nullcontext() if passthrough else stop_signals_as_interrupt(),
     ):
         return guarded(
-            lambda: _run(argv, prog),
+            lambda: _run(argv, prog, parsed),
             prog=f"{prog} {command}".strip(),
             classify=lambda exc: classify(exc, prog, command),
-            debug=debug_requested(argv),
+            debug=lambda: debug_requested() or any(a.debug for a in parsed),
         )
 
 
@@ -163,7 +164,7 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     return parser.parse_args(argv)
 
 
-def _run(argv: list[str], prog: str) -> int:
+def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
     from analysis.shell_completion import complete_if_asked
     from infra.conventions import check_bounds
 
@@ -171,6 +172,7 @@ def _run(argv: list[str], prog: str) -> int:
     parser = build_parser(prog, "" if completing else _command_of(argv))
     complete_if_asked(parser)
     args = _parse(parser, argv)
+    parsed.append(args)
     _check_directories(args)
     if getattr(args, "results", None):
         check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Sequence
 
 EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
-    "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema")),
+    "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema_rs")),
     "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
     "analysis": (
         "collect, report, teardown, sweep, prices",

@@ -195,9 +195,9 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m infra`: every error through payload.entrypoint.guarded (one line, a documented exit code)."""
-    from payload.entrypoint import debug_requested, guarded
+    from payload.entrypoint import guarded
     from payload.terminal import safe_terminal
 
     argv = list(sys.argv[1:] if argv is None else argv)
     with safe_terminal():  # nothing a bucket or a job wrote reaches the terminal raw (payload.terminal)
-        return guarded(lambda: _run(argv), prog="python -m infra", classify=classify, debug=debug_requested(argv))
+        return guarded(lambda: _run(argv), prog="python -m infra", classify=classify)

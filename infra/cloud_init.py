@@ -558,9 +558,3 @@ def inflated(value: str) -> str:
     except ValueError:
         return value
     return (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode()
-
-
-def shell_scripts(user_data: str) -> dict[str, str]:
-    """The shell scripts embedded in rendered user-data (path -> text), for shellcheck."""
-    doc = yaml.safe_load(user_data)
-    return {f["path"]: f["content"] for f in doc.get("write_files", []) if f["content"].startswith("#!/bin/")}

@@ -252,8 +252,9 @@ def _image(raw: Any) -> str:
     text = nonempty_str(raw)
     if not is_image_reference(text):
         raise ValueError(
-            f"{text!r} is not a container image reference; use e.g. ghcr.io/gpubench/payload:cuda12 "
-            "(lowercase repository, optional :tag and @sha256:digest)"
+            f"{text!r} is not a container image reference; give the image you built from payload/Dockerfile "
+            "and pushed, e.g. registry.example/gpubench:{generation} (lowercase repository, optional :tag and "
+            "@sha256:digest), or leave payloadImage unset for the official TensorFlow image"
         )
     return text
 

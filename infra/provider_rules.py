@@ -149,16 +149,6 @@ def _field_problems(table: Table, f: Field, value: Any) -> list[str]:
     return out
 
 
-# Resource types of no cloud's (the pulumiverse-time deadline) that render nothing a cloud checks.
-COMMON_EXEMPT = {"time:index/offset:Offset": "a timestamp kept in the Pulumi state; no cloud sees it"}
-
-
-def unchecked_types(table: Table, types: set[str]) -> list[str]:
-    """Resource types the table says nothing about: a new resource must be added to it."""
-    known = {*table.fields, *table.exempt, *COMMON_EXEMPT}
-    return sorted(t for t in types if t not in known)
-
-
 def table_of(cloud: str) -> Table:
     """The rules table of a cloud (infra/<cloud>/rules.py)."""
     import importlib
@@ -167,24 +157,3 @@ def table_of(cloud: str) -> Table:
 
     clouds.get(cloud)  # a clear error for an unknown name
     return importlib.import_module(f"infra.{cloud}.rules").TABLE
-
-
-def rendered_violations(resources) -> list[str]:
-    """Every rule the rendered resources (infra.render.ResourceRecord) break, and every resource
-    type no table knows; the cloud of a resource is the first part of its type (`aws:`, `gcp:`)."""
-    from infra import clouds
-
-    out: list[str] = []
-    for r in resources:
-        if not r.custom:
-            continue
-        cloud = r.type.split(":", 1)[0]
-        if not clouds.is_cloud(cloud):
-            if r.type not in COMMON_EXEMPT:
-                out.append(f"{r.type} {r.name}: no rules table knows this resource type")
-            continue
-        table = table_of(cloud)
-        if unchecked_types(table, {r.type}):
-            out.append(f"{r.type} {r.name}: no rules for this resource type in infra/{cloud}/rules.py")
-        out.extend(violations(table, r.type, r.name, r.inputs))
-    return out

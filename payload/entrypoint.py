@@ -5,7 +5,7 @@ payload.exitcodes, never a traceback: a known error (the entry point's
 `classify` recognises it) prints its message; a closed stdout (``| head``) ends
 quietly with OK; Ctrl-C prints one line and exits CANCELLED; anything else is a
 bug, named by its type with where to report it. ``GPUBENCH_DEBUG=1`` (or
-``gpubench --debug``) prints the traceback as well.
+``gpubench --debug``, read from the parsed arguments) prints the traceback as well.
 
 It lives in payload, the bottom layer, so that all three entry points share it.
 """
@@ -16,12 +16,11 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from payload import exitcodes
 
 DEBUG_ENV = "GPUBENCH_DEBUG"
-DEBUG_FLAG = "--debug"
 REPORT_TO = "the gpubench issue tracker (the repository's Issues page)"
 
 # A classifier maps an exception to (exit code, one-line message), or None when it does not know it.
@@ -31,9 +30,9 @@ Classifier = Callable[[BaseException], "tuple[int, str] | None"]
 _BAD_PATH_ERRORS = (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError)
 
 
-def debug_requested(argv: Sequence[str] | None) -> bool:
-    """Tracebacks are shown only when asked: GPUBENCH_DEBUG=1 or a --debug argument."""
-    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0") or DEBUG_FLAG in (argv or ())
+def debug_requested() -> bool:
+    """Tracebacks are shown only when asked: GPUBENCH_DEBUG=1 (a command line may add its own flag)."""
+    return os.environ.get(DEBUG_ENV, "").strip() not in ("", "0")
 
 
 def say(line: str) -> None:
@@ -76,7 +75,11 @@ def unexpected(exc: BaseException, prog: str) -> str:
 
 
 def guarded(
-    call: Callable[[], int | None], *, prog: str, classify: Classifier | None = None, debug: bool = False
+    call: Callable[[], int | None],
+    *,
+    prog: str,
+    classify: Classifier | None = None,
+    debug: Callable[[], bool] = debug_requested,
 ) -> int:
     """Run `call` (parsing included) and turn whatever it raises into a line and a documented exit code.
 
@@ -95,7 +98,7 @@ def guarded(
         say(f"{prog}: cancelled ({signal.Signals(signum).name if signum else 'Ctrl-C'})")
         return exitcodes.CANCELLED
     except Exception as exc:
-        if debug:
+        if debug():  # asked when it is needed: by then the command line may have been parsed
             traceback.print_exc()
         known = (classify(exc) if classify else None) or classify_os_error(exc)
         if known is None:

@@ -28,7 +28,6 @@ PROVIDED_BY = {
     "google": "payload",
     "boto3": "payload",
     "google.cloud.storage": "payload",
-    "jsonschema": "payload",
     "tensorflow": "tf",
 }
 

@@ -65,8 +65,6 @@ class PreemptionWatcher:
         self._answered: set[str] = set()
         self.notice = threading.Event()
         self.reason: str | None = None
-        self.noticed_at: float | None = None
-        self.polls = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gpubench-preemption-watcher", daemon=True)
 
@@ -81,12 +79,11 @@ class PreemptionWatcher:
 
     def trigger(self, reason: str) -> None:
         if not self.notice.is_set():
-            self.reason, self.noticed_at = reason, self.clock()
+            self.reason = reason
             self.notice.set()
 
     def poll_once(self) -> str | None:
         """One round over all sources; returns the notice text if any."""
-        self.polls += 1
         if self.deadline is not None and self.clock() >= self.deadline - self.deadline_margin:
             return f"run deadline {self.deadline:.0f} is less than {self.deadline_margin:.0f}s away"
         for name, check in list(self._sources):

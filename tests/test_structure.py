@@ -6,6 +6,8 @@
   library functions, never the other way round.
 - The HTML report escapes through its Jinja2 templates (autoescape), so no `html.escape` is left
   in analysis/report.
+- No code outside a cloud's own folder (infra/<cloud>/) compares a value with a cloud's name: it
+  looks the cloud up in infra.clouds and calls it, or reads a table keyed by what varies.
 
 Each checker is a small function over source text; the tests at the bottom feed them known-bad
 snippets, so a checker that stopped finding anything would fail.
@@ -17,6 +19,8 @@ import ast
 from pathlib import Path
 
 import pytest
+
+from infra.clouds import NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("analysis", "infra", "payload")
@@ -136,6 +140,20 @@ def html_escapes(source: str) -> list[int]:
     return lines
 
 
+def cloud_name_branches(source: str, names=NAMES) -> list[str]:
+    """`line: comparison` for each comparison with a cloud's name (`p == "gcp"`, `p in ("aws", ...)`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            items = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+            if any(isinstance(i, ast.Constant) and i.value in names for i in items):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+                break
+    return found
+
+
 # --- the rules on the code base ---------------------------------------------------------------
 
 
@@ -173,6 +191,17 @@ def test_the_report_escapes_only_through_its_templates():
     for path in _sources("analysis/report"):
         offenders += [f"{_rel(path)}:{line}" for line in html_escapes(path.read_text(encoding="utf-8"))]
     assert not offenders, f"render through analysis/report/templates (autoescaped) instead of html.escape: {offenders}"
+
+
+def test_only_a_clouds_own_folder_branches_on_its_name():
+    folders = tuple(f"infra/{name}/" for name in NAMES)
+    offenders = []
+    for path in _sources(*PACKAGES):
+        if not _rel(path).startswith(folders):
+            offenders += [f"{_rel(path)}:{hit}" for hit in cloud_name_branches(path.read_text(encoding="utf-8"))]
+    assert not offenders, (
+        f"move what varies by cloud into infra/<cloud>/ and reach it through infra.clouds: {offenders}"
+    )
 
 
 def test_the_rules_scan_real_files():
@@ -225,6 +254,21 @@ def test_cli_reaches_finds_namespaces_and_cli_mains(source):
 )
 def test_cli_reaches_leaves_annotations_and_other_mains_alone(source):
     assert cli_reaches(source) == []
+
+
+@pytest.mark.parametrize(
+    "source, hits",
+    [
+        ("if provider == 'gcp': pass\n", 1),
+        ("x = 'aws' != p\n", 1),
+        ("ok = p in ('aws', 'gcp')\n", 1),
+        ("ok = p in {'gcp'}\n", 1),
+        ("tables = {'gcp_gpu': 1}\nif name == 'gpu': pass\n", 0),
+        ("clouds.get(p)\n", 0),
+    ],
+)
+def test_cloud_name_branches_finds_comparisons_with_a_cloud_name(source, hits):
+    assert len(cloud_name_branches(source)) == hits
 
 
 def test_html_escapes_finds_both_spellings():

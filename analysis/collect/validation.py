@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from functools import lru_cache
 
 from analysis.fastjson import NestedTooDeeply, loads_finite
 from analysis.migrations import MigrationError, migrate
@@ -44,34 +43,13 @@ def too_large(size: int | None) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _fast_validator():
-    """The payload's schema compiled by jsonschema-rs (Rust; about 0.008 ms a
-    result on this machine, against 0.04 for fastjsonschema), or None
-    if not installed. Its `is_valid` answers only yes or no."""
-    try:
-        import jsonschema_rs
-    except ImportError:
-        return None
-    from payload.schema import load_schema
-
-    return jsonschema_rs.validator_for(load_schema())
-
-
 def validate(result: dict) -> None:
-    """Accept what the compiled schema accepts; anything it rejects (or cannot
-    read, such as an integer beyond 64 bits) goes to the payload's own
-    validator, which has the final word and the error messages."""
-    from payload.schema import validate_result
+    """The schema's yes is enough (about 0.016 ms a result; the rows check their numbers are finite);
+    a no goes to the payload's validate_result, which raises with the reasons."""
+    from payload.schema import is_valid, validate_result
 
-    fast = _fast_validator()
-    if fast is not None:
-        try:
-            if fast.is_valid(result):
-                return
-        except Exception:  # noqa: BLE001,S110 - whatever it cannot read, the payload's validator judges
-            pass
-    validate_result(result)
+    if not is_valid(result):
+        validate_result(result)
 
 
 def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]:

@@ -285,7 +285,7 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         f"{source.provider.upper()} {region} prices from {where}, rows read from {source.path.name}.",
         f"Dated {source.as_of.isoformat()}: {source.dated_by}.",
         "Spot: the median over the region's standard zones at the catalog's fetch time (values in each note).",
-        *_header_lines(source.provider, retired),
+        *_header_lines(tables, retired),
         *(f"Left out: {w}." for w in warnings),
         f"Written by `{GENERATOR}`; re-run it on a newer catalog rather than editing by hand.",
     ]
@@ -301,10 +301,12 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
     return snapshot_name(source, region), text, [o.id for o in offerings], warnings
 
 
-def _header_lines(provider: str, retired: list[str]) -> list[str]:
-    lines = []
-    if provider == "gcp":
-        lines.append("GPU prices are per GPU: the smallest bundle the catalog lists, divided by its GPU count.")
+# What a snapshot table's rows mean, said once in the header of a snapshot that has the table.
+TABLE_NOTES = {"gcp_gpu": "GPU prices are per GPU: the smallest bundle the catalog lists, divided by its GPU count."}
+
+
+def _header_lines(tables: dict[str, Any], retired: list[str]) -> list[str]:
+    lines = [TABLE_NOTES[name] for name in tables if name in TABLE_NOTES]
     if retired:
         lines.append(f"Not priced (retired by this date; their dated older prices stay): {', '.join(retired)}.")
     return lines

@@ -53,8 +53,8 @@ class ReportOutcome:
 
     @property
     def table(self) -> str:
-        """The results table the report read (collect's output)."""
-        return f"{self.table_dir or self.out_dir}/results.parquet"
+        """The results table the report read (collect's output: a directory or a bucket prefix)."""
+        return self.table_dir or self.out_dir
 
     @property
     def empty(self) -> bool:
@@ -81,7 +81,7 @@ class ReportOutcome:
         if self.empty:
             return (
                 f"no completed runs in {self.table} ({self.runs} rows): nothing to compare yet. "
-                f"Run `gpubench collect --table {self.table_dir or self.out_dir}` against your results bucket.\n"
+                f"Run `gpubench collect --table {self.table}` against your results bucket.\n"
                 f"report: {self.html}\n"
             )
         from analysis.report.page import probe_line  # pandas and matplotlib load only when a report is written

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 NAME = "aws"
@@ -60,10 +59,6 @@ def tags(values: Mapping[str, Any]) -> dict[str, Any]:
 def deadline_tag(rfc3339: str) -> str:
     """The launcher writes the deadline resource's RFC 3339 time as is."""
     return rfc3339
-
-
-def format_deadline(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def is_launcher_deadline(text: str) -> bool:

@@ -702,7 +702,6 @@ def run_instances_input(template_id: str, tags: dict[str, str]) -> str:
 
 TAG_RUN_ID = "gpubench:run-id"
 TAG_SCHEDULED = "gpubench:scheduled-at"
-TAG_MAX_HOURS = "gpubench:max-hours"
 
 
 class AwsRecurring(pulumi.ComponentResource):

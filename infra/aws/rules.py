@@ -244,7 +244,6 @@ RULES: dict[str, Rule] = {
 IAM_TAG_LIMIT = (50, f"{IAM_API}/API_CreateRole.html: Tags, at most 50")
 EC2_TAG_LIMIT = (50, f"{EC2_TAGS}: at most 50 tags per resource")
 S3_OBJECT_TAG_LIMIT = (10, "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html: up to 10 tags")
-S3_OBJECT_TAGS = "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html"
 
 
 def _tags(path: str, key: str, value: str, limit: tuple[int, str]) -> Field:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from typing import Any
 
 NAME = "gcp"
@@ -60,10 +59,6 @@ def tags(values: Mapping[str, Any]) -> dict[str, Any]:
 def deadline_tag(rfc3339: str) -> str:
     """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
     return rfc3339.replace("-", "").replace(":", "").lower()
-
-
-def format_deadline(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
 
 
 def is_launcher_deadline(text: str) -> bool:

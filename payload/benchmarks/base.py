@@ -75,10 +75,6 @@ class Benchmark:
     train: Callable[..., dict] | None = None
     resumable: bool = True
 
-    @property
-    def sample_units(self) -> str:
-        return units_of(self.sample_unit)
-
     def params(self, overrides: Mapping[str, Any] | None = None) -> dict:
         """Defaults with overrides coerced to the defaults' types."""
         return coerce_params(self.name, self.defaults, overrides or {})

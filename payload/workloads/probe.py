@@ -34,13 +34,12 @@ from payload.events import parse_iso
 from payload.steady import find_gaps, steady_rate, without_gaps
 from payload.workloads.metrics import Progress
 
-__all__ = ["DEFAULT_TARGET", "MAX_POINTS", "STOPPED_BY", "ProbeMonitor", "overhead_seconds"]
+__all__ = ["DEFAULT_TARGET", "MAX_POINTS", "ProbeMonitor", "overhead_seconds"]
 
 DEFAULT_TARGET = 0.03  # relative half-width of the 95 % interval that counts as steady
 MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every other one is dropped
 CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints
 MIN_READINGS = 10  # no verdict on fewer readings: a handful can agree by chance
-STOPPED_BY = ("steady", "time-limit", "job-ended")
 FLOOR_SHARE = 1 / 3  # a probe runs at least this share of its limit unless it saw the job's structure
 PERIOD_MARGIN = 1.25  # waiting for a second pause: its expected time times this must fit in the limit
 

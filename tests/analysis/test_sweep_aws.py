@@ -11,10 +11,17 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from analysis.cli import main
-from infra.aws import format_deadline as aws_tag_deadline
+from infra import aws
 from infra.aws import sweep as sweep_aws
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def aws_tag_deadline(when: datetime) -> str:
+    """The expires-at tag as the launcher writes it from the deadline's RFC 3339 time."""
+    return aws.deadline_tag(when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
 PAST = aws_tag_deadline(NOW - timedelta(minutes=1))
 FUTURE = aws_tag_deadline(NOW + timedelta(hours=3))
 TERMINATE = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"

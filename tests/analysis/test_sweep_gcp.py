@@ -16,10 +16,17 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from analysis.cli import main
-from infra.gcp import format_deadline as gcp_label_deadline
+from infra import gcp
 from infra.gcp import sweep as sweep_gcp
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def gcp_label_deadline(when: datetime) -> str:
+    """The expires-at label as the launcher writes it from the deadline's RFC 3339 time."""
+    return gcp.deadline_tag(when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
 PAST = gcp_label_deadline(NOW - timedelta(minutes=1))
 FUTURE = gcp_label_deadline(NOW + timedelta(hours=3))
 PROJECT = "gpubench-test"

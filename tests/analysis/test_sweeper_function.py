@@ -12,11 +12,11 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 from test_sweep_aws import aws_env  # noqa: F401  (fixture)
+from test_sweep_aws import aws_tag_deadline as aws_deadline
 from test_sweep_gcp import PROJECT, compute  # noqa: F401  (fixture)
+from test_sweep_gcp import gcp_label_deadline as gcp_deadline
 
 from infra import sweeper_function
-from infra.aws import format_deadline as aws_deadline
-from infra.gcp import format_deadline as gcp_deadline
 
 RUN_LAMBDA = (
     "import json, infra; from infra.sweeper_function import handler; "

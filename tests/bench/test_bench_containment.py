@@ -24,8 +24,6 @@ from analysis.bench.local import MARK_ENV, end_marked, marked, payload_grace
 from payload import exitcodes
 from payload.workloads.process import stop_grace_seconds
 
-pytestmark = pytest.mark.xdist_group("bench")
-
 GRACE = "1"
 STOP_SECONDS = 20.0  # the signal to the bench's exit: the job's grace, SIGKILL, the result, on a loaded machine
 
@@ -39,7 +37,6 @@ def leaving_task(directory, pid_dir):
     return path
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_stopped_bench_leaves_nothing_of_a_job_that_ignores_sigterm(tmp_path, sig):
     pid_dir = tmp_path / "pids"

@@ -25,8 +25,6 @@ from user_state import USER_STATE_VARIABLES
 
 from payload import exitcodes
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
-
 REPO = Path(__file__).resolve().parents[2]
 STOP_SECONDS = 15.0  # SIGINT to exit, on a loaded 2-core machine (about 1-2 s when it is quiet)
 START_SECONDS = 120.0  # bench start to its probe's job running

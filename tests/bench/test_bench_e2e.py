@@ -22,8 +22,6 @@ from analysis.cli import main
 from payload import exitcodes
 from payload.storage import open_store
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
-
 RATE = 2000.0  # the fake job's steady samples per second
 PROBE_MINUTES = 0.3  # 18 s at most; the fake job is steady within a few seconds
 CAPACITY = (

@@ -15,7 +15,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 from servers import require_module
 
 from analysis.cli import main
@@ -26,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "payload"))
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.slow
 def test_keras_model_fit_is_benched_as_published(tmp_path, capsys, monkeypatch, no_metadata):
     require_module("keras")
     # tiny: 100 steps of 64 per epoch, enough epochs that the probe, not the job, ends first

@@ -16,8 +16,6 @@ from analysis.bench.candidates import cloud_candidates
 from analysis.bench.record import BenchRecord
 from payload import exitcodes
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
-
 RATE = 2000.0  # the fake job's samples per second, whatever the machine: the datasheets mislead the model
 SIX = ("T4:1", "L4:1", "A10G:1", "L40S:1", "H100:1", "T4:4")
 

@@ -116,7 +116,6 @@ def read_metrics(proc: subprocess.Popen, want: int, timeout: float) -> list[dict
     return lines
 
 
-@pytest.mark.slow
 def test_a_study_job_prints_cumulative_progress_while_it_trains():
     require_module("tensorflow")
     spec = load_spec(REPO / "examples" / "studies" / "seed002-mnist-cnn.yaml")

@@ -25,8 +25,6 @@ from chart_content import charts_described
 from conftest import make_project
 from servers import create_s3_bucket
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("campaign")]
-
 QUOTA = (
     "creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity than your current vCPU "
     "limit of 32 allows for the instance bucket that the specified instance type belongs to."

@@ -230,6 +230,18 @@ def test_debug_flag_shows_the_traceback_of_a_bug(no_tools, capsys, monkeypatch):
     assert "Traceback" in err and "unexpected ZeroDivisionError" in err
 
 
+def test_debug_is_read_from_the_parsed_arguments(no_tools, capsys, monkeypatch):
+    """argparse accepts `--deb` for `--debug`: the flag is read from what argparse parsed, not from the raw words."""
+    import analysis.commands.stacks as stacks_command
+
+    monkeypatch.setattr(stacks_command, "run", lambda args: 1 / 0)
+    assert main(["--deb", "stacks", "--list"]) == exitcodes.FAILED
+    assert "Traceback" in capsys.readouterr().err
+    monkeypatch.setattr(stacks_command, "run", lambda args: 1 / 0)
+    assert main(["stacks", "--list"]) == exitcodes.FAILED
+    assert "Traceback" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("entry", ["infra", "payload"])
 def test_other_entry_points_turn_a_bug_into_one_line(entry, monkeypatch, capsys):
     import infra.cli

@@ -147,7 +147,6 @@ sys.exit(3)
 """
 
 
-@pytest.mark.slow
 def test_bench_quotes_a_failed_jobs_output_escaped(tmp_path, capsys, no_metadata):
     task = tmp_path / "task"
     task.mkdir()

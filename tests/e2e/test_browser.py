@@ -11,8 +11,6 @@ import re
 import pytest
 from chromium_cdp import Browser, find_chromium, png_size
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
-
 WIDTH = 1200
 
 

@@ -37,7 +37,6 @@ import yaml
 from servers import closed_port_url, create_s3_bucket
 
 STACK = "aws-g4dn-1x"
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
 
 # Variables the user-data writes that are not `payload run` options, and who reads them.
 NOT_RUN_OPTIONS = {

@@ -12,8 +12,6 @@ import shutil
 import pytest
 from demo_helpers import run_demo
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
-
 
 def _results(root):
     return sorted((root / "results" / "runs").glob("*/*/result.json"))

@@ -21,8 +21,6 @@ from synthetic_results import (
 
 from payload.storage import open_store
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
-
 WIDTH, HEIGHT = 1366, 768
 
 FIRST_SCREEN_JS = """

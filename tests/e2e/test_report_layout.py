@@ -12,8 +12,6 @@ from synthetic_results import demo_like_results, result_bytes, result_key
 from analysis.cli import main
 from payload.storage import open_store
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("e2e")]
-
 WIDTH, HEIGHT = 1366, 768
 
 LAYOUT_JS = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import yaml
 from servers import find_tool
 
 from infra import compat
@@ -32,3 +33,9 @@ GCP_STACKS = [n for n in BENCHMARK_STACKS if n.startswith("gcp-")]
 def require_tool(name: str) -> str:
     """Path of a system tool (servers.find_tool: skip when missing, FAIL under CI=true)."""
     return find_tool(name, f"apt-get install {name}; .ci/run installs it")
+
+
+def shell_scripts(user_data: str) -> dict[str, str]:
+    """The shell scripts embedded in rendered user-data (path -> text), for shellcheck."""
+    doc = yaml.safe_load(user_data)
+    return {f["path"]: f["content"] for f in doc.get("write_files", []) if f["content"].startswith("#!/bin/")}

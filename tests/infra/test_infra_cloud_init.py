@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 import yaml
-from infra_matrix import BENCHMARK_STACKS, require_tool
+from infra_matrix import BENCHMARK_STACKS, require_tool, shell_scripts
 
 from infra import cloud_init
 from infra.images import public_image
@@ -79,7 +79,7 @@ def test_every_stack_shell_is_shellcheck_clean(rendered, tmp_path):
     exe = require_tool("shellcheck")
     scripts = {}
     for name in BENCHMARK_STACKS:
-        for path, text in cloud_init.shell_scripts(rendered[name].user_data).items():
+        for path, text in shell_scripts(rendered[name].user_data).items():
             scripts[hashlib.sha1(text.encode()).hexdigest()] = (f"{name}:{path}", text)
     assert len(scripts) >= 5
     files = []
@@ -183,7 +183,7 @@ def test_workload_user_data_is_valid_and_shellcheck_clean(catalog, stack, tmp_pa
     )
     assert proc.returncode == 0 and "Valid" in proc.stdout, proc.stdout + proc.stderr
     scripts = []
-    for i, body in enumerate(cloud_init.shell_scripts(text).values()):
+    for i, body in enumerate(shell_scripts(text).values()):
         (tmp_path / f"{i}.sh").write_text(body)
         scripts.append(str(tmp_path / f"{i}.sh"))
     proc = subprocess.run([require_tool("shellcheck"), "--severity=style", *scripts], capture_output=True, text=True)

@@ -115,10 +115,16 @@ def test_typos_and_unsafe_values_are_refused_with_a_suggestion(extra, key, fragm
     assert err.value.key == key and fragment in str(err.value), str(err.value)
 
 
+def test_a_bad_image_reference_points_at_an_image_the_user_can_have():
+    with pytest.raises(ConfigError) as err:
+        parse_config({**BASE, "gpubench:payloadImage": "Bad Image"}, "s")
+    assert "payload/Dockerfile" in str(err.value) and "leave payloadImage unset" in str(err.value)
+
+
 def test_wide_ssh_only_when_allowed_and_valid_images_pass():
     cfg = parse_config({**BASE, "gpubench:sshCidr": "10.0.0.0/8", "gpubench:allowWideSsh": True}, "s")
     assert cfg.ssh_cidr == "10.0.0.0/8" and cfg.allow_wide_ssh
-    for ref in ("ghcr.io/gpubench/payload:cuda12", "localhost:5000/p", "ubuntu", "a/b@sha256:" + "0" * 64):
+    for ref in ("registry.example/gpubench:cuda12", "localhost:5000/p", "ubuntu", "a/b@sha256:" + "0" * 64):
         assert parse_config({**BASE, "gpubench:payloadImage": ref}, "s").payload_image == ref
     assert parse_config({**BASE, "pulumi:template": "x", "kubernetes:context": "y"}, "s")  # other tools' keys
 

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 import yaml
-from infra_matrix import NOW, require_tool
+from infra_matrix import NOW, require_tool, shell_scripts
 
 from infra import cloud_init
 from infra import stacks as stackfiles
@@ -228,7 +228,7 @@ def test_rendered_shell_is_shellcheck_clean(outcomes, tmp_path):
     exe = require_tool("shellcheck")
     scripts = {}
     for text in _rendered(outcomes):
-        for body in cloud_init.shell_scripts(text).values():
+        for body in shell_scripts(text).values():
             scripts[hashlib.sha1(body.encode()).hexdigest()] = body
     for digest, body in scripts.items():
         (tmp_path / f"{digest}.sh").write_text(body)

@@ -13,12 +13,9 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 from infra.ssh.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 FAKE_DOCKER = r"""#!{python}
 import json, os, shlex, sys

@@ -11,13 +11,10 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from infra.ssh.cli import main
 from payload.layout import journal_prefix, journal_run
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 # Stand-ins for `python` on the host, so the lifecycle tests need no TensorFlow. They answer the
 # version probe like an interpreter, then behave like the payload: print progress, honour SIGTERM.

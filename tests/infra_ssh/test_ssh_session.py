@@ -72,7 +72,6 @@ def test_a_missing_stack_file_is_a_config_status(tmp_path):
     assert status == "config" and report["stack"] == "ssh-nowhere" and "ssh-nowhere" in report["message"]
 
 
-@pytest.mark.slow
 def test_check_only_reports_the_host_checks(ssh_stack, tmp_path):
     stack, stacks_dir = ssh_stack(remotePython=fake_python(tmp_path))
     progress = io.StringIO()
@@ -83,7 +82,6 @@ def test_check_only_reports_the_host_checks(ssh_stack, tmp_path):
     assert report["run_id"] is None and not (tmp_path / "remote" / "runs" / stack).exists()
 
 
-@pytest.mark.slow
 def test_a_run_with_extra_options_passes_them_to_the_payload_and_uploads(ssh_stack, tmp_path):
     stack, stacks_dir = ssh_stack(remotePython=fake_python(tmp_path))
     progress = io.StringIO()
@@ -99,7 +97,6 @@ def test_a_run_with_extra_options_passes_them_to_the_payload_and_uploads(ssh_sta
     assert "--seed 7" in started and f"--stack {stack}" in started
 
 
-@pytest.mark.slow
 def test_a_failing_payload_is_the_failed_status(ssh_stack, tmp_path):
     stack, stacks_dir = ssh_stack(remotePython=fake_python(tmp_path, code=2))
     status, report = run_named_stack(stack, stacks_dir=stacks_dir, poll=0.2, progress=io.StringIO())

@@ -45,7 +45,6 @@ def base_keys(spec: Path) -> dict:
     }
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("charts_described")  # about the figures: the charts are described, not drawn
 def test_pytorch_workload_over_ssh_is_priced_collected_and_reported(ssh_stack, tmp_path, capsys):
     require_module("torch")

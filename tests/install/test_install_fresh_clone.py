@@ -21,7 +21,6 @@ from test_install_extras import NOT_FOR_THE_DEMO
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(
         not os.environ.get("GPUBENCH_INSTALL_TEST"),
         reason="installs TensorFlow into a fresh venv (minutes): .ci/run runs it as its own step "

@@ -27,7 +27,6 @@ COMMANDS = {
     "preview": (["preview", "aws-g4dn-1x"], "gpubench-payload.service"),
     "stacks": (["stacks", "--list"], "aws-g4dn-1x-spot"),
 }
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,6 @@ def wait_for(what, seconds: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.slow
 def test_what_a_job_leaves_running_ends_with_it_and_does_not_inflate_its_end(job, tmp_path):
     spec, pid_dir = job
     spec_path = spec(env={"CHILDREN": ALL_CHILDREN, "MODE": "end"})
@@ -89,7 +88,6 @@ def test_what_a_job_leaves_running_ends_with_it_and_does_not_inflate_its_end(job
     assert result["benchmark"]["workload"]["run_seconds"] < SLACK  # the job's own time, not the clean-up
 
 
-@pytest.mark.slow
 def test_a_probe_stop_ends_children_in_their_own_session(job, tmp_path):
     spec, pid_dir = job
     spec_path = spec(env={"CHILDREN": ALL_CHILDREN, "MODE": "run", "IGNORE_TERM": "1"})
@@ -101,7 +99,6 @@ def test_a_probe_stop_ends_children_in_their_own_session(job, tmp_path):
     assert result["status"] == "completed" and result["probe"]["stopped_by"] in ("steady", "time-limit")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
 def test_a_stop_signal_to_the_payload_ends_the_whole_job(job, tmp_path, sig):
     spec, pid_dir = job

@@ -49,7 +49,6 @@ def freeze() -> str:
     return done.stdout
 
 
-@pytest.mark.slow
 def test_a_local_bench_whose_setup_installs_a_package_leaves_gpubenchs_environment_unchanged(tmp_path):
     wheel = tiny_wheel(tmp_path / "wheels")
     job = tmp_path / "task"

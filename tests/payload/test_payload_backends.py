@@ -54,7 +54,6 @@ def _run(tmp_path, stack: str, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_mnist_mlp_trains_on_each_backend_and_records_it(tmp_path, backend):
     _need(backend)
@@ -76,7 +75,6 @@ def test_mnist_mlp_trains_on_each_backend_and_records_it(tmp_path, backend):
     assert 0.0 <= result["metrics"]["final_accuracy"] <= 1.0
 
 
-@pytest.mark.slow
 def test_jax_data_parallel_over_two_devices_keeps_per_replica_batch(tmp_path):
     """XLA splits the host CPU into two devices standing in for two GPUs."""
     _need("jax")
@@ -89,7 +87,6 @@ def test_jax_data_parallel_over_two_devices_keeps_per_replica_batch(tmp_path):
     assert result["metrics"]["steps_completed"] == 128 // 32
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("choice", ["hierarchical", "one-device"])
 def test_tensorflow_all_reduce_choice_is_used_and_recorded(tmp_path, choice):
     """The all-reduce choice applies to MirroredStrategy over GPUs; on logical CPUs

@@ -106,7 +106,6 @@ def fastai_run(tmp_path_factory):
     return (*only_result(tmp / "out", "cd-fastai"), out.getvalue())
 
 
-@pytest.mark.slow
 def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(fastai_run):
     path, result, _ = fastai_run
     validate_result(result)
@@ -124,7 +123,6 @@ def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(fastai_run):
     assert events.count("epoch_end") == 2
 
 
-@pytest.mark.slow
 def test_catsdogs_run_is_a_complete_benchmark_run(fastai_run):
     """What test_payload_benchmarks checks of every other benchmark's tiny run, on this one."""
     path, result, out = fastai_run

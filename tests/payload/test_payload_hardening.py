@@ -177,7 +177,6 @@ def test_flush_uploads_with_the_same_tags_as_a_direct_upload(tmp_path, moto_serv
     assert s3.get_object_tagging(Bucket=later, Key="p/runs/s/r/result.json")["TagSet"] == []
 
 
-@pytest.mark.slow
 def test_sigint_checkpoints_and_exits_75_like_sigterm(tmp_path):
     proc = subprocess.Popen(
         [

@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 
-import pytest
 from payload_helpers import only_result, run_payload
 
 from payload import exitcodes
@@ -90,7 +89,6 @@ def test_throughput_checkpoints_every_n_steps_and_resumes_to_the_exact_step(tmp_
     assert [e for e in final["timeline"] if e["event"] == "resume"][0]["steps_completed"] == done
 
 
-@pytest.mark.slow
 def test_sigterm_checkpoints_and_exits_75(tmp_path):
     """docker stop / ACPI shutdown send SIGTERM: treated like a preemption notice."""
     env = {**os.environ, "GPUBENCH_WATCH_INTERVAL": "0.05"}
@@ -138,7 +136,6 @@ def test_sigterm_checkpoints_and_exits_75(tmp_path):
     assert 1 <= result["metrics"]["epochs_completed"] < 50
 
 
-@pytest.mark.slow
 def test_mirrored_strategy_keeps_per_replica_batch(tmp_path):
     """Two logical CPU devices stand in for two GPUs: global batch = per-replica x 2."""
     out = subprocess.run(

@@ -8,12 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "payload_overhead.py"
 
 
-@pytest.mark.slow
 def test_overhead_script_prints_its_ratio():
     out = subprocess.run(
         [sys.executable, str(SCRIPT), "--repeats", "2", "--samples", "4096"],

@@ -94,6 +94,19 @@ def test_invalid_results_are_rejected_with_their_path(mutate, needle):
     assert needle in str(err.value)
 
 
+def test_writer_validates_the_json_it_writes(tmp_path):
+    """A value a library hands over as a str subclass (torch.__version__) is written as a string and passes."""
+
+    class Version(str):
+        pass
+
+    store = SpoolingStore(open_store(tmp_path.as_uri()), Spool(tmp_path / "spool"))
+    result = sample_result()
+    result["run_id"] = Version(result["run_id"])
+    assert RunWriter(store, "aws-p3-2x", "rid").write_result(result)
+    assert json.loads((tmp_path / "runs/aws-p3-2x/rid/result.json").read_text())["run_id"] == result["run_id"]
+
+
 def test_writer_validates_before_upload(tmp_path):
     store = SpoolingStore(open_store(tmp_path.as_uri()), Spool(tmp_path / "spool"))
     w = RunWriter(store, "aws-p3-2x", "rid")

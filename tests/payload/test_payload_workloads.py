@@ -316,9 +316,6 @@ def test_json_line_convention():
 
 
 # --- real runs through the local runtime ---------------------------------------------------------------------
-
-
-@pytest.mark.slow
 @pytest.mark.usefixtures("charts_described")  # about the figures: the charts are described, not drawn
 def test_pytorch_example_runs_priced_collected_and_reported(tmp_path, capsys, monkeypatch):
     from analysis.cli import main as analysis_main
@@ -421,7 +418,6 @@ def test_expect_gpu_without_a_gpu_fails_before_the_job_starts(tmp_path):
     assert not (tmp_path / "job" / "ran").exists()
 
 
-@pytest.mark.slow
 def test_keras_example_runs_as_a_workload(tmp_path, monkeypatch):
     monkeypatch.setenv(INHERIT_ENV, "1")  # the job's environment sees this one's TensorFlow
     wd = tmp_path / "keras"
@@ -439,7 +435,6 @@ def test_keras_example_runs_as_a_workload(tmp_path, monkeypatch):
     assert result["software"]["torch"] is None  # installed here, not imported by a tensorflow job
 
 
-@pytest.mark.slow
 def test_keras_example_without_a_network_says_so_in_one_line(tmp_path):
     """DATA=download with no way out (a proxy on a closed port): a message naming the offline fix, no traceback."""
     require_module("keras")

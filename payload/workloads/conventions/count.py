@@ -17,8 +17,6 @@ from payload.workloads.conventions.base import Reading
 
 __all__ = ["Counter", "Count"]
 
-UNITS = ("samples", "steps", "epochs")
-
 
 @dataclass(frozen=True)
 class Count:
