@@ -131,7 +131,7 @@ def _run(argv: list[str] | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Every error through payload.entrypoint.guarded: `| head` ends quietly, Ctrl-C before the run's own
     handler is CANCELLED, a bad path is USAGE, and a bug is one line, never a traceback."""
-    from payload.entrypoint import debug_requested, guarded
+    from payload.entrypoint import guarded
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: _run(argv), prog="python -m payload", debug=debug_requested(argv))
+    return guarded(lambda: _run(argv), prog="python -m payload", argv=argv)
