@@ -7,6 +7,7 @@ import argparse
 import difflib
 import fnmatch
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,15 +22,11 @@ RESULTS_ENV = "GPUBENCH_RESULTS"
 
 def table_location(value: str | None = None) -> str:
     """`--table` as given, else $GPUBENCH_TABLE, else `table` (relative to the current directory)."""
-    import os
-
     return value or os.environ.get(TABLE_ENV) or DEFAULT_TABLE
 
 
 def results_locations(values: Sequence[str] | None, default: str | None = None) -> list[str]:
     """`--results` as given (repeatable), else $GPUBENCH_RESULTS, else `default` (none: an empty list)."""
-    import os
-
     if values:
         return list(values)
     env = os.environ.get(RESULTS_ENV)
