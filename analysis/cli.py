@@ -1,6 +1,6 @@
 """`gpubench` (and `python -m analysis`): one command for everything. Subcommands live in
-analysis/commands/, one module each; errors become a message and a documented exit code
-(payload/exitcodes.py), never a traceback."""
+analysis/commands/, one module each; they raise, and payload.entrypoint.guarded turns every error
+into a message and a documented exit code (payload/exitcodes.py), never a traceback."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pkgutil
 import sys
 
 from analysis import commands
+from infra.conventions import UsageError, check_bounds
 from payload import exitcodes
 
 DESCRIPTION = """\
@@ -81,42 +82,6 @@ def build_parser(prog: str | None = None, command: str = "") -> argparse.Argumen
     return parser
 
 
-# Errors that mean "bad input or a missing piece", not a bug: (module, class, exit code, advice).
-# Most specific first; looked up in sys.modules, so a module never imported cannot have raised one.
-_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --table DIR` to write it again"
-KNOWN_ERRORS = (
-    ("infra.conventions", "Declined", exitcodes.DECLINED, ""),
-    ("payload.extras", "MissingExtra", exitcodes.MISSING, ""),
-    ("infra.workspace", "PulumiMissing", exitcodes.MISSING, ""),
-    ("payload.storage", "StorageError", exitcodes.REMOTE, ""),
-    ("analysis.campaign.manifest", "ManifestInvalid", exitcodes.INVALID, ""),
-    ("analysis.campaign.manifest", "ManifestError", exitcodes.USAGE, ""),
-    ("pyarrow.lib", "ArrowInvalid", exitcodes.INVALID, _TABLE_ADVICE),
-    ("pandas.errors", "ParserError", exitcodes.INVALID, _TABLE_ADVICE),
-    ("pandas.errors", "EmptyDataError", exitcodes.INVALID, _TABLE_ADVICE),
-    ("builtins", "OverflowError", exitcodes.USAGE, ": a number is too large; give a smaller value"),
-    # UsageError, CatalogError, ConfigError, StackFileError, SelectionError, CostError: all ValueErrors
-    ("builtins", "ValueError", exitcodes.USAGE, ""),
-)
-
-
-def classify(exc: BaseException, prog: str = "gpubench", command: str = "") -> tuple[int, str] | None:
-    """The exit code and one-line message of a known error, or None for a bug."""
-    from payload.entrypoint import first_line
-
-    if isinstance(exc, ModuleNotFoundError):  # a library of an extra the install left out
-        from payload.extras import MissingExtra, extra_of
-
-        if extra_of(exc.name or "") is None:
-            return None
-        return exitcodes.MISSING, str(MissingExtra(exc.name, f"`{f'{prog} {command}'.strip()}`"))
-    for module, name, code, advice in KNOWN_ERRORS:
-        cls = getattr(sys.modules.get(module), name, None)
-        if isinstance(cls, type) and isinstance(exc, cls):
-            return code, (first_line(exc).rstrip(".") if advice else first_line(exc)) + advice
-    return None
-
-
 def _command_of(argv: list[str]) -> str:
     return next((a for a in argv if not a.startswith("-")), "")
 
@@ -144,7 +109,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         return guarded(
             lambda: _run(argv, prog, parsed),
             prog=f"{prog} {command}".strip(),
-            classify=lambda exc: classify(exc, prog, command),
             debug=lambda: debug_requested() or any(a.debug for a in parsed),
         )
 
@@ -166,7 +130,6 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
     from analysis.shell_completion import complete_if_asked
-    from infra.conventions import check_bounds
 
     completing = "_ARGCOMPLETE" in os.environ  # the shell asks for completions: every command
     parser = build_parser(prog, "" if completing else _command_of(argv))
@@ -176,7 +139,7 @@ def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
     _check_directories(args)
     if getattr(args, "results", None):
         check_results_locations(args.results if isinstance(args.results, list) else [args.results], "--results")
-    check_bounds(args, flags=_typed_flags(parser, argv))
+    check_bounds(vars(args), flags=_typed_flags(parser, argv))
     return int(args.func(args) or 0)
 
 
@@ -200,8 +163,6 @@ _DIRECTORY_OPTIONS = ("out", "table", "results", "project_dir")
 
 def _check_directories(args) -> None:
     """`--out FILE` (or --table FILE) is refused before any work (a collect or demo would fail at its very end)."""
-    from infra.conventions import UsageError
-
     for name in _DIRECTORY_OPTIONS:
         values = getattr(args, name, None)
         for value in values if isinstance(values, list) else [values]:
@@ -215,7 +176,6 @@ def _check_directories(args) -> None:
 def check_results_locations(sources: list[str], given_by: str) -> None:
     """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
     opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
-    from infra.conventions import UsageError
     from payload.results_location import ResultsLocationError, parse_results_location
 
     for value in sources:

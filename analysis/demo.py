@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from payload import exitcodes
+
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
 HOURLY_ENV = "GPUBENCH_LOCAL_HOURLY_USD"
@@ -110,8 +112,10 @@ QUICK_PROBE_SECONDS = 30  # --quick (the tests): a rate, not a narrow one
 STUDY_PROBES_VERSION = 1
 
 
-class DemoError(RuntimeError):
+class DemoError(exitcodes.GpubenchError, RuntimeError):
     """A demo setting is wrong; the message says which and how to fix it."""
+
+    exit_code = exitcodes.USAGE
 
 
 @dataclass(frozen=True)
@@ -224,7 +228,6 @@ def _minutes(seconds: float) -> str:
 def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]) -> int:
     """Collect the local bucket into the table (no spot history: this machine has none); an exit code."""
     from analysis.collecting import collect_results
-    from payload import exitcodes
     from payload.storage import StorageError
 
     try:
@@ -241,7 +244,6 @@ def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]
 def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
     """Write the report of everything collected so far and echo its terminal summary; an exit code."""
     from analysis.report.build import write_report
-    from payload import exitcodes
 
     try:
         outcome = write_report(out_dir, table=table_dir)

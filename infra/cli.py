@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from infra.conventions import UsageError, expand_stacks, known_stacks
 from payload import exitcodes
 
 INSTALL_HINT = (
@@ -80,15 +81,12 @@ def preview_command(
     from infra import preview, stacks
 
     if all_stacks == bool(stack):
-        print("preview needs exactly one of STACK or --all", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("preview needs exactly one of STACK or --all")
     if measured is None and results:
-        print(
-            f"error: `python -m infra preview` does not read results tables ({results}): "
-            f"run `gpubench preview {stack or '--all'} --table {results}` to estimate from collected runs",
-            file=sys.stderr,
+        raise UsageError(
+            f"`python -m infra preview` does not read results tables ({results}): "
+            f"run `gpubench preview {stack or '--all'} --table {results}` to estimate from collected runs"
         )
-        return exitcodes.USAGE
     names = stacks.stack_names() if all_stacks else [stack]
     text = preview.run(
         names, _catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, measured=measured
@@ -112,16 +110,15 @@ def cmd_preview(args) -> int:
 
 
 def cmd_pulumi(args) -> int:
-    from infra.conventions import UsageError, expand_stacks, known_stacks
-
     names = expand_stacks([args.stack], known_stacks())  # a typo is named before the CLI is needed
     if len(names) != 1:
         raise UsageError(f"`python -m infra {args.command}` takes one stack; {args.stack!r} selects {', '.join(names)}")
     args.stack = names[0]
     exe = shutil.which("pulumi")
     if exe is None:
-        print("error: " + INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), file=sys.stderr)
-        return exitcodes.MISSING
+        raise exitcodes.GpubenchError(
+            INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), exit_code=exitcodes.MISSING
+        )
     from infra.workspace import cli_context
 
     project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
@@ -133,12 +130,10 @@ def cmd_pulumi(args) -> int:
 
 def _campaign_moved(args) -> int:
     command = f"gpubench campaign {' '.join(args.rest)}".rstrip()
-    print(
-        f"error: campaigns moved up a layer (they collect, report and tear down): run `{command}` "
-        "(or `python -m analysis campaign ...`)",
-        file=sys.stderr,
+    raise UsageError(
+        f"campaigns moved up a layer (they collect, report and tear down): run `{command}` "
+        "(or `python -m analysis campaign ...`)"
     )
-    return exitcodes.USAGE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -176,28 +171,16 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def classify(exc: BaseException) -> tuple[int, str] | None:
-    """Bad stack names, config and values are usage errors; anything else is left to the shared boundary."""
-    from infra.config import ConfigError
-    from payload.entrypoint import first_line
-
-    if isinstance(exc, KeyError) and exc.args:
-        return exitcodes.USAGE, str(exc.args[0])
-    if isinstance(exc, (ConfigError, ValueError)):
-        return exitcodes.USAGE, first_line(exc)
-    return None
-
-
 def _run(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     return args.func(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m infra`: every error through payload.entrypoint.guarded (one line, a documented exit code)."""
+    """`python -m infra`: every error through payload.entrypoint.guarded (a message, a documented exit code)."""
     from payload.entrypoint import guarded
     from payload.terminal import safe_terminal
 
     argv = list(sys.argv[1:] if argv is None else argv)
     with safe_terminal():  # nothing a bucket or a job wrote reaches the terminal raw (payload.terminal)
-        return guarded(lambda: _run(argv), prog="python -m infra", classify=classify)
+        return guarded(lambda: _run(argv), prog="python -m infra")

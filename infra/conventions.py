@@ -7,9 +7,12 @@ import argparse
 import difflib
 import fnmatch
 import math
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from payload import exitcodes
 
 # The results table (the dataset `collect` writes and report, plan, preview and demo read).
 TABLE_ENV = "GPUBENCH_TABLE"
@@ -19,15 +22,11 @@ RESULTS_ENV = "GPUBENCH_RESULTS"
 
 def table_location(value: str | None = None) -> str:
     """`--table` as given, else $GPUBENCH_TABLE, else `table` (relative to the current directory)."""
-    import os
-
     return value or os.environ.get(TABLE_ENV) or DEFAULT_TABLE
 
 
 def results_locations(values: Sequence[str] | None, default: str | None = None) -> list[str]:
     """`--results` as given (repeatable), else $GPUBENCH_RESULTS, else `default` (none: an empty list)."""
-    import os
-
     if values:
         return list(values)
     env = os.environ.get(RESULTS_ENV)
@@ -80,12 +79,16 @@ def add_yes_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation (scripts, CI)")
 
 
-class UsageError(ValueError):
-    """A bad argument; the CLI prints it and exits with exitcodes.USAGE."""
+class UsageError(exitcodes.GpubenchError, ValueError):
+    """A bad argument; nothing was done."""
+
+    exit_code = exitcodes.USAGE
 
 
-class Declined(RuntimeError):
-    """The user did not confirm; nothing was done (exitcodes.DECLINED)."""
+class Declined(exitcodes.GpubenchError, RuntimeError):
+    """The user did not confirm; nothing was done."""
+
+    exit_code = exitcodes.DECLINED
 
 
 def confirm(what: Sequence[str], question: str, yes: bool, stdin=None, out=None) -> None:
@@ -176,17 +179,14 @@ NUMBER_BOUNDS = {
 }
 
 
-def check_bounds(
-    args: argparse.Namespace, bounds: dict[str, Bound] = NUMBER_BOUNDS, err=None, flags: dict[str, str] | None = None
-) -> None:
+def check_bounds(values: Mapping[str, object], flags: Mapping[str, str] | None = None) -> None:
     """Refuse a number above its sane maximum (naming the value and the limit); warn about a large one.
-    `flags` (dest -> the option as typed) names the option as the user wrote it (bench's --deadline
-    is report's --deadline-hours).
+    `values` are the options by argparse dest; `flags` (dest -> the option as typed) names the option as
+    the user wrote it (bench's --deadline is report's --deadline-hours).
 
     Non-finite and negative values are left to each command's own check, which says more."""
-    err = err or sys.stderr
-    for dest, bound in bounds.items():
-        value = getattr(args, dest, None)
+    for dest, bound in NUMBER_BOUNDS.items():
+        value = values.get(dest)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             continue
         flag = (flags or {}).get(dest, bound.flag)
@@ -199,5 +199,5 @@ def check_bounds(
             print(
                 f"warning: {flag} {value:g} is a lot ({bound.unit}, more than {bound.warn_above:,.0f}); "
                 "check it is what you meant",
-                file=err,
+                file=sys.stderr,
             )

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from infra.tags import BadDeadline, is_project_stack, parse_deadline
+from payload import exitcodes
 
 # action -> counts as a failure for the exit code
 ACTIONS = {
@@ -34,6 +35,12 @@ NO_STACK = "no {key} tag"
 FOREIGN_PROJECT = "{key}={value!r} is not this project ({project!r})"
 FOREIGN_STACK = "{key}={value!r} is not a {cloud} stack name of this project"
 FOREIGN_DEADLINE = "expires-at not in the launcher's format"
+
+
+class NoAccess(exitcodes.GpubenchError, RuntimeError):
+    """A cloud's sweep cannot start: no credentials or project; the message says how to provide them."""
+
+    exit_code = exitcodes.MISSING
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from payload import exitcodes
+
 INSTALL_HINT = (
     "install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
     "or see https://www.pulumi.com/docs/install/"
 )
 
 
-class PulumiMissing(RuntimeError):
+class PulumiMissing(exitcodes.GpubenchError, RuntimeError):
     """The Pulumi CLI is not installed; the Automation API only drives it."""
+
+    exit_code = exitcodes.MISSING
 
     def __init__(self, detail: str = "no `pulumi` on PATH"):
         super().__init__(
@@ -39,8 +43,10 @@ class PulumiMissing(RuntimeError):
         )
 
 
-class ProjectNotFound(RuntimeError):
+class ProjectNotFound(exitcodes.GpubenchError, RuntimeError):
     """No Pulumi.yaml in the project's files or at the given directory."""
+
+    exit_code = exitcodes.USAGE
 
 
 def project_dir(start: Path | None = None) -> Path:

@@ -1,11 +1,12 @@
 """The one error boundary of every gpubench entry point (``gpubench``, ``python -m analysis|infra|payload``).
 
-Whatever a command raises ends here as one line on stderr and an exit code from
-payload.exitcodes, never a traceback: a known error (the entry point's
-`classify` recognises it) prints its message; a closed stdout (``| head``) ends
-quietly with OK; Ctrl-C prints one line and exits CANCELLED; anything else is a
-bug, named by its type with where to report it. ``GPUBENCH_DEBUG=1`` (or
-``gpubench --debug``, read from the parsed arguments) prints the traceback as well.
+Whatever a command raises ends here as a message on stderr and an exit code from
+payload.exitcodes, never a traceback: an error of ours (exitcodes.GpubenchError) carries
+its code and prints its whole message; a few errors of Python and of libraries, which
+cannot, are mapped in `classify`; a closed stdout (``| head``) ends quietly with OK; Ctrl-C
+prints one line and exits CANCELLED; anything else is a bug, named by its type with where
+to report it. ``GPUBENCH_DEBUG=1`` (or ``gpubench --debug``) prints the traceback as well.
+What is printed passes payload.terminal, as text from a bucket or a job may be in it.
 
 It lives in payload, the bottom layer, so that all three entry points share it.
 """
@@ -19,15 +20,24 @@ import traceback
 from collections.abc import Callable
 
 from payload import exitcodes
+from payload.terminal import terminal_text
 
 DEBUG_ENV = "GPUBENCH_DEBUG"
 REPORT_TO = "the gpubench issue tracker (the repository's Issues page)"
 
-# A classifier maps an exception to (exit code, one-line message), or None when it does not know it.
-Classifier = Callable[[BaseException], "tuple[int, str] | None"]
-
 # Paths the user gave that cannot be used as asked: a usage error naming the path.
 _BAD_PATH_ERRORS = (FileExistsError, NotADirectoryError, IsADirectoryError, PermissionError)
+
+# Errors of Python and of libraries that mean "bad input", not a bug: (module, class, exit code, advice).
+# Most specific first; looked up in sys.modules, so a module never imported cannot have raised one.
+_TABLE_ADVICE = "; it is not a readable results table: run `gpubench collect --table DIR` to write it again"
+FOREIGN_ERRORS = (
+    ("pyarrow.lib", "ArrowInvalid", exitcodes.INVALID, _TABLE_ADVICE),
+    ("pandas.errors", "ParserError", exitcodes.INVALID, _TABLE_ADVICE),
+    ("pandas.errors", "EmptyDataError", exitcodes.INVALID, _TABLE_ADVICE),
+    ("builtins", "OverflowError", exitcodes.USAGE, ": a number is too large; give a smaller value"),
+    ("builtins", "ValueError", exitcodes.USAGE, ""),  # CatalogError, ConfigError, SelectionError, ...
+)
 
 
 def debug_requested() -> bool:
@@ -36,9 +46,9 @@ def debug_requested() -> bool:
 
 
 def say(line: str) -> None:
-    """One line on stderr; a closed stderr is not worth a second error."""
+    """Text on stderr, made safe for a terminal; a closed stderr is not worth a second error."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(terminal_text(line), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
@@ -56,8 +66,20 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def classify_os_error(exc: BaseException) -> tuple[int, str] | None:
-    """File-system errors every command can meet: a bad path is USAGE, a failing disk is FAILED."""
+def classify(exc: BaseException, prog: str) -> tuple[int, str] | None:
+    """The exit code and message of an error the user can act on, or None for a bug."""
+    if isinstance(exc, exitcodes.GpubenchError):
+        return exc.exit_code, str(exc)
+    if isinstance(exc, ModuleNotFoundError):  # a library of an extra the install left out
+        from payload.extras import MissingExtra, extra_of
+
+        return (
+            None if extra_of(exc.name or "") is None else (exitcodes.MISSING, str(MissingExtra(exc.name, f"`{prog}`")))
+        )
+    for module, name, code, advice in FOREIGN_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            return code, (first_line(exc).rstrip(".") if advice else first_line(exc)) + advice
     if isinstance(exc, FileNotFoundError):
         return exitcodes.USAGE, first_line(exc)
     if isinstance(exc, _BAD_PATH_ERRORS):
@@ -78,10 +100,9 @@ def guarded(
     call: Callable[[], int | None],
     *,
     prog: str,
-    classify: Classifier | None = None,
     debug: Callable[[], bool] = debug_requested,
 ) -> int:
-    """Run `call` (parsing included) and turn whatever it raises into a line and a documented exit code.
+    """Run `call` (parsing included) and turn whatever it raises into a message and a documented exit code.
 
     SystemExit passes through: argparse's own usage errors already exit 2 with a message."""
     try:
@@ -100,10 +121,6 @@ def guarded(
     except Exception as exc:
         if debug():  # asked when it is needed: by then the command line may have been parsed
             traceback.print_exc()
-        known = (classify(exc) if classify else None) or classify_os_error(exc)
-        if known is None:
-            say(f"error: {unexpected(exc, prog)}")
-            return exitcodes.FAILED
-        code, message = known
+        code, message = classify(exc, prog) or (exitcodes.FAILED, unexpected(exc, prog))
         say(f"error: {message}")
         return code

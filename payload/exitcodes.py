@@ -67,3 +67,16 @@ _PRECEDENCE = (INTERRUPTED, STRANDED, NO_GPU, FAILED, USAGE, SPOOLED, OK)
 def worst(codes) -> int:
     codes = set(codes) or {OK}
     return next(c for c in _PRECEDENCE if c in codes)
+
+
+class GpubenchError(Exception):
+    """An error the user can act on, carrying its exit code (the click model): its message names the bad
+    value and the fix and is shown whole; payload.entrypoint.guarded is the one place that prints it and
+    exits. Subclasses set `exit_code`; one raise site may give its own."""
+
+    exit_code = FAILED
+
+    def __init__(self, message: str, *, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code

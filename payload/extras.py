@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from payload import exitcodes
+
 # top-level module -> the gpubench extra that installs it
 PROVIDED_BY = {
     "pulumi": "infra",
@@ -41,8 +43,10 @@ def extra_of(module: str) -> str | None:
     return None
 
 
-class MissingExtra(ImportError):
+class MissingExtra(exitcodes.GpubenchError, ImportError):
     """A library of an extra that is not installed; the message says how to install it."""
+
+    exit_code = exitcodes.MISSING
 
     def __init__(self, module: str, needed_for: str):
         self.module = module

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from payload import exitcodes
 from payload.results_location import (
     ResultsLocation,
     ResultsLocationError,
@@ -61,8 +62,10 @@ __all__ = [
 T = TypeVar("T")
 
 
-class StorageError(RuntimeError):
+class StorageError(exitcodes.GpubenchError, RuntimeError):
     """A storage operation failed (after retries, where it retries)."""
+
+    exit_code = exitcodes.REMOTE
 
 
 class PermanentStorageError(StorageError):

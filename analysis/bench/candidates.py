@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.catalog import BillingTerms, Catalog, CatalogError, load_catalog
+from infra.conventions import UsageError
 
 __all__ = [
     "LOCAL_OFFERING",
@@ -38,7 +39,7 @@ LOCAL_NAME = "local"  # + "-<bench id>": each bench's local probes are a stack o
 MARKET_SPOT, MARKET_ON_DEMAND = "spot", "on-demand"
 
 
-class CandidateError(ValueError):
+class CandidateError(UsageError):
     """A candidate cannot be chosen as asked; the message names the value and the fix."""
 
 

@@ -19,6 +19,7 @@ from analysis.bench.preflight import check_option
 from analysis.output import fmt_usd, print_table
 from analysis.price.billed import billed_cost
 from infra.catalog import load_catalog
+from infra.conventions import UsageError
 from payload.money import USD_SIGN
 
 __all__ = ["DEFAULT_BOOT_ALLOWANCE_SECONDS", "BudgetExceeded", "ProbePlan", "check_budget", "make_plan", "probe_bound"]
@@ -29,7 +30,7 @@ DEFAULT_BOOT_ALLOWANCE_SECONDS = 600.0
 TABLE_HEADERS = ("#", "candidate", "offering", "market", "gpus", "$/h", "billing", "price as of", "probe at most")
 
 
-class BudgetExceeded(ValueError):
+class BudgetExceeded(UsageError):
     """The probes could cost more than the budget; the message names the bound, the budget and the fix."""
 
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from payload import exitcodes
+
 __all__ = [
     "OPTIONS",
     "NotReady",
@@ -31,8 +33,10 @@ __all__ = [
 ]
 
 
-class NotReady(RuntimeError):
+class NotReady(exitcodes.GpubenchError, RuntimeError):
     """Cloud probes cannot launch from here; the message names every missing piece and its fix."""
+
+    exit_code = exitcodes.MISSING
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from analysis.bench.record import BenchRecord, bench_root, new_bench_id
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.campaign.manifest import iso
 from analysis.campaign.progress import Printer
+from infra.conventions import UsageError
 from payload import exitcodes
 from payload.money import USD_SIGN
 
@@ -34,7 +35,7 @@ LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` u
 PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup
 
 
-class BenchError(ValueError):
+class BenchError(UsageError):
     """The bench cannot run as asked; the message names the value and the fix (nothing was started)."""
 
 

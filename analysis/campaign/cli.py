@@ -8,12 +8,12 @@ backend (tests swap it).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
-from infra.conventions import RESULTS_ENV
+from analysis.output import emit_json
+from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
 from payload.terminal import terminal_text
@@ -74,10 +74,6 @@ def _results(args) -> str:
     return require_results(_given_results(args))
 
 
-def _dump(doc) -> None:
-    print(json.dumps(doc, indent=2, default=str))
-
-
 def _status_table(statuses) -> str:
     def money(v):
         return "-" if v is None else f"${v:.4f}"
@@ -111,7 +107,7 @@ def cmd_up(args) -> int:
     )
     failed = commands.launch_failures(manifest, report)
     if args.json:
-        _dump(
+        emit_json(
             {
                 "campaign_id": manifest.campaign_id,
                 "manifest": manifest.url,
@@ -131,23 +127,25 @@ def cmd_status(args) -> int:
 
     manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
     if args.json:
-        _dump({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
+        emit_json({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
     else:
         print(f"campaign {manifest.campaign_id} ({manifest.url})")
         print(_status_table(statuses))
-    return unreachable_code([s.stack for s in statuses if s.unreachable])
+    error = unreachable([s.stack for s in statuses if s.unreachable])
+    if error:
+        raise error
+    return 0
 
 
-def unreachable_code(stacks: list[str]) -> int:
-    """REMOTE, said on stderr, when the bucket of some stacks could not be read; else OK (every mode alike)."""
+def unreachable(stacks: list[str]) -> exitcodes.GpubenchError | None:
+    """The REMOTE error of a status (every mode alike) when the bucket of some stacks could not be read."""
     if not stacks:
-        return 0
-    print(
-        f"error: could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
+        return None
+    return exitcodes.GpubenchError(
+        f"could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
         "unknown; check the bucket and your credentials (`gpubench check --results URL`)",
-        file=sys.stderr,
+        exit_code=exitcodes.REMOTE,
     )
-    return exitcodes.REMOTE
 
 
 def _again(manifest, args, *words: str) -> str:
@@ -165,11 +163,10 @@ def _wait_result(manifest, outcome, args) -> int:
     as_json = args.json
     if outcome.never_launched:
         up = _again(manifest, args, "campaign", "up", "--campaign-id", manifest.campaign_id, *outcome.never_launched)
-        print(f"error: never launched: {', '.join(outcome.never_launched)}; run `{up}` first", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError(f"never launched: {', '.join(outcome.never_launched)}; run `{up}` first")
     if not outcome.done:
         if as_json:  # stdout stays JSON: a script reads where each stack stands
-            _dump(
+            emit_json(
                 {"campaign_id": manifest.campaign_id, "done": False, "stacks": [s.to_dict() for s in outcome.statuses]}
             )
         else:
@@ -178,17 +175,16 @@ def _wait_result(manifest, outcome, args) -> int:
         print(f"timed out waiting; run `{again}` again later", file=sys.stderr)
         return exitcodes.INTERRUPTED
     if as_json:
-        _dump(outcome.summary)
+        emit_json(outcome.summary)
     else:
         from analysis.campaign.finish import summary_text
 
         print(summary_text(outcome.summary), end="")
         for key, path in outcome.summary_paths.items():
             print(f"{key}: {path}")
-    bad = outcome.teardown_error or outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown)
     if outcome.teardown_error:
-        print(f"error: {outcome.teardown_error}", file=sys.stderr)
-    return exitcodes.FAILED if bad else 0
+        raise exitcodes.GpubenchError(outcome.teardown_error)
+    return exitcodes.FAILED if outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown) else 0
 
 
 def _timeout(text):
@@ -301,37 +297,11 @@ def cmd_schedule(args) -> int:
 
     doc = schedule.describe(args.file, new_campaign_id())
     if args.json:
-        _dump(doc)
+        emit_json(doc)
     else:
         for k, v in doc.items():
             print(f"{k}: {v}")
     return 0
-
-
-def _guarded(func):
-    """Errors with their own advice become a message and an exit code, not a traceback."""
-
-    def run(args) -> int:
-        from analysis.campaign.manifest import ManifestError, ManifestInvalid
-        from infra.workspace import PulumiMissing
-        from payload.storage import StorageError
-
-        try:
-            return func(args)
-        except PulumiMissing as exc:
-            print(f"error: campaigns drive stacks through the Pulumi Automation API: {exc}", file=sys.stderr)
-            return exitcodes.MISSING
-        except StorageError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return exitcodes.REMOTE
-        except ManifestInvalid as exc:  # the bucket holds something that is not a manifest: data refused
-            print(f"error: {exc}", file=sys.stderr)
-            return exitcodes.INVALID
-        except (ManifestError, ValueError) as exc:  # ValueError: a bad argument or schedule file
-            print(f"error: {exc}", file=sys.stderr)
-            return exitcodes.USAGE
-
-    return run
 
 
 def _common(p, json_help="machine-readable output"):
@@ -404,18 +374,18 @@ def register(sub) -> None:
         "--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)"
     )
     _common(up)
-    up.set_defaults(func=_guarded(cmd_up))
+    up.set_defaults(func=cmd_up)
 
     st = cs.add_parser("status", help="per-stack state, cost so far and waste")
     st.add_argument("campaign_id", metavar="CAMPAIGN_ID")
     _common(st)
-    st.set_defaults(func=_guarded(cmd_status))
+    st.set_defaults(func=cmd_status)
 
     wt = cs.add_parser("wait", help="poll until done, then collect, tear down and report")
     wt.add_argument("campaign_id", metavar="CAMPAIGN_ID")
     _wait_options(wt)
     _common(wt)
-    wt.set_defaults(func=_guarded(cmd_wait))
+    wt.set_defaults(func=cmd_wait)
 
     rn = cs.add_parser("run", help="up + wait with a new campaign id (what the schedule runners call)")
     _up_options(rn, stacks_required=False)
@@ -424,9 +394,9 @@ def register(sub) -> None:
     )
     _wait_options(rn)
     _common(rn)
-    rn.set_defaults(func=_guarded(cmd_run))
+    rn.set_defaults(func=cmd_run)
 
     sc = cs.add_parser("schedule", help="check a recurring-campaign file; print its systemd OnCalendar=")
     sc.add_argument("file", metavar="FILE")
     sc.add_argument("--json", action="store_true")
-    sc.set_defaults(func=_guarded(cmd_schedule))
+    sc.set_defaults(func=cmd_schedule)

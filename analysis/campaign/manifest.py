@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from analysis import fastjson
+from payload import exitcodes
 from payload.terminal import terminal_text
 
 SCHEMA_VERSION = 1
@@ -34,12 +35,16 @@ MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # thousands of stacks with every launch a
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
-class ManifestError(RuntimeError):
+class ManifestError(exitcodes.GpubenchError, RuntimeError):
     """A manifest that is missing, unreadable or for another campaign; the message says which key."""
+
+    exit_code = exitcodes.USAGE
 
 
 class ManifestInvalid(ManifestError):
     """A manifest in the bucket that is not one (not JSON, a wrong shape): data refused, not a bad argument."""
+
+    exit_code = exitcodes.INVALID
 
 
 def utcnow() -> datetime:

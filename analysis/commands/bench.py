@@ -113,16 +113,12 @@ def _check(args) -> int:
     """--check-metrics: what a probe would read from the job, found by running it here briefly."""
     import sys
 
-    from analysis.bench.run import BenchError, load_task
+    from analysis.bench.run import load_task
     from analysis.output import emit_json
     from payload import exitcodes
     from payload.workloads.check import check_metrics
 
-    try:
-        task = load_task(args.task)
-    except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+    task = load_task(args.task)
     print(f"running {task.name} here for up to 30 s to read its progress ...", file=sys.stderr, flush=True)
     doc = check_metrics(task)
     if args.json:
@@ -188,42 +184,28 @@ def _print_answer(doc: dict) -> None:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.bench.candidates import CandidateError
-    from analysis.bench.plan import BudgetExceeded
-    from analysis.bench.preflight import NotReady
-    from analysis.bench.run import BenchError, bench
+    from analysis.bench.run import bench
     from analysis.output import emit_json
-    from infra.workspace import PulumiMissing
-    from payload import exitcodes
 
     if args.check_metrics:
         return _check(args)
-    try:
-        outcome = bench(
-            args.task,
-            gpus=args.gpus,
-            spot=args.spot,
-            budget_usd=args.budget_usd,
-            deadline_hours=args.deadline_hours,
-            probe_minutes=args.probe_minutes,
-            probe=args.probe,
-            local=args.local,
-            hosts=_hosts(args.hosts, args.stacks_dir),
-            yes=args.yes,
-            results=args.results,
-            work_dir=args.project_dir,
-            hourly_usd=args.hourly_usd,
-            stacks_dir=args.stacks_dir,
-            throughput_only=args.throughput_only,
-        )
-    except (BenchError, CandidateError, BudgetExceeded) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
-    except (PulumiMissing, NotReady) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.MISSING
+    outcome = bench(
+        args.task,
+        gpus=args.gpus,
+        spot=args.spot,
+        budget_usd=args.budget_usd,
+        deadline_hours=args.deadline_hours,
+        probe_minutes=args.probe_minutes,
+        probe=args.probe,
+        local=args.local,
+        hosts=_hosts(args.hosts, args.stacks_dir),
+        yes=args.yes,
+        results=args.results,
+        work_dir=args.project_dir,
+        hourly_usd=args.hourly_usd,
+        stacks_dir=args.stacks_dir,
+        throughput_only=args.throughput_only,
+    )
     if args.json:
         emit_json(outcome.doc)
     elif not outcome.doc.get("cancelled"):

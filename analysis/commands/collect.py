@@ -127,29 +127,23 @@ def run(args) -> int:
     from analysis.collecting import collect_results
     from analysis.progress import stderr_is_terminal
     from infra.conventions import UsageError, results_locations, table_location
-    from payload.storage import StorageError
 
     if args.out is not None:
         raise UsageError(OUT_REFUSED.format(value=args.out))
     if args.workers is not None and args.workers < 1:
-        print(f"error: --workers must be at least 1, got {args.workers}", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     sources = results_locations(args.results, default="results")
     check_results_locations(sources, "--results" if args.results else "$GPUBENCH_RESULTS")
-    try:
-        outcome = collect_results(
-            sources,
-            table_location(args.table),
-            workers=args.workers,
-            progress=not args.json and stderr_is_terminal(),
-            spot_history=args.spot_history,
-            full=args.full,
-            teardown=args.teardown,
-            export=args.export,
-        )
-    except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.REMOTE
+    outcome = collect_results(
+        sources,
+        table_location(args.table),
+        workers=args.workers,
+        progress=not args.json and stderr_is_terminal(),
+        spot_history=args.spot_history,
+        full=args.full,
+        teardown=args.teardown,
+        export=args.export,
+    )
     if outcome.teardown is not None and outcome.teardown.error:
         print(f"error: {outcome.teardown.error}", file=sys.stderr)
     if args.json:

@@ -27,14 +27,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import sys
-
     from analysis.shell_completion import script
     from payload import exitcodes
     from payload.extras import installed
 
     if not installed("argcomplete"):
-        print("error: shell completion needs argcomplete: `pip install argcomplete`", file=sys.stderr)
-        return exitcodes.MISSING
+        raise exitcodes.GpubenchError(
+            "shell completion needs argcomplete: `pip install argcomplete`", exit_code=exitcodes.MISSING
+        )
     print(script(args.shell))
     return exitcodes.OK

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from analysis.output import emit_json, fmt_usd, parse_date
 from analysis.price import age as price_age
-from payload import exitcodes
+from infra.conventions import UsageError
 
 HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
 EPILOG = """\
@@ -103,30 +103,21 @@ def register(sub) -> None:
 
 
 def run_sweeper(args) -> int:
-    import sys
-
     from analysis.output import usd_amount
-    from analysis.price.billed import CostError
     from analysis.price.monthly import sweeper_bill
-    from infra.catalog import CatalogError
     from infra.sweep import check_cloud
 
     args.sweeper = check_cloud("--sweeper", args.sweeper)  # a typo is named before any price is read
     if args.offering or args.every is None:
-        print("error: --sweeper CLOUD takes --every EXPR and no offering", file=sys.stderr)
-        return exitcodes.USAGE
-    try:
-        bill = sweeper_bill(
-            args.sweeper,
-            args.every,
-            seconds=args.function_seconds,
-            memory_gb=args.function_memory_gb,
-            vcpus=args.function_vcpus,
-            as_of=args.as_of,
-        )
-    except (CostError, CatalogError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("--sweeper CLOUD takes --every EXPR and no offering")
+    bill = sweeper_bill(
+        args.sweeper,
+        args.every,
+        seconds=args.function_seconds,
+        memory_gb=args.function_memory_gb,
+        vcpus=args.function_vcpus,
+        as_of=args.as_of,
+    )
     if args.json:
         emit_json(bill.to_dict())
         return 0
@@ -143,41 +134,33 @@ def run_sweeper(args) -> int:
 
 
 def run_recurring(args) -> int:
-    import sys
-
     from analysis.output import usd_amount
-    from analysis.price.billed import CostError
     from analysis.price.monthly import monthly_bill
 
     if args.minutes_up is None:
-        print("error: --every needs --minutes-up MIN (how long each run's instance is up)", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("--every needs --minutes-up MIN (how long each run's instance is up)")
     from infra.stacks import offering_of
 
     offering, stack_market = offering_of(args.offering)
-    try:
-        bill = monthly_bill(
-            offering,
-            args.every,
-            args.minutes_up,
-            market=args.market or stack_market or "on-demand",
-            as_of=args.as_of,
-            billing_as_of=args.billing_as_of,
-            hourly_usd=args.hourly_usd,
-            disk_gb=args.disk_gb,
-            disk_always=args.disk_always,
-            scheduler_jobs=args.scheduler_jobs,
-            function_calls_per_run=args.function_calls_per_run,
-            function_every=args.function_every,
-            function_seconds=args.function_seconds,
-            function_memory_gb=args.function_memory_gb,
-            function_vcpus=args.function_vcpus,
-        )
-    except CostError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+    bill = monthly_bill(
+        offering,
+        args.every,
+        args.minutes_up,
+        market=args.market or stack_market or "on-demand",
+        as_of=args.as_of,
+        billing_as_of=args.billing_as_of,
+        hourly_usd=args.hourly_usd,
+        disk_gb=args.disk_gb,
+        disk_always=args.disk_always,
+        scheduler_jobs=args.scheduler_jobs,
+        function_calls_per_run=args.function_calls_per_run,
+        function_every=args.function_every,
+        function_seconds=args.function_seconds,
+        function_memory_gb=args.function_memory_gb,
+        function_vcpus=args.function_vcpus,
+    )
     if args.hourly_usd is None:
-        price_age.report(args, [bill.prices_as_of])
+        price_age.report([bill.prices_as_of], args.max_price_age, args.as_of)
     if args.json:
         emit_json(bill.to_dict())
         return 0
@@ -211,28 +194,19 @@ def run_recurring(args) -> int:
 def run(args) -> int:
     import sys
 
-    from analysis.price.billed import CostError, _hours, cost_of
+    from analysis.price.billed import _hours, cost_of
 
-    problem = price_age.check(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return exitcodes.USAGE
+    price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
     if args.sweeper is not None:
         return run_sweeper(args)
     if not args.offering:
-        print("error: give an OFFERING or STACK (or --sweeper CLOUD)", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("give an OFFERING or STACK (or --sweeper CLOUD)")
     if args.every is not None:
         return run_recurring(args)
     recurring_only = ("minutes_up", "billing_as_of", "function_every")
     if any(getattr(args, name) is not None for name in recurring_only):
-        print("error: --minutes-up, --billing-as-of and --function-every go with --every, not --hours", file=sys.stderr)
-        return exitcodes.USAGE
-    try:
-        hours = _hours(args.hours)
-    except CostError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("--minutes-up, --billing-as-of and --function-every go with --every, not --hours")
+    hours = _hours(args.hours)
     from infra.stacks import offering_of
 
     offering, stack_market = offering_of(args.offering)
@@ -247,7 +221,7 @@ def run(args) -> int:
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.hourly_usd is None and not result.onprem:
-        price_age.report(args, [result.as_of])
+        price_age.report([result.as_of], args.max_price_age, args.as_of)
     if args.json:
         emit_json(result.to_dict())
         return 0

@@ -7,7 +7,6 @@ import re
 import sys
 
 from infra.conventions import add_table_argument
-from payload import exitcodes
 
 HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
 EPILOG = """\
@@ -93,7 +92,7 @@ class StepProgress:
 
 
 def run(args) -> int:
-    from analysis.demo import DemoError, run_demo
+    from analysis.demo import run_demo
     from infra.conventions import table_location
 
     stream = StepProgress()
@@ -107,8 +106,5 @@ def run(args) -> int:
             only=args.only,
             stream=stream,
         )
-    except DemoError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
     finally:
         stream.close()

@@ -109,7 +109,7 @@ def run(args) -> int:
     from infra.config import MAX_HOURS_LIMIT
     from infra.conventions import UsageError
     from payload import exitcodes
-    from payload.storage import StorageError, open_store
+    from payload.storage import open_store
 
     if poll_problem(args.poll):
         raise UsageError(poll_problem(args.poll))
@@ -119,38 +119,28 @@ def run(args) -> int:
             "lives), e.g. --wait 15"
         )
     recorded, entry = _bench_entry(args)
-    try:
-        store = open_store(_results(args, recorded))
-        if args.follow:
-            wait = None if args.wait is None else args.wait * 60.0
-            limit = _follow_seconds(store, args.stack, entry)
-            run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait, timeout=limit)
-            if run_id is None:
-                print(
-                    f"error: no run of {args.stack} wrote a log tail to {store.url_for('runs/' + args.stack + '/')} "
-                    "in time: check the stack name (`gpubench status`), or wait longer with --wait MINUTES",
-                    file=sys.stderr,
-                )
-                return exitcodes.FAILED
-            found = latest_log(store, args.stack)
-            if found is None or not found[2]:
-                print(
-                    f"error: run {run_id} of {args.stack} is over without a result: its deadline passed "
-                    "(or its bench ended it); `gpubench status --all` shows how it ended",
-                    file=sys.stderr,
-                )
-                return exitcodes.FAILED
-            return exitcodes.OK
+    store = open_store(_results(args, recorded))
+    if args.follow:
+        wait = None if args.wait is None else args.wait * 60.0
+        limit = _follow_seconds(store, args.stack, entry)
+        run_id = follow_log(store, args.stack, sys.stdout, poll=args.poll, first_log_wait=wait, timeout=limit)
+        if run_id is None:
+            raise exitcodes.GpubenchError(
+                f"no run of {args.stack} wrote a log tail to {store.url_for('runs/' + args.stack + '/')} "
+                "in time: check the stack name (`gpubench status`), or wait longer with --wait MINUTES"
+            )
         found = latest_log(store, args.stack)
-    except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.REMOTE
+        if found is None or not found[2]:
+            raise exitcodes.GpubenchError(
+                f"run {run_id} of {args.stack} is over without a result: its deadline passed "
+                "(or its bench ended it); `gpubench status --all` shows how it ended"
+            )
+        return exitcodes.OK
+    found = latest_log(store, args.stack)
     if found is None:
-        print(
-            f"error: no run of {args.stack} has a log tail in {store.url_for('runs/' + args.stack + '/')}",
-            file=sys.stderr,
+        raise exitcodes.GpubenchError(
+            f"no run of {args.stack} has a log tail in {store.url_for('runs/' + args.stack + '/')}"
         )
-        return exitcodes.FAILED
     run_id, text, finished = found
     shown = terminal_text(run_id, multiline=False)  # a key's part: one line, whatever the bucket holds
     print(f"# {args.stack} run {shown} ({'finished' if finished else 'running'})", file=sys.stderr)

@@ -86,18 +86,14 @@ def _catalog(live: bool):
 
 
 def run(args) -> int:
-    problem = price_age.check(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return exitcodes.USAGE
+    days = price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
     catalog = _catalog(args.live)
     if catalog is None:
-        print(
-            "error: no refreshed price snapshot yet; run `gpubench prices refresh` "
+        raise exitcodes.GpubenchError(
+            "no refreshed price snapshot yet; run `gpubench prices refresh` "
             "(needs AWS/GCP credentials, see `gpubench prices --help`), or drop --live",
-            file=sys.stderr,
+            exit_code=exitcodes.MISSING,
         )
-        return exitcodes.MISSING
     from analysis.offerings import search_offers
 
     offers = search_offers(
@@ -110,14 +106,15 @@ def run(args) -> int:
         sort=args.sort,
         as_of=args.as_of,
         retired=args.retired,
-        max_age_days=price_age.limit(args.max_price_age),
+        max_age_days=days,
         stale=args.stale,
     )
     found = offers.rows
     if args.live:  # only what a refreshed snapshot prices
         found = [r for r in found if r["hourly_usd"] is not None or r["spot_hourly_usd"] is not None]
     key = price_key(args.spot)
-    price_age.report(args, [r["as_of"] for r in found if r[key] is not None and r["kind"] not in ("onprem", "local")])
+    dates = [r["as_of"] for r in found if r[key] is not None and r["kind"] not in ("onprem", "local")]
+    price_age.report(dates, args.max_price_age, args.as_of)
     when = args.as_of or "today"
     if offers.retired_hidden:
         print(
@@ -125,7 +122,6 @@ def run(args) -> int:
             file=sys.stderr,
         )
     if offers.stale_hidden:
-        days = price_age.limit(args.max_price_age)
         print(
             f"{offers.stale_hidden} offering(s) hidden: their price is more than {days:g} days older than {when} "
             "(--max-price-age); --stale lists them with their age, `gpubench prices refresh` renews prices",

@@ -23,6 +23,7 @@ import sys
 from analysis.output import emit_json, print_table
 from analysis.price import age as price_age
 from infra.conventions import (
+    UsageError,
     add_stack_arguments,
     add_table_argument,
     expand_stacks,
@@ -53,14 +54,10 @@ def run(args) -> int:
 
     names = stack_names() if args.all else expand_stacks(stacks_of(args), known_stacks())
     if not names:
-        print("error: name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all", file=sys.stderr)
-        return exitcodes.USAGE
-    problem = price_age.check(args)
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError("name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all")
+    price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
     outcome = plan_stacks(names, table=table_location(args.table))
-    price_age.report(args, outcome.price_dates)
+    price_age.report(outcome.price_dates, args.max_price_age)
     plans, total, unpriced = outcome.plans, outcome.total, outcome.unpriced
     if args.json:
         emit_json(

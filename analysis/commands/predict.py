@@ -134,27 +134,20 @@ def _print(doc: dict) -> None:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.bench.run import BenchError, load_task
+    from analysis.bench.run import load_task
     from analysis.output import emit_json
-    from analysis.predict.predict import PredictError, predict
+    from analysis.predict.predict import predict
     from payload import exitcodes
 
-    try:
-        task = load_task(args.task)
-        doc = predict(
-            task,
-            args.measured,
-            gpus=args.gpus,
-            spot=args.spot,
-            precision=args.precision,
-            family=args.family,
-            overhead_seconds=args.overhead_minutes * 60.0,
-        )
-    except (BenchError, PredictError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+    doc = predict(
+        load_task(args.task),
+        args.measured,
+        gpus=args.gpus,
+        spot=args.spot,
+        precision=args.precision,
+        family=args.family,
+        overhead_seconds=args.overhead_minutes * 60.0,
+    )
     if args.json:
         emit_json(doc)
     else:

@@ -5,7 +5,6 @@ providers' price APIs (`refresh`) and list the snapshots it prices from
 from __future__ import annotations
 
 from analysis.price.refresh import PROVIDERS  # the --provider choices
-from payload import exitcodes
 
 HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
 EPILOG = """\
@@ -100,18 +99,10 @@ def _print_result(res) -> None:
 
 
 def run_refresh(args, clients=None, now=None) -> int:
-    import sys
-
     from analysis.output import emit_json
     from analysis.price.refresh import refresh_prices
 
-    try:
-        results = refresh_prices(
-            args.provider, args.region, out=args.out, dry_run=args.dry_run, clients=clients, now=now
-        )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+    results = refresh_prices(args.provider, args.region, out=args.out, dry_run=args.dry_run, clients=clients, now=now)
     code = max(r.exit_code for r in results)
     if args.json:
         emit_json({"dry_run": args.dry_run, "results": [r.to_dict() for r in results], "exit_code": code})

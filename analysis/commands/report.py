@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
-from infra.conventions import add_table_argument, table_location
-from payload import exitcodes
+from infra.conventions import UsageError, add_table_argument, table_location
 
 HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
 EPILOG = """\
@@ -71,28 +70,24 @@ def run(args) -> int:
 
     from analysis.report.build import check_options, write_report
 
-    problem = check_options(args.deadline_hours, args.budget_usd) or price_age.check(args)
+    problem = check_options(args.deadline_hours, args.budget_usd)
     if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return exitcodes.USAGE
-    try:
-        outcome = write_report(
-            args.out,
-            table=table_location(args.table),
-            base=args.base,
-            deadline_hours=args.deadline_hours,
-            budget_usd=args.budget_usd,
-            as_of=args.as_of,
-            cost_basis=args.cost_basis,
-            max_price_age=args.max_price_age,
-        )
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError(problem)
+    price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before the table is read
+    outcome = write_report(
+        args.out,
+        table=table_location(args.table),
+        base=args.base,
+        deadline_hours=args.deadline_hours,
+        budget_usd=args.budget_usd,
+        as_of=args.as_of,
+        cost_basis=args.cost_basis,
+        max_price_age=args.max_price_age,
+    )
     if outcome.price_warning:
         print(f"warning: {outcome.price_warning}", file=sys.stderr)
     if args.json:
         emit_json(outcome.summary_doc())
     else:
         print(outcome.text(), end="")
-    return exitcodes.OK
+    return 0

@@ -44,10 +44,8 @@ def _backend():
 
 
 def run(args, backend=None) -> int:
-    import sys
-
     from analysis.bench.live import REFUSED, probe_status, status_table
-    from analysis.campaign.cli import unreachable_code
+    from analysis.campaign.cli import unreachable
     from analysis.campaign.observe import UNREACHABLE
     from analysis.output import emit_json
     from payload import exitcodes
@@ -59,13 +57,17 @@ def run(args, backend=None) -> int:
         print(status_table(rows))
     else:
         print("no live bench probes" + ("" if args.all else " (--all lists ended ones too)"))
-    code = unreachable_code([r["stack"] for r in rows if any(p.startswith(UNREACHABLE) for p in r["problems"])])
     refused = sorted({r["bench_id"] for r in rows if any(p.startswith(REFUSED) for p in r["problems"])})
-    if refused:
-        print(
-            f"error: the record of bench(es) {', '.join(refused)} could not be read (the rows say why): "
+    errors = [
+        unreachable([r["stack"] for r in rows if any(p.startswith(UNREACHABLE) for p in r["problems"])]),
+        refused
+        and exitcodes.GpubenchError(
+            f"the record of bench(es) {', '.join(refused)} could not be read (the rows say why): "
             "the other benches are listed; delete a stale bench's directory",
-            file=sys.stderr,
-        )
-        return code or exitcodes.INVALID
-    return code
+            exit_code=exitcodes.INVALID,
+        ),
+    ]
+    if any(errors):  # each on a line of its own; the first one's exit code
+        shown = [e for e in errors if e]
+        raise exitcodes.GpubenchError("\nerror: ".join(map(str, shown)), exit_code=shown[0].exit_code)
+    return 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from payload import exitcodes
-
 HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
 EPILOG = """\
 examples:
@@ -75,39 +73,29 @@ def run(args, **sweep_kw) -> int:
 
     from analysis.output import emit_json
     from analysis.sweep import sweeper
+    from infra.conventions import UsageError
     from infra.tags import BadDeadline, parse_now
 
     try:
         now = parse_now(args.now)
     except BadDeadline:
-        print(f"error: --now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z", file=sys.stderr)
-        return exitcodes.USAGE
+        raise UsageError(f"--now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z") from None
     kw = dict(sweep_kw)
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
     from analysis.output import planned_then_run
-    from infra.conventions import Declined
 
-    try:
-        sweep = sweeper(args.provider)
-        actions = planned_then_run(
-            lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
-            acts=lambda a: a.action.startswith("would-"),
-            describe=lambda a: f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})",
-            question="Delete these {n} resource(s)?",
-            yes=args.yes,
-            dry_run=args.dry_run,
-            nothing="nothing expired to delete",
-        )
-    except Declined:
-        raise  # the CLI prints it: exit 10
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
-    except RuntimeError as exc:  # each cloud's sweep raises it for missing credentials or project
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.MISSING
+    sweep = sweeper(args.provider)
+    actions = planned_then_run(
+        lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
+        acts=lambda a: a.action.startswith("would-"),
+        describe=lambda a: f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})",
+        question="Delete these {n} resource(s)?",
+        yes=args.yes,
+        dry_run=args.dry_run,
+        nothing="nothing expired to delete",
+    )
     ok = all(a.ok for a in actions)
     if args.json:
         counts: dict[str, int] = {}

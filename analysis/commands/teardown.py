@@ -132,13 +132,10 @@ def _record_destroyed(outcomes, bench_dir: Path) -> None:
 
 
 def run(args, workspace_factory=None) -> int:
-    import sys
 
     from analysis.output import emit_json, planned_then_run
     from analysis.teardown import teardown
-    from infra.tags import BadDeadline, parse_now
-    from infra.workspace import ProjectNotFound, PulumiMissing
-    from payload import exitcodes
+    from infra.tags import parse_now
 
     groups = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
     project = Path(args.project_dir).resolve() if args.project_dir else None
@@ -161,20 +158,16 @@ def run(args, workspace_factory=None) -> int:
             outcomes += done
         return outcomes
 
-    try:
-        now = parse_now(args.now)
-        outcomes = planned_then_run(
-            run_teardown,
-            acts=lambda o: o.action == "would-destroy",
-            describe=lambda o: f"  {o.stack}: {o.reason}",
-            question="Destroy these {n} stack(s)? (results in the buckets stay)",
-            yes=args.yes,
-            dry_run=args.dry_run,
-            nothing="nothing to destroy",
-        )
-    except (PulumiMissing, ProjectNotFound, BadDeadline, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.MISSING if isinstance(exc, PulumiMissing) else exitcodes.USAGE
+    now = parse_now(args.now)
+    outcomes = planned_then_run(
+        run_teardown,
+        acts=lambda o: o.action == "would-destroy",
+        describe=lambda o: f"  {o.stack}: {o.reason}",
+        question="Destroy these {n} stack(s)? (results in the buckets stay)",
+        yes=args.yes,
+        dry_run=args.dry_run,
+        nothing="nothing to destroy",
+    )
     if args.json:
         emit_json(
             {"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes], "ok": all(o.ok for o in outcomes)}

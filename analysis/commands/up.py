@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 
 from infra.conventions import add_stack_arguments, add_yes_argument, confirm, stacks_of
 from payload import exitcodes
@@ -64,8 +63,7 @@ def run(args) -> int:
     stack = checked_stack(args)  # before looking for the Pulumi CLI: a typo is named as a typo
     exe = _pulumi()
     if exe is None:
-        print("error: " + INSTALL_HINT.format(cmd=args.pulumi_command), file=sys.stderr)
-        return exitcodes.MISSING
+        raise exitcodes.GpubenchError(INSTALL_HINT.format(cmd=args.pulumi_command), exit_code=exitcodes.MISSING)
     extra = [a for a in args.extra if a != "--"]
     if args.pulumi_command == "up":
         from analysis.planning import plan_stack

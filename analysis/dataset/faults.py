@@ -4,7 +4,7 @@ A full disk or a damaged table log is not a bug in gpubench: the command
 says what happened, what state it left (what is committed stays; what is
 derived is rebuilt by the next collect) and what to do. Both are OSErrors,
 which every command reports as a message and exit code 1
-(payload.entrypoint.classify_os_error), never as a traceback.
+(payload.entrypoint.classify), never as a traceback.
 
 Its own module because the collect, the table's readers and the manifest
 meet the same faults in different libraries (SQLite, Delta Lake's Rust

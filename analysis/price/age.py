@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Iterable
 from datetime import date
+
+from infra.conventions import UsageError
 
 ENV = "GPUBENCH_MAX_PRICE_AGE_DAYS"
 DEFAULT_DAYS = 365
@@ -29,7 +32,8 @@ def add_argument(parser) -> None:
 
 
 def limit(option: float | None) -> float:
-    """The age limit in days: the option, else $GPUBENCH_MAX_PRICE_AGE_DAYS, else 365."""
+    """The age limit in days: the option, else $GPUBENCH_MAX_PRICE_AGE_DAYS, else 365; a UsageError
+    when either is not a number of days (commands call it before any work to check them)."""
     if option is not None:
         value, where = option, "--max-price-age"
     elif os.environ.get(ENV):
@@ -37,13 +41,13 @@ def limit(option: float | None) -> float:
         try:
             value = float(os.environ[ENV])
         except ValueError:
-            raise ValueError(
+            raise UsageError(
                 f"{ENV}={os.environ[ENV]!r} is not a number of days (e.g. 365; 0 turns the warning off)"
             ) from None
     else:
         return DEFAULT_DAYS
     if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{where} {value!r}: give a number of days >= 0 (0 turns the warning off)")
+        raise UsageError(f"{where} {value!r}: give a number of days >= 0 (0 turns the warning off)")
     return value
 
 
@@ -73,21 +77,10 @@ def warning(dates: Iterable, max_days: float, today: date | None = None) -> str 
     )
 
 
-def report(args, dates: Iterable) -> None:
-    """Print the warning (stderr) for a command's args, unless it priced at --as-of."""
-    import sys
-
-    if getattr(args, "as_of", None) is not None:
+def report(dates: Iterable, max_price_age: float | None, as_of: date | None = None) -> None:
+    """Print the warning (stderr) for the dates a command priced from, unless it priced at --as-of."""
+    if as_of is not None:
         return  # an explicit date asks for that day's prices, old or not
-    text = warning(dates, limit(getattr(args, "max_price_age", None)))
+    text = warning(dates, limit(max_price_age))
     if text:
         print(f"warning: {text}", file=sys.stderr)
-
-
-def check(args) -> str | None:
-    """The usage error of a bad --max-price-age / $GPUBENCH_MAX_PRICE_AGE_DAYS, or None."""
-    try:
-        limit(getattr(args, "max_price_age", None))
-    except ValueError as exc:
-        return str(exc)
-    return None

@@ -301,7 +301,7 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
 
     session = session or boto3.session.Session()
     if session.get_credentials() is None:
-        raise RuntimeError(
+        raise common.NoAccess(
             "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
             "the permissions needed are in schedules/aws-sweeper-policy.json"
         )

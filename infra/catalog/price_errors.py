@@ -5,24 +5,26 @@ the catalog itself (unknown offering, no price) are in errors.py."""
 
 from __future__ import annotations
 
+from payload import exitcodes
 
-class PricesError(Exception):
-    exit_code = 4
+
+class PricesError(exitcodes.GpubenchError):
+    exit_code = exitcodes.REMOTE
 
 
 class NoCredentials(PricesError):
     """No cloud credentials: nothing was fetched, the shipped snapshots stay."""
 
-    exit_code = 3
+    exit_code = exitcodes.MISSING
 
 
 class PriceFetchError(PricesError):
     """The price API answered with an error, or priced nothing we asked for."""
 
-    exit_code = 4
+    exit_code = exitcodes.REMOTE
 
 
 class SnapshotInvalid(PricesError):
     """The snapshot we built does not load in the catalog; it was not written."""
 
-    exit_code = 5
+    exit_code = exitcodes.INVALID

@@ -39,8 +39,8 @@ MAX_HOURS_LABEL = f"gpubench-{MAX_HOURS_KEY}"  # recurring launches (infra/gcp/c
 RECURRING_FILTER = f"labels.{MAX_HOURS_LABEL}:*"
 
 
-class GcpSweepError(RuntimeError):
-    """Missing project or credentials; the message says how to provide them."""
+class GcpSweepError(common.NoAccess):
+    """Missing project or credentials, or the API refused; the message says which."""
 
 
 def api_root() -> str:

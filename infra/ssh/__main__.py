@@ -1,7 +1,7 @@
-"""`python -m infra.ssh STACK ...`: the same command as `python -m infra ssh STACK ...`."""
+"""`python -m infra.ssh STACK ...`: the same command as `python -m infra ssh STACK ...`, error boundary included."""
 
 import sys
 
-from infra.ssh.cli import main
+from infra.cli import main
 
-sys.exit(main())
+sys.exit(main(["ssh", *sys.argv[1:]]))

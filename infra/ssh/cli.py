@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from infra.ssh.config import RUNTIMES
@@ -99,12 +98,3 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str), flush=True)
     return EXIT_CODES.get(status, 1)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m infra.ssh STACK ...` (the same as `python -m infra ssh STACK ...`)."""
-    ap = argparse.ArgumentParser(prog="python -m infra")
-    sub = ap.add_subparsers(dest="command", required=True)
-    register(sub)
-    args = ap.parse_args(["ssh", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)

@@ -159,10 +159,10 @@ def test_a_damaged_table_log_is_named_with_the_recovery(tmp_path, capsys, damage
 
 def test_table_damaged_and_disk_full_are_os_errors_every_command_reports():
     """payload.entrypoint reports an OSError as its message and exit 1, never as a bug."""
-    from payload.entrypoint import classify_os_error
+    from payload.entrypoint import classify
 
     for exc in (DiskFull("/t", "x"), TableDamaged("/t", "x"), lock.LockTimeout("held")):
-        code, message = classify_os_error(exc)
+        code, message = classify(exc, "gpubench collect")
         assert code == 1 and message == str(exc).splitlines()[0]
 
 

@@ -258,3 +258,66 @@ def test_other_entry_points_turn_a_bug_into_one_line(entry, monkeypatch, capsys)
         code = payload.cli.main(["list"])
     err = capsys.readouterr().err
     assert code == exitcodes.FAILED and "unexpected RuntimeError" in err and "Traceback" not in err
+
+
+# --- one error path: an error carries its exit code, one handler shows it ---------------------
+
+
+def test_an_error_carries_its_exit_code_and_is_shown_whole_and_safe(capsys):
+    """Outside any safe_terminal too: what a bucket or a job wrote into a message cannot drive the terminal."""
+    from payload.entrypoint import guarded
+
+    def fail():
+        raise exitcodes.GpubenchError("object \x1b]52;c;aGk=\x07 unreadable\n  fix: read it again", exit_code=4)
+
+    assert guarded(fail, prog="t") == exitcodes.REMOTE
+    assert capsys.readouterr().err == "error: object \\x1b]52;c;aGk=\\x07 unreadable\n  fix: read it again\n"
+
+
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        ("payload.storage:StorageError", exitcodes.REMOTE),
+        ("infra.workspace:PulumiMissing", exitcodes.MISSING),
+        ("infra.conventions:Declined", exitcodes.DECLINED),
+        ("analysis.campaign.manifest:ManifestInvalid", exitcodes.INVALID),
+    ],
+)
+def test_every_entry_point_gives_an_error_the_same_code_and_message(error, code, monkeypatch, capsys):
+    import importlib
+
+    import analysis.commands.stacks as stacks_command
+    import infra.cli
+    import payload.cli
+
+    module, name = error.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    exc = cls() if name == "PulumiMissing" else cls("the bucket said no")
+
+    def broken(args):
+        raise exc
+
+    monkeypatch.setattr(stacks_command, "run", broken)
+    monkeypatch.setattr(infra.cli, "cmd_stacks", broken)
+    monkeypatch.setitem(payload.cli.COMMANDS, "list", broken)
+    seen = []
+    for entry in (
+        lambda: main(["stacks", "--list"]),
+        lambda: infra.cli.main(["stacks"]),
+        lambda: payload_main(["list"]),
+    ):
+        seen.append((entry(), capsys.readouterr().err))
+    assert seen == [(code, f"error: {exc}\n")] * 3
+
+
+def test_no_command_prints_its_own_error_and_returns_a_code():
+    """A command fails by raising; printing `error:` and returning a code is the boundary's job alone."""
+    files = [*sorted((ROOT / "analysis" / "commands").glob("*.py")), ROOT / "infra" / "cli.py"]
+    files.append(ROOT / "analysis" / "campaign" / "cli.py")
+    found = []
+    for path in files:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "error: " in line and any(s.strip().startswith("return exitcodes.") for s in lines[i : i + 6]):
+                found.append(f"{path.relative_to(ROOT)}:{i + 1}")
+    assert found == []

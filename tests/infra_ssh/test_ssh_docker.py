@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from infra.ssh.cli import main
+from infra.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def test_docker_runtime_runs_the_image_with_gpus_and_a_mounted_bucket(ssh_stack,
         expectGpu=False,
         gpus=None,
     )
-    code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2"])
+    code = main(["ssh", stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2"])
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert code == 0, err
@@ -116,7 +116,7 @@ def test_docker_host_without_the_nvidia_toolkit_is_refused(ssh_stack, sshd_with_
     stack, stacks_dir = ssh_stack(
         runtime="docker", port=server.port, identityFile=server.client_key, remotePython=None, expectGpu=True
     )
-    code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--check"])
+    code = main(["ssh", stack, "--stacks-dir", str(stacks_dir), "--json", "--check"])
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert code == 3 and report["status"] == "host"

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from infra.ssh.cli import main
+from infra.cli import main
 from payload.layout import journal_prefix, journal_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,9 @@ def fake_python(tmp_path: Path, steps: int, code: int = 0) -> str:
 
 
 def invoke(capsys, stack: str, stacks_dir: Path, *extra: str) -> tuple[int, dict, str]:
-    code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2", "--stop-timeout", "20", *extra])
+    code = main(
+        ["ssh", stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2", "--stop-timeout", "20", *extra]
+    )
     out, err = capsys.readouterr()
     return code, json.loads(out), err
 

@@ -16,8 +16,8 @@ from servers import require_module
 from analysis.cli import main as analysis_main
 from infra.bundle import build_workload_bundle
 from infra.catalog import load_catalog
+from infra.cli import main
 from infra.config import ConfigError
-from infra.ssh.cli import main
 from infra.ssh.config import parse_ssh_config
 from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import docker_plan
@@ -52,7 +52,7 @@ def test_pytorch_workload_over_ssh_is_priced_collected_and_reported(ssh_stack, t
     # an owned box: priced by amortisation + electricity from its catalog row when reported
     box = "onprem/parkopedia-4x1080ti"
     stack, stacks_dir = ssh_stack(offering=box, workload=str(spec), benchmark=None, epochs=None, params=None)
-    code = main([stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2", "--stop-timeout", "20"])
+    code = main(["ssh", stack, "--stacks-dir", str(stacks_dir), "--json", "--poll", "0.2", "--stop-timeout", "20"])
     out, err = capsys.readouterr()
     assert code == 0, err
     report = json.loads(out)

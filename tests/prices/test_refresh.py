@@ -86,8 +86,11 @@ def aws_clients():
 
 
 def refresh(capsys, *argv, clients=None):
+    """`gpubench prices refresh` with stand-in clients, through the entry point's error boundary."""
+    from payload.entrypoint import guarded
+
     args = build_parser().parse_args(["prices", "refresh", *argv])
-    code = args.func(args, clients=clients, now=NOW)
+    code = guarded(lambda: args.func(args, clients=clients, now=NOW), prog="gpubench prices")
     out = capsys.readouterr()
     return code, out.out, out.err
 
