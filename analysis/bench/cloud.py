@@ -32,7 +32,6 @@ from analysis.campaign.manifest import iso, utcnow
 JOB_KEYS = ("suite", "workload", "epochs", "steps", "batchSize", "params", "data", "probeSeconds", "maxHours")
 TEARDOWN_SLACK_SECONDS = 600  # on top of probe + boot allowance in maxHours: time to destroy before the deadline
 UPLOAD_GRACE_SECONDS = 120  # after the probe limit: the payload writes and uploads its result
-DEADLINE_OUTPUTS = ("deadline", "expiresAt")
 
 
 def probe_stack_name(candidate: Any, bench_id: str) -> str:
@@ -162,10 +161,11 @@ class CloudProbe:
             report = self._launch_failed(candidate, name, handle, exc, say)
             probes.release(name)
             return report
-        from infra.workspace import plain_outputs
+        from infra.tags import DEADLINE_OUTPUTS
+        from infra.workspace import output_value, plain_outputs
 
         outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
-        deadline = next((str(outputs[k]) for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        deadline = output_value(outputs, DEADLINE_OUTPUTS)
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), deadline))
         self.record.update(name, state="launched", launched_at=iso(), deadline=deadline, zone=outputs.get("zone"))
         say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")

@@ -25,9 +25,8 @@ from analysis.campaign.failures import Failure, classify, region_of_zone, retry_
 from analysis.campaign.manifest import Manifest, iso
 from analysis.campaign.progress import Printer
 from analysis.interruptible import InterruptiblePool
-from infra.workspace import StackBackend, plain_outputs
-
-DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # infra/tags.py DEADLINE_OUTPUTS
+from infra.tags import DEADLINE_OUTPUTS
+from infra.workspace import StackBackend, output_value, plain_outputs
 
 
 @dataclass
@@ -79,7 +78,7 @@ def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog:
 
 
 def _deployed(outputs: dict[str, Any]) -> bool:
-    return any(outputs.get(k) for k in DEADLINE_OUTPUTS)
+    return output_value(outputs, DEADLINE_OUTPUTS) is not None
 
 
 class Launcher:
@@ -178,7 +177,7 @@ class Launcher:
         return None
 
     def _record_launched(self, name: str, outputs: dict[str, Any], started: str) -> None:
-        deadline = next((outputs[k] for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        deadline = output_value(outputs, DEADLINE_OUTPUTS)
         self.manifest.update(
             name,
             state="launched",
