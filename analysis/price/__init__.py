@@ -1,7 +1,7 @@
 """Everything analysis computes from prices, one idea per module.
 
 - `billed`: the cost model: what a duration on an offering is billed under
-  its billing rule (`cost_of`, `billed_seconds`, `quote`, `CostError`).
+  its billing rule (`cost_of`, `billed`: the one formula bench and report use too, `billed_seconds`, `quote`, `CostError`).
 - `runs`: prices each collected run (billed and training cost, the price's
   source and date) for the results table and report.
 - `monthly`: the monthly bill of a recurring benchmark and of the leak

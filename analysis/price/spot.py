@@ -14,7 +14,7 @@ How collect calls it (one result.json dict in, a JSON-ready dict out):
     priced["method"], priced["source"], priced["warnings"]
 
 Store `priced` beside the result (e.g. as `pricing`); cost it with
-`analysis.price.billed.cost_over_attempts` using each attempt's seconds and hourly_usd
+`analysis.price.billed.cost_of` per attempt (its seconds and hourly_usd), as `runs` does,
 so every boot pays its own billing minimum. It never raises for a missing
 price or missing credentials: it falls back (recorded price, then catalog)
 and says so in `warnings` and `method`.
