@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from payload.timestamps import stamp
+
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
 HOURLY_ENV = "GPUBENCH_LOCAL_HOURLY_USD"
@@ -440,7 +442,7 @@ def run_demo(
     table_dir = Path(out if table is None else table)  # the results table; the report's own folder without one
     stack = stack_name()
     today = datetime.now(timezone.utc).date().isoformat()
-    logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = out_dir / "demo-logs" / stamp()
 
     total = len(steps) + len(jobs)
     echo(

@@ -26,7 +26,7 @@ import yaml
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.bench.record import BenchRecord
-from analysis.campaign.manifest import iso, utcnow
+from payload.timestamps import iso, utcnow
 
 # Job keys of a checked-in stack that a probe replaces (it runs the task, nothing else).
 JOB_KEYS = ("suite", "workload", "epochs", "steps", "batchSize", "params", "data", "probeSeconds", "maxHours")

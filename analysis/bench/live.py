@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.bench.record import RECORD, BenchRecord, bench_dirs
-from analysis.campaign.manifest import iso, parse_time, utcnow
 from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
+from payload.timestamps import iso, parse_time, utcnow
 from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import fastjson
-from analysis.campaign.manifest import iso, utcnow
+from payload.timestamps import iso, stamp
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
 HOME_BENCH = "bench"  # under the state home
@@ -31,7 +31,7 @@ RECORD = "bench.json"
 
 def new_bench_id(now: datetime | None = None) -> str:
     """A UTC timestamp plus 4 hex digits: sorts by time, two benches in one second differ."""
-    return (now or utcnow()).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
+    return stamp(now) + "-" + os.urandom(2).hex()
 
 
 def bench_root(work_dir: Path | None = None) -> Path:

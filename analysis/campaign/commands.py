@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
-from analysis.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
+from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.progress import Printer
 from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
 from infra.statedir import campaign_report_dir
 from infra.workspace import BackendFactory, pulumi_backend
+from payload.timestamps import utcnow
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
 

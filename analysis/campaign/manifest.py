@@ -18,13 +18,14 @@ import json
 import re
 import threading
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from analysis import fastjson
 from payload.terminal import terminal_text
+from payload.timestamps import iso, parse_time, stamp
 
 SCHEMA_VERSION = 1
 MANIFEST_KEY = "campaigns/{id}/manifest.json"
@@ -42,24 +43,9 @@ class ManifestInvalid(ManifestError):
     """A manifest in the bucket that is not one (not JSON, a wrong shape): data refused, not a bad argument."""
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def iso(moment: datetime | None = None) -> str:
-    return (moment or utcnow()).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
 def new_campaign_id(now: datetime | None = None) -> str:
     """UTC-timestamp id, one per run of a schedule: `20250106T060000Z`."""
-    return (now or utcnow()).astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return stamp(now)
 
 
 def check_id(campaign_id: str) -> str:

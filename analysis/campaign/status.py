@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from analysis.campaign.manifest import iso, parse_time
 from analysis.campaign.observe import StackObservation
 from payload.terminal import terminal_text
+from payload.timestamps import iso, parse_time
 
 TERMINAL = frozenset({"finished", "failed", "interrupted", "expired", "launch-failed"})
 from payload.result import FINAL_STATUSES as FINAL_RESULTS  # noqa: E402

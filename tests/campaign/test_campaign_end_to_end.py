@@ -180,7 +180,7 @@ def test_wait_collects_tears_everything_down_and_reports(story):
 
 
 def test_waste_is_time_billed_after_the_upload(story):
-    from analysis.campaign.manifest import parse_time
+    from payload.timestamps import parse_time
 
     summary = json.loads((story["out"] / "campaign.json").read_text())
     rows = {r["stack"]: r for r in summary["stacks"]}

@@ -181,7 +181,7 @@ def test_follow_ends_when_the_run_can_no_longer_be_alive(tmp_path, capsys):
 
 def test_follow_ends_at_the_deadline_its_bench_recorded(tmp_path, capsys):
     from analysis.bench.record import BenchRecord, bench_root
-    from analysis.campaign.manifest import iso, utcnow
+    from payload.timestamps import iso, utcnow
 
     argv = _dead_run(tmp_path, age_hours=0.1)
     record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", str(tmp_path / "bucket"))

@@ -16,11 +16,11 @@ import pytest
 import infra.projectfiles as projectfiles
 import infra.stacks  # noqa: F401 - STACKS_DIR is set at import: before a test fakes the checkout
 from analysis.bench.record import BENCH_ROOT, BenchRecord, bench_dirs, bench_root, legacy_bench_root
-from analysis.campaign.manifest import iso
 from analysis.cli import main
 from infra.statedir import HOME_ENV, campaign_report_dir, state_home
 from payload import exitcodes
 from payload.storage import open_store
+from payload.timestamps import iso
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = "local-b00aa"
