@@ -1,6 +1,6 @@
 """A bench's own workspace and record: `<state home>/bench/<bench-id>/`.
 
-The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (infra.statedir); with
+The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (payload.userdirs); with
 `--project-dir DIR` the workspace is `DIR/.gpubench/bench/<bench-id>/`, as before.
 
 The directory holds what the bench generated and the user never edits: a
@@ -23,6 +23,7 @@ from typing import Any
 
 from analysis import fastjson
 from payload.timestamps import iso, stamp
+from payload.userdirs import user_dir
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
 HOME_BENCH = "bench"  # under the state home
@@ -36,9 +37,7 @@ def new_bench_id(now: datetime | None = None) -> str:
 
 def bench_root(work_dir: Path | None = None) -> Path:
     """Where new bench workspaces go: under `work_dir` (`--project-dir`) when given, else the state home."""
-    from infra.statedir import state_home
-
-    return Path(work_dir) / BENCH_ROOT if work_dir else state_home() / HOME_BENCH
+    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / HOME_BENCH
 
 
 def legacy_bench_root() -> Path | None:

@@ -24,11 +24,16 @@ from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.progress import Printer
 from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
-from infra.statedir import campaign_report_dir
 from infra.workspace import BackendFactory, pulumi_backend
 from payload.timestamps import utcnow
+from payload.userdirs import user_dir
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
+
+
+def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
+    """A campaign's default report folder: `<state home>/report/campaigns/<id>`, or under `--project-dir`."""
+    return Path(project_dir or user_dir("state")) / "report" / "campaigns" / campaign_id
 
 
 def require_results(results_url: str | None) -> str:

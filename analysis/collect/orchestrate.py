@@ -361,15 +361,14 @@ def _empty_export(out: Path) -> None:
 
 def manifest_home(loc) -> Path:
     """Where the collect manifest of a table lives: in a local table's directory;
-    for a bucket's table, in this machine's cache ($GPUBENCH_CACHE, else
-    ~/.cache/gpubench), one directory per table (the table itself says what it
+    for a bucket's table, in this machine's cache (payload.userdirs: $GPUBENCH_CACHE, else
+    $XDG_CACHE_HOME/gpubench), one directory per table (the table itself says what it
     holds: a new machine starts with an empty manifest and writes nothing twice)."""
-    import os
+    from payload.userdirs import user_dir
 
     if loc.local is not None:
         return loc.local
-    root = Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench")
-    return root / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
+    return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
 
 
 def _missing_directory(store) -> bool:
