@@ -329,7 +329,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
     from analysis.bench.local import LocalProbe
     from analysis.bench.probes import Probes
     from analysis.bench.record import new_bench_id
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
     from infra.projectfiles import user_or_shipped
     from payload.storage import open_store
     from payload.workloads.jobvenv import INHERIT_ENV

@@ -205,8 +205,7 @@ class ProgressPrinter:
     LIVE = frozenset({"pending", "launching", "launched", "running"})
 
     def __init__(self):
-        from analysis.campaign.progress import Printer
-        from analysis.progress import Progress
+        from analysis.progress import Printer, Progress
 
         self.printer = Printer()
         self.lines = self.printer.lines
@@ -221,8 +220,8 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
-        from analysis.campaign.progress import stack_lines
         from analysis.campaign.status import TERMINAL
+        from analysis.progress import stack_lines
 
         state = str(text).split(":", 1)[0]
         if state in TERMINAL | self.LIVE:

@@ -21,9 +21,9 @@ from typing import Any
 
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
-from analysis.campaign.progress import Printer
 from analysis.campaign.selection import select
 from analysis.campaign.status import StackStatus, campaign_status
+from analysis.progress import Printer
 from infra.workspace import BackendFactory, pulumi_backend
 from payload.timestamps import utcnow
 from payload.userdirs import user_dir

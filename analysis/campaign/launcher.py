@@ -23,8 +23,8 @@ from typing import Any
 from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
 from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
 from analysis.campaign.manifest import Manifest
-from analysis.campaign.progress import Printer
 from analysis.interruptible import InterruptiblePool
+from analysis.progress import Printer
 from infra.tags import DEADLINE_OUTPUTS
 from infra.workspace import StackBackend, output_value, plain_outputs
 from payload.timestamps import iso

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from analysis.collect.batch import Batch
 from analysis.collect.prefetch import Prefetch
-from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
 from analysis.collect.store import (
@@ -38,6 +37,7 @@ from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.interruptible import InterruptiblePool
 from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
+from analysis.progress import Progress
 from payload import layout
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
@@ -116,7 +116,7 @@ def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_p
     remove_stale_temporaries(out)
     migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
-    bar = Progress(progress)
+    bar = Progress(None, "collect", unit="obj", enabled=progress)
     summary = Summary(sources=list(urls))
     try:
         full = not manifest.readable() or full  # damaged entries: every file listed and read again

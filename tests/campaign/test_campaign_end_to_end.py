@@ -42,7 +42,7 @@ LONG = {"gpubench:epochs": 30, "gpubench:params": "samples=2048,val_samples=64,h
 @pytest.fixture(scope="module")
 def story(moto_server, tmp_path_factory):
     from analysis.campaign import commands
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     mp = pytest.MonkeyPatch()
     for k, v in {

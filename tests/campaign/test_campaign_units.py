@@ -80,7 +80,7 @@ class StubBackend:
 
 def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **kw):
     from analysis.campaign import commands
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     project = project or make_project(tmp_path / "project", {n: {} for n in names}, tiny=False)
     printer = Printer(quiet=True)
@@ -436,7 +436,7 @@ def test_cli_up_and_status_json(tmp_path, monkeypatch, capsys):
 def test_wait_refuses_when_a_stack_never_launched(tmp_path):
     from analysis.campaign import commands
     from analysis.campaign.manifest import Manifest
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
     from payload.storage import open_store
 
     store = open_store((tmp_path / "b").as_uri())

@@ -97,7 +97,7 @@ def test_the_teardown_bench_prints_after_ctrl_c_destroys_the_probe(tmp_path, mon
     from analysis.bench.probes import Live, Probes
     from analysis.bench.record import BenchRecord, bench_root
     from analysis.bench.run import cancelled
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     name = "aws-g4dn-1x-b3f2a"
     workspace = bench_root() / "20261125T094000Z-3f2a"  # where bench keeps it: the state home
