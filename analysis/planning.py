@@ -13,8 +13,8 @@ from typing import Any
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
     from analysis.price.billed import cost_of
-    from analysis.price.estimate import estimate_costs
     from infra import cloud_init
+    from infra.catalog.estimate import estimate_costs
     from infra.config import BenchmarkConfig, parse_config
     from infra.launch import payload_env, resolve
     from infra.stacks import load_config
@@ -83,7 +83,7 @@ class PlanOutcome:
 
 def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `table`
-    (a directory holding results.parquet/.csv, or the file; default ./table, where collect writes)."""
+    (a directory or bucket prefix collect wrote, or its results.parquet; default ./table, where collect writes)."""
     from analysis.price.estimate import measured_runs_of
     from infra.catalog import load_catalog
     from infra.conventions import table_location

@@ -200,7 +200,7 @@ class CloudProbe:
         self.record.update(name, teardown=teardown)
 
     def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
-        from analysis.campaign.failures import classify
+        from analysis.launch_failures import classify
         from infra.workspace import error_text
 
         failure = classify(error_text(exc, limit=8000))

@@ -43,8 +43,8 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe, read_bounded, run_time
     from analysis.collect.validation import MAX_RESULT_BYTES
+    from analysis.observe import observe, read_bounded, run_time
 
     obs = observe(store, stack, since)
     if not obs.runs:

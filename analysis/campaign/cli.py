@@ -220,8 +220,8 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
-        from analysis.campaign.status import TERMINAL
         from analysis.progress import stack_lines
+        from analysis.stack_status import TERMINAL
 
         state = str(text).split(":", 1)[0]
         if state in TERMINAL | self.LIVE:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
-from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
 from analysis.campaign.manifest import Manifest
 from analysis.interruptible import InterruptiblePool
+from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
 from analysis.progress import Printer
 from infra.tags import DEADLINE_OUTPUTS
 from infra.workspace import StackBackend, output_value, plain_outputs

@@ -162,7 +162,7 @@ class Manifest:
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
-        from analysis.campaign.observe import read_bounded
+        from analysis.observe import read_bounded
         from payload.storage import ObjectNotFound
 
         key = MANIFEST_KEY.format(id=check_id(campaign_id))

@@ -48,7 +48,7 @@ def run(args, backend=None) -> int:
 
     from analysis.bench.live import REFUSED, probe_status, status_table
     from analysis.campaign.cli import unreachable_code
-    from analysis.campaign.observe import UNREACHABLE
+    from analysis.observe import UNREACHABLE
     from analysis.output import emit_json
     from payload import exitcodes
 

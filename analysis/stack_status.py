@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from analysis.campaign.observe import StackObservation
+from analysis.observe import StackObservation
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time
 
@@ -260,7 +260,7 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
 
 def campaign_status(manifest: Any, store: Any, now: datetime, observe_fn: Callable | None = None) -> list[StackStatus]:
     """Status of every stack in the manifest (reads the bucket once per launched stack)."""
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
 
     look = observe_fn or observe
     out = []
