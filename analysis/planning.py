@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
+
+from payload.timestamps import iso, utcnow
 
 
 def plan_stack(name: str, catalog, measured=None) -> dict:
@@ -42,7 +44,7 @@ def plan_stack(name: str, catalog, measured=None) -> dict:
             launch.offering.id, cfg.max_hours * 3600, market=cfg.market, hourly_usd=launch.hourly_usd, catalog=catalog
         ).cost_usd
     gpu = f"{launch.offering.gpu_count}x {launch.offering.gpu_model}" if launch.offering.gpu_model else "no GPU"
-    deadline = (datetime.now(timezone.utc) + timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = iso(utcnow() + timedelta(hours=cfg.max_hours), seconds=True)
     results = cfg.results or f"<resultsUrl of stack {cfg.results_ref(launch.provider).split(':', 1)[1]}>"
     env = payload_env(launch, results, deadline)  # the deadline as if launched now
     return {
