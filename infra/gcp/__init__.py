@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
+
+from payload.timestamps import stamp
 
 NAME = "gcp"
 RESULTS_SCHEME = "gs://"
@@ -63,7 +65,7 @@ def deadline_tag(rfc3339: str) -> str:
 
 
 def format_deadline(when: datetime) -> str:
-    return when.astimezone(timezone.utc).strftime("%Y%m%dt%H%M%Sz")
+    return stamp(when).lower()
 
 
 def is_launcher_deadline(text: str) -> bool:
