@@ -42,8 +42,7 @@ def stamp(moment: datetime | float | None = None) -> str:
 
 
 def parse_time(text: str | None) -> datetime | None:
-    """Aware UTC datetime of an ISO 8601 text (Python 3.11 reads the Z itself); one without an
-    offset is UTC; None for none."""
+    """Aware UTC datetime of an ISO 8601 text; one without an offset is UTC; None for none."""
     return _parse(text) if text else None
 
 
@@ -53,7 +52,7 @@ def parse_iso(text: str) -> float:
 
 
 def _parse(text: str) -> datetime:
-    t = datetime.fromisoformat(text)
+    t = datetime.fromisoformat(text.replace("Z", "+00:00"))  # Python < 3.11 (the legacy image) reads no Z
     if t.tzinfo is timezone.utc:
         return t
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
