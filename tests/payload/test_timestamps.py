@@ -26,3 +26,18 @@ def test_parse_time_reads_what_iso_writes_and_takes_a_bare_time_as_utc():
     assert parse_iso(iso(T)) == pytest.approx(T.timestamp(), abs=1e-3)
     with pytest.raises(ValueError):
         parse_iso("")
+
+
+def test_a_z_is_read_where_fromisoformat_reads_none(monkeypatch):
+    """Python before 3.11 (the legacy image runs the payload on 3.8) refuses a Z suffix; it is read all the same."""
+    from payload import timestamps
+
+    class Before311(datetime):
+        @classmethod
+        def fromisoformat(cls, text):
+            if "Z" in text:
+                raise ValueError(f"Invalid isoformat string: {text!r}")
+            return datetime.fromisoformat(text)
+
+    monkeypatch.setattr(timestamps, "datetime", Before311)
+    assert parse_time("2026-01-02T03:04:05.678Z") == T.replace(microsecond=678000)
