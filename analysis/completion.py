@@ -57,8 +57,8 @@ def _ts(text) -> datetime | None:
 
 def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str]]:
     """Every result.json of the stack under each results URL; unreadable ones become problems, not errors."""
-    from analysis.campaign.observe import read_bounded
     from analysis.collect.validation import MAX_RESULT_BYTES
+    from analysis.observe import read_bounded
     from payload.storage import StorageError, open_store
 
     runs: list[RunState] = []

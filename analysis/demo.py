@@ -14,7 +14,7 @@ report. A study whose precision this machine cannot run (fp16 on a CPU) is not
 probed, and the report says so instead of comparing other work.
 
 This machine has no published price, so it is priced at a flat hourly rate
-that is an assumption (DEFAULT_HOURLY_USD, or --hourly-usd /
+that is an assumption (analysis.price.local: DEFAULT_HOURLY_USD, or --hourly-usd /
 GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
 every run, and the report shows them.
 """
@@ -33,15 +33,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from analysis.price.billed import CostError
+from analysis.price.local import HOURLY_ENV, Price, resolve_price
 from payload import exitcodes
+from payload.timestamps import stamp
 
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
-HOURLY_ENV = "GPUBENCH_LOCAL_HOURLY_USD"
-# An assumed flat rate for a desktop or small VM (power, wear, a share of the
-# hardware), chosen to be round, not measured: change it with --hourly-usd or
-# GPUBENCH_LOCAL_HOURLY_USD to price your machine honestly.
-DEFAULT_HOURLY_USD = 0.10
 
 # Payload lines worth echoing while a benchmark runs (the rest goes to the log).
 _ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
@@ -116,35 +114,6 @@ class DemoError(exitcodes.GpubenchError, RuntimeError):
     """A demo setting is wrong; the message says which and how to fix it."""
 
     exit_code = exitcodes.USAGE
-
-
-@dataclass(frozen=True)
-class Price:
-    hourly_usd: float
-    source: str
-
-
-def resolve_price(flag: float | None, environ: dict | None = None) -> Price:
-    """--hourly-usd, else GPUBENCH_LOCAL_HOURLY_USD, else the documented default."""
-    environ = os.environ if environ is None else environ
-    if flag is not None:
-        value, source = flag, f"set with --hourly-usd {flag:g} (your figure for this machine)"
-    elif environ.get(HOURLY_ENV, "").strip():
-        raw = environ[HOURLY_ENV].strip()
-        try:
-            value = float(raw)
-        except ValueError:
-            raise DemoError(f"{HOURLY_ENV}={raw!r} is not a number (USD per hour, e.g. 0.25)") from None
-        source = f"set with {HOURLY_ENV}={raw} (your figure for this machine)"
-    else:
-        value = DEFAULT_HOURLY_USD
-        source = (
-            f"assumed: gpubench demo default USD {DEFAULT_HOURLY_USD:.2f}/h for this machine, not a quote "
-            f"or a measurement (set --hourly-usd or {HOURLY_ENV})"
-        )
-    if not value >= 0:
-        raise DemoError(f"the hourly price must be a number >= 0, got {value}")
-    return Price(float(value), source)
 
 
 def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) -> tuple[tuple[Step, ...], tuple]:
@@ -329,7 +298,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
     from analysis.bench.local import LocalProbe
     from analysis.bench.probes import Probes
     from analysis.bench.record import new_bench_id
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
     from infra.projectfiles import user_or_shipped
     from payload.storage import open_store
     from payload.workloads.jobvenv import INHERIT_ENV
@@ -435,14 +404,17 @@ def run_demo(
     from analysis.reference.studies import study_jobs
 
     started = time.monotonic()
-    price = resolve_price(hourly_usd)
+    try:
+        price = resolve_price(hourly_usd)
+    except CostError as exc:
+        raise DemoError(str(exc)) from None
     steps, jobs = select(QUICK if quick else SUITE, only, study_jobs())
     limit = QUICK_PROBE_SECONDS if quick else STUDY_PROBE_SECONDS
     results_dir, out_dir = Path(results).resolve(), Path(out)
     table_dir = Path(out if table is None else table)  # the results table; the report's own folder without one
     stack = stack_name()
     today = datetime.now(timezone.utc).date().isoformat()
-    logs = out_dir / "demo-logs" / datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs = out_dir / "demo-logs" / stamp()
 
     total = len(steps) + len(jobs)
     echo(

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from typing import Any
+
+from payload.timestamps import iso, utcnow
 
 
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
     from analysis.price.billed import cost_of
-    from analysis.price.estimate import estimate_costs
     from infra import cloud_init
+    from infra.catalog.estimate import estimate_costs
     from infra.config import BenchmarkConfig, parse_config
     from infra.launch import payload_env, resolve
     from infra.stacks import load_config
@@ -42,7 +44,7 @@ def plan_stack(name: str, catalog, measured=None) -> dict:
             launch.offering.id, cfg.max_hours * 3600, market=cfg.market, hourly_usd=launch.hourly_usd, catalog=catalog
         ).cost_usd
     gpu = f"{launch.offering.gpu_count}x {launch.offering.gpu_model}" if launch.offering.gpu_model else "no GPU"
-    deadline = (datetime.now(timezone.utc) + timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    deadline = iso(utcnow() + timedelta(hours=cfg.max_hours), seconds=True)
     results = cfg.results or f"<resultsUrl of stack {cfg.results_ref(launch.provider).split(':', 1)[1]}>"
     env = payload_env(launch, results, deadline)  # the deadline as if launched now
     return {
@@ -83,7 +85,7 @@ class PlanOutcome:
 
 def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `table`
-    (a directory holding results.parquet/.csv, or the file; default ./table, where collect writes)."""
+    (a directory or bucket prefix collect wrote, or its results.parquet; default ./table, where collect writes)."""
     from analysis.price.estimate import measured_runs_of
     from infra.catalog import load_catalog
     from infra.conventions import table_location

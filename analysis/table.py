@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from datetime import datetime, timezone
+from datetime import datetime
+
+from payload.timestamps import iso, parse_time
 
 try:
     import orjson
@@ -223,25 +225,6 @@ def _refuse_non_finite(result: dict) -> None:
         raise ValueError("invalid: " + "; ".join(problems[:5]))
 
 
-def parse_time(text: str | None) -> datetime | None:
-    """Aware UTC datetime. Python 3.11 reads the Z suffix itself, already as
-    timezone.utc: the schema's timestamps need no replace or conversion."""
-    if not text:
-        return None
-    t = datetime.fromisoformat(text)
-    return t if t.tzinfo is timezone.utc else t.astimezone(timezone.utc)
-
-
-def _iso(t: datetime | None) -> str | None:
-    """Milliseconds and a Z, truncated: what strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    wrote (year unpadded, as glibc's %Y), in a third of the time."""
-    if t is None:
-        return None
-    # %-formatting: faster here than an f-string with format specs or isoformat
-    fields = (t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond // 1000)
-    return "%d-%02d-%02dT%02d:%02d:%02d.%03dZ" % fields  # noqa: UP031
-
-
 _ATTEMPT = operator.itemgetter("attempt")
 _TIME = operator.itemgetter(0)
 
@@ -289,7 +272,7 @@ def billing_windows(result: dict) -> list[dict]:
     attempts = sorted(result["attempts"], key=_ATTEMPT)
     grouped = _events_by_attempt(result, attempts)
     spot_all = sorted(
-        (_iso(parse_time(e["time"])), float(e["hourly_usd"]))
+        (iso(parse_time(e["time"])), float(e["hourly_usd"]))
         for e in result.get("timeline") or []
         if e["event"] == SPOT_PRICE_EVENT and isinstance(e.get("hourly_usd"), (int, float))
     )
@@ -311,13 +294,13 @@ def billing_windows(result: dict) -> list[dict]:
             end_t, end_how = start_t, f"{end_how}; before the start, taken as zero length"
         # the spot price is the market's, not the instance's: every change
         # recorded up to this attempt's end bears on it
-        end_iso = _iso(end_t)
+        end_iso = iso(end_t)
         spot = [p for p in spot_all if p[0] <= end_iso]
         windows.append(
             {
                 "attempt": a["attempt"],
                 "status": a["status"],
-                "start": _iso(start_t),
+                "start": iso(start_t),
                 "end": end_iso,
                 "seconds": (end_t - start_t).total_seconds(),
                 "start_from": start_how,

@@ -372,7 +372,7 @@ def parallel(work: Path, n: int, probe_minutes: float) -> dict:
 
 def billed(name: str, entry: dict, row: dict | None, probe_minutes: float) -> dict:
     """One stand-in probe's billed time (its stack's launch to its destroy) against overhead + probe + 60 s."""
-    from analysis.campaign.manifest import parse_time
+    from payload.timestamps import parse_time
 
     span = None
     if entry.get("up_started_at") and entry.get("teardown"):

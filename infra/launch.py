@@ -12,6 +12,7 @@ from typing import Any
 from infra.config import BenchmarkConfig
 from infra.images import PublicImage, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
+from payload.timestamps import parse_time, stamp
 
 
 @dataclass(frozen=True)
@@ -164,10 +165,7 @@ def launch_id_of(deadline: str) -> str:
     """The launch id of a deployment: its deadline (RFC 3339, computed once per `pulumi up` by the
     deadline resource) as `L<YYYYMMDD>T<HHMMSS>Z`. Every run id of the launch starts with it, and the
     instance's role may create objects only under runs/<stack>/<launch id>-* (docs/security.md)."""
-    import datetime as dt
-
-    when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
-    return "L" + when.strftime("%Y%m%dT%H%M%SZ")
+    return "L" + stamp(parse_time(deadline))
 
 
 def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str | None = None) -> dict[str, str]:

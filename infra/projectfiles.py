@@ -6,18 +6,33 @@ package, as infra/project/ (setup.py copies them at build time). Either way they
 from the installed code, never from the current directory.
 
 A packaged install also has a user copy of its Pulumi project, `<state home>/project/`
-(infra.userproject), where commands that let Pulumi write run. Reading a stack file
-follows one rule: your copy if present, else the shipped one.
+(`ensure_user_project`): Pulumi writes per-stack files beside its project (an
+`encryptionsalt` when a stack is first created, a campaign's zone retry, `gpubench stacks`
+regenerating them), so `up`, `destroy`, `refresh`, campaigns, teardown and `stacks` run on
+that copy, never on the one inside site-packages (read-only, lost on upgrade). Its
+Pulumi.yaml runs the installed program, and its stacks/ starts as the shipped stack files;
+a file you already have there is never overwritten. Reading a stack file follows one rule:
+your copy if present, else the shipped one. A checkout keeps using itself.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
+
+import yaml
+
+from payload.userdirs import user_dir
+from payload.yamlfile import read_yaml
 
 __all__ = [
     "BUNDLED",
     "CHECKOUT",
+    "ensure_user_project",
     "from_checkout",
+    "program_main",
     "project_path",
     "project_root",
     "stack_dirs",
@@ -51,9 +66,7 @@ def project_path(name: str) -> Path:
 
 def user_project_dir() -> Path:
     """Where a packaged install keeps your copy of its Pulumi project: `<state home>/project`."""
-    from infra.statedir import state_home
-
-    return state_home() / "project"
+    return user_dir("state") / "project"
 
 
 def stack_dirs(stacks_dir: Path) -> list[Path]:
@@ -80,3 +93,48 @@ def user_or_shipped(path: str | Path) -> Path:
         return given
     shipped = project_root() / given
     return shipped if shipped.exists() else given
+
+
+def program_main(project: Path) -> str:
+    """The installed program (the `infra` package) as a path relative to `project`, as Pulumi.yaml wants it."""
+    return os.path.relpath(Path(__file__).resolve().parent, project)
+
+
+def _write_pulumi_yaml(project: Path) -> None:
+    """The shipped Pulumi.yaml with `main` pointing at the installed program; an existing one keeps every
+    other key the user set and only has a `main` that no longer reaches the installed program replaced."""
+    target = project / "Pulumi.yaml"
+    main = program_main(project)
+    source = target if target.is_file() else BUNDLED / "Pulumi.yaml"
+    doc = read_yaml(source) or {}
+    if source == target and doc.get("main") == main:
+        return
+    doc["main"] = main
+    doc["stackConfigDir"] = "stacks"
+    target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def _copy_missing_stacks(project: Path) -> None:
+    """Every shipped stack file the user copy lacks; never one the user already has."""
+    mine = project / "stacks"
+    mine.mkdir(parents=True, exist_ok=True)
+    for shipped in sorted((BUNDLED / "stacks").glob("Pulumi.*.yaml")):
+        if not (mine / shipped.name).exists():
+            shutil.copyfile(shipped, mine / shipped.name)
+
+
+def ensure_user_project() -> Path:
+    """The user copy, made (and brought up to date without overwriting anything) before a command that
+    lets Pulumi write runs on it. Its first creation is said in one line on stderr."""
+    project = user_project_dir()
+    created = not (project / "Pulumi.yaml").is_file()
+    project.mkdir(parents=True, exist_ok=True)
+    _write_pulumi_yaml(project)
+    _copy_missing_stacks(project)
+    if created:
+        print(
+            f"gpubench: created your Pulumi project in {project} (stack files copied from the install; "
+            "edit them there, `gpubench up` and campaigns use them)",
+            file=sys.stderr,
+        )
+    return project

@@ -22,6 +22,8 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from payload.timestamps import iso
+
 PROJECT = "gpubench"
 _PROCESS_NOW = dt.datetime.now(dt.timezone.utc).replace(second=0, microsecond=0)
 
@@ -72,10 +74,6 @@ def fake_id(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode()).hexdigest()[:17]
 
 
-def _rfc3339(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class _Mocks(pmocks.Mocks):
     """Inputs echo back as outputs; add what real providers compute and the program reads."""
 
@@ -101,7 +99,11 @@ class _Mocks(pmocks.Mocks):
         moment = self.now + dt.timedelta(
             minutes=float(inputs.get("offsetMinutes") or 0), hours=float(inputs.get("offsetHours") or 0)
         )
-        return {"baseRfc3339": _rfc3339(self.now), "rfc3339": _rfc3339(moment), "unix": int(moment.timestamp())}
+        return {
+            "baseRfc3339": iso(self.now, seconds=True),
+            "rfc3339": iso(moment, seconds=True),
+            "unix": int(moment.timestamp()),
+        }
 
     @staticmethod
     def _stack_reference(inputs: dict[str, Any]) -> dict[str, Any]:

@@ -51,12 +51,12 @@ class ProjectNotFound(exitcodes.GpubenchError, RuntimeError):
 
 def project_dir(start: Path | None = None) -> Path:
     """The directory holding the project's Pulumi.yaml that Pulumi runs (and writes stack files) in: the
-    checkout's root, or for a packaged install your copy in the state home (infra.userproject), never
+    checkout's root, or for a packaged install your copy in the state home (infra.projectfiles), never
     the one inside site-packages; with `start`, the nearest one at or above `start`."""
     from infra.projectfiles import BUNDLED, from_checkout, project_root
 
     if start is None and not from_checkout() and (BUNDLED / "Pulumi.yaml").is_file():
-        from infra.userproject import ensure_user_project
+        from infra.projectfiles import ensure_user_project
 
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()

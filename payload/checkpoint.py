@@ -31,8 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
-from payload.events import iso
 from payload.layout import newest_versions, stack_prefix, version_of, versioned
+from payload.timestamps import iso
 
 __all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
 

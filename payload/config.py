@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
 
 from payload.results_location import parse_results_location
+from payload.timestamps import parse_iso
 
 __all__ = [
     "ALL_REDUCES",
@@ -136,12 +137,9 @@ def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it
 
 def _deadline(text: str) -> float:
     try:
-        dt = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_iso(text)
     except ValueError:
         raise ValueError("must be an ISO 8601 UTC time, e.g. 2025-01-31T12:00:00Z") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_dt.timezone.utc)
-    return dt.timestamp()
 
 
 def _params(text: str) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8

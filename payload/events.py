@@ -13,28 +13,15 @@ instance launch to shutdown.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import sys
 import time
 from pathlib import Path
 from typing import IO
 
-__all__ = ["Timeline", "iso", "mllog", "parse_iso"]
+from payload.timestamps import iso, parse_iso
 
-
-def iso(ts: float | None = None) -> str:
-    """UTC ISO 8601 with milliseconds and a Z suffix."""
-    ts = time.time() if ts is None else ts
-    return _dt.datetime.fromtimestamp(ts, tz=_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_iso(text: str) -> float:
-    """Seconds since the epoch; an offset (+02:00) is honoured, a time without one is UTC."""
-    dt = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_dt.timezone.utc)
-    return dt.timestamp()
+__all__ = ["Timeline", "mllog"]
 
 
 # MLPerf event types by key; anything else is a point in time.

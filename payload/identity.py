@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 from dataclasses import dataclass
 
 from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
+from payload.timestamps import stamp
 
 __all__ = ["Identity", "detect_identity", "make_run_id"]
 
@@ -80,9 +80,8 @@ def detect_identity(timeout: float = 1.0) -> Identity:
 def make_run_id(boot_time: float, instance_id: str, benchmark: str, launch: str | None = None) -> str:
     """`<boot time>-<instance>-<benchmark>`, after `<launch>-` when the launcher gave one: a launch's
     instance may write only under runs/<stack>/<launch>-* (docs/security.md)."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(boot_time))
     safe = re.sub(r"[^A-Za-z0-9.]+", "-", instance_id).strip("-")[:63] or "host"
-    return f"{launch_prefix(launch)}{stamp}-{safe}-{benchmark}"
+    return f"{launch_prefix(launch)}{stamp(boot_time)}-{safe}-{benchmark}"
 
 
 def launch_prefix(launch: str | None) -> str:

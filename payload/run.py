@@ -29,13 +29,14 @@ from typing import Protocol
 from payload import exitcodes
 from payload.checkpoint import find_completed
 from payload.config import RunConfig
-from payload.events import Timeline, iso
+from payload.events import Timeline
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, make_run_id
 from payload.price import result_offering
 from payload.result import RunWriter, new_result
 from payload.spool import SpoolingStore
 from payload.storage import PermanentStorageError
+from payload.timestamps import iso
 from payload.watcher import PreemptionWatcher
 
 __all__ = ["Job", "JobReport", "Run", "SuiteContext", "fingerprint", "RESULT_FILES"]

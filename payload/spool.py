@@ -35,6 +35,7 @@ from pathlib import Path
 
 from payload.journal import announce
 from payload.storage import AlreadyExists, StorageError, Store, open_store
+from payload.userdirs import user_path
 
 __all__ = [
     "FALLBACK_DIRNAME",
@@ -60,10 +61,7 @@ def fallback_dirs() -> list[Path]:
 
 
 def default_spool_dir() -> Path:
-    if os.environ.get("GPUBENCH_SPOOL"):
-        return Path(os.environ["GPUBENCH_SPOOL"]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "gpubench" / "spool"
+    return user_path("GPUBENCH_SPOOL", "cache", "spool")
 
 
 @dataclass

@@ -304,11 +304,12 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
     $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
     Its stack is `local-<bench id>` (plain `local` without one)."""
-    from analysis.demo import DemoError, resolve_price
+    from analysis.price.billed import CostError
+    from analysis.price.local import resolve_price
 
     try:
         price = resolve_price(hourly_usd)
-    except DemoError as exc:
+    except CostError as exc:
         raise CandidateError(str(exc)) from None
     catalog = load_catalog()
     today = _today(None)

@@ -26,13 +26,12 @@ import yaml
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
 from analysis.bench.record import BenchRecord
-from analysis.campaign.manifest import iso, utcnow
+from payload.timestamps import iso, utcnow
 
 # Job keys of a checked-in stack that a probe replaces (it runs the task, nothing else).
 JOB_KEYS = ("suite", "workload", "epochs", "steps", "batchSize", "params", "data", "probeSeconds", "maxHours")
 TEARDOWN_SLACK_SECONDS = 600  # on top of probe + boot allowance in maxHours: time to destroy before the deadline
 UPLOAD_GRACE_SECONDS = 120  # after the probe limit: the payload writes and uploads its result
-DEADLINE_OUTPUTS = ("deadline", "expiresAt")
 
 
 def probe_stack_name(candidate: Any, bench_id: str) -> str:
@@ -162,10 +161,11 @@ class CloudProbe:
             report = self._launch_failed(candidate, name, handle, exc, say)
             probes.release(name)
             return report
-        from infra.workspace import plain_outputs
+        from infra.tags import DEADLINE_OUTPUTS
+        from infra.workspace import output_value, plain_outputs
 
         outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
-        deadline = next((str(outputs[k]) for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        deadline = output_value(outputs, DEADLINE_OUTPUTS)
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), deadline))
         self.record.update(name, state="launched", launched_at=iso(), deadline=deadline, zone=outputs.get("zone"))
         say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")
@@ -200,7 +200,7 @@ class CloudProbe:
         self.record.update(name, teardown=teardown)
 
     def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
-        from analysis.campaign.failures import classify
+        from analysis.launch_failures import classify
         from infra.workspace import error_text
 
         failure = classify(error_text(exc, limit=8000))

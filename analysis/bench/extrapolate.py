@@ -10,7 +10,7 @@ per sample, `periodic_cost`) are measured by the probe; the whole job's time
 and cost are extrapolated. The interval comes from the throughput's: the high throughput
 gives the short time and the low cost, the low throughput the long time and
 the high cost. Each of the three durations is billed on its own under the
-offering's terms (analysis.price.billed.billed_seconds), so per-hour billing rounds
+offering's terms (analysis.price.billed.billed), so per-hour billing rounds
 each one up to whole hours and a minimum applies to each.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from analysis.price.billed import CostError, billed_seconds
+from analysis.price.billed import CostError, billed
 from infra.catalog import BillingTerms
 from payload.steady import Steady
 
@@ -49,16 +49,6 @@ class JobEstimate:
         out = asdict(self)
         out["notes"] = list(self.notes)
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
-
-
-def billed_usd(terms: BillingTerms, hourly_usd: float, seconds: float) -> tuple[float, float]:
-    """(billed hours, USD) of `seconds` under `terms` at `hourly_usd`, a prorated
-    account fee included; (inf, inf) for an unbounded duration."""
-    if math.isinf(seconds):
-        return math.inf, math.inf
-    hours = billed_seconds(terms, seconds) / SECONDS_PER_HOUR
-    fee = terms.monthly_fee_usd * hours / terms.hours_per_month if terms.monthly_fee_usd else 0.0
-    return hours, hourly_usd * hours + fee
 
 
 @dataclass(frozen=True)
@@ -182,14 +172,13 @@ def estimate_job(
     seconds = fixed + periodic_seconds + remaining / steady.samples_per_second
     fast = fixed + (periodic.low if periodic else 0.0) + remaining / steady.high
     slow = fixed + (periodic.high if periodic else 0.0) + (remaining / steady.low if steady.low > 0 else math.inf)
-    billed_hours, usd = billed_usd(terms, hourly_usd, seconds)
-    _, usd_low = billed_usd(terms, hourly_usd, fast)
-    _, usd_high = billed_usd(terms, hourly_usd, slow)
+    billed_hours, usage, fees = billed(terms, seconds, hourly_usd)
+    usd_low, usd_high = (sum(billed(terms, s, hourly_usd)[1:]) for s in (fast, slow))
     return JobEstimate(
         hours=seconds / SECONDS_PER_HOUR,
         hours_low=fast / SECONDS_PER_HOUR,
         hours_high=slow / SECONDS_PER_HOUR,
-        usd=usd,
+        usd=usage + fees,
         usd_low=usd_low,
         usd_high=usd_high,
         billed_hours=billed_hours,
@@ -220,17 +209,6 @@ def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
     if done >= work_samples:  # the whole job fits in the warm-up: its share of the warm-up time
         return steady.warmup_seconds * work_samples / done if done else 0.0, 0.0
     return float(steady.warmup_seconds), work_samples - done
-
-
-def probe_bound_usd(
-    *, terms: BillingTerms, hourly_usd: float, probe_seconds: float, boot_allowance_seconds: float
-) -> float:
-    """The most one probe can cost: the probe limit plus the boot allowance,
-    billed under the offering's terms (a per-hour rule bills a whole hour)."""
-    _check("hourly_usd", hourly_usd, allow_zero=True)
-    _check("probe_seconds", probe_seconds, allow_zero=False)
-    _check("boot_allowance_seconds", boot_allowance_seconds, allow_zero=True)
-    return billed_usd(terms, hourly_usd, probe_seconds + boot_allowance_seconds)[1]
 
 
 def _check(name: str, value: float, *, allow_zero: bool) -> None:

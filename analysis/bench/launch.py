@@ -14,8 +14,8 @@ from typing import Any
 from analysis.bench.probes import ProbeFn
 from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord
-from analysis.campaign.manifest import iso
-from analysis.campaign.progress import Printer
+from analysis.progress import Printer
+from payload.timestamps import iso
 
 
 def _project(work_dir: Path) -> Path:

@@ -1,8 +1,8 @@
 """What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
 
 Status reads each bench's record under `.gpubench/bench/` and, for probes that
-were launched, the results bucket (analysis.campaign.observe), then classifies
-them with the campaign's own rules (analysis.campaign.status): state, detail,
+were launched, the results bucket (analysis.observe), then classifies
+them with the campaign's own rules (analysis.stack_status): state, detail,
 cost so far, deadline. The stack backend, when given, adds how many resources
 each stack still holds. Logs print the newest run's rolling `log-tail.txt`
 (the payload uploads it every ~30 s while the job runs); `follow` polls it and
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.bench.record import RECORD, BenchRecord, bench_dirs
-from analysis.campaign.manifest import iso, parse_time, utcnow
 from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
+from payload.timestamps import iso, parse_time, utcnow
 from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
@@ -41,8 +41,8 @@ def _resources(backend: Callable[[Path], Any] | None, bench_dir: Path) -> dict[s
 
 
 def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime, counts: dict) -> dict[str, Any]:
-    from analysis.campaign.observe import StackObservation, observe
-    from analysis.campaign.status import stack_status
+    from analysis.observe import StackObservation, observe
+    from analysis.stack_status import stack_status
 
     since = parse_time(entry.get("up_started_at"))
     launched = entry.get("state") == "launched" and store is not None

@@ -34,10 +34,8 @@ from typing import Any
 
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
-from analysis.campaign.manifest import utcnow
 from payload import proctree
-from payload.events import iso as iso_ms
-from payload.events import parse_iso
+from payload.timestamps import iso, parse_iso, utcnow
 from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
 
@@ -90,7 +88,7 @@ def payload_env(mark: str | None = None, job_grace: float | None = None) -> dict
 
 def write_process_start(path: Path) -> None:
     """The host event that opens the probe's timeline: now, just before the payload process starts."""
-    event = {"event": "process_start", "time": iso_ms(), "source": "host"}
+    event = {"event": "process_start", "time": iso(), "source": "host"}
     path.write_text(json.dumps(event) + "\n", encoding="utf-8")
 
 

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 
 from analysis.bench.candidates import Candidate
 from analysis.bench.preflight import check_option
+from analysis.bench.readings import probe_cost
 from analysis.output import fmt_usd, print_table
-from analysis.price.billed import billed_cost
-from infra.catalog import load_catalog
 from infra.conventions import UsageError
 from payload.money import USD_SIGN
 
-__all__ = ["DEFAULT_BOOT_ALLOWANCE_SECONDS", "BudgetExceeded", "ProbePlan", "check_budget", "make_plan", "probe_bound"]
+__all__ = ["DEFAULT_BOOT_ALLOWANCE_SECONDS", "BudgetExceeded", "ProbePlan", "check_budget", "make_plan"]
 
 # Launch, image pull and the task's `setup` before the job's first step: ten minutes covers a cloud GPU
 # machine pulling a framework image; a probe still booting after it is stopped.
@@ -32,22 +31,6 @@ TABLE_HEADERS = ("#", "candidate", "offering", "market", "gpus", "$/h", "billing
 
 class BudgetExceeded(UsageError):
     """The probes could cost more than the budget; the message names the bound, the budget and the fix."""
-
-
-def probe_bound(candidate: Candidate, seconds: float) -> float | None:
-    """The most `seconds` of use cost on the candidate under its billing rule; None when it has no price."""
-    if candidate.hourly_usd is None or candidate.terms is None:
-        return None
-    cost, _, _ = billed_cost(
-        candidate.offering,
-        seconds,
-        candidate.market,
-        None,
-        candidate.hourly_usd,
-        load_catalog(),
-        terms=candidate.terms,
-    )
-    return cost
 
 
 @dataclass
@@ -131,7 +114,7 @@ def make_plan(
     bounds: dict[str, float] = {}
     unpriced: list[str] = []
     for c in candidates:
-        bound = probe_bound(c, limit)
+        bound, _ = probe_cost(c, limit)
         if bound is None:
             unpriced.append(c.name)
         else:

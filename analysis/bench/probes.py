@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.readings import ProbeReport
-from analysis.campaign.progress import Printer
-from analysis.progress import Progress
+from analysis.progress import Printer, Progress
 
 
 @dataclass

@@ -43,8 +43,8 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.campaign.observe import observe, read_bounded, run_time
     from analysis.collect.validation import MAX_RESULT_BYTES
+    from analysis.observe import observe, read_bounded, run_time
 
     obs = observe(store, stack, since)
     if not obs.runs:
@@ -122,10 +122,10 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
 
 
 def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
-    """(USD, billed seconds) of a probe that held the machine for `seconds`, under the offering's rule."""
-    from analysis.price.billed import billed_seconds
+    """(USD, billed seconds) of `seconds` on the candidate under its offering's rule; USD None without a price."""
+    from analysis.price.billed import billed
 
-    billed = billed_seconds(candidate.terms, seconds) if candidate.terms is not None else float(seconds)
-    if candidate.hourly_usd is None:
-        return None, round(billed, 3)
-    return round(billed / 3600.0 * float(candidate.hourly_usd), 6), round(billed, 3)
+    if candidate.terms is None:  # no offering rule: no price either
+        return None, round(float(seconds), 3)
+    hours, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd or 0.0)
+    return (None if candidate.hourly_usd is None else usage + fees), round(hours * 3600.0, 3)

@@ -1,6 +1,6 @@
 """A bench's own workspace and record: `<state home>/bench/<bench-id>/`.
 
-The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (infra.statedir); with
+The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (payload.userdirs); with
 `--project-dir DIR` the workspace is `DIR/.gpubench/bench/<bench-id>/`, as before.
 
 The directory holds what the bench generated and the user never edits: a
@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis import fastjson
-from analysis.campaign.manifest import iso, utcnow
+from payload.timestamps import iso, stamp
+from payload.userdirs import user_dir
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
 HOME_BENCH = "bench"  # under the state home
@@ -31,14 +32,12 @@ RECORD = "bench.json"
 
 def new_bench_id(now: datetime | None = None) -> str:
     """A UTC timestamp plus 4 hex digits: sorts by time, two benches in one second differ."""
-    return (now or utcnow()).strftime("%Y%m%dT%H%M%SZ") + "-" + os.urandom(2).hex()
+    return stamp(now) + "-" + os.urandom(2).hex()
 
 
 def bench_root(work_dir: Path | None = None) -> Path:
     """Where new bench workspaces go: under `work_dir` (`--project-dir`) when given, else the state home."""
-    from infra.statedir import state_home
-
-    return Path(work_dir) / BENCH_ROOT if work_dir else state_home() / HOME_BENCH
+    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / HOME_BENCH
 
 
 def legacy_bench_root() -> Path | None:

@@ -24,11 +24,11 @@ from typing import Any, TextIO
 from analysis.bench.probes import Probes, run_all
 from analysis.bench.record import BenchRecord, bench_root, new_bench_id
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
-from analysis.campaign.manifest import iso
-from analysis.campaign.progress import Printer
+from analysis.progress import Printer
 from infra.conventions import UsageError
 from payload import exitcodes
 from payload.money import USD_SIGN
+from payload.timestamps import iso
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
 LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses

@@ -19,7 +19,7 @@ from typing import Any
 from analysis.bench.local import payload_grace
 from analysis.bench.probes import Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
-from analysis.campaign.manifest import utcnow
+from payload.timestamps import utcnow
 from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS
 
 # on cancel: time for the remote payload to end its job (its default grace) and write its result before it is killed

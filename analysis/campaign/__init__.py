@@ -9,13 +9,14 @@ Modules, one job each:
 - selection: stack names and globs -> stacks of the matrix (stacks/ files);
 - manifest: the campaign record in the bucket (read, update, write);
 - backend: the Pulumi Automation API boundary (tests inject a stand-in);
-- failures: launch errors -> quota | no-capacity | gpu-not-in-zone | other, retry zones;
 - launcher: bounded-concurrency launch with one zone retry on capacity errors;
-- observe: what the bucket says about each stack (results, last event, upload time);
-- status: per-stack state, cost so far, waste;
 - finish: collect, tear down, report (the analysis functions) and the summary;
 - wait: the polling loop;
 - schedule: recurring campaign definitions (cron + arguments);
 - commands: up, status, wait, run and run_schedule as functions (what anything else calls);
 - cli: the `campaign` command line over them (prints, exit codes).
+
+Shared with bench and `status`: analysis.observe (what the bucket says about each stack),
+analysis.stack_status (per-stack state, cost so far, waste), analysis.launch_failures (launch
+errors -> quota | no-capacity | gpu-not-in-zone | other, retry zones), analysis.progress.
 """

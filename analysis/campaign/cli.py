@@ -201,8 +201,7 @@ class ProgressPrinter:
     LIVE = frozenset({"pending", "launching", "launched", "running"})
 
     def __init__(self):
-        from analysis.campaign.progress import Printer
-        from analysis.progress import Progress
+        from analysis.progress import Printer, Progress
 
         self.printer = Printer()
         self.lines = self.printer.lines
@@ -217,8 +216,8 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
-        from analysis.campaign.progress import stack_lines
-        from analysis.campaign.status import TERMINAL
+        from analysis.progress import stack_lines
+        from analysis.stack_status import TERMINAL
 
         state = str(text).split(":", 1)[0]
         if state in TERMINAL | self.LIVE:

@@ -20,14 +20,20 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
-from analysis.campaign.manifest import Manifest, check_id, new_campaign_id, utcnow
-from analysis.campaign.progress import Printer
+from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.selection import select
-from analysis.campaign.status import StackStatus, campaign_status
-from infra.statedir import campaign_report_dir
+from analysis.progress import Printer
+from analysis.stack_status import StackStatus, campaign_status
 from infra.workspace import BackendFactory, pulumi_backend
+from payload.timestamps import utcnow
+from payload.userdirs import user_dir
 
 RESULTS_ENV = "GPUBENCH_RESULTS"
+
+
+def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
+    """A campaign's default report folder: `<state home>/report/campaigns/<id>`, or under `--project-dir`."""
+    return Path(project_dir or user_dir("state")) / "report" / "campaigns" / campaign_id
 
 
 def require_results(results_url: str | None) -> str:
@@ -105,7 +111,7 @@ def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
 
     def look(_store, name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]

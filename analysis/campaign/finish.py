@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.campaign.manifest import Manifest, iso
+from analysis.campaign.manifest import Manifest
 from payload.terminal import terminal_text
+from payload.timestamps import iso
 
 WITH_FINAL_RESULTS = ("finished", "failed")
 NO_RESULT_COMING = ("interrupted", "expired", "launch-failed")

@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
-from analysis.campaign.failures import Failure, classify, region_of_zone, retry_zone
-from analysis.campaign.manifest import Manifest, iso
-from analysis.campaign.progress import Printer
+from analysis.campaign.manifest import Manifest
 from analysis.interruptible import InterruptiblePool
-from infra.workspace import StackBackend, plain_outputs
-
-DEADLINE_OUTPUTS = ("deadline", "expiresAt")  # infra/tags.py DEADLINE_OUTPUTS
+from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
+from analysis.progress import Printer
+from infra.tags import DEADLINE_OUTPUTS
+from infra.workspace import StackBackend, output_value, plain_outputs
+from payload.timestamps import iso
 
 
 @dataclass
@@ -79,7 +79,7 @@ def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog:
 
 
 def _deployed(outputs: dict[str, Any]) -> bool:
-    return any(outputs.get(k) for k in DEADLINE_OUTPUTS)
+    return output_value(outputs, DEADLINE_OUTPUTS) is not None
 
 
 class Launcher:
@@ -178,7 +178,7 @@ class Launcher:
         return None
 
     def _record_launched(self, name: str, outputs: dict[str, Any], started: str) -> None:
-        deadline = next((outputs[k] for k in DEADLINE_OUTPUTS if outputs.get(k)), None)
+        deadline = output_value(outputs, DEADLINE_OUTPUTS)
         self.manifest.update(
             name,
             state="launched",

@@ -18,7 +18,7 @@ import json
 import re
 import threading
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Annotated, Any, Literal, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 from analysis import fastjson
 from payload import exitcodes
 from payload.terminal import terminal_text
+from payload.timestamps import iso, parse_time, stamp
 
 SCHEMA_VERSION = 1
 MANIFEST_KEY = "campaigns/{id}/manifest.json"
@@ -47,24 +48,9 @@ class ManifestInvalid(ManifestError):
     exit_code = exitcodes.INVALID
 
 
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def iso(moment: datetime | None = None) -> str:
-    return (moment or utcnow()).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-
-
 def new_campaign_id(now: datetime | None = None) -> str:
     """UTC-timestamp id, one per run of a schedule: `20250106T060000Z`."""
-    return (now or utcnow()).astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return stamp(now)
 
 
 def check_id(campaign_id: str) -> str:
@@ -181,7 +167,7 @@ class Manifest:
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
-        from analysis.campaign.observe import read_bounded
+        from analysis.observe import read_bounded
         from payload.storage import ObjectNotFound
 
         key = MANIFEST_KEY.format(id=check_id(campaign_id))

@@ -31,7 +31,7 @@ One module per job; every name callers use is importable from here:
 
 from analysis.collect.dedupe import dedupe, row_order
 from analysis.collect.orchestrate import EXPORT_MAX_ROWS, collect
-from analysis.collect.sources import DEFAULT_WORKERS, Progress
+from analysis.collect.sources import DEFAULT_WORKERS
 from analysis.collect.spot import (
     SpotPricer,
     attach_spot_history,
@@ -74,7 +74,6 @@ __all__ = [
     "TABLE_STEM",
     "UNKNOWN_RUN_FILE",
     "Manifest",
-    "Progress",
     "SettledStack",
     "SpotPricer",
     "Summary",

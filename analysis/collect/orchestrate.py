@@ -22,7 +22,6 @@ from pathlib import Path
 
 from analysis.collect.batch import Batch
 from analysis.collect.prefetch import Prefetch
-from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
 from analysis.collect.store import (
@@ -38,6 +37,7 @@ from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.interruptible import InterruptiblePool
 from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
+from analysis.progress import Progress
 from payload import layout
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
@@ -116,7 +116,7 @@ def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_p
     remove_stale_temporaries(out)
     migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
-    bar = Progress(progress)
+    bar = Progress(None, "collect", unit="obj", enabled=progress)
     summary = Summary(sources=list(urls))
     try:
         full = not manifest.readable() or full  # damaged entries: every file listed and read again
@@ -361,15 +361,14 @@ def _empty_export(out: Path) -> None:
 
 def manifest_home(loc) -> Path:
     """Where the collect manifest of a table lives: in a local table's directory;
-    for a bucket's table, in this machine's cache ($GPUBENCH_CACHE, else
-    ~/.cache/gpubench), one directory per table (the table itself says what it
+    for a bucket's table, in this machine's cache (payload.userdirs: $GPUBENCH_CACHE, else
+    $XDG_CACHE_HOME/gpubench), one directory per table (the table itself says what it
     holds: a new machine starts with an empty manifest and writes nothing twice)."""
-    import os
+    from payload.userdirs import user_dir
 
     if loc.local is not None:
         return loc.local
-    root = Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench")
-    return root / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
+    return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
 
 
 def _missing_directory(store) -> bool:

@@ -9,7 +9,6 @@ failed."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from concurrent.futures import as_completed
 from dataclasses import replace
@@ -40,31 +39,6 @@ def unchanged(entry: dict | None, info) -> bool:
 def new_entry(store, url: str, info) -> dict:
     """The entry of one listed object, before it is read."""
     return {"source": url, "key": info.key, "url": store.url_for(info.key), "etag": info.etag, "size": info.size}
-
-
-class Progress:
-    """A tqdm bar on stderr whose total grows as listings arrive; a no-op when off."""
-
-    def __init__(self, enabled: bool):
-        self.enabled, self.bar = enabled, None
-
-    def add(self, n: int) -> None:
-        if not self.enabled or n == 0:
-            return
-        if self.bar is None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=0, desc="collect", unit="obj", file=sys.stderr, leave=False)
-        self.bar.total += n
-        self.bar.refresh()
-
-    def update(self) -> None:
-        if self.bar is not None:
-            self.bar.update()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def bulk_read(

@@ -39,7 +39,7 @@ class StepContext:
     identity: str  # the price catalog rows are priced with now
     workers: int | None = None
     spot_pricer: SpotPricer | None = None
-    bar: object = None  # analysis.collect.sources.Progress
+    bar: object = None  # analysis.progress.Progress
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
     prefetch: object = None  # analysis.collect.prefetch.Prefetch: the next stack's results, read ahead
 
@@ -308,11 +308,11 @@ def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
 def _read(ctx: StepContext, st: _Stack) -> None:
     """The results to read, read (many at once on the bulk path, else the thread pool); failures settled."""
     if ctx.bar is not None:
-        ctx.bar.add(len(st.todo))
+        ctx.bar.set_total((ctx.bar.total or 0) + len(st.todo))
     for mkey, entry in _downloads(ctx, st):
         st.fresh[mkey] = entry
         if ctx.bar is not None:
-            ctx.bar.update()
+            ctx.bar.advance()
     for mkey, entry in st.fresh.items():
         ctx.summary.new += 1
         if entry.pop("failed", False):

@@ -130,8 +130,6 @@ def run(args) -> int:
 
     if args.out is not None:
         raise UsageError(OUT_REFUSED.format(value=args.out))
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
     sources = results_locations(args.results, default="results")
     check_results_locations(sources, "--results" if args.results else "$GPUBENCH_RESULTS")
     outcome = collect_results(

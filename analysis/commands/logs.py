@@ -87,9 +87,9 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
     from datetime import timedelta
 
     from analysis.bench.live import runs_of
-    from analysis.campaign.manifest import parse_time, utcnow
     from analysis.completion import CLOCK_SKEW
     from infra.config import MAX_HOURS_LIMIT
+    from payload.timestamps import parse_time, utcnow
 
     now = utcnow()
     if (entry.get("teardown") or {}).get("action") in ("destroyed", "ended"):

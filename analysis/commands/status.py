@@ -46,7 +46,7 @@ def _backend():
 def run(args, backend=None) -> int:
     from analysis.bench.live import REFUSED, probe_status, status_table
     from analysis.campaign.cli import unreachable
-    from analysis.campaign.observe import UNREACHABLE
+    from analysis.observe import UNREACHABLE
     from analysis.output import emit_json
     from payload import exitcodes
 

@@ -122,7 +122,7 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
 def _record_destroyed(outcomes, bench_dir: Path) -> None:
     """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
     from analysis.bench.record import BenchRecord
-    from analysis.campaign.manifest import iso
+    from payload.timestamps import iso
 
     destroyed = [o.stack for o in outcomes if o.action == "destroyed"]
     if destroyed:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 
@@ -207,14 +207,14 @@ def cost_of(
     else:
         price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
     terms = _terms(catalog, offering_id, as_of)
-    billed, usage, fees = _billed(terms, seconds, hourly)
+    billed_h, usage, fees = billed(terms, seconds, hourly)
     return CostBreakdown(
         offering=offering_id,
         market=market,
         as_of=_quote_date(price, offering, as_of),
         hourly_usd=hourly,
         used_hours=seconds / 3600.0,
-        billed_hours=billed,
+        billed_hours=billed_h,
         usage_usd=usage,
         fees_usd=fees,
         cost_usd=usage + fees,
@@ -256,8 +256,8 @@ def billed_cost(
     _offering_with_market(catalog, offering_id, market)
     hourly = _paid_hourly(hourly_usd)
     terms = terms or _terms(catalog, offering_id, as_of)
-    billed, usage, fees = _billed(terms, seconds, hourly)
-    return usage + fees, billed, terms
+    billed_h, usage, fees = billed(terms, seconds, hourly)
+    return usage + fees, billed_h, terms
 
 
 def _offering_with_market(catalog: Catalog, offering_id: str, market: str):
@@ -278,17 +278,12 @@ def _terms(catalog: Catalog, offering_id: str, as_of: date | None) -> BillingTer
     return catalog.billing_terms(offering_id, as_of or datetime.now(timezone.utc).date())
 
 
-def _billed(terms: BillingTerms, seconds: float, hourly: float) -> tuple[float, float, float]:
-    """(billed hours, usage USD, fees USD) of `seconds` at `hourly` under `terms`."""
+def billed(terms: BillingTerms, seconds: float, hourly: float) -> tuple[float, float, float]:
+    """(billed hours, usage USD, fees USD) of `seconds` at `hourly` under `terms`, a prorated account
+    fee included: the one billing formula of cost, report and bench; inf for an unbounded duration."""
+    if math.isinf(seconds):
+        return math.inf, math.inf, 0.0
     billed = billed_seconds(terms, seconds) / 3600.0
     usage = hourly * billed
     fees = terms.monthly_fee_usd * billed / terms.hours_per_month if terms.monthly_fee_usd else 0.0
     return billed, usage, fees
-
-
-def cost_over_attempts(
-    parts: Iterable[tuple[str, float, str, float | None]], catalog: Catalog | None = None, as_of: date | None = None
-) -> float:
-    """Sum of billed cost over spot attempts: (offering, seconds, market, hourly or None) each,
-    every attempt billed on its own (each boot pays its own minimum)."""
-    return sum(cost_of(o, s, m, as_of=as_of, hourly_usd=h, catalog=catalog).cost_usd for o, s, m, h in parts)

@@ -25,6 +25,7 @@ from datetime import date, datetime
 from analysis import fastjson
 from analysis.price.billed import CostError, billed_cost, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
+from payload.timestamps import parse_time
 
 PRICE_COLUMNS = (
     "hourly_usd",
@@ -81,10 +82,6 @@ def _day(text) -> date | None:
             return None
 
 
-def _t(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> tuple[float, str, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # retirement is reported by the offerings command
@@ -112,8 +109,8 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
         history = window.get("spot_prices") or []
         recorded = _num(row.get("recorded_spot_hourly_usd"))
         if history:
-            start, end = (_t(window[k]) for k in ("start", "end"))
-            series = [(_t(t), p) for t, p in history]
+            start, end = (parse_time(window[k]) for k in ("start", "end"))
+            series = [(parse_time(t), p) for t, p in history]
             source = window.get("spot_price_source") or "timeline spot_price events"
             basis = (
                 "EC2 spot price history of the run's zone, time-weighted"

@@ -27,6 +27,7 @@ from infra import clouds
 from infra.catalog import Catalog, CatalogError, NoPrice
 from infra.catalog.price_errors import SnapshotInvalid
 from infra.catalog.prices import PriceIndex, Snapshot, load_snapshot
+from payload.timestamps import iso
 
 # The region each provider's shipped snapshots price, i.e. the catalog's region.
 CATALOG_REGIONS = {c: clouds.get(c).DEFAULT_REGION for c in clouds.NAMES}
@@ -78,7 +79,7 @@ def render(
         f"region = {_toml_value(region)}",
     ]
     if fetched_at is not None:
-        lines.append(f"fetched_at = {_toml_value(fetched_at.strftime('%Y-%m-%dT%H:%M:%SZ'))}")
+        lines.append(f"fetched_at = {_toml_value(iso(fetched_at, seconds=True))}")
     lines.append(f"generator = {_toml_value(generator)}")
     for table, rows in tables.items():
         for key in sorted(rows):

@@ -14,7 +14,7 @@ How collect calls it (one result.json dict in, a JSON-ready dict out):
     priced["method"], priced["source"], priced["warnings"]
 
 Store `priced` beside the result (e.g. as `pricing`); cost it with
-`analysis.price.billed.cost_over_attempts` using each attempt's seconds and hourly_usd
+`analysis.price.billed.cost_of` per attempt (its seconds and hourly_usd), as `runs` does,
 so every boot pays its own billing minimum. It never raises for a missing
 price or missing credentials: it falls back (recorded price, then catalog)
 and says so in `warnings` and `method`.
@@ -31,6 +31,7 @@ from typing import Any
 from analysis.price.billed import time_weighted_price
 from infra import clouds
 from infra.catalog.price_errors import PricesError
+from payload.timestamps import iso, parse_time
 
 
 @dataclass(frozen=True)
@@ -48,21 +49,13 @@ class SpotWindowPrice:
     def to_dict(self) -> dict[str, Any]:
         return {
             "average_usd": self.average_usd,
-            "series": [[_iso(t), p] for t, p in self.series],
+            "series": [[iso(t, seconds=True), p] for t, p in self.series],
             "source": self.source,
             "instance_type": self.instance_type,
             "zone": self.zone,
-            "start": _iso(self.start),
-            "end": _iso(self.end),
+            "start": iso(self.start, seconds=True),
+            "end": iso(self.end, seconds=True),
         }
-
-
-def _iso(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
 def spot_price_for_window(
@@ -78,14 +71,14 @@ def spot_price_for_window(
     before = [p for p in series if p[0] <= start]
     if not before:
         raise PricesError(
-            f"{source} for {instance_type} in {az} has no price at or before {_iso(start)}"
+            f"{source} for {instance_type} in {az} has no price at or before {iso(start, seconds=True)}"
             f" (history covers the last {history.DAYS} days)"
         )
     window = [before[-1]] + [p for p in series if start < p[0] <= end]
     return SpotWindowPrice(
         average_usd=time_weighted_price(window, start, end),
         series=tuple(window),
-        source=f"{source}, time-weighted over {_iso(start)}..{_iso(end)}",
+        source=f"{source}, time-weighted over {iso(start, seconds=True)}..{iso(end, seconds=True)}",
         instance_type=instance_type,
         zone=az,
         start=start,
@@ -102,15 +95,15 @@ def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
     launches: dict[int | None, datetime] = {}
     for ev in result.get("timeline", []):
         if ev.get("event") == "instance_launch":
-            launches.setdefault(ev.get("attempt"), _parse_time(ev["time"]))
+            launches.setdefault(ev.get("attempt"), parse_time(ev["time"]))
     single = len(result.get("attempts", [])) == 1
     out = []
     for a in result.get("attempts", []):
-        start = _parse_time(a["start"])
+        start = parse_time(a["start"])
         launch = launches.get(a.get("attempt")) or (launches.get(None) if single else None)
         if launch is not None and launch < start:
             start = launch
-        end = _parse_time(a["end"] or result["finished_at"])
+        end = parse_time(a["end"] or result["finished_at"])
         out.append(
             {
                 "attempt": a.get("attempt"),
@@ -134,8 +127,8 @@ def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, A
         {
             "attempt": w["attempt"],
             "zone": w["zone"],
-            "start": _iso(w["start"]),
-            "end": _iso(w["end"]),
+            "start": iso(w["start"], seconds=True),
+            "end": iso(w["end"], seconds=True),
             "seconds": max(0.0, (w["end"] - w["start"]).total_seconds()),
             "hourly_usd": hourly,
             "series": None,
@@ -237,11 +230,11 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
             {
                 "attempt": w["attempt"],
                 "zone": zone,
-                "start": _iso(w["start"]),
-                "end": _iso(w["end"]),
+                "start": iso(w["start"], seconds=True),
+                "end": iso(w["end"], seconds=True),
                 "seconds": (w["end"] - w["start"]).total_seconds(),
                 "hourly_usd": priced.average_usd,
-                "series": [[_iso(t), p] for t, p in priced.series],
+                "series": [[iso(t, seconds=True), p] for t, p in priced.series],
                 "source": priced.source,
             }
         )
@@ -295,7 +288,7 @@ def price_run(
     market = offering.get("market") or "on-demand"
     provider = offering.get("provider") or offering_id.split("/", 1)[0]
     windows = attempt_windows(result)
-    day = (windows[0]["start"] if windows else _parse_time(result["started_at"])).date()
+    day = (windows[0]["start"] if windows else parse_time(result["started_at"])).date()
     ctx = {
         "result": result,
         "offering_id": offering_id,

@@ -28,7 +28,7 @@ def recorded(directories: Sequence[Path] | None = None) -> list[dict]:
 
 
 def _when(text: Any) -> datetime | None:
-    from analysis.campaign.manifest import parse_time
+    from payload.timestamps import parse_time
 
     try:
         return parse_time(str(text)) if text else None

@@ -31,7 +31,7 @@ _DEADLINE_FORMAT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
 # `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
 DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
 
-# (kind, EC2 error codes / phrases) in a failed `pulumi up` transcript; see analysis.campaign.failures.
+# (kind, EC2 error codes / phrases) in a failed `pulumi up` transcript; see analysis.launch_failures.
 FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("quota", ("VcpuLimitExceeded", "InstanceLimitExceeded", "MaxSpotInstanceCountExceeded")),
     (

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from infra.catalog.price_errors import NoCredentials, PriceFetchError, PricesError
+from payload.timestamps import iso
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
@@ -196,10 +197,6 @@ def current_spot_prices(
 # --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
-def _stamp(now) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def price_tables(offerings: list, region: str, now: datetime, clients):
     """One refresh's price tables for these offerings in `region`: (tables, source, warnings)."""
     types = [o.instance_type for o in offerings]
@@ -229,6 +226,6 @@ def price_tables(offerings: list, region: str, now: datetime, clients):
         warns.append(f"aws in {region}: no spot price at fetch time for {', '.join(no_spot)}; on-demand only for these")
     source = (
         f"AWS Price List API (pricing.get_products AmazonEC2, {region}, Linux, shared tenancy)"
-        f"{' + EC2 spot price history' if spot else ''}, fetched {_stamp(now)}"
+        f"{' + EC2 spot price history' if spot else ''}, fetched {iso(now, seconds=True)}"
     )
     return {"price": rows}, source, warns

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from infra import sweep as common
-from infra.aws import DEADLINE_SCHEDULE_PREFIX, is_launcher_deadline
+from infra.aws import DEADLINE_SCHEDULE_PREFIX, format_deadline, is_launcher_deadline
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
 from infra.sweep import Action
@@ -256,7 +256,7 @@ def sweep_recurring_region(
         deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
 
         def record(action, reason, error=None, iid=iid, tags=tags, deadline=deadline):
-            shown = deadline.strftime("%Y-%m-%dT%H:%M:%SZ") if deadline else None
+            shown = format_deadline(deadline) if deadline else None
             out.append(Action("aws", region, "instance", iid, action, tags.get(AWS_STACK_TAG), shown, reason, error))
 
         if deadline is None:

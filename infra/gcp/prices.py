@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from infra.catalog.price_errors import NoCredentials, PriceFetchError
+from payload.timestamps import iso
 
 COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
 CATALOG_URL = "https://cloudbilling.googleapis.com/v1/{service}/skus"
@@ -261,10 +262,6 @@ def compute_engine_prices(
 # --- a refresh (analysis.price.refresh) -------------------------------------------
 
 
-def _stamp(now) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def price_tables(offerings: list, region: str, now: datetime, clients):
     """One refresh's price tables for these offerings in `region`: (tables, source, warnings)."""
     machines = {o.instance_type: (o.instance_type, o.vcpus, o.memory_gb) for o in offerings}
@@ -272,6 +269,6 @@ def price_tables(offerings: list, region: str, now: datetime, clients):
     prices = compute_engine_prices(clients.gcp_session(), machines.values(), gpus, region)
     source = (
         f"GCP Cloud Billing Catalog API ({COMPUTE_ENGINE_SERVICE}/skus, Compute Engine, {region}), "
-        f"fetched {_stamp(now)}"
+        f"fetched {iso(now, seconds=True)}"
     )
     return {"gcp_machine": prices.machines, "gcp_gpu": prices.gpus}, source, prices.warnings

@@ -25,7 +25,7 @@ from urllib.parse import quote
 from infra import sweep as common
 from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
 from infra.gcp import STACK_TAG as GCP_STACK_LABEL
-from infra.gcp import is_launcher_deadline, region_of_zone
+from infra.gcp import format_deadline, is_launcher_deadline, region_of_zone
 from infra.sweep import Action
 from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline, project_id, recurring_deadline
 
@@ -204,7 +204,7 @@ def sweep_recurring(
         deadline = recurring_deadline(created, labels[MAX_HOURS_LABEL]) if created else None
 
         def record(action, reason, error=None, zone=zone, name=name, stack=stack, deadline=deadline):
-            shown = deadline.strftime("%Y%m%dt%H%M%Sz") if deadline else None
+            shown = format_deadline(deadline) if deadline else None
             out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
 
         if deadline is None:

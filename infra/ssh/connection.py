@@ -18,6 +18,7 @@ import socket
 from pathlib import Path
 
 from infra.ssh.config import SshStack
+from payload.userdirs import user_path
 
 KNOWN_HOSTS_ENV = "GPUBENCH_KNOWN_HOSTS"  # overrides where gpubench records host keys
 USER_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -29,10 +30,7 @@ class SshError(RuntimeError):
 
 def project_known_hosts() -> Path:
     """gpubench's own known_hosts: $GPUBENCH_KNOWN_HOSTS, else $XDG_CONFIG_HOME (~/.config)/gpubench/known_hosts."""
-    if os.environ.get(KNOWN_HOSTS_ENV):
-        return Path(os.environ[KNOWN_HOSTS_ENV]).expanduser()
-    config = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
-    return Path(config) / "gpubench" / "known_hosts"
+    return user_path(KNOWN_HOSTS_ENV, "config", "known_hosts")
 
 
 def _record_policy(path: Path):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 from dataclasses import dataclass
+
+from payload.timestamps import stamp
 
 FILES = {
     "record": "run.json",  # launch record (stack, runtime, command, started_at)
@@ -27,7 +28,7 @@ FILES = {
 
 def new_run_id(now: float | None = None) -> str:
     """UTC time plus a random suffix: sortable, unique per launch."""
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now)) + "-" + secrets.token_hex(3)
+    return stamp(now) + "-" + secrets.token_hex(3)
 
 
 @dataclass(frozen=True)

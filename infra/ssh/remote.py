@@ -20,6 +20,7 @@ from infra.ssh import script
 from infra.ssh.connection import SshError, run
 from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import Plan
+from payload.timestamps import iso
 
 # A launch (upload, unpack with a 600 s timeout, 30 s wait for the pid) usually takes seconds; only a
 # lock older than its worst case is a leftover (taking a live one would close that launch's run as lost).
@@ -253,7 +254,7 @@ def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, p
             "status": "killed",
             "exit_code": 137,
             "phase": "unknown",
-            "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "finished_at": iso(seconds=True),
             "note": f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh",
         }
         _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
@@ -267,7 +268,7 @@ def mark_lost(sftp, r: RemoteRun) -> RemoteRun:
         "status": "lost",
         "exit_code": 1,
         "phase": "unknown",
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "finished_at": iso(seconds=True),
         "note": "the wrapper process is gone and left no state (host rebooted or process killed)",
     }
     _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))

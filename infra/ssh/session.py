@@ -25,6 +25,7 @@ from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
 from payload.layout import stack_prefix
+from payload.timestamps import iso
 
 # outcome -> process exit code (docs/ssh.md)
 EXIT_CODES = {
@@ -167,7 +168,7 @@ class Session:
             "runtime": self.cfg.runtime,
             "host": self.cfg.target,
             "image": plan.image,
-            "started_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+            "started_at": iso(),
             "payload": [str(a) for a in plan.payload],
         }
         r = self.current = remote.launch(self.conn, self.sftp, layout, plan, record)

@@ -8,7 +8,7 @@ host the job therefore runs in a virtual environment of its own, created on
 first use and reused by every later run:
 
 - **Where.** ``<cache>/envs/env-<key>/``, the cache being ``$GPUBENCH_CACHE``,
-  else ``~/.cache/gpubench`` (where collect keeps its manifests): per user,
+  else ``$XDG_CACHE_HOME/gpubench`` (payload.userdirs; where collect keeps its manifests): per user,
   outside the project and the installed package (``$GPUBENCH_JOB_ENVS`` names
   another folder: an SSH stack keeps them under its ``remoteDir``).
 - **Keyed by what builds it.** The key hashes the ``setup`` script, the values
@@ -62,7 +62,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ENVS_ENV", "INHERIT_ENV", "JobVenv", "JobVenvError", "cache_root", "envs_root", "venv_key"]
+from payload.userdirs import user_path
+
+__all__ = ["ENVS_ENV", "INHERIT_ENV", "JobVenv", "JobVenvError", "envs_root", "venv_key"]
 
 INHERIT_ENV = "GPUBENCH_JOB_SITE_PACKAGES"
 ENVS_ENV = "GPUBENCH_JOB_ENVS"  # where the environments are kept, when not in the cache (an SSH stack's remoteDir)
@@ -75,16 +77,9 @@ class JobVenvError(RuntimeError):
     """The job's environment could not be made; the message says where and what to do."""
 
 
-def cache_root() -> Path:
-    """gpubench's per-user cache, as collect keeps its manifests there: $GPUBENCH_CACHE, else ~/.cache/gpubench."""
-    return Path(os.environ.get("GPUBENCH_CACHE") or Path.home() / ".cache" / "gpubench").expanduser()
-
-
 def envs_root() -> Path:
     """$GPUBENCH_JOB_ENVS, else <cache>/envs."""
-    if os.environ.get(ENVS_ENV):
-        return Path(os.environ[ENVS_ENV]).expanduser()
-    return cache_root() / "envs"
+    return user_path(ENVS_ENV, "cache", "envs")
 
 
 def base_python() -> str:

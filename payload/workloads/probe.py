@@ -30,8 +30,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from payload.events import parse_iso
 from payload.steady import find_gaps, steady_rate, without_gaps
+from payload.timestamps import parse_iso
 from payload.workloads.metrics import Progress
 
 __all__ = ["DEFAULT_TARGET", "MAX_POINTS", "ProbeMonitor", "overhead_seconds"]

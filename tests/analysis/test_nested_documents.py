@@ -19,7 +19,7 @@ def test_fastjson_reads_a_too_deep_document_as_a_value_error():
 
 
 def test_a_job_event_line_nested_too_deeply_leaves_the_stack_observable(tmp_path):
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
     from payload.storage import open_store
 
     run = tmp_path / "runs" / "local-x" / "20261127T120000Z-vm-workload-a"

@@ -11,8 +11,8 @@ from synthetic_results import make_result
 
 from analysis.bench.live import latest_log
 from analysis.bench.readings import newest_result
-from analysis.campaign.observe import observe
 from analysis.collect import collect
+from analysis.observe import observe
 from payload.layout import run_prefix
 from payload.storage import open_store
 

@@ -8,7 +8,7 @@ import time
 from analysis.bench import probes as probes_mod
 from analysis.bench.probes import Probes, run_all
 from analysis.bench.readings import ProbeReport
-from analysis.campaign.progress import Printer
+from analysis.progress import Printer
 
 
 class _Terminal(io.StringIO):

@@ -337,7 +337,7 @@ def test_a_stack_that_cannot_be_removed_is_named_with_the_command(tmp_path, s3_b
 
 def test_finish_seconds_run_from_the_jobs_end_to_the_payloads_exit():
     from analysis.bench.local import finish_seconds
-    from payload.events import parse_iso
+    from payload.timestamps import parse_iso
 
     timeline = [
         {"event": "run_start", "time": "2026-01-01T00:00:00.000Z"},

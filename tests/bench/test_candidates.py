@@ -171,7 +171,7 @@ def test_providers_and_regions_narrow_the_search(tmp_path):
 
 def test_local_candidate_is_priced_like_the_demo(monkeypatch):
     monkeypatch.delenv("GPUBENCH_LOCAL_HOURLY_USD", raising=False)
-    from analysis.demo import DEFAULT_HOURLY_USD
+    from analysis.price.local import DEFAULT_HOURLY_USD
 
     default = local_candidate()
     assert (default.kind, default.name, default.offering) == ("local", "local", LOCAL_OFFERING)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from datetime import date
 
 import pytest
@@ -16,10 +17,9 @@ from analysis.bench.extrapolate import (
     PeriodicCost,
     estimate_job,
     periodic_cost,
-    probe_bound_usd,
     probe_periodic,
 )
-from analysis.price.billed import CostError
+from analysis.price.billed import CostError, billed
 from infra.catalog import BillingTerms, load_catalog
 from payload.steady import Steady
 
@@ -265,30 +265,21 @@ def test_bad_inputs_are_clear_errors(change, message):
 
 def test_probe_bound_per_second():
     # 10 min probe + 10 min boot allowance at $3/h, per second: 1200 s
-    assert probe_bound_usd(terms=PER_SECOND, hourly_usd=3.0, probe_seconds=600, boot_allowance_seconds=600) == (
-        pytest.approx(1.0)
-    )
+    assert sum(billed(PER_SECOND, 600 + 600, 3.0)[1:]) == pytest.approx(1.0)
 
 
 def test_probe_bound_per_hour_bills_a_whole_hour():
-    assert probe_bound_usd(terms=PER_HOUR, hourly_usd=3.0, probe_seconds=600, boot_allowance_seconds=600) == (
-        pytest.approx(3.0)
-    )
+    assert sum(billed(PER_HOUR, 600 + 600, 3.0)[1:]) == pytest.approx(3.0)
     # 50 min + 20 min crosses into a second hour
-    assert probe_bound_usd(terms=PER_HOUR, hourly_usd=3.0, probe_seconds=3000, boot_allowance_seconds=1200) == (
-        pytest.approx(6.0)
-    )
+    assert sum(billed(PER_HOUR, 3000 + 1200, 3.0)[1:]) == pytest.approx(6.0)
 
 
 def test_probe_bound_minimum():
-    assert probe_bound_usd(terms=PER_SECOND_MIN_MINUTE, hourly_usd=3.6, probe_seconds=20, boot_allowance_seconds=0) == (
-        pytest.approx(0.06)
-    )
+    assert sum(billed(PER_SECOND_MIN_MINUTE, 20, 3.6)[1:]) == pytest.approx(0.06)
 
 
-def test_probe_bound_rejects_a_zero_probe():
-    with pytest.raises(CostError, match="probe_seconds"):
-        probe_bound_usd(terms=PER_SECOND, hourly_usd=3.0, probe_seconds=0, boot_allowance_seconds=600)
+def test_an_unbounded_duration_costs_inf():
+    assert billed(PER_SECOND, math.inf, 3.0)[:2] == (math.inf, math.inf)
 
 
 @settings(max_examples=200, deadline=None)

@@ -22,7 +22,7 @@ def test_logs_cuts_a_log_tail_larger_than_any_payload_writes(tmp_path, capsys):
 
 def test_status_reads_no_run_file_larger_than_any_payload_writes(tmp_path, monkeypatch):
     """A forged events.jsonl or result.json of any size is a problem of its stack, never read whole."""
-    from analysis.campaign import observe as observing
+    from analysis import observe as observing
     from analysis.collect import validation
     from payload.storage import FileStore, open_store
 
@@ -41,8 +41,8 @@ def test_status_reads_no_run_file_larger_than_any_payload_writes(tmp_path, monke
 def test_a_stack_whose_run_files_cannot_be_read_is_not_shown_as_empty(tmp_path, monkeypatch):
     from datetime import datetime, timezone
 
-    from analysis.campaign import observe as observing
-    from analysis.campaign.status import stack_status
+    from analysis import observe as observing
+    from analysis.stack_status import stack_status
     from payload.storage import open_store
 
     monkeypatch.setattr(observing, "MAX_EVENTS_BYTES", 1000)

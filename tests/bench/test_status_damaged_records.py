@@ -51,7 +51,7 @@ def test_a_launch_time_at_the_start_of_the_calendar_is_read_not_overflowed(tmp_p
     from datetime import datetime, timezone
 
     from analysis.bench.record import BenchRecord, bench_root
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
     from payload.storage import open_store
 
     bucket = tmp_path / "bucket"

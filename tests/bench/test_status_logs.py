@@ -11,11 +11,11 @@ import pytest
 
 from analysis.bench.live import follow_log, latest_log, new_lines, probe_status, status_table
 from analysis.bench.record import BenchRecord, bench_root
-from analysis.campaign.manifest import iso
 from analysis.cli import main
 from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
 from payload.storage import open_store
+from payload.timestamps import iso
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
 BENCH = "20261125T094000Z-00aa"

@@ -40,7 +40,7 @@ LONG = {"gpubench:epochs": 30, "gpubench:params": "samples=2048,val_samples=64,h
 @pytest.fixture(scope="module")
 def story(moto_server, tmp_path_factory):
     from analysis.campaign import commands
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     mp = pytest.MonkeyPatch()
     for k, v in {
@@ -178,7 +178,7 @@ def test_wait_collects_tears_everything_down_and_reports(story):
 
 
 def test_waste_is_time_billed_after_the_upload(story):
-    from analysis.campaign.manifest import parse_time
+    from payload.timestamps import parse_time
 
     summary = json.loads((story["out"] / "campaign.json").read_text())
     rows = {r["stack"]: r for r in summary["stacks"]}

@@ -10,7 +10,7 @@ from conftest import make_project
 from test_campaign_units import StubBackend
 
 from analysis.campaign import commands, schedule
-from analysis.campaign.progress import Printer
+from analysis.progress import Printer
 
 
 def _project(tmp_path, names):

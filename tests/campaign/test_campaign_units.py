@@ -80,7 +80,7 @@ class StubBackend:
 
 def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **kw):
     from analysis.campaign import commands
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     project = project or make_project(tmp_path / "project", {n: {} for n in names}, tiny=False)
     printer = Printer(quiet=True)
@@ -181,7 +181,7 @@ def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_pat
     ],
 )
 def test_failures_are_classified_with_the_provider_message(text, kind, zone):
-    from analysis.campaign.failures import classify
+    from analysis.launch_failures import classify
 
     f = classify("Updating (s):\n  aws:ec2:Instance instance creating failed\n    " + text + "\nResources: 3 created\n")
     assert (f.kind, f.zone) == (kind, zone)
@@ -190,7 +190,7 @@ def test_failures_are_classified_with_the_provider_message(text, kind, zone):
 
 
 def test_retry_zone_never_picks_the_failed_or_a_tried_zone():
-    from analysis.campaign.failures import retry_zone
+    from analysis.launch_failures import retry_zone
 
     gcp = ("us-central1-a", "us-central1-b", "us-central1-c", "us-west1-a")
     assert retry_zone("us-central1-a", [], "gcp", "us-central1", gcp)[0] == "us-central1-b"
@@ -289,7 +289,7 @@ def _entry(**kw):
 
 
 def _obs(*runs, last=None, in_progress=()):
-    from analysis.campaign.observe import RunView, StackObservation
+    from analysis.observe import RunView, StackObservation
 
     views = [RunView(f"r-{b}", b, s, NOW - timedelta(hours=1), t, t) for b, s, t in runs]
     return StackObservation(runs=views, in_progress=list(in_progress), last_event=last)
@@ -323,13 +323,13 @@ T1 = NOW - timedelta(minutes=30)
     ],
 )
 def test_status_rules(entry, obs, now, state):
-    from analysis.campaign.status import stack_status
+    from analysis.stack_status import stack_status
 
     assert stack_status("aws-g4dn-1x", entry, obs, now).state == state
 
 
 def test_cost_so_far_and_waste_figures():
-    from analysis.campaign.status import stack_status
+    from analysis.stack_status import stack_status
 
     done = _obs(("mnist-mlp", "completed", T1), ("mnist-cnn", "completed", T1 + timedelta(minutes=10)))
     upload = T1 + timedelta(minutes=10)
@@ -348,7 +348,7 @@ def test_cost_so_far_and_waste_figures():
 
 
 def test_observe_reads_results_events_and_ignores_earlier_launches(tmp_path):
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
     from payload.storage import open_store
 
     store = open_store(tmp_path.as_uri())
@@ -436,7 +436,7 @@ def test_cli_up_and_status_json(tmp_path, monkeypatch, capsys):
 def test_wait_refuses_when_a_stack_never_launched(tmp_path):
     from analysis.campaign import commands
     from analysis.campaign.manifest import Manifest
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
     from payload.storage import open_store
 
     store = open_store((tmp_path / "b").as_uri())

@@ -12,7 +12,6 @@ from analysis.price.billed import (
     billed_seconds,
     breakeven_days_per_month,
     cost_of,
-    cost_over_attempts,
     onprem_hourly,
     onprem_monthly,
     time_weighted_price,
@@ -84,9 +83,7 @@ def test_spot_cost_uses_the_snapshot_spot_price():
 
 def test_spot_attempts_are_each_billed_on_their_own():
     # two attempts of 30 s each: each pays the 60 s minimum
-    total = cost_over_attempts(
-        [("aws/p2.xlarge", 30, "spot", 0.36), ("aws/p2.xlarge", 30, "spot", 0.36)], catalog=CAT, as_of=NOW
-    )
+    total = sum(cost_of("aws/p2.xlarge", 30, "spot", as_of=NOW, hourly_usd=0.36, catalog=CAT).cost_usd for _ in "ab")
     assert total == pytest.approx(2 * 0.36 / 60)
 
 

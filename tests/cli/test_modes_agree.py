@@ -97,7 +97,7 @@ def test_the_teardown_bench_prints_after_ctrl_c_destroys_the_probe(tmp_path, mon
     from analysis.bench.probes import Live, Probes
     from analysis.bench.record import BenchRecord, bench_root
     from analysis.bench.run import cancelled
-    from analysis.campaign.progress import Printer
+    from analysis.progress import Printer
 
     name = "aws-g4dn-1x-b3f2a"
     workspace = bench_root() / "20261125T094000Z-3f2a"  # where bench keeps it: the state home
@@ -181,7 +181,7 @@ def test_follow_ends_when_the_run_can_no_longer_be_alive(tmp_path, capsys):
 
 def test_follow_ends_at_the_deadline_its_bench_recorded(tmp_path, capsys):
     from analysis.bench.record import BenchRecord, bench_root
-    from analysis.campaign.manifest import iso, utcnow
+    from payload.timestamps import iso, utcnow
 
     argv = _dead_run(tmp_path, age_hours=0.1)
     record = BenchRecord.create(bench_root(tmp_path) / "b1", "b1", "task.yaml", str(tmp_path / "bucket"))

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from analysis.bench.record import BenchRecord, bench_root
-from analysis.campaign.manifest import iso
 from analysis.cli import main
 from payload.storage import open_store
 from payload.terminal import BIDI, SafeStream, safe_terminal, terminal_text
+from payload.timestamps import iso
 
 ROOT = Path(__file__).resolve().parents[2]
 # clear screen, window title (OSC 0, BEL-ended), clipboard (OSC 52), a C1 CSI, a right-to-left override, DEL

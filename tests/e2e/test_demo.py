@@ -116,12 +116,12 @@ def test_demo_setting_errors_are_clear(tmp_path, extra, message):
 
 
 def test_price_comes_from_flag_then_env_then_default():
-    from analysis.demo import DEFAULT_HOURLY_USD, DemoError, resolve_price
+    from analysis.price.local import DEFAULT_HOURLY_USD, CostError, resolve_price
 
     assert resolve_price(0.3, {"GPUBENCH_LOCAL_HOURLY_USD": "0.5"}).hourly_usd == 0.3
     env = resolve_price(None, {"GPUBENCH_LOCAL_HOURLY_USD": "0.5"})
     assert env.hourly_usd == 0.5 and "GPUBENCH_LOCAL_HOURLY_USD=0.5" in env.source
     default = resolve_price(None, {})
     assert default.hourly_usd == DEFAULT_HOURLY_USD and "assumed" in default.source
-    with pytest.raises(DemoError, match="GPUBENCH_LOCAL_HOURLY_USD='cheap' is not a number"):
+    with pytest.raises(CostError, match="GPUBENCH_LOCAL_HOURLY_USD='cheap' is not a number"):
         resolve_price(None, {"GPUBENCH_LOCAL_HOURLY_USD": "cheap"})

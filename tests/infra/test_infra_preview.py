@@ -70,7 +70,7 @@ def test_preview_bad_stack_and_bad_config_fail_clearly(tmp_path):
     assert proc.returncode == 2 and "no stack file" in proc.stderr
 
 
-def test_cost_estimate_from_results_table(catalog):
+def test_cost_estimate_from_results_table(catalog, tmp_path):
     pd = require_module("pandas")
     from infra import stacks as stackfiles
     from infra.config import parse_config
@@ -78,24 +78,17 @@ def test_cost_estimate_from_results_table(catalog):
     cfg = parse_config(
         {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
     )
-    table = pd.DataFrame(
+    require_module("duckdb")
+    pd.DataFrame(
         {
             "stack": ["aws-g4dn-1x"] * 3 + ["other"],
             "benchmark": ["mnist-cnn"] * 3 + ["mnist-cnn"],
             "billed_seconds": [1800, 3600, 5400, 99],
         }
-    )
-    rows = {r["benchmark"]: r for r in estimate.estimate_costs(cfg, 2.0, table)}
+    ).to_parquet(tmp_path / "results.parquet")
+    rows = {r["benchmark"]: r for r in infra_estimate_costs(cfg, 2.0, estimate.measured_runs_of(tmp_path))}
     assert rows["mnist-cnn"]["usd"] == 2.0 and rows["mnist-cnn"]["source"].startswith("measured")
     assert rows["imdb-bilstm"]["usd"] == 12.0 and rows["imdb-bilstm"]["source"].startswith("bound")
-
-
-def test_results_table_read_from_report_dir(tmp_path):
-    (tmp_path / "results.csv").write_text("stack,benchmark,billed_seconds\naws-g4dn-1x,mnist-cnn,60\n")
-    table = estimate.read_results(tmp_path).table
-    assert list(table["billed_seconds"]) == [60]
-    missing = estimate.read_results(tmp_path / "none")
-    assert missing.table is None and "no results table" in missing.note
 
 
 def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):
@@ -125,36 +118,20 @@ def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
     r = make_result("aws/g4dn.xlarge", "mnist-cnn", train_seconds=600, attempts=2, hourly_usd=0.526)
     store.put_bytes(result_key(r), result_bytes(r))
     assert main(["collect", "--results", str(src), "--table", str(out), "--json"]) == 0
-    results = estimate.read_results(out)
-    assert results.path == out / "results.parquet"
+    results = estimate.measured_runs_of(out)
+    assert results.where == str(out / "results.parquet")
     cfg = parse_config(
         {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
     )
-    rows = {e["benchmark"]: e for e in estimate.estimate_costs(cfg, 2.0, results)}
+    rows = {e["benchmark"]: e for e in infra_estimate_costs(cfg, 2.0, results)}
     assert rows["mnist-cnn"]["seconds"] == pytest.approx(905)
     assert rows["mnist-cnn"]["usd"] == pytest.approx(round(905 / 3600 * 2.0, 4))
     assert "1 collected run(s) in" in rows["mnist-cnn"]["source"] and "results.parquet" in rows["mnist-cnn"]["source"]
     assert rows["imdb-bilstm"]["source"].startswith("bound") and rows["imdb-bilstm"]["usd"] == cfg.max_hours * 2.0
     # the file itself may be named; a missing table says where it looked
-    assert estimate.read_results(out / "results.parquet").table is not None
-    missing = estimate.estimate_costs(cfg, 2.0, estimate.read_results(tmp_path / "none"))
+    assert estimate.measured_runs_of(out / "results.parquet").seconds == results.seconds
+    missing = infra_estimate_costs(cfg, 2.0, estimate.measured_runs_of(tmp_path / "none"))
     assert "no results table at" in missing[0]["source"]
-
-
-def test_preview_without_pandas_says_so(tmp_path, catalog, monkeypatch):
-    import builtins
-
-    (tmp_path / "results.csv").write_text("stack,benchmark,billed_hours\naws-g4dn-1x,mnist-cnn,0.5\n")
-    real = builtins.__import__
-
-    def no_pandas(name, *a, **k):
-        if name == "pandas":
-            raise ImportError("no pandas")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", no_pandas)
-    results = estimate.read_results(tmp_path)
-    assert results.table is None and "pandas is not installed" in results.note
 
 
 def test_plan_estimates_from_measurements(tmp_path, capsys):

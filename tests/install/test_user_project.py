@@ -1,4 +1,4 @@
-"""A packaged install's user copy of its Pulumi project (infra.userproject) and the stack-file rule.
+"""A packaged install's user copy of its Pulumi project (infra.projectfiles) and the stack-file rule.
 
 A fake install is made of folders in tmp: an empty "checkout" (so the code acts as a packaged
 install) and a shipped infra/project/ with two stack files.
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra import projectfiles, stacks, userproject
-from infra.statedir import HOME_ENV
+from infra import projectfiles, stacks
 from infra.workspace import project_dir
+from payload.userdirs import HOME_ENV
 
-PROGRAM = Path(userproject.__file__).resolve().parent
+PROGRAM = Path(projectfiles.__file__).resolve().parent
 
 
 @pytest.fixture
@@ -31,7 +31,6 @@ def shipped(tmp_path, monkeypatch) -> Path:
         (bundled / "stacks" / f"Pulumi.{name}.yaml").write_text(f"config:\n  aws:region: {region}\n")
     monkeypatch.setattr(projectfiles, "CHECKOUT", tmp_path / "not-a-checkout")
     monkeypatch.setattr(projectfiles, "BUNDLED", bundled)
-    monkeypatch.setattr(userproject, "BUNDLED", bundled)
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
     return bundled
 

@@ -16,11 +16,12 @@ import pytest
 import infra.projectfiles as projectfiles
 import infra.stacks  # noqa: F401 - STACKS_DIR is set at import: before a test fakes the checkout
 from analysis.bench.record import BENCH_ROOT, BenchRecord, bench_dirs, bench_root, legacy_bench_root
-from analysis.campaign.manifest import iso
+from analysis.campaign.commands import campaign_report_dir
 from analysis.cli import main
-from infra.statedir import HOME_ENV, campaign_report_dir, state_home
 from payload import exitcodes
 from payload.storage import open_store
+from payload.timestamps import iso
+from payload.userdirs import HOME_ENV, user_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 STACK = "local-b00aa"
@@ -50,12 +51,12 @@ def write_bench(root: Path, bench_id: str, results: Path, log: str | None = None
 def test_the_state_home_is_gpubench_home_else_dot_gpubench_in_the_users_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     monkeypatch.delenv(HOME_ENV, raising=False)
-    assert state_home() == tmp_path / "user" / ".gpubench"
+    assert user_dir("state") == tmp_path / "user" / ".gpubench"
     monkeypatch.setenv(HOME_ENV, "")
-    assert state_home() == tmp_path / "user" / ".gpubench"
+    assert user_dir("state") == tmp_path / "user" / ".gpubench"
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(HOME_ENV, "state")
-    assert state_home() == tmp_path / "state"  # relative: to the current directory, recorded absolute
+    assert user_dir("state") == tmp_path / "state"  # relative: to the current directory, recorded absolute
 
 
 def test_bench_workspaces_go_to_the_state_home_unless_a_project_dir_is_given(home, tmp_path):

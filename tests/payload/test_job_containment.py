@@ -19,7 +19,7 @@ import yaml
 from job_processes import ALL_CHILDREN, kill_recorded, recorded, survivors, write_job
 
 from payload import exitcodes, proctree
-from payload.events import parse_iso
+from payload.timestamps import parse_iso
 from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS, stop_grace_seconds
 
 REPO = Path(__file__).resolve().parents[2]

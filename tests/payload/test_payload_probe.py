@@ -19,8 +19,8 @@ from run_files import final_log_tail
 
 from payload import exitcodes
 from payload.config import ConfigError, render_env, resolve
-from payload.events import parse_iso
 from payload.schema import validate_result
+from payload.timestamps import parse_iso
 from payload.workloads import logtail
 from payload.workloads.jobenv import job_frameworks
 from payload.workloads.metrics import MetricsReader, Progress

@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from payload.events import Timeline, iso, mllog
+from payload.events import Timeline, mllog
 from payload.result import RunWriter, new_result
 from payload.schema import SCHEMA_VERSION, ResultValidationError, load_schema, validate_result
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
+from payload.timestamps import iso
 
 
 def sample_result(**over) -> dict:

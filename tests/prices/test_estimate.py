@@ -4,44 +4,16 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from servers import require_module
 
-from analysis.price.estimate import ResultsTable, measured_runs, read_results
+from analysis.price.estimate import measured_runs_of
 
 
 def test_completed_runs_billed_hours_become_seconds_per_stack_and_benchmark(tmp_path):
-    pd = require_module("pandas")
-    table = pd.DataFrame(
-        {
-            "stack": ["a", "a", "a", "b", "a"],
-            "benchmark": ["mnist", "mnist", "mnist", "mnist", "resnet"],
-            "status": ["completed", "failed", "completed", "completed", "completed"],
-            "billed_hours": [0.5, 9.0, 0.25, 1.0, math.nan],
-        }
-    )
-    measured = measured_runs(ResultsTable(table, tmp_path / "results.parquet"))
-    assert sorted(measured.seconds[("a", "mnist")]) == [900.0, 1800.0]  # the failed run left out
-    assert measured.seconds[("b", "mnist")] == [3600.0]
-    assert measured.seconds.get(("a", "resnet"), []) == []  # no billed time, no run
-    assert measured.where == str(tmp_path / "results.parquet") and measured.note is None
-
-
-def test_older_tables_with_billed_seconds_and_unusable_tables(tmp_path):
-    pd = require_module("pandas")
-    old = pd.DataFrame({"stack": ["a"], "benchmark": ["mnist"], "billed_seconds": [120.0]})
-    assert measured_runs(old).seconds == {("a", "mnist"): [120.0]}
-    assert measured_runs(pd.DataFrame({"stack": ["a"], "benchmark": ["mnist"]})).seconds == {}
-    missing = measured_runs(read_results(tmp_path / "none"))
-    assert missing.seconds == {} and missing.where is None and "no results table at" in missing.note
-
-
-def test_the_queried_table_gives_what_the_dataframe_gives(tmp_path):
-    """measured_runs_of reads the Parquet table with a query, only the stacks asked
-    for, and finds the billed seconds measured_runs finds in the whole DataFrame."""
+    """Only the stacks asked for are read; failed runs and runs without billed time are left out."""
     pd = require_module("pandas")
     require_module("duckdb")
-    from analysis.price.estimate import measured_runs_of
-
     table = pd.DataFrame(
         {
             "stack": ["a", "a", "a", "b", "a", None],
@@ -51,12 +23,29 @@ def test_the_queried_table_gives_what_the_dataframe_gives(tmp_path):
         }
     )
     table.to_parquet(tmp_path / "results.parquet")
-    whole = measured_runs(read_results(tmp_path))
-    queried = measured_runs_of(tmp_path)
-    assert {k: sorted(v) for k, v in queried.seconds.items()} == {k: sorted(v) for k, v in whole.seconds.items()}
-    assert queried.where == whole.where == str(tmp_path / "results.parquet")
+    measured = measured_runs_of(tmp_path)
+    assert sorted(measured.seconds[("a", "mnist")]) == [900.0, 1800.0]  # the failed run left out
+    assert measured.seconds[("b", "mnist")] == [3600.0]
+    assert measured.seconds.get(("a", "resnet"), []) == []  # no billed time, no run
+    assert measured.where == str(tmp_path / "results.parquet") and measured.note is None
     only_b = measured_runs_of(tmp_path / "results.parquet", ["b"])
     assert only_b.seconds == {("b", "mnist"): [3600.0]}
-    assert measured_runs(only_b) is only_b
+
+
+def test_older_tables_with_billed_seconds_and_a_missing_table(tmp_path):
+    pd = require_module("pandas")
+    require_module("duckdb")
+    pd.DataFrame({"stack": ["a"], "benchmark": ["mnist"], "billed_seconds": [120.0]}).to_parquet(
+        tmp_path / "results.parquet"
+    )
+    assert measured_runs_of(tmp_path).seconds == {("a", "mnist"): [120.0]}
     missing = measured_runs_of(tmp_path / "none")
-    assert missing.seconds == {} and "no results table at" in missing.note
+    assert missing.seconds == {} and missing.where is None and "no results table at" in missing.note
+
+
+def test_without_the_analysis_extra_the_note_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "analysis.report.query", None)  # as if duckdb were missing
+    missing = measured_runs_of(tmp_path)
+    assert missing.seconds == {} and "install the analysis extra" in missing.note
+    with pytest.raises(ImportError):
+        import analysis.report.query  # noqa: F401

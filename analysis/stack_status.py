@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from analysis.campaign.manifest import iso, parse_time
-from analysis.campaign.observe import StackObservation
+from analysis.observe import StackObservation
 from payload.terminal import terminal_text
+from payload.timestamps import iso, parse_time
 
 TERMINAL = frozenset({"finished", "failed", "interrupted", "expired", "launch-failed"})
 from payload.result import FINAL_STATUSES as FINAL_RESULTS  # noqa: E402
@@ -260,7 +260,7 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
 
 def campaign_status(manifest: Any, store: Any, now: datetime, observe_fn: Callable | None = None) -> list[StackStatus]:
     """Status of every stack in the manifest (reads the bucket once per launched stack)."""
-    from analysis.campaign.observe import observe
+    from analysis.observe import observe
 
     look = observe_fn or observe
     out = []

@@ -15,8 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from analysis import fastjson
-from analysis.campaign.manifest import parse_time
 from payload.layout import newest_versions, stack_prefix
+from payload.timestamps import parse_time
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 UNREACHABLE = "cannot list "  # how a problem reading the bucket at all begins: nothing could be checked

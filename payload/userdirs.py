@@ -1,0 +1,36 @@
+"""gpubench's per-user folders, one rule: the variable of gpubench's own when set (relative to the
+current directory), else the XDG base directory
+(https://specifications.freedesktop.org/basedir-spec/latest/), else its default in your home.
+
+The state home (bench workspaces, campaign reports, a packaged install's Pulumi project) keeps
+`~/.gpubench`, where those have always been; it is never inside site-packages (not writable,
+lost on upgrade) nor in whatever directory a command starts from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["HOME_ENV", "user_dir", "user_path"]
+
+HOME_ENV = "GPUBENCH_HOME"
+# kind -> (gpubench's own variable, the XDG variable, the base without it, the folder in the base)
+_PLACES = {
+    "cache": ("GPUBENCH_CACHE", "XDG_CACHE_HOME", "~/.cache", "gpubench"),
+    "config": ("", "XDG_CONFIG_HOME", "~/.config", "gpubench"),
+    "state": (HOME_ENV, "", "~", ".gpubench"),
+}
+
+
+def user_dir(kind: str) -> Path:
+    """The per-user folder of `kind` ("cache", "config", "state"), absolute."""
+    own, xdg, base, folder = _PLACES[kind]
+    if os.environ.get(own):
+        return Path(os.environ[own]).expanduser().absolute()
+    return Path(os.environ.get(xdg) or base).expanduser().absolute() / folder
+
+
+def user_path(env: str, kind: str, name: str) -> Path:
+    """`$env` when set (a file or folder put elsewhere), else `name` in user_dir(kind)."""
+    return Path(os.environ[env]).expanduser().absolute() if os.environ.get(env) else user_dir(kind) / name
