@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+from payload.timestamps import iso
 
 NAME = "aws"
 RESULTS_SCHEME = "s3://"
@@ -59,6 +62,10 @@ def tags(values: Mapping[str, Any]) -> dict[str, Any]:
 def deadline_tag(rfc3339: str) -> str:
     """The launcher writes the deadline resource's RFC 3339 time as is."""
     return rfc3339
+
+
+def format_deadline(when: datetime) -> str:
+    return iso(when, seconds=True)
 
 
 def is_launcher_deadline(text: str) -> bool:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
+
+from payload.timestamps import stamp
 
 NAME = "gcp"
 RESULTS_SCHEME = "gs://"
@@ -59,6 +62,10 @@ def tags(values: Mapping[str, Any]) -> dict[str, Any]:
 def deadline_tag(rfc3339: str) -> str:
     """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
     return rfc3339.replace("-", "").replace(":", "").lower()
+
+
+def format_deadline(when: datetime) -> str:
+    return stamp(when).lower()
 
 
 def is_launcher_deadline(text: str) -> bool:

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from analysis.bench.candidates import cloud_candidates
-from analysis.bench.extrapolate import billed_usd
 from analysis.cli import main
 from analysis.predict import calibration as cal
 from analysis.predict.predict import PredictError, parse_measured, predict
+from analysis.price.billed import billed
 from infra.catalog import load_catalog
 from payload.workloads.spec import parse_spec
 
@@ -52,8 +52,8 @@ def test_measured_stays_measured_and_the_rest_is_predicted_and_billed_as_bench_b
     (cand,) = [c for c in cloud_candidates(None, gpus="A100:1", catalog=catalog)[0]]
     seconds = WORK / a100["samples_per_second"]
     assert a100["est_hours"] == pytest.approx(seconds / 3600)
-    assert a100["est_usd"] == pytest.approx(billed_usd(cand.terms, cand.hourly_usd, seconds)[1])
-    assert a100["est_usd_low"] == pytest.approx(billed_usd(cand.terms, cand.hourly_usd, seconds / k)[1])
+    assert a100["est_usd"] == pytest.approx(sum(billed(cand.terms, seconds, cand.hourly_usd)[1:]))
+    assert a100["est_usd_low"] == pytest.approx(sum(billed(cand.terms, seconds / k, cand.hourly_usd)[1:]))
     assert any("--overhead-minutes" in n for n in a100["notes"])
 
 
