@@ -6,12 +6,23 @@ turn a `Launch` into resources.
 
 from __future__ import annotations
 
+import datetime as dt
+import tempfile
+import warnings as pywarnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from infra.config import BenchmarkConfig
+from infra import clouds
+from infra.bundle import build_bundle, build_workload_bundle
+from infra.catalog import CatalogError
+from infra.cloud_init import CodeBundle
+from infra.compat import official_image_problems
+from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
 from infra.images import PublicImage, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
+from payload.config import render_env
+from payload.money import plain_usd
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,6 @@ class Launch:
 
 def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     """Look the offering and its price up; collect the warnings preview shows."""
-    from infra.config import ConfigError, check_against_offering
 
     offering = catalog.get(cfg.offering)
     check_against_offering(cfg, offering, offering.provider)
@@ -80,8 +90,6 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
 def _check_image(offering: Any, public: PublicImage | None) -> None:
     """Refuse an official framework image the GPU cannot run (infra.compat), before anything is spent:
     a B200 (compute capability 10.0) needs a CUDA 12.8+ build no shipped TensorFlow image has."""
-    from infra.compat import official_image_problems
-    from infra.config import ConfigError
 
     if public is None or not public.framework:
         return  # a prebuilt payload image or a workload's own image: its maker chose its CUDA
@@ -98,9 +106,6 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
     """Newest price for the market; spot falls back to on-demand with a warning.
 
     The catalog's RetiredOfferingWarning is silenced here: preview reports retirement itself."""
-    import warnings as pywarnings
-
-    from infra.catalog import CatalogError
 
     with pywarnings.catch_warnings():
         pywarnings.simplefilter("ignore")
@@ -128,7 +133,6 @@ def zone_of(cfg: BenchmarkConfig) -> str | None:
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured region, else the zone's region, else the catalog's first region."""
-    from infra import clouds
 
     if clouds.is_cloud(offering.provider):
         found = clouds.get(offering.provider).region(cfg.provider_config, zone_of(cfg))
@@ -149,7 +153,6 @@ def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
 
 def fmt_usd(value: float | None) -> str:
     """A price as a tag value and payload option: up to 4 decimals, 'unknown' without one."""
-    from payload.money import plain_usd
 
     return plain_usd(value, missing="unknown")
 
@@ -158,7 +161,6 @@ def launch_id_of(deadline: str) -> str:
     """The launch id of a deployment: its deadline (RFC 3339, computed once per `pulumi up` by the
     deadline resource) as `L<YYYYMMDD>T<HHMMSS>Z`. Every run id of the launch starts with it, and the
     instance's role may create objects only under runs/<stack>/<launch id>-* (docs/security.md)."""
-    import datetime as dt
 
     when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
     return "L" + when.strftime("%Y%m%dT%H%M%SZ")
@@ -170,8 +172,6 @@ def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str 
     `launch_id` (launch_id_of the deadline) scopes the run ids to what the instance's role may
     write; a recurring launch, whose deadline is set at boot, has none. GPUBENCH_HOST_EVENTS is
     added by cloud_init."""
-    from infra.config import CLOUD_WORKLOAD_SPEC
-    from payload.config import render_env
 
     cfg = launch.cfg
     return render_env(
@@ -206,10 +206,6 @@ WORKLOAD_PREFIX = "workload-"  # code/workload-<sha256>.tar.gz: the spec and its
 
 def bundle_file() -> tuple[str, str]:
     """(sha256, path) of the payload's code bundle, written content-addressed for upload."""
-    import tempfile
-    from pathlib import Path
-
-    from infra.bundle import build_bundle
 
     bundle = build_bundle()
     return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
@@ -225,7 +221,6 @@ def code_bundle(
 ):
     """What the guest needs to fetch and install the bundle into the launch's public image;
     `workload`: (URL, sha256) of the workload bundle it unpacks at /gpubench/workload."""
-    from infra.cloud_init import CodeBundle
 
     assert launch.public is not None, "a prebuilt payload image carries its own code"
     return CodeBundle(
@@ -243,10 +238,6 @@ def code_bundle(
 def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:
     """(sha256, path) of the stack's workload bundle (spec + workdir), written for upload as
     `code/workload-<sha256>.tar.gz`; None when the stack runs built-in benchmarks."""
-    import tempfile
-    from pathlib import Path
-
-    from infra.bundle import build_workload_bundle
 
     if not launch.cfg.workload:
         return None

@@ -10,10 +10,13 @@ and apply them to every resource, and the config checks reuse single rules (`Rul
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from infra import clouds
 
 # Pulumi auto-names a resource without an explicit name "<logical name>-<7 random hex>"
 # (https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming: "Pulumi appends a
@@ -161,9 +164,6 @@ def unchecked_types(table: Table, types: set[str]) -> list[str]:
 
 def table_of(cloud: str) -> Table:
     """The rules table of a cloud (infra/<cloud>/rules.py)."""
-    import importlib
-
-    from infra import clouds
 
     clouds.get(cloud)  # a clear error for an unknown name
     return importlib.import_module(f"infra.{cloud}.rules").TABLE
@@ -172,7 +172,6 @@ def table_of(cloud: str) -> Table:
 def rendered_violations(resources) -> list[str]:
     """Every rule the rendered resources (infra.render.ResourceRecord) break, and every resource
     type no table knows; the cloud of a resource is the first part of its type (`aws:`, `gcp:`)."""
-    from infra import clouds
 
     out: list[str] = []
     for r in resources:

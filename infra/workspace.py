@@ -23,6 +23,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from infra.projectfiles import BUNDLED, from_checkout, project_root
+from infra.stacks import load_config
+from infra.userproject import ensure_user_project
+from payload.yamlfile import YamlFileError, read_yaml
+
 INSTALL_HINT = (
     "install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
     "or see https://www.pulumi.com/docs/install/"
@@ -47,11 +52,8 @@ def project_dir(start: Path | None = None) -> Path:
     """The directory holding the project's Pulumi.yaml that Pulumi runs (and writes stack files) in: the
     checkout's root, or for a packaged install your copy in the state home (infra.userproject), never
     the one inside site-packages; with `start`, the nearest one at or above `start`."""
-    from infra.projectfiles import BUNDLED, from_checkout, project_root
 
     if start is None and not from_checkout() and (BUNDLED / "Pulumi.yaml").is_file():
-        from infra.userproject import ensure_user_project
-
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()
     for folder in [here, *here.parents] if start else [here]:
@@ -68,7 +70,6 @@ def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
 
     Read from the file (infra.stacks.load_config), not through the CLI: works offline and never edits it.
     """
-    from infra.stacks import load_config
 
     try:
         return load_config(name, work_dir / "stacks")
@@ -99,7 +100,6 @@ def program_env(work_dir: Path) -> dict[str, str]:
     install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
     `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
     that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
-    from payload.yamlfile import YamlFileError, read_yaml
 
     try:
         doc = read_yaml(Path(work_dir) / "Pulumi.yaml")

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import pulumi
 
+from infra.schedule_expr import parse_schedule
+
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
     import pulumi_aws.cloudwatch
@@ -714,7 +716,6 @@ class AwsRecurring(pulumi.ComponentResource):
     its `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:aws:Recurring", name, None, opts)
         cfg = launch.cfg
@@ -973,7 +974,6 @@ class AwsSweeper(pulumi.ComponentResource):
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         from infra import sweeper_function
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:aws:Sweeper", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)

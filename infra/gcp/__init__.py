@@ -8,6 +8,7 @@ leak sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -137,7 +138,6 @@ def credentials_status() -> dict:
     """{"ok", "detail"}: a credentials file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's
     application-default login. Files only: google.auth.default() would probe the GCE metadata
     server (a request to 169.254.169.254) when neither exists."""
-    import os
     from pathlib import Path
 
     named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")

@@ -45,6 +45,8 @@ import warnings
 
 import pulumi
 
+from infra.schedule_expr import parse_schedule
+
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
     import pulumi_gcp.cloudfunctionsv2
@@ -522,7 +524,6 @@ class GcpRecurring(pulumi.ComponentResource):
     `gpubench-max-hours` lets the leak sweep delete a VM that outlives it."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
         cfg = launch.cfg
@@ -676,7 +677,6 @@ class GcpSweeper(pulumi.ComponentResource):
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         from infra import sweeper_function
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"

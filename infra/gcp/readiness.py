@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from infra.gcp.sweep import _check, api_root, default_project
 from infra.stacks import quota_fit
 
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
@@ -95,7 +96,6 @@ def session(root: str):
 
 
 def _get(http, url: str, **params) -> dict:
-    from infra.gcp.sweep import _check
 
     return _check(http.get(url, params=params or None, timeout=30))
 
@@ -175,7 +175,6 @@ def project_of(needs: list[Any]) -> str | None:
     named = sorted({n.project for n in needs if n.project})
     if named:
         return named[0]
-    from infra.gcp.sweep import default_project
 
     try:
         return default_project()
@@ -187,7 +186,6 @@ def checks(
     needs: Iterable[Any], strict: bool = False, http=None, root: str | None = None, usage_root: str = SERVICE_USAGE
 ) -> list[dict]:
     """Every row for these stacks (infra.stacks.StackNeed): credentials and project, APIs, quotas."""
-    from infra.gcp.sweep import api_root
 
     needs = list(needs)
     root = root or api_root()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from infra.catalog import load_catalog
 from infra.config import ConfigError
 from infra.ssh import checks as host_checks
 from infra.ssh import follow, remote
@@ -24,7 +25,10 @@ from infra.ssh.connection import SshError, connect
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
+from infra.stacks import STACKS_DIR, load_config
+from payload.config import OPTIONS
 from payload.layout import stack_prefix
+from payload.storage import StorageError, open_store
 
 # outcome -> process exit code (docs/ssh.md)
 EXIT_CODES = {
@@ -82,8 +86,6 @@ class SessionOptions:
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
-    from infra.catalog import load_catalog
-    from infra.stacks import STACKS_DIR, load_config
 
     raw = load_config(name, stacks_dir or STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
@@ -96,7 +98,6 @@ def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -
     that stack field instead)."""
     if not extra_options:
         return cfg
-    from payload.config import OPTIONS
 
     known = {o.name for o in OPTIONS}
     for name in extra_options:
@@ -196,7 +197,6 @@ class Session:
         return r
 
     def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        from payload.storage import open_store
 
         if r.state is None and not r.alive:
             r = remote.mark_lost(self.sftp, r)
@@ -312,8 +312,6 @@ def _failure(session: Session, exc: Exception) -> tuple[str, dict]:
     """An expected failure as (status, report) with a message that says what to do next."""
     import paramiko
 
-    from payload.storage import StorageError
-
     cfg = session.cfg
     if isinstance(exc, Outcome):
         status, message = exc.status, str(exc)
@@ -360,8 +358,6 @@ def run_ssh_stack(
     running this in a thread passes `stop`: once set, no run is started and a followed run is
     stopped as on Ctrl-C (status "stopped-by-user", what it wrote uploaded)."""
     import paramiko
-
-    from payload.storage import StorageError
 
     try:
         cfg = with_extra_options(cfg, extra_options)

@@ -54,6 +54,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -267,7 +268,6 @@ def _pip_scripts(bin_dir: Path) -> None:
 
 def payload_site_dirs() -> list[str]:
     """The site-packages of the interpreter gpubench runs under (for GPUBENCH_JOB_SITE_PACKAGES=1)."""
-    import site
 
     return [p for p in site.getsitepackages() if os.path.isdir(p)]
 

@@ -41,8 +41,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from payload.config import MAX_GPUS_PER_MACHINE
+from payload.workloads.conventions import compile_pattern
 from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
-from payload.yamlfile import quote
+from payload.yamlfile import YamlFileError, quote, read_yaml
 
 __all__ = [
     "FIELDS",
@@ -346,7 +347,6 @@ class ProgressSpec(_Model):
     @field_validator("pattern", "epoch_end", mode="before")
     @classmethod
     def _regex(cls, value: Any, info: ValidationInfo) -> str:
-        from payload.workloads.conventions import compile_pattern
 
         if not isinstance(value, str) or not value:
             raise ValueError(f"expected a regular expression, got {value!r}")
@@ -689,7 +689,6 @@ def _hashed(spec: WorkloadSpec) -> WorkloadSpec:
 
 def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
     """Read and validate a workload spec file; WorkloadSpecError names the field and the fix."""
-    from payload.yamlfile import YamlFileError, read_yaml
 
     p = Path(path).expanduser()
     if not p.is_file():
