@@ -64,7 +64,6 @@ class Rendered:
 
     @property
     def user_data(self) -> str | None:
-
         for r in self.resources:
             for cloud in clouds.all_clouds():
                 found = cloud.user_data_of(r.type, r.inputs)
@@ -90,7 +89,6 @@ class _Mocks(pmocks.Mocks):
         self.records: dict[str, dict[str, Any]] = {}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
-
         for cloud in clouds.all_clouds():
             found = cloud.preview_mocks().computed(typ, name, inputs, rid)
             if found is not None:
@@ -128,7 +126,6 @@ class _Mocks(pmocks.Mocks):
         return f"{args.name}-{rid[:8]}", outputs
 
     def call(self, args: pmocks.MockCallArgs):
-
         for cloud in clouds.all_clouds():
             found = cloud.preview_mocks().call(args.token, dict(args.args))
             if found is not None:

@@ -51,7 +51,6 @@ def check_offering(offering: str | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-
     parser = argparse.ArgumentParser(
         prog="python -m payload",
         description="gpubench payload: run GPU benchmarks and write priced, reproducible results.",
@@ -77,7 +76,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list(args) -> int:
-
     items = [b.describe() for b in REGISTRY.values()]
     if args.json:
         print(json.dumps(items, indent=2, default=str))
@@ -90,7 +88,6 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_flush(args) -> int:
-
     spool = Spool(args.spool)
     report = spool.flush()
     print(f"delivered {len(report.delivered)}, still spooled {len(report.failed)} ({spool.dir})")
@@ -102,7 +99,6 @@ def _cmd_flush(args) -> int:
 
 
 def _cmd_run(args) -> int:
-
     try:
         cfg = resolve(args)
         check_offering(cfg.offering)

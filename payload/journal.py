@@ -21,15 +21,9 @@ from collections.abc import Callable
 from payload.layout import JOURNAL_WINDOW_S, BadKeyPart, journal_key, parse_key
 from payload.storage import AlreadyExists, StorageError, Store
 
-__all__ = ["CONTENT_TYPE", "announce", "announces"]
+__all__ = ["CONTENT_TYPE", "announce"]
 
 CONTENT_TYPE = "application/octet-stream"  # an entry has no body: its key is the message
-
-
-def announces(key: str) -> bool:
-    """True for the keys whose upload is announced: a run's result file, in any version."""
-    run_key = parse_key(key)
-    return run_key is not None and run_key.is_result
 
 
 def _direct(store) -> Store:

@@ -716,7 +716,6 @@ class AwsRecurring(pulumi.ComponentResource):
     its `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-
         super().__init__("gpubench:aws:Recurring", name, None, opts)
         cfg = launch.cfg
         child = pulumi.ResourceOptions(parent=self)

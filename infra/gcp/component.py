@@ -524,7 +524,6 @@ class GcpRecurring(pulumi.ComponentResource):
     `gpubench-max-hours` lets the leak sweep delete a VM that outlives it."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
@@ -641,23 +640,28 @@ def _launch_job(parent, cfg, schedule_expr, region, zone, project, template, lau
     body = template.self_link.apply(
         lambda link: base64.b64encode(json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()).decode()
     )
+    target = {
+        "body": body,
+        "headers": {"Content-Type": "application/json"},
+        "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
+    }
+    what = "launch one benchmark run"
+    return _scheduler_job(parent, "launch-job", cfg, what, schedule_expr, region, "60s", uri, target, granted)
+
+
+def _scheduler_job(parent, name, cfg, what, schedule_expr, region, attempt_deadline, uri, target, depends_on):
+    """A Cloud Scheduler job that POSTs to `uri` on the schedule, never retried: a failed slot (a
+    stock-out) is not retried into the next one, the job fires once per slot."""
     return gcp.cloudscheduler.Job(
-        "launch-job",
-        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        name,
+        description=f"gpubench {cfg.stack}: {what} ({schedule_expr.text}, UTC)",
         region=region,
         schedule=schedule_expr.unix(),
         time_zone="Etc/UTC",
-        attempt_deadline="60s",
-        # A stock-out is not retried into the next run: the job fires once per slot.
+        attempt_deadline=attempt_deadline,
         retry_config={"retry_count": 0},
-        http_target={
-            "uri": uri,
-            "http_method": "POST",
-            "body": body,
-            "headers": {"Content-Type": "application/json"},
-            "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=granted),
+        http_target={"uri": uri, "http_method": "POST", **target},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
     )
 
 
@@ -692,21 +696,9 @@ class GcpSweeper(pulumi.ComponentResource):
         )
         invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
         uri = function.service_config.uri
-        job = gcp.cloudscheduler.Job(
-            "sweep-job",
-            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
-            region=region,
-            schedule=schedule_expr.unix(),
-            time_zone="Etc/UTC",
-            attempt_deadline="540s",
-            retry_config={"retry_count": 0},
-            http_target={
-                "uri": uri,
-                "http_method": "POST",
-                "oidc_token": {"service_account_email": invoker.email, "audience": uri},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
-        )
+        target = {"oidc_token": {"service_account_email": invoker.email, "audience": uri}}
+        what = "run the leak sweep"
+        job = _scheduler_job(self, "sweep-job", cfg, what, schedule_expr, region, "540s", uri, target, [may_invoke])
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
 

@@ -96,7 +96,6 @@ def session(root: str):
 
 
 def _get(http, url: str, **params) -> dict:
-
     return _check(http.get(url, params=params or None, timeout=30))
 
 

@@ -246,7 +246,6 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
 
 
 def _offering(catalog: Any, offering_id: str) -> Any:
-
     try:
         offering = catalog.get(offering_id)
     except UnknownOffering as exc:

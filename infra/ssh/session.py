@@ -86,7 +86,6 @@ class SessionOptions:
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
-
     raw = load_config(name, stacks_dir or STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
 
@@ -197,7 +196,6 @@ class Session:
         return r
 
     def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
-
         if r.state is None and not r.alive:
             r = remote.mark_lost(self.sftp, r)
         store = open_store(self.cfg.results)

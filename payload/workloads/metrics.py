@@ -71,34 +71,25 @@ JSON_KEYS = {
 }
 
 
-def parse_mllog_line(line: str) -> dict | None:
-    """One MLLOG record, or None for any other line (a bad JSON payload is None too)."""
-    if MLLOG_TOKEN not in line:
-        return None
-    m = _MLLOG_RE.search(line.rstrip("\r\n"))
-    if not m:
-        return None
+def _object_after(line: str, token: str, pattern: re.Pattern[str]) -> dict | None:
+    """The JSON object `pattern` finds on a line holding `token`, or None (a bad JSON payload is None too)."""
+    m = pattern.search(line.rstrip("\r\n")) if token in line else None
     try:
-        rec = json.loads(m.group(1))
+        obj = json.loads(m.group(1)) if m else None
     except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
-    if not isinstance(rec, dict) or "key" not in rec:
-        return None
-    return rec
+    return obj if isinstance(obj, dict) else None
+
+
+def parse_mllog_line(line: str) -> dict | None:
+    """One MLLOG record, or None for any other line."""
+    rec = _object_after(line, MLLOG_TOKEN, _MLLOG_RE)
+    return rec if rec is not None and "key" in rec else None
 
 
 def parse_json_line(line: str) -> dict | None:
     """The object of a ``GPUBENCH_METRICS {...}`` line, or None."""
-    if JSON_TOKEN not in line:
-        return None
-    m = _JSON_RE.match(line.rstrip("\r\n"))
-    if not m:
-        return None
-    try:
-        obj = json.loads(m.group(1))
-    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
-        return None
-    return obj if isinstance(obj, dict) else None
+    return _object_after(line, JSON_TOKEN, _JSON_RE)
 
 
 def _number(value: Any) -> float | None:

@@ -347,7 +347,6 @@ class ProgressSpec(_Model):
     @field_validator("pattern", "epoch_end", mode="before")
     @classmethod
     def _regex(cls, value: Any, info: ValidationInfo) -> str:
-
         if not isinstance(value, str) or not value:
             raise ValueError(f"expected a regular expression, got {value!r}")
         if info.field_name == "pattern":
