@@ -8,6 +8,7 @@ files carrying the generated header are ever removed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,14 +198,17 @@ class StackNeed:
     project: str | None = None  # the cloud's project key (gcp:project), when it has one
 
 
-def quota_fit(limit: float, needs: list[tuple[float, str]], strict: bool, unit: str):
-    """How a quota `limit` serves the stacks that count against it ((amount, stack), smallest first):
-    (enough: for every stack when `strict`, else for at least the smallest; the words for what fits;
-    the largest (amount, stack) left short, or None)."""
+def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: str, fix: Callable[[Any], str]):
+    """The readiness row of a quota `limit` for the stacks that count against it ((amount, stack),
+    smallest first): ok when it is enough for every stack when `strict`, else for at least the
+    smallest; the largest stack left short is named with `fix(amount)`, the command that raises it."""
     fit = [(n, s) for n, s in needs if n <= limit]
     short = [(n, s) for n, s in needs if n > limit]
-    words = f"; fits {len(fit)} of {len(needs)} stacks (largest {fit[-1][1]}, {fit[-1][0]} {unit})" if fit else ""
-    return (not short if strict else bool(fit)), words, (short[-1] if short else None)
+    detail = f"{label} {limit:g} {unit}"
+    detail += f"; fits {len(fit)} of {len(needs)} stacks (largest {fit[-1][1]}, {fit[-1][0]} {unit})" if fit else ""
+    if short:
+        detail += f"; {short[-1][1]} needs {short[-1][0]}: {fix(short[-1][0])}"
+    return {"check": check, "ok": not short if strict else bool(fit), "detail": detail}
 
 
 def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:

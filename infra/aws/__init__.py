@@ -8,6 +8,7 @@ sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -148,7 +149,6 @@ CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
 def credentials_status() -> dict:
     """{"ok", "detail"}: whether boto3 finds credentials (env, profile, SSO). No API call, and no
     instance-metadata probe: off an EC2 instance that would send a request to 169.254.169.254."""
-    import os
 
     try:
         import boto3

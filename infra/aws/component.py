@@ -1,22 +1,12 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
-Security posture of a benchmark stack:
-- the instance role may create (never overwrite) objects under its own launch's runs,
-  `runs/<stack>/<launch>-*`, and its launch's entries in the stack's results journal,
-  `journal/<stack>/*-<launch>-*`, read only the checkpoints under `runs/<stack>/` (never
-  another run's results), delete nothing, and read (nothing else) `code/*`, where the stack uploads the payload's code bundle
-  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
-  stacks may run the same bundle) and a workload stack its spec and workdir
-  (`code/workload-<sha256>.tar.gz`, the same way);
-- the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
-- IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
-- encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the
-  guest powering off when the payload ends terminates the instance;
-- spot stacks: one-time spot request, terminate on interruption;
-- deadline: an EventBridge Scheduler one-time `at(...)` schedule calling
-  `ec2:TerminateInstances` through the universal target, with a role trusted by
-  scheduler.amazonaws.com (for this account only) that may terminate only this
-  instance; the schedule deletes itself after it ran.
+What the instance role may do in the bucket (create-only under its own launch's runs and journal
+entries, read checkpoints and `code/`, never delete) is results_policy, and docs/security.md
+("Cloud security") with the tests that hold it. Besides: no ingress (SSH only from
+`gpubench:sshCidr`); IMDSv2 with hop limit 2 (the payload container reads metadata through
+docker); encrypted gp3 root; shutdown terminates, so the guest powering off ends the instance;
+spot is a one-time request terminated on interruption; the deadline is a one-time EventBridge
+Scheduler schedule calling `ec2:TerminateInstances` through a role that may end only this instance.
 
 The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
 once at creation and kept in state, so later previews show no change.
@@ -24,6 +14,7 @@ once at creation and kept in state, so later previews show no change.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
@@ -31,6 +22,8 @@ from dataclasses import dataclass
 
 import pulumi
 
+from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
+from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
 from infra.schedule_expr import parse_schedule
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
@@ -118,28 +111,17 @@ def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
-    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
-
-    The job runs with host networking, so it holds exactly these rights:
-    - PutObject only under its own launch's runs, `runs/<stack>/<launch>-*` (every run id
-      of the launch starts with `<launch>-`; a recurring stack, whose launches share one
-      role, gets `runs/<stack>/*`), and only as a conditional write: the `s3:if-none-match`
-      condition key must be present (S3 User Guide, "Enforce conditional writes on Amazon S3
-      buckets", https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html),
-      so a PUT creates a key and can never replace an object, its own included;
-    - no DeleteObject at all: superseded checkpoints expire through the lifecycle rule;
-    - GetObject only on `runs/<stack>/*/checkpoints/*`: the completed-run lookup and a
-      resumed attempt read checkpoint states and models; no run can read another's
-      results (result.json, events.jsonl, epochs.csv, log-tail.txt);
-    - PutObjectTagging only on its own launch's checkpoints: PutObject with tags needs it
-      (S3 API reference, PutObject: "you must have the s3:PutObjectTagging permission" for
-      x-amz-tagging), and scoping it keeps a job from tagging another run's result
-      gpubench:kind=checkpoint so the lifecycle rule would expire it;
-    - PutObject, create-only the same way, on its own launch's entries in the stack's
-      results journal, and nothing else there (journal_statement);
-    - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
-    - with `code_prefix`, GetObject (only) on the code bundles.
-    No multipart permission: the payload uploads with single PutObject calls."""
+    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
+    runs with host networking, so it holds exactly these rights (docs/security.md has the table):
+    create-only PutObject under its own launch's runs (`runs/<stack>/*` for a recurring stack, whose
+    launches share one role) and journal entries (journal_statement), through the `s3:if-none-match`
+    condition key (S3 User Guide, "Enforce conditional writes on Amazon S3 buckets",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html); no
+    DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
+    (the completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
+    reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
+    so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
+    `code_prefix`, GetObject on the code bundles. No multipart permission: single PutObject calls."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
     code = []
@@ -886,8 +868,6 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
     "EC2: Start or stop instances based on ... resource tags"; EC2 service
     authorization reference, condition keys of TerminateInstances). An instance
     that merely carries gpubench:expires-at, or another team's stack name, is denied."""
-    from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
-    from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
 
     def ours(*present):
         return {
@@ -956,7 +936,6 @@ def invoke_policy(function_arn: str) -> str:
 def lambda_function_name(stack: str) -> str:
     """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
     may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
-    import hashlib
 
     name = f"gpubench-sweeper-{stack}"
     safe = re.sub(r"[^A-Za-z0-9_-]", "-", name)

@@ -12,6 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 NAME = "gcp"
@@ -138,7 +139,6 @@ def credentials_status() -> dict:
     """{"ok", "detail"}: a credentials file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's
     application-default login. Files only: google.auth.default() would probe the GCE metadata
     server (a request to 169.254.169.254) when neither exists."""
-    from pathlib import Path
 
     named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     if named:

@@ -1,33 +1,14 @@
 """GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
 
-Security posture of a benchmark stack:
-- a dedicated service account with `roles/storage.objectCreator` on the results
-  bucket under an IAM condition on `resource.name`: it may create objects whose
-  names start with its own launch's runs, `runs/<stack>/<launch>-` (every run id of
-  the deployment starts with `<launch>-`, payload.identity.make_run_id; a recurring
-  stack gets `runs/<stack>/`) or with its stack's results journal, `journal/<stack>/`
-  (own_runs_condition), and nothing else: no read, no list, no overwrite
-  (replacing an object needs storage.objects.delete) and no delete. The payload
-  writes every file once under a new name (payload.layout.versioned), so it needs
-  no more. A GCP spot VM is deleted on preemption and never replaced within a
-  deployment, so there is no checkpoint to resume and nothing to list;
-- `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
-  results stack creates and where benchmark stacks upload the payload's code bundle
-  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
-  stacks may run the same bundle) and a workload stack its spec and workdir
-  (`code/workload-<sha256>.tar.gz`, the same way);
-- a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
-  (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
-- `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
-  `provisioning_model = SPOT` with DELETE; every stack has `max_run_duration`
-  (`maxHours`) with `instance_termination_action = DELETE`: the cloud-side deadline;
-- a Deep Learning VM image family matched to the GPU generation (infra/images.py),
-  with `install-nvidia-driver=True`; cloud-init reads the `user-data` metadata key.
-
-Labels mirror the AWS tags. GCP label keys and values allow only lowercase letters,
-digits, '-' and '_', so `gpubench:stack` becomes `gpubench-stack` and values are
-lowercased with other characters mapped to '_' (see infra.gcp.label_value);
-`gpubench-expires-at` holds the deadline in ISO 8601 basic form (`20240501t120000z`).
+What the VM's service account may do in the bucket (objectCreator under an IAM condition on its
+own launch's runs and its stack's journal, own_runs_condition; objectViewer on the managed
+folder `code/`; no read, list, overwrite or delete) is docs/security.md ("Cloud security") with
+the tests that hold it. Besides: a custom network with no firewall allow rule, so GCP's implied
+deny-ingress applies (the `default` network lets SSH in from anywhere), SSH only from
+`gpubench:sshCidr`; `on_host_maintenance = TERMINATE`; spot is `provisioning_model = SPOT` with
+DELETE; every VM has `max_run_duration` (`maxHours`) with DELETE, the cloud-side deadline; a Deep
+Learning VM image family matched to the GPU generation with `install-nvidia-driver=True`. Labels
+mirror the AWS tags in GCP's label alphabet (infra.gcp.label_value).
 
 A guest power-off stops (not deletes) a GCP VM, and stopping clears its max_run_duration, so a
 VM ends its run by deleting itself (infra/gcp/guest.py), allowed by `self_delete_grant`; when

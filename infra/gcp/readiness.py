@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from infra.gcp.sweep import _check, api_root, default_project
-from infra.stacks import quota_fit
+from infra.stacks import quota_row
 
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
 
@@ -158,15 +158,9 @@ def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list
 
 
 def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
-    ok, fits, short = quota_fit(limit, stacks, strict, "GPUs")
-    detail = f"limit {limit:g} GPUs{fits}"
-    if short:
-        want, stack = short
-        detail += (
-            f"; {stack} needs {want}: request it at https://console.cloud.google.com/iam-admin/quotas?project={project} "
-            f"(metric {metric}, {where})"
-        )
-    return {"check": name, "ok": ok, "detail": detail}
+    console = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
+    fix = lambda want: f"request it at {console} (metric {metric}, {where})"
+    return quota_row(name, "limit", limit, stacks, strict, "GPUs", fix)
 
 
 def project_of(needs: list[Any]) -> str | None:
