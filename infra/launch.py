@@ -211,18 +211,21 @@ def bundle_file() -> tuple[str, str]:
     return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
 
 
-def code_bundle(
-    launch: Launch,
-    url: str,
-    sha256: str,
-    copy: str,
-    settings: dict[str, str] | None = None,
-    workload: tuple[str, str] | None = None,
-):
-    """What the guest needs to fetch and install the bundle into the launch's public image;
-    `workload`: (URL, sha256) of the workload bundle it unpacks at /gpubench/workload."""
+def code_uploads(launch: Launch) -> list[tuple[str, str, tuple[str, str]]]:
+    """(resource name, key prefix under code/, (sha256, path)) of the bundles a stack uploads: the
+    payload's code and, for a workload stack, its spec + workdir."""
+    workload = workload_bundle_file(launch)
+    return [("code-bundle", "", bundle_file())] + ([("workload-bundle", WORKLOAD_PREFIX, workload)] if workload else [])
 
+
+def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] | None = None) -> CodeBundle | None:
+    """What the guest needs to fetch and install the bundle into the launch's public image, from the
+    uploads' "URL#sha256" (space-separated; a workload bundle's second, unpacked at /gpubench/workload);
+    None with a prebuilt payloadImage (no URLs)."""
+    if not urls:
+        return None
     assert launch.public is not None, "a prebuilt payload image carries its own code"
+    (url, sha256), *workload = (u.partition("#")[::2] for u in urls.split(" "))
     return CodeBundle(
         url=url,
         sha256=sha256,
@@ -231,7 +234,7 @@ def code_bundle(
         install=launch.public.install,
         backend_packages=launch.public.packages_for(launch.cfg.backend or "tensorflow"),
         settings=settings or {},
-        workload=workload,
+        workload=workload[0] if workload else None,
     )
 
 

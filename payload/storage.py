@@ -4,23 +4,10 @@ Shared by the payload (writes results) and analysis (collects them), so it
 imports neither TensorFlow nor anything heavy at module import time; the
 cloud SDKs are imported when a store of that kind is opened.
 
-Contract (docs/CONTRACTS.md)::
-
-    store = open_store("s3://bucket/prefix" | "gs://bucket/prefix"
-                       | "file:///abs/dir" | "results")
-    store.put_bytes(key, data, content_type=None)   # retries, raises StorageError
-                                                     # (write_once stores: AlreadyExists, never overwrite)
-    store.get_bytes(key) -> bytes                    # ObjectNotFound if missing
-    store.list(prefix="") -> Iterator[ObjectInfo]
-    store.exists(key) -> bool
-    store.url_for(key) -> str
-
-Keys are relative to the URL's prefix and always use ``/``. Endpoints follow
-the SDK conventions: ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` for S3 and
-``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials, because
-an emulator has no IAM). Retries: ``GPUBENCH_STORAGE_RETRIES`` attempts
-(default 5) with exponential backoff starting at ``GPUBENCH_STORAGE_BACKOFF``
-seconds (default 1.0, capped at 30 s).
+The contract (open_store, Store's public methods) is docs/CONTRACTS.md. Keys are relative to the
+URL's prefix and always use ``/``. Endpoints follow the SDK conventions: ``AWS_ENDPOINT_URL_S3`` /
+``AWS_ENDPOINT_URL`` for S3 and ``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials,
+because an emulator has no IAM). Retries: retry_settings, backoff capped at 30 s.
 """
 
 from __future__ import annotations

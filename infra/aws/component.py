@@ -43,15 +43,13 @@ from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
-    WORKLOAD_PREFIX,
     Launch,
-    bundle_file,
     code_bundle,
+    code_uploads,
     launch_id_of,
     payload_env,
     region_of,
     tag_values,
-    workload_bundle_file,
 )
 from infra.results_ref import journal_prefix_beside, locate
 from infra.tags import PROJECT_ENV, project_id
@@ -75,11 +73,23 @@ copy() {
 """
 
 
+def _policy(*statements: dict) -> str:
+    """An IAM policy document of these statements."""
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
+    """A role trusted as `trust` says, and its one inline policy (`names`: the two resources')."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(names[0], assume_role_policy=trust, description=description, tags=tags, opts=child)
+    return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
+
+
 def _assume(service: str, account_id: str | None = None) -> str:
     statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
     if account_id:
         statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
-    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    return _policy(statement)
 
 
 # A PUT must carry If-None-Match, so it creates a key and never replaces an object (S3 User
@@ -134,50 +144,40 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
                 "Resource": f"arn:aws:s3:::{bucket}/{code_prefix}*",
             }
         )
-    return json.dumps(
+    return _policy(
+        *code,
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                *code,
-                {
-                    "Sid": "OwnRunsCreateOnly",
-                    "Effect": "Allow",
-                    "Action": "s3:PutObject",
-                    "Resource": f"{own}*",
-                    "Condition": CREATE_ONLY,
-                },
-                journal_statement(bucket, run_prefix, launch),
-                {
-                    "Sid": "CheckpointsRead",
-                    "Effect": "Allow",
-                    "Action": "s3:GetObject",
-                    "Resource": f"{stack_objects}*/checkpoints/*",
-                },
-                {
-                    "Sid": "OwnCheckpointsTag",
-                    "Effect": "Allow",
-                    "Action": "s3:PutObjectTagging",
-                    "Resource": f"{own}*/checkpoints/*",
-                },
-                {
-                    "Sid": "StackPrefixList",
-                    "Effect": "Allow",
-                    "Action": "s3:ListBucket",
-                    "Resource": f"arn:aws:s3:::{bucket}",
-                    "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
-                },
-            ],
-        }
+            "Sid": "OwnRunsCreateOnly",
+            "Effect": "Allow",
+            "Action": "s3:PutObject",
+            "Resource": f"{own}*",
+            "Condition": CREATE_ONLY,
+        },
+        journal_statement(bucket, run_prefix, launch),
+        {
+            "Sid": "CheckpointsRead",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": f"{stack_objects}*/checkpoints/*",
+        },
+        {
+            "Sid": "OwnCheckpointsTag",
+            "Effect": "Allow",
+            "Action": "s3:PutObjectTagging",
+            "Resource": f"{own}*/checkpoints/*",
+        },
+        {
+            "Sid": "StackPrefixList",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": f"arn:aws:s3:::{bucket}",
+            "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
+        },
     )
 
 
 def terminate_policy(instance_arn: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn}],
-        }
-    )
+    return _policy({"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn})
 
 
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
@@ -218,12 +218,8 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
     Kept on destroy: the same keys may serve other stacks."""
     if launch.public is None:
         return pulumi.Output.from_input(""), []
-    uploads = [("code-bundle", "", bundle_file())]
-    workload = workload_bundle_file(launch)
-    if workload:
-        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
     urls, objects = [], []
-    for name, prefix, (sha, path) in uploads:
+    for name, prefix, (sha, path) in code_uploads(launch):
         obj = aws.s3.BucketObjectv2(
             name,
             bucket=results.bucket,
@@ -240,12 +236,7 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
 
 def guest_code(launch: Launch, urls: str, region: str):
     """The guest's CodeBundle from upload_code's URLs (None with a prebuilt payloadImage)."""
-    if not urls:
-        return None
-    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
-    return code_bundle(
-        launch, *code, CODE_COPY, {"AWS_DEFAULT_REGION": region}, workload=workload[0] if workload else None
-    )
+    return code_bundle(launch, urls, CODE_COPY, {"AWS_DEFAULT_REGION": region})
 
 
 class Missing(ConfigError, pulumi.RunError):
@@ -336,21 +327,16 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
     objects. Nothing else refers to them, so without an explicit `depends_on` Pulumi may start
     the instance first, and its one fetch of the bundle would meet a 403 or a missing key."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(
-        "instance-role",
-        assume_role_policy=_assume("ec2.amazonaws.com"),
-        description=f"gpubench {cfg.stack}: payload writes its results",
-        tags=tags,
-        opts=child,
-    )
     code_prefix = results.code_prefix if launch.public else None
-    policy = aws.iam.RolePolicy(
-        "results-access",
-        role=role.id,
-        policy=pulumi.Output.all(results.bucket, launch_id).apply(
+    role, policy = _role(
+        parent,
+        ("instance-role", "results-access"),
+        _assume("ec2.amazonaws.com"),
+        f"gpubench {cfg.stack}: payload writes its results",
+        pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: results_policy(a[0], run_prefix, code_prefix, a[1])
         ),
-        opts=child,
+        tags,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
     code_url, objects = upload_code(parent, launch, results, tags)
@@ -401,32 +387,57 @@ def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -
     """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
     the instance, through a role trusted by the scheduler of this account only that may
     terminate this instance only; the schedule deletes itself after it ran."""
-    child = pulumi.ResourceOptions(parent=parent)
     account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    scheduler_role = aws.iam.Role(
-        "deadline-role",
-        assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-        tags=tags,
-        opts=child,
+    scheduler_role, terminate = _role(
+        parent,
+        ("deadline-role", "deadline-terminate"),
+        account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+        instance.arn.apply(terminate_policy),
+        tags,
     )
-    terminate = aws.iam.RolePolicy(
-        "deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child
-    )
-    return aws.scheduler.Schedule(
+    target = {
+        "arn": TERMINATE_TARGET,
+        "role_arn": scheduler_role.arn,
+        "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
+    }
+    return _schedule(
+        parent,
         "deadline-schedule",
-        description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
-        schedule_expression=deadline.rfc3339.apply(schedule_at),
+        f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+        deadline.rfc3339.apply(schedule_at),
+        target,
+        {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
+        terminate,
+        action_after_completion="DELETE",
+    )
+
+
+def _schedule(parent, name: str, description: str, expression, target: dict, retry: dict, after, **extra):
+    """An EventBridge Scheduler schedule in UTC, on time to the minute, created after `after` (its role's policy)."""
+    return aws.scheduler.Schedule(
+        name,
+        description=description,
+        schedule_expression=expression,
         schedule_expression_timezone="UTC",
         flexible_time_window={"mode": "OFF"},
-        action_after_completion="DELETE",
-        target={
-            "arn": TERMINATE_TARGET,
-            "role_arn": scheduler_role.arn,
-            "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
-            "retry_policy": {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[terminate]),
+        target={**target, "retry_policy": retry},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[after]),
+        **extra,
+    )
+
+
+def _placed(parent: pulumi.Resource, launch: Launch):
+    """The launch's config, its children's options, region, Network and AMI, looked up before
+    anything is created: a missing network or image stops `pulumi up` here."""
+    cfg, invoke = launch.cfg, pulumi.InvokeOptions(parent=parent)
+    region = region_of(cfg, launch.offering)
+    return (
+        cfg,
+        pulumi.ResourceOptions(parent=parent),
+        region,
+        network(cfg, region, invoke),
+        _ami(launch, region, invoke),
     )
 
 
@@ -435,12 +446,7 @@ class AwsBenchmark(pulumi.ComponentResource):
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Benchmark", name, None, opts)
-        cfg = launch.cfg
-        child = pulumi.ResourceOptions(parent=self)
-        region = region_of(cfg, launch.offering)
-        # Looked up before anything is created: a missing network or image stops here.
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
-        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
+        cfg, child, region, net, ami = _placed(self, launch)
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
@@ -518,19 +524,14 @@ def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
 
 
 def deny_insecure_transport(bucket: str) -> str:
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "DenyInsecureTransport",
-                    "Effect": "Deny",
-                    "Principal": "*",
-                    "Action": "s3:*",
-                    "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                }
-            ],
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
         }
     )
 
@@ -621,43 +622,38 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
     def arns(types):
         return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
 
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "RunOnlyFromThisTemplate",
-                    "Effect": "Allow",
-                    "Action": "ec2:RunInstances",
-                    "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
-                    "Condition": {
-                        "ArnEquals": {"ec2:LaunchTemplate": template_arn},
-                        "Bool": {"ec2:IsLaunchTemplateResource": "true"},
-                    },
-                },
-                {
-                    "Sid": "TemplateAndNetworkOfItsLaunch",
-                    "Effect": "Allow",
-                    "Action": "ec2:RunInstances",
-                    "Resource": [template_arn, *arns(_RUN_NETWORK)],
-                    "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
-                },
-                {
-                    "Sid": "TagOnlyAtLaunch",
-                    "Effect": "Allow",
-                    "Action": "ec2:CreateTags",
-                    "Resource": arns(_TAGGED_AT_LAUNCH),
-                    "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
-                },
-                {
-                    "Sid": "PassOnlyInstanceRole",
-                    "Effect": "Allow",
-                    "Action": "iam:PassRole",
-                    "Resource": instance_role_arn,
-                    "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-                },
-            ],
-        }
+            "Sid": "RunOnlyFromThisTemplate",
+            "Effect": "Allow",
+            "Action": "ec2:RunInstances",
+            "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+            "Condition": {
+                "ArnEquals": {"ec2:LaunchTemplate": template_arn},
+                "Bool": {"ec2:IsLaunchTemplateResource": "true"},
+            },
+        },
+        {
+            "Sid": "TemplateAndNetworkOfItsLaunch",
+            "Effect": "Allow",
+            "Action": "ec2:RunInstances",
+            "Resource": [template_arn, *arns(_RUN_NETWORK)],
+            "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
+        },
+        {
+            "Sid": "TagOnlyAtLaunch",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": arns(_TAGGED_AT_LAUNCH),
+            "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+        },
+        {
+            "Sid": "PassOnlyInstanceRole",
+            "Effect": "Allow",
+            "Action": "iam:PassRole",
+            "Resource": instance_role_arn,
+            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        },
     )
 
 
@@ -699,12 +695,7 @@ class AwsRecurring(pulumi.ComponentResource):
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Recurring", name, None, opts)
-        cfg = launch.cfg
-        child = pulumi.ResourceOptions(parent=self)
-        region = region_of(cfg, launch.offering)
-        # Looked up before anything is created: a missing network or image stops here.
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
-        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
+        cfg, child, region, net, ami = _placed(self, launch)
         schedule_expr = parse_schedule(cfg.every or "")
         # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
         # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
@@ -794,58 +785,45 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
     """The recurring schedule calling RunInstances on the template, as a role that may launch
     from this template only and pass this stack's instance role only."""
-    child = pulumi.ResourceOptions(parent=parent)
     account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
     group = "default"
-    scheduler_role = aws.iam.Role(
-        "launcher-role",
-        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
-        tags=tags,
-        opts=child,
+    scheduler_role, allow = _role(
+        parent,
+        ("launcher-role", "launcher-run-instances"),
+        account.apply(lambda a: _assume_scheduler(a, region, group)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+        pulumi.Output.all(account, template.arn, instance_role.arn).apply(lambda a: launcher_policy(region, *a)),
+        tags,
     )
-    allow = aws.iam.RolePolicy(
-        "launcher-run-instances",
-        role=scheduler_role.id,
-        policy=pulumi.Output.all(account, template.arn, instance_role.arn).apply(
-            lambda a: launcher_policy(region, a[0], a[1], a[2])
-        ),
-        opts=child,
-    )
-    return aws.scheduler.Schedule(
+    target = {
+        "arn": RUN_INSTANCES_TARGET,
+        "role_arn": scheduler_role.arn,
+        "input": template.id.apply(lambda t: run_instances_input(t, tags)),
+    }
+    return _schedule(
+        parent,
         "launch-schedule",
-        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        schedule_expr.aws(),
+        target,
+        # A capacity error is not retried for a day into the next run: one short retry window.
+        {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
+        allow,
         group_name=group,
-        schedule_expression=schedule_expr.aws(),
-        schedule_expression_timezone="UTC",
-        flexible_time_window={"mode": "OFF"},
-        target={
-            "arn": RUN_INSTANCES_TARGET,
-            "role_arn": scheduler_role.arn,
-            "input": template.id.apply(lambda t: run_instances_input(t, tags)),
-            # A capacity error is not retried for a day into the next run: one short retry window.
-            "retry_policy": {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
     )
 
 
 def _assume_scheduler(account: str, region: str, group: str) -> str:
     """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "scheduler.amazonaws.com"},
-                    "Action": "sts:AssumeRole",
-                    "Condition": {
-                        "StringEquals": {"aws:SourceAccount": account},
-                        "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
-                    },
-                }
-            ],
+            "Effect": "Allow",
+            "Principal": {"Service": "scheduler.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": account},
+                "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
+            },
         }
     )
 
@@ -876,61 +854,51 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "FindTaggedResources",
-                    "Effect": "Allow",
-                    "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
-                    "Resource": "*",
-                },
-                {
-                    "Sid": "TerminateOnlyProjectInstances",
-                    "Effect": "Allow",
-                    "Action": "ec2:TerminateInstances",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": ours(EXPIRES_TAG),
-                },
-                {
-                    "Sid": "TerminateOnlyRecurringLaunches",
-                    "Effect": "Allow",
-                    "Action": "ec2:TerminateInstances",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": ours(MAX_HOURS_TAG),
-                },
-                {
-                    "Sid": "DeleteOnlyProjectSecurityGroups",
-                    "Effect": "Allow",
-                    "Action": "ec2:DeleteSecurityGroup",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
-                    "Condition": ours(EXPIRES_TAG),
-                },
-                {
-                    "Sid": "DeleteOnlyDeadlineSchedules",
-                    "Effect": "Allow",
-                    "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
-                    "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
-                },
-                {
-                    "Sid": "OwnLogGroupOnly",
-                    "Effect": "Allow",
-                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                    "Resource": f"{log_group_arn}:*",
-                },
-            ],
-        }
+            "Sid": "FindTaggedResources",
+            "Effect": "Allow",
+            "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "TerminateOnlyProjectInstances",
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+            "Condition": ours(EXPIRES_TAG),
+        },
+        {
+            "Sid": "TerminateOnlyRecurringLaunches",
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+            "Condition": ours(MAX_HOURS_TAG),
+        },
+        {
+            "Sid": "DeleteOnlyProjectSecurityGroups",
+            "Effect": "Allow",
+            "Action": "ec2:DeleteSecurityGroup",
+            "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
+            "Condition": ours(EXPIRES_TAG),
+        },
+        {
+            "Sid": "DeleteOnlyDeadlineSchedules",
+            "Effect": "Allow",
+            "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+            "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
+        },
+        {
+            "Sid": "OwnLogGroupOnly",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"{log_group_arn}:*",
+        },
     )
 
 
 def invoke_policy(function_arn: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn}],
-        }
-    )
+    return _policy({"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn})
 
 
 def lambda_function_name(stack: str) -> str:
@@ -968,7 +936,15 @@ class AwsSweeper(pulumi.ComponentResource):
         logs = aws.cloudwatch.LogGroup(
             "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
         )
-        role, allow = _sweeper_role(self, cfg, region, account, logs, tags)
+        # sweeper_policy: only what this project tagged, only its own log group; the function waits for it.
+        role, allow = _role(
+            self,
+            ("function-role", "sweep-access"),
+            _assume("lambda.amazonaws.com"),
+            f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
+            pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1], project_id())),
+            tags,
+        )
         function = aws.lambda_.Function(
             "function",
             name=function_name,
@@ -1001,50 +977,24 @@ class AwsSweeper(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _sweeper_role(parent, cfg: SweeperConfig, region: str, account, logs, tags):
-    """The function's role (sweeper_policy: only what this project tagged, only its own
-    log group). Returns it and its policy (the function waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(
-        "function-role",
-        assume_role_policy=_assume("lambda.amazonaws.com"),
-        description=f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
-        tags=tags,
-        opts=child,
-    )
-    allow = aws.iam.RolePolicy(
-        "sweep-access",
-        role=role.id,
-        policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1], project_id())),
-        opts=child,
-    )
-    return role, allow
-
-
 def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
     """The schedule invoking the function, as a role that may invoke it and nothing else."""
-    child = pulumi.ResourceOptions(parent=parent)
     group = "default"
-    invoker = aws.iam.Role(
-        "invoke-role",
-        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-        tags=tags,
-        opts=child,
+    invoker, may_invoke = _role(
+        parent,
+        ("invoke-role", "invoke"),
+        account.apply(lambda a: _assume_scheduler(a, region, group)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+        function.arn.apply(invoke_policy),
+        tags,
     )
-    may_invoke = aws.iam.RolePolicy("invoke", role=invoker.id, policy=function.arn.apply(invoke_policy), opts=child)
-    return aws.scheduler.Schedule(
+    return _schedule(
+        parent,
         "sweep-schedule",
-        description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        schedule_expr.aws(),
+        {"arn": function.arn, "role_arn": invoker.arn, "input": "{}"},
+        {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
+        may_invoke,
         group_name=group,
-        schedule_expression=schedule_expr.aws(),
-        schedule_expression_timezone="UTC",
-        flexible_time_window={"mode": "OFF"},
-        target={
-            "arn": function.arn,
-            "role_arn": invoker.arn,
-            "input": "{}",
-            "retry_policy": {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[may_invoke]),
     )

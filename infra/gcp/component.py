@@ -47,14 +47,12 @@ from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
-    WORKLOAD_PREFIX,
     Launch,
-    bundle_file,
     code_bundle,
+    code_uploads,
     launch_id_of,
     payload_env,
     tag_values,
-    workload_bundle_file,
     zone_or_first,
 )
 from infra.results_ref import journal_prefix_beside, locate
@@ -115,23 +113,16 @@ def self_delete_condition(project: str, zone: str, name: str, prefix: bool = Fal
 
 def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: bool = False):
     """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
-    child = pulumi.ResourceOptions(parent=parent)
-    role = gcp.projects.IAMCustomRole(
-        "self-delete-role",
-        role_id=custom_role_id(cfg.stack, "selfdelete"),
-        title=_title(f"gpubench {cfg.stack} self-delete"),
-        description="a VM deletes its own instance at the end of its run",
-        permissions=sorted(SELF_DELETE_PERMISSIONS),
-        project=project,
-        opts=child,
-    )
-    return gcp.projects.IAMMember(
-        "self-delete-grant",
-        project=project,
-        role=role.name,
-        member=member,
+    return _project_role(
+        parent,
+        ("self-delete-role", "self-delete-grant"),
+        cfg.stack,
+        "selfdelete",
+        f"gpubench {cfg.stack} self-delete",
+        ("a VM deletes its own instance at the end of its run", sorted(SELF_DELETE_PERMISSIONS)),
+        project,
+        member,
         condition=pulumi.Output.all(project, name).apply(lambda a: self_delete_condition(a[0], zone, a[1], prefix)),
-        opts=child,
     )
 
 
@@ -151,6 +142,34 @@ TITLE_MAX = 100
 
 def _title(text: str) -> str:
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 3] + "..."
+
+
+def _account(parent, name: str, stack: str, kind: str, display_name: str):
+    """A service account of the stack (`kind`: service_account_id's) and its IAM member string."""
+    account = gcp.serviceaccount.Account(
+        name,
+        account_id=service_account_id(stack, kind),
+        display_name=_title(display_name),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return account, account.email.apply(lambda e: f"serviceAccount:{e}")
+
+
+def _project_role(parent, names: tuple[str, str], stack: str, kind: str, title: str, about, project, member, **grant):
+    """A custom role of the stack (`about`: its description and permissions) granted to `member` on
+    the project (`grant`: e.g. its IAM condition); `names`: the two resources'. Returns the grant."""
+    child = pulumi.ResourceOptions(parent=parent)
+    description, permissions = about
+    role = gcp.projects.IAMCustomRole(
+        names[0],
+        role_id=custom_role_id(stack, kind),
+        title=_title(title),
+        description=description,
+        permissions=permissions,
+        project=project,
+        opts=child,
+    )
+    return gcp.projects.IAMMember(names[1], project=project, role=role.name, member=member, opts=child, **grant)
 
 
 class NoImage(ConfigError, pulumi.RunError):
@@ -218,12 +237,8 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> t
         member=member,
         opts=child,
     )
-    uploads = [("code-bundle", "", bundle_file())]
-    workload = workload_bundle_file(launch)
-    if workload:
-        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
     urls, before_boot = [], [grant]
-    for res_name, prefix, (sha, path) in uploads:
+    for res_name, prefix, (sha, path) in code_uploads(launch):
         obj = gcp.storage.BucketObject(
             res_name,
             bucket=results.bucket,
@@ -235,14 +250,6 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> t
         before_boot.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
     return pulumi.Output.all(*urls).apply(" ".join), before_boot
-
-
-def _guest_code(launch: Launch, urls: str):
-    """What the guest fetches and verifies before the payload starts (None: a prebuilt image)."""
-    if not urls:
-        return None
-    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
-    return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
 
 
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
@@ -278,14 +285,7 @@ def _runner(
     journal (create only: replacing an object needs storage.objects.delete, which objectCreator
     lacks) and nothing else in the results bucket; returns it, its IAM member string and the
     grant (the VM waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    account = gcp.serviceaccount.Account(
-        "runner",
-        account_id=service_account_id(cfg.stack),
-        display_name=_title(f"gpubench {cfg.stack} payload"),
-        opts=child,
-    )
-    member = account.email.apply(lambda e: f"serviceAccount:{e}")
+    account, member = _account(parent, "runner", cfg.stack, "", f"gpubench {cfg.stack} payload")
     grant = gcp.storage.BucketIAMMember(
         "results-access",
         bucket=results.bucket,
@@ -294,7 +294,7 @@ def _runner(
         condition=pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: own_runs_condition(a[0], run_prefix, a[1])
         ),
-        opts=child,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return account, member, grant
 
@@ -340,7 +340,9 @@ def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
         lambda a: payload_env(launch, a[0], a[1], launch_id=launch_id_of(a[1]))
     )
     user_data = pulumi.Output.all(env, code_url).apply(
-        lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1])))
+        lambda a: cloud_init.render_user_data(
+            cloud_init.PayloadLaunch(launch.image, a[0], code_bundle(launch, a[1], CODE_COPY))
+        )
     )
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
     if cfg.ssh_public_key:
@@ -550,7 +552,9 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
         # it with boot time + maxHours before anything reads it.
         env = payload_env(launch, url, "2000-01-01T00:00:00Z")
         env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-        return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env, _guest_code(launch, code)))
+        return cloud_init.render_user_data(
+            cloud_init.PayloadLaunch(launch.image, env, code_bundle(launch, code, CODE_COPY))
+        )
 
     return gcp.compute.InstanceTemplate(
         "template",
@@ -585,32 +589,25 @@ def _launcher(parent, cfg, project, runner):
     """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
     bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
     account and the grants the job must wait for."""
-    child = pulumi.ResourceOptions(parent=parent)
-    launcher = gcp.serviceaccount.Account(
+    launcher, launcher_member = _account(
+        parent, "launcher", cfg.stack, "launcher", f"gpubench {cfg.stack} launcher (Cloud Scheduler)"
+    )
+    grant = _project_role(
+        parent,
+        ("launcher-role", "launcher-grant"),
+        cfg.stack,
         "launcher",
-        account_id=service_account_id(cfg.stack, "launcher"),
-        display_name=_title(f"gpubench {cfg.stack} launcher (Cloud Scheduler)"),
-        opts=child,
-    )
-    launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
-    role = gcp.projects.IAMCustomRole(
-        "launcher-role",
-        role_id=custom_role_id(cfg.stack, "launcher"),
-        title=_title(f"gpubench {cfg.stack} launcher"),
-        description="instances.bulkInsert from the stack's instance template",
-        permissions=launcher_permissions(bool(cfg.image)),
-        project=project,
-        opts=child,
-    )
-    grant = gcp.projects.IAMMember(
-        "launcher-grant", project=project, role=role.name, member=launcher_member, opts=child
+        f"gpubench {cfg.stack} launcher",
+        ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
+        project,
+        launcher_member,
     )
     act_as = gcp.serviceaccount.IAMMember(
         "launcher-act-as-runner",
         service_account_id=runner.name,
         role="roles/iam.serviceAccountUser",
         member=launcher_member,
-        opts=child,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return launcher, [grant, act_as]
 
@@ -687,28 +684,16 @@ class GcpSweeper(pulumi.ComponentResource):
 def _sweeper_account(parent, cfg: SweeperConfig, project):
     """The account the sweep runs as: a custom role that may only list and delete VMs.
     Returns it and its grant (the function waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    runner = gcp.serviceaccount.Account(
+    runner, member = _account(parent, "sweeper", cfg.stack, "sweeper", f"gpubench {cfg.stack}: the leak sweep")
+    grant = _project_role(
+        parent,
+        ("sweeper-role", "sweeper-grant"),
+        cfg.stack,
         "sweeper",
-        account_id=service_account_id(cfg.stack, "sweeper"),
-        display_name=_title(f"gpubench {cfg.stack}: the leak sweep"),
-        opts=child,
-    )
-    role = gcp.projects.IAMCustomRole(
-        "sweeper-role",
-        role_id=custom_role_id(cfg.stack, "sweeper"),
-        title=_title(f"gpubench {cfg.stack} sweeper"),
-        description="list VMs, delete the expired ones this project labelled",
-        permissions=sorted(SWEEPER_PERMISSIONS),
-        project=project,
-        opts=child,
-    )
-    grant = gcp.projects.IAMMember(
-        "sweeper-grant",
-        project=project,
-        role=role.name,
-        member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
-        opts=child,
+        f"gpubench {cfg.stack} sweeper",
+        ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS)),
+        project,
+        member,
     )
     return runner, grant
 
@@ -774,12 +759,8 @@ def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project
 def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
     """The account Cloud Scheduler calls the function as: it may invoke it and nothing else.
     Returns it and its grant (the job waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    invoker = gcp.serviceaccount.Account(
-        "invoker",
-        account_id=service_account_id(cfg.stack, "invoker"),
-        display_name=_title(f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"),
-        opts=child,
+    invoker, member = _account(
+        parent, "invoker", cfg.stack, "invoker", f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"
     )
     may_invoke = gcp.cloudrunv2.ServiceIamMember(
         "invoker-grant",
@@ -787,7 +768,7 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
         location=region,
         name=function.name,
         role="roles/run.invoker",
-        member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
-        opts=child,
+        member=member,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return invoker, may_invoke
