@@ -156,7 +156,6 @@ def benchmark_names(raw: Any) -> tuple[str, ...]:
         raise ValueError(f"expected a non-empty list of benchmark names, got {raw!r}")
     names = tuple(str(i).strip() for i in items)
     # The payload's registry is the one list of benchmark names (imports no TensorFlow).
-
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
@@ -257,8 +256,8 @@ def _image(raw: Any) -> str:
     text = nonempty_str(raw)
     if not is_image_reference(text):
         raise ValueError(
-            f"{text!r} is not a container image reference; use e.g. ghcr.io/gpubench/payload:cuda12 "
-            "(lowercase repository, optional :tag and @sha256:digest)"
+            f"{text!r} is not a container image reference; use e.g. registry.example.com/team/payload:cuda12, "
+            "an image you built from payload/Dockerfile (lowercase repository, optional :tag and @sha256:digest)"
         )
     return text
 
@@ -278,7 +277,6 @@ def _root_gb(raw: Any) -> int:
 
 
 def schedule(raw: Any) -> str:
-
     try:
         return parse_schedule(nonempty_str(raw)).text
     except ScheduleError as exc:
@@ -288,7 +286,6 @@ def schedule(raw: Any) -> str:
 def workload_spec(raw: Any) -> str:
     """A workload spec file (relative to the current directory, the project root): checked
     here, so a bad spec fails before anything is launched. Returns its absolute path."""
-
     text = nonempty_str(raw)
     try:
         return load_spec(Path(text).expanduser().resolve()).path

@@ -115,6 +115,12 @@ def test_typos_and_unsafe_values_are_refused_with_a_suggestion(extra, key, fragm
     assert err.value.key == key and fragment in str(err.value), str(err.value)
 
 
+def test_a_bad_payload_image_is_told_to_build_its_own_not_pointed_at_an_image_nobody_published():
+    with pytest.raises(ConfigError) as err:
+        parse_config({**BASE, "gpubench:payloadImage": "Not An Image"}, "s")
+    assert "payload/Dockerfile" in str(err.value) and "ghcr.io/gpubench" not in str(err.value), str(err.value)
+
+
 def test_wide_ssh_only_when_allowed_and_valid_images_pass():
     cfg = parse_config({**BASE, "gpubench:sshCidr": "10.0.0.0/8", "gpubench:allowWideSsh": True}, "s")
     assert cfg.ssh_cidr == "10.0.0.0/8" and cfg.allow_wide_ssh
