@@ -90,9 +90,7 @@ def stack_base(offering: Any) -> str:
 
 def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
     """The stack's region from its provider config (`aws:region`), else the zone's."""
-    if provider_config.get("aws:region"):
-        return provider_config["aws:region"]
-    return region_of_zone(zone) if zone else None
+    return provider_config.get("aws:region") or (region_of_zone(zone) if zone else None)
 
 
 def components() -> dict[str, Any]:

@@ -91,9 +91,7 @@ def stack_base(offering: Any) -> str:
 
 
 def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
-    if provider_config.get("gcp:region"):
-        return provider_config["gcp:region"]
-    return region_of_zone(zone) if zone else None
+    return provider_config.get("gcp:region") or (region_of_zone(zone) if zone else None)
 
 
 def components() -> dict[str, Any]:

@@ -48,21 +48,11 @@ EXIT_CODES = {
 # Payload run options the stack itself sets (or the runner owns): extra options may not change them.
 # Those with a stack key name it, so the caller overrides the stack instead.
 STACK_OPTIONS = {
-    "benchmark": "benchmark",
-    "epochs": "epochs",
-    "steps": "steps",
-    "batch_size": "batch_size",
-    "precision": "precision",
-    "gpus": "gpus",
-    "data": "data",
+    **{name: name for name in ("benchmark", "epochs", "steps", "batch_size", "precision", "gpus", "data")},
+    **{name: name for name in ("expect_gpu", "workload", "results")},
     "param": "params",
-    "expect_gpu": "expect_gpu",
-    "workload": "workload",
-    "results": "results",
-    "stack": None,
-    "spool": None,
-    "host_events": None,
     "deadline": "max_hours",
+    **dict.fromkeys(("stack", "spool", "host_events")),
 }
 
 
@@ -97,7 +87,6 @@ def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -
     that stack field instead)."""
     if not extra_options:
         return cfg
-
     known = {o.name for o in OPTIONS}
     for name in extra_options:
         if name not in known:
