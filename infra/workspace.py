@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from infra.projectfiles import BUNDLED, from_checkout, project_root
+from infra import projectfiles
+from infra.projectfiles import from_checkout, project_root
 from infra.stacks import load_config
 from infra.userproject import ensure_user_project
 from payload.yamlfile import YamlFileError, read_yaml
@@ -53,7 +54,7 @@ def project_dir(start: Path | None = None) -> Path:
     checkout's root, or for a packaged install your copy in the state home (infra.userproject), never
     the one inside site-packages; with `start`, the nearest one at or above `start`."""
 
-    if start is None and not from_checkout() and (BUNDLED / "Pulumi.yaml").is_file():
+    if start is None and not from_checkout() and (projectfiles.BUNDLED / "Pulumi.yaml").is_file():
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()
     for folder in [here, *here.parents] if start else [here]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from infra import stacks as stackfiles
 from infra.catalog import load_catalog
 from infra.config import ConfigError
 from infra.ssh import checks as host_checks
@@ -25,7 +26,7 @@ from infra.ssh.connection import SshError, connect
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
-from infra.stacks import STACKS_DIR, load_config
+from infra.stacks import load_config
 from payload.config import OPTIONS
 from payload.layout import stack_prefix
 from payload.storage import StorageError, open_store
@@ -76,7 +77,7 @@ class SessionOptions:
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
-    raw = load_config(name, stacks_dir or STACKS_DIR)
+    raw = load_config(name, stacks_dir or stackfiles.STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
 
 
