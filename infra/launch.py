@@ -16,7 +16,7 @@ from typing import Any
 from infra import clouds
 from infra.bundle import build_bundle, build_workload_bundle
 from infra.catalog import CatalogError
-from infra.cloud_init import CodeBundle
+from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
 from infra.compat import official_image_problems
 from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
 from infra.images import PublicImage, payload_image, public_image, workload_image
@@ -236,6 +236,22 @@ def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] |
         settings=settings or {},
         workload=workload[0] if workload else None,
     )
+
+
+def guest_user_data(
+    launch: Launch, results_url: str, code_urls: str, copy: str, deadline: str | None = None, settings=None
+) -> str:
+    """The cloud-init of one run: the payload's environment plus the cloud's `settings`, and the code
+    bundle it fetches (code_bundle). `deadline` (RFC 3339) ends a one-off stack's run; a recurring
+    stack has none: its placeholder passes the payload's option check, and the guest replaces it with
+    boot time + maxHours before anything reads it."""
+    if deadline:
+        env = payload_env(launch, results_url, deadline, launch_id=launch_id_of(deadline))
+    else:
+        env = payload_env(launch, results_url, "2000-01-01T00:00:00Z")
+        env["GPUBENCH_DEADLINE"] = boot_deadline(launch.cfg.max_hours)
+    env = {**env, **(settings or {})}
+    return render_user_data(PayloadLaunch(launch.image, env, code_bundle(launch, code_urls, copy, settings)))
 
 
 def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:

@@ -44,10 +44,9 @@ from infra.aws import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     Launch,
-    code_bundle,
     code_uploads,
+    guest_user_data,
     launch_id_of,
-    payload_env,
     region_of,
     tag_values,
 )
@@ -234,11 +233,6 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
     return pulumi.Output.all(*urls).apply(" ".join), objects
 
 
-def guest_code(launch: Launch, urls: str, region: str):
-    """The guest's CodeBundle from upload_code's URLs (None with a prebuilt payloadImage)."""
-    return code_bundle(launch, urls, CODE_COPY, {"AWS_DEFAULT_REGION": region})
-
-
 class Missing(ConfigError, pulumi.RunError):
     """Nothing to launch in or from: no subnet (the configured one is not there, or the region has
     no default VPC), or no image to boot.
@@ -370,16 +364,8 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.
 
 def _benchmark_user_data(launch: Launch, results, deadline, code_url, region: str) -> pulumi.Output:
     """Cloud-init that runs the payload once with the stack's results URL, deadline and code bundle."""
-    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-        lambda args: {
-            **payload_env(launch, args[0], args[1], launch_id=launch_id_of(args[1])),
-            "AWS_DEFAULT_REGION": region,
-        }
-    )
-    return pulumi.Output.all(env, code_url).apply(
-        lambda a: cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, a[0], guest_code(launch, a[1], region))
-        )
+    return pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
     )
 
 
@@ -742,14 +728,9 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 
     def user_data(args) -> str:
         url, code = args
-        # The placeholder passes the payload's option check; the guest replaces
-        # it with boot time + maxHours before anything reads it.
-        env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
-        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-        text = cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
+        return cloud_init.compressed(
+            guest_user_data(launch, url, code, CODE_COPY, None, {"AWS_DEFAULT_REGION": region})
         )
-        return cloud_init.compressed(text)
 
     return aws.ec2.LaunchTemplate(
         "launch-template",

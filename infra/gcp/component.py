@@ -42,16 +42,14 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
-from infra import cloud_init
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
     Launch,
-    code_bundle,
     code_uploads,
+    guest_user_data,
     launch_id_of,
-    payload_env,
     tag_values,
     zone_or_first,
 )
@@ -336,13 +334,8 @@ def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
     """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
     install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
     cfg = launch.cfg
-    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-        lambda a: payload_env(launch, a[0], a[1], launch_id=launch_id_of(a[1]))
-    )
-    user_data = pulumi.Output.all(env, code_url).apply(
-        lambda a: cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, a[0], code_bundle(launch, a[1], CODE_COPY))
-        )
+    user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
     )
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
     if cfg.ssh_public_key:
@@ -547,15 +540,6 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
     runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
 
-    def user_data(url: str, code: str) -> str:
-        # The placeholder passes the payload's option check; the guest replaces
-        # it with boot time + maxHours before anything reads it.
-        env = payload_env(launch, url, "2000-01-01T00:00:00Z")
-        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-        return cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, env, code_bundle(launch, code, CODE_COPY))
-        )
-
     return gcp.compute.InstanceTemplate(
         "template",
         name_prefix="gpubench-",
@@ -576,7 +560,9 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
         network_interfaces=[network_interface(subnet, offering.instance_type)],
         service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         metadata={
-            "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
+            "user-data": pulumi.Output.all(results.url, code_url).apply(
+                lambda a: guest_user_data(launch, *a, CODE_COPY)
+            ),
             "install-nvidia-driver": "True",
             "block-project-ssh-keys": "TRUE",
         },
