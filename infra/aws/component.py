@@ -362,13 +362,6 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.
     )
 
 
-def _benchmark_user_data(launch: Launch, results, deadline, code_url, region: str) -> pulumi.Output:
-    """Cloud-init that runs the payload once with the stack's results URL, deadline and code bundle."""
-    return pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
-        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
-    )
-
-
 def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -> aws.scheduler.Schedule:
     """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
     the instance, through a role trusted by the scheduler of this account only that may
@@ -464,8 +457,10 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "delete_on_termination": True,
                 "tags": tags,
             },
-            user_data_base64=_benchmark_user_data(launch, results, deadline, code_url, region).apply(
-                cloud_init.compressed
+            user_data_base64=pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+                lambda a: cloud_init.compressed(
+                    guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
+                )
             ),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),

@@ -561,7 +561,7 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
         service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         metadata={
             "user-data": pulumi.Output.all(results.url, code_url).apply(
-                lambda a: guest_user_data(launch, *a, CODE_COPY)
+                lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY)
             ),
             "install-nvidia-driver": "True",
             "block-project-ssh-keys": "TRUE",
