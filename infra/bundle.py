@@ -148,7 +148,6 @@ def build_workload_bundle(spec_path: str | Path) -> Bundle:
     the same walk that hashed them (payload.workloads.files), so exactly what was
     hashed travels, and the walk's refusals (credentials, links out, devices,
     size) hold for the bundle too."""
-
     spec = load_spec(spec_path)
     raw = read_yaml(spec.path)
     entries: list[tuple[str, bytes, int]] = []

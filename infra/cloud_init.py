@@ -322,14 +322,12 @@ SCRIPTS: dict[str, str] = {
 
 def install_payload_sh() -> str:
     """install-payload.sh (infra/install-payload.sh; payload/Dockerfile.legacy runs the same file)."""
-
     return (Path(__file__).with_name("install-payload.sh")).read_text()
 
 
 def guest_script(results_url: str) -> str:
     """cloud.sh: the cloud's `instance_id`, `upload` and `end_machine`, chosen by the results
     bucket's URL scheme (infra/<cloud>/guest.py); without one, power off and upload nothing."""
-
     cloud = clouds.of_results(results_url)
     return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR) if cloud else LOCAL_GUEST
 
@@ -441,7 +439,6 @@ def env_file(env: Mapping[str, str]) -> str:
     """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry
     (line breaks and other control characters; a value wrapped in matching quotes, which newer
     Docker strips). The stack config refuses the same values earlier, naming the key."""
-
     lines = []
     for key in sorted(env):
         value = str(env[key])

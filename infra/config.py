@@ -446,7 +446,6 @@ class ResultsConfig(_ProviderStack):
     @model_validator(mode="after")
     def _names_the_cloud_accepts(self) -> ResultsConfig:
         """Names the cloud would refuse at `pulumi up`, refused now (infra/<cloud>/rules.py `config`)."""
-
         if self.provider is None:
             return self
         table = table_of(self.provider)
@@ -591,7 +590,6 @@ def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> No
 
 def _check_stack_name(stack: str) -> None:
     """The payload's own rule (payload.layout): the name is a results key segment and a guest env value."""
-
     try:
         check_stack_name(stack)
     except BadKeyPart as exc:

@@ -87,7 +87,6 @@ def public_image(generation: str) -> PublicImage:
 def workload_image(spec_path: str) -> PublicImage | None:
     """A workload's own `image` (PyTorch, NGC, ...), the payload pip-installed into it at start
     (so it needs python3 >= 3.11 and pip); None when the spec names none: the TensorFlow image."""
-
     image = load_spec(spec_path).image
     return PublicImage(image, framework=False) if image else None
 

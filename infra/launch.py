@@ -49,7 +49,6 @@ class Launch:
 
 def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     """Look the offering and its price up; collect the warnings preview shows."""
-
     offering = catalog.get(cfg.offering)
     check_against_offering(cfg, offering, offering.provider)
     warnings: list[str] = []
@@ -90,7 +89,6 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
 def _check_image(offering: Any, public: PublicImage | None) -> None:
     """Refuse an official framework image the GPU cannot run (infra.compat), before anything is spent:
     a B200 (compute capability 10.0) needs a CUDA 12.8+ build no shipped TensorFlow image has."""
-
     if public is None or not public.framework:
         return  # a prebuilt payload image or a workload's own image: its maker chose its CUDA
     found = official_image_problems(offering)
@@ -106,7 +104,6 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
     """Newest price for the market; spot falls back to on-demand with a warning.
 
     The catalog's RetiredOfferingWarning is silenced here: preview reports retirement itself."""
-
     with pywarnings.catch_warnings():
         pywarnings.simplefilter("ignore")
         try:
@@ -133,7 +130,6 @@ def zone_of(cfg: BenchmarkConfig) -> str | None:
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured region, else the zone's region, else the catalog's first region."""
-
     if clouds.is_cloud(offering.provider):
         found = clouds.get(offering.provider).region(cfg.provider_config, zone_of(cfg))
         if found:
@@ -153,7 +149,6 @@ def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
 
 def fmt_usd(value: float | None) -> str:
     """A price as a tag value and payload option: up to 4 decimals, 'unknown' without one."""
-
     return plain_usd(value, missing="unknown")
 
 
@@ -161,7 +156,6 @@ def launch_id_of(deadline: str) -> str:
     """The launch id of a deployment: its deadline (RFC 3339, computed once per `pulumi up` by the
     deadline resource) as `L<YYYYMMDD>T<HHMMSS>Z`. Every run id of the launch starts with it, and the
     instance's role may create objects only under runs/<stack>/<launch id>-* (docs/security.md)."""
-
     when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).astimezone(dt.timezone.utc)
     return "L" + when.strftime("%Y%m%dT%H%M%SZ")
 
@@ -172,7 +166,6 @@ def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str 
     `launch_id` (launch_id_of the deadline) scopes the run ids to what the instance's role may
     write; a recurring launch, whose deadline is set at boot, has none. GPUBENCH_HOST_EVENTS is
     added by cloud_init."""
-
     cfg = launch.cfg
     return render_env(
         {
@@ -206,7 +199,6 @@ WORKLOAD_PREFIX = "workload-"  # code/workload-<sha256>.tar.gz: the spec and its
 
 def bundle_file() -> tuple[str, str]:
     """(sha256, path) of the payload's code bundle, written content-addressed for upload."""
-
     bundle = build_bundle()
     return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
 
@@ -257,7 +249,6 @@ def guest_user_data(
 def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:
     """(sha256, path) of the stack's workload bundle (spec + workdir), written for upload as
     `code/workload-<sha256>.tar.gz`; None when the stack runs built-in benchmarks."""
-
     if not launch.cfg.workload:
         return None
     bundle = build_workload_bundle(launch.cfg.workload)

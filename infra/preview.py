@@ -124,7 +124,6 @@ def preview_stack(
 def _preview_or_refusal(name: str, catalog: Any, measured: MeasuredRuns | None, single: bool) -> dict[str, Any]:
     """One stack's preview; with several, a stack the checks refuse (e.g. a GPU no shipped image
     supports) is listed with its error instead of ending the whole listing."""
-
     try:
         return preview_stack(name, catalog, measured)
     except ConfigError as exc:

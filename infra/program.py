@@ -46,5 +46,4 @@ def engine_config() -> dict[str, Any]:
     """All config the engine handed this program (`ns:key` -> value string).
 
     The language host passes it as PULUMI_CONFIG (JSON) or sets it explicitly; take both."""
-
     return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}

@@ -164,7 +164,6 @@ def unchecked_types(table: Table, types: set[str]) -> list[str]:
 
 def table_of(cloud: str) -> Table:
     """The rules table of a cloud (infra/<cloud>/rules.py)."""
-
     clouds.get(cloud)  # a clear error for an unknown name
     return importlib.import_module(f"infra.{cloud}.rules").TABLE
 
@@ -172,7 +171,6 @@ def table_of(cloud: str) -> Table:
 def rendered_violations(resources) -> list[str]:
     """Every rule the rendered resources (infra.render.ResourceRecord) break, and every resource
     type no table knows; the cloud of a resource is the first part of its type (`aws:`, `gcp:`)."""
-
     out: list[str] = []
     for r in resources:
         if not r.custom:

@@ -185,7 +185,6 @@ _LOOP_CLOSER: list[bool] = []
 
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
-
     if not _LOOP_CLOSER:  # once per process
         atexit.register(_close_event_loop)
         _LOOP_CLOSER.append(True)

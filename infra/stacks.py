@@ -214,7 +214,6 @@ def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: s
 def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:
     """The needs of the named stacks of `cloud` (stack files that do not parse are skipped:
     `gpubench plan` and `up` report those)."""
-
     provider = clouds.get(cloud)
     out = []
     for name in names:

@@ -118,7 +118,6 @@ def check_cloud(flag: str, value: str) -> str:
     """The cloud `value` names (aws, gcp; any case), else a UsageError naming it with the closest names.
 
     Checked before prices, credentials or a cloud SDK are looked for, so a typo is named as a typo."""
-
     return check_choice(flag, value, clouds.NAMES, f"gpubench sweeps {', '.join(clouds.NAMES)}.")
 
 
@@ -135,7 +134,6 @@ REGION_FORMS = {
 
 def known_regions(provider: str, catalog=None) -> tuple[list[str], list[str]]:
     """(regions, zones) of `provider` in the catalog: where this project launches, hence what a sweep may name."""
-
     offerings = (catalog or load_catalog()).offerings(provider=provider)
     return sorted({r for o in offerings for r in o.regions}), sorted({z for o in offerings for z in o.zones})
 
@@ -144,7 +142,6 @@ def check_regions(provider: str, regions, catalog=None) -> list[str] | None:
     """The regions (or zones) a sweep was given, else a UsageError naming the first that is neither in
     the catalog for `provider` nor spelt like one of its regions, with the catalog's closest names.
     None stays None (every region)."""
-
     if not regions:
         return regions
     known, zones = known_regions(provider, catalog)

@@ -135,7 +135,6 @@ class BadProjectId(ValueError):
 
 def project_id(env=None) -> str:
     """This deployment's project id: GPUBENCH_PROJECT_ID, default `gpubench`."""
-
     value = ((os.environ if env is None else env).get(PROJECT_ENV) or DEFAULT_PROJECT_ID).strip()
     if not _PROJECT_ID.fullmatch(value):
         raise BadProjectId(

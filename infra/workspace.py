@@ -53,7 +53,6 @@ def project_dir(start: Path | None = None) -> Path:
     """The directory holding the project's Pulumi.yaml that Pulumi runs (and writes stack files) in: the
     checkout's root, or for a packaged install your copy in the state home (infra.userproject), never
     the one inside site-packages; with `start`, the nearest one at or above `start`."""
-
     if start is None and not from_checkout() and (projectfiles.BUNDLED / "Pulumi.yaml").is_file():
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()
@@ -71,7 +70,6 @@ def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
 
     Read from the file (infra.stacks.load_config), not through the CLI: works offline and never edits it.
     """
-
     try:
         return load_config(name, work_dir / "stacks")
     except FileNotFoundError:
@@ -101,7 +99,6 @@ def program_env(work_dir: Path) -> dict[str, str]:
     install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
     `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
     that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
-
     try:
         doc = read_yaml(Path(work_dir) / "Pulumi.yaml")
     except (OSError, YamlFileError):

@@ -37,7 +37,6 @@ OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$
 
 def check_offering(offering: str | None) -> None:
     """A ConfigError for an offering id of the wrong form or a `local/` id that is not a local offering."""
-
     if offering is None:
         return
     if not OFFERING_FORM.match(offering):
@@ -124,6 +123,5 @@ def _run(argv: list[str] | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Every error through payload.entrypoint.guarded: `| head` ends quietly, Ctrl-C before the run's own
     handler is CANCELLED, a bad path is USAGE, and a bug is one line, never a traceback."""
-
     argv = list(sys.argv[1:] if argv is None else argv)
     return guarded(lambda: _run(argv), prog="python -m payload", debug=debug_requested(argv))

@@ -165,7 +165,6 @@ def _text(text: str) -> str:
 
 def _stack(text: str) -> str:
     """A slug: it becomes one segment of every result key (runs/<stack>/...)."""
-
     try:
         return check_stack_name(text.strip())
     except BadKeyPart as exc:
@@ -174,7 +173,6 @@ def _stack(text: str) -> str:
 
 def _launch(text: str) -> str:
     """A launch id: the head of every run id of the launch, hence a slug like them."""
-
     try:
         return check_name("run id", text.strip())
     except BadKeyPart as exc:

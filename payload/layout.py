@@ -216,7 +216,6 @@ def journal_prefix(stack: str) -> str:
 
 def journal_stamp(when: float) -> str:
     """`when` (epoch seconds) as a journal key's stamp: fixed width, so that keys sort by time."""
-
     return _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).strftime(_JOURNAL_STAMP)
 
 

@@ -224,7 +224,6 @@ def new_result(
     probe: dict | None = None,
 ) -> Result:
     """Assemble a result dict in schema order (keyword-only so nothing is swapped); `probe` only for probes."""
-
     result = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,

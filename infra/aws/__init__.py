@@ -147,7 +147,6 @@ CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
 def credentials_status() -> dict:
     """{"ok", "detail"}: whether boto3 finds credentials (env, profile, SSO). No API call, and no
     instance-metadata probe: off an EC2 instance that would send a request to 169.254.169.254."""
-
     try:
         import boto3
     except ImportError:

@@ -880,7 +880,6 @@ def invoke_policy(function_arn: str) -> str:
 def lambda_function_name(stack: str) -> str:
     """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
     may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
-
     name = f"gpubench-sweeper-{stack}"
     safe = re.sub(r"[^A-Za-z0-9_-]", "-", name)
     if safe == name and len(name) <= 64:

@@ -281,7 +281,6 @@ def sweep_recurring_region(
 
 def default_regions(session=None) -> list[str]:
     """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
-
     regions = {r for o in load_catalog().offerings(provider="aws") for r in o.regions}
     try:
         stacks = pulumi_ws.project_dir() / "stacks"

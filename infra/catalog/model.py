@@ -145,7 +145,6 @@ class Offering:
     @property
     def is_cloud(self) -> bool:
         """True for offerings Pulumi can launch (a cloud with a folder under infra/)."""
-
         return clouds.is_cloud(self.provider)
 
     @property

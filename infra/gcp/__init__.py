@@ -137,7 +137,6 @@ def credentials_status() -> dict:
     """{"ok", "detail"}: a credentials file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's
     application-default login. Files only: google.auth.default() would probe the GCE metadata
     server (a request to 169.254.169.254) when neither exists."""
-
     named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     if named:
         ok = Path(named).is_file()

@@ -179,7 +179,6 @@ def checks(
     needs: Iterable[Any], strict: bool = False, http=None, root: str | None = None, usage_root: str = SERVICE_USAGE
 ) -> list[dict]:
     """Every row for these stacks (infra.stacks.StackNeed): credentials and project, APIs, quotas."""
-
     needs = list(needs)
     root = root or api_root()
     project = project_of(needs)

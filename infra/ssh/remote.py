@@ -68,7 +68,6 @@ def secure_root(conn, sftp, root: str) -> str:
     system directory, it belongs to the SSH user and is not group/world writable, and no directory above it
     can be changed by another user (owned by the user or root; writable by others only with the sticky bit,
     like /tmp). Another user of the host can then neither plant code for a run nor swap a directory under it."""
-
     run(conn, f"umask 077 && mkdir -p {shlex.quote(root)}")
     real = sftp.normalize(root)
     problem = system_dir_problem(real)

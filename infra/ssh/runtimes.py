@@ -50,7 +50,6 @@ def payload_args(
     workload: str | None = None,
 ) -> list[str]:
     """`python -m payload run` options from the stack (the payload's own option names)."""
-
     now = now or _dt.datetime.now(_dt.timezone.utc)
     deadline = (now + _dt.timedelta(hours=cfg.max_hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
     offering = dict(cfg.offering_options) or {"offering": cfg.offering, "market": "on-demand"}

@@ -61,7 +61,6 @@ def mnist_arrays(source, params):
     """MNIST (x, y, x_val, y_val) as 28x28 images: mnist.npz / Keras download,
     or synthetic of the same shapes and 10 classes. mnist-mlp and mnist-cnn
     differ only in how they reshape them."""
-
     if source.mode == "synthetic":
         rng = rng_for(params)
         x, y = datasets.synthetic_images(rng, n_synthetic(params, 60000), (28, 28), 10)

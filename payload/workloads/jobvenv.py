@@ -232,7 +232,6 @@ def _pip_scripts(bin_dir: Path) -> None:
 
 def payload_site_dirs() -> list[str]:
     """The site-packages of the interpreter gpubench runs under (for GPUBENCH_JOB_SITE_PACKAGES=1)."""
-
     return [p for p in site.getsitepackages() if os.path.isdir(p)]
 
 

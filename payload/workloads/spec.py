@@ -673,7 +673,6 @@ def _hashed(spec: WorkloadSpec) -> WorkloadSpec:
 
 def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
     """Read and validate a workload spec file; WorkloadSpecError names the field and the fix."""
-
     p = Path(path).expanduser()
     if not p.is_file():
         raise WorkloadSpecError(
