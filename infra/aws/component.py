@@ -337,10 +337,10 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
     return role, profile, code_url, [policy, *objects]
 
 
-def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.SecurityGroup:
-    """Outbound only; SSH in only from `gpubench:sshCidr` when set."""
+def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool = True) -> aws.ec2.SecurityGroup:
+    """Outbound only; SSH in only from `gpubench:sshCidr` when set (never for a recurring stack's launches)."""
     ingress = []
-    if cfg.ssh_cidr:
+    if ssh and cfg.ssh_cidr:
         family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
         ingress.append(
             {
@@ -353,7 +353,7 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.
         )
     return aws.ec2.SecurityGroup(
         "security-group",  # Pulumi appends -<hex> to name it; EC2 refuses a name starting with "sg-"
-        description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+        description=f"gpubench {cfg.stack}: no ingress" + (" except configured SSH" if ssh else ""),
         vpc_id=vpc_id,
         ingress=ingress,
         egress=EGRESS,
@@ -685,15 +685,7 @@ class AwsRecurring(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags)
-        sg = aws.ec2.SecurityGroup(
-            "security-group",
-            description=f"gpubench {cfg.stack}: no ingress",
-            vpc_id=net.vpc_id,
-            ingress=[],
-            egress=EGRESS,
-            tags=tags,
-            opts=child,
-        )
+        sg = _security_group(self, cfg, tags, net.vpc_id, ssh=False)
         template = _launch_template(
             self, launch, schedule_expr, (profile, sg, net, ami), results, code_url, tags, before_boot
         )
