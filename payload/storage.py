@@ -98,6 +98,10 @@ class ObjectInfo:
     updated: _dt.datetime | None
 
 
+RETRIES_ENV = ("GPUBENCH_STORAGE_RETRIES", 5, int, "an integer")
+BACKOFF_ENV = ("GPUBENCH_STORAGE_BACKOFF", 1.0, float, "a number")
+
+
 def _env_number(name: str, default: T, cast: Callable[[str], T], what: str) -> T:
     raw = os.environ.get(name, "")
     try:
@@ -108,10 +112,7 @@ def _env_number(name: str, default: T, cast: Callable[[str], T], what: str) -> T
 
 def retry_settings() -> tuple[int, float]:
     """Attempts and first backoff (seconds) of every storage call: $GPUBENCH_STORAGE_RETRIES (5), $GPUBENCH_STORAGE_BACKOFF (1)."""
-    return (
-        max(1, _env_number("GPUBENCH_STORAGE_RETRIES", 5, int, "an integer")),
-        _env_number("GPUBENCH_STORAGE_BACKOFF", 1.0, float, "a number"),
-    )
+    return max(1, _env_number(*RETRIES_ENV)), _env_number(*BACKOFF_ENV)
 
 
 def with_retries(
@@ -127,9 +128,8 @@ def with_retries(
     fails at once as PermanentStorageError; anything else is retried and the
     last error is wrapped in StorageError naming ``what``.
     """
-    default_attempts, default_backoff = retry_settings()
-    attempts = max(1, attempts if attempts is not None else default_attempts)
-    backoff = backoff if backoff is not None else default_backoff
+    attempts = max(1, attempts if attempts is not None else _env_number(*RETRIES_ENV))  # read only when it decides
+    backoff = backoff if backoff is not None else _env_number(*BACKOFF_ENV)
     last: BaseException | None = None
     for i in range(attempts):
         try:
