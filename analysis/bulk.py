@@ -73,9 +73,9 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 def _retries() -> tuple[int, float]:
-    from payload.storage import _env_float, _env_int
+    from payload.storage import retry_settings
 
-    return max(1, _env_int("GPUBENCH_STORAGE_RETRIES", 5)), _env_float("GPUBENCH_STORAGE_BACKOFF", 1.0)
+    return retry_settings()
 
 
 class S3Bulk:

@@ -24,6 +24,13 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+import yaml
+
+from infra.projectfiles import project_root
+from payload.workloads.files import files_digest, read_workdir
+from payload.workloads.spec import WorkloadSpecError, load_spec
+from payload.yamlfile import read_yaml
+
 REPO = Path(__file__).resolve().parents[1]  # where the packages are: a checkout's root, or site-packages
 INCLUDE = ("pyproject.toml", "README.md", "payload", "infra/__init__.py", "infra/catalog", "infra/install-payload.sh")
 PACKAGING = ("pyproject.toml", "README.md")  # from the project's files (infra.projectfiles), not beside the code
@@ -59,7 +66,6 @@ def bundle_sources(root: Path | None = None) -> dict[str, Path]:
     install has no pyproject.toml in site-packages: the wheel carries it in infra/project/)."""
     if root is not None:
         return {name: Path(root) / name for name in INCLUDE}
-    from infra.projectfiles import project_root
 
     packaging = project_root()
     return {name: (packaging if name in PACKAGING else REPO) / name for name in INCLUDE}
@@ -142,12 +148,6 @@ def build_workload_bundle(spec_path: str | Path) -> Bundle:
     the same walk that hashed them (payload.workloads.files), so exactly what was
     hashed travels, and the walk's refusals (credentials, links out, devices,
     size) hold for the bundle too."""
-    import yaml
-
-    from payload.workloads.files import files_digest, read_workdir
-    from payload.workloads.spec import WorkloadSpecError, load_spec
-    from payload.yamlfile import read_yaml
-
     spec = load_spec(spec_path)
     raw = read_yaml(spec.path)
     entries: list[tuple[str, bytes, int]] = []

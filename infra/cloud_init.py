@@ -36,11 +36,16 @@ from __future__ import annotations
 
 import base64
 import gzip
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import yaml
+
+from infra import clouds
+from infra.config import is_image_reference, text_problem
 
 ENV_FILE = "/etc/gpubench/payload.env"
 CODE_ENV = "/etc/gpubench/code.env"
@@ -317,18 +322,12 @@ SCRIPTS: dict[str, str] = {
 
 def install_payload_sh() -> str:
     """install-payload.sh (infra/install-payload.sh; payload/Dockerfile.legacy runs the same file)."""
-    from pathlib import Path
-
     return (Path(__file__).with_name("install-payload.sh")).read_text()
 
 
 def guest_script(results_url: str) -> str:
     """cloud.sh: the cloud's `instance_id`, `upload` and `end_machine`, chosen by the results
     bucket's URL scheme (infra/<cloud>/guest.py); without one, power off and upload nothing."""
-    import importlib
-
-    from infra import clouds
-
     cloud = clouds.of_results(results_url)
     return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR) if cloud else LOCAL_GUEST
 
@@ -440,8 +439,6 @@ def env_file(env: Mapping[str, str]) -> str:
     """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry
     (line breaks and other control characters; a value wrapped in matching quotes, which newer
     Docker strips). The stack config refuses the same values earlier, naming the key."""
-    from infra.config import text_problem
-
     lines = []
     for key in sorted(env):
         value = str(env[key])
@@ -473,7 +470,6 @@ def boot_deadline(max_hours: float) -> str:
 
 def render_user_data(launch: PayloadLaunch) -> str:
     """The #cloud-config text; deterministic for equal inputs (stable `pulumi preview`)."""
-    from infra.config import is_image_reference
 
     # The image is written unquoted into the unit's ExecStart (systemd expands $ and %) and run.sh's argv.
     if not is_image_reference(launch.image):

@@ -254,7 +254,7 @@ def image_fix(offering) -> str:
 def official_image_problems(offering) -> list[str]:
     """Why the official TensorFlow image (infra.images) cannot give this cloud offering's GPU
     a framework ([] when it can, for CPU offerings and for hosts this table does not cover)."""
-    from infra.images import public_image
+    from infra.images import public_image  # infra.images imports this module
 
     generation = offering.image_generation
     if offering.gpu is None or (offering.provider, generation) not in HOSTS:

@@ -20,13 +20,19 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from infra import clouds
+from infra.provider_rules import table_of
+from infra.schedule_expr import ScheduleError, parse_schedule
+from payload.benchmarks import REGISTRY
 from payload.config import ALL_REDUCES, BACKENDS
+from payload.layout import BadKeyPart, check_stack_name
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
+from payload.workloads import WorkloadSpecError, load_spec
 
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
@@ -150,8 +156,6 @@ def benchmark_names(raw: Any) -> tuple[str, ...]:
         raise ValueError(f"expected a non-empty list of benchmark names, got {raw!r}")
     names = tuple(str(i).strip() for i in items)
     # The payload's registry is the one list of benchmark names (imports no TensorFlow).
-    from payload.benchmarks import REGISTRY
-
     unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
@@ -274,8 +278,6 @@ def _root_gb(raw: Any) -> int:
 
 
 def schedule(raw: Any) -> str:
-    from infra.schedule_expr import ScheduleError, parse_schedule
-
     try:
         return parse_schedule(nonempty_str(raw)).text
     except ScheduleError as exc:
@@ -285,10 +287,6 @@ def schedule(raw: Any) -> str:
 def workload_spec(raw: Any) -> str:
     """A workload spec file (relative to the current directory, the project root): checked
     here, so a bad spec fails before anything is launched. Returns its absolute path."""
-    from pathlib import Path
-
-    from payload.workloads import WorkloadSpecError, load_spec
-
     text = nonempty_str(raw)
     try:
         return load_spec(Path(text).expanduser().resolve()).path
@@ -449,8 +447,6 @@ class ResultsConfig(_ProviderStack):
     @model_validator(mode="after")
     def _names_the_cloud_accepts(self) -> ResultsConfig:
         """Names the cloud would refuse at `pulumi up`, refused now (infra/<cloud>/rules.py `config`)."""
-        from infra.provider_rules import table_of
-
         if self.provider is None:
             return self
         table = table_of(self.provider)
@@ -595,8 +591,6 @@ def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> No
 
 def _check_stack_name(stack: str) -> None:
     """The payload's own rule (payload.layout): the name is a results key segment and a guest env value."""
-    from payload.layout import BadKeyPart, check_stack_name
-
     try:
         check_stack_name(stack)
     except BadKeyPart as exc:

@@ -31,6 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.compat import FRAMEWORKS
+from payload.workloads import load_spec
+
 
 @dataclass(frozen=True)
 class PublicImage:
@@ -47,8 +50,6 @@ class PublicImage:
         if not self.framework:
             return ""  # a workload's own image brings its framework
         if backend == "tensorflow":
-            from infra.compat import FRAMEWORKS
-
             row = FRAMEWORKS.get(self.image)
             return row.boot_packages if row else ""
         return BACKEND_PACKAGES[backend]
@@ -86,8 +87,6 @@ def public_image(generation: str) -> PublicImage:
 def workload_image(spec_path: str) -> PublicImage | None:
     """A workload's own `image` (PyTorch, NGC, ...), the payload pip-installed into it at start
     (so it needs python3 >= 3.11 and pip); None when the spec names none: the TensorFlow image."""
-    from payload.workloads import load_spec
-
     image = load_spec(spec_path).image
     return PublicImage(image, framework=False) if image else None
 

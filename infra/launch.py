@@ -6,12 +6,22 @@ turn a `Launch` into resources.
 
 from __future__ import annotations
 
+import tempfile
+import warnings as pywarnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from infra.config import BenchmarkConfig
+from infra import clouds
+from infra.bundle import build_bundle, build_workload_bundle
+from infra.catalog import CatalogError
+from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
+from infra.compat import image_fix, official_image_problems, workload_image_problems
+from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
 from infra.images import PublicImage, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
+from payload.config import render_env
+from payload.money import plain_usd
 from payload.timestamps import parse_time, stamp
 
 
@@ -39,8 +49,6 @@ class Launch:
 
 def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
     """Look the offering and its price up; collect the warnings preview shows."""
-    from infra.config import ConfigError, check_against_offering
-
     offering = catalog.get(cfg.offering)
     check_against_offering(cfg, offering, offering.provider)
     warnings: list[str] = []
@@ -82,9 +90,6 @@ def _check_image(offering: Any, public: PublicImage | None) -> None:
     """Refuse a container the GPU cannot run (infra.compat), before anything is spent: a B200
     (compute capability 10.0) needs a CUDA 12.8+ build, which no shipped TensorFlow image is; a
     workload's own image is checked as far as its CUDA is known."""
-    from infra.compat import image_fix, official_image_problems, workload_image_problems
-    from infra.config import ConfigError
-
     if public is None:
         return  # a prebuilt payload image: its maker chose its CUDA
     if public.framework:
@@ -105,10 +110,6 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
     """Newest price for the market; spot falls back to on-demand with a warning.
 
     The catalog's RetiredOfferingWarning is silenced here: preview reports retirement itself."""
-    import warnings as pywarnings
-
-    from infra.catalog import CatalogError
-
     with pywarnings.catch_warnings():
         pywarnings.simplefilter("ignore")
         try:
@@ -135,8 +136,6 @@ def zone_of(cfg: BenchmarkConfig) -> str | None:
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured region, else the zone's region, else the catalog's first region."""
-    from infra import clouds
-
     if clouds.is_cloud(offering.provider):
         found = clouds.get(offering.provider).region(cfg.provider_config, zone_of(cfg))
         if found:
@@ -156,8 +155,6 @@ def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
 
 def fmt_usd(value: float | None) -> str:
     """A price as a tag value and payload option: up to 4 decimals, 'unknown' without one."""
-    from payload.money import plain_usd
-
     return plain_usd(value, missing="unknown")
 
 
@@ -174,9 +171,6 @@ def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str 
     `launch_id` (launch_id_of the deadline) scopes the run ids to what the instance's role may
     write; a recurring launch, whose deadline is set at boot, has none. GPUBENCH_HOST_EVENTS is
     added by cloud_init."""
-    from infra.config import CLOUD_WORKLOAD_SPEC
-    from payload.config import render_env
-
     cfg = launch.cfg
     return render_env(
         {
@@ -210,28 +204,25 @@ WORKLOAD_PREFIX = "workload-"  # code/workload-<sha256>.tar.gz: the spec and its
 
 def bundle_file() -> tuple[str, str]:
     """(sha256, path) of the payload's code bundle, written content-addressed for upload."""
-    import tempfile
-    from pathlib import Path
-
-    from infra.bundle import build_bundle
-
     bundle = build_bundle()
     return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
 
 
-def code_bundle(
-    launch: Launch,
-    url: str,
-    sha256: str,
-    copy: str,
-    settings: dict[str, str] | None = None,
-    workload: tuple[str, str] | None = None,
-):
-    """What the guest needs to fetch and install the bundle into the launch's public image;
-    `workload`: (URL, sha256) of the workload bundle it unpacks at /gpubench/workload."""
-    from infra.cloud_init import CodeBundle
+def code_uploads(launch: Launch) -> list[tuple[str, str, tuple[str, str]]]:
+    """(resource name, key prefix under code/, (sha256, path)) of the bundles a stack uploads: the
+    payload's code and, for a workload stack, its spec + workdir."""
+    workload = workload_bundle_file(launch)
+    return [("code-bundle", "", bundle_file())] + ([("workload-bundle", WORKLOAD_PREFIX, workload)] if workload else [])
 
+
+def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] | None = None) -> CodeBundle | None:
+    """What the guest needs to fetch and install the bundle into the launch's public image, from the
+    uploads' "URL#sha256" (space-separated; a workload bundle's second, unpacked at /gpubench/workload);
+    None with a prebuilt payloadImage (no URLs)."""
+    if not urls:
+        return None
     assert launch.public is not None, "a prebuilt payload image carries its own code"
+    (url, sha256), *workload = (u.partition("#")[::2] for u in urls.split(" "))
     return CodeBundle(
         url=url,
         sha256=sha256,
@@ -240,18 +231,29 @@ def code_bundle(
         install=launch.public.install,
         backend_packages=launch.public.packages_for(launch.cfg.backend or "tensorflow"),
         settings=settings or {},
-        workload=workload,
+        workload=workload[0] if workload else None,
     )
+
+
+def guest_user_data(
+    launch: Launch, results_url: str, code_urls: str, copy: str, deadline: str | None = None, settings=None
+) -> str:
+    """The cloud-init of one run: the payload's environment plus the cloud's `settings`, and the code
+    bundle it fetches (code_bundle). `deadline` (RFC 3339) ends a one-off stack's run; a recurring
+    stack has none: its placeholder passes the payload's option check, and the guest replaces it with
+    boot time + maxHours before anything reads it."""
+    if deadline:
+        env = payload_env(launch, results_url, deadline, launch_id=launch_id_of(deadline))
+    else:
+        env = payload_env(launch, results_url, "2000-01-01T00:00:00Z")
+        env["GPUBENCH_DEADLINE"] = boot_deadline(launch.cfg.max_hours)
+    env = {**env, **(settings or {})}
+    return render_user_data(PayloadLaunch(launch.image, env, code_bundle(launch, code_urls, copy, settings)))
 
 
 def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:
     """(sha256, path) of the stack's workload bundle (spec + workdir), written for upload as
     `code/workload-<sha256>.tar.gz`; None when the stack runs built-in benchmarks."""
-    import tempfile
-    from pathlib import Path
-
-    from infra.bundle import build_workload_bundle
-
     if not launch.cfg.workload:
         return None
     bundle = build_workload_bundle(launch.cfg.workload)

@@ -19,7 +19,7 @@ from typing import Any
 
 from infra import stacks as stackfiles
 from infra.catalog.estimate import MeasuredRuns, estimate_costs
-from infra.config import BenchmarkConfig, parse_config
+from infra.config import BenchmarkConfig, ConfigError, parse_config
 from infra.launch import fmt_usd, resolve
 from infra.render import Rendered, render
 
@@ -124,8 +124,6 @@ def preview_stack(
 def _preview_or_refusal(name: str, catalog: Any, measured: MeasuredRuns | None, single: bool) -> dict[str, Any]:
     """One stack's preview; with several, a stack the checks refuse (e.g. a GPU no shipped image
     supports) is listed with its error instead of ending the whole listing."""
-    from infra.config import ConfigError
-
     try:
         return preview_stack(name, catalog, measured)
     except ConfigError as exc:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi
+from pulumi.runtime import config as runtime_config
 
 from infra import clouds
 from infra.config import BenchmarkConfig, parse_config
@@ -45,6 +46,4 @@ def engine_config() -> dict[str, Any]:
     """All config the engine handed this program (`ns:key` -> value string).
 
     The language host passes it as PULUMI_CONFIG (JSON) or sets it explicitly; take both."""
-    from pulumi.runtime import config as runtime_config
-
     return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}

@@ -10,10 +10,13 @@ and apply them to every resource, and the config checks reuse single rules (`Rul
 
 from __future__ import annotations
 
+import importlib
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from infra import clouds
 
 # Pulumi auto-names a resource without an explicit name "<logical name>-<7 random hex>"
 # (https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming: "Pulumi appends a
@@ -151,9 +154,5 @@ def _field_problems(table: Table, f: Field, value: Any) -> list[str]:
 
 def table_of(cloud: str) -> Table:
     """The rules table of a cloud (infra/<cloud>/rules.py)."""
-    import importlib
-
-    from infra import clouds
-
     clouds.get(cloud)  # a clear error for an unknown name
     return importlib.import_module(f"infra.{cloud}.rules").TABLE

@@ -10,10 +10,14 @@ renders of one stack give identical inputs.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import datetime as dt
+import gc
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -22,6 +26,7 @@ from pulumi.runtime import settings as psettings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from infra import clouds, program
 from payload.timestamps import iso
 
 PROJECT = "gpubench"
@@ -60,8 +65,6 @@ class Rendered:
 
     @property
     def user_data(self) -> str | None:
-        from infra import clouds
-
         for r in self.resources:
             for cloud in clouds.all_clouds():
                 found = cloud.user_data_of(r.type, r.inputs)
@@ -83,8 +86,6 @@ class _Mocks(pmocks.Mocks):
         self.records: dict[str, dict[str, Any]] = {}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
-        from infra import clouds
-
         for cloud in clouds.all_clouds():
             found = cloud.preview_mocks().computed(typ, name, inputs, rid)
             if found is not None:
@@ -110,7 +111,6 @@ class _Mocks(pmocks.Mocks):
         ref = str(inputs.get("name", ""))
         provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
         bucket = f"gpubench-results-{provider}-mock"
-        from infra import clouds
 
         scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
         return {
@@ -127,8 +127,6 @@ class _Mocks(pmocks.Mocks):
         return f"{args.name}-{rid[:8]}", outputs
 
     def call(self, args: pmocks.MockCallArgs):
-        from infra import clouds
-
         for cloud in clouds.all_clouds():
             found = cloud.preview_mocks().call(args.token, dict(args.args))
             if found is not None:
@@ -173,8 +171,6 @@ def _close_event_loop() -> None:
     """Close the event loop the mocks ran on while the interpreter is whole: left to the garbage
     collector at shutdown, its self-pipe may already be gone and it prints an "Exception ignored"
     traceback (seen after `python -m infra preview ... | head`)."""
-    import asyncio
-    import gc
 
     # Every loop, not only the current one: the Pulumi runtime may have made more than one.
     for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
@@ -190,11 +186,7 @@ _LOOP_CLOSER: list[bool] = []
 
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
-    from infra import program
-
     if not _LOOP_CLOSER:  # once per process
-        import atexit
-
         atexit.register(_close_event_loop)
         _LOOP_CLOSER.append(True)
 
@@ -237,8 +229,5 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, pulumi.asset.FileAsset):  # the file's content decides what is uploaded
-        import hashlib
-        from pathlib import Path
-
         return {"fileAsset": Path(value.path).name, "sha256": hashlib.sha256(Path(value.path).read_bytes()).hexdigest()}
     return str(value)

@@ -14,6 +14,7 @@ sweeper and teardown read them. Each cloud encodes the keys its own way
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta, timezone
 
@@ -134,8 +135,6 @@ class BadProjectId(ValueError):
 
 def project_id(env=None) -> str:
     """This deployment's project id: GPUBENCH_PROJECT_ID, default `gpubench`."""
-    import os
-
     value = ((os.environ if env is None else env).get(PROJECT_ENV) or DEFAULT_PROJECT_ID).strip()
     if not _PROJECT_ID.fullmatch(value):
         raise BadProjectId(

@@ -23,7 +23,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from infra import projectfiles
+from infra.projectfiles import ensure_user_project, from_checkout, project_root
+from infra.stacks import load_config
 from payload import exitcodes
+from payload.yamlfile import YamlFileError, read_yaml
 
 INSTALL_HINT = (
     "install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
@@ -53,11 +57,7 @@ def project_dir(start: Path | None = None) -> Path:
     """The directory holding the project's Pulumi.yaml that Pulumi runs (and writes stack files) in: the
     checkout's root, or for a packaged install your copy in the state home (infra.projectfiles), never
     the one inside site-packages; with `start`, the nearest one at or above `start`."""
-    from infra.projectfiles import BUNDLED, from_checkout, project_root
-
-    if start is None and not from_checkout() and (BUNDLED / "Pulumi.yaml").is_file():
-        from infra.projectfiles import ensure_user_project
-
+    if start is None and not from_checkout() and (projectfiles.BUNDLED / "Pulumi.yaml").is_file():
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()
     for folder in [here, *here.parents] if start else [here]:
@@ -74,8 +74,6 @@ def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
 
     Read from the file (infra.stacks.load_config), not through the CLI: works offline and never edits it.
     """
-    from infra.stacks import load_config
-
     try:
         return load_config(name, work_dir / "stacks")
     except FileNotFoundError:
@@ -105,8 +103,6 @@ def program_env(work_dir: Path) -> dict[str, str]:
     install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
     `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
     that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
-    from payload.yamlfile import YamlFileError, read_yaml
-
     try:
         doc = read_yaml(Path(work_dir) / "Pulumi.yaml")
     except (OSError, YamlFileError):

@@ -27,6 +27,8 @@ from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
 
+from payload.benchmarks import REGISTRY, UnknownBenchmark, get
+from payload.layout import BadKeyPart, check_name, check_stack_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
 
@@ -122,7 +124,6 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
-    from payload.benchmarks import REGISTRY, UnknownBenchmark, get
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -162,8 +163,6 @@ def _text(text: str) -> str:
 
 def _stack(text: str) -> str:
     """A slug: it becomes one segment of every result key (runs/<stack>/...)."""
-    from payload.layout import BadKeyPart, check_stack_name
-
     try:
         return check_stack_name(text.strip())
     except BadKeyPart as exc:
@@ -172,8 +171,6 @@ def _stack(text: str) -> str:
 
 def _launch(text: str) -> str:
     """A launch id: the head of every run id of the launch, hence a slug like them."""
-    from payload.layout import BadKeyPart, check_name
-
     try:
         return check_name("run id", text.strip())
     except BadKeyPart as exc:

@@ -24,6 +24,7 @@ import glob
 import os
 import pickle
 import re
+from collections import Counter
 
 import numpy as np
 
@@ -115,8 +116,6 @@ def clean_tweet(text: str) -> str:
 
 def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
     """Word ids by frequency (1 = most frequent, 0 = padding, max_features-1 = OOV)."""
-    from collections import Counter
-
     tokens = [clean_tweet(t).split(" ") for t in texts]
     counts = Counter(w for ts in tokens for w in ts if w)
     vocab = {w: i + 1 for i, (w, _) in enumerate(counts.most_common(max_features - 2))}

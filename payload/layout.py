@@ -10,6 +10,7 @@ can never disagree.
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from dataclasses import dataclass
 
@@ -215,8 +216,6 @@ def journal_prefix(stack: str) -> str:
 
 def journal_stamp(when: float) -> str:
     """`when` (epoch seconds) as a journal key's stamp: fixed width, so that keys sort by time."""
-    import datetime as _dt
-
     return _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).strftime(_JOURNAL_STAMP)
 
 

@@ -4,13 +4,13 @@ so a typo fails in a second with the option's name instead of after a model is b
 
 from __future__ import annotations
 
+from payload.benchmarks import ParamError, get
 from payload.config import RunConfig
+from payload.workloads import load_spec
 
 
 def check_run(cfg: RunConfig) -> None:
     """Raise ParamError, ConfigError or ValueError naming the bad setting; return when the run can start."""
-    from payload.benchmarks import ParamError, get
-
     for name in cfg.benchmark:  # bad --param values fail before anything runs
         get(name).params({k: v for k, v in cfg.param.items() if k in get(name).defaults})
     unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
@@ -19,6 +19,4 @@ def check_run(cfg: RunConfig) -> None:
             f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} (see `python -m payload list`)"
         )
     if cfg.workload:
-        from payload.workloads import load_spec
-
         load_spec(cfg.workload)  # a bad spec fails here, naming the field, before anything runs

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypedDict
 
 from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
-from payload.schema import validate_result
+from payload.schema import SCHEMA_VERSION, validate_result
 
 __all__ = [
     "EPOCH_COLUMNS",
@@ -224,8 +224,6 @@ def new_result(
     probe: dict | None = None,
 ) -> Result:
     """Assemble a result dict in schema order (keyword-only so nothing is swapped); `probe` only for probes."""
-    from payload.schema import SCHEMA_VERSION
-
     result = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,

@@ -4,23 +4,10 @@ Shared by the payload (writes results) and analysis (collects them), so it
 imports neither TensorFlow nor anything heavy at module import time; the
 cloud SDKs are imported when a store of that kind is opened.
 
-Contract (docs/CONTRACTS.md)::
-
-    store = open_store("s3://bucket/prefix" | "gs://bucket/prefix"
-                       | "file:///abs/dir" | "results")
-    store.put_bytes(key, data, content_type=None)   # retries, raises StorageError
-                                                     # (write_once stores: AlreadyExists, never overwrite)
-    store.get_bytes(key) -> bytes                    # ObjectNotFound if missing
-    store.list(prefix="") -> Iterator[ObjectInfo]
-    store.exists(key) -> bool
-    store.url_for(key) -> str
-
-Keys are relative to the URL's prefix and always use ``/``. Endpoints follow
-the SDK conventions: ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` for S3 and
-``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials, because
-an emulator has no IAM). Retries: ``GPUBENCH_STORAGE_RETRIES`` attempts
-(default 5) with exponential backoff starting at ``GPUBENCH_STORAGE_BACKOFF``
-seconds (default 1.0, capped at 30 s).
+The contract (open_store, Store's public methods) is docs/CONTRACTS.md. Keys are relative to the
+URL's prefix and always use ``/``. Endpoints follow the SDK conventions: ``AWS_ENDPOINT_URL_S3`` /
+``AWS_ENDPOINT_URL`` for S3 and ``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials,
+because an emulator has no IAM). Retries: retry_settings, backoff capped at 30 s.
 """
 
 from __future__ import annotations
@@ -56,6 +43,7 @@ __all__ = [
     "bucket_name_problem",
     "is_permanent",
     "open_store",
+    "retry_settings",
     "with_retries",
 ]
 
@@ -74,15 +62,8 @@ class PermanentStorageError(StorageError):
 
 # S3 error codes and HTTP statuses (google.api_core's `code`) that no retry can fix.
 PERMANENT_CODES = frozenset(
-    {
-        "NoSuchBucket",
-        "AccessDenied",
-        "AllAccessDisabled",
-        "InvalidBucketName",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AccountProblem",
-    }
+    "NoSuchBucket AccessDenied AllAccessDisabled InvalidBucketName InvalidAccessKeyId SignatureDoesNotMatch "
+    "AccountProblem".split()
 )
 PERMANENT_STATUSES = frozenset({400, 401, 403})
 
@@ -120,20 +101,21 @@ class ObjectInfo:
     updated: _dt.datetime | None
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "")
-    try:
-        return int(raw) if raw else default
-    except ValueError:
-        raise StorageError(f"{name}={raw!r} is not an integer") from None
+RETRIES_ENV = ("GPUBENCH_STORAGE_RETRIES", 5, int, "an integer")
+BACKOFF_ENV = ("GPUBENCH_STORAGE_BACKOFF", 1.0, float, "a number")
 
 
-def _env_float(name: str, default: float) -> float:
+def _env_number(name: str, default: T, cast: Callable[[str], T], what: str) -> T:
     raw = os.environ.get(name, "")
     try:
-        return float(raw) if raw else default
+        return cast(raw) if raw else default
     except ValueError:
-        raise StorageError(f"{name}={raw!r} is not a number") from None
+        raise StorageError(f"{name}={raw!r} is not {what}") from None
+
+
+def retry_settings() -> tuple[int, float]:
+    """Attempts and first backoff (seconds) of every storage call: $GPUBENCH_STORAGE_RETRIES (5), $GPUBENCH_STORAGE_BACKOFF (1)."""
+    return max(1, _env_number(*RETRIES_ENV)), _env_number(*BACKOFF_ENV)
 
 
 def with_retries(
@@ -149,9 +131,8 @@ def with_retries(
     fails at once as PermanentStorageError; anything else is retried and the
     last error is wrapped in StorageError naming ``what``.
     """
-    attempts = attempts if attempts is not None else _env_int("GPUBENCH_STORAGE_RETRIES", 5)
-    backoff = backoff if backoff is not None else _env_float("GPUBENCH_STORAGE_BACKOFF", 1.0)
-    attempts = max(1, attempts)
+    attempts = max(1, attempts if attempts is not None else _env_number(*RETRIES_ENV))  # read only when it decides
+    backoff = backoff if backoff is not None else _env_number(*BACKOFF_ENV)
     last: BaseException | None = None
     for i in range(attempts):
         try:
@@ -323,14 +304,29 @@ class FileStore(Store):
         return _join(self.root.as_uri(), key)
 
 
-class S3Store(Store):
+class _BucketStore(Store):
+    """A bucket and a key prefix in it."""
+
+    def __init__(self, url: str, bucket: str, prefix: str, **kw):
+        super().__init__(url, **kw)
+        self.bucket, self.prefix = bucket, prefix.strip("/")
+
+    def _key(self, key):
+        return _join(self.prefix, key)
+
+    def _listed(self, prefix) -> tuple[str, int]:
+        """The full prefix to list under, and how many characters of a listed name are the store's prefix."""
+        full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
+        return full, len(self.prefix) + 1 if self.prefix else 0
+
+
+class S3Store(_BucketStore):
     """Amazon S3 (or any S3 API, e.g. a moto server) through boto3."""
 
     scheme = "s3"
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
-        super().__init__(url, **kw)
-        self.bucket, self.prefix = bucket, prefix.strip("/")
+        super().__init__(url, bucket, prefix, **kw)
         import boto3  # lazy: analysis of file:// results needs no boto3
         from botocore.config import Config
 
@@ -342,9 +338,6 @@ class S3Store(Store):
             # dead endpoint fails in seconds, not minutes
             config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=60),
         )
-
-    def _key(self, key):
-        return _join(self.prefix, key)
 
     def _put(self, key, data, content_type, tags=None):
         extra = {"ContentType": content_type} if content_type else {}
@@ -372,8 +365,7 @@ class S3Store(Store):
             raise
 
     def _list(self, prefix):
-        full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
-        strip = len(self.prefix) + 1 if self.prefix else 0
+        full, strip = self._listed(prefix)
         pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
         for page in pages:
             for obj in page.get("Contents", []):
@@ -388,14 +380,13 @@ class S3Store(Store):
         self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
 
-class GCSStore(Store):
+class GCSStore(_BucketStore):
     """Google Cloud Storage (or gcp-storage-emulator) through google-cloud-storage."""
 
     scheme = "gs"
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
-        super().__init__(url, **kw)
-        self.bucket_name, self.prefix = bucket, prefix.strip("/")
+        super().__init__(url, bucket, prefix, **kw)
         from google.cloud import storage as gcs  # lazy, heavy import
 
         if os.environ.get("STORAGE_EMULATOR_HOST"):
@@ -407,9 +398,6 @@ class GCSStore(Store):
             client = gcs.Client()
         self._bucket = client.bucket(bucket)
         self._timeout = 60
-
-    def _key(self, key):
-        return _join(self.prefix, key)
 
     def _put(self, key, data, content_type, tags=None):
         from google.api_core.exceptions import PreconditionFailed
@@ -437,8 +425,7 @@ class GCSStore(Store):
             raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
 
     def _list(self, prefix):
-        full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
-        strip = len(self.prefix) + 1 if self.prefix else 0
+        full, strip = self._listed(prefix)
         for blob in self._bucket.list_blobs(prefix=full or None, timeout=self._timeout, retry=None):
             yield ObjectInfo(blob.name[strip:], int(blob.size or 0), blob.etag, blob.updated)
 

@@ -8,6 +8,7 @@ sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import datetime
@@ -91,9 +92,7 @@ def stack_base(offering: Any) -> str:
 
 def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
     """The stack's region from its provider config (`aws:region`), else the zone's."""
-    if provider_config.get("aws:region"):
-        return provider_config["aws:region"]
-    return region_of_zone(zone) if zone else None
+    return provider_config.get("aws:region") or (region_of_zone(zone) if zone else None)
 
 
 def components() -> dict[str, Any]:
@@ -150,8 +149,6 @@ CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
 def credentials_status() -> dict:
     """{"ok", "detail"}: whether boto3 finds credentials (env, profile, SSO). No API call, and no
     instance-metadata probe: off an EC2 instance that would send a request to 169.254.169.254."""
-    import os
-
     try:
         import boto3
     except ImportError:

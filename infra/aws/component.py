@@ -1,22 +1,12 @@
 """AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
 
-Security posture of a benchmark stack:
-- the instance role may create (never overwrite) objects under its own launch's runs,
-  `runs/<stack>/<launch>-*`, and its launch's entries in the stack's results journal,
-  `journal/<stack>/*-<launch>-*`, read only the checkpoints under `runs/<stack>/` (never
-  another run's results), delete nothing, and read (nothing else) `code/*`, where the stack uploads the payload's code bundle
-  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` because other
-  stacks may run the same bundle) and a workload stack its spec and workdir
-  (`code/workload-<sha256>.tar.gz`, the same way);
-- the security group has no ingress (SSH only from `gpubench:sshCidr` when set);
-- IMDSv2 required, hop limit 2 (the payload container reads metadata through docker);
-- encrypted gp3 root volume; `instance_initiated_shutdown_behavior = terminate`, so the
-  guest powering off when the payload ends terminates the instance;
-- spot stacks: one-time spot request, terminate on interruption;
-- deadline: an EventBridge Scheduler one-time `at(...)` schedule calling
-  `ec2:TerminateInstances` through the universal target, with a role trusted by
-  scheduler.amazonaws.com (for this account only) that may terminate only this
-  instance; the schedule deletes itself after it ran.
+What the instance role may do in the bucket (create-only under its own launch's runs and journal
+entries, read checkpoints and `code/`, never delete) is results_policy, and docs/security.md
+("Cloud security") with the tests that hold it. Besides: no ingress (SSH only from
+`gpubench:sshCidr`); IMDSv2 with hop limit 2 (the payload container reads metadata through
+docker); encrypted gp3 root; shutdown terminates, so the guest powering off ends the instance;
+spot is a one-time request terminated on interruption; the deadline is a one-time EventBridge
+Scheduler schedule calling `ec2:TerminateInstances` through a role that may end only this instance.
 
 The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
 once at creation and kept in state, so later previews show no change.
@@ -24,12 +14,17 @@ once at creation and kept in state, so later previews show no change.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import warnings
 from dataclasses import dataclass
 
 import pulumi
+
+from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
+from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
+from infra.schedule_expr import parse_schedule
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -48,15 +43,12 @@ from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
-    WORKLOAD_PREFIX,
     Launch,
-    bundle_file,
-    code_bundle,
+    code_uploads,
+    guest_user_data,
     launch_id_of,
-    payload_env,
     region_of,
     tag_values,
-    workload_bundle_file,
 )
 from infra.results_ref import journal_prefix_beside, locate
 from infra.tags import PROJECT_ENV, project_id
@@ -80,11 +72,23 @@ copy() {
 """
 
 
+def _policy(*statements: dict) -> str:
+    """An IAM policy document of these statements."""
+    return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
+    """A role trusted as `trust` says, and its one inline policy (`names`: the two resources')."""
+    child = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(names[0], assume_role_policy=trust, description=description, tags=tags, opts=child)
+    return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
+
+
 def _assume(service: str, account_id: str | None = None) -> str:
     statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
     if account_id:
         statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
-    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    return _policy(statement)
 
 
 # A PUT must carry If-None-Match, so it creates a key and never replaces an object (S3 User
@@ -116,28 +120,17 @@ def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
-    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/).
-
-    The job runs with host networking, so it holds exactly these rights:
-    - PutObject only under its own launch's runs, `runs/<stack>/<launch>-*` (every run id
-      of the launch starts with `<launch>-`; a recurring stack, whose launches share one
-      role, gets `runs/<stack>/*`), and only as a conditional write: the `s3:if-none-match`
-      condition key must be present (S3 User Guide, "Enforce conditional writes on Amazon S3
-      buckets", https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html),
-      so a PUT creates a key and can never replace an object, its own included;
-    - no DeleteObject at all: superseded checkpoints expire through the lifecycle rule;
-    - GetObject only on `runs/<stack>/*/checkpoints/*`: the completed-run lookup and a
-      resumed attempt read checkpoint states and models; no run can read another's
-      results (result.json, events.jsonl, epochs.csv, log-tail.txt);
-    - PutObjectTagging only on its own launch's checkpoints: PutObject with tags needs it
-      (S3 API reference, PutObject: "you must have the s3:PutObjectTagging permission" for
-      x-amz-tagging), and scoping it keeps a job from tagging another run's result
-      gpubench:kind=checkpoint so the lifecycle rule would expire it;
-    - PutObject, create-only the same way, on its own launch's entries in the stack's
-      results journal, and nothing else there (journal_statement);
-    - ListBucket limited to runs/<stack>/ (s3:prefix condition key);
-    - with `code_prefix`, GetObject (only) on the code bundles.
-    No multipart permission: the payload uploads with single PutObject calls."""
+    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
+    runs with host networking, so it holds exactly these rights (docs/security.md has the table):
+    create-only PutObject under its own launch's runs (`runs/<stack>/*` for a recurring stack, whose
+    launches share one role) and journal entries (journal_statement), through the `s3:if-none-match`
+    condition key (S3 User Guide, "Enforce conditional writes on Amazon S3 buckets",
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html); no
+    DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
+    (the completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
+    reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
+    so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
+    `code_prefix`, GetObject on the code bundles. No multipart permission: single PutObject calls."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
     code = []
@@ -150,50 +143,40 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
                 "Resource": f"arn:aws:s3:::{bucket}/{code_prefix}*",
             }
         )
-    return json.dumps(
+    return _policy(
+        *code,
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                *code,
-                {
-                    "Sid": "OwnRunsCreateOnly",
-                    "Effect": "Allow",
-                    "Action": "s3:PutObject",
-                    "Resource": f"{own}*",
-                    "Condition": CREATE_ONLY,
-                },
-                journal_statement(bucket, run_prefix, launch),
-                {
-                    "Sid": "CheckpointsRead",
-                    "Effect": "Allow",
-                    "Action": "s3:GetObject",
-                    "Resource": f"{stack_objects}*/checkpoints/*",
-                },
-                {
-                    "Sid": "OwnCheckpointsTag",
-                    "Effect": "Allow",
-                    "Action": "s3:PutObjectTagging",
-                    "Resource": f"{own}*/checkpoints/*",
-                },
-                {
-                    "Sid": "StackPrefixList",
-                    "Effect": "Allow",
-                    "Action": "s3:ListBucket",
-                    "Resource": f"arn:aws:s3:::{bucket}",
-                    "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
-                },
-            ],
-        }
+            "Sid": "OwnRunsCreateOnly",
+            "Effect": "Allow",
+            "Action": "s3:PutObject",
+            "Resource": f"{own}*",
+            "Condition": CREATE_ONLY,
+        },
+        journal_statement(bucket, run_prefix, launch),
+        {
+            "Sid": "CheckpointsRead",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": f"{stack_objects}*/checkpoints/*",
+        },
+        {
+            "Sid": "OwnCheckpointsTag",
+            "Effect": "Allow",
+            "Action": "s3:PutObjectTagging",
+            "Resource": f"{own}*/checkpoints/*",
+        },
+        {
+            "Sid": "StackPrefixList",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": f"arn:aws:s3:::{bucket}",
+            "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
+        },
     )
 
 
 def terminate_policy(instance_arn: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn}],
-        }
-    )
+    return _policy({"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn})
 
 
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
@@ -234,12 +217,8 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
     Kept on destroy: the same keys may serve other stacks."""
     if launch.public is None:
         return pulumi.Output.from_input(""), []
-    uploads = [("code-bundle", "", bundle_file())]
-    workload = workload_bundle_file(launch)
-    if workload:
-        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
     urls, objects = [], []
-    for name, prefix, (sha, path) in uploads:
+    for name, prefix, (sha, path) in code_uploads(launch):
         obj = aws.s3.BucketObjectv2(
             name,
             bucket=results.bucket,
@@ -252,16 +231,6 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
         objects.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
     return pulumi.Output.all(*urls).apply(" ".join), objects
-
-
-def guest_code(launch: Launch, urls: str, region: str):
-    """The guest's CodeBundle from upload_code's URLs (None with a prebuilt payloadImage)."""
-    if not urls:
-        return None
-    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
-    return code_bundle(
-        launch, *code, CODE_COPY, {"AWS_DEFAULT_REGION": region}, workload=workload[0] if workload else None
-    )
 
 
 class Missing(ConfigError, pulumi.RunError):
@@ -352,31 +321,26 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
     objects. Nothing else refers to them, so without an explicit `depends_on` Pulumi may start
     the instance first, and its one fetch of the bundle would meet a 403 or a missing key."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(
-        "instance-role",
-        assume_role_policy=_assume("ec2.amazonaws.com"),
-        description=f"gpubench {cfg.stack}: payload writes its results",
-        tags=tags,
-        opts=child,
-    )
     code_prefix = results.code_prefix if launch.public else None
-    policy = aws.iam.RolePolicy(
-        "results-access",
-        role=role.id,
-        policy=pulumi.Output.all(results.bucket, launch_id).apply(
+    role, policy = _role(
+        parent,
+        ("instance-role", "results-access"),
+        _assume("ec2.amazonaws.com"),
+        f"gpubench {cfg.stack}: payload writes its results",
+        pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: results_policy(a[0], run_prefix, code_prefix, a[1])
         ),
-        opts=child,
+        tags,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
     code_url, objects = upload_code(parent, launch, results, tags)
     return role, profile, code_url, [policy, *objects]
 
 
-def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.SecurityGroup:
-    """Outbound only; SSH in only from `gpubench:sshCidr` when set."""
+def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool = True) -> aws.ec2.SecurityGroup:
+    """Outbound only; SSH in only from `gpubench:sshCidr` when set (never for a recurring stack's launches)."""
     ingress = []
-    if cfg.ssh_cidr:
+    if ssh and cfg.ssh_cidr:
         family = "ipv6_cidr_blocks" if ":" in cfg.ssh_cidr else "cidr_blocks"
         ingress.append(
             {
@@ -389,7 +353,7 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.
         )
     return aws.ec2.SecurityGroup(
         "security-group",  # Pulumi appends -<hex> to name it; EC2 refuses a name starting with "sg-"
-        description=f"gpubench {cfg.stack}: no ingress except configured SSH",
+        description=f"gpubench {cfg.stack}: no ingress" + (" except configured SSH" if ssh else ""),
         vpc_id=vpc_id,
         ingress=ingress,
         egress=EGRESS,
@@ -398,51 +362,61 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str) -> aws.ec2.
     )
 
 
-def _benchmark_user_data(launch: Launch, results, deadline, code_url, region: str) -> pulumi.Output:
-    """Cloud-init that runs the payload once with the stack's results URL, deadline and code bundle."""
-    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-        lambda args: {
-            **payload_env(launch, args[0], args[1], launch_id=launch_id_of(args[1])),
-            "AWS_DEFAULT_REGION": region,
-        }
-    )
-    return pulumi.Output.all(env, code_url).apply(
-        lambda a: cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, a[0], guest_code(launch, a[1], region))
-        )
-    )
-
-
 def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -> aws.scheduler.Schedule:
     """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
     the instance, through a role trusted by the scheduler of this account only that may
     terminate this instance only; the schedule deletes itself after it ran."""
-    child = pulumi.ResourceOptions(parent=parent)
     account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    scheduler_role = aws.iam.Role(
-        "deadline-role",
-        assume_role_policy=account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-        tags=tags,
-        opts=child,
+    scheduler_role, terminate = _role(
+        parent,
+        ("deadline-role", "deadline-terminate"),
+        account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+        instance.arn.apply(terminate_policy),
+        tags,
     )
-    terminate = aws.iam.RolePolicy(
-        "deadline-terminate", role=scheduler_role.id, policy=instance.arn.apply(terminate_policy), opts=child
-    )
-    return aws.scheduler.Schedule(
+    target = {
+        "arn": TERMINATE_TARGET,
+        "role_arn": scheduler_role.arn,
+        "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
+    }
+    return _schedule(
+        parent,
         "deadline-schedule",
-        description=f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
-        schedule_expression=deadline.rfc3339.apply(schedule_at),
+        f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+        deadline.rfc3339.apply(schedule_at),
+        target,
+        {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
+        terminate,
+        action_after_completion="DELETE",
+    )
+
+
+def _schedule(parent, name: str, description: str, expression, target: dict, retry: dict, after, **extra):
+    """An EventBridge Scheduler schedule in UTC, on time to the minute, created after `after` (its role's policy)."""
+    return aws.scheduler.Schedule(
+        name,
+        description=description,
+        schedule_expression=expression,
         schedule_expression_timezone="UTC",
         flexible_time_window={"mode": "OFF"},
-        action_after_completion="DELETE",
-        target={
-            "arn": TERMINATE_TARGET,
-            "role_arn": scheduler_role.arn,
-            "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
-            "retry_policy": {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[terminate]),
+        target={**target, "retry_policy": retry},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[after]),
+        **extra,
+    )
+
+
+def _placed(parent: pulumi.Resource, launch: Launch):
+    """The launch's config, its children's options, region, Network and AMI, looked up before
+    anything is created: a missing network or image stops `pulumi up` here."""
+    cfg, invoke = launch.cfg, pulumi.InvokeOptions(parent=parent)
+    region = region_of(cfg, launch.offering)
+    return (
+        cfg,
+        pulumi.ResourceOptions(parent=parent),
+        region,
+        network(cfg, region, invoke),
+        _ami(launch, region, invoke),
     )
 
 
@@ -451,12 +425,7 @@ class AwsBenchmark(pulumi.ComponentResource):
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Benchmark", name, None, opts)
-        cfg = launch.cfg
-        child = pulumi.ResourceOptions(parent=self)
-        region = region_of(cfg, launch.offering)
-        # Looked up before anything is created: a missing network or image stops here.
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
-        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
+        cfg, child, region, net, ami = _placed(self, launch)
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
         tags = aws_tags({**tag_values(launch), "expires-at": deadline.rfc3339})
@@ -488,8 +457,10 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "delete_on_termination": True,
                 "tags": tags,
             },
-            user_data_base64=_benchmark_user_data(launch, results, deadline, code_url, region).apply(
-                cloud_init.compressed
+            user_data_base64=pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+                lambda a: cloud_init.compressed(
+                    guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
+                )
             ),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
@@ -534,19 +505,14 @@ def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
 
 
 def deny_insecure_transport(bucket: str) -> str:
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "DenyInsecureTransport",
-                    "Effect": "Deny",
-                    "Principal": "*",
-                    "Action": "s3:*",
-                    "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                }
-            ],
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
         }
     )
 
@@ -637,43 +603,38 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
     def arns(types):
         return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
 
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "RunOnlyFromThisTemplate",
-                    "Effect": "Allow",
-                    "Action": "ec2:RunInstances",
-                    "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
-                    "Condition": {
-                        "ArnEquals": {"ec2:LaunchTemplate": template_arn},
-                        "Bool": {"ec2:IsLaunchTemplateResource": "true"},
-                    },
-                },
-                {
-                    "Sid": "TemplateAndNetworkOfItsLaunch",
-                    "Effect": "Allow",
-                    "Action": "ec2:RunInstances",
-                    "Resource": [template_arn, *arns(_RUN_NETWORK)],
-                    "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
-                },
-                {
-                    "Sid": "TagOnlyAtLaunch",
-                    "Effect": "Allow",
-                    "Action": "ec2:CreateTags",
-                    "Resource": arns(_TAGGED_AT_LAUNCH),
-                    "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
-                },
-                {
-                    "Sid": "PassOnlyInstanceRole",
-                    "Effect": "Allow",
-                    "Action": "iam:PassRole",
-                    "Resource": instance_role_arn,
-                    "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-                },
-            ],
-        }
+            "Sid": "RunOnlyFromThisTemplate",
+            "Effect": "Allow",
+            "Action": "ec2:RunInstances",
+            "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+            "Condition": {
+                "ArnEquals": {"ec2:LaunchTemplate": template_arn},
+                "Bool": {"ec2:IsLaunchTemplateResource": "true"},
+            },
+        },
+        {
+            "Sid": "TemplateAndNetworkOfItsLaunch",
+            "Effect": "Allow",
+            "Action": "ec2:RunInstances",
+            "Resource": [template_arn, *arns(_RUN_NETWORK)],
+            "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
+        },
+        {
+            "Sid": "TagOnlyAtLaunch",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": arns(_TAGGED_AT_LAUNCH),
+            "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+        },
+        {
+            "Sid": "PassOnlyInstanceRole",
+            "Effect": "Allow",
+            "Action": "iam:PassRole",
+            "Resource": instance_role_arn,
+            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        },
     )
 
 
@@ -713,15 +674,8 @@ class AwsRecurring(pulumi.ComponentResource):
     its `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-        from infra.schedule_expr import parse_schedule
-
         super().__init__("gpubench:aws:Recurring", name, None, opts)
-        cfg = launch.cfg
-        child = pulumi.ResourceOptions(parent=self)
-        region = region_of(cfg, launch.offering)
-        # Looked up before anything is created: a missing network or image stops here.
-        net = network(cfg, region, pulumi.InvokeOptions(parent=self))
-        ami = _ami(launch, region, pulumi.InvokeOptions(parent=self))
+        cfg, child, region, net, ami = _placed(self, launch)
         schedule_expr = parse_schedule(cfg.every or "")
         # No schedule in a tag: IAM and S3 tag values refuse its '(', '*' and '?'
         # (infra/aws/rules.py); the template's and the schedule's descriptions carry it.
@@ -730,15 +684,7 @@ class AwsRecurring(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags)
-        sg = aws.ec2.SecurityGroup(
-            "security-group",
-            description=f"gpubench {cfg.stack}: no ingress",
-            vpc_id=net.vpc_id,
-            ingress=[],
-            egress=EGRESS,
-            tags=tags,
-            opts=child,
-        )
+        sg = _security_group(self, cfg, tags, net.vpc_id, ssh=False)
         template = _launch_template(
             self, launch, schedule_expr, (profile, sg, net, ami), results, code_url, tags, before_boot
         )
@@ -768,14 +714,9 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 
     def user_data(args) -> str:
         url, code = args
-        # The placeholder passes the payload's option check; the guest replaces
-        # it with boot time + maxHours before anything reads it.
-        env = {**payload_env(launch, url, "2000-01-01T00:00:00Z"), "AWS_DEFAULT_REGION": region}
-        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-        text = cloud_init.render_user_data(
-            cloud_init.PayloadLaunch(launch.image, env, guest_code(launch, code, region))
+        return cloud_init.compressed(
+            guest_user_data(launch, url, code, CODE_COPY, None, {"AWS_DEFAULT_REGION": region})
         )
-        return cloud_init.compressed(text)
 
     return aws.ec2.LaunchTemplate(
         "launch-template",
@@ -811,58 +752,45 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
     """The recurring schedule calling RunInstances on the template, as a role that may launch
     from this template only and pass this stack's instance role only."""
-    child = pulumi.ResourceOptions(parent=parent)
     account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
     group = "default"
-    scheduler_role = aws.iam.Role(
-        "launcher-role",
-        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
-        tags=tags,
-        opts=child,
+    scheduler_role, allow = _role(
+        parent,
+        ("launcher-role", "launcher-run-instances"),
+        account.apply(lambda a: _assume_scheduler(a, region, group)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+        pulumi.Output.all(account, template.arn, instance_role.arn).apply(lambda a: launcher_policy(region, *a)),
+        tags,
     )
-    allow = aws.iam.RolePolicy(
-        "launcher-run-instances",
-        role=scheduler_role.id,
-        policy=pulumi.Output.all(account, template.arn, instance_role.arn).apply(
-            lambda a: launcher_policy(region, a[0], a[1], a[2])
-        ),
-        opts=child,
-    )
-    return aws.scheduler.Schedule(
+    target = {
+        "arn": RUN_INSTANCES_TARGET,
+        "role_arn": scheduler_role.arn,
+        "input": template.id.apply(lambda t: run_instances_input(t, tags)),
+    }
+    return _schedule(
+        parent,
         "launch-schedule",
-        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        schedule_expr.aws(),
+        target,
+        # A capacity error is not retried for a day into the next run: one short retry window.
+        {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
+        allow,
         group_name=group,
-        schedule_expression=schedule_expr.aws(),
-        schedule_expression_timezone="UTC",
-        flexible_time_window={"mode": "OFF"},
-        target={
-            "arn": RUN_INSTANCES_TARGET,
-            "role_arn": scheduler_role.arn,
-            "input": template.id.apply(lambda t: run_instances_input(t, tags)),
-            # A capacity error is not retried for a day into the next run: one short retry window.
-            "retry_policy": {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
     )
 
 
 def _assume_scheduler(account: str, region: str, group: str) -> str:
     """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": "scheduler.amazonaws.com"},
-                    "Action": "sts:AssumeRole",
-                    "Condition": {
-                        "StringEquals": {"aws:SourceAccount": account},
-                        "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
-                    },
-                }
-            ],
+            "Effect": "Allow",
+            "Principal": {"Service": "scheduler.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": account},
+                "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
+            },
         }
     )
 
@@ -885,8 +813,6 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
     "EC2: Start or stop instances based on ... resource tags"; EC2 service
     authorization reference, condition keys of TerminateInstances). An instance
     that merely carries gpubench:expires-at, or another team's stack name, is denied."""
-    from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
-    from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
 
     def ours(*present):
         return {
@@ -895,68 +821,56 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
-    return json.dumps(
+    return _policy(
         {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "FindTaggedResources",
-                    "Effect": "Allow",
-                    "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
-                    "Resource": "*",
-                },
-                {
-                    "Sid": "TerminateOnlyProjectInstances",
-                    "Effect": "Allow",
-                    "Action": "ec2:TerminateInstances",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": ours(EXPIRES_TAG),
-                },
-                {
-                    "Sid": "TerminateOnlyRecurringLaunches",
-                    "Effect": "Allow",
-                    "Action": "ec2:TerminateInstances",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-                    "Condition": ours(MAX_HOURS_TAG),
-                },
-                {
-                    "Sid": "DeleteOnlyProjectSecurityGroups",
-                    "Effect": "Allow",
-                    "Action": "ec2:DeleteSecurityGroup",
-                    "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
-                    "Condition": ours(EXPIRES_TAG),
-                },
-                {
-                    "Sid": "DeleteOnlyDeadlineSchedules",
-                    "Effect": "Allow",
-                    "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
-                    "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
-                },
-                {
-                    "Sid": "OwnLogGroupOnly",
-                    "Effect": "Allow",
-                    "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-                    "Resource": f"{log_group_arn}:*",
-                },
-            ],
-        }
+            "Sid": "FindTaggedResources",
+            "Effect": "Allow",
+            "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
+            "Resource": "*",
+        },
+        {
+            "Sid": "TerminateOnlyProjectInstances",
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+            "Condition": ours(EXPIRES_TAG),
+        },
+        {
+            "Sid": "TerminateOnlyRecurringLaunches",
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
+            "Condition": ours(MAX_HOURS_TAG),
+        },
+        {
+            "Sid": "DeleteOnlyProjectSecurityGroups",
+            "Effect": "Allow",
+            "Action": "ec2:DeleteSecurityGroup",
+            "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
+            "Condition": ours(EXPIRES_TAG),
+        },
+        {
+            "Sid": "DeleteOnlyDeadlineSchedules",
+            "Effect": "Allow",
+            "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+            "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
+        },
+        {
+            "Sid": "OwnLogGroupOnly",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": f"{log_group_arn}:*",
+        },
     )
 
 
 def invoke_policy(function_arn: str) -> str:
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn}],
-        }
-    )
+    return _policy({"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn})
 
 
 def lambda_function_name(stack: str) -> str:
     """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
     may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
-    import hashlib
-
     name = f"gpubench-sweeper-{stack}"
     safe = re.sub(r"[^A-Za-z0-9_-]", "-", name)
     if safe == name and len(name) <= 64:
@@ -972,7 +886,6 @@ class AwsSweeper(pulumi.ComponentResource):
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         from infra import sweeper_function
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:aws:Sweeper", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -989,7 +902,15 @@ class AwsSweeper(pulumi.ComponentResource):
         logs = aws.cloudwatch.LogGroup(
             "logs", name=f"/aws/lambda/{function_name}", retention_in_days=30, tags=tags, opts=child
         )
-        role, allow = _sweeper_role(self, cfg, region, account, logs, tags)
+        # sweeper_policy: only what this project tagged, only its own log group; the function waits for it.
+        role, allow = _role(
+            self,
+            ("function-role", "sweep-access"),
+            _assume("lambda.amazonaws.com"),
+            f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
+            pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1], project_id())),
+            tags,
+        )
         function = aws.lambda_.Function(
             "function",
             name=function_name,
@@ -1022,50 +943,24 @@ class AwsSweeper(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _sweeper_role(parent, cfg: SweeperConfig, region: str, account, logs, tags):
-    """The function's role (sweeper_policy: only what this project tagged, only its own
-    log group). Returns it and its policy (the function waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    role = aws.iam.Role(
-        "function-role",
-        assume_role_policy=_assume("lambda.amazonaws.com"),
-        description=f"gpubench {cfg.stack}: the leak sweep terminates only what this project tagged",
-        tags=tags,
-        opts=child,
-    )
-    allow = aws.iam.RolePolicy(
-        "sweep-access",
-        role=role.id,
-        policy=pulumi.Output.all(account, logs.arn).apply(lambda a: sweeper_policy(region, a[0], a[1], project_id())),
-        opts=child,
-    )
-    return role, allow
-
-
 def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
     """The schedule invoking the function, as a role that may invoke it and nothing else."""
-    child = pulumi.ResourceOptions(parent=parent)
     group = "default"
-    invoker = aws.iam.Role(
-        "invoke-role",
-        assume_role_policy=account.apply(lambda a: _assume_scheduler(a, region, group)),
-        description=f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-        tags=tags,
-        opts=child,
+    invoker, may_invoke = _role(
+        parent,
+        ("invoke-role", "invoke"),
+        account.apply(lambda a: _assume_scheduler(a, region, group)),
+        f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+        function.arn.apply(invoke_policy),
+        tags,
     )
-    may_invoke = aws.iam.RolePolicy("invoke", role=invoker.id, policy=function.arn.apply(invoke_policy), opts=child)
-    return aws.scheduler.Schedule(
+    return _schedule(
+        parent,
         "sweep-schedule",
-        description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        schedule_expr.aws(),
+        {"arn": function.arn, "role_arn": invoker.arn, "input": "{}"},
+        {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
+        may_invoke,
         group_name=group,
-        schedule_expression=schedule_expr.aws(),
-        schedule_expression_timezone="UTC",
-        flexible_time_window={"mode": "OFF"},
-        target={
-            "arn": function.arn,
-            "role_arn": invoker.arn,
-            "input": "{}",
-            "retry_policy": {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[may_invoke]),
     )

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from infra.stacks import quota_fit
+from infra.stacks import quota_row
 
 # EC2 vCPU quotas by instance family and market, in vCPUs per region (Service Quotas, service
 # code `ec2`; "On-Demand Instance quotas" and "Spot Instance quotas" of the EC2 User Guide,
@@ -99,15 +99,8 @@ def quota_check(quotas, region: str, code: str, title: str, needs: list[tuple[in
             "detail": f"{title}: could not read it ({_error(exc)[:160]}); the identity needs "
             "servicequotas:GetServiceQuota, or look in the Service Quotas console",
         }
-    ok, fits, short = quota_fit(value, needs, strict, "vCPUs")
-    detail = f"{title}: {value:g} vCPUs{fits}"
-    if short:
-        want, stack = short
-        detail += (
-            f"; {stack} needs {want}: `aws service-quotas request-service-quota-increase --service-code ec2 "
-            f"--quota-code {code} --desired-value {want} --region {region}`"
-        )
-    return {"check": name, "ok": ok, "detail": detail}
+    fix = f"`aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} --desired-value {{}} --region {region}`"
+    return quota_row(name, f"{title}:", value, needs, strict, "vCPUs", fix.format)
 
 
 def checks(needs: Iterable[Any], strict: bool = False, client=None) -> list[dict]:

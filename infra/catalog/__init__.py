@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import tomllib
 import warnings
 from datetime import date
 from functools import lru_cache
@@ -289,7 +290,6 @@ load_catalog.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
 
 @lru_cache(maxsize=1)
 def _zones() -> dict[str, dict[str, tuple[str, ...]]]:
-    import tomllib
 
     raw = tomllib.loads((Path(DATA_DIR) / "zones.toml").read_text())
     return {cloud: {region: tuple(zones) for region, zones in regions.items()} for cloud, regions in raw.items()}

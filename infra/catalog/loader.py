@@ -8,6 +8,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from infra import clouds
+
 from .errors import CatalogError
 from .model import GPU_FIGURES, INTERCONNECT_KINDS, MARKETS, BillingTerms, GpuSpec, Interconnect, Offering, OnPremSpec
 
@@ -189,7 +191,6 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
 # Which parser reads which offerings file: one per provider shape, no if-chain.
 def _cloud_parser(name: str):
     def parse(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
-        from infra import clouds
 
         return clouds.get(name).parse_offerings(raw, gpus, file)
 

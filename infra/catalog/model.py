@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date
 
+from infra import clouds
+
 # CUDA 13 drops Maxwell, Pascal and Volta; CUDA 12 drops Kepler (K80). Each
 # payload image generation is the newest stack that still supports the GPU.
 # (lower bound of compute capability inclusive, generation name), newest first.
@@ -143,8 +145,6 @@ class Offering:
     @property
     def is_cloud(self) -> bool:
         """True for offerings Pulumi can launch (a cloud with a folder under infra/)."""
-        from infra import clouds
-
         return clouds.is_cloud(self.provider)
 
     @property
@@ -163,8 +163,6 @@ class Offering:
             # no Pulumi stack: results still land under runs/<name>/, named after the id
             base = self.id.replace("/", "-")
         else:
-            from infra import clouds
-
             base = clouds.get(self.provider).stack_base(self)
         if self.stack_suffix:
             base += f"-{self.stack_suffix}"

@@ -8,9 +8,11 @@ leak sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from payload.timestamps import stamp
@@ -91,9 +93,7 @@ def stack_base(offering: Any) -> str:
 
 
 def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
-    if provider_config.get("gcp:region"):
-        return provider_config["gcp:region"]
-    return region_of_zone(zone) if zone else None
+    return provider_config.get("gcp:region") or (region_of_zone(zone) if zone else None)
 
 
 def components() -> dict[str, Any]:
@@ -139,9 +139,6 @@ def credentials_status() -> dict:
     """{"ok", "detail"}: a credentials file from GOOGLE_APPLICATION_CREDENTIALS or gcloud's
     application-default login. Files only: google.auth.default() would probe the GCE metadata
     server (a request to 169.254.169.254) when neither exists."""
-    import os
-    from pathlib import Path
-
     named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     if named:
         ok = Path(named).is_file()

@@ -1,33 +1,14 @@
 """GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
 
-Security posture of a benchmark stack:
-- a dedicated service account with `roles/storage.objectCreator` on the results
-  bucket under an IAM condition on `resource.name`: it may create objects whose
-  names start with its own launch's runs, `runs/<stack>/<launch>-` (every run id of
-  the deployment starts with `<launch>-`, payload.identity.make_run_id; a recurring
-  stack gets `runs/<stack>/`) or with its stack's results journal, `journal/<stack>/`
-  (own_runs_condition), and nothing else: no read, no list, no overwrite
-  (replacing an object needs storage.objects.delete) and no delete. The payload
-  writes every file once under a new name (payload.layout.versioned), so it needs
-  no more. A GCP spot VM is deleted on preemption and never replaced within a
-  deployment, so there is no checkpoint to resume and nothing to list;
-- `roles/storage.objectViewer` (read only) on the managed folder `code/`, which the
-  results stack creates and where benchmark stacks upload the payload's code bundle
-  (`code/<sha256>.tar.gz`, content-addressed, kept on `pulumi destroy` since other
-  stacks may run the same bundle) and a workload stack its spec and workdir
-  (`code/workload-<sha256>.tar.gz`, the same way);
-- a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
-  (the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`;
-- `on_host_maintenance = TERMINATE`, no automatic restart; spot stacks use
-  `provisioning_model = SPOT` with DELETE; every stack has `max_run_duration`
-  (`maxHours`) with `instance_termination_action = DELETE`: the cloud-side deadline;
-- a Deep Learning VM image family matched to the GPU generation (infra/images.py),
-  with `install-nvidia-driver=True`; cloud-init reads the `user-data` metadata key.
-
-Labels mirror the AWS tags. GCP label keys and values allow only lowercase letters,
-digits, '-' and '_', so `gpubench:stack` becomes `gpubench-stack` and values are
-lowercased with other characters mapped to '_' (see infra.gcp.label_value);
-`gpubench-expires-at` holds the deadline in ISO 8601 basic form (`20240501t120000z`).
+What the VM's service account may do in the bucket (objectCreator under an IAM condition on its
+own launch's runs and its stack's journal, own_runs_condition; objectViewer on the managed
+folder `code/`; no read, list, overwrite or delete) is docs/security.md ("Cloud security") with
+the tests that hold it. Besides: a custom network with no firewall allow rule, so GCP's implied
+deny-ingress applies (the `default` network lets SSH in from anywhere), SSH only from
+`gpubench:sshCidr`; `on_host_maintenance = TERMINATE`; spot is `provisioning_model = SPOT` with
+DELETE; every VM has `max_run_duration` (`maxHours`) with DELETE, the cloud-side deadline; a Deep
+Learning VM image family matched to the GPU generation with `install-nvidia-driver=True`. Labels
+mirror the AWS tags in GCP's label alphabet (infra.gcp.label_value).
 
 A guest power-off stops (not deletes) a GCP VM, and stopping clears its max_run_duration, so a
 VM ends its run by deleting itself (infra/gcp/guest.py), allowed by `self_delete_grant`; when
@@ -45,6 +26,8 @@ import warnings
 
 import pulumi
 
+from infra.schedule_expr import parse_schedule
+
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
     warnings.simplefilter("ignore", DeprecationWarning)
     import pulumi_gcp.cloudfunctionsv2
@@ -59,19 +42,15 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
-from infra import cloud_init
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
-    WORKLOAD_PREFIX,
     Launch,
-    bundle_file,
-    code_bundle,
+    code_uploads,
+    guest_user_data,
     launch_id_of,
-    payload_env,
     tag_values,
-    workload_bundle_file,
     zone_or_first,
 )
 from infra.results_ref import journal_prefix_beside, locate
@@ -132,23 +111,16 @@ def self_delete_condition(project: str, zone: str, name: str, prefix: bool = Fal
 
 def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: bool = False):
     """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
-    child = pulumi.ResourceOptions(parent=parent)
-    role = gcp.projects.IAMCustomRole(
-        "self-delete-role",
-        role_id=custom_role_id(cfg.stack, "selfdelete"),
-        title=_title(f"gpubench {cfg.stack} self-delete"),
-        description="a VM deletes its own instance at the end of its run",
-        permissions=sorted(SELF_DELETE_PERMISSIONS),
-        project=project,
-        opts=child,
-    )
-    return gcp.projects.IAMMember(
-        "self-delete-grant",
-        project=project,
-        role=role.name,
-        member=member,
+    return _project_role(
+        parent,
+        ("self-delete-role", "self-delete-grant"),
+        cfg.stack,
+        "selfdelete",
+        f"gpubench {cfg.stack} self-delete",
+        ("a VM deletes its own instance at the end of its run", sorted(SELF_DELETE_PERMISSIONS)),
+        project,
+        member,
         condition=pulumi.Output.all(project, name).apply(lambda a: self_delete_condition(a[0], zone, a[1], prefix)),
-        opts=child,
     )
 
 
@@ -168,6 +140,34 @@ TITLE_MAX = 100
 
 def _title(text: str) -> str:
     return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 3] + "..."
+
+
+def _account(parent, name: str, stack: str, kind: str, display_name: str):
+    """A service account of the stack (`kind`: service_account_id's) and its IAM member string."""
+    account = gcp.serviceaccount.Account(
+        name,
+        account_id=service_account_id(stack, kind),
+        display_name=_title(display_name),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    return account, account.email.apply(lambda e: f"serviceAccount:{e}")
+
+
+def _project_role(parent, names: tuple[str, str], stack: str, kind: str, title: str, about, project, member, **grant):
+    """A custom role of the stack (`about`: its description and permissions) granted to `member` on
+    the project (`grant`: e.g. its IAM condition); `names`: the two resources'. Returns the grant."""
+    child = pulumi.ResourceOptions(parent=parent)
+    description, permissions = about
+    role = gcp.projects.IAMCustomRole(
+        names[0],
+        role_id=custom_role_id(stack, kind),
+        title=_title(title),
+        description=description,
+        permissions=permissions,
+        project=project,
+        opts=child,
+    )
+    return gcp.projects.IAMMember(names[1], project=project, role=role.name, member=member, opts=child, **grant)
 
 
 class NoImage(ConfigError, pulumi.RunError):
@@ -235,12 +235,8 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> t
         member=member,
         opts=child,
     )
-    uploads = [("code-bundle", "", bundle_file())]
-    workload = workload_bundle_file(launch)
-    if workload:
-        uploads.append(("workload-bundle", WORKLOAD_PREFIX, workload))
     urls, before_boot = [], [grant]
-    for res_name, prefix, (sha, path) in uploads:
+    for res_name, prefix, (sha, path) in code_uploads(launch):
         obj = gcp.storage.BucketObject(
             res_name,
             bucket=results.bucket,
@@ -252,14 +248,6 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> t
         before_boot.append(obj)
         urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
     return pulumi.Output.all(*urls).apply(" ".join), before_boot
-
-
-def _guest_code(launch: Launch, urls: str):
-    """What the guest fetches and verifies before the payload starts (None: a prebuilt image)."""
-    if not urls:
-        return None
-    code, *workload = (u.partition("#")[::2] for u in urls.split(" "))
-    return code_bundle(launch, *code, CODE_COPY, workload=workload[0] if workload else None)
 
 
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
@@ -295,14 +283,7 @@ def _runner(
     journal (create only: replacing an object needs storage.objects.delete, which objectCreator
     lacks) and nothing else in the results bucket; returns it, its IAM member string and the
     grant (the VM waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    account = gcp.serviceaccount.Account(
-        "runner",
-        account_id=service_account_id(cfg.stack),
-        display_name=_title(f"gpubench {cfg.stack} payload"),
-        opts=child,
-    )
-    member = account.email.apply(lambda e: f"serviceAccount:{e}")
+    account, member = _account(parent, "runner", cfg.stack, "", f"gpubench {cfg.stack} payload")
     grant = gcp.storage.BucketIAMMember(
         "results-access",
         bucket=results.bucket,
@@ -311,7 +292,7 @@ def _runner(
         condition=pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: own_runs_condition(a[0], run_prefix, a[1])
         ),
-        opts=child,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return account, member, grant
 
@@ -353,11 +334,8 @@ def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
     """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
     install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
     cfg = launch.cfg
-    env = pulumi.Output.all(results.url, deadline.rfc3339).apply(
-        lambda a: payload_env(launch, a[0], a[1], launch_id=launch_id_of(a[1]))
-    )
-    user_data = pulumi.Output.all(env, code_url).apply(
-        lambda a: cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, a[0], _guest_code(launch, a[1])))
+    user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
     )
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
     if cfg.ssh_public_key:
@@ -522,8 +500,6 @@ class GcpRecurring(pulumi.ComponentResource):
     `gpubench-max-hours` lets the leak sweep delete a VM that outlives it."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
-        from infra.schedule_expr import parse_schedule
-
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
@@ -564,13 +540,6 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
     runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
 
-    def user_data(url: str, code: str) -> str:
-        # The placeholder passes the payload's option check; the guest replaces
-        # it with boot time + maxHours before anything reads it.
-        env = payload_env(launch, url, "2000-01-01T00:00:00Z")
-        env["GPUBENCH_DEADLINE"] = cloud_init.boot_deadline(cfg.max_hours)
-        return cloud_init.render_user_data(cloud_init.PayloadLaunch(launch.image, env, _guest_code(launch, code)))
-
     return gcp.compute.InstanceTemplate(
         "template",
         name_prefix="gpubench-",
@@ -591,7 +560,9 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
         network_interfaces=[network_interface(subnet, offering.instance_type)],
         service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         metadata={
-            "user-data": pulumi.Output.all(results.url, code_url).apply(lambda a: user_data(*a)),
+            "user-data": pulumi.Output.all(results.url, code_url).apply(
+                lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY)
+            ),
             "install-nvidia-driver": "True",
             "block-project-ssh-keys": "TRUE",
         },
@@ -604,32 +575,25 @@ def _launcher(parent, cfg, project, runner):
     """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
     bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
     account and the grants the job must wait for."""
-    child = pulumi.ResourceOptions(parent=parent)
-    launcher = gcp.serviceaccount.Account(
+    launcher, launcher_member = _account(
+        parent, "launcher", cfg.stack, "launcher", f"gpubench {cfg.stack} launcher (Cloud Scheduler)"
+    )
+    grant = _project_role(
+        parent,
+        ("launcher-role", "launcher-grant"),
+        cfg.stack,
         "launcher",
-        account_id=service_account_id(cfg.stack, "launcher"),
-        display_name=_title(f"gpubench {cfg.stack} launcher (Cloud Scheduler)"),
-        opts=child,
-    )
-    launcher_member = launcher.email.apply(lambda e: f"serviceAccount:{e}")
-    role = gcp.projects.IAMCustomRole(
-        "launcher-role",
-        role_id=custom_role_id(cfg.stack, "launcher"),
-        title=_title(f"gpubench {cfg.stack} launcher"),
-        description="instances.bulkInsert from the stack's instance template",
-        permissions=launcher_permissions(bool(cfg.image)),
-        project=project,
-        opts=child,
-    )
-    grant = gcp.projects.IAMMember(
-        "launcher-grant", project=project, role=role.name, member=launcher_member, opts=child
+        f"gpubench {cfg.stack} launcher",
+        ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
+        project,
+        launcher_member,
     )
     act_as = gcp.serviceaccount.IAMMember(
         "launcher-act-as-runner",
         service_account_id=runner.name,
         role="roles/iam.serviceAccountUser",
         member=launcher_member,
-        opts=child,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return launcher, [grant, act_as]
 
@@ -640,23 +604,28 @@ def _launch_job(parent, cfg, schedule_expr, region, zone, project, template, lau
     body = template.self_link.apply(
         lambda link: base64.b64encode(json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()).decode()
     )
+    target = {
+        "body": body,
+        "headers": {"Content-Type": "application/json"},
+        "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
+    }
+    what = "launch one benchmark run"
+    return _scheduler_job(parent, "launch-job", cfg, what, schedule_expr, region, "60s", uri, target, granted)
+
+
+def _scheduler_job(parent, name, cfg, what, schedule_expr, region, attempt_deadline, uri, target, depends_on):
+    """A Cloud Scheduler job that POSTs to `uri` on the schedule, never retried: a failed slot (a
+    stock-out) is not retried into the next one, the job fires once per slot."""
     return gcp.cloudscheduler.Job(
-        "launch-job",
-        description=f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        name,
+        description=f"gpubench {cfg.stack}: {what} ({schedule_expr.text}, UTC)",
         region=region,
         schedule=schedule_expr.unix(),
         time_zone="Etc/UTC",
-        attempt_deadline="60s",
-        # A stock-out is not retried into the next run: the job fires once per slot.
+        attempt_deadline=attempt_deadline,
         retry_config={"retry_count": 0},
-        http_target={
-            "uri": uri,
-            "http_method": "POST",
-            "body": body,
-            "headers": {"Content-Type": "application/json"},
-            "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=granted),
+        http_target={"uri": uri, "http_method": "POST", **target},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=depends_on),
     )
 
 
@@ -676,7 +645,6 @@ class GcpSweeper(pulumi.ComponentResource):
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         from infra import sweeper_function
-        from infra.schedule_expr import parse_schedule
 
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
@@ -692,21 +660,9 @@ class GcpSweeper(pulumi.ComponentResource):
         )
         invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
         uri = function.service_config.uri
-        job = gcp.cloudscheduler.Job(
-            "sweep-job",
-            description=f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
-            region=region,
-            schedule=schedule_expr.unix(),
-            time_zone="Etc/UTC",
-            attempt_deadline="540s",
-            retry_config={"retry_count": 0},
-            http_target={
-                "uri": uri,
-                "http_method": "POST",
-                "oidc_token": {"service_account_email": invoker.email, "audience": uri},
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[may_invoke]),
-        )
+        target = {"oidc_token": {"service_account_email": invoker.email, "audience": uri}}
+        what = "run the leak sweep"
+        job = _scheduler_job(self, "sweep-job", cfg, what, schedule_expr, region, "540s", uri, target, [may_invoke])
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
 
@@ -714,28 +670,16 @@ class GcpSweeper(pulumi.ComponentResource):
 def _sweeper_account(parent, cfg: SweeperConfig, project):
     """The account the sweep runs as: a custom role that may only list and delete VMs.
     Returns it and its grant (the function waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    runner = gcp.serviceaccount.Account(
+    runner, member = _account(parent, "sweeper", cfg.stack, "sweeper", f"gpubench {cfg.stack}: the leak sweep")
+    grant = _project_role(
+        parent,
+        ("sweeper-role", "sweeper-grant"),
+        cfg.stack,
         "sweeper",
-        account_id=service_account_id(cfg.stack, "sweeper"),
-        display_name=_title(f"gpubench {cfg.stack}: the leak sweep"),
-        opts=child,
-    )
-    role = gcp.projects.IAMCustomRole(
-        "sweeper-role",
-        role_id=custom_role_id(cfg.stack, "sweeper"),
-        title=_title(f"gpubench {cfg.stack} sweeper"),
-        description="list VMs, delete the expired ones this project labelled",
-        permissions=sorted(SWEEPER_PERMISSIONS),
-        project=project,
-        opts=child,
-    )
-    grant = gcp.projects.IAMMember(
-        "sweeper-grant",
-        project=project,
-        role=role.name,
-        member=runner.email.apply(lambda e: f"serviceAccount:{e}"),
-        opts=child,
+        f"gpubench {cfg.stack} sweeper",
+        ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS)),
+        project,
+        member,
     )
     return runner, grant
 
@@ -801,12 +745,8 @@ def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project
 def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
     """The account Cloud Scheduler calls the function as: it may invoke it and nothing else.
     Returns it and its grant (the job waits for it)."""
-    child = pulumi.ResourceOptions(parent=parent)
-    invoker = gcp.serviceaccount.Account(
-        "invoker",
-        account_id=service_account_id(cfg.stack, "invoker"),
-        display_name=_title(f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"),
-        opts=child,
+    invoker, member = _account(
+        parent, "invoker", cfg.stack, "invoker", f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"
     )
     may_invoke = gcp.cloudrunv2.ServiceIamMember(
         "invoker-grant",
@@ -814,7 +754,7 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
         location=region,
         name=function.name,
         role="roles/run.invoker",
-        member=invoker.email.apply(lambda e: f"serviceAccount:{e}"),
-        opts=child,
+        member=member,
+        opts=pulumi.ResourceOptions(parent=parent),
     )
     return invoker, may_invoke

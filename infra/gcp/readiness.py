@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from infra.stacks import quota_fit
+from infra.gcp.sweep import _check, api_root, default_project
+from infra.stacks import quota_row
 
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
 
@@ -95,8 +96,6 @@ def session(root: str):
 
 
 def _get(http, url: str, **params) -> dict:
-    from infra.gcp.sweep import _check
-
     return _check(http.get(url, params=params or None, timeout=30))
 
 
@@ -159,15 +158,9 @@ def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list
 
 
 def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
-    ok, fits, short = quota_fit(limit, stacks, strict, "GPUs")
-    detail = f"limit {limit:g} GPUs{fits}"
-    if short:
-        want, stack = short
-        detail += (
-            f"; {stack} needs {want}: request it at https://console.cloud.google.com/iam-admin/quotas?project={project} "
-            f"(metric {metric}, {where})"
-        )
-    return {"check": name, "ok": ok, "detail": detail}
+    console = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
+    fix = lambda want: f"request it at {console} (metric {metric}, {where})"
+    return quota_row(name, "limit", limit, stacks, strict, "GPUs", fix)
 
 
 def project_of(needs: list[Any]) -> str | None:
@@ -175,7 +168,6 @@ def project_of(needs: list[Any]) -> str | None:
     named = sorted({n.project for n in needs if n.project})
     if named:
         return named[0]
-    from infra.gcp.sweep import default_project
 
     try:
         return default_project()
@@ -187,8 +179,6 @@ def checks(
     needs: Iterable[Any], strict: bool = False, http=None, root: str | None = None, usage_root: str = SERVICE_USAGE
 ) -> list[dict]:
     """Every row for these stacks (infra.stacks.StackNeed): credentials and project, APIs, quotas."""
-    from infra.gcp.sweep import api_root
-
     needs = list(needs)
     root = root or api_root()
     project = project_of(needs)

@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from infra.catalog import UnknownOffering
+
 # Value checks and field types shared with cloud stacks: one spelling of each rule and message.
 from infra.config import (
     MAX_HOURS_LIMIT,
@@ -38,6 +40,7 @@ from infra.config import (
     split_key,
     validated,
 )
+from infra.launch import launch_price, offering_options
 from infra.stacks import SSH_PREFIX
 from payload.results_location import URL_SCHEMES, parse_results_location
 
@@ -227,7 +230,6 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             "gpus",
             f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
         )
-    from infra.launch import launch_price, offering_options
 
     price, _ = launch_price(catalog, offering.id, "on-demand", [])
     return cfg.model_copy(
@@ -244,8 +246,6 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
 
 
 def _offering(catalog: Any, offering_id: str) -> Any:
-    from infra.catalog import UnknownOffering
-
     try:
         offering = catalog.get(offering_id)
     except UnknownOffering as exc:

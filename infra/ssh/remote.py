@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.ssh import script
+from infra.ssh.config import DEFAULT_REMOTE_DIR, system_dir_problem
 from infra.ssh.connection import SshError, run
 from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import Plan
@@ -68,8 +69,6 @@ def secure_root(conn, sftp, root: str) -> str:
     system directory, it belongs to the SSH user and is not group/world writable, and no directory above it
     can be changed by another user (owned by the user or root; writable by others only with the sticky bit,
     like /tmp). Another user of the host can then neither plant code for a run nor swap a directory under it."""
-    from infra.ssh.config import DEFAULT_REMOTE_DIR, system_dir_problem
-
     run(conn, f"umask 077 && mkdir -p {shlex.quote(root)}")
     real = sftp.normalize(root)
     problem = system_dir_problem(real)

@@ -18,6 +18,7 @@ from infra.bundle import WORKLOAD_SPEC_NAME, Bundle, build_bundle, build_workloa
 from infra.images import payload_image, public_image, workload_image
 from infra.ssh.config import SshStack
 from infra.ssh.layout import RunLayout
+from payload.config import render_argv
 from payload.timestamps import iso
 from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 
@@ -50,8 +51,6 @@ def payload_args(
     workload: str | None = None,
 ) -> list[str]:
     """`python -m payload run` options from the stack (the payload's own option names)."""
-    from payload.config import render_argv
-
     now = now or _dt.datetime.now(_dt.timezone.utc)
     deadline = iso(now + _dt.timedelta(hours=cfg.max_hours), seconds=True)
     offering = dict(cfg.offering_options) or {"offering": cfg.offering, "market": "on-demand"}

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from infra import stacks as stackfiles
+from infra.catalog import load_catalog
 from infra.config import ConfigError
 from infra.ssh import checks as host_checks
 from infra.ssh import follow, remote
@@ -24,7 +26,10 @@ from infra.ssh.connection import SshError, connect
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.runtimes import plan_for
 from infra.ssh.transfer import fetch_and_upload
+from infra.stacks import load_config
+from payload.config import OPTIONS
 from payload.layout import stack_prefix
+from payload.storage import StorageError, open_store
 from payload.timestamps import iso
 
 # outcome -> process exit code (docs/ssh.md)
@@ -45,21 +50,11 @@ EXIT_CODES = {
 # Payload run options the stack itself sets (or the runner owns): extra options may not change them.
 # Those with a stack key name it, so the caller overrides the stack instead.
 STACK_OPTIONS = {
-    "benchmark": "benchmark",
-    "epochs": "epochs",
-    "steps": "steps",
-    "batch_size": "batch_size",
-    "precision": "precision",
-    "gpus": "gpus",
-    "data": "data",
+    **{name: name for name in ("benchmark", "epochs", "steps", "batch_size", "precision", "gpus", "data")},
+    **{name: name for name in ("expect_gpu", "workload", "results")},
     "param": "params",
-    "expect_gpu": "expect_gpu",
-    "workload": "workload",
-    "results": "results",
-    "stack": None,
-    "spool": None,
-    "host_events": None,
     "deadline": "max_hours",
+    **dict.fromkeys(("stack", "spool", "host_events")),
 }
 
 
@@ -83,10 +78,7 @@ class SessionOptions:
 
 
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
-    from infra.catalog import load_catalog
-    from infra.stacks import STACKS_DIR, load_config
-
-    raw = load_config(name, stacks_dir or STACKS_DIR)
+    raw = load_config(name, stacks_dir or stackfiles.STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
 
 
@@ -97,8 +89,6 @@ def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -
     that stack field instead)."""
     if not extra_options:
         return cfg
-    from payload.config import OPTIONS
-
     known = {o.name for o in OPTIONS}
     for name in extra_options:
         if name not in known:
@@ -197,8 +187,6 @@ class Session:
         return r
 
     def collect(self, r: remote.RemoteRun) -> remote.RemoteRun:
-        from payload.storage import open_store
-
         if r.state is None and not r.alive:
             r = remote.mark_lost(self.sftp, r)
         store = open_store(self.cfg.results)
@@ -313,8 +301,6 @@ def _failure(session: Session, exc: Exception) -> tuple[str, dict]:
     """An expected failure as (status, report) with a message that says what to do next."""
     import paramiko
 
-    from payload.storage import StorageError
-
     cfg = session.cfg
     if isinstance(exc, Outcome):
         status, message = exc.status, str(exc)
@@ -361,8 +347,6 @@ def run_ssh_stack(
     running this in a thread passes `stop`: once set, no run is started and a followed run is
     stopped as on Ctrl-C (status "stopped-by-user", what it wrote uploaded)."""
     import paramiko
-
-    from payload.storage import StorageError
 
     try:
         cfg = with_extra_options(cfg, extra_options)

@@ -22,9 +22,11 @@ import math
 import os
 import sys
 
-from payload import exitcodes
+from payload import exitcodes, training
 from payload.benchmarks import REGISTRY, ParamError, UnknownBenchmark, get
 from payload.benchmarks.progress import DEFAULT_EVERY_SECONDS, Progress, keras_callback
+from payload.builtin import PhaseRun
+from payload.config import ConfigError, DataSource
 
 SEED = 1234
 
@@ -82,9 +84,6 @@ def train(bench, params: dict, source, args) -> dict:
     """Load, build and fit with the payload's own data readers, devices and precision; return the last line."""
     import keras
 
-    from payload import training
-    from payload.builtin import PhaseRun
-
     devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
     global_batch = params["batch_size"] * devices.replicas
     if args.total_samples is not None:
@@ -117,7 +116,6 @@ def train(bench, params: dict, source, args) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from payload.config import ConfigError, DataSource
 
     try:
         bench = get(args.name)

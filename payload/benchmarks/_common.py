@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from payload import datasets
 from payload.benchmarks.base import Data
 
 # Parameters every epoch benchmark understands (the runner reads them too).
@@ -60,8 +61,6 @@ def mnist_arrays(source, params):
     """MNIST (x, y, x_val, y_val) as 28x28 images: mnist.npz / Keras download,
     or synthetic of the same shapes and 10 classes. mnist-mlp and mnist-cnn
     differ only in how they reshape them."""
-    from payload import datasets
-
     if source.mode == "synthetic":
         rng = rng_for(params)
         x, y = datasets.synthetic_images(rng, n_synthetic(params, 60000), (28, 28), 10)

@@ -1,47 +1,11 @@
 """The job's own Python: a virtual environment per task, so `setup` never installs into gpubench's.
 
-A job's ``setup`` typically runs ``python -m pip install torch``. Run with the
-payload's interpreter first on PATH, that install would land in the
-environment gpubench itself runs from (gigabytes of CUDA libraries, and
-versions that break gpubench's own packages). On this machine and on an SSH
-host the job therefore runs in a virtual environment of its own, created on
-first use and reused by every later run:
-
-- **Where.** ``<cache>/envs/env-<key>/``, the cache being ``$GPUBENCH_CACHE``,
-  else ``$XDG_CACHE_HOME/gpubench`` (payload.userdirs; where collect keeps its manifests): per user,
-  outside the project and the installed package (``$GPUBENCH_JOB_ENVS`` names
-  another folder: an SSH stack keeps them under its ``remoteDir``).
-- **Keyed by what builds it.** The key hashes the ``setup`` script, the values
-  of the spec's ``env`` variables that script names (``$TORCH_VERSION``), the
-  base interpreter (its path and version) and whether gpubench's packages are
-  visible (below). Editing ``train.py`` or ``EPOCHS`` reuses the environment
-  (no new multi-GB install); a new setup gets a new one; tasks with the same
-  setup share one. ``setup`` still runs on every run, so what it installs is
-  checked (and ``pip`` finds it already there) each time.
-- **Isolated.** Made with ``python -m venv --without-pip`` (``uv venv`` when
-  ``uv`` is on PATH) from the payload's base interpreter, without the system's
-  or gpubench's site-packages: the job imports what its setup installed and
-  nothing of gpubench's pins, so its results do not depend on how gpubench
-  was installed. pip is unpacked from the interpreter's own bundled wheel
-  (``ensurepip``), offline, so a new environment takes a fraction of a second.
-  ``GPUBENCH_JOB_SITE_PACKAGES=1`` lets the environment also *see* the
-  packages of gpubench's interpreter (a machine where the frameworks are
-  installed beside gpubench); pip still installs into the job's environment
-  and never removes anything outside it.
-- **Safe to share.** Created in a temporary folder and renamed into place
-  (a killed creation leaves no half environment), under a lock file that
-  ``setup`` also holds, so two runs never install into one environment at
-  once.
-- **Cleaned.** Each use stamps the environment; when a new one is made,
-  environments unused for ``STALE_DAYS`` days (and leftovers of a killed
-  creation) are removed. ``rm -rf ~/.cache/gpubench/envs`` removes them all.
-
-The payload's own package is importable in the environment (a ``.pth`` to a
-folder holding only a link to it), so ``python -m payload.benchmarks`` works
-as a job; gpubench's other packages are not.
-
-In a container (the docker runtimes, a cloud instance) the image is the job's
-environment: the payload's interpreter is the image's, thrown away with it.
+What a user sees (where, keyed by what, cleaned when, GPUBENCH_JOB_SITE_PACKAGES) is docs/workloads.md,
+"The job's Python". Here: made in a temporary folder and renamed into place (a killed creation leaves no
+half environment) under a lock file that `setup` also holds (two runs never install into one environment
+at once); the payload package is importable through a `.pth` to a folder holding only a link to it, so
+`python -m payload.benchmarks` works as a job and gpubench's other packages stay invisible. In a
+container (docker runtimes, a cloud instance) the image is the job's environment.
 """
 
 from __future__ import annotations
@@ -54,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import sysconfig
@@ -262,8 +227,6 @@ def _pip_scripts(bin_dir: Path) -> None:
 
 def payload_site_dirs() -> list[str]:
     """The site-packages of the interpreter gpubench runs under (for GPUBENCH_JOB_SITE_PACKAGES=1)."""
-    import site
-
     return [p for p in site.getsitepackages() if os.path.isdir(p)]
 
 

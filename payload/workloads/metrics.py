@@ -71,34 +71,25 @@ JSON_KEYS = {
 }
 
 
-def parse_mllog_line(line: str) -> dict | None:
-    """One MLLOG record, or None for any other line (a bad JSON payload is None too)."""
-    if MLLOG_TOKEN not in line:
-        return None
-    m = _MLLOG_RE.search(line.rstrip("\r\n"))
-    if not m:
-        return None
+def _object_after(line: str, token: str, pattern: re.Pattern[str]) -> dict | None:
+    """The JSON object `pattern` finds on a line holding `token`, or None (a bad JSON payload is None too)."""
+    m = pattern.search(line.rstrip("\r\n")) if token in line else None
     try:
-        rec = json.loads(m.group(1))
+        obj = json.loads(m.group(1)) if m else None
     except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         return None
-    if not isinstance(rec, dict) or "key" not in rec:
-        return None
-    return rec
+    return obj if isinstance(obj, dict) else None
+
+
+def parse_mllog_line(line: str) -> dict | None:
+    """One MLLOG record, or None for any other line."""
+    rec = _object_after(line, MLLOG_TOKEN, _MLLOG_RE)
+    return rec if rec is not None and "key" in rec else None
 
 
 def parse_json_line(line: str) -> dict | None:
     """The object of a ``GPUBENCH_METRICS {...}`` line, or None."""
-    if JSON_TOKEN not in line:
-        return None
-    m = _JSON_RE.match(line.rstrip("\r\n"))
-    if not m:
-        return None
-    try:
-        obj = json.loads(m.group(1))
-    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
-        return None
-    return obj if isinstance(obj, dict) else None
+    return _object_after(line, JSON_TOKEN, _JSON_RE)
 
 
 def _number(value: Any) -> float | None:
@@ -172,6 +163,7 @@ def _json_progress(obj: dict) -> Progress | None:
 
 BOUNDARIES = ("epoch", "eval")  # the job's own structure: an epoch ended, an evaluation ended
 # MLPerf events that end a unit of the job's structure (a block is the epochs between evaluations).
+MLLOG_COUNTS = ("train_samples", "eval_samples", "global_batch_size")  # MLLOG keys kept as the reader's fields
 MLLOG_BOUNDARIES = {"epoch_stop": "epoch", "block_stop": "epoch", "eval_stop": "eval"}
 
 
@@ -342,12 +334,8 @@ class MetricsReader:
         elif key == "run_stop":
             self.run_stop_ms = t
             self.run_status = meta.get("status")
-        elif key == "train_samples" and _count(value) is not None:
-            self.train_samples = _count(value)
-        elif key == "eval_samples" and _count(value) is not None:
-            self.eval_samples = _count(value)
-        elif key == "global_batch_size" and _count(value) is not None:
-            self.global_batch_size = _count(value)
+        elif key in MLLOG_COUNTS and _count(value) is not None:
+            setattr(self, key, _count(value))
         elif key == "eval_accuracy" and _number(value) is not None:
             self.eval_accuracy = float(value)
             n = meta.get("epoch_num")
@@ -493,18 +481,9 @@ class MetricsReader:
         if self.json_lines:
             out["json"] = dict(self.json_values)
         if self.mllog_lines:
-            out["mllog"] = {
-                "lines": self.mllog_lines,
-                "run_start_ms": self.run_start_ms,
-                "run_stop_ms": self.run_stop_ms,
-                "status": self.run_status,
-                "train_samples": self.train_samples,
-                "eval_samples": self.eval_samples,
-                "global_batch_size": self.global_batch_size,
-                "eval_accuracy": self.eval_accuracy,
-                "throughput": self.throughput,
-                "epochs": len(self.epochs),
-            }
+            kept = ("run_start_ms", "run_stop_ms", "status", *MLLOG_COUNTS, "eval_accuracy", "throughput")
+            values = {k: getattr(self, "run_status" if k == "status" else k) for k in kept}
+            out["mllog"] = {"lines": self.mllog_lines, **values, "epochs": len(self.epochs)}
         if self.matched not in (None, *GPUBENCH_CONVENTIONS):
             out["progress"] = self.progress_record()
         return out

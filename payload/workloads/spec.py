@@ -1,29 +1,14 @@
 """Workload specs (task files): the user's own training job, described in a small YAML file.
 
-The fields follow SkyPilot's task YAML (``name``, ``workdir``, ``setup``,
-``run``, ``envs`` -> ``env``, ``resources.accelerators``) so a SkyPilot user
-recognises them, plus what gpubench needs to benchmark a job: the container
-``image`` the docker runtimes start it in, which ``metrics`` lines to read from
-its output, and for ``gpubench bench`` the GPUs it may run on (``resources``)
-and how much it trains in all (``work``) (docs/workloads.md)::
+The fields follow SkyPilot's task YAML (``name``, ``workdir``, ``setup``, ``run``, ``envs`` -> ``env``,
+``resources.accelerators``) so a SkyPilot user recognises them, plus what gpubench needs: the
+container ``image``, which ``metrics`` lines to read, and for ``gpubench bench`` where it may run
+(``resources``) and how much it trains (``work``); docs/workloads.md, "The spec", has an example.
 
-    name: pytorch-resnet
-    image: pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime
-    workdir: .
-    setup: pip install -r requirements.txt
-    run: python train.py --epochs 2
-    env: {BATCH_SIZE: "64"}
-    gpus: 1
-    metrics: [json, mllog]          # default: every convention (json, mllog, keras, hf, tqdm)
-    progress: {pattern: "(?P<step>[0-9]+)/(?P<steps_per_epoch>[0-9]+) batches", samples_per_step: 20}
-    resources: {accelerators: [T4, L4, A100:8], spot: false}
-    work: {epochs: 90, samples_per_epoch: 1281167}
-
-The content hash (sha256 of the normalised spec plus a digest of every file
-in the workdir) names the workload in results, so two different jobs never
-share a row of the report and an edited script starts a new one. `resources`
-and `work` say where and how long the job runs, not what it is: they leave the
-hash alone.
+The content hash (sha256 of the normalised spec plus a digest of every file in the workdir) names
+the workload in results, so two different jobs never share a row of the report and an edited script
+starts a new one. `resources` and `work` say where and how long the job runs, not what it is: they
+leave the hash alone.
 
 The models are pydantic models whose field descriptions are the fixes the
 errors suggest; every error reads ``<file>: field '<field>': <problem> (<fix>)``.
@@ -41,8 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from payload.config import MAX_GPUS_PER_MACHINE
+from payload.workloads.conventions import compile_pattern
 from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
-from payload.yamlfile import quote
+from payload.yamlfile import YamlFileError, quote, read_yaml
 
 __all__ = [
     "FIELDS",
@@ -346,8 +332,6 @@ class ProgressSpec(_Model):
     @field_validator("pattern", "epoch_end", mode="before")
     @classmethod
     def _regex(cls, value: Any, info: ValidationInfo) -> str:
-        from payload.workloads.conventions import compile_pattern
-
         if not isinstance(value, str) or not value:
             raise ValueError(f"expected a regular expression, got {value!r}")
         if info.field_name == "pattern":
@@ -689,8 +673,6 @@ def _hashed(spec: WorkloadSpec) -> WorkloadSpec:
 
 def load_spec(path: str | Path, *, check_workdir: bool = True) -> WorkloadSpec:
     """Read and validate a workload spec file; WorkloadSpecError names the field and the fix."""
-    from payload.yamlfile import YamlFileError, read_yaml
-
     p = Path(path).expanduser()
     if not p.is_file():
         raise WorkloadSpecError(
