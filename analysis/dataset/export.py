@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analysis.dataset.location import resolve
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
-from analysis.dataset.store import delta_table, open_dataset
+from analysis.dataset.store import delta_table, open_dataset, snapshot
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
@@ -27,11 +27,12 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     results.csv, published as one pair; returns their paths."""
     from analysis.collect.store import write_table_batches
 
-    dt = delta_table(resolve(table))
+    loc = resolve(table)
+    dt = delta_table(loc)
     if dt is None:  # an older collect's results.parquet, read as it is
         return write_table_batches(_sorted_batches(open_dataset(table)), EXPORT_SCHEMA, out_dir)
     # the version exported is the one read: an export that lags the table is known by it (export_version)
-    data = dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
+    data = snapshot(dt, loc, PUBLIC_SCHEMA)
     return write_table_batches(_sorted_batches(data), EXPORT_SCHEMA, out_dir, version=dt.version())
 
 

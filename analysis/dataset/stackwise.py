@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from analysis.dataset.location import Location
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
-from analysis.dataset.store import append, delta_table, replace
+from analysis.dataset.store import append, delta_table, filesystem, replace
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -23,19 +23,6 @@ if TYPE_CHECKING:
 Key = tuple[str, str]  # (source, key) of the result.json a row was read from
 # what a data file holds: the table's columns but the partition ones (in the log and the paths)
 FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in PARTITION_COLUMNS])
-
-
-def _filesystem(dt, loc: Location):
-    """A pyarrow file system that reads the table's files by their paths in the log."""
-    import pyarrow.fs as pa_fs
-
-    if loc.local is not None:
-        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
-    from deltalake.fs import DeltaStorageHandler
-
-    return pa_fs.PyFileSystem(
-        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
-    )
 
 
 class TableView:
@@ -64,7 +51,7 @@ class TableView:
             self._files = {}
             for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
                 self._files.setdefault(owner, []).append(path)
-            self._fs = _filesystem(self.dt, self.loc)
+            self._fs = filesystem(self.dt, self.loc)
         return pads.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
 
     def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:

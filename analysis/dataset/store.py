@@ -58,6 +58,29 @@ def _unreachable(exc: Exception) -> bool:
     return any(word in text for word in ("ObjectStore", "error sending request", "Generic S3 error", "GCS error"))
 
 
+def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
+    """The rows of `dt`'s snapshot as a pyarrow Dataset of `schema`. A local table is
+    read through Arrow's own file system: deltalake's default one hands Arrow buffers
+    owned by Python, and the parquet reader may release the last of them on an Arrow
+    thread after a scan returned; one released while the interpreter exits takes the
+    GIL, which ends that thread, and the process aborts ("terminate called without an
+    active exception")."""
+    return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
+
+
+def filesystem(dt: DeltaTable, loc: Location):
+    """A pyarrow file system that reads the table's files by their paths in the log."""
+    import pyarrow.fs as pa_fs
+
+    if loc.local is not None:
+        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
+    from deltalake.fs import DeltaStorageHandler
+
+    return pa_fs.PyFileSystem(
+        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
+    )
+
+
 def open_dataset(table: str) -> ds.Dataset:
     """The rows of the table's current snapshot as a pyarrow Dataset (the runs
     table's columns and ``month``), for DuckDB or pyarrow to scan with
@@ -72,7 +95,7 @@ def open_dataset(table: str) -> ds.Dataset:
         if legacy is not None and legacy.is_file():
             return pads.dataset(str(legacy), format="parquet")
         raise TableNotFound(loc)
-    return dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
+    return snapshot(dt, loc, PUBLIC_SCHEMA)
 
 
 def table_version(loc: Location) -> int | None:
@@ -83,7 +106,7 @@ def table_version(loc: Location) -> int | None:
 
 def row_count(loc: Location) -> int:
     dt = delta_table(loc)
-    return 0 if dt is None else dt.to_pyarrow_dataset(schema=SCHEMA).count_rows()
+    return 0 if dt is None else snapshot(dt, loc).count_rows()
 
 
 def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Table:
@@ -96,7 +119,7 @@ def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Tabl
     dt = delta_table(loc)
     if dt is None:
         return pa.table({c: pa.array([], pa.string()) for c in columns})
-    data = dt.to_pyarrow_dataset(schema=SCHEMA)
+    data = snapshot(dt, loc)
     wanted = None if sources is None else pads.field("source").isin(list(sources))
     return data.to_table(columns=columns, filter=wanted)
 

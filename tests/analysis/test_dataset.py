@@ -149,6 +149,23 @@ def test_two_collects_at_once_leave_one_whole_table(tmp_path):
     assert not (table / "_gpubench" / "collect.lock").exists()  # the lock was let go
 
 
+def test_a_local_table_is_scanned_without_python_owned_buffers(tmp_path):
+    """Buffers a Python file system hands Arrow may be released on an Arrow thread after the
+    scan returned; one released while the interpreter exits aborts the process (the race the
+    concurrent collects above lost now and then)."""
+    from pyarrow.fs import PyFileSystem
+
+    from analysis.dataset.store import snapshot
+
+    src, table = tmp_path / "results", tmp_path / "table"
+    _write(src, _results(3))
+    collect([str(src)], table)
+    loc = resolve(str(table))
+    for data in (open_dataset(str(table)), snapshot(delta_table(loc), loc)):
+        assert not isinstance(data.filesystem, PyFileSystem)
+        assert data.count_rows() == 3
+
+
 def test_a_collect_killed_mid_write_leaves_the_previous_snapshot(tmp_path):
     src, table = tmp_path / "results", tmp_path / "table"
     _write(src, _results(30))
