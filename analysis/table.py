@@ -18,12 +18,6 @@ try:
 except ImportError:  # optional (the collect extra): workload() then keys its cache by json's text
     orjson = None
 
-# Bump when the row layout changes: cached rows of another version are re-derived.
-# 2: workload key and label, sample unit; 3: backend, all_reduce, phase_total_seconds; 4: probe;
-# 5: rows judged for trust (names, times, numbers, offering; analysis.collect.trust): a
-# manifest of an older collect may hold rows and outcomes judged without it
-ROW_VERSION = 5
-
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
 # shutdown the payload requests, after which the instance terminates itself)

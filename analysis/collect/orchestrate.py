@@ -111,10 +111,7 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
 
 def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
     """(summary, the table's row count) of a collect, its steps in order."""
-    from analysis.dataset import migrate_legacy
-
     remove_stale_temporaries(out)
-    migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
     bar = Progress(progress)
     summary = Summary(sources=list(urls))

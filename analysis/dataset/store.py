@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-LEGACY_NAME = "results.parquet"  # the table before the dataset; now written as an export next to a local one
+EXPORT_NAME = "results.parquet"  # the export beside a local table; alone, a table narrowed to a campaign
 MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
 COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer is tried again this often
 
@@ -84,16 +84,16 @@ def filesystem(dt: DeltaTable, loc: Location):
 def open_dataset(table: str) -> ds.Dataset:
     """The rows of the table's current snapshot as a pyarrow Dataset (the runs
     table's columns and ``month``), for DuckDB or pyarrow to scan with
-    projection and filter pushdown. A directory holding only an older
-    collect's ``results.parquet`` is read as it is. Raises TableNotFound."""
+    projection and filter pushdown. A directory holding only a
+    ``results.parquet`` (a campaign's narrowed table) is read as it is. Raises TableNotFound."""
     import pyarrow.dataset as pads
 
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
-        legacy = loc.local / LEGACY_NAME if loc.local is not None else None
-        if legacy is not None and legacy.is_file():
-            return pads.dataset(str(legacy), format="parquet")
+        export = loc.local / EXPORT_NAME if loc.local is not None else None
+        if export is not None and export.is_file():
+            return pads.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
     return snapshot(dt, loc, PUBLIC_SCHEMA)
 

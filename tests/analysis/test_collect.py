@@ -304,27 +304,6 @@ def test_corrupt_manifest_is_rebuilt(tmp_path):
     assert (summary.new, summary.cached) == (0, 2)
 
 
-def test_an_old_json_manifest_is_migrated_without_downloading_again(tmp_path):
-    from analysis.table import ROW_VERSION
-
-    src = tmp_path / "res"
-    _populate(open_store(str(src)), _results(3))
-    out = tmp_path / "out"
-    collect([str(src)], out)
-    m = Manifest(out / ".collect-manifest.sqlite")
-    entries, fingerprint = m.entries, m.table_fingerprint
-    m.close()
-    for f in out.glob(".collect-manifest.sqlite*"):
-        f.unlink()
-    old = {"row_version": ROW_VERSION, "table_fingerprint": fingerprint, "entries": entries}
-    (out / ".collect-manifest.json").write_text(json.dumps(old))
-    summary, rows = collect([str(src)], out)
-    assert (summary.new, summary.cached, len(rows)) == (0, 3, 3)
-    assert not (out / ".collect-manifest.json").exists()
-    summary, _ = collect([str(src)], out)
-    assert (summary.new, summary.cached) == (0, 3)
-
-
 class CountingBulk:
     """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key: `gets`
     the first read of each object, `rereads` a whole read after a ranged read

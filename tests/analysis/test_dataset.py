@@ -1,12 +1,10 @@
 """The results dataset (analysis.dataset): what collect writes there, read
 back by DuckDB and pyarrow; growth by what is new only; two collects at
-once; a collect killed mid-write; the migration of an older collect's table;
-a table in a bucket (moto S3)."""
+once; a collect killed mid-write; a table in a bucket (moto S3)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +21,6 @@ from analysis.dataset import TableNotFound, open_dataset, publish_rows, resolve
 from analysis.dataset.store import delta_table
 
 ROOT = Path(__file__).resolve().parents[2]
-LEGACY = Path(__file__).parent / "legacy_table"
 
 
 def _write(src: Path, results: list[dict]) -> None:
@@ -201,28 +198,6 @@ collect([{str(src)!r}], {str(table)!r})
     assert after.equals(before)  # the previous snapshot, whole
     summary, rows = collect([str(src)], table)  # the lock of the dead collect is broken; all is written
     assert len(rows) == 150 and open_dataset(str(table)).count_rows() == 150
-
-
-def test_a_table_of_the_previous_release_is_migrated_losing_nothing(tmp_path, monkeypatch):
-    shutil.copytree(LEGACY, tmp_path / "table")
-    legacy = pd.read_parquet(LEGACY / "results.parquet")
-    monkeypatch.chdir(tmp_path)
-    from analysis.dataset import migrate_legacy
-
-    assert migrate_legacy("table") == len(legacy) == 8
-    assert migrate_legacy("table") is None  # once
-    data = open_dataset("table").to_table().to_pandas()
-    cols = list(legacy.columns)
-    got = data[cols].sort_values(["run_id", "stack"]).reset_index(drop=True)
-    want = legacy.sort_values(["run_id", "stack"]).reset_index(drop=True)
-    for c in cols:  # every value as it was (types made fixed: a column of nulls is now typed)
-        a, b = got[c].astype(object).where(got[c].notna(), None), want[c].astype(object).where(want[c].notna(), None)
-        assert a.tolist() == b.tolist(), c
-    # the same results collected again: the migrated rows stand, the exports are rewritten from the dataset
-    _write(tmp_path / "results", demo_like_results()[:8])
-    summary, rows = collect(["results"], "table")
-    assert summary.valid == 8 and open_dataset("table").count_rows() == 8
-    assert len(pd.read_csv(tmp_path / "table" / "results.csv")) == 8
 
 
 def test_collect_into_a_bucket_table(s3_bucket, tmp_path):
