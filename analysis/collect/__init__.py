@@ -25,7 +25,6 @@ One module per job; every name callers use is importable from here:
 - stacks: file://, gs:// and s3:// listed stack by stack (settled stacks by stamp, journal or run directory)
 - settled: what a settled stack is, and its replay
 - dedupe: one row per run
-- store: the export files, published as one pair; leftovers removed
 - summary: what a collect reports
 """
 
@@ -39,14 +38,6 @@ from analysis.collect.spot import (
     price_bulk,
     price_spot,
     spot_history_pricer,
-)
-from analysis.collect.store import (
-    TABLE_STEM,
-    read_table,
-    remove_stale_temporaries,
-    table_is_whole,
-    table_paths,
-    write_table,
 )
 from analysis.collect.summary import Summary
 from analysis.collect.validation import (
@@ -62,6 +53,14 @@ from analysis.collect.validation import (
     run_file_problem,
     validate,
     wrong_layout,
+)
+from analysis.dataset.export import (
+    TABLE_STEM,
+    read_table,
+    remove_stale_temporaries,
+    table_is_whole,
+    table_paths,
+    write_table,
 )
 from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
 

@@ -25,16 +25,17 @@ from analysis.collect.prefetch import Prefetch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
-from analysis.collect.store import (
+from analysis.collect.summary import Summary
+from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
+from analysis.collect.validation import classify, wrong_layout
+from analysis.dataset.export import (
     export_version,
     remove_stale_temporaries,
     remove_table,
     table_is_whole,
     table_paths,
+    write_table_batches,
 )
-from analysis.collect.summary import Summary
-from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
-from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.interruptible import InterruptiblePool
 from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
@@ -350,7 +351,6 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
 
 def _empty_export(out: Path) -> None:
     """The exports of a table with no rows yet (nothing was ever collected into it)."""
-    from analysis.collect.store import write_table_batches
     from analysis.dataset.schema import EXPORT_SCHEMA
 
     write_table_batches([], EXPORT_SCHEMA, out)
