@@ -6,7 +6,7 @@ A collect works stack by stack: it lists a stack's files (a settled stack
 only by its journal or its run directories), reads only the objects whose ETag (S3), etag /
 generation (GCS) or size+mtime (file) changed since the last collect, judges
 them against the other copies of the same runs, and commits the difference
-with the table's rows of that stack. A manifest (analysis.manifest, SQLite)
+with the table's rows of that stack. A manifest (analysis.collect.manifest, SQLite)
 beside a local table (in the cache directory for a bucket's table) records
 what was seen, never the rows. Each object is judged on its own: a corrupt,
 partial, unknown or duplicate file is set aside with the reason and
@@ -18,7 +18,7 @@ One module per job; every name callers use is importable from here:
 - survey: each source looked at once (its stacks, the settled ones unchanged)
 - stackstep: one stack across every source (list, read, judge, the difference)
 - batch: several stacks' changes committed at once
-- sources: downloading one stack's results (s3:// through analysis.bulk;
+- sources: downloading one stack's results (s3:// through analysis.collect.s3;
   gs:// through payload.storage in a thread pool; file:// in this thread)
 - validation: which keys are results, why a file is set aside, bytes -> row
 - spot: spot runs priced from their cloud's spot price history
@@ -29,6 +29,7 @@ One module per job; every name callers use is importable from here:
 """
 
 from analysis.collect.dedupe import dedupe, row_order
+from analysis.collect.manifest import MANIFEST_NAME, Manifest, SettledStack
 from analysis.collect.orchestrate import EXPORT_MAX_ROWS, collect
 from analysis.collect.sources import DEFAULT_WORKERS, Progress
 from analysis.collect.spot import (
@@ -62,7 +63,6 @@ from analysis.dataset.export import (
     table_paths,
     write_table,
 )
-from analysis.manifest import MANIFEST_NAME, Manifest, SettledStack
 
 __all__ = [
     "DEFAULT_WORKERS",

@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 
 from analysis.collect.batch import Batch
+from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.sources import Progress
 from analysis.collect.spot import SpotPricer
@@ -37,8 +38,8 @@ from analysis.dataset.export import (
     write_table_batches,
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
+from analysis.dataset.row import StoredRows
 from analysis.interruptible import InterruptiblePool
-from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from payload import layout
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
@@ -78,10 +79,10 @@ def collect(
     dataset); True writes them whatever the size (for a bucket's table, into
     the manifest's directory); False never.
 
-    s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
+    s3:// URLs take the bulk path (analysis.collect.s3) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). A settled stack (analysis.manifest)
+    the thread pool of the other stores). A settled stack (analysis.collect.manifest)
     is not listed file by file while its run directories stay the same;
     `full` lists every file again."""
     with _older_objects_left_alone():
@@ -91,7 +92,6 @@ def collect(
 def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
     """collect(): its steps, and a fault met on the way named with its recovery."""
     from analysis.dataset import resolve
-    from analysis.dataset.rows import StoredRows
 
     t0 = time.perf_counter()
     loc = resolve(table)
@@ -176,7 +176,7 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
-    from analysis import bulk as bulk_mod
+    from analysis.collect import s3 as bulk_mod
     from payload.storage import StorageError, open_store
 
     views, not_found = [], []

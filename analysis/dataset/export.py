@@ -22,6 +22,7 @@ from pathlib import Path
 
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
 
@@ -55,7 +56,6 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     import pandas as pd
 
     from analysis.price.runs import price_rows
-    from analysis.table import COLUMNS
 
     df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
     return _publish(

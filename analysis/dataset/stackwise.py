@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from analysis.dataset.location import Location
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
 from analysis.dataset.store import append, delta_table, filesystem, replace
 
@@ -66,13 +67,11 @@ class TableView:
         }
 
     def rows(self, stack: str, keys: Iterable[Key]) -> list[dict]:
-        """The collect rows (analysis.table.COLUMNS) of some of one stack's rows."""
+        """The collect rows (analysis.dataset.row.COLUMNS) of some of one stack's rows."""
         wanted = set(keys)
         if self.dt is None or not wanted:
             return []
         import pyarrow.dataset as pads
-
-        from analysis.table import COLUMNS
 
         sources = sorted({s for s, _ in wanted})
         found = self._partition(stack).to_table(

@@ -16,6 +16,7 @@ from analysis.dataset.faults import first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.lock import table_lock
 from analysis.dataset.pricing import pricing_identity
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import SCHEMA, month_of
 from analysis.dataset.store import append, current_keys, replace, table_version
 
@@ -99,7 +100,6 @@ def to_arrow(rows: Sequence[dict], identity: str):
     import pyarrow as pa
 
     from analysis.price.runs import PRICE_COLUMNS, price_run
-    from analysis.table import COLUMNS
     from infra.catalog import load_catalog
 
     rows = list(rows)

@@ -19,7 +19,7 @@ from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
 from analysis.collect import Manifest, collect
-from analysis.migrations import MigrationError, migrate
+from analysis.collect.upgrade import MigrationError, migrate
 from payload.schema import validate_result
 from payload.storage import StorageError, open_store
 
@@ -305,12 +305,12 @@ def test_corrupt_manifest_is_rebuilt(tmp_path):
 
 
 class CountingBulk:
-    """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key: `gets`
+    """Counts the bulk path's downloads (analysis.collect.s3.S3Bulk.get) by key: `gets`
     the first read of each object, `rereads` a whole read after a ranged read
     that did not parse."""
 
     def __init__(self, monkeypatch):
-        from analysis import bulk
+        from analysis.collect import s3 as bulk
 
         self.gets: list[str] = []
         self.rereads: list[str] = []
@@ -328,7 +328,7 @@ def _comparable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_bulk_path_and_thread_path_give_the_same_table(s3_bucket, tmp_path, monkeypatch):
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}/gpubench"
     _messy(open_store(url))
@@ -390,7 +390,7 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
 
 def listed_before_it_grew(monkeypatch, grown: str, by: int = 40) -> None:
     """The bulk path's listings give object `grown` the size it had before it grew by `by` bytes."""
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     real_info = bulk._info
 
@@ -724,7 +724,7 @@ def test_settled_stacks_are_not_listed_file_by_file_until_their_runs_change(s3_b
     """A stack whose every run has a final result is checked by its run
     directories only; a new, removed or unfinished run, an old listing or
     --full lists its files again. Answers are the same either way."""
-    from analysis import manifest as manifest_mod
+    from analysis.collect import manifest as manifest_mod
 
     url = f"s3://{s3_bucket}"
     store = open_store(url)
@@ -879,7 +879,7 @@ def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, t
 def test_a_listing_that_fails_after_spot_runs_were_listed_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
     """Spot runs listed before their stack's listing failed belong to no table row:
     they must not be read nor priced (nor reach a row kept from the last collect)."""
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}"
     spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)

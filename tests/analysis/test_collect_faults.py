@@ -19,10 +19,10 @@ from synthetic_results import make_result, result_key
 
 from analysis.cli import main
 from analysis.collect import collect, read_table
+from analysis.collect.manifest import Manifest
 from analysis.dataset import lock
 from analysis.dataset.faults import DiskFull, TableDamaged
 from analysis.dataset.location import resolve
-from analysis.manifest import Manifest
 
 
 def _write_results(root, first: int, n: int) -> None:

@@ -16,7 +16,7 @@ from synthetic_results import make_result, result_key
 
 from analysis.collect import read_table, remove_stale_temporaries, table_is_whole, table_paths, write_table
 from analysis.dataset import export as export_mod
-from analysis.table import COLUMNS, result_to_row
+from analysis.dataset.row import COLUMNS, result_to_row
 
 
 def _rows(n: int, first: int = 0, probe_every: int = 0) -> list[dict]:

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.dataset.faults import DiskFull, is_disk_full
-from analysis.dataset.rows import StoredRows
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from payload import layout
@@ -47,7 +46,7 @@ FORMAT = "3"  # what the tables below hold (3: no rows, entries by stack prefix)
 # A settled stack is trusted for a day, then listed file by file again: a
 # final result rewritten by hand (not by the payload) is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
-__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack", "StoredRows"]
+__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack"]
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
