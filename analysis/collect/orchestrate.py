@@ -38,7 +38,7 @@ from analysis.dataset.export import (
     write_table_batches,
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
-from analysis.dataset.row import StoredRows
+from analysis.dataset.store import StoredRows
 from analysis.interruptible import InterruptiblePool
 from payload import layout
 

@@ -1,5 +1,4 @@
-"""One validated result.json -> one flat row of facts (no prices applied), and
-the rows a collect returns (StoredRows: the table's, read on first use).
+"""One validated result.json -> one flat row of facts (no prices applied).
 
 Rows are what collect writes to the dataset; pricing and metrics
 are computed from rows, so a new price snapshot never needs a re-download.
@@ -12,12 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from analysis.dataset.location import Location
 
 try:
     import orjson
@@ -419,39 +413,3 @@ def result_to_row(
         "etag": etag,
     }
     return row
-
-
-class StoredRows(Sequence):
-    """The table's rows as collect rows, by run id then stack; read on first use."""
-
-    def __init__(self, loc: Location, count: int):
-        self.loc, self.count = loc, count
-        self._rows: list[dict] | None = None
-
-    def _all(self) -> list[dict]:
-        if self._rows is None:
-            from analysis.dataset.store import delta_table, open_dataset
-
-            if delta_table(self.loc) is None:
-                self._rows = []
-            else:
-                data = open_dataset(self.loc.uri).to_table(columns=list(COLUMNS))
-                self._rows = data.sort_by([("run_id", "ascending"), ("stack", "ascending")]).to_pylist()
-        return self._rows
-
-    def __len__(self) -> int:
-        return self.count if self._rows is None else len(self._rows)
-
-    def __getitem__(self, i):
-        return self._all()[i]
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __eq__(self, other) -> bool:
-        return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"StoredRows({len(self)} rows of {self.loc.text})"

@@ -1,5 +1,6 @@
 """The results dataset as a Delta Lake table: opened, read, appended to and
-changed, each change one atomic commit in the table's log.
+changed, each change one atomic commit in the table's log; StoredRows, the
+rows a collect returns, read from it on first use.
 
 Its own module because every reader and writer must agree on the layout
 (partitioned by ``stack`` and ``month``, analysis.dataset.schema) and on what
@@ -9,11 +10,12 @@ files a writer is still uploading or an interrupted one left behind."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
 if TYPE_CHECKING:
@@ -102,11 +104,6 @@ def table_version(loc: Location) -> int | None:
     """The version of the latest commit, None without a table."""
     dt = delta_table(loc)
     return None if dt is None else dt.version()
-
-
-def row_count(loc: Location) -> int:
-    dt = delta_table(loc)
-    return 0 if dt is None else snapshot(dt, loc).count_rows()
 
 
 def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Table:
@@ -209,3 +206,37 @@ class _Counted:
         for batch in self.batches:
             self.rows += batch.num_rows
             yield batch
+
+
+class StoredRows(Sequence):
+    """The table's rows as collect rows, by run id then stack; read on first use."""
+
+    def __init__(self, loc: Location, count: int):
+        self.loc, self.count = loc, count
+        self._rows: list[dict] | None = None
+
+    def _all(self) -> list[dict]:
+        if self._rows is None:
+            if delta_table(self.loc) is None:
+                self._rows = []
+            else:
+                data = open_dataset(self.loc.uri).to_table(columns=list(COLUMNS))
+                self._rows = data.sort_by([("run_id", "ascending"), ("stack", "ascending")]).to_pylist()
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.count if self._rows is None else len(self._rows)
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredRows({len(self)} rows of {self.loc.text})"

@@ -18,7 +18,8 @@ import pytest
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
-from analysis.collect import Manifest, collect
+from analysis.collect import collect
+from analysis.collect.manifest import Manifest
 from analysis.collect.upgrade import MigrationError, migrate
 from payload.schema import validate_result
 from payload.storage import StorageError, open_store
@@ -522,7 +523,7 @@ MUTATIONS = [
 @pytest.mark.parametrize("mutate", MUTATIONS)
 def test_fast_validation_agrees_with_the_payload_schema(mutate):
     """collect's compiled validator must reject whatever payload.schema rejects."""
-    from analysis.collect import _fast_validator, validate
+    from analysis.collect.validation import _fast_validator, validate
     from payload.schema import ResultValidationError
 
     r = make_result()

@@ -244,7 +244,7 @@ def test_nan_and_infinity_are_refused_where_they_enter(bad):
 def test_collect_sets_a_nan_result_aside_with_the_reason():
     import json
 
-    from analysis.collect import parse_result
+    from analysis.collect.spot import parse_result
 
     r = make_result("aws/p2.xlarge", hourly_usd=0.9)
     r["metrics"]["train_seconds"] = float("nan")

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_results import make_result
 
-from analysis.collect import parse_result
+from analysis.collect.spot import parse_result
 from infra import clouds, sweep, tags
 from infra.config import ConfigError, parse_config
 from payload.schema import ResultValidationError, validate_result
@@ -196,7 +196,7 @@ def test_the_compiled_validator_accepts_nothing_the_payload_schema_rejects(path,
     """collect trusts jsonschema-rs's yes: it must never say yes where the payload's jsonschema says no."""
     from servers import require_module
 
-    from analysis.collect import _fast_validator
+    from analysis.collect.validation import _fast_validator
     from payload.schema import _validator
 
     require_module("jsonschema_rs")  # without it collect uses the payload's validator alone: a failure under CI

@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 from synthetic_results import make_result, result_key
 
-from analysis.collect import read_table, remove_stale_temporaries, table_is_whole, table_paths, write_table
+from analysis.collect import read_table, write_table
 from analysis.dataset import export as export_mod
+from analysis.dataset.export import remove_stale_temporaries, table_is_whole, table_paths
 from analysis.dataset.row import COLUMNS, result_to_row
 
 
