@@ -17,6 +17,7 @@ from analysis.dataset.location import Location
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
 from analysis.dataset.store import append, delta_table, filesystem, replace
+from analysis.dataset.writer import deleted_keys, storable
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -101,13 +102,11 @@ def commit(
     of the rows set aside because the table cannot hold one of their values):
     the rows are converted before anything is written, so a value that does
     not fit never fails the commit of the others."""
-    from analysis.dataset.writer import _deleted, storable
-
     table, refused = storable(rows, identity)
     if not len(table) and not deleted:
         return False, refused
     if replacing or deleted:
-        replace(loc, table, _deleted(list(deleted)))
+        replace(loc, table, deleted_keys(list(deleted)))
     else:
         append(loc, table.to_batches())
     return True, refused

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -104,21 +104,6 @@ def table_version(loc: Location) -> int | None:
     """The version of the latest commit, None without a table."""
     dt = delta_table(loc)
     return None if dt is None else dt.version()
-
-
-def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Table:
-    """(source, key, etag, priced_with, stack) of every row, of `sources` only
-    when given: what a collect compares its rows with. A few short strings a row."""
-    import pyarrow as pa
-    import pyarrow.dataset as pads
-
-    columns = [*KEY_COLUMNS, "etag", "priced_with", "stack"]
-    dt = delta_table(loc)
-    if dt is None:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    data = snapshot(dt, loc)
-    wanted = None if sources is None else pads.field("source").isin(list(sources))
-    return data.to_table(columns=columns, filter=wanted)
 
 
 def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
