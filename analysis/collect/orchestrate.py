@@ -30,6 +30,7 @@ from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.export import (
+    export_table,
     export_version,
     remove_stale_temporaries,
     remove_table,
@@ -326,8 +327,6 @@ def _export(loc, out: Path, summary: Summary, count: int, version: int | None, e
     if wanted:
         if summary.table_written or not current:
             if version is not None:
-                from analysis.dataset import export_table
-
                 export_table(loc.uri, out)
             else:
                 _empty_export(out)

@@ -42,11 +42,11 @@ def table_paths(out_dir: str | Path) -> dict[str, str]:
 
 def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     """Write the table's current rows to `out_dir`/results.parquet and
-    results.csv; returns their paths."""
+    results.csv; returns their paths. Raises TableNotFound."""
     loc = resolve(table)
     dt = delta_table(loc)
-    if dt is None:  # a results.parquet alone, read as it is
-        return write_table_batches(_sorted_batches(open_dataset(table)), EXPORT_SCHEMA, out_dir)
+    if dt is None:
+        raise TableNotFound(loc)
     # the version exported is the one read: an export that lags the table is known by it (export_version)
     return write_table_batches(_sorted_batches(snapshot(dt, loc, PUBLIC_SCHEMA)), EXPORT_SCHEMA, out_dir, dt.version())
 
