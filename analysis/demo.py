@@ -196,7 +196,7 @@ def _minutes(seconds: float) -> str:
 
 def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]) -> int:
     """Collect the local bucket into the table (no spot history: this machine has none); an exit code."""
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from payload.storage import StorageError
 
     try:

@@ -21,7 +21,7 @@ from analysis.reference import imagenet_schedules
 BASE_PREFERENCE = ("aws/p2.xlarge", "gcp/n1-standard-4+1xk80", "gcp/n1-standard-1+1xk80")
 DEFAULT_BASE = BASE_PREFERENCE[0]
 # What makes runs repeats of one another: the same workload (benchmark and
-# every parameter that changes the work, see analysis.table.workload); the
+# every parameter that changes the work, see analysis.dataset.row.workload); the
 # Keras backend, batch size and precision are in it and shown as columns of
 # their own (backends are compared side by side, as seed 002 compared frameworks).
 CONFIG = ["backend", "precision", "per_gpu_batch_size"]
@@ -81,7 +81,7 @@ def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
     epochs and samples too)."""
     if "workload" in runs.columns and "sample_unit" in runs.columns:
         return runs
-    from analysis.table import _sample_unit
+    from analysis.dataset.row import _sample_unit
 
     r = runs.copy()
     if "workload" not in r.columns:

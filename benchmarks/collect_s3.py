@@ -263,7 +263,7 @@ def m_collect(endpoint: str, args) -> dict:
     import pyarrow.parquet  # noqa: F401
     import uvloop  # noqa: F401
 
-    import analysis.bulk  # noqa: F401
+    import analysis.collect.s3  # noqa: F401
     import analysis.price.runs  # noqa: F401
     from analysis.collect import collect
 

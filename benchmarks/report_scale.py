@@ -58,7 +58,7 @@ def template_rows(work: Path) -> Any:
     import pyarrow.parquet as pq
     from synthetic_results import demo_like_results, make_result, result_bytes, result_key
 
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from payload.storage import open_store
 
     results = demo_like_results() + [

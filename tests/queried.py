@@ -17,8 +17,8 @@ from analysis.report.query import RunsQuery, connect
 def as_collected(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> pd.DataFrame:
     """`runs` with the columns of a collected (and priced) table it lacks, all missing,
     but those named in `without` (a table from before them)."""
+    from analysis.dataset.row import COLUMNS
     from analysis.price.runs import PRICE_COLUMNS
-    from analysis.table import COLUMNS
 
     added = [c for c in (*COLUMNS, *PRICE_COLUMNS) if c not in runs.columns and c not in without]
     return runs.assign(**{c: pd.Series(None, index=runs.index, dtype=object) for c in added})

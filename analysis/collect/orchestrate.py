@@ -21,22 +21,25 @@ from functools import partial
 from pathlib import Path
 
 from analysis.collect.batch import Batch
+from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
-from analysis.collect.store import (
+from analysis.collect.summary import Summary
+from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
+from analysis.collect.validation import classify, wrong_layout
+from analysis.dataset.export import (
+    export_table,
     export_version,
     remove_stale_temporaries,
     remove_table,
     table_is_whole,
     table_paths,
+    write_table_batches,
 )
-from analysis.collect.summary import Summary
-from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
-from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
+from analysis.dataset.store import StoredRows
 from analysis.interruptible import InterruptiblePool
-from analysis.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from analysis.progress import Progress
 from payload import layout
 
@@ -77,10 +80,10 @@ def collect(
     dataset); True writes them whatever the size (for a bucket's table, into
     the manifest's directory); False never.
 
-    s3:// URLs take the bulk path (analysis.bulk) unless `bulk` is False or a
+    s3:// URLs take the bulk path (analysis.collect.s3) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). A settled stack (analysis.manifest)
+    the thread pool of the other stores). A settled stack (analysis.collect.manifest)
     is not listed file by file while its run directories stay the same;
     `full` lists every file again."""
     with _older_objects_left_alone():
@@ -90,7 +93,6 @@ def collect(
 def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
     """collect(): its steps, and a fault met on the way named with its recovery."""
     from analysis.dataset import resolve
-    from analysis.dataset.rows import StoredRows
 
     t0 = time.perf_counter()
     loc = resolve(table)
@@ -111,10 +113,7 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
 
 def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
     """(summary, the table's row count) of a collect, its steps in order."""
-    from analysis.dataset import migrate_legacy
-
     remove_stale_temporaries(out)
-    migrate_legacy(loc)
     manifest = Manifest(out / MANIFEST_NAME)
     bar = Progress(None, "collect", unit="obj", enabled=progress)
     summary = Summary(sources=list(urls))
@@ -178,7 +177,7 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
-    from analysis import bulk as bulk_mod
+    from analysis.collect import s3 as bulk_mod
     from payload.storage import StorageError, open_store
 
     views, not_found = [], []
@@ -328,8 +327,6 @@ def _export(loc, out: Path, summary: Summary, count: int, version: int | None, e
     if wanted:
         if summary.table_written or not current:
             if version is not None:
-                from analysis.dataset import export_table
-
                 export_table(loc.uri, out)
             else:
                 _empty_export(out)
@@ -353,7 +350,6 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
 
 def _empty_export(out: Path) -> None:
     """The exports of a table with no rows yet (nothing was ever collected into it)."""
-    from analysis.collect.store import write_table_batches
     from analysis.dataset.schema import EXPORT_SCHEMA
 
     write_table_batches([], EXPORT_SCHEMA, out)

@@ -5,7 +5,7 @@ judges them, then commits. During the parsing and judging (and the step's
 hand-over to the next) no download is in flight, and on a bucket the server
 and the network are what a collect waits on. So once a step's own downloads
 are done, the next stack's new results are downloaded on a thread of its own
-(its own event loop, `analysis.bulk.read_all`), from the listing the list-ahead
+(its own event loop, `analysis.collect.s3.read_all`), from the listing the list-ahead
 already has, and handed to that stack's step as bytes; the step parses and
 judges them as if it had read them itself (a ranged read that does not parse
 is read again whole there, as always).
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 
-from analysis.bulk import ObjectTooLarge
+from analysis.collect.s3 import ObjectTooLarge
 from analysis.collect.sources import read_on_private_loop, unchanged
 from analysis.collect.validation import classify, too_large
 
@@ -33,7 +33,7 @@ from analysis.collect.validation import classify, too_large
 PREFETCH_BYTES = 64 * 1024 * 1024
 
 # One prefetched object: the size its listing gave, its bytes (or the StorageError its read ended
-# with) and whether they were read by range (that size), as analysis.bulk.read_all hands them over.
+# with) and whether they were read by range (that size), as analysis.collect.s3.read_all hands them over.
 Fetched = tuple[int | None, object, bool]
 
 

@@ -3,7 +3,7 @@ listing and reading it again.
 
 A stack is settled when every run directory in it holds a final result that
 parsed, nothing is half-uploaded and nothing lies beside the run
-directories (analysis.manifest says why that is safe to trust). Its own
+directories (analysis.collect.manifest says why that is safe to trust). Its own
 module because deciding what is settled and replaying a settled stack must
 agree on one definition."""
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 
+from analysis.collect.manifest import SettledStack
 from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
-from analysis.manifest import SettledStack
 from payload import layout
 
 DIGEST_KIND = "sum128:"  # a digest of another kind (an older manifest's) is never extended, only compared

@@ -1,6 +1,6 @@
 """Downloading result objects, one stack's at a time.
 
-s3:// goes through analysis.bulk (obstore, ~128 requests in flight on one
+s3:// goes through analysis.collect.s3 (obstore, ~128 requests in flight on one
 event loop); gs://, file:// and s3:// without the bulk path go through
 payload.storage in a bounded thread pool. Its own module because both paths
 must hand the rest of collect the same thing: one entry per downloaded
@@ -45,7 +45,7 @@ def bulk_read(
     source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
 ) -> Iterator[tuple[str, dict]]:
     """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one
-    s3:// source) read through analysis.bulk, `workers` requests in flight
+    s3:// source) read through analysis.collect.s3, `workers` requests in flight
     (default bulk.DEFAULT_BULK_WORKERS); spot runs go to `to_price` as
     (mkey, result), priced afterwards (spot.price_bulk). One stack's results
     at a time: what it returns is what the step holds.
@@ -98,10 +98,10 @@ def bulk_read(
 
 
 def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
-    """analysis.bulk.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
+    """analysis.collect.s3.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
     without a current event loop, which later callers in the same process (the Pulumi SDK under mocks)
     expect to find."""
-    from analysis import bulk as bulk_mod
+    from analysis.collect import s3 as bulk_mod
 
     if not infos:
         return
@@ -116,7 +116,7 @@ def read_on_private_loop(source, infos: list, handle, workers: int | None) -> No
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
     """The entry of one object the bulk path read (its bytes or the StorageError);
     None when a ranged read did not parse and the object must be read whole."""
-    from analysis.bulk import ObjectTooLarge
+    from analysis.collect.s3 import ObjectTooLarge
     from payload.storage import StorageError
 
     entry = new_entry(source, url, info)

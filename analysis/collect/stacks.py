@@ -209,7 +209,7 @@ class _GcsStacks(_DelimiterStacks):
 
 
 class _S3BulkStacks(_DelimiterStacks):
-    """An s3:// location on the bulk path (analysis.bulk.S3Bulk, obstore)."""
+    """An s3:// location on the bulk path (analysis.collect.s3.S3Bulk, obstore)."""
 
     def _level(self, prefix: str) -> tuple[list[str], list]:
         subs, objects = self.store.level(prefix)

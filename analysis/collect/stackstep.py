@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
+from analysis.collect.manifest import SettledStack
 from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
 from analysis.collect.sources import bulk_read, download, entry_key, read_here, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
 from analysis.collect.validation import UNREADABLE_NAME, classify
-from analysis.manifest import SettledStack
 from payload import layout
 
 # payload.storage stores whose results are read in the collect's own thread (local files)
@@ -33,7 +33,7 @@ class StepContext:
     """What every stack's step shares: the sources, the manifest, the table, the summary."""
 
     views: list[SourceView]
-    manifest: object  # analysis.manifest.Manifest
+    manifest: object  # analysis.collect.manifest.Manifest
     table: object  # analysis.dataset.stackwise.TableView
     summary: Summary
     identity: str  # the price catalog rows are priced with now
@@ -321,7 +321,7 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 def _downloads(ctx: StepContext, st: _Stack):
     """(mkey, entry) of every result of st.todo: local files read in this thread,
-    each bulk source's through analysis.bulk (its spot runs priced after; what the
+    each bulk source's through analysis.collect.s3 (its spot runs priced after; what the
     prefetch fetched for it taken, and the next stack's prefetch started once the
     downloads are done), the others' through the thread pool."""
     local, pooled = [], []

@@ -26,7 +26,9 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
-    settled_stacks: int = 0  # stacks not listed file by file: by stamp, journal or run directory (analysis.manifest)
+    settled_stacks: int = (
+        0  # stacks not listed file by file: by stamp, journal or run directory (analysis.collect.manifest)
+    )
     # why this collect is incomplete (a location not listed, a download failed): the exit code says so
     incomplete: list[str] = field(default_factory=list)
 

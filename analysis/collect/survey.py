@@ -16,9 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from analysis.collect.manifest import SettledStack
 from analysis.collect.settled import digest_matches
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
-from analysis.manifest import SettledStack
 from payload import layout
 
 
@@ -38,7 +38,7 @@ class SourceView:
     stamps: dict[str, str | None] = field(default_factory=dict)  # file:// stack stamps taken before listing
     listing: dict[str, dict] = field(default_factory=dict)  # listed whole: {prefix: {key: ObjectInfo}}
     failed: str | None = None  # why it could not be listed: its rows are kept
-    bulk: bool = False  # read through analysis.bulk (many requests in flight), not the thread pool
+    bulk: bool = False  # read through analysis.collect.s3 (many requests in flight), not the thread pool
     ahead: dict[str, Future] = field(default_factory=dict)  # stacks being listed while earlier ones are stepped
     # the manifest's knowledge of this source, for stacks checked by their journal (a bucket's):
     # which of some run ids it holds, and every run id of a stack (set by the collect)
@@ -98,7 +98,7 @@ class SourceView:
 
 def retried(store, what: str, fn: Callable):
     """fn() with the store's retries (payload.storage.with_retries); once for a store
-    that retries each request itself (analysis.bulk.S3Bulk: `retries` None)."""
+    that retries each request itself (analysis.collect.s3.S3Bulk: `retries` None)."""
     from payload.storage import with_retries
 
     if store.retries is None:
@@ -227,10 +227,10 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
 
 
 def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:
-    """An s3:// source on the bulk path (analysis.bulk): surveyed as any store
+    """An s3:// source on the bulk path (analysis.collect.s3): surveyed as any store
     listed stack by stack; its results are read by the step, many at once.
     Returns the keys under no stack. Raises payload.storage.StorageError."""
-    from analysis.bulk import S3Bulk
+    from analysis.collect.s3 import S3Bulk
 
     view.bulk = True
     return survey_store(view, S3Bulk, trusted)

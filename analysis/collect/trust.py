@@ -14,7 +14,7 @@ import re
 import time
 from functools import lru_cache
 
-from analysis.table import parse_time
+from analysis.dataset.row import parse_time
 from payload import layout
 
 # A clock on a rented machine may run a little ahead of ours; more than this is not skew.

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from analysis.collect.upgrade import MigrationError, migrate
+from analysis.dataset.row import result_to_row
 from analysis.fastjson import NestedTooDeeply, loads_finite
-from analysis.migrations import MigrationError, migrate
-from analysis.table import result_to_row
 from payload import layout
 
 # What a run directory may hold besides result.json (bucket layout: payload.layout).
@@ -30,7 +30,7 @@ UNKNOWN_RUN_FILE = (
 
 # The largest result.json a collect reads. A real one is a few kB to a few hundred
 # (a long timeline); past this it is set aside unread, and the reads themselves
-# stop here (analysis.collect.sources, analysis.bulk), so one planted file can
+# stop here (analysis.collect.sources, analysis.collect.s3), so one planted file can
 # neither fill memory nor grow the manifest or the table.
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 

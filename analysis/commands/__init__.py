@@ -7,7 +7,7 @@ CLI discovers the modules here, so adding a command is adding a file. Keep
 
 A command is a thin adapter: it parses its arguments, calls one library function
 with typed keyword arguments (analysis.report.build.write_report,
-analysis.collecting.collect_results, analysis.teardown.teardown, ...), prints
+analysis.collect.run.collect_results, analysis.teardown.teardown, ...), prints
 or emits JSON, and maps the outcome to an exit code. Nothing but the CLI imports
 these modules (an import-linter contract in pyproject.toml): other code calls
 the library functions.

@@ -124,7 +124,7 @@ def run(args) -> int:
     import sys
 
     from analysis.cli import check_results_locations
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from analysis.progress import stderr_is_terminal
     from infra.conventions import UsageError, results_locations, table_location
 

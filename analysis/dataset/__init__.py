@@ -3,31 +3,24 @@ table partitioned by stack and month, in a local directory or a bucket prefix.
 
 - ``open_dataset(table)``: the current snapshot as a pyarrow Dataset (readers
   query it with DuckDB or pyarrow; see docs/scale.md for Athena, BigQuery, Spark)
-- ``publish_rows(table, rows, sources)``: what collect calls; writes only the
-  difference, one atomic commit, under the table's lock
 - ``export_table(table, out_dir)``: results.parquet and results.csv from it
-- ``migrate_legacy(table)``: a directory an older collect wrote, brought in once
 
-Modules: location (where), schema (columns and types), store (the Delta
-table), lock (one writer at a time), writer (the difference, and rows
-converted to the table's types before a commit), export, legacy
-(migration), pricing (which catalog priced a row), faults (a full disk or
-a damaged log, named with the recovery).
+Modules: location (where), row (one result -> one row), schema (columns and
+types), store (the Delta table), stackwise (one stack's partition at a time,
+and a collect's commit), lock (one writer at a time), writer (rows converted
+to the table's types before a commit), export (results.parquet and
+results.csv), pricing (which catalog priced a row), faults (a full disk or a
+damaged log, named with the recovery).
 """
 
 from analysis.dataset.export import export_table
-from analysis.dataset.legacy import migrate_legacy
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.store import TableNotFound, open_dataset
-from analysis.dataset.writer import Published, publish_rows
 
 __all__ = [
     "Location",
-    "Published",
     "TableNotFound",
     "export_table",
-    "migrate_legacy",
     "open_dataset",
-    "publish_rows",
     "resolve",
 ]

@@ -1,38 +1,183 @@
-"""``results.parquet`` and ``results.csv`` made from the dataset: the files a
-person opens in a spreadsheet, or a tool of an earlier release reads.
+"""``results.parquet`` and ``results.csv``: the files a person opens in a
+spreadsheet, or a tool of an earlier release reads, made from the dataset.
 
 They are an export, not the store: written next to a local table after a
 collect that changed it (or on request, anywhere), by run id then stack, in
 batches through DuckDB (which sorts within a memory limit, spilling to disk);
 a table small enough to hold is sorted in memory by Arrow instead (DuckDB's
-start and scan cost more than the sort of a few thousand rows)."""
+start and scan cost more than the sort of a few thousand rows).
+
+Each file is written whole under a temporary name (``.results.<ext>.<pid>.tmp``)
+and then renamed onto its name (``os.replace``, one step): a reader sees an old
+file or a new one, never half of one, and a failure leaves the old pair. The CSV
+is renamed first: the Parquet file's footer names the table version the pair was
+exported from, so a pair whose Parquet file is behind is written again. What a
+killed export leaves is removed by the next one once its process is gone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
-from analysis.dataset.store import delta_table, open_dataset
+from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
 IN_MEMORY_ROWS = 20_000  # at most this many rows are sorted in memory (about 20 MB)
 ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # as DuckDB's ORDER BY: bytes, nulls last
+TABLE_STEM = "results"
+EXTENSIONS = ("parquet", "csv")
+VERSION_KEY = b"gpubench.table_version"  # in results.parquet's footer: the dataset version it was exported from
+
+
+def table_paths(out_dir: str | Path) -> dict[str, str]:
+    """Where the runs table is written: {"parquet": path, "csv": path}."""
+    return {ext: str(Path(out_dir) / f"{TABLE_STEM}.{ext}") for ext in EXTENSIONS}
 
 
 def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
     """Write the table's current rows to `out_dir`/results.parquet and
-    results.csv, published as one pair; returns their paths."""
-    from analysis.collect.store import write_table_batches
-
-    dt = delta_table(resolve(table))
-    if dt is None:  # an older collect's results.parquet, read as it is
-        return write_table_batches(_sorted_batches(open_dataset(table)), EXPORT_SCHEMA, out_dir)
+    results.csv; returns their paths. Raises TableNotFound."""
+    loc = resolve(table)
+    dt = delta_table(loc)
+    if dt is None:
+        raise TableNotFound(loc)
     # the version exported is the one read: an export that lags the table is known by it (export_version)
-    data = dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
-    return write_table_batches(_sorted_batches(data), EXPORT_SCHEMA, out_dir, version=dt.version())
+    return write_table_batches(_sorted_batches(snapshot(dt, loc, PUBLIC_SCHEMA)), EXPORT_SCHEMA, out_dir, dt.version())
+
+
+def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
+    """Collect rows as the runs table's Parquet and CSV files, priced with their recorded prices."""
+    import pandas as pd
+
+    from analysis.price.runs import price_rows
+
+    df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
+    return _publish(
+        out_dir, lambda paths: (df.to_parquet(paths["parquet"], index=False), frame_to_csv(df, paths["csv"]))
+    )
+
+
+def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
+    """The runs table as Parquet and CSV from Arrow record batches of `schema` (priced,
+    in the table's order), streamed; `version`: the dataset's version they are of."""
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    if version is not None:
+        schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
+
+    def write(paths: dict[str, Path]) -> None:
+        with (
+            pq.ParquetWriter(paths["parquet"], schema) as parquet,
+            pcsv.CSVWriter(paths["csv"], schema, write_options=csv_options()) as csv,
+        ):
+            for batch in batches:
+                parquet.write_batch(batch)
+                csv.write_batch(csv_safe(batch))
+
+    return _publish(out_dir, write)
+
+
+def _publish(out_dir: str | Path, write: Callable[[dict[str, Path]], object]) -> dict[str, str]:
+    """`write` fills both files under temporary names, then each is renamed onto its own."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    temporary = {ext: out / f".{TABLE_STEM}.{ext}.{os.getpid()}.tmp" for ext in EXTENSIONS}
+    try:
+        write(temporary)
+        for ext in reversed(EXTENSIONS):  # the Parquet file, which names the version, last
+            os.replace(temporary[ext], out / f"{TABLE_STEM}.{ext}")
+    finally:
+        for path in temporary.values():
+            path.unlink(missing_ok=True)
+    return table_paths(out)
+
+
+def read_table(out_dir: str | Path):
+    """The runs table at `out_dir` as a DataFrame: its results.parquet export
+    when there is one, else the results dataset there (a bucket prefix, or a
+    local table collected without exports), by run id then stack. Readers that
+    aggregate should query analysis.dataset.open_dataset instead."""
+    import pandas as pd
+
+    loc = resolve(out_dir)
+    path = loc.local / EXPORT_NAME if loc.local is not None else None
+    if path is not None and path.exists():
+        return pd.read_parquet(path)
+    try:
+        data = open_dataset(str(out_dir))
+    except TableNotFound:
+        raise FileNotFoundError(
+            f"no results table at {out_dir}; run `gpubench collect --table {out_dir}` first"
+        ) from None
+    return data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER).to_pandas()
+
+
+def export_version(out_dir: str | Path) -> int | None:
+    """The version of the dataset results.parquet was exported from; None when it
+    says none (written from no dataset) or cannot be read."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_schema(Path(out_dir) / EXPORT_NAME).metadata or {}
+    except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
+        return None
+    text = meta.get(VERSION_KEY, b"").decode("ascii", "replace")
+    return int(text) if text.isdigit() else None
+
+
+def table_is_whole(out_dir: str | Path) -> bool:
+    """Both files exist and the Parquet footer reads: a truncated or
+    half-written export is rebuilt even when the manifest says nothing changed."""
+    import pyarrow.parquet as pq
+
+    parquet, csv = (Path(p) for p in table_paths(out_dir).values())
+    if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
+        return False
+    try:
+        pq.read_metadata(parquet)
+    except Exception:  # noqa: BLE001 - any unreadable table is rebuilt
+        return False
+    return True
+
+
+def remove_table(out_dir: str | Path) -> bool:
+    """Remove results.parquet and results.csv (a stale export must not be read
+    instead of the table); True when there were any."""
+    found = [p for p in map(Path, table_paths(out_dir).values()) if p.exists()]
+    for p in found:
+        p.unlink()
+    remove_stale_temporaries(out_dir)
+    return bool(found)
+
+
+def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
+    """Delete the temporary files (`.results.<ext>.<pid>.tmp`) of exports whose process
+    is gone; another running process's are its own."""
+    out = Path(out_dir)
+    removed = []
+    for path in sorted(out.glob(f".{TABLE_STEM}.*.*.tmp")) if out.is_dir() else []:
+        pid = path.name.split(".")[-2]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def _sorted_batches(data) -> Iterator:

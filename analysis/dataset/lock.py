@@ -193,7 +193,10 @@ class _LocalLock:
         return True
 
     def overwrite(self, body: bytes) -> None:
-        self.path.write_bytes(body)
+        """Whole or not at all (a waiting collect never reads it half-written): a new file renamed onto it."""
+        staged = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        staged.write_bytes(body)
+        os.replace(staged, self.path)
 
     def read(self) -> dict | None:
         """The lock's document, read no further than MAX_LOCK_BYTES and never through a link, a FIFO

@@ -1,7 +1,7 @@
 """The columns of the results dataset and their Arrow types.
 
 The columns are named once, where they are made: the row facts in
-analysis.table.COLUMNS, then the prices in analysis.price.runs.PRICE_COLUMNS
+analysis.dataset.row.COLUMNS, then the prices in analysis.price.runs.PRICE_COLUMNS
 (the runs table collect has always written). Here they only get their Arrow
 type: text unless named below as a flag, a count or a number, and every name
 below must be one of those columns (a column renamed or removed there fails
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from analysis.dataset.row import COLUMNS
 from analysis.price.runs import PRICE_COLUMNS
-from analysis.table import COLUMNS
 
 PARTITION_COLUMNS = ("stack", "month")
 INTERNAL_COLUMNS = ("priced_with",)

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from analysis.dataset.location import Location
+from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
-from analysis.dataset.store import append, delta_table, replace
+from analysis.dataset.store import append, delta_table, filesystem, replace
+from analysis.dataset.writer import deleted_keys, storable
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -23,19 +25,6 @@ if TYPE_CHECKING:
 Key = tuple[str, str]  # (source, key) of the result.json a row was read from
 # what a data file holds: the table's columns but the partition ones (in the log and the paths)
 FILE_SCHEMA = pa.schema([f for f in SCHEMA if f.name not in PARTITION_COLUMNS])
-
-
-def _filesystem(dt, loc: Location):
-    """A pyarrow file system that reads the table's files by their paths in the log."""
-    import pyarrow.fs as pa_fs
-
-    if loc.local is not None:
-        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
-    from deltalake.fs import DeltaStorageHandler
-
-    return pa_fs.PyFileSystem(
-        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
-    )
 
 
 class TableView:
@@ -64,7 +53,7 @@ class TableView:
             self._files = {}
             for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
                 self._files.setdefault(owner, []).append(path)
-            self._fs = _filesystem(self.dt, self.loc)
+            self._fs = filesystem(self.dt, self.loc)
         return pads.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
 
     def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:
@@ -79,13 +68,11 @@ class TableView:
         }
 
     def rows(self, stack: str, keys: Iterable[Key]) -> list[dict]:
-        """The collect rows (analysis.table.COLUMNS) of some of one stack's rows."""
+        """The collect rows (analysis.dataset.row.COLUMNS) of some of one stack's rows."""
         wanted = set(keys)
         if self.dt is None or not wanted:
             return []
         import pyarrow.dataset as pads
-
-        from analysis.table import COLUMNS
 
         sources = sorted({s for s, _ in wanted})
         found = self._partition(stack).to_table(
@@ -115,13 +102,11 @@ def commit(
     of the rows set aside because the table cannot hold one of their values):
     the rows are converted before anything is written, so a value that does
     not fit never fails the commit of the others."""
-    from analysis.dataset.writer import _deleted, storable
-
     table, refused = storable(rows, identity)
     if not len(table) and not deleted:
         return False, refused
     if replacing or deleted:
-        replace(loc, table, _deleted(list(deleted)))
+        replace(loc, table, deleted_keys(list(deleted)))
     else:
         append(loc, table.to_batches())
     return True, refused

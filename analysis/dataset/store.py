@@ -1,5 +1,6 @@
 """The results dataset as a Delta Lake table: opened, read, appended to and
-changed, each change one atomic commit in the table's log.
+changed, each change one atomic commit in the table's log; StoredRows, the
+rows a collect returns, read from it on first use.
 
 Its own module because every reader and writer must agree on the layout
 (partitioned by ``stack`` and ``month``, analysis.dataset.schema) and on what
@@ -9,19 +10,20 @@ files a writer is still uploading or an interrupted one left behind."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
-from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+from analysis.dataset.row import COLUMNS
+from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.dataset as ds
     from deltalake import DeltaTable
 
-LEGACY_NAME = "results.parquet"  # the table before the dataset; now written as an export next to a local one
+EXPORT_NAME = "results.parquet"  # the export beside a local table; alone, a table narrowed to a campaign
 MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
 COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer is tried again this often
 
@@ -58,47 +60,50 @@ def _unreachable(exc: Exception) -> bool:
     return any(word in text for word in ("ObjectStore", "error sending request", "Generic S3 error", "GCS error"))
 
 
+def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
+    """The rows of `dt`'s snapshot as a pyarrow Dataset of `schema`. A local table is
+    read through Arrow's own file system: deltalake's default one hands Arrow buffers
+    owned by Python, and the parquet reader may release the last of them on an Arrow
+    thread after a scan returned; one released while the interpreter exits takes the
+    GIL, which ends that thread, and the process aborts ("terminate called without an
+    active exception")."""
+    return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
+
+
+def filesystem(dt: DeltaTable, loc: Location):
+    """A pyarrow file system that reads the table's files by their paths in the log."""
+    import pyarrow.fs as pa_fs
+
+    if loc.local is not None:
+        return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
+    from deltalake.fs import DeltaStorageHandler
+
+    return pa_fs.PyFileSystem(
+        DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
+    )
+
+
 def open_dataset(table: str) -> ds.Dataset:
     """The rows of the table's current snapshot as a pyarrow Dataset (the runs
     table's columns and ``month``), for DuckDB or pyarrow to scan with
-    projection and filter pushdown. A directory holding only an older
-    collect's ``results.parquet`` is read as it is. Raises TableNotFound."""
+    projection and filter pushdown. A directory holding only a
+    ``results.parquet`` (a campaign's narrowed table) is read as it is. Raises TableNotFound."""
     import pyarrow.dataset as pads
 
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
-        legacy = loc.local / LEGACY_NAME if loc.local is not None else None
-        if legacy is not None and legacy.is_file():
-            return pads.dataset(str(legacy), format="parquet")
+        export = loc.local / EXPORT_NAME if loc.local is not None else None
+        if export is not None and export.is_file():
+            return pads.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
-    return dt.to_pyarrow_dataset(schema=PUBLIC_SCHEMA)
+    return snapshot(dt, loc, PUBLIC_SCHEMA)
 
 
 def table_version(loc: Location) -> int | None:
     """The version of the latest commit, None without a table."""
     dt = delta_table(loc)
     return None if dt is None else dt.version()
-
-
-def row_count(loc: Location) -> int:
-    dt = delta_table(loc)
-    return 0 if dt is None else dt.to_pyarrow_dataset(schema=SCHEMA).count_rows()
-
-
-def current_keys(loc: Location, sources: Iterable[str] | None = None) -> pa.Table:
-    """(source, key, etag, priced_with, stack) of every row, of `sources` only
-    when given: what a collect compares its rows with. A few short strings a row."""
-    import pyarrow as pa
-    import pyarrow.dataset as pads
-
-    columns = [*KEY_COLUMNS, "etag", "priced_with", "stack"]
-    dt = delta_table(loc)
-    if dt is None:
-        return pa.table({c: pa.array([], pa.string()) for c in columns})
-    data = dt.to_pyarrow_dataset(schema=SCHEMA)
-    wanted = None if sources is None else pads.field("source").isin(list(sources))
-    return data.to_table(columns=columns, filter=wanted)
 
 
 def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
@@ -186,3 +191,37 @@ class _Counted:
         for batch in self.batches:
             self.rows += batch.num_rows
             yield batch
+
+
+class StoredRows(Sequence):
+    """The table's rows as collect rows, by run id then stack; read on first use."""
+
+    def __init__(self, loc: Location, count: int):
+        self.loc, self.count = loc, count
+        self._rows: list[dict] | None = None
+
+    def _all(self) -> list[dict]:
+        if self._rows is None:
+            if delta_table(self.loc) is None:
+                self._rows = []
+            else:
+                data = open_dataset(self.loc.uri).to_table(columns=list(COLUMNS))
+                self._rows = data.sort_by([("run_id", "ascending"), ("stack", "ascending")]).to_pylist()
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.count if self._rows is None else len(self._rows)
+
+    def __getitem__(self, i):
+        return self._all()[i]
+
+    def __iter__(self):
+        return iter(self._all())
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredRows({len(self)} rows of {self.loc.text})"

@@ -2,7 +2,7 @@
 `results_dataset(table)`, a pyarrow Dataset that DuckDB scans with projection
 and filter pushdown, so no reader ever holds every row.
 
-The table is read as analysis.collect.store.read_table reads it, so the queried
+The table is read as analysis.dataset.export.read_table reads it, so the queried
 figures are the pandas ones row for row: a local directory's results.parquet
 export when there is one, else the results dataset there
 (analysis.dataset.open_dataset: the Delta table of a local directory or a

@@ -18,8 +18,9 @@ import pytest
 from synthetic_results import make_result, result_bytes, result_key
 
 from analysis.cli import main
-from analysis.collect import Manifest, collect
-from analysis.migrations import MigrationError, migrate
+from analysis.collect import collect
+from analysis.collect.manifest import Manifest
+from analysis.collect.upgrade import MigrationError, migrate
 from payload.schema import validate_result
 from payload.storage import StorageError, open_store
 
@@ -304,34 +305,13 @@ def test_corrupt_manifest_is_rebuilt(tmp_path):
     assert (summary.new, summary.cached) == (0, 2)
 
 
-def test_an_old_json_manifest_is_migrated_without_downloading_again(tmp_path):
-    from analysis.table import ROW_VERSION
-
-    src = tmp_path / "res"
-    _populate(open_store(str(src)), _results(3))
-    out = tmp_path / "out"
-    collect([str(src)], out)
-    m = Manifest(out / ".collect-manifest.sqlite")
-    entries, fingerprint = m.entries, m.table_fingerprint
-    m.close()
-    for f in out.glob(".collect-manifest.sqlite*"):
-        f.unlink()
-    old = {"row_version": ROW_VERSION, "table_fingerprint": fingerprint, "entries": entries}
-    (out / ".collect-manifest.json").write_text(json.dumps(old))
-    summary, rows = collect([str(src)], out)
-    assert (summary.new, summary.cached, len(rows)) == (0, 3, 3)
-    assert not (out / ".collect-manifest.json").exists()
-    summary, _ = collect([str(src)], out)
-    assert (summary.new, summary.cached) == (0, 3)
-
-
 class CountingBulk:
-    """Counts the bulk path's downloads (analysis.bulk.S3Bulk.get) by key: `gets`
+    """Counts the bulk path's downloads (analysis.collect.s3.S3Bulk.get) by key: `gets`
     the first read of each object, `rereads` a whole read after a ranged read
     that did not parse."""
 
     def __init__(self, monkeypatch):
-        from analysis import bulk
+        from analysis.collect import s3 as bulk
 
         self.gets: list[str] = []
         self.rereads: list[str] = []
@@ -349,7 +329,7 @@ def _comparable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_bulk_path_and_thread_path_give_the_same_table(s3_bucket, tmp_path, monkeypatch):
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}/gpubench"
     _messy(open_store(url))
@@ -411,7 +391,7 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
 
 def listed_before_it_grew(monkeypatch, grown: str, by: int = 40) -> None:
     """The bulk path's listings give object `grown` the size it had before it grew by `by` bytes."""
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     real_info = bulk._info
 
@@ -543,7 +523,7 @@ MUTATIONS = [
 @pytest.mark.parametrize("mutate", MUTATIONS)
 def test_fast_validation_agrees_with_the_payload_schema(mutate):
     """collect's quick yes-or-no must reject whatever payload.schema rejects."""
-    from analysis.collect import validate
+    from analysis.collect.validation import validate
     from payload.schema import ResultValidationError, is_valid
 
     r = make_result()
@@ -744,7 +724,7 @@ def test_settled_stacks_are_not_listed_file_by_file_until_their_runs_change(s3_b
     """A stack whose every run has a final result is checked by its run
     directories only; a new, removed or unfinished run, an old listing or
     --full lists its files again. Answers are the same either way."""
-    from analysis import manifest as manifest_mod
+    from analysis.collect import manifest as manifest_mod
 
     url = f"s3://{s3_bucket}"
     store = open_store(url)
@@ -899,7 +879,7 @@ def test_a_manifest_damaged_past_its_settled_stacks_is_a_cold_start(s3_bucket, t
 def test_a_listing_that_fails_after_spot_runs_were_listed_keeps_the_old_rows(s3_bucket, tmp_path, monkeypatch):
     """Spot runs listed before their stack's listing failed belong to no table row:
     they must not be read nor priced (nor reach a row kept from the last collect)."""
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}"
     spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)

@@ -16,7 +16,7 @@ from synthetic_results import make_result, result_bytes, result_key
 
 import analysis.collect.orchestrate as orchestrate
 from analysis.collect import collect
-from analysis.manifest import MANIFEST_NAME, Manifest
+from analysis.collect.manifest import MANIFEST_NAME, Manifest
 from payload.storage import open_store
 
 OFFERINGS = ("aws/p3.2xlarge", "aws/g4dn.xlarge", "gcp/n1-standard-4+1xk80")

@@ -61,7 +61,7 @@ class LiveRows:
 
 
 def test_a_cold_collect_from_s3_holds_one_stacks_results_at_a_time(s3_bucket, tmp_path, monkeypatch):
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}/team"
     stacks, runs = 6, 8

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def nothing_listed(monkeypatch):
     """Fails the test if collect gets as far as opening or listing a location."""
-    from analysis import collecting
+    from analysis.collect import run as collecting
 
     def refuse(*args, **kw):
         raise AssertionError("collect listed a location it should have refused")

@@ -4,7 +4,8 @@ another stack never displaces the run it names."""
 
 from __future__ import annotations
 
-from analysis.collect import Summary, dedupe, row_order
+from analysis.collect.dedupe import dedupe, row_order
+from analysis.collect.summary import Summary
 from payload import layout
 
 

@@ -19,10 +19,10 @@ from synthetic_results import make_result, result_key
 
 from analysis.cli import main
 from analysis.collect import collect, read_table
+from analysis.collect.manifest import Manifest
 from analysis.dataset import lock
 from analysis.dataset.faults import DiskFull, TableDamaged
 from analysis.dataset.location import resolve
-from analysis.manifest import Manifest
 
 
 def _write_results(root, first: int, n: int) -> None:
@@ -110,7 +110,7 @@ def test_a_full_disk_in_the_tables_writer_is_named_and_nothing_is_half_written(t
 
 
 def test_a_full_disk_while_exporting_leaves_no_stale_export_to_read(tmp_path, monkeypatch):
-    from analysis.collect import store
+    from analysis.dataset import export
 
     root, table = tmp_path / "results", tmp_path / "table"
     _write_results(root, 0, 1)
@@ -120,7 +120,7 @@ def test_a_full_disk_while_exporting_leaves_no_stale_export_to_read(tmp_path, mo
     def no_space(*a, **kw):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store, "_write_batches", no_space)
+    monkeypatch.setattr(export, "_publish", no_space)
     with pytest.raises(DiskFull, match="free some space"):
         collect([str(root)], table)
     assert len(read_table(table)) == 3  # the one-row export is gone: readers read the table

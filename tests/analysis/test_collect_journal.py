@@ -12,8 +12,8 @@ from collections import Counter
 import pytest
 from synthetic_results import make_result, result_bytes
 
-from analysis import manifest as manifest_mod
 from analysis.collect import collect, stacks, stackstep, survey
+from analysis.collect import manifest as manifest_mod
 from payload import layout
 from payload.journal import announce
 from payload.storage import StorageError, open_store

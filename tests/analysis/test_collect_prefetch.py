@@ -21,10 +21,10 @@ PREFETCH_THREAD = "collect-prefetch"
 
 
 class ReadsByThread:
-    """Every bulk read (analysis.bulk.S3Bulk.get): (key, whole?, thread name)."""
+    """Every bulk read (analysis.collect.s3.S3Bulk.get): (key, whole?, thread name)."""
 
     def __init__(self, monkeypatch):
-        from analysis import bulk
+        from analysis.collect import s3 as bulk
 
         self.reads: list[tuple[str, bool, str]] = []
         real = bulk.S3Bulk.get
@@ -137,7 +137,7 @@ def test_only_what_the_step_would_read_is_read_ahead(four_stacks, tmp_path, monk
 def test_a_read_ahead_that_fails_is_left_to_the_step(four_stacks, tmp_path, monkeypatch):
     """One result's read fails on the prefetch thread (after its retries): the step reads it
     itself, with its own retries, instead of taking the failure as the result's."""
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
     from payload.storage import StorageError
 
     url, held = four_stacks
@@ -176,7 +176,7 @@ def test_an_abandoned_collect_stops_its_prefetch(s3_bucket, tmp_path, monkeypatc
     import asyncio
     import time
 
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
     from analysis.collect import stackstep
 
     url = f"s3://{s3_bucket}"

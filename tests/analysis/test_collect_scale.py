@@ -12,7 +12,7 @@ from synthetic_results import make_result, result_bytes, result_key
 from analysis.cli import main
 from analysis.collect import collect, stacks
 from analysis.collect.validation import KNOWN_RUN_FILES
-from analysis.manifest import StoredRows
+from analysis.dataset.store import StoredRows
 from payload import exitcodes
 
 

@@ -299,7 +299,7 @@ def test_the_thread_pool_reads_no_more_than_the_cap(tmp_path, request, where):
 
 def test_the_bulk_path_never_reads_past_the_cap_even_when_the_object_grew(s3_bucket):
 
-    from analysis import bulk
+    from analysis.collect import s3 as bulk
 
     url = f"s3://{s3_bucket}"
     open_store(url).put_bytes("runs/s/r/result.json", b"z" * 5000)

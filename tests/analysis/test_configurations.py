@@ -9,10 +9,10 @@ import pytest
 from queried import summary_of, tables_of
 from synthetic_results import make_result
 
+from analysis.dataset.row import COLUMNS, result_to_row
 from analysis.metrics import Options, breakeven, default_base, recommend, relative_to_base
 from analysis.price.runs import price_runs
 from analysis.report.page import with_unit_columns
-from analysis.table import COLUMNS, result_to_row
 from payload.benchmarks import REGISTRY
 from payload.benchmarks.base import units_of
 
@@ -83,7 +83,7 @@ def test_remembered_workloads_are_never_shared_and_keep_the_published_key():
     import hashlib
     import json
 
-    from analysis import table
+    from analysis.dataset import row as table
 
     base = {"name": "mnist-mlp", "kind": "epochs", "precision": "fp32", "per_gpu_batch_size": 128}
     variants = [
@@ -245,7 +245,7 @@ def test_nan_and_infinity_are_refused_where_they_enter(bad):
 def test_collect_sets_a_nan_result_aside_with_the_reason():
     import json
 
-    from analysis.collect import parse_result
+    from analysis.collect.spot import parse_result
 
     r = make_result("aws/p2.xlarge", hourly_usd=0.9)
     r["metrics"]["train_seconds"] = float("nan")

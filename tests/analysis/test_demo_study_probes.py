@@ -167,7 +167,7 @@ def test_the_report_reads_the_record_beside_its_table_and_answers_from_it(probed
     from chart_content import charts_described
     from synthetic_results import local_only_results, result_bytes, result_key
 
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from analysis.report.build import write_report
     from payload.storage import open_store
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_results import make_result
 
-from analysis.collect import parse_result
+from analysis.collect.spot import parse_result
 from infra import clouds, sweep, tags
 from infra.config import ConfigError, parse_config
 from payload.schema import ResultValidationError, validate_result

@@ -12,6 +12,7 @@ import pytest
 from queried import summary_of, tables_of
 from synthetic_results import make_result
 
+from analysis.dataset.row import COLUMNS, result_to_row
 from analysis.metrics import (
     Options,
     add_frontier,
@@ -23,7 +24,6 @@ from analysis.metrics import (
 )
 from analysis.price.billed import breakeven_days_per_month
 from analysis.price.runs import price_runs
-from analysis.table import COLUMNS, result_to_row
 from infra.catalog import load_catalog
 
 

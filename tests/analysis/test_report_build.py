@@ -1,5 +1,5 @@
 """The library calls behind `gpubench collect` and `gpubench report`, called directly with typed
-arguments: analysis.collecting.collect_results and analysis.report.build.write_report."""
+arguments: analysis.collect.run.collect_results and analysis.report.build.write_report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import date
 import pytest
 from synthetic_results import make_result, result_bytes, result_key
 
-from analysis.collecting import collect_results, finished_stacks, teardown_finished
+from analysis.collect.run import collect_results, finished_stacks, teardown_finished
 from analysis.report.build import check_options, write_report
 from infra.catalog import CatalogError
 from payload.storage import open_store

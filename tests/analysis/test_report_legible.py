@@ -42,7 +42,7 @@ from payload.storage import open_store
 def _report(tmp: Path, results: list[dict], **limits):
     """Collect `results` from a local bucket and write the report (library calls, no CLI); the charts
     are described, not drawn (tests/chart_content.py): these tests read the page's text and tags."""
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from analysis.report.build import write_report
 
     store = open_store(str(tmp / "results"))

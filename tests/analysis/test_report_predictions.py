@@ -11,7 +11,7 @@ from synthetic_results import T0, make_result, result_bytes, result_key
 
 from analysis.bench.judge import PREDICTIONS
 from analysis.bench.record import BenchRecord, bench_root
-from analysis.collecting import collect_results
+from analysis.collect.run import collect_results
 from analysis.report.build import write_report
 from payload.storage import open_store
 from payload.timestamps import iso

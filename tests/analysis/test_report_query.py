@@ -16,7 +16,7 @@ from queried import as_collected
 from synthetic_results import T0, demo_like_results, make_result, result_bytes, result_key
 
 from analysis.collect import read_table
-from analysis.collecting import collect_results
+from analysis.collect.run import collect_results
 from analysis.metrics import GROUP, JOINED
 from analysis.report.build import write_report
 from analysis.report.query import report_query

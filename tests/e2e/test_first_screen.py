@@ -80,7 +80,7 @@ def test_the_demo_report_answers_on_its_first_screen(demo_first):
 def _reported(tmp, results, study_probes=()):
     """`results` collected from a local bucket and reported (library calls, no TensorFlow run), with the
     demo's record of its study probes beside the table when given."""
-    from analysis.collecting import collect_results
+    from analysis.collect.run import collect_results
     from analysis.demo import write_study_probes
     from analysis.report.build import write_report
 

@@ -140,7 +140,7 @@ def test_suite_bills_instance_launch_to_its_first_benchmark_only(monkeypatch, tm
     """One container runs the whole suite: the host's instance_launch opens the
     first benchmark's billed window only; later benchmarks are billed from their
     own start, so the suite's windows never overlap (no instance time twice)."""
-    from analysis.table import billing_windows
+    from analysis.dataset.row import billing_windows
 
     for k, v in {
         "GPUBENCH_BENCHMARK": "mnist-mlp,mnist-cnn",

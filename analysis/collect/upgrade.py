@@ -59,7 +59,7 @@ def _v0_to_v1(old: dict) -> dict:
         ],
         "timeline": [{"time": e["time"], "event": e["event"], "attempt": 1} for e in old.get("events") or []],
         "error": old.get("error"),
-        "warnings": ["migrated from result schema v0 (the flat prototype format) by analysis.migrations"],
+        "warnings": ["migrated from result schema v0 (the flat prototype format) by analysis.collect.upgrade"],
     }
 
 

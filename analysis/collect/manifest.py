@@ -19,18 +19,16 @@ what was seen, never the rows (those live in the results dataset alone):
   files nor reads its results: it replays the stack's notes (the files set
   aside in it) and counts its runs. A settled stack is listed file by file
   again after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
-- ``meta``: the row version, the manifest's format, the table version the
+- ``meta``: the manifest's format, the table version the
   manifest is in step with and the price catalog the rows were priced with.
 
-An unreadable manifest is a cold start, never an error; an old JSON
-manifest is read once and replaced; a manifest of an older format (one that
-stored every row) is started over (the next collect reads every result
-again and writes nothing the table already has).
+An unreadable manifest, or one of another format, is a cold start, never an
+error (the next collect reads every result again and writes nothing the
+table already has).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -39,19 +37,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.dataset.faults import DiskFull, is_disk_full
-from analysis.dataset.rows import StoredRows
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
-from analysis.table import ROW_VERSION
 from payload import layout
 
 MANIFEST_NAME = ".collect-manifest.sqlite"
-OLD_MANIFEST_NAME = ".collect-manifest.json"  # before the SQLite manifest: migrated once, then removed
-FORMAT = "3"  # 3: no rows, entries by stack prefix
+FORMAT = "3"  # what the tables below hold (3: no rows, entries by stack prefix): another format is started over
 # A settled stack is trusted for a day, then listed file by file again: a
 # final result rewritten by hand (not by the payload) is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
-__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack", "StoredRows"]
+__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack"]
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
@@ -102,7 +97,6 @@ class Manifest:
     def __init__(self, path: Path):
         self.path = path
         self._meta: dict[str, str] = {}
-        self.table_fingerprint: str | None = None  # no longer used; kept for callers that read it
         # set when the entries proved unreadable after opening: collect starts over
         self.damaged = False
         try:
@@ -111,8 +105,6 @@ class Manifest:
             if is_disk_full(exc):  # not damaged: kept for when there is room again
                 raise DiskFull(str(path), f"opening the collect manifest: {exc}") from exc
             self._rebuild()
-        if not self._meta.get("table_version") and self.readable() and not self.count():
-            self._migrate_json(path.with_name(OLD_MANIFEST_NAME))
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,20 +115,17 @@ class Manifest:
             db.execute("BEGIN IMMEDIATE")  # two collects starting at once agree on one format
             db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
             meta = dict(db.execute("SELECT k, v FROM meta"))
-            if meta.get("row_version") != str(ROW_VERSION) or meta.get("format") != FORMAT:
+            if meta.get("format") != FORMAT:
                 for table in ("entries", "stacks", "meta"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")  # noqa: S608 - fixed table names
                 db.execute("CREATE TABLE meta (k TEXT PRIMARY KEY, v TEXT)")
-                db.execute("INSERT INTO meta VALUES ('row_version', ?)", (str(ROW_VERSION),))
                 db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
                 meta = {}
             db.execute(
                 "CREATE TABLE IF NOT EXISTS entries (mkey TEXT PRIMARY KEY, source TEXT, prefix TEXT, key TEXT,"
                 " url TEXT, etag TEXT, size INTEGER, has_row INTEGER, status TEXT, reason TEXT)"
             )
-            # (source, prefix, key): a stack's keys are read from the index alone, not row by row from the
-            # table (a grown stack of 20,000 runs); it serves every (source, prefix) lookup the older index did
-            db.execute("DROP INDEX IF EXISTS entries_by_stack")
+            # (source, prefix, key): a stack's keys are read from the index alone (a grown stack of 20,000 runs)
             db.execute("CREATE INDEX IF NOT EXISTS entries_by_stack_key ON entries (source, prefix, key)")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
@@ -252,18 +241,6 @@ class Manifest:
         except sqlite3.DatabaseError:
             return {}
         return {p: SettledStack(r, d, tuple(_loads(notes)), t, stamp) for p, r, d, notes, t, stamp in found}
-
-    def _migrate_json(self, old: Path) -> None:
-        try:
-            data = json.loads(old.read_text())
-        except OSError:
-            return
-        except ValueError:
-            data = None
-        old.unlink(missing_ok=True)
-        if isinstance(data, dict) and data.get("row_version") == ROW_VERSION and isinstance(data.get("entries"), dict):
-            entries = data["entries"]
-            self.write(entries.items(), ())
 
     def write(
         self,

@@ -1,6 +1,6 @@
 """One validated result.json -> one flat row of facts (no prices applied).
 
-Rows are what collect caches and writes (Parquet/CSV); pricing and metrics
+Rows are what collect writes to the dataset; pricing and metrics
 are computed from rows, so a new price snapshot never needs a re-download.
 The billing windows (instance launch to termination, per attempt) are
 derived here from the timeline because that is where the billed time is.
@@ -19,12 +19,6 @@ try:
     import orjson
 except ImportError:  # optional (the collect extra): workload() then keys its cache by json's text
     orjson = None
-
-# Bump when the row layout changes: cached rows of another version are re-derived.
-# 2: workload key and label, sample unit; 3: backend, all_reduce, phase_total_seconds; 4: probe;
-# 5: rows judged for trust (names, times, numbers, offering; analysis.collect.trust): a
-# manifest of an older collect may hold rows and outcomes judged without it
-ROW_VERSION = 5
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the

@@ -166,7 +166,8 @@ def collect_results(
 
     Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
     """
-    from analysis.collect import collect, spot_history_pricer
+    from analysis.collect.orchestrate import collect
+    from analysis.collect.spot import spot_history_pricer
 
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
