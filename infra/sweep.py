@@ -17,8 +17,6 @@ from datetime import datetime
 from typing import Any
 
 from infra import clouds
-from infra.catalog import load_catalog
-from infra.conventions import check_choice
 from infra.tags import BadDeadline, is_project_stack, parse_deadline
 from payload import exitcodes
 
@@ -125,6 +123,8 @@ def check_cloud(flag: str, value: str) -> str:
     """The cloud `value` names (aws, gcp; any case), else a UsageError naming it with the closest names.
 
     Checked before prices, credentials or a cloud SDK are looked for, so a typo is named as a typo."""
+    from infra.conventions import check_choice  # not in the sweeper's package
+
     return check_choice(flag, value, clouds.NAMES, f"gpubench sweeps {', '.join(clouds.NAMES)}.")
 
 
@@ -141,6 +141,8 @@ REGION_FORMS = {
 
 def known_regions(provider: str, catalog=None) -> tuple[list[str], list[str]]:
     """(regions, zones) of `provider` in the catalog: where this project launches, hence what a sweep may name."""
+    from infra.catalog import load_catalog  # not in the sweeper's package
+
     offerings = (catalog or load_catalog()).offerings(provider=provider)
     return sorted({r for o in offerings for r in o.regions}), sorted({z for o in offerings for z in o.zones})
 
@@ -149,6 +151,8 @@ def check_regions(provider: str, regions, catalog=None) -> list[str] | None:
     """The regions (or zones) a sweep was given, else a UsageError naming the first that is neither in
     the catalog for `provider` nor spelt like one of its regions, with the catalog's closest names.
     None stays None (every region)."""
+    from infra.conventions import check_choice
+
     if not regions:
         return regions
     known, zones = known_regions(provider, catalog)

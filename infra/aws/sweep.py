@@ -17,11 +17,9 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from infra import sweep as common
-from infra import workspace as pulumi_ws
 from infra.aws import DEADLINE_SCHEDULE_PREFIX, format_deadline, is_launcher_deadline
 from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
 from infra.aws import STACK_TAG as AWS_STACK_TAG
-from infra.catalog import load_catalog
 from infra.sweep import Action
 from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
 
@@ -281,6 +279,9 @@ def sweep_recurring_region(
 
 def default_regions(session=None) -> list[str]:
     """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
+    from infra import workspace as pulumi_ws  # neither is in the sweeper's package
+    from infra.catalog import load_catalog
+
     regions = {r for o in load_catalog().offerings(provider="aws") for r in o.regions}
     try:
         stacks = pulumi_ws.project_dir() / "stacks"

@@ -12,8 +12,8 @@ import pytest
 
 from analysis import demo
 from analysis.bench.candidates import local_candidate
-from analysis.bench.extrapolate import billed_usd
 from analysis.bench.readings import ProbeReport
+from analysis.price.billed import billed
 from analysis.reference.studies import reference_figures, study_jobs
 from analysis.report.answer import digits, long_duration, versus_lines
 from analysis.report.reference import NotCompared, Versus, read_study_probes, study_work, versus, versus_plot
@@ -67,7 +67,7 @@ def test_the_first_screen_sets_the_studys_whole_job_here_beside_its_published_on
     seconds = OVERHEAD + FINISH + STEADY["warmup_seconds"] + (samples - STEADY["warmup_samples"]) / 400.0
     assert v.here_hours == pytest.approx(seconds / 3600)
     terms = local_candidate(0.1, "test").terms  # billed under this machine's terms, as bench bills it
-    assert v.here_usd == pytest.approx(billed_usd(terms, 0.1, seconds)[1])
+    assert v.here_usd == pytest.approx(sum(billed(terms, seconds, 0.1)[1:]))
     assert did.startswith("bilstm-sentiment: a 1.25 min probe of seed 000's own configuration (batch 32, fp32, ")
     assert "ran at 400 tweets/s on this machine (CPU)" in did
     assert full.startswith(f"{words[0].upper()}{words[1:]}: here about {long_duration(seconds / 3600)} (")
