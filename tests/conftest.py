@@ -5,7 +5,8 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
 
 - ``moto_server`` (session): a moto server subprocess; ``.endpoint`` is its URL.
 - ``s3_bucket``: a fresh bucket on it; sets ``AWS_ENDPOINT_URL`` and dummy
-  credentials for the test; returns the bucket name.
+  credentials for the test; returns the bucket name. ``module_s3_bucket``: the
+  same for a module's tests (a module-scoped fixture's bucket).
 - ``gcs_emulator`` (session): gcp-storage-emulator subprocess, in memory.
 - ``gcs_bucket``: a fresh bucket on it; sets ``STORAGE_EMULATOR_HOST`` and
   ``GOOGLE_CLOUD_PROJECT``; returns the bucket name.
@@ -91,9 +92,8 @@ def moto_server():
     server.stop()
 
 
-@pytest.fixture
-def s3_bucket(moto_server, monkeypatch):
-    """Create a unique S3 bucket on the moto server and point boto3 at it."""
+def _new_s3_bucket(moto_server, monkeypatch) -> str:
+    """A unique bucket on the moto server, boto3 pointed at it through `monkeypatch`; its name."""
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.endpoint)
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -102,6 +102,19 @@ def s3_bucket(moto_server, monkeypatch):
     bucket = f"gpubench-{uuid.uuid4().hex[:12]}"
     create_s3_bucket(moto_server.endpoint, bucket)
     return bucket
+
+
+@pytest.fixture
+def s3_bucket(moto_server, monkeypatch):
+    """Create a unique S3 bucket on the moto server and point boto3 at it."""
+    return _new_s3_bucket(moto_server, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_s3_bucket(moto_server):
+    """s3_bucket for a module-scoped fixture: one bucket, boto3 pointed at it until the module's tests end."""
+    with pytest.MonkeyPatch.context() as mp:
+        yield _new_s3_bucket(moto_server, mp)
 
 
 @pytest.fixture(scope="session")
