@@ -20,6 +20,7 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
 Files run longest first (``tests/suite_order.py``), so the workers of ``make test`` end together.
+With ``GPUBENCH_SUITE_CPU=FILE`` each test's CPU seconds are recorded there (``tests/suite_order.py``).
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
 reports) points at a temporary folder of this test process unless set, and each test gets its own
 collect cache, SSH known_hosts and spool (``own_user_state``), so no test writes into the home
@@ -55,7 +56,7 @@ from servers import (  # noqa: E402
     start_gcs_emulator,
     start_moto_server,
 )
-from suite_order import longest_files_first  # noqa: E402
+from suite_order import cpu_seconds, longest_files_first, record_cpu  # noqa: E402
 
 
 def pytest_configure(config):
@@ -71,6 +72,18 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """The longest files first (tests/suite_order.py)."""
     longest_files_first(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With GPUBENCH_SUITE_CPU=FILE, each test's CPU seconds (set-up, call, tear-down; its process and the
+    children it waited for) are appended to FILE: on a shared machine they rank files where wall times
+    mislead (`python tests/suite_order.py FILE` sums them per file)."""
+    record = os.environ.get("GPUBENCH_SUITE_CPU")
+    before = cpu_seconds() if record else 0.0
+    yield
+    if record:
+        record_cpu(record, item.nodeid, cpu_seconds() - before)
 
 
 @pytest.fixture(autouse=True)
