@@ -78,7 +78,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_protocol(item, nextitem):
     """With GPUBENCH_SUITE_CPU=FILE, each test's CPU seconds (set-up, call, tear-down; its process and the
     children it waited for) are appended to FILE: on a shared machine they rank files where wall times
-    mislead (`python tests/suite_order.py FILE` sums them per file)."""
+    mislead (`python tests/suite_order.py FILE` sums them per file). A child never waited for counts
+    where it is reaped (subprocess reaps finished ones at the next start), so read one test's figure
+    with its neighbours; per file the sums hold."""
     record = os.environ.get("GPUBENCH_SUITE_CPU")
     before = cpu_seconds() if record else 0.0
     yield
