@@ -5,7 +5,8 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
 
 - ``moto_server`` (session): a moto server subprocess; ``.endpoint`` is its URL.
 - ``s3_bucket``: a fresh bucket on it; sets ``AWS_ENDPOINT_URL`` and dummy
-  credentials for the test; returns the bucket name.
+  credentials for the test; returns the bucket name. ``module_s3_bucket``: the
+  same for a module's tests (a module-scoped fixture's bucket).
 - ``gcs_emulator`` (session): gcp-storage-emulator subprocess, in memory.
 - ``gcs_bucket``: a fresh bucket on it; sets ``STORAGE_EMULATOR_HOST`` and
   ``GOOGLE_CLOUD_PROJECT``; returns the bucket name.
@@ -19,6 +20,7 @@ Fixtures (all bind 127.0.0.1 only; the helpers themselves are in
 
 Under ``CI=true`` a missing emulator binary fails the test instead of skipping.
 Files run longest first (``tests/suite_order.py``), so the workers of ``make test`` end together.
+With ``GPUBENCH_SUITE_CPU=FILE`` each test's CPU seconds are recorded there (``tests/suite_order.py``).
 The per-user state home (``$GPUBENCH_HOME``, else ``~/.gpubench``: bench workspaces, campaign
 reports) points at a temporary folder of this test process unless set, and each test gets its own
 collect cache, SSH known_hosts and spool (``own_user_state``), so no test writes into the home
@@ -54,7 +56,7 @@ from servers import (  # noqa: E402
     start_gcs_emulator,
     start_moto_server,
 )
-from suite_order import longest_files_first  # noqa: E402
+from suite_order import cpu_seconds, longest_files_first, record_cpu  # noqa: E402
 
 
 def pytest_configure(config):
@@ -70,6 +72,20 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """The longest files first (tests/suite_order.py)."""
     longest_files_first(items)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With GPUBENCH_SUITE_CPU=FILE, each test's CPU seconds (set-up, call, tear-down; its process and the
+    children it waited for) are appended to FILE: on a shared machine they rank files where wall times
+    mislead (`python tests/suite_order.py FILE` sums them per file). A child never waited for counts
+    where it is reaped (subprocess reaps finished ones at the next start), so read one test's figure
+    with its neighbours; per file the sums hold."""
+    record = os.environ.get("GPUBENCH_SUITE_CPU")
+    before = cpu_seconds() if record else 0.0
+    yield
+    if record:
+        record_cpu(record, item.nodeid, cpu_seconds() - before)
 
 
 @pytest.fixture(autouse=True)
@@ -91,9 +107,8 @@ def moto_server():
     server.stop()
 
 
-@pytest.fixture
-def s3_bucket(moto_server, monkeypatch):
-    """Create a unique S3 bucket on the moto server and point boto3 at it."""
+def _new_s3_bucket(moto_server, monkeypatch) -> str:
+    """A unique bucket on the moto server, boto3 pointed at it through `monkeypatch`; its name."""
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.endpoint)
     monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
@@ -102,6 +117,19 @@ def s3_bucket(moto_server, monkeypatch):
     bucket = f"gpubench-{uuid.uuid4().hex[:12]}"
     create_s3_bucket(moto_server.endpoint, bucket)
     return bucket
+
+
+@pytest.fixture
+def s3_bucket(moto_server, monkeypatch):
+    """Create a unique S3 bucket on the moto server and point boto3 at it."""
+    return _new_s3_bucket(moto_server, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def module_s3_bucket(moto_server):
+    """s3_bucket for a module-scoped fixture: one bucket, boto3 pointed at it until the module's tests end."""
+    with pytest.MonkeyPatch.context() as mp:
+        yield _new_s3_bucket(moto_server, mp)
 
 
 @pytest.fixture(scope="session")

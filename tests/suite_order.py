@@ -9,6 +9,11 @@ module-scoped fixtures are built once.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import resource
+import sys
+from collections import Counter
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -53,3 +58,30 @@ def longest_files_first(items: list) -> None:
         return rank.get(path.relative_to(TESTS).as_posix(), len(rank)) if path.is_relative_to(TESTS) else len(rank)
 
     items.sort(key=file_rank)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of the children it has waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def record_cpu(path: str, nodeid: str, seconds: float) -> None:
+    """One JSON line [test id, CPU seconds] appended to `path` (xdist workers share it: a lock per line)."""
+    with open(path, "a") as out:
+        fcntl.flock(out, fcntl.LOCK_EX)
+        out.write(json.dumps([nodeid, round(seconds, 2)]) + "\n")
+
+
+def cpu_by_file(path: str) -> list[tuple[str, float]]:
+    """The CPU seconds a GPUBENCH_SUITE_CPU record holds, summed per file, the largest first."""
+    per_file: Counter = Counter()
+    for line in Path(path).read_text().splitlines():
+        nodeid, seconds = json.loads(line)
+        per_file[nodeid.split("::")[0]] += seconds
+    return per_file.most_common()
+
+
+if __name__ == "__main__":
+    for name, seconds in cpu_by_file(sys.argv[1]):
+        print(f"{seconds:8.1f}  {name}")

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from test_sweep_aws import aws_env  # noqa: F401  (fixture)
+from test_sweep_aws import MOTO_AMI, aws_env  # noqa: F401  (aws_env: a fixture)
 from test_sweep_gcp import PROJECT, compute  # noqa: F401  (fixture)
 
 from analysis.cli import main
@@ -42,7 +42,7 @@ def state(ec2, iid):
 def test_aws_terminates_recurring_launches_past_their_own_deadline(aws_env, capsys):  # noqa: F811
     region = "ap-southeast-2"
     ec2 = aws_env.client("ec2", region_name=region)
-    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    ami = ec2.describe_images(ImageIds=[MOTO_AMI])["Images"][0]["ImageId"]
     ours = {"gpubench:project": "gpubench", "gpubench:stack": "recurring-aws-g4dn-1x-spot", "gpubench:max-hours": "2"}
     hung, launched = run_instance(ec2, ami, ours)
     short = run_instance(ec2, ami, {**ours, "gpubench:max-hours": "4"})[0]

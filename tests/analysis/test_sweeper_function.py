@@ -11,7 +11,7 @@ import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 
-from test_sweep_aws import aws_env  # noqa: F401  (fixture)
+from test_sweep_aws import MOTO_AMI, aws_env  # noqa: F401  (aws_env: a fixture)
 from test_sweep_aws import aws_tag_deadline as aws_deadline
 from test_sweep_gcp import PROJECT, compute  # noqa: F401  (fixture)
 from test_sweep_gcp import gcp_label_deadline as gcp_deadline
@@ -51,7 +51,7 @@ def run_packaged(tmp_path, provider, code, env):
 def test_lambda_handler_sweeps_moto_ec2(aws_env, tmp_path):  # noqa: F811
     region = "ca-central-1"
     ec2 = aws_env.client("ec2", region_name=region)
-    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    ami = ec2.describe_images(ImageIds=[MOTO_AMI])["Images"][0]["ImageId"]
     now = datetime.now(timezone.utc)
 
     def launch(tags):

@@ -32,21 +32,37 @@ CAPACITY = (
 STACKS = {"aws-g4dn-1x": NO_GPU, "aws-g6-1x": NO_GPU, "aws-g5-1x": NO_GPU}
 
 
+def _cloud_env(tmp, moto_endpoint, bucket, mp):
+    mp.setenv("GPUBENCH_STORAGE_RETRIES", "3")
+    mp.setenv("GPUBENCH_STORAGE_BACKOFF", "0.05")
+    return {
+        "cloud": BenchCloud(tmp / "cloud", moto_endpoint),
+        "task": write_task(tmp / "task", accelerators=("T4:1", "L4:1", "A10G:1"), rate=RATE),
+        "root": project(tmp / "project", STACKS),
+        "results": f"s3://{bucket}/bench",
+    }
+
+
 @pytest.fixture
 def cloud_env(tmp_path, moto_server, s3_bucket, monkeypatch):
-    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "3")
-    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.05")
-    cloud = BenchCloud(tmp_path / "cloud", moto_server.endpoint)
-    task = write_task(tmp_path / "task", accelerators=("T4:1", "L4:1", "A10G:1"), rate=RATE)
+    env = _cloud_env(tmp_path, moto_server.endpoint, s3_bucket, monkeypatch)
     try:
-        yield {
-            "cloud": cloud,
-            "task": task,
-            "root": project(tmp_path / "project", STACKS),
-            "results": f"s3://{s3_bucket}/bench",
-        }
+        yield env
     finally:
-        cloud.shutdown()
+        env["cloud"].shutdown()
+
+
+@pytest.fixture(scope="module")
+def refused_and_probed(tmp_path_factory, moto_server, module_s3_bucket):
+    """One bench of the three candidates, g5's launch refused for capacity: (env, outcome, progress text),
+    shared by the tests of its rows, its JSON document and what it left (each bench probes for seconds)."""
+    with pytest.MonkeyPatch.context() as mp:
+        env = _cloud_env(tmp_path_factory.mktemp("bench-cloud"), moto_server.endpoint, module_s3_bucket, mp)
+        try:
+            env["cloud"].prefix_faults["aws-g5-1x"] = CAPACITY
+            yield (env, *run_cloud(env))
+        finally:
+            env["cloud"].shutdown()
 
 
 def run_cloud(env, **kw):
@@ -58,10 +74,9 @@ def check_rate(row):
     assert row["samples_per_second"] == pytest.approx(RATE, rel=0.1)
 
 
-def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_left(cloud_env):
+def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_left(refused_and_probed):
+    cloud_env, outcome, text = refused_and_probed
     cloud = cloud_env["cloud"]
-    cloud.prefix_faults["aws-g5-1x"] = CAPACITY
-    outcome, text = run_cloud(cloud_env)
     assert outcome.exit_code == exitcodes.OK, text
     rows = {r["offering"]: r for r in outcome.doc["candidates"]}
     assert set(rows) == {"aws/g4dn.xlarge", "aws/g6.xlarge", "aws/g5.xlarge"}
@@ -90,9 +105,8 @@ def test_cloud_probes_run_in_parallel_a_refused_launch_is_named_and_nothing_is_l
     assert outcome.page is not None and outcome.page.is_file()
 
 
-def test_json_document_has_the_documented_fields(cloud_env):
-    cloud_env["cloud"].prefix_faults["aws-g5-1x"] = CAPACITY
-    outcome, _ = run_cloud(cloud_env, gpus="T4,A10G")
+def test_json_document_has_the_documented_fields(refused_and_probed):
+    _, outcome, _ = refused_and_probed
     doc = json.loads(json.dumps(outcome.doc))
     assert {"task", "candidates", "answer", "probe_total_usd"} <= set(doc)
     for row in doc["candidates"]:
