@@ -71,22 +71,40 @@ BILLED_SLACK_SECONDS = 60  # a stand-in probe's billed time: at most overhead + 
 WALL_SLACK_SECONDS = 10.0  # a bench over N candidates: at most the slowest candidate + this
 
 
-def full_run(task: Path, results: Path, stack: str) -> float:
-    """Wall seconds of the whole job through the payload (no probe)."""
+def full_run(task: Path, results: Path, stack: str) -> tuple[float, list[list[float]]]:
+    """Wall seconds of the whole job through the payload (no probe), and its timeline: [seconds since
+    the payload's start, cumulative count] for each progress reading of the job's output, read as the
+    probe reads it (the job's lines reach the payload's stderr as they arrive)."""
     from analysis.bench.local import payload_env
     from payload.config import render_argv
+    from payload.workloads.metrics import MetricsReader
+    from payload.workloads.spec import load_spec
 
+    reader = MetricsReader.for_spec(load_spec(task))
     argv = render_argv({"workload": str(task), "results": str(results), "stack": stack})
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "payload", "run", *argv], env=payload_env(), capture_output=True, text=True
-    )
-    seconds = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise SystemExit(
-            f"full run of {task} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    timeline: list[list[float]] = []
+    tail: list[str] = []
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "payload", "run", *argv],
+            env=payload_env(),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
         )
-    return seconds
+        for line in proc.stderr:
+            now = time.monotonic() - t0
+            tail = [*tail[-40:], line]
+            progress = reader.feed(line.rstrip("\n"))
+            if progress is not None and progress.samples is not None:
+                timeline.append([round(now, 3), progress.samples])
+        code = proc.wait()
+        seconds = time.monotonic() - t0
+    if code != 0:
+        raise SystemExit(f"full run of {task} failed ({code}):\n{''.join(tail)[-3000:]}")
+    return seconds, timeline
 
 
 def load() -> float:
@@ -192,12 +210,14 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
     if row["est_hours"] is None:
         raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
     load_probe = load()
-    measured = full_run(task, work / "results", f"{name}-full")
+    measured, full_points = full_run(task, work / "results", f"{name}-full")
     load_full = load()
+    if TIMELINES is not None:
+        save_timelines(name, row, work / "results", full_points, measured)
     estimated = row["est_hours"] * 3600
     full_usd = measured / 3600 * HOURLY
     low, high = row["est_hours_low"], row["est_hours_high"]
-    return {
+    out = {
         "job": name,
         "rate": row["samples_per_second"],
         "rate_interval": [row["samples_per_second_low"], row["samples_per_second_high"]],
@@ -218,6 +238,63 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "stopped_by": row.get("stopped_by"),
         "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
     }
+    print(json.dumps(out), flush=True)  # as each job ends: a long session keeps what it measured
+    return out
+
+
+TIMELINES: Path | None = None  # --timelines DIR: each job's probe and full-run readings are written there
+
+
+def probe_record(results: Path, stack: str) -> dict:
+    """The probe's record (result["probe"]) of the bench's run on `stack`."""
+    (path,) = (results / "runs" / stack).glob("*/result.json")
+    return json.loads(path.read_text()).get("probe") or {}
+
+
+def rate_profile(points: list[list[float]], parts: int = 10) -> list[float | None]:
+    """The count's rate in each tenth of the readings' span (what a probe sees early against late)."""
+    if len(points) < 2:
+        return []
+    t0, t1 = points[0][0], points[-1][0]
+    edges = [t0 + (t1 - t0) * i / parts for i in range(parts + 1)]
+
+    def at(t: float) -> float:
+        for (ta, sa), (tb, sb) in zip(points, points[1:]):
+            if ta <= t <= tb:
+                return sa + (sb - sa) * ((t - ta) / (tb - ta) if tb > ta else 1.0)
+        return points[-1][1]
+
+    counts = [at(e) for e in edges]
+    return [round((counts[i + 1] - counts[i]) / (edges[i + 1] - edges[i]), 2) for i in range(parts)]
+
+
+def save_timelines(name: str, row: dict, results: Path, full_points: list, measured: float) -> None:
+    """Write the probe's and the full run's readings side by side, and print how their rates compare."""
+    from payload.steady import find_gaps
+
+    probe = probe_record(results, row["name"])
+    points = probe.get("points") or []
+    doc = {
+        "job": name,
+        "probe": {k: probe.get(k) for k in ("steady", "gaps", "boundaries", "stopped_by", "overhead_seconds")},
+        "probe_points": points,
+        "probe_profile": rate_profile(points),
+        "full_seconds": measured,
+        "full_first_reading_s": full_points[0][0] if full_points else None,
+        "full_last_reading_s": full_points[-1][0] if full_points else None,
+        "full_points": full_points,
+        "full_profile": rate_profile(full_points),
+        "full_gaps": [g.to_list() for g in find_gaps(full_points)] if len(full_points) > 2 else [],
+    }
+    TIMELINES.mkdir(parents=True, exist_ok=True)
+    (TIMELINES / f"{name}.json").write_text(json.dumps(doc))
+    print(
+        f"# {name}: probe rate by tenth {doc['probe_profile']}; full run by tenth {doc['full_profile']}; "
+        f"full run's first reading at {doc['full_first_reading_s']} s, last at {doc['full_last_reading_s']} s "
+        f"of {measured:.1f} s; {len(doc['full_gaps'])} pauses in the full run, {len(probe.get('gaps') or [])} "
+        "in the probe",
+        flush=True,
+    )
 
 
 def synthetic_task(work: Path, rate: float, seconds: float) -> Path:
@@ -456,7 +533,10 @@ def main(argv=None) -> int:
     ap.add_argument("--study-steps", type=int, default=20, help="study job's batches per epoch")
     ap.add_argument("--probe-minutes", type=float, default=1.0)
     ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
+    ap.add_argument("--timelines", type=Path, help="write each job's probe and full-run readings to this folder")
     args = ap.parse_args(argv)
+    global TIMELINES
+    TIMELINES = args.timelines
     only = set(args.only or kinds)
     print(
         f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {platform.platform()}, "
@@ -490,10 +570,6 @@ def main(argv=None) -> int:
             for name in args.shape or SHAPES:
                 task, minutes = shaped_task(work, name, args.scale)
                 rows.append(accuracy(name, task, work, minutes))
-                print(json.dumps(rows[-1]), flush=True)
-        for r in rows:
-            if r["job"] not in SHAPES:  # shaped rows were printed as each finished
-                print(json.dumps(r))
         par = parallel(work, args.candidates, min(args.probe_minutes, 0.5)) if "parallel" in only else None
         if par is not None:
             print(json.dumps({"parallel": par}))
