@@ -37,6 +37,20 @@ Measurements on this machine:
 The measured time of a full run is the wall time of `python -m payload run` (process start to
 exit, what a local run is billed for); the estimate is bench's `est_hours` (overhead + work /
 steady rate). Costs use the same local hourly rate, so their ratio is the billed-time ratio.
+The probe-cost goal is for jobs of 30 minutes or more: a shorter job's row gives the probe's
+billed seconds over 30 minutes (`probe_share_30min`), since the probe's stop rule never reads
+the job's size and a longer job of the same kind gets the same probe.
+
+On a shared machine the job's share of the CPU is the figure measured: a probe and a full run
+that get different shares disagree by that much. Give the benchmark the CPU: run it at high
+priority with the scheduler autogroup of every process it starts raised too (Linux shares the CPU
+between autogroups, one a session, whatever the processes' nice; the payload starts each job in a
+session of its own). As root, `--priority -15` does both (docs/bench.md, benchmarks/README.md):
+
+    sudo env PYTHONPATH=$PWD setsid python benchmarks/bench_accuracy.py --priority -15 --only keras-fit
+
+`--timelines DIR` writes each job's probe readings and its full run's readings (read from the
+payload's output as the probe reads them) to DIR/JOB.json and prints their rates by tenth.
 """
 
 from __future__ import annotations
@@ -105,6 +119,36 @@ def full_run(task: Path, results: Path, stack: str) -> tuple[float, list[list[fl
     if code != 0:
         raise SystemExit(f"full run of {task} failed ({code}):\n{''.join(tail)[-3000:]}")
     return seconds, timeline
+
+
+def raise_priority(nice: int) -> None:
+    """This process at `nice`, and its autogroup and every descendant's (each job's session has its own)
+    raised to it every half second while the benchmark runs. Needs root for a negative value."""
+    import threading
+
+    os.nice(nice - os.nice(0))
+
+    def children(pid: int) -> list[int]:
+        out = []
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                out += [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+        return out + [d for c in out for d in children(c)]
+
+    def keep_raised() -> None:
+        while True:
+            for pid in [os.getpid(), *children(os.getpid())]:
+                try:
+                    group = Path(f"/proc/{pid}/autogroup")
+                    if not group.read_text().rstrip().endswith(f"nice {nice}"):
+                        group.write_text(str(nice))
+                except OSError:
+                    continue  # gone, or not ours to change
+            time.sleep(0.5)
+
+    threading.Thread(target=keep_raised, daemon=True).start()
 
 
 def load() -> float:
@@ -234,6 +278,9 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "probe_usd": row["probe_usd"],
         "full_usd": round(full_usd, 6),
         "probe_cost_ratio": round(row["probe_usd"] / full_usd, 4),
+        # The stop rule never reads the job's size, so a job of this kind made longer (more epochs) gets the
+        # same probe: over a job of 30 minutes, its billed seconds are this share (the cost goal's figure).
+        "probe_share_30min": round(row["probe_usd"] / HOURLY * 3600 / max(measured, COST_GOAL_MIN_SECONDS), 4),
         "bench_wall_s": round(bench_wall, 1),
         "stopped_by": row.get("stopped_by"),
         "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
@@ -479,12 +526,14 @@ def verdicts(rows: list[dict]) -> list[str]:
                 f"  [{'met' if r['interval_holds'] else 'NOT met'}] {r['job']}: its interval "
                 f"{r['estimated_interval_s']} s holds the full run's {r['measured_s']} s"
             )
-        if r["job"] in SHAPES and r["measured_s"] < COST_GOAL_MIN_SECONDS:
-            continue  # the probe-cost goal is for jobs of 30 minutes or more
-        ok_c = r["probe_cost_ratio"] <= COST_GOAL
+        ok_c = r["probe_share_30min"] <= COST_GOAL
+        of = (
+            "the full run"
+            if r["measured_s"] >= COST_GOAL_MIN_SECONDS
+            else f"a 30-minute job of this kind (this {r['measured_s']:.0f} s run: {r['probe_cost_ratio']:.1%})"
+        )
         out.append(
-            f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of the full run "
-            f"({r['probe_cost_ratio']:.1%})"
+            f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of {of}: {r['probe_share_30min']:.1%}"
         )
     return out
 
@@ -534,7 +583,10 @@ def main(argv=None) -> int:
     ap.add_argument("--probe-minutes", type=float, default=1.0)
     ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
     ap.add_argument("--timelines", type=Path, help="write each job's probe and full-run readings to this folder")
+    ap.add_argument("--priority", type=int, help="run at this nice, every started process's autogroup too (root)")
     args = ap.parse_args(argv)
+    if args.priority is not None:
+        raise_priority(args.priority)
     global TIMELINES
     TIMELINES = args.timelines
     only = set(args.only or kinds)
