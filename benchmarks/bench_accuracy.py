@@ -151,6 +151,14 @@ def raise_priority(nice: int) -> None:
     threading.Thread(target=keep_raised, daemon=True).start()
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children that ended, their own children included."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def load() -> float:
     """The 1-minute load average now (the machine is shared: every figure says what else ran)."""
     return round(os.getloadavg()[0], 2)
@@ -238,6 +246,7 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
 
     log = io.StringIO()
     load_before = load()
+    cpu0 = children_cpu()
     t0 = time.monotonic()
     outcome = bench(
         task,
@@ -250,11 +259,14 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         progress=log,
     )
     bench_wall = time.monotonic() - t0
+    probe_cpu = children_cpu() - cpu0
     (row,) = outcome.doc["candidates"]
     if row["est_hours"] is None:
         raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
     load_probe = load()
+    cpu1 = children_cpu()
     measured, full_points = full_run(task, work / "results", f"{name}-full")
+    full_cpu = children_cpu() - cpu1
     load_full = load()
     if TIMELINES is not None:
         save_timelines(name, row, work / "results", full_points, measured)
@@ -284,6 +296,8 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "bench_wall_s": round(bench_wall, 1),
         "stopped_by": row.get("stopped_by"),
         "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
+        # CPU seconds of the payload and the job over wall seconds: how much of a core each run got
+        "cpu_share": {"probe": round(probe_cpu / bench_wall, 3), "full": round(full_cpu / measured, 3)},
     }
     print(json.dumps(out), flush=True)  # as each job ends: a long session keeps what it measured
     return out
