@@ -246,7 +246,6 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
 
     log = io.StringIO()
     load_before = load()
-    cpu0 = children_cpu()
     t0 = time.monotonic()
     outcome = bench(
         task,
@@ -259,7 +258,6 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         progress=log,
     )
     bench_wall = time.monotonic() - t0
-    probe_cpu = children_cpu() - cpu0
     (row,) = outcome.doc["candidates"]
     if row["est_hours"] is None:
         raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
@@ -296,8 +294,8 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "bench_wall_s": round(bench_wall, 1),
         "stopped_by": row.get("stopped_by"),
         "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
-        # CPU seconds of the payload and the job over wall seconds: how much of a core each run got
-        "cpu_share": {"probe": round(probe_cpu / bench_wall, 3), "full": round(full_cpu / measured, 3)},
+        # CPU seconds of the payload and the job over the full run's wall seconds: how much of a core it got
+        "full_cpu_share": round(full_cpu / measured, 3),
     }
     print(json.dumps(out), flush=True)  # as each job ends: a long session keeps what it measured
     return out
