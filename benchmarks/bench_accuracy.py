@@ -113,7 +113,10 @@ def full_run(task: Path, results: Path, stack: str) -> tuple[float, list[list[fl
             tail = [*tail[-40:], line]
             progress = reader.feed(line.rstrip("\n"))
             if progress is not None and progress.samples is not None:
-                timeline.append([round(now, 3), progress.samples])
+                if timeline and round(now, 3) <= timeline[-1][0]:  # one time, one reading, as the probe keeps them
+                    timeline[-1][1] = max(timeline[-1][1], progress.samples)
+                else:
+                    timeline.append([round(now, 3), progress.samples])
         code = proc.wait()
         seconds = time.monotonic() - t0
     if code != 0:
