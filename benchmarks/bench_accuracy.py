@@ -37,6 +37,20 @@ Measurements on this machine:
 The measured time of a full run is the wall time of `python -m payload run` (process start to
 exit, what a local run is billed for); the estimate is bench's `est_hours` (overhead + work /
 steady rate). Costs use the same local hourly rate, so their ratio is the billed-time ratio.
+The probe-cost goal is for jobs of 30 minutes or more: a shorter job's row gives the probe's
+billed seconds over 30 minutes (`probe_share_30min`), since the probe's stop rule never reads
+the job's size and a longer job of the same kind gets the same probe.
+
+On a shared machine the job's share of the CPU is the figure measured: a probe and a full run
+that get different shares disagree by that much. Give the benchmark the CPU: run it at high
+priority with the scheduler autogroup of every process it starts raised too (Linux shares the CPU
+between autogroups, one a session, whatever the processes' nice; the payload starts each job in a
+session of its own). As root, `--priority -15` does both (docs/bench.md, benchmarks/README.md):
+
+    sudo env PYTHONPATH=$PWD setsid python benchmarks/bench_accuracy.py --priority -15 --only keras-fit
+
+`--timelines DIR` writes each job's probe readings and its full run's readings (read from the
+payload's output as the probe reads them) to DIR/JOB.json and prints their rates by tenth.
 """
 
 from __future__ import annotations
@@ -71,22 +85,81 @@ BILLED_SLACK_SECONDS = 60  # a stand-in probe's billed time: at most overhead + 
 WALL_SLACK_SECONDS = 10.0  # a bench over N candidates: at most the slowest candidate + this
 
 
-def full_run(task: Path, results: Path, stack: str) -> float:
-    """Wall seconds of the whole job through the payload (no probe)."""
+def full_run(task: Path, results: Path, stack: str) -> tuple[float, list[list[float]]]:
+    """Wall seconds of the whole job through the payload (no probe), and its timeline: [seconds since
+    the payload's start, cumulative count] for each progress reading of the job's output, read as the
+    probe reads it (the job's lines reach the payload's stderr as they arrive)."""
     from analysis.bench.local import payload_env
     from payload.config import render_argv
+    from payload.workloads.metrics import MetricsReader
+    from payload.workloads.spec import load_spec
 
+    reader = MetricsReader.for_spec(load_spec(task))
     argv = render_argv({"workload": str(task), "results": str(results), "stack": stack})
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "payload", "run", *argv], env=payload_env(), capture_output=True, text=True
-    )
-    seconds = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise SystemExit(
-            f"full run of {task} failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    timeline: list[list[float]] = []
+    tail: list[str] = []
+    with tempfile.TemporaryFile() as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "payload", "run", *argv],
+            env=payload_env(),
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
         )
-    return seconds
+        for line in proc.stderr:
+            now = time.monotonic() - t0
+            tail = [*tail[-40:], line]
+            progress = reader.feed(line.rstrip("\n"))
+            if progress is not None and progress.samples is not None:
+                if timeline and round(now, 3) <= timeline[-1][0]:  # one time, one reading, as the probe keeps them
+                    timeline[-1][1] = max(timeline[-1][1], progress.samples)
+                else:
+                    timeline.append([round(now, 3), progress.samples])
+        code = proc.wait()
+        seconds = time.monotonic() - t0
+    if code != 0:
+        raise SystemExit(f"full run of {task} failed ({code}):\n{''.join(tail)[-3000:]}")
+    return seconds, timeline
+
+
+def raise_priority(nice: int) -> None:
+    """This process at `nice`, and its autogroup and every descendant's (each job's session has its own)
+    raised to it every half second while the benchmark runs. Needs root for a negative value."""
+    import threading
+
+    os.nice(nice - os.nice(0))
+
+    def children(pid: int) -> list[int]:
+        out = []
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            try:
+                out += [int(c) for c in task.read_text().split()]
+            except OSError:
+                continue
+        return out + [d for c in out for d in children(c)]
+
+    def keep_raised() -> None:
+        while True:
+            for pid in [os.getpid(), *children(os.getpid())]:
+                try:
+                    group = Path(f"/proc/{pid}/autogroup")
+                    if not group.read_text().rstrip().endswith(f"nice {nice}"):
+                        group.write_text(str(nice))
+                except OSError:
+                    continue  # gone, or not ours to change
+            time.sleep(0.5)
+
+    threading.Thread(target=keep_raised, daemon=True).start()
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children that ended, their own children included."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def load() -> float:
@@ -192,12 +265,16 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
     if row["est_hours"] is None:
         raise SystemExit(f"{name}: no estimate ({row['status']}: {row['reason']})\n{log.getvalue()}")
     load_probe = load()
-    measured = full_run(task, work / "results", f"{name}-full")
+    cpu1 = children_cpu()
+    measured, full_points = full_run(task, work / "results", f"{name}-full")
+    full_cpu = children_cpu() - cpu1
     load_full = load()
+    if TIMELINES is not None:
+        save_timelines(name, row, work / "results", full_points, measured)
     estimated = row["est_hours"] * 3600
     full_usd = measured / 3600 * HOURLY
     low, high = row["est_hours_low"], row["est_hours_high"]
-    return {
+    out = {
         "job": name,
         "rate": row["samples_per_second"],
         "rate_interval": [row["samples_per_second_low"], row["samples_per_second_high"]],
@@ -214,10 +291,72 @@ def accuracy(name: str, task: Path, work: Path, probe_minutes: float) -> dict:
         "probe_usd": row["probe_usd"],
         "full_usd": round(full_usd, 6),
         "probe_cost_ratio": round(row["probe_usd"] / full_usd, 4),
+        # The stop rule never reads the job's size, so a job of this kind made longer (more epochs) gets the
+        # same probe: over a job of 30 minutes, its billed seconds are this share (the cost goal's figure).
+        "probe_share_30min": round(row["probe_usd"] / HOURLY * 3600 / max(measured, COST_GOAL_MIN_SECONDS), 4),
         "bench_wall_s": round(bench_wall, 1),
         "stopped_by": row.get("stopped_by"),
         "load_avg": {"start": load_before, "after_probe": load_probe, "after_full": load_full},
+        # CPU seconds of the payload and the job over the full run's wall seconds: how much of a core it got
+        "full_cpu_share": round(full_cpu / measured, 3),
     }
+    print(json.dumps(out), flush=True)  # as each job ends: a long session keeps what it measured
+    return out
+
+
+TIMELINES: Path | None = None  # --timelines DIR: each job's probe and full-run readings are written there
+
+
+def probe_record(results: Path, stack: str) -> dict:
+    """The probe's record (result["probe"]) of the bench's run on `stack`."""
+    (path,) = (results / "runs" / stack).glob("*/result.json")
+    return json.loads(path.read_text()).get("probe") or {}
+
+
+def rate_profile(points: list[list[float]], parts: int = 10) -> list[float | None]:
+    """The count's rate in each tenth of the readings' span (what a probe sees early against late)."""
+    if len(points) < 2:
+        return []
+    t0, t1 = points[0][0], points[-1][0]
+    edges = [t0 + (t1 - t0) * i / parts for i in range(parts + 1)]
+
+    def at(t: float) -> float:
+        for (ta, sa), (tb, sb) in zip(points, points[1:]):
+            if ta <= t <= tb:
+                return sa + (sb - sa) * ((t - ta) / (tb - ta) if tb > ta else 1.0)
+        return points[-1][1]
+
+    counts = [at(e) for e in edges]
+    return [round((counts[i + 1] - counts[i]) / (edges[i + 1] - edges[i]), 2) for i in range(parts)]
+
+
+def save_timelines(name: str, row: dict, results: Path, full_points: list, measured: float) -> None:
+    """Write the probe's and the full run's readings side by side, and print how their rates compare."""
+    from payload.steady import find_gaps
+
+    probe = probe_record(results, row["name"])
+    points = probe.get("points") or []
+    doc = {
+        "job": name,
+        "probe": {k: probe.get(k) for k in ("steady", "gaps", "boundaries", "stopped_by", "overhead_seconds")},
+        "probe_points": points,
+        "probe_profile": rate_profile(points),
+        "full_seconds": measured,
+        "full_first_reading_s": full_points[0][0] if full_points else None,
+        "full_last_reading_s": full_points[-1][0] if full_points else None,
+        "full_points": full_points,
+        "full_profile": rate_profile(full_points),
+        "full_gaps": [g.to_list() for g in find_gaps(full_points)] if len(full_points) > 2 else [],
+    }
+    TIMELINES.mkdir(parents=True, exist_ok=True)
+    (TIMELINES / f"{name}.json").write_text(json.dumps(doc))
+    print(
+        f"# {name}: probe rate by tenth {doc['probe_profile']}; full run by tenth {doc['full_profile']}; "
+        f"full run's first reading at {doc['full_first_reading_s']} s, last at {doc['full_last_reading_s']} s "
+        f"of {measured:.1f} s; {len(doc['full_gaps'])} pauses in the full run, {len(probe.get('gaps') or [])} "
+        "in the probe",
+        flush=True,
+    )
 
 
 def synthetic_task(work: Path, rate: float, seconds: float) -> Path:
@@ -402,12 +541,14 @@ def verdicts(rows: list[dict]) -> list[str]:
                 f"  [{'met' if r['interval_holds'] else 'NOT met'}] {r['job']}: its interval "
                 f"{r['estimated_interval_s']} s holds the full run's {r['measured_s']} s"
             )
-        if r["job"] in SHAPES and r["measured_s"] < COST_GOAL_MIN_SECONDS:
-            continue  # the probe-cost goal is for jobs of 30 minutes or more
-        ok_c = r["probe_cost_ratio"] <= COST_GOAL
+        ok_c = r["probe_share_30min"] <= COST_GOAL
+        of = (
+            "the full run"
+            if r["measured_s"] >= COST_GOAL_MIN_SECONDS
+            else f"a 30-minute job of this kind (this {r['measured_s']:.0f} s run: {r['probe_cost_ratio']:.1%})"
+        )
         out.append(
-            f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of the full run "
-            f"({r['probe_cost_ratio']:.1%})"
+            f"  [{'met' if ok_c else 'NOT met'}] {r['job']}: probe cost <= 15 % of {of}: {r['probe_share_30min']:.1%}"
         )
     return out
 
@@ -456,7 +597,13 @@ def main(argv=None) -> int:
     ap.add_argument("--study-steps", type=int, default=20, help="study job's batches per epoch")
     ap.add_argument("--probe-minutes", type=float, default=1.0)
     ap.add_argument("--candidates", type=int, default=3, help="parallel: stand-in cloud candidates (max 5)")
+    ap.add_argument("--timelines", type=Path, help="write each job's probe and full-run readings to this folder")
+    ap.add_argument("--priority", type=int, help="run at this nice, every started process's autogroup too (root)")
     args = ap.parse_args(argv)
+    if args.priority is not None:
+        raise_priority(args.priority)
+    global TIMELINES
+    TIMELINES = args.timelines
     only = set(args.only or kinds)
     print(
         f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.node()}: {platform.platform()}, "
@@ -490,10 +637,6 @@ def main(argv=None) -> int:
             for name in args.shape or SHAPES:
                 task, minutes = shaped_task(work, name, args.scale)
                 rows.append(accuracy(name, task, work, minutes))
-                print(json.dumps(rows[-1]), flush=True)
-        for r in rows:
-            if r["job"] not in SHAPES:  # shaped rows were printed as each finished
-                print(json.dumps(r))
         par = parallel(work, args.candidates, min(args.probe_minutes, 0.5)) if "parallel" in only else None
         if par is not None:
             print(json.dumps({"parallel": par}))

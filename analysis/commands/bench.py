@@ -72,7 +72,7 @@ def register(sub) -> None:
         type=float,
         default=10.0,
         metavar="N",
-        help="each probe's limit (default 10); a steady job stops after a third of it, or after its first epoch",
+        help="each probe's limit (default 10); a steady job stops after a third of it, or after ten epochs",
     )
     p.add_argument(
         "--probe",

@@ -16,9 +16,9 @@ one probe never mixes two clocks.
 
 When to stop (docs/bench-method.md, "When the probe stops"): the rate is
 steady and has held as the window grew (payload.steady), AND the probe has
-either run a floor of FLOOR_SHARE of its limit or seen the job's own structure
-once: an epoch's end, an evaluation period (two evaluations) or two of its
-pauses, with at least a third of the steady window after it. Pauses in the
+either run a floor of FLOOR_SHARE of its limit or watched STRUCTURE_PERIODS
+periods of the job's own structure: epochs, evaluation periods or periods
+between pauses, with at least a third of the steady window after them. Pauses in the
 readings (payload.steady.find_gaps) are taken out of the rate and recorded
 for the estimate; after one pause, the probe runs on (within its limit) to see
 a second, so the period is measured, not guessed.
@@ -41,6 +41,10 @@ MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every o
 CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints
 MIN_READINGS = 10  # no verdict on fewer readings: a handful can agree by chance
 FLOOR_SHARE = 1 / 3  # a probe runs at least this share of its limit unless it saw the job's structure
+# Periods of the job's structure (epochs, evaluation periods, periods between pauses) that stand in for the
+# floor. One is enough to outlast a slow first epoch, not to see a cost that comes every few of them (a
+# checkpoint every fifth epoch, Keras's stall at the start of some epochs): the floor also guards those.
+STRUCTURE_PERIODS = 10
 PERIOD_MARGIN = 1.25  # waiting for a second pause: its expected time times this must fit in the limit
 
 
@@ -183,7 +187,8 @@ class ProbeMonitor:
         return self.limit_seconds * FLOOR_SHARE
 
     def _settled(self) -> bool:
-        """Past the floor, or the job's own structure seen once with a third of the steady window after it."""
+        """Past the floor, or STRUCTURE_PERIODS periods of the job's own structure seen with a third of the
+        steady window after them."""
         if self._elapsed() >= self.floor_seconds:
             self.settled_by = "floor"
             return True
@@ -191,7 +196,7 @@ class ProbeMonitor:
         latest = self.points[-1][0] - (self.points[-1][0] - start) / 3
         seen = [kind for at, kind in self._boundary_times if at <= latest]
         units = {"epoch": seen.count("epoch"), "eval": seen.count("eval") - 1, "pauses": self._pauses_before(latest)}
-        self.settled_by = next((kind for kind, n in units.items() if n >= 1), None)
+        self.settled_by = next((kind for kind, n in units.items() if n >= STRUCTURE_PERIODS), None)
         return self.settled_by is not None
 
     def _pauses_before(self, at: float) -> int:

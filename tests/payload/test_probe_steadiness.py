@@ -1,11 +1,12 @@
 """When a probe stops: the rate must have held as the window grew, after a floor of a third of the
-limit or once the job's own structure (an epoch, an evaluation period, two pauses) was seen; pauses
+limit or once ten periods of the job's own structure (epochs, evaluation periods, pauses) were seen; pauses
 in the readings are taken out of the rate and a second one is waited for. Synthetic readings through
 the real MetricsReader and ProbeMonitor on a fake clock: milliseconds."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from payload.workloads.metrics import MetricsReader, Progress
 from payload.workloads.probe import ProbeMonitor
 
 STEP = 0.25  # seconds between the fake job's lines
+DATA = Path(__file__).parent / "data" / "progress"
 
 
 class Clock:
@@ -62,8 +64,8 @@ def test_a_steady_warm_up_followed_by_a_faster_phase_does_not_stop_in_the_warm_u
 
 
 def test_a_warm_up_as_long_as_the_first_epoch_is_measured_after_it():
-    # the first epoch (20 s) caches the data at 30/s; later ones run at 100/s; the epoch's end lets it stop early
-    mon, wall = run(600, lambda t: 30.0 if t < 20 else 100.0, epoch_seconds=20)
+    # the first epoch (5 s) caches the data at 30/s; later ones run at 100/s; ten epochs let it stop early
+    mon, wall = run(600, lambda t: 30.0 if t < 5 else 100.0, epoch_seconds=5)
     assert mon.stopped_by == "steady" and mon.settled_by == "epoch" and wall < 200  # well before the floor
     assert mon.steady.samples_per_second == pytest.approx(100.0, rel=0.03)
     assert [b[1] for b in mon.boundaries][:1] == ["epoch"]
@@ -77,11 +79,41 @@ def test_a_trend_does_not_pass():
     assert mon.steady.rel_halfwidth < 0.03  # the old rule alone would have passed it
 
 
-def test_a_clean_series_stops_at_the_floor_or_at_its_first_epoch():
+def test_a_clean_series_stops_at_the_floor_or_after_ten_epochs():
     mon, wall = run(600, lambda t: 100.0)
     assert mon.stopped_by == "steady" and 200 <= wall < 201 and mon.steady.samples_per_second == pytest.approx(100)
     mon, wall = run(600, lambda t: 100.0, epoch_seconds=5)
-    assert mon.stopped_by == "steady" and mon.settled_by == "epoch" and wall < 10  # a third of the window after it
+    # ten epochs (50 s), then a third of the window after the tenth: well before the floor (200 s)
+    assert mon.stopped_by == "steady" and mon.settled_by == "epoch" and 50 <= wall < 80
+
+
+def test_a_stall_every_few_epochs_is_seen_before_the_probe_stops():
+    # Keras's model.fit, as measured here: 3 s epochs, and some epochs start with a 2.5 s stall (one in four
+    # here). A probe that stopped at its first epoch saw none, and charged nothing for them.
+    mon, wall = run(600, lambda t: 100.0, epoch_seconds=3, pause_every=1200, pause=2.5)
+    assert mon.stopped_by == "steady" and mon.settled_by in ("epoch", "pauses") and wall < 200
+    assert len(mon.gaps) >= 2
+    cost = probe_periodic(mon.to_dict(None), 40 * 300)  # 40 epochs: 10 stalls of 2.5 s
+    assert cost.seconds == pytest.approx(25.0, rel=0.05)
+
+
+def test_the_captured_keras_probe_that_stopped_after_two_epochs_runs_on():
+    # The probe of examples/keras-fit (Keras 3.15.1 on TensorFlow 2.21, one thread, 469 steps an epoch) on
+    # this machine stopped after two epochs (6 s of readings) and saw none of the job's epoch-start stalls
+    # (2.4 s in 11 of its 40 epochs; the estimate came out 11 % short). Its readings, replayed, no longer
+    # stop it.
+    captured = json.loads((DATA / "keras-fit-probe.json").read_text())
+    clock = Clock()
+    mon = ProbeMonitor(captured["limit_seconds"], clock=clock)
+    mon.start()
+    boundaries = list(captured["boundaries"])
+    for arrived, steps in captured["points"]:  # read on arrival: a point's time is its line's
+        clock.now = 100.0 + arrived
+        mon.observe(Progress(steps, None, None))
+        while boundaries and boundaries[0][0] <= arrived:
+            mon.observe(Progress(None, None, None, boundaries.pop(0)[1]))
+        assert not mon.should_stop(), f"stopped at {arrived} s after {len(mon.boundaries)} epoch ends"
+    assert mon.steady.steady and [b[1] for b in mon.boundaries] == ["epoch", "epoch"]
 
 
 def test_pauses_are_taken_out_of_the_rate_and_a_second_one_is_waited_for():
@@ -162,11 +194,11 @@ def test_two_mllog_evaluations_are_the_jobs_structure():
     mon = ProbeMonitor(600, clock=clock, wall=lambda: 0.0)
     mon.start()
     t = 0.0
-    while not mon.should_stop() and t < 60:
+    while not mon.should_stop() and t < 200:
         t += STEP
         clock.now += STEP
         mon.observe(reader.feed(mllog("train_loss", int(t * 1000), 1.0, samples_count=int(100 * t))))
         if t % 5 == 0:
             mon.observe(reader.feed(mllog("eval_stop", int(t * 1000), epoch_num=int(t // 5))))
-    assert mon.stopped_by == "steady" and mon.settled_by == "eval" and 10 < t < 20  # two evaluations, not the floor
+    assert mon.stopped_by == "steady" and mon.settled_by == "eval" and 55 < t < 100  # eleven evaluations, not the floor
     assert mon.steady.samples_per_second == pytest.approx(100.0)
