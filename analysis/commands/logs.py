@@ -88,7 +88,7 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
 
     from analysis.bench.live import runs_of
     from analysis.campaign.manifest import parse_time, utcnow
-    from analysis.completion import CLOCK_SKEW
+    from analysis.stack_done import CLOCK_SKEW
     from infra.config import MAX_HOURS_LIMIT
 
     now = utcnow()
