@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -140,7 +139,7 @@ def scaling_efficiency(rows: Sequence[Row]) -> float:
         for r in rows
         if r.gpu_count > 1 and (key := (r.workload, r.precision, r.gpu)) in one
     ]
-    return min(1.0, statistics.median(found)) if found else 1.0
+    return min(1.0, quantile(found, 0.5)) if found else 1.0
 
 
 @dataclass(frozen=True)
