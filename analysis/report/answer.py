@@ -28,6 +28,12 @@ def missing(v) -> bool:
         return False
 
 
+def present(value) -> str | None:
+    """A text value, or None for anything that is no value (None, NaN, pandas' NA, "", "None", "nan")."""
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "None", "nan", "NaN", "<NA>") else text
+
+
 def digits(v: float) -> str:
     """Three significant figures from 1 up, two below, never a bare 0 for a real figure."""
     a = abs(v)

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow.dataset as ds
+
+from analysis.dataset import TableNotFound, open_dataset, resolve
+
 TABLE_FILE = "results.parquet"
 
 
@@ -25,10 +29,6 @@ def results_dataset(table: str) -> Any:
     """The runs of the results table at `table` (a directory or bucket prefix
     collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
     the location and the fix when collect has not written it there."""
-    import pyarrow.dataset as ds
-
-    from analysis.dataset import TableNotFound, open_dataset, resolve
-
     local = resolve(table).local
     export = local / TABLE_FILE if local is not None else None
     if export is not None and export.is_file():  # the export, in the order the pandas path reads
