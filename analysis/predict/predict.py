@@ -28,28 +28,10 @@ MEASURED, PREDICTED, NOT_PREDICTABLE = "measured", "predicted", "not-predictable
 MEASURED_FORM = "GPU[:N]=RATE (samples per second of the whole machine), e.g. T4:1=410 or A100:8=9500"
 METHOD_DOC = "docs/bench-method.md, section 5"
 ROW_FIELDS = (
-    "offering",
-    "name",
-    "kind",
-    "market",
-    "gpu",
-    "gpu_count",
-    "basis",
-    "reason",
-    "samples_per_second",
-    "samples_per_second_low",
-    "samples_per_second_high",
-    "est_hours",
-    "est_hours_low",
-    "est_hours_high",
-    "est_usd",
-    "est_usd_low",
-    "est_usd_high",
-    "hourly_usd",
-    "price_source",
-    "price_date",
-    "notes",
-)
+    "offering name kind market gpu gpu_count basis reason samples_per_second samples_per_second_low "
+    "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
+    "hourly_usd price_source price_date notes"
+).split()
 
 
 class PredictError(ValueError):
