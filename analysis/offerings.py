@@ -121,8 +121,8 @@ def price_key(spot: bool) -> str:
 
 
 def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: str | None) -> str | None:
-    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know is a typo, not an empty answer:
-    a UsageError naming it, the closest known names and where to list them."""
+    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know
+    is a typo, not an empty answer: a UsageError naming it, the closest known names and where to list them."""
     offerings = catalog.offerings()
     if gpu:
         model, _ = parse_gpu(gpu)
@@ -180,8 +180,8 @@ def search_offers(
 
     Retired on `as_of` (default today) are left out unless `retired`. A row whose price is more than
     `max_age_days` older than that day (0: no limit) is left out unless `stale` (or retired and listed
-    because of `retired`): each row is judged by
-    its own price date, so a 2018 price never ranks beside 2026 ones unasked. ValueError names a bad --gpu or --max-price."""
+    because of `retired`): each row is judged by its own price date, so a 2018 price never ranks beside
+    2026 ones unasked. ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
     provider = check_filters(catalog, gpu, region, provider)
