@@ -9,7 +9,7 @@ and every derived row says so and how, so nobody mistakes it for a measurement.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,9 +39,6 @@ class Figure:
     date_note: str
     input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # A payload precision and the study precision it does the same arithmetic as.
