@@ -20,10 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from analysis.predict.model import NotPredictable, fit_alpha, log_ratios, ratio
+from analysis.predict.model import ANY_FAMILY, NotPredictable, fit_alpha, log_ratios, ratio
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-ANY_FAMILY = "any"
 # The prior pulls a family's alpha toward its precision's (and that toward one half) with the
 # weight of this many squared log-units of evidence: a family with few tables leans on its precision.
 PRIOR_WEIGHT = 0.05
