@@ -199,8 +199,8 @@ class RunsQuery:
 
     def row_facts(self) -> Any:
         """Per FACT_KEYS group of the full runs (the keys the table has), their distinct
-        recorded price origins and data kinds, each joined in one text (None for none):
-        from the distinct (keys, facts) rows, a few, joined in pandas."""
+        recorded price origins and data kinds, each joined in one text (None for none);
+        the distinct (keys, facts) rows, a few, are joined in pandas."""
         facts = [c for c in RUN_FACTS if c in self.columns]
         keys = [k for k in FACT_KEYS if k in self.columns]
         if not facts or not keys:
