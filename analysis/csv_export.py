@@ -7,6 +7,10 @@ forged result run a formula in whoever opens it."""
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
 # What a spreadsheet evaluates when a cell starts with it (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -21,9 +25,6 @@ def csv_safe(table):
     FORMULA_STARTS) prefixed with a single quote, so it is shown as text; NaN
     written as an empty cell like a null (Parquet keeps the true values).
     Whole columns at once, in Arrow: no Python call per cell."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     columns, changed = [], False
     for field, col in zip(table.schema, table.columns, strict=True):
         if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
@@ -51,21 +52,15 @@ def csv_options():
     """The export's CSV dialect: RFC 4180 (CRLF rows, a cell quoted when it is
     text, so a bare CR or LF inside it cannot split its row), a header row of
     bare names, nulls as empty cells."""
-    import pyarrow.csv as pcsv
-
     return pcsv.WriteOptions(quoting_style="needed", quoting_header="none", eol="\r\n")
 
 
 def write_csv(table, path) -> None:
     """One CSV file of an Arrow table, through Arrow's writer (C++, about 20x
     pandas' to_csv), text cells neutralised (csv_safe)."""
-    import pyarrow.csv as pcsv
-
     pcsv.write_csv(csv_safe(table), path, csv_options())
 
 
 def frame_to_csv(df, path) -> None:
     """A pandas frame through write_csv."""
-    import pyarrow as pa
-
     write_csv(pa.Table.from_pandas(df, preserve_index=False), path)

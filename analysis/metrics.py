@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
 from analysis.reference import imagenet_schedules
+from analysis.report.answer import add_price_hint
 
 # Preferred bases for the relative columns, in order: a single K80 (seed 002's
 # base). When none of them is in the data the base is the offering that ran
@@ -321,15 +322,6 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
                     }
                 )
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
-
-
-def add_price_hint(offering_id: str, market: str) -> str:
-    """How to give an unpriced offering a price: the two places a price comes from."""
-    return (
-        f"add a dated {market} price with its source for {offering_id} to infra/catalog/data/prices/ "
-        "(see `python -m analysis prices --help`), or record the price paid at launch "
-        "(GPUBENCH_HOURLY_USD / GPUBENCH_SPOT_HOURLY_USD), then re-run collect"
-    )
 
 
 def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:

@@ -86,7 +86,7 @@ def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
 
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     """Read the stack's runs of this launch from the bucket."""
-    from analysis.completion import launch_floor
+    from analysis.stack_done import launch_floor
     from payload.storage import StorageError
 
     obs = StackObservation()

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from analysis.price.billed import CostError, quote
+from infra.catalog import CatalogError, NoPrice
+from infra.conventions import check_choice
+
 SORTS = ("price", "gpus", "gpu-memory", "name")
 # Kinds whose price is not a provider's quote that ages: an on-prem box is priced by its own
 # amortisation, this machine by the rate the user set.
@@ -18,9 +22,6 @@ _GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$"
 
 
 def _price_or_none(catalog, offering, market, as_of):
-    from analysis.price.billed import CostError, quote
-    from infra.catalog import NoPrice
-
     if market not in offering.markets:
         return None, None
     try:
@@ -37,8 +38,6 @@ def offering_row(catalog, o, as_of) -> dict:
     price, hourly = _price_or_none(catalog, o, "on-demand", as_of)
     spot_price, spot = _price_or_none(catalog, o, "spot", as_of)
     day = as_of or date.today()
-    from infra.catalog import CatalogError
-
     try:
         billing = catalog.billing_terms(o.id, as_of).describe()
     except CatalogError as exc:
@@ -63,9 +62,7 @@ def offering_row(catalog, o, as_of) -> dict:
         "spot_hourly_usd": None if spot is None else round(spot, 6),
         "billing": billing,
         "billing_rule": o.billing,
-        "as_of": price.as_of.isoformat()
-        if price
-        else (o.onprem.as_of.isoformat() if o.onprem and o.onprem.as_of else None),
+        "as_of": (price or o.onprem).as_of.isoformat() if price or (o.onprem and o.onprem.as_of) else None,
         "source": price.source if price else (o.specs_source if o.onprem else None),
         "spot_as_of": spot_price.as_of.isoformat() if spot_price else None,
         "price_age_days": _age_days(price, o.kind, day),
@@ -95,12 +92,12 @@ def select(
 ) -> list[dict]:
     """The filters, as data: each row must pass every one that was given."""
     model, count = parse_gpu(gpu) if gpu else (None, None)
-    price_key = "spot_hourly_usd" if spot else "hourly_usd"
+    price = price_key(spot)
     checks = [
         (model is not None, lambda r: (r["gpu"] or "").lower() == model.lower()),
         (count is not None, lambda r: r["gpu_count"] == count),
         (spot, lambda r: "spot" in r["markets"]),
-        (max_price is not None, lambda r: r[price_key] is not None and r[price_key] <= max_price),
+        (max_price is not None, lambda r: r[price] is not None and r[price] <= max_price),
         (region is not None, lambda r: region in r["regions"] or any(z.startswith(region) for z in r["zones"])),
         (provider is not None, lambda r: r["provider"] == provider),
     ]
@@ -108,10 +105,10 @@ def select(
 
 
 def order(rows: list[dict], sort: str, spot: bool) -> list[dict]:
-    price_key = "spot_hourly_usd" if spot else "hourly_usd"
+    price = price_key(spot)
     keys = {
-        "price": lambda r: (r[price_key] is None, r[price_key] or 0.0, r["id"]),
-        "gpus": lambda r: (-(r["gpu_count"] or 0), r[price_key] is None, r[price_key] or 0.0, r["id"]),
+        "price": lambda r: (r[price] is None, r[price] or 0.0, r["id"]),
+        "gpus": lambda r: (-(r["gpu_count"] or 0), r[price] is None, r[price] or 0.0, r["id"]),
         "gpu-memory": lambda r: (-(r["gpu_memory_gb"] or 0) * (r["gpu_count"] or 0), r["id"]),
         "name": lambda r: r["id"],
     }
@@ -124,10 +121,8 @@ def price_key(spot: bool) -> str:
 
 
 def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: str | None) -> str | None:
-    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know is a typo, not an empty answer:
-    a UsageError naming it, the closest known names and where to list them."""
-    from infra.conventions import check_choice
-
+    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know
+    is a typo, not an empty answer: a UsageError naming it, the closest known names and where to list them."""
     offerings = catalog.offerings()
     if gpu:
         model, _ = parse_gpu(gpu)
@@ -185,8 +180,8 @@ def search_offers(
 
     Retired on `as_of` (default today) are left out unless `retired`. A row whose price is more than
     `max_age_days` older than that day (0: no limit) is left out unless `stale` (or retired and listed
-    because of `retired`): each row is judged by
-    its own price date, so a 2018 price never ranks beside 2026 ones unasked. ValueError names a bad --gpu or --max-price."""
+    because of `retired`): each row is judged by its own price date, so a 2018 price never ranks beside
+    2026 ones unasked. ValueError names a bad --gpu or --max-price."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
     provider = check_filters(catalog, gpu, region, provider)
@@ -199,8 +194,3 @@ def search_offers(
     too_old = [r for r in current if max_age_days and r["id"] not in gone and (r[age_key(spot)] or 0) > max_age_days]
     shown = current if stale else [r for r in current if r not in too_old]
     return Offers(order(shown, sort, spot), len(rows) - len(current), len(too_old) if not stale else 0)
-
-
-def find_offers(catalog: Any, **filters: Any) -> list[dict]:
-    """The offerings of `search_offers` (same filters), without the counts of hidden ones."""
-    return search_offers(catalog, **filters).rows

@@ -9,18 +9,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from analysis.price.billed import cost_of
+from analysis.price.estimate import measured_runs_of
+from infra import cloud_init
+from infra.catalog import load_catalog
+from infra.catalog.estimate import estimate_costs
+from infra.config import BenchmarkConfig, parse_config
+from infra.conventions import table_location
+from infra.launch import payload_env, resolve
+from infra.stacks import load_config
 from payload.timestamps import iso, utcnow
 
 
 def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
-    from analysis.price.billed import cost_of
-    from infra import cloud_init
-    from infra.catalog.estimate import estimate_costs
-    from infra.config import BenchmarkConfig, parse_config
-    from infra.launch import payload_env, resolve
-    from infra.stacks import load_config
-
     cfg = parse_config(load_config(name), name)
     if not isinstance(cfg, BenchmarkConfig):
         return {
@@ -86,10 +88,6 @@ class PlanOutcome:
 def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
     """The plans of `names`, each estimate measured from the results table at `table`
     (a directory or bucket prefix collect wrote, or its results.parquet; default ./table, where collect writes)."""
-    from analysis.price.estimate import measured_runs_of
-    from infra.catalog import load_catalog
-    from infra.conventions import table_location
-
     catalog = catalog or load_catalog()
     measured = measured_runs_of(table_location(table), names)  # only these stacks' runs are read
     return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

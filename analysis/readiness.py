@@ -8,10 +8,20 @@ write of one object to the results bucket."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from datetime import datetime, timezone
+from fnmatch import fnmatchcase
+
+from infra import clouds, stacks
+from infra.catalog import load_catalog
+from infra.conventions import UsageError
+from payload import extras
+from payload.storage import StorageError, open_store
+from payload.yamlfile import quote
 
 EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema_rs")),
@@ -51,31 +61,23 @@ def pulumi_check() -> dict:
 
 
 def extras_checks() -> list[dict]:
-    from payload.extras import installed
-
     out = []
     for extra, (purpose, modules) in EXTRAS.items():
-        missing = [m for m in modules if not installed(m)]
+        missing = [m for m in modules if not extras.installed(m)]
         detail = purpose if not missing else f"missing {', '.join(missing)}: pip install 'gpubench[{extra}]'"
         out.append({"check": f"extra [{extra}]", "ok": not missing, "detail": detail})
     return out
 
 
 def credential_checks() -> list[dict]:
-    from infra import clouds
-
     return [{"check": f"{c.NAME} credentials", **c.credentials_status()} for c in clouds.all_clouds()]
 
 
 def bucket_check(url: str) -> dict:
-    from payload.extras import MissingExtra
-
     try:
-        from payload.storage import StorageError, open_store
-
         store = open_store(url)
         next(iter(store.list("runs/")), None)
-    except MissingExtra as exc:
+    except extras.MissingExtra as exc:
         return {"check": f"bucket {url}", "ok": False, "detail": str(exc)}
     except (StorageError, ImportError, ValueError, OSError) as exc:
         return {"check": f"bucket {url}", "ok": False, "detail": f"does not answer: {exc}"}
@@ -90,8 +92,6 @@ def pulumi_login_check(cwd=None) -> dict:
     """Whether the Pulumi CLI is logged in to a backend (`pulumi whoami`, in the project so its `backend:`
     counts); a self-managed backend also needs the passphrase of its stacks' secrets in the environment,
     since a new stack cannot ask for it (https://www.pulumi.com/docs/iac/concepts/secrets/)."""
-    from payload.yamlfile import quote
-
     name = "pulumi login"
     exe = shutil.which("pulumi")
     if exe is None:
@@ -129,9 +129,6 @@ def pulumi_login_check(cwd=None) -> dict:
 
 def identity_check(provider: str) -> dict:
     """The cloud's credentials found (as `check` finds them) and then accepted by an identity call."""
-    from infra import clouds
-    from payload.yamlfile import quote
-
     name = f"{provider} credentials"
     cloud = clouds.get(provider)
     found = cloud.credentials_status()
@@ -147,19 +144,12 @@ def identity_check(provider: str) -> dict:
 
 def bucket_write_check(url: str, key: str) -> dict:
     """The bucket answers and takes a write: one small object created at `key` (write-once, never replaced)."""
-    import json
-    from datetime import datetime, timezone
-
-    from payload.extras import MissingExtra
-    from payload.yamlfile import quote
 
     name = f"bucket {url}"
     body = json.dumps({"check": "write", "at": datetime.now(timezone.utc).isoformat()}).encode()
     try:
-        from payload.storage import open_store
-
         open_store(url, retries=2, backoff=0.2, write_once=True).put_bytes(key, body, "application/json")
-    except MissingExtra as exc:
+    except extras.MissingExtra as exc:
         return {"check": name, "ok": False, "detail": str(exc)}
     except Exception as exc:  # noqa: BLE001 - StorageError and each SDK's own
         return {
@@ -180,8 +170,6 @@ def launch_checks(
     tried only with its cloud's credentials in place (never a request that can only fail)."""
     checks = [pulumi_check(), pulumi_login_check(cwd)] if pulumi else []
     checks += [c for c in extras_checks() if c["check"] in ("extra [infra]", "extra [payload]")]
-    from infra import clouds
-
     owner = clouds.of_results(results_url)  # whose credentials read and write the bucket
     bucket_cloud = owner.NAME if owner else None
     identities = {p: identity_check(p) for p in sorted({*providers, *([bucket_cloud] if bucket_cloud else [])})}
@@ -196,11 +184,6 @@ def selected_stacks(cloud: str, patterns: Sequence[str] = (), stacks_dir=None, c
     """The stacks of `cloud` a first-run check looks at (infra.stacks.StackNeed): those matching
     `patterns` (shell globs over stack names), or by default every stack file of the cloud whose
     offering is not retired."""
-    from fnmatch import fnmatchcase
-
-    from infra import stacks
-    from infra.catalog import load_catalog
-
     folder = stacks_dir or stacks.STACKS_DIR
     names = [n for n in stacks.stack_names(folder) if not patterns or any(fnmatchcase(n, p) for p in patterns)]
     needs = stacks.stack_needs(cloud, names, catalog or load_catalog(), folder)
@@ -215,9 +198,6 @@ def account_checks(
     cloud it is needed for. Makes read-only API calls. With `patterns`, every selected stack must
     fit its quota; without, at least the smallest of each quota. `needs` (infra.stacks.StackNeed,
     e.g. for stacks not yet written, as a bench's probes) replaces the stack files, all strict."""
-    from infra import clouds
-    from infra.conventions import UsageError
-
     strict = bool(patterns) or needs is not None
     if needs is None:
         needs = selected_stacks(cloud, patterns, stacks_dir, catalog)
@@ -233,26 +213,26 @@ def readiness_checks(results_urls: Sequence[str] = ()) -> list[dict]:
 
 
 # What each thing a user can ask `check` about needs: the checks (by name) that must pass.
-def requirements(clouds: Sequence[str]) -> dict[str, tuple[str, ...]]:
+def requirements(providers: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """For each cloud: the Pulumi CLI, the infra extra and its credentials (what launching there needs);
     for each extra: the extra itself."""
-    needs = {c: ("pulumi CLI", "extra [infra]", f"{c} credentials") for c in clouds}
+    needs = {c: ("pulumi CLI", "extra [infra]", f"{c} credentials") for c in providers}
     needs.update({extra: (f"extra [{extra}]",) for extra in EXTRAS})
     return needs
 
 
-def verdict(checks: Sequence[dict], asked: Sequence[str], clouds: Sequence[str]) -> tuple[list[str], list[str]]:
+def verdict(checks: Sequence[dict], asked: Sequence[str], providers: Sequence[str]) -> tuple[list[str], list[str]]:
     """(ready, not ready) among what was asked; nothing asked means "at least one cloud".
 
     A row with "for": <cloud> (account_checks) is needed by that cloud, "for": "clouds" (the
     Pulumi backend) by every cloud. A bucket that does not answer is judged apart (its own exit code)."""
     ok = {c["check"]: c["ok"] for c in checks}
-    needs = requirements(clouds)
-    for c in checks:  # account rows and the backend: needed by the cloud(s) they are for
-        targets = list(clouds) if c.get("for") == "clouds" else [c["for"]] if c.get("for") in clouds else []
+    needs = requirements(providers)
+    for c in checks:  # account rows and the backend: needed by the provider(s) they are for
+        targets = list(providers) if c.get("for") == "clouds" else [c["for"]] if c.get("for") in providers else []
         for cloud in targets:
             needs[cloud] = (*needs[cloud], c["check"])
-    wanted = list(asked) or list(clouds)
+    wanted = list(asked) or list(providers)
     ready = [w for w in wanted if all(ok.get(n, False) for n in needs[w])]
     if not asked:  # any one cloud will do
         return ready, ([] if ready else wanted)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from infra.catalog import load_catalog
+from infra.conventions import known_stacks
+
 SHELLS = ("bash", "zsh", "fish")
 # Arguments (by argparse dest) that take a stack name or glob; `cost` takes an offering id or a stack.
 STACK_DESTS = frozenset({"stack_positional", "stack_option", "stacks", "stack"})
@@ -18,14 +21,10 @@ OFFERING_DESTS = frozenset({"offering", "base"})
 
 
 def stack_names(prefix: str = "", **_) -> list[str]:
-    from infra.conventions import known_stacks
-
     return [n for n in known_stacks() if n.startswith(prefix)]
 
 
 def offering_ids(prefix: str = "", **_) -> list[str]:
-    from infra.catalog import load_catalog
-
     ids = [o.id for o in load_catalog().offerings()]
     return [i for i in [*ids, *stack_names()] if i.startswith(prefix)]
 
@@ -60,7 +59,7 @@ def complete_if_asked(parser: argparse.ArgumentParser) -> None:
     if "_ARGCOMPLETE" not in os.environ:
         return
     try:
-        import argcomplete
+        import argcomplete  # only when the shell asks: 8 ms on every other command
     except ImportError:  # completion installed in the shell, the library not in this environment
         raise SystemExit(1) from None
     argcomplete.autocomplete(attach_completers(parser))
@@ -68,6 +67,6 @@ def complete_if_asked(parser: argparse.ArgumentParser) -> None:
 
 def script(shell: str, prog: str = "gpubench") -> str:
     """The shell code that makes `shell` ask `prog` for completions (argcomplete must be installed)."""
-    import argcomplete
+    import argcomplete  # as above
 
     return argcomplete.shellcode([prog], shell=shell)

@@ -18,9 +18,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.stack_done import decide, read_runs
 from infra import clouds
 from infra import workspace as pulumi_ws
-from infra.config import STACK_REF
+from infra.config import DEFAULT_SUITE, STACK_REF
 from infra.tags import (
     DEADLINE_OUTPUTS,
     RESULTS_STACKS,
@@ -146,8 +147,6 @@ def _suite(config) -> list[str] | None:
     """
     raw = config_value(config, "suite")
     if raw is None:
-        from infra.config import DEFAULT_SUITE
-
         return list(DEFAULT_SUITE) if config else None
     items = raw
     if isinstance(raw, str):
@@ -174,8 +173,6 @@ def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, 
             return True, f"expired at {deadline.isoformat()} ({source})"
         reasons.append(f"not expired: deadline {deadline.isoformat()}" if deadline else f"no deadline known: {source}")
     if completed:
-        from analysis.completion import decide, read_runs
-
         try:
             urls = results_urls_of(name, ws, outputs, config, results_urls)
         except ValueError as exc:  # a malformed gpubench:results: named, the stack is kept

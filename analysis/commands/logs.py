@@ -87,7 +87,7 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
     from datetime import timedelta
 
     from analysis.bench.live import runs_of
-    from analysis.completion import CLOCK_SKEW
+    from analysis.stack_done import CLOCK_SKEW
     from infra.config import MAX_HOURS_LIMIT
     from payload.timestamps import parse_time, utcnow
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.offerings import SORTS, age_key, find_offers, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
+from analysis.offerings import SORTS, age_key, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from analysis.price import age as price_age
 from payload import exitcodes

@@ -38,8 +38,7 @@ twice with different rates), nothing predicted.
 def register(sub) -> None:
     import argparse
 
-    from analysis.predict.calibration import ANY_FAMILY
-    from analysis.predict.model import PRECISIONS
+    from analysis.predict.model import ANY_FAMILY, PRECISIONS
 
     p = sub.add_parser(
         "predict",

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,10 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from analysis.predict.model import NotPredictable, fit_alpha, log_ratios, ratio
+from analysis.predict.model import ANY_FAMILY, NotPredictable, fit_alpha, log_ratios, ratio
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-ANY_FAMILY = "any"
 # The prior pulls a family's alpha toward its precision's (and that toward one half) with the
 # weight of this many squared log-units of evidence: a family with few tables leans on its precision.
 PRIOR_WEIGHT = 0.05
@@ -140,7 +138,7 @@ def scaling_efficiency(rows: Sequence[Row]) -> float:
         for r in rows
         if r.gpu_count > 1 and (key := (r.workload, r.precision, r.gpu)) in one
     ]
-    return min(1.0, statistics.median(found)) if found else 1.0
+    return min(1.0, quantile(found, 0.5)) if found else 1.0
 
 
 @dataclass(frozen=True)

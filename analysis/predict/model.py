@@ -25,6 +25,7 @@ COMPUTE_FIGURES = {
     "fp32": ("tf32_tflops", "fp32_tflops"),
 }
 PRECISIONS = tuple(COMPUTE_FIGURES)
+ANY_FAMILY = "any"  # the prior fitted on every model family (calibration.priors)
 BANDWIDTH = "memory_bandwidth_gbs"
 
 

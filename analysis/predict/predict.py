@@ -15,35 +15,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.bench.candidates import CandidateError, _known_gpu, _where, cloud_candidates
+from analysis.bench.extrapolate import estimate_job
+from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
 from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
+from infra.catalog import load_catalog
+from payload.steady import Steady
+from payload.workloads.spec import parse_accelerators
 
 MEASURED, PREDICTED, NOT_PREDICTABLE = "measured", "predicted", "not-predictable"
 MEASURED_FORM = "GPU[:N]=RATE (samples per second of the whole machine), e.g. T4:1=410 or A100:8=9500"
 METHOD_DOC = "docs/bench-method.md, section 5"
 ROW_FIELDS = (
-    "offering",
-    "name",
-    "kind",
-    "market",
-    "gpu",
-    "gpu_count",
-    "basis",
-    "reason",
-    "samples_per_second",
-    "samples_per_second_low",
-    "samples_per_second_high",
-    "est_hours",
-    "est_hours_low",
-    "est_hours_high",
-    "est_usd",
-    "est_usd_low",
-    "est_usd_high",
-    "hourly_usd",
-    "price_source",
-    "price_date",
-    "notes",
-)
+    "offering name kind market gpu gpu_count basis reason samples_per_second samples_per_second_low "
+    "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
+    "hourly_usd price_source price_date notes"
+).split()
 
 
 class PredictError(ValueError):
@@ -78,9 +66,6 @@ def _rate(text: str, item: str) -> float:
 
 def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
     """`GPU[:N]=RATE` items, each GPU known to the catalog; the same GPU and count twice must agree."""
-    from analysis.bench.candidates import CandidateError, _known_gpu
-    from payload.workloads.spec import parse_accelerators
-
     if not items:
         raise PredictError(f"no --measured rate: give at least one, {MEASURED_FORM}")
     found: dict[str, Measured] = {}
@@ -213,9 +198,6 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
 
 def _whole_job(cand: Any, rate: float, low: float, high: float, job: dict) -> dict[str, Any]:
     """The whole job's hours and cost from a rate: the bench's extrapolation and billing, unchanged."""
-    from analysis.bench.extrapolate import estimate_job
-    from payload.steady import Steady
-
     if job["work_samples"] is None:
         return {"reason": "the task file has no `work:` section: the rate alone, no whole job"}
     if cand.terms is None:
@@ -242,9 +224,6 @@ def _whole_job(cand: Any, rate: float, low: float, high: float, job: dict) -> di
 def _asks(task: Any, gpus: str | None, measured: Sequence[Measured], catalog: Any) -> str:
     """The alternatives to price, as one --gpus string: --gpus or the task's, and every measured GPU too.
     Each name is checked here, so an error names where it was written."""
-    from analysis.bench.candidates import CandidateError, _known_gpu, _where
-    from payload.workloads.spec import parse_accelerators
-
     if gpus:
         where = "--gpus"
         try:
@@ -306,9 +285,7 @@ def predict(
     as_of: Any = None,
 ) -> dict[str, Any]:
     """The --json document: the model, the measured rates, one row per candidate, the answer."""
-    from analysis.bench.candidates import CandidateError, cloud_candidates
-    from analysis.bench.run import work_samples
-    from infra.catalog import load_catalog
+    from analysis.bench.run import work_samples  # bench.run reaches this module (bench.settle): a cycle
 
     catalog = catalog or load_catalog()
     check_choice("precision", precision, PRECISIONS)
@@ -343,8 +320,6 @@ def predict(
 
 def _answer(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The bench's ranking and sentence over measured and predicted rows, saying which picks are predicted."""
-    from analysis.bench.rank import answer
-
     out = answer(rows, deadline_hours=None, budget_usd=None)
     out["sentence"] += predicted_picks(out, {r["offering"] for r in rows if r["basis"] == PREDICTED})
     return out

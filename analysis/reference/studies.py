@@ -9,7 +9,7 @@ and every derived row says so and how, so nobody mistakes it for a measurement.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,9 +39,6 @@ class Figure:
     date_note: str
     input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # A payload precision and the study precision it does the same arithmetic as.
@@ -113,12 +110,23 @@ def study_jobs() -> tuple[StudyJob, ...]:
     )
 
 
-def _source(meta: dict, section: str | None = None) -> str:
-    return f"{meta['title']} ({meta['author']}), {section or meta['section']}, {meta['url']}"
+def _study(data: dict, key: str) -> dict:
+    """The fields every figure of one study shares: its name, source, dates and workload."""
+    meta, work = data["study"][key], data["workload"][key]
+    return {
+        "study": key.replace("seed", "seed ", 1),
+        "precision": work["precision"],
+        "unit": work["unit"],
+        "source": f"{meta['title']} ({meta['author']}), {meta['section']}, {meta['url']}",
+        "published": meta["published"],
+        "date_note": meta["date_note"],
+        "input": work["input"],
+        "synthetic_input": work["synthetic_input"],
+    }
 
 
 def _seed000(data: dict) -> list[Figure]:
-    meta, work = data["study"]["seed000"], data["workload"]["seed000"]
+    work = data["workload"]["seed000"]
     tweets = int(work["dataset_tweets"] * work["train_fraction"]) * work["epochs"]
     basis = (
         f"derived: {work['epochs']} epochs x {int(work['dataset_tweets'] * work['train_fraction']):,} training "
@@ -133,57 +141,43 @@ def _seed000(data: dict) -> list[Figure]:
             label += f" ({row['gpus_used']} GPU used)"
         out.append(
             Figure(
-                study="seed 000",
+                **_study(data, "seed000"),
                 benchmark=work["benchmark"],
                 label=label,
                 gpu=row["gpu"],
                 gpu_count=row["gpu_count"],
                 gpus_used=row["gpus_used"],
                 batch_size=None,
-                precision=work["precision"],
                 value=round(tweets / (row["train_hours"] * 3600), 1),
-                unit=work["unit"],
                 basis=basis,
                 train_hours=row["train_hours"],
                 cost_usd=row["cost_usd"],
                 workload_samples=tweets,
-                source=_source(meta),
-                published=meta["published"],
-                date_note=meta["date_note"],
-                input=work["input"],
-                synthetic_input=work["synthetic_input"],
             )
         )
     return out
 
 
 def _seed004(data: dict) -> list[Figure]:
-    meta, work = data["study"]["seed004"], data["workload"]["seed004"]
+    work = data["workload"]["seed004"]
     out = []
     for row in data["seed004"]:
         for model in ("inception3", "resnet50", "vgg16"):
             for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
                 out.append(
                     Figure(
-                        study="seed 004",
+                        **_study(data, "seed004"),
                         benchmark=model,
                         label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
                         gpu=row["gpu"],
                         gpu_count=row["gpu_count"],
                         gpus_used=row["gpu_count"],
                         batch_size=int(batch),
-                        precision=work["precision"],
                         value=float(value),
-                        unit=work["unit"],
                         basis=row["basis"],
                         train_hours=None,
                         cost_usd=None,
                         workload_samples=None,
-                        source=_source(meta),
-                        published=meta["published"],
-                        date_note=meta["date_note"],
-                        input=work["input"],
-                        synthetic_input=work["synthetic_input"],
                     )
                 )
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import re
 
-from analysis.metrics import add_price_hint
 from analysis.output import usd_amount
 
 MINUTES_BELOW_HOURS = 1.0  # a time shorter than this many hours is shown in minutes
@@ -27,6 +26,12 @@ def missing(v) -> bool:
         return v is None or v != v or (isinstance(v, float) and math.isinf(v))
     except (TypeError, ValueError):
         return False
+
+
+def present(value) -> str | None:
+    """A text value, or None for anything that is no value (None, NaN, pandas' NA, "", "None", "nan")."""
+    text = "" if value is None else str(value).strip()
+    return None if text in ("", "None", "nan", "NaN", "<NA>") else text
 
 
 def digits(v: float) -> str:
@@ -150,6 +155,15 @@ def configuration_details(rec: dict) -> str:
     if isinstance(rec.get("workload"), str) and rec["workload"]:
         parts.append(f"workload key {rec['workload']}")
     return "; ".join(parts)
+
+
+def add_price_hint(offering_id: str, market: str) -> str:
+    """How to give an unpriced offering a price: the two places a price comes from."""
+    return (
+        f"add a dated {market} price with its source for {offering_id} to infra/catalog/data/prices/ "
+        "(see `python -m analysis prices --help`), or record the price paid at launch "
+        "(GPUBENCH_HOURLY_USD / GPUBENCH_SPOT_HOURLY_USD), then re-run collect"
+    )
 
 
 UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings without a price

@@ -10,8 +10,16 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
+import pandas as pd
+
+from analysis.metrics import Options, analyse_summary
 from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
+from analysis.report import answer, predictions, reference
+from analysis.report.page import PriceNotes, informative, presented, probe_line, with_unit_columns, write_pages
+from analysis.report.query import report_query
+from analysis.report.source import results_dataset
+from infra.catalog import load_catalog
 
 CostBasis = Literal["billed", "train"]
 
@@ -44,7 +52,7 @@ class ReportOutcome:
     out_dir: str
     runs: int
     as_of: date | None
-    options: Any  # analysis.metrics.Options
+    options: Options
     tables: dict[str, Any]
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
@@ -84,11 +92,8 @@ class ReportOutcome:
                 f"Run `gpubench collect --table {self.table}` against your results bucket.\n"
                 f"report: {self.html}\n"
             )
-        from analysis.report.page import probe_line  # pandas and matplotlib load only when a report is written
-        from analysis.report.predictions import lines
-
         probes = probe_line(self.probes)
-        judged = "".join(f"\nprediction vs measurement: {text}" for text in lines(self.predictions))
+        judged = "".join(f"\nprediction vs measurement: {text}" for text in predictions.lines(self.predictions))
         text = _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + judged
         return text + f"\nreport: {self.html}\n"
 
@@ -113,8 +118,6 @@ def short(text: str, width: int = 70) -> str:
 
 def _cell(value: Any, fmt: str = "{}") -> str:
     """A cell: "-" for a missing value, never "nan"."""
-    import pandas as pd
-
     try:
         missing = value is None or value != value or pd.isna(value)
     except (TypeError, ValueError):
@@ -127,8 +130,6 @@ _TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time",
 
 
 def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
-    from analysis.report import answer
-
     return (
         answer.benchmark_name(r["benchmark"]),
         short(answer.short_label(r.get("workload_label")) or "-", 40),
@@ -150,9 +151,6 @@ def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
 
 
 def _summary_text(tables: dict[str, Any], opts: Any) -> str:
-    from analysis.report import answer
-    from analysis.report.page import PriceNotes, informative, with_unit_columns
-
     summary = tables["summary"]
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
@@ -194,13 +192,6 @@ def write_report(
     problem = check_options(deadline_hours, budget_usd)
     if problem:
         raise ValueError(problem)
-    from analysis.metrics import Options, analyse_summary
-    from analysis.report import predictions, reference
-    from analysis.report.page import presented, write_pages
-    from analysis.report.query import report_query
-    from analysis.report.source import results_dataset
-    from infra.catalog import load_catalog
-
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
     dataset = results_dataset(str(out_dir if table is None else table))

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import io
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.image  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.layout_engine import TightLayoutEngine  # noqa: E402
+from matplotlib.transforms import Affine2D, Bbox  # noqa: E402
 
 DPI = 90  # the page's resolution: figures are made, laid out and saved at it (one text metric per label)
 TRIM_PAD_INCHES = 0.04  # white space kept around what a chart draws
 LAYOUT = {"pad": 0.3, "h_pad": 1.0, "w_pad": 1.0}  # matplotlib's tight layout, in font sizes
 OVERFLOW_INCHES = 2.0  # drawn past the figure's edge by up to this much, a chart is still trimmed from one draw
+
+
+def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
+    """A figure of rows x cols axes (a 2-D array) at the page's DPI and with no
+    layout engine: `lay_out` places its axes once, before it is drawn (an engine
+    would lay it out again on every draw, and saving draws it twice)."""
+    return plt.subplots(rows, cols, figsize=figsize, squeeze=False, dpi=DPI, **kwargs)
 
 
 def lay_out(fig) -> None:
@@ -16,10 +34,6 @@ def lay_out(fig) -> None:
     figure, so saving it draws it once, and later draws do not move its axes).
     Labels too long to fit leave matplotlib's default margins, silently: the
     PNG is cropped to what is drawn, so they are still shown whole."""
-    import warnings
-
-    from matplotlib.layout_engine import TightLayoutEngine
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         # rect=None: one measurement of the axes' extents. The default rect, the whole figure, measures
@@ -32,9 +46,6 @@ def png_bytes(fig, laid_out: bool = False) -> bytes:
     drawn once at the page's DPI and trimmed to what is drawn (a title wider
     than its axes included); zlib level 1: a few per cent larger, noticeably
     cheaper to write."""
-    import matplotlib.pyplot as plt
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     if not isinstance(fig.canvas, FigureCanvasAgg):  # closed or unpickled: a plain canvas, no renderer
         FigureCanvasAgg(fig)
     if not laid_out:
@@ -52,10 +63,6 @@ def _drawn_then_trimmed(fig) -> bytes | None:
     around what is drawn, plus the pad: one layout pass fewer than measuring
     every artist's extent first. None when something still reaches the
     canvas's edge (a label far too long for the layout)."""
-    import matplotlib.image
-    import numpy as np
-    from matplotlib.transforms import Affine2D, Bbox
-
     width, height = fig.get_size_inches()
     canvas = Bbox.from_extents(-OVERFLOW_INCHES, -OVERFLOW_INCHES, width + OVERFLOW_INCHES, height + OVERFLOW_INCHES)
     raw = io.BytesIO()

@@ -19,7 +19,7 @@ import pandas as pd
 from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options
 from analysis.output import USD
-from analysis.report import answer, reference
+from analysis.report import answer, plots, reference
 from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 from analysis.report.html import Cell, Figure, Row, Table, breakable, render
 from analysis.report.predictions import lines
@@ -28,10 +28,8 @@ from analysis.report.predictions import lines
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
     """Throughput and per-dollar figures as text in each benchmark's unit
     ("1,234.5 tweets/s", "4,100,000 images"): one table mixes benchmarks."""
-    from analysis.report.plots import units
-
     s = summary.copy()
-    u = [units(s.loc[[i]]) for i in s.index]
+    u = [plots.units(s.loc[[i]]) for i in s.index]
     s["throughput"] = [None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)]
     s["per_usd"] = [None if pd.isna(v) else f"{v:,.0f} {x}" for v, x in zip(s["samples_per_usd"], u)]
     return s
@@ -70,7 +68,7 @@ class PriceNotes:
     def ref(self, r: dict) -> str:
         key = (
             reference.price_source_words(r),
-            *(reference.present(r.get(k)) for k in ("price_as_of", "billing", "price_note")),
+            *(answer.present(r.get(k)) for k in ("price_as_of", "billing", "price_note")),
         )
         if not any(key):
             return None
@@ -162,10 +160,8 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
     """(header, row -> cell text, numeric) for one configuration's table: times
     in one unit (answer.time_unit of the longest), throughput in its sample
     unit, and only the columns that tell the reader something here."""
-    from analysis.report.plots import units
-
     unit = answer.time_unit([float(h) for h in rows["train_hours"] if h == h])
-    u = units(rows)
+    u = plots.units(rows)
     text = lambda col, fmt: lambda r: _cell(r.get(col), fmt).text
     cols = [
         ("offering", lambda r: breakable(str(r["offering_id"])), False),
@@ -206,8 +202,6 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
 def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
     """One configuration's offerings, no empty column, no identical row; and
     which optional figures no run of it recorded ("" when none is missing)."""
-    from analysis.report.plots import units
-
     cols = _config_columns(rows, notes)
     seen, body = set(), []
     for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
@@ -221,7 +215,7 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
         for col, what in (
             ("final_accuracy", "accuracy"),
             ("gpu_utilization_mean", "GPU utilisation"),
-            ("samples_per_second", f"{units(rows)}/s"),
+            ("samples_per_second", f"{plots.units(rows)}/s"),
         )
         if not _has(rows, col) and (col != "gpu_utilization_mean" or informative(rows, "gpus_used"))
     ]
@@ -237,8 +231,6 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
 
 def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
     """The charts that carry information; captions cite the numbered price sources (`cite`) instead of repeating them."""
-    from analysis.report import plots
-
     charts = [
         ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
         ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
@@ -335,7 +327,7 @@ def _base(summary: pd.DataFrame, opts: Options) -> str:
     """The base offering as used: the one asked for, else the one the metrics chose ("" for none)."""
     if opts.base:
         return str(opts.base)
-    chosen = [reference.present(b) for b in summary.get("base", pd.Series(dtype=object))]
+    chosen = [answer.present(b) for b in summary.get("base", pd.Series(dtype=object))]
     return next((b for b in chosen if b), "")
 
 

@@ -1,5 +1,5 @@
 """The report's charts, each the counterpart of one in the seed studies,
-rendered with matplotlib's Agg backend to PNG bytes (base64 in the HTML).
+drawn by chart_png (matplotlib's Agg backend) to PNG bytes (base64 in the HTML).
 
 Each function takes the metrics tables and returns (png bytes, caption) or
 (None, reason) when the data cannot draw it, so the report says why a chart
@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import matplotlib
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis.price.billed import onprem_hourly  # noqa: E402
-from analysis.report.chart_png import DPI, lay_out, png_bytes  # noqa: E402
+from analysis.price.billed import onprem_hourly
+from analysis.reference import imagenet_schedules
+from analysis.report.answer import PER_HOUR, per_samples_scale, time_unit
+from analysis.report.chart_png import figure, lay_out, png_bytes
+from infra.catalog import load_catalog
+from payload.benchmarks.base import units_of
 
 MAX_PANELS = 6
 
@@ -59,13 +61,6 @@ def to_png(fig, laid_out: bool = False) -> bytes:
     return png_bytes(fig, laid_out)
 
 
-def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
-    """A figure of rows x cols axes (a 2-D array) at the page's DPI and with no
-    layout engine: `lay_out` places its axes once, before it is drawn (an engine
-    would lay it out again on every draw, and saving draws it twice)."""
-    return plt.subplots(rows, cols, figsize=figsize, squeeze=False, dpi=DPI, **kwargs)
-
-
 def _panels(n: int, height_per: float, width: float = 9.0):
     n = min(n, MAX_PANELS)
     fig, axes = figure(n, 1, (width, max(2.5, height_per) * n))
@@ -96,8 +91,6 @@ ONE_OFFERING = "every configuration ran on one offering only: nothing to compare
 
 def units(d: pd.DataFrame) -> str:
     """Plural sample unit of a configuration's rows ("tweets"), "samples" when unknown."""
-    from payload.benchmarks.base import units_of
-
     u = d["sample_unit"].dropna() if "sample_unit" in d.columns else pd.Series(dtype=object)
     return units_of(str(u.iloc[0])) if len(u) else "samples"
 
@@ -141,8 +134,6 @@ def log_if_wide(ax, values, axis: str = "x") -> bool:
     v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
     wide = bool(v) and max(v) > 10 * min(v)
     if wide:
-        from matplotlib.ticker import NullFormatter, StrMethodFormatter
-
         (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
         scale = ax.xaxis if axis == "x" else ax.yaxis
         # 0.1, 1, 10 rather than 10^-1, 10^0, 10^1; no labels on minor ticks (they crowd)
@@ -196,10 +187,6 @@ def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colou
 
 def hourly_vs_time_figure(summary: pd.DataFrame):
     """The figure of hourly_vs_time (for tests that measure its labels), or None."""
-    from matplotlib.lines import Line2D
-
-    from analysis.report.answer import PER_HOUR, time_unit
-
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     panels = _compared(s)
     if not panels:
@@ -256,8 +243,6 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 004: what a fixed number of training samples costs (hourly price /
     (throughput x 3600), per run at its own price), per 1,000 or per million
     samples as reads best, in the benchmark's unit (images, tweets, ...)."""
-    from analysis.report.answer import per_samples_scale
-
     s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
     if s.empty:
         return None, "no run has both a throughput (samples/s) and a price"
@@ -323,8 +308,6 @@ def breakeven_vs_utilisation(
 ):
     """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
     than the best cloud offerings, by days of use per month."""
-    from infra.catalog import load_catalog
-
     if be.empty:
         return None, "no on-prem box was measured on a benchmark a cloud offering also ran"
     catalog = catalog or load_catalog()
@@ -361,8 +344,6 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
     """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
     extrapolated from each offering's measured images/s (one panel pair per
     configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
-    from analysis.reference import imagenet_schedules
-
     sched = imagenet_schedules()
     s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
     if s.empty:

@@ -14,22 +14,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from analysis.bench.judge import checks, line, predictions_in
+from analysis.bench.record import bench_dirs
+from payload.timestamps import parse_time
+
 COLUMNS = ("benchmark", "offering_id", "market", "probe", "run_id", "started_at", "samples_per_second")
 
 
 def recorded(directories: Sequence[Path] | None = None) -> list[dict]:
     """Every prediction the bench records hold (`directories`: bench workspaces, default every one found),
     oldest bench first."""
-    from analysis.bench.judge import predictions_in
-    from analysis.bench.record import bench_dirs
-
     found = predictions_in(bench_dirs() if directories is None else directories)
     return [p for _, p in found if p.get("benchmark")]
 
 
 def _when(text: Any) -> datetime | None:
-    from payload.timestamps import parse_time
-
     try:
         return parse_time(str(text)) if text else None
     except ValueError:
@@ -51,8 +50,6 @@ def measured_runs(query: Any, benchmarks: Sequence[str]) -> list[dict]:
 
 def judged(predictions: Sequence[dict], runs: Sequence[dict]) -> list[dict]:
     """Each prediction (the newest per benchmark, offering and market) beside the newest run after it."""
-    from analysis.bench.judge import checks
-
     newest: dict[tuple, dict] = {}
     for p in predictions:
         newest[(p["benchmark"], p.get("offering"), p.get("market"))] = p
@@ -81,6 +78,4 @@ def judged(predictions: Sequence[dict], runs: Sequence[dict]) -> list[dict]:
 
 def lines(found: Sequence[dict]) -> list[str]:
     """One line per prediction judged, as a bench prints it, naming the run that measured it."""
-    from analysis.bench.judge import line
-
     return [f"{c['benchmark']} on {line(c)}; measured by {c['measured_by']}" for c in found]

@@ -20,7 +20,15 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
 from analysis.metrics import CONFIG, GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics, with_workload
+from analysis.price.reprice import reprice_dataset
+from analysis.reference.studies import reference_figures
+from analysis.report.answer import present
 from analysis.report.facts import (
     FACT_KEYS,
     NOT_DONE_KEYS,
@@ -58,8 +66,6 @@ def _same(left: str, right: str, keys: Iterable[str]) -> str:
 @contextmanager
 def connect(memory_limit: str = MEMORY_LIMIT) -> Iterator[Any]:
     """An in-process DuckDB bounded to `memory_limit`, spilling to a private temporary directory."""
-    import duckdb
-
     with tempfile.TemporaryDirectory(prefix="gpubench-query-") as spill:
         con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
         try:
@@ -102,8 +108,6 @@ class RunsQuery:
 
     def _register_price_keys(self) -> None:
         """price_key of each distinct hourly price a non-spot run paid."""
-        import pandas as pd
-
         prices = self.frame(
             "SELECT DISTINCT num(hourly_usd) AS hourly FROM full_runs "
             "WHERE status = 'completed' AND market IS DISTINCT FROM 'spot' AND num(hourly_usd) IS NOT NULL"
@@ -195,10 +199,8 @@ class RunsQuery:
 
     def row_facts(self) -> Any:
         """Per FACT_KEYS group of the full runs (the keys the table has), their distinct
-        recorded price origins and data kinds, each joined in one text (None for none):
-        from the distinct (keys, facts) rows, a few, joined in pandas."""
-        import pandas as pd
-
+        recorded price origins and data kinds, each joined in one text (None for none);
+        the distinct (keys, facts) rows, a few, are joined in pandas."""
         facts = [c for c in RUN_FACTS if c in self.columns]
         keys = [k for k in FACT_KEYS if k in self.columns]
         if not facts or not keys:
@@ -206,8 +208,6 @@ class RunsQuery:
         rows = self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in keys + facts)} FROM full_runs")
         if rows.empty:
             return pd.DataFrame(columns=keys + facts)
-        from analysis.report.reference import present
-
         rows = rows.astype({c: object for c in facts})
         for c in facts:
             rows[c] = rows[c].map(present)
@@ -217,10 +217,6 @@ class RunsQuery:
     def measured(self) -> Any:
         """Median samples/s (and hourly price) of the completed runs of the studies' benchmarks,
         per REFERENCE_KEYS setup; price source and device of each setup's first run."""
-        import pandas as pd
-
-        from analysis.reference.studies import reference_figures
-
         benchmarks = sorted({f.benchmark for f in reference_figures()})
         keys = ", ".join(q(k) for k in REFERENCE_KEYS)
         first = "arg_min({c}, _idx) FILTER (WHERE {c} IS NOT NULL) AS {c}"
@@ -241,8 +237,6 @@ class RunsQuery:
         JOINED's distinct texts joined in table order, the prices paid and the ImageNet-scale
         figures (metrics.add_throughput_metrics). Every cost and per-dollar figure is the
         median of per-run figures, each run priced at its own price."""
-        import pandas as pd
-
         keys = ", ".join(q(k) for k in GROUP)
         figures = ["count(*) AS repeats"]
         for col in MEDIANS:
@@ -286,9 +280,6 @@ class RunsQuery:
 def _local_parquet(dataset: Any) -> tuple[list[str], bool] | None:
     """(files, Hive-partitioned) of a dataset of Parquet files on the local disk,
     partitioned by `key=value` folders or not at all; else None."""
-    import pyarrow.dataset as ds
-    import pyarrow.fs as pafs
-
     if not isinstance(dataset, ds.FileSystemDataset) or not isinstance(dataset.filesystem, pafs.LocalFileSystem):
         return None
     if not isinstance(dataset.format, ds.ParquetFileFormat) or not dataset.files:
@@ -347,8 +338,6 @@ def prices_paid(market: str, vals: list[float]) -> str | None:
 def _summary_frame(agg: Any) -> Any:
     """The summary's columns in their order, from the aggregated rows: spreads and
     prices paid worked out here, in pandas, on the few aggregated rows."""
-    import pandas as pd
-
     out = pd.DataFrame({k: agg[k] for k in GROUP})
     out["repeats"] = agg["repeats"]
     for col in MEDIANS:
@@ -396,7 +385,5 @@ def report_query(dataset: Any, as_of: date | None = None) -> Iterator[RunsQuery]
     over the runs re-priced at that date (streamed to a temporary file)."""
     with connect() as con, tempfile.TemporaryDirectory(prefix="gpubench-priced-") as work:
         if as_of is not None and dataset.count_rows():  # an empty table has nothing to re-price
-            from analysis.price.reprice import reprice_dataset
-
             dataset = reprice_dataset(dataset, as_of, Path(work) / "priced.parquet")
         yield RunsQuery(con, dataset)

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from analysis.reference import imagenet_schedules
 from analysis.reference.studies import (
     Figure,
     StudyJob,
@@ -24,6 +25,8 @@ from analysis.reference.studies import (
     work_differences,
     workload_notes,
 )
+from analysis.report import plots
+from analysis.report.answer import long_duration, present
 from analysis.report.facts import FACT_KEYS, RUN_FACTS
 from analysis.report.html import Figure as Chart
 
@@ -68,8 +71,6 @@ def plot(m: pd.DataFrame):
     """One panel per benchmark: published figures (grey; hatched when derived or
     estimated) and this report's runs (orange), log scale from a power of ten so
     bar lengths stay honest. (png, caption) or (None, why)."""
-    from analysis.report.plots import MAX_PANELS, figure, to_png
-
     if m.empty:
         return (
             None,
@@ -77,7 +78,7 @@ def plot(m: pd.DataFrame):
         )
     figs = reference_figures()
     panels = []
-    for bench in sorted(m["benchmark"].unique())[:MAX_PANELS]:
+    for bench in sorted(m["benchmark"].unique())[: plots.MAX_PANELS]:
         mine = m[m["benchmark"] == bench]
         batches = {int(x) for x in mine["per_gpu_batch_size"].dropna()}
         refs = _comparable([f for f in figs if f.benchmark == bench], batches)
@@ -85,7 +86,7 @@ def plot(m: pd.DataFrame):
         items += [(_measured_label(r), float(r["value"]), "this", "measured") for r in mine.to_dict("records")]
         panels.append((bench, refs[0].unit if refs else "samples/s", sorted(items, key=lambda t: t[1])))
     heights = [0.28 * len(items) + 0.9 for _, _, items in panels]
-    fig, axes = figure(len(panels), 1, (9, sum(heights) + 0.3), gridspec_kw={"height_ratios": heights})
+    fig, axes = plots.figure(len(panels), 1, (9, sum(heights) + 0.3), gridspec_kw={"height_ratios": heights})
     for ax, (bench, unit, items) in zip((a[0] for a in axes), panels):
         low = 10 ** math.floor(math.log10(min(t[1] for t in items) * 0.9))
         for i, (_name, value, who, basis) in enumerate(items):
@@ -104,7 +105,7 @@ def plot(m: pd.DataFrame):
         )
     studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
     caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
-    return to_png(fig), caption
+    return plots.to_png(fig), caption
 
 
 def _fmt(v, spec: str) -> str | None:
@@ -365,8 +366,6 @@ def _plain(text, limit: int = 300) -> str:
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
     """What the study trained in full: (words, samples), from the study's own
     figures (seed 000) or the model's ImageNet schedule (seed 004)."""
-    from analysis.reference import imagenet_schedules
-
     unit = refs[0].unit.removesuffix("/s") if refs else "samples"
     if refs and refs[0].workload_samples:
         return f"{refs[0].study}'s full training ({refs[0].workload_samples:,} {unit})", refs[0].workload_samples
@@ -448,15 +447,12 @@ def versus(
 def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
     """The answer's one chart: each study's full training, here (orange) and on
     the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
-    from analysis.report.answer import long_duration
-    from analysis.report.plots import MAX_PANELS, figure, log_if_wide, to_png
-
     items = [v for v in items if isinstance(v, Versus)]  # a study not compared has nothing to draw
     if not items:
         return None, "this machine ran no benchmark the studies publish"
-    items = items[:MAX_PANELS]
+    items = items[: plots.MAX_PANELS]
     rows = max(len(v.there) + 1 for v in items)
-    fig, axes = figure(1, len(items), (4.8 * len(items), 0.15 * rows + 0.9))
+    fig, axes = plots.figure(1, len(items), (4.8 * len(items), 0.15 * rows + 0.9))
     for ax, v in zip(axes[0], items):
         bars = sorted(
             [(f"this machine ({v.device})", v.here_hours, True)] + [(n, h, False) for n, h, _ in v.there],
@@ -468,7 +464,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
                 long_duration(hours), (hours, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=7
             )
         ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=7)
-        log = log_if_wide(ax, [b[1] for b in bars], "x")
+        log = plots.log_if_wide(ax, [b[1] for b in bars], "x")
         ax.set_xlim(min(b[1] for b in bars) / 2 if log else 0, max(b[1] for b in bars) * (8 if log else 1.3))
         ax.set_xlabel("hours" + (" (log scale)" if log else ""), fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
@@ -483,7 +479,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
         "GPUs as published or from their published rates (grey). The reference section below has every figure "
         "with its source."
     )
-    return to_png(fig), caption
+    return plots.to_png(fig), caption
 
 
 # --- The price a run was costed at, in words a person reads ---
@@ -491,14 +487,6 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
 ORIGIN_WORDS = {
     "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded",
 }
-
-
-def present(value) -> str | None:
-    """A text value, or None for anything that is no value ("None", "nan", "", NaN)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
-        return None
-    text = str(value).strip()
-    return None if text in ("", "None", "nan", "NaN", "<NA>") else text
 
 
 def price_source_words(r: dict) -> str | None:

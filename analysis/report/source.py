@@ -1,17 +1,15 @@
-"""Where the report and the plan read the results table from: one function,
-`results_dataset(table)`, a pyarrow Dataset that DuckDB scans with projection
-and filter pushdown, so no reader ever holds every row.
-
-The table is read as analysis.dataset.export.read_table reads it, so the queried
-figures are the pandas ones row for row: a local directory's results.parquet
-export when there is one, else the results dataset there
-(analysis.dataset.open_dataset: the Delta table of a local directory or a
-bucket prefix, collected without exports, or an older collect's results.parquet).
-"""
+"""Where the report and the plan read the results table: `results_dataset(table)`, a pyarrow
+Dataset DuckDB scans with projection and filter pushdown, so no reader holds every row: a local
+directory's results.parquet export when there is one, else the results dataset there
+(analysis.dataset.open_dataset: the Delta table of a local directory or a bucket prefix)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pyarrow.dataset as ds
+
+from analysis.dataset import TableNotFound, open_dataset, resolve
 
 TABLE_FILE = "results.parquet"
 
@@ -25,13 +23,9 @@ def results_dataset(table: str) -> Any:
     """The runs of the results table at `table` (a directory or bucket prefix
     collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
     the location and the fix when collect has not written it there."""
-    import pyarrow.dataset as ds
-
-    from analysis.dataset import TableNotFound, open_dataset, resolve
-
     local = resolve(table).local
     export = local / TABLE_FILE if local is not None else None
-    if export is not None and export.is_file():  # the export, in the order the pandas path reads
+    if export is not None and export.is_file():  # the export, in its rows' order
         return ds.dataset(str(export), format="parquet")
     try:
         return open_dataset(table)

@@ -7,35 +7,35 @@ from datetime import date
 
 import pytest
 
-from analysis.offerings import find_offers, offering_row
+from analysis.offerings import offering_row, search_offers
 from analysis.planning import plan_stack, plan_stacks
 from analysis.readiness import bucket_check, extras_checks, readiness_checks
 from infra.catalog import load_catalog
 
 
-def test_find_offers_filters_and_orders_catalog_rows():
+def test_search_offers_filters_and_orders_catalog_rows():
     catalog = load_catalog()
-    found = find_offers(catalog, gpu="T4:1", sort="price")
+    found = search_offers(catalog, gpu="T4:1", sort="price").rows
     assert found and all(r["gpu"] == "T4" and r["gpu_count"] == 1 for r in found)
     priced = [r["hourly_usd"] for r in found if r["hourly_usd"] is not None]
     assert priced == sorted(priced)
-    spot = find_offers(catalog, gpu="V100", spot=True, max_price=3)
+    spot = search_offers(catalog, gpu="V100", spot=True, max_price=3).rows
     assert spot and all("spot" in r["markets"] and r["spot_hourly_usd"] <= 3 for r in spot)
     one = catalog.get(found[0]["id"])
     assert offering_row(catalog, one, None) == found[0]
 
 
-def test_find_offers_hides_retired_offerings_on_the_day_and_refuses_bad_filters():
+def test_search_offers_hides_retired_offerings_on_the_day_and_refuses_bad_filters():
     catalog = load_catalog()
     day = date(2018, 2, 8)
     retired = [o.id for o in catalog.offerings() if o.is_retired_on(date.today()) and not o.is_retired_on(day)]
-    today_ids = {r["id"] for r in find_offers(catalog)}
-    then_ids = {r["id"] for r in find_offers(catalog, as_of=day)}
+    today_ids = {r["id"] for r in search_offers(catalog).rows}
+    then_ids = {r["id"] for r in search_offers(catalog, as_of=day).rows}
     assert retired and not set(retired) & today_ids and set(retired) <= then_ids
     with pytest.raises(ValueError, match="MODEL:COUNT"):
-        find_offers(catalog, gpu="T4:x")
+        search_offers(catalog, gpu="T4:x")
     with pytest.raises(ValueError, match="--max-price -1"):
-        find_offers(catalog, max_price=-1)
+        search_offers(catalog, max_price=-1)
 
 
 def test_plan_stacks_bounds_each_stack_by_its_deadline(tmp_path):

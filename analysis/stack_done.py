@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from analysis import fastjson
+from analysis.observe import read_bounded
+from infra.tags import BadDeadline, parse_deadline
 from payload.layout import stack_prefix
-from payload.result import FINAL_STATUSES  # noqa: E402  (one definition, bottom layer)
+from payload.result import FINAL_STATUSES
+from payload.storage import StorageError, open_store
 
 # Boot time is measured on the instance, the update start on the laptop.
 CLOCK_SKEW = timedelta(minutes=5)
@@ -47,8 +50,6 @@ class Completion:
 
 
 def _ts(text) -> datetime | None:
-    from infra.tags import BadDeadline, parse_deadline
-
     try:
         return parse_deadline(text) if text else None
     except BadDeadline:
@@ -57,9 +58,7 @@ def _ts(text) -> datetime | None:
 
 def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str]]:
     """Every result.json of the stack under each results URL; unreadable ones become problems, not errors."""
-    from analysis.collect.validation import MAX_RESULT_BYTES
-    from analysis.observe import read_bounded
-    from payload.storage import StorageError, open_store
+    from analysis.collect.validation import MAX_RESULT_BYTES  # the collect package loads pyarrow
 
     runs: list[RunState] = []
     problems: list[str] = []
