@@ -76,27 +76,6 @@ class Options:
             raise ValueError(f"cost basis {self.cost_basis!r} is not one of {', '.join(COST_BASES)}") from None
 
 
-def with_workload(runs: pd.DataFrame) -> pd.DataFrame:
-    """Tables written before the workload columns existed: benchmark, batch
-    and precision are all they can tell apart (collect again to split by
-    epochs and samples too)."""
-    if "workload" in runs.columns and "sample_unit" in runs.columns:
-        return runs
-    from analysis.dataset.row import _sample_unit
-
-    r = runs.copy()
-    if "workload" not in r.columns:
-        key = r[["benchmark", *CONFIG]].astype(str).agg("|".join, axis=1)
-        r["workload"] = key
-        r["workload_label"] = [
-            f"batch {b}, {p} (parameters not in this table: collect again)"
-            for b, p in zip(r["per_gpu_batch_size"], r["precision"])
-        ]
-    if "sample_unit" not in r.columns:
-        r["sample_unit"] = r["benchmark"].map(lambda b: _sample_unit(str(b)))
-    return r
-
-
 def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
     """ImageNet-equivalent time and cost (seed 004), from the row's median
     throughput at the row's price (one price per row but for spot rows)."""

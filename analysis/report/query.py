@@ -5,9 +5,9 @@ the number of runs. metrics.analyse_summary derives the report's other tables
 from `RunsQuery.summary`; the page reads `RunsQuery.facts`.
 
 A median is the mean of the two middle values; a summary row's texts are
-joined in the order its runs appear in the table; the per-row rules written in
-Python (a price's key, a legacy table's workload) are applied to the few
-distinct values they read and joined back.
+joined in the order its runs appear in the table; the per-row rule written in
+Python (a price's key) is applied to the few distinct values it reads and
+joined back.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from analysis.metrics import CONFIG, GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics, with_workload
+from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
 from analysis.price.reprice import reprice_dataset
 from analysis.reference.studies import reference_figures
 from analysis.report.answer import present
@@ -41,7 +41,6 @@ from analysis.report.facts import (
 
 # DuckDB's own bound; it spills to a temporary directory beyond it.
 MEMORY_LIMIT = "512MB"
-LEGACY_WORKLOAD = ("workload", "workload_label", "sample_unit")  # columns tables before workloads lack
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
 
 # Numbers: NaN is missing (NULL), and so is text that is no number.
@@ -117,20 +116,6 @@ class RunsQuery:
         )
         self.con.register("_price_keys", keys)
 
-    def _register_legacy_workloads(self) -> tuple[list[str], str]:
-        """A table written before the workload columns: metrics.with_workload over the
-        distinct (benchmark, backend, precision, batch) it holds, joined back by them.
-        Returns the columns it supplies and the join ([] and "" when the table has them)."""
-        missing = [c for c in LEGACY_WORKLOAD if c not in self.columns]
-        if "workload" not in self.columns:  # the key and its label come together
-            missing = list(LEGACY_WORKLOAD)
-        if not missing:
-            return [], ""
-        keys = ["benchmark", *CONFIG]
-        combos = self.frame(f"SELECT DISTINCT {', '.join(q(k) for k in keys)} FROM done_base")
-        self.con.register("_legacy", with_workload(combos)[[*keys, *missing]])
-        return missing, f"LEFT JOIN _legacy ON {_same('done_base', '_legacy', keys)}"
-
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
         backend = "" if "backend" in self.columns else ", 'tensorflow' AS backend"
@@ -138,23 +123,19 @@ class RunsQuery:
             f"CREATE OR REPLACE TEMP VIEW done_base AS SELECT *{backend} FROM full_runs WHERE status = 'completed'"
         )
         self._register_price_keys()
-        legacy, legacy_join = self._register_legacy_workloads()
-        workload = ", ".join(f"{'_legacy' if c in legacy else 'done_base'}.{c}" for c in LEGACY_WORKLOAD)
-        raw = [c for c in GROUP if c not in ("price_key", "workload")]
+        raw = [c for c in GROUP if c != "price_key"]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
-        texts = [c for c in JOINED if c not in ("workload_label", "sample_unit")]
         self.rows(
             "CREATE OR REPLACE TEMP VIEW done AS SELECT "
             + ", ".join(f"done_base.{q(c)}" for c in raw)
-            + f", {workload}, "
-            + "CASE WHEN done_base.market = 'spot' THEN 'spot' "
+            + ", CASE WHEN done_base.market = 'spot' THEN 'spot' "
             "WHEN num(done_base.hourly_usd) IS NULL THEN 'unpriced' ELSE CAST(_price_keys.price_key AS VARCHAR) END AS price_key, "
             + ", ".join(f"num(done_base.{q(c)}) AS {q(c)}" for c in numbers)
             + ", CASE WHEN num(done_base.hourly_usd) > 0 AND num(done_base.samples_per_second) > 0 "
             "THEN num(done_base.samples_per_second) * 3600.0 / num(done_base.hourly_usd) END AS samples_per_usd, "
-            + ", ".join(f"CAST(done_base.{q(c)} AS VARCHAR) AS {q(c)}" for c in texts)
+            + ", ".join(f"CAST(done_base.{q(c)} AS VARCHAR) AS {q(c)}" for c in JOINED)
             + ", num(done_base.setup_fee_usd) AS setup_fee_usd, done_base._idx "
-            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly " + legacy_join
+            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly"
         )
 
     # -- the figures ----------------------------------------------------------

@@ -385,22 +385,6 @@ def test_golden_facts(tmp_path):
     assert sorted(set(dates)) == ["2026-01-01"]  # r1, r2, r3, r8: launch-time prices from the catalog
 
 
-def test_golden_summary_of_a_table_from_before_workloads_and_probes(tmp_path):
-    """No workload, label, unit or probe column: runs are told apart by benchmark, backend,
-    precision and batch only, labelled so; the unit comes from the benchmark's declaration;
-    r8 (without its flag) is a full run."""
-    old = _golden_runs().drop(columns=["workload", "workload_label", "sample_unit", "probe"])
-    with report_query(results_dataset(_golden_table(tmp_path, old))) as query:
-        summary, probes = query.summary(), query.probes()
-    assert probes == 0
-    assert set(summary["workload"]) == {"resnet50|tensorflow|fp32|32"}
-    assert set(summary["workload_label"]) == {"batch 32, fp32 (parameters not in this table: collect again)"}
-    assert set(summary["sample_unit"]) == {"image"}
-    # r8 joins r1-r3: hours 4, 1, 2, 0.1 -> (1 + 2) / 2; samples/s 25, 100, 50, 200 -> (50 + 100) / 2
-    p3 = summary[summary["price_key"] == "3"].iloc[0]
-    assert (p3["repeats"], p3["train_hours"], p3["samples_per_second"]) == (4, 1.5, 75.0)
-
-
 def test_golden_numbers_read_as_numbers(tmp_path):
     """A throughput written as text that is a number counts; text that is none, or NaN, is missing."""
     runs = _golden_runs()
