@@ -336,10 +336,9 @@ def _summary_frame(agg: Any) -> Any:
 
 def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:
     """Billed seconds of the completed runs per (stack, benchmark), of `stacks`
-    only (None: all): billed_hours x 3600, or billed_seconds in tables from before it."""
+    only (None: all): billed_hours x 3600."""
     columns = set(dataset.schema.names)
-    billed = "billed_hours * 3600.0" if "billed_hours" in columns else "billed_seconds"
-    if not ({"stack", "benchmark"} <= columns and {"billed_hours", "billed_seconds"} & columns):
+    if not {"stack", "benchmark", "billed_hours"} <= columns:
         return {}
     where = ["stack IS NOT NULL", "benchmark IS NOT NULL"]
     if "status" in columns:
@@ -349,7 +348,7 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
     with connect() as con:
         _register_source(con, dataset)
         rows = con.execute(
-            f"SELECT stack, benchmark, num({billed}) FROM _dataset WHERE {' AND '.join(where)}",
+            f"SELECT stack, benchmark, num(billed_hours * 3600.0) FROM _dataset WHERE {' AND '.join(where)}",
             [] if stacks is None else [list(stacks)],
         ).fetchall()
     seconds: dict[tuple[str, str], list[float]] = {}

@@ -83,7 +83,7 @@ def test_cost_estimate_from_results_table(catalog, tmp_path):
         {
             "stack": ["aws-g4dn-1x"] * 3 + ["other"],
             "benchmark": ["mnist-cnn"] * 3 + ["mnist-cnn"],
-            "billed_seconds": [1800, 3600, 5400, 99],
+            "billed_hours": [0.5, 1.0, 1.5, 99 / 3600],
         }
     ).to_parquet(tmp_path / "results.parquet")
     rows = {r["benchmark"]: r for r in infra_estimate_costs(cfg, 2.0, estimate.measured_runs_of(tmp_path))}

@@ -32,13 +32,8 @@ def test_completed_runs_billed_hours_become_seconds_per_stack_and_benchmark(tmp_
     assert only_b.seconds == {("b", "mnist"): [3600.0]}
 
 
-def test_older_tables_with_billed_seconds_and_a_missing_table(tmp_path):
-    pd = require_module("pandas")
+def test_a_missing_table_says_where_it_looked(tmp_path):
     require_module("duckdb")
-    pd.DataFrame({"stack": ["a"], "benchmark": ["mnist"], "billed_seconds": [120.0]}).to_parquet(
-        tmp_path / "results.parquet"
-    )
-    assert measured_runs_of(tmp_path).seconds == {("a", "mnist"): [120.0]}
     missing = measured_runs_of(tmp_path / "none")
     assert missing.seconds == {} and missing.where is None and "no results table at" in missing.note
 
