@@ -81,8 +81,6 @@ def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
     throughput at the row's price (one price per row but for spot rows)."""
     s = summary.copy()
     sps, hourly = s["samples_per_second"], s["hourly_usd"]
-    if "samples_per_usd" not in s.columns:
-        s["samples_per_usd"] = (sps * 3600.0 / hourly).where((hourly > 0) & (sps > 0))
     sched = imagenet_schedules()
     samples = s["benchmark"].map(lambda b: sched.get(b, {}).get("samples"))
     s["imagenet_samples"] = samples

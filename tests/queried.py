@@ -14,23 +14,22 @@ from analysis.report.facts import RunFacts
 from analysis.report.query import RunsQuery, connect
 
 
-def as_collected(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> pd.DataFrame:
-    """`runs` with the columns of a collected (and priced) table it lacks, all missing,
-    but those named in `without` (a table from before them)."""
+def as_collected(runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` with the columns of a collected (and priced) table it lacks, all missing."""
     from analysis.dataset.row import COLUMNS
     from analysis.price.runs import PRICE_COLUMNS
 
-    added = [c for c in (*COLUMNS, *PRICE_COLUMNS) if c not in runs.columns and c not in without]
+    added = [c for c in (*COLUMNS, *PRICE_COLUMNS) if c not in runs.columns]
     return runs.assign(**{c: pd.Series(None, index=runs.index, dtype=object) for c in added})
 
 
 @contextmanager
-def query_of(runs: pd.DataFrame, without: tuple[str, ...] = ()) -> Iterator[RunsQuery]:
+def query_of(runs: pd.DataFrame) -> Iterator[RunsQuery]:
     """The query over `runs` as_collected, handed over as an Arrow dataset."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    table = as_collected(runs, without)
+    table = as_collected(runs)
     with connect() as con:
         yield RunsQuery(con, ds.dataset(pa.Table.from_pandas(table, preserve_index=False)))
 

@@ -88,8 +88,10 @@ class RunsQuery:
         numbered = _register_source(con, dataset)
         index = "" if numbered else ", row_number() OVER () AS _idx"  # in scan order
         self.rows(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT *{index} FROM _dataset")
-        probe = "NOT coalesce(CAST(probe AS BOOLEAN), false)" if "probe" in self.columns else "true"
-        self.rows(f"CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs WHERE {probe}")
+        self.rows(
+            "CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs "
+            "WHERE NOT coalesce(CAST(probe AS BOOLEAN), false)"
+        )
         self._done_view()
 
     def frame(self, sql: str, params: Iterable[Any] = ()) -> Any:
@@ -118,10 +120,7 @@ class RunsQuery:
 
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
-        backend = "" if "backend" in self.columns else ", 'tensorflow' AS backend"
-        self.rows(
-            f"CREATE OR REPLACE TEMP VIEW done_base AS SELECT *{backend} FROM full_runs WHERE status = 'completed'"
-        )
+        self.rows("CREATE OR REPLACE TEMP VIEW done_base AS SELECT * FROM full_runs WHERE status = 'completed'")
         self._register_price_keys()
         raw = [c for c in GROUP if c != "price_key"]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
@@ -142,8 +141,6 @@ class RunsQuery:
 
     def probes(self) -> int:
         """Probe runs (short runs of a job) left out of every figure."""
-        if "probe" not in self.columns:
-            return 0
         return int(self.scalar("SELECT count(*) FROM runs WHERE coalesce(CAST(probe AS BOOLEAN), false)"))
 
     def facts(self) -> RunFacts:

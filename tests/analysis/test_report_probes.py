@@ -85,21 +85,18 @@ def test_the_terminal_summary_counts_the_probe_runs_left_out(collected, tmp_path
 
 
 def test_a_table_without_probes_has_no_probe_line(collected, tmp_path, capsys):
-    old, _ = _report(tmp_path, "old", collected.drop(columns=["probe"], errors="ignore"), capsys)
+    full, _ = _report(tmp_path, "full", collected.assign(probe=False), capsys)
     none_set, _ = _report(
-        tmp_path, "false", collected.assign(probe=pd.array([None] * len(collected), "boolean")), capsys
+        tmp_path, "none", collected.assign(probe=pd.array([None] * len(collected), "boolean")), capsys
     )
-    assert _probe_note(old) == [] and "probe" not in old
-    assert none_set == old  # a missing flag is a full run
+    assert _probe_note(full) == [] and "probe" not in full
+    assert none_set == full  # a missing flag is a full run
 
 
-def test_the_query_treats_a_missing_column_or_value_as_a_full_run():
+def test_the_query_treats_a_missing_value_as_a_full_run():
     runs = pd.DataFrame({"run_id": ["a", "b", "c", "d"], "status": "failed", "probe": [True, False, None, True]})
     with query_of(runs) as q:
         assert q.probes() == 2 and q.facts().total == 2
         assert list(q.rows("SELECT run_id FROM full_runs ORDER BY _idx")) == [("b",), ("c",)]
-    with query_of(runs.drop(columns=["probe"]), without=("probe",)) as q:
-        assert "probe" not in q.columns
-        assert q.probes() == 0 and q.facts().total == 4
     assert probe_line(0) == "" and probe_line(1).startswith("1 probe run left out")
     assert "`gpubench bench` shows them" in probe_line(2)
