@@ -17,7 +17,7 @@ from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
 from payload import layout
 
-DIGEST_KIND = "sum128:"  # a digest of another kind (an older manifest's) is never extended, only compared
+DIGEST_KIND = "sum128:"  # a digest without it (a damaged record) is never extended and matches nothing
 _MODULUS = 1 << 128
 
 
@@ -37,11 +37,8 @@ def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
 
 
 def digest_matches(run_ids: list[str], digest: str) -> bool:
-    """Whether `digest` is that of `run_ids`, of its own kind: an older manifest's
-    digest (SHA-256 of the sorted ids) is compared as such, not taken for a change."""
-    if digest.startswith(DIGEST_KIND):
-        return runs_digest(run_ids) == digest
-    return hashlib.sha256("\n".join(sorted(run_ids)).encode()).hexdigest() == digest
+    """Whether `digest` is that of `run_ids` (a digest of no known kind matches nothing: the stack is read again)."""
+    return runs_digest(run_ids) == digest
 
 
 def _hash_sum(run_ids: Iterable[str]) -> int:

@@ -159,8 +159,8 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
 
 
 def _digest_of(view: SourceView, prefix: str, now_runs: list[str] | None, new_runs: list[str]) -> str:
-    """The runs digest of a grown stack whose old digest cannot be extended (an older
-    manifest's kind): of its run directories as listed, or, found by its journal, of
+    """The runs digest of a grown stack whose old digest cannot be extended (of no
+    known kind): of its run directories as listed, or, found by its journal, of
     the runs the manifest holds and the new ones."""
     if now_runs is None:
         now_runs = [*view.stack_runs(prefix), *new_runs]
