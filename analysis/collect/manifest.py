@@ -131,8 +131,6 @@ class Manifest:
                 "CREATE TABLE IF NOT EXISTS stacks (source TEXT, prefix TEXT, runs INTEGER,"
                 " digest TEXT, notes BLOB, listed_at REAL, stamp TEXT, PRIMARY KEY (source, prefix))"
             )
-            if "stamp" not in {row[1] for row in db.execute("PRAGMA table_info(stacks)")}:
-                db.execute("ALTER TABLE stacks ADD COLUMN stamp TEXT")  # a manifest from before stamps
             db.execute("COMMIT")
             self._meta = meta
             return db
