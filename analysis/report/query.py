@@ -155,34 +155,27 @@ class RunsQuery:
     def not_done(self, n: int = NOT_DONE_SAMPLE) -> Any:
         """The `n` most recent full runs that did not complete (no start time last, ties in
         table order), most recent first: the columns the page shows."""
-        shown = [c for c in (*NOT_DONE_READ, *PRICE_NOTE_READ) if c in self.columns]
-        recent = "started_at DESC NULLS LAST, " if "started_at" in self.columns else ""
+        shown = ", ".join(q(c) for c in (*NOT_DONE_READ, *PRICE_NOTE_READ))
         return self.frame(
-            f"SELECT {', '.join(q(c) for c in shown)} FROM full_runs "
-            f"WHERE status IS DISTINCT FROM 'completed' ORDER BY {recent}_idx LIMIT {int(n)}"
+            f"SELECT {shown} FROM full_runs "
+            f"WHERE status IS DISTINCT FROM 'completed' ORDER BY started_at DESC NULLS LAST, _idx LIMIT {int(n)}"
         )
 
     def not_done_counts(self) -> Any:
         """The full runs that did not complete, per NOT_DONE_KEYS group: how many, their billed
         USD (None when none was priced) and the latest start; groups in key order, missing keys last."""
-        keys = [k for k in NOT_DONE_KEYS if k in self.columns]
-        billed = "num(billed_cost_usd)" if "billed_cost_usd" in self.columns else "NULL::DOUBLE"
-        start = "started_at" if "started_at" in self.columns else "NULL"
-        listed = ", ".join(q(k) for k in keys)
+        listed = ", ".join(q(k) for k in NOT_DONE_KEYS)
         counts = self.frame(
-            f"SELECT {listed}, count(*) AS runs, sum({billed}) AS billed_cost_usd, max({start}) AS latest_start "
-            f"FROM full_runs WHERE status IS DISTINCT FROM 'completed' GROUP BY {listed}"
+            f"SELECT {listed}, count(*) AS runs, sum(num(billed_cost_usd)) AS billed_cost_usd, "
+            f"max(started_at) AS latest_start FROM full_runs WHERE status IS DISTINCT FROM 'completed' GROUP BY {listed}"
         )
-        return _in_key_order(counts, keys)
+        return _in_key_order(counts, list(NOT_DONE_KEYS))
 
     def row_facts(self) -> Any:
-        """Per FACT_KEYS group of the full runs (the keys the table has), their distinct
+        """Per FACT_KEYS group of the full runs, their distinct
         recorded price origins and data kinds, each joined in one text (None for none);
         the distinct (keys, facts) rows, a few, are joined in pandas."""
-        facts = [c for c in RUN_FACTS if c in self.columns]
-        keys = [k for k in FACT_KEYS if k in self.columns]
-        if not facts or not keys:
-            return pd.DataFrame(columns=keys + facts)
+        facts, keys = list(RUN_FACTS), list(FACT_KEYS)
         rows = self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in keys + facts)} FROM full_runs")
         if rows.empty:
             return pd.DataFrame(columns=keys + facts)
@@ -246,8 +239,8 @@ class RunsQuery:
 
     def catalog_price_dates(self) -> list[Any] | None:
         """The dates of launch-time prices taken from the catalog (not a recorded
-        bill), each once; None when the table records no price basis at all."""
-        if "price_basis" not in self.columns or not self.scalar("SELECT count(*) FROM runs"):
+        bill), each once; None for a table without runs."""
+        if not self.scalar("SELECT count(*) FROM runs"):
             return None
         rows = self.rows(
             "SELECT DISTINCT price_as_of FROM runs WHERE contains(CAST(price_basis AS VARCHAR), 'catalog')"
