@@ -95,7 +95,7 @@ def default_base(summary: pd.DataFrame) -> str:
     configurations (ties: alphabetical), so the columns are never all blank.
     Runs without an offering (a payload run without --offering) leave
     DEFAULT_BASE, whose relative columns then say it did not run."""
-    if summary.empty or "offering_id" not in summary.columns:
+    if summary.empty:
         return DEFAULT_BASE
     present = set(summary["offering_id"].dropna())
     for o in BASE_PREFERENCE:
@@ -122,7 +122,7 @@ def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataF
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
             ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
-            label = rows["workload_label"].iloc[0] if "workload_label" in rows else None
+            label = rows["workload_label"].iloc[0]
             s.loc[idx, "relative_note"] = (
                 f"base {base} has no completed {bench} run"
                 if not ran
@@ -223,7 +223,7 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
                 {
                     "benchmark": bench,
                     "workload": wl,
-                    "workload_label": r.get("workload_label"),
+                    "workload_label": r["workload_label"],
                     "gpu_model": model,
                     "offering_id": r["offering_id"],
                     "market": r["market"],
@@ -285,7 +285,7 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
                     {
                         "benchmark": bench,
                         "workload": wl,
-                        "workload_label": box.get("workload_label"),
+                        "workload_label": box["workload_label"],
                         "onprem": box["offering_id"],
                         "cloud": c["offering_id"],
                         "market": c["market"],
@@ -323,7 +323,7 @@ def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
                 "gpus_used": None if pd.isna(r["gpus_used"]) else int(r["gpus_used"]),
                 "hours": float(r["train_hours"]),
                 "cost_usd": None if pd.isna(c) else float(c),
-                "prices_paid": r.get("prices_paid"),
+                "prices_paid": r["prices_paid"],
                 "price_as_of": None if pd.isna(r["price_as_of"]) else r["price_as_of"],
                 "price_source": None if pd.isna(r["price_source"]) else r["price_source"],
             }
@@ -342,7 +342,7 @@ def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
                     "offering_id": r["offering_id"],
                     "market": r["market"],
                     "hours": float(r["train_hours"]),
-                    "why": r["price_note"] if isinstance(r.get("price_note"), str) else "no price",
+                    "why": r["price_note"] if isinstance(r["price_note"], str) else "no price",
                     "how_to_price": add_price_hint(r["offering_id"], r["market"]),
                 }
                 for r in unpriced.drop_duplicates(["offering_id", "market"]).to_dict("records")
