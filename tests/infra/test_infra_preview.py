@@ -57,12 +57,24 @@ def test_preview_text_shows_price_deadline_cost_and_warnings():
         assert fragment in out, fragment
 
 
-def test_preview_all_json_lists_every_stack():
+def test_preview_all_json_lists_every_stack(rendered, monkeypatch, capsys):
+    """In this process over the session's renders of every stack (a render of all in a child costs ~8 s of
+    CPU); the CLI's --all reaches the same function (the next test)."""
+    from infra import preview
     from infra import stacks as stackfiles
+    from infra.cli import preview_command
 
-    proc = _run("preview", "--all", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert [s["stack"] for s in json.loads(proc.stdout)] == stackfiles.stack_names()
+    real_render = preview.render
+    monkeypatch.setattr(
+        preview, "render", lambda name, raw, catalog: rendered.get(name) or real_render(name, raw, catalog)
+    )
+    assert preview_command(None, all_stacks=True, as_json=True) == 0
+    assert [s["stack"] for s in json.loads(capsys.readouterr().out)] == stackfiles.stack_names()
+
+
+def test_preview_all_takes_no_stack_name():
+    proc = _run("preview", "--all", "aws-p3-8x-spot", "--json")
+    assert proc.returncode == 2 and "exactly one of STACK or --all" in proc.stderr
 
 
 def test_preview_bad_stack_and_bad_config_fail_clearly(tmp_path):
