@@ -126,6 +126,5 @@ def test_torch_on_several_devices_is_refused_before_torch_is_imported(monkeypatc
     from payload import training
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    monkeypatch.setattr(training, "_DEVICES_CACHE", {})
     with pytest.raises(training.DeviceError, match=f"torch on {max(gpus or 0, cpu_replicas)} devices"):
-        training.setup_devices(gpus, False, cpu_replicas, "torch")
+        training._torch_devices(gpus, False, cpu_replicas)  # as setup_devices calls it (after choosing the backend)
