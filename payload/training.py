@@ -253,7 +253,18 @@ def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devic
     return Devices(strategy, strategy.num_replicas_in_sync, visible, used, None, details, backend="jax")
 
 
+def _refuse_torch_on_several(devices: int) -> None:
+    if devices > 1:
+        raise DeviceError(
+            f"--backend torch on {devices} devices: released Keras (3.x up to 3.15) has no multi-device "
+            "distribution for the torch backend (it needs torchrun and Keras >= 3.16). "
+            "Use --gpus 1 with torch, or --backend tensorflow / jax for several GPUs"
+        )
+
+
 def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
+    if not expect_gpu:  # refused from the options alone, before seconds of importing torch and TensorFlow
+        _refuse_torch_on_several(max(gpus or 0, cpu_replicas))  # (--expect-gpu first checks for a GPU: exit 3)
     import torch
 
     _hide_gpus_from_tf()
@@ -261,13 +272,7 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Dev
     if expect_gpu and not visible:
         raise _no_gpu("PyTorch", "torch.cuda.is_available() is False")
     used = _used(gpus, visible, "PyTorch")
-    if used > 1 or cpu_replicas > 1:
-        n = used if used > 1 else cpu_replicas
-        raise DeviceError(
-            f"--backend torch on {n} devices: released Keras (3.x up to 3.15) has no multi-device "
-            "distribution for the torch backend (it needs torchrun and Keras >= 3.16). "
-            "Use --gpus 1 with torch, or --backend tensorflow / jax for several GPUs"
-        )
+    _refuse_torch_on_several(used if used > 1 else cpu_replicas)
     details = {}
     if used:
         cc = torch.cuda.get_device_capability(0)

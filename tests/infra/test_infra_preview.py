@@ -39,10 +39,27 @@ def test_preview_json_single_stack():
     assert any("retired GPU" in w for w in s["warnings"])
 
 
-def test_preview_text_shows_price_deadline_cost_and_warnings():
-    proc = _run("preview", "gcp-k80-1x")
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+@pytest.fixture
+def preview_in_process(rendered, monkeypatch, capsys):
+    """`preview` in this process over the session's renders of every stack (rendering them again in a
+    child costs ~8 CPU-s for --all); the CLI's own wiring is run in children by the other tests."""
+    from infra import preview
+    from infra.cli import preview_command
+
+    real_render = preview.render
+    monkeypatch.setattr(
+        preview, "render", lambda name, raw, catalog: rendered.get(name) or real_render(name, raw, catalog)
+    )
+
+    def run(stack: str | None, **options) -> str:
+        assert preview_command(stack, **options) == 0
+        return capsys.readouterr().out
+
+    return run
+
+
+def test_preview_text_shows_price_deadline_cost_and_warnings(preview_in_process):
+    out = preview_in_process("gcp-k80-1x")
     for fragment in (
         "== gcp-k80-1x",
         "price      $",
@@ -57,12 +74,16 @@ def test_preview_text_shows_price_deadline_cost_and_warnings():
         assert fragment in out, fragment
 
 
-def test_preview_all_json_lists_every_stack():
+def test_preview_all_json_lists_every_stack(preview_in_process):
     from infra import stacks as stackfiles
 
-    proc = _run("preview", "--all", "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert [s["stack"] for s in json.loads(proc.stdout)] == stackfiles.stack_names()
+    out = preview_in_process(None, all_stacks=True, as_json=True)
+    assert [s["stack"] for s in json.loads(out)] == stackfiles.stack_names()
+
+
+def test_preview_all_takes_no_stack_name():
+    proc = _run("preview", "--all", "aws-p3-8x-spot", "--json")
+    assert proc.returncode == 2 and "exactly one of STACK or --all" in proc.stderr
 
 
 def test_preview_bad_stack_and_bad_config_fail_clearly(tmp_path):

@@ -118,3 +118,13 @@ def test_bad_backend_names_the_choices(tmp_path):
     out = _run(tmp_path, "be-bad", "--backend", "cntk")
     assert out.returncode != 0
     assert "--backend='cntk'" in out.stderr and "tensorflow, jax, torch" in out.stderr
+
+
+@pytest.mark.parametrize(("gpus", "cpu_replicas"), [(None, 2), (2, 1), (4, 3)])
+def test_torch_on_several_devices_is_refused_before_torch_is_imported(monkeypatch, gpus, cpu_replicas):
+    """The refusal follows from the options: no seconds spent importing torch (blocked here) to give it."""
+    from payload import training
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(training.DeviceError, match=f"torch on {max(gpus or 0, cpu_replicas)} devices"):
+        training._torch_devices(gpus, False, cpu_replicas)  # as setup_devices calls it (after choosing the backend)
