@@ -16,7 +16,6 @@ annotations of the model, hence typing's List/Dict/Optional in them.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import math
 import os
 import typing
@@ -187,7 +186,7 @@ def _date(text: str) -> str:
     """An ISO date or time (2025-01-31, 2025-01-31T12:00:00Z): results carry when their price was true."""
     value = text.strip()
     try:
-        _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parse_iso(value)
     except ValueError:
         raise ValueError("must be an ISO 8601 date, e.g. 2025-01-31") from None
     return value
