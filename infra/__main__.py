@@ -15,7 +15,7 @@ if not __package__:  # run by path (the Pulumi language host): make `import infr
 
 def _under_engine() -> bool:
     try:
-        from pulumi.runtime.settings import get_monitor
+        from pulumi.runtime.settings import get_monitor  # heavy, optional: the CLI runs without the infra extra
     except ImportError:
         return False
     return get_monitor() is not None

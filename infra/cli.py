@@ -12,8 +12,15 @@ import shutil
 import sys
 from collections.abc import Sequence
 
+from infra import stacks
+from infra.catalog import load_catalog
 from infra.conventions import UsageError, expand_stacks, known_stacks
+from infra.projectfiles import from_checkout, user_project_dir
+from infra.ssh.cli import register as register_ssh
+from infra.workspace import cli_context, project_dir
 from payload import exitcodes
+from payload.entrypoint import guarded
+from payload.terminal import safe_terminal
 
 INSTALL_HINT = (
     "the Pulumi CLI is not installed (needed for `{cmd}`).\n"
@@ -23,23 +30,12 @@ INSTALL_HINT = (
 CLI_COMMANDS = ("up", "destroy", "refresh")
 
 
-def _catalog():
-    from infra.catalog import load_catalog
-
-    return load_catalog()
-
-
 def _stacks_dir(write: bool):
     """The stacks/ that `stacks` checks or regenerates: a checkout's own; for a packaged install your
     copy in the state home (made when writing; when only checking, the shipped files until you have one)."""
-    from infra import stacks
-    from infra.projectfiles import from_checkout, user_project_dir
-
     if from_checkout():
         return stacks.STACKS_DIR
     if write:
-        from infra.workspace import project_dir
-
         return project_dir() / "stacks"
     mine = user_project_dir() / "stacks"
     return mine if mine.is_dir() else stacks.STACKS_DIR
@@ -47,11 +43,9 @@ def _stacks_dir(write: bool):
 
 def stacks_command(check: bool) -> int:
     """`stacks`: write stacks/ from the catalog matrix, or with `check` say what is stale; an exit code."""
-    from infra import stacks
-
     folder = _stacks_dir(write=not check)
     if check:
-        problems = stacks.check(_catalog(), folder)
+        problems = stacks.check(load_catalog(), folder)
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -59,7 +53,7 @@ def stacks_command(check: bool) -> int:
             return exitcodes.FAILED
         print("stacks/ is up to date")
         return 0
-    changed = stacks.write(_catalog(), folder)
+    changed = stacks.write(load_catalog(), folder)
     print("\n".join(changed) if changed else "stacks/ already up to date")
     return 0
 
@@ -78,7 +72,7 @@ def preview_command(
     `measured` (an infra.catalog.estimate.MeasuredRuns) is the billed time of collected runs,
     which only analysis reads: given by `gpubench preview`, else every cost is the deadline bound.
     `results` is refused here: infra never reads analysis's results table."""
-    from infra import preview, stacks
+    from infra import preview  # heavy: pulumi (infra.render); `stacks` and the pass-throughs run without it
 
     if all_stacks == bool(stack):
         raise UsageError("preview needs exactly one of STACK or --all")
@@ -89,7 +83,7 @@ def preview_command(
         )
     names = stacks.stack_names() if all_stacks else [stack]
     text = preview.run(
-        names, _catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, measured=measured
+        names, load_catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, measured=measured
     )
     print(text)
     return 0
@@ -119,8 +113,6 @@ def cmd_pulumi(args) -> int:
         raise exitcodes.GpubenchError(
             INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), exit_code=exitcodes.MISSING
         )
-    from infra.workspace import cli_context
-
     project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
     argv = [exe, args.command, "--stack", args.stack, *args.extra]
     os.chdir(project)
@@ -160,9 +152,7 @@ def parser() -> argparse.ArgumentParser:
         c.add_argument("stack")
         c.add_argument("extra", nargs=argparse.REMAINDER)
         c.set_defaults(func=cmd_pulumi)
-    from infra.ssh.cli import register as register_ssh  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
-
-    register_ssh(sub)
+    register_ssh(sub)  # `python -m infra ssh STACK` (infra/ssh/, docs/ssh.md)
     moved = sub.add_parser(
         "campaign", help="moved: `gpubench campaign` (or `python -m analysis campaign`)", add_help=False
     )
@@ -178,9 +168,6 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m infra`: every error through payload.entrypoint.guarded (a message, a documented exit code)."""
-    from payload.entrypoint import guarded
-    from payload.terminal import safe_terminal
-
     argv = list(sys.argv[1:] if argv is None else argv)
     with safe_terminal():  # nothing a bucket or a job wrote reaches the terminal raw (payload.terminal)
         return guarded(lambda: _run(argv), prog="python -m infra")

@@ -249,14 +249,3 @@ def image_fix(offering) -> str:
         "pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime names its CUDA, as in examples/pytorch-resnet) "
         "or a prebuilt gpubench:payloadImage"
     )
-
-
-def official_image_problems(offering) -> list[str]:
-    """Why the official TensorFlow image (infra.images) cannot give this cloud offering's GPU
-    a framework ([] when it can, for CPU offerings and for hosts this table does not cover)."""
-    from infra.images import public_image  # infra.images imports this module
-
-    generation = offering.image_generation
-    if offering.gpu is None or (offering.provider, generation) not in HOSTS:
-        return []
-    return problems(offering.provider, generation, offering.gpu.compute_capability, public_image(generation).image)

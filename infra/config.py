@@ -31,6 +31,7 @@ from infra.schedule_expr import ScheduleError, parse_schedule
 from payload.config import ALL_REDUCES, BACKENDS
 from payload.layout import BadKeyPart, check_stack_name
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 NAMESPACE = "gpubench"
 MARKETS = ("on-demand", "spot")
@@ -146,7 +147,7 @@ def _bool(raw: Any) -> bool:
 
 def benchmark_names(raw: Any) -> tuple[str, ...]:
     """A non-empty list of built-in benchmark names: a YAML list, a JSON list or a comma list."""
-    from payload.benchmarks import REGISTRY  # imports numpy: the base install (offers, cost) has none
+    from payload.benchmarks import REGISTRY  # heavy: numpy, which the base install (offers, cost) lacks
 
     items: Any = raw
     if isinstance(raw, str):
@@ -287,8 +288,6 @@ def schedule(raw: Any) -> str:
 def workload_spec(raw: Any) -> str:
     """A workload spec file (relative to the current directory, the project root): checked
     here, so a bad spec fails before anything is launched. Returns its absolute path."""
-    from payload.workloads import WorkloadSpecError, load_spec  # numpy (payload.checkpoint): not in the base install
-
     text = nonempty_str(raw)
     try:
         return load_spec(Path(text).expanduser().resolve()).path

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from infra.projectfiles import STACKS_DIR, ssh_stack_names, stack_names
 from payload import exitcodes
 
 # The results table (the dataset `collect` writes and report, plan, preview and demo read).
@@ -128,10 +129,8 @@ def check_choice(flag: str, value: str, known: Sequence[str], fix: str) -> str:
 
 def known_stacks(stacks_dir=None) -> list[str]:
     """Every stack with a file in stacks/ (cloud, results and SSH stacks)."""
-    from infra import stacks
-
-    folder = stacks.STACKS_DIR if stacks_dir is None else stacks_dir
-    return stacks.stack_names(folder) + stacks.ssh_stack_names(folder)
+    folder = STACKS_DIR if stacks_dir is None else stacks_dir
+    return stack_names(folder) + ssh_stack_names(folder)
 
 
 def expand_stacks(patterns: Sequence[str], known: Sequence[str], where: str = "stacks/") -> list[str]:

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infra.compat import FRAMEWORKS
+from infra.compat import FRAMEWORKS, HOSTS
+from infra.compat import problems as compat_problems
 from payload.workloads import load_spec
 
 
@@ -94,3 +95,14 @@ def workload_image(spec_path: str) -> PublicImage | None:
 def payload_image(template: str, generation: str) -> str:
     """A prebuilt payload image (gpubench:payloadImage): `{generation}` in it is replaced."""
     return template.replace("{generation}", generation)
+
+
+def official_image_problems(offering) -> list[str]:
+    """Why the official TensorFlow image cannot give this cloud offering's GPU a framework
+    (infra.compat's tables; [] when it can, for CPU offerings and for hosts they do not cover)."""
+    generation = offering.image_generation
+    if offering.gpu is None or (offering.provider, generation) not in HOSTS:
+        return []
+    return compat_problems(
+        offering.provider, generation, offering.gpu.compute_capability, public_image(generation).image
+    )

@@ -16,9 +16,9 @@ from infra import clouds
 from infra.bundle import build_bundle, build_workload_bundle
 from infra.catalog import CatalogError
 from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
-from infra.compat import image_fix, official_image_problems, workload_image_problems
+from infra.compat import image_fix, workload_image_problems
 from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
-from infra.images import PublicImage, payload_image, public_image, workload_image
+from infra.images import PublicImage, official_image_problems, payload_image, public_image, workload_image
 from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
 from payload.config import render_env
 from payload.money import plain_usd

@@ -27,20 +27,6 @@ import yaml
 from payload.userdirs import user_dir
 from payload.yamlfile import read_yaml
 
-__all__ = [
-    "BUNDLED",
-    "CHECKOUT",
-    "ensure_user_project",
-    "from_checkout",
-    "program_main",
-    "project_path",
-    "project_root",
-    "stack_dirs",
-    "stack_file",
-    "user_or_shipped",
-    "user_project_dir",
-]
-
 CHECKOUT = Path(__file__).resolve().parent.parent
 BUNDLED = Path(__file__).resolve().parent / "project"
 # Both must be there for a directory to be the checkout (a site-packages never has them).
@@ -64,6 +50,12 @@ def project_path(name: str) -> Path:
     return project_root() / name
 
 
+STACKS_DIR = project_path("stacks")  # the checkout's, or the copy a packaged install carries
+# SSH stacks (`python -m infra ssh`, docs/ssh.md) share stacks/ but are not Pulumi
+# programs: their names start with this prefix and the matrix never touches them.
+SSH_PREFIX = "ssh-"
+
+
 def user_project_dir() -> Path:
     """Where a packaged install keeps your copy of its Pulumi project: `<state home>/project`."""
     return user_dir("state") / "project"
@@ -82,6 +74,20 @@ def stack_file(name: str, stacks_dir: Path) -> Path:
     folders = stack_dirs(stacks_dir)
     filename = f"Pulumi.{name}.yaml"
     return next((d / filename for d in folders if (d / filename).is_file()), folders[-1] / filename)
+
+
+def _all_names(stacks_dir: Path) -> list[str]:
+    files = (p for folder in stack_dirs(stacks_dir) for p in folder.glob("Pulumi.*.yaml"))
+    return sorted({p.name[len("Pulumi.") : -len(".yaml")] for p in files})
+
+
+def stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    """The Pulumi stacks in stacks/ (SSH stacks excluded)."""
+    return [n for n in _all_names(stacks_dir) if not n.startswith(SSH_PREFIX)]
+
+
+def ssh_stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
+    return [n for n in _all_names(stacks_dir) if n.startswith(SSH_PREFIX)]
 
 
 def user_or_shipped(path: str | Path) -> Path:

@@ -20,9 +20,10 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from infra import clouds
+
 ROOT = Path(__file__).resolve().parent.parent
-# The modules the sweep imports, and nothing else (no Pulumi, no catalog): the sweep modules keep
-# their other imports inside the functions the sweeper never calls.
+# The modules the sweep imports, and nothing else (no Pulumi, no catalog).
 MODULES = (
     "payload/__init__.py",
     "payload/exitcodes.py",
@@ -46,8 +47,6 @@ TIMEOUT_S = 900
 
 def package(provider: str) -> dict[str, bytes]:
     """archive path -> content, sorted; the same bytes for the same checkout."""
-    from infra import clouds
-
     files = {name: (ROOT / name).read_bytes() for name in MODULES}
     files.update({name: text.encode() for name, text in clouds.get(provider).SWEEPER_FUNCTION_FILES.items()})
     return dict(sorted(files.items()))
@@ -62,8 +61,6 @@ def package_hash(files: dict[str, bytes]) -> str:
 
 def run_sweep(env=None, now: datetime | None = None, **kw) -> dict:
     """Sweep as the environment says; the result document `analysis sweep --json` prints, minus counts' order."""
-    from infra import clouds
-
     env = os.environ if env is None else env
     provider = env.get("GPUBENCH_SWEEP_PROVIDER", "")
     if not clouds.is_cloud(provider):

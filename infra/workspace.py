@@ -174,6 +174,14 @@ def plain_outputs(outputs: Any) -> dict[str, Any]:
     return {k: plain(v) for k, v in dict(outputs or {}).items()}
 
 
+def _automation():
+    """`pulumi.automation`, loaded when a stack is driven: status, collect and teardown's planning
+    import this module without the Pulumi SDK (the infra extra)."""
+    import pulumi.automation as auto  # heavy: pulumi, the infra extra
+
+    return auto
+
+
 class _PulumiStack:
     """auto.Stack with string config values (ConfigValue wrapping done here)."""
 
@@ -193,9 +201,7 @@ class _PulumiStack:
         return self._stack.history(page_size=page_size, page=page)
 
     def set_config(self, key: str, value: str) -> None:
-        import pulumi.automation as auto
-
-        self._stack.set_config(key, auto.ConfigValue(value=str(value)))
+        self._stack.set_config(key, _automation().ConfigValue(value=str(value)))
 
     def get_config(self, key: str) -> str | None:
         try:
@@ -218,12 +224,10 @@ class PulumiWorkspace:
             self._workspace()  # teardown: a missing CLI fails now, before any decision
 
     def _workspace(self):
-        import pulumi.automation as auto
-
         if self._ws is not None:
             return self._ws
         try:
-            self._ws = auto.LocalWorkspace(work_dir=str(self.work_dir), **self._env())
+            self._ws = _automation().LocalWorkspace(work_dir=str(self.work_dir), **self._env())
         except FileNotFoundError as exc:  # the CLI vanished between which() and exec
             raise PulumiMissing(f"{exc.filename or 'pulumi'} not found") from exc
         return self._ws
@@ -233,8 +237,7 @@ class PulumiWorkspace:
         return {"env_vars": env} if env else {}
 
     def select_stack(self, name: str) -> _PulumiStack:
-        import pulumi.automation as auto
-
+        auto = _automation()
         if self.create:
             env = self._env()
             opts = {"opts": auto.LocalWorkspaceOptions(**env)} if env else {}

@@ -105,7 +105,7 @@ def register(sub) -> None:
 def run_sweeper(args) -> int:
     from analysis.output import usd_amount
     from analysis.price.monthly import sweeper_bill
-    from infra.sweep import check_cloud
+    from infra.sweep_targets import check_cloud
 
     args.sweeper = check_cloud("--sweeper", args.sweeper)  # a typo is named before any price is read
     if args.offering or args.every is None:

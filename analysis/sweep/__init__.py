@@ -17,11 +17,11 @@ __all__ = ["ACTIONS", "Action", "sweeper"]
 def sweeper(provider: str):
     """The sweep function of one cloud: (regions, now, dry_run, **kw) -> list[Action].
 
-    The cloud and the regions are checked against the catalog first (infra.sweep.check_cloud,
+    The cloud and the regions are checked against the catalog first (infra.sweep_targets.check_cloud,
     check_regions): a mistyped region is named with the closest ones before credentials or an
     SDK are looked for, instead of a sweep of a region where nothing could be."""
     from infra import clouds
-    from infra.sweep import check_cloud, check_regions
+    from infra.sweep_targets import check_cloud, check_regions
 
     name = check_cloud("--provider", provider)
     cloud = clouds.get(name)

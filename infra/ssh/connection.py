@@ -33,24 +33,18 @@ def project_known_hosts() -> Path:
     return user_path(KNOWN_HOSTS_ENV, "config", "known_hosts")
 
 
-def _record_policy(path: Path):
-    """A paramiko policy that accepts an unknown host and appends its key to `path` (created 0600)."""
-    import paramiko
+def _load_known_hosts(client, cfg: SshStack) -> Path:
+    """Load the user's known_hosts (never written) and gpubench's; an unknown host is refused (`strict`)
+    or its key appended to gpubench's file (created 0600)."""
+    import paramiko  # heavy: the infra extra; `gpubench` lists the ssh command without it
 
     class RecordOnFirstUse(paramiko.MissingHostKeyPolicy):
         def missing_host_key(self, client, hostname, key):
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            mine.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(mine, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a") as f:
                 f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
             client.get_host_keys().add(hostname, key.get_name(), key)
-
-    return RecordOnFirstUse()
-
-
-def _load_known_hosts(client, cfg: SshStack) -> Path:
-    """Load the user's known_hosts (never written) and gpubench's; the policy records new hosts in gpubench's."""
-    import paramiko
 
     mine = project_known_hosts()
     for path, load in ((os.path.expanduser(USER_KNOWN_HOSTS), client.load_system_host_keys), (mine, None)):
@@ -62,7 +56,7 @@ def _load_known_hosts(client, cfg: SshStack) -> Path:
             raise SshError(f"cannot read the known_hosts file {path} ({exc}); fix or remove it") from None
     client._host_keys_filename = None  # paramiko never rewrites a file; new keys are appended by the policy
     strict = cfg.host_key_check == "strict"
-    client.set_missing_host_key_policy(paramiko.RejectPolicy() if strict else _record_policy(mine))
+    client.set_missing_host_key_policy(paramiko.RejectPolicy() if strict else RecordOnFirstUse())
     return mine
 
 
@@ -88,8 +82,8 @@ def _hosts_in(path: Path) -> set[str]:
 
 def connect(cfg: SshStack, timeout: float = 15.0):
     """An open fabric Connection to the stack's host, or SshError."""
-    import paramiko
-    from fabric import Connection
+    import paramiko  # heavy: the infra extra, as above
+    from fabric import Connection  # heavy: the infra extra
 
     connect_kwargs: dict = {"banner_timeout": timeout, "auth_timeout": timeout}
     if cfg.identity_file:
@@ -132,7 +126,7 @@ def connect(cfg: SshStack, timeout: float = 15.0):
 
 def run(conn, command: str, *, check: bool = True, timeout: float | None = 120):
     """Run a command quietly; returns the invoke Result (SshError on failure when check)."""
-    from invoke.exceptions import CommandTimedOut
+    from invoke.exceptions import CommandTimedOut  # fabric's: loaded with it by connect()
 
     try:
         result = conn.run(command, hide=True, warn=True, in_stream=False, timeout=timeout)

@@ -10,7 +10,7 @@ import pytest
 from analysis.cli import main
 from infra import clouds
 from infra.conventions import UsageError
-from infra.sweep import check_cloud, check_regions, known_regions
+from infra.sweep_targets import check_cloud, check_regions, known_regions
 from payload import exitcodes
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 import yaml
 from servers import find_tool
 
-from infra import compat
+from infra import images
 from infra import stacks as stackfiles
 from infra.catalog import load_catalog
 
@@ -19,7 +19,7 @@ def _refused(name: str) -> bool:
     """A stack whose GPU no shipped image supports (infra.compat): its render is refused by design."""
     if name.endswith("-results"):
         return False
-    return bool(compat.official_image_problems(_CATALOG.by_stack_name(name)[0]))
+    return bool(images.official_image_problems(_CATALOG.by_stack_name(name)[0]))
 
 
 ALL_STACK_NAMES = stackfiles.stack_names()
