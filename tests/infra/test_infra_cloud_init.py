@@ -133,7 +133,7 @@ def test_env_file_rejects_what_docker_cannot_carry():
 def test_run_sh_waits_for_the_nvidia_driver_before_starting_the_container(tmp_path):
     """GCP DLVM images install the driver at first boot beside cloud-init: the container must not
     start (and fail `--gpus all`, powering the VM off without a result) before nvidia-smi works."""
-    text = cloud_init.SCRIPTS["run.sh"].replace(cloud_init.LIB_DIR, str(tmp_path))
+    text = cloud_init.guest_file("run.sh").replace(cloud_init.LIB_DIR, str(tmp_path))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fakes = {

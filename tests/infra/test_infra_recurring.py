@@ -162,7 +162,7 @@ def test_boot_deadline_script_turns_the_relative_deadline_into_boot_plus_max_hou
     env = tmp_path / "payload.env"
     env.write_text("GPUBENCH_STACK=s\nGPUBENCH_DEADLINE=boot+120m\n")
     script = tmp_path / "boot-deadline.sh"
-    script.write_text(cloud_init.BOOT_DEADLINE_SH.replace(cloud_init.ENV_FILE, str(env)))
+    script.write_text(cloud_init.guest_file("boot-deadline.sh").replace(cloud_init.ENV_FILE, str(env)))
     subprocess.run(["bash", str(script)], check=True)
     btime = next(int(line.split()[1]) for line in open("/proc/stat") if line.startswith("btime"))
     want = dt.datetime.fromtimestamp(btime + 7200, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
