@@ -1,35 +1,11 @@
 """Render the #cloud-config that runs the payload container once and then ends the machine.
 
-Pure Python (no Pulumi) so preview, tests and both clouds share it. What the guest does:
-
-1. writes /etc/gpubench/payload.env (mode 0600; no secrets: the instance role or
-   service account supplies credentials) with the GPUBENCH_* variables of
-   docs/CONTRACTS.md;
-2. records host timeline events to /var/lib/gpubench/events.jsonl
-   (instance_launch from the kernel boot time, boot_done, container_start,
-   container_exit, shutdown_requested), a file the container sees at the same
-   path through GPUBENCH_HOST_EVENTS;
-3. schedules end-run.sh at the deadline, and `shutdown -h` after it as the last
-   resort, behind the cloud-side deadline;
-4. starts gpubench-payload.service: prepare-host.sh (Docker and the NVIDIA
-   container toolkit, installed when missing), then `docker run --gpus all
-   --network host` (host network so IMDS / the GCE metadata server are reachable;
-   AWS allows it with hop limit 2), whose ExecStopPost runs end-run.sh however the
-   payload ended, with OnFailure= as a second path. end-run.sh uploads the host's
-   events after a failure and ends the machine the cloud's way (cloud.sh, from
-   infra/<cloud>/guest.py: a GCE VM deletes itself, an EC2 instance powers off
-   into termination).
-
-With a code bundle (the default: no image to build), the unit first runs
-fetch-code.sh: it copies `code/<sha256>.tar.gz` from the results bucket with the
-instance's own credentials (the cloud's copy command), checks the sha256 and
-unpacks it; run.sh then mounts it into the public image and installs the
-payload from it before `python -m payload run`. A stack with a workload fetches
-a second bundle the same way (`code/workload-<sha256>.tar.gz`: the spec and its
-workdir) and run.sh mounts it at /gpubench/workload, where GPUBENCH_WORKLOAD
-points; the image is then the spec's own (PyTorch, NGC, ...) when it names one.
-A bundle that cannot be fetched (retried while a new grant propagates) or does
-not match fails the unit, which ends the machine after a named event.
+Pure Python (no Pulumi) so preview, tests and both clouds share it. It writes the
+GPUBENCH_* env file (docs/CONTRACTS.md; mode 0600, no secrets: the instance's role or
+service account supplies credentials), the scripts of infra/guest/ and the payload unit,
+whose ExecStopPost (and OnFailure=, a second path) ends the run however the payload
+ended. `docker run --network host`: IMDS and the GCE metadata server stay reachable (AWS
+allows it with hop limit 2). The boot step by step: docs/clouds.md, "What the boot does".
 """
 
 from __future__ import annotations

@@ -183,22 +183,13 @@ def _automation():
 
 
 class _PulumiStack:
-    """auto.Stack with string config values (ConfigValue wrapping done here)."""
+    """auto.Stack (up, destroy, outputs, history as they are) with string config values."""
 
     def __init__(self, stack: Any):
         self._stack = stack
 
-    def up(self, on_output=None):
-        return self._stack.up(on_output=on_output)
-
-    def destroy(self, on_output=None, **kw):
-        return self._stack.destroy(on_output=on_output, **kw)
-
-    def outputs(self):
-        return self._stack.outputs()
-
-    def history(self, page_size=None, page=None):
-        return self._stack.history(page_size=page_size, page=page)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stack, name)
 
     def set_config(self, key: str, value: str) -> None:
         self._stack.set_config(key, _automation().ConfigValue(value=str(value)))

@@ -61,7 +61,10 @@ class Catalog:
         self.prices = prices
         for o in offerings:
             if o.billing not in billing:
-                raise CatalogError(f"offering {o.id}: billing rule {o.billing!r} is not in billing.toml")
+                raise CatalogError(
+                    f"offering {o.id}: billing rule {o.billing!r} is not defined (known: {', '.join(sorted(billing))}); "
+                    "add it to billing.toml in your catalog directory"
+                )
         self._by_stack = {o.stack_name(m): (o, m) for o in offerings if o.is_cloud for m in o.markets}
         if len(self._by_stack) != sum(len(o.markets) for o in offerings if o.is_cloud):
             raise CatalogError("two cloud offerings map to the same stack name; give one a stack_suffix")
@@ -265,14 +268,7 @@ def _load(data_dir: str, extra_price_dirs: tuple[str, ...] = (), user_dirs: tupl
     gpus = _merge_gpus(path, users)
     billing = _merge_billing(path, users)
     snapshots = load_snapshots(path, tuple(Path(d) for d in extra_price_dirs), users)
-    offerings = load_offerings(path, gpus, users)
-    for o in offerings:
-        if o.billing not in billing:
-            raise CatalogError(
-                f"offering {o.id}: billing rule {o.billing!r} is not defined (known: {', '.join(sorted(billing))}); "
-                "add it to billing.toml in your catalog directory"
-            )
-    return Catalog(offerings, billing, PriceIndex(snapshots))
+    return Catalog(load_offerings(path, gpus, users), billing, PriceIndex(snapshots))
 
 
 def load_catalog(data_dir: str | Path | None = None) -> Catalog:

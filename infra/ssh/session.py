@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from infra import stacks as stackfiles
 from infra.catalog import load_catalog
@@ -365,12 +365,7 @@ def run_named_stack(
     runtime: str | None = None,
     remote_python: str | None = None,
     expect_gpu: bool | None = None,
-    check: bool = False,
-    detach: bool = False,
-    poll: float = 2.0,
-    stop_timeout: float = 120.0,
-    extra_options: Mapping[str, str] | None = None,
-    progress: IO[str],
+    **options: Any,
 ) -> tuple[str, dict]:
     """run_ssh_stack on the stack file stacks/Pulumi.<name>.yaml, with these overrides of its settings.
 
@@ -381,12 +376,4 @@ def run_named_stack(
         )
     except (ConfigError, FileNotFoundError) as exc:
         return "config", {"stack": name, "message": f"{name}: {exc}"}
-    return run_ssh_stack(
-        cfg,
-        check=check,
-        detach=detach,
-        poll=poll,
-        stop_timeout=stop_timeout,
-        extra_options=extra_options,
-        progress=progress,
-    )
+    return run_ssh_stack(cfg, **options)
