@@ -25,49 +25,21 @@ from infra.render import Rendered, render
 
 __all__ = ["preview_stack", "run"]
 
-# Properties worth a glance per resource type (engine names); everything is in --json.
-KEY_PROPS: dict[str, tuple[str, ...]] = {
-    "aws:ec2/instance:Instance": (
-        "instanceType",
-        "ami",
-        "availabilityZone",
-        "instanceMarketOptions",
-        "instanceInitiatedShutdownBehavior",
-        "metadataOptions",
-        "rootBlockDevice.volumeSize",
-        "rootBlockDevice.encrypted",
-    ),
-    "aws:ec2/securityGroup:SecurityGroup": ("ingress", "egress"),
-    "aws:iam/role:Role": ("assumeRolePolicy",),
-    "aws:iam/rolePolicy:RolePolicy": ("policy",),
-    "aws:scheduler/schedule:Schedule": (
-        "scheduleExpression",
-        "scheduleExpressionTimezone",
-        "actionAfterCompletion",
-        "target.arn",
-        "target.input",
-    ),
-    "aws:s3/bucket:Bucket": ("bucket", "forceDestroy"),
-    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": ("rules",),
-    "gcp:compute/instance:Instance": (
-        "machineType",
-        "zone",
-        "guestAccelerators",
-        "scheduling",
-        "bootDisk.initializeParams.image",
-        "bootDisk.initializeParams.size",
-    ),
-    "gcp:compute/firewall:Firewall": ("direction", "allows", "sourceRanges"),
-    "gcp:storage/managedFolder:ManagedFolder": ("name", "forceDestroy"),
-    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": ("role", "member"),
-    "gcp:storage/bucket:Bucket": (
-        "location",
-        "uniformBucketLevelAccess",
-        "publicAccessPrevention",
-        "versioning",
-        "lifecycleRules",
-    ),
-    "time:index/offset:Offset": ("offsetMinutes",),
+# Properties worth a glance per resource type (engine names, dotted paths); everything is in --json.
+KEY_PROPS: dict[str, str] = {
+    "aws:ec2/instance:Instance": "instanceType ami availabilityZone instanceMarketOptions instanceInitiatedShutdownBehavior metadataOptions rootBlockDevice.volumeSize rootBlockDevice.encrypted",
+    "aws:ec2/securityGroup:SecurityGroup": "ingress egress",
+    "aws:iam/role:Role": "assumeRolePolicy",
+    "aws:iam/rolePolicy:RolePolicy": "policy",
+    "aws:scheduler/schedule:Schedule": "scheduleExpression scheduleExpressionTimezone actionAfterCompletion target.arn target.input",
+    "aws:s3/bucket:Bucket": "bucket forceDestroy",
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": "rules",
+    "gcp:compute/instance:Instance": "machineType zone guestAccelerators scheduling bootDisk.initializeParams.image bootDisk.initializeParams.size",
+    "gcp:compute/firewall:Firewall": "direction allows sourceRanges",
+    "gcp:storage/managedFolder:ManagedFolder": "name forceDestroy",
+    "gcp:storage/managedFolderIamMember:ManagedFolderIamMember": "role member",
+    "gcp:storage/bucket:Bucket": "location uniformBucketLevelAccess publicAccessPrevention versioning lifecycleRules",
+    "time:index/offset:Offset": "offsetMinutes",
 }
 
 
@@ -154,7 +126,7 @@ def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
     for r in s["resources"]:
         props = [
             f"{k}={_short(_dig(r['inputs'], k), 80)}"
-            for k in KEY_PROPS.get(r["type"], ())
+            for k in KEY_PROPS.get(r["type"], "").split()
             if _dig(r["inputs"], k) is not None
         ]
         flag = " [protected]" if r.get("protect") else ""

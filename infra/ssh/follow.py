@@ -60,7 +60,7 @@ def follow(
             out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
             out.flush()
             offset = size
-        r = remote.refresh(conn, sftp, r)
+        r = remote.load_run(conn, sftp, r.layout)
         if r.state is not None or not r.alive:
             size = _size(sftp, log)  # the last lines written before the state file
             if size > offset:

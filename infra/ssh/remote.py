@@ -230,10 +230,6 @@ def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: flo
     raise SshError(f"the run wrapper did not start within {timeout:g}s; see {layout.dir} on the host")
 
 
-def refresh(conn, sftp, r: RemoteRun) -> RemoteRun:
-    return load_run(conn, sftp, r.layout)
-
-
 def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, poll: float = 0.5) -> RemoteRun:
     """TERM the run's process group (the payload checkpoints and writes `interrupted`), then KILL after `grace`."""
     if r.pid is None:
@@ -249,30 +245,28 @@ def stop(conn, sftp, r: RemoteRun, plan_stop: str | None, grace: float = 60.0, p
         time.sleep(poll)
     if r.state is None:
         run(conn, f"kill -KILL -{r.pid} 2>/dev/null", check=False)
-        state = {
-            "status": "killed",
-            "exit_code": 137,
-            "phase": "unknown",
-            "finished_at": iso(seconds=True),
-            "note": f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh",
-        }
-        _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
+        note = f"did not stop within {grace:g}s of SIGTERM; killed by python -m infra ssh"
+        _write_state(sftp, r, "killed", 137, note)
         r = load_run(conn, sftp, r.layout)
     return r
 
 
 def mark_lost(sftp, r: RemoteRun) -> RemoteRun:
     """The wrapper vanished without a state file (reboot, OOM killer): record that, so the run can be closed."""
-    state = {
-        "status": "lost",
-        "exit_code": 1,
+    _write_state(sftp, r, "lost", 1, "the wrapper process is gone and left no state (host rebooted or process killed)")
+    return r
+
+
+def _write_state(sftp, r: RemoteRun, status: str, exit_code: int, note: str) -> None:
+    """The state file the wrapper would have written, for a run that ended without writing one."""
+    r.state = {
+        "status": status,
+        "exit_code": exit_code,
         "phase": "unknown",
         "finished_at": iso(seconds=True),
-        "note": "the wrapper process is gone and left no state (host rebooted or process killed)",
+        "note": note,
     }
-    _put(sftp, json.dumps(state) + "\n", r.layout.path("state"))
-    r.state = state
-    return r
+    _put(sftp, json.dumps(r.state) + "\n", r.layout.path("state"))
 
 
 def mark_fetched(sftp, r: RemoteRun, info: dict[str, Any]) -> None:

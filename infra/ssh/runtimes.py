@@ -109,23 +109,9 @@ def docker_plan(
         src = f"{run.root}/src/{bundle.digest}"
         uploads = [(bundle.data, f"{src}.tar.gz")]
         prepare = [_unpack(src)]
-    argv = [
-        "docker",
-        "run",
-        "--rm",
-        "--name",
-        name,
-        "--user",
-        Raw('"$(id -u):$(id -g)"'),
-        "-e",
-        "HOME=/tmp",
-        "-v",
-        f"{run.results}:/gpubench/results",
-        "-v",
-        f"{run.spool}:/gpubench/spool",
-        "-v",
-        f"{run.host}:/gpubench/host:ro",
-    ]
+    argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp"]
+    for mount in (f"{run.results}:/gpubench/results", f"{run.spool}:/gpubench/spool", f"{run.host}:/gpubench/host:ro"):
+        argv += ["-v", mount]
     more_uploads, more_prepare, workdir = workload_files(cfg, run)
     uploads, prepare = [*uploads, *more_uploads], [*prepare, *more_prepare]
     spec = None
