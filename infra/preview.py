@@ -23,8 +23,6 @@ from infra.config import BenchmarkConfig, ConfigError, parse_config
 from infra.launch import fmt_usd, resolve
 from infra.render import Rendered, render
 
-__all__ = ["preview_stack", "run"]
-
 # Properties worth a glance per resource type (engine names, dotted paths); everything is in --json.
 KEY_PROPS: dict[str, str] = {
     "aws:ec2/instance:Instance": "instanceType ami availabilityZone instanceMarketOptions instanceInitiatedShutdownBehavior metadataOptions rootBlockDevice.volumeSize rootBlockDevice.encrypted",

@@ -20,18 +20,6 @@ from datetime import datetime, timedelta, timezone
 
 from infra.clouds import RESULTS_STACKS  # stacks holding the results buckets: never destroyed
 
-__all__ = [
-    "DEADLINE_OUTPUTS",
-    "RESULTS_STACKS",
-    "RESULTS_URL_OUTPUT",
-    "TAG_KEYS",
-    "BadDeadline",
-    "is_stack_deadline",
-    "parse_deadline",
-    "parse_max_hours",
-    "recurring_deadline",
-]
-
 TAG_KEYS = ("project", "stack", "offering", "market", "hourly-usd", "expires-at")
 
 # Stack outputs, first match wins (`expiresAt` accepted in case a program names it so).

@@ -188,23 +188,11 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
     return out
 
 
-# Which parser reads which offerings file: one per provider shape, no if-chain.
-def _cloud_parser(name: str):
-    def parse(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offering]:
-
-        return clouds.get(name).parse_offerings(raw, gpus, file)
-
-    return parse
-
-
-# A cloud's offering file has its own shape (instance types; machine types + accelerators):
-# its parser lives in the cloud's folder (infra/<cloud>/catalog.py). Other files list rows.
-OFFERING_PARSERS = {
-    "aws.toml": _cloud_parser("aws"),
-    "gcp.toml": _cloud_parser("gcp"),
-    "dedicated.toml": _listed_offerings,
-    "onprem.toml": _listed_offerings,
-}
+def _parser(filename: str):
+    """A cloud's offering file has its own shape (instance types; machine types + accelerators): its
+    parser lives in the cloud's folder (infra/<cloud>/catalog.py). Other files list rows."""
+    name = filename.removesuffix(".toml")
+    return clouds.get(name).parse_offerings if clouds.is_cloud(name) else _listed_offerings
 
 
 def load_offerings(
@@ -218,7 +206,7 @@ def load_offerings(
     for user in user_dirs:
         sources += [(p, str(p)) for p in sorted((user / "offerings").glob("*.toml"))]
     for path, label in sources:
-        parser = OFFERING_PARSERS.get(path.name, _listed_offerings)
+        parser = _parser(path.name)
         try:
             rows = parser(read_toml(path), gpus, label)
         except KeyError as exc:  # a provider-level key the parser needs, e.g. billing for aws.toml
