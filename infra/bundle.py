@@ -106,14 +106,8 @@ def build_bundle(root: Path | None = None) -> Bundle:
     problem = _missing(sources, paths)
     if problem:
         raise FileNotFoundError(problem)
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for arcname, p in paths:
-            info = tarfile.TarInfo("gpubench/" + arcname)
-            data = p.read_bytes()
-            info.size, info.mtime, info.mode = len(data), 0, 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return Bundle(_gzip(raw.getvalue()), hashlib.sha256(raw.getvalue()).hexdigest()[:16], len(paths))
+    data, raw = _tar_gz([("gpubench/" + arcname, p.read_bytes(), 0o644) for arcname, p in paths])
+    return Bundle(data, hashlib.sha256(raw).hexdigest()[:16], len(paths))
 
 
 WORKLOAD_SPEC_NAME = "workload.yaml"

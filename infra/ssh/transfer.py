@@ -83,19 +83,13 @@ def fetch_and_upload(sftp, layout: RunLayout, store) -> Upload:
         out.keys.append(rel)
         out.bytes += len(data)
     side = f"ssh/{layout.stack}/{layout.run_id}/"
-    for name in WRAPPER_FILES:
+    wrapper = [(layout.path(name), side + layout.path(name).rsplit("/", 1)[1]) for name in WRAPPER_FILES]
+    for path, key in [*wrapper, (f"{layout.host}/events.jsonl", side + "host-events.jsonl")]:
         try:
-            data = _read(sftp, layout.path(name))
+            data = _read(sftp, path)
         except FileNotFoundError:
             continue
-        key = side + layout.path(name).rsplit("/", 1)[1]
         store.put_bytes(key, data, _content_type(key) or "text/plain")
         out.keys.append(key)
         out.bytes += len(data)
-    try:
-        data = _read(sftp, f"{layout.host}/events.jsonl")
-        store.put_bytes(side + "host-events.jsonl", data, "application/x-ndjson")
-        out.keys.append(side + "host-events.jsonl")
-    except FileNotFoundError:
-        pass
     return out
