@@ -65,26 +65,21 @@ def preview_command(
     as_json: bool = False,
     show_user_data: bool = True,
     results: str | None = None,
-    measured=None,
 ) -> int:
-    """`preview`: print one stack (or every one) rendered under Pulumi's mocks; an exit code.
-
-    `measured` (an infra.catalog.estimate.MeasuredRuns) is the billed time of collected runs,
-    which only analysis reads: given by `gpubench preview`, else every cost is the deadline bound.
-    `results` is refused here: infra never reads analysis's results table."""
+    """`preview`: print one stack (or every one) rendered under Pulumi's mocks, every cost the
+    deadline bound; an exit code. `results` is refused: infra never reads analysis's results table
+    (`gpubench preview` does, and estimates from collected runs)."""
     from infra import preview  # heavy: pulumi (infra.render); `stacks` and the pass-throughs run without it
 
     if all_stacks == bool(stack):
         raise UsageError("preview needs exactly one of STACK or --all")
-    if measured is None and results:
+    if results:
         raise UsageError(
             f"`python -m infra preview` does not read results tables ({results}): "
             f"run `gpubench preview {stack or '--all'} --table {results}` to estimate from collected runs"
         )
     names = stacks.stack_names() if all_stacks else [stack]
-    text = preview.run(
-        names, load_catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data, measured=measured
-    )
+    text = preview.run(names, load_catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data)
     print(text)
     return 0
 

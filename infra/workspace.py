@@ -1,17 +1,7 @@
 """The Pulumi Automation API boundary: the project's workspace, its stacks, its checked-in config.
 
-One adapter serves every caller (launch, campaign, teardown, sweep) so tests
-replace one small surface.
-
-Everything that needs the Pulumi CLI goes through `local_workspace`, so tests
-swap in a fake workspace with the same small surface:
-
-    ws = factory(project_dir)
-    ws.list_stacks() -> [StackSummary-like: .name, .resource_count, .last_update]
-    stack = ws.select_stack(name)          # raises StackNotFoundError-like when absent
-    stack.outputs() -> {name: OutputValue-like with .value}
-    stack.history(page_size=1) -> [UpdateSummary-like: .kind, .start_time, .result]
-    stack.destroy(on_output=callback)
+One adapter (`PulumiWorkspace`) serves every caller (launch, campaign, teardown, sweep); tests
+swap in a fake with the small surface of `StackBackend` and `StackHandle` below.
 """
 
 from __future__ import annotations
@@ -153,15 +143,15 @@ WorkspaceFactory = Callable[[Path], Any]
 class StackHandle(Protocol):
     def up(self, on_output: Callable[[str], None] | None = None) -> Any: ...
     def destroy(self, on_output: Callable[[str], None] | None = None) -> Any: ...
-    def outputs(self) -> dict[str, Any]: ...
-    def history(self, page_size: int | None = None) -> list[Any]: ...
+    def outputs(self) -> dict[str, Any]: ...  # name -> OutputValue-like (.value)
+    def history(self, page_size: int | None = None) -> list[Any]: ...  # each: .kind, .start_time, .result
     def set_config(self, key: str, value: str) -> None: ...
     def get_config(self, key: str) -> str | None: ...
 
 
 class StackBackend(Protocol):
-    def select_stack(self, name: str) -> StackHandle: ...
-    def list_stacks(self) -> list[Any]: ...
+    def select_stack(self, name: str) -> StackHandle: ...  # StackNotFoundError(-like) when absent
+    def list_stacks(self) -> list[Any]: ...  # each: .name, .resource_count, .last_update
     def remove_stack(self, name: str) -> None: ...
 
 
