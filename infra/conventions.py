@@ -1,5 +1,7 @@
-"""Conventions every `gpubench` command shares: naming stacks, confirming before spending or
-destroying, JSON output. One definition, so every command behaves the same."""
+"""The command-line conventions every `gpubench` command shares, so every command behaves the same:
+the results table and results options (--table, --results), naming stacks (positional or -s, globs,
+did-you-mean), `UsageError` and `Declined`, confirming before spending or destroying (--yes), and
+the sane bounds of numeric options (`check_bounds`)."""
 
 from __future__ import annotations
 
