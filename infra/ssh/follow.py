@@ -24,10 +24,15 @@ def _size(sftp, path: str) -> int:
         return 0
 
 
-def _read_from(sftp, path: str, offset: int, size: int) -> bytes:
-    with sftp.open(path, "rb") as f:
-        f.seek(offset)
-        return f.read(size - offset)
+def _show(sftp, path: str, offset: int, out: IO[str]) -> int:
+    """Write what the log gained since `offset`; the new offset."""
+    size = _size(sftp, path)
+    if size > offset:
+        with sftp.open(path, "rb") as f:
+            f.seek(offset)
+            out.write(f.read(size - offset).decode("utf-8", "replace"))
+        out.flush()
+    return max(size, offset)
 
 
 def start_offset(sftp, r: remote.RemoteRun) -> int:
@@ -55,17 +60,10 @@ def follow(
     out = out or sys.stdout
     log = r.layout.path("log")
     while True:
-        size = _size(sftp, log)
-        if size > offset:
-            out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
-            out.flush()
-            offset = size
+        offset = _show(sftp, log, offset, out)
         r = remote.load_run(conn, sftp, r.layout)
         if r.state is not None or not r.alive:
-            size = _size(sftp, log)  # the last lines written before the state file
-            if size > offset:
-                out.write(_read_from(sftp, log, offset, size).decode("utf-8", "replace"))
-                out.flush()
+            _show(sftp, log, offset, out)  # the last lines written before the state file
             return r
         if stop is None:
             time.sleep(poll)
