@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
-from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
+from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.schedule_expr import parse_schedule
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
@@ -38,7 +37,7 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_aws as aws
 import pulumiverse_time as time
 
-from infra import cloud_init
+from infra import cloud_init, sweeper_function
 from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
@@ -816,7 +815,7 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
 
     def ours(*present):
         return {
-            "StringEquals": {f"aws:ResourceTag/{AWS_PROJECT_TAG}": project},
+            "StringEquals": {f"aws:ResourceTag/{PROJECT_TAG}": project},
             "StringLike": {f"aws:ResourceTag/{STACK_TAG}": list(OWN_STACKS)},
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
@@ -885,8 +884,6 @@ class AwsSweeper(pulumi.ComponentResource):
     `gpubench:regions`), with no machine of the user's involved."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
-        from infra import sweeper_function
-
         super().__init__("gpubench:aws:Sweeper", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = cfg.provider_config.get("aws:region") or "us-east-1"

@@ -47,7 +47,7 @@ CREDENTIALS_HELP = (
 
 
 def _aws_errors():
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError  # heavy: the cloud SDK
 
     return NoCredentialsError, (ClientError, BotoCoreError)
 

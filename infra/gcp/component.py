@@ -42,6 +42,7 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
+from infra import sweeper_function
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import deadline_tag, images
 from infra.gcp import tags as gcp_labels
@@ -644,8 +645,6 @@ class GcpSweeper(pulumi.ComponentResource):
     may only invoke it."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
-        from infra import sweeper_function
-
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
@@ -708,8 +707,6 @@ def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest
 def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, code, grant):
     """The Cloud Run function that runs the sweep once per call, as the sweeper account;
     `code`: the source bucket, the archive in it and the archive's hash."""
-    from infra import sweeper_function
-
     source, archive, digest = code
 
     env = {
