@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 
 from infra import sweep as common
 from infra.sweep import Action
@@ -82,8 +83,8 @@ def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[
     return client.get_paginator(operation).paginate(**params, PaginationConfig=config)
 
 
-def tagged_instances(ec2, page_size: int | None = None) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_instances", page_size, Filters=TAGGED):
+def tagged_instances(ec2, page_size: int | None = None, filters=TAGGED) -> Iterator[dict]:
+    for page in _pages(ec2, "describe_instances", page_size, Filters=filters):
         for reservation in page.get("Reservations", []):
             yield from reservation.get("Instances", [])
 
@@ -133,34 +134,36 @@ class _Region:
             self.record(kind, "*", "failed", reason=f"listing {what}", error=error_text(exc))
             return []
 
-    def instances(self) -> None:
-        for inst in self.listed("instance", "tagged instances", lambda n: tagged_instances(self.ec2, n)):
-            iid = str(inst.get("InstanceId", "?")) if isinstance(inst, dict) else "?"
+    def judged(self, kind: str, noun: str, lister, id_key: str) -> Iterator[tuple[str, dict, dict, str, str]]:
+        """(id, resource, tags, verdict, reason) of each tagged resource `lister` lists; one whose
+        tags cannot be read is recorded as failed and never stops the rest."""
+        for res in self.listed(kind, f"tagged {noun}s", lister):
+            rid = str(res.get(id_key, "?")) if isinstance(res, dict) else "?"
             try:
-                state, tags = inst.get("State", {}).get("Name"), _tags(inst)
+                tags = _tags(res)
                 verdict, reason = classify(tags, self.now, self.owner)
-            except Exception as exc:  # noqa: BLE001 - one unreadable instance never stops the rest
-                self.record("instance", iid, "failed", reason="reading the instance's tags", error=error_text(exc))
+            except Exception as exc:  # noqa: BLE001 - one unreadable resource never stops the rest
+                self.record(kind, rid, "failed", reason=f"reading the {noun}'s tags", error=error_text(exc))
                 continue
+            yield rid, res, tags, verdict, reason
+
+    def carry_out(self, kind, rid, verdict, tags, reason, act, verb="terminate") -> str:
+        action, error = common.carry_out(verdict, self.dry_run, act, error_text, verb)
+        self.record(kind, rid, action, tags, reason, error)
+        return action
+
+    def instances(self) -> None:
+        lister = lambda n: tagged_instances(self.ec2, n)  # noqa: E731
+        for iid, inst, tags, verdict, reason in self.judged("instance", "instance", lister, "InstanceId"):
             if verdict == "expired":
                 self.expired_ids.add(iid)
-            if state not in LIVE_STATES:
+            state = inst.get("State")
+            if not isinstance(state, dict) or state.get("Name") not in LIVE_STATES:
                 continue  # already gone or going
-            if verdict != "expired":
-                self.record("instance", iid, verdict, tags, reason)
-            elif self.dry_run:
-                self.record("instance", iid, "would-terminate", tags, reason)
-            else:
-                self.terminate(iid, tags, reason)
-
-    def terminate(self, iid: str, tags: dict, reason: str) -> None:
-        try:
-            self.ec2.terminate_instances(InstanceIds=[iid])
-            self.terminated.append(iid)
-            self.record("instance", iid, "terminated", tags, reason)
-            self.log(f"[aws {self.region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
-        except Exception as exc:  # noqa: BLE001 - keep sweeping
-            self.record("instance", iid, "failed", tags, reason, error_text(exc))
+            terminate = partial(self.ec2.terminate_instances, InstanceIds=[iid])
+            if self.carry_out("instance", iid, verdict, tags, reason, terminate) == "terminated":
+                self.terminated.append(iid)
+                self.log(f"[aws {self.region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
 
     def schedules(self) -> None:
         """Delete deadline schedules aimed solely at expired instances of ours."""
@@ -175,17 +178,10 @@ class _Region:
             except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
                 self.record("schedule", rid, "skipped", reason="could not read the schedule", error=error_text(exc))
                 continue
-            if not targets or not targets <= self.expired_ids:
-                continue
-            reason = f"deadline schedule of {', '.join(sorted(targets))}"
-            if self.dry_run:
-                self.record("schedule", rid, "would-delete", reason=reason)
-                continue
-            try:
-                self.scheduler.delete_schedule(Name=name, GroupName=group)
-                self.record("schedule", rid, "deleted", reason=reason)
-            except Exception as exc:  # noqa: BLE001
-                self.record("schedule", rid, "failed", reason=reason, error=error_text(exc))
+            if targets and targets <= self.expired_ids:
+                delete = partial(self.scheduler.delete_schedule, Name=name, GroupName=group)
+                reason = f"deadline schedule of {', '.join(sorted(targets))}"
+                self.carry_out("schedule", rid, "expired", None, reason, delete, "delete")
 
     def wait(self, delay: float, attempts: int) -> None:
         if not self.terminated:
@@ -199,26 +195,10 @@ class _Region:
             self.record("instance", ids, "failed", reason="waiting for terminated", error=error_text(exc))
 
     def groups(self) -> None:
-        for sg in self.listed(
-            "security-group", "tagged security groups", lambda n: tagged_security_groups(self.ec2, n)
-        ):
-            gid = str(sg.get("GroupId", "?")) if isinstance(sg, dict) else "?"
-            try:
-                tags = _tags(sg)
-                verdict, reason = classify(tags, self.now, self.owner)
-            except Exception as exc:  # noqa: BLE001 - one unreadable group never stops the rest
-                self.record("security-group", gid, "failed", reason="reading the group's tags", error=error_text(exc))
-                continue
-            if verdict != "expired":
-                self.record("security-group", gid, verdict, tags, reason)
-            elif self.dry_run:
-                self.record("security-group", gid, "would-delete", tags, reason)
-            else:
-                try:
-                    self.ec2.delete_security_group(GroupId=gid)
-                    self.record("security-group", gid, "deleted", tags, reason)
-                except Exception as exc:  # noqa: BLE001
-                    self.record("security-group", gid, "failed", tags, reason, error_text(exc))
+        lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
+        for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
+            delete = partial(self.ec2.delete_security_group, GroupId=gid)
+            self.carry_out("security-group", gid, verdict, tags, reason, delete, "delete")
 
 
 def sweep_region(
@@ -259,11 +239,7 @@ def sweep_recurring_region(
     ec2 = session.client("ec2", region_name=region)
     mine = mine or owner()
     out: list[Action] = []
-    listed = []
-    for page in _pages(ec2, "describe_instances", page_size, Filters=RECURRING):
-        for reservation in page.get("Reservations", []):
-            listed.extend(reservation.get("Instances", []))
-    for inst in listed:
+    for inst in list(tagged_instances(ec2, page_size, RECURRING)):
         iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
         if state not in LIVE_STATES or EXPIRES_TAG in tags or not tags.get(STACK_TAG):
             continue
@@ -272,26 +248,19 @@ def sweep_recurring_region(
             out.append(Action("aws", region, "instance", iid, "left-alone", tags.get(STACK_TAG), None, foreign))
             continue
         deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
-
-        def record(action, reason, error=None, iid=iid, tags=tags, deadline=deadline):
-            shown = format_deadline(deadline) if deadline else None
-            out.append(Action("aws", region, "instance", iid, action, tags.get(STACK_TAG), shown, reason, error))
-
         if deadline is None:
-            record("skipped", f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess")
-            continue
-        reason = f"recurring launch at {inst['LaunchTime'].isoformat()} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
-        if deadline > now:
-            record("kept", reason)
-        elif dry_run:
-            record("would-terminate", reason)
+            reason = f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess"
+            action, error = "skipped", None
         else:
-            try:
-                ec2.terminate_instances(InstanceIds=[iid])
-                record("terminated", reason)
-                log(f"[aws {region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("failed", reason, error_text(exc))
+            launched = inst["LaunchTime"].isoformat()
+            reason = f"recurring launch at {launched} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
+            terminate = partial(ec2.terminate_instances, InstanceIds=[iid])
+            verdict = "expired" if deadline <= now else "kept"
+            action, error = common.carry_out(verdict, dry_run, terminate, error_text)
+        shown = format_deadline(deadline) if deadline else None
+        out.append(Action("aws", region, "instance", iid, action, tags.get(STACK_TAG), shown, reason, error))
+        if action == "terminated":
+            log(f"[aws {region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
     return out
 
 

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from urllib.parse import quote
 
 from infra import sweep as common
@@ -180,8 +181,7 @@ def sweep(
     out: list[Action] = []
     # list every page before deleting anything: deleting while paging can skip VMs
     for zone, inst in list(labelled_instances(http, root, project, page_size)):
-        region = region_of_zone(zone)
-        if wanted and region not in wanted and zone not in wanted:
+        if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
         try:
             outcome = _one(http, root, project, zone, inst, now, dry_run, log, mine)
@@ -207,9 +207,8 @@ def sweep_recurring(
     for zone, inst in list(labelled_instances(http, root, project, page_size, RECURRING_FILTER)):
         if "_unreadable" in inst or not isinstance(inst.get("labels") or {}, dict):
             continue  # the expires-at pass already reported an unreadable zone or VM
-        region = zone.rsplit("-", 1)[0]
         labels = inst.get("labels") or {}
-        if wanted and region not in wanted and zone not in wanted:
+        if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
         if EXPIRES_TAG in labels or not labels.get(STACK_TAG) or MAX_HOURS_LABEL not in labels:
             continue
@@ -223,28 +222,22 @@ def sweep_recurring(
         except BadDeadline:
             created = None
         deadline = recurring_deadline(created, labels[MAX_HOURS_LABEL]) if created else None
-
-        def record(action, reason, error=None, zone=zone, name=name, stack=stack, deadline=deadline):
-            shown = format_deadline(deadline) if deadline else None
-            out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
-
         if deadline is None:
-            record("skipped", f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})")
-            continue
-        reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
-        if deadline > now:
-            record("kept", reason)
-        elif dry_run:
-            record("would-terminate", reason)
+            reason = f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})"
+            action, error = "skipped", None
         else:
-            try:
-                url = f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}"
-                _check(http.delete(url, timeout=60))
-                record("terminated", reason)
-                log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("failed", reason, str(exc))
+            reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
+            delete = partial(_delete, http, root, project, zone, name)
+            action, error = common.carry_out("expired" if deadline <= now else "kept", dry_run, delete)
+        shown = format_deadline(deadline) if deadline else None
+        out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
+        if action == "terminated":
+            log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
     return out
+
+
+def _delete(http, root: str, project: str, zone: str, name: str) -> None:
+    _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
 
 
 def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Action | None:
@@ -259,17 +252,7 @@ def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Actio
     verdict, reason = classify(labels, now, mine)
     name = str(inst.get("name", "?"))
     stack, expires = labels.get(STACK_TAG), labels.get(EXPIRES_TAG)
-
-    def action(what, error=None):
-        return Action("gcp", zone, "instance", name, what, stack, expires, reason, error)
-
-    if verdict != "expired":
-        return action(verdict)
-    if dry_run:
-        return action("would-terminate")
-    try:
-        _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
-    except Exception as exc:  # noqa: BLE001 - keep sweeping
-        return action("failed", str(exc))
-    log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
-    return action("terminated")
+    action, error = common.carry_out(verdict, dry_run, partial(_delete, http, root, project, zone, name))
+    if action == "terminated":
+        log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
+    return Action("gcp", zone, "instance", name, action, stack, expires, reason, error)
