@@ -16,7 +16,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from functools import partial
 
 from infra import sweep as common
 from infra.sweep import Action
@@ -160,7 +159,7 @@ class _Region:
             state = inst.get("State")
             if not isinstance(state, dict) or state.get("Name") not in LIVE_STATES:
                 continue  # already gone or going
-            terminate = partial(self.ec2.terminate_instances, InstanceIds=[iid])
+            terminate = lambda iid=iid: self.ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
             if self.carry_out("instance", iid, verdict, tags, reason, terminate) == "terminated":
                 self.terminated.append(iid)
                 self.log(f"[aws {self.region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
@@ -179,7 +178,7 @@ class _Region:
                 self.record("schedule", rid, "skipped", reason="could not read the schedule", error=error_text(exc))
                 continue
             if targets and targets <= self.expired_ids:
-                delete = partial(self.scheduler.delete_schedule, Name=name, GroupName=group)
+                delete = lambda n=name, g=group: self.scheduler.delete_schedule(Name=n, GroupName=g)  # noqa: E731
                 reason = f"deadline schedule of {', '.join(sorted(targets))}"
                 self.carry_out("schedule", rid, "expired", None, reason, delete, "delete")
 
@@ -197,7 +196,7 @@ class _Region:
     def groups(self) -> None:
         lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
         for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
-            delete = partial(self.ec2.delete_security_group, GroupId=gid)
+            delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
             self.carry_out("security-group", gid, verdict, tags, reason, delete, "delete")
 
 
@@ -254,7 +253,7 @@ def sweep_recurring_region(
         else:
             launched = inst["LaunchTime"].isoformat()
             reason = f"recurring launch at {launched} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
-            terminate = partial(ec2.terminate_instances, InstanceIds=[iid])
+            terminate = lambda iid=iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
             verdict = "expired" if deadline <= now else "kept"
             action, error = common.carry_out(verdict, dry_run, terminate, error_text)
         shown = format_deadline(deadline) if deadline else None
