@@ -72,8 +72,11 @@ copy() {
 
 
 def _policy(*statements: dict) -> str:
-    """An IAM policy document of these statements."""
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
+
+
+def _allow(action: str, resource: str) -> str:
+    return _policy({"Effect": "Allow", "Action": action, "Resource": resource})
 
 
 def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
@@ -83,10 +86,14 @@ def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: s
     return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
 
 
-def _assume(service: str, account_id: str | None = None) -> str:
+def _assume(service: str, account: str | None = None, source_arn: str | None = None) -> str:
+    """Trusted by `service`; with `account` (and `source_arn`), only on behalf of that account's
+    resource (confused deputy)."""
     statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
-    if account_id:
-        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    if account:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account}}
+    if source_arn:
+        statement["Condition"]["ArnEquals"] = {"aws:SourceArn": source_arn}
     return _policy(statement)
 
 
@@ -172,10 +179,6 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
             "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
         },
     )
-
-
-def terminate_policy(instance_arn: str) -> str:
-    return _policy({"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn})
 
 
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
@@ -365,42 +368,43 @@ def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -
     """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
     the instance, through a role trusted by the scheduler of this account only that may
     terminate this instance only; the schedule deletes itself after it ran."""
-    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    scheduler_role, terminate = _role(
+    return _scheduled(
         parent,
-        ("deadline-role", "deadline-terminate"),
-        account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-        instance.arn.apply(terminate_policy),
+        ("deadline-role", "deadline-terminate", "deadline-schedule"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+            f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+        ),
+        _account_id(parent).apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+        instance.arn.apply(lambda arn: _allow("ec2:TerminateInstances", arn)),
         tags,
-    )
-    target = {
-        "arn": TERMINATE_TARGET,
-        "role_arn": scheduler_role.arn,
-        "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
-    }
-    return _schedule(
-        parent,
-        "deadline-schedule",
-        f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
         deadline.rfc3339.apply(schedule_at),
-        target,
+        {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
         {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-        terminate,
         action_after_completion="DELETE",
     )
 
 
-def _schedule(parent, name: str, description: str, expression, target: dict, retry: dict, after, **extra):
-    """An EventBridge Scheduler schedule in UTC, on time to the minute, created after `after` (its role's policy)."""
+def _account_id(parent) -> pulumi.Output:
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
+
+
+def _scheduled(
+    parent, names: tuple[str, str, str], about: tuple[str, str], trust, policy, tags, expression, target, retry, **extra
+):
+    """An EventBridge Scheduler schedule in UTC, on time to the minute, calling `target` as a role
+    trusted as `trust` says with the one inline `policy`, created after that policy.
+    `names`: the role's, the policy's and the schedule's; `about`: the role's and the schedule's
+    descriptions."""
+    role, allow = _role(parent, names[:2], trust, about[0], policy, tags)
     return aws.scheduler.Schedule(
-        name,
-        description=description,
+        names[2],
+        description=about[1],
         schedule_expression=expression,
         schedule_expression_timezone="UTC",
         flexible_time_window={"mode": "OFF"},
-        target={**target, "retry_policy": retry},
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[after]),
+        target={**target, "role_arn": role.arn, "retry_policy": retry},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
         **extra,
     )
 
@@ -751,47 +755,32 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
     """The recurring schedule calling RunInstances on the template, as a role that may launch
     from this template only and pass this stack's instance role only."""
-    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    group = "default"
-    scheduler_role, allow = _role(
+    account = _account_id(parent)
+    return _scheduled(
         parent,
-        ("launcher-role", "launcher-run-instances"),
-        account.apply(lambda a: _assume_scheduler(a, region, group)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+        ("launcher-role", "launcher-run-instances", "launch-schedule"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+            f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        ),
+        account.apply(lambda a: _assume_scheduler(a, region)),
         pulumi.Output.all(account, template.arn, instance_role.arn).apply(lambda a: launcher_policy(region, *a)),
         tags,
-    )
-    target = {
-        "arn": RUN_INSTANCES_TARGET,
-        "role_arn": scheduler_role.arn,
-        "input": template.id.apply(lambda t: run_instances_input(t, tags)),
-    }
-    return _schedule(
-        parent,
-        "launch-schedule",
-        f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
         schedule_expr.aws(),
-        target,
+        {"arn": RUN_INSTANCES_TARGET, "input": template.id.apply(lambda t: run_instances_input(t, tags))},
         # A capacity error is not retried for a day into the next run: one short retry window.
         {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-        allow,
-        group_name=group,
+        group_name=SCHEDULE_GROUP,
     )
 
 
-def _assume_scheduler(account: str, region: str, group: str) -> str:
+SCHEDULE_GROUP = "default"
+
+
+def _assume_scheduler(account: str, region: str) -> str:
     """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
-    return _policy(
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "scheduler.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-            "Condition": {
-                "StringEquals": {"aws:SourceAccount": account},
-                "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
-            },
-        }
-    )
+    group = f"arn:aws:scheduler:{region}:{account}:schedule-group/{SCHEDULE_GROUP}"
+    return _assume("scheduler.amazonaws.com", account, group)
 
 
 # The stack names this project gives AWS stacks, as IAM patterns (infra.tags.is_project_stack).
@@ -863,10 +852,6 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
     )
 
 
-def invoke_policy(function_arn: str) -> str:
-    return _policy({"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn})
-
-
 def lambda_function_name(stack: str) -> str:
     """`gpubench-sweeper-<stack>` in Lambda's alphabet ([a-zA-Z0-9-_], at most 64; a stack name
     may also hold '.'), with a hash of the stack when it had to change, so names stay unique."""
@@ -891,7 +876,7 @@ class AwsSweeper(pulumi.ComponentResource):
         schedule_expr = parse_schedule(cfg.every)
         tags = aws_tags({"project": project_id(), "stack": cfg.stack})
         files = sweeper_function.package("aws")
-        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
+        account = _account_id(self)
 
         # Lambda writes to /aws/lambda/<function name>: name the function so the log
         # group (and the role's only log permission) exists before it.
@@ -942,22 +927,18 @@ class AwsSweeper(pulumi.ComponentResource):
 
 def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
     """The schedule invoking the function, as a role that may invoke it and nothing else."""
-    group = "default"
-    invoker, may_invoke = _role(
+    return _scheduled(
         parent,
-        ("invoke-role", "invoke"),
-        account.apply(lambda a: _assume_scheduler(a, region, group)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-        function.arn.apply(invoke_policy),
+        ("invoke-role", "invoke", "sweep-schedule"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+            f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        ),
+        account.apply(lambda a: _assume_scheduler(a, region)),
+        function.arn.apply(lambda arn: _allow("lambda:InvokeFunction", arn)),
         tags,
-    )
-    return _schedule(
-        parent,
-        "sweep-schedule",
-        f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
         schedule_expr.aws(),
-        {"arn": function.arn, "role_arn": invoker.arn, "input": "{}"},
+        {"arn": function.arn, "input": "{}"},
         {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-        may_invoke,
-        group_name=group,
+        group_name=SCHEDULE_GROUP,
     )
