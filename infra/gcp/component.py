@@ -44,7 +44,7 @@ import pulumiverse_time as time
 
 from infra import sweeper_function
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.gcp import deadline_tag, images
+from infra.gcp import deadline_tag, images, region_of_zone
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
     Launch,
@@ -331,17 +331,28 @@ def _accelerators(offering) -> list[dict] | None:
     return [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
 
 
-def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
-    """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
-    install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
-    cfg = launch.cfg
-    user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
-        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
-    )
+def _vm(launch: Launch, labels, account, subnet, user_data, ssh: bool = True) -> dict:
+    """What a benchmark VM and a recurring stack's template share: machine, GPUs, scheduling
+    (_scheduling), network, service account, labels, and metadata: cloud-init `user_data`
+    running the payload once, the NVIDIA driver install, no project-wide SSH keys (only
+    `gpubench:sshPublicKey`, when set and `ssh`: never on a recurring stack's launches)."""
+    cfg, offering = launch.cfg, launch.offering
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
-    if cfg.ssh_public_key:
+    if ssh and cfg.ssh_public_key:
         metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
-    return metadata
+    return {
+        "machine_type": offering.instance_type,
+        "guest_accelerators": _accelerators(offering),
+        "scheduling": _scheduling(cfg),
+        "network_interfaces": [network_interface(subnet, offering.instance_type)],
+        "service_account": {"email": account.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
+        "metadata": metadata,
+        "labels": labels,
+    }
+
+
+def _project_of(parent) -> pulumi.Output:
+    return gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=parent)).project
 
 
 class GcpBenchmark(pulumi.ComponentResource):
@@ -352,7 +363,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         cfg, offering = launch.cfg, launch.offering
         child = pulumi.ResourceOptions(parent=self)
         zone = zone_or_first(cfg, offering)
-        region = zone.rsplit("-", 1)[0]
+        region = region_of_zone(zone)
         image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
@@ -374,9 +385,11 @@ class GcpBenchmark(pulumi.ComponentResource):
                 target_service_accounts=[account.email],
                 opts=child,
             )
+        user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+            lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
+        )
         instance = gcp.compute.Instance(
             "instance",
-            machine_type=offering.instance_type,
             zone=zone,
             boot_disk={
                 "auto_delete": True,
@@ -387,16 +400,11 @@ class GcpBenchmark(pulumi.ComponentResource):
                     "labels": labels,
                 },
             },
-            guest_accelerators=_accelerators(offering),
-            scheduling=_scheduling(cfg),
-            network_interfaces=[network_interface(subnet, offering.instance_type)],
-            service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
-            metadata=_benchmark_metadata(launch, results, deadline, code_url),
-            labels=labels,
             allow_stopping_for_update=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
+            **_vm(launch, labels, account, subnet, user_data),
         )
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
         self_delete_grant(self, cfg, project, zone, member, instance.name)
         self.outputs = {
             "instanceName": instance.name,
@@ -504,12 +512,12 @@ class GcpRecurring(pulumi.ComponentResource):
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
-        region = zone.rsplit("-", 1)[0]
+        region = region_of_zone(zone)
         image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
         schedule_expr = parse_schedule(cfg.every or "")
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
 
         runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
         self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
@@ -537,15 +545,14 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
     """The instance template each scheduled launch starts one VM from: the benchmark's
     user-data (its deadline set at boot), labels, service account, market and max_run_duration;
     created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
-    cfg, offering = launch.cfg, launch.offering
+    cfg = launch.cfg
     runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
-
+    user_data = pulumi.Output.all(results.url, code_url).apply(lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY))
     return gcp.compute.InstanceTemplate(
         "template",
         name_prefix="gpubench-",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        machine_type=offering.instance_type,
         disks=[
             {
                 "boot": True,
@@ -556,19 +563,8 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
                 "labels": labels,
             }
         ],
-        guest_accelerators=_accelerators(offering),
-        scheduling=_scheduling(cfg),
-        network_interfaces=[network_interface(subnet, offering.instance_type)],
-        service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
-        metadata={
-            "user-data": pulumi.Output.all(results.url, code_url).apply(
-                lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY)
-            ),
-            "install-nvidia-driver": "True",
-            "block-project-ssh-keys": "TRUE",
-        },
-        labels=labels,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
+        **_vm(launch, labels, runner, subnet, user_data, ssh=False),
     )
 
 
@@ -648,7 +644,7 @@ class GcpSweeper(pulumi.ComponentResource):
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
         files = sweeper_function.package("gcp")
         digest = sweeper_function.package_hash(files)
 
