@@ -1,12 +1,6 @@
-"""AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
-
-What the instance role may do in the bucket (create-only under its own launch's runs and journal
-entries, read checkpoints and `code/`, never delete) is results_policy, and docs/security.md
-("Cloud security") with the tests that hold it. Besides: no ingress (SSH only from
-`gpubench:sshCidr`); IMDSv2 with hop limit 2 (the payload container reads metadata through
-docker); encrypted gp3 root; shutdown terminates, so the guest powering off ends the instance;
-spot is a one-time request terminated on interruption; the deadline is a one-time EventBridge
-Scheduler schedule calling `ec2:TerminateInstances` through a role that may end only this instance.
+"""AWS's Pulumi components: the results bucket, a benchmark instance with its cloud-side deadline,
+a recurring launch and the leak-sweep function. docs/security.md ("Cloud security") states what
+each role may do, and the tests that hold it.
 
 The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
 once at creation and kept in state, so later previews show no change.
@@ -80,7 +74,7 @@ def _allow(action: str, resource: str) -> str:
 
 
 def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
-    """A role trusted as `trust` says, and its one inline policy (`names`: the two resources')."""
+    """A role trusted as `trust` says and its one inline policy (`names`: the two resources')."""
     child = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(names[0], assume_role_policy=trust, description=description, tags=tags, opts=child)
     return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
@@ -128,11 +122,8 @@ def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
     runs with host networking, so it holds exactly these rights (docs/security.md has the table):
-    create-only PutObject under its own launch's runs (`runs/<stack>/*` for a recurring stack, whose
-    launches share one role) and journal entries (journal_statement), through the `s3:if-none-match`
-    condition key (S3 User Guide, "Enforce conditional writes on Amazon S3 buckets",
-    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html); no
-    DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
+    create-only PutObject (CREATE_ONLY) under its own launch's runs (`runs/<stack>/*` for a recurring
+    stack, whose launches share one role) and journal entries (journal_statement); no DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
     (the completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
     reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
     so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
