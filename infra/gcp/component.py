@@ -1,19 +1,10 @@
-"""GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
+"""GCP's Pulumi components: the results bucket, a benchmark VM (Spot or standard, deleted at
+`max_run_duration`), a recurring launch and the leak-sweep function. docs/security.md ("Cloud
+security") states what each service account may do, and the tests that hold it.
 
-What the VM's service account may do in the bucket (objectCreator under an IAM condition on its
-own launch's runs and its stack's journal, own_runs_condition; objectViewer on the managed
-folder `code/`; no read, list, overwrite or delete) is docs/security.md ("Cloud security") with
-the tests that hold it. Besides: a custom network with no firewall allow rule, so GCP's implied
-deny-ingress applies (the `default` network lets SSH in from anywhere), SSH only from
-`gpubench:sshCidr`; `on_host_maintenance = TERMINATE`; spot is `provisioning_model = SPOT` with
-DELETE; every VM has `max_run_duration` (`maxHours`) with DELETE, the cloud-side deadline; a Deep
-Learning VM image family matched to the GPU generation with `install-nvidia-driver=True`. Labels
-mirror the AWS tags in GCP's label alphabet (infra.gcp.label_value).
-
-A guest power-off stops (not deletes) a GCP VM, and stopping clears its max_run_duration, so a
-VM ends its run by deleting itself (infra/gcp/guest.py), allowed by `self_delete_grant`; when
-that fails it powers off and the stopped VM's disk bills until `python -m analysis teardown`
-(or the sweep) deletes it.
+Each VM gets a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
+(the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`. A VM ends its
+run by deleting itself (infra/gcp/guest.py says why), allowed by `self_delete_grant`.
 """
 
 from __future__ import annotations
@@ -114,10 +105,8 @@ def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: boo
     """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
     return _project_role(
         parent,
-        ("self-delete-role", "self-delete-grant"),
+        "self-delete",
         cfg.stack,
-        "selfdelete",
-        f"gpubench {cfg.stack} self-delete",
         ("a VM deletes its own instance at the end of its run", sorted(SELF_DELETE_PERMISSIONS)),
         project,
         member,
@@ -154,21 +143,21 @@ def _account(parent, name: str, stack: str, kind: str, display_name: str):
     return account, account.email.apply(lambda e: f"serviceAccount:{e}")
 
 
-def _project_role(parent, names: tuple[str, str], stack: str, kind: str, title: str, about, project, member, **grant):
-    """A custom role of the stack (`about`: its description and permissions) granted to `member` on
-    the project (`grant`: e.g. its IAM condition); `names`: the two resources'. Returns the grant."""
+def _project_role(parent, name: str, stack: str, about, project, member, **grant):
+    """The stack's custom role `name` (`about`: its description and permissions) granted to `member`
+    on the project (`grant`: e.g. its IAM condition). Returns the grant."""
     child = pulumi.ResourceOptions(parent=parent)
     description, permissions = about
     role = gcp.projects.IAMCustomRole(
-        names[0],
-        role_id=custom_role_id(stack, kind),
-        title=_title(title),
+        f"{name}-role",
+        role_id=custom_role_id(stack, name.replace("-", "")),
+        title=_title(f"gpubench {stack} {name}"),
         description=description,
         permissions=permissions,
         project=project,
         opts=child,
     )
-    return gcp.projects.IAMMember(names[1], project=project, role=role.name, member=member, opts=child, **grant)
+    return gcp.projects.IAMMember(f"{name}-grant", project=project, role=role.name, member=member, opts=child, **grant)
 
 
 class NoImage(ConfigError, pulumi.RunError):
@@ -577,10 +566,8 @@ def _launcher(parent, cfg, project, runner):
     )
     grant = _project_role(
         parent,
-        ("launcher-role", "launcher-grant"),
-        cfg.stack,
         "launcher",
-        f"gpubench {cfg.stack} launcher",
+        cfg.stack,
         ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
         project,
         launcher_member,
@@ -668,10 +655,8 @@ def _sweeper_account(parent, cfg: SweeperConfig, project):
     runner, member = _account(parent, "sweeper", cfg.stack, "sweeper", f"gpubench {cfg.stack}: the leak sweep")
     grant = _project_role(
         parent,
-        ("sweeper-role", "sweeper-grant"),
-        cfg.stack,
         "sweeper",
-        f"gpubench {cfg.stack} sweeper",
+        cfg.stack,
         ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS)),
         project,
         member,
