@@ -361,7 +361,7 @@ def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -
     terminate this instance only; the schedule deletes itself after it ran."""
     return _scheduled(
         parent,
-        ("deadline-role", "deadline-terminate", "deadline-schedule"),
+        ("deadline-schedule", "deadline-role", "deadline-terminate"),
         (
             f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
             f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
@@ -385,11 +385,11 @@ def _scheduled(
 ):
     """An EventBridge Scheduler schedule in UTC, on time to the minute, calling `target` as a role
     trusted as `trust` says with the one inline `policy`, created after that policy.
-    `names`: the role's, the policy's and the schedule's; `about`: the role's and the schedule's
+    `names`: the schedule's, the role's and the policy's; `about`: the role's and the schedule's
     descriptions."""
-    role, allow = _role(parent, names[:2], trust, about[0], policy, tags)
+    role, allow = _role(parent, names[1:], trust, about[0], policy, tags)
     return aws.scheduler.Schedule(
-        names[2],
+        names[0],
         description=about[1],
         schedule_expression=expression,
         schedule_expression_timezone="UTC",
@@ -749,7 +749,7 @@ def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, in
     account = _account_id(parent)
     return _scheduled(
         parent,
-        ("launcher-role", "launcher-run-instances", "launch-schedule"),
+        ("launch-schedule", "launcher-role", "launcher-run-instances"),
         (
             f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
             f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
@@ -920,7 +920,7 @@ def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_e
     """The schedule invoking the function, as a role that may invoke it and nothing else."""
     return _scheduled(
         parent,
-        ("invoke-role", "invoke", "sweep-schedule"),
+        ("sweep-schedule", "invoke-role", "invoke"),
         (
             f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
             f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
