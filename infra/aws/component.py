@@ -69,8 +69,10 @@ def _policy(*statements: dict) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
 
-def _allow(action: str, resource: str) -> str:
-    return _policy({"Effect": "Allow", "Action": action, "Resource": resource})
+def _allow(sid: str | None, action, resource, condition: dict | None = None) -> dict:
+    """One Allow statement, without the keys it does not set."""
+    statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource, "Condition": condition}
+    return {k: v for k, v in statement.items() if v is not None}
 
 
 def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
@@ -110,65 +112,35 @@ def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
     entry is only a hint; a collect reads only keys that parse as `journal/<stack>/<stamp>-<run id>`
     of its stack (payload.layout.journal_run), then lists and judges the run named like any other."""
     journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}"
-    return {
-        "Sid": "OwnJournalCreateOnly",
-        "Effect": "Allow",
-        "Action": "s3:PutObject",
-        "Resource": f"{journal}*-{launch}-*" if launch else f"{journal}*",
-        "Condition": CREATE_ONLY,
-    }
+    own = f"{journal}*-{launch}-*" if launch else f"{journal}*"
+    return _allow("OwnJournalCreateOnly", "s3:PutObject", own, CREATE_ONLY)
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
     runs with host networking, so it holds exactly these rights (docs/security.md has the table):
     create-only PutObject (CREATE_ONLY) under its own launch's runs (`runs/<stack>/*` for a recurring
-    stack, whose launches share one role) and journal entries (journal_statement); no DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
-    (the completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
+    stack, whose launches share one role) and journal entries (journal_statement); no DeleteObject
+    (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints (the
+    completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
     reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
     so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
     `code_prefix`, GetObject on the code bundles. No multipart permission: single PutObject calls."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
-    code = []
-    if code_prefix:
-        code.append(
-            {
-                "Sid": "CodeBundlesRead",
-                "Effect": "Allow",
-                "Action": "s3:GetObject",
-                "Resource": f"arn:aws:s3:::{bucket}/{code_prefix}*",
-            }
-        )
+    code = [_allow("CodeBundlesRead", "s3:GetObject", f"arn:aws:s3:::{bucket}/{code_prefix}*")] if code_prefix else []
     return _policy(
         *code,
-        {
-            "Sid": "OwnRunsCreateOnly",
-            "Effect": "Allow",
-            "Action": "s3:PutObject",
-            "Resource": f"{own}*",
-            "Condition": CREATE_ONLY,
-        },
+        _allow("OwnRunsCreateOnly", "s3:PutObject", f"{own}*", CREATE_ONLY),
         journal_statement(bucket, run_prefix, launch),
-        {
-            "Sid": "CheckpointsRead",
-            "Effect": "Allow",
-            "Action": "s3:GetObject",
-            "Resource": f"{stack_objects}*/checkpoints/*",
-        },
-        {
-            "Sid": "OwnCheckpointsTag",
-            "Effect": "Allow",
-            "Action": "s3:PutObjectTagging",
-            "Resource": f"{own}*/checkpoints/*",
-        },
-        {
-            "Sid": "StackPrefixList",
-            "Effect": "Allow",
-            "Action": "s3:ListBucket",
-            "Resource": f"arn:aws:s3:::{bucket}",
-            "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
-        },
+        _allow("CheckpointsRead", "s3:GetObject", f"{stack_objects}*/checkpoints/*"),
+        _allow("OwnCheckpointsTag", "s3:PutObjectTagging", f"{own}*/checkpoints/*"),
+        _allow(
+            "StackPrefixList",
+            "s3:ListBucket",
+            f"arn:aws:s3:::{bucket}",
+            {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
+        ),
     )
 
 
@@ -367,7 +339,7 @@ def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -
             f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
         ),
         _account_id(parent).apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        instance.arn.apply(lambda arn: _allow("ec2:TerminateInstances", arn)),
+        instance.arn.apply(lambda arn: _policy(_allow(None, "ec2:TerminateInstances", arn))),
         tags,
         deadline.rfc3339.apply(schedule_at),
         {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
@@ -597,38 +569,27 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
     def arns(types):
         return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
 
+    template = {"ArnEquals": {"ec2:LaunchTemplate": template_arn}}
     return _policy(
-        {
-            "Sid": "RunOnlyFromThisTemplate",
-            "Effect": "Allow",
-            "Action": "ec2:RunInstances",
-            "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
-            "Condition": {
-                "ArnEquals": {"ec2:LaunchTemplate": template_arn},
-                "Bool": {"ec2:IsLaunchTemplateResource": "true"},
-            },
-        },
-        {
-            "Sid": "TemplateAndNetworkOfItsLaunch",
-            "Effect": "Allow",
-            "Action": "ec2:RunInstances",
-            "Resource": [template_arn, *arns(_RUN_NETWORK)],
-            "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
-        },
-        {
-            "Sid": "TagOnlyAtLaunch",
-            "Effect": "Allow",
-            "Action": "ec2:CreateTags",
-            "Resource": arns(_TAGGED_AT_LAUNCH),
-            "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
-        },
-        {
-            "Sid": "PassOnlyInstanceRole",
-            "Effect": "Allow",
-            "Action": "iam:PassRole",
-            "Resource": instance_role_arn,
-            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-        },
+        _allow(
+            "RunOnlyFromThisTemplate",
+            "ec2:RunInstances",
+            [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+            {**template, "Bool": {"ec2:IsLaunchTemplateResource": "true"}},
+        ),
+        _allow("TemplateAndNetworkOfItsLaunch", "ec2:RunInstances", [template_arn, *arns(_RUN_NETWORK)], template),
+        _allow(
+            "TagOnlyAtLaunch",
+            "ec2:CreateTags",
+            arns(_TAGGED_AT_LAUNCH),
+            {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+        ),
+        _allow(
+            "PassOnlyInstanceRole",
+            "iam:PassRole",
+            instance_role_arn,
+            {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
     )
 
 
@@ -800,46 +761,27 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
+    instances = f"arn:aws:ec2:{region}:{account}:instance/*"
     return _policy(
-        {
-            "Sid": "FindTaggedResources",
-            "Effect": "Allow",
-            "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
-            "Resource": "*",
-        },
-        {
-            "Sid": "TerminateOnlyProjectInstances",
-            "Effect": "Allow",
-            "Action": "ec2:TerminateInstances",
-            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-            "Condition": ours(EXPIRES_TAG),
-        },
-        {
-            "Sid": "TerminateOnlyRecurringLaunches",
-            "Effect": "Allow",
-            "Action": "ec2:TerminateInstances",
-            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-            "Condition": ours(MAX_HOURS_TAG),
-        },
-        {
-            "Sid": "DeleteOnlyProjectSecurityGroups",
-            "Effect": "Allow",
-            "Action": "ec2:DeleteSecurityGroup",
-            "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
-            "Condition": ours(EXPIRES_TAG),
-        },
-        {
-            "Sid": "DeleteOnlyDeadlineSchedules",
-            "Effect": "Allow",
-            "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
-            "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
-        },
-        {
-            "Sid": "OwnLogGroupOnly",
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": f"{log_group_arn}:*",
-        },
+        _allow(
+            "FindTaggedResources",
+            ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
+            "*",
+        ),
+        _allow("TerminateOnlyProjectInstances", "ec2:TerminateInstances", instances, ours(EXPIRES_TAG)),
+        _allow("TerminateOnlyRecurringLaunches", "ec2:TerminateInstances", instances, ours(MAX_HOURS_TAG)),
+        _allow(
+            "DeleteOnlyProjectSecurityGroups",
+            "ec2:DeleteSecurityGroup",
+            f"arn:aws:ec2:{region}:{account}:security-group/*",
+            ours(EXPIRES_TAG),
+        ),
+        _allow(
+            "DeleteOnlyDeadlineSchedules",
+            ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+            f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
+        ),
+        _allow("OwnLogGroupOnly", ["logs:CreateLogStream", "logs:PutLogEvents"], f"{log_group_arn}:*"),
     )
 
 
@@ -926,7 +868,7 @@ def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_e
             f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
         ),
         account.apply(lambda a: _assume_scheduler(a, region)),
-        function.arn.apply(lambda arn: _allow("lambda:InvokeFunction", arn)),
+        function.arn.apply(lambda arn: _policy(_allow(None, "lambda:InvokeFunction", arn))),
         tags,
         schedule_expr.aws(),
         {"arn": function.arn, "input": "{}"},
