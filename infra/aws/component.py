@@ -372,6 +372,12 @@ def _scheduled(
     )
 
 
+def _user_data(launch: Launch, region: str, results_url: str, code_url: str, deadline: str | None = None) -> str:
+    """The guest's cloud-init, gzipped and base64-encoded (a recurring launch sets its deadline at boot)."""
+    env = {"AWS_DEFAULT_REGION": region}
+    return cloud_init.compressed(guest_user_data(launch, results_url, code_url, CODE_COPY, deadline, env))
+
+
 def _placed(parent: pulumi.Resource, launch: Launch):
     """The launch's config, its children's options, region, Network and AMI, looked up before
     anything is created: a missing network or image stops `pulumi up` here."""
@@ -424,9 +430,7 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "tags": tags,
             },
             user_data_base64=pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
-                lambda a: cloud_init.compressed(
-                    guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
-                )
+                lambda a: _user_data(launch, region, *a)
             ),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
@@ -666,13 +670,6 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
     # without one, EC2 uses the default VPC's default subnet of the zone.
     nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
     region = region_of(cfg, launch.offering)
-
-    def user_data(args) -> str:
-        url, code = args
-        return cloud_init.compressed(
-            guest_user_data(launch, url, code, CODE_COPY, None, {"AWS_DEFAULT_REGION": region})
-        )
-
     return aws.ec2.LaunchTemplate(
         "launch-template",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
@@ -696,7 +693,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
                 },
             }
         ],
-        user_data=pulumi.Output.all(results.url, code_url).apply(user_data),
+        user_data=pulumi.Output.all(results.url, code_url).apply(lambda a: _user_data(launch, region, *a)),
         tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
         update_default_version=True,
         tags=tags,

@@ -22,26 +22,14 @@ SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
 # binding (Resource Manager) and a Cloud Scheduler job; a sweeper deploys a Cloud Run function,
 # which needs Cloud Functions, Cloud Build, Artifact Registry and Cloud Run ("Before you begin",
 # https://cloud.google.com/functions/docs/create-deploy-gcloud).
+_VM_APIS = ("compute.googleapis.com", "iam.googleapis.com", "storage.googleapis.com")
+_SCHEDULED = ("cloudresourcemanager.googleapis.com", "cloudscheduler.googleapis.com")
+_FUNCTION = ("cloudfunctions.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com")
 REQUIRED_APIS: dict[str, tuple[str, ...]] = {
-    "benchmark": ("compute.googleapis.com", "iam.googleapis.com", "storage.googleapis.com"),
+    "benchmark": _VM_APIS,
     "results": ("storage.googleapis.com",),
-    "recurring": (
-        "compute.googleapis.com",
-        "iam.googleapis.com",
-        "storage.googleapis.com",
-        "cloudresourcemanager.googleapis.com",
-        "cloudscheduler.googleapis.com",
-    ),
-    "sweeper": (
-        "iam.googleapis.com",
-        "storage.googleapis.com",
-        "cloudresourcemanager.googleapis.com",
-        "cloudscheduler.googleapis.com",
-        "cloudfunctions.googleapis.com",
-        "cloudbuild.googleapis.com",
-        "artifactregistry.googleapis.com",
-        "run.googleapis.com",
-    ),
+    "recurring": (*_VM_APIS, *_SCHEDULED),
+    "sweeper": ("iam.googleapis.com", "storage.googleapis.com", *_SCHEDULED, *_FUNCTION, "run.googleapis.com"),
 }
 
 # Regional GPU quota metrics (Compute Engine, "GPU quota",
