@@ -95,10 +95,14 @@ def sweep_expired(regions, now, dry_run=False, **kw):
 
 # The parts below import modules the sweeper function does not ship (infra/sweeper_function.py
 # MODULES: this file and sweep.py), so they are imported when called.
-def price_tables(offerings, region_name, now, clients):
-    from infra.gcp.prices import price_tables as fetch  # not in the sweeper function
+def _prices():
+    from infra.gcp import prices  # not in the sweeper function
 
-    return fetch(offerings, region_name, now, clients)
+    return prices
+
+
+def price_tables(offerings, region_name, now, clients):
+    return _prices().price_tables(offerings, region_name, now, clients)
 
 
 def spot_history():
@@ -106,14 +110,8 @@ def spot_history():
     return None
 
 
-def _default_session():
-    from infra.gcp.prices import default_session  # not in the sweeper function
-
-    return default_session()
-
-
 # Price API clients by name, for `analysis.price.refresh.Clients`.
-CLIENTS = {"gcp_session": _default_session}
+CLIENTS = {"gcp_session": lambda: _prices().default_session()}
 
 
 def credentials_status() -> dict:
