@@ -8,6 +8,9 @@ Order matters: schedules and instances first; a security group can only be
 deleted once no instance uses it, so we wait for `terminated` with the EC2
 waiter before deleting groups. Every error is recorded and the sweep goes on.
 boto3 honours AWS_ENDPOINT_URL, so the same code runs against moto on loopback.
+
+The tag names and the deadline format live here, the folder's lowest module (the provider
+interface re-exports them; the sweeper function ships this file with `__init__.py` alone).
 """
 
 from __future__ import annotations

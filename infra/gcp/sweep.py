@@ -13,6 +13,10 @@ A VM in status TERMINATED (stopped) still bills for its disks, so it goes too.
 
 The API root honours gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an
 http:// loopback root is used without credentials, like an emulator.
+
+The label names, the deadline format and the one authorized-session maker live here, the
+folder's lowest module (the provider interface re-exports them; the sweeper function ships
+this file with `__init__.py` alone).
 """
 
 from __future__ import annotations
