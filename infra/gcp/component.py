@@ -160,6 +160,13 @@ def _project_role(parent, name: str, stack: str, about, project, member, **grant
     return gcp.projects.IAMMember(f"{name}-grant", project=project, role=role.name, member=member, opts=child, **grant)
 
 
+def _account_with_role(parent, name: str, stack: str, display_name: str, about, project):
+    """A service account of the stack with its own custom role `name` on the project (`about`:
+    _project_role's); returns the account, its IAM member string and the grant."""
+    account, member = _account(parent, name, stack, name, display_name)
+    return account, member, _project_role(parent, name, stack, about, project, member)
+
+
 class NoImage(ConfigError, pulumi.RunError):
     """The image family has no image to boot; raised before any resource is created, and printed
     by Pulumi without a traceback (a RunError)."""
@@ -561,16 +568,13 @@ def _launcher(parent, cfg, project, runner):
     """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
     bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
     account and the grants the job must wait for."""
-    launcher, launcher_member = _account(
-        parent, "launcher", cfg.stack, "launcher", f"gpubench {cfg.stack} launcher (Cloud Scheduler)"
-    )
-    grant = _project_role(
+    launcher, launcher_member, grant = _account_with_role(
         parent,
         "launcher",
         cfg.stack,
+        f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
         ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
         project,
-        launcher_member,
     )
     act_as = gcp.serviceaccount.IAMMember(
         "launcher-act-as-runner",
@@ -635,7 +639,10 @@ class GcpSweeper(pulumi.ComponentResource):
         files = sweeper_function.package("gcp")
         digest = sweeper_function.package_hash(files)
 
-        runner, grant = _sweeper_account(self, cfg, project)
+        about = ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS))
+        runner, _, grant = _account_with_role(
+            self, "sweeper", cfg.stack, f"gpubench {cfg.stack}: the leak sweep", about, project
+        )
         source, archive = _sweeper_source(self, cfg, region, files, digest)
         function = _sweeper_function(
             self, cfg, region, schedule_expr, project, runner, (source, archive, digest), grant
@@ -647,21 +654,6 @@ class GcpSweeper(pulumi.ComponentResource):
         job = _scheduler_job(self, "sweep-job", cfg, what, schedule_expr, region, "540s", uri, target, [may_invoke])
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
-
-
-def _sweeper_account(parent, cfg: SweeperConfig, project):
-    """The account the sweep runs as: a custom role that may only list and delete VMs.
-    Returns it and its grant (the function waits for it)."""
-    runner, member = _account(parent, "sweeper", cfg.stack, "sweeper", f"gpubench {cfg.stack}: the leak sweep")
-    grant = _project_role(
-        parent,
-        "sweeper",
-        cfg.stack,
-        ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS)),
-        project,
-        member,
-    )
-    return runner, grant
 
 
 def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest: str):
