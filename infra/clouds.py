@@ -24,7 +24,7 @@ Functions:
     stack_keys(offering)         provider keys a generated stack file sets
     stack_base(offering)         stack-name stem, e.g. aws-p3-8x
     components()                 {"benchmark": cls, "results": cls, ...} (imports Pulumi)
-    preview_mocks()              module with computed() and call() for the offline preview
+    preview_mocks()              module with computed(), call() and user_data_of() for the offline preview
     sweep_expired(regions, now, dry_run, **kw) -> list[infra.sweep.Action]
     price_tables(offerings, region, now, clients) -> (tables, source, warnings)
     spot_history()               module with DAYS, client(region), series(...) or None

@@ -67,7 +67,7 @@ class Rendered:
     def user_data(self) -> str | None:
         for r in self.resources:
             for cloud in clouds.all_clouds():
-                found = cloud.user_data_of(r.type, r.inputs)
+                found = cloud.preview_mocks().user_data_of(r.type, r.inputs)
                 if found is not None:
                     return found
         return None

@@ -10,7 +10,7 @@ project id and a stack tag in the project's stack-name convention
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -93,6 +93,20 @@ def classify(
     if deadline <= now:
         return "expired", f"expired at {deadline.isoformat()}"
     return "kept", f"expires at {deadline.isoformat()}"
+
+
+def carry_out(verdict: str, dry_run: bool, act: Callable[[], Any], error_of=str, verb="terminate") -> tuple[str, Any]:
+    """(action, error) for a resource judged `verdict`: anything but 'expired' stands; an expired
+    one is 'would-<verb>' in a dry run, else `act()` makes it '<verb>d', or 'failed' with its error."""
+    if verdict != "expired":
+        return verdict, None
+    if dry_run:
+        return f"would-{verb}", None
+    try:
+        act()
+    except Exception as exc:  # noqa: BLE001 - one failure never stops the sweep
+        return "failed", error_of(exc)
+    return f"{verb}d", None
 
 
 @dataclass

@@ -1,9 +1,8 @@
 """AWS: everything gpubench knows about EC2, S3, IAM and EventBridge Scheduler.
 
-This file is the provider interface of `infra.clouds` and stays cheap to
-import; the Pulumi component (`component.py`), AMI lookup (`images.py`), leak
-sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
-(`spot.py`) are imported only when used.
+This file is the provider interface of `infra.clouds`, light enough for the base install and
+the sweeper function (which ships it with sweep.py alone); the other modules are imported
+by the functions that need them.
 """
 
 from __future__ import annotations
@@ -11,10 +10,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from payload.timestamps import iso
+from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and deadline format live with the sweep)
+    DEADLINE_SCHEDULE_PREFIX,
+    EXPIRES_TAG,
+    STACK_TAG,
+    TAG_PREFIX,
+    boto3_session,
+    format_deadline,
+    is_launcher_deadline,
+)
+from infra.aws.sweep import sweep as _sweep
 
 NAME = "aws"
 RESULTS_SCHEME = "s3://"
@@ -24,16 +31,6 @@ REGION_PATTERN = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d+$")
 ZONE_PATTERN = re.compile(r"[a-z]{2}(?:-gov)?-[a-z]+-\d[a-z]")
 # `gpubench:subnet`: an existing subnet to launch in (default: the region's default VPC).
 SUBNET_PATTERN = re.compile(r"subnet-[0-9a-f]{8}(?:[0-9a-f]{9})?", re.ASCII)
-
-# Tags: `gpubench:<key>`; `gpubench:expires-at` in RFC 3339 UTC, seconds, `Z` (2024-05-01T12:00:00Z).
-TAG_PREFIX = "gpubench:"
-STACK_TAG = TAG_PREFIX + "stack"
-EXPIRES_TAG = TAG_PREFIX + "expires-at"
-_DEADLINE_FORMAT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
-
-# EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
-# `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
-DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
 
 # (kind, EC2 error codes / phrases) in a failed `pulumi up` transcript; see analysis.launch_failures.
 FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -65,15 +62,6 @@ def deadline_tag(rfc3339: str) -> str:
     return rfc3339
 
 
-def format_deadline(when: datetime) -> str:
-    return iso(when, seconds=True)
-
-
-def is_launcher_deadline(text: str) -> bool:
-    """Only the exact form the launcher writes counts as ours."""
-    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
-
-
 def region_of_zone(zone: str) -> str:
     """us-east-1a -> us-east-1."""
     return zone[:-1]
@@ -96,50 +84,34 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.aws.component import AwsBenchmark, AwsRecurring, AwsResults, AwsSweeper
+    from infra.aws import component as c  # heavy: Pulumi and pulumi_aws, the infra extra
 
-    return {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults, "sweeper": AwsSweeper}
-
-
-def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
-    """The rendered user-data of an instance resource (offline preview)."""
-    from infra.cloud_init import inflated
-
-    if resource_type != "aws:ec2/instance:Instance":
-        return None
-    value = inputs.get("userDataBase64") or inputs.get("userData")
-    return inflated(value) if isinstance(value, str) else None
+    return {"benchmark": c.AwsBenchmark, "recurring": c.AwsRecurring, "results": c.AwsResults, "sweeper": c.AwsSweeper}
 
 
 def sweep_expired(regions, now, dry_run=False, project=None, **kw):
     if project:
         raise ValueError("--project is a GCP option; AWS sweeps the account of your credentials")
-    from infra.aws.sweep import sweep as run
-
-    return run(regions, now, dry_run, **kw)
+    return _sweep(regions, now, dry_run, **kw)
 
 
+# The parts below import modules the sweeper function does not ship (infra/sweeper_function.py
+# MODULES: this file and sweep.py), so they are imported when called.
 def price_tables(offerings, region_name, now, clients):
-    from infra.aws.prices import price_tables as fetch
+    from infra.aws.prices import price_tables as fetch  # not in the sweeper function
 
     return fetch(offerings, region_name, now, clients)
 
 
 def spot_history():
     """EC2 spot price history (infra/aws/spot.py): prices a spot run over its own window."""
-    from infra.aws import spot
+    from infra.aws import spot  # not in the sweeper function
 
     return spot
 
 
 def _session_client(service: str):
-    def make(region: str):
-        """A client on a fresh session: credentials resolved now, not cached from earlier in the process."""
-        import boto3
-
-        return boto3.session.Session().client(service, region_name=region)
-
-    return make
+    return lambda region: boto3_session().client(service, region_name=region)
 
 
 # Price API clients by name, for `analysis.price.refresh.Clients`.
@@ -149,15 +121,13 @@ CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
 def credentials_status() -> dict:
     """{"ok", "detail"}: whether boto3 finds credentials (env, profile, SSO). No API call, and no
     instance-metadata probe: off an EC2 instance that would send a request to 169.254.169.254."""
-    try:
-        import boto3
-    except ImportError:
-        return {"ok": False, "detail": "boto3 not installed: pip install 'gpubench[payload]'"}
     saved = os.environ.get("AWS_EC2_METADATA_DISABLED")
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
     try:
-        session = boto3.session.Session()
+        session = boto3_session()
         creds = session.get_credentials()
+    except ImportError:
+        return {"ok": False, "detail": "boto3 not installed: pip install 'gpubench[payload]'"}
     finally:
         if saved is None:
             os.environ.pop("AWS_EC2_METADATA_DISABLED", None)
@@ -177,26 +147,25 @@ IDENTITY_FIX = "`aws sso login` or `aws configure` (expired or revoked keys are 
 
 def identity() -> str:
     """STS GetCallerIdentity: the credentials are accepted, not only present (needs no permission)."""
-    import boto3
-    from botocore.config import Config
+    from botocore.config import Config  # heavy: the cloud SDK
 
-    region = boto3.session.Session().region_name or "us-east-1"
+    session = boto3_session()
     config = Config(connect_timeout=5, read_timeout=10, retries={"max_attempts": 2})
-    who = boto3.client("sts", region_name=region, config=config).get_caller_identity()
+    who = session.client("sts", region_name=session.region_name or DEFAULT_REGION, config=config).get_caller_identity()
     return f"STS GetCallerIdentity: {who.get('Arn')}"
 
 
 def account_checks(needs, strict=False, client=None):
     """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
     as rows {"check", "ok", "detail"} naming each fix (infra/aws/readiness.py; API calls)."""
-    from infra.aws.readiness import checks
+    from infra.aws.readiness import checks  # not in the sweeper function
 
     return checks(needs, strict, client)
 
 
 def preview_mocks():
     """Mock answers for the offline preview (infra/render.py)."""
-    from infra.aws import mocks as module
+    from infra.aws import mocks as module  # not in the sweeper function: it runs under Pulumi
 
     return module
 
@@ -207,6 +176,6 @@ SWEEPER_FUNCTION_FILES: dict[str, str] = {}
 
 def parse_offerings(raw, gpus, file):
     """The rows of this cloud's offering file (infra/aws/catalog.py)."""
-    from infra.aws.catalog import parse_offerings as parse
+    from infra.aws.catalog import parse_offerings as parse  # not in the sweeper function
 
     return parse(raw, gpus, file)

@@ -1,12 +1,6 @@
-"""AWS: the results bucket stack and one benchmark stack (instance + cloud-side deadline).
-
-What the instance role may do in the bucket (create-only under its own launch's runs and journal
-entries, read checkpoints and `code/`, never delete) is results_policy, and docs/security.md
-("Cloud security") with the tests that hold it. Besides: no ingress (SSH only from
-`gpubench:sshCidr`); IMDSv2 with hop limit 2 (the payload container reads metadata through
-docker); encrypted gp3 root; shutdown terminates, so the guest powering off ends the instance;
-spot is a one-time request terminated on interruption; the deadline is a one-time EventBridge
-Scheduler schedule calling `ec2:TerminateInstances` through a role that may end only this instance.
+"""AWS's Pulumi components: the results bucket, a benchmark instance with its cloud-side deadline,
+a recurring launch and the leak-sweep function. docs/security.md ("Cloud security") states what
+each role may do, and the tests that hold it.
 
 The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
 once at creation and kept in state, so later previews show no change.
@@ -22,8 +16,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from infra.aws import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, STACK_TAG
-from infra.aws.sweep import AWS_PROJECT_TAG, MAX_HOURS_TAG
+from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.schedule_expr import parse_schedule
 
 with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
@@ -38,7 +31,7 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_aws as aws
 import pulumiverse_time as time
 
-from infra import cloud_init
+from infra import cloud_init, sweeper_function
 from infra.aws import images
 from infra.aws import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
@@ -73,21 +66,30 @@ copy() {
 
 
 def _policy(*statements: dict) -> str:
-    """An IAM policy document of these statements."""
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
 
 
+def _allow(sid: str | None, action, resource, condition: dict | None = None) -> dict:
+    """One Allow statement, without the keys it does not set."""
+    statement = {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource, "Condition": condition}
+    return {k: v for k, v in statement.items() if v is not None}
+
+
 def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
-    """A role trusted as `trust` says, and its one inline policy (`names`: the two resources')."""
+    """A role trusted as `trust` says and its one inline policy (`names`: the two resources')."""
     child = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(names[0], assume_role_policy=trust, description=description, tags=tags, opts=child)
     return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
 
 
-def _assume(service: str, account_id: str | None = None) -> str:
+def _assume(service: str, account: str | None = None, source_arn: str | None = None) -> str:
+    """Trusted by `service`; with `account` (and `source_arn`), only on behalf of that account's
+    resource (confused deputy)."""
     statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
-    if account_id:
-        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account_id}}
+    if account:
+        statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account}}
+    if source_arn:
+        statement["Condition"]["ArnEquals"] = {"aws:SourceArn": source_arn}
     return _policy(statement)
 
 
@@ -110,73 +112,36 @@ def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
     entry is only a hint; a collect reads only keys that parse as `journal/<stack>/<stamp>-<run id>`
     of its stack (payload.layout.journal_run), then lists and judges the run named like any other."""
     journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}"
-    return {
-        "Sid": "OwnJournalCreateOnly",
-        "Effect": "Allow",
-        "Action": "s3:PutObject",
-        "Resource": f"{journal}*-{launch}-*" if launch else f"{journal}*",
-        "Condition": CREATE_ONLY,
-    }
+    own = f"{journal}*-{launch}-*" if launch else f"{journal}*"
+    return _allow("OwnJournalCreateOnly", "s3:PutObject", own, CREATE_ONLY)
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
     runs with host networking, so it holds exactly these rights (docs/security.md has the table):
-    create-only PutObject under its own launch's runs (`runs/<stack>/*` for a recurring stack, whose
-    launches share one role) and journal entries (journal_statement), through the `s3:if-none-match`
-    condition key (S3 User Guide, "Enforce conditional writes on Amazon S3 buckets",
-    https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html); no
-    DeleteObject (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints
-    (the completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
+    create-only PutObject (CREATE_ONLY) under its own launch's runs (`runs/<stack>/*` for a recurring
+    stack, whose launches share one role) and journal entries (journal_statement); no DeleteObject
+    (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints (the
+    completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
     reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
     so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
     `code_prefix`, GetObject on the code bundles. No multipart permission: single PutObject calls."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
-    code = []
-    if code_prefix:
-        code.append(
-            {
-                "Sid": "CodeBundlesRead",
-                "Effect": "Allow",
-                "Action": "s3:GetObject",
-                "Resource": f"arn:aws:s3:::{bucket}/{code_prefix}*",
-            }
-        )
+    code = [_allow("CodeBundlesRead", "s3:GetObject", f"arn:aws:s3:::{bucket}/{code_prefix}*")] if code_prefix else []
     return _policy(
         *code,
-        {
-            "Sid": "OwnRunsCreateOnly",
-            "Effect": "Allow",
-            "Action": "s3:PutObject",
-            "Resource": f"{own}*",
-            "Condition": CREATE_ONLY,
-        },
+        _allow("OwnRunsCreateOnly", "s3:PutObject", f"{own}*", CREATE_ONLY),
         journal_statement(bucket, run_prefix, launch),
-        {
-            "Sid": "CheckpointsRead",
-            "Effect": "Allow",
-            "Action": "s3:GetObject",
-            "Resource": f"{stack_objects}*/checkpoints/*",
-        },
-        {
-            "Sid": "OwnCheckpointsTag",
-            "Effect": "Allow",
-            "Action": "s3:PutObjectTagging",
-            "Resource": f"{own}*/checkpoints/*",
-        },
-        {
-            "Sid": "StackPrefixList",
-            "Effect": "Allow",
-            "Action": "s3:ListBucket",
-            "Resource": f"arn:aws:s3:::{bucket}",
-            "Condition": {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
-        },
+        _allow("CheckpointsRead", "s3:GetObject", f"{stack_objects}*/checkpoints/*"),
+        _allow("OwnCheckpointsTag", "s3:PutObjectTagging", f"{own}*/checkpoints/*"),
+        _allow(
+            "StackPrefixList",
+            "s3:ListBucket",
+            f"arn:aws:s3:::{bucket}",
+            {"StringLike": {"s3:prefix": [f"{run_prefix}*"]}},
+        ),
     )
-
-
-def terminate_policy(instance_arn: str) -> str:
-    return _policy({"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": instance_arn})
 
 
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
@@ -366,44 +331,51 @@ def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -
     """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
     the instance, through a role trusted by the scheduler of this account only that may
     terminate this instance only; the schedule deletes itself after it ran."""
-    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    scheduler_role, terminate = _role(
+    return _scheduled(
         parent,
-        ("deadline-role", "deadline-terminate"),
-        account.apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-        instance.arn.apply(terminate_policy),
+        ("deadline-schedule", "deadline-role", "deadline-terminate"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
+            f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
+        ),
+        _account_id(parent).apply(lambda a: _assume("scheduler.amazonaws.com", a)),
+        instance.arn.apply(lambda arn: _policy(_allow(None, "ec2:TerminateInstances", arn))),
         tags,
-    )
-    target = {
-        "arn": TERMINATE_TARGET,
-        "role_arn": scheduler_role.arn,
-        "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]})),
-    }
-    return _schedule(
-        parent,
-        "deadline-schedule",
-        f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
         deadline.rfc3339.apply(schedule_at),
-        target,
+        {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
         {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-        terminate,
         action_after_completion="DELETE",
     )
 
 
-def _schedule(parent, name: str, description: str, expression, target: dict, retry: dict, after, **extra):
-    """An EventBridge Scheduler schedule in UTC, on time to the minute, created after `after` (its role's policy)."""
+def _account_id(parent) -> pulumi.Output:
+    return aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
+
+
+def _scheduled(
+    parent, names: tuple[str, str, str], about: tuple[str, str], trust, policy, tags, expression, target, retry, **extra
+):
+    """An EventBridge Scheduler schedule in UTC, on time to the minute, calling `target` as a role
+    trusted as `trust` says with the one inline `policy`, created after that policy.
+    `names`: the schedule's, the role's and the policy's; `about`: the role's and the schedule's
+    descriptions."""
+    role, allow = _role(parent, names[1:], trust, about[0], policy, tags)
     return aws.scheduler.Schedule(
-        name,
-        description=description,
+        names[0],
+        description=about[1],
         schedule_expression=expression,
         schedule_expression_timezone="UTC",
         flexible_time_window={"mode": "OFF"},
-        target={**target, "retry_policy": retry},
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[after]),
+        target={**target, "role_arn": role.arn, "retry_policy": retry},
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
         **extra,
     )
+
+
+def _user_data(launch: Launch, region: str, results_url: str, code_url: str, deadline: str | None = None) -> str:
+    """The guest's cloud-init, gzipped and base64-encoded (a recurring launch sets its deadline at boot)."""
+    env = {"AWS_DEFAULT_REGION": region}
+    return cloud_init.compressed(guest_user_data(launch, results_url, code_url, CODE_COPY, deadline, env))
 
 
 def _placed(parent: pulumi.Resource, launch: Launch):
@@ -458,9 +430,7 @@ class AwsBenchmark(pulumi.ComponentResource):
                 "tags": tags,
             },
             user_data_base64=pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
-                lambda a: cloud_init.compressed(
-                    guest_user_data(launch, a[0], a[1], CODE_COPY, a[2], {"AWS_DEFAULT_REGION": region})
-                )
+                lambda a: _user_data(launch, region, *a)
             ),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
@@ -603,38 +573,27 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
     def arns(types):
         return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
 
+    template = {"ArnEquals": {"ec2:LaunchTemplate": template_arn}}
     return _policy(
-        {
-            "Sid": "RunOnlyFromThisTemplate",
-            "Effect": "Allow",
-            "Action": "ec2:RunInstances",
-            "Resource": [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
-            "Condition": {
-                "ArnEquals": {"ec2:LaunchTemplate": template_arn},
-                "Bool": {"ec2:IsLaunchTemplateResource": "true"},
-            },
-        },
-        {
-            "Sid": "TemplateAndNetworkOfItsLaunch",
-            "Effect": "Allow",
-            "Action": "ec2:RunInstances",
-            "Resource": [template_arn, *arns(_RUN_NETWORK)],
-            "Condition": {"ArnEquals": {"ec2:LaunchTemplate": template_arn}},
-        },
-        {
-            "Sid": "TagOnlyAtLaunch",
-            "Effect": "Allow",
-            "Action": "ec2:CreateTags",
-            "Resource": arns(_TAGGED_AT_LAUNCH),
-            "Condition": {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
-        },
-        {
-            "Sid": "PassOnlyInstanceRole",
-            "Effect": "Allow",
-            "Action": "iam:PassRole",
-            "Resource": instance_role_arn,
-            "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-        },
+        _allow(
+            "RunOnlyFromThisTemplate",
+            "ec2:RunInstances",
+            [f"arn:aws:ec2:{region}::image/*", *arns(_RUN_RESOURCES)],
+            {**template, "Bool": {"ec2:IsLaunchTemplateResource": "true"}},
+        ),
+        _allow("TemplateAndNetworkOfItsLaunch", "ec2:RunInstances", [template_arn, *arns(_RUN_NETWORK)], template),
+        _allow(
+            "TagOnlyAtLaunch",
+            "ec2:CreateTags",
+            arns(_TAGGED_AT_LAUNCH),
+            {"StringEquals": {"ec2:CreateAction": "RunInstances"}},
+        ),
+        _allow(
+            "PassOnlyInstanceRole",
+            "iam:PassRole",
+            instance_role_arn,
+            {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
+        ),
     )
 
 
@@ -711,13 +670,6 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
     # without one, EC2 uses the default VPC's default subnet of the zone.
     nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
     region = region_of(cfg, launch.offering)
-
-    def user_data(args) -> str:
-        url, code = args
-        return cloud_init.compressed(
-            guest_user_data(launch, url, code, CODE_COPY, None, {"AWS_DEFAULT_REGION": region})
-        )
-
     return aws.ec2.LaunchTemplate(
         "launch-template",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
@@ -741,7 +693,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
                 },
             }
         ],
-        user_data=pulumi.Output.all(results.url, code_url).apply(user_data),
+        user_data=pulumi.Output.all(results.url, code_url).apply(lambda a: _user_data(launch, region, *a)),
         tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
         update_default_version=True,
         tags=tags,
@@ -752,47 +704,32 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
     """The recurring schedule calling RunInstances on the template, as a role that may launch
     from this template only and pass this stack's instance role only."""
-    account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
-    group = "default"
-    scheduler_role, allow = _role(
+    account = _account_id(parent)
+    return _scheduled(
         parent,
-        ("launcher-role", "launcher-run-instances"),
-        account.apply(lambda a: _assume_scheduler(a, region, group)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+        ("launch-schedule", "launcher-role", "launcher-run-instances"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
+            f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
+        ),
+        account.apply(lambda a: _assume_scheduler(a, region)),
         pulumi.Output.all(account, template.arn, instance_role.arn).apply(lambda a: launcher_policy(region, *a)),
         tags,
-    )
-    target = {
-        "arn": RUN_INSTANCES_TARGET,
-        "role_arn": scheduler_role.arn,
-        "input": template.id.apply(lambda t: run_instances_input(t, tags)),
-    }
-    return _schedule(
-        parent,
-        "launch-schedule",
-        f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
         schedule_expr.aws(),
-        target,
+        {"arn": RUN_INSTANCES_TARGET, "input": template.id.apply(lambda t: run_instances_input(t, tags))},
         # A capacity error is not retried for a day into the next run: one short retry window.
         {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-        allow,
-        group_name=group,
+        group_name=SCHEDULE_GROUP,
     )
 
 
-def _assume_scheduler(account: str, region: str, group: str) -> str:
+SCHEDULE_GROUP = "default"
+
+
+def _assume_scheduler(account: str, region: str) -> str:
     """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
-    return _policy(
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "scheduler.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-            "Condition": {
-                "StringEquals": {"aws:SourceAccount": account},
-                "ArnEquals": {"aws:SourceArn": f"arn:aws:scheduler:{region}:{account}:schedule-group/{group}"},
-            },
-        }
-    )
+    group = f"arn:aws:scheduler:{region}:{account}:schedule-group/{SCHEDULE_GROUP}"
+    return _assume("scheduler.amazonaws.com", account, group)
 
 
 # The stack names this project gives AWS stacks, as IAM patterns (infra.tags.is_project_stack).
@@ -816,56 +753,33 @@ def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) 
 
     def ours(*present):
         return {
-            "StringEquals": {f"aws:ResourceTag/{AWS_PROJECT_TAG}": project},
+            "StringEquals": {f"aws:ResourceTag/{PROJECT_TAG}": project},
             "StringLike": {f"aws:ResourceTag/{STACK_TAG}": list(OWN_STACKS)},
             "Null": {f"aws:ResourceTag/{k}": "false" for k in present},
         }
 
+    instances = f"arn:aws:ec2:{region}:{account}:instance/*"
     return _policy(
-        {
-            "Sid": "FindTaggedResources",
-            "Effect": "Allow",
-            "Action": ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
-            "Resource": "*",
-        },
-        {
-            "Sid": "TerminateOnlyProjectInstances",
-            "Effect": "Allow",
-            "Action": "ec2:TerminateInstances",
-            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-            "Condition": ours(EXPIRES_TAG),
-        },
-        {
-            "Sid": "TerminateOnlyRecurringLaunches",
-            "Effect": "Allow",
-            "Action": "ec2:TerminateInstances",
-            "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
-            "Condition": ours(MAX_HOURS_TAG),
-        },
-        {
-            "Sid": "DeleteOnlyProjectSecurityGroups",
-            "Effect": "Allow",
-            "Action": "ec2:DeleteSecurityGroup",
-            "Resource": f"arn:aws:ec2:{region}:{account}:security-group/*",
-            "Condition": ours(EXPIRES_TAG),
-        },
-        {
-            "Sid": "DeleteOnlyDeadlineSchedules",
-            "Effect": "Allow",
-            "Action": ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
-            "Resource": f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
-        },
-        {
-            "Sid": "OwnLogGroupOnly",
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": f"{log_group_arn}:*",
-        },
+        _allow(
+            "FindTaggedResources",
+            ["ec2:DescribeInstances", "ec2:DescribeSecurityGroups", "scheduler:ListSchedules"],
+            "*",
+        ),
+        _allow("TerminateOnlyProjectInstances", "ec2:TerminateInstances", instances, ours(EXPIRES_TAG)),
+        _allow("TerminateOnlyRecurringLaunches", "ec2:TerminateInstances", instances, ours(MAX_HOURS_TAG)),
+        _allow(
+            "DeleteOnlyProjectSecurityGroups",
+            "ec2:DeleteSecurityGroup",
+            f"arn:aws:ec2:{region}:{account}:security-group/*",
+            ours(EXPIRES_TAG),
+        ),
+        _allow(
+            "DeleteOnlyDeadlineSchedules",
+            ["scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+            f"arn:aws:scheduler:{region}:{account}:schedule/default/{DEADLINE_SCHEDULE_PREFIX}*",
+        ),
+        _allow("OwnLogGroupOnly", ["logs:CreateLogStream", "logs:PutLogEvents"], f"{log_group_arn}:*"),
     )
-
-
-def invoke_policy(function_arn: str) -> str:
-    return _policy({"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn})
 
 
 def lambda_function_name(stack: str) -> str:
@@ -885,8 +799,6 @@ class AwsSweeper(pulumi.ComponentResource):
     `gpubench:regions`), with no machine of the user's involved."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
-        from infra import sweeper_function
-
         super().__init__("gpubench:aws:Sweeper", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         region = cfg.provider_config.get("aws:region") or "us-east-1"
@@ -894,7 +806,7 @@ class AwsSweeper(pulumi.ComponentResource):
         schedule_expr = parse_schedule(cfg.every)
         tags = aws_tags({"project": project_id(), "stack": cfg.stack})
         files = sweeper_function.package("aws")
-        account = aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=self)).account_id
+        account = _account_id(self)
 
         # Lambda writes to /aws/lambda/<function name>: name the function so the log
         # group (and the role's only log permission) exists before it.
@@ -945,22 +857,18 @@ class AwsSweeper(pulumi.ComponentResource):
 
 def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
     """The schedule invoking the function, as a role that may invoke it and nothing else."""
-    group = "default"
-    invoker, may_invoke = _role(
+    return _scheduled(
         parent,
-        ("invoke-role", "invoke"),
-        account.apply(lambda a: _assume_scheduler(a, region, group)),
-        f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-        function.arn.apply(invoke_policy),
+        ("sweep-schedule", "invoke-role", "invoke"),
+        (
+            f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
+            f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
+        ),
+        account.apply(lambda a: _assume_scheduler(a, region)),
+        function.arn.apply(lambda arn: _policy(_allow(None, "lambda:InvokeFunction", arn))),
         tags,
-    )
-    return _schedule(
-        parent,
-        "sweep-schedule",
-        f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
         schedule_expr.aws(),
-        {"arn": function.arn, "role_arn": invoker.arn, "input": "{}"},
+        {"arn": function.arn, "input": "{}"},
         {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-        may_invoke,
-        group_name=group,
+        group_name=SCHEDULE_GROUP,
     )

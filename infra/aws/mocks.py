@@ -7,6 +7,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from infra.cloud_init import inflated
+from infra.render import fake_id
+
 ACCOUNT, REGION = "123456789012", "us-east-1"
 DEFAULT_VPC = "vpc-0mockdefault"
 
@@ -45,8 +48,6 @@ def computed(typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str,
 
 def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
     """A data source's answer (an invoke); None for another cloud's."""
-    from infra.render import fake_id
-
     table: dict[str, Callable[[], dict[str, Any]]] = {
         "aws:ec2/getAmi:getAmi": lambda: {
             # filters arrive as dicts whose key order varies between processes: sorted, the id does not
@@ -71,3 +72,11 @@ def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
         },
     }
     return table[token]() if token in table else None
+
+
+def user_data_of(resource_type: str, inputs: dict[str, Any]) -> str | None:
+    """The user-data an instance resource renders, inflated; None for another resource."""
+    if resource_type != "aws:ec2/instance:Instance":
+        return None
+    value = inputs.get("userDataBase64") or inputs.get("userData")
+    return inflated(value) if isinstance(value, str) else None

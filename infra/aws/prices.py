@@ -46,20 +46,15 @@ CREDENTIALS_HELP = (
 )
 
 
-def _aws_errors():
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-
-    return NoCredentialsError, (ClientError, BotoCoreError)
-
-
 def call_aws(what: str, fn, *args, **kwargs):
     """Run one AWS call, turning botocore's errors into ours with the fix named."""
-    no_creds, api_errors = _aws_errors()
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError  # heavy: the cloud SDK
+
     try:
         return fn(*args, **kwargs)
-    except no_creds as exc:
+    except NoCredentialsError as exc:
         raise NoCredentials(f"no AWS credentials found ({exc}). {CREDENTIALS_HELP}") from exc
-    except api_errors as exc:
+    except (ClientError, BotoCoreError) as exc:
         raise PriceFetchError(f"AWS {what} failed: {exc}") from exc
 
 

@@ -9,9 +9,10 @@ Service Quotas, which moto serves for VPC quotas only).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
+from infra.aws.sweep import boto3_session, error_text
 from infra.stacks import quota_row
 
 # EC2 vCPU quotas by instance family and market, in vCPUs per region (Service Quotas, service
@@ -35,20 +36,6 @@ def quota_of(instance_type: str, market: str) -> tuple[str, str]:
     return QUOTAS[(QUOTA_CLASS.get(letters, "Standard"), "spot" if market == "spot" else "on-demand")]
 
 
-def _client_factory() -> Callable[[str, str], Any]:
-    import boto3
-
-    session = boto3.session.Session()
-    return lambda service, region: session.client(service, region_name=region)
-
-
-def _error(exc: Exception) -> str:
-    """A botocore error in one line: its code and message, no traceback."""
-    response = getattr(exc, "response", None) or {}
-    err = response.get("Error", {})
-    return f"{err.get('Code')}: {err.get('Message')}" if err else f"{type(exc).__name__}: {exc}"
-
-
 def account_check(client, region: str) -> dict:
     try:
         who = client("sts", region).get_caller_identity()
@@ -56,7 +43,7 @@ def account_check(client, region: str) -> dict:
         return {
             "check": "aws account",
             "ok": False,
-            "detail": f"credentials do not work ({_error(exc)[:200]}): `aws configure`, `aws sso login` or "
+            "detail": f"credentials do not work ({error_text(exc)[:200]}): `aws configure`, `aws sso login` or "
             "AWS_PROFILE; then `aws sts get-caller-identity` should answer",
         }
     return {"check": "aws account", "ok": True, "detail": f"{who['Account']} as {who['Arn']}"}
@@ -73,7 +60,7 @@ def network_check(ec2, region: str, subnets: set[str], without_subnet: list[str]
         vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"] if without_subnet else []
     except Exception as exc:  # noqa: BLE001
         fix = "check gpubench:subnet against `aws ec2 describe-subnets --region " + region + "`"
-        return {"check": name, "ok": False, "detail": f"{_error(exc)[:200]}; {fix}"}
+        return {"check": name, "ok": False, "detail": f"{error_text(exc)[:200]}; {fix}"}
     if without_subnet and not vpcs:
         return {
             "check": name,
@@ -96,7 +83,7 @@ def quota_check(quotas, region: str, code: str, title: str, needs: list[tuple[in
         return {
             "check": name,
             "ok": False,
-            "detail": f"{title}: could not read it ({_error(exc)[:160]}); the identity needs "
+            "detail": f"{title}: could not read it ({error_text(exc)[:160]}); the identity needs "
             "servicequotas:GetServiceQuota, or look in the Service Quotas console",
         }
     fix = f"`aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} --desired-value {{}} --region {region}`"
@@ -107,7 +94,9 @@ def checks(needs: Iterable[Any], strict: bool = False, client=None) -> list[dict
     """Every row for these stacks (infra.stacks.StackNeed): the account once, then per region its
     network and each quota the stacks count against."""
     needs = list(needs)
-    client = client or _client_factory()
+    if client is None:
+        session = boto3_session()
+        client = lambda service, region: session.client(service, region_name=region)  # noqa: E731
     regions = sorted({n.region for n in needs}) or ["us-east-1"]
     first = account_check(client, regions[0])
     if not first["ok"]:

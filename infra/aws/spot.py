@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from infra.aws import CLIENTS
 from infra.aws.prices import SPOT_HISTORY_DAYS, SPOT_PRODUCT, spot_price_history
+from infra.aws.sweep import boto3_session
 
 DAYS = SPOT_HISTORY_DAYS  # EC2 keeps 90 days of spot price history
-
-
-def client(region: str):
-    """An EC2 client on a fresh boto3 session (credentials resolved now)."""
-    import boto3
-
-    return boto3.session.Session().client("ec2", region_name=region)
+client = CLIENTS["ec2"]  # an EC2 client on a fresh boto3 session: credentials resolved now
 
 
 def series(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime) -> tuple[list, str]:
@@ -23,6 +19,4 @@ def series(ec2_client, instance_type: str, zone: str, start: datetime, end: date
 
 
 def has_credentials() -> bool:
-    import boto3
-
-    return boto3.Session().get_credentials() is not None
+    return boto3_session().get_credentials() is not None

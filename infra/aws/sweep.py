@@ -8,27 +8,47 @@ Order matters: schedules and instances first; a security group can only be
 deleted once no instance uses it, so we wait for `terminated` with the EC2
 waiter before deleting groups. Every error is recorded and the sweep goes on.
 boto3 honours AWS_ENDPOINT_URL, so the same code runs against moto on loopback.
+
+The tag names and the deadline format live here, the folder's lowest module (the provider
+interface re-exports them; the sweeper function ships this file with `__init__.py` alone).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from infra import sweep as common
-from infra.aws import DEADLINE_SCHEDULE_PREFIX, format_deadline, is_launcher_deadline
-from infra.aws import EXPIRES_TAG as AWS_EXPIRES_TAG
-from infra.aws import STACK_TAG as AWS_STACK_TAG
 from infra.sweep import Action
 from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
+from payload.timestamps import iso
+
+# Tags: `gpubench:<key>`; `gpubench:expires-at` in RFC 3339 UTC, seconds, `Z` (2024-05-01T12:00:00Z).
+TAG_PREFIX = "gpubench:"
+STACK_TAG = TAG_PREFIX + "stack"
+EXPIRES_TAG = TAG_PREFIX + "expires-at"
+PROJECT_TAG = TAG_PREFIX + PROJECT_KEY
+MAX_HOURS_TAG = TAG_PREFIX + MAX_HOURS_KEY  # recurring launches (infra/aws/component.py AwsRecurring)
+_DEADLINE_FORMAT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+# EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
+# `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
+DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
 
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
-TAGGED = [{"Name": "tag-key", "Values": [AWS_EXPIRES_TAG]}]
-AWS_PROJECT_TAG = f"gpubench:{PROJECT_KEY}"
-MAX_HOURS_TAG = f"gpubench:{MAX_HOURS_KEY}"  # recurring launches (infra/aws/component.py AwsRecurring)
+TAGGED = [{"Name": "tag-key", "Values": [EXPIRES_TAG]}]
 RECURRING = [{"Name": "tag-key", "Values": [MAX_HOURS_TAG]}]
+
+
+def format_deadline(when: datetime) -> str:
+    return iso(when, seconds=True)
+
+
+def is_launcher_deadline(text: str) -> bool:
+    """Only the exact form the launcher writes counts as ours."""
+    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
 
 
 def _tags(resource: dict) -> dict[str, str]:
@@ -40,7 +60,8 @@ def _tags(resource: dict) -> dict[str, str]:
     }
 
 
-def _error(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
+    """A botocore error in one line: its code and message."""
     response = getattr(exc, "response", None)
     err = response.get("Error", {}) if isinstance(response, dict) else {}
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
@@ -48,14 +69,14 @@ def _error(exc: BaseException) -> str:
 
 def owner(project: str | None = None) -> common.Owner:
     """This deployment's ownership marks on AWS: gpubench:stack, gpubench:project = the project id."""
-    return common.Owner("aws", AWS_STACK_TAG, AWS_PROJECT_TAG, project or project_id())
+    return common.Owner("aws", STACK_TAG, PROJECT_TAG, project or project_id())
 
 
 def classify(tags: dict[str, str], now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
     """('expired' | 'kept' | 'left-alone', reason): ours only with this project's tag, a project
     stack name and a launcher-format deadline (infra.sweep.classify)."""
     return common.classify(
-        tags, now, owner=mine or owner(), expires_key=AWS_EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
+        tags, now, owner=mine or owner(), expires_key=EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
     )
 
 
@@ -64,8 +85,8 @@ def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[
     return client.get_paginator(operation).paginate(**params, PaginationConfig=config)
 
 
-def tagged_instances(ec2, page_size: int | None = None) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_instances", page_size, Filters=TAGGED):
+def tagged_instances(ec2, page_size: int | None = None, filters=TAGGED) -> Iterator[dict]:
+    for page in _pages(ec2, "describe_instances", page_size, Filters=filters):
         for reservation in page.get("Reservations", []):
             yield from reservation.get("Instances", [])
 
@@ -104,7 +125,7 @@ class _Region:
 
     def record(self, kind, rid, action, tags=None, reason="", error=None):
         tags = tags or {}
-        stack, expires = tags.get(AWS_STACK_TAG), tags.get(AWS_EXPIRES_TAG)
+        stack, expires = tags.get(STACK_TAG), tags.get(EXPIRES_TAG)
         self.out.append(Action("aws", self.region, kind, rid, action, stack, expires, reason, error))
 
     def listed(self, kind: str, what: str, lister) -> list:
@@ -112,37 +133,39 @@ class _Region:
         try:
             return list(lister(self.page_size))
         except Exception as exc:  # noqa: BLE001 - the rest of the region is still swept
-            self.record(kind, "*", "failed", reason=f"listing {what}", error=_error(exc))
+            self.record(kind, "*", "failed", reason=f"listing {what}", error=error_text(exc))
             return []
 
-    def instances(self) -> None:
-        for inst in self.listed("instance", "tagged instances", lambda n: tagged_instances(self.ec2, n)):
-            iid = str(inst.get("InstanceId", "?")) if isinstance(inst, dict) else "?"
+    def judged(self, kind: str, noun: str, lister, id_key: str) -> Iterator[tuple[str, dict, dict, str, str]]:
+        """(id, resource, tags, verdict, reason) of each tagged resource `lister` lists; one whose
+        tags cannot be read is recorded as failed and never stops the rest."""
+        for res in self.listed(kind, f"tagged {noun}s", lister):
+            rid = str(res.get(id_key, "?")) if isinstance(res, dict) else "?"
             try:
-                state, tags = inst.get("State", {}).get("Name"), _tags(inst)
+                tags = _tags(res)
                 verdict, reason = classify(tags, self.now, self.owner)
-            except Exception as exc:  # noqa: BLE001 - one unreadable instance never stops the rest
-                self.record("instance", iid, "failed", reason="reading the instance's tags", error=_error(exc))
+            except Exception as exc:  # noqa: BLE001 - one unreadable resource never stops the rest
+                self.record(kind, rid, "failed", reason=f"reading the {noun}'s tags", error=error_text(exc))
                 continue
+            yield rid, res, tags, verdict, reason
+
+    def carry_out(self, kind, rid, verdict, tags, reason, act, verb="terminate") -> str:
+        action, error = common.carry_out(verdict, self.dry_run, act, error_text, verb)
+        self.record(kind, rid, action, tags, reason, error)
+        return action
+
+    def instances(self) -> None:
+        lister = lambda n: tagged_instances(self.ec2, n)  # noqa: E731
+        for iid, inst, tags, verdict, reason in self.judged("instance", "instance", lister, "InstanceId"):
             if verdict == "expired":
                 self.expired_ids.add(iid)
-            if state not in LIVE_STATES:
+            state = inst.get("State")
+            if not isinstance(state, dict) or state.get("Name") not in LIVE_STATES:
                 continue  # already gone or going
-            if verdict != "expired":
-                self.record("instance", iid, verdict, tags, reason)
-            elif self.dry_run:
-                self.record("instance", iid, "would-terminate", tags, reason)
-            else:
-                self.terminate(iid, tags, reason)
-
-    def terminate(self, iid: str, tags: dict, reason: str) -> None:
-        try:
-            self.ec2.terminate_instances(InstanceIds=[iid])
-            self.terminated.append(iid)
-            self.record("instance", iid, "terminated", tags, reason)
-            self.log(f"[aws {self.region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
-        except Exception as exc:  # noqa: BLE001 - keep sweeping
-            self.record("instance", iid, "failed", tags, reason, _error(exc))
+            terminate = lambda iid=iid: self.ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
+            if self.carry_out("instance", iid, verdict, tags, reason, terminate) == "terminated":
+                self.terminated.append(iid)
+                self.log(f"[aws {self.region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
 
     def schedules(self) -> None:
         """Delete deadline schedules aimed solely at expired instances of ours."""
@@ -155,19 +178,12 @@ class _Region:
             try:
                 targets = schedule_instance_ids(self.scheduler.get_schedule(Name=name, GroupName=group))
             except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
-                self.record("schedule", rid, "skipped", reason="could not read the schedule", error=_error(exc))
+                self.record("schedule", rid, "skipped", reason="could not read the schedule", error=error_text(exc))
                 continue
-            if not targets or not targets <= self.expired_ids:
-                continue
-            reason = f"deadline schedule of {', '.join(sorted(targets))}"
-            if self.dry_run:
-                self.record("schedule", rid, "would-delete", reason=reason)
-                continue
-            try:
-                self.scheduler.delete_schedule(Name=name, GroupName=group)
-                self.record("schedule", rid, "deleted", reason=reason)
-            except Exception as exc:  # noqa: BLE001
-                self.record("schedule", rid, "failed", reason=reason, error=_error(exc))
+            if targets and targets <= self.expired_ids:
+                delete = lambda n=name, g=group: self.scheduler.delete_schedule(Name=n, GroupName=g)  # noqa: E731
+                reason = f"deadline schedule of {', '.join(sorted(targets))}"
+                self.carry_out("schedule", rid, "expired", None, reason, delete, "delete")
 
     def wait(self, delay: float, attempts: int) -> None:
         if not self.terminated:
@@ -178,29 +194,13 @@ class _Region:
             )
         except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
             ids = ",".join(self.terminated)
-            self.record("instance", ids, "failed", reason="waiting for terminated", error=_error(exc))
+            self.record("instance", ids, "failed", reason="waiting for terminated", error=error_text(exc))
 
     def groups(self) -> None:
-        for sg in self.listed(
-            "security-group", "tagged security groups", lambda n: tagged_security_groups(self.ec2, n)
-        ):
-            gid = str(sg.get("GroupId", "?")) if isinstance(sg, dict) else "?"
-            try:
-                tags = _tags(sg)
-                verdict, reason = classify(tags, self.now, self.owner)
-            except Exception as exc:  # noqa: BLE001 - one unreadable group never stops the rest
-                self.record("security-group", gid, "failed", reason="reading the group's tags", error=_error(exc))
-                continue
-            if verdict != "expired":
-                self.record("security-group", gid, verdict, tags, reason)
-            elif self.dry_run:
-                self.record("security-group", gid, "would-delete", tags, reason)
-            else:
-                try:
-                    self.ec2.delete_security_group(GroupId=gid)
-                    self.record("security-group", gid, "deleted", tags, reason)
-                except Exception as exc:  # noqa: BLE001
-                    self.record("security-group", gid, "failed", tags, reason, _error(exc))
+        lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
+        for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
+            delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
+            self.carry_out("security-group", gid, verdict, tags, reason, delete, "delete")
 
 
 def sweep_region(
@@ -241,46 +241,35 @@ def sweep_recurring_region(
     ec2 = session.client("ec2", region_name=region)
     mine = mine or owner()
     out: list[Action] = []
-    listed = []
-    for page in _pages(ec2, "describe_instances", page_size, Filters=RECURRING):
-        for reservation in page.get("Reservations", []):
-            listed.extend(reservation.get("Instances", []))
-    for inst in listed:
+    for inst in list(tagged_instances(ec2, page_size, RECURRING)):
         iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
-        if state not in LIVE_STATES or AWS_EXPIRES_TAG in tags or not tags.get(AWS_STACK_TAG):
+        if state not in LIVE_STATES or EXPIRES_TAG in tags or not tags.get(STACK_TAG):
             continue
         foreign = common.ownership(tags, mine)
         if foreign:
-            out.append(Action("aws", region, "instance", iid, "left-alone", tags.get(AWS_STACK_TAG), None, foreign))
+            out.append(Action("aws", region, "instance", iid, "left-alone", tags.get(STACK_TAG), None, foreign))
             continue
         deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
-
-        def record(action, reason, error=None, iid=iid, tags=tags, deadline=deadline):
-            shown = format_deadline(deadline) if deadline else None
-            out.append(Action("aws", region, "instance", iid, action, tags.get(AWS_STACK_TAG), shown, reason, error))
-
         if deadline is None:
-            record("skipped", f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess")
-            continue
-        reason = f"recurring launch at {inst['LaunchTime'].isoformat()} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
-        if deadline > now:
-            record("kept", reason)
-        elif dry_run:
-            record("would-terminate", reason)
+            reason = f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess"
+            action, error = "skipped", None
         else:
-            try:
-                ec2.terminate_instances(InstanceIds=[iid])
-                record("terminated", reason)
-                log(f"[aws {region}] terminated {iid} ({tags.get(AWS_STACK_TAG)}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("failed", reason, _error(exc))
+            launched = inst["LaunchTime"].isoformat()
+            reason = f"recurring launch at {launched} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
+            terminate = lambda iid=iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
+            verdict = "expired" if deadline <= now else "kept"
+            action, error = common.carry_out(verdict, dry_run, terminate, error_text)
+        shown = format_deadline(deadline) if deadline else None
+        out.append(Action("aws", region, "instance", iid, action, tags.get(STACK_TAG), shown, reason, error))
+        if action == "terminated":
+            log(f"[aws {region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
     return out
 
 
 def default_regions(session=None) -> list[str]:
     """Where this project launches: the catalog's AWS regions, the stacks' aws:region, the session's."""
-    from infra import workspace as pulumi_ws  # neither is in the sweeper's package
-    from infra.catalog import load_catalog
+    from infra import workspace as pulumi_ws  # not in the sweeper function's package
+    from infra.catalog import load_catalog  # not in the sweeper function's package
 
     regions = {r for o in load_catalog().offerings(provider="aws") for r in o.regions}
     try:
@@ -296,10 +285,15 @@ def default_regions(session=None) -> list[str]:
     return sorted(regions)
 
 
-def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, session=None, **kw) -> list[Action]:
-    import boto3
+def boto3_session():
+    """A boto3 session made now: credentials resolved now, not cached from earlier in the process."""
+    import boto3  # heavy: the cloud SDK; the provider interface (infra/aws/__init__.py) stays light
 
-    session = session or boto3.session.Session()
+    return boto3.session.Session()
+
+
+def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, session=None, **kw) -> list[Action]:
+    session = session or boto3_session()
     if session.get_credentials() is None:
         raise common.NoAccess(
             "no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; "
@@ -313,6 +307,6 @@ def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, s
             actions.extend(sweep_recurring_region(session, region, now, dry_run, **kw))
         except Exception as exc:  # noqa: BLE001 - one region's outage does not hide the others
             actions.append(
-                Action("aws", region, "region", region, "failed", reason="sweeping the region", error=_error(exc))
+                Action("aws", region, "region", region, "failed", reason="sweeping the region", error=error_text(exc))
             )
     return actions

@@ -1,9 +1,8 @@
 """GCP: everything gpubench knows about Compute Engine, Cloud Storage and IAM.
 
-This file is the provider interface of `infra.clouds` and stays cheap to
-import; the Pulumi component (`component.py`), image families (`images.py`),
-leak sweep (`sweep.py`), price fetchers (`prices.py`) and spot-run pricing
-(`spot.py`) are imported only when used.
+This file is the provider interface of `infra.clouds`, light enough for the base install and
+the sweeper function (which ships it with sweep.py alone); the other modules are imported
+by the functions that need them.
 """
 
 from __future__ import annotations
@@ -11,11 +10,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from payload.timestamps import stamp
+from infra.gcp.sweep import (  # noqa: F401  (the interface's label names and deadline format live with the sweep)
+    EXPIRES_TAG,
+    STACK_TAG,
+    TAG_PREFIX,
+    format_deadline,
+    is_launcher_deadline,
+    region_of_zone,
+)
+from infra.gcp.sweep import sweep as _sweep
 
 NAME = "gcp"
 RESULTS_SCHEME = "gs://"
@@ -23,13 +29,7 @@ CONFIG_KEYS = ("project", "region", "zone")
 DEFAULT_REGION = "us-central1"
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
 ZONE_PATTERN = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
-
-# Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); values lowercased
-# with anything outside [a-z0-9_-] mapped to '_'; the deadline in ISO 8601 basic form.
-TAG_PREFIX = "gpubench-"
-STACK_TAG = TAG_PREFIX + "stack"
-EXPIRES_TAG = TAG_PREFIX + "expires-at"
-_DEADLINE_FORMAT = re.compile(r"\d{8}t\d{6}z", re.ASCII)
+# Label values: lowercased, anything outside [a-z0-9_-] mapped to '_'.
 _LABEL_BAD = re.compile(r"[^a-z0-9_-]")
 
 # (kind, Compute Engine error codes / phrases) in a failed `pulumi up` transcript.
@@ -66,19 +66,6 @@ def deadline_tag(rfc3339: str) -> str:
     return rfc3339.replace("-", "").replace(":", "").lower()
 
 
-def format_deadline(when: datetime) -> str:
-    return stamp(when).lower()
-
-
-def is_launcher_deadline(text: str) -> bool:
-    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
-
-
-def region_of_zone(zone: str) -> str:
-    """us-central1-a -> us-central1."""
-    return zone.rsplit("-", 1)[0]
-
-
 def stack_keys(offering: Any) -> dict[str, Any]:
     zone = offering.zones[0]
     return {"gcp:zone": zone, "gcp:region": region_of_zone(zone)}
@@ -97,27 +84,25 @@ def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
 
 
 def components() -> dict[str, Any]:
-    from infra.gcp.component import GcpBenchmark, GcpRecurring, GcpResults, GcpSweeper
+    from infra.gcp import component as c  # heavy: Pulumi and pulumi_gcp, the infra extra
 
-    return {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}
-
-
-def user_data_of(resource_type: str, inputs: Mapping[str, Any]) -> str | None:
-    if resource_type in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
-        return (inputs.get("metadata") or {}).get("user-data")
-    return None
+    return {"benchmark": c.GcpBenchmark, "recurring": c.GcpRecurring, "results": c.GcpResults, "sweeper": c.GcpSweeper}
 
 
 def sweep_expired(regions, now, dry_run=False, **kw):
-    from infra.gcp.sweep import sweep as run
+    return _sweep(regions, now, dry_run, **kw)
 
-    return run(regions, now, dry_run, **kw)
+
+# The parts below import modules the sweeper function does not ship (infra/sweeper_function.py
+# MODULES: this file and sweep.py), so they are imported when called.
+def _prices():
+    from infra.gcp import prices  # not in the sweeper function
+
+    return prices
 
 
 def price_tables(offerings, region_name, now, clients):
-    from infra.gcp.prices import price_tables as fetch
-
-    return fetch(offerings, region_name, now, clients)
+    return _prices().price_tables(offerings, region_name, now, clients)
 
 
 def spot_history():
@@ -125,14 +110,8 @@ def spot_history():
     return None
 
 
-def _default_session():
-    from infra.gcp.prices import default_session
-
-    return default_session()
-
-
 # Price API clients by name, for `analysis.price.refresh.Clients`.
-CLIENTS = {"gcp_session": _default_session}
+CLIENTS = {"gcp_session": lambda: _prices().default_session()}
 
 
 def credentials_status() -> dict:
@@ -159,7 +138,7 @@ IDENTITY_FIX = "`gcloud auth application-default login`"
 def identity() -> str:
     """google.auth.default(): the application default credentials load (called only once a credentials
     file exists, so it never asks the metadata server of a machine that is not a VM)."""
-    import google.auth
+    import google.auth  # heavy: the cloud SDK
 
     _, project = google.auth.default()
     return f"application default credentials load (project {project or 'not set'})"
@@ -168,14 +147,14 @@ def identity() -> str:
 def account_checks(needs, strict=False, http=None, root=None):
     """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
     as rows {"check", "ok", "detail"} naming each fix (infra/gcp/readiness.py; API calls)."""
-    from infra.gcp.readiness import checks
+    from infra.gcp.readiness import checks  # not in the sweeper function
 
     return checks(needs, strict, http, root)
 
 
 def preview_mocks():
     """Mock answers for the offline preview (infra/render.py)."""
-    from infra.gcp import mocks as module
+    from infra.gcp import mocks as module  # not in the sweeper function: it runs under Pulumi
 
     return module
 
@@ -190,6 +169,6 @@ SWEEPER_FUNCTION_FILES = {
 
 def parse_offerings(raw, gpus, file):
     """The rows of this cloud's offering file (infra/gcp/catalog.py)."""
-    from infra.gcp.catalog import parse_offerings as parse
+    from infra.gcp.catalog import parse_offerings as parse  # not in the sweeper function
 
     return parse(raw, gpus, file)

@@ -36,50 +36,42 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
         out.append(
             Offering(
                 id=oid,
-                provider="gcp",
-                kind=raw.get("kind", "cloud"),
-                instance_type=mtype,
                 gpu=_gpu(gpus, model, where),
                 gpu_count=count,
-                vcpus=int(machines[mtype]["vcpus"]),
-                memory_gb=float(machines[mtype]["memory_gb"]),
-                regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
-                zones=zones,
-                billing=row.get("billing", raw["billing"]),
-                markets=_markets(row.get("markets", raw.get("markets")), where),
-                specs_source=row.get("specs_source", raw.get("specs_source", "")),
                 accelerator_type=None if builtin else acc["type"],
                 accelerator_count=0 if builtin else count,
                 retired=retired,
                 retired_source=retired_source,
-                stack_suffix=row.get("stack_suffix"),
                 # the GPU's name in the price tables, where the cloud prices it apart (H100-MEGA)
                 price_components=(f"machine:{mtype}", f"gpu:{row.get('price_gpu', model)}"),
                 interconnect=interconnect(row, where),
                 unpriced=row.get("unpriced"),
+                **_machine(raw, row, mtype, machines[mtype], zones, where),
             )
         )
     return out
+
+
+def _machine(raw: dict, row: dict, mtype: str, machine: dict, zones: tuple, where: str) -> dict:
+    """The fields every GCP offering takes from its machine type, zones and row."""
+    return {
+        "provider": "gcp",
+        "kind": raw.get("kind", "cloud"),
+        "instance_type": mtype,
+        "vcpus": int(machine["vcpus"]),
+        "memory_gb": float(machine["memory_gb"]),
+        "regions": tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
+        "zones": zones,
+        "billing": row.get("billing", raw["billing"]),
+        "markets": _markets(row.get("markets", raw.get("markets")), where),
+        "specs_source": row.get("specs_source", raw.get("specs_source", "")),
+        "stack_suffix": row.get("stack_suffix"),
+    }
 
 
 def _gcp_cpu_offering(raw: dict, row: dict, mtype: str, machine: dict, where: str) -> Offering:
     """A machine type with no GPU (seed 002's CPU rivals, seed 001's cron VM):
     priced by its machine type alone, in the regions its zones list."""
     zones = tuple(row.get("zones", ()))
-    return Offering(
-        id=f"gcp/{mtype}",
-        provider="gcp",
-        kind=raw.get("kind", "cloud"),
-        instance_type=mtype,
-        gpu=None,
-        gpu_count=0,
-        vcpus=int(machine["vcpus"]),
-        memory_gb=float(machine["memory_gb"]),
-        regions=tuple(dict.fromkeys(z.rsplit("-", 1)[0] for z in zones)),
-        zones=zones,
-        billing=row.get("billing", raw["billing"]),
-        markets=_markets(row.get("markets", raw.get("markets")), where),
-        specs_source=row.get("specs_source", raw.get("specs_source", "")),
-        stack_suffix=row.get("stack_suffix"),
-        price_components=(f"machine:{mtype}",),
-    )
+    machine_fields = _machine(raw, row, mtype, machine, zones, where)
+    return Offering(id=f"gcp/{mtype}", gpu=None, gpu_count=0, price_components=(f"machine:{mtype}",), **machine_fields)

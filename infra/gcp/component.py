@@ -1,19 +1,10 @@
-"""GCP: the results bucket stack and one benchmark stack (Spot or standard VM with a run deadline).
+"""GCP's Pulumi components: the results bucket, a benchmark VM (Spot or standard, deleted at
+`max_run_duration`), a recurring launch and the leak-sweep function. docs/security.md ("Cloud
+security") states what each service account may do, and the tests that hold it.
 
-What the VM's service account may do in the bucket (objectCreator under an IAM condition on its
-own launch's runs and its stack's journal, own_runs_condition; objectViewer on the managed
-folder `code/`; no read, list, overwrite or delete) is docs/security.md ("Cloud security") with
-the tests that hold it. Besides: a custom network with no firewall allow rule, so GCP's implied
-deny-ingress applies (the `default` network lets SSH in from anywhere), SSH only from
-`gpubench:sshCidr`; `on_host_maintenance = TERMINATE`; spot is `provisioning_model = SPOT` with
-DELETE; every VM has `max_run_duration` (`maxHours`) with DELETE, the cloud-side deadline; a Deep
-Learning VM image family matched to the GPU generation with `install-nvidia-driver=True`. Labels
-mirror the AWS tags in GCP's label alphabet (infra.gcp.label_value).
-
-A guest power-off stops (not deletes) a GCP VM, and stopping clears its max_run_duration, so a
-VM ends its run by deleting itself (infra/gcp/guest.py), allowed by `self_delete_grant`; when
-that fails it powers off and the stopped VM's disk bills until `python -m analysis teardown`
-(or the sweep) deletes it.
+Each VM gets a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
+(the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`. A VM ends its
+run by deleting itself (infra/gcp/guest.py says why), allowed by `self_delete_grant`.
 """
 
 from __future__ import annotations
@@ -42,8 +33,9 @@ with warnings.catch_warnings():  # the SDK's own deprecation notices for resourc
 import pulumi_gcp as gcp
 import pulumiverse_time as time
 
+from infra import sweeper_function
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.gcp import deadline_tag, images
+from infra.gcp import deadline_tag, images, region_of_zone
 from infra.gcp import tags as gcp_labels
 from infra.launch import (
     Launch,
@@ -113,10 +105,8 @@ def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: boo
     """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
     return _project_role(
         parent,
-        ("self-delete-role", "self-delete-grant"),
+        "self-delete",
         cfg.stack,
-        "selfdelete",
-        f"gpubench {cfg.stack} self-delete",
         ("a VM deletes its own instance at the end of its run", sorted(SELF_DELETE_PERMISSIONS)),
         project,
         member,
@@ -153,21 +143,28 @@ def _account(parent, name: str, stack: str, kind: str, display_name: str):
     return account, account.email.apply(lambda e: f"serviceAccount:{e}")
 
 
-def _project_role(parent, names: tuple[str, str], stack: str, kind: str, title: str, about, project, member, **grant):
-    """A custom role of the stack (`about`: its description and permissions) granted to `member` on
-    the project (`grant`: e.g. its IAM condition); `names`: the two resources'. Returns the grant."""
+def _project_role(parent, name: str, stack: str, about, project, member, **grant):
+    """The stack's custom role `name` (`about`: its description and permissions) granted to `member`
+    on the project (`grant`: e.g. its IAM condition). Returns the grant."""
     child = pulumi.ResourceOptions(parent=parent)
     description, permissions = about
     role = gcp.projects.IAMCustomRole(
-        names[0],
-        role_id=custom_role_id(stack, kind),
-        title=_title(title),
+        f"{name}-role",
+        role_id=custom_role_id(stack, name.replace("-", "")),
+        title=_title(f"gpubench {stack} {name}"),
         description=description,
         permissions=permissions,
         project=project,
         opts=child,
     )
-    return gcp.projects.IAMMember(names[1], project=project, role=role.name, member=member, opts=child, **grant)
+    return gcp.projects.IAMMember(f"{name}-grant", project=project, role=role.name, member=member, opts=child, **grant)
+
+
+def _account_with_role(parent, name: str, stack: str, display_name: str, about, project):
+    """A service account of the stack with its own custom role `name` on the project (`about`:
+    _project_role's); returns the account, its IAM member string and the grant."""
+    account, member = _account(parent, name, stack, name, display_name)
+    return account, member, _project_role(parent, name, stack, about, project, member)
 
 
 class NoImage(ConfigError, pulumi.RunError):
@@ -330,17 +327,28 @@ def _accelerators(offering) -> list[dict] | None:
     return [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
 
 
-def _benchmark_metadata(launch: Launch, results, deadline, code_url) -> dict:
-    """The VM's metadata: cloud-init user-data running the payload once, the NVIDIA driver
-    install, no project-wide SSH keys (only `gpubench:sshPublicKey`, when set)."""
-    cfg = launch.cfg
-    user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
-        lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
-    )
+def _vm(launch: Launch, labels, account, subnet, user_data, ssh: bool = True) -> dict:
+    """What a benchmark VM and a recurring stack's template share: machine, GPUs, scheduling
+    (_scheduling), network, service account, labels, and metadata: cloud-init `user_data`
+    running the payload once, the NVIDIA driver install, no project-wide SSH keys (only
+    `gpubench:sshPublicKey`, when set and `ssh`: never on a recurring stack's launches)."""
+    cfg, offering = launch.cfg, launch.offering
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
-    if cfg.ssh_public_key:
+    if ssh and cfg.ssh_public_key:
         metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
-    return metadata
+    return {
+        "machine_type": offering.instance_type,
+        "guest_accelerators": _accelerators(offering),
+        "scheduling": _scheduling(cfg),
+        "network_interfaces": [network_interface(subnet, offering.instance_type)],
+        "service_account": {"email": account.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
+        "metadata": metadata,
+        "labels": labels,
+    }
+
+
+def _project_of(parent) -> pulumi.Output:
+    return gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=parent)).project
 
 
 class GcpBenchmark(pulumi.ComponentResource):
@@ -351,7 +359,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         cfg, offering = launch.cfg, launch.offering
         child = pulumi.ResourceOptions(parent=self)
         zone = zone_or_first(cfg, offering)
-        region = zone.rsplit("-", 1)[0]
+        region = region_of_zone(zone)
         image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
 
         deadline = time.Offset("deadline", offset_minutes=round(cfg.max_hours * 60), opts=child)
@@ -373,9 +381,11 @@ class GcpBenchmark(pulumi.ComponentResource):
                 target_service_accounts=[account.email],
                 opts=child,
             )
+        user_data = pulumi.Output.all(results.url, code_url, deadline.rfc3339).apply(
+            lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY, a[2])
+        )
         instance = gcp.compute.Instance(
             "instance",
-            machine_type=offering.instance_type,
             zone=zone,
             boot_disk={
                 "auto_delete": True,
@@ -386,16 +396,11 @@ class GcpBenchmark(pulumi.ComponentResource):
                     "labels": labels,
                 },
             },
-            guest_accelerators=_accelerators(offering),
-            scheduling=_scheduling(cfg),
-            network_interfaces=[network_interface(subnet, offering.instance_type)],
-            service_account={"email": account.email, "scopes": ["https://www.googleapis.com/auth/cloud-platform"]},
-            metadata=_benchmark_metadata(launch, results, deadline, code_url),
-            labels=labels,
             allow_stopping_for_update=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
+            **_vm(launch, labels, account, subnet, user_data),
         )
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
         self_delete_grant(self, cfg, project, zone, member, instance.name)
         self.outputs = {
             "instanceName": instance.name,
@@ -503,12 +508,12 @@ class GcpRecurring(pulumi.ComponentResource):
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
         cfg = launch.cfg
         zone = zone_or_first(cfg, launch.offering)
-        region = zone.rsplit("-", 1)[0]
+        region = region_of_zone(zone)
         image = _image(launch, pulumi.InvokeOptions(parent=self))  # before anything is created
         schedule_expr = parse_schedule(cfg.every or "")
         results = locate(cfg.results_ref("gcp"), self)
         run_prefix = results.run_prefix(cfg.stack)
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
 
         runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
         self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
@@ -536,15 +541,14 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
     """The instance template each scheduled launch starts one VM from: the benchmark's
     user-data (its deadline set at boot), labels, service account, market and max_run_duration;
     created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
-    cfg, offering = launch.cfg, launch.offering
+    cfg = launch.cfg
     runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
-
+    user_data = pulumi.Output.all(results.url, code_url).apply(lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY))
     return gcp.compute.InstanceTemplate(
         "template",
         name_prefix="gpubench-",
         description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        machine_type=offering.instance_type,
         disks=[
             {
                 "boot": True,
@@ -555,19 +559,8 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
                 "labels": labels,
             }
         ],
-        guest_accelerators=_accelerators(offering),
-        scheduling=_scheduling(cfg),
-        network_interfaces=[network_interface(subnet, offering.instance_type)],
-        service_account={"email": runner.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
-        metadata={
-            "user-data": pulumi.Output.all(results.url, code_url).apply(
-                lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY)
-            ),
-            "install-nvidia-driver": "True",
-            "block-project-ssh-keys": "TRUE",
-        },
-        labels=labels,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
+        **_vm(launch, labels, runner, subnet, user_data, ssh=False),
     )
 
 
@@ -575,18 +568,13 @@ def _launcher(parent, cfg, project, runner):
     """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
     bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
     account and the grants the job must wait for."""
-    launcher, launcher_member = _account(
-        parent, "launcher", cfg.stack, "launcher", f"gpubench {cfg.stack} launcher (Cloud Scheduler)"
-    )
-    grant = _project_role(
+    launcher, launcher_member, grant = _account_with_role(
         parent,
-        ("launcher-role", "launcher-grant"),
-        cfg.stack,
         "launcher",
-        f"gpubench {cfg.stack} launcher",
+        cfg.stack,
+        f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
         ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
         project,
-        launcher_member,
     )
     act_as = gcp.serviceaccount.IAMMember(
         "launcher-act-as-runner",
@@ -644,16 +632,17 @@ class GcpSweeper(pulumi.ComponentResource):
     may only invoke it."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
-        from infra import sweeper_function
-
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
-        project = gcp.organizations.get_client_config_output(opts=pulumi.InvokeOptions(parent=self)).project
+        project = _project_of(self)
         files = sweeper_function.package("gcp")
         digest = sweeper_function.package_hash(files)
 
-        runner, grant = _sweeper_account(self, cfg, project)
+        about = ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS))
+        runner, _, grant = _account_with_role(
+            self, "sweeper", cfg.stack, f"gpubench {cfg.stack}: the leak sweep", about, project
+        )
         source, archive = _sweeper_source(self, cfg, region, files, digest)
         function = _sweeper_function(
             self, cfg, region, schedule_expr, project, runner, (source, archive, digest), grant
@@ -665,23 +654,6 @@ class GcpSweeper(pulumi.ComponentResource):
         job = _scheduler_job(self, "sweep-job", cfg, what, schedule_expr, region, "540s", uri, target, [may_invoke])
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
-
-
-def _sweeper_account(parent, cfg: SweeperConfig, project):
-    """The account the sweep runs as: a custom role that may only list and delete VMs.
-    Returns it and its grant (the function waits for it)."""
-    runner, member = _account(parent, "sweeper", cfg.stack, "sweeper", f"gpubench {cfg.stack}: the leak sweep")
-    grant = _project_role(
-        parent,
-        ("sweeper-role", "sweeper-grant"),
-        cfg.stack,
-        "sweeper",
-        f"gpubench {cfg.stack} sweeper",
-        ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS)),
-        project,
-        member,
-    )
-    return runner, grant
 
 
 def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest: str):
@@ -708,8 +680,6 @@ def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest
 def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, code, grant):
     """The Cloud Run function that runs the sweep once per call, as the sweeper account;
     `code`: the source bucket, the archive in it and the archive's hash."""
-    from infra import sweeper_function
-
     source, archive, digest = code
 
     env = {

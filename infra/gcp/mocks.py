@@ -58,3 +58,10 @@ def call(token: str, args: dict[str, Any]) -> dict[str, Any] | None:
         "gcp:compute/getImage:getImage": lambda: _image(args),
     }
     return table[token]() if token in table else None
+
+
+def user_data_of(resource_type: str, inputs: dict[str, Any]) -> str | None:
+    """The user-data an instance or instance template renders; None for another resource."""
+    if resource_type in ("gcp:compute/instance:Instance", "gcp:compute/instanceTemplate:InstanceTemplate"):
+        return (inputs.get("metadata") or {}).get("user-data")
+    return None

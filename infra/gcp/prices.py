@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from infra.catalog.price_errors import NoCredentials, PriceFetchError
+from infra.gcp.sweep import authorized_session
 from payload.timestamps import iso
 
 COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
@@ -70,26 +71,14 @@ CREDENTIALS_HELP = (
 
 def default_session():
     """An HTTP session for the Catalog API: API key if set, else ADC."""
-    import requests
-
-    if os.environ.get(API_KEY_ENV):
-        session = requests.Session()
-        session.params = {"key": os.environ[API_KEY_ENV]}
-        return session
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.auth.transport.requests import AuthorizedSession
-
-    try:
-        credentials, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
-        raise NoCredentials(f"no Google credentials found ({exc}). {CREDENTIALS_HELP}") from exc
-    return AuthorizedSession(credentials)
+    return authorized_session(
+        scopes=SCOPES, error=NoCredentials, fix=CREDENTIALS_HELP, api_key=os.environ.get(API_KEY_ENV)
+    )
 
 
 def list_skus(session, service: str = COMPUTE_ENGINE_SERVICE) -> list[dict[str, Any]]:
     """Every SKU of a service, following nextPageToken."""
-    from google.auth.exceptions import RefreshError, TransportError
+    from google.auth.exceptions import RefreshError, TransportError  # heavy: the cloud SDK
 
     url = CATALOG_URL.format(service=service)
     skus: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from infra.gcp.sweep import _check, api_root, default_project
+from infra.gcp.sweep import _check, api_root, authorized_session, default_project
 from infra.stacks import quota_row
 
 SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
@@ -22,26 +22,14 @@ SERVICE_USAGE = "https://serviceusage.googleapis.com/v1/"
 # binding (Resource Manager) and a Cloud Scheduler job; a sweeper deploys a Cloud Run function,
 # which needs Cloud Functions, Cloud Build, Artifact Registry and Cloud Run ("Before you begin",
 # https://cloud.google.com/functions/docs/create-deploy-gcloud).
+_VM_APIS = ("compute.googleapis.com", "iam.googleapis.com", "storage.googleapis.com")
+_SCHEDULED = ("cloudresourcemanager.googleapis.com", "cloudscheduler.googleapis.com")
+_FUNCTION = ("cloudfunctions.googleapis.com", "cloudbuild.googleapis.com", "artifactregistry.googleapis.com")
 REQUIRED_APIS: dict[str, tuple[str, ...]] = {
-    "benchmark": ("compute.googleapis.com", "iam.googleapis.com", "storage.googleapis.com"),
+    "benchmark": _VM_APIS,
     "results": ("storage.googleapis.com",),
-    "recurring": (
-        "compute.googleapis.com",
-        "iam.googleapis.com",
-        "storage.googleapis.com",
-        "cloudresourcemanager.googleapis.com",
-        "cloudscheduler.googleapis.com",
-    ),
-    "sweeper": (
-        "iam.googleapis.com",
-        "storage.googleapis.com",
-        "cloudresourcemanager.googleapis.com",
-        "cloudscheduler.googleapis.com",
-        "cloudfunctions.googleapis.com",
-        "cloudbuild.googleapis.com",
-        "artifactregistry.googleapis.com",
-        "run.googleapis.com",
-    ),
+    "recurring": (*_VM_APIS, *_SCHEDULED),
+    "sweeper": ("iam.googleapis.com", "storage.googleapis.com", *_SCHEDULED, *_FUNCTION, "run.googleapis.com"),
 }
 
 # Regional GPU quota metrics (Compute Engine, "GPU quota",
@@ -80,19 +68,6 @@ def gpu_metric(offering: Any, market: str) -> str | None:
 # Read-only access to every API the checks read (Service Usage, Compute); the sweep's session
 # carries the Compute scope only.
 READ_SCOPES = ["https://www.googleapis.com/auth/cloud-platform.read-only"]
-
-
-def session(root: str):
-    """An authorized session with the application default credentials (plain for a loopback root)."""
-    import requests
-
-    if root.startswith("http://"):
-        return requests.Session()
-    import google.auth
-    from google.auth.transport.requests import AuthorizedSession
-
-    credentials, _ = google.auth.default(scopes=READ_SCOPES)
-    return AuthorizedSession(credentials)
 
 
 def _get(http, url: str, **params) -> dict:
@@ -192,7 +167,7 @@ def checks(
             }
         ]
     try:
-        http = http or session(root)
+        http = http or authorized_session(root, READ_SCOPES)
         _get(http, f"{root}projects/{quote(project)}")
     except Exception as exc:  # noqa: BLE001 - credentials, project or API: reported
         return [

@@ -13,34 +13,60 @@ A VM in status TERMINATED (stopped) still bills for its disks, so it goes too.
 
 The API root honours gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an
 http:// loopback root is used without credentials, like an emulator.
+
+The label names, the deadline format and the one authorized-session maker live here, the
+folder's lowest module (the provider interface re-exports them; the sweeper function ships
+this file with `__init__.py` alone).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 from urllib.parse import quote
 
 from infra import sweep as common
-from infra.gcp import EXPIRES_TAG as GCP_EXPIRES_LABEL
-from infra.gcp import STACK_TAG as GCP_STACK_LABEL
-from infra.gcp import format_deadline, is_launcher_deadline, region_of_zone
 from infra.sweep import Action
 from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline, project_id, recurring_deadline
+from payload.timestamps import stamp
+
+# Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); the deadline in ISO 8601 basic form.
+TAG_PREFIX = "gpubench-"
+STACK_TAG = TAG_PREFIX + "stack"
+EXPIRES_TAG = TAG_PREFIX + "expires-at"
+PROJECT_LABEL = TAG_PREFIX + PROJECT_KEY
+MAX_HOURS_LABEL = TAG_PREFIX + MAX_HOURS_KEY  # recurring launches (infra/gcp/component.py GcpRecurring)
+_DEADLINE_FORMAT = re.compile(r"\d{8}t\d{6}z", re.ASCII)
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"
 PROJECT_ENVS = ("GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT", "GCLOUD_PROJECT")
 SCOPES = ["https://www.googleapis.com/auth/compute"]
-LABEL_FILTER = f"labels.{GCP_EXPIRES_LABEL}:*"
-GCP_PROJECT_LABEL = f"gpubench-{PROJECT_KEY}"
-MAX_HOURS_LABEL = f"gpubench-{MAX_HOURS_KEY}"  # recurring launches (infra/gcp/component.py GcpRecurring)
+LABEL_FILTER = f"labels.{EXPIRES_TAG}:*"
 RECURRING_FILTER = f"labels.{MAX_HOURS_LABEL}:*"
+CREDENTIALS_FIX = (
+    "Run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service account key."
+)
 
 
 class GcpSweepError(common.NoAccess):
     """Missing project or credentials, or the API refused; the message says which."""
+
+
+def format_deadline(when: datetime) -> str:
+    return stamp(when).lower()
+
+
+def is_launcher_deadline(text: str) -> bool:
+    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
+
+
+def region_of_zone(zone: str) -> str:
+    """us-central1-a -> us-central1."""
+    return zone.rsplit("-", 1)[0]
 
 
 def api_root() -> str:
@@ -48,22 +74,22 @@ def api_root() -> str:
     return root if root.endswith("/") else root + "/"
 
 
-def authorized_session(root: str):
-    import requests
+def authorized_session(root: str = "", scopes=SCOPES, error=GcpSweepError, fix=CREDENTIALS_FIX, api_key=None):
+    """A requests session with the application default credentials; a plain one for an http://
+    loopback root (an emulator: no IAM) or with `api_key` (sent as `key`). No credentials: `error`."""
+    import requests  # heavy: the cloud SDK's transport; the provider interface stays light
 
-    if root.startswith("http://"):
-        return requests.Session()  # loopback emulator / fake: no IAM
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.auth.transport.requests import AuthorizedSession
+    if root.startswith("http://") or api_key:
+        session = requests.Session()
+        session.params = {"key": api_key} if api_key else {}
+        return session
+    import google.auth  # heavy: the cloud SDK
+    from google.auth.transport.requests import AuthorizedSession  # heavy: the cloud SDK
 
     try:
-        credentials, _ = google.auth.default(scopes=SCOPES)
-    except DefaultCredentialsError as exc:
-        raise GcpSweepError(
-            f"no Google credentials ({exc}); run `gcloud auth application-default login` "
-            "or set GOOGLE_APPLICATION_CREDENTIALS to a service account key"
-        ) from None
+        credentials, _ = google.auth.default(scopes=list(scopes))
+    except google.auth.exceptions.DefaultCredentialsError as exc:
+        raise error(f"no Google credentials found ({exc}). {fix}") from None
     return AuthorizedSession(credentials)
 
 
@@ -72,7 +98,7 @@ def default_project() -> str:
         if os.environ.get(name):
             return os.environ[name]
     try:
-        import google.auth
+        import google.auth  # heavy: the cloud SDK
 
         _, project = google.auth.default()
     except Exception:  # noqa: BLE001 - reported below
@@ -129,14 +155,14 @@ def labelled_instances(
 
 def owner(project: str | None = None) -> common.Owner:
     """This deployment's ownership marks on GCP: gpubench-stack, gpubench-project = the project id."""
-    return common.Owner("gcp", GCP_STACK_LABEL, GCP_PROJECT_LABEL, project or project_id())
+    return common.Owner("gcp", STACK_TAG, PROJECT_LABEL, project or project_id())
 
 
 def classify(labels: dict, now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
     """('expired' | 'kept' | 'left-alone', reason): ours only with this project's label, a project
     stack name and a launcher-format deadline (infra.sweep.classify)."""
     return common.classify(
-        labels, now, owner=mine or owner(), expires_key=GCP_EXPIRES_LABEL, is_launcher_deadline=is_launcher_deadline
+        labels, now, owner=mine or owner(), expires_key=EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
     )
 
 
@@ -159,8 +185,7 @@ def sweep(
     out: list[Action] = []
     # list every page before deleting anything: deleting while paging can skip VMs
     for zone, inst in list(labelled_instances(http, root, project, page_size)):
-        region = region_of_zone(zone)
-        if wanted and region not in wanted and zone not in wanted:
+        if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
         try:
             outcome = _one(http, root, project, zone, inst, now, dry_run, log, mine)
@@ -186,13 +211,12 @@ def sweep_recurring(
     for zone, inst in list(labelled_instances(http, root, project, page_size, RECURRING_FILTER)):
         if "_unreadable" in inst or not isinstance(inst.get("labels") or {}, dict):
             continue  # the expires-at pass already reported an unreadable zone or VM
-        region = zone.rsplit("-", 1)[0]
         labels = inst.get("labels") or {}
-        if wanted and region not in wanted and zone not in wanted:
+        if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
-        if GCP_EXPIRES_LABEL in labels or not labels.get(GCP_STACK_LABEL) or MAX_HOURS_LABEL not in labels:
+        if EXPIRES_TAG in labels or not labels.get(STACK_TAG) or MAX_HOURS_LABEL not in labels:
             continue
-        name, stack = inst.get("name", "?"), labels.get(GCP_STACK_LABEL)
+        name, stack = inst.get("name", "?"), labels.get(STACK_TAG)
         foreign = common.ownership(labels, mine)
         if foreign:
             out.append(Action("gcp", zone, "instance", name, "left-alone", stack, None, foreign))
@@ -202,28 +226,22 @@ def sweep_recurring(
         except BadDeadline:
             created = None
         deadline = recurring_deadline(created, labels[MAX_HOURS_LABEL]) if created else None
-
-        def record(action, reason, error=None, zone=zone, name=name, stack=stack, deadline=deadline):
-            shown = format_deadline(deadline) if deadline else None
-            out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
-
         if deadline is None:
-            record("skipped", f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})")
-            continue
-        reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
-        if deadline > now:
-            record("kept", reason)
-        elif dry_run:
-            record("would-terminate", reason)
+            reason = f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})"
+            action, error = "skipped", None
         else:
-            try:
-                url = f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}"
-                _check(http.delete(url, timeout=60))
-                record("terminated", reason)
-                log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
-            except Exception as exc:  # noqa: BLE001 - keep sweeping
-                record("failed", reason, str(exc))
+            reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
+            delete = partial(_delete, http, root, project, zone, name)
+            action, error = common.carry_out("expired" if deadline <= now else "kept", dry_run, delete)
+        shown = format_deadline(deadline) if deadline else None
+        out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
+        if action == "terminated":
+            log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
     return out
+
+
+def _delete(http, root: str, project: str, zone: str, name: str) -> None:
+    _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
 
 
 def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Action | None:
@@ -233,22 +251,12 @@ def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Actio
     labels = inst.get("labels") or {}
     if not isinstance(labels, dict):
         return Action("gcp", zone, "instance", str(inst.get("name", "?")), "left-alone", reason="labels unreadable")
-    if GCP_EXPIRES_LABEL not in labels:
+    if EXPIRES_TAG not in labels:
         return None  # the server filter is a hint; the label decides
     verdict, reason = classify(labels, now, mine)
     name = str(inst.get("name", "?"))
-    stack, expires = labels.get(GCP_STACK_LABEL), labels.get(GCP_EXPIRES_LABEL)
-
-    def action(what, error=None):
-        return Action("gcp", zone, "instance", name, what, stack, expires, reason, error)
-
-    if verdict != "expired":
-        return action(verdict)
-    if dry_run:
-        return action("would-terminate")
-    try:
-        _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
-    except Exception as exc:  # noqa: BLE001 - keep sweeping
-        return action("failed", str(exc))
-    log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
-    return action("terminated")
+    stack, expires = labels.get(STACK_TAG), labels.get(EXPIRES_TAG)
+    action, error = common.carry_out(verdict, dry_run, partial(_delete, http, root, project, zone, name))
+    if action == "terminated":
+        log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
+    return Action("gcp", zone, "instance", name, action, stack, expires, reason, error)
