@@ -28,15 +28,33 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from analysis.bench.answer import candidate_row
+from analysis.bench.candidates import local_candidate
+from analysis.bench.local import LocalProbe
+from analysis.bench.probes import Probes
+from analysis.bench.record import new_bench_id
+from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
+from analysis.progress import Printer
+from analysis.reference.studies import study_jobs
+from analysis.report.answer import long_duration
+from analysis.report.build import write_report
+from analysis.report.reference import STUDY_PROBES, study_work
+from infra.catalog import load_catalog
+from infra.launch import offering_options
+from infra.projectfiles import user_or_shipped
 from payload import exitcodes
+from payload.config import render_argv
+from payload.gpu import nvml_info
+from payload.storage import StorageError, open_store
 from payload.timestamps import stamp
+from payload.workloads.jobvenv import INHERIT_ENV
 
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
@@ -129,17 +147,11 @@ def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) ->
 
 def stack_name() -> str:
     """The catalog's stack name for this machine (runs land under runs/<stack>/)."""
-    from infra.catalog import load_catalog
-
     return load_catalog().get(OFFERING).stack_name(MARKET)
 
 
 def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str) -> list[str]:
     """`python -m payload run` for one step, rendered from the payload's own option table."""
-    from infra.catalog import load_catalog
-    from infra.launch import offering_options
-    from payload.config import render_argv
-
     options = offering_options(load_catalog().get(OFFERING), MARKET, None)
     options.update(hourly_usd=f"{price.hourly_usd:g}", price_source=price.source, price_as_of=today)
     argv = render_argv(
@@ -196,9 +208,6 @@ def _minutes(seconds: float) -> str:
 
 def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]) -> int:
     """Collect the local bucket into the table (no spot history: this machine has none); an exit code."""
-    from analysis.collect.run import collect_results
-    from payload.storage import StorageError
-
     try:
         outcome = collect_results([str(results_dir)], table_dir, spot_history="off")
     except StorageError as exc:
@@ -212,8 +221,6 @@ def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]
 
 def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
     """Write the report of everything collected so far and echo its terminal summary; an exit code."""
-    from analysis.report.build import write_report
-
     try:
         outcome = write_report(out_dir, table=table_dir)
     except FileNotFoundError as exc:
@@ -227,8 +234,6 @@ def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | No
 
 def gpus_here() -> int:
     """GPUs NVML sees on this machine (0 without a driver or GPU): decides which study precisions can run."""
-    from payload.gpu import nvml_info
-
     return int(nvml_info().get("gpus_nvml") or 0)
 
 
@@ -252,8 +257,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
     file, the payload in probe mode, stopped once steady or at `limit` seconds) and extrapolate to the
     study's whole job with bench's code; the record the report reads. A precision this machine cannot
     run as the study did is not probed: the record says why."""
-    from analysis.report.reference import study_work
-
     record = {
         "study": job.study,
         "benchmark": job.benchmark,
@@ -272,8 +275,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
     if why or work is None:
         return {**record, "status": "not-probed", "reason": why or f"no whole job of {job.study} to extrapolate to"}
     report, seconds = _local_probe(job, price, probes_dir, logs, limit, stream)
-    from analysis.bench.answer import candidate_row
-
     row = candidate_row(report, float(work[1]))
     return _finite(
         {
@@ -292,17 +293,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
 def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO):
     """(bench's ProbeReport, seconds) of one local probe of the job's task file; Ctrl-C ends the probe
     (it runs in a session of its own) before it is raised."""
-    from dataclasses import replace
-
-    from analysis.bench.candidates import local_candidate
-    from analysis.bench.local import LocalProbe
-    from analysis.bench.probes import Probes
-    from analysis.bench.record import new_bench_id
-    from analysis.progress import Printer
-    from infra.projectfiles import user_or_shipped
-    from payload.storage import open_store
-    from payload.workloads.jobvenv import INHERIT_ENV
-
     candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
     probe = LocalProbe(
         store=open_store(str(probes_dir)),
@@ -341,8 +331,6 @@ class _Indented:
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
     """Record the study probes beside the results table for the report; a study probed before and not now
     keeps its last record (`--only` runs part of the suite)."""
-    from analysis.report.reference import STUDY_PROBES
-
     path = table_dir / STUDY_PROBES
     try:
         kept = json.loads(path.read_text(encoding="utf-8")).get("probes") or []
@@ -365,8 +353,6 @@ def _said(p: dict) -> str:
     rate, hours = row.get("samples_per_second"), row.get("est_hours")
     if rate is None or hours is None:
         return f"probe {p['status']}: {p.get('reason') or 'no estimate'}"
-    from analysis.report.answer import long_duration
-
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
@@ -400,8 +386,6 @@ def run_demo(
 
     def echo(text: str = "") -> None:
         print(text, file=stream, flush=True)
-
-    from analysis.reference.studies import study_jobs
 
     started = time.monotonic()
     try:

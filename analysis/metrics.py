@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS, breakeven_days_per_month
 from analysis.reference import imagenet_schedules
 from analysis.report.answer import add_price_hint
+from infra.catalog import CatalogError, load_catalog
 
 # Preferred bases for the relative columns, in order: a single K80 (seed 002's
 # base). When none of them is in the data the base is the offering that ran
@@ -257,9 +258,6 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
     on-prem box is cheaper per sample than each cloud offering on the same
     workload, and above which it is `times` as cheap (seed 004, section 5.2
     reads off 2x)."""
-    from analysis.price.billed import breakeven_days_per_month
-    from infra.catalog import CatalogError, load_catalog
-
     if summary.empty:
         return pd.DataFrame(columns=BREAKEVEN_COLUMNS)
     catalog = catalog or load_catalog()

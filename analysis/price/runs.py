@@ -206,24 +206,13 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     return out
 
 
-def price_rows(df, rows: list[dict], as_of: date | None = None, catalog=None):
-    """price_runs for a table just built from `rows` (the same rows, in order):
-    each is priced from its dict, without converting the table back to dicts."""
-    import pandas as pd
+def price_runs(df, as_of: date | None = None, catalog=None, rows: list[dict] | None = None):
+    """The runs table with PRICE_COLUMNS added (replacing any already there). `rows`: the dicts a table
+    was just built from (the same rows, in order), priced as they are instead of converting it back."""
+    import pandas as pd  # heavy: collect imports this module for PRICE_COLUMNS and price_run without pandas
 
     catalog = catalog or load_catalog()
     base = df.drop(columns=[c for c in PRICE_COLUMNS if c in df.columns])
-    priced = [price_run(r, as_of, catalog) for r in rows]
-    extra = pd.DataFrame(priced, columns=list(PRICE_COLUMNS), index=base.index)
-    return pd.concat([base, extra], axis=1)
-
-
-def price_runs(df, as_of: date | None = None, catalog=None):
-    """The runs table with PRICE_COLUMNS added (replacing any already there)."""
-    import pandas as pd
-
-    catalog = catalog or load_catalog()
-    base = df.drop(columns=[c for c in PRICE_COLUMNS if c in df.columns])
-    priced = [price_run(r, as_of, catalog) for r in base.to_dict("records")]
+    priced = [price_run(r, as_of, catalog) for r in (base.to_dict("records") if rows is None else rows)]
     extra = pd.DataFrame(priced, columns=list(PRICE_COLUMNS), index=base.index)
     return pd.concat([base, extra], axis=1)

@@ -30,6 +30,7 @@ from typing import Any
 
 from analysis.price.billed import time_weighted_price
 from infra import clouds
+from infra.catalog import CatalogError, load_catalog
 from infra.catalog.price_errors import PricesError
 from payload.timestamps import iso, parse_time
 
@@ -152,8 +153,6 @@ def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
             "as_of": recorded.get("as_of"),
             "warnings": [why] if why else [],
         }
-    from infra.catalog import CatalogError
-
     try:
         quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
     except CatalogError as exc:
@@ -182,8 +181,6 @@ def _on_demand(ctx, windows) -> dict[str, Any]:
 
 def _catalog_spot(ctx, windows) -> dict[str, Any]:
     """Clouds without a spot price history: the catalog snapshot in force on the run's date."""
-    from infra.catalog import CatalogError
-
     try:
         quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
     except CatalogError as exc:
@@ -281,8 +278,6 @@ def price_run(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The price a run paid, per attempt and overall (see the module docstring)."""
-    from infra.catalog import load_catalog
-
     offering = result["offering"]
     offering_id = offering.get("id") or ""
     market = offering.get("market") or "on-demand"
