@@ -13,10 +13,7 @@ the estimates are recorded beside the results table (STUDY_PROBES) for the
 report. A study whose precision this machine cannot run (fp16 on a CPU) is not
 probed, and the report says so instead of comparing other work.
 
-This machine has no published price, so it is priced at a flat hourly rate
-that is an assumption (analysis.price.local: DEFAULT_HOURLY_USD, or --hourly-usd /
-GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
-every run, and the report shows them.
+This machine is priced at an assumed flat rate (analysis.price.local), recorded with every run.
 """
 
 from __future__ import annotations
@@ -45,7 +42,7 @@ from analysis.progress import Printer
 from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
 from analysis.report.build import write_report
-from analysis.report.reference import STUDY_PROBES, study_work
+from analysis.report.reference import STUDY_PROBES, device, study_work
 from infra.catalog import load_catalog
 from infra.launch import offering_options
 from infra.projectfiles import user_or_shipped
@@ -65,10 +62,10 @@ _ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
 
 @dataclass(frozen=True)
 class Step:
-    """One payload run: a benchmark and the arguments that keep it short."""
+    """One payload run: a benchmark and the payload arguments (split at spaces) that keep it short."""
 
     benchmark: str
-    args: tuple[str, ...]
+    args: str
     why: str
 
 
@@ -79,17 +76,17 @@ class Step:
 SUITE: tuple[Step, ...] = (
     Step(
         "mnist-mlp",
-        ("--epochs", "2", "--param", "samples=12000", "--param", "val_samples=2000"),
+        "--epochs 2 --param samples=12000 --param val_samples=2000",
         "seed 002's Keras MNIST MLP, 2 epochs on 12,000 images",
     ),
     Step(
         "mnist-cnn",
-        ("--epochs", "1", "--param", "samples=6000", "--param", "val_samples=1000"),
+        "--epochs 1 --param samples=6000 --param val_samples=1000",
         "seed 002's Keras MNIST convnet, 1 epoch on 6,000 images",
     ),
     Step(
         "bilstm-sentiment",
-        ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
+        "--epochs 1 --param samples=8192 --param val_samples=1024",
         "seed 000's bidirectional LSTM, 1 epoch on 8,192 synthetic tweets: its rate for the report's reference "
         "section (the first screen compares the probe of the study's own job, below)",
     ),
@@ -98,24 +95,11 @@ SUITE: tuple[Step, ...] = (
 # Seconds, not minutes: for tests and a first smoke check (`--quick`).
 QUICK: tuple[Step, ...] = (
     Step(
-        "mnist-mlp",
-        ("--epochs", "1", "--param", "samples=1024", "--param", "val_samples=256", "--param", "warmup_steps=1"),
-        "tiny MNIST MLP",
+        "mnist-mlp", "--epochs 1 --param samples=1024 --param val_samples=256 --param warmup_steps=1", "tiny MNIST MLP"
     ),
     Step(
         "bilstm-sentiment",
-        (
-            "--epochs",
-            "1",
-            "--param",
-            "samples=512",
-            "--param",
-            "val_samples=128",
-            "--param",
-            "max_features=2000",
-            "--param",
-            "warmup_steps=1",
-        ),
+        "--epochs 1 --param samples=512 --param val_samples=128 --param max_features=2000 --param warmup_steps=1",
         "tiny BiLSTM",
     ),
 )
@@ -157,7 +141,7 @@ def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str
     argv = render_argv(
         {"benchmark": step.benchmark, "results": str(results), "stack": stack, **options, "data": "synthetic"}
     )
-    return [sys.executable, "-m", "payload", "run", *argv, *step.args]
+    return [sys.executable, "-m", "payload", "run", *argv, *step.args.split()]
 
 
 def _payload_env() -> dict[str, str]:
@@ -237,10 +221,6 @@ def gpus_here() -> int:
     return int(nvml_info().get("gpus_nvml") or 0)
 
 
-def _device(gpus: int) -> str:
-    return "CPU" if not gpus else f"{gpus} GPU" + ("s" if gpus != 1 else "")
-
-
 def _finite(value):
     """JSON without NaN or Infinity: an unbounded figure (an interval reaching zero) becomes None."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -265,7 +245,7 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
         "precision": job.payload_precision,
         "data": "synthetic",
         "configuration": f"batch {job.batch}, {job.precision}, synthetic data",
-        "device": _device(gpus),
+        "device": device(gpus),
         "hourly_usd": price.hourly_usd,
         "price_source": price.source,
         "probed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
