@@ -37,29 +37,14 @@ COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
 # A summary row's figures over its runs (analysis.report.query computes them): medians,
 # min/max/spread of some of them, and the texts every run of the row names once (in the order met).
 MEDIANS = (
-    "train_hours",
-    "instance_hours",
-    "train_cost_usd",
-    "billed_cost_usd",
-    "samples_per_second",
-    "hourly_usd",
-    "samples_per_usd",
-    "final_accuracy",
-    "gpu_utilization_mean",
-)
+    "train_hours instance_hours train_cost_usd billed_cost_usd samples_per_second hourly_usd "
+    "samples_per_usd final_accuracy gpu_utilization_mean"
+).split()
 SPREADS = ("train_hours", "train_cost_usd", "billed_cost_usd", "samples_per_second")
 JOINED = (
-    "workload_label",
-    "sample_unit",
-    "provider",
-    "offering_kind",
-    "gpu_model",
-    "price_basis",
-    "price_source",
-    "price_as_of",
-    "billing",
-    "price_note",
-)
+    "workload_label sample_unit provider offering_kind gpu_model price_basis price_source price_as_of "
+    "billing price_note"
+).split()
 
 
 @dataclass
@@ -170,34 +155,13 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
     return s
 
 
-SCALING_COLUMNS = [
-    "benchmark",
-    "workload",
-    "workload_label",
-    "gpu_model",
-    "offering_id",
-    "market",
-    "gpus",
-    "speedup",
-    "ideal",
-    "efficiency",
-    "reference",
-]
-BREAKEVEN_COLUMNS = [
-    "benchmark",
-    "workload",
-    "workload_label",
-    "onprem",
-    "cloud",
-    "market",
-    "cloud_gpus_used",
-    "onprem_throughput",
-    "cloud_throughput",
-    "cloud_hourly_usd",
-    "breakeven_days_per_month",
-    "twice_cheaper_days_per_month",
-    "note",
-]
+SCALING_COLUMNS = (
+    "benchmark workload workload_label gpu_model offering_id market gpus speedup ideal efficiency reference"
+).split()
+BREAKEVEN_COLUMNS = (
+    "benchmark workload workload_label onprem cloud market cloud_gpus_used onprem_throughput "
+    "cloud_throughput cloud_hourly_usd breakeven_days_per_month twice_cheaper_days_per_month note"
+).split()
 
 
 def scaling(summary: pd.DataFrame) -> pd.DataFrame:

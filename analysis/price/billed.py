@@ -16,8 +16,6 @@ from datetime import date, datetime, timezone
 from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
 
 HOURS_PER_DAY = 24.0
-# Mean days per month (365.25 / 12): converts "days of use per month" to a share.
-DAYS_PER_MONTH = 30.4375
 # The limits of the report's "best under a deadline / a budget" when none is
 # given (`report --deadline-hours/--budget-usd`): a result by the same time
 # tomorrow, and a modest research budget for one training run.

@@ -27,20 +27,9 @@ from analysis.price.billed import CostError, billed_cost, onprem_hourly, time_we
 from infra.catalog import CatalogError, load_catalog
 from payload.timestamps import parse_time
 
-PRICE_COLUMNS = (
-    "hourly_usd",
-    "price_basis",
-    "price_source",
-    "price_as_of",
-    "billing",
-    "billing_as_of",
-    "instance_hours",
-    "billed_hours",
-    "billed_cost_usd",
-    "train_hours",
-    "train_cost_usd",
-    "setup_fee_usd",
-    "price_note",
+PRICE_COLUMNS = tuple(
+    "hourly_usd price_basis price_source price_as_of billing billing_as_of instance_hours "
+    "billed_hours billed_cost_usd train_hours train_cost_usd setup_fee_usd price_note".split()
 )
 
 
