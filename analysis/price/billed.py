@@ -169,10 +169,16 @@ def quote(
         return None, breakdown["total_usd_per_month"] / breakdown["hours_per_month"], [], breakdown
     if days_per_month is not None:
         raise CostError(f"--days-per-month applies to on-prem offerings only; {offering_id} is {offering.kind}")
+    price, notes = catalog_price(catalog, offering_id, market, as_of)
+    return price, price.hourly_usd, notes, None
+
+
+def catalog_price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> tuple[PriceQuote, list[str]]:
+    """The catalog's quote and the warnings it gave (an old price, a retired offering), as words."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         price = catalog.price(offering_id, as_of=as_of, market=market)
-    return price, price.hourly_usd, [str(w.message) for w in caught], None
+    return price, [str(w.message) for w in caught]
 
 
 def _quote_date(price: PriceQuote | None, offering, as_of: date | None) -> str:

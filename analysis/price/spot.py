@@ -22,13 +22,12 @@ and says so in `warnings` and `method`.
 
 from __future__ import annotations
 
-import warnings as _warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from analysis.price.billed import time_weighted_price
+from analysis.price.billed import catalog_price, time_weighted_price
 from infra import clouds
 from infra.catalog import CatalogError, load_catalog
 from infra.catalog.price_errors import PricesError
@@ -116,13 +115,6 @@ def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _catalog_price(catalog, offering_id: str, market: str, day: date) -> tuple[Any, list[str]]:
-    with _warnings.catch_warnings(record=True) as caught:
-        _warnings.simplefilter("always")
-        quote = catalog.price(offering_id, as_of=day, market=market)
-    return quote, [str(w.message) for w in caught]
-
-
 def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, Any]]:
     return [
         {
@@ -154,7 +146,7 @@ def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
             "warnings": [why] if why else [],
         }
     try:
-        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
+        quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
     except CatalogError as exc:
         return {
             "method": "unpriced",
@@ -182,7 +174,7 @@ def _on_demand(ctx, windows) -> dict[str, Any]:
 def _catalog_spot(ctx, windows) -> dict[str, Any]:
     """Clouds without a spot price history: the catalog snapshot in force on the run's date."""
     try:
-        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
+        quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
     except CatalogError as exc:
         p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
         return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
