@@ -1,16 +1,13 @@
 """`make demo`: the whole product on this machine, no cloud account needed.
 
-Runs a short real suite with the payload as the catalog's `local/this-machine`
-offering, writes the results to a local bucket (a directory, default
-`results/`), collects them and writes the report, whose "Reference" section
+Runs a short real suite with the payload as the catalog's `local/this-machine` offering into a
+local bucket (default `results/`), collects it and writes the report, whose "Reference" section
 puts this machine beside the studies' published K80/P100/V100/1080 Ti figures.
 
-Each study the first screen compares with is probed in its own configuration
-(analysis.reference.studies.study_jobs: the study's model, input shape, batch
-and precision, on synthetic data of that shape) the way `gpubench bench --local`
-probes a job, and extrapolated to the study's whole job by bench's own code;
-the estimates are recorded beside the results table (STUDY_PROBES) for the
-report. A study whose precision this machine cannot run (fp16 on a CPU) is not
+Each study the first screen compares with is probed in its own configuration (study_jobs: its
+model, input shape, batch and precision, on synthetic data) as `gpubench bench --local` probes a
+job, and extrapolated to the study's whole job by bench's code; the estimates are recorded beside
+the results table (STUDY_PROBES). A precision this machine cannot run (fp16 on a CPU) is not
 probed, and the report says so instead of comparing other work.
 
 This machine is priced at an assumed flat rate (analysis.price.local), recorded with every run.

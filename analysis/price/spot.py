@@ -4,20 +4,11 @@ resumed elsewhere paid another zone's price), GCP spot runs at the catalog
 snapshot in force on the run's date, on-demand runs at the price recorded at
 launch (else the catalog's on the run's date).
 
-How collect calls it (one result.json dict in, a JSON-ready dict out):
-
-    from analysis.price.spot import price_run
-    priced = price_run(result)                     # boto3 EC2 clients made per region
-    priced = price_run(result, client_factory=lambda region: my_client)  # e.g. an EC2 client
-    priced["hourly_usd"]   # USD/h over all attempts (time-weighted), None if unpriced
-    priced["attempts"]     # per attempt: zone, start, end, seconds, hourly_usd, series, source
-    priced["method"], priced["source"], priced["warnings"]
-
-Store `priced` beside the result (e.g. as `pricing`); cost it with
-`analysis.price.billed.cost_of` per attempt (its seconds and hourly_usd), as `runs` does,
-so every boot pays its own billing minimum. It never raises for a missing
-price or missing credentials: it falls back (recorded price, then catalog)
-and says so in `warnings` and `method`.
+`price_run(result)` takes one result.json dict and returns a JSON-ready dict: `hourly_usd` over all
+attempts (time-weighted; None if unpriced), `attempts` (zone, window, seconds, hourly_usd, series and
+source of each), `method`, `source`, `warnings`. Each attempt is costed on its own (`runs` does it), so
+every boot pays its own billing minimum. It never raises for a missing price or missing credentials:
+it falls back (recorded price, then catalog) and says so in `warnings` and `method`.
 """
 
 from __future__ import annotations
