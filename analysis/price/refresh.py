@@ -9,7 +9,7 @@ the rest are written; nothing priced at all is an error (no snapshot).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,17 +57,7 @@ class RefreshResult:
     exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "region": self.region,
-            "snapshot": self.snapshot,
-            "path": self.path,
-            "written": self.written,
-            "changes": [c.to_dict() for c in self.changes],
-            "warnings": self.warnings,
-            "error": self.error,
-            "exit_code": self.exit_code,
-        }
+        return {**asdict(self), "changes": [c.to_dict() for c in self.changes]}
 
 
 def targets(catalog: Catalog, provider: str, day) -> list[Offering]:

@@ -14,7 +14,7 @@ it falls back (recorded price, then catalog) and says so in `warnings` and `meth
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -38,12 +38,10 @@ class SpotWindowPrice:
     end: datetime
 
     def to_dict(self) -> dict[str, Any]:
+        series = [[iso(t, seconds=True), p] for t, p in self.series]
         return {
-            "average_usd": self.average_usd,
-            "series": [[iso(t, seconds=True), p] for t, p in self.series],
-            "source": self.source,
-            "instance_type": self.instance_type,
-            "zone": self.zone,
+            **asdict(self),
+            "series": series,
             "start": iso(self.start, seconds=True),
             "end": iso(self.end, seconds=True),
         }
