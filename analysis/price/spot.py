@@ -204,18 +204,8 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
             )
             attempts += _flat([w], fallback["hourly"], fallback["source"])
             continue
-        attempts.append(
-            {
-                "attempt": w["attempt"],
-                "zone": zone,
-                "start": iso(w["start"], seconds=True),
-                "end": iso(w["end"], seconds=True),
-                "seconds": (w["end"] - w["start"]).total_seconds(),
-                "hourly_usd": priced.average_usd,
-                "series": [[iso(t, seconds=True), p] for t, p in priced.series],
-                "source": priced.source,
-            }
-        )
+        (attempt,) = _flat([w], priced.average_usd, priced.source)
+        attempts.append({**attempt, "series": priced.to_dict()["series"]})
     if fallback:
         warns.extend(fallback["warnings"])
     own = f"{ctx['provider']}-spot-history"
