@@ -77,21 +77,23 @@ class StackObservation:
         return max(times) if times else None
 
 
-def _time(text: Any) -> datetime | None:
+def time_of(value: Any) -> datetime | None:
+    """The time a bucket's document or a job's event names, None for none or for anything not an ISO time
+    (a number or a list where a time belongs: what a job wrote is read, never trusted)."""
     try:
-        return parse_time(text) if text else None
+        return parse_time(str(value)) if value else None
     except ValueError:
         return None
 
 
 def _newest(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    dated = [(e, _time(e.get("time"))) for e in events if isinstance(e, dict)]
+    dated = [(e, time_of(e.get("time"))) for e in events if isinstance(e, dict)]
     dated = [(e, t) for e, t in dated if t is not None]
     return max(dated, key=lambda et: et[1])[0] if dated else None
 
 
 def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
-    times = [_time(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
+    times = [time_of(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
     times = [t for t in times if t is not None]
     return max(times) if times else None
 
@@ -119,7 +121,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
             if (RESULT in files or STATE in files)
             else None
         )
-        started = _time((doc or {}).get("started_at"))
+        started = time_of((doc or {}).get("started_at"))
         if floor and started and started < floor:
             continue
         timeline = list((doc or {}).get("timeline") or [])
@@ -132,7 +134,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
                     str(name),
                     str(doc.get("status")),
                     started,
-                    _time(doc.get("finished_at")),
+                    time_of(doc.get("finished_at")),
                     _last_upload(timeline),
                     files[RESULT],
                 )
