@@ -16,7 +16,6 @@ This machine is priced at an assumed flat rate (analysis.price.local), recorded 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -220,13 +219,7 @@ def gpus_here() -> int:
 
 def _finite(value):
     """JSON without NaN or Infinity: an unbounded figure (an interval reaching zero) becomes None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    return json.loads(json.dumps(value), parse_constant=lambda _: None)
 
 
 def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO) -> dict:
