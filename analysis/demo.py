@@ -1,42 +1,53 @@
 """`make demo`: the whole product on this machine, no cloud account needed.
 
-Runs a short real suite with the payload as the catalog's `local/this-machine`
-offering, writes the results to a local bucket (a directory, default
-`results/`), collects them and writes the report, whose "Reference" section
+Runs a short real suite with the payload as the catalog's `local/this-machine` offering into a
+local bucket (default `results/`), collects it and writes the report, whose "Reference" section
 puts this machine beside the studies' published K80/P100/V100/1080 Ti figures.
 
-Each study the first screen compares with is probed in its own configuration
-(analysis.reference.studies.study_jobs: the study's model, input shape, batch
-and precision, on synthetic data of that shape) the way `gpubench bench --local`
-probes a job, and extrapolated to the study's whole job by bench's own code;
-the estimates are recorded beside the results table (STUDY_PROBES) for the
-report. A study whose precision this machine cannot run (fp16 on a CPU) is not
+Each study the first screen compares with is probed in its own configuration (study_jobs: its
+model, input shape, batch and precision, on synthetic data) as `gpubench bench --local` probes a
+job, and extrapolated to the study's whole job by bench's code; the estimates are recorded beside
+the results table (STUDY_PROBES). A precision this machine cannot run (fp16 on a CPU) is not
 probed, and the report says so instead of comparing other work.
 
-This machine has no published price, so it is priced at a flat hourly rate
-that is an assumption (analysis.price.local: DEFAULT_HOURLY_USD, or --hourly-usd /
-GPUBENCH_LOCAL_HOURLY_USD); the rate and where it came from are recorded with
-every run, and the report shows them.
+This machine is priced at an assumed flat rate (analysis.price.local), recorded with every run.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
+from analysis.bench.answer import candidate_row
+from analysis.bench.candidates import local_candidate
+from analysis.bench.local import LocalProbe
+from analysis.bench.probes import Probes
+from analysis.bench.record import new_bench_id
+from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
+from analysis.progress import Printer
+from analysis.reference.studies import study_jobs
+from analysis.report.answer import long_duration
+from analysis.report.build import write_report
+from analysis.report.reference import STUDY_PROBES, device, study_work
+from infra.catalog import load_catalog
+from infra.launch import offering_options
+from infra.projectfiles import user_or_shipped
 from payload import exitcodes
+from payload.config import render_argv
+from payload.gpu import nvml_info
+from payload.storage import StorageError, open_store
 from payload.timestamps import stamp
+from payload.workloads.jobvenv import INHERIT_ENV
 
 OFFERING = "local/this-machine"
 MARKET = "on-demand"
@@ -47,10 +58,10 @@ _ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
 
 @dataclass(frozen=True)
 class Step:
-    """One payload run: a benchmark and the arguments that keep it short."""
+    """One payload run: a benchmark and the payload arguments (split at spaces) that keep it short."""
 
     benchmark: str
-    args: tuple[str, ...]
+    args: str
     why: str
 
 
@@ -61,17 +72,17 @@ class Step:
 SUITE: tuple[Step, ...] = (
     Step(
         "mnist-mlp",
-        ("--epochs", "2", "--param", "samples=12000", "--param", "val_samples=2000"),
+        "--epochs 2 --param samples=12000 --param val_samples=2000",
         "seed 002's Keras MNIST MLP, 2 epochs on 12,000 images",
     ),
     Step(
         "mnist-cnn",
-        ("--epochs", "1", "--param", "samples=6000", "--param", "val_samples=1000"),
+        "--epochs 1 --param samples=6000 --param val_samples=1000",
         "seed 002's Keras MNIST convnet, 1 epoch on 6,000 images",
     ),
     Step(
         "bilstm-sentiment",
-        ("--epochs", "1", "--param", "samples=8192", "--param", "val_samples=1024"),
+        "--epochs 1 --param samples=8192 --param val_samples=1024",
         "seed 000's bidirectional LSTM, 1 epoch on 8,192 synthetic tweets: its rate for the report's reference "
         "section (the first screen compares the probe of the study's own job, below)",
     ),
@@ -80,24 +91,11 @@ SUITE: tuple[Step, ...] = (
 # Seconds, not minutes: for tests and a first smoke check (`--quick`).
 QUICK: tuple[Step, ...] = (
     Step(
-        "mnist-mlp",
-        ("--epochs", "1", "--param", "samples=1024", "--param", "val_samples=256", "--param", "warmup_steps=1"),
-        "tiny MNIST MLP",
+        "mnist-mlp", "--epochs 1 --param samples=1024 --param val_samples=256 --param warmup_steps=1", "tiny MNIST MLP"
     ),
     Step(
         "bilstm-sentiment",
-        (
-            "--epochs",
-            "1",
-            "--param",
-            "samples=512",
-            "--param",
-            "val_samples=128",
-            "--param",
-            "max_features=2000",
-            "--param",
-            "warmup_steps=1",
-        ),
+        "--epochs 1 --param samples=512 --param val_samples=128 --param max_features=2000 --param warmup_steps=1",
         "tiny BiLSTM",
     ),
 )
@@ -129,23 +127,17 @@ def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) ->
 
 def stack_name() -> str:
     """The catalog's stack name for this machine (runs land under runs/<stack>/)."""
-    from infra.catalog import load_catalog
-
     return load_catalog().get(OFFERING).stack_name(MARKET)
 
 
 def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str) -> list[str]:
     """`python -m payload run` for one step, rendered from the payload's own option table."""
-    from infra.catalog import load_catalog
-    from infra.launch import offering_options
-    from payload.config import render_argv
-
     options = offering_options(load_catalog().get(OFFERING), MARKET, None)
     options.update(hourly_usd=f"{price.hourly_usd:g}", price_source=price.source, price_as_of=today)
     argv = render_argv(
         {"benchmark": step.benchmark, "results": str(results), "stack": stack, **options, "data": "synthetic"}
     )
-    return [sys.executable, "-m", "payload", "run", *argv, *step.args]
+    return [sys.executable, "-m", "payload", "run", *argv, *step.args.split()]
 
 
 def _payload_env() -> dict[str, str]:
@@ -196,9 +188,6 @@ def _minutes(seconds: float) -> str:
 
 def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]) -> int:
     """Collect the local bucket into the table (no spot history: this machine has none); an exit code."""
-    from analysis.collect.run import collect_results
-    from payload.storage import StorageError
-
     try:
         outcome = collect_results([str(results_dir)], table_dir, spot_history="off")
     except StorageError as exc:
@@ -212,8 +201,6 @@ def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]
 
 def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
     """Write the report of everything collected so far and echo its terminal summary; an exit code."""
-    from analysis.report.build import write_report
-
     try:
         outcome = write_report(out_dir, table=table_dir)
     except FileNotFoundError as exc:
@@ -227,24 +214,12 @@ def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | No
 
 def gpus_here() -> int:
     """GPUs NVML sees on this machine (0 without a driver or GPU): decides which study precisions can run."""
-    from payload.gpu import nvml_info
-
     return int(nvml_info().get("gpus_nvml") or 0)
-
-
-def _device(gpus: int) -> str:
-    return "CPU" if not gpus else f"{gpus} GPU" + ("s" if gpus != 1 else "")
 
 
 def _finite(value):
     """JSON without NaN or Infinity: an unbounded figure (an interval reaching zero) becomes None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+    return json.loads(json.dumps(value), parse_constant=lambda _: None)
 
 
 def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO) -> dict:
@@ -252,8 +227,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
     file, the payload in probe mode, stopped once steady or at `limit` seconds) and extrapolate to the
     study's whole job with bench's code; the record the report reads. A precision this machine cannot
     run as the study did is not probed: the record says why."""
-    from analysis.report.reference import study_work
-
     record = {
         "study": job.study,
         "benchmark": job.benchmark,
@@ -262,7 +235,7 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
         "precision": job.payload_precision,
         "data": "synthetic",
         "configuration": f"batch {job.batch}, {job.precision}, synthetic data",
-        "device": _device(gpus),
+        "device": device(gpus),
         "hourly_usd": price.hourly_usd,
         "price_source": price.source,
         "probed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -272,8 +245,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
     if why or work is None:
         return {**record, "status": "not-probed", "reason": why or f"no whole job of {job.study} to extrapolate to"}
     report, seconds = _local_probe(job, price, probes_dir, logs, limit, stream)
-    from analysis.bench.answer import candidate_row
-
     row = candidate_row(report, float(work[1]))
     return _finite(
         {
@@ -292,17 +263,6 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
 def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO):
     """(bench's ProbeReport, seconds) of one local probe of the job's task file; Ctrl-C ends the probe
     (it runs in a session of its own) before it is raised."""
-    from dataclasses import replace
-
-    from analysis.bench.candidates import local_candidate
-    from analysis.bench.local import LocalProbe
-    from analysis.bench.probes import Probes
-    from analysis.bench.record import new_bench_id
-    from analysis.progress import Printer
-    from infra.projectfiles import user_or_shipped
-    from payload.storage import open_store
-    from payload.workloads.jobvenv import INHERIT_ENV
-
     candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
     probe = LocalProbe(
         store=open_store(str(probes_dir)),
@@ -341,8 +301,6 @@ class _Indented:
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
     """Record the study probes beside the results table for the report; a study probed before and not now
     keeps its last record (`--only` runs part of the suite)."""
-    from analysis.report.reference import STUDY_PROBES
-
     path = table_dir / STUDY_PROBES
     try:
         kept = json.loads(path.read_text(encoding="utf-8")).get("probes") or []
@@ -365,8 +323,6 @@ def _said(p: dict) -> str:
     rate, hours = row.get("samples_per_second"), row.get("est_hours")
     if rate is None or hours is None:
         return f"probe {p['status']}: {p.get('reason') or 'no estimate'}"
-    from analysis.report.answer import long_duration
-
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
@@ -400,8 +356,6 @@ def run_demo(
 
     def echo(text: str = "") -> None:
         print(text, file=stream, flush=True)
-
-    from analysis.reference.studies import study_jobs
 
     started = time.monotonic()
     try:

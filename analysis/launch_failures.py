@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from infra import clouds
+from infra.catalog import region_zones
+
 KINDS = ("quota", "no-capacity", "gpu-not-in-zone")
 
 
 def _patterns() -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(kind, every cloud's error codes / phrases for it). First kind with a match wins; order
     matters: quota codes can appear next to capacity words in one transcript."""
-    from infra import clouds
-
     table = {kind: [] for kind in KINDS}
     for cloud in clouds.all_clouds():
         for kind, patterns in cloud.FAILURE_PATTERNS:
@@ -63,8 +64,6 @@ def _provider_line(text: str, pattern: str) -> str:
 
 
 def _zone_in(text: str) -> str | None:
-    from infra import clouds
-
     for cloud in clouds.all_clouds():
         m = re.search(rf"\b({cloud.ZONE_PATTERN.pattern})\b", text)
         if m:
@@ -87,8 +86,6 @@ def classify(text: str) -> Failure:
 
 def region_of_zone(zone: str) -> str:
     """us-east-1a -> us-east-1; us-central1-a -> us-central1 (the cloud whose zones look like it)."""
-    from infra import clouds
-
     cloud = clouds.of_zone(zone)
     if cloud is None:
         raise ValueError(f"{zone!r} is not a zone name of any cloud gpubench supports")
@@ -101,8 +98,6 @@ def candidate_zones(provider: str, region: str, offering_zones: Sequence[str]) -
     listed = [z for z in offering_zones if region_of_zone(z) == region]
     if listed:
         return listed
-    from infra.catalog import region_zones
-
     return list(region_zones(provider, region))
 
 

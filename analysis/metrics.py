@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS
+from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS, breakeven_days_per_month
 from analysis.reference import imagenet_schedules
 from analysis.report.answer import add_price_hint
+from infra.catalog import CatalogError, load_catalog
 
 # Preferred bases for the relative columns, in order: a single K80 (seed 002's
 # base). When none of them is in the data the base is the offering that ran
@@ -36,29 +37,14 @@ COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
 # A summary row's figures over its runs (analysis.report.query computes them): medians,
 # min/max/spread of some of them, and the texts every run of the row names once (in the order met).
 MEDIANS = (
-    "train_hours",
-    "instance_hours",
-    "train_cost_usd",
-    "billed_cost_usd",
-    "samples_per_second",
-    "hourly_usd",
-    "samples_per_usd",
-    "final_accuracy",
-    "gpu_utilization_mean",
-)
+    "train_hours instance_hours train_cost_usd billed_cost_usd samples_per_second hourly_usd "
+    "samples_per_usd final_accuracy gpu_utilization_mean"
+).split()
 SPREADS = ("train_hours", "train_cost_usd", "billed_cost_usd", "samples_per_second")
 JOINED = (
-    "workload_label",
-    "sample_unit",
-    "provider",
-    "offering_kind",
-    "gpu_model",
-    "price_basis",
-    "price_source",
-    "price_as_of",
-    "billing",
-    "price_note",
-)
+    "workload_label sample_unit provider offering_kind gpu_model price_basis price_source price_as_of "
+    "billing price_note"
+).split()
 
 
 @dataclass
@@ -169,34 +155,13 @@ def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") ->
     return s
 
 
-SCALING_COLUMNS = [
-    "benchmark",
-    "workload",
-    "workload_label",
-    "gpu_model",
-    "offering_id",
-    "market",
-    "gpus",
-    "speedup",
-    "ideal",
-    "efficiency",
-    "reference",
-]
-BREAKEVEN_COLUMNS = [
-    "benchmark",
-    "workload",
-    "workload_label",
-    "onprem",
-    "cloud",
-    "market",
-    "cloud_gpus_used",
-    "onprem_throughput",
-    "cloud_throughput",
-    "cloud_hourly_usd",
-    "breakeven_days_per_month",
-    "twice_cheaper_days_per_month",
-    "note",
-]
+SCALING_COLUMNS = (
+    "benchmark workload workload_label gpu_model offering_id market gpus speedup ideal efficiency reference"
+).split()
+BREAKEVEN_COLUMNS = (
+    "benchmark workload workload_label onprem cloud market cloud_gpus_used onprem_throughput "
+    "cloud_throughput cloud_hourly_usd breakeven_days_per_month twice_cheaper_days_per_month note"
+).split()
 
 
 def scaling(summary: pd.DataFrame) -> pd.DataFrame:
@@ -257,9 +222,6 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
     on-prem box is cheaper per sample than each cloud offering on the same
     workload, and above which it is `times` as cheap (seed 004, section 5.2
     reads off 2x)."""
-    from analysis.price.billed import breakeven_days_per_month
-    from infra.catalog import CatalogError, load_catalog
-
     if summary.empty:
         return pd.DataFrame(columns=BREAKEVEN_COLUMNS)
     catalog = catalog or load_catalog()

@@ -11,15 +11,27 @@ Unreadable files become problems, never errors.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from analysis import fastjson
 from payload.layout import newest_versions, stack_prefix
+from payload.storage import StorageError
 from payload.timestamps import parse_time
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 UNREACHABLE = "cannot list "  # how a problem reading the bucket at all begins: nothing could be checked
+# Boot time is measured on the instance, the update start on the laptop.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def launch_floor(since: datetime | None) -> datetime | None:
+    """The earliest start of a run of the launch that began at `since` (clock skew allowed); None (every
+    run) when there is no start, or one so early that the skew cannot be taken off (a forged year 1)."""
+    try:
+        return since - CLOCK_SKEW if since else None
+    except OverflowError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -65,30 +77,29 @@ class StackObservation:
         return max(times) if times else None
 
 
-def _time(text: Any) -> datetime | None:
+def time_of(value: Any) -> datetime | None:
+    """The time a bucket's document or a job's event names, None for none or for anything not an ISO time
+    (a number or a list where a time belongs: what a job wrote is read, never trusted)."""
     try:
-        return parse_time(text) if text else None
+        return parse_time(str(value)) if value else None
     except ValueError:
         return None
 
 
 def _newest(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    dated = [(e, _time(e.get("time"))) for e in events if isinstance(e, dict)]
+    dated = [(e, time_of(e.get("time"))) for e in events if isinstance(e, dict)]
     dated = [(e, t) for e, t in dated if t is not None]
     return max(dated, key=lambda et: et[1])[0] if dated else None
 
 
 def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
-    times = [_time(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
+    times = [time_of(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
     times = [t for t in times if t is not None]
     return max(times) if times else None
 
 
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     """Read the stack's runs of this launch from the bucket."""
-    from analysis.stack_done import launch_floor
-    from payload.storage import StorageError
-
     obs = StackObservation()
     prefix = stack_prefix(stack)
     try:
@@ -110,7 +121,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
             if (RESULT in files or STATE in files)
             else None
         )
-        started = _time((doc or {}).get("started_at"))
+        started = time_of((doc or {}).get("started_at"))
         if floor and started and started < floor:
             continue
         timeline = list((doc or {}).get("timeline") or [])
@@ -123,7 +134,7 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
                     str(name),
                     str(doc.get("status")),
                     started,
-                    _time(doc.get("finished_at")),
+                    time_of(doc.get("finished_at")),
                     _last_upload(timeline),
                     files[RESULT],
                 )
@@ -146,7 +157,7 @@ MAX_EVENTS_BYTES = 32 * 1024 * 1024
 def read_bounded(store: Any, key: str, limit: int) -> bytes:
     """An object's bytes, by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
     (an object no payload writes: never downloaded whole, whatever its size)."""
-    from analysis.collect.sources import read_capped
+    from analysis.collect.sources import read_capped  # the collect package loads pyarrow: status stays light
 
     data = read_capped(store, key, limit)
     if len(data) > limit:
@@ -154,11 +165,16 @@ def read_bounded(store: Any, key: str, limit: int) -> bytes:
     return data
 
 
-def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
-    from analysis.collect.validation import MAX_RESULT_BYTES
+def read_result(store: Any, key: str) -> Any:
+    """A result.json's document, read at most to the size collect accepts."""
+    from analysis.collect.validation import MAX_RESULT_BYTES  # the collect package loads pyarrow, as above
 
+    return fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+
+
+def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
     try:
-        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+        doc = read_result(store, key)
         return doc if isinstance(doc, dict) else None
     except Exception as exc:  # noqa: BLE001 - half-written or foreign file
         obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")

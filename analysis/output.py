@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from typing import Any
 
+from infra.conventions import NUMBER_BOUNDS, confirm
 from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
@@ -31,8 +32,6 @@ MIN_POLL_SECONDS = 1.0  # a bucket read more often only spends requests: the pay
 def poll_problem(seconds: float, flag: str = "--poll") -> str | None:
     """Why `seconds` between reads of a bucket is refused (zero, negative, NaN: a busy loop; infinite or
     over the --poll bound: a wait that never reads again, or a sleep the clock cannot hold), or None."""
-    from infra.conventions import NUMBER_BOUNDS
-
     most = NUMBER_BOUNDS["poll"].maximum
     if MIN_POLL_SECONDS <= seconds <= most:
         return None
@@ -75,8 +74,6 @@ def planned_then_run(
     (`question`, with {n}); when it would act on nothing, the dry run is the answer, its failures
     included: every mode reports the same check and exits on it, and none hides what it could
     not check behind "nothing to do"."""
-    from infra.conventions import confirm
-
     if dry_run or yes:
         return run(dry_run)
     plan = run(True)

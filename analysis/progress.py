@@ -13,20 +13,19 @@ a line of its own.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from payload.terminal import terminal_text
+from payload.terminal import raw_stream, terminal_text
 
 OFF_ENV = "GPUBENCH_NO_PROGRESS"
 
 
 def stderr_is_terminal(stream: TextIO | None = None) -> bool:
     """Whether progress should be shown: stderr (or `stream`) is a terminal and $GPUBENCH_NO_PROGRESS is unset."""
-    import os
-
     stream = stream or sys.stderr
     if os.environ.get(OFF_ENV):
         return False
@@ -55,12 +54,10 @@ class Progress:
         self.bar: Any = None
         if self.enabled:
             try:
-                from tqdm import tqdm
+                from tqdm import tqdm  # optional: the analysis extra; the base install shows no bar
             except ImportError:  # the base install: no bar, the command's own lines still say what happens
                 self.enabled = False
             else:
-                from payload.terminal import raw_stream
-
                 # the bar's own carriage returns redraw it: it writes under the terminal sanitiser
                 raw = raw_stream(self.stream)
                 self.bar = tqdm(total=total, desc=desc, unit=unit, file=raw, leave=False, dynamic_ncols=True)

@@ -12,26 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from analysis import fastjson
-from analysis.observe import read_bounded
+from analysis.observe import CLOCK_SKEW, launch_floor, read_result  # noqa: F401  (CLOCK_SKEW re-exported)
 from infra.tags import BadDeadline, parse_deadline
 from payload.layout import stack_prefix
 from payload.result import FINAL_STATUSES
 from payload.storage import StorageError, open_store
-
-# Boot time is measured on the instance, the update start on the laptop.
-CLOCK_SKEW = timedelta(minutes=5)
-
-
-def launch_floor(since: datetime | None) -> datetime | None:
-    """The earliest start of a run of the launch that began at `since` (clock skew allowed); None (every
-    run) when there is no start, or one so early that the skew cannot be taken off (a forged year 1)."""
-    try:
-        return since - CLOCK_SKEW if since else None
-    except OverflowError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -58,8 +45,6 @@ def _ts(text) -> datetime | None:
 
 def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str]]:
     """Every result.json of the stack under each results URL; unreadable ones become problems, not errors."""
-    from analysis.collect.validation import MAX_RESULT_BYTES  # the collect package loads pyarrow
-
     runs: list[RunState] = []
     problems: list[str] = []
     for url in urls:
@@ -71,7 +56,7 @@ def read_runs(stack: str, urls: Iterable[str]) -> tuple[list[RunState], list[str
             continue
         for key in keys:
             try:
-                doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+                doc = read_result(store, key)
                 bench = doc.get("benchmark") or {}
                 # a run resumed after a spot restart started before the relaunch:
                 # it belongs to the launch its newest attempt started in

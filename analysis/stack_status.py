@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from analysis.observe import StackObservation
+from analysis.observe import StackObservation, observe
+from analysis.price.billed import cost_of
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time
 
@@ -177,8 +178,6 @@ def classify(entry: dict, obs: StackObservation, now: datetime) -> tuple[str, st
 def _usd(entry: dict, seconds: float) -> float | None:
     if entry.get("hourly_usd") is None or not entry.get("offering"):
         return None
-    from analysis.price.billed import cost_of
-
     try:
         return round(
             cost_of(
@@ -231,14 +230,8 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
         stack=name,
         state=state,
         detail=detail,
-        offering=entry.get("offering"),
-        market=entry.get("market"),
-        zone=entry.get("zone"),
-        hourly_usd=entry.get("hourly_usd"),
-        launched_at=entry.get("launched_at"),
-        deadline=entry.get("deadline"),
+        **{k: entry.get(k) for k in ("offering", "market", "zone", "hourly_usd", "launched_at", "deadline", "failure")},
         run_ids=obs.run_ids or list(entry.get("run_ids") or []),
-        failure=entry.get("failure"),
         problems=list(obs.problems),
         unreachable=obs.unreachable,
         destroyed_at=iso(destroyed) if destroyed else None,
@@ -260,8 +253,6 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
 
 def campaign_status(manifest: Any, store: Any, now: datetime, observe_fn: Callable | None = None) -> list[StackStatus]:
     """Status of every stack in the manifest (reads the bucket once per launched stack)."""
-    from analysis.observe import observe
-
     look = observe_fn or observe
     out = []
     for name, entry in manifest.stacks.items():

@@ -33,15 +33,8 @@ from infra.tags import (
 from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
 
-# action -> does it count as a failure for the exit code
-ACTIONS = {
-    "destroyed": False,
-    "would-destroy": False,
-    "kept": False,
-    "absent": False,
-    "refused": True,
-    "failed": True,
-}
+ACTIONS = ("destroyed", "would-destroy", "kept", "absent", "refused", "failed")
+FAILURES = frozenset({"refused", "failed"})  # the actions that count as a failure for the exit code
 DEFAULT_MAX_HOURS = 6.0
 
 
@@ -61,7 +54,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return not ACTIONS[self.action]
+        return self.action not in FAILURES
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
@@ -231,22 +224,11 @@ def teardown(
     if names and not allowed:
         return outcomes
     ws = (workspace_factory or pulumi_ws.local_workspace)(work_dir)
+    how = {"completed": completed, "expired": expired, "results_urls": results_urls, "now": now}
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(
-            _one(
-                name,
-                ws,
-                work_dir,
-                completed=completed,
-                expired=expired,
-                dry_run=dry_run,
-                results_urls=results_urls,
-                now=now,
-                log=log,
-            )
-        )
+        outcomes.append(_one(name, ws, work_dir, dry_run=dry_run, log=log, **how))
     return outcomes
 
 

@@ -55,9 +55,9 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     """Collect rows as the runs table's Parquet and CSV files, priced with their recorded prices."""
     import pandas as pd
 
-    from analysis.price.runs import price_rows
+    from analysis.price.runs import price_runs
 
-    df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
+    df = price_runs(pd.DataFrame(rows, columns=list(COLUMNS)), rows=rows)
     return _publish(
         out_dir, lambda paths: (df.to_parquet(paths["parquet"], index=False), frame_to_csv(df, paths["csv"]))
     )

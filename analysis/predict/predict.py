@@ -167,10 +167,6 @@ def _outside(gpu: str, specs: dict, calib: cal.Calibration) -> list[str]:
     ]
 
 
-def _measured_of(cand: Any, measured: Sequence[Measured]) -> Measured | None:
-    return next((m for m in measured if m.gpu == cand.gpu and m.count == cand.gpu_count), None)
-
-
 def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: dict) -> dict[str, Any]:
     """One candidate's row: its rate (measured or predicted, with its interval) and its whole job."""
     row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
@@ -180,7 +176,7 @@ def candidate_row(cand: Any, measured, specs, model: Fit, precision: str, job: d
         price_date=cand.price_date,
         notes=[],
     )
-    own = _measured_of(cand, measured)
+    own = next((m for m in measured if m.gpu == cand.gpu and m.count == cand.gpu_count), None)
     if own is not None:
         rate = low = high = own.rate
         row["basis"] = MEASURED

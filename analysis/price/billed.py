@@ -16,8 +16,6 @@ from datetime import date, datetime, timezone
 from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
 
 HOURS_PER_DAY = 24.0
-# Mean days per month (365.25 / 12): converts "days of use per month" to a share.
-DAYS_PER_MONTH = 30.4375
 # The limits of the report's "best under a deadline / a budget" when none is
 # given (`report --deadline-hours/--budget-usd`): a result by the same time
 # tomorrow, and a modest research budget for one training run.
@@ -171,10 +169,16 @@ def quote(
         return None, breakdown["total_usd_per_month"] / breakdown["hours_per_month"], [], breakdown
     if days_per_month is not None:
         raise CostError(f"--days-per-month applies to on-prem offerings only; {offering_id} is {offering.kind}")
+    price, notes = catalog_price(catalog, offering_id, market, as_of)
+    return price, price.hourly_usd, notes, None
+
+
+def catalog_price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> tuple[PriceQuote, list[str]]:
+    """The catalog's quote and the warnings it gave (an old price, a retired offering), as words."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         price = catalog.price(offering_id, as_of=as_of, market=market)
-    return price, price.hourly_usd, [str(w.message) for w in caught], None
+    return price, [str(w.message) for w in caught]
 
 
 def _quote_date(price: PriceQuote | None, offering, as_of: date | None) -> str:

@@ -22,7 +22,7 @@ def measured_runs_of(where: Path | str, stacks: Sequence[str] | None = None) -> 
     are read, never the whole table. No table, or no analysis extra: none, and the note says why."""
     text = str(where)
     table = str(Path(text).parent) if text.endswith(".parquet") else text
-    try:
+    try:  # heavy: duckdb and pyarrow, the analysis extra; `gpubench plan` runs without it
         from analysis.report.query import billed_seconds
         from analysis.report.source import NoResultsTable, results_dataset
     except ImportError:  # the analysis extra (duckdb, pyarrow) is not installed

@@ -47,7 +47,24 @@ def _line(item: str, quantity: str, unit_price: str, usd: Fraction, free: Fracti
 
 
 @dataclass
-class MonthlyBill:
+class _Bill:
+    """Lines and their totals; to_dict without the exact amounts (JSON has no Fraction)."""
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        for line in out["lines"]:
+            line.pop("exact")
+        return out
+
+    def totalled(self, lines: list[BillLine]):
+        total = sum((line.exact[0] for line in lines), Fraction(0))
+        free = sum((line.exact[1] for line in lines), Fraction(0))
+        self.lines, self.total_usd, self.total_after_free_tier_usd = lines, float(total), float(total - free)
+        return self
+
+
+@dataclass
+class MonthlyBill(_Bill):
     offering: str
     market: str
     schedule: str
@@ -66,12 +83,6 @@ class MonthlyBill:
     total_after_free_tier_usd: float = 0.0
     minimum_overhead_usd: float = 0.0
     minimum_overhead_percent: float = 0.0
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for line in out["lines"]:
-            line.pop("exact")
-        return out
 
 
 def _compute_price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> tuple[Fraction, str, str]:
@@ -277,9 +288,7 @@ def monthly_bill(
     fn = _function_line(sp, calls, function_seconds, function_memory_gb, function_vcpus)
     if fn:
         lines.append(fn)
-    total = sum((line.exact[0] for line in lines), Fraction(0))
-    free_total = sum((line.exact[1] for line in lines), Fraction(0))
-    rest = total - overhead
+    rest = sum((line.exact[0] for line in lines), Fraction(0)) - overhead
     return MonthlyBill(
         offering=offering_id,
         market=market,
@@ -294,16 +303,13 @@ def monthly_bill(
         prices=sp.label,
         prices_as_of=sp.as_of.isoformat(),
         prices_note=sp.note,
-        lines=lines,
-        total_usd=float(total),
-        total_after_free_tier_usd=float(total - free_total),
         minimum_overhead_usd=float(overhead),
         minimum_overhead_percent=float(100 * overhead / rest) if rest else 0.0,
-    )
+    ).totalled(lines)
 
 
 @dataclass
-class SweeperBill:
+class SweeperBill(_Bill):
     """The monthly bill of the leak sweep run as a cloud function (a sweeper stack)."""
 
     provider: str
@@ -317,12 +323,6 @@ class SweeperBill:
     lines: list[BillLine] = field(default_factory=list)
     total_usd: float = 0.0
     total_after_free_tier_usd: float = 0.0
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        for line in out["lines"]:
-            line.pop("exact")
-        return out
 
 
 def sweeper_bill(
@@ -342,8 +342,6 @@ def sweeper_bill(
     fn = _function_line(sp, calls, seconds, memory_gb, vcpus)
     if fn:
         lines.append(fn)
-    total = sum((line.exact[0] for line in lines), Fraction(0))
-    free = sum((line.exact[1] for line in lines), Fraction(0))
     return SweeperBill(
         provider=provider,
         schedule=schedule.text,
@@ -353,7 +351,4 @@ def sweeper_bill(
         vcpus=vcpus,
         prices=sp.label,
         prices_as_of=sp.as_of.isoformat(),
-        lines=lines,
-        total_usd=float(total),
-        total_after_free_tier_usd=float(total - free),
-    )
+    ).totalled(lines)

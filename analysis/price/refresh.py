@@ -9,14 +9,16 @@ the rest are written; nothing priced at all is an error (no snapshot).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import infra.catalog
 from infra import clouds
-from infra.catalog import Catalog, Offering
+from infra.catalog import Catalog, Offering, load_catalog
 from infra.catalog.price_errors import PriceFetchError, PricesError
+from infra.catalog.prices import PriceIndex, load_snapshot
 
 from . import snapshot
 
@@ -55,17 +57,7 @@ class RefreshResult:
     exit_code: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "region": self.region,
-            "snapshot": self.snapshot,
-            "path": self.path,
-            "written": self.written,
-            "changes": [c.to_dict() for c in self.changes],
-            "warnings": self.warnings,
-            "error": self.error,
-            "exit_code": self.exit_code,
-        }
+        return {**asdict(self), "changes": [c.to_dict() for c in self.changes]}
 
 
 def targets(catalog: Catalog, provider: str, day) -> list[Offering]:
@@ -117,9 +109,6 @@ def refresh(
 def base_catalog(out_dir: Path, data_dir: Path | None = None) -> Catalog:
     """The catalog plus the snapshots already in `out_dir` (earlier refreshes
     written with --out), so the diff compares with the newest price anywhere."""
-    from infra.catalog import load_catalog
-    from infra.catalog.prices import PriceIndex, load_snapshot
-
     catalog = load_catalog(data_dir)
     loaded = {s.name for s in catalog.prices.snapshots}
     extra = (
@@ -160,8 +149,6 @@ def refresh_prices(
 
     ValueError (naming the region and the fix) before anything is fetched when a region is
     not a provider's, or, without `out`, not the catalog's own region for that provider."""
-    import infra.catalog
-
     pairs = plan(provider, regions)
     shipped = Path(infra.catalog.DATA_DIR) / "prices"
     out_dir = Path(out).resolve() if out else shipped

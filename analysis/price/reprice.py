@@ -10,7 +10,12 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from analysis.price.runs import PRICE_COLUMNS
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from analysis.price.runs import PRICE_COLUMNS, price_runs
+from infra.catalog import load_catalog
 
 BATCH_ROWS = 20_000
 _TEXT = {"price_basis", "price_source", "price_as_of", "billing", "billing_as_of", "price_note"}
@@ -18,8 +23,6 @@ _TEXT = {"price_basis", "price_source", "price_as_of", "billing", "billing_as_of
 
 def _priced_schema(schema: Any) -> Any:
     """The dataset's columns without its prices, then PRICE_COLUMNS as price_runs adds them."""
-    import pyarrow as pa
-
     fields = [f for f in schema if f.name not in PRICE_COLUMNS]
     fields += [pa.field(c, pa.string() if c in _TEXT else pa.float64()) for c in PRICE_COLUMNS]
     return pa.schema(fields)
@@ -28,13 +31,6 @@ def _priced_schema(schema: Any) -> Any:
 def reprice_dataset(dataset: Any, as_of: date, path: str | Path, catalog: Any = None) -> Any:
     """`dataset` with every run re-priced from the catalog in force on `as_of`,
     written to `path` (Parquet) batch by batch; returns it as a Dataset."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    from analysis.price.runs import price_runs
-    from infra.catalog import load_catalog
-
     catalog = catalog or load_catalog()
     schema = _priced_schema(dataset.schema)
     with pq.ParquetWriter(str(path), schema) as writer:

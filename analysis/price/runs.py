@@ -19,28 +19,16 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from datetime import date, datetime
 
 from analysis import fastjson
-from analysis.price.billed import CostError, billed_cost, onprem_hourly, time_weighted_price
+from analysis.price.billed import CostError, billed_cost, catalog_price, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 from payload.timestamps import parse_time
 
-PRICE_COLUMNS = (
-    "hourly_usd",
-    "price_basis",
-    "price_source",
-    "price_as_of",
-    "billing",
-    "billing_as_of",
-    "instance_hours",
-    "billed_hours",
-    "billed_cost_usd",
-    "train_hours",
-    "train_cost_usd",
-    "setup_fee_usd",
-    "price_note",
+PRICE_COLUMNS = tuple(
+    "hourly_usd price_basis price_source price_as_of billing billing_as_of instance_hours "
+    "billed_hours billed_cost_usd train_hours train_cost_usd setup_fee_usd price_note".split()
 )
 
 
@@ -83,9 +71,7 @@ def _day(text) -> date | None:
 
 
 def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> tuple[float, str, str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # retirement is reported by the offerings command
-        q = catalog.price(offering_id, as_of=on, market=market)
+    q, _ = catalog_price(catalog, offering_id, market, on)  # an old or retired price: the offerings command says it
     return q.hourly_usd, q.source, q.as_of.isoformat()
 
 
@@ -125,23 +111,11 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
             if end <= start:
                 return series[-1][1], basis, source, window["start"][:10]
             return time_weighted_price(series, start, end), basis, source, window["start"][:10]
-        recorded = _num(row.get("recorded_spot_hourly_usd"))
-        if recorded is not None:
-            return (
-                recorded,
-                "spot price recorded at launch",
-                row.get("recorded_price_source"),
-                row.get("recorded_price_as_of"),
-            )
-    else:
-        recorded = _num(row.get("recorded_hourly_usd"))
-        if recorded is not None:
-            return (
-                recorded,
-                "price recorded at launch",
-                row.get("recorded_price_source"),
-                row.get("recorded_price_as_of"),
-            )
+    spot = market == "spot"
+    recorded = _num(row.get("recorded_spot_hourly_usd" if spot else "recorded_hourly_usd"))
+    if recorded is not None:
+        words = "spot price recorded at launch" if spot else "price recorded at launch"
+        return recorded, words, row.get("recorded_price_source"), row.get("recorded_price_as_of")
     hourly, source, day = _catalog_price(catalog, oid, market, launch_day)
     return hourly, f"catalog {market} price in force on the launch date (none recorded)", source, day
 
@@ -151,9 +125,7 @@ def _setup_fee(catalog, offering, market: str, on: date | None) -> float:
     if offering.kind != "dedicated":
         return 0.0
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return catalog.price(offering.id, as_of=on, market=market).setup_fee_usd or 0.0
+        return catalog_price(catalog, offering.id, market, on)[0].setup_fee_usd or 0.0
     except CatalogError:
         return 0.0
 
@@ -206,24 +178,13 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     return out
 
 
-def price_rows(df, rows: list[dict], as_of: date | None = None, catalog=None):
-    """price_runs for a table just built from `rows` (the same rows, in order):
-    each is priced from its dict, without converting the table back to dicts."""
-    import pandas as pd
+def price_runs(df, as_of: date | None = None, catalog=None, rows: list[dict] | None = None):
+    """The runs table with PRICE_COLUMNS added (replacing any already there). `rows`: the dicts a table
+    was just built from (the same rows, in order), priced as they are instead of converting it back."""
+    import pandas as pd  # heavy: collect imports this module for PRICE_COLUMNS and price_run without pandas
 
     catalog = catalog or load_catalog()
     base = df.drop(columns=[c for c in PRICE_COLUMNS if c in df.columns])
-    priced = [price_run(r, as_of, catalog) for r in rows]
-    extra = pd.DataFrame(priced, columns=list(PRICE_COLUMNS), index=base.index)
-    return pd.concat([base, extra], axis=1)
-
-
-def price_runs(df, as_of: date | None = None, catalog=None):
-    """The runs table with PRICE_COLUMNS added (replacing any already there)."""
-    import pandas as pd
-
-    catalog = catalog or load_catalog()
-    base = df.drop(columns=[c for c in PRICE_COLUMNS if c in df.columns])
-    priced = [price_run(r, as_of, catalog) for r in base.to_dict("records")]
+    priced = [price_run(r, as_of, catalog) for r in (base.to_dict("records") if rows is None else rows)]
     extra = pd.DataFrame(priced, columns=list(PRICE_COLUMNS), index=base.index)
     return pd.concat([base, extra], axis=1)

@@ -35,6 +35,7 @@ Every number in the snapshot is a source value or a median/quotient of them.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import re
 import statistics
@@ -45,6 +46,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import infra.catalog
 from infra.catalog import Catalog, Offering
 from infra.catalog.price_errors import PricesError
 from infra.catalog.prices import ROW_KEYS
@@ -343,8 +345,6 @@ def import_catalog(
 
 
 def parser():
-    import argparse
-
     p = argparse.ArgumentParser(
         prog="python -m analysis.price.skypilot",
         description="Write a dated price snapshot from a SkyPilot catalog vms.csv (or an extract of its rows).",
@@ -367,8 +367,6 @@ def parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    import infra.catalog
-
     args = parser().parse_args(argv)
     source = CatalogFile(args.provider, args.csv, args.repo_path, args.commit, args.as_of, args.dated_by)
     out_dir = args.out or Path(infra.catalog.DATA_DIR) / "prices"

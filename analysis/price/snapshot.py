@@ -16,13 +16,13 @@ import os
 import re
 import shutil
 import tempfile
-import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from analysis.price.billed import catalog_price
 from infra import clouds
 from infra.catalog import Catalog, CatalogError, NoPrice
 from infra.catalog.price_errors import SnapshotInvalid
@@ -92,10 +92,8 @@ def render(
 
 
 def _quote(catalog: Catalog, offering_id: str, market: str):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # retired offerings: the diff shows prices, not policy
-            return catalog.price(offering_id, market=market)
+    try:  # the warnings (a retired offering) are dropped: the diff shows prices, not policy
+        return catalog_price(catalog, offering_id, market, None)[0]
     except NoPrice:
         return None
 

@@ -4,32 +4,23 @@ resumed elsewhere paid another zone's price), GCP spot runs at the catalog
 snapshot in force on the run's date, on-demand runs at the price recorded at
 launch (else the catalog's on the run's date).
 
-How collect calls it (one result.json dict in, a JSON-ready dict out):
-
-    from analysis.price.spot import price_run
-    priced = price_run(result)                     # boto3 EC2 clients made per region
-    priced = price_run(result, client_factory=lambda region: my_client)  # e.g. an EC2 client
-    priced["hourly_usd"]   # USD/h over all attempts (time-weighted), None if unpriced
-    priced["attempts"]     # per attempt: zone, start, end, seconds, hourly_usd, series, source
-    priced["method"], priced["source"], priced["warnings"]
-
-Store `priced` beside the result (e.g. as `pricing`); cost it with
-`analysis.price.billed.cost_of` per attempt (its seconds and hourly_usd), as `runs` does,
-so every boot pays its own billing minimum. It never raises for a missing
-price or missing credentials: it falls back (recorded price, then catalog)
-and says so in `warnings` and `method`.
+`price_run(result)` takes one result.json dict and returns a JSON-ready dict: `hourly_usd` over all
+attempts (time-weighted; None if unpriced), `attempts` (zone, window, seconds, hourly_usd, series and
+source of each), `method`, `source`, `warnings`. Each attempt is costed on its own (`runs` does it), so
+every boot pays its own billing minimum. It never raises for a missing price or missing credentials:
+it falls back (recorded price, then catalog) and says so in `warnings` and `method`.
 """
 
 from __future__ import annotations
 
-import warnings as _warnings
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from analysis.price.billed import time_weighted_price
+from analysis.price.billed import catalog_price, time_weighted_price
 from infra import clouds
+from infra.catalog import CatalogError, load_catalog
 from infra.catalog.price_errors import PricesError
 from payload.timestamps import iso, parse_time
 
@@ -47,12 +38,10 @@ class SpotWindowPrice:
     end: datetime
 
     def to_dict(self) -> dict[str, Any]:
+        series = [[iso(t, seconds=True), p] for t, p in self.series]
         return {
-            "average_usd": self.average_usd,
-            "series": [[iso(t, seconds=True), p] for t, p in self.series],
-            "source": self.source,
-            "instance_type": self.instance_type,
-            "zone": self.zone,
+            **asdict(self),
+            "series": series,
             "start": iso(self.start, seconds=True),
             "end": iso(self.end, seconds=True),
         }
@@ -115,13 +104,6 @@ def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _catalog_price(catalog, offering_id: str, market: str, day: date) -> tuple[Any, list[str]]:
-    with _warnings.catch_warnings(record=True) as caught:
-        _warnings.simplefilter("always")
-        quote = catalog.price(offering_id, as_of=day, market=market)
-    return quote, [str(w.message) for w in caught]
-
-
 def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, Any]]:
     return [
         {
@@ -152,10 +134,8 @@ def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
             "as_of": recorded.get("as_of"),
             "warnings": [why] if why else [],
         }
-    from infra.catalog import CatalogError
-
     try:
-        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
+        quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
     except CatalogError as exc:
         return {
             "method": "unpriced",
@@ -182,10 +162,8 @@ def _on_demand(ctx, windows) -> dict[str, Any]:
 
 def _catalog_spot(ctx, windows) -> dict[str, Any]:
     """Clouds without a spot price history: the catalog snapshot in force on the run's date."""
-    from infra.catalog import CatalogError
-
     try:
-        quote, notes = _catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
+        quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
     except CatalogError as exc:
         p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
         return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
@@ -226,18 +204,8 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
             )
             attempts += _flat([w], fallback["hourly"], fallback["source"])
             continue
-        attempts.append(
-            {
-                "attempt": w["attempt"],
-                "zone": zone,
-                "start": iso(w["start"], seconds=True),
-                "end": iso(w["end"], seconds=True),
-                "seconds": (w["end"] - w["start"]).total_seconds(),
-                "hourly_usd": priced.average_usd,
-                "series": [[iso(t, seconds=True), p] for t, p in priced.series],
-                "source": priced.source,
-            }
-        )
+        (attempt,) = _flat([w], priced.average_usd, priced.source)
+        attempts.append({**attempt, "series": priced.to_dict()["series"]})
     if fallback:
         warns.extend(fallback["warnings"])
     own = f"{ctx['provider']}-spot-history"
@@ -281,8 +249,6 @@ def price_run(
     now: datetime | None = None,
 ) -> dict[str, Any]:
     """The price a run paid, per attempt and overall (see the module docstring)."""
-    from infra.catalog import load_catalog
-
     offering = result["offering"]
     offering_id = offering.get("id") or ""
     market = offering.get("market") or "on-demand"

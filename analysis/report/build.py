@@ -23,26 +23,6 @@ from infra.catalog import load_catalog
 
 CostBasis = Literal["billed", "train"]
 
-# The terminal table: (header, cell of one summary record). `unit` is the time column's unit.
-_HEADERS = (
-    "benchmark",
-    "configuration",
-    "offering",
-    "market",
-    "GPUs",
-    "runs",
-    "time ({unit})",
-    "price paid",
-    "cost to train",
-    "billed",
-    "throughput",
-    "accuracy",
-    "GPU util",
-    "time/base",
-    "cost/base",
-    "price",
-)
-
 
 @dataclass
 class ReportOutcome:
@@ -129,25 +109,25 @@ def _cell(value: Any, fmt: str = "{}") -> str:
 _TELLS = {"GPUs": "gpus_used", "GPU util": "gpus_used", "time/base": "rel_time", "cost/base": "rel_time"}
 
 
-def _row(r: dict[str, Any], unit: str, notes: Any) -> tuple[str, ...]:
-    return (
-        answer.benchmark_name(r["benchmark"]),
-        short(answer.short_label(r.get("workload_label")) or "-", 40),
-        _cell(r["offering_id"]),
-        _cell(r["market"]),
-        _cell(r["gpus_used"], "{:.0f}"),
-        _cell(r["repeats"]),
-        answer.in_unit(r["train_hours"], unit),
-        _cell(r.get("prices_paid")),
-        _cell(r["train_cost_usd"], USD_SIGN),
-        _cell(r["billed_cost_usd"], USD_SIGN),
-        _cell(r.get("throughput")),
-        _cell(r.get("final_accuracy"), "{:.3f}"),
-        _cell(r.get("gpu_utilization_mean"), "{:.0f}%"),
-        _cell(r.get("rel_time"), "{:.2f}"),
-        _cell(r.get("rel_train_cost"), "{:.2f}"),
-        notes.ref(r) or "-",
-    )
+# The terminal table: (header, cell of one summary record `r`, the time column's `unit`, the price `notes`).
+_COLUMNS = (
+    ("benchmark", lambda r, unit, notes: answer.benchmark_name(r["benchmark"])),
+    ("configuration", lambda r, unit, notes: short(answer.short_label(r.get("workload_label")) or "-", 40)),
+    ("offering", lambda r, unit, notes: _cell(r["offering_id"])),
+    ("market", lambda r, unit, notes: _cell(r["market"])),
+    ("GPUs", lambda r, unit, notes: _cell(r["gpus_used"], "{:.0f}")),
+    ("runs", lambda r, unit, notes: _cell(r["repeats"])),
+    ("time ({unit})", lambda r, unit, notes: answer.in_unit(r["train_hours"], unit)),
+    ("price paid", lambda r, unit, notes: _cell(r.get("prices_paid"))),
+    ("cost to train", lambda r, unit, notes: _cell(r["train_cost_usd"], USD_SIGN)),
+    ("billed", lambda r, unit, notes: _cell(r["billed_cost_usd"], USD_SIGN)),
+    ("throughput", lambda r, unit, notes: _cell(r.get("throughput"))),
+    ("accuracy", lambda r, unit, notes: _cell(r.get("final_accuracy"), "{:.3f}")),
+    ("GPU util", lambda r, unit, notes: _cell(r.get("gpu_utilization_mean"), "{:.0f}%")),
+    ("time/base", lambda r, unit, notes: _cell(r.get("rel_time"), "{:.2f}")),
+    ("cost/base", lambda r, unit, notes: _cell(r.get("rel_train_cost"), "{:.2f}")),
+    ("price", lambda r, unit, notes: notes.ref(r) or "-"),
+)
 
 
 def _summary_text(tables: dict[str, Any], opts: Any) -> str:
@@ -163,10 +143,9 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     notes = PriceNotes()
     # one unit for the whole time column (the one rule: the unit of its longest time)
     unit = answer.time_unit([float(h) for h in summary["train_hours"] if h == h])
-    rows = [_row(r, unit, notes) for r in with_unit_columns(summary).to_dict("records")]
-    keep = [i for i, h in enumerate(_HEADERS) if h not in _TELLS or informative(summary, _TELLS[h])]
-    heads = tuple(_HEADERS[i].format(unit=unit) for i in keep)
-    print_table([tuple(row[i] for i in keep) for row in rows], heads, out=out)
+    cols = [(h, cell) for h, cell in _COLUMNS if h not in _TELLS or informative(summary, _TELLS[h])]
+    rows = [tuple(cell(r, unit, notes) for _, cell in cols) for r in with_unit_columns(summary).to_dict("records")]
+    print_table(rows, tuple(h.format(unit=unit) for h, _ in cols), out=out)
     print("\nprices:", file=out)
     for n, text in notes.items():
         print(f"  [{n}] {text}", file=out)

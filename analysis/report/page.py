@@ -131,10 +131,6 @@ def informative(rows: pd.DataFrame, col: str) -> bool:
     return col in rows.columns and INFORMATIVE[col](rows)
 
 
-def _all_synthetic(rows: pd.DataFrame) -> bool:
-    return "data" in rows.columns and len(rows) > 0 and rows["data"].astype(str).str.contains("synthetic").all()
-
-
 def _accuracy(r: dict) -> str | None:
     """Accuracy as read: on synthetic data it says so (random data: no measure of the model)."""
     text = _cell(r.get("final_accuracy"), "{:.3f}").text
@@ -185,7 +181,7 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
         # all on synthetic data: the header says so once; a mix: each such cell does
         cols.append(
             ("accuracy (synthetic data)", text("final_accuracy", "{:.3f}"), True)
-            if _all_synthetic(rows)
+            if "data" in rows.columns and len(rows) and rows["data"].astype(str).str.contains("synthetic").all()
             else ("accuracy", _accuracy, True)
         )
     if _has(rows, "gpu_utilization_mean"):
@@ -426,14 +422,6 @@ def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
     }
 
 
-def render_html(
-    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
-) -> str:
-    """The report page; `probes`: probe runs left out of the facts' runs, named in one line; `predictions`:
-    bench predictions judged against later runs (analysis.report.predictions)."""
-    return render("report.html.j2", **page_context(facts, tables, opts, source, probes, predictions))
-
-
 def probe_line(count: int) -> str:
     """The one line that says probe runs were left out and where to see them ("" for none)."""
     if not count:
@@ -463,13 +451,15 @@ def write_pages(
     probes: int = 0,
     predictions: Sequence[dict] = (),
 ) -> Path:
-    """Write out_dir/index.html (and summary.csv) from the runs' facts and the
-    metrics tables, however they were computed; return the page's path."""
+    """Write out_dir/index.html (and summary.csv) from the runs' facts and the metrics tables; return the
+    page's path. `probes`: probe runs left out of the facts' runs, named in one line; `predictions`: bench
+    predictions judged against later runs (analysis.report.predictions)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     tmp = out / ".index.html.tmp"
-    tmp.write_text(render_html(facts, tables, opts, source or str(out), probes, predictions), encoding="utf-8")
+    context = page_context(facts, tables, opts, source or str(out), probes, predictions)
+    tmp.write_text(render("report.html.j2", **context), encoding="utf-8")
     tmp.replace(path)
     if not tables["summary"].empty:  # in the export's dialect: a result's text never runs as a formula
         tmp = out / ".summary.csv.tmp"

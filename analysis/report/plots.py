@@ -111,21 +111,23 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
     fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
-        y = range(len(d))
-        ax.barh([i + 0.2 for i in y], d["train_cost_usd"], height=0.4, label="cost to train (training only)")
-        ax.barh(
-            [i - 0.2 for i in y],
-            d["billed_cost_usd"],
-            height=0.4,
-            alpha=0.5,
-            label="billed (launch to termination, all attempts)",
-        )
-        ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
-        log = log_if_wide(ax, list(d["train_cost_usd"]) + list(d["billed_cost_usd"]), "x")
+        bars = (("train_cost_usd", "cost to train (training only)", {}),)
+        bars += (("billed_cost_usd", "billed (launch to termination, all attempts)", {"alpha": 0.5}),)
+        log = _paired_bars(ax, d, bars)
         ax.set_xlabel("USD" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: cost per run")
         ax.legend(fontsize=7, loc="lower right")
     return to_png(fig), prices_caption(s, cite)
+
+
+def _paired_bars(ax, d: pd.DataFrame, bars) -> bool:
+    """Two bars per row of `d`, each (column, legend label, bar options), labelled by offering;
+    a log axis when they span decades (True then)."""
+    y = range(len(d))
+    for offset, (col, text, kw) in zip((0.2, -0.2), bars):
+        ax.barh([i + offset for i in y], d[col], height=0.4, label=text, **kw)
+    ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
+    return log_if_wide(ax, [v for col, _, _ in bars for v in d[col]], "x")
 
 
 def log_if_wide(ax, values, axis: str = "x") -> bool:
@@ -272,12 +274,8 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None)
     fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
-        y = range(len(d))
-        ax.barh([i + 0.2 for i in y], d["rel_time"], height=0.4, label="time to train")
-        ax.barh([i - 0.2 for i in y], d["rel_train_cost"], height=0.4, label="cost to train")
+        log = _paired_bars(ax, d, (("rel_time", "time to train", {}), ("rel_train_cost", "cost to train", {})))
         ax.axvline(1.0, color="black", lw=0.8)
-        ax.set_yticks(list(y), [label(r) for r in d.to_dict("records")], fontsize=8)
-        log = log_if_wide(ax, list(d["rel_time"]) + list(d["rel_train_cost"]), "x")
         ax.set_xlabel(f"relative to {base} (= 1)" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: relative to the base")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

@@ -10,13 +10,12 @@ The figures are set side by side by analysis.bench.judge, as a bench sets them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from analysis.bench.judge import checks, line, predictions_in
 from analysis.bench.record import bench_dirs
-from payload.timestamps import parse_time
+from analysis.observe import time_of
 
 COLUMNS = ("benchmark", "offering_id", "market", "probe", "run_id", "started_at", "samples_per_second")
 
@@ -26,13 +25,6 @@ def recorded(directories: Sequence[Path] | None = None) -> list[dict]:
     oldest bench first."""
     found = predictions_in(bench_dirs() if directories is None else directories)
     return [p for _, p in found if p.get("benchmark")]
-
-
-def _when(text: Any) -> datetime | None:
-    try:
-        return parse_time(str(text)) if text else None
-    except ValueError:
-        return None
 
 
 def measured_runs(query: Any, benchmarks: Sequence[str]) -> list[dict]:
@@ -55,17 +47,17 @@ def judged(predictions: Sequence[dict], runs: Sequence[dict]) -> list[dict]:
         newest[(p["benchmark"], p.get("offering"), p.get("market"))] = p
     out = []
     for (benchmark, offering, market), p in sorted(newest.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        after = _when(p.get("at"))
+        after = time_of(p.get("at"))
         later = [
             r
             for r in runs
             if (r["benchmark"], r["offering_id"], r["market"]) == (benchmark, offering, market)
             and after is not None
-            and (_when(r["started_at"]) or after) > after
+            and (time_of(r["started_at"]) or after) > after
         ]
         if not later:
             continue
-        run = max(later, key=lambda r: (not r["probe"], _when(r["started_at"])))
+        run = max(later, key=lambda r: (not r["probe"], time_of(r["started_at"])))
         row = {"offering": offering, "market": market, "status": "measured"}
         found = checks([row | {"samples_per_second": float(run["samples_per_second"])}], {(offering, market): p})
         out += [

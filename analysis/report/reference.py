@@ -26,7 +26,7 @@ from analysis.reference.studies import (
     workload_notes,
 )
 from analysis.report import plots
-from analysis.report.answer import long_duration, present
+from analysis.report.answer import long_duration, missing, present
 from analysis.report.facts import FACT_KEYS, RUN_FACTS
 from analysis.report.html import Figure as Chart
 
@@ -44,18 +44,17 @@ def _subject(m: pd.DataFrame) -> pd.Series | None:
     return pick.sort_values(["runs", "value"], ascending=False).iloc[0]
 
 
-def _device(r) -> str:
-    """'CPU', '1 GPU', '4 GPUs': what a measured row ran on."""
-    gpus = r["gpus_used"]
-    if gpus is None or (isinstance(gpus, float) and math.isnan(gpus)) or int(gpus) == 0:
+def device(gpus) -> str:
+    """'CPU', '1 GPU', '4 GPUs': what a run with `gpus` GPUs (None or NaN: not recorded) ran on."""
+    if missing(gpus) or int(gpus) == 0:
         return "CPU"
     return f"{int(gpus)} GPU" + ("s" if int(gpus) != 1 else "")
 
 
 def _measured_label(r) -> str:
-    gpu_txt = _device(r)
+    gpu_txt = device(r["gpus_used"])
     batch = r["per_gpu_batch_size"]
-    batch_txt = "" if batch is None or (isinstance(batch, float) and math.isnan(batch)) else f"batch {int(batch)}, "
+    batch_txt = "" if missing(batch) else f"batch {int(batch)}, "
     spot = ", spot" if r["market"] == "spot" else ""
     precision = present(r["precision"]) or "precision not recorded"
     return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{precision})"
@@ -110,7 +109,7 @@ def plot(m: pd.DataFrame):
 
 def _fmt(v, spec: str) -> str | None:
     """A number in `spec`, None (shown as a dash) when missing."""
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, spec)
+    return None if missing(v) else format(v, spec)
 
 
 def _basis_word(basis: str) -> str:
@@ -334,27 +333,44 @@ def _probed(p: dict) -> Versus | NotCompared | None:
         return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({_plain(why)})")
     usd = row.get("est_usd")
     hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
-    return Versus(
-        benchmark=bench,
-        unit=refs[0].unit,
-        rate=float(rate),
-        device=p.get("device") or "CPU",
-        refs=tuple(refs),
-        work=work[0],
-        samples=work[1],
-        here_hours=float(hours),
-        here_usd=None if usd is None or hourly is None else float(usd),
-        hourly=hourly,
-        there=_there(refs, work[1]),
-        there_published=all(f.train_hours for f in refs),
-        differs=tuple(work_differences(refs[0], p.get("precision"), p.get("batch"), p.get("data", "synthetic"))),
-        probe=StudyProbe(
+    return _versus(
+        bench,
+        refs,
+        work,
+        float(rate),
+        p.get("device") or "CPU",
+        float(hours),
+        None if usd is None or hourly is None else float(usd),
+        hourly,
+        (p.get("precision"), p.get("batch"), p.get("data", "synthetic")),
+        StudyProbe(
             seconds=float(p.get("probe_seconds") or 0.0),
             configuration=str(p.get("configuration") or ""),
             hours_low=row.get("est_hours_low"),
             hours_high=row.get("est_hours_high"),
             steady=p.get("status") == "measured",
         ),
+    )
+
+
+def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None) -> Versus:
+    """A Versus of `rate` on this machine against the studies' `refs` on their whole `work`;
+    `run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
+    return Versus(
+        benchmark=bench,
+        unit=refs[0].unit,
+        rate=rate,
+        device=device,
+        refs=tuple(refs),
+        work=work[0],
+        samples=work[1],
+        here_hours=hours,
+        here_usd=usd,
+        hourly=hourly,
+        there=_there(refs, work[1]),
+        there_published=all(f.train_hours for f in refs),
+        differs=tuple(work_differences(refs[0], *run)),
+        probe=probe,
     )
 
 
@@ -422,25 +438,9 @@ def versus(
         rate = float(subject["value"])
         hourly = (prices or {}).get(SUBJECT)
         hours = work[1] / rate / 3600
-        out.append(
-            Versus(
-                benchmark=bench,
-                unit=refs[0].unit,
-                rate=rate,
-                device=_device(subject),
-                refs=tuple(refs),
-                work=work[0],
-                samples=work[1],
-                here_hours=hours,
-                here_usd=None if hourly is None else hours * hourly.hourly_usd,
-                hourly=hourly,
-                there=_there(refs, work[1]),
-                there_published=all(f.train_hours for f in refs),
-                differs=tuple(
-                    work_differences(refs[0], subject["precision"], subject["per_gpu_batch_size"], subject["data"])
-                ),
-            )
-        )
+        run = (subject["precision"], subject["per_gpu_batch_size"], subject["data"])
+        usd = None if hourly is None else hours * hourly.hourly_usd
+        out.append(_versus(bench, refs, work, rate, device(subject["gpus_used"]), hours, usd, hourly, run))
     return out
 
 

@@ -9,7 +9,9 @@ is reported as `kept` or `left-alone` with the reason, never modified.
 
 from __future__ import annotations
 
+from infra import clouds
 from infra.sweep import ACTIONS, Action
+from infra.sweep_targets import check_cloud, check_regions
 
 __all__ = ["ACTIONS", "Action", "sweeper"]
 
@@ -20,9 +22,6 @@ def sweeper(provider: str):
     The cloud and the regions are checked against the catalog first (infra.sweep_targets.check_cloud,
     check_regions): a mistyped region is named with the closest ones before credentials or an
     SDK are looked for, instead of a sweep of a region where nothing could be."""
-    from infra import clouds
-    from infra.sweep_targets import check_cloud, check_regions
-
     name = check_cloud("--provider", provider)
     cloud = clouds.get(name)
 
