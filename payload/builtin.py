@@ -12,7 +12,7 @@ import statistics
 import time
 import traceback
 
-from payload import exitcodes, training
+from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
 from payload.checkpoint import Checkpointer, find_resumable, restore
 from payload.environment import host_facts, software_facts
@@ -182,10 +182,8 @@ class BuiltinJob:
         return error, code
 
     def _train(self) -> str:
-        import keras  # deferred: the payload starts, and workloads run, without loading Keras
-
         cfg, bench, work = self.cfg, self.bench, dict(self.params, seed=self.cfg.seed)
-        keras.utils.set_random_seed(cfg.seed)
+        frameworks.keras().utils.set_random_seed(cfg.seed)
         t0 = time.perf_counter()
         data = bench.load_data(cfg.data, work, self.global_batch)
         self._train_samples = data.train_samples

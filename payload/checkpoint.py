@@ -29,6 +29,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from payload import frameworks
 from payload.layout import newest_versions, stack_prefix, version_of, versioned
 from payload.timestamps import iso
 
@@ -43,16 +44,14 @@ CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 def snapshot(model) -> tuple[list, list]:
     """Copy model and optimizer variables to host memory (milliseconds), so the
     archive can be written while training goes on."""
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     weights = model.get_weights()
     opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
     return weights, opt
 
 
 def pack(weights: list, opt: list) -> bytes:
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     buf = io.BytesIO()
     np.savez(buf, **{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)})
     return buf.getvalue()
@@ -60,8 +59,7 @@ def pack(weights: list, opt: list) -> bytes:
 
 def restore(model, blob: bytes) -> None:
     """Load an archive written by ``pack`` into a freshly built, compiled model."""
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     with np.load(io.BytesIO(blob)) as f:
         weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
         opt = [f[f"o{i}"] for i in range(sum(k.startswith("o") for k in f.files))]

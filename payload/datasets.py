@@ -28,6 +28,8 @@ from collections import Counter
 
 import numpy as np
 
+from payload import frameworks
+
 __all__ = [
     "clean_tweet",
     "pad_sequences",
@@ -132,9 +134,7 @@ def read_mnist(source):
     if source.mode == "dir":
         with np.load(_need(os.path.join(source.path, "mnist.npz"))) as f:
             return (f["x_train"], f["y_train"]), (f["x_test"], f["y_test"])
-    import keras
-
-    return keras.datasets.mnist.load_data()
+    return frameworks.keras().datasets.mnist.load_data()
 
 
 def _cifar_batch(path: str):
@@ -152,18 +152,14 @@ def read_cifar10(source):
         parts = [_cifar_batch(os.path.join(base, f"data_batch_{i}")) for i in range(1, 6)]
         x_test, y_test = _cifar_batch(os.path.join(base, "test_batch"))
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])), (x_test, y_test)
-    import keras
-
-    (x, y), (xt, yt) = keras.datasets.cifar10.load_data()
+    (x, y), (xt, yt) = frameworks.keras().datasets.cifar10.load_data()
     return (x, y.reshape(-1)), (xt, yt.reshape(-1))
 
 
 def read_imdb(source, num_words: int, seed: int = 113, start_char=1, oov_char=2, index_from=3):
     """Same processing as keras.datasets.imdb.load_data (shuffle, shift, OOV)."""
     if source.mode != "dir":
-        import keras
-
-        return keras.datasets.imdb.load_data(num_words=num_words)
+        return frameworks.keras().datasets.imdb.load_data(num_words=num_words)
     with np.load(_need(os.path.join(source.path, "imdb.npz")), allow_pickle=True) as f:
         x_train, y_train, x_test, y_test = f["x_train"], f["y_train"], f["x_test"], f["y_test"]
     rng = np.random.RandomState(seed)
@@ -181,9 +177,7 @@ def read_nietzsche(source) -> str:
     if source.mode == "dir":
         path = _need(os.path.join(source.path, "nietzsche.txt"))
     else:
-        import keras
-
-        path = keras.utils.get_file("nietzsche.txt", origin=NIETZSCHE_URL)
+        path = frameworks.keras().utils.get_file("nietzsche.txt", origin=NIETZSCHE_URL)
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read().lower()
 
@@ -197,9 +191,7 @@ def _tweets_csv(source) -> str:
                 "ItemID,Sentiment,SentimentSource,SentimentText)"
             )
         return found[0]
-    import keras
-
-    folder = keras.utils.get_file("Sentiment-Analysis-Dataset.zip", origin=TWEETS_URL, extract=True)
+    folder = frameworks.keras().utils.get_file("Sentiment-Analysis-Dataset.zip", origin=TWEETS_URL, extract=True)
     found = sorted(glob.glob(os.path.join(os.path.dirname(folder), "**", "*.csv"), recursive=True))
     if not found:
         raise DatasetError(f"downloaded {TWEETS_URL} but found no CSV in it")

@@ -16,6 +16,12 @@ __all__ = ["GpuSampler", "nvml_info"]
 _GIB = 1024**3
 
 
+def _nvml():
+    import pynvml  # optional: nvidia-ml-py, the payload extra; without it nothing is measured
+
+    return pynvml
+
+
 def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
@@ -32,8 +38,7 @@ def nvml_info() -> dict:
         "nvml_error": None,
     }
     try:
-        import pynvml
-
+        pynvml = _nvml()
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - ImportError, NVMLError_LibraryNotFound, ...
         info["nvml_error"] = f"NVML unavailable: {exc}"
@@ -78,8 +83,7 @@ class GpuSampler:
 
     def start(self) -> GpuSampler:
         try:
-            import pynvml
-
+            pynvml = _nvml()
             pynvml.nvmlInit()
             count = pynvml.nvmlDeviceGetCount()
             idx = self.indices if self.indices is not None else list(range(count))
@@ -114,8 +118,7 @@ class GpuSampler:
             self.power_w.append(sum(power) / len(power))
 
     def _run(self) -> None:
-        import pynvml
-
+        pynvml = _nvml()
         while not self._stop.is_set():
             if self._active.is_set():
                 try:
@@ -130,9 +133,7 @@ class GpuSampler:
             self._thread.join(timeout=5)
         if self.available:
             try:
-                import pynvml
-
-                pynvml.nvmlShutdown()
+                _nvml().nvmlShutdown()
             except Exception:  # noqa: BLE001
                 pass
 

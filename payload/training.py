@@ -37,6 +37,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from payload import frameworks
 from payload.events import mllog
 
 __all__ = [
@@ -128,7 +129,7 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         # only while TensorFlow imports, so a later `import jax` in this process still works.
         sys.modules["jax"] = None
         try:
-            import tensorflow  # noqa: F401
+            frameworks.tensorflow()
         except ImportError:  # not installed here: the benchmark's own import says so
             pass
         finally:
@@ -211,10 +212,8 @@ def _cached(key, make) -> Devices:
 
 def _hide_gpus_from_tf() -> None:
     """tf.data runs on the host for jax/torch: keep TensorFlow off the GPUs they train on."""
-    import tensorflow as tf
-
     try:
-        tf.config.set_visible_devices([], "GPU")
+        frameworks.tensorflow().config.set_visible_devices([], "GPU")
     except RuntimeError:  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
         pass
 
@@ -227,9 +226,7 @@ def _used(gpus: int | None, visible: int, framework: str) -> int:
 
 
 def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
-    import jax
-    import keras
-
+    jax, keras = frameworks.jax(), frameworks.keras()
     _hide_gpus_from_tf()
     try:
         physical = jax.devices("gpu")
@@ -265,8 +262,7 @@ def _refuse_torch_on_several(devices: int) -> None:
 def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
     if not expect_gpu:  # refused from the options alone, before seconds of importing torch and TensorFlow
         _refuse_torch_on_several(max(gpus or 0, cpu_replicas))  # (--expect-gpu first checks for a GPU: exit 3)
-    import torch
-
+    torch = frameworks.torch()
     _hide_gpus_from_tf()
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if expect_gpu and not visible:
@@ -283,8 +279,7 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Dev
 
 def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str) -> Devices:
     """Configure TensorFlow devices once per process."""
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     key = (gpus, cpu_replicas, all_reduce)
     if key in _DEVICES_CACHE:
         devices = _DEVICES_CACHE[key]
@@ -327,16 +322,12 @@ class precision_policy:
         self.policy = self.POLICIES[precision]
 
     def __enter__(self):
-        import keras
-
-        self._old = keras.mixed_precision.global_policy().name
-        keras.mixed_precision.set_global_policy(self.policy)
+        self._old = frameworks.keras().mixed_precision.global_policy().name
+        frameworks.keras().mixed_precision.set_global_policy(self.policy)
         return self
 
     def __exit__(self, *exc):
-        import keras
-
-        keras.mixed_precision.set_global_policy(self._old)
+        frameworks.keras().mixed_precision.set_global_policy(self._old)
 
 
 @dataclass
@@ -360,8 +351,7 @@ def fit_plan(kind: str, params: dict, epochs_done: int, steps_done: int, chunk: 
 
 def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | None):
     """tf.data pipelines: shuffled full batches for training, batched held-out data."""
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     if data.repeat_single_batch:
         return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
     if data.train_samples < global_batch:
@@ -393,9 +383,8 @@ def _num(v):
 
 def make_callback_class():
     """Build the callback class lazily (keras must not load at import time)."""
-    import keras
 
-    class HarnessCallback(keras.callbacks.Callback):
+    class HarnessCallback(frameworks.keras().callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
 
         def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done, time_last_step=False):

@@ -22,7 +22,7 @@ import math
 import os
 import sys
 
-from payload import exitcodes, training
+from payload import exitcodes, frameworks, training
 from payload.benchmarks import REGISTRY, ParamError, UnknownBenchmark, get
 from payload.benchmarks.progress import DEFAULT_EVERY_SECONDS, Progress, keras_callback
 from payload.builtin import PhaseRun
@@ -82,8 +82,7 @@ def _params(bench, args) -> dict:
 
 def train(bench, params: dict, source, args) -> dict:
     """Load, build and fit with the payload's own data readers, devices and precision; return the last line."""
-    import keras
-
+    keras = frameworks.keras()
     devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
     global_batch = params["batch_size"] * devices.replicas
     if args.total_samples is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks.base import Data
 
 # Parameters every epoch benchmark understands (the runner reads them too).
@@ -52,8 +52,7 @@ def n_synthetic(params: dict, full: int) -> int:
 
 def output_layer(units: int, activation: str):
     """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
-    import keras
-
+    keras = frameworks.keras()
     return keras.layers.Dense(units, activation=activation, dtype="float32")
 
 
@@ -74,8 +73,7 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
     """Embedding 128 -> bidirectional LSTM 64 -> dropout 0.5 -> sigmoid, adam:
     the model of seed 000 and of Keras' imdb_bidirectional_lstm.py (seed 002).
     Keras 3's LSTM runs on cuDNN by itself on a GPU with these defaults."""
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     model = keras.Sequential(
         [

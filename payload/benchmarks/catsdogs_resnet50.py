@@ -39,6 +39,7 @@ import time
 
 import numpy as np
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark, Data
 
@@ -110,8 +111,7 @@ def find_images(root: str, val_fraction: float = 0.08, seed: int = 1234):
 
 
 def _download() -> str:
-    import keras
-
+    keras = frameworks.keras()
     try:
         path = keras.utils.get_file("dogscats.tgz", origin=DOGSCATS_URL, extract=True)
     except Exception as exc:  # noqa: BLE001 - network, moved archive: say what to do instead
@@ -124,7 +124,7 @@ def _download() -> str:
 
 def _decoder(size: int):
     """Batch of JPEG paths -> float32 images in [0, 255], size x size (inside tf.data)."""
-    import tensorflow as tf
+    tf = frameworks.tensorflow()
 
     def one(path):
         img = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
@@ -138,8 +138,7 @@ def _decoder(size: int):
 
 
 def _to_float(images, labels):
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     return tf.cast(images, tf.float32), labels
 
 
@@ -177,8 +176,8 @@ def load_data(source, params, global_batch):
 
 def one_cycle_class():
     """fast.ai's one-cycle learning rate as a Keras schedule (built lazily: keras loads at run time)."""
-    import keras
-    from keras import ops
+    keras = frameworks.keras()
+    ops = keras.ops
 
     @keras.saving.register_keras_serializable(package="gpubench")
     class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
@@ -217,8 +216,7 @@ def one_cycle_class():
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     size = params["image_size"]
     weights = None if str(params["weights"]).lower() in ("none", "") else params["weights"]
@@ -247,8 +245,7 @@ def _steps_hint(params) -> int:
 
 
 def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
-    import keras
-
+    keras = frameworks.keras()
     schedule = one_cycle_class()(max_lr, total_steps, pct_start=pct_start)
     # fast.ai's one-cycle also cycles momentum 0.95 -> 0.85; Adam's beta_1 stays at 0.9 here
     model.compile(
@@ -259,15 +256,12 @@ def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
 
 
 def _predict(model, x):
-    import keras
-
-    return keras.ops.convert_to_numpy(model.predict_on_batch(x))
+    return frameworks.keras().ops.convert_to_numpy(model.predict_on_batch(x))
 
 
 def _tta_accuracy(model, val_ds, n: int, beta: float) -> float | None:
     """fast.ai v1 TTA: beta x plain prediction + (1 - beta) x mean of n augmented ones."""
-    import keras
-
+    keras = frameworks.keras()
     augment = model.get_layer("augment")
     right = total = 0
     for x, y in val_ds:

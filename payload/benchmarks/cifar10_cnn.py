@@ -7,7 +7,7 @@ GPU and is active only while training.
 
 from __future__ import annotations
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -23,8 +23,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     aug = (
         [L.RandomTranslation(0.1, 0.1, fill_mode="nearest"), L.RandomFlip("horizontal")]

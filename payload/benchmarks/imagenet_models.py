@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -53,8 +54,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(app_name: str, params: dict):
-    import keras
-
+    keras = frameworks.keras()
     app = getattr(keras.applications, app_name)
     size = params["image_size"]
     base = app(weights=None, input_shape=(size, size, 3), classes=params["classes"], classifier_activation=None)

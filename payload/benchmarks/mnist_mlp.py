@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -13,8 +14,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     model = keras.Sequential(
         [
             keras.Input((784,)),

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
+from payload import frameworks
+
 __all__ = ["PREFIX", "Progress", "keras_callback"]
 
 PREFIX = "GPUBENCH_METRICS"
@@ -134,10 +136,9 @@ class Progress:
 
 
 def keras_callback(progress: Progress):
-    """A Keras callback that feeds `progress` (Keras is imported here, never at module import)."""
-    import keras
+    """A Keras callback that feeds `progress`."""
 
-    class ProgressCallback(keras.callbacks.Callback):
+    class ProgressCallback(frameworks.keras().callbacks.Callback):
         def __init__(self):
             super().__init__()
             self.progress = progress

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -27,8 +27,7 @@ def sequences(text: str, maxlen: int, step: int):
 
 
 def load_data(source, params, global_batch):
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     maxlen = params["maxlen"]
     if source.mode == "synthetic":
         rng = c.rng_for(params)
@@ -50,8 +49,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     nchars = params.get("_chars") or params["chars"]
     model = keras.Sequential(
         [

@@ -42,7 +42,7 @@ def load_schema() -> dict:
 def _validator():
     """The schema compiled by jsonschema-rs (Rust: about 0.01 ms a result where the Python jsonschema
     takes 1.3, so a collect of thousands stays quick); compiling checks the schema itself."""
-    import jsonschema_rs
+    import jsonschema_rs  # optional: the payload and analysis extras, not the base install
 
     return jsonschema_rs.validator_for(load_schema())
 
