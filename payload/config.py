@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
 
+from payload.benchmarks import REGISTRY, UnknownBenchmark, get
 from payload.layout import BadKeyPart, check_name, check_stack_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
@@ -122,8 +123,6 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
-    from payload.benchmarks import REGISTRY, UnknownBenchmark, get  # numpy: not in the base install
-
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError(f"no benchmark given; known: {', '.join(REGISTRY)}")

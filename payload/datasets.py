@@ -25,10 +25,12 @@ import os
 import pickle
 import re
 from collections import Counter
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from payload import frameworks
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "clean_tweet",
@@ -63,6 +65,7 @@ def _need(path: str) -> str:
 
 def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: int):
     """uint8 images and int labels, learnable: class shifts the mean brightness."""
+    np = frameworks.numpy()
     y = rng.integers(0, classes, size=n)
     x = rng.integers(0, 200, size=(n, *shape), dtype=np.int64)
     x = x + (y * (55 // max(1, classes - 1) if classes > 1 else 0)).reshape(-1, *[1] * len(shape))
@@ -71,6 +74,7 @@ def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: in
 
 def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: int, classes: int = 2):
     """Zipf-distributed token ids (like text) with a label-dependent marker token."""
+    np = frameworks.numpy()
     ranks = np.clip(rng.zipf(1.3, size=(n, maxlen)), 1, vocab - 1).astype(np.int32)
     y = rng.integers(0, classes, size=n).astype(np.int32)
     ranks[:, 0] = 1 + y  # a weak but learnable signal
@@ -82,6 +86,7 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
 
 def pad_sequences(seqs, maxlen: int, value: int = 0) -> np.ndarray:
     """Keras' default: pre-padding and pre-truncation."""
+    np = frameworks.numpy()
     out = np.full((len(seqs), maxlen), value, dtype=np.int32)
     for i, s in enumerate(seqs):
         s = list(s)[-maxlen:]
@@ -131,6 +136,7 @@ def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
 
 
 def read_mnist(source):
+    np = frameworks.numpy()
     if source.mode == "dir":
         with np.load(_need(os.path.join(source.path, "mnist.npz"))) as f:
             return (f["x_train"], f["y_train"]), (f["x_test"], f["y_test"])
@@ -138,6 +144,7 @@ def read_mnist(source):
 
 
 def _cifar_batch(path: str):
+    np = frameworks.numpy()
     with open(_need(path), "rb") as f:
         d = pickle.load(f, encoding="bytes")
     data = d.get(b"data", d.get("data"))
@@ -147,6 +154,7 @@ def _cifar_batch(path: str):
 
 
 def read_cifar10(source):
+    np = frameworks.numpy()
     if source.mode == "dir":
         base = os.path.join(source.path, "cifar-10-batches-py")
         parts = [_cifar_batch(os.path.join(base, f"data_batch_{i}")) for i in range(1, 6)]
@@ -158,6 +166,7 @@ def read_cifar10(source):
 
 def read_imdb(source, num_words: int, seed: int = 113, start_char=1, oov_char=2, index_from=3):
     """Same processing as keras.datasets.imdb.load_data (shuffle, shift, OOV)."""
+    np = frameworks.numpy()
     if source.mode != "dir":
         return frameworks.keras().datasets.imdb.load_data(num_words=num_words)
     with np.load(_need(os.path.join(source.path, "imdb.npz")), allow_pickle=True) as f:
@@ -200,6 +209,7 @@ def _tweets_csv(source) -> str:
 
 def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray]:
     """Texts and 0/1 labels from the thinknook CSV (malformed rows are skipped)."""
+    np = frameworks.numpy()
     path = _tweets_csv(source)
     texts, labels = [], []
     with open(path, encoding="utf-8", errors="replace", newline="") as f:

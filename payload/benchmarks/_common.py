@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from payload import datasets, frameworks
 from payload.benchmarks.base import Data
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Parameters every epoch benchmark understands (the runner reads them too).
 EPOCH_PARAMS = {
@@ -25,6 +28,7 @@ EPOCH_HELP = {
 
 
 def rng_for(params: dict) -> np.random.Generator:
+    np = frameworks.numpy()
     return np.random.default_rng(params.get("seed", 1234))
 
 
@@ -90,6 +94,7 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
 
 def single_batch(params: dict, global_batch: int, shape: tuple, classes: int) -> Data:
     """tf_cnn_benchmarks-style synthetic input: one batch, repeated forever."""
+    np = frameworks.numpy()
     rng = rng_for(params)
     x = rng.random((global_batch, *shape), dtype=np.float32)
     y = rng.integers(0, classes, size=global_batch).astype(np.int32)

@@ -36,12 +36,14 @@ import math
 import os
 import re
 import time
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark, Data
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # fast.ai's URLs.DOGS (fastai v1 datasets.py), fetched by untar_data as <URL>.tgz
 DOGSCATS_URL = "https://files.fast.ai/data/examples/dogscats.tgz"
@@ -79,6 +81,7 @@ def _fastai(root: str):
 
 def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
     """train/cat.N.jpg, train/dog.N.jpg (labels in the names); a seeded hold-out, or None."""
+    np = frameworks.numpy()
     folder = os.path.join(root, "train")
     if not os.path.isdir(folder):
         return None
@@ -95,6 +98,7 @@ def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
 
 def find_images(root: str, val_fraction: float = 0.08, seed: int = 1234):
     """(layout, train paths, train labels, valid paths, valid labels) for a dataset directory."""
+    np = frameworks.numpy()
     rng = np.random.default_rng(seed)
     for base in (root, os.path.join(root, "dogscats")):
         found = _fastai(base)
@@ -147,6 +151,7 @@ def _cap(files, labels, n):
 
 
 def load_data(source, params, global_batch):
+    np = frameworks.numpy()
     size = params["image_size"]
     if source.mode == "synthetic":  # random pixels: timing only, accuracy means nothing
         rng = c.rng_for(params)

@@ -7,11 +7,14 @@ used is recorded by the model's input dimension.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
+
+if TYPE_CHECKING:
+    pass
 
 
 def add_ngrams(train, test, max_features: int, ngram_range: int):
@@ -39,6 +42,7 @@ def add_ngrams(train, test, max_features: int, ngram_range: int):
 
 
 def load_data(source, params, global_batch):
+    np = frameworks.numpy()
     maxlen, vocab = params["maxlen"], params["max_features"]
     if source.mode == "synthetic":
         rng = c.rng_for(params)

@@ -9,14 +9,18 @@ held out so a next-character accuracy is reported.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
+if TYPE_CHECKING:
+    pass
+
 
 def sequences(text: str, maxlen: int, step: int):
+    np = frameworks.numpy()
     chars = sorted(set(text))
     index = {ch: i for i, ch in enumerate(chars)}
     ids = np.fromiter((index[ch] for ch in text), dtype=np.int32, count=len(text))
@@ -27,6 +31,7 @@ def sequences(text: str, maxlen: int, step: int):
 
 
 def load_data(source, params, global_batch):
+    np = frameworks.numpy()
     tf = frameworks.tensorflow()
     maxlen = params["maxlen"]
     if source.mode == "synthetic":
