@@ -21,8 +21,6 @@ from payload.identity import launch_prefix
 from payload.run import JobReport, Run, fingerprint
 from payload.storage import PermanentStorageError
 
-__all__ = ["BuiltinJob", "PhaseRun", "params_for"]
-
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
 
 

@@ -33,8 +33,6 @@ from payload import frameworks
 from payload.layout import newest_versions, stack_prefix, version_of, versioned
 from payload.timestamps import iso
 
-__all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
-
 STATE_NAME = "state.json"
 # S3 object tags on model files: the results bucket expires them after checkpointDays
 # (infra/aws.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.

@@ -31,22 +31,6 @@ from payload.layout import BadKeyPart, check_name, check_stack_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
 
-__all__ = [
-    "ALL_REDUCES",
-    "BACKENDS",
-    "OPTIONS",
-    "ConfigError",
-    "DataSource",
-    "Option",
-    "RunConfig",
-    "add_run_arguments",
-    "given_values",
-    "render_argv",
-    "render_env",
-    "resolve",
-]
-
-
 # Keras 3 backends the payload runs on, and MirroredStrategy's all-reduce choices
 # (today's analogues of tf_cnn_benchmarks' NCCL / parameter-device configurations).
 BACKENDS = ("tensorflow", "jax", "torch")

@@ -32,20 +32,6 @@ from payload import frameworks
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [
-    "clean_tweet",
-    "pad_sequences",
-    "read_cifar10",
-    "read_imdb",
-    "read_mnist",
-    "read_nietzsche",
-    "read_tweets",
-    "synthetic_images",
-    "synthetic_sequences",
-    "tokenize_tweets",
-    "TWEETS_URL",
-]
-
 TWEETS_URL = "http://thinknook.com/wp-content/uploads/2012/09/Sentiment-Analysis-Dataset.zip"
 NIETZSCHE_URL = "https://s3.amazonaws.com/text-datasets/nietzsche.txt"
 

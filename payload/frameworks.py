@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-__all__ = ["jax", "keras", "numpy", "tensorflow", "torch"]
-
 
 def keras() -> ModuleType:
     import keras  # heavy: seconds; reads KERAS_BACKEND at import (training.select_backend sets it)

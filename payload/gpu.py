@@ -11,8 +11,6 @@ from __future__ import annotations
 import statistics
 import threading
 
-__all__ = ["GpuSampler", "nvml_info"]
-
 _GIB = 1024**3
 
 

@@ -22,20 +22,6 @@ from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import SCHEMA_VERSION, validate_result
 
-__all__ = [
-    "EPOCH_COLUMNS",
-    "Metrics",
-    "OfferingFacts",
-    "PriceRow",
-    "Result",
-    "RunWriter",
-    "Status",
-    "empty_metrics",
-    "epochs_csv",
-    "new_result",
-    "run_prefix",
-]
-
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
 
 Status = Literal["completed", "failed", "interrupted"]

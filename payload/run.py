@@ -39,8 +39,6 @@ from payload.storage import PermanentStorageError
 from payload.timestamps import iso
 from payload.watcher import PreemptionWatcher
 
-__all__ = ["Job", "JobReport", "Run", "SuiteContext", "fingerprint", "RESULT_FILES"]
-
 RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
 
 

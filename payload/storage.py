@@ -29,23 +29,8 @@ from payload import exitcodes
 from payload.results_location import (
     ResultsLocation,
     ResultsLocationError,
-    bucket_name_problem,
     parse_results_location,
 )
-
-__all__ = [
-    "AlreadyExists",
-    "ObjectInfo",
-    "ObjectNotFound",
-    "Store",
-    "StorageError",
-    "PermanentStorageError",
-    "bucket_name_problem",
-    "is_permanent",
-    "open_store",
-    "retry_settings",
-    "with_retries",
-]
 
 T = TypeVar("T")
 

@@ -40,18 +40,6 @@ from dataclasses import dataclass, field
 from payload import frameworks
 from payload.events import mllog
 
-__all__ = [
-    "Devices",
-    "Interrupted",
-    "NoGpuError",
-    "DeviceError",
-    "setup_devices",
-    "precision_policy",
-    "make_datasets",
-    "make_callback_class",
-    "fit_plan",
-]
-
 _DEVICES_CACHE: dict = {}
 
 # --all-reduce -> (tf.distribute cross-device ops class, kwargs). Seed 004's

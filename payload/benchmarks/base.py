@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Benchmark", "Data", "ParamError", "coerce_params", "units_of"]
-
 Kind = Literal["epochs", "throughput"]
 
 

@@ -25,8 +25,6 @@ from typing import IO, Any
 
 from payload import frameworks
 
-__all__ = ["PREFIX", "Progress", "keras_callback"]
-
 PREFIX = "GPUBENCH_METRICS"
 DEFAULT_EVERY_SECONDS = 2.0
 

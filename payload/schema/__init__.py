@@ -11,16 +11,6 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "SCHEMA_PATH",
-    "ResultValidationError",
-    "is_valid",
-    "load_schema",
-    "non_finite",
-    "validate_result",
-]
-
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("result.schema.json")
 

@@ -25,17 +25,6 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = [
-    "MAX_FILE_BYTES",
-    "MAX_WORKDIR_BYTES",
-    "SKIP_DIRS",
-    "WorkdirError",
-    "WorkdirFile",
-    "confine_workdir",
-    "files_digest",
-    "read_workdir",
-]
-
 # Never part of the shipped workdir nor of its digest: caches and VCS metadata.
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"}
 SKIP_SUFFIXES = (".pyc", ".pyo")

@@ -49,8 +49,6 @@ from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_secon
 from payload.workloads.process import ShellProcess
 from payload.workloads.spec import WorkloadSpec
 
-__all__ = ["LOG_TAIL_LINES", "LOG_TAIL_NAME", "WorkloadJob"]
-
 ERROR_TAIL_LINES = 20  # quoted in the result's error
 LOG_TAIL_NAME = "log-tail.txt"
 

@@ -37,19 +37,6 @@ from typing import Any
 from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
 from payload.workloads.conventions.base import INT_MAX
 
-__all__ = [
-    "BOUNDARIES",
-    "GPUBENCH_CONVENTIONS",
-    "JSON_KEYS",
-    "JSON_TOKEN",
-    "MLLOG_BOUNDARIES",
-    "MLLOG_TOKEN",
-    "MetricsReader",
-    "Progress",
-    "parse_json_line",
-    "parse_mllog_line",
-]
-
 GPUBENCH_CONVENTIONS = ("json", "mllog")
 MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
 MAX_REPORTED_KEYS = 100  # GPUBENCH_METRICS keys kept in `reported`

@@ -27,27 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from payload.config import MAX_GPUS_PER_MACHINE
 from payload.workloads.conventions import compile_pattern
-from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
+from payload.workloads.files import WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import YamlFileError, quote, read_yaml
-
-__all__ = [
-    "FIELDS",
-    "MAX_WORKDIR_BYTES",
-    "METRIC_FORMATS",
-    "MAX_GPUS_PER_MACHINE",
-    "MAX_WORK_SAMPLES",
-    "Accelerator",
-    "ProgressSpec",
-    "Resources",
-    "TaskFile",
-    "Work",
-    "WorkloadSpec",
-    "WorkloadSpecError",
-    "load_spec",
-    "parse_accelerators",
-    "parse_spec",
-    "workdir_digest",
-]
 
 # The progress conventions a job's output is read in (payload.workloads.metrics and .conventions);
 # `pattern` only with `progress.pattern`. Without `metrics`, every built-in one is tried.
