@@ -181,10 +181,9 @@ def _data(text: str) -> DataSource:
 
 @dataclass(frozen=True)
 class Option:
-    """One run option: CLI flag, env variable, parser, default, help."""
+    """One run option: CLI flag, parser, default, help, and its variable GPUBENCH_<NAME>."""
 
     name: str
-    env: str
     parse: Callable[[str], Any]
     default: Any = None
     help: str = ""
@@ -192,6 +191,11 @@ class Option:
     required: bool = False
     flag: bool = False  # store_true on the command line
     repeat: bool = False  # --param k=v may be given several times
+    variable: str | None = None  # the variable when it is not GPUBENCH_<NAME>
+
+    @property
+    def env(self) -> str:
+        return self.variable or f"GPUBENCH_{self.name.upper()}"
 
     @property
     def cli(self) -> str:
@@ -201,7 +205,6 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "benchmark",
-        "GPUBENCH_BENCHMARK",
         _benchmarks,
         None,
         "benchmark name, or a comma-separated suite (see `python -m payload list`); not with --workload",
@@ -210,7 +213,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "workload",
-        "GPUBENCH_WORKLOAD",
         _text,
         None,
         "your own job instead of a built-in benchmark: a workload spec YAML (name, run, setup, workdir, env, "
@@ -219,7 +221,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "results",
-        "GPUBENCH_RESULTS",
         _results,
         None,
         "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path",
@@ -228,7 +229,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "stack",
-        "GPUBENCH_STACK",
         _stack,
         None,
         "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot",
@@ -237,7 +237,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "offering",
-        "GPUBENCH_OFFERING",
         _text,
         None,
         "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider",
@@ -245,7 +244,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "offering_kind",
-        "GPUBENCH_OFFERING_KIND",
         _text,
         None,
         "the offering's kind in the catalog (cloud, dedicated, onprem, local)",
@@ -253,7 +251,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "instance_type",
-        "GPUBENCH_INSTANCE_TYPE",
         _text,
         None,
         "the offering's instance or machine type (default: from instance metadata)",
@@ -261,7 +258,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "market",
-        "GPUBENCH_MARKET",
         _choice("on-demand", "spot"),
         None,
         "billing market (default: from instance metadata, else on-demand)",
@@ -269,7 +265,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "epochs",
-        "GPUBENCH_EPOCHS",
         _positive_int,
         None,
         "epochs to train (epoch benchmarks; total over all resumed attempts)",
@@ -277,7 +272,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "steps",
-        "GPUBENCH_STEPS",
         _positive_int,
         None,
         "training steps: total steps for throughput benchmarks (warm-up included), "
@@ -286,7 +280,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "batch_size",
-        "GPUBENCH_BATCH_SIZE",
         _positive_int,
         None,
         "per-GPU (per-replica) batch size; global batch = this x replicas",
@@ -294,7 +287,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "precision",
-        "GPUBENCH_PRECISION",
         _choice("fp32", "mixed"),
         "fp32",
         "fp32, or mixed (Keras mixed_float16 policy)",
@@ -302,7 +294,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gpus",
-        "GPUBENCH_GPUS",
         _gpu_count,
         None,
         "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)",
@@ -310,7 +301,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "backend",
-        "GPUBENCH_BACKEND",
         _choice(*BACKENDS),
         "tensorflow",
         "Keras backend (KERAS_BACKEND, set before keras is imported): tensorflow, jax or torch; "
@@ -320,7 +310,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "all_reduce",
-        "GPUBENCH_ALL_REDUCE",
         _choice(*ALL_REDUCES),
         "nccl",
         "tensorflow backend, several GPUs: the cross-device all-reduce of MirroredStrategy "
@@ -329,7 +318,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "data",
-        "GPUBENCH_DATA",
         _data,
         "download",
         "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
@@ -338,16 +326,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "param",
-        "GPUBENCH_PARAMS",
         _params,
         None,
         "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
         "KEY=VALUE",
         repeat=True,
+        variable="GPUBENCH_PARAMS",
     ),
     Option(
         "expect_gpu",
-        "GPUBENCH_EXPECT_GPU",
         _bool,
         False,
         "fail at once (exit 3, failed result) if TensorFlow sees no GPU",
@@ -355,7 +342,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "hourly_usd",
-        "GPUBENCH_HOURLY_USD",
         _nonneg_float,
         None,
         "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)",
@@ -363,20 +349,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "on_demand_hourly_usd",
-        "GPUBENCH_ON_DEMAND_HOURLY_USD",
         _nonneg_float,
         None,
         "spot runs: the on-demand price per hour, recorded beside the spot price",
         "USD",
     ),
-    Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
-    Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _date, None, "date of the launch price", "DATE"),
-    Option(
-        "image", "GPUBENCH_IMAGE", _text, None, "the container image this run is in, recorded with the result", "IMAGE"
-    ),
+    Option("price_source", _text, None, "where the launch price came from", "TEXT"),
+    Option("price_as_of", _date, None, "date of the launch price", "DATE"),
+    Option("image", _text, None, "the container image this run is in, recorded with the result", "IMAGE"),
     Option(
         "host_events",
-        "GPUBENCH_HOST_EVENTS",
         _text,
         None,
         "host-side events.jsonl (instance_launch, boot_done, container_start) to merge",
@@ -384,7 +366,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "deadline",
-        "GPUBENCH_DEADLINE",
         _deadline,
         None,
         "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it",
@@ -392,16 +373,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "launch",
-        "GPUBENCH_LAUNCH_ID",
         _launch,
         None,
         "the launch (deployment) this run belongs to: run ids start with it, the only runs the "
         "instance may write to (set by the launcher; see docs/security.md)",
         "ID",
+        variable="GPUBENCH_LAUNCH_ID",
     ),
     Option(
         "checkpoint_every",
-        "GPUBENCH_CHECKPOINT_EVERY",
         _positive_int,
         500,
         "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)",
@@ -409,7 +389,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "watch_interval",
-        "GPUBENCH_WATCH_INTERVAL",
         _positive_float,
         5.0,
         "seconds between spot/preemption notice polls",
@@ -417,7 +396,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "spool",
-        "GPUBENCH_SPOOL",
         _text,
         None,
         "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)",
@@ -425,16 +403,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "no_resume",
-        "GPUBENCH_NO_RESUME",
         _bool,
         False,
         "start fresh even if an interrupted checkpoint of the same run exists",
         flag=True,
     ),
-    Option("seed", "GPUBENCH_SEED", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
+    Option("seed", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
     Option(
         "cpu_replicas",
-        "GPUBENCH_CPU_REPLICAS",
         _positive_int,
         1,
         "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs",
@@ -442,7 +418,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "probe_seconds",
-        "GPUBENCH_PROBE_SECONDS",
         _positive_float,
         None,
         "workloads: probe mode, stop the job once its throughput is steady or after this many seconds of `run` "
@@ -451,7 +426,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "probe_target",
-        "GPUBENCH_PROBE_TARGET",
         _positive_float,
         0.03,
         "probe mode: steady when the half-width of the rate's 95 percent interval is at most this fraction of the rate",
