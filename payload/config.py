@@ -73,17 +73,7 @@ _positive_float = _number(float, lambda v: v > 0, "a positive number")
 _nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
-_BOOLS = {
-    "1": True,
-    "true": True,
-    "yes": True,
-    "on": True,
-    "0": False,
-    "false": False,
-    "no": False,
-    "off": False,
-    "": False,
-}
+_BOOLS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off", ""), False)
 
 
 def _bool(text: Any) -> bool:
@@ -582,37 +572,30 @@ def _text_of(opt: Option, value: Any) -> str:
     return str(value)
 
 
-def _given(values: dict[str, Any]) -> list[tuple[Option, Any]]:
-    """Options with a value, in the table's order; None means "not given" and is left out."""
+def _given(values: dict[str, Any]) -> list[tuple[Option, Any, str]]:
+    """(option, value, its text) of the options with a value, in the table's order; None means "not
+    given" and is left out. Each text is checked with the option's own parser first, so a launcher
+    cannot hand the payload a value it would refuse at boot."""
     for name in values:
         _option(name)
-    return [(opt, values[opt.name]) for opt in OPTIONS if values.get(opt.name) is not None]
+    given = [
+        (opt, values[opt.name], _text_of(opt, values[opt.name])) for opt in OPTIONS if values.get(opt.name) is not None
+    ]
+    for opt, _, text in given:
+        _check(opt, text)
+    return given
 
 
 def render_env(values: dict[str, Any]) -> dict[str, str]:
-    """GPUBENCH_* variables for run options given by name, e.g. {"stack": "aws-p3-8x"}.
-
-    Every value is checked with the option's own parser first, so a launcher
-    cannot hand the payload a value it would refuse at boot."""
-    env = {}
-    for opt, value in _given(values):
-        text = _text_of(opt, value)
-        _check(opt, text)
-        env[opt.env] = text
-    return env
+    """GPUBENCH_* variables for run options given by name, e.g. {"stack": "aws-p3-8x"}."""
+    return {opt.env: text for opt, _, text in _given(values)}
 
 
 def render_argv(values: dict[str, Any]) -> list[str]:
     """`python -m payload run` arguments for run options given by name (flags only when true)."""
     argv: list[str] = []
-    for opt, value in _given(values):
-        text = _text_of(opt, value)
-        _check(opt, text)
-        if opt.flag:
-            if value:
-                argv.append(opt.cli)
-        else:
-            argv += [opt.cli, text]
+    for opt, value, text in _given(values):
+        argv += ([opt.cli] if value else []) if opt.flag else [opt.cli, text]
     return argv
 
 
