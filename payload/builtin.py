@@ -74,6 +74,16 @@ class PhaseRun:
         )
 
 
+def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, devices, callback) -> dict | None:
+    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome).
+    `batches`: full batches in the training data, the phases' steps per epoch unless the plan sets them."""
+    phases = PhaseRun(params, plan.steps_per_epoch or max(1, batches), devices, callback, plan.steps_per_epoch)
+    if bench.train is not None:
+        return bench.train(model, train_ds, val_ds, phases)
+    phases.fit(model, train_ds, val_ds, epochs=plan.epochs, initial_epoch=plan.initial_epoch)
+    return None
+
+
 class BuiltinJob:
     """One benchmark of the suite (payload.run.Job), its progress accumulated over attempts."""
 
@@ -256,24 +266,11 @@ class BuiltinJob:
         return "completed"
 
     def _fit_model(self, model, plan, train_ds, val_ds, cb) -> None:
-        """Keras ``fit`` with the harness callback, or the benchmark's own phases."""
-        if self.bench.train is not None:
-            steps = plan.steps_per_epoch or max(1, self._train_samples // self.global_batch)
-            phases = PhaseRun(self.params, steps, self.devices, cb, plan.steps_per_epoch)
-            outcome = self.bench.train(model, train_ds, val_ds, phases)
+        args = (self.params, self._train_samples // self.global_batch, self.devices, cb)
+        outcome = fit(self.bench, model, plan, train_ds, val_ds, *args)
+        if outcome is not None:
             self.phase_seconds = outcome.get("phase_seconds")
             self.phase_accuracy = outcome.get("final_accuracy")
-            return
-        model.fit(
-            train_ds,
-            validation_data=val_ds,
-            epochs=plan.epochs,
-            initial_epoch=plan.initial_epoch,
-            steps_per_epoch=plan.steps_per_epoch,
-            callbacks=[cb],
-            verbose=0,
-            shuffle=False,
-        )
 
     def _epoch_done(self, cb, row: dict, plan) -> None:
         """An epoch (or chunk of steps) ended: count it, and checkpoint unless it is the last."""

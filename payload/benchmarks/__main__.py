@@ -25,7 +25,7 @@ import sys
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import REGISTRY, ParamError, UnknownBenchmark, get
 from payload.benchmarks.progress import DEFAULT_EVERY_SECONDS, Progress, keras_callback
-from payload.builtin import PhaseRun
+from payload.builtin import fit
 from payload.config import ConfigError, DataSource
 
 SEED = 1234
@@ -97,19 +97,7 @@ def train(bench, params: dict, source, args) -> dict:
     with training.precision_policy(args.precision):
         with devices.strategy.scope():
             model = bench.build_model(work)
-        if bench.train is not None:
-            steps = plan.steps_per_epoch or max(1, data.train_samples // global_batch)
-            bench.train(model, train_ds, val_ds, PhaseRun(params, steps, devices, callback, plan.steps_per_epoch))
-        else:
-            model.fit(
-                train_ds,
-                validation_data=val_ds,
-                epochs=plan.epochs,
-                steps_per_epoch=plan.steps_per_epoch,
-                callbacks=[callback],
-                verbose=0,
-                shuffle=False,
-            )
+        fit(bench, model, plan, train_ds, val_ds, params, data.train_samples // global_batch, devices, callback)
     return progress.end(callback.last_logs)
 
 

@@ -56,8 +56,13 @@ def n_synthetic(params: dict, full: int) -> int:
 
 def output_layer(units: int, activation: str):
     """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
-    keras = frameworks.keras()
-    return keras.layers.Dense(units, activation=activation, dtype="float32")
+    return frameworks.keras().layers.Dense(units, activation=activation, dtype="float32")
+
+
+def compiled(model, optimizer, loss: str = "sparse_categorical_crossentropy"):
+    """The model compiled with the `accuracy` metric every benchmark reports."""
+    model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
+    return model
 
 
 def mnist_arrays(source, params):
@@ -88,8 +93,7 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
             output_layer(1, "sigmoid"),
         ]
     )
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    return compiled(model, "adam", "binary_crossentropy")
 
 
 def single_batch(params: dict, global_batch: int, shape: tuple, classes: int) -> Data:

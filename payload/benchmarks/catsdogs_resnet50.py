@@ -209,13 +209,7 @@ def one_cycle_class():
             return ops.where(step < up, cos(low, high, step / up), cos(high, end, (step - up) / down))
 
         def get_config(self):
-            return {
-                "max_lr": self.max_lr,
-                "total_steps": self.total_steps,
-                "pct_start": self.pct_start,
-                "div_factor": self.div_factor,
-                "final_div": self.final_div,
-            }
+            return {k: getattr(self, k) for k in ("max_lr", "total_steps", "pct_start", "div_factor", "final_div")}
 
     return OneCycle
 
@@ -253,11 +247,7 @@ def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
     keras = frameworks.keras()
     schedule = one_cycle_class()(max_lr, total_steps, pct_start=pct_start)
     # fast.ai's one-cycle also cycles momentum 0.95 -> 0.85; Adam's beta_1 stays at 0.9 here
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate=schedule),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
+    c.compiled(model, keras.optimizers.Adam(learning_rate=schedule))
 
 
 def _predict(model, x):

@@ -50,8 +50,7 @@ def build_model(params):
         ]
     )
     opt = keras.optimizers.RMSprop(learning_rate=keras.optimizers.schedules.InverseTimeDecay(1e-4, 1, 1e-6))
-    model.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, opt)
 
 
 BENCHMARK = Benchmark(

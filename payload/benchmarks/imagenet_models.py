@@ -61,12 +61,7 @@ def build_model(app_name: str, params: dict):
     # logits in the policy dtype, softmax in float32 (Keras mixed-precision guide)
     out = keras.layers.Activation("softmax", dtype="float32")(base.output)
     model = keras.Model(base.input, out, name=app_name.lower())
-    model.compile(
-        optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
 
 
 def benchmark(m: Model) -> Benchmark:

@@ -75,8 +75,7 @@ def build_model(params):
             c.output_layer(1, "sigmoid"),
         ]
     )
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, "adam", "binary_crossentropy")
 
 
 BENCHMARK = Benchmark(

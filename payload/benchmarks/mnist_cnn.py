@@ -31,12 +31,7 @@ def build_model(params):
         ]
     )
     # Keras 2's Adadelta default lr was 1.0; Keras 3's 0.001 would barely train
-    model.compile(
-        optimizer=keras.optimizers.Adadelta(learning_rate=1.0),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.Adadelta(learning_rate=1.0))
 
 
 BENCHMARK = Benchmark(

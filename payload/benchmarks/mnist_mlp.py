@@ -26,8 +26,7 @@ def build_model(params):
             c.output_layer(10, "softmax"),
         ]
     )
-    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, keras.optimizers.RMSprop())
 
 
 BENCHMARK = Benchmark(

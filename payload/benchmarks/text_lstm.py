@@ -63,12 +63,7 @@ def build_model(params):
             c.output_layer(nchars, "softmax"),
         ]
     )
-    model.compile(
-        optimizer=keras.optimizers.RMSprop(learning_rate=0.01),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.RMSprop(learning_rate=0.01))
 
 
 BENCHMARK = Benchmark(
