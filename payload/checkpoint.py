@@ -81,20 +81,26 @@ def newest_states(store, stack: str) -> list[str]:
     return sorted(newest_versions(states).values())
 
 
+def _states(store, stack: str, run_prefix: str = ""):
+    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`; a broken
+    one is left out (it must not block a new run, and it is not a completed one)."""
+    own = stack_prefix(stack) + run_prefix
+    for key in newest_states(store, stack):
+        try:
+            state = json.loads(store.get_bytes(key)) if key.startswith(own) else None
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(state, dict):
+            yield state
+
+
 def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
     """Newest incomplete checkpoint state for this fingerprint, or None.
 
     `run_prefix`: only runs whose id starts with it (a launch's own runs: the only ones its
     instance may write to)."""
     best = None
-    own = stack_prefix(stack) + run_prefix
-    for key in newest_states(store, stack):
-        if not key.startswith(own):
-            continue
-        try:
-            state = json.loads(store.get_bytes(key))
-        except Exception:  # noqa: BLE001 - a broken state must not block a new run
-            continue
+    for state in _states(store, stack, run_prefix):
         if state.get("fingerprint") != fingerprint or state.get("complete"):
             continue
         if not state.get("model_key") or not store.exists(state["model_key"]):
@@ -112,14 +118,17 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
     twice. Without a deadline (local runs), every run is a new repeat."""
     if deployment is None:
         return None
-    for key in newest_states(store, stack):
-        try:
-            state = json.loads(store.get_bytes(key))
-        except Exception:  # noqa: BLE001 - a broken state is not a completed run
-            continue
+    for state in _states(store, stack):
         if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
             return state
     return None
+
+
+def mark_complete(store, writer, state: dict) -> None:
+    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not
+    run it again (find_completed). Its models expire with the bucket's lifecycle rule."""
+    state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+    store.put_bytes(writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json")
 
 
 class Checkpointer:
@@ -184,11 +193,8 @@ class Checkpointer:
         self.model_key = model_key
 
     def finish(self, state: dict) -> None:
-        """Mark the run complete so nothing resumes it (its models expire with the lifecycle rule)."""
         self.wait()
-        state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
-        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")
-        self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json")
+        mark_complete(self.store, self.writer, state)
 
     def close(self) -> None:
         self.wait()

@@ -26,15 +26,8 @@ def _text(v) -> str:
 
 def nvml_info() -> dict:
     """Static GPU facts, or Nones when NVML is unavailable."""
-    info = {
-        "gpu_model": None,
-        "gpus_nvml": 0,
-        "gpu_memory_gb": None,
-        "driver_version": None,
-        "compute_capability": None,
-        "nvml_cuda_driver": None,
-        "nvml_error": None,
-    }
+    facts = "gpu_model gpus_nvml gpu_memory_gb driver_version compute_capability nvml_cuda_driver nvml_error"
+    info = dict.fromkeys(facts.split()) | {"gpus_nvml": 0}
     try:
         pynvml = _nvml()
         pynvml.nvmlInit()

@@ -110,23 +110,12 @@ def _say(message: str) -> None:
     print(f"[gpubench] {message}", file=sys.stderr, flush=True)
 
 
-def empty_metrics() -> dict:
-    """Every metric present and null: 'not measured' is explicit."""
-    return {
-        "train_seconds": None,
-        "samples_per_second": None,
-        "samples_per_second_spread": None,
-        "warmup_steps": None,
-        "final_accuracy": None,
-        "final_loss": None,
-        "gpu_utilization_mean": None,
-        "gpu_memory_peak_gb": None,
-        "gpu_power_mean_w": None,
-        "gpu_samples": None,
-        "epochs_completed": None,
-        "steps_completed": None,
-        "samples_trained": None,
-    }
+# Every metric is present in a result, null when not measured: "not measured" is explicit.
+METRICS = (
+    "train_seconds samples_per_second samples_per_second_spread warmup_steps final_accuracy final_loss "
+    "gpu_utilization_mean gpu_memory_peak_gb gpu_power_mean_w gpu_samples epochs_completed steps_completed "
+    "samples_trained"
+).split()
 
 
 def new_result(
@@ -163,7 +152,7 @@ def new_result(
         "hardware": hardware,
         "software": software,
         "benchmark": benchmark,
-        "metrics": {**empty_metrics(), **(metrics or {})},
+        "metrics": {**dict.fromkeys(METRICS), **(metrics or {})},
         "attempts": attempts,
         "timeline": timeline,
         "error": error,

@@ -33,24 +33,9 @@ MAX_FILE_BYTES = 100 * 1024**2
 CHUNK = 1024**2
 # Directories whose files are credentials (any path component), and file name patterns.
 SECRET_DIRS = {".aws", ".ssh", ".gnupg", "gcloud", ".azure", ".kube", ".password-store"}
-SECRET_NAMES = (
-    ".netrc",
-    ".env",
-    ".env.*",
-    ".pgpass",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "credentials*",
-    ".docker/config.json",
+SECRET_NAMES = tuple(
+    ".netrc .env .env.* .pgpass .git-credentials .npmrc .pypirc *.pem *.key *.p12 *.pfx id_rsa* id_dsa* id_ecdsa* "
+    "id_ed25519* credentials* .docker/config.json".split()
 )
 # A JSON file holding one of these is a service-account or similar key file.
 SECRET_JSON_MARKERS = (b'"private_key"', b'"client_secret"', b'"refresh_token"')

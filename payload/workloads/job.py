@@ -24,7 +24,6 @@ of the same deployment does not run it twice.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 
 from payload import exitcodes
-from payload.checkpoint import STATE_NAME
+from payload.checkpoint import mark_complete
 from payload.environment import host_facts, software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
@@ -265,16 +264,8 @@ class WorkloadJob:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
         if status != "completed" or self.cfg.deadline is None:
             return
-        state = {
-            "fingerprint": self.fingerprint,
-            "run_id": self.run.run_id,
-            "complete": True,
-            "deployment": self.cfg.deadline,
-        }
-        writer = self.run.writer
-        self.run.ctx.store.put_bytes(
-            writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
-        )
+        state = {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
+        mark_complete(self.run.ctx.store, self.run.writer, state)
 
     def write_extras(self) -> None:
         self.tail.stop_uploads()
