@@ -59,10 +59,6 @@ class DataLayoutError(FileNotFoundError):
     """The --data directory is in no cats-vs-dogs layout this benchmark reads."""
 
 
-def _images(folder: str) -> list[str]:
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
-
-
 def _fastai(root: str):
     """{train,valid}/{cats,dogs}/*.jpg -> (train paths, labels, valid paths, labels), or None."""
     split = {}
@@ -72,7 +68,7 @@ def _fastai(root: str):
             folder = os.path.join(root, part, name)
             if not os.path.isdir(folder):
                 return None
-            found = _images(folder)
+            found = sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
             files += found
             labels += [label] * len(found)
         split[part] = (files, labels)
@@ -146,10 +142,6 @@ def _to_float(images, labels):
     return tf.cast(images, tf.float32), labels
 
 
-def _cap(files, labels, n):
-    return (files[:n], labels[:n]) if n else (files, labels)
-
-
 def load_data(source, params, global_batch):
     np = frameworks.numpy()
     size = params["image_size"]
@@ -166,8 +158,8 @@ def load_data(source, params, global_batch):
     rng = c.rng_for(params)
     order = rng.permutation(len(xt))
     xt, yt = [xt[i] for i in order], [yt[i] for i in order]
-    xt, yt = _cap(xt, yt, params.get("samples"))
-    xv, yv = _cap(xv, yv, params.get("val_samples"))
+    xt, yt = c.cap(xt, yt, params.get("samples"))
+    xv, yv = c.cap(xv, yv, params.get("val_samples"))
     return Data(
         np.array(xt),
         np.array(yt, dtype=np.int32),
@@ -234,13 +226,9 @@ def build_model(params):
     x = L.Dropout(0.5)(x)
     outputs = c.output_layer(len(CLASSES), "softmax")(x)
     model = keras.Model(inputs, outputs, name="catsdogs_resnet50")
-    _compile(model, params["max_lr"], params["frozen_epochs"] * _steps_hint(params), 0.3)
+    # steps per epoch are not known before the data: the phases compile again with the real count
+    _compile(model, params["max_lr"], params["frozen_epochs"] * int(params.get("steps_per_epoch") or 1), 0.3)
     return model
-
-
-def _steps_hint(params) -> int:
-    """Steps per epoch before the run knows the data: replaced when a phase starts."""
-    return int(params.get("steps_per_epoch") or 1)
 
 
 def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:

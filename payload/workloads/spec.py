@@ -591,14 +591,6 @@ class WorkloadSpec(TaskFile):
         }
 
 
-# --- files -------------------------------------------------------------------------------------------------
-
-
-def workdir_digest(root: Path, allow: tuple[str, ...] = ()) -> str:
-    """sha256 of the workdir's shipped files (payload.workloads.files: the bundle reads the same walk)."""
-    return files_digest(read_workdir(root, allow))
-
-
 def _describe(path: tuple[str, ...]) -> str | None:
     """The description (the fix) of a dotted field, walking the nested models."""
     model: Any = TaskFile
@@ -639,7 +631,7 @@ def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> Wor
     except ValidationError as exc:
         raise _spec_error(where, exc) from None
     try:
-        digest = workdir_digest(Path(task.workdir), task.allow) if task.workdir and check_workdir else None
+        digest = files_digest(read_workdir(Path(task.workdir), task.allow)) if task.workdir and check_workdir else None
     except WorkdirError as exc:
         raise WorkloadSpecError(f"{where}: field 'workdir': {exc}") from None
     values = {name: getattr(task, name) for name in TaskFile.model_fields}
