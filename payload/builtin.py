@@ -26,14 +26,8 @@ MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
 
 def params_for(cfg, bench) -> dict:
     """Benchmark defaults, then --param, then the first-class flags."""
-    params = bench.params({k: v for k, v in cfg.param.items() if k in bench.defaults})
-    flags = {"batch_size": cfg.batch_size}
-    if bench.kind == "throughput":
-        flags["steps"] = cfg.steps
-    else:
-        flags.update(epochs=cfg.epochs, steps_per_epoch=cfg.steps)
-    params.update({k: v for k, v in flags.items() if v is not None and k in params})
-    return params
+    overrides = {k: v for k, v in cfg.param.items() if k in bench.defaults}
+    return bench.params(overrides, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
 
 def _spread(rates: list[float]) -> dict | None:

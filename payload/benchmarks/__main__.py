@@ -65,19 +65,13 @@ def _params(bench, args) -> dict:
     pairs = [item.split("=", 1) for item in args.param]
     if any(len(pair) != 2 for pair in pairs):
         raise ParamError(f"--param {args.param}: expected KEY=VALUE, e.g. --param samples=1024")
-    params = bench.params(dict(pairs))
-    flags = {"batch_size": args.batch_size}
-    if bench.kind == "throughput":
-        flags["steps"] = args.steps
-    else:
-        if args.total_samples is not None:
-            raise ParamError(f"{bench.name} trains epochs: give --epochs (and --steps per epoch), not --total-samples")
-        flags.update(epochs=args.epochs, steps_per_epoch=args.steps)
-    params.update({k: v for k, v in flags.items() if v is not None and k in params})
+    if bench.kind != "throughput" and args.total_samples is not None:
+        raise ParamError(f"{bench.name} trains epochs: give --epochs (and --steps per epoch), not --total-samples")
+    flags = {"batch_size": args.batch_size, "steps": args.steps, "epochs": args.epochs}
     for key, value in flags.items():
         if value is not None and value < 1:
             raise ParamError(f"--{key.replace('_', '-')} {value}: must be at least 1")
-    return params
+    return bench.params(dict(pairs), **flags)
 
 
 def train(bench, params: dict, source, args) -> dict:
