@@ -15,10 +15,10 @@ import traceback
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
 from payload.checkpoint import Checkpointer, find_resumable, restore
-from payload.environment import host_facts, software_facts
+from payload.environment import software_facts
 from payload.events import mllog
 from payload.identity import launch_prefix
-from payload.run import JobReport, Run, fingerprint
+from payload.run import JobReport, Run, fingerprint, hardware
 from payload.storage import PermanentStorageError
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
@@ -354,21 +354,6 @@ class BuiltinJob:
             **({"phase_seconds": self.phase_seconds} if self.phase_seconds else {}),
         }
 
-    def _hardware(self, nv: dict) -> dict:
-        d = self.devices
-        details = d.gpu_details if d else {}
-        cc = details.get("compute_capability")
-        return {
-            "device": d.device if d else "CPU",
-            "gpu_model": nv["gpu_model"] or details.get("device_name"),
-            "gpu_count": d.gpus_used if d else 0,
-            "gpus_visible": d.gpus_visible if d else None,
-            "gpu_memory_gb": nv["gpu_memory_gb"],
-            "driver_version": nv["driver_version"],
-            "compute_capability": nv["compute_capability"] or (f"{cc[0]}.{cc[1]}" if cc else None),
-            **host_facts(),
-        }
-
     def _benchmark(self) -> dict:
         cfg, d, bench = self.cfg, self.devices, self.bench
         return {
@@ -388,10 +373,13 @@ class BuiltinJob:
         }
 
     def report(self, status: str, nv: dict) -> JobReport:
+        d = self.devices
         software = software_facts(self.cfg.backend)
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         return JobReport(
-            hardware=self._hardware(nv),
+            hardware=hardware(nv, d.device, d.gpus_used, d.gpus_visible, d.gpu_details)
+            if d
+            else hardware(nv, "CPU", 0, None),
             software=software,
             benchmark=self._benchmark(),
             metrics=self._metrics(),

@@ -33,10 +33,10 @@ from pathlib import Path
 
 from payload import exitcodes
 from payload.checkpoint import mark_complete
-from payload.environment import host_facts, software_facts
+from payload.environment import software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
-from payload.run import JobReport, Run, fingerprint
+from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
@@ -295,21 +295,11 @@ class WorkloadJob:
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
-        hardware = {
-            "device": "GPU" if used else "CPU",
-            "gpu_model": nv["gpu_model"],
-            "gpu_count": used,
-            "gpus_visible": nv["gpus_nvml"],
-            "gpu_memory_gb": nv["gpu_memory_gb"],
-            "driver_version": nv["driver_version"],
-            "compute_capability": nv["compute_capability"],
-            **host_facts(),
-        }
         tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
         artifacts = {**self.run.writer.artifacts(), "log_tail": tail_key}
         artifacts.pop("checkpoints", None)
         return JobReport(
-            hardware=hardware,
+            hardware=hardware(nv, "GPU" if used else "CPU", used, nv["gpus_nvml"]),
             software=self._software(nv),
             benchmark=self._benchmark(used, batch, time_source),
             metrics=metrics,
