@@ -231,10 +231,9 @@ class WorkloadJob:
     def _probe_outcome(self) -> tuple[str, int]:
         """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
         if self.probe.first_step is None:
-            tried = "; ".join(f"{name} (expects e.g. {line})" for name, line in self.reader.tried())
             return self._fail_with(
                 f"missing metric: the job reported no progress in the probe's {self.probe.limit_seconds:g} s; "
-                f"tried {tried} (see docs/workloads.md)"
+                f"tried {self.reader.tried_text()} (see docs/workloads.md)"
             )
         return "completed", exitcodes.OK
 

@@ -371,6 +371,10 @@ class MetricsReader:
         }
         return [(f, own[f]) for f in GPUBENCH_CONVENTIONS if f in self.formats] + self.progress.tried()
 
+    def tried_text(self) -> str:
+        """The conventions tried, each with a line it reads: what a message about missing progress lists."""
+        return "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+
     def unreadable(self) -> str | None:
         """Once it is clear that no convention reads the job's progress: why, with what each expected."""
         if self.matched is not None or self.json_lines or self.mllog_lines or not self.progress.unread():
@@ -378,7 +382,7 @@ class MetricsReader:
         return (
             f"no progress convention reads this job's output ({self.progress.lines} lines, "
             f"{self.progress.progress_like} of them look like progress): tried "
-            + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+            + self.tried_text()
             + ". Name the job's convention in `metrics:`, or describe its progress line with `progress.pattern` "
             "(docs/workloads.md)"
         )
@@ -389,9 +393,7 @@ class MetricsReader:
             return None
         if self.progress.parsers:
             return "missing metric: " + (
-                self.unreadable()
-                or "the job printed no progress in any convention tried: "
-                + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+                self.unreadable() or "the job printed no progress in any convention tried: " + self.tried_text()
             )
         wants = []
         if "json" in self.formats:
