@@ -1,30 +1,13 @@
-"""Metrics from a workload's own output: MLPerf logging lines and GPUBENCH_METRICS.
+"""Metrics from a workload's own output: GPUBENCH_METRICS lines and MLPerf logging lines.
 
-Two conventions, read line by line as the job prints (docs/workloads.md):
+Both conventions, and how a result's figures come from them, are docs/workloads.md's ("One JSON
+line", "MLPerf logging"); an MLLOG line may carry any prefix before its token, as the MLPerf
+compliance checker reads them. The progress a framework already prints is read by
+payload.workloads.conventions; the first convention that reads a count is the one the probe times
+(`matched`), and `feed` returns the job's progress for it (payload.workloads.probe).
 
-* MLPerf logging (mlcommons/logging): ``:::MLLOG {"namespace": "", "time_ms": ...,
-  "event_type": ..., "key": ..., "value": ..., "metadata": {...}}``, with any
-  prefix before the token (``0: :::MLLOG``, ``[0] :::MLLOG``), as the MLPerf
-  compliance checker reads them. Train time is run_stop.time_ms -
-  run_start.time_ms; ``train_samples`` x epochs (``epoch_stop`` count) gives the
-  samples trained; the last ``eval_accuracy`` is the final accuracy; a
-  ``throughput`` point or ``tracked_stats`` value is the rate, when logged.
-* One JSON object after ``GPUBENCH_METRICS `` on a line of its own, e.g.
-  ``GPUBENCH_METRICS {"samples_per_second": 812.5, "samples": 50000, "accuracy": 0.91}``.
-  Later lines override earlier keys, so a job may print one per epoch.
-
-Besides these two, the progress a framework already prints (Keras, tqdm,
-Lightning, the Hugging Face Trainer, or the task file's own pattern) is read
-by payload.workloads.conventions; the first convention that reads a count is
-the one the probe times ("matched").
-
-``feed`` also returns the job's progress when a line reports it (a `Progress`:
-cumulative samples and, when the job timed it, when): probe mode turns these
-into throughput readings (payload.workloads.probe).
-
-What a job prints is bounded before it is kept: numbers to what the result
-can store (int64 counts, finite floats), warnings deduplicated and capped,
-reported values capped in count and size.
+What a job prints is bounded before it is kept: numbers to what the result can store (int64
+counts, finite floats), warnings deduplicated and capped, reported values capped in count and size.
 """
 
 from __future__ import annotations
