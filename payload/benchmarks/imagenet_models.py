@@ -42,11 +42,6 @@ MODELS = (
 )
 
 
-def defaults(image_size: int) -> dict:
-    # tf_cnn_benchmarks: 10 warm-up batches + 100 measured batches
-    return {"steps": 110, "warmup_steps": 10, "batch_size": 32, "image_size": image_size, "classes": 1000}
-
-
 def load_data(source, params, global_batch):
     """Always synthetic, like the study: one batch of the model's input shape."""
     size = params["image_size"]
@@ -73,7 +68,8 @@ def benchmark(m: Model) -> Benchmark:
         study=f"seed 004 (tf_cnn_benchmarks --model={m.name}, batch 16/32/64 per GPU, fp16)",
         dataset=f"synthetic ImageNet-shaped batches, {m.image_size}x{m.image_size}x3, 1000 classes",
         sample_unit="image",
-        defaults=defaults(m.image_size),
+        # tf_cnn_benchmarks: 10 warm-up batches + 100 measured batches
+        defaults={"steps": 110, "warmup_steps": 10, "batch_size": 32, "image_size": m.image_size, "classes": 1000},
         load_data=load_data,
         build_model=partial(build_model, m.app),
         param_help=THROUGHPUT_HELP,

@@ -38,8 +38,11 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
-PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
-REGION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# resources.providers and .regions: (pattern, what they are, an example)
+PLACE_NAMES = {
+    "providers": (re.compile(r"^[a-z][a-z0-9-]*$"), "provider names (lowercase)", "aws, gcp"),
+    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "region names", "us-east-1, us-central1"),
+}
 # The workdir walk (what is shipped and hashed, and what is refused) is payload.workloads.files.
 
 # Names from neighbouring tools, and what they are called here.
@@ -205,15 +208,10 @@ class Resources(_Model):
             raise ValueError(f"expected true or false, got {quote(value)}")
         return value
 
-    @field_validator("providers", mode="before")
+    @field_validator("providers", "regions", mode="before")
     @classmethod
-    def _providers(cls, value: Any) -> tuple[str, ...]:
-        return _names(value, PROVIDER_RE, "provider names (lowercase)", "aws, gcp")
-
-    @field_validator("regions", mode="before")
-    @classmethod
-    def _regions(cls, value: Any) -> tuple[str, ...]:
-        return _names(value, REGION_RE, "region names", "us-east-1, us-central1")
+    def _places(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
+        return _names(value, *PLACE_NAMES[info.field_name])
 
     @field_validator("disk_gb", mode="before")
     @classmethod
