@@ -12,30 +12,22 @@ import statistics
 import time
 import traceback
 
-from payload import exitcodes, training
+from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
 from payload.checkpoint import Checkpointer, find_resumable, restore
-from payload.environment import host_facts, software_facts
+from payload.environment import software_facts
 from payload.events import mllog
 from payload.identity import launch_prefix
-from payload.run import JobReport, Run, fingerprint
+from payload.run import JobReport, Run, fingerprint, hardware
 from payload.storage import PermanentStorageError
-
-__all__ = ["BuiltinJob", "PhaseRun", "params_for"]
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
 
 
 def params_for(cfg, bench) -> dict:
     """Benchmark defaults, then --param, then the first-class flags."""
-    params = bench.params({k: v for k, v in cfg.param.items() if k in bench.defaults})
-    flags = {"batch_size": cfg.batch_size}
-    if bench.kind == "throughput":
-        flags["steps"] = cfg.steps
-    else:
-        flags.update(epochs=cfg.epochs, steps_per_epoch=cfg.steps)
-    params.update({k: v for k, v in flags.items() if v is not None and k in params})
-    return params
+    overrides = {k: v for k, v in cfg.param.items() if k in bench.defaults}
+    return bench.params(overrides, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
 
 def _spread(rates: list[float]) -> dict | None:
@@ -74,6 +66,16 @@ class PhaseRun:
             verbose=0,
             shuffle=False,
         )
+
+
+def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, devices, callback) -> dict | None:
+    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome).
+    `batches`: full batches in the training data, the phases' steps per epoch unless the plan sets them."""
+    phases = PhaseRun(params, plan.steps_per_epoch or max(1, batches), devices, callback, plan.steps_per_epoch)
+    if bench.train is not None:
+        return bench.train(model, train_ds, val_ds, phases)
+    phases.fit(model, train_ds, val_ds, epochs=plan.epochs, initial_epoch=plan.initial_epoch)
+    return None
 
 
 class BuiltinJob:
@@ -182,10 +184,8 @@ class BuiltinJob:
         return error, code
 
     def _train(self) -> str:
-        import keras  # deferred: the payload starts, and workloads run, without loading Keras
-
         cfg, bench, work = self.cfg, self.bench, dict(self.params, seed=self.cfg.seed)
-        keras.utils.set_random_seed(cfg.seed)
+        frameworks.keras().utils.set_random_seed(cfg.seed)
         t0 = time.perf_counter()
         data = bench.load_data(cfg.data, work, self.global_batch)
         self._train_samples = data.train_samples
@@ -260,24 +260,11 @@ class BuiltinJob:
         return "completed"
 
     def _fit_model(self, model, plan, train_ds, val_ds, cb) -> None:
-        """Keras ``fit`` with the harness callback, or the benchmark's own phases."""
-        if self.bench.train is not None:
-            steps = plan.steps_per_epoch or max(1, self._train_samples // self.global_batch)
-            phases = PhaseRun(self.params, steps, self.devices, cb, plan.steps_per_epoch)
-            outcome = self.bench.train(model, train_ds, val_ds, phases)
+        args = (self.params, self._train_samples // self.global_batch, self.devices, cb)
+        outcome = fit(self.bench, model, plan, train_ds, val_ds, *args)
+        if outcome is not None:
             self.phase_seconds = outcome.get("phase_seconds")
             self.phase_accuracy = outcome.get("final_accuracy")
-            return
-        model.fit(
-            train_ds,
-            validation_data=val_ds,
-            epochs=plan.epochs,
-            initial_epoch=plan.initial_epoch,
-            steps_per_epoch=plan.steps_per_epoch,
-            callbacks=[cb],
-            verbose=0,
-            shuffle=False,
-        )
 
     def _epoch_done(self, cb, row: dict, plan) -> None:
         """An epoch (or chunk of steps) ended: count it, and checkpoint unless it is the last."""
@@ -367,21 +354,6 @@ class BuiltinJob:
             **({"phase_seconds": self.phase_seconds} if self.phase_seconds else {}),
         }
 
-    def _hardware(self, nv: dict) -> dict:
-        d = self.devices
-        details = d.gpu_details if d else {}
-        cc = details.get("compute_capability")
-        return {
-            "device": d.device if d else "CPU",
-            "gpu_model": nv["gpu_model"] or details.get("device_name"),
-            "gpu_count": d.gpus_used if d else 0,
-            "gpus_visible": d.gpus_visible if d else None,
-            "gpu_memory_gb": nv["gpu_memory_gb"],
-            "driver_version": nv["driver_version"],
-            "compute_capability": nv["compute_capability"] or (f"{cc[0]}.{cc[1]}" if cc else None),
-            **host_facts(),
-        }
-
     def _benchmark(self) -> dict:
         cfg, d, bench = self.cfg, self.devices, self.bench
         return {
@@ -401,10 +373,13 @@ class BuiltinJob:
         }
 
     def report(self, status: str, nv: dict) -> JobReport:
+        d = self.devices
         software = software_facts(self.cfg.backend)
         software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
         return JobReport(
-            hardware=self._hardware(nv),
+            hardware=hardware(nv, d.device, d.gpus_used, d.gpus_visible, d.gpu_details)
+            if d
+            else hardware(nv, "CPU", 0, None),
             software=software,
             benchmark=self._benchmark(),
             metrics=self._metrics(),

@@ -29,10 +29,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from payload import frameworks
 from payload.layout import newest_versions, stack_prefix, version_of, versioned
 from payload.timestamps import iso
-
-__all__ = ["Checkpointer", "find_completed", "find_resumable", "STATE_NAME"]
 
 STATE_NAME = "state.json"
 # S3 object tags on model files: the results bucket expires them after checkpointDays
@@ -43,16 +42,14 @@ CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 def snapshot(model) -> tuple[list, list]:
     """Copy model and optimizer variables to host memory (milliseconds), so the
     archive can be written while training goes on."""
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     weights = model.get_weights()
     opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
     return weights, opt
 
 
 def pack(weights: list, opt: list) -> bytes:
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     buf = io.BytesIO()
     np.savez(buf, **{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)})
     return buf.getvalue()
@@ -60,8 +57,7 @@ def pack(weights: list, opt: list) -> bytes:
 
 def restore(model, blob: bytes) -> None:
     """Load an archive written by ``pack`` into a freshly built, compiled model."""
-    import numpy as np  # the training paths only: a workload's job imports this module in the base install
-
+    np = frameworks.numpy()
     with np.load(io.BytesIO(blob)) as f:
         weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
         opt = [f[f"o{i}"] for i in range(sum(k.startswith("o") for k in f.files))]
@@ -85,20 +81,26 @@ def newest_states(store, stack: str) -> list[str]:
     return sorted(newest_versions(states).values())
 
 
+def _states(store, stack: str, run_prefix: str = ""):
+    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`; a broken
+    one is left out (it must not block a new run, and it is not a completed one)."""
+    own = stack_prefix(stack) + run_prefix
+    for key in newest_states(store, stack):
+        try:
+            state = json.loads(store.get_bytes(key)) if key.startswith(own) else None
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(state, dict):
+            yield state
+
+
 def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
     """Newest incomplete checkpoint state for this fingerprint, or None.
 
     `run_prefix`: only runs whose id starts with it (a launch's own runs: the only ones its
     instance may write to)."""
     best = None
-    own = stack_prefix(stack) + run_prefix
-    for key in newest_states(store, stack):
-        if not key.startswith(own):
-            continue
-        try:
-            state = json.loads(store.get_bytes(key))
-        except Exception:  # noqa: BLE001 - a broken state must not block a new run
-            continue
+    for state in _states(store, stack, run_prefix):
         if state.get("fingerprint") != fingerprint or state.get("complete"):
             continue
         if not state.get("model_key") or not store.exists(state["model_key"]):
@@ -116,14 +118,17 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
     twice. Without a deadline (local runs), every run is a new repeat."""
     if deployment is None:
         return None
-    for key in newest_states(store, stack):
-        try:
-            state = json.loads(store.get_bytes(key))
-        except Exception:  # noqa: BLE001 - a broken state is not a completed run
-            continue
+    for state in _states(store, stack):
         if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
             return state
     return None
+
+
+def mark_complete(store, writer, state: dict) -> None:
+    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not
+    run it again (find_completed). Its models expire with the bucket's lifecycle rule."""
+    state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+    store.put_bytes(writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json")
 
 
 class Checkpointer:
@@ -188,11 +193,8 @@ class Checkpointer:
         self.model_key = model_key
 
     def finish(self, state: dict) -> None:
-        """Mark the run complete so nothing resumes it (its models expire with the lifecycle rule)."""
         self.wait()
-        state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
-        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")
-        self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json")
+        mark_complete(self.store, self.writer, state)
 
     def close(self) -> None:
         self.wait()

@@ -19,8 +19,6 @@ from payload.entrypoint import guarded
 from payload.preflight import check_run
 from payload.spool import Spool
 
-__all__ = ["main", "build_parser"]
-
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in
 $TMPDIR/gpubench-fallback/ (flush --spool DIR), 75 interrupted or SIGTERM/SIGINT/SIGHUP

@@ -26,25 +26,10 @@ from typing import Any, Dict, List, Optional  # noqa: UP035 - pydantic evaluates
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, create_model, model_validator
 from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
 
+from payload.benchmarks import REGISTRY, UnknownBenchmark, get
 from payload.layout import BadKeyPart, check_name, check_stack_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
-
-__all__ = [
-    "ALL_REDUCES",
-    "BACKENDS",
-    "OPTIONS",
-    "ConfigError",
-    "DataSource",
-    "Option",
-    "RunConfig",
-    "add_run_arguments",
-    "given_values",
-    "render_argv",
-    "render_env",
-    "resolve",
-]
-
 
 # Keras 3 backends the payload runs on, and MirroredStrategy's all-reduce choices
 # (today's analogues of tf_cnn_benchmarks' NCCL / parameter-device configurations).
@@ -88,17 +73,7 @@ _positive_float = _number(float, lambda v: v > 0, "a positive number")
 _nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
-_BOOLS = {
-    "1": True,
-    "true": True,
-    "yes": True,
-    "on": True,
-    "0": False,
-    "false": False,
-    "no": False,
-    "off": False,
-    "": False,
-}
+_BOOLS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off", ""), False)
 
 
 def _bool(text: Any) -> bool:
@@ -122,8 +97,6 @@ def _choice(*allowed: str) -> Callable[[str], str]:
 
 
 def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
-    from payload.benchmarks import REGISTRY, UnknownBenchmark, get  # numpy: not in the base install
-
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise ValueError(f"no benchmark given; known: {', '.join(REGISTRY)}")
@@ -198,10 +171,9 @@ def _data(text: str) -> DataSource:
 
 @dataclass(frozen=True)
 class Option:
-    """One run option: CLI flag, env variable, parser, default, help."""
+    """One run option: CLI flag, parser, default, help, and its variable GPUBENCH_<NAME>."""
 
     name: str
-    env: str
     parse: Callable[[str], Any]
     default: Any = None
     help: str = ""
@@ -209,6 +181,11 @@ class Option:
     required: bool = False
     flag: bool = False  # store_true on the command line
     repeat: bool = False  # --param k=v may be given several times
+    variable: str | None = None  # the variable when it is not GPUBENCH_<NAME>
+
+    @property
+    def env(self) -> str:
+        return self.variable or f"GPUBENCH_{self.name.upper()}"
 
     @property
     def cli(self) -> str:
@@ -218,7 +195,6 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "benchmark",
-        "GPUBENCH_BENCHMARK",
         _benchmarks,
         None,
         "benchmark name, or a comma-separated suite (see `python -m payload list`); not with --workload",
@@ -227,7 +203,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "workload",
-        "GPUBENCH_WORKLOAD",
         _text,
         None,
         "your own job instead of a built-in benchmark: a workload spec YAML (name, run, setup, workdir, env, "
@@ -236,7 +211,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "results",
-        "GPUBENCH_RESULTS",
         _results,
         None,
         "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path",
@@ -245,7 +219,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "stack",
-        "GPUBENCH_STACK",
         _stack,
         None,
         "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot",
@@ -254,7 +227,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "offering",
-        "GPUBENCH_OFFERING",
         _text,
         None,
         "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider",
@@ -262,7 +234,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "offering_kind",
-        "GPUBENCH_OFFERING_KIND",
         _text,
         None,
         "the offering's kind in the catalog (cloud, dedicated, onprem, local)",
@@ -270,7 +241,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "instance_type",
-        "GPUBENCH_INSTANCE_TYPE",
         _text,
         None,
         "the offering's instance or machine type (default: from instance metadata)",
@@ -278,7 +248,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "market",
-        "GPUBENCH_MARKET",
         _choice("on-demand", "spot"),
         None,
         "billing market (default: from instance metadata, else on-demand)",
@@ -286,7 +255,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "epochs",
-        "GPUBENCH_EPOCHS",
         _positive_int,
         None,
         "epochs to train (epoch benchmarks; total over all resumed attempts)",
@@ -294,7 +262,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "steps",
-        "GPUBENCH_STEPS",
         _positive_int,
         None,
         "training steps: total steps for throughput benchmarks (warm-up included), "
@@ -303,7 +270,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "batch_size",
-        "GPUBENCH_BATCH_SIZE",
         _positive_int,
         None,
         "per-GPU (per-replica) batch size; global batch = this x replicas",
@@ -311,7 +277,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "precision",
-        "GPUBENCH_PRECISION",
         _choice("fp32", "mixed"),
         "fp32",
         "fp32, or mixed (Keras mixed_float16 policy)",
@@ -319,7 +284,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gpus",
-        "GPUBENCH_GPUS",
         _gpu_count,
         None,
         "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)",
@@ -327,7 +291,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "backend",
-        "GPUBENCH_BACKEND",
         _choice(*BACKENDS),
         "tensorflow",
         "Keras backend (KERAS_BACKEND, set before keras is imported): tensorflow, jax or torch; "
@@ -337,7 +300,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "all_reduce",
-        "GPUBENCH_ALL_REDUCE",
         _choice(*ALL_REDUCES),
         "nccl",
         "tensorflow backend, several GPUs: the cross-device all-reduce of MirroredStrategy "
@@ -346,7 +308,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "data",
-        "GPUBENCH_DATA",
         _data,
         "download",
         "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
@@ -355,16 +316,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "param",
-        "GPUBENCH_PARAMS",
         _params,
         None,
         "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
         "KEY=VALUE",
         repeat=True,
+        variable="GPUBENCH_PARAMS",
     ),
     Option(
         "expect_gpu",
-        "GPUBENCH_EXPECT_GPU",
         _bool,
         False,
         "fail at once (exit 3, failed result) if TensorFlow sees no GPU",
@@ -372,7 +332,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "hourly_usd",
-        "GPUBENCH_HOURLY_USD",
         _nonneg_float,
         None,
         "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)",
@@ -380,20 +339,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "on_demand_hourly_usd",
-        "GPUBENCH_ON_DEMAND_HOURLY_USD",
         _nonneg_float,
         None,
         "spot runs: the on-demand price per hour, recorded beside the spot price",
         "USD",
     ),
-    Option("price_source", "GPUBENCH_PRICE_SOURCE", _text, None, "where the launch price came from", "TEXT"),
-    Option("price_as_of", "GPUBENCH_PRICE_AS_OF", _date, None, "date of the launch price", "DATE"),
-    Option(
-        "image", "GPUBENCH_IMAGE", _text, None, "the container image this run is in, recorded with the result", "IMAGE"
-    ),
+    Option("price_source", _text, None, "where the launch price came from", "TEXT"),
+    Option("price_as_of", _date, None, "date of the launch price", "DATE"),
+    Option("image", _text, None, "the container image this run is in, recorded with the result", "IMAGE"),
     Option(
         "host_events",
-        "GPUBENCH_HOST_EVENTS",
         _text,
         None,
         "host-side events.jsonl (instance_launch, boot_done, container_start) to merge",
@@ -401,7 +356,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "deadline",
-        "GPUBENCH_DEADLINE",
         _deadline,
         None,
         "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it",
@@ -409,16 +363,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "launch",
-        "GPUBENCH_LAUNCH_ID",
         _launch,
         None,
         "the launch (deployment) this run belongs to: run ids start with it, the only runs the "
         "instance may write to (set by the launcher; see docs/security.md)",
         "ID",
+        variable="GPUBENCH_LAUNCH_ID",
     ),
     Option(
         "checkpoint_every",
-        "GPUBENCH_CHECKPOINT_EVERY",
         _positive_int,
         500,
         "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)",
@@ -426,7 +379,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "watch_interval",
-        "GPUBENCH_WATCH_INTERVAL",
         _positive_float,
         5.0,
         "seconds between spot/preemption notice polls",
@@ -434,7 +386,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "spool",
-        "GPUBENCH_SPOOL",
         _text,
         None,
         "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)",
@@ -442,16 +393,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "no_resume",
-        "GPUBENCH_NO_RESUME",
         _bool,
         False,
         "start fresh even if an interrupted checkpoint of the same run exists",
         flag=True,
     ),
-    Option("seed", "GPUBENCH_SEED", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
+    Option("seed", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
     Option(
         "cpu_replicas",
-        "GPUBENCH_CPU_REPLICAS",
         _positive_int,
         1,
         "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs",
@@ -459,7 +408,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "probe_seconds",
-        "GPUBENCH_PROBE_SECONDS",
         _positive_float,
         None,
         "workloads: probe mode, stop the job once its throughput is steady or after this many seconds of `run` "
@@ -468,7 +416,6 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "probe_target",
-        "GPUBENCH_PROBE_TARGET",
         _positive_float,
         0.03,
         "probe mode: steady when the half-width of the rate's 95 percent interval is at most this fraction of the rate",
@@ -625,37 +572,30 @@ def _text_of(opt: Option, value: Any) -> str:
     return str(value)
 
 
-def _given(values: dict[str, Any]) -> list[tuple[Option, Any]]:
-    """Options with a value, in the table's order; None means "not given" and is left out."""
+def _given(values: dict[str, Any]) -> list[tuple[Option, Any, str]]:
+    """(option, value, its text) of the options with a value, in the table's order; None means "not
+    given" and is left out. Each text is checked with the option's own parser first, so a launcher
+    cannot hand the payload a value it would refuse at boot."""
     for name in values:
         _option(name)
-    return [(opt, values[opt.name]) for opt in OPTIONS if values.get(opt.name) is not None]
+    given = [
+        (opt, values[opt.name], _text_of(opt, values[opt.name])) for opt in OPTIONS if values.get(opt.name) is not None
+    ]
+    for opt, _, text in given:
+        _check(opt, text)
+    return given
 
 
 def render_env(values: dict[str, Any]) -> dict[str, str]:
-    """GPUBENCH_* variables for run options given by name, e.g. {"stack": "aws-p3-8x"}.
-
-    Every value is checked with the option's own parser first, so a launcher
-    cannot hand the payload a value it would refuse at boot."""
-    env = {}
-    for opt, value in _given(values):
-        text = _text_of(opt, value)
-        _check(opt, text)
-        env[opt.env] = text
-    return env
+    """GPUBENCH_* variables for run options given by name, e.g. {"stack": "aws-p3-8x"}."""
+    return {opt.env: text for opt, _, text in _given(values)}
 
 
 def render_argv(values: dict[str, Any]) -> list[str]:
     """`python -m payload run` arguments for run options given by name (flags only when true)."""
     argv: list[str] = []
-    for opt, value in _given(values):
-        text = _text_of(opt, value)
-        _check(opt, text)
-        if opt.flag:
-            if value:
-                argv.append(opt.cli)
-        else:
-            argv += [opt.cli, text]
+    for opt, value, text in _given(values):
+        argv += ([opt.cli] if value else []) if opt.flag else [opt.cli, text]
     return argv
 
 

@@ -25,22 +25,12 @@ import os
 import pickle
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
-import numpy as np
+from payload import frameworks
 
-__all__ = [
-    "clean_tweet",
-    "pad_sequences",
-    "read_cifar10",
-    "read_imdb",
-    "read_mnist",
-    "read_nietzsche",
-    "read_tweets",
-    "synthetic_images",
-    "synthetic_sequences",
-    "tokenize_tweets",
-    "TWEETS_URL",
-]
+if TYPE_CHECKING:
+    import numpy as np
 
 TWEETS_URL = "http://thinknook.com/wp-content/uploads/2012/09/Sentiment-Analysis-Dataset.zip"
 NIETZSCHE_URL = "https://s3.amazonaws.com/text-datasets/nietzsche.txt"
@@ -61,6 +51,7 @@ def _need(path: str) -> str:
 
 def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: int):
     """uint8 images and int labels, learnable: class shifts the mean brightness."""
+    np = frameworks.numpy()
     y = rng.integers(0, classes, size=n)
     x = rng.integers(0, 200, size=(n, *shape), dtype=np.int64)
     x = x + (y * (55 // max(1, classes - 1) if classes > 1 else 0)).reshape(-1, *[1] * len(shape))
@@ -69,6 +60,7 @@ def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: in
 
 def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: int, classes: int = 2):
     """Zipf-distributed token ids (like text) with a label-dependent marker token."""
+    np = frameworks.numpy()
     ranks = np.clip(rng.zipf(1.3, size=(n, maxlen)), 1, vocab - 1).astype(np.int32)
     y = rng.integers(0, classes, size=n).astype(np.int32)
     ranks[:, 0] = 1 + y  # a weak but learnable signal
@@ -80,6 +72,7 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
 
 def pad_sequences(seqs, maxlen: int, value: int = 0) -> np.ndarray:
     """Keras' default: pre-padding and pre-truncation."""
+    np = frameworks.numpy()
     out = np.full((len(seqs), maxlen), value, dtype=np.int32)
     for i, s in enumerate(seqs):
         s = list(s)[-maxlen:]
@@ -129,15 +122,15 @@ def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
 
 
 def read_mnist(source):
+    np = frameworks.numpy()
     if source.mode == "dir":
         with np.load(_need(os.path.join(source.path, "mnist.npz"))) as f:
             return (f["x_train"], f["y_train"]), (f["x_test"], f["y_test"])
-    import keras
-
-    return keras.datasets.mnist.load_data()
+    return frameworks.keras().datasets.mnist.load_data()
 
 
 def _cifar_batch(path: str):
+    np = frameworks.numpy()
     with open(_need(path), "rb") as f:
         d = pickle.load(f, encoding="bytes")
     data = d.get(b"data", d.get("data"))
@@ -147,23 +140,21 @@ def _cifar_batch(path: str):
 
 
 def read_cifar10(source):
+    np = frameworks.numpy()
     if source.mode == "dir":
         base = os.path.join(source.path, "cifar-10-batches-py")
         parts = [_cifar_batch(os.path.join(base, f"data_batch_{i}")) for i in range(1, 6)]
         x_test, y_test = _cifar_batch(os.path.join(base, "test_batch"))
         return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])), (x_test, y_test)
-    import keras
-
-    (x, y), (xt, yt) = keras.datasets.cifar10.load_data()
+    (x, y), (xt, yt) = frameworks.keras().datasets.cifar10.load_data()
     return (x, y.reshape(-1)), (xt, yt.reshape(-1))
 
 
 def read_imdb(source, num_words: int, seed: int = 113, start_char=1, oov_char=2, index_from=3):
     """Same processing as keras.datasets.imdb.load_data (shuffle, shift, OOV)."""
+    np = frameworks.numpy()
     if source.mode != "dir":
-        import keras
-
-        return keras.datasets.imdb.load_data(num_words=num_words)
+        return frameworks.keras().datasets.imdb.load_data(num_words=num_words)
     with np.load(_need(os.path.join(source.path, "imdb.npz")), allow_pickle=True) as f:
         x_train, y_train, x_test, y_test = f["x_train"], f["y_train"], f["x_test"], f["y_test"]
     rng = np.random.RandomState(seed)
@@ -181,9 +172,7 @@ def read_nietzsche(source) -> str:
     if source.mode == "dir":
         path = _need(os.path.join(source.path, "nietzsche.txt"))
     else:
-        import keras
-
-        path = keras.utils.get_file("nietzsche.txt", origin=NIETZSCHE_URL)
+        path = frameworks.keras().utils.get_file("nietzsche.txt", origin=NIETZSCHE_URL)
     with open(path, encoding="utf-8", errors="replace") as f:
         return f.read().lower()
 
@@ -197,9 +186,7 @@ def _tweets_csv(source) -> str:
                 "ItemID,Sentiment,SentimentSource,SentimentText)"
             )
         return found[0]
-    import keras
-
-    folder = keras.utils.get_file("Sentiment-Analysis-Dataset.zip", origin=TWEETS_URL, extract=True)
+    folder = frameworks.keras().utils.get_file("Sentiment-Analysis-Dataset.zip", origin=TWEETS_URL, extract=True)
     found = sorted(glob.glob(os.path.join(os.path.dirname(folder), "**", "*.csv"), recursive=True))
     if not found:
         raise DatasetError(f"downloaded {TWEETS_URL} but found no CSV in it")
@@ -208,6 +195,7 @@ def _tweets_csv(source) -> str:
 
 def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray]:
     """Texts and 0/1 labels from the thinknook CSV (malformed rows are skipped)."""
+    np = frameworks.numpy()
     path = _tweets_csv(source)
     texts, labels = [], []
     with open(path, encoding="utf-8", errors="replace", newline="") as f:

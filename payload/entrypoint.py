@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Callable
 
 from payload import exitcodes
+from payload.extras import MissingExtra, extra_of
 from payload.terminal import terminal_text
 
 DEBUG_ENV = "GPUBENCH_DEBUG"
@@ -71,8 +72,6 @@ def classify(exc: BaseException, prog: str) -> tuple[int, str] | None:
     if isinstance(exc, exitcodes.GpubenchError):
         return exc.exit_code, str(exc)
     if isinstance(exc, ModuleNotFoundError):  # a library of an extra the install left out
-        from payload.extras import MissingExtra, extra_of
-
         return (
             None if extra_of(exc.name or "") is None else (exitcodes.MISSING, str(MissingExtra(exc.name, f"`{prog}`")))
         )

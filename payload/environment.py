@@ -12,8 +12,6 @@ import sys
 
 from payload import __version__
 
-__all__ = ["host_facts", "software_facts"]
-
 
 def _version(name: str) -> str | None:
     module = sys.modules.get(name)

@@ -21,9 +21,6 @@ from typing import IO
 
 from payload.timestamps import iso, parse_iso
 
-__all__ = ["Timeline", "mllog"]
-
-
 # MLPerf event types by key; anything else is a point in time.
 _MLLOG_EVENT_TYPE = {
     "run_start": "INTERVAL_START",

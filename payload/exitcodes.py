@@ -1,38 +1,14 @@
 """Exit codes: one table for every gpubench command (``gpubench``, ``python -m payload|infra|analysis``).
 
-=====  ===========  ==========================================================
-code   name         meaning
-=====  ===========  ==========================================================
-0      OK           done; everything it was asked to do succeeded
-1      FAILED       it ran, but something failed: a benchmark (a ``failed``
-                    result was written), a resource the sweep or teardown could
-                    not delete, an object collect could not read
-2      USAGE        bad argument, option, config or input value; nothing was done
-3      MISSING      something needed is not installed or not set up: the Pulumi
-                    CLI, a pip extra, cloud credentials, or (payload
-                    ``--expect-gpu``) a GPU; a ``failed`` result is written then
-4      REMOTE       a cloud API or bucket failed or could not be reached
-                    (payload: completed, but some files are only in the local
-                    spool; run ``python -m payload flush``)
-5      INVALID      data was refused: a price snapshot that would not load, or
-                    (collect --strict) results that were set aside
-6      STRANDED     payload: neither the bucket nor the local spool took some
-                    files; they are in the fallback directory
-                    ``$TMPDIR/gpubench-fallback/`` (else
-                    ``./gpubench-fallback/``), or, if no directory could be
-                    written, printed to stderr between ``LOST-FILE`` markers;
-                    deliver them with ``python -m payload flush --spool DIR``
-10     DECLINED     a launch or a deletion was not confirmed (answer ``y``, or
-                    pass ``--yes`` where no one can answer)
-75     INTERRUPTED  spot/preemption notice (or SIGTERM, or the deadline): a
-                    checkpoint and an ``interrupted`` result were written; run
-                    the same command again to resume (75 = EX_TEMPFAIL)
-130    CANCELLED    Ctrl-C (or SIGTERM or SIGHUP to a gpubench command, handled
-                    as Ctrl-C)
-=====  ===========  ==========================================================
-
-Within one payload suite the most urgent outcome wins, in the order
-INTERRUPTED, STRANDED, NO_GPU, FAILED, SPOOLED, OK.
+`TABLE` is what ``gpubench --help`` prints; docs/cli.md, "Exit codes", says what each means
+(tests/cli/test_exit_code_docs.py holds the two together). What the payload adds: 3 (NO_GPU)
+``--expect-gpu`` found no GPU, a ``failed`` result is written; 4 (SPOOLED) completed, but some
+files are only in the local spool (``python -m payload flush``); 6 (STRANDED) not even the spool
+took them: they are in ``$TMPDIR/gpubench-fallback/`` (else ``./gpubench-fallback/``) or on
+stderr between ``LOST-FILE`` markers (``python -m payload flush --spool DIR``); 75 (INTERRUPTED,
+EX_TEMPFAIL) a checkpoint and an ``interrupted`` result were written: run again to resume. Within
+one suite the most urgent outcome wins, in the order INTERRUPTED, STRANDED, NO_GPU, FAILED,
+SPOOLED, OK.
 """
 
 OK = 0

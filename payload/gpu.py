@@ -11,9 +11,13 @@ from __future__ import annotations
 import statistics
 import threading
 
-__all__ = ["GpuSampler", "nvml_info"]
-
 _GIB = 1024**3
+
+
+def _nvml():
+    import pynvml  # optional: nvidia-ml-py, the payload extra; without it nothing is measured
+
+    return pynvml
 
 
 def _text(v) -> str:
@@ -22,18 +26,10 @@ def _text(v) -> str:
 
 def nvml_info() -> dict:
     """Static GPU facts, or Nones when NVML is unavailable."""
-    info = {
-        "gpu_model": None,
-        "gpus_nvml": 0,
-        "gpu_memory_gb": None,
-        "driver_version": None,
-        "compute_capability": None,
-        "nvml_cuda_driver": None,
-        "nvml_error": None,
-    }
+    facts = "gpu_model gpus_nvml gpu_memory_gb driver_version compute_capability nvml_cuda_driver nvml_error"
+    info = dict.fromkeys(facts.split()) | {"gpus_nvml": 0}
     try:
-        import pynvml
-
+        pynvml = _nvml()
         pynvml.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - ImportError, NVMLError_LibraryNotFound, ...
         info["nvml_error"] = f"NVML unavailable: {exc}"
@@ -78,8 +74,7 @@ class GpuSampler:
 
     def start(self) -> GpuSampler:
         try:
-            import pynvml
-
+            pynvml = _nvml()
             pynvml.nvmlInit()
             count = pynvml.nvmlDeviceGetCount()
             idx = self.indices if self.indices is not None else list(range(count))
@@ -114,8 +109,7 @@ class GpuSampler:
             self.power_w.append(sum(power) / len(power))
 
     def _run(self) -> None:
-        import pynvml
-
+        pynvml = _nvml()
         while not self._stop.is_set():
             if self._active.is_set():
                 try:
@@ -130,9 +124,7 @@ class GpuSampler:
             self._thread.join(timeout=5)
         if self.available:
             try:
-                import pynvml
-
-                pynvml.nvmlShutdown()
+                _nvml().nvmlShutdown()
             except Exception:  # noqa: BLE001
                 pass
 

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
 from payload.timestamps import stamp
 
-__all__ = ["Identity", "detect_identity", "make_run_id"]
-
 
 @dataclass(frozen=True)
 class Identity:

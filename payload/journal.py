@@ -21,8 +21,6 @@ from collections.abc import Callable
 from payload.layout import JOURNAL_WINDOW_S, BadKeyPart, journal_key, parse_key
 from payload.storage import AlreadyExists, StorageError, Store
 
-__all__ = ["CONTENT_TYPE", "announce"]
-
 CONTENT_TYPE = "application/octet-stream"  # an entry has no body: its key is the message
 
 

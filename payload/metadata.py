@@ -20,8 +20,6 @@ import time
 import urllib.error
 import urllib.request
 
-__all__ = ["AwsImds", "GceMetadata", "MetadataUnavailable"]
-
 
 class MetadataUnavailable(RuntimeError):
     """The metadata service cannot be reached (not on this cloud, or down)."""

@@ -11,8 +11,6 @@ price is recorded as null with a warning that says how to provide one.
 
 from __future__ import annotations
 
-__all__ = ["offering_facts", "price_row", "result_offering"]
-
 _NULL_PRICE = {"hourly_usd": None, "spot_hourly_usd": None, "source": None, "as_of": None, "origin": None}
 
 

@@ -25,19 +25,6 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = [
-    "PROC",
-    "processes",
-    "alive",
-    "descendants",
-    "parents",
-    "pids_with_environ",
-    "reap",
-    "environ_value",
-    "set_child_subreaper",
-    "terminate",
-]
-
 PROC = Path("/proc")
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_GET_CHILD_SUBREAPER = 37

@@ -16,90 +16,17 @@ import io
 import itertools
 import json
 import sys
-from typing import Any, Literal, TypedDict
+from typing import Literal
 
 from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import SCHEMA_VERSION, validate_result
-
-__all__ = [
-    "EPOCH_COLUMNS",
-    "Metrics",
-    "OfferingFacts",
-    "PriceRow",
-    "Result",
-    "RunWriter",
-    "Status",
-    "empty_metrics",
-    "epochs_csv",
-    "new_result",
-    "run_prefix",
-]
 
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
 
 Status = Literal["completed", "failed", "interrupted"]
 # A final result ends its benchmark on this launch; `interrupted` means a spot restart resumes it.
 FINAL_STATUSES: frozenset[str] = frozenset({"completed", "failed"})
-
-
-class OfferingFacts(TypedDict, total=False):
-    """`result["offering"]`: what ran, where, in which market (payload/schema/result.schema.json)."""
-
-    id: str | None
-    provider: str | None
-    kind: str | None
-    region: str | None
-    zone: str | None
-    instance_type: str | None
-    instance_id: str | None
-    market: str
-
-
-class PriceRow(TypedDict):
-    """`result["price"]`: the price the launcher gave, with its source and date."""
-
-    hourly_usd: float | None
-    spot_hourly_usd: float | None
-    source: str | None
-    as_of: str | None
-    origin: Literal["env", "catalog"] | None
-
-
-class Metrics(TypedDict, total=False):
-    train_seconds: float | None
-    samples_per_second: float | None
-    samples_per_second_spread: float | None
-    final_accuracy: float | None
-    gpu_utilization_mean: float | None
-    gpu_memory_peak_gb: float | None
-    epochs_completed: int | None
-    steps_completed: int | None
-    samples_trained: int | None
-
-
-class Result(TypedDict, total=False):
-    """One run's `result.json`: everything needed to price and reproduce it (the schema has the final word)."""
-
-    schema_version: int
-    run_id: str
-    stack: str
-    status: Status
-    exit_code: int | None
-    started_at: str
-    finished_at: str
-    offering: OfferingFacts
-    price: PriceRow
-    hardware: dict[str, Any]
-    software: dict[str, Any]
-    benchmark: dict[str, Any]
-    metrics: Metrics
-    attempts: list[dict[str, Any]]
-    timeline: list[dict[str, Any]]
-    error: str | None
-    warnings: list[str]
-    artifacts: dict[str, Any]
-    probe: dict[str, Any] | None
 
 
 def epochs_csv(rows: list[dict]) -> bytes:
@@ -183,23 +110,12 @@ def _say(message: str) -> None:
     print(f"[gpubench] {message}", file=sys.stderr, flush=True)
 
 
-def empty_metrics() -> Metrics:
-    """Every metric present and null: 'not measured' is explicit."""
-    return {
-        "train_seconds": None,
-        "samples_per_second": None,
-        "samples_per_second_spread": None,
-        "warmup_steps": None,
-        "final_accuracy": None,
-        "final_loss": None,
-        "gpu_utilization_mean": None,
-        "gpu_memory_peak_gb": None,
-        "gpu_power_mean_w": None,
-        "gpu_samples": None,
-        "epochs_completed": None,
-        "steps_completed": None,
-        "samples_trained": None,
-    }
+# Every metric is present in a result, null when not measured: "not measured" is explicit.
+METRICS = (
+    "train_seconds samples_per_second samples_per_second_spread warmup_steps final_accuracy final_loss "
+    "gpu_utilization_mean gpu_memory_peak_gb gpu_power_mean_w gpu_samples epochs_completed steps_completed "
+    "samples_trained"
+).split()
 
 
 def new_result(
@@ -209,8 +125,8 @@ def new_result(
     status: Status,
     started_at: str,
     finished_at: str,
-    offering: OfferingFacts,
-    price: PriceRow,
+    offering: dict,
+    price: dict,
     hardware: dict,
     software: dict,
     benchmark: dict,
@@ -222,8 +138,8 @@ def new_result(
     artifacts: dict | None = None,
     exit_code: int | None = None,
     probe: dict | None = None,
-) -> Result:
-    """Assemble a result dict in schema order (keyword-only so nothing is swapped); `probe` only for probes."""
+) -> dict:
+    """A result in the schema's order (keyword-only so nothing is swapped); `probe` only for probes."""
     result = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -236,7 +152,7 @@ def new_result(
         "hardware": hardware,
         "software": software,
         "benchmark": benchmark,
-        "metrics": {**empty_metrics(), **(metrics or {})},
+        "metrics": {**dict.fromkeys(METRICS), **(metrics or {})},
         "attempts": attempts,
         "timeline": timeline,
         "error": error,

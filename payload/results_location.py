@@ -18,16 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "ALL_SCHEMES",
-    "BUCKET_SCHEMES",
-    "URL_SCHEMES",
-    "ResultsLocation",
-    "ResultsLocationError",
-    "bucket_name_problem",
-    "parse_results_location",
-]
-
 # Scheme -> how a user writes it: the forms listed in every error message.
 FORMS = {
     "s3": "s3://bucket[/prefix]",

@@ -29,6 +29,7 @@ from typing import Protocol
 from payload import exitcodes
 from payload.checkpoint import find_completed
 from payload.config import RunConfig
+from payload.environment import host_facts
 from payload.events import Timeline
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, make_run_id
@@ -38,8 +39,6 @@ from payload.spool import SpoolingStore
 from payload.storage import PermanentStorageError
 from payload.timestamps import iso
 from payload.watcher import PreemptionWatcher
-
-__all__ = ["Job", "JobReport", "Run", "SuiteContext", "fingerprint", "RESULT_FILES"]
 
 RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
 
@@ -72,6 +71,22 @@ def fingerprint(
         fields["backend"] = backend
     blob = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def hardware(nv: dict, device: str, gpu_count: int, gpus_visible: int | None, details: dict | None = None) -> dict:
+    """`result["hardware"]`: NVML's facts (`nv`, payload.gpu.nvml_info), else what the framework saw, and the host's."""
+    details = details or {}
+    cc = details.get("compute_capability")
+    return {
+        "device": device,
+        "gpu_model": nv["gpu_model"] or details.get("device_name"),
+        "gpu_count": gpu_count,
+        "gpus_visible": gpus_visible,
+        "gpu_memory_gb": nv["gpu_memory_gb"],
+        "driver_version": nv["driver_version"],
+        "compute_capability": nv["compute_capability"] or (f"{cc[0]}.{cc[1]}" if cc else None),
+        **host_facts(),
+    }
 
 
 @dataclass

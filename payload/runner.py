@@ -25,13 +25,11 @@ from payload.builtin import BuiltinJob
 from payload.config import RunConfig
 from payload.identity import detect_identity
 from payload.price import offering_facts, price_row
-from payload.run import Run, SuiteContext, fingerprint
+from payload.run import Run, SuiteContext
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
 from payload.watcher import PreemptionWatcher
 from payload.workloads import WorkloadJob, WorkloadSpec, load_spec
-
-__all__ = ["BenchmarkRun", "WorkloadRun", "fingerprint", "run"]
 
 
 class BenchmarkRun(Run):

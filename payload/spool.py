@@ -37,16 +37,6 @@ from payload.journal import announce
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 from payload.userdirs import user_path
 
-__all__ = [
-    "FALLBACK_DIRNAME",
-    "FlushReport",
-    "Spool",
-    "SpoolError",
-    "SpoolingStore",
-    "default_spool_dir",
-    "fallback_dirs",
-]
-
 FALLBACK_DIRNAME = "gpubench-fallback"
 LAST_RESORT_LIMIT = 4 * 1024 * 1024  # larger objects (model checkpoints) are not printed
 

@@ -35,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
+from statistics import NormalDist, median
 
 MSER_BATCH = 5  # observations per batch in MSER-5
 MAX_WINDOWS = 30  # more batches add little to a t interval and shrink each batch
@@ -137,7 +138,7 @@ def t_quantile(p: float, df: int) -> float:
 @lru_cache(maxsize=256)
 def _upper_quantile(p: float, df: int) -> float:
     if df > EXACT_DF_LIMIT:
-        return _cornish_fisher(_normal_quantile(p), df)
+        return _cornish_fisher(NormalDist().inv_cdf(p), df)
     target = 2.0 * p - 1.0  # P(|T| <= t)
     lo, hi = 0.0, math.pi / 2
     for _ in range(200):
@@ -168,20 +169,6 @@ def _abs_t_cdf_at_angle(theta: float, df: int) -> float:
         term *= c2 * (2 * j) / (2 * j + 1)
         total += term
     return 2.0 / math.pi * (theta + s * total)
-
-
-def _normal_quantile(p: float) -> float:
-    """Standard normal quantile by bisection on math.erfc (exact to rounding)."""
-    lo, hi = -40.0, 40.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < p:
-            lo = mid
-        else:
-            hi = mid
-    return 0.5 * (lo + hi)
 
 
 def _cornish_fisher(x: float, df: int) -> float:
@@ -383,14 +370,8 @@ def _long(dts: list[float], i: int) -> bool:
     """Longer than GAP_FACTOR times the median around it; never one of the first two intervals (the job's
     start: a first step's compilation is warm-up, measured once, not a pause that recurs)."""
     js = _neighbours(len(dts), i)
-    return i >= 2 and dts[i] > GAP_FACTOR * _median([dts[j] for j in js])
+    return i >= 2 and dts[i] > GAP_FACTOR * median([dts[j] for j in js])
 
 
 def _neighbours(n: int, i: int) -> list[int]:
     return [j for j in range(max(0, i - GAP_NEIGHBOURS), min(n, i + GAP_NEIGHBOURS + 1)) if j != i]
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])

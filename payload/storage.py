@@ -29,23 +29,8 @@ from payload import exitcodes
 from payload.results_location import (
     ResultsLocation,
     ResultsLocationError,
-    bucket_name_problem,
     parse_results_location,
 )
-
-__all__ = [
-    "AlreadyExists",
-    "ObjectInfo",
-    "ObjectNotFound",
-    "Store",
-    "StorageError",
-    "PermanentStorageError",
-    "bucket_name_problem",
-    "is_permanent",
-    "open_store",
-    "retry_settings",
-    "with_retries",
-]
 
 T = TypeVar("T")
 
@@ -60,23 +45,27 @@ class PermanentStorageError(StorageError):
     """No such bucket, access denied, an invalid name: retrying cannot help, so it is not retried."""
 
 
-# S3 error codes and HTTP statuses (google.api_core's `code`) that no retry can fix.
-PERMANENT_CODES = frozenset(
+# S3 error codes and HTTP statuses (google.api_core's `code`), as _error_code gives them.
+PERMANENT_CODES = frozenset(  # no retry can fix these
     "NoSuchBucket AccessDenied AllAccessDisabled InvalidBucketName InvalidAccessKeyId SignatureDoesNotMatch "
-    "AccountProblem".split()
+    "AccountProblem 400 401 403".split()
 )
-PERMANENT_STATUSES = frozenset({400, 401, 403})
+MISSING_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
+TAKEN_CODES = frozenset({"PreconditionFailed", "412"})  # a conditional create found the key
+
+
+def _error_code(exc: BaseException) -> str | None:
+    """botocore's S3 error code, or the HTTP status of google.api_core's (and urllib's) errors."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return response.get("Error", {}).get("Code")
+    code = getattr(exc, "code", None)
+    return str(code) if isinstance(code, int) else None
 
 
 def is_permanent(exc: BaseException) -> bool:
     """True for errors that will fail the same way on every attempt."""
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response.get("Error", {}).get("Code") in PERMANENT_CODES:
-        return True
-    if type(exc).__name__ in ("InvalidBucketName", "ParamValidationError"):
-        return True
-    code = getattr(exc, "code", None)
-    return isinstance(code, int) and code in PERMANENT_STATUSES
+    return type(exc).__name__ in ("InvalidBucketName", "ParamValidationError") or _error_code(exc) in PERMANENT_CODES
 
 
 class AlreadyExists(PermanentStorageError):
@@ -305,7 +294,9 @@ class FileStore(Store):
 
 
 class _BucketStore(Store):
-    """A bucket and a key prefix in it."""
+    """A bucket and a key prefix in it. A subclass makes one SDK call in each of `_write`, `_read`,
+    `_listing` ((name, size, etag, updated) under a full prefix) and `_remove`; the SDKs' errors are
+    told apart by `_error_code`, so their exception classes are never imported."""
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, **kw)
@@ -314,10 +305,34 @@ class _BucketStore(Store):
     def _key(self, key):
         return _join(self.prefix, key)
 
-    def _listed(self, prefix) -> tuple[str, int]:
-        """The full prefix to list under, and how many characters of a listed name are the store's prefix."""
+    def _put(self, key, data, content_type, tags=None):
+        try:
+            self._write(self._key(key), data, content_type, tags)
+        except Exception as exc:
+            if self.write_once and _error_code(exc) in TAKEN_CODES:
+                raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
+            raise
+
+    def _get(self, key):
+        try:
+            return self._read(self._key(key))
+        except Exception as exc:
+            if _error_code(exc) in MISSING_CODES:
+                raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+            raise
+
+    def _list(self, prefix):
         full = self._key(prefix) if prefix else (self.prefix + "/" if self.prefix else "")
-        return full, len(self.prefix) + 1 if self.prefix else 0
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        for name, size, etag, updated in self._listing(full):
+            yield ObjectInfo(name[strip:], int(size or 0), etag or None, updated)
+
+    def _delete(self, key):
+        try:
+            self._remove(self._key(key))
+        except Exception as exc:
+            if _error_code(exc) not in MISSING_CODES:
+                raise
 
 
 class S3Store(_BucketStore):
@@ -327,8 +342,8 @@ class S3Store(_BucketStore):
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, bucket, prefix, **kw)
-        import boto3  # lazy: analysis of file:// results needs no boto3
-        from botocore.config import Config
+        import boto3  # heavy optional: the payload extra, for s3:// only
+        from botocore.config import Config  # (botocore comes with boto3)
 
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
         self._client = boto3.client(
@@ -339,45 +354,24 @@ class S3Store(_BucketStore):
             config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=60),
         )
 
-    def _put(self, key, data, content_type, tags=None):
+    def _write(self, name, data, content_type, tags):
         extra = {"ContentType": content_type} if content_type else {}
         if tags:
             extra["Tagging"] = urllib.parse.urlencode(tags)
         if self.write_once:
             extra["IfNoneMatch"] = "*"  # S3 conditional write: 412 when the key exists
-        from botocore.exceptions import ClientError
+        self._client.put_object(Bucket=self.bucket, Key=name, Body=data, **extra)
 
-        try:
-            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, **extra)
-        except ClientError as exc:
-            if self.write_once and exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
-                raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
-            raise
+    def _read(self, name):
+        return self._client.get_object(Bucket=self.bucket, Key=name)["Body"].read()
 
-    def _get(self, key):
-        from botocore.exceptions import ClientError
-
-        try:
-            return self._client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
-                raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
-            raise
-
-    def _list(self, prefix):
-        full, strip = self._listed(prefix)
-        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
-        for page in pages:
+    def _listing(self, full_prefix):
+        for page in self._client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full_prefix):
             for obj in page.get("Contents", []):
-                yield ObjectInfo(
-                    obj["Key"][strip:],
-                    int(obj["Size"]),
-                    obj.get("ETag", "").strip('"') or None,
-                    obj.get("LastModified"),
-                )
+                yield obj["Key"], obj["Size"], obj.get("ETag", "").strip('"'), obj.get("LastModified")
 
-    def _delete(self, key):
-        self._client.delete_object(Bucket=self.bucket, Key=self._key(key))
+    def _remove(self, name):
+        self._client.delete_object(Bucket=self.bucket, Key=name)
 
 
 class GCSStore(_BucketStore):
@@ -387,55 +381,33 @@ class GCSStore(_BucketStore):
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, bucket, prefix, **kw)
-        from google.cloud import storage as gcs  # lazy, heavy import
+        from google.cloud import storage  # heavy optional: the payload extra, for gs:// only
 
-        if os.environ.get("STORAGE_EMULATOR_HOST"):
-            from google.auth.credentials import AnonymousCredentials
-
-            project = os.environ.get("GOOGLE_CLOUD_PROJECT") or "gpubench-emulator"
-            client = gcs.Client(project=project, credentials=AnonymousCredentials())
-        else:
-            client = gcs.Client()
+        emulated = os.environ.get("STORAGE_EMULATOR_HOST")
+        client = storage.Client.create_anonymous_client() if emulated else storage.Client()
         self._bucket = client.bucket(bucket)
         self._timeout = 60
 
-    def _put(self, key, data, content_type, tags=None):
-        from google.api_core.exceptions import PreconditionFailed
-
-        blob = self._bucket.blob(self._key(key))
+    def _write(self, name, data, content_type, tags):
         # ifGenerationMatch=0: create only (412 when the object exists), the write objectCreator allows
         condition = {"if_generation_match": 0} if self.write_once else {}
-        try:
-            blob.upload_from_string(
-                data,
-                content_type=content_type or "application/octet-stream",
-                timeout=self._timeout,
-                retry=None,
-                **condition,
-            )
-        except PreconditionFailed:
-            raise AlreadyExists(f"{self.url_for(key)} exists; a write-once upload never replaces it") from None
+        self._bucket.blob(name).upload_from_string(
+            data,
+            content_type=content_type or "application/octet-stream",
+            timeout=self._timeout,
+            retry=None,
+            **condition,
+        )
 
-    def _get(self, key):
-        from google.api_core.exceptions import NotFound
+    def _read(self, name):
+        return self._bucket.blob(name).download_as_bytes(timeout=self._timeout, retry=None)
 
-        try:
-            return self._bucket.blob(self._key(key)).download_as_bytes(timeout=self._timeout, retry=None)
-        except NotFound:
-            raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+    def _listing(self, full_prefix):
+        for blob in self._bucket.list_blobs(prefix=full_prefix or None, timeout=self._timeout, retry=None):
+            yield blob.name, blob.size, blob.etag, blob.updated
 
-    def _list(self, prefix):
-        full, strip = self._listed(prefix)
-        for blob in self._bucket.list_blobs(prefix=full or None, timeout=self._timeout, retry=None):
-            yield ObjectInfo(blob.name[strip:], int(blob.size or 0), blob.etag, blob.updated)
-
-    def _delete(self, key):
-        from google.api_core.exceptions import NotFound
-
-        try:
-            self._bucket.blob(self._key(key)).delete(timeout=self._timeout, retry=None)
-        except NotFound:
-            pass
+    def _remove(self, name):
+        self._bucket.blob(name).delete(timeout=self._timeout, retry=None)
 
 
 def _open_file(loc: ResultsLocation, **kw) -> Store:

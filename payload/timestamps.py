@@ -9,8 +9,6 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-__all__ = ["iso", "parse_iso", "parse_time", "stamp", "utcnow"]
-
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)

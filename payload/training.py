@@ -1,31 +1,16 @@
-"""The TensorFlow side: devices, strategy, precision, input pipeline, the fit loop.
+"""The framework side of a built-in run: devices, strategy, precision, input pipeline, the fit loop.
 
-This is the only module (with the benchmark functions it calls) that imports
-TensorFlow, and only when a run starts.
-
-- Devices: every visible GPU (or ``--gpus N``) with memory growth on, so
-  NVML's memory peak is what the model used. ``--expect-gpu`` with no GPU
-  raises NoGpuError before any data is touched (tensorflow/benchmarks #497:
-  a container that silently trained on the CPU).
-- Backend: ``--backend`` sets KERAS_BACKEND before keras is first imported
-  (Keras reads it once, at import). tf.data feeds every backend; under jax
-  and torch TensorFlow is kept off the GPUs.
-- Strategy by table (tensorflow): >1 GPU → MirroredStrategy with the
-  ``--all-reduce`` of choice (NCCL by default); 1 GPU → OneDeviceStrategy;
-  CPU → OneDeviceStrategy on the CPU, as one GPU (or MirroredStrategy over
-  logical CPUs with ``--cpu-replicas``, a testing aid). jax: >1 device →
-  keras.distribution.DataParallel (``--cpu-replicas`` splits the host CPU
-  through XLA_FLAGS); torch: one device only, released Keras (<= 3.15) has no
-  torch distribution (it needs torchrun and Keras >= 3.16). The per-GPU batch
-  is constant; the global batch is per-GPU x replicas, so scaling
-  efficiency can be read against the one-GPU run.
-- Precision: the Keras ``mixed_float16`` policy for ``--precision mixed``.
-- ``HarnessCallback``: per-step timestamps taken at batch *begin* (one
-  perf_counter and a list append per step; no batch-end hook, which would
-  sync the device every step: the overhead budget is 2%), epoch rows, MLLOG
-  lines, checkpoints, and the stop checks (preemption notice, step budget).
-  The last step of an epoch ends at epoch end when there is no validation
-  pass in between (throughput runs); otherwise it is not timed.
+- Devices: every visible GPU (or ``--gpus N``) with memory growth on, so NVML's memory peak is
+  what the model used. ``--expect-gpu`` with no GPU raises NoGpuError before any data is touched
+  (tensorflow/benchmarks #497: a container that silently trained on the CPU).
+- Backend: ``--backend`` sets KERAS_BACKEND before keras is first imported (Keras reads it once);
+  tf.data feeds every backend, kept off the GPUs under jax and torch. tensorflow: MirroredStrategy
+  with the ``--all-reduce`` of choice over several GPUs; jax: keras.distribution.DataParallel;
+  torch: one device only, released Keras (<= 3.15) has no torch distribution (it needs torchrun
+  and Keras >= 3.16). The per-GPU batch is constant, so scaling reads against the one-GPU run.
+- ``HarnessCallback``: per-step timestamps at batch *begin* (a batch-end hook would sync the
+  device every step: the overhead budget is 2%), epoch rows, MLLOG lines and the stop checks.
+  The last step of an epoch is timed to epoch end only when no validation pass comes between.
 """
 
 from __future__ import annotations
@@ -37,19 +22,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from payload import frameworks
 from payload.events import mllog
-
-__all__ = [
-    "Devices",
-    "Interrupted",
-    "NoGpuError",
-    "DeviceError",
-    "setup_devices",
-    "precision_policy",
-    "make_datasets",
-    "make_callback_class",
-    "fit_plan",
-]
 
 _DEVICES_CACHE: dict = {}
 
@@ -128,7 +102,7 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         # only while TensorFlow imports, so a later `import jax` in this process still works.
         sys.modules["jax"] = None
         try:
-            import tensorflow  # noqa: F401
+            frameworks.tensorflow()
         except ImportError:  # not installed here: the benchmark's own import says so
             pass
         finally:
@@ -140,40 +114,22 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={cpu_replicas}".strip()
 
 
-def _cross_device_ops(tf, all_reduce: str):
-    name, kwargs = ALL_REDUCE_OPS[all_reduce]
-    return getattr(tf.distribute, name)(**kwargs)
-
-
 def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl"):
-    """(strategy, all_reduce name): one row per device situation."""
-    table = (
-        (
-            gpus_used > 1,
-            lambda: (
-                tf.distribute.MirroredStrategy(
-                    devices=[f"/gpu:{i}" for i in range(gpus_used)],
-                    cross_device_ops=_cross_device_ops(tf, all_reduce),
-                ),
-                all_reduce,
-            ),
-        ),
-        (gpus_used == 1, lambda: (tf.distribute.OneDeviceStrategy("/gpu:0"), None)),
-        (
-            cpu_replicas > 1,
-            lambda: (
-                tf.distribute.MirroredStrategy(
-                    devices=[f"/cpu:{i}" for i in range(cpu_replicas)],
-                    cross_device_ops=tf.distribute.ReductionToOneDevice(),
-                ),
-                "reduction-to-one-device",
-            ),
-        ),
-        # one CPU: as one GPU, a one-device strategy (under the default one, Keras creates the optimizer's
-        # and metrics' variables inside the first trace of a train step, and traces it a second time)
-        (True, lambda: (tf.distribute.OneDeviceStrategy("/cpu:0"), None)),
-    )
-    return next(make for cond, make in table if cond)()
+    """(strategy, all_reduce name) for the device situation."""
+    if gpus_used > 1:
+        name, kwargs = ALL_REDUCE_OPS[all_reduce]
+        devices = [f"/gpu:{i}" for i in range(gpus_used)]
+        ops = getattr(tf.distribute, name)(**kwargs)
+        return tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops), all_reduce
+    if gpus_used == 1:
+        return tf.distribute.OneDeviceStrategy("/gpu:0"), None
+    if cpu_replicas > 1:
+        devices = [f"/cpu:{i}" for i in range(cpu_replicas)]
+        ops = tf.distribute.ReductionToOneDevice()
+        return tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops), "reduction-to-one-device"
+    # one CPU: as one GPU, a one-device strategy (under the default one, Keras creates the optimizer's
+    # and metrics' variables inside the first trace of a train step, and traces it a second time)
+    return tf.distribute.OneDeviceStrategy("/cpu:0"), None
 
 
 def _no_gpu(framework: str, probe: str) -> NoGpuError:
@@ -192,29 +148,19 @@ def setup_devices(
 ) -> Devices:
     """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
     select_backend(backend, cpu_replicas)
-    if backend == "jax":
-        devices = _cached((backend, gpus, cpu_replicas), lambda: _jax_devices(gpus, expect_gpu, cpu_replicas))
-    elif backend == "torch":
-        devices = _cached((backend, gpus, cpu_replicas), lambda: _torch_devices(gpus, expect_gpu, cpu_replicas))
-    else:
-        return _tf_devices(gpus, expect_gpu, cpu_replicas, all_reduce)
+    key = (backend, gpus, cpu_replicas, all_reduce)
+    if key not in _DEVICES_CACHE:
+        _DEVICES_CACHE[key] = _DEVICE_MAKERS[backend](gpus, expect_gpu, cpu_replicas, all_reduce)
+    devices = _DEVICES_CACHE[key]
     if expect_gpu and not devices.gpus_used:
         raise NoGpuError("--expect-gpu is set but no GPU is used (--gpus 0?)")
     return devices
 
 
-def _cached(key, make) -> Devices:
-    if key not in _DEVICES_CACHE:
-        _DEVICES_CACHE[key] = make()
-    return _DEVICES_CACHE[key]
-
-
 def _hide_gpus_from_tf() -> None:
     """tf.data runs on the host for jax/torch: keep TensorFlow off the GPUs they train on."""
-    import tensorflow as tf
-
     try:
-        tf.config.set_visible_devices([], "GPU")
+        frameworks.tensorflow().config.set_visible_devices([], "GPU")
     except RuntimeError:  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
         pass
 
@@ -226,10 +172,8 @@ def _used(gpus: int | None, visible: int, framework: str) -> int:
     return used
 
 
-def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
-    import jax
-    import keras
-
+def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str = "") -> Devices:
+    jax, keras = frameworks.jax(), frameworks.keras()
     _hide_gpus_from_tf()
     try:
         physical = jax.devices("gpu")
@@ -262,11 +206,10 @@ def _refuse_torch_on_several(devices: int) -> None:
         )
 
 
-def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Devices:
+def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str = "") -> Devices:
     if not expect_gpu:  # refused from the options alone, before seconds of importing torch and TensorFlow
         _refuse_torch_on_several(max(gpus or 0, cpu_replicas))  # (--expect-gpu first checks for a GPU: exit 3)
-    import torch
-
+    torch = frameworks.torch()
     _hide_gpus_from_tf()
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if expect_gpu and not visible:
@@ -282,61 +225,45 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int) -> Dev
 
 
 def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduce: str) -> Devices:
-    """Configure TensorFlow devices once per process."""
-    import tensorflow as tf
-
-    key = (gpus, cpu_replicas, all_reduce)
-    if key in _DEVICES_CACHE:
-        devices = _DEVICES_CACHE[key]
-    else:
-        physical = tf.config.list_physical_devices("GPU")
-        visible = len(physical)
-        if expect_gpu and not visible:
-            raise _no_gpu("TensorFlow", "tf.config.list_physical_devices('GPU') is empty")
-        used = _used(gpus, visible, "TensorFlow")
+    tf = frameworks.tensorflow()
+    physical = tf.config.list_physical_devices("GPU")
+    visible = len(physical)
+    if expect_gpu and not visible:
+        raise _no_gpu("TensorFlow", "tf.config.list_physical_devices('GPU') is empty")
+    used = _used(gpus, visible, "TensorFlow")
+    try:
+        if physical:
+            tf.config.set_visible_devices(physical[:used], "GPU")
+        for g in physical[:used]:
+            tf.config.experimental.set_memory_growth(g, True)
+        if cpu_replicas > 1 and not used:
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
+    except RuntimeError as exc:  # already initialised in this process
+        raise DeviceError(f"cannot reconfigure TensorFlow devices after initialisation: {exc}") from None
+    details = {}
+    if used:
         try:
-            if physical:
-                tf.config.set_visible_devices(physical[:used], "GPU")
-            for g in physical[:used]:
-                tf.config.experimental.set_memory_growth(g, True)
-            if cpu_replicas > 1 and not used:
-                cpu = tf.config.list_physical_devices("CPU")[0]
-                tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * cpu_replicas)
-        except RuntimeError as exc:  # already initialised in this process
-            raise DeviceError(f"cannot reconfigure TensorFlow devices after initialisation: {exc}") from None
-        details = {}
-        if used:
-            try:
-                details = tf.config.experimental.get_device_details(physical[0])
-            except Exception:  # noqa: BLE001
-                details = {}
-        strategy, reduce_name = _strategy_for(tf, used, cpu_replicas, all_reduce)
-        devices = Devices(strategy, strategy.num_replicas_in_sync, visible, used, reduce_name, details)
-        _DEVICES_CACHE[key] = devices
-    if expect_gpu and not devices.gpus_used:
-        raise NoGpuError("--expect-gpu is set but no GPU is used (--gpus 0?)")
-    return devices
+            details = tf.config.experimental.get_device_details(physical[0])
+        except Exception:  # noqa: BLE001
+            details = {}
+    strategy, reduce_name = _strategy_for(tf, used, cpu_replicas, all_reduce)
+    return Devices(strategy, strategy.num_replicas_in_sync, visible, used, reduce_name, details)
 
 
-class precision_policy:
-    """Context manager: set the Keras global dtype policy, restore it after."""
+_DEVICE_MAKERS = {"tensorflow": _tf_devices, "jax": _jax_devices, "torch": _torch_devices}
 
-    POLICIES = {"fp32": "float32", "mixed": "mixed_float16"}
 
-    def __init__(self, precision: str):
-        self.policy = self.POLICIES[precision]
-
-    def __enter__(self):
-        import keras
-
-        self._old = keras.mixed_precision.global_policy().name
-        keras.mixed_precision.set_global_policy(self.policy)
-        return self
-
-    def __exit__(self, *exc):
-        import keras
-
-        keras.mixed_precision.set_global_policy(self._old)
+@contextlib.contextmanager
+def precision_policy(precision: str):
+    """Set the Keras global dtype policy for `precision` (fp32, mixed), restore it after."""
+    policies = frameworks.keras().mixed_precision
+    old = policies.global_policy().name
+    policies.set_global_policy({"fp32": "float32", "mixed": "mixed_float16"}[precision])
+    try:
+        yield
+    finally:
+        policies.set_global_policy(old)
 
 
 @dataclass
@@ -360,8 +287,7 @@ def fit_plan(kind: str, params: dict, epochs_done: int, steps_done: int, chunk: 
 
 def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | None):
     """tf.data pipelines: shuffled full batches for training, batched held-out data."""
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     if data.repeat_single_batch:
         return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
     if data.train_samples < global_batch:
@@ -393,9 +319,8 @@ def _num(v):
 
 def make_callback_class():
     """Build the callback class lazily (keras must not load at import time)."""
-    import keras
 
-    class HarnessCallback(keras.callbacks.Callback):
+    class HarnessCallback(frameworks.keras().callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
 
         def __init__(self, *, notice, total_steps, steps_done, epoch_offset, on_epoch_done, time_last_step=False):

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["HOME_ENV", "user_dir", "user_path"]
-
 HOME_ENV = "GPUBENCH_HOME"
 # kind -> (gpubench's own variable, the XDG variable, the base without it, the folder in the base)
 _PLACES = {

@@ -25,8 +25,6 @@ from collections.abc import Callable
 
 from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
 
-__all__ = ["PreemptionWatcher", "aws_spot_notice", "gce_preempted_notice"]
-
 
 def aws_spot_notice(imds: AwsImds) -> str | None:
     body = imds.get("spot/instance-action")

@@ -18,8 +18,6 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_BYTES", "MAX_NODES", "YamlFileError", "load_yaml", "quote", "read_yaml"]
-
 MAX_BYTES = 1_000_000  # a task or stack file is a few kilobytes; a workdir ships the data
 MAX_NODES = 100_000  # scalars, lists and mappings once aliases are expanded
 QUOTE_CHARS = 80

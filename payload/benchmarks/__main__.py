@@ -22,10 +22,10 @@ import math
 import os
 import sys
 
-from payload import exitcodes, training
+from payload import exitcodes, frameworks, training
 from payload.benchmarks import REGISTRY, ParamError, UnknownBenchmark, get
 from payload.benchmarks.progress import DEFAULT_EVERY_SECONDS, Progress, keras_callback
-from payload.builtin import PhaseRun
+from payload.builtin import fit
 from payload.config import ConfigError, DataSource
 
 SEED = 1234
@@ -65,25 +65,18 @@ def _params(bench, args) -> dict:
     pairs = [item.split("=", 1) for item in args.param]
     if any(len(pair) != 2 for pair in pairs):
         raise ParamError(f"--param {args.param}: expected KEY=VALUE, e.g. --param samples=1024")
-    params = bench.params(dict(pairs))
-    flags = {"batch_size": args.batch_size}
-    if bench.kind == "throughput":
-        flags["steps"] = args.steps
-    else:
-        if args.total_samples is not None:
-            raise ParamError(f"{bench.name} trains epochs: give --epochs (and --steps per epoch), not --total-samples")
-        flags.update(epochs=args.epochs, steps_per_epoch=args.steps)
-    params.update({k: v for k, v in flags.items() if v is not None and k in params})
+    if bench.kind != "throughput" and args.total_samples is not None:
+        raise ParamError(f"{bench.name} trains epochs: give --epochs (and --steps per epoch), not --total-samples")
+    flags = {"batch_size": args.batch_size, "steps": args.steps, "epochs": args.epochs}
     for key, value in flags.items():
         if value is not None and value < 1:
             raise ParamError(f"--{key.replace('_', '-')} {value}: must be at least 1")
-    return params
+    return bench.params(dict(pairs), **flags)
 
 
 def train(bench, params: dict, source, args) -> dict:
     """Load, build and fit with the payload's own data readers, devices and precision; return the last line."""
-    import keras
-
+    keras = frameworks.keras()
     devices = training.setup_devices(args.gpus, False, backend=os.environ.get("KERAS_BACKEND", "tensorflow"))
     global_batch = params["batch_size"] * devices.replicas
     if args.total_samples is not None:
@@ -98,19 +91,7 @@ def train(bench, params: dict, source, args) -> dict:
     with training.precision_policy(args.precision):
         with devices.strategy.scope():
             model = bench.build_model(work)
-        if bench.train is not None:
-            steps = plan.steps_per_epoch or max(1, data.train_samples // global_batch)
-            bench.train(model, train_ds, val_ds, PhaseRun(params, steps, devices, callback, plan.steps_per_epoch))
-        else:
-            model.fit(
-                train_ds,
-                validation_data=val_ds,
-                epochs=plan.epochs,
-                steps_per_epoch=plan.steps_per_epoch,
-                callbacks=[callback],
-                verbose=0,
-                shuffle=False,
-            )
+        fit(bench, model, plan, train_ds, val_ds, params, data.train_samples // global_batch, devices, callback)
     return progress.end(callback.last_logs)
 
 

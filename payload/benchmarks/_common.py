@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks.base import Data
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Parameters every epoch benchmark understands (the runner reads them too).
 EPOCH_PARAMS = {
@@ -25,6 +28,7 @@ EPOCH_HELP = {
 
 
 def rng_for(params: dict) -> np.random.Generator:
+    np = frameworks.numpy()
     return np.random.default_rng(params.get("seed", 1234))
 
 
@@ -52,9 +56,13 @@ def n_synthetic(params: dict, full: int) -> int:
 
 def output_layer(units: int, activation: str):
     """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
-    import keras
+    return frameworks.keras().layers.Dense(units, activation=activation, dtype="float32")
 
-    return keras.layers.Dense(units, activation=activation, dtype="float32")
+
+def compiled(model, optimizer, loss: str = "sparse_categorical_crossentropy"):
+    """The model compiled with the `accuracy` metric every benchmark reports."""
+    model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
+    return model
 
 
 def mnist_arrays(source, params):
@@ -74,8 +82,7 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
     """Embedding 128 -> bidirectional LSTM 64 -> dropout 0.5 -> sigmoid, adam:
     the model of seed 000 and of Keras' imdb_bidirectional_lstm.py (seed 002).
     Keras 3's LSTM runs on cuDNN by itself on a GPU with these defaults."""
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     model = keras.Sequential(
         [
@@ -86,12 +93,12 @@ def bilstm_classifier(maxlen: int, vocabulary: int):
             output_layer(1, "sigmoid"),
         ]
     )
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    return compiled(model, "adam", "binary_crossentropy")
 
 
 def single_batch(params: dict, global_batch: int, shape: tuple, classes: int) -> Data:
     """tf_cnn_benchmarks-style synthetic input: one batch, repeated forever."""
+    np = frameworks.numpy()
     rng = rng_for(params)
     x = rng.random((global_batch, *shape), dtype=np.float32)
     y = rng.integers(0, classes, size=global_batch).astype(np.int32)

@@ -31,8 +31,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Benchmark", "Data", "ParamError", "coerce_params", "units_of"]
-
 Kind = Literal["epochs", "throughput"]
 
 
@@ -75,9 +73,15 @@ class Benchmark:
     train: Callable[..., dict] | None = None
     resumable: bool = True
 
-    def params(self, overrides: Mapping[str, Any] | None = None) -> dict:
-        """Defaults with overrides coerced to the defaults' types."""
-        return coerce_params(self.name, self.defaults, overrides or {})
+    def params(self, overrides: Mapping[str, Any] | None = None, *, batch_size=None, steps=None, epochs=None) -> dict:
+        """Defaults with overrides coerced to the defaults' types, then the first-class flags given:
+        `steps` is a throughput run's total, an epoch run's steps per epoch."""
+        params = coerce_params(self.name, self.defaults, overrides or {})
+        per_kind = {"steps": steps} if self.kind == "throughput" else {"epochs": epochs, "steps_per_epoch": steps}
+        params.update(
+            {k: v for k, v in {"batch_size": batch_size, **per_kind}.items() if v is not None and k in params}
+        )
+        return params
 
     def describe(self) -> dict:
         return {

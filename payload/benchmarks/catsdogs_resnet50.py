@@ -36,11 +36,14 @@ import math
 import os
 import re
 import time
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark, Data
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # fast.ai's URLs.DOGS (fastai v1 datasets.py), fetched by untar_data as <URL>.tgz
 DOGSCATS_URL = "https://files.fast.ai/data/examples/dogscats.tgz"
@@ -56,10 +59,6 @@ class DataLayoutError(FileNotFoundError):
     """The --data directory is in no cats-vs-dogs layout this benchmark reads."""
 
 
-def _images(folder: str) -> list[str]:
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
-
-
 def _fastai(root: str):
     """{train,valid}/{cats,dogs}/*.jpg -> (train paths, labels, valid paths, labels), or None."""
     split = {}
@@ -69,7 +68,7 @@ def _fastai(root: str):
             folder = os.path.join(root, part, name)
             if not os.path.isdir(folder):
                 return None
-            found = _images(folder)
+            found = sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
             files += found
             labels += [label] * len(found)
         split[part] = (files, labels)
@@ -78,6 +77,7 @@ def _fastai(root: str):
 
 def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
     """train/cat.N.jpg, train/dog.N.jpg (labels in the names); a seeded hold-out, or None."""
+    np = frameworks.numpy()
     folder = os.path.join(root, "train")
     if not os.path.isdir(folder):
         return None
@@ -94,6 +94,7 @@ def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
 
 def find_images(root: str, val_fraction: float = 0.08, seed: int = 1234):
     """(layout, train paths, train labels, valid paths, valid labels) for a dataset directory."""
+    np = frameworks.numpy()
     rng = np.random.default_rng(seed)
     for base in (root, os.path.join(root, "dogscats")):
         found = _fastai(base)
@@ -110,8 +111,7 @@ def find_images(root: str, val_fraction: float = 0.08, seed: int = 1234):
 
 
 def _download() -> str:
-    import keras
-
+    keras = frameworks.keras()
     try:
         path = keras.utils.get_file("dogscats.tgz", origin=DOGSCATS_URL, extract=True)
     except Exception as exc:  # noqa: BLE001 - network, moved archive: say what to do instead
@@ -124,7 +124,7 @@ def _download() -> str:
 
 def _decoder(size: int):
     """Batch of JPEG paths -> float32 images in [0, 255], size x size (inside tf.data)."""
-    import tensorflow as tf
+    tf = frameworks.tensorflow()
 
     def one(path):
         img = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
@@ -138,16 +138,12 @@ def _decoder(size: int):
 
 
 def _to_float(images, labels):
-    import tensorflow as tf
-
+    tf = frameworks.tensorflow()
     return tf.cast(images, tf.float32), labels
 
 
-def _cap(files, labels, n):
-    return (files[:n], labels[:n]) if n else (files, labels)
-
-
 def load_data(source, params, global_batch):
+    np = frameworks.numpy()
     size = params["image_size"]
     if source.mode == "synthetic":  # random pixels: timing only, accuracy means nothing
         rng = c.rng_for(params)
@@ -162,8 +158,8 @@ def load_data(source, params, global_batch):
     rng = c.rng_for(params)
     order = rng.permutation(len(xt))
     xt, yt = [xt[i] for i in order], [yt[i] for i in order]
-    xt, yt = _cap(xt, yt, params.get("samples"))
-    xv, yv = _cap(xv, yv, params.get("val_samples"))
+    xt, yt = c.cap(xt, yt, params.get("samples"))
+    xv, yv = c.cap(xv, yv, params.get("val_samples"))
     return Data(
         np.array(xt),
         np.array(yt, dtype=np.int32),
@@ -177,8 +173,8 @@ def load_data(source, params, global_batch):
 
 def one_cycle_class():
     """fast.ai's one-cycle learning rate as a Keras schedule (built lazily: keras loads at run time)."""
-    import keras
-    from keras import ops
+    keras = frameworks.keras()
+    ops = keras.ops
 
     @keras.saving.register_keras_serializable(package="gpubench")
     class OneCycle(keras.optimizers.schedules.LearningRateSchedule):
@@ -205,20 +201,13 @@ def one_cycle_class():
             return ops.where(step < up, cos(low, high, step / up), cos(high, end, (step - up) / down))
 
         def get_config(self):
-            return {
-                "max_lr": self.max_lr,
-                "total_steps": self.total_steps,
-                "pct_start": self.pct_start,
-                "div_factor": self.div_factor,
-                "final_div": self.final_div,
-            }
+            return {k: getattr(self, k) for k in ("max_lr", "total_steps", "pct_start", "div_factor", "final_div")}
 
     return OneCycle
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     size = params["image_size"]
     weights = None if str(params["weights"]).lower() in ("none", "") else params["weights"]
@@ -237,37 +226,25 @@ def build_model(params):
     x = L.Dropout(0.5)(x)
     outputs = c.output_layer(len(CLASSES), "softmax")(x)
     model = keras.Model(inputs, outputs, name="catsdogs_resnet50")
-    _compile(model, params["max_lr"], params["frozen_epochs"] * _steps_hint(params), 0.3)
+    # steps per epoch are not known before the data: the phases compile again with the real count
+    _compile(model, params["max_lr"], params["frozen_epochs"] * int(params.get("steps_per_epoch") or 1), 0.3)
     return model
 
 
-def _steps_hint(params) -> int:
-    """Steps per epoch before the run knows the data: replaced when a phase starts."""
-    return int(params.get("steps_per_epoch") or 1)
-
-
 def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
-    import keras
-
+    keras = frameworks.keras()
     schedule = one_cycle_class()(max_lr, total_steps, pct_start=pct_start)
     # fast.ai's one-cycle also cycles momentum 0.95 -> 0.85; Adam's beta_1 stays at 0.9 here
-    model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate=schedule),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
+    c.compiled(model, keras.optimizers.Adam(learning_rate=schedule))
 
 
 def _predict(model, x):
-    import keras
-
-    return keras.ops.convert_to_numpy(model.predict_on_batch(x))
+    return frameworks.keras().ops.convert_to_numpy(model.predict_on_batch(x))
 
 
 def _tta_accuracy(model, val_ds, n: int, beta: float) -> float | None:
     """fast.ai v1 TTA: beta x plain prediction + (1 - beta) x mean of n augmented ones."""
-    import keras
-
+    keras = frameworks.keras()
     augment = model.get_layer("augment")
     right = total = 0
     for x, y in val_ds:

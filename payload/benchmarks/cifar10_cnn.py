@@ -7,7 +7,7 @@ GPU and is active only while training.
 
 from __future__ import annotations
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -23,8 +23,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     aug = (
         [L.RandomTranslation(0.1, 0.1, fill_mode="nearest"), L.RandomFlip("horizontal")]
@@ -51,8 +50,7 @@ def build_model(params):
         ]
     )
     opt = keras.optimizers.RMSprop(learning_rate=keras.optimizers.schedules.InverseTimeDecay(1e-4, 1, 1e-6))
-    model.compile(optimizer=opt, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, opt)
 
 
 BENCHMARK = Benchmark(

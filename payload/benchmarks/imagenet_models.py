@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -41,11 +42,6 @@ MODELS = (
 )
 
 
-def defaults(image_size: int) -> dict:
-    # tf_cnn_benchmarks: 10 warm-up batches + 100 measured batches
-    return {"steps": 110, "warmup_steps": 10, "batch_size": 32, "image_size": image_size, "classes": 1000}
-
-
 def load_data(source, params, global_batch):
     """Always synthetic, like the study: one batch of the model's input shape."""
     size = params["image_size"]
@@ -53,20 +49,14 @@ def load_data(source, params, global_batch):
 
 
 def build_model(app_name: str, params: dict):
-    import keras
-
+    keras = frameworks.keras()
     app = getattr(keras.applications, app_name)
     size = params["image_size"]
     base = app(weights=None, input_shape=(size, size, 3), classes=params["classes"], classifier_activation=None)
     # logits in the policy dtype, softmax in float32 (Keras mixed-precision guide)
     out = keras.layers.Activation("softmax", dtype="float32")(base.output)
     model = keras.Model(base.input, out, name=app_name.lower())
-    model.compile(
-        optimizer=keras.optimizers.SGD(learning_rate=0.01, momentum=0.9),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
 
 
 def benchmark(m: Model) -> Benchmark:
@@ -78,7 +68,8 @@ def benchmark(m: Model) -> Benchmark:
         study=f"seed 004 (tf_cnn_benchmarks --model={m.name}, batch 16/32/64 per GPU, fp16)",
         dataset=f"synthetic ImageNet-shaped batches, {m.image_size}x{m.image_size}x3, 1000 classes",
         sample_unit="image",
-        defaults=defaults(m.image_size),
+        # tf_cnn_benchmarks: 10 warm-up batches + 100 measured batches
+        defaults={"steps": 110, "warmup_steps": 10, "batch_size": 32, "image_size": m.image_size, "classes": 1000},
         load_data=load_data,
         build_model=partial(build_model, m.app),
         param_help=THROUGHPUT_HELP,

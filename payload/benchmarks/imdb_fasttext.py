@@ -7,11 +7,14 @@ used is recorded by the model's input dimension.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
+
+if TYPE_CHECKING:
+    pass
 
 
 def add_ngrams(train, test, max_features: int, ngram_range: int):
@@ -39,6 +42,7 @@ def add_ngrams(train, test, max_features: int, ngram_range: int):
 
 
 def load_data(source, params, global_batch):
+    np = frameworks.numpy()
     maxlen, vocab = params["maxlen"], params["max_features"]
     if source.mode == "synthetic":
         rng = c.rng_for(params)
@@ -61,8 +65,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     model = keras.Sequential(
         [
@@ -72,8 +75,7 @@ def build_model(params):
             c.output_layer(1, "sigmoid"),
         ]
     )
-    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, "adam", "binary_crossentropy")
 
 
 BENCHMARK = Benchmark(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -13,8 +14,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     L = keras.layers
     model = keras.Sequential(
         [
@@ -31,12 +31,7 @@ def build_model(params):
         ]
     )
     # Keras 2's Adadelta default lr was 1.0; Keras 3's 0.001 would barely train
-    model.compile(
-        optimizer=keras.optimizers.Adadelta(learning_rate=1.0),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.Adadelta(learning_rate=1.0))
 
 
 BENCHMARK = Benchmark(

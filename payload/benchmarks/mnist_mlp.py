@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from payload import frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
@@ -13,8 +14,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     model = keras.Sequential(
         [
             keras.Input((784,)),
@@ -26,8 +26,7 @@ def build_model(params):
             c.output_layer(10, "softmax"),
         ]
     )
-    model.compile(optimizer=keras.optimizers.RMSprop(), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
-    return model
+    return c.compiled(model, keras.optimizers.RMSprop())
 
 
 BENCHMARK = Benchmark(

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-__all__ = ["PREFIX", "Progress", "keras_callback"]
+from payload import frameworks
 
 PREFIX = "GPUBENCH_METRICS"
 DEFAULT_EVERY_SECONDS = 2.0
@@ -134,10 +134,9 @@ class Progress:
 
 
 def keras_callback(progress: Progress):
-    """A Keras callback that feeds `progress` (Keras is imported here, never at module import)."""
-    import keras
+    """A Keras callback that feeds `progress`."""
 
-    class ProgressCallback(keras.callbacks.Callback):
+    class ProgressCallback(frameworks.keras().callbacks.Callback):
         def __init__(self):
             super().__init__()
             self.progress = progress

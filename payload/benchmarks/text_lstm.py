@@ -9,14 +9,18 @@ held out so a next-character accuracy is reported.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from payload import datasets
+from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
 
+if TYPE_CHECKING:
+    pass
+
 
 def sequences(text: str, maxlen: int, step: int):
+    np = frameworks.numpy()
     chars = sorted(set(text))
     index = {ch: i for i, ch in enumerate(chars)}
     ids = np.fromiter((index[ch] for ch in text), dtype=np.int32, count=len(text))
@@ -27,8 +31,8 @@ def sequences(text: str, maxlen: int, step: int):
 
 
 def load_data(source, params, global_batch):
-    import tensorflow as tf
-
+    np = frameworks.numpy()
+    tf = frameworks.tensorflow()
     maxlen = params["maxlen"]
     if source.mode == "synthetic":
         rng = c.rng_for(params)
@@ -50,8 +54,7 @@ def load_data(source, params, global_batch):
 
 
 def build_model(params):
-    import keras
-
+    keras = frameworks.keras()
     nchars = params.get("_chars") or params["chars"]
     model = keras.Sequential(
         [
@@ -60,12 +63,7 @@ def build_model(params):
             c.output_layer(nchars, "softmax"),
         ]
     )
-    model.compile(
-        optimizer=keras.optimizers.RMSprop(learning_rate=0.01),
-        loss="sparse_categorical_crossentropy",
-        metrics=["accuracy"],
-    )
-    return model
+    return c.compiled(model, keras.optimizers.RMSprop(learning_rate=0.01))
 
 
 BENCHMARK = Benchmark(

@@ -11,16 +11,6 @@ import math
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "SCHEMA_PATH",
-    "ResultValidationError",
-    "is_valid",
-    "load_schema",
-    "non_finite",
-    "validate_result",
-]
-
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).with_name("result.schema.json")
 
@@ -42,7 +32,7 @@ def load_schema() -> dict:
 def _validator():
     """The schema compiled by jsonschema-rs (Rust: about 0.01 ms a result where the Python jsonschema
     takes 1.3, so a collect of thousands stays quick); compiling checks the schema itself."""
-    import jsonschema_rs
+    import jsonschema_rs  # optional: the payload and analysis extras, not the base install
 
     return jsonschema_rs.validator_for(load_schema())
 

@@ -19,8 +19,6 @@ from payload.workloads.conventions.work import whole_job
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.process import ShellProcess
 
-__all__ = ["CHECK_SECONDS", "check_metrics", "reading_env"]
-
 CHECK_SECONDS = 30.0
 ENOUGH_READINGS = 10
 TAIL = 10  # last lines shown when nothing was read

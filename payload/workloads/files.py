@@ -25,17 +25,6 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = [
-    "MAX_FILE_BYTES",
-    "MAX_WORKDIR_BYTES",
-    "SKIP_DIRS",
-    "WorkdirError",
-    "WorkdirFile",
-    "confine_workdir",
-    "files_digest",
-    "read_workdir",
-]
-
 # Never part of the shipped workdir nor of its digest: caches and VCS metadata.
 SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
@@ -44,24 +33,9 @@ MAX_FILE_BYTES = 100 * 1024**2
 CHUNK = 1024**2
 # Directories whose files are credentials (any path component), and file name patterns.
 SECRET_DIRS = {".aws", ".ssh", ".gnupg", "gcloud", ".azure", ".kube", ".password-store"}
-SECRET_NAMES = (
-    ".netrc",
-    ".env",
-    ".env.*",
-    ".pgpass",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    "*.pem",
-    "*.key",
-    "*.p12",
-    "*.pfx",
-    "id_rsa*",
-    "id_dsa*",
-    "id_ecdsa*",
-    "id_ed25519*",
-    "credentials*",
-    ".docker/config.json",
+SECRET_NAMES = tuple(
+    ".netrc .env .env.* .pgpass .git-credentials .npmrc .pypirc *.pem *.key *.p12 *.pfx id_rsa* id_dsa* id_ecdsa* "
+    "id_ed25519* credentials* .docker/config.json".split()
 )
 # A JSON file holding one of these is a service-account or similar key file.
 SECRET_JSON_MARKERS = (b'"private_key"', b'"client_secret"', b'"refresh_token"')

@@ -20,8 +20,6 @@ from pathlib import Path
 
 from payload.workloads.jobenv import FRAMEWORKS
 
-__all__ = ["ImportRecord", "ImportWatch", "read_imports"]
-
 FILE_ENV = "GPUBENCH_IMPORTS_FILE"
 
 # Runs at the start of every Python process of the job: standard library only, never raises.

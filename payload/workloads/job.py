@@ -24,7 +24,6 @@ of the same deployment does not run it twice.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -33,11 +32,11 @@ import time
 from pathlib import Path
 
 from payload import exitcodes
-from payload.checkpoint import STATE_NAME
-from payload.environment import host_facts, software_facts
+from payload.checkpoint import mark_complete
+from payload.environment import software_facts
 from payload.events import mllog
 from payload.gpu import nvml_info
-from payload.run import JobReport, Run, fingerprint
+from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch
 from payload.workloads.jobenv import FRAMEWORKS, job_frameworks
@@ -48,8 +47,6 @@ from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
 from payload.workloads.process import ShellProcess
 from payload.workloads.spec import WorkloadSpec
-
-__all__ = ["LOG_TAIL_LINES", "LOG_TAIL_NAME", "WorkloadJob"]
 
 ERROR_TAIL_LINES = 20  # quoted in the result's error
 LOG_TAIL_NAME = "log-tail.txt"
@@ -234,10 +231,9 @@ class WorkloadJob:
     def _probe_outcome(self) -> tuple[str, int]:
         """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
         if self.probe.first_step is None:
-            tried = "; ".join(f"{name} (expects e.g. {line})" for name, line in self.reader.tried())
             return self._fail_with(
                 f"missing metric: the job reported no progress in the probe's {self.probe.limit_seconds:g} s; "
-                f"tried {tried} (see docs/workloads.md)"
+                f"tried {self.reader.tried_text()} (see docs/workloads.md)"
             )
         return "completed", exitcodes.OK
 
@@ -267,16 +263,8 @@ class WorkloadJob:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
         if status != "completed" or self.cfg.deadline is None:
             return
-        state = {
-            "fingerprint": self.fingerprint,
-            "run_id": self.run.run_id,
-            "complete": True,
-            "deployment": self.cfg.deadline,
-        }
-        writer = self.run.writer
-        self.run.ctx.store.put_bytes(
-            writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
-        )
+        state = {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
+        mark_complete(self.run.ctx.store, self.run.writer, state)
 
     def write_extras(self) -> None:
         self.tail.stop_uploads()
@@ -306,21 +294,11 @@ class WorkloadJob:
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
-        hardware = {
-            "device": "GPU" if used else "CPU",
-            "gpu_model": nv["gpu_model"],
-            "gpu_count": used,
-            "gpus_visible": nv["gpus_nvml"],
-            "gpu_memory_gb": nv["gpu_memory_gb"],
-            "driver_version": nv["driver_version"],
-            "compute_capability": nv["compute_capability"],
-            **host_facts(),
-        }
         tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
         artifacts = {**self.run.writer.artifacts(), "log_tail": tail_key}
         artifacts.pop("checkpoints", None)
         return JobReport(
-            hardware=hardware,
+            hardware=hardware(nv, "GPU" if used else "CPU", used, nv["gpus_nvml"]),
             software=self._software(nv),
             benchmark=self._benchmark(used, batch, time_source),
             metrics=metrics,

@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 
-__all__ = ["FRAMEWORKS", "job_frameworks"]
-
 # result.software key -> the importable module whose installed distribution carries the version
 FRAMEWORKS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "keras", "jax": "jax", "jaxlib": "jaxlib"}
 TIMEOUT_SECONDS = 20.0

@@ -29,7 +29,10 @@ from pathlib import Path
 
 from payload.userdirs import user_path
 
-__all__ = ["ENVS_ENV", "INHERIT_ENV", "JobVenv", "JobVenvError", "envs_root", "venv_key"]
+try:
+    import ensurepip
+except ImportError:  # a distribution that strips it (Debian's python3 without python3-venv)
+    ensurepip = None
 
 INHERIT_ENV = "GPUBENCH_JOB_SITE_PACKAGES"
 ENVS_ENV = "GPUBENCH_JOB_ENVS"  # where the environments are kept, when not in the cache (an SSH stack's remoteDir)
@@ -201,13 +204,7 @@ def _unpack_pip(site: Path, venv: Path) -> bool:
     """pip from the interpreter's bundled wheel (ensurepip's), unpacked: offline and fast. A wheel is a zip
     of what goes into purelib (PEP 427); pip's carries no scripts, so `python -m pip` is the way to call it.
     Without a bundled wheel (a distribution that strips ensurepip) the environment has no pip."""
-    try:
-        import ensurepip
-
-        bundled = Path(ensurepip.__file__).parent / "_bundled"
-        wheels = sorted(bundled.glob("pip-*.whl"))
-    except ImportError:
-        wheels = []
+    wheels = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl")) if ensurepip else []
     if not wheels:
         return False
     with zipfile.ZipFile(wheels[-1]) as whl:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_LINE_BYTES", "LineSplitter", "Redrawn"]
-
 MAX_LINE_BYTES = 16 * 1024  # a metrics line is a few hundred bytes; a progress bar a few hundred
 _END = re.compile(rb"\r\n|\r|\n")
 _BLANK = re.compile(r"^[\s\x08]*$")  # what a terminal redraw leaves between two carriage returns

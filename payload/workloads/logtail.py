@@ -21,8 +21,6 @@ from collections.abc import Callable
 
 from payload.workloads.lines import Redrawn
 
-__all__ = ["LOG_TAIL_LINES", "LOG_TAIL_LINE_CHARS", "TAIL_MARK", "UPLOAD_EVERY_SECONDS", "LogTail"]
-
 LOG_TAIL_LINES = 200  # uploaded as log-tail.txt
 LOG_TAIL_LINE_CHARS = 2000  # longer lines are cut: the tail stays under 200 x 2000 characters
 UPLOAD_EVERY_SECONDS = 30.0  # rolling uploads while the job runs

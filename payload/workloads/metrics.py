@@ -1,30 +1,13 @@
-"""Metrics from a workload's own output: MLPerf logging lines and GPUBENCH_METRICS.
+"""Metrics from a workload's own output: GPUBENCH_METRICS lines and MLPerf logging lines.
 
-Two conventions, read line by line as the job prints (docs/workloads.md):
+Both conventions, and how a result's figures come from them, are docs/workloads.md's ("One JSON
+line", "MLPerf logging"); an MLLOG line may carry any prefix before its token, as the MLPerf
+compliance checker reads them. The progress a framework already prints is read by
+payload.workloads.conventions; the first convention that reads a count is the one the probe times
+(`matched`), and `feed` returns the job's progress for it (payload.workloads.probe).
 
-* MLPerf logging (mlcommons/logging): ``:::MLLOG {"namespace": "", "time_ms": ...,
-  "event_type": ..., "key": ..., "value": ..., "metadata": {...}}``, with any
-  prefix before the token (``0: :::MLLOG``, ``[0] :::MLLOG``), as the MLPerf
-  compliance checker reads them. Train time is run_stop.time_ms -
-  run_start.time_ms; ``train_samples`` x epochs (``epoch_stop`` count) gives the
-  samples trained; the last ``eval_accuracy`` is the final accuracy; a
-  ``throughput`` point or ``tracked_stats`` value is the rate, when logged.
-* One JSON object after ``GPUBENCH_METRICS `` on a line of its own, e.g.
-  ``GPUBENCH_METRICS {"samples_per_second": 812.5, "samples": 50000, "accuracy": 0.91}``.
-  Later lines override earlier keys, so a job may print one per epoch.
-
-Besides these two, the progress a framework already prints (Keras, tqdm,
-Lightning, the Hugging Face Trainer, or the task file's own pattern) is read
-by payload.workloads.conventions; the first convention that reads a count is
-the one the probe times ("matched").
-
-``feed`` also returns the job's progress when a line reports it (a `Progress`:
-cumulative samples and, when the job timed it, when): probe mode turns these
-into throughput readings (payload.workloads.probe).
-
-What a job prints is bounded before it is kept: numbers to what the result
-can store (int64 counts, finite floats), warnings deduplicated and capped,
-reported values capped in count and size.
+What a job prints is bounded before it is kept: numbers to what the result can store (int64
+counts, finite floats), warnings deduplicated and capped, reported values capped in count and size.
 """
 
 from __future__ import annotations
@@ -36,19 +19,6 @@ from typing import Any
 
 from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
 from payload.workloads.conventions.base import INT_MAX
-
-__all__ = [
-    "BOUNDARIES",
-    "GPUBENCH_CONVENTIONS",
-    "JSON_KEYS",
-    "JSON_TOKEN",
-    "MLLOG_BOUNDARIES",
-    "MLLOG_TOKEN",
-    "MetricsReader",
-    "Progress",
-    "parse_json_line",
-    "parse_mllog_line",
-]
 
 GPUBENCH_CONVENTIONS = ("json", "mllog")
 MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
@@ -384,6 +354,10 @@ class MetricsReader:
         }
         return [(f, own[f]) for f in GPUBENCH_CONVENTIONS if f in self.formats] + self.progress.tried()
 
+    def tried_text(self) -> str:
+        """The conventions tried, each with a line it reads: what a message about missing progress lists."""
+        return "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+
     def unreadable(self) -> str | None:
         """Once it is clear that no convention reads the job's progress: why, with what each expected."""
         if self.matched is not None or self.json_lines or self.mllog_lines or not self.progress.unread():
@@ -391,7 +365,7 @@ class MetricsReader:
         return (
             f"no progress convention reads this job's output ({self.progress.lines} lines, "
             f"{self.progress.progress_like} of them look like progress): tried "
-            + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+            + self.tried_text()
             + ". Name the job's convention in `metrics:`, or describe its progress line with `progress.pattern` "
             "(docs/workloads.md)"
         )
@@ -402,9 +376,7 @@ class MetricsReader:
             return None
         if self.progress.parsers:
             return "missing metric: " + (
-                self.unreadable()
-                or "the job printed no progress in any convention tried: "
-                + "; ".join(f"{name} (expects e.g. {line})" for name, line in self.tried())
+                self.unreadable() or "the job printed no progress in any convention tried: " + self.tried_text()
             )
         wants = []
         if "json" in self.formats:

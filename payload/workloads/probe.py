@@ -34,8 +34,6 @@ from payload.steady import find_gaps, steady_rate, without_gaps
 from payload.timestamps import parse_iso
 from payload.workloads.metrics import Progress
 
-__all__ = ["DEFAULT_TARGET", "MAX_POINTS", "ProbeMonitor", "overhead_seconds"]
-
 DEFAULT_TARGET = 0.03  # relative half-width of the 95 % interval that counts as steady
 MAX_POINTS = 2000  # points kept (and stored in the result); beyond this every other one is dropped
 CHECK_EVERY_SECONDS = 0.5  # steady_rate runs at most this often, however fast the job prints

@@ -25,15 +25,6 @@ from collections.abc import Callable
 from payload import proctree
 from payload.workloads.lines import LineSplitter
 
-__all__ = [
-    "DEFAULT_STOP_GRACE_SECONDS",
-    "KILL_WAIT_SECONDS",
-    "STOP_GRACE_ENV",
-    "ShellProcess",
-    "shell_argv",
-    "stop_grace_seconds",
-]
-
 STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
 DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
 MAX_STOP_GRACE_SECONDS = 3600.0

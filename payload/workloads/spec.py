@@ -27,27 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from payload.config import MAX_GPUS_PER_MACHINE
 from payload.workloads.conventions import compile_pattern
-from payload.workloads.files import MAX_WORKDIR_BYTES, WorkdirError, confine_workdir, files_digest, read_workdir
+from payload.workloads.files import WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import YamlFileError, quote, read_yaml
-
-__all__ = [
-    "FIELDS",
-    "MAX_WORKDIR_BYTES",
-    "METRIC_FORMATS",
-    "MAX_GPUS_PER_MACHINE",
-    "MAX_WORK_SAMPLES",
-    "Accelerator",
-    "ProgressSpec",
-    "Resources",
-    "TaskFile",
-    "Work",
-    "WorkloadSpec",
-    "WorkloadSpecError",
-    "load_spec",
-    "parse_accelerators",
-    "parse_spec",
-    "workdir_digest",
-]
 
 # The progress conventions a job's output is read in (payload.workloads.metrics and .conventions);
 # `pattern` only with `progress.pattern`. Without `metrics`, every built-in one is tried.
@@ -57,8 +38,11 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
-PROVIDER_RE = re.compile(r"^[a-z][a-z0-9-]*$")
-REGION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# resources.providers and .regions: (pattern, what they are, an example)
+PLACE_NAMES = {
+    "providers": (re.compile(r"^[a-z][a-z0-9-]*$"), "provider names (lowercase)", "aws, gcp"),
+    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "region names", "us-east-1, us-central1"),
+}
 # The workdir walk (what is shipped and hashed, and what is refused) is payload.workloads.files.
 
 # Names from neighbouring tools, and what they are called here.
@@ -224,15 +208,10 @@ class Resources(_Model):
             raise ValueError(f"expected true or false, got {quote(value)}")
         return value
 
-    @field_validator("providers", mode="before")
+    @field_validator("providers", "regions", mode="before")
     @classmethod
-    def _providers(cls, value: Any) -> tuple[str, ...]:
-        return _names(value, PROVIDER_RE, "provider names (lowercase)", "aws, gcp")
-
-    @field_validator("regions", mode="before")
-    @classmethod
-    def _regions(cls, value: Any) -> tuple[str, ...]:
-        return _names(value, REGION_RE, "region names", "us-east-1, us-central1")
+    def _places(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
+        return _names(value, *PLACE_NAMES[info.field_name])
 
     @field_validator("disk_gb", mode="before")
     @classmethod
@@ -610,14 +589,6 @@ class WorkloadSpec(TaskFile):
         }
 
 
-# --- files -------------------------------------------------------------------------------------------------
-
-
-def workdir_digest(root: Path, allow: tuple[str, ...] = ()) -> str:
-    """sha256 of the workdir's shipped files (payload.workloads.files: the bundle reads the same walk)."""
-    return files_digest(read_workdir(root, allow))
-
-
 def _describe(path: tuple[str, ...]) -> str | None:
     """The description (the fix) of a dotted field, walking the nested models."""
     model: Any = TaskFile
@@ -658,7 +629,7 @@ def parse_spec(raw: Any, path: str | Path, *, check_workdir: bool = True) -> Wor
     except ValidationError as exc:
         raise _spec_error(where, exc) from None
     try:
-        digest = workdir_digest(Path(task.workdir), task.allow) if task.workdir and check_workdir else None
+        digest = files_digest(read_workdir(Path(task.workdir), task.allow)) if task.workdir and check_workdir else None
     except WorkdirError as exc:
         raise WorkloadSpecError(f"{where}: field 'workdir': {exc}") from None
     values = {name: getattr(task, name) for name in TaskFile.model_fields}

@@ -70,6 +70,7 @@ def test_study_runs_a_built_in_benchmark_with_valid_flags(path):
         (["mnist-mlp", "--param", "hidden"], "expected KEY=VALUE"),
         (["mnist-mlp", "--param", "colour=red"], "unknown parameter 'colour'"),
         (["mnist-mlp", "--epochs", "0"], "--epochs 0: must be at least 1"),
+        (["mnist-mlp", "--steps", "0"], "--steps 0: must be at least 1"),  # the flag given, whatever it sets
         (["mnist-mlp", "--data", "/proc/no/such/dir"], "must be 'synthetic', 'download' or an existing directory"),
         (["resnet50", "--metrics-every", "-1"], "--metrics-every -1"),
     ],

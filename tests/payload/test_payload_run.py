@@ -14,7 +14,7 @@ from payload.config import resolve
 from payload.environment import host_facts, software_facts
 from payload.identity import Identity
 from payload.price import offering_facts, price_row
-from payload.result import empty_metrics
+from payload.result import METRICS
 from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint
 from payload.schema import validate_result
 from payload.spool import Spool, SpoolingStore
@@ -73,7 +73,7 @@ class FakeJob:
 
     def report(self, status, nv):
         self.calls.append("report")
-        metrics = {**empty_metrics(), "steps_completed": self.steps}
+        metrics = {**dict.fromkeys(METRICS), "steps_completed": self.steps}
         hardware = {
             "device": "CPU",
             "gpu_model": None,

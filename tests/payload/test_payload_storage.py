@@ -31,6 +31,27 @@ def _roundtrip(store):
     assert not store.exists("runs/s/r2/result.json")
 
 
+@pytest.mark.parametrize(
+    "error, permanent",
+    [("Forbidden", True), ("BadRequest", True), ("ServiceUnavailable", False), ("TooManyRequests", False)],
+)
+def test_gcs_errors_are_retried_by_their_http_status(error, permanent):
+    """google.api_core's errors carry the HTTP status: a 4xx of access or shape fails at once."""
+    from google.api_core import exceptions
+
+    from payload.storage import PermanentStorageError
+
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise getattr(exceptions, error)("no")
+
+    with pytest.raises(PermanentStorageError if permanent else StorageError):
+        with_retries("upload", fail, attempts=3, backoff=0, sleep=lambda s: None)
+    assert len(calls) == (1 if permanent else 3)
+
+
 def test_file_store_roundtrip(tmp_path):
     store = open_store((tmp_path / "bucket").as_uri())
     _roundtrip(store)

@@ -13,8 +13,6 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["INT_MAX", "Reading", "bounded", "plain"]
-
 INT_MAX = 2**63 - 1  # what a result's integers may hold (the table stores int64)
 FLOAT_MAX = 1e300  # finite, with room for the arithmetic done on it
 # Terminal control sequences a bar draws with (colours, erase line, cursor moves), and OSC titles.

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 
 from payload.workloads.conventions.base import Reading
 
-__all__ = ["Counter", "Count"]
-
 
 @dataclass(frozen=True)
 class Count:

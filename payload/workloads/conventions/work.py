@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["progress_of", "whole_job"]
-
 TASK = "the task file"
 
 
