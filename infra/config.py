@@ -28,6 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from infra import clouds
 from infra.provider_rules import table_of
 from infra.schedule_expr import ScheduleError, parse_schedule
+from payload.benchmarks import REGISTRY
 from payload.config import ALL_REDUCES, BACKENDS
 from payload.layout import BadKeyPart, check_stack_name
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
@@ -147,8 +148,6 @@ def _bool(raw: Any) -> bool:
 
 def benchmark_names(raw: Any) -> tuple[str, ...]:
     """A non-empty list of built-in benchmark names: a YAML list, a JSON list or a comma list."""
-    from payload.benchmarks import REGISTRY  # heavy: numpy, which the base install (offers, cost) lacks
-
     items: Any = raw
     if isinstance(raw, str):
         text = raw.strip()
