@@ -9,8 +9,12 @@ collect would hold every row at once."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analysis.collect.stackstep import StackChanges
 from analysis.collect.summary import Summary
+from analysis.dataset.stackwise import commit
+from payload import layout
 
 COMMIT_ROWS = 10_000  # rows written or removed per commit
 COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
@@ -41,8 +45,6 @@ class Batch:
 
     def flush(self) -> None:
         """Commit the table's changes, then record the stacks' entries in the manifest."""
-        from analysis.dataset.stackwise import commit
-
         p = self.pending
         written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
         if written:
@@ -58,10 +60,6 @@ class Batch:
         result set aside with the reason, in the summary, its manifest entry (not read
         again while unchanged) and its stack's settled record (whose notes replay it).
         A row re-priced from the table has no entry: it keeps the row it had, said so."""
-        from dataclasses import replace
-
-        from payload import layout
-
         entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
         for row, reason in refused:
             entry = entries.get((row["source"], row["key"]))

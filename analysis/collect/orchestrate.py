@@ -19,8 +19,11 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlparse
 
+from analysis.collect import s3
 from analysis.collect.batch import Batch
+from analysis.collect.lock import table_lock
 from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.spot import SpotPricer
@@ -38,10 +41,16 @@ from analysis.dataset.export import (
     write_table_batches,
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
-from analysis.dataset.store import StoredRows
+from analysis.dataset.location import resolve
+from analysis.dataset.pricing import pricing_identity
+from analysis.dataset.schema import EXPORT_SCHEMA
+from analysis.dataset.stackwise import TableView
+from analysis.dataset.store import StoredRows, table_version
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
+from payload.storage import StorageError, open_store
+from payload.userdirs import user_dir
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
 # holds at most this many rows; a larger table's export is written on request (`--export`):
@@ -92,8 +101,6 @@ def collect(
 
 def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
     """collect(): its steps, and a fault met on the way named with its recovery."""
-    from analysis.dataset import resolve
-
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
@@ -135,8 +142,6 @@ def _drop_lagging_export(loc, out: Path) -> None:
     """After a collect that failed: results.parquet and results.csv removed when they lag the
     table (a commit went through before the failure), so that readers read the table itself
     until the next collect exports it again. Never raises: the failure is what the caller says."""
-    from analysis.dataset.store import table_version
-
     with suppress(Exception):
         if loc.local is not None and table_is_whole(out) and export_version(out) != table_version(loc):
             remove_table(out)
@@ -164,8 +169,6 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
     """Survey, then every stack and the export; returns the table's row count."""
     views, not_found = _survey(urls, manifest, summary, store_opener, bulk, full)
     if not_found:  # runs were expected and some source held none: nothing is touched
-        from analysis.dataset.stackwise import TableView
-
         tv = TableView(loc)
         current = loc.local is not None and _export_current(out, tv.version)
         summary.table = _names(loc, out, export is not False and current)
@@ -177,9 +180,6 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
 
 def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
-    from analysis.collect import s3 as bulk_mod
-    from payload.storage import StorageError, open_store
-
     views, not_found = [], []
     for url in urls:
         view = SourceView(
@@ -190,7 +190,7 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
         )
         trusted = trusted_settled(view.settled)
         try:
-            if store_opener is None and bulk is not False and bulk_mod.available(url):
+            if store_opener is None and bulk is not False and s3.available(url):
                 loose = survey_bulk(view, trusted)
             else:
                 loose = survey_store(view, store_opener or open_store, trusted)
@@ -233,10 +233,6 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
 def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: Summary, workers, spot_pricer, bar):
     """Every stack of the sources, the manifest and the table, one at a time, under
     the table's lock; changes committed in batches. Returns the table's (row count, version)."""
-    from analysis.dataset.lock import table_lock
-    from analysis.dataset.pricing import pricing_identity
-    from analysis.dataset.stackwise import TableView
-
     urls = [v.url for v in views]
     with table_lock(loc):
         tv = TableView(loc)
@@ -350,8 +346,6 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
 
 def _empty_export(out: Path) -> None:
     """The exports of a table with no rows yet (nothing was ever collected into it)."""
-    from analysis.dataset.schema import EXPORT_SCHEMA
-
     write_table_batches([], EXPORT_SCHEMA, out)
 
 
@@ -360,8 +354,6 @@ def manifest_home(loc) -> Path:
     for a bucket's table, in this machine's cache (payload.userdirs: $GPUBENCH_CACHE, else
     $XDG_CACHE_HOME/gpubench), one directory per table (the table itself says what it
     holds: a new machine starts with an empty manifest and writes nothing twice)."""
-    from payload.userdirs import user_dir
-
     if loc.local is not None:
         return loc.local
     return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
@@ -375,7 +367,5 @@ def _missing_directory(store) -> bool:
 
 def is_bucket_root(url: str) -> bool:
     """s3://bucket or gs://bucket with no prefix: a place that exists on its own and may be empty."""
-    from urllib.parse import urlparse
-
     parts = urlparse(url)
     return parts.scheme in ("s3", "gs") and bool(parts.netloc) and not parts.path.strip("/")

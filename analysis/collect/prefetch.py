@@ -27,6 +27,7 @@ from concurrent.futures import Future
 from analysis.collect.s3 import ObjectTooLarge
 from analysis.collect.sources import read_on_private_loop, unchanged
 from analysis.collect.validation import classify, too_large
+from payload.storage import StorageError
 
 # The most bytes of results downloaded ahead of their step (real results are a few kB each:
 # about 20,000 of them); past it the step reads the rest itself.
@@ -82,8 +83,6 @@ class _Abandoned(Exception):
 def _fetch(view, listing: Future, known: dict, budget: int, workers: int | None, stop) -> dict[str, Fetched]:
     """The new results of one listed stack, downloaded (on the prefetch thread); `known`: the
     manifest's {key: (etag, size)} of the stack; `stop`: set when the collect is abandoned."""
-    from payload.storage import StorageError
-
     objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
     keys, _, _ = classify(objects)
     wanted = []

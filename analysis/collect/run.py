@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis.collect.orchestrate import collect
+from analysis.collect.spot import spot_history_pricer
+from analysis.dataset.location import resolve
+from analysis.dataset.store import delta_table, open_dataset
+from payload.result import FINAL_STATUSES
+
 SpotHistory = Literal["auto", "on", "off"]
 DEFAULT_URLS = ("results",)
 DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
@@ -96,8 +102,6 @@ def table_line(table: dict[str, str], written: bool) -> str:
 
 def export_note(table: dict[str, str]) -> str | None:
     """Why a local table has no export beside it (it is large: written on request), or None."""
-    from analysis.dataset import resolve
-
     if "parquet" in table or resolve(table.get("dataset", ".")).local is None:
         return None
     return "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
@@ -105,8 +109,6 @@ def export_note(table: dict[str, str]) -> str | None:
 
 def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
     """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
-    from payload.result import FINAL_STATUSES
-
     state: dict[str, bool] = {}
     for r in rows:
         state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
@@ -119,8 +121,6 @@ def finished_stacks_of(rows: Sequence[dict[str, Any]]) -> list[str]:
     loc = getattr(rows, "loc", None)
     if loc is None:
         return finished_stacks(list(rows))
-    from analysis.dataset.store import delta_table, open_dataset
-
     if delta_table(loc) is None:
         return []
     got = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist()
@@ -134,7 +134,7 @@ def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
     Never raises: a missing Pulumi CLI or teardown module becomes the report's error."""
     if not stacks:
         return TeardownReport()
-    try:
+    try:  # lazy: 0.2 s of infra and Pulumi helpers only --teardown needs; a broken install is advice, not a crash
         from analysis.teardown import teardown_completed
     except ImportError as exc:
         return TeardownReport(
@@ -166,9 +166,6 @@ def collect_results(
 
     Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
     """
-    from analysis.collect.orchestrate import collect
-    from analysis.collect.spot import spot_history_pricer
-
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     urls = list(urls) or list(DEFAULT_URLS)

@@ -18,6 +18,10 @@ instead of one per file, and on SeaweedFS about a tenth of the server's
 work); then the files of each stack that changed, and the results to read,
 ``read_all`` with many requests in flight.
 
+The collect lock of a table in a bucket (analysis.collect.lock) is created,
+renewed, read and removed here too: ``put(mode="create")`` is S3's conditional
+create (If-None-Match: *), which AWS, SeaweedFS and moto_server honour.
+
 Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
 ``~/.aws/config`` profiles including SSO and assumed roles, container and
 instance roles) through obstore's Boto3CredentialProvider, so whatever works
@@ -30,12 +34,19 @@ elsewhere needs its region set.
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.util
 import os
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 
 from payload.results_location import ResultsLocationError, parse_results_location
-from payload.storage import ObjectInfo, StorageError
+from payload.storage import ObjectInfo, ObjectNotFound, StorageError, retry_settings
+
+try:  # each completed request wakes the loop from a tokio thread: uvloop does that for ~0.06 ms less CPU
+    import uvloop
+except ImportError:  # not on Windows
+    uvloop = None
 
 # 20 ms per request and about 0.3 ms of CPU each: 128 in flight keeps a
 # 2-core client busy; 256 measured the same.
@@ -47,11 +58,7 @@ def available(url: str) -> bool:
     unless GPUBENCH_COLLECT_BULK=0 turns it off."""
     if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or not _is_s3(url):
         return False
-    try:
-        import obstore  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("obstore") is not None
 
 
 def _is_s3(url: str) -> bool:
@@ -62,20 +69,7 @@ def _is_s3(url: str) -> bool:
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop when installed (each completed request wakes the loop
-    from a tokio thread; uvloop does that for about 0.06 ms less CPU per
-    object), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def _retries() -> tuple[int, float]:
-    from payload.storage import retry_settings
-
-    return retry_settings()
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
 class S3Bulk:
@@ -95,9 +89,10 @@ class S3Bulk:
             raise StorageError(f"cannot open {url}: {type(exc).__name__}: {exc}") from exc
 
     def _open(self):
+        # lazy: the demo extra has no obstore, and a local collect never opens a bucket
         from obstore.store import S3Store
 
-        attempts, backoff = _retries()
+        attempts, backoff = retry_settings()
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
         kw: dict = {}
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -106,7 +101,7 @@ class S3Bulk:
             # Keys and region in the environment are what boto3's chain would pick
             # first too; obstore reads them itself, and boto3 is not imported (0.2 s).
             try:
-                import boto3
+                import boto3  # lazy: 0.2 s, and optional (obstore reads the environment's keys itself)
                 from obstore.auth.boto3 import Boto3CredentialProvider
 
                 session = boto3.Session()
@@ -148,20 +143,16 @@ class S3Bulk:
     def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
         """(sub-prefixes ending in "/", objects) one level under `prefix`: a
         delimiter listing (every page), one entry per sub-prefix, not per file."""
-        import obstore
-
         try:
-            found = obstore.list_with_delimiter(self._store, prefix.rstrip("/"))
+            found = self._store.list_with_delimiter(prefix.rstrip("/"))
         except Exception as exc:  # noqa: BLE001 - obstore raises several types
             raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
         return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
 
     def objects(self, prefix: str) -> Iterator[ObjectInfo]:
         """Every object under `prefix`, page by page (1,000 a page)."""
-        import obstore
-
         try:
-            for chunk in obstore.list(self._store, prefix, chunk_size=1000):
+            for chunk in self._store.list(prefix, chunk_size=1000):
                 yield from (_info(m) for m in chunk)
         except Exception as exc:  # noqa: BLE001
             raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
@@ -169,12 +160,10 @@ class S3Bulk:
     def keys_after(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
         """The keys under `prefix` that sort after `start_after` (S3's StartAfter), page by
         page; at most `limit` of them (one request of that many when given)."""
-        import obstore
-
         found: list[str] = []
         chunk = min(limit, 1000) if limit else 1000
         try:
-            for page in obstore.list(self._store, prefix, offset=start_after, chunk_size=chunk):
+            for page in self._store.list(prefix, offset=start_after, chunk_size=chunk):
                 found.extend(m["path"] for m in page)
                 if limit and len(found) >= limit:
                     return found[:limit]
@@ -185,10 +174,8 @@ class S3Bulk:
     def sample(self, limit: int = 1000) -> list[str]:
         """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
         (a URL one level too high or too low), for the wrong-layout error."""
-        import obstore
-
         try:
-            first = next(iter(obstore.list(self._store, None, chunk_size=limit)), [])
+            first = next(iter(self._store.list(None, chunk_size=limit)), [])
         except Exception as exc:  # noqa: BLE001 - obstore raises several types
             raise StorageError(f"list {self.url} failed: {_say(exc)}") from exc
         return [m["path"] for m in first]
@@ -203,18 +190,16 @@ class S3Bulk:
         the listing), a whole get says what is there now. Never more than
         `max_bytes` are read: a larger object raises ObjectTooLarge, its
         body unread (the whole get looks at the response's size first)."""
-        import obstore
-
         limit = self.max_bytes
         if limit is not None and size and size > limit:
             raise ObjectTooLarge(self.url_for(key), size)
         if size:
             try:
-                return memoryview(await obstore.get_range_async(self._store, key, start=0, end=size))
+                return memoryview(await self._store.get_range_async(key, start=0, end=size))
             except Exception:  # noqa: BLE001,S110 - the whole get below has the final word
                 pass
         try:
-            result = await obstore.get_async(self._store, key)
+            result = await self._store.get_async(key)
             whole = int(result.meta["size"])
             if limit is not None and whole > limit:
                 raise ObjectTooLarge(self.url_for(key), whole)
@@ -223,6 +208,58 @@ class S3Bulk:
             raise
         except Exception as exc:  # noqa: BLE001
             raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
+
+    # One object at a time: the collect lock (analysis.collect.lock), capped reads (read_capped).
+
+    def create(self, key: str, body: bytes) -> bool:
+        """Write `key` only if no object has that name; False when one has."""
+        from obstore.exceptions import AlreadyExistsError  # lazy: see _open
+
+        try:
+            self._store.put(key, body, mode="create")
+        except AlreadyExistsError:
+            return False
+        except Exception as exc:  # noqa: BLE001 - obstore raises several types
+            raise StorageError(f"create {self.url_for(key)} failed: {_say(exc)}") from exc
+        return True
+
+    def put_bytes(self, key: str, body: bytes) -> None:
+        try:
+            self._store.put(key, body)
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"upload {self.url_for(key)} failed: {_say(exc)}") from exc
+
+    def read(self, key: str, limit: int) -> bytes:
+        """At most `limit` + 1 bytes of `key` (one more says it is over the cap): the
+        object whole when it is not over (its size is in the response's head, before
+        its body), else a ranged read of its head."""
+        try:
+            result = self._store.get(key)
+            if int(result.meta["size"]) <= limit:
+                return bytes(result.bytes())
+            return bytes(self._store.get_range(key, start=0, length=limit + 1))
+        except FileNotFoundError:  # obstore's NotFoundError
+            raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
+
+    def delete(self, key: str) -> None:
+        try:
+            self._store.delete(key)
+        except Exception as exc:  # noqa: BLE001
+            raise StorageError(f"delete {self.url_for(key)} failed: {_say(exc)}") from exc
+
+
+@functools.lru_cache(maxsize=16)
+def _opened(url: str, environment: tuple) -> S3Bulk:
+    return S3Bulk(url)
+
+
+def s3_location(url: str) -> S3Bulk:
+    """S3Bulk of `url`, opened once per endpoint, region and keys in the environment."""
+    env = os.environ
+    names = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID")
+    return _opened(url.rstrip("/"), tuple(env.get(n) for n in (*names, "AWS_PROFILE")))
 
 
 class ObjectTooLarge(StorageError):

@@ -16,6 +16,7 @@ from analysis.collect.manifest import SettledStack
 from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
 from payload import layout
+from payload.result import FINAL_STATUSES
 
 DIGEST_KIND = "sum128:"  # a digest without it (a damaged record) is never extended and matches nothing
 _MODULUS = 1 << 128
@@ -62,8 +63,6 @@ def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: 
     None when it did not parse or was not read this time), no half-uploaded
     file and nothing outside a run directory. Unknown files in run
     directories are allowed. `notes` are the files set aside in it."""
-    from payload.result import FINAL_STATUSES
-
     runs, with_result = set(), set()
     for key in objects:
         m = layout.parse_key(key)

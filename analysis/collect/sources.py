@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from concurrent.futures import as_completed
 from dataclasses import replace
 
+from analysis.collect import s3
+from analysis.collect.s3 import ObjectTooLarge, S3Bulk, s3_location
 from analysis.collect.spot import SpotPricer, parse_result
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from analysis.interruptible import InterruptiblePool
+from payload.storage import ObjectNotFound, StorageError, with_retries
 
 # The SDK clients keep 10 pooled connections by default (botocore
 # max_pool_connections, requests' pool_maxsize); more threads than that only
@@ -101,14 +104,12 @@ def read_on_private_loop(source, infos: list, handle, workers: int | None) -> No
     """analysis.collect.s3.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
     without a current event loop, which later callers in the same process (the Pulumi SDK under mocks)
     expect to find."""
-    from analysis.collect import s3 as bulk_mod
-
     if not infos:
         return
     source.max_bytes = MAX_RESULT_BYTES
-    loop = bulk_mod.new_event_loop()
+    loop = s3.new_event_loop()
     try:
-        loop.run_until_complete(bulk_mod.read_all(source, infos, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS))
+        loop.run_until_complete(s3.read_all(source, infos, handle, workers or s3.DEFAULT_BULK_WORKERS))
     finally:
         loop.close()
 
@@ -116,9 +117,6 @@ def read_on_private_loop(source, infos: list, handle, workers: int | None) -> No
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
     """The entry of one object the bulk path read (its bytes or the StorageError);
     None when a ranged read did not parse and the object must be read whole."""
-    from analysis.collect.s3 import ObjectTooLarge
-    from payload.storage import StorageError
-
     entry = new_entry(source, url, info)
     if isinstance(data, ObjectTooLarge):  # grown past the cap since the listing: left unread
         entry["reason"] = too_large(data.size)
@@ -168,8 +166,6 @@ def read_here(
 
 
 def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
-    from payload.storage import ObjectNotFound, StorageError
-
     store, url, key, info = item
     entry = new_entry(store, url, info)
     failed = {"etag": None, "failed": True}  # not cached: the next collect tries again
@@ -195,8 +191,6 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
 
 
 def _read_file(store, key: str, n: int) -> bytes:
-    from payload.storage import ObjectNotFound
-
     try:
         with open(store._path(key), "rb") as f:  # noqa: SLF001 - payload.storage's own path of a key
             return f.read(n)
@@ -204,27 +198,8 @@ def _read_file(store, key: str, n: int) -> bytes:
         raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
 
 
-def _read_s3(store, key: str, n: int) -> bytes:
-    from botocore.exceptions import ClientError
-
-    from payload.storage import ObjectNotFound
-
-    try:
-        got = store._client.get_object(Bucket=store.bucket, Key=store._key(key), Range=f"bytes=0-{n - 1}")  # noqa: SLF001
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        if code in ("NoSuchKey", "404", "NotFound"):
-            raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
-        if code == "InvalidRange":  # an empty object has no first byte to range over
-            return b""
-        raise
-    return got["Body"].read(n)
-
-
 def _read_gcs(store, key: str, n: int) -> bytes:
-    from google.api_core.exceptions import NotFound, RequestRangeNotSatisfiable
-
-    from payload.storage import ObjectNotFound
+    from google.api_core.exceptions import NotFound, RequestRangeNotSatisfiable  # lazy: cloud SDK, gs:// only
 
     blob = store._bucket.blob(store._key(key))  # noqa: SLF001
     try:
@@ -235,16 +210,16 @@ def _read_gcs(store, key: str, n: int) -> bytes:
         return b""
 
 
-# Ranged reads of the first n bytes, by payload.storage's store class.
-_CAPPED_READERS = {"FileStore": _read_file, "S3Store": _read_s3, "GCSStore": _read_gcs}
+# Ranged reads of the first n bytes, by payload.storage's store class (S3 reads go through obstore).
+_CAPPED_READERS = {"FileStore": _read_file, "GCSStore": _read_gcs}
 
 
 def read_capped(store, key: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of an object (one more says it is over the cap),
-    by a ranged read with the store's retries; a store of another kind (a
-    wrapper in the tests) is read whole and judged by its length."""
-    from payload.storage import with_retries
-
+    """At most `limit` + 1 bytes of an object (one more says it is over the cap): a
+    ranged read with the store's retries; on S3 through obstore, which retries each
+    request itself. A store of another kind (a wrapper in the tests) is read whole."""
+    if type(store).__name__ in ("S3Store", "S3Bulk"):
+        return (store if isinstance(store, S3Bulk) else s3_location(store.url)).read(key, limit)
     reader = _CAPPED_READERS.get(type(store).__name__)
     if reader is None:
         return store.get_bytes(key)

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from analysis.collect.validation import parse
+from analysis.price.spot import price_run
+from infra import clouds
 
 SpotPricer = Callable[[dict], dict]
 
@@ -29,9 +31,6 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
-        from analysis.price.spot import price_run
-        from infra import clouds
-
         provider = (result.get("offering") or {}).get("provider")
         history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
         if history is None:
@@ -46,8 +45,6 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
 
 
 def _keeps_spot_history(provider: str | None) -> bool:
-    from infra import clouds
-
     return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
 
 

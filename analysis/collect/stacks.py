@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from payload import layout
+from payload.storage import ObjectInfo
 
 LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
 PAGE = 1000  # objects a bucket listing returns per request (S3, GCS)
@@ -111,8 +112,6 @@ class _FileStacks:
 
     def _entry_info(self, key: str, entry: os.DirEntry):
         """The ObjectInfo of a scanned file: its key and the same ETag (size and mtime) as _info."""
-        from payload.storage import ObjectInfo
-
         st = entry.stat()
         etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
         updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
@@ -120,8 +119,6 @@ class _FileStacks:
 
     def _info(self, path: Path):
         """payload.storage's ObjectInfo of a file, with the same ETag (size and mtime)."""
-        from payload.storage import ObjectInfo
-
         st = path.stat()
         etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
         updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
@@ -178,8 +175,6 @@ class _GcsStacks(_DelimiterStacks):
 
     def _level(self, prefix: str) -> tuple[list[str], list]:
         """(sub-prefixes relative to the store, objects) one level under `prefix`."""
-        from payload.storage import ObjectInfo
-
         pages, strip = self._blobs(prefix, delimiter="/")
         objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
         return sorted(p[strip:] for p in pages.prefixes), objects

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
@@ -23,6 +24,7 @@ from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
 from analysis.collect.validation import UNREADABLE_NAME, classify
 from payload import layout
+from payload.storage import ObjectInfo, StorageError
 
 # payload.storage stores whose results are read in the collect's own thread (local files)
 READ_HERE = frozenset({"FileStore"})
@@ -121,8 +123,6 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     so neither the stack's table keys nor its manifest entries are read: the step costs
     what is new, not what the stack holds. None when a new run directory cannot be
     listed (the whole step then says why)."""
-    from payload.storage import StorageError
-
     settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
     st = _Stack(prefix)
     try:
@@ -169,8 +169,6 @@ def _digest_of(view: SourceView, prefix: str, now_runs: list[str] | None, new_ru
 
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     """One source's part of the stack: settled (carried over), listed (cached or to read), absent, or failed."""
-    from payload.storage import StorageError
-
     url, prefix, summary = view.url, st.prefix, ctx.summary
     if view.failed is not None:
         st.mode[url] = "failed"
@@ -273,8 +271,6 @@ def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
     """{key: ObjectInfo} of some run directories of a stack, listed as many at a time as
     its lister takes (a bucket: a request each, all in flight together; local: in turn).
     Raises payload.storage.StorageError."""
-    from concurrent.futures import ThreadPoolExecutor
-
     objects: dict = {}
     prefixes = [f"{prefix}{run_id}/" for run_id in run_ids]
     threads = min(view.lister.listing_threads, len(prefixes))
@@ -463,6 +459,4 @@ def _run_of(key: str) -> tuple[str, str] | None:
 
 def _info_of(entry: dict):
     """The ObjectInfo of a result known only from the manifest (its stack was not listed)."""
-    from payload.storage import ObjectInfo
-
     return ObjectInfo(entry["key"], int(entry.get("size") or 0), entry.get("etag"), None)

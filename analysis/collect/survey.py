@@ -17,9 +17,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from analysis.collect.manifest import SettledStack
+from analysis.collect.s3 import S3Bulk
 from analysis.collect.settled import digest_matches
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from payload import layout
+from payload.layout import JOURNAL_WINDOW_S
+from payload.storage import StorageError, with_retries
 
 
 @dataclass
@@ -81,8 +84,6 @@ class SourceView:
         """The stack's stamp (file:// directory stamp, a bucket's journal stamp), taken once,
         before its listing: a change during the listing shows at the next collect. A bucket's
         journal that cannot be read gives no stamp (its run directories are checked next time)."""
-        from payload.storage import StorageError
-
         stamp = getattr(self.lister, "stamp", None)
         if prefix in self.stamps or stamp is None:
             return
@@ -99,8 +100,6 @@ class SourceView:
 def retried(store, what: str, fn: Callable):
     """fn() with the store's retries (payload.storage.with_retries); once for a store
     that retries each request itself (analysis.collect.s3.S3Bulk: `retries` None)."""
-    from payload.storage import with_retries
-
     if store.retries is None:
         return fn()
     return with_retries(what, fn, store.retries, store.backoff)
@@ -188,9 +187,6 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
     only those are listed). Returns the stacks left to
     check by their run directories: no journal stamp, or a journal that could not
     be read."""
-    from payload.layout import JOURNAL_WINDOW_S
-    from payload.storage import StorageError
-
     store, lister = view.store, view.lister
     asked, rest = [], []
     for prefix in prefixes:
@@ -230,8 +226,6 @@ def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:
     """An s3:// source on the bulk path (analysis.collect.s3): surveyed as any store
     listed stack by stack; its results are read by the step, many at once.
     Returns the keys under no stack. Raises payload.storage.StorageError."""
-    from analysis.collect.s3 import S3Bulk
-
     view.bulk = True
     return survey_store(view, S3Bulk, trusted)
 

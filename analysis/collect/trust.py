@@ -15,6 +15,8 @@ import time
 from functools import lru_cache
 
 from analysis.dataset.row import parse_time
+from infra.catalog import load_catalog
+from infra.stacks import STACKS_DIR, load_config
 from payload import layout
 
 # A clock on a rented machine may run a little ahead of ours; more than this is not skew.
@@ -140,8 +142,6 @@ def _gpu_token(name: str) -> str:
 def _catalog():
     """The offering catalog, or None when it cannot be loaded (the checks that need it are skipped)."""
     try:
-        from infra.catalog import load_catalog
-
         return load_catalog()
     except Exception:  # noqa: BLE001 - a broken catalog must not stop a collect; its checks are skipped
         return None
@@ -177,8 +177,6 @@ def stack_offering(stack: str) -> str | None:
     """The offering a known stack runs: its stack file's gpubench:offering, else the
     catalog's stack of that name; None for a stack neither knows."""
     try:
-        from infra.stacks import STACKS_DIR, load_config
-
         if (STACKS_DIR / f"Pulumi.{stack}.yaml").is_file():
             offering = load_config(stack).get("gpubench:offering")
             if offering:

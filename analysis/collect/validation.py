@@ -14,6 +14,7 @@ from analysis.collect.upgrade import MigrationError, migrate
 from analysis.dataset.row import result_to_row
 from analysis.fastjson import NestedTooDeeply, loads_finite
 from payload import layout
+from payload.schema import ResultValidationError, is_valid, validate_result
 
 # What a run directory may hold besides result.json (bucket layout: payload.layout).
 # The payload's own files beside result.json; log-tail.txt is a workload job's rolling
@@ -46,16 +47,12 @@ def too_large(size: int | None) -> str | None:
 def validate(result: dict) -> None:
     """The schema's yes is enough (about 0.016 ms a result; the rows check their numbers are finite);
     a no goes to the payload's validate_result, which raises with the reasons."""
-    from payload.schema import is_valid, validate_result
-
     if not is_valid(result):
         validate_result(result)
 
 
 def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]:
     """(row, migrated result) of one result.json's bytes; ValueError with the reason."""
-    from payload.schema import ResultValidationError
-
     if (why := too_large(len(data))) is not None:  # what a capped read handed over: never parsed
         raise ValueError(why)
     data = bytes(data)

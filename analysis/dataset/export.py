@@ -20,11 +20,15 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
+from analysis.price.runs import price_rows
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
@@ -53,9 +57,7 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
 
 def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     """Collect rows as the runs table's Parquet and CSV files, priced with their recorded prices."""
-    import pandas as pd
-
-    from analysis.price.runs import price_rows
+    import pandas as pd  # heavy: pandas, only this and read_table use it (not a collect)
 
     df = price_rows(pd.DataFrame(rows, columns=list(COLUMNS)), rows)
     return _publish(
@@ -66,9 +68,6 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
 def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
     """The runs table as Parquet and CSV from Arrow record batches of `schema` (priced,
     in the table's order), streamed; `version`: the dataset's version they are of."""
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
     if version is not None:
         schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
 
@@ -104,7 +103,7 @@ def read_table(out_dir: str | Path):
     when there is one, else the results dataset there (a bucket prefix, or a
     local table collected without exports), by run id then stack. Readers that
     aggregate should query analysis.dataset.open_dataset instead."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas, only this and write_table use it (not a collect)
 
     loc = resolve(out_dir)
     path = loc.local / EXPORT_NAME if loc.local is not None else None
@@ -122,8 +121,6 @@ def read_table(out_dir: str | Path):
 def export_version(out_dir: str | Path) -> int | None:
     """The version of the dataset results.parquet was exported from; None when it
     says none (written from no dataset) or cannot be read."""
-    import pyarrow.parquet as pq
-
     try:
         meta = pq.read_schema(Path(out_dir) / EXPORT_NAME).metadata or {}
     except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
@@ -135,8 +132,6 @@ def export_version(out_dir: str | Path) -> int | None:
 def table_is_whole(out_dir: str | Path) -> bool:
     """Both files exist and the Parquet footer reads: a truncated or
     half-written export is rebuilt even when the manifest says nothing changed."""
-    import pyarrow.parquet as pq
-
     parquet, csv = (Path(p) for p in table_paths(out_dir).values())
     if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
         return False
@@ -195,7 +190,7 @@ def _as_export(rows):
 
 def _duckdb_sorted(data) -> Iterator:
     """A table of any size sorted by DuckDB within DUCKDB_MEMORY, spilling to disk beyond."""
-    import duckdb
+    import duckdb  # heavy: duckdb, only for a table too large to sort in memory
 
     con = duckdb.connect()
     try:

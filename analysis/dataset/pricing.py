@@ -12,11 +12,11 @@ import hashlib
 import os
 from pathlib import Path
 
+from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
+
 
 def catalog_dirs() -> list[Path]:
     """The directories the price catalog is read from (as infra.catalog.load_catalog reads them)."""
-    from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
-
     extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
     return [Path(DATA_DIR), *extra, *user_catalog_dirs()]
 

@@ -13,6 +13,8 @@ import json
 import operator
 from datetime import datetime
 
+from payload.benchmarks import REGISTRY
+from payload.schema import non_finite
 from payload.timestamps import iso, parse_time
 
 try:
@@ -133,8 +135,6 @@ def _spec_key(spec: dict) -> bytes | str:
 
 def _sample_unit(name: str) -> str:
     """What one sample of this benchmark is, from its declaration in the payload."""
-    from payload.benchmarks import REGISTRY
-
     b = REGISTRY.get(name)
     return b.sample_unit if b is not None else "sample"
 
@@ -176,8 +176,6 @@ def workload(b: dict, m: dict) -> tuple[str, str]:
 
 def workload_label(name: str, spec: dict) -> str:
     """Short name of a configuration: "2 ep x 12,000 samples, batch 128, fp32"."""
-    from payload.benchmarks import REGISTRY
-
     params = spec["params"]
     defaults = dict(REGISTRY[name].defaults) if name in REGISTRY else {}
 
@@ -212,8 +210,6 @@ def workload_label(name: str, spec: dict) -> str:
 
 def _refuse_non_finite(result: dict) -> None:
     """NaN or infinity in a result would become a NaN median or cost: refuse it here, with its path."""
-    from payload.schema import non_finite
-
     problems = non_finite(result)
     if problems:
         raise ValueError("invalid: " + "; ".join(problems[:5]))

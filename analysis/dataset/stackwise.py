@@ -9,18 +9,15 @@ are not opened) or answered from the table's log alone."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
 from analysis.dataset.location import Location
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
 from analysis.dataset.store import append, delta_table, filesystem, replace
 from analysis.dataset.writer import deleted_keys, storable
-
-if TYPE_CHECKING:
-    import pyarrow.dataset as ds
 
 Key = tuple[str, str]  # (source, key) of the result.json a row was read from
 # what a data file holds: the table's columns but the partition ones (in the log and the paths)
@@ -46,15 +43,13 @@ class TableView:
     def _partition(self, stack: str) -> ds.Dataset:
         """One stack's data files only, as a dataset of the columns the files hold (the
         others are neither opened nor described: the log says which files are whose)."""
-        import pyarrow.dataset as pads
-
         if self._files is None:
             adds = pa.table(self.dt.get_add_actions(flatten=True)).select(["path", "partition.stack"]).to_pydict()
             self._files = {}
             for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
                 self._files.setdefault(owner, []).append(path)
             self._fs = filesystem(self.dt, self.loc)
-        return pads.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
+        return ds.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
 
     def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:
         """{(source, key): (etag, priced_with)} of the rows of one stack."""
@@ -72,12 +67,10 @@ class TableView:
         wanted = set(keys)
         if self.dt is None or not wanted:
             return []
-        import pyarrow.dataset as pads
-
         sources = sorted({s for s, _ in wanted})
         found = self._partition(stack).to_table(
             columns=[c for c in COLUMNS if c != "stack"],
-            filter=pads.field("key").isin(sorted(k for _, k in wanted)) & pads.field("source").isin(sources),
+            filter=ds.field("key").isin(sorted(k for _, k in wanted)) & ds.field("source").isin(sources),
         )
         return [{**r, "stack": stack} for r in found.to_pylist() if (r["source"], r["key"]) in wanted]
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pa_fs
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+from deltalake.fs import DeltaStorageHandler
 
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-    from deltalake import DeltaTable
 
 EXPORT_NAME = "results.parquet"  # the export beside a local table; alone, a table narrowed to a campaign
 MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
@@ -39,9 +41,6 @@ def delta_table(loc: Location) -> DeltaTable | None:
     """The Delta table at `loc`, or None when there is none yet. Raises
     analysis.dataset.faults.TableDamaged, naming the way to recover, when its
     log cannot be read (a commit truncated, garbage, or one missing)."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import DeltaError, TableNotFoundError
-
     local = loc.local
     if local is not None and not (local / "_delta_log").is_dir():
         return None
@@ -72,12 +71,8 @@ def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Da
 
 def filesystem(dt: DeltaTable, loc: Location):
     """A pyarrow file system that reads the table's files by their paths in the log."""
-    import pyarrow.fs as pa_fs
-
     if loc.local is not None:
         return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
-    from deltalake.fs import DeltaStorageHandler
-
     return pa_fs.PyFileSystem(
         DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
     )
@@ -88,14 +83,12 @@ def open_dataset(table: str) -> ds.Dataset:
     table's columns and ``month``), for DuckDB or pyarrow to scan with
     projection and filter pushdown. A directory holding only a
     ``results.parquet`` (a campaign's narrowed table) is read as it is. Raises TableNotFound."""
-    import pyarrow.dataset as pads
-
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
         export = loc.local / EXPORT_NAME if loc.local is not None else None
         if export is not None and export.is_file():
-            return pads.dataset(str(export), format="parquet")
+            return ds.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
     return snapshot(dt, loc, PUBLIC_SCHEMA)
 
@@ -110,9 +103,6 @@ def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema |
     """Append the rows of `batches` (SCHEMA, or `schema` with more columns) in
     one commit, streamed: the batches are written to files as they come.
     Returns the rows written."""
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
     counted = _Counted(batches)
     reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, iter(counted))
     write_deltalake(
@@ -131,8 +121,6 @@ def replace(loc: Location, rows: pa.Table, deleted: pa.Table) -> None:
     """One commit per MERGE_CHUNK rows: each row of `rows` replaces the row
     of its (source, key) or is added; each (stack, source, key) of `deleted`
     is removed. A commit that loses a race with another writer is retried."""
-    import pyarrow as pa
-
     marks = pa.table(
         {f.name: deleted[f.name] if f.name in deleted.column_names else pa.nulls(len(deleted), f.type) for f in SCHEMA}
     )
@@ -148,8 +136,6 @@ def replace(loc: Location, rows: pa.Table, deleted: pa.Table) -> None:
 
 
 def _merge(loc: Location, changes: pa.Table) -> None:
-    from deltalake.exceptions import CommitFailedError
-
     for attempt in range(COMMIT_ATTEMPTS):
         dt = delta_table(loc)
         if dt is None:  # no table yet: the rows are all new
@@ -176,8 +162,6 @@ def _merge(loc: Location, changes: pa.Table) -> None:
 
 
 def _not_deleted(changes: pa.Table):
-    import pyarrow.compute as pc
-
     return pc.invert(changes["_delete"])
 
 

@@ -18,9 +18,8 @@ import pytest
 from synthetic_results import make_result, result_key
 
 from analysis.cli import main
-from analysis.collect import collect, read_table
+from analysis.collect import collect, lock, read_table
 from analysis.collect.manifest import Manifest
-from analysis.dataset import lock
 from analysis.dataset.faults import DiskFull, TableDamaged
 from analysis.dataset.location import resolve
 
@@ -317,3 +316,16 @@ def test_a_lock_in_a_bucket_is_read_no_further_than_any_lock(s3_bucket, quick_lo
     with lock.table_lock(resolve(table), wait_s=5.0, say=said.append):
         pass
     assert any("breaking the lock" in s for s in said)
+
+
+def test_a_lock_in_a_bucket_is_created_once_by_a_conditional_put_without_boto3(s3_bucket, quick_lock, monkeypatch):
+    from payload.storage import S3Store
+
+    monkeypatch.setattr(S3Store, "__init__", lambda *a, **k: pytest.fail("the lock went through boto3"))
+    loc = resolve(f"s3://{s3_bucket}/table")
+    with lock.table_lock(loc, wait_s=5.0, say=lambda _: None):
+        with pytest.raises(lock.LockTimeout, match=f"process {os.getpid()}"):  # If-None-Match refused the second
+            with lock.table_lock(loc, wait_s=0.3, say=lambda _: None):
+                pass
+    with lock.table_lock(loc, wait_s=0.3, say=lambda _: None):  # let go: taken again at once
+        pass
