@@ -1,13 +1,8 @@
 """One collect, step by step: every source surveyed, then the table's stacks
-one at a time (listed, what changed read and judged, the difference with the
-table's rows of that stack worked out), committed in batches, then the
-export.
-
-Its own module so that the order of those steps can be read in one place;
-each step's work is done by the module of its job (survey, stackstep, batch).
-What a collect holds at once is one stack's files, entries and changed rows
-and one batch of changes, never the table: a collect's memory does not grow
-with the number of results, and a collect that adds a few runs reads,
+one at a time (survey, stackstep), committed in batches (batch), then the
+export. What a collect holds at once is one stack's files, entries and
+changed rows and one batch of changes, never the table: its memory does not
+grow with the number of results, and a collect that adds a few runs reads,
 judges and writes only those."""
 
 from __future__ import annotations
@@ -79,9 +74,8 @@ def collect(
     """Collect runs from `urls` into the results dataset at `table` (a
     directory or a bucket prefix, analysis.dataset), stack by stack, writing
     only what changed. Returns the summary and the table's rows (valid,
-    de-duplicated by run id; a sequence read from the table when first used).
-    New AWS spot runs are priced from EC2's spot price history through
-    `spot_pricer` (see spot_history_pricer).
+    de-duplicated by run id; read from the table when first used). New spot
+    runs are priced from their cloud's spot price history by `spot_pricer`.
 
     `export`: None writes results.parquet and results.csv beside a local
     table of at most EXPORT_MAX_ROWS rows after a collect that changed it
@@ -92,22 +86,27 @@ def collect(
     s3:// URLs take the bulk path (analysis.collect.s3) unless `bulk` is False or a
     `store_opener` is given (tests wrap stores to watch each download);
     `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). A settled stack (analysis.collect.manifest)
-    is not listed file by file while its run directories stay the same;
-    `full` lists every file again."""
-    with _older_objects_left_alone():
-        return _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full, export)
-
-
-def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
-    """collect(): its steps, and a fault met on the way named with its recovery."""
+    the thread pool of the other stores). `full` lists every file of settled stacks again."""
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
+    summary = Summary(sources=list(urls))
     try:
-        summary, count = _collect_steps(
-            loc, out, urls, workers, progress, store_opener, spot_pricer, bulk, full, export
-        )
+        with _older_objects_left_alone():
+            remove_stale_temporaries(out)
+            manifest = Manifest(out / MANIFEST_NAME)
+            bar = Progress(None, "collect", unit="obj", enabled=progress)
+            run = (loc, out, list(urls), manifest, workers, bar, store_opener, bulk, spot_pricer, export)
+            try:
+                full = not manifest.readable() or full  # damaged entries: every file listed and read again
+                try:
+                    count = _collect_once(*run, summary, full)
+                except ManifestDamaged:  # found past its first pages: started over, every file read again
+                    summary = Summary(sources=list(urls))
+                    count = _collect_once(*run, summary, True)
+            finally:
+                bar.close()
+                manifest.close()
     except BaseException as exc:
         _drop_lagging_export(loc, out)  # what it committed is the table's: an export now behind it is not read
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
@@ -118,43 +117,21 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
     return summary, StoredRows(loc, count)
 
 
-def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
-    """(summary, the table's row count) of a collect, its steps in order."""
-    remove_stale_temporaries(out)
-    manifest = Manifest(out / MANIFEST_NAME)
-    bar = Progress(None, "collect", unit="obj", enabled=progress)
-    summary = Summary(sources=list(urls))
-    try:
-        full = not manifest.readable() or full  # damaged entries: every file listed and read again
-        run = (loc, out, list(urls), manifest, workers, bar, store_opener, bulk, spot_pricer, export)
-        try:
-            count = _collect_once(*run, summary, full)
-        except ManifestDamaged:  # found past its first pages: started over, every file listed and read again
-            summary = Summary(sources=list(urls))
-            count = _collect_once(*run, summary, True)
-    finally:
-        bar.close()
-        manifest.close()
-    return summary, count
-
-
 def _drop_lagging_export(loc, out: Path) -> None:
     """After a collect that failed: results.parquet and results.csv removed when they lag the
     table (a commit went through before the failure), so that readers read the table itself
     until the next collect exports it again. Never raises: the failure is what the caller says."""
     with suppress(Exception):
-        if loc.local is not None and table_is_whole(out) and export_version(out) != table_version(loc):
+        if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
             remove_table(out)
 
 
 @contextmanager
 def _older_objects_left_alone():
-    """The objects alive before the collect (the interpreter's, pandas', pyarrow's:
-    hundreds of thousands) frozen out of the garbage collector's scans while it
-    runs (gc.freeze): each full collection the results' allocations trigger
-    would scan them all again, about a third of the CPU of parsing a result.
-    Cycles among the collect's own objects are still collected; a caller that
-    froze its own objects keeps them frozen."""
+    """The objects alive before the collect (hundreds of thousands: the interpreter's, pyarrow's)
+    frozen out of the garbage collector's scans (gc.freeze): each full collection the results'
+    allocations trigger would scan them all again, about a third of the CPU of parsing a result.
+    A caller that froze its own objects keeps them frozen."""
     if gc.get_freeze_count():
         yield
         return
@@ -324,8 +301,8 @@ def _export(loc, out: Path, summary: Summary, count: int, version: int | None, e
         if summary.table_written or not current:
             if version is not None:
                 export_table(loc.uri, out)
-            else:
-                _empty_export(out)
+            else:  # nothing was ever collected into the table
+                write_table_batches([], EXPORT_SCHEMA, out)
             summary.table_written = True
             current = True
     elif export is None and loc.local is not None and (summary.table_written or not current):
@@ -342,11 +319,6 @@ def _export_current(out: Path, version: int | None) -> bool:
 def _names(loc, out: Path, exported: bool) -> dict[str, str]:
     """Where the table is: the dataset, and its exports when they are current."""
     return {**(table_paths(out) if exported else {}), "dataset": loc.text}
-
-
-def _empty_export(out: Path) -> None:
-    """The exports of a table with no rows yet (nothing was ever collected into it)."""
-    write_table_batches([], EXPORT_SCHEMA, out)
 
 
 def manifest_home(loc) -> Path:

@@ -64,7 +64,7 @@ class CollectOutcome:
     def text(self) -> str:
         """What `gpubench collect` prints: counts, settled stacks, set-aside files, the table, teardowns.
         The locations that made it incomplete are `summary.incomplete` (the command prints them to stderr)."""
-        summary, urls = self.summary, self.urls
+        summary, urls, table = self.summary, self.urls, self.summary.table
         lines = [
             f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
             f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
@@ -80,9 +80,17 @@ class CollectOutcome:
                 "see --results)"
             )
         lines += [f"  skipped {s.get('url') or s['key']}: {s['reason']}" for s in summary.set_aside()]
-        lines.append(table_line(summary.table, summary.table_written))
-        if (note := export_note(summary.table)) is not None:
-            lines.append(note)
+        unchanged = "" if summary.table_written else " (unchanged)"
+        if "parquet" in table:
+            lines.append(
+                f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table['dataset']}"
+            )
+        else:
+            lines.append(f"table: {table.get('dataset')}{unchanged}")
+            if resolve(table.get("dataset", ".")).local is not None:  # a local table large enough to skip it
+                lines.append(
+                    "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
+                )
         if self.teardown is not None and not self.teardown.error:
             lines += [
                 f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
@@ -92,39 +100,16 @@ class CollectOutcome:
         return "\n".join(lines) + "\n"
 
 
-def table_line(table: dict[str, str], written: bool) -> str:
-    """Where the table is: the dataset, and its exports when there are any."""
-    unchanged = "" if written else " (unchanged)"
-    if "parquet" not in table:
-        return f"table: {table.get('dataset')}{unchanged}"
-    return f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table.get('dataset')}"
-
-
-def export_note(table: dict[str, str]) -> str | None:
-    """Why a local table has no export beside it (it is large: written on request), or None."""
-    if "parquet" in table or resolve(table.get("dataset", ".")).local is None:
-        return None
-    return "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
-
-
-def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
-    """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
+def finished_stacks(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Stacks whose every run finished: an interrupted run will resume, so its stack stays.
+    Of the table's rows (StoredRows) only the stack and status columns are read."""
+    if (loc := getattr(rows, "loc", None)) is not None:
+        found = delta_table(loc) is not None
+        rows = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist() if found else []
     state: dict[str, bool] = {}
     for r in rows:
         state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
     return sorted(s for s, done in state.items() if done)
-
-
-def finished_stacks_of(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """finished_stacks of collect's rows, reading only their stack and status
-    columns from the table when the rows are the table's (never every row)."""
-    loc = getattr(rows, "loc", None)
-    if loc is None:
-        return finished_stacks(list(rows))
-    if delta_table(loc) is None:
-        return []
-    got = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist()
-    return finished_stacks(got)
 
 
 def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
@@ -180,5 +165,5 @@ def collect_results(
     )
     outcome = CollectOutcome(summary, rows, urls)
     if teardown:
-        outcome.teardown = teardown_finished(finished_stacks_of(rows), urls)
+        outcome.teardown = teardown_finished(finished_stacks(rows), urls)
     return outcome

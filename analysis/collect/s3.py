@@ -10,13 +10,10 @@ with many in flight from one asyncio loop. Only S3 takes this path:
   stays on google-cloud-storage (payload.storage) where the tests can reach it.
 - file://: reading local files needs no request pipelining.
 
-Listing is a stack at a time (collect reads, judges and writes one stack
-before it lists the next, so its memory is one stack's, whatever the
-bucket's size): the stacks under ``runs/`` and, for a stack the manifest
-knows as settled, its run directories (delimiter listings: one entry per run
-instead of one per file, and on SeaweedFS about a tenth of the server's
-work); then the files of each stack that changed, and the results to read,
-``read_all`` with many requests in flight.
+Listing is a stack at a time: the stacks under ``runs/`` and, for a settled
+stack, its run directories (delimiter listings: one entry per run, not per
+file: on SeaweedFS about a tenth of the server's work); then the files of each
+stack that changed, and its results, ``read_all`` with many requests in flight.
 
 The collect lock of a table in a bucket (analysis.collect.lock) is created,
 renewed, read and removed here too: ``put(mode="create")`` is S3's conditional
@@ -38,6 +35,7 @@ import functools
 import importlib.util
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from payload.results_location import ResultsLocationError, parse_results_location
@@ -143,41 +141,33 @@ class S3Bulk:
     def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
         """(sub-prefixes ending in "/", objects) one level under `prefix`: a
         delimiter listing (every page), one entry per sub-prefix, not per file."""
-        try:
+        with _request(f"list {self.url_for(prefix)}"):
             found = self._store.list_with_delimiter(prefix.rstrip("/"))
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
         return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
 
     def objects(self, prefix: str) -> Iterator[ObjectInfo]:
         """Every object under `prefix`, page by page (1,000 a page)."""
-        try:
+        with _request(f"list {self.url_for(prefix)}"):
             for chunk in self._store.list(prefix, chunk_size=1000):
                 yield from (_info(m) for m in chunk)
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
 
     def keys_after(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
         """The keys under `prefix` that sort after `start_after` (S3's StartAfter), page by
         page; at most `limit` of them (one request of that many when given)."""
         found: list[str] = []
         chunk = min(limit, 1000) if limit else 1000
-        try:
+        with _request(f"list {self.url_for(prefix)}"):
             for page in self._store.list(prefix, offset=start_after, chunk_size=chunk):
                 found.extend(m["path"] for m in page)
                 if limit and len(found) >= limit:
                     return found[:limit]
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
         return found
 
     def sample(self, limit: int = 1000) -> list[str]:
         """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
         (a URL one level too high or too low), for the wrong-layout error."""
-        try:
+        with _request(f"list {self.url}"):
             first = next(iter(self._store.list(None, chunk_size=limit)), [])
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url} failed: {_say(exc)}") from exc
         return [m["path"] for m in first]
 
     # the most bytes `get` reads of one object (None: no cap); collect sets its result.json cap
@@ -198,16 +188,12 @@ class S3Bulk:
                 return memoryview(await self._store.get_range_async(key, start=0, end=size))
             except Exception:  # noqa: BLE001,S110 - the whole get below has the final word
                 pass
-        try:
+        with _request(f"download {self.url_for(key)}"):
             result = await self._store.get_async(key)
             whole = int(result.meta["size"])
             if limit is not None and whole > limit:
                 raise ObjectTooLarge(self.url_for(key), whole)
             return memoryview(await result.bytes_async())
-        except ObjectTooLarge:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
 
     # One object at a time: the collect lock (analysis.collect.lock), capped reads (read_capped).
 
@@ -215,39 +201,33 @@ class S3Bulk:
         """Write `key` only if no object has that name; False when one has."""
         from obstore.exceptions import AlreadyExistsError  # lazy: see _open
 
-        try:
-            self._store.put(key, body, mode="create")
-        except AlreadyExistsError:
-            return False
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"create {self.url_for(key)} failed: {_say(exc)}") from exc
+        with _request(f"create {self.url_for(key)}"):
+            try:
+                self._store.put(key, body, mode="create")
+            except AlreadyExistsError:
+                return False
         return True
 
     def put_bytes(self, key: str, body: bytes) -> None:
-        try:
+        with _request(f"upload {self.url_for(key)}"):
             self._store.put(key, body)
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"upload {self.url_for(key)} failed: {_say(exc)}") from exc
 
     def read(self, key: str, limit: int) -> bytes:
         """At most `limit` + 1 bytes of `key` (one more says it is over the cap): the
         object whole when it is not over (its size is in the response's head, before
         its body), else a ranged read of its head."""
-        try:
-            result = self._store.get(key)
+        with _request(f"download {self.url_for(key)}"):
+            try:
+                result = self._store.get(key)
+            except FileNotFoundError:  # obstore's NotFoundError
+                raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
             if int(result.meta["size"]) <= limit:
                 return bytes(result.bytes())
             return bytes(self._store.get_range(key, start=0, length=limit + 1))
-        except FileNotFoundError:  # obstore's NotFoundError
-            raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
 
     def delete(self, key: str) -> None:
-        try:
+        with _request(f"delete {self.url_for(key)}"):
             self._store.delete(key)
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"delete {self.url_for(key)} failed: {_say(exc)}") from exc
 
 
 @functools.lru_cache(maxsize=16)
@@ -276,10 +256,17 @@ def _info(meta: dict) -> ObjectInfo:
     )
 
 
-def _say(exc: BaseException) -> str:
-    """obstore's messages run to several lines of nested causes; keep the first."""
-    first = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {first[0] if first else ''}"
+@contextmanager
+def _request(what: str):
+    """obstore raises several types: each becomes a StorageError naming `what`, with the first line of
+    its message (they run to several lines of nested causes)."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        first = str(exc).strip().splitlines()
+        raise StorageError(f"{what} failed: {type(exc).__name__}: {first[0] if first else ''}") from exc
 
 
 async def read_all(
