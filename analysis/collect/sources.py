@@ -1,11 +1,8 @@
-"""Downloading result objects, one stack's at a time.
-
-s3:// goes through analysis.collect.s3 (obstore, ~128 requests in flight on one
-event loop); gs://, file:// and s3:// without the bulk path go through
-payload.storage in a bounded thread pool. Its own module because both paths
-must hand the rest of collect the same thing: one entry per downloaded
-object ({mkey: entry}, the row or the reason it was set aside), whatever
-failed."""
+"""Downloading result objects, one stack's at a time: s3:// through
+analysis.collect.s3 (obstore, ~128 requests in flight on one event loop), the
+others through payload.storage in a bounded thread pool (local files in this
+thread). Every path hands the rest of collect the same thing: one entry per
+object ({mkey: entry}, the row or the reason it was set aside)."""
 
 from __future__ import annotations
 
@@ -47,20 +44,16 @@ def new_entry(store, url: str, info) -> dict:
 def bulk_read(
     source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one
-    s3:// source) read through analysis.collect.s3, `workers` requests in flight
-    (default bulk.DEFAULT_BULK_WORKERS); spot runs go to `to_price` as
-    (mkey, result), priced afterwards (spot.price_bulk). One stack's results
-    at a time: what it returns is what the step holds.
+    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one s3://
+    source) read through analysis.collect.s3, `workers` requests in flight; spot
+    runs go to `to_price` as (mkey, result), priced afterwards (spot.price_bulk).
 
-    `ready`: {key: (size listed, bytes, ranged)} already downloaded for this step
-    (analysis.collect.prefetch), used instead of a read and taken out of it (so
-    each object's bytes go once parsed). `fetched`: called
-    once the downloads are done, before the parsing (the next stack's
-    prefetch starts there). Results are parsed after the downloads, not as
-    each arrives: a parse holds the GIL that every finished request needs to
-    hand its bytes over, so parsing among the requests cost more CPU (about a
-    tenth of the collect's) and kept requests waiting."""
+    `ready`: {key: (size listed, bytes, ranged)} the prefetch already downloaded,
+    taken out of it instead of a read. `fetched`: called once the downloads are
+    done, before the parsing (the next stack's prefetch starts there). Results are
+    parsed after the downloads, not as each arrives: a parse holds the GIL that
+    every finished request needs to hand its bytes over, so parsing among the
+    requests cost about a tenth more CPU and kept requests waiting."""
     got: dict[str, dict] = {}
     arrived: list = []  # (info, bytes or StorageError, ranged)
     wanted = []
@@ -138,31 +131,25 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
 
 
 def download(
-    todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
+    todo: list[Download],
+    workers: int | None,
+    spot_pricer: SpotPricer | None,
+    stopped: dict[str, str] | None = None,
+    here: bool = False,
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` as its download finishes, through
-    a thread pool of `workers` (default DEFAULT_WORKERS). A source that stops
-    answering is not tried again for its other objects this time (`stopped`,
-    source -> why, carries that over from one call to the next)."""
-    if not todo:
-        return
+    """(mkey, entry) of each object of `todo` as its download finishes, through a
+    thread pool of `workers` (default DEFAULT_WORKERS), or one after the other in
+    this thread when `here` (local files: reading one costs less than handing it
+    to a thread). A source that stops answering is not tried again for its other
+    objects (`stopped`, source -> why, carries that from one call to the next)."""
     stopped = {} if stopped is None else stopped  # detected once, not per object
+    if here or not todo:
+        yield from (_fetch(item, stopped, spot_pricer) for item in todo)
+        return
     # Ctrl-C (or a caller that stops reading) cancels the downloads not started and waits for none.
     with InterruptiblePool(max(1, min(workers or DEFAULT_WORKERS, len(todo))), "collect-download") as pool:
         for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):
             yield fut.result()
-
-
-def read_here(
-    todo: list[Download], spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
-) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo`, read one after the other in
-    the calling thread: for local files, where a thread pool has nothing to
-    overlap (reading a result takes less than handing it to a thread) and
-    would cost a thread, a future and a lock per result."""
-    stopped = {} if stopped is None else stopped
-    for item in todo:
-        yield _fetch(item, stopped, spot_pricer)
 
 
 def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:

@@ -3,12 +3,9 @@ the bulk path), so that a collect holds one stack's listing at a time and a
 settled stack is checked by its run directories only (one entry per run,
 not per file), or not at all: on file:// by its directory's stamp, on a
 bucket by the stack's results journal (payload.layout), read from the time
-of its last listing.
-
-Its own module because payload.storage lists a location whole (a local one
-by walking every file) and has no notion of a run directory; here each
-store kind says what lies under ``runs/``, under ``runs/<stack>/``, and in
-one stack, with the same ObjectInfo (and ETag) its own listing gives."""
+of its last listing. payload.storage lists a location whole and knows no run
+directory; here each store kind says what lies under ``runs/``, under
+``runs/<stack>/`` and in one stack, with the ObjectInfo (and ETag) it gives."""
 
 from __future__ import annotations
 
@@ -61,7 +58,7 @@ class _FileStacks:
             if entry.is_dir(follow_symlinks=False):
                 prefixes.append(f"{layout.ROOT}{entry.name}/")
             elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-                files.append(self._info(Path(entry.path)))
+                files.append(_info(f"{layout.ROOT}{entry.name}", entry.stat()))
         return sorted(prefixes), files
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
@@ -108,21 +105,7 @@ class _FileStacks:
                 if entry.is_dir(follow_symlinks=False):
                     todo.append((f"{rel}{entry.name}/", entry.path))
                 elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-                    yield self._entry_info(f"{rel}{entry.name}", entry)
-
-    def _entry_info(self, key: str, entry: os.DirEntry):
-        """The ObjectInfo of a scanned file: its key and the same ETag (size and mtime) as _info."""
-        st = entry.stat()
-        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
-        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
-        return ObjectInfo(key, st.st_size, etag, updated)
-
-    def _info(self, path: Path):
-        """payload.storage's ObjectInfo of a file, with the same ETag (size and mtime)."""
-        st = path.stat()
-        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
-        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
-        return ObjectInfo(path.relative_to(self.root).as_posix(), st.st_size, etag, updated)
+                    yield _info(f"{rel}{entry.name}", entry.stat())
 
 
 class _DelimiterStacks:
@@ -234,6 +217,12 @@ def stack_lister(store):
     """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
     kind = _LISTERS.get(type(store).__name__)
     return kind(store) if kind is not None else None
+
+
+def _info(key: str, st: os.stat_result) -> ObjectInfo:
+    """The ObjectInfo of a local file, with payload.storage's ETag (of its size and mtime)."""
+    etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
+    return ObjectInfo(key, st.st_size, etag, _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc))
 
 
 def _is_text(name: str) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from analysis.collect.dedupe import dedupe
 from analysis.collect.manifest import SettledStack
 from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key, read_here, unchanged
+from analysis.collect.sources import bulk_read, download, entry_key, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
@@ -324,7 +324,7 @@ def _downloads(ctx: StepContext, st: _Stack):
     for view, key, info in st.todo:
         if not view.bulk:
             (local if type(view.store).__name__ in READ_HERE else pooled).append((view.store, view.url, key, info))
-    yield from read_here(local, ctx.spot_pricer, ctx.stopped)
+    yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
     prefetch = ctx.prefetch
     start_next = (lambda: prefetch.start(ctx.views)) if prefetch is not None else None

@@ -1,10 +1,7 @@
-"""One validated result.json -> one flat row of facts (no prices applied).
-
-Rows are what collect writes to the dataset; pricing and metrics
-are computed from rows, so a new price snapshot never needs a re-download.
-The billing windows (instance launch to termination, per attempt) are
-derived here from the timeline because that is where the billed time is.
-"""
+"""One validated result.json -> one flat row of facts (no prices applied): prices
+are computed from rows, so a new price snapshot never needs a re-download. The
+billing windows (instance launch to termination, per attempt) are derived here
+from the timeline because that is where the billed time is."""
 
 from __future__ import annotations
 
@@ -142,9 +139,7 @@ def _sample_unit(name: str) -> str:
 def _fmt_param(key: str, value) -> str:
     if isinstance(value, bool):
         return f"{key} {'on' if value else 'off'}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+    return f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}"
 
 
 def workload(b: dict, m: dict) -> tuple[str, str]:
@@ -203,7 +198,7 @@ def workload_label(name: str, spec: dict) -> str:
             continue
         if params[k] is None and k not in defaults:
             continue
-        parts.append(f"{k} {_fmt_param(k, params[k])}" if not isinstance(params[k], bool) else _fmt_param(k, params[k]))
+        parts.append(_fmt_param(k, params[k]))
     parts += [f"{k} {spec[k]}" for k in _EXTRA if spec.get(k) is not None]
     return ", ".join(parts)
 
@@ -239,19 +234,11 @@ def _events_by_attempt(result: dict, attempts: list[dict]) -> dict[int, list[tup
     return out
 
 
-def _first(events, names) -> tuple[datetime, str] | None:
+def _found(events, names, pick=min) -> tuple[datetime, str] | None:
+    """(`pick` of its times, name) of the first of `names` that `events` hold, or None."""
     for name in names:
-        hits = [t for t, e in events if e["event"] == name]
-        if hits:
-            return min(hits), name
-    return None
-
-
-def _last(events, names) -> tuple[datetime, str] | None:
-    for name in names:
-        hits = [t for t, e in events if e["event"] == name]
-        if hits:
-            return max(hits), name
+        if hits := [t for t, e in events if e["event"] == name]:
+            return pick(hits), name
     return None
 
 
@@ -269,15 +256,17 @@ def billing_windows(result: dict) -> list[dict]:
     windows = []
     for a in attempts:
         evs = grouped[a["attempt"]]
-        start = _first(evs, WINDOW_START_EVENTS[:1])
+        start = _found(evs, WINDOW_START_EVENTS[:1])
         start_t, start_how = start if start else (parse_time(a["start"]), "attempt start (no instance_launch event)")
-        end = _last(evs, WINDOW_END_EVENTS[:3])
+        end = _found(evs, WINDOW_END_EVENTS[:3], max)
         if end:
             end_t, end_how = end
         elif a.get("end"):
             end_t, end_how = parse_time(a["end"]), "attempt end (no shutdown event)"
         else:
-            last = _last(evs, WINDOW_END_EVENTS[3:]) or ((max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None)
+            last = _found(evs, WINDOW_END_EVENTS[3:], max) or (
+                (max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None
+            )
             end_t, end_how = last if last else (finished, "result finished_at")
             end_how = f"{end_how} (attempt has no end)"
         if end_t < start_t:
@@ -344,7 +333,7 @@ def result_to_row(
         | {w["end_from"] for w in windows if "no " in w["end_from"]}
     )
     workload_key, workload_name = workload(b, m)
-    row = {
+    return {
         "run_id": result["run_id"],
         "stack": result["stack"],
         "status": result["status"],
@@ -391,4 +380,3 @@ def result_to_row(
         "key": key,
         "etag": etag,
     }
-    return row
