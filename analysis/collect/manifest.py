@@ -19,8 +19,8 @@ what was seen, never the rows (those live in the results dataset alone):
   files nor reads its results: it replays the stack's notes (the files set
   aside in it) and counts its runs. A settled stack is listed file by file
   again after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
-- ``meta``: the manifest's format, the table version the
-  manifest is in step with and the price catalog the rows were priced with.
+- ``meta``: the manifest's format, the table version the manifest is in
+  step with and the price catalog the rows were priced with.
 
 An unreadable manifest, or one of another format, is a cold start, never an
 error (the next collect reads every result again and writes nothing the
@@ -162,9 +162,6 @@ class Manifest:
             return False
         return True
 
-    def count(self) -> int:
-        return self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
-
     def stack_entries(self, source: str, prefix: str) -> dict[str, dict]:
         """The entries of one source's stack, by entry key."""
         rows = self._read(
@@ -219,16 +216,6 @@ class Manifest:
             found.append(value)
             last = value
         return found
-
-    @property
-    def entries(self) -> dict[str, dict]:
-        """Every entry (tests and migration; collect reads them stack by stack)."""
-        try:
-            rows = self._db.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries").fetchall()  # noqa: S608
-        except sqlite3.DatabaseError:
-            self._start_over()
-            return {}
-        return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
     def settled(self, source: str) -> dict[str, SettledStack]:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""

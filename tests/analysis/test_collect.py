@@ -297,7 +297,7 @@ def test_corrupt_manifest_is_rebuilt(tmp_path):
         (tmp_path / "out" / f".collect-manifest.sqlite{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"{not a database" * 100)
     m = Manifest(path)
-    assert m.entries == {}
+    assert m.sources() == set()  # started over: no entries
     m.close()
     summary, rows = collect([str(src)], tmp_path / "out")
     assert summary.new == 2 and len(rows) == 2
@@ -375,7 +375,7 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     assert counting.gets == [result_key(changed)] and (summary.new, summary.cached) == (1, 30)
     assert next(r for r in rows if r["run_id"] == changed["run_id"])["train_seconds"] == 4242.0
     m = Manifest(out / ".collect-manifest.sqlite")  # it records what was read, the row lives in the table
-    entry = m.entries[f"{url}|{result_key(changed)}"]
+    entry = m.stack_entries(url, f"runs/{changed['stack']}/")[f"{url}|{result_key(changed)}"]
     m.close()
     assert entry["has_row"] and entry["status"] == "completed" and "row" not in entry
     table = pd.read_parquet(out / "results.parquet")
