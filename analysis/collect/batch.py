@@ -1,11 +1,7 @@
-"""The changes of several stacks, committed together: one commit to the
-table per batch (a plain append when every row is new), then the manifest
-entries of those stacks, so a collect interrupted between batches loses
-nothing (the next one finds the rest unread and reads it).
-
-Its own module because a commit per stack would make a collect touching
-every stack as slow as the table has stacks, and one commit for the whole
-collect would hold every row at once."""
+"""The changes of several stacks, committed together: one commit to the table
+per batch (a commit per stack is as slow as the table has stacks; one per
+collect holds every row), then those stacks' manifest entries, so a collect
+interrupted between batches loses nothing."""
 
 from __future__ import annotations
 

@@ -1,26 +1,17 @@
-"""What the last collect saw, so the next one reads only what changed.
+"""What the last collect saw, so the next one reads only what changed: one
+SQLite file beside a local table (``.collect-manifest.sqlite``; for a
+bucket's table in the cache directory), never the rows (the dataset holds them):
 
-One SQLite file beside a local table (``.collect-manifest.sqlite``; for a
-bucket's table in the cache directory). It holds what is needed to know
-what was seen, never the rows (those live in the results dataset alone):
-
-- ``entries``: one row per result object: its source, stack prefix
-  (``runs/<stack>/``), etag and size when read, whether it parsed into a
-  row, the row's status, and why it was set aside (unparsable, misplaced,
-  a duplicate, not believable) when it was. A collect reads the entries
-  of one stack at a time, and writes only those that changed.
-- ``stacks``: the *settled* stacks of each source, as last listed file by
-  file: every run directory holds a result.json with a final status
-  (completed or failed), nothing is half-uploaded, and no stray object sits
-  beside the run directories. The payload writes a final result once and
-  never again, so such a stack changes only by gaining or losing run
-  directories; the next collect lists its run directories (one entry per
-  run, not per file) and, while they are the same ones, neither lists its
-  files nor reads its results: it replays the stack's notes (the files set
-  aside in it) and counts its runs. A settled stack is listed file by file
-  again after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
-- ``meta``: the manifest's format, the table version the manifest is in
-  step with and the price catalog the rows were priced with.
+- ``entries``: one per result object: its source, stack prefix, etag and size
+  when read, whether it parsed into a row, the row's status, and why it was
+  set aside when it was. Read and written one stack at a time.
+- ``stacks``: the *settled* stacks of each source (analysis.collect.settled).
+  The payload writes a final result once and never again, so such a stack
+  changes only by gaining or losing run directories; while those stay the
+  same, the next collect neither lists its files nor reads its results. It is
+  listed file by file again after SETTLED_MAX_AGE_S, or on `collect --full`.
+- ``meta``: the format, the table version the manifest is in step with and
+  the price catalog the rows were priced with.
 
 An unreadable manifest, or one of another format, is a cold start, never an
 error (the next collect reads every result again and writes nothing the

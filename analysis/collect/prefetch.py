@@ -1,23 +1,16 @@
 """The next stack's new results downloaded while this stack's are parsed and judged.
 
-On the bulk path (s3://) a step downloads its stack's results, then parses and
-judges them, then commits. During the parsing and judging (and the step's
-hand-over to the next) no download is in flight, and on a bucket the server
-and the network are what a collect waits on. So once a step's own downloads
-are done, the next stack's new results are downloaded on a thread of its own
-(its own event loop, `analysis.collect.s3.read_all`), from the listing the list-ahead
-already has, and handed to that stack's step as bytes; the step parses and
-judges them as if it had read them itself (a ranged read that does not parse
-is read again whole there, as always).
+On the bulk path (s3://) no download is in flight while a step parses and
+judges, and on a bucket the network is what a collect waits on. So once a
+step's own downloads are done, the next stack's new results (from the listing
+the list-ahead already has) are downloaded on a thread and event loop of their
+own and handed to that stack's step as bytes, judged as if it had read them.
 
-Only what the step would read anyway is fetched: the listing's results the
-manifest does not hold unchanged, none over the size cap, at most
-PREFETCH_BYTES of them in all sources together (the rest the step reads
-itself). One stack ahead, never more: what it holds is one stack's new
-results, as bytes. A prefetch that fails hands over nothing, and a read of it
-that fails is left out: the step reads those as it would have (with its own
-retries and its own error). A collect abandoned (Ctrl-C, an error) stops its
-prefetch at the next object that arrives.
+Only what the step would read anyway is fetched (not unchanged, not over the
+size cap, at most PREFETCH_BYTES in all), one stack ahead, never more. A
+prefetch or a read of it that fails hands over nothing: the step reads those
+itself, with its own retries and errors. A collect abandoned (Ctrl-C, an
+error) stops its prefetch at the next object that arrives.
 """
 
 from __future__ import annotations

@@ -1,23 +1,19 @@
-"""Bulk reads of an s3:// results bucket through obstore (Rust object_store).
+"""An s3:// location through obstore (Rust object_store): collect's listings
+and bulk reads, capped reads, and the collect lock's object.
 
-collect spends about 2.6 ms of CPU per object in botocore (signing, parsing,
-one thread per request), so a thread pool of boto3 calls is CPU-bound long
-before the network is. obstore does the same requests for about 0.3 ms each,
-with many in flight from one asyncio loop. Only S3 takes this path:
-
-- gs://: obstore's GCSStore speaks the GCS XML API, which gcp-storage-emulator
-  (the only local GCS fake we can test against) does not implement, so GCS
-  stays on google-cloud-storage (payload.storage) where the tests can reach it.
-- file://: reading local files needs no request pipelining.
+botocore costs about 2.6 ms of CPU per object (signing, parsing, one thread
+per request); obstore about 0.3 ms, with many requests in flight from one
+asyncio loop. gs:// stays on google-cloud-storage (payload.storage): obstore's
+GCSStore speaks the XML API, which gcp-storage-emulator, the GCS fake the
+tests run against, does not implement.
 
 Listing is a stack at a time: the stacks under ``runs/`` and, for a settled
 stack, its run directories (delimiter listings: one entry per run, not per
 file: on SeaweedFS about a tenth of the server's work); then the files of each
 stack that changed, and its results, ``read_all`` with many requests in flight.
 
-The collect lock of a table in a bucket (analysis.collect.lock) is created,
-renewed, read and removed here too: ``put(mode="create")`` is S3's conditional
-create (If-None-Match: *), which AWS, SeaweedFS and moto_server honour.
+The lock's ``put(mode="create")`` is S3's conditional create (If-None-Match:
+*), which AWS, SeaweedFS and moto_server honour.
 
 Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
 ``~/.aws/config`` profiles including SSO and assumed roles, container and

@@ -1,11 +1,7 @@
 """Settled stacks: what a collect carries over from the manifest instead of
-listing and reading it again.
-
-A stack is settled when every run directory in it holds a final result that
-parsed, nothing is half-uploaded and nothing lies beside the run
-directories (analysis.collect.manifest says why that is safe to trust). Its own
-module because deciding what is settled and replaying a settled stack must
-agree on one definition."""
+listing and reading it again. A stack is settled when every run directory in
+it holds a final result that parsed, nothing is half-uploaded and nothing lies
+beside the run directories (analysis.collect.manifest says why that is safe)."""
 
 from __future__ import annotations
 

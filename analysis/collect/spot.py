@@ -1,8 +1,6 @@
-"""Spot runs priced from their cloud's spot price history.
-
-Its own module because pricing calls a cloud's API per run: it must stay out
-of the download loop (the bulk path prices after downloading, in a thread
-pool) and fail one run at a time, with the reason, never the collect."""
+"""Spot runs priced from their cloud's spot price history: a cloud API call per
+run, kept out of the download loop (the bulk path prices after downloading, in
+a thread pool), failing one run at a time with the reason, never the collect."""
 
 from __future__ import annotations
 

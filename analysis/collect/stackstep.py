@@ -1,12 +1,9 @@
 """One stack of a collect, across every source: its files listed, its
 changed results read, judged against the copies of the same runs, and the
-difference with the table's rows of that stack worked out.
-
-Its own module because this is the unit a collect's memory is bounded by:
-nothing a step holds (listing, manifest entries, rows) outlives it but the
-changes it hands the batch (analysis.collect.batch) and the summary's counts.
-A stack with nothing new judges only what was read again: the runs a new or
-changed result belongs to (with every copy of them), never the rest."""
+difference with the table's rows of that stack worked out. The unit a
+collect's memory is bounded by: nothing a step holds outlives it but the
+changes it hands the batch and the summary's counts. Only the runs a new or
+changed result belongs to (with every copy of them) are judged again."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""What one collect reports: counts, set-aside files, the table's paths.
-
-Its own module because every step of a collect adds to it, and the CLI and
-campaigns read it (``to_dict`` is the ``--json`` answer)."""
+"""What one collect reports: counts, set-aside files, the table's paths
+(``to_dict`` is the ``--json`` answer)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-def set_aside_order(note: dict) -> tuple[str, str]:
-    """The order set-aside files are reported in: by key, then reason."""
-    return str(note.get("key")), str(note.get("reason"))
 
 
 @dataclass
@@ -34,7 +27,7 @@ class Summary:
 
     def set_aside(self) -> list[dict]:
         """The set-aside files by key: the same order however they were found (listed, or carried over)."""
-        return sorted(self.skipped, key=set_aside_order)
+        return sorted(self.skipped, key=lambda n: (str(n.get("key")), str(n.get("reason"))))
 
     def to_dict(self) -> dict:
         return {

@@ -1,13 +1,8 @@
-"""The first step of a collect: each source looked at once, before any
-stack is read, so that a source with no runs where runs were expected
-stops the collect before the table or the manifest is touched.
-
-Its own module because the two ways a source is listed (stack by stack on
-file://, gs:// and the s3:// bulk path; whole through payload.storage for
-any other store) must hand the stack-by-stack step the same thing: which
-stacks the source has, which of them are settled and unchanged (not to be
-listed file by file), and each other stack's files when it is asked for
-them."""
+"""The first step of a collect: each source looked at once, before any stack
+is read, so that a source with no runs where runs were expected stops the
+collect before the table or the manifest is touched. Listed stack by stack or
+whole (a store of another kind), a source tells the step the same things: its
+stacks, the settled and unchanged ones, and a stack's files when asked."""
 
 from __future__ import annotations
 

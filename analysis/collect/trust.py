@@ -1,12 +1,9 @@
 """Whether a parsed row could have come from a real run where it is stored:
 its names in the one allowed alphabet, its times and numbers physically
 possible, and the offering it claims the one its stack runs, on the GPU it
-recorded.
-
-Its own module because a result is written by whoever can write to the
-bucket: the schema says a file is well formed, not that it is believable.
-Every row is judged here (downloaded or carried over from the manifest), and
-one that fails is set aside with the reason, never counted."""
+recorded. A result is written by whoever can write to the bucket: the schema
+says a file is well formed, not that it is believable. A row that fails is set
+aside with the reason, never counted."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """Judging what a bucket holds: which keys are results, which files are set
-aside and why, and whether one result.json's bytes make a table row.
-
-Its own module because every path (bulk s3://, the thread pool, the
-manifest's cached rows) must judge a file the same way, with the same
-reasons, whichever way it was read."""
+aside and why, and whether one result.json's bytes make a table row: the same
+judgement and reasons whichever way a file was read."""
 
 from __future__ import annotations
 

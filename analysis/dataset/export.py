@@ -1,18 +1,13 @@
-"""``results.parquet`` and ``results.csv``: the files a person opens in a
-spreadsheet, or a tool of an earlier release reads, made from the dataset.
+"""``results.parquet`` and ``results.csv``, the files a person opens in a
+spreadsheet: an export of the dataset, by run id then stack, sorted in memory
+by Arrow while small, else by DuckDB within a memory limit (spilling to disk).
 
-They are an export, not the store: written next to a local table after a
-collect that changed it (or on request, anywhere), by run id then stack, in
-batches through DuckDB (which sorts within a memory limit, spilling to disk);
-a table small enough to hold is sorted in memory by Arrow instead (DuckDB's
-start and scan cost more than the sort of a few thousand rows).
-
-Each file is written whole under a temporary name (``.results.<ext>.<pid>.tmp``)
-and then renamed onto its name (``os.replace``, one step): a reader sees an old
-file or a new one, never half of one, and a failure leaves the old pair. The CSV
-is renamed first: the Parquet file's footer names the table version the pair was
-exported from, so a pair whose Parquet file is behind is written again. What a
-killed export leaves is removed by the next one once its process is gone."""
+Each file is written under a temporary name (``.results.<ext>.<pid>.tmp``),
+then renamed onto its name (``os.replace``): a reader sees an old file or a
+new one, never half of one. The CSV is renamed first: the Parquet footer names
+the table version the pair was exported from, so a pair whose Parquet file is
+behind is written again. What a killed export leaves is removed by the next
+one once its process is gone."""
 
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
-"""Faults of the machine or of the table, named with the way to recover.
-
-A full disk or a damaged table log is not a bug in gpubench: the command
-says what happened, what state it left (what is committed stays; what is
-derived is rebuilt by the next collect) and what to do. Both are OSErrors,
-which every command reports as a message and exit code 1
-(payload.entrypoint.classify), never as a traceback.
-
-Its own module because the collect, the table's readers and the manifest
-meet the same faults in different libraries (SQLite, Delta Lake's Rust
-writer, pyarrow, the file system), and each is recognised here once."""
+"""Faults of the machine or of the table, named with the way to recover: what
+happened, what state it left and what to do. Both are OSErrors, which every
+command reports as a message and exit code 1, never as a traceback. The
+collect, the table's readers and the manifest meet them in different libraries
+(SQLite, Delta Lake's Rust writer, pyarrow, the file system): each is
+recognised here once."""
 
 from __future__ import annotations
 

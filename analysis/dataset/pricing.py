@@ -1,10 +1,7 @@
 """Which price catalog priced a row: rows priced under another catalog are
-priced again and replaced by the next collect, the others are left alone.
-
-Its own module because the identity must change whenever anything
-analysis.price reads changes (the shipped data, the snapshot folders of
-$GPUBENCH_PRICES_DIR, your catalog directories), and cost nothing to compute
-when nothing did (the file names, sizes and modification times, not their bytes)."""
+priced again and replaced by the next collect, the others are left alone. The
+identity changes whenever anything the catalog is read from changes, and costs
+nothing when nothing did (file names, sizes and modification times, not bytes)."""
 
 from __future__ import annotations
 

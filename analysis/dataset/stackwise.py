@@ -1,10 +1,7 @@
 """The table as a collect working stack by stack sees it: one stack's keys,
 a few of its rows, the stacks and rows it holds, and a batch of changes
-committed at once.
-
-Its own module because a collect must never load the whole table: every
-read here is restricted to one stack's partition (the files of other stacks
-are not opened) or answered from the table's log alone."""
+committed at once. A collect never loads the whole table: every read here is
+of one stack's partition or answered from the table's log alone."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """The results dataset as a Delta Lake table: opened, read, appended to and
 changed, each change one atomic commit in the table's log; StoredRows, the
-rows a collect returns, read from it on first use.
-
-Its own module because every reader and writer must agree on the layout
-(partitioned by ``stack`` and ``month``, analysis.dataset.schema) and on what
-"the current snapshot" is: the files the latest commit names, never the
-files a writer is still uploading or an interrupted one left behind."""
+rows a collect returns, read from it on first use. "The current snapshot" is
+the files the latest commit names, never those a writer is still uploading or
+an interrupted one left behind."""
 
 from __future__ import annotations
 
