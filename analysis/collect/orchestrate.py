@@ -67,7 +67,6 @@ def collect(
     progress: bool = False,
     store_opener: Callable | None = None,
     spot_pricer: SpotPricer | None = None,
-    bulk: bool | None = None,
     full: bool = False,
     export: bool | None = None,
 ) -> tuple[Summary, Sequence[dict]]:
@@ -83,10 +82,9 @@ def collect(
     dataset); True writes them whatever the size (for a bucket's table, into
     the manifest's directory); False never.
 
-    s3:// URLs take the bulk path (analysis.collect.s3) unless `bulk` is False or a
-    `store_opener` is given (tests wrap stores to watch each download);
-    `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). `full` lists every file of settled stacks again."""
+    s3:// URLs are read through obstore (analysis.collect.s3) unless a `store_opener`
+    is given (tests wrap stores to watch each download); `workers` is the number of
+    requests in flight (default 128 there, 10 in the thread pool of gs://). `full` lists every file of settled stacks again."""
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
@@ -96,7 +94,7 @@ def collect(
             remove_stale_temporaries(out)
             manifest = Manifest(out / MANIFEST_NAME)
             bar = Progress(None, "collect", unit="obj", enabled=progress)
-            run = (loc, out, list(urls), manifest, workers, bar, store_opener, bulk, spot_pricer, export)
+            run = (loc, out, list(urls), manifest, workers, bar, store_opener, spot_pricer, export)
             try:
                 full = not manifest.readable() or full  # damaged entries: every file listed and read again
                 try:
@@ -142,9 +140,9 @@ def _older_objects_left_alone():
         gc.unfreeze()
 
 
-def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, spot_pricer, export, summary, full):
+def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):
     """Survey, then every stack and the export; returns the table's row count."""
-    views, not_found = _survey(urls, manifest, summary, store_opener, bulk, full)
+    views, not_found = _survey(urls, manifest, summary, store_opener, full)
     if not_found:  # runs were expected and some source held none: nothing is touched
         tv = TableView(loc)
         current = loc.local is not None and _export_current(out, tv.version)
@@ -155,7 +153,7 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
     return count
 
 
-def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
+def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
     views, not_found = [], []
     for url in urls:
@@ -167,7 +165,7 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
         )
         trusted = trusted_settled(view.settled)
         try:
-            if store_opener is None and bulk is not False and s3.available(url):
+            if store_opener is None and s3.is_s3(url):
                 loose = survey_bulk(view, trusted)
             else:
                 loose = survey_store(view, store_opener or open_store, trusted)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -47,15 +46,7 @@ except ImportError:  # not on Windows
 DEFAULT_BULK_WORKERS = 128
 
 
-def available(url: str) -> bool:
-    """True when `url` can take the bulk path: s3:// with obstore installed,
-    unless GPUBENCH_COLLECT_BULK=0 turns it off."""
-    if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or not _is_s3(url):
-        return False
-    return importlib.util.find_spec("obstore") is not None
-
-
-def _is_s3(url: str) -> bool:
+def is_s3(url: str) -> bool:
     try:
         return parse_results_location(url).scheme == "s3"
     except ResultsLocationError:
@@ -83,8 +74,10 @@ class S3Bulk:
             raise StorageError(f"cannot open {url}: {type(exc).__name__}: {exc}") from exc
 
     def _open(self):
-        # lazy: the demo extra has no obstore, and a local collect never opens a bucket
-        from obstore.store import S3Store
+        try:  # lazy: the demo extra has no obstore, and a local collect never opens a bucket
+            from obstore.store import S3Store
+        except ImportError:
+            raise StorageError("reading s3:// needs obstore: pip install 'gpubench[analysis]'") from None
 
         attempts, backoff = retry_settings()
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
