@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,21 +58,39 @@ def _unreachable(exc: Exception) -> bool:
 
 
 def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
-    """The rows of `dt`'s snapshot as a pyarrow Dataset of `schema`. A local table is
-    read through Arrow's own file system: deltalake's default one hands Arrow buffers
-    owned by Python, and the parquet reader may release the last of them on an Arrow
-    thread after a scan returned; one released while the interpreter exits takes the
-    GIL, which ends that thread, and the process aborts ("terminate called without an
-    active exception")."""
+    """The rows of `dt`'s snapshot as a pyarrow Dataset of `schema`, read through Arrow's
+    own file system where it can: deltalake's Python one hands Arrow buffers owned by
+    Python, and the parquet reader may release the last of them on an Arrow thread after
+    a scan returned; one released while the interpreter exits takes the GIL, which ends
+    that thread, and the process aborts ("terminate called without an active exception")."""
     return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
 
 
 def filesystem(dt: DeltaTable, loc: Location):
-    """A pyarrow file system that reads the table's files by their paths in the log."""
+    """A pyarrow file system rooted at the table, reading its files by their paths in the log:
+    a directory or an s3:// prefix through Arrow's own file systems; gs:// through
+    deltalake's (Arrow's GcsFileSystem would serve it too, but no GCS fake the tests run
+    can hold a Delta table to prove it: gcp-storage-emulator lacks the XML API deltalake writes with)."""
     if loc.local is not None:
         return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
+    if loc.uri.startswith("s3://"):
+        return pa_fs.SubTreeFileSystem(loc.uri.removeprefix("s3://"), _s3_filesystem(loc.storage_options))
     return pa_fs.PyFileSystem(
         DeltaStorageHandler.from_table(dt._table, loc.storage_options or None, dt._table.get_add_file_sizes())  # noqa: SLF001 - as deltalake's own reader does
+    )
+
+
+def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
+    """Arrow's S3 client with the options deltalake is given (analysis.dataset.location); without keys
+    there, the AWS SDK's own chain (environment, AWS_PROFILE, instance and container roles)."""
+    endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
+    return pa_fs.S3FileSystem(
+        access_key=options.get("AWS_ACCESS_KEY_ID"),
+        secret_key=options.get("AWS_SECRET_ACCESS_KEY"),
+        session_token=options.get("AWS_SESSION_TOKEN"),
+        region=options.get("AWS_REGION"),
+        endpoint_override=endpoint.netloc or None,
+        scheme=endpoint.scheme or "https",
     )
 
 
