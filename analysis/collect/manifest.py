@@ -53,9 +53,6 @@ class ManifestDamaged(OSError):
             "starting over costs one collect that reads every result again; the table keeps its rows)"
         )
 
-    def __str__(self) -> str:
-        return self.args[0]
-
 
 @dataclass(frozen=True)
 class SettledStack:

@@ -24,7 +24,7 @@ from analysis.collect.prefetch import Prefetch
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
 from analysis.collect.summary import Summary
-from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
+from analysis.collect.survey import SourceView, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.export import (
     export_table,
@@ -70,17 +70,15 @@ def collect(
     full: bool = False,
     export: bool | None = None,
 ) -> tuple[Summary, Sequence[dict]]:
-    """Collect runs from `urls` into the results dataset at `table` (a
-    directory or a bucket prefix, analysis.dataset), stack by stack, writing
-    only what changed. Returns the summary and the table's rows (valid,
-    de-duplicated by run id; read from the table when first used). New spot
+    """Collect runs from `urls` into the results dataset at `table` (a directory or a
+    bucket prefix), stack by stack, writing only what changed. Returns the summary and
+    the table's rows (valid, one per run; read from the table when first used). New spot
     runs are priced from their cloud's spot price history by `spot_pricer`.
 
-    `export`: None writes results.parquet and results.csv beside a local
-    table of at most EXPORT_MAX_ROWS rows after a collect that changed it
-    (a larger table's stale export is removed: readers then read the
-    dataset); True writes them whatever the size (for a bucket's table, into
-    the manifest's directory); False never.
+    `export`: None writes results.parquet and results.csv beside a local table of at most
+    EXPORT_MAX_ROWS rows after a collect that changed it (a larger table's stale export is
+    removed); True writes them whatever the size (a bucket's table: in the manifest's
+    directory); False never.
 
     s3:// URLs are read through obstore (analysis.collect.s3) unless a `store_opener`
     is given (tests wrap stores to watch each download); `workers` is the number of
@@ -163,12 +161,11 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
             runs_known=partial(manifest.runs_known, url),
             stack_runs=lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix)),
         )
-        trusted = trusted_settled(view.settled)
+        view.bulk = store_opener is None and s3.is_s3(url)  # many reads in flight through obstore
         try:
-            if store_opener is None and s3.is_s3(url):
-                loose = survey_bulk(view, trusted)
-            else:
-                loose = survey_store(view, store_opener or open_store, trusted)
+            loose = survey_store(
+                view, s3.S3Bulk if view.bulk else store_opener or open_store, trusted_settled(view.settled)
+            )
         except StorageError as exc:  # an outage must not empty the table: its rows are kept
             view.failed = str(exc)
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})

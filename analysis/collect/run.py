@@ -143,14 +143,9 @@ def collect_results(
     full: bool = False,
     teardown: bool = False,
 ) -> CollectOutcome:
-    """Collect `urls` into the results dataset at `table` (a directory or a
-    bucket prefix; analysis.dataset), writing only what changed; a local table
-    also gets results.parquet and results.csv while it is small, or whatever its size
-    with `export` True (see analysis.collect.collect).
-    With `teardown`, destroy the stacks whose runs all finished.
-
-    Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
-    """
+    """analysis.collect.collect of `urls` into `table`, pricing spot runs as `spot_history`
+    says; with `teardown`, then destroy the stacks whose runs all finished. Raises ValueError
+    for workers < 1 and payload.storage.StorageError when a bucket cannot be opened."""
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     urls = list(urls) or list(DEFAULT_URLS)

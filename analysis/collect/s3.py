@@ -163,12 +163,9 @@ class S3Bulk:
     max_bytes: int | None = None
 
     async def get(self, key: str, size: int | None = None) -> bytes | memoryview:
-        """The object's bytes. With the `size` the listing gave, one ranged
-        read (one await, the body collected in Rust: about half the CPU of a
-        streamed get); if that fails (the object shrank or went away since
-        the listing), a whole get says what is there now. Never more than
-        `max_bytes` are read: a larger object raises ObjectTooLarge, its
-        body unread (the whole get looks at the response's size first)."""
+        """The object's bytes: with the listing's `size`, one ranged read (the body collected
+        in Rust: half the CPU of a streamed get), else or if that fails a whole get. An object
+        over `max_bytes` raises ObjectTooLarge, its body unread."""
         limit = self.max_bytes
         if limit is not None and size and size > limit:
             raise ObjectTooLarge(self.url_for(key), size)

@@ -53,12 +53,10 @@ def replay(summary: Summary, stack: SettledStack) -> None:
 
 
 def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
-    """The SettledStack of one source's stack from its file-by-file listing
-    (`objects`, {key: info}), or None when it is not settled: every run
-    directory has a result.json whose row has a final status (`status_of(key)`,
-    None when it did not parse or was not read this time), no half-uploaded
-    file and nothing outside a run directory. Unknown files in run
-    directories are allowed. `notes` are the files set aside in it."""
+    """The SettledStack of one source's stack from its file-by-file listing (`objects`), or
+    None when it is not settled: every run directory has a result.json whose row has a final
+    status (`status_of(key)`), no half-uploaded file and nothing outside a run directory
+    (unknown files in run directories are allowed). `notes`: the files set aside in it."""
     runs, with_result = set(), set()
     for key in objects:
         m = layout.parse_key(key)

@@ -113,13 +113,10 @@ def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
 
 
 def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`new_runs`; the
-    ones the manifest knows are all still there): its settled part carried over as a
-    settled stack's is, only the new run directories listed, read and judged. The
-    table cannot hold a row of a new run directory (the manifest is in step with it),
-    so neither the stack's table keys nor its manifest entries are read: the step costs
-    what is new, not what the stack holds. None when a new run directory cannot be
-    listed (the whole step then says why)."""
+    """A settled stack of one source that only gained run directories (`new_runs`): its
+    settled part carried over, only the new run directories listed, read and judged; the
+    table holds no row of them (the manifest is in step with it), so the step costs what is
+    new, not what the stack holds. None when a new run directory cannot be listed."""
     settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
     st = _Stack(prefix)
     try:

@@ -19,9 +19,7 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
-    settled_stacks: int = (
-        0  # stacks not listed file by file: by stamp, journal or run directory (analysis.collect.manifest)
-    )
+    settled_stacks: int = 0  # not listed file by file: checked by stamp, journal or run directories
     # why this collect is incomplete (a location not listed, a download failed): the exit code says so
     incomplete: list[str] = field(default_factory=list)
 

@@ -12,7 +12,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from analysis.collect.manifest import SettledStack
-from analysis.collect.s3 import S3Bulk
 from analysis.collect.settled import digest_matches
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from payload import layout
@@ -176,12 +175,10 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
 
 
 def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
-    """Sort the settled stacks among `prefixes` that have a journal stamp by their
-    journal (payload.layout): nothing announced since their last listing but runs
-    the manifest holds (`unlisted`), or runs announced that it lacks (`journaled`:
-    only those are listed). Returns the stacks left to
-    check by their run directories: no journal stamp, or a journal that could not
-    be read."""
+    """Sort the settled stacks among `prefixes` with a journal stamp by their journal
+    (payload.layout): nothing announced since their last listing but runs the manifest
+    holds (`unlisted`), or runs it lacks (`journaled`: only those are listed). Returns
+    the stacks left to check by their run directories (no stamp, or an unreadable journal)."""
     store, lister = view.store, view.lister
     asked, rest = [], []
     for prefix in prefixes:
@@ -215,14 +212,6 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
             view.journaled[prefix] = new
             view.stamps[prefix] = now
     return [prefix for prefix, _ in rest]
-
-
-def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:
-    """An s3:// source on the bulk path (analysis.collect.s3): surveyed as any store
-    listed stack by stack; its results are read by the step, many at once.
-    Returns the keys under no stack. Raises payload.storage.StorageError."""
-    view.bulk = True
-    return survey_store(view, S3Bulk, trusted)
 
 
 def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:

@@ -24,9 +24,6 @@ class DiskFull(OSError):
             "and rebuilds results.parquet and results.csv from the table"
         )
 
-    def __str__(self) -> str:
-        return self.args[0]
-
 
 class TableDamaged(OSError):
     """The table's log cannot be read: truncated, garbage or with a commit missing."""
@@ -38,9 +35,6 @@ class TableDamaged(OSError):
             f"Nothing is lost that the buckets hold: move it aside (mv {where} {where}.damaged) and collect again "
             f"into {where}, which reads every result again; or put back _delta_log/ from a backup"
         )
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -85,13 +85,10 @@ class TableView:
 def commit(
     loc: Location, rows: Sequence[dict], deleted: Sequence[tuple[str, str, str]], replacing: bool, identity: str
 ) -> tuple[bool, list[tuple[dict, str]]]:
-    """One commit of a batch of changes: `rows` (collect rows) priced and
-    added, replacing the row of their (source, key) when `replacing`; each
-    (stack, source, key) of `deleted` removed. Only new rows: a plain append
-    (no file rewritten). Returns (whether anything was written, [(row, why)]
-    of the rows set aside because the table cannot hold one of their values):
-    the rows are converted before anything is written, so a value that does
-    not fit never fails the commit of the others."""
+    """One commit: `rows` priced and added, replacing the row of their (source, key) when
+    `replacing`; each (stack, source, key) of `deleted` removed; only new rows, a plain
+    append. Returns (whether anything was written, [(row, why)] of rows the table cannot
+    hold): rows are converted first, so one that does not fit fails no other."""
     table, refused = storable(rows, identity)
     if not len(table) and not deleted:
         return False, refused

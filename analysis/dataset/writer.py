@@ -30,12 +30,9 @@ def deleted_keys(gone: list[tuple[str, str, str]]):
 
 
 def to_arrow(rows: Sequence[dict], identity: str):
-    """A batch of collect rows priced with the current catalog, as a table of SCHEMA.
-
-    Each column is built from the rows' own values with its type (no pandas frame
-    between): an integer is stored exactly or refused, never rounded through a float
-    column because another row has none. Raises whatever a value that does not fit
-    its column raises (storable() sets such rows aside)."""
+    """A batch of collect rows priced with the current catalog, as a table of SCHEMA. Each
+    column is built from the rows' own values with its type: an integer is stored exactly
+    or refused, never rounded through a float column because another row has none."""
     rows = list(rows)
     catalog = load_catalog()
     priced = [price_run(r, None, catalog) for r in rows]
@@ -66,12 +63,9 @@ def _columns(records: list[dict], names: Sequence[str]) -> dict[str, Sequence]:
 
 
 def storable(rows: Sequence[dict], identity: str):
-    """(the rows that fit the table as one table of SCHEMA, [(row, why)] of those that do not).
-
-    One row whose value the table cannot hold (an integer past 64 bits, text that is
-    not Unicode, a number its price cannot be computed from) must only set that row
-    aside: a batch that does not convert is split in halves until each row that
-    fails alone is found, and the halves that convert are joined."""
+    """(the rows that fit, as one table of SCHEMA, [(row, why)] of those that do not: an
+    integer past 64 bits, text that is not Unicode, a number no price can be computed
+    from). A batch that does not convert is halved until each row that fails alone is found."""
     tables, refused = [], []
 
     def convert(part: Sequence[dict]) -> None:
