@@ -42,6 +42,7 @@ from analysis import fastjson
 from analysis.collect.s3 import S3Bulk
 from analysis.collect.sources import read_capped
 from analysis.dataset.location import Location
+from payload import proctree
 from payload.storage import AlreadyExists, ObjectNotFound, open_store
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
@@ -146,12 +147,7 @@ def _stale(holder: dict) -> str | None:
         return f"no heartbeat for {time.time() - at:.0f} s"
     pid = holder.get("pid")
     if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return f"process {pid} of this host is gone"
-        except (PermissionError, OverflowError):
-            return None
+        return None if proctree.alive(pid) else f"process {pid} of this host is gone"
     return None
 
 

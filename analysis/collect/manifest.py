@@ -21,7 +21,6 @@ table already has).
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -66,8 +65,8 @@ class SettledStack:
     # while it is the same, not even the run directories are read
     stamp: str | None = None
 
-    def fresh(self, now: float | None = None) -> bool:
-        return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
+    def fresh(self, now: float) -> bool:
+        return now - self.listed_at < SETTLED_MAX_AGE_S
 
 
 def entry_of(mkey: str, values: tuple) -> dict:
@@ -85,8 +84,6 @@ class Manifest:
     def __init__(self, path: Path):
         self.path = path
         self._meta: dict[str, str] = {}
-        # set when the entries proved unreadable after opening: collect starts over
-        self.damaged = False
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one: rebuild
@@ -135,7 +132,6 @@ class Manifest:
     def _start_over(self) -> None:
         self._db.close()
         self._rebuild()
-        self.damaged = True
 
     def readable(self) -> bool:
         """Whether the entries can be read (a damaged file is rebuilt, and `damaged` set).

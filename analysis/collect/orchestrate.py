@@ -191,9 +191,10 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
     if loose:
         reason, short = wrong_layout(url, loose), "no runs in the expected layout"
     else:
-        missing = _missing_directory(view.store)
-        if not missing and is_bucket_root(url):
-            return True
+        root = getattr(view.store, "root", None)  # payload.storage lists a missing directory as empty
+        missing = isinstance(root, Path) and not root.exists()
+        if not missing and urlparse(url).scheme in ("s3", "gs") and not urlparse(url).path.strip("/"):
+            return True  # s3://bucket or gs://bucket: a place that exists on its own and may be empty
         where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
         reason = f"no runs found under {url}: {where}; expected {layout.LAYOUT} there; the table is left as it was"
         short = "no runs found (empty, missing or misspelt?)"
@@ -324,15 +325,3 @@ def manifest_home(loc) -> Path:
     if loc.local is not None:
         return loc.local
     return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
-
-
-def _missing_directory(store) -> bool:
-    """True for a file:// source whose directory does not exist (payload.storage lists it as empty)."""
-    root = getattr(store, "root", None)
-    return isinstance(root, Path) and not root.exists()
-
-
-def is_bucket_root(url: str) -> bool:
-    """s3://bucket or gs://bucket with no prefix: a place that exists on its own and may be empty."""
-    parts = urlparse(url)
-    return parts.scheme in ("s3", "gs") and bool(parts.netloc) and not parts.path.strip("/")

@@ -24,6 +24,7 @@ from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
 from analysis.price.runs import price_rows
+from payload import proctree
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
@@ -154,20 +155,10 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
     removed = []
     for path in sorted(out.glob(f".{TABLE_STEM}.*.*.tmp")) if out.is_dir() else []:
         pid = path.name.split(".")[-2]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+        if pid.isdigit() and (int(pid) == os.getpid() or not proctree.alive(int(pid))):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def _sorted_batches(data) -> Iterator:
