@@ -21,9 +21,6 @@ class Batch:
 
     def __init__(self, loc, table, manifest, summary: Summary, identity: str):
         self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
-        self._clear()
-
-    def _clear(self) -> None:
         self.pending = StackChanges()
 
     def add(self, changes: StackChanges) -> None:
@@ -49,7 +46,7 @@ class Batch:
         if refused:
             self._set_aside(refused)
         self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
-        self._clear()
+        self.pending = StackChanges()
 
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
         """Rows the table cannot hold (a value that does not fit its column): each one's

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from analysis.collect import s3
 from analysis.collect.s3 import ObjectTooLarge, S3Bulk, s3_location
-from analysis.collect.spot import SpotPricer, parse_result
+from analysis.collect.spot import SpotPricer, price_spot
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from analysis.interruptible import InterruptiblePool
 from payload.storage import ObjectNotFound, StorageError, with_retries
@@ -168,7 +168,7 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
         stopped.setdefault(url, f"{url} stopped answering ({exc})")
         return entry_key(url, key), {**entry, **failed, "reason": f"download failed: {exc}"}
     try:
-        entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
+        entry["row"] = price_spot(*parse(data, source=url, key=key, etag=info.etag), spot_pricer)
     except ValueError as exc:
         entry["reason"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect

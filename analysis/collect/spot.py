@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from analysis.collect.validation import parse
 from analysis.price.spot import price_run
 from infra import clouds
 
@@ -68,15 +67,6 @@ def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
     if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
         row = attach_spot_history(row, spot_pricer(result))
     return row
-
-
-def parse_result(
-    data: bytes, *, source: str, key: str, etag: str | None, spot_pricer: SpotPricer | None = None
-) -> dict:
-    """Bytes of a result.json -> row. Raises ValueError with the reason.
-    Spot runs are priced from their cloud's spot history when `spot_pricer` is given."""
-    row, result = parse(data, source=source, key=key, etag=etag)
-    return price_spot(row, result, spot_pricer)
 
 
 def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:

@@ -12,16 +12,12 @@ from pathlib import Path
 from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
 
 
-def catalog_dirs() -> list[Path]:
-    """The directories the price catalog is read from (as infra.catalog.load_catalog reads them)."""
-    extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
-    return [Path(DATA_DIR), *extra, *user_catalog_dirs()]
-
-
 def pricing_identity() -> str:
-    """A short digest of every catalog file's path, size and modification time."""
+    """A short digest of every catalog file's path, size and modification time (the directories
+    infra.catalog.load_catalog reads)."""
+    extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
     h = hashlib.sha256()
-    for root in catalog_dirs():
+    for root in [Path(DATA_DIR), *extra, *user_catalog_dirs()]:
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):

@@ -10,14 +10,11 @@ import json
 import operator
 from datetime import datetime
 
+import orjson
+
 from payload.benchmarks import REGISTRY
 from payload.schema import non_finite
 from payload.timestamps import iso, parse_time
-
-try:
-    import orjson
-except ImportError:  # optional (the collect extra): workload() then keys its cache by json's text
-    orjson = None
 
 # Timeline events that open and close an attempt's billed window, most
 # precise first. Instance launch is when billing starts; termination (or the
@@ -116,18 +113,14 @@ _WORKLOADS_MAX = 4096
 
 
 def _spec_key(spec: dict) -> bytes | str:
-    """A spec's cache key: orjson's sorted JSON, 6x cheaper than the json
-    module's text, which is the fallback. Both name every JSON value apart but
-    for orjson's null, written for None and NaN alike: a spec with a null takes
-    the text (NaN there, null for None)."""
-    if orjson is not None:
-        try:
-            key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:  # integers past 64 bits, non-string keys
-            key = b"null"
-        if b"null" not in key:
-            return key
-    return _SPEC_JSON.encode(spec)
+    """A spec's cache key: orjson's sorted JSON, 6x cheaper than the json module's
+    text. orjson writes null for None and NaN alike: a spec with a null (or that
+    orjson refuses: integers past 64 bits) takes the json module's text."""
+    try:
+        key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return _SPEC_JSON.encode(spec)
+    return key if b"null" not in key else _SPEC_JSON.encode(spec)
 
 
 def _sample_unit(name: str) -> str:
