@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
+from analysis.dataset.faults import first_line
 from payload.results_location import ResultsLocationError, parse_results_location
 from payload.storage import ObjectInfo, ObjectNotFound, StorageError, retry_settings
 
@@ -251,8 +252,7 @@ def _request(what: str):
     except StorageError:
         raise
     except Exception as exc:  # noqa: BLE001
-        first = str(exc).strip().splitlines()
-        raise StorageError(f"{what} failed: {type(exc).__name__}: {first[0] if first else ''}") from exc
+        raise StorageError(f"{what} failed: {type(exc).__name__}: {first_line(exc)}") from exc
 
 
 async def read_all(

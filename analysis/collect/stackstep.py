@@ -128,8 +128,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     except StorageError:
         return None
     found = run_dirs_of(prefix, objects)
-    if missing := {r for r in new_runs if r not in found}:  # a journal may name a run no longer (or never) there
-        new_runs = [r for r in new_runs if r not in missing]
+    new_runs = [r for r in new_runs if r in found]  # a journal may name a run no longer (or never) there
     for other in ctx.views:
         if other is not view:
             st.mode[other.url], st.results[other.url] = "absent", set()
@@ -142,7 +141,9 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
             settled.runs + grown.runs,
-            runs_digest_with(settled.digest, new_runs) or _digest_of(view, prefix, now_runs, new_runs),
+            # an old digest of no known kind cannot be extended: of the runs as listed (or the manifest's and the new)
+            runs_digest_with(settled.digest, new_runs)
+            or runs_digest(now_runs if now_runs is not None else [*view.stack_runs(prefix), *new_runs]),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),
@@ -150,15 +151,6 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     elif not new_runs:  # the journal named only runs that are not there: the stack is as it was
         changes.settled[(view.url, prefix)] = replace(settled, stamp=view.stamps.get(prefix) or settled.stamp)
     return changes
-
-
-def _digest_of(view: SourceView, prefix: str, now_runs: list[str] | None, new_runs: list[str]) -> str:
-    """The runs digest of a grown stack whose old digest cannot be extended (of no
-    known kind): of its run directories as listed, or, found by its journal, of
-    the runs the manifest holds and the new ones."""
-    if now_runs is None:
-        now_runs = [*view.stack_runs(prefix), *new_runs]
-    return runs_digest(now_runs)
 
 
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
@@ -183,7 +175,9 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         known = _known_runs(old) if prefix in view.grown or prefix in view.journaled else {}
         if prefix in view.journaled and prefix not in view.grown:  # the runs it holds, and those announced
             view.grown[prefix] = [*known, *(r for r in view.journaled[prefix] if r not in known)]
-        if prefix in view.grown and _new_runs_only(view, prefix, known):
+        runs = view.grown.get(prefix)
+        # a bucket lists a stack of many runs whole in a few pages: cheaper than a request per new run directory
+        if runs is not None and view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs)):
             objects = _grown(view, prefix, old, known, st)
             if prefix in view.journaled:
                 st.listed_at[url] = view.settled[prefix].listed_at
@@ -233,14 +227,6 @@ def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
         if (run := _run_of(e["key"])) is not None:
             known.setdefault(run[1], []).append(e)
     return known
-
-
-def _new_runs_only(view: SourceView, prefix: str, known: dict[str, list[dict]]) -> bool:
-    """Whether a settled stack that gained runs is cheaper to list by its new run
-    directories alone than whole (a bucket lists a stack of many runs in a few
-    pages, one request per new run directory would cost more); `known`: _known_runs."""
-    runs = view.grown[prefix]
-    return view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs))
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:

@@ -119,8 +119,15 @@ def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema |
     """Append the rows of `batches` (SCHEMA, or `schema` with more columns) in
     one commit, streamed: the batches are written to files as they come.
     Returns the rows written."""
-    counted = _Counted(batches)
-    reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, iter(counted))
+    rows = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for batch in batches:
+            rows += batch.num_rows
+            yield batch
+
+    reader = pa.RecordBatchReader.from_batches(schema or SCHEMA, counted())
     write_deltalake(
         loc.uri,
         reader,
@@ -130,7 +137,7 @@ def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema |
         schema_mode="merge",  # a column an older table had and this release lacks stays
         target_file_size=64 * 1024 * 1024,
     )
-    return counted.rows
+    return rows
 
 
 def replace(loc: Location, rows: pa.Table, deleted: pa.Table) -> None:
@@ -179,18 +186,6 @@ def _merge(loc: Location, changes: pa.Table) -> None:
 
 def _not_deleted(changes: pa.Table):
     return pc.invert(changes["_delete"])
-
-
-class _Counted:
-    """Batches passed through, counting their rows."""
-
-    def __init__(self, batches: Iterable[pa.RecordBatch]):
-        self.batches, self.rows = batches, 0
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        for batch in self.batches:
-            self.rows += batch.num_rows
-            yield batch
 
 
 class StoredRows(Sequence):
