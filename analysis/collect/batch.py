@@ -49,10 +49,8 @@ class Batch:
         self.pending = StackChanges()
 
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
-        """Rows the table cannot hold (a value that does not fit its column): each one's
-        result set aside with the reason, in the summary, its manifest entry (not read
-        again while unchanged) and its stack's settled record (whose notes replay it).
-        A row re-priced from the table has no entry: it keeps the row it had, said so."""
+        """Rows the table cannot hold: each result set aside with the reason in the summary, its
+        manifest entry and its stack's settled record; a row re-priced from the table keeps its row."""
         entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
         for row, reason in refused:
             entry = entries.get((row["source"], row["key"]))

@@ -134,10 +134,8 @@ class Manifest:
         self._rebuild()
 
     def readable(self) -> bool:
-        """Whether the entries can be read (a damaged file is rebuilt, and `damaged` set).
-        Only the tables' first pages are read: a pass over every entry would cost a
-        collect with nothing new as much as the manifest is large. Damage found
-        later, while a stack's entries are read, raises ManifestDamaged."""
+        """Whether the entries can be read (a damaged file is rebuilt). Only the first pages are read
+        (a full pass costs as much as the manifest is large): later damage raises ManifestDamaged."""
         try:
             for table in ("entries", "stacks"):
                 self._db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()  # noqa: S608 - fixed names
@@ -219,10 +217,8 @@ class Manifest:
         table_version: int | None = None,
         priced_with: str | None = None,
     ) -> None:
-        """One transaction: write `entries` ((mkey, entry) pairs; an entry
-        with a "row" or `has_row` parsed), drop the `removed` entry keys, set
-        or (None) drop settled-stack records by (source, prefix), and record
-        the table version and price catalog the manifest is now in step with."""
+        """One transaction: write `entries` ((mkey, entry)), drop the `removed` keys, set or (None)
+        drop settled-stack records by (source, prefix), and record the table version and catalog."""
         with self._transaction() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",

@@ -114,9 +114,8 @@ def collect(
 
 
 def _drop_lagging_export(loc, out: Path) -> None:
-    """After a collect that failed: results.parquet and results.csv removed when they lag the
-    table (a commit went through before the failure), so that readers read the table itself
-    until the next collect exports it again. Never raises: the failure is what the caller says."""
+    """After a collect that failed: an export that lags the table (a commit went through) is
+    removed, so readers read the table itself. Never raises: the failure is the caller's to say."""
     with suppress(Exception):
         if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
             remove_table(out)
@@ -124,10 +123,9 @@ def _drop_lagging_export(loc, out: Path) -> None:
 
 @contextmanager
 def _older_objects_left_alone():
-    """The objects alive before the collect (hundreds of thousands: the interpreter's, pyarrow's)
-    frozen out of the garbage collector's scans (gc.freeze): each full collection the results'
-    allocations trigger would scan them all again, about a third of the CPU of parsing a result.
-    A caller that froze its own objects keeps them frozen."""
+    """The objects alive before the collect (hundreds of thousands) frozen out of the garbage
+    collector's scans: each full collection the results' allocations trigger would scan them
+    all again, a third of the CPU of parsing a result. A caller's own freeze is kept."""
     if gc.get_freeze_count():
         yield
         return
@@ -178,11 +176,9 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
 
 
 def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
-    """False (said why) for a source with no runs where runs were expected: in
-    a directory that does not exist, an empty directory or prefix (a misspelt
-    prefix finds nothing: that is not success; a bucket's root may be empty),
-    or objects none of which is in the layout. Files under runs/ but in no
-    run directory are set aside."""
+    """False (said why) for a source with no runs where runs were expected: a missing or
+    empty directory or prefix (a misspelt prefix finds nothing), or objects none of which is
+    in the layout. Files under runs/ but in no run directory are set aside."""
     url = view.url
     if view.prefixes:
         for s in classify(loose)[1]:
@@ -257,9 +253,8 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
 
 
 def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
-    """The changes of a settled stack that only gained run directories, held by one
-    source listed stack by stack (appended_step); None when the whole step is needed:
-    another source has the stack, or a run directory the manifest knows is gone."""
+    """appended_step of a settled stack of one source that only gained run directories; None when
+    the whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
     owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
     if len(owners) != 1 or owners[0].lister is None:
         return None
@@ -288,9 +283,8 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
 
 
 def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
-    """The export beside a local table (see collect's `export`), and where the table is named:
-    written when the collect changed the table, or when the export is missing, damaged or
-    behind the table's `version` (a collect that failed after a commit, another machine's)."""
+    """The export (see collect's `export`), written when the collect changed the table or the
+    export is missing, damaged or behind `version`; and where the table is named."""
     current = _export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
@@ -318,10 +312,9 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
 
 
 def manifest_home(loc) -> Path:
-    """Where the collect manifest of a table lives: in a local table's directory;
-    for a bucket's table, in this machine's cache (payload.userdirs: $GPUBENCH_CACHE, else
-    $XDG_CACHE_HOME/gpubench), one directory per table (the table itself says what it
-    holds: a new machine starts with an empty manifest and writes nothing twice)."""
+    """Where a table's collect manifest lives: in a local table's directory; for a bucket's
+    table in this machine's cache, one directory per table (a new machine starts with an
+    empty manifest and writes nothing twice: the table says what it holds)."""
     if loc.local is not None:
         return loc.local
     return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]

@@ -32,10 +32,8 @@ Fetched = tuple[int | None, object, bool]
 
 
 class Prefetch:
-    """Downloads the next stack's new results on `pool` (one thread) once a step's own are done.
-
-    The collect sets `following` before each step; the step calls `start` when its own
-    downloads are done and `take` for what was fetched for it."""
+    """Downloads the next stack's new results on `pool` (one thread): the collect sets
+    `following` before each step, which calls `start` once its own downloads are done."""
 
     def __init__(self, pool, manifest, workers: int | None):
         self.pool, self.manifest, self.workers = pool, manifest, workers  # pool: analysis.interruptible

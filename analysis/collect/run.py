@@ -113,10 +113,8 @@ def finished_stacks(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
-    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results itself).
-
-    An empty list destroys nothing: teardown_completed would read it as "every stack".
-    Never raises: a missing Pulumi CLI or teardown module becomes the report's error."""
+    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results); none
+    for an empty list (teardown_completed would read it as "every stack"). Never raises."""
     if not stacks:
         return TeardownReport()
     try:  # lazy: 0.2 s of infra and Pulumi helpers only --teardown needs; a broken install is advice, not a crash

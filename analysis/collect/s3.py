@@ -261,14 +261,11 @@ async def read_all(
     handle: Callable[[ObjectInfo, bytes | memoryview | StorageError, bool], bool | None],
     workers: int = DEFAULT_BULK_WORKERS,
 ) -> None:
-    """Download the objects `infos` lists with `workers` requests in flight
-    and call `handle` (in the loop's thread) with each object's bytes or its
-    StorageError, and whether those bytes are the listing's size read by
-    range. If the object changed since it was listed, that read may hold part
-    of the new one: when `handle` returns True for a ranged read (it could not
-    parse it), the object is read again whole and handed over once more. No
-    object is read past the source's `max_bytes`: a larger one is handed over
-    as ObjectTooLarge."""
+    """Download `infos` with `workers` requests in flight, calling `handle` (in the loop's
+    thread) with each object's bytes or StorageError (ObjectTooLarge past `max_bytes`), and
+    whether they were read by range at the listing's size. An object changed since its
+    listing may be read in part: when `handle` returns True for a ranged read (it did not
+    parse), the object is read again whole and handed over once more."""
     queue: asyncio.Queue = asyncio.Queue()
     for info in infos:
         queue.put_nowait(info)

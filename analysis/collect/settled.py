@@ -19,9 +19,8 @@ _MODULUS = 1 << 128
 
 
 def runs_digest(run_ids: Iterable[str]) -> str:
-    """A stack's run directories in one value: what a settled stack's next listing is
-    compared with. The sum of each run id's 128-bit BLAKE2b: a stack that gained runs
-    gets its new digest from its old one and the new runs alone (runs_digest_with)."""
+    """A stack's run directories in one value, what its next listing is compared with: the sum of
+    each run id's 128-bit BLAKE2b, so a grown stack's digest needs only the new runs (runs_digest_with)."""
     return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
 
 

@@ -44,16 +44,11 @@ def new_entry(store, url: str, info) -> dict:
 def bulk_read(
     source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one s3://
-    source) read through analysis.collect.s3, `workers` requests in flight; spot
-    runs go to `to_price` as (mkey, result), priced afterwards (spot.price_bulk).
-
-    `ready`: {key: (size listed, bytes, ranged)} the prefetch already downloaded,
-    taken out of it instead of a read. `fetched`: called once the downloads are
-    done, before the parsing (the next stack's prefetch starts there). Results are
-    parsed after the downloads, not as each arrives: a parse holds the GIL that
-    every finished request needs to hand its bytes over, so parsing among the
-    requests cost about a tenth more CPU and kept requests waiting."""
+    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one s3:// source), read
+    through analysis.collect.s3; spot runs go to `to_price` as (mkey, result). `ready`: what
+    the prefetch downloaded, {key: (size listed, bytes, ranged)}, taken out of it. `fetched`:
+    called once the downloads are done. Results are parsed after the downloads, not as each
+    arrives: a parse holds the GIL every finished request needs to hand its bytes over."""
     got: dict[str, dict] = {}
     arrived: list = []  # (info, bytes or StorageError, ranged)
     wanted = []
@@ -94,9 +89,8 @@ def bulk_read(
 
 
 def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
-    """analysis.collect.s3.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
-    without a current event loop, which later callers in the same process (the Pulumi SDK under mocks)
-    expect to find."""
+    """analysis.collect.s3.read_all of `infos` on a private loop: asyncio.run would leave the thread without
+    the current event loop later callers (the Pulumi SDK under mocks) expect to find."""
     if not infos:
         return
     source.max_bytes = MAX_RESULT_BYTES
@@ -137,11 +131,10 @@ def download(
     stopped: dict[str, str] | None = None,
     here: bool = False,
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` as its download finishes, through a
-    thread pool of `workers` (default DEFAULT_WORKERS), or one after the other in
-    this thread when `here` (local files: reading one costs less than handing it
-    to a thread). A source that stops answering is not tried again for its other
-    objects (`stopped`, source -> why, carries that from one call to the next)."""
+    """(mkey, entry) of each object of `todo` as its download finishes, through a thread
+    pool of `workers`, or in this thread when `here` (local files: a read costs less than
+    handing it to a thread). A source that stops answering is not tried again for its
+    other objects (`stopped`, source -> why, carried from one call to the next)."""
     stopped = {} if stopped is None else stopped  # detected once, not per object
     if here or not todo:
         yield from (_fetch(item, stopped, spot_pricer) for item in todo)

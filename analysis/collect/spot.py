@@ -19,10 +19,8 @@ PRICING_WORKERS = 10
 
 
 def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
-    """The spot-history pricer for spot runs on clouds that keep a spot price
-    history (analysis.price.spot.price_run), or None when `mode` is "off".
-    With "auto" it is used only when that cloud's credentials resolve; the
-    check runs once per cloud, at its first spot run."""
+    """The pricer of spot runs on clouds that keep a spot price history, None when `mode` is
+    "off"; with "auto", only where that cloud's credentials resolve (checked once per cloud)."""
     if mode == "off":
         return None
     state: dict[str, bool] = {}
@@ -70,10 +68,8 @@ def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
 
 
 def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
-    """Spot pricing calls the cloud's API per run: done after the bulk download,
-    in the thread pool, so it never stalls the download loop. Returns the
-    entry keys it could not price: set aside with why, and not cached (the
-    next collect reads and prices them again)."""
+    """Price the bulk path's spot runs after its download, in a thread pool. Returns the entry
+    keys it could not price: set aside with why and not cached (read and priced again next time)."""
 
     def one(item) -> str | None:
         mkey, result = item

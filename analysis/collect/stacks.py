@@ -66,11 +66,9 @@ class _FileStacks:
         return True
 
     def stamp(self, prefix: str) -> str | None:
-        """What changes whenever a run directory or a file is added to or removed
-        from a stack's directory: its modification time, inode and link count
-        (one link per subdirectory). Taken before a listing, it lets the next
-        collect trust a settled stack without reading its run directories
-        (None when the directory cannot be read)."""
+        """What changes whenever a run directory or a file is added to or removed from a
+        stack's directory (mtime, inode, link count): taken before a listing, it lets the next
+        collect trust a settled stack without reading its run directories (None: unreadable)."""
         try:
             st = os.stat(self.root / prefix)
         except OSError:
@@ -120,10 +118,8 @@ class _DelimiterStacks:
         return self._level(layout.ROOT)
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
-        """Whether listing `new` run directories one by one (all in flight together)
-        beats listing a stack of `runs` runs whole (PAGE objects a request, one page
-        after another): no more requests, or no more than one round of them (a
-        server walks every run directory of a stack listed whole)."""
+        """Whether listing `new` run directories one by one (all in flight together) beats
+        listing a stack of `runs` runs whole (PAGE objects a request, one page after another)."""
         return new <= max(1 + runs * FILES_PER_RUN // PAGE, self.listing_threads)
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
@@ -131,10 +127,9 @@ class _DelimiterStacks:
         return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
 
     def stamp(self, prefix: str) -> str | None:
-        """Taken before a stack is listed whole: the time from which its next collect
-        reads the stack's journal instead of its run directories (payload.layout), or
-        None when the journal is empty (runs written without one: an older payload's,
-        whose run directories are then listed as before). One request of one key."""
+        """Taken before a stack is listed whole: the time from which its next collect reads the
+        stack's journal instead of its run directories, or None when the journal is empty (an
+        older payload's runs: their run directories are listed as before). One request."""
         when = time.time()
         stack = layout.stack_of(prefix)
         if layout.name_problem("stack name", stack) is not None:  # no writer announces a stack of that name

@@ -97,9 +97,8 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
 
 
 def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
-    """What a step has to read, read and judged against the other copies of the
-    same runs, and the table's and the manifest's changes it makes (`have`: the
-    table's keys of the stack)."""
+    """What a step has to read, read and judged against the other copies of the same runs: the
+    table's and the manifest's changes it makes (`have`: the table's keys of the stack)."""
     _read(ctx, st)
     reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
@@ -230,9 +229,8 @@ def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
-    """The files of a settled stack that gained or lost runs: its runs still
-    there as the manifest knows them (`known`, final results never change), and
-    the files of its new run directories, listed; the notes of the runs kept."""
+    """The files of a settled stack that gained or lost runs: those of its runs still there as the
+    manifest knows them (final results never change), and its new run directories', listed."""
     objects = _listed_runs(view, prefix, [r for r in view.grown[prefix] if r not in known])
     for run_id in view.grown[prefix]:
         if run_id in known:
@@ -265,9 +263,8 @@ def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
 
 
 def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
-    """Read again, with what changed, every other copy of a run that changed
-    (a new copy may win or lose against it), and any result whose row the
-    table should hold and does not (written by another machine, or removed)."""
+    """Read again every other copy of a run that changed (a new copy may win or lose against it),
+    and any result whose row the table should hold and does not (another machine's, or removed)."""
     touched = {_run_of(key) for _, key, _ in st.todo} | {_run_of(e["key"]) for e in st.fresh.values()}
     views = {v.url: v for v in ctx.views}
     for mkey, e in list(st.cached.items()):
@@ -296,10 +293,9 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 
 def _downloads(ctx: StepContext, st: _Stack):
-    """(mkey, entry) of every result of st.todo: local files read in this thread,
-    each bulk source's through analysis.collect.s3 (its spot runs priced after; what the
-    prefetch fetched for it taken, and the next stack's prefetch started once the
-    downloads are done), the others' through the thread pool."""
+    """(mkey, entry) of every result of st.todo: local files read in this thread, a bulk
+    source's through analysis.collect.s3 (spot runs priced after; the next stack's prefetch
+    started once the downloads are done), the others' through the thread pool."""
     local, pooled = [], []
     for view, key, info in st.todo:
         if not view.bulk:

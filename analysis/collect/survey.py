@@ -55,10 +55,8 @@ class SourceView:
         return self._listed(prefix)
 
     def list_ahead(self, prefix: str, pool) -> None:
-        """Start listing a stack that its step will list whole, on `pool`,
-        while the steps before it run: on a bucket the listing's requests then wait
-        beside that step's work instead of between two steps. Local stacks are not
-        (a directory read is this process's CPU, not a wait)."""
+        """Start listing on `pool` a bucket's stack that its step will list whole, while the
+        steps before it run: its requests wait beside their work, not between two steps."""
         lister = self.lister
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
@@ -68,9 +66,7 @@ class SourceView:
             self.ahead[prefix] = pool.submit(self._stamped_listing, prefix)
 
     def _stamped_listing(self, prefix: str) -> dict:
-        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a
-        request). A step that reaches the stack first takes its own stamp, also before this
-        listing begins: either is safe to keep."""
+        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a request)."""
         self.take_stamp(prefix)
         return self._listed(prefix)
 
@@ -113,10 +109,8 @@ def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
 
 
 def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
-    """A payload.storage source: its stacks, listed one by one later where the
-    store allows (settled ones checked now by stamp, journal or run directory), else its whole
-    listing now. Returns the keys that lie under no stack (for the layout check).
-    Raises payload.storage.StorageError."""
+    """A source's stacks, listed one by one later where the store allows (settled ones checked
+    now), else its whole listing now. Returns the keys under no stack (for the layout check)."""
     store = view.store = opener(view.url)
     lister = stack_lister(store)
     if lister is None:

@@ -144,11 +144,8 @@ def wrong_layout(url: str, listing: Iterable[str]) -> str:
 
 
 def misplaced_check(row: dict, key: str) -> dict:
-    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise.
-
-    Each stack may write only under its own `runs/<stack>/`, so a result whose
-    stack or run id disagrees with its key is a copy or a forgery: it must never
-    stand in for (or displace) the run it names."""
+    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise:
+    a result whose stack or run id disagrees with its key is a copy or a forgery."""
     where = layout.parse_key(key)
     claims = (row.get("stack"), row.get("run_id"))
     if where is not None and (where.stack, where.run_id) == claims:

@@ -95,10 +95,8 @@ def _publish(out_dir: str | Path, write: Callable[[dict[str, Path]], object]) ->
 
 
 def read_table(out_dir: str | Path):
-    """The runs table at `out_dir` as a DataFrame: its results.parquet export
-    when there is one, else the results dataset there (a bucket prefix, or a
-    local table collected without exports), by run id then stack. Readers that
-    aggregate should query analysis.dataset.open_dataset instead."""
+    """The runs table at `out_dir` as a DataFrame, by run id then stack: its results.parquet
+    export when there is one, else the dataset (readers that aggregate query open_dataset)."""
     import pandas as pd  # heavy: pandas, only this and write_table use it (not a collect)
 
     loc = resolve(out_dir)

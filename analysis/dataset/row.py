@@ -136,12 +136,9 @@ def _fmt_param(key: str, value) -> str:
 
 
 def workload(b: dict, m: dict) -> tuple[str, str]:
-    """(key, label) of what a run trained: benchmark, every work-changing
-    parameter, per-GPU batch and precision. Runs with different keys are
-    different configurations and are never pooled (medians, scaling, base,
-    break-even). Without recorded parameters (results migrated from v0), the
-    completed epochs/steps stand in, so a 1-epoch and a 2-epoch run still differ.
-    `b` and `m` hold what JSON parses to (a tuple would share a list's key)."""
+    """(key, label) of what a run trained: benchmark, every work-changing parameter, per-GPU
+    batch and precision; runs of different keys are never pooled. Without recorded parameters
+    (v0 results), completed epochs/steps stand in. `b`, `m`: as parsed (a tuple would key as a list)."""
     params = dict(b.get("params") or {})
     if not params:
         params = {k: v for k, v in (("epochs", m.get("epochs_completed")), ("steps", m.get("steps_completed"))) if v}

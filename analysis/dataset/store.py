@@ -95,10 +95,9 @@ def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
 
 
 def open_dataset(table: str) -> ds.Dataset:
-    """The rows of the table's current snapshot as a pyarrow Dataset (the runs
-    table's columns and ``month``), for DuckDB or pyarrow to scan with
-    projection and filter pushdown. A directory holding only a
-    ``results.parquet`` (a campaign's narrowed table) is read as it is. Raises TableNotFound."""
+    """The table's current snapshot as a pyarrow Dataset (the runs table's columns and
+    ``month``); a directory holding only a ``results.parquet`` (a campaign's narrowed
+    table) is read as it is. Raises TableNotFound."""
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
