@@ -13,7 +13,6 @@ from functools import lru_cache
 
 from analysis.dataset.row import parse_time
 from infra.catalog import load_catalog
-from infra.stacks import STACKS_DIR, load_config
 from payload import layout
 
 # A clock on a rented machine may run a little ahead of ours; more than this is not skew.
@@ -174,6 +173,9 @@ def stack_offering(stack: str) -> str | None:
     """The offering a known stack runs: its stack file's gpubench:offering, else the
     catalog's stack of that name; None for a stack neither knows."""
     try:
+        # lazy: 0.2 s of stack-file models that observe and bench, reading results through collect, never need
+        from infra.stacks import STACKS_DIR, load_config
+
         if (STACKS_DIR / f"Pulumi.{stack}.yaml").is_file():
             offering = load_config(stack).get("gpubench:offering")
             if offering:

@@ -6,15 +6,19 @@ of one stack's partition or answered from the table's log alone."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.compute as pc
 
 from analysis.dataset.location import Location
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA
 from analysis.dataset.store import append, delta_table, filesystem, replace
 from analysis.dataset.writer import deleted_keys, storable
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 Key = tuple[str, str]  # (source, key) of the result.json a row was read from
 # what a data file holds: the table's columns but the partition ones (in the log and the paths)
@@ -46,6 +50,8 @@ class TableView:
             for path, owner in zip(adds["path"], adds["partition.stack"], strict=True):
                 self._files.setdefault(owner, []).append(path)
             self._fs = filesystem(self.dt, self.loc)
+        import pyarrow.dataset as ds  # heavy: loads pandas (0.15 s); collect's light readers never scan
+
         return ds.dataset(self._files.get(stack, []), schema=FILE_SCHEMA, format="parquet", filesystem=self._fs)
 
     def keys(self, stack: str) -> dict[Key, tuple[str | None, str | None]]:
@@ -67,7 +73,7 @@ class TableView:
         sources = sorted({s for s, _ in wanted})
         found = self._partition(stack).to_table(
             columns=[c for c in COLUMNS if c != "stack"],
-            filter=ds.field("key").isin(sorted(k for _, k in wanted)) & ds.field("source").isin(sources),
+            filter=pc.field("key").isin(sorted(k for _, k in wanted)) & pc.field("source").isin(sources),
         )
         return [{**r, "stack": stack} for r in found.to_pylist() if (r["source"], r["key"]) in wanted]
 

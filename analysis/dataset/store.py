@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pa_fs
 from deltalake import DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
@@ -22,6 +22,9 @@ from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 EXPORT_NAME = "results.parquet"  # the export beside a local table; alone, a table narrowed to a campaign
 MERGE_CHUNK = 50_000  # rows per merge commit: a merge holds its source in memory
@@ -103,6 +106,8 @@ def open_dataset(table: str) -> ds.Dataset:
     if dt is None:
         export = loc.local / EXPORT_NAME if loc.local is not None else None
         if export is not None and export.is_file():
+            import pyarrow.dataset as ds  # heavy: loads pandas (0.15 s); collect's light readers never scan
+
             return ds.dataset(str(export), format="parquet")
         raise TableNotFound(loc)
     return snapshot(dt, loc, PUBLIC_SCHEMA)
