@@ -297,19 +297,12 @@ class Manifest:
 
 
 def _entry_values(mkey: str, e: dict) -> tuple:
+    """An entry's ENTRY_COLUMNS: an entry with a "row" (read now) or `has_row` parsed."""
     row = e.get("row")
-    has_row = row is not None or bool(e.get("has_row"))
-    status = row.get("status") if row is not None else e.get("status")
-    prefix = e.get("prefix") or layout.stack_prefix_of(e.get("key") or "")
-    return (
-        mkey,
-        e.get("source"),
-        prefix,
-        e.get("key"),
-        e.get("url"),
-        e.get("etag"),
-        e.get("size"),
-        int(has_row),
-        status,
-        e.get("reason"),
-    )
+    made = {
+        "mkey": mkey,
+        "prefix": e.get("prefix") or layout.stack_prefix_of(e.get("key") or ""),
+        "has_row": int(row is not None or bool(e.get("has_row"))),
+        "status": row.get("status") if row is not None else e.get("status"),
+    }
+    return tuple(made[c] if c in made else e.get(c) for c in ENTRY_COLUMNS)

@@ -52,10 +52,9 @@ from payload.userdirs import user_dir
 # rewriting it whole would cost a collect of a few new runs as much as the table.
 EXPORT_MAX_ROWS = 10_000
 
-# A bucket's stacks listed this many steps ahead, each on its own thread. A listing of a stack
-# costs the server about as much as reading its results (an S3 listing walks every run
-# directory), so one stack ahead still left each step waiting for its listing; two ahead keeps
-# the listings beside the reads. What it holds is two stacks' listings.
+# A bucket's stacks listed this many steps ahead, each on its own thread: an S3 listing walks
+# every run directory, costing about as much as reading the stack's results, so with one stack
+# ahead each step still waited for its listing.
 LIST_AHEAD = 2
 
 

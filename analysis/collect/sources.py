@@ -17,9 +17,7 @@ from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from analysis.interruptible import InterruptiblePool
 from payload.storage import ObjectNotFound, StorageError, with_retries
 
-# The SDK clients keep 10 pooled connections by default (botocore
-# max_pool_connections, requests' pool_maxsize); more threads than that only
-# churn connections. The bulk path (s3://) defaults to bulk.DEFAULT_BULK_WORKERS.
+# google-cloud-storage keeps 10 pooled connections (requests' pool_maxsize): more threads only churn them.
 DEFAULT_WORKERS = 10
 
 # One object the thread pool downloads: (store, source url, key, ObjectInfo).

@@ -70,8 +70,7 @@ class _Stack:
     results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
     notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
     stamps: dict[str, str | None] = field(default_factory=dict)  # url -> file:// stack stamp before listing
-    # url -> when the stack's run directories were last listed, where this step did not list them all
-    # (a stack grown by its journal): its settled record keeps that time, so it is listed in full in time
+    # url -> when the run directories were last listed, for a stack grown by its journal (not all listed)
     listed_at: dict[str, float] = field(default_factory=dict)
 
     @property

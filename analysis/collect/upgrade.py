@@ -1,11 +1,7 @@
-"""Schema migrations for result.json: old results stay usable after the
-schema moves on.
-
-MIGRATIONS maps a version to the function that lifts a result from it to the
-next version; `migrate` applies them in order up to the payload's current
-SCHEMA_VERSION. Adding schema v2 means adding `1: _v1_to_v2` here, nothing
-else. A result without `schema_version` is taken as v0.
-"""
+"""Schema migrations for result.json, so old results stay usable: MIGRATIONS maps a
+version to the function lifting a result to the next, `migrate` applies them up to
+the payload's SCHEMA_VERSION (schema v2 means adding `1: _v1_to_v2`, nothing else).
+A result without `schema_version` is taken as v0."""
 
 from __future__ import annotations
 

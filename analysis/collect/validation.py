@@ -26,9 +26,8 @@ UNKNOWN_RUN_FILE = (
     "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
 )
 
-# The largest result.json a collect reads. A real one is a few kB to a few hundred
-# (a long timeline); past this it is set aside unread, and the reads themselves
-# stop here (analysis.collect.sources, analysis.collect.s3), so one planted file can
+# The largest result.json a collect reads (a real one is a few kB, a few hundred with a long
+# timeline): past it a file is set aside unread, and reads stop there, so one planted file can
 # neither fill memory nor grow the manifest or the table.
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 

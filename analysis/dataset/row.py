@@ -16,10 +16,8 @@ from payload.benchmarks import REGISTRY
 from payload.schema import non_finite
 from payload.timestamps import iso, parse_time
 
-# Timeline events that open and close an attempt's billed window, most
-# precise first. Instance launch is when billing starts; termination (or the
-# shutdown the payload requests, after which the instance terminates itself)
-# is when it stops.
+# Timeline events that open and close an attempt's billed window, most precise first: billing
+# starts at launch, stops at termination (or the shutdown after which the instance terminates).
 WINDOW_START_EVENTS = ("instance_launch", "boot_done", "container_start", "run_start")
 WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested", "upload", "run_end", "train_end")
 SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
@@ -105,9 +103,8 @@ _EXTRA = ("backend", "workload_spec_hash")
 _SPEC_JSON = json.JSONEncoder(sort_keys=True, default=str)
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
-# (key, label) by spec (see _spec_key): a sweep has a handful of workloads
-# over thousands of results. The label also reads the benchmark's defaults,
-# fixed at import. Bounded in case of an unusual corpus.
+# (key, label) by spec (_spec_key): a sweep has a handful of workloads over thousands of
+# results; the label's benchmark defaults are fixed at import. Bounded for an unusual corpus.
 _WORKLOADS: dict[bytes | str, tuple[str, str]] = {}
 _WORKLOADS_MAX = 4096
 
