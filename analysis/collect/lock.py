@@ -84,6 +84,13 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
             holder = backend.read()
             if holder is None:
                 continue  # released meanwhile
+            if (holder.get("host"), holder.get("pid"), holder.get("started")) == (
+                socket.gethostname(),
+                os.getpid(),
+                started,
+            ):
+                acquired = True  # our own create, retried after its answer was lost
+                break
             why = _stale(holder)
             if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
                 unreadable_since = unreadable_since or time.monotonic()

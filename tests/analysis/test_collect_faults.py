@@ -329,3 +329,17 @@ def test_a_lock_in_a_bucket_is_created_once_by_a_conditional_put_without_boto3(s
                 pass
     with lock.table_lock(loc, wait_s=0.3, say=lambda _: None):  # let go: taken again at once
         pass
+
+
+def test_a_create_whose_answer_was_lost_takes_the_lock_it_made(tmp_path, quick_lock, monkeypatch):
+    real = lock._LocalLock.create
+
+    def answer_lost(self, body):  # the object is created, the caller hears "already there" (a retried request)
+        real(self, body)
+        return False
+
+    monkeypatch.setattr(lock._LocalLock, "create", answer_lost)
+    said = []
+    with lock.table_lock(resolve(tmp_path), wait_s=0.3, say=said.append):
+        assert (tmp_path / lock.LOCK_KEY).exists()
+    assert said == [] and not (tmp_path / lock.LOCK_KEY).exists()  # not waited for, and let go
