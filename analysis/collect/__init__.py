@@ -11,16 +11,11 @@ What to call:
 - ``read_table(table)``: the runs table as a DataFrame (readers that aggregate
   query ``analysis.dataset.open_dataset`` instead).
 
-A collect works stack by stack: it lists a stack's files (a settled stack
-only by its journal or its run directories), reads only the objects whose ETag (S3), etag /
-generation (GCS) or size+mtime (file) changed since the last collect, judges
-them against the other copies of the same runs, and commits the difference
-with the table's rows of that stack. A manifest (SQLite) beside a local table
-(in the cache directory for a bucket's table) records what was seen, never
-the rows. Each object is judged on its own: a corrupt, partial, unknown or
-duplicate file is set aside with the reason and collection goes on.
-
-docs/architecture.md says which module does what.
+A collect works stack by stack, reading only the objects whose ETag changed
+since the last collect (a manifest records what was seen, never the rows),
+and commits the difference with the table's rows of that stack. A corrupt,
+partial, unknown or duplicate file is set aside with the reason and collection
+goes on. docs/architecture.md says which module does what.
 """
 
 from analysis.collect.orchestrate import EXPORT_MAX_ROWS, collect

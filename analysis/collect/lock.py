@@ -1,11 +1,9 @@
 """One writer at a time per results table: a lock object beside the data.
 
-The table format's commit protocol already keeps every commit whole (a
-reader sees the old snapshot or the new one) and refuses a commit that lost
-a race. The lock adds what a commit cannot know: two collects that each
-decide "these rows are new" against the same snapshot would both append
-them. Holding the lock from reading the table's keys to the last commit
-makes the second collect decide against the first one's result.
+The table format keeps every commit whole, but two collects that each decide
+"these rows are new" against the same snapshot would both append them: held
+from reading the table's keys to the last commit, the lock makes the second
+collect decide against the first one's result.
 
 The lock is an object created only if absent (``O_EXCL`` on a local disk; a
 conditional put on S3, If-None-Match, through obstore; ifGenerationMatch=0 on
