@@ -164,15 +164,11 @@ def workload_label(name: str, spec: dict) -> str:
     def count(value) -> str:  # 12,000 for numbers; anything else as written (the schema types params loosely)
         return f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
-    head = []
-    if params.get("epochs") is not None:
-        head.append(f"{params['epochs']} ep")
-    if params.get("samples") is not None:
-        head.append(f"{count(params['samples'])} samples")
-    if params.get("steps_per_epoch") is not None:
-        head.append(f"{count(params['steps_per_epoch'])} steps/ep")
-    if params.get("steps") is not None:
-        head.append(f"{count(params['steps'])} steps")
+    head = [
+        f"{params[k] if k == 'epochs' else count(params[k])} {unit}"
+        for k, unit in (("epochs", "ep"), ("samples", "samples"), ("steps_per_epoch", "steps/ep"), ("steps", "steps"))
+        if params.get(k) is not None
+    ]
     parts = [" x ".join(head)] if head else []
     if spec.get("per_gpu_batch_size") is not None:
         parts.append(f"batch {spec['per_gpu_batch_size']}")
