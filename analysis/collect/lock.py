@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 
 from analysis import fastjson
@@ -41,7 +42,7 @@ from analysis.collect.s3 import S3Bulk
 from analysis.collect.sources import read_capped
 from analysis.dataset.location import Location
 from payload import proctree
-from payload.storage import AlreadyExists, ObjectNotFound, open_store
+from payload.storage import AlreadyExists, ObjectNotFound, open_store, with_retries
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
 HEARTBEAT_S = 30.0
@@ -234,13 +235,16 @@ class _RemoteLock:
         folder, self.key = LOCK_KEY.split("/", 1)
         url = f"{loc.uri}/{folder}"
         self.store = S3Bulk(url) if loc.uri.startswith("s3://") else open_store(url)
-        self.url = url
+        self.creator = self.store if isinstance(self.store, S3Bulk) else open_store(url, write_once=True)
 
     def create(self, body: bytes) -> bool:
         if isinstance(self.store, S3Bulk):
             return self.store.create(self.key, body)
+        # every attempt's "exists" means taken (put_bytes takes one met on a retry for its own upload;
+        # table_lock tells its own lock by the owner it reads): the store's one-attempt upload, retried
+        put = partial(self.creator._put, self.key, body, None, None)  # noqa: SLF001
         try:
-            open_store(self.url, write_once=True).put_bytes(self.key, body)
+            with_retries(f"create {self.creator.url_for(self.key)}", put)
         except AlreadyExists:
             return False
         return True
