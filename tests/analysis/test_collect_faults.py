@@ -357,4 +357,3 @@ def test_a_capped_read_of_an_s3_object_never_reads_past_the_cap_nor_uses_boto3(s
     assert read_capped(store, "big", 1000) == b"x" * 1000 and read_capped(store, "empty", 10) == b""
     with pytest.raises(ObjectNotFound, match="missing does not exist"):
         read_capped(store, "missing", 10)
-
