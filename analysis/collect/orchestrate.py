@@ -81,7 +81,8 @@ def collect(
 
     s3:// URLs are read through obstore (analysis.collect.s3) unless a `store_opener`
     is given (tests wrap stores to watch each download); `workers` is the number of
-    requests in flight (default 128 there, 10 in the thread pool of gs://). `full` lists every file of settled stacks again."""
+    requests in flight (default 128 there, 10 in gs://'s thread pool). `full` lists
+    every file of settled stacks again."""
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
