@@ -1,16 +1,16 @@
-"""The changes of several stacks, committed together: one commit to the
-table per batch (a plain append when every row is new), then the manifest
-entries of those stacks, so a collect interrupted between batches loses
-nothing (the next one finds the rest unread and reads it).
-
-Its own module because a commit per stack would make a collect touching
-every stack as slow as the table has stacks, and one commit for the whole
-collect would hold every row at once."""
+"""The changes of several stacks, committed together: one commit to the table
+per batch (a commit per stack is as slow as the table has stacks; one per
+collect holds every row), then those stacks' manifest entries, so a collect
+interrupted between batches loses nothing."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from analysis.collect.stackstep import StackChanges
 from analysis.collect.summary import Summary
+from analysis.dataset.stackwise import commit
+from payload import layout
 
 COMMIT_ROWS = 10_000  # rows written or removed per commit
 COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
@@ -21,9 +21,6 @@ class Batch:
 
     def __init__(self, loc, table, manifest, summary: Summary, identity: str):
         self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
-        self._clear()
-
-    def _clear(self) -> None:
         self.pending = StackChanges()
 
     def add(self, changes: StackChanges) -> None:
@@ -41,8 +38,6 @@ class Batch:
 
     def flush(self) -> None:
         """Commit the table's changes, then record the stacks' entries in the manifest."""
-        from analysis.dataset.stackwise import commit
-
         p = self.pending
         written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
         if written:
@@ -51,17 +46,11 @@ class Batch:
         if refused:
             self._set_aside(refused)
         self.manifest.write(p.entries, p.removed, p.settled, table_version=self.table.version)
-        self._clear()
+        self.pending = StackChanges()
 
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
-        """Rows the table cannot hold (a value that does not fit its column): each one's
-        result set aside with the reason, in the summary, its manifest entry (not read
-        again while unchanged) and its stack's settled record (whose notes replay it).
-        A row re-priced from the table has no entry: it keeps the row it had, said so."""
-        from dataclasses import replace
-
-        from payload import layout
-
+        """Rows the table cannot hold: each result set aside with the reason in the summary, its
+        manifest entry and its stack's settled record; a row re-priced from the table keeps its row."""
         entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
         for row, reason in refused:
             entry = entries.get((row["source"], row["key"]))

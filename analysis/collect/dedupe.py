@@ -1,11 +1,8 @@
-"""One table row per run, whichever copies of its result a collect found.
-
-Its own module because the same run reaches a collect more than once (a
-resumed run rewrites its result, one bucket may be given under two URLs, a
-result may be copied under another stack), and the table must name one
-winner, the same one every time, by evidence its writer cannot forge (the
-order the user gave the sources in, not a time the result claims), and say
-why the others lost."""
+"""One table row per run, whichever copies of its result a collect found: the
+same run reaches a collect more than once (a resumed run rewrites its result,
+a bucket given under two URLs, a result copied under another stack), and the
+table names one winner, the same every time, by evidence its writer cannot
+forge, and says why the others lost."""
 
 from __future__ import annotations
 
@@ -20,24 +17,17 @@ def row_order(row: dict) -> tuple[str, str]:
 
 
 def dedupe(
-    entries: dict[str, dict],
-    summary: Summary,
-    dropped: set[str] | None = None,
-    *,
-    now: float | None = None,
-    reasons: dict[str, str] | None = None,
+    entries: dict[str, dict], summary: Summary, *, now: float | None = None, reasons: dict[str, str] | None = None
 ) -> list[dict]:
     """One row per (stack, run id). Copies of a run rank by evidence the
     writer of a result cannot forge: the order the user gave the sources in
     (`summary.sources`; the first source wins), then the entry key; the first
     copy that is believable (analysis.collect.trust) is kept, one that is not
     is set aside with its reason, and every later copy is set aside naming the
-    winner. Only a caller with no source order (an empty `summary.sources`)
-    falls back to the newest finished_at. Copies are compared only within one
-    stack's prefix: a result under another stack never displaces it. Set-aside
-    entry keys are added to `dropped` (and their reasons to `reasons`, when
-    given); entries without a row are reported with their reason."""
-    dropped = set() if dropped is None else dropped
+    winner (without a source order, the newest finished_at wins). Copies are
+    compared only within one stack's prefix: a result under another stack
+    never displaces it. The entry keys set aside go to `reasons`, with why;
+    entries without a row are reported with their reason."""
     reasons = {} if reasons is None else reasons
     copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
     for mkey in sorted(entries):
@@ -48,7 +38,7 @@ def dedupe(
         try:
             misplaced_check(e["row"], e["key"])  # here, not at download: cached rows are judged too
         except ValueError as exc:
-            _set_aside(summary, dropped, reasons, mkey, e, str(exc))
+            _set_aside(summary, reasons, mkey, e, str(exc))
             continue
         copies.setdefault((e["row"]["stack"], e["row"]["run_id"]), []).append((mkey, e))
     order = {url: i for i, url in enumerate(summary.sources)}
@@ -59,9 +49,9 @@ def dedupe(
             if winner is not None:
                 kept = winner[1]
                 reason = f"duplicate of run {kept['row']['run_id']}: kept {kept.get('url')}"
-                _set_aside(summary, dropped, reasons, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
+                _set_aside(summary, reasons, mkey, e, f"{reason} (finished {kept['row']['finished_at']})")
             elif problem := row_problem(e["row"], now):
-                _set_aside(summary, dropped, reasons, mkey, e, problem)
+                _set_aside(summary, reasons, mkey, e, problem)
             else:
                 winner = (mkey, e)
         if winner is not None:
@@ -77,7 +67,6 @@ def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list
     return sorted(ranked, key=lambda c: c[1]["row"].get("finished_at") or "", reverse=True)
 
 
-def _set_aside(summary: Summary, dropped: set[str], reasons: dict, mkey: str, entry: dict, reason: str) -> None:
-    dropped.add(mkey)
+def _set_aside(summary: Summary, reasons: dict, mkey: str, entry: dict, reason: str) -> None:
     reasons[mkey] = reason
     summary.skipped.append({"key": entry["key"], "url": entry.get("url"), "reason": reason})

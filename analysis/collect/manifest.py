@@ -1,26 +1,17 @@
-"""What the last collect saw, so the next one reads only what changed.
+"""What the last collect saw, so the next one reads only what changed: one
+SQLite file beside a local table (``.collect-manifest.sqlite``; for a
+bucket's table in the cache directory), never the rows (the dataset holds them):
 
-One SQLite file beside a local table (``.collect-manifest.sqlite``; for a
-bucket's table in the cache directory). It holds what is needed to know
-what was seen, never the rows (those live in the results dataset alone):
-
-- ``entries``: one row per result object: its source, stack prefix
-  (``runs/<stack>/``), etag and size when read, whether it parsed into a
-  row, the row's status, and why it was set aside (unparsable, misplaced,
-  a duplicate, not believable) when it was. A collect reads the entries
-  of one stack at a time, and writes only those that changed.
-- ``stacks``: the *settled* stacks of each source, as last listed file by
-  file: every run directory holds a result.json with a final status
-  (completed or failed), nothing is half-uploaded, and no stray object sits
-  beside the run directories. The payload writes a final result once and
-  never again, so such a stack changes only by gaining or losing run
-  directories; the next collect lists its run directories (one entry per
-  run, not per file) and, while they are the same ones, neither lists its
-  files nor reads its results: it replays the stack's notes (the files set
-  aside in it) and counts its runs. A settled stack is listed file by file
-  again after SETTLED_MAX_AGE_S, or on `gpubench collect --full`.
-- ``meta``: the manifest's format, the table version the
-  manifest is in step with and the price catalog the rows were priced with.
+- ``entries``: one per result object: its source, stack prefix, etag and size
+  when read, whether it parsed into a row, the row's status, and why it was
+  set aside when it was. Read and written one stack at a time.
+- ``stacks``: the *settled* stacks of each source (analysis.collect.settled).
+  The payload writes a final result once and never again, so such a stack
+  changes only by gaining or losing run directories; while those stay the
+  same, the next collect neither lists its files nor reads its results. It is
+  listed file by file again after SETTLED_MAX_AGE_S, or on `collect --full`.
+- ``meta``: the format, the table version the manifest is in step with and
+  the price catalog the rows were priced with.
 
 An unreadable manifest, or one of another format, is a cold start, never an
 error (the next collect reads every result again and writes nothing the
@@ -30,7 +21,6 @@ table already has).
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -62,9 +52,6 @@ class ManifestDamaged(OSError):
             "starting over costs one collect that reads every result again; the table keeps its rows)"
         )
 
-    def __str__(self) -> str:
-        return self.args[0]
-
 
 @dataclass(frozen=True)
 class SettledStack:
@@ -78,8 +65,8 @@ class SettledStack:
     # while it is the same, not even the run directories are read
     stamp: str | None = None
 
-    def fresh(self, now: float | None = None) -> bool:
-        return (now if now is not None else time.time()) - self.listed_at < SETTLED_MAX_AGE_S
+    def fresh(self, now: float) -> bool:
+        return now - self.listed_at < SETTLED_MAX_AGE_S
 
 
 def entry_of(mkey: str, values: tuple) -> dict:
@@ -97,8 +84,6 @@ class Manifest:
     def __init__(self, path: Path):
         self.path = path
         self._meta: dict[str, str] = {}
-        # set when the entries proved unreadable after opening: collect starts over
-        self.damaged = False
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one: rebuild
@@ -147,13 +132,10 @@ class Manifest:
     def _start_over(self) -> None:
         self._db.close()
         self._rebuild()
-        self.damaged = True
 
     def readable(self) -> bool:
-        """Whether the entries can be read (a damaged file is rebuilt, and `damaged` set).
-        Only the tables' first pages are read: a pass over every entry would cost a
-        collect with nothing new as much as the manifest is large. Damage found
-        later, while a stack's entries are read, raises ManifestDamaged."""
+        """Whether the entries can be read (a damaged file is rebuilt). Only the first pages are read
+        (a full pass costs as much as the manifest is large): later damage raises ManifestDamaged."""
         try:
             for table in ("entries", "stacks"):
                 self._db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()  # noqa: S608 - fixed names
@@ -161,9 +143,6 @@ class Manifest:
             self._start_over()
             return False
         return True
-
-    def count(self) -> int:
-        return self._db.execute("SELECT count(*) FROM entries").fetchone()[0]
 
     def stack_entries(self, source: str, prefix: str) -> dict[str, dict]:
         """The entries of one source's stack, by entry key."""
@@ -220,16 +199,6 @@ class Manifest:
             last = value
         return found
 
-    @property
-    def entries(self) -> dict[str, dict]:
-        """Every entry (tests and migration; collect reads them stack by stack)."""
-        try:
-            rows = self._db.execute(f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries").fetchall()  # noqa: S608
-        except sqlite3.DatabaseError:
-            self._start_over()
-            return {}
-        return {r[0]: entry_of(r[0], r[1:]) for r in rows}
-
     def settled(self, source: str) -> dict[str, SettledStack]:
         """The settled stacks of `source` by prefix (``runs/<stack>/``)."""
         try:
@@ -248,10 +217,8 @@ class Manifest:
         table_version: int | None = None,
         priced_with: str | None = None,
     ) -> None:
-        """One transaction: write `entries` ((mkey, entry) pairs; an entry
-        with a "row" or `has_row` parsed), drop the `removed` entry keys, set
-        or (None) drop settled-stack records by (source, prefix), and record
-        the table version and price catalog the manifest is now in step with."""
+        """One transaction: write `entries` ((mkey, entry)), drop the `removed` keys, set or (None)
+        drop settled-stack records by (source, prefix), and record the table version and catalog."""
         with self._transaction() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
@@ -330,19 +297,12 @@ class Manifest:
 
 
 def _entry_values(mkey: str, e: dict) -> tuple:
+    """An entry's ENTRY_COLUMNS: an entry with a "row" (read now) or `has_row` parsed."""
     row = e.get("row")
-    has_row = row is not None or bool(e.get("has_row"))
-    status = row.get("status") if row is not None else e.get("status")
-    prefix = e.get("prefix") or layout.stack_prefix_of(e.get("key") or "")
-    return (
-        mkey,
-        e.get("source"),
-        prefix,
-        e.get("key"),
-        e.get("url"),
-        e.get("etag"),
-        e.get("size"),
-        int(has_row),
-        status,
-        e.get("reason"),
-    )
+    made = {
+        "mkey": mkey,
+        "prefix": e.get("prefix") or layout.stack_prefix_of(e.get("key") or ""),
+        "has_row": int(row is not None or bool(e.get("has_row"))),
+        "status": row.get("status") if row is not None else e.get("status"),
+    }
+    return tuple(made[c] if c in made else e.get(c) for c in ENTRY_COLUMNS)

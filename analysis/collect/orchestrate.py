@@ -1,13 +1,8 @@
 """One collect, step by step: every source surveyed, then the table's stacks
-one at a time (listed, what changed read and judged, the difference with the
-table's rows of that stack worked out), committed in batches, then the
-export.
-
-Its own module so that the order of those steps can be read in one place;
-each step's work is done by the module of its job (survey, stackstep, batch).
-What a collect holds at once is one stack's files, entries and changed rows
-and one batch of changes, never the table: a collect's memory does not grow
-with the number of results, and a collect that adds a few runs reads,
+one at a time (survey, stackstep), committed in batches (batch), then the
+export. What a collect holds at once is one stack's files, entries and
+changed rows and one batch of changes, never the table: its memory does not
+grow with the number of results, and a collect that adds a few runs reads,
 judges and writes only those."""
 
 from __future__ import annotations
@@ -19,14 +14,17 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlparse
 
+from analysis.collect import s3
 from analysis.collect.batch import Batch
+from analysis.collect.lock import table_lock
 from analysis.collect.manifest import MANIFEST_NAME, Manifest, ManifestDamaged
 from analysis.collect.prefetch import Prefetch
 from analysis.collect.spot import SpotPricer
 from analysis.collect.stackstep import StepContext, appended_step, fast_step, run_dirs_of, step, unreadable_names
 from analysis.collect.summary import Summary
-from analysis.collect.survey import SourceView, survey_bulk, survey_store, trusted_settled
+from analysis.collect.survey import SourceView, survey_store, trusted_settled
 from analysis.collect.validation import classify, wrong_layout
 from analysis.dataset.export import (
     export_table,
@@ -38,20 +36,25 @@ from analysis.dataset.export import (
     write_table_batches,
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
-from analysis.dataset.store import StoredRows
+from analysis.dataset.location import resolve
+from analysis.dataset.pricing import pricing_identity
+from analysis.dataset.schema import EXPORT_SCHEMA
+from analysis.dataset.stackwise import TableView
+from analysis.dataset.store import StoredRows, table_version
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
 from payload import layout
+from payload.storage import StorageError, open_store
+from payload.userdirs import user_dir
 
 # A local table gets results.parquet and results.csv after a collect that changed it while it
 # holds at most this many rows; a larger table's export is written on request (`--export`):
 # rewriting it whole would cost a collect of a few new runs as much as the table.
 EXPORT_MAX_ROWS = 10_000
 
-# A bucket's stacks listed this many steps ahead, each on its own thread. A listing of a stack
-# costs the server about as much as reading its results (an S3 listing walks every run
-# directory), so one stack ahead still left each step waiting for its listing; two ahead keeps
-# the listings beside the reads. What it holds is two stacks' listings.
+# A bucket's stacks listed this many steps ahead, each on its own thread: an S3 listing walks
+# every run directory, costing about as much as reading the stack's results, so with one stack
+# ahead each step still waited for its listing.
 LIST_AHEAD = 2
 
 
@@ -63,44 +66,43 @@ def collect(
     progress: bool = False,
     store_opener: Callable | None = None,
     spot_pricer: SpotPricer | None = None,
-    bulk: bool | None = None,
     full: bool = False,
     export: bool | None = None,
 ) -> tuple[Summary, Sequence[dict]]:
-    """Collect runs from `urls` into the results dataset at `table` (a
-    directory or a bucket prefix, analysis.dataset), stack by stack, writing
-    only what changed. Returns the summary and the table's rows (valid,
-    de-duplicated by run id; a sequence read from the table when first used).
-    New AWS spot runs are priced from EC2's spot price history through
-    `spot_pricer` (see spot_history_pricer).
+    """Collect runs from `urls` into the results dataset at `table` (a directory or a
+    bucket prefix), stack by stack, writing only what changed. Returns the summary and
+    the table's rows (valid, one per run; read from the table when first used). New spot
+    runs are priced from their cloud's spot price history by `spot_pricer`.
 
-    `export`: None writes results.parquet and results.csv beside a local
-    table of at most EXPORT_MAX_ROWS rows after a collect that changed it
-    (a larger table's stale export is removed: readers then read the
-    dataset); True writes them whatever the size (for a bucket's table, into
-    the manifest's directory); False never.
+    `export`: None writes results.parquet and results.csv beside a local table of at most
+    EXPORT_MAX_ROWS rows after a collect that changed it (a larger table's stale export is
+    removed); True writes them whatever the size (a bucket's table: in the manifest's
+    directory); False never.
 
-    s3:// URLs take the bulk path (analysis.collect.s3) unless `bulk` is False or a
-    `store_opener` is given (tests wrap stores to watch each download);
-    `workers` is the number of requests in flight (default 128 there, 10 in
-    the thread pool of the other stores). A settled stack (analysis.collect.manifest)
-    is not listed file by file while its run directories stay the same;
-    `full` lists every file again."""
-    with _older_objects_left_alone():
-        return _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full, export)
-
-
-def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
-    """collect(): its steps, and a fault met on the way named with its recovery."""
-    from analysis.dataset import resolve
-
+    s3:// URLs are read through obstore (analysis.collect.s3) unless a `store_opener`
+    is given (tests wrap stores to watch each download); `workers` is the number of
+    requests in flight (default 128 there, 10 in gs://'s thread pool). `full` lists
+    every file of settled stacks again."""
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
+    summary = Summary(sources=list(urls))
     try:
-        summary, count = _collect_steps(
-            loc, out, urls, workers, progress, store_opener, spot_pricer, bulk, full, export
-        )
+        with _older_objects_left_alone():
+            remove_stale_temporaries(out)
+            manifest = Manifest(out / MANIFEST_NAME)
+            bar = Progress(None, "collect", unit="obj", enabled=progress)
+            run = (loc, out, list(urls), manifest, workers, bar, store_opener, spot_pricer, export)
+            try:
+                full = not manifest.readable() or full  # damaged entries: every file listed and read again
+                try:
+                    count = _collect_once(*run, summary, full)
+                except ManifestDamaged:  # found past its first pages: started over, every file read again
+                    summary = Summary(sources=list(urls))
+                    count = _collect_once(*run, summary, True)
+            finally:
+                bar.close()
+                manifest.close()
     except BaseException as exc:
         _drop_lagging_export(loc, out)  # what it committed is the table's: an export now behind it is not read
         if isinstance(exc, Exception) and not isinstance(exc, DiskFull) and is_disk_full(exc):
@@ -111,45 +113,19 @@ def _collect(urls, table, workers, progress, store_opener, spot_pricer, bulk, fu
     return summary, StoredRows(loc, count)
 
 
-def _collect_steps(loc, out: Path, urls, workers, progress, store_opener, spot_pricer, bulk, full: bool, export):
-    """(summary, the table's row count) of a collect, its steps in order."""
-    remove_stale_temporaries(out)
-    manifest = Manifest(out / MANIFEST_NAME)
-    bar = Progress(None, "collect", unit="obj", enabled=progress)
-    summary = Summary(sources=list(urls))
-    try:
-        full = not manifest.readable() or full  # damaged entries: every file listed and read again
-        run = (loc, out, list(urls), manifest, workers, bar, store_opener, bulk, spot_pricer, export)
-        try:
-            count = _collect_once(*run, summary, full)
-        except ManifestDamaged:  # found past its first pages: started over, every file listed and read again
-            summary = Summary(sources=list(urls))
-            count = _collect_once(*run, summary, True)
-    finally:
-        bar.close()
-        manifest.close()
-    return summary, count
-
-
 def _drop_lagging_export(loc, out: Path) -> None:
-    """After a collect that failed: results.parquet and results.csv removed when they lag the
-    table (a commit went through before the failure), so that readers read the table itself
-    until the next collect exports it again. Never raises: the failure is what the caller says."""
-    from analysis.dataset.store import table_version
-
+    """After a collect that failed: an export that lags the table (a commit went through) is
+    removed, so readers read the table itself. Never raises: the failure is the caller's to say."""
     with suppress(Exception):
-        if loc.local is not None and table_is_whole(out) and export_version(out) != table_version(loc):
+        if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
             remove_table(out)
 
 
 @contextmanager
 def _older_objects_left_alone():
-    """The objects alive before the collect (the interpreter's, pandas', pyarrow's:
-    hundreds of thousands) frozen out of the garbage collector's scans while it
-    runs (gc.freeze): each full collection the results' allocations trigger
-    would scan them all again, about a third of the CPU of parsing a result.
-    Cycles among the collect's own objects are still collected; a caller that
-    froze its own objects keeps them frozen."""
+    """The objects alive before the collect (hundreds of thousands) frozen out of the garbage
+    collector's scans: each full collection the results' allocations trigger would scan them
+    all again, a third of the CPU of parsing a result. A caller's own freeze is kept."""
     if gc.get_freeze_count():
         yield
         return
@@ -160,12 +136,10 @@ def _older_objects_left_alone():
         gc.unfreeze()
 
 
-def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, spot_pricer, export, summary, full):
+def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):
     """Survey, then every stack and the export; returns the table's row count."""
-    views, not_found = _survey(urls, manifest, summary, store_opener, bulk, full)
+    views, not_found = _survey(urls, manifest, summary, store_opener, full)
     if not_found:  # runs were expected and some source held none: nothing is touched
-        from analysis.dataset.stackwise import TableView
-
         tv = TableView(loc)
         current = loc.local is not None and _export_current(out, tv.version)
         summary.table = _names(loc, out, export is not False and current)
@@ -175,11 +149,8 @@ def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, bulk, sp
     return count
 
 
-def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full: bool):
+def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool):
     """Every source looked at once: ([SourceView], urls where runs were expected and none were found)."""
-    from analysis.collect import s3 as bulk_mod
-    from payload.storage import StorageError, open_store
-
     views, not_found = [], []
     for url in urls:
         view = SourceView(
@@ -188,12 +159,11 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
             runs_known=partial(manifest.runs_known, url),
             stack_runs=lambda prefix, url=url: run_dirs_of(prefix, manifest.stack_keys(url, prefix)),
         )
-        trusted = trusted_settled(view.settled)
+        view.bulk = store_opener is None and s3.is_s3(url)  # many reads in flight through obstore
         try:
-            if store_opener is None and bulk is not False and bulk_mod.available(url):
-                loose = survey_bulk(view, trusted)
-            else:
-                loose = survey_store(view, store_opener or open_store, trusted)
+            loose = survey_store(
+                view, s3.S3Bulk if view.bulk else store_opener or open_store, trusted_settled(view.settled)
+            )
         except StorageError as exc:  # an outage must not empty the table: its rows are kept
             view.failed = str(exc)
             summary.skipped.append({"key": url, "url": url, "reason": f"cannot list the bucket: {exc}"})
@@ -206,11 +176,9 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, bulk, full
 
 
 def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
-    """False (said why) for a source with no runs where runs were expected: in
-    a directory that does not exist, an empty directory or prefix (a misspelt
-    prefix finds nothing: that is not success; a bucket's root may be empty),
-    or objects none of which is in the layout. Files under runs/ but in no
-    run directory are set aside."""
+    """False (said why) for a source with no runs where runs were expected: a missing or
+    empty directory or prefix (a misspelt prefix finds nothing), or objects none of which is
+    in the layout. Files under runs/ but in no run directory are set aside."""
     url = view.url
     if view.prefixes:
         for s in classify(loose)[1]:
@@ -219,9 +187,10 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
     if loose:
         reason, short = wrong_layout(url, loose), "no runs in the expected layout"
     else:
-        missing = _missing_directory(view.store)
-        if not missing and is_bucket_root(url):
-            return True
+        root = getattr(view.store, "root", None)  # payload.storage lists a missing directory as empty
+        missing = isinstance(root, Path) and not root.exists()
+        if not missing and urlparse(url).scheme in ("s3", "gs") and not urlparse(url).path.strip("/"):
+            return True  # s3://bucket or gs://bucket: a place that exists on its own and may be empty
         where = "a directory that does not exist" if missing else "it holds nothing (empty, or a misspelt prefix?)"
         reason = f"no runs found under {url}: {where}; expected {layout.LAYOUT} there; the table is left as it was"
         short = "no runs found (empty, missing or misspelt?)"
@@ -233,10 +202,6 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
 def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: Summary, workers, spot_pricer, bar):
     """Every stack of the sources, the manifest and the table, one at a time, under
     the table's lock; changes committed in batches. Returns the table's (row count, version)."""
-    from analysis.dataset.lock import table_lock
-    from analysis.dataset.pricing import pricing_identity
-    from analysis.dataset.stackwise import TableView
-
     urls = [v.url for v in views]
     with table_lock(loc):
         tv = TableView(loc)
@@ -288,9 +253,8 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
 
 
 def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
-    """The changes of a settled stack that only gained run directories, held by one
-    source listed stack by stack (appended_step); None when the whole step is needed:
-    another source has the stack, or a run directory the manifest knows is gone."""
+    """appended_step of a settled stack of one source that only gained run directories; None when
+    the whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
     owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
     if len(owners) != 1 or owners[0].lister is None:
         return None
@@ -319,17 +283,16 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
 
 
 def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
-    """The export beside a local table (see collect's `export`), and where the table is named:
-    written when the collect changed the table, or when the export is missing, damaged or
-    behind the table's `version` (a collect that failed after a commit, another machine's)."""
+    """The export (see collect's `export`), written when the collect changed the table or the
+    export is missing, damaged or behind `version`; and where the table is named."""
     current = _export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
         if summary.table_written or not current:
             if version is not None:
                 export_table(loc.uri, out)
-            else:
-                _empty_export(out)
+            else:  # nothing was ever collected into the table
+                write_table_batches([], EXPORT_SCHEMA, out)
             summary.table_written = True
             current = True
     elif export is None and loc.local is not None and (summary.table_written or not current):
@@ -348,34 +311,10 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
     return {**(table_paths(out) if exported else {}), "dataset": loc.text}
 
 
-def _empty_export(out: Path) -> None:
-    """The exports of a table with no rows yet (nothing was ever collected into it)."""
-    from analysis.dataset.schema import EXPORT_SCHEMA
-
-    write_table_batches([], EXPORT_SCHEMA, out)
-
-
 def manifest_home(loc) -> Path:
-    """Where the collect manifest of a table lives: in a local table's directory;
-    for a bucket's table, in this machine's cache (payload.userdirs: $GPUBENCH_CACHE, else
-    $XDG_CACHE_HOME/gpubench), one directory per table (the table itself says what it
-    holds: a new machine starts with an empty manifest and writes nothing twice)."""
-    from payload.userdirs import user_dir
-
+    """Where a table's collect manifest lives: in a local table's directory; for a bucket's
+    table in this machine's cache, one directory per table (a new machine starts with an
+    empty manifest and writes nothing twice: the table says what it holds)."""
     if loc.local is not None:
         return loc.local
     return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]
-
-
-def _missing_directory(store) -> bool:
-    """True for a file:// source whose directory does not exist (payload.storage lists it as empty)."""
-    root = getattr(store, "root", None)
-    return isinstance(root, Path) and not root.exists()
-
-
-def is_bucket_root(url: str) -> bool:
-    """s3://bucket or gs://bucket with no prefix: a place that exists on its own and may be empty."""
-    from urllib.parse import urlparse
-
-    parts = urlparse(url)
-    return parts.scheme in ("s3", "gs") and bool(parts.netloc) and not parts.path.strip("/")

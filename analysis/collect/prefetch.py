@@ -1,23 +1,16 @@
 """The next stack's new results downloaded while this stack's are parsed and judged.
 
-On the bulk path (s3://) a step downloads its stack's results, then parses and
-judges them, then commits. During the parsing and judging (and the step's
-hand-over to the next) no download is in flight, and on a bucket the server
-and the network are what a collect waits on. So once a step's own downloads
-are done, the next stack's new results are downloaded on a thread of its own
-(its own event loop, `analysis.collect.s3.read_all`), from the listing the list-ahead
-already has, and handed to that stack's step as bytes; the step parses and
-judges them as if it had read them itself (a ranged read that does not parse
-is read again whole there, as always).
+On the bulk path (s3://) no download is in flight while a step parses and
+judges, and on a bucket the network is what a collect waits on. So once a
+step's own downloads are done, the next stack's new results (from the listing
+the list-ahead already has) are downloaded on a thread and event loop of their
+own and handed to that stack's step as bytes, judged as if it had read them.
 
-Only what the step would read anyway is fetched: the listing's results the
-manifest does not hold unchanged, none over the size cap, at most
-PREFETCH_BYTES of them in all sources together (the rest the step reads
-itself). One stack ahead, never more: what it holds is one stack's new
-results, as bytes. A prefetch that fails hands over nothing, and a read of it
-that fails is left out: the step reads those as it would have (with its own
-retries and its own error). A collect abandoned (Ctrl-C, an error) stops its
-prefetch at the next object that arrives.
+Only what the step would read anyway is fetched (not unchanged, not over the
+size cap, at most PREFETCH_BYTES in all), one stack ahead, never more. A
+prefetch or a read of it that fails hands over nothing: the step reads those
+itself, with its own retries and errors. A collect abandoned (Ctrl-C, an
+error) stops its prefetch at the next object that arrives.
 """
 
 from __future__ import annotations
@@ -27,6 +20,7 @@ from concurrent.futures import Future
 from analysis.collect.s3 import ObjectTooLarge
 from analysis.collect.sources import read_on_private_loop, unchanged
 from analysis.collect.validation import classify, too_large
+from payload.storage import StorageError
 
 # The most bytes of results downloaded ahead of their step (real results are a few kB each:
 # about 20,000 of them); past it the step reads the rest itself.
@@ -38,10 +32,8 @@ Fetched = tuple[int | None, object, bool]
 
 
 class Prefetch:
-    """Downloads the next stack's new results on `pool` (one thread) once a step's own are done.
-
-    The collect sets `following` before each step; the step calls `start` when its own
-    downloads are done and `take` for what was fetched for it."""
+    """Downloads the next stack's new results on `pool` (one thread): the collect sets
+    `following` before each step, which calls `start` once its own downloads are done."""
 
     def __init__(self, pool, manifest, workers: int | None):
         self.pool, self.manifest, self.workers = pool, manifest, workers  # pool: analysis.interruptible
@@ -82,8 +74,6 @@ class _Abandoned(Exception):
 def _fetch(view, listing: Future, known: dict, budget: int, workers: int | None, stop) -> dict[str, Fetched]:
     """The new results of one listed stack, downloaded (on the prefetch thread); `known`: the
     manifest's {key: (etag, size)} of the stack; `stop`: set when the collect is abandoned."""
-    from payload.storage import StorageError
-
     objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
     keys, _, _ = classify(objects)
     wanted = []

@@ -12,6 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis.collect.orchestrate import collect
+from analysis.collect.spot import spot_history_pricer
+from analysis.dataset.location import resolve
+from analysis.dataset.store import delta_table, open_dataset
+from payload.result import FINAL_STATUSES
+
 SpotHistory = Literal["auto", "on", "off"]
 DEFAULT_URLS = ("results",)
 DEFAULT_TABLE = "table"  # relative to the current directory, like every path a person gives
@@ -58,7 +64,7 @@ class CollectOutcome:
     def text(self) -> str:
         """What `gpubench collect` prints: counts, settled stacks, set-aside files, the table, teardowns.
         The locations that made it incomplete are `summary.incomplete` (the command prints them to stderr)."""
-        summary, urls = self.summary, self.urls
+        summary, urls, table = self.summary, self.urls, self.summary.table
         lines = [
             f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
             f"{summary.new} downloaded, {summary.cached} unchanged (not downloaded), {len(summary.skipped)} set aside"
@@ -74,9 +80,17 @@ class CollectOutcome:
                 "see --results)"
             )
         lines += [f"  skipped {s.get('url') or s['key']}: {s['reason']}" for s in summary.set_aside()]
-        lines.append(table_line(summary.table, summary.table_written))
-        if (note := export_note(summary.table)) is not None:
-            lines.append(note)
+        unchanged = "" if summary.table_written else " (unchanged)"
+        if "parquet" in table:
+            lines.append(
+                f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table['dataset']}"
+            )
+        else:
+            lines.append(f"table: {table.get('dataset')}{unchanged}")
+            if resolve(table.get("dataset", ".")).local is not None:  # a local table large enough to skip it
+                lines.append(
+                    "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
+                )
         if self.teardown is not None and not self.teardown.error:
             lines += [
                 f"  teardown {o.get('stack')}: {o.get('action')} {o.get('reason') or ''}"
@@ -86,55 +100,24 @@ class CollectOutcome:
         return "\n".join(lines) + "\n"
 
 
-def table_line(table: dict[str, str], written: bool) -> str:
-    """Where the table is: the dataset, and its exports when there are any."""
-    unchanged = "" if written else " (unchanged)"
-    if "parquet" not in table:
-        return f"table: {table.get('dataset')}{unchanged}"
-    return f"table: {table['parquet']} and {table['csv']}{unchanged}, exported from the dataset {table.get('dataset')}"
-
-
-def export_note(table: dict[str, str]) -> str | None:
-    """Why a local table has no export beside it (it is large: written on request), or None."""
-    from analysis.dataset import resolve
-
-    if "parquet" in table or resolve(table.get("dataset", ".")).local is None:
-        return None
-    return "  results.parquet/results.csv are not rewritten at this size: `gpubench collect --export` writes them"
-
-
-def finished_stacks(rows: list[dict[str, Any]]) -> list[str]:
-    """Stacks whose every run finished: an interrupted run will resume, so its stack stays."""
-    from payload.result import FINAL_STATUSES
-
+def finished_stacks(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Stacks whose every run finished: an interrupted run will resume, so its stack stays.
+    Of the table's rows (StoredRows) only the stack and status columns are read."""
+    if (loc := getattr(rows, "loc", None)) is not None:
+        found = delta_table(loc) is not None
+        rows = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist() if found else []
     state: dict[str, bool] = {}
     for r in rows:
         state[r["stack"]] = state.get(r["stack"], True) and r["status"] in FINAL_STATUSES
     return sorted(s for s, done in state.items() if done)
 
 
-def finished_stacks_of(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """finished_stacks of collect's rows, reading only their stack and status
-    columns from the table when the rows are the table's (never every row)."""
-    loc = getattr(rows, "loc", None)
-    if loc is None:
-        return finished_stacks(list(rows))
-    from analysis.dataset.store import delta_table, open_dataset
-
-    if delta_table(loc) is None:
-        return []
-    got = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist()
-    return finished_stacks(got)
-
-
 def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
-    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results itself).
-
-    An empty list destroys nothing: teardown_completed would read it as "every stack".
-    Never raises: a missing Pulumi CLI or teardown module becomes the report's error."""
+    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results); none
+    for an empty list (teardown_completed would read it as "every stack"). Never raises."""
     if not stacks:
         return TeardownReport()
-    try:
+    try:  # lazy: 0.2 s of infra and Pulumi helpers only --teardown needs; a broken install is advice, not a crash
         from analysis.teardown import teardown_completed
     except ImportError as exc:
         return TeardownReport(
@@ -158,17 +141,9 @@ def collect_results(
     full: bool = False,
     teardown: bool = False,
 ) -> CollectOutcome:
-    """Collect `urls` into the results dataset at `table` (a directory or a
-    bucket prefix; analysis.dataset), writing only what changed; a local table
-    also gets results.parquet and results.csv while it is small, or whatever its size
-    with `export` True (see analysis.collect.collect).
-    With `teardown`, destroy the stacks whose runs all finished.
-
-    Raises ValueError for workers < 1 and payload.storage.StorageError when a bucket cannot be opened.
-    """
-    from analysis.collect.orchestrate import collect
-    from analysis.collect.spot import spot_history_pricer
-
+    """analysis.collect.collect of `urls` into `table`, pricing spot runs as `spot_history`
+    says; with `teardown`, then destroy the stacks whose runs all finished. Raises ValueError
+    for workers < 1 and payload.storage.StorageError when a bucket cannot be opened."""
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     urls = list(urls) or list(DEFAULT_URLS)
@@ -183,5 +158,5 @@ def collect_results(
     )
     outcome = CollectOutcome(summary, rows, urls)
     if teardown:
-        outcome.teardown = teardown_finished(finished_stacks_of(rows), urls)
+        outcome.teardown = teardown_finished(finished_stacks(rows), urls)
     return outcome

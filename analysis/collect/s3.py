@@ -1,22 +1,19 @@
-"""Bulk reads of an s3:// results bucket through obstore (Rust object_store).
+"""An s3:// location through obstore (Rust object_store): collect's listings
+and bulk reads, capped reads, and the collect lock's object.
 
-collect spends about 2.6 ms of CPU per object in botocore (signing, parsing,
-one thread per request), so a thread pool of boto3 calls is CPU-bound long
-before the network is. obstore does the same requests for about 0.3 ms each,
-with many in flight from one asyncio loop. Only S3 takes this path:
+botocore costs about 2.6 ms of CPU per object (signing, parsing, one thread
+per request); obstore about 0.3 ms, with many requests in flight from one
+asyncio loop. gs:// stays on google-cloud-storage (payload.storage): obstore's
+GCSStore speaks the XML API, which gcp-storage-emulator, the GCS fake the
+tests run against, does not implement.
 
-- gs://: obstore's GCSStore speaks the GCS XML API, which gcp-storage-emulator
-  (the only local GCS fake we can test against) does not implement, so GCS
-  stays on google-cloud-storage (payload.storage) where the tests can reach it.
-- file://: reading local files needs no request pipelining.
+Listing is a stack at a time: the stacks under ``runs/`` and, for a settled
+stack, its run directories (delimiter listings: one entry per run, not per
+file: on SeaweedFS about a tenth of the server's work); then the files of each
+stack that changed, and its results, ``read_all`` with many requests in flight.
 
-Listing is a stack at a time (collect reads, judges and writes one stack
-before it lists the next, so its memory is one stack's, whatever the
-bucket's size): the stacks under ``runs/`` and, for a stack the manifest
-knows as settled, its run directories (delimiter listings: one entry per run
-instead of one per file, and on SeaweedFS about a tenth of the server's
-work); then the files of each stack that changed, and the results to read,
-``read_all`` with many requests in flight.
+The lock's ``put(mode="create")`` is S3's conditional create (If-None-Match:
+*), which AWS, SeaweedFS and moto_server honour.
 
 Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
 ``~/.aws/config`` profiles including SSO and assumed roles, container and
@@ -30,31 +27,27 @@ elsewhere needs its region set.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
+from analysis.dataset.faults import first_line
 from payload.results_location import ResultsLocationError, parse_results_location
-from payload.storage import ObjectInfo, StorageError
+from payload.storage import ObjectInfo, ObjectNotFound, StorageError, retry_settings
+
+try:  # each completed request wakes the loop from a tokio thread: uvloop does that for ~0.06 ms less CPU
+    import uvloop
+except ImportError:  # not on Windows
+    uvloop = None
 
 # 20 ms per request and about 0.3 ms of CPU each: 128 in flight keeps a
 # 2-core client busy; 256 measured the same.
 DEFAULT_BULK_WORKERS = 128
 
 
-def available(url: str) -> bool:
-    """True when `url` can take the bulk path: s3:// with obstore installed,
-    unless GPUBENCH_COLLECT_BULK=0 turns it off."""
-    if os.environ.get("GPUBENCH_COLLECT_BULK", "1") == "0" or not _is_s3(url):
-        return False
-    try:
-        import obstore  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _is_s3(url: str) -> bool:
+def is_s3(url: str) -> bool:
     try:
         return parse_results_location(url).scheme == "s3"
     except ResultsLocationError:
@@ -62,20 +55,7 @@ def _is_s3(url: str) -> bool:
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop when installed (each completed request wakes the loop
-    from a tokio thread; uvloop does that for about 0.06 ms less CPU per
-    object), else asyncio's."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def _retries() -> tuple[int, float]:
-    from payload.storage import retry_settings
-
-    return retry_settings()
+    return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 
 
 class S3Bulk:
@@ -95,9 +75,12 @@ class S3Bulk:
             raise StorageError(f"cannot open {url}: {type(exc).__name__}: {exc}") from exc
 
     def _open(self):
-        from obstore.store import S3Store
+        try:  # lazy: the demo extra has no obstore, and a local collect never opens a bucket
+            from obstore.store import S3Store
+        except ImportError:
+            raise StorageError("reading s3:// needs obstore: pip install 'gpubench[analysis]'") from None
 
-        attempts, backoff = _retries()
+        attempts, backoff = retry_settings()
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
         kw: dict = {}
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
@@ -106,7 +89,7 @@ class S3Bulk:
             # Keys and region in the environment are what boto3's chain would pick
             # first too; obstore reads them itself, and boto3 is not imported (0.2 s).
             try:
-                import boto3
+                import boto3  # lazy: 0.2 s, and optional (obstore reads the environment's keys itself)
                 from obstore.auth.boto3 import Boto3CredentialProvider
 
                 session = boto3.Session()
@@ -148,81 +131,102 @@ class S3Bulk:
     def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
         """(sub-prefixes ending in "/", objects) one level under `prefix`: a
         delimiter listing (every page), one entry per sub-prefix, not per file."""
-        import obstore
-
-        try:
-            found = obstore.list_with_delimiter(self._store, prefix.rstrip("/"))
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
+        with _request(f"list {self.url_for(prefix)}"):
+            found = self._store.list_with_delimiter(prefix.rstrip("/"))
         return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
 
     def objects(self, prefix: str) -> Iterator[ObjectInfo]:
         """Every object under `prefix`, page by page (1,000 a page)."""
-        import obstore
-
-        try:
-            for chunk in obstore.list(self._store, prefix, chunk_size=1000):
+        with _request(f"list {self.url_for(prefix)}"):
+            for chunk in self._store.list(prefix, chunk_size=1000):
                 yield from (_info(m) for m in chunk)
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
 
     def keys_after(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
         """The keys under `prefix` that sort after `start_after` (S3's StartAfter), page by
         page; at most `limit` of them (one request of that many when given)."""
-        import obstore
-
         found: list[str] = []
         chunk = min(limit, 1000) if limit else 1000
-        try:
-            for page in obstore.list(self._store, prefix, offset=start_after, chunk_size=chunk):
+        with _request(f"list {self.url_for(prefix)}"):
+            for page in self._store.list(prefix, offset=start_after, chunk_size=chunk):
                 found.extend(m["path"] for m in page)
                 if limit and len(found) >= limit:
                     return found[:limit]
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url_for(prefix)} failed: {_say(exc)}") from exc
         return found
 
     def sample(self, limit: int = 1000) -> list[str]:
         """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
         (a URL one level too high or too low), for the wrong-layout error."""
-        import obstore
-
-        try:
-            first = next(iter(obstore.list(self._store, None, chunk_size=limit)), [])
-        except Exception as exc:  # noqa: BLE001 - obstore raises several types
-            raise StorageError(f"list {self.url} failed: {_say(exc)}") from exc
+        with _request(f"list {self.url}"):
+            first = next(iter(self._store.list(None, chunk_size=limit)), [])
         return [m["path"] for m in first]
 
     # the most bytes `get` reads of one object (None: no cap); collect sets its result.json cap
     max_bytes: int | None = None
 
     async def get(self, key: str, size: int | None = None) -> bytes | memoryview:
-        """The object's bytes. With the `size` the listing gave, one ranged
-        read (one await, the body collected in Rust: about half the CPU of a
-        streamed get); if that fails (the object shrank or went away since
-        the listing), a whole get says what is there now. Never more than
-        `max_bytes` are read: a larger object raises ObjectTooLarge, its
-        body unread (the whole get looks at the response's size first)."""
-        import obstore
-
+        """The object's bytes: with the listing's `size`, one ranged read (the body collected
+        in Rust: half the CPU of a streamed get), else or if that fails a whole get. An object
+        over `max_bytes` raises ObjectTooLarge, its body unread."""
         limit = self.max_bytes
         if limit is not None and size and size > limit:
             raise ObjectTooLarge(self.url_for(key), size)
         if size:
             try:
-                return memoryview(await obstore.get_range_async(self._store, key, start=0, end=size))
+                return memoryview(await self._store.get_range_async(key, start=0, end=size))
             except Exception:  # noqa: BLE001,S110 - the whole get below has the final word
                 pass
-        try:
-            result = await obstore.get_async(self._store, key)
+        with _request(f"download {self.url_for(key)}"):
+            result = await self._store.get_async(key)
             whole = int(result.meta["size"])
             if limit is not None and whole > limit:
                 raise ObjectTooLarge(self.url_for(key), whole)
             return memoryview(await result.bytes_async())
-        except ObjectTooLarge:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise StorageError(f"download {self.url_for(key)} failed: {_say(exc)}") from exc
+
+    # One object at a time: the collect lock (analysis.collect.lock), capped reads (read_capped).
+
+    def create(self, key: str, body: bytes) -> bool:
+        """Write `key` only if no object has that name; False when one has."""
+        from obstore.exceptions import AlreadyExistsError  # lazy: see _open
+
+        with _request(f"create {self.url_for(key)}"):
+            try:
+                self._store.put(key, body, mode="create")
+            except AlreadyExistsError:
+                return False
+        return True
+
+    def put_bytes(self, key: str, body: bytes) -> None:
+        with _request(f"upload {self.url_for(key)}"):
+            self._store.put(key, body)
+
+    def read(self, key: str, limit: int) -> bytes:
+        """At most `limit` + 1 bytes of `key` (one more says it is over the cap): the
+        object whole when it is not over (its size is in the response's head, before
+        its body), else a ranged read of its head."""
+        with _request(f"download {self.url_for(key)}"):
+            try:
+                result = self._store.get(key)
+            except FileNotFoundError:  # obstore's NotFoundError
+                raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
+            if int(result.meta["size"]) <= limit:
+                return bytes(result.bytes())
+            return bytes(self._store.get_range(key, start=0, length=limit + 1))
+
+    def delete(self, key: str) -> None:
+        with _request(f"delete {self.url_for(key)}"):
+            self._store.delete(key)
+
+
+@functools.lru_cache(maxsize=16)
+def _opened(url: str, environment: tuple) -> S3Bulk:
+    return S3Bulk(url)
+
+
+def s3_location(url: str) -> S3Bulk:
+    """S3Bulk of `url`, opened once per endpoint, region and keys in the environment."""
+    env = os.environ
+    names = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID")
+    return _opened(url.rstrip("/"), tuple(env.get(n) for n in (*names, "AWS_PROFILE")))
 
 
 class ObjectTooLarge(StorageError):
@@ -239,10 +243,16 @@ def _info(meta: dict) -> ObjectInfo:
     )
 
 
-def _say(exc: BaseException) -> str:
-    """obstore's messages run to several lines of nested causes; keep the first."""
-    first = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {first[0] if first else ''}"
+@contextmanager
+def _request(what: str):
+    """obstore raises several types: each becomes a StorageError naming `what`, with the first line of
+    its message (they run to several lines of nested causes)."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise StorageError(f"{what} failed: {type(exc).__name__}: {first_line(exc)}") from exc
 
 
 async def read_all(
@@ -251,14 +261,11 @@ async def read_all(
     handle: Callable[[ObjectInfo, bytes | memoryview | StorageError, bool], bool | None],
     workers: int = DEFAULT_BULK_WORKERS,
 ) -> None:
-    """Download the objects `infos` lists with `workers` requests in flight
-    and call `handle` (in the loop's thread) with each object's bytes or its
-    StorageError, and whether those bytes are the listing's size read by
-    range. If the object changed since it was listed, that read may hold part
-    of the new one: when `handle` returns True for a ranged read (it could not
-    parse it), the object is read again whole and handed over once more. No
-    object is read past the source's `max_bytes`: a larger one is handed over
-    as ObjectTooLarge."""
+    """Download `infos` with `workers` requests in flight, calling `handle` (in the loop's
+    thread) with each object's bytes or StorageError (ObjectTooLarge past `max_bytes`), and
+    whether they were read by range at the listing's size. An object changed since its
+    listing may be read in part: when `handle` returns True for a ranged read (it did not
+    parse), the object is read again whole and handed over once more."""
     queue: asyncio.Queue = asyncio.Queue()
     for info in infos:
         queue.put_nowait(info)

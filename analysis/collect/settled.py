@@ -1,11 +1,7 @@
 """Settled stacks: what a collect carries over from the manifest instead of
-listing and reading it again.
-
-A stack is settled when every run directory in it holds a final result that
-parsed, nothing is half-uploaded and nothing lies beside the run
-directories (analysis.collect.manifest says why that is safe to trust). Its own
-module because deciding what is settled and replaying a settled stack must
-agree on one definition."""
+listing and reading it again. A stack is settled when every run directory in
+it holds a final result that parsed, nothing is half-uploaded and nothing lies
+beside the run directories (analysis.collect.manifest says why that is safe)."""
 
 from __future__ import annotations
 
@@ -16,15 +12,15 @@ from analysis.collect.manifest import SettledStack
 from analysis.collect.summary import Summary
 from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
 from payload import layout
+from payload.result import FINAL_STATUSES
 
 DIGEST_KIND = "sum128:"  # a digest without it (a damaged record) is never extended and matches nothing
 _MODULUS = 1 << 128
 
 
 def runs_digest(run_ids: Iterable[str]) -> str:
-    """A stack's run directories in one value: what a settled stack's next listing is
-    compared with. The sum of each run id's 128-bit BLAKE2b: a stack that gained runs
-    gets its new digest from its old one and the new runs alone (runs_digest_with)."""
+    """A stack's run directories in one value, what its next listing is compared with: the sum of
+    each run id's 128-bit BLAKE2b, so a grown stack's digest needs only the new runs (runs_digest_with)."""
     return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
 
 
@@ -56,14 +52,10 @@ def replay(summary: Summary, stack: SettledStack) -> None:
 
 
 def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
-    """The SettledStack of one source's stack from its file-by-file listing
-    (`objects`, {key: info}), or None when it is not settled: every run
-    directory has a result.json whose row has a final status (`status_of(key)`,
-    None when it did not parse or was not read this time), no half-uploaded
-    file and nothing outside a run directory. Unknown files in run
-    directories are allowed. `notes` are the files set aside in it."""
-    from payload.result import FINAL_STATUSES
-
+    """The SettledStack of one source's stack from its file-by-file listing (`objects`), or
+    None when it is not settled: every run directory has a result.json whose row has a final
+    status (`status_of(key)`), no half-uploaded file and nothing outside a run directory
+    (unknown files in run directories are allowed). `notes`: the files set aside in it."""
     runs, with_result = set(), set()
     for key in objects:
         m = layout.parse_key(key)

@@ -1,11 +1,8 @@
-"""Downloading result objects, one stack's at a time.
-
-s3:// goes through analysis.collect.s3 (obstore, ~128 requests in flight on one
-event loop); gs://, file:// and s3:// without the bulk path go through
-payload.storage in a bounded thread pool. Its own module because both paths
-must hand the rest of collect the same thing: one entry per downloaded
-object ({mkey: entry}, the row or the reason it was set aside), whatever
-failed."""
+"""Downloading result objects, one stack's at a time: s3:// through
+analysis.collect.s3 (obstore, ~128 requests in flight on one event loop), the
+others through payload.storage in a bounded thread pool (local files in this
+thread). Every path hands the rest of collect the same thing: one entry per
+object ({mkey: entry}, the row or the reason it was set aside)."""
 
 from __future__ import annotations
 
@@ -13,13 +10,14 @@ from collections.abc import Iterator
 from concurrent.futures import as_completed
 from dataclasses import replace
 
-from analysis.collect.spot import SpotPricer, parse_result
+from analysis.collect import s3
+from analysis.collect.s3 import ObjectTooLarge, S3Bulk, s3_location
+from analysis.collect.spot import SpotPricer, price_spot
 from analysis.collect.validation import MAX_RESULT_BYTES, parse, too_large
 from analysis.interruptible import InterruptiblePool
+from payload.storage import ObjectNotFound, StorageError, with_retries
 
-# The SDK clients keep 10 pooled connections by default (botocore
-# max_pool_connections, requests' pool_maxsize); more threads than that only
-# churn connections. The bulk path (s3://) defaults to bulk.DEFAULT_BULK_WORKERS.
+# google-cloud-storage keeps 10 pooled connections (requests' pool_maxsize): more threads only churn them.
 DEFAULT_WORKERS = 10
 
 # One object the thread pool downloads: (store, source url, key, ObjectInfo).
@@ -44,20 +42,11 @@ def new_entry(store, url: str, info) -> dict:
 def bulk_read(
     source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one
-    s3:// source) read through analysis.collect.s3, `workers` requests in flight
-    (default bulk.DEFAULT_BULK_WORKERS); spot runs go to `to_price` as
-    (mkey, result), priced afterwards (spot.price_bulk). One stack's results
-    at a time: what it returns is what the step holds.
-
-    `ready`: {key: (size listed, bytes, ranged)} already downloaded for this step
-    (analysis.collect.prefetch), used instead of a read and taken out of it (so
-    each object's bytes go once parsed). `fetched`: called
-    once the downloads are done, before the parsing (the next stack's
-    prefetch starts there). Results are parsed after the downloads, not as
-    each arrives: a parse holds the GIL that every finished request needs to
-    hand its bytes over, so parsing among the requests cost more CPU (about a
-    tenth of the collect's) and kept requests waiting."""
+    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one s3:// source), read
+    through analysis.collect.s3; spot runs go to `to_price` as (mkey, result). `ready`: what
+    the prefetch downloaded, {key: (size listed, bytes, ranged)}, taken out of it. `fetched`:
+    called once the downloads are done. Results are parsed after the downloads, not as each
+    arrives: a parse holds the GIL every finished request needs to hand its bytes over."""
     got: dict[str, dict] = {}
     arrived: list = []  # (info, bytes or StorageError, ranged)
     wanted = []
@@ -98,17 +87,14 @@ def bulk_read(
 
 
 def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
-    """analysis.collect.s3.read_all of `infos` on a private loop, not asyncio.run: that would leave the thread
-    without a current event loop, which later callers in the same process (the Pulumi SDK under mocks)
-    expect to find."""
-    from analysis.collect import s3 as bulk_mod
-
+    """analysis.collect.s3.read_all of `infos` on a private loop: asyncio.run would leave the thread without
+    the current event loop later callers (the Pulumi SDK under mocks) expect to find."""
     if not infos:
         return
     source.max_bytes = MAX_RESULT_BYTES
-    loop = bulk_mod.new_event_loop()
+    loop = s3.new_event_loop()
     try:
-        loop.run_until_complete(bulk_mod.read_all(source, infos, handle, workers or bulk_mod.DEFAULT_BULK_WORKERS))
+        loop.run_until_complete(s3.read_all(source, infos, handle, workers or s3.DEFAULT_BULK_WORKERS))
     finally:
         loop.close()
 
@@ -116,9 +102,6 @@ def read_on_private_loop(source, infos: list, handle, workers: int | None) -> No
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
     """The entry of one object the bulk path read (its bytes or the StorageError);
     None when a ranged read did not parse and the object must be read whole."""
-    from analysis.collect.s3 import ObjectTooLarge
-    from payload.storage import StorageError
-
     entry = new_entry(source, url, info)
     if isinstance(data, ObjectTooLarge):  # grown past the cap since the listing: left unread
         entry["reason"] = too_large(data.size)
@@ -140,36 +123,27 @@ def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> d
 
 
 def download(
-    todo: list[Download], workers: int | None, spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
+    todo: list[Download],
+    workers: int | None,
+    spot_pricer: SpotPricer | None,
+    stopped: dict[str, str] | None = None,
+    here: bool = False,
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` as its download finishes, through
-    a thread pool of `workers` (default DEFAULT_WORKERS). A source that stops
-    answering is not tried again for its other objects this time (`stopped`,
-    source -> why, carries that over from one call to the next)."""
-    if not todo:
-        return
+    """(mkey, entry) of each object of `todo` as its download finishes, through a thread
+    pool of `workers`, or in this thread when `here` (local files: a read costs less than
+    handing it to a thread). A source that stops answering is not tried again for its
+    other objects (`stopped`, source -> why, carried from one call to the next)."""
     stopped = {} if stopped is None else stopped  # detected once, not per object
+    if here or not todo:
+        yield from (_fetch(item, stopped, spot_pricer) for item in todo)
+        return
     # Ctrl-C (or a caller that stops reading) cancels the downloads not started and waits for none.
     with InterruptiblePool(max(1, min(workers or DEFAULT_WORKERS, len(todo))), "collect-download") as pool:
         for fut in as_completed([pool.submit(_fetch, item, stopped, spot_pricer) for item in todo]):
             yield fut.result()
 
 
-def read_here(
-    todo: list[Download], spot_pricer: SpotPricer | None, stopped: dict[str, str] | None = None
-) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo`, read one after the other in
-    the calling thread: for local files, where a thread pool has nothing to
-    overlap (reading a result takes less than handing it to a thread) and
-    would cost a thread, a future and a lock per result."""
-    stopped = {} if stopped is None else stopped
-    for item in todo:
-        yield _fetch(item, stopped, spot_pricer)
-
-
 def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | None) -> tuple[str, dict]:
-    from payload.storage import ObjectNotFound, StorageError
-
     store, url, key, info = item
     entry = new_entry(store, url, info)
     failed = {"etag": None, "failed": True}  # not cached: the next collect tries again
@@ -185,7 +159,7 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
         stopped.setdefault(url, f"{url} stopped answering ({exc})")
         return entry_key(url, key), {**entry, **failed, "reason": f"download failed: {exc}"}
     try:
-        entry["row"] = parse_result(data, source=url, key=key, etag=info.etag, spot_pricer=spot_pricer)
+        entry["row"] = price_spot(*parse(data, source=url, key=key, etag=info.etag), spot_pricer)
     except ValueError as exc:
         entry["reason"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - one odd file must not stop the collect
@@ -195,8 +169,6 @@ def _fetch(item: Download, stopped: dict[str, str], spot_pricer: SpotPricer | No
 
 
 def _read_file(store, key: str, n: int) -> bytes:
-    from payload.storage import ObjectNotFound
-
     try:
         with open(store._path(key), "rb") as f:  # noqa: SLF001 - payload.storage's own path of a key
             return f.read(n)
@@ -204,27 +176,8 @@ def _read_file(store, key: str, n: int) -> bytes:
         raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
 
 
-def _read_s3(store, key: str, n: int) -> bytes:
-    from botocore.exceptions import ClientError
-
-    from payload.storage import ObjectNotFound
-
-    try:
-        got = store._client.get_object(Bucket=store.bucket, Key=store._key(key), Range=f"bytes=0-{n - 1}")  # noqa: SLF001
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code")
-        if code in ("NoSuchKey", "404", "NotFound"):
-            raise ObjectNotFound(f"{store.url_for(key)} does not exist") from None
-        if code == "InvalidRange":  # an empty object has no first byte to range over
-            return b""
-        raise
-    return got["Body"].read(n)
-
-
 def _read_gcs(store, key: str, n: int) -> bytes:
-    from google.api_core.exceptions import NotFound, RequestRangeNotSatisfiable
-
-    from payload.storage import ObjectNotFound
+    from google.api_core.exceptions import NotFound, RequestRangeNotSatisfiable  # lazy: cloud SDK, gs:// only
 
     blob = store._bucket.blob(store._key(key))  # noqa: SLF001
     try:
@@ -235,16 +188,16 @@ def _read_gcs(store, key: str, n: int) -> bytes:
         return b""
 
 
-# Ranged reads of the first n bytes, by payload.storage's store class.
-_CAPPED_READERS = {"FileStore": _read_file, "S3Store": _read_s3, "GCSStore": _read_gcs}
+# Ranged reads of the first n bytes, by payload.storage's store class (S3 reads go through obstore).
+_CAPPED_READERS = {"FileStore": _read_file, "GCSStore": _read_gcs}
 
 
 def read_capped(store, key: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of an object (one more says it is over the cap),
-    by a ranged read with the store's retries; a store of another kind (a
-    wrapper in the tests) is read whole and judged by its length."""
-    from payload.storage import with_retries
-
+    """At most `limit` + 1 bytes of an object (one more says it is over the cap): a
+    ranged read with the store's retries; on S3 through obstore, which retries each
+    request itself. A store of another kind (a wrapper in the tests) is read whole."""
+    if type(store).__name__ in ("S3Store", "S3Bulk"):
+        return (store if isinstance(store, S3Bulk) else s3_location(store.url)).read(key, limit)
     reader = _CAPPED_READERS.get(type(store).__name__)
     if reader is None:
         return store.get_bytes(key)

@@ -1,8 +1,6 @@
-"""Spot runs priced from their cloud's spot price history.
-
-Its own module because pricing calls a cloud's API per run: it must stay out
-of the download loop (the bulk path prices after downloading, in a thread
-pool) and fail one run at a time, with the reason, never the collect."""
+"""Spot runs priced from their cloud's spot price history: a cloud API call per
+run, kept out of the download loop (the bulk path prices after downloading, in
+a thread pool), failing one run at a time with the reason, never the collect."""
 
 from __future__ import annotations
 
@@ -10,7 +8,8 @@ import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from analysis.collect.validation import parse
+from analysis.price.spot import price_run
+from infra import clouds
 
 SpotPricer = Callable[[dict], dict]
 
@@ -20,18 +19,13 @@ PRICING_WORKERS = 10
 
 
 def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
-    """The spot-history pricer for spot runs on clouds that keep a spot price
-    history (analysis.price.spot.price_run), or None when `mode` is "off".
-    With "auto" it is used only when that cloud's credentials resolve; the
-    check runs once per cloud, at its first spot run."""
+    """The pricer of spot runs on clouds that keep a spot price history, None when `mode` is
+    "off"; with "auto", only where that cloud's credentials resolve (checked once per cloud)."""
     if mode == "off":
         return None
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
-        from analysis.price.spot import price_run
-        from infra import clouds
-
         provider = (result.get("offering") or {}).get("provider")
         history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
         if history is None:
@@ -46,8 +40,6 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
 
 
 def _keeps_spot_history(provider: str | None) -> bool:
-    from infra import clouds
-
     return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
 
 
@@ -75,20 +67,9 @@ def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
     return row
 
 
-def parse_result(
-    data: bytes, *, source: str, key: str, etag: str | None, spot_pricer: SpotPricer | None = None
-) -> dict:
-    """Bytes of a result.json -> row. Raises ValueError with the reason.
-    Spot runs are priced from their cloud's spot history when `spot_pricer` is given."""
-    row, result = parse(data, source=source, key=key, etag=etag)
-    return price_spot(row, result, spot_pricer)
-
-
 def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
-    """Spot pricing calls the cloud's API per run: done after the bulk download,
-    in the thread pool, so it never stalls the download loop. Returns the
-    entry keys it could not price: set aside with why, and not cached (the
-    next collect reads and prices them again)."""
+    """Price the bulk path's spot runs after its download, in a thread pool. Returns the entry
+    keys it could not price: set aside with why and not cached (read and priced again next time)."""
 
     def one(item) -> str | None:
         mkey, result = item

@@ -3,12 +3,9 @@ the bulk path), so that a collect holds one stack's listing at a time and a
 settled stack is checked by its run directories only (one entry per run,
 not per file), or not at all: on file:// by its directory's stamp, on a
 bucket by the stack's results journal (payload.layout), read from the time
-of its last listing.
-
-Its own module because payload.storage lists a location whole (a local one
-by walking every file) and has no notion of a run directory; here each
-store kind says what lies under ``runs/``, under ``runs/<stack>/``, and in
-one stack, with the same ObjectInfo (and ETag) its own listing gives."""
+of its last listing. payload.storage lists a location whole and knows no run
+directory; here each store kind says what lies under ``runs/``, under
+``runs/<stack>/`` and in one stack, with the ObjectInfo (and ETag) it gives."""
 
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from payload import layout
+from payload.storage import ObjectInfo
 
 LISTING_THREADS = 16  # run-directory listings in flight (one request each on gs://)
 PAGE = 1000  # objects a bucket listing returns per request (S3, GCS)
@@ -60,7 +58,7 @@ class _FileStacks:
             if entry.is_dir(follow_symlinks=False):
                 prefixes.append(f"{layout.ROOT}{entry.name}/")
             elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-                files.append(self._info(Path(entry.path)))
+                files.append(_info(f"{layout.ROOT}{entry.name}", entry.stat()))
         return sorted(prefixes), files
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
@@ -68,11 +66,9 @@ class _FileStacks:
         return True
 
     def stamp(self, prefix: str) -> str | None:
-        """What changes whenever a run directory or a file is added to or removed
-        from a stack's directory: its modification time, inode and link count
-        (one link per subdirectory). Taken before a listing, it lets the next
-        collect trust a settled stack without reading its run directories
-        (None when the directory cannot be read)."""
+        """What changes whenever a run directory or a file is added to or removed from a
+        stack's directory (mtime, inode, link count): taken before a listing, it lets the next
+        collect trust a settled stack without reading its run directories (None: unreadable)."""
         try:
             st = os.stat(self.root / prefix)
         except OSError:
@@ -107,25 +103,7 @@ class _FileStacks:
                 if entry.is_dir(follow_symlinks=False):
                     todo.append((f"{rel}{entry.name}/", entry.path))
                 elif entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
-                    yield self._entry_info(f"{rel}{entry.name}", entry)
-
-    def _entry_info(self, key: str, entry: os.DirEntry):
-        """The ObjectInfo of a scanned file: its key and the same ETag (size and mtime) as _info."""
-        from payload.storage import ObjectInfo
-
-        st = entry.stat()
-        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
-        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
-        return ObjectInfo(key, st.st_size, etag, updated)
-
-    def _info(self, path: Path):
-        """payload.storage's ObjectInfo of a file, with the same ETag (size and mtime)."""
-        from payload.storage import ObjectInfo
-
-        st = path.stat()
-        etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
-        updated = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc)
-        return ObjectInfo(path.relative_to(self.root).as_posix(), st.st_size, etag, updated)
+                    yield _info(f"{rel}{entry.name}", entry.stat())
 
 
 class _DelimiterStacks:
@@ -140,10 +118,8 @@ class _DelimiterStacks:
         return self._level(layout.ROOT)
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
-        """Whether listing `new` run directories one by one (all in flight together)
-        beats listing a stack of `runs` runs whole (PAGE objects a request, one page
-        after another): no more requests, or no more than one round of them (a
-        server walks every run directory of a stack listed whole)."""
+        """Whether listing `new` run directories one by one (all in flight together) beats
+        listing a stack of `runs` runs whole (PAGE objects a request, one page after another)."""
         return new <= max(1 + runs * FILES_PER_RUN // PAGE, self.listing_threads)
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
@@ -151,10 +127,9 @@ class _DelimiterStacks:
         return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
 
     def stamp(self, prefix: str) -> str | None:
-        """Taken before a stack is listed whole: the time from which its next collect
-        reads the stack's journal instead of its run directories (payload.layout), or
-        None when the journal is empty (runs written without one: an older payload's,
-        whose run directories are then listed as before). One request of one key."""
+        """Taken before a stack is listed whole: the time from which its next collect reads the
+        stack's journal instead of its run directories, or None when the journal is empty (an
+        older payload's runs: their run directories are listed as before). One request."""
         when = time.time()
         stack = layout.stack_of(prefix)
         if layout.name_problem("stack name", stack) is not None:  # no writer announces a stack of that name
@@ -178,8 +153,6 @@ class _GcsStacks(_DelimiterStacks):
 
     def _level(self, prefix: str) -> tuple[list[str], list]:
         """(sub-prefixes relative to the store, objects) one level under `prefix`."""
-        from payload.storage import ObjectInfo
-
         pages, strip = self._blobs(prefix, delimiter="/")
         objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
         return sorted(p[strip:] for p in pages.prefixes), objects
@@ -239,6 +212,12 @@ def stack_lister(store):
     """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
     kind = _LISTERS.get(type(store).__name__)
     return kind(store) if kind is not None else None
+
+
+def _info(key: str, st: os.stat_result) -> ObjectInfo:
+    """The ObjectInfo of a local file, with payload.storage's ETag (of its size and mtime)."""
+    etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
+    return ObjectInfo(key, st.st_size, etag, _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc))
 
 
 def _is_text(name: str) -> bool:

@@ -1,28 +1,27 @@
 """One stack of a collect, across every source: its files listed, its
 changed results read, judged against the copies of the same runs, and the
-difference with the table's rows of that stack worked out.
-
-Its own module because this is the unit a collect's memory is bounded by:
-nothing a step holds (listing, manifest entries, rows) outlives it but the
-changes it hands the batch (analysis.collect.batch) and the summary's counts.
-A stack with nothing new judges only what was read again: the runs a new or
-changed result belongs to (with every copy of them), never the rest."""
+difference with the table's rows of that stack worked out. The unit a
+collect's memory is bounded by: nothing a step holds outlives it but the
+changes it hands the batch and the summary's counts. Only the runs a new or
+changed result belongs to (with every copy of them) are judged again."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.manifest import SettledStack
 from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
-from analysis.collect.sources import bulk_read, download, entry_key, read_here, unchanged
+from analysis.collect.sources import bulk_read, download, entry_key, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
 from analysis.collect.survey import SourceView
 from analysis.collect.validation import UNREADABLE_NAME, classify
 from payload import layout
+from payload.storage import ObjectInfo, StorageError
 
 # payload.storage stores whose results are read in the collect's own thread (local files)
 READ_HERE = frozenset({"FileStore"})
@@ -71,8 +70,7 @@ class _Stack:
     results: dict[str, set[str]] = field(default_factory=dict)  # url -> its current result keys here
     notes: dict[str, list[dict]] = field(default_factory=dict)  # url -> files set aside in it
     stamps: dict[str, str | None] = field(default_factory=dict)  # url -> file:// stack stamp before listing
-    # url -> when the stack's run directories were last listed, where this step did not list them all
-    # (a stack grown by its journal): its settled record keeps that time, so it is listed in full in time
+    # url -> when the run directories were last listed, for a stack grown by its journal (not all listed)
     listed_at: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -98,9 +96,8 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
 
 
 def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
-    """What a step has to read, read and judged against the other copies of the
-    same runs, and the table's and the manifest's changes it makes (`have`: the
-    table's keys of the stack)."""
+    """What a step has to read, read and judged against the other copies of the same runs: the
+    table's and the manifest's changes it makes (`have`: the table's keys of the stack)."""
     _read(ctx, st)
     reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
@@ -114,15 +111,10 @@ def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
 
 
 def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`new_runs`; the
-    ones the manifest knows are all still there): its settled part carried over as a
-    settled stack's is, only the new run directories listed, read and judged. The
-    table cannot hold a row of a new run directory (the manifest is in step with it),
-    so neither the stack's table keys nor its manifest entries are read: the step costs
-    what is new, not what the stack holds. None when a new run directory cannot be
-    listed (the whole step then says why)."""
-    from payload.storage import StorageError
-
+    """A settled stack of one source that only gained run directories (`new_runs`): its
+    settled part carried over, only the new run directories listed, read and judged; the
+    table holds no row of them (the manifest is in step with it), so the step costs what is
+    new, not what the stack holds. None when a new run directory cannot be listed."""
     settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
     st = _Stack(prefix)
     try:
@@ -134,8 +126,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     except StorageError:
         return None
     found = run_dirs_of(prefix, objects)
-    if missing := {r for r in new_runs if r not in found}:  # a journal may name a run no longer (or never) there
-        new_runs = [r for r in new_runs if r not in missing]
+    new_runs = [r for r in new_runs if r in found]  # a journal may name a run no longer (or never) there
     for other in ctx.views:
         if other is not view:
             st.mode[other.url], st.results[other.url] = "absent", set()
@@ -148,7 +139,9 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     if grown is not None:  # the new runs are settled too: the whole stack stays settled
         changes.settled[(view.url, prefix)] = SettledStack(
             settled.runs + grown.runs,
-            runs_digest_with(settled.digest, new_runs) or _digest_of(view, prefix, now_runs, new_runs),
+            # an old digest of no known kind cannot be extended: of the runs as listed (or the manifest's and the new)
+            runs_digest_with(settled.digest, new_runs)
+            or runs_digest(now_runs if now_runs is not None else [*view.stack_runs(prefix), *new_runs]),
             grown.notes,
             settled.listed_at,
             view.stamps.get(prefix),
@@ -158,19 +151,8 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
     return changes
 
 
-def _digest_of(view: SourceView, prefix: str, now_runs: list[str] | None, new_runs: list[str]) -> str:
-    """The runs digest of a grown stack whose old digest cannot be extended (of no
-    known kind): of its run directories as listed, or, found by its journal, of
-    the runs the manifest holds and the new ones."""
-    if now_runs is None:
-        now_runs = [*view.stack_runs(prefix), *new_runs]
-    return runs_digest(now_runs)
-
-
 def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
     """One source's part of the stack: settled (carried over), listed (cached or to read), absent, or failed."""
-    from payload.storage import StorageError
-
     url, prefix, summary = view.url, st.prefix, ctx.summary
     if view.failed is not None:
         st.mode[url] = "failed"
@@ -191,7 +173,9 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
         known = _known_runs(old) if prefix in view.grown or prefix in view.journaled else {}
         if prefix in view.journaled and prefix not in view.grown:  # the runs it holds, and those announced
             view.grown[prefix] = [*known, *(r for r in view.journaled[prefix] if r not in known)]
-        if prefix in view.grown and _new_runs_only(view, prefix, known):
+        runs = view.grown.get(prefix)
+        # a bucket lists a stack of many runs whole in a few pages: cheaper than a request per new run directory
+        if runs is not None and view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs)):
             objects = _grown(view, prefix, old, known, st)
             if prefix in view.journaled:
                 st.listed_at[url] = view.settled[prefix].listed_at
@@ -243,18 +227,9 @@ def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
     return known
 
 
-def _new_runs_only(view: SourceView, prefix: str, known: dict[str, list[dict]]) -> bool:
-    """Whether a settled stack that gained runs is cheaper to list by its new run
-    directories alone than whole (a bucket lists a stack of many runs in a few
-    pages, one request per new run directory would cost more); `known`: _known_runs."""
-    runs = view.grown[prefix]
-    return view.lister.new_runs_cheaper(sum(1 for r in runs if r not in known), len(runs))
-
-
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
-    """The files of a settled stack that gained or lost runs: its runs still
-    there as the manifest knows them (`known`, final results never change), and
-    the files of its new run directories, listed; the notes of the runs kept."""
+    """The files of a settled stack that gained or lost runs: those of its runs still there as the
+    manifest knows them (final results never change), and its new run directories', listed."""
     objects = _listed_runs(view, prefix, [r for r in view.grown[prefix] if r not in known])
     for run_id in view.grown[prefix]:
         if run_id in known:
@@ -273,8 +248,6 @@ def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
     """{key: ObjectInfo} of some run directories of a stack, listed as many at a time as
     its lister takes (a bucket: a request each, all in flight together; local: in turn).
     Raises payload.storage.StorageError."""
-    from concurrent.futures import ThreadPoolExecutor
-
     objects: dict = {}
     prefixes = [f"{prefix}{run_id}/" for run_id in run_ids]
     threads = min(view.lister.listing_threads, len(prefixes))
@@ -289,9 +262,8 @@ def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
 
 
 def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
-    """Read again, with what changed, every other copy of a run that changed
-    (a new copy may win or lose against it), and any result whose row the
-    table should hold and does not (written by another machine, or removed)."""
+    """Read again every other copy of a run that changed (a new copy may win or lose against it),
+    and any result whose row the table should hold and does not (another machine's, or removed)."""
     touched = {_run_of(key) for _, key, _ in st.todo} | {_run_of(e["key"]) for e in st.fresh.values()}
     views = {v.url: v for v in ctx.views}
     for mkey, e in list(st.cached.items()):
@@ -320,15 +292,14 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 
 def _downloads(ctx: StepContext, st: _Stack):
-    """(mkey, entry) of every result of st.todo: local files read in this thread,
-    each bulk source's through analysis.collect.s3 (its spot runs priced after; what the
-    prefetch fetched for it taken, and the next stack's prefetch started once the
-    downloads are done), the others' through the thread pool."""
+    """(mkey, entry) of every result of st.todo: local files read in this thread, a bulk
+    source's through analysis.collect.s3 (spot runs priced after; the next stack's prefetch
+    started once the downloads are done), the others' through the thread pool."""
     local, pooled = [], []
     for view, key, info in st.todo:
         if not view.bulk:
             (local if type(view.store).__name__ in READ_HERE else pooled).append((view.store, view.url, key, info))
-    yield from read_here(local, ctx.spot_pricer, ctx.stopped)
+    yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
     prefetch = ctx.prefetch
     start_next = (lambda: prefetch.start(ctx.views)) if prefetch is not None else None
@@ -463,6 +434,4 @@ def _run_of(key: str) -> tuple[str, str] | None:
 
 def _info_of(entry: dict):
     """The ObjectInfo of a result known only from the manifest (its stack was not listed)."""
-    from payload.storage import ObjectInfo
-
     return ObjectInfo(entry["key"], int(entry.get("size") or 0), entry.get("etag"), None)

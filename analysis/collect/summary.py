@@ -1,16 +1,9 @@
-"""What one collect reports: counts, set-aside files, the table's paths.
-
-Its own module because every step of a collect adds to it, and the CLI and
-campaigns read it (``to_dict`` is the ``--json`` answer)."""
+"""What one collect reports: counts, set-aside files, the table's paths
+(``to_dict`` is the ``--json`` answer)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-
-def set_aside_order(note: dict) -> tuple[str, str]:
-    """The order set-aside files are reported in: by key, then reason."""
-    return str(note.get("key")), str(note.get("reason"))
 
 
 @dataclass
@@ -26,15 +19,13 @@ class Summary:
     table: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     table_written: bool = False
-    settled_stacks: int = (
-        0  # stacks not listed file by file: by stamp, journal or run directory (analysis.collect.manifest)
-    )
+    settled_stacks: int = 0  # not listed file by file: checked by stamp, journal or run directories
     # why this collect is incomplete (a location not listed, a download failed): the exit code says so
     incomplete: list[str] = field(default_factory=list)
 
     def set_aside(self) -> list[dict]:
         """The set-aside files by key: the same order however they were found (listed, or carried over)."""
-        return sorted(self.skipped, key=set_aside_order)
+        return sorted(self.skipped, key=lambda n: (str(n.get("key")), str(n.get("reason"))))
 
     def to_dict(self) -> dict:
         return {

@@ -1,13 +1,8 @@
-"""The first step of a collect: each source looked at once, before any
-stack is read, so that a source with no runs where runs were expected
-stops the collect before the table or the manifest is touched.
-
-Its own module because the two ways a source is listed (stack by stack on
-file://, gs:// and the s3:// bulk path; whole through payload.storage for
-any other store) must hand the stack-by-stack step the same thing: which
-stacks the source has, which of them are settled and unchanged (not to be
-listed file by file), and each other stack's files when it is asked for
-them."""
+"""The first step of a collect: each source looked at once, before any stack
+is read, so that a source with no runs where runs were expected stops the
+collect before the table or the manifest is touched. Listed stack by stack or
+whole (a store of another kind), a source tells the step the same things: its
+stacks, the settled and unchanged ones, and a stack's files when asked."""
 
 from __future__ import annotations
 
@@ -20,6 +15,8 @@ from analysis.collect.manifest import SettledStack
 from analysis.collect.settled import digest_matches
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from payload import layout
+from payload.layout import JOURNAL_WINDOW_S
+from payload.storage import StorageError, with_retries
 
 
 @dataclass
@@ -58,10 +55,8 @@ class SourceView:
         return self._listed(prefix)
 
     def list_ahead(self, prefix: str, pool) -> None:
-        """Start listing a stack that its step will list whole, on `pool`,
-        while the steps before it run: on a bucket the listing's requests then wait
-        beside that step's work instead of between two steps. Local stacks are not
-        (a directory read is this process's CPU, not a wait)."""
+        """Start listing on `pool` a bucket's stack that its step will list whole, while the
+        steps before it run: its requests wait beside their work, not between two steps."""
         lister = self.lister
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
@@ -71,9 +66,7 @@ class SourceView:
             self.ahead[prefix] = pool.submit(self._stamped_listing, prefix)
 
     def _stamped_listing(self, prefix: str) -> dict:
-        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a
-        request). A step that reaches the stack first takes its own stamp, also before this
-        listing begins: either is safe to keep."""
+        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a request)."""
         self.take_stamp(prefix)
         return self._listed(prefix)
 
@@ -81,8 +74,6 @@ class SourceView:
         """The stack's stamp (file:// directory stamp, a bucket's journal stamp), taken once,
         before its listing: a change during the listing shows at the next collect. A bucket's
         journal that cannot be read gives no stamp (its run directories are checked next time)."""
-        from payload.storage import StorageError
-
         stamp = getattr(self.lister, "stamp", None)
         if prefix in self.stamps or stamp is None:
             return
@@ -99,8 +90,6 @@ class SourceView:
 def retried(store, what: str, fn: Callable):
     """fn() with the store's retries (payload.storage.with_retries); once for a store
     that retries each request itself (analysis.collect.s3.S3Bulk: `retries` None)."""
-    from payload.storage import with_retries
-
     if store.retries is None:
         return fn()
     return with_retries(what, fn, store.retries, store.backoff)
@@ -120,10 +109,8 @@ def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
 
 
 def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
-    """A payload.storage source: its stacks, listed one by one later where the
-    store allows (settled ones checked now by stamp, journal or run directory), else its whole
-    listing now. Returns the keys that lie under no stack (for the layout check).
-    Raises payload.storage.StorageError."""
+    """A source's stacks, listed one by one later where the store allows (settled ones checked
+    now), else its whole listing now. Returns the keys under no stack (for the layout check)."""
     store = view.store = opener(view.url)
     lister = stack_lister(store)
     if lister is None:
@@ -182,15 +169,10 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
 
 
 def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
-    """Sort the settled stacks among `prefixes` that have a journal stamp by their
-    journal (payload.layout): nothing announced since their last listing but runs
-    the manifest holds (`unlisted`), or runs announced that it lacks (`journaled`:
-    only those are listed). Returns the stacks left to
-    check by their run directories: no journal stamp, or a journal that could not
-    be read."""
-    from payload.layout import JOURNAL_WINDOW_S
-    from payload.storage import StorageError
-
+    """Sort the settled stacks among `prefixes` with a journal stamp by their journal
+    (payload.layout): nothing announced since their last listing but runs the manifest
+    holds (`unlisted`), or runs it lacks (`journaled`: only those are listed). Returns
+    the stacks left to check by their run directories (no stamp, or an unreadable journal)."""
     store, lister = view.store, view.lister
     asked, rest = [], []
     for prefix in prefixes:
@@ -224,16 +206,6 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
             view.journaled[prefix] = new
             view.stamps[prefix] = now
     return [prefix for prefix, _ in rest]
-
-
-def survey_bulk(view: SourceView, trusted: dict[str, str]) -> list[str]:
-    """An s3:// source on the bulk path (analysis.collect.s3): surveyed as any store
-    listed stack by stack; its results are read by the step, many at once.
-    Returns the keys under no stack. Raises payload.storage.StorageError."""
-    from analysis.collect.s3 import S3Bulk
-
-    view.bulk = True
-    return survey_store(view, S3Bulk, trusted)
 
 
 def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:

@@ -1,11 +1,7 @@
-"""Schema migrations for result.json: old results stay usable after the
-schema moves on.
-
-MIGRATIONS maps a version to the function that lifts a result from it to the
-next version; `migrate` applies them in order up to the payload's current
-SCHEMA_VERSION. Adding schema v2 means adding `1: _v1_to_v2` here, nothing
-else. A result without `schema_version` is taken as v0.
-"""
+"""Schema migrations for result.json, so old results stay usable: MIGRATIONS maps a
+version to the function lifting a result to the next, `migrate` applies them up to
+the payload's SCHEMA_VERSION (schema v2 means adding `1: _v1_to_v2`, nothing else).
+A result without `schema_version` is taken as v0."""
 
 from __future__ import annotations
 
@@ -25,12 +21,13 @@ def _v0_to_v1(old: dict) -> dict:
     v0 fields: run_id, stack, status, offering (id string), market,
     instance_type, instance_id, zone, hourly_usd, price_source, price_as_of,
     gpu {name, count, memory_gb, driver}, benchmark (name string), params,
-    batch_size, train_seconds, images_per_second, accuracy, started_at,
-    finished_at, events [{time, event}], error. Unknown v0 values become null,
-    never invented; the result says it was migrated.
+    batch_size (per GPU, one replica per GPU), train_seconds,
+    images_per_second, accuracy, started_at, finished_at, events [{time,
+    event}], error. Unknown v0 values become null, never invented; the result
+    says it was migrated.
     """
     gpu = old.get("gpu") or {}
-    start, end = old.get("started_at"), old.get("finished_at")
+    start, end, zone, offering = old.get("started_at"), old.get("finished_at"), old.get("zone"), old.get("offering")
     batch = int(old.get("batch_size") or 1)
     count = int(gpu.get("count") or 0)
     status = old.get("status", "completed")
@@ -41,17 +38,61 @@ def _v0_to_v1(old: dict) -> dict:
         "status": status,
         "started_at": start,
         "finished_at": end,
-        "offering": _v0_offering(old),
-        "price": _v0_price(old),
-        "hardware": _v0_hardware(gpu, count),
-        "software": _v0_software(old),
-        "benchmark": _v0_benchmark(old, batch, count),
-        "metrics": _v0_metrics(old),
+        "offering": {
+            "id": offering,
+            "provider": offering.split("/", 1)[0] if isinstance(offering, str) and "/" in offering else None,
+            "region": (zone or "")[:-1] or None,  # the zone without its letter
+            "zone": zone,
+            "instance_type": old.get("instance_type"),
+            "instance_id": old.get("instance_id"),
+            "market": old.get("market"),
+        },
+        "price": {  # v0 only knew an hourly price handed in by the launcher
+            "hourly_usd": old.get("hourly_usd"),
+            "spot_hourly_usd": None,
+            "source": old.get("price_source"),
+            "as_of": old.get("price_as_of"),
+            "origin": "env" if old.get("hourly_usd") is not None else None,
+        },
+        "hardware": {
+            "device": "GPU" if count else "CPU",
+            "gpu_model": gpu.get("name"),
+            "gpu_count": count,
+            "gpu_memory_gb": gpu.get("memory_gb"),
+            "driver_version": gpu.get("driver"),
+        },
+        "software": {
+            "payload_version": str(old.get("payload_version", "0")),
+            "python": "unknown",
+            "tensorflow": old.get("tensorflow"),
+            "image": old.get("image"),
+        },
+        "benchmark": {
+            "name": old["benchmark"],
+            "kind": "epochs" if old.get("accuracy") is not None else "throughput",
+            "params": dict(old.get("params") or {}),
+            "data": "unknown",
+            "precision": "fp32",
+            "per_gpu_batch_size": batch,
+            "global_batch_size": batch * max(count, 1),
+            "replicas": max(count, 1),
+            "fingerprint": f"v0:{old['stack']}:{old['benchmark']}",
+        },
+        "metrics": {
+            "train_seconds": old.get("train_seconds"),
+            "samples_per_second": old.get("images_per_second"),
+            "samples_per_second_spread": None,
+            "final_accuracy": old.get("accuracy"),
+            "gpu_utilization_mean": None,
+            "gpu_memory_peak_gb": None,
+            "epochs_completed": None,
+            "steps_completed": None,
+        },
         "attempts": [
             {
                 "attempt": 1,
                 "instance_id": old.get("instance_id"),
-                "zone": old.get("zone"),
+                "zone": zone,
                 "start": start,
                 "end": end,
                 "status": status,
@@ -60,82 +101,6 @@ def _v0_to_v1(old: dict) -> dict:
         "timeline": [{"time": e["time"], "event": e["event"], "attempt": 1} for e in old.get("events") or []],
         "error": old.get("error"),
         "warnings": ["migrated from result schema v0 (the flat prototype format) by analysis.collect.upgrade"],
-    }
-
-
-def _v0_offering(old: dict) -> dict:
-    """v1 `offering` from v0's id string and flat placement fields; the
-    region is the zone without its letter."""
-    offering = old.get("offering")
-    return {
-        "id": offering,
-        "provider": offering.split("/", 1)[0] if isinstance(offering, str) and "/" in offering else None,
-        "region": (old.get("zone") or "")[:-1] or None,
-        "zone": old.get("zone"),
-        "instance_type": old.get("instance_type"),
-        "instance_id": old.get("instance_id"),
-        "market": old.get("market"),
-    }
-
-
-def _v0_price(old: dict) -> dict:
-    """v1 `price`: v0 only knew an hourly price handed in by the launcher."""
-    return {
-        "hourly_usd": old.get("hourly_usd"),
-        "spot_hourly_usd": None,
-        "source": old.get("price_source"),
-        "as_of": old.get("price_as_of"),
-        "origin": "env" if old.get("hourly_usd") is not None else None,
-    }
-
-
-def _v0_hardware(gpu: dict, count: int) -> dict:
-    """v1 `hardware` from v0's `gpu` block; no GPU means a CPU run."""
-    return {
-        "device": "GPU" if count else "CPU",
-        "gpu_model": gpu.get("name"),
-        "gpu_count": count,
-        "gpu_memory_gb": gpu.get("memory_gb"),
-        "driver_version": gpu.get("driver"),
-    }
-
-
-def _v0_software(old: dict) -> dict:
-    """v1 `software`: v0 did not record the Python version."""
-    return {
-        "payload_version": str(old.get("payload_version", "0")),
-        "python": "unknown",
-        "tensorflow": old.get("tensorflow"),
-        "image": old.get("image"),
-    }
-
-
-def _v0_benchmark(old: dict, batch: int, count: int) -> dict:
-    """v1 `benchmark`: v0's batch size was per GPU, one replica per GPU."""
-    return {
-        "name": old["benchmark"],
-        "kind": "epochs" if old.get("accuracy") is not None else "throughput",
-        "params": dict(old.get("params") or {}),
-        "data": "unknown",
-        "precision": "fp32",
-        "per_gpu_batch_size": batch,
-        "global_batch_size": batch * max(count, 1),
-        "replicas": max(count, 1),
-        "fingerprint": f"v0:{old['stack']}:{old['benchmark']}",
-    }
-
-
-def _v0_metrics(old: dict) -> dict:
-    """v1 `metrics`: v0 had only time, throughput and accuracy."""
-    return {
-        "train_seconds": old.get("train_seconds"),
-        "samples_per_second": old.get("images_per_second"),
-        "samples_per_second_spread": None,
-        "final_accuracy": old.get("accuracy"),
-        "gpu_utilization_mean": None,
-        "gpu_memory_peak_gb": None,
-        "epochs_completed": None,
-        "steps_completed": None,
     }
 
 

@@ -1,9 +1,6 @@
 """Judging what a bucket holds: which keys are results, which files are set
-aside and why, and whether one result.json's bytes make a table row.
-
-Its own module because every path (bulk s3://, the thread pool, the
-manifest's cached rows) must judge a file the same way, with the same
-reasons, whichever way it was read."""
+aside and why, and whether one result.json's bytes make a table row: the same
+judgement and reasons whichever way a file was read."""
 
 from __future__ import annotations
 
@@ -14,6 +11,7 @@ from analysis.collect.upgrade import MigrationError, migrate
 from analysis.dataset.row import result_to_row
 from analysis.fastjson import NestedTooDeeply, loads_finite
 from payload import layout
+from payload.schema import ResultValidationError, is_valid, validate_result
 
 # What a run directory may hold besides result.json (bucket layout: payload.layout).
 # The payload's own files beside result.json; log-tail.txt is a workload job's rolling
@@ -28,9 +26,8 @@ UNKNOWN_RUN_FILE = (
     "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
 )
 
-# The largest result.json a collect reads. A real one is a few kB to a few hundred
-# (a long timeline); past this it is set aside unread, and the reads themselves
-# stop here (analysis.collect.sources, analysis.collect.s3), so one planted file can
+# The largest result.json a collect reads (a real one is a few kB, a few hundred with a long
+# timeline): past it a file is set aside unread, and reads stop there, so one planted file can
 # neither fill memory nor grow the manifest or the table.
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 
@@ -43,19 +40,8 @@ def too_large(size: int | None) -> str | None:
     return None
 
 
-def validate(result: dict) -> None:
-    """The schema's yes is enough (about 0.016 ms a result; the rows check their numbers are finite);
-    a no goes to the payload's validate_result, which raises with the reasons."""
-    from payload.schema import is_valid, validate_result
-
-    if not is_valid(result):
-        validate_result(result)
-
-
 def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]:
     """(row, migrated result) of one result.json's bytes; ValueError with the reason."""
-    from payload.schema import ResultValidationError
-
     if (why := too_large(len(data))) is not None:  # what a capped read handed over: never parsed
         raise ValueError(why)
     data = bytes(data)
@@ -73,7 +59,8 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
         ) from None
     try:
         result, version = migrate(raw)
-        validate(result)
+        if not is_valid(result):  # a yes costs 0.016 ms; validate_result says why not
+            validate_result(result)
     except MigrationError as exc:
         raise ValueError(f"unknown schema: {exc}") from None
     except ResultValidationError as exc:
@@ -142,7 +129,7 @@ def wrong_layout(url: str, listing: Iterable[str]) -> str:
     for key in keys:
         head, sep, _ = key.rpartition("/" + layout.ROOT)
         parts = key.split("/")
-        if sep and parse_key_ok(key[len(head) + 1 :]):
+        if sep and layout.parse_key(key[len(head) + 1 :]) is not None:
             hint = f"; did you mean {url.rstrip('/')}/{head}?"
             break
         if len(parts) == 3 and parts[2] == layout.RESULT_NAME and url.rstrip("/").endswith("/runs"):
@@ -155,16 +142,9 @@ def wrong_layout(url: str, listing: Iterable[str]) -> str:
     )
 
 
-def parse_key_ok(key: str) -> bool:
-    return layout.parse_key(key) is not None
-
-
 def misplaced_check(row: dict, key: str) -> dict:
-    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise.
-
-    Each stack may write only under its own `runs/<stack>/`, so a result whose
-    stack or run id disagrees with its key is a copy or a forgery: it must never
-    stand in for (or displace) the run it names."""
+    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise:
+    a result whose stack or run id disagrees with its key is a copy or a forgery."""
     where = layout.parse_key(key)
     claims = (row.get("stack"), row.get("run_id"))
     if where is not None and (where.stack, where.run_id) == claims:

@@ -4,13 +4,6 @@ table partitioned by stack and month, in a local directory or a bucket prefix.
 - ``open_dataset(table)``: the current snapshot as a pyarrow Dataset (readers
   query it with DuckDB or pyarrow; see docs/scale.md for Athena, BigQuery, Spark)
 - ``export_table(table, out_dir)``: results.parquet and results.csv from it
-
-Modules: location (where), row (one result -> one row), schema (columns and
-types), store (the Delta table), stackwise (one stack's partition at a time,
-and a collect's commit), lock (one writer at a time), writer (rows converted
-to the table's types before a commit), export (results.parquet and
-results.csv), pricing (which catalog priced a row), faults (a full disk or a
-damaged log, named with the recovery).
 """
 
 from analysis.dataset.export import export_table

@@ -1,18 +1,13 @@
-"""``results.parquet`` and ``results.csv``: the files a person opens in a
-spreadsheet, or a tool of an earlier release reads, made from the dataset.
+"""``results.parquet`` and ``results.csv``, the files a person opens in a
+spreadsheet: an export of the dataset, by run id then stack, sorted in memory
+by Arrow while small, else by DuckDB within a memory limit (spilling to disk).
 
-They are an export, not the store: written next to a local table after a
-collect that changed it (or on request, anywhere), by run id then stack, in
-batches through DuckDB (which sorts within a memory limit, spilling to disk);
-a table small enough to hold is sorted in memory by Arrow instead (DuckDB's
-start and scan cost more than the sort of a few thousand rows).
-
-Each file is written whole under a temporary name (``.results.<ext>.<pid>.tmp``)
-and then renamed onto its name (``os.replace``, one step): a reader sees an old
-file or a new one, never half of one, and a failure leaves the old pair. The CSV
-is renamed first: the Parquet file's footer names the table version the pair was
-exported from, so a pair whose Parquet file is behind is written again. What a
-killed export leaves is removed by the next one once its process is gone."""
+Each file is written under a temporary name (``.results.<ext>.<pid>.tmp``),
+then renamed onto its name (``os.replace``): a reader sees an old file or a
+new one, never half of one. The CSV is renamed first: the Parquet footer names
+the table version the pair was exported from, so a pair whose Parquet file is
+behind is written again. What a killed export leaves is removed by the next
+one once its process is gone."""
 
 from __future__ import annotations
 
@@ -20,11 +15,16 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
+from analysis.price.runs import price_runs
+from payload import proctree
 
 BATCH_ROWS = 20_000
 DUCKDB_MEMORY = "512MB"
@@ -53,9 +53,7 @@ def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
 
 def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
     """Collect rows as the runs table's Parquet and CSV files, priced with their recorded prices."""
-    import pandas as pd
-
-    from analysis.price.runs import price_runs
+    import pandas as pd  # heavy: pandas, only this and read_table use it (not a collect)
 
     df = price_runs(pd.DataFrame(rows, columns=list(COLUMNS)), rows=rows)
     return _publish(
@@ -66,9 +64,6 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
 def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
     """The runs table as Parquet and CSV from Arrow record batches of `schema` (priced,
     in the table's order), streamed; `version`: the dataset's version they are of."""
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
-
     if version is not None:
         schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
 
@@ -100,11 +95,9 @@ def _publish(out_dir: str | Path, write: Callable[[dict[str, Path]], object]) ->
 
 
 def read_table(out_dir: str | Path):
-    """The runs table at `out_dir` as a DataFrame: its results.parquet export
-    when there is one, else the results dataset there (a bucket prefix, or a
-    local table collected without exports), by run id then stack. Readers that
-    aggregate should query analysis.dataset.open_dataset instead."""
-    import pandas as pd
+    """The runs table at `out_dir` as a DataFrame, by run id then stack: its results.parquet
+    export when there is one, else the dataset (readers that aggregate query open_dataset)."""
+    import pandas as pd  # heavy: pandas, only this and write_table use it (not a collect)
 
     loc = resolve(out_dir)
     path = loc.local / EXPORT_NAME if loc.local is not None else None
@@ -122,8 +115,6 @@ def read_table(out_dir: str | Path):
 def export_version(out_dir: str | Path) -> int | None:
     """The version of the dataset results.parquet was exported from; None when it
     says none (written from no dataset) or cannot be read."""
-    import pyarrow.parquet as pq
-
     try:
         meta = pq.read_schema(Path(out_dir) / EXPORT_NAME).metadata or {}
     except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
@@ -135,8 +126,6 @@ def export_version(out_dir: str | Path) -> int | None:
 def table_is_whole(out_dir: str | Path) -> bool:
     """Both files exist and the Parquet footer reads: a truncated or
     half-written export is rebuilt even when the manifest says nothing changed."""
-    import pyarrow.parquet as pq
-
     parquet, csv = (Path(p) for p in table_paths(out_dir).values())
     if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
         return False
@@ -164,20 +153,10 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
     removed = []
     for path in sorted(out.glob(f".{TABLE_STEM}.*.*.tmp")) if out.is_dir() else []:
         pid = path.name.split(".")[-2]
-        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+        if pid.isdigit() and (int(pid) == os.getpid() or not proctree.alive(int(pid))):
             path.unlink(missing_ok=True)
             removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def _sorted_batches(data) -> Iterator:
@@ -195,7 +174,7 @@ def _as_export(rows):
 
 def _duckdb_sorted(data) -> Iterator:
     """A table of any size sorted by DuckDB within DUCKDB_MEMORY, spilling to disk beyond."""
-    import duckdb
+    import duckdb  # heavy: duckdb, only for a table too large to sort in memory
 
     con = duckdb.connect()
     try:

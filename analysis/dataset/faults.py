@@ -1,14 +1,9 @@
-"""Faults of the machine or of the table, named with the way to recover.
-
-A full disk or a damaged table log is not a bug in gpubench: the command
-says what happened, what state it left (what is committed stays; what is
-derived is rebuilt by the next collect) and what to do. Both are OSErrors,
-which every command reports as a message and exit code 1
-(payload.entrypoint.classify), never as a traceback.
-
-Its own module because the collect, the table's readers and the manifest
-meet the same faults in different libraries (SQLite, Delta Lake's Rust
-writer, pyarrow, the file system), and each is recognised here once."""
+"""Faults of the machine or of the table, named with the way to recover: what
+happened, what state it left and what to do. Both are OSErrors, which every
+command reports as a message and exit code 1, never as a traceback. The
+collect, the table's readers and the manifest meet them in different libraries
+(SQLite, Delta Lake's Rust writer, pyarrow, the file system): each is
+recognised here once."""
 
 from __future__ import annotations
 
@@ -29,9 +24,6 @@ class DiskFull(OSError):
             "and rebuilds results.parquet and results.csv from the table"
         )
 
-    def __str__(self) -> str:
-        return self.args[0]
-
 
 class TableDamaged(OSError):
     """The table's log cannot be read: truncated, garbage or with a commit missing."""
@@ -43,9 +35,6 @@ class TableDamaged(OSError):
             f"Nothing is lost that the buckets hold: move it aside (mv {where} {where}.damaged) and collect again "
             f"into {where}, which reads every result again; or put back _delta_log/ from a backup"
         )
-
-    def __str__(self) -> str:
-        return self.args[0]
 
 
 def is_disk_full(exc: BaseException) -> bool:

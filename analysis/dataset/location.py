@@ -1,10 +1,6 @@
 """Where a results table lives: a local directory or a bucket prefix, and the
-options its readers and writers need to reach it.
-
-Its own module because the writer (deltalake, which reads its own
-`storage_options`), the reader (pyarrow through deltalake's file system) and
-the lock must agree on one spelling of a location, whatever the user typed
-(`table`, `./table`, `file:///abs/table`, `s3://b/table/`)."""
+options its readers and writers need to reach it: one spelling of a location
+whatever the user typed (`table`, `./table`, `file:///abs/table`, `s3://b/t/`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Which price catalog priced a row: rows priced under another catalog are
-priced again and replaced by the next collect, the others are left alone.
-
-Its own module because the identity must change whenever anything
-analysis.price reads changes (the shipped data, the snapshot folders of
-$GPUBENCH_PRICES_DIR, your catalog directories), and cost nothing to compute
-when nothing did (the file names, sizes and modification times, not their bytes)."""
+priced again and replaced by the next collect, the others are left alone. The
+identity changes whenever anything the catalog is read from changes, and costs
+nothing when nothing did (file names, sizes and modification times, not bytes)."""
 
 from __future__ import annotations
 
@@ -12,19 +9,15 @@ import hashlib
 import os
 from pathlib import Path
 
-
-def catalog_dirs() -> list[Path]:
-    """The directories the price catalog is read from (as infra.catalog.load_catalog reads them)."""
-    from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
-
-    extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
-    return [Path(DATA_DIR), *extra, *user_catalog_dirs()]
+from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
 
 
 def pricing_identity() -> str:
-    """A short digest of every catalog file's path, size and modification time."""
+    """A short digest of every catalog file's path, size and modification time (the directories
+    infra.catalog.load_catalog reads)."""
+    extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
     h = hashlib.sha256()
-    for root in catalog_dirs():
+    for root in [Path(DATA_DIR), *extra, *user_catalog_dirs()]:
         if not root.is_dir():
             continue
         for path in sorted(root.rglob("*")):

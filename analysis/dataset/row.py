@@ -1,10 +1,7 @@
-"""One validated result.json -> one flat row of facts (no prices applied).
-
-Rows are what collect writes to the dataset; pricing and metrics
-are computed from rows, so a new price snapshot never needs a re-download.
-The billing windows (instance launch to termination, per attempt) are
-derived here from the timeline because that is where the billed time is.
-"""
+"""One validated result.json -> one flat row of facts (no prices applied): prices
+are computed from rows, so a new price snapshot never needs a re-download. The
+billing windows (instance launch to termination, per attempt) are derived here
+from the timeline because that is where the billed time is."""
 
 from __future__ import annotations
 
@@ -13,17 +10,14 @@ import json
 import operator
 from datetime import datetime
 
+import orjson
+
+from payload.benchmarks import REGISTRY
+from payload.schema import non_finite
 from payload.timestamps import iso, parse_time
 
-try:
-    import orjson
-except ImportError:  # optional (the collect extra): workload() then keys its cache by json's text
-    orjson = None
-
-# Timeline events that open and close an attempt's billed window, most
-# precise first. Instance launch is when billing starts; termination (or the
-# shutdown the payload requests, after which the instance terminates itself)
-# is when it stops.
+# Timeline events that open and close an attempt's billed window, most precise first: billing
+# starts at launch, stops at termination (or the shutdown after which the instance terminates).
 WINDOW_START_EVENTS = ("instance_launch", "boot_done", "container_start", "run_start")
 WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested", "upload", "run_end", "train_end")
 SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
@@ -109,32 +103,25 @@ _EXTRA = ("backend", "workload_spec_hash")
 _SPEC_JSON = json.JSONEncoder(sort_keys=True, default=str)
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
-# (key, label) by spec (see _spec_key): a sweep has a handful of workloads
-# over thousands of results. The label also reads the benchmark's defaults,
-# fixed at import. Bounded in case of an unusual corpus.
+# (key, label) by spec (_spec_key): a sweep has a handful of workloads over thousands of
+# results; the label's benchmark defaults are fixed at import. Bounded for an unusual corpus.
 _WORKLOADS: dict[bytes | str, tuple[str, str]] = {}
 _WORKLOADS_MAX = 4096
 
 
 def _spec_key(spec: dict) -> bytes | str:
-    """A spec's cache key: orjson's sorted JSON, 6x cheaper than the json
-    module's text, which is the fallback. Both name every JSON value apart but
-    for orjson's null, written for None and NaN alike: a spec with a null takes
-    the text (NaN there, null for None)."""
-    if orjson is not None:
-        try:
-            key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:  # integers past 64 bits, non-string keys
-            key = b"null"
-        if b"null" not in key:
-            return key
-    return _SPEC_JSON.encode(spec)
+    """A spec's cache key: orjson's sorted JSON, 6x cheaper than the json module's
+    text. orjson writes null for None and NaN alike: a spec with a null (or that
+    orjson refuses: integers past 64 bits) takes the json module's text."""
+    try:
+        key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return _SPEC_JSON.encode(spec)
+    return key if b"null" not in key else _SPEC_JSON.encode(spec)
 
 
 def _sample_unit(name: str) -> str:
     """What one sample of this benchmark is, from its declaration in the payload."""
-    from payload.benchmarks import REGISTRY
-
     b = REGISTRY.get(name)
     return b.sample_unit if b is not None else "sample"
 
@@ -142,18 +129,13 @@ def _sample_unit(name: str) -> str:
 def _fmt_param(key: str, value) -> str:
     if isinstance(value, bool):
         return f"{key} {'on' if value else 'off'}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+    return f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}"
 
 
 def workload(b: dict, m: dict) -> tuple[str, str]:
-    """(key, label) of what a run trained: benchmark, every work-changing
-    parameter, per-GPU batch and precision. Runs with different keys are
-    different configurations and are never pooled (medians, scaling, base,
-    break-even). Without recorded parameters (results migrated from v0), the
-    completed epochs/steps stand in, so a 1-epoch and a 2-epoch run still differ.
-    `b` and `m` hold what JSON parses to (a tuple would share a list's key)."""
+    """(key, label) of what a run trained: benchmark, every work-changing parameter, per-GPU
+    batch and precision; runs of different keys are never pooled. Without recorded parameters
+    (v0 results), completed epochs/steps stand in. `b`, `m`: as parsed (a tuple would key as a list)."""
     params = dict(b.get("params") or {})
     if not params:
         params = {k: v for k, v in (("epochs", m.get("epochs_completed")), ("steps", m.get("steps_completed"))) if v}
@@ -176,23 +158,17 @@ def workload(b: dict, m: dict) -> tuple[str, str]:
 
 def workload_label(name: str, spec: dict) -> str:
     """Short name of a configuration: "2 ep x 12,000 samples, batch 128, fp32"."""
-    from payload.benchmarks import REGISTRY
-
     params = spec["params"]
     defaults = dict(REGISTRY[name].defaults) if name in REGISTRY else {}
 
     def count(value) -> str:  # 12,000 for numbers; anything else as written (the schema types params loosely)
         return f"{value:,}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
-    head = []
-    if params.get("epochs") is not None:
-        head.append(f"{params['epochs']} ep")
-    if params.get("samples") is not None:
-        head.append(f"{count(params['samples'])} samples")
-    if params.get("steps_per_epoch") is not None:
-        head.append(f"{count(params['steps_per_epoch'])} steps/ep")
-    if params.get("steps") is not None:
-        head.append(f"{count(params['steps'])} steps")
+    head = [
+        f"{params[k] if k == 'epochs' else count(params[k])} {unit}"
+        for k, unit in (("epochs", "ep"), ("samples", "samples"), ("steps_per_epoch", "steps/ep"), ("steps", "steps"))
+        if params.get(k) is not None
+    ]
     parts = [" x ".join(head)] if head else []
     if spec.get("per_gpu_batch_size") is not None:
         parts.append(f"batch {spec['per_gpu_batch_size']}")
@@ -205,15 +181,13 @@ def workload_label(name: str, spec: dict) -> str:
             continue
         if params[k] is None and k not in defaults:
             continue
-        parts.append(f"{k} {_fmt_param(k, params[k])}" if not isinstance(params[k], bool) else _fmt_param(k, params[k]))
+        parts.append(_fmt_param(k, params[k]))
     parts += [f"{k} {spec[k]}" for k in _EXTRA if spec.get(k) is not None]
     return ", ".join(parts)
 
 
 def _refuse_non_finite(result: dict) -> None:
     """NaN or infinity in a result would become a NaN median or cost: refuse it here, with its path."""
-    from payload.schema import non_finite
-
     problems = non_finite(result)
     if problems:
         raise ValueError("invalid: " + "; ".join(problems[:5]))
@@ -243,19 +217,11 @@ def _events_by_attempt(result: dict, attempts: list[dict]) -> dict[int, list[tup
     return out
 
 
-def _first(events, names) -> tuple[datetime, str] | None:
+def _found(events, names, pick=min) -> tuple[datetime, str] | None:
+    """(`pick` of its times, name) of the first of `names` that `events` hold, or None."""
     for name in names:
-        hits = [t for t, e in events if e["event"] == name]
-        if hits:
-            return min(hits), name
-    return None
-
-
-def _last(events, names) -> tuple[datetime, str] | None:
-    for name in names:
-        hits = [t for t, e in events if e["event"] == name]
-        if hits:
-            return max(hits), name
+        if hits := [t for t, e in events if e["event"] == name]:
+            return pick(hits), name
     return None
 
 
@@ -273,15 +239,17 @@ def billing_windows(result: dict) -> list[dict]:
     windows = []
     for a in attempts:
         evs = grouped[a["attempt"]]
-        start = _first(evs, WINDOW_START_EVENTS[:1])
+        start = _found(evs, WINDOW_START_EVENTS[:1])
         start_t, start_how = start if start else (parse_time(a["start"]), "attempt start (no instance_launch event)")
-        end = _last(evs, WINDOW_END_EVENTS[:3])
+        end = _found(evs, WINDOW_END_EVENTS[:3], max)
         if end:
             end_t, end_how = end
         elif a.get("end"):
             end_t, end_how = parse_time(a["end"]), "attempt end (no shutdown event)"
         else:
-            last = _last(evs, WINDOW_END_EVENTS[3:]) or ((max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None)
+            last = _found(evs, WINDOW_END_EVENTS[3:], max) or (
+                (max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None
+            )
             end_t, end_how = last if last else (finished, "result finished_at")
             end_how = f"{end_how} (attempt has no end)"
         if end_t < start_t:
@@ -348,7 +316,7 @@ def result_to_row(
         | {w["end_from"] for w in windows if "no " in w["end_from"]}
     )
     workload_key, workload_name = workload(b, m)
-    row = {
+    return {
         "run_id": result["run_id"],
         "stack": result["stack"],
         "status": result["status"],
@@ -395,4 +363,3 @@ def result_to_row(
         "key": key,
         "etag": etag,
     }
-    return row

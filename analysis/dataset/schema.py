@@ -1,11 +1,9 @@
 """The columns of the results dataset and their Arrow types.
 
-The columns are named once, where they are made: the row facts in
-analysis.dataset.row.COLUMNS, then the prices in analysis.price.runs.PRICE_COLUMNS
-(the runs table collect has always written). Here they only get their Arrow
-type: text unless named below as a flag, a count or a number, and every name
-below must be one of those columns (a column renamed or removed there fails
-at import, never silently turns into text). The dataset adds two of its own:
+The columns are named where they are made (analysis.dataset.row.COLUMNS, then
+analysis.price.runs.PRICE_COLUMNS); here they get their type: text unless
+named below, and a name below that is no column fails at import, never
+silently turns into text. The dataset adds two of its own:
 
 - ``month`` (``YYYY-MM`` of ``started_at``): with ``stack``, the partition;
 - ``priced_with``: the price catalog a row was priced with; a collect under

@@ -4,18 +4,21 @@ alone (storable); the (stack, source, key) of rows to delete (deleted_keys)."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+
+import pyarrow as pa
 
 from analysis.dataset.faults import first_line
 from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import SCHEMA, month_of
+from analysis.price.runs import PRICE_COLUMNS, price_run
+from infra.catalog import load_catalog
 
 BATCH_ROWS = 10_000  # rows priced and converted to Arrow at a time
 
 
 def deleted_keys(gone: list[tuple[str, str, str]]):
-    import pyarrow as pa
-
     stacks, sources, keys = (list(c) for c in zip(*gone, strict=True)) if gone else ([], [], [])
     return pa.table(
         {
@@ -27,17 +30,9 @@ def deleted_keys(gone: list[tuple[str, str, str]]):
 
 
 def to_arrow(rows: Sequence[dict], identity: str):
-    """A batch of collect rows priced with the current catalog, as a table of SCHEMA.
-
-    Each column is built from the rows' own values with its type (no pandas frame
-    between): an integer is stored exactly or refused, never rounded through a float
-    column because another row has none. Raises whatever a value that does not fit
-    its column raises (storable() sets such rows aside)."""
-    import pyarrow as pa
-
-    from analysis.price.runs import PRICE_COLUMNS, price_run
-    from infra.catalog import load_catalog
-
+    """A batch of collect rows priced with the current catalog, as a table of SCHEMA. Each
+    column is built from the rows' own values with its type: an integer is stored exactly
+    or refused, never rounded through a float column because another row has none."""
     rows = list(rows)
     catalog = load_catalog()
     priced = [price_run(r, None, catalog) for r in rows]
@@ -59,8 +54,6 @@ def to_arrow(rows: Sequence[dict], identity: str):
 
 def _columns(records: list[dict], names: Sequence[str]) -> dict[str, Sequence]:
     """{name: its values} of `records`, transposed in one pass (a row lacking a name has None there)."""
-    import operator
-
     if not records:
         return {n: [] for n in names}
     try:
@@ -70,14 +63,9 @@ def _columns(records: list[dict], names: Sequence[str]) -> dict[str, Sequence]:
 
 
 def storable(rows: Sequence[dict], identity: str):
-    """(the rows that fit the table as one table of SCHEMA, [(row, why)] of those that do not).
-
-    One row whose value the table cannot hold (an integer past 64 bits, text that is
-    not Unicode, a number its price cannot be computed from) must only set that row
-    aside: a batch that does not convert is split in halves until each row that
-    fails alone is found, and the halves that convert are joined."""
-    import pyarrow as pa
-
+    """(the rows that fit, as one table of SCHEMA, [(row, why)] of those that do not: an
+    integer past 64 bits, text that is not Unicode, a number no price can be computed
+    from). A batch that does not convert is halved until each row that fails alone is found."""
     tables, refused = [], []
 
     def convert(part: Sequence[dict]) -> None:

@@ -297,7 +297,7 @@ def test_corrupt_manifest_is_rebuilt(tmp_path):
         (tmp_path / "out" / f".collect-manifest.sqlite{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"{not a database" * 100)
     m = Manifest(path)
-    assert m.entries == {}
+    assert m.sources() == set()  # started over: no entries
     m.close()
     summary, rows = collect([str(src)], tmp_path / "out")
     assert summary.new == 2 and len(rows) == 2
@@ -328,25 +328,14 @@ def _comparable(df: pd.DataFrame) -> pd.DataFrame:
     return df.sort_values("run_id").reset_index(drop=True)
 
 
-def test_bulk_path_and_thread_path_give_the_same_table(s3_bucket, tmp_path, monkeypatch):
-    from analysis.collect import s3 as bulk
-
+def test_the_bulk_path_judges_every_kind_of_file_reading_each_once(s3_bucket, tmp_path, monkeypatch):
     url = f"s3://{s3_bucket}/gpubench"
-    _messy(open_store(url))
-    assert bulk.available(url)
+    expect = _messy(open_store(url))
     counting = CountingBulk(monkeypatch)
-    s_thread, rows_thread = collect([url], tmp_path / "thread", bulk=False)
-    assert counting.gets == []
     s_bulk, rows_bulk = collect([url], tmp_path / "bulk")
     assert len(counting.gets) == s_bulk.new == 12
     assert counting.rereads == ["runs/aws-p2-1x/broken-run/result.json"]  # the truncated one, read whole to be sure
-    assert rows_bulk == rows_thread
-    assert _reasons(s_bulk) == _reasons(s_thread)
-    assert (s_bulk.runs, s_bulk.valid) == (s_thread.runs, s_thread.valid)
-    pd.testing.assert_frame_equal(
-        _comparable(pd.read_parquet(tmp_path / "bulk" / "results.parquet")),
-        _comparable(pd.read_parquet(tmp_path / "thread" / "results.parquet")),
-    )
+    _check_messy(s_bulk, rows_bulk, expect)
 
 
 def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_path, monkeypatch):
@@ -375,7 +364,7 @@ def test_bulk_path_is_incremental_through_the_sqlite_manifest(s3_bucket, tmp_pat
     assert counting.gets == [result_key(changed)] and (summary.new, summary.cached) == (1, 30)
     assert next(r for r in rows if r["run_id"] == changed["run_id"])["train_seconds"] == 4242.0
     m = Manifest(out / ".collect-manifest.sqlite")  # it records what was read, the row lives in the table
-    entry = m.entries[f"{url}|{result_key(changed)}"]
+    entry = m.stack_entries(url, f"runs/{changed['stack']}/")[f"{url}|{result_key(changed)}"]
     m.close()
     assert entry["has_row"] and entry["status"] == "completed" and "row" not in entry
     table = pd.read_parquet(out / "results.parquet")
@@ -523,16 +512,16 @@ MUTATIONS = [
 @pytest.mark.parametrize("mutate", MUTATIONS)
 def test_fast_validation_agrees_with_the_payload_schema(mutate):
     """collect's quick yes-or-no must reject whatever payload.schema rejects."""
-    from analysis.collect.validation import validate
+    from analysis.collect.validation import parse
     from payload.schema import ResultValidationError, is_valid
 
     r = make_result()
-    validate(r)
+    parse(result_bytes(r), source="s3://b", key=result_key(r), etag=None)
     mutate(r)
     with pytest.raises(ResultValidationError):
         validate_result(r)
-    with pytest.raises(ResultValidationError):
-        validate(r)
+    with pytest.raises(ValueError, match="^(invalid|unknown schema): "):
+        parse(result_bytes(r), source="s3://b", key=result_key(r), etag=None)
     assert not is_valid(r)
 
 
@@ -661,8 +650,6 @@ def test_bulk_path_prices_only_spot_runs_of_clouds_with_a_spot_history(s3_bucket
 
     summary, rows = collect([url], tmp_path / "bulk", spot_pricer=pricer)
     assert summary.valid == 3 and calls == [aws_spot["run_id"]]
-    _, rows_thread = collect([url], tmp_path / "thread", spot_pricer=pricer, bulk=False)
-    assert rows == rows_thread and calls == [aws_spot["run_id"]] * 2
 
 
 def test_a_truncated_table_is_rebuilt_even_when_nothing_changed(tmp_path):
@@ -897,9 +884,9 @@ def test_a_listing_that_fails_after_spot_runs_were_listed_keeps_the_old_rows(s3_
     assert rows == [] and summary.incomplete and calls == [] and counting.gets == []
 
 
-@pytest.mark.parametrize("bulk", [None, False], ids=["bulk", "thread"])
-def test_a_spot_run_that_could_not_be_priced_is_read_and_priced_again_next_time(s3_bucket, tmp_path, bulk):
-    url = f"s3://{s3_bucket}"
+@pytest.mark.parametrize("kind", ["s3", "file"])
+def test_a_spot_run_that_could_not_be_priced_is_read_and_priced_again_next_time(kind, tmp_path, request):
+    url = f"s3://{request.getfixturevalue('s3_bucket')}" if kind == "s3" else str(tmp_path / "results")
     spot = make_result("aws/g4dn.xlarge", market="spot", spot_hourly_usd=0.3, hourly_usd=0.526, repeat=1)
     _populate(open_store(url), [spot, make_result(repeat=2)])
     out, calls = tmp_path / "out", []
@@ -908,11 +895,11 @@ def test_a_spot_run_that_could_not_be_priced_is_read_and_priced_again_next_time(
         calls.append(result["run_id"])
         raise ConnectionError("EC2 DescribeSpotPriceHistory: endpoint unreachable")
 
-    summary, rows = collect([url], out, spot_pricer=down, bulk=bulk)
+    summary, rows = collect([url], out, spot_pricer=down)
     assert len(rows) == 1 and "unreadable: ConnectionError" in _reasons(summary)[result_key(spot)]
-    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]), bulk=bulk)
+    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]))
     assert calls == [spot["run_id"]] * 2 and len(rows) == 2 and summary.new == 1  # read and priced again
-    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]), bulk=bulk)
+    summary, rows = collect([url], out, spot_pricer=lambda r: calls.append(r["run_id"]))
     assert len(calls) == 2 and summary.new == 0 and len(rows) == 2  # priced once: cached since
 
 

@@ -125,12 +125,12 @@ def test_a_newer_version_of_a_result_replaces_its_row(tmp_path):
 def test_rows_priced_under_another_catalog_are_priced_again_and_replaced(tmp_path, monkeypatch):
     """A collect with nothing new does not look at the catalog (as before); the
     next one that reads anything prices every row priced under another one again."""
-    from analysis.dataset import pricing
+    from analysis.collect import orchestrate
 
     src, table = tmp_path / "results", tmp_path / "table"
     _put(src, stacks=3, runs=4)
     collect([str(src)], table)
-    monkeypatch.setattr(pricing, "pricing_identity", lambda: "another-catalog")
+    monkeypatch.setattr(orchestrate, "pricing_identity", lambda: "another-catalog")
     summary, _ = collect([str(src)], table)
     assert not summary.table_written and {value for (value,) in _scan(table, "priced_with")} != {"another-catalog"}
     _put(src, stacks=1, runs=1, first=50, tag="n")  # one new run, in one stack
@@ -147,12 +147,10 @@ def _scan(table, column: str) -> list[tuple]:
 
 
 def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypatch):
-    from analysis.dataset import stackwise
-
     monkeypatch.setattr(batch, "COMMIT_ROWS", 10)
     src, table = tmp_path / "results", tmp_path / "table"
     _put(src, stacks=6, runs=10)
-    real, calls = stackwise.commit, []
+    real, calls = batch.commit, []
 
     def dies_on_the_third(*args, **kw):
         calls.append(1)
@@ -160,12 +158,12 @@ def test_a_collect_interrupted_between_commits_loses_nothing(tmp_path, monkeypat
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(stackwise, "commit", dies_on_the_third)
+    monkeypatch.setattr(batch, "commit", dies_on_the_third)
     with pytest.raises(KeyboardInterrupt):
         collect([str(src)], table)
     committed = open_dataset(str(table)).count_rows()
     assert committed == 20  # two stacks' commits stand
-    monkeypatch.setattr(stackwise, "commit", real)
+    monkeypatch.setattr(batch, "commit", real)
     summary, rows = collect([str(src)], table)  # the next collect finishes the job
     keys = [r["key"] for r in open_dataset(str(table)).to_table(columns=["key"]).to_pylist()]
     assert len(keys) == len(set(keys)) == 60 and len(rows) == 60

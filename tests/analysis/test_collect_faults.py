@@ -18,9 +18,8 @@ import pytest
 from synthetic_results import make_result, result_key
 
 from analysis.cli import main
-from analysis.collect import collect, read_table
+from analysis.collect import collect, lock, read_table
 from analysis.collect.manifest import Manifest
-from analysis.dataset import lock
 from analysis.dataset.faults import DiskFull, TableDamaged
 from analysis.dataset.location import resolve
 
@@ -317,3 +316,44 @@ def test_a_lock_in_a_bucket_is_read_no_further_than_any_lock(s3_bucket, quick_lo
     with lock.table_lock(resolve(table), wait_s=5.0, say=said.append):
         pass
     assert any("breaking the lock" in s for s in said)
+
+
+def test_a_lock_in_a_bucket_is_created_once_by_a_conditional_put_without_boto3(s3_bucket, quick_lock, monkeypatch):
+    from payload.storage import S3Store
+
+    monkeypatch.setattr(S3Store, "__init__", lambda *a, **k: pytest.fail("the lock went through boto3"))
+    loc = resolve(f"s3://{s3_bucket}/table")
+    with lock.table_lock(loc, wait_s=5.0, say=lambda _: None):
+        with pytest.raises(lock.LockTimeout, match=f"process {os.getpid()}"):  # If-None-Match refused the second
+            with lock.table_lock(loc, wait_s=0.3, say=lambda _: None):
+                pass
+    with lock.table_lock(loc, wait_s=0.3, say=lambda _: None):  # let go: taken again at once
+        pass
+
+
+def test_a_create_whose_answer_was_lost_takes_the_lock_it_made(tmp_path, quick_lock, monkeypatch):
+    real = lock._LocalLock.create
+
+    def answer_lost(self, body):  # the object is created, the caller hears "already there" (a retried request)
+        real(self, body)
+        return False
+
+    monkeypatch.setattr(lock._LocalLock, "create", answer_lost)
+    said = []
+    with lock.table_lock(resolve(tmp_path), wait_s=0.3, say=said.append):
+        assert (tmp_path / lock.LOCK_KEY).exists()
+    assert said == [] and not (tmp_path / lock.LOCK_KEY).exists()  # not waited for, and let go
+
+
+def test_a_capped_read_of_an_s3_object_never_reads_past_the_cap_nor_uses_boto3(s3_bucket, monkeypatch):
+    from analysis.collect.sources import read_capped
+    from payload.storage import ObjectNotFound, open_store
+
+    store = open_store(f"s3://{s3_bucket}/runs")
+    store.put_bytes("big", b"x" * 1000)
+    store.put_bytes("empty", b"")
+    monkeypatch.setattr(store, "_client", None)  # boto3's client: not used to read
+    assert read_capped(store, "big", 10) == b"x" * 11  # one byte more says it is over the cap
+    assert read_capped(store, "big", 1000) == b"x" * 1000 and read_capped(store, "empty", 10) == b""
+    with pytest.raises(ObjectNotFound, match="missing does not exist"):
+        read_capped(store, "missing", 10)

@@ -260,12 +260,11 @@ def _oversized() -> tuple[dict, bytes]:
     return run, result_bytes(run)
 
 
-@pytest.mark.parametrize("where", ["file", "s3-bulk", "s3-threads", "gs"])
+@pytest.mark.parametrize("where", ["file", "s3", "gs"])
 def test_an_oversized_result_is_set_aside_and_grows_neither_manifest_nor_table(tmp_path, request, where):
     url = {
         "file": lambda: str(tmp_path / "r"),
-        "s3-bulk": lambda: f"s3://{request.getfixturevalue('s3_bucket')}/g",
-        "s3-threads": lambda: f"s3://{request.getfixturevalue('s3_bucket')}/g",
+        "s3": lambda: f"s3://{request.getfixturevalue('s3_bucket')}/g",
         "gs": lambda: f"gs://{request.getfixturevalue('gcs_bucket')}/g",
     }[where]()
     run, data = _oversized()
@@ -274,7 +273,7 @@ def test_an_oversized_result_is_set_aside_and_grows_neither_manifest_nor_table(t
     store.put_bytes(result_key(run), data)
     _populate(store, [small])
     out = tmp_path / "out"
-    summary, rows = collect([url], out, bulk=where != "s3-threads")
+    summary, rows = collect([url], out)
     assert [r["run_id"] for r in rows] == [small["run_id"]]
     assert _reasons(summary)[result_key(run)].startswith("too large:")
     assert (out / ".collect-manifest.sqlite").stat().st_size < MAX_RESULT_BYTES

@@ -245,9 +245,9 @@ def test_nan_and_infinity_are_refused_where_they_enter(bad):
 def test_collect_sets_a_nan_result_aside_with_the_reason():
     import json
 
-    from analysis.collect.spot import parse_result
+    from analysis.collect.validation import parse
 
     r = make_result("aws/p2.xlarge", hourly_usd=0.9)
     r["metrics"]["train_seconds"] = float("nan")
     with pytest.raises(ValueError, match="metrics/train_seconds"):
-        parse_result(json.dumps(r).encode(), source="mem", key="k", etag="e")
+        parse(json.dumps(r).encode(), source="mem", key="k", etag="e")

@@ -146,21 +146,25 @@ def test_two_collects_at_once_leave_one_whole_table(tmp_path):
     assert not (table / "_gpubench" / "collect.lock").exists()  # the lock was let go
 
 
-def test_a_local_table_is_scanned_without_python_owned_buffers(tmp_path):
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_table_is_scanned_without_python_owned_buffers(tmp_path, request, where):
     """Buffers a Python file system hands Arrow may be released on an Arrow thread after the
     scan returned; one released while the interpreter exits aborts the process (the race the
-    concurrent collects above lost now and then)."""
+    concurrent collects above lost now and then). A bucket's table is read by Arrow's S3 client."""
     from pyarrow.fs import PyFileSystem
 
+    from analysis.dataset.stackwise import TableView
     from analysis.dataset.store import snapshot
 
-    src, table = tmp_path / "results", tmp_path / "table"
+    src = tmp_path / "results"
+    table = str(tmp_path / "table") if where == "local" else f"s3://{request.getfixturevalue('s3_bucket')}/t"
     _write(src, _results(3))
     collect([str(src)], table)
-    loc = resolve(str(table))
-    for data in (open_dataset(str(table)), snapshot(delta_table(loc), loc)):
+    loc = resolve(table)
+    one_stack = TableView(loc)._partition(_results(1)[0]["stack"])  # noqa: SLF001 - what a collect's step reads
+    for data, rows in ((open_dataset(table), 3), (snapshot(delta_table(loc), loc), 3), (one_stack, 1)):
         assert not isinstance(data.filesystem, PyFileSystem)
-        assert data.count_rows() == 3
+        assert data.count_rows() == rows
 
 
 def test_a_collect_killed_mid_write_leaves_the_previous_snapshot(tmp_path):

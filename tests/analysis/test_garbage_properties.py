@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from synthetic_results import make_result
 
-from analysis.collect.spot import parse_result
+from analysis.collect.validation import parse
 from infra import clouds, sweep, tags
 from infra.config import ConfigError, parse_config
 from payload.schema import ResultValidationError, validate_result
@@ -97,7 +97,7 @@ def test_sweep_classify_always_gives_a_verdict(name, labels, expires, stacked, s
 @given(st.binary(max_size=200))
 def test_parse_result_on_random_bytes(data):
     with pytest.raises(ValueError):
-        parse_result(data, source="file:///x", key="runs/s/r/result.json", etag=None)
+        parse(data, source="file:///x", key="runs/s/r/result.json", etag=None)
 
 
 GOOD = make_result("aws/p3.2xlarge", "resnet50", repeat=0, hourly_usd=3.06, train_seconds=600)
@@ -137,7 +137,7 @@ def test_parse_result_on_a_valid_result_with_one_field_replaced(path, value):
     except (TypeError, ValueError):
         return
     try:
-        row = parse_result(data, source="file:///x", key="runs/s/r/result.json", etag=None)
+        row, _ = parse(data, source="file:///x", key="runs/s/r/result.json", etag=None)
     except ValueError:
         return
     assert row["run_id"] == doc["run_id"]

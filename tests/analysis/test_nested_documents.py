@@ -50,7 +50,7 @@ def test_a_manifest_nested_too_deeply_is_refused_as_not_a_manifest(tmp_path):
 
 def test_a_lock_or_bench_record_nested_too_deeply_is_unreadable(tmp_path):
     from analysis.bench.record import RECORD, BenchRecord
-    from analysis.dataset.lock import _parse
+    from analysis.collect.lock import _parse
 
     assert _parse(DEEP.encode()) == {}
     (tmp_path / RECORD).write_text(DEEP, encoding="utf-8")

@@ -36,7 +36,7 @@ def _resumed_run(store) -> tuple[str, dict]:
 def test_collect_counts_a_resumed_run_once_by_its_newest_result(kind, tmp_path, request):
     url = str(tmp_path / "bucket") if kind == "file" else f"s3://{request.getfixturevalue('s3_bucket')}/g"
     _resumed_run(open_store(url))
-    summary, rows = collect([url], tmp_path / "table", workers=2, progress=False, bulk=kind == "s3")
+    summary, rows = collect([url], tmp_path / "table", workers=2, progress=False)
     assert [(r["run_id"], r["status"]) for r in rows] == [("r1", "completed")]
     assert summary.runs == 1
     assert not [s for s in summary.skipped if "r1" in s.get("key", "")], summary.skipped

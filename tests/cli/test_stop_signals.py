@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent(
     """
     import os, sys
     from analysis import cli
-    from analysis.dataset import lock
+    from analysis.collect import lock
 
     def beat(backend, started, stop):
         os.kill(os.getpid(), int(sys.argv[1]))

@@ -1,14 +1,13 @@
 """One writer at a time per results table: a lock object beside the data.
 
-The table format's commit protocol already keeps every commit whole (a
-reader sees the old snapshot or the new one) and refuses a commit that lost
-a race. The lock adds what a commit cannot know: two collects that each
-decide "these rows are new" against the same snapshot would both append
-them. Holding the lock from reading the table's keys to the last commit
-makes the second collect decide against the first one's result.
+The table format keeps every commit whole, but two collects that each decide
+"these rows are new" against the same snapshot would both append them: held
+from reading the table's keys to the last commit, the lock makes the second
+collect decide against the first one's result.
 
 The lock is an object created only if absent (``O_EXCL`` on a local disk; a
-conditional put, If-None-Match, on S3 and GCS) naming its owner (host,
+conditional put on S3, If-None-Match, through obstore; ifGenerationMatch=0 on
+GCS, payload.storage's write-once upload) naming its owner (host,
 process, when it began) and its heartbeat (``at``), which a thread of the
 holder renews every HEARTBEAT_S. The staleness rule, checked by whoever waits:
 
@@ -34,11 +33,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 
 from analysis import fastjson
+from analysis.collect.s3 import S3Bulk
+from analysis.collect.sources import read_capped
 from analysis.dataset.location import Location
+from payload import proctree
+from payload.storage import AlreadyExists, ObjectNotFound, open_store, with_retries
 
 LOCK_KEY = "_gpubench/collect.lock"  # under the table; engines skip names that start with _
 HEARTBEAT_S = 30.0
@@ -79,6 +83,13 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
             holder = backend.read()
             if holder is None:
                 continue  # released meanwhile
+            if (holder.get("host"), holder.get("pid"), holder.get("started")) == (
+                socket.gethostname(),
+                os.getpid(),
+                started,
+            ):
+                acquired = True  # our own create, retried after its answer was lost
+                break
             why = _stale(holder)
             if why is None and _heartbeat(holder) is None:  # unreadable: stale once it stays so
                 unreadable_since = unreadable_since or time.monotonic()
@@ -142,12 +153,7 @@ def _stale(holder: dict) -> str | None:
         return f"no heartbeat for {time.time() - at:.0f} s"
     pid = holder.get("pid")
     if holder.get("host") == socket.gethostname() and isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return f"process {pid} of this host is gone"
-        except (PermissionError, OverflowError):
-            return None
+        return None if proctree.alive(pid) else f"process {pid} of this host is gone"
     return None
 
 
@@ -223,24 +229,30 @@ class _LocalLock:
 
 
 class _RemoteLock:
-    """The lock object in a bucket, through payload.storage's store for its scheme."""
+    """The lock object in a bucket: s3:// through obstore (analysis.collect.s3), gs:// through payload.storage."""
 
     def __init__(self, loc: Location):
-        from payload.storage import open_store
-
-        self.store = open_store(f"{loc.uri}/_gpubench")
-        self.key = LOCK_KEY.split("/", 1)[1]
+        folder, self.key = LOCK_KEY.split("/", 1)
+        url = f"{loc.uri}/{folder}"
+        self.store = S3Bulk(url) if loc.uri.startswith("s3://") else open_store(url)
+        self.creator = self.store if isinstance(self.store, S3Bulk) else open_store(url, write_once=True)
 
     def create(self, body: bytes) -> bool:
-        return _CREATE[type(self.store).__name__](self.store, self.key, body)
+        if isinstance(self.store, S3Bulk):
+            return self.store.create(self.key, body)
+        # every attempt's "exists" means taken (put_bytes takes one met on a retry for its own upload;
+        # table_lock tells its own lock by the owner it reads): the store's one-attempt upload, retried
+        put = partial(self.creator._put, self.key, body, None, None)  # noqa: SLF001
+        try:
+            with_retries(f"create {self.creator.url_for(self.key)}", put)
+        except AlreadyExists:
+            return False
+        return True
 
     def overwrite(self, body: bytes) -> None:
         self.store.put_bytes(self.key, body)
 
     def read(self) -> dict | None:
-        from analysis.collect.sources import read_capped
-        from payload.storage import ObjectNotFound
-
         try:
             data = read_capped(self.store, self.key, MAX_LOCK_BYTES)
         except ObjectNotFound:
@@ -248,39 +260,5 @@ class _RemoteLock:
         return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
-        from payload.storage import ObjectNotFound
-
-        try:
+        with suppress(ObjectNotFound):
             self.store.delete(self.key)
-        except ObjectNotFound:
-            pass
-
-
-def _create_s3(store, key: str, body: bytes) -> bool:
-    from botocore.exceptions import ClientError
-
-    try:
-        store._client.put_object(Bucket=store.bucket, Key=store._key(key), Body=body, IfNoneMatch="*")  # noqa: SLF001
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in (
-            "PreconditionFailed",
-            "ConditionalRequestConflict",
-            "412",
-            "409",
-        ):
-            return False
-        raise
-    return True
-
-
-def _create_gcs(store, key: str, body: bytes) -> bool:
-    from google.api_core.exceptions import PreconditionFailed
-
-    try:
-        store._bucket.blob(store._key(key)).upload_from_string(body, if_generation_match=0)  # noqa: SLF001
-    except PreconditionFailed:
-        return False
-    return True
-
-
-_CREATE = {"S3Store": _create_s3, "GCSStore": _create_gcs}
