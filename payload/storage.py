@@ -59,8 +59,8 @@ def _error_code(exc: BaseException) -> str | None:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
         return response.get("Error", {}).get("Code")
-    code = getattr(exc, "code", None)
-    return str(code) if isinstance(code, int) else None
+    code = getattr(exc, "code", None)  # an http.HTTPStatus, which str() names before Python 3.11 (the legacy image)
+    return str(int(code)) if isinstance(code, int) else None
 
 
 def is_permanent(exc: BaseException) -> bool:

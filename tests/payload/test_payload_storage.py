@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import subprocess
 import sys
@@ -9,7 +10,15 @@ import sys
 import pytest
 
 from payload.spool import Spool, SpoolingStore
-from payload.storage import ObjectNotFound, StorageError, open_store, with_retries
+from payload.storage import (
+    AlreadyExists,
+    ObjectNotFound,
+    StorageError,
+    _BucketStore,
+    is_permanent,
+    open_store,
+    with_retries,
+)
 
 
 def _roundtrip(store):
@@ -211,3 +220,45 @@ def test_checkpoint_models_are_tagged_for_lifecycle_expiry_on_s3(s3_bucket):
         assert s3.get_object_tagging(Bucket=s3_bucket, Key=key)["TagSet"] == []
     newest = json.loads(s3.get_object(Bucket=s3_bucket, Key=states[1])["Body"].read())
     assert newest["epoch"] == 2 and newest["model_key"] == models[1]
+
+
+class _StatusAsNamed(enum.IntEnum):
+    """http.HTTPStatus as Python 3.8 to 3.10 print it (str() gives "HTTPStatus.NOT_FOUND", not "404"):
+    google.api_core's errors carry these as `code`, and the legacy image runs the payload on Python 3.8."""
+
+    FORBIDDEN = 403
+    NOT_FOUND = 404
+    PRECONDITION_FAILED = 412
+    TOO_MANY_REQUESTS = 429
+
+    __str__ = enum.Enum.__str__
+
+
+class _StatusError(Exception):
+    def __init__(self, status):
+        super().__init__(f"status {int(status)}")
+        self.code = status
+
+
+class _FailingBucket(_BucketStore):
+    """A bucket whose every SDK call fails with one HTTP status, given as an enum member."""
+
+    def __init__(self, status, write_once=False):
+        super().__init__("gs://b/p", "b", "p", write_once=write_once)
+        self.status = status
+
+    def _fail(self, *args):
+        raise _StatusError(self.status)
+
+    _write = _read = _listing = _remove = _fail
+
+
+def test_http_statuses_are_read_by_number_whatever_their_enum_prints():
+    assert str(_StatusAsNamed.NOT_FOUND) == "_StatusAsNamed.NOT_FOUND"  # what the test stands for
+    assert is_permanent(_StatusError(_StatusAsNamed.FORBIDDEN))
+    assert not is_permanent(_StatusError(_StatusAsNamed.TOO_MANY_REQUESTS))
+    with pytest.raises(ObjectNotFound):
+        _FailingBucket(_StatusAsNamed.NOT_FOUND).get_bytes("k")
+    _FailingBucket(_StatusAsNamed.NOT_FOUND).delete("k")  # already gone: nothing to do
+    with pytest.raises(AlreadyExists):
+        _FailingBucket(_StatusAsNamed.PRECONDITION_FAILED, write_once=True).put_bytes("k", b"x")
