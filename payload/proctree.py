@@ -64,14 +64,15 @@ def parents(table: dict[int, tuple[str, int]] | None = None) -> dict[int, int]:
 
 
 def alive(pid: int) -> bool:
-    """Running: neither gone nor a zombie waiting to be reaped."""
+    """Running: neither gone nor a zombie waiting to be reaped. A process /proc does not show is
+    asked by signal 0: /proc mounted with hidepid hides other users' processes, which still run."""
     found = _stat(pid)
     if found is None:
-        if PROC.is_dir():
+        if pid <= 0:  # 0 and below name process groups to os.kill, never one process
             return False
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
+        except (ProcessLookupError, OverflowError):  # gone, or a number no process has
             return False
         except PermissionError:
             return True

@@ -240,6 +240,21 @@ def test_a_live_holder_is_waited_for_with_a_line_naming_it(tmp_path, quick_lock)
     assert path.exists()  # a live holder's lock is left alone
 
 
+def test_a_live_holder_that_proc_does_not_show_is_waited_for(tmp_path, quick_lock, monkeypatch):
+    """/proc mounted with hidepid (a shared host's hardening) shows no other user's process: a
+    holder there is asked by signal 0 (refused, hence alive), never taken for gone."""
+    from payload import proctree
+
+    hidden = tmp_path / "proc"
+    hidden.mkdir()
+    monkeypatch.setattr(proctree, "PROC", hidden)  # a /proc that shows no process, as hidepid does
+    path = _lock_file(tmp_path, lock._body(time.time()))  # this very process: alive, heartbeat fresh
+    with pytest.raises(lock.LockTimeout, match=f"process {os.getpid()}"):
+        with lock.table_lock(resolve(tmp_path), wait_s=0.3, say=lambda _: None):
+            pass
+    assert path.exists()
+
+
 def test_a_holder_whose_heartbeat_stopped_is_broken_even_if_its_process_id_lives(tmp_path, quick_lock):
     old = time.time() - lock.LEASE_S - 5
     path = _lock_file(
