@@ -73,7 +73,7 @@ _positive_float = _number(float, lambda v: v > 0, "a positive number")
 _nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
 
 
-_BOOLS = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off", ""), False)
+_BOOLS = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off", ""), False)}
 
 
 def _bool(text: Any) -> bool:

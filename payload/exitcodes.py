@@ -11,6 +11,8 @@ one suite the most urgent outcome wins, in the order INTERRUPTED, STRANDED, NO_G
 SPOOLED, OK.
 """
 
+from __future__ import annotations  # the legacy image's Python 3.8 cannot evaluate `int | None`
+
 OK = 0
 FAILED = 1
 USAGE = 2

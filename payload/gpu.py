@@ -27,7 +27,7 @@ def _text(v) -> str:
 def nvml_info() -> dict:
     """Static GPU facts, or Nones when NVML is unavailable."""
     facts = "gpu_model gpus_nvml gpu_memory_gb driver_version compute_capability nvml_cuda_driver nvml_error"
-    info = dict.fromkeys(facts.split()) | {"gpus_nvml": 0}
+    info = {**dict.fromkeys(facts.split()), "gpus_nvml": 0}
     try:
         pynvml = _nvml()
         pynvml.nvmlInit()

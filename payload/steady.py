@@ -341,8 +341,8 @@ def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
     itself too, so only an isolated long interval counts (and not at the job's start). Its extra time is its length
     less its samples at the rate of its neighbours that are not pauses themselves."""
     times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
-    dts = [b - a for a, b in zip(times, times[1:], strict=False)]
-    dss = [b - a for a, b in zip(samples, samples[1:], strict=False)]
+    dts = [b - a for a, b in zip(times, times[1:])]
+    dss = [b - a for a, b in zip(samples, samples[1:])]
     shortest = min(dts, default=0.0)
     long = [dt > GAP_FACTOR * shortest and _long(dts, i) for i, dt in enumerate(dts)]  # no median needed when even
     gaps = []

@@ -92,7 +92,7 @@ def _in_unit(unit: str, k: dict[str, float]) -> tuple[float | None, list[str]]:
         ],
     }
     for way in ways[unit]:
-        names = [w.removeprefix("1/") for w in way]
+        names = [w[2:] if w.startswith("1/") else w for w in way]  # not removeprefix: Python 3.8 (the legacy image)
         if all(k.get(n) for n in names):
             value = 1.0
             for w, n in zip(way, names):
