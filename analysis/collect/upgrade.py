@@ -15,17 +15,13 @@ class MigrationError(ValueError):
     """A result whose version cannot be brought to the current schema."""
 
 
+# v0, the flat prototype format (before the schema file existed), has: run_id, stack, status,
+# offering (id string), market, instance_type, instance_id, zone, hourly_usd, price_source,
+# price_as_of, gpu {name, count, memory_gb, driver}, benchmark (name string), params, batch_size
+# (per GPU, one replica per GPU), train_seconds, images_per_second, accuracy, started_at,
+# finished_at, events [{time, event}], error.
 def _v0_to_v1(old: dict) -> dict:
-    """v0: the flat prototype format (before the schema file existed).
-
-    v0 fields: run_id, stack, status, offering (id string), market,
-    instance_type, instance_id, zone, hourly_usd, price_source, price_as_of,
-    gpu {name, count, memory_gb, driver}, benchmark (name string), params,
-    batch_size (per GPU, one replica per GPU), train_seconds,
-    images_per_second, accuracy, started_at, finished_at, events [{time,
-    event}], error. Unknown v0 values become null, never invented; the result
-    says it was migrated.
-    """
+    """Unknown v0 values become null, never invented; the result says it was migrated."""
     gpu = old.get("gpu") or {}
     start, end, zone, offering = old.get("started_at"), old.get("finished_at"), old.get("zone"), old.get("offering")
     batch = int(old.get("batch_size") or 1)
