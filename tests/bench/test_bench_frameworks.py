@@ -39,7 +39,7 @@ def test_keras_model_fit_is_benched_as_published(tmp_path, capsys, monkeypatch, 
     task = REPO / "examples" / "keras-fit" / "workload.yaml"
     assert "GPUBENCH" not in (task.parent / "train.py").read_text()  # nothing written for gpubench
     results = tmp_path / "results"
-    # 18 s at most: Keras prints its first steps after about 5 s here, and on a shared CPU its rate is rarely
+    # 18 s at most: Keras prints its first steps 5 to 10 s in on this machine, and on a shared CPU its rate is rarely
     # steady to 3 %, so the probe runs to its limit (its whole cost) and answers not-steady
     argv = ["bench", str(task), "--local", "--yes", "--json", "--probe-minutes", "0.3", "--results", str(results)]
     code = main([*argv, "--project-dir", str(tmp_path), "--hourly-usd", "0.5"])
