@@ -16,6 +16,7 @@ import io
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -179,7 +180,14 @@ def sealed(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    # google-auth's own switch (it reads "true" once, at import): no metadata-server ping and its 6 s of backoff
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    metadata = sys.modules.get("google.auth.compute_engine._metadata")
+    if metadata is not None:  # loaded by an earlier test of this worker
+        monkeypatch.setattr(metadata, "_NO_GCE_CHECK", True)
+    # a shut bucket fails after two quick attempts, not five over 15 s of backoff (payload.storage)
+    monkeypatch.setenv("GPUBENCH_STORAGE_RETRIES", "2")
+    monkeypatch.setenv("GPUBENCH_STORAGE_BACKOFF", "0.01")
     monkeypatch.setattr(socket.socket, "connect", _no_network)
     monkeypatch.setattr(socket.socket, "connect_ex", _no_network)
     monkeypatch.setattr(socket, "create_connection", _no_network)

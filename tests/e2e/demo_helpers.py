@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from servers import closed_port_url
+from user_state import USER_STATE_VARIABLES
 
 
 @dataclass
@@ -26,7 +27,10 @@ class DemoRun:
 def run_demo(root: Path, *extra: str) -> DemoRun:
     """`python -m analysis demo --quick` with results and report under root, cwd = root."""
     closed = closed_port_url()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_")}
+    # no leaked gpubench settings, but the suite's per-user places stay (tests/conftest.py): the demo's job
+    # environments and state go to the test's folders, never the home directory
+    kept = {*USER_STATE_VARIABLES, "GPUBENCH_HOME"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in kept}
     env.update(
         TF_CPP_MIN_LOG_LEVEL="2",
         AWS_EC2_METADATA_SERVICE_ENDPOINT=closed + "/",

@@ -9,11 +9,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
-from payload_helpers import only_result, run_payload
+from payload_helpers import isolate_payload_env, only_result, run_payload
 
 from payload import exitcodes
 from payload.events import Timeline
@@ -102,28 +103,25 @@ def _env(tmp_path: Path, **extra) -> dict:
     return {**env, "GPUBENCH_STORAGE_RETRIES": "1", "GPUBENCH_STORAGE_BACKOFF": "0", **extra}
 
 
-def test_unwritable_bucket_and_spool_put_the_result_in_the_fallback(tmp_path):
+def test_unwritable_bucket_and_spool_put_the_result_in_the_fallback(tmp_path, monkeypatch, capsys):
     """The results directory and the spool both sit under a plain file, so neither
     can be created (this holds even for root). The result goes to
-    $TMPDIR/gpubench-fallback/, the exit code is STRANDED, and flush delivers it."""
+    $TMPDIR/gpubench-fallback/, the exit code is STRANDED, and flush delivers it.
+    The run is in this process (TensorFlow is loaded here already), `flush` a command."""
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    env = _env(tmp_path, TMPDIR=str(tmpdir), GPUBENCH_SPOOL=str(blocker / "spool"))
-    cmd = [sys.executable, "-m", "payload", "run", "--benchmark", "mnist-mlp", "--stack", "fb", *QUICK]
-    out = subprocess.run(
-        [*cmd, "--results", str(blocker / "results")],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == exitcodes.STRANDED, out.stderr[-3000:]
-    assert "Traceback" not in out.stderr
+    isolate_payload_env(monkeypatch, blocker / "spool")
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again, as a new process would
+    monkeypatch.chdir(tmp_path)
+    rc = run_payload("--benchmark", "mnist-mlp", "--stack", "fb", *QUICK, "--results", str(blocker / "results"))
+    err = capsys.readouterr().err
+    assert rc == exitcodes.STRANDED, err[-3000:]
+    assert "Traceback" not in err
     fallback = tmpdir / "gpubench-fallback"
-    assert f"flush --spool {fallback}" in out.stderr
+    assert f"flush --spool {fallback}" in err
     items = Spool(fallback, fallbacks=[]).pending()
     assert {i["key"].rsplit("/", 1)[-1] for i in items} >= {"result.json", "events.jsonl", "epochs.csv"}
     # deliver them somewhere that works: the spool keeps the destination, so point it back at a writable one
@@ -132,6 +130,7 @@ def test_unwritable_bucket_and_spool_put_the_result_in_the_fallback(tmp_path):
         item = json.loads(meta.read_text())
         item["url"] = good.as_uri()
         meta.write_text(json.dumps(item))
+    env = _env(tmp_path, TMPDIR=str(tmpdir))
     flushed = subprocess.run(
         [sys.executable, "-m", "payload", "flush", "--spool", str(fallback)], env=env, capture_output=True, text=True
     )
