@@ -58,10 +58,22 @@ def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: in
     return np.clip(x, 0, 255).astype(np.uint8), y.astype(np.int32)
 
 
+ZIPF_A = 1.3  # the exponent of the synthetic text's word ranks
+
+
 def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: int, classes: int = 2):
-    """Zipf-distributed token ids (like text) with a label-dependent marker token."""
+    """Zipf-distributed token ids (like text) with a label-dependent marker token.
+
+    Drawn by inverse CDF: the same law as `np.clip(rng.zipf(1.3, ...), 1, vocab - 1)`, at
+    about a third of its CPU (seconds at a study's size, before the first step)."""
     np = frameworks.numpy()
-    ranks = np.clip(rng.zipf(1.3, size=(n, maxlen)), 1, vocab - 1).astype(np.int32)
+    last = max(vocab - 2, 1)  # ranks 1..last by their own weight; the rest of the law is the id vocab - 1
+    weights = np.arange(1, last + 1, dtype=np.float64) ** -ZIPF_A
+    # zeta(a): the sum up to `last` plus the Euler-Maclaurin tail beyond it
+    zeta = weights.sum() + last ** (1 - ZIPF_A) / (ZIPF_A - 1) - last**-ZIPF_A / 2 + ZIPF_A * last ** (-ZIPF_A - 1) / 12
+    cdf = np.cumsum(weights) / zeta
+    ranks = np.searchsorted(cdf, rng.random((n, maxlen)), side="right") + 1
+    ranks = np.minimum(ranks, max(vocab - 1, 1)).astype(np.int32)
     y = rng.integers(0, classes, size=n).astype(np.int32)
     ranks[:, 0] = 1 + y  # a weak but learnable signal
     return ranks, y

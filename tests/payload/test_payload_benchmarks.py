@@ -296,3 +296,20 @@ def test_bilstm_sentiment_trains_from_the_tweets_csv(study_files, tmp_path):
     assert result["benchmark"]["data"] == str(study_files)
     # 90/10 split of the 120 labelled tweets: 108 for training, batch 16 -> 6 full steps
     assert result["metrics"]["steps_completed"] == 6
+
+
+@pytest.mark.parametrize("vocab", [3, 50, 100_000])
+def test_synthetic_text_follows_the_clipped_zipf_law_of_numpy(vocab):
+    """The synthetic word ids are drawn by inverse CDF; their law must be numpy's
+    `clip(zipf(1.3), 1, vocab - 1)`, which the text benchmarks were built on."""
+    from payload.datasets import synthetic_sequences
+
+    n = 20_000
+    x, y = synthetic_sequences(np.random.default_rng(1), n, 21, vocab)
+    words = x[:, 1:]  # the first id carries the label
+    reference = np.clip(np.random.default_rng(2).zipf(1.3, size=(n, 20)), 1, vocab - 1)
+    assert words.min() >= 1 and words.max() <= vocab - 1 and x.dtype == np.int32
+    assert set(np.unique(y)) <= {0, 1} and (x[:, 0] == 1 + y).all()
+    for rank in sorted({1, 2, 10, vocab - 1}):
+        got, want = (words == rank).mean(), (reference == rank).mean()
+        assert abs(got - want) <= 4 * np.sqrt(want * (1 - want) / words.size) + 1e-4, (rank, got, want)
