@@ -9,7 +9,6 @@ stack names (and offering ids for `cost`) from the shipped stacks and catalog.
 from __future__ import annotations
 
 import argparse
-import os
 
 from infra.catalog import load_catalog
 from infra.conventions import known_stacks
@@ -54,10 +53,8 @@ def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
-def complete_if_asked(parser: argparse.ArgumentParser) -> None:
-    """When the shell asks ($_ARGCOMPLETE), print the completions and exit; otherwise return at once."""
-    if "_ARGCOMPLETE" not in os.environ:
-        return
+def complete(parser: argparse.ArgumentParser) -> None:
+    """The shell asks ($_ARGCOMPLETE): print the completions and exit."""
     try:
         import argcomplete  # only when the shell asks: 8 ms on every other command
     except ImportError:  # completion installed in the shell, the library not in this environment

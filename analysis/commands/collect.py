@@ -4,12 +4,14 @@ into a priced table (Parquet + CSV), incrementally and in parallel."""
 from __future__ import annotations
 
 import argparse
+import sys
 
+from analysis.commands import add_command, check_results_locations
 from analysis.output import emit_json
-from infra.conventions import add_table_argument
+from analysis.progress import stderr_is_terminal
+from infra.conventions import UsageError, add_table_argument, results_locations, table_location
 from payload import exitcodes
 
-HELP = "collect run results from buckets into the results table"
 EPILOG = """\
 examples:
   gpubench collect                                   # $GPUBENCH_RESULTS (else ./results) -> ./table
@@ -49,13 +51,7 @@ OUT_REFUSED = (
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "collect",
-        help=HELP,
-        description=HELP + ".",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "collect", epilog=EPILOG)
     p.add_argument(
         "--results",
         action="append",
@@ -121,12 +117,7 @@ def _exit_code(outcome, strict: bool) -> int:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.cli import check_results_locations
-    from analysis.collect.run import collect_results
-    from analysis.progress import stderr_is_terminal
-    from infra.conventions import UsageError, results_locations, table_location
+    from analysis.collect.run import collect_results  # heavy: pyarrow (the analysis extra); --help, completion
 
     if args.out is not None:
         raise UsageError(OUT_REFUSED.format(value=args.out))

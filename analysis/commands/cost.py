@@ -3,11 +3,17 @@ billing rule applied and every price's source and date shown."""
 
 from __future__ import annotations
 
-from analysis.output import emit_json, fmt_usd, parse_date
-from analysis.price import age as price_age
-from infra.conventions import UsageError
+import sys
 
-HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
+from analysis.commands import add_command
+from analysis.output import emit_json, fmt_usd, parse_date, print_table, usd_amount
+from analysis.price import age as price_age
+from analysis.price.billed import _hours, cost_of
+from analysis.price.monthly import monthly_bill, sweeper_bill
+from infra.conventions import UsageError
+from infra.stacks import offering_of
+from infra.sweep import check_cloud
+
 EPILOG = """\
 examples:
   gpubench cost aws/p3.8xlarge --hours 2
@@ -31,11 +37,7 @@ your own offerings, prices and billing rules: catalog directories in $GPUBENCH_C
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "cost", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "cost", epilog=EPILOG)
     p.add_argument(
         "offering",
         nargs="?",
@@ -103,10 +105,6 @@ def register(sub) -> None:
 
 
 def run_sweeper(args) -> int:
-    from analysis.output import usd_amount
-    from analysis.price.monthly import sweeper_bill
-    from infra.sweep import check_cloud
-
     args.sweeper = check_cloud("--sweeper", args.sweeper)  # a typo is named before any price is read
     if args.offering or args.every is None:
         raise UsageError("--sweeper CLOUD takes --every EXPR and no offering")
@@ -134,13 +132,8 @@ def run_sweeper(args) -> int:
 
 
 def run_recurring(args) -> int:
-    from analysis.output import usd_amount
-    from analysis.price.monthly import monthly_bill
-
     if args.minutes_up is None:
         raise UsageError("--every needs --minutes-up MIN (how long each run's instance is up)")
-    from infra.stacks import offering_of
-
     offering, stack_market = offering_of(args.offering)
     bill = monthly_bill(
         offering,
@@ -170,8 +163,6 @@ def run_recurring(args) -> int:
     print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
     if bill.prices_note:
         print(f"            note: {bill.prices_note}")
-    from analysis.output import print_table
-
     print()
     print_table(
         ((line.item, line.quantity, line.unit_price, "$" + usd_amount(line.usd)) for line in bill.lines),
@@ -192,10 +183,6 @@ def run_recurring(args) -> int:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.price.billed import _hours, cost_of
-
     price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
     if args.sweeper is not None:
         return run_sweeper(args)
@@ -207,8 +194,6 @@ def run(args) -> int:
     if any(getattr(args, name) is not None for name in recurring_only):
         raise UsageError("--minutes-up, --billing-as-of and --function-every go with --every, not --hours")
     hours = _hours(args.hours)
-    from infra.stacks import offering_of
-
     offering, stack_market = offering_of(args.offering)
     result = cost_of(
         offering,

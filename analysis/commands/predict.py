@@ -3,7 +3,14 @@ the ones you did. A thin adapter over analysis.predict.predict.predict."""
 
 from __future__ import annotations
 
-HELP = "predict throughput, whole-job time and cost on GPUs you did not measure, from rates you did"
+from analysis.bench.run import load_task
+from analysis.commands import add_command
+from analysis.output import USD_SIGN, emit_json, print_table
+from analysis.predict.model import ANY_FAMILY, PRECISIONS
+from analysis.predict.predict import predict
+from analysis.report.answer import duration
+from payload import exitcodes
+
 DESCRIPTION = """\
 From the throughput your job reached on one or more GPUs (a bench probe, a full run,
 or a figure you trust), predicts its throughput on every other candidate of the task
@@ -36,17 +43,7 @@ twice with different rates), nothing predicted.
 
 
 def register(sub) -> None:
-    import argparse
-
-    from analysis.predict.model import ANY_FAMILY, PRECISIONS
-
-    p = sub.add_parser(
-        "predict",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "predict", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
     p.add_argument(
         "--measured",
@@ -85,9 +82,6 @@ def _num(value, fmt: str):
 
 
 def _print(doc: dict) -> None:
-    from analysis.output import USD_SIGN, print_table
-    from analysis.report.answer import duration
-
     def span(r, key, fmt):
         low, high = r.get(f"{key}_low"), r.get(f"{key}_high")
         if r.get(key) is None or low == high:
@@ -133,11 +127,6 @@ def _print(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from analysis.bench.run import load_task
-    from analysis.output import emit_json
-    from analysis.predict.predict import predict
-    from payload import exitcodes
-
     doc = predict(
         load_task(args.task),
         args.measured,

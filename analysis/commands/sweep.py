@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
+import sys
+
+from analysis.commands import add_command
+from analysis.output import emit_json, planned_then_run, print_table
+from analysis.sweep import sweeper
+from infra import clouds
+from infra.conventions import UsageError
+from infra.tags import BadDeadline, parse_now
+
 EPILOG = """\
 examples:
   gpubench sweep --provider aws --dry-run
@@ -26,13 +34,7 @@ schedules/ run this command; see schedules/README.md for the permissions.
 
 
 def register(sub) -> None:
-    import argparse
-
-    from infra import clouds
-
-    p = sub.add_parser(
-        "sweep", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "sweep", epilog=EPILOG)
     p.add_argument("--provider", required=True, choices=clouds.NAMES, help="which cloud to sweep")
     p.add_argument(
         "--region",
@@ -55,8 +57,6 @@ def register(sub) -> None:
 
 
 def report(actions, dry_run: bool) -> None:
-    from analysis.output import print_table
-
     print_table(
         ((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
         ("region", "kind", "id", "stack", "expires-at", "action", "why"),
@@ -68,24 +68,15 @@ def report(actions, dry_run: bool) -> None:
     print(f"\n{summary}{' (dry run: nothing changed)' if dry_run else ''}")
 
 
-def run(args, **sweep_kw) -> int:
-    import sys
-
-    from analysis.output import emit_json
-    from analysis.sweep import sweeper
-    from infra.conventions import UsageError
-    from infra.tags import BadDeadline, parse_now
-
+def run(args) -> int:
     try:
         now = parse_now(args.now)
     except BadDeadline:
         raise UsageError(f"--now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z") from None
-    kw = dict(sweep_kw)
+    kw = {}
     if args.project:
         kw["project"] = args.project  # a cloud without projects refuses it with a clear error
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    from analysis.output import planned_then_run
-
     sweep = sweeper(args.provider)
     actions = planned_then_run(
         lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
