@@ -15,6 +15,7 @@ contract in pyproject.toml): other code calls the library functions.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 
 from infra.conventions import UsageError
 from payload.results_location import ResultsLocationError, parse_results_location
@@ -74,6 +75,13 @@ def add_summaries(sub, names) -> None:
     for name in names:
         summary = COMMANDS[name]
         sub.add_parser(name, **({} if summary is None else {"help": summary}))
+
+
+def print_tally(outcomes, nothing: str, dry_run: str | None) -> None:
+    """After a table of outcomes, one line: `1 destroyed, 2 kept` (else `nothing`), and what a dry run left alone."""
+    counts = Counter(o.action for o in outcomes)
+    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or nothing
+    print(f"\n{summary}{f' (dry run: {dry_run})' if dry_run else ''}")
 
 
 def check_results_locations(sources: list[str], given_by: str) -> None:

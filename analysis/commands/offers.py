@@ -72,15 +72,9 @@ def run_alias(args) -> int:
     return run(args)
 
 
-def _catalog(live: bool):
-    """The catalog, or with --live the catalog priced only by refreshed snapshots (None if there are none)."""
-    catalog = load_catalog()
-    return live_catalog(catalog) if live else catalog
-
-
 def run(args) -> int:
     days = price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
-    catalog = _catalog(args.live)
+    catalog = live_catalog(load_catalog()) if args.live else load_catalog()  # live: None without a snapshot
     if catalog is None:
         raise exitcodes.GpubenchError(
             "no refreshed price snapshot yet; run `gpubench prices refresh` "

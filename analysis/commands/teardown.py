@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.bench.record import BenchRecord, bench_dirs
-from analysis.commands import add_command
+from analysis.commands import add_command, print_tally
 from analysis.output import emit_json, planned_then_run, print_table
 from analysis.teardown import teardown
 from infra.clouds import RESULTS_STACKS
@@ -61,18 +61,6 @@ def register(sub) -> None:
     )
     p.add_argument("--json", action="store_true", help="print a JSON object with every outcome")
     p.set_defaults(func=run)
-
-
-def report(outcomes, dry_run: bool) -> None:
-    print_table(
-        ((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
-        ("stack", "outcome", "why", "error"),
-    )
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        counts[o.action] = counts.get(o.action, 0) + 1
-    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no stacks"
-    print(f"\n{summary}{' (dry run: nothing destroyed)' if dry_run else ''}")
 
 
 def bench_probes(project_dir: str | None) -> dict[str, Path]:
@@ -157,5 +145,9 @@ def run(args) -> int:
             {"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes], "ok": all(o.ok for o in outcomes)}
         )
     else:
-        report(outcomes, args.dry_run)
+        print_table(
+            ((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
+            ("stack", "outcome", "why", "error"),
+        )
+        print_tally(outcomes, "no stacks", args.dry_run and "nothing destroyed")
     return 0 if all(o.ok for o in outcomes) else 1

@@ -51,10 +51,6 @@ def register(sub) -> None:
         p.set_defaults(func=run, pulumi_command=name)
 
 
-def _pulumi() -> str | None:
-    return shutil.which("pulumi")
-
-
 def checked_stack(args) -> str:
     """The one stack named, which must have a file in stacks/ (a glob must select exactly one)."""
     (pattern,) = stacks_of(args)
@@ -66,7 +62,7 @@ def checked_stack(args) -> str:
 
 def run(args) -> int:
     stack = checked_stack(args)  # before looking for the Pulumi CLI: a typo is named as a typo
-    exe = _pulumi()
+    exe = shutil.which("pulumi")
     if exe is None:
         raise exitcodes.GpubenchError(INSTALL_HINT.format(cmd=args.pulumi_command), exit_code=exitcodes.MISSING)
     extra = [a for a in args.extra if a != "--"]
