@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from analysis.bench.signals import stop_signals_as_interrupt
 from analysis.commands import COMMANDS, add_summaries, check_results_locations, module_of
-from analysis.shell_completion import complete
+from analysis.shell_completion import complete, every_action
 from infra.conventions import UsageError, check_bounds
 from payload import exitcodes
 from payload.entrypoint import debug_requested, guarded
@@ -143,15 +143,7 @@ def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
 def _typed_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
     """dest -> the option string the user typed for it (`--deadline`, where the dest is `deadline_hours`)."""
     typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
-    found: dict[str, str] = {}
-    parsers = [parser]
-    while parsers:
-        for action in parsers.pop()._actions:  # noqa: SLF001 - argparse keeps its actions there
-            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-                parsers.extend(action.choices.values())
-            for option in (o for o in action.option_strings if o in typed):
-                found[action.dest] = option
-    return found
+    return {a.dest: option for a in every_action(parser) for option in a.option_strings if option in typed}
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).

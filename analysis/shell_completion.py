@@ -28,7 +28,7 @@ def offering_ids(prefix: str = "", **_) -> list[str]:
     return [i for i in [*ids, *stack_names()] if i.startswith(prefix)]
 
 
-def _actions(parser: argparse.ArgumentParser):
+def every_action(parser: argparse.ArgumentParser):
     """Every argument of the parser and of its subcommands, once."""
     seen: set[int] = set()
     stack = [parser]
@@ -45,7 +45,7 @@ def _actions(parser: argparse.ArgumentParser):
 
 def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Stack names for every stack argument, offering ids for every offering argument."""
-    for action in _actions(parser):
+    for action in every_action(parser):
         if action.dest in STACK_DESTS:
             action.completer = stack_names  # type: ignore[attr-defined]
         elif action.dest in OFFERING_DESTS:

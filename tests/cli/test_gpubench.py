@@ -76,6 +76,16 @@ def test_top_level_help_comes_from_the_summary_table_alone():
     assert "invalid choice: 'repor'" in out.stderr and "required: COMMAND" in out.stderr
 
 
+def test_every_command_module_has_a_row_in_the_table():
+    """A module in analysis/commands/ without a row in COMMANDS would never be loaded."""
+    import pkgutil
+
+    from analysis import commands
+
+    modules = {f"analysis.commands.{m.name}" for m in pkgutil.iter_modules(commands.__path__)}
+    assert {commands.module_of(name) for name in commands.COMMANDS} == modules
+
+
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c != "payload"])
 def test_each_command_has_help(command):
     from analysis.cli import build_parser
