@@ -77,33 +77,23 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _num(value, fmt: str):
-    return None if value is None else fmt.format(value)
+def _span(r: dict, key: str, show) -> str | None:
+    """`value (low..high)`, the value alone when its interval is a point; None without a value."""
+    value, low, high = r.get(key), r.get(f"{key}_low"), r.get(f"{key}_high")
+    if value is None or low == high:
+        return None if value is None else show(value)
+    return f"{show(value)} ({'-' if low is None else show(low)}..{'unbounded' if high is None else show(high)})"
 
 
 def _print(doc: dict) -> None:
-    def span(r, key, fmt):
-        low, high = r.get(f"{key}_low"), r.get(f"{key}_high")
-        if r.get(key) is None or low == high:
-            return _num(r.get(key), fmt)
-        return f"{fmt.format(r[key])} ({_num(low, fmt) or '-'}..{_num(high, fmt) or 'unbounded'})"
-
-    def hours(r):
-        if r.get("est_hours") is None:
-            return None
-        high = duration(r["est_hours_high"]) if r.get("est_hours_high") is not None else "unbounded"
-        if r["est_hours_low"] == r.get("est_hours_high"):
-            return duration(r["est_hours"])
-        return f"{duration(r['est_hours'])} ({duration(r['est_hours_low'])}..{high})"
-
     rows = (
         (
             r["offering"],
             f"{r['gpu_count']}x {r['gpu']}",
             r["basis"],
-            span(r, "samples_per_second", "{:,.1f}"),
-            hours(r),
-            span(r, "est_usd", USD_SIGN),
+            _span(r, "samples_per_second", "{:,.1f}".format),
+            _span(r, "est_hours", duration),
+            _span(r, "est_usd", USD_SIGN.format),
             r.get("reason"),
         )
         for r in doc["candidates"]
