@@ -8,12 +8,16 @@ import argparse
 import contextlib
 import importlib
 import os
-import pkgutil
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
-from analysis import commands
+from analysis.bench.signals import stop_signals_as_interrupt
+from analysis.commands import COMMANDS, add_summaries, check_results_locations, module_of
+from analysis.shell_completion import complete, every_action
 from infra.conventions import UsageError, check_bounds
 from payload import exitcodes
+from payload.entrypoint import debug_requested, guarded
+from payload.terminal import safe_terminal
 
 DESCRIPTION = """\
 Where should we train, and what will it cost? Find and price GPU offerings, plan
@@ -43,8 +47,6 @@ Offering ids:
 
 def package_version() -> str:
     """The installed distribution's version (package metadata); a checkout that is not installed says so."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("gpubench")
     except PackageNotFoundError:
@@ -56,10 +58,11 @@ def _exit_table() -> str:
     return "exit codes:\n" + rows
 
 
-def build_parser(prog: str | None = None, command: str = "") -> argparse.ArgumentParser:
-    """The whole CLI's parser; with `command` (a subcommand's name), only that
-    subcommand is registered when it is one: running one command never imports
-    the modules of the others (a third of a second)."""
+def build_parser(prog: str | None = None, command: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI's parser. Without `command`, every command is registered by its module (the shell's
+    completion, tests); with a command's name, only that command's module is imported (running one
+    command never imports the others: a third of a second); with any other word (or ""), the commands
+    are their summaries in analysis.commands.COMMANDS: `gpubench --help` imports no command module."""
     parser = argparse.ArgumentParser(
         prog=prog or "gpubench",
         description=DESCRIPTION,
@@ -71,14 +74,13 @@ def build_parser(prog: str | None = None, command: str = "") -> argparse.Argumen
     )
     parser.add_argument("--version", action="version", version=f"gpubench {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    names = sorted(info.name for info in pkgutil.iter_modules(commands.__path__))
-    if command in names:  # the module named as the command registers it: the others are not needed
-        importlib.import_module(f"analysis.commands.{command}").register(sub)
-        if command in sub.choices:
-            return parser
-        names.remove(command)
-    for name in names:
-        importlib.import_module(f"analysis.commands.{name}").register(sub)
+    if command in COMMANDS:
+        importlib.import_module(module_of(command)).register(sub)
+    elif command is not None:
+        add_summaries(sub, COMMANDS)
+    else:  # every module (on the base install too: a command module imports no extra at its top)
+        for module in dict.fromkeys(map(module_of, COMMANDS)):
+            importlib.import_module(module).register(sub)
     return parser
 
 
@@ -88,10 +90,6 @@ def _command_of(argv: list[str]) -> str:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Parse, check every argument, run the command; every error goes through payload.entrypoint.guarded."""
-    from analysis.bench.signals import stop_signals_as_interrupt
-    from payload.entrypoint import debug_requested, guarded
-    from payload.terminal import safe_terminal
-
     if prog is None:
         prog = "gpubench" if os.path.basename(sys.argv[0]) == "gpubench" else "python -m analysis"
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -129,11 +127,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
 
 
 def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
-    from analysis.shell_completion import complete_if_asked
-
     completing = "_ARGCOMPLETE" in os.environ  # the shell asks for completions: every command
-    parser = build_parser(prog, "" if completing else _command_of(argv))
-    complete_if_asked(parser)
+    parser = build_parser(prog, None if completing else _command_of(argv))
+    if completing:
+        complete(parser)  # prints the completions and exits
     args = _parse(parser, argv)
     parsed.append(args)
     _check_directories(args)
@@ -146,15 +143,7 @@ def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
 def _typed_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
     """dest -> the option string the user typed for it (`--deadline`, where the dest is `deadline_hours`)."""
     typed = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
-    found: dict[str, str] = {}
-    parsers = [parser]
-    while parsers:
-        for action in parsers.pop()._actions:  # noqa: SLF001 - argparse keeps its actions there
-            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-                parsers.extend(action.choices.values())
-            for option in (o for o in action.option_strings if o in typed):
-                found[action.dest] = option
-    return found
+    return {a.dest: option for a in every_action(parser) for option in a.option_strings if option in typed}
 
 
 # Options that name a directory a command writes into (or, for demo, its local bucket).
@@ -171,20 +160,3 @@ def _check_directories(args) -> None:
                 raise UsageError(
                     f"{flag} {value!r} is a file, not a directory; give a directory (it is created if missing)"
                 )
-
-
-def check_results_locations(sources: list[str], given_by: str) -> None:
-    """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
-    opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
-    from payload.results_location import ResultsLocationError, parse_results_location
-
-    for value in sources:
-        if not value.strip():
-            raise UsageError(
-                f"{given_by} {value!r} is empty: give s3://bucket[/prefix], gs://bucket[/prefix], "
-                "file:///dir or a directory"
-            )
-        try:
-            parse_results_location(value, bucket_rules=False)  # a bucket's own name is the store's to refuse
-        except ResultsLocationError as exc:
-            raise UsageError(f"{given_by}: {exc}") from None

@@ -9,7 +9,6 @@ stack names (and offering ids for `cost`) from the shipped stacks and catalog.
 from __future__ import annotations
 
 import argparse
-import os
 
 from infra.catalog import load_catalog
 from infra.conventions import known_stacks
@@ -29,7 +28,7 @@ def offering_ids(prefix: str = "", **_) -> list[str]:
     return [i for i in [*ids, *stack_names()] if i.startswith(prefix)]
 
 
-def _actions(parser: argparse.ArgumentParser):
+def every_action(parser: argparse.ArgumentParser):
     """Every argument of the parser and of its subcommands, once."""
     seen: set[int] = set()
     stack = [parser]
@@ -46,7 +45,7 @@ def _actions(parser: argparse.ArgumentParser):
 
 def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Stack names for every stack argument, offering ids for every offering argument."""
-    for action in _actions(parser):
+    for action in every_action(parser):
         if action.dest in STACK_DESTS:
             action.completer = stack_names  # type: ignore[attr-defined]
         elif action.dest in OFFERING_DESTS:
@@ -54,10 +53,8 @@ def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
-def complete_if_asked(parser: argparse.ArgumentParser) -> None:
-    """When the shell asks ($_ARGCOMPLETE), print the completions and exit; otherwise return at once."""
-    if "_ARGCOMPLETE" not in os.environ:
-        return
+def complete(parser: argparse.ArgumentParser) -> None:
+    """The shell asks ($_ARGCOMPLETE): print the completions and exit."""
     try:
         import argcomplete  # only when the shell asks: 8 ms on every other command
     except ImportError:  # completion installed in the shell, the library not in this environment

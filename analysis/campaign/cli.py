@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from analysis.commands import add_command, check_results_locations
 from analysis.output import emit_json
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
@@ -19,7 +20,6 @@ from payload import exitcodes
 from payload.terminal import terminal_text
 
 BACKEND_FACTORY = pulumi_backend
-HELP = "launch a benchmark campaign across many stacks, follow it, collect, tear down and report"
 DESCRIPTION = """\
 A campaign launches the stacks you select (names or globs over stacks/) through
 the Pulumi Automation API, a few at a time, and keeps its record in the results
@@ -58,8 +58,6 @@ part); 75 wait timed out (run `wait` again later: it resumes).
 
 def _given_results(args) -> str | None:
     """--results, else $GPUBENCH_RESULTS, checked as --results is (`ftp://...` is a usage error)."""
-    from analysis.cli import check_results_locations
-
     if args.results:
         return args.results
     url = os.environ.get(RESULTS_ENV) or None
@@ -359,7 +357,7 @@ def _up_options(p, stacks_required=True):
 def register(sub) -> None:
     """Add `campaign` to the `python -m analysis` (and `gpubench`) subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
-    top = sub.add_parser("campaign", help=HELP, description=DESCRIPTION, epilog=EPILOG, formatter_class=fmt)
+    top = add_command(sub, "campaign", description=DESCRIPTION, epilog=EPILOG)
     cs = top.add_subparsers(dest="campaign_command", required=True, metavar="up|status|wait|run|schedule")
 
     up = cs.add_parser(

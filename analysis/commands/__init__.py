@@ -1,14 +1,99 @@
-"""One module per `gpubench` subcommand.
+"""One module per `gpubench` subcommand, and COMMANDS: the one table of their names and summaries.
 
-Each module defines `register(subparsers)`, which adds its parser and sets
-`func` to a callable taking the parsed args and returning an exit code. The
-CLI discovers the modules here, so adding a command is adding a file. Keep
-`register` cheap: import heavy libraries inside the command's function.
+`gpubench`, `gpubench --help` and a word that is no command are answered from COMMANDS alone, without
+importing any command module (fast, and it works on the base install); a command's module is imported
+only when it runs (or when the shell completes). Adding a command is a row here and a module whose
+`register(subparsers)` adds its parser (with `add_command`, which takes the summary from this table)
+and sets `func`, a callable taking the parsed args and returning an exit code.
 
-A command is a thin adapter: it parses its arguments, calls one library function
-with typed keyword arguments (analysis.report.build.write_report,
-analysis.collect.run.collect_results, analysis.teardown.teardown, ...), prints
-or emits JSON, and maps the outcome to an exit code. Nothing but the CLI imports
-these modules (an import-linter contract in pyproject.toml): other code calls
-the library functions.
+A command is a thin adapter: it parses its arguments, calls one library function with plain values
+(analysis.report.build.write_report, analysis.collect.run.collect_results, ...), prints or emits JSON,
+and maps the outcome to an exit code. Nothing but the CLI imports these modules (an import-linter
+contract in pyproject.toml): other code calls the library functions.
 """
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+
+from infra.conventions import UsageError
+from payload.results_location import ResultsLocationError, parse_results_location
+
+# name -> its one-line summary, in the order `gpubench --help` lists them (None: an alias it does not list)
+COMMANDS: dict[str, str | None] = {
+    "bench": "probe your training job on candidate offerings in parallel and estimate the whole job's hours and cost",
+    "campaign": "launch a benchmark campaign across many stacks, follow it, collect, tear down and report",
+    "check": "check the Pulumi CLI, credentials, extras and buckets for what you want to do (read-only)",
+    "collect": "collect run results from buckets into the results table",
+    "completion": "print the shell completion script (bash, zsh or fish): commands, options, stack names",
+    "cost": "price a duration on one offering under its billing rule, or a recurring run by the month",
+    "demo": "run a short suite on this machine (local/this-machine), collect it and write the report",
+    "logs": "print the newest run's log tail (runs/<stack>/<run-id>/log-tail.txt) from the bucket; --follow polls it",
+    "offers": "find offerings by GPU, count, market, region and price (catalog data, no cloud call)",
+    "offerings": None,  # the old name of `offers --retired`
+    "payload": "run, list or flush benchmarks here (the same as `python -m payload`)",
+    "plan": "show what each stack launches and the most it can cost (offline; user-data with -v)",
+    "predict": "predict throughput, whole-job time and cost on GPUs you did not measure, from rates you did",
+    "preview": "render stacks' resources offline (names or globs; needs the infra extra, no CLI)",
+    "prices": "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots",
+    "report": "write DIR/index.html (self-contained, plots embedded) and print a summary",
+    # infra.ssh.cli registers it (for `python -m infra ssh` too, below analysis): a test keeps the two equal
+    "ssh": "run the payload on a dedicated/on-prem box over SSH and upload its results",
+    "stacks": "list (--list), check (--check) or regenerate stacks/ from the catalog",
+    "status": "list live bench probes (state, age, cloud-side deadline, cost so far) from their records and the bucket",
+    "sweep": "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)",
+    "teardown": "destroy benchmark stacks (named, --completed, --expired) through Pulumi; never the results stacks",
+    "up": "launch a stack: show its plan and cost bound, confirm, then `pulumi up`",
+    "destroy": "delete a stack's resources (never the results): confirm, then `pulumi destroy`",
+    "refresh": "sync a stack's Pulumi state with the cloud (`pulumi refresh`)",
+}
+# Commands registered by another command's module; every other command by analysis.commands.<its name>.
+SHARED_MODULE = {"offerings": "offers", "destroy": "up", "refresh": "up"}
+
+
+def module_of(name: str) -> str:
+    return f"analysis.commands.{SHARED_MODULE.get(name, name)}"
+
+
+def add_command(sub, name: str, description: str | None = None, epilog: str | None = None, **kw):
+    """The parser of command `name`, its summary from COMMANDS; the description defaults to the summary."""
+    summary = COMMANDS[name]
+    if summary is not None:  # argparse lists a parser given any help=, even None
+        kw["help"] = summary
+    return sub.add_parser(
+        name,
+        description=description or f"{summary}.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kw,
+    )
+
+
+def add_summaries(sub, names) -> None:
+    """Bare parsers for `names`: enough for `gpubench --help` and its usage errors."""
+    for name in names:
+        summary = COMMANDS[name]
+        sub.add_parser(name, **({} if summary is None else {"help": summary}))
+
+
+def print_tally(outcomes, nothing: str, dry_run: str | None) -> None:
+    """After a table of outcomes, one line: `1 destroyed, 2 kept` (else `nothing`), and what a dry run left alone."""
+    counts = Counter(o.action for o in outcomes)
+    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or nothing
+    print(f"\n{summary}{f' (dry run: {dry_run})' if dry_run else ''}")
+
+
+def check_results_locations(sources: list[str], given_by: str) -> None:
+    """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
+    opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
+    for value in sources:
+        if not value.strip():
+            raise UsageError(
+                f"{given_by} {value!r} is empty: give s3://bucket[/prefix], gs://bucket[/prefix], "
+                "file:///dir or a directory"
+            )
+        try:
+            parse_results_location(value, bucket_rules=False)  # a bucket's own name is the store's to refuse
+        except ResultsLocationError as exc:
+            raise UsageError(f"{given_by}: {exc}") from None

@@ -3,7 +3,19 @@ A thin adapter over analysis.bench.run.bench."""
 
 from __future__ import annotations
 
-HELP = "probe your training job on candidate offerings in parallel and estimate the whole job's hours and cost"
+import sys
+from pathlib import Path
+
+from analysis.bench.judge import line
+from analysis.bench.run import bench, load_task
+from analysis.commands import add_command
+from analysis.output import USD_SIGN, emit_json, print_table
+from analysis.report.answer import duration
+from infra.conventions import GLOB_CHARS, expand_stacks
+from infra.stacks import STACKS_DIR, ssh_stack_names
+from payload import exitcodes
+from payload.workloads.check import check_metrics
+
 DESCRIPTION = """\
 Runs a short PROBE of your real job (a workload spec with `resources:` and `work:`
 sections, see docs/bench.md) on every candidate at once, stops each probe as soon
@@ -50,16 +62,7 @@ nothing started); 10 not confirmed; 130 Ctrl-C.
 
 
 def register(sub) -> None:
-    import argparse
-    from pathlib import Path
-
-    p = sub.add_parser(
-        "bench",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "bench", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
     p.add_argument("--gpus", metavar="LIST", help="GPU alternatives instead of the task's, e.g. T4,L4,A100:8")
     market = p.add_mutually_exclusive_group()
@@ -111,13 +114,6 @@ def register(sub) -> None:
 
 def _check(args) -> int:
     """--check-metrics: what a probe would read from the job, found by running it here briefly."""
-    import sys
-
-    from analysis.bench.run import load_task
-    from analysis.output import emit_json
-    from payload import exitcodes
-    from payload.workloads.check import check_metrics
-
     task = load_task(args.task)
     print(f"running {task.name} here for up to 30 s to read its progress ...", file=sys.stderr, flush=True)
     doc = check_metrics(task)
@@ -135,16 +131,13 @@ def _check(args) -> int:
     else:
         print(f"not readable: {doc['error']}")
         print("last lines of its output:")
-        for line in doc.get("last_lines", []):
-            print(f"  {line}")
+        for last in doc.get("last_lines", []):
+            print(f"  {last}")
     return exitcodes.OK if doc["readable"] else exitcodes.FAILED
 
 
 def _hosts(text: str | None, stacks_dir=None) -> list[str]:
     """The SSH host stacks named, globs (e.g. 'ssh-lab-*') expanded over the SSH stack files."""
-    from infra.conventions import GLOB_CHARS, expand_stacks
-    from infra.stacks import STACKS_DIR, ssh_stack_names
-
     names = [h.strip() for h in (text or "").split(",") if h.strip()]
     if not any(GLOB_CHARS & set(n) for n in names):
         return names  # plain names: bench checks them itself, with its own message
@@ -155,9 +148,6 @@ def _hosts(text: str | None, stacks_dir=None) -> list[str]:
 def _print_answer(doc: dict) -> None:
     """The answer as a table: money and times through the one formatter each, so a cost never reads
     $0.00 beside the sentence's USD 0.0034."""
-    from analysis.bench.judge import line
-    from analysis.output import USD_SIGN, print_table
-    from analysis.report.answer import duration
 
     def num(v, fmt):
         return None if v is None else fmt.format(v)
@@ -184,9 +174,6 @@ def _print_answer(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from analysis.bench.run import bench
-    from analysis.output import emit_json
-
     if args.check_metrics:
         return _check(args)
     outcome = bench(

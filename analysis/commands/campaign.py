@@ -6,8 +6,4 @@ analysis.campaign.commands.up and run check them first."""
 
 from __future__ import annotations
 
-
-def register(sub) -> None:
-    from analysis.campaign.cli import register as register_campaign
-
-    register_campaign(sub)
+from analysis.campaign.cli import register  # noqa: F401  (the command's parser and functions live there)

@@ -24,32 +24,25 @@ Offline commands (offers, cost, plan, stacks) need none of this and always work.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from analysis.commands import add_command
 from analysis.output import emit_json, print_table
+from analysis.readiness import EXTRAS, account_checks, pulumi_login_check, readiness_checks, verdict
+from infra import clouds
+from infra.conventions import UsageError, check_choice
 from payload import exitcodes
 
-
-def _choices() -> list[str]:
-    from analysis.readiness import EXTRAS
-    from infra import clouds
-
-    return [*clouds.NAMES, *EXTRAS]
+CHOICES = [*clouds.NAMES, *EXTRAS]
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "check",
-        help="check the Pulumi CLI, credentials, extras and buckets for what you want to do (read-only)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "check", description=__doc__)
     p.add_argument(
         "what",
         nargs="*",
         metavar="CLOUD|EXTRA",
-        help=f"what to be ready for: {', '.join(_choices())} (default: any one cloud)",
+        help=f"what to be ready for: {', '.join(CHOICES)} (default: any one cloud)",
     )
     p.add_argument(
         "--results",
@@ -76,11 +69,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from analysis.readiness import account_checks, pulumi_login_check, readiness_checks, verdict
-    from infra import clouds
-    from infra.conventions import UsageError, check_choice
-
-    asked = [check_choice("check", w, _choices(), f"Choose from {', '.join(_choices())}.") for w in args.what]
+    asked = [check_choice("check", w, CHOICES, f"Choose from {', '.join(CHOICES)}.") for w in args.what]
     checks = readiness_checks(args.results)
     asked_clouds = [w for w in asked if clouds.is_cloud(w) and not args.offline]
     if args.stack and (args.offline or not any(clouds.is_cloud(w) for w in asked)):

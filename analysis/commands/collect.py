@@ -4,12 +4,14 @@ into a priced table (Parquet + CSV), incrementally and in parallel."""
 from __future__ import annotations
 
 import argparse
+import sys
 
+from analysis.commands import add_command, check_results_locations
 from analysis.output import emit_json
-from infra.conventions import add_table_argument
+from analysis.progress import stderr_is_terminal
+from infra.conventions import UsageError, add_table_argument, results_locations, table_location
 from payload import exitcodes
 
-HELP = "collect run results from buckets into the results table"
 EPILOG = """\
 examples:
   gpubench collect                                   # $GPUBENCH_RESULTS (else ./results) -> ./table
@@ -42,20 +44,9 @@ says what and how to recover: docs/troubleshooting.md);
 opened; 5 --strict and some files were set aside.
 """
 
-OUT_REFUSED = (
-    "collect writes the results table, which is --table everywhere: use `--table {value}` "
-    "(--out is only for what a person opens, e.g. `gpubench report --out DIR`)"
-)
-
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "collect",
-        help=HELP,
-        description=HELP + ".",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "collect", epilog=EPILOG)
     p.add_argument(
         "--results",
         action="append",
@@ -108,28 +99,23 @@ def register(sub) -> None:
 def _exit_code(outcome, strict: bool) -> int:
     """Incomplete beats set-aside files (--strict); a failed teardown is next; a missing Pulumi CLI last."""
     summary, teardown = outcome.summary, outcome.teardown
-    code = exitcodes.OK
     if summary.incomplete:
-        code = exitcodes.FAILED
-    elif strict and summary.skipped:
-        code = exitcodes.INVALID
-    if teardown is not None and teardown.failed:
-        code = code or exitcodes.FAILED
-    if teardown is not None and teardown.error:
-        code = code or (exitcodes.MISSING if teardown.missing_pulumi else exitcodes.FAILED)
-    return code
+        return exitcodes.FAILED
+    if strict and summary.skipped:
+        return exitcodes.INVALID
+    if teardown is None or not (teardown.failed or teardown.error):
+        return exitcodes.OK
+    return exitcodes.MISSING if teardown.missing_pulumi and not teardown.failed else exitcodes.FAILED
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.cli import check_results_locations
-    from analysis.collect.run import collect_results
-    from analysis.progress import stderr_is_terminal
-    from infra.conventions import UsageError, results_locations, table_location
+    from analysis.collect.run import collect_results  # heavy: pyarrow (the analysis extra); --help, completion
 
     if args.out is not None:
-        raise UsageError(OUT_REFUSED.format(value=args.out))
+        raise UsageError(
+            f"collect writes the results table, which is --table everywhere: use `--table {args.out}` "
+            "(--out is only for what a person opens, e.g. `gpubench report --out DIR`)"
+        )
     sources = results_locations(args.results, default="results")
     check_results_locations(sources, "--results" if args.results else "$GPUBENCH_RESULTS")
     outcome = collect_results(

@@ -11,26 +11,19 @@ The same script comes from argcomplete's own `register-python-argcomplete gpuben
 
 from __future__ import annotations
 
-import argparse
-
-HELP = "print the shell completion script (bash, zsh or fish): commands, options, stack names"
+from analysis.commands import add_command
+from analysis.shell_completion import SHELLS, script
+from payload import exitcodes
+from payload.extras import installed
 
 
 def register(sub) -> None:
-    from analysis.shell_completion import SHELLS
-
-    p = sub.add_parser(
-        "completion", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "completion", description=__doc__)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from analysis.shell_completion import script
-    from payload import exitcodes
-    from payload.extras import installed
-
     if not installed("argcomplete"):
         raise exitcodes.GpubenchError(
             "shell completion needs argcomplete: `pip install argcomplete`", exit_code=exitcodes.MISSING

@@ -3,11 +3,17 @@ billing rule applied and every price's source and date shown."""
 
 from __future__ import annotations
 
-from analysis.output import emit_json, fmt_usd, parse_date
-from analysis.price import age as price_age
-from infra.conventions import UsageError
+import sys
 
-HELP = "price a duration on one offering under its billing rule, or a recurring run by the month"
+from analysis.commands import add_command
+from analysis.output import emit_json, fmt_usd, parse_date, print_table, usd_amount
+from analysis.price import age as price_age
+from analysis.price.billed import _hours, cost_of
+from analysis.price.monthly import monthly_bill, sweeper_bill
+from infra.conventions import UsageError
+from infra.stacks import offering_of
+from infra.sweep_targets import check_cloud
+
 EPILOG = """\
 examples:
   gpubench cost aws/p3.8xlarge --hours 2
@@ -31,11 +37,7 @@ your own offerings, prices and billing rules: catalog directories in $GPUBENCH_C
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "cost", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "cost", epilog=EPILOG)
     p.add_argument(
         "offering",
         nargs="?",
@@ -102,15 +104,28 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run_sweeper(args) -> int:
-    from analysis.output import usd_amount
-    from analysis.price.monthly import sweeper_bill
-    from infra.sweep_targets import check_cloud
+def run(args) -> int:
+    price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
+    if args.sweeper is not None:
+        bill, show = _sweeper_bill(args), _print_sweeper
+    elif not args.offering:
+        raise UsageError("give an OFFERING or STACK (or --sweeper CLOUD)")
+    elif args.every is not None:
+        bill, show = _monthly_bill(args), _print_monthly
+    else:
+        bill, show = _cost(args), _print_cost
+    if args.json:
+        emit_json(bill.to_dict())
+    else:
+        show(bill)
+    return 0
 
+
+def _sweeper_bill(args):
     args.sweeper = check_cloud("--sweeper", args.sweeper)  # a typo is named before any price is read
     if args.offering or args.every is None:
         raise UsageError("--sweeper CLOUD takes --every EXPR and no offering")
-    bill = sweeper_bill(
+    return sweeper_bill(
         args.sweeper,
         args.every,
         seconds=args.function_seconds,
@@ -118,29 +133,11 @@ def run_sweeper(args) -> int:
         vcpus=args.function_vcpus,
         as_of=args.as_of,
     )
-    if args.json:
-        emit_json(bill.to_dict())
-        return 0
-    print(f"{bill.provider} sweeper  every {bill.schedule!r}, {bill.seconds_per_run:g} s per run")
-    print(f"  runs:     {bill.runs_per_month:g} per month")
-    print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
-    for line in bill.lines:
-        print(f"  {line.item:<10} {line.quantity}  {line.unit_price}  ${usd_amount(line.usd)}")
-    print(f"  total:    ${usd_amount(bill.total_usd)}/month at list prices")
-    print(f"            ${usd_amount(bill.total_after_free_tier_usd)}/month if the account's free tiers are unused")
-    for line in bill.lines:
-        print(f"  source ({line.item}): {line.source}")
-    return 0
 
 
-def run_recurring(args) -> int:
-    from analysis.output import usd_amount
-    from analysis.price.monthly import monthly_bill
-
+def _monthly_bill(args):
     if args.minutes_up is None:
         raise UsageError("--every needs --minutes-up MIN (how long each run's instance is up)")
-    from infra.stacks import offering_of
-
     offering, stack_market = offering_of(args.offering)
     bill = monthly_bill(
         offering,
@@ -161,17 +158,49 @@ def run_recurring(args) -> int:
     )
     if args.hourly_usd is None:
         price_age.report([bill.prices_as_of], args.max_price_age, args.as_of)
-    if args.json:
-        emit_json(bill.to_dict())
-        return 0
+    return bill
+
+
+def _cost(args):
+    recurring_only = ("minutes_up", "billing_as_of", "function_every")
+    if any(getattr(args, name) is not None for name in recurring_only):
+        raise UsageError("--minutes-up, --billing-as-of and --function-every go with --every, not --hours")
+    hours = _hours(args.hours)
+    offering, stack_market = offering_of(args.offering)
+    result = cost_of(
+        offering,
+        hours * 3600.0,
+        market=args.market or stack_market or "on-demand",
+        as_of=args.as_of,
+        days_per_month=args.days_per_month,
+        hourly_usd=args.hourly_usd,
+    )
+    for note in result.warnings:
+        print(f"warning: {note}", file=sys.stderr)
+    if args.hourly_usd is None and not result.onprem:
+        price_age.report([result.as_of], args.max_price_age, args.as_of)
+    return result
+
+
+def _print_sweeper(bill) -> None:
+    print(f"{bill.provider} sweeper  every {bill.schedule!r}, {bill.seconds_per_run:g} s per run")
+    print(f"  runs:     {bill.runs_per_month:g} per month")
+    print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
+    for line in bill.lines:
+        print(f"  {line.item:<10} {line.quantity}  {line.unit_price}  ${usd_amount(line.usd)}")
+    print(f"  total:    ${usd_amount(bill.total_usd)}/month at list prices")
+    print(f"            ${usd_amount(bill.total_after_free_tier_usd)}/month if the account's free tiers are unused")
+    for line in bill.lines:
+        print(f"  source ({line.item}): {line.source}")
+
+
+def _print_monthly(bill) -> None:
     print(f"{bill.offering}  {bill.market}  every {bill.schedule!r}, {bill.minutes_up:g} min up each run")
     print(f"  runs:     {bill.runs_per_month:g} per month (month of {bill.hours_per_month:g} h)")
     print(f"  billing:  {bill.billing} (rule in force on {bill.billing_as_of})")
     print(f"  prices:   {bill.prices}, as of {bill.prices_as_of}")
     if bill.prices_note:
         print(f"            note: {bill.prices_note}")
-    from analysis.output import print_table
-
     print()
     print_table(
         ((line.item, line.quantity, line.unit_price, "$" + usd_amount(line.usd)) for line in bill.lines),
@@ -188,43 +217,9 @@ def run_recurring(args) -> int:
         )
     for line in bill.lines:
         print(f"  source ({line.item}): {line.source}")
-    return 0
 
 
-def run(args) -> int:
-    import sys
-
-    from analysis.price.billed import _hours, cost_of
-
-    price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
-    if args.sweeper is not None:
-        return run_sweeper(args)
-    if not args.offering:
-        raise UsageError("give an OFFERING or STACK (or --sweeper CLOUD)")
-    if args.every is not None:
-        return run_recurring(args)
-    recurring_only = ("minutes_up", "billing_as_of", "function_every")
-    if any(getattr(args, name) is not None for name in recurring_only):
-        raise UsageError("--minutes-up, --billing-as-of and --function-every go with --every, not --hours")
-    hours = _hours(args.hours)
-    from infra.stacks import offering_of
-
-    offering, stack_market = offering_of(args.offering)
-    result = cost_of(
-        offering,
-        hours * 3600.0,
-        market=args.market or stack_market or "on-demand",
-        as_of=args.as_of,
-        days_per_month=args.days_per_month,
-        hourly_usd=args.hourly_usd,
-    )
-    for note in result.warnings:
-        print(f"warning: {note}", file=sys.stderr)
-    if args.hourly_usd is None and not result.onprem:
-        price_age.report([result.as_of], args.max_price_age, args.as_of)
-    if args.json:
-        emit_json(result.to_dict())
-        return 0
+def _print_cost(result) -> None:
     print(f"{result.offering}  {result.market}  price as of {result.as_of}")
     print(f"  price:    {fmt_usd(result.hourly_usd)}/h  ({result.price_source})")
     for c in result.components:
@@ -242,4 +237,3 @@ def run(args) -> int:
     print(f"  cost:     {fmt_usd(result.cost_usd, 2)}")
     if result.setup_fee_usd:
         print(f"  plus a one-off setup fee of {fmt_usd(result.setup_fee_usd, 2)}")
-    return 0

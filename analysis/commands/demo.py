@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import sys
 
-from infra.conventions import add_table_argument
+from analysis.commands import add_command
+from analysis.demo import run_demo
+from analysis.progress import Progress
+from infra.conventions import add_table_argument, table_location
 
-HELP = "run a short suite on this machine (local/this-machine), collect it and write the report"
 EPILOG = """\
 examples:
   gpubench demo                          # ./results -> ./table -> ./report/index.html, minutes on 2 cores
@@ -25,11 +27,7 @@ the demo never writes to a cloud bucket unless you name one).
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "demo", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "demo", epilog=EPILOG)
     p.add_argument(
         "--results",
         default="results",
@@ -58,8 +56,6 @@ class StepProgress:
     STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
 
     def __init__(self, out=None, bar_stream=None):
-        from analysis.progress import Progress
-
         self.out = out or sys.stdout
         self.bar = Progress(None, "demo", unit="benchmark", stream=bar_stream)
         self.pending = ""
@@ -92,9 +88,6 @@ class StepProgress:
 
 
 def run(args) -> int:
-    from analysis.demo import run_demo
-    from infra.conventions import table_location
-
     stream = StepProgress()
     try:
         return run_demo(

@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
-HELP = "print the newest run's log tail (runs/<stack>/<run-id>/log-tail.txt) from the bucket; --follow polls it"
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from analysis.bench.live import follow_log, latest_log, runs_of
+from analysis.bench.record import BenchRecord, bench_dirs
+from analysis.bench.run import RESULTS_ENV
+from analysis.commands import add_command, check_results_locations
+from analysis.output import poll_problem, terminal_text
+from analysis.stack_done import CLOCK_SKEW
+from infra.config import MAX_HOURS_LIMIT
+from infra.conventions import UsageError
+from payload import exitcodes
+from payload.storage import open_store
+from payload.timestamps import parse_time, utcnow
+
 EPILOG = """\
 examples:
   gpubench logs aws-g4dn-1x-b3f2a --results s3://my-results
@@ -17,12 +33,7 @@ longest any stack may live after the run's last upload). --poll is 1 second to a
 
 
 def register(sub) -> None:
-    import argparse
-    from pathlib import Path
-
-    p = sub.add_parser(
-        "logs", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "logs", epilog=EPILOG)
     p.add_argument("stack", metavar="STACK", help="the stack (a probe's name as `gpubench status` shows it)")
     p.add_argument("--results", metavar="URL", help="the bucket (default: the bench's, else $GPUBENCH_RESULTS)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the run ends")
@@ -48,8 +59,6 @@ def register(sub) -> None:
 
 def _bench_entry(args) -> tuple[str | None, dict]:
     """(the bucket, the probe's entry) from the newest bench record naming the stack, else (None, {})."""
-    from analysis.bench.record import BenchRecord, bench_dirs
-
     for directory in reversed(bench_dirs(args.project_dir)):
         try:
             record = BenchRecord.load(directory)
@@ -62,12 +71,6 @@ def _bench_entry(args) -> tuple[str | None, dict]:
 
 
 def _results(args, recorded: str | None) -> str:
-    import os
-
-    from analysis.bench.run import RESULTS_ENV
-    from analysis.cli import check_results_locations
-    from infra.conventions import UsageError
-
     for url, given_by in (
         (args.results, "--results"),
         (recorded, "the bench record"),
@@ -84,13 +87,6 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
     else until the latest any stack may live after the run's newest upload; 0 for a probe its bench ended.
 
     A run that died without a result never writes one: its deadline is when following it is over."""
-    from datetime import timedelta
-
-    from analysis.bench.live import runs_of
-    from analysis.stack_done import CLOCK_SKEW
-    from infra.config import MAX_HOURS_LIMIT
-    from payload.timestamps import parse_time, utcnow
-
     now = utcnow()
     if (entry.get("teardown") or {}).get("action") in ("destroyed", "ended"):
         return 0.0
@@ -102,15 +98,6 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.bench.live import follow_log, latest_log
-    from analysis.output import poll_problem, terminal_text
-    from infra.config import MAX_HOURS_LIMIT
-    from infra.conventions import UsageError
-    from payload import exitcodes
-    from payload.storage import open_store
-
     if poll_problem(args.poll):
         raise UsageError(poll_problem(args.poll))
     if args.wait is not None and not 0.0 <= args.wait <= MAX_HOURS_LIMIT * 60:  # NaN too

@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.offerings import SORTS, age_key, order, parse_gpu, price_key, select  # noqa: F401  (the filters, re-exported)
+from analysis.commands import COMMANDS, add_command
+from analysis.offerings import SORTS, age_key, price_key, search_offers
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from analysis.price import age as price_age
+from analysis.price.snapshot import live_catalog
+from infra.catalog import load_catalog
 from payload import exitcodes
 
-HELP = "find offerings by GPU, count, market, region and price (catalog data, no cloud call)"
 EPILOG = """examples:
   gpubench offers --gpu T4:1                 one T4, cheapest first
   gpubench offers --gpu V100 --spot --max-price 3
@@ -56,14 +58,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
-    p = sub.add_parser("offers", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=fmt)
+    p = add_command(sub, "offers", epilog=EPILOG)
     add_arguments(p)
     p.set_defaults(func=run)
-    alias = sub.add_parser(
-        "offerings", description=HELP + " (the old name of `offers`).", epilog=EPILOG, formatter_class=fmt
-    )
-    add_arguments(alias)  # no help=: not listed in `gpubench --help`
+    alias = add_command(sub, "offerings", f"{COMMANDS['offers']} (the old name of `offers`).", EPILOG)
+    add_arguments(alias)  # not listed in `gpubench --help`
     alias.set_defaults(func=run_alias)
 
 
@@ -73,29 +72,15 @@ def run_alias(args) -> int:
     return run(args)
 
 
-def _catalog(live: bool):
-    """The catalog, or with --live the catalog priced only by refreshed snapshots (None if there are none)."""
-    from infra.catalog import load_catalog
-
-    catalog = load_catalog()
-    if not live:
-        return catalog
-    from analysis.price.snapshot import live_catalog
-
-    return live_catalog(catalog)
-
-
 def run(args) -> int:
     days = price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read
-    catalog = _catalog(args.live)
+    catalog = live_catalog(load_catalog()) if args.live else load_catalog()  # live: None without a snapshot
     if catalog is None:
         raise exitcodes.GpubenchError(
             "no refreshed price snapshot yet; run `gpubench prices refresh` "
             "(needs AWS/GCP credentials, see `gpubench prices --help`), or drop --live",
             exit_code=exitcodes.MISSING,
         )
-    from analysis.offerings import search_offers
-
     offers = search_offers(
         catalog,
         gpu=args.gpu,

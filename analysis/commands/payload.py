@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from analysis.commands import add_command
+from infra.catalog import load_catalog
+
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "payload", help="run, list or flush benchmarks here (the same as `python -m payload`)", add_help=False
-    )
+    p = add_command(sub, "payload", add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=run)
 
@@ -29,12 +30,10 @@ def offering_given(rest: list[str]) -> str | None:
 
 
 def run(args) -> int:
-    from payload.cli import main
+    from payload.cli import main  # heavy: numpy (the payload's extras); --help and completion import this module
 
     rest = list(args.rest)
     offering = offering_given(rest) if rest[:1] == ["run"] else None
     if offering is not None:
-        from infra.catalog import load_catalog
-
         load_catalog().get(offering)  # UnknownOffering names the id and the closest ones
     return main(rest or ["--help"])

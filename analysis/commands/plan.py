@@ -17,10 +17,11 @@ examples:
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from analysis.commands import add_command
 from analysis.output import emit_json, print_table
+from analysis.planning import plan_stacks
 from analysis.price import age as price_age
 from infra.conventions import (
     UsageError,
@@ -31,14 +32,13 @@ from infra.conventions import (
     stacks_of,
     table_location,
 )
+from infra.stacks import stack_names
 from payload import exitcodes
 from payload.money import usd_amount
 
-HELP = "show what each stack launches and the most it can cost (offline; user-data with -v)"
-
 
 def register(sub) -> None:
-    p = sub.add_parser("plan", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "plan", description=__doc__)
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every cloud stack in stacks/")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each stack's rendered user-data")
@@ -49,9 +49,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from analysis.planning import plan_stacks
-    from infra.stacks import stack_names
-
     names = stack_names() if args.all else expand_stacks(stacks_of(args), known_stacks())
     if not names:
         raise UsageError("name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all")

@@ -3,7 +3,14 @@ the ones you did. A thin adapter over analysis.predict.predict.predict."""
 
 from __future__ import annotations
 
-HELP = "predict throughput, whole-job time and cost on GPUs you did not measure, from rates you did"
+from analysis.bench.run import load_task
+from analysis.commands import add_command
+from analysis.output import USD_SIGN, emit_json, print_table
+from analysis.predict.model import ANY_FAMILY, PRECISIONS
+from analysis.predict.predict import predict
+from analysis.report.answer import duration
+from payload import exitcodes
+
 DESCRIPTION = """\
 From the throughput your job reached on one or more GPUs (a bench probe, a full run,
 or a figure you trust), predicts its throughput on every other candidate of the task
@@ -36,17 +43,7 @@ twice with different rates), nothing predicted.
 
 
 def register(sub) -> None:
-    import argparse
-
-    from analysis.predict.model import ANY_FAMILY, PRECISIONS
-
-    p = sub.add_parser(
-        "predict",
-        help=HELP,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "predict", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
     p.add_argument(
         "--measured",
@@ -80,36 +77,23 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _num(value, fmt: str):
-    return None if value is None else fmt.format(value)
+def _span(r: dict, key: str, show) -> str | None:
+    """`value (low..high)`, the value alone when its interval is a point; None without a value."""
+    value, low, high = r.get(key), r.get(f"{key}_low"), r.get(f"{key}_high")
+    if value is None or low == high:
+        return None if value is None else show(value)
+    return f"{show(value)} ({'-' if low is None else show(low)}..{'unbounded' if high is None else show(high)})"
 
 
 def _print(doc: dict) -> None:
-    from analysis.output import USD_SIGN, print_table
-    from analysis.report.answer import duration
-
-    def span(r, key, fmt):
-        low, high = r.get(f"{key}_low"), r.get(f"{key}_high")
-        if r.get(key) is None or low == high:
-            return _num(r.get(key), fmt)
-        return f"{fmt.format(r[key])} ({_num(low, fmt) or '-'}..{_num(high, fmt) or 'unbounded'})"
-
-    def hours(r):
-        if r.get("est_hours") is None:
-            return None
-        high = duration(r["est_hours_high"]) if r.get("est_hours_high") is not None else "unbounded"
-        if r["est_hours_low"] == r.get("est_hours_high"):
-            return duration(r["est_hours"])
-        return f"{duration(r['est_hours'])} ({duration(r['est_hours_low'])}..{high})"
-
     rows = (
         (
             r["offering"],
             f"{r['gpu_count']}x {r['gpu']}",
             r["basis"],
-            span(r, "samples_per_second", "{:,.1f}"),
-            hours(r),
-            span(r, "est_usd", USD_SIGN),
+            _span(r, "samples_per_second", "{:,.1f}".format),
+            _span(r, "est_hours", duration),
+            _span(r, "est_usd", USD_SIGN.format),
             r.get("reason"),
         )
         for r in doc["candidates"]
@@ -133,11 +117,6 @@ def _print(doc: dict) -> None:
 
 
 def run(args) -> int:
-    from analysis.bench.run import load_task
-    from analysis.output import emit_json
-    from analysis.predict.predict import predict
-    from payload import exitcodes
-
     doc = predict(
         load_task(args.task),
         args.measured,

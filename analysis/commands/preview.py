@@ -8,15 +8,26 @@ examples:
 
 from __future__ import annotations
 
-import argparse
-
-from infra.conventions import add_stack_arguments, add_table_argument, stacks_of
-
-HELP = "render stacks' resources offline (names or globs; needs the infra extra, no CLI)"
+from analysis.commands import add_command
+from analysis.price.estimate import measured_runs_of
+from infra.catalog import load_catalog
+from infra.conventions import (
+    GLOB_CHARS,
+    UsageError,
+    add_stack_arguments,
+    add_table_argument,
+    expand_stacks,
+    known_stacks,
+    stacks_of,
+    table_location,
+)
+from infra.stacks import stack_names
+from payload import exitcodes
+from payload.extras import require
 
 
 def register(sub) -> None:
-    p = sub.add_parser("preview", help=HELP, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "preview", description=__doc__)
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every stack in stacks/")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -27,9 +38,6 @@ def register(sub) -> None:
 
 def selected(args) -> tuple[list[str], bool]:
     """The stacks to render and whether the answer is one stack (one name, no glob, no --all)."""
-    from infra.conventions import GLOB_CHARS, UsageError, expand_stacks, known_stacks
-    from infra.stacks import stack_names
-
     patterns = stacks_of(args)
     if args.all == bool(patterns):
         raise UsageError("preview needs stack names (or globs) or --all, not both and not neither")
@@ -40,15 +48,9 @@ def selected(args) -> tuple[list[str], bool]:
 
 
 def run(args) -> int:
-    from analysis.price.estimate import measured_runs_of
-    from infra.catalog import load_catalog
-    from infra.conventions import table_location
-    from payload import exitcodes
-    from payload.extras import require
-
     names, single = selected(args)
     require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")
-    from infra import preview
+    from infra import preview  # heavy: Pulumi (the infra extra), after the check that names it
 
     measured = measured_runs_of(table_location(args.table), names)
     text = preview.run(

@@ -4,9 +4,15 @@ providers' price APIs (`refresh`) and list the snapshots it prices from
 
 from __future__ import annotations
 
-from analysis.price.refresh import PROVIDERS  # the --provider choices
+import argparse
+import sys
 
-HELP = "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots"
+from analysis.commands import add_command
+from analysis.output import emit_json, fmt_usd, print_table
+from analysis.price.refresh import PROVIDERS, refresh_prices
+from analysis.price.snapshot import list_snapshots
+from infra.catalog import load_catalog
+
 EPILOG = """\
 examples:
   gpubench prices refresh                       # AWS us-east-1 and GCP us-central1
@@ -37,11 +43,7 @@ exit codes (with both providers, the highest):
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "prices", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "prices", epilog=EPILOG)
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     r = verbs.add_parser(
         "refresh",
@@ -66,10 +68,6 @@ def register(sub) -> None:
 
 
 def _print_result(res) -> None:
-    import sys
-
-    from analysis.output import fmt_usd, print_table
-
     for w in res.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if res.error:
@@ -99,9 +97,6 @@ def _print_result(res) -> None:
 
 
 def run_refresh(args, clients=None, now=None) -> int:
-    from analysis.output import emit_json
-    from analysis.price.refresh import refresh_prices
-
     results = refresh_prices(args.provider, args.region, out=args.out, dry_run=args.dry_run, clients=clients, now=now)
     code = max(r.exit_code for r in results)
     if args.json:
@@ -113,10 +108,6 @@ def run_refresh(args, clients=None, now=None) -> int:
 
 
 def run_list(args) -> int:
-    from analysis.output import emit_json, print_table
-    from analysis.price.snapshot import list_snapshots
-    from infra.catalog import load_catalog
-
     rows = list_snapshots(load_catalog())
     if args.json:
         emit_json(rows)

@@ -3,11 +3,13 @@ from the results table `collect` wrote (--table) into --out."""
 
 from __future__ import annotations
 
+import sys
+
+from analysis.commands import add_command
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
 from infra.conventions import UsageError, add_table_argument, table_location
 
-HELP = "write DIR/index.html (self-contained, plots embedded) and print a summary"
 EPILOG = """\
 examples:
   gpubench report                                  # ./table -> ./report/index.html
@@ -18,11 +20,7 @@ examples:
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "report", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "report", epilog=EPILOG)
     add_table_argument(p)
     p.add_argument(
         "--out", default="report", metavar="DIR", help="where index.html and summary.csv go (default: ./report)"
@@ -66,9 +64,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    import sys
-
-    from analysis.report.build import check_options, write_report
+    from analysis.report.build import check_options, write_report  # heavy: pandas (the analysis extra)
 
     problem = check_options(args.deadline_hours, args.budget_usd)
     if problem:

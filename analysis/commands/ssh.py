@@ -2,8 +2,4 @@
 
 from __future__ import annotations
 
-
-def register(sub) -> None:
-    from infra.ssh.cli import register as register_ssh
-
-    register_ssh(sub)
+from infra.ssh.cli import register  # noqa: F401  (`python -m infra ssh` registers the same parser)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-HELP = "list live bench probes (state, age, cloud-side deadline, cost so far) from their records and the bucket"
+import shutil
+from pathlib import Path
+
+from analysis.bench.live import REFUSED, probe_status, status_table
+from analysis.campaign.cli import unreachable
+from analysis.commands import add_command
+from analysis.observe import UNREACHABLE
+from analysis.output import emit_json
+from infra.workspace import pulumi_backend
+from payload import exitcodes
+
 EPILOG = """\
 examples:
   gpubench status                 # probes still running (not destroyed or ended)
@@ -22,35 +32,17 @@ are listed, and the exit status is 5.
 
 
 def register(sub) -> None:
-    import argparse
-    from pathlib import Path
-
-    p = sub.add_parser(
-        "status", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "status", epilog=EPILOG)
     p.add_argument("--all", action="store_true", help="include probes that were destroyed or ended")
     p.add_argument("--project-dir", type=Path, metavar="DIR", help="read the benches under DIR/.gpubench/bench/ only")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=run)
 
 
-def _backend():
-    """The Pulumi backend when its CLI is installed (resource counts), else None (the bucket still answers)."""
-    import shutil
-
-    from infra.workspace import pulumi_backend
-
-    return pulumi_backend if shutil.which("pulumi") else None
-
-
-def run(args, backend=None) -> int:
-    from analysis.bench.live import REFUSED, probe_status, status_table
-    from analysis.campaign.cli import unreachable
-    from analysis.observe import UNREACHABLE
-    from analysis.output import emit_json
-    from payload import exitcodes
-
-    rows = probe_status(args.project_dir, include_ended=args.all, backend=backend or _backend())
+def run(args) -> int:
+    # resource counts when the Pulumi CLI is installed; without it the bucket still answers
+    backend = pulumi_backend if shutil.which("pulumi") else None
+    rows = probe_status(args.project_dir, include_ended=args.all, backend=backend)
     if args.json:
         emit_json(rows)
     elif rows:

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-HELP = "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)"
+import sys
+from collections import Counter
+
+from analysis.commands import add_command, print_tally
+from analysis.output import emit_json, planned_then_run, print_table
+from analysis.sweep import sweeper
+from infra import clouds
+from infra.conventions import UsageError
+from infra.tags import BadDeadline, parse_now
+
 EPILOG = """\
 examples:
   gpubench sweep --provider aws --dry-run
@@ -26,13 +35,7 @@ schedules/ run this command; see schedules/README.md for the permissions.
 
 
 def register(sub) -> None:
-    import argparse
-
-    from infra import clouds
-
-    p = sub.add_parser(
-        "sweep", help=HELP, description=HELP + ".", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = add_command(sub, "sweep", epilog=EPILOG)
     p.add_argument("--provider", required=True, choices=clouds.NAMES, help="which cloud to sweep")
     p.add_argument(
         "--region",
@@ -54,38 +57,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def report(actions, dry_run: bool) -> None:
-    from analysis.output import print_table
-
-    print_table(
-        ((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
-        ("region", "kind", "id", "stack", "expires-at", "action", "why"),
-    )
-    counts: dict[str, int] = {}
-    for a in actions:
-        counts[a.action] = counts.get(a.action, 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing tagged by gpubench found"
-    print(f"\n{summary}{' (dry run: nothing changed)' if dry_run else ''}")
-
-
-def run(args, **sweep_kw) -> int:
-    import sys
-
-    from analysis.output import emit_json
-    from analysis.sweep import sweeper
-    from infra.conventions import UsageError
-    from infra.tags import BadDeadline, parse_now
-
+def run(args) -> int:
     try:
         now = parse_now(args.now)
     except BadDeadline:
         raise UsageError(f"--now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z") from None
-    kw = dict(sweep_kw)
-    if args.project:
-        kw["project"] = args.project  # a cloud without projects refuses it with a clear error
+    kw = {"project": args.project} if args.project else {}  # a cloud without projects refuses it clearly
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    from analysis.output import planned_then_run
-
     sweep = sweeper(args.provider)
     actions = planned_then_run(
         lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
@@ -98,20 +76,21 @@ def run(args, **sweep_kw) -> int:
     )
     ok = all(a.ok for a in actions)
     if args.json:
-        counts: dict[str, int] = {}
-        for a in actions:
-            counts[a.action] = counts.get(a.action, 0) + 1
         emit_json(
             {
                 "provider": args.provider,
                 "now": now.isoformat(),
                 "dry_run": args.dry_run,
                 "regions": sorted({a.region for a in actions}) if not args.region else args.region,
-                "counts": counts,
+                "counts": dict(Counter(a.action for a in actions)),
                 "actions": [a.to_dict() for a in actions],
                 "ok": ok,
             }
         )
     else:
-        report(actions, args.dry_run)
+        print_table(
+            ((a.region, a.kind, a.id, a.stack, a.expires_at, a.action, a.error or a.reason) for a in actions),
+            ("region", "kind", "id", "stack", "expires-at", "action", "why"),
+        )
+        print_tally(actions, "nothing tagged by gpubench found", args.dry_run and "nothing changed")
     return 0 if ok else 1

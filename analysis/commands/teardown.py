@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-HELP = "destroy benchmark stacks (named, --completed, --expired) through Pulumi; never the results stacks"
+from analysis.bench.record import BenchRecord, bench_dirs
+from analysis.commands import add_command, print_tally
+from analysis.output import emit_json, planned_then_run, print_table
+from analysis.teardown import teardown
+from infra.clouds import RESULTS_STACKS
+from infra.conventions import expand_stacks, known_stacks
+from infra.tags import parse_now
+from payload.timestamps import iso
+
 EPILOG = """\
 examples:
   gpubench teardown aws-p3-8x gcp-v100-1x-spot
@@ -22,15 +30,7 @@ Needs the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh
 
 
 def register(sub) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "teardown",
-        help=HELP,
-        description=HELP + ".",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "teardown", epilog=EPILOG)
     p.add_argument(
         "stacks",
         nargs="*",
@@ -63,27 +63,11 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def report(outcomes, dry_run: bool) -> None:
-    from analysis.output import print_table
-
-    print_table(
-        ((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
-        ("stack", "outcome", "why", "error"),
-    )
-    counts: dict[str, int] = {}
-    for o in outcomes:
-        counts[o.action] = counts.get(o.action, 0) + 1
-    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no stacks"
-    print(f"\n{summary}{' (dry run: nothing destroyed)' if dry_run else ''}")
-
-
 def bench_probes(project_dir: str | None) -> dict[str, Path]:
     """Cloud probe stack -> its bench workspace (the Pulumi project it was launched from), newest bench last.
 
     `gpubench bench` launches its probes from its own workspace, not from the project's stacks/, so the
     command it prints after Ctrl-C (`gpubench teardown <probe>`) finds them here."""
-    from analysis.bench.record import BenchRecord, bench_dirs
-
     found: dict[str, Path] = {}
     for directory in bench_dirs(Path(project_dir) if project_dir else None):
         try:
@@ -101,9 +85,6 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
     Results stacks and bucket URLs pass through, for teardown to refuse with its own reason; a
     checkout whose stacks/ holds no stack file has nothing to check against. A stack whose file is
     gone is still covered by `teardown` with no name (every stack in the backend). None: no name given."""
-    from infra.clouds import RESULTS_STACKS
-    from infra.conventions import expand_stacks, known_stacks
-
     if not names:
         return None
     folder = Path(project_dir) / "stacks" if project_dir else None
@@ -121,9 +102,6 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
 
 def _record_destroyed(outcomes, bench_dir: Path) -> None:
     """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
-    from analysis.bench.record import BenchRecord
-    from payload.timestamps import iso
-
     destroyed = [o.stack for o in outcomes if o.action == "destroyed"]
     if destroyed:
         record = BenchRecord.load(bench_dir)
@@ -131,12 +109,7 @@ def _record_destroyed(outcomes, bench_dir: Path) -> None:
             record.update(name, teardown={"action": "destroyed", "at": iso()})
 
 
-def run(args, workspace_factory=None) -> int:
-
-    from analysis.output import emit_json, planned_then_run
-    from analysis.teardown import teardown
-    from infra.tags import parse_now
-
+def run(args) -> int:
     groups = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
     project = Path(args.project_dir).resolve() if args.project_dir else None
 
@@ -151,7 +124,6 @@ def run(args, workspace_factory=None) -> int:
                 results_urls=args.results,
                 now=now,
                 work_dir=where or project,
-                workspace_factory=workspace_factory,
             )
             if where is not None and not dry_run:
                 _record_destroyed(done, where)
@@ -173,5 +145,9 @@ def run(args, workspace_factory=None) -> int:
             {"dry_run": args.dry_run, "outcomes": [o.to_dict() for o in outcomes], "ok": all(o.ok for o in outcomes)}
         )
     else:
-        report(outcomes, args.dry_run)
+        print_table(
+            ((o.stack, o.action, o.reason, o.error and o.error.splitlines()[-1]) for o in outcomes),
+            ("stack", "outcome", "why", "error"),
+        )
+        print_tally(outcomes, "no stacks", args.dry_run and "nothing destroyed")
     return 0 if all(o.ok for o in outcomes) else 1

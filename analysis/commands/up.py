@@ -18,7 +18,19 @@ import argparse
 import shutil
 import subprocess
 
-from infra.conventions import add_stack_arguments, add_yes_argument, confirm, stacks_of
+from analysis.commands import add_command
+from analysis.planning import plan_stack
+from infra.catalog import load_catalog
+from infra.conventions import (
+    UsageError,
+    add_stack_arguments,
+    add_yes_argument,
+    confirm,
+    expand_stacks,
+    known_stacks,
+    stacks_of,
+)
+from infra.workspace import cli_context
 from payload import exitcodes
 from payload.money import usd_amount
 
@@ -30,13 +42,8 @@ INSTALL_HINT = (
 
 
 def register(sub) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
-    for name, help_text in (
-        ("up", "launch a stack: show its plan and cost bound, confirm, then `pulumi up`"),
-        ("destroy", "delete a stack's resources (never the results): confirm, then `pulumi destroy`"),
-        ("refresh", "sync a stack's Pulumi state with the cloud (`pulumi refresh`)"),
-    ):
-        p = sub.add_parser(name, help=help_text, description=__doc__, formatter_class=fmt)
+    for name in ("up", "destroy", "refresh"):
+        p = add_command(sub, name, description=__doc__)
         add_stack_arguments(p)
         if name != "refresh":
             add_yes_argument(p)
@@ -44,14 +51,8 @@ def register(sub) -> None:
         p.set_defaults(func=run, pulumi_command=name)
 
 
-def _pulumi() -> str | None:
-    return shutil.which("pulumi")
-
-
 def checked_stack(args) -> str:
     """The one stack named, which must have a file in stacks/ (a glob must select exactly one)."""
-    from infra.conventions import UsageError, expand_stacks, known_stacks
-
     (pattern,) = stacks_of(args)
     names = expand_stacks([pattern], known_stacks())
     if len(names) != 1:
@@ -61,14 +62,11 @@ def checked_stack(args) -> str:
 
 def run(args) -> int:
     stack = checked_stack(args)  # before looking for the Pulumi CLI: a typo is named as a typo
-    exe = _pulumi()
+    exe = shutil.which("pulumi")
     if exe is None:
         raise exitcodes.GpubenchError(INSTALL_HINT.format(cmd=args.pulumi_command), exit_code=exitcodes.MISSING)
     extra = [a for a in args.extra if a != "--"]
     if args.pulumi_command == "up":
-        from analysis.planning import plan_stack
-        from infra.catalog import load_catalog
-
         plan = plan_stack(stack, load_catalog())
         bound = "unknown (no catalog price)" if plan["bound_usd"] is None else "$" + usd_amount(plan["bound_usd"])
         lines = [
@@ -87,8 +85,6 @@ def run(args) -> int:
     argv = [exe, args.pulumi_command, "--stack", stack]
     if args.pulumi_command != "refresh":
         argv.append("--yes")  # confirmed above
-    from infra.workspace import cli_context
-
     project, env = cli_context()  # the project's Pulumi.yaml and stacks, from any directory
     code = subprocess.run([*argv, *extra], check=False, cwd=project, env=env).returncode
     return exitcodes.OK if code == 0 else exitcodes.FAILED

@@ -58,6 +58,34 @@ def test_top_level_help_lists_every_command_and_the_exit_codes():
     assert "exit codes:" in out.stdout and "10" in out.stdout
 
 
+def test_top_level_help_comes_from_the_summary_table_alone():
+    """`gpubench --help` and a word that is no command import no command module, and say what the
+    commands' own parsers say (the summaries of analysis.commands.COMMANDS)."""
+    from analysis.cli import build_parser
+
+    assert build_parser("gpubench", "").format_help() == build_parser("gpubench").format_help()
+    script = (
+        "import sys; from analysis.cli import main\n"
+        "for argv in (['--help'], ['repor'], []):\n"
+        "    try: main(argv)\n"
+        "    except SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('analysis.commands.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.stdout.splitlines()[-1] == "[]", out.stdout
+    assert "invalid choice: 'repor'" in out.stderr and "required: COMMAND" in out.stderr
+
+
+def test_every_command_module_has_a_row_in_the_table():
+    """A module in analysis/commands/ without a row in COMMANDS would never be loaded."""
+    import pkgutil
+
+    from analysis import commands
+
+    modules = {f"analysis.commands.{m.name}" for m in pkgutil.iter_modules(commands.__path__)}
+    assert {commands.module_of(name) for name in commands.COMMANDS} == modules
+
+
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c != "payload"])
 def test_each_command_has_help(command):
     from analysis.cli import build_parser
@@ -82,7 +110,7 @@ def test_offers_filters_like_show_gpus():
 
 
 def test_offers_unit_filters():
-    from analysis.commands.offers import order, select
+    from analysis.offerings import order, select
 
     rows = [
         {
@@ -242,8 +270,9 @@ def test_sweep_and_teardown_ask_first_and_take_yes():
 
 @pytest.fixture(scope="module")
 def base_venv(tmp_path_factory):
-    """A real venv with only the base dependencies (PyYAML, pydantic) beside this checkout: no extras."""
+    """A real venv with only the base dependencies (PyYAML, pydantic, argcomplete) beside this checkout."""
     import annotated_types
+    import argcomplete
     import pydantic
     import pydantic_core
     import typing_extensions
@@ -254,7 +283,7 @@ def base_venv(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "venv")], check=True)
     site = root / "site"
     site.mkdir()
-    for package in (yaml, pydantic, pydantic_core, annotated_types, typing_inspection):
+    for package in (yaml, pydantic, pydantic_core, annotated_types, typing_inspection, argcomplete):
         (site / package.__name__).symlink_to(Path(package.__file__).parent)
     (site / "typing_extensions.py").symlink_to(typing_extensions.__file__)
     python = root / "venv" / "bin" / "python"
@@ -277,3 +306,24 @@ def test_missing_extra_names_the_extra(base_venv, argv, extra):
     out = subprocess.run([str(python), "-m", "analysis", *argv], capture_output=True, text=True, env=env, cwd=ROOT)
     assert out.returncode == 3, out.stderr
     assert f"pip install 'gpubench[{extra}]'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_base_install_completes_every_command(base_venv, tmp_path):
+    """The shell's completion registers every command module, those of the extras too."""
+    python, env = base_venv
+    for line, expected in (
+        ("gpubench rep", "report"),
+        ("gpubench report --ta", "--table"),
+        ("gpubench prev", "preview"),
+    ):
+        target = tmp_path / "completions.txt"
+        complete = {"_ARGCOMPLETE": "1", "_ARGCOMPLETE_STDOUT_FILENAME": str(target), "COMP_LINE": line}
+        done = subprocess.run(
+            [str(python), "-m", "analysis"],
+            capture_output=True,
+            text=True,
+            env={**env, **complete, "COMP_POINT": str(len(line))},
+            cwd=ROOT,
+        )
+        assert done.returncode == 0, done.stderr
+        assert [w.strip() for w in target.read_text().split("\013")] == [expected], line
