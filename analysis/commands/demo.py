@@ -7,7 +7,6 @@ import re
 import sys
 
 from analysis.commands import add_command
-from analysis.demo import run_demo
 from analysis.progress import Progress
 from infra.conventions import add_table_argument, table_location
 
@@ -88,6 +87,8 @@ class StepProgress:
 
 
 def run(args) -> int:
+    from analysis.demo import run_demo  # heavy: collect, report and bench (pyarrow, pandas, DuckDB)
+
     stream = StepProgress()
     try:
         return run_demo(

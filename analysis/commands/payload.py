@@ -10,6 +10,7 @@ import os
 
 from analysis.commands import add_command
 from infra.catalog import load_catalog
+from payload.cli import main
 
 
 def register(sub) -> None:
@@ -30,8 +31,6 @@ def offering_given(rest: list[str]) -> str | None:
 
 
 def run(args) -> int:
-    from payload.cli import main  # heavy: numpy (the payload's extras); --help and completion import this module
-
     rest = list(args.rest)
     offering = offering_given(rest) if rest[:1] == ["run"] else None
     if offering is not None:
