@@ -21,8 +21,15 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from infra.catalog import BillingTerms, Catalog, CatalogError, load_catalog
+from analysis.offerings import offering_row, order, select
+from analysis.price.billed import CostError, quote
+from analysis.price.local import resolve_price
+from infra import clouds
+from infra.catalog import BillingTerms, Catalog, CatalogError, NoPrice, load_catalog
 from infra.conventions import UsageError
+from infra.stacks import SSH_PREFIX, STACKS_DIR, StackFileError, load_config, ssh_stack_names
+from payload.layout import check_stack_name
+from payload.workloads.spec import parse_accelerators
 
 __all__ = [
     "LOCAL_OFFERING",
@@ -83,8 +90,6 @@ def _where(task: Any, field: str) -> str:
 
 def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
-    from payload.workloads.spec import parse_accelerators
-
     if gpus:
         try:
             return list(parse_accelerators(gpus)), "--gpus"
@@ -113,8 +118,6 @@ def _known_gpu(catalog: Catalog, name: str, where: str) -> str:
 
 
 def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: str) -> None:
-    from infra import clouds
-
     for name in providers or ():
         if not clouds.is_cloud(name):
             why = (
@@ -128,15 +131,11 @@ def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: s
 
 def _launchable(offering: Any) -> bool:
     """Offerings the stack matrix launches with Pulumi."""
-    from infra import clouds
-
     return offering.kind == "cloud" and clouds.is_cloud(offering.provider)
 
 
 def _stack_region(offering: Any) -> str | None:
     """The region the matrix's stack file for this offering sets."""
-    from infra import clouds
-
     keys = clouds.get(offering.provider).stack_keys(offering)
     return next((str(v) for k, v in keys.items() if k.endswith(":region")), None)
 
@@ -152,8 +151,6 @@ def stack_name(offering: Any, market: str, region: str | None) -> str:
 
 
 def _price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> Any:
-    from analysis.price.billed import quote
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # retired offerings never get here
         price, hourly, _, _ = quote(catalog, offering_id, market, as_of, None)
@@ -169,8 +166,6 @@ def _match(
     rows: list[dict], retired: list[Any], ask: Any, gpu: str, spot: bool, resources: Any
 ) -> tuple[list[dict], str | None]:
     """Offerings for one alternative, cheapest first, or the reason there are none."""
-    from analysis.offerings import order, select
-
     label = f"{gpu}:{ask.count}"
     price_key = "spot_hourly_usd" if spot else "hourly_usd"
     same_gpu = select(rows, gpu, False, None, None, None)
@@ -259,8 +254,6 @@ def cloud_candidates(
     """The cheapest matching cloud offering per GPU alternative, and the alternatives that matched nothing
     (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
     `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
-    from analysis.offerings import offering_row
-
     catalog = catalog or load_catalog()
     asks, where = _asks(task, gpus)
     resources = getattr(task, "resources", None)
@@ -295,8 +288,6 @@ def cloud_candidates(
 
 def local_stack_name(bench_id: str) -> str:
     """`local-<bench id>`: status, logs and results keep each bench's local probe apart."""
-    from payload.layout import check_stack_name
-
     return check_stack_name(f"{LOCAL_NAME}-{bench_id}")
 
 
@@ -304,9 +295,6 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
     $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
     Its stack is `local-<bench id>` (plain `local` without one)."""
-    from analysis.price.billed import CostError
-    from analysis.price.local import resolve_price
-
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
@@ -334,8 +322,6 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
 
 def _ssh_stack(name: str, stacks_dir: Path) -> str:
     """The SSH stack's name (the `ssh-` prefix may be left out); unknown names list the known ones."""
-    from infra.stacks import SSH_PREFIX, ssh_stack_names
-
     known = ssh_stack_names(stacks_dir)
     for candidate in (name, SSH_PREFIX + name):
         if candidate in known:
@@ -346,9 +332,6 @@ def _ssh_stack(name: str, stacks_dir: Path) -> str:
 
 def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
     """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
-    from analysis.price.billed import CostError
-    from infra.catalog import NoPrice
-
     offering = catalog.get(offering_id)
     try:
         price, hourly = _price(catalog, offering_id, MARKET_ON_DEMAND, None)
@@ -362,8 +345,6 @@ def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | 
 
 def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list[Candidate]:
     """One candidate per SSH host stack (stacks/Pulumi.ssh-*.yaml), priced by its `gpubench:offering`."""
-    from infra.stacks import STACKS_DIR, StackFileError, load_config
-
     stacks_dir = Path(stacks_dir or STACKS_DIR)
     catalog = load_catalog()
     out = []

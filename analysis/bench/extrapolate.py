@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from analysis.price.billed import CostError, billed
 from infra.catalog import BillingTerms
@@ -132,6 +133,13 @@ _ONE_PAUSE = (
     "evaluation/checkpoint pauses from one pause only ({extra:.1f} s after {first:,.0f} samples; fewer than two "
     "periods seen): charged {period}, and the interval runs from that pause alone to one every {first:,.0f} samples"
 )
+
+
+def work_samples(task: Any) -> float | None:
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
+    work = getattr(task, "work", None)
+    total = work.total_samples() if work is not None else None
+    return float(total) if total is not None else None
 
 
 def estimate_job(

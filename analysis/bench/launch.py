@@ -11,25 +11,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
+from analysis.bench.local import LocalProbe
 from analysis.bench.probes import ProbeFn
 from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord
+from analysis.bench.ssh import SshProbe
 from analysis.progress import Printer
+from infra.catalog import load_catalog
+from infra.workspace import project_dir, pulumi_backend
+from payload.storage import open_store
 from payload.timestamps import iso
 
 
 def _project(work_dir: Path) -> Path:
-    from infra.workspace import project_dir
-
     return work_dir if (work_dir / "Pulumi.yaml").is_file() else project_dir()
 
 
 def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
-    from analysis.bench.cloud import CloudProbe, write_project
-    from infra.catalog import load_catalog
-    from infra.workspace import pulumi_backend
-    from payload.storage import open_store
-
     bench_dir = record.path.parent
     write_project(bench_dir, _project(Path(settings["work_dir"])))
     return CloudProbe(
@@ -42,9 +41,6 @@ def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Pat
 
 
 def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
-    from analysis.bench.local import LocalProbe
-    from payload.storage import open_store
-
     return LocalProbe(
         store=open_store(settings["results"]),
         results=settings["results"],
@@ -55,8 +51,6 @@ def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
 
 
 def _ssh(settings: dict[str, Any]) -> Any:
-    from analysis.bench.ssh import SshProbe
-
     return SshProbe(
         task=settings["task"],
         probe_seconds=settings["probe_seconds"],
@@ -73,8 +67,6 @@ def make_jobs(
     printer: Printer,
 ) -> tuple[list[tuple[Any, ProbeFn]], list[ProbeReport]]:
     """(candidate, probe) pairs to run, and reports for candidates refused before launch."""
-    from analysis.bench.cloud import probe_stack_name
-
     kinds = {c.kind for c in candidates}
     makers = {
         "cloud": lambda: _cloud(record, settings, backend),

@@ -34,7 +34,10 @@ from typing import Any
 
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from infra.catalog import load_catalog
+from infra.launch import offering_options
 from payload import proctree
+from payload.config import render_argv
 from payload.timestamps import iso, parse_iso, utcnow
 from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
@@ -56,10 +59,6 @@ def payload_argv(
     candidate: Any, *, task: Path, results: str, probe_seconds: float, host_events: Path | None = None
 ) -> list[str]:
     """`python -m payload run` for a probe of the task, rendered from the payload's own option table."""
-    from infra.catalog import load_catalog
-    from infra.launch import offering_options
-    from payload.config import render_argv
-
     options = offering_options(load_catalog().get(candidate.offering), candidate.market, None)
     if candidate.hourly_usd is not None:
         options.update(

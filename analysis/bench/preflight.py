@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.readiness import launch_checks
 from payload import exitcodes
 
 __all__ = [
@@ -153,8 +154,6 @@ def check_ready(
 ) -> list[dict]:
     """The launch checks for the cloud candidates (none without any): raises NotReady naming each one
     that failed with its fix; returns the checks made."""
-    from analysis.readiness import launch_checks
-
     providers = sorted({c.provider for c in candidates if c.kind == "cloud"})
     if not providers:
         return []

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import fastjson
+from infra import projectfiles
 from payload.timestamps import iso, stamp
 from payload.userdirs import user_dir
 
@@ -43,8 +44,6 @@ def bench_root(work_dir: Path | None = None) -> Path:
 def legacy_bench_root() -> Path | None:
     """`.gpubench/bench/` of the checkout the code runs from, where benches were kept before the
     state home; read in place (never moved), None for a packaged install or when there is none."""
-    from infra import projectfiles
-
     root = projectfiles.CHECKOUT / BENCH_ROOT
     return root if projectfiles.from_checkout() and root.is_dir() else None
 

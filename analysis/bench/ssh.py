@@ -19,6 +19,8 @@ from typing import Any
 from analysis.bench.local import payload_grace
 from analysis.bench.probes import Probes
 from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from infra.ssh.session import load_stack, run_ssh_stack
+from payload.storage import open_store
 from payload.timestamps import utcnow
 from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS
 
@@ -48,8 +50,6 @@ def run_on_host(
 ) -> tuple[str, dict]:
     """The one call into infra/ssh: run the stack once with extra payload options; (status, report).
     Once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it."""
-    from infra.ssh.session import run_ssh_stack
-
     return run_ssh_stack(
         cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=STOP_GRACE_SECONDS, stop=stop
     )
@@ -64,13 +64,9 @@ class SshProbe:
 
     def config(self, name: str) -> Any:
         """The host's stack with the task as its job (raises ConfigError / FileNotFoundError)."""
-        from infra.ssh.session import load_stack
-
         return load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
-        from payload.storage import open_store
-
         name = candidate.name
         say = probes.printer.for_stack(name)
         if probes.stop.is_set():

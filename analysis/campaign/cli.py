@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
-from analysis.output import emit_json
+from analysis.campaign import commands, schedule
+from analysis.campaign.commands import require_results
+from analysis.campaign.finish import summary_text
+from analysis.campaign.manifest import new_campaign_id
+from analysis.campaign.schedule import parse_duration
+from analysis.cli import check_results_locations
+from analysis.output import emit_json, poll_problem
+from analysis.progress import Printer, Progress, stack_lines
+from analysis.stack_status import TERMINAL
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
@@ -58,8 +67,6 @@ part); 75 wait timed out (run `wait` again later: it resumes).
 
 def _given_results(args) -> str | None:
     """--results, else $GPUBENCH_RESULTS, checked as --results is (`ftp://...` is a usage error)."""
-    from analysis.cli import check_results_locations
-
     if args.results:
         return args.results
     url = os.environ.get(RESULTS_ENV) or None
@@ -69,8 +76,6 @@ def _given_results(args) -> str | None:
 
 
 def _results(args) -> str:
-    from analysis.campaign.commands import require_results
-
     return require_results(_given_results(args))
 
 
@@ -94,8 +99,6 @@ def _up_text(manifest, args, launched: int, failed: int) -> str:
 
 
 def cmd_up(args) -> int:
-    from analysis.campaign import commands
-
     manifest, report = commands.up(
         args.stacks,
         results_url=_given_results(args),  # required after the stacks are checked
@@ -123,8 +126,6 @@ def cmd_up(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from analysis.campaign import commands
-
     manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
     if args.json:
         emit_json({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
@@ -151,8 +152,6 @@ def unreachable(stacks: list[str]) -> exitcodes.GpubenchError | None:
 def _again(manifest, args, *words: str) -> str:
     """A gpubench command to run next, whole: with the campaign's bucket and the project this one was
     given, so it works as printed from any directory and shell (quoted)."""
-    import shlex
-
     more = ["--results", args.results or manifest.data["results"]]
     if getattr(args, "project_dir", None):
         more += ["--project-dir", str(args.project_dir)]
@@ -177,8 +176,6 @@ def _wait_result(manifest, outcome, args) -> int:
     if as_json:
         emit_json(outcome.summary)
     else:
-        from analysis.campaign.finish import summary_text
-
         print(summary_text(outcome.summary), end="")
         for key, path in outcome.summary_paths.items():
             print(f"{key}: {path}")
@@ -188,8 +185,6 @@ def _wait_result(manifest, outcome, args) -> int:
 
 
 def _timeout(text):
-    from analysis.campaign.schedule import parse_duration
-
     return None if text is None else parse_duration(text)
 
 
@@ -201,8 +196,6 @@ class ProgressPrinter:
     LIVE = frozenset({"pending", "launching", "launched", "running"})
 
     def __init__(self):
-        from analysis.progress import Printer, Progress
-
         self.printer = Printer()
         self.lines = self.printer.lines
         self.bar = Progress(None, "stacks done", unit="stack")
@@ -216,9 +209,6 @@ class ProgressPrinter:
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
-        from analysis.progress import stack_lines
-        from analysis.stack_status import TERMINAL
-
         state = str(text).split(":", 1)[0]
         if state in TERMINAL | self.LIVE:
             self.states[name] = state
@@ -235,15 +225,11 @@ class ProgressPrinter:
 
 
 def _check_poll(args) -> None:
-    from analysis.output import poll_problem
-
     if poll_problem(args.poll):
         raise ValueError(poll_problem(args.poll))
 
 
 def cmd_wait(args) -> int:
-    from analysis.campaign import commands
-
     _check_poll(args)
     printer = ProgressPrinter()
     try:
@@ -264,8 +250,6 @@ def cmd_wait(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from analysis.campaign import commands
-
     _check_poll(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
@@ -291,9 +275,6 @@ def cmd_run(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    from analysis.campaign import schedule
-    from analysis.campaign.manifest import new_campaign_id
-
     doc = schedule.describe(args.file, new_campaign_id())
     if args.json:
         emit_json(doc)

@@ -19,12 +19,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.selection import select
+from analysis.observe import observe
 from analysis.progress import Printer
 from analysis.stack_status import StackStatus, campaign_status
+from infra import workspace
+from infra.catalog import load_catalog
 from infra.workspace import BackendFactory, pulumi_backend
+from payload.storage import open_store
 from payload.timestamps import utcnow
 from payload.userdirs import user_dir
 
@@ -51,9 +56,7 @@ def require_results(results_url: str | None) -> str:
 
 def project_dir(work_dir: Path | None) -> Path:
     """`--project-dir` when given, else the project's files (the checkout, or a packaged install's copy)."""
-    from infra.workspace import project_dir as find
-
-    return Path(work_dir) if work_dir else find()
+    return Path(work_dir) if work_dir else workspace.project_dir()
 
 
 class _Stores:
@@ -63,8 +66,6 @@ class _Stores:
         self._open: dict[str, Any] = {}
 
     def __call__(self, url: str) -> Any:
-        from payload.storage import open_store
-
         if url not in self._open:
             self._open[url] = open_store(url)
         return self._open[url]
@@ -82,8 +83,6 @@ def up(
     printer: Printer | None = None,
     catalog: Any = None,
 ) -> tuple[Manifest, LaunchReport]:
-    from infra.catalog import load_catalog
-
     printer = printer or Printer()
     root = project_dir(work_dir)
     names = select(patterns, root / "stacks")  # first: a typo is named before anything else is needed
@@ -111,8 +110,6 @@ def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    from analysis.observe import observe
-
     def look(_store, name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
@@ -189,8 +186,6 @@ def wait(
     clock: Callable[[], datetime] = utcnow,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
-    from analysis.campaign import finish
-
     printer = printer or Printer()
     stores = _Stores()
     manifest = Manifest.require(stores(results_url), campaign_id)
@@ -301,8 +296,6 @@ def run_schedule(
     printer: Printer | None = None,
 ) -> CampaignRun:
     """`run` with the stacks and options of a schedule file (schedules/campaign/)."""
-    from analysis.campaign import schedule
-
     sch = schedule.load(path)
     return run(
         sch.stacks,

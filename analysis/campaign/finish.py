@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from analysis.campaign.manifest import Manifest
+from analysis.teardown import teardown, teardown_completed
+from payload import exitcodes
 from payload.terminal import terminal_text
 from payload.timestamps import iso
 
@@ -57,7 +60,7 @@ class _Recording:
 
 
 def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
-    from analysis.collect import collect, write_table
+    from analysis.collect import collect, write_table  # heavy: pyarrow (the campaign command loads this module)
 
     summary, rows = collect(urls, out_dir)
     kept = rows if all_runs else [r for r in rows if r["run_id"] in run_ids]
@@ -70,8 +73,6 @@ def teardown_stacks(
     statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str], log: Callable[[str], None]
 ) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
     """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
-    from analysis.teardown import teardown, teardown_completed
-
     recording = _Recording(backend)
     factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
     final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
@@ -91,10 +92,7 @@ def teardown_stacks(
 
 def write_report(out_dir: Path) -> int:
     """The report of the campaign's runs, printed as `gpubench report` prints it; its exit code."""
-    import sys
-
-    from analysis.report.build import write_report as report
-    from payload import exitcodes
+    from analysis.report.build import write_report as report  # heavy: pandas, DuckDB, matplotlib
 
     try:
         outcome = report(out_dir)

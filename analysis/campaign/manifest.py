@@ -24,7 +24,10 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from analysis import fastjson
+from analysis.observe import read_bounded
 from payload import exitcodes
+from payload.layout import name_problem
+from payload.storage import ObjectNotFound
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time, stamp
 
@@ -109,8 +112,6 @@ class _Stack(_Open):
 
 
 def _stack_names(stacks: dict[str, _Stack]) -> dict[str, _Stack]:
-    from payload.layout import name_problem
-
     bad = next((problem for name in stacks if (problem := name_problem("stack name", name))), None)
     if bad:
         raise ValueError(bad)
@@ -167,9 +168,6 @@ class Manifest:
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
-        from analysis.observe import read_bounded
-        from payload.storage import ObjectNotFound
-
         key = MANIFEST_KEY.format(id=check_id(campaign_id))
         try:
             raw = read_bounded(store, key, MAX_MANIFEST_BYTES)
