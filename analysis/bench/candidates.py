@@ -1,14 +1,10 @@
 """Where a probe can run: candidate offerings for `gpubench bench`.
 
-For every GPU alternative the task file lists (``resources.accelerators``, or
-``--gpus T4,L4,A100:8``) the cheapest catalog offering that matches it across
-clouds and regions, at today's catalog price on the chosen market; this
-machine (``local/this-machine``, at the rate you give it); and SSH hosts by
-their stack names. Offerings a provider has retired are never candidates, and
-each candidate says which retired ones it passed over.
-
-Matching and pricing are `gpubench offers`' own (analysis.offerings), so `bench` and `offers --gpu T4:1` agree on what
-the cheapest T4 is.
+Per GPU alternative (the task's `resources.accelerators`, or `--gpus`) the cheapest launchable
+catalog offering at today's price on the chosen market, matched and priced as `gpubench offers`
+does (analysis.offerings), so both agree on the cheapest T4; this machine at the rate you give it;
+SSH hosts by their stack names. Retired offerings are never candidates, and each candidate names
+those it passed over.
 """
 
 from __future__ import annotations
@@ -30,16 +26,6 @@ from infra.conventions import UsageError
 from infra.stacks import SSH_PREFIX, STACKS_DIR, StackFileError, load_config, ssh_stack_names
 from payload.layout import check_stack_name
 from payload.workloads.spec import parse_accelerators
-
-__all__ = [
-    "LOCAL_OFFERING",
-    "Candidate",
-    "CandidateError",
-    "cloud_candidates",
-    "local_candidate",
-    "local_stack_name",
-    "ssh_candidates",
-]
 
 LOCAL_OFFERING = "local/this-machine"
 LOCAL_NAME = "local"  # + "-<bench id>": each bench's local probes are a stack of their own
@@ -74,6 +60,22 @@ class Candidate:
         out["terms"] = self.terms.describe() if self.terms else None
         out["notes"] = list(self.notes)
         return out
+
+
+def _candidate(catalog: Catalog, offering: Any, price: tuple, as_of: date | None = None, **fields: Any) -> Candidate:
+    """A candidate on `offering`: its GPUs and billing terms from the catalog, `price` (hourly USD, source, date)."""
+    hourly, source, when = price
+    return Candidate(
+        offering=offering.id,
+        provider=offering.provider,
+        gpu=offering.gpu_model,
+        gpu_count=offering.gpu_count,
+        hourly_usd=hourly,
+        price_source=source,
+        price_date=when,
+        terms=catalog.billing_terms(offering.id, _today(as_of)),
+        **fields,
+    )
 
 
 # --- cloud -------------------------------------------------------------------------------------------------
@@ -225,21 +227,10 @@ def _cloud_candidate(catalog: Catalog, row: dict, label: str, spot: bool, resour
     regions = getattr(resources, "regions", None)
     region = next((r for r in regions or () if r in offering.regions), None) or _stack_region(offering)
     price, hourly = _price(catalog, offering.id, market, as_of)
-    return Candidate(
-        kind="cloud",
-        name=stack_name(offering, market, region),
-        offering=offering.id,
-        provider=offering.provider,
-        region=region,
-        market=market,
-        gpu=offering.gpu_model,
-        gpu_count=offering.gpu_count,
-        hourly_usd=float(hourly),
-        price_source=price.source if price else None,
-        price_date=price.as_of.isoformat() if price else None,
-        terms=catalog.billing_terms(offering.id, _today(as_of)),
-        ask=label,
-        notes=notes,
+    quoted = (float(hourly), price.source if price else None, price.as_of.isoformat() if price else None)
+    name = stack_name(offering, market, region)
+    return _candidate(
+        catalog, offering, quoted, as_of, kind="cloud", name=name, region=region, market=market, ask=label, notes=notes
     )
 
 
@@ -300,20 +291,10 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
     except CostError as exc:
         raise CandidateError(str(exc)) from None
     catalog = load_catalog()
-    today = _today(None)
-    return Candidate(
-        kind="local",
-        name=local_stack_name(bench_id) if bench_id else LOCAL_NAME,
-        offering=LOCAL_OFFERING,
-        provider="local",
-        region=None,
-        market=MARKET_ON_DEMAND,
-        gpu=None,
-        gpu_count=0,
-        hourly_usd=price.hourly_usd,
-        price_source=price.source,
-        price_date=today.isoformat(),
-        terms=catalog.billing_terms(LOCAL_OFFERING, today),
+    quoted = (price.hourly_usd, price.source, _today(None).isoformat())
+    name = local_stack_name(bench_id) if bench_id else LOCAL_NAME
+    return _candidate(
+        catalog, catalog.get(LOCAL_OFFERING), quoted, kind="local", name=name, region=None, market=MARKET_ON_DEMAND
     )
 
 
@@ -364,21 +345,9 @@ def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list
             offering = catalog.get(str(offering_id))
         except CatalogError as exc:
             raise CandidateError(f"{stack}: gpubench:offering: {exc}") from None
-        hourly, source, when = _ssh_price(catalog, offering.id)
+        region = offering.regions[0] if offering.regions else None
+        quoted = _ssh_price(catalog, offering.id)
         out.append(
-            Candidate(
-                kind="ssh",
-                name=stack,
-                offering=offering.id,
-                provider=offering.provider,
-                region=offering.regions[0] if offering.regions else None,
-                market=MARKET_ON_DEMAND,
-                gpu=offering.gpu_model,
-                gpu_count=offering.gpu_count,
-                hourly_usd=hourly,
-                price_source=source,
-                price_date=when,
-                terms=catalog.billing_terms(offering.id, _today(None)),
-            )
+            _candidate(catalog, offering, quoted, kind="ssh", name=stack, region=region, market=MARKET_ON_DEMAND)
         )
     return out

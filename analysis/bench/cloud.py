@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, read_back
 from analysis.bench.record import BenchRecord
 from analysis.launch_failures import classify
 from infra import clouds
@@ -169,7 +169,10 @@ class CloudProbe:
             return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
         self._destroy(name, handle, say)
         probes.release(name)
-        return self._report(candidate, name, found, deadline, time.monotonic() - t0, say)
+        missing = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
+        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing, deadline=deadline)
+        self.record.update(name, probe_status=report.status, probe_usd=report.probe_usd, run_url=report.run_url)
+        return report
 
     def _await(self, name: str, since: Any, probes: Probes) -> tuple[str, dict] | None:
         """Poll the bucket for the probe's result until it lands, the wait is over, or the bench stops."""
@@ -205,14 +208,3 @@ class CloudProbe:
             reason += f"; destroying what it left failed ({err}): run `gpubench teardown {name}`"
         # no instance came up, so none was billed
         return ProbeReport(candidate, name, "launch-failed", reason, probe_usd=0.0)
-
-    def _report(self, candidate, name, found, deadline, seconds, say) -> ProbeReport:
-        url, result = found if found else (None, None)
-        status, reason = judge(result)
-        if found is None:
-            reason = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
-        for line in verdict_lines(status, reason, result):
-            say(line)
-        usd, billed = probe_cost(candidate, seconds)
-        self.record.update(name, probe_status=status, probe_usd=usd, run_url=url)
-        return ProbeReport(candidate, name, status, reason, result, usd, billed, deadline, url)

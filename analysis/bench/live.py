@@ -1,12 +1,8 @@
 """What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
 
-Status reads each bench's record under `.gpubench/bench/` and, for probes that
-were launched, the results bucket (analysis.observe), then classifies
-them with the campaign's own rules (analysis.stack_status): state, detail,
-cost so far, deadline. The stack backend, when given, adds how many resources
-each stack still holds. Logs print the newest run's rolling `log-tail.txt`
-(the payload uploads it every ~30 s while the job runs); `follow` polls it and
-prints only lines not shown yet, until the run has its result.
+Status classifies each recorded probe with the campaign's own rules (analysis.stack_status) over
+what the bucket says (analysis.observe). Logs print the newest run's rolling `log-tail.txt`, which
+the payload uploads every ~30 s while the job runs.
 """
 
 from __future__ import annotations
@@ -28,6 +24,8 @@ from payload.timestamps import iso, parse_time, utcnow
 from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
+ROW_KEYS = ("bench_id", "stack", "kind", "offering", "market", "state", "ended", "detail", "age_seconds", "deadline")
+ROW_KEYS += ("cost_usd", "resources", "last_event", "run_ids", "problems")
 ENDED = ("destroyed", "ended")
 
 
@@ -112,23 +110,14 @@ REFUSED = "refused: "  # a problem that marks a row whose record could not be re
 
 def _refused(bench_id: str, stack: str, why: str) -> dict[str, Any]:
     """The row of a bench record (or one stack entry of it) that cannot be read: state unknown, the reason."""
-    return {
-        "bench_id": terminal_text(bench_id, multiline=False),
-        "stack": terminal_text(stack, multiline=False),
-        "kind": None,
-        "offering": None,
-        "market": None,
-        "state": "unknown",
-        "ended": False,
-        "detail": terminal_text(why, multiline=False),
-        "age_seconds": None,
-        "deadline": None,
-        "cost_usd": None,
-        "resources": None,
-        "last_event": None,
-        "run_ids": [],
-        "problems": [REFUSED + why],
+    shown = {
+        k: terminal_text(v, multiline=False) for k, v in (("bench_id", bench_id), ("stack", stack), ("detail", why))
     }
+    return (
+        dict.fromkeys(ROW_KEYS)
+        | shown
+        | {"state": "unknown", "ended": False, "run_ids": [], "problems": [REFUSED + why]}
+    )
 
 
 def status_table(rows: list[dict[str, Any]]) -> str:

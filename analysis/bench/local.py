@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, read_back
 from infra.catalog import load_catalog
 from infra.launch import offering_options
 from payload import proctree
@@ -186,17 +186,15 @@ class LocalProbe:
         exited_at = time.time()
         stray = end_marked(mark)  # nothing of the probe outlives it, even a process its payload missed
         probes.release(name)
-        seconds = time.monotonic() - t0
-        found = newest_result(self.store, name, started)
-        url, result = found if found else (None, None)
-        status, reason = judge(result)
-        if found is None:
-            reason = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
-        usd, billed = probe_cost(candidate, seconds)
-        if stray:
-            reason = (reason + "; " if reason else "") + f"process(es) {sorted(stray)} of the job survived SIGKILL"
-        for line in verdict_lines(status, reason, result):
-            say(line)
-        finish = finish_seconds(result, exited_at)
-        extra = {"log": str(log)}
-        return ProbeReport(candidate, name, status, reason, result, usd, billed, None, url, extra, finish)
+        report = read_back(
+            candidate,
+            name,
+            newest_result(self.store, name, started),
+            time.monotonic() - t0,
+            say,
+            f"the payload exited with {proc.returncode} and wrote no result; see {log}",
+            note=f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None,
+            extra={"log": str(log)},
+        )
+        report.finish_seconds = finish_seconds(report.result, exited_at)
+        return report

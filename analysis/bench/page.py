@@ -1,15 +1,9 @@
-"""The bench answer as one self-contained HTML page.
+"""The bench answer as one self-contained HTML page: the sentence, the cost/time chart (numbered
+markers with their intervals, the frontier joined), the ranked table, what the probes cost and
+earlier predictions beside the measurements.
 
-`write_page(doc, out_dir)` renders the `gpubench bench --json` document: the
-answer sentence, the cost/time chart (every priced candidate as a numbered
-marker with its interval, the Pareto frontier joined), the ranked table whose
-numbers match the chart's and mark each figure measured or extrapolated, what
-the probes cost (with `--probe N`, what probing a few saved), earlier predictions beside what was
-measured, and the candidates without an estimate with the reason.
-
-The page comes from a Jinja2 template with autoescape on: offering names,
-reasons and task names are user or cloud text and are never trusted as HTML.
-The chart is embedded as a base64 PNG, as in the report: no external resource.
+The template autoescapes: offering names, reasons and task names are user or cloud text. The chart
+is an embedded base64 PNG, as in the report: no external resource.
 """
 
 from __future__ import annotations

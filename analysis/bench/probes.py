@@ -1,11 +1,8 @@
 """Run every candidate's probe at once, and clean up whatever is still running if the user stops.
 
-All probes start together (a thread each), so a bench takes about the slowest
-boot plus one probe, not their sum. Each probe kind (cloud, local, SSH) is a
-callable `(candidate, Probes) -> ProbeReport`; while something it started can
-still cost money it sits in `Probes.live` with a way to stop it, and leaves once
-it has ended itself. On Ctrl-C no new probe starts (`stop` is set), the ones in
-flight are waited for, and the caller ends what is still live.
+All probes start together (a thread each): a bench takes about the slowest boot plus one probe.
+While something a probe started can still cost money it sits in `Probes.live` with a way to end it;
+on Ctrl-C no new probe starts, the ones in flight are waited for, and the caller ends what is live.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """The bench answer: which offering to run the whole job on, in one sentence.
 
-`answer(rows, deadline_hours=, budget_usd=)` takes the candidate rows of
-`gpubench bench --json` and returns the picks (cheapest, fastest, the cheapest
-within the deadline, the fastest within the budget: those two only when given),
-the cost/time Pareto frontier, every candidate in rank order, the ones without
-an estimate with the reason, and a sentence that names the offering, its hours
-and its cost with their intervals.
-
-Ordering is stable: cost in cents, then time in seconds, then offering and
-name. Two costs that read the same to the cent (or two times to the second)
-tie; the sentence says what broke the tie, and names candidates whose intervals overlap the pick's, which a
-longer probe could reorder.
+The picks (cheapest, fastest, and within the deadline or budget when given), the cost/time Pareto
+frontier and every candidate in rank order. Ordering is stable: cost as shown, then time to the
+second, then offering and name, so two costs that read the same tie; the sentence says what broke a
+tie and names candidates whose intervals overlap the pick's, which a longer probe could reorder.
 """
 
 from __future__ import annotations
@@ -232,11 +225,6 @@ def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
     return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
 
 
-def _limit_tests(limits: dict) -> list[tuple[str, Callable[[dict], bool]]]:
-    """(words, test) for each limit the user gave."""
-    return [(words, test) for words, _, test in _limits_with_misses(limits)]
-
-
 def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], bool]]]:
     """(words when met, words when missed, test) for each limit the user gave, none for one not given."""
     deadline, budget = limits["deadline_hours"], limits["budget_usd"]
@@ -268,7 +256,7 @@ def _headline(priced, picks, labels, limits) -> list[str]:
     """'Run it on X: ...' for the cheapest that meets every limit given, then the other picks."""
     if len(priced) == 1 and picks["fastest"] is priced[0]:
         return _only_one(priced[0], labels, limits)
-    tests = _limit_tests(limits)
+    tests = [(words, test) for words, _, test in _limits_with_misses(limits)]
     best = next((r for r in priced if all(ok(r) for _, ok in tests)), None)
     why = " and ".join(text for text, _ in tests)
     cheapest, fastest = picks["cheapest"], picks["fastest"]

@@ -123,6 +123,20 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     return "measured", None
 
 
+def read_back(
+    candidate: Any, name: str, found: Any, seconds: float, say: Any, missing: str, **more: Any
+) -> ProbeReport:
+    """A probe's report from what `newest_result` found (`missing`: the reason when nothing came), its verdict
+    said and `seconds` priced; `note` adds to the reason, `more` fills the report's other fields."""
+    url, result = found or (None, None)
+    status, reason = judge(result)
+    reason = "; ".join(filter(None, [missing if found is None else reason, more.pop("note", None)])) or None
+    for line in verdict_lines(status, reason, result):
+        say(line)
+    usd, billed = probe_cost(candidate, seconds)
+    return ProbeReport(candidate, name, status, reason, result, usd, billed, run_url=url, **more)
+
+
 def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
     """(USD, billed seconds) of `seconds` on the candidate under its offering's rule; USD None without a price."""
     if candidate.terms is None:  # no offering rule: no price either

@@ -1,15 +1,10 @@
-"""A bench's own workspace and record: `<state home>/bench/<bench-id>/`.
+"""A bench's own workspace and record: `<state home>/bench/<bench-id>/` (payload.userdirs), or
+`DIR/.gpubench/bench/<bench-id>/` with `--project-dir DIR`.
 
-The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (payload.userdirs); with
-`--project-dir DIR` the workspace is `DIR/.gpubench/bench/<bench-id>/`, as before.
-
-The directory holds what the bench generated and the user never edits: a
-Pulumi.yaml whose program is the project's (relative paths back to it), one
-stack file per cloud probe under stacks/, the answer page, and `bench.json`,
-the record `gpubench status` reads. Per probe the record keeps the fields the
-campaign status rules read (state, offering, market, zone, hourly_usd,
-up_started_at, launched_at, deadline, suite, teardown), so one set of rules
-classifies both. Writes are whole-file, serialised by a lock.
+It holds what the bench generated and the user never edits: a Pulumi.yaml whose program is the
+project's, one stack file per cloud probe, the answer page, and `bench.json`, the record `gpubench
+status` reads. Per probe the record keeps the fields the campaign status rules read, so one set of
+rules classifies both. Writes are whole-file, serialised by a lock.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
 
-Steps: values and the task checked (analysis.bench.preflight) -> candidates -> plan (its
-table is printed before anything starts) -> budget check (refused before anything launches)
--> for cloud probes, what a launch needs (refused before anything is asked) -> confirmation unless `yes` ->
-every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
-result read back from the bucket -> estimate -> answer -> page. With `probe=N` the
-first round probes N candidates, the rest are predicted, and whatever stays in doubt
-is probed before the answer (analysis.bench.settle); earlier predictions are set
-beside this bench's measurements (analysis.bench.judge). Ctrl-C stops
-launching, tears down what was launched (asking once more unless `yes`) and
-says what is left to run until its cloud-side deadline.
+Everything is checked, the plan printed and the budget held against its bound before anything
+launches or anyone is asked. Ctrl-C (or SIGTERM, SIGHUP) stops launching, ends what was launched
+(asking once more unless `yes`) and says what is left running until its cloud-side deadline.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.progress import Printer
-from infra.conventions import Declined, UsageError
+from infra.conventions import RESULTS_ENV, Declined, UsageError
 from infra.projectfiles import user_or_shipped
 from infra.workspace import ProjectNotFound, project_dir
 from payload import exitcodes
@@ -43,7 +36,6 @@ from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocatio
 from payload.timestamps import iso
 from payload.workloads import WorkloadSpecError, load_spec
 
-RESULTS_ENV = "GPUBENCH_RESULTS"
 LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
 PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup
 

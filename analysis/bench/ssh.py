@@ -18,7 +18,7 @@ from typing import Any
 
 from analysis.bench.local import payload_grace
 from analysis.bench.probes import Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, probe_cost, read_back
 from infra.ssh.session import load_stack, run_ssh_stack
 from payload.storage import open_store
 from payload.timestamps import utcnow
@@ -84,9 +84,4 @@ class SshProbe:
         if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
             return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
         found = newest_result(open_store(cfg.results), name, started)
-        url, result = found if found else (None, None)
-        verdict, reason = judge(result)
-        for line in verdict_lines(verdict, reason, result):
-            say(line)
-        usd, billed = probe_cost(candidate, seconds)
-        return ProbeReport(candidate, name, verdict, reason, result, usd, billed, None, url)
+        return read_back(candidate, name, found, seconds, say, "no probe result reached the bucket")

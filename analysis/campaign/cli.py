@@ -1,9 +1,5 @@
-"""`gpubench campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
-
-Hooked into `python -m infra` by `register(sub)`. The functions behind the
-commands are in analysis/campaign/commands.py; BACKEND_FACTORY is the Automation API
-backend (tests swap it).
-"""
+"""`gpubench campaign up|status|wait|run|schedule` over analysis.campaign.commands; BACKEND_FACTORY is the
+Automation API backend (tests swap it)."""
 
 from __future__ import annotations
 
@@ -91,13 +87,6 @@ def _status_table(statuses) -> str:
     return "\n".join(lines)
 
 
-def _up_text(manifest, args, launched: int, failed: int) -> str:
-    return (
-        f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
-        f"next: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}"
-    )
-
-
 def cmd_up(args) -> int:
     manifest, report = commands.up(
         args.stacks,
@@ -121,7 +110,8 @@ def cmd_up(args) -> int:
         )
     else:
         launched = sum(a in ("launched", "adopted") for a in report.actions.values())
-        print(_up_text(manifest, args, launched, len(set(failed))))
+        print(f"campaign {manifest.campaign_id}: {launched} launched, {len(set(failed))} failed to launch; ", end="")
+        print(f"manifest {manifest.url}\nnext: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}")
     return exitcodes.FAILED if failed else 0
 
 

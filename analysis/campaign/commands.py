@@ -1,17 +1,11 @@
-"""The campaign operations as functions (the CLI formats them; tests call them with a stand-in backend).
-
-    up(patterns, results_url=...)          -> (manifest, LaunchReport)
-    status(campaign_id, results_url=...)   -> (manifest, [StackStatus])
-    wait(campaign_id, results_url=...)     -> (manifest, WaitOutcome)
-    run(patterns, results_url=...)         -> CampaignRun (up + wait with a new id)
-    run_schedule(path)                     -> CampaignRun (run with a schedule file's options)
-
-Everything that matters is in the bucket's manifest, so each call may run on a
-different machine or after a restart.
+"""The campaign operations as functions: up, status, wait, run, run_schedule (the CLI formats them;
+tests call them with a stand-in backend). Everything that matters is in the bucket's manifest, so
+each call may run on a different machine or after a restart.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +22,11 @@ from analysis.progress import Printer
 from analysis.stack_status import StackStatus, campaign_status
 from infra import workspace
 from infra.catalog import load_catalog
+from infra.conventions import RESULTS_ENV
 from infra.workspace import BackendFactory, pulumi_backend
-from payload.storage import open_store
+from payload import storage
 from payload.timestamps import utcnow
 from payload.userdirs import user_dir
-
-RESULTS_ENV = "GPUBENCH_RESULTS"
 
 
 def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
@@ -59,16 +52,9 @@ def project_dir(work_dir: Path | None) -> Path:
     return Path(work_dir) if work_dir else workspace.project_dir()
 
 
-class _Stores:
+def _stores() -> Callable[[str], Any]:
     """One open store per URL: the campaign's bucket, and any other a stack's resultsUrl names."""
-
-    def __init__(self):
-        self._open: dict[str, Any] = {}
-
-    def __call__(self, url: str) -> Any:
-        if url not in self._open:
-            self._open[url] = open_store(url)
-        return self._open[url]
+    return functools.cache(storage.open_store)
 
 
 def up(
@@ -90,7 +76,7 @@ def up(
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     backend = backend_factory(root)  # before writing anything: a missing CLI stops here
-    store = _Stores()(results_url)
+    store = storage.open_store(results_url)
     manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
     manifest.add_selection(patterns, concurrency)
     printer(
@@ -104,7 +90,7 @@ def up(
 
 
 def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
-    stores = _Stores()
+    stores = _stores()
     manifest = Manifest.require(stores(results_url), campaign_id)
     return manifest, statuses_of(manifest, stores, now or utcnow())
 
@@ -187,7 +173,7 @@ def wait(
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
     printer = printer or Printer()
-    stores = _Stores()
+    stores = _stores()
     manifest = Manifest.require(stores(results_url), campaign_id)
     root = project_dir(work_dir)
     done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)

@@ -1,17 +1,10 @@
-"""The end of a campaign: collect, tear down, report, summarise. Reuses the analysis functions.
+"""The end of a campaign: collect, tear down, report, summarise, through the analysis functions.
 
-- collect: analysis.collect.collect over the results bucket into the report dir; the
-  table is then narrowed to this campaign's runs (analysis.collect.write_table) unless
-  all runs are wanted;
-- teardown: stacks with final results through analysis.teardown.teardown_completed
-  (which re-checks every result itself); interrupted, expired and launch-failed stacks
-  through analysis.teardown.teardown by name (no result will come; a failed `up` may
-  have left a security group or role behind). Each destroy's end time is recorded, as
-  waste counts to it;
-- report: analysis.report.build.write_report on that dir (what `gpubench report` prints);
-- summary: per-stack state, cost and waste as JSON and text next to the report, in the
-  bucket (`campaigns/<id>/summary.json`), and as a "Campaign waste" section appended
-  to the report's index.html (the report code has no hook for extra sections).
+Stacks with final results are torn down by analysis.teardown.teardown_completed (which re-checks
+every result itself); interrupted, expired and launch-failed ones by name (no result will come, and a
+failed `up` may have left a security group or role behind). Each destroy's end time is recorded, as
+waste counts to it. The summary goes beside the report, into the bucket and, as a "Campaign waste"
+section, into the report's index.html (the report code has no hook for extra sections).
 """
 
 from __future__ import annotations

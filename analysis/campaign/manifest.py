@@ -1,15 +1,9 @@
 """The campaign record, kept in the results bucket at `campaigns/<campaign-id>/manifest.json`.
 
-Written before provisioning (every selected stack `pending`), after each stack's
-launch attempt and after provisioning, so a restarted laptop or a second machine
-reads where the campaign stands with the campaign id alone. Writes are whole-file
-and serialised by a lock in this process; two machines updating the same campaign
-at once is last-writer-wins (run `up` from one place at a time).
-
-Per stack: state (pending | launching | launched | launch-failed), offering, market,
-zone, suite, the launch price (hourly USD, source, as-of), every launch attempt with
-its zone and failure, up start/end times, the deadline and outputs, run ids once
-seen, and the teardown outcome with its time.
+Written before provisioning, after each stack's launch attempt and after provisioning, so a
+restarted laptop or a second machine reads where the campaign stands with the campaign id alone.
+Writes are whole-file and serialised in this process; two machines updating the same campaign at
+once is last-writer-wins (run `up` from one place at a time).
 """
 
 from __future__ import annotations
