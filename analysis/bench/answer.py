@@ -140,8 +140,7 @@ def candidate_row(
     cand, probe = report.candidate, report.probe
     wall = wall_steady(probe)
     steady = {"samples_per_second": wall.samples_per_second, "low": wall.low, "high": wall.high} if wall else {}
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(
+    row = row_of(
         offering=cand.offering,
         name=report.stack,
         kind=cand.kind,
@@ -154,7 +153,6 @@ def candidate_row(
         samples_per_second_low=steady.get("low"),
         samples_per_second_high=steady.get("high"),
         probe_usd=report.probe_usd,
-        basis={},
         run=report.run_url,
         stopped_by=probe.get("stopped_by"),
     )
@@ -166,11 +164,9 @@ def candidate_row(
     return row
 
 
-def unmatched_row(item: dict[str, Any], kind: str = "cloud") -> dict[str, Any]:
-    """A GPU alternative that matched no offering: named with the reason, never probed."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(offering=item["ask"], kind=kind, status="unmatched", reason=item["reason"], basis={})
-    return row
+def row_of(**fields: Any) -> dict[str, Any]:
+    """A `--json` candidate row: every ROW_FIELDS key, those not given None, `basis` {} unless given."""
+    return dict.fromkeys(ROW_FIELDS) | {"basis": {}} | fields
 
 
 def answer_doc(
@@ -189,7 +185,8 @@ def answer_doc(
     the task file's (rows fill in from each probe); `predicted`: rows of candidates not probed (`bench --probe
     N`, analysis.bench.settle), ranked alike."""
     rows = [candidate_row(r, work_samples, throughput_only, work) for r in reports] + list(predicted)
-    rows += [unmatched_row(u) for u in unmatched]
+    # a GPU alternative that matched no offering: named with the reason, never probed
+    rows += [row_of(offering=u["ask"], kind="cloud", status="unmatched", reason=u["reason"]) for u in unmatched]
     costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
     return {
         "task": task,

@@ -40,7 +40,7 @@ def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Pat
     )
 
 
-def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
+def _local(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
     return LocalProbe(
         store=open_store(settings["results"]),
         results=settings["results"],
@@ -50,13 +50,16 @@ def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
     )
 
 
-def _ssh(settings: dict[str, Any]) -> Any:
+def _ssh(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
     return SshProbe(
         task=settings["task"],
         probe_seconds=settings["probe_seconds"],
         stacks_dir=settings["stacks_dir"],
         poll_seconds=min(2.0, float(settings["poll_seconds"])),
     )
+
+
+RUNNERS = {"cloud": _cloud, "local": _local, "ssh": _ssh}  # (record, settings, backend) -> probe runner
 
 
 def make_jobs(
@@ -67,13 +70,7 @@ def make_jobs(
     printer: Printer,
 ) -> tuple[list[tuple[Any, ProbeFn]], list[ProbeReport]]:
     """(candidate, probe) pairs to run, and reports for candidates refused before launch."""
-    kinds = {c.kind for c in candidates}
-    makers = {
-        "cloud": lambda: _cloud(record, settings, backend),
-        "local": lambda: _local(record, settings),
-        "ssh": lambda: _ssh(settings),
-    }
-    runners = {kind: makers[kind]() for kind in kinds}
+    runners = {kind: RUNNERS[kind](record, settings, backend) for kind in {c.kind for c in candidates}}
     jobs: list[tuple[Any, ProbeFn]] = []
     early: list[ProbeReport] = []
     for cand in candidates:

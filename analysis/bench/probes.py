@@ -58,10 +58,6 @@ class Probes:
 ProbeFn = Callable[[Any, Probes], ProbeReport]
 
 
-def _crashed(candidate: Any, exc: BaseException) -> ProbeReport:
-    return ProbeReport(candidate, candidate.name, "failed", f"the probe itself failed: {type(exc).__name__}: {exc}")
-
-
 def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeReport]:
     """Every probe in parallel; reports in the candidates' order. Ctrl-C (KeyboardInterrupt, in this
     thread or raised inside a probe) sets `stop`, waits for the probes to wind down and re-raises."""
@@ -77,7 +73,8 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
             try:
                 reports.append(fut.result())
             except Exception as exc:  # noqa: BLE001 - one broken probe never hides the others
-                reports.append(_crashed(cand, exc))
+                why = f"the probe itself failed: {type(exc).__name__}: {exc}"
+                reports.append(ProbeReport(cand, cand.name, "failed", why))
         return reports
     except KeyboardInterrupt:
         probes.stop.set()
@@ -105,7 +102,7 @@ def _until_done_or_interrupted(futures: list[Future], bar: Progress | None = Non
 
 def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:
     """Let launches in flight finish (their stacks can then be destroyed); a second Ctrl-C stops waiting."""
-    busy = [n for n in probes.snapshot()]
+    busy = probes.snapshot()
     if busy:
         probes.printer(f"Ctrl-C: no new probes; waiting for {len(busy)} in flight to stop ...")
     try:

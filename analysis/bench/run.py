@@ -85,20 +85,6 @@ def load_task(task_path: str | Path) -> Any:
         raise BenchError(str(exc)) from None
 
 
-def choose(
-    task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir, bench_id: str | None = None
-) -> tuple[list[Any], list[dict]]:
-    """(candidates, unmatched alternatives): this machine and/or SSH hosts when asked, else the clouds."""
-    found: list[Any] = []
-    if local:
-        found.append(local_candidate(hourly_usd, bench_id))
-    if hosts:
-        found += ssh_candidates(list(hosts), stacks_dir)
-    if local or hosts:
-        return found, []
-    return cloud_candidates(task, gpus=gpus, spot=spot)
-
-
 def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
     """Cloud probes get the plan's default boot allowance; this machine and SSH hosts only start a process."""
     return {} if any(c.kind == "cloud" for c in candidates) else {"boot_allowance_seconds": PROCESS_START_SECONDS}
@@ -224,8 +210,15 @@ def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throu
 
 
 def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) -> tuple[list[Any], list[dict]]:
-    """The candidates (those that matched nothing named), refused when none is left or --probe asks for more."""
-    candidates, unmatched = choose(task, **ask, stacks_dir=stacks_dir, bench_id=bench_id)
+    """This machine and/or SSH hosts when asked, else the clouds' (those that matched nothing named), refused
+    when none is left or --probe asks for more."""
+    candidates, unmatched = [], []
+    if ask["local"]:
+        candidates.append(local_candidate(ask["hourly_usd"], bench_id))
+    if ask["hosts"]:
+        candidates += ssh_candidates(list(ask["hosts"]), stacks_dir)
+    if not (ask["local"] or ask["hosts"]):
+        candidates, unmatched = cloud_candidates(task, gpus=ask["gpus"], spot=ask["spot"])
     for item in unmatched:
         printer(f"{item['ask']}: not probed: {item['reason']}")
     if not candidates:

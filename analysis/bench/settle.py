@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.bench.answer import ROW_FIELDS, candidate_row
+from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
 from analysis.predict import calibration as cal
 from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
@@ -171,9 +171,8 @@ def predict_rows(
 
 def _row(cand: Any, got: dict, status: str) -> dict:
     """A predicted candidate as a bench row: every figure's basis `predicted`; no probe, so no probe cost."""
-    row = dict.fromkeys(ROW_FIELDS)
-    row.update({k: got.get(k) for k in ROW_FIELDS if k in got and k != "basis"})
-    row.update(
+    figures = {k: got[k] for k in ROW_FIELDS if k in got and k != "basis"}
+    return row_of(**figures) | dict(
         offering=cand.offering,
         name=cand.name,
         kind=cand.kind,
@@ -183,7 +182,6 @@ def _row(cand: Any, got: dict, status: str) -> dict:
         basis={f: PREDICTED for f in PREDICTED_FIGURES} if status == PREDICTED else {},
         notes=list(got.get("notes") or []),
     )
-    return row
 
 
 # --- doubt ----------------------------------------------------------------------------------------------

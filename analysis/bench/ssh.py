@@ -11,7 +11,6 @@ uploaded: your own host holds no stack to destroy.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,16 +44,6 @@ class _Lines:
         pass
 
 
-def run_on_host(
-    cfg: Any, *, extra_options: dict[str, str], progress: Any, poll: float, stop: threading.Event
-) -> tuple[str, dict]:
-    """The one call into infra/ssh: run the stack once with extra payload options; (status, report).
-    Once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it."""
-    return run_ssh_stack(
-        cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=STOP_GRACE_SECONDS, stop=stop
-    )
-
-
 class SshProbe:
     """`(candidate, probes) -> ProbeReport` for SSH host stacks."""
 
@@ -75,7 +64,15 @@ class SshProbe:
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
-        status, report = run_on_host(cfg, extra_options=options, progress=_Lines(say), poll=self.poll, stop=probes.stop)
+        # once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it
+        status, report = run_ssh_stack(
+            cfg,
+            extra_options=options,
+            progress=_Lines(say),
+            poll=self.poll,
+            stop_timeout=STOP_GRACE_SECONDS,
+            stop=probes.stop,
+        )
         seconds = time.monotonic() - t0
         if probes.stop.is_set():
             usd, billed = probe_cost(candidate, seconds)

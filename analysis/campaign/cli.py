@@ -16,7 +16,7 @@ from analysis.campaign.manifest import new_campaign_id
 from analysis.campaign.schedule import parse_duration
 from analysis.cli import check_results_locations
 from analysis.output import emit_json, poll_problem
-from analysis.progress import Printer, Progress, stack_lines
+from analysis.progress import Printer, Progress
 from analysis.stack_status import TERMINAL
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
@@ -178,22 +178,19 @@ def _timeout(text):
     return None if text is None else parse_duration(text)
 
 
-class ProgressPrinter:
-    """The campaign's lines, with a bar of stacks done and the time left while `wait` polls.
-
-    The bar (analysis.progress) shows only on a terminal; the lines are printed as before either way."""
+class ProgressPrinter(Printer):
+    """The campaign's lines, with a bar of stacks done and the time left while `wait` polls (on a terminal)."""
 
     LIVE = frozenset({"pending", "launching", "launched", "running"})
 
     def __init__(self):
-        self.printer = Printer()
-        self.lines = self.printer.lines
+        super().__init__()
         self.bar = Progress(None, "stacks done", unit="stack")
         self.states: dict[str, str] = {}
 
     def __call__(self, text: str) -> None:
         if self.bar.bar is None:
-            self.printer(text)
+            super().__call__(text)
         else:
             self.lines.append(text)
             self.bar.write(text)
@@ -204,11 +201,7 @@ class ProgressPrinter:
             self.states[name] = state
             self.bar.set_total(len(self.states))
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
-        for line in stack_lines(name, text):
-            self(line)
-
-    def for_stack(self, name: str):
-        return lambda text: self.stack(name, text)
+        super().stack(name, text)
 
     def close(self) -> None:
         self.bar.close()
