@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -54,12 +54,6 @@ class Candidate:
     terms: BillingTerms | None
     ask: str | None = None  # the alternative it answers, e.g. "T4:1" (cloud candidates)
     notes: tuple[str, ...] = ()  # e.g. which retired offerings were passed over
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["terms"] = self.terms.describe() if self.terms else None
-        out["notes"] = list(self.notes)
-        return out
 
 
 def _candidate(catalog: Catalog, offering: Any, price: tuple, as_of: date | None = None, **fields: Any) -> Candidate:
@@ -159,11 +153,6 @@ def _price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) 
     return price, hourly
 
 
-def _why_none(ask: str, stages: list[tuple[str, list[dict]]]) -> str:
-    """The first filter that left nothing: the reason an alternative matched no offering."""
-    return next((reason for reason, rows in stages if not rows), f"no offering matches {ask}")
-
-
 def _match(
     rows: list[dict], retired: list[Any], ask: Any, gpu: str, spot: bool, resources: Any
 ) -> tuple[list[dict], str | None]:
@@ -204,7 +193,7 @@ def _match(
         ),
     ]
     if not priced:
-        return [], _why_none(label, stages)
+        return [], next((reason for reason, rows in stages if not rows), f"no offering matches {label}")
     return order(priced, "price", spot), None
 
 

@@ -17,7 +17,7 @@ each one up to whole hours and a minimum applies to each.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from analysis.price.billed import CostError, billed
@@ -44,12 +44,6 @@ class JobEstimate:
     basis: dict[str, str]  # field -> "measured" | "extrapolated"
     notes: tuple[str, ...]
     periodic_seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        """JSON-ready: an unbounded figure becomes None, notes a list."""
-        out = asdict(self)
-        out["notes"] = list(self.notes)
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
 @dataclass(frozen=True)
@@ -226,19 +220,11 @@ def _check(name: str, value: float, *, allow_zero: bool) -> None:
         raise CostError(f"{name} must be a finite number, {need}; got {value!r}")
 
 
-def _basis(periodic_seconds: float, finish_seconds: float = 0.0) -> dict[str, str]:
+def _basis(periodic_seconds: float, finish_seconds: float) -> dict[str, str]:
     """Which figures the probe measured and which are extrapolated from them (--json field names)."""
-    basis = {
-        "overhead_seconds": MEASURED,
-        "samples_per_second": MEASURED,
-        "est_hours": EXTRAPOLATED,
-        "est_usd": EXTRAPOLATED,
-    }
-    if periodic_seconds:
-        basis["periodic_seconds"] = MEASURED
-    if finish_seconds:
-        basis["finish_seconds"] = MEASURED
-    return basis
+    timed = {"periodic_seconds": periodic_seconds, "finish_seconds": finish_seconds}
+    basis = dict.fromkeys(("overhead_seconds", "samples_per_second"), MEASURED)
+    return basis | dict.fromkeys(("est_hours", "est_usd"), EXTRAPOLATED) | {k: MEASURED for k, v in timed.items() if v}
 
 
 def _notes(

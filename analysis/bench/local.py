@@ -55,9 +55,7 @@ def payload_grace(job_grace: float) -> float:
     return job_grace + KILL_WAIT_SECONDS + RESULT_SECONDS
 
 
-def payload_argv(
-    candidate: Any, *, task: Path, results: str, probe_seconds: float, host_events: Path | None = None
-) -> list[str]:
+def payload_argv(candidate: Any, *, task: Path, results: str, probe_seconds: float, host_events: Path) -> list[str]:
     """`python -m payload run` for a probe of the task, rendered from the payload's own option table."""
     options = offering_options(load_catalog().get(candidate.offering), candidate.market, None)
     if candidate.hourly_usd is not None:
@@ -67,22 +65,17 @@ def payload_argv(
             price_as_of=candidate.price_date or date.today().isoformat(),
         )
     values = {"workload": str(Path(task).resolve()), "results": results, "stack": candidate.name, **options}
-    values["probe_seconds"] = int(max(1, round(probe_seconds)))
-    if host_events is not None:
-        values["host_events"] = str(host_events)
+    values |= {"probe_seconds": int(max(1, round(probe_seconds))), "host_events": str(host_events)}
     return [sys.executable, "-m", "payload", "run", *render_argv(values)]
 
 
-def payload_env(mark: str | None = None, job_grace: float | None = None) -> dict[str, str]:
+def payload_env(mark: str, job_grace: float) -> dict[str, str]:
     """This environment without GPUBENCH_* run options left in the shell (they would change the probe),
     with the probe's mark and the job's stop grace."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in MACHINE_SETTINGS}
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env[STOP_GRACE_ENV] = f"{stop_grace_seconds() if job_grace is None else job_grace:g}"
-    if mark is not None:
-        env[MARK_ENV] = mark
-    return env
+    return env | {STOP_GRACE_ENV: f"{job_grace:g}", MARK_ENV: mark}
 
 
 def write_process_start(path: Path) -> None:

@@ -75,16 +75,6 @@ class ProbePlan:
                     out.write(f"{c.ask or c.name} ({c.name}): {note}; retired offerings are never probed.\n")
         return out.getvalue()
 
-    def to_dict(self) -> dict:
-        return {
-            "candidates": [c.to_dict() for c in self.candidates],
-            "probe_seconds": self.probe_seconds,
-            "boot_allowance_seconds": self.boot_allowance_seconds,
-            "bounds": dict(self.bounds),
-            "total_bound_usd": self.total_bound_usd,
-            "unpriced": list(self.unpriced),
-        }
-
 
 def make_plan(
     candidates: Sequence[Candidate],

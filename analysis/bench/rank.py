@@ -50,11 +50,7 @@ def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float 
     out = {key: _pick(r, labels) for key, r in picks.items()}
     out["frontier"] = [_pick(r, labels) for r in _frontier(priced)]
     out["ranked"] = [_pick(r, labels) for r in priced + unpriced]
-    out["unmeasured"] = [
-        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
-        for r in rows
-        if _num(r.get("est_hours")) is None
-    ]
+    out["unmeasured"] = _unmeasured(rows, "est_hours")
     out["unpriced"] = [
         {"offering": r.get("offering"), "name": r.get("name"), "reason": "no hourly price: time only"} for r in unpriced
     ]
@@ -72,11 +68,7 @@ def throughput_answer(rows: list[dict]) -> dict:
     )
     out: dict = {"cheapest": None, "fastest": None, "frontier": [], "unpriced": []}
     out["ranked"] = [_pick(r, labels) | {"samples_per_second": r["samples_per_second"]} for r in rated]
-    out["unmeasured"] = [
-        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
-        for r in rows
-        if _num(r.get("samples_per_second")) is None
-    ]
+    out["unmeasured"] = _unmeasured(rows, "samples_per_second")
     missing = _unmeasured_text(rows, labels, "samples_per_second")
     if not rated:
         out["sentence"] = "No candidate measured a rate." + missing
@@ -172,6 +164,15 @@ def _frontier(priced: list[dict]) -> list[dict]:
         elif (_cents(r), _seconds(r)) == (_cents(front[-1]), _seconds(front[-1])):
             front.append(r)  # the same point twice: neither beats the other
     return front
+
+
+def _unmeasured(rows: list[dict], field: str) -> list[dict]:
+    """The rows without `field`, each with the reason."""
+    return [
+        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
+        for r in rows
+        if _num(r.get(field)) is None
+    ]
 
 
 def _why_unmeasured(r: dict) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis.campaign import commands, schedule
 from analysis.campaign.commands import require_results
-from analysis.campaign.finish import summary_text
+from analysis.campaign.finish import money_text, seconds_text, summary_text
 from analysis.campaign.manifest import new_campaign_id
 from analysis.campaign.schedule import parse_duration
 from analysis.cli import check_results_locations
@@ -71,19 +71,13 @@ def _given_results(args) -> str | None:
     return url
 
 
-def _results(args) -> str:
-    return require_results(_given_results(args))
-
-
 def _status_table(statuses) -> str:
-    def money(v):
-        return "-" if v is None else f"${v:.4f}"
-
     lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
     for s in statuses:
-        waste = "-" if s.waste_seconds is None else f"{s.waste_seconds:.0f} s"
         name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
-        lines.append(f"{name:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {detail}")
+        lines.append(
+            f"{name:28} {s.state:13} {money_text(s.cost_usd):>11} {seconds_text(s.waste_seconds):>9}  {detail}"
+        )
     return "\n".join(lines)
 
 
@@ -116,7 +110,7 @@ def cmd_up(args) -> int:
 
 
 def cmd_status(args) -> int:
-    manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
+    manifest, statuses = commands.status(args.campaign_id, results_url=require_results(_given_results(args)))
     if args.json:
         emit_json({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
     else:
@@ -218,7 +212,7 @@ def cmd_wait(args) -> int:
     try:
         manifest, outcome = commands.wait(
             args.campaign_id,
-            results_url=_results(args),
+            results_url=require_results(_given_results(args)),
             poll_seconds=args.poll,
             timeout=_timeout(args.timeout),
             out_dir=args.out,

@@ -121,9 +121,9 @@ def _remember_runs(manifest: Manifest, statuses: list[StackStatus]) -> None:
     changed = False
     for s in statuses:
         entry = manifest.stacks[s.stack]
-        if s.run_ids and sorted(set(entry.get("run_ids") or []) | set(s.run_ids)) != sorted(entry.get("run_ids") or []):
-            entry["run_ids"] = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
-            changed = True
+        known = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
+        if s.run_ids and known != sorted(entry.get("run_ids") or []):
+            entry["run_ids"], changed = known, True
     if changed:
         manifest.save()
 
@@ -248,9 +248,7 @@ def run(
     """up + wait with a new campaign id: what the schedules call."""
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
-    select(patterns, project_dir(work_dir) / "stacks")
-    results_url = require_results(results_url)
-    campaign_id = new_campaign_id()
+    campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
     _, launch = up(
         patterns,
         results_url=results_url,

@@ -129,11 +129,11 @@ def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, An
     }
 
 
-def _money(v: Any) -> str:
+def money_text(v: Any) -> str:
     return "-" if v is None else f"${v:.4f}"
 
 
-def _secs(v: Any) -> str:
+def seconds_text(v: Any) -> str:
     return "-" if v is None else f"{v:.0f} s"
 
 
@@ -145,12 +145,12 @@ def summary_text(doc: dict[str, Any]) -> str:
     for r in doc["stacks"]:
         name, detail = terminal_text(r["stack"], multiline=False), terminal_text(r["detail"], multiline=False)
         lines.append(
-            f"{name:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
-            f"{_money(r['waste_usd']):>10}  {detail}"
+            f"{name:28} {r['state']:13} {money_text(r['cost_usd']):>10} {seconds_text(r['waste_seconds']):>9} "
+            f"{money_text(r['waste_usd']):>10}  {detail}"
         )
     t = doc["totals"]
     lines.append(
-        f"total: cost {_money(t['cost_usd'])}, waste {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}) "
+        f"total: cost {money_text(t['cost_usd'])}, waste {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}) "
         "billed after results were uploaded"
     )
     return "\n".join(lines) + "\n"
@@ -158,8 +158,8 @@ def summary_text(doc: dict[str, Any]) -> str:
 
 def waste_section(doc: dict[str, Any]) -> str:
     cells = "".join(
-        f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{_money(r['cost_usd'])}</td>"
-        f"<td>{_secs(r['waste_seconds'])}</td><td>{_money(r['waste_usd'])}</td>"
+        f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{money_text(r['cost_usd'])}</td>"
+        f"<td>{seconds_text(r['waste_seconds'])}</td><td>{money_text(r['waste_usd'])}</td>"
         f"<td>{html.escape(r.get('waste_basis') or '-')}</td></tr>"
         for r in doc["stacks"]
     )
@@ -169,7 +169,7 @@ def waste_section(doc: dict[str, Any]) -> str:
         "<p>Waste is the time each stack was billed after its last result was uploaded (until it was destroyed, "
         "or until its deadline). AWS instances power off after the upload, so their figure is an upper bound.</p>"
         "<table><tr><th>stack</th><th>state</th><th>cost so far</th><th>waste</th><th>waste USD</th><th>counted</th></tr>"
-        f"{cells}</table><p>Total waste: {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}).</p></section>\n"
+        f"{cells}</table><p>Total waste: {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}).</p></section>\n"
     )
 
 
