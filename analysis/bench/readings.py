@@ -46,9 +46,7 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.collect.validation import (
-        MAX_RESULT_BYTES,  # the collect package loads pyarrow: bench --help stays light
-    )
+    from analysis.collect.validation import MAX_RESULT_BYTES  # heavy: the collect package loads pyarrow
 
     obs = observe(store, stack, since)
     if not obs.runs:
