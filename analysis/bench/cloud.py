@@ -127,18 +127,8 @@ class CloudProbe:
         check_config(name, config, self.catalog)
         path = self.bench_dir / "stacks" / f"Pulumi.{name}.yaml"
         path.write_text(yaml.safe_dump({"config": config}, sort_keys=False), encoding="utf-8")
-        self.record.update(
-            name,
-            kind="cloud",
-            state="pending",
-            offering=candidate.offering,
-            market=candidate.market,
-            region=candidate.region,
-            hourly_usd=candidate.hourly_usd,
-            suite=[self.benchmark],
-            max_hours=hours,
-            results=self.results,
-        )
+        fields = {"state": "pending", "region": candidate.region, "max_hours": hours}
+        self.record.enter(name, candidate, self.benchmark, self.results, **fields)
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = probe_stack_name(candidate, self.record.bench_id)

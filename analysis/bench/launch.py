@@ -85,17 +85,8 @@ def make_jobs(
                 early.append(ProbeReport(cand, name, "launch-failed", f"config: {exc}", probe_usd=0.0))
                 continue
         else:
-            record.update(
-                cand.name,
-                kind=cand.kind,
-                offering=cand.offering,
-                market=cand.market,
-                hourly_usd=cand.hourly_usd,
-                state="launched",
-                up_started_at=iso(),
-                launched_at=iso(),  # a process on this machine or a host: started as soon as it is launched
-                suite=[settings["benchmark_name"]],
-                results=settings["results"],
-            )
+            # a process on this machine or a host: started as soon as it is launched
+            started = {"state": "launched", "up_started_at": iso(), "launched_at": iso()}
+            record.enter(cand.name, cand, settings["benchmark_name"], settings["results"], **started)
         jobs.append((cand, runner))
     return jobs, early

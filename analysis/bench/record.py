@@ -86,6 +86,12 @@ class BenchRecord:
     def stacks(self) -> dict[str, dict[str, Any]]:
         return self.data["stacks"]
 
+    def enter(self, name: str, candidate: Any, benchmark: str, results: str | None, **fields: Any) -> None:
+        """A probe's entry: the candidate's place and price, the task's name and the bucket, and `fields`."""
+        c = candidate
+        entry = {"kind": c.kind, "offering": c.offering, "market": c.market, "hourly_usd": c.hourly_usd}
+        self.update(name, **entry, suite=[benchmark], results=results, **fields)
+
     def update(self, name: str, **fields: Any) -> None:
         with self._lock:
             self.stacks.setdefault(name, {}).update(fields)

@@ -197,7 +197,10 @@ class ProgressPrinter(Printer):
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
         super().stack(name, text)
 
-    def close(self) -> None:
+    def __enter__(self) -> ProgressPrinter:
+        return self
+
+    def __exit__(self, *exc) -> None:
         self.bar.close()
 
 
@@ -208,8 +211,7 @@ def _check_poll(args) -> None:
 
 def cmd_wait(args) -> int:
     _check_poll(args)
-    printer = ProgressPrinter()
-    try:
+    with ProgressPrinter() as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
             results_url=require_results(_given_results(args)),
@@ -221,8 +223,6 @@ def cmd_wait(args) -> int:
             backend_factory=BACKEND_FACTORY,
             printer=printer,
         )
-    finally:
-        printer.close()
     return _wait_result(manifest, outcome, args)
 
 
@@ -231,8 +231,7 @@ def cmd_run(args) -> int:
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        printer = ProgressPrinter()
-        try:
+        with ProgressPrinter() as printer:
             done = commands.run(
                 args.stacks,
                 results_url=_given_results(args),  # required after the stacks are checked
@@ -245,8 +244,6 @@ def cmd_run(args) -> int:
                 backend_factory=BACKEND_FACTORY,
                 printer=printer,
             )
-        finally:
-            printer.close()
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
