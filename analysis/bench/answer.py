@@ -12,7 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from analysis.bench.extrapolate import estimate_job, probe_periodic
+from analysis.bench.rank import answer, throughput_answer
 from analysis.bench.readings import ESTIMATED, ProbeReport
+from payload.steady import Steady
+from payload.workloads.conventions.work import progress_of, whole_job
 
 ROW_FIELDS = (
     "offering",
@@ -43,8 +47,6 @@ UNTIMED_FINISH = (
 
 
 def _steady(doc: dict[str, Any]) -> Any:
-    from payload.steady import Steady
-
     names = {f.name for f in dataclasses.fields(Steady)}
     return Steady(**{k: v for k, v in doc.items() if k in names})
 
@@ -77,8 +79,6 @@ def _wall_ratio(probe: dict[str, Any]) -> float:
 def job_work(report: ProbeReport, work: Any, work_samples: float | None) -> dict[str, Any]:
     """The whole job in the unit the probe counted (payload.workloads.conventions.work): the task file's
     `work`, with what it left out filled in from the job's own output, each figure with its source."""
-    from payload.workloads.conventions.work import progress_of, whole_job
-
     progress = progress_of(report.result)
     if progress is None and work is None:
         return {"value": work_samples, "unit": "samples", "figures": {}}
@@ -87,8 +87,6 @@ def job_work(report: ProbeReport, work: Any, work_samples: float | None) -> dict
 
 def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None) -> tuple[dict[str, Any], str | None]:
     """The estimate's row fields, and a reason when there is none (or it is partial)."""
-    from analysis.bench.extrapolate import estimate_job, probe_periodic
-
     cand, probe = report.candidate, report.probe
     whole = job_work(report, work, work_samples)
     work_samples = whole["value"]
@@ -142,8 +140,7 @@ def candidate_row(
     cand, probe = report.candidate, report.probe
     wall = wall_steady(probe)
     steady = {"samples_per_second": wall.samples_per_second, "low": wall.low, "high": wall.high} if wall else {}
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(
+    row = row_of(
         offering=cand.offering,
         name=report.stack,
         kind=cand.kind,
@@ -156,7 +153,6 @@ def candidate_row(
         samples_per_second_low=steady.get("low"),
         samples_per_second_high=steady.get("high"),
         probe_usd=report.probe_usd,
-        basis={},
         run=report.run_url,
         stopped_by=probe.get("stopped_by"),
     )
@@ -168,11 +164,9 @@ def candidate_row(
     return row
 
 
-def unmatched_row(item: dict[str, Any], kind: str = "cloud") -> dict[str, Any]:
-    """A GPU alternative that matched no offering: named with the reason, never probed."""
-    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
-    row.update(offering=item["ask"], kind=kind, status="unmatched", reason=item["reason"], basis={})
-    return row
+def row_of(**fields: Any) -> dict[str, Any]:
+    """A `--json` candidate row: every ROW_FIELDS key, those not given None, `basis` {} unless given."""
+    return dict.fromkeys(ROW_FIELDS) | {"basis": {}} | fields
 
 
 def answer_doc(
@@ -190,10 +184,9 @@ def answer_doc(
     """The `gpubench bench --json` document; with `throughput_only` the rates alone, fastest first. `work` is
     the task file's (rows fill in from each probe); `predicted`: rows of candidates not probed (`bench --probe
     N`, analysis.bench.settle), ranked alike."""
-    from analysis.bench.rank import answer, throughput_answer
-
     rows = [candidate_row(r, work_samples, throughput_only, work) for r in reports] + list(predicted)
-    rows += [unmatched_row(u) for u in unmatched]
+    # a GPU alternative that matched no offering: named with the reason, never probed
+    rows += [row_of(offering=u["ask"], kind="cloud", status="unmatched", reason=u["reason"]) for u in unmatched]
     costs = [r["probe_usd"] for r in rows if r["probe_usd"] is not None]
     return {
         "task": task,

@@ -1,14 +1,10 @@
 """Where a probe can run: candidate offerings for `gpubench bench`.
 
-For every GPU alternative the task file lists (``resources.accelerators``, or
-``--gpus T4,L4,A100:8``) the cheapest catalog offering that matches it across
-clouds and regions, at today's catalog price on the chosen market; this
-machine (``local/this-machine``, at the rate you give it); and SSH hosts by
-their stack names. Offerings a provider has retired are never candidates, and
-each candidate says which retired ones it passed over.
-
-Matching and pricing are `gpubench offers`' own (analysis.offerings), so `bench` and `offers --gpu T4:1` agree on what
-the cheapest T4 is.
+Per GPU alternative (the task's `resources.accelerators`, or `--gpus`) the cheapest launchable
+catalog offering at today's price on the chosen market, matched and priced as `gpubench offers`
+does (analysis.offerings), so both agree on the cheapest T4; this machine at the rate you give it;
+SSH hosts by their stack names. Retired offerings are never candidates, and each candidate names
+those it passed over.
 """
 
 from __future__ import annotations
@@ -16,23 +12,20 @@ from __future__ import annotations
 import difflib
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from infra.catalog import BillingTerms, Catalog, CatalogError, load_catalog
+from analysis.offerings import offering_row, order, select
+from analysis.price.billed import CostError, quote
+from analysis.price.local import resolve_price
+from infra import clouds
+from infra.catalog import BillingTerms, Catalog, CatalogError, NoPrice, load_catalog
 from infra.conventions import UsageError
-
-__all__ = [
-    "LOCAL_OFFERING",
-    "Candidate",
-    "CandidateError",
-    "cloud_candidates",
-    "local_candidate",
-    "local_stack_name",
-    "ssh_candidates",
-]
+from infra.stacks import SSH_PREFIX, STACKS_DIR, StackFileError, load_config, ssh_stack_names
+from payload.layout import check_stack_name
+from payload.workloads.spec import parse_accelerators
 
 LOCAL_OFFERING = "local/this-machine"
 LOCAL_NAME = "local"  # + "-<bench id>": each bench's local probes are a stack of their own
@@ -62,11 +55,21 @@ class Candidate:
     ask: str | None = None  # the alternative it answers, e.g. "T4:1" (cloud candidates)
     notes: tuple[str, ...] = ()  # e.g. which retired offerings were passed over
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["terms"] = self.terms.describe() if self.terms else None
-        out["notes"] = list(self.notes)
-        return out
+
+def _candidate(catalog: Catalog, offering: Any, price: tuple, as_of: date | None = None, **fields: Any) -> Candidate:
+    """A candidate on `offering`: its GPUs and billing terms from the catalog, `price` (hourly USD, source, date)."""
+    hourly, source, when = price
+    return Candidate(
+        offering=offering.id,
+        provider=offering.provider,
+        gpu=offering.gpu_model,
+        gpu_count=offering.gpu_count,
+        hourly_usd=hourly,
+        price_source=source,
+        price_date=when,
+        terms=catalog.billing_terms(offering.id, _today(as_of)),
+        **fields,
+    )
 
 
 # --- cloud -------------------------------------------------------------------------------------------------
@@ -83,8 +86,6 @@ def _where(task: Any, field: str) -> str:
 
 def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
-    from payload.workloads.spec import parse_accelerators
-
     if gpus:
         try:
             return list(parse_accelerators(gpus)), "--gpus"
@@ -113,8 +114,6 @@ def _known_gpu(catalog: Catalog, name: str, where: str) -> str:
 
 
 def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: str) -> None:
-    from infra import clouds
-
     for name in providers or ():
         if not clouds.is_cloud(name):
             why = (
@@ -128,15 +127,11 @@ def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: s
 
 def _launchable(offering: Any) -> bool:
     """Offerings the stack matrix launches with Pulumi."""
-    from infra import clouds
-
     return offering.kind == "cloud" and clouds.is_cloud(offering.provider)
 
 
 def _stack_region(offering: Any) -> str | None:
     """The region the matrix's stack file for this offering sets."""
-    from infra import clouds
-
     keys = clouds.get(offering.provider).stack_keys(offering)
     return next((str(v) for k, v in keys.items() if k.endswith(":region")), None)
 
@@ -152,25 +147,16 @@ def stack_name(offering: Any, market: str, region: str | None) -> str:
 
 
 def _price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> Any:
-    from analysis.price.billed import quote
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # retired offerings never get here
         price, hourly, _, _ = quote(catalog, offering_id, market, as_of, None)
     return price, hourly
 
 
-def _why_none(ask: str, stages: list[tuple[str, list[dict]]]) -> str:
-    """The first filter that left nothing: the reason an alternative matched no offering."""
-    return next((reason for reason, rows in stages if not rows), f"no offering matches {ask}")
-
-
 def _match(
     rows: list[dict], retired: list[Any], ask: Any, gpu: str, spot: bool, resources: Any
 ) -> tuple[list[dict], str | None]:
     """Offerings for one alternative, cheapest first, or the reason there are none."""
-    from analysis.offerings import order, select
-
     label = f"{gpu}:{ask.count}"
     price_key = "spot_hourly_usd" if spot else "hourly_usd"
     same_gpu = select(rows, gpu, False, None, None, None)
@@ -207,7 +193,7 @@ def _match(
         ),
     ]
     if not priced:
-        return [], _why_none(label, stages)
+        return [], next((reason for reason, rows in stages if not rows), f"no offering matches {label}")
     return order(priced, "price", spot), None
 
 
@@ -230,21 +216,10 @@ def _cloud_candidate(catalog: Catalog, row: dict, label: str, spot: bool, resour
     regions = getattr(resources, "regions", None)
     region = next((r for r in regions or () if r in offering.regions), None) or _stack_region(offering)
     price, hourly = _price(catalog, offering.id, market, as_of)
-    return Candidate(
-        kind="cloud",
-        name=stack_name(offering, market, region),
-        offering=offering.id,
-        provider=offering.provider,
-        region=region,
-        market=market,
-        gpu=offering.gpu_model,
-        gpu_count=offering.gpu_count,
-        hourly_usd=float(hourly),
-        price_source=price.source if price else None,
-        price_date=price.as_of.isoformat() if price else None,
-        terms=catalog.billing_terms(offering.id, _today(as_of)),
-        ask=label,
-        notes=notes,
+    quoted = (float(hourly), price.source if price else None, price.as_of.isoformat() if price else None)
+    name = stack_name(offering, market, region)
+    return _candidate(
+        catalog, offering, quoted, as_of, kind="cloud", name=name, region=region, market=market, ask=label, notes=notes
     )
 
 
@@ -259,8 +234,6 @@ def cloud_candidates(
     """The cheapest matching cloud offering per GPU alternative, and the alternatives that matched nothing
     (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
     `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
-    from analysis.offerings import offering_row
-
     catalog = catalog or load_catalog()
     asks, where = _asks(task, gpus)
     resources = getattr(task, "resources", None)
@@ -295,8 +268,6 @@ def cloud_candidates(
 
 def local_stack_name(bench_id: str) -> str:
     """`local-<bench id>`: status, logs and results keep each bench's local probe apart."""
-    from payload.layout import check_stack_name
-
     return check_stack_name(f"{LOCAL_NAME}-{bench_id}")
 
 
@@ -304,28 +275,15 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
     $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
     Its stack is `local-<bench id>` (plain `local` without one)."""
-    from analysis.price.billed import CostError
-    from analysis.price.local import resolve_price
-
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
         raise CandidateError(str(exc)) from None
     catalog = load_catalog()
-    today = _today(None)
-    return Candidate(
-        kind="local",
-        name=local_stack_name(bench_id) if bench_id else LOCAL_NAME,
-        offering=LOCAL_OFFERING,
-        provider="local",
-        region=None,
-        market=MARKET_ON_DEMAND,
-        gpu=None,
-        gpu_count=0,
-        hourly_usd=price.hourly_usd,
-        price_source=price.source,
-        price_date=today.isoformat(),
-        terms=catalog.billing_terms(LOCAL_OFFERING, today),
+    quoted = (price.hourly_usd, price.source, _today(None).isoformat())
+    name = local_stack_name(bench_id) if bench_id else LOCAL_NAME
+    return _candidate(
+        catalog, catalog.get(LOCAL_OFFERING), quoted, kind="local", name=name, region=None, market=MARKET_ON_DEMAND
     )
 
 
@@ -334,8 +292,6 @@ def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None
 
 def _ssh_stack(name: str, stacks_dir: Path) -> str:
     """The SSH stack's name (the `ssh-` prefix may be left out); unknown names list the known ones."""
-    from infra.stacks import SSH_PREFIX, ssh_stack_names
-
     known = ssh_stack_names(stacks_dir)
     for candidate in (name, SSH_PREFIX + name):
         if candidate in known:
@@ -346,9 +302,6 @@ def _ssh_stack(name: str, stacks_dir: Path) -> str:
 
 def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | None, str | None]:
     """(hourly USD, source, date) of an SSH host's offering; monthly and on-prem rules included."""
-    from analysis.price.billed import CostError
-    from infra.catalog import NoPrice
-
     offering = catalog.get(offering_id)
     try:
         price, hourly = _price(catalog, offering_id, MARKET_ON_DEMAND, None)
@@ -362,8 +315,6 @@ def _ssh_price(catalog: Catalog, offering_id: str) -> tuple[float | None, str | 
 
 def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list[Candidate]:
     """One candidate per SSH host stack (stacks/Pulumi.ssh-*.yaml), priced by its `gpubench:offering`."""
-    from infra.stacks import STACKS_DIR, StackFileError, load_config
-
     stacks_dir = Path(stacks_dir or STACKS_DIR)
     catalog = load_catalog()
     out = []
@@ -383,21 +334,9 @@ def ssh_candidates(names: Sequence[str], stacks_dir: Path | None = None) -> list
             offering = catalog.get(str(offering_id))
         except CatalogError as exc:
             raise CandidateError(f"{stack}: gpubench:offering: {exc}") from None
-        hourly, source, when = _ssh_price(catalog, offering.id)
+        region = offering.regions[0] if offering.regions else None
+        quoted = _ssh_price(catalog, offering.id)
         out.append(
-            Candidate(
-                kind="ssh",
-                name=stack,
-                offering=offering.id,
-                provider=offering.provider,
-                region=offering.regions[0] if offering.regions else None,
-                market=MARKET_ON_DEMAND,
-                gpu=offering.gpu_model,
-                gpu_count=offering.gpu_count,
-                hourly_usd=hourly,
-                price_source=source,
-                price_date=when,
-                terms=catalog.billing_terms(offering.id, _today(None)),
-            )
+            _candidate(catalog, offering, quoted, kind="ssh", name=stack, region=region, market=MARKET_ON_DEMAND)
         )
     return out

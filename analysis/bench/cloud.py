@@ -24,9 +24,18 @@ from typing import Any
 import yaml
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, read_back
 from analysis.bench.record import BenchRecord
+from analysis.launch_failures import classify
+from infra import clouds
+from infra.config import MIN_HOURS, parse_config
+from infra.launch import resolve
+from infra.stacks import load_config
+from infra.tags import DEADLINE_OUTPUTS
+from infra.workspace import error_text, output_value, plain_outputs
+from payload.layout import check_stack_name
 from payload.timestamps import iso, utcnow
+from payload.yamlfile import read_yaml
 
 # Job keys of a checked-in stack that a probe replaces (it runs the task, nothing else).
 JOB_KEYS = ("suite", "workload", "epochs", "steps", "batchSize", "params", "data", "probeSeconds", "maxHours")
@@ -36,24 +45,18 @@ UPLOAD_GRACE_SECONDS = 120  # after the probe limit: the payload writes and uplo
 
 def probe_stack_name(candidate: Any, bench_id: str) -> str:
     """The candidate's stack name made unique to this bench (Pulumi stack names are per project)."""
-    from payload.layout import check_stack_name
-
     suffix = "b" + bench_id.rsplit("-", 1)[-1]
     return check_stack_name(f"{candidate.name[: 99 - len(suffix)]}-{suffix}")
 
 
 def max_hours(probe_seconds: float, boot_allowance_seconds: float) -> float:
     """gpubench:maxHours for a probe: probe + boot allowance + time to tear down, rounded up to 3 minutes."""
-    from infra.config import MIN_HOURS
-
     hours = (probe_seconds + boot_allowance_seconds + TEARDOWN_SLACK_SECONDS) / 3600.0
     return max(MIN_HOURS, math.ceil(hours * 20) / 20)
 
 
 def write_project(bench_dir: Path, project: Path) -> None:
     """The bench workspace's Pulumi.yaml: the project's, with its program and venv reached by relative paths."""
-    from payload.yamlfile import read_yaml
-
     doc = read_yaml(project / "Pulumi.yaml")
     rel = Path(os.path.relpath(project, bench_dir))
     doc["main"] = str(rel / str(doc.get("main") or "infra/"))
@@ -69,9 +72,6 @@ def stack_config(
     candidate: Any, *, task: Path, probe_seconds: float, hours: float, results: str, stacks_dir: Path, catalog: Any
 ) -> dict[str, Any]:
     """The probe stack's config: the offering's checked-in stack (if any) with the job keys replaced."""
-    from infra import clouds
-    from infra.stacks import load_config
-
     offering = catalog.get(candidate.offering)
     try:
         base = load_config(offering.stack_name(candidate.market), stacks_dir)
@@ -96,9 +96,6 @@ def stack_config(
 
 def check_config(name: str, config: dict[str, Any], catalog: Any) -> None:
     """Parse and resolve the generated config as `pulumi up` would: a bad one fails before any launch."""
-    from infra.config import parse_config
-    from infra.launch import resolve
-
     resolve(parse_config(config, name), catalog)
 
 
@@ -130,18 +127,8 @@ class CloudProbe:
         check_config(name, config, self.catalog)
         path = self.bench_dir / "stacks" / f"Pulumi.{name}.yaml"
         path.write_text(yaml.safe_dump({"config": config}, sort_keys=False), encoding="utf-8")
-        self.record.update(
-            name,
-            kind="cloud",
-            state="pending",
-            offering=candidate.offering,
-            market=candidate.market,
-            region=candidate.region,
-            hourly_usd=candidate.hourly_usd,
-            suite=[self.benchmark],
-            max_hours=hours,
-            results=self.results,
-        )
+        fields = {"state": "pending", "region": candidate.region, "max_hours": hours}
+        self.record.enter(name, candidate, self.benchmark, self.results, **fields)
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = probe_stack_name(candidate, self.record.bench_id)
@@ -161,8 +148,6 @@ class CloudProbe:
             report = self._launch_failed(candidate, name, handle, exc, say)
             probes.release(name)
             return report
-        from infra.tags import DEADLINE_OUTPUTS
-        from infra.workspace import output_value, plain_outputs
 
         outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
         deadline = output_value(outputs, DEADLINE_OUTPUTS)
@@ -174,7 +159,10 @@ class CloudProbe:
             return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
         self._destroy(name, handle, say)
         probes.release(name)
-        return self._report(candidate, name, found, deadline, time.monotonic() - t0, say)
+        missing = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
+        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing, deadline=deadline)
+        self.record.update(name, probe_status=report.status, probe_usd=report.probe_usd, run_url=report.run_url)
+        return report
 
     def _await(self, name: str, since: Any, probes: Probes) -> tuple[str, dict] | None:
         """Poll the bucket for the probe's result until it lands, the wait is over, or the bench stops."""
@@ -200,9 +188,6 @@ class CloudProbe:
         self.record.update(name, teardown=teardown)
 
     def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
-        from analysis.launch_failures import classify
-        from infra.workspace import error_text
-
         failure = classify(error_text(exc, limit=8000))
         self.record.update(name, state="launch-failed", failure=failure.to_dict())
         say(f"launch failed ({failure.kind}): {failure.message}")
@@ -213,14 +198,3 @@ class CloudProbe:
             reason += f"; destroying what it left failed ({err}): run `gpubench teardown {name}`"
         # no instance came up, so none was billed
         return ProbeReport(candidate, name, "launch-failed", reason, probe_usd=0.0)
-
-    def _report(self, candidate, name, found, deadline, seconds, say) -> ProbeReport:
-        url, result = found if found else (None, None)
-        status, reason = judge(result)
-        if found is None:
-            reason = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
-        for line in verdict_lines(status, reason, result):
-            say(line)
-        usd, billed = probe_cost(candidate, seconds)
-        self.record.update(name, probe_status=status, probe_usd=usd, run_url=url)
-        return ProbeReport(candidate, name, status, reason, result, usd, billed, deadline, url)

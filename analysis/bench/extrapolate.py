@@ -17,7 +17,8 @@ each one up to whole hours and a minimum applies to each.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
 from analysis.price.billed import CostError, billed
 from infra.catalog import BillingTerms
@@ -43,12 +44,6 @@ class JobEstimate:
     basis: dict[str, str]  # field -> "measured" | "extrapolated"
     notes: tuple[str, ...]
     periodic_seconds: float = 0.0
-
-    def to_dict(self) -> dict:
-        """JSON-ready: an unbounded figure becomes None, notes a list."""
-        out = asdict(self)
-        out["notes"] = list(self.notes)
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
 
 
 @dataclass(frozen=True)
@@ -132,6 +127,13 @@ _ONE_PAUSE = (
     "evaluation/checkpoint pauses from one pause only ({extra:.1f} s after {first:,.0f} samples; fewer than two "
     "periods seen): charged {period}, and the interval runs from that pause alone to one every {first:,.0f} samples"
 )
+
+
+def work_samples(task: Any) -> float | None:
+    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
+    work = getattr(task, "work", None)
+    total = work.total_samples() if work is not None else None
+    return float(total) if total is not None else None
 
 
 def estimate_job(
@@ -218,19 +220,11 @@ def _check(name: str, value: float, *, allow_zero: bool) -> None:
         raise CostError(f"{name} must be a finite number, {need}; got {value!r}")
 
 
-def _basis(periodic_seconds: float, finish_seconds: float = 0.0) -> dict[str, str]:
+def _basis(periodic_seconds: float, finish_seconds: float) -> dict[str, str]:
     """Which figures the probe measured and which are extrapolated from them (--json field names)."""
-    basis = {
-        "overhead_seconds": MEASURED,
-        "samples_per_second": MEASURED,
-        "est_hours": EXTRAPOLATED,
-        "est_usd": EXTRAPOLATED,
-    }
-    if periodic_seconds:
-        basis["periodic_seconds"] = MEASURED
-    if finish_seconds:
-        basis["finish_seconds"] = MEASURED
-    return basis
+    timed = {"periodic_seconds": periodic_seconds, "finish_seconds": finish_seconds}
+    basis = dict.fromkeys(("overhead_seconds", "samples_per_second"), MEASURED)
+    return basis | dict.fromkeys(("est_hours", "est_usd"), EXTRAPOLATED) | {k: MEASURED for k, v in timed.items() if v}
 
 
 def _notes(

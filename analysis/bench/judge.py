@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+from analysis.bench.record import BenchRecord
 from analysis.predict.predict import PREDICTED
 
 PREDICTIONS = "predictions"  # the bench record's key
@@ -36,8 +37,6 @@ def recorded(
 
 def predictions_in(directories: Iterable[Path]) -> Iterator[tuple[dict, dict]]:
     """(record, prediction) for every prediction the bench records in `directories` hold, in their order."""
-    from analysis.bench.record import BenchRecord
-
     for directory in directories:
         try:
             data = BenchRecord.load(directory).data

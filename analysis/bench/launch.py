@@ -11,25 +11,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
+from analysis.bench.local import LocalProbe
 from analysis.bench.probes import ProbeFn
 from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord
+from analysis.bench.ssh import SshProbe
 from analysis.progress import Printer
+from infra.catalog import load_catalog
+from infra.workspace import project_dir, pulumi_backend
+from payload.storage import open_store
 from payload.timestamps import iso
 
 
 def _project(work_dir: Path) -> Path:
-    from infra.workspace import project_dir
-
     return work_dir if (work_dir / "Pulumi.yaml").is_file() else project_dir()
 
 
 def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
-    from analysis.bench.cloud import CloudProbe, write_project
-    from infra.catalog import load_catalog
-    from infra.workspace import pulumi_backend
-    from payload.storage import open_store
-
     bench_dir = record.path.parent
     write_project(bench_dir, _project(Path(settings["work_dir"])))
     return CloudProbe(
@@ -41,10 +40,7 @@ def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Pat
     )
 
 
-def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
-    from analysis.bench.local import LocalProbe
-    from payload.storage import open_store
-
+def _local(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
     return LocalProbe(
         store=open_store(settings["results"]),
         results=settings["results"],
@@ -54,15 +50,16 @@ def _local(record: BenchRecord, settings: dict[str, Any]) -> Any:
     )
 
 
-def _ssh(settings: dict[str, Any]) -> Any:
-    from analysis.bench.ssh import SshProbe
-
+def _ssh(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
     return SshProbe(
         task=settings["task"],
         probe_seconds=settings["probe_seconds"],
         stacks_dir=settings["stacks_dir"],
         poll_seconds=min(2.0, float(settings["poll_seconds"])),
     )
+
+
+RUNNERS = {"cloud": _cloud, "local": _local, "ssh": _ssh}  # (record, settings, backend) -> probe runner
 
 
 def make_jobs(
@@ -73,15 +70,7 @@ def make_jobs(
     printer: Printer,
 ) -> tuple[list[tuple[Any, ProbeFn]], list[ProbeReport]]:
     """(candidate, probe) pairs to run, and reports for candidates refused before launch."""
-    from analysis.bench.cloud import probe_stack_name
-
-    kinds = {c.kind for c in candidates}
-    makers = {
-        "cloud": lambda: _cloud(record, settings, backend),
-        "local": lambda: _local(record, settings),
-        "ssh": lambda: _ssh(settings),
-    }
-    runners = {kind: makers[kind]() for kind in kinds}
+    runners = {kind: RUNNERS[kind](record, settings, backend) for kind in {c.kind for c in candidates}}
     jobs: list[tuple[Any, ProbeFn]] = []
     early: list[ProbeReport] = []
     for cand in candidates:
@@ -96,17 +85,8 @@ def make_jobs(
                 early.append(ProbeReport(cand, name, "launch-failed", f"config: {exc}", probe_usd=0.0))
                 continue
         else:
-            record.update(
-                cand.name,
-                kind=cand.kind,
-                offering=cand.offering,
-                market=cand.market,
-                hourly_usd=cand.hourly_usd,
-                state="launched",
-                up_started_at=iso(),
-                launched_at=iso(),  # a process on this machine or a host: started as soon as it is launched
-                suite=[settings["benchmark_name"]],
-                results=settings["results"],
-            )
+            # a process on this machine or a host: started as soon as it is launched
+            started = {"state": "launched", "up_started_at": iso(), "launched_at": iso()}
+            record.enter(cand.name, cand, settings["benchmark_name"], settings["results"], **started)
         jobs.append((cand, runner))
     return jobs, early

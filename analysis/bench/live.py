@@ -1,12 +1,8 @@
 """What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
 
-Status reads each bench's record under `.gpubench/bench/` and, for probes that
-were launched, the results bucket (analysis.observe), then classifies
-them with the campaign's own rules (analysis.stack_status): state, detail,
-cost so far, deadline. The stack backend, when given, adds how many resources
-each stack still holds. Logs print the newest run's rolling `log-tail.txt`
-(the payload uploads it every ~30 s while the job runs); `follow` polls it and
-prints only lines not shown yet, until the run has its result.
+Status classifies each recorded probe with the campaign's own rules (analysis.stack_status) over
+what the bucket says (analysis.observe). Logs print the newest run's rolling `log-tail.txt`, which
+the payload uploads every ~30 s while the job runs.
 """
 
 from __future__ import annotations
@@ -18,12 +14,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.bench.record import RECORD, BenchRecord, bench_dirs
+from analysis.observe import StackObservation, observe
+from analysis.stack_status import stack_status
+from payload import storage
 from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
+from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time, utcnow
 from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
+ROW_KEYS = ("bench_id", "stack", "kind", "offering", "market", "state", "ended", "detail", "age_seconds", "deadline")
+ROW_KEYS += ("cost_usd", "resources", "last_event", "run_ids", "problems")
 ENDED = ("destroyed", "ended")
 
 
@@ -41,9 +43,6 @@ def _resources(backend: Callable[[Path], Any] | None, bench_dir: Path) -> dict[s
 
 
 def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime, counts: dict) -> dict[str, Any]:
-    from analysis.observe import StackObservation, observe
-    from analysis.stack_status import stack_status
-
     since = parse_time(entry.get("up_started_at"))
     launched = entry.get("state") == "launched" and store is not None
     obs = observe(store, name, since) if launched else StackObservation()
@@ -76,9 +75,7 @@ def probe_status(
     open_store: Callable[[str], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every live probe (all probes with `include_ended`) of every bench under `work_dir`."""
-    from payload.storage import open_store as default_open
-
-    opener, now = open_store or default_open, now or utcnow()
+    opener, now = open_store or storage.open_store, now or utcnow()
     stores: dict[str, Any] = {}
     rows = []
     for directory in bench_dirs(work_dir):
@@ -113,25 +110,14 @@ REFUSED = "refused: "  # a problem that marks a row whose record could not be re
 
 def _refused(bench_id: str, stack: str, why: str) -> dict[str, Any]:
     """The row of a bench record (or one stack entry of it) that cannot be read: state unknown, the reason."""
-    from payload.terminal import terminal_text
-
-    return {
-        "bench_id": terminal_text(bench_id, multiline=False),
-        "stack": terminal_text(stack, multiline=False),
-        "kind": None,
-        "offering": None,
-        "market": None,
-        "state": "unknown",
-        "ended": False,
-        "detail": terminal_text(why, multiline=False),
-        "age_seconds": None,
-        "deadline": None,
-        "cost_usd": None,
-        "resources": None,
-        "last_event": None,
-        "run_ids": [],
-        "problems": [REFUSED + why],
+    shown = {
+        k: terminal_text(v, multiline=False) for k, v in (("bench_id", bench_id), ("stack", stack), ("detail", why))
     }
+    return (
+        dict.fromkeys(ROW_KEYS)
+        | shown
+        | {"state": "unknown", "ended": False, "run_ids": [], "problems": [REFUSED + why]}
+    )
 
 
 def status_table(rows: list[dict[str, Any]]) -> str:
@@ -193,7 +179,7 @@ MAX_LOG_TAIL_BYTES = LOG_TAIL_LINES * (LOG_TAIL_LINE_CHARS + 1) * 4
 
 def _read_tail(store: Any, key: str) -> str:
     """A log tail, read no further than any payload writes one (a forged 300 MB object is cut, and says so)."""
-    from analysis.collect.sources import read_capped
+    from analysis.collect.sources import read_capped  # the collect package loads pyarrow: status and logs stay light
 
     data = read_capped(store, key, MAX_LOG_TAIL_BYTES)
     text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")

@@ -33,8 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, read_back
+from infra.catalog import load_catalog
+from infra.launch import offering_options
 from payload import proctree
+from payload.config import render_argv
 from payload.timestamps import iso, parse_iso, utcnow
 from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
 from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
@@ -52,14 +55,8 @@ def payload_grace(job_grace: float) -> float:
     return job_grace + KILL_WAIT_SECONDS + RESULT_SECONDS
 
 
-def payload_argv(
-    candidate: Any, *, task: Path, results: str, probe_seconds: float, host_events: Path | None = None
-) -> list[str]:
+def payload_argv(candidate: Any, *, task: Path, results: str, probe_seconds: float, host_events: Path) -> list[str]:
     """`python -m payload run` for a probe of the task, rendered from the payload's own option table."""
-    from infra.catalog import load_catalog
-    from infra.launch import offering_options
-    from payload.config import render_argv
-
     options = offering_options(load_catalog().get(candidate.offering), candidate.market, None)
     if candidate.hourly_usd is not None:
         options.update(
@@ -68,22 +65,17 @@ def payload_argv(
             price_as_of=candidate.price_date or date.today().isoformat(),
         )
     values = {"workload": str(Path(task).resolve()), "results": results, "stack": candidate.name, **options}
-    values["probe_seconds"] = int(max(1, round(probe_seconds)))
-    if host_events is not None:
-        values["host_events"] = str(host_events)
+    values |= {"probe_seconds": int(max(1, round(probe_seconds))), "host_events": str(host_events)}
     return [sys.executable, "-m", "payload", "run", *render_argv(values)]
 
 
-def payload_env(mark: str | None = None, job_grace: float | None = None) -> dict[str, str]:
+def payload_env(mark: str, job_grace: float) -> dict[str, str]:
     """This environment without GPUBENCH_* run options left in the shell (they would change the probe),
     with the probe's mark and the job's stop grace."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in MACHINE_SETTINGS}
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env[STOP_GRACE_ENV] = f"{stop_grace_seconds() if job_grace is None else job_grace:g}"
-    if mark is not None:
-        env[MARK_ENV] = mark
-    return env
+    return env | {STOP_GRACE_ENV: f"{job_grace:g}", MARK_ENV: mark}
 
 
 def write_process_start(path: Path) -> None:
@@ -187,17 +179,15 @@ class LocalProbe:
         exited_at = time.time()
         stray = end_marked(mark)  # nothing of the probe outlives it, even a process its payload missed
         probes.release(name)
-        seconds = time.monotonic() - t0
-        found = newest_result(self.store, name, started)
-        url, result = found if found else (None, None)
-        status, reason = judge(result)
-        if found is None:
-            reason = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
-        usd, billed = probe_cost(candidate, seconds)
-        if stray:
-            reason = (reason + "; " if reason else "") + f"process(es) {sorted(stray)} of the job survived SIGKILL"
-        for line in verdict_lines(status, reason, result):
-            say(line)
-        finish = finish_seconds(result, exited_at)
-        extra = {"log": str(log)}
-        return ProbeReport(candidate, name, status, reason, result, usd, billed, None, url, extra, finish)
+        report = read_back(
+            candidate,
+            name,
+            newest_result(self.store, name, started),
+            time.monotonic() - t0,
+            say,
+            f"the payload exited with {proc.returncode} and wrote no result; see {log}",
+            note=f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None,
+            extra={"log": str(log)},
+        )
+        report.finish_seconds = finish_seconds(report.result, exited_at)
+        return report

@@ -1,15 +1,9 @@
-"""The bench answer as one self-contained HTML page.
+"""The bench answer as one self-contained HTML page: the sentence, the cost/time chart (numbered
+markers with their intervals, the frontier joined), the ranked table, what the probes cost and
+earlier predictions beside the measurements.
 
-`write_page(doc, out_dir)` renders the `gpubench bench --json` document: the
-answer sentence, the cost/time chart (every priced candidate as a numbered
-marker with its interval, the Pareto frontier joined), the ranked table whose
-numbers match the chart's and mark each figure measured or extrapolated, what
-the probes cost (with `--probe N`, what probing a few saved), earlier predictions beside what was
-measured, and the candidates without an estimate with the reason.
-
-The page comes from a Jinja2 template with autoescape on: offering names,
-reasons and task names are user or cloud text and are never trusted as HTML.
-The chart is embedded as a base64 PNG, as in the report: no external resource.
+The template autoescapes: offering names, reasons and task names are user or cloud text. The chart
+is an embedded base64 PNG, as in the report: no external resource.
 """
 
 from __future__ import annotations
@@ -20,16 +14,9 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-import jinja2
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
-
-from analysis.bench.judge import line  # noqa: E402
-from analysis.report.answer import duration, in_unit, time_unit, usd  # noqa: E402
-from payload.money import usd_amount  # noqa: E402
+from analysis.bench.judge import line
+from analysis.report.answer import duration, in_unit, time_unit, usd
+from payload.money import usd_amount
 
 PAGE = "index.html"
 TEMPLATE = "bench.html.j2"
@@ -43,6 +30,8 @@ DEFAULT_BASIS = {"samples_per_second": "measured", "overhead_seconds": "measured
 
 def write_page(doc: dict, out_dir: Path) -> Path:
     """Write out_dir/index.html for one bench run and return its path."""
+    import jinja2  # heavy: loaded when a page is written, so `gpubench bench --help` stays light
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = jinja2.Environment(
@@ -172,7 +161,10 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     """(base64 PNG, caption) of estimated cost against time, or (None, why not)."""
     if not points:
         return None, "no candidate has both an estimated time and a price"
-    fig, ax = plt.subplots(figsize=(8.0, 5.2), dpi=DPI)
+    from matplotlib.figure import Figure  # heavy: as jinja2 above; a bare Figure needs no pyplot or backend
+
+    fig = Figure(figsize=(8.0, 5.2), dpi=DPI)
+    ax = fig.subplots()
     xs = [r["est_hours"] for _, r in points]
     ys = [r["est_usd"] for _, r in points]
     for _, r in points:
@@ -203,7 +195,6 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     place_numbers(ax, [str(n) for n, _ in points], xs, ys)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
     caption = (
         "Each number is a candidate in the table below; bars are 95% intervals, filled markers the frontier "
         "(no other candidate is both faster and cheaper)."
@@ -229,6 +220,8 @@ def spans_decades(values: list[float]) -> bool:
 
 def _set_axis(ax, which: str, values: list[float]) -> bool:
     """Log scale when the values span more than a decade; limits with a margin. True when log."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # heavy: as in frontier_chart
+
     lo, hi = min(values), max(values)
     log = spans_decades(values)
     if log:

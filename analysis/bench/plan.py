@@ -1,11 +1,6 @@
-"""What the probes may cost, known before anything starts.
-
-A probe runs the job for at most the probe limit after an allowance for boot,
-image pull and setup; its most expensive outcome is that whole time billed
-under the offering's rule (increments rounded up, minimums applied: an
-hourly-billed machine costs a full hour for a ten-minute probe). The plan adds
-these bounds up, prints them as the candidate table, and refuses a budget the
-bound exceeds, before a single machine is launched.
+"""What the probes may cost, known before anything starts: each probe's whole allowed time (boot
+allowance plus probe limit) billed under its offering's rule (an hourly-billed machine costs a full
+hour for a ten-minute probe); a budget that bound exceeds is refused before any launch.
 """
 
 from __future__ import annotations
@@ -20,8 +15,6 @@ from analysis.bench.readings import probe_cost
 from analysis.output import fmt_usd, print_table
 from infra.conventions import UsageError
 from payload.money import USD_SIGN
-
-__all__ = ["DEFAULT_BOOT_ALLOWANCE_SECONDS", "BudgetExceeded", "ProbePlan", "check_budget", "make_plan"]
 
 # Launch, image pull and the task's `setup` before the job's first step: ten minutes covers a cloud GPU
 # machine pulling a framework image; a probe still booting after it is stopped.
@@ -81,16 +74,6 @@ class ProbePlan:
                 if note.startswith("retired"):
                     out.write(f"{c.ask or c.name} ({c.name}): {note}; retired offerings are never probed.\n")
         return out.getvalue()
-
-    def to_dict(self) -> dict:
-        return {
-            "candidates": [c.to_dict() for c in self.candidates],
-            "probe_seconds": self.probe_seconds,
-            "boot_allowance_seconds": self.boot_allowance_seconds,
-            "bounds": dict(self.bounds),
-            "total_bound_usd": self.total_bound_usd,
-            "unpriced": list(self.unpriced),
-        }
 
 
 def make_plan(

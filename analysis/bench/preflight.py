@@ -1,13 +1,8 @@
-"""What `gpubench bench` checks before it shows the plan or asks anything: nothing is started until
-every value is in range and, for cloud probes, everything a launch needs is in place.
+"""What `gpubench bench` checks before it shows the plan or asks anything.
 
-Values: each option against a range no real job leaves (OPTIONS), the task's `work:` (required unless
-only the throughput is asked for), options that do not apply to the candidates asked. Every problem is
-named at once, each with its fix (BenchError, exit 2).
-
-Cloud probes: the Pulumi CLI and its login, the extras, each cloud's credentials accepted by an identity
-call, and the results bucket taking one write under the bench's own prefix (analysis.readiness, the
-checks `gpubench check` makes); every missing piece named with its fix at once (NotReady, exit 3).
+Every option value against a range no real job leaves, the task's `work:`, options that do not apply
+(BenchError, exit 2); for cloud probes, what a launch needs, by the checks `gpubench check` makes
+(NotReady, exit 3). Every problem is named at once, each with its fix.
 """
 
 from __future__ import annotations
@@ -17,20 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.readiness import launch_checks
 from payload import exitcodes
-
-__all__ = [
-    "OPTIONS",
-    "NotReady",
-    "Option",
-    "check_option",
-    "check_options",
-    "check_probe",
-    "check_probe_count",
-    "check_ready",
-    "check_request",
-    "preflight_key",
-]
 
 
 class NotReady(exitcodes.GpubenchError, RuntimeError):
@@ -153,8 +136,6 @@ def check_ready(
 ) -> list[dict]:
     """The launch checks for the cloud candidates (none without any): raises NotReady naming each one
     that failed with its fix; returns the checks made."""
-    from analysis.readiness import launch_checks
-
     providers = sorted({c.provider for c in candidates if c.kind == "cloud"})
     if not providers:
         return []

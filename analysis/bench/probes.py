@@ -1,11 +1,8 @@
 """Run every candidate's probe at once, and clean up whatever is still running if the user stops.
 
-All probes start together (a thread each), so a bench takes about the slowest
-boot plus one probe, not their sum. Each probe kind (cloud, local, SSH) is a
-callable `(candidate, Probes) -> ProbeReport`; while something it started can
-still cost money it sits in `Probes.live` with a way to stop it, and leaves once
-it has ended itself. On Ctrl-C no new probe starts (`stop` is set), the ones in
-flight are waited for, and the caller ends what is still live.
+All probes start together (a thread each): a bench takes about the slowest boot plus one probe.
+While something a probe started can still cost money it sits in `Probes.live` with a way to end it;
+on Ctrl-C no new probe starts, the ones in flight are waited for, and the caller ends what is live.
 """
 
 from __future__ import annotations
@@ -61,10 +58,6 @@ class Probes:
 ProbeFn = Callable[[Any, Probes], ProbeReport]
 
 
-def _crashed(candidate: Any, exc: BaseException) -> ProbeReport:
-    return ProbeReport(candidate, candidate.name, "failed", f"the probe itself failed: {type(exc).__name__}: {exc}")
-
-
 def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeReport]:
     """Every probe in parallel; reports in the candidates' order. Ctrl-C (KeyboardInterrupt, in this
     thread or raised inside a probe) sets `stop`, waits for the probes to wind down and re-raises."""
@@ -80,7 +73,8 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
             try:
                 reports.append(fut.result())
             except Exception as exc:  # noqa: BLE001 - one broken probe never hides the others
-                reports.append(_crashed(cand, exc))
+                why = f"the probe itself failed: {type(exc).__name__}: {exc}"
+                reports.append(ProbeReport(cand, cand.name, "failed", why))
         return reports
     except KeyboardInterrupt:
         probes.stop.set()
@@ -108,7 +102,7 @@ def _until_done_or_interrupted(futures: list[Future], bar: Progress | None = Non
 
 def _wind_down(pool: ThreadPoolExecutor, probes: Probes) -> None:
     """Let launches in flight finish (their stacks can then be destroyed); a second Ctrl-C stops waiting."""
-    busy = [n for n in probes.snapshot()]
+    busy = probes.snapshot()
     if busy:
         probes.printer(f"Ctrl-C: no new probes; waiting for {len(busy)} in flight to stop ...")
     try:

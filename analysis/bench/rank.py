@@ -1,16 +1,9 @@
 """The bench answer: which offering to run the whole job on, in one sentence.
 
-`answer(rows, deadline_hours=, budget_usd=)` takes the candidate rows of
-`gpubench bench --json` and returns the picks (cheapest, fastest, the cheapest
-within the deadline, the fastest within the budget: those two only when given),
-the cost/time Pareto frontier, every candidate in rank order, the ones without
-an estimate with the reason, and a sentence that names the offering, its hours
-and its cost with their intervals.
-
-Ordering is stable: cost in cents, then time in seconds, then offering and
-name. Two costs that read the same to the cent (or two times to the second)
-tie; the sentence says what broke the tie, and names candidates whose intervals overlap the pick's, which a
-longer probe could reorder.
+The picks (cheapest, fastest, and within the deadline or budget when given), the cost/time Pareto
+frontier and every candidate in rank order. Ordering is stable: cost as shown, then time to the
+second, then offering and name, so two costs that read the same tie; the sentence says what broke a
+tie and names candidates whose intervals overlap the pick's, which a longer probe could reorder.
 """
 
 from __future__ import annotations
@@ -57,11 +50,7 @@ def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float 
     out = {key: _pick(r, labels) for key, r in picks.items()}
     out["frontier"] = [_pick(r, labels) for r in _frontier(priced)]
     out["ranked"] = [_pick(r, labels) for r in priced + unpriced]
-    out["unmeasured"] = [
-        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
-        for r in rows
-        if _num(r.get("est_hours")) is None
-    ]
+    out["unmeasured"] = _unmeasured(rows, "est_hours")
     out["unpriced"] = [
         {"offering": r.get("offering"), "name": r.get("name"), "reason": "no hourly price: time only"} for r in unpriced
     ]
@@ -79,11 +68,7 @@ def throughput_answer(rows: list[dict]) -> dict:
     )
     out: dict = {"cheapest": None, "fastest": None, "frontier": [], "unpriced": []}
     out["ranked"] = [_pick(r, labels) | {"samples_per_second": r["samples_per_second"]} for r in rated]
-    out["unmeasured"] = [
-        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
-        for r in rows
-        if _num(r.get("samples_per_second")) is None
-    ]
+    out["unmeasured"] = _unmeasured(rows, "samples_per_second")
     missing = _unmeasured_text(rows, labels, "samples_per_second")
     if not rated:
         out["sentence"] = "No candidate measured a rate." + missing
@@ -181,6 +166,15 @@ def _frontier(priced: list[dict]) -> list[dict]:
     return front
 
 
+def _unmeasured(rows: list[dict], field: str) -> list[dict]:
+    """The rows without `field`, each with the reason."""
+    return [
+        {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
+        for r in rows
+        if _num(r.get(field)) is None
+    ]
+
+
 def _why_unmeasured(r: dict) -> str:
     reason = r.get("reason")
     if reason:
@@ -232,11 +226,6 @@ def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
     return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
 
 
-def _limit_tests(limits: dict) -> list[tuple[str, Callable[[dict], bool]]]:
-    """(words, test) for each limit the user gave."""
-    return [(words, test) for words, _, test in _limits_with_misses(limits)]
-
-
 def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], bool]]]:
     """(words when met, words when missed, test) for each limit the user gave, none for one not given."""
     deadline, budget = limits["deadline_hours"], limits["budget_usd"]
@@ -268,7 +257,7 @@ def _headline(priced, picks, labels, limits) -> list[str]:
     """'Run it on X: ...' for the cheapest that meets every limit given, then the other picks."""
     if len(priced) == 1 and picks["fastest"] is priced[0]:
         return _only_one(priced[0], labels, limits)
-    tests = _limit_tests(limits)
+    tests = [(words, test) for words, _, test in _limits_with_misses(limits)]
     best = next((r for r in priced if all(ok(r) for _, ok in tests)), None)
     why = " and ".join(text for text, _ in tests)
     cheapest, fastest = picks["cheapest"], picks["fastest"]

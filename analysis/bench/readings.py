@@ -13,7 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from analysis import fastjson
+from analysis.observe import observe, read_bounded, run_time
+from analysis.price.billed import billed
 from payload.layout import result_key
+from payload.workloads.conventions import plain
 from payload.workloads.logtail import TAIL_MARK
 
 # A probe's status in the bench answer; only "measured" and "not-steady" carry an estimate.
@@ -43,8 +46,7 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.collect.validation import MAX_RESULT_BYTES
-    from analysis.observe import observe, read_bounded, run_time
+    from analysis.collect.validation import MAX_RESULT_BYTES  # heavy: the collect package loads pyarrow
 
     obs = observe(store, stack, since)
     if not obs.runs:
@@ -66,8 +68,6 @@ def _error_parts(result: dict[str, Any]) -> tuple[str, list[str]]:
     """(the failure's first line, the last lines of the job's output, control sequences removed): the
     reason is one line, so a table cell and a sentence stay whole; the tail is printed once, with the
     probe's progress."""
-    from payload.workloads.conventions import plain
-
     text = str(result.get("error") or result.get("message") or "the job failed")
     head, _, tail = text.partition(TAIL_MARK)
     first = next((line.strip() for line in head.splitlines() if line.strip()), "the job failed")
@@ -121,10 +121,22 @@ def judge(result: dict[str, Any] | None) -> tuple[str, str | None]:
     return "measured", None
 
 
+def read_back(
+    candidate: Any, name: str, found: Any, seconds: float, say: Any, missing: str, **more: Any
+) -> ProbeReport:
+    """A probe's report from what `newest_result` found (`missing`: the reason when nothing came), its verdict
+    said and `seconds` priced; `note` adds to the reason, `more` fills the report's other fields."""
+    url, result = found or (None, None)
+    status, reason = judge(result)
+    reason = "; ".join(filter(None, [missing if found is None else reason, more.pop("note", None)])) or None
+    for line in verdict_lines(status, reason, result):
+        say(line)
+    usd, billed = probe_cost(candidate, seconds)
+    return ProbeReport(candidate, name, status, reason, result, usd, billed, run_url=url, **more)
+
+
 def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
     """(USD, billed seconds) of `seconds` on the candidate under its offering's rule; USD None without a price."""
-    from analysis.price.billed import billed
-
     if candidate.terms is None:  # no offering rule: no price either
         return None, round(float(seconds), 3)
     hours, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd or 0.0)

@@ -1,15 +1,10 @@
-"""A bench's own workspace and record: `<state home>/bench/<bench-id>/`.
+"""A bench's own workspace and record: `<state home>/bench/<bench-id>/` (payload.userdirs), or
+`DIR/.gpubench/bench/<bench-id>/` with `--project-dir DIR`.
 
-The state home is `$GPUBENCH_HOME`, else `~/.gpubench` (payload.userdirs); with
-`--project-dir DIR` the workspace is `DIR/.gpubench/bench/<bench-id>/`, as before.
-
-The directory holds what the bench generated and the user never edits: a
-Pulumi.yaml whose program is the project's (relative paths back to it), one
-stack file per cloud probe under stacks/, the answer page, and `bench.json`,
-the record `gpubench status` reads. Per probe the record keeps the fields the
-campaign status rules read (state, offering, market, zone, hourly_usd,
-up_started_at, launched_at, deadline, suite, teardown), so one set of rules
-classifies both. Writes are whole-file, serialised by a lock.
+It holds what the bench generated and the user never edits: a Pulumi.yaml whose program is the
+project's, one stack file per cloud probe, the answer page, and `bench.json`, the record `gpubench
+status` reads. Per probe the record keeps the fields the campaign status rules read, so one set of
+rules classifies both. Writes are whole-file, serialised by a lock.
 """
 
 from __future__ import annotations
@@ -22,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import fastjson
+from infra import projectfiles
 from payload.timestamps import iso, stamp
 from payload.userdirs import user_dir
 
@@ -43,8 +39,6 @@ def bench_root(work_dir: Path | None = None) -> Path:
 def legacy_bench_root() -> Path | None:
     """`.gpubench/bench/` of the checkout the code runs from, where benches were kept before the
     state home; read in place (never moved), None for a packaged install or when there is none."""
-    from infra import projectfiles
-
     root = projectfiles.CHECKOUT / BENCH_ROOT
     return root if projectfiles.from_checkout() and root.is_dir() else None
 
@@ -91,6 +85,12 @@ class BenchRecord:
     @property
     def stacks(self) -> dict[str, dict[str, Any]]:
         return self.data["stacks"]
+
+    def enter(self, name: str, candidate: Any, benchmark: str, results: str | None, **fields: Any) -> None:
+        """A probe's entry: the candidate's place and price, the task's name and the bucket, and `fields`."""
+        c = candidate
+        entry = {"kind": c.kind, "offering": c.offering, "market": c.market, "hourly_usd": c.hourly_usd}
+        self.update(name, **entry, suite=[benchmark], results=results, **fields)
 
     def update(self, name: str, **fields: Any) -> None:
         with self._lock:

@@ -1,15 +1,8 @@
 """`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
 
-Steps: values and the task checked (analysis.bench.preflight) -> candidates -> plan (its
-table is printed before anything starts) -> budget check (refused before anything launches)
--> for cloud probes, what a launch needs (refused before anything is asked) -> confirmation unless `yes` ->
-every probe in parallel (cloud stacks, this machine, SSH hosts) -> each probe's
-result read back from the bucket -> estimate -> answer -> page. With `probe=N` the
-first round probes N candidates, the rest are predicted, and whatever stays in doubt
-is probed before the answer (analysis.bench.settle); earlier predictions are set
-beside this bench's measurements (analysis.bench.judge). Ctrl-C stops
-launching, tears down what was launched (asking once more unless `yes`) and
-says what is left to run until its cloud-side deadline.
+Everything is checked, the plan printed and the budget held against its bound before anything
+launches or anyone is asked. Ctrl-C (or SIGTERM, SIGHUP) stops launching, ends what was launched
+(asking once more unless `yes`) and says what is left running until its cloud-side deadline.
 """
 
 from __future__ import annotations
@@ -21,16 +14,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.bench import judge
+from analysis.bench.answer import answer_doc
+from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
+from analysis.bench.extrapolate import work_samples
+from analysis.bench.launch import make_jobs
+from analysis.bench.page import write_page
+from analysis.bench.plan import check_budget, make_plan
+from analysis.bench.preflight import check_options, check_probe, check_probe_count, check_ready, check_request
 from analysis.bench.probes import Probes, run_all
-from analysis.bench.record import BenchRecord, bench_root, new_bench_id
+from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
+from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.progress import Printer
-from infra.conventions import UsageError
+from infra.conventions import RESULTS_ENV, Declined, UsageError
+from infra.projectfiles import user_or_shipped
+from infra.workspace import ProjectNotFound, project_dir
 from payload import exitcodes
 from payload.money import USD_SIGN
+from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
 from payload.timestamps import iso
+from payload.workloads import WorkloadSpecError, load_spec
 
-RESULTS_ENV = "GPUBENCH_RESULTS"
 LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
 PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup
 
@@ -67,8 +72,6 @@ def default_work_dir() -> Path:
     """The project the probes build on (its Pulumi.yaml and stack files): the checkout the code runs
     from, or the copy a packaged install carries; else the current directory. Bench workspaces are
     not kept here but in the state home (analysis.bench.record.bench_root)."""
-    from infra.workspace import ProjectNotFound, project_dir
-
     try:
         return project_dir()
     except ProjectNotFound:
@@ -76,36 +79,10 @@ def default_work_dir() -> Path:
 
 
 def load_task(task_path: str | Path) -> Any:
-    from infra.projectfiles import user_or_shipped
-    from payload.workloads import WorkloadSpecError, load_spec
-
     try:
         return load_spec(user_or_shipped(task_path).resolve())
     except WorkloadSpecError as exc:
         raise BenchError(str(exc)) from None
-
-
-def work_samples(task: Any) -> float | None:
-    """The whole job's samples when the task file alone says (else each probe fills in: answer.job_work)."""
-    work = getattr(task, "work", None)
-    total = work.total_samples() if work is not None else None
-    return float(total) if total is not None else None
-
-
-def choose(
-    task: Any, *, gpus, spot, local, hosts, hourly_usd, stacks_dir, bench_id: str | None = None
-) -> tuple[list[Any], list[dict]]:
-    """(candidates, unmatched alternatives): this machine and/or SSH hosts when asked, else the clouds."""
-    from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
-
-    found: list[Any] = []
-    if local:
-        found.append(local_candidate(hourly_usd, bench_id))
-    if hosts:
-        found += ssh_candidates(list(hosts), stacks_dir)
-    if local or hosts:
-        return found, []
-    return cloud_candidates(task, gpus=gpus, spot=spot)
 
 
 def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
@@ -115,8 +92,6 @@ def boot_allowance(candidates: Sequence[Any]) -> dict[str, float]:
 
 def results_for(kind_set: set[str], results: str | None) -> str | None:
     """Where cloud probes write (required), or this machine's (default results/); SSH hosts use their stack's."""
-    from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
-
     url = results or os.environ.get(RESULTS_ENV)
     if "cloud" in kind_set and not url:
         raise BenchError(
@@ -165,11 +140,6 @@ def bench(
     factory (workspace dir -> backend; default the Pulumi Automation API, whose CLI and login are then
     checked too); `confirm(what, question, default) -> bool` asks the user; `launch_checks` replaces
     analysis.readiness.launch_checks (tests)."""
-    from analysis.bench.launch import make_jobs
-    from analysis.bench.plan import check_budget
-    from analysis.bench.preflight import check_ready
-    from analysis.bench.record import bench_dirs
-
     printer = Printer(progress or sys.stderr)
     ask = {"gpus": gpus, "spot": spot, "local": local, "hosts": hosts, "hourly_usd": hourly_usd}
     limits = {"deadline_hours": deadline_hours, "budget_usd": budget_usd}
@@ -187,8 +157,6 @@ def bench(
     url = results_for({c.kind for c in candidates}, results)
     check_ready(candidates, url, bench_id, pulumi=backend is None, cwd=work_dir, checks=launch_checks)
     if not yes and not confirm(spend_lines(plan, upfront, budget_usd), "Start the probes?", False):
-        from infra.conventions import Declined
-
         raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
     record = BenchRecord.create(workspaces / bench_id, bench_id, str(task.path), url)
     settings = probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir)
@@ -232,8 +200,6 @@ def probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir) -> dict[
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
     """The task file, loaded, once every option value and the task itself are checked (BenchError naming
     every problem at once)."""
-    from analysis.bench.preflight import check_options, check_probe, check_request
-
     problems = check_options(probe_minutes=probe_minutes, hourly_usd=ask["hourly_usd"], **limits)
     problems += check_probe(probe, local=ask["local"], hosts=ask["hosts"])
     task = load_task(task_path)
@@ -244,10 +210,15 @@ def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throu
 
 
 def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) -> tuple[list[Any], list[dict]]:
-    """The candidates (those that matched nothing named), refused when none is left or --probe asks for more."""
-    from analysis.bench.preflight import check_probe_count
-
-    candidates, unmatched = choose(task, **ask, stacks_dir=stacks_dir, bench_id=bench_id)
+    """This machine and/or SSH hosts when asked, else the clouds' (those that matched nothing named), refused
+    when none is left or --probe asks for more."""
+    candidates, unmatched = [], []
+    if ask["local"]:
+        candidates.append(local_candidate(ask["hourly_usd"], bench_id))
+    if ask["hosts"]:
+        candidates += ssh_candidates(list(ask["hosts"]), stacks_dir)
+    if not (ask["local"] or ask["hosts"]):
+        candidates, unmatched = cloud_candidates(task, gpus=ask["gpus"], spot=ask["spot"])
     for item in unmatched:
         printer(f"{item['ask']}: not probed: {item['reason']}")
     if not candidates:
@@ -260,15 +231,12 @@ def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) ->
 
 def plan_probes(candidates, probe_minutes, probe, throughput_only) -> tuple[Any, list[Any] | None, Any]:
     """(the plan over every candidate, round one's candidates with --probe, the predictor with --probe)."""
-    from analysis.bench.plan import make_plan
-
     try:
         plan = make_plan(candidates, probe_minutes=probe_minutes, **boot_allowance(candidates))
     except ValueError as exc:
         raise BenchError(str(exc)) from None
     if probe is None:
         return plan, None, None
-    from analysis.bench.settle import Model, first_probes
 
     model = Model()
     return plan, first_probes(candidates, probe, model, by_rate=throughput_only), model
@@ -276,8 +244,6 @@ def plan_probes(candidates, probe_minutes, probe, throughput_only) -> tuple[Any,
 
 def subplan(plan: Any, chosen: Sequence[Any]) -> Any:
     """The plan of round one's probes alone: what --budget is checked against before anything starts."""
-    from analysis.bench.plan import make_plan
-
     return make_plan(chosen, probe_minutes=plan.probe_seconds / 60, boot_allowance_seconds=plan.boot_allowance_seconds)
 
 
@@ -298,8 +264,6 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
 
 def settle_probes(candidates, first, probe_round, model, plan, limits, task, throughput_only, printer) -> Any:
     """--probe N: round one, predictions, and the probes of whatever stays in doubt (analysis.bench.settle)."""
-    from analysis.bench.settle import settle
-
     return settle(
         candidates,
         first,
@@ -328,9 +292,6 @@ class Ending:
 def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> BenchOutcome:
     """Estimate, rank (measured and predicted rows alike), judge earlier predictions, write the page; exit code
     FAILED when no candidate produced an estimate (a rate, with `throughput_only`)."""
-    from analysis.bench.answer import answer_doc
-    from analysis.bench.page import write_page
-
     order = {id(r.candidate): i for i, r in enumerate(reports)}
     settled = ending.settled
     doc = answer_doc(
@@ -364,9 +325,6 @@ def judged(task, doc: dict, record: BenchRecord, ending: Ending, printer) -> Non
     """With --probe: what was probed and predicted and what that saved; in every bench: earlier predictions
     (this bench's before its follow-up probes, earlier benches' of the same task) beside the measurements;
     this bench's predictions recorded for the next."""
-    from analysis.bench import judge
-    from analysis.bench.settle import summary
-
     settled = ending.settled
     forecasts = judge.earlier(str(doc["task"]), ending.history, record.bench_id)
     if settled is not None:

@@ -18,11 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.bench.answer import ROW_FIELDS, candidate_row
+from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
 from analysis.predict import calibration as cal
 from analysis.predict.model import NotPredictable, figures, machine_factor
-from analysis.predict.predict import PREDICTED, Measured, fit, gpu_specs
+from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
 from analysis.predict.predict import candidate_row as predicted_row
+from infra.catalog import load_catalog
+from payload.money import USD_SIGN
 
 PRECISION = "mixed"  # the task file does not say its precision; `gpubench predict` assumes the same by default
 PREDICTED_FIGURES = ("samples_per_second", "overhead_seconds", "est_hours", "est_usd")
@@ -33,8 +35,6 @@ class Model:
     """The predictor as bench uses it: the catalog's GPU figures, the shipped calibration, its prior."""
 
     def __init__(self, catalog: Any = None, precision: str = PRECISION, family: str = cal.ANY_FAMILY):
-        from infra.catalog import load_catalog
-
         self.specs = gpu_specs(catalog or load_catalog())
         self.calib = cal.shipped(tuple(sorted(self.specs.items())))
         self.precision, self.family = precision, family
@@ -171,9 +171,8 @@ def predict_rows(
 
 def _row(cand: Any, got: dict, status: str) -> dict:
     """A predicted candidate as a bench row: every figure's basis `predicted`; no probe, so no probe cost."""
-    row = dict.fromkeys(ROW_FIELDS)
-    row.update({k: got.get(k) for k in ROW_FIELDS if k in got and k != "basis"})
-    row.update(
+    figures = {k: got[k] for k in ROW_FIELDS if k in got and k != "basis"}
+    return row_of(**figures) | dict(
         offering=cand.offering,
         name=cand.name,
         kind=cand.kind,
@@ -183,7 +182,6 @@ def _row(cand: Any, got: dict, status: str) -> dict:
         basis={f: PREDICTED for f in PREDICTED_FIGURES} if status == PREDICTED else {},
         notes=list(got.get("notes") or []),
     )
-    return row
 
 
 # --- doubt ----------------------------------------------------------------------------------------------
@@ -301,8 +299,6 @@ def _lead_text(lead: dict) -> str:
 
 
 def _skip(row: dict, cost: float, budget: float) -> dict:
-    from payload.money import USD_SIGN
-
     return {
         "offering": row["offering"],
         "name": row["name"],
@@ -317,9 +313,6 @@ def _skip(row: dict, cost: float, budget: float) -> dict:
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:
     """The --json `probing` section: the rounds, what was predicted, the model, and what the probes saved
     against probing every candidate (boots, and the probes' cost bound), with a sentence for each."""
-    from analysis.predict.predict import _model_doc, predicted_picks
-    from payload.money import USD_SIGN
-
     probed = [r.candidate for r in done.reports]
     predicted = [r["offering"] for r in done.predicted if r["status"] == PREDICTED]
     bound = sum(plan.bounds.get(c.name, 0.0) for c in probed)

@@ -1,13 +1,8 @@
 """SIGTERM and SIGHUP end a bench the way Ctrl-C does: everything it started is ended first.
 
-A closed terminal (SIGHUP), `timeout`, `kill` or a cancelled CI job (SIGTERM)
-would otherwise end the bench process at once, while the probes it started
-(a local payload in its own session, cloud stacks) run on and bill. Inside
-`stop_signals_as_interrupt()` they raise `StopSignal`, a KeyboardInterrupt,
-in the main thread, so the bench's Ctrl-C path runs: no new probe, every live
-probe ended, what is left named. There is no one to ask then, so the
-cancellation does not ask. After SIGHUP the terminal is gone: output goes to
-/dev/null instead of failing the clean-up with EIO.
+A closed terminal, `timeout`, `kill` or a cancelled CI job would otherwise end the bench at once while
+its probes run on and bill. There is no one to ask then, so the cancellation does not ask; after
+SIGHUP output goes to /dev/null instead of failing the clean-up with EIO.
 """
 
 from __future__ import annotations
@@ -18,8 +13,6 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-
-__all__ = ["STOP_SIGNALS", "StopSignal", "stop_signals_as_interrupt"]
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 

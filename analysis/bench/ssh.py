@@ -11,14 +11,15 @@ uploaded: your own host holds no stack to destroy.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from analysis.bench.local import payload_grace
 from analysis.bench.probes import Probes
-from analysis.bench.readings import ProbeReport, judge, newest_result, probe_cost, verdict_lines
+from analysis.bench.readings import ProbeReport, newest_result, probe_cost, read_back
+from infra.ssh.session import load_stack, run_ssh_stack
+from payload.storage import open_store
 from payload.timestamps import utcnow
 from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS
 
@@ -43,18 +44,6 @@ class _Lines:
         pass
 
 
-def run_on_host(
-    cfg: Any, *, extra_options: dict[str, str], progress: Any, poll: float, stop: threading.Event
-) -> tuple[str, dict]:
-    """The one call into infra/ssh: run the stack once with extra payload options; (status, report).
-    Once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it."""
-    from infra.ssh.session import run_ssh_stack
-
-    return run_ssh_stack(
-        cfg, extra_options=extra_options, progress=progress, poll=poll, stop_timeout=STOP_GRACE_SECONDS, stop=stop
-    )
-
-
 class SshProbe:
     """`(candidate, probes) -> ProbeReport` for SSH host stacks."""
 
@@ -64,13 +53,9 @@ class SshProbe:
 
     def config(self, name: str) -> Any:
         """The host's stack with the task as its job (raises ConfigError / FileNotFoundError)."""
-        from infra.ssh.session import load_stack
-
         return load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
-        from payload.storage import open_store
-
         name = candidate.name
         say = probes.printer.for_stack(name)
         if probes.stop.is_set():
@@ -79,7 +64,15 @@ class SshProbe:
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
-        status, report = run_on_host(cfg, extra_options=options, progress=_Lines(say), poll=self.poll, stop=probes.stop)
+        # once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it
+        status, report = run_ssh_stack(
+            cfg,
+            extra_options=options,
+            progress=_Lines(say),
+            poll=self.poll,
+            stop_timeout=STOP_GRACE_SECONDS,
+            stop=probes.stop,
+        )
         seconds = time.monotonic() - t0
         if probes.stop.is_set():
             usd, billed = probe_cost(candidate, seconds)
@@ -88,9 +81,4 @@ class SshProbe:
         if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
             return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
         found = newest_result(open_store(cfg.results), name, started)
-        url, result = found if found else (None, None)
-        verdict, reason = judge(result)
-        for line in verdict_lines(verdict, reason, result):
-            say(line)
-        usd, billed = probe_cost(candidate, seconds)
-        return ProbeReport(candidate, name, verdict, reason, result, usd, billed, None, url)
+        return read_back(candidate, name, found, seconds, say, "no probe result reached the bucket")

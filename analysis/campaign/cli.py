@@ -1,19 +1,23 @@
-"""`gpubench campaign up|status|wait|run|schedule`: run one benchmark suite across many stacks.
-
-Hooked into `python -m infra` by `register(sub)`. The functions behind the
-commands are in analysis/campaign/commands.py; BACKEND_FACTORY is the Automation API
-backend (tests swap it).
-"""
+"""`gpubench campaign up|status|wait|run|schedule` over analysis.campaign.commands; BACKEND_FACTORY is the
+Automation API backend (tests swap it)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from pathlib import Path
 
+from analysis.campaign import commands, schedule
+from analysis.campaign.commands import require_results
+from analysis.campaign.finish import money_text, seconds_text, summary_text
+from analysis.campaign.manifest import new_campaign_id
+from analysis.campaign.schedule import parse_duration
 from analysis.commands import add_command, check_results_locations
-from analysis.output import emit_json
+from analysis.output import emit_json, poll_problem
+from analysis.progress import Printer, Progress
+from analysis.stack_status import TERMINAL
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
@@ -66,34 +70,17 @@ def _given_results(args) -> str | None:
     return url
 
 
-def _results(args) -> str:
-    from analysis.campaign.commands import require_results
-
-    return require_results(_given_results(args))
-
-
 def _status_table(statuses) -> str:
-    def money(v):
-        return "-" if v is None else f"${v:.4f}"
-
     lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
     for s in statuses:
-        waste = "-" if s.waste_seconds is None else f"{s.waste_seconds:.0f} s"
         name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
-        lines.append(f"{name:28} {s.state:13} {money(s.cost_usd):>11} {waste:>9}  {detail}")
+        lines.append(
+            f"{name:28} {s.state:13} {money_text(s.cost_usd):>11} {seconds_text(s.waste_seconds):>9}  {detail}"
+        )
     return "\n".join(lines)
 
 
-def _up_text(manifest, args, launched: int, failed: int) -> str:
-    return (
-        f"campaign {manifest.campaign_id}: {launched} launched, {failed} failed to launch; manifest {manifest.url}\n"
-        f"next: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}"
-    )
-
-
 def cmd_up(args) -> int:
-    from analysis.campaign import commands
-
     manifest, report = commands.up(
         args.stacks,
         results_url=_given_results(args),  # required after the stacks are checked
@@ -116,14 +103,13 @@ def cmd_up(args) -> int:
         )
     else:
         launched = sum(a in ("launched", "adopted") for a in report.actions.values())
-        print(_up_text(manifest, args, launched, len(set(failed))))
+        print(f"campaign {manifest.campaign_id}: {launched} launched, {len(set(failed))} failed to launch; ", end="")
+        print(f"manifest {manifest.url}\nnext: {_again(manifest, args, 'campaign', 'status', manifest.campaign_id)}")
     return exitcodes.FAILED if failed else 0
 
 
 def cmd_status(args) -> int:
-    from analysis.campaign import commands
-
-    manifest, statuses = commands.status(args.campaign_id, results_url=_results(args))
+    manifest, statuses = commands.status(args.campaign_id, results_url=require_results(_given_results(args)))
     if args.json:
         emit_json({"campaign_id": manifest.campaign_id, "stacks": [s.to_dict() for s in statuses]})
     else:
@@ -149,8 +135,6 @@ def unreachable(stacks: list[str]) -> exitcodes.GpubenchError | None:
 def _again(manifest, args, *words: str) -> str:
     """A gpubench command to run next, whole: with the campaign's bucket and the project this one was
     given, so it works as printed from any directory and shell (quoted)."""
-    import shlex
-
     more = ["--results", args.results or manifest.data["results"]]
     if getattr(args, "project_dir", None):
         more += ["--project-dir", str(args.project_dir)]
@@ -175,8 +159,6 @@ def _wait_result(manifest, outcome, args) -> int:
     if as_json:
         emit_json(outcome.summary)
     else:
-        from analysis.campaign.finish import summary_text
-
         print(summary_text(outcome.summary), end="")
         for key, path in outcome.summary_paths.items():
             print(f"{key}: {path}")
@@ -186,68 +168,52 @@ def _wait_result(manifest, outcome, args) -> int:
 
 
 def _timeout(text):
-    from analysis.campaign.schedule import parse_duration
-
     return None if text is None else parse_duration(text)
 
 
-class ProgressPrinter:
-    """The campaign's lines, with a bar of stacks done and the time left while `wait` polls.
-
-    The bar (analysis.progress) shows only on a terminal; the lines are printed as before either way."""
+class ProgressPrinter(Printer):
+    """The campaign's lines, with a bar of stacks done and the time left while `wait` polls (on a terminal)."""
 
     LIVE = frozenset({"pending", "launching", "launched", "running"})
 
     def __init__(self):
-        from analysis.progress import Printer, Progress
-
-        self.printer = Printer()
-        self.lines = self.printer.lines
+        super().__init__()
         self.bar = Progress(None, "stacks done", unit="stack")
         self.states: dict[str, str] = {}
 
     def __call__(self, text: str) -> None:
         if self.bar.bar is None:
-            self.printer(text)
+            super().__call__(text)
         else:
             self.lines.append(text)
             self.bar.write(text)
 
     def stack(self, name: str, text: str) -> None:
-        from analysis.progress import stack_lines
-        from analysis.stack_status import TERMINAL
-
         state = str(text).split(":", 1)[0]
         if state in TERMINAL | self.LIVE:
             self.states[name] = state
             self.bar.set_total(len(self.states))
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
-        for line in stack_lines(name, text):
-            self(line)
+        super().stack(name, text)
 
-    def for_stack(self, name: str):
-        return lambda text: self.stack(name, text)
+    def __enter__(self) -> ProgressPrinter:
+        return self
 
-    def close(self) -> None:
+    def __exit__(self, *exc) -> None:
         self.bar.close()
 
 
 def _check_poll(args) -> None:
-    from analysis.output import poll_problem
-
     if poll_problem(args.poll):
         raise ValueError(poll_problem(args.poll))
 
 
 def cmd_wait(args) -> int:
-    from analysis.campaign import commands
-
     _check_poll(args)
-    printer = ProgressPrinter()
-    try:
+    with ProgressPrinter() as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
-            results_url=_results(args),
+            results_url=require_results(_given_results(args)),
             poll_seconds=args.poll,
             timeout=_timeout(args.timeout),
             out_dir=args.out,
@@ -256,20 +222,15 @@ def cmd_wait(args) -> int:
             backend_factory=BACKEND_FACTORY,
             printer=printer,
         )
-    finally:
-        printer.close()
     return _wait_result(manifest, outcome, args)
 
 
 def cmd_run(args) -> int:
-    from analysis.campaign import commands
-
     _check_poll(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        printer = ProgressPrinter()
-        try:
+        with ProgressPrinter() as printer:
             done = commands.run(
                 args.stacks,
                 results_url=_given_results(args),  # required after the stacks are checked
@@ -282,16 +243,11 @@ def cmd_run(args) -> int:
                 backend_factory=BACKEND_FACTORY,
                 printer=printer,
             )
-        finally:
-            printer.close()
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
 
 def cmd_schedule(args) -> int:
-    from analysis.campaign import schedule
-    from analysis.campaign.manifest import new_campaign_id
-
     doc = schedule.describe(args.file, new_campaign_id())
     if args.json:
         emit_json(doc)

@@ -1,17 +1,11 @@
-"""The campaign operations as functions (the CLI formats them; tests call them with a stand-in backend).
-
-    up(patterns, results_url=...)          -> (manifest, LaunchReport)
-    status(campaign_id, results_url=...)   -> (manifest, [StackStatus])
-    wait(campaign_id, results_url=...)     -> (manifest, WaitOutcome)
-    run(patterns, results_url=...)         -> CampaignRun (up + wait with a new id)
-    run_schedule(path)                     -> CampaignRun (run with a schedule file's options)
-
-Everything that matters is in the bucket's manifest, so each call may run on a
-different machine or after a restart.
+"""The campaign operations as functions: up, status, wait, run, run_schedule (the CLI formats them;
+tests call them with a stand-in backend). Everything that matters is in the bucket's manifest, so
+each call may run on a different machine or after a restart.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,16 +13,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.selection import select
+from analysis.observe import observe
 from analysis.progress import Printer
 from analysis.stack_status import StackStatus, campaign_status
+from infra import workspace
+from infra.catalog import load_catalog
+from infra.conventions import RESULTS_ENV
 from infra.workspace import BackendFactory, pulumi_backend
+from payload import storage
 from payload.timestamps import utcnow
 from payload.userdirs import user_dir
-
-RESULTS_ENV = "GPUBENCH_RESULTS"
 
 
 def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
@@ -51,23 +49,12 @@ def require_results(results_url: str | None) -> str:
 
 def project_dir(work_dir: Path | None) -> Path:
     """`--project-dir` when given, else the project's files (the checkout, or a packaged install's copy)."""
-    from infra.workspace import project_dir as find
-
-    return Path(work_dir) if work_dir else find()
+    return Path(work_dir) if work_dir else workspace.project_dir()
 
 
-class _Stores:
+def _stores() -> Callable[[str], Any]:
     """One open store per URL: the campaign's bucket, and any other a stack's resultsUrl names."""
-
-    def __init__(self):
-        self._open: dict[str, Any] = {}
-
-    def __call__(self, url: str) -> Any:
-        from payload.storage import open_store
-
-        if url not in self._open:
-            self._open[url] = open_store(url)
-        return self._open[url]
+    return functools.cache(storage.open_store)
 
 
 def up(
@@ -82,8 +69,6 @@ def up(
     printer: Printer | None = None,
     catalog: Any = None,
 ) -> tuple[Manifest, LaunchReport]:
-    from infra.catalog import load_catalog
-
     printer = printer or Printer()
     root = project_dir(work_dir)
     names = select(patterns, root / "stacks")  # first: a typo is named before anything else is needed
@@ -91,7 +76,7 @@ def up(
     if concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
     backend = backend_factory(root)  # before writing anything: a missing CLI stops here
-    store = _Stores()(results_url)
+    store = storage.open_store(results_url)
     manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
     manifest.add_selection(patterns, concurrency)
     printer(
@@ -105,14 +90,12 @@ def up(
 
 
 def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
-    stores = _Stores()
+    stores = _stores()
     manifest = Manifest.require(stores(results_url), campaign_id)
     return manifest, statuses_of(manifest, stores, now or utcnow())
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    from analysis.observe import observe
-
     def look(_store, name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
@@ -138,9 +121,9 @@ def _remember_runs(manifest: Manifest, statuses: list[StackStatus]) -> None:
     changed = False
     for s in statuses:
         entry = manifest.stacks[s.stack]
-        if s.run_ids and sorted(set(entry.get("run_ids") or []) | set(s.run_ids)) != sorted(entry.get("run_ids") or []):
-            entry["run_ids"] = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
-            changed = True
+        known = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
+        if s.run_ids and known != sorted(entry.get("run_ids") or []):
+            entry["run_ids"], changed = known, True
     if changed:
         manifest.save()
 
@@ -189,10 +172,8 @@ def wait(
     clock: Callable[[], datetime] = utcnow,
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
-    from analysis.campaign import finish
-
     printer = printer or Printer()
-    stores = _Stores()
+    stores = _stores()
     manifest = Manifest.require(stores(results_url), campaign_id)
     root = project_dir(work_dir)
     done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)
@@ -267,9 +248,7 @@ def run(
     """up + wait with a new campaign id: what the schedules call."""
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
-    select(patterns, project_dir(work_dir) / "stacks")
-    results_url = require_results(results_url)
-    campaign_id = new_campaign_id()
+    campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
     _, launch = up(
         patterns,
         results_url=results_url,
@@ -301,8 +280,6 @@ def run_schedule(
     printer: Printer | None = None,
 ) -> CampaignRun:
     """`run` with the stacks and options of a schedule file (schedules/campaign/)."""
-    from analysis.campaign import schedule
-
     sch = schedule.load(path)
     return run(
         sch.stacks,

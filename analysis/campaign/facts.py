@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from infra.config import BenchmarkConfig, ConfigError, parse_config
+from infra.launch import region_of, resolve, zone_of
+from infra.stacks import load_config
+
 ZONE_KEY = (
     "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone (wins over gcp:zone)
 )
@@ -17,10 +21,6 @@ ZONE_KEY = (
 
 def stack_facts(name: str, stacks_dir: Path, catalog: Any) -> dict[str, Any]:
     """Facts for the manifest; raises infra.config.ConfigError / FileNotFoundError on a bad stack file."""
-    from infra.config import BenchmarkConfig, ConfigError, parse_config
-    from infra.launch import region_of, resolve, zone_of
-    from infra.stacks import load_config
-
     cfg = parse_config(load_config(name, stacks_dir), name)
     if not isinstance(cfg, BenchmarkConfig):
         raise ConfigError("stackType", f"{name} is a results stack; campaigns launch benchmark stacks only")

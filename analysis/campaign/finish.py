@@ -1,28 +1,24 @@
-"""The end of a campaign: collect, tear down, report, summarise. Reuses the analysis functions.
+"""The end of a campaign: collect, tear down, report, summarise, through the analysis functions.
 
-- collect: analysis.collect.collect over the results bucket into the report dir; the
-  table is then narrowed to this campaign's runs (analysis.collect.write_table) unless
-  all runs are wanted;
-- teardown: stacks with final results through analysis.teardown.teardown_completed
-  (which re-checks every result itself); interrupted, expired and launch-failed stacks
-  through analysis.teardown.teardown by name (no result will come; a failed `up` may
-  have left a security group or role behind). Each destroy's end time is recorded, as
-  waste counts to it;
-- report: analysis.report.build.write_report on that dir (what `gpubench report` prints);
-- summary: per-stack state, cost and waste as JSON and text next to the report, in the
-  bucket (`campaigns/<id>/summary.json`), and as a "Campaign waste" section appended
-  to the report's index.html (the report code has no hook for extra sections).
+Stacks with final results are torn down by analysis.teardown.teardown_completed (which re-checks
+every result itself); interrupted, expired and launch-failed ones by name (no result will come, and a
+failed `up` may have left a security group or role behind). Each destroy's end time is recorded, as
+waste counts to it. The summary goes beside the report, into the bucket and, as a "Campaign waste"
+section, into the report's index.html (the report code has no hook for extra sections).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from analysis.campaign.manifest import Manifest
+from analysis.teardown import teardown, teardown_completed
+from payload import exitcodes
 from payload.terminal import terminal_text
 from payload.timestamps import iso
 
@@ -57,7 +53,7 @@ class _Recording:
 
 
 def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
-    from analysis.collect import collect, write_table
+    from analysis.collect import collect, write_table  # heavy: pyarrow (the campaign command loads this module)
 
     summary, rows = collect(urls, out_dir)
     kept = rows if all_runs else [r for r in rows if r["run_id"] in run_ids]
@@ -70,8 +66,6 @@ def teardown_stacks(
     statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str], log: Callable[[str], None]
 ) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
     """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
-    from analysis.teardown import teardown, teardown_completed
-
     recording = _Recording(backend)
     factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
     final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
@@ -91,10 +85,7 @@ def teardown_stacks(
 
 def write_report(out_dir: Path) -> int:
     """The report of the campaign's runs, printed as `gpubench report` prints it; its exit code."""
-    import sys
-
-    from analysis.report.build import write_report as report
-    from payload import exitcodes
+    from analysis.report.build import write_report as report  # heavy: pandas, DuckDB, matplotlib
 
     try:
         outcome = report(out_dir)
@@ -138,11 +129,11 @@ def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, An
     }
 
 
-def _money(v: Any) -> str:
+def money_text(v: Any) -> str:
     return "-" if v is None else f"${v:.4f}"
 
 
-def _secs(v: Any) -> str:
+def seconds_text(v: Any) -> str:
     return "-" if v is None else f"{v:.0f} s"
 
 
@@ -154,12 +145,12 @@ def summary_text(doc: dict[str, Any]) -> str:
     for r in doc["stacks"]:
         name, detail = terminal_text(r["stack"], multiline=False), terminal_text(r["detail"], multiline=False)
         lines.append(
-            f"{name:28} {r['state']:13} {_money(r['cost_usd']):>10} {_secs(r['waste_seconds']):>9} "
-            f"{_money(r['waste_usd']):>10}  {detail}"
+            f"{name:28} {r['state']:13} {money_text(r['cost_usd']):>10} {seconds_text(r['waste_seconds']):>9} "
+            f"{money_text(r['waste_usd']):>10}  {detail}"
         )
     t = doc["totals"]
     lines.append(
-        f"total: cost {_money(t['cost_usd'])}, waste {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}) "
+        f"total: cost {money_text(t['cost_usd'])}, waste {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}) "
         "billed after results were uploaded"
     )
     return "\n".join(lines) + "\n"
@@ -167,8 +158,8 @@ def summary_text(doc: dict[str, Any]) -> str:
 
 def waste_section(doc: dict[str, Any]) -> str:
     cells = "".join(
-        f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{_money(r['cost_usd'])}</td>"
-        f"<td>{_secs(r['waste_seconds'])}</td><td>{_money(r['waste_usd'])}</td>"
+        f"<tr><td>{html.escape(r['stack'])}</td><td>{html.escape(r['state'])}</td><td>{money_text(r['cost_usd'])}</td>"
+        f"<td>{seconds_text(r['waste_seconds'])}</td><td>{money_text(r['waste_usd'])}</td>"
         f"<td>{html.escape(r.get('waste_basis') or '-')}</td></tr>"
         for r in doc["stacks"]
     )
@@ -178,7 +169,7 @@ def waste_section(doc: dict[str, Any]) -> str:
         "<p>Waste is the time each stack was billed after its last result was uploaded (until it was destroyed, "
         "or until its deadline). AWS instances power off after the upload, so their figure is an upper bound.</p>"
         "<table><tr><th>stack</th><th>state</th><th>cost so far</th><th>waste</th><th>waste USD</th><th>counted</th></tr>"
-        f"{cells}</table><p>Total waste: {_secs(t['waste_seconds'])} ({_money(t['waste_usd'])}).</p></section>\n"
+        f"{cells}</table><p>Total waste: {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}).</p></section>\n"
     )
 
 

@@ -26,7 +26,7 @@ from analysis.interruptible import InterruptiblePool
 from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
 from analysis.progress import Printer
 from infra.tags import DEADLINE_OUTPUTS
-from infra.workspace import StackBackend, output_value, plain_outputs
+from infra.workspace import StackBackend, error_text, output_value, plain_outputs
 from payload.timestamps import iso
 
 
@@ -167,8 +167,6 @@ class Launcher:
             with self.gauge:
                 result = handle.up(on_output=self.printer.for_stack(name))
         except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
-            from infra.workspace import error_text
-
             failure = classify(error_text(exc, limit=8000))
             self._record_failure(name, failure, zone, started)
             return failure

@@ -1,15 +1,9 @@
 """The campaign record, kept in the results bucket at `campaigns/<campaign-id>/manifest.json`.
 
-Written before provisioning (every selected stack `pending`), after each stack's
-launch attempt and after provisioning, so a restarted laptop or a second machine
-reads where the campaign stands with the campaign id alone. Writes are whole-file
-and serialised by a lock in this process; two machines updating the same campaign
-at once is last-writer-wins (run `up` from one place at a time).
-
-Per stack: state (pending | launching | launched | launch-failed), offering, market,
-zone, suite, the launch price (hourly USD, source, as-of), every launch attempt with
-its zone and failure, up start/end times, the deadline and outputs, run ids once
-seen, and the teardown outcome with its time.
+Written before provisioning, after each stack's launch attempt and after provisioning, so a
+restarted laptop or a second machine reads where the campaign stands with the campaign id alone.
+Writes are whole-file and serialised in this process; two machines updating the same campaign at
+once is last-writer-wins (run `up` from one place at a time).
 """
 
 from __future__ import annotations
@@ -24,7 +18,10 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from analysis import fastjson
+from analysis.observe import read_bounded
 from payload import exitcodes
+from payload.layout import name_problem
+from payload.storage import ObjectNotFound
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time, stamp
 
@@ -109,8 +106,6 @@ class _Stack(_Open):
 
 
 def _stack_names(stacks: dict[str, _Stack]) -> dict[str, _Stack]:
-    from payload.layout import name_problem
-
     bad = next((problem for name in stacks if (problem := name_problem("stack name", name))), None)
     if bad:
         raise ValueError(bad)
@@ -167,9 +162,6 @@ class Manifest:
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
-        from analysis.observe import read_bounded
-        from payload.storage import ObjectNotFound
-
         key = MANIFEST_KEY.format(id=check_id(campaign_id))
         try:
             raw = read_bounded(store, key, MAX_MANIFEST_BYTES)

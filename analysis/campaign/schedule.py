@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.output import poll_problem
+from payload.yamlfile import YamlFileError, read_yaml
+
 KEYS = {"name", "cron", "stacks", "results", "concurrency", "poll", "timeout", "out", "retry_failed"}
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
 DOW = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -119,7 +122,6 @@ class Schedule:
 
 def load(path: str | Path) -> Schedule:
     p = Path(path)
-    from payload.yamlfile import YamlFileError, read_yaml
 
     try:
         doc = read_yaml(p)
@@ -145,7 +147,6 @@ def load(path: str | Path) -> Schedule:
         raise ScheduleError(f"{p}: {exc}") from None
     if concurrency < 1:
         raise ScheduleError(f"{p}: concurrency must be at least 1, got {concurrency}")
-    from analysis.output import poll_problem
 
     if poll_problem(poll, "poll"):
         raise ScheduleError(f"{p}: {poll_problem(poll, 'poll')}")

@@ -13,7 +13,9 @@ import fnmatch
 from collections.abc import Sequence
 from pathlib import Path
 
+from infra.catalog import load_catalog
 from infra.clouds import RESULTS_STACKS
+from infra.stacks import stack_names
 
 GLOB_CHARS = set("*?[")
 
@@ -24,9 +26,6 @@ class SelectionError(ValueError):
 
 def matrix(stacks_dir: Path) -> list[str]:
     """Cloud benchmark stacks available to a campaign: stack files the catalog's matrix knows."""
-    from infra.catalog import load_catalog
-    from infra.stacks import stack_names
-
     cloud = load_catalog().cloud_stacks()
     return [n for n in stack_names(stacks_dir) if n not in RESULTS_STACKS and n in cloud]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.candidates import CandidateError, _known_gpu, _where, cloud_candidates
-from analysis.bench.extrapolate import estimate_job
+from analysis.bench.extrapolate import estimate_job, work_samples
 from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
 from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
@@ -281,8 +281,6 @@ def predict(
     as_of: Any = None,
 ) -> dict[str, Any]:
     """The --json document: the model, the measured rates, one row per candidate, the answer."""
-    from analysis.bench.run import work_samples  # bench.run reaches this module (bench.settle): a cycle
-
     catalog = catalog or load_catalog()
     check_choice("precision", precision, PRECISIONS)
     specs = gpu_specs(catalog)

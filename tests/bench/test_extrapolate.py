@@ -4,7 +4,6 @@ checked against hand-computed cases under each kind of billing rule."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from datetime import date
 
@@ -13,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.bench.extrapolate import (
-    JobEstimate,
     PeriodicCost,
     estimate_job,
     periodic_cost,
@@ -225,21 +223,12 @@ def test_not_steady_is_said():
     assert any("not steady by the end of the probe (the rate drifts +2.0% across the window)" in n for n in notes)
 
 
-def test_interval_reaching_zero_is_unbounded_and_serialises():
+def test_interval_reaching_zero_is_unbounded():
     job = dict(JOB, steady=_steady(100.0, 0.0, 200.0, steady=False))
     est = estimate_job(**job, terms=PER_HOUR, hourly_usd=2.0)
     assert est.hours_high == float("inf") and est.usd_high == float("inf")
-    as_dict = est.to_dict()
-    assert as_dict["hours_high"] is None and as_dict["usd_high"] is None
-    assert as_dict["usd_low"] == pytest.approx(2.0)  # 300 + 1800 s -> one hour
-    json.dumps(as_dict, allow_nan=False)
+    assert est.usd_low == pytest.approx(2.0)  # 300 + 1800 s -> one hour
     assert any("no upper bound" in n for n in est.notes)
-
-
-def test_to_dict_round_trips():
-    est = estimate_job(**JOB, terms=PER_SECOND, hourly_usd=2.0)
-    d = est.to_dict()
-    assert JobEstimate(**{**d, "notes": tuple(d["notes"])}) == est
 
 
 @pytest.mark.parametrize(
