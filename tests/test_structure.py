@@ -16,6 +16,7 @@ snippets, so a checker that stopped finding anything would fail.
 from __future__ import annotations
 
 import ast
+import re as re_module
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,47 @@ def test_html_escapes_finds_both_spellings():
     assert html_escapes("import html\nx = html.escape('<')\n") == [2]
     assert html_escapes("from html import escape\n") == [1]
     assert html_escapes("from markupsafe import escape\n") == []
+
+
+# --- docs/architecture.md names every module, and only modules that exist ------------------
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# Named by a table of their own rather than one by one: every command module has a row in
+# analysis.commands.COMMANDS (tests/cli/test_gpubench.py checks it).
+NAMED_ELSEWHERE = ("analysis/commands/",)
+
+
+def _named_files(text: str) -> set[str]:
+    """Every `*.py` path written in backticks, alone or in a list (`cloud.py` / `local.py`)."""
+    names = set()
+    text = re_module.sub(r"```.*?```", "", text, flags=re_module.S)  # fenced blocks: not backtick pairs
+    for quoted in re_module.findall(r"`([^`]+)`", text):
+        names.update(w for w in re_module.split(r"[\s,+/]*\s[/+]?\s*|\s+", quoted) if w.endswith(".py"))
+    outside = tuple(f"{d.name}/" for d in ROOT.iterdir() if d.is_dir() and d.name not in PACKAGES)
+    return {
+        n for n in names if "<" not in n and "*" not in n and not n.startswith(outside) and not n.startswith("test_")
+    }  # a test file in the table's tests column
+
+
+def _is_named(rel: str, names: set[str]) -> bool:
+    return any(rel == n or rel.endswith("/" + n) for n in names)
+
+
+def test_architecture_names_every_module():
+    names = _named_files(ARCHITECTURE.read_text())
+    modules = [_rel(p) for p in _sources(*PACKAGES) if p.name != "__init__.py"]
+    missing = [m for m in modules if not m.startswith(NAMED_ELSEWHERE) and not _is_named(m, names)]
+    assert not missing, f"docs/architecture.md does not name these modules: {missing}"
+
+
+def test_architecture_names_no_module_that_is_gone():
+    modules = [_rel(p) for p in _sources(*PACKAGES)]
+    stale = sorted(n for n in _named_files(ARCHITECTURE.read_text()) if not any(_is_named(m, {n}) for m in modules))
+    assert not stale, f"docs/architecture.md names modules that do not exist: {stale}"
+
+
+def test_named_files_reads_paths_alone_and_in_lists():
+    text = "```\nx `fenced.py\n```\n`cli.py`, `cloud.py` / `local.py`, `report/build.py` (x), `infra/<name>/`, `guest/*.sh`, `a.py + b.py`, `tests/x.py`"
+    assert _named_files(text) == {"cli.py", "cloud.py", "local.py", "report/build.py", "a.py", "b.py"}
+    assert _is_named("analysis/report/build.py", {"report/build.py"})
+    assert not _is_named("analysis/report/build.py", {"uild.py"})
