@@ -182,7 +182,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
             url, result = newest_result(store, candidate.name, start - timedelta(seconds=1))
             return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, 5.0, None, url)
 
-    monkeypatch.setattr(launch, "_local", lambda record, settings: FakeLocal())
+    monkeypatch.setitem(launch.RUNNERS, "local", lambda record, settings, backend: FakeLocal())
     task = write_task(tmp_path / "t")
     for _ in range(2):
         bench(task, local=True, yes=True, results=str(results), work_dir=tmp_path, progress=io.StringIO())
