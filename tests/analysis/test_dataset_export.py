@@ -39,7 +39,7 @@ def test_a_small_tables_export_sorted_in_memory_is_duckdbs(tmp_path, monkeypatch
     summary, _ = collect([str(src)], table, export=False)
     assert summary.valid == 7, summary.skipped
     in_memory = pa.Table.from_batches(list(export._sorted_batches(open_dataset(str(table)))))
-    by_duckdb = pa.Table.from_batches(list(export._duckdb_sorted(open_dataset(str(table)))))
+    by_duckdb = pa.Table.from_batches(list(export._spilled_sorted(open_dataset(str(table)))))
     assert in_memory.equals(by_duckdb) and in_memory.schema == export.EXPORT_SCHEMA
     pairs = list(zip(in_memory["run_id"].to_pylist(), in_memory["stack"].to_pylist(), strict=True))
     assert pairs == sorted(pairs) and len(set(pairs)) == 7
