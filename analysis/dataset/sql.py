@@ -56,12 +56,11 @@ class Engine:
     """One DataFusion session: views persist between statements."""
 
     def __init__(self, work: Path, memory_limit: str):
-        self._qb = QueryBuilder()
+        self._qb = QueryBuilder(_SETTINGS)
         self._work = work
-        settings = {**_SETTINGS, "datafusion.runtime.memory_limit": memory_limit}
-        settings["datafusion.runtime.temp_directory"] = str(work)
-        for key, value in settings.items():
-            self.table(f"SET {key} = {text(value)}")
+        runtime = {"memory_limit": memory_limit, "temp_directory": str(work)}  # a SET, not a session option
+        for key, value in runtime.items():
+            self.table(f"SET datafusion.runtime.{key} = {text(value)}")
 
     def batches(self, sql: str) -> Iterator[pa.RecordBatch]:
         """A query's rows, streamed as pyarrow batches."""
