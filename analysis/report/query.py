@@ -191,22 +191,25 @@ class RunsQuery:
             "array_agg(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
         ]
         texts = ", ".join(f"max(joined) FILTER (WHERE col = {text(c)}) AS {q(c)}" for c in JOINED)
-        unpivoted = " UNION ALL ".join(
-            f"SELECT {keys}, {text(c)} AS col, {q(c)} AS v, f FROM combos WHERE {q(c)} IS NOT NULL" for c in JOINED
-        )
-        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
-        # each with its first run, not over every run unpivoted (a row per run and text)
         texts_read = ", ".join(q(c) for c in JOINED)
+        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
+        # each with its first run, not over every run unpivoted (a row per run and text); both small
+        # tables are held, not views, since DataFusion would scan the runs again for every reference
+        self.rows(f"CREATE OR REPLACE TABLE _agg AS SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}")
+        self.rows(
+            f"CREATE OR REPLACE TABLE _combos AS SELECT {keys}, {texts_read}, min(_idx) AS f "
+            f"FROM done GROUP BY {keys}, {texts_read}"
+        )
+        unpivoted = " UNION ALL ".join(
+            f"SELECT {keys}, {text(c)} AS col, {q(c)} AS v, f FROM _combos WHERE {q(c)} IS NOT NULL" for c in JOINED
+        )
         out = self.frame(
-            f"WITH agg AS (SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}), "
-            f"combos AS (SELECT {keys}, {texts_read}, min(_idx) AS f FROM done GROUP BY {keys}, {texts_read}), "
-            f"firsts AS (SELECT {keys}, col, v, min(f) AS f FROM "
-            f"({unpivoted}) GROUP BY {keys}, col, v), "
+            f"WITH firsts AS (SELECT {keys}, col, v, min(f) AS f FROM ({unpivoted}) GROUP BY {keys}, col, v), "
             f"joined AS (SELECT {keys}, col, string_agg(v, '; ' ORDER BY f) AS joined FROM firsts "
             f"GROUP BY {keys}, col), "
             f"wide AS (SELECT {keys}, {texts} FROM joined GROUP BY {keys}) "
-            f"SELECT agg.*, {', '.join('wide.' + q(c) for c in JOINED)} "
-            f"FROM agg LEFT JOIN wide ON {_same('agg', 'wide', GROUP)}"
+            f"SELECT _agg.*, {', '.join('wide.' + q(c) for c in JOINED)} "
+            f"FROM _agg LEFT JOIN wide ON {_same('_agg', 'wide', GROUP)}"
         )
         if out.empty:
             return pd.DataFrame(columns=GROUP + ["repeats"])
