@@ -1,4 +1,4 @@
-"""The one place the runs are aggregated: SQL (DataFusion, analysis.dataset.sql) over the results dataset,
+"""The one place the runs are aggregated: DataFusion SQL (analysis.dataset.sql) over the results dataset,
 so the report holds only the aggregated rows (one per configuration x
 offering x market x GPUs x price, a few hundred) and memory does not grow with
 the number of runs. metrics.analyse_summary derives the report's other tables
@@ -38,7 +38,6 @@ from analysis.report.facts import (
 )
 
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
-__all__ = ["RunsQuery", "billed_seconds", "connect", "report_query"]
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:
