@@ -88,8 +88,7 @@ class Engine:
             and isinstance(dataset.filesystem, pafs.LocalFileSystem)
             and isinstance(dataset.format, ds.ParquetFileFormat)
             and len(dataset.files) == 1
-            and not _partitioned(dataset)
-            and pq.read_schema(dataset.files[0]) == dataset.schema
+            and pq.read_schema(dataset.files[0]) == dataset.schema  # no partition column, no cast
         ):
             return dataset.files[0]
         path = self._work / f"{name}.parquet"
@@ -98,11 +97,6 @@ class Engine:
             for batch in dataset.to_batches(columns=schema.names, batch_size=BATCH_ROWS):
                 writer.write_batch(batch)
         return str(path)
-
-
-def _partitioned(dataset: Any) -> bool:
-    partitioning = getattr(dataset, "partitioning", None)
-    return partitioning is not None and bool(len(partitioning.schema))
 
 
 @contextmanager
