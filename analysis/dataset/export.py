@@ -176,7 +176,7 @@ def _spilled_sorted(data) -> Iterator:
     """A table of any size sorted by DataFusion within SORT_MEMORY, spilling to disk beyond."""
     from analysis.dataset.sql import connect, q  # heavy: pyarrow.dataset and DataFusion, only for a large table
 
-    with connect(SORT_MEMORY) as con:
+    with connect(SORT_MEMORY, batch_rows=BATCH_ROWS) as con:  # a row group per batch
         con.register("data", data, columns=EXPORT_SCHEMA.names)
         columns = ", ".join(q(c) for c in EXPORT_SCHEMA.names)
         order = ", ".join(f"{q(c)} ASC NULLS LAST" for c, _ in ORDER)

@@ -27,7 +27,6 @@ BATCH_ROWS = 50_000
 _SETTINGS = {
     "datafusion.execution.target_partitions": "1",  # one stream per scan: the file's row order
     "datafusion.execution.parquet.schema_force_view_types": "false",  # plain strings, as pandas reads them
-    "datafusion.execution.batch_size": str(BATCH_ROWS),
 }
 
 
@@ -55,8 +54,9 @@ def num(x: str) -> str:
 class Engine:
     """One DataFusion session: views persist between statements."""
 
-    def __init__(self, work: Path, memory_limit: str):
-        self._qb = QueryBuilder(_SETTINGS)
+    def __init__(self, work: Path, memory_limit: str, batch_rows: int | None):
+        batch = {} if batch_rows is None else {"datafusion.execution.batch_size": str(batch_rows)}
+        self._qb = QueryBuilder({**_SETTINGS, **batch})
         self._work = work
         runtime = {"memory_limit": memory_limit, "temp_directory": str(work)}  # a SET, not a session option
         for key, value in runtime.items():
@@ -100,7 +100,8 @@ class Engine:
 
 
 @contextmanager
-def connect(memory_limit: str = MEMORY_LIMIT) -> Iterator[Engine]:
-    """A DataFusion session bounded to `memory_limit`, with a private temporary directory."""
+def connect(memory_limit: str = MEMORY_LIMIT, batch_rows: int | None = None) -> Iterator[Engine]:
+    """A DataFusion session bounded to `memory_limit`, with a private temporary directory; its
+    batches of `batch_rows` rows (None: DataFusion's 8,192; each output batch is held whole)."""
     with tempfile.TemporaryDirectory(prefix="gpubench-query-") as work:
-        yield Engine(Path(work), memory_limit)
+        yield Engine(Path(work), memory_limit, batch_rows)
