@@ -39,9 +39,7 @@ def test_a_missing_table_says_where_it_looked(tmp_path):
 
 
 def test_without_the_analysis_extra_the_note_says_so(tmp_path, monkeypatch):
-    monkeypatch.setitem(
-        __import__("sys").modules, "analysis.report.query", None
-    )  # as if the analysis extra were missing
+    monkeypatch.setitem(__import__("sys").modules, "analysis.report.query", None)  # as if deltalake were missing
     missing = measured_runs_of(tmp_path)
     assert missing.seconds == {} and "install the analysis extra" in missing.note
     with pytest.raises(ImportError):
