@@ -94,8 +94,13 @@ class Engine:
         path = self._work / f"{name}.parquet"
         schema = dataset.schema if columns is None else pa.schema([dataset.schema.field(c) for c in columns])
         with pq.ParquetWriter(str(path), schema) as writer:
-            for batch in dataset.to_batches(columns=schema.names, batch_size=BATCH_ROWS):
-                writer.write_batch(batch)
+            # fragment by fragment, in order: the dataset's own scanner reads ahead of a slower
+            # writer without bound (1.4 GB over 1,000,000 rows), a fragment's at most its file
+            for fragment in dataset.get_fragments():
+                for batch in fragment.to_batches(
+                    schema=dataset.schema, columns=schema.names, batch_size=BATCH_ROWS, batch_readahead=1
+                ):
+                    writer.write_batch(batch)
         return str(path)
 
 
