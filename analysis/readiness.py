@@ -28,11 +28,11 @@ EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTR
     "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
     "analysis": (
         "collect, report, teardown, sweep, prices",
-        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "duckdb"),
+        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake"),
     ),
     "demo": (
         "`gpubench demo` (make demo): a short suite on this machine's CPU, collected and reported locally",
-        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "duckdb", "tensorflow"),
+        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "tensorflow"),
     ),
     "tf": ("the built-in TensorFlow benchmarks", ("tensorflow",)),
 }

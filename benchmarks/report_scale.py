@@ -6,7 +6,7 @@ results, through `collect_results`, so every column is what collect writes)
 repeated with their numbers varied per run (times, costs, throughput, spot
 prices), each with its own run_id. Then runs `gpubench report --table DIR
 --out DIR` in a subprocess per size (analysis.cli.main: the command's parsing,
-`write_report` and the summary it prints; DuckDB over the dataset), for its
+`write_report` and the summary it prints; DataFusion over the dataset), for its
 own wall time and peak memory (VmHWM: see peak_rss.py).
 
     python benchmarks/report_scale.py                     # 100k, 300k, 1M rows

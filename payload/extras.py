@@ -24,7 +24,6 @@ PROVIDED_BY = {
     "jinja2": "analysis",
     "jsonschema_rs": "analysis",
     "deltalake": "analysis",
-    "duckdb": "analysis",
     "obstore": "analysis",
     "google.auth": "analysis",
     "google": "payload",

@@ -2,7 +2,8 @@
 table partitioned by stack and month, in a local directory or a bucket prefix.
 
 - ``open_dataset(table)``: the current snapshot as a pyarrow Dataset (readers
-  query it with DuckDB or pyarrow; see docs/scale.md for Athena, BigQuery, Spark)
+  query it with analysis.dataset.sql (DataFusion) or pyarrow; see docs/scale.md for DuckDB,
+  Athena, BigQuery, Spark)
 - ``export_table(table, out_dir)``: results.parquet and results.csv from it
 """
 

@@ -1,6 +1,6 @@
 """``results.parquet`` and ``results.csv``, the files a person opens in a
 spreadsheet: an export of the dataset, by run id then stack, sorted in memory
-by Arrow while small, else by DuckDB within a memory limit (spilling to disk).
+by Arrow while small, else by DataFusion within a memory limit (spilling to disk).
 
 Each file is written under a temporary name (``.results.<ext>.<pid>.tmp``),
 then renamed onto its name (``os.replace``): a reader sees an old file or a
@@ -27,9 +27,9 @@ from analysis.price.runs import price_runs
 from payload import proctree
 
 BATCH_ROWS = 20_000
-DUCKDB_MEMORY = "512MB"
+SORT_MEMORY = "512M"
 IN_MEMORY_ROWS = 20_000  # at most this many rows are sorted in memory (about 20 MB)
-ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # as DuckDB's ORDER BY: bytes, nulls last
+ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # as SQL's ORDER BY ... NULLS LAST: bytes, nulls last
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 VERSION_KEY = b"gpubench.table_version"  # in results.parquet's footer: the dataset version it was exported from
@@ -165,26 +165,20 @@ def _sorted_batches(data) -> Iterator:
         rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER)
         yield from _as_export(rows).to_batches(BATCH_ROWS)
         return
-    yield from _duckdb_sorted(data)
+    yield from _spilled_sorted(data)
 
 
 def _as_export(rows):
     return rows.cast(EXPORT_SCHEMA) if rows.schema != EXPORT_SCHEMA else rows
 
 
-def _duckdb_sorted(data) -> Iterator:
-    """A table of any size sorted by DuckDB within DUCKDB_MEMORY, spilling to disk beyond."""
-    import duckdb  # heavy: duckdb, only for a table too large to sort in memory
+def _spilled_sorted(data) -> Iterator:
+    """A table of any size sorted by DataFusion within SORT_MEMORY, spilling to disk beyond."""
+    from analysis.dataset.sql import connect, q  # heavy: pyarrow.dataset and DataFusion, only for a large table
 
-    con = duckdb.connect()
-    try:
-        con.register("data", data)
-        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-        con.execute("SET preserve_insertion_order = false")
-        con.execute("SET enable_progress_bar = false")  # it would print on stdout, into --json
-        columns = ", ".join(f'"{c}"' for c in EXPORT_SCHEMA.names)
-        reader = con.sql(f"SELECT {columns} FROM data ORDER BY run_id, stack").to_arrow_reader(BATCH_ROWS)  # noqa: S608
-        for batch in reader:
+    with connect(SORT_MEMORY, batch_rows=BATCH_ROWS) as con:  # a row group per batch
+        con.register("data", data, columns=EXPORT_SCHEMA.names)
+        columns = ", ".join(q(c) for c in EXPORT_SCHEMA.names)
+        order = ", ".join(f"{q(c)} ASC NULLS LAST" for c, _ in ORDER)
+        for batch in con.batches(f"SELECT {columns} FROM data ORDER BY {order}"):  # noqa: S608
             yield _as_export(batch)
-    finally:
-        con.close()

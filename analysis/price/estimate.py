@@ -1,7 +1,7 @@
 """A stack's cost estimated from its collected runs: the billed time in the results table.
 
 The results table is the one `collect` writes (`--table`, default ./table), read as the report
-reads it (analysis.report.source.results_dataset, queried with DuckDB): per completed run its
+reads it (analysis.report.source.results_dataset, queried with DataFusion): per completed run its
 billed_hours, the billed window `runs` computed over every attempt under the offering's billing
 rule. `measured_runs_of` turns it into plain figures (`MeasuredRuns`: billed seconds per stack
 and benchmark), and infra's `infra.catalog.estimate.estimate_costs` makes the estimate from
@@ -22,10 +22,10 @@ def measured_runs_of(where: Path | str, stacks: Sequence[str] | None = None) -> 
     are read, never the whole table. No table, or no analysis extra: none, and the note says why."""
     text = str(where)
     table = str(Path(text).parent) if text.endswith(".parquet") else text
-    try:  # heavy: duckdb and pyarrow, the analysis extra; `gpubench plan` runs without it
+    try:  # heavy: pyarrow and deltalake, the analysis extra; `gpubench plan` runs without it
         from analysis.report.query import billed_seconds
         from analysis.report.source import NoResultsTable, results_dataset
-    except ImportError:  # the analysis extra (duckdb, pyarrow) is not installed
+    except ImportError:  # the analysis extra (pyarrow, deltalake) is not installed
         return MeasuredRuns(
             {}, None, f"{where} was not read: install the analysis extra (pip install 'gpubench[analysis]')"
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 from analysis.bench.judge import checks, line, predictions_in
 from analysis.bench.record import bench_dirs
+from analysis.dataset.sql import num, one_of
 from analysis.observe import time_of
 
 COLUMNS = ("benchmark", "offering_id", "market", "probe", "run_id", "started_at", "samples_per_second")
@@ -31,11 +32,9 @@ def measured_runs(query: Any, benchmarks: Sequence[str]) -> list[dict]:
     """The completed runs of these benchmarks with a rate, from the report's query (analysis.report.query)."""
     if not benchmarks or not set(COLUMNS) <= query.columns:
         return []
-    names = ", ".join("?" for _ in benchmarks)
     frame = query.frame(
-        f"SELECT {', '.join(COLUMNS)} FROM runs WHERE status = 'completed' AND benchmark IN ({names}) "
-        "AND num(samples_per_second) > 0",
-        benchmarks,
+        f"SELECT {', '.join(COLUMNS)} FROM runs WHERE status = 'completed' AND {one_of('benchmark', benchmarks)} "
+        f"AND {num('samples_per_second')} > 0"
     )
     return frame.to_dict("records")
 

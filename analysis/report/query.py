@@ -1,4 +1,4 @@
-"""The one place the runs are aggregated: DuckDB over the results dataset,
+"""The one place the runs are aggregated: DataFusion SQL (analysis.dataset.sql) over the results dataset,
 so the report holds only the aggregated rows (one per configuration x
 offering x market x GPUs x price, a few hundred) and memory does not grow with
 the number of runs. metrics.analyse_summary derives the report's other tables
@@ -20,11 +20,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pandas as pd
-import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 
+from analysis.dataset.sql import Engine, connect, num, one_of, q, text
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
 from analysis.price.reprice import reprice_dataset
 from analysis.reference.studies import reference_figures
@@ -39,40 +37,13 @@ from analysis.report.facts import (
     RunFacts,
 )
 
-# DuckDB's own bound; it spills to a temporary directory beyond it.
-MEMORY_LIMIT = "512MB"
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
-
-# Numbers: NaN is missing (NULL), and so is text that is no number.
-_MACROS = (
-    "CREATE OR REPLACE TEMP MACRO num(x) AS "
-    "(CASE WHEN isnan(TRY_CAST(x AS DOUBLE)) THEN NULL ELSE TRY_CAST(x AS DOUBLE) END)",
-    # the median of an even count: the mean of the two middle values
-    "CREATE OR REPLACE TEMP MACRO pmedian(x) AS ((quantile_disc(x, 0.5) + -quantile_disc(-x, 0.5)) / 2)",
-)
-
-
-def q(name: str) -> str:
-    """A column name as a quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:
-    """A join on `keys` where a missing key matches a missing key (GROUP BY groups them so)."""
-    return " AND ".join(f"{left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)}" for k in keys)
-
-
-@contextmanager
-def connect(memory_limit: str = MEMORY_LIMIT) -> Iterator[Any]:
-    """An in-process DuckDB bounded to `memory_limit`, spilling to a private temporary directory."""
-    with tempfile.TemporaryDirectory(prefix="gpubench-query-") as spill:
-        con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
-        try:
-            for macro in _MACROS:
-                con.execute(macro).fetchall()
-            yield con
-        finally:
-            con.close()
+    """A join on `keys` where a missing key matches a missing key (GROUP BY groups them so);
+    each test in parentheses: DataFusion's parser binds IS [NOT] DISTINCT FROM looser than AND."""
+    return " AND ".join(f"({left}.{q(k)} IS NOT DISTINCT FROM {right}.{q(k)})" for k in keys)
 
 
 class RunsQuery:
@@ -82,59 +53,59 @@ class RunsQuery:
     (probe runs left out) and `done` (the completed full runs, with the derived
     columns `summary` groups by and takes medians of)."""
 
-    def __init__(self, con: Any, dataset: Any):
+    def __init__(self, con: Engine, dataset: Any):
         self.con = con
         self.columns = set(dataset.schema.names)
-        numbered = _register_source(con, dataset)
-        index = "" if numbered else ", row_number() OVER () AS _idx"  # in scan order
-        self.rows(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT *{index} FROM _dataset")
+        con.register("_dataset", dataset)
+        # each row's place in the table: the scan is one stream, in the file's order
+        self.rows("CREATE OR REPLACE VIEW runs AS SELECT *, row_number() OVER () AS _idx FROM _dataset")
         self.rows(
-            "CREATE OR REPLACE TEMP VIEW full_runs AS SELECT * FROM runs "
-            "WHERE NOT coalesce(CAST(probe AS BOOLEAN), false)"
+            "CREATE OR REPLACE VIEW full_runs AS SELECT * FROM runs WHERE NOT coalesce(CAST(probe AS BOOLEAN), false)"
         )
         self._done_view()
 
-    def frame(self, sql: str, params: Iterable[Any] = ()) -> Any:
+    def frame(self, sql: str) -> Any:
         """A query's rows as a DataFrame, through Arrow (types as pandas.read_parquet gives them)."""
-        return self.con.sql(sql, params=list(params) or None).to_arrow_table().to_pandas()
+        return self.con.table(sql).to_pandas()
 
     def scalar(self, sql: str) -> Any:
         return self.rows(sql)[0][0]
 
     def rows(self, sql: str) -> list[tuple]:
-        """Every row of a query (DDL included), fetched to the end: the connection is free again."""
-        return self.con.execute(sql).fetchall()
+        """Every row of a query (DDL included)."""
+        return self.con.rows(sql)
 
     # -- the derived columns --------------------------------------------------
 
     def _register_price_keys(self) -> None:
         """price_key of each distinct hourly price a non-spot run paid."""
-        prices = self.frame(
-            "SELECT DISTINCT num(hourly_usd) AS hourly FROM full_runs "
-            "WHERE status = 'completed' AND market IS DISTINCT FROM 'spot' AND num(hourly_usd) IS NOT NULL"
+        prices = self.rows(
+            f"SELECT DISTINCT {num('hourly_usd')} FROM full_runs "
+            f"WHERE status = 'completed' AND (market IS DISTINCT FROM 'spot') AND {num('hourly_usd')} IS NOT NULL"
         )
-        keys = pd.DataFrame(
-            {"hourly": prices["hourly"].astype(float), "price_key": [price_key(h) for h in prices["hourly"]]}
-        )
-        self.con.register("_price_keys", keys)
+        # a few distinct prices, each a literal that reads back as the same double (repr)
+        keys = [f"SELECT CAST({float(h)!r} AS DOUBLE) AS hourly, {text(price_key(h))} AS price_key" for (h,) in prices]
+        empty = "SELECT CAST(NULL AS DOUBLE) AS hourly, CAST(NULL AS VARCHAR) AS price_key WHERE false"
+        self.rows(f"CREATE OR REPLACE VIEW _price_keys AS {' UNION ALL '.join(keys) or empty}")
 
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
-        self.rows("CREATE OR REPLACE TEMP VIEW done_base AS SELECT * FROM full_runs WHERE status = 'completed'")
+        self.rows("CREATE OR REPLACE VIEW done_base AS SELECT * FROM full_runs WHERE status = 'completed'")
         self._register_price_keys()
         raw = [c for c in GROUP if c != "price_key"]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
+        hourly, per_second = num("done_base.hourly_usd"), num("done_base.samples_per_second")
         self.rows(
-            "CREATE OR REPLACE TEMP VIEW done AS SELECT "
+            "CREATE OR REPLACE VIEW done AS SELECT "
             + ", ".join(f"done_base.{q(c)}" for c in raw)
             + ", CASE WHEN done_base.market = 'spot' THEN 'spot' "
-            "WHEN num(done_base.hourly_usd) IS NULL THEN 'unpriced' ELSE CAST(_price_keys.price_key AS VARCHAR) END AS price_key, "
-            + ", ".join(f"num(done_base.{q(c)}) AS {q(c)}" for c in numbers)
-            + ", CASE WHEN num(done_base.hourly_usd) > 0 AND num(done_base.samples_per_second) > 0 "
-            "THEN num(done_base.samples_per_second) * 3600.0 / num(done_base.hourly_usd) END AS samples_per_usd, "
+            f"WHEN {hourly} IS NULL THEN 'unpriced' ELSE _price_keys.price_key END AS price_key, "
+            + ", ".join(f"{num('done_base.' + q(c))} AS {q(c)}" for c in numbers)
+            + f", CASE WHEN {hourly} > 0 AND {per_second} > 0 "
+            f"THEN {per_second} * 3600.0 / {hourly} END AS samples_per_usd, "
             + ", ".join(f"CAST(done_base.{q(c)} AS VARCHAR) AS {q(c)}" for c in JOINED)
-            + ", num(done_base.setup_fee_usd) AS setup_fee_usd, done_base._idx "
-            "FROM done_base LEFT JOIN _price_keys ON num(done_base.hourly_usd) = _price_keys.hourly"
+            + f", {num('done_base.setup_fee_usd')} AS setup_fee_usd, done_base._idx "
+            f"FROM done_base LEFT JOIN _price_keys ON {hourly} = _price_keys.hourly"
         )
 
     # -- the figures ----------------------------------------------------------
@@ -166,7 +137,7 @@ class RunsQuery:
         USD (None when none was priced) and the latest start; groups in key order, missing keys last."""
         listed = ", ".join(q(k) for k in NOT_DONE_KEYS)
         counts = self.frame(
-            f"SELECT {listed}, count(*) AS runs, sum(num(billed_cost_usd)) AS billed_cost_usd, "
+            f"SELECT {listed}, count(*) AS runs, sum({num('billed_cost_usd')}) AS billed_cost_usd, "
             f"max(started_at) AS latest_start FROM full_runs WHERE status IS DISTINCT FROM 'completed' GROUP BY {listed}"
         )
         return _in_key_order(counts, list(NOT_DONE_KEYS))
@@ -190,13 +161,13 @@ class RunsQuery:
         per REFERENCE_KEYS setup; price source and device of each setup's first run."""
         benchmarks = sorted({f.benchmark for f in reference_figures()})
         keys = ", ".join(q(k) for k in REFERENCE_KEYS)
-        first = "arg_min({c}, _idx) FILTER (WHERE {c} IS NOT NULL) AS {c}"
+        first = "first_value({c} ORDER BY _idx) FILTER (WHERE {c} IS NOT NULL) AS {c}"
+        per_second = num("samples_per_second")
         m = self.frame(
-            f"SELECT {keys}, pmedian(num(samples_per_second)) AS value, count(run_id) AS runs, "
-            f"pmedian(num(hourly_usd)) AS hourly_usd, {first.format(c='price_source')}, {first.format(c='device')} "
-            "FROM full_runs WHERE status = 'completed' AND list_contains(?, benchmark) "
-            f"AND num(samples_per_second) > 0 GROUP BY {keys}",
-            [benchmarks],
+            f"SELECT {keys}, median({per_second}) AS value, count(run_id) AS runs, "
+            f"median({num('hourly_usd')}) AS hourly_usd, {first.format(c='price_source')}, {first.format(c='device')} "
+            f"FROM full_runs WHERE status = 'completed' AND {one_of('benchmark', benchmarks)} "
+            f"AND {per_second} > 0 GROUP BY {keys}"
         )
         if m.empty:
             return pd.DataFrame()
@@ -211,27 +182,33 @@ class RunsQuery:
         keys = ", ".join(q(k) for k in GROUP)
         figures = ["count(*) AS repeats"]
         for col in MEDIANS:
-            figures.append(f"pmedian({q(col)}) AS {q(col)}")
+            figures.append(f"median({q(col)}) AS {q(col)}")
             if col in SPREADS:
                 figures += [f"min({q(col)}) AS {q(col + '_min')}", f"max({q(col)}) AS {q(col + '_max')}"]
         figures += [
             "max(setup_fee_usd) AS setup_fee_usd",
-            "list(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
+            "array_agg(DISTINCT hourly_usd) FILTER (WHERE hourly_usd IS NOT NULL) AS _paid",
         ]
-        texts = ", ".join(f"first(joined) FILTER (WHERE col = '{c}') AS {q(c)}" for c in JOINED)
-        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
-        # each with its first run, not over every run unpivoted (a row per run and text)
+        texts = ", ".join(f"max(joined) FILTER (WHERE col = {text(c)}) AS {q(c)}" for c in JOINED)
         texts_read = ", ".join(q(c) for c in JOINED)
+        # each text's first run per group: over the distinct combinations of the texts (a few hundred),
+        # each with its first run, not over every run unpivoted (a row per run and text); both small
+        # tables are held, not views, since DataFusion would scan the runs again for every reference
+        self.rows(f"CREATE OR REPLACE TABLE _agg AS SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}")
+        self.rows(
+            f"CREATE OR REPLACE TABLE _combos AS SELECT {keys}, {texts_read}, min(_idx) AS f "
+            f"FROM done GROUP BY {keys}, {texts_read}"
+        )
+        unpivoted = " UNION ALL ".join(
+            f"SELECT {keys}, {text(c)} AS col, {q(c)} AS v, f FROM _combos WHERE {q(c)} IS NOT NULL" for c in JOINED
+        )
         out = self.frame(
-            f"WITH agg AS (SELECT {keys}, {', '.join(figures)} FROM done GROUP BY {keys}), "
-            f"combos AS (SELECT {keys}, {texts_read}, min(_idx) AS f FROM done GROUP BY {keys}, {texts_read}), "
-            f"firsts AS (SELECT {keys}, col, v, min(f) AS f FROM "
-            f"(UNPIVOT combos ON {texts_read} INTO NAME col VALUE v) GROUP BY {keys}, col, v), "
+            f"WITH firsts AS (SELECT {keys}, col, v, min(f) AS f FROM ({unpivoted}) GROUP BY {keys}, col, v), "
             f"joined AS (SELECT {keys}, col, string_agg(v, '; ' ORDER BY f) AS joined FROM firsts "
             f"GROUP BY {keys}, col), "
             f"wide AS (SELECT {keys}, {texts} FROM joined GROUP BY {keys}) "
-            f"SELECT agg.*, {', '.join('wide.' + q(c) for c in JOINED)} "
-            f"FROM agg LEFT JOIN wide ON {_same('agg', 'wide', GROUP)}"
+            f"SELECT _agg.*, {', '.join('wide.' + q(c) for c in JOINED)} "
+            f"FROM _agg LEFT JOIN wide ON {_same('_agg', 'wide', GROUP)}"
         )
         if out.empty:
             return pd.DataFrame(columns=GROUP + ["repeats"])
@@ -243,46 +220,9 @@ class RunsQuery:
         if not self.scalar("SELECT count(*) FROM runs"):
             return None
         rows = self.rows(
-            "SELECT DISTINCT price_as_of FROM runs WHERE contains(CAST(price_basis AS VARCHAR), 'catalog')"
+            "SELECT DISTINCT price_as_of FROM runs WHERE strpos(CAST(price_basis AS VARCHAR), 'catalog') > 0"
         )
         return [r[0] for r in rows]
-
-
-def _local_parquet(dataset: Any) -> tuple[list[str], bool] | None:
-    """(files, Hive-partitioned) of a dataset of Parquet files on the local disk,
-    partitioned by `key=value` folders or not at all; else None."""
-    if not isinstance(dataset, ds.FileSystemDataset) or not isinstance(dataset.filesystem, pafs.LocalFileSystem):
-        return None
-    if not isinstance(dataset.format, ds.ParquetFileFormat) or not dataset.files:
-        return None
-    partitioning = getattr(dataset, "partitioning", None)
-    if partitioning is not None and not len(partitioning.schema):  # a file or folder without partitions
-        partitioning = None
-    if partitioning is not None and not isinstance(partitioning, ds.HivePartitioning):
-        return None
-    return list(dataset.files), partitioning is not None
-
-
-def _register_source(con: Any, dataset: Any) -> bool:
-    """The view `_dataset` over the runs: local Parquet files through DuckDB's
-    own reader (a third of the memory of an Arrow scan, and faster), any other
-    dataset (a bucket's) through its Arrow scanner. True when the view numbers
-    the rows itself (`_idx`, in the dataset's order)."""
-    local = _local_parquet(dataset)
-    if local is None:
-        con.register("_dataset", dataset)
-        return False
-    files, hive = local
-    listed = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
-    # each row's place in the table (file, then row): a plain column, no window over the scan
-    con.execute(
-        "CREATE OR REPLACE TEMP VIEW _dataset AS SELECT * EXCLUDE (_file, file_row_number), "
-        f"(CAST(list_position({listed}, _file) AS BIGINT) << 40) + file_row_number AS _idx "
-        f"FROM read_parquet({listed}, union_by_name = true, hive_partitioning = {str(hive).lower()}, "
-        "filename = '_file', file_row_number = true)"
-    ).fetchall()
-    con.execute("SET preserve_insertion_order = false").fetchall()  # every order needed is by _idx
-    return True
 
 
 def _in_key_order(frame: Any, keys: list[str]) -> Any:
@@ -334,13 +274,12 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
     if "status" in columns:
         where.append("status = 'completed'")
     if stacks is not None:
-        where.append("list_contains(?, stack)")
+        where.append(one_of("stack", stacks))
     with connect() as con:
-        _register_source(con, dataset)
-        rows = con.execute(
-            f"SELECT stack, benchmark, num(billed_hours * 3600.0) FROM _dataset WHERE {' AND '.join(where)}",
-            [] if stacks is None else [list(stacks)],
-        ).fetchall()
+        con.register("_dataset", dataset, columns=sorted({"stack", "benchmark", "billed_hours", "status"} & columns))
+        rows = con.rows(
+            f"SELECT stack, benchmark, {num('billed_hours * 3600.0')} FROM _dataset WHERE {' AND '.join(where)}"
+        )
     seconds: dict[tuple[str, str], list[float]] = {}
     for stack, bench, s in rows:
         runs = seconds.setdefault((stack, bench), [])

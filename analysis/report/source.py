@@ -1,5 +1,5 @@
 """Where the report and the plan read the results table: `results_dataset(table)`, a pyarrow
-Dataset DuckDB scans with projection and filter pushdown, so no reader holds every row: a local
+Dataset that no reader holds whole (analysis.dataset.sql reads it in batches): a local
 directory's results.parquet export when there is one, else the results dataset there
 (analysis.dataset.open_dataset: the Delta table of a local directory or a bucket prefix)."""
 

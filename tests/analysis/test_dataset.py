@@ -1,5 +1,5 @@
 """The results dataset (analysis.dataset): what collect writes there, read
-back by DuckDB and pyarrow; growth by what is new only; two collects at
+back by DataFusion and pyarrow; growth by what is new only; two collects at
 once; a collect killed mid-write; a table in a bucket (moto S3)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from synthetic_results import demo_like_results, make_result, result_bytes, resu
 
 from analysis.collect import collect, read_table
 from analysis.dataset import TableNotFound, open_dataset, resolve
+from analysis.dataset.sql import connect
 from analysis.dataset.store import delta_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +48,16 @@ def delta_table_at(table: Path, version: int | None) -> dict[str, int]:
     return dict(zip(adds["path"], adds["num_records"], strict=True))
 
 
-def test_duckdb_reads_what_collect_wrote_with_the_same_counts_and_sums(tmp_path):
-    import duckdb
+def _sql(table: str, sql: str) -> tuple:
+    """The first row of `sql` over the Delta table at `table` (as `runs`), read by the DataFusion deltalake ships."""
+    import pyarrow as pa
+    from deltalake import QueryBuilder
 
+    got = pa.table(QueryBuilder().register("runs", delta_table(resolve(table))).execute(sql).read_all())
+    return tuple(c[0].as_py() for c in got.columns)
+
+
+def test_datafusion_reads_what_collect_wrote_with_the_same_counts_and_sums(tmp_path):
     src, table = tmp_path / "results", tmp_path / "table"
     results = demo_like_results()
     _write(src, results)
@@ -57,10 +65,11 @@ def test_duckdb_reads_what_collect_wrote_with_the_same_counts_and_sums(tmp_path)
     assert summary.valid == len(rows) == len(results)
     files = delta_table(resolve(str(table))).file_uris()
     assert all("/stack=" in f and "/month=" in f for f in files)  # partitioned by stack and month
-    got = duckdb.sql(
+    got = _sql(
+        str(table),
         "SELECT count(*), count(DISTINCT run_id), sum(train_seconds), sum(samples_per_second), count(DISTINCT stack)"
-        f" FROM read_parquet({files!r}, hive_partitioning = true)"
-    ).fetchall()[0]
+        " FROM runs",
+    )
     want = (
         len(results),
         len({r["run_id"] for r in results}),
@@ -73,7 +82,9 @@ def test_duckdb_reads_what_collect_wrote_with_the_same_counts_and_sums(tmp_path)
     # the reader every command uses: the same rows, and the priced columns of the export
     data = open_dataset(str(table))
     export = pd.read_parquet(table / "results.parquet")
-    priced = duckdb.sql("SELECT sum(billed_cost_usd), count(*) FROM data").fetchall()[0]
+    with connect() as con:  # as the report reads it
+        con.register("data", data)
+        priced = con.rows("SELECT sum(billed_cost_usd), count(*) FROM data")[0]
     assert priced[1] == len(export) and priced[0] == pytest.approx(export["billed_cost_usd"].sum())
     assert set(export.columns) <= set(data.schema.names)
 
@@ -204,18 +215,12 @@ collect([{str(src)!r}], {str(table)!r})
 
 
 def test_collect_into_a_bucket_table(s3_bucket, tmp_path):
-    import duckdb
-
     src = tmp_path / "results"
     _write(src, _results(12))
     table = f"s3://{s3_bucket}/table/"
     summary, rows = collect([str(src)], table)
     assert summary.table_written and "parquet" not in summary.table and summary.table["dataset"] == table
-    data = open_dataset(table)
-    assert duckdb.from_arrow(data).aggregate("count(*), sum(train_seconds)").fetchall()[0] == (
-        12,
-        sum(600.0 + i for i in range(12)),
-    )
+    assert _sql(table, "SELECT count(*), sum(train_seconds) FROM runs") == (12, sum(600.0 + i for i in range(12)))
     runs = read_table(table)  # the readers' compatibility path: the export's columns, in its order
     assert len(runs) == 12 and list(runs["run_id"]) == sorted(runs["run_id"]) and "month" not in runs
     summary, _ = collect([str(src)], table)  # from this machine's manifest: nothing new

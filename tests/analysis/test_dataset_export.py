@@ -1,5 +1,5 @@
 """The export (results.parquet, results.csv) of a small table, sorted in
-memory, is the one DuckDB's sort writes for any table: the same rows in the
+memory, is the one DataFusion's spilled sort writes for any table: the same rows in the
 same order, the same bytes of CSV."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _results() -> list[dict]:
     return [*out, twin]
 
 
-def test_a_small_tables_export_sorted_in_memory_is_duckdbs(tmp_path, monkeypatch):
+def test_a_small_tables_export_sorted_in_memory_is_the_spilled_sorts(tmp_path, monkeypatch):
     src = tmp_path / "results"
     for r in _results():
         path = src / result_key(r)
@@ -39,13 +39,13 @@ def test_a_small_tables_export_sorted_in_memory_is_duckdbs(tmp_path, monkeypatch
     summary, _ = collect([str(src)], table, export=False)
     assert summary.valid == 7, summary.skipped
     in_memory = pa.Table.from_batches(list(export._sorted_batches(open_dataset(str(table)))))
-    by_duckdb = pa.Table.from_batches(list(export._duckdb_sorted(open_dataset(str(table)))))
-    assert in_memory.equals(by_duckdb) and in_memory.schema == export.EXPORT_SCHEMA
+    spilled = pa.Table.from_batches(list(export._spilled_sorted(open_dataset(str(table)))))
+    assert in_memory.equals(spilled) and in_memory.schema == export.EXPORT_SCHEMA
     pairs = list(zip(in_memory["run_id"].to_pylist(), in_memory["stack"].to_pylist(), strict=True))
     assert pairs == sorted(pairs) and len(set(pairs)) == 7
 
     small = export.export_table(str(table), tmp_path / "small")
-    monkeypatch.setattr(export, "IN_MEMORY_ROWS", 0)  # every table through DuckDB
+    monkeypatch.setattr(export, "IN_MEMORY_ROWS", 0)  # every table through the spilled sort (DataFusion)
     large = export.export_table(str(table), tmp_path / "large")
     assert Path(small["csv"]).read_bytes() == Path(large["csv"]).read_bytes()
     assert pq.read_table(small["parquet"]).equals(pq.read_table(large["parquet"]))

@@ -151,9 +151,9 @@ def test_no_table_names_the_location_and_the_fix(tmp_path):
 
 
 def test_an_arrow_dataset_and_a_hive_partitioned_one_give_the_same_figures(table, tmp_path):
-    """A dataset DuckDB cannot read itself (here in memory, in practice a bucket's)
-    is scanned through Arrow; a Hive-partitioned one through DuckDB's reader: the
-    same summary, facts and probes as the table file."""
+    """A dataset that is not one local Parquet file (here in memory, in practice a bucket's,
+    or Hive-partitioned files) is streamed into one before the query reads it: the same
+    summary, facts and probes as the table file."""
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 

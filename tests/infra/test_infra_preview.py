@@ -99,7 +99,7 @@ def test_cost_estimate_from_results_table(catalog, tmp_path):
     cfg = parse_config(
         {**stackfiles.load_config("aws-g4dn-1x"), "gpubench:suite": "mnist-cnn,imdb-bilstm"}, "aws-g4dn-1x"
     )
-    require_module("duckdb")
+    require_module("deltalake")
     pd.DataFrame(
         {
             "stack": ["aws-g4dn-1x"] * 3 + ["other"],

@@ -13,7 +13,7 @@ from analysis.price.estimate import measured_runs_of
 def test_completed_runs_billed_hours_become_seconds_per_stack_and_benchmark(tmp_path):
     """Only the stacks asked for are read; failed runs and runs without billed time are left out."""
     pd = require_module("pandas")
-    require_module("duckdb")
+    require_module("deltalake")
     table = pd.DataFrame(
         {
             "stack": ["a", "a", "a", "b", "a", None],
@@ -33,13 +33,13 @@ def test_completed_runs_billed_hours_become_seconds_per_stack_and_benchmark(tmp_
 
 
 def test_a_missing_table_says_where_it_looked(tmp_path):
-    require_module("duckdb")
+    require_module("deltalake")
     missing = measured_runs_of(tmp_path / "none")
     assert missing.seconds == {} and missing.where is None and "no results table at" in missing.note
 
 
 def test_without_the_analysis_extra_the_note_says_so(tmp_path, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "analysis.report.query", None)  # as if duckdb were missing
+    monkeypatch.setitem(__import__("sys").modules, "analysis.report.query", None)  # as if deltalake were missing
     missing = measured_runs_of(tmp_path)
     assert missing.seconds == {} and "install the analysis extra" in missing.note
     with pytest.raises(ImportError):
