@@ -18,8 +18,10 @@ from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and dead
     STACK_TAG,
     TAG_PREFIX,
     boto3_session,
+    deadline_tag,
     format_deadline,
     is_launcher_deadline,
+    tags,
 )
 from infra.aws.sweep import sweep as _sweep
 
@@ -50,16 +52,6 @@ FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("Unsupported.*(Availability Zone|instance type)", "is not supported in your requested Availability Zone"),
     ),
 )
-
-
-def tags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """AWS tags: `gpubench:<key>`."""
-    return {f"{TAG_PREFIX}{k}": v for k, v in values.items()}
-
-
-def deadline_tag(rfc3339: str) -> str:
-    """The launcher writes the deadline resource's RFC 3339 time as is."""
-    return rfc3339
 
 
 def region_of_zone(zone: str) -> str:

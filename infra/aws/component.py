@@ -33,7 +33,7 @@ import pulumiverse_time as time
 
 from infra import cloud_init, sweeper_function
 from infra.aws import images
-from infra.aws import tags as aws_tags
+from infra.aws.sweep import tags as aws_tags
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     Launch,

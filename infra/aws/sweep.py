@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
+from typing import Any
 
 from infra import sweep as common
 from infra.sweep import Action
@@ -40,6 +41,16 @@ LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 TERMINATE_TARGET_SUFFIX = ":ec2:terminateInstances"  # arn:aws:scheduler:::aws-sdk:ec2:terminateInstances
 TAGGED = [{"Name": "tag-key", "Values": [EXPIRES_TAG]}]
 RECURRING = [{"Name": "tag-key", "Values": [MAX_HOURS_TAG]}]
+
+
+def tags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """AWS tags: `gpubench:<key>`."""
+    return {f"{TAG_PREFIX}{k}": v for k, v in values.items()}
+
+
+def deadline_tag(rfc3339: str) -> str:
+    """The launcher writes the deadline resource's RFC 3339 time as is."""
+    return rfc3339
 
 
 def format_deadline(when: datetime) -> str:

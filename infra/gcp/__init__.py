@@ -17,9 +17,12 @@ from infra.gcp.sweep import (  # noqa: F401  (the interface's label names and de
     EXPIRES_TAG,
     STACK_TAG,
     TAG_PREFIX,
+    deadline_tag,
     format_deadline,
     is_launcher_deadline,
+    label_value,
     region_of_zone,
+    tags,
 )
 from infra.gcp.sweep import sweep as _sweep
 
@@ -29,8 +32,6 @@ CONFIG_KEYS = ("project", "region", "zone")
 DEFAULT_REGION = "us-central1"
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
 ZONE_PATTERN = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
-# Label values: lowercased, anything outside [a-z0-9_-] mapped to '_'.
-_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
 
 # (kind, Compute Engine error codes / phrases) in a failed `pulumi up` transcript.
 FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -47,23 +48,6 @@ FAILURE_PATTERNS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
 )
-
-
-def label_value(value: str) -> str:
-    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
-
-    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100` and `3.06` -> `3_06`."""
-    return _LABEL_BAD.sub("_", value.lower())[:63]
-
-
-def tags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """GCP labels: keys `gpubench-<key>`, string values through label_value."""
-    return {f"{TAG_PREFIX}{k}": (label_value(v) if isinstance(v, str) else v) for k, v in values.items()}
-
-
-def deadline_tag(rfc3339: str) -> str:
-    """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
-    return rfc3339.replace("-", "").replace(":", "").lower()
 
 
 def stack_keys(offering: Any) -> dict[str, Any]:

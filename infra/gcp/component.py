@@ -35,8 +35,9 @@ import pulumiverse_time as time
 
 from infra import sweeper_function
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.gcp import deadline_tag, images, region_of_zone
-from infra.gcp import tags as gcp_labels
+from infra.gcp import images
+from infra.gcp.sweep import deadline_tag, region_of_zone
+from infra.gcp.sweep import tags as gcp_labels
 from infra.launch import (
     Launch,
     code_uploads,

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from functools import partial
+from typing import Any
 from urllib.parse import quote
 
 from infra import sweep as common
@@ -50,6 +51,27 @@ RECURRING_FILTER = f"labels.{MAX_HOURS_LABEL}:*"
 CREDENTIALS_FIX = (
     "Run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS to a service account key."
 )
+
+
+# Label values: lowercased, anything outside [a-z0-9_-] mapped to '_'.
+_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
+
+
+def label_value(value: str) -> str:
+    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
+
+    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100` and `3.06` -> `3_06`."""
+    return _LABEL_BAD.sub("_", value.lower())[:63]
+
+
+def tags(values: Mapping[str, Any]) -> dict[str, Any]:
+    """GCP labels: keys `gpubench-<key>`, string values through label_value."""
+    return {f"{TAG_PREFIX}{k}": (label_value(v) if isinstance(v, str) else v) for k, v in values.items()}
+
+
+def deadline_tag(rfc3339: str) -> str:
+    """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
+    return rfc3339.replace("-", "").replace(":", "").lower()
 
 
 class GcpSweepError(common.NoAccess):
