@@ -79,12 +79,17 @@ def test_one_cycle_warms_up_then_anneals_to_a_tiny_rate():
     assert type(sched).from_config(sched.get_config()).get_config() == sched.get_config()
 
 
+# The least run that still times all three phases and a rate: two training steps per epoch (the first is
+# warm-up), one validation batch, one frozen and one unfrozen epoch, one augmented TTA pass.
+TRAIN_PER_CLASS, VALID_PER_CLASS, BATCH = 4, 2, 4
+
+
 @pytest.fixture(scope="module")
 def fastai_run(tmp_path_factory):
     """One training run on tiny JPEGs in fast.ai's layout (ResNet-50 costs a minute or more on a CPU), shared by
     the tests that check it: (run dir, result, the run's stdout). The Kaggle layout's loader is tested above."""
     tmp = tmp_path_factory.mktemp("catsdogs")
-    data = fastai_layout(tmp / "data", np.random.default_rng(1))
+    data = fastai_layout(tmp / "data", np.random.default_rng(1), TRAIN_PER_CLASS, VALID_PER_CLASS)
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, redirect_stdout(out):
         isolate_payload_env(mp, tmp / "spool")
@@ -98,9 +103,9 @@ def fastai_run(tmp_path_factory):
             "--data",
             str(data),
             "--batch-size",
-            "4",
+            str(BATCH),
             "--param",
-            "weights=none,image_size=32,epochs=2,frozen_epochs=1,tta_steps=2,val_fraction=0.25",
+            "weights=none,image_size=32,epochs=2,frozen_epochs=1,tta_steps=1,val_fraction=0.25",
         )
     assert rc == 0, out.getvalue()[-3000:]
     return (*only_result(tmp / "out", "cd-fastai"), out.getvalue())
@@ -115,7 +120,7 @@ def test_catsdogs_runs_three_timed_phases_on_tiny_jpegs(fastai_run):
     assert all(v > 0 for v in phases.values())
     assert phases["total"] == pytest.approx(phases["frozen"] + phases["unfrozen"] + phases["tta"], abs=0.01)
     assert m["epochs_completed"] == 2 and 0.0 <= m["final_accuracy"] <= 1.0
-    assert m["steps_completed"] == 2 * (16 // 4)
+    assert m["steps_completed"] == 2 * (2 * TRAIN_PER_CLASS // BATCH)
     assert phases["total"] <= m["train_seconds"] + 0.01
     rows = (path / "epochs.csv").read_text().splitlines()
     assert len(rows) == 3  # header + one row per epoch across both phases
