@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from analysis import fastjson
-from analysis.observe import observe, read_bounded, run_time
+from analysis.observe import observe, read_result, run_time
 from analysis.price.billed import billed
 from payload.layout import result_key
 from payload.workloads.conventions import plain
@@ -46,15 +45,13 @@ class ProbeReport:
 
 def newest_result(store: Any, stack: str, since: datetime | None) -> tuple[str, dict[str, Any]] | None:
     """(run URL, result.json) of the stack's newest run with a result since `since` (clock skew allowed)."""
-    from analysis.collect.validation import MAX_RESULT_BYTES  # heavy: the collect package loads pyarrow
-
     obs = observe(store, stack, since)
     if not obs.runs:
         return None
     run = max(obs.runs, key=run_time)
     key = run.result_key or result_key(stack, run.run_id)  # the newest version of its result
     try:
-        doc = fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
+        doc = read_result(store, key)
     except Exception:  # noqa: BLE001 - half-written (the next poll reads it), or larger than any result
         return None
     return (store.url_for(key), doc) if isinstance(doc, dict) else None
