@@ -21,6 +21,7 @@ from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and dead
     deadline_tag,
     format_deadline,
     is_launcher_deadline,
+    session_client,
     tags,
 )
 from infra.aws.sweep import sweep as _sweep
@@ -102,12 +103,8 @@ def spot_history():
     return spot
 
 
-def _session_client(service: str):
-    return lambda region: boto3_session().client(service, region_name=region)
-
-
 # Price API clients by name, for `analysis.price.refresh.Clients`.
-CLIENTS = {"pricing": _session_client("pricing"), "ec2": _session_client("ec2")}
+CLIENTS = {"pricing": session_client("pricing"), "ec2": session_client("ec2")}
 
 
 def credentials_status() -> dict:

@@ -5,14 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from infra.aws.prices import SPOT_HISTORY_DAYS, SPOT_PRODUCT, spot_price_history
-from infra.aws.sweep import boto3_session
+from infra.aws.sweep import boto3_session, session_client
 
 DAYS = SPOT_HISTORY_DAYS  # EC2 keeps 90 days of spot price history
-
-
-def client(region: str):
-    """An EC2 client on a fresh boto3 session: credentials resolved now."""
-    return boto3_session().client("ec2", region_name=region)
+client = session_client("ec2")  # an EC2 client on a fresh boto3 session: credentials resolved now
 
 
 def series(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime) -> tuple[list, str]:

@@ -303,6 +303,11 @@ def boto3_session():
     return boto3.session.Session()
 
 
+def session_client(service: str):
+    """region -> a client of `service` on a fresh boto3 session (credentials resolved at each call)."""
+    return lambda region: boto3_session().client(service, region_name=region)
+
+
 def sweep(regions: Iterable[str] | None, now: datetime, dry_run: bool = False, session=None, **kw) -> list[Action]:
     session = session or boto3_session()
     if session.get_credentials() is None:
