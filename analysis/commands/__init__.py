@@ -3,7 +3,7 @@
 `gpubench`, `gpubench --help` and a word that is no command are answered from COMMANDS alone, without
 importing any command module (fast, and it works on the base install); a command's module is imported
 only when it runs (or when the shell completes). Adding a command is a row here and a module whose
-`register(subparsers)` adds its parser (with `add_command`, which takes the summary from this table)
+`register(subparsers)` adds its parser with `add_command`, which takes the summary from this table
 and sets `func`, a callable taking the parsed args and returning an exit code.
 
 A command is a thin adapter: it parses its arguments, calls one library function with plain values
@@ -56,18 +56,26 @@ def module_of(name: str) -> str:
     return f"analysis.commands.{SHARED_MODULE.get(name, name)}"
 
 
-def add_command(sub, name: str, description: str | None = None, epilog: str | None = None, **kw):
-    """The parser of command `name`, its summary from COMMANDS; the description defaults to the summary."""
+def add_command(sub, name: str, func=None, description: str | None = None, epilog: str | None = None, **kw):
+    """The parser of command `name` running `func`, its summary from COMMANDS; the description defaults to it."""
     summary = COMMANDS[name]
     if summary is not None:  # argparse lists a parser given any help=, even None
         kw["help"] = summary
-    return sub.add_parser(
+    p = sub.add_parser(
         name,
         description=description or f"{summary}.",
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         **kw,
     )
+    if func is not None:
+        p.set_defaults(func=func)
+    return p
+
+
+def options(args, *names: str) -> dict:
+    """The parsed options `names`, as keyword arguments of the library function a command calls."""
+    return {name: getattr(args, name) for name in names}
 
 
 def add_summaries(sub, names) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analysis.bench.judge import line
 from analysis.bench.run import bench, load_task
-from analysis.commands import add_command
+from analysis.commands import add_command, options
 from analysis.output import USD_SIGN, emit_json, print_table
 from analysis.report.answer import duration
 from infra.conventions import GLOB_CHARS, expand_stacks
@@ -62,7 +62,7 @@ nothing started); 10 not confirmed; 130 Ctrl-C.
 
 
 def register(sub) -> None:
-    p = add_command(sub, "bench", description=DESCRIPTION, epilog=EPILOG)
+    p = add_command(sub, "bench", run, description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
     p.add_argument("--gpus", metavar="LIST", help="GPU alternatives instead of the task's, e.g. T4,L4,A100:8")
     market = p.add_mutually_exclusive_group()
@@ -109,7 +109,6 @@ def register(sub) -> None:
         help="run the job on this machine for up to 30 s and say which progress convention reads it (nothing else "
         "starts); exit 1 when none does",
     )
-    p.set_defaults(func=run)
 
 
 def _check(args) -> int:
@@ -178,20 +177,10 @@ def run(args) -> int:
         return _check(args)
     outcome = bench(
         args.task,
-        gpus=args.gpus,
-        spot=args.spot,
-        budget_usd=args.budget_usd,
-        deadline_hours=args.deadline_hours,
-        probe_minutes=args.probe_minutes,
-        probe=args.probe,
-        local=args.local,
         hosts=_hosts(args.hosts, args.stacks_dir),
-        yes=args.yes,
-        results=args.results,
         work_dir=args.project_dir,
-        hourly_usd=args.hourly_usd,
-        stacks_dir=args.stacks_dir,
-        throughput_only=args.throughput_only,
+        **options(args, "gpus", "spot", "budget_usd", "deadline_hours", "probe_minutes", "probe", "local", "yes"),
+        **options(args, "results", "hourly_usd", "stacks_dir", "throughput_only"),
     )
     if args.json:
         emit_json(outcome.doc)

@@ -37,7 +37,7 @@ CHOICES = [*clouds.NAMES, *EXTRAS]
 
 
 def register(sub) -> None:
-    p = add_command(sub, "check", description=__doc__)
+    p = add_command(sub, "check", run, description=__doc__)
     p.add_argument(
         "what",
         nargs="*",
@@ -65,7 +65,6 @@ def register(sub) -> None:
         help="with a cloud: only the Pulumi CLI, the extra and credentials being there (no API calls, no backend)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of checks")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

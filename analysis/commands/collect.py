@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.commands import add_command, check_results_locations
+from analysis.commands import add_command, check_results_locations, options
 from analysis.output import emit_json
 from analysis.progress import stderr_is_terminal
 from infra.conventions import UsageError, add_table_argument, results_locations, table_location
@@ -46,7 +46,7 @@ opened; 5 --strict and some files were set aside.
 
 
 def register(sub) -> None:
-    p = add_command(sub, "collect", epilog=EPILOG)
+    p = add_command(sub, "collect", run, epilog=EPILOG)
     p.add_argument(
         "--results",
         action="append",
@@ -93,7 +93,6 @@ def register(sub) -> None:
         help="exit 5 if any file was set aside (corrupt, misplaced, duplicate, partial): for CI",
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON (no progress bar)")
-    p.set_defaults(func=run)
 
 
 def _exit_code(outcome, strict: bool) -> int:
@@ -121,12 +120,8 @@ def run(args) -> int:
     outcome = collect_results(
         sources,
         table_location(args.table),
-        workers=args.workers,
         progress=not args.json and stderr_is_terminal(),
-        spot_history=args.spot_history,
-        full=args.full,
-        teardown=args.teardown,
-        export=args.export,
+        **options(args, "workers", "spot_history", "full", "teardown", "export"),
     )
     if outcome.teardown is not None and outcome.teardown.error:
         print(f"error: {outcome.teardown.error}", file=sys.stderr)

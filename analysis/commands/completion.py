@@ -18,9 +18,8 @@ from payload.extras import installed
 
 
 def register(sub) -> None:
-    p = add_command(sub, "completion", description=__doc__)
+    p = add_command(sub, "completion", run, description=__doc__)
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from analysis.commands import add_command
+from analysis.commands import add_command, options
 from analysis.output import emit_json, fmt_usd, parse_date, print_table, usd_amount
 from analysis.price import age as price_age
 from analysis.price.billed import _hours, cost_of
@@ -37,7 +37,7 @@ your own offerings, prices and billing rules: catalog directories in $GPUBENCH_C
 
 
 def register(sub) -> None:
-    p = add_command(sub, "cost", epilog=EPILOG)
+    p = add_command(sub, "cost", run, epilog=EPILOG)
     p.add_argument(
         "offering",
         nargs="?",
@@ -101,7 +101,6 @@ def register(sub) -> None:
     r.add_argument("--function-vcpus", type=float, default=0.0, metavar="N", help="billed vCPUs (default: 0)")
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -144,16 +143,8 @@ def _monthly_bill(args):
         args.every,
         args.minutes_up,
         market=args.market or stack_market or "on-demand",
-        as_of=args.as_of,
-        billing_as_of=args.billing_as_of,
-        hourly_usd=args.hourly_usd,
-        disk_gb=args.disk_gb,
-        disk_always=args.disk_always,
-        scheduler_jobs=args.scheduler_jobs,
-        function_calls_per_run=args.function_calls_per_run,
-        function_every=args.function_every,
-        function_seconds=args.function_seconds,
-        function_memory_gb=args.function_memory_gb,
+        **options(args, "as_of", "billing_as_of", "hourly_usd", "disk_gb", "disk_always", "scheduler_jobs"),
+        **options(args, "function_calls_per_run", "function_every", "function_seconds", "function_memory_gb"),
         function_vcpus=args.function_vcpus,
     )
     if args.hourly_usd is None:
@@ -171,9 +162,7 @@ def _cost(args):
         offering,
         hours * 3600.0,
         market=args.market or stack_market or "on-demand",
-        as_of=args.as_of,
-        days_per_month=args.days_per_month,
-        hourly_usd=args.hourly_usd,
+        **options(args, "as_of", "days_per_month", "hourly_usd"),
     )
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import sys
 
-from analysis.commands import add_command
+from analysis.commands import add_command, options
 from analysis.progress import Progress
 from infra.conventions import add_table_argument, table_location
 
@@ -26,7 +26,7 @@ the demo never writes to a cloud bucket unless you name one).
 
 
 def register(sub) -> None:
-    p = add_command(sub, "demo", epilog=EPILOG)
+    p = add_command(sub, "demo", run, epilog=EPILOG)
     p.add_argument(
         "--results",
         default="results",
@@ -44,7 +44,6 @@ def register(sub) -> None:
     )
     p.add_argument("--quick", action="store_true", help="tiny runs (seconds): for tests and smoke checks")
     p.add_argument("--only", action="append", metavar="BENCHMARK", help="run only this benchmark (repeatable)")
-    p.set_defaults(func=run)
 
 
 class StepProgress:
@@ -92,13 +91,9 @@ def run(args) -> int:
     stream = StepProgress()
     try:
         return run_demo(
-            results=args.results,
-            out=args.out,
             table=table_location(args.table),
-            hourly_usd=args.hourly_usd,
-            quick=args.quick,
-            only=args.only,
             stream=stream,
+            **options(args, "results", "out", "hourly_usd", "quick", "only"),
         )
     finally:
         stream.close()

@@ -33,7 +33,7 @@ longest any stack may live after the run's last upload). --poll is 1 second to a
 
 
 def register(sub) -> None:
-    p = add_command(sub, "logs", epilog=EPILOG)
+    p = add_command(sub, "logs", run, epilog=EPILOG)
     p.add_argument("stack", metavar="STACK", help="the stack (a probe's name as `gpubench status` shows it)")
     p.add_argument("--results", metavar="URL", help="the bucket (default: the bench's, else $GPUBENCH_RESULTS)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the run ends")
@@ -54,7 +54,6 @@ def register(sub) -> None:
     p.add_argument(
         "--project-dir", type=Path, metavar="DIR", help="look for the bench records under DIR/.gpubench/bench/ only"
     )
-    p.set_defaults(func=run)
 
 
 def _bench_entry(args) -> tuple[str | None, dict]:

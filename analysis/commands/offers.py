@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.commands import COMMANDS, add_command
+from analysis.commands import COMMANDS, add_command, options
 from analysis.offerings import SORTS, age_key, price_key, search_offers
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from analysis.price import age as price_age
@@ -58,12 +58,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "offers", epilog=EPILOG)
+    p = add_command(sub, "offers", run, epilog=EPILOG)
     add_arguments(p)
-    p.set_defaults(func=run)
-    alias = add_command(sub, "offerings", f"{COMMANDS['offers']} (the old name of `offers`).", EPILOG)
+    alias = add_command(sub, "offerings", run_alias, f"{COMMANDS['offers']} (the old name of `offers`).", EPILOG)
     add_arguments(alias)  # not listed in `gpubench --help`
-    alias.set_defaults(func=run_alias)
 
 
 def run_alias(args) -> int:
@@ -83,16 +81,8 @@ def run(args) -> int:
         )
     offers = search_offers(
         catalog,
-        gpu=args.gpu,
-        spot=args.spot,
-        max_price=args.max_price,
-        region=args.region,
-        provider=args.provider,
-        sort=args.sort,
-        as_of=args.as_of,
-        retired=args.retired,
         max_age_days=days,
-        stale=args.stale,
+        **options(args, "gpu", "spot", "max_price", "region", "provider", "sort", "as_of", "retired", "stale"),
     )
     found = offers.rows
     if args.live:  # only what a refreshed snapshot prices

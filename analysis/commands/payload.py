@@ -14,9 +14,8 @@ from payload.cli import main
 
 
 def register(sub) -> None:
-    p = add_command(sub, "payload", add_help=False)
+    p = add_command(sub, "payload", run, add_help=False)
     p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=run)
 
 
 def offering_given(rest: list[str]) -> str | None:

@@ -38,14 +38,13 @@ from payload.money import usd_amount
 
 
 def register(sub) -> None:
-    p = add_command(sub, "plan", description=__doc__)
+    p = add_command(sub, "plan", run, description=__doc__)
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every cloud stack in stacks/")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each stack's rendered user-data")
     add_table_argument(p)
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -43,7 +43,7 @@ twice with different rates), nothing predicted.
 
 
 def register(sub) -> None:
-    p = add_command(sub, "predict", description=DESCRIPTION, epilog=EPILOG)
+    p = add_command(sub, "predict", run, description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("task", metavar="TASK.yaml", help="the task file: a workload spec with resources: and work:")
     p.add_argument(
         "--measured",
@@ -74,7 +74,6 @@ def register(sub) -> None:
         help="boot, image pull and setup, added to every whole job (default 0: left out, and said so)",
     )
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
-    p.set_defaults(func=run)
 
 
 def _span(r: dict, key: str, show) -> str | None:

@@ -27,13 +27,12 @@ from payload.extras import require
 
 
 def register(sub) -> None:
-    p = add_command(sub, "preview", description=__doc__)
+    p = add_command(sub, "preview", run, description=__doc__)
     add_stack_arguments(p, many=True, required=False)
     p.add_argument("--all", action="store_true", help="every stack in stacks/")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
     add_table_argument(p)
-    p.set_defaults(func=run)
 
 
 def selected(args) -> tuple[list[str], bool]:

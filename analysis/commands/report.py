@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from analysis.commands import add_command
+from analysis.commands import add_command, options
 from analysis.output import emit_json, parse_date
 from analysis.price import age as price_age
 from infra.conventions import UsageError, add_table_argument, table_location
@@ -20,7 +20,7 @@ examples:
 
 
 def register(sub) -> None:
-    p = add_command(sub, "report", epilog=EPILOG)
+    p = add_command(sub, "report", run, epilog=EPILOG)
     add_table_argument(p)
     p.add_argument(
         "--out", default="report", metavar="DIR", help="where index.html and summary.csv go (default: ./report)"
@@ -60,7 +60,6 @@ def register(sub) -> None:
     )
     price_age.add_argument(p)
     p.add_argument("--json", action="store_true", help="print the summary and recommendations as JSON")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:
@@ -73,12 +72,7 @@ def run(args) -> int:
     outcome = write_report(
         args.out,
         table=table_location(args.table),
-        base=args.base,
-        deadline_hours=args.deadline_hours,
-        budget_usd=args.budget_usd,
-        as_of=args.as_of,
-        cost_basis=args.cost_basis,
-        max_price_age=args.max_price_age,
+        **options(args, "base", "deadline_hours", "budget_usd", "as_of", "cost_basis", "max_price_age"),
     )
     if outcome.price_warning:
         print(f"warning: {outcome.price_warning}", file=sys.stderr)

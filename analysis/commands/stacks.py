@@ -15,11 +15,10 @@ from infra.stacks import ssh_stack_names, stack_names
 
 
 def register(sub) -> None:
-    p = add_command(sub, "stacks", description=__doc__)
+    p = add_command(sub, "stacks", run, description=__doc__)
     p.add_argument("--check", action="store_true", help="fail when stacks/ is stale instead of writing")
     p.add_argument("--list", action="store_true", help="list the stack names (cloud, results and SSH stacks)")
     p.add_argument("--json", action="store_true", help="with --list: a JSON list")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

@@ -32,11 +32,10 @@ are listed, and the exit status is 5.
 
 
 def register(sub) -> None:
-    p = add_command(sub, "status", epilog=EPILOG)
+    p = add_command(sub, "status", run, epilog=EPILOG)
     p.add_argument("--all", action="store_true", help="include probes that were destroyed or ended")
     p.add_argument("--project-dir", type=Path, metavar="DIR", help="read the benches under DIR/.gpubench/bench/ only")
     p.add_argument("--json", action="store_true", help="print a JSON list")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

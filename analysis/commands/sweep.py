@@ -35,7 +35,7 @@ schedules/ run this command; see schedules/README.md for the permissions.
 
 
 def register(sub) -> None:
-    p = add_command(sub, "sweep", epilog=EPILOG)
+    p = add_command(sub, "sweep", run, epilog=EPILOG)
     p.add_argument("--provider", required=True, choices=clouds.NAMES, help="which cloud to sweep")
     p.add_argument(
         "--region",
@@ -54,7 +54,6 @@ def register(sub) -> None:
         "--now", metavar="ISO", help="treat this UTC time as now, e.g. 2024-05-01T12:00:00Z (default: the current time)"
     )
     p.add_argument("--json", action="store_true", help="print a JSON object with every action")
-    p.set_defaults(func=run)
 
 
 def run(args) -> int:

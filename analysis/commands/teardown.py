@@ -30,7 +30,7 @@ Needs the Pulumi CLI: curl -fsSL https://get.pulumi.com | sh
 
 
 def register(sub) -> None:
-    p = add_command(sub, "teardown", epilog=EPILOG)
+    p = add_command(sub, "teardown", run, epilog=EPILOG)
     p.add_argument(
         "stacks",
         nargs="*",
@@ -60,7 +60,6 @@ def register(sub) -> None:
         help="the gpubench checkout holding Pulumi.yaml (default: found from this package)",
     )
     p.add_argument("--json", action="store_true", help="print a JSON object with every outcome")
-    p.set_defaults(func=run)
 
 
 def bench_probes(project_dir: str | None) -> dict[str, Path]:
