@@ -1,11 +1,7 @@
-"""`gpubench bench --check-metrics`: run the job here for a few seconds and say what can be read.
+"""`gpubench bench --check-metrics`: run the job here briefly and say whether a probe can read its progress.
 
-Before anything is spent on a cloud, this answers "will a probe read my job?":
-the task's `setup` runs as it would, then its `run` for at most `seconds`,
-read by the same reader a probe uses (payload.workloads.metrics). It stops as
-soon as the answer is clear: a convention read enough readings, it is clear
-none will, or the job ended.
-"""
+`setup` runs as it would, then `run` for at most `seconds`, read by the probe's reader
+(payload.workloads.metrics), stopped as soon as the answer is clear."""
 
 from __future__ import annotations
 

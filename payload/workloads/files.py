@@ -1,18 +1,9 @@
-"""The files a workload ships: one walk for the content hash and the bundle, so what is
-hashed is exactly what travels.
+"""The files a workload ships: one walk for the content hash and the bundle, so what is hashed is what travels.
 
-A workdir is confined to the spec file's directory and holds regular files only. The
-walk refuses what must never leave the user's machine by accident (a home directory,
-credential-looking files), what cannot be read safely (devices, FIFOs, sockets, links
-that leave the workdir) and what is too big, with limits enforced while reading: a
-file is never read past its limit, so `/dev/zero` or a growing log cannot exhaust
-memory. Every refusal names the file and the fix; a credential-looking file the job
-really needs is shipped only when the spec lists it under ``allow`` (docs/workloads.md).
-
-A symlink inside the workdir that points at a regular file inside the workdir is
-stored as that file's content under the link's name; a symlink that points outside,
-or at a directory, is refused.
-"""
+The workdir is confined to the spec's directory and holds regular files only; a home directory,
+credential-looking files (unless listed under ``allow``), devices, FIFOs, sockets, links leaving the
+workdir and oversized files are refused, each naming the file and the fix. Limits hold while reading
+(`/dev/zero` cannot exhaust memory); a link to a regular file inside the workdir ships that file's content."""
 
 from __future__ import annotations
 

@@ -1,21 +1,15 @@
 """Which frameworks the job actually imported: what ran, not what happens to be installed.
 
-The job's ``run`` gets a ``sitecustomize`` on its ``PYTHONPATH`` (written into a
-directory of the run's own). Every Python process the job starts then notes its
-interpreter once, and each watched framework (torch, tensorflow, keras, jax,
-jaxlib) the first time it is imported, with the installed distribution's
-version, one line at a time into a file named by ``GPUBENCH_IMPORTS_FILE``: a
-job stopped by a signal still leaves what it had imported. The job's own
-``sitecustomize``, if it has one, still runs after ours.
-
-A job that starts no Python, or Python with ``-I``/``-E``, leaves no lines; the
-caller then falls back to the installed versions (payload.workloads.jobenv).
-"""
+The job's ``run`` gets our ``sitecustomize`` first on PYTHONPATH: each Python process notes its interpreter
+and each watched framework's first import (with its version) in the file named by GPUBENCH_IMPORTS_FILE,
+line by line, so a killed job still leaves them; the job's own ``sitecustomize`` still runs. Without lines
+(no Python, or ``-I``/``-E``) the caller falls back to the installed versions (payload.workloads.jobenv)."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from payload.workloads.jobenv import FRAMEWORKS
@@ -92,12 +86,12 @@ del _gpubench_watch
 '''
 
 
+@dataclass
 class ImportRecord:
     """What the watch saw: the job's interpreters and the frameworks imported ({software key: version})."""
 
-    def __init__(self, pythons: list[dict], frameworks: dict[str, str | None]):
-        self.pythons = pythons
-        self.frameworks = frameworks
+    pythons: list[dict]
+    frameworks: dict[str, str | None]
 
     @property
     def observed(self) -> bool:

@@ -1,25 +1,10 @@
 """A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
 
-The job's `setup` and `run` go to ``bash -c`` in its workdir, with the task's
-own virtual environment first on PATH (payload.workloads.jobvenv; inside a
-container, the image's Python), and contained: the deadline, a preemption
-notice or a stop signal ends every process the job started, and so does the
-job's own end (payload.workloads.process). Its output is streamed to our stderr, read for
-metrics lines (payload.workloads.metrics) and its last lines are uploaded as
-``log-tail.txt`` beside ``result.json``, every half minute while it runs and
-once more at the end (payload.workloads.logtail). A non-zero exit, a stop at
-the deadline, an MLPerf ``run_stop`` with status aborted or no metrics at all
-make a ``failed`` result whose error carries the log tail.
-
-In probe mode (``--probe-seconds``) the job's progress readings go to a
-payload.workloads.probe.ProbeMonitor, and the job is stopped, through the
-same process-group stop as a deadline, once its throughput is steady or the
-probe's time is up; that stop is the probe's normal end, not a failure.
-
-Workloads have no checkpoint protocol: an interrupted one starts again on the
-next boot; a completed one leaves a completion marker so a spot replacement
-of the same deployment does not run it twice.
-"""
+`setup` and `run` go to ``bash -c`` in the workdir with the task's own virtual environment first on PATH
+(payload.workloads.jobvenv), contained (payload.workloads.process); the output is read for metrics and its
+tail uploaded as ``log-tail.txt``. In probe mode a payload.workloads.probe.ProbeMonitor stops the job once
+steady: the probe's normal end. Workloads have no checkpoints: an interrupted one starts again on the next
+boot, and a completed one leaves a marker so a spot replacement does not run it twice."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Which framework versions the job's own interpreter has: what actually ran, not what an image would have.
 
-The job runs under ``bash`` with the run's ``PATH``, so its ``python3`` may be
-another environment than the payload's. A short child process of that
-interpreter reads package metadata (``importlib.metadata``) and, for PyTorch,
-the CUDA build from ``torch/version.py``, importing no framework: it costs a
-fraction of a second whatever the job uses.
-"""
+A short child process of the job's ``python3`` reads package metadata and torch's CUDA build from
+``torch/version.py``, importing no framework (a fraction of a second)."""
 
 from __future__ import annotations
 

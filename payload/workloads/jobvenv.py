@@ -1,12 +1,8 @@
 """The job's own Python: a virtual environment per task, so `setup` never installs into gpubench's.
 
-What a user sees (where, keyed by what, cleaned when, GPUBENCH_JOB_SITE_PACKAGES) is docs/workloads.md,
-"The job's Python". Here: made in a temporary folder and renamed into place (a killed creation leaves no
-half environment) under a lock file that `setup` also holds (two runs never install into one environment
-at once); the payload package is importable through a `.pth` to a folder holding only a link to it, so
-`python -m payload.benchmarks` works as a job and gpubench's other packages stay invisible. In a
-container (docker runtimes, a cloud instance) the image is the job's environment.
-"""
+What a user sees is docs/workloads.md, "The job's Python". Made in a temporary folder and renamed into
+place, under a lock that `setup` also holds; `payload` alone is importable through a `.pth` to a folder
+holding only a link to it. In a container the image is the job's environment."""
 
 from __future__ import annotations
 
@@ -55,26 +51,16 @@ def base_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
-def setup_variables(setup: str, env: dict) -> dict:
-    """The spec's env variables the setup script names ($NAME or ${NAME}), with their values."""
-    named = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", setup or ""))
-    return {k: env[k] for k in sorted(named) if k in env}
-
-
 def venv_key(setup: str, env: dict, inherit: bool, python: str | None = None) -> str:
-    python = python or base_python()
+    named = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", setup or ""))  # the env variables setup names
     doc = {
         "setup": setup or "",
-        "setup_env": setup_variables(setup, env),
-        "python": os.path.realpath(python),
+        "setup_env": {k: env[k] for k in sorted(named) if k in env},
+        "python": os.path.realpath(python or base_python()),
         "version": ".".join(map(str, sys.version_info[:3])),
         "inherit": bool(inherit),
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def inherit_requested(environ: dict | None = None) -> bool:
-    return (environ if environ is not None else os.environ).get(INHERIT_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 @dataclass
@@ -86,7 +72,8 @@ class JobVenv:
 
     @classmethod
     def for_task(cls, setup: str, env: dict, root: Path | None = None, environ: dict | None = None) -> JobVenv:
-        inherit = inherit_requested(environ)
+        environ = os.environ if environ is None else environ
+        inherit = environ.get(INHERIT_ENV, "").strip().lower() in ("1", "true", "yes")
         return cls((root or envs_root()) / f"env-{venv_key(setup, env, inherit)}", inherit)
 
     @property
@@ -130,7 +117,13 @@ class JobVenv:
     def _create(self) -> None:
         tmp = self.path.with_name(f"{self.path.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
-        argv = venv_argv(tmp)
+        uv = shutil.which("uv")  # it needs no venv module: https://docs.astral.sh/uv/reference/cli/#uv-venv
+        argv = (
+            [uv, "venv", "--quiet", "--python", base_python()]
+            if uv
+            else [sys.executable, "-m", "venv", "--without-pip"]
+        )
+        argv.append(str(tmp))
         try:
             done = subprocess.run(
                 argv, capture_output=True, text=True, timeout=CREATE_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL
@@ -144,8 +137,8 @@ class JobVenv:
                 f"could not create the job's environment at {self.path}: {' '.join(argv[:3])} said {why[0]!r}; "
                 "install the venv module (Debian/Ubuntu: apt install python3-venv) or run the job in an image"
             )
-        site = site_packages(tmp)
-        if not _unpack_pip(site, tmp):
+        purelib = site_packages(tmp)
+        if not _unpack_pip(purelib, tmp):
             print(
                 f"[gpubench] {base_python()} has no bundled pip wheel (ensurepip): the job's environment has no pip; "
                 "install it in setup (Debian/Ubuntu: apt install python3-venv gives Python its wheel)",
@@ -153,8 +146,8 @@ class JobVenv:
                 flush=True,
             )
         if self.inherit:
-            lines = [f"import site; site.addsitedir({p!r})" for p in payload_site_dirs()]
-            (site / "gpubench-inherit.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages() if os.path.isdir(p)]
+            (purelib / "gpubench-inherit.pth").write_text("\n".join(lines) + "\n", encoding="utf-8")
         shutil.rmtree(self.path, ignore_errors=True)
         os.rename(tmp, self.path)
 
@@ -182,14 +175,6 @@ class JobVenv:
         return out
 
 
-def venv_argv(target: Path) -> list[str]:
-    """`uv venv` when uv is on PATH (it needs no venv module), else the standard library's venv; no pip either way."""
-    uv = shutil.which("uv")
-    if uv:  # https://docs.astral.sh/uv/reference/cli/#uv-venv
-        return [uv, "venv", "--quiet", "--python", base_python(), str(target)]
-    return [sys.executable, "-m", "venv", "--without-pip", str(target)]
-
-
 def site_packages(venv: Path) -> Path:
     """The environment's purelib folder (lib/pythonX.Y/site-packages on POSIX)."""
     matches = sorted(glob.glob(str(venv / "lib" / "python*" / "site-packages")))
@@ -209,22 +194,12 @@ def _unpack_pip(site: Path, venv: Path) -> bool:
         return False
     with zipfile.ZipFile(wheels[-1]) as whl:
         whl.extractall(site)
-    _pip_scripts(venv / "bin")
-    return True
-
-
-def _pip_scripts(bin_dir: Path) -> None:
-    """`pip` and `pip3` commands that run the environment's own pip."""
-    for name in ("pip", "pip3"):
-        script = bin_dir / name
+    for name in ("pip", "pip3"):  # commands that run the environment's own pip
+        script = venv / "bin" / name
         if not script.exists():
             script.write_text('#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n', encoding="utf-8")
             script.chmod(0o755)
-
-
-def payload_site_dirs() -> list[str]:
-    """The site-packages of the interpreter gpubench runs under (for GPUBENCH_JOB_SITE_PACKAGES=1)."""
-    return [p for p in site.getsitepackages() if os.path.isdir(p)]
+    return True
 
 
 def remove_stale(root: Path, keep: Path, days: float = STALE_DAYS) -> list[Path]:

@@ -1,12 +1,7 @@
 """The job's output cut into lines, whatever it prints: bounded in length, a carriage return a line end.
 
-A job may print a line of any length (a 100 MB dump, a metrics line with a
-400-digit number) or never end one (a progress bar that redraws itself with
-``\\r``). Reading either with ``readline`` grows without bound and hides what
-follows. Here a line ends at ``\\n``, ``\\r\\n`` or a lone ``\\r``; a line longer
-than `MAX_LINE_BYTES` keeps its first `MAX_LINE_BYTES` bytes and says how many
-were cut, and the rest is skipped as it arrives, never held in memory.
-"""
+A line ends at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (a redrawn progress bar); one longer than MAX_LINE_BYTES
+keeps its start and says how much was cut, the rest skipped as it arrives, never held in memory."""
 
 from __future__ import annotations
 

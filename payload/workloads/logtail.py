@@ -1,17 +1,8 @@
-"""The last lines of a job's output, uploaded as ``log-tail.txt`` while the job runs.
+"""The last lines of a job's output, uploaded as ``log-tail.txt`` while the job runs (for `gpubench logs`).
 
-A running job's output is otherwise only on the machine: uploading its tail
-every `UPLOAD_EVERY_SECONDS` (only when it changed) lets ``gpubench logs``
-show what a job on a cloud instance is printing now. The final upload, at
-the end of the run, goes through the spooling store like every result file;
-the rolling ones go straight to the bucket and a failed one is skipped (the
-next one, or the final one, replaces it).
-
-The tail is bounded in bytes, not only in lines: each line keeps at most
-`LOG_TAIL_LINE_CHARS` characters, and a progress bar that redraws itself
-(lines ended by a carriage return, payload.workloads.lines.Redrawn) keeps only
-its newest state, as a terminal would show it, instead of filling the tail.
-"""
+Rolling uploads go straight to the bucket (a failed one is replaced by the next); the final one goes through
+the spooling store. Bounded in bytes: lines are cut at LOG_TAIL_LINE_CHARS, and a redrawn progress bar
+(payload.workloads.lines.Redrawn) keeps only its newest state, as a terminal shows it."""
 
 from __future__ import annotations
 

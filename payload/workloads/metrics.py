@@ -1,14 +1,9 @@
 """Metrics from a workload's own output: GPUBENCH_METRICS lines and MLPerf logging lines.
 
-Both conventions, and how a result's figures come from them, are docs/workloads.md's ("One JSON
-line", "MLPerf logging"); an MLLOG line may carry any prefix before its token, as the MLPerf
-compliance checker reads them. The progress a framework already prints is read by
-payload.workloads.conventions; the first convention that reads a count is the one the probe times
-(`matched`), and `feed` returns the job's progress for it (payload.workloads.probe).
-
-What a job prints is bounded before it is kept: numbers to what the result can store (int64
-counts, finite floats), warnings deduplicated and capped, reported values capped in count and size.
-"""
+Both conventions are docs/workloads.md's ("One JSON line", "MLPerf logging"); an MLLOG line may carry
+any prefix, as the MLPerf compliance checker reads them. A framework's own progress is read by
+payload.workloads.conventions. What a job prints is bounded before it is kept (int64 counts, finite
+floats, capped warnings and reported values)."""
 
 from __future__ import annotations
 
@@ -191,13 +186,14 @@ class MetricsReader:
     @classmethod
     def for_spec(cls, spec: Any) -> MetricsReader:
         """The reader of a task file's job (payload.workloads.spec.WorkloadSpec): its conventions, its
-        pattern, and the sizes that turn counted steps or epochs into samples."""
+        pattern, and the sizes that turn counted steps or epochs into samples (progress's, else work's)."""
         progress, work = spec.progress, spec.work
+        per_step = next((x.samples_per_step for x in (progress, work) if x and x.samples_per_step is not None), None)
         return cls(
             spec.metrics,
             pattern=progress.pattern if progress else None,
             epoch_end=progress.epoch_end if progress else None,
-            samples_per_step=spec.samples_per_step(),
+            samples_per_step=float(per_step) if per_step is not None else None,
             samples_per_epoch=float(work.samples_per_epoch) if work and work.samples_per_epoch else None,
         )
 

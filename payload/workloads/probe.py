@@ -1,28 +1,10 @@
-"""Probe mode: run the job only until its throughput is steady, then stop it.
+"""Probe mode: run the job only until its throughput is steady, then stop it (docs/workloads.md, "Probe mode").
 
-A probe answers "how fast does this job train here, and how long until its
-first step?" without paying for the whole job. The workload runner feeds
-every progress reading of the job's output (cumulative samples, see
-payload.workloads.metrics.Progress) to a `ProbeMonitor`, which keeps
-(elapsed seconds, cumulative samples) points, asks payload.steady whether
-the rate is steady yet, and tells the runner to stop the job when it is, or
-when the probe's time limit is reached. The result carries the monitor's
-record as ``result["probe"]`` (docs/workloads.md, "Probe mode").
-
-The points' clock is the job's own when its lines carry one (GPUBENCH_METRICS
-``seconds``, MLLOG ``time_ms``), else the arrival time of the line; the
-first reading picks it and later readings without that clock are skipped, so
-one probe never mixes two clocks.
-
-When to stop (docs/bench-method.md, "When the probe stops"): the rate is
-steady and has held as the window grew (payload.steady), AND the probe has
-either run a floor of FLOOR_SHARE of its limit or watched STRUCTURE_PERIODS
-periods of the job's own structure: epochs, evaluation periods or periods
-between pauses, with at least a third of the steady window after them. Pauses in the
-readings (payload.steady.find_gaps) are taken out of the rate and recorded
-for the estimate; after one pause, the probe runs on (within its limit) to see
-a second, so the period is measured, not guessed.
-"""
+The runner feeds each progress reading to a `ProbeMonitor`; its points use the job's own clock when the
+first reading carries one (GPUBENCH_METRICS ``seconds``, MLLOG ``time_ms``), else arrival time, never both.
+When to stop is docs/bench-method.md, "When the probe stops": steady (payload.steady) AND past a floor of
+FLOOR_SHARE of the limit or STRUCTURE_PERIODS periods of the job's structure (epochs, evaluations, pauses);
+after one pause the probe runs on to see a second, so the period is measured, not guessed."""
 
 from __future__ import annotations
 

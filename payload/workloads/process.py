@@ -1,15 +1,9 @@
 """One shell command of a workload (``setup`` or ``run``), contained: every process it starts can be ended.
 
-The shell leads a process group of its own, and the payload is a child
-subreaper (payload.proctree) while the job runs, so a process the job starts
-stays reachable even when it calls ``setsid`` or double-forks: the deadline, a
-preemption notice, SIGTERM/SIGHUP/Ctrl-C to the payload or a finished probe
-end the job's whole tree (SIGTERM, SIGKILL after the grace), and when the
-shell ends by itself whatever it left running in the background is ended too.
-The output is pumped line by line to a callback so metrics are read while the
-job runs; the job's end is when its shell exited, never when the last holder
-of its output pipe let go.
-"""
+The shell leads its own process group and the payload is a child subreaper (payload.proctree) while the
+job runs, so a deadline, a notice, a stop signal or a finished probe ends the job's whole tree (SIGTERM,
+SIGKILL after the grace), and so does the shell's own end. The job ends when its shell exits, never when
+the last holder of its output pipe lets go."""
 
 from __future__ import annotations
 
@@ -37,26 +31,19 @@ READ_CHUNK = 64 * 1024  # bytes read from the pipe at a time
 
 def stop_grace_seconds(environ: dict | None = None) -> float:
     """The grace between SIGTERM and SIGKILL: $GPUBENCH_STOP_GRACE_SECONDS (0..3600), else 30 s."""
-    text = (environ if environ is not None else os.environ).get(STOP_GRACE_ENV, "").strip()
     try:
-        value = float(text) if text else DEFAULT_STOP_GRACE_SECONDS
-    except ValueError:
-        value = DEFAULT_STOP_GRACE_SECONDS
-    if not 0.0 <= value <= MAX_STOP_GRACE_SECONDS:  # nan and out of range fall back too
-        value = DEFAULT_STOP_GRACE_SECONDS
-    return value
+        value = float((environ if environ is not None else os.environ).get(STOP_GRACE_ENV, ""))
+    except ValueError:  # unset or not a number
+        return DEFAULT_STOP_GRACE_SECONDS
+    return value if 0.0 <= value <= MAX_STOP_GRACE_SECONDS else DEFAULT_STOP_GRACE_SECONDS  # nan falls back too
 
 
 def shell_argv() -> list[str]:
     """The shell a job's command runs in, up to its ``-c``: bash without its startup files.
 
-    A bash that finds SSH_CLIENT in its environment at the top shell level reads
-    ~/.bashrc even when not interactive (Debian and most distributions build it so),
-    and a payload started over SSH passes SSH_CLIENT on. A .bashrc that runs
-    ``pyenv init`` or ``conda activate`` puts its own Python first on PATH, so
-    the job's ``python`` (and a ``pip install`` in its setup) would be the user's
-    base environment instead of the run's (the task's own environment comes
-    first: payload.workloads.jobvenv). ``--norc --noprofile``: the job gets the run's PATH and variables only."""
+    Bash reads ~/.bashrc even non-interactively when SSH_CLIENT is set (Debian and most distributions build
+    it so), and a .bashrc running ``pyenv init`` or ``conda activate`` would put the user's Python before the
+    task's own environment (payload.workloads.jobvenv): ``--norc --noprofile`` keeps the run's PATH."""
     bash = shutil.which("bash")
     return [bash, "--norc", "--noprofile", "-c"] if bash else ["/bin/sh", "-c"]
 
@@ -65,11 +52,9 @@ JOB_MARK_ENV = "GPUBENCH_JOB_MARK"  # in the environment of a job's shell, and s
 
 
 class JobTree:
-    """The processes of one job: the shell and every process below it, and the orphans this process
-    adopted as subreaper while the job ran: children of ours that carry this job's mark (everything
-    the job starts inherits it). Any other child of this process (another job's, a server a test
-    started, the payload a bench started) is never this job's to end or reap. An orphan that
-    replaced its whole environment before it was orphaned carries no mark and is not found."""
+    """The processes of one job: the shell, every process below it, and the orphans this process adopted
+    as subreaper that carry this job's mark in their environment. Any other child of ours is never this
+    job's to end or reap; an orphan that replaced its whole environment carries no mark and is not found."""
 
     def __init__(self, shell: int, before: set[int], mark: str):
         self.shell, self.before, self.me, self.mark = shell, before, os.getpid(), mark

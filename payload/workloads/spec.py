@@ -1,18 +1,9 @@
-"""Workload specs (task files): the user's own training job, described in a small YAML file.
+"""Workload specs (task files): the user's own training job, in a small YAML file (docs/workloads.md, "The spec").
 
-The fields follow SkyPilot's task YAML (``name``, ``workdir``, ``setup``, ``run``, ``envs`` -> ``env``,
-``resources.accelerators``) so a SkyPilot user recognises them, plus what gpubench needs: the
-container ``image``, which ``metrics`` lines to read, and for ``gpubench bench`` where it may run
-(``resources``) and how much it trains (``work``); docs/workloads.md, "The spec", has an example.
-
-The content hash (sha256 of the normalised spec plus a digest of every file in the workdir) names
-the workload in results, so two different jobs never share a row of the report and an edited script
-starts a new one. `resources` and `work` say where and how long the job runs, not what it is: they
-leave the hash alone.
-
-The models are pydantic models whose field descriptions are the fixes the
-errors suggest; every error reads ``<file>: field '<field>': <problem> (<fix>)``.
-"""
+Fields follow SkyPilot's task YAML (``envs`` is ``env``), plus ``image``, ``metrics`` and for
+`gpubench bench` ``resources`` and ``work``. The content hash (normalised spec plus the workdir's digest)
+names the workload in results; `resources` and `work` say where and how long, not what, so the hash
+leaves them out. Field descriptions are the fixes errors suggest: ``<file>: field '<field>': <problem> (<fix>)``."""
 
 from __future__ import annotations
 
@@ -512,14 +503,6 @@ class TaskFile(_Model):
             object.__setattr__(self, "metrics", ("pattern", *self.metrics))
         return self
 
-    def samples_per_step(self) -> float | None:
-        """Samples one counted step trains: progress.samples_per_step, else work.samples_per_step."""
-        if self.progress is not None and self.progress.samples_per_step is not None:
-            return float(self.progress.samples_per_step)
-        if self.work is not None and self.work.samples_per_step is not None:
-            return float(self.work.samples_per_step)
-        return None
-
     @model_validator(mode="after")
     def _gpus_fit(self) -> TaskFile:
         if self.gpus and self.resources:
@@ -547,27 +530,19 @@ class WorkloadSpec(TaskFile):
     )
 
     @property
-    def short_hash(self) -> str:
-        return self.sha256[:12]
-
-    @property
     def benchmark_name(self) -> str:
         """The name results and the report use: the hash keeps edited jobs apart."""
-        return f"workload:{self.name}@{self.short_hash}"
+        return f"workload:{self.name}@{self.sha256[:12]}"
 
     @property
     def cwd(self) -> str:
         return self.workdir or str(Path(self.path).parent)
 
-    def overridden_by(self, environ: Mapping[str, str]) -> dict[str, str]:
-        """The variables of `env` that `environ` (the payload's own environment) sets to another value."""
-        return {k: environ[k] for k in sorted(self.env) if k in environ and environ[k] != self.env[k]}
-
     def with_environment(self, environ: Mapping[str, str]) -> WorkloadSpec:
         """The job as it runs in `environ`: a variable named in `env` takes the environment's value
         when it sets one, and the hash covers the values used (a changed job is a new workload).
         Variables the spec does not name pass through to the job and are not hashed."""
-        override = self.overridden_by(environ)
+        override = {k: environ[k] for k in sorted(self.env) if k in environ and environ[k] != self.env[k]}
         if not override:
             return self
         update = {"env": {**self.env, **override}, "env_from_environment": tuple(override)}

@@ -1,14 +1,8 @@
-"""Progress conventions read from a training job's output as its framework prints it.
+"""Progress conventions read from a job's output as its framework prints it.
 
-Besides gpubench's own lines (payload.workloads.metrics: ``GPUBENCH_METRICS``
-and MLPerf ``:::MLLOG``), a job is read through the progress its framework
-already prints: `keras` (model.fit), `hf` (the Transformers Trainer's logged
-dictionaries), `tqdm` (tqdm and the bars built on it or drawn like it,
-Lightning's included) and `pattern` (the task file's own regular expression).
-Each is a small parser in this package, listed in `PARSERS`; `ProgressReader`
-tries them all (or the ones the task file names), keeps the first that reads
-a count, and counts through payload.workloads.conventions.count.
-"""
+Besides gpubench's own lines (payload.workloads.metrics): `keras`, `hf`, `tqdm` (and bars drawn like it)
+and `pattern` (the task file's regular expression), one small parser each; `ProgressReader` keeps the
+first that reads a count and counts through payload.workloads.conventions.count."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What every progress convention shares: one reading of a line, and the line made plain.
+"""What every progress convention shares: a line's `Reading`, the line made plain, a bounded number.
 
-A convention turns one line of the job's output into a `Reading` (what the
-line says: a step within an epoch out of so many, an epoch, cumulative
-samples, the end of an epoch) or None. Counting across epochs, and turning
-steps into samples, is the job of payload.workloads.conventions.count, the
-same for every convention.
-"""
+Counting across epochs and steps into samples is payload.workloads.conventions.count's, the same for all."""
 
 from __future__ import annotations
 

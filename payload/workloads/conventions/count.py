@@ -1,12 +1,7 @@
 """From readings to one cumulative count the probe can time: samples, else steps, else epochs.
 
-Every convention's readings go through the same counting: a step counter that
-goes back (or a new epoch number, or an `Epoch i/n` line) starts an epoch, the
-steps of the epochs before are added, and steps become samples when the task
-file says how many samples a step trains (`samples_per_step`). What the job
-printed about its own size (steps per epoch, its epoch count) is kept, each
-figure with where it came from, so the whole job's work can be filled in.
-"""
+A step counter that goes back (or a new epoch) starts an epoch and the steps before are added; steps
+become samples with the task file's `samples_per_step`. What the job printed about its own size is kept."""
 
 from __future__ import annotations
 

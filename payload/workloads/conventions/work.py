@@ -1,13 +1,8 @@
-"""The whole job's work in the unit its progress was counted in, filled in from what the job printed.
+"""The whole job's work in the unit its progress was counted in (samples, steps or epochs).
 
-A probe measures a rate in the unit the job's progress came in (samples, or
-steps when the task file gives no samples per step, or epochs for the Hugging
-Face Trainer's fractions). The task file's `work` may be given in epochs, steps
-or samples, with or without their size; what it leaves out comes from the
-job's own output (steps per epoch from a `100/180` counter, the epoch count
-from `Epoch 1/20`, the whole job's steps from a counter that never resets).
-Each figure used says where it came from.
-"""
+What the task file's `work` leaves out comes from the job's own output (steps per epoch from a `100/180`
+counter, epochs from `Epoch 1/20`, the job's steps from a counter that never resets); each figure used says
+where it came from."""
 
 from __future__ import annotations
 
