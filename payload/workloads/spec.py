@@ -162,14 +162,22 @@ class Resources(_Model):
         description="GPU alternatives to compare, SkyPilot style: a list like [T4:1, L4:1, A100:8] "
         "or one string like V100:1 (NAME:COUNT, count default 1)",
     )
-    spot: bool = Field(False, description="true to run on the spot market (cheaper, can be preempted)")
+    spot: bool = Field(
+        False, strict=True, description="true or false: true runs on the spot market, cheaper but preemptible"
+    )
     providers: tuple[str, ...] | None = Field(
         None, description="only these providers, e.g. [aws, gcp] (default: every provider)"
     )
     regions: tuple[str, ...] | None = Field(
         None, description="only these regions, e.g. [us-east-1, us-central1] (default: any region)"
     )
-    disk_gb: int | None = Field(None, description="boot disk size in GB, an integer >= 1 (default: the stack's)")
+    disk_gb: int | None = Field(
+        None,
+        strict=True,
+        ge=1,
+        le=MAX_DISK_GB,
+        description=f"boot disk size in whole GB, an integer from 1 to {MAX_DISK_GB}; default: the stack's",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -192,26 +200,10 @@ class Resources(_Model):
     def _accelerators(cls, value: Any) -> tuple[Accelerator, ...]:
         return parse_accelerators(value)
 
-    @field_validator("spot", mode="before")
-    @classmethod
-    def _spot(cls, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {quote(value)}")
-        return value
-
     @field_validator("providers", "regions", mode="before")
     @classmethod
     def _places(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
         return _names(value, *PLACE_NAMES[info.field_name])
-
-    @field_validator("disk_gb", mode="before")
-    @classmethod
-    def _disk(cls, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DISK_GB:
-            raise ValueError(
-                f"expected whole GB, an integer from 1 to {MAX_DISK_GB} (e.g. disk_gb: 100), got {quote(value)}"
-            )
-        return value
 
 
 # --- work --------------------------------------------------------------------------------------------------
@@ -341,7 +333,7 @@ class TaskFile(_Model):
     name: str = Field(
         description="a short name for the workload: letters, digits, '.', '_' or '-' (e.g. pytorch-resnet)"
     )
-    description: str = Field("", description="one line saying what the job trains")
+    description: str = Field("", strict=True, description="a string: one line saying what the job trains")
     image: str | None = Field(
         None,
         description="the container image the docker runtimes start the job in, e.g. pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime",
@@ -361,7 +353,14 @@ class TaskFile(_Model):
     env: dict[str, str] = Field(
         default_factory=dict, description="environment variables for setup and run, a mapping of NAME: value"
     )
-    gpus: int | None = Field(None, description="GPUs the job uses (an integer >= 0; default: all visible)")
+    gpus: int | None = Field(
+        None,
+        strict=True,
+        ge=0,
+        le=MAX_GPUS_PER_MACHINE,
+        description=f"GPUs the job uses, an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in "
+        "the catalog has); omit it to use every visible GPU",
+    )
     metrics: tuple[str, ...] = Field(
         BUILTIN_FORMATS,
         description=f"which progress conventions the job prints: one or more of {', '.join(METRIC_FORMATS)} "
@@ -409,13 +408,6 @@ class TaskFile(_Model):
     def _script(cls, value: Any, info: ValidationInfo) -> str:
         return _text(value, str(info.field_name))
 
-    @field_validator("description", mode="before")
-    @classmethod
-    def _description(cls, value: Any) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"expected a string, got {quote(value)}")
-        return value
-
     @field_validator("image", mode="before")
     @classmethod
     def _image(cls, value: Any) -> str | None:
@@ -448,18 +440,6 @@ class TaskFile(_Model):
                     "ship the value as a file in the workdir"
                 )
         return clean
-
-    @field_validator("gpus", mode="before")
-    @classmethod
-    def _gpus(cls, value: Any) -> int | None:
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GPUS_PER_MACHINE
-        ):
-            raise ValueError(
-                f"expected an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in the catalog "
-                f"has), got {quote(value)} (omit it to use every visible GPU)"
-            )
-        return value
 
     @field_validator("metrics", mode="before")
     @classmethod
