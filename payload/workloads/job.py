@@ -104,12 +104,6 @@ class WorkloadJob:
                 env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(self.gpus))
         return env
 
-    def _job_venv(self) -> JobVenv | None:
-        """The task's virtual environment, or None in a container (the image is the job's environment)."""
-        if self._image():
-            return None
-        return JobVenv.for_task(self.spec.setup or "", self.spec.env)
-
     def _line(self, line: str) -> None:
         self.tail.append(line)
         progress = self.reader.feed(line)
@@ -118,8 +112,8 @@ class WorkloadJob:
         print(line, file=sys.stderr, flush=True)
 
     def _phase(self, name: str, script: str, env: dict) -> tuple[int, bool]:
-        timeline = self.run.timeline
-        timeline.add(f"{'setup' if name == 'setup' else 'train'}_start", phase=name)
+        timeline, event = self.run.timeline, "setup" if name == "setup" else "train"
+        timeline.add(f"{event}_start", phase=name)
         t0 = time.perf_counter()
         probe = self.probe if name == "run" else None
         if probe is not None:
@@ -140,7 +134,7 @@ class WorkloadJob:
         self.wall[name] = proc.ended_clock - t0  # the shell's exit: not the cleanup after it
         self.exit[name] = code
         timeline.add(
-            f"{'setup' if name == 'setup' else 'train'}_end",
+            f"{event}_end",
             proc.ended_at,
             phase=name,
             seconds=round(self.wall[name], 3),
@@ -164,7 +158,8 @@ class WorkloadJob:
                     "check the driver, or run without --expect-gpu (gpubench:expectGpu: false) to benchmark the CPU"
                 )
                 return status, exitcodes.NO_GPU
-        self.venv = self._job_venv()
+        # the task's virtual environment; none in a container (the image is the job's environment)
+        self.venv = None if self._image() else JobVenv.for_task(self.spec.setup or "", self.spec.env)
         # the environment's lock is held while it is made and while setup installs into it
         with self.venv.locked() if self.venv is not None else contextlib.nullcontext():
             if self.venv is not None:
@@ -198,9 +193,14 @@ class WorkloadJob:
         unreadable = self.reader.unreadable() if self.probe is not None else None
         if unreadable:
             return self._fail_with(f"missing metric: {unreadable}")
-        probed = self.probe is not None and self.probe.stopped_early and not stopped
-        if probed:  # stopped by the probe on purpose: its exit status is the stop signal's
-            return self._probe_outcome()
+        if self.probe is not None and self.probe.stopped_early and not stopped:
+            # stopped by the probe on purpose (its exit status is the stop signal's): completed if it reported progress
+            if self.probe.first_step is None:
+                return self._fail_with(
+                    f"missing metric: the job reported no progress in the probe's {self.probe.limit_seconds:g} s; "
+                    f"tried {self.reader.tried_text()} (see docs/workloads.md)"
+                )
+            return "completed", exitcodes.OK
         if stopped or code != 0:
             return self._failed("run", code, stopped)
         if self.reader.run_status not in (None, "success"):
@@ -212,15 +212,6 @@ class WorkloadJob:
 
     def failure(self, exc: Exception) -> tuple[str, int]:
         return f"{type(exc).__name__}: {exc}", exitcodes.FAILED
-
-    def _probe_outcome(self) -> tuple[str, int]:
-        """A probe that stopped the job: completed when the job reported progress, else missing metrics."""
-        if self.probe.first_step is None:
-            return self._fail_with(
-                f"missing metric: the job reported no progress in the probe's {self.probe.limit_seconds:g} s; "
-                f"tried {self.reader.tried_text()} (see docs/workloads.md)"
-            )
-        return "completed", exitcodes.OK
 
     def _failed(self, phase: str, code: int, stopped: bool) -> tuple[str, int]:
         if stopped:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from payload.config import MAX_GPUS_PER_MACHINE
 from payload.workloads.conventions import compile_pattern
+from payload.workloads.conventions.work import whole_job
 from payload.workloads.files import WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import YamlFileError, quote, read_yaml
 
@@ -257,12 +258,8 @@ class Work(_Model):
 
     def total_samples(self) -> float | None:
         """Samples the whole job trains, whichever way the file gave them; None when `epochs` or `steps`
-        came without their size (the job's output fills it in: payload.workloads.conventions.work)."""
-        if self.samples is not None:
-            return float(self.samples)
-        if self.steps is not None:
-            return float(self.steps) * float(self.samples_per_step) if self.samples_per_step else None
-        return float(self.epochs) * float(self.samples_per_epoch) if self.samples_per_epoch else None
+        came without their size (the job's output fills it in)."""
+        return whole_job(self, None)["value"]
 
 
 # --- progress ----------------------------------------------------------------------------------------------
