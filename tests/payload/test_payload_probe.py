@@ -22,7 +22,7 @@ from payload.config import ConfigError, render_env, resolve
 from payload.schema import validate_result
 from payload.timestamps import parse_iso
 from payload.workloads import logtail
-from payload.workloads.jobenv import job_frameworks
+from payload.workloads.imports import job_frameworks
 from payload.workloads.metrics import MetricsReader, Progress
 from payload.workloads.probe import CHECK_EVERY_SECONDS, MAX_POINTS, MIN_READINGS, ProbeMonitor, overhead_seconds
 
