@@ -108,8 +108,8 @@ class Warnings(list):
 
 # Ranges a job's own figures must fall in to be used: a negative time or rate, or a clock past any
 # run's deadline, is a bug or a forgery, not a measurement (warned once and ignored).
-MAX_JOB_SECONDS = 1e8  # over three years: longer than any run may live (maxHours)
-JSON_RANGES = {"seconds": (0.0, MAX_JOB_SECONDS), "samples_per_second": (0.0, float("inf"))}
+# seconds: 1e8 is over three years, longer than any run may live (maxHours)
+JSON_RANGES = {"seconds": (0.0, 1e8), "samples_per_second": (0.0, float("inf"))}
 
 
 def _in_range(key: str, value: float | None) -> float | None:
@@ -126,7 +126,6 @@ def _json_progress(obj: dict) -> Progress | None:
     return Progress(float(samples), seconds, "json" if seconds is not None else None)
 
 
-BOUNDARIES = ("epoch", "eval")  # the job's own structure: an epoch ended, an evaluation ended
 # MLPerf events that end a unit of the job's structure (a block is the epochs between evaluations).
 MLLOG_COUNTS = ("train_samples", "eval_samples", "global_batch_size")  # MLLOG keys kept as the reader's fields
 MLLOG_BOUNDARIES = {"epoch_stop": "epoch", "block_stop": "epoch", "eval_stop": "eval"}
@@ -147,7 +146,7 @@ class Progress:
 
     clock: "json" (`seconds`, training seconds so far), "mllog" (`time_ms`, the epoch in seconds)
     or None (the line carried no time: the reader of the line times it on arrival).
-    boundary: one of BOUNDARIES when the line also marks the end of a unit of the job's own
+    boundary: "epoch" or "eval" when the line also marks the end of a unit of the job's own
     structure (the steadiness rule and the periodic-cost measurement use these); a line that
     marks only a boundary has `samples` None."""
 
@@ -401,14 +400,12 @@ class MetricsReader:
     def summary(self, wall_seconds: float) -> dict:
         """Result metrics; JSON values win over MLLOG ones (the job said so explicitly)."""
         j = self.json_values
-        seconds = None
-        source = "wall time of `run`"
-        if _number(j.get("seconds")) is not None:
+        if "seconds" in j:  # kept only when in range (_json)
             seconds, source = float(j["seconds"]), "GPUBENCH_METRICS seconds"
         elif self.mllog_complete and self.run_stop_ms >= self.run_start_ms:
             seconds, source = (self.run_stop_ms - self.run_start_ms) / 1000, "MLLOG run_start..run_stop"
         else:
-            seconds = wall_seconds
+            seconds, source = wall_seconds, "wall time of `run`"
         epochs_done = sum(1 for e in self.epochs if e.get("stop_ms") is not None) or None
         epochs = int(j["epochs"]) if "epochs" in j else epochs_done
         samples = int(j["samples"]) if "samples" in j else None

@@ -20,12 +20,14 @@ GROUPS = ("step", "steps_per_epoch", "epoch", "samples")
 EPOCH_END = r"(?i)\bend of epoch\b"
 
 
-def compile_pattern(text: str) -> re.Pattern[str]:
-    """The task file's pattern, checked: ValueError names what is wrong and the fix."""
+def compile_pattern(text: str, groups: bool = True) -> re.Pattern[str]:
+    """The task file's pattern (with `groups`, its named groups too), checked: ValueError names the fix."""
     try:
         rx = re.compile(text)
     except re.error as exc:
         raise ValueError(f"not a regular expression ({exc})") from None
+    if not groups:
+        return rx
     named = set(rx.groupindex)
     if not named & {"step", "samples"}:
         raise ValueError(
