@@ -1,6 +1,6 @@
 """`gpubench bench --check-metrics`: run the job here briefly and say whether a probe can read its progress.
 
-`setup` runs as it would, then `run` for at most `seconds`, read by the probe's reader
+`setup` runs as it would, then `run` for at most CHECK_SECONDS, read by the probe's reader
 (payload.workloads.metrics), stopped as soon as the answer is clear."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def reading_env(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> dict[str, Any]:
+def check_metrics(spec: Any) -> dict[str, Any]:
     """Run `spec` (a payload.workloads.spec.WorkloadSpec) here briefly; what its output says, as a dict."""
     spec = spec.with_environment(os.environ)  # a variable named in `env` takes this shell's value, as in a run
     reader = MetricsReader.for_spec(spec)
@@ -45,8 +45,6 @@ def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> di
         progress = reader.feed(text)
         if progress is not None and progress.samples is not None:
             points.append((time.monotonic() - t0, progress.samples))
-        if on_line is not None:
-            on_line(text)
 
     if spec.setup:
         code = _run(spec.setup, spec.cwd, env, line, None)
@@ -57,7 +55,7 @@ def check_metrics(spec: Any, seconds: float = CHECK_SECONDS, on_line=None) -> di
 
     def done() -> bool:
         if not stopped and (
-            time.monotonic() - t0 >= seconds
+            time.monotonic() - t0 >= CHECK_SECONDS
             or reader.unreadable() is not None
             or (len(points) >= ENOUGH_READINGS and points[-1][0] - points[0][0] >= 2.0)
         ):

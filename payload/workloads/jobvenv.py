@@ -71,9 +71,8 @@ class JobVenv:
     inherit: bool = False
 
     @classmethod
-    def for_task(cls, setup: str, env: dict, root: Path | None = None, environ: dict | None = None) -> JobVenv:
-        environ = os.environ if environ is None else environ
-        inherit = environ.get(INHERIT_ENV, "").strip().lower() in ("1", "true", "yes")
+    def for_task(cls, setup: str, env: dict, root: Path | None = None) -> JobVenv:
+        inherit = os.environ.get(INHERIT_ENV, "").strip().lower() in ("1", "true", "yes")
         return cls((root or envs_root()) / f"env-{venv_key(setup, env, inherit)}", inherit)
 
     @property

@@ -28,7 +28,6 @@ class LogTail:
         self._uploaded = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.uploads = 0
 
     def append(self, line: str) -> None:
         """Add a line; a redrawn line replaces the redrawn line before it (one progress bar, its newest state)."""
@@ -61,15 +60,14 @@ class LogTail:
             put(self.text())
         except Exception:  # noqa: BLE001 - a rolling copy; the final upload is the one that counts
             return False
-        self._uploaded, self.uploads = version, self.uploads + 1
+        self._uploaded = version
         return True
 
-    def start_uploads(self, put: Callable[[bytes], object], every: float | None = None) -> None:
-        """Upload every `every` seconds (default `UPLOAD_EVERY_SECONDS`) until `stop_uploads`."""
-        interval = UPLOAD_EVERY_SECONDS if every is None else every
+    def start_uploads(self, put: Callable[[bytes], object]) -> None:
+        """Upload every UPLOAD_EVERY_SECONDS until `stop_uploads`."""
 
         def loop() -> None:
-            while not self._stop.wait(interval):
+            while not self._stop.wait(UPLOAD_EVERY_SECONDS):
                 self.upload_if_changed(put)
 
         self._thread = threading.Thread(target=loop, name="gpubench-log-tail", daemon=True)

@@ -207,7 +207,7 @@ def test_log_tail_uploads_only_when_changed():
 
     tail.append("d")
     assert not tail.upload_if_changed(down)  # retried next time
-    assert tail.upload_if_changed(puts.append) and puts[-1] == b"c\nd\n" and tail.uploads == 2
+    assert tail.upload_if_changed(puts.append) and puts[-1] == b"c\nd\n" and len(puts) == 2
 
 
 # --- the monitor ------------------------------------------------------------------------------------------
