@@ -20,7 +20,7 @@ from test_payload_probe import REPO, only_result, payload_run
 
 from payload import exitcodes
 from payload.workloads.conventions import PARSERS, ProgressReader
-from payload.workloads.conventions.count import Counter
+from payload.workloads.conventions.base import Counter
 from payload.workloads.conventions.pattern import Pattern
 from payload.workloads.conventions.work import progress_of, whole_job
 from payload.workloads.lines import LineSplitter

@@ -2,7 +2,7 @@
 
 Besides gpubench's own lines (payload.workloads.metrics): `keras`, `hf`, `tqdm` (and bars drawn like it)
 and `pattern` (the task file's regular expression), one small parser each; `ProgressReader` keeps the
-first that reads a count and counts through payload.workloads.conventions.count."""
+first that reads a count and counts through payload.workloads.conventions.base."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from payload.workloads.conventions import hf, keras, tqdm
-from payload.workloads.conventions.base import Reading, bounded, plain
-from payload.workloads.conventions.count import Count, Counter
+from payload.workloads.conventions.base import Count, Counter, Reading, bounded, plain
 from payload.workloads.conventions.pattern import Pattern, compile_pattern
 
 __all__ = [
