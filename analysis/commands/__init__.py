@@ -38,7 +38,7 @@ COMMANDS: dict[str, str | None] = {
     "preview": "render stacks' resources offline (names or globs; needs the infra extra, no CLI)",
     "prices": "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots",
     "report": "write DIR/index.html (self-contained, plots embedded) and print a summary",
-    # infra.ssh.cli registers it (for `python -m infra ssh` too, below analysis): a test keeps the two equal
+    # a test keeps it equal to `python -m infra ssh`'s
     "ssh": "run the payload on a dedicated/on-prem box over SSH and upload its results",
     "stacks": "list (--list), check (--check) or regenerate stacks/ from the catalog",
     "status": "list live bench probes (state, age, cloud-side deadline, cost so far) from their records and the bucket",
@@ -48,12 +48,18 @@ COMMANDS: dict[str, str | None] = {
     "destroy": "delete a stack's resources (never the results): confirm, then `pulumi destroy`",
     "refresh": "sync a stack's Pulumi state with the cloud (`pulumi refresh`)",
 }
-# Commands registered by another command's module; every other command by analysis.commands.<its name>.
-SHARED_MODULE = {"offerings": "offers", "destroy": "up", "refresh": "up"}
+# The module whose register(sub) adds a command, when it is not analysis.commands.<its name>.
+MODULES = {
+    "offerings": "analysis.commands.offers",
+    "destroy": "analysis.commands.up",
+    "refresh": "analysis.commands.up",
+    "campaign": "analysis.campaign.cli",
+    "ssh": "infra.ssh.cli",  # `python -m infra ssh` registers the same parser
+}
 
 
 def module_of(name: str) -> str:
-    return f"analysis.commands.{SHARED_MODULE.get(name, name)}"
+    return MODULES.get(name, f"analysis.commands.{name}")
 
 
 def add_command(sub, name: str, func=None, description: str | None = None, epilog: str | None = None, **kw):

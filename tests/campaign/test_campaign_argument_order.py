@@ -44,6 +44,6 @@ def test_known_stacks_without_results_ask_for_results_before_the_backend(operati
 def test_the_cli_wrapper_reaches_into_no_private_argparse_state():
     import inspect
 
-    import analysis.commands.campaign as wrapper
+    import analysis.campaign.cli as wrapper
 
     assert "_actions" not in inspect.getsource(wrapper)
