@@ -142,8 +142,7 @@ class ProbeMonitor:
         (nothing to correct) or with fewer than two steady points."""
         if self._clock_kind in ("unset", None) or self.steady is None or len(self.points) < 2:
             return None
-        warmup = float(self.steady.warmup_seconds or 0.0)
-        cut = self.points[0][0] + warmup + self._shift_before(warmup)
+        cut = self._steady_start()
         first = next((i for i, p in enumerate(self.points) if p[0] >= cut), len(self.points) - 1)
         job_span = self.points[-1][0] - self.points[first][0]
         wall_span = self.arrivals[-1] - self.arrivals[first]
@@ -172,16 +171,17 @@ class ProbeMonitor:
         if self._elapsed() >= self.floor_seconds:
             self.settled_by = "floor"
             return True
-        start = self.points[0][0] + self.steady.warmup_seconds + self._shift_before(self.steady.warmup_seconds)
-        latest = self.points[-1][0] - (self.points[-1][0] - start) / 3
+        latest = self.points[-1][0] - (self.points[-1][0] - self._steady_start()) / 3
         seen = [kind for at, kind in self._boundary_times if at <= latest]
-        units = {"epoch": seen.count("epoch"), "eval": seen.count("eval") - 1, "pauses": self._pauses_before(latest)}
+        pauses = sum(1 for g in self.gaps if g.at <= latest) - 1  # whole periods between pauses
+        units = {"epoch": seen.count("epoch"), "eval": seen.count("eval") - 1, "pauses": pauses}
         self.settled_by = next((kind for kind, n in units.items() if n >= STRUCTURE_PERIODS), None)
         return self.settled_by is not None
 
-    def _pauses_before(self, at: float) -> int:
-        """Whole periods between pauses seen before `at`: pauses less one."""
-        return sum(1 for g in self.gaps if g.at <= at) - 1
+    def _steady_start(self) -> float:
+        """Where the steady window starts on the points' clock: after the warm-up and the pauses in it."""
+        warmup = float(self.steady.warmup_seconds or 0.0)
+        return self.points[0][0] + warmup + self._shift_before(warmup)
 
     def _shift_before(self, gap_free_seconds: float) -> float:
         """Pause seconds before a time given on the gap-free clock from the first point (to the points' clock)."""
