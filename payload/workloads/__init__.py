@@ -3,6 +3,6 @@ the job's output (payload.workloads.metrics) and a job (payload.workloads.job) t
 turns into a result like any built-in benchmark's."""
 
 from payload.workloads.job import WorkloadJob
-from payload.workloads.spec import WorkloadSpec, WorkloadSpecError, load_spec, parse_spec
+from payload.workloads.spec import WorkloadSpec, WorkloadSpecError, load_spec
 
-__all__ = ["WorkloadJob", "WorkloadSpec", "WorkloadSpecError", "load_spec", "parse_spec"]
+__all__ = ["WorkloadJob", "WorkloadSpec", "WorkloadSpecError", "load_spec"]

@@ -84,10 +84,7 @@ class WorkloadJob:
         env = dict(os.environ)
         env.update(self.spec.env)
         env.update(
-            GPUBENCH_WORKLOAD=self.spec.name,
-            GPUBENCH_WORKLOAD_SHA256=self.spec.sha256,
-            GPUBENCH_RUN_ID=self.run.run_id,
-            PYTHONUNBUFFERED="1",  # metrics lines arrive as printed, not at exit
+            GPUBENCH_WORKLOAD=self.spec.name, GPUBENCH_WORKLOAD_SHA256=self.spec.sha256, GPUBENCH_RUN_ID=self.run.run_id
         )
         env = reading_env(env)  # unbuffered lines, progress bars drawn on the pipe
         if self.venv is not None:
