@@ -4,7 +4,7 @@ the ones you did. A thin adapter over analysis.predict.predict.predict."""
 from __future__ import annotations
 
 from analysis.bench.run import load_task
-from analysis.commands import add_command
+from analysis.commands import add_command, options
 from analysis.output import USD_SIGN, emit_json, print_table
 from analysis.predict.model import ANY_FAMILY, PRECISIONS
 from analysis.predict.predict import predict
@@ -119,10 +119,7 @@ def run(args) -> int:
     doc = predict(
         load_task(args.task),
         args.measured,
-        gpus=args.gpus,
-        spot=args.spot,
-        precision=args.precision,
-        family=args.family,
+        **options(args, "gpus", "spot", "precision", "family"),
         overhead_seconds=args.overhead_minutes * 60.0,
     )
     if args.json:
