@@ -93,17 +93,12 @@ class JobTree:
         return left
 
 
-def _our_children() -> set[int]:
-    me = os.getpid()
-    return {pid for pid, ppid in proctree.parents().items() if ppid == me}
-
-
 class ShellProcess:
     """``bash -c script`` (shell_argv) in `cwd` with `env`, every output line handed to `on_line`."""
 
     def __init__(self, script: str, cwd: str, env: dict, on_line: Callable[[str], None]):
         self.grace = stop_grace_seconds()  # the payload's setting, never the job's own env
-        before = _our_children()
+        before = {pid for pid, ppid in proctree.parents().items() if ppid == os.getpid()}  # not the job's
         self._subreaper = proctree.set_child_subreaper(True)  # orphans of the job come to us, not init
         mark = uuid.uuid4().hex
         self.proc = subprocess.Popen(
