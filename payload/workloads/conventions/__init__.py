@@ -7,11 +7,9 @@ first that reads a count and counts through payload.workloads.conventions.base."
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from payload.workloads.conventions import hf, keras, tqdm
-from payload.workloads.conventions.base import Count, Counter, Reading, bounded, plain
+from payload.workloads.conventions.base import Count, Counter, Parser, Reading, bounded, plain
+from payload.workloads.conventions.frameworks import PARSERS
 from payload.workloads.conventions.pattern import Pattern, compile_pattern
 
 __all__ = [
@@ -27,17 +25,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Parser:
-    """One convention: its name, a line it reads (shown when nothing matched) and its reader."""
-
-    name: str
-    expects: str
-    read: Callable[[str], Reading | None]
-
-
-# In the order they are tried: the most specific first (a Keras bar is not a tqdm bar).
-PARSERS = {m.NAME: Parser(m.NAME, m.EXPECTS, m.read) for m in (keras, hf, tqdm)}
 FRAMEWORK_CONVENTIONS = (*PARSERS, "pattern")
 # What looks like progress in a line no convention read: a counter `n/total`, or an epoch or step number.
 _PROGRESS_LIKE = re.compile(r"\d+\s*/\s*\d+|\b(?:epoch|step|iter|iteration|batch)\b\W{0,3}\d", re.IGNORECASE)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 INT_MAX = 2**63 - 1  # what a result's integers may hold (the table stores int64)
@@ -66,6 +67,15 @@ class Reading:
     epochs_done: float | None = None
     boundary: str | None = None
     final: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Parser:
+    """One convention: its name, a line it reads (shown when nothing matched) and its reader."""
+
+    name: str
+    expects: str
+    read: Callable[[str], Reading | None]
 
 
 @dataclass(frozen=True)
