@@ -1,7 +1,5 @@
-"""Settled stacks: what a collect carries over from the manifest instead of
-listing and reading it again. A stack is settled when every run directory in
-it holds a final result that parsed, nothing is half-uploaded and nothing lies
-beside the run directories (analysis.collect.manifest says why that is safe)."""
+"""Settled stacks, carried over from the manifest instead of listed and read again: every run directory
+holds a final result that parsed, nothing half-uploaded, nothing beside them (manifest says why it is safe)."""
 
 from __future__ import annotations
 
@@ -19,22 +17,15 @@ _MODULUS = 1 << 128
 
 
 def runs_digest(run_ids: Iterable[str]) -> str:
-    """A stack's run directories in one value, what its next listing is compared with: the sum of
-    each run id's 128-bit BLAKE2b, so a grown stack's digest needs only the new runs (runs_digest_with)."""
+    """A stack's run ids in one value: the sum of their 128-bit BLAKE2b (a grown stack's needs only the new)."""
     return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
 
 
 def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
-    """The digest of a stack's run ids once `added` (ones it did not have) joined
-    them, from its digest before; None for a digest of another kind."""
+    """The digest once `added` (new run ids) joined; None for a digest of another kind."""
     if not digest.startswith(DIGEST_KIND):
         return None
     return f"{DIGEST_KIND}{(int(digest[len(DIGEST_KIND) :], 16) + _hash_sum(added)) % _MODULUS:032x}"
-
-
-def digest_matches(run_ids: list[str], digest: str) -> bool:
-    """Whether `digest` is that of `run_ids` (a digest of no known kind matches nothing: the stack is read again)."""
-    return runs_digest(run_ids) == digest
 
 
 def _hash_sum(run_ids: Iterable[str]) -> int:
@@ -43,8 +34,7 @@ def _hash_sum(run_ids: Iterable[str]) -> int:
 
 
 def replay(summary: Summary, stack: SettledStack) -> None:
-    """Count a settled stack carried over from the manifest in `summary`: its
-    runs (each one result, not read again) and the files set aside in it."""
+    """Count a settled stack carried over: its runs (not read again) and the files set aside in it."""
     summary.settled_stacks += 1
     summary.runs += stack.runs
     summary.cached += stack.runs
@@ -52,10 +42,8 @@ def replay(summary: Summary, stack: SettledStack) -> None:
 
 
 def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
-    """The SettledStack of one source's stack from its file-by-file listing (`objects`), or
-    None when it is not settled: every run directory has a result.json whose row has a final
-    status (`status_of(key)`), no half-uploaded file and nothing outside a run directory
-    (unknown files in run directories are allowed). `notes`: the files set aside in it."""
+    """The SettledStack of a stack's listing (`objects`), None unless every run directory has a result
+    with a final status (`status_of(key)`), nothing is half-uploaded and nothing lies beside them."""
     runs, with_result = set(), set()
     for key in objects:
         m = layout.parse_key(key)

@@ -1,6 +1,5 @@
-"""Spot runs priced from their cloud's spot price history: a cloud API call per
-run, kept out of the download loop (the bulk path prices after downloading, in
-a thread pool), failing one run at a time with the reason, never the collect."""
+"""Spot runs priced from their cloud's spot price history: an API call per run (on the bulk path after
+the download, in a thread pool), failing one run at a time with the reason, never the collect."""
 
 from __future__ import annotations
 
@@ -13,14 +12,13 @@ from infra import clouds
 
 SpotPricer = Callable[[dict], dict]
 
-# The cloud SDK clients keep 10 pooled connections by default (botocore
-# max_pool_connections); more pricing threads than that only churn connections.
+# The cloud SDK clients keep 10 pooled connections (botocore max_pool_connections): more threads churn them.
 PRICING_WORKERS = 10
 
 
 def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
-    """The pricer of spot runs on clouds that keep a spot price history, None when `mode` is
-    "off"; with "auto", only where that cloud's credentials resolve (checked once per cloud)."""
+    """The pricer of spot runs on clouds that keep a spot price history, None for "off"; with "auto", only
+    where that cloud's credentials resolve (checked once per cloud)."""
     if mode == "off":
         return None
     state: dict[str, bool] = {}
@@ -44,8 +42,7 @@ def _keeps_spot_history(provider: str | None) -> bool:
 
 
 def attach_spot_history(row: dict, priced: dict | None) -> dict:
-    """Store the spot price series each attempt paid (from EC2's history) in the
-    row's billing windows, where pricing time-weights them over the window."""
+    """The spot price series each attempt paid, in the row's billing windows (pricing time-weights them)."""
     if not priced:
         return row
     series = {a["attempt"]: a.get("series") for a in priced.get("attempts", [])}
@@ -61,15 +58,14 @@ def attach_spot_history(row: dict, priced: dict | None) -> dict:
 
 
 def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
-    """The row, with its spot price history when it is a spot run on a cloud that keeps one."""
     if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
         row = attach_spot_history(row, spot_pricer(result))
     return row
 
 
 def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
-    """Price the bulk path's spot runs after its download, in a thread pool. Returns the entry
-    keys it could not price: set aside with why and not cached (read and priced again next time)."""
+    """Price the bulk path's spot runs in a thread pool. Returns the entry keys it could not price (set
+    aside with why, not cached: tried again next time)."""
 
     def one(item) -> str | None:
         mkey, result = item
