@@ -1,7 +1,5 @@
-"""Which price catalog priced a row: rows priced under another catalog are
-priced again and replaced by the next collect, the others are left alone. The
-identity changes whenever anything the catalog is read from changes, and costs
-nothing when nothing did (file names, sizes and modification times, not bytes)."""
+"""Which price catalog priced a row (rows priced under another are priced again by the next collect): a
+digest of the catalog files' names, sizes and modification times, so it costs nothing when nothing changed."""
 
 from __future__ import annotations
 
@@ -13,8 +11,6 @@ from infra.catalog import DATA_DIR, PRICES_DIR_ENV, user_catalog_dirs
 
 
 def pricing_identity() -> str:
-    """A short digest of every catalog file's path, size and modification time (the directories
-    infra.catalog.load_catalog reads)."""
     extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
     h = hashlib.sha256()
     for root in [Path(DATA_DIR), *extra, *user_catalog_dirs()]:
