@@ -2,29 +2,32 @@
 (``.collect-manifest.sqlite`` beside a local table, in the cache for a bucket's), never the rows.
 ``entries``: one per result object (source, stack prefix, etag and size when read, whether it made a
 row, its status, why it was set aside), read and written a stack at a time. ``stacks``: each source's
-*settled* stacks (analysis.collect.settled): a final result is written once, so such a stack changes
-only by gaining or losing run directories and is not listed file by file again until
-SETTLED_MAX_AGE_S or `collect --full`. ``meta``: the format, the table version it is in step with,
+*settled* stacks (every run directory holds a final result that parsed, nothing else lies there): a
+final result is written once, so such a stack changes only by gaining or losing run directories, and is
+not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`. ``meta``: the format, the table version it is in step with,
 the price catalog. An unreadable manifest, or one of another format, is a cold start, never an error."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.collect.summary import Summary
+from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
 from analysis.dataset.faults import DiskFull, is_disk_full
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from payload import layout
+from payload.result import FINAL_STATUSES
 
 MANIFEST_NAME = ".collect-manifest.sqlite"
 FORMAT = "3"  # what the tables below hold (3: no rows, entries by stack prefix): another format is started over
 # A settled stack is trusted for a day: a final result rewritten by hand is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
-__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack"]
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
@@ -43,7 +46,7 @@ class ManifestDamaged(OSError):
 @dataclass(frozen=True)
 class SettledStack:
     runs: int  # run directories, each with one result.json (what settled means)
-    digest: str  # of the run ids (analysis.collect.settled.runs_digest): what the next listing is compared with
+    digest: str  # of the run ids (runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
     # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
@@ -52,6 +55,55 @@ class SettledStack:
 
     def fresh(self, now: float) -> bool:
         return now - self.listed_at < SETTLED_MAX_AGE_S
+
+
+DIGEST_KIND = "sum128:"  # a digest without it (a damaged record) is never extended and matches nothing
+_MODULUS = 1 << 128
+
+
+def runs_digest(run_ids: Iterable[str]) -> str:
+    """A stack's run ids in one value: the sum of their 128-bit BLAKE2b (a grown stack's needs only the new)."""
+    return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
+
+
+def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
+    """The digest once `added` (new run ids) joined; None for a digest of another kind."""
+    if not digest.startswith(DIGEST_KIND):
+        return None
+    return f"{DIGEST_KIND}{(int(digest[len(DIGEST_KIND) :], 16) + _hash_sum(added)) % _MODULUS:032x}"
+
+
+def _hash_sum(run_ids: Iterable[str]) -> int:
+    blake2b, number = hashlib.blake2b, int.from_bytes
+    return sum([number(blake2b(r.encode(), digest_size=16).digest(), "little") for r in run_ids])
+
+
+def replay(summary: Summary, stack: SettledStack) -> None:
+    """Count a settled stack carried over: its runs (not read again) and the files set aside in it."""
+    summary.settled_stacks += 1
+    summary.runs += stack.runs
+    summary.cached += stack.runs
+    summary.skipped.extend(stack.notes)
+
+
+def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
+    """The SettledStack of a stack's listing (`objects`), None unless every run directory has a result
+    with a final status (`status_of(key)`), nothing is half-uploaded and nothing lies beside them."""
+    runs, with_result = set(), set()
+    for key in objects:
+        m = layout.parse_key(key)
+        if m is None:  # beside the run directories
+            return None
+        runs.add(m.run_id)
+        if m.is_result:
+            if status_of(key) not in FINAL_STATUSES:
+                return None
+            with_result.add(m.run_id)
+        elif (why := run_file_problem(m.rest)) is not None and why != UNKNOWN_RUN_FILE:
+            return None  # an upload in progress
+    if not runs or runs != with_result:
+        return None
+    return SettledStack(len(runs), runs_digest(runs), tuple(notes), now)
 
 
 def entry_of(mkey: str, values: tuple) -> dict:

@@ -34,9 +34,8 @@ from analysis.dataset.export import (
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.dataset.location import resolve
-from analysis.dataset.pricing import pricing_identity
 from analysis.dataset.schema import EXPORT_SCHEMA
-from analysis.dataset.stackwise import TableView
+from analysis.dataset.stackwise import TableView, pricing_identity
 from analysis.dataset.store import StoredRows, table_version
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress

@@ -10,8 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from analysis.collect.dedupe import dedupe
-from analysis.collect.manifest import SettledStack
-from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
+from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
 from analysis.collect.sources import bulk_read, download, entry_key, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary

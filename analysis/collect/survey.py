@@ -9,8 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from analysis.collect.manifest import SettledStack
-from analysis.collect.settled import runs_digest
+from analysis.collect.manifest import SettledStack, runs_digest
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from payload import layout
 from payload.layout import JOURNAL_WINDOW_S

@@ -4,8 +4,11 @@ rows priced with the current catalog and converted to the table's types, one tha
 
 from __future__ import annotations
 
+import hashlib
 import operator
+import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,7 +20,7 @@ from analysis.dataset.row import COLUMNS
 from analysis.dataset.schema import KEY_COLUMNS, PARTITION_COLUMNS, SCHEMA, month_of
 from analysis.dataset.store import append, delta_table, filesystem, replace
 from analysis.price.runs import PRICE_COLUMNS, price_run
-from infra.catalog import load_catalog
+from infra.catalog import DATA_DIR, PRICES_DIR_ENV, load_catalog, user_catalog_dirs
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -101,6 +104,21 @@ def commit(
     else:
         append(loc, table.to_batches())
     return True, refused
+
+
+def pricing_identity() -> str:
+    """Which price catalog priced a row (`priced_with`: rows priced under another are priced again): a digest
+    of the catalog files' paths, sizes and modification times, which costs nothing when nothing changed."""
+    extra = [Path(d) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d]
+    h = hashlib.sha256()
+    for root in [Path(DATA_DIR), *extra, *user_catalog_dirs()]:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                st = path.stat()
+                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def to_arrow(rows: Sequence[dict], identity: str):

@@ -8,7 +8,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis.collect.settled import DIGEST_KIND, runs_digest, runs_digest_with
+from analysis.collect.manifest import DIGEST_KIND, runs_digest, runs_digest_with
 
 RUN_IDS = st.sets(st.from_regex(r"20[0-9]{6}T[0-9]{6}Z-[a-z0-9-]{1,20}", fullmatch=True), max_size=40)
 
