@@ -47,17 +47,15 @@ class LockNotAFile(OSError):
     """The lock's name holds a directory, a symlink or a device: no collect makes one, so none breaks it."""
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @contextmanager
-def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None] = _say):
+def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None] | None = None):
     """Hold the table's lock for the block; waits for a live holder up to `wait_s`, telling `say` who holds it."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     backend = _LocalLock(loc.local / LOCK_KEY) if loc.local is not None else _RemoteLock(loc)
     where = f"{loc.text.rstrip('/')}/{LOCK_KEY}"
     deadline = time.monotonic() + wait_s
     started = time.time()
+    me = (socket.gethostname(), os.getpid(), started)
     unreadable_since = noted = None
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(backend, started, stop), name="collect-lock-heartbeat", daemon=True)
@@ -67,11 +65,7 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
             holder = backend.read()
             if holder is None:
                 continue  # released meanwhile
-            if (holder.get("host"), holder.get("pid"), holder.get("started")) == (
-                socket.gethostname(),
-                os.getpid(),
-                started,
-            ):
+            if (holder.get("host"), holder.get("pid"), holder.get("started")) == me:
                 acquired = True  # our own create, retried after its answer was lost
                 break
             why = _stale(holder)
@@ -155,9 +149,9 @@ def _owner(holder: dict) -> str:
 
 
 def _parse(data: bytes | None) -> dict:
-    """The lock's document; {} for one that cannot be read (empty, not JSON, not an object)."""
+    """The lock's document; {} for one that cannot be read (empty, too large, not JSON, not an object)."""
     try:
-        doc = fastjson.loads(data) if data else None
+        doc = fastjson.loads(data) if data and len(data) <= MAX_LOCK_BYTES else None
     except ValueError:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -203,8 +197,7 @@ class _LocalLock:
                 f"remove it (rm -r {shlex.quote(str(self.path))}) when no collect is running, then collect again"
             )
         with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_LOCK_BYTES + 1)
-        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
+            return _parse(f.read(MAX_LOCK_BYTES + 1))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -236,10 +229,9 @@ class _RemoteLock:
 
     def read(self) -> dict | None:
         try:
-            data = read_capped(self.store, self.key, MAX_LOCK_BYTES)
+            return _parse(read_capped(self.store, self.key, MAX_LOCK_BYTES))
         except ObjectNotFound:
             return None
-        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         with suppress(ObjectNotFound):

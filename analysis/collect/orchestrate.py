@@ -111,14 +111,14 @@ def _drop_lagging_export(loc, out: Path) -> None:
 def _older_objects_left_alone():
     """The objects alive before the collect frozen out of the garbage collector's scans (each full
     collection would scan them all again: a third of the CPU of parsing a result). A caller's freeze is kept."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    mine = not gc.get_freeze_count()
+    if mine:
+        gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if mine:
+            gc.unfreeze()
 
 
 def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):

@@ -33,15 +33,16 @@ class _FileStacks:
         self.unreadable: set[str] = set()
 
     def _scan(self, path, rel: str) -> list[os.DirEntry]:
-        entries = []
-        for entry in _scan(path):
-            if _is_text(entry.name):
-                entries.append(entry)
-            else:
-                self.unreadable.add(
-                    rel + entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                )
-        return entries
+        try:
+            with os.scandir(path) as found:
+                entries = list(found)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        odd = [e.name for e in entries if not _is_text(e.name)]
+        self.unreadable.update(
+            rel + n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") for n in odd
+        )
+        return [e for e in entries if e.name not in odd] if odd else entries
 
     def stacks(self) -> tuple[list[str], list]:
         base = self.root / layout.ROOT
@@ -201,11 +202,3 @@ def _is_text(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _scan(path: Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(path) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []

@@ -26,16 +26,8 @@ class Summary:
 
     def to_dict(self) -> dict:
         return {
-            "runs": self.runs,
-            "valid": self.valid,
-            "new": self.new,
-            "cached": self.cached,
+            **vars(self),
             "skipped": self.set_aside(),
-            "sources": self.sources,
-            "table": self.table,
-            "table_written": self.table_written,
-            "settled_stacks": self.settled_stacks,
             "complete": not self.incomplete,
-            "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }

@@ -116,12 +116,6 @@ def _spec_key(spec: dict) -> bytes | str:
     return key if b"null" not in key else _SPEC_JSON.encode(spec)
 
 
-def _fmt_param(key: str, value) -> str:
-    if isinstance(value, bool):
-        return f"{key} {'on' if value else 'off'}"
-    return f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}"
-
-
 def workload(b: dict, m: dict) -> tuple[str, str]:
     """(key, label) of what a run trained: benchmark, every work-changing parameter, per-GPU
     batch and precision; runs of different keys are never pooled. Without recorded parameters
@@ -171,7 +165,8 @@ def workload_label(name: str, spec: dict) -> str:
             continue
         if params[k] is None and k not in defaults:
             continue
-        parts.append(_fmt_param(k, params[k]))
+        v = params[k]
+        parts.append(f"{k} {('on' if v else 'off') if isinstance(v, bool) else f'{v:,}' if isinstance(v, int) else v}")
     parts += [f"{k} {spec[k]}" for k in _EXTRA if spec.get(k) is not None]
     return ", ".join(parts)
 
