@@ -8,7 +8,7 @@ import re
 import time
 from functools import lru_cache
 
-from analysis.dataset.row import parse_time
+from analysis.dataset.row import COLUMN_SPEC, parse_time
 from infra.catalog import load_catalog
 from payload import layout
 
@@ -18,23 +18,8 @@ CLOCK_SKEW_S = 300.0
 # column -> the kind of name it holds (payload.layout.NAME_PATTERNS)
 NAMED_COLUMNS = (("stack", "stack name"), ("run_id", "run id"), ("offering_id", "offering id"))
 
-# Quantities no run can make negative: durations, rates, counts, prices.
-NON_NEGATIVE = (
-    "train_seconds",
-    "phase_total_seconds",
-    "samples_per_second",
-    "samples_per_second_p10",
-    "samples_per_second_p90",
-    "gpu_utilization_mean",
-    "epochs_completed",
-    "steps_completed",
-    "samples_trained",
-    "instance_seconds",
-    "recorded_hourly_usd",
-    "recorded_spot_hourly_usd",
-    "gpus_used",
-    "gpu_memory_gb",
-)
+# Quantities no run can make negative (durations, rates, counts, prices): every number of a row but accuracy.
+NON_NEGATIVE = tuple(c for c, (kind, _) in COLUMN_SPEC.items() if kind in (int, float) and c != "final_accuracy")
 
 # (earlier, later): events a run records in this order (up to the skew between two machines' clocks).
 IN_ORDER = (("started_at", "finished_at"), ("launch_at", "terminated_at"))
