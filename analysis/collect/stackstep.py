@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from analysis.collect.dedupe import dedupe
 from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
@@ -29,9 +30,9 @@ class StepContext:
     identity: str  # the price catalog rows are priced with now
     workers: int | None = None
     spot_pricer: SpotPricer | None = None
-    bar: object = None  # analysis.progress.Progress
+    bar: object = None  # analysis.progress.Progress (a no-op when off)
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
-    prefetch: object = None  # analysis.collect.prefetch.Prefetch: the next stack's results, read ahead
+    prefetch: object = None  # analysis.collect.prefetch.Prefetch (set by the collect): the next stack's results
 
 
 @dataclass
@@ -254,12 +255,10 @@ def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
 
 def _read(ctx: StepContext, st: _Stack) -> None:
     """The results to read, read; failures settled."""
-    if ctx.bar is not None:
-        ctx.bar.set_total((ctx.bar.total or 0) + len(st.todo))
+    ctx.bar.set_total((ctx.bar.total or 0) + len(st.todo))
     for mkey, entry in _downloads(ctx, st):
         st.fresh[mkey] = entry
-        if ctx.bar is not None:
-            ctx.bar.advance()
+        ctx.bar.advance()
     for mkey, entry in st.fresh.items():
         ctx.summary.new += 1
         if entry.pop("failed", False):
@@ -275,11 +274,10 @@ def _downloads(ctx: StepContext, st: _Stack):
             (local if type(view.store).__name__ == "FileStore" else pooled).append((view.store, view.url, key, info))
     yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
-    prefetch = ctx.prefetch
-    start_next = (lambda: prefetch.start(ctx.views)) if prefetch is not None else None
+    start_next = partial(ctx.prefetch.start, ctx.views)
     for view in ctx.views:
         mine = [(key, info) for v, key, info in st.todo if v is view and view.bulk]
-        ready = prefetch.take(view.url, st.prefix) if prefetch is not None else None
+        ready = ctx.prefetch.take(view.url, st.prefix)
         if not mine:
             continue
         to_price: list = []
@@ -287,8 +285,7 @@ def _downloads(ctx: StepContext, st: _Stack):
         if ctx.spot_pricer is not None and to_price:
             price_bulk(got, to_price, ctx.spot_pricer)
         yield from got.items()
-    if start_next is not None:  # nothing of this stack was read in bulk: the next one's start now (once)
-        start_next()
+    start_next()  # when nothing of this stack was read in bulk (else a no-op: started once)
 
 
 def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
