@@ -113,10 +113,10 @@ class S3Bulk:
     retries = backoff = None
 
     def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
-        """(sub-prefixes ending in "/", objects) one level under `prefix` (a delimiter listing, every page)."""
+        """(sorted sub-prefixes ending in "/", objects) one level under `prefix` (a delimiter listing)."""
         with _request(f"list {self.url_for(prefix)}"):
             found = self._store.list_with_delimiter(prefix.rstrip("/"))
-        return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
+        return sorted(p.rstrip("/") + "/" for p in found["common_prefixes"]), [_info(m) for m in found["objects"]]
 
     def objects(self, prefix: str) -> Iterator[ObjectInfo]:
         with _request(f"list {self.url_for(prefix)}"):

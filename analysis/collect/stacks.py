@@ -9,6 +9,7 @@ import hashlib
 import os
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from payload import layout
@@ -95,10 +96,12 @@ class _FileStacks:
 
 
 class _DelimiterStacks:
+    """A bucket (gs://, or s3:// through S3Bulk) listed a level at a time by delimiter listings."""
+
     listing_threads = LISTING_THREADS  # one request each: many in flight
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, store, level, objects, journal_keys):
+        self.store, self._level, self.objects, self._journal_keys = store, level, objects, journal_keys
 
     def stacks(self) -> tuple[list[str], list]:
         return self._level(layout.ROOT)
@@ -131,47 +134,30 @@ class _DelimiterStacks:
         return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
 
 
-class _GcsStacks(_DelimiterStacks):
-    def _level(self, prefix: str) -> tuple[list[str], list]:
-        pages, strip = self._blobs(prefix, delimiter="/")
-        objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
-        return sorted(p[strip:] for p in pages.prefixes), objects
-
-    def _blobs(self, prefix: str, **kw):
-        """(blobs under `prefix` through payload.storage's client, the length of the store's prefix)."""
-        store = self.store
-        strip = len(store.prefix) + 1 if store.prefix else 0
-        blobs = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
-            prefix=store._key(prefix),  # noqa: SLF001
-            timeout=store._timeout,  # noqa: SLF001
-            retry=None,
-            **kw,
-        )
-        return blobs, strip
-
-    def objects(self, prefix: str) -> Iterator:
-        return iter(self.store.list(prefix))
-
-    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
-        """Keys from `start_after` on (GCS's startOffset, inclusive: a journal start is never a key)."""
-        start = self.store._key(start_after) if start_after else None  # noqa: SLF001
-        blobs, strip = self._blobs(prefix, start_offset=start, max_results=limit)
-        return [b.name[strip:] for b in blobs]
+def _gcs_blobs(store, prefix: str, **kw):
+    """(blobs under `prefix` through payload.storage's client, the length of the store's prefix)."""
+    blobs = store._bucket.list_blobs(prefix=store._key(prefix), timeout=store._timeout, retry=None, **kw)  # noqa: SLF001
+    return blobs, len(store.prefix) + 1 if store.prefix else 0
 
 
-class _S3BulkStacks(_DelimiterStacks):
-    def _level(self, prefix: str) -> tuple[list[str], list]:
-        subs, objects = self.store.level(prefix)
-        return sorted(subs), objects
-
-    def objects(self, prefix: str) -> Iterator:
-        return self.store.objects(prefix)
-
-    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
-        return self.store.keys_after(prefix, start_after, limit)
+def _gcs_level(store, prefix: str) -> tuple[list[str], list]:
+    pages, strip = _gcs_blobs(store, prefix, delimiter="/")
+    objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
+    return sorted(p[strip:] for p in pages.prefixes), objects
 
 
-_LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks, "S3Bulk": _S3BulkStacks}
+def _gcs_journal_keys(store, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
+    """Keys from `start_after` on (GCS's startOffset, inclusive: a journal start is never a key)."""
+    start = store._key(start_after) if start_after else None  # noqa: SLF001
+    blobs, strip = _gcs_blobs(store, prefix, start_offset=start, max_results=limit)
+    return [b.name[strip:] for b in blobs]
+
+
+_LISTERS = {
+    "FileStore": _FileStacks,
+    "GCSStore": lambda s: _DelimiterStacks(s, partial(_gcs_level, s), s.list, partial(_gcs_journal_keys, s)),
+    "S3Bulk": lambda s: _DelimiterStacks(s, s.level, s.objects, s.keys_after),
+}
 
 
 def journal_since(stamp: str | None) -> float | None:
