@@ -184,11 +184,6 @@ class Manifest:
         )
         return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
-    def stack_versions(self, source: str, prefix: str) -> dict[str, tuple[str | None, int | None]]:
-        """{object key: (etag, size)} of one source's stack: what a read ahead compares."""
-        query = "SELECT key, etag, size FROM entries WHERE source = ? AND prefix = ?"
-        return {k: (etag, size) for k, etag, size in self._read(query, (source, prefix))}
-
     def stack_keys(self, source: str, prefix: str) -> list[str]:
         """The object keys of one source's stack (from the index alone)."""
         return [k for (k,) in self._read("SELECT key FROM entries WHERE source = ? AND prefix = ?", (source, prefix))]

@@ -33,7 +33,8 @@ class Prefetch:
             return
         ahead = [(v, v.ahead[prefix]) for v in views if v.bulk and v.failed is None and prefix in v.ahead]
         for view, listing in ahead:
-            known = self.manifest.stack_versions(view.url, prefix)  # sqlite: read here, in the collect's thread
+            entries = self.manifest.stack_entries(view.url, prefix)  # sqlite: read in the collect's thread
+            known = {e["key"]: e for e in entries.values()}
             budget = PREFETCH_BYTES // len(ahead)
             job = self.pool.submit(_fetch, view, listing, known, budget, self.workers, self.pool.stop)
             self.jobs[(view.url, prefix)] = job
@@ -57,14 +58,13 @@ class _Abandoned(Exception):  # the collect was abandoned: the prefetch stops at
 
 
 def _fetch(view, listing: Future, known: dict, budget: int, workers: int | None, stop) -> dict[str, Fetched]:
-    """The new results of one listed stack; `known`: the manifest's {key: (etag, size)}; `stop`: abandoned."""
+    """The new results of one listed stack; `known`: the manifest's entries by key; `stop`: abandoned."""
     objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
     keys, _, _ = classify(objects)
     wanted = []
     for key in keys:
         info = objects[key]
-        etag, size = known.get(key, (None, None))
-        if unchanged({"etag": etag, "size": size}, info) or too_large(info.size) is not None:
+        if unchanged(known.get(key), info) or too_large(info.size) is not None:
             continue
         if (info.size or 0) > budget:
             break
