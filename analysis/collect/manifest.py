@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.collect.summary import Summary
-from analysis.collect.validation import UNKNOWN_RUN_FILE, run_file_problem
+from analysis.collect.validation import UNKNOWN_RUN_FILE, classify
 from analysis.dataset.faults import DiskFull, is_disk_full
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
@@ -88,22 +88,13 @@ def replay(summary: Summary, stack: SettledStack) -> None:
 
 def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
     """The SettledStack of a stack's listing (`objects`), None unless every run directory has a result
-    with a final status (`status_of(key)`), nothing is half-uploaded and nothing lies beside them."""
-    runs, with_result = set(), set()
-    for key in objects:
-        m = layout.parse_key(key)
-        if m is None:  # beside the run directories
-            return None
-        runs.add(m.run_id)
-        if m.is_result:
-            if status_of(key) not in FINAL_STATUSES:
-                return None
-            with_result.add(m.run_id)
-        elif (why := run_file_problem(m.rest)) is not None and why != UNKNOWN_RUN_FILE:
-            return None  # an upload in progress
-    if not runs or runs != with_result:
+    with a final status (`status_of(key)`) and nothing is half-uploaded or lies beside them."""
+    results, set_aside, runs = classify(objects)
+    if not runs or any(n["reason"] != UNKNOWN_RUN_FILE for n in set_aside):
         return None
-    return SettledStack(len(runs), runs_digest(runs), tuple(notes), now)
+    if any(status_of(key) not in FINAL_STATUSES for key in results):
+        return None
+    return SettledStack(runs, runs_digest({layout.parse_key(k).run_id for k in results}), tuple(notes), now)
 
 
 def entry_of(mkey: str, values: tuple) -> dict:

@@ -121,19 +121,15 @@ def _catalog():
 
 
 def _catalog_offering(offering_id: str):
-    catalog = _catalog()
-    if catalog is None:
-        return None
     try:
-        return catalog.get(offering_id)
-    except Exception:  # noqa: BLE001 - an id the catalog does not know (an old or private offering)
+        return _catalog().get(offering_id)
+    except Exception:  # noqa: BLE001 - no catalog, or an id it does not know (an old or private offering)
         return None
 
 
 @lru_cache(maxsize=1)
 def _cloud_providers() -> tuple[str, ...]:
-    catalog = _catalog()
-    if catalog is None:
+    if (catalog := _catalog()) is None:
         return ()
     return tuple(p for p in catalog.providers() if any(o.is_cloud for o in catalog.offerings(p)))
 
@@ -141,8 +137,7 @@ def _cloud_providers() -> tuple[str, ...]:
 @lru_cache(maxsize=4096)
 def offering_gpu(offering_id: str) -> str | None:
     """The catalog's GPU model of an offering; None without a GPU or unknown (local, SSH boxes)."""
-    offering = _catalog_offering(offering_id)
-    return offering.gpu_model if offering is not None else None
+    return getattr(_catalog_offering(offering_id), "gpu_model", None)
 
 
 @lru_cache(maxsize=4096)
@@ -158,8 +153,7 @@ def stack_offering(stack: str) -> str | None:
                 return str(offering)
     except Exception:  # noqa: BLE001,S110 - an unreadable stack file: the catalog below, else unknown
         pass
-    catalog = _catalog()
-    if catalog is None:
+    if (catalog := _catalog()) is None:
         return None
     known = catalog.cloud_stacks().get(stack)
     return known[0].id if known else None
