@@ -3,13 +3,11 @@ two URLs, a copy under another stack): the same winner every time, and why the o
 
 from __future__ import annotations
 
+import operator
+
 from analysis.collect.summary import Summary
 from analysis.collect.trust import row_problem
 from analysis.collect.validation import misplaced_check
-
-
-def row_order(row: dict) -> tuple[str, str]:
-    return row["run_id"], row["stack"]
 
 
 def dedupe(
@@ -46,7 +44,7 @@ def dedupe(
                 winner = (mkey, e)
         if winner is not None:
             rows.append(winner[1]["row"])
-    return sorted(rows, key=row_order)
+    return sorted(rows, key=operator.itemgetter("run_id", "stack"))  # the table's order (schema.ORDER)
 
 
 def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list[tuple[str, dict]]:

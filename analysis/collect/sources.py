@@ -118,12 +118,11 @@ def download(
     todo: list[Download],
     workers: int | None,
     spot_pricer: SpotPricer | None,
-    stopped: dict[str, str] | None = None,
+    stopped: dict[str, str],
     here: bool = False,
 ) -> Iterator[tuple[str, dict]]:
     """(mkey, entry) of `todo` as each download finishes, through a thread pool of `workers`, or in this
     thread when `here` (local files). A source that stops answering is not tried again (`stopped`: url -> why)."""
-    stopped = {} if stopped is None else stopped  # detected once, not per object
     if here or not todo:
         yield from (_fetch(item, stopped, spot_pricer) for item in todo)
         return

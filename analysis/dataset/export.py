@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
+from analysis.dataset.schema import EXPORT_SCHEMA, ORDER, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
 from analysis.price.runs import price_runs
 from payload import proctree
@@ -23,7 +23,6 @@ from payload import proctree
 BATCH_ROWS = 20_000
 SORT_MEMORY = "512M"
 IN_MEMORY_ROWS = 20_000  # at most this many rows are sorted in memory (about 20 MB)
-ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # as SQL's ORDER BY ... NULLS LAST: bytes, nulls last
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 VERSION_KEY = b"gpubench.table_version"  # in results.parquet's footer: the dataset version it was exported from

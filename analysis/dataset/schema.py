@@ -14,6 +14,7 @@ from analysis.price.runs import PRICE_COLUMNS
 PARTITION_COLUMNS = ("stack", "month")
 INTERNAL_COLUMNS = ("priced_with",)
 KEY_COLUMNS = ("source", "key")  # rows are matched to the objects they were read from by these
+ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # the rows' order; as SQL's ORDER BY ... NULLS LAST
 
 _PRICE_FLOATS = "hourly_usd instance_hours billed_hours billed_cost_usd train_hours train_cost_usd setup_fee_usd"
 _ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}

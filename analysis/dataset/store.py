@@ -19,7 +19,7 @@ from deltalake.fs import DeltaStorageHandler
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+from analysis.dataset.schema import ORDER, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -181,7 +181,7 @@ class StoredRows(Sequence):
                 self._rows = []
             else:
                 data = open_dataset(self.loc.uri).to_table(columns=list(COLUMNS))
-                self._rows = data.sort_by([("run_id", "ascending"), ("stack", "ascending")]).to_pylist()
+                self._rows = data.sort_by(ORDER).to_pylist()
         return self._rows
 
     def __len__(self) -> int:
