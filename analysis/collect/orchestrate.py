@@ -227,7 +227,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
                 summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
-            ctx.prefetch.clear()
+            ctx.prefetch.jobs.clear()  # what no step took (its stack went another way)
         batch.flush()
         for view in ok:  # journals read further for stacks that stayed settled
             manifest.restamp(view.url, view.restamped)

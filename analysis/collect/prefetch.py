@@ -49,9 +49,6 @@ class Prefetch:
         except Exception:  # noqa: BLE001 - a failed prefetch is only a missed head start: the step reads
             return {}
 
-    def clear(self) -> None:
-        self.jobs.clear()
-
 
 class _Abandoned(Exception):  # the collect was abandoned: the prefetch stops at the next object
     pass
