@@ -25,8 +25,7 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
 
     def pricer(result: dict) -> dict | None:
         provider = (result.get("offering") or {}).get("provider")
-        history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
-        if history is None:
+        if (history := _spot_history(provider)) is None:
             return None
         if mode == "auto" and provider not in state:
             state[provider] = history.has_credentials()
@@ -37,29 +36,25 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     return pricer
 
 
-def _keeps_spot_history(provider: str | None) -> bool:
-    return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
-
-
-def attach_spot_history(row: dict, priced: dict | None) -> dict:
-    """The spot price series each attempt paid, in the row's billing windows (pricing time-weights them)."""
-    if not priced:
-        return row
-    series = {a["attempt"]: a.get("series") for a in priced.get("attempts", [])}
-    windows = json.loads(row["attempts_json"])
-    for w in windows:
-        if series.get(w["attempt"]):
-            w["spot_prices"] = [list(p) for p in series[w["attempt"]]]
-            w["spot_price_source"] = next(a["source"] for a in priced["attempts"] if a["attempt"] == w["attempt"])
-    row["attempts_json"] = json.dumps(windows, separators=(",", ":"))
-    row["spot_price_method"] = priced.get("method")
-    row["spot_price_warnings"] = "; ".join(priced.get("warnings") or []) or None
-    return row
+def _spot_history(provider: str | None):
+    return clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
 
 
 def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
-    if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
-        row = attach_spot_history(row, spot_pricer(result))
+    """The row of a spot run on a cloud that keeps a spot price history, with the series each attempt paid
+    in its billing windows (pricing time-weights them)."""
+    if spot_pricer is None or row["market"] != "spot" or _spot_history(row["provider"]) is None:
+        return row
+    if not (priced := spot_pricer(result)):
+        return row
+    paid = {a["attempt"]: a for a in priced.get("attempts", []) if a.get("series")}
+    windows = json.loads(row["attempts_json"])
+    for w in windows:
+        if (a := paid.get(w["attempt"])) is not None:
+            w["spot_prices"], w["spot_price_source"] = [list(p) for p in a["series"]], a["source"]
+    row["attempts_json"] = json.dumps(windows, separators=(",", ":"))
+    row["spot_price_method"] = priced.get("method")
+    row["spot_price_warnings"] = "; ".join(priced.get("warnings") or []) or None
     return row
 
 
