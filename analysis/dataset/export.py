@@ -124,13 +124,11 @@ def table_is_whole(out_dir: str | Path) -> bool:
     return True
 
 
-def remove_table(out_dir: str | Path) -> bool:
-    """Remove results.parquet and results.csv (a stale export must not be read); True when there were any."""
-    found = [p for p in map(Path, table_paths(out_dir).values()) if p.exists()]
-    for p in found:
-        p.unlink()
+def remove_table(out_dir: str | Path) -> None:
+    """Remove results.parquet and results.csv: a stale export must not be read."""
+    for path in table_paths(out_dir).values():
+        Path(path).unlink(missing_ok=True)
     remove_stale_temporaries(out_dir)
-    return bool(found)
 
 
 def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
