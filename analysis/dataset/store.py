@@ -196,7 +196,5 @@ class StoredRows(Sequence):
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"StoredRows({len(self)} rows of {self.loc.text})"
