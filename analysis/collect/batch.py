@@ -1,7 +1,5 @@
-"""The changes of several stacks, committed together: one commit to the table
-per batch (a commit per stack is as slow as the table has stacks; one per
-collect holds every row), then those stacks' manifest entries, so a collect
-interrupted between batches loses nothing."""
+"""Several stacks' changes in one commit to the table (one per stack is slow, one per collect holds every
+row), then their manifest entries: a collect interrupted between batches loses nothing."""
 
 from __future__ import annotations
 
@@ -17,8 +15,6 @@ COMMIT_ENTRIES = 50_000  # manifest entries held before they are written
 
 
 class Batch:
-    """Stacks' changes waiting for one commit."""
-
     def __init__(self, loc, table, manifest, summary: Summary, identity: str):
         self.loc, self.table, self.manifest, self.summary, self.identity = loc, table, manifest, summary, identity
         self.pending = StackChanges()
@@ -37,7 +33,6 @@ class Batch:
         return len(p.rows) + len(p.deleted) >= COMMIT_ROWS or len(p.entries) >= COMMIT_ENTRIES
 
     def flush(self) -> None:
-        """Commit the table's changes, then record the stacks' entries in the manifest."""
         p = self.pending
         written, refused = commit(self.loc, p.rows, p.deleted, p.replacing, self.identity)
         if written:
@@ -49,8 +44,8 @@ class Batch:
         self.pending = StackChanges()
 
     def _set_aside(self, refused: list[tuple[dict, str]]) -> None:
-        """Rows the table cannot hold: each result set aside with the reason in the summary, its
-        manifest entry and its stack's settled record; a row re-priced from the table keeps its row."""
+        """Rows the table cannot hold, set aside with the reason (summary, manifest entry, settled record);
+        a row re-priced from the table keeps its row."""
         entries = {(e.get("source"), e.get("key")): e for _, e in self.pending.entries if e.get("row") is not None}
         for row, reason in refused:
             entry = entries.get((row["source"], row["key"]))

@@ -1,33 +1,21 @@
-"""One table row per run, whichever copies of its result a collect found: the
-same run reaches a collect more than once (a resumed run rewrites its result,
-a bucket given under two URLs, a result copied under another stack), and the
-table names one winner, the same every time, by evidence its writer cannot
-forge, and says why the others lost."""
+"""One table row per run, whichever copies of its result a collect found (a resumed run, a bucket under
+two URLs, a copy under another stack): the same winner every time, and why the others lost."""
 
 from __future__ import annotations
+
+import operator
 
 from analysis.collect.summary import Summary
 from analysis.collect.trust import row_problem
 from analysis.collect.validation import misplaced_check
 
 
-def row_order(row: dict) -> tuple[str, str]:
-    """The order of the table's rows: by run id, then stack."""
-    return row["run_id"], row["stack"]
-
-
 def dedupe(
     entries: dict[str, dict], summary: Summary, *, now: float | None = None, reasons: dict[str, str] | None = None
 ) -> list[dict]:
-    """One row per (stack, run id). Copies of a run rank by evidence the
-    writer of a result cannot forge: the order the user gave the sources in
-    (`summary.sources`; the first source wins), then the entry key; the first
-    copy that is believable (analysis.collect.trust) is kept, one that is not
-    is set aside with its reason, and every later copy is set aside naming the
-    winner (without a source order, the newest finished_at wins). Copies are
-    compared only within one stack's prefix: a result under another stack
-    never displaces it. The entry keys set aside go to `reasons`, with why;
-    entries without a row are reported with their reason."""
+    """One row per (stack, run id). Copies rank by what a result's writer cannot forge: the order of the
+    sources (`summary.sources`; without one, the newest finished_at), then the entry key. The first
+    believable copy (analysis.collect.trust) wins; the others are set aside with why (in `reasons`)."""
     reasons = {} if reasons is None else reasons
     copies: dict[tuple[str, str], list[tuple[str, dict]]] = {}
     for mkey in sorted(entries):
@@ -56,11 +44,10 @@ def dedupe(
                 winner = (mkey, e)
         if winner is not None:
             rows.append(winner[1]["row"])
-    return sorted(rows, key=row_order)
+    return sorted(rows, key=operator.itemgetter("run_id", "stack"))  # the table's order (schema.ORDER)
 
 
 def _by_precedence(found: list[tuple[str, dict]], order: dict[str, int]) -> list[tuple[str, dict]]:
-    """Copies of one run, the one to keep first: by source order when known, else newest finished_at."""
     ranked = sorted(found, key=lambda c: c[0])  # the entry key: a fixed order whatever order they were found in
     if order:
         return sorted(ranked, key=lambda c: order.get(c[1].get("source"), len(order)))

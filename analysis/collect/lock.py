@@ -1,25 +1,10 @@
-"""One writer at a time per results table: a lock object beside the data.
-
-The table format keeps every commit whole, but two collects that each decide
-"these rows are new" against the same snapshot would both append them: held
-from reading the table's keys to the last commit, the lock makes the second
-collect decide against the first one's result.
-
-The lock is an object created only if absent (``O_EXCL`` on a local disk; a
-conditional put on S3, If-None-Match, through obstore; ifGenerationMatch=0 on
-GCS, payload.storage's write-once upload) naming its owner (host,
-process, when it began) and its heartbeat (``at``), which a thread of the
-holder renews every HEARTBEAT_S. The staleness rule, checked by whoever waits:
-
-- a heartbeat older than LEASE_S: the holder died, or hangs (a holder
-  elsewhere, or a process of this host whose id was reused);
-- an owner that is a process of this host that no longer runs;
-- a lock that cannot be read (empty, not JSON, a heartbeat that is not a
-  time: what a collect killed or out of space while creating it leaves)
-  for UNREADABLE_S in a row: its writer writes it whole at once.
-
-A stale lock is broken; a live one is waited for, up to WAIT_S, saying so
-on stderr when the wait begins and every WAIT_NOTE_S after."""
+"""One writer at a time per results table: two collects deciding "these rows are new" against the same
+snapshot would both append them. The lock is an object created only if absent (``O_EXCL`` locally; S3's
+conditional put, If-None-Match, through obstore; GCS's ifGenerationMatch=0, payload.storage's write-once
+upload) naming its owner (host, process, start) and a heartbeat (``at``) a thread renews every
+HEARTBEAT_S. It is stale, and broken, when the heartbeat is older than LEASE_S, its owner is a process of
+this host that no longer runs, or it stays unreadable (what a collect killed while creating it leaves)
+for UNREADABLE_S; a live one is waited for up to WAIT_S, saying so on stderr every WAIT_NOTE_S."""
 
 from __future__ import annotations
 
@@ -62,18 +47,15 @@ class LockNotAFile(OSError):
     """The lock's name holds a directory, a symlink or a device: no collect makes one, so none breaks it."""
 
 
-def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 @contextmanager
-def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None] = _say):
-    """Hold the table's lock for the block, its heartbeat renewed by a thread; waits
-    for a live holder up to `wait_s`, telling `say` who holds it and until when."""
+def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None] | None = None):
+    """Hold the table's lock for the block; waits for a live holder up to `wait_s`, telling `say` who holds it."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     backend = _LocalLock(loc.local / LOCK_KEY) if loc.local is not None else _RemoteLock(loc)
     where = f"{loc.text.rstrip('/')}/{LOCK_KEY}"
     deadline = time.monotonic() + wait_s
     started = time.time()
+    me = (socket.gethostname(), os.getpid(), started)
     unreadable_since = noted = None
     stop = threading.Event()
     beat = threading.Thread(target=_beat, args=(backend, started, stop), name="collect-lock-heartbeat", daemon=True)
@@ -83,11 +65,7 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
             holder = backend.read()
             if holder is None:
                 continue  # released meanwhile
-            if (holder.get("host"), holder.get("pid"), holder.get("started")) == (
-                socket.gethostname(),
-                os.getpid(),
-                started,
-            ):
+            if (holder.get("host"), holder.get("pid"), holder.get("started")) == me:
                 acquired = True  # our own create, retried after its answer was lost
                 break
             why = _stale(holder)
@@ -125,7 +103,6 @@ def table_lock(loc: Location, wait_s: float = WAIT_S, say: Callable[[str], None]
 
 
 def _beat(backend, started: float, stop: threading.Event) -> None:
-    """The holder's heartbeat: the lock rewritten with the time every HEARTBEAT_S until `stop`."""
     while not stop.wait(HEARTBEAT_S):
         try:
             backend.overwrite(_body(started))
@@ -172,9 +149,9 @@ def _owner(holder: dict) -> str:
 
 
 def _parse(data: bytes | None) -> dict:
-    """The lock's document; {} for one that cannot be read (empty, not JSON, not an object)."""
+    """The lock's document; {} for one that cannot be read (empty, too large, not JSON, not an object)."""
     try:
-        doc = fastjson.loads(data) if data else None
+        doc = fastjson.loads(data) if data and len(data) <= MAX_LOCK_BYTES else None
     except ValueError:
         return {}
     return doc if isinstance(doc, dict) else {}
@@ -205,8 +182,7 @@ class _LocalLock:
         os.replace(staged, self.path)
 
     def read(self) -> dict | None:
-        """The lock's document, read no further than MAX_LOCK_BYTES and never through a link, a FIFO
-        (which would block) or a device (which would never end)."""
+        """The lock's document, at most MAX_LOCK_BYTES, never through a link, a FIFO or a device."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
@@ -221,8 +197,7 @@ class _LocalLock:
                 f"remove it (rm -r {shlex.quote(str(self.path))}) when no collect is running, then collect again"
             )
         with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_LOCK_BYTES + 1)
-        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
+            return _parse(f.read(MAX_LOCK_BYTES + 1))
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -254,10 +229,9 @@ class _RemoteLock:
 
     def read(self) -> dict | None:
         try:
-            data = read_capped(self.store, self.key, MAX_LOCK_BYTES)
+            return _parse(read_capped(self.store, self.key, MAX_LOCK_BYTES))
         except ObjectNotFound:
             return None
-        return _parse(data) if len(data) <= MAX_LOCK_BYTES else {}
 
     def remove(self) -> None:
         with suppress(ObjectNotFound):

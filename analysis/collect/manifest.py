@@ -1,49 +1,39 @@
-"""What the last collect saw, so the next one reads only what changed: one
-SQLite file beside a local table (``.collect-manifest.sqlite``; for a
-bucket's table in the cache directory), never the rows (the dataset holds them):
-
-- ``entries``: one per result object: its source, stack prefix, etag and size
-  when read, whether it parsed into a row, the row's status, and why it was
-  set aside when it was. Read and written one stack at a time.
-- ``stacks``: the *settled* stacks of each source (analysis.collect.settled).
-  The payload writes a final result once and never again, so such a stack
-  changes only by gaining or losing run directories; while those stay the
-  same, the next collect neither lists its files nor reads its results. It is
-  listed file by file again after SETTLED_MAX_AGE_S, or on `collect --full`.
-- ``meta``: the format, the table version the manifest is in step with and
-  the price catalog the rows were priced with.
-
-An unreadable manifest, or one of another format, is a cold start, never an
-error (the next collect reads every result again and writes nothing the
-table already has).
-"""
+"""What the last collect saw, so the next one reads only what changed: one SQLite file
+(``.collect-manifest.sqlite`` beside a local table, in the cache for a bucket's), never the rows.
+``entries``: one per result object (source, stack prefix, etag and size when read, whether it made a
+row, its status, why it was set aside), read and written a stack at a time. ``stacks``: each source's
+*settled* stacks (every run directory holds a final result that parsed, nothing else lies there): a
+final result is written once, so such a stack changes only by gaining or losing run directories, and is
+not listed file by file again until SETTLED_MAX_AGE_S or `collect --full`. ``meta``: the format, the table version it is in step with,
+the price catalog. An unreadable manifest, or one of another format, is a cold start, never an error."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.collect.summary import Summary
+from analysis.collect.validation import UNKNOWN_RUN_FILE, classify
 from analysis.dataset.faults import DiskFull, is_disk_full
 from analysis.fastjson import dumps as _dumps
 from analysis.fastjson import loads as _loads
 from payload import layout
+from payload.result import FINAL_STATUSES
 
 MANIFEST_NAME = ".collect-manifest.sqlite"
 FORMAT = "3"  # what the tables below hold (3: no rows, entries by stack prefix): another format is started over
-# A settled stack is trusted for a day, then listed file by file again: a
-# final result rewritten by hand (not by the payload) is seen within that time.
+# A settled stack is trusted for a day: a final result rewritten by hand is seen within that time.
 SETTLED_MAX_AGE_S = 24 * 3600.0
-__all__ = ["MANIFEST_NAME", "Manifest", "ManifestDamaged", "SettledStack"]
 ENTRY_COLUMNS = ("mkey", "source", "prefix", "key", "url", "etag", "size", "has_row", "status", "reason")
 
 
 class ManifestDamaged(OSError):
-    """The manifest's entries proved unreadable in the middle of a collect: it has
-    been started over, and the collect must list and read every file again (once:
-    met again in the same collect, it stops the collect with this message)."""
+    """The entries proved unreadable mid-collect: the manifest was started over and the collect reads
+    every file again (once: met again in the same collect, it stops it with this message)."""
 
     def __init__(self, path: Path, detail: str):
         super().__init__(
@@ -55,10 +45,8 @@ class ManifestDamaged(OSError):
 
 @dataclass(frozen=True)
 class SettledStack:
-    """One settled stack of one source, as its last file-by-file listing found it."""
-
     runs: int  # run directories, each with one result.json (what settled means)
-    digest: str  # of the run ids (analysis.collect.settled.runs_digest): what the next listing is compared with
+    digest: str  # of the run ids (runs_digest): what the next listing is compared with
     notes: tuple[dict, ...]  # files set aside in it, replayed as found
     listed_at: float  # epoch seconds of that listing
     # file:// only: the stack directory's stamp taken before that listing (analysis.collect.stacks);
@@ -69,8 +57,48 @@ class SettledStack:
         return now - self.listed_at < SETTLED_MAX_AGE_S
 
 
+DIGEST_KIND = "sum128:"  # a digest without it (a damaged record) is never extended and matches nothing
+_MODULUS = 1 << 128
+
+
+def runs_digest(run_ids: Iterable[str]) -> str:
+    """A stack's run ids in one value: the sum of their 128-bit BLAKE2b (a grown stack's needs only the new)."""
+    return f"{DIGEST_KIND}{_hash_sum(run_ids) % _MODULUS:032x}"
+
+
+def runs_digest_with(digest: str, added: Iterable[str]) -> str | None:
+    """The digest once `added` (new run ids) joined; None for a digest of another kind."""
+    if not digest.startswith(DIGEST_KIND):
+        return None
+    return f"{DIGEST_KIND}{(int(digest[len(DIGEST_KIND) :], 16) + _hash_sum(added)) % _MODULUS:032x}"
+
+
+def _hash_sum(run_ids: Iterable[str]) -> int:
+    blake2b, number = hashlib.blake2b, int.from_bytes
+    return sum([number(blake2b(r.encode(), digest_size=16).digest(), "little") for r in run_ids])
+
+
+def replay(summary: Summary, stack: SettledStack) -> None:
+    """Count a settled stack carried over: its runs (not read again) and the files set aside in it."""
+    summary.settled_stacks += 1
+    summary.runs += stack.runs
+    summary.cached += stack.runs
+    summary.skipped.extend(stack.notes)
+
+
+def settled_stack(objects: dict, status_of: Callable[[str], str | None], notes: list[dict], now: float):
+    """The SettledStack of a stack's listing (`objects`), None unless every run directory has a result
+    with a final status (`status_of(key)`) and nothing is half-uploaded or lies beside them."""
+    results, set_aside, runs = classify(objects)
+    if not runs or any(n["reason"] != UNKNOWN_RUN_FILE for n in set_aside):
+        return None
+    if any(status_of(key) not in FINAL_STATUSES for key in results):
+        return None
+    return SettledStack(runs, runs_digest({layout.parse_key(k).run_id for k in results}), tuple(notes), now)
+
+
 def entry_of(mkey: str, values: tuple) -> dict:
-    """A manifest entry as collect uses it: `has_row` when it parsed into a row, `reason` when set aside."""
+    """A manifest entry as collect uses it (`reason` only when set aside)."""
     e = dict(zip(ENTRY_COLUMNS[1:], values, strict=True))
     e["has_row"] = bool(e["has_row"])
     if e["reason"] is None:
@@ -79,17 +107,16 @@ def entry_of(mkey: str, values: tuple) -> dict:
 
 
 class Manifest:
-    """The collect manifest; its entries are read one stack at a time."""
-
     def __init__(self, path: Path):
         self.path = path
         self._meta: dict[str, str] = {}
+        self._db = None
         try:
             self._db = self._connect()
         except sqlite3.DatabaseError as exc:  # not a database, or a damaged one: rebuild
             if is_disk_full(exc):  # not damaged: kept for when there is room again
                 raise DiskFull(str(path), f"opening the collect manifest: {exc}") from exc
-            self._rebuild()
+            self._start_over()
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,19 +150,16 @@ class Manifest:
             db.close()
             raise
 
-    def _rebuild(self) -> None:
+    def _start_over(self) -> None:
+        if self._db is not None:
+            self._db.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self._meta = {}
         self._db = self._connect()
 
-    def _start_over(self) -> None:
-        self._db.close()
-        self._rebuild()
-
     def readable(self) -> bool:
-        """Whether the entries can be read (a damaged file is rebuilt). Only the first pages are read
-        (a full pass costs as much as the manifest is large): later damage raises ManifestDamaged."""
+        """Whether the first pages of the entries read (a damaged file is rebuilt); later damage raises ManifestDamaged."""
         try:
             for table in ("entries", "stacks"):
                 self._db.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()  # noqa: S608 - fixed names
@@ -145,25 +169,18 @@ class Manifest:
         return True
 
     def stack_entries(self, source: str, prefix: str) -> dict[str, dict]:
-        """The entries of one source's stack, by entry key."""
         rows = self._read(
             f"SELECT {', '.join(ENTRY_COLUMNS)} FROM entries WHERE source = ? AND prefix = ?",  # noqa: S608
             (source, prefix),
         )
         return {r[0]: entry_of(r[0], r[1:]) for r in rows}
 
-    def stack_versions(self, source: str, prefix: str) -> dict[str, tuple[str | None, int | None]]:
-        """{object key: (etag, size)} of one source's stack (no entry built): what a read ahead compares."""
-        query = "SELECT key, etag, size FROM entries WHERE source = ? AND prefix = ?"
-        return {k: (etag, size) for k, etag, size in self._read(query, (source, prefix))}
-
     def stack_keys(self, source: str, prefix: str) -> list[str]:
-        """The object keys of one source's stack the manifest holds entries of (no entry built)."""
+        """The object keys of one source's stack (from the index alone)."""
         return [k for (k,) in self._read("SELECT key FROM entries WHERE source = ? AND prefix = ?", (source, prefix))]
 
     def runs_known(self, source: str, prefix: str, run_ids: Iterable[str]) -> set[str]:
-        """Which of `run_ids` the manifest holds entries of in one source's stack: one
-        index seek each (a stack's journal names a few runs; its keys may be a million)."""
+        """Which of `run_ids` the manifest has entries of in a stack: an index seek each (keys may be a million)."""
         query = "SELECT 1 FROM entries WHERE source = ? AND prefix = ? AND key >= ? AND key < ? LIMIT 1"
         # '0' follows '/': every key of run r lies in [prefix r/, prefix r0)
         return {r for r in run_ids if self._read(query, (source, prefix, f"{prefix}{r}/", f"{prefix}{r}0"))}
@@ -183,16 +200,15 @@ class Manifest:
         return set(self._skip_scan("SELECT min(prefix) FROM entries WHERE source = ? AND prefix > ?", source))
 
     def _read(self, query: str, args: tuple) -> list[tuple]:
-        """The rows of a query on the entries; ManifestDamaged (the file started over) when they cannot be read."""
+        """A query's rows; ManifestDamaged (the file started over) when they cannot be read."""
         try:
             return self._db.execute(query, args).fetchall()
         except sqlite3.DatabaseError as exc:
             self._damaged(exc)
 
     def _skip_scan(self, query: str, *args) -> list[str]:
-        """The distinct values of an index's next column, one index seek each
-        (`query` selects the least value greater than its last parameter): a
-        stack or source at a time, not a pass over a million entries."""
+        """The distinct values of an index's next column, one seek each (`query` selects the least value
+        greater than its last parameter), not a pass over a million entries."""
         found, last = [], ""
         while (value := self._read(query, (*args, last))[0][0]) is not None:
             found.append(value)
@@ -217,8 +233,8 @@ class Manifest:
         table_version: int | None = None,
         priced_with: str | None = None,
     ) -> None:
-        """One transaction: write `entries` ((mkey, entry)), drop the `removed` keys, set or (None)
-        drop settled-stack records by (source, prefix), and record the table version and catalog."""
+        """One transaction: `entries` ((mkey, entry)) written, `removed` dropped, settled records set or
+        (None) dropped by (source, prefix), the table version and catalog recorded."""
         with self._transaction() as db:
             db.executemany(
                 f"INSERT OR REPLACE INTO entries VALUES ({', '.join('?' * len(ENTRY_COLUMNS))})",
@@ -236,8 +252,7 @@ class Manifest:
 
     @contextmanager
     def _transaction(self):
-        """One transaction on the manifest: committed whole, rolled back on an error; a
-        database damaged where it writes starts over and raises ManifestDamaged."""
+        """Committed whole, rolled back on an error; a database damaged where it writes starts over (ManifestDamaged)."""
         db = self._db
         db.execute("BEGIN")
         try:
@@ -250,8 +265,7 @@ class Manifest:
             raise
 
     def _damaged(self, exc: sqlite3.DatabaseError):
-        """A database error while reading or writing entries: a full disk is named as such (the
-        manifest is kept as it was: it is not damaged); anything else starts it over (ManifestDamaged)."""
+        """A full disk is named as such (the manifest is kept: not damaged); anything else starts it over."""
         if is_disk_full(exc):
             if self._db.in_transaction:
                 with suppress(sqlite3.Error):
@@ -261,12 +275,10 @@ class Manifest:
         raise ManifestDamaged(self.path, str(exc)) from exc
 
     def sources(self) -> set[str]:
-        """The sources the manifest holds entries or settled stacks of."""
         found = set(self._skip_scan("SELECT min(source) FROM entries WHERE source > ?"))
         return found | {s for (s,) in self._db.execute("SELECT DISTINCT source FROM stacks")}
 
     def forget_sources_except(self, sources: Iterable[str]) -> None:
-        """Forget every source but `sources` (the table no longer holds their runs)."""
         gone = sorted(self.sources() - set(sources))
         for table in ("entries", "stacks"):
             self._db.executemany(f"DELETE FROM {table} WHERE source = ?", ((s,) for s in gone))  # noqa: S608
@@ -278,18 +290,15 @@ class Manifest:
                 self._meta[k] = str(v)
 
     def step(self, table_version: int | None, priced_with: str | None) -> None:
-        """Record that the manifest is in step with the table at `table_version`."""
         self._set_meta(self._db, table_version=table_version, priced_with=priced_with)
 
     @property
     def table_version(self) -> int | None:
-        """The dataset's version the last collect wrote or found in step (None: unknown)."""
         text = self._meta.get("table_version") or ""
         return int(text) if text.isdigit() else None
 
     @property
     def priced_with(self) -> str | None:
-        """The price catalog the table's rows were priced with when last in step."""
         return self._meta.get("priced_with")
 
     def close(self) -> None:
@@ -297,7 +306,7 @@ class Manifest:
 
 
 def _entry_values(mkey: str, e: dict) -> tuple:
-    """An entry's ENTRY_COLUMNS: an entry with a "row" (read now) or `has_row` parsed."""
+    """An entry's ENTRY_COLUMNS, from a "row" (read now) or `has_row`."""
     row = e.get("row")
     made = {
         "mkey": mkey,

@@ -1,9 +1,6 @@
-"""One collect, step by step: every source surveyed, then the table's stacks
-one at a time (survey, stackstep), committed in batches (batch), then the
-export. What a collect holds at once is one stack's files, entries and
-changed rows and one batch of changes, never the table: its memory does not
-grow with the number of results, and a collect that adds a few runs reads,
-judges and writes only those."""
+"""One collect: every source surveyed, then the table's stacks one at a time (survey, stackstep),
+committed in batches (batch), then the export. It holds one stack and one batch at a time, never the
+table, and a collect that adds a few runs reads, judges and writes only those."""
 
 from __future__ import annotations
 
@@ -37,9 +34,8 @@ from analysis.dataset.export import (
 )
 from analysis.dataset.faults import DiskFull, first_line, is_disk_full
 from analysis.dataset.location import resolve
-from analysis.dataset.pricing import pricing_identity
 from analysis.dataset.schema import EXPORT_SCHEMA
-from analysis.dataset.stackwise import TableView
+from analysis.dataset.stackwise import TableView, pricing_identity
 from analysis.dataset.store import StoredRows, table_version
 from analysis.interruptible import InterruptiblePool
 from analysis.progress import Progress
@@ -47,14 +43,12 @@ from payload import layout
 from payload.storage import StorageError, open_store
 from payload.userdirs import user_dir
 
-# A local table gets results.parquet and results.csv after a collect that changed it while it
-# holds at most this many rows; a larger table's export is written on request (`--export`):
-# rewriting it whole would cost a collect of a few new runs as much as the table.
+# A local table of at most this many rows gets results.parquet and results.csv after a collect that
+# changed it; a larger one on request (`--export`): a rewrite costs as much as the table.
 EXPORT_MAX_ROWS = 10_000
 
-# A bucket's stacks listed this many steps ahead, each on its own thread: an S3 listing walks
-# every run directory, costing about as much as reading the stack's results, so with one stack
-# ahead each step still waited for its listing.
+# A bucket's stacks listed this many steps ahead, each on its own thread: an S3 listing costs about as
+# much as reading the stack's results, so with one ahead each step still waited for its listing.
 LIST_AHEAD = 2
 
 
@@ -69,20 +63,13 @@ def collect(
     full: bool = False,
     export: bool | None = None,
 ) -> tuple[Summary, Sequence[dict]]:
-    """Collect runs from `urls` into the results dataset at `table` (a directory or a
-    bucket prefix), stack by stack, writing only what changed. Returns the summary and
-    the table's rows (valid, one per run; read from the table when first used). New spot
-    runs are priced from their cloud's spot price history by `spot_pricer`.
-
-    `export`: None writes results.parquet and results.csv beside a local table of at most
-    EXPORT_MAX_ROWS rows after a collect that changed it (a larger table's stale export is
-    removed); True writes them whatever the size (a bucket's table: in the manifest's
-    directory); False never.
-
-    s3:// URLs are read through obstore (analysis.collect.s3) unless a `store_opener`
-    is given (tests wrap stores to watch each download); `workers` is the number of
-    requests in flight (default 128 there, 10 in gs://'s thread pool). `full` lists
-    every file of settled stacks again."""
+    """Collect runs from `urls` into the results dataset at `table` (a directory or a bucket prefix),
+    writing only what changed. Returns the summary and the table's rows (one per run, read on first use).
+    New spot runs are priced by `spot_pricer`. `export`: None writes results.parquet and results.csv
+    beside a local table of at most EXPORT_MAX_ROWS rows (a larger one's stale export is removed), True
+    whatever the size (a bucket's table: in the manifest's directory), False never. s3:// is read
+    through obstore unless a `store_opener` is given; `workers`: requests in flight (default 128 there,
+    10 in gs://'s thread pool). `full` lists every file of settled stacks again."""
     t0 = time.perf_counter()
     loc = resolve(table)
     out = manifest_home(loc)
@@ -114,8 +101,7 @@ def collect(
 
 
 def _drop_lagging_export(loc, out: Path) -> None:
-    """After a collect that failed: an export that lags the table (a commit went through) is
-    removed, so readers read the table itself. Never raises: the failure is the caller's to say."""
+    """After a failed collect, an export that lags the table is removed (readers then read the table). Never raises."""
     with suppress(Exception):
         if loc.local is not None and table_is_whole(out) and not _export_current(out, table_version(loc)):
             remove_table(out)
@@ -123,17 +109,16 @@ def _drop_lagging_export(loc, out: Path) -> None:
 
 @contextmanager
 def _older_objects_left_alone():
-    """The objects alive before the collect (hundreds of thousands) frozen out of the garbage
-    collector's scans: each full collection the results' allocations trigger would scan them
-    all again, a third of the CPU of parsing a result. A caller's own freeze is kept."""
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
+    """The objects alive before the collect frozen out of the garbage collector's scans (each full
+    collection would scan them all again: a third of the CPU of parsing a result). A caller's freeze is kept."""
+    mine = not gc.get_freeze_count()
+    if mine:
+        gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        if mine:
+            gc.unfreeze()
 
 
 def _collect_once(loc, out, urls, manifest, workers, bar, store_opener, spot_pricer, export, summary, full):
@@ -176,9 +161,8 @@ def _survey(urls, manifest: Manifest, summary: Summary, store_opener, full: bool
 
 
 def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
-    """False (said why) for a source with no runs where runs were expected: a missing or
-    empty directory or prefix (a misspelt prefix finds nothing), or objects none of which is
-    in the layout. Files under runs/ but in no run directory are set aside."""
+    """False (said why) for a source with no runs where runs were expected: a missing or empty directory
+    or prefix, or objects none in the layout. Files under runs/ but in no run directory are set aside."""
     url = view.url
     if view.prefixes:
         for s in classify(loose)[1]:
@@ -200,8 +184,8 @@ def _found_runs(view: SourceView, loose: list[str], summary: Summary) -> bool:
 
 
 def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: Summary, workers, spot_pricer, bar):
-    """Every stack of the sources, the manifest and the table, one at a time, under
-    the table's lock; changes committed in batches. Returns the table's (row count, version)."""
+    """Every stack of the sources, the manifest and the table, one at a time, under the table's lock.
+    Returns the table's (row count, version)."""
     urls = [v.url for v in views]
     with table_lock(loc):
         tv = TableView(loc)
@@ -243,7 +227,7 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
             for view in ok:
                 view.ahead.clear()  # a listing a step did not need (its stack took another path)
                 summary.skipped += [{**n, "url": view.url} for n in unreadable_names(view, layout.ROOT)]
-            ctx.prefetch.clear()
+            ctx.prefetch.jobs.clear()  # what no step took (its stack went another way)
         batch.flush()
         for view in ok:  # journals read further for stacks that stayed settled
             manifest.restamp(view.url, view.restamped)
@@ -253,8 +237,8 @@ def _collect_stacks(loc, views: list[SourceView], manifest: Manifest, summary: S
 
 
 def _appended(ctx: StepContext, prefix: str, views: list[SourceView], known: dict[str, set[str]]):
-    """appended_step of a settled stack of one source that only gained run directories; None when
-    the whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
+    """appended_step of a settled stack of one source that only gained run directories; None when the
+    whole step is needed (another source has it, or a run directory the manifest knows is gone)."""
     owners = [v for v in views if prefix in v.prefixes or prefix in known[v.url]]
     if len(owners) != 1 or owners[0].lister is None:
         return None
@@ -283,8 +267,8 @@ def _unchanged_everywhere(prefix: str, views: list[SourceView], known: dict[str,
 
 
 def _export(loc, out: Path, summary: Summary, count: int, version: int | None, export: bool | None) -> None:
-    """The export (see collect's `export`), written when the collect changed the table or the
-    export is missing, damaged or behind `version`; and where the table is named."""
+    """The export (see collect's `export`), written when the table changed or it is missing, damaged or
+    behind `version`; and where the table is named."""
     current = _export_current(out, version)
     wanted = export if export is not None else (loc.local is not None and count <= EXPORT_MAX_ROWS)
     if wanted:
@@ -312,9 +296,8 @@ def _names(loc, out: Path, exported: bool) -> dict[str, str]:
 
 
 def manifest_home(loc) -> Path:
-    """Where a table's collect manifest lives: in a local table's directory; for a bucket's
-    table in this machine's cache, one directory per table (a new machine starts with an
-    empty manifest and writes nothing twice: the table says what it holds)."""
+    """Where a table's collect manifest lives: a local table's directory; for a bucket's, this machine's
+    cache (a new machine starts empty and writes nothing twice: the table says what it holds)."""
     if loc.local is not None:
         return loc.local
     return user_dir("cache") / "tables" / hashlib.sha256(loc.uri.encode()).hexdigest()[:16]

@@ -1,17 +1,7 @@
-"""The next stack's new results downloaded while this stack's are parsed and judged.
-
-On the bulk path (s3://) no download is in flight while a step parses and
-judges, and on a bucket the network is what a collect waits on. So once a
-step's own downloads are done, the next stack's new results (from the listing
-the list-ahead already has) are downloaded on a thread and event loop of their
-own and handed to that stack's step as bytes, judged as if it had read them.
-
-Only what the step would read anyway is fetched (not unchanged, not over the
-size cap, at most PREFETCH_BYTES in all), one stack ahead, never more. A
-prefetch or a read of it that fails hands over nothing: the step reads those
-itself, with its own retries and errors. A collect abandoned (Ctrl-C, an
-error) stops its prefetch at the next object that arrives.
-"""
+"""On the bulk path (s3://), the next stack's new results downloaded (on a thread and event loop of their
+own) while this stack's are parsed and judged, and handed to its step as if it had read them: only what
+it would read (changed, under the size cap, PREFETCH_BYTES in all), one stack ahead. What fails hands over
+nothing (the step reads it itself); an abandoned collect stops it at the next object that arrives."""
 
 from __future__ import annotations
 
@@ -22,18 +12,15 @@ from analysis.collect.sources import read_on_private_loop, unchanged
 from analysis.collect.validation import classify, too_large
 from payload.storage import StorageError
 
-# The most bytes of results downloaded ahead of their step (real results are a few kB each:
-# about 20,000 of them); past it the step reads the rest itself.
+# The most bytes downloaded ahead (about 20,000 results of a few kB); the step reads the rest itself.
 PREFETCH_BYTES = 64 * 1024 * 1024
 
-# One prefetched object: the size its listing gave, its bytes (or the StorageError its read ended
-# with) and whether they were read by range (that size), as analysis.collect.s3.read_all hands them over.
+# One prefetched object: (size listed, bytes or StorageError, read by range), as s3.read_all hands them.
 Fetched = tuple[int | None, object, bool]
 
 
 class Prefetch:
-    """Downloads the next stack's new results on `pool` (one thread): the collect sets
-    `following` before each step, which calls `start` once its own downloads are done."""
+    """The collect sets `following` before each step, which calls `start` once its own downloads are done."""
 
     def __init__(self, pool, manifest, workers: int | None):
         self.pool, self.manifest, self.workers = pool, manifest, workers  # pool: analysis.interruptible
@@ -41,19 +28,19 @@ class Prefetch:
         self.jobs: dict[tuple[str, str], Future] = {}
 
     def start(self, views) -> None:
-        """Start fetching the results of `following` in every bulk source that lists it ahead (once)."""
         prefix, self.following = self.following, None
         if prefix is None:
             return
         ahead = [(v, v.ahead[prefix]) for v in views if v.bulk and v.failed is None and prefix in v.ahead]
         for view, listing in ahead:
-            known = self.manifest.stack_versions(view.url, prefix)  # sqlite: read here, in the collect's thread
+            entries = self.manifest.stack_entries(view.url, prefix)  # sqlite: read in the collect's thread
+            known = {e["key"]: e for e in entries.values()}
             budget = PREFETCH_BYTES // len(ahead)
             job = self.pool.submit(_fetch, view, listing, known, budget, self.workers, self.pool.stop)
             self.jobs[(view.url, prefix)] = job
 
     def take(self, url: str, prefix: str) -> dict[str, Fetched]:
-        """{key: (size listed, bytes, ranged)} fetched ahead for one source's stack; empty when nothing was (or it failed)."""
+        """{key: Fetched} fetched ahead for one source's stack; empty when nothing was (or it failed)."""
         job = self.jobs.pop((url, prefix), None)
         if job is None:
             return {}
@@ -62,25 +49,19 @@ class Prefetch:
         except Exception:  # noqa: BLE001 - a failed prefetch is only a missed head start: the step reads
             return {}
 
-    def clear(self) -> None:
-        """Drop what no step took (its stack went another way)."""
-        self.jobs.clear()
 
-
-class _Abandoned(Exception):
-    """The collect was abandoned: the prefetch stops at the next object that arrives."""
+class _Abandoned(Exception):  # the collect was abandoned: the prefetch stops at the next object
+    pass
 
 
 def _fetch(view, listing: Future, known: dict, budget: int, workers: int | None, stop) -> dict[str, Fetched]:
-    """The new results of one listed stack, downloaded (on the prefetch thread); `known`: the
-    manifest's {key: (etag, size)} of the stack; `stop`: set when the collect is abandoned."""
+    """The new results of one listed stack; `known`: the manifest's entries by key; `stop`: abandoned."""
     objects = listing.result()  # the list-ahead's listing; its failure is the step's to report
     keys, _, _ = classify(objects)
     wanted = []
     for key in keys:
         info = objects[key]
-        etag, size = known.get(key, (None, None))
-        if unchanged({"etag": etag, "size": size}, info) or too_large(info.size) is not None:
+        if unchanged(known.get(key), info) or too_large(info.size) is not None:
             continue
         if (info.size or 0) > budget:
             break

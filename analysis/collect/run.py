@@ -1,9 +1,5 @@
-"""Collect the results buckets into the table and, if asked, tear down the stacks that are done.
-
-`gpubench collect` is this call plus printing; the demo and campaigns call it (or
-analysis.collect.collect underneath) directly. The outcome keeps everything the command
-shows, and `status` says which documented failure it was, if any.
-"""
+"""Collect the results buckets into the table and, if asked, tear down the stacks that are done:
+`gpubench collect` is this call plus printing (CollectOutcome.text)."""
 
 from __future__ import annotations
 
@@ -25,8 +21,6 @@ DEFAULT_TABLE = "table"  # relative to the current directory, like every path a 
 
 @dataclass
 class TeardownReport:
-    """What `--teardown` did: one outcome per stack considered, or why nothing was destroyed."""
-
     outcomes: list[Any] = field(default_factory=list)  # analysis.teardown.Outcome
     error: str | None = None
 
@@ -36,7 +30,6 @@ class TeardownReport:
 
     @property
     def missing_pulumi(self) -> bool:
-        """The error is a missing piece (the Pulumi CLI, the teardown module), not a failure."""
         return bool(self.error) and ("Pulumi CLI" in self.error or "not available" in self.error)
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,8 +41,6 @@ class TeardownReport:
 
 @dataclass
 class CollectOutcome:
-    """The collect summary, the rows of the table and the teardown that followed (if asked)."""
-
     summary: Any  # analysis.collect's summary (to_dict, incomplete, skipped, ...)
     rows: Sequence[dict[str, Any]]  # the table's rows, read from it when first used
     urls: list[str]
@@ -62,8 +53,7 @@ class CollectOutcome:
         return doc
 
     def text(self) -> str:
-        """What `gpubench collect` prints: counts, settled stacks, set-aside files, the table, teardowns.
-        The locations that made it incomplete are `summary.incomplete` (the command prints them to stderr)."""
+        """What `gpubench collect` prints (`summary.incomplete` goes to stderr, by the command)."""
         summary, urls, table = self.summary, self.urls, self.summary.table
         lines = [
             f"collected {summary.valid} valid runs from {len(urls)} location(s) in {summary.seconds:.2f} s: "
@@ -101,8 +91,7 @@ class CollectOutcome:
 
 
 def finished_stacks(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Stacks whose every run finished: an interrupted run will resume, so its stack stays.
-    Of the table's rows (StoredRows) only the stack and status columns are read."""
+    """Stacks whose every run finished (an interrupted run will resume); of StoredRows only two columns are read."""
     if (loc := getattr(rows, "loc", None)) is not None:
         found = delta_table(loc) is not None
         rows = open_dataset(loc.uri).to_table(columns=["stack", "status"]).to_pylist() if found else []
@@ -113,8 +102,8 @@ def finished_stacks(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def teardown_finished(stacks: list[str], urls: Sequence[str]) -> TeardownReport:
-    """Destroy `stacks` through analysis.teardown (which re-checks each stack's results); none
-    for an empty list (teardown_completed would read it as "every stack"). Never raises."""
+    """Destroy `stacks` through analysis.teardown (which re-checks their results); none for an empty
+    list (teardown_completed reads it as "every stack"). Never raises."""
     if not stacks:
         return TeardownReport()
     try:  # lazy: 0.2 s of infra and Pulumi helpers only --teardown needs; a broken install is advice, not a crash
@@ -141,9 +130,8 @@ def collect_results(
     full: bool = False,
     teardown: bool = False,
 ) -> CollectOutcome:
-    """analysis.collect.collect of `urls` into `table`, pricing spot runs as `spot_history`
-    says; with `teardown`, then destroy the stacks whose runs all finished. Raises ValueError
-    for workers < 1 and payload.storage.StorageError when a bucket cannot be opened."""
+    """collect of `urls` into `table`, pricing spot runs as `spot_history` says; with `teardown`, then
+    destroy the stacks whose runs all finished. ValueError for workers < 1; StorageError for a bucket."""
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     urls = list(urls) or list(DEFAULT_URLS)

@@ -1,28 +1,12 @@
-"""An s3:// location through obstore (Rust object_store): collect's listings
-and bulk reads, capped reads, and the collect lock's object.
+"""An s3:// location through obstore (Rust object_store): collect's listings (delimiter listings: one
+entry per run directory, not per file), bulk and capped reads, and the lock's conditional create
+(``put(mode="create")``: If-None-Match, which AWS, SeaweedFS and moto_server honour). botocore costs
+about 2.6 ms of CPU per object, obstore 0.3 ms with many requests in flight on one asyncio loop. gs://
+stays on payload.storage: obstore's GCSStore speaks the XML API, which gcp-storage-emulator lacks.
 
-botocore costs about 2.6 ms of CPU per object (signing, parsing, one thread
-per request); obstore about 0.3 ms, with many requests in flight from one
-asyncio loop. gs:// stays on google-cloud-storage (payload.storage): obstore's
-GCSStore speaks the XML API, which gcp-storage-emulator, the GCS fake the
-tests run against, does not implement.
-
-Listing is a stack at a time: the stacks under ``runs/`` and, for a settled
-stack, its run directories (delimiter listings: one entry per run, not per
-file: on SeaweedFS about a tenth of the server's work); then the files of each
-stack that changed, and its results, ``read_all`` with many requests in flight.
-
-The lock's ``put(mode="create")`` is S3's conditional create (If-None-Match:
-*), which AWS, SeaweedFS and moto_server honour.
-
-Credentials: boto3's own chain (environment, ``AWS_PROFILE`` and
-``~/.aws/config`` profiles including SSO and assumed roles, container and
-instance roles) through obstore's Boto3CredentialProvider, so whatever works
-for boto3 works here. Endpoint: ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``.
-Region: boto3's (``AWS_REGION``, ``AWS_DEFAULT_REGION`` or the profile), else
-us-east-1; obstore does not follow S3's region redirects, so a bucket
-elsewhere needs its region set.
-"""
+Credentials: boto3's chain (environment, profiles with SSO and assumed roles, container and instance
+roles) through obstore's Boto3CredentialProvider. Endpoint: ``AWS_ENDPOINT_URL_S3`` or
+``AWS_ENDPOINT_URL``. Region: boto3's, else us-east-1 (obstore does not follow S3's region redirects)."""
 
 from __future__ import annotations
 
@@ -129,21 +113,18 @@ class S3Bulk:
     retries = backoff = None
 
     def level(self, prefix: str) -> tuple[list[str], list[ObjectInfo]]:
-        """(sub-prefixes ending in "/", objects) one level under `prefix`: a
-        delimiter listing (every page), one entry per sub-prefix, not per file."""
+        """(sorted sub-prefixes ending in "/", objects) one level under `prefix` (a delimiter listing)."""
         with _request(f"list {self.url_for(prefix)}"):
             found = self._store.list_with_delimiter(prefix.rstrip("/"))
-        return [p.rstrip("/") + "/" for p in found["common_prefixes"]], [_info(m) for m in found["objects"]]
+        return sorted(p.rstrip("/") + "/" for p in found["common_prefixes"]), [_info(m) for m in found["objects"]]
 
     def objects(self, prefix: str) -> Iterator[ObjectInfo]:
-        """Every object under `prefix`, page by page (1,000 a page)."""
         with _request(f"list {self.url_for(prefix)}"):
             for chunk in self._store.list(prefix, chunk_size=1000):
                 yield from (_info(m) for m in chunk)
 
     def keys_after(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
-        """The keys under `prefix` that sort after `start_after` (S3's StartAfter), page by
-        page; at most `limit` of them (one request of that many when given)."""
+        """The keys under `prefix` after `start_after` (S3's StartAfter); at most `limit` (one request)."""
         found: list[str] = []
         chunk = min(limit, 1000) if limit else 1000
         with _request(f"list {self.url_for(prefix)}"):
@@ -154,8 +135,7 @@ class S3Bulk:
         return found
 
     def sample(self, limit: int = 1000) -> list[str]:
-        """Up to `limit` keys from anywhere in the location: what lies there when runs/ is empty
-        (a URL one level too high or too low), for the wrong-layout error."""
+        """Up to `limit` keys from anywhere in the location, for the wrong-layout error."""
         with _request(f"list {self.url}"):
             first = next(iter(self._store.list(None, chunk_size=limit)), [])
         return [m["path"] for m in first]
@@ -164,9 +144,8 @@ class S3Bulk:
     max_bytes: int | None = None
 
     async def get(self, key: str, size: int | None = None) -> bytes | memoryview:
-        """The object's bytes: with the listing's `size`, one ranged read (the body collected
-        in Rust: half the CPU of a streamed get), else or if that fails a whole get. An object
-        over `max_bytes` raises ObjectTooLarge, its body unread."""
+        """The object's bytes: with the listing's `size`, one ranged read (collected in Rust: half the CPU of
+        a streamed get), else or if that fails a whole get. Over `max_bytes`: ObjectTooLarge, its body unread."""
         limit = self.max_bytes
         if limit is not None and size and size > limit:
             raise ObjectTooLarge(self.url_for(key), size)
@@ -182,10 +161,7 @@ class S3Bulk:
                 raise ObjectTooLarge(self.url_for(key), whole)
             return memoryview(await result.bytes_async())
 
-    # One object at a time: the collect lock (analysis.collect.lock), capped reads (read_capped).
-
     def create(self, key: str, body: bytes) -> bool:
-        """Write `key` only if no object has that name; False when one has."""
         from obstore.exceptions import AlreadyExistsError  # lazy: see _open
 
         with _request(f"create {self.url_for(key)}"):
@@ -200,9 +176,7 @@ class S3Bulk:
             self._store.put(key, body)
 
     def read(self, key: str, limit: int) -> bytes:
-        """At most `limit` + 1 bytes of `key` (one more says it is over the cap): the
-        object whole when it is not over (its size is in the response's head, before
-        its body), else a ranged read of its head."""
+        """At most `limit` + 1 bytes of `key`: whole when not over (the size comes before the body), else its head."""
         with _request(f"download {self.url_for(key)}"):
             try:
                 result = self._store.get(key)
@@ -230,8 +204,6 @@ def s3_location(url: str) -> S3Bulk:
 
 
 class ObjectTooLarge(StorageError):
-    """An object over the size a reader accepts, left unread."""
-
     def __init__(self, url: str, size: int):
         super().__init__(f"{url} is {size} bytes")
         self.size = size
@@ -245,8 +217,7 @@ def _info(meta: dict) -> ObjectInfo:
 
 @contextmanager
 def _request(what: str):
-    """obstore raises several types: each becomes a StorageError naming `what`, with the first line of
-    its message (they run to several lines of nested causes)."""
+    """obstore's errors as a StorageError naming `what`, with the first line of their message."""
     try:
         yield
     except StorageError:
@@ -261,11 +232,9 @@ async def read_all(
     handle: Callable[[ObjectInfo, bytes | memoryview | StorageError, bool], bool | None],
     workers: int = DEFAULT_BULK_WORKERS,
 ) -> None:
-    """Download `infos` with `workers` requests in flight, calling `handle` (in the loop's
-    thread) with each object's bytes or StorageError (ObjectTooLarge past `max_bytes`), and
-    whether they were read by range at the listing's size. An object changed since its
-    listing may be read in part: when `handle` returns True for a ranged read (it did not
-    parse), the object is read again whole and handed over once more."""
+    """Download `infos` with `workers` in flight, calling `handle` (in the loop's thread) with each object's
+    bytes or StorageError and whether they were read by range at the listing's size; when it returns True
+    for a ranged read (an object changed since its listing may be read in part), it is read again whole."""
     queue: asyncio.Queue = asyncio.Queue()
     for info in infos:
         queue.put_nowait(info)

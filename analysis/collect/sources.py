@@ -1,8 +1,6 @@
-"""Downloading result objects, one stack's at a time: s3:// through
-analysis.collect.s3 (obstore, ~128 requests in flight on one event loop), the
-others through payload.storage in a bounded thread pool (local files in this
-thread). Every path hands the rest of collect the same thing: one entry per
-object ({mkey: entry}, the row or the reason it was set aside)."""
+"""Downloading a stack's result objects: s3:// through analysis.collect.s3 (many requests in flight on
+one event loop), the others through payload.storage in a thread pool (local files in this thread). Every
+path hands collect the same thing: (mkey, entry), the entry holding the row or why it was set aside."""
 
 from __future__ import annotations
 
@@ -20,33 +18,28 @@ from payload.storage import ObjectNotFound, StorageError, with_retries
 # google-cloud-storage keeps 10 pooled connections (requests' pool_maxsize): more threads only churn them.
 DEFAULT_WORKERS = 10
 
-# One object the thread pool downloads: (store, source url, key, ObjectInfo).
-Download = tuple[object, str, str, object]
+Download = tuple[object, str, str, object]  # (store, source url, key, ObjectInfo)
 
 
 def entry_key(url: str, key: str) -> str:
-    """An object's key in the manifest and the collect's entries: its source and its key."""
     return f"{url}|{key}"
 
 
 def unchanged(entry: dict | None, info) -> bool:
-    """Whether a manifest entry still describes the listed object `info` (same ETag and size): not read again."""
+    """Whether a manifest entry still describes the listed object (same ETag and size): not read again."""
     return entry is not None and bool(info.etag) and entry.get("etag") == info.etag and entry.get("size") == info.size
 
 
 def new_entry(store, url: str, info) -> dict:
-    """The entry of one listed object, before it is read."""
     return {"source": url, "key": info.key, "url": store.url_for(info.key), "etag": info.etag, "size": info.size}
 
 
 def bulk_read(
     source, url: str, todo: list, workers: int | None, to_price: list, ready=None, fetched=None
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` ([(key, ObjectInfo)] of one s3:// source), read
-    through analysis.collect.s3; spot runs go to `to_price` as (mkey, result). `ready`: what
-    the prefetch downloaded, {key: (size listed, bytes, ranged)}, taken out of it. `fetched`:
-    called once the downloads are done. Results are parsed after the downloads, not as each
-    arrives: a parse holds the GIL every finished request needs to hand its bytes over."""
+    """(mkey, entry) of `todo` ([(key, ObjectInfo)] of one s3:// source); spot runs go to `to_price` as
+    (mkey, result). `ready`: what the prefetch downloaded, taken out of it; `fetched`: called once the
+    downloads are done. Parsed after the downloads: a parse holds the GIL each finished request needs."""
     got: dict[str, dict] = {}
     arrived: list = []  # (info, bytes or StorageError, ranged)
     wanted = []
@@ -87,8 +80,8 @@ def bulk_read(
 
 
 def read_on_private_loop(source, infos: list, handle, workers: int | None) -> None:
-    """analysis.collect.s3.read_all of `infos` on a private loop: asyncio.run would leave the thread without
-    the current event loop later callers (the Pulumi SDK under mocks) expect to find."""
+    """s3.read_all on a private loop: asyncio.run would leave the thread without the current event loop
+    later callers (the Pulumi SDK under mocks) expect."""
     if not infos:
         return
     source.max_bytes = MAX_RESULT_BYTES
@@ -100,8 +93,7 @@ def read_on_private_loop(source, infos: list, handle, workers: int | None) -> No
 
 
 def _bulk_entry(source, url: str, info, data, ranged: bool, to_price: list) -> dict | None:
-    """The entry of one object the bulk path read (its bytes or the StorageError);
-    None when a ranged read did not parse and the object must be read whole."""
+    """The entry of one object read in bulk; None when a ranged read did not parse (read it whole)."""
     entry = new_entry(source, url, info)
     if isinstance(data, ObjectTooLarge):  # grown past the cap since the listing: left unread
         entry["reason"] = too_large(data.size)
@@ -126,14 +118,11 @@ def download(
     todo: list[Download],
     workers: int | None,
     spot_pricer: SpotPricer | None,
-    stopped: dict[str, str] | None = None,
+    stopped: dict[str, str],
     here: bool = False,
 ) -> Iterator[tuple[str, dict]]:
-    """(mkey, entry) of each object of `todo` as its download finishes, through a thread
-    pool of `workers`, or in this thread when `here` (local files: a read costs less than
-    handing it to a thread). A source that stops answering is not tried again for its
-    other objects (`stopped`, source -> why, carried from one call to the next)."""
-    stopped = {} if stopped is None else stopped  # detected once, not per object
+    """(mkey, entry) of `todo` as each download finishes, through a thread pool of `workers`, or in this
+    thread when `here` (local files). A source that stops answering is not tried again (`stopped`: url -> why)."""
     if here or not todo:
         yield from (_fetch(item, stopped, spot_pricer) for item in todo)
         return
@@ -193,9 +182,8 @@ _CAPPED_READERS = {"FileStore": _read_file, "GCSStore": _read_gcs}
 
 
 def read_capped(store, key: str, limit: int) -> bytes:
-    """At most `limit` + 1 bytes of an object (one more says it is over the cap): a
-    ranged read with the store's retries; on S3 through obstore, which retries each
-    request itself. A store of another kind (a wrapper in the tests) is read whole."""
+    """At most `limit` + 1 bytes of an object (one more says it is over the cap), a ranged read with the
+    store's retries (obstore retries S3's itself); a store of another kind (a test's wrapper) is read whole."""
     if type(store).__name__ in ("S3Store", "S3Bulk"):
         return (store if isinstance(store, S3Bulk) else s3_location(store.url)).read(key, limit)
     reader = _CAPPED_READERS.get(type(store).__name__)

@@ -1,6 +1,5 @@
-"""Spot runs priced from their cloud's spot price history: a cloud API call per
-run, kept out of the download loop (the bulk path prices after downloading, in
-a thread pool), failing one run at a time with the reason, never the collect."""
+"""Spot runs priced from their cloud's spot price history: an API call per run (on the bulk path after
+the download, in a thread pool), failing one run at a time with the reason, never the collect."""
 
 from __future__ import annotations
 
@@ -13,22 +12,20 @@ from infra import clouds
 
 SpotPricer = Callable[[dict], dict]
 
-# The cloud SDK clients keep 10 pooled connections by default (botocore
-# max_pool_connections); more pricing threads than that only churn connections.
+# The cloud SDK clients keep 10 pooled connections (botocore max_pool_connections): more threads churn them.
 PRICING_WORKERS = 10
 
 
 def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
-    """The pricer of spot runs on clouds that keep a spot price history, None when `mode` is
-    "off"; with "auto", only where that cloud's credentials resolve (checked once per cloud)."""
+    """The pricer of spot runs on clouds that keep a spot price history, None for "off"; with "auto", only
+    where that cloud's credentials resolve (checked once per cloud)."""
     if mode == "off":
         return None
     state: dict[str, bool] = {}
 
     def pricer(result: dict) -> dict | None:
         provider = (result.get("offering") or {}).get("provider")
-        history = clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
-        if history is None:
+        if (history := _spot_history(provider)) is None:
             return None
         if mode == "auto" and provider not in state:
             state[provider] = history.has_credentials()
@@ -39,37 +36,31 @@ def spot_history_pricer(mode: str = "auto") -> SpotPricer | None:
     return pricer
 
 
-def _keeps_spot_history(provider: str | None) -> bool:
-    return clouds.is_cloud(provider) and clouds.get(provider).spot_history() is not None
+def _spot_history(provider: str | None):
+    return clouds.get(provider).spot_history() if clouds.is_cloud(provider) else None
 
 
-def attach_spot_history(row: dict, priced: dict | None) -> dict:
-    """Store the spot price series each attempt paid (from EC2's history) in the
-    row's billing windows, where pricing time-weights them over the window."""
-    if not priced:
+def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
+    """The row of a spot run on a cloud that keeps a spot price history, with the series each attempt paid
+    in its billing windows (pricing time-weights them)."""
+    if spot_pricer is None or row["market"] != "spot" or _spot_history(row["provider"]) is None:
         return row
-    series = {a["attempt"]: a.get("series") for a in priced.get("attempts", [])}
+    if not (priced := spot_pricer(result)):
+        return row
+    paid = {a["attempt"]: a for a in priced.get("attempts", []) if a.get("series")}
     windows = json.loads(row["attempts_json"])
     for w in windows:
-        if series.get(w["attempt"]):
-            w["spot_prices"] = [list(p) for p in series[w["attempt"]]]
-            w["spot_price_source"] = next(a["source"] for a in priced["attempts"] if a["attempt"] == w["attempt"])
+        if (a := paid.get(w["attempt"])) is not None:
+            w["spot_prices"], w["spot_price_source"] = [list(p) for p in a["series"]], a["source"]
     row["attempts_json"] = json.dumps(windows, separators=(",", ":"))
     row["spot_price_method"] = priced.get("method")
     row["spot_price_warnings"] = "; ".join(priced.get("warnings") or []) or None
     return row
 
 
-def price_spot(row: dict, result: dict, spot_pricer: SpotPricer | None) -> dict:
-    """The row, with its spot price history when it is a spot run on a cloud that keeps one."""
-    if spot_pricer is not None and row["market"] == "spot" and _keeps_spot_history(row["provider"]):
-        row = attach_spot_history(row, spot_pricer(result))
-    return row
-
-
 def price_bulk(entries: dict[str, dict], to_price: list[tuple[str, dict]], spot_pricer: SpotPricer) -> set[str]:
-    """Price the bulk path's spot runs after its download, in a thread pool. Returns the entry
-    keys it could not price: set aside with why and not cached (read and priced again next time)."""
+    """Price the bulk path's spot runs in a thread pool. Returns the entry keys it could not price (set
+    aside with why, not cached: tried again next time)."""
 
     def one(item) -> str | None:
         mkey, result = item

@@ -1,11 +1,6 @@
-"""Listing a results location stack by stack (file://, gs://, and s3:// on
-the bulk path), so that a collect holds one stack's listing at a time and a
-settled stack is checked by its run directories only (one entry per run,
-not per file), or not at all: on file:// by its directory's stamp, on a
-bucket by the stack's results journal (payload.layout), read from the time
-of its last listing. payload.storage lists a location whole and knows no run
-directory; here each store kind says what lies under ``runs/``, under
-``runs/<stack>/`` and in one stack, with the ObjectInfo (and ETag) it gives."""
+"""Listing a results location stack by stack (file://, gs://, s3:// on the bulk path): a collect holds
+one stack's listing at a time, and checks a settled stack by its run directories only, or not at all (on
+file:// by its directory's stamp, on a bucket by its results journal, payload.layout)."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import hashlib
 import os
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 from payload import layout
@@ -34,24 +30,22 @@ class _FileStacks:
 
     def __init__(self, store):
         self.store, self.root = store, Path(store.root)
-        # keys of files and directories whose name is not UTF-8 text, as seen (escaped): never listed
-        # (no key, manifest entry or table cell can hold them), each set aside once by the collect
+        # keys (escaped) of names that are not UTF-8: no key, entry or cell can hold them; set aside once
         self.unreadable: set[str] = set()
 
     def _scan(self, path, rel: str) -> list[os.DirEntry]:
-        """The entries of a directory whose names are text; the others noted in `unreadable`."""
-        entries = []
-        for entry in _scan(path):
-            if _is_text(entry.name):
-                entries.append(entry)
-            else:
-                self.unreadable.add(
-                    rel + entry.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                )
-        return entries
+        try:
+            with os.scandir(path) as found:
+                entries = list(found)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        odd = [e.name for e in entries if not _is_text(e.name)]
+        self.unreadable.update(
+            rel + n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") for n in odd
+        )
+        return [e for e in entries if e.name not in odd] if odd else entries
 
     def stacks(self) -> tuple[list[str], list]:
-        """The stack prefixes under runs/, and the files lying directly in it."""
         base = self.root / layout.ROOT
         prefixes, files = [], []
         for entry in self._scan(base, layout.ROOT):
@@ -62,13 +56,11 @@ class _FileStacks:
         return sorted(prefixes), files
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
-        """Always: a new run directory is one directory read, the whole stack one per run."""
         return True
 
     def stamp(self, prefix: str) -> str | None:
-        """What changes whenever a run directory or a file is added to or removed from a
-        stack's directory (mtime, inode, link count): taken before a listing, it lets the next
-        collect trust a settled stack without reading its run directories (None: unreadable)."""
+        """What changes when anything is added to or removed from the stack's directory (mtime, inode,
+        link count): the next collect trusts a settled stack without reading it while it holds."""
         try:
             st = os.stat(self.root / prefix)
         except OSError:
@@ -76,8 +68,7 @@ class _FileStacks:
         return f"{st.st_mtime_ns}-{st.st_ino}-{st.st_nlink}"
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
-        """The run directories of a stack, and whether a file lies beside them (read as
-        they come, no list of directory entries: a stack may hold 20,000 runs)."""
+        """The run directories of a stack, and whether a file lies beside them (read as they come)."""
         runs, stray = [], False
         try:
             with os.scandir(self.root / prefix) as entries:
@@ -93,9 +84,7 @@ class _FileStacks:
         return runs, stray
 
     def objects(self, prefix: str) -> Iterator:
-        """Every file under a stack but hidden ones, as payload.storage lists them (through
-        os.scandir, no path objects: a stack of 20,000 runs is 20,000 directory reads); like it,
-        never through a symlink (a link to / or to itself would walk the disk or loop)."""
+        """Every file under a stack but hidden ones, as payload.storage lists them (never through a symlink)."""
         todo = [(prefix, self.root / prefix)]
         while todo:
             rel, path = todo.pop()
@@ -107,19 +96,18 @@ class _FileStacks:
 
 
 class _DelimiterStacks:
-    """A bucket listed one level at a time by delimiter listings (`_level`)."""
+    """A bucket (gs://, or s3:// through S3Bulk) listed a level at a time by delimiter listings."""
 
     listing_threads = LISTING_THREADS  # one request each: many in flight
 
-    def __init__(self, store):
-        self.store = store
+    def __init__(self, store, level, objects, journal_keys):
+        self.store, self._level, self.objects, self._journal_keys = store, level, objects, journal_keys
 
     def stacks(self) -> tuple[list[str], list]:
         return self._level(layout.ROOT)
 
     def new_runs_cheaper(self, new: int, runs: int) -> bool:
-        """Whether listing `new` run directories one by one (all in flight together) beats
-        listing a stack of `runs` runs whole (PAGE objects a request, one page after another)."""
+        """Whether `new` run directories listed at once beat a stack of `runs` runs listed whole, page by page."""
         return new <= max(1 + runs * FILES_PER_RUN // PAGE, self.listing_threads)
 
     def run_dirs(self, prefix: str) -> tuple[list[str], bool]:
@@ -127,9 +115,8 @@ class _DelimiterStacks:
         return [s.rstrip("/").rsplit("/", 1)[-1] for s in subs], bool(objects)
 
     def stamp(self, prefix: str) -> str | None:
-        """Taken before a stack is listed whole: the time from which its next collect reads the
-        stack's journal instead of its run directories, or None when the journal is empty (an
-        older payload's runs: their run directories are listed as before). One request."""
+        """Taken before a stack is listed whole: the time from which the next collect reads its journal
+        instead of its run directories; None for an empty journal (an older payload's). One request."""
         when = time.time()
         stack = layout.stack_of(prefix)
         if layout.name_problem("stack name", stack) is not None:  # no writer announces a stack of that name
@@ -139,8 +126,7 @@ class _DelimiterStacks:
         return f"{JOURNAL_STAMP}{when:.6f}"
 
     def journal(self, prefix: str, since: float) -> list[str]:
-        """The run ids the stack's journal announces from `since` (epoch seconds, the
-        writers' clocks) on, in the order of their entries. Raises StorageError."""
+        """The run ids the stack's journal announces from `since` (epoch seconds) on. Raises StorageError."""
         stack = layout.stack_of(prefix)
         if layout.name_problem("stack name", stack) is not None:
             return []
@@ -148,58 +134,34 @@ class _DelimiterStacks:
         return [run for key in keys if (run := layout.journal_run(key, stack)) is not None]
 
 
-class _GcsStacks(_DelimiterStacks):
-    """A gs:// location (payload.storage.GCSStore)."""
-
-    def _level(self, prefix: str) -> tuple[list[str], list]:
-        """(sub-prefixes relative to the store, objects) one level under `prefix`."""
-        pages, strip = self._blobs(prefix, delimiter="/")
-        objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
-        return sorted(p[strip:] for p in pages.prefixes), objects
-
-    def _blobs(self, prefix: str, **kw):
-        """(the blob iterator under `prefix`, the length of the store's prefix to strip from
-        its names), through payload.storage's own client; `kw`: list_blobs' other arguments."""
-        store = self.store
-        strip = len(store.prefix) + 1 if store.prefix else 0
-        blobs = store._bucket.list_blobs(  # noqa: SLF001 - payload.storage's own client
-            prefix=store._key(prefix),  # noqa: SLF001
-            timeout=store._timeout,  # noqa: SLF001
-            retry=None,
-            **kw,
-        )
-        return blobs, strip
-
-    def objects(self, prefix: str) -> Iterator:
-        return iter(self.store.list(prefix))
-
-    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
-        """Keys under `prefix` from `start_after` on (GCS's startOffset, inclusive: a
-        journal start is never a key itself), relative to the store."""
-        start = self.store._key(start_after) if start_after else None  # noqa: SLF001
-        blobs, strip = self._blobs(prefix, start_offset=start, max_results=limit)
-        return [b.name[strip:] for b in blobs]
+def _gcs_blobs(store, prefix: str, **kw):
+    """(blobs under `prefix` through payload.storage's client, the length of the store's prefix)."""
+    blobs = store._bucket.list_blobs(prefix=store._key(prefix), timeout=store._timeout, retry=None, **kw)  # noqa: SLF001
+    return blobs, len(store.prefix) + 1 if store.prefix else 0
 
 
-class _S3BulkStacks(_DelimiterStacks):
-    """An s3:// location on the bulk path (analysis.collect.s3.S3Bulk, obstore)."""
-
-    def _level(self, prefix: str) -> tuple[list[str], list]:
-        subs, objects = self.store.level(prefix)
-        return sorted(subs), objects
-
-    def objects(self, prefix: str) -> Iterator:
-        return self.store.objects(prefix)
-
-    def _journal_keys(self, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
-        return self.store.keys_after(prefix, start_after, limit)
+def _gcs_level(store, prefix: str) -> tuple[list[str], list]:
+    pages, strip = _gcs_blobs(store, prefix, delimiter="/")
+    objects = [ObjectInfo(b.name[strip:], int(b.size or 0), b.etag, b.updated) for b in pages]
+    return sorted(p[strip:] for p in pages.prefixes), objects
 
 
-_LISTERS = {"FileStore": _FileStacks, "GCSStore": _GcsStacks, "S3Bulk": _S3BulkStacks}
+def _gcs_journal_keys(store, prefix: str, start_after: str, limit: int | None = None) -> list[str]:
+    """Keys from `start_after` on (GCS's startOffset, inclusive: a journal start is never a key)."""
+    start = store._key(start_after) if start_after else None  # noqa: SLF001
+    blobs, strip = _gcs_blobs(store, prefix, start_offset=start, max_results=limit)
+    return [b.name[strip:] for b in blobs]
+
+
+_LISTERS = {
+    "FileStore": _FileStacks,
+    "GCSStore": lambda s: _DelimiterStacks(s, partial(_gcs_level, s), s.list, partial(_gcs_journal_keys, s)),
+    "S3Bulk": lambda s: _DelimiterStacks(s, s.level, s.objects, s.keys_after),
+}
 
 
 def journal_since(stamp: str | None) -> float | None:
-    """The time a bucket stack's stamp (`_DelimiterStacks.stamp`) was taken, None for another stamp."""
+    """When a bucket stack's stamp was taken, None for another stamp."""
     if not stamp or not stamp.startswith(JOURNAL_STAMP):
         return None
     try:
@@ -209,29 +171,20 @@ def journal_since(stamp: str | None) -> float | None:
 
 
 def stack_lister(store):
-    """The stack-by-stack lister of a payload.storage store, None for another kind (listed whole)."""
     kind = _LISTERS.get(type(store).__name__)
     return kind(store) if kind is not None else None
 
 
 def _info(key: str, st: os.stat_result) -> ObjectInfo:
-    """The ObjectInfo of a local file, with payload.storage's ETag (of its size and mtime)."""
+    """A local file's ObjectInfo, with payload.storage's ETag (of its size and mtime)."""
     etag = hashlib.md5(f"{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()  # noqa: S324 - not security
     return ObjectInfo(key, st.st_size, etag, _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.timezone.utc))
 
 
 def _is_text(name: str) -> bool:
-    """Whether a file name read from the disk is text (a name that is not UTF-8 holds surrogates)."""
+    """Whether a name read from the disk is text (one that is not UTF-8 holds surrogates)."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _scan(path: Path) -> list[os.DirEntry]:
-    try:
-        with os.scandir(path) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []

@@ -1,9 +1,6 @@
-"""One stack of a collect, across every source: its files listed, its
-changed results read, judged against the copies of the same runs, and the
-difference with the table's rows of that stack worked out. The unit a
-collect's memory is bounded by: nothing a step holds outlives it but the
-changes it hands the batch and the summary's counts. Only the runs a new or
-changed result belongs to (with every copy of them) are judged again."""
+"""One stack of a collect across every source: listed, its changed results read and judged against the
+other copies of the same runs, and its difference with the table worked out. A collect's memory is bounded
+by one step: nothing it holds outlives it but the changes it hands the batch and the summary's counts."""
 
 from __future__ import annotations
 
@@ -11,10 +8,10 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from analysis.collect.dedupe import dedupe
-from analysis.collect.manifest import SettledStack
-from analysis.collect.settled import replay, runs_digest, runs_digest_with, settled_stack
+from analysis.collect.manifest import SettledStack, replay, runs_digest, runs_digest_with, settled_stack
 from analysis.collect.sources import bulk_read, download, entry_key, unchanged
 from analysis.collect.spot import SpotPricer, price_bulk
 from analysis.collect.summary import Summary
@@ -23,14 +20,9 @@ from analysis.collect.validation import UNREADABLE_NAME, classify
 from payload import layout
 from payload.storage import ObjectInfo, StorageError
 
-# payload.storage stores whose results are read in the collect's own thread (local files)
-READ_HERE = frozenset({"FileStore"})
-
 
 @dataclass
 class StepContext:
-    """What every stack's step shares: the sources, the manifest, the table, the summary."""
-
     views: list[SourceView]
     manifest: object  # analysis.collect.manifest.Manifest
     table: object  # analysis.dataset.stackwise.TableView
@@ -38,15 +30,13 @@ class StepContext:
     identity: str  # the price catalog rows are priced with now
     workers: int | None = None
     spot_pricer: SpotPricer | None = None
-    bar: object = None  # analysis.progress.Progress
+    bar: object = None  # analysis.progress.Progress (a no-op when off)
     stopped: dict = field(default_factory=dict)  # url -> why it stopped answering: not tried again
-    prefetch: object = None  # analysis.collect.prefetch.Prefetch: the next stack's results, read ahead
+    prefetch: object = None  # analysis.collect.prefetch.Prefetch (set by the collect): the next stack's results
 
 
 @dataclass
 class StackChanges:
-    """What one stack's step changes: in the table, and in the manifest."""
-
     rows: list[dict] = field(default_factory=list)  # collect rows to write
     replacing: bool = False  # some of them replace a row of the same object
     deleted: list[tuple[str, str, str]] = field(default_factory=list)  # (stack, source, key)
@@ -57,8 +47,6 @@ class StackChanges:
 
 @dataclass
 class _Stack:
-    """One stack's state during its step."""
-
     prefix: str
     old: dict[str, dict] = field(default_factory=dict)  # manifest entries (mkey -> entry)
     cached: dict[str, dict] = field(default_factory=dict)  # unchanged, not read again
@@ -96,8 +84,7 @@ def step(ctx: StepContext, prefix: str) -> StackChanges:
 
 
 def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
-    """What a step has to read, read and judged against the other copies of the same runs: the
-    table's and the manifest's changes it makes (`have`: the table's keys of the stack)."""
+    """Read what the step must, judge it, and the changes (`have`: the table's keys of the stack)."""
     _read(ctx, st)
     reasons: dict[str, str] = {}
     judged = Summary(sources=[v.url for v in ctx.views])
@@ -111,10 +98,8 @@ def _judge(ctx: StepContext, st: _Stack, have: dict) -> StackChanges:
 
 
 def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: list[str]) -> StackChanges | None:
-    """A settled stack of one source that only gained run directories (`new_runs`): its
-    settled part carried over, only the new run directories listed, read and judged; the
-    table holds no row of them (the manifest is in step with it), so the step costs what is
-    new, not what the stack holds. None when a new run directory cannot be listed."""
+    """A settled stack of one source that only gained run directories (`new_runs`): only those listed,
+    read and judged (the table, in step with the manifest, has no row of them). None when one cannot be listed."""
     settled, now_runs = view.settled[prefix], view.grown.get(prefix)  # None: found by its journal
     st = _Stack(prefix)
     try:
@@ -122,7 +107,7 @@ def appended_step(ctx: StepContext, prefix: str, view: SourceView, new_runs: lis
             objects = _listed_runs(view, prefix, new_runs)
         else:  # a bucket: fewer requests to list the stack whole, its new runs' files kept
             wanted = set(new_runs)
-            objects = {k: i for k, i in view.objects(prefix).items() if run_dir_of(prefix, k) in wanted}
+            objects = {k: i for k, i in view.objects(prefix).items() if run_dirs_of(prefix, [k]) <= wanted}
     except StorageError:
         return None
     found = run_dirs_of(prefix, objects)
@@ -190,7 +175,7 @@ def _gather(ctx: StepContext, st: _Stack, view: SourceView) -> None:
 
 
 def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict, old: dict[str, dict]) -> None:
-    """A listed source's files of the stack: counted, set aside, cached (unchanged since `old`) or to read."""
+    """A listed source's files: counted, set aside, cached (unchanged since `old`) or to read."""
     url, summary = view.url, ctx.summary
     st.stamps[url] = view.stamps.get(st.prefix)
     st.mode[url], st.objects[url] = "listed", objects
@@ -208,8 +193,7 @@ def _take_listing(ctx: StepContext, st: _Stack, view: SourceView, objects: dict,
 
 
 def unreadable_names(view: SourceView, prefix: str) -> list[dict]:
-    """The set-aside notes of the files and directories under `prefix` whose name is not
-    text (a local lister notes them, escaped, instead of listing them); each given once."""
+    """Notes of the files under `prefix` whose name is not text (a local lister notes them), each given once."""
     odd = getattr(view.lister, "unreadable", None)
     if not odd:
         return []
@@ -219,7 +203,6 @@ def unreadable_names(view: SourceView, prefix: str) -> list[dict]:
 
 
 def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
-    """{run id: its entries} of a stack's manifest entries (`old`)."""
     known: dict[str, list[dict]] = {}
     for e in old.values():
         if (run := _run_of(e["key"])) is not None:
@@ -228,8 +211,8 @@ def _known_runs(old: dict[str, dict]) -> dict[str, list[dict]]:
 
 
 def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str, list[dict]], st: _Stack) -> dict:
-    """The files of a settled stack that gained or lost runs: those of its runs still there as the
-    manifest knows them (final results never change), and its new run directories', listed."""
+    """A settled stack that gained or lost runs: its new run directories listed, the others'
+    files as the manifest knows them (final results never change)."""
     objects = _listed_runs(view, prefix, [r for r in view.grown[prefix] if r not in known])
     for run_id in view.grown[prefix]:
         if run_id in known:
@@ -245,17 +228,10 @@ def _grown(view: SourceView, prefix: str, old: dict[str, dict], known: dict[str,
 
 
 def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
-    """{key: ObjectInfo} of some run directories of a stack, listed as many at a time as
-    its lister takes (a bucket: a request each, all in flight together; local: in turn).
-    Raises payload.storage.StorageError."""
+    """{key: ObjectInfo} of some run directories, as many listed at a time as the lister takes. Raises StorageError."""
     objects: dict = {}
     prefixes = [f"{prefix}{run_id}/" for run_id in run_ids]
-    threads = min(view.lister.listing_threads, len(prefixes))
-    if threads <= 1:
-        for run_prefix in prefixes:
-            objects.update(view.objects(run_prefix))
-        return objects
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(view.lister.listing_threads, len(prefixes)))) as pool:
         for found in pool.map(view.objects, prefixes):
             objects.update(found)
     return objects
@@ -263,7 +239,7 @@ def _listed_runs(view: SourceView, prefix: str, run_ids: list[str]) -> dict:
 
 def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
     """Read again every other copy of a run that changed (a new copy may win or lose against it),
-    and any result whose row the table should hold and does not (another machine's, or removed)."""
+    and any result whose row the table lacks (another machine's collect, or removed)."""
     touched = {_run_of(key) for _, key, _ in st.todo} | {_run_of(e["key"]) for e in st.fresh.values()}
     views = {v.url: v for v in ctx.views}
     for mkey, e in list(st.cached.items()):
@@ -278,13 +254,11 @@ def _widen(ctx: StepContext, st: _Stack, have: dict) -> None:
 
 
 def _read(ctx: StepContext, st: _Stack) -> None:
-    """The results to read, read (many at once on the bulk path, else the thread pool); failures settled."""
-    if ctx.bar is not None:
-        ctx.bar.set_total((ctx.bar.total or 0) + len(st.todo))
+    """The results to read, read; failures settled."""
+    ctx.bar.set_total((ctx.bar.total or 0) + len(st.todo))
     for mkey, entry in _downloads(ctx, st):
         st.fresh[mkey] = entry
-        if ctx.bar is not None:
-            ctx.bar.advance()
+        ctx.bar.advance()
     for mkey, entry in st.fresh.items():
         ctx.summary.new += 1
         if entry.pop("failed", False):
@@ -292,20 +266,18 @@ def _read(ctx: StepContext, st: _Stack) -> None:
 
 
 def _downloads(ctx: StepContext, st: _Stack):
-    """(mkey, entry) of every result of st.todo: local files read in this thread, a bulk
-    source's through analysis.collect.s3 (spot runs priced after; the next stack's prefetch
-    started once the downloads are done), the others' through the thread pool."""
+    """(mkey, entry) of st.todo: local files in this thread, a bulk source's through analysis.collect.s3
+    (then the next stack's prefetch starts), the others' through the thread pool."""
     local, pooled = [], []
     for view, key, info in st.todo:
         if not view.bulk:
-            (local if type(view.store).__name__ in READ_HERE else pooled).append((view.store, view.url, key, info))
+            (local if type(view.store).__name__ == "FileStore" else pooled).append((view.store, view.url, key, info))
     yield from download(local, None, ctx.spot_pricer, ctx.stopped, here=True)
     yield from download(pooled, ctx.workers, ctx.spot_pricer, ctx.stopped)
-    prefetch = ctx.prefetch
-    start_next = (lambda: prefetch.start(ctx.views)) if prefetch is not None else None
+    start_next = partial(ctx.prefetch.start, ctx.views)
     for view in ctx.views:
         mine = [(key, info) for v, key, info in st.todo if v is view and view.bulk]
-        ready = prefetch.take(view.url, st.prefix) if prefetch is not None else None
+        ready = ctx.prefetch.take(view.url, st.prefix)
         if not mine:
             continue
         to_price: list = []
@@ -313,12 +285,11 @@ def _downloads(ctx: StepContext, st: _Stack):
         if ctx.spot_pricer is not None and to_price:
             price_bulk(got, to_price, ctx.spot_pricer)
         yield from got.items()
-    if start_next is not None:  # nothing of this stack was read in bulk: the next one's start now (once)
-        start_next()
+    start_next()  # when nothing of this stack was read in bulk (else a no-op: started once)
 
 
 def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
-    """A result that could not be read: the row it had stays (said so), else it is set aside for now."""
+    """A result that could not be read: its previous row stays (said so), else it is set aside for now."""
     why = entry["reason"]
     ctx.summary.incomplete.append(f"{entry['url']}: {why}")
     previous = st.old.get(mkey)
@@ -330,8 +301,8 @@ def _failed(ctx: StepContext, st: _Stack, mkey: str, entry: dict) -> None:
 
 
 def _note(ctx: StepContext, st: _Stack, judged: list[dict]) -> None:
-    """Every file set aside in the stack, in the summary and by source (for its settled record):
-    what the listing and the judging found now, and what cached entries were set aside for before."""
+    """Every file set aside in the stack (found now, or cached with its reason), in the summary and by
+    source (for its settled record)."""
     summary = ctx.summary
     for notes in st.notes.values():
         summary.skipped.extend(notes)
@@ -353,7 +324,7 @@ def _note(ctx: StepContext, st: _Stack, judged: list[dict]) -> None:
 
 
 def _table_changes(ctx: StepContext, st: _Stack, have: dict, winners: list[dict]) -> StackChanges:
-    """The rows to write (new, changed, priced under another catalog) and to remove from the table's stack."""
+    """The rows to write (new, changed, priced under another catalog) and to remove."""
     changes = StackChanges()
     keep: set[tuple[str, str]] = set()
     for row in winners:
@@ -384,7 +355,7 @@ def _table_changes(ctx: StepContext, st: _Stack, have: dict, winners: list[dict]
 
 
 def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
-    """The entries read this time, those whose object is gone, and each listed source's settled record."""
+    """The entries read now, those whose object is gone, and each listed source's settled record."""
     changes.entries = [(m, e) for m, e in st.fresh.items() if m not in st.kept]
     current = {entry_key(url, k) for url, keys in st.results.items() for k in keys}
     changes.removed = [m for m, e in st.old.items() if m not in current and st.mode.get(e["source"]) != "failed"]
@@ -401,7 +372,7 @@ def _manifest_changes(st: _Stack, changes: StackChanges) -> None:
 
 
 def _status_of(st: _Stack, url: str):
-    """The status of a result of `url` in this stack as it stands now, None when it has no row (or failed)."""
+    """The status of a result of `url` as it stands now, None without a row."""
 
     def status(key: str) -> str | None:
         mkey = entry_key(url, key)
@@ -416,13 +387,8 @@ def _status_of(st: _Stack, url: str):
     return status
 
 
-def run_dir_of(prefix: str, key: str) -> str:
-    """The run directory a key of the stack `prefix` lies in (no parse: a million keys are cheap)."""
-    return key[len(prefix) :].split("/", 1)[0]
-
-
 def run_dirs_of(prefix: str, keys: Iterable[str]) -> set[str]:
-    """The run directories keys of the stack `prefix` lie in (run_dir_of, inlined: a stack's every key)."""
+    """The run directories keys of the stack `prefix` lie in (no parse: a million keys are cheap)."""
     start = len(prefix)
     return {key[start:].split("/", 1)[0] for key in keys}
 

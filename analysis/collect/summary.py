@@ -1,5 +1,4 @@
-"""What one collect reports: counts, set-aside files, the table's paths
-(``to_dict`` is the ``--json`` answer)."""
+"""What one collect reports: counts, set-aside files, the table's paths (``to_dict``: ``--json``)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Summary:
-    """The counts and notes of one collect (`to_dict` is what `--json` prints)."""
-
     sources: list[str]
     runs: int = 0
     valid: int = 0
@@ -24,21 +21,13 @@ class Summary:
     incomplete: list[str] = field(default_factory=list)
 
     def set_aside(self) -> list[dict]:
-        """The set-aside files by key: the same order however they were found (listed, or carried over)."""
+        """The set-aside files by key: the same order however they were found."""
         return sorted(self.skipped, key=lambda n: (str(n.get("key")), str(n.get("reason"))))
 
     def to_dict(self) -> dict:
         return {
-            "runs": self.runs,
-            "valid": self.valid,
-            "new": self.new,
-            "cached": self.cached,
+            **vars(self),
             "skipped": self.set_aside(),
-            "sources": self.sources,
-            "table": self.table,
-            "table_written": self.table_written,
-            "settled_stacks": self.settled_stacks,
             "complete": not self.incomplete,
-            "incomplete": self.incomplete,
             "seconds": round(self.seconds, 3),
         }

@@ -1,8 +1,6 @@
-"""The first step of a collect: each source looked at once, before any stack
-is read, so that a source with no runs where runs were expected stops the
-collect before the table or the manifest is touched. Listed stack by stack or
-whole (a store of another kind), a source tells the step the same things: its
-stacks, the settled and unchanged ones, and a stack's files when asked."""
+"""A collect's first step: each source looked at before any stack is read (a source with no runs where
+runs were expected stops the collect before anything is touched). Listed stack by stack or whole, a
+source tells the step the same things: its stacks, the settled and unchanged ones, a stack's files."""
 
 from __future__ import annotations
 
@@ -11,8 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from analysis.collect.manifest import SettledStack
-from analysis.collect.settled import digest_matches
+from analysis.collect.manifest import SettledStack, runs_digest
 from analysis.collect.stacks import JOURNAL_STAMP, journal_since, stack_lister
 from payload import layout
 from payload.layout import JOURNAL_WINDOW_S
@@ -21,8 +18,6 @@ from payload.storage import StorageError, with_retries
 
 @dataclass
 class SourceView:
-    """One source as the survey found it."""
-
     url: str
     store: object = None  # payload.storage store, or the bulk path's S3Bulk
     lister: object = None  # lists one stack's files when asked (file://, gs://, s3:// bulk)
@@ -55,8 +50,7 @@ class SourceView:
         return self._listed(prefix)
 
     def list_ahead(self, prefix: str, pool) -> None:
-        """Start listing on `pool` a bucket's stack that its step will list whole, while the
-        steps before it run: its requests wait beside their work, not between two steps."""
+        """Start listing on `pool` a bucket's stack its step will list whole, while earlier steps run."""
         lister = self.lister
         if lister is None or lister.listing_threads <= 1 or self.failed is not None or prefix in self.ahead:
             return
@@ -66,14 +60,13 @@ class SourceView:
             self.ahead[prefix] = pool.submit(self._stamped_listing, prefix)
 
     def _stamped_listing(self, prefix: str) -> dict:
-        """The stack's stamp, then its listing (on the list-ahead thread: a bucket's stamp is a request)."""
+        """The stack's stamp, then its listing (a bucket's stamp is a request)."""
         self.take_stamp(prefix)
         return self._listed(prefix)
 
     def take_stamp(self, prefix: str) -> None:
-        """The stack's stamp (file:// directory stamp, a bucket's journal stamp), taken once,
-        before its listing: a change during the listing shows at the next collect. A bucket's
-        journal that cannot be read gives no stamp (its run directories are checked next time)."""
+        """The stack's stamp, once, before its listing (a change during it shows next time); None when a
+        bucket's journal cannot be read (its run directories are checked next time)."""
         stamp = getattr(self.lister, "stamp", None)
         if prefix in self.stamps or stamp is None:
             return
@@ -88,8 +81,7 @@ class SourceView:
 
 
 def retried(store, what: str, fn: Callable):
-    """fn() with the store's retries (payload.storage.with_retries); once for a store
-    that retries each request itself (analysis.collect.s3.S3Bulk: `retries` None)."""
+    """fn() with the store's retries; once for S3Bulk (`retries` None: obstore retries each request)."""
     if store.retries is None:
         return fn()
     return with_retries(what, fn, store.retries, store.backoff)
@@ -109,8 +101,7 @@ def split_by_stack(listing: dict) -> tuple[dict[str, dict], list[str]]:
 
 
 def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) -> list[str]:
-    """A source's stacks, listed one by one later where the store allows (settled ones checked
-    now), else its whole listing now. Returns the keys under no stack (for the layout check)."""
+    """A source's stacks (settled ones checked now), else its whole listing now. Returns the keys under no stack."""
     store = view.store = opener(view.url)
     lister = stack_lister(store)
     if lister is None:
@@ -126,8 +117,7 @@ def survey_store(view: SourceView, opener: Callable, trusted: dict[str, str]) ->
 
 
 def _what_lies_there(store) -> list[str]:
-    """The keys of a location with nothing under runs/: a sample where the store can
-    take one (a bucket may be large), else its whole listing."""
+    """The keys of a location with nothing under runs/: a sample where the store takes one, else all."""
     sample = getattr(store, "sample", None)
     if sample is not None:
         return sorted(sample())
@@ -135,8 +125,7 @@ def _what_lies_there(store) -> list[str]:
 
 
 def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str]) -> None:
-    """Sort the settled stacks among `prefixes` by their run directories: as last
-    listed (`unlisted`), or runs added or removed with nothing beside them (`grown`)."""
+    """Sort settled stacks by their run directories: as last listed (`unlisted`) or runs added or removed (`grown`)."""
     store, lister = view.store, view.lister
 
     stamp = getattr(lister, "stamp", None)
@@ -160,7 +149,7 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
                 continue
             # a stack with as many run directories as it had is compared by digest; one with more or
             # fewer has changed (a stack of a million runs that gained a few is not hashed whole)
-            if len(runs) == view.settled[prefix].runs and digest_matches(runs, trusted[prefix]):
+            if len(runs) == view.settled[prefix].runs and runs_digest(runs) == trusted[prefix]:
                 view.unlisted.add(prefix)
                 if journaled and view.stamps.get(prefix):
                     view.restamped[prefix] = view.stamps[prefix]
@@ -169,10 +158,9 @@ def _check_settled(view: SourceView, prefixes: list[str], trusted: dict[str, str
 
 
 def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
-    """Sort the settled stacks among `prefixes` with a journal stamp by their journal
-    (payload.layout): nothing announced since their last listing but runs the manifest
-    holds (`unlisted`), or runs it lacks (`journaled`: only those are listed). Returns
-    the stacks left to check by their run directories (no stamp, or an unreadable journal)."""
+    """Sort settled stacks with a journal stamp by their journal: nothing announced the manifest lacks
+    (`unlisted`), or runs it lacks (`journaled`: only those listed). Returns the stacks left to check by
+    their run directories (no stamp, or an unreadable journal)."""
     store, lister = view.store, view.lister
     asked, rest = [], []
     for prefix in prefixes:
@@ -209,6 +197,5 @@ def _by_journal(view: SourceView, prefixes: list[str]) -> list[str]:
 
 
 def trusted_settled(settled: dict[str, SettledStack]) -> dict[str, str]:
-    """{prefix: runs digest} of the settled stacks still fresh enough to be trusted."""
     now = time.time()
     return {p: s.digest for p, s in settled.items() if s.fresh(now)}

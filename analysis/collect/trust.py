@@ -1,9 +1,6 @@
-"""Whether a parsed row could have come from a real run where it is stored:
-its names in the one allowed alphabet, its times and numbers physically
-possible, and the offering it claims the one its stack runs, on the GPU it
-recorded. A result is written by whoever can write to the bucket: the schema
-says a file is well formed, not that it is believable. A row that fails is set
-aside with the reason, never counted."""
+"""Whether a parsed row could be a real run's where it is stored (anyone who can write to the bucket
+writes results): names in the allowed alphabet, times and numbers possible, the offering its stack runs
+on the GPU it recorded. A row that fails is set aside with the reason, never counted."""
 
 from __future__ import annotations
 
@@ -11,33 +8,18 @@ import re
 import time
 from functools import lru_cache
 
-from analysis.dataset.row import parse_time
+from analysis.dataset.row import COLUMN_SPEC, parse_time
 from infra.catalog import load_catalog
 from payload import layout
 
 # A clock on a rented machine may run a little ahead of ours; more than this is not skew.
 CLOCK_SKEW_S = 300.0
 
-# Which columns name things, and which kind of name each is (payload.layout.NAME_PATTERNS).
+# column -> the kind of name it holds (payload.layout.NAME_PATTERNS)
 NAMED_COLUMNS = (("stack", "stack name"), ("run_id", "run id"), ("offering_id", "offering id"))
 
-# Quantities no run can make negative: durations, rates, counts, prices.
-NON_NEGATIVE = (
-    "train_seconds",
-    "phase_total_seconds",
-    "samples_per_second",
-    "samples_per_second_p10",
-    "samples_per_second_p90",
-    "gpu_utilization_mean",
-    "epochs_completed",
-    "steps_completed",
-    "samples_trained",
-    "instance_seconds",
-    "recorded_hourly_usd",
-    "recorded_spot_hourly_usd",
-    "gpus_used",
-    "gpu_memory_gb",
-)
+# Quantities no run can make negative (durations, rates, counts, prices): every number of a row but accuracy.
+NON_NEGATIVE = tuple(c for c, (kind, _) in COLUMN_SPEC.items() if kind in (int, float) and c != "final_accuracy")
 
 # (earlier, later): events a run records in this order (up to the skew between two machines' clocks).
 IN_ORDER = (("started_at", "finished_at"), ("launch_at", "terminated_at"))
@@ -89,7 +71,6 @@ def time_problem(row: dict, now: float) -> str | None:
 
 
 def offering_problem(row: dict) -> str | None:
-    """A result may name only its stack's offering, and only one with the GPU it recorded."""
     claimed, stack = row.get("offering_id"), row.get("stack")
     if not claimed:
         return None
@@ -107,8 +88,7 @@ def offering_problem(row: dict) -> str | None:
 
 @lru_cache(maxsize=4096)
 def family_problem(stack: str, claimed: str) -> str | None:
-    """For a stack no stack file or catalog entry names: one named like a cloud's
-    stacks (`aws-...`) may claim only that cloud's offerings of that family."""
+    """A stack no stack file or catalog names, named like a cloud's (`aws-...`), claims only that cloud's family."""
     offering = _catalog_offering(claimed)
     provider = claimed.split("/", 1)[0]
     named_for = next((p for p in _cloud_providers() if stack.startswith(f"{p}-")), None)
@@ -129,14 +109,11 @@ def _gpu_token(name: str) -> str:
     return re.sub(r"[^A-Z0-9]", "", str(name).upper())
 
 
-# The catalog is read once per process; what the checks derive from it (a
-# stack's offering, an offering's GPU, a stack's family verdict) is cached per
-# name with it: a collect judges thousands of rows naming a handful of them.
-# Only names already checked against the name alphabet (short) are cache keys;
-# a recorded GPU model is free text, never one.
+# The catalog is read once; what the checks derive from it is cached per name (thousands of rows name a
+# handful). Only names already checked against the alphabet are cache keys, never a free-text GPU model.
 @lru_cache(maxsize=1)
 def _catalog():
-    """The offering catalog, or None when it cannot be loaded (the checks that need it are skipped)."""
+    """The offering catalog, None when it cannot be loaded (the checks that need it are skipped)."""
     try:
         return load_catalog()
     except Exception:  # noqa: BLE001 - a broken catalog must not stop a collect; its checks are skipped
@@ -144,34 +121,28 @@ def _catalog():
 
 
 def _catalog_offering(offering_id: str):
-    catalog = _catalog()
-    if catalog is None:
-        return None
     try:
-        return catalog.get(offering_id)
-    except Exception:  # noqa: BLE001 - an id the catalog does not know (an old or private offering)
+        return _catalog().get(offering_id)
+    except Exception:  # noqa: BLE001 - no catalog, or an id it does not know (an old or private offering)
         return None
 
 
 @lru_cache(maxsize=1)
 def _cloud_providers() -> tuple[str, ...]:
-    catalog = _catalog()
-    if catalog is None:
+    if (catalog := _catalog()) is None:
         return ()
     return tuple(p for p in catalog.providers() if any(o.is_cloud for o in catalog.offerings(p)))
 
 
 @lru_cache(maxsize=4096)
 def offering_gpu(offering_id: str) -> str | None:
-    """The catalog's GPU model of an offering; None for one without a GPU or unknown (local, SSH boxes)."""
-    offering = _catalog_offering(offering_id)
-    return offering.gpu_model if offering is not None else None
+    """The catalog's GPU model of an offering; None without a GPU or unknown (local, SSH boxes)."""
+    return getattr(_catalog_offering(offering_id), "gpu_model", None)
 
 
 @lru_cache(maxsize=4096)
 def stack_offering(stack: str) -> str | None:
-    """The offering a known stack runs: its stack file's gpubench:offering, else the
-    catalog's stack of that name; None for a stack neither knows."""
+    """The offering a stack runs: its stack file's gpubench:offering, else the catalog's; None if unknown."""
     try:
         # lazy: 0.2 s of stack-file models that observe and bench, reading results through collect, never need
         from infra.stacks import STACKS_DIR, load_config
@@ -182,8 +153,7 @@ def stack_offering(stack: str) -> str | None:
                 return str(offering)
     except Exception:  # noqa: BLE001,S110 - an unreadable stack file: the catalog below, else unknown
         pass
-    catalog = _catalog()
-    if catalog is None:
+    if (catalog := _catalog()) is None:
         return None
     known = catalog.cloud_stacks().get(stack)
     return known[0].id if known else None

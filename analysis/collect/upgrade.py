@@ -1,7 +1,5 @@
-"""Schema migrations for result.json, so old results stay usable: MIGRATIONS maps a
-version to the function lifting a result to the next, `migrate` applies them up to
-the payload's SCHEMA_VERSION (schema v2 means adding `1: _v1_to_v2`, nothing else).
-A result without `schema_version` is taken as v0."""
+"""Schema migrations for result.json: MIGRATIONS maps a version to the function lifting a result to the
+next (schema v2 means adding `1: _v1_to_v2`); a result without `schema_version` is v0."""
 
 from __future__ import annotations
 
@@ -105,8 +103,7 @@ MIGRATIONS: dict[int, Callable[[dict], dict]] = {0: _v0_to_v1}
 
 
 def migrate(result: dict) -> tuple[dict, int]:
-    """(result at SCHEMA_VERSION, the version it was read at). Raises
-    MigrationError for a version newer than this reader or with no path."""
+    """(result at SCHEMA_VERSION, the version it was read at); MigrationError for one newer or with no path."""
     if not isinstance(result, dict):
         raise MigrationError(f"a result must be a JSON object, got {type(result).__name__}")
     version = result.get("schema_version", 0)

@@ -1,6 +1,5 @@
-"""Judging what a bucket holds: which keys are results, which files are set
-aside and why, and whether one result.json's bytes make a table row: the same
-judgement and reasons whichever way a file was read."""
+"""Judging what a bucket holds: which keys are results, which files are set aside and why, and whether a
+result.json's bytes make a table row, the same whichever way a file was read."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ from analysis.fastjson import NestedTooDeeply, loads_finite
 from payload import layout
 from payload.schema import ResultValidationError, is_valid, validate_result
 
-# What a run directory may hold besides result.json (bucket layout: payload.layout).
-# The payload's own files beside result.json; log-tail.txt is a workload job's rolling
-# log tail (payload.workloads.job.LOG_TAIL_NAME: named here, that module loads the job runner)
+# What a run directory may hold besides result.json (payload.layout); log-tail.txt is a job's rolling log
+# tail (payload.workloads.job.LOG_TAIL_NAME: named here, that module loads the job runner)
 LOG_TAIL_NAME = "log-tail.txt"
 KNOWN_RUN_FILES = (*layout.RUN_FILES, LOG_TAIL_NAME)
 KNOWN_RUN_DIRS = layout.RUN_DIRS
@@ -26,14 +24,12 @@ UNKNOWN_RUN_FILE = (
     "unknown file in a run directory (expected result.json, events.jsonl, epochs.csv, log-tail.txt, checkpoints/)"
 )
 
-# The largest result.json a collect reads (a real one is a few kB, a few hundred with a long
-# timeline): past it a file is set aside unread, and reads stop there, so one planted file can
-# neither fill memory nor grow the manifest or the table.
+# The largest result.json a collect reads (a real one is a few kB): past it a file is set aside unread,
+# so a planted file can neither fill memory nor grow the manifest or the table.
 MAX_RESULT_BYTES = 4 * 1024 * 1024
 
 
 def too_large(size: int | None) -> str | None:
-    """The reason a result of `size` bytes is set aside unread, or None when it may be read."""
     if size is not None and size > MAX_RESULT_BYTES:
         cap = MAX_RESULT_BYTES // (1024 * 1024)
         return f"too large: {size} bytes or more, over the {cap} MiB a result.json may have (set aside unread)"
@@ -84,7 +80,7 @@ def parse(data, *, source: str, key: str, etag: str | None) -> tuple[dict, dict]
 
 
 def run_file_problem(rest: str) -> str | None:
-    """Why a file of a run directory (other than result.json) is set aside, or None for a known one."""
+    """Why a file of a run directory (not result.json) is set aside, None for a known one."""
     if layout.version_of(rest)[0] in KNOWN_RUN_FILES or rest.startswith(KNOWN_RUN_DIRS):
         return None
     if rest.split("/")[-1].startswith(".") or rest.endswith((".tmp", ".part")):
@@ -93,8 +89,7 @@ def run_file_problem(rest: str) -> str | None:
 
 
 def classify(keys: Iterable[str]) -> tuple[list[str], list[dict], int]:
-    """(result keys, set-aside files, number of run directories) from a
-    bucket listing. Only keys under runs/ are ours; anything else is left alone."""
+    """(result keys, set-aside files, number of run directories) of a listing; keys outside runs/ are left alone."""
     results, skipped, runs = [], [], {}
     for key in keys:
         m = layout.parse_key(key)
@@ -143,8 +138,7 @@ def wrong_layout(url: str, listing: Iterable[str]) -> str:
 
 
 def misplaced_check(row: dict, key: str) -> dict:
-    """The row, if the result is where it claims to be; ValueError("misplaced: ...") otherwise:
-    a result whose stack or run id disagrees with its key is a copy or a forgery."""
+    """The row, if the result is where it claims to be; else ValueError("misplaced: ...") (a copy or forgery)."""
     where = layout.parse_key(key)
     claims = (row.get("stack"), row.get("run_id"))
     if where is not None and (where.stack, where.run_id) == claims:

@@ -1,13 +1,7 @@
-"""``results.parquet`` and ``results.csv``, the files a person opens in a
-spreadsheet: an export of the dataset, by run id then stack, sorted in memory
-by Arrow while small, else by DataFusion within a memory limit (spilling to disk).
-
-Each file is written under a temporary name (``.results.<ext>.<pid>.tmp``),
-then renamed onto its name (``os.replace``): a reader sees an old file or a
-new one, never half of one. The CSV is renamed first: the Parquet footer names
-the table version the pair was exported from, so a pair whose Parquet file is
-behind is written again. What a killed export leaves is removed by the next
-one once its process is gone."""
+"""``results.parquet`` and ``results.csv``, the files a person opens in a spreadsheet: the dataset by run id
+then stack (sorted by Arrow while small, else by DataFusion, spilling to disk). Each is written under a
+temporary name (``.results.<ext>.<pid>.tmp``, removed by the next export once its process is gone) and
+renamed onto its own, the CSV first: the Parquet footer names the table version the pair is of."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ import pyarrow.parquet as pq
 from analysis.csv_export import csv_options, csv_safe, frame_to_csv
 from analysis.dataset.location import resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import EXPORT_SCHEMA, PUBLIC_SCHEMA
+from analysis.dataset.schema import EXPORT_SCHEMA, ORDER, PUBLIC_SCHEMA
 from analysis.dataset.store import EXPORT_NAME, TableNotFound, delta_table, open_dataset, snapshot
 from analysis.price.runs import price_runs
 from payload import proctree
@@ -29,7 +23,6 @@ from payload import proctree
 BATCH_ROWS = 20_000
 SORT_MEMORY = "512M"
 IN_MEMORY_ROWS = 20_000  # at most this many rows are sorted in memory (about 20 MB)
-ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # as SQL's ORDER BY ... NULLS LAST: bytes, nulls last
 TABLE_STEM = "results"
 EXTENSIONS = ("parquet", "csv")
 VERSION_KEY = b"gpubench.table_version"  # in results.parquet's footer: the dataset version it was exported from
@@ -41,8 +34,7 @@ def table_paths(out_dir: str | Path) -> dict[str, str]:
 
 
 def export_table(table: str, out_dir: str | Path) -> dict[str, str]:
-    """Write the table's current rows to `out_dir`/results.parquet and
-    results.csv; returns their paths. Raises TableNotFound."""
+    """The table's current rows to `out_dir`/results.parquet and results.csv; their paths. Raises TableNotFound."""
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
@@ -62,8 +54,7 @@ def write_table(rows: list[dict], out_dir: str | Path) -> dict[str, str]:
 
 
 def write_table_batches(batches, schema, out_dir: str | Path, version: int | None = None) -> dict[str, str]:
-    """The runs table as Parquet and CSV from Arrow record batches of `schema` (priced,
-    in the table's order), streamed; `version`: the dataset's version they are of."""
+    """The runs table as Parquet and CSV, streamed from batches of `schema`; `version`: the dataset's they are of."""
     if version is not None:
         schema = schema.with_metadata({**(schema.metadata or {}), VERSION_KEY: str(version).encode()})
 
@@ -95,8 +86,7 @@ def _publish(out_dir: str | Path, write: Callable[[dict[str, Path]], object]) ->
 
 
 def read_table(out_dir: str | Path):
-    """The runs table at `out_dir` as a DataFrame, by run id then stack: its results.parquet
-    export when there is one, else the dataset (readers that aggregate query open_dataset)."""
+    """The runs table at `out_dir` as a DataFrame: its results.parquet when there is one, else the dataset."""
     import pandas as pd  # heavy: pandas, only this and write_table use it (not a collect)
 
     loc = resolve(out_dir)
@@ -113,8 +103,7 @@ def read_table(out_dir: str | Path):
 
 
 def export_version(out_dir: str | Path) -> int | None:
-    """The version of the dataset results.parquet was exported from; None when it
-    says none (written from no dataset) or cannot be read."""
+    """The dataset version results.parquet was exported from; None when it names none or cannot be read."""
     try:
         meta = pq.read_schema(Path(out_dir) / EXPORT_NAME).metadata or {}
     except Exception:  # noqa: BLE001 - no export, or an unreadable one: no version
@@ -124,8 +113,7 @@ def export_version(out_dir: str | Path) -> int | None:
 
 
 def table_is_whole(out_dir: str | Path) -> bool:
-    """Both files exist and the Parquet footer reads: a truncated or
-    half-written export is rebuilt even when the manifest says nothing changed."""
+    """Both files exist and the Parquet footer reads (else the export is rebuilt)."""
     parquet, csv = (Path(p) for p in table_paths(out_dir).values())
     if not parquet.is_file() or not csv.is_file() or csv.stat().st_size == 0:
         return False
@@ -136,19 +124,15 @@ def table_is_whole(out_dir: str | Path) -> bool:
     return True
 
 
-def remove_table(out_dir: str | Path) -> bool:
-    """Remove results.parquet and results.csv (a stale export must not be read
-    instead of the table); True when there were any."""
-    found = [p for p in map(Path, table_paths(out_dir).values()) if p.exists()]
-    for p in found:
-        p.unlink()
+def remove_table(out_dir: str | Path) -> None:
+    """Remove results.parquet and results.csv: a stale export must not be read."""
+    for path in table_paths(out_dir).values():
+        Path(path).unlink(missing_ok=True)
     remove_stale_temporaries(out_dir)
-    return bool(found)
 
 
 def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
-    """Delete the temporary files (`.results.<ext>.<pid>.tmp`) of exports whose process
-    is gone; another running process's are its own."""
+    """Delete the temporary files of exports whose process is gone."""
     out = Path(out_dir)
     removed = []
     for path in sorted(out.glob(f".{TABLE_STEM}.*.*.tmp")) if out.is_dir() else []:
@@ -160,7 +144,6 @@ def remove_stale_temporaries(out_dir: str | Path) -> list[Path]:
 
 
 def _sorted_batches(data) -> Iterator:
-    """The rows of a dataset as EXPORT_SCHEMA batches, by run id then stack."""
     if data.count_rows() <= IN_MEMORY_ROWS:
         rows = data.to_table(columns=EXPORT_SCHEMA.names).sort_by(ORDER)
         yield from _as_export(rows).to_batches(BATCH_ROWS)
@@ -173,7 +156,6 @@ def _as_export(rows):
 
 
 def _spilled_sorted(data) -> Iterator:
-    """A table of any size sorted by DataFusion within SORT_MEMORY, spilling to disk beyond."""
     from analysis.dataset.sql import connect, q  # heavy: pyarrow.dataset and DataFusion, only for a large table
 
     with connect(SORT_MEMORY, batch_rows=BATCH_ROWS) as con:  # a row group per batch

@@ -1,9 +1,5 @@
-"""Faults of the machine or of the table, named with the way to recover: what
-happened, what state it left and what to do. Both are OSErrors, which every
-command reports as a message and exit code 1, never as a traceback. The
-collect, the table's readers and the manifest meet them in different libraries
-(SQLite, Delta Lake's Rust writer, pyarrow, the file system): each is
-recognised here once."""
+"""A full disk or a damaged table, named with the way to recover; OSErrors, which every command reports as
+a message and exit code 1. Each is recognised here once, whichever library met it (SQLite, Delta Lake, pyarrow)."""
 
 from __future__ import annotations
 
@@ -14,8 +10,6 @@ SQLITE_FULL = 13  # sqlite3's primary result code for "database or disk is full"
 
 
 class DiskFull(OSError):
-    """No space left where the table, its export or the collect manifest is written."""
-
     def __init__(self, where: str, detail: str):
         self.where = where
         super().__init__(
@@ -26,8 +20,6 @@ class DiskFull(OSError):
 
 
 class TableDamaged(OSError):
-    """The table's log cannot be read: truncated, garbage or with a commit missing."""
-
     def __init__(self, where: str, detail: str):
         self.where = where
         super().__init__(
@@ -38,8 +30,7 @@ class TableDamaged(OSError):
 
 
 def is_disk_full(exc: BaseException) -> bool:
-    """Whether `exc`, or an error it was raised from, is a full disk (ENOSPC, EDQUOT, SQLite's SQLITE_FULL,
-    or the message Delta Lake's Rust writer passes on)."""
+    """Whether `exc` or a cause is a full disk (ENOSPC, EDQUOT, SQLITE_FULL, or Delta Lake's Rust message)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -1,5 +1,4 @@
-"""Where a results table lives: a local directory or a bucket prefix, and the
-options its readers and writers need to reach it: one spelling of a location
+"""Where a results table lives (a directory or a bucket prefix) and the options that reach it: one spelling
 whatever the user typed (`table`, `./table`, `file:///abs/table`, `s3://b/t/`)."""
 
 from __future__ import annotations
@@ -14,20 +13,17 @@ REMOTE_SCHEMES = ("s3", "gs")
 
 @dataclass(frozen=True)
 class Location:
-    """One table location: its URI for deltalake and, for a local one, its directory."""
-
     text: str  # as the user gave it: what messages name
     uri: str  # what deltalake opens: an absolute path, or s3://bucket/prefix
     storage_options: dict[str, str] = field(default_factory=dict)
 
     @property
     def local(self) -> Path | None:
-        """The directory of a local table; None for a bucket prefix."""
         return None if urlparse(self.uri).scheme in REMOTE_SCHEMES else Path(self.uri)
 
 
 def resolve(table: str | os.PathLike) -> Location:
-    """The Location of `table`; ValueError naming the value for a scheme that is not supported."""
+    """The Location of `table`; ValueError naming an unsupported scheme."""
     text = str(table)
     parts = urlparse(text)
     if parts.scheme in REMOTE_SCHEMES:
@@ -46,7 +42,7 @@ def resolve(table: str | os.PathLike) -> Location:
 
 
 def _s3_options() -> dict[str, str]:
-    """deltalake's S3 options from the variables boto3 reads (endpoint, region, keys)."""
+    """deltalake's S3 options from the variables boto3 reads."""
     env = os.environ
     options = {"AWS_REGION": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"}
     endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
@@ -61,9 +57,8 @@ def _s3_options() -> dict[str, str]:
 
 
 def _gs_options() -> dict[str, str]:
-    """deltalake's GCS options: application default credentials, or a key file named in the environment."""
-    env = os.environ
-    key = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+    """Application default credentials, or the key file GOOGLE_APPLICATION_CREDENTIALS names."""
+    key = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
     return {"GOOGLE_SERVICE_ACCOUNT": key} if key else {}
 
 

@@ -1,7 +1,5 @@
-"""One validated result.json -> one flat row of facts (no prices applied): prices
-are computed from rows, so a new price snapshot never needs a re-download. The
-billing windows (instance launch to termination, per attempt) are derived here
-from the timeline because that is where the billed time is."""
+"""One validated result.json -> one flat row of facts, no prices (a new price snapshot never needs a
+re-download), with each attempt's billing window (launch to termination) from the timeline."""
 
 from __future__ import annotations
 
@@ -16,120 +14,106 @@ from payload.benchmarks import REGISTRY
 from payload.schema import non_finite
 from payload.timestamps import iso, parse_time
 
-# Timeline events that open and close an attempt's billed window, most precise first: billing
-# starts at launch, stops at termination (or the shutdown after which the instance terminates).
-WINDOW_START_EVENTS = ("instance_launch", "boot_done", "container_start", "run_start")
-WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested", "upload", "run_end", "train_end")
+# Billing stops at termination (or the shutdown after which the instance terminates), most precise
+# first; without any, at the attempt's recorded end, else its last sign of work.
+WINDOW_END_EVENTS = ("instance_terminated", "shutdown", "shutdown_requested")
+LAST_WORK_EVENTS = ("upload", "run_end", "train_end")
 SPOT_PRICE_EVENT = "spot_price"  # {"event": "spot_price", "hourly_usd": x}: a price change during the run
 
-COLUMNS = (
-    "run_id",
-    "stack",
-    "status",
-    "probe",
-    "started_at",
-    "finished_at",
-    "schema_version_read",
-    "offering_id",
-    "provider",
-    "offering_kind",
-    "region",
-    "zone",
-    "instance_type",
-    "market",
-    "recorded_hourly_usd",
-    "recorded_spot_hourly_usd",
-    "recorded_price_source",
-    "recorded_price_as_of",
-    "recorded_price_origin",
-    "device",
-    "gpu_model",
-    "gpus_used",
-    "gpu_memory_gb",
-    "driver_version",
-    "payload_version",
-    "tensorflow",
-    "image",
-    "benchmark",
-    "benchmark_kind",
-    "backend",
-    "all_reduce",
-    "precision",
-    "per_gpu_batch_size",
-    "global_batch_size",
-    "replicas",
-    "data",
-    "fingerprint",
-    "workload",
-    "workload_label",
-    "sample_unit",
-    "train_seconds",
-    "phase_total_seconds",
-    "samples_per_second",
-    "samples_per_second_p10",
-    "samples_per_second_p90",
-    "final_accuracy",
-    "gpu_utilization_mean",
-    "epochs_completed",
-    "steps_completed",
-    "samples_trained",
-    "attempts",
-    "launch_at",
-    "terminated_at",
-    "instance_seconds",
-    "window_notes",
-    "attempts_json",
-    "spot_price_method",
-    "spot_price_warnings",
-    "error",
-    "source",
-    "key",
-    "etag",
-)
+# Every column of a row, in order: its type (analysis.dataset.schema gives it its Arrow type) and where a
+# result holds it ("section.field"), or "" where result_to_row works it out.
+COLUMN_SPEC: dict[str, tuple[type, str]] = {
+    "run_id": (str, "run_id"),
+    "stack": (str, "stack"),
+    "status": (str, "status"),
+    "probe": (bool, ""),
+    "started_at": (str, "started_at"),
+    "finished_at": (str, "finished_at"),
+    "schema_version_read": (int, ""),
+    "offering_id": (str, "offering.id"),
+    "provider": (str, "offering.provider"),
+    "offering_kind": (str, "offering.kind"),
+    "region": (str, "offering.region"),
+    "zone": (str, "offering.zone"),
+    "instance_type": (str, "offering.instance_type"),
+    "market": (str, ""),
+    "recorded_hourly_usd": (float, "price.hourly_usd"),
+    "recorded_spot_hourly_usd": (float, "price.spot_hourly_usd"),
+    "recorded_price_source": (str, "price.source"),
+    "recorded_price_as_of": (str, "price.as_of"),
+    "recorded_price_origin": (str, "price.origin"),
+    "device": (str, "hardware.device"),
+    "gpu_model": (str, "hardware.gpu_model"),
+    "gpus_used": (int, "hardware.gpu_count"),
+    "gpu_memory_gb": (float, "hardware.gpu_memory_gb"),
+    "driver_version": (str, "hardware.driver_version"),
+    "payload_version": (str, "software.payload_version"),
+    "tensorflow": (str, "software.tensorflow"),
+    "image": (str, "software.image"),
+    "benchmark": (str, "benchmark.name"),
+    "benchmark_kind": (str, "benchmark.kind"),
+    "backend": (str, ""),
+    "all_reduce": (str, "benchmark.all_reduce"),
+    "precision": (str, "benchmark.precision"),
+    "per_gpu_batch_size": (int, "benchmark.per_gpu_batch_size"),
+    "global_batch_size": (int, "benchmark.global_batch_size"),
+    "replicas": (int, "benchmark.replicas"),
+    "data": (str, "benchmark.data"),
+    "fingerprint": (str, "benchmark.fingerprint"),
+    "workload": (str, ""),
+    "workload_label": (str, ""),
+    "sample_unit": (str, ""),
+    "train_seconds": (float, "metrics.train_seconds"),
+    "phase_total_seconds": (float, ""),
+    "samples_per_second": (float, "metrics.samples_per_second"),
+    "samples_per_second_p10": (float, ""),
+    "samples_per_second_p90": (float, ""),
+    "final_accuracy": (float, "metrics.final_accuracy"),
+    "gpu_utilization_mean": (float, "metrics.gpu_utilization_mean"),
+    "epochs_completed": (int, "metrics.epochs_completed"),
+    "steps_completed": (int, "metrics.steps_completed"),
+    "samples_trained": (int, "metrics.samples_trained"),
+    "attempts": (int, ""),
+    "launch_at": (str, ""),
+    "terminated_at": (str, ""),
+    "instance_seconds": (float, ""),
+    "window_notes": (str, ""),
+    "attempts_json": (str, ""),
+    "spot_price_method": (str, ""),
+    "spot_price_warnings": (str, ""),
+    "error": (str, "error"),
+    "source": (str, ""),
+    "key": (str, ""),
+    "etag": (str, ""),
+}
+COLUMNS = tuple(COLUMN_SPEC)
+_COPIED = [(c, *path.rpartition(".")[::2]) for c, (_, path) in COLUMN_SPEC.items() if path]
 
 
-# Benchmark parameters that change the work a run does, named in this order
-# in the label; any other parameter (maxlen, hidden units, ...) is part of the
-# workload too and named when it differs from the benchmark's default.
+# Parameters named first in a workload's label; any other (maxlen, hidden units, ...) is named when
+# it differs from the benchmark's default.
 _LABELLED = ("epochs", "samples", "steps", "steps_per_epoch", "image_size")
-# The per-GPU batch is its own column (first-class flag), the rest are named above.
-_NOT_PARAMS = ("batch_size",)
-# Recorded by newer payloads, when present: a different backend or workload
-# spec is a different workload even with the same parameters.
+_NOT_PARAMS = ("batch_size",)  # its own column (per_gpu_batch_size)
+# Recorded by newer payloads: a different backend or workload spec is a different workload.
 _EXTRA = ("backend", "workload_spec_hash")
 
-# Built once: json.dumps builds a new encoder on every call given any option.
-# Same classes and options as json.dumps, so the same text.
+# Built once: json.dumps builds a new encoder per call given any option (same text).
 _SPEC_JSON = json.JSONEncoder(sort_keys=True, default=str)
 _COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
 
-# (key, label) by spec (_spec_key): a sweep has a handful of workloads over thousands of
-# results; the label's benchmark defaults are fixed at import. Bounded for an unusual corpus.
+# (key, label) by spec (_spec_key): a handful of workloads over thousands of results. Bounded.
 _WORKLOADS: dict[bytes | str, tuple[str, str]] = {}
 _WORKLOADS_MAX = 4096
 
 
 def _spec_key(spec: dict) -> bytes | str:
-    """A spec's cache key: orjson's sorted JSON, 6x cheaper than the json module's
-    text. orjson writes null for None and NaN alike: a spec with a null (or that
-    orjson refuses: integers past 64 bits) takes the json module's text."""
+    """orjson's sorted JSON, 6x cheaper than json's; with a null (None and NaN alike there) or
+    what orjson refuses (integers past 64 bits), json's text."""
     try:
         key = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError:
         return _SPEC_JSON.encode(spec)
     return key if b"null" not in key else _SPEC_JSON.encode(spec)
-
-
-def _sample_unit(name: str) -> str:
-    """What one sample of this benchmark is, from its declaration in the payload."""
-    b = REGISTRY.get(name)
-    return b.sample_unit if b is not None else "sample"
-
-
-def _fmt_param(key: str, value) -> str:
-    if isinstance(value, bool):
-        return f"{key} {'on' if value else 'off'}"
-    return f"{key} {value:,}" if isinstance(value, int) else f"{key} {value}"
 
 
 def workload(b: dict, m: dict) -> tuple[str, str]:
@@ -181,16 +165,10 @@ def workload_label(name: str, spec: dict) -> str:
             continue
         if params[k] is None and k not in defaults:
             continue
-        parts.append(_fmt_param(k, params[k]))
+        v = params[k]
+        parts.append(f"{k} {('on' if v else 'off') if isinstance(v, bool) else f'{v:,}' if isinstance(v, int) else v}")
     parts += [f"{k} {spec[k]}" for k in _EXTRA if spec.get(k) is not None]
     return ", ".join(parts)
-
-
-def _refuse_non_finite(result: dict) -> None:
-    """NaN or infinity in a result would become a NaN median or cost: refuse it here, with its path."""
-    problems = non_finite(result)
-    if problems:
-        raise ValueError("invalid: " + "; ".join(problems[:5]))
 
 
 _ATTEMPT = operator.itemgetter("attempt")
@@ -198,9 +176,8 @@ _TIME = operator.itemgetter(0)
 
 
 def _events_by_attempt(result: dict, attempts: list[dict]) -> dict[int, list[tuple[datetime, dict]]]:
-    """Timeline events grouped by `attempts` (the result's, in order). Events
-    without an attempt number go to the attempt they fall in; an
-    instance_launch just before an attempt's start belongs to that attempt."""
+    """Timeline events by attempt: one without an attempt number goes to the attempt it falls in,
+    an instance_launch just before an attempt's start to that attempt."""
     starts = [(parse_time(a["start"]), a["attempt"]) for a in attempts]
     out: dict[int, list[tuple[datetime, dict]]] = {a["attempt"]: [] for a in attempts}
     for ev in result.get("timeline") or []:
@@ -226,8 +203,7 @@ def _found(events, names, pick=min) -> tuple[datetime, str] | None:
 
 
 def billing_windows(result: dict) -> list[dict]:
-    """Per attempt: start/end of the billed window, how each was found, and
-    the spot price changes recorded during it."""
+    """Per attempt: the billed window, how each end was found, and the spot price changes up to its end."""
     finished = parse_time(result["finished_at"])
     attempts = sorted(result["attempts"], key=_ATTEMPT)
     grouped = _events_by_attempt(result, attempts)
@@ -239,15 +215,15 @@ def billing_windows(result: dict) -> list[dict]:
     windows = []
     for a in attempts:
         evs = grouped[a["attempt"]]
-        start = _found(evs, WINDOW_START_EVENTS[:1])
+        start = _found(evs, ("instance_launch",))
         start_t, start_how = start if start else (parse_time(a["start"]), "attempt start (no instance_launch event)")
-        end = _found(evs, WINDOW_END_EVENTS[:3], max)
+        end = _found(evs, WINDOW_END_EVENTS, max)
         if end:
             end_t, end_how = end
         elif a.get("end"):
             end_t, end_how = parse_time(a["end"]), "attempt end (no shutdown event)"
         else:
-            last = _found(evs, WINDOW_END_EVENTS[3:], max) or (
+            last = _found(evs, LAST_WORK_EVENTS, max) or (
                 (max(t for t, _ in evs), evs[-1][1]["event"]) if evs else None
             )
             end_t, end_how = last if last else (finished, "result finished_at")
@@ -273,83 +249,30 @@ def billing_windows(result: dict) -> list[dict]:
     return windows
 
 
-def _setup_columns(result: dict) -> dict:
-    """The row's columns of where and on what a run ran: offering, recorded price, hardware, software."""
-    o, p, hw, sw = result["offering"], result["price"], result["hardware"], result["software"]
-    return {
-        "offering_id": o.get("id"),
-        "provider": o.get("provider"),
-        "offering_kind": o.get("kind"),
-        "region": o.get("region"),
-        "zone": o.get("zone"),
-        "instance_type": o.get("instance_type"),
-        "market": o.get("market") or "on-demand",
-        "recorded_hourly_usd": p.get("hourly_usd"),
-        "recorded_spot_hourly_usd": p.get("spot_hourly_usd"),
-        "recorded_price_source": p.get("source"),
-        "recorded_price_as_of": p.get("as_of"),
-        "recorded_price_origin": p.get("origin"),
-        "device": hw.get("device"),
-        "gpu_model": hw.get("gpu_model"),
-        "gpus_used": hw.get("gpu_count"),
-        "gpu_memory_gb": hw.get("gpu_memory_gb"),
-        "driver_version": hw.get("driver_version"),
-        "payload_version": sw.get("payload_version"),
-        "tensorflow": sw.get("tensorflow"),
-        "image": sw.get("image"),
-    }
-
-
 def result_to_row(
     result: dict, *, source: str, key: str, etag: str | None, schema_version_read: int, check_finite: bool = True
 ) -> dict:
-    """The table row of one valid (migrated) result. Raises ValueError on
-    a NaN or infinite number (collect sets the file aside with the reason);
-    `check_finite=False` only for a result parsed by a reader that refuses them."""
-    if check_finite:
-        _refuse_non_finite(result)
-    sw, b, m = result["software"], result["benchmark"], result["metrics"]
+    """The table row of one valid (migrated) result. Raises ValueError on a NaN or infinite number (collect
+    sets the file aside with the reason); `check_finite=False` only for a result parsed by a reader that refuses them."""
+    if check_finite and (problems := non_finite(result)):  # it would become a NaN median or cost
+        raise ValueError("invalid: " + "; ".join(problems[:5]))
+    b, m = result["benchmark"], result["metrics"]
     spread = m.get("samples_per_second_spread") or {}
     windows = billing_windows(result)
-    notes = sorted(
-        {w["start_from"] for w in windows if "no " in w["start_from"]}
-        | {w["end_from"] for w in windows if "no " in w["end_from"]}
-    )
+    notes = sorted({w[end] for w in windows for end in ("start_from", "end_from") if "no " in w[end]})
     workload_key, workload_name = workload(b, m)
-    return {
-        "run_id": result["run_id"],
-        "stack": result["stack"],
-        "status": result["status"],
+    made = {
         # a short probe of a user's job (gpubench bench), not a full run: reports keep the two apart
         "probe": result.get("probe") is not None,
-        "started_at": result["started_at"],
-        "finished_at": result["finished_at"],
         "schema_version_read": schema_version_read,
-        **_setup_columns(result),
-        "benchmark": b["name"],
-        "benchmark_kind": b["kind"],
-        # results from before --backend all ran on tensorflow
-        "backend": sw.get("backend") or "tensorflow",
-        "all_reduce": b.get("all_reduce"),
-        "precision": b.get("precision"),
-        "per_gpu_batch_size": b.get("per_gpu_batch_size"),
-        "global_batch_size": b.get("global_batch_size"),
-        "replicas": b.get("replicas"),
-        "data": b.get("data"),
-        "fingerprint": b.get("fingerprint"),
+        "market": result["offering"].get("market") or "on-demand",
+        "backend": result["software"].get("backend") or "tensorflow",  # results from before --backend all ran on it
         "workload": workload_key,
         "workload_label": workload_name,
-        "sample_unit": _sample_unit(b["name"]),
-        "train_seconds": m.get("train_seconds"),
+        "sample_unit": REGISTRY[b["name"]].sample_unit if b["name"] in REGISTRY else "sample",
         "phase_total_seconds": (m.get("phase_seconds") or {}).get("total"),
-        "samples_per_second": m.get("samples_per_second"),
         "samples_per_second_p10": spread.get("p10"),
         "samples_per_second_p90": spread.get("p90"),
-        "final_accuracy": m.get("final_accuracy"),
-        "gpu_utilization_mean": m.get("gpu_utilization_mean"),
-        "epochs_completed": m.get("epochs_completed"),
-        "steps_completed": m.get("steps_completed"),
-        "samples_trained": m.get("samples_trained"),
         "attempts": len(windows),
         "launch_at": windows[0]["start"] if windows else None,
         "terminated_at": windows[-1]["end"] if windows else None,
@@ -358,8 +281,10 @@ def result_to_row(
         "attempts_json": _COMPACT_JSON.encode(windows),
         "spot_price_method": None,
         "spot_price_warnings": None,
-        "error": result.get("error"),
         "source": source,
         "key": key,
         "etag": etag,
     }
+    for column, section, field in _COPIED:
+        made[column] = result[section].get(field) if section else result.get(field)
+    return {c: made[c] for c in COLUMNS}

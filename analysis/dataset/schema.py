@@ -1,68 +1,29 @@
-"""The columns of the results dataset and their Arrow types.
-
-The columns are named where they are made (analysis.dataset.row.COLUMNS, then
-analysis.price.runs.PRICE_COLUMNS); here they get their type: text unless
-named below, and a name below that is no column fails at import, never
-silently turns into text. The dataset adds two of its own:
-
-- ``month`` (``YYYY-MM`` of ``started_at``): with ``stack``, the partition;
-- ``priced_with``: the price catalog a row was priced with; a collect under
-  another catalog prices the rows again and replaces them.
-
-Readers get the public columns only (``month`` included: engines filter on it).
-"""
+"""The columns of the results dataset and their Arrow types: analysis.dataset.row.COLUMN_SPEC's, then
+analysis.price.runs.PRICE_COLUMNS (text unless named in _PRICE_FLOATS), and two of the dataset's own:
+``month`` (``YYYY-MM`` of ``started_at``; with ``stack``, the partition) and ``priced_with`` (the price
+catalog a row was priced with: a collect under another catalog prices it again). Readers get every
+public column, ``month`` included (engines filter on it)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from analysis.dataset.row import COLUMNS
+from analysis.dataset.row import COLUMN_SPEC
 from analysis.price.runs import PRICE_COLUMNS
 
 PARTITION_COLUMNS = ("stack", "month")
 INTERNAL_COLUMNS = ("priced_with",)
-# rows are matched to the objects they were read from by these
-KEY_COLUMNS = ("source", "key")
+KEY_COLUMNS = ("source", "key")  # rows are matched to the objects they were read from by these
+ORDER = [("run_id", "ascending"), ("stack", "ascending")]  # the rows' order; as SQL's ORDER BY ... NULLS LAST
 
-_BOOL = ("probe",)
-_INT = (
-    "schema_version_read",
-    "gpus_used",
-    "per_gpu_batch_size",
-    "global_batch_size",
-    "replicas",
-    "epochs_completed",
-    "steps_completed",
-    "samples_trained",
-    "attempts",
-)
-_FLOAT = (
-    "recorded_hourly_usd",
-    "recorded_spot_hourly_usd",
-    "gpu_memory_gb",
-    "train_seconds",
-    "phase_total_seconds",
-    "samples_per_second",
-    "samples_per_second_p10",
-    "samples_per_second_p90",
-    "final_accuracy",
-    "gpu_utilization_mean",
-    "instance_seconds",
-    "hourly_usd",
-    "instance_hours",
-    "billed_hours",
-    "billed_cost_usd",
-    "train_hours",
-    "train_cost_usd",
-    "setup_fee_usd",
-)
-_TYPES = {**dict.fromkeys(_BOOL, pa.bool_()), **dict.fromkeys(_INT, pa.int64()), **dict.fromkeys(_FLOAT, pa.float64())}
+_PRICE_FLOATS = "hourly_usd instance_hours billed_hours billed_cost_usd train_hours train_cost_usd setup_fee_usd"
+_ARROW = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+_TYPES = {c: _ARROW[t] for c, (t, _) in COLUMN_SPEC.items()} | dict.fromkeys(_PRICE_FLOATS.split(), pa.float64())
+if _unknown := set(_PRICE_FLOATS.split()) - set(PRICE_COLUMNS):  # never silently text
+    raise ImportError(f"analysis.dataset.schema types columns no table has: {', '.join(sorted(_unknown))}")
 
 # the runs table's columns (results.parquet), in order: the one list, made where the values are made
-TABLE_COLUMNS = (*COLUMNS, *PRICE_COLUMNS)
-_UNKNOWN = sorted(set(_TYPES) - set(TABLE_COLUMNS))
-if _UNKNOWN:
-    raise ImportError(f"analysis.dataset.schema types columns no table has: {', '.join(_UNKNOWN)}")
+TABLE_COLUMNS = (*COLUMN_SPEC, *PRICE_COLUMNS)
 
 
 def _field(name: str) -> pa.Field:

@@ -1,11 +1,6 @@
-"""SQL over a results dataset with the DataFusion deltalake ships (`deltalake.QueryBuilder`),
-bounded in memory and spilling to a private temporary directory beyond the bound.
-
-DataFusion reads Delta tables and Parquet files, not Arrow objects: a dataset that is one
-local Parquet file is read in place, any other (a Delta snapshot, several or partitioned
-files, rows in memory) is first streamed, a batch at a time, into one Parquet file in the
-temporary directory. One partition per scan, so every scan keeps the file's row order.
-"""
+"""SQL over a results dataset with the DataFusion deltalake ships (`deltalake.QueryBuilder`), bounded in
+memory and spilling to a private temporary directory. It reads Parquet files, not Arrow objects: a dataset
+that is not one local Parquet file is first streamed into one there. One partition per scan keeps row order."""
 
 from __future__ import annotations
 
@@ -31,12 +26,10 @@ _SETTINGS = {
 
 
 def q(name: str) -> str:
-    """A column name as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
 
 
 def text(value: str) -> str:
-    """A string as an SQL literal."""
     return "'" + str(value).replace("'", "''") + "'"
 
 
@@ -52,8 +45,6 @@ def num(x: str) -> str:
 
 
 class Engine:
-    """One DataFusion session: views persist between statements."""
-
     def __init__(self, work: Path, memory_limit: str, batch_rows: int | None):
         batch = {} if batch_rows is None else {"datafusion.execution.batch_size": str(batch_rows)}
         self._qb = QueryBuilder({**_SETTINGS, **batch})
@@ -63,16 +54,13 @@ class Engine:
             self.table(f"SET datafusion.runtime.{key} = {text(value)}")
 
     def batches(self, sql: str) -> Iterator[pa.RecordBatch]:
-        """A query's rows, streamed as pyarrow batches."""
         for batch in self._qb.execute(sql):
             yield pa.record_batch(batch)
 
     def table(self, sql: str) -> pa.Table:
-        """A query's rows (a statement's none) as one pyarrow Table."""
         return pa.table(self._qb.execute(sql).read_all())
 
     def rows(self, sql: str) -> list[tuple]:
-        """A query's rows as tuples."""
         table = self.table(sql)
         return list(zip(*(c.to_pylist() for c in table.columns))) if table.num_columns else []
 
@@ -82,7 +70,7 @@ class Engine:
         self.table(f"CREATE EXTERNAL TABLE {q(name)} STORED AS PARQUET LOCATION {text(path)}")
 
     def _parquet(self, name: str, dataset: Any, columns: list[str] | None) -> str:
-        """The one local Parquet file holding `dataset`'s rows: its own, or a copy in the work directory."""
+        """The one local Parquet file of `dataset`'s rows: its own, or a copy in the work directory."""
         if (
             isinstance(dataset, ds.FileSystemDataset)
             and isinstance(dataset.filesystem, pafs.LocalFileSystem)
@@ -106,7 +94,7 @@ class Engine:
 
 @contextmanager
 def connect(memory_limit: str = MEMORY_LIMIT, batch_rows: int | None = None) -> Iterator[Engine]:
-    """A DataFusion session bounded to `memory_limit`, with a private temporary directory; its
-    batches of `batch_rows` rows (None: DataFusion's 8,192; each output batch is held whole)."""
+    """A DataFusion session bounded to `memory_limit` with a private temporary directory; output batches of
+    `batch_rows` rows (None: DataFusion's 8,192)."""
     with tempfile.TemporaryDirectory(prefix="gpubench-query-") as work:
         yield Engine(Path(work), memory_limit, batch_rows)

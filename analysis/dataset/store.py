@@ -1,8 +1,6 @@
-"""The results dataset as a Delta Lake table: opened, read, appended to and
-changed, each change one atomic commit in the table's log; StoredRows, the
-rows a collect returns, read from it on first use. "The current snapshot" is
-the files the latest commit names, never those a writer is still uploading or
-an interrupted one left behind."""
+"""The results dataset as a Delta Lake table: opened, read, appended to and changed, each change one atomic
+commit in its log (a snapshot is the files the latest commit names, never a writer's half-uploaded ones);
+StoredRows, the rows a collect returns, read from it on first use."""
 
 from __future__ import annotations
 
@@ -21,7 +19,7 @@ from deltalake.fs import DeltaStorageHandler
 from analysis.dataset.faults import TableDamaged, first_line
 from analysis.dataset.location import Location, resolve
 from analysis.dataset.row import COLUMNS
-from analysis.dataset.schema import PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
+from analysis.dataset.schema import ORDER, PARTITION_COLUMNS, PUBLIC_SCHEMA, SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -32,16 +30,12 @@ COMMIT_ATTEMPTS = 5  # a commit that lost a race with another writer is tried ag
 
 
 class TableNotFound(ValueError):
-    """No results table at a location (nothing collected there yet)."""
-
     def __init__(self, loc: Location):
         super().__init__(f"no results table at {loc.text}; collect into it first: gpubench collect --table {loc.text}")
 
 
 def delta_table(loc: Location) -> DeltaTable | None:
-    """The Delta table at `loc`, or None when there is none yet. Raises
-    analysis.dataset.faults.TableDamaged, naming the way to recover, when its
-    log cannot be read (a commit truncated, garbage, or one missing)."""
+    """The Delta table at `loc`, None when there is none yet; TableDamaged when its log cannot be read."""
     local = loc.local
     if local is not None and not (local / "_delta_log").is_dir():
         return None
@@ -61,19 +55,16 @@ def _unreachable(exc: Exception) -> bool:
 
 
 def snapshot(dt: DeltaTable, loc: Location, schema: pa.Schema = SCHEMA) -> ds.Dataset:
-    """The rows of `dt`'s snapshot as a pyarrow Dataset of `schema`, read through Arrow's
-    own file system where it can: deltalake's Python one hands Arrow buffers owned by
-    Python, and the parquet reader may release the last of them on an Arrow thread after
-    a scan returned; one released while the interpreter exits takes the GIL, which ends
-    that thread, and the process aborts ("terminate called without an active exception")."""
+    """`dt`'s snapshot as a pyarrow Dataset of `schema`, through Arrow's own file system where it can:
+    deltalake's Python one hands Arrow buffers owned by Python, which the parquet reader may release on an
+    Arrow thread while the interpreter exits ("terminate called without an active exception")."""
     return dt.to_pyarrow_dataset(schema=schema, filesystem=filesystem(dt, loc))
 
 
 def filesystem(dt: DeltaTable, loc: Location):
-    """A pyarrow file system rooted at the table, reading its files by their paths in the log:
-    a directory or an s3:// prefix through Arrow's own file systems; gs:// through
-    deltalake's (Arrow's GcsFileSystem would serve it too, but no GCS fake the tests run
-    can hold a Delta table to prove it: gcp-storage-emulator lacks the XML API deltalake writes with)."""
+    """A pyarrow file system rooted at the table: Arrow's own for a directory or s3://; gs:// through
+    deltalake's (Arrow's GcsFileSystem would serve, but gcp-storage-emulator, the tests' GCS fake, lacks
+    the XML API deltalake writes with, so no test could prove it)."""
     if loc.local is not None:
         return pa_fs.SubTreeFileSystem(str(loc.local), pa_fs.LocalFileSystem())
     if loc.uri.startswith("s3://"):
@@ -84,8 +75,7 @@ def filesystem(dt: DeltaTable, loc: Location):
 
 
 def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
-    """Arrow's S3 client with the options deltalake is given (analysis.dataset.location); without keys
-    there, the AWS SDK's own chain (environment, AWS_PROFILE, instance and container roles)."""
+    """Arrow's S3 client with deltalake's options; without keys there, the AWS SDK's own chain."""
     endpoint = urlparse(options.get("AWS_ENDPOINT_URL") or "")
     return pa_fs.S3FileSystem(
         access_key=options.get("AWS_ACCESS_KEY_ID"),
@@ -98,9 +88,8 @@ def _s3_filesystem(options: dict[str, str]) -> pa_fs.S3FileSystem:
 
 
 def open_dataset(table: str) -> ds.Dataset:
-    """The table's current snapshot as a pyarrow Dataset (the runs table's columns and
-    ``month``); a directory holding only a ``results.parquet`` (a campaign's narrowed
-    table) is read as it is. Raises TableNotFound."""
+    """The table's current snapshot as a pyarrow Dataset (PUBLIC_SCHEMA); a directory holding only a
+    ``results.parquet`` (a campaign's narrowed table) is read as it is. Raises TableNotFound."""
     loc = resolve(table)
     dt = delta_table(loc)
     if dt is None:
@@ -114,15 +103,12 @@ def open_dataset(table: str) -> ds.Dataset:
 
 
 def table_version(loc: Location) -> int | None:
-    """The version of the latest commit, None without a table."""
     dt = delta_table(loc)
     return None if dt is None else dt.version()
 
 
 def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> int:
-    """Append the rows of `batches` (SCHEMA, or `schema` with more columns) in
-    one commit, streamed: the batches are written to files as they come.
-    Returns the rows written."""
+    """Append `batches` (SCHEMA, or `schema` with more columns) in one commit, streamed. Returns the rows written."""
     rows = 0
 
     def counted() -> Iterator[pa.RecordBatch]:
@@ -144,19 +130,13 @@ def append(loc: Location, batches: Iterable[pa.RecordBatch], schema: pa.Schema |
     return rows
 
 
-def replace(loc: Location, rows: pa.Table, deleted: pa.Table) -> None:
-    """One commit per MERGE_CHUNK rows: each row of `rows` replaces the row
-    of its (source, key) or is added; each (stack, source, key) of `deleted`
-    is removed. A commit that loses a race with another writer is retried."""
-    marks = pa.table(
-        {f.name: deleted[f.name] if f.name in deleted.column_names else pa.nulls(len(deleted), f.type) for f in SCHEMA}
-    )
-    flag = pa.field("_delete", pa.bool_())
-    changes = pa.concat_tables(
-        [
-            rows.append_column(flag, pa.array([False] * len(rows), pa.bool_())),
-            marks.append_column(flag, pa.array([True] * len(marks), pa.bool_())),
-        ]
+def replace(loc: Location, rows: pa.Table, deleted: Sequence[tuple[str, str, str]]) -> None:
+    """One commit per MERGE_CHUNK rows: each of `rows` replaces the row of its (source, key) or is added;
+    each (stack, source, key) of `deleted` is removed. A commit that loses a race is retried."""
+    gone = dict(zip(("stack", "source", "key"), map(list, zip(*deleted, strict=True)), strict=False))
+    marks = pa.table({f.name: pa.array(gone.get(f.name, [None] * len(deleted)), f.type) for f in SCHEMA})
+    changes = pa.concat_tables([rows, marks]).append_column(
+        "_delete", pa.array([False] * len(rows) + [True] * len(deleted), pa.bool_())
     )
     for start in range(0, len(changes), MERGE_CHUNK):
         _merge(loc, changes.slice(start, MERGE_CHUNK))
@@ -166,7 +146,7 @@ def _merge(loc: Location, changes: pa.Table) -> None:
     for attempt in range(COMMIT_ATTEMPTS):
         dt = delta_table(loc)
         if dt is None:  # no table yet: the rows are all new
-            append(loc, changes.filter(_not_deleted(changes)).drop_columns(["_delete"]).to_batches())
+            append(loc, changes.filter(pc.invert(changes["_delete"])).drop_columns(["_delete"]).to_batches())
             return
         try:
             (
@@ -188,10 +168,6 @@ def _merge(loc: Location, changes: pa.Table) -> None:
             time.sleep(0.2 * 2**attempt)
 
 
-def _not_deleted(changes: pa.Table):
-    return pc.invert(changes["_delete"])
-
-
 class StoredRows(Sequence):
     """The table's rows as collect rows, by run id then stack; read on first use."""
 
@@ -205,7 +181,7 @@ class StoredRows(Sequence):
                 self._rows = []
             else:
                 data = open_dataset(self.loc.uri).to_table(columns=list(COLUMNS))
-                self._rows = data.sort_by([("run_id", "ascending"), ("stack", "ascending")]).to_pylist()
+                self._rows = data.sort_by(ORDER).to_pylist()
         return self._rows
 
     def __len__(self) -> int:
@@ -219,8 +195,6 @@ class StoredRows(Sequence):
 
     def __eq__(self, other) -> bool:
         return list(self) == list(other) if isinstance(other, (list, Sequence)) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"StoredRows({len(self)} rows of {self.loc.text})"

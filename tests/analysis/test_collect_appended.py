@@ -142,7 +142,7 @@ def test_a_stack_with_a_run_swapped_for_another_takes_the_whole_step(grown, monk
 def test_a_manifest_with_digests_of_no_known_kind_reads_the_stacks_again(grown, monkeypatch):
     """Records whose digest is of no known kind (damaged): the stacks are read again and
     the collect finds what one without appended steps finds; the two grown stacks get a digest of the current kind."""
-    from analysis.collect.settled import DIGEST_KIND
+    from analysis.collect.manifest import DIGEST_KIND
 
     bucket, table = grown
     db = sqlite3.connect(table / MANIFEST_NAME)

@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent(
         (store, sys.argv[1], f"runs/s/r{i}/result.json", ObjectInfo(f"runs/s/r{i}/result.json", 10, None, None))
         for i in range(8)
     ]
-    sys.exit(guarded(lambda: len(list(sources.download(todo, 2, None))) and 0, prog="collect"))
+    sys.exit(guarded(lambda: len(list(sources.download(todo, 2, None, {}))) and 0, prog="collect"))
     """
 )
 

@@ -4,7 +4,7 @@ another stack never displaces the run it names."""
 
 from __future__ import annotations
 
-from analysis.collect.dedupe import dedupe, row_order
+from analysis.collect.dedupe import dedupe
 from analysis.collect.summary import Summary
 from payload import layout
 
@@ -89,5 +89,5 @@ def test_rows_come_in_run_id_then_stack_order_one_per_run():
     )
     rows = dedupe(entries, Summary(sources=[]))
     assert [(r["run_id"], r["stack"]) for r in rows] == [("r1", "aws-a"), ("r2", "aws-a"), ("r2", "gcp-b")]
-    assert rows == sorted(rows, key=row_order)
+    assert rows == sorted(rows, key=lambda r: (r["run_id"], r["stack"]))
     assert len({(r["stack"], r["run_id"]) for r in rows}) == len(rows)

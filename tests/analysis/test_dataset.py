@@ -198,8 +198,8 @@ def slow(loc, batches, schema=None):
             yield b
     return real(loc, trickle(), schema)
 store.append = slow
-from analysis.dataset import writer
-writer.BATCH_ROWS = 50
+from analysis.dataset import stackwise
+stackwise.BATCH_ROWS = 50
 from analysis.collect import collect, read_table
 collect([{str(src)!r}], {str(table)!r})
 """
