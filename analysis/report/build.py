@@ -135,7 +135,7 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
     said = answer.lines(tables["recommendations"], opts, counts)
-    versus = tables.get("versus") or []  # this machine beside the studies' GPUs
+    versus = [" ".join(answer.versus_lines(v)) for v in tables["versus"]]  # this machine beside the studies' GPUs
     # this machine alone: its comparison with the studies is the answer, so it comes first
     blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]
     print("\n\n".join("\n".join(b) for b in blocks if b), file=out)
@@ -173,7 +173,8 @@ def write_report(
         raise ValueError(problem)
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
-    dataset = results_dataset(str(out_dir if table is None else table))
+    dataset_dir = out_dir if table is None else table
+    dataset = results_dataset(str(dataset_dir))
     # a deadline or budget the user did not give is not in the answer
     opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     # the runs are aggregated where they lie: only the aggregated rows reach pandas
@@ -186,8 +187,7 @@ def write_report(
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     # probes of each study's own configuration, recorded beside the table (gpubench demo)
-    studied = {reference.STUDY_PROBES_KEY: reference.read_study_probes(out_dir if table is None else table)}
-    tables = presented(facts, {**analyse_summary(summary, opts), **studied})
+    tables = presented(facts, analyse_summary(summary, opts), reference.read_study_probes(dataset_dir))
     table_dir = None if table is None else str(table)
     outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
     outcome.predictions = predictions.judged(predicted, runs)

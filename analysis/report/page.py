@@ -367,7 +367,7 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
                 "unpriced": (marker + unpriced).strip(),
             }
         )
-    versus = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
+    versus = tables["versus"]
     png, caption = reference.versus_plot(versus)
     return {
         "sentences": sentences,
@@ -386,7 +386,6 @@ def page_context(
 ) -> dict:
     """Everything templates/report.html.j2 shows, computed in page order so the
     price notes are numbered in the order a reader meets them."""
-    tables = {**tables, "summary": reference.join_run_facts(tables["summary"], facts.row_facts)}
     ctx = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": source,
@@ -433,13 +432,15 @@ def probe_line(count: int) -> str:
     )
 
 
-def presented(facts: RunFacts, tables: dict) -> dict:
-    """The metrics tables as the page and the terminal show them: each summary row
-    with its price origin and data kind, and this machine beside the studies
-    (`versus`, the terminal summary's lines)."""
+def presented(facts: RunFacts, tables: dict, probes: tuple[dict, ...] = ()) -> dict:
+    """The metrics tables as the page and the terminal show them: each summary row with its price origin and
+    data kind, and this machine beside the studies (`versus`; `probes`: reference.read_study_probes)."""
     summary = reference.join_run_facts(tables["summary"], facts.row_facts)
-    found = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
-    return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
+    return {
+        **tables,
+        "summary": summary,
+        "versus": reference.versus(facts.measured, reference.prices_used(summary), probes),
+    }
 
 
 def write_pages(
