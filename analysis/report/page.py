@@ -15,9 +15,9 @@ from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
-from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 from analysis.report.html import Cell, Figure, Row, Table, breakable, render
 from analysis.report.predictions import lines
+from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:

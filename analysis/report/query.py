@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -27,17 +27,37 @@ from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_met
 from analysis.price.reprice import reprice_dataset
 from analysis.reference.studies import reference_figures
 from analysis.report.answer import present
-from analysis.report.facts import (
-    FACT_KEYS,
-    NOT_DONE_KEYS,
-    NOT_DONE_READ,
-    NOT_DONE_SAMPLE,
-    PRICE_NOTE_READ,
-    RUN_FACTS,
-    RunFacts,
-)
 
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
+# The runs that did not complete are summarised, not listed (a table of a million runs holds tens of thousands):
+# counted per NOT_DONE_KEYS (missing keys a group of their own, last), the NOT_DONE_SAMPLE most recent in full with
+# the NOT_DONE_READ and PRICE_NOTE_READ columns; NOT_COMPLETED_SQL lists them all.
+NOT_DONE_KEYS = ("stack", "offering_id", "status")
+NOT_DONE_SAMPLE = 50
+NOT_DONE_READ = ("run_id", "started_at", "offering_id", "status", "billed_cost_usd", "error")
+PRICE_NOTE_READ = ("price_source", "price_as_of", "billing", "price_note")
+NOT_COMPLETED_SQL = (
+    "SELECT run_id, stack, offering_id, status, started_at, billed_cost_usd, error FROM runs "
+    "WHERE status IS DISTINCT FROM 'completed' ORDER BY started_at DESC"
+)
+# Run columns a summary row shows but does not carry, joined per FACT_KEYS (RunsQuery.row_facts).
+RUN_FACTS = ("recorded_price_origin", "data")
+FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
+
+
+class RunFacts(NamedTuple):
+    """What the page says about the full runs (probe runs are counted apart), beside the metrics tables."""
+
+    total: int
+    completed: int
+    not_done: Any  # DataFrame: the NOT_DONE_SAMPLE most recent runs that did not complete, most recent first
+    measured: Any  # DataFrame: RunsQuery.measured, median samples/s per setup of the studies' benchmarks
+    row_facts: Any  # DataFrame: RunsQuery.row_facts, price origins and data kinds per FACT_KEYS
+    not_done_counts: Any = None  # DataFrame: the runs that did not complete, counted per NOT_DONE_KEYS
+
+    @property
+    def not_done_total(self) -> int:
+        return self.total - self.completed
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:

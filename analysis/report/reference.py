@@ -21,8 +21,8 @@ from analysis.reference.studies import (
 )
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
-from analysis.report.facts import FACT_KEYS, RUN_FACTS
 from analysis.report.html import Figure as Chart
+from analysis.report.query import FACT_KEYS, RUN_FACTS
 
 ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
 SUBJECT = "local/this-machine"

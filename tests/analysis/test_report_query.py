@@ -84,7 +84,7 @@ def table(request, tmp_path_factory) -> str:
 def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table, tmp_path):
     """More incomplete runs than the page lists: counted per stack, offering and
     status, the most recent NOT_DONE_SAMPLE listed, latest first."""
-    from analysis.report.facts import NOT_DONE_SAMPLE
+    from analysis.report.query import NOT_DONE_SAMPLE
 
     runs = read_table(table)
     failed = runs[runs["status"] == "completed"].head(2)
