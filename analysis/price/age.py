@@ -1,11 +1,5 @@
-"""Warns when the newest catalog price an answer used is old.
-
-Shipped snapshots age: a cost, plan, offers list or report priced from a
-snapshot a year old can be far from today's bill. Every command that prices
-from the catalog today (no --as-of) calls `warning(...)` with the dates of
-the prices it used and prints what it returns. A price a run recorded at
-launch is what was paid, not a quote, so callers pass catalog dates only.
-"""
+"""Warns when the newest catalog price an answer used is old: a snapshot a year old can be far from today's bill.
+Callers pass catalog dates only (a price a run recorded at launch is what was paid, not a quote)."""
 
 from __future__ import annotations
 

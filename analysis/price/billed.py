@@ -1,9 +1,5 @@
-"""The cost model: what a duration on an offering is billed, exactly.
-
-Every figure is price x billed duration under the billing terms in force on
-the pricing date (billing.toml), with the price's source kept beside it.
-Imports only the catalog, so it runs without pandas, Pulumi or TensorFlow.
-"""
+"""The cost model: price x billed duration under the billing terms in force on the pricing date (billing.toml),
+the price's source kept beside it. Imports only the catalog: it runs without pandas, Pulumi or TensorFlow."""
 
 from __future__ import annotations
 

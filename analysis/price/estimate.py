@@ -1,12 +1,5 @@
-"""A stack's cost estimated from its collected runs: the billed time in the results table.
-
-The results table is the one `collect` writes (`--table`, default ./table), read as the report
-reads it (analysis.report.source.results_dataset, queried with DataFusion): per completed run its
-billed_hours, the billed window `runs` computed over every attempt under the offering's billing
-rule. `measured_runs_of` turns it into plain figures (`MeasuredRuns`: billed seconds per stack
-and benchmark), and infra's `infra.catalog.estimate.estimate_costs` makes the estimate from
-them: the median billed time x the hourly price, else the deadline bound maxHours x hourly price.
-"""
+"""A stack's cost estimated from its collected runs: the billed seconds per stack and benchmark in the results table
+(`MeasuredRuns`), from which infra.catalog.estimate.estimate_costs makes the estimate."""
 
 from __future__ import annotations
 

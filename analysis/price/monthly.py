@@ -1,11 +1,6 @@
-"""Monthly bills: of a recurring benchmark (runs per month from the schedule
-expression, each run billed under the rule in force on the date, plus the
-disk, the scheduler and any function beside it, line by line), and of the
-leak sweeper run as a cloud function.
-
-Exact arithmetic (Fractions of the catalog's decimal prices) so a study's
-printed figures come out to the cent, not 0.24000000000000002.
-"""
+"""Monthly bills, line by line: of a recurring benchmark (runs per month from the schedule, each billed under the
+rule in force, with disk, scheduler and function) and of the leak sweeper as a cloud function. Exact arithmetic
+(Fractions of the catalog's decimals) so a study's printed figures come out to the cent."""
 
 from __future__ import annotations
 

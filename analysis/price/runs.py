@@ -1,19 +1,8 @@
-"""Prices each run: what it was billed and what its training alone cost.
-
-Two figures, never mixed up:
-- billed_cost_usd: instance launch to termination, for every attempt (each
-  spot attempt is billed on its own, with its own minimum), under the
-  offering's billing rule: what the invoice shows.
-- train_cost_usd: the training seconds alone under the same rule and price:
-  what the seed studies call "cost to train".
-
-The price is, in order: the one recorded in the result at launch (the spot
-price history recorded in the timeline, time-weighted, for spot attempts),
-else the catalog's in force on the launch date. With `as_of` every run is
-re-priced from the catalog snapshot in force on that date instead (to
-compare with a study, or with today's prices). Every priced row names the
-price's source and date; a row that cannot be priced says why.
-"""
+"""Prices each run with two figures, never mixed up: billed_cost_usd (launch to termination of every attempt, each
+billed on its own under the offering's rule: the invoice) and train_cost_usd (the training seconds alone at the same
+rule and price: the seed studies' "cost to train"). The price: the one recorded at launch (a spot attempt's recorded
+history, time-weighted), else the catalog's on the launch date; with `as_of`, the catalog's on that date. A row
+that cannot be priced says why."""
 
 from __future__ import annotations
 
@@ -32,13 +21,9 @@ PRICE_COLUMNS = tuple(
 )
 
 
-def _nan() -> float:
-    return float("nan")
-
-
 # What price_run returns before it knows anything: built once, copied per row.
 _UNPRICED = {c: None for c in PRICE_COLUMNS} | dict(
-    billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0
+    billed_cost_usd=math.nan, train_cost_usd=math.nan, hourly_usd=math.nan, billed_hours=math.nan, setup_fee_usd=0.0
 )
 
 
@@ -137,7 +122,7 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     windows = fastjson.loads(row.get("attempts_json") or "[]")
     out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
     train = _num(row.get("train_seconds"))
-    out["train_hours"] = _nan() if train is None else train / 3600.0
+    out["train_hours"] = math.nan if train is None else train / 3600.0
     oid = row.get("offering_id")
     if not oid:
         out["price_note"] = "no offering id in the result: cannot apply a billing rule (set GPUBENCH_OFFERING)"

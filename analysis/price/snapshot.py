@@ -1,13 +1,6 @@
-"""Dated price snapshots written by `prices refresh`: render, validate, write,
-and diff against the prices they replace.
-
-A refreshed snapshot is an ordinary catalog snapshot (see
-infra/catalog/prices.py) named `<YYYY-MM-DD>_<provider>-live.toml`, or
-`..._<provider>-live-<region>.toml` for a region other than the catalog's
-(the catalog prices every offering in one region per provider, so other
-regions go to `--out DIR`). It is loaded with the catalog's own loader before
-it replaces anything, so a snapshot that would break pricing is never written.
-"""
+"""Snapshots written by `prices refresh` (`<YYYY-MM-DD>_<provider>-live[-<region>].toml`, other regions than the
+catalog's only with --out): render, validate with the catalog's own loader before anything is replaced, write, and
+diff against the prices they replace."""
 
 from __future__ import annotations
 
@@ -49,11 +42,7 @@ def is_live(snapshot: Snapshot | str) -> bool:
 
 
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return json.dumps(str(value))  # JSON string escapes are valid TOML basic strings
+    return json.dumps(value, default=str)  # JSON's strings, numbers and booleans are TOML's (a float as its repr)
 
 
 TABLE_ID_FIELDS = {"price": "offering", "gcp_machine": "name", "gcp_gpu": "gpu"}

@@ -1,6 +1,5 @@
-"""The report's templates (templates/*.html.j2, Jinja2, autoescaped: a value
-from the data is always text, never markup) and the blocks they lay out:
-tables of cells, and figures as base64 PNG (the page loads nothing else)."""
+"""The report's templates (Jinja2, autoescaped: a value from the data is always text, never markup) and the blocks
+they lay out: tables of cells, and figures as base64 PNG (the page loads nothing else)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Where the report and the plan read the results table: `results_dataset(table)`, a pyarrow
-Dataset that no reader holds whole (analysis.dataset.sql reads it in batches): a local
-directory's results.parquet export when there is one, else the results dataset there
-(analysis.dataset.open_dataset: the Delta table of a local directory or a bucket prefix)."""
+"""Where the report and the plan read the results table: a local directory's results.parquet export when there
+is one, else the results dataset there (a Delta table of a directory or bucket prefix), never held whole."""
 
 from __future__ import annotations
 
