@@ -150,7 +150,9 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
     text = lambda col, fmt: lambda r: _cell(r.get(col), fmt).text
     per_samples_head, per_samples = _per_samples(rows, u)
     # all on synthetic data: the accuracy header says so once; a mix: each such cell does
-    synthetic = "data" in rows.columns and len(rows) and rows["data"].astype(str).str.contains("synthetic").all()
+    synthetic = bool("data" in rows and len(rows) and rows["data"].astype(str).str.contains("synthetic").all())
+    accuracy = text("final_accuracy", "{:.3f}") if synthetic else _accuracy
+    frontier = lambda r: "yes" if str(r.get("on_frontier")) == "True" else ""
     relative = _has(rows, "rel_time") and informative(rows, "rel_time")
     cols = (  # (header, cell, numeric, shown)
         ("offering", lambda r: breakable(str(r["offering_id"])), False, True),
@@ -164,22 +166,11 @@ def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, ob
         ("billed (USD)", text("billed_cost_usd", USD), True, True),
         (f"{u}/s", text("samples_per_second", "{:,.1f}"), True, _has(rows, "samples_per_second")),
         (per_samples_head, per_samples, True, _has(rows, "samples_per_usd")),
-        (
-            "accuracy (synthetic data)",
-            text("final_accuracy", "{:.3f}"),
-            True,
-            _has(rows, "final_accuracy") and synthetic,
-        ),
-        ("accuracy", _accuracy, True, _has(rows, "final_accuracy") and not synthetic),
+        ("accuracy (synthetic data)" if synthetic else "accuracy", accuracy, True, _has(rows, "final_accuracy")),
         ("GPU util. (mean %)", text("gpu_utilization_mean", "{:.0f}"), True, _has(rows, "gpu_utilization_mean")),
         ("time vs base", lambda r: _rel(r.get("rel_time")), True, relative),
         ("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True, relative),
-        (
-            "frontier",
-            lambda r: "yes" if str(r.get("on_frontier")) == "True" else "",
-            False,
-            informative(rows, "on_frontier"),
-        ),
+        ("frontier", frontier, False, informative(rows, "on_frontier")),
         ("price", lambda r: notes.ref(r), False, True),
     )
     return [c[:3] for c in cols if c[3]]
