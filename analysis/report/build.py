@@ -29,20 +29,14 @@ class ReportOutcome:
     """What one report run produced: the page, the metrics tables and the words for a terminal."""
 
     html: Path
-    out_dir: str
+    table: str  # the results table the report read (collect's output: a directory or a bucket prefix)
     runs: int
     as_of: date | None
     options: Options
     tables: dict[str, Any]
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
-    table_dir: str | None = None  # where the results table was read (default: out_dir)
     predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (report.predictions)
-
-    @property
-    def table(self) -> str:
-        """The results table the report read (collect's output: a directory or a bucket prefix)."""
-        return self.table_dir or self.out_dir
 
     @property
     def empty(self) -> bool:
@@ -188,10 +182,6 @@ def write_report(
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     # probes of each study's own configuration, recorded beside the table (gpubench demo)
     tables = presented(facts, analyse_summary(summary, opts), reference.read_study_probes(dataset_dir))
-    table_dir = None if table is None else str(table)
-    outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
-    outcome.predictions = predictions.judged(predicted, runs)
-    outcome.html = write_pages(
-        facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes, predictions=outcome.predictions
-    )
-    return outcome
+    judged = predictions.judged(predicted, runs)
+    html = write_pages(facts, tables, out_dir, opts, source=str(dataset_dir), probes=probes, predictions=judged)
+    return ReportOutcome(html, str(dataset_dir), facts.total, as_of, opts, tables, warning, probes, judged)
