@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 import math
-from datetime import date, datetime
+from datetime import date
 
 from analysis import fastjson
+from analysis.price.age import as_date
 from analysis.price.billed import CostError, billed_cost, catalog_price, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 from payload.timestamps import parse_time
@@ -41,18 +42,6 @@ def _num(x) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(x) else x
-
-
-def _day(text) -> date | None:
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
-    except ValueError:
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            return None
 
 
 def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> tuple[float, str, str]:
@@ -127,7 +116,7 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     if not oid:
         out["price_note"] = "no offering id in the result: cannot apply a billing rule (set GPUBENCH_OFFERING)"
         return out
-    launch_day = _day(row.get("launch_at")) or _day(row.get("started_at"))
+    launch_day = as_date(row.get("launch_at")) or as_date(row.get("started_at"))
     terms_day = as_of or launch_day
     try:
         offering = catalog.get(oid)
