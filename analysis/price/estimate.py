@@ -16,8 +16,7 @@ def measured_runs_of(where: Path | str, stacks: Sequence[str] | None = None) -> 
     text = str(where)
     table = str(Path(text).parent) if text.endswith(".parquet") else text
     try:  # heavy: pyarrow and deltalake, the analysis extra; `gpubench plan` runs without it
-        from analysis.report.query import billed_seconds
-        from analysis.report.source import NoResultsTable, results_dataset
+        from analysis.report.query import NoResultsTable, billed_seconds, results_dataset
     except ImportError:  # the analysis extra (pyarrow, deltalake) is not installed
         return MeasuredRuns(
             {}, None, f"{where} was not read: install the analysis extra (pip install 'gpubench[analysis]')"

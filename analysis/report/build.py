@@ -17,8 +17,7 @@ from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
 from analysis.report import answer, predictions, reference
 from analysis.report.page import PriceNotes, informative, presented, probe_line, with_unit_columns, write_pages
-from analysis.report.query import report_query
-from analysis.report.source import results_dataset
+from analysis.report.query import report_query, results_dataset
 from infra.catalog import load_catalog
 
 CostBasis = Literal["billed", "train"]

@@ -1,5 +1,6 @@
-"""The one place the runs are aggregated: DataFusion SQL over the results dataset, so the report holds only the
-aggregated rows (a few hundred) however many runs there are. A median is the mean of the two middle values; a
+"""Where the results table is read (`results_dataset`: a local results.parquet export when there is one, else the
+results dataset of a directory or bucket prefix) and the one place its runs are aggregated: DataFusion SQL, so the
+report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two middle values; a
 summary row's texts are joined in the order its runs appear in the table."""
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
+import pyarrow.dataset as ds
 
+from analysis.dataset import TableNotFound, open_dataset, resolve
 from analysis.dataset.sql import Engine, connect, num, one_of, q, text
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
 from analysis.price.reprice import reprice_dataset
@@ -50,6 +53,31 @@ class RunFacts(NamedTuple):
     @property
     def not_done_total(self) -> int:
         return self.total - self.completed
+
+
+TABLE_FILE = "results.parquet"
+
+
+class NoResultsTable(FileNotFoundError, ValueError):
+    """No results table at a location. A FileNotFoundError for callers that
+    already catch it, a ValueError for those that follow the dataset's contract."""
+
+
+def results_dataset(table: str) -> Any:
+    """The runs of the results table at `table` (a directory or bucket prefix
+    collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
+    the location and the fix when collect has not written it there."""
+    local = resolve(table).local
+    export = local / TABLE_FILE if local is not None else None
+    if export is not None and export.is_file():  # the export, in its rows' order
+        return ds.dataset(str(export), format="parquet")
+    try:
+        return open_dataset(table)
+    except TableNotFound:
+        raise NoResultsTable(
+            f"no results table at {table}: neither a results dataset nor {TABLE_FILE}; "
+            f"run `gpubench collect --table {table}` first"
+        ) from None
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:

@@ -19,8 +19,7 @@ from analysis.collect import read_table
 from analysis.collect.run import collect_results
 from analysis.metrics import GROUP, JOINED
 from analysis.report.build import write_report
-from analysis.report.query import report_query
-from analysis.report.source import NoResultsTable, results_dataset
+from analysis.report.query import NoResultsTable, report_query, results_dataset
 from payload.storage import open_store
 
 # the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)
