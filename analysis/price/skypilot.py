@@ -270,9 +270,6 @@ def import_catalog(
     return result
 
 
-# --- command line -------------------------------------------------------------------
-
-
 def parser():
     p = argparse.ArgumentParser(
         prog="python -m analysis.price.skypilot",

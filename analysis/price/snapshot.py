@@ -38,9 +38,6 @@ def is_live(snapshot: Snapshot | str) -> bool:
     return bool(LIVE_NAME.match(snapshot if isinstance(snapshot, str) else snapshot.name))
 
 
-# --- rendering --------------------------------------------------------------------
-
-
 def _toml_value(value: Any) -> str:
     return json.dumps(value, default=str)  # JSON's strings, numbers and booleans are TOML's (a float as its repr)
 
@@ -75,9 +72,6 @@ def render(
             lines += ["", f"[[{table}]]", f"{TABLE_ID_FIELDS[table]} = {_toml_value(key)}"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in rows[key].items() if v is not None]
     return "\n".join(lines) + "\n"
-
-
-# --- validation and diff ------------------------------------------------------------
 
 
 def _quote(catalog: Catalog, offering_id: str, market: str):

@@ -53,9 +53,6 @@ def spot_price_for_window(
     )
 
 
-# --- a whole run ---------------------------------------------------------------------
-
-
 def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each attempt's billed window: from its instance launch (host event, when
     recorded) or its start, to its end (or the result's finished_at)."""
