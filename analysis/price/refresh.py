@@ -82,7 +82,7 @@ def refresh(
         result.warnings.extend(warns)
         if not any(tables.values()):
             raise PriceFetchError(f"{provider} {region}: the API priced none of the {len(offerings)} offerings")
-        name = snapshot.snapshot_name(provider, region, now.date())
+        name = snapshot.snapshot_name(f"{provider}-live", provider, region, now.date())
         text = snapshot.render(
             as_of=now.date(),
             source=source,

@@ -243,8 +243,7 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         generator=GENERATOR,
     )
     version = m.group(1) if (m := re.search(r"catalogs/(v[0-9]+)/", source.repo_path)) else "v?"
-    suffix = "" if snapshot.CATALOG_REGIONS.get(source.provider) == region else f"-{region}"
-    name = f"{source.as_of.isoformat()}_skypilot-{version}-{source.provider}{suffix}"
+    name = snapshot.snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
     return name, text, [o.id for o in offerings], warnings
 
 

@@ -28,9 +28,9 @@ LIVE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_(?P<provider>[a-z]+)-live(?:-(?P<reg
 MARKETS = ("on-demand", "spot")
 
 
-def snapshot_name(provider: str, region: str, day: date) -> str:
-    suffix = "" if CATALOG_REGIONS.get(provider) == region else f"-{region}"
-    return f"{day.isoformat()}_{provider}-live{suffix}"
+def snapshot_name(stem: str, provider: str, region: str, day: date) -> str:
+    """`<day>_<stem>`, with `-<region>` for a region other than the catalog's."""
+    return f"{day.isoformat()}_{stem}" + ("" if CATALOG_REGIONS.get(provider) == region else f"-{region}")
 
 
 def is_live(snapshot: Snapshot | str) -> bool:
