@@ -144,10 +144,7 @@ def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> Bill
     )
     price_text = " + ".join(
         p
-        for p in (
-            f"{_usd(job_price)}/job-month" if job_price else "",
-            f"{_usd(per_m)}/M invocations" if per_m else "",
-        )
+        for p in (f"{_usd(job_price)}/job-month" if job_price else "", f"{_usd(per_m)}/M invocations" if per_m else "")
         if p
     )
     return _line(

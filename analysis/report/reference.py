@@ -11,14 +11,7 @@ from typing import NamedTuple
 import pandas as pd
 
 from analysis.reference import imagenet_schedules
-from analysis.reference.studies import (
-    Figure,
-    StudyJob,
-    reference_figures,
-    study_jobs,
-    work_differences,
-    workload_notes,
-)
+from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
 from analysis.report.html import Figure as Chart
@@ -452,7 +445,7 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
 # --- The price a run was costed at, in words a person reads ---
 
 ORIGIN_WORDS = {
-    "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded",
+    "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded"
 }
 
 
