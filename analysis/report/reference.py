@@ -16,9 +16,15 @@ from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
 from analysis.report.html import Figure as Chart
 from analysis.report.query import FACT_KEYS, RUN_FACTS
+from payload.terminal import terminal_text
 
 ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
 SUBJECT = "local/this-machine"
+REASON_CHARS = 300  # a probe's reason (it may quote the job's output) as one printable line of at most this
+
+
+def _plain(text) -> str:
+    return terminal_text(text, multiline=False)[:REASON_CHARS]
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -338,11 +344,6 @@ def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None
         differs=tuple(work_differences(refs[0], *run)),
         probe=probe,
     )
-
-
-def _plain(text, limit: int = 300) -> str:
-    """A probe's reason as one printable line (it may quote the job's output, which reaches a terminal)."""
-    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
 
 
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
