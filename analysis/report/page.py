@@ -224,7 +224,7 @@ def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
         ),
     ]
     # a chart that cannot compare anything is neither drawn nor listed
-    return {"drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None]}
+    return {"drawn": [Figure.of(title, *drawn) for title, drawn in charts if drawn]}
 
 
 SCALING_COLUMNS = (
@@ -344,13 +344,13 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
             }
         )
     versus = tables["versus"]
-    png, caption = reference.versus_plot(versus)
+    drawn = reference.versus_plot(versus)
     return {
         "sentences": sentences,
         "basis": answer.basis_line(opts),
         "versus": [answer.versus_lines(v) for v in versus],
         "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
-        "figure": Figure.of(VERSUS_TITLE, png, caption) if png is not None else None,
+        "figure": Figure.of(VERSUS_TITLE, *drawn) if drawn else None,
     }
 
 

@@ -1,5 +1,5 @@
-"""The report's charts, each the counterpart of one in the seed studies: (png bytes, caption), or (None, why)
-when the data cannot draw it. Captions cite the page's numbered price notes (`cite`)."""
+"""The report's charts, each the counterpart of one in the seed studies: (png bytes, caption), or None when the data
+cannot compare anything (the page then leaves the chart out). Captions cite the page's numbered price notes."""
 
 from __future__ import annotations
 
@@ -55,9 +55,6 @@ def _compared(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     return out[:MAX_PANELS]
 
 
-ONE_OFFERING = "every configuration ran on one offering only: nothing to compare"
-
-
 def units(d: pd.DataFrame) -> str:
     """Plural sample unit of a configuration's rows ("tweets"), "samples" when unknown."""
     u = d["sample_unit"].dropna() if "sample_unit" in d.columns else pd.Series(dtype=object)
@@ -72,11 +69,9 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite):
     """Seed 000, figure 1: cost to train per offering (training only), with the
     billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
-    if s.empty:
-        return None, "no run could be priced (see price notes in the table)"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
@@ -200,11 +195,9 @@ def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
     """Seed 003: cost per hour against time to train, efficient frontier joined;
     points numbered (the legend names them), log axes where values span decades."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
-    if s.empty:
-        return None, "no run has both a price and a training time"
     fig = hourly_vs_time_figure(summary)
     if fig is None:
-        return None, ONE_OFFERING
+        return None
     return to_png(fig, laid_out=True), cite(s)  # laid out once: the numbers stay where placed
 
 
@@ -213,11 +206,9 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
     (throughput x 3600), per run at its own price), per 1,000 or per million
     samples as reads best, in the benchmark's unit (images, tweets, ...)."""
     s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
-    if s.empty:
-        return None, "no run has both a throughput (samples/s) and a price"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         count, words = per_samples_scale(list(1 / d["samples_per_usd"]))
@@ -233,11 +224,9 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
 def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite):
     """Seed 002: training time and cost relative to the base offering."""
     s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
-    if s.empty:
-        return None, f"the base offering {base} has no completed run of any benchmark here (choose one with --base)"
     panels = _compared(s)
     if not panels:
-        return None, f"no configuration ran on {base} and another offering: nothing to compare"
+        return None
     fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
@@ -251,10 +240,8 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite):
 
 def scaling(scale: pd.DataFrame):
     """Seed 000, figure 2: multi-GPU speed-up against the ideal (linear)."""
-    if scale.empty:
-        return None, "no multi-GPU run has a 1-GPU run of the same GPU model to compare with"
-    if scale["offering_id"].nunique() < 2:
-        return None, "one multi-GPU offering only: its speed-up is in the scaling table"
+    if scale.empty or scale["offering_id"].nunique() < 2:  # one offering's speed-up is in the scaling table
+        return None
     fig, ((ax,),) = figure(1, 1, (9, 0.5 * len(scale) + 1.5))
     names = [f"{r['benchmark']}: {r['offering_id']} x{r['gpus']}" for r in scale.to_dict("records")]
     y = range(len(scale))
@@ -272,7 +259,7 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite
     """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
     than the best cloud offerings, by days of use per month."""
     if be.empty:
-        return None, "no on-prem box was measured on a benchmark a cloud offering also ran"
+        return None
     catalog = load_catalog()
     days = [d / 2 for d in range(2, 63)]
     groups = list(be.groupby(["benchmark", "workload", "onprem"], dropna=False))[:MAX_PANELS]
@@ -307,11 +294,9 @@ def imagenet(summary: pd.DataFrame, cite: Cite):
     configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
     sched = imagenet_schedules()
     s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
-    if s.empty:
-        return None, "no run of resnet50, vgg16 or inception3 measured images/s"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     n = min(len(panels), MAX_PANELS)
     rows = _rows_per_panel(panels)
     fig, axes = figure(n, 2, (11, max(2.5, 0.35 * rows + 1.2) * n))
