@@ -198,11 +198,9 @@ def context(m: pd.DataFrame) -> dict:
 
 def assumed_rates(summary: pd.DataFrame) -> str:
     """The rates assumed for offerings with no published price, as one line ("" for none)."""
-    if summary.empty or "offering_kind" not in summary:
+    if "offering_kind" not in summary:
         return ""
     local = summary[summary["offering_kind"].astype(str).isin(ASSUMED_PRICE_KINDS)]
-    if local.empty:
-        return ""
 
     def described(r) -> str:
         paid = present(r.get("prices_paid"))
@@ -456,18 +454,15 @@ def price_source_words(r: dict) -> str | None:
 
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
     """The summary with the query.RunsQuery.row_facts columns it lacks."""
-    facts = [c for c in RUN_FACTS if c in per_row.columns and c not in summary.columns]
-    keys = [k for k in FACT_KEYS if k in per_row.columns]
-    if summary.empty or per_row.empty or not facts or not keys or not set(keys) <= set(summary.columns):
+    facts = [c for c in RUN_FACTS if c not in summary.columns]
+    if summary.empty or per_row.empty or not facts:
         return summary
-    return summary.merge(per_row[keys + facts], on=keys, how="left")
+    return summary.merge(per_row[FACT_KEYS + facts], on=FACT_KEYS, how="left")
 
 
 def prices_used(summary: pd.DataFrame) -> dict[str, Price]:
     """offering id -> the hourly price its costs used and where it came from (priced rows only)."""
     out = {}
-    if summary.empty or "hourly_usd" not in summary:
-        return out
     for r in summary.to_dict("records"):
         h = pd.to_numeric(r.get("hourly_usd"), errors="coerce")
         if r["offering_id"] not in out and not pd.isna(h):
