@@ -385,10 +385,9 @@ def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
     recent = facts.not_done
     if not len(recent):
         return None
-    counts = facts.not_done_counts
     return {
         "total": facts.not_done_total,
-        "counts": None if counts is None or counts.empty else frame_table(counts, NOT_DONE_COUNT_COLUMNS),
+        "counts": frame_table(facts.not_done_counts, NOT_DONE_COUNT_COLUMNS),  # not empty: `recent` is not
         "listed": len(recent),
         "recent": frame_table(recent.assign(price=[notes.ref(r) for r in recent.to_dict("records")]), NOT_DONE_COLUMNS),
         "sql": NOT_COMPLETED_SQL,

@@ -46,9 +46,8 @@ def _panels(n: int, height_per: float, width: float = 9.0):
 def _compared(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """(panel title, rows) per configuration run on two offerings or more (one offering, or a single point,
     carries no information): one panel never mixes workloads."""
-    keys = [k for k in ("benchmark", "workload") if k in frame.columns]
     out = []
-    for _, d in frame.groupby(keys, dropna=False, sort=True):
+    for _, d in frame.groupby(["benchmark", "workload"], dropna=False, sort=True):
         wl = d.iloc[0].get("workload_label")
         if d["offering_id"].nunique() > 1:
             out.append((str(d.iloc[0]["benchmark"]) + (f" ({wl})" if isinstance(wl, str) else ""), d))

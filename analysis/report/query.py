@@ -48,7 +48,7 @@ class RunFacts(NamedTuple):
     not_done: Any  # DataFrame: the NOT_DONE_SAMPLE most recent runs that did not complete, most recent first
     measured: Any  # DataFrame: RunsQuery.measured, median samples/s per setup of the studies' benchmarks
     row_facts: Any  # DataFrame: RunsQuery.row_facts, price origins and data kinds per FACT_KEYS
-    not_done_counts: Any = None  # DataFrame: the runs that did not complete, counted per NOT_DONE_KEYS
+    not_done_counts: Any  # DataFrame: the runs that did not complete, counted per NOT_DONE_KEYS
 
     @property
     def not_done_total(self) -> int:
