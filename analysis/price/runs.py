@@ -55,12 +55,11 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
     spec = catalog.get(oid).onprem
     if spec is not None and _num(row.get("recorded_hourly_usd")) is None:
         # an owned box has no price list: its hourly rate is amortisation + electricity
-        day = getattr(spec, "as_of", None)
         return (
             onprem_hourly(spec),
             f"amortised purchase + electricity at {spec.days_per_month:g} days/month",
             catalog.get(oid).specs_source,
-            day.isoformat() if day else None,
+            spec.as_of.isoformat() if spec.as_of else None,
         )
     if as_of is not None:
         hourly, source, day = _catalog_price(catalog, oid, market, as_of)
@@ -125,8 +124,6 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
         prices, terms = [], None
         for w in windows:
             hourly, basis, source, day = _attempt_price(row, w, catalog, as_of, launch_day)
-            if hourly is None:
-                raise CostError(f"no {market} price recorded or in the catalog for attempt {w['attempt']}")
             cost, hours, terms = billed_cost(oid, w["seconds"], market, terms_day, hourly, catalog, terms)
             billed_usd += cost
             billed_h += hours
