@@ -210,13 +210,9 @@ def price_run(
         "now": now or datetime.now(timezone.utc),
         "provider": provider,
         "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
-        "client_factory": client_factory or (lambda region: _history_client(provider, region)),
+        "client_factory": client_factory or (lambda region: clouds.get(provider).spot_history().client(region)),
     }
     priced = _pricer(provider, market)(ctx, windows)
     hourly = _weighted(priced["attempts"])
     out = {"offering": offering_id, "provider": provider, "market": market, **priced}
     return out if hourly is None else {**out, "hourly_usd": hourly}
-
-
-def _history_client(provider: str, region: str):
-    return clouds.get(provider).spot_history().client(region)
