@@ -52,13 +52,6 @@ class CatalogFile:
     as_of: date  # the date the prices are known to be from
     dated_by: str  # how `as_of` was established
 
-    def source(self, region: str) -> str:
-        """Short enough for `cost` to print; how the date is known is in the header."""
-        return (
-            f"{REPO} {self.repo_path} @{self.commit[:8]} ({self.provider.upper()} prices via SkyPilot's "
-            f"fetcher, {region}; dated {self.as_of.isoformat()}, how: see the snapshot's header)"
-        )
-
 
 @dataclass(frozen=True)
 class Quote:
@@ -235,7 +228,9 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
     ]
     text = snapshot.render(
         as_of=source.as_of,
-        source=source.source(region),
+        # short enough for `cost` to print; how the date is known is in the header
+        source=f"{REPO} {source.repo_path} @{source.commit[:8]} ({source.provider.upper()} prices via SkyPilot's "
+        f"fetcher, {region}; dated {source.as_of.isoformat()}, how: see the snapshot's header)",
         region=region,
         fetched_at=None,
         header=header,
