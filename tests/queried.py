@@ -10,8 +10,7 @@ from contextlib import contextmanager
 import pandas as pd
 
 from analysis.metrics import Options, analyse_summary
-from analysis.report.facts import RunFacts
-from analysis.report.query import RunsQuery, connect
+from analysis.report.query import RunFacts, RunsQuery, connect
 
 
 def as_collected(runs: pd.DataFrame) -> pd.DataFrame:

@@ -1,11 +1,5 @@
-"""Warns when the newest catalog price an answer used is old.
-
-Shipped snapshots age: a cost, plan, offers list or report priced from a
-snapshot a year old can be far from today's bill. Every command that prices
-from the catalog today (no --as-of) calls `warning(...)` with the dates of
-the prices it used and prints what it returns. A price a run recorded at
-launch is what was paid, not a quote, so callers pass catalog dates only.
-"""
+"""Warns when the newest catalog price an answer used is old: a snapshot a year old can be far from today's bill.
+Callers pass catalog dates only (a price a run recorded at launch is what was paid, not a quote)."""
 
 from __future__ import annotations
 
@@ -51,20 +45,19 @@ def limit(option: float | None) -> float:
     return value
 
 
-def _as_date(value) -> date | None:
+def as_date(value) -> date | None:
+    """A date, or the date an ISO text starts with; None for anything else."""
     if isinstance(value, date):
         return value
-    if isinstance(value, str) and len(value) >= 10:
-        try:
-            return date.fromisoformat(value[:10])
-        except ValueError:
-            return None
-    return None
+    try:
+        return date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
 
 
 def warning(dates: Iterable, max_days: float, today: date | None = None) -> str | None:
     """A warning naming the newest price date when it is older than `max_days`."""
-    known = [d for d in (_as_date(v) for v in dates) if d is not None]
+    known = [d for d in (as_date(v) for v in dates) if d is not None]
     if not known or max_days == 0:
         return None
     newest = max(known)

@@ -1,9 +1,5 @@
-"""The cost model: what a duration on an offering is billed, exactly.
-
-Every figure is price x billed duration under the billing terms in force on
-the pricing date (billing.toml), with the price's source kept beside it.
-Imports only the catalog, so it runs without pandas, Pulumi or TensorFlow.
-"""
+"""The cost model: price x billed duration under the billing terms in force on the pricing date (billing.toml),
+the price's source kept beside it. Imports only the catalog: it runs without pandas, Pulumi or TensorFlow."""
 
 from __future__ import annotations
 
@@ -27,9 +23,6 @@ class CostError(CatalogError):
     """A cost question with bad inputs (negative hours, no spot price, ...)."""
 
 
-# --- billed duration ---------------------------------------------------------
-
-
 def billed_seconds(terms: BillingTerms, seconds: float) -> float:
     """Seconds charged for `seconds` of use under `terms`.
 
@@ -44,9 +37,6 @@ def billed_seconds(terms: BillingTerms, seconds: float) -> float:
     # becoming a third hour through float noise.
     units = math.ceil(seconds / inc - 1e-9)
     return max(terms.minimum_seconds, units * inc)
-
-
-# --- on-prem -----------------------------------------------------------------
 
 
 def onprem_monthly(spec: OnPremSpec, days_per_month: float | None = None) -> dict[str, float]:
@@ -99,9 +89,6 @@ def breakeven_days_per_month(
     return amortisation / (HOURS_PER_DAY * margin)
 
 
-# --- spot ----------------------------------------------------------------------
-
-
 def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetime, end: datetime) -> float:
     """Average price over [start, end] of a step series (each price holds
     until the next change), as a spot price history is. The series must
@@ -122,9 +109,6 @@ def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetim
         if seg_end > seg_start:
             total += price * (seg_end - seg_start).total_seconds()
     return total / (end - start).total_seconds()
-
-
-# --- cost of a duration ----------------------------------------------------------
 
 
 @dataclass

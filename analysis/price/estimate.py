@@ -1,12 +1,5 @@
-"""A stack's cost estimated from its collected runs: the billed time in the results table.
-
-The results table is the one `collect` writes (`--table`, default ./table), read as the report
-reads it (analysis.report.source.results_dataset, queried with DataFusion): per completed run its
-billed_hours, the billed window `runs` computed over every attempt under the offering's billing
-rule. `measured_runs_of` turns it into plain figures (`MeasuredRuns`: billed seconds per stack
-and benchmark), and infra's `infra.catalog.estimate.estimate_costs` makes the estimate from
-them: the median billed time x the hourly price, else the deadline bound maxHours x hourly price.
-"""
+"""A stack's cost estimated from its collected runs: the billed seconds per stack and benchmark in the results table
+(`MeasuredRuns`), from which infra.catalog.estimate.estimate_costs makes the estimate."""
 
 from __future__ import annotations
 
@@ -23,8 +16,7 @@ def measured_runs_of(where: Path | str, stacks: Sequence[str] | None = None) -> 
     text = str(where)
     table = str(Path(text).parent) if text.endswith(".parquet") else text
     try:  # heavy: pyarrow and deltalake, the analysis extra; `gpubench plan` runs without it
-        from analysis.report.query import billed_seconds
-        from analysis.report.source import NoResultsTable, results_dataset
+        from analysis.report.query import NoResultsTable, billed_seconds, results_dataset
     except ImportError:  # the analysis extra (pyarrow, deltalake) is not installed
         return MeasuredRuns(
             {}, None, f"{where} was not read: install the analysis extra (pip install 'gpubench[analysis]')"

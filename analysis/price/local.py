@@ -1,9 +1,5 @@
-"""This machine's hourly price, for the demo and `gpubench bench --local`.
-
-It has no published price, so it is priced at a flat hourly rate that is an assumption
-(DEFAULT_HOURLY_USD), else your figure (--hourly-usd, GPUBENCH_LOCAL_HOURLY_USD); the rate and
-where it came from are recorded with every run, and the report shows them.
-"""
+"""This machine's hourly price, for the demo and `gpubench bench --local`: it has no published price, so a flat rate
+that is an assumption (DEFAULT_HOURLY_USD), else your figure; recorded with every run, with where it came from."""
 
 from __future__ import annotations
 

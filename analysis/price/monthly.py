@@ -1,11 +1,6 @@
-"""Monthly bills: of a recurring benchmark (runs per month from the schedule
-expression, each run billed under the rule in force on the date, plus the
-disk, the scheduler and any function beside it, line by line), and of the
-leak sweeper run as a cloud function.
-
-Exact arithmetic (Fractions of the catalog's decimal prices) so a study's
-printed figures come out to the cent, not 0.24000000000000002.
-"""
+"""Monthly bills, line by line: of a recurring benchmark (runs per month from the schedule, each billed under the
+rule in force, with disk, scheduler and function) and of the leak sweeper as a cloud function. Exact arithmetic
+(Fractions of the catalog's decimals) so a study's printed figures come out to the cent."""
 
 from __future__ import annotations
 
@@ -85,21 +80,6 @@ class MonthlyBill(_Bill):
     minimum_overhead_percent: float = 0.0
 
 
-def _compute_price(catalog: Catalog, offering_id: str, market: str, as_of: date | None) -> tuple[Fraction, str, str]:
-    """(hourly USD, source, billing rule) of an offering, or of a bare GCP
-    machine type with no GPU (`gcp/n1-standard-1`, seed 001's VM)."""
-    try:
-        offering = catalog.get(offering_id)
-    except UnknownOffering:
-        provider, _, machine = offering_id.partition("/")
-        row = catalog.prices.lookup(f"machine:{machine}", market, as_of) if machine else None
-        if row is None or provider not in catalog.billing_rules:
-            raise
-        return _exact(row.hourly_usd), row.source, provider
-    quote = catalog.price(offering_id, as_of=as_of, market=market)
-    return _exact(quote.hourly_usd), quote.source, offering.billing
-
-
 def _function_line(
     sp: ServicePrices, calls: Fraction, seconds: float, memory_gb: float, vcpus: float
 ) -> BillLine | None:
@@ -164,10 +144,7 @@ def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> Bill
     )
     price_text = " + ".join(
         p
-        for p in (
-            f"{_usd(job_price)}/job-month" if job_price else "",
-            f"{_usd(per_m)}/M invocations" if per_m else "",
-        )
+        for p in (f"{_usd(job_price)}/job-month" if job_price else "", f"{_usd(per_m)}/M invocations" if per_m else "")
         if p
     )
     return _line(
@@ -194,15 +171,23 @@ def _check_inputs(minutes_up: float, disk_gb: float, scheduler_jobs: int, hourly
 def _hourly_price(
     catalog: Catalog, offering_id: str, market: str, as_of: date | None, hourly_usd: float | None
 ) -> tuple[Fraction, str, str]:
-    """(hourly USD, source, billing rule): the given price under the
-    offering's rule (the provider's for an unknown offering), else the catalog's."""
-    if hourly_usd is None:
-        return _compute_price(catalog, offering_id, market, as_of)
+    """(hourly USD, source, billing rule): the given price, else the catalog's, under the offering's rule;
+    a bare GCP machine type with no GPU (`gcp/n1-standard-1`, seed 001's VM) under its provider's."""
+    given = None if hourly_usd is None else (_exact(hourly_usd), "given with --hourly-usd")
     try:
-        rule = catalog.get(offering_id).billing
+        offering = catalog.get(offering_id)
     except UnknownOffering:
-        rule = offering_id.partition("/")[0]
-    return _exact(hourly_usd), "given with --hourly-usd", rule
+        provider, _, machine = offering_id.partition("/")
+        if given:
+            return (*given, provider)
+        row = catalog.prices.lookup(f"machine:{machine}", market, as_of) if machine else None
+        if row is None or provider not in catalog.billing_rules:
+            raise
+        return _exact(row.hourly_usd), row.source, provider
+    if given:
+        return (*given, offering.billing)
+    quote = catalog.price(offering_id, as_of=as_of, market=market)
+    return _exact(quote.hourly_usd), quote.source, offering.billing
 
 
 def _billing_terms(catalog: Catalog, offering_id: str, rule: str, rule_date: date) -> BillingTerms:

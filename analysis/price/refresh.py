@@ -1,10 +1,5 @@
-"""One `prices refresh` for one provider and region: fetch, render, validate,
-write, diff. The clients come from a `Clients` object so tests hand in stubs.
-
-Which offerings are refreshed: the provider's catalog offerings not retired on
-the fetch date. A type the API does not price becomes a warning naming it and
-the rest are written; nothing priced at all is an error (no snapshot).
-"""
+"""One `prices refresh` for one provider and region: fetch the offerings not retired on the fetch date, render,
+validate, write, diff. A type the API does not price is a warning; nothing priced at all is an error."""
 
 from __future__ import annotations
 
@@ -87,7 +82,7 @@ def refresh(
         result.warnings.extend(warns)
         if not any(tables.values()):
             raise PriceFetchError(f"{provider} {region}: the API priced none of the {len(offerings)} offerings")
-        name = snapshot.snapshot_name(provider, region, now.date())
+        name = snapshot.snapshot_name(f"{provider}-live", provider, region, now.date())
         text = snapshot.render(
             as_of=now.date(),
             source=source,

@@ -1,8 +1,5 @@
-"""Re-price a whole results dataset at a date (`report --as-of`) in bounded
-memory: the runs stream through `price_runs` one batch at a time into a
-Parquet file beside them, which the report's queries then read in place of
-the table. Each run is priced by the same per-run rule as ever; only a batch
-is ever held."""
+"""Re-price a whole results dataset at a date (`report --as-of`) a batch at a time, into a Parquet file the
+report's queries then read in place of the table."""
 
 from __future__ import annotations
 

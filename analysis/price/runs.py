@@ -1,27 +1,17 @@
-"""Prices each run: what it was billed and what its training alone cost.
-
-Two figures, never mixed up:
-- billed_cost_usd: instance launch to termination, for every attempt (each
-  spot attempt is billed on its own, with its own minimum), under the
-  offering's billing rule: what the invoice shows.
-- train_cost_usd: the training seconds alone under the same rule and price:
-  what the seed studies call "cost to train".
-
-The price is, in order: the one recorded in the result at launch (the spot
-price history recorded in the timeline, time-weighted, for spot attempts),
-else the catalog's in force on the launch date. With `as_of` every run is
-re-priced from the catalog snapshot in force on that date instead (to
-compare with a study, or with today's prices). Every priced row names the
-price's source and date; a row that cannot be priced says why.
-"""
+"""Prices each run with two figures, never mixed up: billed_cost_usd (launch to termination of every attempt, each
+billed on its own under the offering's rule: the invoice) and train_cost_usd (the training seconds alone at the same
+rule and price: the seed studies' "cost to train"). The price: the one recorded at launch (a spot attempt's recorded
+history, time-weighted), else the catalog's on the launch date; with `as_of`, the catalog's on that date. A row
+that cannot be priced says why."""
 
 from __future__ import annotations
 
 import functools
 import math
-from datetime import date, datetime
+from datetime import date
 
 from analysis import fastjson
+from analysis.price.age import as_date
 from analysis.price.billed import CostError, billed_cost, catalog_price, onprem_hourly, time_weighted_price
 from infra.catalog import CatalogError, load_catalog
 from payload.timestamps import parse_time
@@ -32,13 +22,9 @@ PRICE_COLUMNS = tuple(
 )
 
 
-def _nan() -> float:
-    return float("nan")
-
-
 # What price_run returns before it knows anything: built once, copied per row.
 _UNPRICED = {c: None for c in PRICE_COLUMNS} | dict(
-    billed_cost_usd=_nan(), train_cost_usd=_nan(), hourly_usd=_nan(), billed_hours=_nan(), setup_fee_usd=0.0
+    billed_cost_usd=math.nan, train_cost_usd=math.nan, hourly_usd=math.nan, billed_hours=math.nan, setup_fee_usd=0.0
 )
 
 
@@ -58,18 +44,6 @@ def _num(x) -> float | None:
     return None if math.isnan(x) else x
 
 
-def _day(text) -> date | None:
-    if not text or not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).date()
-    except ValueError:
-        try:
-            return date.fromisoformat(text[:10])
-        except ValueError:
-            return None
-
-
 def _catalog_price(catalog, offering_id: str, market: str, on: date | None) -> tuple[float, str, str]:
     q, _ = catalog_price(catalog, offering_id, market, on)  # an old or retired price: the offerings command says it
     return q.hourly_usd, q.source, q.as_of.isoformat()
@@ -81,12 +55,11 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
     spec = catalog.get(oid).onprem
     if spec is not None and _num(row.get("recorded_hourly_usd")) is None:
         # an owned box has no price list: its hourly rate is amortisation + electricity
-        day = getattr(spec, "as_of", None)
         return (
             onprem_hourly(spec),
             f"amortised purchase + electricity at {spec.days_per_month:g} days/month",
             catalog.get(oid).specs_source,
-            day.isoformat() if day else None,
+            spec.as_of.isoformat() if spec.as_of else None,
         )
     if as_of is not None:
         hourly, source, day = _catalog_price(catalog, oid, market, as_of)
@@ -137,12 +110,12 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
     windows = fastjson.loads(row.get("attempts_json") or "[]")
     out["instance_hours"] = sum(w["seconds"] for w in windows) / 3600.0
     train = _num(row.get("train_seconds"))
-    out["train_hours"] = _nan() if train is None else train / 3600.0
+    out["train_hours"] = math.nan if train is None else train / 3600.0
     oid = row.get("offering_id")
     if not oid:
         out["price_note"] = "no offering id in the result: cannot apply a billing rule (set GPUBENCH_OFFERING)"
         return out
-    launch_day = _day(row.get("launch_at")) or _day(row.get("started_at"))
+    launch_day = as_date(row.get("launch_at")) or as_date(row.get("started_at"))
     terms_day = as_of or launch_day
     try:
         offering = catalog.get(oid)
@@ -151,8 +124,6 @@ def price_run(row: dict, as_of: date | None = None, catalog=None) -> dict:
         prices, terms = [], None
         for w in windows:
             hourly, basis, source, day = _attempt_price(row, w, catalog, as_of, launch_day)
-            if hourly is None:
-                raise CostError(f"no {market} price recorded or in the catalog for attempt {w['attempt']}")
             cost, hours, terms = billed_cost(oid, w["seconds"], market, terms_day, hourly, catalog, terms)
             billed_usd += cost
             billed_h += hours

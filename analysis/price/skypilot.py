@@ -1,36 +1,12 @@
-"""Dated price snapshots from SkyPilot's public catalog.
+"""Dated price snapshots from SkyPilot's public catalog, so the shipped prices renew without cloud credentials.
 
-SkyPilot's fetchers publish, per cloud, `catalogs/<version>/<cloud>/vms.csv`
-in github.com/skypilot-org/skypilot-catalog, built from the providers' own
-price APIs: one row per instance type (or GPU) and availability zone with its
-on-demand `Price` and the zone's `SpotPrice` at fetch time. This module turns
-such a file, or an extract of its rows, into an ordinary catalog snapshot for
-the offerings the catalog sells in one region, so the shipped prices can be
-renewed without cloud credentials:
-
-- AWS rows are instance types. The on-demand price is the region's (zones
-  agree); spot is the median over the region's standard zones. Local Zones
-  (ids such as `use1-atl2-az1`) need an opt-in and are left out.
-- GCP machine types and GPUs are separate rows, composed by the catalog
-  (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU). A machine row has an
-  InstanceType and no accelerator. A GPU row has no InstanceType and prices a
-  bundle of `AcceleratorCount` GPUs; the per-GPU price is that of the smallest
-  bundle listed divided by its count (larger bundles must agree within 0.1 %).
-- Offerings retired on the source's date are not priced: they keep their
-  dated older prices (the rule `prices refresh` follows).
-- An item whose spot price is above its on-demand price is inconsistent. On
-  AWS the on-demand figure is the region's list price and Spot is capped at it
-  by default (e.g. AWS Batch's ComputeResource bidPercentage: "the default value
-  is 100% of the On-Demand price"), so the spot figure is the odd one: it alone
-  is left out.
-  On GCP the on-demand GPU figure is the odd one (v9's us-central1 A100-80GB
-  and H100 rows: a2-ultragpu-1g composed from them costs 2.95 USD/h against the
-  billing catalog's 5.07), so the item is left out. Either way with a warning,
-  never guessed at; a price missing is left out too.
-  A price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g
-  in v9), so it counts as missing, never as free.
-
-Every number in the snapshot is a source value or a median/quotient of them.
+SkyPilot's fetchers publish `catalogs/<version>/<cloud>/vms.csv` in github.com/skypilot-org/skypilot-catalog, built
+from the providers' own price APIs: one row per instance type (or GPU bundle) and zone, with its on-demand `Price`
+and the zone's `SpotPrice` at fetch time. The rules that turn its rows into a snapshot of the offerings the catalog
+sells in one region (standard zones only, per-GPU prices from the smallest bundle, retired offerings and
+inconsistent rows left out) are in docs/research/prices.md, section 7. Every number written is a source value or a
+median/quotient of them; a price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g in v9), so it
+counts as missing, never as free.
 """
 
 from __future__ import annotations
@@ -40,11 +16,9 @@ import csv
 import re
 import statistics
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 import infra.catalog
 from infra.catalog import Catalog, Offering
@@ -57,10 +31,9 @@ from .refresh import RefreshResult, targets
 
 REPO = "skypilot-org/skypilot-catalog"
 GENERATOR = "python -m analysis.price.skypilot"
-# Standard availability-zone ids (use1-az4); Local/Wavelength zones have more parts.
-STANDARD_ZONE = re.compile(r"^[a-z]+[0-9]+-az[0-9]+$")
-BUNDLE_TOLERANCE = 0.001
-# Catalog price key prefix ("machine:", "gpu:") -> (snapshot table, id field).
+STANDARD_ZONE = re.compile(r"^[a-z]+[0-9]+-az[0-9]+$")  # use1-az4; Local/Wavelength zones have more parts
+BUNDLE_TOLERANCE = 0.001  # a larger GPU bundle's per-GPU price must agree with the smallest's
+# Catalog price key prefix ("machine:", "gpu:") -> snapshot table.
 COMPONENT_TABLES = {prefix: table for table, (_field, prefix) in ROW_KEYS.items() if prefix}
 
 
@@ -79,18 +52,6 @@ class CatalogFile:
     as_of: date  # the date the prices are known to be from
     dated_by: str  # how `as_of` was established
 
-    @property
-    def version(self) -> str:
-        match = re.search(r"catalogs/(v[0-9]+)/", self.repo_path)
-        return match.group(1) if match else "v?"
-
-    def source(self, region: str) -> str:
-        """Short enough for `cost` to print; how the date is known is in the header."""
-        return (
-            f"{REPO} {self.repo_path} @{self.commit[:8]} ({self.provider.upper()} prices via SkyPilot's "
-            f"fetcher, {region}; dated {self.as_of.isoformat()}, how: see the snapshot's header)"
-        )
-
 
 @dataclass(frozen=True)
 class Quote:
@@ -100,11 +61,6 @@ class Quote:
     spot_hourly: float | None
     note: str
 
-    def fields(self) -> dict[str, Any]:
-        return {"hourly": self.hourly, "spot_hourly": self.spot_hourly, "note": self.note}
-
-
-# --- reading -------------------------------------------------------------------
 
 REQUIRED = {
     "aws": ("InstanceType", "Price", "SpotPrice", "Region", "AvailabilityZone"),
@@ -130,24 +86,28 @@ def _number(text: str) -> float | None:
     return value if value is not None and value > 0 else None
 
 
-def _median(values: Iterable[float]) -> float:
-    return round(statistics.median(values), 6)
-
-
-# Per provider: whether an item whose spot is above on-demand keeps its on-demand figure
-# (the module docstring says why).
+# Whether an item whose spot is above on-demand keeps its on-demand figure. AWS: yes, the on-demand figure is the
+# region's list price and Spot is capped at it by default (AWS Batch's ComputeResource bidPercentage: "the default
+# value is 100% of the On-Demand price"), so only the spot figure goes. GCP: no, the on-demand GPU figure is the
+# odd one (v9's us-central1 A100-80GB and H100 rows: a2-ultragpu-1g composed from them costs 2.95 USD/h against
+# the billing catalog's 5.07), so the item goes. Either way with a warning, never guessed at.
 KEEPS_ON_DEMAND = {"aws": True, "gcp": False}
 
 
-def _consistent(name: str, quote: Quote | None, warnings: list[str], provider: str) -> Quote | None:
-    if quote is None or quote.spot_hourly is None or quote.spot_hourly <= quote.hourly:
-        return quote
-    found = f"{name}: spot ${quote.spot_hourly} is above on-demand ${quote.hourly} in the source; "
-    if KEEPS_ON_DEMAND[provider]:
+def _kept(key: str, quote: Quote | None, provider: str, missing: str, warnings: list[str]) -> dict | None:
+    """The quote's snapshot fields, or None with a warning naming `key`: inconsistent, or `missing` (no quote)."""
+    if quote is not None and quote.spot_hourly is not None and quote.spot_hourly > quote.hourly:
+        found = f"{key}: spot ${quote.spot_hourly} is above on-demand ${quote.hourly} in the source; "
+        if not KEEPS_ON_DEMAND[provider]:
+            warnings.append(found + "left out as inconsistent (older dated prices, if any, stay in force)")
+            return None
         warnings.append(found + "the spot figure is left out, the on-demand list price stands")
-        return Quote(quote.hourly, None, f"{quote.note}; spot left out: above on-demand")
-    warnings.append(found + "left out as inconsistent (older dated prices, if any, stay in force)")
-    return None
+        quote = Quote(quote.hourly, None, f"{quote.note}; spot left out: above on-demand")
+    if quote is None:
+        if not any(w.startswith(key + ":") for w in warnings):
+            warnings.append(f"{key}: {missing} (older dated prices, if any, stay in force)")
+        return None
+    return asdict(quote)
 
 
 def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> Quote | None:
@@ -160,43 +120,24 @@ def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> 
     note = f"{what}; median over zones {', '.join(zones)}"
     if spot:
         note += f"; spot values {sorted(round(s, 6) for s in spot)}"
-    return Quote(_median(on_demand), _median(spot) if spot else None, note)
-
-
-# --- AWS -------------------------------------------------------------------------
-
-
-def aws_quote(rows: list[dict[str, str]], instance_type: str, region: str) -> Quote | None:
-    mine = [
-        r
-        for r in rows
-        if r["InstanceType"] == instance_type and r["Region"] == region and STANDARD_ZONE.match(r["AvailabilityZone"])
-    ]
-    return _zone_quote(mine, f"{instance_type} in {region}")
+    return Quote(round(statistics.median(on_demand), 6), round(statistics.median(spot), 6) if spot else None, note)
 
 
 def aws_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"price": {offering id: fields}}, warnings) for AWS offerings."""
-    prices: dict[str, dict[str, Any]] = {}
+    """({"price": {offering id: fields}}, warnings) for AWS offerings: on-demand is the region's (zones agree)."""
     warnings: list[str] = []
+    prices = {}
     for o in offerings:
-        quote = _consistent(o.id, aws_quote(rows, o.instance_type, region), warnings, "aws")
-        if quote is None:
-            if not any(w.startswith(o.id + ":") for w in warnings):
-                warnings.append(
-                    f"{o.id}: no {o.instance_type} price in {where} for {region} (older dated prices, if any, stay in force)"
-                )
-            continue
-        prices[o.id] = quote.fields()
-    return {"price": prices}, warnings
-
-
-# --- GCP -------------------------------------------------------------------------
-
-
-def gcp_machine_quote(rows, name: str, region: str) -> Quote | None:
-    mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"] and r["Region"] == region]
-    return _zone_quote(mine, f"machine type {name} in {region}")
+        mine = [
+            r
+            for r in rows
+            if r["InstanceType"] == o.instance_type
+            and r["Region"] == region
+            and STANDARD_ZONE.match(r["AvailabilityZone"])
+        ]
+        quote = _zone_quote(mine, f"{o.instance_type} in {region}")
+        prices[o.id] = _kept(o.id, quote, "aws", f"no {o.instance_type} price in {where} for {region}", warnings)
+    return {"price": {k: v for k, v in prices.items() if v}}, warnings
 
 
 def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote | None:
@@ -215,65 +156,54 @@ def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote |
         return None
     for r in mine:
         price = _number(r["Price"])
-        if (
-            price is not None
-            and abs(price / float(r["AcceleratorCount"]) - quote.hourly) > BUNDLE_TOLERANCE * quote.hourly
-        ):
+        per_gpu = None if price is None else price / float(r["AcceleratorCount"])
+        if per_gpu is not None and abs(per_gpu - quote.hourly) > BUNDLE_TOLERANCE * quote.hourly:
             warnings.append(
                 f"gpu:{model}: the {r['AcceleratorCount']}-GPU row in {r['AvailabilityZone']} is "
-                f"${price / float(r['AcceleratorCount']):.6f} per GPU, not ${quote.hourly}; the smallest bundle is used"
+                f"${per_gpu:.6f} per GPU, not ${quote.hourly}; the smallest bundle is used"
             )
     return quote
 
 
-def gcp_components(offerings: list[Offering]) -> dict[str, set[str]]:
-    """Snapshot table -> the machine types / GPU models the offerings are priced from."""
+def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
+    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings): the machine types and GPU models the offerings are
+    composed of (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU), each priced on its own."""
+    warnings: list[str] = []
     needed: dict[str, set[str]] = {table: set() for table in COMPONENT_TABLES.values()}
     for o in offerings:
         for key in o.price_components:
             prefix, _, name = key.partition(":")
             needed[COMPONENT_TABLES[prefix + ":"]].add(name)
-    return needed
 
+    def machine(name):  # a machine row has an InstanceType and no accelerator
+        mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"] and r["Region"] == region]
+        return _zone_quote(mine, f"machine type {name} in {region}")
 
-def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings) for GCP offerings."""
-    warnings: list[str] = []
     quoters = {
-        "gcp_machine": ("machine", lambda name: gcp_machine_quote(rows, name, region)),
+        "gcp_machine": ("machine", machine),
         "gcp_gpu": ("gpu", lambda name: gcp_gpu_quote(rows, name, region, warnings)),
     }
-    tables: dict[str, dict[str, dict[str, Any]]] = {}
-    for table, names in gcp_components(offerings).items():
+    tables = {}
+    for table, names in needed.items():
         label, quoter = quoters[table]
-        tables[table] = {}
-        for name in sorted(names):
-            quote = _consistent(f"{label}:{name}", quoter(name), warnings, "gcp")
-            if quote is None:
-                if not any(w.startswith(f"{label}:{name}:") for w in warnings):
-                    warnings.append(
-                        f"{label}:{name}: no price in {where} for {region} (older dated prices, if any, stay in force)"
-                    )
-                continue
-            tables[table][name] = quote.fields()
+        kept = {
+            n: _kept(f"{label}:{n}", quoter(n), "gcp", f"no price in {where} for {region}", warnings)
+            for n in sorted(names)
+        }
+        tables[table] = {k: v for k, v in kept.items() if v}
     return tables, warnings
 
 
 TABLE_BUILDERS = {"aws": aws_tables, "gcp": gcp_tables}
 
 
-# --- the snapshot -------------------------------------------------------------------
-
-
-def snapshot_name(source: CatalogFile, region: str) -> str:
-    suffix = "" if snapshot.CATALOG_REGIONS.get(source.provider) == region else f"-{region}"
-    return f"{source.as_of.isoformat()}_skypilot-{source.version}-{source.provider}{suffix}"
+# What a snapshot table's rows mean, said once in the header of a snapshot that has the table.
+TABLE_NOTES = {"gcp_gpu": "GPU prices are per GPU: the smallest bundle the catalog lists, divided by its GPU count."}
 
 
 def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) -> tuple[str, str, list[str], list[str]]:
-    """(snapshot name, TOML text, offering ids priced, warnings) for one source file.
-
-    SourceError when the file has nothing the catalog can use."""
+    """(snapshot name, TOML text, offering ids priced, warnings) for one source file. SourceError when the
+    file has nothing the catalog can use. Offerings retired on the source's date keep their dated older prices."""
     region = region or snapshot.CATALOG_REGIONS[source.provider]
     offerings = targets(catalog, source.provider, source.as_of)
     where = f"{REPO} {source.repo_path} @{source.commit[:8]}"
@@ -287,40 +217,33 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         f"{source.provider.upper()} {region} prices from {where}, rows read from {source.path.name}.",
         f"Dated {source.as_of.isoformat()}: {source.dated_by}.",
         "Spot: the median over the region's standard zones at the catalog's fetch time (values in each note).",
-        *_header_lines(tables, retired),
+        *(TABLE_NOTES[name] for name in tables if name in TABLE_NOTES),
+        *(
+            [f"Not priced (retired by this date; their dated older prices stay): {', '.join(retired)}."]
+            if retired
+            else []
+        ),
         *(f"Left out: {w}." for w in warnings),
         f"Written by `{GENERATOR}`; re-run it on a newer catalog rather than editing by hand.",
     ]
     text = snapshot.render(
         as_of=source.as_of,
-        source=source.source(region),
+        # short enough for `cost` to print; how the date is known is in the header
+        source=f"{REPO} {source.repo_path} @{source.commit[:8]} ({source.provider.upper()} prices via SkyPilot's "
+        f"fetcher, {region}; dated {source.as_of.isoformat()}, how: see the snapshot's header)",
         region=region,
         fetched_at=None,
         header=header,
         tables=tables,
         generator=GENERATOR,
     )
-    return snapshot_name(source, region), text, [o.id for o in offerings], warnings
-
-
-# What a snapshot table's rows mean, said once in the header of a snapshot that has the table.
-TABLE_NOTES = {"gcp_gpu": "GPU prices are per GPU: the smallest bundle the catalog lists, divided by its GPU count."}
-
-
-def _header_lines(tables: dict[str, Any], retired: list[str]) -> list[str]:
-    lines = [TABLE_NOTES[name] for name in tables if name in TABLE_NOTES]
-    if retired:
-        lines.append(f"Not priced (retired by this date; their dated older prices stay): {', '.join(retired)}.")
-    return lines
+    version = m.group(1) if (m := re.search(r"catalogs/(v[0-9]+)/", source.repo_path)) else "v?"
+    name = snapshot.snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
+    return name, text, [o.id for o in offerings], warnings
 
 
 def import_catalog(
-    source: CatalogFile,
-    catalog: Catalog,
-    out_dir: Path,
-    *,
-    region: str | None = None,
-    dry_run: bool = False,
+    source: CatalogFile, catalog: Catalog, out_dir: Path, *, region: str | None = None, dry_run: bool = False
 ) -> RefreshResult:
     """Convert `source`, validate it against `catalog` and (unless dry_run)
     write it to `out_dir`. Errors come back in the result with their exit code."""
@@ -339,9 +262,6 @@ def import_catalog(
         return result
     result.snapshot, result.path, result.changes, result.written = name, str(path), changes, not dry_run
     return result
-
-
-# --- command line -------------------------------------------------------------------
 
 
 def parser():

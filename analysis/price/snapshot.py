@@ -1,13 +1,6 @@
-"""Dated price snapshots written by `prices refresh`: render, validate, write,
-and diff against the prices they replace.
-
-A refreshed snapshot is an ordinary catalog snapshot (see
-infra/catalog/prices.py) named `<YYYY-MM-DD>_<provider>-live.toml`, or
-`..._<provider>-live-<region>.toml` for a region other than the catalog's
-(the catalog prices every offering in one region per provider, so other
-regions go to `--out DIR`). It is loaded with the catalog's own loader before
-it replaces anything, so a snapshot that would break pricing is never written.
-"""
+"""Snapshots written by `prices refresh` (`<YYYY-MM-DD>_<provider>-live[-<region>].toml`, other regions than the
+catalog's only with --out): render, validate with the catalog's own loader before anything is replaced, write, and
+diff against the prices they replace."""
 
 from __future__ import annotations
 
@@ -35,9 +28,9 @@ LIVE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}_(?P<provider>[a-z]+)-live(?:-(?P<reg
 MARKETS = ("on-demand", "spot")
 
 
-def snapshot_name(provider: str, region: str, day: date) -> str:
-    suffix = "" if CATALOG_REGIONS.get(provider) == region else f"-{region}"
-    return f"{day.isoformat()}_{provider}-live{suffix}"
+def snapshot_name(stem: str, provider: str, region: str, day: date) -> str:
+    """`<day>_<stem>`, with `-<region>` for a region other than the catalog's."""
+    return f"{day.isoformat()}_{stem}" + ("" if CATALOG_REGIONS.get(provider) == region else f"-{region}")
 
 
 def is_live(snapshot: Snapshot | str) -> bool:
@@ -45,15 +38,8 @@ def is_live(snapshot: Snapshot | str) -> bool:
     return bool(LIVE_NAME.match(snapshot if isinstance(snapshot, str) else snapshot.name))
 
 
-# --- rendering --------------------------------------------------------------------
-
-
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(float(value)) if isinstance(value, float) else str(value)
-    return json.dumps(str(value))  # JSON string escapes are valid TOML basic strings
+    return json.dumps(value, default=str)  # JSON's strings, numbers and booleans are TOML's (a float as its repr)
 
 
 TABLE_ID_FIELDS = {"price": "offering", "gcp_machine": "name", "gcp_gpu": "gpu"}
@@ -86,9 +72,6 @@ def render(
             lines += ["", f"[[{table}]]", f"{TABLE_ID_FIELDS[table]} = {_toml_value(key)}"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in rows[key].items() if v is not None]
     return "\n".join(lines) + "\n"
-
-
-# --- validation and diff ------------------------------------------------------------
 
 
 def _quote(catalog: Catalog, offering_id: str, market: str):

@@ -1,15 +1,9 @@
-"""Price a run at what it paid: spot runs on a cloud with a spot price history
-(AWS) at the time-weighted spot price of their own zone over their own window (per attempt: a preempted run that
-resumed elsewhere paid another zone's price), GCP spot runs at the catalog
-snapshot in force on the run's date, on-demand runs at the price recorded at
-launch (else the catalog's on the run's date).
-
-`price_run(result)` takes one result.json dict and returns a JSON-ready dict: `hourly_usd` over all
-attempts (time-weighted; None if unpriced), `attempts` (zone, window, seconds, hourly_usd, series and
-source of each), `method`, `source`, `warnings`. Each attempt is costed on its own (`runs` does it), so
-every boot pays its own billing minimum. It never raises for a missing price or missing credentials:
-it falls back (recorded price, then catalog) and says so in `warnings` and `method`.
-"""
+"""The price a run paid (`price_run(result)`, a JSON-ready dict), each attempt costed on its own (a preempted run
+that resumed elsewhere paid another zone's price, and every boot its own billing minimum): spot runs on a cloud with
+a spot price history (AWS) at the time-weighted price of their zone over their window, other spot runs at the
+catalog snapshot in force on the run's date, on-demand runs at the price recorded at launch. It never raises for a
+missing price or missing credentials: it falls back (recorded price, then catalog) and says so in `warnings` and
+`method`."""
 
 from __future__ import annotations
 
@@ -27,33 +21,21 @@ from payload.timestamps import iso, parse_time
 
 @dataclass(frozen=True)
 class SpotWindowPrice:
-    """A time-weighted spot price over [start, end] and the steps behind it."""
+    """A time-weighted spot price over a window and the steps behind it."""
 
     average_usd: float
-    series: tuple[tuple[datetime, float], ...]  # (time of change, USD/h), first at or before start
+    series: tuple[tuple[datetime, float], ...]  # (time of change, USD/h), first at or before the window's start
     source: str
-    instance_type: str
-    zone: str
-    start: datetime
-    end: datetime
 
     def to_dict(self) -> dict[str, Any]:
-        series = [[iso(t, seconds=True), p] for t, p in self.series]
-        return {
-            **asdict(self),
-            "series": series,
-            "start": iso(self.start, seconds=True),
-            "end": iso(self.end, seconds=True),
-        }
+        return {**asdict(self), "series": [[iso(t, seconds=True), p] for t, p in self.series]}
 
 
 def spot_price_for_window(
     client, instance_type: str, az: str, start: datetime, end: datetime, provider: str
 ) -> SpotWindowPrice:
-    """Time-weighted spot price of `instance_type` in `az` over [start, end], from
-    the provider's spot price history (the cloud's `spot_history` hook).
-
-    Raises PricesError when the history has no price covering the window start."""
+    """Time-weighted spot price of `instance_type` in `az` over [start, end], from the provider's spot price
+    history (the cloud's `spot_history` hook); PricesError when it has no price covering the window start."""
     history = clouds.get(provider).spot_history()
     start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
     series, source = history.series(client, instance_type, az, start, end)
@@ -68,14 +50,7 @@ def spot_price_for_window(
         average_usd=time_weighted_price(window, start, end),
         series=tuple(window),
         source=f"{source}, time-weighted over {iso(start, seconds=True)}..{iso(end, seconds=True)}",
-        instance_type=instance_type,
-        zone=az,
-        start=start,
-        end=end,
     )
-
-
-# --- a whole run ---------------------------------------------------------------------
 
 
 def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -120,44 +95,34 @@ def _flat(windows, hourly: float | None, source: str | None) -> list[dict[str, A
     ]
 
 
+def _price(method: str, hourly=None, source=None, snapshot=None, as_of=None, warnings=()) -> dict[str, Any]:
+    return {
+        "method": method,
+        "hourly_usd": hourly,
+        "source": source,
+        "snapshot": snapshot,
+        "as_of": as_of,
+        "warnings": [w for w in warnings if w],
+    }
+
+
 def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
     """The price recorded at launch, else the catalog's on the run's date."""
     recorded = ctx["result"].get("price") or {}
     field = "spot_hourly_usd" if market == "spot" else "hourly_usd"
     if recorded.get(field) is not None:
         src = f"recorded at launch ({recorded.get('source') or 'source not recorded'}, as of {recorded.get('as_of')})"
-        return {
-            "method": "recorded",
-            "hourly": float(recorded[field]),
-            "source": src,
-            "snapshot": None,
-            "as_of": recorded.get("as_of"),
-            "warnings": [why] if why else [],
-        }
+        return _price("recorded", float(recorded[field]), src, None, recorded.get("as_of"), [why])
     try:
         quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], market, ctx["day"])
     except CatalogError as exc:
-        return {
-            "method": "unpriced",
-            "hourly": None,
-            "source": None,
-            "snapshot": None,
-            "as_of": None,
-            "warnings": [w for w in (why, f"no price: {exc}") if w],
-        }
-    return {
-        "method": "catalog",
-        "hourly": quote.hourly_usd,
-        "source": quote.source,
-        "snapshot": quote.snapshot,
-        "as_of": quote.as_of.isoformat(),
-        "warnings": [w for w in (why, *notes) if w],
-    }
+        return _price("unpriced", warnings=[why, f"no price: {exc}"])
+    return _price("catalog", quote.hourly_usd, quote.source, quote.snapshot, quote.as_of.isoformat(), [why, *notes])
 
 
 def _on_demand(ctx, windows) -> dict[str, Any]:
     p = _fallback(ctx, "on-demand", "")
-    return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
+    return {**p, "attempts": _flat(windows, p["hourly_usd"], p["source"])}
 
 
 def _catalog_spot(ctx, windows) -> dict[str, Any]:
@@ -166,17 +131,10 @@ def _catalog_spot(ctx, windows) -> dict[str, Any]:
         quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
     except CatalogError as exc:
         p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
-        return {**p, "attempts": _flat(windows, p["hourly"], p["source"])}
-    src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
-    return {
-        "method": "catalog-snapshot",
-        "hourly": quote.hourly_usd,
-        "source": src,
-        "snapshot": quote.snapshot,
-        "as_of": quote.as_of.isoformat(),
-        "warnings": notes,
-        "attempts": _flat(windows, quote.hourly_usd, src),
-    }
+    else:
+        src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
+        p = _price("catalog-snapshot", quote.hourly_usd, src, quote.snapshot, quote.as_of.isoformat(), notes)
+    return {**p, "attempts": _flat(windows, p["hourly_usd"], p["source"])}
 
 
 def _history_spot(ctx, windows, history) -> dict[str, Any]:
@@ -202,28 +160,17 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
             warns.append(
                 f"attempt {w['attempt']}: spot history not used ({exc}); priced at the {fallback['method']} spot price"
             )
-            attempts += _flat([w], fallback["hourly"], fallback["source"])
+            attempts += _flat([w], fallback["hourly_usd"], fallback["source"])
             continue
         (attempt,) = _flat([w], priced.average_usd, priced.source)
         attempts.append({**attempt, "series": priced.to_dict()["series"]})
+    method = f"{ctx['provider']}-spot-history"
     if fallback:
         warns.extend(fallback["warnings"])
-    own = f"{ctx['provider']}-spot-history"
-    method = (
-        own
-        if not fallback
-        else (own + "+" + fallback["method"] if any(a["series"] for a in attempts) else fallback["method"])
-    )
+        method = f"{method}+{fallback['method']}" if any(a["series"] for a in attempts) else fallback["method"]
     sources = list(dict.fromkeys(a["source"] for a in attempts if a["source"]))
-    return {
-        "method": method,
-        "hourly": None,
-        "source": "; ".join(sources) or None,
-        "snapshot": fallback["snapshot"] if fallback else None,
-        "as_of": fallback["as_of"] if fallback else ctx["day"].isoformat(),
-        "warnings": warns,
-        "attempts": attempts,
-    }
+    f = fallback or {"snapshot": None, "as_of": ctx["day"].isoformat()}
+    return {**_price(method, None, "; ".join(sources) or None, f["snapshot"], f["as_of"], warns), "attempts": attempts}
 
 
 def _pricer(provider: str, market: str) -> Callable:
@@ -248,7 +195,7 @@ def price_run(
     catalog=None,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """The price a run paid, per attempt and overall (see the module docstring)."""
+    """The price a run paid, per attempt and overall (hourly_usd time-weighted over the attempts)."""
     offering = result["offering"]
     offering_id = offering.get("id") or ""
     market = offering.get("market") or "on-demand"
@@ -263,23 +210,9 @@ def price_run(
         "now": now or datetime.now(timezone.utc),
         "provider": provider,
         "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
-        "client_factory": client_factory or (lambda region: _history_client(provider, region)),
+        "client_factory": client_factory or (lambda region: clouds.get(provider).spot_history().client(region)),
     }
     priced = _pricer(provider, market)(ctx, windows)
     hourly = _weighted(priced["attempts"])
-    return {
-        "offering": offering_id,
-        "provider": provider,
-        "market": market,
-        "method": priced["method"],
-        "hourly_usd": priced["hourly"] if hourly is None else hourly,
-        "source": priced["source"],
-        "snapshot": priced["snapshot"],
-        "as_of": priced["as_of"],
-        "attempts": priced["attempts"],
-        "warnings": priced["warnings"],
-    }
-
-
-def _history_client(provider: str, region: str):
-    return clouds.get(provider).spot_history().client(region)
+    out = {"offering": offering_id, "provider": provider, "market": market, **priced}
+    return out if hourly is None else {**out, "hourly_usd": hourly}

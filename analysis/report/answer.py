@@ -1,13 +1,7 @@
-"""The answer the report opens with: one sentence per benchmark configuration
-naming the cheapest offering, the fastest, the best under a deadline and the
-best under a budget, each with its time and cost, and the offerings that
-could not be ranked by cost with how to price them.
-
-Times follow one rule everywhere in the report and the terminal summary:
-under a minute in seconds, under an hour in minutes, longer in hours; a
-table column takes the unit of its longest time, so one column never mixes
-units. A deadline or budget appears only when the user gave one.
-"""
+"""The answer the report opens with (a sentence per configuration: cheapest, fastest, best under a deadline or
+budget, and how to price what could not be ranked), and the words for times and missing values. Times follow one
+rule in the report and the terminal: under a minute in seconds, under an hour in minutes, else hours; a column takes
+the unit of its longest time."""
 
 from __future__ import annotations
 
@@ -170,10 +164,8 @@ UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings w
 
 
 def sentence(rec: dict, offerings: int | None = None) -> str:
-    """One recommendation (analysis.metrics.recommend) as one sentence, then,
-    when some offerings had no price, one more naming them and how to price them.
-    `offerings`: how many rows the configuration has; with one, there is nothing
-    to call cheapest or fastest, only what it did."""
+    """One recommendation (analysis.metrics.recommend) as a sentence, and one naming the unpriced offerings.
+    `offerings`: the configuration's rows; with one, there is nothing to call cheapest or fastest."""
     parts = []
     cheap, fast = rec["cheapest"], rec["fastest"]
     if offerings == 1 and fast["offering_id"] is not None:

@@ -17,8 +17,7 @@ from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
 from analysis.report import answer, predictions, reference
 from analysis.report.page import PriceNotes, informative, presented, probe_line, with_unit_columns, write_pages
-from analysis.report.query import report_query
-from analysis.report.source import results_dataset
+from analysis.report.query import report_query, results_dataset
 from infra.catalog import load_catalog
 
 CostBasis = Literal["billed", "train"]
@@ -29,20 +28,14 @@ class ReportOutcome:
     """What one report run produced: the page, the metrics tables and the words for a terminal."""
 
     html: Path
-    out_dir: str
+    table: str  # the results table the report read (collect's output: a directory or a bucket prefix)
     runs: int
     as_of: date | None
     options: Options
     tables: dict[str, Any]
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
-    table_dir: str | None = None  # where the results table was read (default: out_dir)
     predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (report.predictions)
-
-    @property
-    def table(self) -> str:
-        """The results table the report read (collect's output: a directory or a bucket prefix)."""
-        return self.table_dir or self.out_dir
 
     @property
     def empty(self) -> bool:
@@ -135,7 +128,7 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     out = io.StringIO()
     counts = summary.groupby(["benchmark", "workload"], dropna=False).size().to_dict()
     said = answer.lines(tables["recommendations"], opts, counts)
-    versus = tables.get("versus") or []  # this machine beside the studies' GPUs
+    versus = [" ".join(answer.versus_lines(v)) for v in tables["versus"]]  # this machine beside the studies' GPUs
     # this machine alone: its comparison with the studies is the answer, so it comes first
     blocks = [versus, said] if summary["offering_id"].nunique() == 1 else [said, versus]
     print("\n\n".join("\n".join(b) for b in blocks if b), file=out)
@@ -173,7 +166,8 @@ def write_report(
         raise ValueError(problem)
     if base is not None:
         load_catalog().get(base)  # an unknown id names the closest ones
-    dataset = results_dataset(str(out_dir if table is None else table))
+    dataset_dir = out_dir if table is None else table
+    dataset = results_dataset(str(dataset_dir))
     # a deadline or budget the user did not give is not in the answer
     opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     # the runs are aggregated where they lie: only the aggregated rows reach pandas
@@ -186,12 +180,7 @@ def write_report(
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     # probes of each study's own configuration, recorded beside the table (gpubench demo)
-    studied = {reference.STUDY_PROBES_KEY: reference.read_study_probes(out_dir if table is None else table)}
-    tables = presented(facts, {**analyse_summary(summary, opts), **studied})
-    table_dir = None if table is None else str(table)
-    outcome = ReportOutcome(Path(), str(out_dir), facts.total, as_of, opts, tables, warning, probes, table_dir)
-    outcome.predictions = predictions.judged(predicted, runs)
-    outcome.html = write_pages(
-        facts, tables, outcome.out_dir, opts, source=outcome.table, probes=probes, predictions=outcome.predictions
-    )
-    return outcome
+    tables = presented(facts, analyse_summary(summary, opts), reference.read_study_probes(dataset_dir))
+    judged = predictions.judged(predicted, runs)
+    html = write_pages(facts, tables, out_dir, opts, source=str(dataset_dir), probes=probes, predictions=judged)
+    return ReportOutcome(html, str(dataset_dir), facts.total, as_of, opts, tables, warning, probes, judged)

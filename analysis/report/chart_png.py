@@ -22,18 +22,14 @@ OVERFLOW_INCHES = 2.0  # drawn past the figure's edge by up to this much, a char
 
 
 def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
-    """A figure of rows x cols axes (a 2-D array) at the page's DPI and with no
-    layout engine: `lay_out` places its axes once, before it is drawn (an engine
-    would lay it out again on every draw, and saving draws it twice)."""
+    """A figure of rows x cols axes (a 2-D array) at the page's DPI, with no layout engine (it would lay the
+    figure out again on every draw): `lay_out` places its axes once."""
     return plt.subplots(rows, cols, figsize=figsize, squeeze=False, dpi=DPI, **kwargs)
 
 
 def lay_out(fig) -> None:
-    """Fit the axes to their labels, titles and legends in one measurement
-    (matplotlib's tight layout, run once and measuring once; no layout engine is left on the
-    figure, so saving it draws it once, and later draws do not move its axes).
-    Labels too long to fit leave matplotlib's default margins, silently: the
-    PNG is cropped to what is drawn, so they are still shown whole."""
+    """Fit the axes to their labels, titles and legends with one measurement (matplotlib's tight layout, run once).
+    Labels too long to fit leave the default margins, silently: the PNG is cropped to what is drawn."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
         # rect=None: one measurement of the axes' extents. The default rect, the whole figure, measures
@@ -42,10 +38,8 @@ def lay_out(fig) -> None:
 
 
 def png_bytes(fig, laid_out: bool = False) -> bytes:
-    """The figure as PNG, as the page shows it: laid out (unless `laid_out`),
-    drawn once at the page's DPI and trimmed to what is drawn (a title wider
-    than its axes included); zlib level 1: a few per cent larger, noticeably
-    cheaper to write."""
+    """The figure as PNG: laid out (unless `laid_out`), drawn once and trimmed to what is drawn; zlib level 1:
+    a few per cent larger, noticeably cheaper to write."""
     if not isinstance(fig.canvas, FigureCanvasAgg):  # closed or unpickled: a plain canvas, no renderer
         FigureCanvasAgg(fig)
     if not laid_out:
@@ -58,11 +52,8 @@ def png_bytes(fig, laid_out: bool = False) -> bytes:
 
 
 def _drawn_then_trimmed(fig) -> bytes | None:
-    """Draw the figure once on a canvas OVERFLOW_INCHES larger on every side
-    (what is drawn past the figure's edge stays whole) and keep the pixels
-    around what is drawn, plus the pad: one layout pass fewer than measuring
-    every artist's extent first. None when something still reaches the
-    canvas's edge (a label far too long for the layout)."""
+    """Draw once on a canvas OVERFLOW_INCHES larger on every side and keep the pixels around what is drawn: one
+    pass fewer than measuring every artist first. None when something reaches the canvas's edge."""
     width, height = fig.get_size_inches()
     canvas = Bbox.from_extents(-OVERFLOW_INCHES, -OVERFLOW_INCHES, width + OVERFLOW_INCHES, height + OVERFLOW_INCHES)
     raw = io.BytesIO()
@@ -85,8 +76,7 @@ def _drawn_then_trimmed(fig) -> bytes | None:
 
 
 def _trimmed_then_drawn(fig) -> bytes:
-    """The figure cropped to its artists' extent, measured without drawing
-    (bbox_inches="tight" would draw the whole figure once more), then drawn."""
+    """Cropped to its artists' extent, measured without drawing (bbox_inches="tight" would draw it once more)."""
     drawn = fig.get_tightbbox(fig.canvas.get_renderer()).padded(TRIM_PAD_INCHES)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches=drawn, pil_kwargs={"compress_level": 1})

@@ -1,11 +1,9 @@
-"""The report's templates (templates/*.html.j2, Jinja2, autoescaped: a value
-from the data is always text, never markup) and the blocks they lay out:
-tables of cells, and figures as base64 PNG (the page loads nothing else)."""
+"""The report's templates (Jinja2, autoescaped: a value from the data is always text, never markup) and the blocks
+they lay out: tables of cells, and figures as base64 PNG (the page loads nothing else)."""
 
 from __future__ import annotations
 
 import base64
-from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -13,24 +11,18 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 TEMPLATES = Path(__file__).with_name("templates")
-
-
-@lru_cache(maxsize=1)
-def _environment() -> Environment:
-    """Autoescaped: every value from the data reaches the page as text, never as markup."""
-    return Environment(
-        loader=FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
+_ENVIRONMENT = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
 def render(template: str, **context) -> str:
-    """One of templates/*.html.j2 with `context`."""
-    return _environment().get_template(template).render(**context)
+    return _ENVIRONMENT.get_template(template).render(**context)
 
 
 class Cell(NamedTuple):

@@ -1,11 +1,6 @@
-"""The report page: what templates/report.html.j2 shows, computed from the
-runs' facts (query.RunFacts) and the metrics tables (metrics.analyse_summary
-over query.summary), and the terminal's shared pieces (price notes, unit
-columns, which columns tell anything). `write_pages` writes index.html and
-summary.csv. Every price shown carries its source and date; probe runs (the
-table's `probe` column: short runs of a job) are left out of every table,
-answer and chart, and counted in one line.
-"""
+"""The report page (templates/report.html.j2) from the runs' facts and the metrics tables, and the pieces the
+terminal shares (price notes, unit columns, which columns tell anything). Every price shown carries its source and
+date; probe runs (short runs of a job) are left out of every table, answer and chart, and counted in one line."""
 
 from __future__ import annotations
 
@@ -20,14 +15,13 @@ from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
-from analysis.report.facts import NOT_COMPLETED_SQL, RunFacts
 from analysis.report.html import Cell, Figure, Row, Table, breakable, render
 from analysis.report.predictions import lines
+from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
-    """Throughput and per-dollar figures as text in each benchmark's unit
-    ("1,234.5 tweets/s", "4,100,000 images"): one table mixes benchmarks."""
+    """Throughput and per-dollar figures in each benchmark's unit ("1,234.5 tweets/s"): one table mixes them."""
     s = summary.copy()
     u = [plots.units(s.loc[[i]]) for i in s.index]
     s["throughput"] = [None if pd.isna(v) else f"{v:,.1f} {x}/s" for v, x in zip(s["samples_per_second"], u)]
@@ -59,8 +53,7 @@ def frame_table(frame: pd.DataFrame, columns) -> Table:
 
 
 class PriceNotes:
-    """Price sources as numbered footnotes: a row shows "[2]", the list under
-    the tables gives source, date, billing rule and note once."""
+    """Price sources as numbered footnotes: a row shows "[2]", the list under the tables says it once."""
 
     def __init__(self):
         self.notes: dict[tuple, int] = {}
@@ -86,17 +79,16 @@ class PriceNotes:
 
     def items(self) -> list[tuple[int, str]]:
         """(number, "source (as of date); billing: rule; note") in number order."""
-        out = []
-        for (src, as_of, billing, note), n in sorted(self.notes.items(), key=lambda kv: kv[1]):
-            text = src or "no price source"
-            if as_of:
-                text += f" (as of {as_of})"
-            if billing:
-                text += f"; billing: {billing}"
-            if note:
-                text += f"; {note}"
-            out.append((n, text))
-        return out
+        return [
+            (
+                n,
+                (src or "no price source")
+                + (f" (as of {as_of})" if as_of else "")
+                + (f"; billing: {billing}" if billing else "")
+                + (f"; {note}" if note else ""),
+            )
+            for (src, as_of, billing, note), n in sorted(self.notes.items(), key=lambda kv: kv[1])
+        ]
 
 
 def _has(frame: pd.DataFrame, col: str) -> bool:
@@ -127,7 +119,6 @@ INFORMATIVE = {
 
 
 def informative(rows: pd.DataFrame, col: str) -> bool:
-    """Whether `col` tells the reader anything in this table (see INFORMATIVE)."""
     return col in rows.columns and INFORMATIVE[col](rows)
 
 
@@ -140,8 +131,7 @@ def _accuracy(r: dict) -> str | None:
 
 
 def _per_samples(rows: pd.DataFrame, unit: str):
-    """(header, row -> cell) for the cost of a fixed number of samples, the
-    number chosen so the figures read as cents or dollars, not fractions of a cent."""
+    """(header, row -> cell) for the cost of as many samples as make the figures read as cents or dollars."""
     per = 1 / _numbers(rows, "samples_per_usd").where(lambda v: v > 0)
     count, words = answer.per_samples_scale(list(per.dropna()))
 
@@ -153,51 +143,42 @@ def _per_samples(rows: pd.DataFrame, unit: str):
 
 
 def _config_columns(rows: pd.DataFrame, notes: PriceNotes) -> list[tuple[str, object, bool]]:
-    """(header, row -> cell text, numeric) for one configuration's table: times
-    in one unit (answer.time_unit of the longest), throughput in its sample
-    unit, and only the columns that tell the reader something here."""
+    """(header, row -> cell text, numeric) for one configuration's table: times in one unit (of the longest),
+    throughput in its sample unit, and only the columns that tell the reader something here."""
     unit = answer.time_unit([float(h) for h in rows["train_hours"] if h == h])
     u = plots.units(rows)
     text = lambda col, fmt: lambda r: _cell(r.get(col), fmt).text
-    cols = [
-        ("offering", lambda r: breakable(str(r["offering_id"])), False),
-        ("market", lambda r: str(r["market"]), False),
-        ("GPUs", text("gpus_used", "{:.0f}"), True),
-        ("runs", text("repeats", "{:.0f}"), True),
-        (f"time ({unit})", lambda r: answer.in_unit(r["train_hours"], unit), True),
-        ("spread", text("train_hours_spread", "{:.0%}"), True),
-        ("price paid", text("prices_paid", None), False),
-        ("cost to train (USD)", text("train_cost_usd", USD), True),
-        ("billed (USD)", text("billed_cost_usd", USD), True),
-    ]
-    dropped = {"GPUs": "gpus_used", "spread": "train_hours_spread"}
-    cols = [c for c in cols if c[0] not in dropped or informative(rows, dropped[c[0]])]
-    if _has(rows, "samples_per_second"):
-        cols.append((f"{u}/s", text("samples_per_second", "{:,.1f}"), True))
-    if _has(rows, "samples_per_usd"):
-        head, cell = _per_samples(rows, u)
-        cols.append((head, cell, True))
-    if _has(rows, "final_accuracy"):
-        # all on synthetic data: the header says so once; a mix: each such cell does
-        cols.append(
-            ("accuracy (synthetic data)", text("final_accuracy", "{:.3f}"), True)
-            if "data" in rows.columns and len(rows) and rows["data"].astype(str).str.contains("synthetic").all()
-            else ("accuracy", _accuracy, True)
-        )
-    if _has(rows, "gpu_utilization_mean"):
-        cols.append(("GPU util. (mean %)", text("gpu_utilization_mean", "{:.0f}"), True))
-    if _has(rows, "rel_time") and informative(rows, "rel_time"):
-        cols.append(("time vs base", lambda r: _rel(r.get("rel_time")), True))
-        cols.append(("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True))
-    if informative(rows, "on_frontier"):
-        cols.append(("frontier", lambda r: "yes" if str(r.get("on_frontier")) == "True" else "", False))
-    cols.append(("price", lambda r: notes.ref(r), False))
-    return cols
+    per_samples_head, per_samples = _per_samples(rows, u)
+    # all on synthetic data: the accuracy header says so once; a mix: each such cell does
+    synthetic = bool("data" in rows and len(rows) and rows["data"].astype(str).str.contains("synthetic").all())
+    accuracy = text("final_accuracy", "{:.3f}") if synthetic else _accuracy
+    frontier = lambda r: "yes" if str(r.get("on_frontier")) == "True" else ""
+    relative = _has(rows, "rel_time") and informative(rows, "rel_time")
+    cols = (  # (header, cell, numeric, shown)
+        ("offering", lambda r: breakable(str(r["offering_id"])), False, True),
+        ("market", lambda r: str(r["market"]), False, True),
+        ("GPUs", text("gpus_used", "{:.0f}"), True, informative(rows, "gpus_used")),
+        ("runs", text("repeats", "{:.0f}"), True, True),
+        (f"time ({unit})", lambda r: answer.in_unit(r["train_hours"], unit), True, True),
+        ("spread", text("train_hours_spread", "{:.0%}"), True, informative(rows, "train_hours_spread")),
+        ("price paid", text("prices_paid", None), False, True),
+        ("cost to train (USD)", text("train_cost_usd", USD), True, True),
+        ("billed (USD)", text("billed_cost_usd", USD), True, True),
+        (f"{u}/s", text("samples_per_second", "{:,.1f}"), True, _has(rows, "samples_per_second")),
+        (per_samples_head, per_samples, True, _has(rows, "samples_per_usd")),
+        ("accuracy (synthetic data)" if synthetic else "accuracy", accuracy, True, _has(rows, "final_accuracy")),
+        ("GPU util. (mean %)", text("gpu_utilization_mean", "{:.0f}"), True, _has(rows, "gpu_utilization_mean")),
+        ("time vs base", lambda r: _rel(r.get("rel_time")), True, relative),
+        ("cost vs base", lambda r: _rel(r.get("rel_train_cost")), True, relative),
+        ("frontier", frontier, False, informative(rows, "on_frontier")),
+        ("price", lambda r: notes.ref(r), False, True),
+    )
+    return [c[:3] for c in cols if c[3]]
 
 
 def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
-    """One configuration's offerings, no empty column, no identical row; and
-    which optional figures no run of it recorded ("" when none is missing)."""
+    """One configuration's offerings, no empty column, no identical row; and which optional figures no run of
+    it recorded ("" when none is missing)."""
     cols = _config_columns(rows, notes)
     seen, body = set(), []
     for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
@@ -226,7 +207,7 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
 
 
 def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
-    """The charts that carry information; captions cite the numbered price sources (`cite`) instead of repeating them."""
+    """The charts that carry information; captions cite the numbered price sources."""
     charts = [
         ("Cost per run (seed 000, figure 1)", plots.cost_to_train(summary, cite)),
         ("Cost per hour vs time to train (seed 003)", plots.hourly_vs_time(summary, cite)),
@@ -243,7 +224,7 @@ def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
         ),
     ]
     # a chart that cannot compare anything is neither drawn nor listed
-    return {"drawn": [Figure.of(t, png, cap) for t, (png, cap) in charts if png is not None]}
+    return {"drawn": [Figure.of(title, *drawn) for title, drawn in charts if drawn]}
 
 
 SCALING_COLUMNS = (
@@ -287,8 +268,7 @@ NOT_DONE_COUNT_COLUMNS = (
 
 
 def _results(facts: RunFacts, tables: dict, opts: Options, notes: PriceNotes) -> dict:
-    """The sections over completed runs: tables per configuration, charts,
-    scaling, break-even and the reference section. Numbers price notes in page order."""
+    """The sections over completed runs, in page order (the price notes are numbered so)."""
     summary = tables["summary"]
     configs = [
         {
@@ -339,18 +319,14 @@ def _counts(facts: RunFacts, opts: Options, summary: pd.DataFrame) -> str:
 
 
 def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
-    """The summary rows of one recommendation's configuration."""
-    same = summary["benchmark"] == rec["benchmark"]
     wl = rec.get("workload")
-    if wl is None or (isinstance(wl, float) and math.isnan(wl)):
-        return summary[same & summary["workload"].isna()]
-    return summary[same & (summary["workload"] == wl)]
+    same = summary["workload"].isna() if answer.missing(wl) else summary["workload"] == wl
+    return summary[(summary["benchmark"] == rec["benchmark"]) & same]
 
 
 def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
-    """The answer section: per configuration its sentence (and ranking when
-    several offerings ran); this machine beside the studies' GPUs with the one
-    chart, first when this machine is the only offering measured."""
+    """Per configuration its sentence (and ranking); this machine beside the studies' GPUs with its chart,
+    first when this machine is the only offering measured."""
     summary = tables["summary"]
     sentences = []
     for rec in tables["recommendations"]:
@@ -367,14 +343,14 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
                 "unpriced": (marker + unpriced).strip(),
             }
         )
-    versus = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
-    png, caption = reference.versus_plot(versus)
+    versus = tables["versus"]
+    drawn = reference.versus_plot(versus)
     return {
         "sentences": sentences,
         "basis": answer.basis_line(opts),
         "versus": [answer.versus_lines(v) for v in versus],
         "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
-        "figure": Figure.of(VERSUS_TITLE, png, caption) if png is not None else None,
+        "figure": Figure.of(VERSUS_TITLE, *drawn) if drawn else None,
     }
 
 
@@ -384,9 +360,7 @@ VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPU
 def page_context(
     facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
 ) -> dict:
-    """Everything templates/report.html.j2 shows, computed in page order so the
-    price notes are numbered in the order a reader meets them."""
-    tables = {**tables, "summary": reference.join_run_facts(tables["summary"], facts.row_facts)}
+    """Everything templates/report.html.j2 shows, in page order: price notes are numbered as a reader meets them."""
     ctx = {
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "source": source,
@@ -406,16 +380,14 @@ def page_context(
 
 
 def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
-    """The runs that did not complete as the page shows them: counted per stack,
-    offering and status, the most recent listed in full (each with its price
-    note), and the query that lists them all; None when every run completed."""
+    """The runs that did not complete: counted per stack, offering and status, the most recent listed in full,
+    and the query that lists them all; None when every run completed."""
     recent = facts.not_done
     if not len(recent):
         return None
-    counts = facts.not_done_counts
     return {
         "total": facts.not_done_total,
-        "counts": None if counts is None or counts.empty else frame_table(counts, NOT_DONE_COUNT_COLUMNS),
+        "counts": frame_table(facts.not_done_counts, NOT_DONE_COUNT_COLUMNS),  # not empty: `recent` is not
         "listed": len(recent),
         "recent": frame_table(recent.assign(price=[notes.ref(r) for r in recent.to_dict("records")]), NOT_DONE_COLUMNS),
         "sql": NOT_COMPLETED_SQL,
@@ -423,23 +395,24 @@ def not_done_context(facts: RunFacts, notes: PriceNotes) -> dict | None:
 
 
 def probe_line(count: int) -> str:
-    """The one line that says probe runs were left out and where to see them ("" for none)."""
+    """The line that says probe runs were left out and where to see them ("" for none)."""
     if not count:
         return ""
-    plural = "s" if count != 1 else ""
     return (
-        f"{count} probe run{plural} left out of this report (short runs of a job, not full benchmarks): "
+        f"{count} probe run{'s' if count != 1 else ''} left out of this report (short runs of a job, not full benchmarks): "
         "`gpubench bench` shows them."
     )
 
 
-def presented(facts: RunFacts, tables: dict) -> dict:
-    """The metrics tables as the page and the terminal show them: each summary row
-    with its price origin and data kind, and this machine beside the studies
-    (`versus`, the terminal summary's lines)."""
+def presented(facts: RunFacts, tables: dict, probes: tuple[dict, ...] = ()) -> dict:
+    """The metrics tables as the page and the terminal show them: each summary row with its price origin and
+    data kind, and this machine beside the studies (`versus`; `probes`: reference.read_study_probes)."""
     summary = reference.join_run_facts(tables["summary"], facts.row_facts)
-    found = reference.versus(facts.measured, reference.prices_used(summary), tables.get(reference.STUDY_PROBES_KEY))
-    return {**tables, "summary": summary, "versus": [" ".join(answer.versus_lines(v)) for v in found]}
+    return {
+        **tables,
+        "summary": summary,
+        "versus": reference.versus(facts.measured, reference.prices_used(summary), probes),
+    }
 
 
 def write_pages(
@@ -451,9 +424,8 @@ def write_pages(
     probes: int = 0,
     predictions: Sequence[dict] = (),
 ) -> Path:
-    """Write out_dir/index.html (and summary.csv) from the runs' facts and the metrics tables; return the
-    page's path. `probes`: probe runs left out of the facts' runs, named in one line; `predictions`: bench
-    predictions judged against later runs (analysis.report.predictions)."""
+    """Write out_dir/index.html (and summary.csv); return the page's path. `probes`: probe runs left out;
+    `predictions`: bench predictions judged against later runs (analysis.report.predictions)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"

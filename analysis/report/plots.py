@@ -1,10 +1,5 @@
-"""The report's charts, each the counterpart of one in the seed studies,
-drawn by chart_png (matplotlib's Agg backend) to PNG bytes (base64 in the HTML).
-
-Each function takes the metrics tables and returns (png bytes, caption) or
-(None, reason) when the data cannot draw it, so the report says why a chart
-is missing instead of failing.
-"""
+"""The report's charts, each the counterpart of one in the seed studies: (png bytes, caption), or None when the data
+cannot compare anything (the page then leaves the chart out). Captions cite the page's numbered price notes."""
 
 from __future__ import annotations
 
@@ -37,27 +32,8 @@ def label(r) -> str:
 Cite = Callable[[pd.DataFrame], str]
 
 
-def prices_caption(frame: pd.DataFrame, cite: Cite | None = None) -> str:
-    """Where a chart's prices come from. With `cite` (the report's numbered
-    price notes), their numbers: a long source is listed once under the
-    tables, not again under every chart. Without, every source and date."""
-    if cite is not None:
-        return cite(frame)
-    pairs = sorted(
-        {
-            (str(s), str(d))
-            for s, d in zip(frame.get("price_source", []), frame.get("price_as_of", []))
-            if s is not None and not pd.isna(s)
-        }
-    )
-    if not pairs:
-        return "Prices: none recorded."
-    return "Prices: " + "; ".join(f"{s} (as of {d})" for s, d in pairs) + "."
-
-
 def to_png(fig, laid_out: bool = False) -> bytes:
-    """The figure's PNG as the page shows it (laid out first unless `laid_out`). Tests that
-    compare pages put a description of the chart in its place (tests/chart_content.py)."""
+    """The figure's PNG as the page shows it; tests that compare pages describe the chart instead."""
     return png_bytes(fig, laid_out)
 
 
@@ -67,26 +43,15 @@ def _panels(n: int, height_per: float, width: float = 9.0):
     return fig, [a[0] for a in axes]
 
 
-def _configs(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """(panel title, rows) per configuration: one panel never mixes workloads."""
-    keys = [k for k in ("benchmark", "workload") if k in frame.columns]
-    out = []
-    for _, d in frame.groupby(keys, dropna=False, sort=True):
-        r = d.iloc[0]
-        name = str(r["benchmark"])
-        if isinstance(r.get("workload_label"), str):
-            name += f" ({r['workload_label']})"
-        out.append((name, d))
-    return out
-
-
 def _compared(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The configurations a chart can compare: those run on two offerings or
-    more (a chart of one offering, or a single point, carries no information)."""
-    return [(n, d) for n, d in _configs(frame) if d["offering_id"].nunique() > 1][:MAX_PANELS]
-
-
-ONE_OFFERING = "every configuration ran on one offering only: nothing to compare"
+    """(panel title, rows) per configuration run on two offerings or more (one offering, or a single point,
+    carries no information): one panel never mixes workloads."""
+    out = []
+    for _, d in frame.groupby(["benchmark", "workload"], dropna=False, sort=True):
+        wl = d.iloc[0].get("workload_label")
+        if d["offering_id"].nunique() > 1:
+            out.append((str(d.iloc[0]["benchmark"]) + (f" ({wl})" if isinstance(wl, str) else ""), d))
+    return out[:MAX_PANELS]
 
 
 def units(d: pd.DataFrame) -> str:
@@ -99,15 +64,13 @@ def _rows_per_panel(panels) -> int:
     return max(len(d) for _, d in panels)
 
 
-def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
+def cost_to_train(summary: pd.DataFrame, cite: Cite):
     """Seed 000, figure 1: cost to train per offering (training only), with the
     billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
-    if s.empty:
-        return None, "no run could be priced (see price notes in the table)"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
@@ -117,7 +80,7 @@ def cost_to_train(summary: pd.DataFrame, cite: Cite | None = None):
         ax.set_xlabel("USD" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: cost per run")
         ax.legend(fontsize=7, loc="lower right")
-    return to_png(fig), prices_caption(s, cite)
+    return to_png(fig), cite(s)
 
 
 def _paired_bars(ax, d: pd.DataFrame, bars) -> bool:
@@ -194,11 +157,13 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
     if not panels:
         return None
     fig, axes = _panels(len(panels), 4.0)
+    numbered = []  # (axes, points, colours): numbered once the layout is final
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values(["train_hours", "offering_id"])
         unit = time_unit(list(d["train_hours"]))
         x, y = d["train_hours"] * PER_HOUR[unit], d["hourly_usd"]
         on = d["on_hourly_frontier"].astype(bool)
+        numbered.append((ax, list(zip(x, y)), ["tab:red" if f else "0.3" for f in on]))
         ax.scatter(x[~on], y[~on], color="tab:gray", s=14)
         ax.plot(x[on], y[on], "o-", color="tab:red", ms=4, label="efficient frontier")
         xlog, ylog = log_if_wide(ax, x, "x"), log_if_wide(ax, y, "y")
@@ -220,37 +185,29 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
         )
         ax.margins(0.08)
     lay_out(fig)  # the layout is final: labels are placed against it
-    for ax, (_, d) in zip(axes, panels):
-        d = d.sort_values(["train_hours", "offering_id"])
-        unit = time_unit(list(d["train_hours"]))
-        pts = list(zip(d["train_hours"] * PER_HOUR[unit], d["hourly_usd"]))
-        colours = ["tab:red" if f else "0.3" for f in d["on_hourly_frontier"].astype(bool)]
+    for ax, pts, colours in numbered:
         place_numbers(ax, pts, [str(i) for i in range(1, len(pts) + 1)], colours)
     return fig
 
 
-def hourly_vs_time(summary: pd.DataFrame, cite: Cite | None = None):
+def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
     """Seed 003: cost per hour against time to train, efficient frontier joined;
     points numbered (the legend names them), log axes where values span decades."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
-    if s.empty:
-        return None, "no run has both a price and a training time"
     fig = hourly_vs_time_figure(summary)
     if fig is None:
-        return None, ONE_OFFERING
-    return to_png(fig, laid_out=True), prices_caption(s, cite)  # laid out once: the numbers stay where placed
+        return None
+    return to_png(fig, laid_out=True), cite(s)  # laid out once: the numbers stay where placed
 
 
-def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
+def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
     """Seed 004: what a fixed number of training samples costs (hourly price /
     (throughput x 3600), per run at its own price), per 1,000 or per million
     samples as reads best, in the benchmark's unit (images, tweets, ...)."""
     s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
-    if s.empty:
-        return None, "no run has both a throughput (samples/s) and a price"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         count, words = per_samples_scale(list(1 / d["samples_per_usd"]))
@@ -260,17 +217,15 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite | None = None):
         ax.set_xlabel(f"USD per {words} {units(d)}" + (", log scale" if log else "") + " (shorter is cheaper)")
         ax.set_title(f"{bench}: cost per {words} {units(d)}")
         ax.tick_params(axis="y", labelsize=8)
-    return to_png(fig), prices_caption(s, cite)
+    return to_png(fig), cite(s)
 
 
-def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None):
+def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite):
     """Seed 002: training time and cost relative to the base offering."""
     s = summary[summary["rel_time"].notna()] if "rel_time" in summary else summary.iloc[0:0]
-    if s.empty:
-        return None, f"the base offering {base} has no completed run of any benchmark here (choose one with --base)"
     panels = _compared(s)
     if not panels:
-        return None, f"no configuration ran on {base} and another offering: nothing to compare"
+        return None
     fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
@@ -279,15 +234,13 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite | None = None)
         ax.set_xlabel(f"relative to {base} (= 1)" + (", log scale" if log else ""))
         ax.set_title(f"{bench}: relative to the base")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return to_png(fig), prices_caption(s, cite)
+    return to_png(fig), cite(s)
 
 
 def scaling(scale: pd.DataFrame):
     """Seed 000, figure 2: multi-GPU speed-up against the ideal (linear)."""
-    if scale.empty:
-        return None, "no multi-GPU run has a 1-GPU run of the same GPU model to compare with"
-    if scale["offering_id"].nunique() < 2:
-        return None, "one multi-GPU offering only: its speed-up is in the scaling table"
+    if scale.empty or scale["offering_id"].nunique() < 2:  # one offering's speed-up is in the scaling table
+        return None
     fig, ((ax,),) = figure(1, 1, (9, 0.5 * len(scale) + 1.5))
     names = [f"{r['benchmark']}: {r['offering_id']} x{r['gpus']}" for r in scale.to_dict("records")]
     y = range(len(scale))
@@ -301,14 +254,12 @@ def scaling(scale: pd.DataFrame):
     return to_png(fig), "Speed-up = throughput with n GPUs / throughput with 1; efficiency = speed-up / n."
 
 
-def breakeven_vs_utilisation(
-    be: pd.DataFrame, summary: pd.DataFrame, catalog=None, top: int = 3, cite: Cite | None = None
-):
+def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite, top: int = 3):
     """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
     than the best cloud offerings, by days of use per month."""
     if be.empty:
-        return None, "no on-prem box was measured on a benchmark a cloud offering also ran"
-    catalog = catalog or load_catalog()
+        return None
+    catalog = load_catalog()
     days = [d / 2 for d in range(2, 63)]
     groups = list(be.groupby(["benchmark", "workload", "onprem"], dropna=False))[:MAX_PANELS]
     fig, axes = _panels(len(groups), 4.0)
@@ -333,22 +284,18 @@ def breakeven_vs_utilisation(
         ax.set_title(f"{bench} ({wl}): {box} vs the {len(d)} cheapest per sample", fontsize=9)
         ax.legend(fontsize=7)
     src = catalog.get(groups[0][0][2]).specs_source
-    return to_png(fig), f"On-prem: {src}. Cloud " + prices_caption(
-        summary[summary["offering_id"].isin(be["cloud"])], cite
-    )
+    return to_png(fig), f"On-prem: {src}. Cloud " + cite(summary[summary["offering_id"].isin(be["cloud"])])
 
 
-def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
+def imagenet(summary: pd.DataFrame, cite: Cite):
     """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
     extrapolated from each offering's measured images/s (one panel pair per
     configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
     sched = imagenet_schedules()
     s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
-    if s.empty:
-        return None, "no run of resnet50, vgg16 or inception3 measured images/s"
     panels = _compared(s)
     if not panels:
-        return None, ONE_OFFERING
+        return None
     n = min(len(panels), MAX_PANELS)
     rows = _rows_per_panel(panels)
     fig, axes = figure(n, 2, (11, max(2.5, 0.35 * rows + 1.2) * n))
@@ -377,6 +324,6 @@ def imagenet(summary: pd.DataFrame, cite: Cite | None = None):
         f"Extrapolation, not a measurement. Training as in each model's paper ({work}; seed 004, section "
         "5.1) divided by the median images/s measured here. Assumes the measured steady-state throughput "
         "holds for the whole run (no data loading from disk, evaluation, checkpoints or interruptions), "
-        "at the batch size and precision measured, and at the price paid per hour. " + prices_caption(s, cite)
+        "at the batch size and precision measured, and at the price paid per hour. " + cite(s)
     )
     return to_png(fig), caption

@@ -1,11 +1,6 @@
-"""The report's "Predictions against measurements": what `gpubench bench` predicted for a task on an offering,
-beside a run of that task on that offering the results table holds from after the prediction.
-
-Predictions live in the bench records on this machine (`bench.json`, analysis.bench.judge); runs in the table.
-A prediction is matched by the task's benchmark name, the offering and the market; the measurement is the
-newest completed run started after it, a full run before a probe (a full run's rate is the job's own).
-The figures are set side by side by analysis.bench.judge, as a bench sets them.
-"""
+"""The report's "Predictions against measurements": each `gpubench bench` prediction (bench.json) beside the
+newest completed run of its benchmark, offering and market started after it (a full run before a probe), judged
+as a bench judges them (analysis.bench.judge)."""
 
 from __future__ import annotations
 

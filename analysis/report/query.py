@@ -1,14 +1,7 @@
-"""The one place the runs are aggregated: DataFusion SQL (analysis.dataset.sql) over the results dataset,
-so the report holds only the aggregated rows (one per configuration x
-offering x market x GPUs x price, a few hundred) and memory does not grow with
-the number of runs. metrics.analyse_summary derives the report's other tables
-from `RunsQuery.summary`; the page reads `RunsQuery.facts`.
-
-A median is the mean of the two middle values; a summary row's texts are
-joined in the order its runs appear in the table; the per-row rule written in
-Python (a price's key) is applied to the few distinct values it reads and
-joined back.
-"""
+"""Where the results table is read (`results_dataset`: a local results.parquet export when there is one, else the
+results dataset of a directory or bucket prefix) and the one place its runs are aggregated: DataFusion SQL, so the
+report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two middle values; a
+summary row's texts are joined in the order its runs appear in the table."""
 
 from __future__ import annotations
 
@@ -18,26 +11,73 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
+import pyarrow.dataset as ds
 
+from analysis.dataset import TableNotFound, open_dataset, resolve
 from analysis.dataset.sql import Engine, connect, num, one_of, q, text
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
 from analysis.price.reprice import reprice_dataset
 from analysis.reference.studies import reference_figures
 from analysis.report.answer import present
-from analysis.report.facts import (
-    FACT_KEYS,
-    NOT_DONE_KEYS,
-    NOT_DONE_READ,
-    NOT_DONE_SAMPLE,
-    PRICE_NOTE_READ,
-    RUN_FACTS,
-    RunFacts,
-)
 
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
+# The runs that did not complete are summarised, not listed (a table of a million runs holds tens of thousands):
+# counted per NOT_DONE_KEYS (missing keys a group of their own, last), the NOT_DONE_SAMPLE most recent in full with
+# the NOT_DONE_READ and PRICE_NOTE_READ columns; NOT_COMPLETED_SQL lists them all.
+NOT_DONE_KEYS = ("stack", "offering_id", "status")
+NOT_DONE_SAMPLE = 50
+NOT_DONE_READ = ("run_id", "started_at", "offering_id", "status", "billed_cost_usd", "error")
+PRICE_NOTE_READ = ("price_source", "price_as_of", "billing", "price_note")
+NOT_COMPLETED_SQL = (
+    "SELECT run_id, stack, offering_id, status, started_at, billed_cost_usd, error FROM runs "
+    "WHERE status IS DISTINCT FROM 'completed' ORDER BY started_at DESC"
+)
+# Run columns a summary row shows but does not carry, joined per FACT_KEYS (RunsQuery.row_facts).
+RUN_FACTS = ("recorded_price_origin", "data")
+FACT_KEYS = ["benchmark", "workload", "offering_id", "market"]
+
+
+class RunFacts(NamedTuple):
+    """What the page says about the full runs (probe runs are counted apart), beside the metrics tables."""
+
+    total: int
+    completed: int
+    not_done: Any  # DataFrame: the NOT_DONE_SAMPLE most recent runs that did not complete, most recent first
+    measured: Any  # DataFrame: RunsQuery.measured, median samples/s per setup of the studies' benchmarks
+    row_facts: Any  # DataFrame: RunsQuery.row_facts, price origins and data kinds per FACT_KEYS
+    not_done_counts: Any  # DataFrame: the runs that did not complete, counted per NOT_DONE_KEYS
+
+    @property
+    def not_done_total(self) -> int:
+        return self.total - self.completed
+
+
+TABLE_FILE = "results.parquet"
+
+
+class NoResultsTable(FileNotFoundError, ValueError):
+    """No results table at a location. A FileNotFoundError for callers that
+    already catch it, a ValueError for those that follow the dataset's contract."""
+
+
+def results_dataset(table: str) -> Any:
+    """The runs of the results table at `table` (a directory or bucket prefix
+    collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
+    the location and the fix when collect has not written it there."""
+    local = resolve(table).local
+    export = local / TABLE_FILE if local is not None else None
+    if export is not None and export.is_file():  # the export, in its rows' order
+        return ds.dataset(str(export), format="parquet")
+    try:
+        return open_dataset(table)
+    except TableNotFound:
+        raise NoResultsTable(
+            f"no results table at {table}: neither a results dataset nor {TABLE_FILE}; "
+            f"run `gpubench collect --table {table}` first"
+        ) from None
 
 
 def _same(left: str, right: str, keys: Iterable[str]) -> str:
@@ -47,11 +87,8 @@ def _same(left: str, right: str, keys: Iterable[str]) -> str:
 
 
 class RunsQuery:
-    """The report's aggregations over one results dataset (a pyarrow Dataset).
-
-    Views: `runs` (every row, with its position `_idx` in the table), `full_runs`
-    (probe runs left out) and `done` (the completed full runs, with the derived
-    columns `summary` groups by and takes medians of)."""
+    """The report's aggregations over one results dataset. Views: `runs` (every row, `_idx` its position),
+    `full_runs` (probe runs left out), `done` (the completed full runs, with the columns `summary` derives)."""
 
     def __init__(self, con: Engine, dataset: Any):
         self.con = con
@@ -65,17 +102,13 @@ class RunsQuery:
         self._done_view()
 
     def frame(self, sql: str) -> Any:
-        """A query's rows as a DataFrame, through Arrow (types as pandas.read_parquet gives them)."""
         return self.con.table(sql).to_pandas()
 
     def scalar(self, sql: str) -> Any:
         return self.rows(sql)[0][0]
 
     def rows(self, sql: str) -> list[tuple]:
-        """Every row of a query (DDL included)."""
         return self.con.rows(sql)
-
-    # -- the derived columns --------------------------------------------------
 
     def _register_price_keys(self) -> None:
         """price_key of each distinct hourly price a non-spot run paid."""
@@ -108,14 +141,11 @@ class RunsQuery:
             f"FROM done_base LEFT JOIN _price_keys ON {hourly} = _price_keys.hourly"
         )
 
-    # -- the figures ----------------------------------------------------------
-
     def probes(self) -> int:
         """Probe runs (short runs of a job) left out of every figure."""
         return int(self.scalar("SELECT count(*) FROM runs WHERE coalesce(CAST(probe AS BOOLEAN), false)"))
 
     def facts(self) -> RunFacts:
-        """What the page says about the full runs: counts, the incomplete ones, the reference throughputs."""
         ((total, completed),) = self.rows(
             "SELECT count(*), count(*) FILTER (WHERE status = 'completed') FROM full_runs"
         )
@@ -124,8 +154,7 @@ class RunsQuery:
         )
 
     def not_done(self, n: int = NOT_DONE_SAMPLE) -> Any:
-        """The `n` most recent full runs that did not complete (no start time last, ties in
-        table order), most recent first: the columns the page shows."""
+        """The `n` most recent full runs that did not complete (no start time last, ties in table order)."""
         shown = ", ".join(q(c) for c in (*NOT_DONE_READ, *PRICE_NOTE_READ))
         return self.frame(
             f"SELECT {shown} FROM full_runs "
@@ -133,8 +162,7 @@ class RunsQuery:
         )
 
     def not_done_counts(self) -> Any:
-        """The full runs that did not complete, per NOT_DONE_KEYS group: how many, their billed
-        USD (None when none was priced) and the latest start; groups in key order, missing keys last."""
+        """The full runs that did not complete per NOT_DONE_KEYS: how many, billed USD, the latest start."""
         listed = ", ".join(q(k) for k in NOT_DONE_KEYS)
         counts = self.frame(
             f"SELECT {listed}, count(*) AS runs, sum({num('billed_cost_usd')}) AS billed_cost_usd, "
@@ -143,9 +171,7 @@ class RunsQuery:
         return _in_key_order(counts, list(NOT_DONE_KEYS))
 
     def row_facts(self) -> Any:
-        """Per FACT_KEYS group of the full runs, their distinct
-        recorded price origins and data kinds, each joined in one text (None for none);
-        the distinct (keys, facts) rows, a few, are joined in pandas."""
+        """Per FACT_KEYS group of the full runs, their distinct RUN_FACTS each joined in one text (None for none)."""
         facts, keys = list(RUN_FACTS), list(FACT_KEYS)
         rows = self.frame(f"SELECT DISTINCT {', '.join(q(c) for c in keys + facts)} FROM full_runs")
         if rows.empty:
@@ -157,8 +183,8 @@ class RunsQuery:
         return rows.groupby(keys, dropna=False)[facts].agg(joined).reset_index()
 
     def measured(self) -> Any:
-        """Median samples/s (and hourly price) of the completed runs of the studies' benchmarks,
-        per REFERENCE_KEYS setup; price source and device of each setup's first run."""
+        """Median samples/s and hourly price of the completed runs of the studies' benchmarks per REFERENCE_KEYS,
+        with the price source and device of each setup's first run."""
         benchmarks = sorted({f.benchmark for f in reference_figures()})
         keys = ", ".join(q(k) for k in REFERENCE_KEYS)
         first = "first_value({c} ORDER BY _idx) FILTER (WHERE {c} IS NOT NULL) AS {c}"
@@ -174,11 +200,9 @@ class RunsQuery:
         return _in_key_order(m, list(REFERENCE_KEYS))
 
     def summary(self) -> Any:
-        """The completed full runs, one row per GROUP: the run count (`repeats`), the median of
-        each of MEDIANS (min, max and relative spread (max - min) / median of SPREADS), each of
-        JOINED's distinct texts joined in table order, the prices paid and the ImageNet-scale
-        figures (metrics.add_throughput_metrics). Every cost and per-dollar figure is the
-        median of per-run figures, each run priced at its own price."""
+        """The completed full runs, one row per GROUP: `repeats`, the median of each of MEDIANS (and min, max and
+        spread of SPREADS), JOINED's texts, the prices paid, the ImageNet-scale figures. Every cost and per-dollar
+        figure is the median of per-run figures, each run priced at its own price."""
         keys = ", ".join(q(k) for k in GROUP)
         figures = ["count(*) AS repeats"]
         for col in MEDIANS:
@@ -215,8 +239,7 @@ class RunsQuery:
         return _summary_frame(_in_key_order(out, GROUP))
 
     def catalog_price_dates(self) -> list[Any] | None:
-        """The dates of launch-time prices taken from the catalog (not a recorded
-        bill), each once; None for a table without runs."""
+        """The dates of launch-time prices taken from the catalog, each once; None for a table without runs."""
         if not self.scalar("SELECT count(*) FROM runs"):
             return None
         rows = self.rows(
@@ -226,7 +249,6 @@ class RunsQuery:
 
 
 def _in_key_order(frame: Any, keys: list[str]) -> Any:
-    """Rows sorted by `keys`, missing values last, ties kept in order."""
     return frame.sort_values(keys, na_position="last", kind="mergesort").reset_index(drop=True)
 
 
@@ -247,8 +269,7 @@ def prices_paid(market: str, vals: list[float]) -> str | None:
 
 
 def _summary_frame(agg: Any) -> Any:
-    """The summary's columns in their order, from the aggregated rows: spreads and
-    prices paid worked out here, in pandas, on the few aggregated rows."""
+    """The summary's columns in their order; spreads and prices paid worked out on the few aggregated rows."""
     out = pd.DataFrame({k: agg[k] for k in GROUP})
     out["repeats"] = agg["repeats"]
     for col in MEDIANS:
@@ -265,8 +286,7 @@ def _summary_frame(agg: Any) -> Any:
 
 
 def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tuple[str, str], list[float]]:
-    """Billed seconds of the completed runs per (stack, benchmark), of `stacks`
-    only (None: all): billed_hours x 3600."""
+    """Billed seconds of the completed runs per (stack, benchmark), of `stacks` only (None: all)."""
     columns = set(dataset.schema.names)
     if not {"stack", "benchmark", "billed_hours"} <= columns:
         return {}
@@ -290,8 +310,7 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
 
 @contextmanager
 def report_query(dataset: Any, as_of: date | None = None) -> Iterator[RunsQuery]:
-    """A RunsQuery over `dataset` on its own bounded connection; with `as_of`,
-    over the runs re-priced at that date (streamed to a temporary file)."""
+    """A RunsQuery over `dataset` on its own connection; with `as_of`, over the runs re-priced at that date."""
     with connect() as con, tempfile.TemporaryDirectory(prefix="gpubench-priced-") as work:
         if as_of is not None and dataset.count_rows():  # an empty table has nothing to re-price
             dataset = reprice_dataset(dataset, as_of, Path(work) / "priced.parquet")

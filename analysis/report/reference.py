@@ -1,11 +1,5 @@
-"""The report's "Reference: published measurements" section: the runs in this
-report beside the studies' published throughputs (a K80, a P100, a V100, a
-GTX 1080 Ti), each figure with its source and date, so the first report
-already answers "how does my machine compare?".
-
-Also the note that says a locally priced machine's cost rests on an assumed
-hourly rate, not a published price.
-"""
+"""The runs beside the studies' published throughputs (K80, P100, V100, GTX 1080 Ti), each figure with its source
+and date: the page's reference section and the answer's "this machine beside the studies' GPUs"."""
 
 from __future__ import annotations
 
@@ -17,22 +11,20 @@ from typing import NamedTuple
 import pandas as pd
 
 from analysis.reference import imagenet_schedules
-from analysis.reference.studies import (
-    Figure,
-    StudyJob,
-    reference_figures,
-    study_jobs,
-    work_differences,
-    workload_notes,
-)
+from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
-from analysis.report.facts import FACT_KEYS, RUN_FACTS
 from analysis.report.html import Figure as Chart
+from analysis.report.query import FACT_KEYS, RUN_FACTS
+from payload.terminal import terminal_text
 
-# Offerings priced from a rate the user (or the demo default) chose.
-ASSUMED_PRICE_KINDS = ("local",)
+ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
 SUBJECT = "local/this-machine"
+REASON_CHARS = 300  # a probe's reason (it may quote the job's output) as one printable line of at most this
+
+
+def _plain(text) -> str:
+    return terminal_text(text, multiline=False)[:REASON_CHARS]
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -60,27 +52,20 @@ def _measured_label(r) -> str:
     return f"{r['offering_id']} ({gpu_txt}{spot}; {batch_txt}{precision})"
 
 
-def _comparable(refs: list[Figure], batches: set[int]) -> list[Figure]:
-    """Reference figures at a batch size a run used, when there are any; else all."""
-    same = [f for f in refs if f.batch_size is None or f.batch_size in batches]
-    return same or refs
+def _refs(bench: str, batches, study: str | None = None) -> list[Figure]:
+    """The studies' figures of `bench` (of `study` only, if given) at a batch size a run used, if any; else all."""
+    refs = [f for f in reference_figures() if f.benchmark == bench and study in (None, f.study)]
+    used = {int(b) for b in batches if not missing(b)}
+    return [f for f in refs if f.batch_size is None or f.batch_size in used] or refs
 
 
 def plot(m: pd.DataFrame):
-    """One panel per benchmark: published figures (grey; hatched when derived or
-    estimated) and this report's runs (orange), log scale from a power of ten so
-    bar lengths stay honest. (png, caption) or (None, why)."""
-    if m.empty:
-        return (
-            None,
-            "no completed run of a benchmark the studies publish (bilstm-sentiment, resnet50, inception3, vgg16)",
-        )
+    """One panel per benchmark, log scale from a power of ten so bar lengths stay honest; (png, caption)."""
     figs = reference_figures()
     panels = []
     for bench in sorted(m["benchmark"].unique())[: plots.MAX_PANELS]:
         mine = m[m["benchmark"] == bench]
-        batches = {int(x) for x in mine["per_gpu_batch_size"].dropna()}
-        refs = _comparable([f for f in figs if f.benchmark == bench], batches)
+        refs = _refs(bench, mine["per_gpu_batch_size"])
         items = [(f.label + f" [{f.study}]", f.value, "ref", f.basis) for f in refs]
         items += [(_measured_label(r), float(r["value"]), "this", "measured") for r in mine.to_dict("records")]
         panels.append((bench, refs[0].unit if refs else "samples/s", sorted(items, key=lambda t: t[1])))
@@ -108,7 +93,6 @@ def plot(m: pd.DataFrame):
 
 
 def _fmt(v, spec: str) -> str | None:
-    """A number in `spec`, None (shown as a dash) when missing."""
     return None if missing(v) else format(v, spec)
 
 
@@ -118,7 +102,6 @@ def _basis_word(basis: str) -> str:
 
 
 def _measured_rows(mine: pd.DataFrame) -> list[dict]:
-    """This report's rows of one benchmark's table, fastest first."""
     return [
         {
             "label": _measured_label(r),
@@ -134,7 +117,6 @@ def _measured_rows(mine: pd.DataFrame) -> list[dict]:
 
 
 def _published_rows(refs: list[Figure], subject) -> list[dict]:
-    """The studies' rows, fastest first, each with its ratio to the subject."""
     subj_value = float(subject["value"]) if subject is not None else None
     return [
         {
@@ -187,7 +169,6 @@ def _extrapolation(bench: str, refs: list[Figure], subject) -> dict | None:
 
 
 def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
-    """One benchmark's table, notes and extrapolation, for reference.html.j2."""
     refs = [f for f in figs if f.benchmark == bench]
     mine = m[m["benchmark"] == bench]
     subject = _subject(mine)
@@ -204,8 +185,7 @@ def _benchmark(bench: str, m: pd.DataFrame, figs, covers: str) -> dict:
 
 
 def context(m: pd.DataFrame) -> dict:
-    """What reference.html.j2 shows, from query.RunsQuery.measured's table: the chart and one
-    table per benchmark the studies publish (no chart when no run compares)."""
+    """What reference.html.j2 shows from query.RunsQuery.measured's table: the chart, a table per benchmark."""
     if m.empty:
         return {"figure": None, "benchmarks": []}
     png, caption = plot(m)
@@ -217,13 +197,10 @@ def context(m: pd.DataFrame) -> dict:
 
 
 def assumed_rates(summary: pd.DataFrame) -> str:
-    """The rates someone assumed for offerings with no published price, as one
-    line ("" when every cost rests on a published price)."""
-    if summary.empty or "offering_kind" not in summary:
+    """The rates assumed for offerings with no published price, as one line ("" for none)."""
+    if "offering_kind" not in summary:
         return ""
     local = summary[summary["offering_kind"].astype(str).isin(ASSUMED_PRICE_KINDS)]
-    if local.empty:
-        return ""
 
     def described(r) -> str:
         paid = present(r.get("prices_paid"))
@@ -239,15 +216,12 @@ def assumed_rates(summary: pd.DataFrame) -> str:
 
 
 class Price(NamedTuple):
-    """The hourly price a run was costed at, and in words where it came from."""
-
     hourly_usd: float
     source: str
 
 
 class Versus(NamedTuple):
-    """One benchmark the studies publish, measured on this machine: its rate,
-    the studies' rates, and the study's full training here and there."""
+    """A benchmark the studies publish, measured here: rates, and the study's full training here and there."""
 
     benchmark: str
     unit: str  # "tweets/s"
@@ -269,8 +243,7 @@ class Versus(NamedTuple):
 
 
 class StudyProbe(NamedTuple):
-    """How a Versus's figures here were measured: a probe of the study's own configuration on this
-    machine, extrapolated to the study's whole job by `gpubench bench`'s code."""
+    """A probe of the study's own configuration here, extrapolated to its whole job as `gpubench bench` does."""
 
     seconds: float  # how long the probe ran (the payload's process, start to exit)
     configuration: str  # "batch 32, fp32, synthetic data"
@@ -280,7 +253,7 @@ class StudyProbe(NamedTuple):
 
 
 class NotCompared(NamedTuple):
-    """A study whose configuration this machine cannot run as the study did: said, and nothing compared."""
+    """A study this machine cannot run as the study did: said, and nothing compared."""
 
     benchmark: str
     study: str
@@ -290,11 +263,10 @@ class NotCompared(NamedTuple):
 # --- Probes of each study's own configuration (written by `gpubench demo` beside the results table) ---
 
 STUDY_PROBES = "study-probes.json"  # in the results table's directory
-STUDY_PROBES_KEY = "study_probes"  # the metrics tables' key the report reads them under
 
 
 def read_study_probes(table_dir: str | Path | None) -> tuple[dict, ...]:
-    """The study probes recorded beside a results table ((): none, or a record this version cannot read)."""
+    """The study probes recorded beside a results table ((): none, or unreadable)."""
     if table_dir is None:
         return ()
     try:
@@ -307,23 +279,17 @@ def read_study_probes(table_dir: str | Path | None) -> tuple[dict, ...]:
 
 
 def study_work(job: StudyJob) -> tuple[str, int] | None:
-    """The study's whole job for `job` as the first screen sets it against the study's GPUs: (words, samples)."""
-    return _full_work(job.benchmark, _study_refs(job.study, job.benchmark, job.batch))
-
-
-def _study_refs(study: str, bench: str, batch) -> list[Figure]:
-    refs = [f for f in reference_figures() if f.study == study and f.benchmark == bench]
-    return _comparable(refs, {int(batch)} if batch is not None else set())
+    """(words, samples) of the study's whole job, as the first screen sets it against the study's GPUs."""
+    return _full_work(job.benchmark, _refs(job.benchmark, [job.batch], job.study))
 
 
 def _probed(p: dict) -> Versus | NotCompared | None:
-    """One study probe's Versus: this machine's whole-job estimate (at the price it was probed at) beside
-    the study's published job."""
+    """This machine's whole-job estimate from a study probe (at its price) beside the study's published job."""
     bench, study = p["benchmark"], p["study"]
     if p.get("status") == "not-probed":
         return NotCompared(bench, study, _plain(p.get("reason") or "not probed"))
     row = p.get("row") or {}
-    refs = _study_refs(study, bench, p.get("batch"))
+    refs = _refs(bench, [p.get("batch")], study)
     work = _full_work(bench, refs)
     rate, hours = row.get("samples_per_second"), row.get("est_hours")
     if not refs or work is None:
@@ -354,8 +320,7 @@ def _probed(p: dict) -> Versus | NotCompared | None:
 
 
 def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None) -> Versus:
-    """A Versus of `rate` on this machine against the studies' `refs` on their whole `work`;
-    `run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
+    """`run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
     return Versus(
         benchmark=bench,
         unit=refs[0].unit,
@@ -374,14 +339,8 @@ def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None
     )
 
 
-def _plain(text, limit: int = 300) -> str:
-    """A probe's reason as one printable line (it may quote the job's output, which reaches a terminal)."""
-    return "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
-
-
 def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
-    """What the study trained in full: (words, samples), from the study's own
-    figures (seed 000) or the model's ImageNet schedule (seed 004)."""
+    """(words, samples) the study trained in full: its own figures (seed 000) or the ImageNet schedule (seed 004)."""
     unit = refs[0].unit.removesuffix("/s") if refs else "samples"
     if refs and refs[0].workload_samples:
         return f"{refs[0].study}'s full training ({refs[0].workload_samples:,} {unit})", refs[0].workload_samples
@@ -393,8 +352,7 @@ def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
 
 
 def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | None], ...]:
-    """The study's GPUs on the full work: published hours and cost where printed,
-    else the work divided by the published rate (no cost: none was published)."""
+    """The study's GPUs on the full work: published hours and cost, else the work / the published rate."""
     out = []
     for f in sorted(refs, key=lambda f: -f.value):
         hours = f.train_hours if f.train_hours else samples / f.value / 3600
@@ -418,20 +376,17 @@ def _short_ref(f: Figure) -> str:
 def versus(
     m: pd.DataFrame, prices: dict[str, Price] | None = None, probes: tuple[dict, ...] = ()
 ) -> list[Versus | NotCompared]:
-    """This machine's runs of benchmarks the studies publish (query.RunsQuery.measured's table), each
-    beside them ([] when this machine ran none). `prices`: offering id -> the price used. A study probed in
-    its own configuration (`probes`, read_study_probes) is compared from its probe, not from the runs."""
+    """This machine's runs of the studies' benchmarks (query.RunsQuery.measured) beside them. `prices`: offering
+    id -> price used; a study probed in its own configuration (`probes`) is compared from its probe instead."""
     found = [_probed(p) for p in probes or ()]
     out: list[Versus | NotCompared] = [v for v in found if v is not None]
     probed = {v.benchmark for v in out}
     if m.empty:
         return out
     mine = m[m["offering_id"] == SUBJECT]
-    figs = reference_figures()
     for bench in sorted(set(mine["benchmark"].unique()) - probed):
         subject = _subject(mine[mine["benchmark"] == bench])
-        batches = {int(x) for x in mine.loc[mine["benchmark"] == bench, "per_gpu_batch_size"].dropna()}
-        refs = _comparable([f for f in figs if f.benchmark == bench], batches)
+        refs = _refs(bench, mine.loc[mine["benchmark"] == bench, "per_gpu_batch_size"])
         work = _full_work(bench, refs)
         if subject is None or work is None or not refs:
             continue
@@ -444,12 +399,11 @@ def versus(
     return out
 
 
-def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
-    """The answer's one chart: each study's full training, here (orange) and on
-    the studies' GPUs (grey), in hours on a log axis; one panel per benchmark."""
+def versus_plot(items: list[Versus]) -> tuple[bytes, str] | None:
+    """The answer's chart: each study's full training here (orange) and on the studies' GPUs (grey), in hours."""
     items = [v for v in items if isinstance(v, Versus)]  # a study not compared has nothing to draw
     if not items:
-        return None, "this machine ran no benchmark the studies publish"
+        return None
     items = items[: plots.MAX_PANELS]
     rows = max(len(v.there) + 1 for v in items)
     fig, axes = plots.figure(1, len(items), (4.8 * len(items), 0.15 * rows + 0.9))
@@ -485,13 +439,12 @@ def versus_plot(items: list[Versus]) -> tuple[bytes | None, str]:
 # --- The price a run was costed at, in words a person reads ---
 
 ORIGIN_WORDS = {
-    "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded",
+    "env": "given at launch (--hourly-usd or GPUBENCH_HOURLY_USD / GPUBENCH_LOCAL_HOURLY_USD); no source recorded"
 }
 
 
 def price_source_words(r: dict) -> str | None:
-    """Where a row's price came from: its recorded source, else what its origin
-    says (a price given at launch), else None."""
+    """Where a row's price came from: its recorded source, else what its origin says, else None."""
     source = present(r.get("price_source"))
     if source:
         return source
@@ -500,19 +453,16 @@ def price_source_words(r: dict) -> str | None:
 
 
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
-    """The summary with query.RunsQuery.row_facts' columns it does not carry yet, joined by their keys."""
-    facts = [c for c in RUN_FACTS if c in per_row.columns and c not in summary.columns]
-    keys = [k for k in FACT_KEYS if k in per_row.columns]
-    if summary.empty or per_row.empty or not facts or not keys or not set(keys) <= set(summary.columns):
+    """The summary with the query.RunsQuery.row_facts columns it lacks."""
+    facts = [c for c in RUN_FACTS if c not in summary.columns]
+    if summary.empty or per_row.empty or not facts:
         return summary
-    return summary.merge(per_row[keys + facts], on=keys, how="left")
+    return summary.merge(per_row[FACT_KEYS + facts], on=FACT_KEYS, how="left")
 
 
 def prices_used(summary: pd.DataFrame) -> dict[str, Price]:
     """offering id -> the hourly price its costs used and where it came from (priced rows only)."""
     out = {}
-    if summary.empty or "hourly_usd" not in summary:
-        return out
     for r in summary.to_dict("records"):
         h = pd.to_numeric(r.get("hourly_usd"), errors="coerce")
         if r["offering_id"] not in out and not pd.isna(h):

@@ -88,7 +88,7 @@ def test_a_precision_this_machine_cannot_run_is_said_and_compared_with_nothing(p
     assert found == [NotCompared("resnet50", "seed 004", record["reason"])]
     line, rest = versus_lines(found[0])
     assert line.startswith("resnet50: not compared with seed 004: the study trained in fp16") and rest == ""
-    assert versus_plot(found)[0] is None  # nothing to draw
+    assert versus_plot(found) is None  # nothing to draw
 
 
 def test_a_probe_that_did_the_studys_work_gets_a_ratio(probed):

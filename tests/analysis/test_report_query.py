@@ -19,8 +19,7 @@ from analysis.collect import read_table
 from analysis.collect.run import collect_results
 from analysis.metrics import GROUP, JOINED
 from analysis.report.build import write_report
-from analysis.report.query import report_query
-from analysis.report.source import NoResultsTable, results_dataset
+from analysis.report.query import NoResultsTable, report_query, results_dataset
 from payload.storage import open_store
 
 # the charts are described, not drawn: these tests are about the page's tables and text (tests/chart_content.py)
@@ -84,7 +83,7 @@ def table(request, tmp_path_factory) -> str:
 def test_many_runs_that_did_not_complete_are_counted_and_the_latest_listed(table, tmp_path):
     """More incomplete runs than the page lists: counted per stack, offering and
     status, the most recent NOT_DONE_SAMPLE listed, latest first."""
-    from analysis.report.facts import NOT_DONE_SAMPLE
+    from analysis.report.query import NOT_DONE_SAMPLE
 
     runs = read_table(table)
     failed = runs[runs["status"] == "completed"].head(2)
