@@ -1,9 +1,7 @@
-"""The bench answer: which offering to run the whole job on, in one sentence.
+"""The bench answer: the picks, the cost/time frontier, the ranking and one sentence.
 
-The picks (cheapest, fastest, and within the deadline or budget when given), the cost/time Pareto
-frontier and every candidate in rank order. Ordering is stable: cost as shown, then time to the
-second, then offering and name, so two costs that read the same tie; the sentence says what broke a
-tie and names candidates whose intervals overlap the pick's, which a longer probe could reorder.
+Ordering is stable: cost as shown, then time to the second, then offering and name, so two costs that read
+the same tie; the sentence says what broke a tie and which intervals overlap the pick's.
 """
 
 from __future__ import annotations
@@ -19,16 +17,7 @@ USD_TIE = 0.01  # an interval may reach this far past the budget before the answ
 HOURS_TIE = 1.0 / 3600  # and times in whole seconds
 MAX_CLOSE_NAMED = 3
 PICK_FIELDS = (
-    "offering",
-    "name",
-    "kind",
-    "market",
-    "est_hours",
-    "est_hours_low",
-    "est_hours_high",
-    "est_usd",
-    "est_usd_low",
-    "est_usd_high",
+    "offering name kind market est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high".split()
 )
 
 
@@ -82,7 +71,6 @@ def throughput_answer(rows: list[dict]) -> dict:
 
 
 def _num(value) -> float | None:
-    """A figure from a row: None when absent; an unbounded bound (JSON null) is handled by callers."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return None
     return float(value)
@@ -101,8 +89,7 @@ def _check_limit(name: str, value: float | None) -> None:
 
 
 def _labels(rows: list[dict]) -> dict[int, str]:
-    """Each row as people read it: the offering, '(spot)' on the spot market, the
-    stack name when two rows would otherwise read the same."""
+    """Each row as people read it: the offering, '(spot)', the stack name when two would read the same."""
     plain = {}
     for i, r in enumerate(rows):
         if not r.get("offering"):
@@ -113,18 +100,15 @@ def _labels(rows: list[dict]) -> dict[int, str]:
 
 
 def _shown(usd_value: float) -> float:
-    """A cost as the answer shows it (payload.money.usd_amount): two that read the same tie, two that read
-    differently never do, below a cent too."""
+    """A cost as the answer shows it (payload.money.usd_amount): two that read the same tie, below a cent too."""
     return float(usd_amount(usd_value).replace(",", ""))
 
 
 def _cents(r: dict) -> float:
-    """Cost as shown: costs that read the same tie."""
     return _shown(r["est_usd"])
 
 
 def _seconds(r: dict) -> int:
-    """Time to the second: times within it tie."""
     return round(r["est_hours"] * 3600)
 
 
@@ -242,8 +226,7 @@ def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], b
 
 
 def _only_one(r: dict, labels, limits) -> list[str]:
-    """One candidate with an estimate is neither the cheapest nor the fastest of anything: its figures,
-    and how it stands against the limits the user gave (none named when none was given)."""
+    """The only candidate with an estimate: its figures and how it stands against the limits given."""
     checks = _limits_with_misses(limits)
     missed = [no for _, no, ok in checks if not ok(r)]
     if missed:
