@@ -84,7 +84,7 @@ def _where(task: Any, field: str) -> str:
     return f"{getattr(task, 'path', None) or 'the task file'}: field {field!r}"
 
 
-def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
+def alternatives(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
     if gpus:
         try:
@@ -101,7 +101,7 @@ def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     return list(resources.accelerators), where
 
 
-def _known_gpu(catalog: Catalog, name: str, where: str) -> str:
+def known_gpu(catalog: Catalog, name: str, where: str) -> str:
     """The catalog's spelling of a GPU model; unknown names are an error listing the known ones."""
     known = catalog.gpu_models()
     by_lower = {m.lower(): m for m in known}
@@ -235,7 +235,7 @@ def cloud_candidates(
     (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
     `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
     catalog = catalog or load_catalog()
-    asks, where = _asks(task, gpus)
+    asks, where = alternatives(task, gpus)
     resources = getattr(task, "resources", None)
     spot = bool(getattr(resources, "spot", False)) if spot is None else spot
     _check_providers(catalog, getattr(resources, "providers", None), _where(task, "resources.providers"))
@@ -246,7 +246,7 @@ def cloud_candidates(
     found: list[Candidate] = []
     unmatched: list[dict] = []
     for ask in asks:
-        gpu = _known_gpu(catalog, ask.name, where)
+        gpu = known_gpu(catalog, ask.name, where)
         label = f"{gpu}:{ask.count}"
         ranked, reason = _match(rows, retired, ask, gpu, spot, resources)
         if not ranked:

@@ -1,12 +1,6 @@
-"""The public throughput tables the model is calibrated on, and what they say about it.
-
-Shipped in analysis/predict/data/*.csv, one row per published figure, each with the URL of the
-table it was read from (at a commit), that commit's date and the license. From them:
-
-- the prior alpha (compute-bound share) per model family and precision, used when one GPU
-  was measured (``priors``);
-- the efficiency of doubling the GPUs in a machine (``scaling_efficiency``);
-- the model's own leave-one-out errors (``leave_one_out``), which set the interval.
+"""The public throughput tables the model is calibrated on (data/*.csv, each row with its table's URL at a
+commit, the commit's date and the license): the prior alpha per family and precision, the efficiency of
+doubling the GPUs, and the leave-one-out errors that set the interval.
 """
 
 from __future__ import annotations
@@ -103,8 +97,7 @@ def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> li
 
 
 def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """(family, precision) -> alpha for families with MIN_FAMILY_WORKLOADS or more; (ANY_FAMILY, precision)
-    for every family."""
+    """(family, precision) -> alpha, for families with enough workloads and for ANY_FAMILY."""
     family = _families(rows)
     grouped: dict[tuple[str, str], list] = defaultdict(list)
     for (workload, precision), rates in tables(rows).items():
@@ -158,8 +151,7 @@ class Held:
 
 
 def leave_one_out(rows: Sequence[Row], specs: dict[str, Any]) -> list[Held]:
-    """Each GPU of each table predicted from each other GPU of it, with priors fitted on the OTHER
-    workloads only (the held-out workload's figures never inform its own prediction)."""
+    """Each GPU of each table predicted from each other GPU of it, the priors fitted on the other workloads."""
     family = _families(rows)
     out = []
     for (workload, precision), rates in sorted(tables(rows).items()):
@@ -189,8 +181,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def interval_factor(held: Sequence[Held]) -> float:
-    """k such that [rate / k, rate * k] holds INTERVAL_QUANTILE of the leave-one-out errors, and
-    never narrower than the published stacks' spread (k * k >= STACK_SPREAD)."""
+    """k such that [rate / k, rate * k] holds INTERVAL_QUANTILE of the leave-one-out errors (k * k >= STACK_SPREAD)."""
     logs = [abs(math.log(h.predicted / h.actual)) for h in held]
     fitted = math.exp(quantile(logs, INTERVAL_QUANTILE)) if logs else math.inf
     return max(fitted, math.sqrt(STACK_SPREAD))
