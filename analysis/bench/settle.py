@@ -249,7 +249,6 @@ def settle(
     candidates: Sequence[Any],
     first: Sequence[Any],
     probe: Callable[[list[Any]], list[Any]],
-    *,
     model: Model,
     bounds: dict[str, float],
     budget_usd: float | None,

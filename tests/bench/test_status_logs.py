@@ -158,7 +158,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
     mix with another bench's, and no detail says None."""
     from bench_fakes import write_task
 
-    import analysis.bench.launch as launch
+    import analysis.bench.run as launch
     from analysis.bench.readings import ProbeReport, judge, newest_result
     from analysis.bench.run import bench
 
