@@ -1,10 +1,6 @@
-"""Where a probe can run: candidate offerings for `gpubench bench`.
-
-Per GPU alternative (the task's `resources.accelerators`, or `--gpus`) the cheapest launchable
-catalog offering at today's price on the chosen market, matched and priced as `gpubench offers`
-does (analysis.offerings), so both agree on the cheapest T4; this machine at the rate you give it;
-SSH hosts by their stack names. Retired offerings are never candidates, and each candidate names
-those it passed over.
+"""Where a probe can run: per GPU alternative the cheapest launchable offering, matched and priced as
+`gpubench offers` does (analysis.offerings); this machine at the rate you give it; SSH hosts by stack name.
+Retired offerings are never candidates, and each candidate names those it passed over.
 """
 
 from __future__ import annotations

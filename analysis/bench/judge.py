@@ -1,9 +1,6 @@
-"""Predictions judged on the user's own data: what bench predicted, beside what a probe later measured.
-
-A bench records the rates it predicted (bench.json `predictions`, per offering and market, with the
-interval and the model's alpha). When a candidate predicted earlier is measured, by a follow-up probe
-of the same bench (`--probe N` probes what is in doubt) or by a later bench of the same task file,
-the answer sets the two side by side: "predicted X (low-high), measured Y, error Z %".
+"""Predictions judged on the user's own data: a bench records the rates it predicted (bench.json
+`predictions`); when one is measured later (a follow-up probe, or a later bench of the same task file)
+the answer sets the two side by side.
 """
 
 from __future__ import annotations

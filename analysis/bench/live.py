@@ -1,8 +1,5 @@
-"""What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
-
-Status classifies each recorded probe with the campaign's own rules (analysis.stack_status) over
-what the bucket says (analysis.observe). Logs print the newest run's rolling `log-tail.txt`, which
-the payload uploads every ~30 s while the job runs.
+"""`gpubench status` (every bench probe, classified by analysis.stack_status's rules over what the bucket
+says) and `gpubench logs` (the newest run's rolling `log-tail.txt`, uploaded every ~30 s).
 """
 
 from __future__ import annotations

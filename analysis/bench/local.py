@@ -1,22 +1,9 @@
-"""A local probe (`--local`): the payload runs the task on this machine in probe mode, as `demo` runs its suite.
+"""A local probe (`--local`): the payload runs the task in probe mode on this machine, in its own session.
 
-Results go to the bench's results location (a directory by default) under
-`runs/<stack>/<run-id>/` like any run; the payload's output goes to a log in the
-bench workspace and its `[gpubench]` lines to the progress stream. The machine is
-priced as the candidate says (an assumed flat rate unless you give yours).
-
-The payload runs in its own session (process group): Ctrl-C at the terminal
-reaches the bench only, and the bench ends the probe by signalling the whole
-group (the payload and the job it started), after asking once more. The
-payload ends its job's whole process tree (payload.workloads.process) within
-its grace, so the bench waits longer than that before it kills the payload;
-then it looks for any process still carrying the probe's mark in its
-environment (a job that escaped a killed payload) and kills it, and says
-nothing is left running only when the listing shows none. The probe
-measures what a full run on this machine is billed for beyond the training:
-the payload's own start (a `process_start` host event written just before the
-process is started opens its timeline, so the overhead counts it) and the time
-from the job's end to the process's exit (result files, upload).
+Ctrl-C reaches the bench only; the bench ends the probe by signalling the payload's process group, waits
+longer than the payload's own grace, then kills any process still carrying the probe's mark (a job that
+escaped a killed payload). The overhead counts the payload's start (a `process_start` host event) and the
+finish the time from the job's end to the process's exit.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The bench answer as one self-contained HTML page: the sentence, the cost/time chart (numbered
-markers with their intervals, the frontier joined), the ranked table, what the probes cost and
-earlier predictions beside the measurements.
-
-The template autoescapes: offering names, reasons and task names are user or cloud text. The chart
-is an embedded base64 PNG, as in the report: no external resource.
+"""The bench answer as one self-contained, autoescaped HTML page: the sentence, the cost/time chart (an
+embedded PNG), the ranked table, the probes' cost and earlier predictions beside the measurements.
 """
 
 from __future__ import annotations

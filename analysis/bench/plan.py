@@ -1,7 +1,5 @@
-"""What the probes may cost, known before anything starts: each probe's whole allowed time (boot
-allowance plus probe limit) billed under its offering's rule (an hourly-billed machine costs a full
-hour for a ten-minute probe); a budget that bound exceeds is refused before any launch.
-"""
+"""What the probes may cost before anything starts: each probe's whole allowed time (boot allowance plus
+probe limit) billed under its offering's rule; a budget that bound exceeds is refused."""
 
 from __future__ import annotations
 

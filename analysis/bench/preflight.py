@@ -1,8 +1,5 @@
-"""What `gpubench bench` checks before it shows the plan or asks anything.
-
-Every option value against a range no real job leaves, the task's `work:`, options that do not apply
-(BenchError, exit 2); for cloud probes, what a launch needs, by the checks `gpubench check` makes
-(NotReady, exit 3). Every problem is named at once, each with its fix.
+"""What `gpubench bench` checks before it shows the plan: option values and what was asked of the task
+(BenchError, exit 2), and for cloud probes what a launch needs (NotReady, exit 3), every problem at once.
 """
 
 from __future__ import annotations

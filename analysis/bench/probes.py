@@ -1,8 +1,5 @@
-"""Run every candidate's probe at once, and clean up whatever is still running if the user stops.
-
-All probes start together (a thread each): a bench takes about the slowest boot plus one probe.
-While something a probe started can still cost money it sits in `Probes.live` with a way to end it;
-on Ctrl-C no new probe starts, the ones in flight are waited for, and the caller ends what is live.
+"""Every probe at once (a thread each), and what is live: on Ctrl-C no new probe starts, the ones in
+flight are waited for, and the caller ends what is live.
 """
 
 from __future__ import annotations

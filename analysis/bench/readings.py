@@ -1,10 +1,5 @@
-"""What one probe measured, read back from the results bucket like any other run.
-
-A probe is a run: it lands in `runs/<stack>/<run-id>/` with a `probe` section in
-its result.json (limit, why it stopped, overhead, the steady-state rate). These
-helpers find the newest result of a stack since the probe started, say what it
-means for the bench (measured, not steady, failed, ...) and price the probe.
-"""
+"""A probe's result read back from the bucket like any run's, judged (measured, not steady, failed, ...)
+and priced."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""A bench's own workspace and record: `<state home>/bench/<bench-id>/` (payload.userdirs), or
-`DIR/.gpubench/bench/<bench-id>/` with `--project-dir DIR`.
-
-It holds what the bench generated and the user never edits: a Pulumi.yaml whose program is the
-project's, one stack file per cloud probe, the answer page, and `bench.json`, the record `gpubench
-status` reads. Per probe the record keeps the fields the campaign status rules read, so one set of
-rules classifies both. Writes are whole-file, serialised by a lock.
+"""A bench's workspace (`<state home>/bench/<bench-id>/`, or under `--project-dir DIR/.gpubench/bench/`)
+and `bench.json`, the record `gpubench status` reads: per probe the fields the campaign status rules read.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""`gpubench bench --probe N`: probe a few candidates, predict the rest, probe again where the answer is in doubt.
+"""`gpubench bench --probe N`: probe a few candidates, predict the rest, probe again where in doubt.
 
-Round one probes N candidates: the most promising (the lowest cost per sample the GPUs' datasheet figures
-suggest at the calibration's prior) and then, among the candidates that could still beat it, the most
-uncertain (the ones the model cannot place, then the ones whose compute-to-bandwidth balance lies furthest
-from every GPU already chosen: there a wrong alpha moves the prediction most). Every other candidate is
-predicted from the measured rates by analysis.predict, its model, fit and intervals unchanged. Before the
-answer, every predicted candidate whose interval reaches the leader's is probed, most promising first, while
-the probes' cost bound stays within --budget; the predictions are refreshed after each round until none is
-in doubt. docs/bench-method.md, section 6.
+Round one probes the most promising candidate (lowest datasheet cost per sample at the prior alpha), then
+the most uncertain that could still beat it. The rest are predicted by analysis.predict; before the answer
+every prediction whose interval reaches the leader's is probed while the bound stays within --budget.
+docs/bench-method.md, section 6.
 """
 
 from __future__ import annotations

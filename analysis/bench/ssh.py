@@ -1,12 +1,6 @@
-"""An SSH probe (`--hosts NAME,...`): the task runs on a host of your own, in probe mode, through infra/ssh.
-
-The host's stack file (stacks/Pulumi.ssh-<name>.yaml) says how to reach it and
-where results go; the probe replaces its job with the task and adds the probe
-limit as a payload run option. The SSH runner uploads the run to the stack's
-results bucket, where the probe's figures are read back like any run's. When
-the bench is cancelled, the remote run is stopped at once (SIGTERM to its
-process group, as `python -m infra ssh` does on Ctrl-C) and what it wrote is
-uploaded: your own host holds no stack to destroy.
+"""An SSH probe (`--hosts NAME,...`): the host's stack with the task as its job and the probe limit as a run
+option; its result is read back from the stack's bucket. Cancelled, the remote run is stopped at once
+(SIGTERM to its process group) and what it wrote uploaded.
 """
 
 from __future__ import annotations
