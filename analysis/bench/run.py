@@ -228,8 +228,7 @@ def bench(
         except KeyboardInterrupt as exc:
             unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
             return cancelled(task, candidates, probes, unattended, confirm, record)
-    ending = Ending(unmatched, limits, throughput_only, settled, plan, history)
-    return finish(task, reports, record, ending, printer)
+    return finish(task, reports, record, printer, unmatched, limits, throughput_only, settled, plan, history)
 
 
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
@@ -295,37 +294,25 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
     ]
 
 
-@dataclass
-class Ending:
-    """What the answer needs besides the probe reports."""
-
-    unmatched: list[dict]
-    limits: dict[str, float | None]
-    throughput_only: bool
-    settled: Any  # analysis.bench.settle.Settled with --probe, else None
-    plan: Any
-    history: list[Path]
-
-
-def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> BenchOutcome:
+def finish(task, reports, record: BenchRecord, printer, unmatched, limits, by_rate, settled, plan, history):
     """Estimate, rank, judge earlier predictions, write the page; FAILED when no candidate has an estimate."""
-    order = {id(r.candidate): i for i, r in enumerate(reports)}
-    settled = ending.settled
+    samples, predicted = None if by_rate else work_samples(task), settled.predicted if settled else ()
+    work = getattr(task, "work", None)
     doc = answer_doc(
         str(task.path),
-        sorted(reports, key=lambda r: order[id(r.candidate)]),
-        ending.unmatched,
-        work_samples=None if ending.throughput_only else work_samples(task),
-        throughput_only=ending.throughput_only,
-        predicted=settled.predicted if settled else (),
-        **ending.limits,
-        work=getattr(task, "work", None),
+        reports,
+        unmatched,
+        work_samples=samples,
+        throughput_only=by_rate,
+        predicted=predicted,
+        **limits,
+        work=work,
     )
     doc["bench_id"] = record.bench_id
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
             record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
-    judged(task, doc, record, ending, printer)
+    judged(task, doc, record, settled, plan, history, printer)
     workspace = record.path.parent
     page = write_page(doc, workspace)
     doc["page"] = str(page)
@@ -333,18 +320,17 @@ def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> Bench
     record.save()
     printer(f"answer: {doc['answer'].get('sentence')}")
     printer(f"page: {page}")
-    answered = "samples_per_second" if ending.throughput_only else "est_hours"
+    answered = "samples_per_second" if by_rate else "est_hours"
     estimated = any(r.get(answered) is not None for r in doc["candidates"])
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
 
 
-def judged(task, doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
+def judged(task, doc: dict, record: BenchRecord, settled, plan, history: list[Path], printer) -> None:
     """With --probe, what that saved; earlier predictions (this bench's and earlier benches' of the same task)
     beside the measurements; this bench's predictions recorded for the next."""
-    settled = ending.settled
-    forecasts = judge.earlier(str(doc["task"]), ending.history, record.bench_id)
+    forecasts = judge.earlier(str(doc["task"]), history, record.bench_id)
     if settled is not None:
-        doc["probing"] = summary(settled, ending.plan, doc)
+        doc["probing"] = summary(settled, plan, doc)
         printer(doc["probing"]["sentence"])
         doc["answer"]["sentence"] += doc["probing"]["note"]
         forecasts |= {k: v | {"bench_id": record.bench_id} for k, v in settled.forecasts.items()}
