@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from analysis.bench.preflight import check_option
+from analysis.bench.plan import check_option
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 

@@ -20,8 +20,15 @@ from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
 from analysis.bench.extrapolate import work_samples
 from analysis.bench.local import LocalProbe
 from analysis.bench.page import write_page
-from analysis.bench.plan import check_budget, make_plan
-from analysis.bench.preflight import check_options, check_probe, check_probe_count, check_ready, check_request
+from analysis.bench.plan import (
+    check_budget,
+    check_options,
+    check_probe,
+    check_probe_count,
+    check_ready,
+    check_request,
+    make_plan,
+)
 from analysis.bench.probes import ProbeFn, Probes, run_all
 from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
