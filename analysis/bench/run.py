@@ -18,7 +18,7 @@ from analysis.bench.answer import answer_doc
 from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
 from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
 from analysis.bench.extrapolate import work_samples
-from analysis.bench.local import LocalProbe
+from analysis.bench.local import LocalProbe, SshProbe
 from analysis.bench.page import write_page
 from analysis.bench.plan import (
     check_budget,
@@ -34,7 +34,6 @@ from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
-from analysis.bench.ssh import SshProbe
 from analysis.progress import Printer
 from infra.catalog import load_catalog
 from infra.conventions import RESULTS_ENV, Declined, UsageError
