@@ -26,9 +26,9 @@ def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float 
     _check_limit("deadline_hours", deadline_hours)
     _check_limit("budget_usd", budget_usd)
     labels = _labels(rows)
-    timed = [r for r in rows if _num(r.get("est_hours")) is not None]
-    priced = sorted((r for r in timed if _num(r.get("est_usd")) is not None), key=_by_cost)
-    unpriced = sorted((r for r in timed if _num(r.get("est_usd")) is None), key=_by_time)
+    timed = [r for r in rows if finite(r.get("est_hours")) is not None]
+    priced = sorted((r for r in timed if finite(r.get("est_usd")) is not None), key=_by_cost)
+    unpriced = sorted((r for r in timed if finite(r.get("est_usd")) is None), key=_by_time)
     cheapest = priced[0] if priced else None
     fastest = min(timed, key=_by_time) if timed else None
     picks = {"cheapest": cheapest, "fastest": fastest}
@@ -52,7 +52,7 @@ def throughput_answer(rows: list[dict]) -> dict:
     """`--throughput-only`: the measured rates, fastest first; no whole job, so no cost or time pick."""
     labels = _labels(rows)
     rated = sorted(
-        (r for r in rows if _num(r.get("samples_per_second")) is not None),
+        (r for r in rows if finite(r.get("samples_per_second")) is not None),
         key=lambda r: (-r["samples_per_second"], *_names(r)),
     )
     out: dict = {"cheapest": None, "fastest": None, "frontier": [], "unpriced": []}
@@ -67,18 +67,15 @@ def throughput_answer(rows: list[dict]) -> dict:
     return out
 
 
-# --- reading rows -----------------------------------------------------------------------
-
-
-def _num(value) -> float | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)
+def finite(value) -> float | None:
+    """A row's figure; None when absent, not a number or not finite (an unbounded end is read by _bound)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _bound(row: dict, key: str) -> float:
     """An interval end; an absent upper bound is unbounded."""
-    value = _num(row.get(key))
+    value = finite(row.get(key))
     return math.inf if value is None else value
 
 
@@ -121,7 +118,7 @@ def _by_cost(r: dict) -> tuple:
 
 
 def _by_time(r: dict) -> tuple:
-    cost = math.inf if _num(r.get("est_usd")) is None else _cents(r)
+    cost = math.inf if finite(r.get("est_usd")) is None else _cents(r)
     return (_seconds(r), cost, *_names(r))
 
 
@@ -155,7 +152,7 @@ def _unmeasured(rows: list[dict], field: str) -> list[dict]:
     return [
         {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
         for r in rows
-        if _num(r.get(field)) is None
+        if finite(r.get(field)) is None
     ]
 
 
@@ -165,9 +162,6 @@ def _why_unmeasured(r: dict) -> str:
         return str(reason)
     status = r.get("status")
     return f"no estimate (status: {status})" if status else "no estimate"
-
-
-# --- the sentence -------------------------------------------------------------------------
 
 
 def _hours_text(r: dict) -> str:
@@ -183,7 +177,7 @@ def _hours_text(r: dict) -> str:
 
 
 def _usd_text(r: dict) -> str:
-    if _num(r.get("est_usd")) is None:
+    if finite(r.get("est_usd")) is None:
         return "no price"
     low, high = _bound(r, "est_usd_low"), _bound(r, "est_usd_high")
     span = f"{usd_amount(low)}-{usd_amount(high)}" if math.isfinite(high) else f"{usd_amount(low)} or more"
@@ -340,7 +334,7 @@ def _unpriced_text(unpriced, labels) -> str:
 
 
 def _unmeasured_text(rows, labels, field: str = "est_hours") -> str:
-    missing = [r for r in rows if _num(r.get(field)) is None]
+    missing = [r for r in rows if finite(r.get(field)) is None]
     if not missing:
         return ""
     return (

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
+from analysis.bench.rank import finite
 from analysis.predict import calibration as cal
 from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
@@ -51,9 +52,6 @@ class Model:
     def speed(self, place: tuple[float, float, float]) -> float:
         """ln rate up to a constant, at the prior."""
         return self.prior * place[0] + (1 - self.prior) * place[1] + place[2]
-
-
-# --- round one ------------------------------------------------------------------------------------------
 
 
 def promise(cand: Any, model: Model, by_rate: bool) -> tuple:
@@ -113,9 +111,6 @@ def _most_uncertain(rest: list[Any], chosen: list[Any], model: Model, by_rate: b
         return min((abs(b - _balance(p)) for p in placed), default=0.0)
 
     return max(contenders, key=spread)  # max keeps the first of equals: the most promising
-
-
-# --- predictions ----------------------------------------------------------------------------------------
 
 
 def measured_rates(rows: Sequence[dict], candidates: dict[str, Any]) -> list[Measured]:
@@ -180,19 +175,11 @@ def _row(cand: Any, got: dict, status: str) -> dict:
     )
 
 
-# --- doubt ----------------------------------------------------------------------------------------------
-
-
-def _num(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
-
-
 def _metric(rows: Sequence[dict], by_rate: bool) -> tuple[str, int]:
     """(field, sign): what the ranking orders by, sign +1 when less is better."""
     if by_rate:
         return "samples_per_second", -1
-    if any(_num(r.get("est_usd")) is not None for r in rows):
+    if any(finite(r.get("est_usd")) is not None for r in rows):
         return "est_usd", 1
     return "est_hours", 1
 
@@ -201,7 +188,7 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
     """(the leader, the predicted rows whose interval reaches the leader's, most promising first); rows the
     model could not predict count as in doubt once there is a leader."""
     key, sign = _metric(rows, by_rate)
-    ranked = [r for r in rows if _num(r.get(key)) is not None]
+    ranked = [r for r in rows if finite(r.get(key)) is not None]
     if not ranked:
         return None, []
     lead = min(ranked, key=lambda r: sign * r[key])
@@ -209,7 +196,7 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
     near = f"{key}_low" if sign > 0 else f"{key}_high"
 
     def overlaps(r: dict) -> bool:
-        end = _num(r.get(near))
+        end = finite(r.get(near))
         return sign * (r[key] if end is None else end) <= sign * reach
 
     doubt = sorted((r for r in ranked if r["status"] == PREDICTED and overlaps(r)), key=lambda r: sign * r[key])
@@ -219,11 +206,8 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
 def _reach(lead: dict, by_rate: bool, rows: Sequence[dict]) -> dict:
     """{"figure", "reach"}: the leader's interval end the others are held against (its worst case)."""
     key, sign = _metric(rows, by_rate)
-    far = _num(lead.get(f"{key}_high" if sign > 0 else f"{key}_low"))
+    far = finite(lead.get(f"{key}_high" if sign > 0 else f"{key}_low"))
     return {"figure": key, "reach": lead[key] if far is None else far}
-
-
-# --- the rounds -----------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -300,9 +284,6 @@ def _skip(row: dict, cost: float, budget: float) -> dict:
         "reason": f"in doubt, but its probe (up to {USD_SIGN.format(cost)}) would take the probes past "
         f"--budget {USD_SIGN.format(budget)}",
     }
-
-
-# --- what it did ----------------------------------------------------------------------------------------
 
 
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:
