@@ -143,15 +143,9 @@ def predict_rows(
         return [_row(c, {"reason": why}, NOT_PREDICTED) for c in unprobed], None
     model_fit = fit(measured, model.specs, model.calib, model.family, model.precision)
     seconds = overhead(measured_rows)
-    job = {
-        "work_samples": work,
-        "overhead_seconds": seconds or 0.0,
-        "notes": [
-            f"overhead {seconds:,.0f} s: the median of the probed candidates'"
-            if seconds is not None
-            else "excludes boot, image pull and setup: no probe measured them"
-        ],
-    }
+    note = f"overhead {seconds:,.0f} s: the median of the probed candidates'" if seconds is not None else None
+    note = note or "excludes boot, image pull and setup: no probe measured them"
+    job = {"work_samples": work, "overhead_seconds": seconds or 0.0, "notes": [note]}
     rows = []
     for c in unprobed:
         got = predicted_row(c, measured, model.specs, model_fit, model.precision, job)
@@ -163,16 +157,9 @@ def predict_rows(
 def _row(cand: Any, got: dict, status: str) -> dict:
     """A predicted candidate as a bench row: every figure's basis `predicted`; no probe, so no probe cost."""
     figures = {k: got[k] for k in ROW_FIELDS if k in got and k != "basis"}
-    return row_of(**figures) | dict(
-        offering=cand.offering,
-        name=cand.name,
-        kind=cand.kind,
-        market=cand.market,
-        status=status,
-        reason=got.get("reason"),
-        basis={f: PREDICTED for f in PREDICTED_FIGURES} if status == PREDICTED else {},
-        notes=list(got.get("notes") or []),
-    )
+    basis = dict.fromkeys(PREDICTED_FIGURES, PREDICTED) if status == PREDICTED else {}
+    row = row_of(**figures) | {k: getattr(cand, k) for k in ("offering", "name", "kind", "market")}
+    return row | {"status": status, "reason": got.get("reason"), "basis": basis, "notes": list(got.get("notes") or [])}
 
 
 def _metric(rows: Sequence[dict], by_rate: bool) -> tuple[str, int]:
@@ -250,7 +237,9 @@ def settle(
             cand = next(c for c in candidates if c.name == row["name"])
             cost = bounds.get(cand.name, 0.0)
             if budget_usd is not None and spent + cost > budget_usd:
-                done.skipped.append(_skip(row, cost, budget_usd))
+                past = f"would take the probes past --budget {USD_SIGN.format(budget_usd)}"
+                why = f"in doubt, but its probe (up to {USD_SIGN.format(cost)}) {past}"
+                done.skipped.append({"offering": row["offering"], "name": row["name"], "reason": why})
                 continue
             spent += cost
             batch.append(cand)
@@ -258,7 +247,8 @@ def settle(
         if not batch:
             return done
         done.leaders.append({"offering": lead["offering"], "status": lead["status"], **_reach(lead, by_rate, rows)})
-        say(f"in doubt (their intervals reach {_lead_text(lead)}): probing {', '.join(c.offering for c in batch)}")
+        leader = f"the leader {lead['offering']}'s" + (" (itself predicted)" if lead["status"] == PREDICTED else "")
+        say(f"in doubt (their intervals reach {leader}): probing {', '.join(c.offering for c in batch)}")
         done.reports += probe(batch)
         done.rounds.append([c.offering for c in batch])
 
@@ -271,19 +261,6 @@ def _round_rows(candidates, reports, model, work_samples, by_rate) -> tuple[list
     unprobed = [c for c in candidates if id(c) not in probed]
     predicted, model_fit = predict_rows(unprobed, measured, by_name, model, None if by_rate else work_samples)
     return measured + predicted, predicted, model_fit
-
-
-def _lead_text(lead: dict) -> str:
-    return f"the leader {lead['offering']}'s" + (" (itself predicted)" if lead["status"] == PREDICTED else "")
-
-
-def _skip(row: dict, cost: float, budget: float) -> dict:
-    return {
-        "offering": row["offering"],
-        "name": row["name"],
-        "reason": f"in doubt, but its probe (up to {USD_SIGN.format(cost)}) would take the probes past "
-        f"--budget {USD_SIGN.format(budget)}",
-    }
 
 
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:
