@@ -136,11 +136,11 @@ class CloudProbe:
         say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")
         found = self._await(name, started, probes)
         if found is None and probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
+            return ProbeReport(candidate, name, "cancelled", "stopped while probing")
         self._destroy(name, handle, say)
         probes.release(name)
         missing = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
-        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing, deadline=deadline)
+        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing)
         self.record.update(name, probe_status=report.status, probe_usd=report.probe_usd, run_url=report.run_url)
         return report
 

@@ -239,9 +239,8 @@ class SshProbe:
         )
         seconds = time.monotonic() - t0
         if probes.stop.is_set():
-            usd, billed = probe_cost(candidate, seconds)
             why = f"stopped while probing; the run on {cfg.target} was stopped ({status})"
-            return ProbeReport(candidate, name, "cancelled", why, probe_usd=usd, billed_seconds=billed)
+            return ProbeReport(candidate, name, "cancelled", why, probe_usd=probe_cost(candidate, seconds))
         if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
             return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
         found = newest_result(open_store(cfg.results), name, started)

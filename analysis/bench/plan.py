@@ -100,7 +100,7 @@ def make_plan(
     bounds: dict[str, float] = {}
     unpriced: list[str] = []
     for c in candidates:
-        bound, _ = probe_cost(c, limit)
+        bound = probe_cost(c, limit)
         if bound is None:
             unpriced.append(c.name)
         else:

@@ -27,8 +27,6 @@ class ProbeReport:
     reason: str | None = None
     result: dict[str, Any] | None = None
     probe_usd: float | None = None
-    billed_seconds: float | None = None
-    deadline: str | None = None  # the cloud-side deadline of a cloud probe
     run_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     finish_seconds: float | None = None  # measured: the job's end to the machine's release (local probes)
@@ -123,13 +121,12 @@ def read_back(
     reason = "; ".join(filter(None, [missing if found is None else reason, more.pop("note", None)])) or None
     for line in verdict_lines(status, reason, result):
         say(line)
-    usd, billed = probe_cost(candidate, seconds)
-    return ProbeReport(candidate, name, status, reason, result, usd, billed, run_url=url, **more)
+    return ProbeReport(candidate, name, status, reason, result, probe_cost(candidate, seconds), run_url=url, **more)
 
 
-def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
-    """(USD, billed seconds) of `seconds` on the candidate under its offering's rule; USD None without a price."""
-    if candidate.terms is None:  # no offering rule: no price either
-        return None, round(float(seconds), 3)
-    hours, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd or 0.0)
-    return (None if candidate.hourly_usd is None else usage + fees), round(hours * 3600.0, 3)
+def probe_cost(candidate: Any, seconds: float) -> float | None:
+    """USD of `seconds` on the candidate under its offering's rule; None without a price."""
+    if candidate.terms is None or candidate.hourly_usd is None:  # no offering rule: no price either
+        return None
+    _, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd)
+    return usage + fees

@@ -180,7 +180,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
             }
             put(store, run, json.dumps(doc))
             url, result = newest_result(store, candidate.name, start - timedelta(seconds=1))
-            return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, 5.0, None, url)
+            return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, run_url=url)
 
     monkeypatch.setitem(launch.RUNNERS, "local", lambda record, settings, backend: FakeLocal())
     task = write_task(tmp_path / "t")
