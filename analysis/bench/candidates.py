@@ -87,8 +87,7 @@ def alternatives(task: Any, gpus: str | None) -> tuple[list[Any], str]:
             return list(parse_accelerators(gpus)), "--gpus"
         except ValueError as exc:
             raise CandidateError(f"--gpus {gpus!r}: {exc}") from None
-    resources = getattr(task, "resources", None)
-    where = _where(task, "resources.accelerators")
+    resources, where = getattr(task, "resources", None), _where(task, "resources.accelerators")
     if resources is None or not resources.accelerators:
         raise CandidateError(
             f"{where}: the task names no GPUs to compare; add `resources: {{accelerators: [T4:1, L4:1]}}` "
@@ -100,8 +99,7 @@ def alternatives(task: Any, gpus: str | None) -> tuple[list[Any], str]:
 def known_gpu(catalog: Catalog, name: str, where: str) -> str:
     """The catalog's spelling of a GPU model; unknown names are an error listing the known ones."""
     known = catalog.gpu_models()
-    by_lower = {m.lower(): m for m in known}
-    found = by_lower.get(name.replace(" ", "-").lower())
+    found = {m.lower(): m for m in known}.get(name.replace(" ", "-").lower())
     if found is None:
         close = difflib.get_close_matches(name.upper(), known, n=2, cutoff=0.5)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
@@ -113,12 +111,12 @@ def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: s
     for name in providers or ():
         if not clouds.is_cloud(name):
             why = (
-                "it has no Pulumi program: reach its machines over SSH (--hosts)" if name in catalog.providers() else ""
+                ": it has no Pulumi program: reach its machines over SSH (--hosts)"
+                if name in catalog.providers()
+                else ""
             )
-            raise CandidateError(
-                f"{where}: provider {name!r} cannot be launched{': ' + why if why else ''}; "
-                f"cloud providers: {', '.join(clouds.NAMES)}"
-            )
+            listing = f"cloud providers: {', '.join(clouds.NAMES)}"
+            raise CandidateError(f"{where}: provider {name!r} cannot be launched{why}; {listing}")
 
 
 def _launchable(offering: Any) -> bool:
@@ -165,32 +163,23 @@ def _match(
     priced = [r for r in in_region if r[price_key] is not None]
     old = [o.id for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count]
     old_gpu = [o.id for o in retired if o.gpu_model == gpu]
-    counts = sorted({r["gpu_count"] for r in same_gpu})
+    counts = ", ".join(map(str, sorted({r["gpu_count"] for r in same_gpu})))
+    market, sold_by = ("spot" if spot else "on-demand"), _listing(on_market, "provider")
     stages = [
-        (
-            f"no cloud offering gpubench can launch has {gpu} GPUs"
-            + (f"; retired offerings are never probed ({', '.join(old_gpu)})" if old_gpu else ""),
-            same_gpu,
-        ),
-        (
-            f"no cloud offering has {ask.count}x {gpu} (counts sold: {', '.join(map(str, counts))})"
-            + (f"; retired offerings are never probed ({', '.join(old)})" if old else ""),
-            counted,
-        ),
+        (f"no cloud offering gpubench can launch has {gpu} GPUs" + _never(old_gpu), same_gpu),
+        (f"no cloud offering has {ask.count}x {gpu} (counts sold: {counts})" + _never(old), counted),
         (f"no {label} offering is sold on the spot market; drop --spot / `spot: true`", on_market),
-        (
-            f"no {label} offering from {', '.join(providers or ())} (sold by {_listing(on_market, 'provider')})",
-            by_provider,
-        ),
+        (f"no {label} offering from {', '.join(providers or ())} (sold by {sold_by})", by_provider),
         (f"no {label} offering in {', '.join(regions or ())} (sold in {_listing(by_provider, 'regions')})", in_region),
-        (
-            f"no {'spot' if spot else 'on-demand'} catalog price for {_listing(in_region, 'id')} (add one: `gpubench prices`)",
-            priced,
-        ),
+        (f"no {market} catalog price for {_listing(in_region, 'id')} (add one: `gpubench prices`)", priced),
     ]
     if not priced:
         return [], next((reason for reason, rows in stages if not rows), f"no offering matches {label}")
     return order(priced, "price", spot), None
+
+
+def _never(retired: list[str]) -> str:
+    return f"; retired offerings are never probed ({', '.join(retired)})" if retired else ""
 
 
 def _ssh_hint(catalog: Catalog, gpu: str, count: int) -> str:
