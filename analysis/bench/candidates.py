@@ -251,22 +251,17 @@ def cloud_candidates(
 # --- this machine ------------------------------------------------------------------------------------------
 
 
-def local_stack_name(bench_id: str) -> str:
-    """`local-<bench id>`: status, logs and results keep each bench's local probe apart."""
-    return check_stack_name(f"{LOCAL_NAME}-{bench_id}")
-
-
 def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None) -> Candidate:
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
     $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
-    Its stack is `local-<bench id>` (plain `local` without one)."""
+    Its stack is `local-<bench id>`, so status, logs and results keep each bench's local probe apart."""
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
         raise CandidateError(str(exc)) from None
     catalog = load_catalog()
     quoted = (price.hourly_usd, price.source, _today(None).isoformat())
-    name = local_stack_name(bench_id) if bench_id else LOCAL_NAME
+    name = check_stack_name(f"{LOCAL_NAME}-{bench_id}") if bench_id else LOCAL_NAME
     return _candidate(
         catalog, catalog.get(LOCAL_OFFERING), quoted, kind="local", name=name, region=None, market=MARKET_ON_DEMAND
     )

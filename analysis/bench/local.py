@@ -126,16 +126,7 @@ def finish_seconds(result: dict | None, exited_at: float) -> float | None:
 class LocalProbe:
     """`(candidate, probes) -> ProbeReport` for this machine."""
 
-    def __init__(
-        self,
-        *,
-        store: Any,
-        results: str,
-        task: Path,
-        probe_seconds: float,
-        log_dir: Path,
-        extra_env: dict[str, str] | None = None,
-    ):
+    def __init__(self, *, store, results: str, task: Path, probe_seconds: float, log_dir: Path, extra_env=None):
         self.store, self.results, self.task = store, results, Path(task)
         self.probe_seconds, self.log_dir = float(probe_seconds), Path(log_dir)
         self.extra_env = dict(extra_env or {})  # machine settings of the caller's own (the demo's)
@@ -154,14 +145,10 @@ class LocalProbe:
         say(f"probing on this machine (at most {self.probe_seconds:.0f} s of the job); log {log}")
         write_process_start(events)
         mark, job_grace = uuid.uuid4().hex, stop_grace_seconds()
+        env = {**payload_env(mark, job_grace), **self.extra_env}
         with log.open("w", encoding="utf-8") as out:
             proc = subprocess.Popen(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**payload_env(mark, job_grace), **self.extra_env},
-                text=True,
-                start_new_session=True,
+                argv, stdout=out, stderr=subprocess.STDOUT, env=env, text=True, start_new_session=True
             )
             probes.hold(Live(name, lambda: stop_payload(proc, payload_grace(job_grace), mark), what="local run"))
             while proc.poll() is None:
@@ -170,16 +157,10 @@ class LocalProbe:
         exited_at = time.time()
         stray = end_marked(mark)  # nothing of the probe outlives it, even a process its payload missed
         probes.release(name)
-        report = read_back(
-            candidate,
-            name,
-            newest_result(self.store, name, started),
-            time.monotonic() - t0,
-            say,
-            f"the payload exited with {proc.returncode} and wrote no result; see {log}",
-            note=f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None,
-            extra={"log": str(log)},
-        )
+        found, seconds = newest_result(self.store, name, started), time.monotonic() - t0
+        missing = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
+        note = f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None
+        report = read_back(candidate, name, found, seconds, say, missing, note=note, extra={"log": str(log)})
         report.finish_seconds = finish_seconds(report.result, exited_at)
         return report
 
@@ -229,14 +210,8 @@ class SshProbe:
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
         options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
         # once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it
-        status, report = run_ssh_stack(
-            cfg,
-            extra_options=options,
-            progress=_Lines(say),
-            poll=self.poll,
-            stop_timeout=STOP_GRACE_SECONDS,
-            stop=probes.stop,
-        )
+        run = {"progress": _Lines(say), "poll": self.poll, "stop_timeout": STOP_GRACE_SECONDS, "stop": probes.stop}
+        status, report = run_ssh_stack(cfg, extra_options=options, **run)
         seconds = time.monotonic() - t0
         if probes.stop.is_set():
             why = f"stopped while probing; the run on {cfg.target} was stopped ({status})"
