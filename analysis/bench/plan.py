@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.candidates import Candidate
@@ -37,8 +37,10 @@ class ProbePlan:
     probe_seconds: float
     boot_allowance_seconds: float
     bounds: dict[str, float]  # candidate name -> the most its probe can cost (priced candidates only)
-    total_bound_usd: float
-    unpriced: list[str] = field(default_factory=list)  # candidate names with no price: no bound
+
+    def __post_init__(self):
+        self.total_bound_usd = sum(self.bounds.values())
+        self.unpriced = [c.name for c in self.candidates if c.name not in self.bounds]  # no price: no bound
 
     @property
     def billed_seconds_limit(self) -> float:
@@ -86,40 +88,21 @@ def make_plan(
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
     """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
-    problem = check_option("probe_minutes", probe_minutes)
-    if problem:
-        raise ValueError(problem)
+    require("probe_minutes", probe_minutes)
     if not boot_allowance_seconds >= 0:
         raise ValueError(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
         raise ValueError(f"two candidates share the stack name {', '.join(doubles)}; list each place once")
-    probe_seconds = float(probe_minutes) * 60.0
-    limit = probe_seconds + float(boot_allowance_seconds)
-    bounds: dict[str, float] = {}
-    unpriced: list[str] = []
-    for c in candidates:
-        bound = probe_cost(c, limit)
-        if bound is None:
-            unpriced.append(c.name)
-        else:
-            bounds[c.name] = bound
-    return ProbePlan(
-        candidates=list(candidates),
-        probe_seconds=probe_seconds,
-        boot_allowance_seconds=float(boot_allowance_seconds),
-        bounds=bounds,
-        total_bound_usd=sum(bounds.values()),
-        unpriced=unpriced,
-    )
+    probe_seconds, boot = float(probe_minutes) * 60.0, float(boot_allowance_seconds)
+    costs = {c.name: probe_cost(c, probe_seconds + boot) for c in candidates}
+    return ProbePlan(list(candidates), probe_seconds, boot, {n: usd for n, usd in costs.items() if usd is not None})
 
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
     """Refuse to start when the probes alone could cost more than the budget."""
-    problem = check_option("budget_usd", budget_usd)
-    if problem:
-        raise ValueError(problem)
+    require("budget_usd", budget_usd)
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)
@@ -174,6 +157,12 @@ def check_option(name: str, value: Any) -> str | None:
     if value > o.high:
         return f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}"
     return None
+
+
+def require(name: str, value: Any, fix: str = "") -> None:
+    """ValueError naming the problem with one option's value (and `fix`)."""
+    if problem := check_option(name, value):
+        raise ValueError(problem + fix)
 
 
 def check_options(**values: Any) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from analysis.bench.plan import check_option
+from analysis.bench.plan import require
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
@@ -23,8 +23,8 @@ PICK_FIELDS = (
 
 def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float | None) -> dict:
     """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
-    _check_limit("deadline_hours", deadline_hours)
-    _check_limit("budget_usd", budget_usd)
+    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
+        require(name, value, " (leave it out for no limit)")
     labels = _labels(rows)
     timed = [r for r in rows if finite(r.get("est_hours")) is not None]
     priced = sorted((r for r in timed if finite(r.get("est_usd")) is not None), key=_by_cost)
@@ -77,12 +77,6 @@ def _bound(row: dict, key: str) -> float:
     """An interval end; an absent upper bound is unbounded."""
     value = finite(row.get(key))
     return math.inf if value is None else value
-
-
-def _check_limit(name: str, value: float | None) -> None:
-    problem = check_option(name, value)
-    if problem:
-        raise ValueError(f"{problem} (leave it out for no limit)")
 
 
 def _labels(rows: list[dict]) -> dict[int, str]:
