@@ -125,9 +125,7 @@ def _fits_budget(r: dict, limit: float) -> bool:
 
 
 def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
-    if r is None:
-        return None
-    return {k: r.get(k) for k in PICK_FIELDS} | {"label": labels[id(r)]}
+    return None if r is None else {k: r.get(k) for k in PICK_FIELDS} | {"label": labels[id(r)]}
 
 
 def _frontier(priced: list[dict]) -> list[dict]:
@@ -151,22 +149,16 @@ def _unmeasured(rows: list[dict], field: str) -> list[dict]:
 
 
 def _why_unmeasured(r: dict) -> str:
-    reason = r.get("reason")
-    if reason:
-        return str(reason)
-    status = r.get("status")
-    return f"no estimate (status: {status})" if status else "no estimate"
+    status = f" (status: {r['status']})" if r.get("status") else ""
+    return str(r.get("reason") or f"no estimate{status}")
 
 
 def _hours_text(r: dict) -> str:
     """'3.21 h (2.90-3.60 h)': the estimate and its interval in one unit."""
     low, high = _bound(r, "est_hours_low"), _bound(r, "est_hours_high")
     unit = time_unit([r["est_hours"], low] + ([high] if math.isfinite(high) else []))
-    span = (
-        f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}"
-        if math.isfinite(high)
-        else f"{in_unit(low, unit)} {unit} or more"
-    )
+    span = f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}" if math.isfinite(high) else None
+    span = span or f"{in_unit(low, unit)} {unit} or more"
     return f"{in_unit(r['est_hours'], unit)} {unit} ({span})"
 
 
@@ -188,10 +180,8 @@ def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
         return "No candidate produced an estimate." + _unmeasured_text(rows, labels)
     if not priced:
         fast = picks["fastest"]
-        text = (
-            f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}, {_figures(fast)}."
-        )
-        return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
+        text = f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}"
+        return text + f", {_figures(fast)}." + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
     parts = _headline(priced, picks, labels, limits)
     text = "; ".join(parts) + "."
     text += _ties_text(priced, priced + unpriced, picks, labels)
