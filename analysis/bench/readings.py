@@ -70,16 +70,11 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3].rstrip() + "..."
 
 
-def last_lines(result: dict[str, Any] | None) -> list[str]:
-    """A failed probe's last lines of output (from its error), shown once, apart from the reason."""
-    return _error_parts(result)[1] if result else []
-
-
 def verdict_lines(status: str, reason: str | None, result: dict[str, Any] | None) -> list[str]:
     """What a probe says when it ends: its status and reason, then (a failed job) its output's last lines."""
     lines = [f"probe {status}" + (f": {reason}" if reason else "")]
     if status == "failed" and result:
-        lines += [f"  | {line}" for line in last_lines(result)]
+        lines += [f"  | {line}" for line in _error_parts(result)[1]]
     return lines
 
 
