@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -55,8 +55,10 @@ def load_rows(paths: Iterable[Path] | None = None) -> list[Row]:
     rows = []
     for path in sorted(paths if paths is not None else DATA_DIR.glob("*.csv")):
         with open(path, newline="") as handle:
-            for raw in csv.DictReader(handle):
-                rows.append(Row(**{**raw, "gpu_count": int(raw["gpu_count"]), "throughput": float(raw["throughput"])}))
+            rows += [
+                Row(**raw | {"gpu_count": int(raw["gpu_count"]), "throughput": float(raw["throughput"])})
+                for raw in csv.DictReader(handle)
+            ]
     return rows
 
 
@@ -104,14 +106,12 @@ def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], 
         pairs = _pairs(rates, precision, specs)
         grouped[(family[workload], precision)] += pairs
         grouped[(ANY_FAMILY, precision)] += pairs
-    workloads: dict[str, set[str]] = defaultdict(set)
-    for workload, fam in family.items():
-        workloads[fam].add(workload)
+    workloads = Counter(family.values())  # family is workload -> its family: one count per workload
     out = {}
     for precision in {p for _, p in grouped}:
         out[(ANY_FAMILY, precision)] = fit_alpha(grouped[(ANY_FAMILY, precision)], 0.5, PRIOR_WEIGHT)
     for (fam, precision), pairs in grouped.items():
-        if fam != ANY_FAMILY and len(workloads[fam]) >= MIN_FAMILY_WORKLOADS:
+        if fam != ANY_FAMILY and workloads[fam] >= MIN_FAMILY_WORKLOADS:
             out[(fam, precision)] = fit_alpha(pairs, out[(ANY_FAMILY, precision)], PRIOR_WEIGHT)
     return out
 
