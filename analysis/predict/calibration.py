@@ -88,14 +88,20 @@ def _families(rows: Sequence[Row]) -> dict[str, str]:
 
 def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> list[tuple[float, float, float]]:
     """Every ordered pair of GPUs in one table as (ln C ratio, ln B ratio, ln rate ratio)."""
-    out = []
-    for s, t in ((s, t) for s in rates for t in rates if s != t):
-        try:
-            xc, xb = log_ratios(specs[s], specs[t], precision)
-        except (KeyError, NotPredictable):
-            continue
-        out.append((xc, xb, math.log(rates[t] / rates[s])))
-    return out
+    return [
+        (*x, math.log(rates[t] / rates[s]))
+        for s in rates
+        for t in rates
+        if s != t and (x := _ratios(specs, s, t, precision))
+    ]
+
+
+def _ratios(specs: dict[str, Any], source: str, target: str, precision: str) -> tuple[float, float] | None:
+    """log_ratios of two GPUs, None when either lacks the figures."""
+    try:
+        return log_ratios(specs[source], specs[target], precision)
+    except (KeyError, NotPredictable):
+        return None
 
 
 def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], float]:
@@ -157,15 +163,12 @@ def leave_one_out(rows: Sequence[Row], specs: dict[str, Any]) -> list[Held]:
     for (workload, precision), rates in sorted(tables(rows).items()):
         others = [r for r in rows if r.workload != workload]
         alpha, _ = prior_alpha(priors(others, specs), family[workload], precision)
-        for gpu, actual in rates.items():
-            for source, rate in rates.items():
-                if source == gpu or source not in specs or gpu not in specs:
-                    continue
-                try:
-                    xc, xb = log_ratios(specs[source], specs[gpu], precision)
-                except NotPredictable:
-                    continue
-                out.append(Held(workload, precision, gpu, source, rate * ratio(alpha, xc, xb), actual))
+        out += [
+            Held(workload, precision, gpu, source, rate * ratio(alpha, *x), actual)
+            for gpu, actual in rates.items()
+            for source, rate in rates.items()
+            if source != gpu and (x := _ratios(specs, source, gpu, precision))
+        ]
     return out
 
 
