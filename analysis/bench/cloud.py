@@ -113,8 +113,6 @@ class CloudProbe:
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = probe_stack_name(candidate, self.record.bench_id)
         say = probes.printer.for_stack(name)
-        if probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped before launch")
         handle = self.backend.select_stack(name)
         started, t0 = utcnow(), time.monotonic()
         # until `up` reports the stack's own deadline: launch + maxHours, when the cloud ends it at the latest

@@ -134,8 +134,6 @@ class LocalProbe:
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = candidate.name
         say = probes.printer.for_stack(name)
-        if probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped before it started")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log, events = self.log_dir / f"{name}.log", self.log_dir / f"{name}.host-events.jsonl"
         argv = payload_argv(
@@ -203,8 +201,6 @@ class SshProbe:
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = candidate.name
         say = probes.printer.for_stack(name)
-        if probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped before it started")
         cfg = self.config(name)
         started, t0 = utcnow(), time.monotonic()
         say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
