@@ -368,20 +368,12 @@ def cancelled(task, candidates, probes: Probes, yes: bool, confirm, record: Benc
     left = [{"name": i.name, "what": i.what, "deadline": i.deadline} for i in probes.snapshot()]
     for item in left:
         until = f"until its cloud-side deadline {item['deadline']}" if item["deadline"] else "until it ends itself"
-        say(
-            f"left running: {item['name']} ({item['what']}) {until}; end it now with `gpubench teardown {item['name']}`"
-        )
+        end_it = f"end it now with `gpubench teardown {item['name']}`"
+        say(f"left running: {item['name']} ({item['what']}) {until}; {end_it}")
     if not left:
         say("cancelled; nothing left running")
     record.data["cancelled"] = True
     record.save()
-    doc = {
-        "task": str(task.path),
-        "bench_id": record.bench_id,
-        "cancelled": True,
-        "candidates": [
-            {"offering": c.offering, "name": c.name, "kind": c.kind, "status": "cancelled"} for c in candidates
-        ],
-        "left": left,
-    }
+    rows = [{"offering": c.offering, "name": c.name, "kind": c.kind, "status": "cancelled"} for c in candidates]
+    doc = {"task": str(task.path), "bench_id": record.bench_id, "cancelled": True, "candidates": rows, "left": left}
     return BenchOutcome(doc, exitcodes.CANCELLED, None, record.path.parent, left)
