@@ -61,9 +61,8 @@ def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None)
     whole = job_work(report, work, work_samples)
     work_samples = whole["value"]
     if work_samples is None:
-        return {"work": whole}, whole.get(
-            "reason", "the task file has no `work:` section, so the whole job cannot be extrapolated"
-        )
+        why = "the task file has no `work:` section, so the whole job cannot be extrapolated"
+        return {"work": whole}, whole.get("reason", why)
     if cand.terms is None:
         return {}, f"no billing terms for {cand.offering} in the catalog"
     overhead = probe.get("overhead_seconds")

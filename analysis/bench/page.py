@@ -15,9 +15,7 @@ from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
 PAGE = "index.html"
-TEMPLATE = "bench.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
-DECADE = 10.0  # an axis spanning more than this ratio is drawn on a log scale
 DPI = 90
 LABEL_POINTS = 9  # font size of the chart's numbers
 # basis of each figure when a row does not say: the probe measures these, the rest is extrapolated
@@ -39,7 +37,7 @@ def write_page(doc: dict, out_dir: Path) -> Path:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    text = env.get_template(TEMPLATE).render(**page_context(doc))
+    text = env.get_template("bench.html.j2").render(**page_context(doc))
     path = out_dir / PAGE
     path.write_text(text, encoding="utf-8")
     return path
@@ -200,7 +198,7 @@ def _span(r: dict, field: str) -> tuple[float, float]:
 def spans_decades(values: list[float]) -> bool:
     """True when positive values span more than a decade: such an axis is drawn on a log scale."""
     lo, hi = min(values), max(values)
-    return lo > 0 and hi / lo > DECADE
+    return lo > 0 and hi / lo > 10
 
 
 def _set_axis(ax, which: str, values: list[float]) -> bool:

@@ -17,7 +17,6 @@ from payload.timestamps import iso, stamp
 from payload.userdirs import user_dir
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
-HOME_BENCH = "bench"  # under the state home
 RECORD = "bench.json"
 
 
@@ -28,7 +27,7 @@ def new_bench_id(now: datetime | None = None) -> str:
 
 def bench_root(work_dir: Path | None = None) -> Path:
     """Where new bench workspaces go: under `work_dir` (`--project-dir`) when given, else the state home."""
-    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / HOME_BENCH
+    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / "bench"
 
 
 def legacy_bench_root() -> Path | None:

@@ -21,7 +21,6 @@ from payload.workloads.spec import parse_accelerators
 
 MEASURED, PREDICTED, NOT_PREDICTABLE = "measured", "predicted", "not-predictable"
 MEASURED_FORM = "GPU[:N]=RATE (samples per second of the whole machine), e.g. T4:1=410 or A100:8=9500"
-METHOD_DOC = "docs/bench-method.md, section 5"
 ROW_FIELDS = (
     "offering name kind market gpu gpu_count basis reason samples_per_second samples_per_second_low "
     "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
@@ -236,7 +235,7 @@ def _model_doc(model: Fit, family: str, precision: str) -> dict[str, Any]:
             f"the {cal.INTERVAL_QUANTILE:.0%} quantile of the calibration's leave-one-out errors, never "
             f"narrower than the {cal.STACK_SPREAD - 1:.0%} spread between published software stacks"
         ),
-        "method": METHOD_DOC,
+        "method": "docs/bench-method.md, section 5",
         "calibration": {
             "rows": len(calib.rows),
             "gpus": calib.gpus,
