@@ -118,18 +118,16 @@ def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
     """run id -> {"updated": newest object time, "files": names, "newest": {name: key of its newest
     version}} for every run of the stack (files are written once, each rewrite under a new version)."""
     prefix = stack_prefix(stack)
-    runs: dict[str, dict[str, Any]] = {}
+    listed: dict[str, list] = {}
     for info in store.list(prefix):
         run_id, _, rest = info.key[len(prefix) :].partition("/")
-        if not rest:
-            continue
-        run = runs.setdefault(run_id, {"updated": None, "files": set(), "keys": []})
-        run["keys"].append(info.key)
-        if info.updated and (run["updated"] is None or info.updated > run["updated"]):
-            run["updated"] = info.updated
-    for run_id, run in runs.items():
-        run["newest"] = {key[len(f"{prefix}{run_id}/") :]: v for key, v in newest_versions(run.pop("keys")).items()}
-        run["files"] = set(run["newest"])
+        if rest:
+            listed.setdefault(run_id, []).append(info)
+    runs = {}
+    for run_id, infos in listed.items():
+        newest = {k[len(f"{prefix}{run_id}/") :]: v for k, v in newest_versions([i.key for i in infos]).items()}
+        updated = max((i.updated for i in infos if i.updated), default=None)
+        runs[run_id] = {"updated": updated, "files": set(newest), "newest": newest}
     return runs
 
 
