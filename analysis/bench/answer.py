@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.bench.extrapolate import estimate_job, probe_periodic
+from analysis.bench.extrapolate import estimate_on, probe_periodic
 from analysis.bench.rank import answer, throughput_answer
 from analysis.bench.readings import ESTIMATED, ProbeReport
 from payload.steady import Steady
@@ -63,19 +63,18 @@ def _estimate(report: ProbeReport, work_samples: float | None, work: Any = None)
     if work_samples is None:
         why = "the task file has no `work:` section, so the whole job cannot be extrapolated"
         return {"work": whole}, whole.get("reason", why)
-    if cand.terms is None:
-        return {}, f"no billing terms for {cand.offering} in the catalog"
     overhead = probe.get("overhead_seconds")
-    note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
-    est = estimate_job(
+    est, why = estimate_on(
+        cand,
         overhead_seconds=float(overhead or 0.0),
         finish_seconds=float(report.finish_seconds or 0.0),
         work_samples=float(work_samples),
         steady=wall_steady(probe),
-        terms=cand.terms,
-        hourly_usd=float(cand.hourly_usd if cand.hourly_usd is not None else 0.0),
         periodic=probe_periodic(probe, float(work_samples), _wall_ratio(probe)),
     )
+    if est is None:
+        return {}, why
+    note = None if overhead is not None else "overhead not measured (no first-step event): the estimate excludes it"
     fields = {"work": whole, "periodic_seconds": est.periodic_seconds, "basis": dict(est.basis)}
     fields |= est.fields(cand.hourly_usd is not None)
     fields["notes"] = [

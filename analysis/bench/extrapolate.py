@@ -168,6 +168,13 @@ def estimate_job(
     )
 
 
+def estimate_on(cand: Any, **figures: Any) -> tuple[JobEstimate | None, str | None]:
+    """`estimate_job` under a candidate's billing terms at its price (0 without one), or the reason there is none."""
+    if cand.terms is None:
+        return None, f"no billing terms for {cand.offering} in the catalog"
+    return estimate_job(terms=cand.terms, hourly_usd=float(cand.hourly_usd or 0.0), **figures), None
+
+
 def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
     """(warm-up seconds, samples left for the steady rate): the first samples ran at the warm-up's pace, so
     the job pays its measured time once; a record without the warm-up's samples charges it nothing."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.bench.candidates import CandidateError, alternatives, cloud_candidates, known_gpu
-from analysis.bench.extrapolate import estimate_job, work_samples
+from analysis.bench.extrapolate import estimate_on, work_samples
 from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
 from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
@@ -191,17 +191,12 @@ def _whole_job(cand: Any, rate: float, low: float, high: float, job: dict) -> di
     """The whole job's hours and cost from a rate: the bench's extrapolation and billing, unchanged."""
     if job["work_samples"] is None:
         return {"reason": "the task file has no `work:` section: the rate alone, no whole job"}
-    if cand.terms is None:
-        return {"reason": f"no billing terms for {cand.offering} in the catalog"}
     steady = Steady(rate, low, high, (high - low) / (2 * rate), 0.0, 0, True)
-    overhead, work = job["overhead_seconds"], job["work_samples"]
-    est = estimate_job(
-        overhead_seconds=overhead,
-        work_samples=work,
-        steady=steady,
-        terms=cand.terms,
-        hourly_usd=float(cand.hourly_usd or 0.0),
+    est, why = estimate_on(
+        cand, overhead_seconds=job["overhead_seconds"], work_samples=job["work_samples"], steady=steady
     )
+    if est is None:
+        return {"reason": why}
     notes = [n for n in est.notes if "probe" not in n] + list(job["notes"])
     return est.fields(cand.hourly_usd is not None) | {"notes": notes}
 
