@@ -50,20 +50,11 @@ class ProbePlan:
     def table(self) -> str:
         """The candidate table printed before anything starts: what runs where, at what price, at most."""
         out = io.StringIO()
-        rows = [
-            (
-                i,
-                c.name,
-                c.offering,
-                c.market,
-                f"{c.gpu_count}x {c.gpu}" if c.gpu else "-",
-                fmt_usd(c.hourly_usd),
-                c.terms.describe() if c.terms else "-",
-                c.price_date,
-                USD_SIGN.format(self.bounds[c.name]) if c.name in self.bounds else "unpriced",
-            )
-            for i, c in enumerate(self.candidates, 1)
-        ]
+        rows = []
+        for i, c in enumerate(self.candidates, 1):
+            gpus, billing = (f"{c.gpu_count}x {c.gpu}" if c.gpu else "-"), (c.terms.describe() if c.terms else "-")
+            bound = USD_SIGN.format(self.bounds[c.name]) if c.name in self.bounds else "unpriced"
+            rows.append((i, c.name, c.offering, c.market, gpus, fmt_usd(c.hourly_usd), billing, c.price_date, bound))
         print_table(rows, TABLE_HEADERS, out=out)
         minutes = self.probe_seconds / 60
         boot = self.boot_allowance_seconds / 60
