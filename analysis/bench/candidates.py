@@ -1,10 +1,6 @@
-"""Where a probe can run: candidate offerings for `gpubench bench`.
-
-Per GPU alternative (the task's `resources.accelerators`, or `--gpus`) the cheapest launchable
-catalog offering at today's price on the chosen market, matched and priced as `gpubench offers`
-does (analysis.offerings), so both agree on the cheapest T4; this machine at the rate you give it;
-SSH hosts by their stack names. Retired offerings are never candidates, and each candidate names
-those it passed over.
+"""Where a probe can run: per GPU alternative the cheapest launchable offering, matched and priced as
+`gpubench offers` does (analysis.offerings); this machine at the rate you give it; SSH hosts by stack name.
+Retired offerings are never candidates, and each candidate names those it passed over.
 """
 
 from __future__ import annotations
@@ -84,15 +80,14 @@ def _where(task: Any, field: str) -> str:
     return f"{getattr(task, 'path', None) or 'the task file'}: field {field!r}"
 
 
-def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
+def alternatives(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     """The alternatives to look up and where they came from (for messages)."""
     if gpus:
         try:
             return list(parse_accelerators(gpus)), "--gpus"
         except ValueError as exc:
             raise CandidateError(f"--gpus {gpus!r}: {exc}") from None
-    resources = getattr(task, "resources", None)
-    where = _where(task, "resources.accelerators")
+    resources, where = getattr(task, "resources", None), _where(task, "resources.accelerators")
     if resources is None or not resources.accelerators:
         raise CandidateError(
             f"{where}: the task names no GPUs to compare; add `resources: {{accelerators: [T4:1, L4:1]}}` "
@@ -101,11 +96,10 @@ def _asks(task: Any, gpus: str | None) -> tuple[list[Any], str]:
     return list(resources.accelerators), where
 
 
-def _known_gpu(catalog: Catalog, name: str, where: str) -> str:
+def known_gpu(catalog: Catalog, name: str, where: str) -> str:
     """The catalog's spelling of a GPU model; unknown names are an error listing the known ones."""
     known = catalog.gpu_models()
-    by_lower = {m.lower(): m for m in known}
-    found = by_lower.get(name.replace(" ", "-").lower())
+    found = {m.lower(): m for m in known}.get(name.replace(" ", "-").lower())
     if found is None:
         close = difflib.get_close_matches(name.upper(), known, n=2, cutoff=0.5)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
@@ -117,12 +111,12 @@ def _check_providers(catalog: Catalog, providers: Sequence[str] | None, where: s
     for name in providers or ():
         if not clouds.is_cloud(name):
             why = (
-                "it has no Pulumi program: reach its machines over SSH (--hosts)" if name in catalog.providers() else ""
+                ": it has no Pulumi program: reach its machines over SSH (--hosts)"
+                if name in catalog.providers()
+                else ""
             )
-            raise CandidateError(
-                f"{where}: provider {name!r} cannot be launched{': ' + why if why else ''}; "
-                f"cloud providers: {', '.join(clouds.NAMES)}"
-            )
+            listing = f"cloud providers: {', '.join(clouds.NAMES)}"
+            raise CandidateError(f"{where}: provider {name!r} cannot be launched{why}; {listing}")
 
 
 def _launchable(offering: Any) -> bool:
@@ -169,32 +163,23 @@ def _match(
     priced = [r for r in in_region if r[price_key] is not None]
     old = [o.id for o in retired if o.gpu_model == gpu and o.gpu_count == ask.count]
     old_gpu = [o.id for o in retired if o.gpu_model == gpu]
-    counts = sorted({r["gpu_count"] for r in same_gpu})
+    counts = ", ".join(map(str, sorted({r["gpu_count"] for r in same_gpu})))
+    market, sold_by = ("spot" if spot else "on-demand"), _listing(on_market, "provider")
     stages = [
-        (
-            f"no cloud offering gpubench can launch has {gpu} GPUs"
-            + (f"; retired offerings are never probed ({', '.join(old_gpu)})" if old_gpu else ""),
-            same_gpu,
-        ),
-        (
-            f"no cloud offering has {ask.count}x {gpu} (counts sold: {', '.join(map(str, counts))})"
-            + (f"; retired offerings are never probed ({', '.join(old)})" if old else ""),
-            counted,
-        ),
+        (f"no cloud offering gpubench can launch has {gpu} GPUs" + _never(old_gpu), same_gpu),
+        (f"no cloud offering has {ask.count}x {gpu} (counts sold: {counts})" + _never(old), counted),
         (f"no {label} offering is sold on the spot market; drop --spot / `spot: true`", on_market),
-        (
-            f"no {label} offering from {', '.join(providers or ())} (sold by {_listing(on_market, 'provider')})",
-            by_provider,
-        ),
+        (f"no {label} offering from {', '.join(providers or ())} (sold by {sold_by})", by_provider),
         (f"no {label} offering in {', '.join(regions or ())} (sold in {_listing(by_provider, 'regions')})", in_region),
-        (
-            f"no {'spot' if spot else 'on-demand'} catalog price for {_listing(in_region, 'id')} (add one: `gpubench prices`)",
-            priced,
-        ),
+        (f"no {market} catalog price for {_listing(in_region, 'id')} (add one: `gpubench prices`)", priced),
     ]
     if not priced:
         return [], next((reason for reason, rows in stages if not rows), f"no offering matches {label}")
     return order(priced, "price", spot), None
+
+
+def _never(retired: list[str]) -> str:
+    return f"; retired offerings are never probed ({', '.join(retired)})" if retired else ""
 
 
 def _ssh_hint(catalog: Catalog, gpu: str, count: int) -> str:
@@ -235,7 +220,7 @@ def cloud_candidates(
     (each {"ask": "T4:1", "reason": "..."}). `gpus` ("T4,L4,A100:8") replaces the task's alternatives;
     `spot` (None: the task's `resources.spot`) picks the market. Unknown GPU names raise CandidateError."""
     catalog = catalog or load_catalog()
-    asks, where = _asks(task, gpus)
+    asks, where = alternatives(task, gpus)
     resources = getattr(task, "resources", None)
     spot = bool(getattr(resources, "spot", False)) if spot is None else spot
     _check_providers(catalog, getattr(resources, "providers", None), _where(task, "resources.providers"))
@@ -246,7 +231,7 @@ def cloud_candidates(
     found: list[Candidate] = []
     unmatched: list[dict] = []
     for ask in asks:
-        gpu = _known_gpu(catalog, ask.name, where)
+        gpu = known_gpu(catalog, ask.name, where)
         label = f"{gpu}:{ask.count}"
         ranked, reason = _match(rows, retired, ask, gpu, spot, resources)
         if not ranked:
@@ -266,22 +251,17 @@ def cloud_candidates(
 # --- this machine ------------------------------------------------------------------------------------------
 
 
-def local_stack_name(bench_id: str) -> str:
-    """`local-<bench id>`: status, logs and results keep each bench's local probe apart."""
-    return check_stack_name(f"{LOCAL_NAME}-{bench_id}")
-
-
 def local_candidate(hourly_usd: float | None = None, bench_id: str | None = None) -> Candidate:
     """This machine as `local/this-machine`, priced as the demo prices it: the given rate, else
     $GPUBENCH_LOCAL_HOURLY_USD, else the documented assumed default (the source says which).
-    Its stack is `local-<bench id>` (plain `local` without one)."""
+    Its stack is `local-<bench id>`, so status, logs and results keep each bench's local probe apart."""
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
         raise CandidateError(str(exc)) from None
     catalog = load_catalog()
     quoted = (price.hourly_usd, price.source, _today(None).isoformat())
-    name = local_stack_name(bench_id) if bench_id else LOCAL_NAME
+    name = check_stack_name(f"{LOCAL_NAME}-{bench_id}") if bench_id else LOCAL_NAME
     return _candidate(
         catalog, catalog.get(LOCAL_OFFERING), quoted, kind="local", name=name, region=None, market=MARKET_ON_DEMAND
     )

@@ -1,15 +1,7 @@
-"""A cloud probe: one generated Pulumi stack per candidate, launched, read back, destroyed.
-
-The stacks live in the bench's own workspace (`.gpubench/bench/<bench-id>/`): a
-Pulumi.yaml whose program is the project's, and one stack file per probe built
-from the project's checked-in stack of that offering (your region, project and
-SSH settings stay) with the job keys replaced: `gpubench:workload` is the task,
-`gpubench:probeSeconds` makes the payload stop once the rate is steady, and
-`gpubench:maxHours` covers the probe plus the boot allowance, so the cloud-side
-deadline ends the machine even if this process dies. A failed launch (quota,
-capacity, ...) is classified as a campaign's is and the other probes go on. When
-the result is in the bucket, or the wait is over, the stack is destroyed and the
-emptied stack removed from the backend (its generated stack file stays as the record).
+"""A cloud probe: one generated Pulumi stack per candidate in the bench's workspace, launched, read back,
+destroyed. Its stack file is the project's stack of that offering (region, project, SSH settings kept) with
+the job keys replaced: the task, `probeSeconds`, and `maxHours` covering probe and boot, so the cloud-side
+deadline ends the machine even if this process dies.
 """
 
 from __future__ import annotations
@@ -94,11 +86,6 @@ def stack_config(
     return config
 
 
-def check_config(name: str, config: dict[str, Any], catalog: Any) -> None:
-    """Parse and resolve the generated config as `pulumi up` would: a bad one fails before any launch."""
-    resolve(parse_config(config, name), catalog)
-
-
 class CloudProbe:
     """`(candidate, probes) -> ProbeReport` for cloud candidates, through a StackBackend."""
 
@@ -111,34 +98,25 @@ class CloudProbe:
         self.task, self.results = Path(settings["task"]), settings["results"]
         self.stacks_dir = Path(settings["stacks_dir"])
         self.benchmark = settings["benchmark_name"]
+        self.hours = max_hours(self.probe_seconds, self.boot_allowance)
 
     def prepare(self, candidate: Any, name: str) -> None:
         """Write the stack file and record the probe as pending; raises ConfigError on a bad config."""
-        hours = max_hours(self.probe_seconds, self.boot_allowance)
-        config = stack_config(
-            candidate,
-            task=self.task,
-            probe_seconds=self.probe_seconds,
-            hours=hours,
-            results=self.results,
-            stacks_dir=self.stacks_dir,
-            catalog=self.catalog,
-        )
-        check_config(name, config, self.catalog)
+        job = dict(task=self.task, probe_seconds=self.probe_seconds, hours=self.hours, results=self.results)
+        config = stack_config(candidate, **job, stacks_dir=self.stacks_dir, catalog=self.catalog)
+        resolve(parse_config(config, name), self.catalog)  # as `pulumi up` would: a bad config fails before launch
         path = self.bench_dir / "stacks" / f"Pulumi.{name}.yaml"
         path.write_text(yaml.safe_dump({"config": config}, sort_keys=False), encoding="utf-8")
-        fields = {"state": "pending", "region": candidate.region, "max_hours": hours}
+        fields = {"state": "pending", "region": candidate.region, "max_hours": self.hours}
         self.record.enter(name, candidate, self.benchmark, self.results, **fields)
 
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = probe_stack_name(candidate, self.record.bench_id)
         say = probes.printer.for_stack(name)
-        if probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped before launch")
         handle = self.backend.select_stack(name)
         started, t0 = utcnow(), time.monotonic()
         # until `up` reports the stack's own deadline: launch + maxHours, when the cloud ends it at the latest
-        latest = iso(started + timedelta(hours=max_hours(self.probe_seconds, self.boot_allowance)))
+        latest = iso(started + timedelta(hours=self.hours))
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), f"about {latest}"))
         self.record.update(name, state="launching", up_started_at=iso(started))
         say(f"pulumi up ({candidate.offering}, {candidate.market})")
@@ -156,11 +134,11 @@ class CloudProbe:
         say(f"launched; cloud-side deadline {deadline or 'unknown'}; waiting for the probe result")
         found = self._await(name, started, probes)
         if found is None and probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped while probing", deadline=deadline)
+            return ProbeReport(candidate, name, "cancelled", "stopped while probing")
         self._destroy(name, handle, say)
         probes.release(name)
         missing = f"no probe result in the bucket {self.probe_seconds + self.boot_allowance:.0f} s after launch"
-        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing, deadline=deadline)
+        report = read_back(candidate, name, found, time.monotonic() - t0, say, missing)
         self.record.update(name, probe_status=report.status, probe_usd=report.probe_usd, run_url=report.run_url)
         return report
 

@@ -2,16 +2,9 @@
 
     seconds = overhead + finish + periodic + warm-up + (work - warm-up samples) / throughput
 
-`overhead` (launch to first timed step: boot, image pull, setup), `finish`
-(the job's end to the machine's release: result files, upload), the warm-up
-(its seconds and the samples done by its end), the throughput between pauses
-and the pauses themselves (evaluation, checkpoint, epoch end: their seconds
-per sample, `periodic_cost`) are measured by the probe; the whole job's time
-and cost are extrapolated. The interval comes from the throughput's: the high throughput
-gives the short time and the low cost, the low throughput the long time and
-the high cost. Each of the three durations is billed on its own under the
-offering's terms (analysis.price.billed.billed), so per-hour billing rounds
-each one up to whole hours and a minimum applies to each.
+Every term is measured by the probe; the high end of the throughput interval gives the short time and
+the low cost. Each duration is billed on its own under the offering's terms (analysis.price.billed), so
+per-hour billing rounds each one up and a minimum applies to each. docs/bench-method.md has the method.
 """
 
 from __future__ import annotations
@@ -30,9 +23,7 @@ MEASURED, EXTRAPOLATED = "measured", "extrapolated"
 
 @dataclass(frozen=True)
 class JobEstimate:
-    """The whole job on one offering. Hours are wall hours including overhead;
-    USD is billed cost under the offering's rule at the price paid.
-    A bound that does not exist (the throughput interval reaches zero) is inf."""
+    """Wall hours (overhead included) and billed USD; a bound that does not exist is inf."""
 
     hours: float
     hours_low: float
@@ -45,11 +36,17 @@ class JobEstimate:
     notes: tuple[str, ...]
     periodic_seconds: float = 0.0
 
+    def fields(self, priced: bool) -> dict[str, float]:
+        """The --json row's est_* figures (no cost without a price)."""
+        return {
+            f"est_{k}": getattr(self, k)
+            for k in ("hours", "hours_low", "hours_high", "usd", "usd_low", "usd_high")[: 6 if priced else 3]
+        }
+
 
 @dataclass(frozen=True)
 class PeriodicCost:
-    """The whole job's pauses (evaluation, checkpoint, epoch end): seconds, their interval, what the
-    probe saw of them (`seen` pauses) and what a reader must know (`note`)."""
+    """The whole job's pauses (evaluation, checkpoint, epoch end): seconds, interval, pauses seen, a note."""
 
     seconds: float
     low: float
@@ -58,31 +55,27 @@ class PeriodicCost:
     note: str | None = None
 
 
+NOT_MEASURED = PeriodicCost(0.0, 0.0, 0.0, 0, "excludes evaluation/checkpoint pauses: not measured")
+_ONE_PAUSE = (
+    "evaluation/checkpoint pauses from one pause only ({extra:.1f} s after {first:,.0f} samples; fewer than two "
+    "periods seen): charged {period}, and the interval runs from that pause alone to one every {first:,.0f} samples"
+)
+
+
 def periodic_cost(
     gaps: list, work_samples: float, *, seen_samples: float, seen_seconds: float, scale: float = 1.0
 ) -> PeriodicCost:
-    """The pauses a whole job of `work_samples` pays, from the probe's `gaps`
-    ([start, samples at the start, extra seconds], payload.steady.Gap) over the
-    `seen_samples` and `seen_seconds` it watched; `scale` turns the readings' clock into wall seconds.
+    """The pauses a job of `work_samples` pays, from the probe's `gaps` (payload.steady.Gap); `scale` turns
+    the readings' clock into wall seconds.
 
-    Two or more pauses: the extra seconds per sample between the first and the last
-    (pauses 2..n over the samples from pause 1 to pause n, so a period counts once
-    whatever the job does first); the interval takes the shortest and the longest pause.
-    One: a job counts samples from 0, so one pause after S1 samples is charged once every
-    max(S1, samples seen since it) samples (no second came that soon); the interval runs
-    from that pause alone to one every S1. None: nothing charged, and the note says the
-    estimate may exclude them."""
+    Two or more pauses: pauses 2..n over the samples from pause 1 to pause n, so a period counts once
+    whatever the job does first. One: a job counts from 0, so a pause after S1 samples recurs every
+    max(S1, samples seen since); the interval runs from that pause alone to one every S1."""
     _check("work_samples", work_samples, allow_zero=False)
     gaps = [(float(at), float(samples), float(extra) * scale) for at, samples, extra in gaps]
     if not gaps:
-        return PeriodicCost(
-            0.0,
-            0.0,
-            0.0,
-            0,
-            f"may exclude evaluation/checkpoint pauses: the probe saw none in {seen_seconds:.0f} s "
-            f"({seen_samples:,.0f} samples)",
-        )
+        note = "may exclude evaluation/checkpoint pauses: the probe saw none in "
+        return PeriodicCost(0.0, 0.0, 0.0, 0, note + f"{seen_seconds:.0f} s ({seen_samples:,.0f} samples)")
     if len(gaps) == 1:
         _, first, extra = gaps[0]
         period = max(first, seen_samples - first)
@@ -90,26 +83,19 @@ def periodic_cost(
             return PeriodicCost(extra, extra, extra, 1, _ONE_PAUSE.format(extra=extra, first=first, period="once"))
         seconds = work_samples * extra / period
         high = work_samples * extra / first if first > 0 else seconds
-        return PeriodicCost(
-            seconds,
-            min(extra, seconds),
-            max(high, seconds),
-            1,
-            _ONE_PAUSE.format(extra=extra, first=first, period=f"every {period:,.0f} samples"),
-        )
+        note = _ONE_PAUSE.format(extra=extra, first=first, period=f"every {period:,.0f} samples")
+        return PeriodicCost(seconds, min(extra, seconds), max(high, seconds), 1, note)
     span = gaps[-1][1] - gaps[0][1]
     later = [extra for _, _, extra in gaps[1:]]
     if span <= 0:  # pauses with no samples between them: one long pause, charged once per probe's samples
         span, later = max(seen_samples, 1.0), [sum(extra for _, _, extra in gaps)]
     per_pause = work_samples / span
-    return PeriodicCost(
-        per_pause * sum(later),
-        per_pause * len(later) * min(later),
-        per_pause * len(later) * max(later),
-        len(gaps),
+    note = (
         f"includes evaluation/checkpoint pauses as measured: {sum(later) / len(later):.1f} s every "
-        f"{span / len(later):,.0f} samples ({len(gaps)} seen)",
+        f"{span / len(later):,.0f} samples ({len(gaps)} seen)"
     )
+    low, high = (per_pause * len(later) * f(later) for f in (min, max))
+    return PeriodicCost(per_pause * sum(later), low, high, len(gaps), note)
 
 
 def probe_periodic(probe: dict, work_samples: float, scale: float = 1.0) -> PeriodicCost | None:
@@ -117,16 +103,10 @@ def probe_periodic(probe: dict, work_samples: float, scale: float = 1.0) -> Peri
     points = probe.get("points") or []
     if "gaps" not in probe or not points:
         return None
-    seen_seconds = float(points[-1][0]) - float(points[0][0])
+    seen_seconds = (float(points[-1][0]) - float(points[0][0])) * scale
     return periodic_cost(
-        probe["gaps"], work_samples, seen_samples=float(points[-1][1]), seen_seconds=seen_seconds * scale, scale=scale
+        probe["gaps"], work_samples, seen_samples=float(points[-1][1]), seen_seconds=seen_seconds, scale=scale
     )
-
-
-_ONE_PAUSE = (
-    "evaluation/checkpoint pauses from one pause only ({extra:.1f} s after {first:,.0f} samples; fewer than two "
-    "periods seen): charged {period}, and the interval runs from that pause alone to one every {first:,.0f} samples"
-)
 
 
 def work_samples(task: Any) -> float | None:
@@ -146,65 +126,58 @@ def estimate_job(
     periodic: PeriodicCost | None = None,
     finish_seconds: float = 0.0,
 ) -> JobEstimate:
-    """The whole job's hours and billed cost from a probe's overhead, steady rate and pauses.
-
-    `finish_seconds` is the measured time from the job's end to the machine's release
-    (result files, upload), billed like the overhead; 0 when the probe did not time it.
-    `periodic` is `periodic_cost` of the probe's pauses (None: not measured). The steady rate
-    must be the rate between pauses (the probe takes them out), or they count twice."""
-    _check("overhead_seconds", overhead_seconds, allow_zero=True)
-    _check("finish_seconds", finish_seconds, allow_zero=True)
-    _check("work_samples", work_samples, allow_zero=False)
-    _check("hourly_usd", hourly_usd, allow_zero=True)
-    for name in ("seconds", "low", "high"):
-        _check(f"periodic_{name}", getattr(periodic, name) if periodic else 0.0, allow_zero=True)
-    periodic_seconds = periodic.seconds if periodic else 0.0
-    if not (steady.samples_per_second > 0 and math.isfinite(steady.samples_per_second)):
+    """The whole job's hours and billed cost. `finish_seconds`: the job's end to the machine's release (0:
+    not timed); `steady` must be the rate between pauses (the probe takes them out), or they count twice."""
+    periodic = periodic or NOT_MEASURED
+    for name, value, zero_ok in (
+        ("overhead_seconds", overhead_seconds, True),
+        ("finish_seconds", finish_seconds, True),
+        ("work_samples", work_samples, False),
+        ("hourly_usd", hourly_usd, True),
+        *((f"periodic_{k}", getattr(periodic, k), True) for k in ("seconds", "low", "high")),
+    ):
+        _check(name, value, allow_zero=zero_ok)
+    rate = steady.samples_per_second
+    if not (rate > 0 and math.isfinite(rate)):
         raise CostError(
-            f"the probe's throughput is {steady.samples_per_second} samples/s: "
+            f"the probe's throughput is {rate} samples/s: "
             "nothing to extrapolate from (did the job make progress during the probe?)"
         )
-    if not 0 <= steady.low <= steady.samples_per_second <= steady.high:
+    if not 0 <= steady.low <= rate <= steady.high:
         raise CostError(
             f"throughput interval {steady.low}..{steady.high} samples/s does not hold its rate "
-            f"{steady.samples_per_second}: pass the Steady that payload.steady.steady_rate returned"
+            f"{rate}: pass the Steady that payload.steady.steady_rate returned"
         )
     warmup_seconds, remaining = warmup_share(steady, work_samples)
     fixed = overhead_seconds + finish_seconds + warmup_seconds
-    seconds = fixed + periodic_seconds + remaining / steady.samples_per_second
-    fast = fixed + (periodic.low if periodic else 0.0) + remaining / steady.high
-    slow = fixed + (periodic.high if periodic else 0.0) + (remaining / steady.low if steady.low > 0 else math.inf)
+    seconds = fixed + periodic.seconds + remaining / rate
+    fast = fixed + periodic.low + remaining / steady.high
+    slow = fixed + periodic.high + (remaining / steady.low if steady.low > 0 else math.inf)
     billed_hours, usage, fees = billed(terms, seconds, hourly_usd)
     usd_low, usd_high = (sum(billed(terms, s, hourly_usd)[1:]) for s in (fast, slow))
+    overhead = overhead_seconds + finish_seconds + periodic.seconds
     return JobEstimate(
-        hours=seconds / SECONDS_PER_HOUR,
-        hours_low=fast / SECONDS_PER_HOUR,
-        hours_high=slow / SECONDS_PER_HOUR,
-        usd=usage + fees,
-        usd_low=usd_low,
-        usd_high=usd_high,
-        billed_hours=billed_hours,
-        basis=_basis(periodic_seconds, finish_seconds),
-        notes=_notes(
-            terms,
-            steady,
-            seconds=seconds,
-            billed_hours=billed_hours,
-            fixed=overhead_seconds + finish_seconds + periodic_seconds,
-            periodic=periodic,
-        ),
-        periodic_seconds=periodic_seconds,
+        *(s / SECONDS_PER_HOUR for s in (seconds, fast, slow)),
+        usage + fees,
+        usd_low,
+        usd_high,
+        billed_hours,
+        basis=_basis(periodic.seconds, finish_seconds),
+        notes=_notes(terms, steady, seconds, billed_hours, overhead, periodic),
+        periodic_seconds=periodic.seconds,
     )
 
 
-def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
-    """(warm-up seconds charged as measured, samples left for the steady rate).
+def estimate_on(cand: Any, **figures: Any) -> tuple[JobEstimate | None, str | None]:
+    """`estimate_job` under a candidate's billing terms at its price (0 without one), or the reason there is none."""
+    if cand.terms is None:
+        return None, f"no billing terms for {cand.offering} in the catalog"
+    return estimate_job(terms=cand.terms, hourly_usd=float(cand.hourly_usd or 0.0), **figures), None
 
-    The job's first samples ran at the warm-up's pace, not the steady one: the
-    probe measured how long the warm-up took and how many samples it had done
-    by its end, so the job pays that time once and the rest at the steady rate.
-    A probe record without the warm-up's samples charges every sample at the
-    steady rate (the warm-up is then not counted)."""
+
+def warmup_share(steady: Steady, work_samples: float) -> tuple[float, float]:
+    """(warm-up seconds, samples left for the steady rate): the first samples ran at the warm-up's pace, so
+    the job pays its measured time once; a record without the warm-up's samples charges it nothing."""
     done = steady.warmup_samples
     if done is None or not math.isfinite(done) or done < 0:
         return 0.0, work_samples
@@ -227,15 +200,7 @@ def _basis(periodic_seconds: float, finish_seconds: float) -> dict[str, str]:
     return basis | dict.fromkeys(("est_hours", "est_usd"), EXTRAPOLATED) | {k: MEASURED for k, v in timed.items() if v}
 
 
-def _notes(
-    terms: BillingTerms,
-    steady: Steady,
-    *,
-    seconds: float,
-    billed_hours: float,
-    fixed: float,
-    periodic: PeriodicCost | None,
-) -> tuple[str, ...]:
+def _notes(terms, steady, seconds, billed_hours, fixed, periodic) -> tuple[str, ...]:
     """What a reader must know to trust (or not) the figures."""
     notes = []
     if not steady.steady:
@@ -245,16 +210,13 @@ def _notes(
         notes.append(f"throughput was not steady by the end of the probe ({why}): a longer probe narrows it")
     if steady.low <= 0:
         notes.append("the throughput interval reaches zero: no upper bound on time or cost")
-    if periodic is None:
-        notes.append("excludes evaluation/checkpoint pauses: not measured")
-    elif periodic.note:
-        notes.append(periodic.note)
+    notes += [periodic.note] if periodic.note else []
     if fixed > seconds - fixed:
         notes.append("overhead (boot, image pull, setup) is longer than the training itself")
     used_hours = seconds / SECONDS_PER_HOUR
     if billed_hours > used_hours * (1 + 1e-9):
         notes.append(f"billed {terms.describe()}: {billed_hours:.4g} h billed for {used_hours:.4g} h used")
-    notes.extend(_TERMS_NOTES.get(terms.kind, lambda t: ())(terms))
+    notes += _TERMS_NOTES.get(terms.kind, lambda t: ())(terms)
     if terms.monthly_fee_usd:
         notes.append(f"includes the ${terms.monthly_fee_usd:g}/month account fee, prorated over the job")
     return tuple(notes)

@@ -1,9 +1,6 @@
-"""Predictions judged on the user's own data: what bench predicted, beside what a probe later measured.
-
-A bench records the rates it predicted (bench.json `predictions`, per offering and market, with the
-interval and the model's alpha). When a candidate predicted earlier is measured, by a follow-up probe
-of the same bench (`--probe N` probes what is in doubt) or by a later bench of the same task file,
-the answer sets the two side by side: "predicted X (low-high), measured Y, error Z %".
+"""Predictions judged on the user's own data: a bench records the rates it predicted (bench.json
+`predictions`); when one is measured later (a follow-up probe, or a later bench of the same task file)
+the answer sets the two side by side.
 """
 
 from __future__ import annotations
@@ -83,11 +80,8 @@ def checks(rows: Iterable[dict], forecasts: dict[tuple[str, str], dict]) -> list
 
 def line(c: dict) -> str:
     """'aws/g6.xlarge: predicted 1,900.0 samples/s (1,500.0-2,400.0), measured 2,000.0, error -5.0 %'."""
-    span = (
-        f" ({c['predicted_low']:,.1f}-{c['predicted_high']:,.1f})"
-        if c.get("predicted_low") is not None and c.get("predicted_high") is not None
-        else ""
-    )
+    low, high = c.get("predicted_low"), c.get("predicted_high")
+    span = f" ({low:,.1f}-{high:,.1f})" if low is not None and high is not None else ""
     held = "inside" if c["within_interval"] else "outside"
     return (
         f"{c['offering']}: predicted {c['predicted']:,.1f} samples/s{span}, measured {c['measured']:,.1f}, "

@@ -1,8 +1,5 @@
-"""What is running now: every bench probe of this user (`gpubench status`) and a run's log (`gpubench logs`).
-
-Status classifies each recorded probe with the campaign's own rules (analysis.stack_status) over
-what the bucket says (analysis.observe). Logs print the newest run's rolling `log-tail.txt`, which
-the payload uploads every ~30 s while the job runs.
+"""`gpubench status` (every bench probe, classified by analysis.stack_status's rules over what the bucket
+says) and `gpubench logs` (the newest run's rolling `log-tail.txt`, uploaded every ~30 s).
 """
 
 from __future__ import annotations
@@ -47,22 +44,14 @@ def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime,
     launched = entry.get("state") == "launched" and store is not None
     obs = observe(store, name, since) if launched else StackObservation()
     st = stack_status(name, entry, obs, now)
-    return {
+    return dict.fromkeys(ROW_KEYS) | {
         "bench_id": record.bench_id,
         "stack": name,
-        "kind": entry.get("kind"),
-        "offering": entry.get("offering"),
-        "market": entry.get("market"),
-        "state": st.state,
+        **{k: entry.get(k) for k in ("kind", "offering", "market")},
         "ended": _is_ended(entry),
-        "detail": st.detail,
         "age_seconds": round((now - since).total_seconds(), 1) if since else None,
-        "deadline": st.deadline,
-        "cost_usd": st.cost_usd,
         "resources": counts.get(name),
-        "last_event": st.last_event,
-        "run_ids": st.run_ids,
-        "problems": st.problems,
+        **{k: getattr(st, k) for k in ("state", "detail", "deadline", "cost_usd", "last_event", "run_ids", "problems")},
     }
 
 
@@ -89,11 +78,8 @@ def probe_status(
         }
         if not wanted:
             continue
-        counts = (
-            _resources(backend, directory)
-            if any(isinstance(e, dict) and e.get("kind") == "cloud" for e in wanted.values())
-            else {}
-        )
+        clouds = any(isinstance(e, dict) and e.get("kind") == "cloud" for e in wanted.values())
+        counts = _resources(backend, directory) if clouds else {}
         for name, entry in wanted.items():
             try:
                 url = entry.get("results") or record.data.get("results")
@@ -110,57 +96,38 @@ REFUSED = "refused: "  # a problem that marks a row whose record could not be re
 
 def _refused(bench_id: str, stack: str, why: str) -> dict[str, Any]:
     """The row of a bench record (or one stack entry of it) that cannot be read: state unknown, the reason."""
-    shown = {
-        k: terminal_text(v, multiline=False) for k, v in (("bench_id", bench_id), ("stack", stack), ("detail", why))
-    }
-    return (
-        dict.fromkeys(ROW_KEYS)
-        | shown
-        | {"state": "unknown", "ended": False, "run_ids": [], "problems": [REFUSED + why]}
-    )
+    shown = {"bench_id": bench_id, "stack": stack, "detail": why}
+    row = dict.fromkeys(ROW_KEYS) | {k: terminal_text(v, multiline=False) for k, v in shown.items()}
+    return row | {"state": "unknown", "ended": False, "run_ids": [], "problems": [REFUSED + why]}
 
 
 def status_table(rows: list[dict[str, Any]]) -> str:
-    def age(v):
-        return "-" if v is None else (f"{v / 60:.0f} min" if v >= 90 else f"{v:.0f} s")
-
-    def money(v):
-        return "-" if v is None else USD_SIGN.format(v)
-
     counted = any(r.get("resources") is not None for r in rows)  # only when a backend answered
-
-    def held(r):
-        return f"{'-' if r.get('resources') is None else r['resources']:>9} " if counted else ""
-
-    head = f"{'resources':>9} " if counted else ""
-    lines = [f"{'bench':22} {'stack':32} {'state':13} {'age':>7} {'cost so far':>11} {head} {'deadline':24} detail"]
+    lines = [("bench", "stack", "state", "age", "cost so far", "resources", "deadline", "detail")]
     for r in rows:
-        lines.append(
-            f"{r['bench_id']:22} {r['stack']:32} {r['state']:13} {age(r['age_seconds']):>7} "
-            f"{money(r['cost_usd']):>11} {held(r)} {str(r['deadline'] or '-'):24} {r['detail']}"
-        )
-    return "\n".join(lines)
-
-
-# --- logs ------------------------------------------------------------------------------------
+        v = r["age_seconds"]
+        age = "-" if v is None else (f"{v / 60:.0f} min" if v >= 90 else f"{v:.0f} s")
+        cost = "-" if r["cost_usd"] is None else USD_SIGN.format(r["cost_usd"])
+        held = "-" if r.get("resources") is None else r["resources"]
+        lines.append((r["bench_id"], r["stack"], r["state"], age, cost, held, str(r["deadline"] or "-"), r["detail"]))
+    shape = "{:22} {:32} {:13} {:>7} {:>11} " + ("{!s:>9}  " if counted else "{!s:.0} ") + "{:24} {}"
+    return "\n".join(shape.format(*line) for line in lines)
 
 
 def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
     """run id -> {"updated": newest object time, "files": names, "newest": {name: key of its newest
     version}} for every run of the stack (files are written once, each rewrite under a new version)."""
     prefix = stack_prefix(stack)
-    runs: dict[str, dict[str, Any]] = {}
+    listed: dict[str, list] = {}
     for info in store.list(prefix):
         run_id, _, rest = info.key[len(prefix) :].partition("/")
-        if not rest:
-            continue
-        run = runs.setdefault(run_id, {"updated": None, "files": set(), "keys": []})
-        run["keys"].append(info.key)
-        if info.updated and (run["updated"] is None or info.updated > run["updated"]):
-            run["updated"] = info.updated
-    for run_id, run in runs.items():
-        run["newest"] = {key[len(f"{prefix}{run_id}/") :]: v for key, v in newest_versions(run.pop("keys")).items()}
-        run["files"] = set(run["newest"])
+        if rest:
+            listed.setdefault(run_id, []).append(info)
+    runs = {}
+    for run_id, infos in listed.items():
+        newest = {k[len(f"{prefix}{run_id}/") :]: v for k, v in newest_versions([i.key for i in infos]).items()}
+        updated = max((i.updated for i in infos if i.updated), default=None)
+        runs[run_id] = {"updated": updated, "files": set(newest), "newest": newest}
     return runs
 
 
@@ -209,10 +176,8 @@ def follow_log(
     sleep: Callable[[float], None] = time.sleep,
     first_log_wait: float | None = None,
 ) -> str | None:
-    """Print the newest run's log as it grows until the run has its result (or `timeout`); its run id.
-
-    None when no log tail appeared within `first_log_wait` seconds (default FIRST_LOG_WAIT_SECONDS):
-    a misspelt stack or a probe that never booted must not keep a terminal waiting forever."""
+    """Print the newest run's log as it grows until the run has its result (or `timeout`); its run id. None
+    when no log tail appeared within `first_log_wait` seconds: a misspelt stack must not wait forever."""
     seen: list[str] = []
     current = None
     started = time.monotonic()

@@ -1,22 +1,11 @@
-"""A local probe (`--local`): the payload runs the task on this machine in probe mode, as `demo` runs its suite.
+"""Probes on machines of your own, with no stack to destroy: this machine (`--local`) and SSH hosts (`--hosts`).
 
-Results go to the bench's results location (a directory by default) under
-`runs/<stack>/<run-id>/` like any run; the payload's output goes to a log in the
-bench workspace and its `[gpubench]` lines to the progress stream. The machine is
-priced as the candidate says (an assumed flat rate unless you give yours).
+Locally the payload runs the task in probe mode in its own session.
 
-The payload runs in its own session (process group): Ctrl-C at the terminal
-reaches the bench only, and the bench ends the probe by signalling the whole
-group (the payload and the job it started), after asking once more. The
-payload ends its job's whole process tree (payload.workloads.process) within
-its grace, so the bench waits longer than that before it kills the payload;
-then it looks for any process still carrying the probe's mark in its
-environment (a job that escaped a killed payload) and kills it, and says
-nothing is left running only when the listing shows none. The probe
-measures what a full run on this machine is billed for beyond the training:
-the payload's own start (a `process_start` host event written just before the
-process is started opens its timeline, so the overhead counts it) and the time
-from the job's end to the process's exit (result files, upload).
+Ctrl-C reaches the bench only; the bench ends the probe by signalling the payload's process group, waits
+longer than the payload's own grace, then kills any process still carrying the probe's mark (a job that
+escaped a killed payload). The overhead counts the payload's start (a `process_start` host event) and the
+finish the time from the job's end to the process's exit.
 """
 
 from __future__ import annotations
@@ -33,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bench.probes import Live, Probes
-from analysis.bench.readings import ProbeReport, newest_result, read_back
+from analysis.bench.readings import ProbeReport, newest_result, probe_cost, read_back
 from infra.catalog import load_catalog
 from infra.launch import offering_options
+from infra.ssh.session import load_stack, run_ssh_stack
 from payload import proctree
 from payload.config import render_argv
+from payload.storage import open_store
 from payload.timestamps import iso, parse_iso, utcnow
 from payload.workloads.jobvenv import ENVS_ENV, INHERIT_ENV
-from payload.workloads.process import KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
+from payload.workloads.process import DEFAULT_STOP_GRACE_SECONDS, KILL_WAIT_SECONDS, STOP_GRACE_ENV, stop_grace_seconds
 
 RESULT_SECONDS = 30.0  # after its job has ended: time for the payload to write and upload its result
 JOB_END_EVENT = "train_end"  # the run phase's end in the payload's timeline
@@ -135,16 +126,7 @@ def finish_seconds(result: dict | None, exited_at: float) -> float | None:
 class LocalProbe:
     """`(candidate, probes) -> ProbeReport` for this machine."""
 
-    def __init__(
-        self,
-        *,
-        store: Any,
-        results: str,
-        task: Path,
-        probe_seconds: float,
-        log_dir: Path,
-        extra_env: dict[str, str] | None = None,
-    ):
+    def __init__(self, *, store, results: str, task: Path, probe_seconds: float, log_dir: Path, extra_env=None):
         self.store, self.results, self.task = store, results, Path(task)
         self.probe_seconds, self.log_dir = float(probe_seconds), Path(log_dir)
         self.extra_env = dict(extra_env or {})  # machine settings of the caller's own (the demo's)
@@ -152,8 +134,6 @@ class LocalProbe:
     def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
         name = candidate.name
         say = probes.printer.for_stack(name)
-        if probes.stop.is_set():
-            return ProbeReport(candidate, name, "cancelled", "stopped before it started")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log, events = self.log_dir / f"{name}.log", self.log_dir / f"{name}.host-events.jsonl"
         argv = payload_argv(
@@ -163,14 +143,10 @@ class LocalProbe:
         say(f"probing on this machine (at most {self.probe_seconds:.0f} s of the job); log {log}")
         write_process_start(events)
         mark, job_grace = uuid.uuid4().hex, stop_grace_seconds()
+        env = {**payload_env(mark, job_grace), **self.extra_env}
         with log.open("w", encoding="utf-8") as out:
             proc = subprocess.Popen(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**payload_env(mark, job_grace), **self.extra_env},
-                text=True,
-                start_new_session=True,
+                argv, stdout=out, stderr=subprocess.STDOUT, env=env, text=True, start_new_session=True
             )
             probes.hold(Live(name, lambda: stop_payload(proc, payload_grace(job_grace), mark), what="local run"))
             while proc.poll() is None:
@@ -179,15 +155,64 @@ class LocalProbe:
         exited_at = time.time()
         stray = end_marked(mark)  # nothing of the probe outlives it, even a process its payload missed
         probes.release(name)
-        report = read_back(
-            candidate,
-            name,
-            newest_result(self.store, name, started),
-            time.monotonic() - t0,
-            say,
-            f"the payload exited with {proc.returncode} and wrote no result; see {log}",
-            note=f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None,
-            extra={"log": str(log)},
-        )
+        found, seconds = newest_result(self.store, name, started), time.monotonic() - t0
+        missing = f"the payload exited with {proc.returncode} and wrote no result; see {log}"
+        note = f"process(es) {sorted(stray)} of the job survived SIGKILL" if stray else None
+        report = read_back(candidate, name, found, seconds, say, missing, note=note, extra={"log": str(log)})
         report.finish_seconds = finish_seconds(report.result, exited_at)
         return report
+
+
+# --- SSH hosts: the host's stack with the task as its job, the probe limit as a run option; cancelled, the
+# remote run is stopped at once (SIGTERM to its process group) and what it wrote uploaded.
+
+# on cancel: time for the remote payload to end its job (its default grace) and write its result before it is killed
+STOP_GRACE_SECONDS = payload_grace(DEFAULT_STOP_GRACE_SECONDS)
+
+
+class _Lines:
+    """A text stream that hands each complete line to the bench's printer, prefixed with the host."""
+
+    def __init__(self, say):
+        self.say, self.buf = say, ""
+
+    def write(self, text: str) -> int:
+        self.buf += text
+        *lines, self.buf = self.buf.split("\n")
+        for line in lines:
+            self.say(line)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class SshProbe:
+    """`(candidate, probes) -> ProbeReport` for SSH host stacks."""
+
+    def __init__(self, *, task: Path, probe_seconds: float, stacks_dir: Path | None, poll_seconds: float = 2.0):
+        self.task, self.probe_seconds = Path(task).resolve(), float(probe_seconds)
+        self.stacks_dir, self.poll = stacks_dir, poll_seconds
+
+    def config(self, name: str) -> Any:
+        """The host's stack with the task as its job (raises ConfigError / FileNotFoundError)."""
+        return load_stack(name, self.stacks_dir).with_overrides(workload=str(self.task), benchmark=())
+
+    def __call__(self, candidate: Any, probes: Probes) -> ProbeReport:
+        name = candidate.name
+        say = probes.printer.for_stack(name)
+        cfg = self.config(name)
+        started, t0 = utcnow(), time.monotonic()
+        say(f"probing on {cfg.target} (at most {self.probe_seconds:.0f} s of the job)")
+        options = {"probe_seconds": str(int(max(1, round(self.probe_seconds))))}
+        # once `stop` is set (the bench is cancelled) the remote run is stopped as Ctrl-C stops it
+        run = {"progress": _Lines(say), "poll": self.poll, "stop_timeout": STOP_GRACE_SECONDS, "stop": probes.stop}
+        status, report = run_ssh_stack(cfg, extra_options=options, **run)
+        seconds = time.monotonic() - t0
+        if probes.stop.is_set():
+            why = f"stopped while probing; the run on {cfg.target} was stopped ({status})"
+            return ProbeReport(candidate, name, "cancelled", why, probe_usd=probe_cost(candidate, seconds))
+        if status not in ("completed", "failed", "interrupted", "stopped-by-user"):
+            return ProbeReport(candidate, name, "failed", f"{status}: {report.get('message') or 'no run'}")
+        found = newest_result(open_store(cfg.results), name, started)
+        return read_back(candidate, name, found, seconds, say, "no probe result reached the bucket")

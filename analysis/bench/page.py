@@ -1,9 +1,5 @@
-"""The bench answer as one self-contained HTML page: the sentence, the cost/time chart (numbered
-markers with their intervals, the frontier joined), the ranked table, what the probes cost and
-earlier predictions beside the measurements.
-
-The template autoescapes: offering names, reasons and task names are user or cloud text. The chart
-is an embedded base64 PNG, as in the report: no external resource.
+"""The bench answer as one self-contained, autoescaped HTML page: the sentence, the cost/time chart (an
+embedded PNG), the ranked table, the probes' cost and earlier predictions beside the measurements.
 """
 
 from __future__ import annotations
@@ -19,13 +15,17 @@ from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
 PAGE = "index.html"
-TEMPLATE = "bench.html.j2"
 TEMPLATES = Path(__file__).with_name("templates")
-DECADE = 10.0  # an axis spanning more than this ratio is drawn on a log scale
 DPI = 90
 LABEL_POINTS = 9  # font size of the chart's numbers
 # basis of each figure when a row does not say: the probe measures these, the rest is extrapolated
 DEFAULT_BASIS = {"samples_per_second": "measured", "overhead_seconds": "measured"}
+BARS = {"fmt": "o", "ecolor": "#bbbbbb", "elinewidth": 1, "capsize": 2, "zorder": 3}
+MARKERS = {
+    True: {"markersize": 7, "color": "#1f77b4", "mfc": "#1f77b4"},
+    False: {"markersize": 6, "color": "#999999", "mfc": "white"},
+}  # on the frontier or not
+NUMBERS = {"textcoords": "offset points", "ha": "center", "va": "center", "fontsize": LABEL_POINTS, "zorder": 4}
 
 
 def write_page(doc: dict, out_dir: Path) -> Path:
@@ -37,7 +37,7 @@ def write_page(doc: dict, out_dir: Path) -> Path:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined
     )
-    text = env.get_template(TEMPLATE).render(**page_context(doc))
+    text = env.get_template("bench.html.j2").render(**page_context(doc))
     path = out_dir / PAGE
     path.write_text(text, encoding="utf-8")
     return path
@@ -74,9 +74,6 @@ def page_context(doc: dict) -> dict:
         "probing": (doc.get("probing") or {}).get("sentence"),
         "checks": [line(c) for c in doc.get("prediction_checks") or []],
     }
-
-
-# --- rows -------------------------------------------------------------------------------
 
 
 def _key(r: dict) -> tuple:
@@ -122,20 +119,24 @@ def _interval(value, low, high, fmt) -> str | None:
     return f"{fmt(value)} ({fmt(low)}{upper})"
 
 
+def _triple(r: dict, field: str) -> list:
+    return [r.get(field + s) for s in ("", "_low", "_high")]
+
+
 def _basis(r: dict, field: str) -> str:
     return (r.get("basis") or {}).get(field) or DEFAULT_BASIS.get(field, "extrapolated")
 
 
 def _table_row(r: dict, number: int | None, on_frontier: bool) -> dict:
     """One table row: each figure with its interval and whether the probe measured it."""
-    hours = [r.get(f"est_hours{s}") for s in ("", "_low", "_high")]
+    hours = _triple(r, "est_hours")
     unit = time_unit([h for h in hours if _finite(h)])
     overhead = r.get("overhead_seconds")
     cells = [
-        ("samples_per_second", _interval(*(r.get(f"samples_per_second{s}") for s in ("", "_low", "_high")), _rate)),
+        ("samples_per_second", _interval(*_triple(r, "samples_per_second"), _rate)),
         ("overhead_seconds", duration(overhead / 3600) if _finite(overhead) else None),
         ("est_hours", _interval(*hours, lambda v: in_unit(v, unit)) + f" {unit}" if _finite(hours[0]) else None),
-        ("est_usd", _interval(*(r.get(f"est_usd{s}") for s in ("", "_low", "_high")), usd_amount)),
+        ("est_usd", _interval(*_triple(r, "est_usd"), usd_amount)),
     ]
     return {
         "number": number,
@@ -154,9 +155,6 @@ def _rate(v: float) -> str:
     return f"{v:,.1f}" if v >= 10 else f"{v:.3g}"
 
 
-# --- chart --------------------------------------------------------------------------------
-
-
 def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tuple[str | None, str]:
     """(base64 PNG, caption) of estimated cost against time, or (None, why not)."""
     if not points:
@@ -169,26 +167,15 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     ys = [r["est_usd"] for _, r in points]
     for _, r in points:
         on = _key(r) in frontier_keys
-        ax.errorbar(
-            r["est_hours"],
-            r["est_usd"],
-            xerr=[[r["est_hours"] - _low(r, "est_hours")], [_high(r, "est_hours") - r["est_hours"]]],
-            yerr=[[r["est_usd"] - _low(r, "est_usd")], [_high(r, "est_usd") - r["est_usd"]]],
-            fmt="o",
-            markersize=7 if on else 6,
-            color="#1f77b4" if on else "#999999",
-            mfc="#1f77b4" if on else "white",
-            ecolor="#bbbbbb",
-            elinewidth=1,
-            capsize=2,
-            zorder=3,
-        )
+        x, y = r["est_hours"], r["est_usd"]
+        (xl, xh), (yl, yh) = _span(r, "est_hours"), _span(r, "est_usd")
+        ax.errorbar(x, y, xerr=[[x - xl], [xh - x]], yerr=[[y - yl], [yh - y]], **BARS, **MARKERS[on])
     front = sorted((r["est_hours"], r["est_usd"]) for _, r in points if _key(r) in frontier_keys)
     if len(front) > 1:
         ax.plot(*zip(*front), color="#1f77b4", linewidth=1, zorder=2, label="cost/time frontier")
         ax.legend(loc="best", fontsize=8)
-    log_x = _set_axis(ax, "x", [v for _, r in points for v in (_low(r, "est_hours"), _high(r, "est_hours"))])
-    log_y = _set_axis(ax, "y", [v for _, r in points for v in (_low(r, "est_usd"), _high(r, "est_usd"))])
+    log_x = _set_axis(ax, "x", [v for _, r in points for v in _span(r, "est_hours")])
+    log_y = _set_axis(ax, "y", [v for _, r in points for v in _span(r, "est_usd")])
     ax.set_xlabel("estimated time for the whole job (h)" + (", log scale" if log_x else ""))
     ax.set_ylabel("estimated billed cost (USD)" + (", log scale" if log_y else ""))
     ax.grid(True, which="both", alpha=0.3)
@@ -202,20 +189,16 @@ def frontier_chart(points: list[tuple[int, dict]], *, frontier_keys: set) -> tup
     return base64.b64encode(buf.getvalue()).decode("ascii"), caption
 
 
-def _low(r: dict, field: str) -> float:
-    v = r.get(f"{field}_low")
-    return v if _finite(v) and 0 < v <= r[field] else r[field]
-
-
-def _high(r: dict, field: str) -> float:
-    v = r.get(f"{field}_high")
-    return v if _finite(v) and v >= r[field] else r[field]
+def _span(r: dict, field: str) -> tuple[float, float]:
+    """The interval as drawn: an end that is absent, unbounded or on the wrong side is the estimate itself."""
+    value, low, high = _triple(r, field)
+    return (low if _finite(low) and 0 < low <= value else value), (high if _finite(high) and high >= value else value)
 
 
 def spans_decades(values: list[float]) -> bool:
     """True when positive values span more than a decade: such an axis is drawn on a log scale."""
     lo, hi = min(values), max(values)
-    return lo > 0 and hi / lo > DECADE
+    return lo > 0 and hi / lo > 10
 
 
 def _set_axis(ax, which: str, values: list[float]) -> bool:
@@ -257,30 +240,15 @@ def place_numbers(ax, texts: list[str], xs: list[float], ys: list[float]) -> lis
     placed = []
     for text, x, y, (mx, my) in zip(texts, xs, ys, markers):
         width = 0.62 * (height - 2) * len(text) + 4
-        choice = None
-        for dx, dy in _OFFSETS:
-            box = _box(mx + dx * height, my + dy * height, width, height)
-            if not any(_overlap(box, other) for other in taken):
-                choice = (dx * height, dy * height, box)
-                break
-        if choice is None:
-            dx, dy = _OFFSETS[0]
-            choice = (dx * height, dy * height, _box(mx + dx * height, my + dy * height, width, height))
-        ox, oy, box = choice
+        spots = [(dx * height, dy * height) for dx, dy in _OFFSETS]
+        free = (o for o in spots if not any(_overlap(_box(mx + o[0], my + o[1], width, height), t) for t in taken))
+        ox, oy = next(free, spots[0])  # nowhere free: the first spot, so the number is still shown
+        box = _box(mx + ox, my + oy, width, height)
         taken.append(box)
         placed.append(box)
         far = math.hypot(ox, oy) > 1.5 * height
-        ax.annotate(
-            text,
-            xy=(x, y),
-            xytext=(ox * 72.0 / DPI, oy * 72.0 / DPI),
-            textcoords="offset points",
-            ha="center",
-            va="center",
-            fontsize=LABEL_POINTS,
-            arrowprops={"arrowstyle": "-", "color": "#888888", "linewidth": 0.6} if far else None,
-            zorder=4,
-        )
+        line = {"arrowstyle": "-", "color": "#888888", "linewidth": 0.6} if far else None
+        ax.annotate(text, xy=(x, y), xytext=(ox * 72.0 / DPI, oy * 72.0 / DPI), arrowprops=line, **NUMBERS)
     return placed
 
 

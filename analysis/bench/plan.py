@@ -1,19 +1,22 @@
-"""What the probes may cost, known before anything starts: each probe's whole allowed time (boot
-allowance plus probe limit) billed under its offering's rule (an hourly-billed machine costs a full
-hour for a ten-minute probe); a budget that bound exceeds is refused before any launch.
+"""Before anything starts: every option value and what was asked of the task (BenchError, exit 2), for
+cloud probes what a launch needs (NotReady, exit 3), and the plan: each probe's whole allowed time (boot
+allowance plus probe limit) billed under its offering's rule, refused when it could pass --budget.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from analysis.bench.candidates import Candidate
-from analysis.bench.preflight import check_option
 from analysis.bench.readings import probe_cost
 from analysis.output import fmt_usd, print_table
+from analysis.readiness import launch_checks
 from infra.conventions import UsageError
+from payload import exitcodes
 from payload.money import USD_SIGN
 
 # Launch, image pull and the task's `setup` before the job's first step: ten minutes covers a cloud GPU
@@ -34,8 +37,10 @@ class ProbePlan:
     probe_seconds: float
     boot_allowance_seconds: float
     bounds: dict[str, float]  # candidate name -> the most its probe can cost (priced candidates only)
-    total_bound_usd: float
-    unpriced: list[str] = field(default_factory=list)  # candidate names with no price: no bound
+
+    def __post_init__(self):
+        self.total_bound_usd = sum(self.bounds.values())
+        self.unpriced = [c.name for c in self.candidates if c.name not in self.bounds]  # no price: no bound
 
     @property
     def billed_seconds_limit(self) -> float:
@@ -45,20 +50,11 @@ class ProbePlan:
     def table(self) -> str:
         """The candidate table printed before anything starts: what runs where, at what price, at most."""
         out = io.StringIO()
-        rows = [
-            (
-                i,
-                c.name,
-                c.offering,
-                c.market,
-                f"{c.gpu_count}x {c.gpu}" if c.gpu else "-",
-                fmt_usd(c.hourly_usd),
-                c.terms.describe() if c.terms else "-",
-                c.price_date,
-                USD_SIGN.format(self.bounds[c.name]) if c.name in self.bounds else "unpriced",
-            )
-            for i, c in enumerate(self.candidates, 1)
-        ]
+        rows = []
+        for i, c in enumerate(self.candidates, 1):
+            gpus, billing = (f"{c.gpu_count}x {c.gpu}" if c.gpu else "-"), (c.terms.describe() if c.terms else "-")
+            bound = USD_SIGN.format(self.bounds[c.name]) if c.name in self.bounds else "unpriced"
+            rows.append((i, c.name, c.offering, c.market, gpus, fmt_usd(c.hourly_usd), billing, c.price_date, bound))
         print_table(rows, TABLE_HEADERS, out=out)
         minutes = self.probe_seconds / 60
         boot = self.boot_allowance_seconds / 60
@@ -83,40 +79,21 @@ def make_plan(
     boot_allowance_seconds: float = DEFAULT_BOOT_ALLOWANCE_SECONDS,
 ) -> ProbePlan:
     """Bound every candidate's probe: (probe limit + boot allowance) billed under its rule at its price."""
-    problem = check_option("probe_minutes", probe_minutes)
-    if problem:
-        raise ValueError(problem)
+    require("probe_minutes", probe_minutes)
     if not boot_allowance_seconds >= 0:
         raise ValueError(f"boot allowance {boot_allowance_seconds}: must be zero or more seconds")
     names = [c.name for c in candidates]
     doubles = sorted({n for n in names if names.count(n) > 1})
     if doubles:
         raise ValueError(f"two candidates share the stack name {', '.join(doubles)}; list each place once")
-    probe_seconds = float(probe_minutes) * 60.0
-    limit = probe_seconds + float(boot_allowance_seconds)
-    bounds: dict[str, float] = {}
-    unpriced: list[str] = []
-    for c in candidates:
-        bound, _ = probe_cost(c, limit)
-        if bound is None:
-            unpriced.append(c.name)
-        else:
-            bounds[c.name] = bound
-    return ProbePlan(
-        candidates=list(candidates),
-        probe_seconds=probe_seconds,
-        boot_allowance_seconds=float(boot_allowance_seconds),
-        bounds=bounds,
-        total_bound_usd=sum(bounds.values()),
-        unpriced=unpriced,
-    )
+    probe_seconds, boot = float(probe_minutes) * 60.0, float(boot_allowance_seconds)
+    costs = {c.name: probe_cost(c, probe_seconds + boot) for c in candidates}
+    return ProbePlan(list(candidates), probe_seconds, boot, {n: usd for n, usd in costs.items() if usd is not None})
 
 
 def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
     """Refuse to start when the probes alone could cost more than the budget."""
-    problem = check_option("budget_usd", budget_usd)
-    if problem:
-        raise ValueError(problem)
+    require("budget_usd", budget_usd)
     if budget_usd is None or plan.total_bound_usd <= budget_usd:
         return
     dearest = max(plan.bounds, key=plan.bounds.__getitem__)
@@ -126,3 +103,143 @@ def check_budget(plan: ProbePlan, budget_usd: float | None) -> None:
         f"offering's rule), more than --budget {USD_SIGN.format(budget_usd)}; raise --budget, shorten --probe-minutes, "
         f"or drop candidates (the dearest probe is {dearest}, up to {USD_SIGN.format(plan.bounds[dearest])})"
     )
+
+
+class NotReady(exitcodes.GpubenchError, RuntimeError):
+    """Cloud probes cannot launch from here; the message names every missing piece and its fix."""
+
+    exit_code = exitcodes.MISSING
+
+
+@dataclass(frozen=True)
+class Option:
+    """A numeric option's range: above `low` (or at it when `low_ok`), at most `high`, which no real job needs."""
+
+    flag: str
+    unit: str
+    low: float
+    high: float
+    why_high: str
+    example: str
+    low_ok: bool = False
+
+
+OPTIONS = {
+    "probe_minutes": Option(
+        "--probe-minutes", "minutes", 0, 24 * 60, "a day: a probe measures a rate, then stops", "--probe-minutes 10"
+    ),
+    "deadline_hours": Option("--deadline", "hours", 0, 24 * 366, "a year", "--deadline 12"),
+    "budget_usd": Option("--budget", "US dollars", 0, 10_000_000, "ten million dollars", "--budget 20"),
+    "hourly_usd": Option(
+        "--hourly-usd", "US dollars an hour", 0, 10_000, "USD 10,000 an hour", "--hourly-usd 0.25", low_ok=True
+    ),
+}
+
+
+def check_option(name: str, value: Any) -> str | None:
+    """The problem with one option's value (None when it is fine or not given)."""
+    if value is None:
+        return None
+    o = OPTIONS[name]
+    lowest = f">= {o.low:g}" if o.low_ok else f"> {o.low:g}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or value < o.low or (value == o.low and not o.low_ok):
+        return f"{o.flag} {value}: give {o.unit} {lowest}, e.g. {o.example}"
+    if value > o.high:
+        return f"{o.flag} {value:g}: more than {o.high:g} {o.unit} ({o.why_high}); give e.g. {o.example}"
+    return None
+
+
+def require(name: str, value: Any, fix: str = "") -> None:
+    """ValueError naming the problem with one option's value (and `fix`)."""
+    if problem := check_option(name, value):
+        raise ValueError(problem + fix)
+
+
+def check_options(**values: Any) -> list[str]:
+    """Every problem among the numeric options given (name=value, names from OPTIONS)."""
+    return [p for name, value in values.items() if (p := check_option(name, value))]
+
+
+def check_probe(probe: Any, *, local: bool, hosts: Sequence[str]) -> list[str]:
+    """`--probe N`: a whole number of candidates, and cloud candidates (the model needs the catalog's GPU figures)."""
+    if probe is None:
+        return []
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 1:
+        return [f"--probe {probe}: give how many candidates to probe first, a whole number from 1, e.g. --probe 2"]
+    if local or hosts:
+        machines = "--local" if local else "--hosts"
+        return [
+            f"--probe with {machines}: the rest are predicted from the catalog's GPU figures, which cloud "
+            f"offerings have and {machines} machines do not; drop --probe"
+        ]
+    return []
+
+
+def check_probe_count(probe: int | None, candidates: int) -> str | None:
+    """`--probe N` once the candidates are known: at most as many as there are."""
+    if probe is None or probe <= candidates:
+        return None
+    return (
+        f"--probe {probe}: there are only {candidates} candidate(s); give --probe {candidates} or fewer "
+        "(or leave it out to probe every candidate)"
+    )
+
+
+def check_request(
+    task: Any, *, gpus, spot=None, local, hosts, throughput_only, deadline_hours, hourly_usd=None
+) -> list[str]:
+    """Problems with what was asked of this task: a missing `work:`, options that cannot apply."""
+    problems = []
+    if getattr(task, "work", None) is None and not throughput_only:
+        problems.append(
+            f"{task.path}: no `work:` section, so the whole job's hours and cost cannot be estimated; add one "
+            "(e.g. `work: {epochs: 90, samples_per_epoch: 1281167}`, docs/bench.md) or pass --throughput-only "
+            "to measure samples/s alone"
+        )
+    if throughput_only and deadline_hours is not None:
+        problems.append("--deadline with --throughput-only: a deadline needs the whole job's estimate; drop one")
+    machines = "--local" if local else "--hosts"
+    if spot is not None and (local or hosts):
+        problems.append(
+            f"{'--spot' if spot else '--on-demand'} with {machines}: the market applies to cloud offerings only; drop it"
+        )
+    if hourly_usd is not None and not local:
+        problems.append("--hourly-usd prices this machine (--local) only; drop it, or add --local")
+    if gpus and (local or hosts):
+        where = "--local probes this machine only" if local else "--hosts probes those hosts only"
+        problems.append(
+            f"--gpus {gpus} with {machines}: {where}, whatever GPUs it has; "
+            "drop --gpus, or leave out --local/--hosts to compare cloud offerings"
+        )
+    return problems
+
+
+def preflight_key(bench_id: str) -> str:
+    """The object the bucket check writes: under the bench's own prefix, never among the runs."""
+    return f"_gpubench/bench/{bench_id}/preflight.json"
+
+
+def check_ready(
+    candidates: Sequence[Any],
+    results_url: str,
+    bench_id: str,
+    *,
+    pulumi: bool,
+    cwd=None,
+    checks: Callable[..., list[dict]] | None = None,
+) -> list[dict]:
+    """The launch checks for the cloud candidates (none without any): raises NotReady naming each one
+    that failed with its fix; returns the checks made."""
+    providers = sorted({c.provider for c in candidates if c.kind == "cloud"})
+    if not providers:
+        return []
+    made = (checks or launch_checks)(providers, results_url, preflight_key(bench_id), pulumi=pulumi, cwd=cwd)
+    missing = [c for c in made if not c["ok"]]
+    if missing:
+        lines = "\n".join(f"  {c['check']}: {c['detail']}" for c in missing)
+        raise NotReady(
+            f"cloud probes cannot start from here; nothing was asked and nothing started. Missing:\n{lines}\n"
+            "(`gpubench check` lists every check.)"
+        )
+    return made

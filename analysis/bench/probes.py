@@ -1,8 +1,5 @@
-"""Run every candidate's probe at once, and clean up whatever is still running if the user stops.
-
-All probes start together (a thread each): a bench takes about the slowest boot plus one probe.
-While something a probe started can still cost money it sits in `Probes.live` with a way to end it;
-on Ctrl-C no new probe starts, the ones in flight are waited for, and the caller ends what is live.
+"""Every probe at once (a thread each), and what is live: on Ctrl-C no new probe starts, the ones in
+flight are waited for, and the caller ends what is live.
 """
 
 from __future__ import annotations
@@ -64,7 +61,7 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
     if not jobs:
         return []
     pool = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="bench-probe")
-    futures: list[Future] = [pool.submit(fn, cand, probes) for cand, fn in jobs]
+    futures: list[Future] = [pool.submit(_start, fn, cand, probes) for cand, fn in jobs]
     try:
         with Progress(probes.bound_seconds, "probes (time left at most)", unit="s") as bar:
             _until_done_or_interrupted(futures, bar)
@@ -84,6 +81,12 @@ def run_all(jobs: Sequence[tuple[Any, ProbeFn]], probes: Probes) -> list[ProbeRe
         raise
     finally:
         pool.shutdown(wait=False)
+
+
+def _start(fn: ProbeFn, cand: Any, probes: Probes) -> ProbeReport:
+    if probes.stop.is_set():  # stopped before this probe's thread started: nothing is launched
+        return ProbeReport(cand, cand.name, "cancelled", "stopped before it started")
+    return fn(cand, probes)
 
 
 def _until_done_or_interrupted(futures: list[Future], bar: Progress | None = None) -> None:

@@ -1,9 +1,7 @@
-"""The bench answer: which offering to run the whole job on, in one sentence.
+"""The bench answer: the picks, the cost/time frontier, the ranking and one sentence.
 
-The picks (cheapest, fastest, and within the deadline or budget when given), the cost/time Pareto
-frontier and every candidate in rank order. Ordering is stable: cost as shown, then time to the
-second, then offering and name, so two costs that read the same tie; the sentence says what broke a
-tie and names candidates whose intervals overlap the pick's, which a longer probe could reorder.
+Ordering is stable: cost as shown, then time to the second, then offering and name, so two costs that read
+the same tie; the sentence says what broke a tie and which intervals overlap the pick's.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from analysis.bench.preflight import check_option
+from analysis.bench.plan import require
 from analysis.report.answer import duration, in_unit, time_unit, usd
 from payload.money import usd_amount
 
@@ -19,27 +17,18 @@ USD_TIE = 0.01  # an interval may reach this far past the budget before the answ
 HOURS_TIE = 1.0 / 3600  # and times in whole seconds
 MAX_CLOSE_NAMED = 3
 PICK_FIELDS = (
-    "offering",
-    "name",
-    "kind",
-    "market",
-    "est_hours",
-    "est_hours_low",
-    "est_hours_high",
-    "est_usd",
-    "est_usd_low",
-    "est_usd_high",
+    "offering name kind market est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high".split()
 )
 
 
 def answer(rows: list[dict], *, deadline_hours: float | None, budget_usd: float | None) -> dict:
     """The picks, frontier, ranking and sentence for one bench run's candidate rows."""
-    _check_limit("deadline_hours", deadline_hours)
-    _check_limit("budget_usd", budget_usd)
+    for name, value in (("deadline_hours", deadline_hours), ("budget_usd", budget_usd)):
+        require(name, value, " (leave it out for no limit)")
     labels = _labels(rows)
-    timed = [r for r in rows if _num(r.get("est_hours")) is not None]
-    priced = sorted((r for r in timed if _num(r.get("est_usd")) is not None), key=_by_cost)
-    unpriced = sorted((r for r in timed if _num(r.get("est_usd")) is None), key=_by_time)
+    timed = [r for r in rows if finite(r.get("est_hours")) is not None]
+    priced = sorted((r for r in timed if finite(r.get("est_usd")) is not None), key=_by_cost)
+    unpriced = sorted((r for r in timed if finite(r.get("est_usd")) is None), key=_by_time)
     cheapest = priced[0] if priced else None
     fastest = min(timed, key=_by_time) if timed else None
     picks = {"cheapest": cheapest, "fastest": fastest}
@@ -63,7 +52,7 @@ def throughput_answer(rows: list[dict]) -> dict:
     """`--throughput-only`: the measured rates, fastest first; no whole job, so no cost or time pick."""
     labels = _labels(rows)
     rated = sorted(
-        (r for r in rows if _num(r.get("samples_per_second")) is not None),
+        (r for r in rows if finite(r.get("samples_per_second")) is not None),
         key=lambda r: (-r["samples_per_second"], *_names(r)),
     )
     out: dict = {"cheapest": None, "fastest": None, "frontier": [], "unpriced": []}
@@ -78,31 +67,20 @@ def throughput_answer(rows: list[dict]) -> dict:
     return out
 
 
-# --- reading rows -----------------------------------------------------------------------
-
-
-def _num(value) -> float | None:
-    """A figure from a row: None when absent; an unbounded bound (JSON null) is handled by callers."""
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    return float(value)
+def finite(value) -> float | None:
+    """A row's figure; None when absent, not a number or not finite (an unbounded end is read by _bound)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
 
 
 def _bound(row: dict, key: str) -> float:
     """An interval end; an absent upper bound is unbounded."""
-    value = _num(row.get(key))
+    value = finite(row.get(key))
     return math.inf if value is None else value
 
 
-def _check_limit(name: str, value: float | None) -> None:
-    problem = check_option(name, value)
-    if problem:
-        raise ValueError(f"{problem} (leave it out for no limit)")
-
-
 def _labels(rows: list[dict]) -> dict[int, str]:
-    """Each row as people read it: the offering, '(spot)' on the spot market, the
-    stack name when two rows would otherwise read the same."""
+    """Each row as people read it: the offering, '(spot)', the stack name when two would read the same."""
     plain = {}
     for i, r in enumerate(rows):
         if not r.get("offering"):
@@ -113,18 +91,15 @@ def _labels(rows: list[dict]) -> dict[int, str]:
 
 
 def _shown(usd_value: float) -> float:
-    """A cost as the answer shows it (payload.money.usd_amount): two that read the same tie, two that read
-    differently never do, below a cent too."""
+    """A cost as the answer shows it (payload.money.usd_amount): two that read the same tie, below a cent too."""
     return float(usd_amount(usd_value).replace(",", ""))
 
 
 def _cents(r: dict) -> float:
-    """Cost as shown: costs that read the same tie."""
     return _shown(r["est_usd"])
 
 
 def _seconds(r: dict) -> int:
-    """Time to the second: times within it tie."""
     return round(r["est_hours"] * 3600)
 
 
@@ -137,7 +112,7 @@ def _by_cost(r: dict) -> tuple:
 
 
 def _by_time(r: dict) -> tuple:
-    cost = math.inf if _num(r.get("est_usd")) is None else _cents(r)
+    cost = math.inf if finite(r.get("est_usd")) is None else _cents(r)
     return (_seconds(r), cost, *_names(r))
 
 
@@ -150,9 +125,7 @@ def _fits_budget(r: dict, limit: float) -> bool:
 
 
 def _pick(r: dict | None, labels: dict[int, str]) -> dict | None:
-    if r is None:
-        return None
-    return {k: r.get(k) for k in PICK_FIELDS} | {"label": labels[id(r)]}
+    return None if r is None else {k: r.get(k) for k in PICK_FIELDS} | {"label": labels[id(r)]}
 
 
 def _frontier(priced: list[dict]) -> list[dict]:
@@ -171,35 +144,26 @@ def _unmeasured(rows: list[dict], field: str) -> list[dict]:
     return [
         {"offering": r.get("offering"), "name": r.get("name"), "reason": _why_unmeasured(r)}
         for r in rows
-        if _num(r.get(field)) is None
+        if finite(r.get(field)) is None
     ]
 
 
 def _why_unmeasured(r: dict) -> str:
-    reason = r.get("reason")
-    if reason:
-        return str(reason)
-    status = r.get("status")
-    return f"no estimate (status: {status})" if status else "no estimate"
-
-
-# --- the sentence -------------------------------------------------------------------------
+    status = f" (status: {r['status']})" if r.get("status") else ""
+    return str(r.get("reason") or f"no estimate{status}")
 
 
 def _hours_text(r: dict) -> str:
     """'3.21 h (2.90-3.60 h)': the estimate and its interval in one unit."""
     low, high = _bound(r, "est_hours_low"), _bound(r, "est_hours_high")
     unit = time_unit([r["est_hours"], low] + ([high] if math.isfinite(high) else []))
-    span = (
-        f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}"
-        if math.isfinite(high)
-        else f"{in_unit(low, unit)} {unit} or more"
-    )
+    span = f"{in_unit(low, unit)}-{in_unit(high, unit)} {unit}" if math.isfinite(high) else None
+    span = span or f"{in_unit(low, unit)} {unit} or more"
     return f"{in_unit(r['est_hours'], unit)} {unit} ({span})"
 
 
 def _usd_text(r: dict) -> str:
-    if _num(r.get("est_usd")) is None:
+    if finite(r.get("est_usd")) is None:
         return "no price"
     low, high = _bound(r, "est_usd_low"), _bound(r, "est_usd_high")
     span = f"{usd_amount(low)}-{usd_amount(high)}" if math.isfinite(high) else f"{usd_amount(low)} or more"
@@ -216,10 +180,8 @@ def _sentence(rows, priced, unpriced, picks, labels, limits) -> str:
         return "No candidate produced an estimate." + _unmeasured_text(rows, labels)
     if not priced:
         fast = picks["fastest"]
-        text = (
-            f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}, {_figures(fast)}."
-        )
-        return text + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
+        text = f"No candidate has a price, so none is ranked by cost; the fastest is {labels[id(fast)]}"
+        return text + f", {_figures(fast)}." + _unpriced_text(unpriced, labels) + _unmeasured_text(rows, labels)
     parts = _headline(priced, picks, labels, limits)
     text = "; ".join(parts) + "."
     text += _ties_text(priced, priced + unpriced, picks, labels)
@@ -242,8 +204,7 @@ def _limits_with_misses(limits: dict) -> list[tuple[str, str, Callable[[dict], b
 
 
 def _only_one(r: dict, labels, limits) -> list[str]:
-    """One candidate with an estimate is neither the cheapest nor the fastest of anything: its figures,
-    and how it stands against the limits the user gave (none named when none was given)."""
+    """The only candidate with an estimate: its figures and how it stands against the limits given."""
     checks = _limits_with_misses(limits)
     missed = [no for _, no, ok in checks if not ok(r)]
     if missed:
@@ -357,7 +318,7 @@ def _unpriced_text(unpriced, labels) -> str:
 
 
 def _unmeasured_text(rows, labels, field: str = "est_hours") -> str:
-    missing = [r for r in rows if _num(r.get(field)) is None]
+    missing = [r for r in rows if finite(r.get(field)) is None]
     if not missing:
         return ""
     return (

@@ -1,10 +1,5 @@
-"""What one probe measured, read back from the results bucket like any other run.
-
-A probe is a run: it lands in `runs/<stack>/<run-id>/` with a `probe` section in
-its result.json (limit, why it stopped, overhead, the steady-state rate). These
-helpers find the newest result of a stack since the probe started, say what it
-means for the bench (measured, not steady, failed, ...) and price the probe.
-"""
+"""A probe's result read back from the bucket like any run's, judged (measured, not steady, failed, ...)
+and priced."""
 
 from __future__ import annotations
 
@@ -32,8 +27,6 @@ class ProbeReport:
     reason: str | None = None
     result: dict[str, Any] | None = None
     probe_usd: float | None = None
-    billed_seconds: float | None = None
-    deadline: str | None = None  # the cloud-side deadline of a cloud probe
     run_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     finish_seconds: float | None = None  # measured: the job's end to the machine's release (local probes)
@@ -77,16 +70,11 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3].rstrip() + "..."
 
 
-def last_lines(result: dict[str, Any] | None) -> list[str]:
-    """A failed probe's last lines of output (from its error), shown once, apart from the reason."""
-    return _error_parts(result)[1] if result else []
-
-
 def verdict_lines(status: str, reason: str | None, result: dict[str, Any] | None) -> list[str]:
     """What a probe says when it ends: its status and reason, then (a failed job) its output's last lines."""
     lines = [f"probe {status}" + (f": {reason}" if reason else "")]
     if status == "failed" and result:
-        lines += [f"  | {line}" for line in last_lines(result)]
+        lines += [f"  | {line}" for line in _error_parts(result)[1]]
     return lines
 
 
@@ -128,13 +116,12 @@ def read_back(
     reason = "; ".join(filter(None, [missing if found is None else reason, more.pop("note", None)])) or None
     for line in verdict_lines(status, reason, result):
         say(line)
-    usd, billed = probe_cost(candidate, seconds)
-    return ProbeReport(candidate, name, status, reason, result, usd, billed, run_url=url, **more)
+    return ProbeReport(candidate, name, status, reason, result, probe_cost(candidate, seconds), run_url=url, **more)
 
 
-def probe_cost(candidate: Any, seconds: float) -> tuple[float | None, float]:
-    """(USD, billed seconds) of `seconds` on the candidate under its offering's rule; USD None without a price."""
-    if candidate.terms is None:  # no offering rule: no price either
-        return None, round(float(seconds), 3)
-    hours, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd or 0.0)
-    return (None if candidate.hourly_usd is None else usage + fees), round(hours * 3600.0, 3)
+def probe_cost(candidate: Any, seconds: float) -> float | None:
+    """USD of `seconds` on the candidate under its offering's rule; None without a price."""
+    if candidate.terms is None or candidate.hourly_usd is None:  # no offering rule: no price either
+        return None
+    _, usage, fees = billed(candidate.terms, seconds, candidate.hourly_usd)
+    return usage + fees

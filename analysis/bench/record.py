@@ -1,10 +1,5 @@
-"""A bench's own workspace and record: `<state home>/bench/<bench-id>/` (payload.userdirs), or
-`DIR/.gpubench/bench/<bench-id>/` with `--project-dir DIR`.
-
-It holds what the bench generated and the user never edits: a Pulumi.yaml whose program is the
-project's, one stack file per cloud probe, the answer page, and `bench.json`, the record `gpubench
-status` reads. Per probe the record keeps the fields the campaign status rules read, so one set of
-rules classifies both. Writes are whole-file, serialised by a lock.
+"""A bench's workspace (`<state home>/bench/<bench-id>/`, or under `--project-dir DIR/.gpubench/bench/`)
+and `bench.json`, the record `gpubench status` reads: per probe the fields the campaign status rules read.
 """
 
 from __future__ import annotations
@@ -22,7 +17,6 @@ from payload.timestamps import iso, stamp
 from payload.userdirs import user_dir
 
 BENCH_ROOT = Path(".gpubench") / "bench"  # under --project-dir DIR, and in a checkout before the state home
-HOME_BENCH = "bench"  # under the state home
 RECORD = "bench.json"
 
 
@@ -33,7 +27,7 @@ def new_bench_id(now: datetime | None = None) -> str:
 
 def bench_root(work_dir: Path | None = None) -> Path:
     """Where new bench workspaces go: under `work_dir` (`--project-dir`) when given, else the state home."""
-    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / HOME_BENCH
+    return Path(work_dir) / BENCH_ROOT if work_dir else user_dir("state") / "bench"
 
 
 def legacy_bench_root() -> Path | None:

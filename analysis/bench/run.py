@@ -1,8 +1,7 @@
-"""`gpubench bench` as a library function: probe the job on every candidate at once, then answer.
+"""`gpubench bench`: every check, the plan and the budget before anything launches; the probes; the answer.
 
-Everything is checked, the plan printed and the budget held against its bound before anything
-launches or anyone is asked. Ctrl-C (or SIGTERM, SIGHUP) stops launching, ends what was launched
-(asking once more unless `yes`) and says what is left running until its cloud-side deadline.
+Ctrl-C (or SIGTERM, SIGHUP) stops launching, ends what was launched (asking once more unless `yes`) and says
+what is left running until its cloud-side deadline.
 """
 
 from __future__ import annotations
@@ -17,22 +16,33 @@ from typing import Any, TextIO
 from analysis.bench import judge
 from analysis.bench.answer import answer_doc
 from analysis.bench.candidates import cloud_candidates, local_candidate, ssh_candidates
+from analysis.bench.cloud import CloudProbe, probe_stack_name, write_project
 from analysis.bench.extrapolate import work_samples
-from analysis.bench.launch import make_jobs
+from analysis.bench.local import LocalProbe, SshProbe
 from analysis.bench.page import write_page
-from analysis.bench.plan import check_budget, make_plan
-from analysis.bench.preflight import check_options, check_probe, check_probe_count, check_ready, check_request
-from analysis.bench.probes import Probes, run_all
+from analysis.bench.plan import (
+    check_budget,
+    check_options,
+    check_probe,
+    check_probe_count,
+    check_ready,
+    check_request,
+    make_plan,
+)
+from analysis.bench.probes import ProbeFn, Probes, run_all
+from analysis.bench.readings import ProbeReport
 from analysis.bench.record import BenchRecord, bench_dirs, bench_root, new_bench_id
 from analysis.bench.settle import Model, first_probes, settle, summary
 from analysis.bench.signals import StopSignal, stop_signals_as_interrupt
 from analysis.progress import Printer
+from infra.catalog import load_catalog
 from infra.conventions import RESULTS_ENV, Declined, UsageError
 from infra.projectfiles import user_or_shipped
-from infra.workspace import ProjectNotFound, project_dir
+from infra.workspace import ProjectNotFound, project_dir, pulumi_backend
 from payload import exitcodes
 from payload.money import USD_SIGN
 from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
+from payload.storage import open_store
 from payload.timestamps import iso
 from payload.workloads import WorkloadSpecError, load_spec
 
@@ -69,9 +79,7 @@ def ask_terminal(what: Sequence[str], question: str, default: bool, stdin=None, 
 
 
 def default_work_dir() -> Path:
-    """The project the probes build on (its Pulumi.yaml and stack files): the checkout the code runs
-    from, or the copy a packaged install carries; else the current directory. Bench workspaces are
-    not kept here but in the state home (analysis.bench.record.bench_root)."""
+    """The project the probes build on (its Pulumi.yaml and stack files), else the current directory."""
     try:
         return project_dir()
     except ProjectNotFound:
@@ -109,6 +117,54 @@ def results_for(kind_set: set[str], results: str | None) -> str | None:
     return str(Path(url).expanduser().resolve()) if url and "://" not in url else url
 
 
+def _cloud(record: BenchRecord, settings: dict[str, Any], backend: Callable[[Path], Any] | None) -> Any:
+    """Cloud probes share one stack backend over the bench's workspace, whose Pulumi.yaml runs the project's."""
+    bench_dir, work_dir = record.path.parent, Path(settings["work_dir"])
+    write_project(bench_dir, work_dir if (work_dir / "Pulumi.yaml").is_file() else project_dir())
+    store, backend = open_store(settings["results"]), (backend or pulumi_backend)(bench_dir)
+    return CloudProbe(backend=backend, record=record, store=store, catalog=load_catalog(), settings=settings)
+
+
+def _local(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
+    task, results, seconds = settings["task"], settings["results"], settings["probe_seconds"]
+    logs = record.path.parent / "logs"
+    return LocalProbe(store=open_store(results), results=results, task=task, probe_seconds=seconds, log_dir=logs)
+
+
+def _ssh(record: BenchRecord, settings: dict[str, Any], backend: Any) -> Any:
+    poll = min(2.0, float(settings["poll_seconds"]))
+    task, seconds, stacks = settings["task"], settings["probe_seconds"], settings["stacks_dir"]
+    return SshProbe(task=task, probe_seconds=seconds, stacks_dir=stacks, poll_seconds=poll)
+
+
+RUNNERS = {"cloud": _cloud, "local": _local, "ssh": _ssh}  # (record, settings, backend) -> probe runner
+
+
+def make_jobs(candidates, record: BenchRecord, settings: dict, backend, printer) -> tuple[list, list[ProbeReport]]:
+    """(candidate, probe) pairs to run, and reports for cloud candidates whose stack config would not parse
+    (`launch-failed`, kind `config`: never launched)."""
+    runners = {kind: RUNNERS[kind](record, settings, backend) for kind in {c.kind for c in candidates}}
+    jobs: list[tuple[Any, ProbeFn]] = []
+    early: list[ProbeReport] = []
+    for cand in candidates:
+        runner = runners[cand.kind]
+        if cand.kind == "cloud":
+            name = probe_stack_name(cand, record.bench_id)
+            try:
+                runner.prepare(cand, name)
+            except (ValueError, FileNotFoundError) as exc:  # ConfigError, CatalogError: this candidate only
+                printer.stack(name, f"not launched (config): {exc}")
+                record.update(name, kind="cloud", offering=cand.offering, state="launch-failed")
+                early.append(ProbeReport(cand, name, "launch-failed", f"config: {exc}", probe_usd=0.0))
+                continue
+        else:
+            # a process on this machine or a host: started as soon as it is launched
+            started = {"state": "launched", "up_started_at": iso(), "launched_at": iso()}
+            record.enter(cand.name, cand, settings["benchmark_name"], settings["results"], **started)
+        jobs.append((cand, runner))
+    return jobs, early
+
+
 def bench(
     task_path: str | Path,
     *,
@@ -133,13 +189,9 @@ def bench(
     launch_checks: Callable[..., list[dict]] | None = None,
 ) -> BenchOutcome:
     """Probe the task on every candidate in parallel (with `probe`, on that many, the rest predicted and
-    whatever stays in doubt probed before the answer) and answer where to run the whole job.
-
-    Everything is checked before the plan is printed or anything asked (analysis.bench.preflight):
-    option values, the task, and for cloud probes what launching needs. `backend` is a StackBackend
-    factory (workspace dir -> backend; default the Pulumi Automation API, whose CLI and login are then
-    checked too); `confirm(what, question, default) -> bool` asks the user; `launch_checks` replaces
-    analysis.readiness.launch_checks (tests)."""
+    whatever stays in doubt probed before the answer) and answer where to run the whole job. `backend`: a
+    StackBackend factory (default Pulumi's, whose CLI and login are then checked); `confirm(what, question,
+    default) -> bool` asks the user; `launch_checks` replaces analysis.readiness.launch_checks."""
     printer = Printer(progress or sys.stderr)
     ask = {"gpus": gpus, "spot": spot, "local": local, "hosts": hosts, "hourly_usd": hourly_usd}
     limits = {"deadline_hours": deadline_hours, "budget_usd": budget_usd}
@@ -159,7 +211,9 @@ def bench(
     if not yes and not confirm(spend_lines(plan, upfront, budget_usd), "Start the probes?", False):
         raise Declined("not confirmed; nothing was started (pass --yes where no one can answer)")
     record = BenchRecord.create(workspaces / bench_id, bench_id, str(task.path), url)
-    settings = probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir)
+    settings = dict(task=task.path, results=url, probe_seconds=plan.probe_seconds, poll_seconds=poll_seconds)
+    settings |= dict(boot_allowance_seconds=plan.boot_allowance_seconds, stacks_dir=stacks_dir, work_dir=work_dir)
+    settings["benchmark_name"] = task.benchmark_name
     probes = Probes(printer, bound_seconds=plan.billed_seconds_limit)
 
     def probe_round(chosen: list[Any]) -> list[Any]:
@@ -169,37 +223,22 @@ def bench(
 
     with stop_signals_as_interrupt():  # SIGTERM and SIGHUP end the probes as Ctrl-C does
         try:
+            settled = None
             if first is None:
-                reports, settled = probe_round(list(candidates)), None
+                reports = probe_round(list(candidates))
             else:
-                settled = settle_probes(
-                    candidates, first, probe_round, model, plan, limits, task, throughput_only, printer
-                )
+                samples = None if throughput_only else work_samples(task)
+                bounds, by_rate = plan.bounds, throughput_only
+                settled = settle(candidates, first, probe_round, model, bounds, budget_usd, samples, by_rate, printer)
                 reports = settled.reports
         except KeyboardInterrupt as exc:
             unattended = yes or isinstance(exc, StopSignal)  # a signal, not a person: no one to ask
             return cancelled(task, candidates, probes, unattended, confirm, record)
-    ending = Ending(unmatched, limits, throughput_only, settled, plan, history)
-    return finish(task, reports, record, ending, printer)
-
-
-def probe_settings(task, url, plan, poll_seconds, stacks_dir, work_dir) -> dict[str, Any]:
-    """What every probe runner needs (analysis.bench.launch.make_jobs)."""
-    return {
-        "task": task.path,
-        "results": url,
-        "probe_seconds": plan.probe_seconds,
-        "boot_allowance_seconds": plan.boot_allowance_seconds,
-        "poll_seconds": poll_seconds,
-        "stacks_dir": stacks_dir,
-        "benchmark_name": task.benchmark_name,
-        "work_dir": work_dir,
-    }
+    return finish(task, reports, record, printer, unmatched, limits, throughput_only, settled, plan, history)
 
 
 def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throughput_only) -> Any:
-    """The task file, loaded, once every option value and the task itself are checked (BenchError naming
-    every problem at once)."""
+    """The task file, once every option value and the task are checked (BenchError naming every problem)."""
     problems = check_options(probe_minutes=probe_minutes, hourly_usd=ask["hourly_usd"], **limits)
     problems += check_probe(probe, local=ask["local"], hosts=ask["hosts"])
     task = load_task(task_path)
@@ -210,8 +249,7 @@ def checked_task(task_path, ask: dict, limits: dict, probe_minutes, probe, throu
 
 
 def checked_candidates(task, ask: dict, stacks_dir, bench_id, probe, printer) -> tuple[list[Any], list[dict]]:
-    """This machine and/or SSH hosts when asked, else the clouds' (those that matched nothing named), refused
-    when none is left or --probe asks for more."""
+    """This machine and/or SSH hosts when asked, else the clouds' (and the alternatives that matched none)."""
     candidates, unmatched = [], []
     if ask["local"]:
         candidates.append(local_candidate(ask["hourly_usd"], bench_id))
@@ -262,53 +300,25 @@ def spend_lines(plan: Any, upfront: Any, budget_usd: float | None) -> list[str]:
     ]
 
 
-def settle_probes(candidates, first, probe_round, model, plan, limits, task, throughput_only, printer) -> Any:
-    """--probe N: round one, predictions, and the probes of whatever stays in doubt (analysis.bench.settle)."""
-    return settle(
-        candidates,
-        first,
-        probe_round,
-        model=model,
-        bounds=plan.bounds,
-        budget_usd=limits["budget_usd"],
-        work_samples=None if throughput_only else work_samples(task),
-        by_rate=throughput_only,
-        say=printer,
-    )
-
-
-@dataclass
-class Ending:
-    """What the answer needs besides the probe reports."""
-
-    unmatched: list[dict]
-    limits: dict[str, float | None]
-    throughput_only: bool
-    settled: Any  # analysis.bench.settle.Settled with --probe, else None
-    plan: Any
-    history: list[Path]
-
-
-def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> BenchOutcome:
-    """Estimate, rank (measured and predicted rows alike), judge earlier predictions, write the page; exit code
-    FAILED when no candidate produced an estimate (a rate, with `throughput_only`)."""
-    order = {id(r.candidate): i for i, r in enumerate(reports)}
-    settled = ending.settled
+def finish(task, reports, record: BenchRecord, printer, unmatched, limits, by_rate, settled, plan, history):
+    """Estimate, rank, judge earlier predictions, write the page; FAILED when no candidate has an estimate."""
+    samples, predicted = None if by_rate else work_samples(task), settled.predicted if settled else ()
+    work = getattr(task, "work", None)
     doc = answer_doc(
         str(task.path),
-        sorted(reports, key=lambda r: order[id(r.candidate)]),
-        ending.unmatched,
-        work_samples=None if ending.throughput_only else work_samples(task),
-        throughput_only=ending.throughput_only,
-        predicted=settled.predicted if settled else (),
-        **ending.limits,
-        work=getattr(task, "work", None),
+        reports,
+        unmatched,
+        work_samples=samples,
+        throughput_only=by_rate,
+        predicted=predicted,
+        **limits,
+        work=work,
     )
     doc["bench_id"] = record.bench_id
     for r in reports:
         if r.candidate.kind != "cloud":  # cloud probes record their destroy themselves
             record.update(r.stack, teardown={"action": "ended", "at": iso()}, probe_status=r.status)
-    judged(task, doc, record, ending, printer)
+    judged(task, doc, record, settled, plan, history, printer)
     workspace = record.path.parent
     page = write_page(doc, workspace)
     doc["page"] = str(page)
@@ -316,19 +326,17 @@ def finish(task, reports, record: BenchRecord, ending: Ending, printer) -> Bench
     record.save()
     printer(f"answer: {doc['answer'].get('sentence')}")
     printer(f"page: {page}")
-    answered = "samples_per_second" if ending.throughput_only else "est_hours"
+    answered = "samples_per_second" if by_rate else "est_hours"
     estimated = any(r.get(answered) is not None for r in doc["candidates"])
     return BenchOutcome(doc, exitcodes.OK if estimated else exitcodes.FAILED, page, workspace)
 
 
-def judged(task, doc: dict, record: BenchRecord, ending: Ending, printer) -> None:
-    """With --probe: what was probed and predicted and what that saved; in every bench: earlier predictions
-    (this bench's before its follow-up probes, earlier benches' of the same task) beside the measurements;
-    this bench's predictions recorded for the next."""
-    settled = ending.settled
-    forecasts = judge.earlier(str(doc["task"]), ending.history, record.bench_id)
+def judged(task, doc: dict, record: BenchRecord, settled, plan, history: list[Path], printer) -> None:
+    """With --probe, what that saved; earlier predictions (this bench's and earlier benches' of the same task)
+    beside the measurements; this bench's predictions recorded for the next."""
+    forecasts = judge.earlier(str(doc["task"]), history, record.bench_id)
     if settled is not None:
-        doc["probing"] = summary(settled, ending.plan, doc)
+        doc["probing"] = summary(settled, plan, doc)
         printer(doc["probing"]["sentence"])
         doc["answer"]["sentence"] += doc["probing"]["note"]
         forecasts |= {k: v | {"bench_id": record.bench_id} for k, v in settled.forecasts.items()}
@@ -360,20 +368,12 @@ def cancelled(task, candidates, probes: Probes, yes: bool, confirm, record: Benc
     left = [{"name": i.name, "what": i.what, "deadline": i.deadline} for i in probes.snapshot()]
     for item in left:
         until = f"until its cloud-side deadline {item['deadline']}" if item["deadline"] else "until it ends itself"
-        say(
-            f"left running: {item['name']} ({item['what']}) {until}; end it now with `gpubench teardown {item['name']}`"
-        )
+        end_it = f"end it now with `gpubench teardown {item['name']}`"
+        say(f"left running: {item['name']} ({item['what']}) {until}; {end_it}")
     if not left:
         say("cancelled; nothing left running")
     record.data["cancelled"] = True
     record.save()
-    doc = {
-        "task": str(task.path),
-        "bench_id": record.bench_id,
-        "cancelled": True,
-        "candidates": [
-            {"offering": c.offering, "name": c.name, "kind": c.kind, "status": "cancelled"} for c in candidates
-        ],
-        "left": left,
-    }
+    rows = [{"offering": c.offering, "name": c.name, "kind": c.kind, "status": "cancelled"} for c in candidates]
+    doc = {"task": str(task.path), "bench_id": record.bench_id, "cancelled": True, "candidates": rows, "left": left}
     return BenchOutcome(doc, exitcodes.CANCELLED, None, record.path.parent, left)

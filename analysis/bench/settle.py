@@ -1,13 +1,9 @@
-"""`gpubench bench --probe N`: probe a few candidates, predict the rest, probe again where the answer is in doubt.
+"""`gpubench bench --probe N`: probe a few candidates, predict the rest, probe again where in doubt.
 
-Round one probes N candidates: the most promising (the lowest cost per sample the GPUs' datasheet figures
-suggest at the calibration's prior) and then, among the candidates that could still beat it, the most
-uncertain (the ones the model cannot place, then the ones whose compute-to-bandwidth balance lies furthest
-from every GPU already chosen: there a wrong alpha moves the prediction most). Every other candidate is
-predicted from the measured rates by analysis.predict, its model, fit and intervals unchanged. Before the
-answer, every predicted candidate whose interval reaches the leader's is probed, most promising first, while
-the probes' cost bound stays within --budget; the predictions are refreshed after each round until none is
-in doubt. docs/bench-method.md, section 6.
+Round one probes the most promising candidate (lowest datasheet cost per sample at the prior alpha), then
+the most uncertain that could still beat it. The rest are predicted by analysis.predict; before the answer
+every prediction whose interval reaches the leader's is probed while the bound stays within --budget.
+docs/bench-method.md, section 6.
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.bench.answer import ROW_FIELDS, candidate_row, row_of
+from analysis.bench.rank import finite
 from analysis.predict import calibration as cal
 from analysis.predict.model import NotPredictable, figures, machine_factor
 from analysis.predict.predict import PREDICTED, Measured, _model_doc, fit, gpu_specs, predicted_picks
@@ -55,9 +52,6 @@ class Model:
     def speed(self, place: tuple[float, float, float]) -> float:
         """ln rate up to a constant, at the prior."""
         return self.prior * place[0] + (1 - self.prior) * place[1] + place[2]
-
-
-# --- round one ------------------------------------------------------------------------------------------
 
 
 def promise(cand: Any, model: Model, by_rate: bool) -> tuple:
@@ -119,9 +113,6 @@ def _most_uncertain(rest: list[Any], chosen: list[Any], model: Model, by_rate: b
     return max(contenders, key=spread)  # max keeps the first of equals: the most promising
 
 
-# --- predictions ----------------------------------------------------------------------------------------
-
-
 def measured_rates(rows: Sequence[dict], candidates: dict[str, Any]) -> list[Measured]:
     """The rates the probes measured, as the predictor takes them (candidates: row name -> candidate)."""
     out = []
@@ -152,15 +143,9 @@ def predict_rows(
         return [_row(c, {"reason": why}, NOT_PREDICTED) for c in unprobed], None
     model_fit = fit(measured, model.specs, model.calib, model.family, model.precision)
     seconds = overhead(measured_rows)
-    job = {
-        "work_samples": work,
-        "overhead_seconds": seconds or 0.0,
-        "notes": [
-            f"overhead {seconds:,.0f} s: the median of the probed candidates'"
-            if seconds is not None
-            else "excludes boot, image pull and setup: no probe measured them"
-        ],
-    }
+    note = f"overhead {seconds:,.0f} s: the median of the probed candidates'" if seconds is not None else None
+    note = note or "excludes boot, image pull and setup: no probe measured them"
+    job = {"work_samples": work, "overhead_seconds": seconds or 0.0, "notes": [note]}
     rows = []
     for c in unprobed:
         got = predicted_row(c, measured, model.specs, model_fit, model.precision, job)
@@ -172,31 +157,16 @@ def predict_rows(
 def _row(cand: Any, got: dict, status: str) -> dict:
     """A predicted candidate as a bench row: every figure's basis `predicted`; no probe, so no probe cost."""
     figures = {k: got[k] for k in ROW_FIELDS if k in got and k != "basis"}
-    return row_of(**figures) | dict(
-        offering=cand.offering,
-        name=cand.name,
-        kind=cand.kind,
-        market=cand.market,
-        status=status,
-        reason=got.get("reason"),
-        basis={f: PREDICTED for f in PREDICTED_FIGURES} if status == PREDICTED else {},
-        notes=list(got.get("notes") or []),
-    )
-
-
-# --- doubt ----------------------------------------------------------------------------------------------
-
-
-def _num(value: Any) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
+    basis = dict.fromkeys(PREDICTED_FIGURES, PREDICTED) if status == PREDICTED else {}
+    row = row_of(**figures) | {k: getattr(cand, k) for k in ("offering", "name", "kind", "market")}
+    return row | {"status": status, "reason": got.get("reason"), "basis": basis, "notes": list(got.get("notes") or [])}
 
 
 def _metric(rows: Sequence[dict], by_rate: bool) -> tuple[str, int]:
     """(field, sign): what the ranking orders by, sign +1 when less is better."""
     if by_rate:
         return "samples_per_second", -1
-    if any(_num(r.get("est_usd")) is not None for r in rows):
+    if any(finite(r.get("est_usd")) is not None for r in rows):
         return "est_usd", 1
     return "est_hours", 1
 
@@ -205,7 +175,7 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
     """(the leader, the predicted rows whose interval reaches the leader's, most promising first); rows the
     model could not predict count as in doubt once there is a leader."""
     key, sign = _metric(rows, by_rate)
-    ranked = [r for r in rows if _num(r.get(key)) is not None]
+    ranked = [r for r in rows if finite(r.get(key)) is not None]
     if not ranked:
         return None, []
     lead = min(ranked, key=lambda r: sign * r[key])
@@ -213,7 +183,7 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
     near = f"{key}_low" if sign > 0 else f"{key}_high"
 
     def overlaps(r: dict) -> bool:
-        end = _num(r.get(near))
+        end = finite(r.get(near))
         return sign * (r[key] if end is None else end) <= sign * reach
 
     doubt = sorted((r for r in ranked if r["status"] == PREDICTED and overlaps(r)), key=lambda r: sign * r[key])
@@ -223,11 +193,8 @@ def in_doubt(rows: Sequence[dict], by_rate: bool = False) -> tuple[dict | None, 
 def _reach(lead: dict, by_rate: bool, rows: Sequence[dict]) -> dict:
     """{"figure", "reach"}: the leader's interval end the others are held against (its worst case)."""
     key, sign = _metric(rows, by_rate)
-    far = _num(lead.get(f"{key}_high" if sign > 0 else f"{key}_low"))
+    far = finite(lead.get(f"{key}_high" if sign > 0 else f"{key}_low"))
     return {"figure": key, "reach": lead[key] if far is None else far}
-
-
-# --- the rounds -----------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -249,7 +216,6 @@ def settle(
     candidates: Sequence[Any],
     first: Sequence[Any],
     probe: Callable[[list[Any]], list[Any]],
-    *,
     model: Model,
     bounds: dict[str, float],
     budget_usd: float | None,
@@ -271,7 +237,9 @@ def settle(
             cand = next(c for c in candidates if c.name == row["name"])
             cost = bounds.get(cand.name, 0.0)
             if budget_usd is not None and spent + cost > budget_usd:
-                done.skipped.append(_skip(row, cost, budget_usd))
+                past = f"would take the probes past --budget {USD_SIGN.format(budget_usd)}"
+                why = f"in doubt, but its probe (up to {USD_SIGN.format(cost)}) {past}"
+                done.skipped.append({"offering": row["offering"], "name": row["name"], "reason": why})
                 continue
             spent += cost
             batch.append(cand)
@@ -279,7 +247,8 @@ def settle(
         if not batch:
             return done
         done.leaders.append({"offering": lead["offering"], "status": lead["status"], **_reach(lead, by_rate, rows)})
-        say(f"in doubt (their intervals reach {_lead_text(lead)}): probing {', '.join(c.offering for c in batch)}")
+        leader = f"the leader {lead['offering']}'s" + (" (itself predicted)" if lead["status"] == PREDICTED else "")
+        say(f"in doubt (their intervals reach {leader}): probing {', '.join(c.offering for c in batch)}")
         done.reports += probe(batch)
         done.rounds.append([c.offering for c in batch])
 
@@ -292,22 +261,6 @@ def _round_rows(candidates, reports, model, work_samples, by_rate) -> tuple[list
     unprobed = [c for c in candidates if id(c) not in probed]
     predicted, model_fit = predict_rows(unprobed, measured, by_name, model, None if by_rate else work_samples)
     return measured + predicted, predicted, model_fit
-
-
-def _lead_text(lead: dict) -> str:
-    return f"the leader {lead['offering']}'s" + (" (itself predicted)" if lead["status"] == PREDICTED else "")
-
-
-def _skip(row: dict, cost: float, budget: float) -> dict:
-    return {
-        "offering": row["offering"],
-        "name": row["name"],
-        "reason": f"in doubt, but its probe (up to {USD_SIGN.format(cost)}) would take the probes past "
-        f"--budget {USD_SIGN.format(budget)}",
-    }
-
-
-# --- what it did ----------------------------------------------------------------------------------------
 
 
 def summary(done: Settled, plan: Any, doc: dict) -> dict[str, Any]:

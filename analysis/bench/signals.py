@@ -1,9 +1,5 @@
-"""SIGTERM and SIGHUP end a bench the way Ctrl-C does: everything it started is ended first.
-
-A closed terminal, `timeout`, `kill` or a cancelled CI job would otherwise end the bench at once while
-its probes run on and bill. There is no one to ask then, so the cancellation does not ask; after
-SIGHUP output goes to /dev/null instead of failing the clean-up with EIO.
-"""
+"""SIGTERM and SIGHUP end a bench as Ctrl-C does, so a closed terminal or `kill` does not leave probes
+billing; after SIGHUP output goes to /dev/null instead of failing the clean-up with EIO."""
 
 from __future__ import annotations
 

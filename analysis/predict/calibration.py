@@ -1,19 +1,13 @@
-"""The public throughput tables the model is calibrated on, and what they say about it.
-
-Shipped in analysis/predict/data/*.csv, one row per published figure, each with the URL of the
-table it was read from (at a commit), that commit's date and the license. From them:
-
-- the prior alpha (compute-bound share) per model family and precision, used when one GPU
-  was measured (``priors``);
-- the efficiency of doubling the GPUs in a machine (``scaling_efficiency``);
-- the model's own leave-one-out errors (``leave_one_out``), which set the interval.
+"""The public throughput tables the model is calibrated on (data/*.csv, each row with its table's URL at a
+commit, the commit's date and the license): the prior alpha per family and precision, the efficiency of
+doubling the GPUs, and the leave-one-out errors that set the interval.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -61,8 +55,10 @@ def load_rows(paths: Iterable[Path] | None = None) -> list[Row]:
     rows = []
     for path in sorted(paths if paths is not None else DATA_DIR.glob("*.csv")):
         with open(path, newline="") as handle:
-            for raw in csv.DictReader(handle):
-                rows.append(Row(**{**raw, "gpu_count": int(raw["gpu_count"]), "throughput": float(raw["throughput"])}))
+            rows += [
+                Row(**raw | {"gpu_count": int(raw["gpu_count"]), "throughput": float(raw["throughput"])})
+                for raw in csv.DictReader(handle)
+            ]
     return rows
 
 
@@ -92,33 +88,36 @@ def _families(rows: Sequence[Row]) -> dict[str, str]:
 
 def _pairs(rates: dict[str, float], precision: str, specs: dict[str, Any]) -> list[tuple[float, float, float]]:
     """Every ordered pair of GPUs in one table as (ln C ratio, ln B ratio, ln rate ratio)."""
-    out = []
-    for s, t in ((s, t) for s in rates for t in rates if s != t):
-        try:
-            xc, xb = log_ratios(specs[s], specs[t], precision)
-        except (KeyError, NotPredictable):
-            continue
-        out.append((xc, xb, math.log(rates[t] / rates[s])))
-    return out
+    return [
+        (*x, math.log(rates[t] / rates[s]))
+        for s in rates
+        for t in rates
+        if s != t and (x := _ratios(specs, s, t, precision))
+    ]
+
+
+def _ratios(specs: dict[str, Any], source: str, target: str, precision: str) -> tuple[float, float] | None:
+    """log_ratios of two GPUs, None when either lacks the figures."""
+    try:
+        return log_ratios(specs[source], specs[target], precision)
+    except (KeyError, NotPredictable):
+        return None
 
 
 def priors(rows: Sequence[Row], specs: dict[str, Any]) -> dict[tuple[str, str], float]:
-    """(family, precision) -> alpha for families with MIN_FAMILY_WORKLOADS or more; (ANY_FAMILY, precision)
-    for every family."""
+    """(family, precision) -> alpha, for families with enough workloads and for ANY_FAMILY."""
     family = _families(rows)
     grouped: dict[tuple[str, str], list] = defaultdict(list)
     for (workload, precision), rates in tables(rows).items():
         pairs = _pairs(rates, precision, specs)
         grouped[(family[workload], precision)] += pairs
         grouped[(ANY_FAMILY, precision)] += pairs
-    workloads: dict[str, set[str]] = defaultdict(set)
-    for workload, fam in family.items():
-        workloads[fam].add(workload)
+    workloads = Counter(family.values())  # family is workload -> its family: one count per workload
     out = {}
     for precision in {p for _, p in grouped}:
         out[(ANY_FAMILY, precision)] = fit_alpha(grouped[(ANY_FAMILY, precision)], 0.5, PRIOR_WEIGHT)
     for (fam, precision), pairs in grouped.items():
-        if fam != ANY_FAMILY and len(workloads[fam]) >= MIN_FAMILY_WORKLOADS:
+        if fam != ANY_FAMILY and workloads[fam] >= MIN_FAMILY_WORKLOADS:
             out[(fam, precision)] = fit_alpha(pairs, out[(ANY_FAMILY, precision)], PRIOR_WEIGHT)
     return out
 
@@ -158,22 +157,18 @@ class Held:
 
 
 def leave_one_out(rows: Sequence[Row], specs: dict[str, Any]) -> list[Held]:
-    """Each GPU of each table predicted from each other GPU of it, with priors fitted on the OTHER
-    workloads only (the held-out workload's figures never inform its own prediction)."""
+    """Each GPU of each table predicted from each other GPU of it, the priors fitted on the other workloads."""
     family = _families(rows)
     out = []
     for (workload, precision), rates in sorted(tables(rows).items()):
         others = [r for r in rows if r.workload != workload]
         alpha, _ = prior_alpha(priors(others, specs), family[workload], precision)
-        for gpu, actual in rates.items():
-            for source, rate in rates.items():
-                if source == gpu or source not in specs or gpu not in specs:
-                    continue
-                try:
-                    xc, xb = log_ratios(specs[source], specs[gpu], precision)
-                except NotPredictable:
-                    continue
-                out.append(Held(workload, precision, gpu, source, rate * ratio(alpha, xc, xb), actual))
+        out += [
+            Held(workload, precision, gpu, source, rate * ratio(alpha, *x), actual)
+            for gpu, actual in rates.items()
+            for source, rate in rates.items()
+            if source != gpu and (x := _ratios(specs, source, gpu, precision))
+        ]
     return out
 
 
@@ -189,8 +184,7 @@ def quantile(values: Sequence[float], q: float) -> float:
 
 
 def interval_factor(held: Sequence[Held]) -> float:
-    """k such that [rate / k, rate * k] holds INTERVAL_QUANTILE of the leave-one-out errors, and
-    never narrower than the published stacks' spread (k * k >= STACK_SPREAD)."""
+    """k such that [rate / k, rate * k] holds INTERVAL_QUANTILE of the leave-one-out errors (k * k >= STACK_SPREAD)."""
     logs = [abs(math.log(h.predicted / h.actual)) for h in held]
     fitted = math.exp(quantile(logs, INTERVAL_QUANTILE)) if logs else math.inf
     return max(fitted, math.sqrt(STACK_SPREAD))

@@ -1,14 +1,6 @@
-"""The spec-ratio model: one GPU's throughput from another's, by the ratio of their datasheet figures.
-
-Per GPU, a job's rate scales between two bounds: a job limited by arithmetic scales with the
-peak compute C of the precision it trains in, a job limited by memory with the bandwidth B.
-With alpha the job's compute-bound share (0..1)::
-
-    rate_t / rate_s = (C_t / C_s) ** alpha * (B_t / B_s) ** (1 - alpha)
-
-Machines of N GPUs of a model run at N * E ** log2(N) times one GPU's rate (E: the
-measured efficiency of doubling the GPUs). docs/bench-method.md (section 5) gives the
-reasons and the calibration.
+"""The spec-ratio model: with alpha a job's compute-bound share (0..1), C the peak compute and B the
+memory bandwidth, rate_t / rate_s = (C_t / C_s) ** alpha * (B_t / B_s) ** (1 - alpha); N GPUs run at
+N * E ** log2(N) times one (E: the efficiency of doubling). docs/bench-method.md, section 5.
 """
 
 from __future__ import annotations
@@ -58,11 +50,8 @@ def ratio(alpha: float, x_compute: float, x_bandwidth: float) -> float:
 
 
 def fit_alpha(pairs: Sequence[tuple[float, float, float]], prior: float, weight: float) -> float:
-    """The alpha that best explains observed log rate ratios, pulled toward `prior`.
-
-    Each pair is (ln C ratio, ln B ratio, ln observed rate ratio). Least squares on
-    y - x_b = alpha * (x_c - x_b) with a ridge term weight * (alpha - prior)^2, in closed form:
-    alpha = (sum d*z + weight*prior) / (sum d^2 + weight), clipped to [0, 1]."""
+    """The alpha that best explains (ln C ratio, ln B ratio, ln rate ratio) pairs, pulled toward `prior`:
+    least squares on y - x_b = alpha * (x_c - x_b) plus weight * (alpha - prior)^2, clipped to [0, 1]."""
     num = weight * prior + math.fsum((xc - xb) * (y - xb) for xc, xb, y in pairs)
     den = weight + math.fsum((xc - xb) ** 2 for xc, xb, _ in pairs)
     return min(1.0, max(0.0, num / den)) if den > 0 else prior

@@ -1,11 +1,6 @@
-"""`gpubench predict` as a library function: the candidates you did not measure, predicted.
-
-From the rates measured on one or more GPUs (``--measured T4:1=410``, samples per second of the
-whole machine), every other candidate's rate by the spec-ratio model (analysis.predict.model),
-with an interval from the calibration's own errors, then its whole job's hours and billed cost
-through the bench's own extrapolation (analysis.bench.extrapolate.estimate_job). Candidates are
-the bench's (analysis.bench.candidates.cloud_candidates): the cheapest offering per GPU
-alternative of the task file, or of --gpus. Every figure says whether it was measured or predicted.
+"""`gpubench predict`: from rates measured on some GPUs (``--measured T4:1=410``), every other candidate's
+rate by the spec-ratio model with its interval, then the whole job through the bench's own candidates and
+extrapolation. Every figure says whether it was measured or predicted.
 """
 
 from __future__ import annotations
@@ -15,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.bench.candidates import CandidateError, _known_gpu, _where, cloud_candidates
-from analysis.bench.extrapolate import estimate_job, work_samples
+from analysis.bench.candidates import CandidateError, alternatives, cloud_candidates, known_gpu
+from analysis.bench.extrapolate import estimate_on, work_samples
 from analysis.bench.rank import answer
 from analysis.predict import calibration as cal
 from analysis.predict.model import PRECISIONS, NotPredictable, figures, fit_alpha, log_ratios, machine_factor, ratio
@@ -26,7 +21,6 @@ from payload.workloads.spec import parse_accelerators
 
 MEASURED, PREDICTED, NOT_PREDICTABLE = "measured", "predicted", "not-predictable"
 MEASURED_FORM = "GPU[:N]=RATE (samples per second of the whole machine), e.g. T4:1=410 or A100:8=9500"
-METHOD_DOC = "docs/bench-method.md, section 5"
 ROW_FIELDS = (
     "offering name kind market gpu gpu_count basis reason samples_per_second samples_per_second_low "
     "samples_per_second_high est_hours est_hours_low est_hours_high est_usd est_usd_low est_usd_high "
@@ -75,7 +69,7 @@ def parse_measured(items: Sequence[str], catalog: Any) -> list[Measured]:
             raise PredictError(f"--measured {item!r}: no '=RATE'; give {MEASURED_FORM}")
         try:
             (accel,) = parse_accelerators(ask.strip())
-            gpu = _known_gpu(catalog, accel.name, f"--measured {item!r}")
+            gpu = known_gpu(catalog, accel.name, f"--measured {item!r}")
         except (ValueError, CandidateError) as exc:
             raise PredictError(str(exc) if isinstance(exc, CandidateError) else f"--measured {item!r}: {exc}") from None
         one = Measured(gpu, accel.count, _rate(value.strip(), item))
@@ -127,12 +121,18 @@ def _per_gpu_rates(measured: Sequence[Measured], specs: dict, precision: str, ef
     """One GPU's rate per measured model that has the figures (geometric mean over its machine sizes)."""
     logs: dict[str, list[float]] = {}
     for m in measured:
-        try:
-            figures(specs[m.gpu], precision)
-        except (KeyError, NotPredictable):
-            continue
-        logs.setdefault(m.gpu, []).append(math.log(m.rate / machine_factor(m.count, efficiency)))
+        if m.gpu in specs and not _missing(specs[m.gpu], precision):
+            logs.setdefault(m.gpu, []).append(math.log(m.rate / machine_factor(m.count, efficiency)))
     return {gpu: math.exp(math.fsum(v) / len(v)) for gpu, v in logs.items()}
+
+
+def _missing(spec: Any, precision: str) -> str | None:
+    """What the model lacks of a GPU's figures, or None."""
+    try:
+        figures(spec, precision)
+    except NotPredictable as exc:
+        return str(exc)
+    return None
 
 
 def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: dict, model: Fit, precision: str):
@@ -143,12 +143,7 @@ def predict_rate(target: str, count: int, measured: Sequence[Measured], specs: d
     figures(spec, precision)  # the target's own figures, named when missing
     sources = _per_gpu_rates(measured, specs, precision, model.calibration.efficiency)
     if not sources:
-        problems = []
-        for m in measured:
-            try:
-                figures(specs[m.gpu], precision)
-            except NotPredictable as exc:
-                problems.append(str(exc))
+        problems = [p for m in measured if (p := _missing(specs[m.gpu], precision))]
         raise NotPredictable("no measured GPU has the figures the model needs: " + "; ".join(problems))
     logs = [math.log(rate * ratio(model.alpha, *log_ratios(specs[s], spec, precision))) for s, rate in sources.items()]
     rate = math.exp(math.fsum(logs) / len(logs)) * machine_factor(count, model.calibration.efficiency)
@@ -196,41 +191,23 @@ def _whole_job(cand: Any, rate: float, low: float, high: float, job: dict) -> di
     """The whole job's hours and cost from a rate: the bench's extrapolation and billing, unchanged."""
     if job["work_samples"] is None:
         return {"reason": "the task file has no `work:` section: the rate alone, no whole job"}
-    if cand.terms is None:
-        return {"reason": f"no billing terms for {cand.offering} in the catalog"}
     steady = Steady(rate, low, high, (high - low) / (2 * rate), 0.0, 0, True)
-    est = estimate_job(
-        overhead_seconds=job["overhead_seconds"],
-        work_samples=job["work_samples"],
-        steady=steady,
-        terms=cand.terms,
-        hourly_usd=float(cand.hourly_usd or 0.0),
+    est, why = estimate_on(
+        cand, overhead_seconds=job["overhead_seconds"], work_samples=job["work_samples"], steady=steady
     )
-    out = {
-        "est_hours": est.hours,
-        "est_hours_low": est.hours_low,
-        "est_hours_high": est.hours_high,
-        "notes": [n for n in est.notes if "probe" not in n] + list(job["notes"]),
-    }
-    if cand.hourly_usd is not None:
-        out.update(est_usd=est.usd, est_usd_low=est.usd_low, est_usd_high=est.usd_high)
-    return out
+    if est is None:
+        return {"reason": why}
+    notes = [n for n in est.notes if "probe" not in n] + list(job["notes"])
+    return est.fields(cand.hourly_usd is not None) | {"notes": notes}
 
 
 def _asks(task: Any, gpus: str | None, measured: Sequence[Measured], catalog: Any) -> str:
     """The alternatives to price, as one --gpus string: --gpus or the task's, and every measured GPU too.
     Each name is checked here, so an error names where it was written."""
-    if gpus:
-        where = "--gpus"
-        try:
-            listed = list(parse_accelerators(gpus))
-        except ValueError as exc:
-            raise PredictError(f"--gpus {gpus!r}: {exc}") from None
-    else:
-        where = _where(task, "resources.accelerators")
-        listed = list(getattr(getattr(task, "resources", None), "accelerators", ()) or ())
+    named = gpus or getattr(getattr(task, "resources", None), "accelerators", None)
     try:
-        names = [f"{_known_gpu(catalog, a.name, where)}:{a.count}" for a in listed]
+        listed, where = alternatives(task, gpus) if named else ([], "")
+        names = [f"{known_gpu(catalog, a.name, where)}:{a.count}" for a in listed]
     except CandidateError as exc:
         raise PredictError(str(exc)) from None
     return ",".join(dict.fromkeys(names + [m.label for m in measured]))
@@ -253,7 +230,7 @@ def _model_doc(model: Fit, family: str, precision: str) -> dict[str, Any]:
             f"the {cal.INTERVAL_QUANTILE:.0%} quantile of the calibration's leave-one-out errors, never "
             f"narrower than the {cal.STACK_SPREAD - 1:.0%} spread between published software stacks"
         ),
-        "method": METHOD_DOC,
+        "method": "docs/bench-method.md, section 5",
         "calibration": {
             "rows": len(calib.rows),
             "gpus": calib.gpus,

@@ -16,7 +16,7 @@ import yaml
 from bench_fakes import BenchCloud, write_task
 from bench_fakes import project as make_project
 
-from analysis.bench.preflight import NotReady, preflight_key
+from analysis.bench.plan import NotReady, preflight_key
 from analysis.bench.run import BenchError, bench
 from analysis.cli import main
 from payload import exitcodes
@@ -258,7 +258,7 @@ def test_when_all_is_in_place_the_bucket_holds_the_check_under_the_benchs_prefix
 
 
 def test_the_documented_ranges_are_the_codes():
-    from analysis.bench.preflight import OPTIONS
+    from analysis.bench.plan import OPTIONS
     from payload.workloads.spec import MAX_GPUS_PER_MACHINE, MAX_SCRIPT_CHARS
 
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "bench.md").read_text().split())

@@ -25,6 +25,7 @@ from analysis.price.billed import billed_seconds
 from infra.catalog import load_catalog
 from infra.config import MIN_HOURS, parse_config
 from infra.conventions import Declined
+from infra.launch import resolve
 from payload import exitcodes
 from payload.workloads import load_spec
 
@@ -89,7 +90,7 @@ def test_stack_config_keeps_your_settings_and_replaces_the_job(tmp_path):
     assert config["gpubench:probeSeconds"] == 90 and config["gpubench:maxHours"] == hours
     cfg = parse_config(config, "probe-stack")
     assert cfg.probe_seconds == 90 and cfg.workload == str(task.resolve()) and cfg.suite == ()
-    cloud_probe.check_config("probe-stack", config, load_catalog())
+    resolve(cfg, load_catalog())  # the probe's own check before launch
 
 
 def test_probe_seconds_reach_the_payload_env_only_when_set(tmp_path):
@@ -186,9 +187,9 @@ def test_rows_are_per_wall_second_when_the_jobs_clock_leaves_time_out(tmp_path, 
 
 def test_probe_cost_bills_under_the_offering_rule(tmp_path):
     (cand,) = candidates_for(write_task(tmp_path / "t"))
-    usd, billed = probe_cost(cand, 30.0)  # under AWS's 60 s minimum
-    assert billed == billed_seconds(cand.terms, 30.0) == cand.terms.minimum_seconds
-    assert usd == pytest.approx(billed / 3600 * cand.hourly_usd, abs=1e-6)
+    billed = billed_seconds(cand.terms, 30.0)  # under AWS's 60 s minimum
+    assert billed == cand.terms.minimum_seconds
+    assert probe_cost(cand, 30.0) == pytest.approx(billed / 3600 * cand.hourly_usd, abs=1e-6)
 
 
 # --- refusals and Ctrl-C with a recording backend ------------------------------------------------

@@ -158,7 +158,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
     mix with another bench's, and no detail says None."""
     from bench_fakes import write_task
 
-    import analysis.bench.launch as launch
+    import analysis.bench.run as launch
     from analysis.bench.readings import ProbeReport, judge, newest_result
     from analysis.bench.run import bench
 
@@ -180,7 +180,7 @@ def test_two_local_benches_are_listed_apart(tmp_path, monkeypatch, capsys):
             }
             put(store, run, json.dumps(doc))
             url, result = newest_result(store, candidate.name, start - timedelta(seconds=1))
-            return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, 5.0, None, url)
+            return ProbeReport(candidate, candidate.name, *judge(result), result, 0.0, run_url=url)
 
     monkeypatch.setitem(launch.RUNNERS, "local", lambda record, settings, backend: FakeLocal())
     task = write_task(tmp_path / "t")

@@ -344,7 +344,7 @@ def test_readings_arriving_in_one_millisecond_make_one_point():
 
 
 def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
-    from analysis.bench.readings import judge, last_lines
+    from analysis.bench.readings import judge, verdict_lines
     from payload.workloads.logtail import TAIL_MARK
 
     result = {"status": "failed", "error": "missing metric: nothing read" + TAIL_MARK + "a\n\x1b]52;c;eA==\x07b"}
@@ -353,7 +353,7 @@ def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
         "the job failed during the probe: missing metric: nothing read; "
         "the last 2 lines of its output were printed with the probe's progress"
     )
-    assert last_lines(result) == ["a", "b"]  # control sequences removed
+    assert verdict_lines(status, reason, result)[1:] == ["  | a", "  | b"]  # shown once; control sequences removed
 
 
 def test_check_metrics_reports_the_seconds_it_read_not_the_jobs_stop(tmp_path):
