@@ -128,10 +128,7 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
 
 
 def zone_of(cfg: BenchmarkConfig) -> str | None:
-    """`gpubench:zone`, else a provider-namespace zone key (`gcp:zone`)."""
-    if cfg.zone:
-        return cfg.zone
-    return next((v for k, v in cfg.provider_config.items() if k.endswith(":zone") and v), None)
+    return cfg.zone_setting()[1]
 
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
