@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from infra.ssh import SUMMARY
 from infra.ssh.config import RUNTIMES
 from infra.ssh.session import EXIT_CODES, run_named_stack
 
@@ -27,7 +28,7 @@ def register(sub) -> argparse.ArgumentParser:
     """Add the `ssh` subcommand to `python -m infra`'s subparsers."""
     p = sub.add_parser(
         "ssh",
-        help="run the payload on a dedicated/on-prem box over SSH and upload its results",
+        help=SUMMARY,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
