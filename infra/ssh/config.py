@@ -1,10 +1,5 @@
-"""Typed parsing of SSH stacks (`stacks/Pulumi.ssh-*.yaml`).
-
-SSH stacks share `stacks/` and the `gpubench` namespace with the Pulumi stacks
-but are never given to `pulumi up`: `python -m infra ssh STACK` reads them. The
-benchmark keys reuse the payload's option names (benchmark, epochs, steps,
-batchSize, precision, gpus, data, params); the rest say where the box is and
-how to run there. Every error names the key, the bad value and the fix.
+"""Typed parsing of SSH stacks (`stacks/Pulumi.ssh-*.yaml`, read by `python -m infra ssh`, never by
+Pulumi): the payload's benchmark option names plus where the box is and how to run there.
 """
 
 from __future__ import annotations
@@ -16,8 +11,6 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from infra.catalog import UnknownOffering
-
-# Value checks and field types shared with cloud stacks: one spelling of each rule and message.
 from infra.config import (
     MAX_HOURS_LIMIT,
     NAMESPACE,
@@ -54,9 +47,6 @@ DEFAULT_REMOTE_DIR = "~/.gpubench"
 SHARED_DIRS = ("/", "/tmp", "/var/tmp", "/dev/shm", "/var", "/home", "/root", "/srv", "/opt", "/mnt", "/media")
 SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run")
 DEFAULT_PIP_EXTRAS = "payload,tf"
-
-
-# --- value checks: raw value -> typed value, or ValueError with the fix (the model names the key).
 
 
 def _host(raw: Any) -> str:
@@ -121,11 +111,8 @@ REQUIRED = {
 
 
 class SshStack(StackConfig):
-    """One SSH stack: where the box is, how to run, what to benchmark.
-
-    The benchmark keys reuse the payload's option names; the last fields come from the
-    offering's catalog row, not from the stack file. Precedence: a flag of `python -m infra
-    ssh` (with_overrides) beats the stack file, which beats the defaults here."""
+    """One SSH stack; the last fields come from the offering's catalog row. A flag of `python -m infra ssh`
+    (with_overrides) beats the stack file, which beats the defaults here."""
 
     stack_type: Choice(("ssh",)) = config_key("stackType", "ssh (the only kind of SSH stack)", "ssh")
     offering: Text = config_key("offering", REQUIRED["offering"])
@@ -190,7 +177,7 @@ class SshStack(StackConfig):
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
     def with_overrides(self, **changes: Any) -> SshStack:
-        """The stack with the command line's flags applied (a flag left unset, None, keeps the stack's value)."""
+        """The stack with the flags that are set (not None) applied."""
         return self.model_copy(update={k: v for k, v in changes.items() if v is not None})
 
 

@@ -1,10 +1,6 @@
-"""Runtimes: how the payload is started on the host (docker | venv).
-
-A runtime turns a stack into a `Plan`: files to upload, quick commands to run
-before launch, a setup script that runs detached (image pull, pip install: slow,
-so a dropped connection must not kill it) and the payload command. The payload
-always writes to a `file://` bucket inside the run directory, so the host never
-needs cloud credentials; the local side uploads afterwards.
+"""Runtimes (docker | venv): a stack as a `Plan`: uploads, quick commands before launch, a setup
+script run detached (slow pulls and installs survive a dropped connection) and the payload command,
+which writes a `file://` bucket in the run directory: the host never needs cloud credentials.
 """
 
 from __future__ import annotations
@@ -77,9 +73,8 @@ def payload_args(
 
 
 def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str]], list[str], str | None]:
-    """(uploads, prepare commands, directory) for the stack's workload: its spec and workdir go up once per
-    content hash (`<remoteDir>/src/workload-<hash>.tar.gz`) and are unpacked into each run's own directory,
-    so a job that writes into its workdir never touches another run's copy."""
+    """(uploads, prepare commands, directory) of the workload: uploaded once per content hash, unpacked
+    into each run's own directory (a job writing into its workdir never touches another run's copy)."""
     if not cfg.workload:
         return [], [], None
     bundle = build_workload_bundle(cfg.workload)
@@ -93,9 +88,8 @@ def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str
 def docker_plan(
     cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle
 ) -> Plan:
-    """The cloud stacks' container, with the run directory mounted as its bucket: the
-    public TensorFlow image of the GPU's generation (or a workload's own `image`) with
-    the bundle mounted and pip-installed at start, or a prebuilt `payloadImage`."""
+    """The cloud stacks' container (public image with the bundle installed at start, or a prebuilt
+    `payloadImage`), the run directory mounted as its bucket."""
     public = None if cfg.payload_image else public_image(cfg.image_generation)
     if public is not None and cfg.workload:
         public = workload_image(cfg.workload) or public
@@ -141,12 +135,9 @@ def docker_plan(
 
 
 def _unpack(src: str) -> str:
-    """Unpack the uploaded (and sha256-checked, remote.put_verified) bundle once per content hash.
-
-    An existing tree is reused only when it matches the archive: `tar -d` compares every member's
-    content and mode, and the list of files must be the archive's exactly (nothing added, such as a
-    sitecustomize.py). Anything else (altered, partial, or a tar without -d) is unpacked again from the
-    archive, under a temporary name and moved in whole, so the directory is complete or absent."""
+    """Unpack the (sha256-checked) bundle once per content hash. A tree is reused only when `tar -d`
+    finds every member unchanged and no file added (a planted sitecustomize.py); else it is unpacked
+    again under a temporary name and moved in whole, so it is complete or absent."""
     q = shlex.quote
     tarball, tmp = q(src + ".tar.gz"), q(src + ".tmp")
     listed = f"cd {q(src)} && find . ! -type d | sed 's|^\\./||' | LC_ALL=C sort"
