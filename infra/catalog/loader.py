@@ -1,5 +1,4 @@
-"""Reads the TOML data files into typed records, with errors that name the
-file and the field. No pricing logic here (see prices.py)."""
+"""Reads the TOML data files into typed records, with errors naming the file and the field."""
 
 from __future__ import annotations
 
@@ -189,8 +188,7 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
 
 
 def _parser(filename: str):
-    """A cloud's offering file has its own shape (instance types; machine types + accelerators): its
-    parser lives in the cloud's folder (infra/<cloud>/catalog.py). Other files list rows."""
+    """A cloud's offering file has its own shape, parsed in infra/<cloud>/catalog.py; other files list rows."""
     name = filename.removesuffix(".toml")
     return clouds.get(name).parse_offerings if clouds.is_cloud(name) else _listed_offerings
 
@@ -198,8 +196,7 @@ def _parser(filename: str):
 def load_offerings(
     data_dir: Path, gpus: dict[str, GpuSpec], user_dirs: tuple[Path, ...] = (), seen: dict[str, str] | None = None
 ) -> list[Offering]:
-    """The shipped offerings, then those of each user catalog directory; an id
-    defined twice is an error naming both files."""
+    """The shipped offerings, then each user catalog directory's; an id defined twice names both files."""
     offerings: list[Offering] = []
     seen = {} if seen is None else seen
     sources = [(p, f"offerings/{p.name}") for p in sorted((data_dir / "offerings").glob("*.toml"))]
