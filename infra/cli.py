@@ -31,8 +31,8 @@ CLI_COMMANDS = ("up", "destroy", "refresh")
 
 
 def _stacks_dir(write: bool):
-    """The stacks/ that `stacks` checks or regenerates: a checkout's own; for a packaged install your
-    copy in the state home (made when writing; when only checking, the shipped files until you have one)."""
+    """A checkout's stacks/; for a packaged install your copy (made when writing; checking reads the
+    shipped files until you have one)."""
     if from_checkout():
         return stacks.STACKS_DIR
     if write:
@@ -66,9 +66,8 @@ def preview_command(
     show_user_data: bool = True,
     results: str | None = None,
 ) -> int:
-    """`preview`: print one stack (or every one) rendered under Pulumi's mocks, every cost the
-    deadline bound; an exit code. `results` is refused: infra never reads analysis's results table
-    (`gpubench preview` does, and estimates from collected runs)."""
+    """`preview`: one stack (or every one) rendered under mocks, costs the deadline bound. `results` is
+    refused: infra never reads the results table (`gpubench preview` does)."""
     from infra import preview  # heavy: pulumi (infra.render); `stacks` and the pass-throughs run without it
 
     if all_stacks == bool(stack):
@@ -134,13 +133,8 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
-    pv.add_argument(
-        "--table",
-        "--results",
-        dest="results",
-        metavar="PATH",
-        help="estimating from collected runs is `gpubench preview --table`",
-    )
+    estimating = "estimating from collected runs is `gpubench preview --table`"
+    pv.add_argument("--table", "--results", dest="results", metavar="PATH", help=estimating)
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

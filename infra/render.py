@@ -1,11 +1,6 @@
-"""Render stacks offline under Pulumi's mocks: no CLI, no credentials, one process for the whole matrix.
-
-Each render sets fresh mocks and settings, runs the same `program.run` the engine runs,
-and records every registered resource with its input properties (engine names,
-camelCase). Mocks return the inputs as outputs plus the few computed outputs the
-program reads (ids, ARNs, the deadline's RFC 3339 time, service-account email).
-The deadline is computed from a `now` fixed per process (or passed in), so two
-renders of one stack give identical inputs.
+"""Render stacks offline under Pulumi's mocks (no CLI, no credentials): `program.run` as the engine runs
+it, every registered resource recorded with its inputs. Mocks echo inputs plus the few computed outputs
+the program reads; `now` is fixed per process, so two renders of one stack are identical.
 """
 
 from __future__ import annotations
@@ -168,11 +163,8 @@ class _Logger:
 
 
 def _close_event_loop() -> None:
-    """Close the event loop the mocks ran on while the interpreter is whole: left to the garbage
-    collector at shutdown, its self-pipe may already be gone and it prints an "Exception ignored"
-    traceback (seen after `python -m infra preview ... | head`)."""
-
-    # Every loop, not only the current one: the Pulumi runtime may have made more than one.
+    """Close the mocks' event loops (the runtime may make several) while the interpreter is whole: at
+    shutdown a loop's self-pipe may be gone and print "Exception ignored" (`preview ... | head`)."""
     for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
         try:
             if not loop.is_running() and not loop.is_closed():

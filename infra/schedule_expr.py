@@ -1,9 +1,5 @@
-"""Schedule expressions for recurring runs: `rate(4 hours)`, AWS six-field
-`cron(0 */4 * * ? *)` and unix five-field `0 */4 * * *`.
-
-One parser so the monthly bill (analysis cost) and the recurring stacks
-(EventBridge Scheduler wants rate()/cron(6 fields), Cloud Scheduler wants
-unix cron) read the same expression the same way. Pure Python, no clouds.
+"""Schedule expressions of recurring runs: `rate(4 hours)`, AWS `cron(0 */4 * * ? *)`, unix `0 */4 * * *`:
+one parser for the monthly bill and the schedulers (EventBridge: rate()/6-field cron; Cloud Scheduler: unix).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The stack matrix: one `stacks/Pulumi.<stack>.yaml` per cloud offering x market, plus the results stacks.
-
-`write()` regenerates the keys it owns (offering, market, region/zone, stack type,
-provider) and keeps any key a user added (`pulumi config set gcp:project ...`,
-`gpubench:suite`, ...); `check()` reports stale, missing and orphaned files. Only
-files carrying the generated header are ever removed.
+`write()` regenerates the keys it owns and keeps those a user added; `check()` reports stale, missing and
+orphaned files; only files with the generated header are ever removed.
 """
 
 from __future__ import annotations
@@ -76,7 +73,6 @@ def _read(path: Path) -> dict[str, Any]:
     """The `config:` mapping of one stack file: the one reader every command uses."""
     if not path.exists():
         return {}
-
     try:
         doc = read_yaml(path) or {}
     except YamlFileError as exc:
@@ -143,9 +139,7 @@ def write(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
 
 
 def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | None]:
-    """(offering id, market) for an offering id or a stack name; stack names are accepted wherever an id is.
-
-    `aws/g4dn.xlarge` -> (`aws/g4dn.xlarge`, None); `aws-g4dn-1x-spot` -> (`aws/g4dn.xlarge`, `spot`)."""
+    """(offering id, market) of an offering id (market None) or a stack name (`aws-g4dn-1x-spot`)."""
     if "/" in text:
         return text, None
     path = stack_file(text, stacks_dir)
@@ -170,10 +164,8 @@ def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | No
 
 @dataclass(frozen=True)
 class StackNeed:
-    """What one stack asks of a cloud account: where it runs, what it launches, in which market.
-
-    The account checks (`gpubench check aws|gcp`, infra/<cloud>/readiness.py) total these into
-    quotas, networks and APIs. `offering` is None for results and sweeper stacks."""
+    """What one stack asks of a cloud account (totalled by infra/<cloud>/readiness.py); `offering` is None
+    for results and sweeper stacks."""
 
     stack: str
     kind: str  # benchmark | recurring | results | sweeper
@@ -185,9 +177,8 @@ class StackNeed:
 
 
 def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: str, fix: Callable[[Any], str]):
-    """The readiness row of a quota `limit` for the stacks that count against it ((amount, stack),
-    smallest first): ok when it is enough for every stack when `strict`, else for at least the
-    smallest; the largest stack left short is named with `fix(amount)`, the command that raises it."""
+    """The readiness row of a quota `limit` for `needs` ((amount, stack), smallest first): ok when enough
+    for every stack (`strict`) or the smallest; the largest left short is named with `fix(amount)`."""
     fit = [(n, s) for n, s in needs if n <= limit]
     short = [(n, s) for n, s in needs if n > limit]
     detail = f"{label} {limit:g} {unit}"
@@ -198,8 +189,7 @@ def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: s
 
 
 def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:
-    """The needs of the named stacks of `cloud` (stack files that do not parse are skipped:
-    `gpubench plan` and `up` report those)."""
+    """The needs of the named stacks of `cloud` (files that do not parse are skipped: `plan` reports them)."""
     provider = clouds.get(cloud)
     out = []
     for name in names:
