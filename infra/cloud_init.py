@@ -57,11 +57,6 @@ def guest_file(name: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: str(known[m[1]]), (GUEST_DIR / name).read_text())
 
 
-def install_payload_sh() -> str:
-    """infra/install-payload.sh (payload/Dockerfile.legacy runs the same file)."""
-    return (Path(__file__).with_name("install-payload.sh")).read_text()
-
-
 def guest_script(results_url: str) -> str:
     """cloud.sh: `instance_id`, `upload` and `end_machine` of the results bucket's cloud
     (infra/<cloud>/guest.py), else guest/local.sh."""
@@ -194,7 +189,9 @@ def render_user_data(launch: PayloadLaunch) -> str:
     code = launch.code
     scripts = {name: guest_file(name) for name in SCRIPTS}
     scripts["cloud.sh"] = guest_script(str(env.get("GPUBENCH_RESULTS", "")))
-    scripts["install-payload.sh"] = install_payload_sh()
+    scripts["install-payload.sh"] = (
+        Path(__file__).with_name("install-payload.sh").read_text()
+    )  # Dockerfile.legacy's too
     files = [_file(ENV_FILE, env_file(env), "0600"), *(_file(f"{LIB_DIR}/{n}", body) for n, body in scripts.items())]
     if code:
         files.append(_file(CODE_ENV, code.env_text(), "0600"))

@@ -26,7 +26,7 @@ _MARKERS = ("Pulumi.yaml", "stacks")
 
 
 def from_checkout() -> bool:
-    """Whether the code runs from a checkout (or an editable install of one), not a packaged install."""
+    """Whether the code runs from a checkout (or an editable install of one)."""
     return all((CHECKOUT / marker).exists() for marker in _MARKERS)
 
 
@@ -37,12 +37,7 @@ def project_root() -> Path:
     return BUNDLED if BUNDLED.is_dir() else CHECKOUT
 
 
-def project_path(name: str) -> Path:
-    """One of the project's files or folders, e.g. project_path("stacks")."""
-    return project_root() / name
-
-
-STACKS_DIR = project_path("stacks")  # the checkout's, or the copy a packaged install carries
+STACKS_DIR = project_root() / "stacks"  # the checkout's, or the copy a packaged install carries
 # SSH stacks (`python -m infra ssh`, docs/ssh.md) share stacks/ but are not Pulumi
 # programs: their names start with this prefix and the matrix never touches them.
 SSH_PREFIX = "ssh-"
@@ -91,15 +86,10 @@ def user_or_shipped(path: str | Path) -> Path:
     return shipped if shipped.exists() else given
 
 
-def program_main(project: Path) -> str:
-    """The installed program (the `infra` package) as a path relative to `project`, as Pulumi.yaml wants it."""
-    return os.path.relpath(Path(__file__).resolve().parent, project)
-
-
 def _write_pulumi_yaml(project: Path) -> None:
     """The shipped Pulumi.yaml, `main` at the installed program; an existing one keeps the user's other keys."""
     target = project / "Pulumi.yaml"
-    main = program_main(project)
+    main = os.path.relpath(Path(__file__).resolve().parent, project)  # the installed `infra` program
     source = target if target.is_file() else BUNDLED / "Pulumi.yaml"
     doc = read_yaml(source) or {}
     if source == target and doc.get("main") == main:

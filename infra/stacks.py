@@ -102,40 +102,32 @@ def _generated(path: Path) -> bool:
     return path.read_text().startswith(HEADER.splitlines()[0])
 
 
+def _changes(catalog: Any, stacks_dir: Path) -> list[tuple[str, Path, str | None]]:
+    """(why, file, new text; None: remove it) of each missing, stale or orphaned stack file."""
+    specs = matrix(catalog)
+    out: list[tuple[str, Path, str | None]] = []
+    for path, spec in ((stacks_dir / s.filename, s) for s in specs):
+        text = render_file(spec, _read(path))
+        if not path.exists() or path.read_text() != text:
+            out.append(("stale" if path.exists() else "missing", path, text))
+    wanted = {s.filename for s in specs}
+    orphans = [p for p in sorted(stacks_dir.glob("Pulumi.*.yaml")) if p.name not in wanted and _generated(p)]
+    return out + [("orphaned", p, None) for p in orphans]
+
+
 def check(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
     """Problems that make stacks/ stale; empty when up to date."""
-    problems = []
-    specs = matrix(catalog)
-    wanted = {s.filename for s in specs}
-    for spec in specs:
-        path = stacks_dir / spec.filename
-        if not path.exists():
-            problems.append(f"missing {spec.filename}")
-        elif path.read_text() != render_file(spec, _read(path)):
-            problems.append(f"stale {spec.filename}")
-    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        if path.name not in wanted and _generated(path):
-            problems.append(f"orphaned {path.name} (its offering left the catalog)")
-    return problems
+    left = " (its offering left the catalog)"
+    return [f"{why} {path.name}{left if text is None else ''}" for why, path, text in _changes(catalog, stacks_dir)]
 
 
 def write(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
     """Regenerate stacks/; returns the files written or removed."""
     stacks_dir.mkdir(parents=True, exist_ok=True)
-    changed = []
-    specs = matrix(catalog)
-    wanted = {s.filename for s in specs}
-    for spec in specs:
-        path = stacks_dir / spec.filename
-        text = render_file(spec, _read(path))
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            changed.append(f"wrote {spec.filename}")
-    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        if path.name not in wanted and _generated(path):
-            path.unlink()
-            changed.append(f"removed {path.name}")
-    return changed
+    changes = _changes(catalog, stacks_dir)
+    for _, path, text in changes:
+        path.unlink() if text is None else path.write_text(text)
+    return [f"{'removed' if text is None else 'wrote'} {path.name}" for _, path, text in changes]
 
 
 def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | None]:

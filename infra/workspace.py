@@ -101,13 +101,6 @@ def cli_context() -> tuple[Path, dict[str, str]]:
     return project, {**os.environ, **program_env(project)}
 
 
-def require_cli() -> str:
-    path = shutil.which("pulumi")
-    if path is None:
-        raise PulumiMissing()
-    return path
-
-
 def local_workspace(work_dir: Path) -> PulumiWorkspace:
     """The project's stacks for teardown: selects existing stacks only (never creates one)."""
     return PulumiWorkspace(work_dir, create=False)
@@ -185,7 +178,8 @@ class PulumiWorkspace:
     stack the backend lacks (a first launch); teardown never creates."""
 
     def __init__(self, work_dir: Path, create: bool = True):
-        require_cli()  # raises PulumiMissing with how to install it
+        if shutil.which("pulumi") is None:
+            raise PulumiMissing()
         self.work_dir = Path(work_dir)
         self.create = create
         self._ws = None
