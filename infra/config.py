@@ -284,19 +284,24 @@ def _regions(raw: Any) -> tuple[str, ...]:
 CLOUD_WORKLOAD_SPEC = "/gpubench/workload/workload.yaml"
 
 
-# Field types: a field's own check runs on the raw value before pydantic's.
-Text = Annotated[str, BeforeValidator(nonempty_str)]
-Flag = Annotated[bool, BeforeValidator(_bool)]
-PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
-Schedule = Annotated[str, BeforeValidator(_schedule)]
-Image = Annotated[str, BeforeValidator(_image)]
-Benchmarks = Annotated[tuple[str, ...], BeforeValidator(benchmark_names)]
-Params = Annotated[str, BeforeValidator(params_text)]
-WorkloadSpec = Annotated[str, BeforeValidator(_workload_spec)]
+def checked(typ: Any, check: Callable[[Any], Any]) -> Any:
+    """A field type whose own check runs on the raw value before pydantic's."""
+    return Annotated[typ, BeforeValidator(check)]
+
+
+Text = checked(str, nonempty_str)
+Flag = checked(bool, _bool)
+PositiveInt = checked(int, _positive_int)
+Schedule = checked(str, _schedule)
+Image = checked(str, _image)
+Benchmarks = checked(tuple[str, ...], benchmark_names)
+Params = checked(str, params_text)
+WorkloadSpec = checked(str, _workload_spec)
+_max_hours = hours(MIN_HOURS, MAX_HOURS_LIMIT, False, _MAX_HOURS_WHY)
 
 
 def Choice(allowed: tuple[str, ...]) -> Any:  # noqa: N802 - a type, spelt like one
-    return Annotated[str, BeforeValidator(partial(_choice, allowed))]
+    return checked(str, partial(_choice, allowed))
 
 
 def config_key(name: str, description: str, default: Any = None) -> Any:
@@ -310,9 +315,7 @@ class StackConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stack: str = Field(description="the stack's name: stacks/Pulumi.<stack>.yaml")
-    provider_config: Mapping[str, str] = Field(
-        default_factory=dict, description="provider-namespace keys this program reads (aws:region, gcp:project)"
-    )
+    provider_config: Mapping[str, str] = Field(default_factory=dict, description="aws:region, gcp:project ...")
 
     @classmethod
     def config_keys(cls) -> list[str]:
@@ -323,51 +326,30 @@ class StackConfig(BaseModel):
 class BenchmarkConfig(StackConfig):
     """What one benchmark (or recurring) stack launches; field names follow the config keys in snake_case."""
 
-    stack_type: Choice(STACK_TYPES) = config_key(
-        "stackType", "benchmark, or recurring: launched on a schedule", "benchmark"
-    )
+    stack_type: Choice(STACK_TYPES) = config_key("stackType", "benchmark, or recurring: on a schedule", "benchmark")
     offering: Text | None = config_key("offering", "catalog id of what to launch, e.g. aws/p3.8xlarge")
     market: Choice(MARKETS) = config_key("market", "billing market of the instance", "on-demand")
     suite: Benchmarks = config_key("suite", "built-in benchmarks to run, in order", DEFAULT_SUITE)
     workload: WorkloadSpec | None = config_key("workload", "your own job instead of the suite: a workload spec file")
-    probe_seconds: PositiveInt | None = config_key(
-        "probeSeconds",
-        "a `gpubench bench` probe: stop the job once its throughput is steady, or after this many seconds",
-    )
+    probe_seconds: PositiveInt | None = config_key("probeSeconds", "a bench probe: stop once steady or after this")
     epochs: PositiveInt | None = config_key("epochs", "epochs to train (epoch benchmarks)")
     steps: PositiveInt | None = config_key("steps", "training steps (throughput benchmarks); not with epochs")
     batch_size: PositiveInt | None = config_key("batchSize", "per-GPU batch size")
     precision: Choice(PRECISIONS) = config_key("precision", "fp32, or mixed (Keras mixed_float16)", "fp32")
     params: Params | None = config_key("params", "benchmark parameter overrides, e.g. {dropout: 0.2}")
-    gpus: Annotated[str, BeforeValidator(gpu_count(1))] = config_key(
-        "gpus", "'all' or how many of the offering's GPUs", "all"
-    )
-    data: Annotated[str, BeforeValidator(_text)] | None = config_key(
-        "data", "synthetic, download or a directory on the instance"
-    )
-    max_hours: Annotated[float, BeforeValidator(hours(MIN_HOURS, MAX_HOURS_LIMIT, False, _MAX_HOURS_WHY))] = config_key(
-        "maxHours", "hard deadline in hours, after which the instance is terminated", 6.0
-    )
-    results: Annotated[str, BeforeValidator(_results)] | None = config_key(
-        "results", "s3://bucket[/prefix], gs://bucket[/prefix] or stack:<results stack> (default: the cloud's)"
-    )
-    payload_image: Image | None = config_key(
-        "payloadImage", "a prebuilt payload image; unset, the official TensorFlow image runs the code bundle"
-    )
+    gpus: checked(str, gpu_count(1)) = config_key("gpus", "'all' or how many of the offering's GPUs", "all")
+    data: checked(str, _text) | None = config_key("data", "synthetic, download or a directory on the instance")
+    max_hours: checked(float, _max_hours) = config_key("maxHours", "hard deadline (hours): then terminated", 6.0)
+    results: checked(str, _results) | None = config_key("results", "bucket URL or stack:<results stack>")
+    payload_image: Image | None = config_key("payloadImage", "a prebuilt payload image (unset: the TensorFlow one)")
     backend: Choice(BACKENDS) | None = config_key("backend", "Keras backend")
     all_reduce: Choice(ALL_REDUCES) | None = config_key("allReduce", "MirroredStrategy's all-reduce (several GPUs)")
     zone: Text | None = config_key("zone", "the zone to launch in (inside the stack's region)")
-    subnet: Text | None = config_key(
-        "subnet", "AWS: an existing subnet to launch in (subnet-0abc...); unset, the region's default VPC"
-    )
-    ssh_cidr: Annotated[str, BeforeValidator(_cidr)] | None = config_key("sshCidr", "source range allowed to SSH in")
+    subnet: Text | None = config_key("subnet", "AWS: an existing subnet (unset: the default VPC)")
+    ssh_cidr: checked(str, _cidr) | None = config_key("sshCidr", "source range allowed to SSH in")
     allow_wide_ssh: Flag = config_key("allowWideSsh", f"allow an sshCidr wider than /{SSH_MAX_WIDTH[4]}", False)
-    ssh_public_key: Annotated[str, BeforeValidator(_ssh_key)] | None = config_key(
-        "sshPublicKey", "OpenSSH public key line"
-    )
-    root_volume_gb: Annotated[int, BeforeValidator(_root_gb)] = config_key(
-        "rootVolumeGb", "root volume size in GB (>= 60)", 150
-    )
+    ssh_public_key: checked(str, _ssh_key) | None = config_key("sshPublicKey", "OpenSSH public key line")
+    root_volume_gb: checked(int, _root_gb) = config_key("rootVolumeGb", "root volume size in GB (>= 60)", 150)
     expect_gpu: Flag = config_key("expectGpu", "fail at once if the payload sees no GPU", True)
     image: Text | None = config_key("image", "host image override")
     every: Schedule | None = config_key("every", "recurring stacks: the schedule (UTC), e.g. 'rate(7 days)'")
@@ -444,13 +426,11 @@ class SweeperConfig(_ProviderStack):
 
     stack_type: Choice(STACK_TYPES) = config_key("stackType", "sweeper: the leak sweep on a schedule", "sweeper")
     every: Schedule = config_key("every", "how often the sweep runs (UTC)", "rate(1 hour)")
-    regions: Annotated[tuple[str, ...], BeforeValidator(_regions)] | None = config_key(
-        "regions", "regions to sweep (AWS default: the stack's region; GCP: every zone)"
-    )
+    regions: checked(tuple[str, ...], _regions) | None = config_key("regions", "default: the stack's region / all")
     dry_run: Flag = config_key("dryRun", "report what would be terminated, terminate nothing", False)
 
 
-MODELS: dict[str, type[StackConfig]] = {
+MODELS = {
     "benchmark": BenchmarkConfig,
     "recurring": BenchmarkConfig,
     "results": ResultsConfig,

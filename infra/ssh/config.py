@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from infra.catalog import UnknownOffering
 from infra.config import (
@@ -24,6 +24,7 @@ from infra.config import (
     StackConfig,
     Text,
     WorkloadSpec,
+    checked,
     config_key,
     gpu_count,
     hours,
@@ -96,12 +97,10 @@ def system_dir_problem(path: str) -> str | None:
     return None
 
 
-Count = Annotated[int, BeforeValidator(int_at_least(1))]
-LocalPath = Annotated[str, BeforeValidator(lambda raw: os.path.expanduser(nonempty_str(raw)))]
-Gpus = Annotated[str, BeforeValidator(gpu_count(0))]  # 0: run on the CPU
-MaxHours = Annotated[
-    float, BeforeValidator(hours(0, MAX_HOURS_LIMIT, True, "the payload stops itself at this deadline"))
-]
+Count = checked(int, int_at_least(1))
+LocalPath = checked(str, lambda raw: os.path.expanduser(nonempty_str(raw)))
+Gpus = checked(str, gpu_count(0))  # 0: run on the CPU
+MaxHours = checked(float, hours(0, MAX_HOURS_LIMIT, True, "the payload stops itself at this deadline"))
 # Keys an SSH stack cannot do without, and what to put there (the message when one is missing).
 REQUIRED = {
     "offering": "the catalog id of the box, e.g. hetzner/ex51-ssd-gpu or onprem/parkopedia-4x1080ti (see `python -m analysis offerings`)",
@@ -116,10 +115,10 @@ class SshStack(StackConfig):
 
     stack_type: Choice(("ssh",)) = config_key("stackType", "ssh (the only kind of SSH stack)", "ssh")
     offering: Text = config_key("offering", REQUIRED["offering"])
-    host: Annotated[str, BeforeValidator(_host)] = config_key("host", REQUIRED["host"])
-    results: Annotated[str, BeforeValidator(_results)] = config_key("results", REQUIRED["results"])
+    host: checked(str, _host) = config_key("host", REQUIRED["host"])
+    results: checked(str, _results) = config_key("results", REQUIRED["results"])
     user: Text | None = config_key("user", "the SSH user (default: your ssh config's)")
-    port: Annotated[int, BeforeValidator(int_at_least(1, 65535))] = config_key("port", "the SSH port", 22)
+    port: checked(int, int_at_least(1, 65535)) = config_key("port", "the SSH port", 22)
     identity_file: LocalPath | None = config_key("identityFile", "private key file on this machine")
     host_key_check: Choice(HOST_KEY_POLICIES) = config_key("hostKeyCheck", "accept-new or strict", "accept-new")
     runtime: Choice(RUNTIMES) = config_key("runtime", "docker, or venv on the host's Python", "docker")
@@ -142,9 +141,7 @@ class SshStack(StackConfig):
     )
     remote_python: Text | None = config_key("remotePython", "runtime venv: an existing interpreter to reuse")
     pip_extras: Text = config_key("pipExtras", "extras the venv runtime installs", DEFAULT_PIP_EXTRAS)
-    remote_dir: Annotated[str, BeforeValidator(_remote_dir)] = config_key(
-        "remoteDir", "run directory on the host", DEFAULT_REMOTE_DIR
-    )
+    remote_dir: checked(str, _remote_dir) = config_key("remoteDir", "run directory on the host", DEFAULT_REMOTE_DIR)
     image_generation: str = Field("cuda12", description="the offering's GPU generation (catalog)")
     gpu_count: int = Field(0, description="the offering's GPU count (catalog)")
     gpu_model: str | None = Field(None, description="the offering's GPU model (catalog)")
