@@ -106,7 +106,6 @@ class _Mocks(pmocks.Mocks):
         ref = str(inputs.get("name", ""))
         provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
         bucket = f"gpubench-results-{provider}-mock"
-
         scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
         return {
             "name": ref,
@@ -173,15 +172,11 @@ def _close_event_loop() -> None:
             pass
 
 
-_LOOP_CLOSER: list[bool] = []
+atexit.register(_close_event_loop)
 
 
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
-    if not _LOOP_CLOSER:  # once per process
-        atexit.register(_close_event_loop)
-        _LOOP_CLOSER.append(True)
-
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
     logger = _Logger()
@@ -196,20 +191,17 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
         holder["exports"] = await _resolve(component.outputs)
 
     _sync_await(run_pulumi_func(_collect))
-    resources = []
-    for typ, name, custom, protect, parent, deps in monitor.order:
-        inputs = mocks.records.get(f"{typ}::{name}", {})
-        resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs), deps))
+    resources = [
+        ResourceRecord(typ, name, custom, protect, parent, _plain(mocks.records.get(f"{typ}::{name}", {})), deps)
+        for typ, name, custom, protect, parent, deps in monitor.order
+    ]
     # Registration order depends on the event loop; sort so output is stable run to run.
     resources.sort(key=lambda r: (r.custom, r.type, r.name))
     return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
 
 
 async def _resolve(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    result = {}
-    for key, value in outputs.items():
-        result[key] = await pulumi.Output.from_input(value).future()
-    return result
+    return {key: await pulumi.Output.from_input(value).future() for key, value in outputs.items()}
 
 
 def _plain(value: Any) -> Any:

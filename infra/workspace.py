@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -101,11 +102,6 @@ def cli_context() -> tuple[Path, dict[str, str]]:
     return project, {**os.environ, **program_env(project)}
 
 
-def local_workspace(work_dir: Path) -> PulumiWorkspace:
-    """The project's stacks for teardown: selects existing stacks only (never creates one)."""
-    return PulumiWorkspace(work_dir, create=False)
-
-
 def is_stack_not_found(exc: BaseException) -> bool:
     """StackNotFoundError from the Automation API (or a fake's exception of that name)."""
     return any(cls.__name__ == "StackNotFoundError" for cls in type(exc).__mro__) or "no stack named" in str(exc)
@@ -180,9 +176,7 @@ class PulumiWorkspace:
     def __init__(self, work_dir: Path, create: bool = True):
         if shutil.which("pulumi") is None:
             raise PulumiMissing()
-        self.work_dir = Path(work_dir)
-        self.create = create
-        self._ws = None
+        self.work_dir, self.create, self._ws = Path(work_dir), create, None
         if not create:
             self._workspace()  # teardown: a missing CLI fails now, before any decision
 
@@ -216,7 +210,5 @@ class PulumiWorkspace:
 
 
 BackendFactory = Callable[[Path], StackBackend]
-
-
-def pulumi_backend(work_dir: Path) -> StackBackend:
-    return PulumiWorkspace(work_dir, create=True)
+pulumi_backend: BackendFactory = PulumiWorkspace  # launches create a stack the backend lacks
+local_workspace = partial(PulumiWorkspace, create=False)  # teardown: existing stacks only
