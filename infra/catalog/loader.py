@@ -97,6 +97,10 @@ def interconnect(row: dict, where: str) -> Interconnect | None:
     )
 
 
+BILLING_NUMBERS = {"increment_seconds": 1, "minimum_seconds": 0, "monthly_fee_usd": 0, "hours_per_month": 730}
+ONPREM_NUMBERS = ("purchase_usd", "lifetime_months", "power_kw", "electricity_usd_per_kwh", "days_per_month")
+
+
 def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple[BillingTerms, ...]]:
     raw = read_toml(data_dir / "billing.toml")
     rules: dict[str, tuple[BillingTerms, ...]] = {}
@@ -109,18 +113,9 @@ def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple
             kind = require(row, "kind", where)
             if kind not in ("metered", "monthly", "amortised"):
                 raise CatalogError(f"{where}: kind {kind!r} is not one of metered, monthly, amortised")
-            terms.append(
-                BillingTerms(
-                    rule=name,
-                    since=as_date(require(row, "since", where), where),
-                    kind=kind,
-                    source=str(require(row, "source", where)),
-                    increment_seconds=float(row.get("increment_seconds", 1)),
-                    minimum_seconds=float(row.get("minimum_seconds", 0)),
-                    monthly_fee_usd=float(row.get("monthly_fee_usd", 0)),
-                    hours_per_month=float(row.get("hours_per_month", 730)),
-                )
-            )
+            since, source = as_date(require(row, "since", where), where), str(require(row, "source", where))
+            numbers = {k: float(row.get(k, default)) for k, default in BILLING_NUMBERS.items()}
+            terms.append(BillingTerms(rule=name, since=since, kind=kind, source=source, **numbers))
         rules[name] = tuple(sorted(terms, key=lambda t: t.since))
     return rules
 
@@ -156,14 +151,8 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
         itype = require(row, "instance_type", where)
         onprem = None
         if row.get("billing") == "onprem":
-            onprem = OnPremSpec(
-                purchase_usd=float(require(row, "purchase_usd", where)),
-                lifetime_months=float(require(row, "lifetime_months", where)),
-                power_kw=float(require(row, "power_kw", where)),
-                electricity_usd_per_kwh=float(require(row, "electricity_usd_per_kwh", where)),
-                days_per_month=float(require(row, "days_per_month", where)),
-                as_of=as_date(row["as_of"], where) if "as_of" in row else None,
-            )
+            numbers = {k: float(require(row, k, where)) for k in ONPREM_NUMBERS}
+            onprem = OnPremSpec(**numbers, as_of=as_date(row["as_of"], where) if "as_of" in row else None)
         retired, retired_source = _retired(row, where)
         out.append(
             Offering(
