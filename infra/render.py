@@ -172,11 +172,14 @@ def _close_event_loop() -> None:
             pass
 
 
-atexit.register(_close_event_loop)
+_LOOP_CLOSER: list[bool] = []
 
 
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
+    if not _LOOP_CLOSER:  # once per process, by the first render: only a render makes event loops
+        atexit.register(_close_event_loop)
+        _LOOP_CLOSER.append(True)
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
     logger = _Logger()

@@ -97,12 +97,7 @@ def docker_plan(
     name = run.container_name
     q = shlex.quote
     setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
-    uploads, prepare, src = [], [], ""
-    if public:
-        bundle = bundle_loader()
-        src = f"{run.root}/src/{bundle.digest}"
-        uploads = [(bundle.data, f"{src}.tar.gz")]
-        prepare = [_unpack(src)]
+    src, uploads, prepare = _source(run, bundle_loader) if public else ("", [], [])
     argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp"]
     for mount in (f"{run.results}:/gpubench/results", f"{run.spool}:/gpubench/spool", f"{run.host}:/gpubench/host:ro"):
         argv += ["-v", mount]
@@ -134,6 +129,13 @@ def docker_plan(
     return Plan(uploads=uploads, prepare=prepare, setup=setup, payload=argv, stop=stop, image=image)
 
 
+def _source(run: RunLayout, bundle_loader: Callable[[], Bundle]) -> tuple[str, list[tuple[bytes, str]], list[str]]:
+    """(directory, uploads, prepare commands) of the gpubench source: uploaded and unpacked once per digest."""
+    bundle = bundle_loader()
+    src = f"{run.root}/src/{bundle.digest}"
+    return src, [(bundle.data, f"{src}.tar.gz")], [_unpack(src)]
+
+
 def _unpack(src: str) -> str:
     """Unpack the (sha256-checked) bundle once per content hash. A tree is reused only when `tar -d`
     finds every member unchanged and no file added (a planted sitecustomize.py); else it is unpacked
@@ -151,27 +153,24 @@ def _unpack(src: str) -> str:
 
 def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
     """The gpubench source, pip-installed into a venv (or run by an existing interpreter)."""
-    bundle = bundle_loader()
-    src = f"{run.root}/src/{bundle.digest}"
-    tarball = f"{src}.tar.gz"
+    src, uploads, prepare = _source(run, bundle_loader)
     q = shlex.quote
-    prepare = [_unpack(src)]
     results = f"file://{run.results}"
     more_uploads, more_prepare, workdir = workload_files(cfg, run)
+    uploads, prepare = uploads + more_uploads, prepare + more_prepare
     spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None
     args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl", workload=spec)
-    prepare += more_prepare
     # a workload's own virtual environments (payload.workloads.jobvenv) live beside the run's, under remoteDir
     job_envs = {ENVS_ENV: f"{run.root}/envs"}
     if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
         return Plan(
-            uploads=[(bundle.data, tarball), *more_uploads],
+            uploads=uploads,
             prepare=prepare,
             payload=[cfg.remote_python, "-m", "payload", "run", *args],
             # the job's environment sees that interpreter's frameworks; its installs stay in its own
             env={"PYTHONPATH": f"{src}/gpubench", **job_envs, INHERIT_ENV: "1"},
         )
-    venv = f"{run.root}/venvs/{bundle.digest}"
+    venv = f"{run.root}/venvs/{src.rsplit('/', 1)[1]}"  # one per bundle digest
     tmp = f"{q(venv)}.tmp.$$"
     extras = f"[{cfg.pip_extras}]" if cfg.pip_extras.strip() else ""
     setup = "\n".join(
@@ -190,7 +189,7 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     # Built under a temporary name and moved in whole, so a venv that exists is complete. Its
     # interpreter finds site-packages through pyvenv.cfg next to it, so the move is safe.
     return Plan(
-        uploads=[(bundle.data, tarball), *more_uploads],
+        uploads=uploads,
         prepare=prepare,
         setup=setup,
         payload=[f"{venv}/bin/python", "-m", "payload", "run", *args],

@@ -6,8 +6,8 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 from infra import stacks as stackfiles
@@ -60,17 +60,6 @@ class Outcome(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class SessionOptions:
-    """How one invocation behaves: only check the host, return once the run is started, poll and stop times."""
-
-    check: bool = False
-    detach: bool = False
-    poll: float = 2.0
-    stop_timeout: float = 120.0
-    stop: threading.Event | None = None  # set by a caller in another thread: stop the run as Ctrl-C does
-
-
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
     raw = load_config(name, stacks_dir or stackfiles.STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
@@ -96,8 +85,9 @@ def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -
 class Session:
     """One invocation: connection, progress output and the report it builds."""
 
-    def __init__(self, cfg: SshStack, options: SessionOptions, progress: IO[str]):
-        self.cfg, self.opts, self.progress = cfg, options, progress
+    def __init__(self, cfg: SshStack, progress: IO[str], **options: Any):
+        """`options`: run_ssh_stack's check, detach, poll, stop_timeout and stop."""
+        self.cfg, self.opts, self.progress = cfg, SimpleNamespace(**options), progress
         self.report: dict = {
             **{"stack": cfg.stack, "host": cfg.target, "offering": cfg.offering, "runtime": cfg.runtime},
             **{"run_id": None, "status": None, "exit_code": None, "attached": False, "results": None},
@@ -305,7 +295,7 @@ def run_ssh_stack(
         cfg = with_extra_options(cfg, extra_options)
     except ValueError as exc:
         return "config", {"stack": cfg.stack, "message": f"{cfg.stack}: {exc}"}
-    session = Session(cfg, SessionOptions(check, detach, poll, stop_timeout, stop), progress)
+    session = Session(cfg, progress, check=check, detach=detach, poll=poll, stop_timeout=stop_timeout, stop=stop)
     try:
         return session.main(), session.report
     except Exception as exc:  # noqa: BLE001 - _failure raises what it does not expect
