@@ -102,14 +102,6 @@ class Catalog:
         """Every Pulumi stack name the matrix has: name -> (offering, market)."""
         return dict(self._by_stack)
 
-    def by_stack_name(self, stack: str) -> tuple[Offering, str]:
-        try:
-            return self._by_stack[stack]
-        except KeyError:
-            close = difflib.get_close_matches(stack, list(self._by_stack), n=3, cutoff=0.5)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise CatalogError(f"no offering has stack name {stack!r}.{hint}") from None
-
     def billing_terms(self, offering_id: str, on: date | None = None) -> BillingTerms:
         """The billing terms in force on a date (default: the newest)."""
         history = self.billing_rules[self.get(offering_id).billing]
