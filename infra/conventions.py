@@ -37,29 +37,16 @@ def results_locations(values: Sequence[str] | None, default: str | None = None) 
 def add_table_argument(parser: argparse.ArgumentParser, writes: bool = False) -> None:
     """`--table LOCATION`: the results table, the same option on every command that writes or reads it."""
     verb = "where collect writes the results table" if writes else "the results table to read (collect writes it)"
-    parser.add_argument(
-        "--table",
-        metavar="LOCATION",
-        default=None,
-        help=f"{verb}: a directory, or s3://bucket/table/ or gs://bucket/table/ "
-        f"(default: ${TABLE_ENV}, else ./{DEFAULT_TABLE})",
-    )
+    where = f"a directory, or s3://bucket/table/ or gs://bucket/table/ (default: ${TABLE_ENV}, else ./{DEFAULT_TABLE})"
+    parser.add_argument("--table", metavar="LOCATION", default=None, help=f"{verb}: {where}")
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser, many: bool = False, required: bool = True) -> None:
     """A stack named positionally or with -s/--stack (repeatable when `many`)."""
-    parser.add_argument(
-        "stack_positional", nargs="*" if many else "?", metavar="STACK", help="stack name, e.g. aws-g4dn-1x"
-    )
-    parser.add_argument(
-        "-s",
-        "--stack",
-        dest="stack_option",
-        action="append",
-        default=[],
-        metavar="STACK",
-        help="the same, as an option (repeatable)" if many else "the same, as an option",
-    )
+    nargs = "*" if many else "?"
+    parser.add_argument("stack_positional", nargs=nargs, metavar="STACK", help="stack name, e.g. aws-g4dn-1x")
+    same = "the same, as an option (repeatable)" if many else "the same, as an option"
+    parser.add_argument("-s", "--stack", dest="stack_option", action="append", default=[], metavar="STACK", help=same)
     parser.set_defaults(_stack_many=many, _stack_required=required)
 
 
