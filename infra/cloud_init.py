@@ -35,7 +35,7 @@ WORKLOAD_MOUNT = "/gpubench/workload"  # infra.config.CLOUD_WORKLOAD_SPEC is wor
 BUNDLE_MOUNT = "/opt/gpubench"  # where the unpacked bundle is seen inside the container
 _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 
-# infra/guest/'s scripts (shellcheck-clean as rendered); @NAME@ placeholders come from the constants above.
+# infra/guest/'s scripts (shellcheck-clean as rendered) and units; @NAME@ placeholders: the constants above.
 GUEST_DIR = Path(__file__).with_name("guest")
 SCRIPTS = (
     "event.sh",
@@ -70,38 +70,11 @@ def _file(path: str, content: str, permissions: str = "0755", owner: str | None 
 
 
 def _payload_unit(image: str, code: CodeBundle | None) -> str:
-    fetch = f"ExecStartPre={LIB_DIR}/fetch-code.sh {CODE_ENV} {CODE_DIR}\n" if code else ""
-    run_args = f"{image} {CODE_DIR}" if code else image
-    if code and code.workload:
-        fetch += f"ExecStartPre={LIB_DIR}/fetch-code.sh {WORKLOAD_ENV} {WORKLOAD_DIR}\n"
-        run_args += f" {WORKLOAD_DIR}"
-    return f"""[Unit]
-Description=gpubench payload (runs once, then powers the machine off)
-Wants=network-online.target docker.service
-After=network-online.target docker.service cloud-final.service
-OnFailure={POWEROFF_UNIT}
-
-[Service]
-Type=simple
-Restart=no
-TimeoutStartSec=0
-ExecStartPre={LIB_DIR}/prepare-host.sh
-ExecStartPre=-/usr/bin/docker pull {image}
-{fetch}ExecStart={LIB_DIR}/run.sh {run_args}
-ExecStopPost={LIB_DIR}/finish.sh
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-
-POWEROFF_SERVICE = f"""[Unit]
-Description=gpubench: power off after a payload failure
-
-[Service]
-Type=oneshot
-ExecStart={LIB_DIR}/poweroff.sh
-"""
+    """guest/gpubench-payload.service: run.sh's arguments and the bundles fetched before it."""
+    fetched = [(CODE_ENV, CODE_DIR)] if code else []
+    fetched += [(WORKLOAD_ENV, WORKLOAD_DIR)] if code and code.workload else []
+    fetch = "".join(f"ExecStartPre={LIB_DIR}/fetch-code.sh {env} {folder}\n" for env, folder in fetched)
+    return guest_file(UNIT, IMAGE=image, FETCH=fetch, RUN_ARGS=" ".join([image, *(folder for _, folder in fetched)]))
 
 
 @dataclass(frozen=True)
@@ -199,7 +172,7 @@ def render_user_data(launch: PayloadLaunch) -> str:
         if code.workload:
             files.append(_file(WORKLOAD_ENV, code.workload_env_text(), "0600"))
     files.append(_file(f"/etc/systemd/system/{UNIT}", _payload_unit(launch.image, code), "0644", owner=None))
-    files.append(_file(f"/etc/systemd/system/{POWEROFF_UNIT}", POWEROFF_SERVICE, "0644", owner=None))
+    files.append(_file(f"/etc/systemd/system/{POWEROFF_UNIT}", guest_file(POWEROFF_UNIT), "0644", owner=None))
     doc = {
         "write_files": files,
         "runcmd": [
