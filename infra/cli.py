@@ -17,16 +17,11 @@ from infra.catalog import load_catalog
 from infra.conventions import UsageError, expand_stacks, known_stacks
 from infra.projectfiles import from_checkout, user_project_dir
 from infra.ssh.cli import register as register_ssh
-from infra.workspace import cli_context, project_dir
+from infra.workspace import PulumiMissing, cli_context, project_dir
 from payload import exitcodes
 from payload.entrypoint import guarded
 from payload.terminal import safe_terminal
 
-INSTALL_HINT = (
-    "the Pulumi CLI is not installed (needed for `{cmd}`).\n"
-    "Install it: `curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`), then `pulumi login`.\n"
-    "Offline alternatives that need no CLI: `python -m infra preview STACK` and `python -m infra stacks --check`."
-)
 CLI_COMMANDS = ("up", "destroy", "refresh")
 
 
@@ -104,9 +99,8 @@ def cmd_pulumi(args) -> int:
     args.stack = names[0]
     exe = shutil.which("pulumi")
     if exe is None:
-        raise exitcodes.GpubenchError(
-            INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), exit_code=exitcodes.MISSING
-        )
+        offline = "`python -m infra preview STACK` and `stacks --check` need none"
+        raise PulumiMissing(f"needed for `python -m infra {args.command}`; offline, {offline}")
     project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
     argv = [exe, args.command, "--stack", args.stack, *args.extra]
     os.chdir(project)
