@@ -162,17 +162,15 @@ def render_user_data(launch: PayloadLaunch) -> str:
     code = launch.code
     scripts = {name: guest_file(name) for name in SCRIPTS}
     scripts["cloud.sh"] = guest_script(str(env.get("GPUBENCH_RESULTS", "")))
-    scripts["install-payload.sh"] = (
-        Path(__file__).with_name("install-payload.sh").read_text()
-    )  # Dockerfile.legacy's too
+    # infra/install-payload.sh: payload/Dockerfile.legacy runs the same file
+    scripts["install-payload.sh"] = Path(__file__).with_name("install-payload.sh").read_text()
     files = [_file(ENV_FILE, env_file(env), "0600"), *(_file(f"{LIB_DIR}/{n}", body) for n, body in scripts.items())]
     if code:
         files.append(_file(CODE_ENV, code.env_text(), "0600"))
         files.append(_file(f"{LIB_DIR}/fetch-code.sh", guest_file("fetch-code.sh", COPY=code.copy.strip())))
-        if code.workload:
-            files.append(_file(WORKLOAD_ENV, code.workload_env_text(), "0600"))
-    files.append(_file(f"/etc/systemd/system/{UNIT}", _payload_unit(launch.image, code), "0644", owner=None))
-    files.append(_file(f"/etc/systemd/system/{POWEROFF_UNIT}", guest_file(POWEROFF_UNIT), "0644", owner=None))
+        files += [_file(WORKLOAD_ENV, code.workload_env_text(), "0600")] if code.workload else []
+    units = {UNIT: _payload_unit(launch.image, code), POWEROFF_UNIT: guest_file(POWEROFF_UNIT)}
+    files += [_file(f"/etc/systemd/system/{name}", text, "0644", owner=None) for name, text in units.items()]
     doc = {
         "write_files": files,
         "runcmd": [

@@ -44,35 +44,23 @@ def preview_stack(
     started = time.perf_counter()
     rendered: Rendered = render(name, raw, catalog)
     summary: dict[str, Any] = {
-        "stack": name,
-        "stack_type": cfg.stack_type,
-        "offering": None,
-        "market": None,
-        "hourly_usd": 0.0,
-        "deadline_hours": None,
-        "deadline": rendered.exports.get("deadline"),
-        "user_data": rendered.user_data,
+        **{"stack": name, "stack_type": cfg.stack_type, "offering": None, "market": None, "hourly_usd": 0.0},
+        **{"deadline_hours": None, "deadline": rendered.exports.get("deadline"), "user_data": rendered.user_data},
         "resources": [r.to_json() for r in rendered.resources if r.custom],
-        "exports": rendered.exports,
-        "warnings": list(rendered.warnings),
-        "estimated_cost": [],
+        **{"exports": rendered.exports, "warnings": list(rendered.warnings), "estimated_cost": []},
     }
     if isinstance(cfg, BenchmarkConfig):
         launch = resolve(cfg, catalog)
-        summary.update(
-            {
-                "offering": launch.offering.id,
-                "provider": launch.provider,
-                "market": cfg.market,
-                "hourly_usd": launch.hourly_usd,
-                "price_source": str(launch.price.source) if launch.price else None,
-                "price_as_of": str(launch.price.as_of) if launch.price else None,
-                "deadline_hours": cfg.max_hours,
-                "payload_image": launch.image,
-                "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
-                "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
-            }
-        )
+        price = launch.price
+        summary |= {
+            **{"offering": launch.offering.id, "provider": launch.provider, "market": cfg.market},
+            "hourly_usd": launch.hourly_usd,
+            "price_source": str(price.source) if price else None,
+            "price_as_of": str(price.as_of) if price else None,
+            **{"deadline_hours": cfg.max_hours, "payload_image": launch.image},
+            "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
+            "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
+        }
     summary["render_seconds"] = round(time.perf_counter() - started, 4)
     return summary
 
