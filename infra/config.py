@@ -564,17 +564,19 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
     return cfg.model_copy(update={"suite": ()}) if getattr(cfg, "workload", None) else cfg
 
 
+def check_gpus(gpus: str, offering: Any, lo: int) -> None:
+    """`gpus` ('all' or a count of at least `lo`) within the offering's GPU count."""
+    if gpus != "all" and int(gpus) > (n := offering.gpu_count):
+        raise ConfigError("gpus", f"{gpus} GPUs requested but {offering.id} has {n}; use 'all' or {lo}..{n}")
+
+
 def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -> None:
     """Checks that need the catalog row: market, GPU count, zone, subnet, results scheme."""
     if cfg.market not in offering.markets:
         raise ConfigError(
             "market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}"
         )
-    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
-        raise ConfigError(
-            "gpus",
-            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}",
-        )
+    check_gpus(cfg.gpus, offering, 1)
     cloud = clouds.get(provider) if clouds.is_cloud(provider) else None
     key, zone = cfg.zone_setting()
     if cloud and zone and not cloud.ZONE_PATTERN.fullmatch(zone):

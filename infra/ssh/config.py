@@ -24,6 +24,7 @@ from infra.config import (
     StackConfig,
     Text,
     WorkloadSpec,
+    check_gpus,
     checked,
     config_key,
     gpu_count,
@@ -209,12 +210,7 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             raise ConfigError(name, f"required for an SSH stack: {why}")
     cfg = validated(SshStack, {**{k: v for k, v in ours.items() if v is not None}, "stack": stack})
     offering = _offering(catalog, cfg.offering)
-    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
-        raise ConfigError(
-            "gpus",
-            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
-        )
-
+    check_gpus(cfg.gpus, offering, 0)
     price, _ = launch_price(catalog, offering.id, "on-demand", [])
     return cfg.model_copy(
         update={
@@ -223,7 +219,7 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             "expect_gpu": offering.gpu_count > 0 if cfg.expect_gpu is None else cfg.expect_gpu,
             "image_generation": offering.image_generation,
             "gpu_count": offering.gpu_count,
-            "gpu_model": getattr(getattr(offering, "gpu", None), "model", None),
+            "gpu_model": offering.gpu_model,
             "offering_options": offering_options(offering, "on-demand", price),
         }
     )
