@@ -1,6 +1,3 @@
-"""gpubench infrastructure: the Pulumi program, its stack matrix and offline preview.
-
-Importing this package must stay cheap and Pulumi-free: `analysis` imports
-`infra.catalog` through it. Pulumi is imported only by the modules that build
-resources (aws.py, gcp.py, program.py, render.py).
-"""
+"""gpubench infrastructure: the Pulumi program, its stack matrix and offline preview. Importing it stays
+cheap and Pulumi-free (`analysis` imports `infra.catalog` through it): only the modules that build or
+render resources import Pulumi."""

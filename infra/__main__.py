@@ -1,9 +1,5 @@
-"""Two entry points in one file, as Pulumi.yaml (`main: infra/`) and `python -m infra` both run it.
-
-- Under the Pulumi engine (the language host configured a resource monitor): the
-  program. It reads the stack config, dispatches on provider through
-  `infra.program.component` (infra/<cloud>/) and exports the outputs.
-- Otherwise: the command line (`infra.cli`).
+"""Pulumi.yaml (`main: infra/`) and `python -m infra` both run this file: under the Pulumi engine (a
+resource monitor is configured) the program (`infra.program`), otherwise the command line (`infra.cli`).
 """
 
 import os

@@ -1,17 +1,7 @@
-"""The gpubench source a host runs: the SSH venv runtime copies it over, cloud
-stacks upload it to the results bucket as `code/<sha256>.tar.gz`.
-
-A deterministic tar.gz (sorted names, zero mtimes, fixed modes) of exactly what
-the payload needs: `payload/`, the catalog (`infra/__init__.py`,
-`infra/catalog/`) and the packaging files, so `pip install <dir>[payload]`
-works on the host or in a container. The same tree gives the same bytes, so
-the content hash names the remote copy: an unchanged tree is uploaded and
-installed once.
-
-The same bundle is built from a checkout and from a packaged install: the code
-is read beside the installed packages (the checkout's root, or site-packages),
-the packaging files from the project's files (the checkout's root, or the copy
-a wheel carries in infra/project/), so the same sources give the same bytes.
+"""The gpubench source a host runs (SSH copies it; cloud stacks upload it as `code/<sha256>.tar.gz`):
+a deterministic tar.gz of `payload/`, the catalog and the packaging files, so `pip install <dir>[payload]`
+works there and the content hash names the copy (installed once). A checkout and a packaged install
+(packaging files from infra/project/) give the same bytes.
 """
 
 from __future__ import annotations
@@ -61,12 +51,10 @@ class Bundle:
 
 
 def bundle_sources(root: Path | None = None) -> dict[str, Path]:
-    """Each INCLUDE name -> where it is read from: everything under `root` when given; else the code
-    beside the installed packages and the packaging files from the project's files (a packaged
-    install has no pyproject.toml in site-packages: the wheel carries it in infra/project/)."""
+    """Each INCLUDE name -> where it is read: under `root`, else the code beside the installed packages and
+    the packaging files from the project's files (site-packages has no pyproject.toml)."""
     if root is not None:
         return {name: Path(root) / name for name in INCLUDE}
-
     packaging = project_root()
     return {name: (packaging if name in PACKAGING else REPO) / name for name in INCLUDE}
 
@@ -103,8 +91,7 @@ def build_bundle(root: Path | None = None) -> Bundle:
     same sources, same bytes, same digest."""
     sources = bundle_sources(root)
     paths = _paths(sources)
-    problem = _missing(sources, paths)
-    if problem:
+    if problem := _missing(sources, paths):
         raise FileNotFoundError(problem)
     data, raw = _tar_gz([("gpubench/" + arcname, p.read_bytes(), 0o644) for arcname, p in paths])
     return Bundle(data, hashlib.sha256(raw).hexdigest()[:16], len(paths))
@@ -127,8 +114,8 @@ def _tar_gz(entries: list[tuple[str, bytes, int]]) -> tuple[bytes, bytes]:
 
 @functools.lru_cache(maxsize=4)
 def _gzip(raw: bytes) -> bytes:
-    """`raw` gzipped, deterministic (mtime 0). Kept for the same bytes: every stack rendered in one
-    process (preview --all, a campaign) ships the same bundle, and compressing it is most of a render."""
+    """`raw` gzipped (mtime 0); cached: every stack of one process ships the same bundle, and compressing
+    it is most of a render."""
     gz = io.BytesIO()
     with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0) as f:
         f.write(raw)
@@ -136,12 +123,8 @@ def _gzip(raw: bytes) -> bytes:
 
 
 def build_workload_bundle(spec_path: str | Path) -> Bundle:
-    """A workload spec and its workdir as one tar.gz: `workload.yaml` (its workdir
-    rewritten to `workdir`) and `workdir/...`. The digest is the spec's content
-    hash, so the host keeps one copy per version of the job. The files are read by
-    the same walk that hashed them (payload.workloads.files), so exactly what was
-    hashed travels, and the walk's refusals (credentials, links out, devices,
-    size) hold for the bundle too."""
+    """`workload.yaml` (workdir rewritten to `workdir`) and `workdir/...` as one tar.gz, named by the spec's
+    hash; read by the walk that hashed them (payload.workloads.files), so its refusals hold here too."""
     spec = load_spec(spec_path)
     raw = read_yaml(spec.path)
     entries: list[tuple[str, bytes, int]] = []

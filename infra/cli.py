@@ -17,22 +17,17 @@ from infra.catalog import load_catalog
 from infra.conventions import UsageError, expand_stacks, known_stacks
 from infra.projectfiles import from_checkout, user_project_dir
 from infra.ssh.cli import register as register_ssh
-from infra.workspace import cli_context, project_dir
+from infra.workspace import PulumiMissing, cli_context, project_dir
 from payload import exitcodes
 from payload.entrypoint import guarded
 from payload.terminal import safe_terminal
 
-INSTALL_HINT = (
-    "the Pulumi CLI is not installed (needed for `{cmd}`).\n"
-    "Install it: `curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`), then `pulumi login`.\n"
-    "Offline alternatives that need no CLI: `python -m infra preview STACK` and `python -m infra stacks --check`."
-)
 CLI_COMMANDS = ("up", "destroy", "refresh")
 
 
 def _stacks_dir(write: bool):
-    """The stacks/ that `stacks` checks or regenerates: a checkout's own; for a packaged install your
-    copy in the state home (made when writing; when only checking, the shipped files until you have one)."""
+    """A checkout's stacks/; for a packaged install your copy (made when writing; checking reads the
+    shipped files until you have one)."""
     if from_checkout():
         return stacks.STACKS_DIR
     if write:
@@ -66,9 +61,8 @@ def preview_command(
     show_user_data: bool = True,
     results: str | None = None,
 ) -> int:
-    """`preview`: print one stack (or every one) rendered under Pulumi's mocks, every cost the
-    deadline bound; an exit code. `results` is refused: infra never reads analysis's results table
-    (`gpubench preview` does, and estimates from collected runs)."""
+    """`preview`: one stack (or every one) rendered under mocks, costs the deadline bound. `results` is
+    refused: infra never reads the results table (`gpubench preview` does)."""
     from infra import preview  # heavy: pulumi (infra.render); `stacks` and the pass-throughs run without it
 
     if all_stacks == bool(stack):
@@ -105,9 +99,8 @@ def cmd_pulumi(args) -> int:
     args.stack = names[0]
     exe = shutil.which("pulumi")
     if exe is None:
-        raise exitcodes.GpubenchError(
-            INSTALL_HINT.format(cmd=f"python -m infra {args.command}"), exit_code=exitcodes.MISSING
-        )
+        offline = "`python -m infra preview STACK` and `stacks --check` need none"
+        raise PulumiMissing(f"needed for `python -m infra {args.command}`; offline, {offline}")
     project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
     argv = [exe, args.command, "--stack", args.stack, *args.extra]
     os.chdir(project)
@@ -134,13 +127,8 @@ def parser() -> argparse.ArgumentParser:
     pv.add_argument("--all", action="store_true", help="every stack in stacks/")
     pv.add_argument("--json", action="store_true", help="machine-readable output")
     pv.add_argument("--no-user-data", action="store_true", help="omit the user-data from text output")
-    pv.add_argument(
-        "--table",
-        "--results",
-        dest="results",
-        metavar="PATH",
-        help="estimating from collected runs is `gpubench preview --table`",
-    )
+    estimating = "estimating from collected runs is `gpubench preview --table`"
+    pv.add_argument("--table", "--results", dest="results", metavar="PATH", help=estimating)
     pv.set_defaults(func=cmd_preview)
     for name in CLI_COMMANDS:
         c = sub.add_parser(name, help=f"pulumi {name} --stack STACK (needs the Pulumi CLI)")

@@ -1,11 +1,7 @@
-"""Render the #cloud-config that runs the payload container once and then ends the machine.
-
-Pure Python (no Pulumi) so preview, tests and both clouds share it. It writes the
-GPUBENCH_* env file (docs/CONTRACTS.md; mode 0600, no secrets: the instance's role or
-service account supplies credentials), the scripts of infra/guest/ and the payload unit,
-whose ExecStopPost (and OnFailure=, a second path) ends the run however the payload
-ended. `docker run --network host`: IMDS and the GCE metadata server stay reachable (AWS
-allows it with hop limit 2). The boot step by step: docs/clouds.md, "What the boot does".
+"""Render the #cloud-config that runs the payload container once and then ends the machine (pure
+Python: preview, tests and both clouds share it): the GPUBENCH_* env file (docs/CONTRACTS.md; 0600, no
+secrets), infra/guest/'s scripts and the payload unit, whose ExecStopPost and OnFailure= end the run
+however it ended. The boot step by step: docs/clouds.md, "What the boot does".
 """
 
 from __future__ import annotations
@@ -39,8 +35,7 @@ WORKLOAD_MOUNT = "/gpubench/workload"  # infra.config.CLOUD_WORKLOAD_SPEC is wor
 BUNDLE_MOUNT = "/opt/gpubench"  # where the unpacked bundle is seen inside the container
 _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 
-# The guest's scripts are files in infra/guest/ (shell, shellcheck-clean as rendered); their
-# @NAME@ placeholders are filled from the constants above.
+# infra/guest/'s scripts (shellcheck-clean as rendered) and units; @NAME@ placeholders: the constants above.
 GUEST_DIR = Path(__file__).with_name("guest")
 SCRIPTS = (
     "event.sh",
@@ -57,19 +52,14 @@ _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
 
 def guest_file(name: str, **values: str) -> str:
-    """infra/guest/`name` with its @NAME@ placeholders filled from this module's constants (or `values`)."""
+    """infra/guest/`name`, its @NAME@ placeholders filled from this module's constants (or `values`)."""
     known = {**globals(), **values}
     return _PLACEHOLDER.sub(lambda m: str(known[m[1]]), (GUEST_DIR / name).read_text())
 
 
-def install_payload_sh() -> str:
-    """install-payload.sh (infra/install-payload.sh; payload/Dockerfile.legacy runs the same file)."""
-    return (Path(__file__).with_name("install-payload.sh")).read_text()
-
-
 def guest_script(results_url: str) -> str:
-    """cloud.sh: the cloud's `instance_id`, `upload` and `end_machine`, chosen by the results
-    bucket's URL scheme (infra/<cloud>/guest.py); without one (guest/local.sh), power off and upload nothing."""
+    """cloud.sh: `instance_id`, `upload` and `end_machine` of the results bucket's cloud
+    (infra/<cloud>/guest.py), else guest/local.sh."""
     cloud = clouds.of_results(results_url)
     return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR) if cloud else guest_file("local.sh")
 
@@ -80,46 +70,17 @@ def _file(path: str, content: str, permissions: str = "0755", owner: str | None 
 
 
 def _payload_unit(image: str, code: CodeBundle | None) -> str:
-    fetch = f"ExecStartPre={LIB_DIR}/fetch-code.sh {CODE_ENV} {CODE_DIR}\n" if code else ""
-    run_args = f"{image} {CODE_DIR}" if code else image
-    if code and code.workload:
-        fetch += f"ExecStartPre={LIB_DIR}/fetch-code.sh {WORKLOAD_ENV} {WORKLOAD_DIR}\n"
-        run_args += f" {WORKLOAD_DIR}"
-    return f"""[Unit]
-Description=gpubench payload (runs once, then powers the machine off)
-Wants=network-online.target docker.service
-After=network-online.target docker.service cloud-final.service
-OnFailure={POWEROFF_UNIT}
-
-[Service]
-Type=simple
-Restart=no
-TimeoutStartSec=0
-ExecStartPre={LIB_DIR}/prepare-host.sh
-ExecStartPre=-/usr/bin/docker pull {image}
-{fetch}ExecStart={LIB_DIR}/run.sh {run_args}
-ExecStopPost={LIB_DIR}/finish.sh
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-
-POWEROFF_SERVICE = f"""[Unit]
-Description=gpubench: power off after a payload failure
-
-[Service]
-Type=oneshot
-ExecStart={LIB_DIR}/poweroff.sh
-"""
+    """guest/gpubench-payload.service: run.sh's arguments and the bundles fetched before it."""
+    fetched = [(CODE_ENV, CODE_DIR)] if code else []
+    fetched += [(WORKLOAD_ENV, WORKLOAD_DIR)] if code and code.workload else []
+    fetch = "".join(f"ExecStartPre={LIB_DIR}/fetch-code.sh {env} {folder}\n" for env, folder in fetched)
+    return guest_file(UNIT, IMAGE=image, FETCH=fetch, RUN_ARGS=" ".join([image, *(folder for _, folder in fetched)]))
 
 
 @dataclass(frozen=True)
 class CodeBundle:
-    """The payload source in the results bucket and how this cloud's guest copies it.
-
-    `copy` defines a shell function `copy URL FILE` (the cloud's CLI with the
-    instance's credentials); `settings` are extra KEY=value lines it may read."""
+    """The payload source in the results bucket; `copy` defines the shell function `copy URL FILE` (the
+    cloud's CLI), `settings` are extra KEY=value lines it may read."""
 
     url: str
     sha256: str
@@ -132,15 +93,8 @@ class CodeBundle:
 
     def env_text(self) -> str:
         """code.env: what fetch-code.sh fetches and how run.sh installs it."""
-        return self._env(
-            self.url,
-            self.sha256,
-            {
-                "CODE_INSTALL": self.install,
-                "CODE_EXTRA": self.extra,
-                "CODE_BACKEND_PACKAGES": self.backend_packages,
-            },
-        )
+        install = {"CODE_INSTALL": self.install, "CODE_EXTRA": self.extra}
+        return self._env(self.url, self.sha256, {**install, "CODE_BACKEND_PACKAGES": self.backend_packages})
 
     def workload_env_text(self) -> str:
         """workload.env: the same fetch for the workload bundle (spec + workdir)."""
@@ -160,8 +114,7 @@ class CodeBundle:
 
 @dataclass(frozen=True)
 class PayloadLaunch:
-    """Everything the guest needs: the container image, its GPUBENCH_* environment and,
-    unless the image is a prebuilt payload image, the code bundle to run in it."""
+    """The container image, its GPUBENCH_* environment and (unless a prebuilt payload image) the code bundle."""
 
     image: str
     env: Mapping[str, str]
@@ -169,16 +122,14 @@ class PayloadLaunch:
 
 
 def env_file(env: Mapping[str, str]) -> str:
-    """docker --env-file text: KEY=value lines, no quoting; rejects what the format cannot carry
-    (line breaks and other control characters; a value wrapped in matching quotes, which newer
-    Docker strips). The stack config refuses the same values earlier, naming the key."""
+    """docker --env-file text (KEY=value lines, no quoting); refuses what it cannot carry (text_problem),
+    as the stack config does earlier, naming the key."""
     lines = []
     for key in sorted(env):
         value = str(env[key])
         if not _ENV_NAME.match(key):
             raise ValueError(f"payload variable {key!r} must match GPUBENCH_[A-Z0-9_]+")
-        problem = text_problem(value)
-        if problem:
+        if problem := text_problem(value):
             raise ValueError(f"payload variable {key}={value!r} {problem}")
         lines.append(f"{key}={value}")
     return "\n".join(lines) + "\n"
@@ -188,12 +139,10 @@ class _Dumper(yaml.SafeDumper):
     """Multi-line strings as literal blocks so the user-data reads like the files it writes."""
 
 
-def _str_presenter(dumper: yaml.SafeDumper, data: str):
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str_presenter)
+_Dumper.add_representer(
+    str,
+    lambda dumper, data: dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None),
+)
 
 
 def boot_deadline(max_hours: float) -> str:
@@ -203,7 +152,6 @@ def boot_deadline(max_hours: float) -> str:
 
 def render_user_data(launch: PayloadLaunch) -> str:
     """The #cloud-config text; deterministic for equal inputs (stable `pulumi preview`)."""
-
     # The image is written unquoted into the unit's ExecStart (systemd expands $ and %) and run.sh's argv.
     if not is_image_reference(launch.image):
         raise ValueError(f"bad payload image reference {launch.image!r}")
@@ -214,15 +162,15 @@ def render_user_data(launch: PayloadLaunch) -> str:
     code = launch.code
     scripts = {name: guest_file(name) for name in SCRIPTS}
     scripts["cloud.sh"] = guest_script(str(env.get("GPUBENCH_RESULTS", "")))
-    scripts["install-payload.sh"] = install_payload_sh()
+    # infra/install-payload.sh: payload/Dockerfile.legacy runs the same file
+    scripts["install-payload.sh"] = Path(__file__).with_name("install-payload.sh").read_text()
     files = [_file(ENV_FILE, env_file(env), "0600"), *(_file(f"{LIB_DIR}/{n}", body) for n, body in scripts.items())]
     if code:
         files.append(_file(CODE_ENV, code.env_text(), "0600"))
         files.append(_file(f"{LIB_DIR}/fetch-code.sh", guest_file("fetch-code.sh", COPY=code.copy.strip())))
-        if code.workload:
-            files.append(_file(WORKLOAD_ENV, code.workload_env_text(), "0600"))
-    files.append(_file(f"/etc/systemd/system/{UNIT}", _payload_unit(launch.image, code), "0644", owner=None))
-    files.append(_file(f"/etc/systemd/system/{POWEROFF_UNIT}", POWEROFF_SERVICE, "0644", owner=None))
+        files += [_file(WORKLOAD_ENV, code.workload_env_text(), "0600")] if code.workload else []
+    units = {UNIT: _payload_unit(launch.image, code), POWEROFF_UNIT: guest_file(POWEROFF_UNIT)}
+    files += [_file(f"/etc/systemd/system/{name}", text, "0644", owner=None) for name, text in units.items()]
     doc = {
         "write_files": files,
         "runcmd": [
@@ -239,12 +187,10 @@ def render_user_data(launch: PayloadLaunch) -> str:
 
 
 def compressed(user_data: str) -> str:
-    """`user_data` gzip-compressed, then base64-encoded, as EC2 takes it (`user_data_base64`, a launch
-    template's `user_data`). EC2 accepts at most 16 KB of user data before base64 encoding
-    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html), and the rendered scripts
-    are near that; cloud-init inflates it itself ("Content found to be gzip compressed will be
-    uncompressed", https://cloudinit.readthedocs.io/en/latest/explanation/format.html). mtime=0:
-    equal inputs give equal bytes, so a preview stays stable."""
+    """`user_data` gzipped and base64-encoded, as EC2 takes it: at most 16 KB before base64
+    (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html), which the scripts are near;
+    cloud-init inflates it (https://cloudinit.readthedocs.io/en/latest/explanation/format.html).
+    mtime=0: equal inputs, equal bytes (a stable preview)."""
     return base64.b64encode(gzip.compress(user_data.encode(), mtime=0)).decode()
 
 

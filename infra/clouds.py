@@ -1,37 +1,21 @@
-"""The one interface through which gpubench reaches a cloud provider.
+"""The one interface through which gpubench reaches a cloud provider: callers never branch on a provider's
+name, they look it up here. Each cloud is a package `infra/<name>/` whose `__init__` stays cheap (no SDK,
+no Pulumi at import: the base install runs the catalog, `offers` and `plan`) and defines:
 
-Each cloud is a package under ``infra/`` (``infra/aws/``, ``infra/gcp/``) that
-defines the names below. Its ``__init__`` stays cheap (no cloud SDK, no Pulumi at
-import time) so the catalog, ``offers`` and ``plan`` work in the base install;
-the heavy parts are imported by the functions that need them. Callers never
-branch on a provider's name: they look the provider up here and call it.
+Data: NAME ("aws"); RESULTS_SCHEME ("s3://", parsed by payload.results_location); CONFIG_KEYS (the
+provider-namespace stack keys the program reads); DEFAULT_REGION (of its results stack and price
+snapshots); REGION_PATTERN, ZONE_PATTERN (compiled); STACK_TAG, EXPIRES_TAG (the keys marking what
+gpubench launched); FAILURE_PATTERNS (((kind, (regex, ...)), ...) for a failed launch's transcript);
+IDENTITY_FIX (what to run when the credentials are refused).
 
-Data:
-    NAME                 "aws"
-    RESULTS_SCHEME       URL scheme of its results bucket ("s3://"); payload.results_location parses it
-    CONFIG_KEYS          provider-namespace stack keys the program reads ("region", ...)
-    DEFAULT_REGION       region of its results stack and of its shipped price snapshots
-    REGION_PATTERN       compiled regex a region name must match
-    ZONE_PATTERN         compiled regex a zone name matches
-    STACK_TAG, EXPIRES_TAG  the tag/label keys that mark what gpubench launched
-    FAILURE_PATTERNS     ((kind, (regex, ...)), ...) for a failed launch's transcript
-
-Functions:
-    tags(values)                 project tags/labels in the provider's encoding
-    deadline_tag(rfc3339)        the expires-at value as the launcher writes it
-    is_launcher_deadline(text)   True only for that exact format
-    region_of_zone(zone)
-    stack_keys(offering)         provider keys a generated stack file sets
-    stack_base(offering)         stack-name stem, e.g. aws-p3-8x
-    components()                 {"benchmark": cls, "results": cls, ...} (imports Pulumi)
-    preview_mocks()              module with computed(), call() and user_data_of() for the offline preview
-    sweep_expired(regions, now, dry_run, **kw) -> list[infra.sweep.Action]
-    price_tables(offerings, region, now, clients) -> (tables, source, warnings)
-    spot_history()               module with DAYS, client(region), series(...) or None
-    account_checks(needs, strict, **clients) -> [{"check", "ok", "detail"}]: what a first real run
-                                 of these stacks (infra.stacks.StackNeed) needs of the account
-    identity() -> str            one API call showing the credentials are accepted, not only found
-                                 (raises the SDK's error when they are not); IDENTITY_FIX says what to run
+Functions: tags(values) and deadline_tag(rfc3339) (the provider's encoding), is_launcher_deadline(text)
+(only that exact format), region_of_zone(zone), stack_keys(offering) (provider keys of a generated stack
+file), stack_base(offering) (e.g. aws-p3-8x), components() ({"benchmark": cls, ...}; imports Pulumi),
+preview_mocks() (computed(), call(), user_data_of()), sweep_expired(regions, now, dry_run, **kw) ->
+[infra.sweep.Action], price_tables(offerings, region, now, clients) -> (tables, source, warnings),
+spot_history() (DAYS, client(region), series(...), or None), account_checks(needs, strict, **clients)
+-> [{"check", "ok", "detail"}] (what a first real run of infra.stacks.StackNeed needs of the account),
+identity() -> str (one API call: the credentials are accepted, not only found).
 """
 
 from __future__ import annotations

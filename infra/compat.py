@@ -1,23 +1,9 @@
-"""What each image holds and needs, as cited data: the check a mock cannot make.
-
-Three tables, each row with its source:
-
-- FRAMEWORKS: a container image, the CUDA and cuDNN its framework loads, what the
-  image itself ships, and the packages the boot installs into it when those differ
-  (run.sh installs them with the payload);
-- GPU_DRIVERS: per range of compute capability, the newest driver branch that still
-  supports the GPU and whether NVIDIA's open kernel modules do;
-- HOSTS: per cloud and image generation, the host image (AMI name or Deep Learning VM
-  family), its driver branch and whether it ships Docker and the NVIDIA container
-  toolkit (None: no source says so; the boot installs what is missing either way,
-  prepare-host.sh, and records `host_prepare_failed` when it cannot).
-
-`problems()` checks one stack's choice against the tables; tests/infra/test_infra_compat.py
-runs it over every stack in stacks/. CUDA's minor-version compatibility: an application
-built with CUDA 13.x runs on any driver >= 580, 12.x on >= 525.60.13, 11.x on >= 450.80.02
-(NVIDIA, CUDA Compatibility, "Minor Version Compatibility", Table 2,
-https://docs.nvidia.com/deploy/cuda-compatibility/). A workload's own image is checked too, as
-far as its CUDA is known (a FRAMEWORKS row, or the `cudaX.Y` its tag names: `image_cuda`).
+"""What each image holds and needs, as cited data (the check a mock cannot make): FRAMEWORKS (the CUDA
+and cuDNN an image's framework loads, what it ships, what the boot adds), GPU_DRIVERS (per compute
+capability, the driver branches and open kernel modules that support it) and HOSTS (per cloud and image
+generation, the host image's driver and whether it ships Docker and the container toolkit; None: no
+source says, and prepare-host.sh installs what is missing). `problems()` checks one stack against them;
+a workload's own image is checked as far as its CUDA is known (`image_cuda`).
 """
 
 from __future__ import annotations
@@ -26,7 +12,8 @@ import re
 from dataclasses import dataclass
 
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/ (Minor Version Compatibility, Table 2)"
-# The driver branch each CUDA major needs under minor-version compatibility (CUDA_COMPAT).
+# The driver branch each CUDA major needs under minor-version compatibility (CUDA_COMPAT: 13.x >= 580,
+# 12.x >= 525.60.13, 11.x >= 450.80.02).
 MIN_DRIVER_FOR_CUDA = {11: 450, 12: 525, 13: 580}
 TF_TESTED = "https://www.tensorflow.org/install/source#gpu (tested build configurations)"
 TF_IMAGE_PACKAGES = (
@@ -169,9 +156,7 @@ def _version(version: str) -> tuple[int, ...]:
 
 
 def problems(cloud: str, generation: str, compute_capability: str | None, image: str) -> list[str]:
-    """Why this host, GPU and container image would not give the framework a GPU ([] when they do).
-
-    `compute_capability` None: a CPU-only offering (no GPU rules apply)."""
+    """Why this host, GPU (None: CPU only) and image would not give the framework a GPU ([] when they do)."""
     found: list[str] = []
     host = HOSTS.get((cloud, generation))
     framework = FRAMEWORKS.get(image)
@@ -180,14 +165,9 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
     if framework is None:
         return [f"no compatibility row for image {image}"]
     cuda, cudnn = framework.provides()
-    if _major(cudnn) != _major(framework.loads[1]):
-        found.append(
-            f"{image}: TensorFlow {framework.tensorflow} loads cuDNN {framework.loads[1]}, the image gives {cudnn}"
-        )
-    if _major(cuda) != _major(framework.loads[0]):
-        found.append(
-            f"{image}: TensorFlow {framework.tensorflow} loads CUDA {framework.loads[0]}, the image gives {cuda}"
-        )
+    for lib, loads, gives in (("cuDNN", framework.loads[1], cudnn), ("CUDA", framework.loads[0], cuda)):
+        if _major(gives) != _major(loads):
+            found.append(f"{image}: TensorFlow {framework.tensorflow} loads {lib} {loads}, the image gives {gives}")
     return found + _host_and_gpu(host, compute_capability, cuda, image, f"TensorFlow {framework.tensorflow}")
 
 
@@ -222,8 +202,7 @@ TAG_CUDA = re.compile(r"(?:^|[-_])cuda(\d+\.\d+)")
 
 
 def image_cuda(image: str) -> str | None:
-    """The CUDA a workload's own image runs: what a FRAMEWORKS row says it ships, else the version
-    its tag names; None when neither says (its maker chose; nothing to check)."""
+    """The CUDA a workload's own image runs: its FRAMEWORKS row's, else its tag's; None: unknown."""
     row = FRAMEWORKS.get(image)
     if row is not None:
         return row.ships[0]  # a workload's image gets nothing installed beside the payload

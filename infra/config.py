@@ -1,15 +1,8 @@
-"""Typed parsing of a stack's config (namespace `gpubench`), with errors that say how to fix them.
+"""Typed parsing of a stack's `gpubench:` config, with errors naming the key and the fix.
 
-Pure Python over a plain mapping (the `config:` section of `stacks/Pulumi.<stack>.yaml`,
-or what the Pulumi engine hands the program), so the same code serves `pulumi up`,
-`python -m infra preview` and the tests. Values may be native YAML types or the
-strings Pulumi passes at run time; both parse the same way.
-
-Three kinds of stack share the namespace: benchmark stacks (`gpubench:offering` set),
-recurring stacks (`gpubench:stackType: recurring` plus `gpubench:every`: the same
-benchmark keys, launched by the cloud's own scheduler on that schedule), results
-stacks (`gpubench:stackType: results`, one per cloud) and sweeper stacks
-(`gpubench:stackType: sweeper`: the leak sweep as a scheduled cloud function).
+Pure Python over the `config:` mapping of `stacks/Pulumi.<stack>.yaml` (or what the Pulumi engine
+hands the program: the same values as strings), so `pulumi up`, preview and the tests share it.
+Stack kinds: benchmark, recurring (benchmark keys plus `every`), results and sweeper.
 """
 
 from __future__ import annotations
@@ -20,6 +13,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from infra import clouds
 from infra.provider_rules import table_of
 from infra.schedule_expr import ScheduleError, parse_schedule
+from infra.tags import MAX_HOURS_BOUNDS
 from payload.benchmarks import REGISTRY
 from payload.config import ALL_REDUCES, BACKENDS
 from payload.layout import BadKeyPart, check_stack_name
@@ -41,8 +36,7 @@ STACK_TYPES = ("benchmark", "recurring", "results", "sweeper")
 RECURRING_PREFIX = "recurring-"  # recurring-<benchmark stack>: the stack it repeats
 PROVIDERS = clouds.NAMES
 DEFAULT_SUITE = ("mnist-cnn", "cifar10-cnn", "resnet50")
-MAX_HOURS_LIMIT = 72.0
-MIN_HOURS = 0.25  # the deadline is whole minutes; less than this cannot even boot a GPU image
+MIN_HOURS, MAX_HOURS_LIMIT = MAX_HOURS_BOUNDS  # under a quarter hour a GPU image cannot even boot
 _MAX_HOURS_WHY = "it is the hard deadline after which the instance is terminated (boot and setup alone take minutes)"
 # Provider-namespace keys the program reads (region/zone live where the provider reads them).
 PROVIDER_KEYS = {c: clouds.get(c).CONFIG_KEYS for c in clouds.NAMES}
@@ -59,8 +53,7 @@ class ConfigError(ValueError):
         super().__init__(f"{NAMESPACE}:{key}: {message}" if ":" not in key else f"{key}: {message}")
 
 
-# --- value checks: each takes the raw value and returns the typed one, or raises ValueError with the fix;
-# the models below attach them to fields, and ValidationError becomes ConfigError naming the key.
+# Value checks: raw value (YAML type or Pulumi's string) -> typed value, or ValueError with the fix.
 
 
 def nonempty_str(raw: Any) -> str:
@@ -70,11 +63,7 @@ def nonempty_str(raw: Any) -> str:
 
 
 def text_problem(text: str) -> str | None:
-    """Why `text` cannot travel as one env-file value to the guest, or None.
-
-    The guest's env file is line-based (docker --env-file; newer Docker also strips one pair of
-    matching quotes around a value), so a control or line-separator character would split or
-    cut the value, and a quote-wrapped value would arrive changed."""
+    """Why `text` cannot be one line of docker --env-file (which newer Docker also unquotes), or None."""
     bad = next((c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
     if bad is not None:
         return "contains a newline" if bad in "\r\n" else f"contains the control character {bad!r}"
@@ -84,22 +73,18 @@ def text_problem(text: str) -> str | None:
 
 
 def _text(raw: Any) -> str:
-    """A free-text value written into the guest's environment (e.g. gpubench:data)."""
+    """Free text for the guest's environment (gpubench:data)."""
     text = nonempty_str(raw)
-    problem = text_problem(text)
-    if problem:
+    if problem := text_problem(text):
         raise ValueError(f"{text!r} {problem}")
     return text
 
 
-def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
-    def parse(raw: Any) -> str:
-        value = nonempty_str(raw)
-        if value not in allowed:
-            raise ValueError(f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
-        return value
-
-    return parse
+def _choice(allowed: tuple[str, ...], raw: Any) -> str:
+    value = nonempty_str(raw)
+    if value not in allowed:
+        raise ValueError(f"{value!r} is not allowed; allowed values: {', '.join(allowed)}")
+    return value
 
 
 def int_at_least(lo: int, hi: int | None = None, rule: str | None = None) -> Callable[[Any], int]:
@@ -137,13 +122,14 @@ def hours(lo: float, hi: float, lo_open: bool, why: str) -> Callable[[Any], floa
     return parse
 
 
+_BOOLS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 def _bool(raw: Any) -> bool:
-    text = str(raw).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"expected true or false, got {raw!r}")
+    try:
+        return _BOOLS[str(raw).strip().lower()]
+    except KeyError:
+        raise ValueError(f"expected true or false, got {raw!r}") from None
 
 
 def benchmark_names(raw: Any) -> tuple[str, ...]:
@@ -151,16 +137,14 @@ def benchmark_names(raw: Any) -> tuple[str, ...]:
     items: Any = raw
     if isinstance(raw, str):
         text = raw.strip()
-        items = json.loads(text) if text.startswith("[") else [p for p in text.split(",")]
+        items = json.loads(text) if text.startswith("[") else text.split(",")
     if not isinstance(items, (list, tuple)) or not items:
         raise ValueError(f"expected a non-empty list of benchmark names, got {raw!r}")
     names = tuple(str(i).strip() for i in items)
-    # The payload's registry is the one list of benchmark names (imports no TensorFlow).
-    unknown = [n for n in names if n not in REGISTRY]
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], list(REGISTRY), n=1)
+    if unknown := next((n for n in names if n not in REGISTRY), None):  # the payload's one list of names
+        close = difflib.get_close_matches(unknown, list(REGISTRY), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown benchmark {unknown[0]!r}{hint}; known: {', '.join(REGISTRY)}")
+        raise ValueError(f"unknown benchmark {unknown!r}{hint}; known: {', '.join(REGISTRY)}")
     return names
 
 
@@ -187,8 +171,7 @@ def params_text(raw: Any) -> str:
     if any(("," in k + v) or ("=" in k) or not k for k, v in pairs):
         raise ValueError("parameter names and values may not contain ',' (or '=' in names)")
     for k, v in pairs:
-        problem = text_problem(k) or text_problem(f"{k}={v}")
-        if problem:
+        if problem := text_problem(k) or text_problem(f"{k}={v}"):
             raise ValueError(f"parameter {k}={v!r} {problem}")
     return ",".join(f"{k}={v}" for k, v in sorted(pairs))
 
@@ -209,11 +192,8 @@ SSH_MAX_WIDTH = {4: 16, 6: 48}
 
 
 def _check_ssh_width(cidr: str | None, allowed: bool) -> None:
-    if not cidr or allowed:
-        return
-    net = ipaddress.ip_network(cidr)
-    limit = SSH_MAX_WIDTH[net.version]
-    if net.prefixlen < limit:
+    net = ipaddress.ip_network(cidr) if cidr and not allowed else None
+    if net and net.prefixlen < (limit := SSH_MAX_WIDTH[net.version]):
         raise ConfigError(
             "sshCidr",
             f"{cidr} is wider than /{limit} (IPv{net.version}); use your own address (e.g. 203.0.113.7/32), "
@@ -271,22 +251,20 @@ def _ssh_key(raw: Any) -> str:
 
 
 def _root_gb(raw: Any) -> int:
-    value = _positive_int(raw)
-    if value < 60:
+    if (value := _positive_int(raw)) < 60:
         raise ValueError(f"{value} GB is smaller than the Deep Learning images (use 60 or more)")
     return value
 
 
-def schedule(raw: Any) -> str:
+def _schedule(raw: Any) -> str:
     try:
         return parse_schedule(nonempty_str(raw)).text
     except ScheduleError as exc:
         raise ValueError(str(exc)) from None
 
 
-def workload_spec(raw: Any) -> str:
-    """A workload spec file (relative to the current directory, the project root): checked
-    here, so a bad spec fails before anything is launched. Returns its absolute path."""
+def _workload_spec(raw: Any) -> str:
+    """The absolute path of a workload spec (relative to the current directory), checked before any launch."""
     text = nonempty_str(raw)
     try:
         return load_spec(Path(text).expanduser().resolve()).path
@@ -302,25 +280,28 @@ def _regions(raw: Any) -> tuple[str, ...]:
     return names
 
 
-# Where a cloud instance finds the workload spec: the stack's code bundle unpacks the spec
-# and its workdir there (docs/workloads.md).
+# Where a cloud instance's code bundle unpacks the workload spec and its workdir (docs/workloads.md).
 CLOUD_WORKLOAD_SPEC = "/gpubench/workload/workload.yaml"
 
 
-# Field types: a field's own check runs on the raw value (YAML type or Pulumi's string) before pydantic's.
-Text = Annotated[str, BeforeValidator(nonempty_str)]
-EnvText = Annotated[str, BeforeValidator(_text)]
-Flag = Annotated[bool, BeforeValidator(_bool)]
-PositiveInt = Annotated[int, BeforeValidator(_positive_int)]
-Schedule = Annotated[str, BeforeValidator(schedule)]
-Image = Annotated[str, BeforeValidator(_image)]
-Benchmarks = Annotated[tuple[str, ...], BeforeValidator(benchmark_names)]
-Params = Annotated[str, BeforeValidator(params_text)]
-WorkloadSpec = Annotated[str, BeforeValidator(workload_spec)]
+def checked(typ: Any, check: Callable[[Any], Any]) -> Any:
+    """A field type whose own check runs on the raw value before pydantic's."""
+    return Annotated[typ, BeforeValidator(check)]
+
+
+Text = checked(str, nonempty_str)
+Flag = checked(bool, _bool)
+PositiveInt = checked(int, _positive_int)
+Schedule = checked(str, _schedule)
+Image = checked(str, _image)
+Benchmarks = checked(tuple[str, ...], benchmark_names)
+Params = checked(str, params_text)
+WorkloadSpec = checked(str, _workload_spec)
+_max_hours = hours(MIN_HOURS, MAX_HOURS_LIMIT, False, _MAX_HOURS_WHY)
 
 
 def Choice(allowed: tuple[str, ...]) -> Any:  # noqa: N802 - a type, spelt like one
-    return Annotated[str, BeforeValidator(_choice(allowed))]
+    return checked(str, partial(_choice, allowed))
 
 
 def config_key(name: str, description: str, default: Any = None) -> Any:
@@ -334,9 +315,7 @@ class StackConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     stack: str = Field(description="the stack's name: stacks/Pulumi.<stack>.yaml")
-    provider_config: Mapping[str, str] = Field(
-        default_factory=dict, description="provider-namespace keys this program reads (aws:region, gcp:project)"
-    )
+    provider_config: Mapping[str, str] = Field(default_factory=dict, description="aws:region, gcp:project ...")
 
     @classmethod
     def config_keys(cls) -> list[str]:
@@ -347,49 +326,30 @@ class StackConfig(BaseModel):
 class BenchmarkConfig(StackConfig):
     """What one benchmark (or recurring) stack launches; field names follow the config keys in snake_case."""
 
-    stack_type: Choice(STACK_TYPES) = config_key(
-        "stackType", "benchmark, or recurring: launched on a schedule", "benchmark"
-    )
+    stack_type: Choice(STACK_TYPES) = config_key("stackType", "benchmark, or recurring: on a schedule", "benchmark")
     offering: Text | None = config_key("offering", "catalog id of what to launch, e.g. aws/p3.8xlarge")
     market: Choice(MARKETS) = config_key("market", "billing market of the instance", "on-demand")
     suite: Benchmarks = config_key("suite", "built-in benchmarks to run, in order", DEFAULT_SUITE)
     workload: WorkloadSpec | None = config_key("workload", "your own job instead of the suite: a workload spec file")
-    probe_seconds: PositiveInt | None = config_key(
-        "probeSeconds",
-        "a `gpubench bench` probe: stop the job once its throughput is steady, or after this many seconds",
-    )
+    probe_seconds: PositiveInt | None = config_key("probeSeconds", "a bench probe: stop once steady or after this")
     epochs: PositiveInt | None = config_key("epochs", "epochs to train (epoch benchmarks)")
     steps: PositiveInt | None = config_key("steps", "training steps (throughput benchmarks); not with epochs")
     batch_size: PositiveInt | None = config_key("batchSize", "per-GPU batch size")
     precision: Choice(PRECISIONS) = config_key("precision", "fp32, or mixed (Keras mixed_float16)", "fp32")
     params: Params | None = config_key("params", "benchmark parameter overrides, e.g. {dropout: 0.2}")
-    gpus: Annotated[str, BeforeValidator(gpu_count(1))] = config_key(
-        "gpus", "'all' or how many of the offering's GPUs", "all"
-    )
-    data: EnvText | None = config_key("data", "synthetic, download or a directory on the instance")
-    max_hours: Annotated[float, BeforeValidator(hours(MIN_HOURS, MAX_HOURS_LIMIT, False, _MAX_HOURS_WHY))] = config_key(
-        "maxHours", "hard deadline in hours, after which the instance is terminated", 6.0
-    )
-    results: Annotated[str, BeforeValidator(_results)] | None = config_key(
-        "results", "s3://bucket[/prefix], gs://bucket[/prefix] or stack:<results stack> (default: the cloud's)"
-    )
-    payload_image: Image | None = config_key(
-        "payloadImage", "a prebuilt payload image; unset, the official TensorFlow image runs the code bundle"
-    )
+    gpus: checked(str, gpu_count(1)) = config_key("gpus", "'all' or how many of the offering's GPUs", "all")
+    data: checked(str, _text) | None = config_key("data", "synthetic, download or a directory on the instance")
+    max_hours: checked(float, _max_hours) = config_key("maxHours", "hard deadline (hours): then terminated", 6.0)
+    results: checked(str, _results) | None = config_key("results", "bucket URL or stack:<results stack>")
+    payload_image: Image | None = config_key("payloadImage", "a prebuilt payload image (unset: the TensorFlow one)")
     backend: Choice(BACKENDS) | None = config_key("backend", "Keras backend")
     all_reduce: Choice(ALL_REDUCES) | None = config_key("allReduce", "MirroredStrategy's all-reduce (several GPUs)")
     zone: Text | None = config_key("zone", "the zone to launch in (inside the stack's region)")
-    subnet: Text | None = config_key(
-        "subnet", "AWS: an existing subnet to launch in (subnet-0abc...); unset, the region's default VPC"
-    )
-    ssh_cidr: Annotated[str, BeforeValidator(_cidr)] | None = config_key("sshCidr", "source range allowed to SSH in")
+    subnet: Text | None = config_key("subnet", "AWS: an existing subnet (unset: the default VPC)")
+    ssh_cidr: checked(str, _cidr) | None = config_key("sshCidr", "source range allowed to SSH in")
     allow_wide_ssh: Flag = config_key("allowWideSsh", f"allow an sshCidr wider than /{SSH_MAX_WIDTH[4]}", False)
-    ssh_public_key: Annotated[str, BeforeValidator(_ssh_key)] | None = config_key(
-        "sshPublicKey", "OpenSSH public key line"
-    )
-    root_volume_gb: Annotated[int, BeforeValidator(_root_gb)] = config_key(
-        "rootVolumeGb", "root volume size in GB (>= 60)", 150
-    )
+    ssh_public_key: checked(str, _ssh_key) | None = config_key("sshPublicKey", "OpenSSH public key line")
+    root_volume_gb: checked(int, _root_gb) = config_key("rootVolumeGb", "root volume size in GB (>= 60)", 150)
     expect_gpu: Flag = config_key("expectGpu", "fail at once if the payload sees no GPU", True)
     image: Text | None = config_key("image", "host image override")
     every: Schedule | None = config_key("every", "recurring stacks: the schedule (UTC), e.g. 'rate(7 days)'")
@@ -416,6 +376,12 @@ class BenchmarkConfig(StackConfig):
             raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
         _check_ssh_width(self.ssh_cidr, self.allow_wide_ssh)
         return self
+
+    def zone_setting(self) -> tuple[str | None, str | None]:
+        """(key, zone): `gpubench:zone`, else a provider-namespace zone key (`gcp:zone`)."""
+        if self.zone:
+            return "zone", self.zone
+        return next(((k, v) for k, v in self.provider_config.items() if k.endswith(":zone") and v), (None, None))
 
     def results_ref(self, provider: str) -> str:
         """The results location: the configured one, else the provider's results stack."""
@@ -446,19 +412,13 @@ class ResultsConfig(_ProviderStack):
 
     @model_validator(mode="after")
     def _names_the_cloud_accepts(self) -> ResultsConfig:
-        """Names the cloud would refuse at `pulumi up`, refused now (infra/<cloud>/rules.py `config`)."""
-        if self.provider is None:
-            return self
+        """Names the cloud would refuse at `pulumi up` (infra/<cloud>/rules.py `config`), refused now."""
         table = table_of(self.provider)
+        values = {f.alias: getattr(self, name) for name, f in type(self).model_fields.items() if f.alias}
         for key, rule in table.config.items():
-            value = getattr(self, _FIELD_OF_KEY[key], None)
-            problem = value is not None and table.rule(rule).problem(value)
-            if problem:
+            if values[key] is not None and (problem := table.rule(rule).problem(values[key])):
                 raise ConfigError(key, f"{problem}; choose another name")
         return self
-
-
-_FIELD_OF_KEY = {"bucketName": "bucket_name"}  # config keys the clouds' rules tables check
 
 
 class SweeperConfig(_ProviderStack):
@@ -466,14 +426,11 @@ class SweeperConfig(_ProviderStack):
 
     stack_type: Choice(STACK_TYPES) = config_key("stackType", "sweeper: the leak sweep on a schedule", "sweeper")
     every: Schedule = config_key("every", "how often the sweep runs (UTC)", "rate(1 hour)")
-    regions: Annotated[tuple[str, ...], BeforeValidator(_regions)] | None = config_key(
-        "regions", "regions to sweep (AWS default: the stack's region; GCP: every zone)"
-    )
+    regions: checked(tuple[str, ...], _regions) | None = config_key("regions", "default: the stack's region / all")
     dry_run: Flag = config_key("dryRun", "report what would be terminated, terminate nothing", False)
 
 
-# Stack kind -> (model, the config keys it reads).
-MODELS: dict[str, type[StackConfig]] = {
+MODELS = {
     "benchmark": BenchmarkConfig,
     "recurring": BenchmarkConfig,
     "results": ResultsConfig,
@@ -501,12 +458,11 @@ def validated(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
 
 
 def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Separate `gpubench:*` keys from provider keys; bare keys count as gpubench keys."""
+    """`gpubench:*` keys (bare keys included) apart from provider keys."""
     ours: dict[str, Any] = {}
     provider: dict[str, str] = {}
     for full, value in raw.items():
-        full = str(full)
-        ns, key = split_key(full)
+        ns, key = split_key(full := str(full))
         if ns == NAMESPACE:
             ours[key] = value
         elif ns in PROVIDER_KEYS:
@@ -523,8 +479,7 @@ def _split(raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def _provider_value(full: str, ns: str, key: str, value: Any) -> str:
-    """A provider key's value: regions and zones as the cloud spells them, other names as slugs
-    (they reach the guest's environment and the cloud CLI's arguments)."""
+    """Regions and zones as the cloud spells them, other names as slugs (they reach the guest's env and CLIs)."""
     try:
         text = nonempty_str(value)
     except ValueError as exc:
@@ -544,15 +499,11 @@ _PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9.:-]*")  # GCP project ids (domain-
 
 
 def split_key(full: str) -> tuple[str, str]:
-    """(namespace, key) of a stack config key, a bare key counting as `gpubench`.
-
-    A namespace that looks like a typo of `gpubench` (`gpubnech:suite`, `GPUBench:suite`)
-    or a lost ':' (`gpubench-suite`) is a ConfigError suggesting the key meant, so a
-    misspelt setting never silently falls back to its default. Shared by every stack kind."""
+    """(namespace, key) of a config key, a bare key counting as `gpubench`; a namespace typo
+    (`gpubnech:suite`, `gpubench-suite`) is a ConfigError, so a setting never silently falls back."""
     ns, _, key = full.rpartition(":")
     if ns == "":
-        typo = _namespace_typo(key)
-        if typo:  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
+        if typo := _namespace_typo(key):  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
             raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
         return NAMESPACE, key
     if _looks_like_namespace(ns):
@@ -589,22 +540,17 @@ def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> No
             )
 
 
-def _check_stack_name(stack: str) -> None:
-    """The payload's own rule (payload.layout): the name is a results key segment and a guest env value."""
-    try:
-        check_stack_name(stack)
-    except BadKeyPart as exc:
-        raise ConfigError("stack", f"{exc}; rename the stack file stacks/Pulumi.<name>.yaml") from None
-
-
 def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | ResultsConfig | SweeperConfig:
     """Parse a stack's config mapping; raises ConfigError naming the key and the allowed values."""
     if not isinstance(raw, Mapping):
         raise ConfigError("config", f"expected a mapping of keys to values, got {type(raw).__name__}")
-    _check_stack_name(stack)
+    try:
+        check_stack_name(stack)  # the payload's rule: a results key segment and a guest env value
+    except BadKeyPart as exc:
+        raise ConfigError("stack", f"{exc}; rename the stack file stacks/Pulumi.<name>.yaml") from None
     ours, provider = _split(raw)
     try:
-        stack_type = _choice(STACK_TYPES)(ours.get("stackType", "benchmark"))
+        stack_type = _choice(STACK_TYPES, ours.get("stackType", "benchmark"))
     except ValueError as exc:
         raise ConfigError("stackType", str(exc)) from None
     reject_unknown(ours, keys_of(stack_type), stack_type)
@@ -618,59 +564,41 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
     return cfg.model_copy(update={"suite": ()}) if getattr(cfg, "workload", None) else cfg
 
 
+def check_gpus(gpus: str, offering: Any, lo: int) -> None:
+    """`gpus` ('all' or a count of at least `lo`) within the offering's GPU count."""
+    if gpus != "all" and int(gpus) > (n := offering.gpu_count):
+        raise ConfigError("gpus", f"{gpus} GPUs requested but {offering.id} has {n}; use 'all' or {lo}..{n}")
+
+
 def check_against_offering(cfg: BenchmarkConfig, offering: Any, provider: str) -> None:
-    """Checks that need the catalog row: market offered, GPU count, results scheme."""
+    """Checks that need the catalog row: market, GPU count, zone, subnet, results scheme."""
     if cfg.market not in offering.markets:
         raise ConfigError(
             "market", f"{cfg.market!r} is not offered for {offering.id}; allowed values: {', '.join(offering.markets)}"
         )
-    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
-        raise ConfigError(
-            "gpus",
-            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 1..{offering.gpu_count}",
-        )
-    _check_zone(cfg, provider)
-    _check_subnet(cfg, provider)
-    scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else None
-    bucket = cfg.results and not cfg.results.startswith(STACK_REF) and parse_results_location(cfg.results)
-    if bucket and scheme and f"{bucket.scheme}://" != scheme:
-        raise ConfigError(
-            "results",
-            f"{cfg.results!r} is not reachable with {provider} credentials; use a {scheme} bucket or stack:{provider}-results",
-        )
-
-
-def _check_subnet(cfg: BenchmarkConfig, provider: str) -> None:
-    """A subnet id in the provider's form; a cloud whose stacks make their own network takes none."""
-    if not cfg.subnet:
-        return
-    pattern = getattr(clouds.get(provider), "SUBNET_PATTERN", None) if clouds.is_cloud(provider) else None
-    if pattern is None:
-        raise ConfigError("subnet", f"{provider} stacks create their own network; remove gpubench:subnet")
-    if not pattern.fullmatch(cfg.subnet):
-        raise ConfigError("subnet", f"{cfg.subnet!r} is not a {provider} subnet id; use e.g. subnet-0123456789abcdef0")
-
-
-def _check_zone(cfg: BenchmarkConfig, provider: str) -> None:
-    """A zone must be the provider's and inside the stack's configured region."""
-    if not clouds.is_cloud(provider):
-        return
-    cloud = clouds.get(provider)
-    key, zone = (
-        ("zone", cfg.zone)
-        if cfg.zone
-        else next(((k, v) for k, v in cfg.provider_config.items() if k.endswith(":zone") and v), (None, None))
-    )
-    if not zone:
-        return
-    if not cloud.ZONE_PATTERN.fullmatch(zone):
+    check_gpus(cfg.gpus, offering, 1)
+    cloud = clouds.get(provider) if clouds.is_cloud(provider) else None
+    key, zone = cfg.zone_setting()
+    if cloud and zone and not cloud.ZONE_PATTERN.fullmatch(zone):
         raise ConfigError(
             key, f"{zone!r} is not a {provider} zone name (e.g. {cloud.DEFAULT_REGION}-a / {cloud.DEFAULT_REGION}a)"
         )
     region = cfg.provider_config.get(f"{provider}:region")
-    if region and cloud.region_of_zone(zone) != region:
+    if cloud and zone and region and cloud.region_of_zone(zone) != region:
         raise ConfigError(
             key,
             f"zone {zone} is outside the stack's region {region} ({provider}:region); "
             f"use a zone of {region} or change the region to {cloud.region_of_zone(zone)}",
+        )
+    subnet = getattr(cloud, "SUBNET_PATTERN", None)
+    if cfg.subnet and subnet is None:
+        raise ConfigError("subnet", f"{provider} stacks create their own network; remove gpubench:subnet")
+    if cfg.subnet and not subnet.fullmatch(cfg.subnet):
+        raise ConfigError("subnet", f"{cfg.subnet!r} is not a {provider} subnet id; use e.g. subnet-0123456789abcdef0")
+    bucket = cfg.results and not cfg.results.startswith(STACK_REF) and parse_results_location(cfg.results)
+    if bucket and cloud and f"{bucket.scheme}://" != cloud.RESULTS_SCHEME:
+        raise ConfigError(
+            "results",
+            f"{cfg.results!r} is not reachable with {provider} credentials; use a {cloud.RESULTS_SCHEME} bucket "
+            f"or stack:{provider}-results",
         )

@@ -1,7 +1,5 @@
-"""The command-line conventions every `gpubench` command shares, so every command behaves the same:
-the results table and results options (--table, --results), naming stacks (positional or -s, globs,
-did-you-mean), `UsageError` and `Declined`, confirming before spending or destroying (--yes), and
-the sane bounds of numeric options (`check_bounds`)."""
+"""The command-line conventions every `gpubench` command shares: --table and --results, naming stacks
+(positional or -s, globs, did-you-mean), `UsageError`, `Declined` and --yes, numeric bounds."""
 
 from __future__ import annotations
 
@@ -39,29 +37,16 @@ def results_locations(values: Sequence[str] | None, default: str | None = None) 
 def add_table_argument(parser: argparse.ArgumentParser, writes: bool = False) -> None:
     """`--table LOCATION`: the results table, the same option on every command that writes or reads it."""
     verb = "where collect writes the results table" if writes else "the results table to read (collect writes it)"
-    parser.add_argument(
-        "--table",
-        metavar="LOCATION",
-        default=None,
-        help=f"{verb}: a directory, or s3://bucket/table/ or gs://bucket/table/ "
-        f"(default: ${TABLE_ENV}, else ./{DEFAULT_TABLE})",
-    )
+    where = f"a directory, or s3://bucket/table/ or gs://bucket/table/ (default: ${TABLE_ENV}, else ./{DEFAULT_TABLE})"
+    parser.add_argument("--table", metavar="LOCATION", default=None, help=f"{verb}: {where}")
 
 
 def add_stack_arguments(parser: argparse.ArgumentParser, many: bool = False, required: bool = True) -> None:
     """A stack named positionally or with -s/--stack (repeatable when `many`)."""
-    parser.add_argument(
-        "stack_positional", nargs="*" if many else "?", metavar="STACK", help="stack name, e.g. aws-g4dn-1x"
-    )
-    parser.add_argument(
-        "-s",
-        "--stack",
-        dest="stack_option",
-        action="append",
-        default=[],
-        metavar="STACK",
-        help="the same, as an option (repeatable)" if many else "the same, as an option",
-    )
+    nargs = "*" if many else "?"
+    parser.add_argument("stack_positional", nargs=nargs, metavar="STACK", help="stack name, e.g. aws-g4dn-1x")
+    same = "the same, as an option (repeatable)" if many else "the same, as an option"
+    parser.add_argument("-s", "--stack", dest="stack_option", action="append", default=[], metavar="STACK", help=same)
     parser.set_defaults(_stack_many=many, _stack_required=required)
 
 
@@ -95,9 +80,7 @@ class Declined(exitcodes.GpubenchError, RuntimeError):
 
 
 def confirm(what: Sequence[str], question: str, yes: bool, stdin=None, out=None) -> None:
-    """Show what will happen (and what it costs at most), then ask; `--yes` skips the question.
-
-    With no terminal to ask on, it refuses rather than guess: scripts pass --yes."""
+    """Show what will happen (and its most cost), then ask; `--yes` skips it; no terminal: refused."""
     stdin = stdin or sys.stdin
     out = out or sys.stderr
     for line in what:
@@ -136,9 +119,8 @@ def known_stacks(stacks_dir=None) -> list[str]:
 
 
 def expand_stacks(patterns: Sequence[str], known: Sequence[str], where: str = "stacks/") -> list[str]:
-    """Stack names as given, globs expanded over `known`; a UsageError for any that names nothing.
-
-    Checked before any tool is looked for, so a typo is named as a typo, not as a missing Pulumi CLI."""
+    """Stack names as given, globs expanded over `known`; a UsageError for any that names nothing (checked
+    before any tool is looked for: a typo is named as one, not as a missing Pulumi CLI)."""
     chosen: dict[str, None] = {}
     for pattern in patterns:
         hits = fnmatch.filter(known, pattern) if GLOB_CHARS & set(pattern) else [pattern] * (pattern in known)
@@ -181,11 +163,8 @@ NUMBER_BOUNDS = {
 
 
 def check_bounds(values: Mapping[str, object], flags: Mapping[str, str] | None = None) -> None:
-    """Refuse a number above its sane maximum (naming the value and the limit); warn about a large one.
-    `values` are the options by argparse dest; `flags` (dest -> the option as typed) names the option as
-    the user wrote it (bench's --deadline is report's --deadline-hours).
-
-    Non-finite and negative values are left to each command's own check, which says more."""
+    """Refuse an option (by argparse dest) above its sane maximum, warn about a large one; `flags` names
+    the option as typed. Non-finite and negative values are left to each command's own check."""
     for dest, bound in NUMBER_BOUNDS.items():
         value = values.get(dest)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):

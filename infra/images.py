@@ -1,30 +1,7 @@
-"""Images, independent of the cloud: the container the payload runs in, per GPU generation.
-
-By default nothing is built or published: the stack uploads the payload's source
-(infra/bundle.py) and the host runs it in the official TensorFlow GPU image
-(Docker Hub `tensorflow/tensorflow:<version>-gpu`, https://www.tensorflow.org/install/docker),
-installing the `payload` extra from the bundle when the container starts. The
-version per generation follows the compute capabilities each TensorFlow build
-ships kernels for (tf.sysconfig.get_build_info()["cuda_compute_capabilities"];
-https://github.com/tensorflow/tensorflow/releases):
-
-- `cuda13` (cc >= 7.5: T4, A10G, L4, L40S, A100, H100, H200; B200 is refused by infra/compat.py:
-  Blackwell needs CUDA 12.8+, which only a workload's own image brings): 2.21.0 (CUDA 12.5, sm_60..sm_89 + compute_90;
-  Keras 3, Python 3.11+), the TensorFlow the payload is tested with. The image ships cuDNN 8.9
-  while TensorFlow 2.18+ loads cuDNN 9, so the TensorFlow backend installs
-  `tensorflow[and-cuda]` with the payload (infra/compat.py has the sources);
-- `cuda12` (cc 5.0..7.0: M60, P100, V100): 2.16.1, the last build with Maxwell (sm_50)
-  kernels, which 2.17 removed; Keras 3; there is no 2.16.0;
-- `cuda11-legacy` (cc < 5.0: K80): 2.11.0 (CUDA 11.2, sm_35 kernels) on driver 470, the
-  last branch for Kepler; Python 3.8 and Keras 2. The project cannot be built there (its
-  pyproject.toml needs setuptools>=77, which needs Python 3.9), so install-payload.sh installs
-  the `payload-legacy` extra's requirements and puts the bundle on sys.path, as
-  payload/Dockerfile.legacy does.
-
-`gpubench:payloadImage` replaces all this with a prebuilt image (payload/Dockerfile)
-whose entrypoint is `python -m payload run`; `{generation}` in it is replaced.
-Each cloud's host images (AMIs, DLVM families) per generation are data in its
-own folder (infra/<cloud>/images.py).
+"""The container the payload runs in, per GPU generation: by default the official TensorFlow GPU image
+(https://www.tensorflow.org/install/docker) with the uploaded bundle (infra/bundle.py) installed at start;
+`gpubench:payloadImage` is a prebuilt one (payload/Dockerfile, `{generation}` replaced). Host images are
+each cloud's (infra/<cloud>/images.py).
 """
 
 from __future__ import annotations
@@ -38,7 +15,7 @@ from payload.workloads import load_spec
 
 @dataclass(frozen=True)
 class PublicImage:
-    """An official framework image and how the bundle installs into it."""
+    """A public image and how the bundle installs into it."""
 
     image: str
     extra: str = "payload"  # pyproject extra installed from the bundle
@@ -46,8 +23,8 @@ class PublicImage:
     install: str = "package"  # install-payload.sh: build the bundle ("package") or its "requirements" only
 
     def packages_for(self, backend: str) -> str:
-        """What the boot installs beside the payload for `backend`: the backend's CUDA build, or
-        what the image lacks for TensorFlow itself (infra.compat.FRAMEWORKS: boot_packages)."""
+        """What the boot installs beside the payload: the backend's CUDA build, or what the image lacks for
+        TensorFlow itself (FRAMEWORKS boot_packages)."""
         if not self.framework:
             return ""  # a workload's own image brings its framework
         if backend == "tensorflow":
@@ -56,14 +33,19 @@ class PublicImage:
         return BACKEND_PACKAGES[backend]
 
 
+# The version per generation follows the compute capabilities each build ships kernels for
+# (tf.sysconfig.get_build_info()["cuda_compute_capabilities"]; https://github.com/tensorflow/tensorflow/releases).
 TENSORFLOW_IMAGES: dict[str, PublicImage] = {
+    # cc >= 7.5 (T4 .. H200): CUDA 12.5, sm_60..sm_89 + compute_90, Keras 3; the payload's tested TensorFlow.
+    # It ships cuDNN 8.9 but loads 9: the boot adds tensorflow[and-cuda] (infra/compat.py). B200 is refused
+    # there: Blackwell needs CUDA 12.8+, which only a workload's own image brings.
     "cuda13": PublicImage("tensorflow/tensorflow:2.21.0-gpu"),
+    # cc 5.0..7.0 (M60, P100, V100): the last build with Maxwell (sm_50) kernels (2.17 removed them); no 2.16.0.
     "cuda12": PublicImage("tensorflow/tensorflow:2.16.1-gpu"),
-    "cuda11-legacy": PublicImage(
-        "tensorflow/tensorflow:2.11.0-gpu",
-        extra="payload-legacy",
-        install="requirements",
-    ),
+    # cc < 5.0 (K80): CUDA 11.2, sm_35, driver 470 (Kepler's last); Python 3.8 and Keras 2 cannot build the
+    # project (setuptools>=77 needs 3.9), so install-payload.sh installs the extra's requirements and puts the
+    # bundle on sys.path, as payload/Dockerfile.legacy does.
+    "cuda11-legacy": PublicImage("tensorflow/tensorflow:2.11.0-gpu", extra="payload-legacy", install="requirements"),
 }
 
 
@@ -86,8 +68,7 @@ def public_image(generation: str) -> PublicImage:
 
 
 def workload_image(spec_path: str) -> PublicImage | None:
-    """A workload's own `image` (PyTorch, NGC, ...), the payload pip-installed into it at start
-    (so it needs python3 >= 3.11 and pip); None when the spec names none: the TensorFlow image."""
+    """A workload's own `image` (needs python3 >= 3.11 and pip for the payload), or None."""
     image = load_spec(spec_path).image
     return PublicImage(image, framework=False) if image else None
 
@@ -98,8 +79,8 @@ def payload_image(template: str, generation: str) -> str:
 
 
 def official_image_problems(offering) -> list[str]:
-    """Why the official TensorFlow image cannot give this cloud offering's GPU a framework
-    (infra.compat's tables; [] when it can, for CPU offerings and for hosts they do not cover)."""
+    """Why the official TensorFlow image cannot give this offering's GPU a framework ([] also for CPUs
+    and hosts the tables do not cover)."""
     generation = offering.image_generation
     if offering.gpu is None or (offering.provider, generation) not in HOSTS:
         return []

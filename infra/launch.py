@@ -1,8 +1,5 @@
-"""What a benchmark stack launches, independent of the cloud: price, payload environment, tags.
-
-Pure Python so preview and tests can compute it without Pulumi. The cloud modules
-turn a `Launch` into resources.
-"""
+"""What a benchmark stack launches, independent of the cloud (pure Python): price, payload environment,
+tags; the cloud modules turn a `Launch` into resources."""
 
 from __future__ import annotations
 
@@ -87,29 +84,22 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
 
 
 def _check_image(offering: Any, public: PublicImage | None) -> None:
-    """Refuse a container the GPU cannot run (infra.compat), before anything is spent: a B200
-    (compute capability 10.0) needs a CUDA 12.8+ build, which no shipped TensorFlow image is; a
-    workload's own image is checked as far as its CUDA is known."""
+    """Refuse a container the GPU cannot run (infra.compat) before anything is spent; a prebuilt payload
+    image's maker chose its CUDA."""
     if public is None:
-        return  # a prebuilt payload image: its maker chose its CUDA
-    if public.framework:
-        found = official_image_problems(offering)
-    else:
-        found = workload_image_problems(offering, public.image)
+        return
+    found = official_image_problems(offering) if public.framework else workload_image_problems(offering, public.image)
     if found:
+        problems = "; ".join(found)
         raise ConfigError(
             "offering",
-            f"no supported image for {offering.gpu.model} on {offering.id}: "
-            + "; ".join(found)
-            + ". "
-            + image_fix(offering),
+            f"no supported image for {offering.gpu.model} on {offering.id}: {problems}. {image_fix(offering)}",
         )
 
 
 def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:
-    """Newest price for the market; spot falls back to on-demand with a warning.
-
-    The catalog's RetiredOfferingWarning is silenced here: preview reports retirement itself."""
+    """Newest price for the market; spot falls back to on-demand with a warning (retirement is warned
+    about by resolve, so the catalog's RetiredOfferingWarning is silenced)."""
     with pywarnings.catch_warnings():
         pywarnings.simplefilter("ignore")
         try:
@@ -128,10 +118,7 @@ def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> 
 
 
 def zone_of(cfg: BenchmarkConfig) -> str | None:
-    """`gpubench:zone`, else a provider-namespace zone key (`gcp:zone`)."""
-    if cfg.zone:
-        return cfg.zone
-    return next((v for k, v in cfg.provider_config.items() if k.endswith(":zone") and v), None)
+    return cfg.zone_setting()[1]
 
 
 def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
@@ -145,11 +132,8 @@ def region_of(cfg: BenchmarkConfig, offering: Any) -> str:
 
 def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
     """Configured zone, else the first catalog zone offering the GPU."""
-    zone = zone_of(cfg)
-    if zone:
+    if zone := zone_of(cfg) or next(iter(offering.zones), None):
         return zone
-    if offering.zones:
-        return offering.zones[0]
     raise ValueError(f"{offering.id} lists no zones; set gpubench:zone")
 
 
@@ -159,18 +143,14 @@ def fmt_usd(value: float | None) -> str:
 
 
 def launch_id_of(deadline: str) -> str:
-    """The launch id of a deployment: its deadline (RFC 3339, computed once per `pulumi up` by the
-    deadline resource) as `L<YYYYMMDD>T<HHMMSS>Z`. Every run id of the launch starts with it, and the
-    instance's role may create objects only under runs/<stack>/<launch id>-* (docs/security.md)."""
+    """A deployment's launch id, `L<YYYYMMDD>T<HHMMSS>Z` of its deadline (one per `pulumi up`): every run id
+    of the launch starts with it, and the instance may write only under runs/<stack>/<launch id>-*."""
     return "L" + stamp(parse_time(deadline))
 
 
 def payload_env(launch: Launch, results_url: str, deadline: str, launch_id: str | None = None) -> dict[str, str]:
-    """The payload's GPUBENCH_* environment, rendered from its own option table (payload.config).
-
-    `launch_id` (launch_id_of the deadline) scopes the run ids to what the instance's role may
-    write; a recurring launch, whose deadline is set at boot, has none. GPUBENCH_HOST_EVENTS is
-    added by cloud_init."""
+    """The payload's GPUBENCH_* environment from its option table (payload.config); a recurring launch,
+    whose deadline is set at boot, has no `launch_id`."""
     cfg = launch.cfg
     return render_env(
         {
@@ -202,23 +182,19 @@ CODE_CACHE = "gpubench-code"  # under the temp dir: the bundle file a Pulumi Fil
 WORKLOAD_PREFIX = "workload-"  # code/workload-<sha256>.tar.gz: the spec and its workdir
 
 
-def bundle_file() -> tuple[str, str]:
-    """(sha256, path) of the payload's code bundle, written content-addressed for upload."""
-    bundle = build_bundle()
-    return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE))
-
-
 def code_uploads(launch: Launch) -> list[tuple[str, str, tuple[str, str]]]:
-    """(resource name, key prefix under code/, (sha256, path)) of the bundles a stack uploads: the
-    payload's code and, for a workload stack, its spec + workdir."""
-    workload = workload_bundle_file(launch)
-    return [("code-bundle", "", bundle_file())] + ([("workload-bundle", WORKLOAD_PREFIX, workload)] if workload else [])
+    """(resource name, key prefix under code/, (sha256, path written for upload)) of the payload's code
+    bundle and, for a workload stack, its spec + workdir (`code/workload-<sha256>.tar.gz`)."""
+    bundles = [("code-bundle", "", build_bundle())]
+    if launch.cfg.workload:
+        bundles.append(("workload-bundle", WORKLOAD_PREFIX, build_workload_bundle(launch.cfg.workload)))
+    cache = Path(tempfile.gettempdir()) / CODE_CACHE
+    return [(name, prefix, (b.sha256, str(b.write_to(cache, prefix)))) for name, prefix, b in bundles]
 
 
 def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] | None = None) -> CodeBundle | None:
-    """What the guest needs to fetch and install the bundle into the launch's public image, from the
-    uploads' "URL#sha256" (space-separated; a workload bundle's second, unpacked at /gpubench/workload);
-    None with a prebuilt payloadImage (no URLs)."""
+    """How the guest fetches and installs the bundles ("URL#sha256", space-separated, a workload's second)
+    into the public image; None with a prebuilt payloadImage (no URLs)."""
     if not urls:
         return None
     assert launch.public is not None, "a prebuilt payload image carries its own code"
@@ -238,10 +214,8 @@ def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] |
 def guest_user_data(
     launch: Launch, results_url: str, code_urls: str, copy: str, deadline: str | None = None, settings=None
 ) -> str:
-    """The cloud-init of one run: the payload's environment plus the cloud's `settings`, and the code
-    bundle it fetches (code_bundle). `deadline` (RFC 3339) ends a one-off stack's run; a recurring
-    stack has none: its placeholder passes the payload's option check, and the guest replaces it with
-    boot time + maxHours before anything reads it."""
+    """The cloud-init of one run. A recurring stack has no `deadline`: a placeholder passes the payload's
+    option check, and the guest replaces it with boot time + maxHours before anything reads it."""
     if deadline:
         env = payload_env(launch, results_url, deadline, launch_id=launch_id_of(deadline))
     else:
@@ -249,15 +223,6 @@ def guest_user_data(
         env["GPUBENCH_DEADLINE"] = boot_deadline(launch.cfg.max_hours)
     env = {**env, **(settings or {})}
     return render_user_data(PayloadLaunch(launch.image, env, code_bundle(launch, code_urls, copy, settings)))
-
-
-def workload_bundle_file(launch: Launch) -> tuple[str, str] | None:
-    """(sha256, path) of the stack's workload bundle (spec + workdir), written for upload as
-    `code/workload-<sha256>.tar.gz`; None when the stack runs built-in benchmarks."""
-    if not launch.cfg.workload:
-        return None
-    bundle = build_workload_bundle(launch.cfg.workload)
-    return bundle.sha256, str(bundle.write_to(Path(tempfile.gettempdir()) / CODE_CACHE, WORKLOAD_PREFIX))
 
 
 def offering_options(offering: Any, market: str, price: Any, on_demand: Any = None) -> dict[str, Any]:
@@ -279,11 +244,8 @@ def offering_options(offering: Any, market: str, price: Any, on_demand: Any = No
 
 def launch_price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> tuple[Any, Any]:
     """(price of the market, on-demand price for a spot launch), each None when the catalog has none."""
-    price = _price(catalog, offering_id, market, warnings)
-    on_demand = None
-    if market == "spot":
-        on_demand = _price(catalog, offering_id, "on-demand", [])
-    return price, on_demand
+    on_demand = _price(catalog, offering_id, "on-demand", []) if market == "spot" else None
+    return _price(catalog, offering_id, market, warnings), on_demand
 
 
 def tag_values(launch: Launch) -> dict[str, str]:

@@ -1,12 +1,6 @@
-"""`python -m infra preview`: what a stack will create and cost, rendered offline under mocks.
-
-For each stack: resources with key properties, the user-data, the hourly price, the
-deadline, an estimated cost per benchmark and warnings. Cost per benchmark is the
-upper bound maxHours x hourly price, unless the caller passes the billed seconds of
-the stack's collected runs (`MeasuredRuns`, infra/catalog/estimate.py): then the
-median billed time x the hourly price; each line says which. Infra never reads the
-results table itself: `gpubench preview` (analysis/price/estimate.py) reads it and
-passes the figures.
+"""`python -m infra preview`: what a stack will create and cost, rendered offline under mocks: resources
+with key properties, user-data, price, deadline, warnings and a cost per benchmark (the maxHours bound,
+or from the collected runs `gpubench preview` passes: infra/catalog/estimate.py).
 """
 
 from __future__ import annotations
@@ -21,6 +15,7 @@ from infra import stacks as stackfiles
 from infra.catalog.estimate import MeasuredRuns, estimate_costs
 from infra.config import BenchmarkConfig, ConfigError, parse_config
 from infra.launch import fmt_usd, resolve
+from infra.provider_rules import values_at
 from infra.render import Rendered, render
 
 # Properties worth a glance per resource type (engine names, dotted paths); everything is in --json.
@@ -41,15 +36,6 @@ KEY_PROPS: dict[str, str] = {
 }
 
 
-def _dig(inputs: dict[str, Any], dotted: str) -> Any:
-    value: Any = inputs
-    for part in dotted.split("."):
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
-
-
 def preview_stack(
     name: str, catalog: Any, measured: MeasuredRuns | None = None, stacks_dir: Path = stackfiles.STACKS_DIR
 ) -> dict[str, Any]:
@@ -58,42 +44,29 @@ def preview_stack(
     started = time.perf_counter()
     rendered: Rendered = render(name, raw, catalog)
     summary: dict[str, Any] = {
-        "stack": name,
-        "stack_type": cfg.stack_type,
-        "offering": None,
-        "market": None,
-        "hourly_usd": 0.0,
-        "deadline_hours": None,
-        "deadline": rendered.exports.get("deadline"),
-        "user_data": rendered.user_data,
+        **{"stack": name, "stack_type": cfg.stack_type, "offering": None, "market": None, "hourly_usd": 0.0},
+        **{"deadline_hours": None, "deadline": rendered.exports.get("deadline"), "user_data": rendered.user_data},
         "resources": [r.to_json() for r in rendered.resources if r.custom],
-        "exports": rendered.exports,
-        "warnings": list(rendered.warnings),
-        "estimated_cost": [],
+        **{"exports": rendered.exports, "warnings": list(rendered.warnings), "estimated_cost": []},
     }
     if isinstance(cfg, BenchmarkConfig):
         launch = resolve(cfg, catalog)
-        summary.update(
-            {
-                "offering": launch.offering.id,
-                "provider": launch.provider,
-                "market": cfg.market,
-                "hourly_usd": launch.hourly_usd,
-                "price_source": str(launch.price.source) if launch.price else None,
-                "price_as_of": str(launch.price.as_of) if launch.price else None,
-                "deadline_hours": cfg.max_hours,
-                "payload_image": launch.image,
-                "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
-                "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
-            }
-        )
+        price = launch.price
+        summary |= {
+            **{"offering": launch.offering.id, "provider": launch.provider, "market": cfg.market},
+            "hourly_usd": launch.hourly_usd,
+            "price_source": str(price.source) if price else None,
+            "price_as_of": str(price.as_of) if price else None,
+            **{"deadline_hours": cfg.max_hours, "payload_image": launch.image},
+            "warnings": sorted(set(launch.warnings) | set(rendered.warnings)),
+            "estimated_cost": estimate_costs(cfg, launch.hourly_usd, measured),
+        }
     summary["render_seconds"] = round(time.perf_counter() - started, 4)
     return summary
 
 
 def _preview_or_refusal(name: str, catalog: Any, measured: MeasuredRuns | None, single: bool) -> dict[str, Any]:
-    """One stack's preview; with several, a stack the checks refuse (e.g. a GPU no shipped image
-    supports) is listed with its error instead of ending the whole listing."""
+    """One stack's preview; of several, a stack the checks refuse is listed with its error."""
     try:
         return preview_stack(name, catalog, measured)
     except ConfigError as exc:
@@ -122,11 +95,8 @@ def format_text(s: dict[str, Any], show_user_data: bool = True) -> str:
             out.append(f"cost       {c['benchmark']}: {usd} ({c['source']})")
     out.append("resources")
     for r in s["resources"]:
-        props = [
-            f"{k}={_short(_dig(r['inputs'], k), 80)}"
-            for k in KEY_PROPS.get(r["type"], "").split()
-            if _dig(r["inputs"], k) is not None
-        ]
+        found = {k: values_at(r["inputs"], k) for k in KEY_PROPS.get(r["type"], "").split()}
+        props = [f"{k}={_short(v[0], 80)}" for k, v in found.items() if v]
         flag = " [protected]" if r.get("protect") else ""
         out.append(f"  {r['type']}  {r['name']}{flag}")
         out.extend(f"      {p}" for p in props)

@@ -1,8 +1,5 @@
-"""The Pulumi program body: parse the stack config, pick the component by provider and kind, export.
-
-Separate from `__main__.py` so the offline renderer and the tests call the same
-function the engine runs.
-"""
+"""The Pulumi program body (the engine, the offline renderer and the tests run it): parse the stack
+config, build the provider's component for its kind, export its outputs."""
 
 from __future__ import annotations
 
@@ -43,7 +40,5 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
 
 
 def engine_config() -> dict[str, Any]:
-    """All config the engine handed this program (`ns:key` -> value string).
-
-    The language host passes it as PULUMI_CONFIG (JSON) or sets it explicitly; take both."""
+    """All config the engine handed this program (`ns:key` -> value string), as PULUMI_CONFIG or set."""
     return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}

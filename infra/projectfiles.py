@@ -1,18 +1,10 @@
-"""Where the project's own files are: stacks/, examples/, schedules/ and Pulumi.yaml.
+"""Where the project's own files are (stacks/, examples/, schedules/, Pulumi.yaml): a checkout's root, or
+the copy a packaged install carries as infra/project/ (setup.py), never the current directory.
 
-In a checkout (and an editable install) they sit at the repository's root, beside the
-packages. A packaged install (a wheel, `pip install .`) carries copies inside the infra
-package, as infra/project/ (setup.py copies them at build time). Either way they are found
-from the installed code, never from the current directory.
-
-A packaged install also has a user copy of its Pulumi project, `<state home>/project/`
-(`ensure_user_project`): Pulumi writes per-stack files beside its project (an
-`encryptionsalt` when a stack is first created, a campaign's zone retry, `gpubench stacks`
-regenerating them), so `up`, `destroy`, `refresh`, campaigns, teardown and `stacks` run on
-that copy, never on the one inside site-packages (read-only, lost on upgrade). Its
-Pulumi.yaml runs the installed program, and its stacks/ starts as the shipped stack files;
-a file you already have there is never overwritten. Reading a stack file follows one rule:
-your copy if present, else the shipped one. A checkout keeps using itself.
+Pulumi writes beside its project (a stack's `encryptionsalt`, a zone retry), so a packaged install runs
+on a user copy, `<state home>/project/` (`ensure_user_project`): its Pulumi.yaml runs the installed
+program, its stacks/ starts as the shipped files and is never overwritten; a stack file is read from
+your copy if present, else the shipped one.
 """
 
 from __future__ import annotations
@@ -34,7 +26,7 @@ _MARKERS = ("Pulumi.yaml", "stacks")
 
 
 def from_checkout() -> bool:
-    """Whether the code runs from a checkout (or an editable install of one), not a packaged install."""
+    """Whether the code runs from a checkout (or an editable install of one)."""
     return all((CHECKOUT / marker).exists() for marker in _MARKERS)
 
 
@@ -45,25 +37,19 @@ def project_root() -> Path:
     return BUNDLED if BUNDLED.is_dir() else CHECKOUT
 
 
-def project_path(name: str) -> Path:
-    """One of the project's files or folders, e.g. project_path("stacks")."""
-    return project_root() / name
-
-
-STACKS_DIR = project_path("stacks")  # the checkout's, or the copy a packaged install carries
+STACKS_DIR = project_root() / "stacks"  # the checkout's, or the copy a packaged install carries
 # SSH stacks (`python -m infra ssh`, docs/ssh.md) share stacks/ but are not Pulumi
 # programs: their names start with this prefix and the matrix never touches them.
 SSH_PREFIX = "ssh-"
 
 
 def user_project_dir() -> Path:
-    """Where a packaged install keeps your copy of its Pulumi project: `<state home>/project`."""
+    """A packaged install's user copy of its Pulumi project."""
     return user_dir("state") / "project"
 
 
 def stack_dirs(stacks_dir: Path) -> list[Path]:
-    """The folders a stack file is looked up in, first match wins: for a packaged install's shipped
-    stacks/, your copy's stacks/ first (an edited file there wins); any other folder alone."""
+    """Where a stack file is looked up, first match wins: your copy's stacks/ before the shipped ones."""
     if from_checkout() or Path(stacks_dir) != BUNDLED / "stacks":
         return [Path(stacks_dir)]
     return [user_project_dir() / "stacks", Path(stacks_dir)]
@@ -91,9 +77,8 @@ def ssh_stack_names(stacks_dir: Path = STACKS_DIR) -> list[str]:
 
 
 def user_or_shipped(path: str | Path) -> Path:
-    """A path the user gave, relative to the current directory; when nothing is there and it names
-    one of the shipped examples (`examples/...`), the shipped copy, so the documented commands
-    (`gpubench bench examples/keras-mnist/workload.yaml`) work from any directory."""
+    """A path the user gave; when nothing is there and it names `examples/...`, the shipped copy (the
+    documented commands work from any directory)."""
     given = Path(path).expanduser()
     if given.exists() or given.is_absolute() or given.parts[:1] != ("examples",):
         return given
@@ -101,16 +86,10 @@ def user_or_shipped(path: str | Path) -> Path:
     return shipped if shipped.exists() else given
 
 
-def program_main(project: Path) -> str:
-    """The installed program (the `infra` package) as a path relative to `project`, as Pulumi.yaml wants it."""
-    return os.path.relpath(Path(__file__).resolve().parent, project)
-
-
 def _write_pulumi_yaml(project: Path) -> None:
-    """The shipped Pulumi.yaml with `main` pointing at the installed program; an existing one keeps every
-    other key the user set and only has a `main` that no longer reaches the installed program replaced."""
+    """The shipped Pulumi.yaml, `main` at the installed program; an existing one keeps the user's other keys."""
     target = project / "Pulumi.yaml"
-    main = program_main(project)
+    main = os.path.relpath(Path(__file__).resolve().parent, project)  # the installed `infra` program
     source = target if target.is_file() else BUNDLED / "Pulumi.yaml"
     doc = read_yaml(source) or {}
     if source == target and doc.get("main") == main:
@@ -130,8 +109,7 @@ def _copy_missing_stacks(project: Path) -> None:
 
 
 def ensure_user_project() -> Path:
-    """The user copy, made (and brought up to date without overwriting anything) before a command that
-    lets Pulumi write runs on it. Its first creation is said in one line on stderr."""
+    """The user copy, made or brought up to date (nothing overwritten); its creation is said on stderr."""
     project = user_project_dir()
     created = not (project / "Pulumi.yaml").is_file()
     project.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,7 @@
-"""The providers' documented rules for the names, ids, tags, labels and keys a stack renders, as data.
-
-Pulumi's mocks accept any string; a real `pulumi up` is refused by the cloud's API for a
-service-account id with a ':' or an IAM tag value with a '('. Each cloud keeps its table in
-`infra/<cloud>/rules.py`: `RULES` (rule name -> Rule, each with the page that states it) and
-`FIELDS` (resource type -> which input holds which kind of value). `violations` applies them to
-one rendered resource (infra.render.ResourceRecord); the tests render the whole stack matrix
-and apply them to every resource, and the config checks reuse single rules (`Rule.problem`).
+"""The providers' documented rules for the names, ids, tags, labels and keys a stack renders, as data:
+Pulumi's mocks accept any string, a real `pulumi up` does not. Each cloud's table (infra/<cloud>/rules.py)
+holds the rules, each with its source, and which input of each resource type holds which kind of value;
+`violations` applies them to one rendered resource, the config checks reuse single rules (`Rule.problem`).
 """
 
 from __future__ import annotations
@@ -26,10 +22,8 @@ AUTONAME_SUFFIX = "-1a2b3c4"
 
 @dataclass(frozen=True)
 class Rule:
-    """One documented constraint on a string: its length, its alphabet, what it may not start with.
-
-    `pattern` is a compiled regex the whole value must match (ASCII rules); `categories` plus
-    `extra` state a Unicode rule (`\\p{L}\\p{Z}\\p{N}` and a few marks), which Python's `re` cannot."""
+    """One documented constraint on a string; `categories` plus `extra` state a Unicode rule
+    (`\\p{L}\\p{Z}\\p{N}` and a few marks), which Python's `re` cannot."""
 
     what: str
     source: str  # the page that states the rule
@@ -70,10 +64,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Field:
-    """Where a rendered resource holds a value of a rule: `path` into its inputs (engine names,
-    camelCase; `[]` walks a list), and the rule of the value, or of a mapping's keys and values.
-
-    `autoname`: the input may be absent, and Pulumi then names the resource (AUTONAME_SUFFIX)."""
+    """Where a resource holds a value of a rule: `path` into its inputs (`[]` walks a list), the rule of the
+    value or of a mapping's keys and values; `autoname`: absent, Pulumi names it (AUTONAME_SUFFIX)."""
 
     path: str
     rule: str | None = None
@@ -129,16 +121,14 @@ def violations(table: Table, typ: str, name: str, inputs: Mapping[str, Any]) -> 
             found = [name + AUTONAME_SUFFIX]
         for value in found:
             out.extend(f"{typ} {name}: {f.path}: {p}" for p in _field_problems(table, f, value))
-    check = table.checks.get(typ)
-    if check is not None:
+    if (check := table.checks.get(typ)) is not None:
         out.extend(f"{typ} {name}: {p}" for p in check(table, inputs))
     return out
 
 
 def _field_problems(table: Table, f: Field, value: Any) -> list[str]:
     if f.rule:
-        problem = table.rule(f.rule).problem(value)
-        return [problem] if problem else []
+        return [p] if (p := table.rule(f.rule).problem(value)) else []
     if not isinstance(value, Mapping):
         return [f"expected a mapping of keys to values, got {type(value).__name__}"]
     out = []
@@ -146,8 +136,7 @@ def _field_problems(table: Table, f: Field, value: Any) -> list[str]:
         out.append(f"{len(value)} entries, at most {f.max_items} allowed ({f.items_rule})")
     for key, item in value.items():
         for rule, text in ((f.key_rule, key), (f.value_rule, item)):
-            problem = rule and table.rule(rule).problem(text)
-            if problem:
+            if problem := rule and table.rule(rule).problem(text):
                 out.append(problem)
     return out
 

@@ -1,11 +1,6 @@
-"""Render stacks offline under Pulumi's mocks: no CLI, no credentials, one process for the whole matrix.
-
-Each render sets fresh mocks and settings, runs the same `program.run` the engine runs,
-and records every registered resource with its input properties (engine names,
-camelCase). Mocks return the inputs as outputs plus the few computed outputs the
-program reads (ids, ARNs, the deadline's RFC 3339 time, service-account email).
-The deadline is computed from a `now` fixed per process (or passed in), so two
-renders of one stack give identical inputs.
+"""Render stacks offline under Pulumi's mocks (no CLI, no credentials): `program.run` as the engine runs
+it, every registered resource recorded with its inputs. Mocks echo inputs plus the few computed outputs
+the program reads; `now` is fixed per process, so two renders of one stack are identical.
 """
 
 from __future__ import annotations
@@ -111,7 +106,6 @@ class _Mocks(pmocks.Mocks):
         ref = str(inputs.get("name", ""))
         provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
         bucket = f"gpubench-results-{provider}-mock"
-
         scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
         return {
             "name": ref,
@@ -168,11 +162,8 @@ class _Logger:
 
 
 def _close_event_loop() -> None:
-    """Close the event loop the mocks ran on while the interpreter is whole: left to the garbage
-    collector at shutdown, its self-pipe may already be gone and it prints an "Exception ignored"
-    traceback (seen after `python -m infra preview ... | head`)."""
-
-    # Every loop, not only the current one: the Pulumi runtime may have made more than one.
+    """Close the mocks' event loops (the runtime may make several) while the interpreter is whole: at
+    shutdown a loop's self-pipe may be gone and print "Exception ignored" (`preview ... | head`)."""
     for loop in [o for o in gc.get_objects() if isinstance(o, asyncio.AbstractEventLoop)]:
         try:
             if not loop.is_running() and not loop.is_closed():
@@ -186,10 +177,9 @@ _LOOP_CLOSER: list[bool] = []
 
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
-    if not _LOOP_CLOSER:  # once per process
+    if not _LOOP_CLOSER:  # once per process, by the first render: only a render makes event loops
         atexit.register(_close_event_loop)
         _LOOP_CLOSER.append(True)
-
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
     logger = _Logger()
@@ -204,20 +194,17 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
         holder["exports"] = await _resolve(component.outputs)
 
     _sync_await(run_pulumi_func(_collect))
-    resources = []
-    for typ, name, custom, protect, parent, deps in monitor.order:
-        inputs = mocks.records.get(f"{typ}::{name}", {})
-        resources.append(ResourceRecord(typ, name, custom, protect, parent, _plain(inputs), deps))
+    resources = [
+        ResourceRecord(typ, name, custom, protect, parent, _plain(mocks.records.get(f"{typ}::{name}", {})), deps)
+        for typ, name, custom, protect, parent, deps in monitor.order
+    ]
     # Registration order depends on the event loop; sort so output is stable run to run.
     resources.sort(key=lambda r: (r.custom, r.type, r.name))
     return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
 
 
 async def _resolve(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    result = {}
-    for key, value in outputs.items():
-        result[key] = await pulumi.Output.from_input(value).future()
-    return result
+    return {key: await pulumi.Output.from_input(value).future() for key, value in outputs.items()}
 
 
 def _plain(value: Any) -> Any:

@@ -1,8 +1,5 @@
-"""Where a benchmark stack writes: a bucket URL from config, or the outputs of a results stack.
-
-`gpubench:results` is either `s3://bucket[/prefix]` / `gs://bucket[/prefix]`, or
-`stack:<name>` (default `stack:<provider>-results`), read through a StackReference
-whose outputs `bucketName` and `resultsUrl` the results stacks export.
+"""Where a benchmark stack writes: `gpubench:results` as a bucket URL, or `stack:<name>` (default
+`stack:<provider>-results`): that results stack's outputs `bucketName` and `resultsUrl`.
 """
 
 from __future__ import annotations
@@ -33,8 +30,7 @@ class ResultsLocation:
 
 
 def journal_prefix_beside(run_prefix: str) -> str:
-    """`[prefix]journal/<stack>/` for a stack's `[prefix]runs/<stack>/` (ResultsLocation.run_prefix):
-    where the stack's writers announce its runs, under the same results root as the runs."""
+    """`[prefix]journal/<stack>/` (where runs are announced) for a stack's `[prefix]runs/<stack>/`."""
     parts = run_prefix.split("/")
     if len(parts) >= 3:
         *root, runs, stack, end = parts
@@ -52,17 +48,14 @@ def stack_reference_name(name: str) -> str:
 
 
 def locate(ref: str, parent: pulumi.Resource) -> ResultsLocation:
-    """Where the stack writes: `stack:<name>` reads that results stack's outputs; a bucket URL
-    (already checked by infra.config) is split by payload.results_location."""
+    """Where the stack writes: a results stack's outputs, or the (checked) bucket URL split."""
     if ref.startswith(STACK_REF):
         sref = pulumi.StackReference(
             "results-stack",
             stack_name=stack_reference_name(ref[len(STACK_REF) :]),
             opts=pulumi.ResourceOptions(parent=parent),
         )
-        bucket = sref.require_output("bucketName")
-        url = sref.require_output("resultsUrl")
-        return ResultsLocation(bucket=pulumi.Output.from_input(bucket), prefix="", url=pulumi.Output.from_input(url))
+        return ResultsLocation(sref.require_output("bucketName"), "", sref.require_output("resultsUrl"))
     loc = parse_results_location(ref, schemes=BUCKET_SCHEMES)
     return ResultsLocation(
         bucket=pulumi.Output.from_input(loc.bucket), prefix=loc.prefix, url=pulumi.Output.from_input(ref)

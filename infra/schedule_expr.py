@@ -1,9 +1,5 @@
-"""Schedule expressions for recurring runs: `rate(4 hours)`, AWS six-field
-`cron(0 */4 * * ? *)` and unix five-field `0 */4 * * *`.
-
-One parser so the monthly bill (analysis cost) and the recurring stacks
-(EventBridge Scheduler wants rate()/cron(6 fields), Cloud Scheduler wants
-unix cron) read the same expression the same way. Pure Python, no clouds.
+"""Schedule expressions of recurring runs: `rate(4 hours)`, AWS `cron(0 */4 * * ? *)`, unix `0 */4 * * *`:
+one parser for the monthly bill and the schedulers (EventBridge: rate()/6-field cron; Cloud Scheduler: unix).
 """
 
 from __future__ import annotations
@@ -48,19 +44,13 @@ def _field(text: str, lo: int, hi: int, names: dict[str, int], what: str, expr: 
             bounds = part.split("-")
             if len(bounds) > 2 or not all(bounds):
                 raise ScheduleError(f"{expr!r}: cannot read {part!r} in the {what} field ({EXAMPLES})")
-            vals = []
-            for v in bounds:
-                v = v.upper()
-                if v in names:
-                    vals.append(names[v])
-                elif v.isdigit():
-                    vals.append(int(v))
-                else:
-                    raise ScheduleError(
-                        f"{expr!r}: {v!r} in the {what} field is not a number"
-                        " (L, W and # are not supported; list the days instead)"
-                    )
-            a, b = vals[0], vals[-1]
+            bad = next((v for v in bounds if not v.isdigit() and v.upper() not in names), None)
+            if bad is not None:
+                raise ScheduleError(
+                    f"{expr!r}: {bad.upper()!r} in the {what} field is not a number"
+                    " (L, W and # are not supported; list the days instead)"
+                )
+            a, b = (int(v) if v.isdigit() else names[v.upper()] for v in (bounds[0], bounds[-1]))
             if stepped and len(bounds) == 1:  # "5/15": from 5 to the end, every 15
                 b = hi
         if not (lo <= a <= hi and lo <= b <= hi and a <= b):
@@ -85,15 +75,9 @@ class Schedule:
         """Mean firings per day, exact, over a full 400-year calendar cycle."""
         if self.every_minutes is not None:
             return Fraction(1440, self.every_minutes)
-        per_day = len(self.minutes) * len(self.hours)
-        days = 0
-        day = CYCLE_START
-        one = timedelta(days=1)
-        for _ in range(CYCLE_DAYS):
-            if day.month in self.months and self._day_matches(day):
-                days += 1
-            day += one
-        return Fraction(per_day * days, CYCLE_DAYS)
+        days = (CYCLE_START + timedelta(days=i) for i in range(CYCLE_DAYS))
+        matching = sum(1 for day in days if day.month in self.months and self._day_matches(day))
+        return Fraction(len(self.minutes) * len(self.hours) * matching, CYCLE_DAYS)
 
     def _day_matches(self, day: date) -> bool:
         dom = self.days_of_month is None or day.day in self.days_of_month
@@ -150,13 +134,8 @@ class Schedule:
                 return "*"
             return ",".join(str(v) for v in sorted(values))
 
-        return [
-            show(self.minutes, 0, 59),
-            show(self.hours, 0, 23),
-            show(self.days_of_month, 1, 31),
-            show(self.months, 1, 12),
-            show(self.days_of_week, 0, 6),
-        ]
+        bounds = ((self.minutes, 0, 59), (self.hours, 0, 23), (self.days_of_month, 1, 31), (self.months, 1, 12))
+        return [show(*b) for b in (*bounds, (self.days_of_week, 0, 6))]
 
 
 def parse_schedule(text: str) -> Schedule:

@@ -1,9 +1,6 @@
 """The stack matrix: one `stacks/Pulumi.<stack>.yaml` per cloud offering x market, plus the results stacks.
-
-`write()` regenerates the keys it owns (offering, market, region/zone, stack type,
-provider) and keeps any key a user added (`pulumi config set gcp:project ...`,
-`gpubench:suite`, ...); `check()` reports stale, missing and orphaned files. Only
-files carrying the generated header are ever removed.
+`write()` regenerates the keys it owns and keeps those a user added; `check()` reports stale, missing and
+orphaned files; only files with the generated header are ever removed.
 """
 
 from __future__ import annotations
@@ -76,7 +73,6 @@ def _read(path: Path) -> dict[str, Any]:
     """The `config:` mapping of one stack file: the one reader every command uses."""
     if not path.exists():
         return {}
-
     try:
         doc = read_yaml(path) or {}
     except YamlFileError as exc:
@@ -106,46 +102,36 @@ def _generated(path: Path) -> bool:
     return path.read_text().startswith(HEADER.splitlines()[0])
 
 
+def _changes(catalog: Any, stacks_dir: Path) -> list[tuple[str, Path, str | None]]:
+    """(why, file, new text; None: remove it) of each missing, stale or orphaned stack file."""
+    specs = matrix(catalog)
+    out: list[tuple[str, Path, str | None]] = []
+    for path, spec in ((stacks_dir / s.filename, s) for s in specs):
+        text = render_file(spec, _read(path))
+        if not path.exists() or path.read_text() != text:
+            out.append(("stale" if path.exists() else "missing", path, text))
+    wanted = {s.filename for s in specs}
+    orphans = [p for p in sorted(stacks_dir.glob("Pulumi.*.yaml")) if p.name not in wanted and _generated(p)]
+    return out + [("orphaned", p, None) for p in orphans]
+
+
 def check(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
     """Problems that make stacks/ stale; empty when up to date."""
-    problems = []
-    specs = matrix(catalog)
-    wanted = {s.filename for s in specs}
-    for spec in specs:
-        path = stacks_dir / spec.filename
-        if not path.exists():
-            problems.append(f"missing {spec.filename}")
-        elif path.read_text() != render_file(spec, _read(path)):
-            problems.append(f"stale {spec.filename}")
-    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        if path.name not in wanted and _generated(path):
-            problems.append(f"orphaned {path.name} (its offering left the catalog)")
-    return problems
+    left = " (its offering left the catalog)"
+    return [f"{why} {path.name}{left if text is None else ''}" for why, path, text in _changes(catalog, stacks_dir)]
 
 
 def write(catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[str]:
     """Regenerate stacks/; returns the files written or removed."""
     stacks_dir.mkdir(parents=True, exist_ok=True)
-    changed = []
-    specs = matrix(catalog)
-    wanted = {s.filename for s in specs}
-    for spec in specs:
-        path = stacks_dir / spec.filename
-        text = render_file(spec, _read(path))
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            changed.append(f"wrote {spec.filename}")
-    for path in sorted(stacks_dir.glob("Pulumi.*.yaml")):
-        if path.name not in wanted and _generated(path):
-            path.unlink()
-            changed.append(f"removed {path.name}")
-    return changed
+    changes = _changes(catalog, stacks_dir)
+    for _, path, text in changes:
+        path.unlink() if text is None else path.write_text(text)
+    return [f"{'removed' if text is None else 'wrote'} {path.name}" for _, path, text in changes]
 
 
 def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | None]:
-    """(offering id, market) for an offering id or a stack name; stack names are accepted wherever an id is.
-
-    `aws/g4dn.xlarge` -> (`aws/g4dn.xlarge`, None); `aws-g4dn-1x-spot` -> (`aws/g4dn.xlarge`, `spot`)."""
+    """(offering id, market) of an offering id (market None) or a stack name (`aws-g4dn-1x-spot`)."""
     if "/" in text:
         return text, None
     path = stack_file(text, stacks_dir)
@@ -170,10 +156,8 @@ def offering_of(text: str, stacks_dir: Path = STACKS_DIR) -> tuple[str, str | No
 
 @dataclass(frozen=True)
 class StackNeed:
-    """What one stack asks of a cloud account: where it runs, what it launches, in which market.
-
-    The account checks (`gpubench check aws|gcp`, infra/<cloud>/readiness.py) total these into
-    quotas, networks and APIs. `offering` is None for results and sweeper stacks."""
+    """What one stack asks of a cloud account (totalled by infra/<cloud>/readiness.py); `offering` is None
+    for results and sweeper stacks."""
 
     stack: str
     kind: str  # benchmark | recurring | results | sweeper
@@ -185,9 +169,8 @@ class StackNeed:
 
 
 def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: str, fix: Callable[[Any], str]):
-    """The readiness row of a quota `limit` for the stacks that count against it ((amount, stack),
-    smallest first): ok when it is enough for every stack when `strict`, else for at least the
-    smallest; the largest stack left short is named with `fix(amount)`, the command that raises it."""
+    """The readiness row of a quota `limit` for `needs` ((amount, stack), smallest first): ok when enough
+    for every stack (`strict`) or the smallest; the largest left short is named with `fix(amount)`."""
     fit = [(n, s) for n, s in needs if n <= limit]
     short = [(n, s) for n, s in needs if n > limit]
     detail = f"{label} {limit:g} {unit}"
@@ -198,8 +181,7 @@ def quota_row(check: str, label: str, limit: float, needs, strict: bool, unit: s
 
 
 def stack_needs(cloud: str, names: list[str], catalog: Any, stacks_dir: Path = STACKS_DIR) -> list[StackNeed]:
-    """The needs of the named stacks of `cloud` (stack files that do not parse are skipped:
-    `gpubench plan` and `up` report those)."""
+    """The needs of the named stacks of `cloud` (files that do not parse are skipped: `plan` reports them)."""
     provider = clouds.get(cloud)
     out = []
     for name in names:

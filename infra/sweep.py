@@ -1,11 +1,6 @@
-"""What a leak sweep did to one resource: the record every cloud's sweep primitives return.
-
-Each cloud's `sweep()` (infra/<cloud>/sweep.py) lists what carries the project's
-expires-at tag or label and returns one `Action` per resource; the command in
-analysis/sweep/ prints them and sets the exit code. `ownership` is the one
-ownership rule every cloud applies: the project tag equal to this deployment's
-project id and a stack tag in the project's stack-name convention
-(infra.tags.project_id, is_project_stack); `classify` adds a launcher-format deadline.
+"""What a leak sweep did to one resource (`Action`, returned by each infra/<cloud>/sweep.py) and the
+rules every cloud applies: `ownership` (project tag and stack-name convention, infra.tags) and
+`classify` (plus an expiry in the launcher's format).
 """
 
 from __future__ import annotations
@@ -53,11 +48,8 @@ class Owner:
 
 
 def ownership(tags: Mapping[str, Any], owner: Owner) -> str | None:
-    """None when the resource is provably this project's, else why it is not (it is then left alone).
-
-    A non-empty stack tag is not enough: another team may use the same key. The
-    project tag must equal this deployment's id AND the stack name must follow
-    the project's convention for this cloud."""
+    """None when the resource is provably this project's (project tag AND stack-name convention: another
+    team may use the same stack key), else why not (it is then left alone)."""
     if not isinstance(tags, Mapping):
         return f"tags are not a key/value map ({type(tags).__name__})"
     stack = tags.get(owner.stack_key)
@@ -74,14 +66,9 @@ def ownership(tags: Mapping[str, Any], owner: Owner) -> str | None:
 def classify(
     tags: Mapping[str, Any], now: datetime, *, owner: Owner, expires_key: str, is_launcher_deadline
 ) -> tuple[str, str]:
-    """('expired' | 'kept' | 'left-alone', reason) from a resource's tags or labels.
-
-    A resource is ours only if `ownership` says so AND it carries an expiry in the
-    exact form the launcher writes; anything else (another tool's tag that merely
-    looks like a date, a hand-edited value, a foreign stack) is left alone, never guessed at.
-    """
-    foreign = ownership(tags, owner)
-    if foreign:
+    """('expired' | 'kept' | 'left-alone', reason): ours only with an expiry in the launcher's exact form;
+    anything else (a date-like foreign tag, a hand-edited value) is left alone, never guessed at."""
+    if foreign := ownership(tags, owner):
         return "left-alone", foreign
     raw = tags.get(expires_key)
     if not isinstance(raw, str) or not is_launcher_deadline(raw):

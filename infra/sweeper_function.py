@@ -1,15 +1,8 @@
-"""The leak sweep as a cloud function: AWS Lambda (`handler`) and a GCP Cloud
-Run function (`http`, through main.py at the archive's root).
+"""The leak sweep as a cloud function: AWS Lambda (`handler`), GCP Cloud Run (`http`, via main.py).
 
-The function runs the same sweep as `python -m analysis sweep` (each cloud's
-infra/<cloud>/sweep.py) and returns what it did as JSON. Its settings come from
-the environment the Pulumi program sets (infra/<cloud>/component.py, stack kind
-`sweeper`): GPUBENCH_SWEEP_PROVIDER, GPUBENCH_SWEEP_REGIONS (comma list),
-GPUBENCH_SWEEP_DRY_RUN, and on GCP GOOGLE_CLOUD_PROJECT.
-
-`package()` lists the project files the function needs; the Pulumi program zips
-exactly those (a test runs the handler from that archive alone), so the
-function is built from this checkout's own sweep code.
+It runs `python -m analysis sweep`'s sweep with the environment the sweeper component sets
+(GPUBENCH_SWEEP_PROVIDER, GPUBENCH_SWEEP_REGIONS, GPUBENCH_SWEEP_DRY_RUN; GCP: GOOGLE_CLOUD_PROJECT)
+and returns JSON. `package()`: exactly the files it needs, zipped by the Pulumi program.
 """
 
 from __future__ import annotations
@@ -17,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -69,9 +63,7 @@ def run_sweep(env=None, now: datetime | None = None, **kw) -> dict:
     dry_run = env.get("GPUBENCH_SWEEP_DRY_RUN", "false").lower() == "true"
     now = now or datetime.now(timezone.utc)
     actions = clouds.get(provider).sweep_expired(regions or None, now, dry_run, **kw)
-    counts: dict[str, int] = {}
-    for a in actions:
-        counts[a.action] = counts.get(a.action, 0) + 1
+    counts = dict(Counter(a.action for a in actions))
     return {
         "provider": provider,
         "now": now.isoformat(),

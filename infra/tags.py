@@ -1,15 +1,6 @@
-"""How this project marks what it launches: the tag keys, deadlines and stack outputs.
-
-The launcher (infra/launch.py and each cloud's component) writes them; the
-sweeper and teardown read them. Each cloud encodes the keys its own way
-(`STACK_TAG`, `EXPIRES_TAG`, `tags()`, `deadline_tag()` in infra/<cloud>/):
-
-- AWS tags: `gpubench:<key>`, `gpubench:expires-at` in RFC 3339 UTC
-  (`2024-05-01T12:00:00Z`).
-- GCP labels: `gpubench-<key>` (labels allow no ':' and no uppercase), the
-  deadline in ISO 8601 basic form, lowercased (`20240501t120000z`).
-- Stack outputs: `deadline` (RFC 3339) and `resultsUrl` on benchmark stacks;
-  results stacks export `resultsUrl` and `bucketName`.
+"""How this project marks what it launches (the launcher writes, the sweeper and teardown read): tag
+keys, deadlines and stack outputs. Each cloud encodes them (infra/<cloud>/): AWS tags `gpubench:<key>`
+with RFC 3339 UTC deadlines; GCP labels `gpubench-<key>` (no ':' or uppercase) with `20240501t120000z`.
 """
 
 from __future__ import annotations
@@ -35,15 +26,11 @@ class BadDeadline(ValueError):
 
 
 def parse_deadline(text: str) -> datetime:
-    """Timezone-aware UTC datetime from `2024-05-01T12:00:00Z`, `...+00:00` or `20240501t120000z`.
-
-    A value without a zone is taken as UTC (the project writes UTC only). Anything
-    else, including an impossible date in the right shape, raises BadDeadline only.
-    """
+    """UTC datetime from `2024-05-01T12:00:00Z`, `...+00:00` or `20240501t120000z` (no zone: UTC);
+    anything else, an impossible date included, raises BadDeadline only."""
     raw = str(text).strip()
     try:
-        m = _BASIC.fullmatch(raw)
-        if m:
+        if m := _BASIC.fullmatch(raw):
             y, mo, d, h, mi, s, _ = m.groups()
             return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=timezone.utc)
         value = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
@@ -73,13 +60,11 @@ def parse_now(text: str | None) -> datetime:
     return parse_deadline(text)
 
 
-# Recurring launches (stackType recurring) carry no fixed expires-at: each
-# instance is tagged with the stack and `max-hours`, and its deadline is its own
-# launch time + max-hours. The guest's own timer fires at boot + max-hours, a
-# little after launch; the sweep waits this grace beyond it before acting.
+# A recurring launch carries `max-hours`, not expires-at: its deadline is its launch + max-hours; the
+# guest's timer fires at boot + max-hours, a little later, so the sweep waits a grace beyond it.
 MAX_HOURS_KEY = "max-hours"
 RECURRING_GRACE = timedelta(minutes=15)
-MAX_HOURS_BOUNDS = (0.25, 72.0)  # infra.config MIN_HOURS, MAX_HOURS_LIMIT (a test keeps them equal)
+MAX_HOURS_BOUNDS = (0.25, 72.0)  # gpubench:maxHours (infra.config reads them here)
 _MAX_HOURS = re.compile(r"^(\d{1,2})(?:[._](\d{1,4}))?$")
 
 
@@ -102,13 +87,9 @@ def recurring_deadline(launched: datetime, max_hours_text: str) -> datetime | No
     return launched.astimezone(timezone.utc) + timedelta(hours=hours) + RECURRING_GRACE
 
 
-# Ownership beyond the stack tag: every resource the launcher creates also carries
-# `project` = this deployment's project id, and the sweepers (local, cloud-side and
-# their IAM conditions) act only on resources whose project tag equals it AND whose
-# stack tag follows the stack-name convention of infra/stacks.py
-# (`[recurring-]<cloud>-<family>-<size>[-spot]`, lowercase). The id is configured with
-# GPUBENCH_PROJECT_ID (the same value on the launching machine and in the sweeper
-# function's environment); a valid GCP label value, so both clouds can carry it.
+# Ownership: the sweepers (and their IAM conditions) act only on resources whose `project` tag is this
+# deployment's GPUBENCH_PROJECT_ID (a valid GCP label value) AND whose stack tag follows the stack-name
+# convention (`[recurring-]<cloud>-<family>-<size>[-spot]`).
 PROJECT_KEY = "project"
 PROJECT_ENV = "GPUBENCH_PROJECT_ID"
 DEFAULT_PROJECT_ID = "gpubench"

@@ -1,8 +1,5 @@
-"""The Pulumi Automation API boundary: the project's workspace, its stacks, its checked-in config.
-
-One adapter (`PulumiWorkspace`) serves every caller (launch, campaign, teardown, sweep); tests
-swap in a fake with the small surface of `StackBackend` and `StackHandle` below.
-"""
+"""The Pulumi Automation API boundary: one adapter (`PulumiWorkspace`) for launch, campaigns, teardown
+and sweep; tests swap in a fake of `StackBackend` and `StackHandle`."""
 
 from __future__ import annotations
 
@@ -10,6 +7,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,9 +42,8 @@ class ProjectNotFound(exitcodes.GpubenchError, RuntimeError):
 
 
 def project_dir(start: Path | None = None) -> Path:
-    """The directory holding the project's Pulumi.yaml that Pulumi runs (and writes stack files) in: the
-    checkout's root, or for a packaged install your copy in the state home (infra.projectfiles), never
-    the one inside site-packages; with `start`, the nearest one at or above `start`."""
+    """The directory of the Pulumi.yaml Pulumi runs in: the checkout's, or a packaged install's user copy
+    (infra.projectfiles); with `start`, the nearest at or above it."""
     if start is None and not from_checkout() and (projectfiles.BUNDLED / "Pulumi.yaml").is_file():
         return ensure_user_project()
     here = Path(start).resolve() if start else project_root()
@@ -60,10 +57,7 @@ def project_dir(start: Path | None = None) -> Path:
 
 
 def stack_config(name: str, work_dir: Path) -> dict[str, Any]:
-    """The `config:` mapping of the checked-in stacks/Pulumi.<name>.yaml ({} when absent).
-
-    Read from the file (infra.stacks.load_config), not through the CLI: works offline and never edits it.
-    """
+    """The `config:` of stacks/Pulumi.<name>.yaml ({} when absent), read from the file: offline, never edited."""
     try:
         return load_config(name, work_dir / "stacks")
     except FileNotFoundError:
@@ -89,10 +83,8 @@ def output_value(outputs: Mapping[str, Any], names: tuple[str, ...]) -> Any:
 
 
 def program_env(work_dir: Path) -> dict[str, str]:
-    """Environment for the Pulumi CLI over `work_dir`. A project that names no virtualenv (a packaged
-    install's Pulumi.yaml, and the bench workspaces made from it) has its program run by the first
-    `python3` on PATH, so this interpreter's directory goes first: the program runs with the gpubench
-    that launched it. {} when the project names its virtualenv (a checkout's .venv) or has no Pulumi.yaml."""
+    """Environment for the Pulumi CLI over `work_dir`: a project naming no virtualenv runs the first `python3`
+    on PATH, so this interpreter's directory goes first ({} when it names one, or has no Pulumi.yaml)."""
     try:
         doc = read_yaml(Path(work_dir) / "Pulumi.yaml")
     except (OSError, YamlFileError):
@@ -105,22 +97,9 @@ def program_env(work_dir: Path) -> dict[str, str]:
 
 
 def cli_context() -> tuple[Path, dict[str, str]]:
-    """(directory, environment) to run the Pulumi CLI on the project in (`pulumi up --stack ...`), so
-    it finds the project's Pulumi.yaml and stacks from whatever directory gpubench was started in."""
+    """(directory, environment) to run the Pulumi CLI on the project in, from any directory."""
     project = project_dir()
     return project, {**os.environ, **program_env(project)}
-
-
-def require_cli() -> str:
-    path = shutil.which("pulumi")
-    if path is None:
-        raise PulumiMissing()
-    return path
-
-
-def local_workspace(work_dir: Path) -> PulumiWorkspace:
-    """The project's stacks for teardown: selects existing stacks only (never creates one)."""
-    return PulumiWorkspace(work_dir, create=False)
 
 
 def is_stack_not_found(exc: BaseException) -> bool:
@@ -165,8 +144,7 @@ def plain_outputs(outputs: Any) -> dict[str, Any]:
 
 
 def _automation():
-    """`pulumi.automation`, loaded when a stack is driven: status, collect and teardown's planning
-    import this module without the Pulumi SDK (the infra extra)."""
+    """`pulumi.automation`, loaded when a stack is driven (this module is imported without it)."""
     import pulumi.automation as auto  # heavy: pulumi, the infra extra
 
     return auto
@@ -192,15 +170,13 @@ class _PulumiStack:
 
 
 class PulumiWorkspace:
-    """The project's stacks through `pulumi.automation` (needs the Pulumi CLI on PATH): the one
-    adapter launch, campaigns and teardown share. `create` lets select_stack `pulumi stack init`
-    a stack the backend does not have yet (a first launch); teardown never creates."""
+    """The project's stacks through `pulumi.automation` (needs the CLI); `create` lets select_stack make a
+    stack the backend lacks (a first launch); teardown never creates."""
 
     def __init__(self, work_dir: Path, create: bool = True):
-        require_cli()  # raises PulumiMissing with how to install it
-        self.work_dir = Path(work_dir)
-        self.create = create
-        self._ws = None
+        if shutil.which("pulumi") is None:
+            raise PulumiMissing()
+        self.work_dir, self.create, self._ws = Path(work_dir), create, None
         if not create:
             self._workspace()  # teardown: a missing CLI fails now, before any decision
 
@@ -234,7 +210,5 @@ class PulumiWorkspace:
 
 
 BackendFactory = Callable[[Path], StackBackend]
-
-
-def pulumi_backend(work_dir: Path) -> StackBackend:
-    return PulumiWorkspace(work_dir, create=True)
+pulumi_backend: BackendFactory = PulumiWorkspace  # launches create a stack the backend lacks
+local_workspace = partial(PulumiWorkspace, create=False)  # teardown: existing stacks only

@@ -18,6 +18,7 @@ import argparse
 from collections import Counter
 
 from infra.conventions import UsageError
+from infra.ssh import SUMMARY as SSH_SUMMARY
 from payload.results_location import ResultsLocationError, parse_results_location
 
 # name -> its one-line summary, in the order `gpubench --help` lists them (None: an alias it does not list)
@@ -38,8 +39,7 @@ COMMANDS: dict[str, str | None] = {
     "preview": "render stacks' resources offline (names or globs; needs the infra extra, no CLI)",
     "prices": "refresh prices from the AWS Price List / GCP Cloud Billing Catalog APIs; list price snapshots",
     "report": "write DIR/index.html (self-contained, plots embedded) and print a summary",
-    # a test keeps it equal to `python -m infra ssh`'s
-    "ssh": "run the payload on a dedicated/on-prem box over SSH and upload its results",
+    "ssh": SSH_SUMMARY,  # the one copy: infra.ssh.cli shows it under `python -m infra` too
     "stacks": "list (--list), check (--check) or regenerate stacks/ from the catalog",
     "status": "list live bench probes (state, age, cloud-side deadline, cost so far) from their records and the bucket",
     "sweep": "terminate instances tagged by gpubench whose expires-at has passed (leak sweeper)",

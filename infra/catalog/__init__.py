@@ -102,14 +102,6 @@ class Catalog:
         """Every Pulumi stack name the matrix has: name -> (offering, market)."""
         return dict(self._by_stack)
 
-    def by_stack_name(self, stack: str) -> tuple[Offering, str]:
-        try:
-            return self._by_stack[stack]
-        except KeyError:
-            close = difflib.get_close_matches(stack, list(self._by_stack), n=3, cutoff=0.5)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
-            raise CatalogError(f"no offering has stack name {stack!r}.{hint}") from None
-
     def billing_terms(self, offering_id: str, on: date | None = None) -> BillingTerms:
         """The billing terms in force on a date (default: the newest)."""
         history = self.billing_rules[self.get(offering_id).billing]
@@ -122,11 +114,8 @@ class Catalog:
 
     # --- prices -----------------------------------------------------------
     def price(self, offering_id: str, as_of: date | None = None, market: str = "on-demand") -> PriceQuote:
-        """The hourly price in force on `as_of` (default: newest snapshot).
-
-        Raises NoPrice when no snapshot on or before that date prices it;
-        warns (RetiredOfferingWarning) when pricing a retired offering without
-        a date, and refuses a date after its retirement."""
+        """The hourly price in force on `as_of` (default: newest snapshot), or NoPrice; a retired offering
+        warns without a date (RetiredOfferingWarning) and refuses one after its retirement."""
         o = self.get(offering_id)
         if market not in MARKETS:
             raise CatalogError(f"market {market!r} is not one of {', '.join(MARKETS)}")
@@ -155,17 +144,7 @@ class Catalog:
             if composed is not None and (whole is None or whole.as_of < composed.as_of):
                 return composed
         row = self._row(o.id, o.id, market, as_of)
-        return PriceQuote(
-            offering_id=o.id,
-            market=market,
-            hourly_usd=row.hourly_usd,
-            as_of=row.as_of,
-            source=row.source,
-            snapshot=row.snapshot,
-            setup_fee_usd=row.setup_fee_usd,
-            monthly_usd=row.monthly_usd,
-            note=row.note,
-        )
+        return PriceQuote(o.id, **{k: v for k, v in vars(row).items() if k != "key"})
 
     def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceRow:
         row = self.prices.lookup(key, market, as_of)
@@ -227,55 +206,47 @@ def user_catalog_dirs(environ=None, cwd: Path | None = None) -> tuple[Path, ...]
     return tuple(dict.fromkeys(dirs))
 
 
-def _merge_gpus(path: Path, user_dirs: tuple[Path, ...]) -> dict[str, GpuSpec]:
-    gpus = load_gpus(path)
-    origin = dict.fromkeys(gpus, "gpus.toml")
-    for user in user_dirs:
-        if not (user / "gpus.toml").is_file():
-            continue
-        label = str(user / "gpus.toml")
-        for model, spec in load_gpus(user, label).items():
-            if model in gpus and gpus[model] != spec:
-                raise CatalogError(
-                    f"{label} [{model}]: GPU model {model!r} is already defined in {origin[model]} with other "
-                    "specs; use the existing model name as is or give yours another name"
-                )
-            gpus[model], origin[model] = spec, label
-    return gpus
+def _merged(load, filename: str, path: Path, user_dirs: tuple[Path, ...], clash) -> dict:
+    """The shipped table of `filename` plus each user directory's; `clash(label, name, origin, old, new)`
+    raises for a name defined twice (or returns to accept it)."""
+    table = load(path)
+    origin = dict.fromkeys(table, filename)
+    for label in (str(user / filename) for user in user_dirs if (user / filename).is_file()):
+        for name, value in load(Path(label).parent, label).items():
+            if name in table:
+                clash(label, name, origin[name], table[name], value)
+            table[name], origin[name] = value, label
+    return table
 
 
-def _merge_billing(path: Path, user_dirs: tuple[Path, ...]) -> dict[str, tuple[BillingTerms, ...]]:
-    rules = load_billing(path)
-    origin = dict.fromkeys(rules, "billing.toml")
-    for user in user_dirs:
-        if not (user / "billing.toml").is_file():
-            continue
-        label = str(user / "billing.toml")
-        for name, terms in load_billing(user, label).items():
-            if name in rules:
-                raise CatalogError(
-                    f"{label} [[{name}]]: billing rule {name!r} is already defined in {origin[name]}; "
-                    "refer to it from your offerings as is, or give your rule another name"
-                )
-            rules[name], origin[name] = terms, label
-    return rules
+def _gpu_clash(label: str, model: str, origin: str, old: GpuSpec, new: GpuSpec) -> None:
+    if old != new:
+        raise CatalogError(
+            f"{label} [{model}]: GPU model {model!r} is already defined in {origin} with other "
+            "specs; use the existing model name as is or give yours another name"
+        )
+
+
+def _billing_clash(label: str, name: str, origin: str, *_) -> None:
+    raise CatalogError(
+        f"{label} [[{name}]]: billing rule {name!r} is already defined in {origin}; "
+        "refer to it from your offerings as is, or give your rule another name"
+    )
 
 
 @lru_cache(maxsize=4)
 def _load(data_dir: str, extra_price_dirs: tuple[str, ...] = (), user_dirs: tuple[str, ...] = ()) -> Catalog:
     path = Path(data_dir)
     users = tuple(Path(d) for d in user_dirs)
-    gpus = _merge_gpus(path, users)
-    billing = _merge_billing(path, users)
+    gpus = _merged(load_gpus, "gpus.toml", path, users, _gpu_clash)
+    billing = _merged(load_billing, "billing.toml", path, users, _billing_clash)
     snapshots = load_snapshots(path, tuple(Path(d) for d in extra_price_dirs), users)
     return Catalog(load_offerings(path, gpus, users), billing, PriceIndex(snapshots))
 
 
 def load_catalog(data_dir: str | Path | None = None) -> Catalog:
-    """The catalog from `data_dir` (default: the shipped data), cached, plus
-    the snapshot folders named in $GPUBENCH_PRICES_DIR and your own catalog
-    directories ($GPUBENCH_CATALOG_DIRS, ./catalog).
-    `load_catalog.cache_clear()` forgets it after a snapshot is written."""
+    """The catalog from `data_dir` (default: the shipped data) plus $GPUBENCH_PRICES_DIR's snapshots and
+    your catalog directories, cached (`load_catalog.cache_clear()` after a snapshot is written)."""
     extra = tuple(str(Path(d).resolve()) for d in os.environ.get(PRICES_DIR_ENV, "").split(os.pathsep) if d)
     users = tuple(str(d) for d in user_catalog_dirs())
     return _load(str(Path(data_dir or DATA_DIR).resolve()), extra, users)
@@ -286,7 +257,6 @@ load_catalog.cache_clear = _load.cache_clear  # type: ignore[attr-defined]
 
 @lru_cache(maxsize=1)
 def _zones() -> dict[str, dict[str, tuple[str, ...]]]:
-
     raw = tomllib.loads((Path(DATA_DIR) / "zones.toml").read_text())
     return {cloud: {region: tuple(zones) for region, zones in regions.items()} for cloud, regions in raw.items()}
 

@@ -1,10 +1,5 @@
-"""A stack's cost per benchmark, estimated from plain figures (no results table).
-
-Infra does not read what analysis writes: the caller (analysis, which reads
-the results table `collect` writes) passes the billed seconds of the stack's
-collected runs as a `MeasuredRuns`. The estimate of a benchmark is then the
-median billed time of its completed runs x the hourly price; without runs it
-is the deadline bound maxHours x hourly price. Each estimate says which.
+"""A stack's cost per benchmark: the median billed time of its collected runs (`MeasuredRuns`, passed
+by analysis: infra never reads the results table) x the hourly price, else the bound maxHours x price.
 """
 
 from __future__ import annotations
@@ -17,8 +12,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class MeasuredRuns:
-    """Billed seconds of completed runs per (stack, benchmark), where they
-    were read (`where`, e.g. the table's path) or why none were (`note`)."""
+    """Billed seconds of completed runs per (stack, benchmark); where they were read, or why none were."""
 
     seconds: Mapping[tuple[str, str], Sequence[float]] = field(default_factory=dict)
     where: str | None = None
@@ -26,9 +20,7 @@ class MeasuredRuns:
 
 
 def estimate_costs(cfg: Any, hourly: float | None, measured: MeasuredRuns | None = None) -> list[dict[str, Any]]:
-    """Per benchmark of `cfg` (a BenchmarkConfig: stack, suite, max_hours):
-    the median billed seconds of its measured runs when there are some, else
-    the deadline bound (saying why: no runs given, none of this benchmark)."""
+    """One row per benchmark of `cfg` (a BenchmarkConfig), each saying where its figure comes from."""
     if hourly is None:
         return [{"benchmark": b, "usd": None, "seconds": None, "source": "no catalog price"} for b in cfg.suite]
     if measured is None:
@@ -37,26 +29,13 @@ def estimate_costs(cfg: Any, hourly: float | None, measured: MeasuredRuns | None
     rows: list[dict[str, Any]] = []
     for bench in cfg.suite:
         runs = measured.seconds.get((cfg.stack, bench), ())
-        if runs:
-            seconds = float(statistics.median(runs))
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "usd": round(seconds / 3600 * hourly, 4),
-                    "seconds": seconds,
-                    "runs": len(runs),
-                    "source": f"measured: median billed time of {len(runs)} collected run(s){origin} x hourly price",
-                }
-            )
-        else:
-            why = measured.note or f"no completed run of this stack and benchmark{origin}"
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "usd": round(cfg.max_hours * hourly, 4),
-                    "seconds": cfg.max_hours * 3600,
-                    "runs": 0,
-                    "source": f"bound: maxHours x hourly price ({why})",
-                }
-            )
+        seconds = float(statistics.median(runs)) if runs else cfg.max_hours * 3600
+        why = measured.note or f"no completed run of this stack and benchmark{origin}"
+        source = (
+            f"measured: median billed time of {len(runs)} collected run(s){origin} x hourly price"
+            if runs
+            else f"bound: maxHours x hourly price ({why})"
+        )
+        usd = round(seconds / 3600 * hourly, 4) if runs else round(cfg.max_hours * hourly, 4)
+        rows.append({"benchmark": bench, "usd": usd, "seconds": seconds, "runs": len(runs), "source": source})
     return rows

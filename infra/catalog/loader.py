@@ -1,5 +1,4 @@
-"""Reads the TOML data files into typed records, with errors that name the
-file and the field. No pricing logic here (see prices.py)."""
+"""Reads the TOML data files into typed records, with errors naming the file and the field."""
 
 from __future__ import annotations
 
@@ -98,6 +97,10 @@ def interconnect(row: dict, where: str) -> Interconnect | None:
     )
 
 
+BILLING_NUMBERS = {"increment_seconds": 1, "minimum_seconds": 0, "monthly_fee_usd": 0, "hours_per_month": 730}
+ONPREM_NUMBERS = ("purchase_usd", "lifetime_months", "power_kw", "electricity_usd_per_kwh", "days_per_month")
+
+
 def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple[BillingTerms, ...]]:
     raw = read_toml(data_dir / "billing.toml")
     rules: dict[str, tuple[BillingTerms, ...]] = {}
@@ -110,18 +113,9 @@ def load_billing(data_dir: Path, label: str = "billing.toml") -> dict[str, tuple
             kind = require(row, "kind", where)
             if kind not in ("metered", "monthly", "amortised"):
                 raise CatalogError(f"{where}: kind {kind!r} is not one of metered, monthly, amortised")
-            terms.append(
-                BillingTerms(
-                    rule=name,
-                    since=as_date(require(row, "since", where), where),
-                    kind=kind,
-                    source=str(require(row, "source", where)),
-                    increment_seconds=float(row.get("increment_seconds", 1)),
-                    minimum_seconds=float(row.get("minimum_seconds", 0)),
-                    monthly_fee_usd=float(row.get("monthly_fee_usd", 0)),
-                    hours_per_month=float(row.get("hours_per_month", 730)),
-                )
-            )
+            since, source = as_date(require(row, "since", where), where), str(require(row, "source", where))
+            numbers = {k: float(row.get(k, default)) for k, default in BILLING_NUMBERS.items()}
+            terms.append(BillingTerms(rule=name, since=since, kind=kind, source=source, **numbers))
         rules[name] = tuple(sorted(terms, key=lambda t: t.since))
     return rules
 
@@ -157,14 +151,8 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
         itype = require(row, "instance_type", where)
         onprem = None
         if row.get("billing") == "onprem":
-            onprem = OnPremSpec(
-                purchase_usd=float(require(row, "purchase_usd", where)),
-                lifetime_months=float(require(row, "lifetime_months", where)),
-                power_kw=float(require(row, "power_kw", where)),
-                electricity_usd_per_kwh=float(require(row, "electricity_usd_per_kwh", where)),
-                days_per_month=float(require(row, "days_per_month", where)),
-                as_of=as_date(row["as_of"], where) if "as_of" in row else None,
-            )
+            numbers = {k: float(require(row, k, where)) for k in ONPREM_NUMBERS}
+            onprem = OnPremSpec(**numbers, as_of=as_date(row["as_of"], where) if "as_of" in row else None)
         retired, retired_source = _retired(row, where)
         out.append(
             Offering(
@@ -189,8 +177,7 @@ def _listed_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Of
 
 
 def _parser(filename: str):
-    """A cloud's offering file has its own shape (instance types; machine types + accelerators): its
-    parser lives in the cloud's folder (infra/<cloud>/catalog.py). Other files list rows."""
+    """A cloud's offering file has its own shape, parsed in infra/<cloud>/catalog.py; other files list rows."""
     name = filename.removesuffix(".toml")
     return clouds.get(name).parse_offerings if clouds.is_cloud(name) else _listed_offerings
 
@@ -198,8 +185,7 @@ def _parser(filename: str):
 def load_offerings(
     data_dir: Path, gpus: dict[str, GpuSpec], user_dirs: tuple[Path, ...] = (), seen: dict[str, str] | None = None
 ) -> list[Offering]:
-    """The shipped offerings, then those of each user catalog directory; an id
-    defined twice is an error naming both files."""
+    """The shipped offerings, then each user catalog directory's; an id defined twice names both files."""
     offerings: list[Offering] = []
     seen = {} if seen is None else seen
     sources = [(p, f"offerings/{p.name}") for p in sorted((data_dir / "offerings").glob("*.toml"))]

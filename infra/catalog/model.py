@@ -1,5 +1,4 @@
-"""Typed catalog records. Plain dataclasses: the analysis side imports these
-without Pulumi or TensorFlow."""
+"""Typed catalog records: plain dataclasses (no Pulumi, no TensorFlow)."""
 
 from __future__ import annotations
 
@@ -156,17 +155,12 @@ class Offering:
         return self.gpu.image_generation if self.gpu else "cuda13"
 
     def stack_name(self, market: str = "on-demand") -> str:
-        """`<provider>-<family>-<size>[-spot]`, e.g. aws-p3-8x, gcp-v100-1x-spot."""
+        """`<provider>-<family>-<size>[-spot]`, e.g. aws-p3-8x (no Pulumi stack: the id, for runs/<name>/)."""
         if market not in self.markets:
             raise ValueError(f"{self.id} is not sold on the {market!r} market (markets: {', '.join(self.markets)})")
-        if not self.is_cloud:
-            # no Pulumi stack: results still land under runs/<name>/, named after the id
-            base = self.id.replace("/", "-")
-        else:
-            base = clouds.get(self.provider).stack_base(self)
-        if self.stack_suffix:
-            base += f"-{self.stack_suffix}"
-        return base + ("-spot" if market == "spot" else "")
+        base = clouds.get(self.provider).stack_base(self) if self.is_cloud else self.id.replace("/", "-")
+        suffix = f"-{self.stack_suffix}" if self.stack_suffix else ""
+        return base + suffix + ("-spot" if market == "spot" else "")
 
     def stack_names(self) -> list[str]:
         return [self.stack_name(m) for m in self.markets]
@@ -177,8 +171,7 @@ class Offering:
 
 @dataclass(frozen=True)
 class PriceQuote:
-    """An hourly price with where it came from. For GCP compositions
-    `components` holds the machine-type and per-GPU parts."""
+    """An hourly price with where it came from (`components`: a GCP composition's parts)."""
 
     offering_id: str
     market: str

@@ -1,7 +1,5 @@
-"""Errors of a live price refresh (the fetchers in infra/<cloud>/prices.py, the
-refresh and spot pricing in analysis/price/), each with the exit code the CLI
-uses, so scripts can tell "no credentials" from "the API failed". Errors of
-the catalog itself (unknown offering, no price) are in errors.py."""
+"""Errors of a live price refresh (infra/<cloud>/prices.py, analysis/price/), each with its exit code,
+so scripts can tell "no credentials" from "the API failed"; the catalog's own errors are in errors.py."""
 
 from __future__ import annotations
 

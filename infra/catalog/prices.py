@@ -1,11 +1,6 @@
-"""Dated price snapshots and as-of selection.
-
-A snapshot is one TOML file under data/prices/: the prices one source
-published on one date (a study, a provider page, a `prices refresh`). Prices
-are looked up per offering (or, for GCP, per machine type and per GPU) in the
-newest snapshot on or before the requested date that has them, so an old
-study can be re-priced at the prices of its day and today's quote comes from
-today's page. Each row keeps the snapshot's source unless it names its own.
+"""Dated price snapshots (one TOML file under data/prices/: what one source published on one date) and
+as-of lookup: a price (per offering; for GCP per machine type and per GPU) comes from the newest snapshot
+on or before the date that has it, so an old study is re-priced at the prices of its day.
 """
 
 from __future__ import annotations
@@ -86,13 +81,10 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
         for i, row in enumerate(raw.get(table, [])):
             rwhere = f"{where} [[{table}]] #{i + 1}"
             key = prefix + str(require(row, id_field, rwhere))
-            found = False
-            for market in MARKET_FIELDS:
-                prices = _row_prices(row, market, rates, rwhere)
-                if prices is None:
-                    continue
-                found = True
-                hourly, monthly = prices
+            priced = {m: p for m in MARKET_FIELDS if (p := _row_prices(row, m, rates, rwhere)) is not None}
+            if not priced:
+                raise CatalogError(f"{rwhere}: {key} has no price (give hourly, per_minute or monthly)")
+            for market, (hourly, monthly) in priced.items():
                 if hourly < 0:
                     raise CatalogError(f"{rwhere}: negative price for {key}")
                 rows.append(
@@ -108,17 +100,13 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
                         note=row.get("note"),
                     )
                 )
-            if not found:
-                raise CatalogError(f"{rwhere}: {key} has no price (give hourly, per_minute or monthly)")
     return Snapshot(name=path.stem, as_of=as_of, source=source, region=raw.get("region"), rows=tuple(rows))
 
 
 def load_snapshots(
     data_dir: Path, extra_dirs: tuple[Path, ...] = (), user_dirs: tuple[Path, ...] = ()
 ) -> list[Snapshot]:
-    """The data dir's snapshots plus any in `extra_dirs` (folders of snapshot
-    files, e.g. `prices refresh --out DIR`; see GPUBENCH_PRICES_DIR) and in the
-    `prices/` folder of each user catalog directory (errors name the full path)."""
+    """The data dir's snapshots, those in `extra_dirs` (GPUBENCH_PRICES_DIR) and in each user catalog's `prices/`."""
     paths: list[tuple[Path, str | None]] = [(p, None) for p in (data_dir / "prices").glob("*.toml")]
     for extra in extra_dirs:
         if not extra.is_dir():

@@ -1,5 +1,4 @@
-"""Dated prices of the services around a recurring run (disk, scheduler,
-function), from data/services.toml: one price set per provider and date."""
+"""Dated prices of the services around a recurring run (disk, scheduler, function): data/services.toml."""
 
 from __future__ import annotations
 
@@ -10,22 +9,11 @@ from pathlib import Path
 from .errors import CatalogError
 from .loader import DATA_DIR, as_date, read_toml, require
 
-PRICE_FIELDS = (
-    "hours_per_month",
-    "disk_gb_month_usd",
-    "scheduler_job_month_usd",
-    "scheduler_per_million_usd",
-    "function_increment_seconds",
-    "function_gb_second_usd",
-    "function_vcpu_second_usd",
-    "function_per_million_usd",
-    "function_unit_usd",
-    "function_unit_memory_gb",
-    "free_scheduler_jobs",
-    "free_scheduler_invocations",
-    "free_function_gb_seconds",
-    "free_function_vcpu_seconds",
-    "free_function_requests",
+PRICE_FIELDS = tuple(
+    """hours_per_month disk_gb_month_usd scheduler_job_month_usd scheduler_per_million_usd function_increment_seconds
+    function_gb_second_usd function_vcpu_second_usd function_per_million_usd function_unit_usd function_unit_memory_gb
+    free_scheduler_jobs free_scheduler_invocations free_function_gb_seconds free_function_vcpu_seconds
+    free_function_requests""".split()
 )
 
 

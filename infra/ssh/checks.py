@@ -1,9 +1,5 @@
-"""Host checks: does the box have what the chosen runtime needs?
-
-Each check is one small remote command and a parser; the table of checks per
-runtime decides which ones run and which are required. A failed required check
-stops the run before anything is started, with the fix in the message.
-"""
+"""Host checks: does the box have what the chosen runtime needs? A failed required check stops the
+run before anything is started, with the fix in the message."""
 
 from __future__ import annotations
 
@@ -16,6 +12,7 @@ from infra.ssh.connection import run
 
 MIN_PYTHON = (3, 10)
 GPU_QUERY = "nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"
+_PYTHON = f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]}"
 
 
 @dataclass
@@ -42,49 +39,33 @@ def _sh(conn, command: str):
     return run(conn, command, check=False, timeout=60)
 
 
+def _failed(r) -> str:
+    return (r.stderr or r.stdout).strip()[:200]
+
+
 def check_tools(conn, cfg: SshStack) -> Check:
-    wanted = ("sh", "setsid", "nohup", "tail", "tar", "kill")
-    r = _sh(conn, "for t in " + " ".join(wanted) + "; do command -v $t >/dev/null 2>&1 || echo $t; done")
-    missing = r.stdout.split()
-    return Check(
-        "tools",
-        not missing,
-        True,
-        "setsid, nohup, tar present" if not missing else f"not found: {', '.join(missing)}",
-        "install coreutils, util-linux and tar on the host",
-    )
+    wanted = "sh setsid nohup tail tar kill"
+    missing = _sh(conn, f"for t in {wanted}; do command -v $t >/dev/null 2>&1 || echo $t; done").stdout.split()
+    detail = f"not found: {', '.join(missing)}" if missing else "setsid, nohup, tar present"
+    return Check("tools", not missing, True, detail, "install coreutils, util-linux and tar on the host")
 
 
 def check_gpus(conn, cfg: SshStack) -> Check:
     r = _sh(conn, GPU_QUERY)
     required = cfg.expect_gpu
     if r.exited != 0:
-        why = (
-            "nvidia-smi not found" if r.exited == 127 else f"nvidia-smi failed: {(r.stderr or r.stdout).strip()[:200]}"
-        )
-        return Check(
-            "gpu",
-            False,
-            required,
-            why + (" (gpubench:expectGpu is true)" if required else "; the run will use the CPU"),
-            "install the NVIDIA driver (it ships nvidia-smi), or set gpubench:expectGpu: false to benchmark the CPU",
-            found=0,
-        )
-    gpus = [[p.strip() for p in line.split(",")] for line in r.stdout.strip().splitlines() if line.strip()]
+        why = "nvidia-smi not found" if r.exited == 127 else f"nvidia-smi failed: {_failed(r)}"
+        why += " (gpubench:expectGpu is true)" if required else "; the run will use the CPU"
+        fix = "install the NVIDIA driver (it ships nvidia-smi), or set gpubench:expectGpu: false to benchmark the CPU"
+        return Check("gpu", False, required, why, fix, found=0)
+    gpus = [[p.strip() for p in line.split(",")] + ["?", "?"] for line in r.stdout.strip().splitlines() if line.strip()]
     if not gpus:
-        return Check(
-            "gpu", False, required, "nvidia-smi lists no GPU", "check the driver with `nvidia-smi -L`", found=0
-        )
-    detail = f"{len(gpus)} x {gpus[0][0]} ({gpus[0][1] if len(gpus[0]) > 1 else '?'}), driver {gpus[0][2] if len(gpus[0]) > 2 else '?'}"
+        return Check("gpu", False, required, "nvidia-smi lists no GPU", "check the driver with `nvidia-smi -L`", 0)
+    detail = f"{len(gpus)} x {gpus[0][0]} ({gpus[0][1]}), driver {gpus[0][2]}"
     if cfg.gpu_count and len(gpus) < cfg.gpu_count:
-        return Check(
-            "gpu",
-            False,
-            False,
-            detail + f"; the catalog row has {cfg.gpu_count} x {cfg.gpu_model}",
-            "results are recorded with the GPUs actually found; check the offering id",
-            found=len(gpus),
-        )
+        detail += f"; the catalog row has {cfg.gpu_count} x {cfg.gpu_model}"
+        fix = "results are recorded with the GPUs actually found; check the offering id"
+        return Check("gpu", False, False, detail, fix, found=len(gpus))
     return Check("gpu", True, required, detail, found=len(gpus))
 
 
@@ -92,21 +73,12 @@ def check_docker(conn, cfg: SshStack) -> tuple[Check, list[str]]:
     """Docker reachable by this user; also returns its registered runtimes for the toolkit check."""
     r = _sh(conn, "docker info --format '{{json .Runtimes}}'")
     if r.exited == 127:
-        return Check(
-            "docker",
-            False,
-            True,
-            "docker not found",
-            "install Docker Engine (https://docs.docker.com/engine/install/) or use --runtime venv",
-        ), []
+        fix = "install Docker Engine (https://docs.docker.com/engine/install/) or use --runtime venv"
+        return Check("docker", False, True, "docker not found", fix), []
     if r.exited != 0:
-        return Check(
-            "docker",
-            False,
-            True,
-            f"docker info failed: {(r.stderr or r.stdout).strip()[:200]}",
-            f"start the daemon and let {cfg.user or 'the SSH user'} use it (`usermod -aG docker USER`), or use --runtime venv",
-        ), []
+        user = cfg.user or "the SSH user"
+        fix = f"start the daemon and let {user} use it (`usermod -aG docker USER`), or use --runtime venv"
+        return Check("docker", False, True, f"docker info failed: {_failed(r)}", fix), []
     try:
         runtimes = sorted(json.loads(r.stdout.strip() or "{}"))
     except ValueError:
@@ -121,13 +93,11 @@ def check_nvidia_toolkit(conn, cfg: SshStack, runtimes: list[str]) -> Check:
     detail = version or (
         "nvidia runtime registered with docker" if ok else "nvidia-ctk not found and docker has no nvidia runtime"
     )
-    return Check(
-        "nvidia-container-toolkit",
-        ok,
-        cfg.expect_gpu,
-        detail,
-        "install nvidia-container-toolkit and run `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`",
+    fix = (
+        "install nvidia-container-toolkit and run "
+        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"
     )
+    return Check("nvidia-container-toolkit", ok, cfg.expect_gpu, detail, fix)
 
 
 def check_python(conn, cfg: SshStack) -> Check:
@@ -135,35 +105,20 @@ def check_python(conn, cfg: SshStack) -> Check:
     r = _sh(conn, f"{shlex.quote(py)} -c 'import sys; print(\"%d.%d.%d\" % sys.version_info[:3])'")
     where = "gpubench:remotePython / --python" if cfg.remote_python else "python3"
     if r.exited != 0:
-        why = "not found" if r.exited == 127 else f"failed: {(r.stderr or r.stdout).strip()[:200]}"
-        return Check(
-            "python",
-            False,
-            True,
-            f"{py} {why}",
-            f"install Python >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]} (apt install python3 python3-venv) or fix {where}",
-        )
+        why = "not found" if r.exited == 127 else f"failed: {_failed(r)}"
+        fix = f"install Python >= {_PYTHON} (apt install python3 python3-venv) or fix {where}"
+        return Check("python", False, True, f"{py} {why}", fix)
     version = r.stdout.strip()
-    parts = tuple(int(x) for x in version.split(".")[:2])
-    ok = parts >= MIN_PYTHON
-    return Check(
-        "python",
-        ok,
-        True,
-        f"{py} {version}" + ("" if ok else f" is older than {MIN_PYTHON[0]}.{MIN_PYTHON[1]}"),
-        f"install Python >= {MIN_PYTHON[0]}.{MIN_PYTHON[1]} or point {where} at one",
-    )
+    ok = tuple(int(x) for x in version.split(".")[:2]) >= MIN_PYTHON
+    detail = f"{py} {version}" + ("" if ok else f" is older than {_PYTHON}")
+    return Check("python", ok, True, detail, f"install Python >= {_PYTHON} or point {where} at one")
 
 
 def check_venv(conn, cfg: SshStack) -> Check:
-    r = _sh(conn, "python3 -c 'import venv, ensurepip'")
-    return Check(
-        "venv",
-        r.exited == 0,
-        True,
-        "python3 -m venv available" if r.exited == 0 else "python3 has no venv/ensurepip module",
-        "apt install python3-venv (or set gpubench:remotePython to an interpreter that has TensorFlow)",
-    )
+    ok = _sh(conn, "python3 -c 'import venv, ensurepip'").exited == 0
+    detail = "python3 -m venv available" if ok else "python3 has no venv/ensurepip module"
+    fix = "apt install python3-venv (or set gpubench:remotePython to an interpreter that has TensorFlow)"
+    return Check("venv", ok, True, detail, fix)
 
 
 def run_checks(conn, cfg: SshStack) -> list[Check]:
@@ -171,14 +126,10 @@ def run_checks(conn, cfg: SshStack) -> list[Check]:
     checks = [check_tools(conn, cfg), check_gpus(conn, cfg)]
     if cfg.runtime == "docker":
         docker, runtimes = check_docker(conn, cfg)
-        checks.append(docker)
-        if docker.ok:
-            checks.append(check_nvidia_toolkit(conn, cfg, runtimes))
+        checks += [docker, check_nvidia_toolkit(conn, cfg, runtimes)] if docker.ok else [docker]
     else:
         py = check_python(conn, cfg)
-        checks.append(py)
-        if py.ok and not cfg.remote_python:
-            checks.append(check_venv(conn, cfg))
+        checks += [py, check_venv(conn, cfg)] if py.ok and not cfg.remote_python else [py]
     return checks
 
 

@@ -19,48 +19,29 @@ import json
 import sys
 from pathlib import Path
 
+from infra.ssh import SUMMARY
 from infra.ssh.config import RUNTIMES
 from infra.ssh.session import EXIT_CODES, run_named_stack
 
 
 def register(sub) -> argparse.ArgumentParser:
     """Add the `ssh` subcommand to `python -m infra`'s subparsers."""
-    p = sub.add_parser(
-        "ssh",
-        help="run the payload on a dedicated/on-prem box over SSH and upload its results",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument(
-        "stack", help="an SSH stack in stacks/ (Pulumi.<stack>.yaml with gpubench:host), e.g. ssh-hetzner-ex51"
-    )
+    p = sub.add_parser("ssh", help=SUMMARY, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    stack = "an SSH stack in stacks/ (Pulumi.<stack>.yaml with gpubench:host), e.g. ssh-hetzner-ex51"
+    p.add_argument("stack", help=stack)
     p.add_argument("--runtime", choices=sorted(RUNTIMES), help="override gpubench:runtime")
-    p.add_argument(
-        "--python",
-        dest="remote_python",
-        metavar="PATH",
-        help="venv runtime: run with this remote interpreter (it must have TensorFlow) instead of building a venv",
-    )
-    p.add_argument(
-        "--expect-gpu",
-        dest="expect_gpu",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="require a GPU (default: gpubench:expectGpu, else whether the offering has GPUs)",
-    )
+    python = "venv runtime: run with this remote interpreter (it must have TensorFlow) instead of building a venv"
+    p.add_argument("--python", dest="remote_python", metavar="PATH", help=python)
+    gpu = "require a GPU (default: gpubench:expectGpu, else whether the offering has GPUs)"
+    p.add_argument("--expect-gpu", dest="expect_gpu", action=argparse.BooleanOptionalAction, default=None, help=gpu)
     p.add_argument("--check", action="store_true", help="only check the host and say what is missing")
-    p.add_argument(
-        "--detach", action="store_true", help="start (or find) the run and return; run again later to collect it"
-    )
+    detach = "start (or find) the run and return; run again later to collect it"
+    p.add_argument("--detach", action="store_true", help=detach)
     p.add_argument("--json", action="store_true", help="print one JSON object at the end (progress goes to stderr)")
     p.add_argument("--stacks-dir", type=Path, default=None, help="where the stack files are (default: stacks/)")
     p.add_argument("--poll", type=float, default=2.0, help="seconds between log polls (default 2)")
-    p.add_argument(
-        "--stop-timeout",
-        type=float,
-        default=120.0,
-        help="on Ctrl-C, seconds to let the payload checkpoint before it is killed (default 120)",
-    )
+    stop = "on Ctrl-C, seconds to let the payload checkpoint before it is killed (default 120)"
+    p.add_argument("--stop-timeout", type=float, default=120.0, help=stop)
     p.set_defaults(func=run)
     return p
 
@@ -68,30 +49,17 @@ def register(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Entry point for `python -m infra ssh` (args from `register`); returns the exit code."""
     progress = sys.stderr if args.json else sys.stdout
+    options = {k: getattr(args, k) for k in ("runtime", "remote_python", "expect_gpu", "check", "detach", "poll")}
     try:
         status, report = run_named_stack(
-            args.stack,
-            stacks_dir=args.stacks_dir,
-            runtime=args.runtime,
-            remote_python=args.remote_python,
-            expect_gpu=args.expect_gpu,
-            check=args.check,
-            detach=args.detach,
-            poll=args.poll,
-            stop_timeout=args.stop_timeout,
-            progress=progress,
+            args.stack, stacks_dir=args.stacks_dir, stop_timeout=args.stop_timeout, progress=progress, **options
         )
     except KeyboardInterrupt:
-        status, report = (
-            "stopped-by-user",
-            {
-                "stack": args.stack,
-                "message": (
-                    "interrupted (Ctrl-C); if a run was started, or is still stopping on the host, "
-                    f"`python -m infra ssh {args.stack}` picks it up and collects it"
-                ),
-            },
+        message = (
+            "interrupted (Ctrl-C); if a run was started, or is still stopping on the host, "
+            f"`python -m infra ssh {args.stack}` picks it up and collects it"
         )
+        status, report = "stopped-by-user", {"stack": args.stack, "message": message}
     if report.get("message"):
         print(f"error: {report['message']}", file=sys.stderr, flush=True)
     report["status"] = "interrupted" if status == "stopped-by-user" else status

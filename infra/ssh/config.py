@@ -1,23 +1,16 @@
-"""Typed parsing of SSH stacks (`stacks/Pulumi.ssh-*.yaml`).
-
-SSH stacks share `stacks/` and the `gpubench` namespace with the Pulumi stacks
-but are never given to `pulumi up`: `python -m infra ssh STACK` reads them. The
-benchmark keys reuse the payload's option names (benchmark, epochs, steps,
-batchSize, precision, gpus, data, params); the rest say where the box is and
-how to run there. Every error names the key, the bad value and the fix.
+"""Typed parsing of SSH stacks (`stacks/Pulumi.ssh-*.yaml`, read by `python -m infra ssh`, never by
+Pulumi): the payload's benchmark option names plus where the box is and how to run there.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from infra.catalog import UnknownOffering
-
-# Value checks and field types shared with cloud stacks: one spelling of each rule and message.
 from infra.config import (
     MAX_HOURS_LIMIT,
     NAMESPACE,
@@ -31,6 +24,8 @@ from infra.config import (
     StackConfig,
     Text,
     WorkloadSpec,
+    check_gpus,
+    checked,
     config_key,
     gpu_count,
     hours,
@@ -54,9 +49,6 @@ DEFAULT_REMOTE_DIR = "~/.gpubench"
 SHARED_DIRS = ("/", "/tmp", "/var/tmp", "/dev/shm", "/var", "/home", "/root", "/srv", "/opt", "/mnt", "/media")
 SYSTEM_TREES = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/dev", "/proc", "/sys", "/run")
 DEFAULT_PIP_EXTRAS = "payload,tf"
-
-
-# --- value checks: raw value -> typed value, or ValueError with the fix (the model names the key).
 
 
 def _host(raw: Any) -> str:
@@ -106,12 +98,10 @@ def system_dir_problem(path: str) -> str | None:
     return None
 
 
-Count = Annotated[int, BeforeValidator(int_at_least(1))]
-LocalPath = Annotated[str, BeforeValidator(lambda raw: os.path.expanduser(nonempty_str(raw)))]
-Gpus = Annotated[str, BeforeValidator(gpu_count(0))]  # 0: run on the CPU
-MaxHours = Annotated[
-    float, BeforeValidator(hours(0, MAX_HOURS_LIMIT, True, "the payload stops itself at this deadline"))
-]
+Count = checked(int, int_at_least(1))
+LocalPath = checked(str, lambda raw: os.path.expanduser(nonempty_str(raw)))
+Gpus = checked(str, gpu_count(0))  # 0: run on the CPU
+MaxHours = checked(float, hours(0, MAX_HOURS_LIMIT, True, "the payload stops itself at this deadline"))
 # Keys an SSH stack cannot do without, and what to put there (the message when one is missing).
 REQUIRED = {
     "offering": "the catalog id of the box, e.g. hetzner/ex51-ssd-gpu or onprem/parkopedia-4x1080ti (see `python -m analysis offerings`)",
@@ -121,18 +111,15 @@ REQUIRED = {
 
 
 class SshStack(StackConfig):
-    """One SSH stack: where the box is, how to run, what to benchmark.
-
-    The benchmark keys reuse the payload's option names; the last fields come from the
-    offering's catalog row, not from the stack file. Precedence: a flag of `python -m infra
-    ssh` (with_overrides) beats the stack file, which beats the defaults here."""
+    """One SSH stack; the last fields come from the offering's catalog row. A flag of `python -m infra ssh`
+    (with_overrides) beats the stack file, which beats the defaults here."""
 
     stack_type: Choice(("ssh",)) = config_key("stackType", "ssh (the only kind of SSH stack)", "ssh")
     offering: Text = config_key("offering", REQUIRED["offering"])
-    host: Annotated[str, BeforeValidator(_host)] = config_key("host", REQUIRED["host"])
-    results: Annotated[str, BeforeValidator(_results)] = config_key("results", REQUIRED["results"])
+    host: checked(str, _host) = config_key("host", REQUIRED["host"])
+    results: checked(str, _results) = config_key("results", REQUIRED["results"])
     user: Text | None = config_key("user", "the SSH user (default: your ssh config's)")
-    port: Annotated[int, BeforeValidator(int_at_least(1, 65535))] = config_key("port", "the SSH port", 22)
+    port: checked(int, int_at_least(1, 65535)) = config_key("port", "the SSH port", 22)
     identity_file: LocalPath | None = config_key("identityFile", "private key file on this machine")
     host_key_check: Choice(HOST_KEY_POLICIES) = config_key("hostKeyCheck", "accept-new or strict", "accept-new")
     runtime: Choice(RUNTIMES) = config_key("runtime", "docker, or venv on the host's Python", "docker")
@@ -155,9 +142,7 @@ class SshStack(StackConfig):
     )
     remote_python: Text | None = config_key("remotePython", "runtime venv: an existing interpreter to reuse")
     pip_extras: Text = config_key("pipExtras", "extras the venv runtime installs", DEFAULT_PIP_EXTRAS)
-    remote_dir: Annotated[str, BeforeValidator(_remote_dir)] = config_key(
-        "remoteDir", "run directory on the host", DEFAULT_REMOTE_DIR
-    )
+    remote_dir: checked(str, _remote_dir) = config_key("remoteDir", "run directory on the host", DEFAULT_REMOTE_DIR)
     image_generation: str = Field("cuda12", description="the offering's GPU generation (catalog)")
     gpu_count: int = Field(0, description="the offering's GPU count (catalog)")
     gpu_model: str | None = Field(None, description="the offering's GPU model (catalog)")
@@ -190,7 +175,7 @@ class SshStack(StackConfig):
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
     def with_overrides(self, **changes: Any) -> SshStack:
-        """The stack with the command line's flags applied (a flag left unset, None, keeps the stack's value)."""
+        """The stack with the flags that are set (not None) applied."""
         return self.model_copy(update={k: v for k, v in changes.items() if v is not None})
 
 
@@ -225,12 +210,7 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             raise ConfigError(name, f"required for an SSH stack: {why}")
     cfg = validated(SshStack, {**{k: v for k, v in ours.items() if v is not None}, "stack": stack})
     offering = _offering(catalog, cfg.offering)
-    if cfg.gpus != "all" and int(cfg.gpus) > offering.gpu_count:
-        raise ConfigError(
-            "gpus",
-            f"{cfg.gpus} GPUs requested but {offering.id} has {offering.gpu_count}; use 'all' or 0..{offering.gpu_count}",
-        )
-
+    check_gpus(cfg.gpus, offering, 0)
     price, _ = launch_price(catalog, offering.id, "on-demand", [])
     return cfg.model_copy(
         update={
@@ -239,7 +219,7 @@ def parse_ssh_config(raw: Mapping[str, Any], stack: str, catalog: Any) -> SshSta
             "expect_gpu": offering.gpu_count > 0 if cfg.expect_gpu is None else cfg.expect_gpu,
             "image_generation": offering.image_generation,
             "gpu_count": offering.gpu_count,
-            "gpu_model": getattr(getattr(offering, "gpu", None), "model", None),
+            "gpu_model": offering.gpu_model,
             "offering_options": offering_options(offering, "on-demand", price),
         }
     )

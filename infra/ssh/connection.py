@@ -1,14 +1,9 @@
 """Opening the fabric connection, with errors that say what to fix.
 
-Fabric accepts any host key and never reads known_hosts. Here both the user's
-`~/.ssh/known_hosts` (read only) and gpubench's own known_hosts file
-(`project_known_hosts()`, written) are loaded, so a key recorded in either must
-match: a *changed* key is refused with the command that removes the old one.
-`accept-new` records an unknown host's key in gpubench's file on first use (trust
-on first use, like OpenSSH's `StrictHostKeyChecking accept-new`); `strict` refuses
-hosts found in neither file. An identity file means "use only this key" (like
-`IdentitiesOnly yes`), so a refused key is reported as such instead of silently
-falling back to whatever the agent holds.
+Fabric accepts any host key; here a key recorded in `~/.ssh/known_hosts` (read only) or gpubench's own
+file must match (a changed key is refused with the command that removes the old one). `accept-new`
+records an unknown host's key on first use (as OpenSSH's `StrictHostKeyChecking accept-new`), `strict`
+refuses it. An identity file is the only key tried (`IdentitiesOnly yes`), never the agent's instead.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ def project_known_hosts() -> Path:
 
 
 def _load_known_hosts(client, cfg: SshStack) -> Path:
-    """Load the user's known_hosts (never written) and gpubench's; an unknown host is refused (`strict`)
-    or its key appended to gpubench's file (created 0600)."""
+    """Load both known_hosts files; an unknown host is refused or its key appended to ours (0600)."""
     import paramiko  # heavy: the infra extra; `gpubench` lists the ssh command without it
 
     class RecordOnFirstUse(paramiko.MissingHostKeyPolicy):
@@ -88,9 +82,8 @@ def connect(cfg: SshStack, timeout: float = 15.0):
     connect_kwargs: dict = {"banner_timeout": timeout, "auth_timeout": timeout}
     if cfg.identity_file:
         if not os.path.exists(cfg.identity_file):
-            raise SshError(
-                f"gpubench:identityFile: {cfg.identity_file} does not exist; point it at your private key (e.g. ~/.ssh/id_ed25519)"
-            )
+            fix = "point it at your private key (e.g. ~/.ssh/id_ed25519)"
+            raise SshError(f"gpubench:identityFile: {cfg.identity_file} does not exist; {fix}")
         connect_kwargs.update(key_filename=[cfg.identity_file], look_for_keys=False, allow_agent=False)
     conn = Connection(cfg.host, user=cfg.user, port=cfg.port, connect_timeout=timeout, connect_kwargs=connect_kwargs)
     mine = _load_known_hosts(conn.client, cfg)

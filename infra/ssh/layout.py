@@ -1,10 +1,6 @@
-"""Where a run lives on the host: `<remoteDir>/runs/<stack>/<run-id>/`.
-
-One directory per run holds everything the local side needs to pick the run up
-again after a dropped connection: the launch record, the wrapper's pid (also its
-process group), the log, the final state, and a `file://` bucket the payload
-writes. `fetched.json` appears once the local side has uploaded the results.
-"""
+"""Where a run lives on the host: `<remoteDir>/runs/<stack>/<run-id>/`, everything the local side
+needs to pick it up again (launch record, wrapper pid = process group, log, state, a `file://` bucket);
+`fetched.json` appears once the local side has uploaded the results."""
 
 from __future__ import annotations
 
@@ -38,12 +34,8 @@ class RunLayout:
     run_id: str
 
     @property
-    def stack_dir(self) -> str:
-        return f"{self.root}/runs/{self.stack}"
-
-    @property
     def dir(self) -> str:
-        return f"{self.stack_dir}/{self.run_id}"
+        return f"{self.root}/runs/{self.stack}/{self.run_id}"
 
     @property
     def results(self) -> str:

@@ -1,9 +1,9 @@
-"""Remote run state: find, launch, watch and stop runs on the host.
+"""Runs on the host: find, launch, watch and stop them. The host is the source of truth: a run
+directory without `fetched.json` is an open run (wrapper pid alive, or `state.json` written) that the
+next invocation picks up instead of starting another.
 
-The host is the source of truth, so a second invocation after a dropped
-connection needs nothing local: a run directory without `fetched.json` is an
-open run, either still going (its wrapper pid is alive) or finished
-(`state.json`), and is picked up instead of starting another one.
+The wrapper (wrapper.sh, POSIX sh) is started with `setsid`, so its pid is the process group of setup
+and payload; whatever way it ends that it can catch, it writes `state.json` (status, exit_code, phase).
 """
 
 from __future__ import annotations
@@ -12,15 +12,17 @@ import hashlib
 import json
 import shlex
 import stat
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
-from infra.ssh import script
 from infra.ssh.config import DEFAULT_REMOTE_DIR, system_dir_problem
 from infra.ssh.connection import SshError, run
 from infra.ssh.layout import RunLayout
-from infra.ssh.runtimes import Plan
+from infra.ssh.runtimes import Plan, shell_words
 from payload.timestamps import iso
 
 # A launch (upload, unpack with a 600 s timeout, 30 s wait for the pid) usually takes seconds; only a
@@ -208,6 +210,16 @@ def _put(sftp, data: bytes | str, path: str, mode: int = 0o644) -> None:
     sftp.chmod(path, mode)
 
 
+def wrapper(layout: RunLayout) -> str:
+    """run.sh: infra/ssh/wrapper.sh for this run's directory."""
+    return Path(__file__).with_name("wrapper.sh").read_text().replace("@DIR@", shlex.quote(layout.dir))
+
+
+def payload_script(plan: Plan) -> str:
+    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(plan.env.items()))
+    return f"#!/bin/sh\n# gpubench payload command\n{env}exec {shell_words(plan.payload)}\n"
+
+
 def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: float = 30.0) -> RemoteRun:
     """Write the run directory, start the wrapper detached, wait for its pid."""
     q = shlex.quote
@@ -217,11 +229,16 @@ def launch(conn, sftp, layout: RunLayout, plan: Plan, record: dict, timeout: flo
     if plan.prepare:
         run(conn, " && ".join(f"({cmd})" for cmd in plan.prepare), timeout=600)
     _put(sftp, json.dumps(record, indent=2) + "\n", layout.path("record"))
-    _put(sftp, script.setup_script(plan), layout.path("setup"), 0o755)
-    _put(sftp, script.payload_script(plan), layout.path("payload"), 0o755)
-    _put(sftp, script.wrapper(layout), layout.path("wrapper"), 0o755)
+    _put(
+        sftp,
+        f"#!/bin/sh\n# gpubench setup (runs detached before the payload)\n{plan.setup}\n",
+        layout.path("setup"),
+        0o755,
+    )
+    _put(sftp, payload_script(plan), layout.path("payload"), 0o755)
+    _put(sftp, wrapper(layout), layout.path("wrapper"), 0o755)
     _put(sftp, json.dumps({"event": "ssh_launch", "time": record["started_at"]}) + "\n", f"{layout.host}/events.jsonl")
-    run(conn, script.launch_command(layout))
+    run(conn, f"cd {q(layout.dir)} && (setsid nohup sh run.sh > /dev/null 2>&1 < /dev/null &)")  # detached
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if _exists(sftp, layout.path("pid")):
@@ -272,3 +289,60 @@ def _write_state(sftp, r: RemoteRun, status: str, exit_code: int, note: str) -> 
 def mark_fetched(sftp, r: RemoteRun, info: dict[str, Any]) -> None:
     _put(sftp, json.dumps(info, indent=2) + "\n", r.layout.path("fetched"))
     r.fetched = True
+
+
+# --- following a run
+
+TAIL_BYTES = 4096  # on re-attach, show this much of the log's end
+
+
+def _size(sftp, path: str) -> int:
+    try:
+        return sftp.stat(path).st_size or 0
+    except FileNotFoundError:
+        return 0
+
+
+def _show(sftp, path: str, offset: int, out: IO[str]) -> int:
+    """Write what the log gained since `offset`; the new offset."""
+    size = _size(sftp, path)
+    if size > offset:
+        with sftp.open(path, "rb") as f:
+            f.seek(offset)
+            out.write(f.read(size - offset).decode("utf-8", "replace"))
+        out.flush()
+    return max(size, offset)
+
+
+def start_offset(sftp, r: RemoteRun) -> int:
+    """Where to start streaming when attaching to a run that has been going for a while."""
+    return max(0, _size(sftp, r.layout.path("log")) - TAIL_BYTES)
+
+
+class StopRequested(Exception):
+    """The caller asked the follow loop to stop (its `stop` event was set): interrupt the run."""
+
+
+def follow(
+    conn,
+    sftp,
+    r: RemoteRun,
+    out: IO[str] | None = None,
+    poll: float = 2.0,
+    offset: int = 0,
+    stop: threading.Event | None = None,
+) -> RemoteRun:
+    """Print new log output until the wrapper has written its state (or vanished); the final run. Polls
+    over SFTP rather than holding `tail -f` open, so Ctrl-C (or a set `stop`: StopRequested) ends it cleanly."""
+    out = out or sys.stdout
+    log = r.layout.path("log")
+    while True:
+        offset = _show(sftp, log, offset, out)
+        r = load_run(conn, sftp, r.layout)
+        if r.state is not None or not r.alive:
+            _show(sftp, log, offset, out)  # the last lines written before the state file
+            return r
+        if stop is None:
+            time.sleep(poll)
+        elif stop.wait(poll):
+            raise StopRequested

@@ -1,10 +1,6 @@
-"""Runtimes: how the payload is started on the host (docker | venv).
-
-A runtime turns a stack into a `Plan`: files to upload, quick commands to run
-before launch, a setup script that runs detached (image pull, pip install: slow,
-so a dropped connection must not kill it) and the payload command. The payload
-always writes to a `file://` bucket inside the run directory, so the host never
-needs cloud credentials; the local side uploads afterwards.
+"""Runtimes (docker | venv): a stack as a `Plan`: uploads, quick commands before launch, a setup
+script run detached (slow pulls and installs survive a dropped connection) and the payload command,
+which writes a `file://` bucket in the run directory: the host never needs cloud credentials.
 """
 
 from __future__ import annotations
@@ -77,9 +73,8 @@ def payload_args(
 
 
 def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str]], list[str], str | None]:
-    """(uploads, prepare commands, directory) for the stack's workload: its spec and workdir go up once per
-    content hash (`<remoteDir>/src/workload-<hash>.tar.gz`) and are unpacked into each run's own directory,
-    so a job that writes into its workdir never touches another run's copy."""
+    """(uploads, prepare commands, directory) of the workload: uploaded once per content hash, unpacked
+    into each run's own directory (a job writing into its workdir never touches another run's copy)."""
     if not cfg.workload:
         return [], [], None
     bundle = build_workload_bundle(cfg.workload)
@@ -93,9 +88,8 @@ def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str
 def docker_plan(
     cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle
 ) -> Plan:
-    """The cloud stacks' container, with the run directory mounted as its bucket: the
-    public TensorFlow image of the GPU's generation (or a workload's own `image`) with
-    the bundle mounted and pip-installed at start, or a prebuilt `payloadImage`."""
+    """The cloud stacks' container (public image with the bundle installed at start, or a prebuilt
+    `payloadImage`), the run directory mounted as its bucket."""
     public = None if cfg.payload_image else public_image(cfg.image_generation)
     if public is not None and cfg.workload:
         public = workload_image(cfg.workload) or public
@@ -103,12 +97,7 @@ def docker_plan(
     name = run.container_name
     q = shlex.quote
     setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
-    uploads, prepare, src = [], [], ""
-    if public:
-        bundle = bundle_loader()
-        src = f"{run.root}/src/{bundle.digest}"
-        uploads = [(bundle.data, f"{src}.tar.gz")]
-        prepare = [_unpack(src)]
+    src, uploads, prepare = _source(run, bundle_loader) if public else ("", [], [])
     argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp"]
     for mount in (f"{run.results}:/gpubench/results", f"{run.spool}:/gpubench/spool", f"{run.host}:/gpubench/host:ro"):
         argv += ["-v", mount]
@@ -140,13 +129,17 @@ def docker_plan(
     return Plan(uploads=uploads, prepare=prepare, setup=setup, payload=argv, stop=stop, image=image)
 
 
-def _unpack(src: str) -> str:
-    """Unpack the uploaded (and sha256-checked, remote.put_verified) bundle once per content hash.
+def _source(run: RunLayout, bundle_loader: Callable[[], Bundle]) -> tuple[str, list[tuple[bytes, str]], list[str]]:
+    """(directory, uploads, prepare commands) of the gpubench source: uploaded and unpacked once per digest."""
+    bundle = bundle_loader()
+    src = f"{run.root}/src/{bundle.digest}"
+    return src, [(bundle.data, f"{src}.tar.gz")], [_unpack(src)]
 
-    An existing tree is reused only when it matches the archive: `tar -d` compares every member's
-    content and mode, and the list of files must be the archive's exactly (nothing added, such as a
-    sitecustomize.py). Anything else (altered, partial, or a tar without -d) is unpacked again from the
-    archive, under a temporary name and moved in whole, so the directory is complete or absent."""
+
+def _unpack(src: str) -> str:
+    """Unpack the (sha256-checked) bundle once per content hash. A tree is reused only when `tar -d`
+    finds every member unchanged and no file added (a planted sitecustomize.py); else it is unpacked
+    again under a temporary name and moved in whole, so it is complete or absent."""
     q = shlex.quote
     tarball, tmp = q(src + ".tar.gz"), q(src + ".tmp")
     listed = f"cd {q(src)} && find . ! -type d | sed 's|^\\./||' | LC_ALL=C sort"
@@ -160,27 +153,24 @@ def _unpack(src: str) -> str:
 
 def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
     """The gpubench source, pip-installed into a venv (or run by an existing interpreter)."""
-    bundle = bundle_loader()
-    src = f"{run.root}/src/{bundle.digest}"
-    tarball = f"{src}.tar.gz"
+    src, uploads, prepare = _source(run, bundle_loader)
     q = shlex.quote
-    prepare = [_unpack(src)]
     results = f"file://{run.results}"
     more_uploads, more_prepare, workdir = workload_files(cfg, run)
+    uploads, prepare = uploads + more_uploads, prepare + more_prepare
     spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None
     args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl", workload=spec)
-    prepare += more_prepare
     # a workload's own virtual environments (payload.workloads.jobvenv) live beside the run's, under remoteDir
     job_envs = {ENVS_ENV: f"{run.root}/envs"}
     if cfg.remote_python:  # reuse an interpreter that already has TensorFlow: no venv, no pip
         return Plan(
-            uploads=[(bundle.data, tarball), *more_uploads],
+            uploads=uploads,
             prepare=prepare,
             payload=[cfg.remote_python, "-m", "payload", "run", *args],
             # the job's environment sees that interpreter's frameworks; its installs stay in its own
             env={"PYTHONPATH": f"{src}/gpubench", **job_envs, INHERIT_ENV: "1"},
         )
-    venv = f"{run.root}/venvs/{bundle.digest}"
+    venv = f"{run.root}/venvs/{src.rsplit('/', 1)[1]}"  # one per bundle digest
     tmp = f"{q(venv)}.tmp.$$"
     extras = f"[{cfg.pip_extras}]" if cfg.pip_extras.strip() else ""
     setup = "\n".join(
@@ -199,7 +189,7 @@ def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Calla
     # Built under a temporary name and moved in whole, so a venv that exists is complete. Its
     # interpreter finds site-packages through pyvenv.cfg next to it, so the move is safe.
     return Plan(
-        uploads=[(bundle.data, tarball), *more_uploads],
+        uploads=uploads,
         prepare=prepare,
         setup=setup,
         payload=[f"{venv}/bin/python", "-m", "payload", "run", *args],

@@ -1,26 +1,20 @@
-"""One SSH stack run, as a library: make sure one run of the stack is done and in the bucket.
-
-`run_ssh_stack` picks up a run that is still going or finished but not uploaded (after a
-dropped connection, say), and otherwise checks the host and starts a new one. Ctrl-C stops
-the remote run cleanly (SIGTERM: the payload checkpoints and writes an `interrupted`
-result), then uploads what there is. `python -m infra ssh` is this call plus printing; a
-caller that probes a host passes `check=True`, or extra payload run options.
-"""
+"""One SSH stack run as a library (`run_ssh_stack`): `python -m infra ssh` is this call plus printing
+(the command's --help says what a run does); a caller probing a host passes `check=True` or extra options."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, Any
 
 from infra import stacks as stackfiles
 from infra.catalog import load_catalog
 from infra.config import ConfigError
 from infra.ssh import checks as host_checks
-from infra.ssh import follow, remote
+from infra.ssh import remote
 from infra.ssh.config import SshStack, parse_ssh_config
 from infra.ssh.connection import SshError, connect
 from infra.ssh.layout import RunLayout, new_run_id
@@ -66,27 +60,14 @@ class Outcome(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class SessionOptions:
-    """How one invocation behaves: only check the host, return once the run is started, poll and stop times."""
-
-    check: bool = False
-    detach: bool = False
-    poll: float = 2.0
-    stop_timeout: float = 120.0
-    stop: threading.Event | None = None  # set by a caller in another thread: stop the run as Ctrl-C does
-
-
 def load_stack(name: str, stacks_dir: Path | None = None) -> SshStack:
     raw = load_config(name, stacks_dir or stackfiles.STACKS_DIR)
     return parse_ssh_config(raw, name, load_catalog())
 
 
 def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -> SshStack:
-    """The stack with more payload run options (e.g. {"seed": "7"}) merged into the ones its offering sets.
-
-    ValueError names an option the payload does not know, or one the stack sets itself (override
-    that stack field instead)."""
+    """The stack with more payload run options (e.g. {"seed": "7"}); ValueError names an unknown option
+    or one the stack sets itself."""
     if not extra_options:
         return cfg
     known = {o.name for o in OPTIONS}
@@ -104,22 +85,13 @@ def with_extra_options(cfg: SshStack, extra_options: Mapping[str, str] | None) -
 class Session:
     """One invocation: connection, progress output and the report it builds."""
 
-    def __init__(self, cfg: SshStack, options: SessionOptions, progress: IO[str]):
-        self.cfg, self.opts, self.progress = cfg, options, progress
+    def __init__(self, cfg: SshStack, progress: IO[str], **options: Any):
+        """`options`: run_ssh_stack's check, detach, poll, stop_timeout and stop."""
+        self.cfg, self.opts, self.progress = cfg, SimpleNamespace(**options), progress
         self.report: dict = {
-            "stack": cfg.stack,
-            "host": cfg.target,
-            "offering": cfg.offering,
-            "runtime": cfg.runtime,
-            "run_id": None,
-            "status": None,
-            "exit_code": None,
-            "attached": False,
-            "results": None,
-            "payload_runs": [],
-            "files": [],
-            "checks": [],
-            "message": "",
+            **{"stack": cfg.stack, "host": cfg.target, "offering": cfg.offering, "runtime": cfg.runtime},
+            **{"run_id": None, "status": None, "exit_code": None, "attached": False, "results": None},
+            **{"payload_runs": [], "files": [], "checks": [], "message": ""},
         }
         self.conn = self.sftp = None
         self.current: remote.RemoteRun | None = None
@@ -152,13 +124,8 @@ class Session:
         layout = self.launching = RunLayout(root, self.cfg.stack, new_run_id())
         plan = plan_for(self.cfg, layout, has_gpu)
         record = {
-            "stack": self.cfg.stack,
-            "run_id": layout.run_id,
-            "offering": self.cfg.offering,
-            "runtime": self.cfg.runtime,
-            "host": self.cfg.target,
-            "image": plan.image,
-            "started_at": iso(),
+            **{"stack": self.cfg.stack, "run_id": layout.run_id, "offering": self.cfg.offering},
+            **{"runtime": self.cfg.runtime, "host": self.cfg.target, "image": plan.image, "started_at": iso()},
             "payload": [str(a) for a in plan.payload],
         }
         r = self.current = remote.launch(self.conn, self.sftp, layout, plan, record)
@@ -191,16 +158,9 @@ class Session:
             r = remote.mark_lost(self.sftp, r)
         store = open_store(self.cfg.results)
         up = fetch_and_upload(self.sftp, r.layout, store)
-        remote.mark_fetched(
-            self.sftp,
-            r,
-            {
-                "results": self.cfg.results,
-                "keys": up.keys,
-                "status": r.status,
-                "fetched_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-            },
-        )
+        fetched_at = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        info = {"results": self.cfg.results, "keys": up.keys, "status": r.status, "fetched_at": fetched_at}
+        remote.mark_fetched(self.sftp, r, info)
         self.report["files"] += up.keys
         self.report["payload_runs"] += [{"url": store.url_for(p), **up.statuses.get(p, {})} for p in up.payload_runs]
         self.report["results"] = store.url_for(stack_prefix(self.cfg.stack))
@@ -261,17 +221,10 @@ class Session:
                     self.say(f"detached; run `python -m infra ssh {self.cfg.stack}` again to follow and collect it")
                     return "running"
                 if current.alive:
-                    offset = follow.start_offset(self.sftp, current) if self.report["attached"] else 0
-                    current = follow.follow(
-                        self.conn,
-                        self.sftp,
-                        current,
-                        out=self.progress,
-                        poll=self.opts.poll,
-                        offset=offset,
-                        stop=self.opts.stop,
-                    )
-            except (KeyboardInterrupt, follow.StopRequested):
+                    offset = remote.start_offset(self.sftp, current) if self.report["attached"] else 0
+                    opts = {"out": self.progress, "poll": self.opts.poll, "offset": offset, "stop": self.opts.stop}
+                    current = remote.follow(self.conn, self.sftp, current, **opts)
+            except (KeyboardInterrupt, remote.StopRequested):
                 if self.current is None and self.launching is not None:
                     started = remote.load_run(self.conn, self.sftp, self.launching)
                     self.current = started if started.pid is not None else None
@@ -298,8 +251,7 @@ class Session:
 
 
 def _failure(session: Session, exc: Exception) -> tuple[str, dict]:
-    """An expected failure as (status, report) with a message that says what to do next; any other
-    error is raised again."""
+    """An expected failure as (status, report), its message saying what to do next; others are raised."""
     import paramiko  # heavy: the infra extra; `gpubench` lists the ssh command without it
 
     cfg = session.cfg
@@ -308,20 +260,16 @@ def _failure(session: Session, exc: Exception) -> tuple[str, dict]:
     elif isinstance(exc, SshError):
         status, message = "host", str(exc)
     elif isinstance(exc, paramiko.SSHException):
-        status, message = (
-            "connection-lost",
-            (
-                f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
-                f"run `python -m infra ssh {cfg.stack}` again to pick it up"
-            ),
+        status = "connection-lost"
+        message = (
+            f"SSH error talking to {cfg.target}: {exc}; the run (if started) goes on on the host: "
+            f"run `python -m infra ssh {cfg.stack}` again to pick it up"
         )
     elif isinstance(exc, StorageError):
-        status, message = (
-            "upload-failed",
-            (
-                f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
-                f"is not marked fetched: fix the bucket/credentials and run again"
-            ),
+        status = "upload-failed"
+        message = (
+            f"uploading to {cfg.results} failed: {exc}; the files stay on the host and the run "
+            f"is not marked fetched: fix the bucket/credentials and run again"
         )
     else:
         raise exc
@@ -340,18 +288,14 @@ def run_ssh_stack(
     progress: IO[str],
     stop: threading.Event | None = None,
 ) -> tuple[str, dict]:
-    """Run (or pick up, or with `check` only check) one SSH stack; (status, report).
-
-    The status is a key of EXIT_CODES; every expected failure becomes a status with the report's
-    `message`. `extra_options` are more payload run options for a new run (see with_extra_options).
-    Progress lines go to `progress`. KeyboardInterrupt outside the remote run propagates. A caller
-    running this in a thread passes `stop`: once set, no run is started and a followed run is
-    stopped as on Ctrl-C (status "stopped-by-user", what it wrote uploaded)."""
+    """Run (or pick up, or with `check` only check) one SSH stack: (status, report), the status a key of
+    EXIT_CODES, an expected failure's text in the report's `message`. `stop`, set from another thread,
+    starts no run or stops a followed one as Ctrl-C does; KeyboardInterrupt outside the run propagates."""
     try:
         cfg = with_extra_options(cfg, extra_options)
     except ValueError as exc:
         return "config", {"stack": cfg.stack, "message": f"{cfg.stack}: {exc}"}
-    session = Session(cfg, SessionOptions(check, detach, poll, stop_timeout, stop), progress)
+    session = Session(cfg, progress, check=check, detach=detach, poll=poll, stop_timeout=stop_timeout, stop=stop)
     try:
         return session.main(), session.report
     except Exception as exc:  # noqa: BLE001 - _failure raises what it does not expect
@@ -367,9 +311,7 @@ def run_named_stack(
     expect_gpu: bool | None = None,
     **options: Any,
 ) -> tuple[str, dict]:
-    """run_ssh_stack on the stack file stacks/Pulumi.<name>.yaml, with these overrides of its settings.
-
-    A stack file that is missing or wrong is status "config"; the other options are run_ssh_stack's."""
+    """run_ssh_stack on stacks/Pulumi.<name>.yaml with these overrides; a bad or missing file is "config"."""
     try:
         cfg = load_stack(name, stacks_dir).with_overrides(
             runtime=runtime, remote_python=remote_python, expect_gpu=expect_gpu

@@ -1,13 +1,9 @@
-"""Fetch a run's files over SFTP and put them in the results bucket from this machine.
+"""Fetch a run's files over SFTP and upload them to the results bucket from this machine.
 
-The payload on the host wrote a `file://` bucket inside the run directory, laid
-out as `runs/<stack>/<payload-run-id>/...`; those keys are uploaded unchanged,
-so SSH runs land exactly where cloud runs do. The wrapper's own files (log,
-state, launch record, host events) go under `ssh/<stack>/<run-id>/` beside them,
-so a run that failed before the payload wrote anything still leaves a trace.
-Each result uploaded is announced in the stack's results journal (payload.journal)
-with this machine's clock at that moment; the journal the payload kept on the host
-is not copied, its stamps are the host's writes, not the bucket's.
+The host's `file://` bucket keys (`runs/<stack>/<payload-run-id>/...`) are uploaded unchanged, so SSH
+runs land where cloud runs do; the wrapper's files go under `ssh/<stack>/<run-id>/`, a trace even of a
+run that failed early. Each result is announced afresh in the results journal (payload.journal): the
+host's journal is not copied, its stamps are the host's writes, not the bucket's.
 """
 
 from __future__ import annotations

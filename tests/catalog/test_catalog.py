@@ -70,7 +70,7 @@ def test_issue_offerings_are_all_present(cat):
 )
 def test_stack_names_follow_the_contract(cat, oid, market, stack):
     assert cat.get(oid).stack_name(market) == stack
-    assert cat.by_stack_name(stack) == (cat.get(oid), market)
+    assert cat.cloud_stacks()[stack] == (cat.get(oid), market)
 
 
 def test_stack_names_are_unique_and_only_for_clouds(cat):

@@ -190,7 +190,7 @@ def test_rendered_env_runs_the_payload_into_s3_and_analysis_prices_and_reports_i
     # analysis: collect from that bucket, priced with the stack's offering and market.
     from analysis.cli import main
 
-    offering, market = load_catalog().by_stack_name(STACK)
+    offering, market = load_catalog().cloud_stacks()[STACK]
     report_dir = tmp_path / "report"
     assert (
         main(["collect", "--results", results_url, "--table", str(report_dir), "--spot-history", "off", "--json"]) == 0

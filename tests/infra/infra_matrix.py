@@ -19,7 +19,7 @@ def _refused(name: str) -> bool:
     """A stack whose GPU no shipped image supports (infra.compat): its render is refused by design."""
     if name.endswith("-results"):
         return False
-    return bool(images.official_image_problems(_CATALOG.by_stack_name(name)[0]))
+    return bool(images.official_image_problems(_CATALOG.cloud_stacks()[name][0]))
 
 
 ALL_STACK_NAMES = stackfiles.stack_names()

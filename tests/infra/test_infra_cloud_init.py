@@ -99,7 +99,7 @@ def test_user_data_contract(rendered, catalog, stack):
     assert env_file["permissions"] == "0600"
     env = dict(line.split("=", 1) for line in env_file["content"].splitlines())
     assert CONTRACT_VARS <= set(env), sorted(CONTRACT_VARS - set(env))
-    offering, market = catalog.by_stack_name(stack)
+    offering, market = catalog.cloud_stacks()[stack]
     assert (env["GPUBENCH_STACK"], env["GPUBENCH_OFFERING"], env["GPUBENCH_MARKET"]) == (stack, offering.id, market)
     assert env["GPUBENCH_HOST_EVENTS"] == cloud_init.HOST_EVENTS
     assert env["GPUBENCH_EXPECT_GPU"] == "1"

@@ -27,7 +27,7 @@ def _unit_and_code_env(user_data: str) -> tuple[str, dict[str, str]]:
 
 @pytest.mark.parametrize("stack", BENCHMARK_STACKS)
 def test_every_stack_renders_an_image_its_host_and_gpu_can_run(rendered, catalog, stack):
-    offering, _ = catalog.by_stack_name(stack)
+    offering, _ = catalog.cloud_stacks()[stack]
     unit, code_env = _unit_and_code_env(rendered[stack].user_data)
     start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     image = start.split()[1]
@@ -147,7 +147,7 @@ def test_the_b200_stacks_are_refused_before_anything_renders(catalog):
     from infra.preview import preview_stack
 
     assert REFUSED_STACKS, "the B200 stacks are in stacks/"
-    assert {catalog.by_stack_name(n)[0].gpu_model for n in REFUSED_STACKS} == {"B200"}
+    assert {catalog.cloud_stacks()[n][0].gpu_model for n in REFUSED_STACKS} == {"B200"}
     for name in REFUSED_STACKS:
         with pytest.raises(ConfigError) as err:
             preview_stack(name, catalog)

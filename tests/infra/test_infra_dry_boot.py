@@ -296,7 +296,7 @@ def test_a_boot_fetches_through_a_403_installs_docker_runs_the_gpus_and_ends_the
     assert "apt-get -q -y -o DPkg::Lock::Timeout=300 install docker.io nvidia-container-toolkit" in log
     assert "nvidia-ctk runtime configure --runtime=docker" in log and "systemctl restart docker" in log
     args = (root / "docker-run-args").read_text().splitlines()
-    offering, _ = catalog.by_stack_name(stack)
+    offering, _ = catalog.cloud_stacks()[stack]
     assert public_image(offering.image_generation).image in args
     assert args[args.index("--gpus") + 1] == "all" and "--network" in args
     events = _events(root / "state" / "events.jsonl")

@@ -75,7 +75,7 @@ def test_matrix_is_rendered(rendered):
 @pytest.mark.parametrize("stack", AWS_STACKS)
 def test_aws_benchmark_stack(rendered, catalog, stack):
     r = rendered[stack]
-    offering, market = catalog.by_stack_name(stack)
+    offering, market = catalog.cloud_stacks()[stack]
     counts = _counts(r)
     for typ, n in AWS_BENCHMARK_TYPES.items():
         assert counts.get(typ, 0) == n, f"{stack}: {typ}"
@@ -203,7 +203,7 @@ def test_aws_deadline_is_max_hours_after_creation(rendered, stack):
 @pytest.mark.parametrize("stack", GCP_STACKS)
 def test_gcp_benchmark_stack(rendered, catalog, stack):
     r = rendered[stack]
-    offering, market = catalog.by_stack_name(stack)
+    offering, market = catalog.cloud_stacks()[stack]
     counts = _counts(r)
     for typ, n in GCP_BENCHMARK_TYPES.items():
         assert counts.get(typ, 0) == n, f"{stack}: {typ}"
@@ -260,7 +260,7 @@ def test_gcp_benchmark_stack(rendered, catalog, stack):
 @pytest.mark.parametrize("stack", BENCHMARK_STACKS)
 def test_tags_and_labels_everywhere(rendered, catalog, stack):
     r = rendered[stack]
-    offering, market = catalog.by_stack_name(stack)
+    offering, market = catalog.cloud_stacks()[stack]
     aws = stack.startswith("aws-")
     field, sep = ("tags", ":") if aws else ("labels", "-")
     keys = {f"gpubench{sep}{k}" for k in ("stack", "offering", "market", "hourly-usd", "expires-at")}

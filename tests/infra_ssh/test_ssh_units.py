@@ -8,7 +8,7 @@ import tarfile
 
 from infra.bundle import build_bundle
 from infra.catalog import load_catalog
-from infra.ssh import script
+from infra.ssh import remote
 from infra.ssh.config import parse_ssh_config
 from infra.ssh.layout import RunLayout, new_run_id
 from infra.ssh.remote import RemoteRun
@@ -74,15 +74,14 @@ def test_bundle_is_deterministic_and_holds_the_payload_and_catalog():
 
 
 def test_wrapper_script_is_valid_posix_sh(tmp_path):
-    (tmp_path / "run.sh").write_text(script.wrapper(RUN))
+    (tmp_path / "run.sh").write_text(remote.wrapper(RUN))
     assert subprocess.run(["sh", "-n", str(tmp_path / "run.sh")]).returncode == 0
-    assert "cd /home/u/.gpubench/runs/ssh-box/20300101T000000Z-abcdef" in script.wrapper(RUN)
+    assert "cd /home/u/.gpubench/runs/ssh-box/20300101T000000Z-abcdef" in remote.wrapper(RUN)
     assert (
-        script.payload_script(plan_for(cfg(runtime="venv", remotePython="/p"), RUN, True))
+        remote.payload_script(plan_for(cfg(runtime="venv", remotePython="/p"), RUN, True))
         .splitlines()[-1]
         .startswith("exec /p -m payload run")
     )
-    assert "setsid nohup sh run.sh" in script.launch_command(RUN)
 
 
 def test_run_status_from_the_wrapper_state():
