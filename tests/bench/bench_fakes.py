@@ -81,20 +81,6 @@ class BenchBackend(FakeBackend):
         self.cloud.remove(name)
 
 
-class _OfferingOfStack:
-    """The catalog the stand-in reads, knowing bench's generated stack names (offering from the stack's config)."""
-
-    def __init__(self, cloud: BenchCloud):
-        self.cloud, self.catalog = cloud, cloud.base_catalog
-
-    def by_stack_name(self, name: str):
-        raw = self.cloud.raw_config(name)
-        return self.catalog.get(raw["gpubench:offering"]), raw.get("gpubench:market", "on-demand")
-
-    def __getattr__(self, attr):
-        return getattr(self.catalog, attr)
-
-
 class BenchCloud(FakeCloud):
     """The stand-in cloud over a bench workspace: stack files come from the directory the backend is opened
     on; faults match stack-name prefixes (bench adds its id to each name); the workload spec the instance
@@ -103,8 +89,6 @@ class BenchCloud(FakeCloud):
 
     def __init__(self, scratch: Path, moto_endpoint: str, up_seconds: float = 0.3):
         super().__init__(scratch / "unused", scratch, moto_endpoint, up_seconds)
-        self.base_catalog = self.catalog
-        self.catalog = _OfferingOfStack(self)
         self.prefix_faults: dict[str, str] = {}
         self.interrupt_up: str | None = None
         self.removed: list[str] = []

@@ -168,7 +168,7 @@ class FakeCloud:
             asyncio.set_event_loop(asyncio.new_event_loop())  # the Pulumi SDK wants one in this worker thread
             rendered = render(name, raw, self.catalog, now=started)
         env = user_data_env(rendered.user_data)
-        offering, _ = self.catalog.cloud_stacks()[name]
+        offering = self.catalog.get(raw["gpubench:offering"])  # as the program reads it
         region = raw.get("aws:region") or offering.regions[0]
         zone = zone or f"{region}a"
         st.instance = self._boot(name, env, zone, offering.instance_type)
