@@ -872,3 +872,6 @@ def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_e
         {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
         group_name=SCHEDULE_GROUP,
     )
+
+
+COMPONENTS = {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults, "sweeper": AwsSweeper}

@@ -729,3 +729,6 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
         opts=pulumi.ResourceOptions(parent=parent),
     )
     return invoker, may_invoke
+
+
+COMPONENTS = {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}
