@@ -7,8 +7,16 @@ import it, and the sweeper function ships it (infra/sweeper_function.py MODULES)
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
 from typing import Any
+
+from infra import sweep as common
+from infra.sweep import Action
+from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
 
 
 def imported(module: str, attr: str | None = None) -> Callable[[], Any]:
@@ -30,3 +38,92 @@ def stack_region(key: str, region_of_zone: Callable[[str], str]) -> Callable[...
         return provider_config.get(key) or (region_of_zone(zone) if zone else None)
 
     return region
+
+
+@dataclass(frozen=True)
+class Marks:
+    """A cloud's tag or label keys (`prefix` + an infra.tags key), how it encodes a string value,
+    and the exact deadline form its launcher writes: what makes a resource provably ours."""
+
+    cloud: str
+    prefix: str
+    deadline_form: re.Pattern
+    format_deadline: Callable[[datetime], str]
+    encode: Callable[[str], str] = str
+
+    def key(self, name: str) -> str:
+        return self.prefix + name
+
+    def tags(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return {self.prefix + k: (self.encode(v) if isinstance(v, str) else v) for k, v in values.items()}
+
+    def is_launcher_deadline(self, text: Any) -> bool:
+        """Only the exact form the launcher writes counts as ours."""
+        return isinstance(text, str) and self.deadline_form.fullmatch(text) is not None
+
+    def owner(self, project: str | None = None) -> common.Owner:
+        """This deployment's ownership marks: the stack key, the project key = the project id."""
+        return common.Owner(self.cloud, self.key("stack"), self.key(PROJECT_KEY), project or project_id())
+
+    def classify(self, tags: Mapping[str, Any], now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
+        """('expired' | 'kept' | 'left-alone', reason) by infra.sweep.classify's rule."""
+        return common.classify(
+            tags,
+            now,
+            owner=mine or self.owner(),
+            expires_key=self.key("expires-at"),
+            is_launcher_deadline=self.is_launcher_deadline,
+        )
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One sweep on one cloud: when, whether for real, whose resources, and how an instance goes
+    (`act(where, id)`: terminate or delete it); every verdict becomes an infra.sweep.Action."""
+
+    marks: Marks
+    now: datetime
+    dry_run: bool
+    mine: common.Owner
+    act: Callable[[str, str], Any]
+    error_of: Callable[[BaseException], str] = str
+    log: Callable[[str], None] = lambda line: None
+
+    def action(self, kind: str, where: str, rid: str, action: str, tags=None, reason="", error=None) -> Action:
+        tags, key = tags or {}, self.marks.key
+        return Action(
+            self.marks.cloud,
+            where,
+            kind,
+            rid,
+            action,
+            tags.get(key("stack")),
+            tags.get(key("expires-at")),
+            reason,
+            error,
+        )
+
+    def decide(self, kind: str, where: str, rid: str, verdict: str, tags, reason: str, act=None, verb="terminate"):
+        """The Action of a resource judged `verdict` (infra.sweep.carry_out; `act`: other than the instance's)."""
+        tags = tags or {}
+        action, error = common.carry_out(
+            verdict, self.dry_run, act or partial(self.act, where, rid), self.error_of, verb
+        )
+        if action == "terminated":
+            self.log(f"[{self.marks.cloud} {where}] terminated {rid} ({tags.get(self.marks.key('stack'))}, {reason})")
+        return self.action(kind, where, rid, action, tags, reason, error)
+
+    def recurring(self, where: str, rid: str, tags: Mapping[str, Any], launched: datetime | None) -> Action:
+        """A recurring launch (a max-hours mark, no expires-at): expired at launch + max-hours + grace."""
+        stack, key = tags.get(self.marks.key("stack")), self.marks.key(MAX_HOURS_KEY)
+        foreign = common.ownership(tags, self.mine)
+        if foreign:
+            return Action(self.marks.cloud, where, "instance", rid, "left-alone", stack, None, foreign)
+        deadline = recurring_deadline(launched, tags.get(key, "")) if launched else None
+        if deadline is None:
+            reason = f"no readable launch time or launcher max-hours ({key}={tags.get(key)!r}): never guessed"
+            return Action(self.marks.cloud, where, "instance", rid, "skipped", stack, None, reason)
+        reason = f"recurring launch at {launched.isoformat()} + {key} {tags[key]} + grace"
+        done = self.decide("instance", where, rid, "expired" if deadline <= self.now else "kept", tags, reason)
+        done.expires_at = self.marks.format_deadline(deadline)
+        return done
