@@ -16,7 +16,7 @@ from typing import Any
 
 from infra import sweep as common
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
+from infra.tags import MAX_HOURS_KEY, PROJECT_ENV, PROJECT_KEY, project_id, recurring_deadline
 
 
 def imported(module: str, attr: str | None = None) -> Callable[[], Any]:
@@ -38,6 +38,13 @@ def stack_region(key: str, region_of_zone: Callable[[str], str]) -> Callable[...
         return provider_config.get(key) or (region_of_zone(zone) if zone else None)
 
     return region
+
+
+def sweeper_env(cloud: str, dry_run: bool, regions: str = "") -> dict[str, str]:
+    """The sweeper function's settings (infra.sweeper_function.run_sweep reads them); it sweeps only
+    this project's resources (infra.sweep.ownership)."""
+    env = {"GPUBENCH_SWEEP_PROVIDER": cloud, "GPUBENCH_SWEEP_DRY_RUN": str(dry_run).lower(), PROJECT_ENV: project_id()}
+    return {**env, "GPUBENCH_SWEEP_REGIONS": regions} if regions else env
 
 
 @dataclass(frozen=True)
