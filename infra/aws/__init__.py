@@ -78,7 +78,7 @@ def sweep_expired(regions, now, dry_run=False, project=None, **kw):
 
 
 price_tables = deferred("infra.aws.prices", "price_tables")
-spot_history = imported("infra.aws.spot")  # EC2 spot price history: prices a spot run over its own window
+spot_history = imported("infra.aws.prices")  # EC2 spot price history prices a spot run over its own window
 account_checks = deferred("infra.aws.readiness", "checks")  # what a first real run needs of the account
 preview_mocks = imported("infra.aws.mocks")  # mock answers for the offline preview (infra/render.py)
 parse_offerings = deferred("infra.aws.catalog", "parse_offerings")
