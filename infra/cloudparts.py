@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +30,33 @@ def imported(module: str, attr: str | None = None) -> Callable[[], Any]:
 def deferred(module: str, attr: str) -> Callable[..., Any]:
     """`module.attr(...)`, the module imported at the call (see `imported`)."""
     return lambda *args, **kwargs: imported(module, attr)()(*args, **kwargs)
+
+
+def quietly_imported(package: str, *modules: str):
+    """`package` (a Pulumi provider SDK, which loads its modules lazily) with `modules` loaded now,
+    their deprecation notices for resources we do not use silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for module in modules:
+            importlib.import_module(f"{package}.{module}")
+    return importlib.import_module(package)
+
+
+def code_copy(cli: str, host: str, image: str, in_image: str, env: str = "") -> str:
+    """The guest's `copy URL FILE` for the code bundle, as the machine's own identity: the host's `cli`
+    (`host`: its copy command) when present, else the cloud's CLI image (`in_image`: the same command
+    there), which reads the identity from the metadata server through the host network."""
+    return f"""
+copy() {{
+  if command -v {cli} >/dev/null 2>&1; then
+    {host} "$1" "$2"
+  else
+    dir="$(dirname "$2")"
+    docker run --rm --network host {env}-v "$dir:$dir" {image} \\
+      {in_image} "$1" "$2"
+  fi
+}}
+"""
 
 
 def stack_region(key: str, region_of_zone: Callable[[str], str]) -> Callable[..., str | None]:

@@ -8,30 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import warnings
 from dataclasses import dataclass
 
 import pulumi
-
-from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
-from infra.schedule_expr import parse_schedule
-
-with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_aws.cloudwatch
-    import pulumi_aws.ec2
-    import pulumi_aws.iam
-    import pulumi_aws.lambda_
-    import pulumi_aws.s3
-    import pulumi_aws.scheduler  # noqa: F401
-
-import pulumi_aws as aws
 import pulumiverse_time as time
 
 from infra import cloud_init, sweeper_function
 from infra.aws import images
+from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.aws.sweep import tags as aws_tags
-from infra.cloudparts import sweeper_env
+from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     Launch,
@@ -42,24 +28,19 @@ from infra.launch import (
     tag_values,
 )
 from infra.results_ref import journal_prefix_beside, locate
+from infra.schedule_expr import parse_schedule
 from infra.tags import project_id
+
+aws = quietly_imported("pulumi_aws", "cloudwatch", "ec2", "iam", "lambda_", "s3", "scheduler")
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
 
 # The guest's `copy URL FILE` for the code bundle, as the instance role: the host's AWS CLI v2 (the
 # Deep Learning AMIs ship it), else AWS's CLI image, which reads the role from IMDS through the host
 # network (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html).
-CODE_COPY = """
-copy() {
-  if command -v aws >/dev/null 2>&1; then
-    aws s3 cp --only-show-errors "$1" "$2"
-  else
-    dir="$(dirname "$2")"
-    docker run --rm --network host -e AWS_DEFAULT_REGION -v "$dir:$dir" amazon/aws-cli \\
-      s3 cp --only-show-errors "$1" "$2"
-  fi
-}
-"""
+CODE_COPY = code_copy(
+    "aws", "aws s3 cp --only-show-errors", "amazon/aws-cli", "s3 cp --only-show-errors", "-e AWS_DEFAULT_REGION "
+)
 
 
 def _policy(*statements: dict) -> str:

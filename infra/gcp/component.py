@@ -10,28 +10,12 @@ import base64
 import hashlib
 import json
 import re
-import warnings
 
 import pulumi
-
-from infra.schedule_expr import parse_schedule
-
-with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_gcp.cloudfunctionsv2
-    import pulumi_gcp.cloudrunv2
-    import pulumi_gcp.cloudscheduler
-    import pulumi_gcp.compute
-    import pulumi_gcp.organizations
-    import pulumi_gcp.projects
-    import pulumi_gcp.serviceaccount
-    import pulumi_gcp.storage  # noqa: F401
-
-import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import sweeper_function
-from infra.cloudparts import sweeper_env
+from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import images
 from infra.gcp.sweep import deadline_tag, region_of_zone
@@ -45,7 +29,20 @@ from infra.launch import (
     zone_or_first,
 )
 from infra.results_ref import journal_prefix_beside, locate
+from infra.schedule_expr import parse_schedule
 from infra.tags import project_id
+
+gcp = quietly_imported(
+    "pulumi_gcp",
+    "cloudfunctionsv2",
+    "cloudrunv2",
+    "cloudscheduler",
+    "compute",
+    "organizations",
+    "projects",
+    "serviceaccount",
+    "storage",
+)
 
 SUBNET_CIDR = "10.42.0.0/24"
 RUNS_ROLE = "roles/storage.objectCreator"  # create only: no read, no list, no overwrite, no delete
@@ -55,17 +52,12 @@ CODE_FOLDER = "code/"
 # The guest's `copy URL FILE` for the code bundle, as the VM's service account: the host's gcloud (the
 # Deep Learning VM images include it), else Google's CLI image, which reads the account from the
 # metadata server through the host network (https://cloud.google.com/sdk/docs/downloads-docker).
-CODE_COPY = """
-copy() {
-  if command -v gcloud >/dev/null 2>&1; then
-    gcloud --quiet storage cp "$1" "$2"
-  else
-    dir="$(dirname "$2")"
-    docker run --rm --network host -v "$dir:$dir" gcr.io/google.com/cloudsdktool/google-cloud-cli:stable \\
-      gcloud --quiet storage cp "$1" "$2"
-  fi
-}
-"""
+CODE_COPY = code_copy(
+    "gcloud",
+    "gcloud --quiet storage cp",
+    "gcr.io/google.com/cloudsdktool/google-cloud-cli:stable",
+    "gcloud --quiet storage cp",
+)
 
 
 def rfc1035_stem(text: str, size: int, lead: str = "gb-") -> str:

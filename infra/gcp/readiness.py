@@ -34,23 +34,10 @@ REQUIRED_APIS: dict[str, tuple[str, ...]] = {
 
 # Regional GPU quota metrics (Compute Engine, "GPU quota",
 # https://cloud.google.com/compute/resource-usage#gpu_quota): `NVIDIA_<model>_GPUS`, Spot VMs
-# `PREEMPTIBLE_NVIDIA_<model>_GPUS`; and the project-wide GPUS_ALL_REGIONS.
-GPU_METRICS = {
-    "K80": "NVIDIA_K80_GPUS",
-    "P100": "NVIDIA_P100_GPUS",
-    "V100": "NVIDIA_V100_GPUS",
-    "T4": "NVIDIA_T4_GPUS",
-    "P4": "NVIDIA_P4_GPUS",
-    "L4": "NVIDIA_L4_GPUS",
-    "A100": "NVIDIA_A100_GPUS",
-    "H100": "NVIDIA_H100_GPUS",
-    "A100-80GB": "NVIDIA_A100_80GB_GPUS",
-    # Compute API Quota.Metric names (COMMITTED_NVIDIA_A100_80GB_GPUS in the v1 enum); the H200 and
-    # B200 names as public tooling that checks A3 Ultra and A4 quotas reads them (for example
-    # NVIDIA_H200_GPUS / NVIDIA_B200_GPUS and their PREEMPTIBLE_ forms), not yet in the API enum's docs.
-    "H200": "NVIDIA_H200_GPUS",
-    "B200": "NVIDIA_B200_GPUS",
-}
+# `PREEMPTIBLE_NVIDIA_<model>_GPUS` (A100-80GB: NVIDIA_A100_80GB_GPUS); and the project-wide
+# GPUS_ALL_REGIONS. H200 and B200 as public tooling that checks A3 Ultra and A4 quotas reads them
+# (NVIDIA_H200_GPUS, NVIDIA_B200_GPUS and their PREEMPTIBLE_ forms), not yet in the API enum's docs.
+QUOTA_MODELS = ("K80", "P100", "V100", "T4", "P4", "L4", "A100", "H100", "A100-80GB", "H200", "B200")
 # Machine types whose GPUs count against a quota of their own: A3 Mega's H100s.
 MACHINE_METRICS = {"a3-megagpu-": "NVIDIA_H100_MEGA_GPUS"}
 ALL_REGIONS = "GPUS_ALL_REGIONS"
@@ -59,7 +46,8 @@ ALL_REGIONS = "GPUS_ALL_REGIONS"
 def gpu_metric(offering: Any, market: str) -> str | None:
     """The regional quota metric a stack's GPUs count against (None: no GPU)."""
     metric = next((m for p, m in MACHINE_METRICS.items() if offering.instance_type.startswith(p)), None)
-    metric = metric or GPU_METRICS.get(offering.gpu_model or "")
+    if metric is None and offering.gpu_model in QUOTA_MODELS:
+        metric = f"NVIDIA_{offering.gpu_model.replace('-', '_')}_GPUS"
     if metric is None:
         return None
     return f"PREEMPTIBLE_{metric}" if market == "spot" else metric
