@@ -99,31 +99,28 @@ def apis_check(http, project: str, kinds: set[str], root: str = SERVICE_USAGE) -
     return {"check": name, "ok": True, "detail": f"enabled: {', '.join(wanted)}"}
 
 
-def _limits(quotas: list[dict]) -> dict[str, float]:
-    return {q["metric"]: float(q.get("limit", 0)) for q in quotas if "metric" in q}
-
-
-def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
-    """One row per GPU quota metric of the region ((GPUs, stack), smallest first)."""
+def quota_rows(http, url: str, project: str, where: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
+    """One row per GPU quota metric ((GPUs, stack), smallest first) among the quotas at `url`: a
+    region's, or the project's (`where` "global", for GPUS_ALL_REGIONS)."""
+    suffix = "" if where == "global" else f" {where}"
     try:
-        limits = _limits(_get(http, f"{root}projects/{quote(project)}/regions/{quote(region)}").get("quotas", []))
+        limits = {q["metric"]: float(q.get("limit", 0)) for q in _get(http, url).get("quotas", []) if "metric" in q}
     except Exception as exc:  # noqa: BLE001
-        yield {
-            "check": f"gcp quota {region}",
-            "ok": False,
-            "detail": f"could not read the region's quotas ({str(exc)[:200]})",
-        }
-        return
-    for metric, stacks in sorted(needs.items()):
-        yield _quota_row(
-            f"gcp quota {metric} {region}", limits.get(metric, 0.0), stacks, strict, project, region, metric
-        )
-
-
-def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
+        name, what = (f"gcp quota {where}", "the region's quotas") if suffix else (f"gcp quota {ALL_REGIONS}", "it")
+        return [{"check": name, "ok": False, "detail": f"could not read {what} ({str(exc)[:200]})"}]
     console = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
-    fix = lambda want: f"request it at {console} (metric {metric}, {where})"
-    return quota_row(name, "limit", limit, stacks, strict, "GPUs", fix)
+    return [
+        quota_row(
+            f"gcp quota {metric}{suffix}",
+            "limit",
+            limits.get(metric, 0.0),
+            stacks,
+            strict,
+            "GPUs",
+            lambda want, metric=metric: f"request it at {console} (metric {metric}, {where})",
+        )
+        for metric, stacks in sorted(needs.items())
+    ]
 
 
 def project_of(needs: list[Any]) -> str | None:
@@ -131,7 +128,6 @@ def project_of(needs: list[Any]) -> str | None:
     named = sorted({n.project for n in needs if n.project})
     if named:
         return named[0]
-
     try:
         return default_project()
     except Exception:  # noqa: BLE001 - None: reported by the caller with the fix
@@ -174,16 +170,9 @@ def checks(
         if metric:
             by_region.setdefault(n.region, {}).setdefault(metric, []).append((n.offering.gpu_count, n.stack))
     for region, metrics in sorted(by_region.items()):
-        out.extend(quota_rows(http, root, project, region, {m: sorted(s) for m, s in metrics.items()}, strict))
+        url = f"{root}projects/{quote(project)}/regions/{quote(region)}"
+        out += quota_rows(http, url, project, region, {m: sorted(s) for m, s in metrics.items()}, strict)
     if by_region:
-        out.append(_all_regions(http, root, project, by_region, strict))
+        stacks = sorted({s for metrics in by_region.values() for ss in metrics.values() for s in ss})
+        out += quota_rows(http, f"{root}projects/{quote(project)}", project, "global", {ALL_REGIONS: stacks}, strict)
     return out
-
-
-def _all_regions(http, root, project, by_region, strict) -> dict:
-    stacks = sorted({s for metrics in by_region.values() for ss in metrics.values() for s in ss})
-    try:
-        limit = _limits(_get(http, f"{root}projects/{quote(project)}").get("quotas", [])).get(ALL_REGIONS, 0.0)
-    except Exception as exc:  # noqa: BLE001
-        return {"check": f"gcp quota {ALL_REGIONS}", "ok": False, "detail": f"could not read it ({str(exc)[:200]})"}
-    return _quota_row(f"gcp quota {ALL_REGIONS}", limit, stacks, strict, project, "global", ALL_REGIONS)
