@@ -1,5 +1,4 @@
-"""What AWS's resources compute and its data sources answer, for the offline preview
-(infra/render.py runs the Pulumi program under mocks): ids, ARNs, names the program reads."""
+"""What AWS's resources compute and its data sources answer, for the offline preview (infra/render.py)."""
 
 from __future__ import annotations
 

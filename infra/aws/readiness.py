@@ -1,10 +1,6 @@
-"""Before a first real `pulumi up` on AWS: the account, each region's network, the GPU quotas.
-
-Read-only API calls (STS GetCallerIdentity, EC2 DescribeVpcs/DescribeSubnets, Service Quotas
-GetServiceQuota); each finding is a row {"check", "ok", "detail"} whose detail names the fix.
-`client(service, region)` makes the boto3 clients (tests hand in moto's and a stand-in for
-Service Quotas, which moto serves for VPC quotas only).
-"""
+"""Before a first real `pulumi up` on AWS: the account, each region's network, the GPU quotas, by
+read-only calls; each a row {"check", "ok", "detail"} whose detail names the fix. `client(service,
+region)` makes the clients (tests: moto's, and a stand-in for Service Quotas, which moto lacks)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What GCP's resources compute and its data sources answer, for the offline preview
-(infra/render.py runs the Pulumi program under mocks): ids, e-mails, names the program reads."""
+"""What GCP's resources compute and its data sources answer, for the offline preview (infra/render.py)."""
 
 from __future__ import annotations
 

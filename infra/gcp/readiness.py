@@ -1,10 +1,6 @@
-"""Before a first real `pulumi up` on GCP: credentials and project, the APIs the stacks need, the
-regional GPU quotas.
-
-Read-only REST calls (Service Usage services.list, Compute regions.get and projects.get); each
-finding is a row {"check", "ok", "detail"} whose detail names the fix. `http` is a requests-like
-session (tests hand in a stand-in; the real one carries the application default credentials).
-"""
+"""Before a first real `pulumi up` on GCP: credentials and project, the APIs the stacks need, the GPU
+quotas, by read-only REST calls; each a row {"check", "ok", "detail"} whose detail names the fix.
+`http` is a requests-like session (the real one carries the application default credentials)."""
 
 from __future__ import annotations
 
