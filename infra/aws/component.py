@@ -385,8 +385,6 @@ class AwsBenchmark(pulumi.ComponentResource):
         )
         schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
 
-        self.instance_id = instance.id
-        self.deadline = deadline.rfc3339
         self.outputs = {
             "instanceId": instance.id,
             "deadline": deadline.rfc3339,

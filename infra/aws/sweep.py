@@ -158,7 +158,7 @@ class _Region:
                 self.record("schedule", rid, "skipped", "could not read the schedule", error_text(exc))
                 continue
             if targets and targets <= self.expired_ids:
-                delete = partial(self.scheduler.delete_schedule, Name=name, GroupName=group)
+                delete = lambda n=name, g=group: self.scheduler.delete_schedule(Name=n, GroupName=g)  # noqa: E731
                 reason = f"deadline schedule of {', '.join(sorted(targets))}"
                 self.decide("schedule", rid, "expired", None, reason, delete, "delete")
 
@@ -175,7 +175,7 @@ class _Region:
     def groups(self) -> None:
         lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
         for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
-            delete = partial(self.ec2.delete_security_group, GroupId=gid)
+            delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
             self.decide("security-group", gid, verdict, tags, reason, delete, "delete")
 
 
