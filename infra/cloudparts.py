@@ -68,6 +68,11 @@ def stack_region(key: str, region_of_zone: Callable[[str], str]) -> Callable[...
     return region
 
 
+def row(check: str, ok: bool, detail: str) -> dict:
+    """One readiness finding (infra/<cloud>/readiness.py); a failed one's detail names the fix."""
+    return {"check": check, "ok": ok, "detail": detail}
+
+
 def sweeper_env(cloud: str, dry_run: bool, regions: str = "") -> dict[str, str]:
     """The sweeper function's settings (infra.sweeper_function.run_sweep reads them); it sweeps only
     this project's resources (infra.sweep.ownership)."""

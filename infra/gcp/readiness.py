@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from infra.cloudparts import row
 from infra.gcp.sweep import _check, api_root, authorized_session, default_project
 from infra.stacks import quota_row
 
@@ -78,21 +79,21 @@ def apis_check(http, project: str, kinds: set[str], root: str = SERVICE_USAGE) -
     try:
         enabled = enabled_apis(http, project, root)
     except Exception as exc:  # noqa: BLE001 - reported with the fix
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"could not list the enabled APIs ({str(exc)[:200]}); "
+        return row(
+            name,
+            False,
+            f"could not list the enabled APIs ({str(exc)[:200]}); "
             f"`gcloud services enable serviceusage.googleapis.com --project {project}` and "
             "`gcloud auth application-default login`",
-        }
+        )
     missing = [a for a in wanted if a not in enabled]
     if missing:
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"not enabled: {', '.join(missing)}: `gcloud services enable {' '.join(missing)} --project {project}`",
-        }
-    return {"check": name, "ok": True, "detail": f"enabled: {', '.join(wanted)}"}
+        return row(
+            name,
+            False,
+            f"not enabled: {', '.join(missing)}: `gcloud services enable {' '.join(missing)} --project {project}`",
+        )
+    return row(name, True, f"enabled: {', '.join(wanted)}")
 
 
 def quota_rows(http, url: str, project: str, where: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
@@ -103,7 +104,7 @@ def quota_rows(http, url: str, project: str, where: str, needs: dict[str, list[t
         limits = {q["metric"]: float(q.get("limit", 0)) for q in _get(http, url).get("quotas", []) if "metric" in q}
     except Exception as exc:  # noqa: BLE001
         name, what = (f"gcp quota {where}", "the region's quotas") if suffix else (f"gcp quota {ALL_REGIONS}", "it")
-        return [{"check": name, "ok": False, "detail": f"could not read {what} ({str(exc)[:200]})"}]
+        return [row(name, False, f"could not read {what} ({str(exc)[:200]})")]
     console = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
     return [
         quota_row(
@@ -139,26 +140,26 @@ def checks(
     project = project_of(needs)
     if not project:
         return [
-            {
-                "check": "gcp project",
-                "ok": False,
-                "detail": "no project: `pulumi config set gcp:project MY-PROJECT --stack <stack>` on your GCP stacks, "
+            row(
+                "gcp project",
+                False,
+                "no project: `pulumi config set gcp:project MY-PROJECT --stack <stack>` on your GCP stacks, "
                 "or set GOOGLE_CLOUD_PROJECT",
-            }
+            )
         ]
     try:
         http = http or authorized_session(root, READ_SCOPES)
         _get(http, f"{root}projects/{quote(project)}")
     except Exception as exc:  # noqa: BLE001 - credentials, project or API: reported
         return [
-            {
-                "check": "gcp project",
-                "ok": False,
-                "detail": f"{project}: {str(exc)[:240]}; `gcloud auth application-default login`, and "
+            row(
+                "gcp project",
+                False,
+                f"{project}: {str(exc)[:240]}; `gcloud auth application-default login`, and "
                 f"`gcloud services enable compute.googleapis.com --project {project}`",
-            }
+            )
         ]
-    out = [{"check": "gcp project", "ok": True, "detail": f"{project} answers with your credentials"}]
+    out = [row("gcp project", True, f"{project} answers with your credentials")]
     out.append(apis_check(http, project, {n.kind for n in needs} or {"benchmark"}, usage_root))
     by_region: dict[str, dict[str, list[tuple[int, str]]]] = {}
     for n in needs:
