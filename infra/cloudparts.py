@@ -1,6 +1,6 @@
 """What the cloud folders (infra/aws/, infra/gcp/) do the same way, written once.
 
-Light (standard library and infra.sweep only): the provider interfaces and the sweep modules
+Light (the standard library, infra.sweep and infra.tags): the provider interfaces and the sweep modules
 import it, and the sweeper function ships it (infra/sweeper_function.py MODULES).
 """
 
@@ -130,18 +130,9 @@ class SweepRun:
     log: Callable[[str], None] = lambda line: None
 
     def action(self, kind: str, where: str, rid: str, action: str, tags=None, reason="", error=None) -> Action:
-        tags, key = tags or {}, self.marks.key
-        return Action(
-            self.marks.cloud,
-            where,
-            kind,
-            rid,
-            action,
-            tags.get(key("stack")),
-            tags.get(key("expires-at")),
-            reason,
-            error,
-        )
+        tags = tags or {}
+        stack, expires = tags.get(self.marks.key("stack")), tags.get(self.marks.key("expires-at"))
+        return Action(self.marks.cloud, where, kind, rid, action, stack, expires, reason, error)
 
     def decide(self, kind: str, where: str, rid: str, verdict: str, tags, reason: str, act=None, verb="terminate"):
         """The Action of a resource judged `verdict` (infra.sweep.carry_out; `act`: other than the instance's)."""
