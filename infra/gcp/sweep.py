@@ -122,10 +122,8 @@ EMPTY_SCOPE = frozenset({"NO_RESULTS_ON_PAGE"})
 def labelled_instances(
     http, root: str, project: str, page_size: int | None = None, label_filter: str = LABEL_FILTER
 ) -> Iterator[tuple[str, dict]]:
-    """(zone, instance) for every VM with the expires-at label, across all zones, every page.
-
-    A zone the API could not read comes out as (scope, None) with its warning in
-    the instance's place, so the caller reports it instead of silently missing it."""
+    """(zone, instance) for every VM with the label of `label_filter`, across all zones, every page; a
+    zone the API could not read comes out as (zone, {"_unreadable": why}), reported, never missed."""
     url = f"{root}projects/{quote(project)}/aggregated/instances"
     params: dict = {"filter": label_filter, "returnPartialSuccess": "true"}
     if page_size:
