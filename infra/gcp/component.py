@@ -575,17 +575,11 @@ class GcpSweeper(pulumi.ComponentResource):
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
         project = _project_of(self)
-        files = sweeper_function.package("gcp")
-        digest = sweeper_function.package_hash(files)
-
         about = ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS))
         runner, _, grant = _account_with_role(
             self, "sweeper", cfg.stack, f"gpubench {cfg.stack}: the leak sweep", about, project
         )
-        source, archive = _sweeper_source(self, cfg, region, files, digest)
-        function = _sweeper_function(
-            self, cfg, region, schedule_expr, project, runner, (source, archive, digest), grant
-        )
+        function = _sweeper_function(self, cfg, region, schedule_expr, project, runner, grant)
         invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
         uri = function.service_config.uri
         target = {"oidc_token": {"service_account_email": invoker.email, "audience": uri}}
@@ -595,9 +589,11 @@ class GcpSweeper(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest: str):
-    """The function's source archive in a private bucket of its own; a new name per content."""
+def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, grant):
+    """The Cloud Run function, run as `runner`, built from its source archive in a private bucket of its own."""
     child = pulumi.ResourceOptions(parent=parent)
+    files = sweeper_function.package("gcp")
+    digest = sweeper_function.package_hash(files)
     source = gcp.storage.Bucket(
         "source",
         location=region.upper(),
@@ -607,18 +603,13 @@ def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest
         labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
         opts=child,
     )
-    return source, gcp.storage.BucketObject(
+    archive = gcp.storage.BucketObject(
         "source-archive",
         bucket=source.name,
         name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
         source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
         opts=child,
     )
-
-
-def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, code, grant):
-    """The Cloud Run function (`code`: source bucket, archive, its hash)."""
-    source, archive, digest = code
     env = sweeper_env("gcp", cfg.dry_run, ",".join(cfg.regions or ()))
     return gcp.cloudfunctionsv2.Function(
         "function",
