@@ -24,6 +24,7 @@ MODULES = (
     "payload/timestamps.py",
     "infra/__init__.py",
     "infra/clouds.py",
+    "infra/cloudparts.py",
     "infra/sweep.py",
     "infra/sweeper_function.py",
     "infra/tags.py",

@@ -1,15 +1,10 @@
-"""AWS: everything gpubench knows about EC2, S3, IAM and EventBridge Scheduler.
-
-This file is the provider interface of `infra.clouds`, light enough for the base install and
-the sweeper function (which ships it with sweep.py alone); the other modules are imported
-by the functions that need them.
-"""
+"""AWS (EC2, S3, IAM, EventBridge Scheduler): the provider interface of `infra.clouds`, light enough
+for the base install and the sweeper function; the other modules load when used (infra.cloudparts)."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and deadline format live with the sweep)
@@ -25,6 +20,7 @@ from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and dead
     tags,
 )
 from infra.aws.sweep import sweep as _sweep
+from infra.cloudparts import deferred, imported, stack_region
 
 NAME = "aws"
 RESULTS_SCHEME = "s3://"
@@ -71,15 +67,8 @@ def stack_base(offering: Any) -> str:
     return f"aws-{family}-{(mult.group(1) or '1') + 'x' if mult else size}"
 
 
-def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
-    """The stack's region from its provider config (`aws:region`), else the zone's."""
-    return provider_config.get("aws:region") or (region_of_zone(zone) if zone else None)
-
-
-def components() -> dict[str, Any]:
-    from infra.aws import component as c  # heavy: Pulumi and pulumi_aws, the infra extra
-
-    return {"benchmark": c.AwsBenchmark, "recurring": c.AwsRecurring, "results": c.AwsResults, "sweeper": c.AwsSweeper}
+region = stack_region("aws:region", region_of_zone)
+components = imported("infra.aws.component", "COMPONENTS")
 
 
 def sweep_expired(regions, now, dry_run=False, project=None, **kw):
@@ -88,20 +77,11 @@ def sweep_expired(regions, now, dry_run=False, project=None, **kw):
     return _sweep(regions, now, dry_run, **kw)
 
 
-# The parts below import modules the sweeper function does not ship (infra/sweeper_function.py
-# MODULES: this file and sweep.py), so they are imported when called.
-def price_tables(offerings, region_name, now, clients):
-    from infra.aws.prices import price_tables as fetch  # not in the sweeper function
-
-    return fetch(offerings, region_name, now, clients)
-
-
-def spot_history():
-    """EC2 spot price history (infra/aws/spot.py): prices a spot run over its own window."""
-    from infra.aws import spot  # not in the sweeper function
-
-    return spot
-
+price_tables = deferred("infra.aws.prices", "price_tables")
+spot_history = imported("infra.aws.prices")  # EC2 spot price history prices a spot run over its own window
+account_checks = deferred("infra.aws.readiness", "checks")  # what a first real run needs of the account
+preview_mocks = imported("infra.aws.mocks")  # mock answers for the offline preview (infra/render.py)
+parse_offerings = deferred("infra.aws.catalog", "parse_offerings")
 
 # Price API clients by name, for `analysis.price.refresh.Clients`.
 CLIENTS = {"pricing": session_client("pricing"), "ec2": session_client("ec2")}
@@ -144,27 +124,5 @@ def identity() -> str:
     return f"STS GetCallerIdentity: {who.get('Arn')}"
 
 
-def account_checks(needs, strict=False, client=None):
-    """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
-    as rows {"check", "ok", "detail"} naming each fix (infra/aws/readiness.py; API calls)."""
-    from infra.aws.readiness import checks  # not in the sweeper function
-
-    return checks(needs, strict, client)
-
-
-def preview_mocks():
-    """Mock answers for the offline preview (infra/render.py)."""
-    from infra.aws import mocks as module  # not in the sweeper function: it runs under Pulumi
-
-    return module
-
-
 # Lambda runs the handler straight from the sweep modules (infra/sweeper_function.py): nothing else.
 SWEEPER_FUNCTION_FILES: dict[str, str] = {}
-
-
-def parse_offerings(raw, gpus, file):
-    """The rows of this cloud's offering file (infra/aws/catalog.py)."""
-    from infra.aws.catalog import parse_offerings as parse  # not in the sweeper function
-
-    return parse(raw, gpus, file)

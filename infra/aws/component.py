@@ -1,9 +1,6 @@
 """AWS's Pulumi components: the results bucket, a benchmark instance with its cloud-side deadline,
 a recurring launch and the leak-sweep function. docs/security.md ("Cloud security") states what
-each role may do, and the tests that hold it.
-
-The deadline time comes from a `time:Offset` resource (pulumiverse-time): computed
-once at creation and kept in state, so later previews show no change.
+each role may do. The deadline is a `time:Offset` (pulumiverse-time): computed once, kept in state.
 """
 
 from __future__ import annotations
@@ -11,29 +8,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import warnings
 from dataclasses import dataclass
 
 import pulumi
-
-from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
-from infra.schedule_expr import parse_schedule
-
-with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_aws.cloudwatch
-    import pulumi_aws.ec2
-    import pulumi_aws.iam
-    import pulumi_aws.lambda_
-    import pulumi_aws.s3
-    import pulumi_aws.scheduler  # noqa: F401
-
-import pulumi_aws as aws
 import pulumiverse_time as time
 
 from infra import cloud_init, sweeper_function
 from infra.aws import images
+from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.aws.sweep import tags as aws_tags
+from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.launch import (
     Launch,
@@ -44,25 +28,19 @@ from infra.launch import (
     tag_values,
 )
 from infra.results_ref import journal_prefix_beside, locate
-from infra.tags import PROJECT_ENV, project_id
+from infra.schedule_expr import parse_schedule
+from infra.tags import project_id
+
+aws = quietly_imported("pulumi_aws", "cloudwatch", "ec2", "iam", "lambda_", "s3", "scheduler")
 
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
 
-# The guest's `copy URL FILE` for the code bundle, with the instance role's credentials.
-# The AWS CLI v2 on the host when present (the Deep Learning AMIs ship it), else AWS's
-# own CLI image (Docker Hub amazon/aws-cli, https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html),
-# which reads the role from IMDS through the host network.
-CODE_COPY = """
-copy() {
-  if command -v aws >/dev/null 2>&1; then
-    aws s3 cp --only-show-errors "$1" "$2"
-  else
-    dir="$(dirname "$2")"
-    docker run --rm --network host -e AWS_DEFAULT_REGION -v "$dir:$dir" amazon/aws-cli \\
-      s3 cp --only-show-errors "$1" "$2"
-  fi
-}
-"""
+# The guest's `copy URL FILE` for the code bundle, as the instance role: the host's AWS CLI v2 (the
+# Deep Learning AMIs ship it), else AWS's CLI image, which reads the role from IMDS through the host
+# network (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-docker.html).
+CODE_COPY = code_copy(
+    "aws", "aws s3 cp --only-show-errors", "amazon/aws-cli", "s3 cp --only-show-errors", "-e AWS_DEFAULT_REGION "
+)
 
 
 def _policy(*statements: dict) -> str:
@@ -76,15 +54,14 @@ def _allow(sid: str | None, action, resource, condition: dict | None = None) -> 
 
 
 def _role(parent: pulumi.Resource, names: tuple[str, str], trust, description: str, policy, tags):
-    """A role trusted as `trust` says and its one inline policy (`names`: the two resources')."""
+    """A role trusted as `trust` says and its one inline policy."""
     child = pulumi.ResourceOptions(parent=parent)
     role = aws.iam.Role(names[0], assume_role_policy=trust, description=description, tags=tags, opts=child)
     return role, aws.iam.RolePolicy(names[1], role=role.id, policy=policy, opts=child)
 
 
 def _assume(service: str, account: str | None = None, source_arn: str | None = None) -> str:
-    """Trusted by `service`; with `account` (and `source_arn`), only on behalf of that account's
-    resource (confused deputy)."""
+    """Trusted by `service`; with `account` (and `source_arn`), only for that account's resource (confused deputy)."""
     statement: dict = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
     if account:
         statement["Condition"] = {"StringEquals": {"aws:SourceAccount": account}}
@@ -100,32 +77,24 @@ CREATE_ONLY = {"Null": {"s3:if-none-match": "false"}}
 
 
 def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
-    """The create-only grant on the launch's entries in the stack's results journal,
-    `journal/<stack>/*-<launch>-*`: an entry is `<stamp>-<run id>` (payload.layout.journal_key)
-    and every run id of the launch starts with `<launch>-`; a recurring stack, without a launch
-    id, gets `journal/<stack>/*`. No read, no list, no delete there.
+    """Create-only on the launch's journal entries, `journal/<stack>/*-<launch>-*` (an entry is
+    `<stamp>-<run id>`, payload.layout.journal_key); a recurring stack gets `journal/<stack>/*`.
 
-    A `*` in an S3 object ARN matches any characters, `/` included (IAM User Guide, "IAM JSON
-    policy elements: Resource", Using wildcards in resource ARNs,
-    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html#reference_policies_elements_resource_wildcards),
-    so the grant also admits keys such as `journal/<stack>/x/y-<launch>-z`. That is harmless: an
-    entry is only a hint; a collect reads only keys that parse as `journal/<stack>/<stamp>-<run id>`
-    of its stack (payload.layout.journal_run), then lists and judges the run named like any other."""
+    A `*` in an S3 object ARN also matches `/` (IAM User Guide, wildcards in resource ARNs,
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html#reference_policies_elements_resource_wildcards):
+    harmless, an entry is only a hint and a collect reads only keys that parse as entries of its stack."""
     journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}"
     own = f"{journal}*-{launch}-*" if launch else f"{journal}*"
     return _allow("OwnJournalCreateOnly", "s3:PutObject", own, CREATE_ONLY)
 
 
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
-    """What a benchmark instance may do in the results bucket (`run_prefix` = runs/<stack>/); the job
-    runs with host networking, so it holds exactly these rights (docs/security.md has the table):
-    create-only PutObject (CREATE_ONLY) under its own launch's runs (`runs/<stack>/*` for a recurring
-    stack, whose launches share one role) and journal entries (journal_statement); no DeleteObject
-    (superseded checkpoints expire by the lifecycle rule); GetObject only on checkpoints (the
-    completed-run lookup, resume); PutObjectTagging only on its own launch's checkpoints (S3 API
-    reference, PutObject: "you must have the s3:PutObjectTagging permission" for x-amz-tagging; scoped
-    so a job cannot tag another run's result into expiry); ListBucket on runs/<stack>/ only; with
-    `code_prefix`, GetObject on the code bundles. No multipart permission: single PutObject calls."""
+    """What a benchmark instance (and so its job) may do in the results bucket (docs/security.md has
+    the table): create-only PutObject under its own launch's runs (all of `run_prefix` for a recurring
+    stack) and journal entries; no DeleteObject (the lifecycle rule expires checkpoints); GetObject on
+    checkpoints only; PutObjectTagging on its own checkpoints only (S3 PutObject: x-amz-tagging needs
+    s3:PutObjectTagging; scoped so a job cannot tag another run into expiry); ListBucket on
+    `run_prefix`; with `code_prefix`, GetObject on the code bundles. No multipart permission."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
     code = [_allow("CodeBundlesRead", "s3:GetObject", f"arn:aws:s3:::{bucket}/{code_prefix}*")] if code_prefix else []
@@ -145,11 +114,8 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
 
 
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
-    """The AMI: `gpubench:image`, else the newest of the generation's Deep Learning AMIs.
-
-    Looked up now (a synchronous invoke, before anything is created): once AWS deprecates every
-    AMI of a name pattern looked up without include_deprecated, the lookup finds none, and
-    `pulumi up` stops here with the fix instead of after the role and bucket objects exist."""
+    """`gpubench:image`, else the newest of the generation's Deep Learning AMIs, looked up before
+    anything is created: a pattern whose AMIs are all deprecated stops `pulumi up` here, with the fix."""
     if launch.cfg.image:
         return launch.cfg.image
     spec = images.image_for(launch.generation)
@@ -176,10 +142,8 @@ def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
 
 
 def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
-    """Upload the payload's code bundle as `code/<sha256>.tar.gz` and, for a workload stack, the
-    workload's as `code/workload-<sha256>.tar.gz`; their s3:// URLs with `#<sha256>`, joined by
-    a space ("" with a prebuilt payloadImage), and the objects (the instance waits for them).
-    Kept on destroy: the same keys may serve other stacks."""
+    """Upload the code bundles (infra.launch.code_uploads), kept on destroy (other stacks may share a key):
+    their s3:// URLs with `#<sha256>`, space-joined ("" with a prebuilt payloadImage), and the objects."""
     if launch.public is None:
         return pulumi.Output.from_input(""), []
     urls, objects = [], []
@@ -199,30 +163,22 @@ def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple
 
 
 class Missing(ConfigError, pulumi.RunError):
-    """Nothing to launch in or from: no subnet (the configured one is not there, or the region has
-    no default VPC), or no image to boot.
-
-    Raised while the program runs, before any resource is registered, so `pulumi up` creates
-    nothing; a RunError, so Pulumi prints the message without a traceback."""
+    """No subnet or no image to boot: raised before any resource is registered, so `pulumi up`
+    creates nothing; a RunError, so Pulumi prints the message without a traceback."""
 
 
 @dataclass(frozen=True)
 class Network:
-    """Where the instance goes: the VPC of its security group and, when configured, the subnet
-    (None: EC2 picks the default VPC's default subnet of the zone)."""
+    """The VPC of the security group and the configured subnet (None: the default VPC's, EC2 picks)."""
 
     vpc_id: str
     subnet_id: str | None = None
 
 
 def network(cfg, region: str, opts: pulumi.InvokeOptions) -> Network:
-    """The stack's network, looked up now (a synchronous invoke, before anything is created).
-
-    With `gpubench:subnet`, that subnet (and its VPC); without, the region's default VPC. An
-    instance or security group that names neither in a region without a default VPC fails at
-    `pulumi up` with VPCIdNotSpecified after other resources exist (RunInstances: "If you don't
-    specify a subnet ID, we choose a default subnet from your default VPC for you. If you don't
-    have a default VPC, you must specify a subnet ID in the request",
+    """`gpubench:subnet` and its VPC, else the region's default VPC, looked up before anything is
+    created: without either, `pulumi up` would fail with VPCIdNotSpecified midway (RunInstances: "If
+    you don't have a default VPC, you must specify a subnet ID in the request",
     https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html)."""
     if cfg.subnet:
         try:
@@ -280,11 +236,8 @@ def market_options(market: str) -> dict | None:
 
 
 def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags, launch_id=None):
-    """The instance's role and profile (create-only under its own launch's runs, or under
-    runs/<stack>/ for a recurring stack without `launch_id`; read code/), the code bundle it
-    fetches, and what must exist before an instance boots: the role's policy and the bundle's
-    objects. Nothing else refers to them, so without an explicit `depends_on` Pulumi may start
-    the instance first, and its one fetch of the bundle would meet a 403 or a missing key."""
+    """The instance's role (results_policy) and profile, its code bundle URL, and what must exist
+    before it boots (`depends_on`: nothing else refers to them): the role's policy, the bundle."""
     cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     code_prefix = results.code_prefix if launch.public else None
     role, policy = _role(
@@ -328,9 +281,7 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool =
 
 
 def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -> aws.scheduler.Schedule:
-    """The cloud-side deadline: a one-time EventBridge Scheduler schedule that terminates
-    the instance, through a role trusted by the scheduler of this account only that may
-    terminate this instance only; the schedule deletes itself after it ran."""
+    """The cloud-side deadline: a one-time schedule that terminates this instance only, then deletes itself."""
     return _scheduled(
         parent,
         ("deadline-schedule", "deadline-role", "deadline-terminate"),
@@ -355,10 +306,8 @@ def _account_id(parent) -> pulumi.Output:
 def _scheduled(
     parent, names: tuple[str, str, str], about: tuple[str, str], trust, policy, tags, expression, target, retry, **extra
 ):
-    """An EventBridge Scheduler schedule in UTC, on time to the minute, calling `target` as a role
-    trusted as `trust` says with the one inline `policy`, created after that policy.
-    `names`: the schedule's, the role's and the policy's; `about`: the role's and the schedule's
-    descriptions."""
+    """An EventBridge Scheduler schedule in UTC calling `target` as a role with the one inline `policy`.
+    `names`: the schedule's, the role's, the policy's; `about`: the role's and the schedule's descriptions."""
     role, allow = _role(parent, names[1:], trust, about[0], policy, tags)
     return aws.scheduler.Schedule(
         names[0],
@@ -379,8 +328,7 @@ def _user_data(launch: Launch, region: str, results_url: str, code_url: str, dea
 
 
 def _placed(parent: pulumi.Resource, launch: Launch):
-    """The launch's config, its children's options, region, Network and AMI, looked up before
-    anything is created: a missing network or image stops `pulumi up` here."""
+    """The launch's config, child options, region, Network and AMI (looked up before anything is created)."""
     cfg, invoke = launch.cfg, pulumi.InvokeOptions(parent=parent)
     region = region_of(cfg, launch.offering)
     return (
@@ -437,8 +385,6 @@ class AwsBenchmark(pulumi.ComponentResource):
         )
         schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
 
-        self.instance_id = instance.id
-        self.deadline = deadline.rfc3339
         self.outputs = {
             "instanceId": instance.id,
             "deadline": deadline.rfc3339,
@@ -566,9 +512,8 @@ _TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface", "spot-instances-
 
 
 def launcher_policy(region: str, account: str, template_arn: str, instance_role_arn: str) -> str:
-    """The scheduler's role: RunInstances only from this launch template (no
-    overriding its resources), tags only as part of that launch, and pass only
-    this stack's instance role, only to EC2."""
+    """The scheduler's role: RunInstances only from this template (overriding none of its resources),
+    tags only at that launch, and pass only this stack's instance role, only to EC2."""
 
     def arns(types):
         return [f"arn:aws:ec2:{region}:{account}:{t}/*" for t in types]
@@ -598,10 +543,8 @@ def launcher_policy(region: str, account: str, template_arn: str, instance_role_
 
 
 def run_instances_input(template_id: str, tags: dict[str, str]) -> str:
-    """The RunInstances request the schedule sends: one instance from the
-    template's default version, tagged with the stack's tags plus a run id
-    (the scheduler's execution id) and the scheduled time; the scheduled time
-    is also the idempotency token, so a retried firing launches once."""
+    """The RunInstances request the schedule sends: one instance from the template, tagged with a run id
+    (the execution id) and the scheduled time, which is also the idempotency token (a retry launches once)."""
     per_run = {
         **tags,
         TAG_RUN_ID: "<aws.scheduler.execution-id>",
@@ -625,12 +568,9 @@ TAG_SCHEDULED = "gpubench:scheduled-at"
 
 
 class AwsRecurring(pulumi.ComponentResource):
-    """A benchmark launched by EventBridge Scheduler on a schedule, with no
-    machine of the user's involved: a launch template carrying the benchmark
-    stack's user-data, role, tags and market, and a recurring schedule whose
-    universal target calls RunInstances on it. Each launch's deadline is its
-    own: the guest shuts down `maxHours` after boot (shutdown terminates), and
-    its `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
+    """A benchmark that EventBridge Scheduler launches (RunInstances) from a launch template on a
+    schedule. Each launch shuts down `maxHours` after boot (shutdown terminates); its
+    `gpubench:max-hours` tag lets the leak sweep terminate it past that."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Recurring", name, None, opts)
@@ -660,10 +600,8 @@ class AwsRecurring(pulumi.ComponentResource):
 
 
 def _launch_template(parent, launch: Launch, schedule_expr, placing, results, code_url, tags, before_boot):
-    """The launch template each scheduled launch starts from: the benchmark's user-data (its
-    deadline set at boot), instance profile, security group, subnet and AMI (`placing`:
-    profile, security group, Network, AMI id), tags and market. Created after the role's policy and the code
-    bundle (`before_boot`), so no launch can boot before them."""
+    """The template each launch starts from (`placing`: profile, security group, Network, AMI id),
+    created after `before_boot`, so no launch boots before them."""
     cfg = launch.cfg
     profile, sg, net, ami = placing
     # A configured subnet goes in the template's network interface (the security group with it);
@@ -702,8 +640,7 @@ def _launch_template(parent, launch: Launch, schedule_expr, placing, results, co
 
 
 def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
-    """The recurring schedule calling RunInstances on the template, as a role that may launch
-    from this template only and pass this stack's instance role only."""
+    """The recurring schedule calling RunInstances on the template (launcher_policy)."""
     account = _account_id(parent)
     return _scheduled(
         parent,
@@ -737,19 +674,12 @@ OWN_STACKS = ("aws-*", "recurring-aws-*")
 
 
 def sweeper_policy(region: str, account: str, log_group_arn: str, project: str) -> str:
-    """The sweeper function's role: find what is tagged, terminate or delete only
-    resources of this project, delete only deadline schedules, write only its own
-    log group. Describe/List calls have no resource-level scope.
-
-    "Of this project" is the same rule the sweep code applies (infra.sweep.ownership):
-    `aws:ResourceTag/gpubench:project` equal to the project id AND
-    `aws:ResourceTag/gpubench:stack` like `aws-*` or `recurring-aws-*` (the stack-name
-    convention, infra.tags.is_project_stack: a recurring launch carries its recurring stack's name);
-    EC2 authorizes TerminateInstances and DeleteSecurityGroup on the resource's
-    tags through the global `aws:ResourceTag/<key>` condition key (IAM User Guide,
-    "EC2: Start or stop instances based on ... resource tags"; EC2 service
-    authorization reference, condition keys of TerminateInstances). An instance
-    that merely carries gpubench:expires-at, or another team's stack name, is denied."""
+    """The sweeper function's role: find what is tagged (Describe/List have no resource scope),
+    terminate or delete only this project's resources, delete only deadline schedules, write only
+    its own log group. "This project's" is infra.sweep.ownership as IAM conditions on the global
+    `aws:ResourceTag/<key>` key, which EC2 authorizes TerminateInstances and DeleteSecurityGroup on
+    (IAM User Guide, "EC2: Start or stop instances based on ... resource tags"; EC2 service
+    authorization reference): the project tag AND a stack tag like OWN_STACKS."""
 
     def ours(*present):
         return {
@@ -793,10 +723,8 @@ def lambda_function_name(stack: str) -> str:
 
 
 class AwsSweeper(pulumi.ComponentResource):
-    """The leak sweep as a Lambda function on an EventBridge Scheduler schedule:
-    the same sweep as `python -m analysis sweep`, packaged from this checkout
-    (infra/sweeper_function.py lists the files), in the stack's region (or
-    `gpubench:regions`), with no machine of the user's involved."""
+    """The leak sweep (infra/sweeper_function.py) as a Lambda function on an EventBridge Scheduler
+    schedule, sweeping the stack's region or `gpubench:regions`."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:aws:Sweeper", name, None, opts)
@@ -833,14 +761,7 @@ class AwsSweeper(pulumi.ComponentResource):
             code=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
             memory_size=128,
             timeout=sweeper_function.TIMEOUT_S,
-            environment={
-                "variables": {
-                    "GPUBENCH_SWEEP_PROVIDER": "aws",
-                    "GPUBENCH_SWEEP_REGIONS": regions,
-                    "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower(),
-                    PROJECT_ENV: project_id(),
-                }
-            },
+            environment={"variables": sweeper_env("aws", cfg.dry_run, regions)},
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[allow, logs]),
         )
@@ -872,3 +793,6 @@ def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_e
         {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
         group_name=SCHEDULE_GROUP,
     )
+
+
+COMPONENTS = {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults, "sweeper": AwsSweeper}

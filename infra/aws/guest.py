@@ -1,14 +1,8 @@
-"""What an AWS instance does at the end of a run, as shell functions for cloud-init (infra.cloud_init).
-
-- `instance_id`: from IMDSv2 (a session token, then meta-data/instance-id); the endpoint honours
-  AWS_EC2_METADATA_SERVICE_ENDPOINT, the AWS CLI and SDKs' convention;
-- `upload FILE s3://BUCKET/KEY`: a create-only PutObject (`--if-none-match '*'`, which the instance
-  role's policy requires, infra/aws/component.py results_policy) with the host's AWS CLI v2, else
-  AWS's own CLI image (amazon/aws-cli);
-- `end_machine`: power off. The instance's shutdown behaviour is `terminate`
-  (`instance_initiated_shutdown_behavior`), so an OS shutdown terminates it
-  (EC2 User Guide, "Change the instance initiated shutdown behavior",
-  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_ChangingInstanceInitiatedShutdownBehavior.html).
+"""What an AWS instance does at the end of a run, as shell functions for cloud-init (infra.cloud_init):
+`instance_id` from IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT honoured, as the AWS CLI and SDKs do);
+`upload` create-only (`--if-none-match '*'`, which the role requires: component.results_policy);
+`end_machine` powers off, which terminates (`instance_initiated_shutdown_behavior`, EC2 User Guide,
+https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_ChangingInstanceInitiatedShutdownBehavior.html).
 """
 
 from __future__ import annotations
@@ -45,5 +39,5 @@ end_machine() {
 
 
 def script(lib_dir: str) -> str:
-    """cloud.sh for an AWS instance (`lib_dir`: where event.sh is; unused on AWS)."""
+    """cloud.sh for an AWS instance (`lib_dir`, where event.sh is, unused)."""
     return SCRIPT

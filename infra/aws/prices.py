@@ -1,11 +1,9 @@
-"""AWS prices: on-demand from the Price List Query API, spot from EC2's spot
-price history.
+"""AWS prices: on-demand from the Price List Query API, spot from EC2's spot price history, which
+is also the interface's `spot_history` (DAYS, client, series, has_credentials).
 
-The Price List API is served from us-east-1 whatever region is priced; its
-products come back as JSON strings (`PriceList`), one per product, with the
-on-demand rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD.
-Spot history only goes back 90 days, and for a [start, end] query it also
-returns the last change before `start` (the price in force at `start`).
+The Price List API is served from us-east-1 whatever region is priced; each product is a JSON
+string with its rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD. Spot history
+goes back 90 days; a [start, end] query also returns the last change before `start`.
 """
 
 from __future__ import annotations
@@ -17,12 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from infra.aws.sweep import boto3_session, session_client
 from infra.catalog.price_errors import NoCredentials, PriceFetchError, PricesError
 from payload.timestamps import iso
 
 PRICING_ENDPOINT_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
-SPOT_HISTORY_DAYS = 90
+SPOT_HISTORY_DAYS = DAYS = 90  # EC2 keeps 90 days of spot price history
+client = session_client("ec2")  # the spot history's EC2 client: credentials resolved at each call
 # Wider and wider look-backs when a history has no point at or before the
 # window start (the API normally returns one; this covers when it does not).
 SPOT_LOOKBACKS = (timedelta(0), timedelta(days=1), timedelta(days=7), timedelta(days=SPOT_HISTORY_DAYS))
@@ -165,6 +165,16 @@ def spot_price_history(
         if series and series[0][0] <= start:
             break
     return series
+
+
+def series(ec2_client, instance_type: str, zone: str, start: datetime, end: datetime) -> tuple[list, str]:
+    """(spot price steps covering [start, end], where they came from): prices a spot run's own window."""
+    steps = spot_price_history(ec2_client, instance_type, zone, start, end)
+    return steps, f"EC2 describe_spot_price_history ({instance_type}, {zone}, {SPOT_PRODUCT})"
+
+
+def has_credentials() -> bool:
+    return boto3_session().get_credentials() is not None
 
 
 def current_spot_prices(

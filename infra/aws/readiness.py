@@ -1,10 +1,6 @@
-"""Before a first real `pulumi up` on AWS: the account, each region's network, the GPU quotas.
-
-Read-only API calls (STS GetCallerIdentity, EC2 DescribeVpcs/DescribeSubnets, Service Quotas
-GetServiceQuota); each finding is a row {"check", "ok", "detail"} whose detail names the fix.
-`client(service, region)` makes the boto3 clients (tests hand in moto's and a stand-in for
-Service Quotas, which moto serves for VPC quotas only).
-"""
+"""Before a first real `pulumi up` on AWS: the account, each region's network, the GPU quotas, by
+read-only calls; each a row {"check", "ok", "detail"} whose detail names the fix. `client(service,
+region)` makes the clients (tests: moto's, and a stand-in for Service Quotas, which moto lacks)."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from infra.aws.sweep import boto3_session, error_text
+from infra.cloudparts import row
 from infra.stacks import quota_row
 
 # EC2 vCPU quotas by instance family and market, in vCPUs per region (Service Quotas, service
@@ -40,13 +37,13 @@ def account_check(client, region: str) -> dict:
     try:
         who = client("sts", region).get_caller_identity()
     except Exception as exc:  # noqa: BLE001 - botocore raises many kinds; each is reported
-        return {
-            "check": "aws account",
-            "ok": False,
-            "detail": f"credentials do not work ({error_text(exc)[:200]}): `aws configure`, `aws sso login` or "
+        return row(
+            "aws account",
+            False,
+            f"credentials do not work ({error_text(exc)[:200]}): `aws configure`, `aws sso login` or "
             "AWS_PROFILE; then `aws sts get-caller-identity` should answer",
-        }
-    return {"check": "aws account", "ok": True, "detail": f"{who['Account']} as {who['Arn']}"}
+        )
+    return row("aws account", True, f"{who['Account']} as {who['Arn']}")
 
 
 def network_check(ec2, region: str, subnets: set[str], without_subnet: list[str]) -> dict:
@@ -60,16 +57,16 @@ def network_check(ec2, region: str, subnets: set[str], without_subnet: list[str]
         vpcs = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"] if without_subnet else []
     except Exception as exc:  # noqa: BLE001
         fix = "check gpubench:subnet against `aws ec2 describe-subnets --region " + region + "`"
-        return {"check": name, "ok": False, "detail": f"{error_text(exc)[:200]}; {fix}"}
+        return row(name, False, f"{error_text(exc)[:200]}; {fix}")
     if without_subnet and not vpcs:
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"no default VPC, which {len(without_subnet)} stack(s) need (e.g. {without_subnet[0]}): "
+        return row(
+            name,
+            False,
+            f"no default VPC, which {len(without_subnet)} stack(s) need (e.g. {without_subnet[0]}): "
             f"`aws ec2 create-default-vpc --region {region}`, or set gpubench:subnet on them",
-        }
+        )
     parts = ([f"default VPC {vpcs[0]['VpcId']}"] if vpcs else []) + [f"subnet {s}" for s in found]
-    return {"check": name, "ok": True, "detail": ", ".join(parts) or "no stack here needs one"}
+    return row(name, True, ", ".join(parts) or "no stack here needs one")
 
 
 def quota_check(quotas, region: str, code: str, title: str, needs: list[tuple[int, str]], strict: bool) -> dict:
@@ -80,12 +77,12 @@ def quota_check(quotas, region: str, code: str, title: str, needs: list[tuple[in
     try:
         value = float(quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
     except Exception as exc:  # noqa: BLE001
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"{title}: could not read it ({error_text(exc)[:160]}); the identity needs "
+        return row(
+            name,
+            False,
+            f"{title}: could not read it ({error_text(exc)[:160]}); the identity needs "
             "servicequotas:GetServiceQuota, or look in the Service Quotas console",
-        }
+        )
     fix = f"`aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} --desired-value {{}} --region {region}`"
     return quota_row(name, f"{title}:", value, needs, strict, "vCPUs", fix.format)
 

@@ -16,53 +16,40 @@ from typing import Any
 from infra.provider_rules import Field, Rule, Table
 
 IAM_API = "https://docs.aws.amazon.com/IAM/latest/APIReference"
+IAM_GUIDE = "https://docs.aws.amazon.com/IAM/latest/UserGuide"
+EC2_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference"
+LAMBDA_API = "https://docs.aws.amazon.com/lambda/latest/api"
+SCHEDULER_API = "https://docs.aws.amazon.com/scheduler/latest/APIReference"
 _IAM_NAME = re.compile(r"[\w+=,.@-]+", re.ASCII)
 # EC2's own rules for names and descriptions of security groups and their rules.
 _SG_TEXT = re.compile(r"[a-zA-Z0-9 ._\-:/()#,@\[\]+=&;{}!$*]*")
-_TAG_CHARS = ("L", "Z", "N")  # \p{L}\p{Z}\p{N}
+_SG_SAYS = "up to 255 of a-z A-Z 0-9 spaces ._-:/()#,@[]+=&;{}!$*"
 TAGGING_GUIDE = "https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html"
 EC2_TAGS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions"
 
+
+def _tag_rules(name: str, what: str, source: str, chars: tuple[str, str], extra: str) -> dict[str, Rule]:
+    r"""`<name>-key` (1-128, not `aws:`) and `<name>-value` (0-256) over \p{L}\p{Z}\p{N} and `extra`."""
+    unicode = {"categories": ("L", "Z", "N"), "extra": extra}
+    return {
+        f"{name}-key": Rule(
+            f"{what} key", source, f"{chars[0]}, 1-128 characters", 128, 1, **unicode, forbidden_prefixes=("aws:",)
+        ),
+        f"{name}-value": Rule(f"{what} value", source, f"{chars[1]}, 0-256 characters", 256, **unicode),
+    }
+
+
+def _iam_name(what: str, action: str, max_len: int) -> Rule:
+    return Rule(what, f"{IAM_API}/{action}.html", f"[\\w+=,.@-]+, 1-{max_len}", max_len, 1, pattern=_IAM_NAME)
+
+
+_IAM_TAG = "[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]"
+_OTHER_TAG = "letters, numbers, spaces and + - = . _ : / @"
 RULES: dict[str, Rule] = {
-    "iam-tag-key": Rule(
-        "IAM tag key",
-        f"{IAM_API}/API_Tag.html",
-        "[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]+, 1-128 characters",
-        128,
-        1,
-        categories=_TAG_CHARS,
-        extra="_.:/=+-@",
-        forbidden_prefixes=("aws:",),
-    ),
-    "iam-tag-value": Rule(
-        "IAM tag value",
-        f"{IAM_API}/API_Tag.html",
-        "[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]*, 0-256 characters",
-        256,
-        categories=_TAG_CHARS,
-        extra="_.:/=+-@",
-    ),
+    **_tag_rules("iam-tag", "IAM tag", f"{IAM_API}/API_Tag.html", (f"{_IAM_TAG}+", f"{_IAM_TAG}*"), "_.:/=+-@"),
     # Tags of other services (S3 buckets and objects, Lambda, CloudWatch Logs): "letters,
-    # numbers, and spaces representable in UTF-8, and the following characters: + - = . _ : / @";
-    # keys 1-128, values 0-256; the aws: prefix is reserved.
-    "tag-key": Rule(
-        "tag key",
-        TAGGING_GUIDE,
-        "letters, numbers, spaces and + - = . _ : / @, 1-128 characters",
-        128,
-        1,
-        categories=_TAG_CHARS,
-        extra="+-=._:/@",
-        forbidden_prefixes=("aws:",),
-    ),
-    "tag-value": Rule(
-        "tag value",
-        TAGGING_GUIDE,
-        "letters, numbers, spaces and + - = . _ : / @, 0-256 characters",
-        256,
-        categories=_TAG_CHARS,
-        extra="+-=._:/@",
-    ),
+    # numbers, and spaces representable in UTF-8, and the following characters: + - = . _ : / @".
+    **_tag_rules("tag", "tag", TAGGING_GUIDE, (_OTHER_TAG, _OTHER_TAG), "+-=._:/@"),
     # EC2 allows any character in a tag, but an instance whose tags are in its metadata (the
     # recurring launch template turns that on) takes keys of "letters (a-z, A-Z), numbers (0-9),
     # and + - = . , _ : @", no spaces, no '/', not '.', '..' or '_index'.
@@ -77,20 +64,9 @@ RULES: dict[str, Rule] = {
         forbidden=(".", "..", "_index"),
     ),
     "ec2-tag-value": Rule("EC2 tag value", EC2_TAGS, "any characters, 0-256", 256),
-    "iam-role-name": Rule(
-        "IAM role name", f"{IAM_API}/API_CreateRole.html", "[\\w+=,.@-]+, 1-64", 64, 1, pattern=_IAM_NAME
-    ),
-    "iam-profile-name": Rule(
-        "IAM instance profile name",
-        f"{IAM_API}/API_CreateInstanceProfile.html",
-        "[\\w+=,.@-]+, 1-128",
-        128,
-        1,
-        pattern=_IAM_NAME,
-    ),
-    "iam-policy-name": Rule(
-        "IAM inline policy name", f"{IAM_API}/API_PutRolePolicy.html", "[\\w+=,.@-]+, 1-128", 128, 1, pattern=_IAM_NAME
-    ),
+    "iam-role-name": _iam_name("IAM role name", "API_CreateRole", 64),
+    "iam-profile-name": _iam_name("IAM instance profile name", "API_CreateInstanceProfile", 128),
+    "iam-policy-name": _iam_name("IAM inline policy name", "API_PutRolePolicy", 128),
     "iam-description": Rule(
         "IAM role description",
         f"{IAM_API}/API_CreateRole.html",
@@ -100,8 +76,8 @@ RULES: dict[str, Rule] = {
     ),
     "sg-name": Rule(
         "security group name",
-        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html",
-        "up to 255 of a-z A-Z 0-9 spaces ._-:/()#,@[]+=&;{}!$*, not starting with sg-",
+        f"{EC2_API}/API_CreateSecurityGroup.html",
+        f"{_SG_SAYS}, not starting with sg-",
         255,
         1,
         pattern=_SG_TEXT,
@@ -109,14 +85,14 @@ RULES: dict[str, Rule] = {
     ),
     "sg-description": Rule(
         "security group (or rule) description",
-        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateSecurityGroup.html",
-        "up to 255 of a-z A-Z 0-9 spaces ._-:/()#,@[]+=&;{}!$*",
+        f"{EC2_API}/API_CreateSecurityGroup.html",
+        _SG_SAYS,
         255,
         pattern=_SG_TEXT,
     ),
     "launch-template-name": Rule(
         "launch template name",
-        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateLaunchTemplate.html",
+        f"{EC2_API}/API_CreateLaunchTemplate.html",
         "[a-zA-Z0-9().\\-/_]+, 3-128",
         128,
         3,
@@ -124,13 +100,13 @@ RULES: dict[str, Rule] = {
     ),
     "launch-template-description": Rule(
         "launch template version description",
-        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateLaunchTemplate.html",
+        f"{EC2_API}/API_CreateLaunchTemplate.html",
         "VersionDescription: up to 255 characters",
         255,
     ),
     "key-pair-name": Rule(
         "key pair name",
-        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_ImportKeyPair.html",
+        f"{EC2_API}/API_ImportKeyPair.html",
         "up to 255 ASCII characters",
         255,
         1,
@@ -156,21 +132,18 @@ RULES: dict[str, Rule] = {
     ),
     "lambda-function-name": Rule(
         "Lambda function name",
-        "https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html",
+        f"{LAMBDA_API}/API_CreateFunction.html",
         "[a-zA-Z0-9-_]+, 1-64",
         64,
         1,
         pattern=re.compile(r"[a-zA-Z0-9\-_]+"),
     ),
     "lambda-description": Rule(
-        "Lambda function description",
-        "https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html",
-        "0-256 characters",
-        256,
+        "Lambda function description", f"{LAMBDA_API}/API_CreateFunction.html", "0-256 characters", 256
     ),
     "lambda-env-key": Rule(
         "Lambda environment variable name",
-        "https://docs.aws.amazon.com/lambda/latest/api/API_Environment.html",
+        f"{LAMBDA_API}/API_Environment.html",
         "[a-zA-Z]([a-zA-Z0-9_])+",
         1024,
         2,
@@ -186,7 +159,7 @@ RULES: dict[str, Rule] = {
     ),
     "schedule-name": Rule(
         "EventBridge Scheduler schedule or group name",
-        "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html",
+        f"{SCHEDULER_API}/API_CreateSchedule.html",
         "^[0-9a-zA-Z-_.]+$, 1-64",
         64,
         1,
@@ -194,13 +167,13 @@ RULES: dict[str, Rule] = {
     ),
     "schedule-description": Rule(
         "EventBridge Scheduler schedule description",
-        "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html",
+        f"{SCHEDULER_API}/API_CreateSchedule.html",
         "0-512 characters",
         512,
     ),
     "schedule-input": Rule(
         "EventBridge Scheduler target input",
-        "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_Target.html",
+        f"{SCHEDULER_API}/API_Target.html",
         "Input: at least 1 character; the whole request is at most 256 KB",
         262144,
         1,
@@ -209,15 +182,11 @@ RULES: dict[str, Rule] = {
     # IAM quotas: "Role trust policy length: 2,048 characters"; "Inline policy size for roles:
     # 10,240 characters" (IAM does not count white space; these count it, so they err safe).
     "iam-trust-policy": Rule(
-        "IAM role trust policy",
-        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
-        "at most 2,048 characters",
-        2048,
-        1,
+        "IAM role trust policy", f"{IAM_GUIDE}/reference_iam-quotas.html", "at most 2,048 characters", 2048, 1
     ),
     "iam-inline-policy": Rule(
         "IAM inline role policy",
-        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html",
+        f"{IAM_GUIDE}/reference_iam-quotas.html",
         "at most 10,240 characters for a role's inline policies",
         10240,
         1,
@@ -225,7 +194,7 @@ RULES: dict[str, Rule] = {
     # Sid: "supports ASCII uppercase letters (A-Z), lowercase letters (a-z), and numbers (0-9)".
     "iam-sid": Rule(
         "IAM policy statement id",
-        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_sid.html",
+        f"{IAM_GUIDE}/reference_policies_elements_sid.html",
         "A-Z, a-z, 0-9",
         10240,
         pattern=re.compile(r"[A-Za-z0-9]*"),
@@ -246,13 +215,13 @@ EC2_TAG_LIMIT = (50, f"{EC2_TAGS}: at most 50 tags per resource")
 S3_OBJECT_TAG_LIMIT = (10, "https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html: up to 10 tags")
 
 
-def _tags(path: str, key: str, value: str, limit: tuple[int, str]) -> Field:
-    return Field(path, key_rule=key, value_rule=value, max_items=limit[0], items_rule=limit[1])
+def _tags(path: str, kind: str, limit: tuple[int, str]) -> Field:
+    return Field(path, key_rule=f"{kind}-key", value_rule=f"{kind}-value", max_items=limit[0], items_rule=limit[1])
 
 
-IAM_TAGS = _tags("tags", "iam-tag-key", "iam-tag-value", IAM_TAG_LIMIT)
-EC2_INSTANCE_TAGS = _tags("tags", "ec2-tag-key", "ec2-tag-value", EC2_TAG_LIMIT)
-OTHER_TAGS = _tags("tags", "tag-key", "tag-value", EC2_TAG_LIMIT)
+IAM_TAGS = _tags("tags", "iam-tag", IAM_TAG_LIMIT)
+EC2_INSTANCE_TAGS = _tags("tags", "ec2-tag", EC2_TAG_LIMIT)
+OTHER_TAGS = _tags("tags", "tag", EC2_TAG_LIMIT)
 
 
 def _raw_user_data(text: str) -> bytes:
@@ -332,18 +301,18 @@ FIELDS: dict[str, tuple[Field, ...]] = {
     ),
     "aws:ec2/instance:Instance": (
         EC2_INSTANCE_TAGS,
-        _tags("rootBlockDevice.tags", "ec2-tag-key", "ec2-tag-value", EC2_TAG_LIMIT),
+        _tags("rootBlockDevice.tags", "ec2-tag", EC2_TAG_LIMIT),
     ),
     "aws:ec2/launchTemplate:LaunchTemplate": (
         Field("name", "launch-template-name", autoname=True),
         Field("description", "launch-template-description"),
         EC2_INSTANCE_TAGS,
-        _tags("tagSpecifications[].tags", "ec2-tag-key", "ec2-tag-value", EC2_TAG_LIMIT),
+        _tags("tagSpecifications[].tags", "ec2-tag", EC2_TAG_LIMIT),
     ),
     "aws:ec2/keyPair:KeyPair": (Field("keyName", "key-pair-name", autoname=True), EC2_INSTANCE_TAGS),
     "aws:s3/bucketObjectv2:BucketObjectv2": (
         Field("key", "s3-object-key"),
-        _tags("tags", "tag-key", "tag-value", S3_OBJECT_TAG_LIMIT),
+        _tags("tags", "tag", S3_OBJECT_TAG_LIMIT),
     ),
     "aws:s3/bucket:Bucket": (Field("bucket", "s3-bucket-name", autoname=True), OTHER_TAGS),
     "aws:lambda/function:Function": (

@@ -1,38 +1,35 @@
 """AWS sweep: expired instances of ours, their deadline schedules, then their security groups.
 
-Ours means `gpubench:project` equal to this deployment's project id, a `gpubench:stack` in the
-project's stack-name convention and a `gpubench:expires-at` in the launcher's exact format
-(infra.sweep.classify); anything else carrying the expiry tag is reported as left alone.
-
-Order matters: schedules and instances first; a security group can only be
-deleted once no instance uses it, so we wait for `terminated` with the EC2
-waiter before deleting groups. Every error is recorded and the sweep goes on.
-boto3 honours AWS_ENDPOINT_URL, so the same code runs against moto on loopback.
-
-The tag names and the deadline format live here, the folder's lowest module (the provider
-interface re-exports them; the sweeper function ships this file with `__init__.py` alone).
+Ours: infra.cloudparts.Marks.classify; anything else carrying the expiry tag is left alone. A
+security group can only go once no instance uses it, so the sweep waits for `terminated` (the
+EC2 waiter) before deleting groups. Every error is recorded and the sweep goes on. boto3 honours
+AWS_ENDPOINT_URL, so the same code runs against moto on loopback. The tag names and the deadline
+format live here, the folder's lowest module (the sweeper function ships it with `__init__.py`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from functools import partial
 
 from infra import sweep as common
+from infra.cloudparts import Marks, SweepRun
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, project_id, recurring_deadline
+from infra.tags import MAX_HOURS_KEY, PROJECT_KEY
 from payload.timestamps import iso
 
 # Tags: `gpubench:<key>`; `gpubench:expires-at` in RFC 3339 UTC, seconds, `Z` (2024-05-01T12:00:00Z).
-TAG_PREFIX = "gpubench:"
-STACK_TAG = TAG_PREFIX + "stack"
-EXPIRES_TAG = TAG_PREFIX + "expires-at"
-PROJECT_TAG = TAG_PREFIX + PROJECT_KEY
-MAX_HOURS_TAG = TAG_PREFIX + MAX_HOURS_KEY  # recurring launches (infra/aws/component.py AwsRecurring)
-_DEADLINE_FORMAT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+MARKS = Marks(
+    "aws", "gpubench:", re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII), partial(iso, seconds=True)
+)
+TAG_PREFIX = MARKS.prefix
+STACK_TAG, EXPIRES_TAG, PROJECT_TAG = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
+MAX_HOURS_TAG = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/aws/component.py AwsRecurring)
+tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify
+format_deadline = MARKS.format_deadline
 # EventBridge Scheduler deadline schedules: Pulumi auto-names the `deadline-schedule` resource
 # `deadline-schedule-<random>`; the sweeper's IAM policy is limited to that name.
 DEADLINE_SCHEDULE_PREFIX = "deadline-schedule-"
@@ -43,23 +40,9 @@ TAGGED = [{"Name": "tag-key", "Values": [EXPIRES_TAG]}]
 RECURRING = [{"Name": "tag-key", "Values": [MAX_HOURS_TAG]}]
 
 
-def tags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """AWS tags: `gpubench:<key>`."""
-    return {f"{TAG_PREFIX}{k}": v for k, v in values.items()}
-
-
 def deadline_tag(rfc3339: str) -> str:
     """The launcher writes the deadline resource's RFC 3339 time as is."""
     return rfc3339
-
-
-def format_deadline(when: datetime) -> str:
-    return iso(when, seconds=True)
-
-
-def is_launcher_deadline(text: str) -> bool:
-    """Only the exact form the launcher writes counts as ours."""
-    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
 
 
 def _tags(resource: dict) -> dict[str, str]:
@@ -76,19 +59,6 @@ def error_text(exc: BaseException) -> str:
     response = getattr(exc, "response", None)
     err = response.get("Error", {}) if isinstance(response, dict) else {}
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
-
-
-def owner(project: str | None = None) -> common.Owner:
-    """This deployment's ownership marks on AWS: gpubench:stack, gpubench:project = the project id."""
-    return common.Owner("aws", STACK_TAG, PROJECT_TAG, project or project_id())
-
-
-def classify(tags: dict[str, str], now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
-    """('expired' | 'kept' | 'left-alone', reason): ours only with this project's tag, a project
-    stack name and a launcher-format deadline (infra.sweep.classify)."""
-    return common.classify(
-        tags, now, owner=mine or owner(), expires_key=EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
-    )
 
 
 def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[dict]:
@@ -128,23 +98,22 @@ class _Region:
     def __init__(self, session, region: str, now: datetime, dry_run: bool, log, page_size, mine: common.Owner):
         self.ec2 = session.client("ec2", region_name=region)
         self.scheduler = session.client("scheduler", region_name=region)
-        self.region, self.now, self.dry_run, self.log, self.page_size = region, now, dry_run, log, page_size
-        self.owner = mine
+        terminate = lambda _, iid: self.ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
+        self.run = SweepRun(MARKS, now, dry_run, mine, terminate, error_text, log)
+        self.region, self.page_size = region, page_size
         self.out: list[Action] = []
         self.expired_ids: set[str] = set()  # every expired instance of ours, any state: their schedules go too
         self.terminated: list[str] = []
 
-    def record(self, kind, rid, action, tags=None, reason="", error=None):
-        tags = tags or {}
-        stack, expires = tags.get(STACK_TAG), tags.get(EXPIRES_TAG)
-        self.out.append(Action("aws", self.region, kind, rid, action, stack, expires, reason, error))
+    def record(self, kind, rid, action, reason="", error=None):
+        self.out.append(self.run.action(kind, self.region, rid, action, None, reason, error))
 
     def listed(self, kind: str, what: str, lister) -> list:
         """Everything `lister` yields, listed fully before acting; a failure is recorded, not raised."""
         try:
             return list(lister(self.page_size))
         except Exception as exc:  # noqa: BLE001 - the rest of the region is still swept
-            self.record(kind, "*", "failed", reason=f"listing {what}", error=error_text(exc))
+            self.record(kind, "*", "failed", f"listing {what}", error_text(exc))
             return []
 
     def judged(self, kind: str, noun: str, lister, id_key: str) -> Iterator[tuple[str, dict, dict, str, str]]:
@@ -154,16 +123,15 @@ class _Region:
             rid = str(res.get(id_key, "?")) if isinstance(res, dict) else "?"
             try:
                 tags = _tags(res)
-                verdict, reason = classify(tags, self.now, self.owner)
+                verdict, reason = classify(tags, self.run.now, self.run.mine)
             except Exception as exc:  # noqa: BLE001 - one unreadable resource never stops the rest
-                self.record(kind, rid, "failed", reason=f"reading the {noun}'s tags", error=error_text(exc))
+                self.record(kind, rid, "failed", f"reading the {noun}'s tags", error_text(exc))
                 continue
             yield rid, res, tags, verdict, reason
 
-    def carry_out(self, kind, rid, verdict, tags, reason, act, verb="terminate") -> str:
-        action, error = common.carry_out(verdict, self.dry_run, act, error_text, verb)
-        self.record(kind, rid, action, tags, reason, error)
-        return action
+    def decide(self, kind, rid, verdict, tags, reason, act=None, verb="terminate") -> str:
+        self.out.append(self.run.decide(kind, self.region, rid, verdict, tags, reason, act, verb))
+        return self.out[-1].action
 
     def instances(self) -> None:
         lister = lambda n: tagged_instances(self.ec2, n)  # noqa: E731
@@ -173,10 +141,8 @@ class _Region:
             state = inst.get("State")
             if not isinstance(state, dict) or state.get("Name") not in LIVE_STATES:
                 continue  # already gone or going
-            terminate = lambda iid=iid: self.ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
-            if self.carry_out("instance", iid, verdict, tags, reason, terminate) == "terminated":
+            if self.decide("instance", iid, verdict, tags, reason) == "terminated":
                 self.terminated.append(iid)
-                self.log(f"[aws {self.region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
 
     def schedules(self) -> None:
         """Delete deadline schedules aimed solely at expired instances of ours."""
@@ -189,12 +155,12 @@ class _Region:
             try:
                 targets = schedule_instance_ids(self.scheduler.get_schedule(Name=name, GroupName=group))
             except Exception as exc:  # noqa: BLE001 - e.g. deleted by its own completion meanwhile
-                self.record("schedule", rid, "skipped", reason="could not read the schedule", error=error_text(exc))
+                self.record("schedule", rid, "skipped", "could not read the schedule", error_text(exc))
                 continue
             if targets and targets <= self.expired_ids:
                 delete = lambda n=name, g=group: self.scheduler.delete_schedule(Name=n, GroupName=g)  # noqa: E731
                 reason = f"deadline schedule of {', '.join(sorted(targets))}"
-                self.carry_out("schedule", rid, "expired", None, reason, delete, "delete")
+                self.decide("schedule", rid, "expired", None, reason, delete, "delete")
 
     def wait(self, delay: float, attempts: int) -> None:
         if not self.terminated:
@@ -204,14 +170,13 @@ class _Region:
                 InstanceIds=self.terminated, WaiterConfig={"Delay": delay, "MaxAttempts": attempts}
             )
         except Exception as exc:  # noqa: BLE001 - the group deletes below will say which still hang
-            ids = ",".join(self.terminated)
-            self.record("instance", ids, "failed", reason="waiting for terminated", error=error_text(exc))
+            self.record("instance", ",".join(self.terminated), "failed", "waiting for terminated", error_text(exc))
 
     def groups(self) -> None:
         lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
         for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
             delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
-            self.carry_out("security-group", gid, verdict, tags, reason, delete, "delete")
+            self.decide("security-group", gid, verdict, tags, reason, delete, "delete")
 
 
 def sweep_region(
@@ -236,44 +201,18 @@ def sweep_region(
 
 
 def sweep_recurring_region(
-    session,
-    region: str,
-    now: datetime,
-    dry_run: bool,
-    log: Callable[[str], None] = lambda line: None,
-    page_size: int | None = None,
-    mine: common.Owner | None = None,
-    **_,
+    session, region: str, now: datetime, dry_run: bool, log=lambda line: None, page_size=None, mine=None, **_
 ) -> list[Action]:
-    """Instances a recurring schedule launched that outlived their own deadline
-    (a hung guest whose shutdown timer never fired). Ours only when they carry
-    the stack tag and a launcher-format max-hours, and no expires-at (those
-    follow the rule above); deadline = LaunchTime + max-hours + grace."""
+    """Instances a recurring schedule launched that outlived their own deadline (a hung guest whose
+    shutdown timer never fired): live, with a stack tag and no expires-at (SweepRun.recurring)."""
     ec2 = session.client("ec2", region_name=region)
-    mine = mine or owner()
+    terminate = lambda _, iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
+    run = SweepRun(MARKS, now, dry_run, mine or owner(), terminate, error_text, log)
     out: list[Action] = []
     for inst in list(tagged_instances(ec2, page_size, RECURRING)):
-        iid, state, tags = inst["InstanceId"], inst.get("State", {}).get("Name"), _tags(inst)
-        if state not in LIVE_STATES or EXPIRES_TAG in tags or not tags.get(STACK_TAG):
-            continue
-        foreign = common.ownership(tags, mine)
-        if foreign:
-            out.append(Action("aws", region, "instance", iid, "left-alone", tags.get(STACK_TAG), None, foreign))
-            continue
-        deadline = recurring_deadline(inst["LaunchTime"], tags.get(MAX_HOURS_TAG, ""))
-        if deadline is None:
-            reason = f"{MAX_HOURS_TAG}={tags.get(MAX_HOURS_TAG)!r} is not a launcher max-hours: never guess"
-            action, error = "skipped", None
-        else:
-            launched = inst["LaunchTime"].isoformat()
-            reason = f"recurring launch at {launched} + {MAX_HOURS_TAG} {tags[MAX_HOURS_TAG]} + grace"
-            terminate = lambda iid=iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
-            verdict = "expired" if deadline <= now else "kept"
-            action, error = common.carry_out(verdict, dry_run, terminate, error_text)
-        shown = format_deadline(deadline) if deadline else None
-        out.append(Action("aws", region, "instance", iid, action, tags.get(STACK_TAG), shown, reason, error))
-        if action == "terminated":
-            log(f"[aws {region}] terminated {iid} ({tags.get(STACK_TAG)}, {reason})")
+        state, tags = inst.get("State", {}).get("Name"), _tags(inst)
+        if state in LIVE_STATES and EXPIRES_TAG not in tags and tags.get(STACK_TAG):
+            out.append(run.recurring(region, inst["InstanceId"], tags, inst["LaunchTime"]))
     return out
 
 

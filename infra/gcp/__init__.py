@@ -1,18 +1,14 @@
-"""GCP: everything gpubench knows about Compute Engine, Cloud Storage and IAM.
-
-This file is the provider interface of `infra.clouds`, light enough for the base install and
-the sweeper function (which ships it with sweep.py alone); the other modules are imported
-by the functions that need them.
-"""
+"""GCP (Compute Engine, Cloud Storage, IAM, Cloud Scheduler): the provider interface of `infra.clouds`, light
+enough for the base install and the sweeper function; the other modules load when used (infra.cloudparts)."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from infra.cloudparts import deferred, imported, stack_region
 from infra.gcp.sweep import (  # noqa: F401  (the interface's label names and deadline format live with the sweep)
     EXPIRES_TAG,
     STACK_TAG,
@@ -24,7 +20,7 @@ from infra.gcp.sweep import (  # noqa: F401  (the interface's label names and de
     region_of_zone,
     tags,
 )
-from infra.gcp.sweep import sweep as _sweep
+from infra.gcp.sweep import sweep as sweep_expired  # noqa: F401  (the interface's sweep_expired)
 
 NAME = "gcp"
 RESULTS_SCHEME = "gs://"
@@ -63,39 +59,19 @@ def stack_base(offering: Any) -> str:
     return f"gcp-{offering.gpu_model.lower()}-{offering.gpu_count}x"
 
 
-def region(provider_config: Mapping[str, str], zone: str | None) -> str | None:
-    return provider_config.get("gcp:region") or (region_of_zone(zone) if zone else None)
-
-
-def components() -> dict[str, Any]:
-    from infra.gcp import component as c  # heavy: Pulumi and pulumi_gcp, the infra extra
-
-    return {"benchmark": c.GcpBenchmark, "recurring": c.GcpRecurring, "results": c.GcpResults, "sweeper": c.GcpSweeper}
-
-
-def sweep_expired(regions, now, dry_run=False, **kw):
-    return _sweep(regions, now, dry_run, **kw)
-
-
-# The parts below import modules the sweeper function does not ship (infra/sweeper_function.py
-# MODULES: this file and sweep.py), so they are imported when called.
-def _prices():
-    from infra.gcp import prices  # not in the sweeper function
-
-    return prices
-
-
-def price_tables(offerings, region_name, now, clients):
-    return _prices().price_tables(offerings, region_name, now, clients)
+region = stack_region("gcp:region", region_of_zone)
+components = imported("infra.gcp.component", "COMPONENTS")
+price_tables = deferred("infra.gcp.prices", "price_tables")
+account_checks = deferred("infra.gcp.readiness", "checks")  # what a first real run needs of the account
+preview_mocks = imported("infra.gcp.mocks")  # mock answers for the offline preview (infra/render.py)
+parse_offerings = deferred("infra.gcp.catalog", "parse_offerings")
+# Price API clients by name, for `analysis.price.refresh.Clients`.
+CLIENTS = {"gcp_session": deferred("infra.gcp.prices", "default_session")}
 
 
 def spot_history():
     """GCP publishes no spot price history: spot runs are priced from the catalog snapshot of their date."""
     return None
-
-
-# Price API clients by name, for `analysis.price.refresh.Clients`.
-CLIENTS = {"gcp_session": lambda: _prices().default_session()}
 
 
 def credentials_status() -> dict:
@@ -128,31 +104,9 @@ def identity() -> str:
     return f"application default credentials load (project {project or 'not set'})"
 
 
-def account_checks(needs, strict=False, http=None, root=None):
-    """Before a first real run: what the account lacks for these stacks (infra.stacks.StackNeed),
-    as rows {"check", "ok", "detail"} naming each fix (infra/gcp/readiness.py; API calls)."""
-    from infra.gcp.readiness import checks  # not in the sweeper function
-
-    return checks(needs, strict, http, root)
-
-
-def preview_mocks():
-    """Mock answers for the offline preview (infra/render.py)."""
-    from infra.gcp import mocks as module  # not in the sweeper function: it runs under Pulumi
-
-    return module
-
-
 # What a Cloud Run function (Python) needs beside the sweep modules: `main.py` at the source
 # root (entry point `sweep`) and the requirements it installs (infra/sweeper_function.py packages them).
 SWEEPER_FUNCTION_FILES = {
     "main.py": "from infra.sweeper_function import http as sweep  # noqa: F401\n",
     "requirements.txt": "functions-framework>=3,<4\ngoogle-auth>=2\nrequests>=2\n",
 }
-
-
-def parse_offerings(raw, gpus, file):
-    """The rows of this cloud's offering file (infra/gcp/catalog.py)."""
-    from infra.gcp.catalog import parse_offerings as parse  # not in the sweeper function
-
-    return parse(raw, gpus, file)

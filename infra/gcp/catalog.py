@@ -16,8 +16,11 @@ def parse_offerings(raw: dict, gpus: dict[str, GpuSpec], file: str) -> list[Offe
         mtype = require(row, "machine_type", where)
         if mtype not in machines:
             raise CatalogError(f"{where}: machine_type {mtype!r} is not in [machine_types]")
-        if "gpu" not in row:
-            out.append(_gcp_cpu_offering(raw, row, mtype, machines[mtype], where))
+        if "gpu" not in row:  # a machine type with no GPU: priced by its machine type alone
+            fields = _machine(raw, row, mtype, machines[mtype], tuple(row.get("zones", ())), where)
+            out.append(
+                Offering(id=f"gcp/{mtype}", gpu=None, gpu_count=0, price_components=(f"machine:{mtype}",), **fields)
+            )
             continue
         model = require(row, "gpu", where)
         count = int(require(row, "gpu_count", where))
@@ -67,11 +70,3 @@ def _machine(raw: dict, row: dict, mtype: str, machine: dict, zones: tuple, wher
         "specs_source": row.get("specs_source", raw.get("specs_source", "")),
         "stack_suffix": row.get("stack_suffix"),
     }
-
-
-def _gcp_cpu_offering(raw: dict, row: dict, mtype: str, machine: dict, where: str) -> Offering:
-    """A machine type with no GPU (seed 002's CPU rivals, seed 001's cron VM):
-    priced by its machine type alone, in the regions its zones list."""
-    zones = tuple(row.get("zones", ()))
-    machine_fields = _machine(raw, row, mtype, machine, zones, where)
-    return Offering(id=f"gcp/{mtype}", gpu=None, gpu_count=0, price_components=(f"machine:{mtype}",), **machine_fields)

@@ -1,10 +1,7 @@
-"""GCP's Pulumi components: the results bucket, a benchmark VM (Spot or standard, deleted at
-`max_run_duration`), a recurring launch and the leak-sweep function. docs/security.md ("Cloud
-security") states what each service account may do, and the tests that hold it.
-
-Each VM gets a custom network with no firewall allow rule, so GCP's implied deny-ingress applies
-(the `default` network lets SSH in from anywhere); SSH only from `gpubench:sshCidr`. A VM ends its
-run by deleting itself (infra/gcp/guest.py says why), allowed by `self_delete_grant`.
+"""GCP's Pulumi components: the results bucket, a benchmark VM (deleted at `max_run_duration`), a
+recurring launch and the leak-sweep function; docs/security.md states what each account may do.
+Each VM gets a custom network with no allow rule (GCP's implied deny-ingress; the `default` network
+lets SSH in from anywhere): SSH only from `gpubench:sshCidr`. A VM deletes itself (infra/gcp/guest.py).
 """
 
 from __future__ import annotations
@@ -13,27 +10,12 @@ import base64
 import hashlib
 import json
 import re
-import warnings
 
 import pulumi
-
-from infra.schedule_expr import parse_schedule
-
-with warnings.catch_warnings():  # the SDK's own deprecation notices for resources we do not use
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import pulumi_gcp.cloudfunctionsv2
-    import pulumi_gcp.cloudrunv2
-    import pulumi_gcp.cloudscheduler
-    import pulumi_gcp.compute
-    import pulumi_gcp.organizations
-    import pulumi_gcp.projects
-    import pulumi_gcp.serviceaccount
-    import pulumi_gcp.storage  # noqa: F401
-
-import pulumi_gcp as gcp
 import pulumiverse_time as time
 
 from infra import sweeper_function
+from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import images
 from infra.gcp.sweep import deadline_tag, region_of_zone
@@ -47,47 +29,51 @@ from infra.launch import (
     zone_or_first,
 )
 from infra.results_ref import journal_prefix_beside, locate
-from infra.tags import PROJECT_ENV, project_id
+from infra.schedule_expr import parse_schedule
+from infra.tags import project_id
+
+gcp = quietly_imported(
+    "pulumi_gcp",
+    "cloudfunctionsv2",
+    "cloudrunv2",
+    "cloudscheduler",
+    "compute",
+    "organizations",
+    "projects",
+    "serviceaccount",
+    "storage",
+)
 
 SUBNET_CIDR = "10.42.0.0/24"
 RUNS_ROLE = "roles/storage.objectCreator"  # create only: no read, no list, no overwrite, no delete
 CODE_ROLE = "roles/storage.objectViewer"
 CODE_FOLDER = "code/"
 
-# The guest's `copy URL FILE` for the code bundle, with the VM's service account. The
-# Google Cloud CLI on the host when present (the Deep Learning VM images include it), else
-# Google's own CLI image (https://cloud.google.com/sdk/docs/downloads-docker), which reads the
-# service account from the metadata server through the host network.
-CODE_COPY = """
-copy() {
-  if command -v gcloud >/dev/null 2>&1; then
-    gcloud --quiet storage cp "$1" "$2"
-  else
-    dir="$(dirname "$2")"
-    docker run --rm --network host -v "$dir:$dir" gcr.io/google.com/cloudsdktool/google-cloud-cli:stable \\
-      gcloud --quiet storage cp "$1" "$2"
-  fi
-}
-"""
+# The guest's `copy URL FILE` for the code bundle, as the VM's service account: the host's gcloud (the
+# Deep Learning VM images include it), else Google's CLI image, which reads the account from the
+# metadata server through the host network (https://cloud.google.com/sdk/docs/downloads-docker).
+CODE_COPY = code_copy(
+    "gcloud",
+    "gcloud --quiet storage cp",
+    "gcr.io/google.com/cloudsdktool/google-cloud-cli:stable",
+    "gcloud --quiet storage cp",
+)
 
 
 def rfc1035_stem(text: str, size: int, lead: str = "gb-") -> str:
-    """`text` as the start of an RFC 1035 name: lowercase letters, digits and single '-', at
-    most `size` characters, ending in a letter or digit, and starting with a letter (`lead` is
-    put first when it would not; "" leaves that to the caller). Stack names may hold uppercase,
-    '.', '_' and a leading digit; GCP names may not."""
+    """`text` as the start of an RFC 1035 name (lowercase letters, digits, single '-'; at most `size`;
+    ending in a letter or digit; starting with a letter, else `lead` is put first unless "")."""
     stem = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", text.lower())).strip("-")
     if stem and lead and not stem[0].isalpha():
         stem = lead + stem
     return stem[:size].rstrip("-")
 
 
-# A VM deletes itself at the end of its run (infra/gcp/guest.py). Its service account may delete
-# its own instance only: a custom role with just instances.delete, bound under an IAM condition
-# on the resource's type and name (IAM Conditions, resource attributes: Compute Engine instances
-# are `compute.googleapis.com/Instance` named `projects/PROJECT/zones/ZONE/instances/NAME`,
-# https://cloud.google.com/iam/docs/conditions-resource-attributes; "Configure resource-based
-# access", https://cloud.google.com/iam/docs/configuring-resource-based-access).
+# A VM's service account may delete its own instance only: a custom role with just instances.delete
+# under an IAM condition on the resource's type and name (Compute Engine instances are
+# `compute.googleapis.com/Instance` named `projects/PROJECT/zones/ZONE/instances/NAME`,
+# https://cloud.google.com/iam/docs/conditions-resource-attributes,
+# https://cloud.google.com/iam/docs/configuring-resource-based-access).
 SELF_DELETE_PERMISSIONS = ("compute.instances.delete",)
 
 
@@ -116,9 +102,8 @@ def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: boo
 
 
 def service_account_id(stack: str, kind: str = "") -> str:
-    """The account id of the stack's `kind` of account ("" the VM's runner): 6-30 characters
-    matching [a-z]([-a-z0-9]*[a-z0-9]) (infra/gcp/rules.py), `gb-<stack>-<hash>`; the hash of
-    the stack and kind keeps the accounts of one stack, and long or odd stack names, apart."""
+    """`gb-<stack>-<hash>` for the stack's `kind` of account ("": the VM's runner), within
+    infra/gcp/rules.py's service-account-id; the hash of stack and kind keeps accounts apart."""
     digest = hashlib.sha1((f"{stack}:{kind}" if kind else stack).encode()).hexdigest()[:6]
     stem = rfc1035_stem(stack, 20, lead="")  # after "gb-": a leading digit is fine
     return f"gb-{stem}-{digest}" if stem else f"gb-{digest}"
@@ -145,8 +130,7 @@ def _account(parent, name: str, stack: str, kind: str, display_name: str):
 
 
 def _project_role(parent, name: str, stack: str, about, project, member, **grant):
-    """The stack's custom role `name` (`about`: its description and permissions) granted to `member`
-    on the project (`grant`: e.g. its IAM condition). Returns the grant."""
+    """The stack's custom role `name` (`about`: description, permissions) granted to `member` on the project."""
     child = pulumi.ResourceOptions(parent=parent)
     description, permissions = about
     role = gcp.projects.IAMCustomRole(
@@ -162,8 +146,7 @@ def _project_role(parent, name: str, stack: str, about, project, member, **grant
 
 
 def _account_with_role(parent, name: str, stack: str, display_name: str, about, project):
-    """A service account of the stack with its own custom role `name` on the project (`about`:
-    _project_role's); returns the account, its IAM member string and the grant."""
+    """A service account of the stack with its own custom role `name`: the account, its member, the grant."""
     account, member = _account(parent, name, stack, name, display_name)
     return account, member, _project_role(parent, name, stack, about, project, member)
 
@@ -174,16 +157,10 @@ class NoImage(ConfigError, pulumi.RunError):
 
 
 def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
-    """The boot image: `gpubench:image`, else the newest image of the generation's family.
-
-    Looked up now (a synchronous invoke), so a family with nothing to boot stops `pulumi up`
-    before anything is created, with the fix. `images.getFromFamily` "returns the latest image
-    that is part of an image family and is not deprecated"
-    (https://cloud.google.com/compute/docs/reference/rest/v1/images/getFromFamily): once every
-    image of a family is deprecated (the CUDA 11 family of the legacy K80 stacks, for one) it
-    finds none. A legacy family is therefore looked up by listing (`most_recent` over a
-    `family = ...` filter), which includes deprecated images, as AWS's legacy AMI lookup does
-    with include_deprecated; any other family must still have a current image."""
+    """`gpubench:image`, else the newest image of the generation's family, looked up before anything
+    is created. `images.getFromFamily` skips deprecated images
+    (https://cloud.google.com/compute/docs/reference/rest/v1/images/getFromFamily), so a legacy
+    family (all deprecated, like K80's CUDA 11) is listed instead (`most_recent` over a filter)."""
     if launch.cfg.image:
         return launch.cfg.image
     spec = images.image_for(launch.generation)
@@ -200,16 +177,13 @@ def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
         ) from None
 
 
-# Machine series that take only a gVNIC network interface: "gVNIC is the only supported network
-# interface" for the third generation and later, A3 (H100) among them
-# (https://cloud.google.com/compute/docs/networking/using-gvnic; an A3 VM with the default
-# VirtIO interface is refused). The Deep Learning VM images support gVNIC.
+# Machine series whose only supported interface is gVNIC (third generation and later, A3 among them,
+# https://cloud.google.com/compute/docs/networking/using-gvnic); the Deep Learning VM images support it.
 GVNIC_SERIES = ("a3-", "a4-", "a4x-", "c3-", "c3d-", "c4-", "c4a-", "c4d-", "g4-", "h3-", "n4-", "x4-")
 
 
 def network_interface(subnet, machine_type: str) -> dict:
-    """The VM's one network interface: the stack's subnet, an external address (image pull,
-    results upload), gVNIC where the machine series requires it."""
+    """The stack's subnet, an external address (image pull, upload), gVNIC where the series requires it."""
     nic: dict = {"subnetwork": subnet.id, "access_configs": [{}]}
     if machine_type.startswith(GVNIC_SERIES):
         nic["nic_type"] = "GVNIC"
@@ -217,11 +191,9 @@ def network_interface(subnet, machine_type: str) -> dict:
 
 
 def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> tuple[pulumi.Output, list]:
-    """Upload the payload's bundle (and a workload stack's spec + workdir) to the results bucket's
-    code/ folder, content-addressed and kept on destroy, and let `member` read that folder only.
-    Returns "gs://...#sha256 ..." for the user-data ("" when a prebuilt payloadImage runs instead)
-    and what the VM must wait for: the read grant and the objects (nothing else refers to them,
-    so without `depends_on` the VM could boot, fetch once, meet a 403 and power off)."""
+    """Upload the code bundles (infra.launch.code_uploads), kept on destroy, and let `member` read the
+    code/ folder only: "gs://...#sha256 ..." ("" with a prebuilt payloadImage), and what the VM must
+    wait for (`depends_on`: nothing else refers to them), the grant and the objects."""
     if launch.public is None:
         return pulumi.Output.from_input(""), []
     child = pulumi.ResourceOptions(parent=parent)
@@ -249,21 +221,13 @@ def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> t
 
 
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
-    """The IAM condition of the runner's create-only grant: object names under its own launch's
-    runs (`runs/<stack>/<launch>-`), or under runs/<stack>/ for a recurring stack (no launch id),
-    and in its stack's results journal (`journal/<stack>/`, payload.layout.journal_key).
-    Cloud Storage names an object `projects/_/buckets/<bucket>/objects/<name>` in conditions (the
-    resource name formats of https://cloud.google.com/iam/docs/conditions-resource-attributes);
-    a bucket-level binding with a `startsWith` condition is Cloud Storage's own example
-    ("Add conditional role binding",
-    https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding).
-
-    The journal clause is scoped to the stack, not the launch: an entry is `<stamp>-<run id>`, so
-    the launch sits in the middle of the name, past what `startsWith` can pin (the other functions
-    on the resource name, `endsWith` and `extract`, are in the Attribute reference for IAM
-    Conditions, https://cloud.google.com/iam/docs/conditions-attribute-reference; we keep to the
-    plain prefix). A VM may thus announce a run of another launch of its stack; that is harmless:
-    an entry is only a hint, and a collect lists and judges the run it names like any other."""
+    """The runner's create-only condition: names under its own launch's runs (all of `run_prefix` for a
+    recurring stack) and its stack's journal. Objects are `projects/_/buckets/<bucket>/objects/<name>`
+    in conditions (https://cloud.google.com/iam/docs/conditions-resource-attributes; `startsWith` on a
+    bucket binding is Cloud Storage's own example,
+    https://cloud.google.com/storage/docs/samples/storage-add-bucket-conditional-iam-binding). The
+    journal clause is per stack: the launch sits mid-name in an entry, past a prefix (harmless, an
+    entry is only a hint; https://cloud.google.com/iam/docs/conditions-attribute-reference)."""
     own = f"{run_prefix}{launch}-" if launch else run_prefix
     journal = journal_prefix_beside(run_prefix)
     names = (f'resource.name.startsWith("projects/_/buckets/{bucket}/objects/{p}")' for p in (own, journal))
@@ -277,10 +241,8 @@ def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict
 def _runner(
     parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
 ) -> tuple[gcp.serviceaccount.Account, pulumi.Output, gcp.storage.BucketIAMMember]:
-    """The VM's service account, with objectCreator on its own launch's runs and its stack's
-    journal (create only: replacing an object needs storage.objects.delete, which objectCreator
-    lacks) and nothing else in the results bucket; returns it, its IAM member string and the
-    grant (the VM waits for it)."""
+    """The VM's service account with objectCreator (create only: replacing needs storage.objects.delete)
+    under own_runs_condition: the account, its member, the grant."""
     account, member = _account(parent, "runner", cfg.stack, "", f"gpubench {cfg.stack} payload")
     grant = gcp.storage.BucketIAMMember(
         "results-access",
@@ -329,10 +291,8 @@ def _accelerators(offering) -> list[dict] | None:
 
 
 def _vm(launch: Launch, labels, account, subnet, user_data, ssh: bool = True) -> dict:
-    """What a benchmark VM and a recurring stack's template share: machine, GPUs, scheduling
-    (_scheduling), network, service account, labels, and metadata: cloud-init `user_data`
-    running the payload once, the NVIDIA driver install, no project-wide SSH keys (only
-    `gpubench:sshPublicKey`, when set and `ssh`: never on a recurring stack's launches)."""
+    """What a benchmark VM and a recurring template share; metadata: cloud-init, the NVIDIA driver, no
+    project-wide SSH keys (only `gpubench:sshPublicKey` with `ssh`: never on recurring launches)."""
     cfg, offering = launch.cfg, launch.offering
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
     if ssh and cfg.ssh_public_key:
@@ -445,10 +405,9 @@ class GcpResults(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-# What instances.bulkInsert from an instance template needs (GCP's "Required
-# permissions" for creating VMs in bulk): create the VM and its boot disk, read
-# the template, attach the VM to the subnet with an external address (image pull),
-# and set the template's metadata, labels and service account on the new VM.
+# What instances.bulkInsert from an instance template needs (GCP's "Required permissions" for
+# creating VMs in bulk): the VM, its disk, the template, the subnet and external address, and
+# the template's metadata, labels and service account.
 LAUNCHER_PERMISSIONS = (
     "compute.disks.create",
     "compute.instanceTemplates.useReadOnly",
@@ -459,8 +418,7 @@ LAUNCHER_PERMISSIONS = (
     "compute.subnetworks.use",
     "compute.subnetworks.useExternalIp",
 )
-# Only when `gpubench:image` names an image of the user's own project (the Deep
-# Learning VM families are public and readable by any caller).
+# Only for a `gpubench:image` of the user's project (the Deep Learning VM families are public).
 CUSTOM_IMAGE_PERMISSION = "compute.images.useReadOnly"
 COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -486,24 +444,13 @@ def bulk_insert_body(template_link: str, stack: str) -> dict:
 
 
 class GcpRecurring(pulumi.ComponentResource):
-    """A benchmark launched by Cloud Scheduler on a schedule, with no machine of
-    the user's involved: an instance template carrying the benchmark stack's
-    user-data, labels, service account and market, with `max_run_duration`
-    (`maxHours`) and DELETE, so GCP deletes each launched VM at its own deadline;
-    and a Cloud Scheduler job that POSTs `instances.bulkInsert` (one VM from
-    the template) with an OAuth token of a launcher service account.
+    """A benchmark that a Cloud Scheduler job launches (instances.bulkInsert, one VM, as a launcher
+    account) from an instance template whose `max_run_duration` deletes each VM at its own deadline.
 
-    Least privilege, and its limit: the launcher holds a custom role with only
-    the permissions bulkInsert-from-a-template needs, and `actAs` on the
-    benchmark's own service account only. But `compute.instances.create` is a
-    project-level permission with no condition that ties it to one template:
-    unlike AWS (the `ec2:LaunchTemplate` condition in infra/aws/component.py),
-    GCP cannot scope the launcher to this template, so it could create any VM
-    in the project. Its only user is the job: the account has no key.
-
-    Each VM's run id is its own name (`<stack>-NNNNNNNN`, numbered by bulkInsert)
-    and instance id; labels are static (the job's body cannot vary per run), and
-    `gpubench-max-hours` lets the leak sweep delete a VM that outlives it."""
+    The launcher holds only what bulkInsert-from-a-template needs and `actAs` on the runner; but
+    `compute.instances.create` takes no condition tying it to one template (unlike AWS's
+    `ec2:LaunchTemplate`), so it could create any VM in the project. It has no key. Each VM's run id
+    is its name (`<stack>-NNNNNNNN`); `gpubench-max-hours` lets the sweep delete one that outlives it."""
 
     def __init__(self, name: str, launch: Launch, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:gcp:Recurring", name, None, opts)
@@ -539,9 +486,7 @@ class GcpRecurring(pulumi.ComponentResource):
 
 
 def _recurring_template(parent, launch: Launch, schedule_expr, placing, results, code_url, before_boot):
-    """The instance template each scheduled launch starts one VM from: the benchmark's
-    user-data (its deadline set at boot), labels, service account, market and max_run_duration;
-    created after the grants and the code bundle (`before_boot`), so no launch boots before them."""
+    """The template each launch starts one VM from, created after `before_boot` (no launch boots before)."""
     cfg = launch.cfg
     runner, subnet, image = placing  # the VM's account, its subnet, its boot image
     labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
@@ -566,9 +511,8 @@ def _recurring_template(parent, launch: Launch, schedule_expr, placing, results,
 
 
 def _launcher(parent, cfg, project, runner):
-    """The account Cloud Scheduler calls bulkInsert as: a custom role with exactly what
-    bulkInsert-from-a-template needs, and actAs on the runner account only. Returns the
-    account and the grants the job must wait for."""
+    """The account Cloud Scheduler calls bulkInsert as (LAUNCHER_PERMISSIONS, actAs on the runner only)
+    and the grants the job waits for."""
     launcher, launcher_member, grant = _account_with_role(
         parent,
         "launcher",
@@ -603,8 +547,7 @@ def _launch_job(parent, cfg, schedule_expr, region, zone, project, template, lau
 
 
 def _scheduler_job(parent, name, cfg, what, schedule_expr, region, attempt_deadline, uri, target, depends_on):
-    """A Cloud Scheduler job that POSTs to `uri` on the schedule, never retried: a failed slot (a
-    stock-out) is not retried into the next one, the job fires once per slot."""
+    """A Cloud Scheduler job that POSTs to `uri` on the schedule, never retried into the next slot."""
     return gcp.cloudscheduler.Job(
         name,
         description=f"gpubench {cfg.stack}: {what} ({schedule_expr.text}, UTC)",
@@ -618,36 +561,25 @@ def _scheduler_job(parent, name, cfg, what, schedule_expr, region, attempt_deadl
     )
 
 
-# The sweep lists VMs in every zone (aggregatedList) and deletes expired ones.
-# GCP IAM conditions cannot test a VM's labels, so unlike AWS's aws:ResourceTag
-# condition the delete is project-wide: the sweep code checks the labels
-# (infra/gcp/sweep.py), the role only keeps it to listing and deleting VMs.
+# GCP IAM conditions cannot test a VM's labels (unlike aws:ResourceTag): the delete is project-wide,
+# the sweep code checks the labels (infra/gcp/sweep.py).
 SWEEPER_PERMISSIONS = ("compute.instances.delete", "compute.instances.list")
 
 
 class GcpSweeper(pulumi.ComponentResource):
-    """The leak sweep as a Cloud Run function (cloudfunctionsv2) on a Cloud
-    Scheduler job: the same sweep as `python -m analysis sweep`, packaged from
-    this checkout (infra/sweeper_function.py lists the files), run as a service
-    account that may only list and delete VMs, invoked by a second account that
-    may only invoke it."""
+    """The leak sweep (infra/sweeper_function.py) as a Cloud Run function on a Cloud Scheduler job, run
+    as an account that may only list and delete VMs, invoked by one that may only invoke it."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
         project = _project_of(self)
-        files = sweeper_function.package("gcp")
-        digest = sweeper_function.package_hash(files)
-
         about = ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS))
         runner, _, grant = _account_with_role(
             self, "sweeper", cfg.stack, f"gpubench {cfg.stack}: the leak sweep", about, project
         )
-        source, archive = _sweeper_source(self, cfg, region, files, digest)
-        function = _sweeper_function(
-            self, cfg, region, schedule_expr, project, runner, (source, archive, digest), grant
-        )
+        function = _sweeper_function(self, cfg, region, schedule_expr, project, runner, grant)
         invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
         uri = function.service_config.uri
         target = {"oidc_token": {"service_account_email": invoker.email, "audience": uri}}
@@ -657,9 +589,11 @@ class GcpSweeper(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
-def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest: str):
-    """The function's source archive in a private bucket of its own; a new name per content."""
+def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, grant):
+    """The Cloud Run function, run as `runner`, built from its source archive in a private bucket of its own."""
     child = pulumi.ResourceOptions(parent=parent)
+    files = sweeper_function.package("gcp")
+    digest = sweeper_function.package_hash(files)
     source = gcp.storage.Bucket(
         "source",
         location=region.upper(),
@@ -669,27 +603,14 @@ def _sweeper_source(parent, cfg: SweeperConfig, region: str, files: dict, digest
         labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
         opts=child,
     )
-    return source, gcp.storage.BucketObject(
+    archive = gcp.storage.BucketObject(
         "source-archive",
         bucket=source.name,
         name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
         source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
         opts=child,
     )
-
-
-def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, code, grant):
-    """The Cloud Run function that runs the sweep once per call, as the sweeper account;
-    `code`: the source bucket, the archive in it and the archive's hash."""
-    source, archive, digest = code
-
-    env = {
-        "GPUBENCH_SWEEP_PROVIDER": "gcp",
-        "GPUBENCH_SWEEP_DRY_RUN": str(cfg.dry_run).lower(),
-        PROJECT_ENV: project_id(),  # the function sweeps only this project's VMs (infra.sweep.ownership)
-    }
-    if cfg.regions:
-        env["GPUBENCH_SWEEP_REGIONS"] = ",".join(cfg.regions)
+    env = sweeper_env("gcp", cfg.dry_run, ",".join(cfg.regions or ()))
     return gcp.cloudfunctionsv2.Function(
         "function",
         location=region,
@@ -714,8 +635,7 @@ def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project
 
 
 def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
-    """The account Cloud Scheduler calls the function as: it may invoke it and nothing else.
-    Returns it and its grant (the job waits for it)."""
+    """The account Cloud Scheduler calls the function as (it may only invoke it), and its grant."""
     invoker, member = _account(
         parent, "invoker", cfg.stack, "invoker", f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"
     )
@@ -729,3 +649,6 @@ def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
         opts=pulumi.ResourceOptions(parent=parent),
     )
     return invoker, may_invoke
+
+
+COMPONENTS = {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}

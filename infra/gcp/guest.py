@@ -1,23 +1,15 @@
 """What a GCE VM does at the end of a run, as shell functions for cloud-init (infra.cloud_init).
 
-A VM that powers itself off is *stopped*, not deleted, and "the termination timestamp is
-automatically cleared whenever a VM is stopped" (Compute Engine, "Limit the run time of a VM",
-https://cloud.google.com/compute/docs/instances/limit-vm-runtime): `max_run_duration` with DELETE
-would never fire and the boot disk would bill on. So the VM deletes itself:
-
-- the metadata server gives its name, zone, project and an OAuth token of its service account
-  (https://cloud.google.com/compute/docs/metadata/predefined-metadata-keys,
-  https://cloud.google.com/compute/docs/access/authenticate-workloads#applications); its host
-  honours GCE_METADATA_HOST, Google's client libraries' convention;
-- `DELETE .../projects/P/zones/Z/instances/NAME` (Compute API instances.delete,
-  https://cloud.google.com/compute/docs/reference/rest/v1/instances/delete), which the service
-  account may call on its own instance only (infra/gcp/component.py `self_delete_grant`);
-- the VM then waits for the deletion to take it down, and powers off if it has not come
-  (a stopped VM still bills its disk, but no longer its GPUs).
-
-`upload FILE gs://BUCKET/KEY` is a create-only JSON API upload (`ifGenerationMatch=0`,
-https://cloud.google.com/storage/docs/json_api/v1/objects/insert) with the same token: the
-service account holds objectCreator on its own runs (no gcloud needed on the host).
+A VM that powers itself off is stopped, not deleted, and "the termination timestamp is automatically
+cleared whenever a VM is stopped" (https://cloud.google.com/compute/docs/instances/limit-vm-runtime):
+its disk would bill on. So it deletes itself with its service account's token from the metadata
+server (https://cloud.google.com/compute/docs/metadata/predefined-metadata-keys,
+https://cloud.google.com/compute/docs/access/authenticate-workloads#applications; GCE_METADATA_HOST
+honoured, as Google's libraries do) through instances.delete
+(https://cloud.google.com/compute/docs/reference/rest/v1/instances/delete), allowed on its own
+instance only (component.self_delete_grant), and powers off if the deletion does not come.
+`upload` is a create-only JSON API upload (`ifGenerationMatch=0`,
+https://cloud.google.com/storage/docs/json_api/v1/objects/insert) with the same token.
 """
 
 from __future__ import annotations

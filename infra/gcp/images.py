@@ -1,12 +1,6 @@
-"""Which Deep Learning VM image family boots a GPU of each generation on GCP (data, not code).
-
-- `cuda13` (cc >= 7.5): DLVM `common-cu129-ubuntu-2204-nvidia-580` (driver 580 branch).
-- `cuda12` (cc 5.0..7.0: M60, P100, V100): `common-cu128-ubuntu-2204-nvidia-570`.
-- `cuda11-legacy` (cc < 5.0: K80): `common-cu113-ubuntu-2004` (driver 470 era).
-
-Only Ubuntu images are used: they run cloud-init, which reads our user-data
-(GCP's Debian DLVM images do not).
-"""
+"""Which Deep Learning VM image family boots a GPU of each generation on GCP (as infra/aws/images.py:
+cuda13 cc >= 7.5, cuda12 cc 5.0..7.0, cuda11-legacy the K80's driver 470 era). Ubuntu only: it runs
+cloud-init, which reads our user-data (GCP's Debian DLVM images do not)."""
 
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
-"""GCP prices from the Cloud Billing Catalog API (Compute Engine SKUs).
+"""GCP prices from the Cloud Billing Catalog API (Compute Engine SKUs, pages of
+https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus).
 
-GET https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus
-pages with `nextPageToken`; each SKU has a description ("N1 Predefined
-Instance Core running in Americas", "Nvidia Tesla V100 GPU running in
-Americas"), category.usageType (OnDemand, Preemptible = spot, Commit*),
-serviceRegions, and pricingInfo[].pricingExpression.tieredRates[].unitPrice
-{units, nanos}. A VM is billed per vCPU-hour and per GiB-hour of its family
-plus per GPU-hour, so a machine type's price is vCPUs x core + GB x RAM; the
-GPUs stay separate rows (`[[gcp_gpu]]`) and the catalog composes them.
-
-The HTTP session is injectable: anything with `.get(url, params=, timeout=)`
-returning a requests-style response. By default it is google-auth's
-AuthorizedSession on Application Default Credentials, or a plain session with
-the API key in $GOOGLE_API_KEY.
+Each SKU has a description ("N1 Predefined Instance Core running in Americas"), a usageType
+(OnDemand, Preemptible = spot, Commit*), serviceRegions and a tiered unitPrice {units, nanos}. A VM
+bills per vCPU-hour and GiB-hour of its family plus per GPU-hour: a machine type's price is vCPUs x
+core + GB x RAM, the GPUs separate rows (`[[gcp_gpu]]`) the catalog composes. The HTTP session is
+anything with requests' `.get`: by default ADC, or the API key in $GOOGLE_API_KEY.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Before a first real `pulumi up` on GCP: credentials and project, the APIs the stacks need, the
-regional GPU quotas.
-
-Read-only REST calls (Service Usage services.list, Compute regions.get and projects.get); each
-finding is a row {"check", "ok", "detail"} whose detail names the fix. `http` is a requests-like
-session (tests hand in a stand-in; the real one carries the application default credentials).
-"""
+"""Before a first real `pulumi up` on GCP: credentials and project, the APIs the stacks need, the GPU
+quotas, by read-only REST calls; each a row {"check", "ok", "detail"} whose detail names the fix.
+`http` is a requests-like session (the real one carries the application default credentials)."""
 
 from __future__ import annotations
 
@@ -12,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
+from infra.cloudparts import row
 from infra.gcp.sweep import _check, api_root, authorized_session, default_project
 from infra.stacks import quota_row
 
@@ -34,23 +31,10 @@ REQUIRED_APIS: dict[str, tuple[str, ...]] = {
 
 # Regional GPU quota metrics (Compute Engine, "GPU quota",
 # https://cloud.google.com/compute/resource-usage#gpu_quota): `NVIDIA_<model>_GPUS`, Spot VMs
-# `PREEMPTIBLE_NVIDIA_<model>_GPUS`; and the project-wide GPUS_ALL_REGIONS.
-GPU_METRICS = {
-    "K80": "NVIDIA_K80_GPUS",
-    "P100": "NVIDIA_P100_GPUS",
-    "V100": "NVIDIA_V100_GPUS",
-    "T4": "NVIDIA_T4_GPUS",
-    "P4": "NVIDIA_P4_GPUS",
-    "L4": "NVIDIA_L4_GPUS",
-    "A100": "NVIDIA_A100_GPUS",
-    "H100": "NVIDIA_H100_GPUS",
-    "A100-80GB": "NVIDIA_A100_80GB_GPUS",
-    # Compute API Quota.Metric names (COMMITTED_NVIDIA_A100_80GB_GPUS in the v1 enum); the H200 and
-    # B200 names as public tooling that checks A3 Ultra and A4 quotas reads them (for example
-    # NVIDIA_H200_GPUS / NVIDIA_B200_GPUS and their PREEMPTIBLE_ forms), not yet in the API enum's docs.
-    "H200": "NVIDIA_H200_GPUS",
-    "B200": "NVIDIA_B200_GPUS",
-}
+# `PREEMPTIBLE_NVIDIA_<model>_GPUS` (A100-80GB: NVIDIA_A100_80GB_GPUS); and the project-wide
+# GPUS_ALL_REGIONS. H200 and B200 as public tooling that checks A3 Ultra and A4 quotas reads them
+# (NVIDIA_H200_GPUS, NVIDIA_B200_GPUS and their PREEMPTIBLE_ forms), not yet in the API enum's docs.
+QUOTA_MODELS = ("K80", "P100", "V100", "T4", "P4", "L4", "A100", "H100", "A100-80GB", "H200", "B200")
 # Machine types whose GPUs count against a quota of their own: A3 Mega's H100s.
 MACHINE_METRICS = {"a3-megagpu-": "NVIDIA_H100_MEGA_GPUS"}
 ALL_REGIONS = "GPUS_ALL_REGIONS"
@@ -59,7 +43,8 @@ ALL_REGIONS = "GPUS_ALL_REGIONS"
 def gpu_metric(offering: Any, market: str) -> str | None:
     """The regional quota metric a stack's GPUs count against (None: no GPU)."""
     metric = next((m for p, m in MACHINE_METRICS.items() if offering.instance_type.startswith(p)), None)
-    metric = metric or GPU_METRICS.get(offering.gpu_model or "")
+    if metric is None and offering.gpu_model in QUOTA_MODELS:
+        metric = f"NVIDIA_{offering.gpu_model.replace('-', '_')}_GPUS"
     if metric is None:
         return None
     return f"PREEMPTIBLE_{metric}" if market == "spot" else metric
@@ -94,48 +79,45 @@ def apis_check(http, project: str, kinds: set[str], root: str = SERVICE_USAGE) -
     try:
         enabled = enabled_apis(http, project, root)
     except Exception as exc:  # noqa: BLE001 - reported with the fix
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"could not list the enabled APIs ({str(exc)[:200]}); "
+        return row(
+            name,
+            False,
+            f"could not list the enabled APIs ({str(exc)[:200]}); "
             f"`gcloud services enable serviceusage.googleapis.com --project {project}` and "
             "`gcloud auth application-default login`",
-        }
+        )
     missing = [a for a in wanted if a not in enabled]
     if missing:
-        return {
-            "check": name,
-            "ok": False,
-            "detail": f"not enabled: {', '.join(missing)}: `gcloud services enable {' '.join(missing)} --project {project}`",
-        }
-    return {"check": name, "ok": True, "detail": f"enabled: {', '.join(wanted)}"}
-
-
-def _limits(quotas: list[dict]) -> dict[str, float]:
-    return {q["metric"]: float(q.get("limit", 0)) for q in quotas if "metric" in q}
-
-
-def quota_rows(http, root: str, project: str, region: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
-    """One row per GPU quota metric of the region ((GPUs, stack), smallest first)."""
-    try:
-        limits = _limits(_get(http, f"{root}projects/{quote(project)}/regions/{quote(region)}").get("quotas", []))
-    except Exception as exc:  # noqa: BLE001
-        yield {
-            "check": f"gcp quota {region}",
-            "ok": False,
-            "detail": f"could not read the region's quotas ({str(exc)[:200]})",
-        }
-        return
-    for metric, stacks in sorted(needs.items()):
-        yield _quota_row(
-            f"gcp quota {metric} {region}", limits.get(metric, 0.0), stacks, strict, project, region, metric
+        return row(
+            name,
+            False,
+            f"not enabled: {', '.join(missing)}: `gcloud services enable {' '.join(missing)} --project {project}`",
         )
+    return row(name, True, f"enabled: {', '.join(wanted)}")
 
 
-def _quota_row(name, limit, stacks, strict, project, where, metric) -> dict:
+def quota_rows(http, url: str, project: str, where: str, needs: dict[str, list[tuple[int, str]]], strict: bool):
+    """One row per GPU quota metric ((GPUs, stack), smallest first) among the quotas at `url`: a
+    region's, or the project's (`where` "global", for GPUS_ALL_REGIONS)."""
+    suffix = "" if where == "global" else f" {where}"
+    try:
+        limits = {q["metric"]: float(q.get("limit", 0)) for q in _get(http, url).get("quotas", []) if "metric" in q}
+    except Exception as exc:  # noqa: BLE001
+        name, what = (f"gcp quota {where}", "the region's quotas") if suffix else (f"gcp quota {ALL_REGIONS}", "it")
+        return [row(name, False, f"could not read {what} ({str(exc)[:200]})")]
     console = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
-    fix = lambda want: f"request it at {console} (metric {metric}, {where})"
-    return quota_row(name, "limit", limit, stacks, strict, "GPUs", fix)
+    return [
+        quota_row(
+            f"gcp quota {metric}{suffix}",
+            "limit",
+            limits.get(metric, 0.0),
+            stacks,
+            strict,
+            "GPUs",
+            lambda want, metric=metric: f"request it at {console} (metric {metric}, {where})",
+        )
+        for metric, stacks in sorted(needs.items())
+    ]
 
 
 def project_of(needs: list[Any]) -> str | None:
@@ -143,7 +125,6 @@ def project_of(needs: list[Any]) -> str | None:
     named = sorted({n.project for n in needs if n.project})
     if named:
         return named[0]
-
     try:
         return default_project()
     except Exception:  # noqa: BLE001 - None: reported by the caller with the fix
@@ -159,26 +140,26 @@ def checks(
     project = project_of(needs)
     if not project:
         return [
-            {
-                "check": "gcp project",
-                "ok": False,
-                "detail": "no project: `pulumi config set gcp:project MY-PROJECT --stack <stack>` on your GCP stacks, "
+            row(
+                "gcp project",
+                False,
+                "no project: `pulumi config set gcp:project MY-PROJECT --stack <stack>` on your GCP stacks, "
                 "or set GOOGLE_CLOUD_PROJECT",
-            }
+            )
         ]
     try:
         http = http or authorized_session(root, READ_SCOPES)
         _get(http, f"{root}projects/{quote(project)}")
     except Exception as exc:  # noqa: BLE001 - credentials, project or API: reported
         return [
-            {
-                "check": "gcp project",
-                "ok": False,
-                "detail": f"{project}: {str(exc)[:240]}; `gcloud auth application-default login`, and "
+            row(
+                "gcp project",
+                False,
+                f"{project}: {str(exc)[:240]}; `gcloud auth application-default login`, and "
                 f"`gcloud services enable compute.googleapis.com --project {project}`",
-            }
+            )
         ]
-    out = [{"check": "gcp project", "ok": True, "detail": f"{project} answers with your credentials"}]
+    out = [row("gcp project", True, f"{project} answers with your credentials")]
     out.append(apis_check(http, project, {n.kind for n in needs} or {"benchmark"}, usage_root))
     by_region: dict[str, dict[str, list[tuple[int, str]]]] = {}
     for n in needs:
@@ -186,16 +167,9 @@ def checks(
         if metric:
             by_region.setdefault(n.region, {}).setdefault(metric, []).append((n.offering.gpu_count, n.stack))
     for region, metrics in sorted(by_region.items()):
-        out.extend(quota_rows(http, root, project, region, {m: sorted(s) for m, s in metrics.items()}, strict))
+        url = f"{root}projects/{quote(project)}/regions/{quote(region)}"
+        out += quota_rows(http, url, project, region, {m: sorted(s) for m, s in metrics.items()}, strict)
     if by_region:
-        out.append(_all_regions(http, root, project, by_region, strict))
+        stacks = sorted({s for metrics in by_region.values() for ss in metrics.values() for s in ss})
+        out += quota_rows(http, f"{root}projects/{quote(project)}", project, "global", {ALL_REGIONS: stacks}, strict)
     return out
-
-
-def _all_regions(http, root, project, by_region, strict) -> dict:
-    stacks = sorted({s for metrics in by_region.values() for ss in metrics.values() for s in ss})
-    try:
-        limit = _limits(_get(http, f"{root}projects/{quote(project)}").get("quotas", [])).get(ALL_REGIONS, 0.0)
-    except Exception as exc:  # noqa: BLE001
-        return {"check": f"gcp quota {ALL_REGIONS}", "ok": False, "detail": f"could not read it ({str(exc)[:200]})"}
-    return _quota_row(f"gcp quota {ALL_REGIONS}", limit, stacks, strict, project, "global", ALL_REGIONS)

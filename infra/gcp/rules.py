@@ -20,6 +20,8 @@ RFC1035 = re.compile(r"[a-z](?:[-a-z0-9]*[a-z0-9])?", re.ASCII)
 LABELS = "https://cloud.google.com/compute/docs/labeling-resources#requirements"
 METADATA = "https://cloud.google.com/compute/docs/metadata/setting-custom-metadata#limitations"
 IAM_ACCOUNTS = "https://cloud.google.com/iam/docs/reference/rest/v1/projects.serviceAccounts"
+IAM_ROLES = "https://cloud.google.com/iam/docs/reference/rest/v1/projects.roles"
+SCHEDULER_JOB = "https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job"
 
 RULES: dict[str, Rule] = {
     # projects.serviceAccounts.create: accountId "must be 6-30 characters long, and match the
@@ -88,18 +90,14 @@ RULES: dict[str, Rule] = {
     "metadata-value": Rule("metadata value", METADATA, "at most 256 KB", 262144, bytes_utf8=True),
     "custom-role-id": Rule(
         "custom role id",
-        "https://cloud.google.com/iam/docs/reference/rest/v1/projects.roles/create",
+        f"{IAM_ROLES}/create",
         "[a-zA-Z0-9_\\.]{3,64}",
         64,
         3,
         pattern=re.compile(r"[a-zA-Z0-9_.]+", re.ASCII),
     ),
     "custom-role-title": Rule(
-        "custom role title",
-        "https://cloud.google.com/iam/docs/reference/rest/v1/projects.roles#Role",
-        "title: limited to 100 UTF-8 bytes",
-        100,
-        bytes_utf8=True,
+        "custom role title", f"{IAM_ROLES}#Role", "title: limited to 100 UTF-8 bytes", 100, bytes_utf8=True
     ),
     # Object names: 1-1024 bytes of UTF-8, no carriage return or line feed, not '.' or '..',
     # not starting with .well-known/acme-challenge/.
@@ -125,18 +123,13 @@ RULES: dict[str, Rule] = {
     ),
     "scheduler-job-name": Rule(
         "Cloud Scheduler job id",
-        "https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job",
+        SCHEDULER_JOB,
         "letters, digits, - and _, at most 500 characters",
         500,
         1,
         pattern=re.compile(r"[A-Za-z0-9_-]+", re.ASCII),
     ),
-    "scheduler-job-description": Rule(
-        "Cloud Scheduler job description",
-        "https://cloud.google.com/scheduler/docs/reference/rest/v1/projects.locations.jobs#Job",
-        "at most 500 characters",
-        500,
-    ),
+    "scheduler-job-description": Rule("Cloud Scheduler job description", SCHEDULER_JOB, "at most 500 characters", 500),
     # A Cloud Run function's name: "must start with a letter, be at most 63 characters and
     # contain only lowercase letters, numbers and hyphens" (not ending in a hyphen).
     "function-name": Rule(
@@ -149,13 +142,11 @@ RULES: dict[str, Rule] = {
     ),
 }
 
-LABEL_LIMIT = (64, f"{LABELS}: each resource can have up to 64 labels")
+LABEL_LIMIT = f"{LABELS}: each resource can have up to 64 labels"
 
 
 def _labels(path: str) -> Field:
-    return Field(
-        path, key_rule="label-key", value_rule="label-value", max_items=LABEL_LIMIT[0], items_rule=LABEL_LIMIT[1]
-    )
+    return Field(path, key_rule="label-key", value_rule="label-value", max_items=64, items_rule=LABEL_LIMIT)
 
 
 def _bulk_insert_body(table: Table, inputs: Mapping[str, Any]) -> list[str]:

@@ -1,46 +1,45 @@
 """GCP sweep: delete VMs of ours whose `gpubench-expires-at` deadline has passed.
 
-Ours means `gpubench-project` equal to this deployment's project id, a
-`gpubench-stack` in the project's stack-name convention and an expiry in the
-launcher's exact form (infra.sweep.classify); any other VM carrying the expiry label is reported as left alone.
-
-Talks to the Compute Engine REST API (v1) with google-auth's AuthorizedSession,
-both already installed with google-cloud-storage, so the analysis extra needs no
-new package. One aggregated list (every zone, filtered server-side on the
-label's presence and re-checked here), then `instances.delete` per expired VM.
-GCP's own `max_run_duration` deletes VMs at the deadline; this catches the rest.
-A VM in status TERMINATED (stopped) still bills for its disks, so it goes too.
-
-The API root honours gcloud's `CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an
-http:// loopback root is used without credentials, like an emulator.
-
-The label names, the deadline format and the one authorized-session maker live here, the
-folder's lowest module (the provider interface re-exports them; the sweeper function ships
-this file with `__init__.py` alone).
+Ours: infra.cloudparts.Marks.classify; any other VM carrying the expiry label is left alone.
+Compute Engine REST API (v1) through google-auth's AuthorizedSession (installed with
+google-cloud-storage): one aggregated list (every zone, filtered server-side on the label's
+presence and re-checked here), then `instances.delete` per expired VM. GCP's own
+`max_run_duration` deletes VMs at the deadline; this catches the rest. A TERMINATED (stopped)
+VM still bills for its disks, so it goes too. The API root honours gcloud's
+`CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an http:// loopback root is used without
+credentials, like an emulator. The label names, the deadline format and the one
+authorized-session maker live here, the folder's lowest module.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from functools import partial
-from typing import Any
 from urllib.parse import quote
 
 from infra import sweep as common
+from infra.cloudparts import Marks, SweepRun
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline, project_id, recurring_deadline
+from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline
 from payload.timestamps import stamp
 
+
+def label_value(value: str) -> str:
+    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
+
+    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100` and `3.06` -> `3_06`."""
+    return re.sub(r"[^a-z0-9_-]", "_", value.lower())[:63]
+
+
 # Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); the deadline in ISO 8601 basic form.
-TAG_PREFIX = "gpubench-"
-STACK_TAG = TAG_PREFIX + "stack"
-EXPIRES_TAG = TAG_PREFIX + "expires-at"
-PROJECT_LABEL = TAG_PREFIX + PROJECT_KEY
-MAX_HOURS_LABEL = TAG_PREFIX + MAX_HOURS_KEY  # recurring launches (infra/gcp/component.py GcpRecurring)
-_DEADLINE_FORMAT = re.compile(r"\d{8}t\d{6}z", re.ASCII)
+MARKS = Marks("gcp", "gpubench-", re.compile(r"\d{8}t\d{6}z", re.ASCII), lambda when: stamp(when).lower(), label_value)
+TAG_PREFIX = MARKS.prefix
+STACK_TAG, EXPIRES_TAG, PROJECT_LABEL = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
+MAX_HOURS_LABEL = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/gcp/component.py GcpRecurring)
+tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify
+format_deadline = MARKS.format_deadline
 
 DEFAULT_ROOT = "https://compute.googleapis.com/compute/v1/"
 ENDPOINT_ENV = "CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE"
@@ -53,22 +52,6 @@ CREDENTIALS_FIX = (
 )
 
 
-# Label values: lowercased, anything outside [a-z0-9_-] mapped to '_'.
-_LABEL_BAD = re.compile(r"[^a-z0-9_-]")
-
-
-def label_value(value: str) -> str:
-    """GCP label values allow only [a-z0-9_-] (max 63): lowercase, everything else becomes '_'.
-
-    So `gcp/n1-standard-8+1xv100` -> `gcp_n1-standard-8_1xv100` and `3.06` -> `3_06`."""
-    return _LABEL_BAD.sub("_", value.lower())[:63]
-
-
-def tags(values: Mapping[str, Any]) -> dict[str, Any]:
-    """GCP labels: keys `gpubench-<key>`, string values through label_value."""
-    return {f"{TAG_PREFIX}{k}": (label_value(v) if isinstance(v, str) else v) for k, v in values.items()}
-
-
 def deadline_tag(rfc3339: str) -> str:
     """`2024-05-01T12:00:00Z` -> `20240501t120000z` (ISO 8601 basic form, lowercased)."""
     return rfc3339.replace("-", "").replace(":", "").lower()
@@ -76,14 +59,6 @@ def deadline_tag(rfc3339: str) -> str:
 
 class GcpSweepError(common.NoAccess):
     """Missing project or credentials, or the API refused; the message says which."""
-
-
-def format_deadline(when: datetime) -> str:
-    return stamp(when).lower()
-
-
-def is_launcher_deadline(text: str) -> bool:
-    return isinstance(text, str) and _DEADLINE_FORMAT.fullmatch(text) is not None
 
 
 def region_of_zone(zone: str) -> str:
@@ -147,10 +122,8 @@ EMPTY_SCOPE = frozenset({"NO_RESULTS_ON_PAGE"})
 def labelled_instances(
     http, root: str, project: str, page_size: int | None = None, label_filter: str = LABEL_FILTER
 ) -> Iterator[tuple[str, dict]]:
-    """(zone, instance) for every VM with the expires-at label, across all zones, every page.
-
-    A zone the API could not read comes out as (scope, None) with its warning in
-    the instance's place, so the caller reports it instead of silently missing it."""
+    """(zone, instance) for every VM with the label of `label_filter`, across all zones, every page; a
+    zone the API could not read comes out as (zone, {"_unreadable": why}), reported, never missed."""
     url = f"{root}projects/{quote(project)}/aggregated/instances"
     params: dict = {"filter": label_filter, "returnPartialSuccess": "true"}
     if page_size:
@@ -175,19 +148,6 @@ def labelled_instances(
         params["pageToken"] = token
 
 
-def owner(project: str | None = None) -> common.Owner:
-    """This deployment's ownership marks on GCP: gpubench-stack, gpubench-project = the project id."""
-    return common.Owner("gcp", STACK_TAG, PROJECT_LABEL, project or project_id())
-
-
-def classify(labels: dict, now: datetime, mine: common.Owner | None = None) -> tuple[str, str]:
-    """('expired' | 'kept' | 'left-alone', reason): ours only with this project's label, a project
-    stack name and a launcher-format deadline (infra.sweep.classify)."""
-    return common.classify(
-        labels, now, owner=mine or owner(), expires_key=EXPIRES_TAG, is_launcher_deadline=is_launcher_deadline
-    )
-
-
 def sweep(
     regions: Iterable[str] | None,
     now: datetime,
@@ -203,6 +163,10 @@ def sweep(
     root = root or api_root()
     project = project or default_project()
     http = http or authorized_session(root)
+    delete = lambda zone, name: _check(  # noqa: E731
+        http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60)
+    )
+    run = SweepRun(MARKS, now, dry_run, mine, delete, log=log)
     wanted = set(regions or [])
     out: list[Action] = []
     # list every page before deleting anything: deleting while paging can skip VMs
@@ -210,63 +174,33 @@ def sweep(
         if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
         try:
-            outcome = _one(http, root, project, zone, inst, now, dry_run, log, mine)
+            outcome = _one(run, zone, inst)
         except Exception as exc:  # noqa: BLE001 - one unreadable VM never stops the rest
             name = inst.get("name", "?") if isinstance(inst, dict) else "?"
             outcome = Action("gcp", zone, "instance", str(name), "failed", reason="reading the VM", error=str(exc))
         if outcome is not None:
             out.append(outcome)
-    out.extend(sweep_recurring(http, root, project, wanted, now, dry_run, page_size, log, mine))
-    return out
-
-
-def sweep_recurring(
-    http, root, project, wanted, now, dry_run, page_size=None, log=lambda line: None, mine=None
-) -> list[Action]:
-    """VMs a recurring job launched that outlived their own deadline. GCP's
-    max_run_duration deletes them first; this is the backstop (a failed
-    deletion, a VM stopped rather than deleted). Ours only with the stack label
-    and a launcher-format max-hours and no expires-at label; deadline =
-    creationTimestamp + max-hours + grace."""
-    mine = mine or owner()
-    out: list[Action] = []
+    # VMs a recurring job launched that outlived their own deadline: GCP's max_run_duration deletes
+    # them first; this is the backstop (a failed deletion, a VM stopped rather than deleted).
     for zone, inst in list(labelled_instances(http, root, project, page_size, RECURRING_FILTER)):
-        if "_unreadable" in inst or not isinstance(inst.get("labels") or {}, dict):
-            continue  # the expires-at pass already reported an unreadable zone or VM
         labels = inst.get("labels") or {}
+        if "_unreadable" in inst or not isinstance(labels, dict):
+            continue  # the expires-at pass already reported an unreadable zone or VM
         if wanted and not {zone, region_of_zone(zone)} & wanted:
             continue
-        if EXPIRES_TAG in labels or not labels.get(STACK_TAG) or MAX_HOURS_LABEL not in labels:
-            continue
-        name, stack = inst.get("name", "?"), labels.get(STACK_TAG)
-        foreign = common.ownership(labels, mine)
-        if foreign:
-            out.append(Action("gcp", zone, "instance", name, "left-alone", stack, None, foreign))
-            continue
-        try:
-            created = parse_deadline(inst.get("creationTimestamp", ""))
-        except BadDeadline:
-            created = None
-        deadline = recurring_deadline(created, labels[MAX_HOURS_LABEL]) if created else None
-        if deadline is None:
-            reason = f"no readable creationTimestamp or launcher max-hours ({labels[MAX_HOURS_LABEL]!r})"
-            action, error = "skipped", None
-        else:
-            reason = f"recurring launch at {created.isoformat()} + {MAX_HOURS_LABEL} {labels[MAX_HOURS_LABEL]} + grace"
-            delete = partial(_delete, http, root, project, zone, name)
-            action, error = common.carry_out("expired" if deadline <= now else "kept", dry_run, delete)
-        shown = format_deadline(deadline) if deadline else None
-        out.append(Action("gcp", zone, "instance", name, action, stack, shown, reason, error))
-        if action == "terminated":
-            log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
+        if EXPIRES_TAG not in labels and labels.get(STACK_TAG) and MAX_HOURS_LABEL in labels:
+            out.append(run.recurring(zone, inst.get("name", "?"), labels, _created(inst)))
     return out
 
 
-def _delete(http, root: str, project: str, zone: str, name: str) -> None:
-    _check(http.delete(f"{root}projects/{quote(project)}/zones/{quote(zone)}/instances/{quote(name)}", timeout=60))
+def _created(inst: dict) -> datetime | None:
+    try:
+        return parse_deadline(inst.get("creationTimestamp", ""))
+    except BadDeadline:
+        return None
 
 
-def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Action | None:
+def _one(run: SweepRun, zone: str, inst: dict) -> Action | None:
     """What happens to one listed VM (or the failure of one unreadable zone)."""
     if "_unreadable" in inst:
         return Action("gcp", zone, "zone", zone, "failed", reason="listing the zone", error=inst["_unreadable"])
@@ -275,10 +209,5 @@ def _one(http, root, project, zone, inst, now, dry_run, log, mine=None) -> Actio
         return Action("gcp", zone, "instance", str(inst.get("name", "?")), "left-alone", reason="labels unreadable")
     if EXPIRES_TAG not in labels:
         return None  # the server filter is a hint; the label decides
-    verdict, reason = classify(labels, now, mine)
-    name = str(inst.get("name", "?"))
-    stack, expires = labels.get(STACK_TAG), labels.get(EXPIRES_TAG)
-    action, error = common.carry_out(verdict, dry_run, partial(_delete, http, root, project, zone, name))
-    if action == "terminated":
-        log(f"[gcp {zone}] deleting {name} ({stack}, {reason})")
-    return Action("gcp", zone, "instance", name, action, stack, expires, reason, error)
+    verdict, reason = classify(labels, run.now, run.mine)
+    return run.decide("instance", zone, str(inst.get("name", "?")), verdict, labels, reason)

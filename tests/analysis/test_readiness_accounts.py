@@ -202,6 +202,31 @@ def test_gcp_project_apis_and_regional_gpu_quotas(monkeypatch):
     assert found["gcp quota GPUS_ALL_REGIONS"]["ok"]
 
 
+def test_gcp_unreadable_quotas_are_failed_rows_not_errors(monkeypatch):
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-proj")
+
+    class QuotasDenied(GcpApis):
+        """Answers the project check once, then refuses every quota read."""
+
+        project_reads = 0
+
+        def get(self, url, params=None, timeout=None):
+            self.project_reads += url.endswith("projects/my-proj")
+            if "/regions/" in url or self.project_reads > 1:
+                return Response(url, 403, {"error": {"message": "quota read denied"}})
+            return super().get(url, params, timeout)
+
+    found = rows(
+        account_checks("gcp", ["gcp-t4-1x"], http=QuotasDenied(["compute.googleapis.com"], {}), root="https://c/")
+    )
+    region = found["gcp quota us-central1"]
+    assert (
+        not region["ok"] and "could not read the region's quotas" in region["detail"] and "denied" in region["detail"]
+    )
+    everywhere = found["gcp quota GPUS_ALL_REGIONS"]
+    assert not everywhere["ok"] and "could not read it" in everywhere["detail"]
+
+
 def test_gcp_built_in_gpu_machine_types_count_against_their_own_metric(monkeypatch):
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-proj")
     from infra import stacks as stackfiles
