@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 from payload import __version__, exitcodes, runner
@@ -23,27 +22,6 @@ EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in
 $TMPDIR/gpubench-fallback/ (flush --spool DIR), 75 interrupted or SIGTERM/SIGINT/SIGHUP
 (rerun to resume)"""
-
-
-# The payload cannot read the catalog (infra is a layer above): it checks an offering id's form and
-# knows the catalog's local offerings by name (tests/cli/test_errors_trust.py keeps this list equal to
-# the catalog's). Whether any other id is in the catalog is checked where the catalog is known: by the
-# launchers, which pass catalog ids, and by `gpubench payload run`.
-LOCAL_OFFERINGS = ("local/this-machine",)
-OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$")
-
-
-def check_offering(offering: str | None) -> None:
-    """A ConfigError for an offering id of the wrong form or a `local/` id that is not a local offering."""
-    if offering is None:
-        return
-    if not OFFERING_FORM.match(offering):
-        raise ConfigError(
-            f"--offering {offering!r}: expected PROVIDER/NAME, e.g. aws/p3.8xlarge or local/this-machine "
-            "(`gpubench offerings` lists them)"
-        )
-    if offering.startswith("local/") and offering not in LOCAL_OFFERINGS:
-        raise ConfigError(f"--offering {offering!r}: the local offerings are {', '.join(LOCAL_OFFERINGS)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,7 +75,6 @@ def _cmd_flush(args) -> int:
 def _cmd_run(args) -> int:
     try:
         cfg = resolve(args)
-        check_offering(cfg.offering)
         check_run(cfg)
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
