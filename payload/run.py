@@ -53,7 +53,6 @@ class SuiteContext:
     store: SpoolingStore
     watcher: PreemptionWatcher
     price: dict
-    offering: dict
     warnings: list[str] = field(default_factory=list)
     flush_note: dict | None = None
     # The host's events (instance_launch, boot_done, ...) open the billed window
@@ -238,7 +237,7 @@ class Run:
             status=status,
             started_at=self.started_at,
             finished_at=iso(),
-            offering=result_offering(cfg.offering, cfg.market, self.ctx.identity, self.ctx.offering),
+            offering=result_offering(cfg, self.ctx.identity),
             price=self.ctx.price,
             hardware=part.hardware,
             software=part.software,
