@@ -12,7 +12,7 @@ from payload.workloads import load_spec
 def check_run(cfg: RunConfig) -> None:
     """Raise ParamError, ConfigError or ValueError naming the bad setting; return when the run can start."""
     for name in cfg.benchmark:  # bad --param values fail before anything runs
-        get(name).params({k: v for k, v in cfg.param.items() if k in get(name).defaults})
+        get(name).run_params(cfg)
     unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
     if unknown:
         raise ParamError(

@@ -83,6 +83,11 @@ class Benchmark:
         )
         return params
 
+    def run_params(self, cfg) -> dict:
+        """The params of a `payload run` (payload.config.RunConfig): the --param values this benchmark takes."""
+        own = {k: v for k, v in cfg.param.items() if k in self.defaults}
+        return self.params(own, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
+
     def describe(self) -> dict:
         return {
             "name": self.name,
