@@ -1,20 +1,9 @@
-"""Dataset readers in the formats the studies used, plus synthetic stand-ins.
-
-Each ``read_*`` takes a DataSource: ``download`` fetches through
-``keras.datasets`` / ``keras.utils.get_file`` (cached under ~/.keras), ``dir``
-reads the same files from a local directory (air-gapped hosts, tests), and
-the ``synthetic_*`` functions generate data with the real shapes,
-vocabulary sizes and class counts.
-
-Local file formats:
-- ``mnist.npz``: arrays x_train (N,28,28) uint8, y_train, x_test, y_test (Keras' file).
-- ``cifar-10-batches-py/``: pickled ``data_batch_1..5`` and ``test_batch``
-  dicts with ``data`` (N,3072) uint8 and ``labels`` (the upstream Python format).
-- ``imdb.npz``: object arrays of word-index lists x_train, y_train, x_test,
-  y_test (Keras' raw file; indices are shifted like keras.datasets.imdb).
-- ``nietzsche.txt``: plain text.
-- tweets: any ``*.csv`` with the thinknook Sentiment140-style header
-  ``ItemID,Sentiment,SentimentSource,SentimentText`` (seed 000's corpus).
+"""Dataset readers in the formats the studies used, and synthetic stand-ins with the real shapes,
+vocabulary sizes and class counts. A ``read_*`` takes a DataSource: ``download`` fetches through
+keras.datasets / keras.utils.get_file (cached under ~/.keras), ``dir`` reads the same files locally
+(air-gapped hosts, tests): ``mnist.npz`` and ``imdb.npz`` (Keras' files), ``cifar-10-batches-py/``
+(the upstream pickles), ``nietzsche.txt``, and any ``*.csv`` of tweets with the thinknook header
+``ItemID,Sentiment,SentimentSource,SentimentText`` (seed 000's corpus).
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
-"""The benchmark contract: what a benchmark module must provide.
+"""The benchmark contract: a benchmark is data (a name, a kind, default parameters) and functions; the
+runner owns strategy, precision, timing, checkpoints, preemption and results. Modules import no
+framework at import time (``python -m payload list`` stays fast).
 
-A benchmark is data, not a class hierarchy: a name, a kind, default
-parameters and two functions. The runner (payload.runner) owns everything
-else: distribution strategy, precision policy, timing, checkpoints,
-preemption, results. Modules must not import TensorFlow at import time
-(``python -m payload list`` and analysis stay fast); import it inside
-``load_data`` / ``build_model``.
-
-- ``load_data(source, params, global_batch) -> Data``: ``source`` is the
-  parsed ``--data`` (synthetic | download | dir). Throughput benchmarks
-  return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks'
-  synthetic mode: input pipeline off the critical path).
-- ``build_model(params) -> keras.Model``: compiled, with an ``accuracy``
-  metric; called inside the strategy scope with the precision policy set.
-  Output layers compute in float32 so mixed precision stays stable.
-- ``train(model, train_ds, val_ds, run) -> dict`` (optional): a benchmark
-  of several timed phases (seed 003: frozen fit, unfrozen fit, TTA) drives
-  training itself through ``run.fit`` (the harness callback, timing and
-  stop checks stay the runner's) and returns ``{"phase_seconds": {...,
-  "total": s}, "final_accuracy": a}``. ``resumable=False``: a phase changes
-  which weights train, so an interrupted run restarts from the beginning.
-- ``kind``: ``epochs`` (train N epochs, report held-out accuracy) or
-  ``throughput`` (N steps on synthetic data, report images/s after warm-up).
+- ``load_data(source, params, global_batch) -> Data``: ``source`` is the parsed ``--data``; throughput
+  benchmarks return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks' synthetic mode).
+- ``build_model(params) -> keras.Model``: compiled with an ``accuracy`` metric, built inside the strategy
+  scope under the precision policy; output layers compute in float32.
+- ``train(model, train_ds, val_ds, run) -> dict`` (optional): timed phases driven through ``run.fit``
+  (payload.builtin.PhaseRun), returning ``{"phase_seconds": {..., "total": s}, "final_accuracy": a}``;
+  with ``resumable=False`` an interrupted run restarts.
+- ``kind``: ``epochs`` (N epochs, held-out accuracy) or ``throughput`` (N steps, samples/s after warm-up).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""cifar10-cnn: Keras' cifar10_cnn.py example (seed 002) with real-time augmentation.
-
-The example's ImageDataGenerator (10% shifts, horizontal flips) becomes
-Keras preprocessing layers inside the model, so augmentation runs on the
-GPU and is active only while training.
-"""
+"""cifar10-cnn: Keras' cifar10_cnn.py example (seed 002); its ImageDataGenerator (10% shifts, flips)
+becomes preprocessing layers in the model, on the GPU and active only while training."""
 
 from __future__ import annotations
 

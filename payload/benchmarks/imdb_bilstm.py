@@ -1,9 +1,5 @@
-"""imdb-bilstm: Keras' imdb_bidirectional_lstm.py example (seed 002).
-
-Keras 3 has no CuDNNLSTM: ``keras.layers.LSTM`` picks the cuDNN kernel by
-itself on a GPU when the defaults are kept (tanh/sigmoid, no recurrent
-dropout, unroll=False, use_bias=True), which is what this model does.
-"""
+"""imdb-bilstm: Keras' imdb_bidirectional_lstm.py example (seed 002); Keras 3's LSTM takes the cuDNN
+kernel on a GPU with the defaults kept, as here."""
 
 from __future__ import annotations
 

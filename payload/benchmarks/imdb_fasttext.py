@@ -1,20 +1,11 @@
-"""imdb-fasttext: Keras' imdb_fasttext.py example (seed 002), bi-gram features.
-
-n-grams of the training set get ids above ``max_features`` (as in the
-example), so the embedding grows with the data; the vocabulary actually
-used is recorded by the model's input dimension.
-"""
+"""imdb-fasttext: Keras' imdb_fasttext.py example (seed 002): n-grams of the training set get ids above
+``max_features``, so the embedding grows with the data (the model's input dimension records it)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_ngrams(train, test, max_features: int, ngram_range: int):
