@@ -1,8 +1,4 @@
-"""Software and host facts for result.json (what is needed to reproduce a run).
-
-Framework facts (TensorFlow, Keras and its backend, JAX, PyTorch) are read
-only when the training path already imported them; the rest is standard library.
-"""
+"""Software and host facts for result.json; a framework's versions only when the run already imported it."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Timeline events and MLPerf-style ``:::MLLOG`` lines.
+"""Timeline events and MLPerf-style ``:::MLLOG`` lines (so existing log tooling can read runs).
 
-The timeline is what cost accounting needs beyond train time: boot, setup,
-upload and idle are billed too (SkyPilot #1644). Host-side events written by
-the systemd unit (``GPUBENCH_HOST_EVENTS``, one JSON object per line with at
-least ``event`` and ``time``) are merged in, so one ``events.jsonl`` covers
-instance launch to shutdown.
-
-``mllog`` prints lines in the MLPerf logging format
-(``:::MLLOG {"namespace": "", "time_ms": ..., "event_type": ..., "key": ...,
-"value": ..., "metadata": {...}}``) so existing log tooling can read runs.
+The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed
+too (SkyPilot #1644). The host's events (GPUBENCH_HOST_EVENTS, one JSON object with ``event`` and
+``time`` a line) are merged in, so one ``events.jsonl`` covers instance launch to shutdown.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""GPU sampling through NVML (nvidia-ml-py), about once a second.
-
-Static facts (model, memory, driver, compute capability) are read once;
-utilisation, memory used and power are sampled by a daemon thread while the
-training window is open. With no NVML (no driver, no GPU, CPU container)
-every field is None: the result says "not measured", never an invented 0.
+"""GPU sampling through NVML (nvidia-ml-py): static facts once, utilisation, memory and power about once a
+second while the training window is open. Without NVML every field is None ("not measured", never 0).
 """
 
 from __future__ import annotations
@@ -58,10 +54,10 @@ def nvml_info() -> dict:
 
 
 class GpuSampler:
-    """Background NVML sampler for GPUs ``indices`` (default: all)."""
+    """Background NVML sampler of every GPU."""
 
-    def __init__(self, interval: float = 1.0, indices: list[int] | None = None):
-        self.interval, self.indices = interval, indices
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
         self.util: list[float] = []
         self.power_w: list[float] = []
         self.mem_peak_bytes: int | None = None
@@ -76,9 +72,7 @@ class GpuSampler:
         try:
             pynvml = _nvml()
             pynvml.nvmlInit()
-            count = pynvml.nvmlDeviceGetCount()
-            idx = self.indices if self.indices is not None else list(range(count))
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in idx if i < count]
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
             self.available = bool(self._handles)
         except Exception as exc:  # noqa: BLE001
             self.error = f"NVML unavailable: {exc}"

@@ -11,8 +11,7 @@ import pytest
 
 from payload import exitcodes
 from payload.gpu import GpuSampler
-from payload.identity import Identity, detect_identity, make_run_id
-from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
+from payload.identity import AwsImds, GceMetadata, Identity, MetadataUnavailable, detect_identity, make_run_id
 from payload.price import price_row, result_offering
 from payload.watcher import PreemptionWatcher
 
