@@ -12,11 +12,11 @@ import json
 import sys
 
 from payload import __version__, exitcodes, runner
-from payload.benchmarks import REGISTRY, ParamError
-from payload.config import ConfigError, add_run_arguments, resolve
+from payload.benchmarks import REGISTRY, ParamError, get
+from payload.config import ConfigError, RunConfig, add_run_arguments, resolve
 from payload.entrypoint import guarded
-from payload.preflight import check_run
 from payload.spool import Spool
+from payload.workloads import load_spec
 
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in
@@ -70,6 +70,20 @@ def _cmd_flush(args) -> int:
     for message in report.unannounced:  # delivered all the same: the exit code stays the delivery's
         print(f"  {message}", file=sys.stderr)
     return exitcodes.OK if report.ok else exitcodes.SPOOLED
+
+
+def check_run(cfg: RunConfig) -> None:
+    """Every benchmark's --param values, no parameter none of them takes, and a workload spec that loads:
+    a typo fails in a second, naming the option, instead of after a model is built."""
+    for name in cfg.benchmark:
+        get(name).run_params(cfg)
+    unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
+    if unknown:
+        raise ParamError(
+            f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} (see `python -m payload list`)"
+        )
+    if cfg.workload:
+        load_spec(cfg.workload)
 
 
 def _cmd_run(args) -> int:

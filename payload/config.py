@@ -80,7 +80,7 @@ _gpu_count = _number(
     f"an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in the catalog has)",
 )
 _positive_float = _number(float, lambda v: v > 0, "a positive number", "SECONDS")
-_usd = _number(float, lambda v: v >= 0, "a number >= 0", "USD")
+_nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0", "USD")
 _BOOLS = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off", ""), False)}
 
 
@@ -136,9 +136,10 @@ def _date(text: str) -> str:
 
 
 @_parser("KEY=VALUE")
-def _params(text: str) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+def _params(text: Any) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+    """k=v,k=v; a list of those when --param is given several times: one mapping."""
     out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
+    for part in filter(None, (p.strip() for p in ",".join(text if isinstance(text, list) else [text]).split(","))):
         if "=" not in part:
             raise ValueError(f"{part!r} is not key=value")
         k, v = part.split("=", 1)
@@ -288,10 +289,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("expect_gpu", _bool, "fail at once (exit 3, failed result) if TensorFlow sees no GPU", False),
     Option(
         "hourly_usd",
-        _usd,
+        _nonneg_float,
         "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)",
     ),
-    Option("on_demand_hourly_usd", _usd, "spot runs: the on-demand price per hour, recorded beside the spot price"),
+    Option(
+        "on_demand_hourly_usd", _nonneg_float, "spot runs: the on-demand price per hour, recorded beside the spot price"
+    ),
     Option("price_source", _text, "where the launch price came from"),
     Option("price_as_of", _date, "date of the launch price"),
     Option("image", _text, "the container image this run is in, recorded with the result"),
@@ -380,21 +383,12 @@ class _RunOptions(BaseModel):
 def _field(opt: Option) -> tuple[Any, Any]:
     """(annotation, FieldInfo) of one option: the type its parser returns, its default and help."""
     kind = typing.get_type_hints(opt.parse).get("return", Any)
-    parse = (lambda raw, p=opt.parse: _merged(p, raw)) if opt.repeat else opt.parse
-    check = BeforeValidator(lambda raw, p=parse: raw if raw is None else p(raw))
+    check = BeforeValidator(lambda raw, p=opt.parse: raw if raw is None else p(raw))
     annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
     if opt.default is None and getattr(kind, "__origin__", None) in (list, dict):
         return annotation, Field(default_factory=kind.__origin__, description=opt.help)
     default = opt.parse(opt.default) if isinstance(opt.default, str) else opt.default
     return annotation, Field(default, description=opt.help)
-
-
-def _merged(parse: Callable[[str], dict[str, str]], raw: Any) -> dict[str, str]:
-    """A repeatable option given several times (--param a=1 --param b=2): one mapping."""
-    merged: dict[str, str] = {}
-    for item in raw if isinstance(raw, list) else [raw]:
-        merged.update(parse(item))
-    return merged
 
 
 RunConfig = create_model("RunConfig", __base__=_RunOptions, **{opt.name: _field(opt) for opt in OPTIONS})
@@ -415,12 +409,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def given_values(given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """{option name: (raw value, where it came from)} for every option given, by precedence.
-
-    The one statement of precedence: the command line beats the GPUBENCH_* environment, which
-    beats the option's default (left to RunConfig). An empty variable counts as unset, so an env
-    file may list every variable. Launchers render a stack's values into this environment
-    (render_env) or onto the command line (render_argv)."""
+    """{option name: (raw value, where it came from)}: the one statement of precedence. The command line
+    beats the GPUBENCH_* environment (an empty variable is unset), which beats the default (RunConfig's)."""
     out: dict[str, tuple[Any, str]] = {}
     for opt in OPTIONS:
         if given.get(opt.name) is not None:

@@ -71,10 +71,10 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
 # -- text helpers ----------------------------------------------------------------
 
 
-def pad_sequences(seqs, maxlen: int, value: int = 0) -> np.ndarray:
-    """Keras' default: pre-padding and pre-truncation."""
+def pad_sequences(seqs, maxlen: int) -> np.ndarray:
+    """Keras' default: pre-padding with 0 and pre-truncation."""
     np = frameworks.numpy()
-    out = np.full((len(seqs), maxlen), value, dtype=np.int32)
+    out = np.zeros((len(seqs), maxlen), dtype=np.int32)
     for i, s in enumerate(seqs):
         s = list(s)[-maxlen:]
         if s:
@@ -194,7 +194,7 @@ def _tweets_csv(source) -> str:
     return found[0]
 
 
-def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+def read_tweets(source) -> tuple[list[str], np.ndarray]:
     """Texts and 0/1 labels from the thinknook CSV (malformed rows are skipped)."""
     np = frameworks.numpy()
     path = _tweets_csv(source)
@@ -211,8 +211,6 @@ def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray
                 continue
             labels.append(int(row[1]))
             texts.append(",".join(row[3:]))
-            if limit and len(texts) >= limit:
-                break
     if not texts:
         raise DatasetError(f"{path}: no labelled rows")
     return texts, np.asarray(labels, dtype=np.int32)

@@ -26,7 +26,12 @@ _MLLOG_EVENT_TYPE = {
 }
 
 
-def mllog(key: str, value=None, metadata: dict | None = None, stream: IO[str] | None = None) -> str:
+def note(message: str) -> None:
+    """A line of the payload's own on stderr (the container log)."""
+    print(f"[gpubench] {message}", file=sys.stderr, flush=True)
+
+
+def mllog(key: str, value=None, metadata: dict | None = None) -> str:
     """Print (and return) one ``:::MLLOG`` line."""
     record = {
         "namespace": "",
@@ -37,15 +42,15 @@ def mllog(key: str, value=None, metadata: dict | None = None, stream: IO[str] | 
         "metadata": {"file": "payload", "lineno": 0, **(metadata or {})},
     }
     line = ":::MLLOG " + json.dumps(record, default=str)
-    print(line, file=stream or sys.stdout, flush=True)
+    print(line, flush=True)
     return line
 
 
 class Timeline:
     """An ordered list of events for one run (all attempts)."""
 
-    def __init__(self, attempt: int = 1, echo: IO[str] | None = None):
-        self.attempt = attempt
+    def __init__(self, echo: IO[str] | None = None):
+        self.attempt = 1
         self.events: list[dict] = []
         self.echo = echo
 

@@ -41,7 +41,6 @@ def _request(method: str, url: str, headers: dict, timeout: float) -> str | None
 class AwsImds:
     """AWS instance metadata, IMDSv2 (session token) only."""
 
-    name = "aws"
     TTL = 21600
 
     def __init__(self, endpoint: str | None = None, timeout: float = 1.0):
@@ -56,12 +55,8 @@ class AwsImds:
     def _get_token(self) -> str:
         if self._token and time.monotonic() < self._token_expiry:
             return self._token
-        token = _request(
-            "PUT",
-            f"{self.endpoint}/latest/api/token",
-            {"X-aws-ec2-metadata-token-ttl-seconds": str(self.TTL)},
-            self.timeout,
-        )
+        ttl = {"X-aws-ec2-metadata-token-ttl-seconds": str(self.TTL)}
+        token = _request("PUT", f"{self.endpoint}/latest/api/token", ttl, self.timeout)
         if not token:
             raise MetadataUnavailable(f"{self.endpoint}: no IMDSv2 token")
         self._token, self._token_expiry = token, time.monotonic() + self.TTL - 60
@@ -83,8 +78,6 @@ class AwsImds:
 
 class GceMetadata:
     """GCE metadata server (computeMetadata/v1)."""
-
-    name = "gce"
 
     def __init__(self, host: str | None = None, timeout: float = 1.0):
         host = host or os.environ.get("GCE_METADATA_HOST") or "metadata.google.internal"

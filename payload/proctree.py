@@ -91,16 +91,7 @@ def descendants(roots: Iterable[int], table: dict[int, int] | None = None) -> se
 
 def pids_with_environ(name: str, value: str) -> set[int]:
     """Running processes of this user whose environment holds `name=value` (what a process inherited)."""
-    needle = f"{name}={value}".encode()
-    found = set()
-    for pid in parents():
-        try:
-            env = (PROC / str(pid) / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            found.add(pid)
-    return found
+    return {pid for pid in parents() if environ_value(pid, name) == value}
 
 
 def environ_value(pid: int, name: str) -> str | None:

@@ -10,9 +10,9 @@ import csv
 import io
 import itertools
 import json
-import sys
 from typing import Literal
 
+from payload.events import note
 from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import SCHEMA_VERSION, validate_result
@@ -79,7 +79,7 @@ class RunWriter:
         key = self.key("result.json")
         uploaded = self.store.put_bytes(key, data, "application/json") is not False
         if uploaded:
-            announce(self.store, key, warn=_say)
+            announce(self.store, key, warn=note)
         return uploaded
 
     def write_events(self, timeline) -> bool:
@@ -93,10 +93,6 @@ class RunWriter:
         ok = self.write_epochs(rows)
         ok = self.write_events(timeline) and ok
         return self.write_result(result) and ok
-
-
-def _say(message: str) -> None:
-    print(f"[gpubench] {message}", file=sys.stderr, flush=True)
 
 
 METRICS = (

@@ -21,7 +21,7 @@ from payload import exitcodes
 from payload.checkpoint import find_completed
 from payload.config import RunConfig
 from payload.environment import host_facts
-from payload.events import Timeline
+from payload.events import Timeline, note
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, make_run_id
 from payload.price import result_offering
@@ -130,11 +130,8 @@ class Run:
     def execute(self) -> int:
         done = self._already_done()
         if done:
-            print(
-                f"[gpubench] {self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
-                "not run again on this replacement instance",
-                file=sys.stderr,
-                flush=True,
+            note(
+                f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); not run again on this replacement instance"
             )
             return exitcodes.OK
         self._open(self.job.restore())
@@ -144,7 +141,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
             self.error, code = self.job.failure(exc)
             self.timeline.add("error", error=str(exc)[:500])
-            print(f"[gpubench] {self.job.name} failed: {exc}", file=sys.stderr, flush=True)
+            note(f"{self.job.name} failed: {exc}")
         finally:
             self.sampler.stop()
         self.close_attempt(status)
@@ -205,30 +202,24 @@ class Run:
 
     def _result(self, status: str, code: int) -> dict:
         nv = nvml_info()
-        part = self.job.report(status, nv)
-        warnings = list(dict.fromkeys(self.warnings + part.warnings))
-        if part.hardware["device"] == "CPU" and nv["nvml_error"]:
+        part = dict(vars(self.job.report(status, nv)))  # hardware, software, benchmark, metrics, artifacts, probe
+        warnings = list(dict.fromkeys(self.warnings + part.pop("warnings")))
+        if part["hardware"]["device"] == "CPU" and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        cfg = self.cfg
         return new_result(
             run_id=self.run_id,
-            stack=cfg.stack,
+            stack=self.cfg.stack,
             status=status,
             started_at=self.started_at,
             finished_at=iso(),
-            offering=result_offering(cfg, self.ctx.identity),
+            offering=result_offering(self.cfg, self.ctx.identity),
             price=self.ctx.price,
-            hardware=part.hardware,
-            software=part.software,
-            benchmark=part.benchmark,
-            metrics=part.metrics,
             attempts=self.attempts,
             timeline=self.timeline.ordered(),
             error=self.error,
             warnings=warnings,
-            artifacts=part.artifacts,
             exit_code=code,
-            probe=part.probe,
+            **part,
         )
 
     def _finish(self, status: str, code: int) -> int:
@@ -239,13 +230,7 @@ class Run:
         self.job.write_extras()
         self.writer.write_all(self._result(status, code), self.timeline, self.job.epoch_rows())
         if len(store.spooled) > before:
-            print(
-                f"[gpubench] bucket unreachable: {len(store.spooled) - before} file(s) spooled to "
-                f"{store.spool.dir}; run `python -m payload flush`",
-                file=sys.stderr,
-                flush=True,
-            )
-        print(
-            f"[gpubench] {self.job.name}: {status} -> {store.url_for(self.writer.prefix)}", file=sys.stderr, flush=True
-        )
+            spooled = len(store.spooled) - before
+            note(f"bucket unreachable: {spooled} file(s) spooled to {store.spool.dir}; run `python -m payload flush`")
+        note(f"{self.job.name}: {status} -> {store.url_for(self.writer.prefix)}")
         return code

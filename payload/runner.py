@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 
 from payload import exitcodes
 from payload.builtin import BuiltinJob
 from payload.config import RunConfig
+from payload.events import note
 from payload.identity import detect_identity
 from payload.price import price_row
 from payload.run import Run, SuiteContext
@@ -46,7 +46,7 @@ def run(cfg: RunConfig) -> int:
     spool = Spool(cfg.spool)
     flush = spool.flush()
     for message in flush.unannounced:  # a hint lost, never a result: said, and the run goes on
-        print(f"[gpubench] {message}", file=sys.stderr, flush=True)
+        note(message)
     flush_note = (
         {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
         if flush.delivered or flush.failed
@@ -84,7 +84,7 @@ def run(cfg: RunConfig) -> int:
         )
         if spool.used_fallbacks:
             message += f"; deliver with `python -m payload flush --spool {spool.used_fallbacks[0]}`"
-        print(f"[gpubench] {message}" + (f"; lost: {', '.join(store.lost)}" if store.lost else ""), file=sys.stderr)
+        note(message + (f"; lost: {', '.join(store.lost)}" if store.lost else ""))
         codes.append(exitcodes.STRANDED)
     if store.spooled and exitcodes.worst(codes) == exitcodes.OK:
         codes.append(exitcodes.SPOOLED)

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from payload.events import note
 from payload.journal import announce
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 from payload.userdirs import user_path
@@ -155,7 +156,7 @@ class SpoolingStore:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True
         except AlreadyExists as exc:  # write-once: nothing to spool, the name is taken for good
-            print(f"[gpubench] not uploaded: {exc}", file=sys.stderr, flush=True)
+            note(f"not uploaded: {exc}")
             return False
         except StorageError as exc:
             before = len(self.spool.used_fallbacks)
@@ -168,28 +169,24 @@ class SpoolingStore:
             if path.parent != self.spool.dir:
                 self.stranded.append(key)
                 if len(self.spool.used_fallbacks) > before:
-                    print(
-                        f"[gpubench] spool {self.spool.dir} cannot be written; files go to fallback {path.parent}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    note(f"spool {self.spool.dir} cannot be written; files go to fallback {path.parent}")
             return False
 
     def _last_resort(self, key: str, data: bytes, exc: SpoolError) -> None:
         """Print a text object to stderr (the container log keeps it): the last copy there is."""
         self.stranded.append(key)
-        print(f"[gpubench] {key}: {exc}", file=sys.stderr, flush=True)
+        note(f"{key}: {exc}")
         try:
             text = data.decode("utf-8") if len(data) <= LAST_RESORT_LIMIT else None
         except UnicodeDecodeError:
             text = None
         if text is None:
             self.lost.append(key)
-            print(f"[gpubench] {key} ({len(data)} bytes, binary or large) is LOST", file=sys.stderr, flush=True)
+            note(f"{key} ({len(data)} bytes, binary or large) is LOST")
             return
-        print(f"[gpubench] LOST-FILE-BEGIN {self.store.url_for(key)}", file=sys.stderr)
+        note(f"LOST-FILE-BEGIN {self.store.url_for(key)}")
         print(text, file=sys.stderr)
-        print(f"[gpubench] LOST-FILE-END {self.store.url_for(key)}", file=sys.stderr, flush=True)
+        note(f"LOST-FILE-END {self.store.url_for(key)}")
 
     def __getattr__(self, name):  # get_bytes, list, exists, url_for, delete
         return getattr(self.store, name)

@@ -21,6 +21,22 @@ from typing import Any, Literal
 
 Kind = Literal["epochs", "throughput"]
 
+# Parameters every epoch benchmark understands (the runner reads them too).
+EPOCH_PARAMS = {
+    "samples": None,  # cap on training samples (None = all / full-scale synthetic)
+    "val_samples": None,  # cap on held-out samples
+    "steps_per_epoch": None,  # shorter epochs (set by --steps)
+    "warmup_steps": 10,  # steps per attempt excluded from samples/s
+}
+EPOCH_HELP = {
+    "samples": "cap on training samples (default: the full dataset)",
+    "val_samples": "cap on held-out samples",
+    "steps_per_epoch": "train this many steps per epoch instead of one pass (--steps)",
+    "warmup_steps": "steps per attempt excluded from samples/s",
+    "epochs": "epochs to train (--epochs)",
+    "batch_size": "per-GPU batch size (--batch-size)",
+}
+
 
 class ParamError(ValueError):
     """A bad --param override; names the key and the allowed ones."""
@@ -47,19 +63,25 @@ class Data:
 @dataclass(frozen=True)
 class Benchmark:
     name: str
-    kind: Kind
     description: str
     study: str
     dataset: str
     defaults: Mapping[str, Any]
     load_data: Callable[..., Data]
     build_model: Callable[[dict], Any]
+    kind: Kind = "epochs"
     param_help: Mapping[str, str] = field(default_factory=dict)
     # What one training sample is ("tweet", "image", "character window"):
     # throughput is reported in these units, never as "images" for text.
     sample_unit: str = "sample"
     train: Callable[..., dict] | None = None
     resumable: bool = True
+
+    def __post_init__(self) -> None:
+        """An epoch benchmark takes EPOCH_PARAMS too, after its own, with their help unless it words its own."""
+        if self.kind == "epochs":
+            object.__setattr__(self, "defaults", {**self.defaults, **EPOCH_PARAMS})
+            object.__setattr__(self, "param_help", {**EPOCH_HELP, **self.param_help})
 
     def params(self, overrides: Mapping[str, Any] | None = None, *, batch_size=None, steps=None, epochs=None) -> dict:
         """Defaults with overrides coerced to the defaults' types, then the first-class flags given:

@@ -38,16 +38,14 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="bilstm-sentiment",
-    kind="epochs",
     description="Tweet sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), dropout 0.5, adam",
     study="seed 000 (RaRe Technologies GPU mega-benchmark)",
     dataset="thinknook Twitter sentiment CSV, 1,578,627 tweets, 90/10 split, 2 classes",
     sample_unit="tweet",
-    defaults={"epochs": 4, "batch_size": 32, "max_features": 100_000, "maxlen": None, **c.EPOCH_PARAMS},
+    defaults={"epochs": 4, "batch_size": 32, "max_features": 100_000, "maxlen": None},
     load_data=load_data,
     build_model=build_model,
     param_help={
-        **c.EPOCH_HELP,
         "max_features": "vocabulary cap (most frequent words)",
         "maxlen": "tokens per tweet (default: longest tweet; synthetic: 40)",
     },

@@ -281,7 +281,6 @@ def train(model, train_ds, val_ds, run) -> dict:
 
 BENCHMARK = Benchmark(
     name="catsdogs-resnet50",
-    kind="epochs",
     description=(
         "cats vs dogs transfer learning: ResNet-50 (ImageNet weights) frozen then unfrozen, one-cycle "
         "learning rate, test-time augmentation; time per phase and summed"
@@ -300,12 +299,10 @@ BENCHMARK = Benchmark(
         "tta_steps": 8,
         "tta_beta": 0.4,
         "val_fraction": 0.08,
-        **c.EPOCH_PARAMS,
     },
     load_data=load_data,
     build_model=build_model,
     param_help={
-        **c.EPOCH_HELP,
         "epochs": "epochs in total, frozen and unfrozen (--epochs)",
         "frozen_epochs": "epochs with the ResNet-50 body frozen; the rest train everything",
         "image_size": "square input size (the study: 224)",

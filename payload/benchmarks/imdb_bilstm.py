@@ -11,9 +11,7 @@ from payload.benchmarks.base import Benchmark
 def load_data(source, params, global_batch):
     maxlen, vocab = params["maxlen"], params["max_features"]
     if source.mode == "synthetic":
-        rng = c.rng_for(params)
-        x, y = datasets.synthetic_sequences(rng, c.n_synthetic(params, 25000), maxlen, vocab)
-        xv, yv = datasets.synthetic_sequences(rng, params.get("val_samples") or 25000, maxlen, vocab)
+        x, y, xv, yv = c.synthetic(datasets.synthetic_sequences, params, 25000, 25000, maxlen, vocab)
     else:
         (x, y), (xv, yv) = datasets.read_imdb(source, num_words=vocab)
         x, xv = datasets.pad_sequences(x, maxlen), datasets.pad_sequences(xv, maxlen)
@@ -26,13 +24,12 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="imdb-bilstm",
-    kind="epochs",
     description="IMDB sentiment, Embedding 128 + bidirectional LSTM 64 (cuDNN on GPU), adam",
     study="seed 002 (Keras examples imdb_bidirectional_lstm.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words, maxlen 100, 2 classes",
     sample_unit="review",
-    defaults={"epochs": 4, "batch_size": 32, "max_features": 20000, "maxlen": 100, **c.EPOCH_PARAMS},
+    defaults={"epochs": 4, "batch_size": 32, "max_features": 20000, "maxlen": 100},
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "max_features": "vocabulary size", "maxlen": "tokens per review"},
+    param_help={"max_features": "vocabulary size", "maxlen": "tokens per review"},
 )

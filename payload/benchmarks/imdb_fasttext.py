@@ -36,10 +36,7 @@ def load_data(source, params, global_batch):
     np = frameworks.numpy()
     maxlen, vocab = params["maxlen"], params["max_features"]
     if source.mode == "synthetic":
-        rng = c.rng_for(params)
-        n, nv = c.n_synthetic(params, 25000), params.get("val_samples") or 25000
-        x, y = datasets.synthetic_sequences(rng, n, maxlen // 2, vocab)
-        xv, yv = datasets.synthetic_sequences(rng, nv, maxlen // 2, vocab)
+        x, y, xv, yv = c.synthetic(datasets.synthetic_sequences, params, 25000, 25000, maxlen // 2, vocab)
         x, xv = list(x), list(xv)
     else:
         (x, y), (xv, yv) = datasets.read_imdb(source, num_words=vocab)
@@ -71,7 +68,6 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="imdb-fasttext",
-    kind="epochs",
     description="IMDB sentiment, fastText-style bag of uni+bi-gram embeddings (dims 50), adam",
     study="seed 002 (Keras examples imdb_fasttext.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words + bi-grams, maxlen 400, 2 classes",
@@ -83,9 +79,8 @@ BENCHMARK = Benchmark(
         "maxlen": 400,
         "ngram_range": 2,
         "embedding_dims": 50,
-        **c.EPOCH_PARAMS,
     },
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "ngram_range": "2 adds bi-gram features (the example's setting)"},
+    param_help={"ngram_range": "2 adds bi-gram features (the example's setting)"},
 )

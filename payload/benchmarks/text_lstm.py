@@ -61,13 +61,12 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="text-lstm",
-    kind="epochs",
     description="Character-level text generation, LSTM 128 over 40-char windows of Nietzsche, RMSprop",
     study="seed 002 (Keras examples lstm_text_generation.py)",
     dataset="nietzsche.txt (~600k chars, ~57 distinct), windows of 40, step 3",
     sample_unit="character window",
-    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57, **c.EPOCH_PARAMS},
+    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57},
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "chars": "alphabet size of synthetic text", "samples": "cap on training windows"},
+    param_help={"chars": "alphabet size of synthetic text", "samples": "cap on training windows"},
 )
