@@ -9,6 +9,7 @@ traceback. It lives in payload, the bottom layer, so all three entry points shar
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -44,18 +45,14 @@ def debug_requested() -> bool:
 
 def say(line: str) -> None:
     """Text on stderr, made safe for a terminal; a closed stderr is not worth a second error."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(terminal_text(line), file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def quiet_stdout() -> None:
     """After a closed pipe, point stdout at /dev/null so the interpreter's final flush stays silent."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def first_line(exc: BaseException) -> str:

@@ -4,6 +4,7 @@ second while the training window is open. Without NVML every field is None ("not
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 
@@ -34,20 +35,16 @@ def nvml_info() -> dict:
         count = pynvml.nvmlDeviceGetCount()
         info["gpus_nvml"] = count
         info["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
-        try:
+        with contextlib.suppress(Exception):
             v = pynvml.nvmlSystemGetCudaDriverVersion()
             info["nvml_cuda_driver"] = f"{v // 1000}.{(v % 1000) // 10}"
-        except Exception:  # noqa: BLE001
-            pass
         if count:
             h = pynvml.nvmlDeviceGetHandleByIndex(0)
             info["gpu_model"] = _text(pynvml.nvmlDeviceGetName(h))
             info["gpu_memory_gb"] = round(pynvml.nvmlDeviceGetMemoryInfo(h).total / _GIB, 2)
-            try:
+            with contextlib.suppress(Exception):
                 major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
                 info["compute_capability"] = f"{major}.{minor}"
-            except Exception:  # noqa: BLE001
-                pass
     finally:
         pynvml.nvmlShutdown()
     return info
@@ -94,10 +91,8 @@ class GpuSampler:
             utils.append(float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu))
             used = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
             self.mem_peak_bytes = max(self.mem_peak_bytes or 0, used)
-            try:
+            with contextlib.suppress(Exception):  # not every board reports power
                 power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
-            except Exception:  # noqa: BLE001 - not every board reports power
-                pass
         self.util.append(sum(utils) / len(utils))
         if power:
             self.power_w.append(sum(power) / len(power))
@@ -117,10 +112,8 @@ class GpuSampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self.available:
-            try:
+            with contextlib.suppress(Exception):
                 _nvml().nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
 
     def summary(self) -> dict:
         """Metrics for result.json; None when nothing was measured."""

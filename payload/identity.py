@@ -111,15 +111,10 @@ def _aws(timeout: float) -> Identity:
         raise MetadataUnavailable("no instance-id")
     zone = imds.get("placement/availability-zone")
     region = imds.get("placement/region") or (zone[:-1] if zone else None)
-    lifecycle = imds.get("instance-life-cycle")
-    return Identity(
-        "aws",
-        iid,
-        zone,
-        region,
-        imds.get("instance-type"),
-        {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(lifecycle or ""),
+    lifecycle = {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(
+        imds.get("instance-life-cycle") or ""
     )
+    return Identity("aws", iid, zone, region, imds.get("instance-type"), lifecycle)
 
 
 def _gce(timeout: float) -> Identity:

@@ -155,16 +155,10 @@ def parse_results_location(
 
 
 def bucket_name_problem(scheme: str, name: str) -> str | None:
-    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None.
-
-    S3: https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-    GCS: https://cloud.google.com/storage/docs/buckets#naming
-    """
-    if scheme == "s3":
-        return _s3_bucket_problem(name)
-    if scheme == "gs":
-        return _gcs_bucket_problem(name)
-    return None
+    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None. The rules:
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (S3),
+    https://cloud.google.com/storage/docs/buckets#naming (GCS)."""
+    return (_s3_bucket_problem if scheme == "s3" else _gcs_bucket_problem)(name)
 
 
 def _s3_bucket_problem(name: str) -> str | None:

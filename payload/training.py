@@ -92,9 +92,8 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         # only while TensorFlow imports, so a later `import jax` in this process still works.
         sys.modules["jax"] = None
         try:
-            frameworks.tensorflow()
-        except ImportError:  # not installed here: the benchmark's own import says so
-            pass
+            with contextlib.suppress(ImportError):  # not installed here: the benchmark's own import says so
+                frameworks.tensorflow()
         finally:
             if sys.modules.get("jax", 0) is None:
                 del sys.modules["jax"]
@@ -141,10 +140,8 @@ def setup_devices(
 
 def _hide_gpus_from_tf() -> None:
     """tf.data runs on the host for jax/torch: keep TensorFlow off the GPUs they train on."""
-    try:
+    with contextlib.suppress(RuntimeError):  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
         frameworks.tensorflow().config.set_visible_devices([], "GPU")
-    except RuntimeError:  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
-        pass
 
 
 def _used(gpus: int | None, visible: int, expect_gpu: bool, framework: str, probe: str) -> int:
