@@ -107,7 +107,6 @@ class BuiltinJob:
         self.outcome: dict = {}  # of a benchmark's own train(): phase_seconds, final_accuracy
         self.jit_compile = None
 
-    # -- resume ------------------------------------------------------------------
     def restore(self) -> dict | None:
         run = self.run
         if self.cfg.no_resume or not self.bench.resumable:
@@ -143,7 +142,6 @@ class BuiltinJob:
         mllog("run_start", metadata={"benchmark": self.bench.name, "run_id": run.run_id})
         mllog("submission_benchmark", self.bench.name)
 
-    # -- main --------------------------------------------------------------------
     def execute(self) -> tuple[str, int]:
         cfg, run = self.cfg, self.run
         self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce)
@@ -287,7 +285,6 @@ class BuiltinJob:
             run.error += f" ({self.bench.name} restarts from the beginning: its phases cannot resume)"
         return "interrupted"
 
-    # -- end ---------------------------------------------------------------------
     def settle(self, status: str) -> None:
         mllog("run_stop", metadata={"status": status})
         self.ckpt.wait()

@@ -35,9 +35,6 @@ def _need(path: str) -> str:
     return path
 
 
-# -- synthetic -----------------------------------------------------------------
-
-
 def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: int):
     """uint8 images and int labels, learnable: class shifts the mean brightness."""
     np = frameworks.numpy()
@@ -66,9 +63,6 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
     y = rng.integers(0, classes, size=n).astype(np.int32)
     ranks[:, 0] = 1 + y  # a weak but learnable signal
     return ranks, y
-
-
-# -- text helpers ----------------------------------------------------------------
 
 
 def pad_sequences(seqs, maxlen: int) -> np.ndarray:
@@ -117,9 +111,6 @@ def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
     ids = [[vocab.get(w, oov) for w in ts if w] for ts in tokens]
     maxlen = maxlen or max((len(s) for s in ids), default=1)
     return pad_sequences(ids, maxlen), len(vocab) + 2
-
-
-# -- real datasets ---------------------------------------------------------------
 
 
 def read_mnist(source):

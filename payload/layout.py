@@ -128,10 +128,9 @@ def parse_key(key: str) -> RunKey | None:
     return RunKey(m["stack"], m["run"], m["rest"])
 
 
-# -- write-once versions of a run's files ---------------------------------------------------
-# A run never overwrites (its role may only create): a file written again gets a new name, and readers
-# take the newest (`newest_versions`): result.json (generation 0, a first attempt), result.v1.json (the
-# first resumed attempt), log-tail.v0.12.txt (generation 0, the 12th rewrite within it).
+# Write-once versions: a run never overwrites (its role may only create); a file written again gets a new
+# name and readers take the newest (`newest_versions`): result.json (generation 0, a first attempt),
+# result.v1.json (the first resumed attempt), log-tail.v0.12.txt (generation 0, its 12th rewrite).
 _VERSION = re.compile(
     r"(?P<stem>[^/]*?)\.v(?P<generation>[0-9]{1,6})(?:\.(?P<part>[0-9]{1,9}))?(?P<ext>\.[A-Za-z0-9]+)"
 )
@@ -180,11 +179,9 @@ def next_generation(keys) -> int:
     return max(generations) + 1 if generations else 0
 
 
-# -- the results journal ----------------------------------------------------------------------
-# A bucket has no directory times: instead of listing every run of a settled stack, a collect lists its
-# journal, where each landed result's writer creates `journal/<stack>/<stamp>-<run-id>` (its UTC clock,
-# fixed width: key order is time order), from its last full listing less JOURNAL_WINDOW_S (clocks that
-# differ, uploads that took a while; payload.journal). An entry is a hint, never a result.
+# The results journal (payload.journal): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
+# width (key order is time order). A collect lists it from its last full listing less JOURNAL_WINDOW_S (clocks
+# differ, uploads take a while) instead of every run of a settled stack; an entry is a hint, never a result.
 JOURNAL_ROOT = "journal/"
 JOURNAL_WINDOW_S = 300.0
 _JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 23 characters, e.g. 20261126T034512.123456Z

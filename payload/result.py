@@ -82,16 +82,13 @@ class RunWriter:
             announce(self.store, key, warn=note)
         return uploaded
 
-    def write_events(self, timeline) -> bool:
-        return self.store.put_bytes(self.key("events.jsonl"), timeline.to_jsonl(), "application/x-ndjson") is not False
-
-    def write_epochs(self, rows: list[dict]) -> bool:
-        return self.store.put_bytes(self.key("epochs.csv"), epochs_csv(rows), "text/csv") is not False
-
     def write_all(self, result: dict, timeline, rows: list[dict]) -> bool:
         """Epochs and events first, result.json last: its presence means complete."""
-        ok = self.write_epochs(rows)
-        ok = self.write_events(timeline) and ok
+        files = (
+            ("epochs.csv", epochs_csv(rows), "text/csv"),
+            ("events.jsonl", timeline.to_jsonl(), "application/x-ndjson"),
+        )
+        ok = all([self.store.put_bytes(self.key(name), data, kind) is not False for name, data, kind in files])
         return self.write_result(result) and ok
 
 

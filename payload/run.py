@@ -131,7 +131,8 @@ class Run:
         done = self._already_done()
         if done:
             note(
-                f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); not run again on this replacement instance"
+                f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
+                "not run again on this replacement instance"
             )
             return exitcodes.OK
         self._open(self.job.restore())

@@ -51,9 +51,6 @@ class Steady:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
-# --- MSER-5 -----------------------------------------------------------------------
-
-
 def mser5_cut(values: Sequence[float]) -> int:
     """Observations to drop as warm-up (a multiple of 5; 0 with fewer than two batches). The smallest cut
     within rounding of the minimum wins, so a flat series is never cut."""
@@ -81,9 +78,6 @@ def _mser_statistics(batches: list[float], last_cut: int) -> list[float]:
         if d <= last_cut:
             by_cut[d] = sq / count**2
     return [by_cut[d] for d in range(last_cut + 1)]
-
-
-# --- Student-t quantile --------------------------------------------------------------
 
 
 def t_quantile(p: float, df: int) -> float:
@@ -142,9 +136,6 @@ def _cornish_fisher(x: float, df: int) -> float:
     g3 = (3 * x**7 + 19 * x**5 + 17 * x**3 - 15 * x) / 384
     g4 = (79 * x**9 + 776 * x**7 + 1482 * x**5 - 1920 * x**3 - 945 * x) / 92160
     return x + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
-
-
-# --- steady rate --------------------------------------------------------------------
 
 
 def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min_windows: int = 5) -> Steady | None:
@@ -266,9 +257,6 @@ def _summarise(window_rates: list[float], *, warmup_seconds: float, target: floa
         windows=n,
         steady=n >= min_windows and rel <= target,
     )
-
-
-# --- pauses ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,8 @@ def load_data(source, params, global_batch):
         x, xv = list(x), list(xv)
     else:
         (x, y), (xv, yv) = datasets.read_imdb(source, num_words=vocab)
-        if params.get("samples"):
-            x, y = x[: params["samples"]], y[: params["samples"]]
-        if params.get("val_samples"):
-            xv, yv = xv[: params["val_samples"]], yv[: params["val_samples"]]
+        x, y = c.cap(x, y, params.get("samples"))  # before the n-grams are drawn from them
+        xv, yv = c.cap(xv, yv, params.get("val_samples"))
     x, xv, full_vocab = add_ngrams(x, xv, vocab, params["ngram_range"])
     x, xv = datasets.pad_sequences(x, maxlen), datasets.pad_sequences(xv, maxlen)
     data = c.make_data(x, np.asarray(y), xv, np.asarray(yv), params, source)
