@@ -88,12 +88,7 @@ def unexpected(exc: BaseException, prog: str) -> str:
     )
 
 
-def guarded(
-    call: Callable[[], int | None],
-    *,
-    prog: str,
-    debug: Callable[[], bool] = debug_requested,
-) -> int:
+def guarded(call: Callable[[], int | None], *, prog: str, debug: Callable[[], bool] = debug_requested) -> int:
     """Run `call` (parsing included) and turn whatever it raises into a message and a documented exit code
     (SystemExit passes: argparse's usage errors already exit 2 with a message)."""
     try:

@@ -16,12 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Scheme -> how a user writes it: the forms listed in every error message.
-FORMS = {
-    "s3": "s3://bucket[/prefix]",
-    "gs": "gs://bucket[/prefix]",
-    "file": "file:///abs/dir",
-    "path": "a local path",
-}
+FORMS = {"s3": "s3://bucket[/prefix]", "gs": "gs://bucket[/prefix]", "file": "file:///abs/dir", "path": "a local path"}
 BUCKET_SCHEMES = ("s3", "gs")  # cloud buckets: what a cloud stack may name
 URL_SCHEMES = ("s3", "gs", "file")  # URLs only: what an SSH stack may name
 ALL_SCHEMES = ("s3", "gs", "file", "path")  # everything the payload accepts ("path": a bare local path)

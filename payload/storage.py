@@ -22,11 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from payload import exitcodes
-from payload.results_location import (
-    ResultsLocation,
-    ResultsLocationError,
-    parse_results_location,
-)
+from payload.results_location import ResultsLocation, ResultsLocationError, parse_results_location
 
 T = TypeVar("T")
 

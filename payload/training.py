@@ -121,11 +121,7 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl
 
 
 def setup_devices(
-    gpus: int | None,
-    expect_gpu: bool,
-    cpu_replicas: int = 1,
-    backend: str = "tensorflow",
-    all_reduce: str = "nccl",
+    gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1, backend: str = "tensorflow", all_reduce: str = "nccl"
 ) -> Devices:
     """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
     select_backend(backend, cpu_replicas)
