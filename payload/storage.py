@@ -246,8 +246,6 @@ class FileStore(Store):
     def _list(self, prefix):
         """Regular files under the root, by key. A symlink is not an object: one to a directory would walk
         the disk or loop, one to a file may be a device or outside the directory."""
-        if not self.root.exists():
-            return
         found = []
         for folder, _dirs, files in os.walk(self.root):  # os.walk never follows a linked directory
             found += [Path(folder, name) for name in files if not name.startswith(".")]
