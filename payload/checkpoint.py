@@ -22,7 +22,7 @@ from payload.timestamps import iso
 
 STATE_NAME = "state.json"
 # S3 object tags on model files: the results bucket expires them after checkpointDays
-# (infra/aws.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
+# (infra/aws/component.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
 CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
