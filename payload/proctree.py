@@ -42,12 +42,7 @@ def processes() -> dict[int, tuple[str, int]]:
         entries = [int(p.name) for p in PROC.iterdir() if p.name.isdigit()]
     except OSError:
         return {}
-    table = {}
-    for pid in entries:
-        found = _stat(pid)
-        if found is not None:
-            table[pid] = found
-    return table
+    return {pid: found for pid in entries if (found := _stat(pid)) is not None}
 
 
 def parents(table: dict[int, tuple[str, int]] | None = None) -> dict[int, int]:
