@@ -1,9 +1,6 @@
-"""A built-in benchmark (payload.benchmarks) as a job of payload.run.Run.
-
-Devices (``--expect-gpu`` fails here, before any data), data, model, fit
-with the harness callback (payload.training) so timing, epoch rows and stop
-checks apply, checkpoints after every epoch or chunk of steps, and resume
-from the last one when an earlier attempt was interrupted.
+"""A built-in benchmark (payload.benchmarks) as a job of payload.run.Run: devices (``--expect-gpu``
+fails before any data), data, model, fit with the harness callback (payload.training), a checkpoint
+after every epoch or chunk of steps, and resume from the last one of an interrupted attempt.
 """
 
 from __future__ import annotations
@@ -11,6 +8,8 @@ from __future__ import annotations
 import statistics
 import time
 import traceback
+from dataclasses import asdict, dataclass, field, fields
+from functools import partial
 
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
@@ -19,15 +18,8 @@ from payload.environment import software_facts
 from payload.events import mllog
 from payload.identity import launch_prefix
 from payload.run import JobReport, Run, fingerprint, hardware
-from payload.storage import PermanentStorageError
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
-
-
-def params_for(cfg, bench) -> dict:
-    """Benchmark defaults, then --param, then the first-class flags."""
-    overrides = {k: v for k, v in cfg.param.items() if k in bench.defaults}
-    return bench.params(overrides, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
 
 def _spread(rates: list[float]) -> dict | None:
@@ -44,9 +36,8 @@ def _spread(rates: list[float]) -> dict | None:
 
 
 class PhaseRun:
-    """What a benchmark's own ``train`` gets: its params, steps per epoch, the
-    strategy scope (to recompile between phases) and ``fit``, which trains
-    with the harness callback so timing, epoch rows and stop checks apply."""
+    """What a benchmark's own ``train`` gets: its params, steps per epoch, the strategy scope (to
+    recompile between phases) and ``fit``, which trains with the harness callback."""
 
     def __init__(self, params: dict, steps_per_epoch: int, devices, callback, fit_steps: int | None):
         self.params, self.steps_per_epoch, self._devices, self._cb = params, steps_per_epoch, devices, callback
@@ -78,8 +69,22 @@ def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, device
     return None
 
 
+@dataclass
+class Totals:
+    """What a run accumulates over its attempts: saved in its checkpoint state, restored from it."""
+
+    rows: list = field(default_factory=list)
+    epochs_completed: int = 0
+    steps_completed: int = 0
+    train_seconds: float = 0.0
+    measured: dict = field(default_factory=lambda: {"samples": 0, "seconds": 0.0, "rates": []})
+    gpu_hist: dict = field(
+        default_factory=lambda: {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
+    )
+
+
 class BuiltinJob:
-    """One benchmark of the suite (payload.run.Job), its progress accumulated over attempts."""
+    """One benchmark of the suite (payload.run.Job)."""
 
     extra_files: tuple[str, ...] = ()
 
@@ -87,7 +92,7 @@ class BuiltinJob:
         self.run, self.cfg = run, run.cfg
         self.bench = get(name)
         self.name = self.run_name = self.bench.name
-        self.params = params_for(self.cfg, self.bench)
+        self.params = self.bench.run_params(self.cfg)
         cfg = self.cfg
         self.fingerprint = fingerprint(
             cfg.stack, name, self.params, cfg.precision, cfg.gpus, str(cfg.data), cfg.backend
@@ -96,38 +101,22 @@ class BuiltinJob:
         self.ckpt: Checkpointer | None = None
         self.resume: dict | None = None  # the checkpoint state this attempt resumes from
         self.global_batch = self.params["batch_size"]
-        # accumulated over attempts (restored from checkpoint state)
-        self.rows: list[dict] = []
-        self.epochs_done = self.steps_done = 0
-        self.train_seconds = 0.0
+        self.totals = Totals()
         self.attempt_seconds = 0.0  # this attempt's fit time, once it returned
-        self.measured = {"samples": 0, "seconds": 0.0, "rates": []}
-        self.gpu_hist: dict = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
         self.final = {"accuracy": None, "loss": None}
-        self.phase_seconds: dict | None = None  # benchmarks with their own train(): seconds per phase
-        self.phase_accuracy: float | None = None
-        self._train_samples = 0
+        self.outcome: dict = {}  # of a benchmark's own train(): phase_seconds, final_accuracy
         self.jit_compile = None
 
-    # -- resume ------------------------------------------------------------------
     def restore(self) -> dict | None:
         run = self.run
         if self.cfg.no_resume or not self.bench.resumable:
             return None
-        try:
-            # only this launch's runs: the instance may write to no other (payload.identity.launch_prefix)
-            state = find_resumable(run.ctx.store, self.cfg.stack, self.fingerprint, launch_prefix(self.cfg.launch))
-        except PermanentStorageError:  # a create-only role (GCP) may not list: nothing to resume
-            return None
-        except Exception as exc:  # noqa: BLE001 - bucket down: start fresh, say so
-            run.warnings.append(f"resume lookup failed, starting fresh: {exc}")
-            return None
+        # only this launch's runs: the instance may write to no other (payload.identity.launch_prefix)
+        find = partial(find_resumable, run.ctx.store, self.cfg.stack, self.fingerprint, launch_prefix(self.cfg.launch))
+        state = run.lookup(find, "resume lookup failed, starting fresh")
         if state:
-            self.rows, run.attempts = state["rows"], state["attempts"]
-            self.epochs_done, self.steps_done = state["epochs_completed"], state["steps_completed"]
-            self.train_seconds = state["train_seconds"]
-            self.measured, self.gpu_hist = state["measured"], state["gpu_hist"]
-            run.started_at = state["started_at"]
+            self.totals = Totals(**{f.name: state[f.name] for f in fields(Totals)})
+            run.attempts, run.started_at = state["attempts"], state["started_at"]
             run.timeline.extend(state["timeline"])
         return state
 
@@ -141,13 +130,8 @@ class BuiltinJob:
             "params": self.params,
             "complete": False,
             "started_at": run.started_at,
-            "epochs_completed": self.epochs_done,
-            "steps_completed": self.steps_done,
-            "train_seconds": self.train_seconds,
-            "rows": self.rows,
+            **asdict(self.totals),
             "attempts": run.attempts,
-            "measured": self.measured,
-            "gpu_hist": self.gpu_hist,
             "timeline": run.timeline.ordered(),
             "deployment": self.cfg.deadline,
         }
@@ -155,12 +139,9 @@ class BuiltinJob:
     def begin(self, resume: dict | None) -> None:
         run, self.resume = self.run, resume
         self.ckpt = Checkpointer(run.ctx.store, run.writer, run.timeline)
-        if resume:
-            self.ckpt.adopt(resume.get("model_key"))
         mllog("run_start", metadata={"benchmark": self.bench.name, "run_id": run.run_id})
         mllog("submission_benchmark", self.bench.name)
 
-    # -- main --------------------------------------------------------------------
     def execute(self) -> tuple[str, int]:
         cfg, run = self.cfg, self.run
         self.devices = training.setup_devices(cfg.gpus, cfg.expect_gpu, cfg.cpu_replicas, cfg.backend, cfg.all_reduce)
@@ -178,48 +159,44 @@ class BuiltinJob:
 
     def failure(self, exc: Exception) -> tuple[str, int]:
         error = f"{type(exc).__name__}: {exc}"
-        code = exitcodes.NO_GPU if isinstance(exc, training.NoGpuError) else exitcodes.FAILED
-        if code == exitcodes.FAILED:
-            error += "\n" + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:])
-        return error, code
+        if isinstance(exc, training.NoGpuError):
+            return error, exitcodes.NO_GPU
+        return error + "\n" + "".join(
+            traceback.format_exception(type(exc), exc, exc.__traceback__)[-6:]
+        ), exitcodes.FAILED
 
     def _train(self) -> str:
-        cfg, bench, work = self.cfg, self.bench, dict(self.params, seed=self.cfg.seed)
+        cfg, bench, work, t = self.cfg, self.bench, dict(self.params, seed=self.cfg.seed), self.totals
         frameworks.keras().utils.set_random_seed(cfg.seed)
         t0 = time.perf_counter()
         data = bench.load_data(cfg.data, work, self.global_batch)
-        self._train_samples = data.train_samples
-        self.run.timeline.add(
-            "data_loaded",
-            data=data.source,
-            train_samples=data.train_samples,
-            seconds=round(time.perf_counter() - t0, 3),
-        )
-        plan = training.fit_plan(bench.kind, self.params, self.epochs_done, self.steps_done, cfg.checkpoint_every)
+        seconds = round(time.perf_counter() - t0, 3)
+        self.run.timeline.add("data_loaded", data=data.source, train_samples=data.train_samples, seconds=seconds)
+        plan = training.fit_plan(bench.kind, self.params, t.epochs_completed, t.steps_completed, cfg.checkpoint_every)
         train_ds, val_ds = training.make_datasets(data, self.global_batch, cfg.seed, plan.steps_per_epoch)
         with training.precision_policy(cfg.precision):
             with self.devices.strategy.scope():
                 model = bench.build_model(work)
                 if self.resume:
-                    self._load_checkpoint(model, self.resume["model_key"])
+                    restore(model, self.run.ctx.store.get_bytes(self.resume["model_key"]))
+                    self.run.timeline.add(
+                        "resume",
+                        checkpoint=self.resume["model_key"],
+                        epochs_completed=t.epochs_completed,
+                        steps_completed=t.steps_completed,
+                    )
             if self.run.ctx.watcher.notice.is_set():  # noticed while loading: do not start
                 self.run.close_attempt("interrupted")
                 return self._interrupt(model)
-            return self._fit(model, plan, train_ds, val_ds)
+            return self._fit(model, plan, train_ds, val_ds, data.train_samples // self.global_batch)
 
-    def _load_checkpoint(self, model, key: str) -> None:
-        restore(model, self.run.ctx.store.get_bytes(key))
-        self.run.timeline.add(
-            "resume", checkpoint=key, epochs_completed=self.epochs_done, steps_completed=self.steps_done
-        )
-
-    def _fit(self, model, plan, train_ds, val_ds) -> str:
-        bench, run = self.bench, self.run
+    def _fit(self, model, plan, train_ds, val_ds, batches: int) -> str:
+        bench, run, t = self.bench, self.run, self.totals
         cb = training.make_callback_class()(
             notice=run.ctx.watcher.notice,
             total_steps=plan.total_steps,
-            steps_done=self.steps_done,
-            epoch_offset=len(self.rows),
+            steps_done=t.steps_completed,
+            epoch_offset=len(t.rows),
             on_epoch_done=lambda cb, row: self._epoch_done(cb, row, plan),
             time_last_step=val_ds is None,
         )
@@ -236,76 +213,64 @@ class BuiltinJob:
         t0 = time.perf_counter()
         interrupted = False
         try:
-            self._fit_model(model, plan, train_ds, val_ds, cb)
+            self.outcome = fit(bench, model, plan, train_ds, val_ds, self.params, batches, self.devices, cb) or {}
         except training.Interrupted:
             interrupted = True
-        fit_seconds = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
         run.sampler.end_window()
-        self.steps_done = cb.steps_done + cb.steps
+        t.steps_completed = cb.steps_done + cb.steps
         self._account(cb)
-        run.timeline.add("train_end", seconds=round(fit_seconds, 3), steps=cb.steps, interrupted=interrupted)
+        run.timeline.add("train_end", seconds=round(seconds, 3), steps=cb.steps, interrupted=interrupted)
         if interrupted:
-            self.attempt_seconds = fit_seconds
+            self.attempt_seconds = seconds
             run.close_attempt("interrupted")  # before the state is saved
             return self._interrupt(model)
-        self.final = {
-            "accuracy": cb.rows[-1]["val_acc"] if cb.rows else self.final["accuracy"],
-            "loss": cb.rows[-1]["val_loss"] if cb.rows else self.final["loss"],
-        }
-        if self.phase_accuracy is not None:  # e.g. accuracy with test-time augmentation
-            self.final["accuracy"] = self.phase_accuracy
-        if bench.kind == "epochs" and self.epochs_done < self.params["epochs"]:
-            raise RuntimeError(f"fit stopped after {self.epochs_done} of {self.params['epochs']} epochs")
-        self.attempt_seconds = fit_seconds
+        if cb.rows:
+            self.final = {"accuracy": cb.rows[-1]["val_acc"], "loss": cb.rows[-1]["val_loss"]}
+        if self.outcome.get("final_accuracy") is not None:  # e.g. accuracy with test-time augmentation
+            self.final["accuracy"] = self.outcome["final_accuracy"]
+        if bench.kind == "epochs" and t.epochs_completed < self.params["epochs"]:
+            raise RuntimeError(f"fit stopped after {t.epochs_completed} of {self.params['epochs']} epochs")
+        self.attempt_seconds = seconds
         return "completed"
-
-    def _fit_model(self, model, plan, train_ds, val_ds, cb) -> None:
-        args = (self.params, self._train_samples // self.global_batch, self.devices, cb)
-        outcome = fit(self.bench, model, plan, train_ds, val_ds, *args)
-        if outcome is not None:
-            self.phase_seconds = outcome.get("phase_seconds")
-            self.phase_accuracy = outcome.get("final_accuracy")
 
     def _epoch_done(self, cb, row: dict, plan) -> None:
         """An epoch (or chunk of steps) ended: count it, and checkpoint unless it is the last."""
-        periodic = self.bench.kind == "epochs"
-        self.rows.append(row)
-        self.steps_done = cb.steps_done + cb.steps
-        if periodic:
-            self.epochs_done += 1
+        t, periodic = self.totals, self.bench.kind == "epochs"
+        t.rows.append(row)
+        t.steps_completed = cb.steps_done + cb.steps
+        t.epochs_completed += periodic
         self.run.timeline.add(
             "epoch_end", epoch=row["epoch"], seconds=row["elapsed"], loss=row["loss"], val_acc=row["val_acc"]
         )
-        more = (self.epochs_done < self.params["epochs"]) if periodic else (self.steps_done < plan.total_steps)
+        more = t.epochs_completed < self.params["epochs"] if periodic else t.steps_completed < plan.total_steps
         if more and self.bench.resumable:
-            self.ckpt.save(cb.model, self._state(), tag=self.steps_done)
+            self.ckpt.save(cb.model, self._state(), tag=t.steps_completed)
 
     def _account(self, cb) -> None:
         """Fold this attempt's step times and GPU samples into the totals."""
+        m, h, s = self.totals.measured, self.totals.gpu_hist, self.run.sampler
         warm = min(self.params.get("warmup_steps") or 0, len(cb.step_times) // 2)
         times = cb.step_times[warm:]
         if times:
-            self.measured["samples"] += len(times) * self.global_batch
-            self.measured["seconds"] += sum(times)
-            rates = self.measured["rates"] + [self.global_batch / t for t in times if t > 0]
-            stride = max(1, len(rates) // MAX_RATES)
-            self.measured["rates"] = rates[::stride]
-        self.measured["warmup_steps"] = warm
-        s, h = self.run.sampler, self.gpu_hist
-        if s.util:
-            h["util_sum"] += sum(s.util)
-            h["util_n"] += len(s.util)
-        if s.power_w:
-            h["power_sum"] += sum(s.power_w)
-            h["power_n"] += len(s.power_w)
+            m["samples"] += len(times) * self.global_batch
+            m["seconds"] += sum(times)
+            rates = m["rates"] + [self.global_batch / t for t in times if t > 0]
+            m["rates"] = rates[:: max(1, len(rates) // MAX_RATES)]
+        m["warmup_steps"] = warm
+        h["util_sum"] += sum(s.util)
+        h["util_n"] += len(s.util)
+        h["power_sum"] += sum(s.power_w)
+        h["power_n"] += len(s.power_w)
         if s.mem_peak_bytes:
             h["mem_peak"] = max(h["mem_peak"] or 0, s.mem_peak_bytes)
 
     def end_attempt(self) -> dict:
-        self.train_seconds += self.attempt_seconds
+        t = self.totals
+        t.train_seconds += self.attempt_seconds
         return {
-            "epochs_completed": self.epochs_done,
-            "steps_completed": self.steps_done,
+            "epochs_completed": t.epochs_completed,
+            "steps_completed": t.steps_completed,
             "train_seconds": round(self.attempt_seconds, 3),
         }
 
@@ -315,12 +280,11 @@ class BuiltinJob:
         run.timeline.add("interruption_notice", reason=reason)
         run.error = f"interrupted: {reason}"
         if self.bench.resumable:
-            self.ckpt.save(model, self._state(), tag=self.steps_done, sync=True)
+            self.ckpt.save(model, self._state(), tag=self.totals.steps_completed, sync=True)
         else:
             run.error += f" ({self.bench.name} restarts from the beginning: its phases cannot resume)"
         return "interrupted"
 
-    # -- end ---------------------------------------------------------------------
     def settle(self, status: str) -> None:
         mllog("run_stop", metadata={"status": status})
         self.ckpt.wait()
@@ -332,13 +296,14 @@ class BuiltinJob:
         """A benchmark uploads only the run's own files."""
 
     def epoch_rows(self) -> list[dict]:
-        return self.rows
+        return self.totals.rows
 
     def _metrics(self) -> dict:
-        m, h, epochs = self.measured, self.gpu_hist, self.bench.kind == "epochs"
+        t, epochs = self.totals, self.bench.kind == "epochs"
+        m, h = t.measured, t.gpu_hist
         sps = m["samples"] / m["seconds"] if m["seconds"] > 0 else None
         return {
-            "train_seconds": round(self.train_seconds, 3),
+            "train_seconds": round(t.train_seconds, 3),
             "samples_per_second": round(sps, 3) if sps else None,
             "samples_per_second_spread": _spread(m["rates"]),
             "warmup_steps": m.get("warmup_steps"),
@@ -348,10 +313,10 @@ class BuiltinJob:
             "gpu_memory_peak_gb": round(h["mem_peak"] / 1024**3, 3) if h["mem_peak"] else None,
             "gpu_power_mean_w": round(h["power_sum"] / h["power_n"], 1) if h["power_n"] else None,
             "gpu_samples": h["util_n"] if self.run.sampler.available or h["util_n"] else None,
-            "epochs_completed": self.epochs_done if epochs else None,
-            "steps_completed": self.steps_done,
-            "samples_trained": self.steps_done * self.global_batch,
-            **({"phase_seconds": self.phase_seconds} if self.phase_seconds else {}),
+            "epochs_completed": t.epochs_completed if epochs else None,
+            "steps_completed": t.steps_completed,
+            "samples_trained": t.steps_completed * self.global_batch,
+            **({"phase_seconds": self.outcome["phase_seconds"]} if self.outcome.get("phase_seconds") else {}),
         }
 
     def _benchmark(self) -> dict:
@@ -374,8 +339,7 @@ class BuiltinJob:
 
     def report(self, status: str, nv: dict) -> JobReport:
         d = self.devices
-        software = software_facts(self.cfg.backend)
-        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
+        software = {**software_facts(self.cfg.backend), "nvml_cuda_driver": nv["nvml_cuda_driver"]}
         return JobReport(
             hardware=hardware(nv, d.device, d.gpus_used, d.gpus_visible, d.gpu_details)
             if d

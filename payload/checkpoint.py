@@ -1,31 +1,18 @@
 """Checkpoints in the bucket, and finding the one to resume from.
 
-Layout under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<n>.npz``
-(every model and optimizer variable as a numpy archive, ``n`` = steps done;
-the same format on Keras 2 and 3, and cheap to take: a host copy at the
-epoch boundary, packing and upload on a background thread) and
-``state.json`` (what the harness needs to continue: epochs/steps done,
-attempts, epoch rows, timeline, throughput samples). Nothing is ever
-overwritten or deleted (the instance's role may only create objects): each
-checkpoint writes a new version of both (payload.layout.versioned:
-``state.json``, ``state.v0.1.json``, ...; models likewise), readers take the
-newest state of each run, and models expire through the bucket's lifecycle
-rule on their ``gpubench:kind=checkpoint`` tag. The model is uploaded before
-the state that points at it, so a crash between the two never leaves a state
-without its model.
-
-A new run with the same fingerprint (stack + benchmark + params) resumes
-from the newest incomplete state found under ``runs/<stack>/``. Uploads
-happen on a single background thread so training does not wait for the
-bucket; ``wait()`` joins it (done before writing any result). Resuming
-builds the model from the benchmark's parameters and loads the archive.
+Under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (every model and optimizer
+variable as a numpy archive: a host copy at the epoch boundary, packed and uploaded on a background
+thread) and ``state.json`` (what the harness needs to continue). Nothing is overwritten (the
+instance may only create objects): each checkpoint writes a new version of both
+(payload.layout.versioned), the model before the state that points at it; readers take the newest
+state of each run; models expire by the bucket's lifecycle rule on their tag. A new run with the
+same fingerprint resumes from the newest incomplete state of its launch.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -35,7 +22,7 @@ from payload.timestamps import iso
 
 STATE_NAME = "state.json"
 # S3 object tags on model files: the results bucket expires them after checkpointDays
-# (infra/aws.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
+# (infra/aws/component.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
 CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
@@ -73,21 +60,14 @@ def restore(model, blob: bytes) -> None:
         var.assign(value)
 
 
-def newest_states(store, stack: str) -> list[str]:
-    """The key of the newest checkpoint state of every run of `stack`."""
-    states = [
-        i.key for i in store.list(stack_prefix(stack)) if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")
-    ]
-    return sorted(newest_versions(states).values())
-
-
 def _states(store, stack: str, run_prefix: str = ""):
     """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`; a broken
     one is left out (it must not block a new run, and it is not a completed one)."""
-    own = stack_prefix(stack) + run_prefix
-    for key in newest_states(store, stack):
+    listing = store.list(stack_prefix(stack) + run_prefix)
+    keys = [i.key for i in listing if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")]
+    for key in sorted(newest_versions(keys).values()):
         try:
-            state = json.loads(store.get_bytes(key)) if key.startswith(own) else None
+            state = json.loads(store.get_bytes(key))
         except Exception:  # noqa: BLE001
             continue
         if isinstance(state, dict):
@@ -95,10 +75,8 @@ def _states(store, stack: str, run_prefix: str = ""):
 
 
 def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
-    """Newest incomplete checkpoint state for this fingerprint, or None.
-
-    `run_prefix`: only runs whose id starts with it (a launch's own runs: the only ones its
-    instance may write to)."""
+    """Newest incomplete checkpoint state for this fingerprint of the runs whose id starts with
+    `run_prefix` (a launch's own: the only ones its instance may write to), or None."""
     best = None
     for state in _states(store, stack, run_prefix):
         if state.get("fingerprint") != fingerprint or state.get("complete"):
@@ -111,11 +89,8 @@ def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") ->
 
 
 def find_completed(store, stack: str, fingerprint: str, deployment: float | None) -> dict | None:
-    """A completed run of this benchmark (same fingerprint) in the same
-    deployment, or None. A deployment is one `pulumi up` of a stack: its
-    deadline is computed once and handed to every instance it boots, so a spot
-    replacement finds what its predecessor finished and does not pay for it
-    twice. Without a deadline (local runs), every run is a new repeat."""
+    """A completed run of this fingerprint in the same deployment (one `pulumi up`, whose deadline every
+    instance it boots shares), so a spot replacement does not pay twice; None without a deadline."""
     if deployment is None:
         return None
     for state in _states(store, stack):
@@ -139,10 +114,7 @@ class Checkpointer:
         self.timeline = timeline
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubench-ckpt")
         self._pending: Future | None = None
-        self._lock = threading.Lock()
-        self.model_key: str | None = None
         self.errors: list[str] = []
-        self.saved = 0
 
     def _keys(self, tag: int) -> tuple[str, str]:
         """(model key, state key) of one more checkpoint: new names, never used before."""
@@ -167,9 +139,6 @@ class Checkpointer:
         state.update(model_key=key, saved_at=iso())
         ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
         ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok
-        with self._lock:
-            self.model_key = key
-            self.saved += 1
         if self.timeline is not None:
             self.timeline.add(
                 "checkpoint",
@@ -187,10 +156,6 @@ class Checkpointer:
             except Exception as exc:  # noqa: BLE001
                 self.errors.append(f"checkpoint upload failed: {exc}")
             self._pending = None
-
-    def adopt(self, model_key: str | None) -> None:
-        """Resuming: the previous attempt's model is the one to replace next."""
-        self.model_key = model_key
 
     def finish(self, state: dict) -> None:
         self.wait()

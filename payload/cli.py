@@ -9,41 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 from payload import __version__, exitcodes, runner
-from payload.benchmarks import REGISTRY, ParamError
-from payload.config import ConfigError, add_run_arguments, resolve
+from payload.benchmarks import REGISTRY, ParamError, get
+from payload.config import ConfigError, RunConfig, add_run_arguments, resolve
 from payload.entrypoint import guarded
-from payload.preflight import check_run
 from payload.spool import Spool
+from payload.workloads import load_spec
 
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in
 $TMPDIR/gpubench-fallback/ (flush --spool DIR), 75 interrupted or SIGTERM/SIGINT/SIGHUP
 (rerun to resume)"""
-
-
-# The payload cannot read the catalog (infra is a layer above): it checks an offering id's form and
-# knows the catalog's local offerings by name (tests/cli/test_errors_trust.py keeps this list equal to
-# the catalog's). Whether any other id is in the catalog is checked where the catalog is known: by the
-# launchers, which pass catalog ids, and by `gpubench payload run`.
-LOCAL_OFFERINGS = ("local/this-machine",)
-OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$")
-
-
-def check_offering(offering: str | None) -> None:
-    """A ConfigError for an offering id of the wrong form or a `local/` id that is not a local offering."""
-    if offering is None:
-        return
-    if not OFFERING_FORM.match(offering):
-        raise ConfigError(
-            f"--offering {offering!r}: expected PROVIDER/NAME, e.g. aws/p3.8xlarge or local/this-machine "
-            "(`gpubench offerings` lists them)"
-        )
-    if offering.startswith("local/") and offering not in LOCAL_OFFERINGS:
-        raise ConfigError(f"--offering {offering!r}: the local offerings are {', '.join(LOCAL_OFFERINGS)}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,10 +72,23 @@ def _cmd_flush(args) -> int:
     return exitcodes.OK if report.ok else exitcodes.SPOOLED
 
 
+def check_run(cfg: RunConfig) -> None:
+    """Every benchmark's --param values, no parameter none of them takes, and a workload spec that loads:
+    a typo fails in a second, naming the option, instead of after a model is built."""
+    for name in cfg.benchmark:
+        get(name).run_params(cfg)
+    unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
+    if unknown:
+        raise ParamError(
+            f"--param {unknown[0]!r} is not a parameter of {', '.join(cfg.benchmark)} (see `python -m payload list`)"
+        )
+    if cfg.workload:
+        load_spec(cfg.workload)
+
+
 def _cmd_run(args) -> int:
     try:
         cfg = resolve(args)
-        check_offering(cfg.offering)
         check_run(cfg)
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)

@@ -1,16 +1,10 @@
-"""Run options: one table names them, one pydantic model types and checks them.
+"""Run options: one table (`OPTIONS`) names them, one pydantic model (`RunConfig`) types and checks them.
 
-cloud-init hands the container an env file, so every ``run`` option has an
-environment variable (docs/CONTRACTS.md). ``OPTIONS`` is the table: each row is
-a CLI flag, its GPUBENCH_* variable, the text parser, the default and the help.
-``RunConfig`` is the pydantic model built from it (field type = what the row's
-parser returns, description = its help), so adding a row adds the option
-everywhere: argparse, the environment, validation, rendering and the JSON schema.
-Precedence is stated once, in ``given_values``. Every parse error names the
-option, where the value came from and the allowed values.
-
-Python 3.8 compatible (the legacy payload image): pydantic evaluates the
-annotations of the model, hence typing's List/Dict/Optional in them.
+Each row is a CLI flag, its GPUBENCH_* variable (cloud-init hands the container an env file,
+docs/CONTRACTS.md), the text parser, the help and the default; the model's fields are the parsers'
+return types, so a row adds the option to argparse, the environment, validation, rendering and the
+JSON schema. Precedence is stated once, in `given_values`. Python 3.8 (the legacy payload image):
+pydantic evaluates the annotations, hence typing's List/Dict/Optional in them.
 """
 
 from __future__ import annotations
@@ -18,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from typing_extensions import Annotated  # noqa: UP035 - typing.Annotated is Python 3.9+
 
 from payload.benchmarks import REGISTRY, UnknownBenchmark, get
-from payload.layout import BadKeyPart, check_name, check_stack_name
+from payload.layout import BadKeyPart, check_name
 from payload.results_location import parse_results_location
 from payload.timestamps import parse_iso
 
@@ -35,15 +30,33 @@ from payload.timestamps import parse_iso
 # (today's analogues of tf_cnn_benchmarks' NCCL / parameter-device configurations).
 BACKENDS = ("tensorflow", "jax", "torch")
 ALL_REDUCES = ("nccl", "hierarchical", "one-device")
+# The payload cannot read the catalog (infra is a layer above): it checks an offering id's form and
+# knows the catalog's local offerings (tests/cli/test_errors_trust.py holds both to the catalog).
+LOCAL_OFFERINGS = ("local/this-machine",)
+OFFERING_FORM = re.compile(r"^[a-z0-9][a-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.+:-]*$")
+# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog):
+# no GPU count a user gives sizes a device list past what is sold.
+MAX_GPUS_PER_MACHINE = 16
 
 
 class ConfigError(ValueError):
     """A bad option value; the message names the option and the allowed values."""
 
 
-def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str) -> Callable[[str], Any]:
+def _parser(metavar: str) -> Callable:
+    """Marks a text parser with the metavar its options show in --help."""
+
+    def mark(parse: Callable) -> Callable:
+        parse.metavar = metavar  # type: ignore[attr-defined]
+        return parse
+
+    return mark
+
+
+def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str, metavar: str = "N") -> Callable:
     """A text parser for a number obeying `ok`; `rule` ("a positive integer") is the message."""
 
+    @_parser(metavar)
     def parse(text: str) -> Any:
         try:
             value = cast(text)
@@ -61,18 +74,13 @@ def _number(cast: Callable[[str], Any], ok: Callable[[Any], bool], rule: str) ->
 
 _positive_int = _number(int, lambda v: v >= 1, "a positive integer")
 _nonneg_int = _number(int, lambda v: v >= 0, "an integer >= 0")
-# The most GPUs one machine in the catalog has (tests/bench/test_task_file.py holds it to the catalog):
-# every GPU count a user gives is bounded by it, so none sizes a device list past what is sold.
-MAX_GPUS_PER_MACHINE = 16
 _gpu_count = _number(
     int,
     lambda v: 0 <= v <= MAX_GPUS_PER_MACHINE,
     f"an integer from 0 to {MAX_GPUS_PER_MACHINE} (the most GPUs one machine in the catalog has)",
 )
-_positive_float = _number(float, lambda v: v > 0, "a positive number")
-_nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0")
-
-
+_positive_float = _number(float, lambda v: v > 0, "a positive number", "SECONDS")
+_nonneg_float = _number(float, lambda v: v >= 0, "a number >= 0", "USD")
 _BOOLS = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off", ""), False)}
 
 
@@ -87,15 +95,16 @@ def _bool(text: Any) -> bool:
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
+    @_parser("|".join(allowed))
     def parse(text: str) -> str:
         if text not in allowed:
             raise ValueError(f"must be one of: {', '.join(allowed)}")
         return text
 
-    parse.choices = allowed  # type: ignore[attr-defined]
     return parse
 
 
+@_parser("NAME[,NAME...]")
 def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -108,6 +117,7 @@ def _benchmarks(text: str) -> List[str]:  # noqa: UP006 - RunConfig evaluates it
     return names
 
 
+@_parser("TIME")
 def _deadline(text: str) -> float:
     try:
         return parse_iso(text)
@@ -115,11 +125,21 @@ def _deadline(text: str) -> float:
         raise ValueError("must be an ISO 8601 UTC time, e.g. 2025-01-31T12:00:00Z") from None
 
 
-def _params(text: str) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+@_parser("DATE")
+def _date(text: str) -> str:
+    """Results carry when their price was true (2025-01-31, 2025-01-31T12:00:00Z)."""
+    try:
+        parse_iso(text.strip())
+    except ValueError:
+        raise ValueError("must be an ISO 8601 date, e.g. 2025-01-31") from None
+    return text.strip()
+
+
+@_parser("KEY=VALUE")
+def _params(text: Any) -> Dict[str, str]:  # noqa: UP006 - RunConfig evaluates it on Python 3.8
+    """k=v,k=v; a list of those when --param is given several times: one mapping."""
     out = {}
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
+    for part in filter(None, (p.strip() for p in ",".join(text if isinstance(text, list) else [text]).split(","))):
         if "=" not in part:
             raise ValueError(f"{part!r} is not key=value")
         k, v = part.split("=", 1)
@@ -133,53 +153,54 @@ def _text(text: str) -> str:
     return text.strip()
 
 
-def _stack(text: str) -> str:
-    """A slug: it becomes one segment of every result key (runs/<stack>/...)."""
-    try:
-        return check_stack_name(text.strip())
-    except BadKeyPart as exc:
-        raise ValueError(str(exc).replace(f"stack name {text.strip()!r} ", "")) from None
+def _slug(kind: str, metavar: str) -> Callable[[str], str]:
+    """A stack name or launch id: one segment of every result key (runs/<stack>/<launch>-...)."""
+
+    @_parser(metavar)
+    def parse(text: str) -> str:
+        try:
+            return check_name(kind, text.strip())
+        except BadKeyPart as exc:
+            raise ValueError(str(exc).replace(f"{kind} {text.strip()!r} ", "")) from None
+
+    return parse
 
 
-def _launch(text: str) -> str:
-    """A launch id: the head of every run id of the launch, hence a slug like them."""
-    try:
-        return check_name("run id", text.strip())
-    except BadKeyPart as exc:
-        raise ValueError(str(exc)) from None
-
-
+@_parser("URL")
 def _results(text: str) -> str:
     """s3://, gs://, file:// or a path, with a valid bucket name: checked before anything trains."""
     parse_results_location(text.strip())  # ResultsLocationError is a ValueError naming the value and the fix
     return text.strip()
 
 
-def _date(text: str) -> str:
-    """An ISO date or time (2025-01-31, 2025-01-31T12:00:00Z): results carry when their price was true."""
-    value = text.strip()
-    try:
-        parse_iso(value)
-    except ValueError:
-        raise ValueError("must be an ISO 8601 date, e.g. 2025-01-31") from None
-    return value
+@_parser("ID")
+def _offering(text: str) -> str:
+    """The form of a catalog id, and the local offerings by name (the launchers check the rest)."""
+    text = _text(text)
+    if not OFFERING_FORM.match(text):
+        raise ValueError(
+            "expected PROVIDER/NAME, e.g. aws/p3.8xlarge or local/this-machine (`gpubench offerings` lists them)"
+        )
+    if text.startswith("local/") and text not in LOCAL_OFFERINGS:
+        raise ValueError(f"the local offerings are {', '.join(LOCAL_OFFERINGS)}")
+    return text
 
 
+@_parser("synthetic|download|DIR")
 def _data(text: str) -> DataSource:
     return DataSource.parse(text)
 
 
 @dataclass(frozen=True)
 class Option:
-    """One run option: CLI flag, parser, default, help, and its variable GPUBENCH_<NAME>."""
+    """One run option: CLI flag, parser, help, default, and its variable GPUBENCH_<NAME>."""
 
     name: str
     parse: Callable[[str], Any]
+    help: str
     default: Any = None
-    help: str = ""
-    metavar: str | None = None
+    metavar: str | None = None  # else the parser's, else the name's last word (KIND)
     required: bool = False
-    flag: bool = False  # store_true on the command line
     repeat: bool = False  # --param k=v may be given several times
     variable: str | None = None  # the variable when it is not GPUBENCH_<NAME>
 
@@ -191,235 +212,139 @@ class Option:
     def cli(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def flag(self) -> bool:
+        """store_true on the command line."""
+        return self.parse is _bool
+
+
+_stack, _launch = _slug("stack name", "STACK"), _slug("run id", "ID")
 
 OPTIONS: tuple[Option, ...] = (
     Option(
         "benchmark",
         _benchmarks,
-        None,
         "benchmark name, or a comma-separated suite (see `python -m payload list`); not with --workload",
-        "NAME[,NAME...]",
         required=True,
     ),
     Option(
         "workload",
         _text,
-        None,
         "your own job instead of a built-in benchmark: a workload spec YAML (name, run, setup, workdir, env, "
         "gpus, metrics; see docs/workloads.md)",
-        "FILE",
+        metavar="FILE",
     ),
     Option(
         "results",
         _results,
-        None,
         "where results go: s3://bucket/prefix, gs://bucket/prefix, file:///dir or a local path",
-        "URL",
         required=True,
     ),
-    Option(
-        "stack",
-        _stack,
-        None,
-        "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot",
-        "STACK",
-        required=True,
-    ),
-    Option(
-        "offering",
-        _text,
-        None,
-        "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider",
-        "ID",
-    ),
-    Option(
-        "offering_kind",
-        _text,
-        None,
-        "the offering's kind in the catalog (cloud, dedicated, onprem, local)",
-        "KIND",
-    ),
-    Option(
-        "instance_type",
-        _text,
-        None,
-        "the offering's instance or machine type (default: from instance metadata)",
-        "TYPE",
-    ),
-    Option(
-        "market",
-        _choice("on-demand", "spot"),
-        None,
-        "billing market (default: from instance metadata, else on-demand)",
-        "on-demand|spot",
-    ),
-    Option(
-        "epochs",
-        _positive_int,
-        None,
-        "epochs to train (epoch benchmarks; total over all resumed attempts)",
-        "N",
-    ),
+    Option("stack", _stack, "stack name (results land under runs/<stack>/), e.g. aws-p3-8x-spot", required=True),
+    Option("offering", _offering, "catalog offering id (e.g. aws/p3.8xlarge); its prefix is the provider"),
+    Option("offering_kind", _text, "the offering's kind in the catalog (cloud, dedicated, onprem, local)"),
+    Option("instance_type", _text, "the offering's instance or machine type (default: from instance metadata)"),
+    Option("market", _choice("on-demand", "spot"), "billing market (default: from instance metadata, else on-demand)"),
+    Option("epochs", _positive_int, "epochs to train (epoch benchmarks; total over all resumed attempts)"),
     Option(
         "steps",
         _positive_int,
-        None,
         "training steps: total steps for throughput benchmarks (warm-up included), "
         "steps per epoch for epoch benchmarks",
-        "N",
     ),
+    Option("batch_size", _positive_int, "per-GPU (per-replica) batch size; global batch = this x replicas"),
+    Option("precision", _choice("fp32", "mixed"), "fp32, or mixed (Keras mixed_float16 policy)", "fp32"),
     Option(
-        "batch_size",
-        _positive_int,
-        None,
-        "per-GPU (per-replica) batch size; global batch = this x replicas",
-        "N",
-    ),
-    Option(
-        "precision",
-        _choice("fp32", "mixed"),
-        "fp32",
-        "fp32, or mixed (Keras mixed_float16 policy)",
-        "fp32|mixed",
-    ),
-    Option(
-        "gpus",
-        _gpu_count,
-        None,
-        "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)",
-        "N",
+        "gpus", _gpu_count, "GPUs to use (default: all visible; 0 = CPU). >1 trains data-parallel (see --all-reduce)"
     ),
     Option(
         "backend",
         _choice(*BACKENDS),
-        "tensorflow",
         "Keras backend (KERAS_BACKEND, set before keras is imported): tensorflow, jax or torch; "
         "several GPUs: tensorflow uses MirroredStrategy, jax keras.distribution.DataParallel, "
         "torch is refused (released Keras has no multi-GPU for it)",
-        "|".join(BACKENDS),
+        "tensorflow",
     ),
     Option(
         "all_reduce",
         _choice(*ALL_REDUCES),
-        "nccl",
         "tensorflow backend, several GPUs: the cross-device all-reduce of MirroredStrategy "
         "(nccl: NcclAllReduce; hierarchical: HierarchicalCopyAllReduce; one-device: ReductionToOneDevice)",
-        "|".join(ALL_REDUCES),
+        "nccl",
     ),
     Option(
         "data",
         _data,
-        "download",
         "synthetic (right shapes/vocab/classes), download (Keras/upstream datasets) or a directory "
         "with the study's files (mnist.npz, cifar-10-batches-py/, imdb.npz, nietzsche.txt, tweets CSV)",
-        "synthetic|download|DIR",
+        "download",
     ),
     Option(
         "param",
         _params,
-        None,
         "override a benchmark parameter, e.g. --param samples=512 (repeatable; env: k=v,k=v)",
-        "KEY=VALUE",
         repeat=True,
         variable="GPUBENCH_PARAMS",
     ),
-    Option(
-        "expect_gpu",
-        _bool,
-        False,
-        "fail at once (exit 3, failed result) if TensorFlow sees no GPU",
-        flag=True,
-    ),
+    Option("expect_gpu", _bool, "fail at once (exit 3, failed result) if TensorFlow sees no GPU", False),
     Option(
         "hourly_usd",
         _nonneg_float,
-        None,
         "price per hour of the launched market, recorded with every result (the launcher passes the catalog's)",
-        "USD",
     ),
     Option(
-        "on_demand_hourly_usd",
-        _nonneg_float,
-        None,
-        "spot runs: the on-demand price per hour, recorded beside the spot price",
-        "USD",
+        "on_demand_hourly_usd", _nonneg_float, "spot runs: the on-demand price per hour, recorded beside the spot price"
     ),
-    Option("price_source", _text, None, "where the launch price came from", "TEXT"),
-    Option("price_as_of", _date, None, "date of the launch price", "DATE"),
-    Option("image", _text, None, "the container image this run is in, recorded with the result", "IMAGE"),
+    Option("price_source", _text, "where the launch price came from"),
+    Option("price_as_of", _date, "date of the launch price"),
+    Option("image", _text, "the container image this run is in, recorded with the result"),
     Option(
         "host_events",
         _text,
-        None,
         "host-side events.jsonl (instance_launch, boot_done, container_start) to merge",
-        "PATH",
+        metavar="PATH",
     ),
-    Option(
-        "deadline",
-        _deadline,
-        None,
-        "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it",
-        "TIME",
-    ),
+    Option("deadline", _deadline, "hard deadline (ISO 8601 UTC); the run checkpoints and stops 5 minutes before it"),
     Option(
         "launch",
         _launch,
-        None,
         "the launch (deployment) this run belongs to: run ids start with it, the only runs the "
         "instance may write to (set by the launcher; see docs/security.md)",
-        "ID",
         variable="GPUBENCH_LAUNCH_ID",
     ),
     Option(
         "checkpoint_every",
         _positive_int,
-        500,
         "throughput benchmarks: checkpoint every N steps (epoch benchmarks: every epoch)",
-        "N",
+        500,
     ),
-    Option(
-        "watch_interval",
-        _positive_float,
-        5.0,
-        "seconds between spot/preemption notice polls",
-        "SECONDS",
-    ),
+    Option("watch_interval", _positive_float, "seconds between spot/preemption notice polls", 5.0),
     Option(
         "spool",
         _text,
-        None,
         "local spool directory for results the bucket did not take (default ~/.cache/gpubench/spool)",
-        "DIR",
+        metavar="DIR",
     ),
-    Option(
-        "no_resume",
-        _bool,
-        False,
-        "start fresh even if an interrupted checkpoint of the same run exists",
-        flag=True,
-    ),
-    Option("seed", _nonneg_int, 1234, "random seed for data shuffling and init", "N"),
+    Option("no_resume", _bool, "start fresh even if an interrupted checkpoint of the same run exists", False),
+    Option("seed", _nonneg_int, "random seed for data shuffling and init", 1234),
     Option(
         "cpu_replicas",
         _positive_int,
-        1,
         "testing aid: split the CPU into N logical devices to exercise MirroredStrategy without GPUs",
-        "N",
+        1,
     ),
     Option(
         "probe_seconds",
         _positive_float,
-        None,
         "workloads: probe mode, stop the job once its throughput is steady or after this many seconds of `run` "
         "(result.probe records the rate, its interval and the overhead; see docs/workloads.md)",
-        "SECONDS",
     ),
     Option(
         "probe_target",
         _positive_float,
-        0.03,
         "probe mode: steady when the half-width of the rate's 95 percent interval is at most this fraction of the rate",
-        "FRACTION",
+        0.03,
+        metavar="FRACTION",
     ),
 )
 
@@ -458,22 +383,12 @@ class _RunOptions(BaseModel):
 def _field(opt: Option) -> tuple[Any, Any]:
     """(annotation, FieldInfo) of one option: the type its parser returns, its default and help."""
     kind = typing.get_type_hints(opt.parse).get("return", Any)
-    parse = (lambda raw, p=opt.parse: _merged(p, raw)) if opt.repeat else opt.parse
-    check = BeforeValidator(lambda raw, p=parse: raw if raw is None else p(raw))
+    check = BeforeValidator(lambda raw, p=opt.parse: raw if raw is None else p(raw))
     annotation = Annotated[Optional[kind], check]  # noqa: UP045 - `X | None` needs Python 3.10
-    empty = getattr(kind, "__origin__", None) in (list, dict)
-    if opt.default is None and empty:
+    if opt.default is None and getattr(kind, "__origin__", None) in (list, dict):
         return annotation, Field(default_factory=kind.__origin__, description=opt.help)
     default = opt.parse(opt.default) if isinstance(opt.default, str) else opt.default
     return annotation, Field(default, description=opt.help)
-
-
-def _merged(parse: Callable[[str], dict[str, str]], raw: Any) -> dict[str, str]:
-    """A repeatable option given several times (--param a=1 --param b=2): one mapping."""
-    merged: dict[str, str] = {}
-    for item in raw if isinstance(raw, list) else [raw]:
-        merged.update(parse(item))
-    return merged
 
 
 RunConfig = create_model("RunConfig", __base__=_RunOptions, **{opt.name: _field(opt) for opt in OPTIONS})
@@ -483,29 +398,19 @@ RunConfig.__doc__ = "The run options of `python -m payload run`, typed and check
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags for every option; defaults stay None so the env can fill in."""
     for opt in OPTIONS:
-        env_note = f" [env {opt.env}]"
+        note = f" [env {opt.env}]"
         if opt.flag:
-            parser.add_argument(
-                opt.cli, dest=opt.name, action="store_const", const="1", default=None, help=opt.help + env_note
-            )
-        elif opt.repeat:
-            parser.add_argument(
-                opt.cli, dest=opt.name, action="append", default=None, metavar=opt.metavar, help=opt.help + env_note
-            )
-        else:
-            default = f" (default: {opt.default})" if opt.default not in (None, False) else ""
-            parser.add_argument(
-                opt.cli, dest=opt.name, default=None, metavar=opt.metavar, help=opt.help + default + env_note
-            )
+            parser.add_argument(opt.cli, dest=opt.name, action="store_const", const="1", help=opt.help + note)
+            continue
+        default = f" (default: {opt.default})" if opt.default is not None else ""
+        metavar = opt.metavar or getattr(opt.parse, "metavar", None) or opt.name.rsplit("_", 1)[-1].upper()
+        action = "append" if opt.repeat else "store"
+        parser.add_argument(opt.cli, dest=opt.name, action=action, metavar=metavar, help=opt.help + default + note)
 
 
 def given_values(given: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    """{option name: (raw value, where it came from)} for every option given, by precedence.
-
-    The one statement of precedence: the command line beats the GPUBENCH_* environment, which
-    beats the option's default (left to RunConfig). An empty variable counts as unset, so an env
-    file may list every variable. Stack files never reach the payload directly: launchers render
-    a stack's values into this environment (render_env) or onto the command line (render_argv)."""
+    """{option name: (raw value, where it came from)}: the one statement of precedence. The command line
+    beats the GPUBENCH_* environment (an empty variable is unset), which beats the default (RunConfig's)."""
     out: dict[str, tuple[Any, str]] = {}
     for opt in OPTIONS:
         if given.get(opt.name) is not None:
@@ -536,30 +441,17 @@ def resolve(args: argparse.Namespace | Mapping[str, Any], environ: Mapping[str, 
     try:
         return RunConfig.model_validate({name: raw for name, (raw, _) in values.items()})
     except ValidationError as exc:
-        raise _config_error(exc, values) from None
-
-
-def _config_error(exc: ValidationError, values: Mapping[str, tuple[Any, str]]) -> ConfigError:
-    """The first error, worded as ever: `<flag or variable>=<value>: <rule>`."""
-    error = exc.errors()[0]
-    cause = error.get("ctx", {}).get("error")
-    if isinstance(cause, ConfigError):
-        return cause
-    name = error["loc"][0] if error["loc"] else ""
-    raw, where = values.get(name, (error.get("input"), name))
-    return ConfigError(f"{where}={raw!r}: {cause if cause is not None else error['msg']}")
+        error = exc.errors()[0]  # worded as ever: `<flag or variable>=<value>: <rule>`
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            raise cause from None
+        raw, where = values.get(error["loc"][0] if error["loc"] else "", (error.get("input"), ""))
+        raise ConfigError(f"{where}={raw!r}: {cause if cause is not None else error['msg']}") from None
 
 
 # --- rendering: launchers (cloud-init env file, SSH runner) write options from this table ---
 
 _BY_NAME = {opt.name: opt for opt in OPTIONS}
-
-
-def _option(name: str) -> Option:
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise KeyError(f"{name!r} is not a payload run option; known: {', '.join(_BY_NAME)}") from None
 
 
 def _text_of(opt: Option, value: Any) -> str:
@@ -573,16 +465,22 @@ def _text_of(opt: Option, value: Any) -> str:
 
 
 def _given(values: dict[str, Any]) -> list[tuple[Option, Any, str]]:
-    """(option, value, its text) of the options with a value, in the table's order; None means "not
-    given" and is left out. Each text is checked with the option's own parser first, so a launcher
-    cannot hand the payload a value it would refuse at boot."""
-    for name in values:
-        _option(name)
+    """(option, value, its text) of the options with a value (None: not given), in the table's order.
+    Each text is checked with the option's own parser, so a launcher cannot hand the payload a value
+    it would refuse at boot (benchmarks, data and the spec file are checked on the host)."""
+    unknown = [name for name in values if name not in _BY_NAME]
+    if unknown:
+        raise KeyError(f"{unknown[0]!r} is not a payload run option; known: {', '.join(_BY_NAME)}")
     given = [
         (opt, values[opt.name], _text_of(opt, values[opt.name])) for opt in OPTIONS if values.get(opt.name) is not None
     ]
     for opt, _, text in given:
-        _check(opt, text)
+        if opt.name in ("benchmark", "data", "workload"):
+            continue
+        try:
+            opt.parse(text)
+        except ValueError as exc:
+            raise ConfigError(f"{opt.cli} ({opt.env}) {text!r}: {exc}") from None
     return given
 
 
@@ -597,12 +495,3 @@ def render_argv(values: dict[str, Any]) -> list[str]:
     for opt, value, text in _given(values):
         argv += ([opt.cli] if value else []) if opt.flag else [opt.cli, text]
     return argv
-
-
-def _check(opt: Option, text: str) -> None:
-    if opt.name in ("benchmark", "data", "workload"):  # checked on the host: its benchmarks, data and spec file
-        return
-    try:
-        opt.parse(text)
-    except ValueError as exc:
-        raise ConfigError(f"{opt.cli} ({opt.env}) {text!r}: {exc}") from None

@@ -1,20 +1,9 @@
-"""Dataset readers in the formats the studies used, plus synthetic stand-ins.
-
-Each ``read_*`` takes a DataSource: ``download`` fetches through
-``keras.datasets`` / ``keras.utils.get_file`` (cached under ~/.keras), ``dir``
-reads the same files from a local directory (air-gapped hosts, tests), and
-the ``synthetic_*`` functions generate data with the real shapes,
-vocabulary sizes and class counts.
-
-Local file formats:
-- ``mnist.npz``: arrays x_train (N,28,28) uint8, y_train, x_test, y_test (Keras' file).
-- ``cifar-10-batches-py/``: pickled ``data_batch_1..5`` and ``test_batch``
-  dicts with ``data`` (N,3072) uint8 and ``labels`` (the upstream Python format).
-- ``imdb.npz``: object arrays of word-index lists x_train, y_train, x_test,
-  y_test (Keras' raw file; indices are shifted like keras.datasets.imdb).
-- ``nietzsche.txt``: plain text.
-- tweets: any ``*.csv`` with the thinknook Sentiment140-style header
-  ``ItemID,Sentiment,SentimentSource,SentimentText`` (seed 000's corpus).
+"""Dataset readers in the formats the studies used, and synthetic stand-ins with the real shapes,
+vocabulary sizes and class counts. A ``read_*`` takes a DataSource: ``download`` fetches through
+keras.datasets / keras.utils.get_file (cached under ~/.keras), ``dir`` reads the same files locally
+(air-gapped hosts, tests): ``mnist.npz`` and ``imdb.npz`` (Keras' files), ``cifar-10-batches-py/``
+(the upstream pickles), ``nietzsche.txt``, and any ``*.csv`` of tweets with the thinknook header
+``ItemID,Sentiment,SentimentSource,SentimentText`` (seed 000's corpus).
 """
 
 from __future__ import annotations
@@ -44,9 +33,6 @@ def _need(path: str) -> str:
     if not os.path.exists(path):
         raise DatasetError(f"expected dataset file {path} (see payload.datasets for formats)")
     return path
-
-
-# -- synthetic -----------------------------------------------------------------
 
 
 def synthetic_images(rng: np.random.Generator, n: int, shape: tuple, classes: int):
@@ -79,13 +65,10 @@ def synthetic_sequences(rng: np.random.Generator, n: int, maxlen: int, vocab: in
     return ranks, y
 
 
-# -- text helpers ----------------------------------------------------------------
-
-
-def pad_sequences(seqs, maxlen: int, value: int = 0) -> np.ndarray:
-    """Keras' default: pre-padding and pre-truncation."""
+def pad_sequences(seqs, maxlen: int) -> np.ndarray:
+    """Keras' default: pre-padding with 0 and pre-truncation."""
     np = frameworks.numpy()
-    out = np.full((len(seqs), maxlen), value, dtype=np.int32)
+    out = np.zeros((len(seqs), maxlen), dtype=np.int32)
     for i, s in enumerate(seqs):
         s = list(s)[-maxlen:]
         if s:
@@ -128,9 +111,6 @@ def tokenize_tweets(texts: list[str], max_features: int, maxlen: int | None):
     ids = [[vocab.get(w, oov) for w in ts if w] for ts in tokens]
     maxlen = maxlen or max((len(s) for s in ids), default=1)
     return pad_sequences(ids, maxlen), len(vocab) + 2
-
-
-# -- real datasets ---------------------------------------------------------------
 
 
 def read_mnist(source):
@@ -205,7 +185,7 @@ def _tweets_csv(source) -> str:
     return found[0]
 
 
-def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+def read_tweets(source) -> tuple[list[str], np.ndarray]:
     """Texts and 0/1 labels from the thinknook CSV (malformed rows are skipped)."""
     np = frameworks.numpy()
     path = _tweets_csv(source)
@@ -222,8 +202,6 @@ def read_tweets(source, limit: int | None = None) -> tuple[list[str], np.ndarray
                 continue
             labels.append(int(row[1]))
             texts.append(",".join(row[3:]))
-            if limit and len(texts) >= limit:
-                break
     if not texts:
         raise DatasetError(f"{path}: no labelled rows")
     return texts, np.asarray(labels, dtype=np.int32)

@@ -1,18 +1,15 @@
 """The one error boundary of every gpubench entry point (``gpubench``, ``python -m analysis|infra|payload``).
 
-Whatever a command raises ends here as a message on stderr and an exit code from
-payload.exitcodes, never a traceback: an error of ours (exitcodes.GpubenchError) carries
-its code and prints its whole message; a few errors of Python and of libraries, which
-cannot, are mapped in `classify`; a closed stdout (``| head``) ends quietly with OK; Ctrl-C
-prints one line and exits CANCELLED; anything else is a bug, named by its type with where
-to report it. ``GPUBENCH_DEBUG=1`` (or ``gpubench --debug``) prints the traceback as well.
-What is printed passes payload.terminal, as text from a bucket or a job may be in it.
-
-It lives in payload, the bottom layer, so that all three entry points share it.
+Whatever a command raises ends as a message on stderr (through payload.terminal) and an exit code
+(payload.exitcodes), never a traceback: our errors carry their code and message; a few of Python's
+and libraries' are mapped in `classify`; a closed stdout ends quietly; Ctrl-C is CANCELLED; anything
+else is a bug, named with where to report it. GPUBENCH_DEBUG=1 (or ``gpubench --debug``) adds the
+traceback. It lives in payload, the bottom layer, so all three entry points share it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -48,18 +45,14 @@ def debug_requested() -> bool:
 
 def say(line: str) -> None:
     """Text on stderr, made safe for a terminal; a closed stderr is not worth a second error."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         print(terminal_text(line), file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
 
 
 def quiet_stdout() -> None:
     """After a closed pipe, point stdout at /dev/null so the interpreter's final flush stays silent."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def first_line(exc: BaseException) -> str:
@@ -95,15 +88,9 @@ def unexpected(exc: BaseException, prog: str) -> str:
     )
 
 
-def guarded(
-    call: Callable[[], int | None],
-    *,
-    prog: str,
-    debug: Callable[[], bool] = debug_requested,
-) -> int:
-    """Run `call` (parsing included) and turn whatever it raises into a message and a documented exit code.
-
-    SystemExit passes through: argparse's own usage errors already exit 2 with a message."""
+def guarded(call: Callable[[], int | None], *, prog: str, debug: Callable[[], bool] = debug_requested) -> int:
+    """Run `call` (parsing included) and turn whatever it raises into a message and a documented exit code
+    (SystemExit passes: argparse's usage errors already exit 2 with a message)."""
     try:
         code = int(call() or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit

@@ -1,11 +1,8 @@
-"""Software and host facts for result.json (what is needed to reproduce a run).
-
-Framework facts (TensorFlow, Keras and its backend, JAX, PyTorch) are read
-only when the training path already imported them; the rest is standard library.
-"""
+"""Software and host facts for result.json; a framework's versions only when the run already imported it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -42,43 +39,29 @@ def software_facts(backend: str = "tensorflow") -> dict:
     tf = sys.modules.get("tensorflow")
     if tf is not None:
         facts["tensorflow"] = tf.__version__
-        try:
+        with contextlib.suppress(Exception):  # CPU builds lack some keys on some versions
             info = tf.sysconfig.get_build_info()
             facts["cuda_build"] = info.get("cuda_version") or None
             facts["cudnn_build"] = info.get("cudnn_version") or None
-        except Exception:  # noqa: BLE001 - CPU builds lack some keys on some versions
-            pass
     keras = sys.modules.get("keras")
     if keras is not None:
         facts["keras"] = getattr(keras, "__version__", None)
-        try:
+        with contextlib.suppress(Exception):  # a partially imported keras: keep the requested one
             facts["backend"] = keras.config.backend()  # what Keras actually runs on
-        except Exception:  # noqa: BLE001 - a partially imported keras: keep the requested one
-            pass
     return facts
 
 
-def _cpu_model() -> str | None:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
-def _memory_gb() -> float | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return round(int(line.split()[1]) / 1024**2, 1)
-    except (OSError, ValueError):
-        pass
+def _proc_line(path: str, prefix: str) -> str | None:
+    """The first line of a /proc file that starts with `prefix` (None without one, or off Linux)."""
+    with contextlib.suppress(OSError), open(path) as f:
+        return next((line for line in f if line.startswith(prefix)), None)
     return None
 
 
 def host_facts() -> dict:
-    return {"cpu_model": _cpu_model(), "cpu_count": os.cpu_count(), "memory_gb": _memory_gb()}
+    cpu, memory = _proc_line("/proc/cpuinfo", "model name"), _proc_line("/proc/meminfo", "MemTotal:")
+    return {
+        "cpu_model": cpu.split(":", 1)[1].strip() if cpu else platform.processor() or None,
+        "cpu_count": os.cpu_count(),
+        "memory_gb": round(int(memory.split()[1]) / 1024**2, 1) if memory else None,
+    }

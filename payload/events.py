@@ -1,14 +1,8 @@
-"""Timeline events and MLPerf-style ``:::MLLOG`` lines.
+"""Timeline events and MLPerf-style ``:::MLLOG`` lines (so existing log tooling can read runs).
 
-The timeline is what cost accounting needs beyond train time: boot, setup,
-upload and idle are billed too (SkyPilot #1644). Host-side events written by
-the systemd unit (``GPUBENCH_HOST_EVENTS``, one JSON object per line with at
-least ``event`` and ``time``) are merged in, so one ``events.jsonl`` covers
-instance launch to shutdown.
-
-``mllog`` prints lines in the MLPerf logging format
-(``:::MLLOG {"namespace": "", "time_ms": ..., "event_type": ..., "key": ...,
-"value": ..., "metadata": {...}}``) so existing log tooling can read runs.
+The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed
+too (SkyPilot #1644). The host's events (GPUBENCH_HOST_EVENTS, one JSON object with ``event`` and
+``time`` a line) are merged in, so one ``events.jsonl`` covers instance launch to shutdown.
 """
 
 from __future__ import annotations
@@ -32,7 +26,12 @@ _MLLOG_EVENT_TYPE = {
 }
 
 
-def mllog(key: str, value=None, metadata: dict | None = None, stream: IO[str] | None = None) -> str:
+def note(message: str) -> None:
+    """A line of the payload's own on stderr (the container log)."""
+    print(f"[gpubench] {message}", file=sys.stderr, flush=True)
+
+
+def mllog(key: str, value=None, metadata: dict | None = None) -> str:
     """Print (and return) one ``:::MLLOG`` line."""
     record = {
         "namespace": "",
@@ -43,15 +42,15 @@ def mllog(key: str, value=None, metadata: dict | None = None, stream: IO[str] | 
         "metadata": {"file": "payload", "lineno": 0, **(metadata or {})},
     }
     line = ":::MLLOG " + json.dumps(record, default=str)
-    print(line, file=stream or sys.stdout, flush=True)
+    print(line, flush=True)
     return line
 
 
 class Timeline:
     """An ordered list of events for one run (all attempts)."""
 
-    def __init__(self, attempt: int = 1, echo: IO[str] | None = None):
-        self.attempt = attempt
+    def __init__(self, echo: IO[str] | None = None):
+        self.attempt = 1
         self.events: list[dict] = []
         self.echo = echo
 

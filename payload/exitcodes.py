@@ -1,14 +1,8 @@
 """Exit codes: one table for every gpubench command (``gpubench``, ``python -m payload|infra|analysis``).
 
 `TABLE` is what ``gpubench --help`` prints; docs/cli.md, "Exit codes", says what each means
-(tests/cli/test_exit_code_docs.py holds the two together). What the payload adds: 3 (NO_GPU)
-``--expect-gpu`` found no GPU, a ``failed`` result is written; 4 (SPOOLED) completed, but some
-files are only in the local spool (``python -m payload flush``); 6 (STRANDED) not even the spool
-took them: they are in ``$TMPDIR/gpubench-fallback/`` (else ``./gpubench-fallback/``) or on
-stderr between ``LOST-FILE`` markers (``python -m payload flush --spool DIR``); 75 (INTERRUPTED,
-EX_TEMPFAIL) a checkpoint and an ``interrupted`` result were written: run again to resume. Within
-one suite the most urgent outcome wins, in the order INTERRUPTED, STRANDED, NO_GPU, FAILED,
-SPOOLED, OK.
+(tests/cli/test_exit_code_docs.py holds them together). Within one payload suite the most urgent
+outcome wins: INTERRUPTED, STRANDED, NO_GPU, FAILED, SPOOLED, OK.
 """
 
 from __future__ import annotations  # the legacy image's Python 3.8 cannot evaluate `int | None`
@@ -48,9 +42,8 @@ def worst(codes) -> int:
 
 
 class GpubenchError(Exception):
-    """An error the user can act on, carrying its exit code (the click model): its message names the bad
-    value and the fix and is shown whole; payload.entrypoint.guarded is the one place that prints it and
-    exits. Subclasses set `exit_code`; one raise site may give its own."""
+    """An error the user can act on, carrying its exit code (the click model); its message names the bad
+    value and the fix; payload.entrypoint.guarded prints it. A raise site may give its own `exit_code`."""
 
     exit_code = FAILED
 

@@ -1,7 +1,5 @@
-"""Which pip extra brings which library: a command that needs a missing one says what to install.
-
-The base install (catalog, offers, cost, plan) needs only PyYAML; the extras
-bring the rest (see pyproject.toml).
+"""Which pip extra brings which library (pyproject.toml): a command that needs a missing one says what to
+install; the base install needs only PyYAML, pydantic and argcomplete.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""GPU sampling through NVML (nvidia-ml-py), about once a second.
-
-Static facts (model, memory, driver, compute capability) are read once;
-utilisation, memory used and power are sampled by a daemon thread while the
-training window is open. With no NVML (no driver, no GPU, CPU container)
-every field is None: the result says "not measured", never an invented 0.
+"""GPU sampling through NVML (nvidia-ml-py): static facts once, utilisation, memory and power about once a
+second while the training window is open. Without NVML every field is None ("not measured", never 0).
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
 
@@ -38,30 +35,26 @@ def nvml_info() -> dict:
         count = pynvml.nvmlDeviceGetCount()
         info["gpus_nvml"] = count
         info["driver_version"] = _text(pynvml.nvmlSystemGetDriverVersion())
-        try:
+        with contextlib.suppress(Exception):
             v = pynvml.nvmlSystemGetCudaDriverVersion()
             info["nvml_cuda_driver"] = f"{v // 1000}.{(v % 1000) // 10}"
-        except Exception:  # noqa: BLE001
-            pass
         if count:
             h = pynvml.nvmlDeviceGetHandleByIndex(0)
             info["gpu_model"] = _text(pynvml.nvmlDeviceGetName(h))
             info["gpu_memory_gb"] = round(pynvml.nvmlDeviceGetMemoryInfo(h).total / _GIB, 2)
-            try:
+            with contextlib.suppress(Exception):
                 major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(h)
                 info["compute_capability"] = f"{major}.{minor}"
-            except Exception:  # noqa: BLE001
-                pass
     finally:
         pynvml.nvmlShutdown()
     return info
 
 
 class GpuSampler:
-    """Background NVML sampler for GPUs ``indices`` (default: all)."""
+    """Background NVML sampler of every GPU."""
 
-    def __init__(self, interval: float = 1.0, indices: list[int] | None = None):
-        self.interval, self.indices = interval, indices
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
         self.util: list[float] = []
         self.power_w: list[float] = []
         self.mem_peak_bytes: int | None = None
@@ -76,9 +69,7 @@ class GpuSampler:
         try:
             pynvml = _nvml()
             pynvml.nvmlInit()
-            count = pynvml.nvmlDeviceGetCount()
-            idx = self.indices if self.indices is not None else list(range(count))
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in idx if i < count]
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
             self.available = bool(self._handles)
         except Exception as exc:  # noqa: BLE001
             self.error = f"NVML unavailable: {exc}"
@@ -100,10 +91,8 @@ class GpuSampler:
             utils.append(float(pynvml.nvmlDeviceGetUtilizationRates(h).gpu))
             used = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
             self.mem_peak_bytes = max(self.mem_peak_bytes or 0, used)
-            try:
+            with contextlib.suppress(Exception):  # not every board reports power
                 power.append(pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
-            except Exception:  # noqa: BLE001 - not every board reports power
-                pass
         self.util.append(sum(utils) / len(utils))
         if power:
             self.power_w.append(sum(power) / len(power))
@@ -123,10 +112,8 @@ class GpuSampler:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self.available:
-            try:
+            with contextlib.suppress(Exception):
                 _nvml().nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
 
     def summary(self) -> dict:
         """Metrics for result.json; None when nothing was measured."""

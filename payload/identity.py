@@ -1,19 +1,92 @@
-"""Who and where we are: instance id, zone, region, type; and the run id.
+"""Who and where we are: the instance metadata clients, the instance's identity, and the run id.
 
-The run id is derived at boot so the Pulumi program stays
-deterministic: ``<UTC boot time>-<instance id>-<benchmark>``. The instance
-id comes from the AWS or GCE metadata service when one answers, else from
-the hostname (SSH hosts, laptops, CI).
+AWS IMDSv2 (a token from ``PUT /latest/api/token`` sent back with every GET) and the GCE metadata server
+(``Metadata-Flavor: Google``), urllib with short timeouts so that off-cloud they fail in a second;
+endpoints as the SDKs read them (AWS_EC2_METADATA_SERVICE_ENDPOINT, AWS_EC2_METADATA_DISABLED,
+GCE_METADATA_HOST); a 404 is "no such value" (None). Off-cloud the hostname is the instance id.
+The run id ``<UTC boot time>-<instance id>-<benchmark>`` is made at boot, so the Pulumi program stays
+deterministic.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import socket
+import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 
-from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
 from payload.timestamps import stamp
+
+
+class MetadataUnavailable(RuntimeError):
+    """The metadata service cannot be reached (not on this cloud, or down)."""
+
+
+def _request(method: str, url: str, headers: dict, timeout: float) -> str | None:
+    req = urllib.request.Request(url, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise MetadataUnavailable(f"{method} {url}: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise MetadataUnavailable(f"{method} {url}: {exc}") from None
+
+
+class AwsImds:
+    """AWS instance metadata, IMDSv2 (session token) only."""
+
+    TTL = 21600
+
+    def __init__(self, endpoint: str | None = None, timeout: float = 1.0):
+        self.endpoint = (
+            endpoint or os.environ.get("AWS_EC2_METADATA_SERVICE_ENDPOINT") or "http://169.254.169.254/"
+        ).rstrip("/")
+        self.disabled = os.environ.get("AWS_EC2_METADATA_DISABLED", "").lower() in ("1", "true", "yes")
+        self.timeout = timeout
+        self._token: str | None = None
+        self._token_expiry = 0.0
+
+    def _get_token(self) -> str:
+        if self._token and time.monotonic() < self._token_expiry:
+            return self._token
+        ttl = {"X-aws-ec2-metadata-token-ttl-seconds": str(self.TTL)}
+        token = _request("PUT", f"{self.endpoint}/latest/api/token", ttl, self.timeout)
+        if not token:
+            raise MetadataUnavailable(f"{self.endpoint}: no IMDSv2 token")
+        self._token, self._token_expiry = token, time.monotonic() + self.TTL - 60
+        return token
+
+    def get(self, path: str) -> str | None:
+        """GET /latest/meta-data/<path>; None on 404."""
+        if self.disabled:
+            raise MetadataUnavailable("AWS_EC2_METADATA_DISABLED is set")
+        url = f"{self.endpoint}/latest/meta-data/{path.lstrip('/')}"
+        try:
+            return _request("GET", url, {"X-aws-ec2-metadata-token": self._get_token()}, self.timeout)
+        except MetadataUnavailable as exc:
+            if "HTTP 401" not in str(exc):
+                raise
+            self._token = None  # token expired or rotated: fetch a new one once
+            return _request("GET", url, {"X-aws-ec2-metadata-token": self._get_token()}, self.timeout)
+
+
+class GceMetadata:
+    """GCE metadata server (computeMetadata/v1)."""
+
+    def __init__(self, host: str | None = None, timeout: float = 1.0):
+        host = host or os.environ.get("GCE_METADATA_HOST") or "metadata.google.internal"
+        self.base = (host if host.startswith("http") else f"http://{host}").rstrip("/") + "/computeMetadata/v1"
+        self.timeout = timeout
+
+    def get(self, path: str) -> str | None:
+        """GET /computeMetadata/v1/<path>; None on 404."""
+        return _request("GET", f"{self.base}/{path.lstrip('/')}", {"Metadata-Flavor": "Google"}, self.timeout)
 
 
 @dataclass(frozen=True)
@@ -38,15 +111,10 @@ def _aws(timeout: float) -> Identity:
         raise MetadataUnavailable("no instance-id")
     zone = imds.get("placement/availability-zone")
     region = imds.get("placement/region") or (zone[:-1] if zone else None)
-    lifecycle = imds.get("instance-life-cycle")
-    return Identity(
-        "aws",
-        iid,
-        zone,
-        region,
-        imds.get("instance-type"),
-        {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(lifecycle or ""),
+    lifecycle = {"spot": "spot", "on-demand": "on-demand", "normal": "on-demand"}.get(
+        imds.get("instance-life-cycle") or ""
     )
+    return Identity("aws", iid, zone, region, imds.get("instance-type"), lifecycle)
 
 
 def _gce(timeout: float) -> Identity:

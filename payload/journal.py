@@ -1,16 +1,8 @@
-"""The results journal, writer's side: announce that a run's result just landed.
-
-After a result file (``result.json``, or a resumed attempt's ``result.v1.json``, ...) is
-visible in the bucket, its writer creates one empty object
-``journal/<stack>/<stamp>-<run-id>`` (payload.layout.journal_key) with its own clock
-read right before that put. A collect then learns which runs of a settled stack changed
-by listing the journal after its last full listing, instead of every run directory.
-
-The stamp is what makes an entry useful, so an entry is always written straight to the
-bucket and never spooled: a spooled entry would be delivered later under the stamp it got
-when it failed. A result delivered by a spool flush is announced at that flush, with the
-flush's clock. An entry is a hint: a missing one costs a collect nothing it cannot
-recover by a full listing, so announcing is best effort and never fails a run.
+"""The results journal, writer's side: once a result file is in the bucket, its writer creates the empty
+object ``journal/<stack>/<stamp>-<run-id>`` (payload.layout) with its own clock read just before, so a
+collect lists a settled stack's journal instead of every run. The stamp is the point, so an entry is
+never spooled (a spooled one would land under a stale stamp): a spool flush announces what it delivers
+with its own clock. An entry is a hint a full listing makes up for: announcing never fails a run.
 """
 
 from __future__ import annotations
@@ -32,10 +24,8 @@ def _direct(store) -> Store:
 
 
 def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> str:
-    """Create one entry stamped just before its put; the entry's key. A put that took
-    half the journal window or more (its retries waited) is followed by one more entry,
-    stamped afresh: a collect that read the journal meanwhile starts its next read at
-    most JOURNAL_WINDOW_S before then, after the first entry's stamp."""
+    """Create one entry stamped just before its put; its key. A put that took half the journal window or
+    more (its retries waited) is followed by one stamped afresh, which a collect's next read still sees."""
     stamp = clock()
     key = journal_key(stack, run_id, stamp)
     store.put_bytes(key, b"", CONTENT_TYPE)

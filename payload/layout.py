@@ -1,11 +1,9 @@
 """The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
 
-The payload writes there, each file once (a rewrite is a new version of the file,
-`versioned`; readers take the newest, `newest_versions`); the launcher lets an
-instance create objects only under its own launch's runs (``runs/<stack>/<launch>-*``);
-and collect reads a result as genuine only where its key agrees with the stack and
-run id it claims. Building and parsing keys goes through this module so the three
-can never disagree.
+The payload writes there, each file once (a rewrite is a new version, `versioned`); the launcher lets
+an instance create objects only under its launch's runs (``runs/<stack>/<launch>-*``); collect trusts
+a result only where its key agrees with the stack and run id it claims. All three build and parse keys
+here, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -28,13 +26,9 @@ class BadKeyPart(ValueError):
     """A stack name or run id that cannot be one path segment of a key."""
 
 
-# The one alphabet of names that become keys, table cells and report text:
-# ASCII letters and digits, then '.', '_', '-' (and '/', '+' inside an offering
-# id). Nothing else: a right-to-left override, a Cyrillic look-alike or a
-# Unicode hyphen would print like a real stack while being another one. Each
-# kind of name is a pattern over it; every reader and writer checks through
-# check_name. (Stacks follow Pulumi's stack-name alphabet: the launcher names
-# them this way and the payload refuses anything else before it trains.)
+# The one alphabet of names that become keys, table cells and report text: ASCII letters, digits, '.',
+# '_', '-' (and '/', '+' in an offering id). A bidi override, a Cyrillic look-alike or a Unicode hyphen
+# would print like a real stack while being another. Stacks follow Pulumi's stack-name alphabet.
 NAME_PATTERNS = {
     "stack name": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"),
     "run id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}"),
@@ -134,23 +128,16 @@ def parse_key(key: str) -> RunKey | None:
     return RunKey(m["stack"], m["run"], m["rest"])
 
 
-# -- write-once versions of a run's files ---------------------------------------------------
-# A run never overwrites an object: the instance's role may only create (S3 If-None-Match,
-# GCS objectCreator). A file written again (a resumed attempt's result.json, the checkpoint
-# state at every checkpoint, the rolling log tail) gets a new name instead:
-#   result.json            generation 0, part 0 (a run's first attempt: the name readers always knew)
-#   result.v1.json         generation 1 (the first resumed attempt), part 0
-#   log-tail.v0.12.txt     generation 0, the 12th rewrite within it
-# and readers take the newest version of each file (`newest_versions`).
+# Write-once versions: a run never overwrites (its role may only create); a file written again gets a new
+# name and readers take the newest (`newest_versions`): result.json (generation 0, a first attempt),
+# result.v1.json (the first resumed attempt), log-tail.v0.12.txt (generation 0, its 12th rewrite).
 _VERSION = re.compile(
     r"(?P<stem>[^/]*?)\.v(?P<generation>[0-9]{1,6})(?:\.(?P<part>[0-9]{1,9}))?(?P<ext>\.[A-Za-z0-9]+)"
 )
 
 
 def versioned(name: str, generation: int, part: int = 0) -> str:
-    """The name of version (generation, part) of a run file: `name` itself for (0, 0).
-
-    `name` may hold a folder (`checkpoints/state.json`); the version goes before the extension."""
+    """The name of version (generation, part) of a run file (`checkpoints/state.json`): `name` for (0, 0)."""
     if (generation, part) == (0, 0):
         return name
     folder, slash, base = name.rpartition("/")
@@ -192,18 +179,10 @@ def next_generation(keys) -> int:
     return max(generations) + 1 if generations else 0
 
 
-# -- the results journal ----------------------------------------------------------------------
-# A bucket has no directory times: to learn that a settled stack holds nothing new, a collect
-# would list every run directory of it. Instead, each time a run's result lands the writer
-# creates one empty object `journal/<stack>/<stamp>-<run-id>`, where <stamp> is the writer's
-# UTC clock at that moment in a fixed-width form (so key order is time order). A collect lists
-# a settled stack's journal only after the time of its last full listing, less JOURNAL_WINDOW_S
-# for clocks that differ and uploads that took a while, and reads just the runs it names. An
-# entry is a hint, never a result: the run it names is listed and judged like any other.
+# The results journal (payload.journal): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
+# width (key order is time order). A collect lists it from its last full listing less JOURNAL_WINDOW_S (clocks
+# differ, uploads take a while) instead of every run of a settled stack; an entry is a hint, never a result.
 JOURNAL_ROOT = "journal/"
-# How far before a collect's last listing its next journal listing starts: it covers a writer's
-# clock behind the collecting machine's, and an entry's upload time (one that took half the window
-# or more is written again, stamped afresh: payload.journal).
 JOURNAL_WINDOW_S = 300.0
 _JOURNAL_STAMP = "%Y%m%dT%H%M%S.%fZ"  # 23 characters, e.g. 20261126T034512.123456Z
 _JOURNAL_KEY = re.compile(r"journal/(?P<stack>[^/]+)/(?P<stamp>[0-9]{8}T[0-9]{6}\.[0-9]{6}Z)-(?P<run>[^/]+)")

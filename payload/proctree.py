@@ -1,17 +1,10 @@
 """Every process a job started, found and ended: what a process group alone cannot reach.
 
-A job's shell runs in a process group of its own, but a process the job
-starts can leave that group (``setsid``, a double-forked daemon) and, once its
-parent exits, is re-parented to init: ``killpg`` no longer reaches it and it
-runs (and bills) on. On Linux the payload therefore becomes a *child
-subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``, man 2 prctl): an orphan of the
-job is re-parented to the payload instead of init, so every process the job
-ever started stays the payload's descendant, whatever session or group it
-moved to. The tree is read from ``/proc/<pid>/stat`` (field 4 is the parent:
-man 5 proc), and `terminate` signals every member, escalating SIGTERM to
-SIGKILL within a bound, until the listing shows none left.
-
-Without ``/proc`` (not Linux) only the process group is reached.
+A process the job starts can leave its group (``setsid``, a double-forked daemon) and, re-parented to
+init, run (and bill) on. On Linux the payload becomes a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``,
+man 2 prctl), so every process the job ever started stays its descendant; the tree is read from
+``/proc/<pid>/stat`` (field 4 is the parent: man 5 proc) and `terminate` signals every member,
+SIGTERM then SIGKILL, until none is left. Without ``/proc`` only the process group is reached.
 """
 
 from __future__ import annotations
@@ -49,12 +42,7 @@ def processes() -> dict[int, tuple[str, int]]:
         entries = [int(p.name) for p in PROC.iterdir() if p.name.isdigit()]
     except OSError:
         return {}
-    table = {}
-    for pid in entries:
-        found = _stat(pid)
-        if found is not None:
-            table[pid] = found
-    return table
+    return {pid: found for pid in entries if (found := _stat(pid)) is not None}
 
 
 def parents(table: dict[int, tuple[str, int]] | None = None) -> dict[int, int]:
@@ -98,16 +86,7 @@ def descendants(roots: Iterable[int], table: dict[int, int] | None = None) -> se
 
 def pids_with_environ(name: str, value: str) -> set[int]:
     """Running processes of this user whose environment holds `name=value` (what a process inherited)."""
-    needle = f"{name}={value}".encode()
-    found = set()
-    for pid in parents():
-        try:
-            env = (PROC / str(pid) / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            found.add(pid)
-    return found
+    return {pid for pid in parents() if environ_value(pid, name) == value}
 
 
 def environ_value(pid: int, name: str) -> str | None:
@@ -155,9 +134,8 @@ def terminate(
     poll: float = 0.05,
     on_signal: Callable[[int], None] | None = None,
 ) -> set[int]:
-    """SIGTERM to every member, SIGKILL to those still running after `grace` seconds; the pids still running
-    `kill_wait` seconds later (none, unless a process cannot be killed). `members()` is asked again at every
-    step, so a process started while the others stop is signalled too."""
+    """SIGTERM to every member, SIGKILL to those left after `grace` s; the pids still running `kill_wait` s later.
+    `members()` is asked at every step, so a process started while the others stop is signalled too."""
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
         if on_signal is not None:
             on_signal(sig)

@@ -1,13 +1,10 @@
 """Where results go: the one parser of a results location (s3://, gs://, file:// or a local path).
 
-The payload, the stack configs, the SSH runner, teardown and collect all take a
-results location from a user; each of them checks and splits it here, so a
-value is accepted or refused, and explained, the same way everywhere. Pure
-standard library, Python 3.8 compatible: it runs in the legacy payload image too.
+The payload, the stack configs, the SSH runner, teardown and collect all check and split a user's
+location here, so it is accepted, refused and explained the same way everywhere. Standard library,
+Python 3.8 (the legacy payload image)::
 
-    loc = parse_results_location("s3://my-results/team")
-    loc.scheme, loc.bucket, loc.prefix  # ("s3", "my-results", "team/")
-    parse_results_location("results", schemes=BUCKET_SCHEMES)  # refused: a bare path
+    parse_results_location("s3://my-results/team")  # scheme "s3", bucket "my-results", prefix "team/"
 """
 
 from __future__ import annotations
@@ -19,12 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # Scheme -> how a user writes it: the forms listed in every error message.
-FORMS = {
-    "s3": "s3://bucket[/prefix]",
-    "gs": "gs://bucket[/prefix]",
-    "file": "file:///abs/dir",
-    "path": "a local path",
-}
+FORMS = {"s3": "s3://bucket[/prefix]", "gs": "gs://bucket[/prefix]", "file": "file:///abs/dir", "path": "a local path"}
 BUCKET_SCHEMES = ("s3", "gs")  # cloud buckets: what a cloud stack may name
 URL_SCHEMES = ("s3", "gs", "file")  # URLs only: what an SSH stack may name
 ALL_SCHEMES = ("s3", "gs", "file", "path")  # everything the payload accepts ("path": a bare local path)
@@ -130,14 +122,11 @@ def _file(text: str, rest: str) -> ResultsLocation:
 def parse_results_location(
     text: str, *, schemes: Sequence[str] = ALL_SCHEMES, other_forms: Sequence[str] = (), bucket_rules: bool = True
 ) -> ResultsLocation:
-    """Parse and check a results location without opening it.
+    """Parse and check a results location without opening it; ResultsLocationError names the value and the fix.
 
-    `schemes` are the forms the caller takes (ALL_SCHEMES, URL_SCHEMES, BUCKET_SCHEMES);
-    `other_forms` describe forms the caller handled itself before calling (e.g. "a stack
-    reference (stack:aws-results)"), so the error lists everything that would have worked.
-    `bucket_rules=False` skips the S3/GCS bucket naming rules (any non-empty name passes; the
-    store refuses a bad one when it is opened).
-    Raises ResultsLocationError naming the value and the fix."""
+    `schemes`: the forms the caller takes; `other_forms`: those it handled itself ("a stack reference
+    (stack:aws-results)"), so the error lists all that would have worked; `bucket_rules=False` leaves
+    the bucket naming rules to the store."""
     if not isinstance(text, str) or not text.strip():
         raise ResultsLocationError(f"results location must be a non-empty URL or path, got {text!r}")
     bad = next((c for c in text if ord(c) < 32 or ord(c) == 127), None)
@@ -161,16 +150,10 @@ def parse_results_location(
 
 
 def bucket_name_problem(scheme: str, name: str) -> str | None:
-    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None.
-
-    S3: https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-    GCS: https://cloud.google.com/storage/docs/buckets#naming
-    """
-    if scheme == "s3":
-        return _s3_bucket_problem(name)
-    if scheme == "gs":
-        return _gcs_bucket_problem(name)
-    return None
+    """Why ``name`` is not a valid bucket name for ``scheme`` (s3 or gs), or None. The rules:
+    https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html (S3),
+    https://cloud.google.com/storage/docs/buckets#naming (GCS)."""
+    return (_s3_bucket_problem if scheme == "s3" else _gcs_bucket_problem)(name)
 
 
 def _s3_bucket_problem(name: str) -> str | None:

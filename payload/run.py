@@ -1,20 +1,10 @@
 """The run orchestrator: one job (a built-in benchmark or a workload) from start to uploaded result.
 
-Every run of a suite has the same lifecycle, kept here once:
-
-1. skip a job a spot predecessor already completed in this deployment,
-2. resume state (if the job has any), run id, host events, attempt record,
-   ``run_start`` in the timeline,
-3. the job's own work, with the suite's preemption watcher (deadline, spot
-   notice, SIGTERM) and a GPU sampler at hand; any exception becomes a
-   ``failed`` result,
-4. the attempt's end, the job's checkpoints or completion marker, then
-   ``result.json`` + ``events.jsonl`` + ``epochs.csv`` (and the job's extra
-   files) through the spooling store, and the exit code (payload.exitcodes).
-
-What differs between kinds of job is the `Job` protocol:
-payload.builtin.BuiltinJob trains a payload.benchmarks benchmark,
-payload.workloads.job.WorkloadJob runs the user's command.
+The lifecycle every run shares: skip a job this deployment already completed; resume state, run id,
+host events and attempt record; the job's work with the suite's watcher and a GPU sampler at hand
+(any exception becomes a `failed` result); the attempt's end, checkpoints, then the run's files
+through the spooling store and the exit code. What differs is the `Job` (payload.builtin.BuiltinJob,
+payload.workloads.job.WorkloadJob).
 """
 
 from __future__ import annotations
@@ -24,13 +14,14 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from payload import exitcodes
 from payload.checkpoint import find_completed
 from payload.config import RunConfig
 from payload.environment import host_facts
-from payload.events import Timeline
+from payload.events import Timeline, note
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, make_run_id
 from payload.price import result_offering
@@ -45,7 +36,7 @@ RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run upload
 
 @dataclass
 class SuiteContext:
-    """What the runs of one suite share: where results go, who we are, the price, the watcher."""
+    """What the runs of one suite share."""
 
     cfg: RunConfig
     boot: float
@@ -53,12 +44,10 @@ class SuiteContext:
     store: SpoolingStore
     watcher: PreemptionWatcher
     price: dict
-    offering: dict
     warnings: list[str] = field(default_factory=list)
     flush_note: dict | None = None
-    # The host's events (instance_launch, boot_done, ...) open the billed window
-    # of the first run of this process only: merged into every result, each
-    # later run would be billed again from instance launch.
+    # The host's events (instance_launch, ...) open the billed window of the first run only:
+    # merged into every result, each later run would be billed again from instance launch.
     host_events_claimed: bool = False
 
 
@@ -103,39 +92,22 @@ class JobReport:
 
 
 class Job(Protocol):
-    """What a kind of job supplies to `Run`; it gets the run at construction (``make_job(run)``)."""
+    """What a kind of job supplies to `Run`, in the order the run calls it; made by ``make_job(run)``."""
 
     name: str  # the benchmark name in the result, the timeline and messages
     run_name: str  # the last part of a new run id
     fingerprint: str
     extra_files: tuple[str, ...]  # uploaded before RESULT_FILES
 
-    def restore(self) -> dict | None:
-        """Resume state of an interrupted attempt (its ``run_id`` is reused), or None."""
-
-    def begin(self, resume: dict | None) -> None:
-        """The run id and writer exist: open checkpoints or rolling uploads, print MLLOG lines."""
-
-    def execute(self) -> tuple[str, int]:
-        """Do the work; return (status, exit code). Set ``run.error`` for a failure or interruption."""
-
-    def failure(self, exc: Exception) -> tuple[str, int]:
-        """(error text, exit code) for an exception `execute` raised."""
-
-    def end_attempt(self) -> dict:
-        """Called once per attempt: fold its time into the totals, return facts for its record."""
-
-    def settle(self, status: str) -> None:
-        """Before the upload: wait for checkpoints, mark a completed run complete."""
-
-    def write_extras(self) -> None:
-        """Upload `extra_files` (the run then writes RESULT_FILES)."""
-
-    def report(self, status: str, nv: dict) -> JobReport:
-        """The job's part of the result; `nv` is payload.gpu.nvml_info()."""
-
-    def epoch_rows(self) -> list[dict]:
-        """The rows of epochs.csv."""
+    def restore(self) -> dict | None: ...  # an interrupted attempt's state (its run_id is reused), or None
+    def begin(self, resume: dict | None) -> None: ...  # the run id and writer exist
+    def execute(self) -> tuple[str, int]: ...  # (status, exit code); sets run.error on a failure
+    def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
+    def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
+    def settle(self, status: str) -> None: ...  # before the upload: checkpoints done, completion marked
+    def write_extras(self) -> None: ...  # upload extra_files
+    def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
+    def epoch_rows(self) -> list[dict]: ...
 
 
 class Run:
@@ -158,11 +130,9 @@ class Run:
     def execute(self) -> int:
         done = self._already_done()
         if done:
-            print(
-                f"[gpubench] {self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
-                "not run again on this replacement instance",
-                file=sys.stderr,
-                flush=True,
+            note(
+                f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
+                "not run again on this replacement instance"
             )
             return exitcodes.OK
         self._open(self.job.restore())
@@ -172,7 +142,7 @@ class Run:
         except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
             self.error, code = self.job.failure(exc)
             self.timeline.add("error", error=str(exc)[:500])
-            print(f"[gpubench] {self.job.name} failed: {exc}", file=sys.stderr, flush=True)
+            note(f"{self.job.name} failed: {exc}")
         finally:
             self.sampler.stop()
         self.close_attempt(status)
@@ -181,12 +151,18 @@ class Run:
     def _already_done(self) -> dict | None:
         if self.cfg.no_resume:
             return None
+        find = partial(find_completed, self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
+        return self.lookup(find, "completed-run lookup failed, running again")
+
+    def lookup(self, find: Callable[[], dict | None], failed: str) -> dict | None:
+        """A bucket lookup that never stops the run: a create-only role (GCP) may not list, so nothing is
+        found; a bucket that is down is a warning, `failed` saying what the run does instead."""
         try:
-            return find_completed(self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
-        except PermanentStorageError:  # a create-only role (GCP) may not list: nothing to find
+            return find()
+        except PermanentStorageError:
             return None
-        except Exception as exc:  # noqa: BLE001 - bucket down: run it, say so
-            self.warnings.append(f"completed-run lookup failed, running again: {exc}")
+        except Exception as exc:  # noqa: BLE001 - bucket down
+            self.warnings.append(f"{failed}: {exc}")
             return None
 
     def _open(self, resume: dict | None) -> None:
@@ -227,30 +203,24 @@ class Run:
 
     def _result(self, status: str, code: int) -> dict:
         nv = nvml_info()
-        part = self.job.report(status, nv)
-        warnings = list(dict.fromkeys(self.warnings + part.warnings))
-        if part.hardware["device"] == "CPU" and nv["nvml_error"]:
+        part = dict(vars(self.job.report(status, nv)))  # hardware, software, benchmark, metrics, artifacts, probe
+        warnings = list(dict.fromkeys(self.warnings + part.pop("warnings")))
+        if part["hardware"]["device"] == "CPU" and nv["nvml_error"]:
             warnings.append(f"no GPU metrics: {nv['nvml_error']}")
-        cfg = self.cfg
         return new_result(
             run_id=self.run_id,
-            stack=cfg.stack,
+            stack=self.cfg.stack,
             status=status,
             started_at=self.started_at,
             finished_at=iso(),
-            offering=result_offering(cfg.offering, cfg.market, self.ctx.identity, self.ctx.offering),
+            offering=result_offering(self.cfg, self.ctx.identity),
             price=self.ctx.price,
-            hardware=part.hardware,
-            software=part.software,
-            benchmark=part.benchmark,
-            metrics=part.metrics,
             attempts=self.attempts,
             timeline=self.timeline.ordered(),
             error=self.error,
             warnings=warnings,
-            artifacts=part.artifacts,
             exit_code=code,
-            probe=part.probe,
+            **part,
         )
 
     def _finish(self, status: str, code: int) -> int:
@@ -261,13 +231,7 @@ class Run:
         self.job.write_extras()
         self.writer.write_all(self._result(status, code), self.timeline, self.job.epoch_rows())
         if len(store.spooled) > before:
-            print(
-                f"[gpubench] bucket unreachable: {len(store.spooled) - before} file(s) spooled to "
-                f"{store.spool.dir}; run `python -m payload flush`",
-                file=sys.stderr,
-                flush=True,
-            )
-        print(
-            f"[gpubench] {self.job.name}: {status} -> {store.url_for(self.writer.prefix)}", file=sys.stderr, flush=True
-        )
+            spooled = len(store.spooled) - before
+            note(f"bucket unreachable: {spooled} file(s) spooled to {store.spool.dir}; run `python -m payload flush`")
+        note(f"{self.job.name}: {status} -> {store.url_for(self.writer.prefix)}")
         return code

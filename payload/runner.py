@@ -1,50 +1,28 @@
 """``python -m payload run``: one suite, one result per benchmark, nothing lost.
 
-Order of business for a suite:
-1. flush the spool (results an earlier run could not upload),
-2. who/where/what price: metadata service, catalog or env,
-3. start the preemption watcher (+ SIGTERM) once for the suite,
-4. per built-in benchmark, then the workload: one payload.run.Run each
-   (payload.builtin.BuiltinJob, payload.workloads.WorkloadJob), which
-   writes ``result.json`` + ``events.jsonl`` + ``epochs.csv`` under
-   ``runs/<stack>/<run-id>/``,
-5. stop at the first interruption (the next boot resumes), exit code per
-   payload.exitcodes.
+Flush the spool, learn who and where we are and the price, start the preemption watcher (and the
+stop signals) once, then one payload.run.Run per built-in benchmark and one for the workload; stop
+at the first interruption (the next boot resumes it); the exit code is payload.exitcodes'.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 
 from payload import exitcodes
 from payload.builtin import BuiltinJob
 from payload.config import RunConfig
+from payload.events import note
 from payload.identity import detect_identity
-from payload.price import offering_facts, price_row
+from payload.price import price_row
 from payload.run import Run, SuiteContext
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
 from payload.watcher import PreemptionWatcher
-from payload.workloads import WorkloadJob, WorkloadSpec, load_spec
-
-
-class BenchmarkRun(Run):
-    """A built-in benchmark of the suite."""
-
-    def __init__(self, ctx: SuiteContext, name: str):
-        super().__init__(ctx, lambda run: BuiltinJob(run, name))
-
-
-class WorkloadRun(Run):
-    """The suite's workload."""
-
-    def __init__(self, ctx: SuiteContext, spec: WorkloadSpec):
-        super().__init__(ctx, lambda run: WorkloadJob(run, spec))
-
+from payload.workloads import WorkloadJob, load_spec
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -68,7 +46,7 @@ def run(cfg: RunConfig) -> int:
     spool = Spool(cfg.spool)
     flush = spool.flush()
     for message in flush.unannounced:  # a hint lost, never a result: said, and the run goes on
-        print(f"[gpubench] {message}", file=sys.stderr, flush=True)
+        note(message)
     flush_note = (
         {"delivered": len(flush.delivered), "still_spooled": len(flush.failed)}
         if flush.delivered or flush.failed
@@ -80,39 +58,33 @@ def run(cfg: RunConfig) -> int:
     price, warnings = price_row(
         cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of, cfg.on_demand_hourly_usd
     )
-    facts, more = offering_facts(cfg.offering, cfg.offering_kind, cfg.instance_type)
     if cfg.probe_seconds and cfg.benchmark:
-        more = [*more, "--probe-seconds applies to workloads only: the built-in benchmarks ran in full"]
+        warnings.append("--probe-seconds applies to workloads only: the built-in benchmarks ran in full")
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
     old_handlers = _install_stop_handlers(watcher)
-    ctx = SuiteContext(cfg, boot, identity, store, watcher, price, facts, warnings + more, flush_note)
+    ctx = SuiteContext(cfg, boot, identity, store, watcher, price, warnings, flush_note)
     codes = []
     try:
         for name in cfg.benchmark:
-            code = BenchmarkRun(ctx, name).execute()
+            code = Run(ctx, lambda run, name=name: BuiltinJob(run, name)).execute()
             codes.append(code)
             if code == exitcodes.INTERRUPTED:
                 break  # the next boot resumes this one and runs the rest
         if cfg.workload:
-            codes.append(WorkloadRun(ctx, load_spec(cfg.workload).with_environment(os.environ)).execute())
+            spec = load_spec(cfg.workload).with_environment(os.environ)
+            codes.append(Run(ctx, lambda run: WorkloadJob(run, spec)).execute())
     finally:
         watcher.stop()
         for sig, handler in old_handlers.items():
             signal.signal(sig, handler)
     if store.stranded:
-        where = ", ".join(str(d) for d in spool.used_fallbacks) or "stderr (LOST-FILE markers)"
-        print(
-            f"[gpubench] {len(store.stranded)} file(s) are in neither the bucket nor the spool {spool.dir}: "
-            f"they are in {where}"
-            + (
-                f"; deliver with `python -m payload flush --spool {spool.used_fallbacks[0]}`"
-                if spool.used_fallbacks
-                else ""
-            )
-            + (f"; lost: {', '.join(store.lost)}" if store.lost else ""),
-            file=sys.stderr,
-            flush=True,
+        where = ", ".join(map(str, spool.used_fallbacks)) or "stderr (LOST-FILE markers)"
+        message = (
+            f"{len(store.stranded)} file(s) are in neither the bucket nor the spool {spool.dir}: they are in {where}"
         )
+        if spool.used_fallbacks:
+            message += f"; deliver with `python -m payload flush --spool {spool.used_fallbacks[0]}`"
+        note(message + (f"; lost: {', '.join(store.lost)}" if store.lost else ""))
         codes.append(exitcodes.STRANDED)
     if store.spooled and exitcodes.worst(codes) == exitcodes.OK:
         codes.append(exitcodes.SPOOLED)

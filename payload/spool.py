@@ -1,25 +1,13 @@
 """Local spool: where results wait when the bucket stays down.
 
-A result that cannot be uploaded after the store's retries is written to the
-spool directory together with its destination (store URL + key) and its
-object tags. ``flush`` (``python -m payload flush``, and the start of every
-run) re-sends spooled objects oldest first, with the same tags as a direct
-upload, and deletes each one only after its upload succeeded, so nothing is
-lost and a later write of the same key wins. A result it delivers is then
-announced in the results journal (payload.journal) with the flush's clock.
-
-Directory: ``GPUBENCH_SPOOL``, else ``$XDG_CACHE_HOME/gpubench/spool``, else
-``~/.cache/gpubench/spool``. One ``<id>.json`` (metadata) + ``<id>.bin``
-(payload) pair per object; the id hashes URL + key so re-spooling a key
-replaces the older copy.
-
-If the spool itself cannot be written (read-only, full, not a directory), the
-object goes to the first writable fallback: ``$TMPDIR/gpubench-fallback/``
-(``/tmp`` without TMPDIR), then ``./gpubench-fallback/`` in the working
-directory. A fallback has the spool's format, so ``python -m payload flush
---spool <fallback>`` delivers it; the run exits STRANDED (payload.exitcodes).
-If no directory takes it, a text object (result, events, epochs) is printed
-to stderr between ``[gpubench] LOST-FILE`` markers as the last copy.
+An object the store would not take after its retries is written here with its destination (URL and
+key) and tags; ``flush`` (``python -m payload flush``, and the start of every run) re-sends them oldest
+first and deletes each only once uploaded, then announces a delivered result in the journal. One
+``<id>.json`` (metadata) + ``<id>.bin`` pair per object, the id a hash of URL and key. Directory:
+GPUBENCH_SPOOL, else the user cache (payload.userdirs). When the spool cannot be written, the first
+writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``; flush it with
+``--spool``; the run exits STRANDED) takes it, else a text object is printed to stderr between
+``[gpubench] LOST-FILE`` markers.
 """
 
 from __future__ import annotations
@@ -33,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from payload.events import note
 from payload.journal import announce
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 from payload.userdirs import user_path
@@ -152,13 +141,8 @@ def _write_item(directory: Path, item: str, data: bytes, meta: dict) -> Path:
 
 
 class SpoolingStore:
-    """Wraps a Store: uploads that fail after retries land in the spool.
-
-    Reads go straight to the store. ``spooled`` lists what did not make it,
-    ``stranded`` what went to a fallback directory or, failing that, to
-    stderr (``lost`` when even that was impossible), so the caller can say so
-    in its events and exit code.
-    """
+    """Wraps a Store: uploads that fail after retries land in the spool; reads go to the store. ``spooled``:
+    what did not make it; ``stranded``: what went to a fallback or stderr; ``lost``: not even there."""
 
     def __init__(self, store: Store, spool: Spool):
         self.store, self.spool = store, spool
@@ -172,7 +156,7 @@ class SpoolingStore:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True
         except AlreadyExists as exc:  # write-once: nothing to spool, the name is taken for good
-            print(f"[gpubench] not uploaded: {exc}", file=sys.stderr, flush=True)
+            note(f"not uploaded: {exc}")
             return False
         except StorageError as exc:
             before = len(self.spool.used_fallbacks)
@@ -185,28 +169,24 @@ class SpoolingStore:
             if path.parent != self.spool.dir:
                 self.stranded.append(key)
                 if len(self.spool.used_fallbacks) > before:
-                    print(
-                        f"[gpubench] spool {self.spool.dir} cannot be written; files go to fallback {path.parent}",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                    note(f"spool {self.spool.dir} cannot be written; files go to fallback {path.parent}")
             return False
 
     def _last_resort(self, key: str, data: bytes, exc: SpoolError) -> None:
         """Print a text object to stderr (the container log keeps it): the last copy there is."""
         self.stranded.append(key)
-        print(f"[gpubench] {key}: {exc}", file=sys.stderr, flush=True)
+        note(f"{key}: {exc}")
         try:
             text = data.decode("utf-8") if len(data) <= LAST_RESORT_LIMIT else None
         except UnicodeDecodeError:
             text = None
         if text is None:
             self.lost.append(key)
-            print(f"[gpubench] {key} ({len(data)} bytes, binary or large) is LOST", file=sys.stderr, flush=True)
+            note(f"{key} ({len(data)} bytes, binary or large) is LOST")
             return
-        print(f"[gpubench] LOST-FILE-BEGIN {self.store.url_for(key)}", file=sys.stderr)
+        note(f"LOST-FILE-BEGIN {self.store.url_for(key)}")
         print(text, file=sys.stderr)
-        print(f"[gpubench] LOST-FILE-END {self.store.url_for(key)}", file=sys.stderr, flush=True)
+        note(f"LOST-FILE-END {self.store.url_for(key)}")
 
     def __getattr__(self, name):  # get_bytes, list, exists, url_for, delete
         return getattr(self.store, name)

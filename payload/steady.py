@@ -1,32 +1,9 @@
-"""When is a probe's throughput steady, and what is it?
+"""When is a probe's throughput steady, and what is it? (docs/bench-method.md, section 2)
 
-A probe reads (elapsed seconds, cumulative samples) points from the job's
-metrics lines. This module turns them into a rate with a 95% interval:
-
-1. Time windows. The run is cut into equal-length time cells and each cell's
-   rate is samples/seconds inside it (cumulative samples interpolated linearly
-   between readings, the only assumption the readings allow). Equal cells make
-   every later mean time-weighted: a slow step that took a minute weighs a
-   minute, not one reading.
-2. Warm-up. MSER-5 (the marginal standard error rule over batches of 5 cells)
-   picks how many leading cells to drop: the cut d that minimises
-   sum((z_j - mean_d)^2) / (k - d)^2 over the kept batch means z_j, searched
-   over the first half only.
-3. Batch means. What remains is split into equal time windows; their rates'
-   mean is exactly samples/seconds over the steady period, and their spread
-   gives a Student-t 95% interval.
-4. Held. A narrow interval is not enough: a slow first phase that is itself
-   steady has one too. The rate must also have held as the window grew: the
-   latest third of the steady window agrees with the whole, and a straight
-   line through the windows' rates has no slope, each unless the difference is
-   both significant at 95 % and larger than the target share of the rate.
-5. Pauses. Readings far apart compared with their neighbours (evaluation,
-   checkpoint, epoch end) are periodic costs, not throughput: `find_gaps`
-   measures them and `without_gaps` takes their time out before 1-4, so the
-   steady rate is the rate between pauses and the pauses are charged apart.
-
-Standard library only: the payload runs this on the instance, after every
-metrics line, so every step is linear in the number of points.
+From (elapsed seconds, cumulative samples) readings: equal time cells, the MSER-5 warm-up cut,
+batch means with a Student-t 95% interval, the checks that the rate held as the window grew, and
+the pauses (evaluation, checkpoints) taken out first. Standard library only and linear in the
+points: the payload runs it on the instance after every metrics line.
 """
 
 from __future__ import annotations
@@ -40,9 +17,7 @@ from statistics import NormalDist, median
 MSER_BATCH = 5  # observations per batch in MSER-5
 MAX_WINDOWS = 30  # more batches add little to a t interval and shrink each batch
 CONFIDENCE = 0.95
-# Above this many degrees of freedom the exact finite sum gets long; the
-# Cornish-Fisher expansion is then accurate to better than 1e-12.
-EXACT_DF_LIMIT = 1000
+EXACT_DF_LIMIT = 1000  # above, the Cornish-Fisher expansion is accurate to better than 1e-12
 # A drift across the steady window above this share of the target (and significant) is a trend: the
 # window is a fraction of the job, so a change that is small across it grows over the whole job.
 DRIFT_SHARE = 1 / 3
@@ -54,15 +29,10 @@ GAP_NEIGHBOURS = 5  # intervals on each side that say what is typical around one
 class Steady:
     """A probe's steady throughput and how sure we are of it.
 
-    `warmup_seconds`: the leading time MSER-5 dropped (from the first point);
-    `windows`: the batches the interval is built from; `steady`: the interval's
-    relative half-width met the target with at least the minimum of windows;
-    `warmup_samples`: the cumulative samples at the end of the warm-up (the
-    first reading's included), so a whole job's time can charge the warm-up as
-    measured and the rest at the steady rate (None when not recorded).
-    `latest_third`: the rate over the last third of the steady window; `drift`:
-    the change across the window of a straight line fitted to the windows'
-    rates, over the rate; `unsteady`: why `steady` is False (None when it is)."""
+    `warmup_seconds`/`warmup_samples`: what MSER-5 cut (the samples cumulative, so a whole job can
+    charge its warm-up as measured); `windows`: the batches of the interval; `latest_third`: the rate
+    over the last third of the steady window; `drift`: a fitted line's change across the window, over
+    the rate; `unsteady`: why `steady` is False."""
 
     samples_per_second: float
     low: float
@@ -81,15 +51,9 @@ class Steady:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
-# --- MSER-5 -----------------------------------------------------------------------
-
-
 def mser5_cut(values: Sequence[float]) -> int:
-    """Observations to drop as warm-up (a multiple of 5; 0 with fewer than two batches).
-
-    Batch means z_1..z_k of 5 observations each (a partial batch at the end is
-    left out); for d in 0..k//2 the statistic is sum_{j>d} (z_j - mean_d)^2 / (k - d)^2.
-    The smallest d within rounding of the minimum wins, so a flat series is never cut."""
+    """Observations to drop as warm-up (a multiple of 5; 0 with fewer than two batches). The smallest cut
+    within rounding of the minimum wins, so a flat series is never cut."""
     k = len(values) // MSER_BATCH
     if k < 2:
         return 0
@@ -116,15 +80,9 @@ def _mser_statistics(batches: list[float], last_cut: int) -> list[float]:
     return [by_cut[d] for d in range(last_cut + 1)]
 
 
-# --- Student-t quantile --------------------------------------------------------------
-
-
 def t_quantile(p: float, df: int) -> float:
-    """The p quantile of Student's t with `df` degrees of freedom (no scipy).
-
-    Exact for df <= 1000: the closed-form finite sums for P(|T| <= t) at integer
-    df (Abramowitz & Stegun 26.7.3-4), inverted by bisection on the angle
-    atan(t / sqrt(df)). Above, the Cornish-Fisher expansion (A&S 26.7.5)."""
+    """The p quantile of Student's t (no scipy): for df <= 1000 the finite sums of A&S 26.7.3-4 inverted
+    by bisection on atan(t / sqrt(df)), above the Cornish-Fisher expansion (A&S 26.7.5)."""
     if isinstance(df, bool) or not isinstance(df, int) or df < 1:
         raise ValueError(f"degrees of freedom must be a whole number >= 1, got {df!r}")
     if not (isinstance(p, (int, float)) and 0.0 < p < 1.0):
@@ -180,15 +138,9 @@ def _cornish_fisher(x: float, df: int) -> float:
     return x + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
-# --- steady rate --------------------------------------------------------------------
-
-
 def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min_windows: int = 5) -> Steady | None:
-    """The steady samples/second of a run from its (elapsed, cumulative samples)
-    readings, or None with fewer than three readings (two intervals).
-
-    Steady when the 95% interval's half-width is at most `target` of the rate
-    and it rests on at least `min_windows` time windows."""
+    """The steady samples/second of (elapsed, cumulative samples) readings, None with fewer than three:
+    steady when the 95% interval's half-width is at most `target` of the rate, on `min_windows` windows."""
     if not (isinstance(target, (int, float)) and math.isfinite(target) and target > 0):
         raise ValueError(f"target relative half-width must be a positive number (e.g. 0.03), got {target!r}")
     if isinstance(min_windows, bool) or not isinstance(min_windows, int) or min_windows < 2:
@@ -196,33 +148,23 @@ def steady_rate(points: Sequence[tuple[float, float]], target: float = 0.03, min
     times, samples = _checked_points(points)
     if len(times) < 3:
         return None
-    cells = len(times) - 1
-    width = (times[-1] - times[0]) / cells
-    grid = [times[0] + i * width for i in range(cells)] + [times[-1]]
-    cumulative = _interpolate(times, samples, grid)
-    rates = [(cumulative[i + 1] - cumulative[i]) / width for i in range(cells)]
-    cut = mser5_cut(rates)
+    cells = len(times) - 1  # equal time cells, one per reading interval, before the warm-up cut
+    cut = mser5_cut(_window_rates(times, samples, times[0], times[-1], cells))
     kept = cells - cut
     windows = min(kept, max(min_windows, min(math.isqrt(kept), MAX_WINDOWS)))
-    start = grid[cut]
+    start = times[0] + cut * ((times[-1] - times[0]) / cells)
     window_rates = _window_rates(times, samples, start, times[-1], windows)
     steady = _summarise(window_rates, warmup_seconds=start - times[0], target=target, min_windows=min_windows)
     third = start + (times[-1] - start) * 2 / 3
-    ends = _interpolate(times, samples, [third, times[-1]])
-    latest = (ends[1] - ends[0]) / (times[-1] - third)
-    return _held(replace(steady, warmup_samples=cumulative[cut], latest_third=latest), window_rates, target)
+    warmup, at_third, end = _interpolate(times, samples, [start, third, times[-1]])
+    latest = (end - at_third) / (times[-1] - third)
+    return _held(replace(steady, warmup_samples=warmup, latest_third=latest), window_rates, target)
 
 
 def _held(steady: Steady, window_rates: list[float], target: float) -> Steady:
-    """The interval is narrow; has the rate also held as the window grew?
-
-    Two checks, each failing only on a difference both significant at 95 % and material
-    (a tiny real change is harmless, a large noisy one is the interval's business): the
-    latest third against the whole, material above `target` of the rate (the difference of
-    a third's mean and the whole's has standard error sqrt(2) s / sqrt(b) over b
-    windows of spread s), and the slope of a least-squares line through the windows'
-    rates (the test of a linear trend, t with b - 2 degrees of freedom), material when the
-    line moves more than DRIFT_SHARE of `target` across the window."""
+    """Has the rate also held as the window grew? The latest third against the whole (standard error
+    sqrt(2) s / sqrt(b)) and the slope of a line through the windows' rates (t, b - 2 df), each failing
+    only when significant at 95 % and material (above `target`, resp. DRIFT_SHARE of it)."""
     n, mean = len(window_rates), steady.samples_per_second
     if mean <= 0 or n < 3:
         return replace(steady, drift=None, unsteady=None if steady.steady else _why_wide(steady, target))
@@ -317,13 +259,9 @@ def _summarise(window_rates: list[float], *, warmup_seconds: float, target: floa
     )
 
 
-# --- pauses ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Gap:
-    """A pause in the readings: it began `at` seconds (on the readings' clock) with `samples` done,
-    and took `seconds` more than its samples would have at the rate around it."""
+    """A pause that began `at` seconds with `samples` done and took `seconds` more than the rate around it."""
 
     at: float
     samples: float
@@ -334,12 +272,8 @@ class Gap:
 
 
 def find_gaps(points: Sequence[tuple[float, float]]) -> list[Gap]:
-    """The pauses among (elapsed, cumulative samples) readings, in time order.
-
-    An interval is a pause when it is more than GAP_FACTOR times the median length of the
-    GAP_NEIGHBOURS intervals on each side: a slow phase of many readings is slow around
-    itself too, so only an isolated long interval counts (and not at the job's start). Its extra time is its length
-    less its samples at the rate of its neighbours that are not pauses themselves."""
+    """The pauses among (elapsed, cumulative samples) readings, in time order: isolated long intervals
+    (`_long`), each worth its length less its samples at the rate of its calm neighbours."""
     times, samples = [float(p[0]) for p in points], [float(p[1]) for p in points]  # the probe's, checked on entry
     dts = [b - a for a, b in zip(times, times[1:])]
     dss = [b - a for a, b in zip(samples, samples[1:])]
@@ -367,8 +301,8 @@ def without_gaps(points: Sequence[tuple[float, float]], gaps: Sequence[Gap]) -> 
 
 
 def _long(dts: list[float], i: int) -> bool:
-    """Longer than GAP_FACTOR times the median around it; never one of the first two intervals (the job's
-    start: a first step's compilation is warm-up, measured once, not a pause that recurs)."""
+    """Longer than GAP_FACTOR times the median around it (a slow phase is slow around itself too); never
+    one of the first two intervals (a first step's compilation is warm-up, not a pause that recurs)."""
     js = _neighbours(len(dts), i)
     return i >= 2 and dts[i] > GAP_FACTOR * median([dts[j] for j in js])
 

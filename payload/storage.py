@@ -1,13 +1,9 @@
-"""Results storage: one small interface over file://, s3:// and gs://.
+"""Results storage: one small interface over file://, s3:// and gs:// (contract: docs/CONTRACTS.md).
 
-Shared by the payload (writes results) and analysis (collects them), so it
-imports neither TensorFlow nor anything heavy at module import time; the
-cloud SDKs are imported when a store of that kind is opened.
-
-The contract (open_store, Store's public methods) is docs/CONTRACTS.md. Keys are relative to the
-URL's prefix and always use ``/``. Endpoints follow the SDK conventions: ``AWS_ENDPOINT_URL_S3`` /
-``AWS_ENDPOINT_URL`` for S3 and ``STORAGE_EMULATOR_HOST`` for GCS (then with anonymous credentials,
-because an emulator has no IAM). Retries: retry_settings, backoff capped at 30 s.
+Shared by the payload (writes results) and analysis (collects them); a cloud SDK is imported when a
+store of its kind is opened. Keys are relative to the URL's prefix and use ``/``. Endpoints follow
+the SDKs: AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, and STORAGE_EMULATOR_HOST for GCS (then anonymous:
+an emulator has no IAM). Retries: retry_settings, backoff capped at 30 s.
 """
 
 from __future__ import annotations
@@ -26,11 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from payload import exitcodes
-from payload.results_location import (
-    ResultsLocation,
-    ResultsLocationError,
-    parse_results_location,
-)
+from payload.results_location import ResultsLocation, ResultsLocationError, parse_results_location
 
 T = TypeVar("T")
 
@@ -69,8 +61,7 @@ def is_permanent(exc: BaseException) -> bool:
 
 
 class AlreadyExists(PermanentStorageError):
-    """A write-once upload found the key taken (S3 412 to If-None-Match, GCS 412 to
-    ifGenerationMatch=0, a file that exists). Never retried: the object is not ours to replace."""
+    """A write-once upload found the key taken (S3 or GCS 412, a file that exists): not ours to replace."""
 
 
 class ObjectNotFound(StorageError, KeyError):
@@ -114,12 +105,8 @@ def with_retries(
     backoff: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Call ``fn`` up to ``attempts`` times with jittered exponential backoff.
-
-    ObjectNotFound passes straight through; a permanent error (is_permanent)
-    fails at once as PermanentStorageError; anything else is retried and the
-    last error is wrapped in StorageError naming ``what``.
-    """
+    """Call ``fn`` up to ``attempts`` times with jittered exponential backoff: ObjectNotFound and AlreadyExists
+    pass through, a permanent error fails at once, the last of the others becomes a StorageError naming `what`."""
     attempts = max(1, attempts if attempts is not None else _env_number(*RETRIES_ENV))  # read only when it decides
     backoff = backoff if backoff is not None else _env_number(*BACKOFF_ENV)
     last: BaseException | None = None
@@ -133,8 +120,7 @@ def with_retries(
                 raise PermanentStorageError(f"{what} failed (not retried: a permanent error): {exc}") from exc
             last = exc
             if i + 1 < attempts:
-                delay = min(30.0, backoff * (2**i)) * (0.5 + random.random() / 2)
-                sleep(delay)
+                sleep(min(30.0, backoff * (2**i)) * (0.5 + random.random() / 2))
     raise StorageError(f"{what} failed after {attempts} attempt(s): {last}") from last
 
 
@@ -146,7 +132,7 @@ def _join(prefix: str, key: str) -> str:
 
 
 class Store(abc.ABC):
-    """Common interface. Subclasses implement the ``_``-prefixed primitives."""
+    """Common interface: the public methods add retries and errors to the ``_`` primitives (one attempt each)."""
 
     scheme = ""
 
@@ -154,19 +140,15 @@ class Store(abc.ABC):
         self.url = url
         self.retries = retries
         self.backoff = backoff
-        # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles
-        # allow (create, never overwrite), so the payload's own writes are made the same way everywhere.
+        # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles allow,
+        # so the payload's own writes are made the same way everywhere.
         self.write_once = write_once
 
-    # -- public API (contract) ---------------------------------------------
     def put_bytes(
         self, key: str, data: bytes, content_type: str | None = None, tags: Mapping[str, str] | None = None
     ) -> None:
-        """Upload with retries. `tags` become S3 object tags (the results bucket's
-        lifecycle expires objects tagged gpubench:kind=checkpoint); other
-        backends ignore them. A write-once store creates the key or raises
-        AlreadyExists; a key found taken on a retry is the earlier attempt's
-        upload whose answer was lost, and counts as done."""
+        """Upload with retries. `tags` become S3 object tags (the lifecycle expires gpubench:kind=checkpoint);
+        a key a write-once retry finds taken is the earlier attempt's upload whose answer was lost: done."""
         _check_key(key)
         tries = 0
 
@@ -202,15 +184,13 @@ class Store(abc.ABC):
         return _join(self.url, key)
 
     def delete(self, key: str) -> None:
-        """Remove one object (missing is fine). For tools with the rights to; the payload never
-        deletes (its cloud roles may only create, and superseded checkpoints expire by lifecycle)."""
+        """Remove one object (missing is fine); never the payload's (its roles may only create)."""
         _check_key(key)
         with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    # -- primitives: one attempt each; the public methods add retries and errors
     @abc.abstractmethod
     def _put(self, key: str, data: bytes, content_type: str | None, tags: Mapping[str, str] | None) -> None: ...
 
@@ -264,11 +244,8 @@ class FileStore(Store):
             raise ObjectNotFound(f"{self.url_for(key)} does not exist") from None
 
     def _list(self, prefix):
-        """Regular files under the root, by key. A symlink is not an object: one to a directory is not
-        followed (a link to / or to itself would walk the whole disk or loop until ELOOP ends the
-        command), one to a file is not read through (a device, or a file outside the directory)."""
-        if not self.root.exists():
-            return
+        """Regular files under the root, by key. A symlink is not an object: one to a directory would walk
+        the disk or loop, one to a file may be a device or outside the directory."""
         found = []
         for folder, _dirs, files in os.walk(self.root):  # os.walk never follows a linked directory
             found += [Path(folder, name) for name in files if not name.startswith(".")]
@@ -294,9 +271,8 @@ class FileStore(Store):
 
 
 class _BucketStore(Store):
-    """A bucket and a key prefix in it. A subclass makes one SDK call in each of `_write`, `_read`,
-    `_listing` ((name, size, etag, updated) under a full prefix) and `_remove`; the SDKs' errors are
-    told apart by `_error_code`, so their exception classes are never imported."""
+    """A bucket and a key prefix in it. A subclass makes one SDK call in each of `_write`, `_read`, `_listing`
+    ((name, size, etag, updated) under a full prefix) and `_remove`; `_error_code` tells the SDKs' errors apart."""
 
     def __init__(self, url: str, bucket: str, prefix: str, **kw):
         super().__init__(url, **kw)
@@ -349,8 +325,7 @@ class S3Store(_BucketStore):
         self._client = boto3.client(
             "s3",
             endpoint_url=endpoint,
-            # our own loop retries (and spools); keep botocore's short so a
-            # dead endpoint fails in seconds, not minutes
+            # our own loop retries (and spools): botocore's stay short, a dead endpoint fails in seconds
             config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5, read_timeout=60),
         )
 
@@ -425,9 +400,7 @@ _OPENERS: dict[str, Callable[..., Store]] = {
 
 
 def open_store(url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False) -> Store:
-    """Open the store for a results URL; a bare path means a local directory.
-
-    `write_once`: every upload creates its key and never replaces one (the payload's stores)."""
+    """Open the store for a results URL (a bare path: a local directory); `write_once`: the payload's stores."""
     try:
         loc = parse_results_location(url)
     except ResultsLocationError as exc:

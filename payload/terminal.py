@@ -1,19 +1,11 @@
 """What reaches a terminal: text from a bucket, a job or a manifest never carries control characters.
 
-A job writes its log tail, its events and its result; anyone with write access to a
-bucket or a campaign manifest writes the rest. Printed raw, an escape sequence in any
-of them can clear the screen, retitle the window, set the clipboard (OSC 52) or
-reorder what is shown (bidi overrides). `terminal_text` is the one function that makes
-such text safe: C0 controls (ESC, BEL, ...), DEL, C1 controls, lone surrogates,
-the Unicode line separators and the bidi embedding/override/isolate characters become
-visible escapes (`\\x1b`, `\\u202e`). Multi-line text keeps its newlines and tabs (a
-carriage return becomes a line end, so it cannot overwrite a line); a single-line field
-(a table cell, a stack name) escapes those too, so it cannot forge a line of its own.
-
-`safe_terminal()` puts every write of `sys.stdout` and `sys.stderr` through it for the
-length of a command: the `gpubench` and `python -m infra` entry points run inside it, so
-no print can forget. Only the progress bar, whose own carriage returns redraw it, writes
-to the stream underneath (`raw_stream`).
+Printed raw, an escape sequence could clear the screen, retitle the window, set the clipboard (OSC 52)
+or reorder what is shown (bidi overrides). `terminal_text` makes C0 and C1 controls, DEL, lone
+surrogates, Unicode line separators and bidi controls visible escapes (`\\x1b`, `\\u202e`); multi-line
+text keeps newlines and tabs (a carriage return ends the line), a single-line field escapes them too.
+`safe_terminal()` puts every write of stdout and stderr through it for a command (the `gpubench` and
+`python -m infra` entry points); only the progress bar writes underneath (`raw_stream`).
 """
 
 from __future__ import annotations
@@ -46,10 +38,8 @@ MULTI_LINE = {**SINGLE_LINE, ord("\t"): "\t", ord("\n"): "\n", ord("\r"): "\n"}
 
 
 def terminal_text(text: Any, multiline: bool = True) -> str:
-    """`text` (anything; None stays "None") with every control character made a visible escape.
-
-    `multiline` keeps newlines and tabs and makes a carriage return a line end; without it
-    the text stays on one line."""
+    """`text` (anything: None is "None") with every control character a visible escape; `multiline` keeps
+    newlines and tabs (a carriage return ends the line), else the text stays on one line."""
     text = str(text)
     if multiline:
         return text.replace("\r\n", "\n").translate(MULTI_LINE)

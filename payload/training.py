@@ -1,16 +1,10 @@
-"""The framework side of a built-in run: devices, strategy, precision, input pipeline, the fit loop.
+"""The framework side of a built-in run: devices, strategy, precision, input pipeline, the harness callback.
 
-- Devices: every visible GPU (or ``--gpus N``) with memory growth on, so NVML's memory peak is
-  what the model used. ``--expect-gpu`` with no GPU raises NoGpuError before any data is touched
-  (tensorflow/benchmarks #497: a container that silently trained on the CPU).
-- Backend: ``--backend`` sets KERAS_BACKEND before keras is first imported (Keras reads it once);
-  tf.data feeds every backend, kept off the GPUs under jax and torch. tensorflow: MirroredStrategy
-  with the ``--all-reduce`` of choice over several GPUs; jax: keras.distribution.DataParallel;
-  torch: one device only, released Keras (<= 3.15) has no torch distribution (it needs torchrun
-  and Keras >= 3.16). The per-GPU batch is constant, so scaling reads against the one-GPU run.
-- ``HarnessCallback``: per-step timestamps at batch *begin* (a batch-end hook would sync the
-  device every step: the overhead budget is 2%), epoch rows, MLLOG lines and the stop checks.
-  The last step of an epoch is timed to epoch end only when no validation pass comes between.
+Every visible GPU (or ``--gpus N``) with memory growth on, so NVML's peak is what the model used;
+``--expect-gpu`` without one fails before any data (tensorflow/benchmarks #497: a container that
+silently trained on the CPU). ``--backend`` sets KERAS_BACKEND before keras is imported; tf.data feeds
+every backend. Several GPUs: tensorflow MirroredStrategy (``--all-reduce``), jax DataParallel, torch
+refused (released Keras <= 3.15 has no torch distribution). The per-GPU batch is constant.
 """
 
 from __future__ import annotations
@@ -27,14 +21,12 @@ from payload.events import mllog
 
 _DEVICES_CACHE: dict = {}
 
-# --all-reduce -> (tf.distribute cross-device ops class, kwargs). Seed 004's
-# tf_cnn_benchmarks configs: B (replicated, NCCL) ~ nccl; C (replicated, no
-# NCCL, parameters on GPU) ~ hierarchical; A (parameters on the CPU) ~
-# one-device, which reduces on one device (GPU 0 by default).
+# --all-reduce -> tf.distribute's cross-device ops. Seed 004's tf_cnn_benchmarks configs: B (replicated,
+# NCCL) ~ nccl; C (replicated, parameters on GPU) ~ hierarchical; A (parameters on the CPU) ~ one-device.
 ALL_REDUCE_OPS = {
-    "nccl": ("NcclAllReduce", {}),
-    "hierarchical": ("HierarchicalCopyAllReduce", {}),
-    "one-device": ("ReductionToOneDevice", {}),
+    "nccl": "NcclAllReduce",
+    "hierarchical": "HierarchicalCopyAllReduce",
+    "one-device": "ReductionToOneDevice",
 }
 
 
@@ -70,10 +62,8 @@ class Devices:
 
 
 class KerasDistribution:
-    """The jax/torch stand-in for a tf.distribute strategy: a scope and a replica count.
-
-    With several devices it holds a keras.distribution.DataParallel that is set
-    globally (Keras shards each batch over the devices)."""
+    """The jax/torch stand-in for a tf.distribute strategy: a scope, a replica count and, on several
+    devices, the keras.distribution.DataParallel set globally."""
 
     def __init__(self, name: str, replicas: int, distribution=None):
         self.name = name
@@ -102,9 +92,8 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
         # only while TensorFlow imports, so a later `import jax` in this process still works.
         sys.modules["jax"] = None
         try:
-            frameworks.tensorflow()
-        except ImportError:  # not installed here: the benchmark's own import says so
-            pass
+            with contextlib.suppress(ImportError):  # not installed here: the benchmark's own import says so
+                frameworks.tensorflow()
         finally:
             if sys.modules.get("jax", 0) is None:
                 del sys.modules["jax"]
@@ -117,9 +106,8 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
 def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl"):
     """(strategy, all_reduce name) for the device situation."""
     if gpus_used > 1:
-        name, kwargs = ALL_REDUCE_OPS[all_reduce]
         devices = [f"/gpu:{i}" for i in range(gpus_used)]
-        ops = getattr(tf.distribute, name)(**kwargs)
+        ops = getattr(tf.distribute, ALL_REDUCE_OPS[all_reduce])()
         return tf.distribute.MirroredStrategy(devices=devices, cross_device_ops=ops), all_reduce
     if gpus_used == 1:
         return tf.distribute.OneDeviceStrategy("/gpu:0"), None
@@ -132,19 +120,8 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl
     return tf.distribute.OneDeviceStrategy("/cpu:0"), None
 
 
-def _no_gpu(framework: str, probe: str) -> NoGpuError:
-    return NoGpuError(
-        f"--expect-gpu is set but {framework} sees no GPU ({probe}): check the NVIDIA driver, the container "
-        "runtime (--gpus all) and that the image's CUDA matches the GPU; refusing to benchmark the CPU"
-    )
-
-
 def setup_devices(
-    gpus: int | None,
-    expect_gpu: bool,
-    cpu_replicas: int = 1,
-    backend: str = "tensorflow",
-    all_reduce: str = "nccl",
+    gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1, backend: str = "tensorflow", all_reduce: str = "nccl"
 ) -> Devices:
     """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
     select_backend(backend, cpu_replicas)
@@ -159,13 +136,17 @@ def setup_devices(
 
 def _hide_gpus_from_tf() -> None:
     """tf.data runs on the host for jax/torch: keep TensorFlow off the GPUs they train on."""
-    try:
+    with contextlib.suppress(RuntimeError):  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
         frameworks.tensorflow().config.set_visible_devices([], "GPU")
-    except RuntimeError:  # already initialised; Keras set TF_FORCE_GPU_ALLOW_GROWTH anyway
-        pass
 
 
-def _used(gpus: int | None, visible: int, framework: str) -> int:
+def _used(gpus: int | None, visible: int, expect_gpu: bool, framework: str, probe: str) -> int:
+    """The GPUs to use of those `framework` sees (`probe` says how it looked)."""
+    if expect_gpu and not visible:
+        raise NoGpuError(
+            f"--expect-gpu is set but {framework} sees no GPU ({probe}): check the NVIDIA driver, the container "
+            "runtime (--gpus all) and that the image's CUDA matches the GPU; refusing to benchmark the CPU"
+        )
     used = visible if gpus is None else gpus
     if used > visible:
         raise DeviceError(f"--gpus {used}: only {visible} GPU(s) visible to {framework}")
@@ -180,9 +161,7 @@ def _jax_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_redu
     except RuntimeError:  # no GPU platform in this jaxlib (the CPU wheel) or no driver
         physical = []
     visible = len(physical)
-    if expect_gpu and not visible:
-        raise _no_gpu("JAX", "jax.devices('gpu') is empty")
-    used = _used(gpus, visible, "JAX")
+    used = _used(gpus, visible, expect_gpu, "JAX", "jax.devices('gpu') is empty")
     if used:
         names, device_type = [f"gpu:{i}" for i in range(used)], "GPU"
     else:
@@ -212,9 +191,7 @@ def _torch_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_re
     torch = frameworks.torch()
     _hide_gpus_from_tf()
     visible = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if expect_gpu and not visible:
-        raise _no_gpu("PyTorch", "torch.cuda.is_available() is False")
-    used = _used(gpus, visible, "PyTorch")
+    used = _used(gpus, visible, expect_gpu, "PyTorch", "torch.cuda.is_available() is False")
     _refuse_torch_on_several(used if used > 1 else cpu_replicas)
     details = {}
     if used:
@@ -228,9 +205,7 @@ def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduc
     tf = frameworks.tensorflow()
     physical = tf.config.list_physical_devices("GPU")
     visible = len(physical)
-    if expect_gpu and not visible:
-        raise _no_gpu("TensorFlow", "tf.config.list_physical_devices('GPU') is empty")
-    used = _used(gpus, visible, "TensorFlow")
+    used = _used(gpus, visible, expect_gpu, "TensorFlow", "tf.config.list_physical_devices('GPU') is empty")
     try:
         if physical:
             tf.config.set_visible_devices(physical[:used], "GPU")
@@ -243,10 +218,8 @@ def _tf_devices(gpus: int | None, expect_gpu: bool, cpu_replicas: int, all_reduc
         raise DeviceError(f"cannot reconfigure TensorFlow devices after initialisation: {exc}") from None
     details = {}
     if used:
-        try:
+        with contextlib.suppress(Exception):
             details = tf.config.experimental.get_device_details(physical[0])
-        except Exception:  # noqa: BLE001
-            details = {}
     strategy, reduce_name = _strategy_for(tf, used, cpu_replicas, all_reduce)
     return Devices(strategy, strategy.num_replicas_in_sync, visible, used, reduce_name, details)
 
@@ -309,12 +282,13 @@ def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | Non
     return train.prefetch(tf.data.AUTOTUNE), (val.prefetch(tf.data.AUTOTUNE) if val is not None else None)
 
 
-def _num(v):
+def finite(value) -> float | None:
+    """`value` as a finite float, else None (a loss may be NaN, a log may hold anything)."""
     try:
-        f = float(v)
+        number = float(value)
     except (TypeError, ValueError):
         return None
-    return f if math.isfinite(f) else None
+    return number if math.isfinite(number) else None
 
 
 def make_callback_class():
@@ -367,10 +341,10 @@ def make_callback_class():
             row = {
                 "epoch": n,
                 "elapsed": round(elapsed, 4),
-                "loss": _num(logs.get("loss")),
-                "acc": _num(logs.get("accuracy")),
-                "val_loss": _num(logs.get("val_loss")),
-                "val_acc": _num(logs.get("val_accuracy")),
+                "loss": finite(logs.get("loss")),
+                "acc": finite(logs.get("accuracy")),
+                "val_loss": finite(logs.get("val_loss")),
+                "val_acc": finite(logs.get("val_accuracy")),
             }
             self.rows.append(row)
             mllog("epoch_stop", metadata={"epoch_num": n})

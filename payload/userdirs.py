@@ -1,10 +1,6 @@
-"""gpubench's per-user folders, one rule: the variable of gpubench's own when set (relative to the
-current directory), else the XDG base directory
-(https://specifications.freedesktop.org/basedir-spec/latest/), else its default in your home.
-
-The state home (bench workspaces, campaign reports, a packaged install's Pulumi project) keeps
-`~/.gpubench`, where those have always been; it is never inside site-packages (not writable,
-lost on upgrade) nor in whatever directory a command starts from.
+"""gpubench's per-user folders, one rule: gpubench's own variable when set, else the XDG base directory
+(https://specifications.freedesktop.org/basedir-spec/latest/), else its default in your home. The state
+home stays `~/.gpubench`, where it always was: never site-packages, nor the directory a command starts in.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Spot / preemption watcher: a background thread that raises a flag.
+"""Spot / preemption watcher: a daemon thread that sets ``notice`` (an Event: free to read every step).
 
-Sources, polled every ``interval`` seconds (``GPUBENCH_WATCH_INTERVAL``,
-default 5 s; AWS gives two minutes' notice, GCE about 30 s):
-
-- AWS: IMDSv2 ``spot/instance-action`` (404 = no notice; a JSON body with
-  ``action`` and ``time`` = notice).
-- GCE: ``instance/preempted`` (``TRUE`` = being preempted).
-- The run deadline (``GPUBENCH_DEADLINE``) minus a safety margin, so a run
-  that would be killed by the cloud-side deadline checkpoints first.
-- ``trigger()``, used by the SIGTERM handler (``docker stop``, ACPI shutdown).
-
-A metadata source that never answered is dropped after its first failure
-(we are not on that cloud); one that answered once keeps being polled
-through transient errors. Training code only reads ``notice`` (an Event),
-which costs nothing per step.
+Polled every ``interval`` s (AWS gives two minutes' notice, GCE about 30 s): AWS IMDSv2
+``spot/instance-action`` (404: none), GCE ``instance/preempted`` (TRUE), and the run deadline less a
+margin (so a run checkpoints before the cloud-side deadline); ``trigger()`` serves the stop signals.
+A metadata source that never answered is dropped at its first failure (not this cloud); one that
+answered keeps being polled through transient errors.
 """
 
 from __future__ import annotations
@@ -23,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
+from payload.identity import AwsImds, GceMetadata, MetadataUnavailable
 
 
 def aws_spot_notice(imds: AwsImds) -> str | None:

@@ -1,13 +1,9 @@
 """The one reader of YAML a user writes (task files, stack files, schedules, Pulumi.yaml): bounded.
 
-A file of a few hundred bytes can expand to gigabytes through aliases (each
-level of `&a [*b, *b, ...]` multiplies the one below) or nest deeper than the
-parser's stack. PyYAML keeps an alias as one shared node, so the document is
-read in bounded memory; what explodes is whatever walks the expanded value
-afterwards (validation, an error message quoting it). This reader refuses a
-document whose expanded size is over MAX_NODES nodes, one that refers to
-itself, or a file over MAX_BYTES, before anything walks it, and every error
-quotes at most a short prefix of what it read (`quote`).
+A few hundred bytes can expand to gigabytes through aliases (`&a [*b, *b, ...]` a level) or nest past
+the parser's stack. PyYAML shares an alias's node, so reading is bounded; what explodes is whatever
+walks the value afterwards. This reader refuses a document over MAX_NODES expanded nodes, one that
+refers to itself, or a file over MAX_BYTES, before anything walks it; errors quote a short prefix.
 """
 
 from __future__ import annotations

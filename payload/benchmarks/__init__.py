@@ -1,8 +1,5 @@
-"""Benchmark registry: modules exporting ``BENCHMARK`` (one) or ``BENCHMARKS``
-(a family built from one table, like ``imagenet_models``).
-
-Adding a benchmark = adding a module and its name to ``MODULES``; nothing
-else dispatches on names. See ``payload.benchmarks.base`` for the contract.
+"""Benchmark registry: modules exporting ``BENCHMARK`` or ``BENCHMARKS`` (a family from one table), named
+in ``MODULES``; nothing else dispatches on names. The contract is payload.benchmarks.base.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""`python -m payload.benchmarks NAME`: one built-in benchmark as a plain training job.
-
-The payload runs its benchmarks with results, checkpoints and prices; a task
-file (docs/workloads.md) needs the same models as an ordinary command that
-trains and prints its progress, so `gpubench bench` can probe it like any job
-of yours::
+"""`python -m payload.benchmarks NAME`: one built-in benchmark as a plain training job, so `gpubench bench`
+can probe the same models like any job of yours (docs/workloads.md)::
 
     python -m payload.benchmarks resnet50 --batch-size 64 --total-samples 115305030
     python -m payload.benchmarks bilstm-sentiment --epochs 4 --data download
 
-Data is synthetic unless `--data download` or `--data DIR` says otherwise (the
-benchmark's own readers, as `python -m payload run --data`). Every few seconds
-it prints `GPUBENCH_METRICS {"samples": N, "seconds": S, ...}` with the
-samples trained so far and the seconds since training began, then a last line
-with the rate and the final accuracy.
+Data is synthetic unless ``--data`` says otherwise; it prints `GPUBENCH_METRICS` progress lines
+(payload.benchmarks.progress) and a last line with the rate and the final accuracy.
 """
 
 from __future__ import annotations

@@ -10,22 +10,6 @@ from payload.benchmarks.base import Data
 if TYPE_CHECKING:
     import numpy as np
 
-# Parameters every epoch benchmark understands (the runner reads them too).
-EPOCH_PARAMS = {
-    "samples": None,  # cap on training samples (None = all / full-scale synthetic)
-    "val_samples": None,  # cap on held-out samples
-    "steps_per_epoch": None,  # shorter epochs (set by --steps)
-    "warmup_steps": 10,  # steps per attempt excluded from samples/s
-}
-EPOCH_HELP = {
-    "samples": "cap on training samples (default: the full dataset)",
-    "val_samples": "cap on held-out samples",
-    "steps_per_epoch": "train this many steps per epoch instead of one pass (--steps)",
-    "warmup_steps": "steps per attempt excluded from samples/s",
-    "epochs": "epochs to train (--epochs)",
-    "batch_size": "per-GPU batch size (--batch-size)",
-}
-
 
 def rng_for(params: dict) -> np.random.Generator:
     np = frameworks.numpy()
@@ -54,6 +38,14 @@ def n_synthetic(params: dict, full: int) -> int:
     return int(params.get("samples") or full)
 
 
+def synthetic(make, params: dict, full: int, val: int, *shape) -> tuple:
+    """(x, y, x_val, y_val) from `make` (datasets.synthetic_images / _sequences) at the study's sizes, or
+    the `samples` / `val_samples` caps."""
+    rng = rng_for(params)
+    x, y = make(rng, n_synthetic(params, full), *shape)
+    return (x, y, *make(rng, params.get("val_samples") or val, *shape))
+
+
 def output_layer(units: int, activation: str):
     """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
     return frameworks.keras().layers.Dense(units, activation=activation, dtype="float32")
@@ -70,10 +62,7 @@ def mnist_arrays(source, params):
     or synthetic of the same shapes and 10 classes. mnist-mlp and mnist-cnn
     differ only in how they reshape them."""
     if source.mode == "synthetic":
-        rng = rng_for(params)
-        x, y = datasets.synthetic_images(rng, n_synthetic(params, 60000), (28, 28), 10)
-        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (28, 28), 10)
-        return x, y, xv, yv
+        return synthetic(datasets.synthetic_images, params, 60000, 10000, (28, 28), 10)
     (x, y), (xv, yv) = datasets.read_mnist(source)
     return x, y, xv, yv
 

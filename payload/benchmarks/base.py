@@ -1,27 +1,15 @@
-"""The benchmark contract: what a benchmark module must provide.
+"""The benchmark contract: a benchmark is data (a name, a kind, default parameters) and functions; the
+runner owns strategy, precision, timing, checkpoints, preemption and results. Modules import no
+framework at import time (``python -m payload list`` stays fast).
 
-A benchmark is data, not a class hierarchy: a name, a kind, default
-parameters and two functions. The runner (payload.runner) owns everything
-else: distribution strategy, precision policy, timing, checkpoints,
-preemption, results. Modules must not import TensorFlow at import time
-(``python -m payload list`` and analysis stay fast); import it inside
-``load_data`` / ``build_model``.
-
-- ``load_data(source, params, global_batch) -> Data``: ``source`` is the
-  parsed ``--data`` (synthetic | download | dir). Throughput benchmarks
-  return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks'
-  synthetic mode: input pipeline off the critical path).
-- ``build_model(params) -> keras.Model``: compiled, with an ``accuracy``
-  metric; called inside the strategy scope with the precision policy set.
-  Output layers compute in float32 so mixed precision stays stable.
-- ``train(model, train_ds, val_ds, run) -> dict`` (optional): a benchmark
-  of several timed phases (seed 003: frozen fit, unfrozen fit, TTA) drives
-  training itself through ``run.fit`` (the harness callback, timing and
-  stop checks stay the runner's) and returns ``{"phase_seconds": {...,
-  "total": s}, "final_accuracy": a}``. ``resumable=False``: a phase changes
-  which weights train, so an interrupted run restarts from the beginning.
-- ``kind``: ``epochs`` (train N epochs, report held-out accuracy) or
-  ``throughput`` (N steps on synthetic data, report images/s after warm-up).
+- ``load_data(source, params, global_batch) -> Data``: ``source`` is the parsed ``--data``; throughput
+  benchmarks return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks' synthetic mode).
+- ``build_model(params) -> keras.Model``: compiled with an ``accuracy`` metric, built inside the strategy
+  scope under the precision policy; output layers compute in float32.
+- ``train(model, train_ds, val_ds, run) -> dict`` (optional): timed phases driven through ``run.fit``
+  (payload.builtin.PhaseRun), returning ``{"phase_seconds": {..., "total": s}, "final_accuracy": a}``;
+  with ``resumable=False`` an interrupted run restarts.
+- ``kind``: ``epochs`` (N epochs, held-out accuracy) or ``throughput`` (N steps, samples/s after warm-up).
 """
 
 from __future__ import annotations
@@ -32,6 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Kind = Literal["epochs", "throughput"]
+
+# Parameters every epoch benchmark understands (the runner reads them too).
+EPOCH_PARAMS = {
+    "samples": None,  # cap on training samples (None = all / full-scale synthetic)
+    "val_samples": None,  # cap on held-out samples
+    "steps_per_epoch": None,  # shorter epochs (set by --steps)
+    "warmup_steps": 10,  # steps per attempt excluded from samples/s
+}
+EPOCH_HELP = {
+    "samples": "cap on training samples (default: the full dataset)",
+    "val_samples": "cap on held-out samples",
+    "steps_per_epoch": "train this many steps per epoch instead of one pass (--steps)",
+    "warmup_steps": "steps per attempt excluded from samples/s",
+    "epochs": "epochs to train (--epochs)",
+    "batch_size": "per-GPU batch size (--batch-size)",
+}
 
 
 class ParamError(ValueError):
@@ -59,19 +63,25 @@ class Data:
 @dataclass(frozen=True)
 class Benchmark:
     name: str
-    kind: Kind
     description: str
     study: str
     dataset: str
     defaults: Mapping[str, Any]
     load_data: Callable[..., Data]
     build_model: Callable[[dict], Any]
+    kind: Kind = "epochs"
     param_help: Mapping[str, str] = field(default_factory=dict)
     # What one training sample is ("tweet", "image", "character window"):
     # throughput is reported in these units, never as "images" for text.
     sample_unit: str = "sample"
     train: Callable[..., dict] | None = None
     resumable: bool = True
+
+    def __post_init__(self) -> None:
+        """An epoch benchmark takes EPOCH_PARAMS too, after its own, with their help unless it words its own."""
+        if self.kind == "epochs":
+            object.__setattr__(self, "defaults", {**self.defaults, **EPOCH_PARAMS})
+            object.__setattr__(self, "param_help", {**EPOCH_HELP, **self.param_help})
 
     def params(self, overrides: Mapping[str, Any] | None = None, *, batch_size=None, steps=None, epochs=None) -> dict:
         """Defaults with overrides coerced to the defaults' types, then the first-class flags given:
@@ -82,6 +92,11 @@ class Benchmark:
             {k: v for k, v in {"batch_size": batch_size, **per_kind}.items() if v is not None and k in params}
         )
         return params
+
+    def run_params(self, cfg) -> dict:
+        """The params of a `payload run` (payload.config.RunConfig): the --param values this benchmark takes."""
+        own = {k: v for k, v in cfg.param.items() if k in self.defaults}
+        return self.params(own, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
     def describe(self) -> dict:
         return {

@@ -1,33 +1,17 @@
 """catsdogs-resnet50: seed 003's transfer learning, timed the way the study summed it.
 
-Seed 003 (KDnuggets, Nov 2018, after fast.ai's dogs_cats docs example) timed
-three operations on cats vs dogs and summed them: ``fit_one_cycle`` with the
-pretrained ResNet-50 body frozen, ``unfreeze()`` and ``fit_one_cycle`` again,
-and prediction with test-time augmentation (TTA). The Keras version here:
+Seed 003 (KDnuggets, Nov 2018, after fast.ai's dogs_cats example) timed and summed three operations;
+the Keras version: ResNet-50 (keras.applications, ImageNet weights, downloaded in ``build_model``
+before any phase is timed, as the study timed a second run) with a new 2-class head and fast.ai's
+augmentation reduced to flip / rotate / zoom; phase ``frozen`` (body frozen, one-cycle at ``max_lr``),
+phase ``unfrozen`` (everything, one-cycle at ``unfrozen_max_lr``, ``pct_start`` 0.05: Keras has no
+discriminative rates, so the top of fast.ai's ``slice(1e-5, 3e-4)``), phase ``tta`` (fast.ai v1's
+test-time augmentation, beta 0.4: the run's final accuracy).
 
-- ResNet-50 from ``keras.applications`` with ImageNet weights (Keras downloads
-  them from storage.googleapis.com/tensorflow/keras-applications/resnet/ and
-  caches them under ~/.keras/models; the download happens in ``build_model``,
-  before any phase is timed, as the study timed a second run), a new head of
-  2 classes, fast.ai's default augmentation reduced to flip / rotate / zoom
-  (Keras preprocessing layers, active in training only);
-- phase ``frozen``: body frozen, one-cycle at ``max_lr`` (fast.ai default 3e-3);
-- phase ``unfrozen``: everything trainable, one-cycle at ``unfrozen_max_lr``
-  with ``pct_start`` 0.05 (fast.ai's ``slice(1e-5, 3e-4)`` gives layer groups
-  different rates; Keras has no discriminative rates, so one rate, the top one);
-- phase ``tta``: predictions on the validation set averaged over ``tta_steps``
-  augmented passes and blended with the plain pass (fast.ai v1's TTA, beta 0.4);
-  its accuracy is the run's final accuracy.
-
-Data (``--data``): a directory in fast.ai's dogscats layout
-(``{train,valid}/{cats,dogs}/*.jpg``, also under ``dogscats/``), Kaggle's
-dogs-vs-cats layout (``train/cat.N.jpg``, ``train/dog.N.jpg``: a seeded
-``val_fraction`` is held out), ``download`` (fast.ai's dogscats archive) or
-``synthetic`` (random images, for timing only). Images are decoded and resized
-in tf.data per batch, so the dataset never has to fit in memory.
-
-A phase changes which weights train, so an interrupted run starts again from
-the beginning (the checkpoint of one phase cannot resume the other).
+``--data``: fast.ai's dogscats layout (``{train,valid}/{cats,dogs}/*.jpg``, also under ``dogscats/``),
+Kaggle's (``train/cat.N.jpg``: a seeded ``val_fraction`` held out), ``download`` (fast.ai's archive) or
+``synthetic``; images are decoded in tf.data per batch. A phase changes which weights train, so an
+interrupted run starts again from the beginning.
 """
 
 from __future__ import annotations
@@ -297,7 +281,6 @@ def train(model, train_ds, val_ds, run) -> dict:
 
 BENCHMARK = Benchmark(
     name="catsdogs-resnet50",
-    kind="epochs",
     description=(
         "cats vs dogs transfer learning: ResNet-50 (ImageNet weights) frozen then unfrozen, one-cycle "
         "learning rate, test-time augmentation; time per phase and summed"
@@ -316,12 +299,10 @@ BENCHMARK = Benchmark(
         "tta_steps": 8,
         "tta_beta": 0.4,
         "val_fraction": 0.08,
-        **c.EPOCH_PARAMS,
     },
     load_data=load_data,
     build_model=build_model,
     param_help={
-        **c.EPOCH_HELP,
         "epochs": "epochs in total, frozen and unfrozen (--epochs)",
         "frozen_epochs": "epochs with the ResNet-50 body frozen; the rest train everything",
         "image_size": "square input size (the study: 224)",

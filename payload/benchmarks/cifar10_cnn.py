@@ -1,9 +1,5 @@
-"""cifar10-cnn: Keras' cifar10_cnn.py example (seed 002) with real-time augmentation.
-
-The example's ImageDataGenerator (10% shifts, horizontal flips) becomes
-Keras preprocessing layers inside the model, so augmentation runs on the
-GPU and is active only while training.
-"""
+"""cifar10-cnn: Keras' cifar10_cnn.py example (seed 002); its ImageDataGenerator (10% shifts, flips)
+becomes preprocessing layers in the model, on the GPU and active only while training."""
 
 from __future__ import annotations
 
@@ -14,9 +10,7 @@ from payload.benchmarks.base import Benchmark
 
 def load_data(source, params, global_batch):
     if source.mode == "synthetic":
-        rng = c.rng_for(params)
-        x, y = datasets.synthetic_images(rng, c.n_synthetic(params, 50000), (32, 32, 3), 10)
-        xv, yv = datasets.synthetic_images(rng, params.get("val_samples") or 10000, (32, 32, 3), 10)
+        x, y, xv, yv = c.synthetic(datasets.synthetic_images, params, 50000, 10000, (32, 32, 3), 10)
     else:
         (x, y), (xv, yv) = datasets.read_cifar10(source)
     return c.make_data(x, y, xv, yv, params, source)
@@ -55,13 +49,12 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="cifar10-cnn",
-    kind="epochs",
     description="CIFAR-10 convnet (4 conv, Dense 512, RMSprop 1e-4) with shift/flip augmentation",
     study="seed 002 (Keras examples cifar10_cnn.py)",
     dataset="CIFAR-10 50k/10k, 32x32x3, 10 classes",
     sample_unit="image",
-    defaults={"epochs": 20, "batch_size": 32, "augmentation": True, **c.EPOCH_PARAMS},
+    defaults={"epochs": 20, "batch_size": 32, "augmentation": True},
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "augmentation": "random 10% shifts and horizontal flips while training"},
+    param_help={"augmentation": "random 10% shifts and horizontal flips while training"},
 )

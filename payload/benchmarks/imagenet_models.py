@@ -1,13 +1,8 @@
 """resnet50, inception3, vgg16: ImageNet-model images/s on synthetic data (seed 004).
 
-The three throughput runs of tf_cnn_benchmarks' style differ only in the
-keras.applications model, its input size and their texts, so they are one
-table (``MODELS``) and one set of functions. Each model runs with
-``weights=None`` on ImageNet-shaped synthetic data (one random batch
-repeated, as tf_cnn_benchmarks' synthetic mode), SGD with momentum. Defaults
-are full scale (224x224x3, 299x299x3 for Inception v3, 1000 classes); tests
-shrink ``image_size`` and ``classes``. Warm-up steps are excluded from
-images/s; the spread is over per-step rates.
+One table (``MODELS``) of keras.applications models with ``weights=None`` on one random ImageNet-shaped
+batch repeated (tf_cnn_benchmarks' synthetic mode), SGD with momentum; defaults are full scale, tests
+shrink ``image_size`` and ``classes``.
 """
 
 from __future__ import annotations

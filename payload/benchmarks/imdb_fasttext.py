@@ -1,20 +1,11 @@
-"""imdb-fasttext: Keras' imdb_fasttext.py example (seed 002), bi-gram features.
-
-n-grams of the training set get ids above ``max_features`` (as in the
-example), so the embedding grows with the data; the vocabulary actually
-used is recorded by the model's input dimension.
-"""
+"""imdb-fasttext: Keras' imdb_fasttext.py example (seed 002): n-grams of the training set get ids above
+``max_features``, so the embedding grows with the data (the model's input dimension records it)."""
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
-
-if TYPE_CHECKING:
-    pass
 
 
 def add_ngrams(train, test, max_features: int, ngram_range: int):
@@ -45,17 +36,12 @@ def load_data(source, params, global_batch):
     np = frameworks.numpy()
     maxlen, vocab = params["maxlen"], params["max_features"]
     if source.mode == "synthetic":
-        rng = c.rng_for(params)
-        n, nv = c.n_synthetic(params, 25000), params.get("val_samples") or 25000
-        x, y = datasets.synthetic_sequences(rng, n, maxlen // 2, vocab)
-        xv, yv = datasets.synthetic_sequences(rng, nv, maxlen // 2, vocab)
+        x, y, xv, yv = c.synthetic(datasets.synthetic_sequences, params, 25000, 25000, maxlen // 2, vocab)
         x, xv = list(x), list(xv)
     else:
         (x, y), (xv, yv) = datasets.read_imdb(source, num_words=vocab)
-        if params.get("samples"):
-            x, y = x[: params["samples"]], y[: params["samples"]]
-        if params.get("val_samples"):
-            xv, yv = xv[: params["val_samples"]], yv[: params["val_samples"]]
+        x, y = c.cap(x, y, params.get("samples"))  # before the n-grams are drawn from them
+        xv, yv = c.cap(xv, yv, params.get("val_samples"))
     x, xv, full_vocab = add_ngrams(x, xv, vocab, params["ngram_range"])
     x, xv = datasets.pad_sequences(x, maxlen), datasets.pad_sequences(xv, maxlen)
     data = c.make_data(x, np.asarray(y), xv, np.asarray(yv), params, source)
@@ -80,7 +66,6 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="imdb-fasttext",
-    kind="epochs",
     description="IMDB sentiment, fastText-style bag of uni+bi-gram embeddings (dims 50), adam",
     study="seed 002 (Keras examples imdb_fasttext.py)",
     dataset="IMDB 25k/25k reviews, top 20000 words + bi-grams, maxlen 400, 2 classes",
@@ -92,9 +77,8 @@ BENCHMARK = Benchmark(
         "maxlen": 400,
         "ngram_range": 2,
         "embedding_dims": 50,
-        **c.EPOCH_PARAMS,
     },
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "ngram_range": "2 adds bi-gram features (the example's setting)"},
+    param_help={"ngram_range": "2 adds bi-gram features (the example's setting)"},
 )

@@ -36,13 +36,11 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="mnist-cnn",
-    kind="epochs",
     description="MNIST convnet (Conv 32-64, max-pool, Dense 128, Adadelta)",
     study="seed 002 (Keras examples mnist_cnn.py)",
     dataset="MNIST 60k/10k, 28x28x1, 10 classes",
     sample_unit="image",
-    defaults={"epochs": 12, "batch_size": 128, **c.EPOCH_PARAMS},
+    defaults={"epochs": 12, "batch_size": 128},
     load_data=load_data,
     build_model=build_model,
-    param_help=c.EPOCH_HELP,
 )

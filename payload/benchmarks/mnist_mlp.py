@@ -31,13 +31,11 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="mnist-mlp",
-    kind="epochs",
     description="MNIST multilayer perceptron (Dense 512-512, dropout 0.2, RMSprop)",
     study="seed 002 (Keras examples mnist_mlp.py)",
     dataset="MNIST 60k/10k, 28x28, 10 classes",
     sample_unit="image",
-    defaults={"epochs": 20, "batch_size": 128, "hidden": 512, **c.EPOCH_PARAMS},
+    defaults={"epochs": 20, "batch_size": 128, "hidden": 512},
     load_data=load_data,
     build_model=build_model,
-    param_help=c.EPOCH_HELP,
 )

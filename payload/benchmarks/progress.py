@@ -1,40 +1,25 @@
-"""Progress lines a job prints while it trains: cumulative samples and seconds.
-
-A probe (`gpubench bench`) reads these lines as they come and stops the job
-once its throughput is steady, so they must come regularly and count from the
-start: every line carries the samples trained so far and the training seconds
-so far, evaluation left out and counted apart in `eval_seconds`
-(docs/workloads.md, the JSON convention)::
+"""Progress lines a job prints while it trains, for a probe (`gpubench bench`) to read as they come:
+the samples and training seconds so far, evaluation counted apart (docs/workloads.md)::
 
     GPUBENCH_METRICS {"samples": 12800, "seconds": 10.021, "steps": 100, "epochs": 0, "eval_seconds": 0.0}
 
-`Progress` is plain Python (counted and tested without Keras);
-`keras_callback(progress)` feeds it from `model.fit`. Steps are counted at
-batch *begin*, as the payload's harness does: a batch-end hook would make
-Keras sync the device after every step.
+`Progress` is plain Python; `keras_callback(progress)` feeds it from `model.fit`, counting steps at
+batch *begin* as the payload's harness does (a batch-end hook makes Keras sync the device every step).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from collections.abc import Callable
 from typing import IO, Any
 
 from payload import frameworks
+from payload.training import finite
 
 PREFIX = "GPUBENCH_METRICS"
 DEFAULT_EVERY_SECONDS = 2.0
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 class Progress:
@@ -127,9 +112,9 @@ class Progress:
     def _scores(logs: dict | None) -> dict[str, float]:
         """Held-out accuracy when there is one, else training accuracy; and the loss."""
         logs = logs or {}
-        accuracy = _number(logs.get("val_accuracy"))
-        accuracy = _number(logs.get("accuracy")) if accuracy is None else accuracy
-        scores = {"accuracy": accuracy, "loss": _number(logs.get("loss"))}
+        accuracy = finite(logs.get("val_accuracy"))
+        accuracy = finite(logs.get("accuracy")) if accuracy is None else accuracy
+        scores = {"accuracy": accuracy, "loss": finite(logs.get("loss"))}
         return {k: round(v, 6) for k, v in scores.items() if v is not None}
 
 

@@ -1,22 +1,15 @@
 """text-lstm: Keras' lstm_text_generation.py example (seed 002), Nietzsche, char level.
 
-Sequences of 40 characters (step 3) predict the next character. Sequences
-are kept as character ids and one-hot encoded per batch inside tf.data
-(the example materialised the one-hot tensor, ~GBs at full scale); the
-model still sees (maxlen, chars) one-hot input. 10% of the sequences are
-held out so a next-character accuracy is reported.
+40-character windows (step 3) predict the next character; windows stay ids and are one-hot encoded
+per batch in tf.data (the example's one-hot tensor is GBs at full scale); 10% are held out for a
+next-character accuracy.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from payload import datasets, frameworks
 from payload.benchmarks import _common as c
 from payload.benchmarks.base import Benchmark
-
-if TYPE_CHECKING:
-    pass
 
 
 def sequences(text: str, maxlen: int, step: int):
@@ -68,13 +61,12 @@ def build_model(params):
 
 BENCHMARK = Benchmark(
     name="text-lstm",
-    kind="epochs",
     description="Character-level text generation, LSTM 128 over 40-char windows of Nietzsche, RMSprop",
     study="seed 002 (Keras examples lstm_text_generation.py)",
     dataset="nietzsche.txt (~600k chars, ~57 distinct), windows of 40, step 3",
     sample_unit="character window",
-    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57, **c.EPOCH_PARAMS},
+    defaults={"epochs": 10, "batch_size": 128, "maxlen": 40, "step": 3, "units": 128, "chars": 57},
     load_data=load_data,
     build_model=build_model,
-    param_help={**c.EPOCH_HELP, "chars": "alphabet size of synthetic text", "samples": "cap on training windows"},
+    param_help={"chars": "alphabet size of synthetic text", "samples": "cap on training windows"},
 )

@@ -69,8 +69,8 @@ def test_readiness_checks_a_bucket_and_names_what_is_missing(tmp_path, monkeypat
 
 def test_payload_preflight_names_the_bad_setting(tmp_path):
     from payload.benchmarks import ParamError
+    from payload.cli import check_run
     from payload.config import resolve
-    from payload.preflight import check_run
 
     def cfg(**kw):
         return resolve({"benchmark": "mnist-mlp", "results": str(tmp_path), "stack": "s", **kw}, {})

@@ -18,8 +18,8 @@ from analysis.cli import main
 from infra.catalog import load_catalog
 from infra.conventions import NUMBER_BOUNDS
 from payload import exitcodes
-from payload.cli import LOCAL_OFFERINGS, OFFERING_FORM
 from payload.cli import main as payload_main
+from payload.config import LOCAL_OFFERINGS, OFFERING_FORM
 from payload.entrypoint import DEBUG_ENV
 
 ROOT = Path(__file__).resolve().parents[2]

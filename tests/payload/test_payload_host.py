@@ -11,9 +11,8 @@ import pytest
 
 from payload import exitcodes
 from payload.gpu import GpuSampler
-from payload.identity import detect_identity, make_run_id
-from payload.metadata import AwsImds, GceMetadata, MetadataUnavailable
-from payload.price import offering_facts, price_row
+from payload.identity import AwsImds, GceMetadata, Identity, MetadataUnavailable, detect_identity, make_run_id
+from payload.price import price_row, result_offering
 from payload.watcher import PreemptionWatcher
 
 
@@ -155,10 +154,23 @@ def test_no_launch_price_is_null_with_how_to_give_one():
     assert "this run" in price_row(None, "on-demand", None, None, None)[1][0]
 
 
-def test_offering_facts_come_from_the_launcher():
-    facts, warnings = offering_facts("aws/p3.8xlarge", "cloud", "p3.8xlarge")
-    assert facts == {"provider": "aws", "kind": "cloud", "instance_type": "p3.8xlarge"} and warnings == []
-    assert offering_facts(None)[0]["provider"] is None
+def test_offering_facts_come_from_the_launcher_unless_the_instance_says():
+    from payload.config import resolve
+
+    given = {"benchmark": "mnist-mlp", "results": "/r", "stack": "s", "market": "spot", "offering": "aws/p3.8xlarge"}
+    cfg = resolve({**given, "offering_kind": "cloud", "instance_type": "p3.8xlarge"}, {})
+    off_cloud = Identity(None, "host", None, None, None, None)
+    facts = result_offering(cfg, off_cloud)
+    assert (facts["provider"], facts["kind"], facts["instance_type"], facts["market"]) == (
+        "aws",
+        "cloud",
+        "p3.8xlarge",
+        "spot",
+    )
+    assert (
+        result_offering(cfg, Identity("gcp", "1", "z", "r", "a2-highgpu-1g", None))["instance_type"] == "a2-highgpu-1g"
+    )
+    assert result_offering(resolve({**given, "offering": None}, {}), off_cloud)["provider"] is None
 
 
 def test_payload_never_imports_the_catalog():

@@ -369,13 +369,13 @@ def test_probe_seconds_with_built_in_benchmarks_is_a_warning(monkeypatch, tmp_pa
     seen: list[list[str]] = []
 
     class Recorder:
-        def __init__(self, ctx, name):
+        def __init__(self, ctx, make_job):
             seen.append(list(ctx.warnings))
 
         def execute(self):
             return 0
 
-    monkeypatch.setattr(runner, "BenchmarkRun", Recorder)
+    monkeypatch.setattr(runner, "Run", Recorder)
     given = {"benchmark": "mnist-mlp", "results": str(tmp_path), "stack": "s", "spool": str(tmp_path / "spool")}
     assert runner.run(resolve({**given, "probe_seconds": "60"}, environ={})) == 0
     assert runner.run(resolve(given, environ={})) == 0

@@ -13,7 +13,7 @@ from payload import exitcodes
 from payload.config import resolve
 from payload.environment import host_facts, software_facts
 from payload.identity import Identity
-from payload.price import offering_facts, price_row
+from payload.price import price_row
 from payload.result import METRICS
 from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint
 from payload.schema import validate_result
@@ -116,8 +116,7 @@ def suite(tmp_path):
     identity = Identity(None, "i-fake", "zone-a", None, None, None)
     watcher = PreemptionWatcher(60, sources=[])
     price, warnings = price_row(None, "on-demand", None, None, None)
-    facts, _ = offering_facts(None)
-    return SuiteContext(cfg, time.time(), identity, store, watcher, price, facts, [*warnings, "suite warning"])
+    return SuiteContext(cfg, time.time(), identity, store, watcher, price, [*warnings, "suite warning"])
 
 
 def _files(tmp_path, run: Run) -> dict[str, bytes]:
