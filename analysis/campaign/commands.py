@@ -96,11 +96,11 @@ def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    def look(_store, name, since):
+    def look(name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
 
-    return campaign_status(manifest, None, now, observe_fn=look)
+    return campaign_status(manifest, look, now)
 
 
 @dataclass
