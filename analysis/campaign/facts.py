@@ -1,9 +1,5 @@
-"""What the manifest records about a stack before launching it: offering, market, zone, suite, price, deadline budget.
-
-Read from the checked-in stack file through the same parser and catalog lookup the
-Pulumi program uses (infra.config, infra.launch), so the price recorded is the one
-the instance's tags and GPUBENCH_HOURLY_USD carry.
-"""
+"""What the manifest records of a stack before its launch, read through the Pulumi program's own parser
+and catalog lookup (infra.config, infra.launch): the price recorded is the one the instance carries."""
 
 from __future__ import annotations
 
@@ -14,9 +10,7 @@ from infra.config import BenchmarkConfig, ConfigError, parse_config
 from infra.launch import region_of, resolve, zone_of
 from infra.stacks import load_config
 
-ZONE_KEY = (
-    "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone (wins over gcp:zone)
-)
+ZONE_KEY = "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone
 
 
 def stack_facts(name: str, stacks_dir: Path, catalog: Any) -> dict[str, Any]:

@@ -1,15 +1,9 @@
-"""Launch a campaign's stacks through the stack backend, a bounded number at a time.
-
-Idempotent per campaign: a stack the manifest records as launched is not launched
-again; one recorded `launching` (the orchestrator died mid-`up`) is adopted when
-its outputs show it deployed, else `up` runs again (Pulumi converges to the one
-instance, it does not add a second). A stack that fails to launch is recorded with
-the failure kind and the provider's message and the others go on; a capacity
-failure is retried once in another zone of the same region, never the zone that
-failed. The retry zone is set as the stack's `gpubench:zone` through the Automation
-API (`pulumi config set`, i.e. in stacks/Pulumi.<stack>.yaml) and recorded in the
-manifest as `zone_override`: the stack's state lives in that zone now. The manifest
-is saved before provisioning and after every attempt.
+"""Launch a campaign's stacks through the stack backend, a bounded number at a time, the manifest saved
+before provisioning and after every attempt. Idempotent per campaign: a `launched` stack is not launched
+again; a `launching` one (the orchestrator died mid-`up`) is adopted when its outputs show it deployed,
+else `up` runs again (Pulumi converges on the one instance). A capacity failure is retried once in another
+zone of the region, set as the stack's `gpubench:zone` (`pulumi config set`, in its stack file) and
+recorded as `zone_override`: the stack lives in that zone now.
 """
 
 from __future__ import annotations
@@ -43,7 +37,7 @@ class LaunchReport:
 
 
 class _Gauge:
-    """Counts `up` calls in flight (the concurrency bound, observable)."""
+    """Counts `up` calls in flight: the concurrency bound, observed."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -92,8 +86,6 @@ class Launcher:
         concurrency: int = 4,
         retry_failed: bool = False,
     ):
-        if concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
         self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
         self.concurrency, self.retry_failed = concurrency, retry_failed
         self.gauge = _Gauge()
@@ -116,7 +108,6 @@ class Launcher:
         self.manifest.save()
         return report
 
-    # -- one stack --------------------------------------------------------------------
     def _one(self, name: str) -> str:
         entry = self.manifest.stacks[name]
         state = entry.get("state")
