@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis.campaign import commands, schedule
 from analysis.campaign.commands import require_results
-from analysis.campaign.finish import money_text, seconds_text, summary_text
+from analysis.campaign.finish import stack_table, summary_text
 from analysis.campaign.manifest import new_campaign_id
 from analysis.campaign.schedule import parse_duration
 from analysis.commands import add_command, check_results_locations
@@ -21,7 +21,6 @@ from analysis.stack_status import TERMINAL
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
-from payload.terminal import terminal_text
 
 BACKEND_FACTORY = pulumi_backend
 DESCRIPTION = """\
@@ -71,13 +70,7 @@ def _given_results(args) -> str | None:
 
 
 def _status_table(statuses) -> str:
-    lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
-    for s in statuses:
-        name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
-        lines.append(
-            f"{name:28} {s.state:13} {money_text(s.cost_usd):>11} {seconds_text(s.waste_seconds):>9}  {detail}"
-        )
-    return "\n".join(lines)
+    return "\n".join(stack_table([s.to_dict() for s in statuses]))
 
 
 def cmd_up(args) -> int:

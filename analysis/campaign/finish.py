@@ -1,11 +1,7 @@
-"""The end of a campaign: collect, tear down, report, summarise, through the analysis functions.
-
-Stacks with final results are torn down by analysis.teardown.teardown_completed (which re-checks
-every result itself); interrupted, expired and launch-failed ones by name (no result will come, and a
-failed `up` may have left a security group or role behind). Each destroy's end time is recorded, as
-waste counts to it. The summary goes beside the report, into the bucket and, as a "Campaign waste"
-section, into the report's index.html (the report code has no hook for extra sections).
-"""
+"""The end of a campaign: collect, tear down, report, summarise. Stacks with final results are torn down by
+teardown_completed (which checks every result again), the others by name (no result will come; a failed
+`up` may have left a security group behind), each destroy's end recorded since waste counts to it. The
+summary goes beside the report, into the bucket and, as a section, into the report's index.html."""
 
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ SECTION_ID = "campaign-waste"
 
 
 class _Recording:
-    """Wraps a stack backend so each destroy's completion time is known (waste counts to it)."""
+    """A stack backend whose destroys record when they end."""
 
     def __init__(self, backend: Any):
         self.backend = backend
@@ -137,17 +133,20 @@ def seconds_text(v: Any) -> str:
     return "-" if v is None else f"{v:.0f} s"
 
 
-def summary_text(doc: dict[str, Any]) -> str:
-    lines = [
-        f"campaign {doc['campaign_id']} ({doc.get('results')})",
-        f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail",
-    ]
-    for r in doc["stacks"]:
+def stack_table(rows: Sequence[dict[str, Any]], waste_usd: bool = False) -> list[str]:
+    """The stacks' lines (StackStatus.to_dict rows): `campaign status`, and with waste in USD the summary."""
+    usd = f" {'waste $':>10}" if waste_usd else ""
+    lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}{usd}  detail"]
+    for r in rows:
         name, detail = terminal_text(r["stack"], multiline=False), terminal_text(r["detail"], multiline=False)
-        lines.append(
-            f"{name:28} {r['state']:13} {money_text(r['cost_usd']):>10} {seconds_text(r['waste_seconds']):>9} "
-            f"{money_text(r['waste_usd']):>10}  {detail}"
-        )
+        usd = f" {money_text(r['waste_usd']):>10}" if waste_usd else ""
+        cost, waste = money_text(r["cost_usd"]), seconds_text(r["waste_seconds"])
+        lines.append(f"{name:28} {r['state']:13} {cost:>11} {waste:>9}{usd}  {detail}")
+    return lines
+
+
+def summary_text(doc: dict[str, Any]) -> str:
+    lines = [f"campaign {doc['campaign_id']} ({doc.get('results')})", *stack_table(doc["stacks"], waste_usd=True)]
     t = doc["totals"]
     lines.append(
         f"total: cost {money_text(t['cost_usd'])}, waste {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}) "
