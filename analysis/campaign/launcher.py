@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
 from analysis.campaign.manifest import Manifest
 from analysis.interruptible import InterruptiblePool
 from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
 from analysis.progress import Printer
+from infra.config import BenchmarkConfig, ConfigError, parse_config
+from infra.launch import region_of, resolve, zone_of
+from infra.stacks import load_config
 from infra.tags import DEADLINE_OUTPUTS
 from infra.workspace import StackBackend, error_text, output_value, plain_outputs
 from payload.timestamps import iso
@@ -51,6 +53,40 @@ class _Gauge:
     def __exit__(self, *exc):
         with self._lock:
             self.now -= 1
+
+
+ZONE_KEY = "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone
+
+
+def stack_facts(name: str, stacks_dir: Path, catalog: Any) -> dict[str, Any]:
+    """What the manifest records of a stack before its launch, read through the Pulumi program's own parser
+    and catalog lookup, so the price recorded is the one the instance carries; ConfigError or
+    FileNotFoundError for a bad stack file."""
+    cfg = parse_config(load_config(name, stacks_dir), name)
+    if not isinstance(cfg, BenchmarkConfig):
+        raise ConfigError("stackType", f"{name} is a results stack; campaigns launch benchmark stacks only")
+    launch = resolve(cfg, catalog)
+    price = launch.price
+    return {
+        "offering": launch.offering.id,
+        "provider": launch.provider,
+        "market": cfg.market,
+        "region": region_of(cfg, launch.offering),
+        "zone": zone_of(cfg),
+        "suite": list(cfg.suite),
+        "max_hours": cfg.max_hours,
+        "hourly_usd": launch.hourly_usd,
+        "price_source": str(price.source) if price is not None else None,
+        "price_as_of": str(price.as_of) if price is not None else None,
+        "warnings": list(launch.warnings),
+    }
+
+
+def _offering_zones(offering_id: str, catalog: Any) -> tuple[str, ...]:
+    try:
+        return tuple(catalog.get(offering_id).zones or ())
+    except Exception:  # noqa: BLE001 - no zone list just means no catalog-backed retry zones
+        return ()
 
 
 def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog: Any, printer: Printer) -> None:
@@ -140,7 +176,7 @@ class Launcher:
                 tried,
                 entry.get("provider", ""),
                 region,
-                offering_zones(entry.get("offering", ""), self.catalog),
+                _offering_zones(entry.get("offering", ""), self.catalog),
             )
             self.printer.stack(name, why)
             if next_zone is not None and not self.stop.is_set():
