@@ -160,10 +160,6 @@ def _wait_result(manifest, outcome, args) -> int:
     return exitcodes.FAILED if outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown) else 0
 
 
-def _timeout(text):
-    return None if text is None else parse_duration(text)
-
-
 class ProgressPrinter(Printer):
     """The campaign's lines, with a bar of stacks done and the time left while `wait` polls (on a terminal)."""
 
@@ -196,30 +192,31 @@ class ProgressPrinter(Printer):
         self.bar.close()
 
 
-def _check_poll(args) -> None:
+def _waiting(args) -> dict:
+    """The options `wait` and `run` take from their command lines, checked."""
     if poll_problem(args.poll):
         raise ValueError(poll_problem(args.poll))
+    timeout = None if args.timeout is None else parse_duration(args.timeout)
+    return dict(poll_seconds=args.poll, timeout=timeout, out_dir=args.out, all_runs=args.all_runs)
 
 
 def cmd_wait(args) -> int:
-    _check_poll(args)
+    options = _waiting(args)
+    results_url = require_results(_given_results(args))
     with ProgressPrinter() as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
-            results_url=require_results(_given_results(args)),
-            poll_seconds=args.poll,
-            timeout=_timeout(args.timeout),
-            out_dir=args.out,
-            all_runs=args.all_runs,
+            results_url=results_url,
             work_dir=args.project_dir,
             backend_factory=BACKEND_FACTORY,
             printer=printer,
+            **options,
         )
     return _wait_result(manifest, outcome, args)
 
 
 def cmd_run(args) -> int:
-    _check_poll(args)
+    options = _waiting(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
@@ -229,12 +226,10 @@ def cmd_run(args) -> int:
                 results_url=_given_results(args),  # required after the stacks are checked
                 concurrency=args.concurrency,
                 retry_failed=args.retry_failed,
-                poll_seconds=args.poll,
-                timeout=_timeout(args.timeout),
-                out_dir=args.out,
                 work_dir=args.project_dir,
                 backend_factory=BACKEND_FACTORY,
                 printer=printer,
+                **options,
             )
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)

@@ -228,6 +228,7 @@ def run(
     poll_seconds: float = 60.0,
     timeout: float | None = None,
     out_dir: Path | str | None = None,
+    all_runs: bool = False,
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
@@ -238,7 +239,8 @@ def run(
     campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
     shared = dict(results_url=results_url, work_dir=work_dir, backend_factory=backend_factory, printer=printer)
     _, launch = up(patterns, campaign_id=campaign_id, concurrency=concurrency, retry_failed=retry_failed, **shared)
-    manifest, outcome = wait(campaign_id, poll_seconds=poll_seconds, timeout=timeout, out_dir=out_dir, **shared)
+    waiting = dict(poll_seconds=poll_seconds, timeout=timeout, out_dir=out_dir, all_runs=all_runs)
+    manifest, outcome = wait(campaign_id, **waiting, **shared)
     return CampaignRun(manifest, launch, outcome)
 
 
