@@ -1,7 +1,7 @@
-"""The end of a campaign: collect, tear down, report, summarise. Stacks with final results are torn down by
-teardown_completed (which checks every result again), the others by name (no result will come; a failed
-`up` may have left a security group behind), each destroy's end recorded since waste counts to it. The
-summary goes beside the report, into the bucket and, as a section, into the report's index.html."""
+"""The end of a campaign: collect, tear down, report, summarise. Stacks with final results are torn down as
+completed (every result checked again), the others by name (no result will come; a failed `up` may have
+left a security group behind), each destroy's end recorded since waste counts to it. The summary goes
+beside the report, into the bucket and, as a section, into the report's index.html."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.manifest import Manifest
-from analysis.teardown import teardown, teardown_completed
+from analysis.teardown import teardown
 from payload import exitcodes
 from payload.terminal import terminal_text
 from payload.timestamps import iso
@@ -68,12 +68,10 @@ def teardown_stacks(
     other = [s.stack for s in statuses if s.state in NO_RESULT_COMING]
     outcomes: list[Any] = []
     try:
-        if final:
-            outcomes += teardown_completed(
-                final, results_urls=results_urls, work_dir=work_dir, workspace_factory=factory, log=log
-            )
-        if other:
-            outcomes += teardown(other, work_dir=work_dir, workspace_factory=factory, log=log)
+        for names, completed in ((final, True), (other, False)):  # the first checked again, the others by name
+            if names:
+                how = dict(work_dir=work_dir, workspace_factory=factory, log=log)
+                outcomes += teardown(names, completed=completed, results_urls=results_urls, **how)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
         return [o.to_dict() for o in outcomes], recording.destroyed_at, f"teardown stopped: {exc}"
     return [o.to_dict() for o in outcomes], recording.destroyed_at, None
@@ -108,21 +106,10 @@ def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroye
 
 def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, Any]) -> dict[str, Any]:
     rows = [s.to_dict() for s in statuses]
-    waste = [r["waste_seconds"] for r in rows if r["waste_seconds"] is not None]
-    waste_usd = [r["waste_usd"] for r in rows if r["waste_usd"] is not None]
-    cost = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
-    return {
-        "campaign_id": manifest.campaign_id,
-        "results": manifest.data.get("results"),
-        "written_at": iso(),
-        "stacks": rows,
-        "totals": {
-            "cost_usd": round(sum(cost), 6),
-            "waste_seconds": round(sum(waste), 3),
-            "waste_usd": round(sum(waste_usd), 6),
-        },
-        **extra,
-    }
+    places = {"cost_usd": 6, "waste_seconds": 3, "waste_usd": 6}
+    totals = {k: round(sum(r[k] for r in rows if r[k] is not None), n) for k, n in places.items()}
+    doc = {"campaign_id": manifest.campaign_id, "results": manifest.data.get("results"), "written_at": iso()}
+    return {**doc, "stacks": rows, "totals": totals, **extra}
 
 
 def money_text(v: Any) -> str:
