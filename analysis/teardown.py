@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -201,13 +202,9 @@ def completion(observations: Sequence[StackObservation], suite: Sequence[str] | 
 def candidates(ws, names: Sequence[str] | None) -> list[str]:
     """Named stacks, else every stack in the backend that still has resources."""
     if names:
-        return list(dict.fromkeys(names))
-    out = []
-    for summary in ws.list_stacks():
-        count = getattr(summary, "resource_count", None)
-        if count is None or count > 0:
-            out.append(summary.name.rsplit("/", 1)[-1])
-    return out
+        return list(names)
+    stacks = [s for s in ws.list_stacks() if getattr(s, "resource_count", None) != 0]
+    return [s.name.rsplit("/", 1)[-1] for s in stacks]
 
 
 def teardown(
@@ -227,26 +224,21 @@ def teardown(
         raise ValueError("name the stacks to destroy, or select them with --completed and/or --expired")
     work_dir = work_dir or pulumi_ws.project_dir()
     now = now or datetime.now(timezone.utc)
-    outcomes: list[Outcome] = []
-    allowed: list[str] = []
-    for name in dict.fromkeys(names or []):
-        why = refusal(name, work_dir)
-        if why:
-            outcomes.append(Outcome(name, "refused", why))
-        else:
-            allowed.append(name)
+    refused = {name: refusal(name, work_dir) for name in dict.fromkeys(names or [])}
+    outcomes = [Outcome(name, "refused", why) for name, why in refused.items() if why]
+    allowed = [name for name, why in refused.items() if not why]
     if names and not allowed:
         return outcomes
     ws = (workspace_factory or pulumi_ws.local_workspace)(work_dir)
-    how = {"completed": completed, "expired": expired, "results_urls": results_urls, "now": now}
+    select = partial(_why_selected, completed=completed, expired=expired, results_urls=results_urls, now=now)
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(_one(name, ws, work_dir, dry_run=dry_run, log=log, **how))
+        outcomes.append(_one(name, ws, work_dir, select, dry_run, log))
     return outcomes
 
 
-def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, log) -> Outcome:
+def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
     began = time.monotonic()
     try:
         stack = ws.select_stack(name)
@@ -256,9 +248,7 @@ def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, 
         return Outcome(name, "failed", "could not select the stack", pulumi_ws.error_text(exc))
     config = pulumi_ws.stack_config(name, work_dir)
     try:
-        chosen, reason = _why_selected(
-            name, stack, ws, config, completed=completed, expired=expired, results_urls=results_urls, now=now
-        )
+        chosen, reason = select(name, stack, ws, config)
     except Exception as exc:  # noqa: BLE001
         return Outcome(name, "failed", "could not decide whether the stack is done", pulumi_ws.error_text(exc))
     if not chosen:
