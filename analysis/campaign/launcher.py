@@ -108,24 +108,16 @@ def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog:
     manifest.save()
 
 
-def _deployed(outputs: dict[str, Any]) -> bool:
-    return output_value(outputs, DEADLINE_OUTPUTS) is not None
-
-
+@dataclass
 class Launcher:
-    def __init__(
-        self,
-        manifest: Manifest,
-        backend: StackBackend,
-        catalog: Any,
-        printer: Printer,
-        concurrency: int = 4,
-        retry_failed: bool = False,
-    ):
-        self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
-        self.concurrency, self.retry_failed = concurrency, retry_failed
-        self.gauge = _Gauge()
-        self.stop = threading.Event()  # set on Ctrl-C: no stack starts another `pulumi up`
+    manifest: Manifest
+    backend: StackBackend
+    catalog: Any
+    printer: Printer
+    concurrency: int = 4
+    retry_failed: bool = False
+    gauge: _Gauge = field(default_factory=_Gauge)
+    stop: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C: no stack starts another `up`
 
     def run(self, names: Sequence[str]) -> LaunchReport:
         report = LaunchReport()
@@ -159,7 +151,7 @@ class Launcher:
         handle = self.backend.select_stack(name)
         if state == "launching":
             outputs = plain_outputs(handle.outputs())
-            if _deployed(outputs):
+            if output_value(outputs, DEADLINE_OUTPUTS) is not None:  # deployed
                 self._record_launched(name, outputs, entry.get("up_started_at") or iso())
                 self.printer.stack(name, "was deploying when the last orchestrator stopped; deployed: adopting it")
                 return "adopted"
@@ -217,15 +209,7 @@ class Launcher:
         self.printer.stack(name, f"launched; deadline {deadline or 'unknown'}")
 
     def _record_failure(self, name: str, failure: Failure, zone: str | None, started: str | None) -> None:
-        self.manifest.add_attempt(
-            name,
-            {
-                "zone": zone or failure.zone,
-                "started_at": started,
-                "ended_at": iso(),
-                "outcome": "failed",
-                "failure": failure.to_dict(),
-            },
-        )
+        attempt = {"zone": zone or failure.zone, "started_at": started, "ended_at": iso(), "outcome": "failed"}
+        self.manifest.add_attempt(name, {**attempt, "failure": failure.to_dict()})
         self.manifest.update(name, state="launch-failed", failure=failure.to_dict())
         self.printer.stack(name, f"launch failed ({failure.kind}): {failure.message}")
