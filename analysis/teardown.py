@@ -266,9 +266,5 @@ def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
 def teardown_completed(
     stacks: Iterable[str] | None, results_urls: Sequence[str] | None = None, dry_run: bool = False, **kw
 ) -> list[Outcome]:
-    """For `collect --teardown`: destroy those of `stacks` whose runs all have a final result.
-
-    `stacks` empty or None means every stack in the backend. Raises PulumiMissing
-    without the CLI; never raises for one stack's failure (see each Outcome).
-    """
+    """For `collect --teardown`: destroy those of `stacks` (none: every stack) whose runs are all final."""
     return teardown(list(stacks or []) or None, completed=True, dry_run=dry_run, results_urls=results_urls, **kw)
