@@ -32,6 +32,7 @@ from analysis.report.answer import long_duration
 from analysis.report.build import write_report
 from analysis.report.reference import STUDY_PROBES, device, study_work
 from infra.catalog import load_catalog
+from infra.conventions import UsageError
 from infra.launch import offering_options
 from infra.projectfiles import user_or_shipped
 from payload import exitcodes
@@ -96,12 +97,6 @@ QUICK_PROBE_SECONDS = 30  # --quick (the tests): a rate, not a narrow one
 STUDY_PROBES_VERSION = 1  # the layout of the record analysis.report.reference reads
 
 
-class DemoError(exitcodes.GpubenchError, RuntimeError):
-    """A demo setting is wrong; the message says which and how to fix it."""
-
-    exit_code = exitcodes.USAGE
-
-
 def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) -> tuple[tuple[Step, ...], tuple]:
     """The suite's steps and the study jobs (analysis.reference.studies.StudyJob) that --only names (all without)."""
     if not only:
@@ -109,7 +104,7 @@ def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) ->
     known = {s.benchmark for s in suite} | {j.benchmark for j in jobs}
     unknown = [n for n in only if n not in known]
     if unknown:
-        raise DemoError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
+        raise UsageError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
     return tuple(s for s in suite if s.benchmark in only), tuple(j for j in jobs if j.benchmark in only)
 
 
@@ -326,7 +321,7 @@ def run_demo(
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
-        raise DemoError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     steps, jobs = select(QUICK if quick else SUITE, only, study_jobs())
     limit = QUICK_PROBE_SECONDS if quick else STUDY_PROBE_SECONDS
     results_dir, out_dir = Path(results).resolve(), Path(out)
