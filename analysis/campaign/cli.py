@@ -73,16 +73,14 @@ def _status_table(statuses) -> str:
     return "\n".join(stack_table([s.to_dict() for s in statuses]))
 
 
+def _launching(args) -> dict:
+    """The options `up` and `run` take from their command lines (--results is required after the stacks)."""
+    options = dict(concurrency=args.concurrency, retry_failed=args.retry_failed, work_dir=args.project_dir)
+    return dict(results_url=_given_results(args), backend_factory=BACKEND_FACTORY, **options)
+
+
 def cmd_up(args) -> int:
-    manifest, report = commands.up(
-        args.stacks,
-        results_url=_given_results(args),  # required after the stacks are checked
-        campaign_id=args.campaign_id,
-        concurrency=args.concurrency,
-        retry_failed=args.retry_failed,
-        work_dir=args.project_dir,
-        backend_factory=BACKEND_FACTORY,
-    )
+    manifest, report = commands.up(args.stacks, campaign_id=args.campaign_id, **_launching(args))
     failed = commands.launch_failures(manifest, report)
     if args.json:
         emit_json(
@@ -221,16 +219,7 @@ def cmd_run(args) -> int:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
         with ProgressPrinter() as printer:
-            done = commands.run(
-                args.stacks,
-                results_url=_given_results(args),  # required after the stacks are checked
-                concurrency=args.concurrency,
-                retry_failed=args.retry_failed,
-                work_dir=args.project_dir,
-                backend_factory=BACKEND_FACTORY,
-                printer=printer,
-                **options,
-            )
+            done = commands.run(args.stacks, printer=printer, **_launching(args), **options)
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 
