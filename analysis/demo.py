@@ -23,13 +23,13 @@ from analysis.bench.candidates import local_candidate
 from analysis.bench.local import LocalProbe
 from analysis.bench.probes import Probes
 from analysis.bench.record import new_bench_id
+from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
 from analysis.progress import Printer
 from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
-from analysis.report.build import write_report
 from analysis.report.reference import STUDY_PROBES, device, study_work
 from infra.catalog import load_catalog
 from infra.conventions import UsageError
@@ -168,19 +168,6 @@ def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]
     for problem in outcome.summary.incomplete:
         print(f"incomplete: {problem}", file=sys.stderr)
     return exitcodes.FAILED if outcome.summary.incomplete else exitcodes.OK
-
-
-def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
-    """Write the report of everything collected so far and echo its terminal summary; an exit code."""
-    try:
-        outcome = write_report(out_dir, table=table_dir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
-    if outcome.price_warning:
-        print(f"warning: {outcome.price_warning}", file=sys.stderr)
-    echo(outcome.text().rstrip("\n"))
-    return exitcodes.OK
 
 
 def _finite(value):
@@ -361,7 +348,7 @@ def run_demo(
         echo(f"collect failed (exit {code})")
         return code
     echo(f"[report] {out_dir}/index.html")
-    code = report_step(out_dir, echo, table_dir)
+    code = write_report(out_dir, table_dir, echo)
     if code != 0:
         echo(f"report failed (exit {code})")
         return code

@@ -77,18 +77,19 @@ def teardown_stacks(
     return [o.to_dict() for o in outcomes], recording.destroyed_at, None
 
 
-def write_report(out_dir: Path) -> int:
-    """The report of the campaign's runs, printed as `gpubench report` prints it; its exit code."""
+def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str], None] = print) -> int:
+    """The report of the runs collected at `table` (default: out_dir), its summary echoed as `gpubench report`
+    prints it (a campaign's end and the demo's); its exit code."""
     from analysis.report.build import write_report as report  # heavy: pandas, DuckDB, matplotlib
 
     try:
-        outcome = report(out_dir)
+        outcome = report(out_dir, table=table)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     if outcome.price_warning:
         print(f"warning: {outcome.price_warning}", file=sys.stderr)
-    print(outcome.text(), end="")
+    echo(outcome.text().rstrip("\n"))
     return exitcodes.OK
 
 
