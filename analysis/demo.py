@@ -342,16 +342,19 @@ def run_demo(
     if found:
         write_study_probes(table_dir, found)
 
-    echo(f"[collect] {results_dir} -> {table_dir}/results.parquet")
-    code = collect_step(results_dir, table_dir, echo)
-    if code != 0:
-        echo(f"collect failed (exit {code})")
-        return code
-    echo(f"[report] {out_dir}/index.html")
-    code = write_report(out_dir, table_dir, echo)
-    if code != 0:
-        echo(f"report failed (exit {code})")
-        return code
+    for name, what, step in (
+        (
+            "collect",
+            f"{results_dir} -> {table_dir}/results.parquet",
+            lambda: collect_step(results_dir, table_dir, echo),
+        ),
+        ("report", f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
+    ):
+        echo(f"[{name}] {what}")
+        code = step()
+        if code != 0:
+            echo(f"{name} failed (exit {code})")
+            return code
     report = (out_dir / "index.html").resolve()
     echo()
     echo(
