@@ -1,8 +1,8 @@
 """What a leak sweep did to one resource: the record every cloud's sweep primitives return.
 
 Each cloud's `sweep()` (infra/<cloud>/sweep.py) lists what carries the project's
-expires-at tag or label and returns one `Action` per resource; the command in
-analysis/sweep/ prints them and sets the exit code. `ownership` is the one
+expires-at tag or label and returns one `Action` per resource; `gpubench sweep`
+(analysis/commands/sweep.py) prints them and sets the exit code. `ownership` is the one
 ownership rule every cloud applies: the project tag equal to this deployment's
 project id and a stack tag in the project's stack-name convention
 (infra.tags.project_id, is_project_stack); `classify` adds a launcher-format deadline.
