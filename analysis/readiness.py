@@ -20,16 +20,14 @@ from payload import extras
 from payload.storage import StorageError, open_store
 from payload.yamlfile import quote
 
+_ANALYSIS = ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake")
 EXTRAS = {  # extra -> (what it is for, modules it brings): `gpubench check EXTRA` asks about one
     "payload": ("run benchmarks, read and write buckets", ("boto3", "google.cloud.storage", "jsonschema_rs")),
     "infra": ("preview and launch stacks, SSH hosts", ("pulumi", "pulumi_aws", "pulumi_gcp", "fabric")),
-    "analysis": (
-        "collect, report, teardown, sweep, prices",
-        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake"),
-    ),
+    "analysis": ("collect, report, teardown, sweep, prices", _ANALYSIS),
     "demo": (
         "`gpubench demo` (make demo): a short suite on this machine's CPU, collected and reported locally",
-        ("pandas", "pyarrow", "matplotlib", "jinja2", "jsonschema_rs", "deltalake", "tensorflow"),
+        (*_ANALYSIS, "tensorflow"),
     ),
     "tf": ("the built-in TensorFlow benchmarks", ("tensorflow",)),
 }

@@ -205,20 +205,16 @@ class Manifest:
                 {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
             )
 
-    def ensure(self, name: str, facts: dict[str, Any]) -> dict[str, Any]:
-        """The stack's entry, created `pending` with `facts` when new (an existing entry is kept as is)."""
+    def ensure(self, name: str, facts: dict[str, Any]) -> None:
+        """A new stack's entry, `pending` with `facts` (an existing entry is kept as is)."""
         with self._lock:
-            if name not in self.stacks:
-                self.stacks[name] = {"state": "pending", "attempts": [], "run_ids": [], **facts}
-            return self.stacks[name]
+            self.stacks.setdefault(name, {"state": "pending", "attempts": [], "run_ids": [], **facts})
 
-    def update(self, name: str, save: bool = True, **fields: Any) -> dict[str, Any]:
+    def update(self, name: str, save: bool = True, **fields: Any) -> None:
         with self._lock:
-            entry = self.stacks[name]
-            entry.update(fields)
+            self.stacks[name].update(fields)
             if save:
                 self.save()
-            return entry
 
     def add_attempt(self, name: str, attempt: dict[str, Any]) -> None:
         with self._lock:
@@ -228,8 +224,7 @@ class Manifest:
         """Write the whole manifest (StorageError propagates: a campaign must not run unrecorded)."""
         with self._lock:
             self.data["updated_at"] = iso()
-            body = json.dumps(self.data, indent=2, sort_keys=False).encode()
-            self.store.put_bytes(self.key, body, "application/json")
+            self.store.put_bytes(self.key, json.dumps(self.data, indent=2).encode(), "application/json")
 
     def put_summary(self, summary: dict[str, Any]) -> str:
         key = SUMMARY_KEY.format(id=self.campaign_id)
