@@ -113,7 +113,12 @@ def _usd(entry: dict, seconds: float) -> float | None:
         return None
 
 
+def _seconds(start: datetime, end: datetime) -> float:
+    return round(max(0.0, (end - start).total_seconds()), 3)
+
+
 def _window_end(state: str, obs: StackObservation, now: datetime, deadline: datetime | None) -> datetime | None:
+    """Where the billed window ends; None before a launch."""
     if state in WITH_RESULTS:
         return obs.last_upload or now
     if state == "expired":
@@ -121,21 +126,6 @@ def _window_end(state: str, obs: StackObservation, now: datetime, deadline: date
     if state in ("running", "launched"):
         return min(now, deadline) if deadline else now
     return None
-
-
-def waste(
-    obs: StackObservation, destroyed_at: datetime | None, deadline: datetime | None, now: datetime
-) -> tuple[float | None, str | None]:
-    """Seconds billed after the last upload, and what ended the count."""
-    if obs.last_upload is None:
-        return None, None
-    if destroyed_at is not None:
-        end, basis = destroyed_at, "until destroyed"
-    elif deadline is not None and deadline <= now:
-        end, basis = deadline, "until the deadline"
-    else:
-        end, basis = now, "so far (not destroyed yet)"
-    return round(max(0.0, (end - obs.last_upload).total_seconds()), 3), basis
 
 
 def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -> StackStatus:
@@ -156,12 +146,18 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
         uploaded_at=iso(obs.last_upload) if obs.last_upload else None,
     )
     start, end = parse_time(entry.get("up_started_at")), _window_end(state, obs, now, deadline)
-    if state not in ("pending", "launching", "launch-failed") and start and end:
-        st.billed_seconds = round(max(0.0, (end - start).total_seconds()), 3)
+    if start and end:
+        st.billed_seconds = _seconds(start, end)
         st.cost_usd = _usd(entry, st.billed_seconds)
-    if state in WITH_RESULTS:
-        st.waste_seconds, st.waste_basis = waste(obs, destroyed, deadline, now)
-        if st.waste_seconds is not None and entry.get("hourly_usd") is not None:
+    if state in WITH_RESULTS and obs.last_upload:  # waste: billed after the last upload
+        if destroyed:
+            end, st.waste_basis = destroyed, "until destroyed"
+        elif deadline and deadline <= now:
+            end, st.waste_basis = deadline, "until the deadline"
+        else:
+            end, st.waste_basis = now, "so far (not destroyed yet)"
+        st.waste_seconds = _seconds(obs.last_upload, end)
+        if entry.get("hourly_usd") is not None:
             st.waste_usd = round(st.waste_seconds / 3600.0 * float(entry["hourly_usd"]), 6)
     return st
 
