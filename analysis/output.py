@@ -11,7 +11,7 @@ from datetime import date
 from typing import Any
 
 from infra.conventions import NUMBER_BOUNDS, confirm
-from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
+from payload.money import USD, USD_SIGN, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
 
