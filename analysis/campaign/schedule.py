@@ -41,7 +41,7 @@ def _field_values(text: str, name: str, lo: int, hi: int) -> None:
         if base == "*":
             continue
         for bound in base.split("-"):
-            value = DOW_NAMES.get(bound.lower()) if name == "day of week" and bound.lower() in DOW_NAMES else bound
+            value = DOW_NAMES.get(bound.lower(), bound) if name == "day of week" else bound
             if not str(value).isdigit() or not lo <= int(value) <= hi:
                 raise ScheduleError(f"cron {name} {text!r}: {bound!r} is outside {lo}..{hi}")
 
@@ -58,13 +58,11 @@ def check_cron(expr: str) -> list[str]:
     return fields
 
 
-def _calendar_part(text: str, width: int = 2) -> str:
-    if text == "*":
-        return "*"
+def _calendar_part(text: str) -> str:
     out = []
     for part in text.split(","):
         base, _, step = part.partition("/")
-        base = "*" if base == "*" else "..".join(b.zfill(width) for b in base.split("-"))
+        base = "*" if base == "*" else "..".join(b.zfill(2) for b in base.split("-"))
         out.append(f"{'00' if base == '*' and step else base}/{step}" if step else base)
     return ",".join(out)
 
