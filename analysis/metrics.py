@@ -75,13 +75,9 @@ def default_base(summary: pd.DataFrame) -> str:
     if summary.empty:
         return DEFAULT_BASE
     present = set(summary["offering_id"].dropna())
-    for o in BASE_PREFERENCE:
-        if o in present:
-            return o
+    preferred = next((o for o in BASE_PREFERENCE if o in present), None)
     counts = summary.dropna(subset=["offering_id"]).groupby("offering_id")["workload"].nunique()
-    if counts.empty:
-        return DEFAULT_BASE
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    return preferred or min(counts.items(), key=lambda kv: (-kv[1], kv[0]), default=(DEFAULT_BASE,))[0]
 
 
 def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataFrame:
@@ -89,24 +85,17 @@ def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataF
     the base did not run gets NaN and says so in `relative_note`."""
     s = summary.copy()
     base = base or default_base(s)
-    for col in ("rel_time", "rel_train_cost", "rel_billed_cost"):
-        s[col] = math.nan
-    s["relative_note"] = None
-    s["base"] = base
+    s[["rel_time", "rel_train_cost", "rel_billed_cost"]] = math.nan
+    s["relative_note"], s["base"] = None, base
     for (bench, _wl), idx in s.groupby(WORKLOAD, dropna=False).groups.items():
         rows = s.loc[idx]
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
-            ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
-            label = rows["workload_label"].iloc[0]
-            s.loc[idx, "relative_note"] = (
-                f"base {base} has no completed {bench} run"
-                if not ran
-                else f"base {base} has no completed {bench} run at {label or 'this configuration'}"
-            )
+            ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()  # another configuration
+            at = f" at {rows['workload_label'].iloc[0] or 'this configuration'}" if ran else ""
+            s.loc[idx, "relative_note"] = f"base {base} has no completed {bench} run{at}"
             continue
-        # on-demand sorts before spot; the offering as sold (all its GPUs)
-        # first; of several prices paid, the lowest
+        # on-demand before spot; the offering as sold (all its GPUs) first; of several prices, the lowest
         b = cand.sort_values(["market", "gpus_used", "hourly_usd"], ascending=[True, False, True]).iloc[0]
         s.loc[idx, "rel_time"] = rows["train_hours"] / b["train_hours"]
         s.loc[idx, "rel_train_cost"] = rows["train_cost_usd"] / b["train_cost_usd"]
