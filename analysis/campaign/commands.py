@@ -175,15 +175,9 @@ def wait(
     printer(f"campaign {campaign_id}: every stack is done; collecting into {out}")
     outcome.collect = finish.collect_campaign(urls, out, run_ids, all_runs)
     printer(f"campaign {campaign_id}: tearing down {len(statuses)} stack(s)")
-    try:
-        backend = backend_factory(root)
-    except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
-        outcome.teardown_error = f"teardown not possible: {exc}"
-    else:
-        outcome.teardown, destroyed, outcome.teardown_error = finish.teardown_stacks(
-            statuses, backend, root, urls, printer
-        )
-        finish.record_teardown(manifest, outcome.teardown, destroyed)
+    outcome.teardown, outcome.teardown_error = finish.teardown_stacks(
+        manifest, statuses, backend_factory, root, urls, printer
+    )
     try:
         outcome.report_code = finish.write_report(out)
     except Exception as exc:  # noqa: BLE001 - the summary below is still written

@@ -59,22 +59,28 @@ def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs
 
 
 def teardown_stacks(
-    statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str], log: Callable[[str], None]
-) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
-    """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
-    recording = _Recording(backend)
+    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], log
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Destroy every terminal stack and record it in the manifest; (outcomes, error that stopped teardown)."""
+    try:
+        recording = _Recording(backend_factory(work_dir))
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
+        return [], f"teardown not possible: {exc}"
     factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
     final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
     other = [s.stack for s in statuses if s.state in NO_RESULT_COMING]
     outcomes: list[Any] = []
+    error = None
     try:
         for names, completed in ((final, True), (other, False)):  # the first checked again, the others by name
             if names:
                 how = dict(work_dir=work_dir, workspace_factory=factory, log=log)
                 outcomes += teardown(names, completed=completed, results_urls=results_urls, **how)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
-        return [o.to_dict() for o in outcomes], recording.destroyed_at, f"teardown stopped: {exc}"
-    return [o.to_dict() for o in outcomes], recording.destroyed_at, None
+        error = f"teardown stopped: {exc}"
+    done = [o.to_dict() for o in outcomes]
+    _record_teardown(manifest, done, recording.destroyed_at)
+    return done, error
 
 
 def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str], None] = print) -> int:
@@ -93,7 +99,7 @@ def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str],
     return exitcodes.OK
 
 
-def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
+def _record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
     for o in outcomes:
         if o["stack"] in manifest.stacks:
             when = destroyed_at.get(o["stack"]) or iso()
