@@ -5,6 +5,7 @@ line so a provider's or a job's text cannot forge a line of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -77,12 +78,8 @@ class Progress:
 
     def write(self, line: str, file: TextIO | None = None) -> None:
         """Print a line to `file` (default: the bar's stream) above the bar, which is redrawn below it."""
-        target = file or self.stream
-        if self.bar is None:
-            print(line, file=target, flush=True)
-            return
-        with self.bar.external_write_mode(file=self.bar.fp):
-            print(line, file=target, flush=True)
+        with contextlib.nullcontext() if self.bar is None else self.bar.external_write_mode(file=self.bar.fp):
+            print(line, file=file or self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
