@@ -82,13 +82,12 @@ def test_campaign_run_hands_all_runs_to_its_wait(tmp_path, monkeypatch):
     from analysis.cli import main
 
     project = _project(tmp_path, ["aws-g4dn-1x"])
-    seen = {}
+    real_wait, seen = commands.wait, {}
 
     def wait(campaign_id, **kw):
         seen.update(kw)
-        return real_wait(campaign_id, **{**kw, "timeout": 0})
+        return real_wait(campaign_id, **kw)
 
-    real_wait = commands.wait
     monkeypatch.setattr(commands, "wait", wait)
     monkeypatch.setattr("analysis.campaign.cli.BACKEND_FACTORY", StubBackend().factory)
     bucket = (tmp_path / "bucket").as_uri()
