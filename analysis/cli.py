@@ -53,11 +53,6 @@ def package_version() -> str:
         return "(not installed: run from a checkout)"
 
 
-def _exit_table() -> str:
-    rows = "\n".join(f"  {code:<4} {text}" for code, text in exitcodes.TABLE.items())
-    return "exit codes:\n" + rows
-
-
 def build_parser(prog: str | None = None, command: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser: without `command`, every command's module registers it (completion, tests); with a
     command's name, only that module is imported (a third of a second saved); with any other word (or ""),
@@ -65,7 +60,7 @@ def build_parser(prog: str | None = None, command: str | None = None) -> argpars
     parser = argparse.ArgumentParser(
         prog=prog or "gpubench",
         description=DESCRIPTION,
-        epilog=_exit_table(),
+        epilog="exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in exitcodes.TABLE.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
