@@ -121,15 +121,12 @@ def poll(
     began = time.monotonic()
     seen: dict[str, tuple] = {}
     while True:
-        statuses = statuses_of(manifest, stores, clock())
+        statuses, changed = statuses_of(manifest, stores, clock()), False
         for s in statuses:
-            key = (s.state, s.last_event)
-            if seen.get(s.stack) != key:
-                seen[s.stack] = key
+            if seen.get(s.stack) != (s.state, s.last_event):
+                seen[s.stack] = (s.state, s.last_event)
                 printer.stack(s.stack, f"{s.state}: {s.detail}")
-        changed = False
-        for s in statuses:  # the run ids seen, remembered in the manifest
-            entry = manifest.stacks[s.stack]
+            entry = manifest.stacks[s.stack]  # the run ids seen, remembered in the manifest
             known = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
             if known != sorted(entry.get("run_ids") or []):
                 entry["run_ids"], changed = known, True
