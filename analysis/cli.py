@@ -53,20 +53,14 @@ def package_version() -> str:
         return "(not installed: run from a checkout)"
 
 
-def _exit_table() -> str:
-    rows = "\n".join(f"  {code:<4} {text}" for code, text in exitcodes.TABLE.items())
-    return "exit codes:\n" + rows
-
-
 def build_parser(prog: str | None = None, command: str | None = None) -> argparse.ArgumentParser:
-    """The whole CLI's parser. Without `command`, every command is registered by its module (the shell's
-    completion, tests); with a command's name, only that command's module is imported (running one
-    command never imports the others: a third of a second); with any other word (or ""), the commands
-    are their summaries in analysis.commands.COMMANDS: `gpubench --help` imports no command module."""
+    """The CLI's parser: without `command`, every command's module registers it (completion, tests); with a
+    command's name, only that module is imported (a third of a second saved); with any other word (or ""),
+    the summaries of analysis.commands.COMMANDS, so `gpubench --help` imports no command module."""
     parser = argparse.ArgumentParser(
         prog=prog or "gpubench",
         description=DESCRIPTION,
-        epilog=_exit_table(),
+        epilog="exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in exitcodes.TABLE.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(

@@ -1,9 +1,5 @@
-"""The CSV dialect of every file gpubench exports for spreadsheets
-(results.csv, a report's summary.csv): RFC 4180 through Arrow's writer, and
-text cells that a spreadsheet would evaluate as formulas neutralised. Its
-own module because a result's text (a stack name, an error) reaches both
-files, and one of them written without the neutralisation would let a
-forged result run a formula in whoever opens it."""
+"""The CSV dialect of every export (results.csv, a report's summary.csv): RFC 4180 through Arrow's writer,
+text a spreadsheet would evaluate as a formula neutralised, in one place so that no export forgets it."""
 
 from __future__ import annotations
 
@@ -11,20 +7,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-# What a spreadsheet evaluates when a cell starts with it (OWASP, CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-# one pass over a column: a cell starting with any of FORMULA_STARTS
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet evaluates (OWASP, CSV injection)
 _FORMULA_PATTERN = "^[" + "".join("\\" + c if c in "-\\]^" else c for c in FORMULA_STARTS) + "]"
 
 
 def csv_safe(table):
-    """The Arrow table (or record batch) for the CSV export: a text cell a
-    spreadsheet would evaluate as a formula (it starts with one of
-    FORMULA_STARTS) prefixed with a single quote, so it is shown as text; NaN
-    written as an empty cell like a null (Parquet keeps the true values).
-    Whole columns at once, in Arrow: no Python call per cell."""
+    """The Arrow table (or record batch) with a text cell starting with one of FORMULA_STARTS prefixed with
+    a single quote, shown as text, and NaN as an empty cell like a null; whole columns at once, in Arrow."""
     columns, changed = [], False
     for field, col in zip(table.schema, table.columns, strict=True):
         if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
@@ -49,18 +38,14 @@ def csv_safe(table):
 
 
 def csv_options():
-    """The export's CSV dialect: RFC 4180 (CRLF rows, a cell quoted when it is
-    text, so a bare CR or LF inside it cannot split its row), a header row of
-    bare names, nulls as empty cells."""
+    """RFC 4180: CRLF rows, text quoted when needed (a CR or LF inside cannot split its row), a bare header."""
     return pcsv.WriteOptions(quoting_style="needed", quoting_header="none", eol="\r\n")
 
 
 def write_csv(table, path) -> None:
-    """One CSV file of an Arrow table, through Arrow's writer (C++, about 20x
-    pandas' to_csv), text cells neutralised (csv_safe)."""
+    """An Arrow table as CSV through Arrow's writer (about 20x pandas' to_csv), neutralised (csv_safe)."""
     pcsv.write_csv(csv_safe(table), path, csv_options())
 
 
 def frame_to_csv(df, path) -> None:
-    """A pandas frame through write_csv."""
     write_csv(pa.Table.from_pandas(df, preserve_index=False), path)

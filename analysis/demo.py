@@ -1,16 +1,8 @@
-"""`make demo`: the whole product on this machine, no cloud account needed.
-
-Runs a short real suite with the payload as the catalog's `local/this-machine` offering into a
-local bucket (default `results/`), collects it and writes the report, whose "Reference" section
-puts this machine beside the studies' published K80/P100/V100/1080 Ti figures.
-
-Each study the first screen compares with is probed in its own configuration (study_jobs: its
-model, input shape, batch and precision, on synthetic data) as `gpubench bench --local` probes a
-job, and extrapolated to the study's whole job by bench's code; the estimates are recorded beside
-the results table (STUDY_PROBES). A precision this machine cannot run (fp16 on a CPU) is not
-probed, and the report says so instead of comparing other work.
-
-This machine is priced at an assumed flat rate (analysis.price.local), recorded with every run.
+"""`make demo`: the whole product on this machine, no cloud account needed. A short real suite runs as the
+`local/this-machine` offering into a local bucket, is collected and reported beside the studies' published
+figures. Each study is also probed in its own configuration as `gpubench bench --local` probes a job and
+extrapolated to its whole job (STUDY_PROBES beside the table); a precision this machine cannot run (fp16 on
+a CPU) is not probed, and the report says so. The machine's price is an assumed flat rate (price/local.py).
 """
 
 from __future__ import annotations
@@ -31,15 +23,16 @@ from analysis.bench.candidates import local_candidate
 from analysis.bench.local import LocalProbe
 from analysis.bench.probes import Probes
 from analysis.bench.record import new_bench_id
+from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
 from analysis.progress import Printer
 from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
-from analysis.report.build import write_report
 from analysis.report.reference import STUDY_PROBES, device, study_work
 from infra.catalog import load_catalog
+from infra.conventions import UsageError
 from infra.launch import offering_options
 from infra.projectfiles import user_or_shipped
 from payload import exitcodes
@@ -65,10 +58,8 @@ class Step:
     why: str
 
 
-# The default suite's full runs: under a minute each on a 2-core CPU once TensorFlow is installed.
-# Synthetic data (right shapes, no download). Sizes are cut with the payload's own parameters;
-# every value is recorded in result.json. The short BiLSTM run is the reference section's; the
-# studies the first screen compares with are probed after these in their own configuration.
+# Under a minute each on a 2-core CPU, synthetic data, sizes cut with the payload's own parameters (recorded
+# in result.json). The BiLSTM run is the reference section's; the studies are probed after these.
 SUITE: tuple[Step, ...] = (
     Step(
         "mnist-mlp",
@@ -100,18 +91,10 @@ QUICK: tuple[Step, ...] = (
     ),
 )
 
-# The most of each study's job a probe runs (its process: start-up, data, training), as
-# `gpubench bench --probe-minutes` bounds it; the probe stops sooner once the rate is steady.
+# The most a study probe runs (start-up, data, training), as --probe-minutes bounds bench's; sooner once steady.
 STUDY_PROBE_SECONDS = 120
 QUICK_PROBE_SECONDS = 30  # --quick (the tests): a rate, not a narrow one
-# The layout of the study probes' record beside the results table (analysis.report.reference.STUDY_PROBES).
-STUDY_PROBES_VERSION = 1
-
-
-class DemoError(exitcodes.GpubenchError, RuntimeError):
-    """A demo setting is wrong; the message says which and how to fix it."""
-
-    exit_code = exitcodes.USAGE
+STUDY_PROBES_VERSION = 1  # the layout of the record analysis.report.reference reads
 
 
 def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) -> tuple[tuple[Step, ...], tuple]:
@@ -121,13 +104,8 @@ def select(suite: tuple[Step, ...], only: list[str] | None, jobs: tuple = ()) ->
     known = {s.benchmark for s in suite} | {j.benchmark for j in jobs}
     unknown = [n for n in only if n not in known]
     if unknown:
-        raise DemoError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
+        raise UsageError(f"--only {', '.join(unknown)}: not in the demo suite ({', '.join(sorted(known))})")
     return tuple(s for s in suite if s.benchmark in only), tuple(j for j in jobs if j.benchmark in only)
-
-
-def stack_name() -> str:
-    """The catalog's stack name for this machine (runs land under runs/<stack>/)."""
-    return load_catalog().get(OFFERING).stack_name(MARKET)
 
 
 def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str) -> list[str]:
@@ -140,24 +118,17 @@ def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str
     return [sys.executable, "-m", "payload", "run", *argv, *step.args.split()]
 
 
-def _payload_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ start-up chatter goes to the log only
-    env.setdefault("PYTHONUNBUFFERED", "1")  # progress lines as they happen
-    # A GPUBENCH_* run option left in the shell must not change what the demo runs.
-    for key in [k for k in env if k.startswith("GPUBENCH_") and k not in (HOURLY_ENV, "GPUBENCH_SPOOL")]:
-        del env[key]
-    return env
-
-
 def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> int:
     """Run one payload process; everything to log_path, progress lines to echo."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as log:
         log.write("$ " + " ".join(argv) + "\n")
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_payload_env(), bufsize=1
-        )
+        # no GPUBENCH_* run option left in the shell changes what the demo runs; TensorFlow's C++ chatter
+        # goes to the log only; progress lines come as they happen
+        kept = ("GPUBENCH_SPOOL", HOURLY_ENV)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GPUBENCH_") or k in kept}
+        env = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1", **env}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -199,34 +170,14 @@ def collect_step(results_dir: Path, table_dir: Path, echo: Callable[[str], None]
     return exitcodes.FAILED if outcome.summary.incomplete else exitcodes.OK
 
 
-def report_step(out_dir: Path, echo: Callable[[str], None], table_dir: Path | None = None) -> int:
-    """Write the report of everything collected so far and echo its terminal summary; an exit code."""
-    try:
-        outcome = write_report(out_dir, table=table_dir)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exitcodes.USAGE
-    if outcome.price_warning:
-        print(f"warning: {outcome.price_warning}", file=sys.stderr)
-    echo(outcome.text().rstrip("\n"))
-    return exitcodes.OK
-
-
-def gpus_here() -> int:
-    """GPUs NVML sees on this machine (0 without a driver or GPU): decides which study precisions can run."""
-    return int(nvml_info().get("gpus_nvml") or 0)
-
-
 def _finite(value):
     """JSON without NaN or Infinity: an unbounded figure (an interval reaching zero) becomes None."""
     return json.loads(json.dumps(value), parse_constant=lambda _: None)
 
 
 def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO) -> dict:
-    """Probe one study's own configuration on this machine as `gpubench bench --local` does (its task
-    file, the payload in probe mode, stopped once steady or at `limit` seconds) and extrapolate to the
-    study's whole job with bench's code; the record the report reads. A precision this machine cannot
-    run as the study did is not probed: the record says why."""
+    """The record the report reads of one study's own configuration probed here as `bench --local` probes
+    (stopped once steady or at `limit` seconds) and extrapolated to the study's whole job; or why not."""
     record = {
         "study": job.study,
         "benchmark": job.benchmark,
@@ -261,8 +212,7 @@ def probe_study(job, *, gpus: int, price: Price, probes_dir: Path, logs: Path, l
 
 
 def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, stream: TextIO):
-    """(bench's ProbeReport, seconds) of one local probe of the job's task file; Ctrl-C ends the probe
-    (it runs in a session of its own) before it is raised."""
+    """(bench's ProbeReport, seconds) of one local probe; Ctrl-C ends it (in its own session), then is raised."""
     candidate = replace(local_candidate(price.hourly_usd, new_bench_id()), price_source=price.source)
     probe = LocalProbe(
         store=open_store(str(probes_dir)),
@@ -270,8 +220,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
         task=user_or_shipped(job.task),
         probe_seconds=limit,
         log_dir=logs,
-        # the study's job sees the TensorFlow the demo installed: its setup then installs nothing, and the probe
-        # measures the same build as the demo's runs (a task's own environment would download it again)
+        # the job sees the demo's TensorFlow: its setup installs nothing, the probe measures the runs' build
         extra_env={INHERIT_ENV: "1"},
     )
     probes = Probes(Printer(_Indented(stream)))
@@ -299,8 +248,7 @@ class _Indented:
 
 
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
-    """Record the study probes beside the results table for the report; a study probed before and not now
-    keeps its last record (`--only` runs part of the suite)."""
+    """The study probes beside the results table; one probed before and not now keeps its record (`--only`)."""
     path = table_dir / STUDY_PROBES
     try:
         kept = json.loads(path.read_text(encoding="utf-8")).get("probes") or []
@@ -316,7 +264,6 @@ def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
 
 
 def _said(p: dict) -> str:
-    """One line for a study probe's outcome."""
     if p["status"] == "not-probed":
         return f"not probed: {p['reason']}"
     row = p.get("row") or {}
@@ -327,8 +274,8 @@ def _said(p: dict) -> str:
 
 
 def _probe_studies(jobs, done: int, total: int, price, probes_dir: Path, logs: Path, limit: float, stream, echo):
-    """Each study's own configuration probed here (analysis.reference.studies.study_jobs), what each said."""
-    gpus = gpus_here() if jobs else 0
+    """Each study's own configuration probed here; the GPUs NVML sees decide which precisions can run."""
+    gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
     found = []
     for i, job in enumerate(jobs, done + 1):
         echo(
@@ -361,12 +308,12 @@ def run_demo(
     try:
         price = resolve_price(hourly_usd)
     except CostError as exc:
-        raise DemoError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     steps, jobs = select(QUICK if quick else SUITE, only, study_jobs())
     limit = QUICK_PROBE_SECONDS if quick else STUDY_PROBE_SECONDS
     results_dir, out_dir = Path(results).resolve(), Path(out)
     table_dir = Path(out if table is None else table)  # the results table; the report's own folder without one
-    stack = stack_name()
+    stack = load_catalog().get(OFFERING).stack_name(MARKET)  # runs land under runs/<stack>/
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / stamp()
 
@@ -395,16 +342,19 @@ def run_demo(
     if found:
         write_study_probes(table_dir, found)
 
-    echo(f"[collect] {results_dir} -> {table_dir}/results.parquet")
-    code = collect_step(results_dir, table_dir, echo)
-    if code != 0:
-        echo(f"collect failed (exit {code})")
-        return code
-    echo(f"[report] {out_dir}/index.html")
-    code = report_step(out_dir, echo, table_dir)
-    if code != 0:
-        echo(f"report failed (exit {code})")
-        return code
+    for name, what, step in (
+        (
+            "collect",
+            f"{results_dir} -> {table_dir}/results.parquet",
+            lambda: collect_step(results_dir, table_dir, echo),
+        ),
+        ("report", f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
+    ):
+        echo(f"[{name}] {what}")
+        code = step()
+        if code != 0:
+            echo(f"{name} failed (exit {code})")
+            return code
     report = (out_dir / "index.html").resolve()
     echo()
     echo(

@@ -1,12 +1,6 @@
-"""JSON through orjson when installed (the `analysis` extra), else the json
-module: collect parses and stores tens of thousands of documents, and orjson
-does it several times faster into equal objects. What orjson refuses (NaN,
-Infinity, integers past 64 bits) the json module still reads and writes.
-
-Whatever the bytes (a bucket's object, a job's line, a damaged local file), reading
-them raises ValueError or returns: thousands of nested brackets, which would run the
-json module out of stack, are a `NestedTooDeeply` (a ValueError) like any other
-unreadable document, so every reader's `except ValueError` holds."""
+"""JSON through orjson when installed (several times faster for collect's tens of thousands of documents),
+else the json module, which also takes what orjson refuses (NaN, Infinity, integers past 64 bits). Any
+bytes read raise ValueError or return: brackets nested too deep are a `NestedTooDeeply`, a ValueError."""
 
 from __future__ import annotations
 
@@ -41,12 +35,10 @@ def loads_finite(data) -> tuple[object, bool]:
 
 
 def loads(data):
-    """`data` (str, bytes or a buffer) parsed."""
     return loads_finite(data)[0]
 
 
 def dumps(obj) -> bytes:
-    """Compact JSON bytes."""
     if orjson is not None:
         try:
             return orjson.dumps(obj)

@@ -1,17 +1,8 @@
-"""A thread pool that never makes Ctrl-C wait.
-
-`concurrent.futures.ThreadPoolExecutor` waits for its workers twice: when its
-`with` block ends (even on KeyboardInterrupt), and again when the interpreter
-exits (its workers are joined). A command whose workers are in the middle of a
-`pulumi up` or a download then answers Ctrl-C only when they are done.
-
-`InterruptiblePool` runs its workers as daemon threads. When its `with` block
-ends normally it waits for them, as a pool should; when it ends by an exception
-(Ctrl-C, a closed generator, an error) it cancels every task not yet started,
-sets `stop` so that running tasks can end at their next check, and returns at
-once. Whatever a running task was doing is left to the task's own recovery
-(the campaign manifest records a stack as `launching`; collect downloads again).
-"""
+"""A thread pool that never makes Ctrl-C wait. ThreadPoolExecutor joins its workers when its `with` block
+ends, even on KeyboardInterrupt, and again at interpreter exit, so a `pulumi up` or a download in flight
+holds Ctrl-C until it is done. Here workers are daemon threads: a block ended by an exception cancels the
+tasks not started, sets `stop` for the running ones and returns at once (each task recovers on its own:
+a campaign's stack stays `launching`, collect downloads again)."""
 
 from __future__ import annotations
 
@@ -20,8 +11,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
-
-__all__ = ["InterruptiblePool"]
 
 
 class InterruptiblePool:

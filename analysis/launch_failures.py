@@ -1,17 +1,7 @@
-"""Why a launch failed, in the provider's words, and where a capacity retry may go.
-
-`classify(text)` reads the Pulumi transcript of a failed `up` (a CommandError's
-message holds the provider's error) and returns the failure kind, the provider's
-own line, and the zone it names. Kinds:
-
-- quota: an account limit (vCPU, GPU, spot instance count); waiting or a quota
-  increase fixes it, another zone does not;
-- no-capacity: the zone has no (spot) capacity right now; the campaign retries once
-  in another zone of the same region, never the zone that just failed (SkyPilot #10021);
-- gpu-not-in-zone: the instance type or accelerator is not offered in that zone;
-- config: the stack's config did not parse (recorded before any `up`);
-- other: anything else (credentials, permissions, ...).
-"""
+"""Why a launch failed, in the provider's words (`classify`, over a failed `up`'s Pulumi transcript), and
+where a capacity retry may go. Kinds: quota (an account limit: another zone does not help), no-capacity
+(retried once in another zone of the region, never the one that failed: SkyPilot #10021),
+gpu-not-in-zone, config (the stack file did not parse; before any `up`), other."""
 
 from __future__ import annotations
 
@@ -26,20 +16,13 @@ from infra.catalog import region_zones
 KINDS = ("quota", "no-capacity", "gpu-not-in-zone")
 
 
-def _patterns() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(kind, every cloud's error codes / phrases for it). First kind with a match wins; order
-    matters: quota codes can appear next to capacity words in one transcript."""
-    table = {kind: [] for kind in KINDS}
-    for cloud in clouds.all_clouds():
-        for kind, patterns in cloud.FAILURE_PATTERNS:
-            table[kind].extend(patterns)
-    return tuple((kind, tuple(table[kind])) for kind in KINDS)
-
-
-PATTERNS = _patterns()
-RETRY_KINDS = frozenset({"no-capacity"})
-# Pulumi's own summary lines, never the reason.
-GENERIC = ("update failed", "preview failed", "destroy failed")
+# (kind, every cloud's patterns for it), in KINDS order: the first kind to match wins, as quota codes can
+# stand next to capacity words in one transcript.
+PATTERNS = tuple(
+    (kind, tuple(p for cloud in clouds.all_clouds() for k, ps in cloud.FAILURE_PATTERNS if k == kind for p in ps))
+    for kind in KINDS
+)
+GENERIC = ("update failed", "preview failed", "destroy failed")  # Pulumi's own summary lines, never the reason
 
 
 @dataclass(frozen=True)
@@ -50,7 +33,7 @@ class Failure:
 
     @property
     def retryable(self) -> bool:
-        return self.kind in RETRY_KINDS
+        return self.kind == "no-capacity"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,11 +47,8 @@ def _provider_line(text: str, pattern: str) -> str:
 
 
 def _zone_in(text: str) -> str | None:
-    for cloud in clouds.all_clouds():
-        m = re.search(rf"\b({cloud.ZONE_PATTERN.pattern})\b", text)
-        if m:
-            return m.group(1)
-    return None
+    found = (re.search(rf"\b({cloud.ZONE_PATTERN.pattern})\b", text) for cloud in clouds.all_clouds())
+    return next((m.group(1) for m in found if m), None)
 
 
 def classify(text: str) -> Failure:
@@ -92,15 +72,6 @@ def region_of_zone(zone: str) -> str:
     return cloud.region_of_zone(zone)
 
 
-def candidate_zones(provider: str, region: str, offering_zones: Sequence[str]) -> list[str]:
-    """Zones of `region` where the offering may run: the catalog's list for the offering,
-    else the catalog's zone list for the region (data/zones.toml)."""
-    listed = [z for z in offering_zones if region_of_zone(z) == region]
-    if listed:
-        return listed
-    return list(region_zones(provider, region))
-
-
 def retry_zone(
     failed_zone: str | None, tried: Sequence[str], provider: str, region: str, offering_zones: Sequence[str]
 ) -> tuple[str | None, str]:
@@ -111,7 +82,9 @@ def retry_zone(
             "set gpubench:zone on the stack so a retry can avoid it"
         )
     avoid = {failed_zone, *tried}
-    for zone in candidate_zones(provider, region, offering_zones):
+    # the offering's zones in the region, else the region's (data/zones.toml)
+    listed = [z for z in offering_zones if region_of_zone(z) == region] or region_zones(provider, region)
+    for zone in listed:
         if zone not in avoid:
             return zone, f"retrying in {zone} (no capacity in {failed_zone})"
     return None, f"not retried: no other zone of {region} offers it (tried {', '.join(sorted(avoid))})"

@@ -1,9 +1,6 @@
-"""The report's tables derived from the summary (one row per configuration x
-offering x market x GPUs x price, which analysis.report.query aggregates from
-the runs): relative time and cost, ImageNet-equivalent figures, multi-GPU
-scaling, on-prem break-even, the Pareto frontier and recommendations. Pure
-functions of that small DataFrame; the runs themselves are never loaded here.
-"""
+"""The report's tables derived from the summary (a row per configuration x offering x market x GPUs x
+price, aggregated from the runs by analysis.report.query): relative time and cost, ImageNet-equivalent
+figures, multi-GPU scaling, on-prem break-even, the Pareto frontier and recommendations."""
 
 from __future__ import annotations
 
@@ -56,10 +53,7 @@ class Options:
 
     @property
     def cost_column(self) -> str:
-        try:
-            return COST_BASES[self.cost_basis]
-        except KeyError:
-            raise ValueError(f"cost basis {self.cost_basis!r} is not one of {', '.join(COST_BASES)}") from None
+        return COST_BASES[self.cost_basis]  # the command line and write_report's type allow only these
 
 
 def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
@@ -76,47 +70,32 @@ def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def default_base(summary: pd.DataFrame) -> str:
-    """The base of the relative columns when none is asked for: the first of
-    BASE_PREFERENCE in the data, else the offering that ran the most
-    configurations (ties: alphabetical), so the columns are never all blank.
-    Runs without an offering (a payload run without --offering) leave
-    DEFAULT_BASE, whose relative columns then say it did not run."""
+    """The first of BASE_PREFERENCE in the data, else the offering that ran the most configurations (ties:
+    alphabetical), so the relative columns are never all blank; without any offering, DEFAULT_BASE."""
     if summary.empty:
         return DEFAULT_BASE
     present = set(summary["offering_id"].dropna())
-    for o in BASE_PREFERENCE:
-        if o in present:
-            return o
+    preferred = next((o for o in BASE_PREFERENCE if o in present), None)
     counts = summary.dropna(subset=["offering_id"]).groupby("offering_id")["workload"].nunique()
-    if counts.empty:
-        return DEFAULT_BASE
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+    return preferred or min(counts.items(), key=lambda kv: (-kv[1], kv[0]), default=(DEFAULT_BASE,))[0]
 
 
 def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataFrame:
-    """Time and cost as multiples of the base offering's, per configuration
-    (seed 002). The base's on-demand row is preferred; a configuration the
-    base did not run gets NaN and says so in `relative_note`."""
+    """Time and cost as multiples of the base offering's, per configuration (seed 002); a configuration
+    the base did not run gets NaN and says so in `relative_note`."""
     s = summary.copy()
     base = base or default_base(s)
-    for col in ("rel_time", "rel_train_cost", "rel_billed_cost"):
-        s[col] = math.nan
-    s["relative_note"] = None
-    s["base"] = base
+    s[["rel_time", "rel_train_cost", "rel_billed_cost"]] = math.nan
+    s["relative_note"], s["base"] = None, base
     for (bench, _wl), idx in s.groupby(WORKLOAD, dropna=False).groups.items():
         rows = s.loc[idx]
         cand = rows[rows["offering_id"] == base]
         if cand.empty:
-            ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()
-            label = rows["workload_label"].iloc[0]
-            s.loc[idx, "relative_note"] = (
-                f"base {base} has no completed {bench} run"
-                if not ran
-                else f"base {base} has no completed {bench} run at {label or 'this configuration'}"
-            )
+            ran = ((s["benchmark"] == bench) & (s["offering_id"] == base)).any()  # another configuration
+            at = f" at {rows['workload_label'].iloc[0] or 'this configuration'}" if ran else ""
+            s.loc[idx, "relative_note"] = f"base {base} has no completed {bench} run{at}"
             continue
-        # on-demand sorts before spot; the offering as sold (all its GPUs)
-        # first; of several prices paid, the lowest
+        # on-demand before spot; the offering as sold (all its GPUs) first; of several prices, the lowest
         b = cand.sort_values(["market", "gpus_used", "hourly_usd"], ascending=[True, False, True]).iloc[0]
         s.loc[idx, "rel_time"] = rows["train_hours"] / b["train_hours"]
         s.loc[idx, "rel_train_cost"] = rows["train_cost_usd"] / b["train_cost_usd"]
@@ -126,25 +105,18 @@ def relative_to_base(summary: pd.DataFrame, base: str | None = None) -> pd.DataF
 
 
 def pareto_mask(x: pd.Series, y: pd.Series) -> pd.Series:
-    """True for points no other point beats on both x and y (lower is better)."""
+    """True for points no other point beats on both x and y (lower is better); a missing value is never on it."""
     pts = list(zip(x.tolist(), y.tolist()))
-    keep = []
-    for i, (xi, yi) in enumerate(pts):
-        if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (xi, yi)):
-            keep.append(False)
-            continue
-        dominated = any(
-            (xj <= xi and yj <= yi) and (xj < xi or yj < yi)
-            for j, (xj, yj) in enumerate(pts)
-            if j != i and not (math.isnan(xj) or math.isnan(yj))
-        )
-        keep.append(not dominated)
-    return pd.Series(keep, index=x.index)
+    known = [not (pd.isna(a) or pd.isna(b)) for a, b in pts]
+    beaten = [
+        any(known[j] and xj <= xi and yj <= yi and (xj, yj) != (xi, yi) for j, (xj, yj) in enumerate(pts))
+        for xi, yi in pts
+    ]
+    return pd.Series([k and not b for k, b in zip(known, beaten)], index=x.index)
 
 
 def add_frontier(summary: pd.DataFrame, cost_column: str = "billed_cost_usd") -> pd.DataFrame:
-    """`on_frontier` (time vs total cost) and `on_hourly_frontier` (time vs
-    cost per hour, the seed 003 chart), per benchmark."""
+    """`on_frontier` (time vs total cost) and `on_hourly_frontier` (time vs cost per hour, seed 003's chart)."""
     s = summary.copy()
     s["on_frontier"] = False
     s["on_hourly_frontier"] = False
@@ -165,10 +137,9 @@ BREAKEVEN_COLUMNS = (
 
 
 def scaling(summary: pd.DataFrame) -> pd.DataFrame:
-    """Multi-GPU speed-up and efficiency against the 1-GPU run of the same GPU
-    model: efficiency = throughput_n / (n x throughput_1). The 1-GPU run on
-    the same offering (seed 000, figure 2) is preferred, else the median over
-    1-GPU offerings of that model. Without throughput, 1/time stands in."""
+    """Multi-GPU speed-up and efficiency = throughput_n / (n x throughput_1), against the 1-GPU run on the
+    same offering (seed 000, figure 2), else the median 1-GPU offering of the model; 1/time stands in for
+    a missing throughput."""
     rows = []
     if summary.empty:
         return pd.DataFrame(columns=SCALING_COLUMNS)
@@ -184,23 +155,13 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
             tp1 = float(tp.loc[ref.index].median())
             n = int(r["gpus_used"])
             speedup = float(tp.loc[i]) / tp1
-            rows.append(
-                {
-                    "benchmark": bench,
-                    "workload": wl,
-                    "workload_label": r["workload_label"],
-                    "gpu_model": model,
-                    "offering_id": r["offering_id"],
-                    "market": r["market"],
-                    "gpus": n,
-                    "speedup": speedup,
-                    "ideal": float(n),
-                    "efficiency": speedup / n,
-                    "reference": "same offering, 1 GPU"
-                    if not same.empty
-                    else f"1-GPU {model} offerings ({', '.join(sorted(set(ref['offering_id'])))})",
-                }
+            reference = (
+                "same offering, 1 GPU"
+                if not same.empty
+                else f"1-GPU {model} offerings ({', '.join(sorted(set(ref['offering_id'])))})"
             )
+            row = (r["workload_label"], model, r["offering_id"], r["market"], n, speedup, float(n), speedup / n)
+            rows.append((bench, wl, *row, reference))
     return pd.DataFrame(rows, columns=SCALING_COLUMNS)
 
 
@@ -218,10 +179,8 @@ def _never(days: float | None) -> str | None:
 
 
 def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.DataFrame:
-    """Per configuration: days of use per month above which each measured
-    on-prem box is cheaper per sample than each cloud offering on the same
-    workload, and above which it is `times` as cheap (seed 004, section 5.2
-    reads off 2x)."""
+    """Per configuration: the days of use a month above which each measured on-prem box is cheaper per
+    sample than each cloud offering, and above which it is `times` as cheap (seed 004, section 5.2: 2x)."""
     if summary.empty:
         return pd.DataFrame(columns=BREAKEVEN_COLUMNS)
     catalog = catalog or load_catalog()
@@ -240,34 +199,18 @@ def breakeven(summary: pd.DataFrame, catalog=None, times: float = 2.0) -> pd.Dat
         for _, box in boxes.iterrows():
             spec = specs[box["offering_id"]]
             for _, c in clouds.iterrows():
-                args = (spec, _throughput(box), float(c["hourly_usd"]), _throughput(c))
-                days = breakeven_days_per_month(*args)
-                twice = breakeven_days_per_month(*args, times=times)
-                rows.append(
-                    {
-                        "benchmark": bench,
-                        "workload": wl,
-                        "workload_label": box["workload_label"],
-                        "onprem": box["offering_id"],
-                        "cloud": c["offering_id"],
-                        "market": c["market"],
-                        "cloud_gpus_used": c["gpus_used"],
-                        "onprem_throughput": _throughput(box),
-                        "cloud_throughput": _throughput(c),
-                        "cloud_hourly_usd": c["hourly_usd"],
-                        "breakeven_days_per_month": days,
-                        "twice_cheaper_days_per_month": twice,
-                        "note": _never(days),
-                    }
-                )
+                rates = (_throughput(box), float(c["hourly_usd"]), _throughput(c))
+                days = breakeven_days_per_month(spec, *rates)
+                twice = breakeven_days_per_month(spec, *rates, times=times)
+                pair = (box["workload_label"], box["offering_id"], c["offering_id"], c["market"], c["gpus_used"])
+                measured = (_throughput(box), _throughput(c), c["hourly_usd"])
+                rows.append((bench, wl, *pair, *measured, days, twice, _never(days)))
     return pd.DataFrame(rows, columns=BREAKEVEN_COLUMNS)
 
 
 def recommend(summary: pd.DataFrame, opts: Options) -> list[dict]:
-    """Per configuration: cheapest, fastest (needs no price), and the best
-    under the deadline (cheapest that finishes in time) and under the budget
-    (fastest that fits). Offerings that could not be priced are listed in
-    `unpriced` with how to price them, never dropped silently."""
+    """Per configuration: cheapest, fastest (needs no price), the cheapest within the deadline and the
+    fastest within the budget; offerings without a price are listed in `unpriced` with how to price them."""
     cost = opts.cost_column
     out = []
     for (bench, wl), grp in summary.groupby(WORKLOAD, dropna=False):

@@ -1,11 +1,9 @@
-"""What the results bucket says about one stack: its runs since the launch, their results, the last event.
+"""What the results bucket says about one stack: its runs of this launch, their results, the last event.
 
-Lists `runs/<stack>/` once. A run directory with `result.json` is a result (status,
-start/end, and the time of its `upload` event from the result's own timeline); one
-without is in progress, and its newest event comes from `events.jsonl` or the
-checkpoint's `state.json` timeline. Runs that started before this campaign's
-launch of the stack (minus clock skew) belong to an earlier launch and are ignored.
-Unreadable files become problems, never errors.
+Lists `runs/<stack>/` once. A run with `result.json` is a result; one without is in progress, its newest
+event from `events.jsonl` or the checkpoint's `state.json`. A run that started (its newest attempt, after a
+spot restart) before the launch, less clock skew, is an earlier launch's and only counted. Unreadable files
+become problems, never errors.
 """
 
 from __future__ import annotations
@@ -21,13 +19,13 @@ from payload.timestamps import parse_time
 
 RESULT, EVENTS, STATE = "result.json", "events.jsonl", "checkpoints/state.json"
 UNREACHABLE = "cannot list "  # how a problem reading the bucket at all begins: nothing could be checked
-# Boot time is measured on the instance, the update start on the laptop.
-CLOCK_SKEW = timedelta(minutes=5)
+CLOCK_SKEW = timedelta(minutes=5)  # boot time is measured on the instance, the update start on the laptop
+MAX_EVENTS_BYTES = 32 * 1024 * 1024  # the most of an events.jsonl read: a long job's events fit many times over
 
 
 def launch_floor(since: datetime | None) -> datetime | None:
-    """The earliest start of a run of the launch that began at `since` (clock skew allowed); None (every
-    run) when there is no start, or one so early that the skew cannot be taken off (a forged year 1)."""
+    """The earliest start of a run of the launch that began at `since`; None (every run) without one, or
+    for one so early that the skew cannot be taken off (a forged year 1)."""
     try:
         return since - CLOCK_SKEW if since else None
     except OverflowError:
@@ -46,8 +44,7 @@ class RunView:
 
 
 def run_time(run: RunView) -> float:
-    """A run's time for ordering runs: its finish, else its start; a result that carries neither
-    (written by hand or by a job) sorts before every timed one."""
+    """A run's finish, else its start, for ordering; a result with neither sorts before every timed one."""
     moment = run.finished_at or run.started_at
     return moment.timestamp() if moment else 0.0
 
@@ -58,6 +55,7 @@ class StackObservation:
     in_progress: list[str] = field(default_factory=list)  # run ids with no result yet
     last_event: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    earlier: int = 0  # runs of an earlier launch, not looked at further
 
     @property
     def unreachable(self) -> bool:
@@ -73,33 +71,32 @@ class StackObservation:
 
     @property
     def last_upload(self) -> datetime | None:
-        times = [r.upload_at or r.finished_at for r in self.runs if (r.upload_at or r.finished_at)]
-        return max(times) if times else None
+        return max((r.upload_at or r.finished_at for r in self.runs if r.upload_at or r.finished_at), default=None)
 
 
 def time_of(value: Any) -> datetime | None:
-    """The time a bucket's document or a job's event names, None for none or for anything not an ISO time
-    (a number or a list where a time belongs: what a job wrote is read, never trusted)."""
+    """The time a document or a job's event names; None for none or anything not an ISO time (what a job
+    wrote is read, never trusted)."""
     try:
         return parse_time(str(value)) if value else None
     except ValueError:
         return None
 
 
-def _newest(events: list[dict[str, Any]]) -> dict[str, Any] | None:
-    dated = [(e, time_of(e.get("time"))) for e in events if isinstance(e, dict)]
-    dated = [(e, t) for e, t in dated if t is not None]
-    return max(dated, key=lambda et: et[1])[0] if dated else None
+def _newest(events: list[Any], name: str | None = None) -> tuple[dict[str, Any] | None, datetime | None]:
+    """(the newest event, named `name` if given, with a readable time; its time)."""
+    dated = [(e, time_of(e.get("time"))) for e in events if isinstance(e, dict) and name in (None, e.get("event"))]
+    return max(((e, t) for e, t in dated if t is not None), key=lambda et: et[1], default=(None, None))
 
 
-def _last_upload(timeline: list[dict[str, Any]]) -> datetime | None:
-    times = [time_of(e.get("time")) for e in timeline if isinstance(e, dict) and e.get("event") == "upload"]
-    times = [t for t in times if t is not None]
-    return max(times) if times else None
+def _started(doc: dict[str, Any]) -> datetime | None:
+    """A run's start: its newest attempt's (a run resumed after a spot restart belongs to that launch)."""
+    attempts = [a for a in doc.get("attempts") or [] if isinstance(a, dict) and a.get("start")]
+    return time_of(max(attempts, key=lambda a: a.get("attempt") or 0)["start"] if attempts else doc.get("started_at"))
 
 
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
-    """Read the stack's runs of this launch from the bucket."""
+    """Read the stack's runs of the launch that began at `since` from the bucket."""
     obs = StackObservation()
     prefix = stack_prefix(stack)
     try:
@@ -116,47 +113,35 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     floor = launch_floor(since)
     events: list[dict[str, Any]] = []
     for run_id, files in sorted(runs.items()):
-        doc = (
-            _read_json(store, files[RESULT if RESULT in files else STATE], obs)
-            if (RESULT in files or STATE in files)
-            else None
-        )
-        started = time_of((doc or {}).get("started_at"))
+        doc_key = files.get(RESULT) or files.get(STATE)
+        doc = _read(store, doc_key, obs, read_result) if doc_key else None
+        doc = doc if isinstance(doc, dict) else {}
+        started = _started(doc)
         if floor and started and started < floor:
+            obs.earlier += 1
             continue
-        timeline = list((doc or {}).get("timeline") or [])
-        if RESULT in files and doc is not None:
+        timeline = list(doc.get("timeline") or [])
+        if RESULT in files and doc:
             bench = doc.get("benchmark")
             name = bench.get("name") if isinstance(bench, dict) else (bench or run_id)
+            finished, upload = time_of(doc.get("finished_at")), _newest(timeline, "upload")[1]
             obs.runs.append(
-                RunView(
-                    run_id,
-                    str(name),
-                    str(doc.get("status")),
-                    started,
-                    time_of(doc.get("finished_at")),
-                    _last_upload(timeline),
-                    files[RESULT],
-                )
+                RunView(run_id, str(name), str(doc.get("status")), started, finished, upload, files[RESULT])
             )
         else:
             obs.in_progress.append(run_id)
         if EVENTS in files:
-            timeline += _read_jsonl(store, files[EVENTS], obs)
-        newest = _newest(timeline)
+            timeline += _read(store, files[EVENTS], obs, _read_jsonl) or []
+        newest = _newest(timeline)[0]
         if newest is not None:
             events.append(newest)
-    obs.last_event = _newest(events)
+    obs.last_event = _newest(events)[0]
     return obs
 
 
-# The most of an events.jsonl read: a payload's events of a long job fit many times over.
-MAX_EVENTS_BYTES = 32 * 1024 * 1024
-
-
 def read_bounded(store: Any, key: str, limit: int) -> bytes:
-    """An object's bytes, by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
-    (an object no payload writes: never downloaded whole, whatever its size)."""
+    """An object's bytes by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
+    (no payload writes that: never downloaded whole)."""
     from analysis.collect.sources import read_capped  # the collect package loads pyarrow: status stays light
 
     data = read_capped(store, key, limit)
@@ -172,25 +157,19 @@ def read_result(store: Any, key: str) -> Any:
     return fastjson.loads(read_bounded(store, key, MAX_RESULT_BYTES))
 
 
-def _read_json(store: Any, key: str, obs: StackObservation) -> dict[str, Any] | None:
-    try:
-        doc = read_result(store, key)
-        return doc if isinstance(doc, dict) else None
-    except Exception as exc:  # noqa: BLE001 - half-written or foreign file
-        obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
-        return None
-
-
-def _read_jsonl(store: Any, key: str, obs: StackObservation) -> list[dict[str, Any]]:
-    try:
-        text = read_bounded(store, key, MAX_EVENTS_BYTES).decode()
-    except Exception as exc:  # noqa: BLE001
-        obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
-        return []
+def _read_jsonl(store: Any, key: str) -> list[Any]:
     out = []
-    for line in text.splitlines():
+    for line in read_bounded(store, key, MAX_EVENTS_BYTES).decode().splitlines():
         try:
             out.append(fastjson.loads(line))
         except ValueError:
             continue
     return out
+
+
+def _read(store: Any, key: str, obs: StackObservation, reader) -> Any:
+    try:
+        return reader(store, key)
+    except Exception as exc:  # noqa: BLE001 - a half-written or foreign file
+        obs.problems.append(f"{store.url_for(key)}: unreadable ({exc})")
+        return None

@@ -1,6 +1,5 @@
-"""The catalog's offerings as rows (price, spot price, billing rule, sources and dates) and the
-`offers` filters and orders over them. `gpubench offers` prints these;
-anything that needs "what can I rent" calls them."""
+"""The catalog's offerings as rows (prices, billing rule, sources and dates), and `offers`' filters and
+orders over them."""
 
 from __future__ import annotations
 
@@ -15,9 +14,7 @@ from infra.catalog import CatalogError, NoPrice
 from infra.conventions import check_choice
 
 SORTS = ("price", "gpus", "gpu-memory", "name")
-# Kinds whose price is not a provider's quote that ages: an on-prem box is priced by its own
-# amortisation, this machine by the rate the user set.
-AGELESS_KINDS = ("onprem", "local")
+AGELESS_KINDS = ("onprem", "local")  # priced by amortisation or the user's rate: no quote that ages
 _GPU = re.compile(r"^(?P<model>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
 
 
@@ -40,9 +37,7 @@ def offering_row(catalog, o, as_of) -> dict:
     day = as_of or date.today()
     try:
         billing = catalog.billing_terms(o.id, as_of).describe()
-    except CatalogError as exc:
-        # an offering whose billing rule starts after the date (vast.ai before
-        # 2018): listed, unpriceable on that date, and saying why
+    except CatalogError as exc:  # a billing rule that starts after the date (vast.ai before 2018) says so
         billing = f"none on {as_of}: {exc}"
     return {
         "id": o.id,
@@ -116,13 +111,12 @@ def order(rows: list[dict], sort: str, spot: bool) -> list[dict]:
 
 
 def price_key(spot: bool) -> str:
-    """The row's price column for a market: spot or on-demand."""
     return "spot_hourly_usd" if spot else "hourly_usd"
 
 
 def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: str | None) -> str | None:
-    """The provider as the catalog spells it. A GPU model, region or provider the catalog does not know
-    is a typo, not an empty answer: a UsageError naming it, the closest known names and where to list them."""
+    """The provider as the catalog spells it; a GPU model, region or provider the catalog does not know is a
+    typo, not an empty answer: a UsageError naming it, the closest known names and where to list them."""
     offerings = catalog.offerings()
     if gpu:
         model, _ = parse_gpu(gpu)
@@ -151,14 +145,12 @@ class Offers:
 
 
 def _age_days(price: Any, kind: str, day: date) -> int | None:
-    """Days from a price's date to `day`; None when unpriced or ageless."""
     if price is None or kind in AGELESS_KINDS:
         return None
     return (day - price.as_of).days
 
 
 def age_key(spot: bool) -> str:
-    """The row's price-age column for a market."""
     return "spot_price_age_days" if spot else "price_age_days"
 
 
@@ -176,12 +168,9 @@ def search_offers(
     max_age_days: float = 0,
     stale: bool = False,
 ) -> Offers:
-    """The offerings that pass every filter given, in `sort` order, with what was hidden.
-
-    Retired on `as_of` (default today) are left out unless `retired`. A row whose price is more than
-    `max_age_days` older than that day (0: no limit) is left out unless `stale` (or retired and listed
-    because of `retired`): each row is judged by its own price date, so a 2018 price never ranks beside
-    2026 ones unasked. ValueError names a bad --gpu or --max-price."""
+    """The offerings that pass every filter given, in `sort` order, with what was hidden: those retired on
+    `as_of` (default today) unless `retired`, and those whose own price is more than `max_age_days` old
+    (0: no limit) unless `stale`, so a 2018 price never ranks beside 2026 ones unasked."""
     if max_price is not None and not max_price >= 0:
         raise ValueError(f"--max-price {max_price}: must be a price >= 0 in USD per hour")
     provider = check_filters(catalog, gpu, region, provider)

@@ -1,8 +1,5 @@
-"""Terminal and JSON output shared by the analysis commands.
-
-Every command runs inside payload.terminal.safe_terminal (analysis.cli), so whatever it
-prints passes `terminal_text`; a table cell is also kept on one line, so a value read from
-a bucket cannot forge a row. JSON escapes control characters itself."""
+"""Terminal and JSON output shared by the commands. Everything printed passes `terminal_text` (analysis.cli
+runs each command in safe_terminal); a table cell is also kept on one line, so it cannot forge a row."""
 
 from __future__ import annotations
 
@@ -14,7 +11,7 @@ from datetime import date
 from typing import Any
 
 from infra.conventions import NUMBER_BOUNDS, confirm
-from payload.money import USD, USD_SIGN, UsdFormat, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
+from payload.money import USD, USD_SIGN, fmt_usd, usd_amount  # noqa: F401  (one definition, re-exported)
 from payload.terminal import terminal_text  # noqa: F401  (one definition, re-exported)
 
 
@@ -68,12 +65,9 @@ def planned_then_run(
     dry_run: bool,
     nothing: str,
 ) -> list[Any]:
-    """The outcomes of `run(dry_run)`, asking first when neither --yes nor --dry-run was given.
-
-    Interactively the dry run comes first and what it would act on is shown and asked about
-    (`question`, with {n}); when it would act on nothing, the dry run is the answer, its failures
-    included: every mode reports the same check and exits on it, and none hides what it could
-    not check behind "nothing to do"."""
+    """The outcomes of `run(dry_run)`, asking first without --yes or --dry-run: the dry run's actions are shown
+    and asked about (`question`, with {n}); when it would act on nothing the dry run is the answer, its
+    failures included, so no mode hides what it could not check behind "nothing to do"."""
     if dry_run or yes:
         return run(dry_run)
     plan = run(True)

@@ -1,6 +1,5 @@
-"""What `gpubench up` would launch for a stack and the most it can cost: the catalog and the
-stack files only (no Pulumi, no cloud call). `gpubench plan` prints it; `up` shows it before
-asking; anything that launches can call it for its cost bound."""
+"""What `gpubench up` would launch for a stack and the most it can cost, from the catalog and the stack
+files only (no Pulumi, no cloud call): `plan` prints it, `up` shows it before asking."""
 
 from __future__ import annotations
 
@@ -25,20 +24,10 @@ def plan_stack(name: str, catalog, measured=None) -> dict:
     """One stack's plan line: offering, market, price, deadline, cost bound, warnings, user-data."""
     cfg = parse_config(load_config(name), name)
     if not isinstance(cfg, BenchmarkConfig):
-        return {
-            "stack": name,
-            "kind": "results",
-            "offering": None,
-            "market": None,
-            "hourly_usd": None,
-            "price_as_of": None,
-            "max_hours": None,
-            "bound_usd": 0.0,
-            "estimated_cost": [],
-            "what": f"a private results bucket ({cfg.provider}), no instance",
-            "warnings": [],
-            "user_data": None,
-        }
+        unknown = dict.fromkeys(("offering", "market", "hourly_usd", "price_as_of", "max_hours"))
+        what = f"a private results bucket ({cfg.provider}), no instance"
+        plan = {"bound_usd": 0.0, "estimated_cost": [], "what": what, "warnings": [], "user_data": None}
+        return {"stack": name, "kind": "results", **unknown, **plan}
     launch = resolve(cfg, catalog)
     bound = None
     if launch.hourly_usd is not None:
@@ -86,8 +75,7 @@ class PlanOutcome:
 
 
 def plan_stacks(names: Sequence[str], *, table: str | None = None, catalog: Any = None) -> PlanOutcome:
-    """The plans of `names`, each estimate measured from the results table at `table`
-    (a directory or bucket prefix collect wrote, or its results.parquet; default ./table, where collect writes)."""
+    """The plans of `names`, each estimate measured from the results table at `table` (default ./table)."""
     catalog = catalog or load_catalog()
     measured = measured_runs_of(table_location(table), names)  # only these stacks' runs are read
     return PlanOutcome([plan_stack(n, catalog, measured) for n in names])

@@ -1,18 +1,11 @@
-"""What a command shows while it works: a bar with the time left, and lines from many stacks.
-
-`Progress`: one helper so that collect, campaign, bench and demo show progress the same way: a bar on stderr
-(tqdm, from the analysis extra) with done/total, the rate and the time left. It is off when stderr
-is not a terminal (scripts, CI, --json pipes, logs) and when tqdm is not installed, so it never
-mixes with what a command prints on stdout and never lands in a file.
-
-`Printer`: one view for many stacks, every line prefixed with its stack, `[aws-p3-8x] ...`, never
-interleaved mid-line. A stack's lines quote what its provider, its job or a manifest wrote: each
-passes the terminal sanitiser (payload.terminal) here, the name kept on one line so it cannot forge
-a line of its own.
-"""
+"""What a command shows while it works. `Progress`: a tqdm bar on stderr with the time left, off when stderr
+is not a terminal or tqdm is not installed, so it never lands in a pipe or a file. `Printer`: lines of many
+stacks, each prefixed `[stack] ` and never interleaved; each passes the terminal sanitiser, the name on one
+line so a provider's or a job's text cannot forge a line of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -25,19 +18,13 @@ OFF_ENV = "GPUBENCH_NO_PROGRESS"
 
 
 def stderr_is_terminal(stream: TextIO | None = None) -> bool:
-    """Whether progress should be shown: stderr (or `stream`) is a terminal and $GPUBENCH_NO_PROGRESS is unset."""
-    stream = stream or sys.stderr
-    if os.environ.get(OFF_ENV):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+    """Whether progress is shown: stderr (or `stream`) is a terminal and $GPUBENCH_NO_PROGRESS is unset."""
+    isatty = getattr(stream or sys.stderr, "isatty", None)
+    return not os.environ.get(OFF_ENV) and bool(isatty and isatty())
 
 
 class Progress:
-    """A bar for `total` units of work, with the time left; every method is a no-op when off.
-
-    `enabled=None` decides by the stream (a terminal) and by tqdm being installed. `total` may be
-    unknown at first (None) and set later with `set_total`, as when a listing arrives."""
+    """A bar for `total` units (None until `set_total`), with the time left; every method is a no-op when off."""
 
     def __init__(
         self,
@@ -55,7 +42,7 @@ class Progress:
         if self.enabled:
             try:
                 from tqdm import tqdm  # optional: the analysis extra; the base install shows no bar
-            except ImportError:  # the base install: no bar, the command's own lines still say what happens
+            except ImportError:
                 self.enabled = False
             else:
                 # the bar's own carriage returns redraw it: it writes under the terminal sanitiser
@@ -91,24 +78,13 @@ class Progress:
 
     def write(self, line: str, file: TextIO | None = None) -> None:
         """Print a line to `file` (default: the bar's stream) above the bar, which is redrawn below it."""
-        target = file or self.stream
-        if self.bar is None:
-            print(line, file=target, flush=True)
-            return
-        with self.bar.external_write_mode(file=self.bar.fp):
-            print(line, file=target, flush=True)
+        with contextlib.nullcontext() if self.bar is None else self.bar.external_write_mode(file=self.bar.fp):
+            print(line, file=file or self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-
-def stack_lines(name: str, text: str) -> list[str]:
-    """`text` as lines prefixed `[name] `, blank lines dropped, every line made safe for a terminal."""
-    prefix = f"[{terminal_text(name, multiline=False)}] "
-    lines = terminal_text(str(text).rstrip("\n")).splitlines()
-    return [prefix + line.rstrip() for line in lines if line.strip()]
 
 
 class Printer:
@@ -128,8 +104,11 @@ class Printer:
                 print(text, file=self.stream or sys.stderr, flush=True)
 
     def stack(self, name: str, text: str) -> None:
-        for line in stack_lines(name, text):
-            self(line)
+        """`text` as lines prefixed `[name] `, blank lines dropped."""
+        prefix = f"[{terminal_text(name, multiline=False)}] "
+        for line in terminal_text(str(text).rstrip("\n")).splitlines():
+            if line.strip():
+                self(prefix + line.rstrip())
 
     def for_stack(self, name: str) -> Callable[[str], None]:
         return lambda text: self.stack(name, text)

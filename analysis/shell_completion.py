@@ -1,10 +1,5 @@
-"""Shell completion for `gpubench` (argcomplete): subcommands and options from the parser itself,
-stack names (and offering ids for `cost`) from the shipped stacks and catalog.
-
-`gpubench completion bash|zsh|fish` prints the script to source; `register-python-argcomplete gpubench`
-(argcomplete's own tool) prints the same. Nothing here runs unless the shell asks for completions
-($_ARGCOMPLETE set), so a plain command never pays for it.
-"""
+"""Shell completion for `gpubench` (argcomplete): subcommands and options from the parser, stack names and
+offering ids from the stacks and catalog. Nothing here runs unless the shell asks ($_ARGCOMPLETE set)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Destroy benchmark stacks through the Pulumi Automation API (teardown layer 3, docs/architecture.md).
 
-Picks stacks by name, by `completed` (every benchmark has a final result in
-the results bucket) and/or `expired` (the stack's deadline passed), destroys
-them one after another, keeps going when one fails, and reports an Outcome
-for every stack. Results stacks and buckets are refused, even when named.
-Stack config files in stacks/ are checked in and never removed.
+Stacks are picked by name, `completed` (every benchmark has a final result) and/or `expired` (the
+deadline passed), destroyed one after another, each with an Outcome; one failing stops none. Results
+stacks and buckets are refused, even when named.
 """
 
 from __future__ import annotations
@@ -12,13 +10,15 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from analysis.stack_done import decide, read_runs
+from analysis.observe import UNREACHABLE, StackObservation, observe
 from infra import clouds
 from infra import workspace as pulumi_ws
 from infra.config import DEFAULT_SUITE, STACK_REF
@@ -30,11 +30,12 @@ from infra.tags import (
     is_stack_deadline,
     parse_deadline,
 )
-from infra.workspace import PulumiMissing, config_value, output_value  # noqa: F401  (re-exported)
+from infra.workspace import config_value, output_value
+from payload.result import FINAL_STATUSES
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
+from payload.storage import StorageError, open_store
 
-ACTIONS = ("destroyed", "would-destroy", "kept", "absent", "refused", "failed")
-FAILURES = frozenset({"refused", "failed"})  # the actions that count as a failure for the exit code
+FAILURES = frozenset({"refused", "failed"})  # of the actions: destroyed, would-destroy, kept, absent, refused, failed
 DEFAULT_MAX_HOURS = 6.0
 
 
@@ -44,10 +45,8 @@ class CannotDecide(RuntimeError):
 
 @dataclass
 class Outcome:
-    """What happened to one stack, and why."""
-
     stack: str
-    action: str  # one of ACTIONS
+    action: str
     reason: str = ""
     error: str | None = None
     seconds: float = 0.0
@@ -133,24 +132,17 @@ def results_urls_of(name: str, ws, outputs, config, explicit: Sequence[str] | No
 
 
 def _suite(config) -> list[str] | None:
-    """Benchmarks the stack runs: gpubench:suite (list, JSON list or comma-separated), else the default.
-
-    Parsed leniently on purpose: a suite we cannot read must not shrink to
-    "whatever results exist", which would destroy a stack mid-suite.
-    """
+    """gpubench:suite (a list, a JSON list or comma-separated), else the default. Read leniently: a suite
+    that cannot be read must not shrink to "whatever results exist" and destroy a stack mid-suite."""
     raw = config_value(config, "suite")
     if raw is None:
         return list(DEFAULT_SUITE) if config else None
-    items = raw
     if isinstance(raw, str):
-        text = raw.strip()
         try:
-            items = json.loads(text) if text.startswith("[") else text.split(",")
+            raw = json.loads(raw) if raw.strip().startswith("[") else raw.split(",")
         except ValueError:
-            items = text.strip("[]").split(",")
-    if not isinstance(items, (list, tuple)):
-        items = [items]
-    names = [str(i).strip().strip("'\"") for i in items if str(i).strip()]
+            raw = raw.strip().strip("[]").split(",")
+    names = [str(i).strip().strip("'\"") for i in (raw if isinstance(raw, list | tuple) else [raw]) if str(i).strip()]
     return names or None
 
 
@@ -173,27 +165,46 @@ def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, 
         if not urls:
             reasons.append("no results location: pass --results URL or set gpubench:results")
         else:
-            runs, problems = read_runs(name, urls)
-            verdict = decide(runs, _suite(config), _last_update_start(stack))
-            if verdict.complete:
-                return True, f"completed: {verdict.reason}"
-            unlisted = [p for p in problems if p.split(": ", 1)[0] in urls]  # a bucket, not one file, failed
-            if unlisted:  # "not complete" would be a guess: the stack is failed, not kept, in every mode
-                raise CannotDecide("; ".join(unlisted))
-            reasons.append(verdict.reason + (f"; problems: {'; '.join(problems)}" if problems else ""))
+            obs = [_observe(url, name, _last_update_start(stack)) for url in urls]
+            done, why = completion(obs, _suite(config))
+            if done:
+                return True, f"completed: {why}"
+            problems = [p for o in obs for p in o.problems]
+            if any(o.unreachable for o in obs):  # "not complete" would be a guess: failed, not kept, in every mode
+                raise CannotDecide("; ".join(problems))
+            reasons.append(why + (f"; problems: {'; '.join(problems)}" if problems else ""))
     return False, "; ".join(reasons)
+
+
+def _observe(url: str, stack: str, since: datetime | None) -> StackObservation:
+    try:
+        return observe(open_store(url), stack, since)
+    except StorageError as exc:
+        return StackObservation(problems=[f"{UNREACHABLE}{url}: {exc}"])
+
+
+def completion(observations: Sequence[StackObservation], suite: Sequence[str] | None) -> tuple[bool, str]:
+    """(done, why): done when each suite benchmark's newest result of this launch is final (completed or
+    failed; interrupted means a spot restart is coming); without a suite, every result there is."""
+    latest = {b: r for o in observations for b, r in o.latest_by_benchmark().items()}
+    if not latest:
+        earlier = sum(o.earlier for o in observations)
+        return False, "no results yet" + (f" ({earlier} from an earlier launch)" if earlier else "")
+    wanted = list(suite) if suite else sorted(latest)
+    waiting = [b for b in wanted if b not in latest or latest[b].status not in FINAL_STATUSES]
+    if waiting:
+        said = ", ".join(f"{b} ({latest[b].status if b in latest else 'no result'})" for b in waiting)
+        return False, f"{len(wanted) - len(waiting)} of {len(wanted)} benchmarks final; waiting for {said}"
+    counts = Counter(latest[b].status for b in wanted)
+    return True, f"all {len(wanted)} benchmarks final ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
 
 
 def candidates(ws, names: Sequence[str] | None) -> list[str]:
     """Named stacks, else every stack in the backend that still has resources."""
     if names:
-        return list(dict.fromkeys(names))
-    out = []
-    for summary in ws.list_stacks():
-        count = getattr(summary, "resource_count", None)
-        if count is None or count > 0:
-            out.append(summary.name.rsplit("/", 1)[-1])
-    return out
+        return list(names)
+    stacks = [s for s in ws.list_stacks() if getattr(s, "resource_count", None) != 0]
+    return [s.name.rsplit("/", 1)[-1] for s in stacks]
 
 
 def teardown(
@@ -213,26 +224,21 @@ def teardown(
         raise ValueError("name the stacks to destroy, or select them with --completed and/or --expired")
     work_dir = work_dir or pulumi_ws.project_dir()
     now = now or datetime.now(timezone.utc)
-    outcomes: list[Outcome] = []
-    allowed: list[str] = []
-    for name in dict.fromkeys(names or []):
-        why = refusal(name, work_dir)
-        if why:
-            outcomes.append(Outcome(name, "refused", why))
-        else:
-            allowed.append(name)
+    refused = {name: refusal(name, work_dir) for name in dict.fromkeys(names or [])}
+    outcomes = [Outcome(name, "refused", why) for name, why in refused.items() if why]
+    allowed = [name for name, why in refused.items() if not why]
     if names and not allowed:
         return outcomes
     ws = (workspace_factory or pulumi_ws.local_workspace)(work_dir)
-    how = {"completed": completed, "expired": expired, "results_urls": results_urls, "now": now}
+    select = partial(_why_selected, completed=completed, expired=expired, results_urls=results_urls, now=now)
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(_one(name, ws, work_dir, dry_run=dry_run, log=log, **how))
+        outcomes.append(_one(name, ws, work_dir, select, dry_run, log))
     return outcomes
 
 
-def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, log) -> Outcome:
+def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
     began = time.monotonic()
     try:
         stack = ws.select_stack(name)
@@ -242,9 +248,7 @@ def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, 
         return Outcome(name, "failed", "could not select the stack", pulumi_ws.error_text(exc))
     config = pulumi_ws.stack_config(name, work_dir)
     try:
-        chosen, reason = _why_selected(
-            name, stack, ws, config, completed=completed, expired=expired, results_urls=results_urls, now=now
-        )
+        chosen, reason = select(name, stack, ws, config)
     except Exception as exc:  # noqa: BLE001
         return Outcome(name, "failed", "could not decide whether the stack is done", pulumi_ws.error_text(exc))
     if not chosen:
@@ -262,9 +266,5 @@ def _one(name, ws, work_dir, *, completed, expired, dry_run, results_urls, now, 
 def teardown_completed(
     stacks: Iterable[str] | None, results_urls: Sequence[str] | None = None, dry_run: bool = False, **kw
 ) -> list[Outcome]:
-    """For `collect --teardown`: destroy those of `stacks` whose runs all have a final result.
-
-    `stacks` empty or None means every stack in the backend. Raises PulumiMissing
-    without the CLI; never raises for one stack's failure (see each Outcome).
-    """
+    """For `collect --teardown`: destroy those of `stacks` (none: every stack) whose runs are all final."""
     return teardown(list(stacks or []) or None, completed=True, dry_run=dry_run, results_urls=results_urls, **kw)

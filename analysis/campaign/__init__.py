@@ -1,6 +1,2 @@
-"""Campaigns: one command launches a benchmark suite on many stacks, follows it, and cleans up.
-
-The campaign's state lives in the results bucket (`campaigns/<id>/manifest.json`), not on the machine
-that started it, so a restarted laptop or a second machine picks it up with the campaign id alone.
-The modules are listed in docs/architecture.md.
-"""
+"""Campaigns: a suite launched on many stacks, followed and cleaned up; the state lives in the results
+bucket (`campaigns/<id>/manifest.json`), so any machine picks it up with the campaign id alone."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis.campaign import commands, schedule
 from analysis.campaign.commands import require_results
-from analysis.campaign.finish import money_text, seconds_text, summary_text
+from analysis.campaign.finish import stack_table, summary_text
 from analysis.campaign.manifest import new_campaign_id
 from analysis.campaign.schedule import parse_duration
 from analysis.commands import add_command, check_results_locations
@@ -21,7 +21,6 @@ from analysis.stack_status import TERMINAL
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
-from payload.terminal import terminal_text
 
 BACKEND_FACTORY = pulumi_backend
 DESCRIPTION = """\
@@ -71,25 +70,17 @@ def _given_results(args) -> str | None:
 
 
 def _status_table(statuses) -> str:
-    lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}  detail"]
-    for s in statuses:
-        name, detail = terminal_text(s.stack, multiline=False), terminal_text(s.detail, multiline=False)
-        lines.append(
-            f"{name:28} {s.state:13} {money_text(s.cost_usd):>11} {seconds_text(s.waste_seconds):>9}  {detail}"
-        )
-    return "\n".join(lines)
+    return "\n".join(stack_table([s.to_dict() for s in statuses]))
+
+
+def _launching(args) -> dict:
+    """The options `up` and `run` take from their command lines (--results is required after the stacks)."""
+    options = dict(concurrency=args.concurrency, retry_failed=args.retry_failed, work_dir=args.project_dir)
+    return dict(results_url=_given_results(args), backend_factory=BACKEND_FACTORY, **options)
 
 
 def cmd_up(args) -> int:
-    manifest, report = commands.up(
-        args.stacks,
-        results_url=_given_results(args),  # required after the stacks are checked
-        campaign_id=args.campaign_id,
-        concurrency=args.concurrency,
-        retry_failed=args.retry_failed,
-        work_dir=args.project_dir,
-        backend_factory=BACKEND_FACTORY,
-    )
+    manifest, report = commands.up(args.stacks, campaign_id=args.campaign_id, **_launching(args))
     failed = commands.launch_failures(manifest, report)
     if args.json:
         emit_json(
@@ -167,10 +158,6 @@ def _wait_result(manifest, outcome, args) -> int:
     return exitcodes.FAILED if outcome.report_error or any(not o.get("ok", True) for o in outcome.teardown) else 0
 
 
-def _timeout(text):
-    return None if text is None else parse_duration(text)
-
-
 class ProgressPrinter(Printer):
     """The campaign's lines, with a bar of stacks done and the time left while `wait` polls (on a terminal)."""
 
@@ -203,46 +190,36 @@ class ProgressPrinter(Printer):
         self.bar.close()
 
 
-def _check_poll(args) -> None:
+def _waiting(args) -> dict:
+    """The options `wait` and `run` take from their command lines, checked."""
     if poll_problem(args.poll):
         raise ValueError(poll_problem(args.poll))
+    timeout = None if args.timeout is None else parse_duration(args.timeout)
+    return dict(poll_seconds=args.poll, timeout=timeout, out_dir=args.out, all_runs=args.all_runs)
 
 
 def cmd_wait(args) -> int:
-    _check_poll(args)
+    options = _waiting(args)
+    results_url = require_results(_given_results(args))
     with ProgressPrinter() as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
-            results_url=require_results(_given_results(args)),
-            poll_seconds=args.poll,
-            timeout=_timeout(args.timeout),
-            out_dir=args.out,
-            all_runs=args.all_runs,
+            results_url=results_url,
             work_dir=args.project_dir,
             backend_factory=BACKEND_FACTORY,
             printer=printer,
+            **options,
         )
     return _wait_result(manifest, outcome, args)
 
 
 def cmd_run(args) -> int:
-    _check_poll(args)
+    options = _waiting(args)
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
         with ProgressPrinter() as printer:
-            done = commands.run(
-                args.stacks,
-                results_url=_given_results(args),  # required after the stacks are checked
-                concurrency=args.concurrency,
-                retry_failed=args.retry_failed,
-                poll_seconds=args.poll,
-                timeout=_timeout(args.timeout),
-                out_dir=args.out,
-                work_dir=args.project_dir,
-                backend_factory=BACKEND_FACTORY,
-                printer=printer,
-            )
+            done = commands.run(args.stacks, printer=printer, **_launching(args), **options)
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
 

@@ -1,7 +1,5 @@
-"""The campaign operations as functions: up, status, wait, run, run_schedule (the CLI formats them;
-tests call them with a stand-in backend). Everything that matters is in the bucket's manifest, so
-each call may run on a different machine or after a restart.
-"""
+"""The campaign operations as functions (the CLI formats them). Everything that matters is in the bucket's
+manifest, so each call may run on another machine or after a restart."""
 
 from __future__ import annotations
 
@@ -35,10 +33,8 @@ def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Pa
 
 
 def require_results(results_url: str | None) -> str:
-    """The campaign's bucket, or a ValueError saying how to name it.
-
-    `up` and `run` call it after the stacks are checked: a mistyped stack is named as
-    such, not as a missing --results."""
+    """The campaign's bucket, or a ValueError saying how to name it (called after the stacks are checked,
+    so a mistyped stack is named as such, not as a missing --results)."""
     if not results_url:
         raise ValueError(
             f"--results is required (or set {RESULTS_ENV}): the bucket the stacks write to, e.g. "
@@ -50,11 +46,6 @@ def require_results(results_url: str | None) -> str:
 def project_dir(work_dir: Path | None) -> Path:
     """`--project-dir` when given, else the project's files (the checkout, or a packaged install's copy)."""
     return Path(work_dir) if work_dir else workspace.project_dir()
-
-
-def _stores() -> Callable[[str], Any]:
-    """One open store per URL: the campaign's bucket, and any other a stack's resultsUrl names."""
-    return functools.cache(storage.open_store)
 
 
 def up(
@@ -90,17 +81,17 @@ def up(
 
 
 def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
-    stores = _stores()
+    stores = functools.cache(storage.open_store)  # one per URL: the campaign's, and any a stack's resultsUrl names
     manifest = Manifest.require(stores(results_url), campaign_id)
     return manifest, statuses_of(manifest, stores, now or utcnow())
 
 
 def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
-    def look(_store, name, since):
+    def look(name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
 
-    return campaign_status(manifest, None, now, observe_fn=look)
+    return campaign_status(manifest, look, now)
 
 
 @dataclass
@@ -117,17 +108,6 @@ class WaitOutcome:
     summary: dict[str, Any] | None = None
 
 
-def _remember_runs(manifest: Manifest, statuses: list[StackStatus]) -> None:
-    changed = False
-    for s in statuses:
-        entry = manifest.stacks[s.stack]
-        known = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
-        if s.run_ids and known != sorted(entry.get("run_ids") or []):
-            entry["run_ids"], changed = known, True
-    if changed:
-        manifest.save()
-
-
 def poll(
     manifest: Manifest,
     stores: Callable[[str], Any],
@@ -141,13 +121,17 @@ def poll(
     began = time.monotonic()
     seen: dict[str, tuple] = {}
     while True:
-        statuses = statuses_of(manifest, stores, clock())
+        statuses, changed = statuses_of(manifest, stores, clock()), False
         for s in statuses:
-            key = (s.state, s.last_event)
-            if seen.get(s.stack) != key:
-                seen[s.stack] = key
+            if seen.get(s.stack) != (s.state, s.last_event):
+                seen[s.stack] = (s.state, s.last_event)
                 printer.stack(s.stack, f"{s.state}: {s.detail}")
-        _remember_runs(manifest, statuses)
+            entry = manifest.stacks[s.stack]  # the run ids seen, remembered in the manifest
+            known = sorted(set(entry.get("run_ids") or []) | set(s.run_ids))
+            if known != sorted(entry.get("run_ids") or []):
+                entry["run_ids"], changed = known, True
+        if changed:
+            manifest.save()
         pending = [s.stack for s in statuses if s.state == "pending"]
         if pending:
             return False, statuses, pending
@@ -164,7 +148,7 @@ def wait(
     results_url: str,
     poll_seconds: float = 60.0,
     timeout: float | None = None,
-    out_dir: Path | None = None,
+    out_dir: Path | str | None = None,
     all_runs: bool = False,
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
@@ -173,7 +157,7 @@ def wait(
     sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
     printer = printer or Printer()
-    stores = _stores()
+    stores = functools.cache(storage.open_store)
     manifest = Manifest.require(stores(results_url), campaign_id)
     root = project_dir(work_dir)
     done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)
@@ -188,15 +172,9 @@ def wait(
     printer(f"campaign {campaign_id}: every stack is done; collecting into {out}")
     outcome.collect = finish.collect_campaign(urls, out, run_ids, all_runs)
     printer(f"campaign {campaign_id}: tearing down {len(statuses)} stack(s)")
-    try:
-        backend = backend_factory(root)
-    except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
-        outcome.teardown_error = f"teardown not possible: {exc}"
-    else:
-        outcome.teardown, destroyed, outcome.teardown_error = finish.teardown_stacks(
-            statuses, backend, root, urls, printer
-        )
-        finish.record_teardown(manifest, outcome.teardown, destroyed)
+    outcome.teardown, outcome.teardown_error = finish.teardown_stacks(
+        manifest, statuses, backend_factory, root, urls, printer
+    )
     try:
         outcome.report_code = finish.write_report(out)
     except Exception as exc:  # noqa: BLE001 - the summary below is still written
@@ -241,6 +219,7 @@ def run(
     poll_seconds: float = 60.0,
     timeout: float | None = None,
     out_dir: Path | str | None = None,
+    all_runs: bool = False,
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
@@ -249,47 +228,16 @@ def run(
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
     campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
-    _, launch = up(
-        patterns,
-        results_url=results_url,
-        campaign_id=campaign_id,
-        concurrency=concurrency,
-        retry_failed=retry_failed,
-        work_dir=work_dir,
-        backend_factory=backend_factory,
-        printer=printer,
-    )
-    manifest, outcome = wait(
-        campaign_id,
-        results_url=results_url,
-        poll_seconds=poll_seconds,
-        timeout=timeout,
-        out_dir=Path(out_dir) if out_dir is not None else None,
-        work_dir=work_dir,
-        backend_factory=backend_factory,
-        printer=printer,
-    )
+    shared = dict(results_url=results_url, work_dir=work_dir, backend_factory=backend_factory, printer=printer)
+    _, launch = up(patterns, campaign_id=campaign_id, concurrency=concurrency, retry_failed=retry_failed, **shared)
+    waiting = dict(poll_seconds=poll_seconds, timeout=timeout, out_dir=out_dir, all_runs=all_runs)
+    manifest, outcome = wait(campaign_id, **waiting, **shared)
     return CampaignRun(manifest, launch, outcome)
 
 
-def run_schedule(
-    path: str | Path,
-    *,
-    work_dir: Path | None = None,
-    backend_factory: BackendFactory = pulumi_backend,
-    printer: Printer | None = None,
-) -> CampaignRun:
-    """`run` with the stacks and options of a schedule file (schedules/campaign/)."""
-    sch = schedule.load(path)
-    return run(
-        sch.stacks,
-        results_url=sch.results,
-        concurrency=sch.concurrency,
-        retry_failed=sch.retry_failed,
-        poll_seconds=sch.poll,
-        timeout=sch.timeout,
-        out_dir=sch.out,
-        work_dir=work_dir,
-        backend_factory=backend_factory,
-        printer=printer,
-    )
+def run_schedule(path: str | Path, **where: Any) -> CampaignRun:
+    """`run` with the stacks and options of a schedule file (schedules/campaign/); `where`: work_dir,
+    backend_factory and printer as `run` takes them."""
+    s = schedule.load(path)
+    options = dict(concurrency=s.concurrency, retry_failed=s.retry_failed, poll_seconds=s.poll, timeout=s.timeout)
+    return run(s.stacks, results_url=s.results, out_dir=s.out, **options, **where)

@@ -1,11 +1,7 @@
-"""The end of a campaign: collect, tear down, report, summarise, through the analysis functions.
-
-Stacks with final results are torn down by analysis.teardown.teardown_completed (which re-checks
-every result itself); interrupted, expired and launch-failed ones by name (no result will come, and a
-failed `up` may have left a security group or role behind). Each destroy's end time is recorded, as
-waste counts to it. The summary goes beside the report, into the bucket and, as a "Campaign waste"
-section, into the report's index.html (the report code has no hook for extra sections).
-"""
+"""The end of a campaign: collect, tear down, report, summarise. Stacks with final results are torn down as
+completed (every result checked again), the others by name (no result will come; a failed `up` may have
+left a security group behind), each destroy's end recorded since waste counts to it. The summary goes
+beside the report, into the bucket and, as a section, into the report's index.html."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.campaign.manifest import Manifest
-from analysis.teardown import teardown, teardown_completed
+from analysis.teardown import teardown
 from payload import exitcodes
 from payload.terminal import terminal_text
 from payload.timestamps import iso
@@ -28,7 +24,7 @@ SECTION_ID = "campaign-waste"
 
 
 class _Recording:
-    """Wraps a stack backend so each destroy's completion time is known (waste counts to it)."""
+    """A stack backend whose destroys record when they end."""
 
     def __init__(self, backend: Any):
         self.backend = backend
@@ -63,42 +59,47 @@ def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs
 
 
 def teardown_stacks(
-    statuses: Sequence[Any], backend: Any, work_dir: Path, results_urls: list[str], log: Callable[[str], None]
-) -> tuple[list[dict[str, Any]], dict[str, str], str | None]:
-    """Destroy every terminal stack; (outcomes, destroy end times, error that stopped teardown)."""
-    recording = _Recording(backend)
+    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], log
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Destroy every terminal stack and record it in the manifest; (outcomes, error that stopped teardown)."""
+    try:
+        recording = _Recording(backend_factory(work_dir))
+    except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
+        return [], f"teardown not possible: {exc}"
     factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
     final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
     other = [s.stack for s in statuses if s.state in NO_RESULT_COMING]
     outcomes: list[Any] = []
+    error = None
     try:
-        if final:
-            outcomes += teardown_completed(
-                final, results_urls=results_urls, work_dir=work_dir, workspace_factory=factory, log=log
-            )
-        if other:
-            outcomes += teardown(other, work_dir=work_dir, workspace_factory=factory, log=log)
+        for names, completed in ((final, True), (other, False)):  # the first checked again, the others by name
+            if names:
+                how = dict(work_dir=work_dir, workspace_factory=factory, log=log)
+                outcomes += teardown(names, completed=completed, results_urls=results_urls, **how)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
-        return [o.to_dict() for o in outcomes], recording.destroyed_at, f"teardown stopped: {exc}"
-    return [o.to_dict() for o in outcomes], recording.destroyed_at, None
+        error = f"teardown stopped: {exc}"
+    done = [o.to_dict() for o in outcomes]
+    _record_teardown(manifest, done, recording.destroyed_at)
+    return done, error
 
 
-def write_report(out_dir: Path) -> int:
-    """The report of the campaign's runs, printed as `gpubench report` prints it; its exit code."""
+def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str], None] = print) -> int:
+    """The report of the runs collected at `table` (default: out_dir), its summary echoed as `gpubench report`
+    prints it (a campaign's end and the demo's); its exit code."""
     from analysis.report.build import write_report as report  # heavy: pandas, DuckDB, matplotlib
 
     try:
-        outcome = report(out_dir)
+        outcome = report(out_dir, table=table)
     except FileNotFoundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
     if outcome.price_warning:
         print(f"warning: {outcome.price_warning}", file=sys.stderr)
-    print(outcome.text(), end="")
+    echo(outcome.text().rstrip("\n"))
     return exitcodes.OK
 
 
-def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
+def _record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
     for o in outcomes:
         if o["stack"] in manifest.stacks:
             when = destroyed_at.get(o["stack"]) or iso()
@@ -112,21 +113,10 @@ def record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroye
 
 def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, Any]) -> dict[str, Any]:
     rows = [s.to_dict() for s in statuses]
-    waste = [r["waste_seconds"] for r in rows if r["waste_seconds"] is not None]
-    waste_usd = [r["waste_usd"] for r in rows if r["waste_usd"] is not None]
-    cost = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
-    return {
-        "campaign_id": manifest.campaign_id,
-        "results": manifest.data.get("results"),
-        "written_at": iso(),
-        "stacks": rows,
-        "totals": {
-            "cost_usd": round(sum(cost), 6),
-            "waste_seconds": round(sum(waste), 3),
-            "waste_usd": round(sum(waste_usd), 6),
-        },
-        **extra,
-    }
+    places = {"cost_usd": 6, "waste_seconds": 3, "waste_usd": 6}
+    totals = {k: round(sum(r[k] for r in rows if r[k] is not None), n) for k, n in places.items()}
+    doc = {"campaign_id": manifest.campaign_id, "results": manifest.data.get("results"), "written_at": iso()}
+    return {**doc, "stacks": rows, "totals": totals, **extra}
 
 
 def money_text(v: Any) -> str:
@@ -137,17 +127,20 @@ def seconds_text(v: Any) -> str:
     return "-" if v is None else f"{v:.0f} s"
 
 
-def summary_text(doc: dict[str, Any]) -> str:
-    lines = [
-        f"campaign {doc['campaign_id']} ({doc.get('results')})",
-        f"{'stack':28} {'state':13} {'cost':>10} {'waste':>9} {'waste $':>10}  detail",
-    ]
-    for r in doc["stacks"]:
+def stack_table(rows: Sequence[dict[str, Any]], waste_usd: bool = False) -> list[str]:
+    """The stacks' lines (StackStatus.to_dict rows): `campaign status`, and with waste in USD the summary."""
+    usd = f" {'waste $':>10}" if waste_usd else ""
+    lines = [f"{'stack':28} {'state':13} {'cost so far':>11} {'waste':>9}{usd}  detail"]
+    for r in rows:
         name, detail = terminal_text(r["stack"], multiline=False), terminal_text(r["detail"], multiline=False)
-        lines.append(
-            f"{name:28} {r['state']:13} {money_text(r['cost_usd']):>10} {seconds_text(r['waste_seconds']):>9} "
-            f"{money_text(r['waste_usd']):>10}  {detail}"
-        )
+        usd = f" {money_text(r['waste_usd']):>10}" if waste_usd else ""
+        cost, waste = money_text(r["cost_usd"]), seconds_text(r["waste_seconds"])
+        lines.append(f"{name:28} {r['state']:13} {cost:>11} {waste:>9}{usd}  {detail}")
+    return lines
+
+
+def summary_text(doc: dict[str, Any]) -> str:
+    lines = [f"campaign {doc['campaign_id']} ({doc.get('results')})", *stack_table(doc["stacks"], waste_usd=True)]
     t = doc["totals"]
     lines.append(
         f"total: cost {money_text(t['cost_usd'])}, waste {seconds_text(t['waste_seconds'])} ({money_text(t['waste_usd'])}) "

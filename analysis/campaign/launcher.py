@@ -1,15 +1,9 @@
-"""Launch a campaign's stacks through the stack backend, a bounded number at a time.
-
-Idempotent per campaign: a stack the manifest records as launched is not launched
-again; one recorded `launching` (the orchestrator died mid-`up`) is adopted when
-its outputs show it deployed, else `up` runs again (Pulumi converges to the one
-instance, it does not add a second). A stack that fails to launch is recorded with
-the failure kind and the provider's message and the others go on; a capacity
-failure is retried once in another zone of the same region, never the zone that
-failed. The retry zone is set as the stack's `gpubench:zone` through the Automation
-API (`pulumi config set`, i.e. in stacks/Pulumi.<stack>.yaml) and recorded in the
-manifest as `zone_override`: the stack's state lives in that zone now. The manifest
-is saved before provisioning and after every attempt.
+"""Launch a campaign's stacks through the stack backend, a bounded number at a time, the manifest saved
+before provisioning and after every attempt. Idempotent per campaign: a `launched` stack is not launched
+again; a `launching` one (the orchestrator died mid-`up`) is adopted when its outputs show it deployed,
+else `up` runs again (Pulumi converges on the one instance). A capacity failure is retried once in another
+zone of the region, set as the stack's `gpubench:zone` (`pulumi config set`, in its stack file) and
+recorded as `zone_override`: the stack lives in that zone now.
 """
 
 from __future__ import annotations
@@ -20,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.campaign.facts import ZONE_KEY, offering_zones, stack_facts
 from analysis.campaign.manifest import Manifest
 from analysis.interruptible import InterruptiblePool
 from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
 from analysis.progress import Printer
+from infra.config import BenchmarkConfig, ConfigError, parse_config
+from infra.launch import region_of, resolve, zone_of
+from infra.stacks import load_config
 from infra.tags import DEADLINE_OUTPUTS
 from infra.workspace import StackBackend, error_text, output_value, plain_outputs
 from payload.timestamps import iso
@@ -43,7 +39,7 @@ class LaunchReport:
 
 
 class _Gauge:
-    """Counts `up` calls in flight (the concurrency bound, observable)."""
+    """Counts `up` calls in flight: the concurrency bound, observed."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -57,6 +53,40 @@ class _Gauge:
     def __exit__(self, *exc):
         with self._lock:
             self.now -= 1
+
+
+ZONE_KEY = "gpubench:zone"  # infra/config.py BENCHMARK_KEYS "zone": AWS availability_zone, GCP zone
+
+
+def stack_facts(name: str, stacks_dir: Path, catalog: Any) -> dict[str, Any]:
+    """What the manifest records of a stack before its launch, read through the Pulumi program's own parser
+    and catalog lookup, so the price recorded is the one the instance carries; ConfigError or
+    FileNotFoundError for a bad stack file."""
+    cfg = parse_config(load_config(name, stacks_dir), name)
+    if not isinstance(cfg, BenchmarkConfig):
+        raise ConfigError("stackType", f"{name} is a results stack; campaigns launch benchmark stacks only")
+    launch = resolve(cfg, catalog)
+    price = launch.price
+    return {
+        "offering": launch.offering.id,
+        "provider": launch.provider,
+        "market": cfg.market,
+        "region": region_of(cfg, launch.offering),
+        "zone": zone_of(cfg),
+        "suite": list(cfg.suite),
+        "max_hours": cfg.max_hours,
+        "hourly_usd": launch.hourly_usd,
+        "price_source": str(price.source) if price is not None else None,
+        "price_as_of": str(price.as_of) if price is not None else None,
+        "warnings": list(launch.warnings),
+    }
+
+
+def _offering_zones(offering_id: str, catalog: Any) -> tuple[str, ...]:
+    try:
+        return tuple(catalog.get(offering_id).zones or ())
+    except Exception:  # noqa: BLE001 - no zone list just means no catalog-backed retry zones
+        return ()
 
 
 def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog: Any, printer: Printer) -> None:
@@ -78,26 +108,16 @@ def prepare(manifest: Manifest, names: Sequence[str], stacks_dir: Path, catalog:
     manifest.save()
 
 
-def _deployed(outputs: dict[str, Any]) -> bool:
-    return output_value(outputs, DEADLINE_OUTPUTS) is not None
-
-
+@dataclass
 class Launcher:
-    def __init__(
-        self,
-        manifest: Manifest,
-        backend: StackBackend,
-        catalog: Any,
-        printer: Printer,
-        concurrency: int = 4,
-        retry_failed: bool = False,
-    ):
-        if concurrency < 1:
-            raise ValueError(f"--concurrency must be at least 1, got {concurrency}")
-        self.manifest, self.backend, self.catalog, self.printer = manifest, backend, catalog, printer
-        self.concurrency, self.retry_failed = concurrency, retry_failed
-        self.gauge = _Gauge()
-        self.stop = threading.Event()  # set on Ctrl-C: no stack starts another `pulumi up`
+    manifest: Manifest
+    backend: StackBackend
+    catalog: Any
+    printer: Printer
+    concurrency: int = 4
+    retry_failed: bool = False
+    gauge: _Gauge = field(default_factory=_Gauge)
+    stop: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C: no stack starts another `up`
 
     def run(self, names: Sequence[str]) -> LaunchReport:
         report = LaunchReport()
@@ -116,7 +136,6 @@ class Launcher:
         self.manifest.save()
         return report
 
-    # -- one stack --------------------------------------------------------------------
     def _one(self, name: str) -> str:
         entry = self.manifest.stacks[name]
         state = entry.get("state")
@@ -132,7 +151,7 @@ class Launcher:
         handle = self.backend.select_stack(name)
         if state == "launching":
             outputs = plain_outputs(handle.outputs())
-            if _deployed(outputs):
+            if output_value(outputs, DEADLINE_OUTPUTS) is not None:  # deployed
                 self._record_launched(name, outputs, entry.get("up_started_at") or iso())
                 self.printer.stack(name, "was deploying when the last orchestrator stopped; deployed: adopting it")
                 return "adopted"
@@ -149,7 +168,7 @@ class Launcher:
                 tried,
                 entry.get("provider", ""),
                 region,
-                offering_zones(entry.get("offering", ""), self.catalog),
+                _offering_zones(entry.get("offering", ""), self.catalog),
             )
             self.printer.stack(name, why)
             if next_zone is not None and not self.stop.is_set():
@@ -190,15 +209,7 @@ class Launcher:
         self.printer.stack(name, f"launched; deadline {deadline or 'unknown'}")
 
     def _record_failure(self, name: str, failure: Failure, zone: str | None, started: str | None) -> None:
-        self.manifest.add_attempt(
-            name,
-            {
-                "zone": zone or failure.zone,
-                "started_at": started,
-                "ended_at": iso(),
-                "outcome": "failed",
-                "failure": failure.to_dict(),
-            },
-        )
+        attempt = {"zone": zone or failure.zone, "started_at": started, "ended_at": iso(), "outcome": "failed"}
+        self.manifest.add_attempt(name, {**attempt, "failure": failure.to_dict()})
         self.manifest.update(name, state="launch-failed", failure=failure.to_dict())
         self.printer.stack(name, f"launch failed ({failure.kind}): {failure.message}")

@@ -1,10 +1,5 @@
-"""The campaign record, kept in the results bucket at `campaigns/<campaign-id>/manifest.json`.
-
-Written before provisioning, after each stack's launch attempt and after provisioning, so a
-restarted laptop or a second machine reads where the campaign stands with the campaign id alone.
-Writes are whole-file and serialised in this process; two machines updating the same campaign at
-once is last-writer-wins (run `up` from one place at a time).
-"""
+"""The campaign record at `campaigns/<campaign-id>/manifest.json` in the results bucket. Writes are whole
+and serialised in this process; two machines updating one campaign at once: the last writer wins."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ import re
 import threading
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
@@ -59,9 +54,6 @@ def check_id(campaign_id: str) -> str:
     return campaign_id
 
 
-# --- shape: what every reader of a manifest relies on, checked once at load --------------------
-
-
 def _time(value: str | None) -> str | None:
     if value is not None:
         try:
@@ -71,7 +63,7 @@ def _time(value: str | None) -> str | None:
     return value
 
 
-Time = Annotated[Optional[str], AfterValidator(_time)]  # noqa: UP045 - pydantic evaluates it
+Time = Annotated[str | None, AfterValidator(_time)]  # what every reader relies on is checked once, at load
 
 
 class _Open(BaseModel):
@@ -84,25 +76,25 @@ class _Failure(_Open):
 
 
 class _Teardown(_Open):
-    action: Optional[str] = None  # noqa: UP045
+    action: str | None = None
     at: Time = None
 
 
 class _Stack(_Open):
     state: Literal[STATES] = "pending"  # type: ignore[valid-type]
-    offering: Optional[str] = None  # noqa: UP045
-    market: Optional[str] = None  # noqa: UP045
-    zone: Optional[str] = None  # noqa: UP045
-    suite: Optional[list[str]] = None  # noqa: UP045
-    hourly_usd: Optional[float] = None  # noqa: UP045
+    offering: str | None = None
+    market: str | None = None
+    zone: str | None = None
+    suite: list[str] | None = None
+    hourly_usd: float | None = None
     up_started_at: Time = None
     launched_at: Time = None
     deadline: Time = None
-    outputs: Optional[dict[str, Any]] = None  # noqa: UP045
+    outputs: dict[str, Any] | None = None
     run_ids: list[str] = []
     attempts: list[dict[str, Any]] = []
-    failure: Optional[_Failure] = None  # noqa: UP045
-    teardown: Optional[_Teardown] = None  # noqa: UP045
+    failure: _Failure | None = None
+    teardown: _Teardown | None = None
 
 
 def _stack_names(stacks: dict[str, _Stack]) -> dict[str, _Stack]:
@@ -134,14 +126,13 @@ def check_shape(data: Any, where: str) -> None:
 
 
 class Manifest:
-    """One campaign's manifest: a JSON document plus the store it lives in."""
+    """One campaign's manifest: its JSON document and the store it lives in."""
 
     def __init__(self, store: Any, data: dict[str, Any]):
         self.store = store
         self.data = data
         self._lock = threading.RLock()
 
-    # -- identity -----------------------------------------------------------------
     @property
     def campaign_id(self) -> str:
         return self.data["campaign_id"]
@@ -158,7 +149,6 @@ class Manifest:
     def stacks(self) -> dict[str, dict[str, Any]]:
         return self.data["stacks"]
 
-    # -- load / create ---------------------------------------------------------------
     @classmethod
     def load(cls, store: Any, campaign_id: str) -> Manifest | None:
         """The stored manifest, or None when this campaign has none yet."""
@@ -209,29 +199,22 @@ class Manifest:
             },
         )
 
-    # -- updates ---------------------------------------------------------------------
     def add_selection(self, patterns: Iterable[str], concurrency: int) -> None:
         with self._lock:
             self.data.setdefault("selections", []).append(
                 {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
             )
 
-    def ensure(self, name: str, facts: dict[str, Any]) -> dict[str, Any]:
-        """The stack's entry, created `pending` with `facts` when new (an existing entry is kept as is)."""
+    def ensure(self, name: str, facts: dict[str, Any]) -> None:
+        """A new stack's entry, `pending` with `facts` (an existing entry is kept as is)."""
         with self._lock:
-            if name not in self.stacks:
-                self.stacks[name] = {"state": "pending", "attempts": [], "run_ids": [], **facts}
-            return self.stacks[name]
+            self.stacks.setdefault(name, {"state": "pending", "attempts": [], "run_ids": [], **facts})
 
-    def update(self, name: str, save: bool = True, **fields: Any) -> dict[str, Any]:
+    def update(self, name: str, save: bool = True, **fields: Any) -> None:
         with self._lock:
-            entry = self.stacks[name]
-            if "state" in fields and fields["state"] not in STATES:
-                raise ValueError(f"bad stack state {fields['state']!r}; allowed: {', '.join(STATES)}")
-            entry.update(fields)
+            self.stacks[name].update(fields)
             if save:
                 self.save()
-            return entry
 
     def add_attempt(self, name: str, attempt: dict[str, Any]) -> None:
         with self._lock:
@@ -241,8 +224,7 @@ class Manifest:
         """Write the whole manifest (StorageError propagates: a campaign must not run unrecorded)."""
         with self._lock:
             self.data["updated_at"] = iso()
-            body = json.dumps(self.data, indent=2, sort_keys=False).encode()
-            self.store.put_bytes(self.key, body, "application/json")
+            self.store.put_bytes(self.key, json.dumps(self.data, indent=2).encode(), "application/json")
 
     def put_summary(self, summary: dict[str, Any]) -> str:
         key = SUMMARY_KEY.format(id=self.campaign_id)

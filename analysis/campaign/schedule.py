@@ -1,19 +1,6 @@
-"""Recurring campaigns: a schedule definition file (cron expression + campaign arguments).
-
-    # schedules/campaign/weekly-spot.yaml
-    name: weekly-spot
-    cron: "0 6 * * 1"            # Mondays 06:00 UTC
-    stacks: ["aws-g4dn-*-spot", "gcp-t4-1x-spot"]
-    results: s3://my-gpubench-results
-    concurrency: 4
-    poll: 300                    # seconds between bucket polls while waiting
-    timeout: 8h                  # stop waiting after this (the cloud-side deadlines still apply)
-
-`python -m analysis campaign run --schedule FILE` runs one occurrence: a new campaign id
-(UTC timestamp), `up`, then `wait` (collect, teardown, report). The runners in
-schedules/campaign/ (systemd timer, CI workflow, Kubernetes CronJob) call exactly
-that at the cron time; `python -m analysis campaign schedule FILE` checks a file and
-prints the systemd OnCalendar= equivalent of its cron expression.
+"""Recurring campaigns: a schedule file (a cron expression and the campaign's arguments, as in
+schedules/campaign/weekly-spot.yaml) checked, and its cron as systemd OnCalendar=. Each occurrence is
+`gpubench campaign run --schedule FILE`, which the runners in schedules/campaign/ call at the cron time.
 """
 
 from __future__ import annotations
@@ -54,7 +41,7 @@ def _field_values(text: str, name: str, lo: int, hi: int) -> None:
         if base == "*":
             continue
         for bound in base.split("-"):
-            value = DOW_NAMES.get(bound.lower()) if name == "day of week" and bound.lower() in DOW_NAMES else bound
+            value = DOW_NAMES.get(bound.lower(), bound) if name == "day of week" else bound
             if not str(value).isdigit() or not lo <= int(value) <= hi:
                 raise ScheduleError(f"cron {name} {text!r}: {bound!r} is outside {lo}..{hi}")
 
@@ -71,13 +58,11 @@ def check_cron(expr: str) -> list[str]:
     return fields
 
 
-def _calendar_part(text: str, width: int = 2) -> str:
-    if text == "*":
-        return "*"
+def _calendar_part(text: str) -> str:
     out = []
     for part in text.split(","):
         base, _, step = part.partition("/")
-        base = "*" if base == "*" else "..".join(b.zfill(width) for b in base.split("-"))
+        base = "*" if base == "*" else "..".join(b.zfill(2) for b in base.split("-"))
         out.append(f"{'00' if base == '*' and step else base}/{step}" if step else base)
     return ",".join(out)
 
@@ -122,7 +107,6 @@ class Schedule:
 
 def load(path: str | Path) -> Schedule:
     p = Path(path)
-
     try:
         doc = read_yaml(p)
     except FileNotFoundError:
@@ -147,7 +131,6 @@ def load(path: str | Path) -> Schedule:
         raise ScheduleError(f"{p}: {exc}") from None
     if concurrency < 1:
         raise ScheduleError(f"{p}: concurrency must be at least 1, got {concurrency}")
-
     if poll_problem(poll, "poll"):
         raise ScheduleError(f"{p}: {poll_problem(poll, 'poll')}")
     return Schedule(
@@ -165,8 +148,7 @@ def load(path: str | Path) -> Schedule:
 
 
 def describe(path: str | Path, now_id: str) -> dict[str, Any]:
-    """What `campaign schedule FILE` shows: the schedule, its systemd OnCalendar= and the command it runs
-    (naming the file as given). `now_id` is a campaign id made now, to show what the next one looks like."""
+    """What `campaign schedule FILE` shows; `now_id`, a campaign id made now, shows what the next looks like."""
     sch = load(path)
     return {
         "name": sch.name,

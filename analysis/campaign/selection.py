@@ -1,10 +1,5 @@
-"""Which stacks a campaign runs: names and shell-style globs over the stack matrix.
-
-The matrix is the set of checked-in `stacks/Pulumi.<stack>.yaml` files (generated
-from the catalog by `python -m infra stacks`) whose name is one of the catalog's
-cloud stacks (`catalog.cloud_stacks()`). Results stacks and SSH stacks are never
-selected: the first hold the buckets, the second run through `python -m infra ssh`.
-"""
+"""Which stacks a campaign runs: names and shell globs over the stack files that are the catalog's cloud
+stacks (results stacks hold the buckets; SSH stacks run through `python -m infra ssh`)."""
 
 from __future__ import annotations
 
@@ -25,7 +20,6 @@ class SelectionError(ValueError):
 
 
 def matrix(stacks_dir: Path) -> list[str]:
-    """Cloud benchmark stacks available to a campaign: stack files the catalog's matrix knows."""
     cloud = load_catalog().cloud_stacks()
     return [n for n in stack_names(stacks_dir) if n not in RESULTS_STACKS and n in cloud]
 

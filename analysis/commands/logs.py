@@ -11,8 +11,8 @@ from analysis.bench.live import follow_log, latest_log, runs_of
 from analysis.bench.record import BenchRecord, bench_dirs
 from analysis.bench.run import RESULTS_ENV
 from analysis.commands import add_command, check_results_locations
+from analysis.observe import CLOCK_SKEW
 from analysis.output import poll_problem, terminal_text
-from analysis.stack_done import CLOCK_SKEW
 from infra.config import MAX_HOURS_LIMIT
 from infra.conventions import UsageError
 from payload import exitcodes

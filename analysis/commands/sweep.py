@@ -7,9 +7,9 @@ from collections import Counter
 
 from analysis.commands import add_command, print_tally
 from analysis.output import emit_json, planned_then_run, print_table
-from analysis.sweep import sweeper
 from infra import clouds
 from infra.conventions import UsageError
+from infra.sweep_targets import check_cloud, check_regions
 from infra.tags import BadDeadline, parse_now
 
 EPILOG = """\
@@ -63,9 +63,11 @@ def run(args) -> int:
         raise UsageError(f"--now {args.now!r} is not a time; use ISO 8601 UTC, e.g. 2024-05-01T12:00:00Z") from None
     kw = {"project": args.project} if args.project else {}  # a cloud without projects refuses it clearly
     log = lambda line: print(line, file=sys.stderr, flush=True)
-    sweep = sweeper(args.provider)
+    # the cloud and regions checked against the catalog before credentials or an SDK are looked for
+    provider = check_cloud("--provider", args.provider)
+    regions = check_regions(provider, args.region)
     actions = planned_then_run(
-        lambda dry_run: sweep(args.region, now, dry_run=dry_run, log=log, **kw),
+        lambda dry_run: clouds.get(provider).sweep_expired(regions, now, dry_run, log=log, **kw),
         acts=lambda a: a.action.startswith("would-"),
         describe=lambda a: f"  {a.region} {a.kind} {a.id} ({a.stack}, {a.reason})",
         question="Delete these {n} resource(s)?",

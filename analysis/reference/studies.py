@@ -1,10 +1,6 @@
-"""The studies' published measurements (studies.toml) as one flat table, so a
-report can put measured runs beside a K80, a P100, a V100 or a 1080 Ti.
-
-Each figure keeps its study, section, URL and date. Seed 000 prints train
-hours, not a rate: its tweets/s is derived here (tweets seen / train hours)
-and every derived row says so and how, so nobody mistakes it for a measurement.
-"""
+"""The studies' published measurements (studies.toml) as one flat table of figures, each with its study,
+section, URL and date. Seed 000 prints train hours, not a rate: its tweets/s is derived here (tweets seen
+/ train hours), and each derived row says so and how."""
 
 from __future__ import annotations
 
@@ -14,6 +10,11 @@ from functools import lru_cache
 from pathlib import Path
 
 DATA = Path(__file__).with_name("studies.toml")
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    return tomllib.loads(DATA.read_text(encoding="utf-8"))
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class Figure:
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
 
 
+SEED004_MODELS = ("inception3", "resnet50", "vgg16")
 # A payload precision and the study precision it does the same arithmetic as.
 SAME_PRECISION = {"fp32": "fp32", "mixed": "fp16"}
 
@@ -50,8 +52,7 @@ def _given(value) -> bool:
 
 
 def work_differences(f: Figure, precision, batch, data) -> list[str]:
-    """How a run (its precision, per-GPU batch and data) does other work than the study's figure `f`, in
-    words; [] when it is the study's configuration as far as the study printed it."""
+    """How a run (its precision, per-GPU batch and data) does other work than the study's figure `f`, in words."""
     out = []
     if _given(precision) and SAME_PRECISION.get(str(precision), str(precision)) != f.precision:
         out.append(f"{precision} here, {f.precision} in the study")
@@ -76,8 +77,7 @@ GPU_ONLY_PRECISIONS = {
 
 @dataclass(frozen=True)
 class StudyJob:
-    """A study's own configuration as a job this machine can probe: the shipped task file that runs it
-    (model, input shape, batch, precision, synthetic data of the study's shape)."""
+    """A study's own configuration as a shipped task file this machine can probe (synthetic data of its shape)."""
 
     study: str  # "seed 000", as Figure.study
     benchmark: str
@@ -97,7 +97,7 @@ class StudyJob:
 @lru_cache(maxsize=1)
 def study_jobs() -> tuple[StudyJob, ...]:
     """Each study's configuration the demo probes (studies.toml [[probe]]), in file order."""
-    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
+    data = _data()
     return tuple(
         StudyJob(
             study=row["study"].replace("seed", "seed ", 1),  # as Figure.study names it
@@ -162,7 +162,7 @@ def _seed004(data: dict) -> list[Figure]:
     work = data["workload"]["seed004"]
     out = []
     for row in data["seed004"]:
-        for model in ("inception3", "resnet50", "vgg16"):
+        for model in SEED004_MODELS:
             for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
                 out.append(
                     Figure(
@@ -186,15 +186,10 @@ def _seed004(data: dict) -> list[Figure]:
 @lru_cache(maxsize=1)
 def reference_figures() -> tuple[Figure, ...]:
     """Every published throughput this project ships, seed 000 then seed 004."""
-    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
-    return tuple(_seed000(data) + _seed004(data))
+    return tuple(_seed000(_data()) + _seed004(_data()))
 
 
 def workload_notes() -> dict[str, str]:
     """benchmark -> what the study's figure covers, for the report's caveats."""
-    data = tomllib.loads(DATA.read_text(encoding="utf-8"))
-    w = data["workload"]
-    notes = {w["seed000"]["benchmark"]: w["seed000"]["notes"]}
-    for model in ("inception3", "resnet50", "vgg16"):
-        notes[model] = w["seed004"]["notes"]
-    return notes
+    w = _data()["workload"]
+    return {w["seed000"]["benchmark"]: w["seed000"]["notes"], **dict.fromkeys(SEED004_MODELS, w["seed004"]["notes"])}

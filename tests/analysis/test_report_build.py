@@ -77,11 +77,12 @@ def test_finished_stacks_keeps_a_stack_with_a_run_that_will_resume():
 
 def test_teardown_finished_destroys_nothing_for_no_stacks_and_reports_errors(monkeypatch):
     import analysis.teardown as td
+    from infra.workspace import PulumiMissing
 
     assert teardown_finished([], ["file:///x"]).outcomes == []
 
     def broken(stacks, results_urls=None, **kw):
-        raise td.PulumiMissing("the Pulumi CLI is not installed")
+        raise PulumiMissing("the Pulumi CLI is not installed")
 
     monkeypatch.setattr(td, "teardown_completed", broken)
     got = teardown_finished(["aws-p2-1x"], ["file:///x"])

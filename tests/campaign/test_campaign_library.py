@@ -75,3 +75,22 @@ def test_describe_shows_the_oncalendar_and_the_command_naming_the_file_as_given(
     assert doc["stacks"] == ["aws-g4dn-1x"] and doc["timeout_seconds"] == 7200 and doc["poll_seconds"] == 300
     assert doc["command"] == f"python -m analysis campaign run --schedule {path}"
     assert doc["next_campaign_id_looks_like"] == "20250106T060000Z" and doc["name"] == "nightly"
+
+
+def test_campaign_run_hands_all_runs_to_its_wait(tmp_path, monkeypatch):
+    """`campaign run --all-runs` reports every run in the bucket, as `campaign wait --all-runs` does."""
+    from analysis.cli import main
+
+    project = _project(tmp_path, ["aws-g4dn-1x"])
+    real_wait, seen = commands.wait, {}
+
+    def wait(campaign_id, **kw):
+        seen.update(kw)
+        return real_wait(campaign_id, **kw)
+
+    monkeypatch.setattr(commands, "wait", wait)
+    monkeypatch.setattr("analysis.campaign.cli.BACKEND_FACTORY", StubBackend().factory)
+    bucket = (tmp_path / "bucket").as_uri()
+    argv = ["campaign", "run", "aws-g4dn-1x", "--results", bucket, "--project-dir", str(project), "--all-runs"]
+    main([*argv, "--poll", "1", "--timeout", "0"])
+    assert seen["all_runs"] is True
