@@ -1,6 +1,6 @@
-"""What a leak sweep did to one resource (`Action`, returned by each infra/<cloud>/sweep.py and printed by `gpubench sweep`) and the
-rules every cloud applies: `ownership` (project tag and stack-name convention, infra.tags) and
-`classify` (plus an expiry in the launcher's format).
+"""What a leak sweep did to one resource (`Action`, returned by each infra/<cloud>/sweep.py and printed
+by `gpubench sweep`) and the rules every cloud applies: `ownership` (project tag and stack-name convention,
+infra.tags) and `classify` (plus an expiry in the launcher's format).
 """
 
 from __future__ import annotations
