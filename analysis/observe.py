@@ -95,24 +95,37 @@ def _started(doc: dict[str, Any]) -> datetime | None:
     return time_of(max(attempts, key=lambda a: a.get("attempt") or 0)["start"] if attempts else doc.get("started_at"))
 
 
+def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
+    """run id -> {"updated": newest object time, "files": names, "newest": {name: key of its newest
+    version}} for every run of the stack (files are written once, each rewrite under a new version)."""
+    prefix = stack_prefix(stack)
+    listed: dict[str, list] = {}
+    for info in store.list(prefix):
+        run_id, _, rest = info.key[len(prefix) :].partition("/")
+        if rest:
+            listed.setdefault(run_id, []).append(info)
+    runs = {}
+    for run_id, infos in listed.items():
+        newest = {k[len(f"{prefix}{run_id}/") :]: v for k, v in newest_versions([i.key for i in infos]).items()}
+        updated = max((i.updated for i in infos if i.updated), default=None)
+        runs[run_id] = {"updated": updated, "files": set(newest), "newest": newest}
+    return runs
+
+
 def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     """Read the stack's runs of the launch that began at `since` from the bucket."""
     obs = StackObservation()
-    prefix = stack_prefix(stack)
     try:
-        keys = [o.key for o in store.list(prefix)]
+        runs = runs_of(store, stack)
     except StorageError as exc:
-        obs.problems.append(f"{UNREACHABLE}{store.url_for(prefix)}: {exc}")
+        obs.problems.append(f"{UNREACHABLE}{store.url_for(stack_prefix(stack))}: {exc}")
         return obs
-    # run id -> {file name: key of its newest version}: files are written once, rewrites are new versions
-    runs: dict[str, dict[str, str]] = {}
-    for plain, key in newest_versions(keys).items():
-        run_id, _, rest = plain[len(prefix) :].partition("/")
-        if rest in (RESULT, EVENTS, STATE):
-            runs.setdefault(run_id, {})[rest] = key
     floor = launch_floor(since)
     events: list[dict[str, Any]] = []
-    for run_id, files in sorted(runs.items()):
+    for run_id, run in sorted(runs.items()):
+        files = {name: key for name, key in run["newest"].items() if name in (RESULT, EVENTS, STATE)}
+        if not files:
+            continue
         doc_key = files.get(RESULT) or files.get(STATE)
         doc = _read(store, doc_key, obs, read_result) if doc_key else None
         doc = doc if isinstance(doc, dict) else {}
@@ -139,13 +152,13 @@ def observe(store: Any, stack: str, since: datetime | None) -> StackObservation:
     return obs
 
 
-def read_bounded(store: Any, key: str, limit: int) -> bytes:
+def read_bounded(store: Any, key: str, limit: int, cut: bool = False) -> bytes:
     """An object's bytes by a ranged read of at most `limit` (+1) bytes: ValueError when it is larger
-    (no payload writes that: never downloaded whole)."""
+    (no payload writes that: never downloaded whole); with `cut` the limit+1 bytes, the caller says so."""
     from analysis.collect.sources import read_capped  # the collect package loads pyarrow: status stays light
 
     data = read_capped(store, key, limit)
-    if len(data) > limit:
+    if len(data) > limit and not cut:
         raise ValueError(f"larger than {limit:,} bytes, more than gpubench ever writes there; not read")
     return data
 

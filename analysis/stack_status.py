@@ -17,6 +17,7 @@ from typing import Any
 
 from analysis.observe import StackObservation
 from analysis.price.billed import cost_of
+from payload import exitcodes
 from payload.result import FINAL_STATUSES
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time
@@ -162,13 +163,21 @@ def stack_status(name: str, entry: dict, obs: StackObservation, now: datetime) -
     return st
 
 
-def campaign_status(
-    manifest: Any, observe: Callable[[str, datetime | None], StackObservation], now: datetime
-) -> list[StackStatus]:
-    """Every stack of the manifest; `observe(stack, launch start)` reads the bucket of each launched one."""
-    out = []
-    for name, entry in manifest.stacks.items():
-        launched = entry.get("state") == "launched"
-        obs = observe(name, parse_time(entry.get("up_started_at"))) if launched else StackObservation()
-        out.append(stack_status(name, entry, obs, now))
-    return out
+def status_of(
+    name: str, entry: dict, observe: Callable[[str, datetime | None], StackObservation], now: datetime
+) -> StackStatus:
+    """A campaign's or a bench's stack; `observe(stack, launch start)` reads the bucket when it is launched."""
+    launched = entry.get("state") == "launched"
+    obs = observe(name, parse_time(entry.get("up_started_at"))) if launched else StackObservation()
+    return stack_status(name, entry, obs, now)
+
+
+def unreachable(stacks: list[str]) -> exitcodes.GpubenchError | None:
+    """The REMOTE error of a status (every mode alike) when the bucket of some stacks could not be read."""
+    if not stacks:
+        return None
+    return exitcodes.GpubenchError(
+        f"could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
+        "unknown; check the bucket and your credentials (`gpubench check --results URL`)",
+        exit_code=exitcodes.REMOTE,
+    )

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from analysis.bench.record import RECORD, BenchRecord, bench_dirs
-from analysis.observe import StackObservation, observe
-from analysis.stack_status import stack_status
+from analysis.observe import StackObservation, observe, read_bounded, runs_of
+from analysis.stack_status import status_of
 from payload import storage
-from payload.layout import newest_versions, stack_prefix
 from payload.money import USD_SIGN
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time, utcnow
@@ -41,9 +40,7 @@ def _resources(backend: Callable[[Path], Any] | None, bench_dir: Path) -> dict[s
 
 def _row(record: BenchRecord, name: str, entry: dict, store: Any, now: datetime, counts: dict) -> dict[str, Any]:
     since = parse_time(entry.get("up_started_at"))
-    launched = entry.get("state") == "launched" and store is not None
-    obs = observe(store, name, since) if launched else StackObservation()
-    st = stack_status(name, entry, obs, now)
+    st = status_of(name, entry, lambda n, t: observe(store, n, t) if store else StackObservation(), now)
     return dict.fromkeys(ROW_KEYS) | {
         "bench_id": record.bench_id,
         "stack": name,
@@ -114,23 +111,6 @@ def status_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(shape.format(*line) for line in lines)
 
 
-def runs_of(store: Any, stack: str) -> dict[str, dict[str, Any]]:
-    """run id -> {"updated": newest object time, "files": names, "newest": {name: key of its newest
-    version}} for every run of the stack (files are written once, each rewrite under a new version)."""
-    prefix = stack_prefix(stack)
-    listed: dict[str, list] = {}
-    for info in store.list(prefix):
-        run_id, _, rest = info.key[len(prefix) :].partition("/")
-        if rest:
-            listed.setdefault(run_id, []).append(info)
-    runs = {}
-    for run_id, infos in listed.items():
-        newest = {k[len(f"{prefix}{run_id}/") :]: v for k, v in newest_versions([i.key for i in infos]).items()}
-        updated = max((i.updated for i in infos if i.updated), default=None)
-        runs[run_id] = {"updated": updated, "files": set(newest), "newest": newest}
-    return runs
-
-
 def latest_log(store: Any, stack: str) -> tuple[str, str, bool] | None:
     """(run id, log tail text, run finished) of the stack's newest run that has a log tail."""
     runs = {k: v for k, v in runs_of(store, stack).items() if LOG_TAIL in v["files"]}
@@ -146,9 +126,7 @@ MAX_LOG_TAIL_BYTES = LOG_TAIL_LINES * (LOG_TAIL_LINE_CHARS + 1) * 4
 
 def _read_tail(store: Any, key: str) -> str:
     """A log tail, read no further than any payload writes one (a forged 300 MB object is cut, and says so)."""
-    from analysis.collect.sources import read_capped  # the collect package loads pyarrow: status and logs stay light
-
-    data = read_capped(store, key, MAX_LOG_TAIL_BYTES)
+    data = read_bounded(store, key, MAX_LOG_TAIL_BYTES, cut=True)
     text = data[:MAX_LOG_TAIL_BYTES].decode("utf-8", errors="replace")
     if len(data) > MAX_LOG_TAIL_BYTES:
         text += f"\n[cut at {MAX_LOG_TAIL_BYTES:,} bytes: larger than any log tail the payload writes]\n"

@@ -17,7 +17,7 @@ from analysis.campaign.schedule import parse_duration
 from analysis.commands import add_command, check_results_locations
 from analysis.output import emit_json, poll_problem
 from analysis.progress import Printer, Progress
-from analysis.stack_status import TERMINAL
+from analysis.stack_status import TERMINAL, unreachable
 from infra.conventions import RESULTS_ENV, UsageError
 from infra.workspace import pulumi_backend
 from payload import exitcodes
@@ -110,17 +110,6 @@ def cmd_status(args) -> int:
     if error:
         raise error
     return 0
-
-
-def unreachable(stacks: list[str]) -> exitcodes.GpubenchError | None:
-    """The REMOTE error of a status (every mode alike) when the bucket of some stacks could not be read."""
-    if not stacks:
-        return None
-    return exitcodes.GpubenchError(
-        f"could not read the bucket of {len(stacks)} stack(s) ({', '.join(stacks)}): their state is "
-        "unknown; check the bucket and your credentials (`gpubench check --results URL`)",
-        exit_code=exitcodes.REMOTE,
-    )
 
 
 def _again(manifest, args, *words: str) -> str:

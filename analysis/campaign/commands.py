@@ -17,7 +17,7 @@ from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
 from analysis.campaign.selection import select
 from analysis.observe import observe
 from analysis.progress import Printer
-from analysis.stack_status import StackStatus, campaign_status
+from analysis.stack_status import StackStatus, status_of
 from infra import workspace
 from infra.catalog import load_catalog
 from infra.conventions import RESULTS_ENV
@@ -91,7 +91,7 @@ def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime)
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
 
-    return campaign_status(manifest, look, now)
+    return [status_of(name, entry, look, now) for name, entry in manifest.stacks.items()]
 
 
 @dataclass

@@ -7,11 +7,11 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from analysis.bench.live import follow_log, latest_log, runs_of
+from analysis.bench.live import ENDED, follow_log, latest_log
 from analysis.bench.record import BenchRecord, bench_dirs
 from analysis.bench.run import RESULTS_ENV
 from analysis.commands import add_command, check_results_locations
-from analysis.observe import CLOCK_SKEW
+from analysis.observe import CLOCK_SKEW, runs_of
 from analysis.output import poll_problem, terminal_text
 from infra.config import MAX_HOURS_LIMIT
 from infra.conventions import UsageError
@@ -87,7 +87,7 @@ def _follow_seconds(store, stack: str, entry: dict) -> float:
 
     A run that died without a result never writes one: its deadline is when following it is over."""
     now = utcnow()
-    if (entry.get("teardown") or {}).get("action") in ("destroyed", "ended"):
+    if (entry.get("teardown") or {}).get("action") in ENDED:
         return 0.0
     deadline = parse_time(entry.get("deadline")) if entry.get("deadline") else None
     if deadline is None:

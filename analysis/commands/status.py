@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 from analysis.bench.live import REFUSED, probe_status, status_table
-from analysis.campaign.cli import unreachable
 from analysis.commands import add_command
 from analysis.observe import UNREACHABLE
 from analysis.output import emit_json
+from analysis.stack_status import unreachable
 from infra.workspace import pulumi_backend
 from payload import exitcodes
 
