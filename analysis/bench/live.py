@@ -4,6 +4,7 @@ says) and `gpubench logs` (the newest run's rolling `log-tail.txt`, uploaded eve
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -58,11 +59,9 @@ def probe_status(
     now: datetime | None = None,
     include_ended: bool = False,
     backend: Callable[[Path], Any] | None = None,
-    open_store: Callable[[str], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every live probe (all probes with `include_ended`) of every bench under `work_dir`."""
-    opener, now = open_store or storage.open_store, now or utcnow()
-    stores: dict[str, Any] = {}
+    stores, now = functools.cache(storage.open_store), now or utcnow()  # one per bucket
     rows = []
     for directory in bench_dirs(work_dir):
         try:
@@ -80,9 +79,7 @@ def probe_status(
         for name, entry in wanted.items():
             try:
                 url = entry.get("results") or record.data.get("results")
-                if url and url not in stores:
-                    stores[url] = opener(url)
-                rows.append(_row(record, name, entry, stores.get(url), now, counts))
+                rows.append(_row(record, name, entry, stores(url) if url else None, now, counts))
             except (ValueError, TypeError, AttributeError) as exc:  # a bad name or entry: this row alone
                 rows.append(_refused(record.bench_id, name, f"{directory / RECORD}: stack entry refused: {exc}"))
     return rows
