@@ -34,6 +34,7 @@ from infra.workspace import config_value, output_value
 from payload.result import FINAL_STATUSES
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
 from payload.storage import StorageError, open_store
+from payload.timestamps import iso
 
 FAILURES = frozenset({"refused", "failed"})  # of the actions: destroyed, would-destroy, kept, absent, refused, failed
 DEFAULT_MAX_HOURS = 6.0
@@ -50,13 +51,17 @@ class Outcome:
     reason: str = ""
     error: str | None = None
     seconds: float = 0.0
+    ended_at: str | None = None  # when the destroy ended: a campaign's waste and a bench's record count to it
 
     @property
     def ok(self) -> bool:
         return self.action not in FAILURES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+        """The `--json` outcome (ended_at is for the callers' records)."""
+        doc = asdict(self)
+        del doc["ended_at"]
+        return {**doc, "ok": self.ok}
 
 
 def _stderr(line: str) -> None:
@@ -260,7 +265,7 @@ def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
         stack.destroy(on_output=lambda line: log(f"[{name}] {line.rstrip()}"))
     except Exception as exc:  # noqa: BLE001 - keep going; PKB #224
         return Outcome(name, "failed", reason, pulumi_ws.error_text(exc), round(time.monotonic() - began, 3))
-    return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3))
+    return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3), iso())
 
 
 def teardown_completed(

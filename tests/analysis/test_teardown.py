@@ -125,6 +125,8 @@ def test_named_stacks_destroyed_and_one_failure_does_not_stop_the_rest(project):
     assert out["aws-p3-8x"].action == "destroyed" and out["gcp-v100-1x"].action == "destroyed"
     assert out["aws-p2-1x"].action == "failed" and "DependencyViolation" in out["aws-p2-1x"].error
     assert ws.work_dirs == [project]
+    # each destroy's end, for the campaign's waste and the bench's record
+    assert out["aws-p3-8x"].ended_at <= out["gcp-v100-1x"].ended_at and out["aws-p2-1x"].ended_at is None
 
 
 def test_results_stacks_and_buckets_are_refused_even_when_named(project):
