@@ -8,10 +8,9 @@ stacks and buckets are refused, even when named.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.observe import UNREACHABLE, StackObservation, observe
+from analysis.progress import Printer
 from infra import clouds
 from infra import workspace as pulumi_ws
 from infra.config import DEFAULT_SUITE, STACK_REF
@@ -62,10 +62,6 @@ class Outcome:
         doc = asdict(self)
         del doc["ended_at"]
         return {**doc, "ok": self.ok}
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def refusal(name: str, work_dir: Path) -> str | None:
@@ -222,7 +218,7 @@ def teardown(
     now: datetime | None = None,
     work_dir: Path | None = None,
     workspace_factory: pulumi_ws.WorkspaceFactory | None = None,
-    log: Callable[[str], None] = _stderr,
+    printer: Printer | None = None,
 ) -> list[Outcome]:
     """Destroy the chosen stacks; one Outcome per stack considered. Raises PulumiMissing."""
     if not names and not (completed or expired):
@@ -239,11 +235,11 @@ def teardown(
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(_one(name, ws, work_dir, select, dry_run, log))
+        outcomes.append(_one(name, ws, work_dir, select, dry_run, (printer or Printer()).for_stack(name)))
     return outcomes
 
 
-def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
+def _one(name, ws, work_dir, select, dry_run, say) -> Outcome:
     began = time.monotonic()
     try:
         stack = ws.select_stack(name)
@@ -260,9 +256,9 @@ def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
         return Outcome(name, "kept", reason)
     if dry_run:
         return Outcome(name, "would-destroy", reason)
-    log(f"[{name}] destroying ({reason})")
+    say(f"destroying ({reason})")
     try:
-        stack.destroy(on_output=lambda line: log(f"[{name}] {line.rstrip()}"))
+        stack.destroy(on_output=say)
     except Exception as exc:  # noqa: BLE001 - keep going; PKB #224
         return Outcome(name, "failed", reason, pulumi_ws.error_text(exc), round(time.monotonic() - began, 3))
     return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3), iso())

@@ -34,7 +34,7 @@ def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs
 
 
 def teardown_stacks(
-    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], log
+    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], printer
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Destroy every terminal stack and record it in the manifest; (outcomes, error that stopped teardown)."""
     try:
@@ -48,7 +48,7 @@ def teardown_stacks(
     try:
         for names, completed in ((final, True), (other, False)):  # the first checked again, the others by name
             if names:
-                how = dict(work_dir=work_dir, workspace_factory=lambda _work_dir: backend, log=log)
+                how = dict(work_dir=work_dir, workspace_factory=lambda _work_dir: backend, printer=printer)
                 outcomes += teardown(names, completed=completed, results_urls=results_urls, **how)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
         error = f"teardown stopped: {exc}"
