@@ -1,17 +1,18 @@
-"""Why a launch failed, in the provider's words (`classify`, over a failed `up`'s Pulumi transcript), and
-where a capacity retry may go. Kinds: quota (an account limit: another zone does not help), no-capacity
+"""`pulumi up` of a stack (`up`, for bench's cloud probes and campaigns), why a launch failed, in the provider's
+words (`classify`, over a failed `up`'s Pulumi transcript), and where a capacity retry may go. Kinds: quota (an account limit: another zone does not help), no-capacity
 (retried once in another zone of the region, never the one that failed: SkyPilot #10021),
 gpu-not-in-zone, config (the stack file did not parse; before any `up`), other."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from infra import clouds
 from infra.catalog import region_zones
+from infra.workspace import error_text, plain_outputs
 
 KINDS = ("quota", "no-capacity", "gpu-not-in-zone")
 
@@ -62,6 +63,18 @@ def classify(text: str) -> Failure:
     errors = [ln for ln in lines if "error" in ln.lower() and not any(g in ln for g in GENERIC)]
     line = (errors or lines or [text.strip() or "unknown error"])[0]
     return Failure("other", line.split("error: ", 1)[-1][:1000], None)
+
+
+def up(handle: Any, say: Callable[[str], None], what: str = "") -> tuple[dict[str, Any], Failure | None]:
+    """`pulumi up` with its lines through `say`: (plain outputs, None), or ({}, the classified failure, said)."""
+    say(f"pulumi up{what}")
+    try:
+        result = handle.up(on_output=say)
+    except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
+        failure = classify(error_text(exc, limit=8000))
+        say(f"launch failed ({failure.kind}): {failure.message}")
+        return {}, failure
+    return plain_outputs(getattr(result, "outputs", None) or handle.outputs()), None
 
 
 def region_of_zone(zone: str) -> str:

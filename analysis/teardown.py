@@ -8,10 +8,9 @@ stacks and buckets are refused, even when named.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.observe import UNREACHABLE, StackObservation, observe
+from analysis.progress import Printer
 from infra import clouds
 from infra import workspace as pulumi_ws
 from infra.config import DEFAULT_SUITE, STACK_REF
@@ -34,6 +34,7 @@ from infra.workspace import config_value, output_value
 from payload.result import FINAL_STATUSES
 from payload.results_location import BUCKET_SCHEMES, parse_results_location
 from payload.storage import StorageError, open_store
+from payload.timestamps import iso
 
 FAILURES = frozenset({"refused", "failed"})  # of the actions: destroyed, would-destroy, kept, absent, refused, failed
 DEFAULT_MAX_HOURS = 6.0
@@ -50,17 +51,17 @@ class Outcome:
     reason: str = ""
     error: str | None = None
     seconds: float = 0.0
+    ended_at: str | None = None  # when the destroy ended: a campaign's waste and a bench's record count to it
 
     @property
     def ok(self) -> bool:
         return self.action not in FAILURES
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+        """The `--json` outcome (ended_at is for the callers' records)."""
+        doc = asdict(self)
+        del doc["ended_at"]
+        return {**doc, "ok": self.ok}
 
 
 def refusal(name: str, work_dir: Path) -> str | None:
@@ -217,7 +218,7 @@ def teardown(
     now: datetime | None = None,
     work_dir: Path | None = None,
     workspace_factory: pulumi_ws.WorkspaceFactory | None = None,
-    log: Callable[[str], None] = _stderr,
+    printer: Printer | None = None,
 ) -> list[Outcome]:
     """Destroy the chosen stacks; one Outcome per stack considered. Raises PulumiMissing."""
     if not names and not (completed or expired):
@@ -234,11 +235,11 @@ def teardown(
     for name in candidates(ws, allowed or None):
         if not names and refusal(name, work_dir):
             continue  # results stacks are not candidates; say nothing about them
-        outcomes.append(_one(name, ws, work_dir, select, dry_run, log))
+        outcomes.append(_one(name, ws, work_dir, select, dry_run, (printer or Printer()).for_stack(name)))
     return outcomes
 
 
-def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
+def _one(name, ws, work_dir, select, dry_run, say) -> Outcome:
     began = time.monotonic()
     try:
         stack = ws.select_stack(name)
@@ -255,12 +256,12 @@ def _one(name, ws, work_dir, select, dry_run, log) -> Outcome:
         return Outcome(name, "kept", reason)
     if dry_run:
         return Outcome(name, "would-destroy", reason)
-    log(f"[{name}] destroying ({reason})")
+    say(f"destroying ({reason})")
     try:
-        stack.destroy(on_output=lambda line: log(f"[{name}] {line.rstrip()}"))
+        stack.destroy(on_output=say)
     except Exception as exc:  # noqa: BLE001 - keep going; PKB #224
         return Outcome(name, "failed", reason, pulumi_ws.error_text(exc), round(time.monotonic() - began, 3))
-    return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3))
+    return Outcome(name, "destroyed", reason, None, round(time.monotonic() - began, 3), iso())
 
 
 def teardown_completed(

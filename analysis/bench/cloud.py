@@ -18,13 +18,13 @@ import yaml
 from analysis.bench.probes import Live, Probes
 from analysis.bench.readings import ProbeReport, newest_result, read_back
 from analysis.bench.record import BenchRecord
-from analysis.launch_failures import classify
+from analysis.launch_failures import up
 from infra import clouds
 from infra.config import MIN_HOURS, parse_config
 from infra.launch import resolve
 from infra.stacks import load_config
 from infra.tags import DEADLINE_OUTPUTS
-from infra.workspace import error_text, output_value, plain_outputs
+from infra.workspace import output_value
 from payload.layout import check_stack_name
 from payload.timestamps import iso, utcnow
 from payload.yamlfile import read_yaml
@@ -119,15 +119,11 @@ class CloudProbe:
         latest = iso(started + timedelta(hours=self.hours))
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), f"about {latest}"))
         self.record.update(name, state="launching", up_started_at=iso(started))
-        say(f"pulumi up ({candidate.offering}, {candidate.market})")
-        try:
-            result = handle.up(on_output=say)
-        except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
-            report = self._launch_failed(candidate, name, handle, exc, say)
+        outputs, failure = up(handle, say, f" ({candidate.offering}, {candidate.market})")
+        if failure is not None:
+            report = self._launch_failed(candidate, name, handle, failure, say)
             probes.release(name)
             return report
-
-        outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
         deadline = output_value(outputs, DEADLINE_OUTPUTS)
         probes.hold(Live(name, lambda: self._destroy(name, handle, say), deadline))
         self.record.update(name, state="launched", launched_at=iso(), deadline=deadline, zone=outputs.get("zone"))
@@ -165,10 +161,8 @@ class CloudProbe:
             say(f"destroyed, but removing the empty stack failed ({exc}); `pulumi stack rm {name}` in {self.bench_dir}")
         self.record.update(name, teardown=teardown)
 
-    def _launch_failed(self, candidate, name, handle, exc, say) -> ProbeReport:
-        failure = classify(error_text(exc, limit=8000))
+    def _launch_failed(self, candidate, name, handle, failure, say) -> ProbeReport:
         self.record.update(name, state="launch-failed", failure=failure.to_dict())
-        say(f"launch failed ({failure.kind}): {failure.message}")
         reason = f"{failure.kind}: {failure.message}"
         try:
             self._destroy(name, handle, say)  # a failed `up` may leave a security group or role behind

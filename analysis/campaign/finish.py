@@ -23,31 +23,6 @@ NO_RESULT_COMING = ("interrupted", "expired", "launch-failed")
 SECTION_ID = "campaign-waste"
 
 
-class _Recording:
-    """A stack backend whose destroys record when they end."""
-
-    def __init__(self, backend: Any):
-        self.backend = backend
-        self.destroyed_at: dict[str, str] = {}
-
-    def list_stacks(self):
-        return self.backend.list_stacks()
-
-    def select_stack(self, name: str):
-        handle, seen = self.backend.select_stack(name), self.destroyed_at
-
-        class Handle:
-            def __getattr__(self, attr):
-                return getattr(handle, attr)
-
-            def destroy(self, on_output=None, **kw):
-                result = handle.destroy(on_output=on_output, **kw)
-                seen[name] = iso()
-                return result
-
-        return Handle()
-
-
 def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs: bool) -> dict[str, Any]:
     from analysis.collect import collect, write_table  # heavy: pyarrow (the campaign command loads this module)
 
@@ -59,14 +34,13 @@ def collect_campaign(urls: list[str], out_dir: Path, run_ids: set[str], all_runs
 
 
 def teardown_stacks(
-    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], log
+    manifest: Manifest, statuses: Sequence[Any], backend_factory: Any, work_dir: Path, results_urls: list[str], printer
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Destroy every terminal stack and record it in the manifest; (outcomes, error that stopped teardown)."""
     try:
-        recording = _Recording(backend_factory(work_dir))
+        backend = backend_factory(work_dir)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing: report and summary still get written
         return [], f"teardown not possible: {exc}"
-    factory = lambda _work_dir: recording  # noqa: E731 - teardown's workspace_factory signature
     final = [s.stack for s in statuses if s.state in WITH_FINAL_RESULTS]
     other = [s.stack for s in statuses if s.state in NO_RESULT_COMING]
     outcomes: list[Any] = []
@@ -74,13 +48,16 @@ def teardown_stacks(
     try:
         for names, completed in ((final, True), (other, False)):  # the first checked again, the others by name
             if names:
-                how = dict(work_dir=work_dir, workspace_factory=factory, log=log)
+                how = dict(work_dir=work_dir, workspace_factory=lambda _work_dir: backend, printer=printer)
                 outcomes += teardown(names, completed=completed, results_urls=results_urls, **how)
     except Exception as exc:  # noqa: BLE001 - PulumiMissing and friends carry their advice
         error = f"teardown stopped: {exc}"
-    done = [o.to_dict() for o in outcomes]
-    _record_teardown(manifest, done, recording.destroyed_at)
-    return done, error
+    for o in outcomes:
+        if o.stack in manifest.stacks:
+            record = {"action": o.action, "reason": o.reason, "error": o.error, "at": o.ended_at or iso()}
+            manifest.update(o.stack, save=False, teardown=record)
+    manifest.save()
+    return [o.to_dict() for o in outcomes], error
 
 
 def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str], None] = print) -> int:
@@ -97,18 +74,6 @@ def write_report(out_dir: Path, table: Path | None = None, echo: Callable[[str],
         print(f"warning: {outcome.price_warning}", file=sys.stderr)
     echo(outcome.text().rstrip("\n"))
     return exitcodes.OK
-
-
-def _record_teardown(manifest: Manifest, outcomes: list[dict[str, Any]], destroyed_at: dict[str, str]) -> None:
-    for o in outcomes:
-        if o["stack"] in manifest.stacks:
-            when = destroyed_at.get(o["stack"]) or iso()
-            manifest.update(
-                o["stack"],
-                save=False,
-                teardown={"action": o["action"], "reason": o.get("reason"), "error": o.get("error"), "at": when},
-            )
-    manifest.save()
 
 
 def summary_doc(manifest: Manifest, statuses: Sequence[Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -16,13 +16,13 @@ from typing import Any
 
 from analysis.campaign.manifest import Manifest
 from analysis.interruptible import InterruptiblePool
-from analysis.launch_failures import Failure, classify, region_of_zone, retry_zone
+from analysis.launch_failures import Failure, region_of_zone, retry_zone, up
 from analysis.progress import Printer
 from infra.config import BenchmarkConfig, ConfigError, parse_config
 from infra.launch import region_of, resolve, zone_of
 from infra.stacks import load_config
 from infra.tags import DEADLINE_OUTPUTS
-from infra.workspace import StackBackend, error_text, output_value, plain_outputs
+from infra.workspace import StackBackend, output_value, plain_outputs
 from payload.timestamps import iso
 
 
@@ -130,7 +130,9 @@ class Launcher:
                 try:
                     report.actions[name] = fut.result()
                 except Exception as exc:  # noqa: BLE001 - nothing lost: record and go on
-                    self._record_failure(name, Failure("other", f"{type(exc).__name__}: {exc}", None), None, None)
+                    message = f"{type(exc).__name__}: {exc}"
+                    self._record_failure(name, Failure("other", message, None), None, None)
+                    self.printer.stack(name, f"launch failed (other): {message}")
                     report.actions[name] = "failed"
         report.max_concurrent = self.gauge.peak
         self.manifest.save()
@@ -181,15 +183,11 @@ class Launcher:
     def _attempt(self, name: str, handle: Any, zone: str | None) -> Failure | None:
         started = iso()
         self.manifest.update(name, state="launching", up_started_at=started)
-        self.printer.stack(name, f"pulumi up{' in ' + zone if zone else ''}")
-        try:
-            with self.gauge:
-                result = handle.up(on_output=self.printer.for_stack(name))
-        except Exception as exc:  # noqa: BLE001 - CommandError carries the provider's message
-            failure = classify(error_text(exc, limit=8000))
+        with self.gauge:
+            outputs, failure = up(handle, self.printer.for_stack(name), f" in {zone}" if zone else "")
+        if failure is not None:
             self._record_failure(name, failure, zone, started)
             return failure
-        outputs = plain_outputs(getattr(result, "outputs", None) or handle.outputs())
         self.manifest.add_attempt(name, {"zone": zone, "started_at": started, "ended_at": iso(), "outcome": "launched"})
         self._record_launched(name, outputs, started)
         return None
@@ -212,4 +210,3 @@ class Launcher:
         attempt = {"zone": zone or failure.zone, "started_at": started, "ended_at": iso(), "outcome": "failed"}
         self.manifest.add_attempt(name, {**attempt, "failure": failure.to_dict()})
         self.manifest.update(name, state="launch-failed", failure=failure.to_dict())
-        self.printer.stack(name, f"launch failed ({failure.kind}): {failure.message}")

@@ -11,7 +11,6 @@ from analysis.teardown import teardown
 from infra.clouds import RESULTS_STACKS
 from infra.conventions import expand_stacks, known_stacks
 from infra.tags import parse_now
-from payload.timestamps import iso
 
 EPILOG = """\
 examples:
@@ -101,11 +100,11 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
 
 def _record_destroyed(outcomes, bench_dir: Path) -> None:
     """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
-    destroyed = [o.stack for o in outcomes if o.action == "destroyed"]
+    destroyed = [o for o in outcomes if o.action == "destroyed"]
     if destroyed:
         record = BenchRecord.load(bench_dir)
-        for name in destroyed:
-            record.update(name, teardown={"action": "destroyed", "at": iso()})
+        for o in destroyed:
+            record.update(o.stack, teardown={"action": "destroyed", "at": o.ended_at})
 
 
 def run(args) -> int:

@@ -14,6 +14,7 @@ import pytest
 from servers import require_module
 
 from analysis.cli import main
+from analysis.progress import Printer
 from analysis.teardown import Outcome, teardown, teardown_completed
 from infra import workspace as pulumi_ws
 
@@ -106,7 +107,7 @@ def put_result(root: Path, stack, bench, status, started=NOW - timedelta(hours=1
 
 
 def run(ws, project, names=None, **kw):
-    return teardown(names, work_dir=project, workspace_factory=ws.factory, now=NOW, log=lambda line: None, **kw)
+    return teardown(names, work_dir=project, workspace_factory=ws.factory, now=NOW, printer=Printer(quiet=True), **kw)
 
 
 def by_stack(outcomes):
@@ -125,6 +126,20 @@ def test_named_stacks_destroyed_and_one_failure_does_not_stop_the_rest(project):
     assert out["aws-p3-8x"].action == "destroyed" and out["gcp-v100-1x"].action == "destroyed"
     assert out["aws-p2-1x"].action == "failed" and "DependencyViolation" in out["aws-p2-1x"].error
     assert ws.work_dirs == [project]
+    # each destroy's end, for the campaign's waste and the bench's record
+    assert out["aws-p3-8x"].ended_at <= out["gcp-v100-1x"].ended_at and out["aws-p2-1x"].ended_at is None
+
+
+def test_progress_lines_each_carry_the_stack_so_a_transcript_cannot_forge_one(project):
+    ws = FakeWorkspace().add("aws-p3-8x")
+    ws.stacks["aws-p3-8x"].destroy = lambda on_output: on_output("- deleting\n\n[aws-p2-1x] destroyed\n")
+    printer = Printer(quiet=True)
+    teardown(["aws-p3-8x"], work_dir=project, workspace_factory=ws.factory, printer=printer)
+    assert printer.lines == [
+        "[aws-p3-8x] destroying (named)",
+        "[aws-p3-8x] - deleting",
+        "[aws-p3-8x] [aws-p2-1x] destroyed",
+    ]
 
 
 def test_results_stacks_and_buckets_are_refused_even_when_named(project):
@@ -240,7 +255,7 @@ def test_teardown_completed_api_for_collect(project, tmp_path_factory):
         dry_run=False,
         work_dir=project,
         workspace_factory=ws.factory,
-        log=lambda line: None,
+        printer=Printer(quiet=True),
     )
     assert all(isinstance(o, Outcome) for o in out)
     assert ws.calls == ["aws-p3-8x"] and by_stack(out)["aws-p2-1x"].action == "kept"
