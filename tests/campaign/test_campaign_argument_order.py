@@ -5,7 +5,7 @@ are all missing. The order lives in the library (analysis.campaign.commands), no
 from __future__ import annotations
 
 import pytest
-from conftest import make_project
+from campaign_project import make_project
 
 from analysis.campaign import commands
 from analysis.campaign.selection import SelectionError

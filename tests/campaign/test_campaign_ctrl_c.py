@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from conftest import make_project
+from campaign_project import make_project
 from servers import interrupt_when_ready
 
 from payload import exitcodes

@@ -21,8 +21,8 @@ import uuid
 
 import pytest
 from campaign_fakecloud import FakeCloud
+from campaign_project import make_project
 from chart_content import charts_described
-from conftest import make_project
 from servers import create_s3_bucket
 
 QUOTA = (

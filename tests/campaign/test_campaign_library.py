@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import make_project
+from campaign_project import make_project
 from test_campaign_units import StubBackend
 
 from analysis.campaign import commands, schedule

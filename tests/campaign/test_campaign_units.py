@@ -9,7 +9,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from conftest import make_project
+from campaign_project import make_project
 
 NOW = datetime(2025, 1, 6, 12, 0, tzinfo=timezone.utc)
 
