@@ -99,7 +99,7 @@ def cmd_pulumi(args) -> int:
     args.stack = names[0]
     exe = shutil.which("pulumi")
     if exe is None:
-        offline = "`python -m infra preview STACK` and `stacks --check` need none"
+        offline = "`python -m infra preview STACK` and `python -m infra stacks --check` need none"
         raise PulumiMissing(f"needed for `python -m infra {args.command}`; offline, {offline}")
     project, env = cli_context()  # the checkout, or a packaged install's copy: from any directory
     argv = [exe, args.command, "--stack", args.stack, *args.extra]

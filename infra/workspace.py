@@ -18,8 +18,8 @@ from payload import exitcodes
 from payload.yamlfile import YamlFileError, read_yaml
 
 INSTALL_HINT = (
-    "install it with `curl -fsSL https://get.pulumi.com | sh` (then put ~/.pulumi/bin on PATH), "
-    "or see https://www.pulumi.com/docs/install/"
+    "install it with `curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`; then put ~/.pulumi/bin "
+    "on PATH and run `pulumi login`), or see https://www.pulumi.com/docs/install/"
 )
 
 

@@ -30,15 +30,9 @@ from infra.conventions import (
     known_stacks,
     stacks_of,
 )
-from infra.workspace import cli_context
+from infra.workspace import PulumiMissing, cli_context
 from payload import exitcodes
 from payload.money import usd_amount
-
-INSTALL_HINT = (
-    "the Pulumi CLI is not installed (needed for `gpubench {cmd}`). Install it: "
-    "`curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`), then `pulumi login`. "
-    "Offline, without it: `gpubench plan STACK` and `gpubench preview STACK`."
-)
 
 
 def register(sub) -> None:
@@ -64,7 +58,8 @@ def run(args) -> int:
     stack = checked_stack(args)  # before looking for the Pulumi CLI: a typo is named as a typo
     exe = shutil.which("pulumi")
     if exe is None:
-        raise exitcodes.GpubenchError(INSTALL_HINT.format(cmd=args.pulumi_command), exit_code=exitcodes.MISSING)
+        offline = "`gpubench plan STACK` and `gpubench preview STACK` need none"
+        raise PulumiMissing(f"needed for `gpubench {args.pulumi_command}`; offline, {offline}")
     extra = [a for a in args.extra if a != "--"]
     if args.pulumi_command == "up":
         plan = plan_stack(stack, load_catalog())

@@ -119,6 +119,7 @@ def test_cli_commands_without_pulumi_say_how_to_install(tmp_path):
     )
     assert proc.returncode == 3
     assert "Pulumi CLI is not installed" in proc.stderr and "get.pulumi.com" in proc.stderr
+    assert "`pulumi login`" in proc.stderr and "`python -m infra stacks --check`" in proc.stderr
 
 
 def test_preview_uses_a_collected_runs_billed_time(tmp_path, catalog):
