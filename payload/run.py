@@ -140,13 +140,24 @@ class Run:
         try:
             status, code = self.job.execute()
         except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
-            self.error, code = self.job.failure(exc)
-            self.timeline.add("error", error=str(exc)[:500])
-            note(f"{self.job.name} failed: {exc}")
+            error, code = self.job.failure(exc)
+            self.fail(str(exc), error)
         finally:
             self.sampler.stop()
         self.close_attempt(status)
         return self._finish(status, code)
+
+    def fail(self, message: str, error: str | None = None) -> None:
+        """The run failed: its error (`message`, unless `error` says more), an `error` event and a line saying so."""
+        self.error = error or message
+        self.timeline.add("error", error=message[:500])
+        note(f"{self.job.name} failed: {message}")
+
+    def interrupted(self, restart: str = "") -> None:
+        """A notice or stop signal ended the attempt: the timeline and the error say why (`restart`: what next)."""
+        reason = self.ctx.watcher.reason or "interruption notice"
+        self.timeline.add("interruption_notice", reason=reason)
+        self.error = f"interrupted: {reason}{restart}"
 
     def _already_done(self) -> dict | None:
         if self.cfg.no_resume:

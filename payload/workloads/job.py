@@ -19,7 +19,7 @@ from pathlib import Path
 from payload import exitcodes
 from payload.checkpoint import mark_complete
 from payload.environment import software_facts
-from payload.events import mllog
+from payload.events import mllog, note
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
@@ -164,11 +164,7 @@ class WorkloadJob:
                 except JobVenvError as exc:
                     return self._fail_with(str(exc))
                 self.run.timeline.add("job_environment", path=str(self.venv.path), created=made)
-                print(
-                    f"[gpubench] the job's environment: {self.venv.path}" + (" (new)" if made else ""),
-                    file=sys.stderr,
-                    flush=True,
-                )
+                note(f"the job's environment: {self.venv.path}" + (" (new)" if made else ""))
             env = self._env()
             self.env = env
             if self.spec.setup:
@@ -210,21 +206,18 @@ class WorkloadJob:
         return f"{type(exc).__name__}: {exc}", exitcodes.FAILED
 
     def _failed(self, phase: str, code: int, stopped: bool) -> tuple[str, int]:
+        reason = self.run.ctx.watcher.reason or ""
+        if stopped and "deadline" in reason:
+            return self._fail_with(f"timeout: `{phase}` was stopped at the run deadline ({reason})")
         if stopped:
-            reason = self.run.ctx.watcher.reason or "stop notice"
-            if "deadline" in reason:
-                return self._fail_with(f"timeout: `{phase}` was stopped at the run deadline ({reason})")
-            self.run.error = f"interrupted: {reason} (workloads restart from the beginning on the next boot)"
-            self.run.timeline.add("interruption_notice", reason=reason)
+            self.run.interrupted(" (workloads restart from the beginning on the next boot)")
             return "interrupted", exitcodes.INTERRUPTED
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         return self._fail_with(f"`{phase}` {how}")
 
     def _fail_with(self, message: str) -> tuple[str, int]:
         tail = self.tail.lines()[-ERROR_TAIL_LINES:]
-        self.run.error = message + (TAIL_MARK + "\n".join(tail) if tail else "")
-        self.run.timeline.add("error", error=message[:500])
-        print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
+        self.run.fail(message, message + (TAIL_MARK + "\n".join(tail) if tail else ""))
         return "failed", exitcodes.FAILED
 
     def end_attempt(self) -> dict:
@@ -258,11 +251,7 @@ class WorkloadJob:
         used = nv["gpus_nvml"] if self.gpus is None else min(self.gpus, nv["gpus_nvml"])
         summary = self.reader.summary(self.wall["run"])
         time_source, batch = summary.pop("_time_source"), summary.pop("_batch_size")
-        gpu = self.run.sampler.summary()
-        metrics = {
-            **summary,
-            **{k: gpu[k] for k in ("gpu_utilization_mean", "gpu_memory_peak_gb", "gpu_power_mean_w", "gpu_samples")},
-        }
+        metrics = {**summary, **self.run.sampler.summary()}
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
