@@ -276,12 +276,10 @@ class BuiltinJob:
             self.run.interrupted(f" ({self.bench.name} restarts from the beginning: its phases cannot resume)")
         return "interrupted"
 
-    def settle(self, status: str) -> None:
+    def settle(self, status: str) -> dict:
         mllog("run_stop", metadata={"status": status})
-        self.ckpt.wait()
-        if status == "completed":
-            self.ckpt.finish(self._state())
         self.ckpt.close()
+        return self._state()
 
     def write_extras(self) -> None:
         """A benchmark uploads only the run's own files."""

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Protocol
 
 from payload import exitcodes
-from payload.checkpoint import find_completed
+from payload.checkpoint import find_completed, mark_complete
 from payload.config import RunConfig
 from payload.environment import host_facts
 from payload.events import Timeline, note
@@ -104,7 +104,8 @@ class Job(Protocol):
     def execute(self) -> tuple[str, int]: ...  # (status, exit code); sets run.error on a failure
     def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
     def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
-    def settle(self, status: str) -> None: ...  # before the upload: checkpoints done, completion marked
+    def settle(self, status: str) -> dict | None: ...  # before the upload: checkpoints done; the state a
+    # completed run leaves (payload.checkpoint.mark_complete), None for none
     def write_extras(self) -> None: ...  # upload extra_files
     def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
     def epoch_rows(self) -> list[dict]: ...
@@ -236,7 +237,9 @@ class Run:
 
     def _finish(self, status: str, code: int) -> int:
         store = self.ctx.store
-        self.job.settle(status)
+        state = self.job.settle(status)
+        if status == "completed" and state is not None:
+            mark_complete(store, self.writer, state)
         self.timeline.add("upload", files=[*self.job.extra_files, *RESULT_FILES])
         before = len(store.spooled)
         self.job.write_extras()

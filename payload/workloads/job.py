@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from payload import exitcodes
-from payload.checkpoint import mark_complete
 from payload.environment import software_facts
 from payload.events import mllog, note
 from payload.gpu import nvml_info
@@ -224,12 +223,11 @@ class WorkloadJob:
         return {"train_seconds": round(self.wall["run"], 3)}
 
     # -- end ---------------------------------------------------------------------
-    def settle(self, status: str) -> None:
+    def settle(self, status: str) -> dict | None:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
-        if status != "completed" or self.cfg.deadline is None:
-            return
-        state = {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
-        mark_complete(self.run.ctx.store, self.run.writer, state)
+        if self.cfg.deadline is not None:
+            return {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
+        return None
 
     def write_extras(self) -> None:
         self.tail.stop_uploads()
