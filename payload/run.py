@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -116,7 +115,7 @@ class Run:
 
     def __init__(self, ctx: SuiteContext, make_job: Callable[[Run], Job]):
         self.ctx, self.cfg = ctx, ctx.cfg
-        self.timeline = Timeline(echo=sys.stderr)
+        self.timeline = Timeline(echo=True)
         self.warnings = list(ctx.warnings)
         self.sampler = GpuSampler()
         self.error: str | None = None

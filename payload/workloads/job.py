@@ -237,9 +237,7 @@ class WorkloadJob:
     def _put_tail_now(self, data: bytes) -> None:
         """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping),
         each under a new name (log-tail.txt, log-tail.v0.1.txt, ...): readers take the newest."""
-        store = self.run.ctx.store
-        bucket = getattr(store, "store", store)  # the SpoolingStore's own bucket
-        bucket.put_bytes(self.run.writer.next_key(LOG_TAIL_NAME), data, "text/plain")
+        self.run.ctx.store.store.put_bytes(self.run.writer.next_key(LOG_TAIL_NAME), data, "text/plain")
 
     def epoch_rows(self) -> list[dict]:
         return self.reader.epoch_rows()
