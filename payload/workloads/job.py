@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 from payload import exitcodes
-from payload.environment import software_facts
+from payload.environment import FRAMEWORKS, software_facts
 from payload.events import mllog, note
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
-from payload.workloads.imports import FRAMEWORKS, ImportWatch, job_frameworks
+from payload.workloads.imports import ImportWatch, job_frameworks
 from payload.workloads.jobvenv import JobVenv, JobVenvError
 from payload.workloads.lines import MAX_LINE_BYTES
 from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
