@@ -16,6 +16,7 @@ from payload.benchmarks import get
 from payload.checkpoint import Checkpointer, find_resumable, restore
 from payload.environment import software_facts
 from payload.events import mllog
+from payload.gpu import GPU_TOTALS
 from payload.identity import launch_prefix
 from payload.run import JobReport, Run, fingerprint, hardware
 
@@ -78,9 +79,7 @@ class Totals:
     steps_completed: int = 0
     train_seconds: float = 0.0
     measured: dict = field(default_factory=lambda: {"samples": 0, "seconds": 0.0, "rates": []})
-    gpu_hist: dict = field(
-        default_factory=lambda: {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
-    )
+    gpu_hist: dict = field(default_factory=lambda: dict(GPU_TOTALS))
 
 
 class BuiltinJob:
@@ -249,7 +248,7 @@ class BuiltinJob:
 
     def _account(self, cb) -> None:
         """Fold this attempt's step times and GPU samples into the totals."""
-        m, h, s = self.totals.measured, self.totals.gpu_hist, self.run.sampler
+        m = self.totals.measured
         warm = min(self.params.get("warmup_steps") or 0, len(cb.step_times) // 2)
         times = cb.step_times[warm:]
         if times:
@@ -258,12 +257,7 @@ class BuiltinJob:
             rates = m["rates"] + [self.global_batch / t for t in times if t > 0]
             m["rates"] = rates[:: max(1, len(rates) // MAX_RATES)]
         m["warmup_steps"] = warm
-        h["util_sum"] += sum(s.util)
-        h["util_n"] += len(s.util)
-        h["power_sum"] += sum(s.power_w)
-        h["power_n"] += len(s.power_w)
-        if s.mem_peak_bytes:
-            h["mem_peak"] = max(h["mem_peak"] or 0, s.mem_peak_bytes)
+        self.run.sampler.add_to(self.totals.gpu_hist)
 
     def end_attempt(self) -> dict:
         t = self.totals
@@ -275,22 +269,17 @@ class BuiltinJob:
         }
 
     def _interrupt(self, model) -> str:
-        run = self.run
-        reason = run.ctx.watcher.reason or "interruption notice"
-        run.timeline.add("interruption_notice", reason=reason)
-        run.error = f"interrupted: {reason}"
         if self.bench.resumable:
+            self.run.interrupted()
             self.ckpt.save(model, self._state(), tag=self.totals.steps_completed, sync=True)
         else:
-            run.error += f" ({self.bench.name} restarts from the beginning: its phases cannot resume)"
+            self.run.interrupted(f" ({self.bench.name} restarts from the beginning: its phases cannot resume)")
         return "interrupted"
 
-    def settle(self, status: str) -> None:
+    def settle(self, status: str) -> dict:
         mllog("run_stop", metadata={"status": status})
-        self.ckpt.wait()
-        if status == "completed":
-            self.ckpt.finish(self._state())
         self.ckpt.close()
+        return self._state()
 
     def write_extras(self) -> None:
         """A benchmark uploads only the run's own files."""
@@ -300,7 +289,7 @@ class BuiltinJob:
 
     def _metrics(self) -> dict:
         t, epochs = self.totals, self.bench.kind == "epochs"
-        m, h = t.measured, t.gpu_hist
+        m = t.measured
         sps = m["samples"] / m["seconds"] if m["seconds"] > 0 else None
         return {
             "train_seconds": round(t.train_seconds, 3),
@@ -309,10 +298,7 @@ class BuiltinJob:
             "warmup_steps": m.get("warmup_steps"),
             "final_accuracy": self.final["accuracy"] if epochs else None,
             "final_loss": self.final["loss"] if epochs else None,
-            "gpu_utilization_mean": round(h["util_sum"] / h["util_n"], 2) if h["util_n"] else None,
-            "gpu_memory_peak_gb": round(h["mem_peak"] / 1024**3, 3) if h["mem_peak"] else None,
-            "gpu_power_mean_w": round(h["power_sum"] / h["power_n"], 1) if h["power_n"] else None,
-            "gpu_samples": h["util_n"] if self.run.sampler.available or h["util_n"] else None,
+            **self.run.sampler.summary(t.gpu_hist),
             "epochs_completed": t.epochs_completed if epochs else None,
             "steps_completed": t.steps_completed,
             "samples_trained": t.steps_completed * self.global_batch,

@@ -157,10 +157,6 @@ class Checkpointer:
                 self.errors.append(f"checkpoint upload failed: {exc}")
             self._pending = None
 
-    def finish(self, state: dict) -> None:
-        self.wait()
-        mark_complete(self.store, self.writer, state)
-
     def close(self) -> None:
         self.wait()
         self._pool.shutdown(wait=True)

@@ -9,6 +9,10 @@ import sys
 
 from payload import __version__
 
+# result.software key -> the importable module whose installed distribution carries the version: what a
+# built-in run imported, and what a workload's processes imported or installed (payload.workloads.imports)
+FRAMEWORKS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "keras", "jax": "jax", "jaxlib": "jaxlib"}
+
 
 def _version(name: str) -> str | None:
     module = sys.modules.get(name)
@@ -20,17 +24,13 @@ def software_facts(backend: str = "tensorflow") -> dict:
     facts = {
         "payload_version": __version__,
         "python": platform.python_version(),
-        "tensorflow": None,
-        "keras": None,
+        **{key: _version(module) for key, module in FRAMEWORKS.items()},
         "cuda_build": None,
         "cudnn_build": None,
         "nvml_cuda_driver": None,
         "image": os.environ.get("GPUBENCH_IMAGE") or None,
         "platform": platform.platform(),
         "backend": backend,
-        "jax": _version("jax"),
-        "jaxlib": _version("jaxlib"),
-        "torch": _version("torch"),
         "torch_cuda_build": None,
     }
     torch = sys.modules.get("torch")
@@ -38,14 +38,12 @@ def software_facts(backend: str = "tensorflow") -> dict:
         facts["torch_cuda_build"] = getattr(getattr(torch, "version", None), "cuda", None)
     tf = sys.modules.get("tensorflow")
     if tf is not None:
-        facts["tensorflow"] = tf.__version__
         with contextlib.suppress(Exception):  # CPU builds lack some keys on some versions
             info = tf.sysconfig.get_build_info()
             facts["cuda_build"] = info.get("cuda_version") or None
             facts["cudnn_build"] = info.get("cudnn_version") or None
     keras = sys.modules.get("keras")
     if keras is not None:
-        facts["keras"] = getattr(keras, "__version__", None)
         with contextlib.suppress(Exception):  # a partially imported keras: keep the requested one
             facts["backend"] = keras.config.backend()  # what Keras actually runs on
     return facts

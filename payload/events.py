@@ -11,10 +11,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import IO
 
 from payload.timestamps import iso, parse_iso
 
+MLLOG_TOKEN = ":::MLLOG "  # the payload writes these lines and reads a workload's (payload.workloads.metrics)
+JSON_TOKEN = "GPUBENCH_METRICS "  # a job's progress line (payload.benchmarks.progress writes one)
 # MLPerf event types by key; anything else is a point in time.
 _MLLOG_EVENT_TYPE = {
     "run_start": "INTERVAL_START",
@@ -41,7 +42,7 @@ def mllog(key: str, value=None, metadata: dict | None = None) -> str:
         "value": value,
         "metadata": {"file": "payload", "lineno": 0, **(metadata or {})},
     }
-    line = ":::MLLOG " + json.dumps(record, default=str)
+    line = MLLOG_TOKEN + json.dumps(record, default=str)
     print(line, flush=True)
     return line
 
@@ -49,7 +50,7 @@ def mllog(key: str, value=None, metadata: dict | None = None) -> str:
 class Timeline:
     """An ordered list of events for one run (all attempts)."""
 
-    def __init__(self, echo: IO[str] | None = None):
+    def __init__(self, echo: bool = False):  # echo: each event also a `note` line
         self.attempt = 1
         self.events: list[dict] = []
         self.echo = echo
@@ -57,12 +58,8 @@ class Timeline:
     def add(self, event: str, ts: float | None = None, **fields) -> dict:
         record = {"time": iso(ts), "event": event, "attempt": self.attempt, "source": "payload", **fields}
         self.events.append(record)
-        if self.echo is not None:
-            print(
-                f"[gpubench] {record['time']} {event} " + " ".join(f"{k}={v}" for k, v in fields.items()),
-                file=self.echo,
-                flush=True,
-            )
+        if self.echo:
+            note(f"{record['time']} {event} " + " ".join(f"{k}={v}" for k, v in fields.items()))
         return record
 
     def extend(self, events: list[dict]) -> None:

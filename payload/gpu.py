@@ -5,10 +5,10 @@ second while the training window is open. Without NVML every field is None ("not
 from __future__ import annotations
 
 import contextlib
-import statistics
 import threading
 
 _GIB = 1024**3
+GPU_TOTALS = {"util_sum": 0.0, "util_n": 0, "mem_peak": None, "power_sum": 0.0, "power_n": 0}
 
 
 def _nvml():
@@ -115,11 +115,22 @@ class GpuSampler:
             with contextlib.suppress(Exception):
                 _nvml().nvmlShutdown()
 
-    def summary(self) -> dict:
-        """Metrics for result.json; None when nothing was measured."""
+    def add_to(self, totals: dict) -> dict:
+        """Fold this attempt's samples into `totals` (GPU_TOTALS; a resumed run's come from its checkpoint)."""
+        totals["util_sum"] += sum(self.util)
+        totals["util_n"] += len(self.util)
+        totals["power_sum"] += sum(self.power_w)
+        totals["power_n"] += len(self.power_w)
+        if self.mem_peak_bytes:
+            totals["mem_peak"] = max(totals["mem_peak"] or 0, self.mem_peak_bytes)
+        return totals
+
+    def summary(self, totals: dict | None = None) -> dict:
+        """Metrics for result.json over `totals` (default: this sampler's own); None when nothing was measured."""
+        h = totals if totals is not None else self.add_to(dict(GPU_TOTALS))
         return {
-            "gpu_utilization_mean": round(statistics.fmean(self.util), 2) if self.util else None,
-            "gpu_memory_peak_gb": round(self.mem_peak_bytes / _GIB, 3) if self.mem_peak_bytes else None,
-            "gpu_power_mean_w": round(statistics.fmean(self.power_w), 1) if self.power_w else None,
-            "gpu_samples": len(self.util) if self.available else None,
+            "gpu_utilization_mean": round(h["util_sum"] / h["util_n"], 2) if h["util_n"] else None,
+            "gpu_memory_peak_gb": round(h["mem_peak"] / _GIB, 3) if h["mem_peak"] else None,
+            "gpu_power_mean_w": round(h["power_sum"] / h["power_n"], 1) if h["power_n"] else None,
+            "gpu_samples": h["util_n"] if self.available or h["util_n"] else None,
         }

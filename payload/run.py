@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
 from payload import exitcodes
-from payload.checkpoint import find_completed
+from payload.checkpoint import find_completed, mark_complete
 from payload.config import RunConfig
 from payload.environment import host_facts
 from payload.events import Timeline, note
@@ -104,7 +103,8 @@ class Job(Protocol):
     def execute(self) -> tuple[str, int]: ...  # (status, exit code); sets run.error on a failure
     def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
     def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
-    def settle(self, status: str) -> None: ...  # before the upload: checkpoints done, completion marked
+    def settle(self, status: str) -> dict | None: ...  # before the upload: checkpoints done; the state a
+    # completed run leaves (payload.checkpoint.mark_complete), None for none
     def write_extras(self) -> None: ...  # upload extra_files
     def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
     def epoch_rows(self) -> list[dict]: ...
@@ -115,7 +115,7 @@ class Run:
 
     def __init__(self, ctx: SuiteContext, make_job: Callable[[Run], Job]):
         self.ctx, self.cfg = ctx, ctx.cfg
-        self.timeline = Timeline(echo=sys.stderr)
+        self.timeline = Timeline(echo=True)
         self.warnings = list(ctx.warnings)
         self.sampler = GpuSampler()
         self.error: str | None = None
@@ -140,13 +140,24 @@ class Run:
         try:
             status, code = self.job.execute()
         except Exception as exc:  # noqa: BLE001 - every failure becomes a failed result
-            self.error, code = self.job.failure(exc)
-            self.timeline.add("error", error=str(exc)[:500])
-            note(f"{self.job.name} failed: {exc}")
+            error, code = self.job.failure(exc)
+            self.fail(str(exc), error)
         finally:
             self.sampler.stop()
         self.close_attempt(status)
         return self._finish(status, code)
+
+    def fail(self, message: str, error: str | None = None) -> None:
+        """The run failed: its error (`message`, unless `error` says more), an `error` event and a line saying so."""
+        self.error = error or message
+        self.timeline.add("error", error=message[:500])
+        note(f"{self.job.name} failed: {message}")
+
+    def interrupted(self, restart: str = "") -> None:
+        """A notice or stop signal ended the attempt: the timeline and the error say why (`restart`: what next)."""
+        reason = self.ctx.watcher.reason or "interruption notice"
+        self.timeline.add("interruption_notice", reason=reason)
+        self.error = f"interrupted: {reason}{restart}"
 
     def _already_done(self) -> dict | None:
         if self.cfg.no_resume:
@@ -225,7 +236,9 @@ class Run:
 
     def _finish(self, status: str, code: int) -> int:
         store = self.ctx.store
-        self.job.settle(status)
+        state = self.job.settle(status)
+        if status == "completed" and state is not None:
+            mark_complete(store, self.writer, state)
         self.timeline.add("upload", files=[*self.job.extra_files, *RESULT_FILES])
         before = len(store.spooled)
         self.job.write_extras()

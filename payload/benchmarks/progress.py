@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from payload import frameworks
+from payload.events import JSON_TOKEN
 from payload.training import finite
 
-PREFIX = "GPUBENCH_METRICS"
 DEFAULT_EVERY_SECONDS = 2.0
 
 
@@ -105,7 +105,7 @@ class Progress:
             **extra,
         }
         self.last = record
-        print(f"{PREFIX} {json.dumps(record)}", file=self.out or sys.stdout, flush=True)
+        print(JSON_TOKEN + json.dumps(record), file=self.out or sys.stdout, flush=True)
         return record
 
     @staticmethod

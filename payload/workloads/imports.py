@@ -15,8 +15,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-# result.software key -> the importable module whose installed distribution carries the version
-FRAMEWORKS = {"torch": "torch", "tensorflow": "tensorflow", "keras": "keras", "jax": "jax", "jaxlib": "jaxlib"}
+from payload.environment import FRAMEWORKS
+
 TIMEOUT_SECONDS = 20.0
 
 _PROBE = r"""

@@ -17,13 +17,12 @@ import time
 from pathlib import Path
 
 from payload import exitcodes
-from payload.checkpoint import mark_complete
-from payload.environment import software_facts
-from payload.events import mllog
+from payload.environment import FRAMEWORKS, software_facts
+from payload.events import mllog, note
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
-from payload.workloads.imports import FRAMEWORKS, ImportWatch, job_frameworks
+from payload.workloads.imports import ImportWatch, job_frameworks
 from payload.workloads.jobvenv import JobVenv, JobVenvError
 from payload.workloads.lines import MAX_LINE_BYTES
 from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
@@ -164,11 +163,7 @@ class WorkloadJob:
                 except JobVenvError as exc:
                     return self._fail_with(str(exc))
                 self.run.timeline.add("job_environment", path=str(self.venv.path), created=made)
-                print(
-                    f"[gpubench] the job's environment: {self.venv.path}" + (" (new)" if made else ""),
-                    file=sys.stderr,
-                    flush=True,
-                )
+                note(f"the job's environment: {self.venv.path}" + (" (new)" if made else ""))
             env = self._env()
             self.env = env
             if self.spec.setup:
@@ -210,33 +205,29 @@ class WorkloadJob:
         return f"{type(exc).__name__}: {exc}", exitcodes.FAILED
 
     def _failed(self, phase: str, code: int, stopped: bool) -> tuple[str, int]:
+        reason = self.run.ctx.watcher.reason or ""
+        if stopped and "deadline" in reason:
+            return self._fail_with(f"timeout: `{phase}` was stopped at the run deadline ({reason})")
         if stopped:
-            reason = self.run.ctx.watcher.reason or "stop notice"
-            if "deadline" in reason:
-                return self._fail_with(f"timeout: `{phase}` was stopped at the run deadline ({reason})")
-            self.run.error = f"interrupted: {reason} (workloads restart from the beginning on the next boot)"
-            self.run.timeline.add("interruption_notice", reason=reason)
+            self.run.interrupted(" (workloads restart from the beginning on the next boot)")
             return "interrupted", exitcodes.INTERRUPTED
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
         return self._fail_with(f"`{phase}` {how}")
 
     def _fail_with(self, message: str) -> tuple[str, int]:
         tail = self.tail.lines()[-ERROR_TAIL_LINES:]
-        self.run.error = message + (TAIL_MARK + "\n".join(tail) if tail else "")
-        self.run.timeline.add("error", error=message[:500])
-        print(f"[gpubench] {self.spec.benchmark_name} failed: {message}", file=sys.stderr, flush=True)
+        self.run.fail(message, message + (TAIL_MARK + "\n".join(tail) if tail else ""))
         return "failed", exitcodes.FAILED
 
     def end_attempt(self) -> dict:
         return {"train_seconds": round(self.wall["run"], 3)}
 
     # -- end ---------------------------------------------------------------------
-    def settle(self, status: str) -> None:
+    def settle(self, status: str) -> dict | None:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
-        if status != "completed" or self.cfg.deadline is None:
-            return
-        state = {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
-        mark_complete(self.run.ctx.store, self.run.writer, state)
+        if self.cfg.deadline is not None:
+            return {"fingerprint": self.fingerprint, "run_id": self.run.run_id, "deployment": self.cfg.deadline}
+        return None
 
     def write_extras(self) -> None:
         self.tail.stop_uploads()
@@ -246,9 +237,7 @@ class WorkloadJob:
     def _put_tail_now(self, data: bytes) -> None:
         """A rolling upload straight to the bucket (not spooled: a stale copy is not worth keeping),
         each under a new name (log-tail.txt, log-tail.v0.1.txt, ...): readers take the newest."""
-        store = self.run.ctx.store
-        bucket = getattr(store, "store", store)  # the SpoolingStore's own bucket
-        bucket.put_bytes(self.run.writer.next_key(LOG_TAIL_NAME), data, "text/plain")
+        self.run.ctx.store.store.put_bytes(self.run.writer.next_key(LOG_TAIL_NAME), data, "text/plain")
 
     def epoch_rows(self) -> list[dict]:
         return self.reader.epoch_rows()
@@ -258,11 +247,7 @@ class WorkloadJob:
         used = nv["gpus_nvml"] if self.gpus is None else min(self.gpus, nv["gpus_nvml"])
         summary = self.reader.summary(self.wall["run"])
         time_source, batch = summary.pop("_time_source"), summary.pop("_batch_size")
-        gpu = self.run.sampler.summary()
-        metrics = {
-            **summary,
-            **{k: gpu[k] for k in ("gpu_utilization_mean", "gpu_memory_peak_gb", "gpu_power_mean_w", "gpu_samples")},
-        }
+        metrics = {**summary, **self.run.sampler.summary()}
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)

@@ -23,6 +23,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from payload.events import note
 from payload.userdirs import user_path
 
 try:
@@ -95,7 +96,7 @@ class JobVenv:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:  # another run is making it or running its setup: said, then waited for
-                print(f"[gpubench] waiting for another run's setup in {self.path}", file=sys.stderr, flush=True)
+                note(f"waiting for another run's setup in {self.path}")
                 fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
@@ -138,11 +139,9 @@ class JobVenv:
             )
         purelib = site_packages(tmp)
         if not _unpack_pip(purelib, tmp):
-            print(
-                f"[gpubench] {base_python()} has no bundled pip wheel (ensurepip): the job's environment has no pip; "
-                "install it in setup (Debian/Ubuntu: apt install python3-venv gives Python its wheel)",
-                file=sys.stderr,
-                flush=True,
+            note(
+                f"{base_python()} has no bundled pip wheel (ensurepip): the job's environment has no pip; "
+                "install it in setup (Debian/Ubuntu: apt install python3-venv gives Python its wheel)"
             )
         if self.inherit:
             lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages() if os.path.isdir(p)]

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from payload.events import JSON_TOKEN, MLLOG_TOKEN
 from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
 from payload.workloads.conventions.base import INT_MAX
 
@@ -19,8 +20,6 @@ GPUBENCH_CONVENTIONS = ("json", "mllog")
 MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
 MAX_REPORTED_KEYS = 100  # GPUBENCH_METRICS keys kept in `reported`
 MAX_REPORTED_CHARS = 200  # a reported string (or key) longer than this is cut
-MLLOG_TOKEN = ":::MLLOG "
-JSON_TOKEN = "GPUBENCH_METRICS "
 _MLLOG_RE = re.compile(r":::MLLOG (\{.*\})\s*$")
 _JSON_RE = re.compile(r"^\s*(?:\S+\s+)?GPUBENCH_METRICS (\{.*\})\s*$")
 # The one-line JSON convention: key -> (type, meaning). Anything else is kept under `reported`.

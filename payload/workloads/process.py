@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 
 from payload import proctree
+from payload.events import note
 from payload.workloads.lines import LineSplitter
 
 STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
@@ -171,11 +171,9 @@ class ShellProcess:
         self.ended_at, self.ended_clock = time.time(), time.perf_counter()
         self.stop()  # what the job left in the background: nothing outlives the job
         if self.survivors:
-            print(
-                f"[gpubench] {len(self.survivors)} process(es) of the job survived SIGKILL: "
-                + ", ".join(str(p) for p in sorted(self.survivors)),
-                file=sys.stderr,
-                flush=True,
+            note(
+                f"{len(self.survivors)} process(es) of the job survived SIGKILL: "
+                + ", ".join(map(str, sorted(self.survivors)))
             )
         if self._subreaper is False:
             proctree.set_child_subreaper(False)
