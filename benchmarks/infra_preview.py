@@ -2,14 +2,14 @@
 
     .venv/bin/python benchmarks/infra_preview.py [--repeat N]
 
-Prints the time per stack and the total, split into import/first-render warm-up
-and the steady per-stack cost. Renders in one process under Pulumi's mocks, the
-way `python -m infra preview --all` does.
+Prints the import and catalog time, each round's time for the whole matrix and the slowest
+renders. Renders in one process under Pulumi's mocks, as `gpubench preview '*'` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -24,28 +24,30 @@ def main() -> int:
     args = ap.parse_args()
 
     start = time.perf_counter()
-    from analysis.price.estimate import measured_runs, read_results
-    from infra import preview, stacks
+    from analysis.price.estimate import measured_runs_of
+    from infra import preview
     from infra.catalog import load_catalog
+    from infra.conventions import table_location
+    from infra.stacks import stack_names
 
     catalog = load_catalog()
-    names = stacks.stack_names()
-    measured = measured_runs(read_results())
+    names = stack_names()
+    measured = measured_runs_of(table_location(), names)  # as `gpubench preview` reads the table
     imported = time.perf_counter() - start
     print(f"imports + catalog: {imported:.3f} s")
     total_render = 0.0
     for round_ in range(args.repeat):
         round_start = time.perf_counter()
-        for name in names:
-            t = time.perf_counter()
-            preview.preview_stack(name, catalog, measured)
-            took = time.perf_counter() - t
-            if round_ == 0:
-                print(f"{name:28s} {took * 1000:8.1f} ms")
+        # what `gpubench preview '*' --json` runs: a stack the checks refuse is listed with its error
+        summaries = json.loads(preview.run(names, catalog, as_json=True, single=False, measured=measured))
         total_render = time.perf_counter() - round_start
+        refused = sum("error" in s for s in summaries)
         print(
-            f"round {round_ + 1}: {len(names)} stacks in {total_render:.3f} s ({total_render / len(names) * 1000:.1f} ms/stack)"
+            f"round {round_ + 1}: {len(names)} stacks ({refused} refused by the checks) in {total_render:.3f} s "
+            f"({total_render / len(names) * 1000:.1f} ms/stack)"
         )
+    slowest = sorted((s for s in summaries if "error" not in s), key=lambda s: -s["render_seconds"])[:5]
+    print("slowest renders: " + ", ".join(f"{s['stack']} {s['render_seconds'] * 1000:.0f} ms" for s in slowest))
     total = time.perf_counter() - start
     print(f"total: {total:.3f} s for {len(names)} stacks x {args.repeat} (budget {args.budget:g} s for one matrix)")
     return 0 if imported + total_render <= args.budget else 1
