@@ -2,7 +2,12 @@
 
 Both variants run in this one process (one TensorFlow runtime, the same
 tf.data pipeline from payload.training, a fresh model each time), in
-alternating order so drift in a shared machine hits both. The harness side
+alternating order so drift in a shared machine hits both. Both do the same
+training work: the plain model is built as the harness builds it, under the
+tf.distribute strategy of payload.training.setup_devices (OneDeviceStrategy
+on one CPU or GPU) and the fp32 policy. Built under the default strategy
+instead, the plain fit measures the strategy, not the harness: on 2 CPUs a
+OneDeviceStrategy fit of mnist-mlp takes ~25% longer than a default one. The harness side
 is the full CLI path (timing callback, epoch rows, MLLOG lines, per-epoch
 checkpoints uploaded on a background thread, NVML sampler and preemption
 watcher threads, result files); its fit time is the ``train_seconds`` it
@@ -38,14 +43,16 @@ def plain_fit(benchmark: str, params: dict, epochs: int, batch: int, seed: int) 
 
     from payload.benchmarks import get
     from payload.config import DataSource
-    from payload.training import make_datasets
+    from payload.training import make_datasets, precision_policy, setup_devices
 
     bench = get(benchmark)
     work = dict(bench.params({k: str(v) for k, v in params.items()}), epochs=epochs, batch_size=batch, seed=seed)
     keras.utils.set_random_seed(seed)
     data = bench.load_data(DataSource("synthetic"), work, batch)
     train, val = make_datasets(data, batch, seed, None)
-    model = bench.build_model(work)
+    devices = setup_devices(None, False)  # as `payload run` (cached: the harness gets the same)
+    with precision_policy("fp32"), devices.strategy.scope():
+        model = bench.build_model(work)
     t0 = time.perf_counter()
     model.fit(train, validation_data=val, epochs=epochs, verbose=0, shuffle=False)
     return time.perf_counter() - t0
