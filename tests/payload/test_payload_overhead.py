@@ -25,8 +25,20 @@ def _script():
 def test_overhead_script_prints_its_ratio(monkeypatch, capsys):
     for name in SCRIPT_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
+    import keras  # heavy: TensorFlow; the script loads it anyway
+
+    strategies = []  # of every fit, plain and harness: the same work on both sides
+    fit = keras.Model.fit
+
+    def recording_fit(model, *args, **kwargs):
+        strategies.append(type(model.distribute_strategy).__name__)
+        return fit(model, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", recording_fit)
     rc = _script().main(["--repeats", "2", "--samples", "4096"])
     out = capsys.readouterr()
+    # 1 warm-up + 2 plain + 2 harness fits, all under the strategy the harness builds its model in
+    assert len(strategies) == 5 and len(set(strategies)) == 1, strategies
     assert rc == 0, out.err[-3000:]
     assert re.search(r"repeat 1 plain\s+fit seconds \d+\.\d+", out.out)
     assert re.search(r"repeat 1 harness\s+fit seconds \d+\.\d+", out.out)
