@@ -146,14 +146,14 @@ class SweepRun:
 
     def recurring(self, where: str, rid: str, tags: Mapping[str, Any], launched: datetime | None) -> Action:
         """A recurring launch (a max-hours mark, no expires-at): expired at launch + max-hours + grace."""
-        stack, key = tags.get(self.marks.key("stack")), self.marks.key(MAX_HOURS_KEY)
+        key = self.marks.key(MAX_HOURS_KEY)
         foreign = common.ownership(tags, self.mine)
         if foreign:
-            return Action(self.marks.cloud, where, "instance", rid, "left-alone", stack, None, foreign)
+            return self.action("instance", where, rid, "left-alone", tags, foreign)
         deadline = recurring_deadline(launched, tags.get(key, "")) if launched else None
         if deadline is None:
             reason = f"no readable launch time or launcher max-hours ({key}={tags.get(key)!r}): never guessed"
-            return Action(self.marks.cloud, where, "instance", rid, "skipped", stack, None, reason)
+            return self.action("instance", where, rid, "skipped", tags, reason)
         reason = f"recurring launch at {launched.isoformat()} + {key} {tags[key]} + grace"
         done = self.decide("instance", where, rid, "expired" if deadline <= self.now else "kept", tags, reason)
         done.expires_at = self.marks.format_deadline(deadline)
