@@ -30,8 +30,8 @@ class PulumiMissing(exitcodes.GpubenchError, RuntimeError):
 
     def __init__(self, detail: str = "no `pulumi` on PATH"):
         super().__init__(
-            f"the Pulumi CLI is not installed ({detail}); gpubench drives it through the Automation API "
-            f"to launch and destroy stacks (up, bench's cloud probes, campaigns, teardown). To fix, {INSTALL_HINT}"
+            f"the Pulumi CLI is not installed ({detail}); gpubench runs it to launch and destroy stacks "
+            f"(up, bench's cloud probes, campaigns, teardown). To fix, {INSTALL_HINT}"
         )
 
 
