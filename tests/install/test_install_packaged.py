@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,11 +32,18 @@ COMMANDS = {
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The wheel of this checkout, installed (no dependencies) into a folder of its own."""
+    """The wheel of this checkout, installed (no dependencies) into a folder of its own.
+
+    Built from a copy: setuptools builds in the source tree's build/ and never empties it, so a
+    module deleted since an earlier build would ship again, and the checkout would gain a build/."""
     base = tmp_path_factory.mktemp("packaged")
-    wheels, target = base / "wheels", base / "site"
+    wheels, target, source = base / "wheels", base / "site", base / "source"
+    skip = shutil.ignore_patterns(
+        ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".*cache*", ".gpubench"
+    )
+    shutil.copytree(ROOT, source, ignore=skip)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels), str(ROOT)]
+    build = [*pip, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(wheels), str(source)]
     subprocess.run(build, check=True, cwd=base, timeout=300)
     (wheel,) = wheels.glob("gpubench-*.whl")
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)], check=True, timeout=300)
