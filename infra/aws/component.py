@@ -19,14 +19,7 @@ from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG
 from infra.aws.sweep import tags as aws_tags
 from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.launch import (
-    Launch,
-    code_uploads,
-    guest_user_data,
-    launch_id_of,
-    region_of,
-    tag_values,
-)
+from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, region_of, tag_values
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
 from infra.tags import project_id

@@ -25,7 +25,6 @@ from payload.timestamps import iso
 MARKS = Marks(
     "aws", "gpubench:", re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII), partial(iso, seconds=True)
 )
-TAG_PREFIX = MARKS.prefix
 STACK_TAG, EXPIRES_TAG, PROJECT_TAG = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
 MAX_HOURS_TAG = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/aws/component.py AwsRecurring)
 tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify

@@ -1,7 +1,7 @@
 """GCP's Pulumi components: the results bucket, a benchmark VM (deleted at `max_run_duration`), a
 recurring launch and the leak-sweep function; docs/security.md states what each account may do.
 Each VM gets a custom network with no allow rule (GCP's implied deny-ingress; the `default` network
-lets SSH in from anywhere): SSH only from `gpubench:sshCidr`. A VM deletes itself (infra/gcp/guest.py).
+lets SSH in from anywhere): SSH only from `gpubench:sshCidr`. A VM deletes itself (infra/guest/gcp.sh).
 """
 
 from __future__ import annotations
@@ -20,14 +20,7 @@ from infra.config import ConfigError, ResultsConfig, SweeperConfig
 from infra.gcp import images
 from infra.gcp.sweep import deadline_tag, region_of_zone
 from infra.gcp.sweep import tags as gcp_labels
-from infra.launch import (
-    Launch,
-    code_uploads,
-    guest_user_data,
-    launch_id_of,
-    tag_values,
-    zone_or_first,
-)
+from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, tag_values, zone_or_first
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
 from infra.tags import project_id

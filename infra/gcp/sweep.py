@@ -22,7 +22,7 @@ from urllib.parse import quote
 from infra import sweep as common
 from infra.cloudparts import Marks, SweepRun
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline
+from infra.tags import MAX_HOURS_KEY, BadDeadline, parse_deadline
 from payload.timestamps import stamp
 
 
@@ -35,8 +35,7 @@ def label_value(value: str) -> str:
 
 # Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); the deadline in ISO 8601 basic form.
 MARKS = Marks("gcp", "gpubench-", re.compile(r"\d{8}t\d{6}z", re.ASCII), lambda when: stamp(when).lower(), label_value)
-TAG_PREFIX = MARKS.prefix
-STACK_TAG, EXPIRES_TAG, PROJECT_LABEL = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
+STACK_TAG, EXPIRES_TAG = MARKS.key("stack"), MARKS.key("expires-at")
 MAX_HOURS_LABEL = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/gcp/component.py GcpRecurring)
 tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify
 format_deadline = MARKS.format_deadline

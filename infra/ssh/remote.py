@@ -15,6 +15,7 @@ import stat
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -180,28 +181,25 @@ def open_runs(conn, sftp, root: str, stack: str) -> list[RemoteRun]:
     return [r for r in runs if not r.fetched]
 
 
-class StackLock:
+@contextmanager
+def stack_lock(conn, root: str, stack: str):
     """`mkdir` lock per stack, held from "is a run open?" to "the new run has a pid"."""
-
-    def __init__(self, conn, root: str, stack: str):
-        self.conn, self.path = conn, f"{root}/runs/{stack}/.launch.lock"
-
-    def __enter__(self):
-        q = shlex.quote(self.path)
-        cmd = (
-            f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
-            f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
-            f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}"
+    path = f"{root}/runs/{stack}/.launch.lock"
+    q = shlex.quote(path)
+    cmd = (
+        f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
+        f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
+        f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}"
+    )
+    if run(conn, cmd, check=False).exited != 0:
+        raise SshError(
+            f"another `python -m infra ssh` is starting a run of this stack right now ({path} exists); "
+            f"wait and retry, or remove that directory if no one is"
         )
-        if run(self.conn, cmd, check=False).exited != 0:
-            raise SshError(
-                f"another `python -m infra ssh` is starting a run of this stack right now ({self.path} exists); "
-                f"wait and retry, or remove that directory if no one is"
-            )
-        return self
-
-    def __exit__(self, *exc):
-        run(self.conn, f"rmdir {shlex.quote(self.path)}", check=False)
+    try:
+        yield
+    finally:
+        run(conn, f"rmdir {q}", check=False)
 
 
 def _put(sftp, data: bytes | str, path: str, mode: int = 0o644) -> None:
