@@ -14,11 +14,11 @@ import pulumi
 import pulumiverse_time as time
 
 from infra import cloud_init, sweeper_function
-from infra.aws import images
 from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.aws.sweep import tags as aws_tags
 from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
+from infra.images import lookup
 from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, region_of, tag_values
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
@@ -100,16 +100,40 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
     )
 
 
+# Which AMI boots a GPU of each generation (the catalog's `image_generation`, from the GPU's compute
+# capability): its NVIDIA driver must still support the GPU and be new enough for the payload container's
+# CUDA. Ubuntu only: it runs cloud-init, which reads our user-data. `cuda13` (cc >= 7.5): the OSS driver AMI
+# (open kernel modules: Turing and newer only). `cuda12` (cc 5.0..7.0: M60, P100, V100): the proprietary
+# driver AMI (the open modules lack Maxwell-Volta). `cuda11-legacy` (cc < 5.0: K80): CUDA 11 era builds
+# (driver 470, the last with Kepler), deprecated upstream, hence `include_deprecated`; `gpubench:image`
+# pins an exact AMI.
+AMI_OWNER = "amazon"
+
+
+class AwsImage(NamedTuple):
+    name_pattern: str
+    include_deprecated: bool
+
+
+IMAGES: dict[str, AwsImage] = {
+    "cuda13": AwsImage("Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *", include_deprecated=False),
+    "cuda12": AwsImage(
+        "Deep Learning Base Proprietary Nvidia Driver GPU AMI (Ubuntu 20.04) *", include_deprecated=True
+    ),
+    "cuda11-legacy": AwsImage("Deep Learning Base AMI (Ubuntu 18.04) Version *", include_deprecated=True),
+}
+
+
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
     """`gpubench:image`, else the newest of the generation's Deep Learning AMIs, looked up before
     anything is created: a pattern whose AMIs are all deprecated stops `pulumi up` here, with the fix."""
     if launch.cfg.image:
         return launch.cfg.image
-    spec = images.image_for(launch.generation)
+    spec = lookup(IMAGES, "aws", launch.generation)
     try:
         return aws.ec2.get_ami(
             most_recent=True,
-            owners=[images.OWNER],
+            owners=[AMI_OWNER],
             include_deprecated=spec.include_deprecated,
             filters=[
                 {"name": "name", "values": [spec.name_pattern]},
@@ -122,8 +146,8 @@ def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
         raise Missing(
             "image",
             f"no {'' if spec.include_deprecated else 'current (not deprecated) '}AMI named "
-            f"{spec.name_pattern!r} from {images.OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
-            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {images.OWNER} "
+            f"{spec.name_pattern!r} from {AMI_OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
+            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {AMI_OWNER} "
             f"--include-deprecated --region {region} --filters 'Name=name,Values={spec.name_pattern}'`)",
         ) from None
 

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import re
+from typing import NamedTuple
 
 import pulumi
 import pulumiverse_time as time
@@ -17,9 +18,9 @@ import pulumiverse_time as time
 from infra import sweeper_function
 from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.gcp import images
 from infra.gcp.sweep import deadline_tag, region_of_zone
 from infra.gcp.sweep import tags as gcp_labels
+from infra.images import lookup
 from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, tag_values, zone_or_first
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
@@ -135,6 +136,24 @@ def _account_with_role(parent, name: str, stack: str, display_name: str, about, 
     return account, member, _project_role(parent, name, stack, about, project, member)
 
 
+# Which Deep Learning VM image family boots a GPU of each generation (as the AWS AMIs: cuda13 cc >= 7.5,
+# cuda12 cc 5.0..7.0, cuda11-legacy the K80's driver 470 era). Ubuntu only: it runs cloud-init, which reads
+# our user-data (GCP's Debian DLVM images do not).
+IMAGE_PROJECT = "deeplearning-platform-release"
+
+
+class GcpImage(NamedTuple):
+    family: str
+    legacy: bool = False
+
+
+IMAGES: dict[str, GcpImage] = {
+    "cuda13": GcpImage("common-cu129-ubuntu-2204-nvidia-580"),
+    "cuda12": GcpImage("common-cu128-ubuntu-2204-nvidia-570"),
+    "cuda11-legacy": GcpImage("common-cu113-ubuntu-2004", legacy=True),
+}
+
+
 class NoImage(ConfigError, pulumi.RunError):
     """The image family has no image to boot; raised before any resource is created, and printed
     by Pulumi without a traceback (a RunError)."""
@@ -147,17 +166,17 @@ def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
     family (all deprecated, like K80's CUDA 11) is listed instead (`most_recent` over a filter)."""
     if launch.cfg.image:
         return launch.cfg.image
-    spec = images.image_for(launch.generation)
+    spec = lookup(IMAGES, "gcp", launch.generation)
     how = {"filter": f"family = {spec.family}", "most_recent": True} if spec.legacy else {"family": spec.family}
     try:
-        return gcp.compute.get_image(project=images.IMAGE_PROJECT, opts=opts, **how).self_link
+        return gcp.compute.get_image(project=IMAGE_PROJECT, opts=opts, **how).self_link
     except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
         raise NoImage(
             "image",
-            f"the image family {images.IMAGE_PROJECT}/{spec.family} has no image to boot "
+            f"the image family {IMAGE_PROJECT}/{spec.family} has no image to boot "
             f"({str(exc).splitlines()[0][:200]}); set gpubench:image to an image you choose "
-            f"(`gcloud compute images list --project {images.IMAGE_PROJECT} --show-deprecated "
-            f"--filter='family~^common-cu'`), e.g. projects/{images.IMAGE_PROJECT}/global/images/<name>",
+            f"(`gcloud compute images list --project {IMAGE_PROJECT} --show-deprecated "
+            f"--filter='family~^common-cu'`), e.g. projects/{IMAGE_PROJECT}/global/images/<name>",
         ) from None
 
 
