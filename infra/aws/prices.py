@@ -1,9 +1,7 @@
-"""AWS prices: on-demand from the Price List Query API, spot from EC2's spot price history, which
-is also the interface's `spot_history` (DAYS, client, series, has_credentials).
-
-The Price List API is served from us-east-1 whatever region is priced; each product is a JSON
-string with its rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD. Spot history
-goes back 90 days; a [start, end] query also returns the last change before `start`.
+"""AWS prices: on-demand from the Price List Query API (served from us-east-1 whatever region is priced; a
+product's rate is at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD), spot from EC2's spot price
+history (90 days; a [start, end] query also returns the last change before `start`), which is also the
+interface's `spot_history` (DAYS, client, series, has_credentials).
 """
 
 from __future__ import annotations

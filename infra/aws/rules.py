@@ -1,8 +1,6 @@
 """AWS's documented rules for what a stack renders (names, tags, keys), and where each resource holds them.
-
-Each rule carries the page that states it (read 2026-11); infra/provider_rules.py applies the
-table to a rendered resource. A resource type the program creates must appear in FIELDS or
-EXEMPT (the matrix test fails otherwise), so a new resource is checked from its first day.
+Each rule carries the page that states it (read 2026-11); infra/provider_rules.py applies the table. A resource
+type the program creates must appear in FIELDS or EXEMPT (the matrix test fails otherwise).
 """
 
 from __future__ import annotations

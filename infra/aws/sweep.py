@@ -1,10 +1,7 @@
-"""AWS sweep: expired instances of ours, their deadline schedules, then their security groups.
-
-Ours: infra.cloudparts.Marks.classify; anything else carrying the expiry tag is left alone. A
-security group can only go once no instance uses it, so the sweep waits for `terminated` (the
-EC2 waiter) before deleting groups. Every error is recorded and the sweep goes on. boto3 honours
-AWS_ENDPOINT_URL, so the same code runs against moto on loopback. The tag names and the deadline
-format live here, the folder's lowest module (the sweeper function ships it with `__init__.py`).
+"""AWS sweep: expired instances of ours (infra.cloudparts.Marks.classify), their deadline schedules, then
+their security groups, once the EC2 waiter sees the instances `terminated` (a group in use cannot go). Every
+error is recorded and the sweep goes on; boto3 honours AWS_ENDPOINT_URL (moto on loopback). The lowest module
+of the folder: it holds the tag names and the deadline format, and the sweeper function ships it.
 """
 
 from __future__ import annotations

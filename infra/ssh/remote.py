@@ -1,9 +1,7 @@
-"""Runs on the host: find, launch, watch and stop them. The host is the source of truth: a run
-directory without `fetched.json` is an open run (wrapper pid alive, or `state.json` written) that the
-next invocation picks up instead of starting another.
-
-The wrapper (wrapper.sh, POSIX sh) is started with `setsid`, so its pid is the process group of setup
-and payload; whatever way it ends that it can catch, it writes `state.json` (status, exit_code, phase).
+"""Runs on the host: find, launch, watch and stop them. A run directory without `fetched.json` is an open run
+(wrapper pid alive, or `state.json` written) that the next invocation picks up instead of starting another. The
+wrapper (wrapper.sh) runs under `setsid`: its pid is the process group of setup and payload; however it ends
+that it can catch, it writes `state.json` (status, exit_code, phase).
 """
 
 from __future__ import annotations
