@@ -152,27 +152,6 @@ def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
         ) from None
 
 
-def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
-    """Upload the code bundles (infra.launch.code_uploads), kept on destroy (other stacks may share a key):
-    their s3:// URLs with `#<sha256>`, space-joined ("" with a prebuilt payloadImage), and the objects."""
-    if launch.public is None:
-        return pulumi.Output.from_input(""), []
-    urls, objects = [], []
-    for name, prefix, (sha, path) in code_uploads(launch):
-        obj = aws.s3.BucketObjectv2(
-            name,
-            bucket=results.bucket,
-            key=f"{results.code_prefix}{prefix}{sha}.tar.gz",
-            source=pulumi.FileAsset(path),
-            content_type="application/gzip",
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
-        )
-        objects.append(obj)
-        urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join), objects
-
-
 class Missing(ConfigError, pulumi.RunError):
     """No subnet or no image to boot: raised before any resource is registered, so `pulumi up`
     creates nothing; a RunError, so Pulumi prints the message without a traceback."""
@@ -258,8 +237,22 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         tags,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-    code_url, objects = upload_code(parent, launch, results, tags)
-    return role, profile, code_url, [policy, *objects]
+    # The code bundles (infra.launch.code_uploads), kept on destroy (other stacks may share a key): their s3://
+    # URLs with `#<sha256>`, space-joined ("" with a prebuilt payloadImage).
+    urls, objects = [], []
+    for name, prefix, (sha, path) in code_uploads(launch) if launch.public is not None else ():
+        obj = aws.s3.BucketObjectv2(
+            name,
+            bucket=results.bucket,
+            key=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        objects.append(obj)
+        urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
+    return role, profile, pulumi.Output.all(*urls).apply(" ".join), [policy, *objects]
 
 
 def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool = True) -> aws.ec2.SecurityGroup:
@@ -387,7 +380,8 @@ class AwsBenchmark(pulumi.ComponentResource):
             _account_id(self),
             instance.arn.apply(lambda arn: _policy(_allow(None, "ec2:TerminateInstances", arn))),
             tags,
-            deadline.rfc3339.apply(schedule_at),
+            # a one-time expression, at(yyyy-mm-ddThh:mm:ss), evaluated in UTC
+            deadline.rfc3339.apply(lambda t: f"at({t.rstrip('Z').split('+')[0].split('.')[0]})"),
             {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
             {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
             action_after_completion="DELETE",
@@ -401,43 +395,6 @@ class AwsBenchmark(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
-
-
-def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
-    """Old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads."""
-    return [
-        {
-            "id": "expire-checkpoints",
-            "status": "Enabled",
-            "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
-            "expiration": {"days": cfg.checkpoint_days},
-        },
-        {
-            "id": "expire-noncurrent-versions",
-            "status": "Enabled",
-            "filter": {"prefix": "runs/"},
-            "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days},
-        },
-        {
-            "id": "abort-stalled-uploads",
-            "status": "Enabled",
-            "filter": {"prefix": ""},
-            "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
-        },
-    ]
-
-
-def deny_insecure_transport(bucket: str) -> str:
-    return _policy(
-        {
-            "Sid": "DenyInsecureTransport",
-            "Effect": "Deny",
-            "Principal": "*",
-            "Action": "s3:*",
-            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-        }
-    )
 
 
 class AwsResults(pulumi.ComponentResource):
@@ -480,13 +437,44 @@ class AwsResults(pulumi.ComponentResource):
         aws.s3.BucketLifecycleConfiguration(
             "results-lifecycle",
             bucket=bucket.id,
-            rules=lifecycle_rules(cfg),
+            # old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads
+            rules=[
+                {
+                    "id": "expire-checkpoints",
+                    "status": "Enabled",
+                    "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
+                    "expiration": {"days": cfg.checkpoint_days},
+                },
+                {
+                    "id": "expire-noncurrent-versions",
+                    "status": "Enabled",
+                    "filter": {"prefix": "runs/"},
+                    "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days},
+                },
+                {
+                    "id": "abort-stalled-uploads",
+                    "status": "Enabled",
+                    "filter": {"prefix": ""},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
+                },
+            ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
         aws.s3.BucketPolicy(
             "results-tls-only",
             bucket=bucket.id,
-            policy=bucket.bucket.apply(deny_insecure_transport),
+            policy=bucket.bucket.apply(
+                lambda bucket: _policy(
+                    {
+                        "Sid": "DenyInsecureTransport",
+                        "Effect": "Deny",
+                        "Principal": "*",
+                        "Action": "s3:*",
+                        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                    }
+                )
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
         )
         self.outputs = {
@@ -495,11 +483,6 @@ class AwsResults(pulumi.ComponentResource):
             "region": cfg.provider_config.get("aws:region", ""),
         }
         self.register_outputs(self.outputs)
-
-
-def schedule_at(rfc3339: str) -> str:
-    """EventBridge Scheduler one-time expression: at(yyyy-mm-ddThh:mm:ss), evaluated in UTC."""
-    return f"at({rfc3339.rstrip('Z').split('+')[0].split('.')[0]})"
 
 
 RUN_INSTANCES_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:runInstances"
