@@ -397,6 +397,19 @@ class AwsBenchmark(pulumi.ComponentResource):
         self.register_outputs(self.outputs)
 
 
+def deny_insecure_transport(bucket: str) -> str:
+    return _policy(
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    )
+
+
 class AwsResults(pulumi.ComponentResource):
     """The private, versioned, encrypted results bucket; protected so no teardown deletes it."""
 
@@ -463,18 +476,7 @@ class AwsResults(pulumi.ComponentResource):
         aws.s3.BucketPolicy(
             "results-tls-only",
             bucket=bucket.id,
-            policy=bucket.bucket.apply(
-                lambda bucket: _policy(
-                    {
-                        "Sid": "DenyInsecureTransport",
-                        "Effect": "Deny",
-                        "Principal": "*",
-                        "Action": "s3:*",
-                        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
-                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                    }
-                )
-            ),
+            policy=bucket.bucket.apply(deny_insecure_transport),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
         )
         self.outputs = {

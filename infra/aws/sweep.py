@@ -201,15 +201,12 @@ def sweep_recurring_region(
 ) -> list[Action]:
     """Instances a recurring schedule launched that outlived their own deadline (a hung guest whose
     shutdown timer never fired): live, with a stack tag and no expires-at (SweepRun.recurring)."""
-    ec2 = session.client("ec2", region_name=region)
-    terminate = lambda _, iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
-    run = SweepRun(MARKS, now, dry_run, mine or owner(), terminate, error_text, log)
-    out: list[Action] = []
-    for inst in list(tagged_instances(ec2, page_size, RECURRING)):
+    run = _Region(session, region, now, dry_run, log, page_size, mine or owner())
+    for inst in list(tagged_instances(run.ec2, page_size, RECURRING)):
         state, tags = inst.get("State", {}).get("Name"), _tags(inst)
         if state in LIVE_STATES and EXPIRES_TAG not in tags and tags.get(STACK_TAG):
-            out.append(run.recurring(region, inst["InstanceId"], tags, inst["LaunchTime"]))
-    return out
+            run.out.append(run.run.recurring(region, inst["InstanceId"], tags, inst["LaunchTime"]))
+    return run.out
 
 
 def default_regions(session=None) -> list[str]:
