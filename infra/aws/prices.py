@@ -130,11 +130,6 @@ def _utc(t: datetime) -> datetime:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
 
 
-def _zone_args(zone: str) -> dict[str, str]:
-    """AZ names ('us-east-1a') and AZ ids ('use1-az1') go in different fields."""
-    return {"AvailabilityZoneId": zone} if "-az" in zone else {"AvailabilityZone": zone}
-
-
 def _history_pages(ec2_client, **kwargs) -> list[dict[str, Any]]:
     paginator = ec2_client.get_paginator("describe_spot_price_history")
     records: list[dict[str, Any]] = []
@@ -149,6 +144,7 @@ def spot_price_history(
     """The spot price steps for one type in one zone covering [start, end],
     oldest first, including the price in force at `start`."""
     start, end = _utc(start), _utc(end)
+    where = {"AvailabilityZoneId" if "-az" in zone else "AvailabilityZone": zone}  # use1-az1 or us-east-1a
     series: list[tuple[datetime, float]] = []
     for lookback in SPOT_LOOKBACKS:
         records = _history_pages(
@@ -157,7 +153,7 @@ def spot_price_history(
             ProductDescriptions=[product],
             StartTime=start - lookback,
             EndTime=end,
-            **_zone_args(zone),
+            **where,
         )
         series = sorted({(_utc(r["Timestamp"]), float(r["SpotPrice"])) for r in records})
         if series and series[0][0] <= start:

@@ -133,11 +133,6 @@ class Session:
         self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
         return r
 
-    def stop_plan(self, r: remote.RemoteRun) -> str | None:
-        if r.record.get("runtime") == "docker":
-            return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
-        return None
-
     def stopping(self) -> bool:
         """The caller's stop event is set (a bench being cancelled, say)."""
         return self.opts.stop is not None and self.opts.stop.is_set()
@@ -150,7 +145,9 @@ class Session:
             f"{why}: stopping run {r.layout.run_id} (SIGTERM, up to {self.opts.stop_timeout:g}s to checkpoint; "
             "Ctrl-C again leaves it stopping on its own)..."
         )
-        r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.opts.stop_timeout)
+        docker = r.record.get("runtime") == "docker"  # the container goes too
+        plan_stop = plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop if docker else None
+        r = remote.stop(self.conn, self.sftp, r, plan_stop, grace=self.opts.stop_timeout)
         self.report["stopped_by_user"] = True
         return r
 
