@@ -185,36 +185,6 @@ def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
 GVNIC_SERIES = ("a3-", "a4-", "a4x-", "c3-", "c3d-", "c4-", "c4a-", "c4d-", "g4-", "h3-", "n4-", "x4-")
 
 
-def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> tuple[pulumi.Output, list]:
-    """Upload the code bundles (infra.launch.code_uploads), kept on destroy, and let `member` read the
-    code/ folder only: "gs://...#sha256 ..." ("" with a prebuilt payloadImage), and what the VM must
-    wait for (`depends_on`: nothing else refers to them), the grant and the objects."""
-    if launch.public is None:
-        return pulumi.Output.from_input(""), []
-    child = pulumi.ResourceOptions(parent=parent)
-    grant = gcp.storage.ManagedFolderIamMember(
-        "code-read",
-        bucket=results.bucket,
-        managed_folder=results.code_prefix,
-        role=CODE_ROLE,
-        member=member,
-        opts=child,
-    )
-    urls, before_boot = [], [grant]
-    for res_name, prefix, (sha, path) in code_uploads(launch):
-        obj = gcp.storage.BucketObject(
-            res_name,
-            bucket=results.bucket,
-            name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
-            source=pulumi.FileAsset(path),
-            content_type="application/gzip",
-            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
-        )
-        before_boot.append(obj)
-        urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join), before_boot
-
-
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
     """The runner's create-only condition: names under its own launch's runs (all of `run_prefix` for a
     recurring stack) and its stack's journal. Objects are `projects/_/buckets/<bucket>/objects/<name>`
@@ -233,11 +203,12 @@ def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict
     }
 
 
-def _runner(
-    parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
-) -> tuple[gcp.serviceaccount.Account, pulumi.Output, gcp.storage.BucketIAMMember]:
-    """The VM's service account with objectCreator (create only: replacing needs storage.objects.delete)
-    under own_runs_condition: the account, its member, the grant."""
+def _runner(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, launch_id=None):
+    """The VM's service account, its member, its code bundle URLs and what the VM must wait for (`depends_on`:
+    nothing else refers to them). The account gets objectCreator (create only: replacing needs
+    storage.objects.delete) under own_runs_condition, and read on the code/ folder only; the code bundles
+    (infra.launch.code_uploads) are kept on destroy: "gs://...#sha256 ..." ("" with a prebuilt payloadImage)."""
+    cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     account, member = _account(parent, "runner", cfg.stack, "", f"gpubench {cfg.stack} payload")
     grant = gcp.storage.BucketIAMMember(
         "results-access",
@@ -247,9 +218,31 @@ def _runner(
         condition=pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: own_runs_condition(a[0], run_prefix, a[1])
         ),
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=child,
     )
-    return account, member, grant
+    if launch.public is None:
+        return account, member, pulumi.Output.from_input(""), [grant]
+    code_read = gcp.storage.ManagedFolderIamMember(
+        "code-read",
+        bucket=results.bucket,
+        managed_folder=results.code_prefix,
+        role=CODE_ROLE,
+        member=member,
+        opts=child,
+    )
+    urls, before_boot = [], [grant, code_read]
+    for res_name, prefix, (sha, path) in code_uploads(launch):
+        obj = gcp.storage.BucketObject(
+            res_name,
+            bucket=results.bucket,
+            name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        before_boot.append(obj)
+        urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
+    return account, member, pulumi.Output.all(*urls).apply(" ".join), before_boot
 
 
 def _network(parent: pulumi.Resource, region: str, description: str):
@@ -319,8 +312,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        account, member, runs_grant = _runner(self, cfg, results, run_prefix, launch_id)
-        code_url, before_boot = _code_bundles(self, launch, results, member)
+        account, member, code_url, before_boot = _runner(self, launch, results, run_prefix, launch_id)
         network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:
             gcp.compute.Firewall(
@@ -348,7 +340,7 @@ class GcpBenchmark(pulumi.ComponentResource):
                 },
             },
             allow_stopping_for_update=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
             **_vm(launch, labels, account, subnet, user_data),
         )
         project = _project_of(self)
@@ -444,9 +436,8 @@ class GcpRecurring(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
         project = _project_of(self)
 
-        runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
+        runner, runner_member, code_url, before_boot = _runner(self, launch, results, run_prefix)
         self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
-        code_url, before_boot = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
         labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
         user_data = pulumi.Output.all(results.url, code_url).apply(
@@ -458,7 +449,7 @@ class GcpRecurring(pulumi.ComponentResource):
             name_prefix="gpubench-",
             description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
             disks=[{"boot": True, "auto_delete": True, **disk}],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
             **_vm(launch, labels, runner, subnet, user_data, ssh=False),
         )
         # The account Cloud Scheduler calls bulkInsert as: LAUNCHER_PERMISSIONS, actAs on the runner only.
