@@ -107,12 +107,9 @@ def remote_sha256(conn, sftp, path: str) -> str | None:
     words = out.stdout.split()
     if out.exited == 0 and words and len(words[0]) == 64:
         return words[0]
-    h = hashlib.sha256()
     with sftp.open(path, "rb") as f:
         f.prefetch()
-        for chunk in iter(lambda: f.read(1024**2), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def put_verified(conn, sftp, data: bytes, path: str) -> bool:
