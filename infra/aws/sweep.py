@@ -57,28 +57,16 @@ def error_text(exc: BaseException) -> str:
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
 
 
-def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[dict]:
+def _pages(client, operation: str, page_size: int | None, key: str, **params) -> Iterator[dict]:
+    """Every item under `key` in every page of `operation`."""
     config = {"PageSize": page_size} if page_size else {}
-    return client.get_paginator(operation).paginate(**params, PaginationConfig=config)
+    for page in client.get_paginator(operation).paginate(**params, PaginationConfig=config):
+        yield from page.get(key, [])
 
 
 def tagged_instances(ec2, page_size: int | None = None, filters=TAGGED) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_instances", page_size, Filters=filters):
-        for reservation in page.get("Reservations", []):
-            yield from reservation.get("Instances", [])
-
-
-def tagged_security_groups(ec2, page_size: int | None = None) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_security_groups", page_size, Filters=TAGGED):
-        yield from page.get("SecurityGroups", [])
-
-
-def terminate_schedules(scheduler, page_size: int | None = None) -> Iterator[dict]:
-    """Summaries of the project's deadline schedules: named deadline-schedule-*, target ec2:terminateInstances."""
-    for page in _pages(scheduler, "list_schedules", page_size, NamePrefix=DEADLINE_SCHEDULE_PREFIX):
-        for summary in page.get("Schedules", []):
-            if str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
-                yield summary
+    for reservation in _pages(ec2, "describe_instances", page_size, "Reservations", Filters=filters):
+        yield from reservation.get("Instances", [])
 
 
 def schedule_instance_ids(schedule: dict) -> set[str]:
@@ -144,8 +132,14 @@ class _Region:
         """Delete deadline schedules aimed solely at expired instances of ours."""
         if not self.expired_ids:
             return
-        lister = lambda n: terminate_schedules(self.scheduler, n)  # noqa: E731
+        scheduler = self.scheduler
+
+        def lister(n):  # the project's deadline schedules: deadline-schedule-*, ec2:terminateInstances
+            return _pages(scheduler, "list_schedules", n, "Schedules", NamePrefix=DEADLINE_SCHEDULE_PREFIX)
+
         for summary in self.listed("schedule", "EventBridge Scheduler schedules", lister):
+            if not str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
+                continue
             name, group = str(summary.get("Name", "?")), str(summary.get("GroupName") or "default")
             rid = f"{group}/{name}"
             try:
@@ -169,7 +163,8 @@ class _Region:
             self.record("instance", ",".join(self.terminated), "failed", "waiting for terminated", error_text(exc))
 
     def groups(self) -> None:
-        lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
+        ec2 = self.ec2
+        lister = lambda n: _pages(ec2, "describe_security_groups", n, "SecurityGroups", Filters=TAGGED)  # noqa: E731
         for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
             delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
             self.decide("security-group", gid, verdict, tags, reason, delete, "delete")
