@@ -222,15 +222,6 @@ EC2_INSTANCE_TAGS = _tags("tags", "ec2-tag", EC2_TAG_LIMIT)
 OTHER_TAGS = _tags("tags", "tag", EC2_TAG_LIMIT)
 
 
-def _raw_user_data(text: str) -> bytes:
-    """User data as EC2 counts it, before base64: the launch template and `userDataBase64` hold it
-    base64-encoded (gzip inside), `userData` raw."""
-    try:
-        return base64.b64decode(text, validate=True)
-    except ValueError:
-        return text.encode()
-
-
 def _policy_sids(table: Table, inputs: Mapping[str, Any]) -> list[str]:
     """The statement ids inside a policy document (a JSON string input)."""
     try:
@@ -245,7 +236,11 @@ def _user_data(table: Table, inputs: Mapping[str, Any]) -> list[str]:
     text = inputs.get("userDataBase64") or inputs.get("userData")
     if not isinstance(text, str):
         return []
-    problem = table.rule("user-data").problem(_raw_user_data(text))
+    try:  # as EC2 counts it, before base64: the template and `userDataBase64` hold it encoded (gzip inside)
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:  # `userData`: raw
+        raw = text.encode()
+    problem = table.rule("user-data").problem(raw)
     return [f"userData: {problem}"] if problem else []
 
 
