@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -59,9 +58,9 @@ def guest_file(name: str, **values: str) -> str:
 
 def guest_script(results_url: str) -> str:
     """cloud.sh: `instance_id`, `upload` and `end_machine` of the results bucket's cloud
-    (infra/<cloud>/guest.py), else guest/local.sh."""
+    (guest/<cloud>.sh), else guest/local.sh."""
     cloud = clouds.of_results(results_url)
-    return importlib.import_module(f"{cloud.__name__}.guest").script(LIB_DIR) if cloud else guest_file("local.sh")
+    return guest_file(f"{cloud.NAME if cloud else 'local'}.sh")
 
 
 def _file(path: str, content: str, permissions: str = "0755", owner: str | None = "root:root") -> dict:

@@ -11,7 +11,6 @@ from infra.aws.sweep import (  # noqa: F401  (the interface's tag names and dead
     DEADLINE_SCHEDULE_PREFIX,
     EXPIRES_TAG,
     STACK_TAG,
-    TAG_PREFIX,
     boto3_session,
     deadline_tag,
     format_deadline,

@@ -8,25 +8,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import pulumi
 import pulumiverse_time as time
 
 from infra import cloud_init, sweeper_function
-from infra.aws import images
 from infra.aws.sweep import DEADLINE_SCHEDULE_PREFIX, EXPIRES_TAG, MAX_HOURS_TAG, PROJECT_TAG, STACK_TAG
 from infra.aws.sweep import tags as aws_tags
 from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.launch import (
-    Launch,
-    code_uploads,
-    guest_user_data,
-    launch_id_of,
-    region_of,
-    tag_values,
-)
+from infra.images import lookup
+from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, region_of, tag_values
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
 from infra.tags import project_id
@@ -76,32 +69,26 @@ def _assume(service: str, account: str | None = None, source_arn: str | None = N
 CREATE_ONLY = {"Null": {"s3:if-none-match": "false"}}
 
 
-def journal_statement(bucket: str, run_prefix: str, launch: str | None) -> dict:
-    """Create-only on the launch's journal entries, `journal/<stack>/*-<launch>-*` (an entry is
-    `<stamp>-<run id>`, payload.layout.journal_key); a recurring stack gets `journal/<stack>/*`.
-
-    A `*` in an S3 object ARN also matches `/` (IAM User Guide, wildcards in resource ARNs,
-    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html#reference_policies_elements_resource_wildcards):
-    harmless, an entry is only a hint and a collect reads only keys that parse as entries of its stack."""
-    journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}"
-    own = f"{journal}*-{launch}-*" if launch else f"{journal}*"
-    return _allow("OwnJournalCreateOnly", "s3:PutObject", own, CREATE_ONLY)
-
-
 def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None, launch: str | None = None) -> str:
     """What a benchmark instance (and so its job) may do in the results bucket (docs/security.md has
     the table): create-only PutObject under its own launch's runs (all of `run_prefix` for a recurring
     stack) and journal entries; no DeleteObject (the lifecycle rule expires checkpoints); GetObject on
     checkpoints only; PutObjectTagging on its own checkpoints only (S3 PutObject: x-amz-tagging needs
     s3:PutObjectTagging; scoped so a job cannot tag another run into expiry); ListBucket on
-    `run_prefix`; with `code_prefix`, GetObject on the code bundles. No multipart permission."""
+    `run_prefix`; with `code_prefix`, GetObject on the code bundles. No multipart permission.
+
+    Journal entries are `<stamp>-<run id>` (payload.layout.journal_key): `journal/<stack>/*-<launch>-*`. A `*`
+    in an S3 object ARN also matches `/` (IAM User Guide, wildcards in resource ARNs,
+    https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html#reference_policies_elements_resource_wildcards):
+    harmless, an entry is only a hint and a collect reads only keys that parse as entries of its stack."""
     stack_objects = f"arn:aws:s3:::{bucket}/{run_prefix}"
     own = f"{stack_objects}{launch}-" if launch else stack_objects
+    journal = f"arn:aws:s3:::{bucket}/{journal_prefix_beside(run_prefix)}*" + (f"-{launch}-*" if launch else "")
     code = [_allow("CodeBundlesRead", "s3:GetObject", f"arn:aws:s3:::{bucket}/{code_prefix}*")] if code_prefix else []
     return _policy(
         *code,
         _allow("OwnRunsCreateOnly", "s3:PutObject", f"{own}*", CREATE_ONLY),
-        journal_statement(bucket, run_prefix, launch),
+        _allow("OwnJournalCreateOnly", "s3:PutObject", journal, CREATE_ONLY),
         _allow("CheckpointsRead", "s3:GetObject", f"{stack_objects}*/checkpoints/*"),
         _allow("OwnCheckpointsTag", "s3:PutObjectTagging", f"{own}*/checkpoints/*"),
         _allow(
@@ -113,16 +100,40 @@ def results_policy(bucket: str, run_prefix: str, code_prefix: str | None = None,
     )
 
 
+# Which AMI boots a GPU of each generation (the catalog's `image_generation`, from the GPU's compute
+# capability): its NVIDIA driver must still support the GPU and be new enough for the payload container's
+# CUDA. Ubuntu only: it runs cloud-init, which reads our user-data. `cuda13` (cc >= 7.5): the OSS driver AMI
+# (open kernel modules: Turing and newer only). `cuda12` (cc 5.0..7.0: M60, P100, V100): the proprietary
+# driver AMI (the open modules lack Maxwell-Volta). `cuda11-legacy` (cc < 5.0: K80): CUDA 11 era builds
+# (driver 470, the last with Kepler), deprecated upstream, hence `include_deprecated`; `gpubench:image`
+# pins an exact AMI.
+AMI_OWNER = "amazon"
+
+
+class AwsImage(NamedTuple):
+    name_pattern: str
+    include_deprecated: bool
+
+
+IMAGES: dict[str, AwsImage] = {
+    "cuda13": AwsImage("Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) *", include_deprecated=False),
+    "cuda12": AwsImage(
+        "Deep Learning Base Proprietary Nvidia Driver GPU AMI (Ubuntu 20.04) *", include_deprecated=True
+    ),
+    "cuda11-legacy": AwsImage("Deep Learning Base AMI (Ubuntu 18.04) Version *", include_deprecated=True),
+}
+
+
 def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
     """`gpubench:image`, else the newest of the generation's Deep Learning AMIs, looked up before
     anything is created: a pattern whose AMIs are all deprecated stops `pulumi up` here, with the fix."""
     if launch.cfg.image:
         return launch.cfg.image
-    spec = images.image_for(launch.generation)
+    spec = lookup(IMAGES, "aws", launch.generation)
     try:
         return aws.ec2.get_ami(
             most_recent=True,
-            owners=[images.OWNER],
+            owners=[AMI_OWNER],
             include_deprecated=spec.include_deprecated,
             filters=[
                 {"name": "name", "values": [spec.name_pattern]},
@@ -135,31 +146,10 @@ def _ami(launch: Launch, region: str, opts: pulumi.InvokeOptions) -> str:
         raise Missing(
             "image",
             f"no {'' if spec.include_deprecated else 'current (not deprecated) '}AMI named "
-            f"{spec.name_pattern!r} from {images.OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
-            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {images.OWNER} "
+            f"{spec.name_pattern!r} from {AMI_OWNER} in {region} ({str(exc).splitlines()[0][:160]}); "
+            f"set gpubench:image to an AMI you choose (`aws ec2 describe-images --owners {AMI_OWNER} "
             f"--include-deprecated --region {region} --filters 'Name=name,Values={spec.name_pattern}'`)",
         ) from None
-
-
-def upload_code(parent: pulumi.Resource, launch: Launch, results, tags) -> tuple[pulumi.Output, list]:
-    """Upload the code bundles (infra.launch.code_uploads), kept on destroy (other stacks may share a key):
-    their s3:// URLs with `#<sha256>`, space-joined ("" with a prebuilt payloadImage), and the objects."""
-    if launch.public is None:
-        return pulumi.Output.from_input(""), []
-    urls, objects = [], []
-    for name, prefix, (sha, path) in code_uploads(launch):
-        obj = aws.s3.BucketObjectv2(
-            name,
-            bucket=results.bucket,
-            key=f"{results.code_prefix}{prefix}{sha}.tar.gz",
-            source=pulumi.FileAsset(path),
-            content_type="application/gzip",
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
-        )
-        objects.append(obj)
-        urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join), objects
 
 
 class Missing(ConfigError, pulumi.RunError):
@@ -167,8 +157,7 @@ class Missing(ConfigError, pulumi.RunError):
     creates nothing; a RunError, so Pulumi prints the message without a traceback."""
 
 
-@dataclass(frozen=True)
-class Network:
+class Network(NamedTuple):
     """The VPC of the security group and the configured subnet (None: the default VPC's, EC2 picks)."""
 
     vpc_id: str
@@ -225,14 +214,11 @@ EGRESS = [
 IMDS = {"http_endpoint": "enabled", "http_tokens": "required", "http_put_response_hop_limit": 2}
 
 
-def market_options(market: str) -> dict | None:
-    """Spot: a one-time request, terminated on interruption (no persistent request relaunching it)."""
-    if market != "spot":
-        return None
-    return {
-        "market_type": "spot",
-        "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
-    }
+# Spot: a one-time request, terminated on interruption (no persistent request relaunching it).
+SPOT = {
+    "market_type": "spot",
+    "spot_options": {"spot_instance_type": "one-time", "instance_interruption_behavior": "terminate"},
+}
 
 
 def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, tags, launch_id=None):
@@ -251,8 +237,22 @@ def _instance_role(parent: pulumi.Resource, launch: Launch, results, run_prefix:
         tags,
     )
     profile = aws.iam.InstanceProfile("instance-profile", role=role.name, tags=tags, opts=child)
-    code_url, objects = upload_code(parent, launch, results, tags)
-    return role, profile, code_url, [policy, *objects]
+    # The code bundles (infra.launch.code_uploads), kept on destroy (other stacks may share a key): their s3://
+    # URLs with `#<sha256>`, space-joined ("" with a prebuilt payloadImage).
+    urls, objects = [], []
+    for name, prefix, (sha, path) in code_uploads(launch) if launch.public is not None else ():
+        obj = aws.s3.BucketObjectv2(
+            name,
+            bucket=results.bucket,
+            key=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        objects.append(obj)
+        urls.append(pulumi.Output.all(obj.bucket, obj.key).apply(lambda a, sha=sha: f"s3://{a[0]}/{a[1]}#{sha}"))
+    return role, profile, pulumi.Output.all(*urls).apply(" ".join), [policy, *objects]
 
 
 def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool = True) -> aws.ec2.SecurityGroup:
@@ -280,43 +280,31 @@ def _security_group(parent: pulumi.Resource, cfg, tags, vpc_id: str, ssh: bool =
     )
 
 
-def _deadline_schedule(parent: pulumi.Resource, cfg, tags, deadline, instance) -> aws.scheduler.Schedule:
-    """The cloud-side deadline: a one-time schedule that terminates this instance only, then deletes itself."""
-    return _scheduled(
-        parent,
-        ("deadline-schedule", "deadline-role", "deadline-terminate"),
-        (
-            f"gpubench {cfg.stack}: EventBridge Scheduler terminates the instance at the deadline",
-            f"gpubench {cfg.stack}: terminate the instance {cfg.max_hours:g} h after creation",
-        ),
-        _account_id(parent).apply(lambda a: _assume("scheduler.amazonaws.com", a)),
-        instance.arn.apply(lambda arn: _policy(_allow(None, "ec2:TerminateInstances", arn))),
-        tags,
-        deadline.rfc3339.apply(schedule_at),
-        {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
-        {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
-        action_after_completion="DELETE",
-    )
-
-
 def _account_id(parent) -> pulumi.Output:
     return aws.get_caller_identity_output(opts=pulumi.InvokeOptions(parent=parent)).account_id
 
 
+SCHEDULE_GROUP = "default"
+
+
 def _scheduled(
-    parent, names: tuple[str, str, str], about: tuple[str, str], trust, policy, tags, expression, target, retry, **extra
+    parent, names, stack: str, about, account, policy, tags, expression, target, retry, region=None, **extra
 ):
     """An EventBridge Scheduler schedule in UTC calling `target` as a role with the one inline `policy`.
-    `names`: the schedule's, the role's, the policy's; `about`: the role's and the schedule's descriptions."""
-    role, allow = _role(parent, names[1:], trust, about[0], policy, tags)
+    `names`: the schedule's, the role's, the policy's; `about`: what the role and the schedule do. The role
+    trusts the scheduler for this account only and, with `region`, for its schedule group only (confused deputy)."""
+    group = f"arn:aws:scheduler:{region}:{{}}:schedule-group/{SCHEDULE_GROUP}" if region else None
+    trust = account.apply(lambda a: _assume("scheduler.amazonaws.com", a, group and group.format(a)))
+    role, allow = _role(parent, names[1:], trust, f"gpubench {stack}: EventBridge Scheduler {about[0]}", policy, tags)
     return aws.scheduler.Schedule(
         names[0],
-        description=about[1],
+        description=f"gpubench {stack}: {about[1]}",
         schedule_expression=expression,
         schedule_expression_timezone="UTC",
         flexible_time_window={"mode": "OFF"},
         target={**target, "role_arn": role.arn, "retry_policy": retry},
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[allow]),
+        **({"group_name": SCHEDULE_GROUP} if region else {}),
         **extra,
     )
 
@@ -368,7 +356,7 @@ class AwsBenchmark(pulumi.ComponentResource):
             availability_zone=None if net.subnet_id else cfg.zone,  # a subnet is in one zone
             key_name=key_name,
             instance_initiated_shutdown_behavior="terminate",
-            instance_market_options=market_options(cfg.market),
+            instance_market_options=SPOT if cfg.market == "spot" else None,
             metadata_options=IMDS,
             root_block_device={
                 "encrypted": True,
@@ -383,8 +371,21 @@ class AwsBenchmark(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
         )
-        schedule = _deadline_schedule(self, cfg, tags, deadline, instance)
-
+        # The cloud-side deadline: a one-time schedule that terminates this instance only, then deletes itself.
+        schedule = _scheduled(
+            self,
+            ("deadline-schedule", "deadline-role", "deadline-terminate"),
+            cfg.stack,
+            ("terminates the instance at the deadline", f"terminate the instance {cfg.max_hours:g} h after creation"),
+            _account_id(self),
+            instance.arn.apply(lambda arn: _policy(_allow(None, "ec2:TerminateInstances", arn))),
+            tags,
+            # a one-time expression, at(yyyy-mm-ddThh:mm:ss), evaluated in UTC
+            deadline.rfc3339.apply(lambda t: f"at({t.rstrip('Z').split('+')[0].split('.')[0]})"),
+            {"arn": TERMINATE_TARGET, "input": instance.id.apply(lambda i: json.dumps({"InstanceIds": [i]}))},
+            {"maximum_retry_attempts": 185, "maximum_event_age_in_seconds": 86400},
+            action_after_completion="DELETE",
+        )
         self.outputs = {
             "instanceId": instance.id,
             "deadline": deadline.rfc3339,
@@ -394,30 +395,6 @@ class AwsBenchmark(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
-
-
-def lifecycle_rules(cfg: ResultsConfig) -> list[dict]:
-    """Old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads."""
-    return [
-        {
-            "id": "expire-checkpoints",
-            "status": "Enabled",
-            "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
-            "expiration": {"days": cfg.checkpoint_days},
-        },
-        {
-            "id": "expire-noncurrent-versions",
-            "status": "Enabled",
-            "filter": {"prefix": "runs/"},
-            "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days},
-        },
-        {
-            "id": "abort-stalled-uploads",
-            "status": "Enabled",
-            "filter": {"prefix": ""},
-            "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
-        },
-    ]
 
 
 def deny_insecure_transport(bucket: str) -> str:
@@ -473,7 +450,27 @@ class AwsResults(pulumi.ComponentResource):
         aws.s3.BucketLifecycleConfiguration(
             "results-lifecycle",
             bucket=bucket.id,
-            rules=lifecycle_rules(cfg),
+            # old checkpoints (objects tagged gpubench:kind=checkpoint), old versions, stalled uploads
+            rules=[
+                {
+                    "id": "expire-checkpoints",
+                    "status": "Enabled",
+                    "filter": {"tag": {"key": "gpubench:kind", "value": "checkpoint"}},
+                    "expiration": {"days": cfg.checkpoint_days},
+                },
+                {
+                    "id": "expire-noncurrent-versions",
+                    "status": "Enabled",
+                    "filter": {"prefix": "runs/"},
+                    "noncurrent_version_expiration": {"noncurrent_days": cfg.noncurrent_days},
+                },
+                {
+                    "id": "abort-stalled-uploads",
+                    "status": "Enabled",
+                    "filter": {"prefix": ""},
+                    "abort_incomplete_multipart_upload": {"days_after_initiation": 7},
+                },
+            ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
         aws.s3.BucketPolicy(
@@ -488,13 +485,6 @@ class AwsResults(pulumi.ComponentResource):
             "region": cfg.provider_config.get("aws:region", ""),
         }
         self.register_outputs(self.outputs)
-
-
-def schedule_at(rfc3339: str) -> str:
-    """EventBridge Scheduler one-time expression: at(yyyy-mm-ddThh:mm:ss), evaluated in UTC."""
-    text = rfc3339.rstrip("Z")
-    text = text.split("+")[0].split(".")[0]
-    return f"at({text})"
 
 
 RUN_INSTANCES_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:runInstances"
@@ -584,10 +574,51 @@ class AwsRecurring(pulumi.ComponentResource):
 
         role, profile, code_url, before_boot = _instance_role(self, launch, results, run_prefix, tags)
         sg = _security_group(self, cfg, tags, net.vpc_id, ssh=False)
-        template = _launch_template(
-            self, launch, schedule_expr, (profile, sg, net, ami), results, code_url, tags, before_boot
+        # A configured subnet goes in the template's network interface (the security group with it);
+        # without one, EC2 uses the default VPC's default subnet of the zone.
+        nic = {
+            "device_index": 0,
+            "subnet_id": net.subnet_id,
+            "security_groups": [sg.id],
+            "delete_on_termination": "true",
+        }
+        root_volume = {"encrypted": "true", "volume_type": "gp3", "volume_size": cfg.root_volume_gb}
+        template = aws.ec2.LaunchTemplate(  # created after before_boot, so no launch boots before them
+            "launch-template",
+            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+            image_id=ami,
+            instance_type=launch.offering.instance_type,
+            iam_instance_profile={"arn": profile.arn},
+            vpc_security_group_ids=None if net.subnet_id else [sg.id],
+            network_interfaces=[nic] if net.subnet_id else None,
+            placement={"availability_zone": cfg.zone} if cfg.zone and not net.subnet_id else None,
+            instance_initiated_shutdown_behavior="terminate",
+            instance_market_options=SPOT if cfg.market == "spot" else None,
+            metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
+            block_device_mappings=[
+                {"device_name": "/dev/sda1", "ebs": {**root_volume, "delete_on_termination": "true"}}
+            ],
+            user_data=pulumi.Output.all(results.url, code_url).apply(lambda a: _user_data(launch, region, *a)),
+            tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
+            update_default_version=True,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
         )
-        schedule = _launch_schedule(self, cfg, schedule_expr, region, tags, template, role)
+        account = _account_id(self)
+        schedule = _scheduled(  # RunInstances on the template (launcher_policy)
+            self,
+            ("launch-schedule", "launcher-role", "launcher-run-instances"),
+            cfg.stack,
+            ("launches the benchmark from its template", f"launch one benchmark run ({schedule_expr.text}, UTC)"),
+            account,
+            pulumi.Output.all(account, template.arn, role.arn).apply(lambda a: launcher_policy(region, *a)),
+            tags,
+            schedule_expr.aws(),
+            {"arn": RUN_INSTANCES_TARGET, "input": template.id.apply(lambda t: run_instances_input(t, tags))},
+            # A capacity error is not retried for a day into the next run: one short retry window.
+            {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
+            region,
+        )
         self.outputs = {
             "launchTemplateId": template.id,
             "schedule": schedule.name,
@@ -597,76 +628,6 @@ class AwsRecurring(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
-
-
-def _launch_template(parent, launch: Launch, schedule_expr, placing, results, code_url, tags, before_boot):
-    """The template each launch starts from (`placing`: profile, security group, Network, AMI id),
-    created after `before_boot`, so no launch boots before them."""
-    cfg = launch.cfg
-    profile, sg, net, ami = placing
-    # A configured subnet goes in the template's network interface (the security group with it);
-    # without one, EC2 uses the default VPC's default subnet of the zone.
-    nic = {"device_index": 0, "subnet_id": net.subnet_id, "security_groups": [sg.id], "delete_on_termination": "true"}
-    region = region_of(cfg, launch.offering)
-    return aws.ec2.LaunchTemplate(
-        "launch-template",
-        description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        image_id=ami,
-        instance_type=launch.offering.instance_type,
-        iam_instance_profile={"arn": profile.arn},
-        vpc_security_group_ids=None if net.subnet_id else [sg.id],
-        network_interfaces=[nic] if net.subnet_id else None,
-        placement={"availability_zone": cfg.zone} if cfg.zone and not net.subnet_id else None,
-        instance_initiated_shutdown_behavior="terminate",
-        instance_market_options=market_options(cfg.market),
-        metadata_options={**IMDS, "instance_metadata_tags": "enabled"},
-        block_device_mappings=[
-            {
-                "device_name": "/dev/sda1",
-                "ebs": {
-                    "encrypted": "true",
-                    "volume_type": "gp3",
-                    "volume_size": cfg.root_volume_gb,
-                    "delete_on_termination": "true",
-                },
-            }
-        ],
-        user_data=pulumi.Output.all(results.url, code_url).apply(lambda a: _user_data(launch, region, *a)),
-        tag_specifications=[{"resource_type": t, "tags": tags} for t in ("instance", "volume")],
-        update_default_version=True,
-        tags=tags,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
-    )
-
-
-def _launch_schedule(parent, cfg, schedule_expr, region: str, tags, template, instance_role):
-    """The recurring schedule calling RunInstances on the template (launcher_policy)."""
-    account = _account_id(parent)
-    return _scheduled(
-        parent,
-        ("launch-schedule", "launcher-role", "launcher-run-instances"),
-        (
-            f"gpubench {cfg.stack}: EventBridge Scheduler launches the benchmark from its template",
-            f"gpubench {cfg.stack}: launch one benchmark run ({schedule_expr.text}, UTC)",
-        ),
-        account.apply(lambda a: _assume_scheduler(a, region)),
-        pulumi.Output.all(account, template.arn, instance_role.arn).apply(lambda a: launcher_policy(region, *a)),
-        tags,
-        schedule_expr.aws(),
-        {"arn": RUN_INSTANCES_TARGET, "input": template.id.apply(lambda t: run_instances_input(t, tags))},
-        # A capacity error is not retried for a day into the next run: one short retry window.
-        {"maximum_retry_attempts": 2, "maximum_event_age_in_seconds": 900},
-        group_name=SCHEDULE_GROUP,
-    )
-
-
-SCHEDULE_GROUP = "default"
-
-
-def _assume_scheduler(account: str, region: str) -> str:
-    """Trusted by EventBridge Scheduler for this account's schedule group only (confused deputy)."""
-    group = f"arn:aws:scheduler:{region}:{account}:schedule-group/{SCHEDULE_GROUP}"
-    return _assume("scheduler.amazonaws.com", account, group)
 
 
 # The stack names this project gives AWS stacks, as IAM patterns (infra.tags.is_project_stack).
@@ -765,7 +726,19 @@ class AwsSweeper(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[allow, logs]),
         )
-        schedule = _sweep_schedule(self, cfg, region, account, schedule_expr, function, tags)
+        schedule = _scheduled(  # as a role that may invoke the function and nothing else
+            self,
+            ("sweep-schedule", "invoke-role", "invoke"),
+            cfg.stack,
+            ("invokes the sweep function", f"run the leak sweep ({schedule_expr.text}, UTC)"),
+            account,
+            function.arn.apply(lambda arn: _policy(_allow(None, "lambda:InvokeFunction", arn))),
+            tags,
+            schedule_expr.aws(),
+            {"arn": function.arn, "input": "{}"},
+            {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
+            region,
+        )
         self.outputs = {
             "function": function.name,
             "schedule": schedule.name,
@@ -774,25 +747,6 @@ class AwsSweeper(pulumi.ComponentResource):
             "logGroup": logs.name,
         }
         self.register_outputs(self.outputs)
-
-
-def _sweep_schedule(parent, cfg: SweeperConfig, region: str, account, schedule_expr, function, tags):
-    """The schedule invoking the function, as a role that may invoke it and nothing else."""
-    return _scheduled(
-        parent,
-        ("sweep-schedule", "invoke-role", "invoke"),
-        (
-            f"gpubench {cfg.stack}: EventBridge Scheduler invokes the sweep function",
-            f"gpubench {cfg.stack}: run the leak sweep ({schedule_expr.text}, UTC)",
-        ),
-        account.apply(lambda a: _assume_scheduler(a, region)),
-        function.arn.apply(lambda arn: _policy(_allow(None, "lambda:InvokeFunction", arn))),
-        tags,
-        schedule_expr.aws(),
-        {"arn": function.arn, "input": "{}"},
-        {"maximum_retry_attempts": 0, "maximum_event_age_in_seconds": 600},
-        group_name=SCHEDULE_GROUP,
-    )
 
 
 COMPONENTS = {"benchmark": AwsBenchmark, "recurring": AwsRecurring, "results": AwsResults, "sweeper": AwsSweeper}

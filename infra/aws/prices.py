@@ -1,9 +1,7 @@
-"""AWS prices: on-demand from the Price List Query API, spot from EC2's spot price history, which
-is also the interface's `spot_history` (DAYS, client, series, has_credentials).
-
-The Price List API is served from us-east-1 whatever region is priced; each product is a JSON
-string with its rate at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD. Spot history
-goes back 90 days; a [start, end] query also returns the last change before `start`.
+"""AWS prices: on-demand from the Price List Query API (served from us-east-1 whatever region is priced; a
+product's rate is at terms.OnDemand.<term>.priceDimensions.<dim>.pricePerUnit.USD), spot from EC2's spot price
+history (90 days; a [start, end] query also returns the last change before `start`), which is also the
+interface's `spot_history` (DAYS, client, series, has_credentials).
 """
 
 from __future__ import annotations
@@ -132,11 +130,6 @@ def _utc(t: datetime) -> datetime:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
 
 
-def _zone_args(zone: str) -> dict[str, str]:
-    """AZ names ('us-east-1a') and AZ ids ('use1-az1') go in different fields."""
-    return {"AvailabilityZoneId": zone} if "-az" in zone else {"AvailabilityZone": zone}
-
-
 def _history_pages(ec2_client, **kwargs) -> list[dict[str, Any]]:
     paginator = ec2_client.get_paginator("describe_spot_price_history")
     records: list[dict[str, Any]] = []
@@ -151,6 +144,7 @@ def spot_price_history(
     """The spot price steps for one type in one zone covering [start, end],
     oldest first, including the price in force at `start`."""
     start, end = _utc(start), _utc(end)
+    where = {"AvailabilityZoneId" if "-az" in zone else "AvailabilityZone": zone}  # use1-az1 or us-east-1a
     series: list[tuple[datetime, float]] = []
     for lookback in SPOT_LOOKBACKS:
         records = _history_pages(
@@ -159,7 +153,7 @@ def spot_price_history(
             ProductDescriptions=[product],
             StartTime=start - lookback,
             EndTime=end,
-            **_zone_args(zone),
+            **where,
         )
         series = sorted({(_utc(r["Timestamp"]), float(r["SpotPrice"])) for r in records})
         if series and series[0][0] <= start:

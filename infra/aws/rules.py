@@ -1,8 +1,6 @@
 """AWS's documented rules for what a stack renders (names, tags, keys), and where each resource holds them.
-
-Each rule carries the page that states it (read 2026-11); infra/provider_rules.py applies the
-table to a rendered resource. A resource type the program creates must appear in FIELDS or
-EXEMPT (the matrix test fails otherwise), so a new resource is checked from its first day.
+Each rule carries the page that states it (read 2026-11); infra/provider_rules.py applies the table. A resource
+type the program creates must appear in FIELDS or EXEMPT (the matrix test fails otherwise).
 """
 
 from __future__ import annotations
@@ -224,15 +222,6 @@ EC2_INSTANCE_TAGS = _tags("tags", "ec2-tag", EC2_TAG_LIMIT)
 OTHER_TAGS = _tags("tags", "tag", EC2_TAG_LIMIT)
 
 
-def _raw_user_data(text: str) -> bytes:
-    """User data as EC2 counts it, before base64: the launch template and `userDataBase64` hold it
-    base64-encoded (gzip inside), `userData` raw."""
-    try:
-        return base64.b64decode(text, validate=True)
-    except ValueError:
-        return text.encode()
-
-
 def _policy_sids(table: Table, inputs: Mapping[str, Any]) -> list[str]:
     """The statement ids inside a policy document (a JSON string input)."""
     try:
@@ -247,7 +236,11 @@ def _user_data(table: Table, inputs: Mapping[str, Any]) -> list[str]:
     text = inputs.get("userDataBase64") or inputs.get("userData")
     if not isinstance(text, str):
         return []
-    problem = table.rule("user-data").problem(_raw_user_data(text))
+    try:  # as EC2 counts it, before base64: the template and `userDataBase64` hold it encoded (gzip inside)
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:  # `userData`: raw
+        raw = text.encode()
+    problem = table.rule("user-data").problem(raw)
     return [f"userData: {problem}"] if problem else []
 
 

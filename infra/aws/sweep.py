@@ -1,10 +1,7 @@
-"""AWS sweep: expired instances of ours, their deadline schedules, then their security groups.
-
-Ours: infra.cloudparts.Marks.classify; anything else carrying the expiry tag is left alone. A
-security group can only go once no instance uses it, so the sweep waits for `terminated` (the
-EC2 waiter) before deleting groups. Every error is recorded and the sweep goes on. boto3 honours
-AWS_ENDPOINT_URL, so the same code runs against moto on loopback. The tag names and the deadline
-format live here, the folder's lowest module (the sweeper function ships it with `__init__.py`).
+"""AWS sweep: expired instances of ours (infra.cloudparts.Marks.classify), their deadline schedules, then
+their security groups, once the EC2 waiter sees the instances `terminated` (a group in use cannot go). Every
+error is recorded and the sweep goes on; boto3 honours AWS_ENDPOINT_URL (moto on loopback). The lowest module
+of the folder: it holds the tag names and the deadline format, and the sweeper function ships it.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ from payload.timestamps import iso
 MARKS = Marks(
     "aws", "gpubench:", re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII), partial(iso, seconds=True)
 )
-TAG_PREFIX = MARKS.prefix
 STACK_TAG, EXPIRES_TAG, PROJECT_TAG = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
 MAX_HOURS_TAG = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/aws/component.py AwsRecurring)
 tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify
@@ -61,28 +57,16 @@ def error_text(exc: BaseException) -> str:
     return f"{err.get('Code')}: {err.get('Message')}" if err.get("Code") else str(exc)
 
 
-def _pages(client, operation: str, page_size: int | None, **params) -> Iterator[dict]:
+def _pages(client, operation: str, page_size: int | None, key: str, **params) -> Iterator[dict]:
+    """Every item under `key` in every page of `operation`."""
     config = {"PageSize": page_size} if page_size else {}
-    return client.get_paginator(operation).paginate(**params, PaginationConfig=config)
+    for page in client.get_paginator(operation).paginate(**params, PaginationConfig=config):
+        yield from page.get(key, [])
 
 
 def tagged_instances(ec2, page_size: int | None = None, filters=TAGGED) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_instances", page_size, Filters=filters):
-        for reservation in page.get("Reservations", []):
-            yield from reservation.get("Instances", [])
-
-
-def tagged_security_groups(ec2, page_size: int | None = None) -> Iterator[dict]:
-    for page in _pages(ec2, "describe_security_groups", page_size, Filters=TAGGED):
-        yield from page.get("SecurityGroups", [])
-
-
-def terminate_schedules(scheduler, page_size: int | None = None) -> Iterator[dict]:
-    """Summaries of the project's deadline schedules: named deadline-schedule-*, target ec2:terminateInstances."""
-    for page in _pages(scheduler, "list_schedules", page_size, NamePrefix=DEADLINE_SCHEDULE_PREFIX):
-        for summary in page.get("Schedules", []):
-            if str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
-                yield summary
+    for reservation in _pages(ec2, "describe_instances", page_size, "Reservations", Filters=filters):
+        yield from reservation.get("Instances", [])
 
 
 def schedule_instance_ids(schedule: dict) -> set[str]:
@@ -148,8 +132,14 @@ class _Region:
         """Delete deadline schedules aimed solely at expired instances of ours."""
         if not self.expired_ids:
             return
-        lister = lambda n: terminate_schedules(self.scheduler, n)  # noqa: E731
+        scheduler = self.scheduler
+
+        def lister(n):  # the project's deadline schedules: deadline-schedule-*, ec2:terminateInstances
+            return _pages(scheduler, "list_schedules", n, "Schedules", NamePrefix=DEADLINE_SCHEDULE_PREFIX)
+
         for summary in self.listed("schedule", "EventBridge Scheduler schedules", lister):
+            if not str(summary.get("Target", {}).get("Arn", "")).endswith(TERMINATE_TARGET_SUFFIX):
+                continue
             name, group = str(summary.get("Name", "?")), str(summary.get("GroupName") or "default")
             rid = f"{group}/{name}"
             try:
@@ -173,7 +163,8 @@ class _Region:
             self.record("instance", ",".join(self.terminated), "failed", "waiting for terminated", error_text(exc))
 
     def groups(self) -> None:
-        lister = lambda n: tagged_security_groups(self.ec2, n)  # noqa: E731
+        ec2 = self.ec2
+        lister = lambda n: _pages(ec2, "describe_security_groups", n, "SecurityGroups", Filters=TAGGED)  # noqa: E731
         for gid, _, tags, verdict, reason in self.judged("security-group", "security group", lister, "GroupId"):
             delete = lambda gid=gid: self.ec2.delete_security_group(GroupId=gid)  # noqa: E731
             self.decide("security-group", gid, verdict, tags, reason, delete, "delete")
@@ -205,15 +196,12 @@ def sweep_recurring_region(
 ) -> list[Action]:
     """Instances a recurring schedule launched that outlived their own deadline (a hung guest whose
     shutdown timer never fired): live, with a stack tag and no expires-at (SweepRun.recurring)."""
-    ec2 = session.client("ec2", region_name=region)
-    terminate = lambda _, iid: ec2.terminate_instances(InstanceIds=[iid])  # noqa: E731
-    run = SweepRun(MARKS, now, dry_run, mine or owner(), terminate, error_text, log)
-    out: list[Action] = []
-    for inst in list(tagged_instances(ec2, page_size, RECURRING)):
+    run = _Region(session, region, now, dry_run, log, page_size, mine or owner())
+    for inst in list(tagged_instances(run.ec2, page_size, RECURRING)):
         state, tags = inst.get("State", {}).get("Name"), _tags(inst)
         if state in LIVE_STATES and EXPIRES_TAG not in tags and tags.get(STACK_TAG):
-            out.append(run.recurring(region, inst["InstanceId"], tags, inst["LaunchTime"]))
-    return out
+            run.out.append(run.run.recurring(region, inst["InstanceId"], tags, inst["LaunchTime"]))
+    return run.out
 
 
 def default_regions(session=None) -> list[str]:

@@ -12,7 +12,6 @@ from infra.cloudparts import deferred, imported, stack_region
 from infra.gcp.sweep import (  # noqa: F401  (the interface's label names and deadline format live with the sweep)
     EXPIRES_TAG,
     STACK_TAG,
-    TAG_PREFIX,
     deadline_tag,
     format_deadline,
     is_launcher_deadline,

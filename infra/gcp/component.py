@@ -1,7 +1,7 @@
 """GCP's Pulumi components: the results bucket, a benchmark VM (deleted at `max_run_duration`), a
 recurring launch and the leak-sweep function; docs/security.md states what each account may do.
 Each VM gets a custom network with no allow rule (GCP's implied deny-ingress; the `default` network
-lets SSH in from anywhere): SSH only from `gpubench:sshCidr`. A VM deletes itself (infra/gcp/guest.py).
+lets SSH in from anywhere): SSH only from `gpubench:sshCidr`. A VM deletes itself (infra/guest/gcp.sh).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import re
+from typing import NamedTuple
 
 import pulumi
 import pulumiverse_time as time
@@ -17,17 +18,10 @@ import pulumiverse_time as time
 from infra import sweeper_function
 from infra.cloudparts import code_copy, quietly_imported, sweeper_env
 from infra.config import ConfigError, ResultsConfig, SweeperConfig
-from infra.gcp import images
 from infra.gcp.sweep import deadline_tag, region_of_zone
 from infra.gcp.sweep import tags as gcp_labels
-from infra.launch import (
-    Launch,
-    code_uploads,
-    guest_user_data,
-    launch_id_of,
-    tag_values,
-    zone_or_first,
-)
+from infra.images import lookup
+from infra.launch import Launch, code_uploads, guest_user_data, launch_id_of, tag_values, zone_or_first
 from infra.results_ref import journal_prefix_beside, locate
 from infra.schedule_expr import parse_schedule
 from infra.tags import project_id
@@ -74,31 +68,22 @@ def rfc1035_stem(text: str, size: int, lead: str = "gb-") -> str:
 # `compute.googleapis.com/Instance` named `projects/PROJECT/zones/ZONE/instances/NAME`,
 # https://cloud.google.com/iam/docs/conditions-resource-attributes,
 # https://cloud.google.com/iam/docs/configuring-resource-based-access).
-SELF_DELETE_PERMISSIONS = ("compute.instances.delete",)
-
-
-def self_delete_condition(project: str, zone: str, name: str, prefix: bool = False) -> dict:
-    """The condition: this instance (`prefix`: the VMs a recurring stack's bulkInsert names)."""
-    resource = f"projects/{project}/zones/{zone}/instances/{name}"
-    test = f'resource.name.startsWith("{resource}")' if prefix else f'resource.name == "{resource}"'
-    return {
-        "title": "own instance only",
-        "description": "a gpubench VM deletes itself at the end of its run",
-        "expression": f'resource.type == "compute.googleapis.com/Instance" && {test}',
-    }
-
-
 def self_delete_grant(parent, cfg, project, zone: str, member, name, prefix: bool = False):
-    """Let the VM's service account (`member`) delete its own instance `name` and nothing else."""
-    return _project_role(
-        parent,
-        "self-delete",
-        cfg.stack,
-        ("a VM deletes its own instance at the end of its run", sorted(SELF_DELETE_PERMISSIONS)),
-        project,
-        member,
-        condition=pulumi.Output.all(project, name).apply(lambda a: self_delete_condition(a[0], zone, a[1], prefix)),
-    )
+    """Let the VM's service account (`member`) delete its own instance `name` and nothing else
+    (`prefix`: the VMs a recurring stack's bulkInsert names)."""
+
+    def condition(project: str, name: str) -> dict:
+        resource = f"projects/{project}/zones/{zone}/instances/{name}"
+        test = f'resource.name.startsWith("{resource}")' if prefix else f'resource.name == "{resource}"'
+        return {
+            "title": "own instance only",
+            "description": "a gpubench VM deletes itself at the end of its run",
+            "expression": f'resource.type == "compute.googleapis.com/Instance" && {test}',
+        }
+
+    about = ("a VM deletes its own instance at the end of its run", ["compute.instances.delete"])
+    grant = pulumi.Output.all(project, name).apply(lambda a: condition(*a))
+    return _project_role(parent, "self-delete", cfg.stack, about, project, member, condition=grant)
 
 
 def service_account_id(stack: str, kind: str = "") -> str:
@@ -151,6 +136,24 @@ def _account_with_role(parent, name: str, stack: str, display_name: str, about, 
     return account, member, _project_role(parent, name, stack, about, project, member)
 
 
+# Which Deep Learning VM image family boots a GPU of each generation (as the AWS AMIs: cuda13 cc >= 7.5,
+# cuda12 cc 5.0..7.0, cuda11-legacy the K80's driver 470 era). Ubuntu only: it runs cloud-init, which reads
+# our user-data (GCP's Debian DLVM images do not).
+IMAGE_PROJECT = "deeplearning-platform-release"
+
+
+class GcpImage(NamedTuple):
+    family: str
+    legacy: bool = False
+
+
+IMAGES: dict[str, GcpImage] = {
+    "cuda13": GcpImage("common-cu129-ubuntu-2204-nvidia-580"),
+    "cuda12": GcpImage("common-cu128-ubuntu-2204-nvidia-570"),
+    "cuda11-legacy": GcpImage("common-cu113-ubuntu-2004", legacy=True),
+}
+
+
 class NoImage(ConfigError, pulumi.RunError):
     """The image family has no image to boot; raised before any resource is created, and printed
     by Pulumi without a traceback (a RunError)."""
@@ -163,61 +166,23 @@ def _image(launch: Launch, opts: pulumi.InvokeOptions) -> str:
     family (all deprecated, like K80's CUDA 11) is listed instead (`most_recent` over a filter)."""
     if launch.cfg.image:
         return launch.cfg.image
-    spec = images.image_for(launch.generation)
+    spec = lookup(IMAGES, "gcp", launch.generation)
     how = {"filter": f"family = {spec.family}", "most_recent": True} if spec.legacy else {"family": spec.family}
     try:
-        return gcp.compute.get_image(project=images.IMAGE_PROJECT, opts=opts, **how).self_link
+        return gcp.compute.get_image(project=IMAGE_PROJECT, opts=opts, **how).self_link
     except Exception as exc:  # noqa: BLE001 - the provider's invoke error, whatever its class
         raise NoImage(
             "image",
-            f"the image family {images.IMAGE_PROJECT}/{spec.family} has no image to boot "
+            f"the image family {IMAGE_PROJECT}/{spec.family} has no image to boot "
             f"({str(exc).splitlines()[0][:200]}); set gpubench:image to an image you choose "
-            f"(`gcloud compute images list --project {images.IMAGE_PROJECT} --show-deprecated "
-            f"--filter='family~^common-cu'`), e.g. projects/{images.IMAGE_PROJECT}/global/images/<name>",
+            f"(`gcloud compute images list --project {IMAGE_PROJECT} --show-deprecated "
+            f"--filter='family~^common-cu'`), e.g. projects/{IMAGE_PROJECT}/global/images/<name>",
         ) from None
 
 
 # Machine series whose only supported interface is gVNIC (third generation and later, A3 among them,
 # https://cloud.google.com/compute/docs/networking/using-gvnic); the Deep Learning VM images support it.
 GVNIC_SERIES = ("a3-", "a4-", "a4x-", "c3-", "c3d-", "c4-", "c4a-", "c4d-", "g4-", "h3-", "n4-", "x4-")
-
-
-def network_interface(subnet, machine_type: str) -> dict:
-    """The stack's subnet, an external address (image pull, upload), gVNIC where the series requires it."""
-    nic: dict = {"subnetwork": subnet.id, "access_configs": [{}]}
-    if machine_type.startswith(GVNIC_SERIES):
-        nic["nic_type"] = "GVNIC"
-    return nic
-
-
-def _code_bundles(parent: pulumi.Resource, launch: Launch, results, member) -> tuple[pulumi.Output, list]:
-    """Upload the code bundles (infra.launch.code_uploads), kept on destroy, and let `member` read the
-    code/ folder only: "gs://...#sha256 ..." ("" with a prebuilt payloadImage), and what the VM must
-    wait for (`depends_on`: nothing else refers to them), the grant and the objects."""
-    if launch.public is None:
-        return pulumi.Output.from_input(""), []
-    child = pulumi.ResourceOptions(parent=parent)
-    grant = gcp.storage.ManagedFolderIamMember(
-        "code-read",
-        bucket=results.bucket,
-        managed_folder=results.code_prefix,
-        role=CODE_ROLE,
-        member=member,
-        opts=child,
-    )
-    urls, before_boot = [], [grant]
-    for res_name, prefix, (sha, path) in code_uploads(launch):
-        obj = gcp.storage.BucketObject(
-            res_name,
-            bucket=results.bucket,
-            name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
-            source=pulumi.FileAsset(path),
-            content_type="application/gzip",
-            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
-        )
-        before_boot.append(obj)
-        urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
-    return pulumi.Output.all(*urls).apply(" ".join), before_boot
 
 
 def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict:
@@ -238,11 +203,12 @@ def own_runs_condition(bucket: str, run_prefix: str, launch: str | None) -> dict
     }
 
 
-def _runner(
-    parent: pulumi.Resource, cfg, results, run_prefix, launch_id=None
-) -> tuple[gcp.serviceaccount.Account, pulumi.Output, gcp.storage.BucketIAMMember]:
-    """The VM's service account with objectCreator (create only: replacing needs storage.objects.delete)
-    under own_runs_condition: the account, its member, the grant."""
+def _runner(parent: pulumi.Resource, launch: Launch, results, run_prefix: str, launch_id=None):
+    """The VM's service account, its member, its code bundle URLs and what the VM must wait for (`depends_on`:
+    nothing else refers to them). The account gets objectCreator (create only: replacing needs
+    storage.objects.delete) under own_runs_condition, and read on the code/ folder only; the code bundles
+    (infra.launch.code_uploads) are kept on destroy: "gs://...#sha256 ..." ("" with a prebuilt payloadImage)."""
+    cfg, child = launch.cfg, pulumi.ResourceOptions(parent=parent)
     account, member = _account(parent, "runner", cfg.stack, "", f"gpubench {cfg.stack} payload")
     grant = gcp.storage.BucketIAMMember(
         "results-access",
@@ -252,9 +218,31 @@ def _runner(
         condition=pulumi.Output.all(results.bucket, launch_id).apply(
             lambda a: own_runs_condition(a[0], run_prefix, a[1])
         ),
-        opts=pulumi.ResourceOptions(parent=parent),
+        opts=child,
     )
-    return account, member, grant
+    if launch.public is None:
+        return account, member, pulumi.Output.from_input(""), [grant]
+    code_read = gcp.storage.ManagedFolderIamMember(
+        "code-read",
+        bucket=results.bucket,
+        managed_folder=results.code_prefix,
+        role=CODE_ROLE,
+        member=member,
+        opts=child,
+    )
+    urls, before_boot = [], [grant, code_read]
+    for res_name, prefix, (sha, path) in code_uploads(launch):
+        obj = gcp.storage.BucketObject(
+            res_name,
+            bucket=results.bucket,
+            name=f"{results.code_prefix}{prefix}{sha}.tar.gz",
+            source=pulumi.FileAsset(path),
+            content_type="application/gzip",
+            opts=pulumi.ResourceOptions(parent=parent, retain_on_delete=True),
+        )
+        before_boot.append(obj)
+        urls.append(pulumi.Output.all(obj.bucket, obj.name).apply(lambda a, sha=sha: f"gs://{a[0]}/{a[1]}#{sha}"))
+    return account, member, pulumi.Output.all(*urls).apply(" ".join), before_boot
 
 
 def _network(parent: pulumi.Resource, region: str, description: str):
@@ -271,37 +259,32 @@ def _network(parent: pulumi.Resource, region: str, description: str):
     )
 
 
-def _scheduling(cfg) -> dict:
-    """Spot or standard, never restarted, deleted at max_run_duration (`maxHours`): the cloud-side deadline."""
-    spot = cfg.market == "spot"
-    return {
-        "provisioning_model": "SPOT" if spot else "STANDARD",
-        "preemptible": spot,
-        "automatic_restart": False,
-        "on_host_maintenance": "TERMINATE",
-        "instance_termination_action": "DELETE",
-        "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
-    }
-
-
-def _accelerators(offering) -> list[dict] | None:
-    if not offering.accelerator_type:
-        return None
-    return [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
-
-
 def _vm(launch: Launch, labels, account, subnet, user_data, ssh: bool = True) -> dict:
-    """What a benchmark VM and a recurring template share; metadata: cloud-init, the NVIDIA driver, no
-    project-wide SSH keys (only `gpubench:sshPublicKey` with `ssh`: never on recurring launches)."""
+    """What a benchmark VM and a recurring template share. Metadata: cloud-init, the NVIDIA driver, no
+    project-wide SSH keys (only `gpubench:sshPublicKey` with `ssh`: never on recurring launches). Spot or
+    standard, never restarted, deleted at max_run_duration (`maxHours`): the cloud-side deadline. The
+    stack's subnet, an external address (image pull, upload), gVNIC where the series requires it."""
     cfg, offering = launch.cfg, launch.offering
     metadata = {"user-data": user_data, "install-nvidia-driver": "True", "block-project-ssh-keys": "TRUE"}
     if ssh and cfg.ssh_public_key:
         metadata["ssh-keys"] = f"gpubench:{cfg.ssh_public_key}"
+    nic: dict = {"subnetwork": subnet.id, "access_configs": [{}]}
+    if offering.instance_type.startswith(GVNIC_SERIES):
+        nic["nic_type"] = "GVNIC"
+    spot = cfg.market == "spot"
+    gpus = offering.accelerator_type and [{"type": offering.accelerator_type, "count": offering.accelerator_count}]
     return {
         "machine_type": offering.instance_type,
-        "guest_accelerators": _accelerators(offering),
-        "scheduling": _scheduling(cfg),
-        "network_interfaces": [network_interface(subnet, offering.instance_type)],
+        "guest_accelerators": gpus or None,
+        "scheduling": {
+            "provisioning_model": "SPOT" if spot else "STANDARD",
+            "preemptible": spot,
+            "automatic_restart": False,
+            "on_host_maintenance": "TERMINATE",
+            "instance_termination_action": "DELETE",
+            "max_run_duration": {"seconds": round(cfg.max_hours * 3600)},
+        },
+        "network_interfaces": [nic],
         "service_account": {"email": account.email, "scopes": [CLOUD_PLATFORM_SCOPE]},
         "metadata": metadata,
         "labels": labels,
@@ -329,8 +312,7 @@ class GcpBenchmark(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
 
         launch_id = deadline.rfc3339.apply(launch_id_of)  # this deployment's runs: runs/<stack>/<launch>-*
-        account, member, runs_grant = _runner(self, cfg, results, run_prefix, launch_id)
-        code_url, before_boot = _code_bundles(self, launch, results, member)
+        account, member, code_url, before_boot = _runner(self, launch, results, run_prefix, launch_id)
         network, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress except configured SSH")
         if cfg.ssh_cidr:
             gcp.compute.Firewall(
@@ -358,7 +340,7 @@ class GcpBenchmark(pulumi.ComponentResource):
                 },
             },
             allow_stopping_for_update=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[runs_grant, *before_boot]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
             **_vm(launch, labels, account, subnet, user_data),
         )
         project = _project_of(self)
@@ -424,10 +406,6 @@ COMPUTE_API = "https://compute.googleapis.com/compute/v1/"
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
-def launcher_permissions(custom_image: bool) -> list[str]:
-    return sorted({*LAUNCHER_PERMISSIONS, *([CUSTOM_IMAGE_PERMISSION] if custom_image else [])})
-
-
 def custom_role_id(stack: str, kind: str) -> str:
     """[a-zA-Z0-9_.]{3,64}, unique per stack: a deleted custom role's id stays reserved for weeks."""
     return f"gpubench_{kind}_{hashlib.sha1(stack.encode()).hexdigest()[:10]}"
@@ -436,11 +414,6 @@ def custom_role_id(stack: str, kind: str) -> str:
 def name_pattern(stack: str) -> str:
     """bulkInsert's namePattern: a VM name (RFC 1035, <= 63) ending in one run of '#'s."""
     return f"{rfc1035_stem(stack, 40) or 'gpubench'}-########"
-
-
-def bulk_insert_body(template_link: str, stack: str) -> dict:
-    """One VM from the template; a stock-out creates nothing (minCount 1)."""
-    return {"count": "1", "minCount": "1", "namePattern": name_pattern(stack), "sourceInstanceTemplate": template_link}
 
 
 class GcpRecurring(pulumi.ComponentResource):
@@ -463,15 +436,53 @@ class GcpRecurring(pulumi.ComponentResource):
         run_prefix = results.run_prefix(cfg.stack)
         project = _project_of(self)
 
-        runner, runner_member, runs_grant = _runner(self, cfg, results, run_prefix)
+        runner, runner_member, code_url, before_boot = _runner(self, launch, results, run_prefix)
         self_delete_grant(self, cfg, project, zone, runner_member, name_pattern(cfg.stack).rstrip("#"), prefix=True)
-        code_url, before_boot = _code_bundles(self, launch, results, runner_member)
         _, subnet = _network(self, region, f"gpubench {cfg.stack}: no ingress")
-        template = _recurring_template(
-            self, launch, schedule_expr, (runner, subnet, image), results, code_url, [runs_grant, *before_boot]
+        labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
+        user_data = pulumi.Output.all(results.url, code_url).apply(
+            lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY)
         )
-        launcher, granted = _launcher(self, cfg, project, runner)
-        job = _launch_job(self, cfg, schedule_expr, region, zone, project, template, launcher, granted)
+        disk = {"source_image": image, "disk_size_gb": cfg.root_volume_gb, "disk_type": "pd-balanced", "labels": labels}
+        template = gcp.compute.InstanceTemplate(  # created after what the VM needs: no launch boots before them
+            "template",
+            name_prefix="gpubench-",
+            description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
+            disks=[{"boot": True, "auto_delete": True, **disk}],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=before_boot),
+            **_vm(launch, labels, runner, subnet, user_data, ssh=False),
+        )
+        # The account Cloud Scheduler calls bulkInsert as: LAUNCHER_PERMISSIONS, actAs on the runner only.
+        permissions = sorted({*LAUNCHER_PERMISSIONS, *([CUSTOM_IMAGE_PERMISSION] if cfg.image else [])})
+        launcher, launcher_member, grant = _account_with_role(
+            self,
+            "launcher",
+            cfg.stack,
+            f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
+            ("instances.bulkInsert from the stack's instance template", permissions),
+            project,
+        )
+        act_as = gcp.serviceaccount.IAMMember(
+            "launcher-act-as-runner",
+            service_account_id=runner.name,
+            role="roles/iam.serviceAccountUser",
+            member=launcher_member,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # One VM from the template; a stock-out creates nothing (minCount 1).
+        body = {"count": "1", "minCount": "1", "namePattern": name_pattern(cfg.stack)}
+        target = {
+            "body": template.self_link.apply(
+                lambda t: base64.b64encode(
+                    json.dumps({**body, "sourceInstanceTemplate": t}, sort_keys=True).encode()
+                ).decode()
+            ),
+            "headers": {"Content-Type": "application/json"},
+            "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
+        }
+        uri = project.apply(lambda p: f"{COMPUTE_API}projects/{p}/zones/{zone}/instances/bulkInsert")
+        what = "launch one benchmark run"
+        job = _scheduler_job(self, "launch-job", cfg, what, schedule_expr, region, "60s", uri, target, [grant, act_as])
         self.outputs = {
             "instanceTemplate": template.self_link,
             "job": job.name,
@@ -483,67 +494,6 @@ class GcpRecurring(pulumi.ComponentResource):
             "runPrefix": run_prefix,
         }
         self.register_outputs(self.outputs)
-
-
-def _recurring_template(parent, launch: Launch, schedule_expr, placing, results, code_url, before_boot):
-    """The template each launch starts one VM from, created after `before_boot` (no launch boots before)."""
-    cfg = launch.cfg
-    runner, subnet, image = placing  # the VM's account, its subnet, its boot image
-    labels = gcp_labels({**tag_values(launch), "max-hours": f"{cfg.max_hours:g}"})
-    user_data = pulumi.Output.all(results.url, code_url).apply(lambda a: guest_user_data(launch, a[0], a[1], CODE_COPY))
-    return gcp.compute.InstanceTemplate(
-        "template",
-        name_prefix="gpubench-",
-        description=f"gpubench {cfg.stack}: one benchmark run, launched every {schedule_expr.text}",
-        disks=[
-            {
-                "boot": True,
-                "auto_delete": True,
-                "source_image": image,
-                "disk_size_gb": cfg.root_volume_gb,
-                "disk_type": "pd-balanced",
-                "labels": labels,
-            }
-        ],
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=before_boot),
-        **_vm(launch, labels, runner, subnet, user_data, ssh=False),
-    )
-
-
-def _launcher(parent, cfg, project, runner):
-    """The account Cloud Scheduler calls bulkInsert as (LAUNCHER_PERMISSIONS, actAs on the runner only)
-    and the grants the job waits for."""
-    launcher, launcher_member, grant = _account_with_role(
-        parent,
-        "launcher",
-        cfg.stack,
-        f"gpubench {cfg.stack} launcher (Cloud Scheduler)",
-        ("instances.bulkInsert from the stack's instance template", launcher_permissions(bool(cfg.image))),
-        project,
-    )
-    act_as = gcp.serviceaccount.IAMMember(
-        "launcher-act-as-runner",
-        service_account_id=runner.name,
-        role="roles/iam.serviceAccountUser",
-        member=launcher_member,
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    return launcher, [grant, act_as]
-
-
-def _launch_job(parent, cfg, schedule_expr, region, zone, project, template, launcher, granted):
-    """The Cloud Scheduler job: POST instances.bulkInsert (one VM from the template) on the schedule."""
-    uri = project.apply(lambda p: f"{COMPUTE_API}projects/{p}/zones/{zone}/instances/bulkInsert")
-    body = template.self_link.apply(
-        lambda link: base64.b64encode(json.dumps(bulk_insert_body(link, cfg.stack), sort_keys=True).encode()).decode()
-    )
-    target = {
-        "body": body,
-        "headers": {"Content-Type": "application/json"},
-        "oauth_token": {"service_account_email": launcher.email, "scope": CLOUD_PLATFORM_SCOPE},
-    }
-    what = "launch one benchmark run"
-    return _scheduler_job(parent, "launch-job", cfg, what, schedule_expr, region, "60s", uri, target, granted)
 
 
 def _scheduler_job(parent, name, cfg, what, schedule_expr, region, attempt_deadline, uri, target, depends_on):
@@ -568,87 +518,78 @@ SWEEPER_PERMISSIONS = ("compute.instances.delete", "compute.instances.list")
 
 class GcpSweeper(pulumi.ComponentResource):
     """The leak sweep (infra/sweeper_function.py) as a Cloud Run function on a Cloud Scheduler job, run
-    as an account that may only list and delete VMs, invoked by one that may only invoke it."""
+    as an account that may only list and delete VMs, invoked by one that may only invoke it. The function
+    is built from its source archive in a private bucket of its own."""
 
     def __init__(self, name: str, cfg: SweeperConfig, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpubench:gcp:Sweeper", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
         region = cfg.provider_config.get("gcp:region") or "us-central1"
         schedule_expr = parse_schedule(cfg.every)
         project = _project_of(self)
+        labels = gcp_labels({"project": project_id(), "stack": cfg.stack})
         about = ("list VMs, delete the expired ones this project labelled", sorted(SWEEPER_PERMISSIONS))
         runner, _, grant = _account_with_role(
             self, "sweeper", cfg.stack, f"gpubench {cfg.stack}: the leak sweep", about, project
         )
-        function = _sweeper_function(self, cfg, region, schedule_expr, project, runner, grant)
-        invoker, may_invoke = _sweep_invoker(self, cfg, project, region, function)
+        files = sweeper_function.package("gcp")
+        digest = sweeper_function.package_hash(files)
+        source = gcp.storage.Bucket(
+            "source",
+            location=region.upper(),
+            uniform_bucket_level_access=True,
+            public_access_prevention="enforced",
+            force_destroy=True,
+            labels=labels,
+            opts=child,
+        )
+        archive = gcp.storage.BucketObject(
+            "source-archive",
+            bucket=source.name,
+            name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
+            source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
+            opts=child,
+        )
+        env = sweeper_env("gcp", cfg.dry_run, ",".join(cfg.regions or ()))
+        function = gcp.cloudfunctionsv2.Function(
+            "function",
+            location=region,
+            description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
+            build_config={
+                "runtime": "python312",
+                "entry_point": sweeper_function.ENTRY_POINT,
+                "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
+            },
+            service_config={
+                "service_account_email": runner.email,
+                "available_memory": "256M",
+                "timeout_seconds": 540,
+                "max_instance_count": 1,
+                "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
+                "all_traffic_on_latest_revision": True,
+                "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
+            },
+            labels=labels,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[grant]),
+        )
+        invoker, member = _account(
+            self, "invoker", cfg.stack, "invoker", f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"
+        )
+        may_invoke = gcp.cloudrunv2.ServiceIamMember(
+            "invoker-grant",
+            project=project,
+            location=region,
+            name=function.name,
+            role="roles/run.invoker",
+            member=member,
+            opts=child,
+        )
         uri = function.service_config.uri
         target = {"oidc_token": {"service_account_email": invoker.email, "audience": uri}}
         what = "run the leak sweep"
         job = _scheduler_job(self, "sweep-job", cfg, what, schedule_expr, region, "540s", uri, target, [may_invoke])
         self.outputs = {"function": function.name, "job": job.name, "every": schedule_expr.unix(), "uri": uri}
         self.register_outputs(self.outputs)
-
-
-def _sweeper_function(parent, cfg: SweeperConfig, region, schedule_expr, project, runner, grant):
-    """The Cloud Run function, run as `runner`, built from its source archive in a private bucket of its own."""
-    child = pulumi.ResourceOptions(parent=parent)
-    files = sweeper_function.package("gcp")
-    digest = sweeper_function.package_hash(files)
-    source = gcp.storage.Bucket(
-        "source",
-        location=region.upper(),
-        uniform_bucket_level_access=True,
-        public_access_prevention="enforced",
-        force_destroy=True,
-        labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
-        opts=child,
-    )
-    archive = gcp.storage.BucketObject(
-        "source-archive",
-        bucket=source.name,
-        name=f"sweeper-{digest[:16]}.zip",  # a new name per content: a code change redeploys
-        source=pulumi.AssetArchive({k: pulumi.StringAsset(v.decode()) for k, v in files.items()}),
-        opts=child,
-    )
-    env = sweeper_env("gcp", cfg.dry_run, ",".join(cfg.regions or ()))
-    return gcp.cloudfunctionsv2.Function(
-        "function",
-        location=region,
-        description=f"gpubench leak sweep ({schedule_expr.text}, UTC); source {digest[:12]}",
-        build_config={
-            "runtime": "python312",
-            "entry_point": sweeper_function.ENTRY_POINT,
-            "source": {"storage_source": {"bucket": source.name, "object": archive.name}},
-        },
-        service_config={
-            "service_account_email": runner.email,
-            "available_memory": "256M",
-            "timeout_seconds": 540,
-            "max_instance_count": 1,
-            "ingress_settings": "ALLOW_ALL",  # Cloud Scheduler calls from outside the VPC; IAM decides
-            "all_traffic_on_latest_revision": True,
-            "environment_variables": project.apply(lambda p: {**env, "GOOGLE_CLOUD_PROJECT": p}),
-        },
-        labels=gcp_labels({"project": project_id(), "stack": cfg.stack}),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[grant]),
-    )
-
-
-def _sweep_invoker(parent, cfg: SweeperConfig, project, region: str, function):
-    """The account Cloud Scheduler calls the function as (it may only invoke it), and its grant."""
-    invoker, member = _account(
-        parent, "invoker", cfg.stack, "invoker", f"gpubench {cfg.stack}: Cloud Scheduler invokes the sweep"
-    )
-    may_invoke = gcp.cloudrunv2.ServiceIamMember(
-        "invoker-grant",
-        project=project,
-        location=region,
-        name=function.name,
-        role="roles/run.invoker",
-        member=member,
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    return invoker, may_invoke
 
 
 COMPONENTS = {"benchmark": GcpBenchmark, "recurring": GcpRecurring, "results": GcpResults, "sweeper": GcpSweeper}

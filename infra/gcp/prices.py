@@ -1,11 +1,7 @@
 """GCP prices from the Cloud Billing Catalog API (Compute Engine SKUs, pages of
-https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus).
-
-Each SKU has a description ("N1 Predefined Instance Core running in Americas"), a usageType
-(OnDemand, Preemptible = spot, Commit*), serviceRegions and a tiered unitPrice {units, nanos}. A VM
-bills per vCPU-hour and GiB-hour of its family plus per GPU-hour: a machine type's price is vCPUs x
-core + GB x RAM, the GPUs separate rows (`[[gcp_gpu]]`) the catalog composes. The HTTP session is
-anything with requests' `.get`: by default ADC, or the API key in $GOOGLE_API_KEY.
+https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus). A SKU has a description, a usageType
+(OnDemand, Preemptible = spot, Commit*), serviceRegions and a tiered unitPrice {units, nanos}. A machine type
+costs vCPUs x core + GB x RAM of its family; GPUs are separate rows (`[[gcp_gpu]]`) the catalog composes.
 """
 
 from __future__ import annotations

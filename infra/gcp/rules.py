@@ -1,9 +1,6 @@
-"""GCP's documented rules for what a stack renders (ids, names, labels, object names, metadata keys),
-and where each resource holds them.
-
-Each rule carries the page that states it (read 2026-11); infra/provider_rules.py applies the
-table to a rendered resource. A resource type the program creates must appear in FIELDS or
-EXEMPT (the matrix test fails otherwise).
+"""GCP's documented rules for what a stack renders (ids, names, labels, object names, metadata keys), and
+where each resource holds them. Each rule carries the page that states it (read 2026-11); infra/provider_rules.py
+applies the table. A resource type the program creates must appear in FIELDS or EXEMPT.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""GCP sweep: delete VMs of ours whose `gpubench-expires-at` deadline has passed.
-
-Ours: infra.cloudparts.Marks.classify; any other VM carrying the expiry label is left alone.
-Compute Engine REST API (v1) through google-auth's AuthorizedSession (installed with
-google-cloud-storage): one aggregated list (every zone, filtered server-side on the label's
-presence and re-checked here), then `instances.delete` per expired VM. GCP's own
-`max_run_duration` deletes VMs at the deadline; this catches the rest. A TERMINATED (stopped)
-VM still bills for its disks, so it goes too. The API root honours gcloud's
-`CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an http:// loopback root is used without
-credentials, like an emulator. The label names, the deadline format and the one
-authorized-session maker live here, the folder's lowest module.
+"""GCP sweep: delete VMs of ours (infra.cloudparts.Marks.classify) whose `gpubench-expires-at` has passed
+(max_run_duration deletes them first; this catches the rest), a TERMINATED one too: its disk still bills.
+Compute Engine REST v1 through google-auth's AuthorizedSession: one aggregated list (every zone, filtered
+server-side on the label and re-checked here), then `instances.delete` per VM. The API root honours
+`CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE`; an http:// loopback root (an emulator) goes without credentials.
+The folder's lowest module: label names, deadline format and the one authorized-session maker.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from urllib.parse import quote
 from infra import sweep as common
 from infra.cloudparts import Marks, SweepRun
 from infra.sweep import Action
-from infra.tags import MAX_HOURS_KEY, PROJECT_KEY, BadDeadline, parse_deadline
+from infra.tags import MAX_HOURS_KEY, BadDeadline, parse_deadline
 from payload.timestamps import stamp
 
 
@@ -35,8 +30,7 @@ def label_value(value: str) -> str:
 
 # Labels: keys `gpubench-<key>` (labels allow no ':' and no uppercase); the deadline in ISO 8601 basic form.
 MARKS = Marks("gcp", "gpubench-", re.compile(r"\d{8}t\d{6}z", re.ASCII), lambda when: stamp(when).lower(), label_value)
-TAG_PREFIX = MARKS.prefix
-STACK_TAG, EXPIRES_TAG, PROJECT_LABEL = MARKS.key("stack"), MARKS.key("expires-at"), MARKS.key(PROJECT_KEY)
+STACK_TAG, EXPIRES_TAG = MARKS.key("stack"), MARKS.key("expires-at")
 MAX_HOURS_LABEL = MARKS.key(MAX_HOURS_KEY)  # recurring launches (infra/gcp/component.py GcpRecurring)
 tags, is_launcher_deadline, owner, classify = MARKS.tags, MARKS.is_launcher_deadline, MARKS.owner, MARKS.classify
 format_deadline = MARKS.format_deadline

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from infra.ssh.config import SshStack
 from infra.ssh.connection import run
@@ -30,9 +30,6 @@ class Check:
         mark = "ok     " if self.ok else ("MISSING" if self.required else "warning")
         fix = f"\n          fix: {self.fix}" if (self.fix and not self.ok) else ""
         return f"  {mark} {self.name}: {self.detail}{fix}"
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _sh(conn, command: str):
@@ -131,7 +128,3 @@ def run_checks(conn, cfg: SshStack) -> list[Check]:
         py = check_python(conn, cfg)
         checks += [py, check_venv(conn, cfg)] if py.ok and not cfg.remote_python else [py]
     return checks
-
-
-def blocking(checks: list[Check]) -> list[Check]:
-    return [c for c in checks if c.required and not c.ok]

@@ -1,9 +1,6 @@
-"""Opening the fabric connection, with errors that say what to fix.
-
-Fabric accepts any host key; here a key recorded in `~/.ssh/known_hosts` (read only) or gpubench's own
-file must match (a changed key is refused with the command that removes the old one). `accept-new`
-records an unknown host's key on first use (as OpenSSH's `StrictHostKeyChecking accept-new`), `strict`
-refuses it. An identity file is the only key tried (`IdentitiesOnly yes`), never the agent's instead.
+"""Opening the fabric connection, with errors that say what to fix. A host key recorded in `~/.ssh/known_hosts`
+(read only) or gpubench's own file must match; `accept-new` records an unknown host's key on first use (as
+OpenSSH's `StrictHostKeyChecking accept-new`), `strict` refuses it. An identity file is the only key tried.
 """
 
 from __future__ import annotations

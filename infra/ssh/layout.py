@@ -37,17 +37,10 @@ class RunLayout:
     def dir(self) -> str:
         return f"{self.root}/runs/{self.stack}/{self.run_id}"
 
-    @property
-    def results(self) -> str:
-        return f"{self.dir}/results"
-
-    @property
-    def spool(self) -> str:
-        return f"{self.dir}/spool"
-
-    @property
-    def host(self) -> str:
-        return f"{self.dir}/host"
+    # the run's file:// bucket, the payload's spool, the host's events
+    results = property(lambda self: f"{self.dir}/results")
+    spool = property(lambda self: f"{self.dir}/spool")
+    host = property(lambda self: f"{self.dir}/host")
 
     @property
     def container_name(self) -> str:

@@ -1,9 +1,7 @@
-"""Runs on the host: find, launch, watch and stop them. The host is the source of truth: a run
-directory without `fetched.json` is an open run (wrapper pid alive, or `state.json` written) that the
-next invocation picks up instead of starting another.
-
-The wrapper (wrapper.sh, POSIX sh) is started with `setsid`, so its pid is the process group of setup
-and payload; whatever way it ends that it can catch, it writes `state.json` (status, exit_code, phase).
+"""Runs on the host: find, launch, watch and stop them. A run directory without `fetched.json` is an open run
+(wrapper pid alive, or `state.json` written) that the next invocation picks up instead of starting another. The
+wrapper (wrapper.sh) runs under `setsid`: its pid is the process group of setup and payload; however it ends
+that it can catch, it writes `state.json` (status, exit_code, phase).
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import stat
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -108,12 +107,9 @@ def remote_sha256(conn, sftp, path: str) -> str | None:
     words = out.stdout.split()
     if out.exited == 0 and words and len(words[0]) == 64:
         return words[0]
-    h = hashlib.sha256()
     with sftp.open(path, "rb") as f:
         f.prefetch()
-        for chunk in iter(lambda: f.read(1024**2), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def put_verified(conn, sftp, data: bytes, path: str) -> bool:
@@ -180,28 +176,25 @@ def open_runs(conn, sftp, root: str, stack: str) -> list[RemoteRun]:
     return [r for r in runs if not r.fetched]
 
 
-class StackLock:
+@contextmanager
+def stack_lock(conn, root: str, stack: str):
     """`mkdir` lock per stack, held from "is a run open?" to "the new run has a pid"."""
-
-    def __init__(self, conn, root: str, stack: str):
-        self.conn, self.path = conn, f"{root}/runs/{stack}/.launch.lock"
-
-    def __enter__(self):
-        q = shlex.quote(self.path)
-        cmd = (
-            f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
-            f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
-            f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}"
+    path = f"{root}/runs/{stack}/.launch.lock"
+    q = shlex.quote(path)
+    cmd = (
+        f"mkdir -p $(dirname {q}) && {{ mkdir {q} 2>/dev/null && exit 0; "
+        f"[ $(( $(date +%s) - $(stat -c %Y {q} 2>/dev/null || date +%s) )) -gt {LOCK_STALE_SECONDS} ] "
+        f"&& rm -rf {q} && mkdir {q} && exit 0; exit 1; }}"
+    )
+    if run(conn, cmd, check=False).exited != 0:
+        raise SshError(
+            f"another `python -m infra ssh` is starting a run of this stack right now ({path} exists); "
+            f"wait and retry, or remove that directory if no one is"
         )
-        if run(self.conn, cmd, check=False).exited != 0:
-            raise SshError(
-                f"another `python -m infra ssh` is starting a run of this stack right now ({self.path} exists); "
-                f"wait and retry, or remove that directory if no one is"
-            )
-        return self
-
-    def __exit__(self, *exc):
-        run(self.conn, f"rmdir {shlex.quote(self.path)}", check=False)
+    try:
+        yield
+    finally:
+        run(conn, f"rmdir {q}", check=False)
 
 
 def _put(sftp, data: bytes | str, path: str, mode: int = 0o644) -> None:

@@ -72,17 +72,23 @@ def payload_args(
     )
 
 
-def workload_files(cfg: SshStack, run: RunLayout) -> tuple[list[tuple[bytes, str]], list[str], str | None]:
-    """(uploads, prepare commands, directory) of the workload: uploaded once per content hash, unpacked
-    into each run's own directory (a job writing into its workdir never touches another run's copy)."""
-    if not cfg.workload:
-        return [], [], None
-    bundle = build_workload_bundle(cfg.workload)
-    tarball = f"{run.root}/src/workload-{bundle.digest}.tar.gz"
-    target = f"{run.dir}/workload"
+def _files(cfg: SshStack, run: RunLayout, bundle_loader: Callable[[], Bundle] | None):
+    """(source directory, uploads, prepare commands, workload directory). The gpubench source (from
+    `bundle_loader`) is uploaded and unpacked once per digest; the workload is uploaded once per content
+    hash and unpacked into each run's own directory (a job writing into its workdir never touches another
+    run's copy)."""
     q = shlex.quote
-    prepare = [f"rm -rf {q(target)} && mkdir -p {q(target)} && tar -xzf {q(tarball)} -C {q(target)}"]
-    return [(bundle.data, tarball)], prepare, target
+    src, uploads, prepare, workdir = "", [], [], None
+    if bundle_loader:
+        bundle = bundle_loader()
+        src = f"{run.root}/src/{bundle.digest}"
+        uploads, prepare = [(bundle.data, f"{src}.tar.gz")], [_unpack(src)]
+    if cfg.workload:
+        bundle = build_workload_bundle(cfg.workload)
+        tarball, workdir = f"{run.root}/src/workload-{bundle.digest}.tar.gz", f"{run.dir}/workload"
+        uploads.append((bundle.data, tarball))
+        prepare.append(f"rm -rf {q(workdir)} && mkdir -p {q(workdir)} && tar -xzf {q(tarball)} -C {q(workdir)}")
+    return src, uploads, prepare, workdir
 
 
 def docker_plan(
@@ -97,12 +103,10 @@ def docker_plan(
     name = run.container_name
     q = shlex.quote
     setup = f"docker image inspect {q(image)} >/dev/null 2>&1 || docker pull {q(image)}"
-    src, uploads, prepare = _source(run, bundle_loader) if public else ("", [], [])
+    src, uploads, prepare, workdir = _files(cfg, run, bundle_loader if public else None)
     argv = ["docker", "run", "--rm", "--name", name, "--user", Raw('"$(id -u):$(id -g)"'), "-e", "HOME=/tmp"]
     for mount in (f"{run.results}:/gpubench/results", f"{run.spool}:/gpubench/spool", f"{run.host}:/gpubench/host:ro"):
         argv += ["-v", mount]
-    more_uploads, more_prepare, workdir = workload_files(cfg, run)
-    uploads, prepare = [*uploads, *more_uploads], [*prepare, *more_prepare]
     spec = None
     if workdir:  # the same path the cloud stacks' code bundle uses (infra.config.CLOUD_WORKLOAD_SPEC)
         argv += ["-v", f"{workdir}:/gpubench/workload", "-w", "/gpubench/workload"]
@@ -129,13 +133,6 @@ def docker_plan(
     return Plan(uploads=uploads, prepare=prepare, setup=setup, payload=argv, stop=stop, image=image)
 
 
-def _source(run: RunLayout, bundle_loader: Callable[[], Bundle]) -> tuple[str, list[tuple[bytes, str]], list[str]]:
-    """(directory, uploads, prepare commands) of the gpubench source: uploaded and unpacked once per digest."""
-    bundle = bundle_loader()
-    src = f"{run.root}/src/{bundle.digest}"
-    return src, [(bundle.data, f"{src}.tar.gz")], [_unpack(src)]
-
-
 def _unpack(src: str) -> str:
     """Unpack the (sha256-checked) bundle once per content hash. A tree is reused only when `tar -d`
     finds every member unchanged and no file added (a planted sitecustomize.py); else it is unpacked
@@ -153,11 +150,9 @@ def _unpack(src: str) -> str:
 
 def venv_plan(cfg: SshStack, run: RunLayout, has_gpu: bool, bundle_loader: Callable[[], Bundle] = build_bundle) -> Plan:
     """The gpubench source, pip-installed into a venv (or run by an existing interpreter)."""
-    src, uploads, prepare = _source(run, bundle_loader)
+    src, uploads, prepare, workdir = _files(cfg, run, bundle_loader)
     q = shlex.quote
     results = f"file://{run.results}"
-    more_uploads, more_prepare, workdir = workload_files(cfg, run)
-    uploads, prepare = uploads + more_uploads, prepare + more_prepare
     spec = f"{workdir}/{WORKLOAD_SPEC_NAME}" if workdir else None
     args = payload_args(cfg, results, run.spool, f"{run.host}/events.jsonl", workload=spec)
     # a workload's own virtual environments (payload.workloads.jobvenv) live beside the run's, under remoteDir

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import threading
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
@@ -104,11 +105,11 @@ class Session:
 
     def check_host(self) -> list[host_checks.Check]:
         found = host_checks.run_checks(self.conn, self.cfg)
-        self.report["checks"] = [c.as_dict() for c in found]
+        self.report["checks"] = [asdict(c) for c in found]
         self.say(f"host checks on {self.cfg.target} ({self.cfg.runtime} runtime):")
         for c in found:
             print(c.line(), file=self.progress, flush=True)
-        missing = host_checks.blocking(found)
+        missing = [c for c in found if c.required and not c.ok]
         if missing:
             names = ", ".join(c.name for c in missing)
             raise Outcome(
@@ -132,11 +133,6 @@ class Session:
         self.say(f"started run {layout.run_id} (pid {r.pid}) in {layout.dir}")
         return r
 
-    def stop_plan(self, r: remote.RemoteRun) -> str | None:
-        if r.record.get("runtime") == "docker":
-            return plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop
-        return None
-
     def stopping(self) -> bool:
         """The caller's stop event is set (a bench being cancelled, say)."""
         return self.opts.stop is not None and self.opts.stop.is_set()
@@ -149,7 +145,9 @@ class Session:
             f"{why}: stopping run {r.layout.run_id} (SIGTERM, up to {self.opts.stop_timeout:g}s to checkpoint; "
             "Ctrl-C again leaves it stopping on its own)..."
         )
-        r = remote.stop(self.conn, self.sftp, r, self.stop_plan(r), grace=self.opts.stop_timeout)
+        docker = r.record.get("runtime") == "docker"  # the container goes too
+        plan_stop = plan_for(self.cfg.with_overrides(runtime="docker"), r.layout, False).stop if docker else None
+        r = remote.stop(self.conn, self.sftp, r, plan_stop, grace=self.opts.stop_timeout)
         self.report["stopped_by_user"] = True
         return r
 
@@ -198,7 +196,7 @@ class Session:
         if pending and all(r.pid is not None or r.state is not None for r in pending):
             self.current = self.pick(pending)
         else:
-            with remote.StackLock(self.conn, root, self.cfg.stack):
+            with remote.stack_lock(self.conn, root, self.cfg.stack):
                 pending = remote.open_runs(self.conn, self.sftp, root, self.cfg.stack)
                 if not pending and self.stopping():
                     raise Outcome("stopped-by-user", "stop requested before the run started; nothing was started")

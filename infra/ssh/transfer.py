@@ -1,9 +1,6 @@
-"""Fetch a run's files over SFTP and upload them to the results bucket from this machine.
-
-The host's `file://` bucket keys (`runs/<stack>/<payload-run-id>/...`) are uploaded unchanged, so SSH
-runs land where cloud runs do; the wrapper's files go under `ssh/<stack>/<run-id>/`, a trace even of a
-run that failed early. Each result is announced afresh in the results journal (payload.journal): the
-host's journal is not copied, its stamps are the host's writes, not the bucket's.
+"""Fetch a run's files over SFTP and upload them to the results bucket from this machine: the host's `file://`
+bucket keys unchanged (SSH runs land where cloud runs do), the wrapper's files under `ssh/<stack>/<run-id>/`.
+Each result is announced afresh in the results journal: the host's journal stamps are not the bucket's.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import yaml
 from infra_matrix import BENCHMARK_STACKS, REFUSED_STACKS
 
 from infra import cloud_init, compat
-from infra.aws import images as aws_images
-from infra.gcp import images as gcp_images
+from infra.aws.component import IMAGES as AWS_IMAGES
+from infra.gcp.component import IMAGES as GCP_IMAGES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,8 +40,8 @@ def test_every_stack_renders_an_image_its_host_and_gpu_can_run(rendered, catalog
 def test_the_host_rows_are_the_images_the_clouds_boot():
     for (cloud, generation), host in compat.HOSTS.items():
         chosen = {
-            "aws": lambda g: aws_images.image_for(g).name_pattern,
-            "gcp": lambda g: gcp_images.image_for(g).family,
+            "aws": lambda g: AWS_IMAGES[g].name_pattern,
+            "gcp": lambda g: GCP_IMAGES[g].family,
         }
         assert chosen[cloud](generation).startswith(host.image), (cloud, generation)
         assert host.source.startswith("https://")

@@ -1,13 +1,4 @@
-"""What an AWS instance does at the end of a run, as shell functions for cloud-init (infra.cloud_init):
-`instance_id` from IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT honoured, as the AWS CLI and SDKs do);
-`upload` create-only (`--if-none-match '*'`, which the role requires: component.results_policy);
-`end_machine` powers off, which terminates (`instance_initiated_shutdown_behavior`, EC2 User Guide,
-https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_ChangingInstanceInitiatedShutdownBehavior.html).
-"""
-
-from __future__ import annotations
-
-SCRIPT = """#!/bin/bash
+#!/bin/bash
 # AWS: the instance's identity (IMDSv2), a create-only upload, and the end of the machine.
 # Sourced by end-run.sh.
 imds="${AWS_EC2_METADATA_SERVICE_ENDPOINT:-http://169.254.169.254/}"
@@ -35,9 +26,3 @@ upload() {
 end_machine() {
   systemctl --no-block poweroff
 }
-"""
-
-
-def script(lib_dir: str) -> str:
-    """cloud.sh for an AWS instance (`lib_dir`, where event.sh is, unused)."""
-    return SCRIPT
