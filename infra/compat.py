@@ -34,9 +34,6 @@ class Framework:
     boot_packages: str = ""  # pip requirement the boot installs when `ships` lacks what `loads` needs
     boot_gives: tuple[str, str] | None = None  # (CUDA, cuDNN) after boot_packages
 
-    def provides(self) -> tuple[str, str]:
-        return self.boot_gives or self.ships
-
 
 FRAMEWORKS: dict[str, Framework] = {
     # TensorFlow 2.18 and later load cuDNN 9 (TF_TESTED: 2.18.0 is cuDNN 9.3, CUDA 12.5), but the
@@ -164,7 +161,7 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
         return [f"no host image row for {cloud} {generation}"]
     if framework is None:
         return [f"no compatibility row for image {image}"]
-    cuda, cudnn = framework.provides()
+    cuda, cudnn = framework.boot_gives or framework.ships
     for lib, loads, gives in (("cuDNN", framework.loads[1], cudnn), ("CUDA", framework.loads[0], cuda)):
         if _major(gives) != _major(loads):
             found.append(f"{image}: TensorFlow {framework.tensorflow} loads {lib} {loads}, the image gives {gives}")

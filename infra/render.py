@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pulumi
@@ -37,9 +38,6 @@ class ResourceRecord:
     parent: str
     inputs: dict[str, Any]
     dependencies: tuple[str, ...] = ()  # URNs it waits for (depends_on and the inputs' resources)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "protect": self.protect, "inputs": self.inputs}
 
 
 @dataclass
@@ -144,23 +142,6 @@ class _Monitor(pmocks.MockMonitor):
         return super().RegisterResource(request)
 
 
-class _Logger:
-    """Collects pulumi.log warnings instead of printing them."""
-
-    def __init__(self):
-        self.warnings: list[str] = []
-
-    def debug(self, msg, *a):
-        pass
-
-    info = debug
-
-    def warning(self, msg, *a):
-        self.warnings.append(str(msg))
-
-    error = warning
-
-
 def _close_event_loop() -> None:
     """Close the mocks' event loops (the runtime may make several) while the interpreter is whole: at
     shutdown a loop's self-pipe may be gone and print "Exception ignored" (`preview ... | head`)."""
@@ -182,7 +163,9 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
         _LOOP_CLOSER.append(True)
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
-    logger = _Logger()
+    warnings: list[str] = []  # pulumi.log warnings and errors, collected instead of printed
+    quiet, collect = (lambda msg, *a: None), (lambda msg, *a: warnings.append(str(msg)))
+    logger = SimpleNamespace(debug=quiet, info=quiet, warning=collect, error=collect)
     psettings.ROOT.set(None)
     pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]
     psettings.SETTINGS.rpc_manager.clear()
@@ -200,7 +183,7 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
     ]
     # Registration order depends on the event loop; sort so output is stable run to run.
     resources.sort(key=lambda r: (r.custom, r.type, r.name))
-    return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
+    return Rendered(stack, resources, holder.get("exports", {}), warnings)
 
 
 async def _resolve(outputs: Mapping[str, Any]) -> dict[str, Any]:

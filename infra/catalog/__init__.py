@@ -19,35 +19,8 @@ from pathlib import Path
 
 from .errors import CatalogError, NoPrice, UnknownOffering
 from .loader import DATA_DIR, load_billing, load_gpus, load_offerings
-from .model import (
-    IMAGE_GENERATIONS,
-    MARKETS,
-    BillingTerms,
-    GpuSpec,
-    Offering,
-    OnPremSpec,
-    PriceComponent,
-    PriceQuote,
-)
+from .model import MARKETS, BillingTerms, GpuSpec, Offering, OnPremSpec, PriceComponent, PriceQuote  # noqa: F401 - re-exported
 from .prices import PriceIndex, PriceRow, load_snapshots
-
-__all__ = [
-    "Catalog",
-    "CatalogError",
-    "NoPrice",
-    "UnknownOffering",
-    "RetiredOfferingWarning",
-    "load_catalog",
-    "user_catalog_dirs",
-    "Offering",
-    "GpuSpec",
-    "BillingTerms",
-    "OnPremSpec",
-    "PriceQuote",
-    "PriceComponent",
-    "MARKETS",
-    "IMAGE_GENERATIONS",
-]
 
 
 class RetiredOfferingWarning(UserWarning):

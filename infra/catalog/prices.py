@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from .errors import CatalogError
 from .loader import as_date, read_toml, require
@@ -129,9 +128,6 @@ class PriceIndex:
         for rows in self._rows.values():
             rows.sort(key=lambda r: (r.as_of, r.snapshot))
 
-    def history(self, key: str, market: str) -> list[PriceRow]:
-        return list(self._rows.get((key, market), ()))
-
     def lookup(self, key: str, market: str, as_of: date | None) -> PriceRow | None:
         rows = self._rows.get((key, market), [])
         eligible = [r for r in rows if as_of is None or r.as_of <= as_of]
@@ -140,9 +136,3 @@ class PriceIndex:
     def first_date(self, key: str, market: str) -> date | None:
         rows = self._rows.get((key, market), [])
         return rows[0].as_of if rows else None
-
-    def describe(self) -> list[dict[str, Any]]:
-        return [
-            {"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)}
-            for s in self.snapshots
-        ]
