@@ -72,7 +72,7 @@ class CodeBundle:
     copy: str
     extra: str = "payload"
     install: str = "package"  # install-payload.sh's mode: "package", or "requirements" (infra.images)
-    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax, tensorflow[and-cuda]==... (infra.compat)
+    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax, tensorflow[and-cuda]==... (infra.images)
     settings: Mapping[str, str] = field(default_factory=dict)
     workload: tuple[str, str] | None = None  # (URL, sha256) of the workload bundle, if the stack runs one
 

@@ -14,9 +14,16 @@ from infra import clouds
 from infra.bundle import build_bundle, build_workload_bundle
 from infra.catalog import CatalogError
 from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
-from infra.compat import image_fix, workload_image_problems
 from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
-from infra.images import PublicImage, official_image_problems, payload_image, public_image, workload_image
+from infra.images import (
+    PublicImage,
+    image_fix,
+    official_image_problems,
+    payload_image,
+    public_image,
+    workload_image,
+    workload_image_problems,
+)
 from infra.tags import project_id
 from payload.config import render_env
 from payload.money import plain_usd
@@ -81,7 +88,7 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
         public = workload_image(cfg.workload) or public
     if public is None:  # a prebuilt payload image: its maker chose its CUDA
         image = payload_image(cfg.payload_image, offering.image_generation)
-    else:  # a container the GPU cannot run (infra.compat) is refused before anything is spent
+    else:  # a container the GPU cannot run (infra.images) is refused before anything is spent
         image = public.image
         found = official_image_problems(offering) if public.framework else workload_image_problems(offering, image)
         if found:
