@@ -50,16 +50,15 @@ class Rule:
             why = f"is {size} {unit}, allowed {self.min_len}..{self.max_len}"
         elif self.pattern is not None and not self.pattern.fullmatch(text):
             why = f"does not match {self.pattern.pattern}"
-        elif self.categories and (bad := [c for c in text if not self._char_ok(c)]):
+        elif self.categories and (
+            bad := [c for c in text if c not in self.extra and unicodedata.category(c)[0] not in self.categories]
+        ):
             why = f"holds {''.join(sorted(set(bad)))!r}, outside {self.says}"
         elif any(text.lower().startswith(p) for p in self.forbidden_prefixes):
             why = f"starts with a reserved prefix ({', '.join(self.forbidden_prefixes)})"
         elif text in self.forbidden:
             why = "is a reserved value"
         return None if why is None else f"{self.what} {text[:80]!r} {why} ({self.source})"
-
-    def _char_ok(self, char: str) -> bool:
-        return char in self.extra or unicodedata.category(char)[0] in self.categories
 
 
 @dataclass(frozen=True)

@@ -47,14 +47,11 @@ class Catalog:
         try:
             return self._by_id[offering_id]
         except KeyError:
-            raise UnknownOffering(offering_id, self.suggest(offering_id)) from None
-
-    def suggest(self, text: str, n: int = 3) -> list[str]:
-        """Closest ids, also matching a bare instance type ('p3.8xlarge')."""
-        ids = list(self._by_id)
-        exact_type = [i for i in ids if i.split("/", 1)[1] == text or self._by_id[i].instance_type == text]
-        close = difflib.get_close_matches(text.lower(), ids, n=n, cutoff=0.5)
-        return list(dict.fromkeys(exact_type + close))[:n]
+            # the closest ids, also matching a bare instance type ('p3.8xlarge')
+            ids = list(self._by_id)
+            exact = [i for i in ids if offering_id in (i.split("/", 1)[1], self._by_id[i].instance_type)]
+            close = difflib.get_close_matches(offering_id.lower(), ids, n=3, cutoff=0.5)
+            raise UnknownOffering(offering_id, list(dict.fromkeys(exact + close))[:3]) from None
 
     def offerings(self, provider: str | None = None, gpu: str | None = None) -> list[Offering]:
         rows = list(self._by_id.values())

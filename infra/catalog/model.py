@@ -42,10 +42,6 @@ class GpuSpec:
     spec_source: str = ""
     spec_note: str = ""
 
-    def figures(self) -> dict[str, float | None]:
-        """The performance figures by field name (GPU_FIGURES), None where unsourced."""
-        return {name: getattr(self, name) for name in GPU_FIGURES}
-
     @property
     def image_generation(self) -> str:
         cc = float(self.compute_capability)
