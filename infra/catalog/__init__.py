@@ -20,7 +20,7 @@ from pathlib import Path
 from .errors import CatalogError, NoPrice, UnknownOffering
 from .loader import DATA_DIR, load_billing, load_gpus, load_offerings
 from .model import MARKETS, BillingTerms, GpuSpec, Offering, OnPremSpec, PriceComponent, PriceQuote  # noqa: F401 - re-exported
-from .prices import PriceIndex, PriceRow, load_snapshots
+from .prices import PriceIndex, load_snapshots
 
 
 class RetiredOfferingWarning(UserWarning):
@@ -113,10 +113,9 @@ class Catalog:
             # over the sum of parts when it is at least as new.
             if composed is not None and (whole is None or whole.as_of < composed.as_of):
                 return composed
-        row = self._row(o.id, o.id, market, as_of)
-        return PriceQuote(o.id, **{k: v for k, v in vars(row).items() if k != "key"})
+        return self._row(o.id, o.id, market, as_of)
 
-    def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceRow:
+    def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceQuote:
         row = self.prices.lookup(key, market, as_of)
         if row is not None:
             return row

@@ -167,7 +167,8 @@ class Offering:
 
 @dataclass(frozen=True)
 class PriceQuote:
-    """An hourly price with where it came from (`components`: a GCP composition's parts)."""
+    """An hourly price with where it came from (`components`: a GCP composition's parts); a snapshot's row
+    is one whose `offering_id` is its price key."""
 
     offering_id: str
     market: str
@@ -179,6 +180,11 @@ class PriceQuote:
     setup_fee_usd: float = 0.0
     monthly_usd: float | None = None
     note: str | None = None
+
+    @property
+    def key(self) -> str:
+        """A snapshot row's price key: "aws/p3.8xlarge", "machine:n1-standard-8", "gpu:V100"."""
+        return self.offering_id
 
 
 @dataclass(frozen=True)

@@ -12,23 +12,11 @@ from pathlib import Path
 
 from .errors import CatalogError
 from .loader import DATA_DIR, as_date, read_toml, require
+from .model import PriceQuote
 
 # Price units a row may use, converted to hours.
 UNIT_FIELDS = {"hourly": 1.0, "per_minute": 60.0}
 MARKET_FIELDS = {"on-demand": "", "spot": "spot_"}
-
-
-@dataclass(frozen=True)
-class PriceRow:
-    key: str  # "aws/p3.8xlarge", "machine:n1-standard-8", "gpu:V100"
-    market: str
-    hourly_usd: float
-    as_of: date
-    source: str
-    snapshot: str
-    setup_fee_usd: float = 0.0
-    monthly_usd: float | None = None
-    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,7 +25,7 @@ class Snapshot:
     as_of: date
     source: str
     region: str | None
-    rows: tuple[PriceRow, ...]
+    rows: tuple[PriceQuote, ...]
 
 
 def _fx(raw: dict, where: str) -> dict[str, float]:
@@ -76,7 +64,7 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
     as_of = as_date(require(raw, "as_of", where), where)
     source = str(require(raw, "source", where))
     rates = _fx(raw, where)
-    rows: list[PriceRow] = []
+    rows: list[PriceQuote] = []
     for table, (id_field, prefix) in ROW_KEYS.items():
         for i, row in enumerate(raw.get(table, [])):
             rwhere = f"{where} [[{table}]] #{i + 1}"
@@ -88,8 +76,8 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
                 if hourly < 0:
                     raise CatalogError(f"{rwhere}: negative price for {key}")
                 rows.append(
-                    PriceRow(
-                        key=key,
+                    PriceQuote(
+                        offering_id=key,
                         market=market,
                         hourly_usd=hourly,
                         as_of=as_date(row["as_of"], rwhere) if "as_of" in row else as_of,
@@ -122,14 +110,14 @@ class PriceIndex:
 
     def __init__(self, snapshots: list[Snapshot]):
         self.snapshots = snapshots
-        self._rows: dict[tuple[str, str], list[PriceRow]] = {}
+        self._rows: dict[tuple[str, str], list[PriceQuote]] = {}
         for snap in snapshots:
             for row in snap.rows:
                 self._rows.setdefault((row.key, row.market), []).append(row)
         for rows in self._rows.values():
             rows.sort(key=lambda r: (r.as_of, r.snapshot))
 
-    def lookup(self, key: str, market: str, as_of: date | None) -> PriceRow | None:
+    def lookup(self, key: str, market: str, as_of: date | None) -> PriceQuote | None:
         rows = self._rows.get((key, market), [])
         eligible = [r for r in rows if as_of is None or r.as_of <= as_of]
         return eligible[-1] if eligible else None
