@@ -38,15 +38,7 @@ _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 # infra/guest/'s scripts (shellcheck-clean as rendered) and units; @NAME@ placeholders: the constants above.
 GUEST_DIR = Path(__file__).with_name("guest")
 SCRIPTS = (
-    "event.sh",
-    "launch.sh",
-    "deadline.sh",
-    "boot-deadline.sh",
-    "run.sh",
-    "finish.sh",
-    "poweroff.sh",
-    "prepare-host.sh",
-    "end-run.sh",
+    "event.sh launch.sh deadline.sh boot-deadline.sh run.sh finish.sh poweroff.sh prepare-host.sh end-run.sh".split()
 )
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 

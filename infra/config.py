@@ -486,28 +486,19 @@ def split_key(full: str) -> tuple[str, str]:
     (`gpubnech:suite`, `gpubench-suite`) is a ConfigError, so a setting never silently falls back."""
     ns, _, key = full.rpartition(":")
     if ns == "":
-        if typo := _namespace_typo(key):  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
-            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
+        m = re.fullmatch(r"([A-Za-z]+)[-_.]([A-Za-z].*)", key)  # `gpubench-suite`, `gpubnech_suite`: ':' got lost
+        if m and _near_namespace(m[1]):
+            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{m[2]}?")
         return NAMESPACE, key
-    if _looks_like_namespace(ns):
+    if ns != NAMESPACE and _near_namespace(ns):
         raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
     return ns, key
 
 
-def _looks_like_namespace(ns: str) -> bool:
-    """`gpubnech`, `gpubench-x`, `GPUBench`: close to `gpubench` but not it (difflib ratio >= 0.75)."""
+def _near_namespace(ns: str) -> bool:
+    """`gpubnech`, `gpubench-x`, `GPUBench` (or `gpubench`): close to `gpubench` (difflib ratio >= 0.75)."""
     low = ns.lower()
-    return ns != NAMESPACE and (
-        difflib.SequenceMatcher(None, low, NAMESPACE).ratio() >= 0.75 or re.sub(r"[^a-z]", "", low) == NAMESPACE
-    )
-
-
-def _namespace_typo(key: str) -> str | None:
-    """The key meant by a bare `gpubench-suite` / `gpubnech_suite` (separator instead of ':'), or None."""
-    m = re.fullmatch(r"([A-Za-z]+)[-_.]([A-Za-z].*)", key)
-    if m and (m[1].lower() == NAMESPACE or _looks_like_namespace(m[1])):
-        return m[2]
-    return None
+    return difflib.SequenceMatcher(None, low, NAMESPACE).ratio() >= 0.75 or re.sub(r"[^a-z]", "", low) == NAMESPACE
 
 
 def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> None:

@@ -10,20 +10,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from infra import clouds
+from infra import clouds, images
 from infra.bundle import build_bundle, build_workload_bundle
 from infra.catalog import CatalogError
 from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
 from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
-from infra.images import (
-    PublicImage,
-    image_fix,
-    official_image_problems,
-    payload_image,
-    public_image,
-    workload_image,
-    workload_image_problems,
-)
 from infra.tags import project_id
 from payload.config import render_env
 from payload.money import plain_usd
@@ -41,7 +32,7 @@ class Launch:
     hourly_usd: float | None  # None when the catalog has no price for it
     image: str  # the container image the host runs
     warnings: tuple[str, ...]
-    public: PublicImage | None = None  # set when `image` is a public image running the code bundle
+    public: images.PublicImage | None = None  # set when `image` is a public image running the code bundle
 
     @property
     def provider(self) -> str:
@@ -77,7 +68,7 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}"
         )
     hourly = float(price.hourly_usd) if price is not None else None
-    public = None if cfg.payload_image else public_image(offering.image_generation)
+    public = None if cfg.payload_image else images.public_image(offering.image_generation)
     if public is not None and public.extra != "payload" and (cfg.backend or "tensorflow") != "tensorflow":
         raise ConfigError(
             "backend",
@@ -85,16 +76,20 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"image {public.image} (Keras 2): use tensorflow, or a prebuilt gpubench:payloadImage",
         )
     if public is not None and cfg.workload:
-        public = workload_image(cfg.workload) or public
+        public = images.workload_image(cfg.workload) or public
     if public is None:  # a prebuilt payload image: its maker chose its CUDA
-        image = payload_image(cfg.payload_image, offering.image_generation)
+        image = images.payload_image(cfg.payload_image, offering.image_generation)
     else:  # a container the GPU cannot run (infra.images) is refused before anything is spent
         image = public.image
-        found = official_image_problems(offering) if public.framework else workload_image_problems(offering, image)
+        found = (
+            images.official_image_problems(offering)
+            if public.framework
+            else images.workload_image_problems(offering, image)
+        )
         if found:
             raise ConfigError(
                 "offering",
-                f"no supported image for {offering.gpu.model} on {offering.id}: {'; '.join(found)}. {image_fix(offering)}",
+                f"no supported image for {offering.gpu.model} on {offering.id}: {'; '.join(found)}. {images.image_fix(offering)}",
             )
     return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
 
