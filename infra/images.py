@@ -149,10 +149,6 @@ HOSTS: dict[tuple[str, str], Host] = {
 }
 
 
-def _major(version: str) -> int:
-    return int(version.split(".")[0])
-
-
 def _version(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
@@ -168,7 +164,7 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
         return [f"no compatibility row for image {image}"]
     cuda, cudnn = framework.boot_gives or framework.ships
     for lib, loads, gives in (("cuDNN", framework.loads[1], cudnn), ("CUDA", framework.loads[0], cuda)):
-        if _major(gives) != _major(loads):
+        if _version(gives)[0] != _version(loads)[0]:
             found.append(f"{image}: TensorFlow {framework.tensorflow} loads {lib} {loads}, the image gives {gives}")
     return found + _host_and_gpu(host, compute_capability, cuda, image, f"TensorFlow {framework.tensorflow}")
 
@@ -176,7 +172,7 @@ def problems(cloud: str, generation: str, compute_capability: str | None, image:
 def _host_and_gpu(host: Host, compute_capability: str | None, cuda: str, image: str, who: str) -> list[str]:
     """What the host's driver and the image's CUDA build lack for this GPU."""
     found: list[str] = []
-    needed = MIN_DRIVER_FOR_CUDA[_major(cuda)]
+    needed = MIN_DRIVER_FOR_CUDA[_version(cuda)[0]]
     if host.driver_branch < needed:
         found.append(f"{host.image}: driver {host.driver_branch} < {needed}, which CUDA {cuda} needs ({CUDA_COMPAT})")
     if compute_capability is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,23 +92,15 @@ class Table:
         return self.rules[name]
 
 
-def _walk(value: Any, parts: list[str]) -> Iterator[Any]:
-    if not parts:
-        yield value
-        return
-    head, rest = parts[0], parts[1:]
-    many = head.endswith("[]")
-    key = head[:-2] if many else head
-    if not isinstance(value, Mapping) or value.get(key) is None:
-        return
-    inner = value[key]
-    for item in inner if many and isinstance(inner, list) else [inner]:
-        yield from _walk(item, rest)
-
-
-def values_at(inputs: Mapping[str, Any], path: str) -> list[Any]:
+def values_at(inputs: Any, path: str) -> list[Any]:
     """Every value at `path` (`tagSpecifications[].tags`) in a resource's inputs."""
-    return list(_walk(inputs, path.split(".")))
+    head, _, rest = path.partition(".")
+    key = head.removesuffix("[]")
+    if not isinstance(inputs, Mapping) or inputs.get(key) is None:
+        return []
+    inner = inputs[key]
+    items = inner if head.endswith("[]") and isinstance(inner, list) else [inner]
+    return [v for item in items for v in values_at(item, rest)] if rest else items
 
 
 def violations(table: Table, typ: str, name: str, inputs: Mapping[str, Any]) -> list[str]:
