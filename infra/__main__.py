@@ -9,15 +9,12 @@ if not __package__:  # run by path (the Pulumi language host): make `import infr
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _under_engine() -> bool:
-    try:
-        from pulumi.runtime.settings import get_monitor  # heavy, optional: the CLI runs without the infra extra
-    except ImportError:
-        return False
-    return get_monitor() is not None
+try:  # heavy, optional: the CLI runs without the infra extra
+    from pulumi.runtime.settings import get_monitor
+except ImportError:
+    get_monitor = None
 
-
-if _under_engine():
+if get_monitor is not None and get_monitor() is not None:
     import pulumi
 
     from infra import program

@@ -59,10 +59,6 @@ def bundle_sources(root: Path | None = None) -> dict[str, Path]:
     return {name: (packaging if name in PACKAGING else REPO) / name for name in INCLUDE}
 
 
-def _skipped(arcname: str) -> bool:
-    return bool(SKIP_PARTS & set(arcname.split("/"))) or arcname.endswith(SKIP_SUFFIXES)
-
-
 def _paths(sources: dict[str, Path]) -> list[tuple[str, Path]]:
     """(name in the bundle, file) pairs, ordered by name as path parts (the same order for any root)."""
     out: list[tuple[str, Path]] = []
@@ -71,19 +67,8 @@ def _paths(sources: dict[str, Path]) -> list[tuple[str, Path]]:
             out.append((name, p))
         elif p.is_dir():
             out.extend((f"{name}/{q.relative_to(p).as_posix()}", q) for q in p.rglob("*") if q.is_file())
-    return sorted((pair for pair in out if not _skipped(pair[0])), key=lambda pair: PurePosixPath(pair[0]))
-
-
-def _missing(sources: dict[str, Path], paths: list[tuple[str, Path]]) -> str | None:
-    """What a bundle cannot do without (the payload, and pyproject.toml to pip-install it), said with the fix."""
-    names = {arcname.split("/", 1)[0] for arcname, _ in paths}
-    for needed in ("payload", "pyproject.toml"):
-        if needed not in names:
-            return (
-                f"no {needed} at {sources[needed]} to build the code bundle from; run from a gpubench checkout, "
-                "or reinstall gpubench from a wheel of this version (it carries pyproject.toml in infra/project/)"
-            )
-    return None
+    kept = (pair for pair in out if not SKIP_PARTS & set(pair[0].split("/")) and not pair[0].endswith(SKIP_SUFFIXES))
+    return sorted(kept, key=lambda pair: PurePosixPath(pair[0]))
 
 
 def build_bundle(root: Path | None = None) -> Bundle:
@@ -91,8 +76,13 @@ def build_bundle(root: Path | None = None) -> Bundle:
     same sources, same bytes, same digest."""
     sources = bundle_sources(root)
     paths = _paths(sources)
-    if problem := _missing(sources, paths):
-        raise FileNotFoundError(problem)
+    names = {arcname.split("/", 1)[0] for arcname, _ in paths}
+    for needed in ("payload", "pyproject.toml"):  # what a bundle cannot do without (pyproject.toml: pip install)
+        if needed not in names:
+            raise FileNotFoundError(
+                f"no {needed} at {sources[needed]} to build the code bundle from; run from a gpubench checkout, "
+                "or reinstall gpubench from a wheel of this version (it carries pyproject.toml in infra/project/)"
+            )
     data, raw = _tar_gz([("gpubench/" + arcname, p.read_bytes(), 0o644) for arcname, p in paths])
     return Bundle(data, hashlib.sha256(raw).hexdigest()[:16], len(paths))
 

@@ -36,10 +36,10 @@ def _stacks_dir(write: bool):
     return mine if mine.is_dir() else stacks.STACKS_DIR
 
 
-def stacks_command(check: bool) -> int:
-    """`stacks`: write stacks/ from the catalog matrix, or with `check` say what is stale; an exit code."""
-    folder = _stacks_dir(write=not check)
-    if check:
+def cmd_stacks(args) -> int:
+    """`stacks`: write stacks/ from the catalog matrix, or with `--check` say what is stale."""
+    folder = _stacks_dir(write=not args.check)
+    if args.check:
         problems = stacks.check(load_catalog(), folder)
         for p in problems:
             print(p, file=sys.stderr)
@@ -53,43 +53,22 @@ def stacks_command(check: bool) -> int:
     return 0
 
 
-def preview_command(
-    stack: str | None,
-    *,
-    all_stacks: bool = False,
-    as_json: bool = False,
-    show_user_data: bool = True,
-    results: str | None = None,
-) -> int:
-    """`preview`: one stack (or every one) rendered under mocks, costs the deadline bound. `results` is
+def cmd_preview(args) -> int:
+    """`preview`: one stack (or every one) rendered under mocks, costs the deadline bound. `--table` is
     refused: infra never reads the results table (`gpubench preview` does)."""
     from infra import preview  # heavy: pulumi (infra.render); `stacks` and the pass-throughs run without it
 
-    if all_stacks == bool(stack):
+    if args.all == bool(args.stack):
         raise UsageError("preview needs exactly one of STACK or --all")
-    if results:
+    if args.results:
         raise UsageError(
-            f"`python -m infra preview` does not read results tables ({results}): "
-            f"run `gpubench preview {stack or '--all'} --table {results}` to estimate from collected runs"
+            f"`python -m infra preview` does not read results tables ({args.results}): "
+            f"run `gpubench preview {args.stack or '--all'} --table {args.results}` to estimate from collected runs"
         )
-    names = stacks.stack_names() if all_stacks else [stack]
-    text = preview.run(names, load_catalog(), as_json=as_json, single=not all_stacks, show_user_data=show_user_data)
-    print(text)
+    names = stacks.stack_names() if args.all else [args.stack]
+    catalog = load_catalog()
+    print(preview.run(names, catalog, as_json=args.json, single=not args.all, show_user_data=not args.no_user_data))
     return 0
-
-
-def cmd_stacks(args) -> int:
-    return stacks_command(args.check)
-
-
-def cmd_preview(args) -> int:
-    return preview_command(
-        args.stack,
-        all_stacks=args.all,
-        as_json=args.json,
-        show_user_data=not args.no_user_data,
-        results=getattr(args, "results", None),
-    )
 
 
 def cmd_pulumi(args) -> int:
@@ -144,13 +123,8 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _run(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    return args.func(args)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m infra`: every error through payload.entrypoint.guarded (a message, a documented exit code)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     with safe_terminal():  # nothing a bucket or a job wrote reaches the terminal raw (payload.terminal)
-        return guarded(lambda: _run(argv), prog="python -m infra")
+        return guarded(lambda: (args := parser().parse_args(argv)).func(args), prog="python -m infra")

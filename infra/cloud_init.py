@@ -37,15 +37,7 @@ _ENV_NAME = re.compile(r"^(GPUBENCH_[A-Z0-9_]+|AWS_DEFAULT_REGION)$")
 # infra/guest/'s scripts (shellcheck-clean as rendered) and units; @NAME@ placeholders: the constants above.
 GUEST_DIR = Path(__file__).with_name("guest")
 SCRIPTS = (
-    "event.sh",
-    "launch.sh",
-    "deadline.sh",
-    "boot-deadline.sh",
-    "run.sh",
-    "finish.sh",
-    "poweroff.sh",
-    "prepare-host.sh",
-    "end-run.sh",
+    "event.sh launch.sh deadline.sh boot-deadline.sh run.sh finish.sh poweroff.sh prepare-host.sh end-run.sh".split()
 )
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -56,24 +48,9 @@ def guest_file(name: str, **values: str) -> str:
     return _PLACEHOLDER.sub(lambda m: str(known[m[1]]), (GUEST_DIR / name).read_text())
 
 
-def guest_script(results_url: str) -> str:
-    """cloud.sh: `instance_id`, `upload` and `end_machine` of the results bucket's cloud
-    (guest/<cloud>.sh), else guest/local.sh."""
-    cloud = clouds.of_results(results_url)
-    return guest_file(f"{cloud.NAME if cloud else 'local'}.sh")
-
-
 def _file(path: str, content: str, permissions: str = "0755", owner: str | None = "root:root") -> dict:
     """One write_files entry (cloud-init's module: path, permissions, owner, content)."""
     return {"path": path, "permissions": permissions, **({"owner": owner} if owner else {}), "content": content}
-
-
-def _payload_unit(image: str, code: CodeBundle | None) -> str:
-    """guest/gpubench-payload.service: run.sh's arguments and the bundles fetched before it."""
-    fetched = [(CODE_ENV, CODE_DIR)] if code else []
-    fetched += [(WORKLOAD_ENV, WORKLOAD_DIR)] if code and code.workload else []
-    fetch = "".join(f"ExecStartPre={LIB_DIR}/fetch-code.sh {env} {folder}\n" for env, folder in fetched)
-    return guest_file(UNIT, IMAGE=image, FETCH=fetch, RUN_ARGS=" ".join([image, *(folder for _, folder in fetched)]))
 
 
 @dataclass(frozen=True)
@@ -86,20 +63,16 @@ class CodeBundle:
     copy: str
     extra: str = "payload"
     install: str = "package"  # install-payload.sh's mode: "package", or "requirements" (infra.images)
-    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax, tensorflow[and-cuda]==... (infra.compat)
+    backend_packages: str = ""  # e.g. jax[cuda12] for --backend jax, tensorflow[and-cuda]==... (infra.images)
     settings: Mapping[str, str] = field(default_factory=dict)
     workload: tuple[str, str] | None = None  # (URL, sha256) of the workload bundle, if the stack runs one
 
-    def env_text(self) -> str:
-        """code.env: what fetch-code.sh fetches and how run.sh installs it."""
-        install = {"CODE_INSTALL": self.install, "CODE_EXTRA": self.extra}
-        return self._env(self.url, self.sha256, {**install, "CODE_BACKEND_PACKAGES": self.backend_packages})
-
-    def workload_env_text(self) -> str:
-        """workload.env: the same fetch for the workload bundle (spec + workdir)."""
-        if self.workload is None:
-            raise ValueError("this launch has no workload bundle")
-        return self._env(*self.workload, {})
+    def env_texts(self) -> dict[str, str]:
+        """code.env (what fetch-code.sh fetches and how run.sh installs it), and workload.env, the same
+        fetch for the workload bundle (spec + workdir), by path."""
+        install = dict(CODE_INSTALL=self.install, CODE_EXTRA=self.extra, CODE_BACKEND_PACKAGES=self.backend_packages)
+        texts = {CODE_ENV: self._env(self.url, self.sha256, install)}
+        return {**texts, WORKLOAD_ENV: self._env(*self.workload, {})} if self.workload else texts
 
     def _env(self, url: str, sha256: str, install: Mapping[str, str]) -> str:
         if not re.fullmatch(r"[0-9a-f]{64}", sha256):
@@ -160,15 +133,21 @@ def render_user_data(launch: PayloadLaunch) -> str:
         raise ValueError("GPUBENCH_DEADLINE is required: the in-guest shutdown uses it")
     code = launch.code
     scripts = {name: guest_file(name) for name in SCRIPTS}
-    scripts["cloud.sh"] = guest_script(str(env.get("GPUBENCH_RESULTS", "")))
+    # cloud.sh: `instance_id`, `upload` and `end_machine` of the results bucket's cloud (guest/<cloud>.sh)
+    cloud = clouds.of_results(str(env.get("GPUBENCH_RESULTS", "")))
+    scripts["cloud.sh"] = guest_file(f"{cloud.NAME if cloud else 'local'}.sh")
     # infra/install-payload.sh: payload/Dockerfile.legacy runs the same file
     scripts["install-payload.sh"] = Path(__file__).with_name("install-payload.sh").read_text()
     files = [_file(ENV_FILE, env_file(env), "0600"), *(_file(f"{LIB_DIR}/{n}", body) for n, body in scripts.items())]
-    if code:
-        files.append(_file(CODE_ENV, code.env_text(), "0600"))
-        files.append(_file(f"{LIB_DIR}/fetch-code.sh", guest_file("fetch-code.sh", COPY=code.copy.strip())))
-        files += [_file(WORKLOAD_ENV, code.workload_env_text(), "0600")] if code.workload else []
-    units = {UNIT: _payload_unit(launch.image, code), POWEROFF_UNIT: guest_file(POWEROFF_UNIT)}
+    envs = code.env_texts() if code else {}  # code.env, then workload.env: the bundles fetched before the run
+    folders = {CODE_ENV: CODE_DIR, WORKLOAD_ENV: WORKLOAD_DIR}
+    for path, text in envs.items():
+        files.append(_file(path, text, "0600"))
+        if path == CODE_ENV:
+            files.append(_file(f"{LIB_DIR}/fetch-code.sh", guest_file("fetch-code.sh", COPY=code.copy.strip())))
+    fetch = "".join(f"ExecStartPre={LIB_DIR}/fetch-code.sh {env} {folders[env]}\n" for env in envs)
+    unit = guest_file(UNIT, IMAGE=launch.image, FETCH=fetch, RUN_ARGS=" ".join([launch.image, *map(folders.get, envs)]))
+    units = {UNIT: unit, POWEROFF_UNIT: guest_file(POWEROFF_UNIT)}
     files += [_file(f"/etc/systemd/system/{name}", text, "0644", owner=None) for name, text in units.items()]
     doc = {
         "write_files": files,

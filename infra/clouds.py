@@ -26,14 +26,10 @@ from types import ModuleType
 NAMES: tuple[str, ...] = ("aws", "gcp")
 
 
-class UnknownCloud(ValueError):
-    """A provider name that has no folder under infra/."""
-
-
 def get(name: str) -> ModuleType:
     """The provider package for `name`; a clear error for anything else."""
     if name not in NAMES:
-        raise UnknownCloud(f"unknown cloud {name!r}; gpubench supports: {', '.join(NAMES)}")
+        raise ValueError(f"unknown cloud {name!r}; gpubench supports: {', '.join(NAMES)}")
     return importlib.import_module(f"infra.{name}")
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from infra import clouds
 from infra.provider_rules import table_of
-from infra.schedule_expr import ScheduleError, parse_schedule
+from infra.schedule_expr import parse_schedule
 from infra.tags import MAX_HOURS_BOUNDS
 from payload.benchmarks import REGISTRY
 from payload.config import ALL_REDUCES, BACKENDS
@@ -191,16 +191,6 @@ def _cidr(raw: Any) -> str:
 SSH_MAX_WIDTH = {4: 16, 6: 48}
 
 
-def _check_ssh_width(cidr: str | None, allowed: bool) -> None:
-    net = ipaddress.ip_network(cidr) if cidr and not allowed else None
-    if net and net.prefixlen < (limit := SSH_MAX_WIDTH[net.version]):
-        raise ConfigError(
-            "sshCidr",
-            f"{cidr} is wider than /{limit} (IPv{net.version}); use your own address (e.g. 203.0.113.7/32), "
-            "or set gpubench:allowWideSsh: true if you mean it",
-        )
-
-
 def _results(raw: Any) -> str:
     """A bucket URL (payload.results_location) or `stack:<results stack>`; the prefix must be shell-safe."""
     text = nonempty_str(raw)
@@ -256,13 +246,6 @@ def _root_gb(raw: Any) -> int:
     return value
 
 
-def _schedule(raw: Any) -> str:
-    try:
-        return parse_schedule(nonempty_str(raw)).text
-    except ScheduleError as exc:
-        raise ValueError(str(exc)) from None
-
-
 def _workload_spec(raw: Any) -> str:
     """The absolute path of a workload spec (relative to the current directory), checked before any launch."""
     text = nonempty_str(raw)
@@ -292,7 +275,7 @@ def checked(typ: Any, check: Callable[[Any], Any]) -> Any:
 Text = checked(str, nonempty_str)
 Flag = checked(bool, _bool)
 PositiveInt = checked(int, _positive_int)
-Schedule = checked(str, _schedule)
+Schedule = checked(str, lambda raw: parse_schedule(nonempty_str(raw)).text)  # a ScheduleError is a ValueError
 Image = checked(str, _image)
 Benchmarks = checked(tuple[str, ...], benchmark_names)
 Params = checked(str, params_text)
@@ -374,7 +357,13 @@ class BenchmarkConfig(StackConfig):
             )
         if self.epochs and self.steps:
             raise ConfigError("steps", "gpubench:epochs and gpubench:steps are mutually exclusive; set one")
-        _check_ssh_width(self.ssh_cidr, self.allow_wide_ssh)
+        net = ipaddress.ip_network(self.ssh_cidr) if self.ssh_cidr and not self.allow_wide_ssh else None
+        if net and net.prefixlen < (limit := SSH_MAX_WIDTH[net.version]):
+            raise ConfigError(
+                "sshCidr",
+                f"{self.ssh_cidr} is wider than /{limit} (IPv{net.version}); use your own address "
+                "(e.g. 203.0.113.7/32), or set gpubench:allowWideSsh: true if you mean it",
+            )
         return self
 
     def zone_setting(self) -> tuple[str | None, str | None]:
@@ -438,12 +427,6 @@ MODELS = {
 }
 
 
-def keys_of(stack_type: str) -> list[str]:
-    """The config keys a stack kind reads (a benchmark stack reads all a recurring one does but `every`)."""
-    keys = MODELS[stack_type].config_keys()
-    return [k for k in keys if k != "every"] if stack_type == "benchmark" else keys
-
-
 def validated(model: type[BaseModel], values: Mapping[str, Any]) -> Any:
     """`model` built from `values`; its first ValidationError as the ConfigError naming the key and the fix."""
     try:
@@ -503,28 +486,19 @@ def split_key(full: str) -> tuple[str, str]:
     (`gpubnech:suite`, `gpubench-suite`) is a ConfigError, so a setting never silently falls back."""
     ns, _, key = full.rpartition(":")
     if ns == "":
-        if typo := _namespace_typo(key):  # `gpubench-suite`, `gpubench.suite`: the ':' got lost
-            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{typo}?")
+        m = re.fullmatch(r"([A-Za-z]+)[-_.]([A-Za-z].*)", key)  # `gpubench-suite`, `gpubnech_suite`: ':' got lost
+        if m and _near_namespace(m[1]):
+            raise ConfigError(full, f"unknown key {full!r}. Did you mean {NAMESPACE}:{m[2]}?")
         return NAMESPACE, key
-    if _looks_like_namespace(ns):
+    if ns != NAMESPACE and _near_namespace(ns):
         raise ConfigError(full, f"namespace {ns!r} looks like a typo. Did you mean {NAMESPACE}:{key}?")
     return ns, key
 
 
-def _looks_like_namespace(ns: str) -> bool:
-    """`gpubnech`, `gpubench-x`, `GPUBench`: close to `gpubench` but not it (difflib ratio >= 0.75)."""
+def _near_namespace(ns: str) -> bool:
+    """`gpubnech`, `gpubench-x`, `GPUBench` (or `gpubench`): close to `gpubench` (difflib ratio >= 0.75)."""
     low = ns.lower()
-    return ns != NAMESPACE and (
-        difflib.SequenceMatcher(None, low, NAMESPACE).ratio() >= 0.75 or re.sub(r"[^a-z]", "", low) == NAMESPACE
-    )
-
-
-def _namespace_typo(key: str) -> str | None:
-    """The key meant by a bare `gpubench-suite` / `gpubnech_suite` (separator instead of ':'), or None."""
-    m = re.fullmatch(r"([A-Za-z]+)[-_.]([A-Za-z].*)", key)
-    if m and (m[1].lower() == NAMESPACE or _looks_like_namespace(m[1])):
-        return m[2]
-    return None
+    return difflib.SequenceMatcher(None, low, NAMESPACE).ratio() >= 0.75 or re.sub(r"[^a-z]", "", low) == NAMESPACE
 
 
 def reject_unknown(keys: Iterable[str], allowed: Iterable[str], kind: str) -> None:
@@ -553,7 +527,8 @@ def parse_config(raw: Mapping[str, Any], stack: str) -> BenchmarkConfig | Result
         stack_type = _choice(STACK_TYPES, ours.get("stackType", "benchmark"))
     except ValueError as exc:
         raise ConfigError("stackType", str(exc)) from None
-    reject_unknown(ours, keys_of(stack_type), stack_type)
+    keys = MODELS[stack_type].config_keys()  # a benchmark stack reads all a recurring one does but `every`
+    reject_unknown(ours, [k for k in keys if stack_type != "benchmark" or k != "every"], stack_type)
     given = {k: v for k, v in ours.items() if v is not None}
     if given.get("workload") is not None and "suite" in given:
         raise ConfigError(

@@ -6,17 +6,16 @@ from __future__ import annotations
 import tempfile
 import warnings as pywarnings
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from infra import clouds
+from infra import clouds, images
 from infra.bundle import build_bundle, build_workload_bundle
 from infra.catalog import CatalogError
 from infra.cloud_init import CodeBundle, PayloadLaunch, boot_deadline, render_user_data
-from infra.compat import image_fix, workload_image_problems
 from infra.config import CLOUD_WORKLOAD_SPEC, BenchmarkConfig, ConfigError, check_against_offering
-from infra.images import PublicImage, official_image_problems, payload_image, public_image, workload_image
-from infra.tags import TAG_KEYS, project_id  # noqa: F401  (the keys tag_values fills, plus expires-at)
+from infra.tags import project_id
 from payload.config import render_env
 from payload.money import plain_usd
 from payload.timestamps import parse_time, stamp
@@ -33,7 +32,7 @@ class Launch:
     hourly_usd: float | None  # None when the catalog has no price for it
     image: str  # the container image the host runs
     warnings: tuple[str, ...]
-    public: PublicImage | None = None  # set when `image` is a public image running the code bundle
+    public: images.PublicImage | None = None  # set when `image` is a public image running the code bundle
 
     @property
     def provider(self) -> str:
@@ -69,7 +68,7 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"region {region} is not one the catalog lists for {offering.id}: {', '.join(offering.regions)}"
         )
     hourly = float(price.hourly_usd) if price is not None else None
-    public = None if cfg.payload_image else public_image(offering.image_generation)
+    public = None if cfg.payload_image else images.public_image(offering.image_generation)
     if public is not None and public.extra != "payload" and (cfg.backend or "tensorflow") != "tensorflow":
         raise ConfigError(
             "backend",
@@ -77,44 +76,22 @@ def resolve(cfg: BenchmarkConfig, catalog: Any) -> Launch:
             f"image {public.image} (Keras 2): use tensorflow, or a prebuilt gpubench:payloadImage",
         )
     if public is not None and cfg.workload:
-        public = workload_image(cfg.workload) or public
-    _check_image(offering, public)
-    image = payload_image(cfg.payload_image, offering.image_generation) if cfg.payload_image else public.image
-    return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
-
-
-def _check_image(offering: Any, public: PublicImage | None) -> None:
-    """Refuse a container the GPU cannot run (infra.compat) before anything is spent; a prebuilt payload
-    image's maker chose its CUDA."""
-    if public is None:
-        return
-    found = official_image_problems(offering) if public.framework else workload_image_problems(offering, public.image)
-    if found:
-        problems = "; ".join(found)
-        raise ConfigError(
-            "offering",
-            f"no supported image for {offering.gpu.model} on {offering.id}: {problems}. {image_fix(offering)}",
+        public = images.workload_image(cfg.workload) or public
+    if public is None:  # a prebuilt payload image: its maker chose its CUDA
+        image = images.payload_image(cfg.payload_image, offering.image_generation)
+    else:  # a container the GPU cannot run (infra.images) is refused before anything is spent
+        image = public.image
+        found = (
+            images.official_image_problems(offering)
+            if public.framework
+            else images.workload_image_problems(offering, image)
         )
-
-
-def _price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> Any:
-    """Newest price for the market; spot falls back to on-demand with a warning (retirement is warned
-    about by resolve, so the catalog's RetiredOfferingWarning is silenced)."""
-    with pywarnings.catch_warnings():
-        pywarnings.simplefilter("ignore")
-        try:
-            return catalog.price(offering_id, market=market)
-        except CatalogError as exc:
-            first = str(exc)
-        if market != "on-demand":
-            try:
-                quote = catalog.price(offering_id, market="on-demand")
-                warnings.append(f"no spot price ({first}); estimating with the on-demand price")
-                return quote
-            except CatalogError:
-                pass
-        warnings.append(f"no price in the catalog ({first}); cost unknown, tags say 'unknown'")
-        return None
+        if found:
+            raise ConfigError(
+                "offering",
+                f"no supported image for {offering.gpu.model} on {offering.id}: {'; '.join(found)}. {images.image_fix(offering)}",
+            )
+    return Launch(cfg, offering, price, on_demand, hourly, image, tuple(warnings), public)
 
 
 def zone_of(cfg: BenchmarkConfig) -> str | None:
@@ -137,9 +114,7 @@ def zone_or_first(cfg: BenchmarkConfig, offering: Any) -> str:
     raise ValueError(f"{offering.id} lists no zones; set gpubench:zone")
 
 
-def fmt_usd(value: float | None) -> str:
-    """A price as a tag value and payload option: up to 4 decimals, 'unknown' without one."""
-    return plain_usd(value, missing="unknown")
+fmt_usd = partial(plain_usd, missing="unknown")  # a price as a tag value and payload option
 
 
 def launch_id_of(deadline: str) -> str:
@@ -192,37 +167,25 @@ def code_uploads(launch: Launch) -> list[tuple[str, str, tuple[str, str]]]:
     return [(name, prefix, (b.sha256, str(b.write_to(cache, prefix)))) for name, prefix, b in bundles]
 
 
-def code_bundle(launch: Launch, urls: str, copy: str, settings: dict[str, str] | None = None) -> CodeBundle | None:
-    """How the guest fetches and installs the bundles ("URL#sha256", space-separated, a workload's second)
-    into the public image; None with a prebuilt payloadImage (no URLs)."""
-    if not urls:
-        return None
-    assert launch.public is not None, "a prebuilt payload image carries its own code"
-    (url, sha256), *workload = (u.partition("#")[::2] for u in urls.split(" "))
-    return CodeBundle(
-        url=url,
-        sha256=sha256,
-        copy=copy,
-        extra=launch.public.extra,
-        install=launch.public.install,
-        backend_packages=launch.public.packages_for(launch.cfg.backend or "tensorflow"),
-        settings=settings or {},
-        workload=workload[0] if workload else None,
-    )
-
-
 def guest_user_data(
     launch: Launch, results_url: str, code_urls: str, copy: str, deadline: str | None = None, settings=None
 ) -> str:
     """The cloud-init of one run. A recurring stack has no `deadline`: a placeholder passes the payload's
-    option check, and the guest replaces it with boot time + maxHours before anything reads it."""
+    option check, and the guest replaces it with boot time + maxHours before anything reads it. `code_urls`:
+    the bundles the guest fetches into the public image ("URL#sha256", space-separated, a workload's second;
+    empty with a prebuilt payloadImage)."""
     if deadline:
         env = payload_env(launch, results_url, deadline, launch_id=launch_id_of(deadline))
     else:
         env = payload_env(launch, results_url, "2000-01-01T00:00:00Z")
         env["GPUBENCH_DEADLINE"] = boot_deadline(launch.cfg.max_hours)
-    env = {**env, **(settings or {})}
-    return render_user_data(PayloadLaunch(launch.image, env, code_bundle(launch, code_urls, copy, settings)))
+    code = None
+    if code_urls:
+        (url, sha256), *workload = (u.partition("#")[::2] for u in code_urls.split(" "))
+        public = launch.public
+        packages = public.packages_for(launch.cfg.backend or "tensorflow")
+        code = CodeBundle(url, sha256, copy, public.extra, public.install, packages, settings or {}, *workload[:1])
+    return render_user_data(PayloadLaunch(launch.image, {**env, **(settings or {})}, code))
 
 
 def offering_options(offering: Any, market: str, price: Any, on_demand: Any = None) -> dict[str, Any]:
@@ -243,9 +206,23 @@ def offering_options(offering: Any, market: str, price: Any, on_demand: Any = No
 
 
 def launch_price(catalog: Any, offering_id: str, market: str, warnings: list[str]) -> tuple[Any, Any]:
-    """(price of the market, on-demand price for a spot launch), each None when the catalog has none."""
-    on_demand = _price(catalog, offering_id, "on-demand", []) if market == "spot" else None
-    return _price(catalog, offering_id, market, warnings), on_demand
+    """(price of the market, on-demand price for a spot launch), each None when the catalog has none; spot
+    falls back to on-demand with a warning (resolve warns of retirement: RetiredOfferingWarning is silenced)."""
+    quotes, why = {}, {}
+    with pywarnings.catch_warnings():
+        pywarnings.simplefilter("ignore")
+        for m in dict.fromkeys((market, "on-demand")):
+            try:
+                quotes[m] = catalog.price(offering_id, market=m)
+            except CatalogError as exc:
+                why[m] = str(exc)
+    if market in why:
+        warnings.append(
+            f"no spot price ({why[market]}); estimating with the on-demand price"
+            if "on-demand" in quotes
+            else f"no price in the catalog ({why[market]}); cost unknown, tags say 'unknown'"
+        )
+    return quotes.get(market, quotes.get("on-demand")), quotes.get("on-demand") if market == "spot" else None
 
 
 def tag_values(launch: Launch) -> dict[str, str]:

@@ -46,7 +46,11 @@ def preview_stack(
     summary: dict[str, Any] = {
         **{"stack": name, "stack_type": cfg.stack_type, "offering": None, "market": None, "hourly_usd": 0.0},
         **{"deadline_hours": None, "deadline": rendered.exports.get("deadline"), "user_data": rendered.user_data},
-        "resources": [r.to_json() for r in rendered.resources if r.custom],
+        "resources": [
+            {"type": r.type, "name": r.name, "protect": r.protect, "inputs": r.inputs}
+            for r in rendered.resources
+            if r.custom
+        ],
         **{"exports": rendered.exports, "warnings": list(rendered.warnings), "estimated_cost": []},
     }
     if isinstance(cfg, BenchmarkConfig):
@@ -63,16 +67,6 @@ def preview_stack(
         }
     summary["render_seconds"] = round(time.perf_counter() - started, 4)
     return summary
-
-
-def _preview_or_refusal(name: str, catalog: Any, measured: MeasuredRuns | None, single: bool) -> dict[str, Any]:
-    """One stack's preview; of several, a stack the checks refuse is listed with its error."""
-    try:
-        return preview_stack(name, catalog, measured)
-    except ConfigError as exc:
-        if single:
-            raise
-        return {"stack": name, "error": str(exc)}
 
 
 def _short(value: Any, width: int = 110) -> str:
@@ -116,7 +110,14 @@ def run(
     show_user_data: bool = True,
     measured: MeasuredRuns | None = None,
 ) -> str:
-    summaries = [_preview_or_refusal(n, catalog, measured, single) for n in names]
+    summaries = []
+    for name in names:
+        try:
+            summaries.append(preview_stack(name, catalog, measured))
+        except ConfigError as exc:  # of several, a stack the checks refuse is listed with its error
+            if single:
+                raise
+            summaries.append({"stack": name, "error": str(exc)})
     if as_json:
         return json.dumps(summaries[0] if single else summaries, indent=2, sort_keys=True, default=str)
     return "\n\n".join(format_text(s, show_user_data) for s in summaries)

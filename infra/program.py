@@ -3,7 +3,7 @@ config, build the provider's component for its kind, export its outputs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -12,14 +12,6 @@ from pulumi.runtime import config as runtime_config
 from infra import clouds
 from infra.config import BenchmarkConfig, parse_config
 from infra.launch import resolve
-
-
-def component_for(provider: str, kind: str) -> Callable[..., pulumi.ComponentResource]:
-    """The cloud's component for a stack kind ("benchmark" | "recurring" | "results" | "sweeper"); add a cloud under infra/<cloud>/."""
-    builders = clouds.get(provider).components()
-    if kind not in builders:
-        raise ValueError(f"{provider} has no component for {kind} stacks; it has: {', '.join(sorted(builders))}")
-    return builders[kind]
 
 
 def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.ComponentResource:
@@ -32,8 +24,10 @@ def run(raw_config: Mapping[str, Any], stack: str, catalog: Any) -> pulumi.Compo
             pulumi.log.warn(warning)
     else:  # results and sweeper stacks name their provider
         key, subject = (cfg.provider, cfg.stack_type), cfg
-    build = component_for(*key)
-    component = build(stack, subject)
+    builders = clouds.get(key[0]).components()  # the cloud's component for a stack kind
+    if key[1] not in builders:
+        raise ValueError(f"{key[0]} has no component for {key[1]} stacks; it has: {', '.join(sorted(builders))}")
+    component = builders[key[1]](stack, subject)
     for name, value in component.outputs.items():
         pulumi.export(name, value)
     return component

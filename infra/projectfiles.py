@@ -86,35 +86,21 @@ def user_or_shipped(path: str | Path) -> Path:
     return shipped if shipped.exists() else given
 
 
-def _write_pulumi_yaml(project: Path) -> None:
-    """The shipped Pulumi.yaml, `main` at the installed program; an existing one keeps the user's other keys."""
-    target = project / "Pulumi.yaml"
-    main = os.path.relpath(Path(__file__).resolve().parent, project)  # the installed `infra` program
-    source = target if target.is_file() else BUNDLED / "Pulumi.yaml"
-    doc = read_yaml(source) or {}
-    if source == target and doc.get("main") == main:
-        return
-    doc["main"] = main
-    doc["stackConfigDir"] = "stacks"
-    target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-
-
-def _copy_missing_stacks(project: Path) -> None:
-    """Every shipped stack file the user copy lacks; never one the user already has."""
-    mine = project / "stacks"
-    mine.mkdir(parents=True, exist_ok=True)
-    for shipped in sorted((BUNDLED / "stacks").glob("Pulumi.*.yaml")):
-        if not (mine / shipped.name).exists():
-            shutil.copyfile(shipped, mine / shipped.name)
-
-
 def ensure_user_project() -> Path:
     """The user copy, made or brought up to date (nothing overwritten); its creation is said on stderr."""
     project = user_project_dir()
-    created = not (project / "Pulumi.yaml").is_file()
-    project.mkdir(parents=True, exist_ok=True)
-    _write_pulumi_yaml(project)
-    _copy_missing_stacks(project)
+    target = project / "Pulumi.yaml"
+    created = not target.is_file()
+    (project / "stacks").mkdir(parents=True, exist_ok=True)
+    # The shipped Pulumi.yaml, `main` at the installed program; an existing one keeps the user's other keys.
+    main = os.path.relpath(Path(__file__).resolve().parent, project)  # the installed `infra` program
+    doc = read_yaml(BUNDLED / "Pulumi.yaml" if created else target) or {}
+    if created or doc.get("main") != main:
+        doc |= {"main": main, "stackConfigDir": "stacks"}
+        target.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    for shipped in sorted((BUNDLED / "stacks").glob("Pulumi.*.yaml")):  # never one the user already has
+        if not (project / "stacks" / shipped.name).exists():
+            shutil.copyfile(shipped, project / "stacks" / shipped.name)
     if created:
         print(
             f"gpubench: created your Pulumi project in {project} (stack files copied from the install; "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,16 +50,15 @@ class Rule:
             why = f"is {size} {unit}, allowed {self.min_len}..{self.max_len}"
         elif self.pattern is not None and not self.pattern.fullmatch(text):
             why = f"does not match {self.pattern.pattern}"
-        elif self.categories and (bad := [c for c in text if not self._char_ok(c)]):
+        elif self.categories and (
+            bad := [c for c in text if c not in self.extra and unicodedata.category(c)[0] not in self.categories]
+        ):
             why = f"holds {''.join(sorted(set(bad)))!r}, outside {self.says}"
         elif any(text.lower().startswith(p) for p in self.forbidden_prefixes):
             why = f"starts with a reserved prefix ({', '.join(self.forbidden_prefixes)})"
         elif text in self.forbidden:
             why = "is a reserved value"
         return None if why is None else f"{self.what} {text[:80]!r} {why} ({self.source})"
-
-    def _char_ok(self, char: str) -> bool:
-        return char in self.extra or unicodedata.category(char)[0] in self.categories
 
 
 @dataclass(frozen=True)
@@ -93,23 +92,15 @@ class Table:
         return self.rules[name]
 
 
-def _walk(value: Any, parts: list[str]) -> Iterator[Any]:
-    if not parts:
-        yield value
-        return
-    head, rest = parts[0], parts[1:]
-    many = head.endswith("[]")
-    key = head[:-2] if many else head
-    if not isinstance(value, Mapping) or value.get(key) is None:
-        return
-    inner = value[key]
-    for item in inner if many and isinstance(inner, list) else [inner]:
-        yield from _walk(item, rest)
-
-
-def values_at(inputs: Mapping[str, Any], path: str) -> list[Any]:
+def values_at(inputs: Any, path: str) -> list[Any]:
     """Every value at `path` (`tagSpecifications[].tags`) in a resource's inputs."""
-    return list(_walk(inputs, path.split(".")))
+    head, _, rest = path.partition(".")
+    key = head.removesuffix("[]")
+    if not isinstance(inputs, Mapping) or inputs.get(key) is None:
+        return []
+    inner = inputs[key]
+    items = inner if head.endswith("[]") and isinstance(inner, list) else [inner]
+    return [v for item in items for v in values_at(item, rest)] if rest else items
 
 
 def violations(table: Table, typ: str, name: str, inputs: Mapping[str, Any]) -> list[str]:

@@ -10,9 +10,10 @@ import atexit
 import datetime as dt
 import gc
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pulumi
@@ -38,9 +39,6 @@ class ResourceRecord:
     inputs: dict[str, Any]
     dependencies: tuple[str, ...] = ()  # URNs it waits for (depends_on and the inputs' resources)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "protect": self.protect, "inputs": self.inputs}
-
 
 @dataclass
 class Rendered:
@@ -60,12 +58,12 @@ class Rendered:
 
     @property
     def user_data(self) -> str | None:
-        for r in self.resources:
-            for cloud in clouds.all_clouds():
-                found = cloud.preview_mocks().user_data_of(r.type, r.inputs)
-                if found is not None:
-                    return found
-        return None
+        return next((u for r in self.resources if (u := _ask("user_data_of", r.type, r.inputs)) is not None), None)
+
+
+def _ask(method: str, *args: Any) -> Any:
+    """The first answer (not None) of the clouds' preview mocks to `method(*args)`."""
+    return next((a for c in clouds.all_clouds() if (a := getattr(c.preview_mocks(), method)(*args)) is not None), None)
 
 
 def fake_id(*parts: str) -> str:
@@ -81,50 +79,37 @@ class _Mocks(pmocks.Mocks):
         self.records: dict[str, dict[str, Any]] = {}
 
     def _computed(self, typ: str, name: str, inputs: dict[str, Any], rid: str) -> dict[str, Any]:
-        for cloud in clouds.all_clouds():
-            found = cloud.preview_mocks().computed(typ, name, inputs, rid)
-            if found is not None:
-                return found
-        extra: dict[str, Callable[[], dict[str, Any]]] = {
-            "time:index/offset:Offset": lambda: self._offset(inputs),
-            "pulumi:pulumi:StackReference": lambda: self._stack_reference(inputs),
-        }
-        return extra.get(typ, dict)()
-
-    def _offset(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        moment = self.now + dt.timedelta(
-            minutes=float(inputs.get("offsetMinutes") or 0), hours=float(inputs.get("offsetHours") or 0)
-        )
-        return {
-            "baseRfc3339": iso(self.now, seconds=True),
-            "rfc3339": iso(moment, seconds=True),
-            "unix": int(moment.timestamp()),
-        }
-
-    @staticmethod
-    def _stack_reference(inputs: dict[str, Any]) -> dict[str, Any]:
-        ref = str(inputs.get("name", ""))
-        provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
-        bucket = f"gpubench-results-{provider}-mock"
-        scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
-        return {
-            "name": ref,
-            "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}{bucket}"},
-            "secretOutputNames": [],
-        }
+        if (found := _ask("computed", typ, name, inputs, rid)) is not None:
+            return found
+        if typ == "time:index/offset:Offset":
+            hours = float(inputs.get("offsetHours") or 0)
+            moment = self.now + dt.timedelta(minutes=float(inputs.get("offsetMinutes") or 0), hours=hours)
+            return {
+                "baseRfc3339": iso(self.now, seconds=True),
+                "rfc3339": iso(moment, seconds=True),
+                "unix": int(moment.timestamp()),
+            }
+        if typ == "pulumi:pulumi:StackReference":
+            ref = str(inputs.get("name", ""))
+            provider = ref.rsplit("/", 1)[-1].split("-", 1)[0]
+            bucket = f"gpubench-results-{provider}-mock"
+            scheme = clouds.get(provider).RESULTS_SCHEME if clouds.is_cloud(provider) else "file://"
+            return {
+                "name": ref,
+                "outputs": {"bucketName": bucket, "resultsUrl": f"{scheme}{bucket}"},
+                "secretOutputNames": [],
+            }
+        return {}
 
     def new_resource(self, args: pmocks.MockResourceArgs):
         rid = fake_id(self.stack, args.typ, args.name)
-        outputs = dict(args.inputs)
-        outputs.update(self._computed(args.typ, args.name, args.inputs, rid))
+        outputs = {**args.inputs, **self._computed(args.typ, args.name, args.inputs, rid)}
         self.records[f"{args.typ}::{args.name}"] = dict(args.inputs)
         return f"{args.name}-{rid[:8]}", outputs
 
     def call(self, args: pmocks.MockCallArgs):
-        for cloud in clouds.all_clouds():
-            found = cloud.preview_mocks().call(args.token, dict(args.args))
-            if found is not None:
-                return found, []
+        if (found := _ask("call", args.token, dict(args.args))) is not None:
+            return found, []
         raise KeyError(f"offline preview has no mock for {args.token}")
 
 
@@ -144,23 +129,6 @@ class _Monitor(pmocks.MockMonitor):
         return super().RegisterResource(request)
 
 
-class _Logger:
-    """Collects pulumi.log warnings instead of printing them."""
-
-    def __init__(self):
-        self.warnings: list[str] = []
-
-    def debug(self, msg, *a):
-        pass
-
-    info = debug
-
-    def warning(self, msg, *a):
-        self.warnings.append(str(msg))
-
-    error = warning
-
-
 def _close_event_loop() -> None:
     """Close the mocks' event loops (the runtime may make several) while the interpreter is whole: at
     shutdown a loop's self-pipe may be gone and print "Exception ignored" (`preview ... | head`)."""
@@ -172,17 +140,15 @@ def _close_event_loop() -> None:
             pass
 
 
-_LOOP_CLOSER: list[bool] = []
-
-
 def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.datetime | None = None) -> Rendered:
     """Run the Pulumi program for one stack under mocks and return what it registered."""
-    if not _LOOP_CLOSER:  # once per process, by the first render: only a render makes event loops
-        atexit.register(_close_event_loop)
-        _LOOP_CLOSER.append(True)
+    atexit.unregister(_close_event_loop)  # registered once per process: only a render makes event loops
+    atexit.register(_close_event_loop)
     mocks = _Mocks(stack, now or _PROCESS_NOW)
     monitor = _Monitor(mocks)
-    logger = _Logger()
+    warnings: list[str] = []  # pulumi.log warnings and errors, collected instead of printed
+    quiet, collect = (lambda msg, *a: None), (lambda msg, *a: warnings.append(str(msg)))
+    logger = SimpleNamespace(debug=quiet, info=quiet, warning=collect, error=collect)
     psettings.ROOT.set(None)
     pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor, logger=logger)  # type: ignore[arg-type]
     psettings.SETTINGS.rpc_manager.clear()
@@ -190,8 +156,8 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
     holder: dict[str, Any] = {}
 
     async def _collect() -> None:
-        component = program.run(raw_config, stack, catalog)
-        holder["exports"] = await _resolve(component.outputs)
+        outputs = program.run(raw_config, stack, catalog).outputs
+        holder["exports"] = {key: await pulumi.Output.from_input(value).future() for key, value in outputs.items()}
 
     _sync_await(run_pulumi_func(_collect))
     resources = [
@@ -200,11 +166,7 @@ def render(stack: str, raw_config: Mapping[str, Any], catalog: Any, now: dt.date
     ]
     # Registration order depends on the event loop; sort so output is stable run to run.
     resources.sort(key=lambda r: (r.custom, r.type, r.name))
-    return Rendered(stack, resources, holder.get("exports", {}), logger.warnings)
-
-
-async def _resolve(outputs: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: await pulumi.Output.from_input(value).future() for key, value in outputs.items()}
+    return Rendered(stack, resources, holder.get("exports", {}), warnings)
 
 
 def _plain(value: Any) -> Any:

@@ -40,19 +40,13 @@ def journal_prefix_beside(run_prefix: str) -> str:
     raise ValueError(f"{run_prefix!r} is not a stack's run prefix: expected [prefix]runs/<stack>/")
 
 
-def stack_reference_name(name: str) -> str:
-    """Short names refer to a stack of this project: `<org>/<project>/<name>`."""
-    if "/" in name:
-        return name
-    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{name}"
-
-
 def locate(ref: str, parent: pulumi.Resource) -> ResultsLocation:
     """Where the stack writes: a results stack's outputs, or the (checked) bucket URL split."""
     if ref.startswith(STACK_REF):
+        name = ref[len(STACK_REF) :]  # a short name is a stack of this project: <org>/<project>/<name>
         sref = pulumi.StackReference(
             "results-stack",
-            stack_name=stack_reference_name(ref[len(STACK_REF) :]),
+            stack_name=name if "/" in name else f"{pulumi.get_organization()}/{pulumi.get_project()}/{name}",
             opts=pulumi.ResourceOptions(parent=parent),
         )
         return ResultsLocation(sref.require_output("bucketName"), "", sref.require_output("resultsUrl"))

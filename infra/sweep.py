@@ -13,20 +13,6 @@ from typing import Any
 from infra.tags import BadDeadline, is_project_stack, parse_deadline
 from payload import exitcodes
 
-# action -> counts as a failure for the exit code
-ACTIONS = {
-    "terminated": False,
-    "would-terminate": False,
-    "deleted": False,
-    "would-delete": False,
-    "kept": False,  # ours, deadline not reached
-    "left-alone": False,  # not provably ours (no stack tag, or an expiry the launcher never writes): never touched
-    "skipped": False,  # ours, but could not be read (e.g. a schedule deleted meanwhile)
-    "failed": True,
-}
-
-NO_STACK = "no {key} tag"
-FOREIGN_PROJECT = "{key}={value!r} is not this project ({project!r})"
 FOREIGN_STACK = "{key}={value!r} is not a {cloud} stack name of this project"
 FOREIGN_DEADLINE = "expires-at not in the launcher's format"
 
@@ -54,10 +40,9 @@ def ownership(tags: Mapping[str, Any], owner: Owner) -> str | None:
         return f"tags are not a key/value map ({type(tags).__name__})"
     stack = tags.get(owner.stack_key)
     if not str(stack or "").strip():
-        return NO_STACK.format(key=owner.stack_key)
-    if tags.get(owner.project_key) != owner.project:
-        value = tags.get(owner.project_key)
-        return FOREIGN_PROJECT.format(key=owner.project_key, value=value, project=owner.project)
+        return f"no {owner.stack_key} tag"
+    if (value := tags.get(owner.project_key)) != owner.project:
+        return f"{owner.project_key}={value!r} is not this project ({owner.project!r})"
     if not is_project_stack(stack, owner.cloud):
         return FOREIGN_STACK.format(key=owner.stack_key, value=stack, cloud=owner.cloud)
     return None
@@ -104,6 +89,9 @@ class Action:
     region: str
     kind: str  # instance | schedule | security-group
     id: str
+    # [would-]terminated | [would-]deleted | kept (ours, deadline not reached) | left-alone (not provably ours:
+    # no stack tag, or an expiry the launcher never writes; never touched) | skipped (ours, but could not be
+    # read, e.g. a schedule deleted meanwhile) | failed (the only one that fails the exit code)
     action: str
     stack: str | None = None
     expires_at: str | None = None
@@ -112,7 +100,7 @@ class Action:
 
     @property
     def ok(self) -> bool:
-        return not ACTIONS[self.action]
+        return self.action != "failed"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}

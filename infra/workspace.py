@@ -17,11 +17,6 @@ from infra.stacks import load_config
 from payload import exitcodes
 from payload.yamlfile import YamlFileError, read_yaml
 
-INSTALL_HINT = (
-    "install it with `curl -fsSL https://get.pulumi.com | sh` (or `brew install pulumi`; then put ~/.pulumi/bin "
-    "on PATH and run `pulumi login`), or see https://www.pulumi.com/docs/install/"
-)
-
 
 class PulumiMissing(exitcodes.GpubenchError, RuntimeError):
     """The Pulumi CLI is not installed; the Automation API only drives it."""
@@ -31,7 +26,9 @@ class PulumiMissing(exitcodes.GpubenchError, RuntimeError):
     def __init__(self, detail: str = "no `pulumi` on PATH"):
         super().__init__(
             f"the Pulumi CLI is not installed ({detail}); gpubench runs it to launch and destroy stacks "
-            f"(up, bench's cloud probes, campaigns, teardown). To fix, {INSTALL_HINT}"
+            "(up, bench's cloud probes, campaigns, teardown). To fix, install it with `curl -fsSL "
+            "https://get.pulumi.com | sh` (or `brew install pulumi`; then put ~/.pulumi/bin on PATH and run "
+            "`pulumi login`), or see https://www.pulumi.com/docs/install/"
         )
 
 

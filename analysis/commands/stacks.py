@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from analysis.commands import add_command
 from analysis.output import emit_json
-from infra.cli import stacks_command
+from infra.cli import cmd_stacks
 from infra.stacks import ssh_stack_names, stack_names
 
 
@@ -29,4 +29,4 @@ def run(args) -> int:
         else:
             print("\n".join(names))
         return 0
-    return stacks_command(args.check)
+    return cmd_stacks(args)

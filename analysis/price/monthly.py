@@ -11,7 +11,7 @@ from fractions import Fraction
 
 from analysis.price.billed import CostError, billed_seconds
 from infra.catalog import BillingTerms, Catalog, CatalogError, UnknownOffering, load_catalog
-from infra.catalog.services import ServicePrices, service_prices
+from infra.catalog.prices import ServicePrices, service_prices
 from infra.schedule_expr import parse_schedule
 
 

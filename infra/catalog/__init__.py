@@ -19,35 +19,8 @@ from pathlib import Path
 
 from .errors import CatalogError, NoPrice, UnknownOffering
 from .loader import DATA_DIR, load_billing, load_gpus, load_offerings
-from .model import (
-    IMAGE_GENERATIONS,
-    MARKETS,
-    BillingTerms,
-    GpuSpec,
-    Offering,
-    OnPremSpec,
-    PriceComponent,
-    PriceQuote,
-)
-from .prices import PriceIndex, PriceRow, load_snapshots
-
-__all__ = [
-    "Catalog",
-    "CatalogError",
-    "NoPrice",
-    "UnknownOffering",
-    "RetiredOfferingWarning",
-    "load_catalog",
-    "user_catalog_dirs",
-    "Offering",
-    "GpuSpec",
-    "BillingTerms",
-    "OnPremSpec",
-    "PriceQuote",
-    "PriceComponent",
-    "MARKETS",
-    "IMAGE_GENERATIONS",
-]
+from .model import MARKETS, BillingTerms, GpuSpec, Offering, OnPremSpec, PriceComponent, PriceQuote  # noqa: F401 - re-exported
+from .prices import PriceIndex, load_snapshots
 
 
 class RetiredOfferingWarning(UserWarning):
@@ -74,14 +47,11 @@ class Catalog:
         try:
             return self._by_id[offering_id]
         except KeyError:
-            raise UnknownOffering(offering_id, self.suggest(offering_id)) from None
-
-    def suggest(self, text: str, n: int = 3) -> list[str]:
-        """Closest ids, also matching a bare instance type ('p3.8xlarge')."""
-        ids = list(self._by_id)
-        exact_type = [i for i in ids if i.split("/", 1)[1] == text or self._by_id[i].instance_type == text]
-        close = difflib.get_close_matches(text.lower(), ids, n=n, cutoff=0.5)
-        return list(dict.fromkeys(exact_type + close))[:n]
+            # the closest ids, also matching a bare instance type ('p3.8xlarge')
+            ids = list(self._by_id)
+            exact = [i for i in ids if offering_id in (i.split("/", 1)[1], self._by_id[i].instance_type)]
+            close = difflib.get_close_matches(offering_id.lower(), ids, n=3, cutoff=0.5)
+            raise UnknownOffering(offering_id, list(dict.fromkeys(exact + close))[:3]) from None
 
     def offerings(self, provider: str | None = None, gpu: str | None = None) -> list[Offering]:
         rows = list(self._by_id.values())
@@ -143,10 +113,9 @@ class Catalog:
             # over the sum of parts when it is at least as new.
             if composed is not None and (whole is None or whole.as_of < composed.as_of):
                 return composed
-        row = self._row(o.id, o.id, market, as_of)
-        return PriceQuote(o.id, **{k: v for k, v in vars(row).items() if k != "key"})
+        return self._row(o.id, o.id, market, as_of)
 
-    def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceRow:
+    def _row(self, offering_id: str, key: str, market: str, as_of: date | None) -> PriceQuote:
         row = self.prices.lookup(key, market, as_of)
         if row is not None:
             return row

@@ -182,12 +182,10 @@ def _parser(filename: str):
     return clouds.get(name).parse_offerings if clouds.is_cloud(name) else _listed_offerings
 
 
-def load_offerings(
-    data_dir: Path, gpus: dict[str, GpuSpec], user_dirs: tuple[Path, ...] = (), seen: dict[str, str] | None = None
-) -> list[Offering]:
+def load_offerings(data_dir: Path, gpus: dict[str, GpuSpec], user_dirs: tuple[Path, ...] = ()) -> list[Offering]:
     """The shipped offerings, then each user catalog directory's; an id defined twice names both files."""
     offerings: list[Offering] = []
-    seen = {} if seen is None else seen
+    seen: dict[str, str] = {}  # id -> the file defining it
     sources = [(p, f"offerings/{p.name}") for p in sorted((data_dir / "offerings").glob("*.toml"))]
     for user in user_dirs:
         sources += [(p, str(p)) for p in sorted((user / "offerings").glob("*.toml"))]

@@ -42,10 +42,6 @@ class GpuSpec:
     spec_source: str = ""
     spec_note: str = ""
 
-    def figures(self) -> dict[str, float | None]:
-        """The performance figures by field name (GPU_FIGURES), None where unsourced."""
-        return {name: getattr(self, name) for name in GPU_FIGURES}
-
     @property
     def image_generation(self) -> str:
         cc = float(self.compute_capability)
@@ -171,7 +167,8 @@ class Offering:
 
 @dataclass(frozen=True)
 class PriceQuote:
-    """An hourly price with where it came from (`components`: a GCP composition's parts)."""
+    """An hourly price with where it came from (`components`: a GCP composition's parts); a snapshot's row
+    is one whose `offering_id` is its price key."""
 
     offering_id: str
     market: str
@@ -183,6 +180,11 @@ class PriceQuote:
     setup_fee_usd: float = 0.0
     monthly_usd: float | None = None
     note: str | None = None
+
+    @property
+    def key(self) -> str:
+        """A snapshot row's price key: "aws/p3.8xlarge", "machine:n1-standard-8", "gpu:V100"."""
+        return self.offering_id
 
 
 @dataclass(frozen=True)

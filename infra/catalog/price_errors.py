@@ -19,8 +19,6 @@ class NoCredentials(PricesError):
 class PriceFetchError(PricesError):
     """The price API answered with an error, or priced nothing we asked for."""
 
-    exit_code = exitcodes.REMOTE
-
 
 class SnapshotInvalid(PricesError):
     """The snapshot we built does not load in the catalog; it was not written."""

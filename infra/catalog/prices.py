@@ -1,34 +1,22 @@
 """Dated price snapshots (one TOML file under data/prices/: what one source published on one date) and
 as-of lookup: a price (per offering; for GCP per machine type and per GPU) comes from the newest snapshot
-on or before the date that has it, so an old study is re-priced at the prices of its day.
+on or before the date that has it, so an old study is re-priced at the prices of its day. Also the dated
+prices of the services around a recurring run (disk, scheduler, function): data/services.toml.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
 
 from .errors import CatalogError
-from .loader import as_date, read_toml, require
+from .loader import DATA_DIR, as_date, read_toml, require
+from .model import PriceQuote
 
 # Price units a row may use, converted to hours.
 UNIT_FIELDS = {"hourly": 1.0, "per_minute": 60.0}
 MARKET_FIELDS = {"on-demand": "", "spot": "spot_"}
-
-
-@dataclass(frozen=True)
-class PriceRow:
-    key: str  # "aws/p3.8xlarge", "machine:n1-standard-8", "gpu:V100"
-    market: str
-    hourly_usd: float
-    as_of: date
-    source: str
-    snapshot: str
-    setup_fee_usd: float = 0.0
-    monthly_usd: float | None = None
-    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,7 +25,7 @@ class Snapshot:
     as_of: date
     source: str
     region: str | None
-    rows: tuple[PriceRow, ...]
+    rows: tuple[PriceQuote, ...]
 
 
 def _fx(raw: dict, where: str) -> dict[str, float]:
@@ -58,9 +46,9 @@ def _row_prices(row: dict, market: str, rates: dict[str, float], where: str) -> 
     if currency not in rates:
         raise CatalogError(f"{where}: currency {currency!r} has no usd_per_{currency.lower()} in [fx]")
     rate = rates[currency]
-    for field, hours_factor in UNIT_FIELDS.items():
-        if prefix + field in row:
-            return float(row[prefix + field]) * hours_factor * rate, None
+    for unit, hours_factor in UNIT_FIELDS.items():
+        if prefix + unit in row:
+            return float(row[prefix + unit]) * hours_factor * rate, None
     if prefix + "monthly" in row:
         monthly = float(row[prefix + "monthly"]) * rate
         return monthly / float(row.get("hours_per_month", 730)), monthly
@@ -76,7 +64,7 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
     as_of = as_date(require(raw, "as_of", where), where)
     source = str(require(raw, "source", where))
     rates = _fx(raw, where)
-    rows: list[PriceRow] = []
+    rows: list[PriceQuote] = []
     for table, (id_field, prefix) in ROW_KEYS.items():
         for i, row in enumerate(raw.get(table, [])):
             rwhere = f"{where} [[{table}]] #{i + 1}"
@@ -88,8 +76,8 @@ def load_snapshot(path: Path, label: str | None = None) -> Snapshot:
                 if hourly < 0:
                     raise CatalogError(f"{rwhere}: negative price for {key}")
                 rows.append(
-                    PriceRow(
-                        key=key,
+                    PriceQuote(
+                        offering_id=key,
                         market=market,
                         hourly_usd=hourly,
                         as_of=as_date(row["as_of"], rwhere) if "as_of" in row else as_of,
@@ -122,17 +110,14 @@ class PriceIndex:
 
     def __init__(self, snapshots: list[Snapshot]):
         self.snapshots = snapshots
-        self._rows: dict[tuple[str, str], list[PriceRow]] = {}
+        self._rows: dict[tuple[str, str], list[PriceQuote]] = {}
         for snap in snapshots:
             for row in snap.rows:
                 self._rows.setdefault((row.key, row.market), []).append(row)
         for rows in self._rows.values():
             rows.sort(key=lambda r: (r.as_of, r.snapshot))
 
-    def history(self, key: str, market: str) -> list[PriceRow]:
-        return list(self._rows.get((key, market), ()))
-
-    def lookup(self, key: str, market: str, as_of: date | None) -> PriceRow | None:
+    def lookup(self, key: str, market: str, as_of: date | None) -> PriceQuote | None:
         rows = self._rows.get((key, market), [])
         eligible = [r for r in rows if as_of is None or r.as_of <= as_of]
         return eligible[-1] if eligible else None
@@ -141,8 +126,75 @@ class PriceIndex:
         rows = self._rows.get((key, market), [])
         return rows[0].as_of if rows else None
 
-    def describe(self) -> list[dict[str, Any]]:
-        return [
-            {"snapshot": s.name, "as_of": s.as_of.isoformat(), "source": s.source, "rows": len(s.rows)}
-            for s in self.snapshots
-        ]
+
+PRICE_FIELDS = tuple(
+    """hours_per_month disk_gb_month_usd scheduler_job_month_usd scheduler_per_million_usd function_increment_seconds
+    function_gb_second_usd function_vcpu_second_usd function_per_million_usd function_unit_usd function_unit_memory_gb
+    free_scheduler_jobs free_scheduler_invocations free_function_gb_seconds free_function_vcpu_seconds
+    free_function_requests""".split()
+)
+
+
+@dataclass(frozen=True)
+class ServicePrices:
+    provider: str
+    as_of: date
+    label: str
+    source: str
+    note: str = ""
+    values: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def get(self, name: str, default: float = 0.0) -> float:
+        return self.values.get(name, default)
+
+    def source_of(self, name: str) -> str:
+        """The field's own source, a shared `free_function_source`, or the set's."""
+        if name in self.sources:
+            return self.sources[name]
+        if name.startswith("free_function") and "free_function" in self.sources:
+            return self.sources["free_function"]
+        return self.source
+
+
+def load_service_prices(data_dir: Path | None = None) -> dict[str, tuple[ServicePrices, ...]]:
+    raw = read_toml((data_dir or DATA_DIR) / "services.toml")
+    out: dict[str, tuple[ServicePrices, ...]] = {}
+    for provider, history in raw.items():
+        sets = []
+        for i, row in enumerate(history):
+            where = f"services.toml [[{provider}]] #{i + 1}"
+            unknown = set(row) - set(PRICE_FIELDS) - {"as_of", "label", "source", "note"}
+            unknown = {k for k in unknown if not k.endswith("_source")}
+            if unknown:
+                raise CatalogError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+            values = {k: float(row[k]) for k in PRICE_FIELDS if k in row}
+            if any(v < 0 for v in values.values()):
+                raise CatalogError(f"{where}: prices and allowances must not be negative")
+            sets.append(
+                ServicePrices(
+                    provider=provider,
+                    as_of=as_date(require(row, "as_of", where), where),
+                    label=str(require(row, "label", where)),
+                    source=str(require(row, "source", where)),
+                    note=str(row.get("note", "")),
+                    values=values,
+                    sources={k.removesuffix("_source"): str(v) for k, v in row.items() if k.endswith("_source")},
+                )
+            )
+        out[provider] = tuple(sorted(sets, key=lambda s: s.as_of))
+    return out
+
+
+def service_prices(provider: str, on: date | None = None, data_dir: Path | None = None) -> ServicePrices:
+    """The newest price set of `provider` on or before `on` (default: newest)."""
+    sets = load_service_prices(data_dir).get(provider)
+    if not sets:
+        raise CatalogError(f"no service prices for provider {provider!r} in services.toml")
+    eligible = [s for s in sets if on is None or s.as_of <= on]
+    if not eligible:
+        raise CatalogError(
+            f"no {provider} service prices on or before {on}; the first set is dated {sets[0].as_of} "
+            f"(use --as-of {sets[0].as_of} or later)"
+        )
+    return eligible[-1]

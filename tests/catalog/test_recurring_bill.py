@@ -14,7 +14,7 @@ from analysis.cli import main
 from analysis.price.billed import CostError
 from analysis.price.monthly import monthly_bill
 from infra.catalog import CatalogError, load_catalog
-from infra.catalog.services import service_prices
+from infra.catalog.prices import service_prices
 from infra.schedule_expr import ScheduleError, parse_schedule
 
 CAT = load_catalog()

@@ -16,7 +16,7 @@ _CATALOG = load_catalog()
 
 
 def _refused(name: str) -> bool:
-    """A stack whose GPU no shipped image supports (infra.compat): its render is refused by design."""
+    """A stack whose GPU no shipped image supports (infra.images): its render is refused by design."""
     if name.endswith("-results"):
         return False
     return bool(images.official_image_problems(_CATALOG.cloud_stacks()[name][0]))

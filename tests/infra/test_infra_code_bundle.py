@@ -101,7 +101,7 @@ def test_host_fetches_checks_and_runs_the_bundle_with_the_rendered_commands(rend
     assert f"{dest}:{cloud_init.BUNDLE_MOUNT}" in args
     command = args[-1]
     assert f"{lib}/install-payload.sh:{cloud_init.INSTALL_MOUNT}:ro" in args
-    # the payload extra, and the cuDNN 9 TensorFlow 2.21 loads but its image lacks (infra.compat)
+    # the payload extra, and the cuDNN 9 TensorFlow 2.21 loads but its image lacks (infra.images)
     install = f"bash {cloud_init.INSTALL_MOUNT} {cloud_init.BUNDLE_MOUNT}/gpubench package payload"
     assert command.startswith(f"{install} tensorflow[and-cuda]==2.21.0 || ")
     assert command.endswith("; exit 1; }; exec python3 -m payload run")

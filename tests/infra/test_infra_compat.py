@@ -1,4 +1,4 @@
-"""The image compatibility table (infra/compat.py) against every stack in stacks/: the container
+"""The image compatibility table (infra/images.py) against every stack in stacks/: the container
 image each renders, its host image and GPU, and what the boot installs beside the payload."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import yaml
 from infra_matrix import BENCHMARK_STACKS, REFUSED_STACKS
 
-from infra import cloud_init, compat
+from infra import cloud_init, images
 from infra.aws.component import IMAGES as AWS_IMAGES
 from infra.gcp.component import IMAGES as GCP_IMAGES
 
@@ -32,52 +32,52 @@ def test_every_stack_renders_an_image_its_host_and_gpu_can_run(rendered, catalog
     start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     image = start.split()[1]
     cc = offering.gpu.compute_capability if offering.gpu else None
-    assert compat.problems(offering.provider, offering.image_generation, cc, image) == []
+    assert images.problems(offering.provider, offering.image_generation, cc, image) == []
     # what the table says the image lacks is what the boot installs with the payload
-    assert code_env["CODE_BACKEND_PACKAGES"] == compat.FRAMEWORKS[image].boot_packages
+    assert code_env["CODE_BACKEND_PACKAGES"] == images.FRAMEWORKS[image].boot_packages
 
 
 def test_the_host_rows_are_the_images_the_clouds_boot():
-    for (cloud, generation), host in compat.HOSTS.items():
+    for (cloud, generation), host in images.HOSTS.items():
         chosen = {
             "aws": lambda g: AWS_IMAGES[g].name_pattern,
             "gcp": lambda g: GCP_IMAGES[g].family,
         }
         assert chosen[cloud](generation).startswith(host.image), (cloud, generation)
         assert host.source.startswith("https://")
-    for image, row in compat.FRAMEWORKS.items():
+    for image, row in images.FRAMEWORKS.items():
         assert row.source and (row.boot_packages == "") == (row.boot_gives is None), image
 
 
 def test_tensorflow_2_21_without_cudnn_9_is_refused():
     """What the official image alone gives (cuDNN 8.9) is not what TensorFlow 2.18+ loads."""
     image = "tensorflow/tensorflow:2.21.0-gpu"
-    bare = dataclasses.replace(compat.FRAMEWORKS[image], boot_packages="", boot_gives=None)
-    original = compat.FRAMEWORKS[image]
+    bare = dataclasses.replace(images.FRAMEWORKS[image], boot_packages="", boot_gives=None)
+    original = images.FRAMEWORKS[image]
     try:
-        compat.FRAMEWORKS[image] = bare
-        found = compat.problems("aws", "cuda13", "7.5", image)
+        images.FRAMEWORKS[image] = bare
+        found = images.problems("aws", "cuda13", "7.5", image)
     finally:
-        compat.FRAMEWORKS[image] = original
+        images.FRAMEWORKS[image] = original
     assert any("loads cuDNN 9.3, the image gives 8.9" in p for p in found), found
 
 
 def test_drivers_that_dropped_or_never_had_the_gpu_are_refused():
-    k80_on_new_driver = dataclasses.replace(compat.HOSTS[("gcp", "cuda11-legacy")], driver_branch=535)
-    v100_on_open_modules = dataclasses.replace(compat.HOSTS[("aws", "cuda12")], open_modules=True)
-    cuda12_on_470 = dataclasses.replace(compat.HOSTS[("gcp", "cuda13")], driver_branch=470)
+    k80_on_new_driver = dataclasses.replace(images.HOSTS[("gcp", "cuda11-legacy")], driver_branch=535)
+    v100_on_open_modules = dataclasses.replace(images.HOSTS[("aws", "cuda12")], open_modules=True)
+    cuda12_on_470 = dataclasses.replace(images.HOSTS[("gcp", "cuda13")], driver_branch=470)
     cases = [
         (("gcp", "cuda11-legacy"), k80_on_new_driver, "3.7", "tensorflow/tensorflow:2.11.0-gpu", "dropped Kepler"),
         (("aws", "cuda12"), v100_on_open_modules, "7.0", "tensorflow/tensorflow:2.16.1-gpu", "open kernel modules"),
         (("gcp", "cuda13"), cuda12_on_470, "8.9", "tensorflow/tensorflow:2.21.0-gpu", "470 < 525"),
     ]
     for key, host, cc, image, expected in cases:
-        original = compat.HOSTS[key]
+        original = images.HOSTS[key]
         try:
-            compat.HOSTS[key] = host
-            found = compat.problems(*key, cc, image)
+            images.HOSTS[key] = host
+            found = images.problems(*key, cc, image)
         finally:
-            compat.HOSTS[key] = original
+            images.HOSTS[key] = original
         assert any(expected in p for p in found), (expected, found)
 
 
@@ -126,18 +126,18 @@ def test_k80_stacks_install_requirements(rendered):
 
 def test_blackwell_needs_a_cuda_12_8_build_and_a_570_driver():
     """No shipped TensorFlow image has native code for compute capability 10.0 (B200)."""
-    found = compat.problems("aws", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
+    found = images.problems("aws", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
     assert any("needs CUDA 12.8+" in p and "Blackwell" in p for p in found), found
     # Hopper and Ada on the same image stay supported
-    assert compat.problems("aws", "cuda13", "9.0", "tensorflow/tensorflow:2.21.0-gpu") == []
-    assert compat.problems("gcp", "cuda13", "8.9", "tensorflow/tensorflow:2.21.0-gpu") == []
-    old_driver = dataclasses.replace(compat.HOSTS[("gcp", "cuda13")], driver_branch=550)
-    original = compat.HOSTS[("gcp", "cuda13")]
+    assert images.problems("aws", "cuda13", "9.0", "tensorflow/tensorflow:2.21.0-gpu") == []
+    assert images.problems("gcp", "cuda13", "8.9", "tensorflow/tensorflow:2.21.0-gpu") == []
+    old_driver = dataclasses.replace(images.HOSTS[("gcp", "cuda13")], driver_branch=550)
+    original = images.HOSTS[("gcp", "cuda13")]
     try:
-        compat.HOSTS[("gcp", "cuda13")] = old_driver
-        found = compat.problems("gcp", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
+        images.HOSTS[("gcp", "cuda13")] = old_driver
+        found = images.problems("gcp", "cuda13", "10.0", "tensorflow/tensorflow:2.21.0-gpu")
     finally:
-        compat.HOSTS[("gcp", "cuda13")] = original
+        images.HOSTS[("gcp", "cuda13")] = original
     assert any("predates Blackwell (first: 570)" in p for p in found), found
 
 
@@ -156,11 +156,11 @@ def test_the_b200_stacks_are_refused_before_anything_renders(catalog):
 
 
 def test_a_workload_image_is_checked_by_the_cuda_its_row_or_tag_names():
-    assert compat.image_cuda("pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime") == "12.8"
-    assert compat.image_cuda("pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime") == "12.4"
-    assert compat.image_cuda("tensorflow/tensorflow:2.17.0-gpu") == "12.3"  # its row: what it ships
-    assert compat.image_cuda("registry.example/team/job:latest") is None  # unknown: its maker chose
-    assert compat.image_cuda("pytorch/pytorch") is None
+    assert images.image_cuda("pytorch/pytorch:2.7.0-cuda12.8-cudnn9-runtime") == "12.8"
+    assert images.image_cuda("pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime") == "12.4"
+    assert images.image_cuda("tensorflow/tensorflow:2.17.0-gpu") == "12.3"  # its row: what it ships
+    assert images.image_cuda("registry.example/team/job:latest") is None  # unknown: its maker chose
+    assert images.image_cuda("pytorch/pytorch") is None
 
 
 def _b200_stack_with(tmp_path, monkeypatch, name: str, workload: str) -> Path:

@@ -44,15 +44,15 @@ def preview_in_process(rendered, monkeypatch, capsys):
     """`preview` in this process over the session's renders of every stack (rendering them again in a
     child costs ~8 CPU-s for --all); the CLI's own wiring is run in children by the other tests."""
     from infra import preview
-    from infra.cli import preview_command
+    from infra.cli import main
 
     real_render = preview.render
     monkeypatch.setattr(
         preview, "render", lambda name, raw, catalog: rendered.get(name) or real_render(name, raw, catalog)
     )
 
-    def run(stack: str | None, **options) -> str:
-        assert preview_command(stack, **options) == 0
+    def run(*argv: str) -> str:
+        assert main(["preview", *argv]) == 0
         return capsys.readouterr().out
 
     return run
@@ -77,7 +77,7 @@ def test_preview_text_shows_price_deadline_cost_and_warnings(preview_in_process)
 def test_preview_all_json_lists_every_stack(preview_in_process):
     from infra import stacks as stackfiles
 
-    out = preview_in_process(None, all_stacks=True, as_json=True)
+    out = preview_in_process("--all", "--json")
     assert [s["stack"] for s in json.loads(out)] == stackfiles.stack_names()
 
 
