@@ -16,7 +16,6 @@ from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
 from analysis.report.html import Cell, Figure, Row, Table, breakable, render
-from analysis.report.predictions import lines
 from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
 
 
@@ -358,7 +357,7 @@ VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPU
 
 
 def page_context(
-    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[str] = ()
 ) -> dict:
     """Everything templates/report.html.j2 shows, in page order: price notes are numbered as a reader meets them."""
     ctx = {
@@ -366,7 +365,7 @@ def page_context(
         "source": source,
         "counts": _counts(facts, opts, tables["summary"]),
         "probes": probes,
-        "predictions": lines(predictions),
+        "predictions": list(predictions),
         "answer": answer_context(facts, tables, opts),
         "results": None,
         "not_done": None,
@@ -422,10 +421,10 @@ def write_pages(
     opts: Options,
     source: str = "",
     probes: int = 0,
-    predictions: Sequence[dict] = (),
+    predictions: Sequence[str] = (),
 ) -> Path:
     """Write out_dir/index.html (and summary.csv); return the page's path. `probes`: probe runs left out;
-    `predictions`: bench predictions judged against later runs (analysis.report.predictions)."""
+    `predictions`: a line per bench prediction judged against a later run."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"

@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from analysis.dataset import TableNotFound, open_dataset, resolve
 from analysis.dataset.sql import Engine, connect, num, one_of, q, text
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
-from analysis.price.reprice import reprice_dataset
+from analysis.price.runs import PRICE_COLUMNS, price_runs
 from analysis.reference.studies import reference_figures
 from analysis.report.answer import present
+from infra.catalog import load_catalog
 
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
 # The runs that did not complete are summarised, not listed (a table of a million runs holds tens of thousands):
@@ -306,6 +309,25 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
         if s is not None:
             runs.append(float(s))
     return seconds
+
+
+REPRICE_BATCH_ROWS = 20_000
+_PRICE_TEXT = {"price_basis", "price_source", "price_as_of", "billing", "billing_as_of", "price_note"}
+
+
+def reprice_dataset(dataset: Any, as_of: date, path: str | Path) -> Any:
+    """`dataset` with every run re-priced from the catalog in force on `as_of`, written to `path` (Parquet) a
+    batch at a time (bounded memory); returns it as a Dataset."""
+    catalog = load_catalog()
+    fields = [f for f in dataset.schema if f.name not in PRICE_COLUMNS]
+    fields += [pa.field(c, pa.string() if c in _PRICE_TEXT else pa.float64()) for c in PRICE_COLUMNS]
+    schema = pa.schema(fields)
+    with pq.ParquetWriter(str(path), schema) as writer:
+        for batch in dataset.to_batches(batch_size=REPRICE_BATCH_ROWS):
+            if batch.num_rows:
+                priced = price_runs(batch.to_pandas(), as_of=as_of, catalog=catalog)
+                writer.write_table(pa.Table.from_pandas(priced[schema.names], schema=schema, preserve_index=False))
+    return ds.dataset(str(path), format="parquet")
 
 
 @contextmanager
