@@ -236,11 +236,8 @@ def monthly_bill(
     function_vcpus: float = 0.0,
     catalog: Catalog | None = None,
 ) -> MonthlyBill:
-    """The itemised monthly bill of one recurring run on `offering_id`.
-
-    Prices (VM and services) are those in force on `as_of` (default: newest);
-    the billing rule is that of `billing_as_of` (default: `as_of`, else today),
-    so a study's prices can be billed under an older or newer rule."""
+    """The itemised monthly bill of one recurring run: prices in force on `as_of` (default: newest) under the
+    billing rule of `billing_as_of` (default: `as_of`, else today), so a study's prices bill under another rule."""
     catalog = catalog or load_catalog()
     _check_inputs(minutes_up, disk_gb, scheduler_jobs, hourly_usd)
     schedule = parse_schedule(every)
@@ -318,8 +315,7 @@ def sweeper_bill(
     vcpus: float = 0.0,
     as_of: date | None = None,
 ) -> SweeperBill:
-    """One scheduler job (schedule) firing the function `every`, each call
-    `seconds` long at `memory_gb` (and `vcpus`, billed on Cloud Run functions)."""
+    """One scheduler job firing the function `every`, each call `seconds` at `memory_gb` (and `vcpus`: Cloud Run)."""
     sp = service_prices(provider, as_of)
     schedule = parse_schedule(every)
     calls = schedule.runs_per_month(_exact(sp.get("hours_per_month", 730)))

@@ -22,8 +22,7 @@ PROVIDERS = tuple(REGION_PATTERNS)
 
 
 class Clients:
-    """Factories for the price APIs' clients, by name (each cloud's `CLIENTS`:
-    `pricing`, `ec2`, `gcp_session`, ...); tests hand in stubs by keyword."""
+    """Price API client factories by name (each cloud's `CLIENTS`); tests hand in stubs by keyword."""
 
     def __init__(self, **factories: Callable[..., Any]):
         self._factories = factories
@@ -69,10 +68,8 @@ def refresh(
     now: datetime | None = None,
     dry_run: bool = False,
 ) -> RefreshResult:
-    """Fetch one provider's prices in one region and write them as a snapshot
-    in `out_dir` (validated against `catalog` first). Errors are returned in
-    the result (with the exit code) rather than raised, so one provider
-    failing does not stop the other."""
+    """Fetch one provider's prices in one region into a snapshot in `out_dir`, validated against `catalog`;
+    errors come back in the result (one provider failing does not stop the other)."""
     now = now or datetime.now(timezone.utc)
     clients = clients or Clients()
     result = RefreshResult(provider, region)
@@ -102,8 +99,7 @@ def refresh(
 
 
 def base_catalog(out_dir: Path, data_dir: Path | None = None) -> Catalog:
-    """The catalog plus the snapshots already in `out_dir` (earlier refreshes
-    written with --out), so the diff compares with the newest price anywhere."""
+    """The catalog plus the snapshots already in `out_dir`: the diff compares with the newest price anywhere."""
     catalog = load_catalog(data_dir)
     loaded = {s.name for s in catalog.prices.snapshots}
     extra = (
@@ -140,10 +136,8 @@ def refresh_prices(
     clients: Clients | None = None,
     now: datetime | None = None,
 ) -> list[RefreshResult]:
-    """Refresh every (provider, region) asked for into the shipped snapshots, or into `out`.
-
-    ValueError (naming the region and the fix) before anything is fetched when a region is
-    not a provider's, or, without `out`, not the catalog's own region for that provider."""
+    """Refresh every (provider, region) into the shipped snapshots, or `out`. ValueError before any fetch for a
+    region not a provider's, or (without `out`) not the catalog's own region."""
     pairs = plan(provider, regions)
     shipped = Path(infra.catalog.DATA_DIR) / "prices"
     out_dir = Path(out).resolve() if out else shipped

@@ -245,8 +245,7 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
 def import_catalog(
     source: CatalogFile, catalog: Catalog, out_dir: Path, *, region: str | None = None, dry_run: bool = False
 ) -> RefreshResult:
-    """Convert `source`, validate it against `catalog` and (unless dry_run)
-    write it to `out_dir`. Errors come back in the result with their exit code."""
+    """Convert, validate and (unless dry_run) write `source`; errors come back in the result."""
     result = RefreshResult(source.provider, region or snapshot.CATALOG_REGIONS[source.provider])
     try:
         name, text, ids, warnings = convert(source, catalog, result.region)

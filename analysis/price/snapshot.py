@@ -55,9 +55,7 @@ def render(
     tables: dict[str, dict[str, dict[str, Any]]],
     generator: str = "python -m analysis prices refresh",
 ) -> str:
-    """TOML text of a snapshot. `tables` maps table ("price", "gcp_machine",
-    "gcp_gpu") -> id -> fields (hourly, spot_hourly, note, ...). A snapshot
-    converted from a published file has no fetch time (`fetched_at` None)."""
+    """A snapshot's TOML; `tables`: table -> id -> fields. A converted published file has no `fetched_at`."""
     lines = [f"# {h}" for h in header]
     lines += [
         f"as_of = {_toml_value(as_of.isoformat())}",
@@ -116,11 +114,8 @@ class Change:
 
 
 def validate_and_diff(path: Path, base: Catalog, offering_ids: Iterable[str]) -> list[Change]:
-    """Load the snapshot with the catalog's loader, price every offering it
-    covers with it, and compare with `base` (the catalog without it).
-
-    Raises SnapshotInvalid naming the problem when it does not load or prices
-    nothing."""
+    """Load the snapshot with the catalog's loader and price every offering with it against `base` (the catalog
+    without it); SnapshotInvalid when it does not load or prices nothing."""
     try:
         snap = load_snapshot(path)
     except CatalogError as exc:
@@ -165,8 +160,7 @@ def validate_and_diff(path: Path, base: Catalog, offering_ids: Iterable[str]) ->
 def write(
     text: str, name: str, directory: Path, base: Catalog, offering_ids: Iterable[str], dry_run: bool = False
 ) -> tuple[Path, list[Change]]:
-    """Validate `text` as snapshot `name` and (unless dry_run) write it to
-    `directory/<name>.toml` atomically. Returns the path and the changes."""
+    """Validate `text` as snapshot `name`, write it (unless dry_run) atomically; (path, changes)."""
     with tempfile.TemporaryDirectory(prefix="gpubench-prices-") as tmp:
         staged = Path(tmp) / f"{name}.toml"
         staged.write_text(text, encoding="utf-8")

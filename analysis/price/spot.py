@@ -54,8 +54,7 @@ def spot_price_for_window(
 
 
 def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each attempt's billed window: from its instance launch (host event, when
-    recorded) or its start, to its end (or the result's finished_at)."""
+    """Each attempt's billed window: its instance launch (else start) to its end (else the run's finished_at)."""
     launches: dict[int | None, datetime] = {}
     for ev in result.get("timeline", []):
         if ev.get("event") == "instance_launch":

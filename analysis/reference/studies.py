@@ -41,6 +41,11 @@ class Figure:
     input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
 
+    @property
+    def gpus(self) -> str:
+        """The GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
+        return (f"{self.gpus_used} x " if self.gpus_used > 1 else "") + self.gpu.removeprefix("Tesla ")
+
 
 SEED004_MODELS = ("inception3", "resnet50", "vgg16")
 # A payload precision and the study precision it does the same arithmetic as.

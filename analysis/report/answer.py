@@ -118,8 +118,7 @@ def _top_level_parts(label: str) -> list[str]:
 
 
 def short_label(label) -> str:
-    """A configuration's label without hashes and lists, cut at a part boundary
-    before HEADING_CHARS ("" for none)."""
+    """A label without hashes and lists, cut at a part boundary before HEADING_CHARS ("" for none)."""
     if not isinstance(label, str):
         return ""
     parts, length = [], 0
@@ -224,8 +223,7 @@ RANKED = 5  # offerings a ranking names; the rest are in the tables below it
 
 
 def ranking(rows, cost_column: str) -> str:
-    """'Ranked by cost: 1. A, 26.0 min for USD 0.40; 2. ...' over one
-    configuration's priced rows ("" with fewer than two)."""
+    """'Ranked by cost: 1. A, 26.0 min for USD 0.40; 2. ...' ("" with fewer than two priced rows)."""
     priced = rows[rows[cost_column].notna() & rows["train_hours"].notna()]
     if len(priced) < 2:
         return ""
@@ -274,15 +272,14 @@ def short_source(words: str) -> str:
 
 
 def versus_lines(v) -> tuple[str, str]:
-    """Two sentences for one benchmark (reference.Versus): what this machine did
-    beside the studies' GPUs, and the study's full training here and there. A study
-    this machine cannot run as the study did (reference.NotCompared) is one sentence."""
+    """Two sentences for a reference.Versus: this machine beside the studies' GPUs, and the study's full training
+    here and there; a reference.NotCompared is one."""
     if not hasattr(v, "refs"):
         return f"{v.benchmark}: not compared with {v.study}: {v.reason}.", ""
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
-    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
+    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({slow.gpus} to {fast.gpus})"
     ratio = f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast"
     if v.probe:  # a probe of the study's configuration: the whole jobs compare, differences in that sentence
         did = (
@@ -335,8 +332,7 @@ SAMPLE_SCALES = ((1_000, "1,000"), (1_000_000, "million"), (1_000_000_000, "bill
 
 
 def per_samples_scale(usd_per_sample: list[float]) -> tuple[int, str]:
-    """The count of samples to quote a cost per (1,000, a million, ...): the
-    smallest at which the cheapest figure comes to a cent or more."""
+    """The smallest sample count (1,000, a million, ...) at which the cheapest cost reads a cent or more."""
     valid = [v for v in usd_per_sample if not missing(v) and v > 0]
     for count, words in SAMPLE_SCALES:
         if not valid or min(valid) * count >= 0.01:

@@ -211,11 +211,8 @@ def write_report(
     max_price_age: float | None = None,
     table: str | Path | None = None,
 ) -> ReportOutcome:
-    """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir).
-
-    Raises ValueError for a deadline or budget that is not positive or a bad price-age limit,
-    CatalogError for an unknown `base`, FileNotFoundError when collect has not written the table.
-    """
+    """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir). ValueError:
+    a bad deadline, budget or price-age limit; CatalogError: unknown `base`; FileNotFoundError: no table."""
     problem = check_options(deadline_hours, budget_usd)
     if problem:
         raise ValueError(problem)

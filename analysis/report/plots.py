@@ -139,8 +139,7 @@ def _rows_per_panel(panels) -> int:
 
 
 def cost_to_train(summary: pd.DataFrame, cite: Cite):
-    """Seed 000, figure 1: cost to train per offering (training only), with the
-    billed cost (launch to termination) beside it."""
+    """Seed 000, figure 1: cost to train per offering, the billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
     panels = _compared(s)
     if not panels:
@@ -168,8 +167,7 @@ def _paired_bars(ax, d: pd.DataFrame, bars) -> bool:
 
 
 def log_if_wide(ax, values, axis: str = "x") -> bool:
-    """A log axis when the values span more than a decade (one slow or dear
-    offering would squash every other one into a corner); True when set."""
+    """A log axis (True) when the values span over a decade: one slow or dear offering would squash the rest."""
     v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
     wide = bool(v) and max(v) > 10 * min(v)
     if wide:
@@ -190,9 +188,8 @@ _OFFSETS = [
 
 
 def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colours: list[str]) -> list:
-    """Put each text beside its point at the nearest offset where it overlaps
-    no text already placed and stays inside the axes (a short leader line when
-    it had to move away); the figure must be laid out (`lay_out`) first."""
+    """Each text at the nearest offset from its point that overlaps no placed text and stays inside the axes (a
+    leader line when moved away); the figure must be laid out first."""
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     placed, boxes = [], []
@@ -265,8 +262,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
 
 
 def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
-    """Seed 003: cost per hour against time to train, efficient frontier joined;
-    points numbered (the legend names them), log axes where values span decades."""
+    """Seed 003: cost per hour against time to train, the efficient frontier joined, points numbered."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     fig = hourly_vs_time_figure(summary)
     if fig is None:
@@ -275,9 +271,8 @@ def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
 
 
 def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
-    """Seed 004: what a fixed number of training samples costs (hourly price /
-    (throughput x 3600), per run at its own price), per 1,000 or per million
-    samples as reads best, in the benchmark's unit (images, tweets, ...)."""
+    """Seed 004: the cost of a fixed number of samples (hourly price / (throughput x 3600), each run at its own
+    price), per 1,000 or per million as reads best, in the benchmark's unit."""
     s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
     panels = _compared(s)
     if not panels:
@@ -329,8 +324,7 @@ def scaling(scale: pd.DataFrame):
 
 
 def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite, top: int = 3):
-    """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
-    than the best cloud offerings, by days of use per month."""
+    """Seed 004, section 5.2: the on-prem box per sample against the best cloud offerings, by days of use."""
     if be.empty:
         return None
     catalog = load_catalog()
@@ -362,9 +356,7 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite
 
 
 def imagenet(summary: pd.DataFrame, cite: Cite):
-    """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
-    extrapolated from each offering's measured images/s (one panel pair per
-    configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
+    """Seed 004, section 5.1: time and cost of an ImageNet-scale training, from each offering's measured images/s."""
     sched = imagenet_schedules()
     s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
     panels = _compared(s)

@@ -1,7 +1,7 @@
 """Where the results table is read (`results_dataset`: a local results.parquet export when there is one, else the
 results dataset of a directory or bucket prefix) and the one place its runs are aggregated: DataFusion SQL, so the
-report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two middle values; a
-summary row's texts are joined in the order its runs appear in the table."""
+report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two
+middle values; a summary row's texts are joined in the order its runs appear in the table."""
 
 from __future__ import annotations
 
@@ -62,14 +62,11 @@ TABLE_FILE = "results.parquet"
 
 
 class NoResultsTable(FileNotFoundError, ValueError):
-    """No results table at a location. A FileNotFoundError for callers that
-    already catch it, a ValueError for those that follow the dataset's contract."""
+    """No results table at a location (a FileNotFoundError, and a ValueError as the dataset's contract says)."""
 
 
 def results_dataset(table: str) -> Any:
-    """The runs of the results table at `table` (a directory or bucket prefix
-    collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
-    the location and the fix when collect has not written it there."""
+    """The results table collect wrote at `table` as a pyarrow Dataset; NoResultsTable (naming the fix) if none."""
     local = resolve(table).local
     export = local / TABLE_FILE if local is not None else None
     if export is not None and export.is_file():  # the export, in its rows' order

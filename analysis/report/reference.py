@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from analysis.price.local import Price
 from analysis.reference import imagenet_schedules
 from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
 from analysis.report import plots
@@ -21,10 +22,6 @@ from payload.terminal import terminal_text
 ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
 SUBJECT = "local/this-machine"
 REASON_CHARS = 300  # a probe's reason (it may quote the job's output) as one printable line of at most this
-
-
-def _plain(text) -> str:
-    return terminal_text(text, multiline=False)[:REASON_CHARS]
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -215,11 +212,6 @@ def assumed_rates(summary: pd.DataFrame) -> str:
 # --- The answer's comparison: this machine beside the studies on the same work ---
 
 
-class Price(NamedTuple):
-    hourly_usd: float
-    source: str
-
-
 class Versus(NamedTuple):
     """A benchmark the studies publish, measured here: rates, and the study's full training here and there."""
 
@@ -237,9 +229,6 @@ class Versus(NamedTuple):
     there_published: bool  # the study printed those hours (else: the work / the published rate)
     differs: tuple[str, ...] = ()  # how this machine's run is other work than the studies' (words); () when not
     probe: StudyProbe | None = None  # the probe of the study's configuration these figures come from, if one
-
-    def name(self, f: Figure) -> str:
-        return gpu_name(f)
 
 
 class StudyProbe(NamedTuple):
@@ -287,7 +276,7 @@ def _probed(p: dict) -> Versus | NotCompared | None:
     """This machine's whole-job estimate from a study probe (at its price) beside the study's published job."""
     bench, study = p["benchmark"], p["study"]
     if p.get("status") == "not-probed":
-        return NotCompared(bench, study, _plain(p.get("reason") or "not probed"))
+        return NotCompared(bench, study, terminal_text(p.get("reason") or "not probed", multiline=False)[:REASON_CHARS])
     row = p.get("row") or {}
     refs = _refs(bench, [p.get("batch")], study)
     work = _full_work(bench, refs)
@@ -296,46 +285,28 @@ def _probed(p: dict) -> Versus | NotCompared | None:
         return None
     if not (isinstance(rate, (int, float)) and rate > 0 and isinstance(hours, (int, float))):
         why = p.get("reason") or row.get("reason") or "the probe measured no rate"
-        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({_plain(why)})")
+        why = terminal_text(why, multiline=False)[:REASON_CHARS]
+        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({why})")
     usd = row.get("est_usd")
     hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
-    return _versus(
-        bench,
-        refs,
-        work,
-        float(rate),
-        p.get("device") or "CPU",
-        float(hours),
-        None if usd is None or hourly is None else float(usd),
-        hourly,
-        (p.get("precision"), p.get("batch"), p.get("data", "synthetic")),
-        StudyProbe(
-            seconds=float(p.get("probe_seconds") or 0.0),
-            configuration=str(p.get("configuration") or ""),
-            hours_low=row.get("est_hours_low"),
-            hours_high=row.get("est_hours_high"),
-            steady=p.get("status") == "measured",
-        ),
+    usd = None if usd is None or hourly is None else float(usd)
+    run = (p.get("precision"), p.get("batch"), p.get("data", "synthetic"))
+    probe = StudyProbe(
+        float(p.get("probe_seconds") or 0.0),
+        str(p.get("configuration") or ""),
+        row.get("est_hours_low"),
+        row.get("est_hours_high"),
+        p.get("status") == "measured",
     )
+    return _versus(bench, refs, work, float(rate), p.get("device") or "CPU", float(hours), usd, hourly, run, probe)
 
 
 def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None) -> Versus:
     """`run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
+    there = _there(refs, work[1])
+    published, differs = all(f.train_hours for f in refs), tuple(work_differences(refs[0], *run))
     return Versus(
-        benchmark=bench,
-        unit=refs[0].unit,
-        rate=rate,
-        device=device,
-        refs=tuple(refs),
-        work=work[0],
-        samples=work[1],
-        here_hours=hours,
-        here_usd=usd,
-        hourly=hourly,
-        there=_there(refs, work[1]),
-        there_published=all(f.train_hours for f in refs),
-        differs=tuple(work_differences(refs[0], *run)),
-        probe=probe,
+        bench, refs[0].unit, rate, device, tuple(refs), *work, hours, usd, hourly, there, published, differs, probe
     )
 
 
@@ -360,17 +331,11 @@ def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | 
     return tuple(out)
 
 
-def gpu_name(f: Figure) -> str:
-    """A study figure's GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
-    count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
-    return count + f.gpu.removeprefix("Tesla ")
-
-
 def _short_ref(f: Figure) -> str:
     """'K80 (AWS p2.xlarge)', '4 x GTX 1080 Ti (estimated)': a chart label."""
     where = f.label.split(" (")[0] if f.study == "seed 000" else ""
     tail = " (estimated)" if f.basis.startswith("estimated") else ""
-    return gpu_name(f) + (f" ({where})" if where else "") + tail
+    return f.gpus + (f" ({where})" if where else "") + tail
 
 
 def versus(
