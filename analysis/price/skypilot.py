@@ -1,13 +1,8 @@
-"""Dated price snapshots from SkyPilot's public catalog, so the shipped prices renew without cloud credentials.
-
-SkyPilot's fetchers publish `catalogs/<version>/<cloud>/vms.csv` in github.com/skypilot-org/skypilot-catalog, built
-from the providers' own price APIs: one row per instance type (or GPU bundle) and zone, with its on-demand `Price`
-and the zone's `SpotPrice` at fetch time. The rules that turn its rows into a snapshot of the offerings the catalog
-sells in one region (standard zones only, per-GPU prices from the smallest bundle, retired offerings and
-inconsistent rows left out) are in docs/research/prices.md, section 7. Every number written is a source value or a
-median/quotient of them; a price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g in v9), so it
-counts as missing, never as free.
-"""
+"""Dated price snapshots from SkyPilot's public catalog (github.com/skypilot-org/skypilot-catalog
+`catalogs/<version>/<cloud>/vms.csv`: a row per instance type or GPU bundle and zone, on-demand `Price` and
+`SpotPrice` at fetch time), so the shipped prices renew without cloud credentials. The rules: docs/research/prices.md,
+section 7. Every number written is a source value or a median/quotient of them; a price of 0 is how the fetcher
+writes one it did not find (a4-highgpu-8g in v9): missing, never free."""
 
 from __future__ import annotations
 
@@ -16,9 +11,10 @@ import csv
 import re
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
 import infra.catalog
 from infra.catalog import Catalog, Offering
@@ -53,8 +49,7 @@ class CatalogFile:
     dated_by: str  # how `as_of` was established
 
 
-@dataclass(frozen=True)
-class Quote:
+class Quote(NamedTuple):
     """One item's prices in the region, with how they were derived."""
 
     hourly: float
@@ -107,7 +102,7 @@ def _kept(key: str, quote: Quote | None, provider: str, missing: str, warnings: 
         if not any(w.startswith(key + ":") for w in warnings):
             warnings.append(f"{key}: {missing} (older dated prices, if any, stay in force)")
         return None
-    return asdict(quote)
+    return quote._asdict()
 
 
 def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> Quote | None:
@@ -212,17 +207,15 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
     )
     if not any(tables.values()):
         raise SourceError(f"{source.path} prices none of the {len(offerings)} {source.provider} offerings in {region}")
-    retired = sorted(o.id for o in catalog.offerings(provider=source.provider) if o.is_retired_on(source.as_of))
+    retired = ", ".join(
+        sorted(o.id for o in catalog.offerings(provider=source.provider) if o.is_retired_on(source.as_of))
+    )
     header = [
         f"{source.provider.upper()} {region} prices from {where}, rows read from {source.path.name}.",
         f"Dated {source.as_of.isoformat()}: {source.dated_by}.",
         "Spot: the median over the region's standard zones at the catalog's fetch time (values in each note).",
         *(TABLE_NOTES[name] for name in tables if name in TABLE_NOTES),
-        *(
-            [f"Not priced (retired by this date; their dated older prices stay): {', '.join(retired)}."]
-            if retired
-            else []
-        ),
+        *([f"Not priced (retired by this date; their dated older prices stay): {retired}."] if retired else []),
         *(f"Left out: {w}." for w in warnings),
         f"Written by `{GENERATOR}`; re-run it on a newer catalog rather than editing by hand.",
     ]

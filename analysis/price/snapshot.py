@@ -79,12 +79,6 @@ def _quote(catalog: Catalog, offering_id: str, market: str):
         return None
 
 
-def _uses(quote, snapshot: str) -> bool:
-    if quote is None:
-        return False
-    return quote.snapshot == snapshot or any(c.snapshot == snapshot for c in quote.components)
-
-
 @dataclass
 class Change:
     offering: str
@@ -139,7 +133,7 @@ def validate_and_diff(path: Path, base: Catalog, offering_ids: Iterable[str]) ->
                 after = _quote(new, oid, market)
             except CatalogError as exc:
                 raise SnapshotInvalid(f"{oid} {market} cannot be priced with the refreshed snapshot: {exc}") from exc
-            if not _uses(after, snap.name):
+            if after is None or snap.name not in {after.snapshot, *(c.snapshot for c in after.components)}:
                 continue
             before = _quote(old, oid, market)
             changes.append(

@@ -27,17 +27,17 @@ class Figure:
     gpu: str
     gpu_count: int
     gpus_used: int
-    batch_size: int | None  # per GPU; None when the study does not say
     precision: str
     value: float  # throughput in `unit`
     unit: str
     basis: str  # "measured" | "derived: ..." | "estimated by the study ..."
-    train_hours: float | None
-    cost_usd: float | None
-    workload_samples: int | None  # samples the study's run saw (derived rows), for extrapolations
     source: str  # "seed 000, Table 1: Summary ... (url)"
     published: str
     date_note: str
+    batch_size: int | None = None  # per GPU; None when the study does not say
+    train_hours: float | None = None
+    cost_usd: float | None = None
+    workload_samples: int | None = None  # samples the study's run saw (derived rows), for extrapolations
     input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
 
@@ -152,7 +152,6 @@ def _seed000(data: dict) -> list[Figure]:
                 gpu=row["gpu"],
                 gpu_count=row["gpu_count"],
                 gpus_used=row["gpus_used"],
-                batch_size=None,
                 value=round(tweets / (row["train_hours"] * 3600), 1),
                 basis=basis,
                 train_hours=row["train_hours"],
@@ -180,9 +179,6 @@ def _seed004(data: dict) -> list[Figure]:
                         batch_size=int(batch),
                         value=float(value),
                         basis=row["basis"],
-                        train_hours=None,
-                        cost_usd=None,
-                        workload_samples=None,
                     )
                 )
     return out

@@ -317,19 +317,15 @@ def _counts(facts: RunFacts, opts: Options, summary: pd.DataFrame) -> str:
     )
 
 
-def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
-    wl = rec.get("workload")
-    same = summary["workload"].isna() if answer.missing(wl) else summary["workload"] == wl
-    return summary[(summary["benchmark"] == rec["benchmark"]) & same]
-
-
 def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
     """Per configuration its sentence (and ranking); this machine beside the studies' GPUs with its chart,
     first when this machine is the only offering measured."""
     summary = tables["summary"]
     sentences = []
     for rec in tables["recommendations"]:
-        rows = _configuration_rows(summary, rec)
+        wl = rec.get("workload")
+        same = summary["workload"].isna() if answer.missing(wl) else summary["workload"] == wl
+        rows = summary[(summary["benchmark"] == rec["benchmark"]) & same]
         head = answer.configuration(rec)
         # the ranking goes right after the answer, before the offerings it could not rank
         said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)

@@ -303,7 +303,11 @@ def _probed(p: dict) -> Versus | NotCompared | None:
 
 def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None) -> Versus:
     """`run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
-    there = _there(refs, work[1])
+    # the study's GPUs on the full work: published hours and cost, else the work / the published rate
+    there = tuple(
+        (_short_ref(f), float(f.train_hours or work[1] / f.value / 3600), f.cost_usd)
+        for f in sorted(refs, key=lambda f: -f.value)
+    )
     published, differs = all(f.train_hours for f in refs), tuple(work_differences(refs[0], *run))
     return Versus(
         bench, refs[0].unit, rate, device, tuple(refs), *work, hours, usd, hourly, there, published, differs, probe
@@ -320,15 +324,6 @@ def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
         return None
     study = refs[0].study if refs else "the paper"
     return f"{study}'s ImageNet training of {bench} ({sched['samples']:,} {unit})", int(sched["samples"])
-
-
-def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | None], ...]:
-    """The study's GPUs on the full work: published hours and cost, else the work / the published rate."""
-    out = []
-    for f in sorted(refs, key=lambda f: -f.value):
-        hours = f.train_hours if f.train_hours else samples / f.value / 3600
-        out.append((_short_ref(f), float(hours), f.cost_usd))
-    return tuple(out)
 
 
 def _short_ref(f: Figure) -> str:
