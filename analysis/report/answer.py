@@ -76,7 +76,7 @@ def _who(r: dict) -> str:
     """'aws/p3.8xlarge (4 GPUs, spot)': the offering as used."""
     extra = []
     g = r.get("gpus_used")
-    if not missing(g) and g is not None and int(g) > 1:
+    if not missing(g) and int(g) > 1:
         extra.append(f"{int(g)} GPUs")
     if r.get("market") == "spot":
         extra.append("spot")
@@ -159,26 +159,24 @@ def add_price_hint(offering_id: str, market: str) -> str:
     )
 
 
+def _cheapest(cheap: dict) -> str:
+    return f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price"
+
+
 UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings without a price
 
 
 def sentence(rec: dict, offerings: int | None = None) -> str:
     """One recommendation (analysis.metrics.recommend) as a sentence, and one naming the unpriced offerings.
     `offerings`: the configuration's rows; with one, there is nothing to call cheapest or fastest."""
-    parts = []
     cheap, fast = rec["cheapest"], rec["fastest"]
-    if offerings == 1 and fast["offering_id"] is not None:
-        parts.append(f"{_pick(fast)} (the one offering measured)")
-    else:
-        parts.append(f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price")
     if offerings == 1:
-        pass
+        one = fast["offering_id"] is not None
+        parts = [f"{_pick(fast)} (the one offering measured)" if one else _cheapest(cheap)]
     elif fast["offering_id"] is None:
-        parts.append("fastest: no timed run")
-    elif _same(fast, cheap):
-        parts.append("it is also the fastest")
+        parts = [_cheapest(cheap), "fastest: no timed run"]
     else:
-        parts.append(f"fastest {_pick(fast)}")
+        parts = [_cheapest(cheap), "it is also the fastest" if _same(fast, cheap) else f"fastest {_pick(fast)}"]
     if "under_deadline" in rec:
         d, limit = rec["under_deadline"], duration(rec["deadline_hours"])
         if not d["offering_id"]:
