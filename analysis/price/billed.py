@@ -12,9 +12,8 @@ from datetime import date, datetime, timezone
 from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
 
 HOURS_PER_DAY = 24.0
-# The limits of the report's "best under a deadline / a budget" when none is
-# given (`report --deadline-hours/--budget-usd`): a result by the same time
-# tomorrow, and a modest research budget for one training run.
+# The report's "best under a deadline / a budget" when none is given (`report --deadline-hours/--budget-usd`):
+# a result by the same time tomorrow, and a modest research budget for one training run.
 DEFAULT_DEADLINE_HOURS = 24.0
 DEFAULT_BUDGET_USD = 100.0
 
@@ -31,8 +30,7 @@ def billed_seconds(terms: BillingTerms, seconds: float) -> float:
     if terms.kind != "metered" or seconds == 0:
         return float(seconds)
     inc = terms.increment_seconds
-    # Round up to whole increments; the epsilon keeps 7200.0000001 s from
-    # becoming a third hour through float noise.
+    # whole increments; the epsilon keeps 7200.0000001 s (float noise) from becoming a third hour
     units = math.ceil(seconds / inc - 1e-9)
     return max(terms.minimum_seconds, units * inc)
 
@@ -180,7 +178,6 @@ def cost_of(
     catalog = catalog or load_catalog()
     offering = _offering_with_market(catalog, offering_id, market)
     if hourly_usd is not None:
-        # The price paid (recorded at launch, or a spot average) needs no catalog price.
         price, hourly, notes, onprem = None, _paid_hourly(hourly_usd), [], None
     else:
         price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)

@@ -77,8 +77,7 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
                 else "spot price history recorded in the timeline, time-weighted"
             )
             if series[0][0] > start:
-                # the history starts inside the window: before its first
-                # point the price recorded at launch (or that first point) held
+                # the history starts inside the window: until then the launch price (or its first point) held
                 series.insert(0, (start, recorded if recorded is not None else series[0][1]))
                 basis += " (launch price until the first change)"
             if end <= start:
