@@ -1,6 +1,8 @@
-"""The report page (templates/report.html.j2) from the runs' facts and the metrics tables, and the pieces the
-terminal shares (price notes, unit columns, which columns tell anything). Every price shown carries its source and
-date; probe runs (short runs of a job) are left out of every table, answer and chart, and counted in one line."""
+"""The report page (templates/report.html.j2, Jinja2 autoescaped: a value from the data is always text, never
+markup; charts inline as base64 PNG, the page loads nothing else) from the runs' facts and the metrics tables, and the
+pieces the terminal shares (price notes, unit columns, which columns tell anything). Every price shown carries its
+source and date; probe runs (short runs of a job) are left out of every table, answer and chart, and counted in one
+line."""
 
 from __future__ import annotations
 
@@ -8,15 +10,49 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
-from analysis.report.html import Cell, Figure, Row, Table, breakable, render
+from analysis.report.plots import Chart
 from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
+
+_ENVIRONMENT = Environment(
+    loader=FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+def render(template: str, **context) -> str:
+    return _ENVIRONMENT.get_template(template).render(**context)
+
+
+class Cell(NamedTuple):
+    text: str | None  # None: a missing value, shown as a dash
+    num: bool = False  # right-aligned, tabular figures
+
+
+class Table(NamedTuple):
+    head: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+
+def breakable(ident: str) -> Markup:
+    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
+    out = str(escape(ident))
+    for ch in "/+-":
+        out = out.replace(ch, ch + "<wbr>")
+    return Markup(out)
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -47,7 +83,7 @@ def _cell(value, fmt) -> Cell:
 def frame_table(frame: pd.DataFrame, columns) -> Table:
     """A table of `frame`'s (column, header, format) columns that it has; format None = text."""
     cols = [c for c in columns if c[0] in frame.columns]
-    rows = tuple(Row(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols)) for r in frame.to_dict("records"))
+    rows = tuple(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols) for r in frame.to_dict("records"))
     return Table(tuple(h for _, h, _ in cols), rows)
 
 
@@ -185,7 +221,7 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
         if cells in seen:  # identical once rounded: shown once
             continue
         seen.add(cells)
-        body.append(Row(cells))
+        body.append(cells)
     missing = [
         what
         for col, what in (
@@ -223,7 +259,7 @@ def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
         ),
     ]
     # a chart that cannot compare anything is neither drawn nor listed
-    return {"drawn": [Figure.of(title, *drawn) for title, drawn in charts if drawn]}
+    return {"drawn": [Chart.of(title, *drawn) for title, drawn in charts if drawn]}
 
 
 SCALING_COLUMNS = (
@@ -345,7 +381,7 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
         "basis": answer.basis_line(opts),
         "versus": [answer.versus_lines(v) for v in versus],
         "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
-        "figure": Figure.of(VERSUS_TITLE, *drawn) if drawn else None,
+        "figure": Chart.of(VERSUS_TITLE, *drawn) if drawn else None,
     }
 
 

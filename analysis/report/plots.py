@@ -4,9 +4,11 @@ is laid out once, trimmed to what it draws and drawn once, at the page's DPI."""
 
 from __future__ import annotations
 
+import base64
 import io
 import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
 import matplotlib
 
@@ -96,6 +98,18 @@ def _trimmed_then_drawn(fig) -> bytes:
 
 
 MAX_PANELS = 6
+
+
+class Chart(NamedTuple):
+    """A chart as the page shows it."""
+
+    title: str
+    png: str | None  # base64; None when not drawn, the caption then says why
+    caption: str
+
+    @classmethod
+    def of(cls, title: str, png: bytes | None, caption: str) -> Chart:
+        return cls(title, None if png is None else base64.b64encode(png).decode("ascii"), caption)
 
 
 def label(r) -> str:

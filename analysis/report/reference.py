@@ -15,7 +15,6 @@ from analysis.reference import imagenet_schedules
 from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
-from analysis.report.html import Figure as Chart
 from analysis.report.query import FACT_KEYS, RUN_FACTS
 from payload.terminal import terminal_text
 
@@ -188,7 +187,7 @@ def context(m: pd.DataFrame) -> dict:
     png, caption = plot(m)
     figs, notes = reference_figures(), workload_notes()
     return {
-        "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
+        "figure": plots.Chart.of("This report's runs beside the studies' published throughput", png, caption),
         "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
     }
 
