@@ -1,6 +1,6 @@
-"""The studies' published measurements (studies.toml) as one flat table of figures, each with its study,
-section, URL and date. Seed 000 prints train hours, not a rate: its tweets/s is derived here (tweets seen
-/ train hours), and each derived row says so and how."""
+"""The studies' published measurements (studies.toml) as one flat table of figures, each with its study, section, URL
+and date, and the papers' ImageNet training schedules (imagenet.toml). Seed 000 prints train hours, not a rate: its
+tweets/s is derived here (tweets seen / train hours), and each derived row says so and how."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ DATA = Path(__file__).with_name("studies.toml")
 @lru_cache(maxsize=1)
 def _data() -> dict:
     return tomllib.loads(DATA.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def imagenet_schedules() -> dict[str, dict]:
+    """benchmark name -> {batch_size, iterations, samples, paper, source}."""
+    data = tomllib.loads(DATA.with_name("imagenet.toml").read_text(encoding="utf-8"))
+    return {name: {**row, "samples": row["batch_size"] * row["iterations"]} for name, row in data["model"].items()}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from matplotlib.ticker import NullFormatter, StrMethodFormatter  # noqa: E402
 from matplotlib.transforms import Affine2D, Bbox  # noqa: E402
 
 from analysis.price.billed import onprem_hourly  # noqa: E402
-from analysis.reference import imagenet_schedules  # noqa: E402
+from analysis.reference.studies import imagenet_schedules  # noqa: E402
 from analysis.report.answer import PER_HOUR, per_samples_scale, time_unit  # noqa: E402
 from infra.catalog import load_catalog  # noqa: E402
 from payload.benchmarks.base import units_of  # noqa: E402

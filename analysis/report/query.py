@@ -110,21 +110,17 @@ class RunsQuery:
     def rows(self, sql: str) -> list[tuple]:
         return self.con.rows(sql)
 
-    def _register_price_keys(self) -> None:
-        """price_key of each distinct hourly price a non-spot run paid."""
-        prices = self.rows(
-            f"SELECT DISTINCT {num('hourly_usd')} FROM full_runs "
-            f"WHERE status = 'completed' AND (market IS DISTINCT FROM 'spot') AND {num('hourly_usd')} IS NOT NULL"
-        )
-        # a few distinct prices, each a literal that reads back as the same double (repr)
-        keys = [f"SELECT CAST({float(h)!r} AS DOUBLE) AS hourly, {text(price_key(h))} AS price_key" for (h,) in prices]
-        empty = "SELECT CAST(NULL AS DOUBLE) AS hourly, CAST(NULL AS VARCHAR) AS price_key WHERE false"
-        self.rows(f"CREATE OR REPLACE VIEW _price_keys AS {' UNION ALL '.join(keys) or empty}")
-
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
         self.rows("CREATE OR REPLACE VIEW done_base AS SELECT * FROM full_runs WHERE status = 'completed'")
-        self._register_price_keys()
+        prices = self.rows(
+            f"SELECT DISTINCT {num('hourly_usd')} FROM done_base "
+            f"WHERE (market IS DISTINCT FROM 'spot') AND {num('hourly_usd')} IS NOT NULL"
+        )
+        # the price_key of each distinct hourly price a non-spot run paid: a literal that reads back as the same double
+        keys = [f"SELECT CAST({float(h)!r} AS DOUBLE) AS hourly, {text(price_key(h))} AS price_key" for (h,) in prices]
+        empty = "SELECT CAST(NULL AS DOUBLE) AS hourly, CAST(NULL AS VARCHAR) AS price_key WHERE false"
+        self.rows(f"CREATE OR REPLACE VIEW _price_keys AS {' UNION ALL '.join(keys) or empty}")
         raw = [c for c in GROUP if c != "price_key"]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
         hourly, per_second = num("done_base.hourly_usd"), num("done_base.samples_per_second")

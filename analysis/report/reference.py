@@ -11,8 +11,8 @@ from typing import NamedTuple
 import pandas as pd
 
 from analysis.price.local import Price
-from analysis.reference import imagenet_schedules
-from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
+from analysis.reference import studies
+from analysis.reference.studies import Figure, reference_figures, work_differences
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
 from analysis.report.query import FACT_KEYS, RUN_FACTS
@@ -185,7 +185,7 @@ def context(m: pd.DataFrame) -> dict:
     if m.empty:
         return {"figure": None, "benchmarks": []}
     png, caption = plot(m)
-    figs, notes = reference_figures(), workload_notes()
+    figs, notes = reference_figures(), studies.workload_notes()
     return {
         "figure": plots.Chart.of("This report's runs beside the studies' published throughput", png, caption),
         "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
@@ -262,11 +262,11 @@ def read_study_probes(table_dir: str | Path | None) -> tuple[dict, ...]:
     except (OSError, ValueError):
         return ()
     probes = doc.get("probes") if isinstance(doc, dict) else None
-    known = {(j.study, j.benchmark) for j in study_jobs()}
+    known = {(j.study, j.benchmark) for j in studies.study_jobs()}
     return tuple(p for p in probes or () if isinstance(p, dict) and (p.get("study"), p.get("benchmark")) in known)
 
 
-def study_work(job: StudyJob) -> tuple[str, int] | None:
+def study_work(job: studies.StudyJob) -> tuple[str, int] | None:
     """(words, samples) of the study's whole job, as the first screen sets it against the study's GPUs."""
     return _full_work(job.benchmark, _refs(job.benchmark, [job.batch], job.study))
 
@@ -318,7 +318,7 @@ def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
     unit = refs[0].unit.removesuffix("/s") if refs else "samples"
     if refs and refs[0].workload_samples:
         return f"{refs[0].study}'s full training ({refs[0].workload_samples:,} {unit})", refs[0].workload_samples
-    sched = imagenet_schedules().get(bench)
+    sched = studies.imagenet_schedules().get(bench)
     if sched is None:
         return None
     study = refs[0].study if refs else "the paper"
