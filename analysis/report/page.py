@@ -215,13 +215,9 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
     """One configuration's offerings, no empty column, no identical row; and which optional figures no run of
     it recorded ("" when none is missing)."""
     cols = _config_columns(rows, notes)
-    seen, body = set(), []
-    for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
-        cells = tuple(Cell(f(r), num) for _, f, num in cols)
-        if cells in seen:  # identical once rounded: shown once
-            continue
-        seen.add(cells)
-        body.append(cells)
+    ordered = rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records")
+    # rows identical once rounded: shown once
+    body = dict.fromkeys(tuple(Cell(f(r), num) for _, f, num in cols) for r in ordered)
     missing = [
         what
         for col, what in (

@@ -83,8 +83,8 @@ def plot(m: pd.DataFrame):
         ax.set_title(
             f"{bench}: this report (orange) beside published figures (grey; hatched = derived or estimated)", fontsize=9
         )
-    studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
-    caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
+    cited = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
+    caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in cited) + "."
     return plots.to_png(fig), caption
 
 
@@ -135,10 +135,8 @@ def _published_rows(refs: list[Figure], subject) -> list[dict]:
 
 def _notes(refs: list[Figure]) -> list[str]:
     """Under a table: each study's source and date, then every basis the table shortened."""
-    studies = sorted({(f.study, f.source, f.published, f.date_note) for f in refs})
-    notes = [
-        f"{study}: {source}; published {published} ({date_note})" for study, source, published, date_note in studies
-    ]
+    cited = sorted({(f.study, f.source, f.published, f.date_note) for f in refs})
+    notes = [f"{study}: {source}; published {published} ({date_note})" for study, source, published, date_note in cited]
     return notes + sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis})
 
 
