@@ -170,25 +170,23 @@ def _seed000(data: dict) -> list[Figure]:
 
 
 def _seed004(data: dict) -> list[Figure]:
-    work = data["workload"]["seed004"]
-    out = []
-    for row in data["seed004"]:
-        for model in SEED004_MODELS:
-            for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
-                out.append(
-                    Figure(
-                        **_study(data, "seed004"),
-                        benchmark=model,
-                        label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
-                        gpu=row["gpu"],
-                        gpu_count=row["gpu_count"],
-                        gpus_used=row["gpu_count"],
-                        batch_size=int(batch),
-                        value=float(value),
-                        basis=row["basis"],
-                    )
-                )
-    return out
+    precision = data["workload"]["seed004"]["precision"]
+    return [
+        Figure(
+            **_study(data, "seed004"),
+            benchmark=model,
+            label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {precision})",
+            gpu=row["gpu"],
+            gpu_count=row["gpu_count"],
+            gpus_used=row["gpu_count"],
+            batch_size=int(batch),
+            value=float(value),
+            basis=row["basis"],
+        )
+        for row in data["seed004"]
+        for model in SEED004_MODELS
+        for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0]))
+    ]
 
 
 @lru_cache(maxsize=1)

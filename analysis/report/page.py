@@ -361,14 +361,9 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
         head = answer.configuration(rec)
         # the ranking goes right after the answer, before the offerings it could not rank
         said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)
-        said = said.rstrip()
+        ranking = answer.ranking(rows, opts.cost_column)
         sentences.append(
-            {
-                "configuration": head,
-                "rest": said,
-                "ranking": answer.ranking(rows, opts.cost_column),
-                "unpriced": (marker + unpriced).strip(),
-            }
+            dict(configuration=head, rest=said.rstrip(), ranking=ranking, unpriced=(marker + unpriced).strip())
         )
     versus = tables["versus"]
     drawn = reference.versus_plot(versus)
