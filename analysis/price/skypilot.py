@@ -22,8 +22,7 @@ from infra.catalog.price_errors import PricesError
 from infra.catalog.prices import ROW_KEYS
 from payload.exitcodes import USAGE
 
-from . import snapshot
-from .refresh import RefreshResult, targets
+from .refresh import CATALOG_REGIONS, RefreshResult, render_snapshot, snapshot_name, targets, write_snapshot
 
 REPO = "skypilot-org/skypilot-catalog"
 GENERATOR = "python -m analysis.price.skypilot"
@@ -199,7 +198,7 @@ TABLE_NOTES = {"gcp_gpu": "GPU prices are per GPU: the smallest bundle the catal
 def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) -> tuple[str, str, list[str], list[str]]:
     """(snapshot name, TOML text, offering ids priced, warnings) for one source file. SourceError when the
     file has nothing the catalog can use. Offerings retired on the source's date keep their dated older prices."""
-    region = region or snapshot.CATALOG_REGIONS[source.provider]
+    region = region or CATALOG_REGIONS[source.provider]
     offerings = targets(catalog, source.provider, source.as_of)
     where = f"{REPO} {source.repo_path} @{source.commit[:8]}"
     tables, warnings = TABLE_BUILDERS[source.provider](
@@ -219,7 +218,7 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         *(f"Left out: {w}." for w in warnings),
         f"Written by `{GENERATOR}`; re-run it on a newer catalog rather than editing by hand.",
     ]
-    text = snapshot.render(
+    text = render_snapshot(
         as_of=source.as_of,
         # short enough for `cost` to print; how the date is known is in the header
         source=f"{REPO} {source.repo_path} @{source.commit[:8]} ({source.provider.upper()} prices via SkyPilot's "
@@ -231,7 +230,7 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         generator=GENERATOR,
     )
     version = m.group(1) if (m := re.search(r"catalogs/(v[0-9]+)/", source.repo_path)) else "v?"
-    name = snapshot.snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
+    name = snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
     return name, text, [o.id for o in offerings], warnings
 
 
@@ -239,11 +238,11 @@ def import_catalog(
     source: CatalogFile, catalog: Catalog, out_dir: Path, *, region: str | None = None, dry_run: bool = False
 ) -> RefreshResult:
     """Convert, validate and (unless dry_run) write `source`; errors come back in the result."""
-    result = RefreshResult(source.provider, region or snapshot.CATALOG_REGIONS[source.provider])
+    result = RefreshResult(source.provider, region or CATALOG_REGIONS[source.provider])
     try:
         name, text, ids, warnings = convert(source, catalog, result.region)
         result.warnings.extend(warnings)
-        path, changes = snapshot.write(text, name, out_dir, catalog, ids, dry_run=dry_run)
+        path, changes = write_snapshot(text, name, out_dir, catalog, ids, dry_run=dry_run)
     except (SourceError, PricesError) as exc:
         result.error = str(exc)
         result.exit_code = USAGE if isinstance(exc, SourceError) else exc.exit_code
