@@ -80,6 +80,9 @@ class MonthlyBill(_Bill):
     minimum_overhead_percent: float = 0.0
 
 
+FUNCTION_PRICE_KEYS = ("function_gb_second_usd", "function_vcpu_second_usd", "function_per_million_usd")
+
+
 def _function_line(
     sp: ServicePrices, calls: Fraction, seconds: float, memory_gb: float, vcpus: float
 ) -> BillLine | None:
@@ -124,13 +127,7 @@ def _function_line(
         ", ".join(prices) + f", {_usd(per_million)}/M calls",
         usd,
         free,
-        "; ".join(
-            dict.fromkeys(
-                sp.source_of(k)
-                for k in ("function_gb_second_usd", "function_vcpu_second_usd", "function_per_million_usd")
-                if k in sp.values
-            )
-        ),
+        "; ".join(dict.fromkeys(sp.source_of(k) for k in FUNCTION_PRICE_KEYS if k in sp.values)),
     )
 
 
@@ -143,9 +140,7 @@ def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> Bill
         + min(invocations, _exact(sp.get("free_scheduler_invocations"))) * per_m / 1_000_000
     )
     price_text = " + ".join(
-        p
-        for p in (f"{_usd(job_price)}/job-month" if job_price else "", f"{_usd(per_m)}/M invocations" if per_m else "")
-        if p
+        f"{_usd(p)}{unit}" for p, unit in ((job_price, "/job-month"), (per_m, "/M invocations")) if p
     )
     return _line(
         "scheduler",

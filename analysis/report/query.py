@@ -298,9 +298,7 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
         )
     seconds: dict[tuple[str, str], list[float]] = {}
     for stack, bench, s in rows:
-        runs = seconds.setdefault((stack, bench), [])
-        if s is not None:
-            runs.append(float(s))
+        seconds.setdefault((stack, bench), []).extend([] if s is None else [float(s)])
     return seconds
 
 
