@@ -118,29 +118,23 @@ def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> 
 
 
 def aws_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"price": {offering id: fields}}, warnings) for AWS offerings: on-demand is the region's (zones agree)."""
+    """({"price": {offering id: fields}}, warnings) for AWS offerings from the region's rows: on-demand is the
+    region's (zones agree)."""
     warnings: list[str] = []
     prices = {}
     for o in offerings:
-        mine = [
-            r
-            for r in rows
-            if r["InstanceType"] == o.instance_type
-            and r["Region"] == region
-            and STANDARD_ZONE.match(r["AvailabilityZone"])
-        ]
+        mine = [r for r in rows if r["InstanceType"] == o.instance_type and STANDARD_ZONE.match(r["AvailabilityZone"])]
         quote = _zone_quote(mine, f"{o.instance_type} in {region}")
         prices[o.id] = _kept(o.id, quote, "aws", f"no {o.instance_type} price in {where} for {region}", warnings)
     return {"price": {k: v for k, v in prices.items() if v}}, warnings
 
 
 def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote | None:
-    """Per-GPU price from the smallest bundle the source lists in the region."""
-    mine = [r for r in rows if not r["InstanceType"] and r["AcceleratorName"] == model and r["Region"] == region]
-    counts = sorted({float(r["AcceleratorCount"]) for r in mine})
-    if not counts:
+    """Per-GPU price from the smallest bundle the region's rows list."""
+    mine = [r for r in rows if not r["InstanceType"] and r["AcceleratorName"] == model]
+    smallest = min((float(r["AcceleratorCount"]) for r in mine), default=None)
+    if smallest is None:
         return None
-    smallest = counts[0]
     quote = _zone_quote(
         [r for r in mine if float(r["AcceleratorCount"]) == smallest],
         f"GPU {model} in {region}, the {int(smallest)}-GPU row / {int(smallest)}",
@@ -160,8 +154,8 @@ def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote |
 
 
 def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings): the machine types and GPU models the offerings are
-    composed of (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU), each priced on its own."""
+    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings) from the region's rows: the machine types and GPU models
+    the offerings are composed of (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU), each priced on its own."""
     warnings: list[str] = []
     needed: dict[str, set[str]] = {table: set() for table in COMPONENT_TABLES.values()}
     for o in offerings:
@@ -170,7 +164,7 @@ def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
             needed[COMPONENT_TABLES[prefix + ":"]].add(name)
 
     def machine(name):  # a machine row has an InstanceType and no accelerator
-        mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"] and r["Region"] == region]
+        mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"]]
         return _zone_quote(mine, f"machine type {name} in {region}")
 
     quoters = {
@@ -201,9 +195,8 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
     region = region or CATALOG_REGIONS[source.provider]
     offerings = targets(catalog, source.provider, source.as_of)
     where = f"{REPO} {source.repo_path} @{source.commit[:8]}"
-    tables, warnings = TABLE_BUILDERS[source.provider](
-        read_rows(source.path, source.provider), offerings, region, where
-    )
+    rows = [r for r in read_rows(source.path, source.provider) if r["Region"] == region]
+    tables, warnings = TABLE_BUILDERS[source.provider](rows, offerings, region, where)
     if not any(tables.values()):
         raise SourceError(f"{source.path} prices none of the {len(offerings)} {source.provider} offerings in {region}")
     retired = ", ".join(
