@@ -305,10 +305,7 @@ def versus_lines(v) -> tuple[str, str]:
         there = f"the studies' GPUs took {_times(min(hours), max(hours))}"
     else:
         there = f"on the studies' GPUs about {_times(min(hours), max(hours))} (from their published {unit}/s)"
-    if costs:
-        there += f" for USD {_span(min(costs), max(costs), usd_amount)}"
-    else:
-        there += ", no cost published"
+    there += f" for USD {_span(min(costs), max(costs), usd_amount)}" if costs else ", no cost published"
     if v.probe:
         here += ", extrapolated as gpubench bench does"
         if v.differs:

@@ -148,17 +148,13 @@ def units(d: pd.DataFrame) -> str:
     return units_of(str(u.iloc[0])) if len(u) else "samples"
 
 
-def _rows_per_panel(panels) -> int:
-    return max(len(d) for _, d in panels)
-
-
 def cost_to_train(summary: pd.DataFrame, cite: Cite):
     """Seed 000, figure 1: cost to train per offering, the billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.4 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
         bars = (("train_cost_usd", "cost to train (training only)", {}),)
@@ -291,7 +287,7 @@ def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.35 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         count, words = per_samples_scale(list(1 / d["samples_per_usd"]))
         d = d.assign(cost=count / d["samples_per_usd"]).sort_values("cost", ascending=False)
@@ -309,7 +305,7 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite):
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.45 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
         log = _paired_bars(ax, d, (("rel_time", "time to train", {}), ("rel_train_cost", "cost to train", {})))
@@ -376,9 +372,8 @@ def imagenet(summary: pd.DataFrame, cite: Cite):
     panels = _compared(s)
     if not panels:
         return None
-    n = min(len(panels), MAX_PANELS)
-    rows = _rows_per_panel(panels)
-    fig, axes = figure(n, 2, (11, max(2.5, 0.35 * rows + 1.2) * n))
+    rows = max(len(d) for _, d in panels)
+    fig, axes = figure(len(panels), 2, (11, max(2.5, 0.35 * rows + 1.2) * len(panels)))  # at most MAX_PANELS
     for (ax_t, ax_c), (name, d) in zip(axes, panels):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]
