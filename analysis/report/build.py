@@ -48,17 +48,16 @@ class ReportOutcome:
 
     def summary_doc(self) -> dict[str, Any]:
         """The JSON `gpubench report --json` prints: summary rows, recommendations, scaling, break-even."""
-        summary, breakeven = self.tables["summary"], self.tables["breakeven"]
         return {
             "html": str(self.html),
             "runs": self.runs,
             "probe_runs_left_out": self.probes,
             "as_of": self.as_of,
             "base": self.options.base,
-            "summary": _records(summary),
+            "summary": _records(self.tables["summary"]),
             "recommendations": self.tables["recommendations"],
             "scaling": self.tables["scaling"].to_dict("records"),
-            "breakeven": _records(breakeven),
+            "breakeven": _records(self.tables["breakeven"]),
             "prediction_checks": self.predictions,
         }
 

@@ -238,10 +238,8 @@ class RunsQuery:
         """The dates of launch-time prices taken from the catalog, each once; None for a table without runs."""
         if not self.scalar("SELECT count(*) FROM runs"):
             return None
-        rows = self.rows(
-            "SELECT DISTINCT price_as_of FROM runs WHERE strpos(CAST(price_basis AS VARCHAR), 'catalog') > 0"
-        )
-        return [r[0] for r in rows]
+        sql = "SELECT DISTINCT price_as_of FROM runs WHERE strpos(CAST(price_basis AS VARCHAR), 'catalog') > 0"
+        return [r[0] for r in self.rows(sql)]
 
 
 def _in_key_order(frame: Any, keys: list[str]) -> Any:
