@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import infra.catalog
@@ -197,21 +198,11 @@ REGION_PATTERNS = {c: clouds.get(c).REGION_PATTERN for c in clouds.NAMES}
 PROVIDERS = tuple(REGION_PATTERNS)
 
 
-class Clients:
+class Clients(SimpleNamespace):
     """Price API client factories by name (each cloud's `CLIENTS`); tests hand in stubs by keyword."""
 
     def __init__(self, **factories: Callable[..., Any]):
-        self._factories = factories
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        if name in self._factories:
-            return self._factories[name]
-        for cloud in clouds.all_clouds():
-            if name in cloud.CLIENTS:
-                return cloud.CLIENTS[name]
-        raise AttributeError(f"no price API client named {name!r}")
+        super().__init__(**{name: f for cloud in clouds.all_clouds() for name, f in cloud.CLIENTS.items()} | factories)
 
 
 @dataclass
