@@ -98,10 +98,7 @@ class PriceNotes:
             reference.price_source_words(r),
             *(answer.present(r.get(k)) for k in ("price_as_of", "billing", "price_note")),
         )
-        if not any(key):
-            return None
-        n = self.notes.setdefault(key, len(self.notes) + 1)
-        return f"[{n}]"
+        return f"[{self.notes.setdefault(key, len(self.notes) + 1)}]" if any(key) else None
 
     def cite(self, frame: pd.DataFrame) -> str:
         """A chart's caption for its prices: the numbers of their notes."""

@@ -335,8 +335,7 @@ def versus(
 ) -> list[Versus | NotCompared]:
     """This machine's runs of the studies' benchmarks (query.RunsQuery.measured) beside them. `prices`: offering
     id -> price used; a study probed in its own configuration (`probes`) is compared from its probe instead."""
-    found = [_probed(p) for p in probes or ()]
-    out: list[Versus | NotCompared] = [v for v in found if v is not None]
+    out: list[Versus | NotCompared] = [v for v in map(_probed, probes or ()) if v is not None]
     probed = {v.benchmark for v in out}
     if m.empty:
         return out
@@ -402,11 +401,7 @@ ORIGIN_WORDS = {
 
 def price_source_words(r: dict) -> str | None:
     """Where a row's price came from: its recorded source, else what its origin says, else None."""
-    source = present(r.get("price_source"))
-    if source:
-        return source
-    origin = present(r.get("recorded_price_origin"))
-    return ORIGIN_WORDS.get(origin or "", None)
+    return present(r.get("price_source")) or ORIGIN_WORDS.get(present(r.get("recorded_price_origin")) or "")
 
 
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:
