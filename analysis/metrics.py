@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from analysis.price.billed import DEFAULT_BUDGET_USD, DEFAULT_DEADLINE_HOURS, breakeven_days_per_month
-from analysis.reference import imagenet_schedules
+from analysis.reference.studies import imagenet_schedules
 from analysis.report.answer import add_price_hint
 from infra.catalog import CatalogError, load_catalog
 

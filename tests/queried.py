@@ -53,7 +53,7 @@ def facts_of(runs: pd.DataFrame) -> RunFacts:
 def section(runs: pd.DataFrame) -> str:
     """The reference section of a page over `runs` (report.html.j2 includes the same template)."""
     from analysis.report import reference
-    from analysis.report.html import render
+    from analysis.report.page import render
 
     with query_of(runs) as q:
         return render("reference.html.j2", ref=reference.context(q.measured()))
@@ -62,7 +62,7 @@ def section(runs: pd.DataFrame) -> str:
 def assumed_price_note(summary: pd.DataFrame) -> str:
     """The page's assumed-price banner over `summary` ("" when report.html.j2 shows none)."""
     from analysis.report import reference
-    from analysis.report.html import render
+    from analysis.report.page import render
 
     text = reference.assumed_rates(summary)
     return render("assumed_price.html.j2", assumed=text) if text else ""

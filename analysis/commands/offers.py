@@ -12,7 +12,7 @@ from analysis.commands import COMMANDS, add_command, options
 from analysis.offerings import SORTS, age_key, price_key, search_offers
 from analysis.output import emit_json, fmt_usd, parse_date, print_table
 from analysis.price import age as price_age
-from analysis.price.snapshot import live_catalog
+from analysis.price.refresh import live_catalog
 from infra.catalog import load_catalog
 from payload import exitcodes
 

@@ -9,8 +9,7 @@ import sys
 
 from analysis.commands import add_command
 from analysis.output import emit_json, fmt_usd, print_table
-from analysis.price.refresh import PROVIDERS, refresh_prices
-from analysis.price.snapshot import list_snapshots
+from analysis.price.refresh import PROVIDERS, list_snapshots, refresh_prices
 from infra.catalog import load_catalog
 
 EPILOG = """\

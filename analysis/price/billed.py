@@ -12,9 +12,8 @@ from datetime import date, datetime, timezone
 from infra.catalog import BillingTerms, Catalog, CatalogError, OnPremSpec, PriceQuote, load_catalog
 
 HOURS_PER_DAY = 24.0
-# The limits of the report's "best under a deadline / a budget" when none is
-# given (`report --deadline-hours/--budget-usd`): a result by the same time
-# tomorrow, and a modest research budget for one training run.
+# The report's "best under a deadline / a budget" when none is given (`report --deadline-hours/--budget-usd`):
+# a result by the same time tomorrow, and a modest research budget for one training run.
 DEFAULT_DEADLINE_HOURS = 24.0
 DEFAULT_BUDGET_USD = 100.0
 
@@ -24,17 +23,14 @@ class CostError(CatalogError):
 
 
 def billed_seconds(terms: BillingTerms, seconds: float) -> float:
-    """Seconds charged for `seconds` of use under `terms`.
-
-    Metered rules round up to the increment and apply the minimum; monthly
+    """Seconds charged under `terms`: metered rules round up to the increment and apply the minimum; monthly
     proration and on-prem amortisation charge the time as used."""
     if seconds < 0 or math.isnan(seconds):
         raise CostError(f"duration must be zero or more seconds, got {seconds}")
     if terms.kind != "metered" or seconds == 0:
         return float(seconds)
     inc = terms.increment_seconds
-    # Round up to whole increments; the epsilon keeps 7200.0000001 s from
-    # becoming a third hour through float noise.
+    # whole increments; the epsilon keeps 7200.0000001 s (float noise) from becoming a third hour
     units = math.ceil(seconds / inc - 1e-9)
     return max(terms.minimum_seconds, units * inc)
 
@@ -64,13 +60,9 @@ def onprem_hourly(spec: OnPremSpec, days_per_month: float | None = None) -> floa
 def breakeven_days_per_month(
     spec: OnPremSpec, onprem_throughput: float, cloud_hourly_usd: float, cloud_throughput: float, times: float = 1.0
 ) -> float | None:
-    """Days of use per month above which the box is `times` as cheap per sample
-    (1: cheaper at all; seed 004 also reads off 2, "twice as cheap").
-
-    Per-sample cost on-prem at d days: (A / (24 d) + P e) / T_box, with A the
-    monthly amortisation, P e the electricity per hour; in the cloud: C / T_cloud.
-    Box cost x times = cloud cost when d = A / (24 (T_box C / (times T_cloud) - P e)).
-    None when it never gets there (the box's electricity alone costs too much per sample)."""
+    """Days of use per month above which the box is `times` as cheap per sample (seed 004 reads off 1 and 2).
+    On-prem per sample at d days: (A / (24 d) + P e) / T_box (A monthly amortisation, P e electricity per hour);
+    cloud: C / T_cloud; so d = A / (24 (T_box C / (times T_cloud) - P e)). None when electricity alone costs more."""
     if not times > 0:
         raise CostError(f"times must be positive, got {times}")
     for name, value in (
@@ -90,9 +82,8 @@ def breakeven_days_per_month(
 
 
 def time_weighted_price(series: Sequence[tuple[datetime, float]], start: datetime, end: datetime) -> float:
-    """Average price over [start, end] of a step series (each price holds
-    until the next change), as a spot price history is. The series must
-    include the price in force at `start` (a point at or before it)."""
+    """Average price over [start, end] of a step series (a spot price history: each price holds until the next
+    change); the series must have a point at or before `start`."""
     if end <= start:
         raise CostError(f"price window must end after it starts ({start} .. {end})")
     points = sorted(series)
@@ -182,15 +173,11 @@ def cost_of(
     hourly_usd: float | None = None,
     catalog: Catalog | None = None,
 ) -> CostBreakdown:
-    """Cost of `seconds` of use of an offering.
-
-    `hourly_usd` replaces the catalog price (the price recorded at launch or
-    the time-weighted spot price a run actually paid); the billing terms are
-    still the offering's, as in force on `as_of` (default: today)."""
+    """Cost of `seconds` on an offering; `hourly_usd` (the price a run paid) replaces the catalog's, the billing
+    terms stay the offering's in force on `as_of` (default: today)."""
     catalog = catalog or load_catalog()
     offering = _offering_with_market(catalog, offering_id, market)
     if hourly_usd is not None:
-        # The price paid (recorded at launch, or a spot average) needs no catalog price.
         price, hourly, notes, onprem = None, _paid_hourly(hourly_usd), [], None
     else:
         price, hourly, notes, onprem = quote(catalog, offering_id, market, as_of, days_per_month)
@@ -237,10 +224,8 @@ def billed_cost(
     catalog: Catalog,
     terms: BillingTerms | None = None,
 ) -> tuple[float, float, BillingTerms]:
-    """(cost USD, billed hours, billing terms) of `seconds` at the price paid:
-    cost_of's figures without its breakdown, whose strings cost more CPU than
-    the arithmetic when every attempt of thousands of runs is priced. `terms`:
-    what an earlier call for the same offering and date returned (no second look-up)."""
+    """(cost USD, billed hours, terms) at the price paid: cost_of without its breakdown, whose strings cost more
+    than the arithmetic over thousands of runs. `terms`: an earlier call's for the same offering and date."""
     _offering_with_market(catalog, offering_id, market)
     hourly = _paid_hourly(hourly_usd)
     terms = terms or _terms(catalog, offering_id, as_of)

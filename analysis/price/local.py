@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from analysis.price.billed import CostError
 
 HOURLY_ENV = "GPUBENCH_LOCAL_HOURLY_USD"
-# An assumed flat rate for a desktop or small VM (power, wear, a share of the
-# hardware), chosen to be round, not measured: change it with --hourly-usd or
-# GPUBENCH_LOCAL_HOURLY_USD to price your machine honestly.
+# An assumed flat rate for a desktop or small VM (power, wear, a share of the hardware), round, not measured:
+# change it with --hourly-usd or GPUBENCH_LOCAL_HOURLY_USD to price your machine honestly.
 DEFAULT_HOURLY_USD = 0.10
 
 

@@ -80,6 +80,9 @@ class MonthlyBill(_Bill):
     minimum_overhead_percent: float = 0.0
 
 
+FUNCTION_PRICE_KEYS = ("function_gb_second_usd", "function_vcpu_second_usd", "function_per_million_usd")
+
+
 def _function_line(
     sp: ServicePrices, calls: Fraction, seconds: float, memory_gb: float, vcpus: float
 ) -> BillLine | None:
@@ -124,13 +127,7 @@ def _function_line(
         ", ".join(prices) + f", {_usd(per_million)}/M calls",
         usd,
         free,
-        "; ".join(
-            dict.fromkeys(
-                sp.source_of(k)
-                for k in ("function_gb_second_usd", "function_vcpu_second_usd", "function_per_million_usd")
-                if k in sp.values
-            )
-        ),
+        "; ".join(dict.fromkeys(sp.source_of(k) for k in FUNCTION_PRICE_KEYS if k in sp.values)),
     )
 
 
@@ -143,9 +140,7 @@ def _scheduler_line(sp: ServicePrices, jobs: int, invocations: Fraction) -> Bill
         + min(invocations, _exact(sp.get("free_scheduler_invocations"))) * per_m / 1_000_000
     )
     price_text = " + ".join(
-        p
-        for p in (f"{_usd(job_price)}/job-month" if job_price else "", f"{_usd(per_m)}/M invocations" if per_m else "")
-        if p
+        f"{_usd(p)}{unit}" for p, unit in ((job_price, "/job-month"), (per_m, "/M invocations")) if p
     )
     return _line(
         "scheduler",
@@ -236,11 +231,8 @@ def monthly_bill(
     function_vcpus: float = 0.0,
     catalog: Catalog | None = None,
 ) -> MonthlyBill:
-    """The itemised monthly bill of one recurring run on `offering_id`.
-
-    Prices (VM and services) are those in force on `as_of` (default: newest);
-    the billing rule is that of `billing_as_of` (default: `as_of`, else today),
-    so a study's prices can be billed under an older or newer rule."""
+    """The itemised monthly bill of one recurring run: prices in force on `as_of` (default: newest) under the
+    billing rule of `billing_as_of` (default: `as_of`, else today), so a study's prices bill under another rule."""
     catalog = catalog or load_catalog()
     _check_inputs(minutes_up, disk_gb, scheduler_jobs, hourly_usd)
     schedule = parse_schedule(every)
@@ -318,8 +310,7 @@ def sweeper_bill(
     vcpus: float = 0.0,
     as_of: date | None = None,
 ) -> SweeperBill:
-    """One scheduler job (schedule) firing the function `every`, each call
-    `seconds` long at `memory_gb` (and `vcpus`, billed on Cloud Run functions)."""
+    """One scheduler job firing the function `every`, each call `seconds` at `memory_gb` (and `vcpus`: Cloud Run)."""
     sp = service_prices(provider, as_of)
     schedule = parse_schedule(every)
     calls = schedule.runs_per_month(_exact(sp.get("hours_per_month", 730)))

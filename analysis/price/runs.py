@@ -35,8 +35,6 @@ def _describe(terms) -> str:
 
 
 def _num(x) -> float | None:
-    if x is None:
-        return None
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -64,28 +62,24 @@ def _attempt_price(row: dict, window: dict, catalog, as_of: date | None, launch_
     if as_of is not None:
         hourly, source, day = _catalog_price(catalog, oid, market, as_of)
         return hourly, f"catalog {market} price in force on {as_of}", source, day
-    if market == "spot":
-        history = window.get("spot_prices") or []
-        recorded = _num(row.get("recorded_spot_hourly_usd"))
-        if history:
-            start, end = (parse_time(window[k]) for k in ("start", "end"))
-            series = [(parse_time(t), p) for t, p in history]
-            source = window.get("spot_price_source") or "timeline spot_price events"
-            basis = (
-                "EC2 spot price history of the run's zone, time-weighted"
-                if window.get("spot_price_source")
-                else "spot price history recorded in the timeline, time-weighted"
-            )
-            if series[0][0] > start:
-                # the history starts inside the window: before its first
-                # point the price recorded at launch (or that first point) held
-                series.insert(0, (start, recorded if recorded is not None else series[0][1]))
-                basis += " (launch price until the first change)"
-            if end <= start:
-                return series[-1][1], basis, source, window["start"][:10]
-            return time_weighted_price(series, start, end), basis, source, window["start"][:10]
     spot = market == "spot"
     recorded = _num(row.get("recorded_spot_hourly_usd" if spot else "recorded_hourly_usd"))
+    if spot and window.get("spot_prices"):
+        start, end = (parse_time(window[k]) for k in ("start", "end"))
+        series = [(parse_time(t), p) for t, p in window["spot_prices"]]
+        source = window.get("spot_price_source") or "timeline spot_price events"
+        basis = (
+            "EC2 spot price history of the run's zone, time-weighted"
+            if window.get("spot_price_source")
+            else "spot price history recorded in the timeline, time-weighted"
+        )
+        if series[0][0] > start:
+            # the history starts inside the window: until then the launch price (or its first point) held
+            series.insert(0, (start, recorded if recorded is not None else series[0][1]))
+            basis += " (launch price until the first change)"
+        if end <= start:
+            return series[-1][1], basis, source, window["start"][:10]
+        return time_weighted_price(series, start, end), basis, source, window["start"][:10]
     if recorded is not None:
         words = "spot price recorded at launch" if spot else "price recorded at launch"
         return recorded, words, row.get("recorded_price_source"), row.get("recorded_price_as_of")

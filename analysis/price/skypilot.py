@@ -1,13 +1,8 @@
-"""Dated price snapshots from SkyPilot's public catalog, so the shipped prices renew without cloud credentials.
-
-SkyPilot's fetchers publish `catalogs/<version>/<cloud>/vms.csv` in github.com/skypilot-org/skypilot-catalog, built
-from the providers' own price APIs: one row per instance type (or GPU bundle) and zone, with its on-demand `Price`
-and the zone's `SpotPrice` at fetch time. The rules that turn its rows into a snapshot of the offerings the catalog
-sells in one region (standard zones only, per-GPU prices from the smallest bundle, retired offerings and
-inconsistent rows left out) are in docs/research/prices.md, section 7. Every number written is a source value or a
-median/quotient of them; a price of 0 is how the fetcher writes one it did not find (a4-highgpu-8g in v9), so it
-counts as missing, never as free.
-"""
+"""Dated price snapshots from SkyPilot's public catalog (github.com/skypilot-org/skypilot-catalog
+`catalogs/<version>/<cloud>/vms.csv`: a row per instance type or GPU bundle and zone, on-demand `Price` and
+`SpotPrice` at fetch time), so the shipped prices renew without cloud credentials. The rules: docs/research/prices.md,
+section 7. Every number written is a source value or a median/quotient of them; a price of 0 is how the fetcher
+writes one it did not find (a4-highgpu-8g in v9): missing, never free."""
 
 from __future__ import annotations
 
@@ -16,9 +11,10 @@ import csv
 import re
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
 import infra.catalog
 from infra.catalog import Catalog, Offering
@@ -26,8 +22,7 @@ from infra.catalog.price_errors import PricesError
 from infra.catalog.prices import ROW_KEYS
 from payload.exitcodes import USAGE
 
-from . import snapshot
-from .refresh import RefreshResult, targets
+from .refresh import CATALOG_REGIONS, RefreshResult, render_snapshot, snapshot_name, targets, write_snapshot
 
 REPO = "skypilot-org/skypilot-catalog"
 GENERATOR = "python -m analysis.price.skypilot"
@@ -53,8 +48,7 @@ class CatalogFile:
     dated_by: str  # how `as_of` was established
 
 
-@dataclass(frozen=True)
-class Quote:
+class Quote(NamedTuple):
     """One item's prices in the region, with how they were derived."""
 
     hourly: float
@@ -107,7 +101,7 @@ def _kept(key: str, quote: Quote | None, provider: str, missing: str, warnings: 
         if not any(w.startswith(key + ":") for w in warnings):
             warnings.append(f"{key}: {missing} (older dated prices, if any, stay in force)")
         return None
-    return asdict(quote)
+    return quote._asdict()
 
 
 def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> Quote | None:
@@ -124,29 +118,23 @@ def _zone_quote(rows: list[dict[str, str]], what: str, divisor: float = 1.0) -> 
 
 
 def aws_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"price": {offering id: fields}}, warnings) for AWS offerings: on-demand is the region's (zones agree)."""
+    """({"price": {offering id: fields}}, warnings) for AWS offerings from the region's rows: on-demand is the
+    region's (zones agree)."""
     warnings: list[str] = []
     prices = {}
     for o in offerings:
-        mine = [
-            r
-            for r in rows
-            if r["InstanceType"] == o.instance_type
-            and r["Region"] == region
-            and STANDARD_ZONE.match(r["AvailabilityZone"])
-        ]
+        mine = [r for r in rows if r["InstanceType"] == o.instance_type and STANDARD_ZONE.match(r["AvailabilityZone"])]
         quote = _zone_quote(mine, f"{o.instance_type} in {region}")
         prices[o.id] = _kept(o.id, quote, "aws", f"no {o.instance_type} price in {where} for {region}", warnings)
     return {"price": {k: v for k, v in prices.items() if v}}, warnings
 
 
 def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote | None:
-    """Per-GPU price from the smallest bundle the source lists in the region."""
-    mine = [r for r in rows if not r["InstanceType"] and r["AcceleratorName"] == model and r["Region"] == region]
-    counts = sorted({float(r["AcceleratorCount"]) for r in mine})
-    if not counts:
+    """Per-GPU price from the smallest bundle the region's rows list."""
+    mine = [r for r in rows if not r["InstanceType"] and r["AcceleratorName"] == model]
+    smallest = min((float(r["AcceleratorCount"]) for r in mine), default=None)
+    if smallest is None:
         return None
-    smallest = counts[0]
     quote = _zone_quote(
         [r for r in mine if float(r["AcceleratorCount"]) == smallest],
         f"GPU {model} in {region}, the {int(smallest)}-GPU row / {int(smallest)}",
@@ -166,8 +154,8 @@ def gcp_gpu_quote(rows, model: str, region: str, warnings: list[str]) -> Quote |
 
 
 def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
-    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings): the machine types and GPU models the offerings are
-    composed of (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU), each priced on its own."""
+    """({"gcp_machine": {...}, "gcp_gpu": {...}}, warnings) from the region's rows: the machine types and GPU models
+    the offerings are composed of (`gcp/<machine>+<n>x<gpu>` = machine + n x GPU), each priced on its own."""
     warnings: list[str] = []
     needed: dict[str, set[str]] = {table: set() for table in COMPONENT_TABLES.values()}
     for o in offerings:
@@ -176,7 +164,7 @@ def gcp_tables(rows, offerings: list[Offering], region: str, where: str):
             needed[COMPONENT_TABLES[prefix + ":"]].add(name)
 
     def machine(name):  # a machine row has an InstanceType and no accelerator
-        mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"] and r["Region"] == region]
+        mine = [r for r in rows if r["InstanceType"] == name and not r["AcceleratorName"]]
         return _zone_quote(mine, f"machine type {name} in {region}")
 
     quoters = {
@@ -204,29 +192,26 @@ TABLE_NOTES = {"gcp_gpu": "GPU prices are per GPU: the smallest bundle the catal
 def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) -> tuple[str, str, list[str], list[str]]:
     """(snapshot name, TOML text, offering ids priced, warnings) for one source file. SourceError when the
     file has nothing the catalog can use. Offerings retired on the source's date keep their dated older prices."""
-    region = region or snapshot.CATALOG_REGIONS[source.provider]
+    region = region or CATALOG_REGIONS[source.provider]
     offerings = targets(catalog, source.provider, source.as_of)
     where = f"{REPO} {source.repo_path} @{source.commit[:8]}"
-    tables, warnings = TABLE_BUILDERS[source.provider](
-        read_rows(source.path, source.provider), offerings, region, where
-    )
+    rows = [r for r in read_rows(source.path, source.provider) if r["Region"] == region]
+    tables, warnings = TABLE_BUILDERS[source.provider](rows, offerings, region, where)
     if not any(tables.values()):
         raise SourceError(f"{source.path} prices none of the {len(offerings)} {source.provider} offerings in {region}")
-    retired = sorted(o.id for o in catalog.offerings(provider=source.provider) if o.is_retired_on(source.as_of))
+    retired = ", ".join(
+        sorted(o.id for o in catalog.offerings(provider=source.provider) if o.is_retired_on(source.as_of))
+    )
     header = [
         f"{source.provider.upper()} {region} prices from {where}, rows read from {source.path.name}.",
         f"Dated {source.as_of.isoformat()}: {source.dated_by}.",
         "Spot: the median over the region's standard zones at the catalog's fetch time (values in each note).",
         *(TABLE_NOTES[name] for name in tables if name in TABLE_NOTES),
-        *(
-            [f"Not priced (retired by this date; their dated older prices stay): {', '.join(retired)}."]
-            if retired
-            else []
-        ),
+        *([f"Not priced (retired by this date; their dated older prices stay): {retired}."] if retired else []),
         *(f"Left out: {w}." for w in warnings),
         f"Written by `{GENERATOR}`; re-run it on a newer catalog rather than editing by hand.",
     ]
-    text = snapshot.render(
+    text = render_snapshot(
         as_of=source.as_of,
         # short enough for `cost` to print; how the date is known is in the header
         source=f"{REPO} {source.repo_path} @{source.commit[:8]} ({source.provider.upper()} prices via SkyPilot's "
@@ -238,20 +223,19 @@ def convert(source: CatalogFile, catalog: Catalog, region: str | None = None) ->
         generator=GENERATOR,
     )
     version = m.group(1) if (m := re.search(r"catalogs/(v[0-9]+)/", source.repo_path)) else "v?"
-    name = snapshot.snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
+    name = snapshot_name(f"skypilot-{version}-{source.provider}", source.provider, region, source.as_of)
     return name, text, [o.id for o in offerings], warnings
 
 
 def import_catalog(
     source: CatalogFile, catalog: Catalog, out_dir: Path, *, region: str | None = None, dry_run: bool = False
 ) -> RefreshResult:
-    """Convert `source`, validate it against `catalog` and (unless dry_run)
-    write it to `out_dir`. Errors come back in the result with their exit code."""
-    result = RefreshResult(source.provider, region or snapshot.CATALOG_REGIONS[source.provider])
+    """Convert, validate and (unless dry_run) write `source`; errors come back in the result."""
+    result = RefreshResult(source.provider, region or CATALOG_REGIONS[source.provider])
     try:
         name, text, ids, warnings = convert(source, catalog, result.region)
         result.warnings.extend(warnings)
-        path, changes = snapshot.write(text, name, out_dir, catalog, ids, dry_run=dry_run)
+        path, changes = write_snapshot(text, name, out_dir, catalog, ids, dry_run=dry_run)
     except (SourceError, PricesError) as exc:
         result.error = str(exc)
         result.exit_code = USAGE if isinstance(exc, SourceError) else exc.exit_code

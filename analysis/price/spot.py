@@ -54,8 +54,7 @@ def spot_price_for_window(
 
 
 def attempt_windows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each attempt's billed window: from its instance launch (host event, when
-    recorded) or its start, to its end (or the result's finished_at)."""
+    """Each attempt's billed window: its instance launch (else start) to its end (else the run's finished_at)."""
     launches: dict[int | None, datetime] = {}
     for ev in result.get("timeline", []):
         if ev.get("event") == "instance_launch":
@@ -120,21 +119,14 @@ def _fallback(ctx: dict[str, Any], market: str, why: str) -> dict[str, Any]:
     return _price("catalog", quote.hourly_usd, quote.source, quote.snapshot, quote.as_of.isoformat(), [why, *notes])
 
 
-def _on_demand(ctx, windows) -> dict[str, Any]:
-    p = _fallback(ctx, "on-demand", "")
-    return {**p, "attempts": _flat(windows, p["hourly_usd"], p["source"])}
-
-
-def _catalog_spot(ctx, windows) -> dict[str, Any]:
+def _catalog_spot(ctx) -> dict[str, Any]:
     """Clouds without a spot price history: the catalog snapshot in force on the run's date."""
     try:
         quote, notes = catalog_price(ctx["catalog"], ctx["offering_id"], "spot", ctx["day"])
     except CatalogError as exc:
-        p = _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
-    else:
-        src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
-        p = _price("catalog-snapshot", quote.hourly_usd, src, quote.snapshot, quote.as_of.isoformat(), notes)
-    return {**p, "attempts": _flat(windows, p["hourly_usd"], p["source"])}
+        return _fallback(ctx, "spot", f"no catalog spot price in force on {ctx['day']}: {exc}")
+    src = f"catalog snapshot {quote.snapshot} (as of {quote.as_of}): {quote.source}"
+    return _price("catalog-snapshot", quote.hourly_usd, src, quote.snapshot, quote.as_of.isoformat(), notes)
 
 
 def _history_spot(ctx, windows, history) -> dict[str, Any]:
@@ -173,14 +165,6 @@ def _history_spot(ctx, windows, history) -> dict[str, Any]:
     return {**_price(method, None, "; ".join(sources) or None, f["snapshot"], f["as_of"], warns), "attempts": attempts}
 
 
-def _pricer(provider: str, market: str) -> Callable:
-    """How a run of this provider and market is priced; off-cloud and on-demand runs are on-demand-like."""
-    if market != "spot" or not clouds.is_cloud(provider):
-        return _on_demand
-    history = clouds.get(provider).spot_history()
-    return _catalog_spot if history is None else (lambda ctx, windows: _history_spot(ctx, windows, history))
-
-
 def _weighted(attempts: list[dict[str, Any]]) -> float | None:
     priced = [a for a in attempts if a["hourly_usd"] is not None and a["seconds"] > 0]
     if not priced or len(priced) != len([a for a in attempts if a["seconds"] > 0]):
@@ -212,7 +196,13 @@ def price_run(
         "cloud": clouds.get(provider) if clouds.is_cloud(provider) else None,
         "client_factory": client_factory or (lambda region: clouds.get(provider).spot_history().client(region)),
     }
-    priced = _pricer(provider, market)(ctx, windows)
+    # off-cloud and on-demand runs: the price recorded at launch; spot runs: the cloud's history if it has one
+    history = clouds.get(provider).spot_history() if market == "spot" and clouds.is_cloud(provider) else None
+    if history is not None:
+        priced = _history_spot(ctx, windows, history)
+    else:
+        p = _catalog_spot(ctx) if market == "spot" and clouds.is_cloud(provider) else _fallback(ctx, "on-demand", "")
+        priced = {**p, "attempts": _flat(windows, p["hourly_usd"], p["source"])}
     hourly = _weighted(priced["attempts"])
     out = {"offering": offering_id, "provider": provider, "market": market, **priced}
     return out if hourly is None else {**out, "hourly_usd": hourly}

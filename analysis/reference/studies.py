@@ -1,6 +1,6 @@
-"""The studies' published measurements (studies.toml) as one flat table of figures, each with its study,
-section, URL and date. Seed 000 prints train hours, not a rate: its tweets/s is derived here (tweets seen
-/ train hours), and each derived row says so and how."""
+"""The studies' published measurements (studies.toml) as one flat table of figures, each with its study, section, URL
+and date, and the papers' ImageNet training schedules (imagenet.toml). Seed 000 prints train hours, not a rate: its
+tweets/s is derived here (tweets seen / train hours), and each derived row says so and how."""
 
 from __future__ import annotations
 
@@ -17,6 +17,13 @@ def _data() -> dict:
     return tomllib.loads(DATA.read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
+def imagenet_schedules() -> dict[str, dict]:
+    """benchmark name -> {batch_size, iterations, samples, paper, source}."""
+    data = tomllib.loads(DATA.with_name("imagenet.toml").read_text(encoding="utf-8"))
+    return {name: {**row, "samples": row["batch_size"] * row["iterations"]} for name, row in data["model"].items()}
+
+
 @dataclass(frozen=True)
 class Figure:
     """One published throughput, with where it comes from."""
@@ -27,19 +34,24 @@ class Figure:
     gpu: str
     gpu_count: int
     gpus_used: int
-    batch_size: int | None  # per GPU; None when the study does not say
     precision: str
     value: float  # throughput in `unit`
     unit: str
     basis: str  # "measured" | "derived: ..." | "estimated by the study ..."
-    train_hours: float | None
-    cost_usd: float | None
-    workload_samples: int | None  # samples the study's run saw (derived rows), for extrapolations
     source: str  # "seed 000, Table 1: Summary ... (url)"
     published: str
     date_note: str
+    batch_size: int | None = None  # per GPU; None when the study does not say
+    train_hours: float | None = None
+    cost_usd: float | None = None
+    workload_samples: int | None = None  # samples the study's run saw (derived rows), for extrapolations
     input: str = ""  # what the study fed the model ("real tweets padded to the longest tweet ...")
     synthetic_input: str = ""  # how a synthetic payload run's input differs from it ("" when the same shape)
+
+    @property
+    def gpus(self) -> str:
+        """The GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
+        return (f"{self.gpus_used} x " if self.gpus_used > 1 else "") + self.gpu.removeprefix("Tesla ")
 
 
 SEED004_MODELS = ("inception3", "resnet50", "vgg16")
@@ -147,7 +159,6 @@ def _seed000(data: dict) -> list[Figure]:
                 gpu=row["gpu"],
                 gpu_count=row["gpu_count"],
                 gpus_used=row["gpus_used"],
-                batch_size=None,
                 value=round(tweets / (row["train_hours"] * 3600), 1),
                 basis=basis,
                 train_hours=row["train_hours"],
@@ -159,28 +170,23 @@ def _seed000(data: dict) -> list[Figure]:
 
 
 def _seed004(data: dict) -> list[Figure]:
-    work = data["workload"]["seed004"]
-    out = []
-    for row in data["seed004"]:
-        for model in SEED004_MODELS:
-            for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0])):
-                out.append(
-                    Figure(
-                        **_study(data, "seed004"),
-                        benchmark=model,
-                        label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {work['precision']})",
-                        gpu=row["gpu"],
-                        gpu_count=row["gpu_count"],
-                        gpus_used=row["gpu_count"],
-                        batch_size=int(batch),
-                        value=float(value),
-                        basis=row["basis"],
-                        train_hours=None,
-                        cost_usd=None,
-                        workload_samples=None,
-                    )
-                )
-    return out
+    precision = data["workload"]["seed004"]["precision"]
+    return [
+        Figure(
+            **_study(data, "seed004"),
+            benchmark=model,
+            label=f"{row['gpu_count']} x {row['gpu']} (batch {batch}, {precision})",
+            gpu=row["gpu"],
+            gpu_count=row["gpu_count"],
+            gpus_used=row["gpu_count"],
+            batch_size=int(batch),
+            value=float(value),
+            basis=row["basis"],
+        )
+        for row in data["seed004"]
+        for model in SEED004_MODELS
+        for batch, value in sorted(row[model].items(), key=lambda kv: int(kv[0]))
+    ]
 
 
 @lru_cache(maxsize=1)

@@ -76,7 +76,7 @@ def _who(r: dict) -> str:
     """'aws/p3.8xlarge (4 GPUs, spot)': the offering as used."""
     extra = []
     g = r.get("gpus_used")
-    if not missing(g) and g is not None and int(g) > 1:
+    if not missing(g) and int(g) > 1:
         extra.append(f"{int(g)} GPUs")
     if r.get("market") == "spot":
         extra.append("spot")
@@ -118,8 +118,7 @@ def _top_level_parts(label: str) -> list[str]:
 
 
 def short_label(label) -> str:
-    """A configuration's label without hashes and lists, cut at a part boundary
-    before HEADING_CHARS ("" for none)."""
+    """A label without hashes and lists, cut at a part boundary before HEADING_CHARS ("" for none)."""
     if not isinstance(label, str):
         return ""
     parts, length = [], 0
@@ -160,26 +159,24 @@ def add_price_hint(offering_id: str, market: str) -> str:
     )
 
 
+def _cheapest(cheap: dict) -> str:
+    return f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price"
+
+
 UNPRICED = "Not ranked by cost, no price: "  # opens the sentence on offerings without a price
 
 
 def sentence(rec: dict, offerings: int | None = None) -> str:
     """One recommendation (analysis.metrics.recommend) as a sentence, and one naming the unpriced offerings.
     `offerings`: the configuration's rows; with one, there is nothing to call cheapest or fastest."""
-    parts = []
     cheap, fast = rec["cheapest"], rec["fastest"]
-    if offerings == 1 and fast["offering_id"] is not None:
-        parts.append(f"{_pick(fast)} (the one offering measured)")
-    else:
-        parts.append(f"cheapest {_pick(cheap)}" if cheap["offering_id"] else "cheapest: no offering has a price")
     if offerings == 1:
-        pass
+        one = fast["offering_id"] is not None
+        parts = [f"{_pick(fast)} (the one offering measured)" if one else _cheapest(cheap)]
     elif fast["offering_id"] is None:
-        parts.append("fastest: no timed run")
-    elif _same(fast, cheap):
-        parts.append("it is also the fastest")
+        parts = [_cheapest(cheap), "fastest: no timed run"]
     else:
-        parts.append(f"fastest {_pick(fast)}")
+        parts = [_cheapest(cheap), "it is also the fastest" if _same(fast, cheap) else f"fastest {_pick(fast)}"]
     if "under_deadline" in rec:
         d, limit = rec["under_deadline"], duration(rec["deadline_hours"])
         if not d["offering_id"]:
@@ -224,8 +221,7 @@ RANKED = 5  # offerings a ranking names; the rest are in the tables below it
 
 
 def ranking(rows, cost_column: str) -> str:
-    """'Ranked by cost: 1. A, 26.0 min for USD 0.40; 2. ...' over one
-    configuration's priced rows ("" with fewer than two)."""
+    """'Ranked by cost: 1. A, 26.0 min for USD 0.40; 2. ...' ("" with fewer than two priced rows)."""
     priced = rows[rows[cost_column].notna() & rows["train_hours"].notna()]
     if len(priced) < 2:
         return ""
@@ -274,15 +270,14 @@ def short_source(words: str) -> str:
 
 
 def versus_lines(v) -> tuple[str, str]:
-    """Two sentences for one benchmark (reference.Versus): what this machine did
-    beside the studies' GPUs, and the study's full training here and there. A study
-    this machine cannot run as the study did (reference.NotCompared) is one sentence."""
+    """Two sentences for a reference.Versus: this machine beside the studies' GPUs, and the study's full training
+    here and there; a reference.NotCompared is one."""
     if not hasattr(v, "refs"):
         return f"{v.benchmark}: not compared with {v.study}: {v.reason}.", ""
     unit = v.unit.removesuffix("/s")
     slow = min(v.refs, key=lambda f: f.value)
     fast = max(v.refs, key=lambda f: f.value)
-    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({v.name(slow)} to {v.name(fast)})"
+    theirs = f"{_span(slow.value, fast.value, digits)} {unit}/s ({slow.gpus} to {fast.gpus})"
     ratio = f"{_span(slow.value / v.rate, fast.value / v.rate, digits)} times as fast"
     if v.probe:  # a probe of the study's configuration: the whole jobs compare, differences in that sentence
         did = (
@@ -310,10 +305,7 @@ def versus_lines(v) -> tuple[str, str]:
         there = f"the studies' GPUs took {_times(min(hours), max(hours))}"
     else:
         there = f"on the studies' GPUs about {_times(min(hours), max(hours))} (from their published {unit}/s)"
-    if costs:
-        there += f" for USD {_span(min(costs), max(costs), usd_amount)}"
-    else:
-        there += ", no cost published"
+    there += f" for USD {_span(min(costs), max(costs), usd_amount)}" if costs else ", no cost published"
     if v.probe:
         here += ", extrapolated as gpubench bench does"
         if v.differs:
@@ -335,8 +327,7 @@ SAMPLE_SCALES = ((1_000, "1,000"), (1_000_000, "million"), (1_000_000_000, "bill
 
 
 def per_samples_scale(usd_per_sample: list[float]) -> tuple[int, str]:
-    """The count of samples to quote a cost per (1,000, a million, ...): the
-    smallest at which the cheapest figure comes to a cent or more."""
+    """The smallest sample count (1,000, a million, ...) at which the cheapest cost reads a cent or more."""
     valid = [v for v in usd_per_sample if not missing(v) and v > 0]
     for count, words in SAMPLE_SCALES:
         if not valid or min(valid) * count >= 0.01:

@@ -5,6 +5,7 @@ DIR/index.html and say what to print. `gpubench report`, campaigns and the demo 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -12,10 +13,14 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.bench.judge import checks, line, predictions_in
+from analysis.bench.record import bench_dirs
+from analysis.dataset.sql import num, one_of
 from analysis.metrics import Options, analyse_summary
+from analysis.observe import time_of
 from analysis.output import USD_SIGN, print_table
 from analysis.price import age as price_age
-from analysis.report import answer, predictions, reference
+from analysis.report import answer, reference
 from analysis.report.page import PriceNotes, informative, presented, probe_line, with_unit_columns, write_pages
 from analysis.report.query import report_query, results_dataset
 from infra.catalog import load_catalog
@@ -35,7 +40,7 @@ class ReportOutcome:
     tables: dict[str, Any]
     price_warning: str | None = None
     probes: int = 0  # probe runs (short runs of a job) left out of every figure
-    predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (report.predictions)
+    predictions: list[dict] = field(default_factory=list)  # bench predictions beside later runs (`judged`)
 
     @property
     def empty(self) -> bool:
@@ -43,17 +48,16 @@ class ReportOutcome:
 
     def summary_doc(self) -> dict[str, Any]:
         """The JSON `gpubench report --json` prints: summary rows, recommendations, scaling, break-even."""
-        summary, breakeven = self.tables["summary"], self.tables["breakeven"]
         return {
             "html": str(self.html),
             "runs": self.runs,
             "probe_runs_left_out": self.probes,
             "as_of": self.as_of,
             "base": self.options.base,
-            "summary": _records(summary),
+            "summary": _records(self.tables["summary"]),
             "recommendations": self.tables["recommendations"],
             "scaling": self.tables["scaling"].to_dict("records"),
-            "breakeven": _records(breakeven),
+            "breakeven": _records(self.tables["breakeven"]),
             "prediction_checks": self.predictions,
         }
 
@@ -66,8 +70,8 @@ class ReportOutcome:
                 f"report: {self.html}\n"
             )
         probes = probe_line(self.probes)
-        judged = "".join(f"\nprediction vs measurement: {text}" for text in predictions.lines(self.predictions))
-        text = _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + judged
+        checked = "".join(f"\nprediction vs measurement: {text}" for text in prediction_lines(self.predictions))
+        text = _summary_text(self.tables, self.options) + (f"\n{probes}" if probes else "") + checked
         return text + f"\nreport: {self.html}\n"
 
 
@@ -145,6 +149,56 @@ def _summary_text(tables: dict[str, Any], opts: Any) -> str:
     return out.getvalue()
 
 
+# --- "Predictions against measurements": each `gpubench bench` prediction (bench.json) beside the newest completed
+# run of its benchmark, offering and market started after it (a full run before a probe), judged as a bench does.
+
+PREDICTION_RUN_COLUMNS = ("benchmark", "offering_id", "market", "probe", "run_id", "started_at", "samples_per_second")
+
+
+def _measured_runs(query: Any, benchmarks: Sequence[str]) -> list[dict]:
+    """The completed runs of these benchmarks with a rate, from the report's query (analysis.report.query)."""
+    if not benchmarks or not set(PREDICTION_RUN_COLUMNS) <= query.columns:
+        return []
+    frame = query.frame(
+        f"SELECT {', '.join(PREDICTION_RUN_COLUMNS)} FROM runs WHERE status = 'completed' AND {one_of('benchmark', benchmarks)} "
+        f"AND {num('samples_per_second')} > 0"
+    )
+    return frame.to_dict("records")
+
+
+def judged(predictions: Sequence[dict], runs: Sequence[dict]) -> list[dict]:
+    """Each prediction (the newest per benchmark, offering and market) beside the newest run after it."""
+    newest: dict[tuple, dict] = {}
+    for p in predictions:
+        newest[(p["benchmark"], p.get("offering"), p.get("market"))] = p
+    out = []
+    for (benchmark, offering, market), p in sorted(newest.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        after = time_of(p.get("at"))
+        later = [
+            r
+            for r in runs
+            if (r["benchmark"], r["offering_id"], r["market"]) == (benchmark, offering, market)
+            and after is not None
+            and (time_of(r["started_at"]) or after) > after
+        ]
+        if not later:
+            continue
+        run = max(later, key=lambda r: (not r["probe"], time_of(r["started_at"])))
+        row = {"offering": offering, "market": market, "status": "measured"}
+        found = checks([row | {"samples_per_second": float(run["samples_per_second"])}], {(offering, market): p})
+        out += [
+            c
+            | {"benchmark": benchmark, "measured_by": ("probe " if run["probe"] else "full run ") + str(run["run_id"])}
+            for c in found
+        ]
+    return out
+
+
+def prediction_lines(found: Sequence[dict]) -> list[str]:
+    """One line per prediction judged, as a bench prints it, naming the run that measured it."""
+    return [f"{c['benchmark']} on {line(c)}; measured by {c['measured_by']}" for c in found]
+
+
 def write_report(
     out_dir: str | Path,
     *,
@@ -156,11 +210,8 @@ def write_report(
     max_price_age: float | None = None,
     table: str | Path | None = None,
 ) -> ReportOutcome:
-    """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir).
-
-    Raises ValueError for a deadline or budget that is not positive or a bad price-age limit,
-    CatalogError for an unknown `base`, FileNotFoundError when collect has not written the table.
-    """
+    """Write out_dir/index.html (and summary.csv) from the results table at `table` (default: out_dir). ValueError:
+    a bad deadline, budget or price-age limit; CatalogError: unknown `base`; FileNotFoundError: no table."""
     problem = check_options(deadline_hours, budget_usd)
     if problem:
         raise ValueError(problem)
@@ -171,16 +222,16 @@ def write_report(
     # a deadline or budget the user did not give is not in the answer
     opts = Options(base=base, deadline_hours=deadline_hours, budget_usd=budget_usd, cost_basis=cost_basis)
     # the runs are aggregated where they lie: only the aggregated rows reach pandas
-    predicted = predictions.recorded()
+    predicted = [p for _, p in predictions_in(bench_dirs()) if p.get("benchmark")]  # oldest bench first
     with report_query(dataset, as_of=as_of) as query:
         dates, probes = query.catalog_price_dates(), query.probes()
         facts, summary = query.facts(), query.summary()
-        runs = predictions.measured_runs(query, sorted({p["benchmark"] for p in predicted}))
+        runs = _measured_runs(query, sorted({p["benchmark"] for p in predicted}))
     warning = None
     if as_of is None and dates is not None:  # an explicit date asks for that day's prices, old or not
         warning = price_age.warning(dates, price_age.limit(max_price_age))
     # probes of each study's own configuration, recorded beside the table (gpubench demo)
     tables = presented(facts, analyse_summary(summary, opts), reference.read_study_probes(dataset_dir))
-    judged = predictions.judged(predicted, runs)
-    html = write_pages(facts, tables, out_dir, opts, source=str(dataset_dir), probes=probes, predictions=judged)
-    return ReportOutcome(html, str(dataset_dir), facts.total, as_of, opts, tables, warning, probes, judged)
+    found = judged(predicted, runs)
+    html = write_pages(facts, tables, out_dir, opts, str(dataset_dir), probes, prediction_lines(found))
+    return ReportOutcome(html, str(dataset_dir), facts.total, as_of, opts, tables, warning, probes, found)

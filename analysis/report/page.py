@@ -1,6 +1,8 @@
-"""The report page (templates/report.html.j2) from the runs' facts and the metrics tables, and the pieces the
-terminal shares (price notes, unit columns, which columns tell anything). Every price shown carries its source and
-date; probe runs (short runs of a job) are left out of every table, answer and chart, and counted in one line."""
+"""The report page (templates/report.html.j2, Jinja2 autoescaped: a value from the data is always text, never
+markup; charts inline as base64 PNG, the page loads nothing else) from the runs' facts and the metrics tables, and the
+pieces the terminal shares (price notes, unit columns, which columns tell anything). Every price shown carries its
+source and date; probe runs (short runs of a job) are left out of every table, answer and chart, and counted in one
+line."""
 
 from __future__ import annotations
 
@@ -8,16 +10,49 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from analysis.csv_export import frame_to_csv
 from analysis.metrics import Options
 from analysis.output import USD
 from analysis.report import answer, plots, reference
-from analysis.report.html import Cell, Figure, Row, Table, breakable, render
-from analysis.report.predictions import lines
+from analysis.report.plots import Chart
 from analysis.report.query import NOT_COMPLETED_SQL, RunFacts
+
+_ENVIRONMENT = Environment(
+    loader=FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+def render(template: str, **context) -> str:
+    return _ENVIRONMENT.get_template(template).render(**context)
+
+
+class Cell(NamedTuple):
+    text: str | None  # None: a missing value, shown as a dash
+    num: bool = False  # right-aligned, tabular figures
+
+
+class Table(NamedTuple):
+    head: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+
+def breakable(ident: str) -> Markup:
+    """An id that may wrap after "/", "+" and "-" (<wbr>), never inside a word; escaped."""
+    out = str(escape(ident))
+    for ch in "/+-":
+        out = out.replace(ch, ch + "<wbr>")
+    return Markup(out)
 
 
 def with_unit_columns(summary: pd.DataFrame) -> pd.DataFrame:
@@ -48,7 +83,7 @@ def _cell(value, fmt) -> Cell:
 def frame_table(frame: pd.DataFrame, columns) -> Table:
     """A table of `frame`'s (column, header, format) columns that it has; format None = text."""
     cols = [c for c in columns if c[0] in frame.columns]
-    rows = tuple(Row(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols)) for r in frame.to_dict("records"))
+    rows = tuple(tuple(_cell(r.get(c), fmt) for c, _, fmt in cols) for r in frame.to_dict("records"))
     return Table(tuple(h for _, h, _ in cols), rows)
 
 
@@ -63,10 +98,7 @@ class PriceNotes:
             reference.price_source_words(r),
             *(answer.present(r.get(k)) for k in ("price_as_of", "billing", "price_note")),
         )
-        if not any(key):
-            return None
-        n = self.notes.setdefault(key, len(self.notes) + 1)
-        return f"[{n}]"
+        return f"[{self.notes.setdefault(key, len(self.notes) + 1)}]" if any(key) else None
 
     def cite(self, frame: pd.DataFrame) -> str:
         """A chart's caption for its prices: the numbers of their notes."""
@@ -180,13 +212,9 @@ def config_table(rows: pd.DataFrame, notes: PriceNotes) -> dict:
     """One configuration's offerings, no empty column, no identical row; and which optional figures no run of
     it recorded ("" when none is missing)."""
     cols = _config_columns(rows, notes)
-    seen, body = set(), []
-    for r in rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records"):
-        cells = tuple(Cell(f(r), num) for _, f, num in cols)
-        if cells in seen:  # identical once rounded: shown once
-            continue
-        seen.add(cells)
-        body.append(Row(cells))
+    ordered = rows.sort_values(["train_hours", "offering_id"], na_position="last").to_dict("records")
+    # rows identical once rounded: shown once
+    body = dict.fromkeys(tuple(Cell(f(r), num) for _, f, num in cols) for r in ordered)
     missing = [
         what
         for col, what in (
@@ -224,7 +252,7 @@ def _charts(summary: pd.DataFrame, tables: dict, opts: Options, cite) -> dict:
         ),
     ]
     # a chart that cannot compare anything is neither drawn nor listed
-    return {"drawn": [Figure.of(title, *drawn) for title, drawn in charts if drawn]}
+    return {"drawn": [Chart.of(title, *drawn) for title, drawn in charts if drawn]}
 
 
 SCALING_COLUMNS = (
@@ -318,30 +346,21 @@ def _counts(facts: RunFacts, opts: Options, summary: pd.DataFrame) -> str:
     )
 
 
-def _configuration_rows(summary: pd.DataFrame, rec: dict) -> pd.DataFrame:
-    wl = rec.get("workload")
-    same = summary["workload"].isna() if answer.missing(wl) else summary["workload"] == wl
-    return summary[(summary["benchmark"] == rec["benchmark"]) & same]
-
-
 def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
     """Per configuration its sentence (and ranking); this machine beside the studies' GPUs with its chart,
     first when this machine is the only offering measured."""
     summary = tables["summary"]
     sentences = []
     for rec in tables["recommendations"]:
-        rows = _configuration_rows(summary, rec)
+        wl = rec.get("workload")
+        same = summary["workload"].isna() if answer.missing(wl) else summary["workload"] == wl
+        rows = summary[(summary["benchmark"] == rec["benchmark"]) & same]
         head = answer.configuration(rec)
         # the ranking goes right after the answer, before the offerings it could not rank
         said, marker, unpriced = answer.sentence(rec, len(rows))[len(head) :].partition(answer.UNPRICED)
-        said = said.rstrip()
+        ranking = answer.ranking(rows, opts.cost_column)
         sentences.append(
-            {
-                "configuration": head,
-                "rest": said,
-                "ranking": answer.ranking(rows, opts.cost_column),
-                "unpriced": (marker + unpriced).strip(),
-            }
+            dict(configuration=head, rest=said.rstrip(), ranking=ranking, unpriced=(marker + unpriced).strip())
         )
     versus = tables["versus"]
     drawn = reference.versus_plot(versus)
@@ -350,7 +369,7 @@ def answer_context(facts: RunFacts, tables: dict, opts: Options) -> dict:
         "basis": answer.basis_line(opts),
         "versus": [answer.versus_lines(v) for v in versus],
         "versus_first": bool(versus) and summary["offering_id"].nunique() == 1,
-        "figure": Figure.of(VERSUS_TITLE, *drawn) if drawn else None,
+        "figure": Chart.of(VERSUS_TITLE, *drawn) if drawn else None,
     }
 
 
@@ -358,7 +377,7 @@ VERSUS_TITLE = "Each study's full training: this machine beside the studies' GPU
 
 
 def page_context(
-    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[dict] = ()
+    facts: RunFacts, tables: dict, opts: Options, source: str, probes: int = 0, predictions: Sequence[str] = ()
 ) -> dict:
     """Everything templates/report.html.j2 shows, in page order: price notes are numbered as a reader meets them."""
     ctx = {
@@ -366,7 +385,7 @@ def page_context(
         "source": source,
         "counts": _counts(facts, opts, tables["summary"]),
         "probes": probes,
-        "predictions": lines(predictions),
+        "predictions": list(predictions),
         "answer": answer_context(facts, tables, opts),
         "results": None,
         "not_done": None,
@@ -422,10 +441,10 @@ def write_pages(
     opts: Options,
     source: str = "",
     probes: int = 0,
-    predictions: Sequence[dict] = (),
+    predictions: Sequence[str] = (),
 ) -> Path:
     """Write out_dir/index.html (and summary.csv); return the page's path. `probes`: probe runs left out;
-    `predictions`: bench predictions judged against later runs (analysis.report.predictions)."""
+    `predictions`: a line per bench prediction judged against a later run."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"

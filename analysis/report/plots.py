@@ -1,22 +1,115 @@
 """The report's charts, each the counterpart of one in the seed studies: (png bytes, caption), or None when the data
-cannot compare anything (the page then leaves the chart out). Captions cite the page's numbered price notes."""
+cannot compare anything (the page then leaves the chart out). Captions cite the page's numbered price notes. A chart
+is laid out once, trimmed to what it draws and drawn once, at the page's DPI."""
 
 from __future__ import annotations
 
+import base64
+import io
+import warnings
 from collections.abc import Callable
+from typing import NamedTuple
 
-import pandas as pd
-from matplotlib.lines import Line2D
-from matplotlib.ticker import NullFormatter, StrMethodFormatter
+import matplotlib
 
-from analysis.price.billed import onprem_hourly
-from analysis.reference import imagenet_schedules
-from analysis.report.answer import PER_HOUR, per_samples_scale, time_unit
-from analysis.report.chart_png import figure, lay_out, png_bytes
-from infra.catalog import load_catalog
-from payload.benchmarks.base import units_of
+matplotlib.use("Agg")
+import matplotlib.image  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.layout_engine import TightLayoutEngine  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import NullFormatter, StrMethodFormatter  # noqa: E402
+from matplotlib.transforms import Affine2D, Bbox  # noqa: E402
+
+from analysis.price.billed import onprem_hourly  # noqa: E402
+from analysis.reference.studies import imagenet_schedules  # noqa: E402
+from analysis.report.answer import PER_HOUR, per_samples_scale, time_unit  # noqa: E402
+from infra.catalog import load_catalog  # noqa: E402
+from payload.benchmarks.base import units_of  # noqa: E402
+
+DPI = 90  # the page's resolution: figures are made, laid out and saved at it (one text metric per label)
+TRIM_PAD_INCHES = 0.04  # white space kept around what a chart draws
+LAYOUT = {"pad": 0.3, "h_pad": 1.0, "w_pad": 1.0}  # matplotlib's tight layout, in font sizes
+OVERFLOW_INCHES = 2.0  # drawn past the figure's edge by up to this much, a chart is still trimmed from one draw
+
+
+def figure(rows: int, cols: int, figsize: tuple[float, float], **kwargs):
+    """A figure of rows x cols axes (a 2-D array) at the page's DPI, with no layout engine (it would lay the
+    figure out again on every draw): `lay_out` places its axes once."""
+    return plt.subplots(rows, cols, figsize=figsize, squeeze=False, dpi=DPI, **kwargs)
+
+
+def lay_out(fig) -> None:
+    """Fit the axes to their labels, titles and legends with one measurement (matplotlib's tight layout, run once).
+    Labels too long to fit leave the default margins, silently: the PNG is cropped to what is drawn."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied", category=UserWarning)
+        # rect=None: one measurement of the axes' extents. The default rect, the whole figure, measures
+        # them a second time to fit them into the first pass's margins: the same numbers again.
+        TightLayoutEngine(**LAYOUT, rect=None).execute(fig)
+
+
+def to_png(fig, laid_out: bool = False) -> bytes:
+    """The figure as PNG: laid out (unless `laid_out`), drawn once and trimmed to what is drawn; zlib level 1:
+    a few per cent larger, noticeably cheaper to write. Tests that compare pages describe the chart instead."""
+    if not isinstance(fig.canvas, FigureCanvasAgg):  # closed or unpickled: a plain canvas, no renderer
+        FigureCanvasAgg(fig)
+    if not laid_out:
+        lay_out(fig)
+    try:
+        trimmed = _drawn_then_trimmed(fig) if fig.dpi == DPI else None
+        return trimmed if trimmed is not None else _trimmed_then_drawn(fig)
+    finally:
+        plt.close(fig)
+
+
+def _drawn_then_trimmed(fig) -> bytes | None:
+    """Draw once on a canvas OVERFLOW_INCHES larger on every side and keep the pixels around what is drawn: one
+    pass fewer than measuring every artist first. None when something reaches the canvas's edge."""
+    width, height = fig.get_size_inches()
+    canvas = Bbox.from_extents(-OVERFLOW_INCHES, -OVERFLOW_INCHES, width + OVERFLOW_INCHES, height + OVERFLOW_INCHES)
+    raw = io.BytesIO()
+    fig.savefig(raw, format="rgba", dpi=DPI, bbox_inches=canvas)
+    pixels_wide, pixels_high = Bbox.from_bounds(0, 0, *canvas.size).transformed(Affine2D().scale(DPI)).size
+    shape = (int(pixels_high), int(pixels_wide), 4)  # the canvas savefig drew on, as Agg sizes it
+    if raw.tell() != shape[0] * shape[1] * 4:
+        return None
+    pixels = np.frombuffer(raw.getbuffer(), dtype=np.uint8).reshape(shape)
+    as_words = pixels.view(np.uint32)[..., 0]  # one comparison per pixel, not one per channel
+    drawn = as_words != as_words[0, 0]  # the corner is background: nothing reaches it (checked below)
+    rows, cols = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
+    if not len(rows) or rows[0] == 0 or cols[0] == 0 or rows[-1] == shape[0] - 1 or cols[-1] == shape[1] - 1:
+        return None
+    pad = round(TRIM_PAD_INCHES * DPI)
+    kept = pixels[max(0, rows[0] - pad) : rows[-1] + pad + 1, max(0, cols[0] - pad) : cols[-1] + pad + 1]
+    png = io.BytesIO()
+    matplotlib.image.imsave(png, kept, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    return png.getvalue()
+
+
+def _trimmed_then_drawn(fig) -> bytes:
+    """Cropped to its artists' extent, measured without drawing (bbox_inches="tight" would draw it once more)."""
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer()).padded(TRIM_PAD_INCHES)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches=drawn, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
 
 MAX_PANELS = 6
+
+
+class Chart(NamedTuple):
+    """A chart as the page shows it."""
+
+    title: str
+    png: str | None  # base64; None when not drawn, the caption then says why
+    caption: str
+
+    @classmethod
+    def of(cls, title: str, png: bytes | None, caption: str) -> Chart:
+        return cls(title, None if png is None else base64.b64encode(png).decode("ascii"), caption)
 
 
 def label(r) -> str:
@@ -30,11 +123,6 @@ def label(r) -> str:
 
 
 Cite = Callable[[pd.DataFrame], str]
-
-
-def to_png(fig, laid_out: bool = False) -> bytes:
-    """The figure's PNG as the page shows it; tests that compare pages describe the chart instead."""
-    return png_bytes(fig, laid_out)
 
 
 def _panels(n: int, height_per: float, width: float = 9.0):
@@ -60,18 +148,13 @@ def units(d: pd.DataFrame) -> str:
     return units_of(str(u.iloc[0])) if len(u) else "samples"
 
 
-def _rows_per_panel(panels) -> int:
-    return max(len(d) for _, d in panels)
-
-
 def cost_to_train(summary: pd.DataFrame, cite: Cite):
-    """Seed 000, figure 1: cost to train per offering (training only), with the
-    billed cost (launch to termination) beside it."""
+    """Seed 000, figure 1: cost to train per offering, the billed cost (launch to termination) beside it."""
     s = summary[summary["train_cost_usd"].notna()]
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.4 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.4 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("train_cost_usd")
         bars = (("train_cost_usd", "cost to train (training only)", {}),)
@@ -94,8 +177,7 @@ def _paired_bars(ax, d: pd.DataFrame, bars) -> bool:
 
 
 def log_if_wide(ax, values, axis: str = "x") -> bool:
-    """A log axis when the values span more than a decade (one slow or dear
-    offering would squash every other one into a corner); True when set."""
+    """A log axis (True) when the values span over a decade: one slow or dear offering would squash the rest."""
     v = [float(x) for x in values if x is not None and not pd.isna(x) and float(x) > 0]
     wide = bool(v) and max(v) > 10 * min(v)
     if wide:
@@ -116,9 +198,8 @@ _OFFSETS = [
 
 
 def place_numbers(ax, points: list[tuple[float, float]], texts: list[str], colours: list[str]) -> list:
-    """Put each text beside its point at the nearest offset where it overlaps
-    no text already placed and stays inside the axes (a short leader line when
-    it had to move away); the figure must be laid out (`lay_out`) first."""
+    """Each text at the nearest offset from its point that overlaps no placed text and stays inside the axes (a
+    leader line when moved away); the figure must be laid out first."""
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     placed, boxes = [], []
@@ -191,8 +272,7 @@ def hourly_vs_time_figure(summary: pd.DataFrame):
 
 
 def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
-    """Seed 003: cost per hour against time to train, efficient frontier joined;
-    points numbered (the legend names them), log axes where values span decades."""
+    """Seed 003: cost per hour against time to train, the efficient frontier joined, points numbered."""
     s = summary[summary["hourly_usd"].notna() & summary["train_hours"].notna()]
     fig = hourly_vs_time_figure(summary)
     if fig is None:
@@ -201,14 +281,13 @@ def hourly_vs_time(summary: pd.DataFrame, cite: Cite):
 
 
 def samples_per_dollar(summary: pd.DataFrame, cite: Cite):
-    """Seed 004: what a fixed number of training samples costs (hourly price /
-    (throughput x 3600), per run at its own price), per 1,000 or per million
-    samples as reads best, in the benchmark's unit (images, tweets, ...)."""
+    """Seed 004: the cost of a fixed number of samples (hourly price / (throughput x 3600), each run at its own
+    price), per 1,000 or per million as reads best, in the benchmark's unit."""
     s = summary[summary["samples_per_usd"].notna() & (summary["samples_per_usd"] > 0)]
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.35 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.35 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         count, words = per_samples_scale(list(1 / d["samples_per_usd"]))
         d = d.assign(cost=count / d["samples_per_usd"]).sort_values("cost", ascending=False)
@@ -226,7 +305,7 @@ def relative_to_base(summary: pd.DataFrame, base: str, cite: Cite):
     panels = _compared(s)
     if not panels:
         return None
-    fig, axes = _panels(len(panels), 0.45 * _rows_per_panel(panels) + 1.2)
+    fig, axes = _panels(len(panels), 0.45 * max(len(d) for _, d in panels) + 1.2)
     for ax, (bench, d) in zip(axes, panels):
         d = d.sort_values("rel_time")
         log = _paired_bars(ax, d, (("rel_time", "time to train", {}), ("rel_train_cost", "cost to train", {})))
@@ -255,8 +334,7 @@ def scaling(scale: pd.DataFrame):
 
 
 def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite, top: int = 3):
-    """Seed 004, section 5.2: how much cheaper per sample the on-prem box is
-    than the best cloud offerings, by days of use per month."""
+    """Seed 004, section 5.2: the on-prem box per sample against the best cloud offerings, by days of use."""
     if be.empty:
         return None
     catalog = load_catalog()
@@ -288,17 +366,14 @@ def breakeven_vs_utilisation(be: pd.DataFrame, summary: pd.DataFrame, cite: Cite
 
 
 def imagenet(summary: pd.DataFrame, cite: Cite):
-    """Seed 004, section 5.1: time and cost to train an ImageNet-scale model,
-    extrapolated from each offering's measured images/s (one panel pair per
-    configuration of resnet50, vgg16 or inception3 run on two offerings or more)."""
+    """Seed 004, section 5.1: time and cost of an ImageNet-scale training, from each offering's measured images/s."""
     sched = imagenet_schedules()
     s = summary[summary["benchmark"].isin(sched) & (summary["imagenet_hours"] > 0)]
     panels = _compared(s)
     if not panels:
         return None
-    n = min(len(panels), MAX_PANELS)
-    rows = _rows_per_panel(panels)
-    fig, axes = figure(n, 2, (11, max(2.5, 0.35 * rows + 1.2) * n))
+    rows = max(len(d) for _, d in panels)
+    fig, axes = figure(len(panels), 2, (11, max(2.5, 0.35 * rows + 1.2) * len(panels)))  # at most MAX_PANELS
     for (ax_t, ax_c), (name, d) in zip(axes, panels):
         d = d.sort_values("imagenet_hours")
         names = [label(r) for r in d.to_dict("records")]

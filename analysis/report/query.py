@@ -1,7 +1,7 @@
 """Where the results table is read (`results_dataset`: a local results.parquet export when there is one, else the
 results dataset of a directory or bucket prefix) and the one place its runs are aggregated: DataFusion SQL, so the
-report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two middle values; a
-summary row's texts are joined in the order its runs appear in the table."""
+report holds only the aggregated rows (a few hundred) however many runs there are. A median is the mean of the two
+middle values; a summary row's texts are joined in the order its runs appear in the table."""
 
 from __future__ import annotations
 
@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from analysis.dataset import TableNotFound, open_dataset, resolve
 from analysis.dataset.sql import Engine, connect, num, one_of, q, text
 from analysis.metrics import GROUP, JOINED, MEDIANS, SPREADS, add_throughput_metrics
-from analysis.price.reprice import reprice_dataset
+from analysis.price.runs import PRICE_COLUMNS, price_runs
 from analysis.reference.studies import reference_figures
 from analysis.report.answer import present
+from infra.catalog import load_catalog
 
 REFERENCE_KEYS = ("benchmark", "offering_id", "market", "gpus_used", "per_gpu_batch_size", "precision", "data")
 # The runs that did not complete are summarised, not listed (a table of a million runs holds tens of thousands):
@@ -59,14 +62,11 @@ TABLE_FILE = "results.parquet"
 
 
 class NoResultsTable(FileNotFoundError, ValueError):
-    """No results table at a location. A FileNotFoundError for callers that
-    already catch it, a ValueError for those that follow the dataset's contract."""
+    """No results table at a location (a FileNotFoundError, and a ValueError as the dataset's contract says)."""
 
 
 def results_dataset(table: str) -> Any:
-    """The runs of the results table at `table` (a directory or bucket prefix
-    collect wrote) as a pyarrow.dataset.Dataset. Raises NoResultsTable naming
-    the location and the fix when collect has not written it there."""
+    """The results table collect wrote at `table` as a pyarrow Dataset; NoResultsTable (naming the fix) if none."""
     local = resolve(table).local
     export = local / TABLE_FILE if local is not None else None
     if export is not None and export.is_file():  # the export, in its rows' order
@@ -110,21 +110,17 @@ class RunsQuery:
     def rows(self, sql: str) -> list[tuple]:
         return self.con.rows(sql)
 
-    def _register_price_keys(self) -> None:
-        """price_key of each distinct hourly price a non-spot run paid."""
-        prices = self.rows(
-            f"SELECT DISTINCT {num('hourly_usd')} FROM full_runs "
-            f"WHERE status = 'completed' AND (market IS DISTINCT FROM 'spot') AND {num('hourly_usd')} IS NOT NULL"
-        )
-        # a few distinct prices, each a literal that reads back as the same double (repr)
-        keys = [f"SELECT CAST({float(h)!r} AS DOUBLE) AS hourly, {text(price_key(h))} AS price_key" for (h,) in prices]
-        empty = "SELECT CAST(NULL AS DOUBLE) AS hourly, CAST(NULL AS VARCHAR) AS price_key WHERE false"
-        self.rows(f"CREATE OR REPLACE VIEW _price_keys AS {' UNION ALL '.join(keys) or empty}")
-
     def _done_view(self) -> None:
         """The `done` view: completed full runs, price key, samples per dollar, numbers as numbers."""
         self.rows("CREATE OR REPLACE VIEW done_base AS SELECT * FROM full_runs WHERE status = 'completed'")
-        self._register_price_keys()
+        prices = self.rows(
+            f"SELECT DISTINCT {num('hourly_usd')} FROM done_base "
+            f"WHERE (market IS DISTINCT FROM 'spot') AND {num('hourly_usd')} IS NOT NULL"
+        )
+        # the price_key of each distinct hourly price a non-spot run paid: a literal that reads back as the same double
+        keys = [f"SELECT CAST({float(h)!r} AS DOUBLE) AS hourly, {text(price_key(h))} AS price_key" for (h,) in prices]
+        empty = "SELECT CAST(NULL AS DOUBLE) AS hourly, CAST(NULL AS VARCHAR) AS price_key WHERE false"
+        self.rows(f"CREATE OR REPLACE VIEW _price_keys AS {' UNION ALL '.join(keys) or empty}")
         raw = [c for c in GROUP if c != "price_key"]
         numbers = [c for c in MEDIANS if c != "samples_per_usd"]
         hourly, per_second = num("done_base.hourly_usd"), num("done_base.samples_per_second")
@@ -242,10 +238,8 @@ class RunsQuery:
         """The dates of launch-time prices taken from the catalog, each once; None for a table without runs."""
         if not self.scalar("SELECT count(*) FROM runs"):
             return None
-        rows = self.rows(
-            "SELECT DISTINCT price_as_of FROM runs WHERE strpos(CAST(price_basis AS VARCHAR), 'catalog') > 0"
-        )
-        return [r[0] for r in rows]
+        sql = "SELECT DISTINCT price_as_of FROM runs WHERE strpos(CAST(price_basis AS VARCHAR), 'catalog') > 0"
+        return [r[0] for r in self.rows(sql)]
 
 
 def _in_key_order(frame: Any, keys: list[str]) -> Any:
@@ -302,10 +296,27 @@ def billed_seconds(dataset: Any, stacks: Iterable[str] | None = None) -> dict[tu
         )
     seconds: dict[tuple[str, str], list[float]] = {}
     for stack, bench, s in rows:
-        runs = seconds.setdefault((stack, bench), [])
-        if s is not None:
-            runs.append(float(s))
+        seconds.setdefault((stack, bench), []).extend([] if s is None else [float(s)])
     return seconds
+
+
+REPRICE_BATCH_ROWS = 20_000
+_PRICE_TEXT = {"price_basis", "price_source", "price_as_of", "billing", "billing_as_of", "price_note"}
+
+
+def reprice_dataset(dataset: Any, as_of: date, path: str | Path) -> Any:
+    """`dataset` with every run re-priced from the catalog in force on `as_of`, written to `path` (Parquet) a
+    batch at a time (bounded memory); returns it as a Dataset."""
+    catalog = load_catalog()
+    fields = [f for f in dataset.schema if f.name not in PRICE_COLUMNS]
+    fields += [pa.field(c, pa.string() if c in _PRICE_TEXT else pa.float64()) for c in PRICE_COLUMNS]
+    schema = pa.schema(fields)
+    with pq.ParquetWriter(str(path), schema) as writer:
+        for batch in dataset.to_batches(batch_size=REPRICE_BATCH_ROWS):
+            if batch.num_rows:
+                priced = price_runs(batch.to_pandas(), as_of=as_of, catalog=catalog)
+                writer.write_table(pa.Table.from_pandas(priced[schema.names], schema=schema, preserve_index=False))
+    return ds.dataset(str(path), format="parquet")
 
 
 @contextmanager

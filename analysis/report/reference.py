@@ -10,21 +10,17 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from analysis.reference import imagenet_schedules
-from analysis.reference.studies import Figure, StudyJob, reference_figures, study_jobs, work_differences, workload_notes
+from analysis.price.local import Price
+from analysis.reference import studies
+from analysis.reference.studies import Figure, reference_figures, work_differences
 from analysis.report import plots
 from analysis.report.answer import long_duration, missing, present
-from analysis.report.html import Figure as Chart
 from analysis.report.query import FACT_KEYS, RUN_FACTS
 from payload.terminal import terminal_text
 
 ASSUMED_PRICE_KINDS = ("local",)  # offerings priced from a rate the user (or the demo default) chose
 SUBJECT = "local/this-machine"
 REASON_CHARS = 300  # a probe's reason (it may quote the job's output) as one printable line of at most this
-
-
-def _plain(text) -> str:
-    return terminal_text(text, multiline=False)[:REASON_CHARS]
 
 
 def _subject(m: pd.DataFrame) -> pd.Series | None:
@@ -87,8 +83,8 @@ def plot(m: pd.DataFrame):
         ax.set_title(
             f"{bench}: this report (orange) beside published figures (grey; hatched = derived or estimated)", fontsize=9
         )
-    studies = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
-    caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in studies) + "."
+    cited = sorted({(f.study, f.source, f.published) for f in figs if f.benchmark in {p[0] for p in panels}})
+    caption = "Published: " + "; ".join(f"{s}: {src} ({pub})" for s, src, pub in cited) + "."
     return plots.to_png(fig), caption
 
 
@@ -139,10 +135,8 @@ def _published_rows(refs: list[Figure], subject) -> list[dict]:
 
 def _notes(refs: list[Figure]) -> list[str]:
     """Under a table: each study's source and date, then every basis the table shortened."""
-    studies = sorted({(f.study, f.source, f.published, f.date_note) for f in refs})
-    notes = [
-        f"{study}: {source}; published {published} ({date_note})" for study, source, published, date_note in studies
-    ]
+    cited = sorted({(f.study, f.source, f.published, f.date_note) for f in refs})
+    notes = [f"{study}: {source}; published {published} ({date_note})" for study, source, published, date_note in cited]
     return notes + sorted({f.basis for f in refs if _basis_word(f.basis) != f.basis})
 
 
@@ -189,9 +183,9 @@ def context(m: pd.DataFrame) -> dict:
     if m.empty:
         return {"figure": None, "benchmarks": []}
     png, caption = plot(m)
-    figs, notes = reference_figures(), workload_notes()
+    figs, notes = reference_figures(), studies.workload_notes()
     return {
-        "figure": Chart.of("This report's runs beside the studies' published throughput", png, caption),
+        "figure": plots.Chart.of("This report's runs beside the studies' published throughput", png, caption),
         "benchmarks": [_benchmark(b, m, figs, notes.get(b, "")) for b in sorted(m["benchmark"].unique())],
     }
 
@@ -215,11 +209,6 @@ def assumed_rates(summary: pd.DataFrame) -> str:
 # --- The answer's comparison: this machine beside the studies on the same work ---
 
 
-class Price(NamedTuple):
-    hourly_usd: float
-    source: str
-
-
 class Versus(NamedTuple):
     """A benchmark the studies publish, measured here: rates, and the study's full training here and there."""
 
@@ -237,9 +226,6 @@ class Versus(NamedTuple):
     there_published: bool  # the study printed those hours (else: the work / the published rate)
     differs: tuple[str, ...] = ()  # how this machine's run is other work than the studies' (words); () when not
     probe: StudyProbe | None = None  # the probe of the study's configuration these figures come from, if one
-
-    def name(self, f: Figure) -> str:
-        return gpu_name(f)
 
 
 class StudyProbe(NamedTuple):
@@ -274,11 +260,11 @@ def read_study_probes(table_dir: str | Path | None) -> tuple[dict, ...]:
     except (OSError, ValueError):
         return ()
     probes = doc.get("probes") if isinstance(doc, dict) else None
-    known = {(j.study, j.benchmark) for j in study_jobs()}
+    known = {(j.study, j.benchmark) for j in studies.study_jobs()}
     return tuple(p for p in probes or () if isinstance(p, dict) and (p.get("study"), p.get("benchmark")) in known)
 
 
-def study_work(job: StudyJob) -> tuple[str, int] | None:
+def study_work(job: studies.StudyJob) -> tuple[str, int] | None:
     """(words, samples) of the study's whole job, as the first screen sets it against the study's GPUs."""
     return _full_work(job.benchmark, _refs(job.benchmark, [job.batch], job.study))
 
@@ -287,7 +273,7 @@ def _probed(p: dict) -> Versus | NotCompared | None:
     """This machine's whole-job estimate from a study probe (at its price) beside the study's published job."""
     bench, study = p["benchmark"], p["study"]
     if p.get("status") == "not-probed":
-        return NotCompared(bench, study, _plain(p.get("reason") or "not probed"))
+        return NotCompared(bench, study, terminal_text(p.get("reason") or "not probed", multiline=False)[:REASON_CHARS])
     row = p.get("row") or {}
     refs = _refs(bench, [p.get("batch")], study)
     work = _full_work(bench, refs)
@@ -296,46 +282,32 @@ def _probed(p: dict) -> Versus | NotCompared | None:
         return None
     if not (isinstance(rate, (int, float)) and rate > 0 and isinstance(hours, (int, float))):
         why = p.get("reason") or row.get("reason") or "the probe measured no rate"
-        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({_plain(why)})")
+        why = terminal_text(why, multiline=False)[:REASON_CHARS]
+        return NotCompared(bench, study, f"the probe of {study}'s configuration gave no estimate ({why})")
     usd = row.get("est_usd")
     hourly = None if p.get("hourly_usd") is None else Price(float(p["hourly_usd"]), str(p.get("price_source") or ""))
-    return _versus(
-        bench,
-        refs,
-        work,
-        float(rate),
-        p.get("device") or "CPU",
-        float(hours),
-        None if usd is None or hourly is None else float(usd),
-        hourly,
-        (p.get("precision"), p.get("batch"), p.get("data", "synthetic")),
-        StudyProbe(
-            seconds=float(p.get("probe_seconds") or 0.0),
-            configuration=str(p.get("configuration") or ""),
-            hours_low=row.get("est_hours_low"),
-            hours_high=row.get("est_hours_high"),
-            steady=p.get("status") == "measured",
-        ),
+    usd = None if usd is None or hourly is None else float(usd)
+    run = (p.get("precision"), p.get("batch"), p.get("data", "synthetic"))
+    probe = StudyProbe(
+        float(p.get("probe_seconds") or 0.0),
+        str(p.get("configuration") or ""),
+        row.get("est_hours_low"),
+        row.get("est_hours_high"),
+        p.get("status") == "measured",
     )
+    return _versus(bench, refs, work, float(rate), p.get("device") or "CPU", float(hours), usd, hourly, run, probe)
 
 
 def _versus(bench, refs, work, rate, device, hours, usd, hourly, run, probe=None) -> Versus:
     """`run`: (precision, batch, data) of what this machine ran, to say how it is other work."""
+    # the study's GPUs on the full work: published hours and cost, else the work / the published rate
+    there = tuple(
+        (_short_ref(f), float(f.train_hours or work[1] / f.value / 3600), f.cost_usd)
+        for f in sorted(refs, key=lambda f: -f.value)
+    )
+    published, differs = all(f.train_hours for f in refs), tuple(work_differences(refs[0], *run))
     return Versus(
-        benchmark=bench,
-        unit=refs[0].unit,
-        rate=rate,
-        device=device,
-        refs=tuple(refs),
-        work=work[0],
-        samples=work[1],
-        here_hours=hours,
-        here_usd=usd,
-        hourly=hourly,
-        there=_there(refs, work[1]),
-        there_published=all(f.train_hours for f in refs),
-        differs=tuple(work_differences(refs[0], *run)),
-        probe=probe,
+        bench, refs[0].unit, rate, device, tuple(refs), *work, hours, usd, hourly, there, published, differs, probe
     )
 
 
@@ -344,33 +316,18 @@ def _full_work(bench: str, refs: list[Figure]) -> tuple[str, int] | None:
     unit = refs[0].unit.removesuffix("/s") if refs else "samples"
     if refs and refs[0].workload_samples:
         return f"{refs[0].study}'s full training ({refs[0].workload_samples:,} {unit})", refs[0].workload_samples
-    sched = imagenet_schedules().get(bench)
+    sched = studies.imagenet_schedules().get(bench)
     if sched is None:
         return None
     study = refs[0].study if refs else "the paper"
     return f"{study}'s ImageNet training of {bench} ({sched['samples']:,} {unit})", int(sched["samples"])
 
 
-def _there(refs: list[Figure], samples: int) -> tuple[tuple[str, float, float | None], ...]:
-    """The study's GPUs on the full work: published hours and cost, else the work / the published rate."""
-    out = []
-    for f in sorted(refs, key=lambda f: -f.value):
-        hours = f.train_hours if f.train_hours else samples / f.value / 3600
-        out.append((_short_ref(f), float(hours), f.cost_usd))
-    return tuple(out)
-
-
-def gpu_name(f: Figure) -> str:
-    """A study figure's GPUs as a sentence names them ("K80", "4 x GTX 1080 Ti")."""
-    count = f"{f.gpus_used} x " if f.gpus_used > 1 else ""
-    return count + f.gpu.removeprefix("Tesla ")
-
-
 def _short_ref(f: Figure) -> str:
     """'K80 (AWS p2.xlarge)', '4 x GTX 1080 Ti (estimated)': a chart label."""
     where = f.label.split(" (")[0] if f.study == "seed 000" else ""
     tail = " (estimated)" if f.basis.startswith("estimated") else ""
-    return gpu_name(f) + (f" ({where})" if where else "") + tail
+    return f.gpus + (f" ({where})" if where else "") + tail
 
 
 def versus(
@@ -378,8 +335,7 @@ def versus(
 ) -> list[Versus | NotCompared]:
     """This machine's runs of the studies' benchmarks (query.RunsQuery.measured) beside them. `prices`: offering
     id -> price used; a study probed in its own configuration (`probes`) is compared from its probe instead."""
-    found = [_probed(p) for p in probes or ()]
-    out: list[Versus | NotCompared] = [v for v in found if v is not None]
+    out: list[Versus | NotCompared] = [v for v in map(_probed, probes or ()) if v is not None]
     probed = {v.benchmark for v in out}
     if m.empty:
         return out
@@ -445,11 +401,7 @@ ORIGIN_WORDS = {
 
 def price_source_words(r: dict) -> str | None:
     """Where a row's price came from: its recorded source, else what its origin says, else None."""
-    source = present(r.get("price_source"))
-    if source:
-        return source
-    origin = present(r.get("recorded_price_origin"))
-    return ORIGIN_WORDS.get(origin or "", None)
+    return present(r.get("price_source")) or ORIGIN_WORDS.get(present(r.get("recorded_price_origin")) or "")
 
 
 def join_run_facts(summary: pd.DataFrame, per_row: pd.DataFrame) -> pd.DataFrame:

@@ -230,11 +230,11 @@ def test_offerings_live_without_a_refreshed_snapshot_says_how_to_make_one(data_d
 
 
 def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
-    from analysis.price import snapshot
+    from analysis.price import refresh
     from infra.catalog.price_errors import SnapshotInvalid
 
     cat = infra.catalog.load_catalog()
-    bad = snapshot.render(
+    bad = refresh.render_snapshot(
         as_of=NOW.date(),
         source="test",
         region="us-east-1",
@@ -243,8 +243,8 @@ def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
         tables={"price": {"aws/p3.8xlarge": {"hourly": -1.0}}},
     )
     with pytest.raises(SnapshotInvalid, match="negative price"):
-        snapshot.write(bad, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
-    stray = snapshot.render(
+        refresh.write_snapshot(bad, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
+    stray = refresh.render_snapshot(
         as_of=NOW.date(),
         source="test",
         region="us-east-1",
@@ -253,7 +253,7 @@ def test_a_snapshot_that_does_not_load_is_not_written(data_dir, tmp_path):
         tables={"price": {"aws/p9.huge": {"hourly": 1.0}}},
     )
     with pytest.raises(SnapshotInvalid, match="aws/p9.huge"):
-        snapshot.write(stray, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
+        refresh.write_snapshot(stray, "2025-09-15_aws-live", tmp_path, cat, ["aws/p3.8xlarge"])
     assert list(tmp_path.glob("*.toml")) == []
 
 

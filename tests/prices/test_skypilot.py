@@ -17,7 +17,7 @@ import yaml
 
 import infra.catalog
 from analysis.price import billed, skypilot
-from analysis.price.snapshot import CATALOG_REGIONS
+from analysis.price.refresh import CATALOG_REGIONS
 from infra.catalog import NoPrice, RetiredOfferingWarning
 from infra.catalog.prices import load_snapshot, load_snapshots
 from payload.exitcodes import OK, USAGE
