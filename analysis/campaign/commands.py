@@ -7,9 +7,8 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
@@ -58,7 +57,6 @@ def up(
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
-    catalog: Any = None,
 ) -> tuple[Manifest, LaunchReport]:
     printer = printer or Printer()
     root = project_dir(work_dir)
@@ -74,23 +72,24 @@ def up(
         f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
         f"manifest {manifest.url}"
     )
-    catalog = catalog or load_catalog()
+    catalog = load_catalog()
     prepare(manifest, names, root / "stacks", catalog, printer)
     report = Launcher(manifest, backend, catalog, printer, concurrency, retry_failed).run(names)
     return manifest, report
 
 
-def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
+def status(campaign_id: str, *, results_url: str) -> tuple[Manifest, list[StackStatus]]:
     stores = functools.cache(storage.open_store)  # one per URL: the campaign's, and any a stack's resultsUrl names
     manifest = Manifest.require(stores(results_url), campaign_id)
-    return manifest, statuses_of(manifest, stores, now or utcnow())
+    return manifest, statuses_of(manifest, stores)
 
 
-def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
+def statuses_of(manifest: Manifest, stores: Callable[[str], Any]) -> list[StackStatus]:
     def look(name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
 
+    now = utcnow()
     return [status_of(name, entry, look, now) for name, entry in manifest.stacks.items()]
 
 
@@ -109,19 +108,13 @@ class WaitOutcome:
 
 
 def poll(
-    manifest: Manifest,
-    stores: Callable[[str], Any],
-    printer: Printer,
-    poll_seconds: float,
-    timeout: float | None,
-    clock: Callable[[], datetime] = utcnow,
-    sleep: Callable[[float], None] = time.sleep,
+    manifest: Manifest, stores: Callable[[str], Any], printer: Printer, poll_seconds: float, timeout: float | None
 ) -> tuple[bool, list[StackStatus], list[str]]:
     """Poll the bucket until every stack is terminal; print each stack's changes as they happen."""
     began = time.monotonic()
     seen: dict[str, tuple] = {}
     while True:
-        statuses, changed = statuses_of(manifest, stores, clock()), False
+        statuses, changed = statuses_of(manifest, stores), False
         for s in statuses:
             if seen.get(s.stack) != (s.state, s.last_event):
                 seen[s.stack] = (s.state, s.last_event)
@@ -139,7 +132,7 @@ def poll(
             return True, statuses, []
         if timeout is not None and time.monotonic() - began >= timeout:
             return False, statuses, []
-        sleep(poll_seconds)
+        time.sleep(poll_seconds)
 
 
 def wait(
@@ -153,14 +146,12 @@ def wait(
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
-    clock: Callable[[], datetime] = utcnow,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
     printer = printer or Printer()
     stores = functools.cache(storage.open_store)
     manifest = Manifest.require(stores(results_url), campaign_id)
     root = project_dir(work_dir)
-    done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)
+    done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout)
     outcome = WaitOutcome(done, statuses, never)
     if not done:
         return manifest, outcome
@@ -179,7 +170,7 @@ def wait(
         outcome.report_code = finish.write_report(out)
     except Exception as exc:  # noqa: BLE001 - the summary below is still written
         outcome.report_error = f"{type(exc).__name__}: {exc}"
-    outcome.statuses = statuses_of(manifest, stores, clock())
+    outcome.statuses = statuses_of(manifest, stores)
     outcome.summary = finish.summary_doc(
         manifest,
         outcome.statuses,
@@ -201,10 +192,7 @@ def launch_failures(manifest: Manifest, report: LaunchReport) -> list[str]:
     return report.failed + earlier
 
 
-@dataclass
-class CampaignRun:
-    """`run`: the launch and the wait of one new campaign."""
-
+class CampaignRun(NamedTuple):  # `run`: the launch and the wait of one new campaign
     manifest: Manifest
     launch: LaunchReport
     outcome: WaitOutcome
