@@ -13,10 +13,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from analysis.bench.answer import candidate_row
 from analysis.bench.candidates import local_candidate
@@ -49,10 +49,7 @@ MARKET = "on-demand"
 _ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
 
 
-@dataclass(frozen=True)
-class Step:
-    """One payload run: a benchmark and the payload arguments (split at spaces) that keep it short."""
-
+class Step(NamedTuple):  # one payload run: a benchmark, the payload arguments that keep it short, and why
     benchmark: str
     args: str
     why: str
@@ -342,14 +339,14 @@ def run_demo(
     if found:
         write_study_probes(table_dir, found)
 
-    for name, what, step in (
-        (
-            "collect",
+    last_steps = {
+        "collect": (
             f"{results_dir} -> {table_dir}/results.parquet",
             lambda: collect_step(results_dir, table_dir, echo),
         ),
-        ("report", f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
-    ):
+        "report": (f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
+    }
+    for name, (what, step) in last_steps.items():
         echo(f"[{name}] {what}")
         code = step()
         if code != 0:
