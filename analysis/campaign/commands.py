@@ -13,13 +13,14 @@ from typing import Any, NamedTuple
 from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
-from analysis.campaign.selection import select
 from analysis.observe import observe
 from analysis.progress import Printer
 from analysis.stack_status import StackStatus, status_of
 from infra import workspace
 from infra.catalog import load_catalog
-from infra.conventions import RESULTS_ENV
+from infra.clouds import RESULTS_STACKS
+from infra.conventions import RESULTS_ENV, UsageError, expand_stacks
+from infra.stacks import stack_names
 from infra.workspace import BackendFactory, pulumi_backend
 from payload import storage
 from payload.timestamps import utcnow
@@ -29,6 +30,20 @@ from payload.userdirs import user_dir
 def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
     """A campaign's default report folder: `<state home>/report/campaigns/<id>`, or under `--project-dir`."""
     return Path(project_dir or user_dir("state")) / "report" / "campaigns" / campaign_id
+
+
+def select(patterns: Sequence[str], stacks_dir: Path) -> list[str]:
+    """The catalog's cloud stacks in `stacks_dir` that the names and globs select, in the order first matched;
+    every pattern must select one (results stacks hold the buckets; SSH stacks run through `python -m infra ssh`)."""
+    if not patterns:
+        raise UsageError("name at least one stack or glob, e.g. `aws-p3-*` or `gcp-*-spot`")
+    results = [p for p in patterns if p in RESULTS_STACKS]
+    if results:
+        raise UsageError(
+            f"{results[0]!r} is a results stack (it holds the bucket); campaigns launch benchmark stacks only"
+        )
+    cloud = load_catalog().cloud_stacks()
+    return expand_stacks(patterns, [n for n in stack_names(stacks_dir) if n in cloud], str(stacks_dir))
 
 
 def require_results(results_url: str | None) -> str:
