@@ -216,26 +216,21 @@ class CampaignRun(NamedTuple):  # `run`: the launch and the wait of one new camp
 def run(
     patterns: Sequence[str],
     *,
-    results_url: str | None,
-    concurrency: int = 4,
-    retry_failed: bool = False,
     poll_seconds: float = 60.0,
     timeout: float | None = None,
     out_dir: Path | str | None = None,
     all_runs: bool = False,
-    work_dir: Path | None = None,
-    backend_factory: BackendFactory = pulumi_backend,
-    printer: Printer | None = None,
+    **launch: Any,
 ) -> CampaignRun:
-    """up + wait with a new campaign id: what the schedules call."""
+    """up + wait with a new campaign id: what the schedules call; `launch`: the keyword arguments of `up`."""
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
     campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
-    shared = dict(results_url=results_url, work_dir=work_dir, backend_factory=backend_factory, printer=printer)
-    _, launch = up(patterns, campaign_id=campaign_id, concurrency=concurrency, retry_failed=retry_failed, **shared)
+    _, report = up(patterns, campaign_id=campaign_id, **launch)
+    shared = {k: v for k, v in launch.items() if k not in ("concurrency", "retry_failed")}
     waiting = dict(poll_seconds=poll_seconds, timeout=timeout, out_dir=out_dir, all_runs=all_runs)
     manifest, outcome = wait(campaign_id, **waiting, **shared)
-    return CampaignRun(manifest, launch, outcome)
+    return CampaignRun(manifest, report, outcome)
 
 
 def run_schedule(path: str | Path, **where: Any) -> CampaignRun:
