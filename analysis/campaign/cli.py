@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from analysis.campaign import commands, schedule
@@ -164,10 +165,7 @@ class ProgressPrinter(Printer):
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
         super().stack(name, text)
 
-    def __enter__(self) -> ProgressPrinter:
-        return self
-
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
         self.bar.close()
 
 
@@ -182,7 +180,7 @@ def _waiting(args) -> dict:
 def cmd_wait(args) -> int:
     options = _waiting(args)
     results_url = require_results(_given_results(args))
-    with ProgressPrinter() as printer:
+    with closing(ProgressPrinter()) as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
             results_url=results_url,
@@ -199,7 +197,7 @@ def cmd_run(args) -> int:
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        with ProgressPrinter() as printer:
+        with closing(ProgressPrinter()) as printer:
             done = commands.run(args.stacks, printer=printer, **_launching(args), **options)
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)

@@ -23,7 +23,7 @@ from infra.conventions import RESULTS_ENV, UsageError, expand_stacks
 from infra.stacks import stack_names
 from infra.workspace import BackendFactory, pulumi_backend
 from payload import storage
-from payload.timestamps import utcnow
+from payload.timestamps import iso, utcnow
 from payload.userdirs import user_dir
 
 
@@ -82,7 +82,9 @@ def up(
     backend = backend_factory(root)  # before writing anything: a missing CLI stops here
     store = storage.open_store(results_url)
     manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
-    manifest.add_selection(patterns, concurrency)
+    manifest.data.setdefault("selections", []).append(
+        {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
+    )
     printer(
         f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
         f"manifest {manifest.url}"

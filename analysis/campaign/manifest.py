@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -198,12 +197,6 @@ class Manifest:
                 "stacks": {},
             },
         )
-
-    def add_selection(self, patterns: Iterable[str], concurrency: int) -> None:
-        with self._lock:
-            self.data.setdefault("selections", []).append(
-                {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
-            )
 
     def ensure(self, name: str, facts: dict[str, Any]) -> None:
         """A new stack's entry, `pending` with `facts` (an existing entry is kept as is)."""
