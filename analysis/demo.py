@@ -27,7 +27,7 @@ from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
-from analysis.progress import Printer
+from analysis.progress import Printer, Progress
 from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
 from analysis.report.reference import STUDY_PROBES, device, study_work
@@ -220,7 +220,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
         # the job sees the demo's TensorFlow: its setup installs nothing, the probe measures the runs' build
         extra_env={INHERIT_ENV: "1"},
     )
-    probes = Probes(Printer(_Indented(stream)))
+    probes = Probes(Printer(stream))
     t0 = time.monotonic()
     try:
         report = probe(candidate, probes)
@@ -232,16 +232,19 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
 
 
 class _Indented:
-    """A stream that indents each line, so a probe's lines sit under its step as the payload's do."""
+    """A stream that echoes each whole line indented, so a probe's lines sit under its step as the payload's do."""
 
-    def __init__(self, stream: TextIO | None):
-        self.stream = stream or sys.stdout
+    def __init__(self, echo: Callable[[str], None]):
+        self.echo, self.pending = echo, ""
 
     def write(self, text: str) -> int:
-        return self.stream.write("".join("      " + ln if ln.strip() else ln for ln in text.splitlines(True)))
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.echo("      " + line if line.strip() else line)
+        return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        pass
 
 
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
@@ -270,18 +273,19 @@ def _said(p: dict) -> str:
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
-def _probe_studies(jobs, done: int, total: int, price, probes_dir: Path, logs: Path, limit: float, stream, echo):
+def _probe_studies(jobs, done: int, begin, echo, price, probes_dir: Path, logs: Path, limit: float):
     """Each study's own configuration probed here; the GPUs NVML sees decide which precisions can run."""
     gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
     found = []
     for i, job in enumerate(jobs, done + 1):
-        echo(
-            f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
+        begin(
+            i,
+            job.benchmark,
+            f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
         )
-        found.append(
-            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
-        )
+        where = dict(probes_dir=probes_dir, logs=logs, limit=limit, stream=_Indented(echo))
+        found.append(probe_study(job, gpus=gpus, price=price, **where))
         echo("      " + _said(found[-1]))
     return found
 
@@ -295,12 +299,8 @@ def run_demo(
     stream: TextIO | None = None,
     table: str | None = None,
 ) -> int:
-    """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
-    stream = stream or sys.stdout
-
-    def echo(text: str = "") -> None:
-        print(text, file=stream, flush=True)
-
+    """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway). Its
+    lines go to `stream` (stdout), and on a terminal a bar of the benchmarks done, with the time left, to stderr."""
     started = time.monotonic()
     try:
         price = resolve_price(hourly_usd)
@@ -313,51 +313,60 @@ def run_demo(
     stack = load_catalog().get(OFFERING).stack_name(MARKET)  # runs land under runs/<stack>/
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / stamp()
-
     total = len(steps) + len(jobs)
-    echo(
-        f"gpubench demo: {total} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
-        f"suite, synthetic data)"
-    )
-    echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
-    echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
-    failed = []
-    for i, step in enumerate(steps, 1):
-        echo(f"[{i}/{total}] {step.benchmark}: {step.why}")
-        t0 = time.monotonic()
-        log = logs / f"{i:02d}-{step.benchmark}.log"
-        code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
-        if code != 0:
-            failed.append(step.benchmark)
-            echo(f"      FAILED (exit {code}) after {_minutes(time.monotonic() - t0)}; log {log}:")
-            echo(_tail(log))
-        else:
-            echo(f"      done in {_minutes(time.monotonic() - t0)}")
-    probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
-    found = _probe_studies(jobs, len(steps), total, price, probes_dir, logs, limit, stream, echo)
-    failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
-    if found:
-        write_study_probes(table_dir, found)
+    with Progress(total, "demo", unit="benchmark") as bar:
 
-    last_steps = {
-        "collect": (
-            f"{results_dir} -> {table_dir}/results.parquet",
-            lambda: collect_step(results_dir, table_dir, echo),
-        ),
-        "report": (f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
-    }
-    for name, (what, step) in last_steps.items():
-        echo(f"[{name}] {what}")
-        code = step()
-        if code != 0:
-            echo(f"{name} failed (exit {code})")
-            return code
-    report = (out_dir / "index.html").resolve()
-    echo()
-    echo(
-        f"demo finished in {_minutes(time.monotonic() - started)}"
-        + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else "")
-    )
-    echo(f"Open the report: {report}")
-    echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
-    return 1 if failed else 0
+        def echo(text: str = "") -> None:
+            bar.write(text, file=stream or sys.stdout)
+
+        def begin(i: int, benchmark: str, why: str) -> None:
+            bar.set_done(i - 1)
+            bar.note(benchmark)
+            echo(f"[{i}/{total}] {benchmark}: {why}")
+
+        echo(
+            f"gpubench demo: {total} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
+            f"suite, synthetic data)"
+        )
+        echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
+        echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
+        failed = []
+        for i, step in enumerate(steps, 1):
+            begin(i, step.benchmark, step.why)
+            t0 = time.monotonic()
+            log = logs / f"{i:02d}-{step.benchmark}.log"
+            code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
+            if code != 0:
+                failed.append(step.benchmark)
+                echo(f"      FAILED (exit {code}) after {_minutes(time.monotonic() - t0)}; log {log}:")
+                echo(_tail(log))
+            else:
+                echo(f"      done in {_minutes(time.monotonic() - t0)}")
+        probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
+        found = _probe_studies(jobs, len(steps), begin, echo, price, probes_dir, logs, limit)
+        failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
+        if found:
+            write_study_probes(table_dir, found)
+        bar.set_done(total)
+        last_steps = {
+            "collect": (
+                f"{results_dir} -> {table_dir}/results.parquet",
+                lambda: collect_step(results_dir, table_dir, echo),
+            ),
+            "report": (f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
+        }
+        for name, (what, step) in last_steps.items():
+            echo(f"[{name}] {what}")
+            code = step()
+            if code != 0:
+                echo(f"{name} failed (exit {code})")
+                return code
+        report = (out_dir / "index.html").resolve()
+        echo()
+        echo(
+            f"demo finished in {_minutes(time.monotonic() - started)}"
+            + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else "")
+        )
+        echo(f"Open the report: {report}")
+        echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
+        return 1 if failed else 0
