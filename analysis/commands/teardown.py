@@ -98,15 +98,6 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
     return groups
 
 
-def _record_destroyed(outcomes, bench_dir: Path) -> None:
-    """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
-    destroyed = [o for o in outcomes if o.action == "destroyed"]
-    if destroyed:
-        record = BenchRecord.load(bench_dir)
-        for o in destroyed:
-            record.update(o.stack, teardown={"action": "destroyed", "at": o.ended_at})
-
-
 def run(args) -> int:
     groups = checked_stacks(args.stacks, args.project_dir)  # before Pulumi is needed: a typo is named as a typo
     project = Path(args.project_dir).resolve() if args.project_dir else None
@@ -123,8 +114,9 @@ def run(args) -> int:
                 now=now,
                 work_dir=where or project,
             )
-            if where is not None and not dry_run:
-                _record_destroyed(done, where)
+            for o in done if where is not None else []:  # a bench's probe: ended in its record too (for `status`)
+                if o.action == "destroyed":
+                    BenchRecord.load(where).update(o.stack, teardown={"action": "destroyed", "at": o.ended_at})
             outcomes += done
         return outcomes
 
