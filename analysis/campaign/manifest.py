@@ -218,8 +218,3 @@ class Manifest:
         with self._lock:
             self.data["updated_at"] = iso()
             self.store.put_bytes(self.key, json.dumps(self.data, indent=2).encode(), "application/json")
-
-    def put_summary(self, summary: dict[str, Any]) -> str:
-        key = SUMMARY_KEY.format(id=self.campaign_id)
-        self.store.put_bytes(key, json.dumps(summary, indent=2).encode(), "application/json")
-        return self.store.url_for(key)
