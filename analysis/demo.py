@@ -273,23 +273,6 @@ def _said(p: dict) -> str:
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
-def _probe_studies(jobs, done: int, begin, echo, price, probes_dir: Path, logs: Path, limit: float):
-    """Each study's own configuration probed here; the GPUs NVML sees decide which precisions can run."""
-    gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
-    found = []
-    for i, job in enumerate(jobs, done + 1):
-        begin(
-            i,
-            job.benchmark,
-            f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
-        )
-        where = dict(probes_dir=probes_dir, logs=logs, limit=limit, stream=_Indented(echo))
-        found.append(probe_study(job, gpus=gpus, price=price, **where))
-        echo("      " + _said(found[-1]))
-    return found
-
-
 def run_demo(
     results: str = "results",
     out: str = "report",
@@ -343,7 +326,18 @@ def run_demo(
             else:
                 echo(f"      done in {_minutes(time.monotonic() - t0)}")
         probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
-        found = _probe_studies(jobs, len(steps), begin, echo, price, probes_dir, logs, limit)
+        gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0  # which precisions this machine can run
+        found = []
+        for i, job in enumerate(jobs, len(steps) + 1):
+            begin(
+                i,
+                job.benchmark,
+                f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+                f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
+            )
+            where = dict(probes_dir=probes_dir, logs=logs, limit=limit, stream=_Indented(echo))
+            found.append(probe_study(job, gpus=gpus, price=price, **where))
+            echo("      " + _said(found[-1]))
         failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
         if found:
             write_study_probes(table_dir, found)
