@@ -116,7 +116,8 @@ def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str
 
 
 def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> int:
-    """Run one payload process; everything to log_path, progress lines to echo."""
+    """Run one payload process: everything to log_path, progress lines and the outcome to echo; its exit code."""
+    t0 = time.monotonic()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as log:
         log.write("$ " + " ".join(argv) + "\n")
@@ -142,12 +143,15 @@ def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> in
             proc.terminate()
             proc.wait(timeout=30)
             raise
-        return proc.wait()
-
-
-def _tail(path: Path, n: int = 12) -> str:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return "\n".join("      | " + ln for ln in lines[-n:])
+        code = proc.wait()
+    took = _minutes(time.monotonic() - t0)
+    if code == 0:
+        echo(f"      done in {took}")
+    else:
+        echo(f"      FAILED (exit {code}) after {took}; log {log_path}:")
+        for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-12:]:  # its last lines
+            echo("      | " + line)
+    return code
 
 
 def _minutes(seconds: float) -> str:
@@ -273,6 +277,23 @@ def _said(p: dict) -> str:
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
+def _probe_studies(jobs, done: int, begin, echo, *, limit: float, **where) -> list[dict]:
+    """Each study's own configuration probed here, numbered after the `done` steps; the GPUs NVML sees decide
+    which precisions can run."""
+    gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
+    found = []
+    for i, job in enumerate(jobs, done + 1):
+        begin(
+            i,
+            job.benchmark,
+            f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
+        )
+        found.append(probe_study(job, gpus=gpus, limit=limit, stream=_Indented(echo), **where))
+        echo("      " + _said(found[-1]))
+    return found
+
+
 def run_demo(
     results: str = "results",
     out: str = "report",
@@ -316,28 +337,14 @@ def run_demo(
         failed = []
         for i, step in enumerate(steps, 1):
             begin(i, step.benchmark, step.why)
-            t0 = time.monotonic()
-            log = logs / f"{i:02d}-{step.benchmark}.log"
-            code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
-            if code != 0:
+            if run_step(
+                payload_argv(step, results_dir, stack, price, today), logs / f"{i:02d}-{step.benchmark}.log", echo
+            ):
                 failed.append(step.benchmark)
-                echo(f"      FAILED (exit {code}) after {_minutes(time.monotonic() - t0)}; log {log}:")
-                echo(_tail(log))
-            else:
-                echo(f"      done in {_minutes(time.monotonic() - t0)}")
         probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
-        gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0  # which precisions this machine can run
-        found = []
-        for i, job in enumerate(jobs, len(steps) + 1):
-            begin(
-                i,
-                job.benchmark,
-                f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-                f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
-            )
-            where = dict(probes_dir=probes_dir, logs=logs, limit=limit, stream=_Indented(echo))
-            found.append(probe_study(job, gpus=gpus, price=price, **where))
-            echo("      " + _said(found[-1]))
+        found = _probe_studies(
+            jobs, len(steps), begin, echo, price=price, probes_dir=probes_dir, logs=logs, limit=limit
+        )
         failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
         if found:
             write_study_probes(table_dir, found)
