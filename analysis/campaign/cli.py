@@ -299,7 +299,8 @@ def register(sub) -> None:
     top = add_command(sub, "campaign", description=DESCRIPTION, epilog=EPILOG)
     subcommands = top.add_subparsers(dest="campaign_command", required=True, metavar="|".join(SUBCOMMANDS))
     for name, (summary, func, groups) in SUBCOMMANDS.items():
-        p = subcommands.add_parser(name, help=summary, description=f"{summary[0].upper()}{summary[1:]}.")
+        description = summary[0].upper() + summary[1:] + "." * (summary[-1] != ".")
+        p = subcommands.add_parser(name, help=summary, description=description)
         if name == "schedule":
             p.add_argument("file", metavar="FILE")
         _options(p, *groups)
