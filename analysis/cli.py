@@ -12,9 +12,9 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from analysis.bench.signals import stop_signals_as_interrupt
-from analysis.commands import COMMANDS, add_summaries, check_results_locations, module_of
-from analysis.shell_completion import complete, every_action
-from infra.conventions import UsageError, check_bounds
+from analysis.commands import COMMANDS, check_results_locations, module_of
+from infra.catalog import load_catalog
+from infra.conventions import UsageError, check_bounds, known_stacks
 from payload import exitcodes
 from payload.entrypoint import debug_requested, guarded
 from payload.terminal import safe_terminal
@@ -46,7 +46,6 @@ Offering ids:
 
 
 def package_version() -> str:
-    """The installed distribution's version (package metadata); a checkout that is not installed says so."""
     try:
         return version("gpubench")
     except PackageNotFoundError:
@@ -54,9 +53,8 @@ def package_version() -> str:
 
 
 def build_parser(prog: str | None = None, command: str | None = None) -> argparse.ArgumentParser:
-    """The CLI's parser: without `command`, every command's module registers it (completion, tests); with a
-    command's name, only that module is imported (a third of a second saved); with any other word (or ""),
-    the summaries of analysis.commands.COMMANDS, so `gpubench --help` imports no command module."""
+    """The CLI's parser: without `command`, every command's (completion, tests); with a command's name, only
+    its module is imported; with any other word (or ""), the summaries alone: `--help` imports no command."""
     parser = argparse.ArgumentParser(
         prog=prog or "gpubench",
         description=DESCRIPTION,
@@ -70,8 +68,9 @@ def build_parser(prog: str | None = None, command: str | None = None) -> argpars
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     if command in COMMANDS:
         importlib.import_module(module_of(command)).register(sub)
-    elif command is not None:
-        add_summaries(sub, COMMANDS)
+    elif command is not None:  # bare parsers: enough for `gpubench --help` and its usage errors
+        for name, summary in COMMANDS.items():
+            sub.add_parser(name, **({} if summary is None else {"help": summary}))
     else:  # every module (on the base install too: a command module imports no extra at its top)
         for module in dict.fromkeys(map(module_of, COMMANDS)):
             importlib.import_module(module).register(sub)
@@ -92,7 +91,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     # a pass-through command (the payload itself) keeps its own output byte for byte, and its own
     # signal handling. SIGTERM and SIGHUP (`timeout`, a closed terminal, a cancelled CI job) end every
     # other command as Ctrl-C does: a collect lets go of the table's lock, a campaign records its stacks.
-    passthrough = command in PASSTHROUGH
+    passthrough = command == PASSTHROUGH
     parsed: list[argparse.Namespace] = []  # the arguments, once parsed: their --debug asks for tracebacks
     with (
         contextlib.nullcontext() if passthrough else safe_terminal(),
@@ -105,27 +104,19 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         )
 
 
-# Commands whose arguments belong to another parser: everything after the command word goes to it as is.
-PASSTHROUGH = ("payload",)
-
-
-def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """Parse `argv`; a pass-through command (`payload --help`, `payload run ...`) gets its words untouched."""
-    command = _command_of(argv)
-    if command in PASSTHROUGH:
-        at = argv.index(command) + 1
-        args = parser.parse_args(argv[:at])
-        args.rest = argv[at:]
-        return args
-    return parser.parse_args(argv)
+PASSTHROUGH = "payload"  # the command whose words (`payload --help`, `payload run ...`) go to its own parser as is
 
 
 def _run(argv: list[str], prog: str, parsed: list[argparse.Namespace]) -> int:
+    command = _command_of(argv)
     completing = "_ARGCOMPLETE" in os.environ  # the shell asks for completions: every command
-    parser = build_parser(prog, None if completing else _command_of(argv))
+    parser = build_parser(prog, None if completing else command)
     if completing:
         complete(parser)  # prints the completions and exits
-    args = _parse(parser, argv)
+    at = argv.index(command) + 1 if command == PASSTHROUGH else len(argv)
+    args = parser.parse_args(argv[:at])
+    if command == PASSTHROUGH:
+        args.rest = argv[at:]
     parsed.append(args)
     _check_directories(args)
     if getattr(args, "results", None):
@@ -154,3 +145,52 @@ def _check_directories(args) -> None:
                 raise UsageError(
                     f"{flag} {value!r} is a file, not a directory; give a directory (it is created if missing)"
                 )
+
+
+# Shell completion (argcomplete; $_ARGCOMPLETE set): arguments (by argparse dest) that take a stack name or
+# glob, and those that take an offering id (`cost` takes an offering id or a stack).
+STACK_DESTS = frozenset({"stack_positional", "stack_option", "stacks", "stack"})
+OFFERING_DESTS = frozenset({"offering", "base"})
+
+
+def stack_names(prefix: str = "", **_) -> list[str]:
+    return [n for n in known_stacks() if n.startswith(prefix)]
+
+
+def offering_ids(prefix: str = "", **_) -> list[str]:
+    ids = [o.id for o in load_catalog().offerings()]
+    return [i for i in [*ids, *stack_names()] if i.startswith(prefix)]
+
+
+def every_action(parser: argparse.ArgumentParser):
+    """Every argument of the parser and of its subcommands, once."""
+    seen: set[int] = set()
+    stack = [parser]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for action in current._actions:
+            yield action
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+
+
+def attach_completers(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Stack names for every stack argument, offering ids for every offering argument."""
+    for action in every_action(parser):
+        if action.dest in STACK_DESTS:
+            action.completer = stack_names  # type: ignore[attr-defined]
+        elif action.dest in OFFERING_DESTS:
+            action.completer = offering_ids  # type: ignore[attr-defined]
+    return parser
+
+
+def complete(parser: argparse.ArgumentParser) -> None:
+    """The shell asks ($_ARGCOMPLETE): print the completions and exit."""
+    try:
+        import argcomplete  # only when the shell asks: 8 ms on every other command
+    except ImportError:  # completion installed in the shell, the library not in this environment
+        raise SystemExit(1) from None
+    argcomplete.autocomplete(attach_completers(parser))

@@ -13,10 +13,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from analysis.bench.answer import candidate_row
 from analysis.bench.candidates import local_candidate
@@ -27,7 +27,7 @@ from analysis.campaign.finish import write_report
 from analysis.collect.run import collect_results
 from analysis.price.billed import CostError
 from analysis.price.local import HOURLY_ENV, Price, resolve_price
-from analysis.progress import Printer
+from analysis.progress import Printer, Progress
 from analysis.reference.studies import study_jobs
 from analysis.report.answer import long_duration
 from analysis.report.reference import STUDY_PROBES, device, study_work
@@ -49,10 +49,7 @@ MARKET = "on-demand"
 _ECHO_EVENTS = ("devices", "data_loaded", "epoch_end", "train_end", "run_end")
 
 
-@dataclass(frozen=True)
-class Step:
-    """One payload run: a benchmark and the payload arguments (split at spaces) that keep it short."""
-
+class Step(NamedTuple):  # one payload run: a benchmark, the payload arguments that keep it short, and why
     benchmark: str
     args: str
     why: str
@@ -119,7 +116,8 @@ def payload_argv(step: Step, results: Path, stack: str, price: Price, today: str
 
 
 def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> int:
-    """Run one payload process; everything to log_path, progress lines to echo."""
+    """Run one payload process: everything to log_path, progress lines and the outcome to echo; its exit code."""
+    t0 = time.monotonic()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("w", encoding="utf-8") as log:
         log.write("$ " + " ".join(argv) + "\n")
@@ -145,12 +143,15 @@ def run_step(argv: list[str], log_path: Path, echo: Callable[[str], None]) -> in
             proc.terminate()
             proc.wait(timeout=30)
             raise
-        return proc.wait()
-
-
-def _tail(path: Path, n: int = 12) -> str:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return "\n".join("      | " + ln for ln in lines[-n:])
+        code = proc.wait()
+    took = _minutes(time.monotonic() - t0)
+    if code == 0:
+        echo(f"      done in {took}")
+    else:
+        echo(f"      FAILED (exit {code}) after {took}; log {log_path}:")
+        for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-12:]:  # its last lines
+            echo("      | " + line)
+    return code
 
 
 def _minutes(seconds: float) -> str:
@@ -223,7 +224,7 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
         # the job sees the demo's TensorFlow: its setup installs nothing, the probe measures the runs' build
         extra_env={INHERIT_ENV: "1"},
     )
-    probes = Probes(Printer(_Indented(stream)))
+    probes = Probes(Printer(stream))
     t0 = time.monotonic()
     try:
         report = probe(candidate, probes)
@@ -235,16 +236,19 @@ def _local_probe(job, price: Price, probes_dir: Path, logs: Path, limit: float, 
 
 
 class _Indented:
-    """A stream that indents each line, so a probe's lines sit under its step as the payload's do."""
+    """A stream that echoes each whole line indented, so a probe's lines sit under its step as the payload's do."""
 
-    def __init__(self, stream: TextIO | None):
-        self.stream = stream or sys.stdout
+    def __init__(self, echo: Callable[[str], None]):
+        self.echo, self.pending = echo, ""
 
     def write(self, text: str) -> int:
-        return self.stream.write("".join("      " + ln if ln.strip() else ln for ln in text.splitlines(True)))
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.echo("      " + line if line.strip() else line)
+        return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        pass
 
 
 def write_study_probes(table_dir: Path, found: list[dict]) -> Path:
@@ -273,18 +277,19 @@ def _said(p: dict) -> str:
     return f"probe {p['status']} after {_minutes(p['probe_seconds'])}: {p['work']} here about {long_duration(hours)}"
 
 
-def _probe_studies(jobs, done: int, total: int, price, probes_dir: Path, logs: Path, limit: float, stream, echo):
-    """Each study's own configuration probed here; the GPUs NVML sees decide which precisions can run."""
+def _probe_studies(jobs, done: int, begin, echo, *, limit: float, **where) -> list[dict]:
+    """Each study's own configuration probed here, numbered after the `done` steps; the GPUs NVML sees decide
+    which precisions can run."""
     gpus = int(nvml_info().get("gpus_nvml") or 0) if jobs else 0
     found = []
     for i, job in enumerate(jobs, done + 1):
-        echo(
-            f"[{i}/{total}] {job.benchmark}: {job.study}'s own configuration (batch {job.batch}, {job.precision}), "
-            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job"
+        begin(
+            i,
+            job.benchmark,
+            f"{job.study}'s own configuration (batch {job.batch}, {job.precision}), "
+            f"probed for at most {limit:.0f} s and extrapolated to the study's whole job",
         )
-        found.append(
-            probe_study(job, gpus=gpus, price=price, probes_dir=probes_dir, logs=logs, limit=limit, stream=stream)
-        )
+        found.append(probe_study(job, gpus=gpus, limit=limit, stream=_Indented(echo), **where))
         echo("      " + _said(found[-1]))
     return found
 
@@ -298,12 +303,8 @@ def run_demo(
     stream: TextIO | None = None,
     table: str | None = None,
 ) -> int:
-    """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway)."""
-    stream = stream or sys.stdout
-
-    def echo(text: str = "") -> None:
-        print(text, file=stream, flush=True)
-
+    """The demo end to end; returns the exit code (1 if a benchmark failed, the report is written anyway). Its
+    lines go to `stream` (stdout), and on a terminal a bar of the benchmarks done, with the time left, to stderr."""
     started = time.monotonic()
     try:
         price = resolve_price(hourly_usd)
@@ -316,51 +317,57 @@ def run_demo(
     stack = load_catalog().get(OFFERING).stack_name(MARKET)  # runs land under runs/<stack>/
     today = datetime.now(timezone.utc).date().isoformat()
     logs = out_dir / "demo-logs" / stamp()
-
     total = len(steps) + len(jobs)
-    echo(
-        f"gpubench demo: {total} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
-        f"suite, synthetic data)"
-    )
-    echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
-    echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
-    failed = []
-    for i, step in enumerate(steps, 1):
-        echo(f"[{i}/{total}] {step.benchmark}: {step.why}")
-        t0 = time.monotonic()
-        log = logs / f"{i:02d}-{step.benchmark}.log"
-        code = run_step(payload_argv(step, results_dir, stack, price, today), log, echo)
-        if code != 0:
-            failed.append(step.benchmark)
-            echo(f"      FAILED (exit {code}) after {_minutes(time.monotonic() - t0)}; log {log}:")
-            echo(_tail(log))
-        else:
-            echo(f"      done in {_minutes(time.monotonic() - t0)}")
-    probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
-    found = _probe_studies(jobs, len(steps), total, price, probes_dir, logs, limit, stream, echo)
-    failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
-    if found:
-        write_study_probes(table_dir, found)
+    with Progress(total, "demo", unit="benchmark") as bar:
 
-    for name, what, step in (
-        (
-            "collect",
-            f"{results_dir} -> {table_dir}/results.parquet",
-            lambda: collect_step(results_dir, table_dir, echo),
-        ),
-        ("report", f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
-    ):
-        echo(f"[{name}] {what}")
-        code = step()
-        if code != 0:
-            echo(f"{name} failed (exit {code})")
-            return code
-    report = (out_dir / "index.html").resolve()
-    echo()
-    echo(
-        f"demo finished in {_minutes(time.monotonic() - started)}"
-        + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else "")
-    )
-    echo(f"Open the report: {report}")
-    echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
-    return 1 if failed else 0
+        def echo(text: str = "") -> None:
+            bar.write(text, file=stream or sys.stdout)
+
+        def begin(i: int, benchmark: str, why: str) -> None:
+            bar.set_done(i - 1)
+            bar.note(benchmark)
+            echo(f"[{i}/{total}] {benchmark}: {why}")
+
+        echo(
+            f"gpubench demo: {total} benchmark(s) on this machine as {OFFERING} ({'quick' if quick else 'short'} "
+            f"suite, synthetic data)"
+        )
+        echo(f"  price: USD {price.hourly_usd:g}/h, {price.source}")
+        echo(f"  results bucket: {results_dir} (runs/{stack}/<run-id>/)   report: {out_dir.resolve()}")
+        failed = []
+        for i, step in enumerate(steps, 1):
+            begin(i, step.benchmark, step.why)
+            if run_step(
+                payload_argv(step, results_dir, stack, price, today), logs / f"{i:02d}-{step.benchmark}.log", echo
+            ):
+                failed.append(step.benchmark)
+        probes_dir = (out_dir / "demo-probes").resolve()  # apart from the demo's runs: probes are not full runs
+        found = _probe_studies(
+            jobs, len(steps), begin, echo, price=price, probes_dir=probes_dir, logs=logs, limit=limit
+        )
+        failed += [f["benchmark"] for f in found if f["status"] not in ("measured", "not-steady", "not-probed")]
+        if found:
+            write_study_probes(table_dir, found)
+        bar.set_done(total)
+        last_steps = {
+            "collect": (
+                f"{results_dir} -> {table_dir}/results.parquet",
+                lambda: collect_step(results_dir, table_dir, echo),
+            ),
+            "report": (f"{out_dir}/index.html", lambda: write_report(out_dir, table_dir, echo)),
+        }
+        for name, (what, step) in last_steps.items():
+            echo(f"[{name}] {what}")
+            code = step()
+            if code != 0:
+                echo(f"{name} failed (exit {code})")
+                return code
+        report = (out_dir / "index.html").resolve()
+        echo()
+        echo(
+            f"demo finished in {_minutes(time.monotonic() - started)}"
+            + (f"; FAILED: {', '.join(failed)} (logs under {logs})" if failed else "")
+        )
+        echo(f"Open the report: {report}")
+        echo(f"  (file://{report}; runs so far under {results_dir}/runs/{stack}/; `make demo` again adds runs)")
+        return 1 if failed else 0

@@ -14,25 +14,20 @@ from analysis.reference.studies import imagenet_schedules
 from analysis.report.answer import add_price_hint
 from infra.catalog import CatalogError, load_catalog
 
-# Preferred bases for the relative columns, in order: a single K80 (seed 002's
-# base). When none of them is in the data the base is the offering that ran
-# the most configurations (see default_base), never one absent from the data.
+# Preferred bases for the relative columns, in order: a single K80 (seed 002's base); else see default_base.
 BASE_PREFERENCE = ("aws/p2.xlarge", "gcp/n1-standard-4+1xk80", "gcp/n1-standard-1+1xk80")
 DEFAULT_BASE = BASE_PREFERENCE[0]
-# What makes runs repeats of one another: the same workload (benchmark and
-# every parameter that changes the work, see analysis.dataset.row.workload); the
-# Keras backend, batch size and precision are in it and shown as columns of
-# their own (backends are compared side by side, as seed 002 compared frameworks).
+# Runs are repeats of one another when their workload is the same (analysis.dataset.row.workload); backend,
+# precision and batch size are in it and shown as columns too (seed 002 compared frameworks side by side).
 CONFIG = ["backend", "precision", "per_gpu_batch_size"]
 WORKLOAD = ["benchmark", "workload"]
-# Runs at different hourly prices are different rows: a summary never
-# averages two prices into one nobody paid (spot runs, whose price moves
-# with the market, share one row and list the prices they paid).
+# Runs at different hourly prices are different rows, never averaged into a price nobody paid (spot runs
+# share one row and list the prices they paid).
 GROUP = [*WORKLOAD, "offering_id", "market", "gpus_used", *CONFIG, "price_key"]
 # Which run cost the frontier and the recommendations rank by.
 COST_BASES = {"billed": "billed_cost_usd", "train": "train_cost_usd"}
-# A summary row's figures over its runs (analysis.report.query computes them): medians,
-# min/max/spread of some of them, and the texts every run of the row names once (in the order met).
+# A summary row's figures over its runs (analysis.report.query): medians, the spread of some, and the texts
+# its runs name, each once.
 MEDIANS = (
     "train_hours instance_hours train_cost_usd billed_cost_usd samples_per_second hourly_usd "
     "samples_per_usd final_accuracy gpu_utilization_mean"
@@ -53,12 +48,11 @@ class Options:
 
     @property
     def cost_column(self) -> str:
-        return COST_BASES[self.cost_basis]  # the command line and write_report's type allow only these
+        return COST_BASES[self.cost_basis]
 
 
 def add_throughput_metrics(summary: pd.DataFrame) -> pd.DataFrame:
-    """ImageNet-equivalent time and cost (seed 004), from the row's median
-    throughput at the row's price (one price per row but for spot rows)."""
+    """ImageNet-equivalent time and cost (seed 004), from the row's median throughput at its price."""
     s = summary.copy()
     sps, hourly = s["samples_per_second"], s["hourly_usd"]
     sched = imagenet_schedules()
@@ -140,9 +134,9 @@ def scaling(summary: pd.DataFrame) -> pd.DataFrame:
     """Multi-GPU speed-up and efficiency = throughput_n / (n x throughput_1), against the 1-GPU run on the
     same offering (seed 000, figure 2), else the median 1-GPU offering of the model; 1/time stands in for
     a missing throughput."""
-    rows = []
     if summary.empty:
         return pd.DataFrame(columns=SCALING_COLUMNS)
+    rows = []
     s = summary[summary["gpus_used"].notna() & summary["gpu_model"].notna()]
     for (bench, wl, model), grp in s.groupby([*WORKLOAD, "gpu_model"], dropna=False):
         tp = grp["samples_per_second"].where(grp["samples_per_second"] > 0, 1.0 / grp["train_hours"])

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import Any, NamedTuple
 
 from analysis.price.billed import CostError, quote
 from infra.catalog import CatalogError, NoPrice
@@ -135,13 +134,10 @@ def check_filters(catalog: Any, gpu: str | None, region: str | None, provider: s
     return provider
 
 
-@dataclass(frozen=True)
-class Offers:
-    """What `offers` shows, and what it hid and why: a ranking never mixes price eras silently."""
-
+class Offers(NamedTuple):  # what `offers` shows, and what it hid: a ranking never mixes price eras silently
     rows: list[dict]
-    retired_hidden: int = 0
-    stale_hidden: int = 0
+    retired_hidden: int
+    stale_hidden: int
 
 
 def _age_days(price: Any, kind: str, day: date) -> int | None:

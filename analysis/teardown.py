@@ -40,10 +40,6 @@ FAILURES = frozenset({"refused", "failed"})  # of the actions: destroyed, would-
 DEFAULT_MAX_HOURS = 6.0
 
 
-class CannotDecide(RuntimeError):
-    """The results bucket could not be read, so whether the stack is done is unknown."""
-
-
 @dataclass
 class Outcome:
     stack: str
@@ -172,7 +168,7 @@ def _why_selected(name, stack, ws, config, *, completed, expired, results_urls, 
                 return True, f"completed: {why}"
             problems = [p for o in obs for p in o.problems]
             if any(o.unreachable for o in obs):  # "not complete" would be a guess: failed, not kept, in every mode
-                raise CannotDecide("; ".join(problems))
+                raise RuntimeError("; ".join(problems))
             reasons.append(why + (f"; problems: {'; '.join(problems)}" if problems else ""))
     return False, "; ".join(reasons)
 
@@ -200,14 +196,6 @@ def completion(observations: Sequence[StackObservation], suite: Sequence[str] | 
     return True, f"all {len(wanted)} benchmarks final ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))})"
 
 
-def candidates(ws, names: Sequence[str] | None) -> list[str]:
-    """Named stacks, else every stack in the backend that still has resources."""
-    if names:
-        return list(names)
-    stacks = [s for s in ws.list_stacks() if getattr(s, "resource_count", None) != 0]
-    return [s.name.rsplit("/", 1)[-1] for s in stacks]
-
-
 def teardown(
     names: Sequence[str] | None = None,
     *,
@@ -232,9 +220,10 @@ def teardown(
         return outcomes
     ws = (workspace_factory or pulumi_ws.local_workspace)(work_dir)
     select = partial(_why_selected, completed=completed, expired=expired, results_urls=results_urls, now=now)
-    for name in candidates(ws, allowed or None):
-        if not names and refusal(name, work_dir):
-            continue  # results stacks are not candidates; say nothing about them
+    if not names:  # every stack in the backend that still has resources, but the results stacks
+        listed = [s.name.rsplit("/", 1)[-1] for s in ws.list_stacks() if getattr(s, "resource_count", None) != 0]
+        allowed = [n for n in listed if not refusal(n, work_dir)]
+    for name in allowed:
         outcomes.append(_one(name, ws, work_dir, select, dry_run, (printer or Printer()).for_stack(name)))
     return outcomes
 

@@ -3,10 +3,10 @@ Automation API backend (tests swap it)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from analysis.campaign import commands, schedule
@@ -28,13 +28,6 @@ A campaign launches the stacks you select (names or globs over stacks/) through
 the Pulumi Automation API, a few at a time, and keeps its record in the results
 bucket (campaigns/<id>/manifest.json), so `status` and `wait` work from any
 machine with the campaign id.
-
-  up       launch; prints one prefixed line per stack event: [aws-p3-8x] ...
-  status   per stack: launched, running (last event), finished, failed,
-           interrupted, expired, launch-failed; cost so far and waste
-  wait     poll until every stack is done, then collect, tear down, report
-  run      up + wait with a new campaign id (what the schedules call)
-  schedule check a recurring-campaign file and show its systemd OnCalendar=
 
 A stack that fails to launch (quota, no spot capacity, GPU not in the zone) is
 recorded with the provider's message and the others go on; capacity errors are
@@ -172,10 +165,7 @@ class ProgressPrinter(Printer):
             self.bar.set_done(sum(s in TERMINAL for s in self.states.values()))
         super().stack(name, text)
 
-    def __enter__(self) -> ProgressPrinter:
-        return self
-
-    def __exit__(self, *exc) -> None:
+    def close(self) -> None:
         self.bar.close()
 
 
@@ -190,7 +180,7 @@ def _waiting(args) -> dict:
 def cmd_wait(args) -> int:
     options = _waiting(args)
     results_url = require_results(_given_results(args))
-    with ProgressPrinter() as printer:
+    with closing(ProgressPrinter()) as printer:
         manifest, outcome = commands.wait(
             args.campaign_id,
             results_url=results_url,
@@ -207,7 +197,7 @@ def cmd_run(args) -> int:
     if args.schedule:
         done = commands.run_schedule(args.schedule, work_dir=args.project_dir, backend_factory=BACKEND_FACTORY)
     else:
-        with ProgressPrinter() as printer:
+        with closing(ProgressPrinter()) as printer:
             done = commands.run(args.stacks, printer=printer, **_launching(args), **options)
     code = _wait_result(done.manifest, done.outcome, args)
     return code or (exitcodes.FAILED if done.launch.failed else 0)
@@ -223,99 +213,95 @@ def cmd_schedule(args) -> int:
     return 0
 
 
-def _common(p, json_help="machine-readable output"):
-    p.add_argument(
-        "--results",
-        metavar="URL",
-        help=f"the campaign's bucket: s3://..., gs://..., file:///... (default ${RESULTS_ENV})",
-    )
-    p.add_argument(
-        "--project-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="gpubench checkout holding Pulumi.yaml and stacks/ (default: this one)",
-    )
-    p.add_argument("--json", action="store_true", help=json_help)
+def _options(p, *groups: str) -> None:
+    """The options of a subcommand, by group: stacks (optional with `run`), launch, wait, and the common ones."""
+    if "stacks" in groups:
+        p.add_argument(
+            "stacks",
+            nargs="*" if "run" in groups else "+",
+            metavar="STACK_OR_GLOB",
+            help="stack names or globs over stacks/, e.g. aws-p3-8x 'aws-g4dn-*' 'gcp-*-spot'",
+        )
+        p.add_argument("--concurrency", type=int, default=4, metavar="N", help="stacks launching at once (default 4)")
+        p.add_argument(
+            "--retry-failed",
+            action="store_true",
+            help="launch again stacks whose launch failed earlier in this campaign",
+        )
+    if "id" in groups:
+        p.add_argument("campaign_id", metavar="CAMPAIGN_ID")
+    if "up" in groups:
+        p.add_argument(
+            "--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)"
+        )
+    if "run" in groups:
+        p.add_argument(
+            "--schedule", metavar="FILE", help="take stacks and options from a schedule file (schedules/campaign/)"
+        )
+    if "wait" in groups:
+        p.add_argument(
+            "--poll",
+            type=float,
+            default=60.0,
+            metavar="SECONDS",
+            help="seconds between bucket polls (default 60, at least 1)",
+        )
+        p.add_argument(
+            "--timeout",
+            metavar="DURATION",
+            help="stop waiting after this long, e.g. 90m or 8h (default: until every stack is done or expired)",
+        )
+        p.add_argument(
+            "--out",
+            type=Path,
+            metavar="DIR",
+            help="report directory (default $GPUBENCH_HOME/report/campaigns/<campaign-id>, ~/.gpubench without it)",
+        )
+        p.add_argument(
+            "--all-runs", action="store_true", help="report every run in the bucket, not only this campaign's"
+        )
+    if "schedule" not in groups:
+        p.add_argument(
+            "--results",
+            metavar="URL",
+            help=f"the campaign's bucket: s3://..., gs://..., file:///... (default ${RESULTS_ENV})",
+        )
+        p.add_argument(
+            "--project-dir",
+            type=Path,
+            metavar="DIR",
+            help="gpubench checkout holding Pulumi.yaml and stacks/ (default: this one)",
+        )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _wait_options(p):
-    p.add_argument(
-        "--poll",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="seconds between bucket polls (default 60, at least 1)",
-    )
-    p.add_argument(
-        "--timeout",
-        default=None,
-        metavar="DURATION",
-        help="stop waiting after this long, e.g. 90m or 8h (default: until every stack is done or expired)",
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="report directory (default $GPUBENCH_HOME/report/campaigns/<campaign-id>, ~/.gpubench without it)",
-    )
-    p.add_argument("--all-runs", action="store_true", help="report every run in the bucket, not only this campaign's")
-
-
-def _up_options(p, stacks_required=True):
-    p.add_argument(
-        "stacks",
-        nargs="+" if stacks_required else "*",
-        metavar="STACK_OR_GLOB",
-        help="stack names or globs over stacks/, e.g. aws-p3-8x 'aws-g4dn-*' 'gcp-*-spot'",
-    )
-    p.add_argument("--concurrency", type=int, default=4, metavar="N", help="stacks launching at once (default 4)")
-    p.add_argument(
-        "--retry-failed", action="store_true", help="launch again stacks whose launch failed earlier in this campaign"
-    )
+# subcommand -> (its summary, the function it runs, its option groups for _options)
+SUBCOMMANDS = {
+    "up": (
+        "launch the selected stacks, at most --concurrency at once, and write the manifest (idempotent per "
+        "campaign id); one line per stack event: [aws-p3-8x] ...",
+        cmd_up,
+        ("stacks", "up"),
+    ),
+    "status": (
+        "per stack: launched, running (last event), finished, failed, interrupted, expired, launch-failed; "
+        "cost so far and waste",
+        cmd_status,
+        ("id",),
+    ),
+    "wait": ("poll until every stack is done, then collect, tear down and report", cmd_wait, ("id", "wait")),
+    "run": ("up + wait with a new campaign id (what the schedules call)", cmd_run, ("stacks", "run", "wait")),
+    "schedule": ("check a recurring-campaign file; print its systemd OnCalendar=", cmd_schedule, ("schedule",)),
+}
 
 
 def register(sub) -> None:
-    """Add `campaign` to the `python -m analysis` (and `gpubench`) subcommands."""
-    fmt = argparse.RawDescriptionHelpFormatter
     top = add_command(sub, "campaign", description=DESCRIPTION, epilog=EPILOG)
-    cs = top.add_subparsers(dest="campaign_command", required=True, metavar="up|status|wait|run|schedule")
-
-    up = cs.add_parser(
-        "up",
-        help="launch the selected stacks and write the manifest",
-        formatter_class=fmt,
-        description="Launch stacks (names or globs) with bounded concurrency; idempotent per campaign id.",
-    )
-    _up_options(up)
-    up.add_argument(
-        "--campaign-id", metavar="ID", help="resume or extend this campaign (default: a new UTC timestamp id)"
-    )
-    _common(up)
-    up.set_defaults(func=cmd_up)
-
-    st = cs.add_parser("status", help="per-stack state, cost so far and waste")
-    st.add_argument("campaign_id", metavar="CAMPAIGN_ID")
-    _common(st)
-    st.set_defaults(func=cmd_status)
-
-    wt = cs.add_parser("wait", help="poll until done, then collect, tear down and report")
-    wt.add_argument("campaign_id", metavar="CAMPAIGN_ID")
-    _wait_options(wt)
-    _common(wt)
-    wt.set_defaults(func=cmd_wait)
-
-    rn = cs.add_parser("run", help="up + wait with a new campaign id (what the schedule runners call)")
-    _up_options(rn, stacks_required=False)
-    rn.add_argument(
-        "--schedule", metavar="FILE", help="take stacks and options from a schedule file (schedules/campaign/)"
-    )
-    _wait_options(rn)
-    _common(rn)
-    rn.set_defaults(func=cmd_run)
-
-    sc = cs.add_parser("schedule", help="check a recurring-campaign file; print its systemd OnCalendar=")
-    sc.add_argument("file", metavar="FILE")
-    sc.add_argument("--json", action="store_true")
-    sc.set_defaults(func=cmd_schedule)
+    subcommands = top.add_subparsers(dest="campaign_command", required=True, metavar="|".join(SUBCOMMANDS))
+    for name, (summary, func, groups) in SUBCOMMANDS.items():
+        description = summary[0].upper() + summary[1:] + "." * (summary[-1] != ".")
+        p = subcommands.add_parser(name, help=summary, description=description)
+        if name == "schedule":
+            p.add_argument("file", metavar="FILE")
+        _options(p, *groups)
+        p.set_defaults(func=func)

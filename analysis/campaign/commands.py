@@ -7,29 +7,43 @@ import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from analysis.campaign import finish, schedule
 from analysis.campaign.launcher import Launcher, LaunchReport, prepare
 from analysis.campaign.manifest import Manifest, check_id, new_campaign_id
-from analysis.campaign.selection import select
 from analysis.observe import observe
 from analysis.progress import Printer
 from analysis.stack_status import StackStatus, status_of
 from infra import workspace
 from infra.catalog import load_catalog
-from infra.conventions import RESULTS_ENV
+from infra.clouds import RESULTS_STACKS
+from infra.conventions import RESULTS_ENV, UsageError, expand_stacks
+from infra.stacks import stack_names
 from infra.workspace import BackendFactory, pulumi_backend
 from payload import storage
-from payload.timestamps import utcnow
+from payload.timestamps import iso, utcnow
 from payload.userdirs import user_dir
 
 
 def campaign_report_dir(campaign_id: str, project_dir: Path | None = None) -> Path:
     """A campaign's default report folder: `<state home>/report/campaigns/<id>`, or under `--project-dir`."""
     return Path(project_dir or user_dir("state")) / "report" / "campaigns" / campaign_id
+
+
+def select(patterns: Sequence[str], stacks_dir: Path) -> list[str]:
+    """The catalog's cloud stacks in `stacks_dir` that the names and globs select, in the order first matched;
+    every pattern must select one (results stacks hold the buckets; SSH stacks run through `python -m infra ssh`)."""
+    if not patterns:
+        raise UsageError("name at least one stack or glob, e.g. `aws-p3-*` or `gcp-*-spot`")
+    results = [p for p in patterns if p in RESULTS_STACKS]
+    if results:
+        raise UsageError(
+            f"{results[0]!r} is a results stack (it holds the bucket); campaigns launch benchmark stacks only"
+        )
+    cloud = load_catalog().cloud_stacks()
+    return expand_stacks(patterns, [n for n in stack_names(stacks_dir) if n in cloud], str(stacks_dir))
 
 
 def require_results(results_url: str | None) -> str:
@@ -58,7 +72,6 @@ def up(
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
-    catalog: Any = None,
 ) -> tuple[Manifest, LaunchReport]:
     printer = printer or Printer()
     root = project_dir(work_dir)
@@ -69,28 +82,31 @@ def up(
     backend = backend_factory(root)  # before writing anything: a missing CLI stops here
     store = storage.open_store(results_url)
     manifest = Manifest.open_or_create(store, check_id(campaign_id or new_campaign_id()), results_url)
-    manifest.add_selection(patterns, concurrency)
+    manifest.data.setdefault("selections", []).append(
+        {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
+    )
     printer(
         f"campaign {manifest.campaign_id}: {len(names)} stack(s), at most {concurrency} launching at once; "
         f"manifest {manifest.url}"
     )
-    catalog = catalog or load_catalog()
+    catalog = load_catalog()
     prepare(manifest, names, root / "stacks", catalog, printer)
     report = Launcher(manifest, backend, catalog, printer, concurrency, retry_failed).run(names)
     return manifest, report
 
 
-def status(campaign_id: str, *, results_url: str, now: datetime | None = None) -> tuple[Manifest, list[StackStatus]]:
+def status(campaign_id: str, *, results_url: str) -> tuple[Manifest, list[StackStatus]]:
     stores = functools.cache(storage.open_store)  # one per URL: the campaign's, and any a stack's resultsUrl names
     manifest = Manifest.require(stores(results_url), campaign_id)
-    return manifest, statuses_of(manifest, stores, now or utcnow())
+    return manifest, statuses_of(manifest, stores)
 
 
-def statuses_of(manifest: Manifest, stores: Callable[[str], Any], now: datetime) -> list[StackStatus]:
+def statuses_of(manifest: Manifest, stores: Callable[[str], Any]) -> list[StackStatus]:
     def look(name, since):
         url = (manifest.stacks[name].get("outputs") or {}).get("resultsUrl") or manifest.data["results"]
         return observe(stores(url), name, since)
 
+    now = utcnow()
     return [status_of(name, entry, look, now) for name, entry in manifest.stacks.items()]
 
 
@@ -109,19 +125,13 @@ class WaitOutcome:
 
 
 def poll(
-    manifest: Manifest,
-    stores: Callable[[str], Any],
-    printer: Printer,
-    poll_seconds: float,
-    timeout: float | None,
-    clock: Callable[[], datetime] = utcnow,
-    sleep: Callable[[float], None] = time.sleep,
+    manifest: Manifest, stores: Callable[[str], Any], printer: Printer, poll_seconds: float, timeout: float | None
 ) -> tuple[bool, list[StackStatus], list[str]]:
     """Poll the bucket until every stack is terminal; print each stack's changes as they happen."""
     began = time.monotonic()
     seen: dict[str, tuple] = {}
     while True:
-        statuses, changed = statuses_of(manifest, stores, clock()), False
+        statuses, changed = statuses_of(manifest, stores), False
         for s in statuses:
             if seen.get(s.stack) != (s.state, s.last_event):
                 seen[s.stack] = (s.state, s.last_event)
@@ -139,7 +149,7 @@ def poll(
             return True, statuses, []
         if timeout is not None and time.monotonic() - began >= timeout:
             return False, statuses, []
-        sleep(poll_seconds)
+        time.sleep(poll_seconds)
 
 
 def wait(
@@ -153,14 +163,12 @@ def wait(
     work_dir: Path | None = None,
     backend_factory: BackendFactory = pulumi_backend,
     printer: Printer | None = None,
-    clock: Callable[[], datetime] = utcnow,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Manifest, WaitOutcome]:
     printer = printer or Printer()
     stores = functools.cache(storage.open_store)
     manifest = Manifest.require(stores(results_url), campaign_id)
     root = project_dir(work_dir)
-    done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout, clock, sleep)
+    done, statuses, never = poll(manifest, stores, printer, poll_seconds, timeout)
     outcome = WaitOutcome(done, statuses, never)
     if not done:
         return manifest, outcome
@@ -179,7 +187,7 @@ def wait(
         outcome.report_code = finish.write_report(out)
     except Exception as exc:  # noqa: BLE001 - the summary below is still written
         outcome.report_error = f"{type(exc).__name__}: {exc}"
-    outcome.statuses = statuses_of(manifest, stores, clock())
+    outcome.statuses = statuses_of(manifest, stores)
     outcome.summary = finish.summary_doc(
         manifest,
         outcome.statuses,
@@ -201,10 +209,7 @@ def launch_failures(manifest: Manifest, report: LaunchReport) -> list[str]:
     return report.failed + earlier
 
 
-@dataclass
-class CampaignRun:
-    """`run`: the launch and the wait of one new campaign."""
-
+class CampaignRun(NamedTuple):  # `run`: the launch and the wait of one new campaign
     manifest: Manifest
     launch: LaunchReport
     outcome: WaitOutcome
@@ -213,26 +218,21 @@ class CampaignRun:
 def run(
     patterns: Sequence[str],
     *,
-    results_url: str | None,
-    concurrency: int = 4,
-    retry_failed: bool = False,
     poll_seconds: float = 60.0,
     timeout: float | None = None,
     out_dir: Path | str | None = None,
     all_runs: bool = False,
-    work_dir: Path | None = None,
-    backend_factory: BackendFactory = pulumi_backend,
-    printer: Printer | None = None,
+    **launch: Any,
 ) -> CampaignRun:
-    """up + wait with a new campaign id: what the schedules call."""
+    """up + wait with a new campaign id: what the schedules call; `launch`: the keyword arguments of `up`."""
     if not patterns:
         raise ValueError("name stacks or globs, or pass --schedule FILE")
     campaign_id = new_campaign_id()  # `up` checks the stacks, then the bucket, before anything is launched
-    shared = dict(results_url=results_url, work_dir=work_dir, backend_factory=backend_factory, printer=printer)
-    _, launch = up(patterns, campaign_id=campaign_id, concurrency=concurrency, retry_failed=retry_failed, **shared)
+    _, report = up(patterns, campaign_id=campaign_id, **launch)
+    shared = {k: v for k, v in launch.items() if k not in ("concurrency", "retry_failed")}
     waiting = dict(poll_seconds=poll_seconds, timeout=timeout, out_dir=out_dir, all_runs=all_runs)
     manifest, outcome = wait(campaign_id, **waiting, **shared)
-    return CampaignRun(manifest, launch, outcome)
+    return CampaignRun(manifest, report, outcome)
 
 
 def run_schedule(path: str | Path, **where: Any) -> CampaignRun:

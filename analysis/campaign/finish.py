@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.campaign.manifest import Manifest
+from analysis.campaign.manifest import SUMMARY_KEY, Manifest
 from analysis.teardown import teardown
 from payload import exitcodes
 from payload.terminal import terminal_text
@@ -154,7 +154,9 @@ def write_summary(manifest: Manifest, out_dir: Path, doc: dict[str, Any]) -> dic
     json_path, text_path = out_dir / "campaign.json", out_dir / "campaign.txt"
     json_path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
     text_path.write_text(summary_text(doc), encoding="utf-8")
-    paths = {"json": str(json_path), "text": str(text_path), "bucket": manifest.put_summary(doc)}
+    key = SUMMARY_KEY.format(id=manifest.campaign_id)
+    manifest.store.put_bytes(key, json.dumps(doc, indent=2).encode(), "application/json")
+    paths = {"json": str(json_path), "text": str(text_path), "bucket": manifest.store.url_for(key)}
     if add_to_report(out_dir / "index.html", doc):
         paths["report"] = str(out_dir / "index.html")
     return paths

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -199,12 +198,6 @@ class Manifest:
             },
         )
 
-    def add_selection(self, patterns: Iterable[str], concurrency: int) -> None:
-        with self._lock:
-            self.data.setdefault("selections", []).append(
-                {"at": iso(), "patterns": list(patterns), "concurrency": concurrency}
-            )
-
     def ensure(self, name: str, facts: dict[str, Any]) -> None:
         """A new stack's entry, `pending` with `facts` (an existing entry is kept as is)."""
         with self._lock:
@@ -225,8 +218,3 @@ class Manifest:
         with self._lock:
             self.data["updated_at"] = iso()
             self.store.put_bytes(self.key, json.dumps(self.data, indent=2).encode(), "application/json")
-
-    def put_summary(self, summary: dict[str, Any]) -> str:
-        key = SUMMARY_KEY.format(id=self.campaign_id)
-        self.store.put_bytes(key, json.dumps(summary, indent=2).encode(), "application/json")
-        return self.store.url_for(key)

@@ -1,15 +1,7 @@
-"""One module per `gpubench` subcommand, and COMMANDS: the one table of their names and summaries.
-
-`gpubench`, `gpubench --help` and a word that is no command are answered from COMMANDS alone, without
-importing any command module (fast, and it works on the base install); a command's module is imported
-only when it runs (or when the shell completes). Adding a command is a row here and a module whose
-`register(subparsers)` adds its parser with `add_command`, which takes the summary from this table
-and sets `func`, a callable taking the parsed args and returning an exit code.
-
-A command is a thin adapter: it parses its arguments, calls one library function with plain values
-(analysis.report.build.write_report, analysis.collect.run.collect_results, ...), prints or emits JSON,
-and maps the outcome to an exit code. Nothing but the CLI imports these modules (an import-linter
-contract in pyproject.toml): other code calls the library functions.
+"""One module per `gpubench` subcommand, each a thin adapter over one library function (nothing else
+imports them: an import-linter contract), and COMMANDS, the table of their names and summaries that
+answers `gpubench --help` without importing any of them. A command is a row here and a module whose
+`register(sub)` adds its parser with `add_command`, its `func` returning an exit code.
 """
 
 from __future__ import annotations
@@ -84,23 +76,16 @@ def options(args, *names: str) -> dict:
     return {name: getattr(args, name) for name in names}
 
 
-def add_summaries(sub, names) -> None:
-    """Bare parsers for `names`: enough for `gpubench --help` and its usage errors."""
-    for name in names:
-        summary = COMMANDS[name]
-        sub.add_parser(name, **({} if summary is None else {"help": summary}))
-
-
 def print_tally(outcomes, nothing: str, dry_run: str | None) -> None:
-    """After a table of outcomes, one line: `1 destroyed, 2 kept` (else `nothing`), and what a dry run left alone."""
+    """One line after a table of outcomes: `1 destroyed, 2 kept` (else `nothing`), and what a dry run left alone."""
     counts = Counter(o.action for o in outcomes)
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or nothing
     print(f"\n{summary}{f' (dry run: {dry_run})' if dry_run else ''}")
 
 
 def check_results_locations(sources: list[str], given_by: str) -> None:
-    """An empty, blank or unknown results location (`ftp://...`) is a usage error before anything is
-    opened or any tool looked for (it would otherwise read as a bucket that cannot be reached)."""
+    """An empty or unknown results location (`ftp://...`) is a usage error before anything is opened
+    (it would otherwise read as a bucket that cannot be reached)."""
     for value in sources:
         if not value.strip():
             raise UsageError(

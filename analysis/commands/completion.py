@@ -12,9 +12,9 @@ The same script comes from argcomplete's own `register-python-argcomplete gpuben
 from __future__ import annotations
 
 from analysis.commands import add_command
-from analysis.shell_completion import SHELLS, script
 from payload import exitcodes
-from payload.extras import installed
+
+SHELLS = ("bash", "zsh", "fish")
 
 
 def register(sub) -> None:
@@ -23,9 +23,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if not installed("argcomplete"):
+    try:
+        import argcomplete  # heavy: 8 ms, only when asked (and in analysis.cli.complete)
+    except ImportError:
         raise exitcodes.GpubenchError(
             "shell completion needs argcomplete: `pip install argcomplete`", exit_code=exitcodes.MISSING
-        )
-    print(script(args.shell))
+        ) from None
+
+    print(argcomplete.shellcode(["gpubench"], shell=args.shell))
     return exitcodes.OK

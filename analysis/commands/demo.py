@@ -3,11 +3,7 @@ this machine, collected and reported beside the studies' published figures."""
 
 from __future__ import annotations
 
-import re
-import sys
-
 from analysis.commands import add_command, options
-from analysis.progress import Progress
 from infra.conventions import add_table_argument, table_location
 
 EPILOG = """\
@@ -46,54 +42,7 @@ def register(sub) -> None:
     p.add_argument("--only", action="append", metavar="BENCHMARK", help="run only this benchmark (repeatable)")
 
 
-class StepProgress:
-    """The demo's lines on stdout, and on a terminal a bar of benchmarks done with the time left.
-
-    The demo numbers its steps `[i/N] benchmark: ...`; each such line moves the bar to i-1 done."""
-
-    STEP = re.compile(r"^\[(\d+)/(\d+)\] ")
-
-    def __init__(self, out=None, bar_stream=None):
-        self.out = out or sys.stdout
-        self.bar = Progress(None, "demo", unit="benchmark", stream=bar_stream)
-        self.pending = ""
-
-    def write(self, text: str) -> int:
-        self.pending += text
-        while "\n" in self.pending:
-            line, self.pending = self.pending.split("\n", 1)
-            self._line(line)
-        return len(text)
-
-    def _line(self, line: str) -> None:
-        step = self.STEP.match(line)
-        if step:
-            self.bar.set_total(int(step[2]))
-            self.bar.set_done(int(step[1]) - 1)
-            self.bar.note(line[step.end() :].split(":", 1)[0])
-        elif line.startswith("[collect]"):
-            self.bar.set_done(self.bar.total or 0)
-        self.bar.write(line, file=self.out)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-    def close(self) -> None:
-        if self.pending:
-            self._line(self.pending)
-            self.pending = ""
-        self.bar.close()
-
-
 def run(args) -> int:
     from analysis.demo import run_demo  # heavy: collect, report and bench (pyarrow, pandas, DuckDB)
 
-    stream = StepProgress()
-    try:
-        return run_demo(
-            table=table_location(args.table),
-            stream=stream,
-            **options(args, "results", "out", "hourly_usd", "quick", "only"),
-        )
-    finally:
-        stream.close()
+    return run_demo(table=table_location(args.table), **options(args, "results", "out", "hourly_usd", "quick", "only"))

@@ -8,9 +8,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from analysis.bench.live import ENDED, follow_log, latest_log
-from analysis.bench.record import BenchRecord, bench_dirs
 from analysis.bench.run import RESULTS_ENV
 from analysis.commands import add_command, check_results_locations
+from analysis.commands.teardown import bench_probes
 from analysis.observe import CLOCK_SKEW, runs_of
 from analysis.output import poll_problem, terminal_text
 from infra.config import MAX_HOURS_LIMIT
@@ -56,19 +56,6 @@ def register(sub) -> None:
     )
 
 
-def _bench_entry(args) -> tuple[str | None, dict]:
-    """(the bucket, the probe's entry) from the newest bench record naming the stack, else (None, {})."""
-    for directory in reversed(bench_dirs(args.project_dir)):
-        try:
-            record = BenchRecord.load(directory)
-        except ValueError:  # a damaged record names no stack: the others (and --results) still answer
-            continue
-        entry = record.stacks.get(args.stack)
-        if entry is not None:
-            return entry.get("results") or record.data.get("results"), entry
-    return None, {}
-
-
 def _results(args, recorded: str | None) -> str:
     for url, given_by in (
         (args.results, "--results"),
@@ -104,7 +91,8 @@ def run(args) -> int:
             f"--wait {args.wait:g}: give minutes from 0 to {MAX_HOURS_LIMIT * 60:,.0f} (the longest a stack "
             "lives), e.g. --wait 15"
         )
-    recorded, entry = _bench_entry(args)
+    record, entry = bench_probes(args.project_dir).get(args.stack, (None, {}))
+    recorded = entry.get("results") or (record.data.get("results") if record else None)
     store = open_store(_results(args, recorded))
     if args.follow:
         wait = None if args.wait is None else args.wait * 60.0

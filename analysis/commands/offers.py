@@ -112,35 +112,21 @@ def run(args) -> int:
     return exitcodes.OK
 
 
-def _age(days: int | None) -> str:
-    return "-" if days is None else f"{days} d"
-
-
 def _print_rows(found: list[dict], key: str, args) -> None:
-    columns = ("offering", "gpus", "GB/gpu", "vcpus", "spot $/h" if args.spot else "$/h", "price as of", "stacks")
-    print_table(
-        (
-            (
-                r["id"],
-                f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none",
-                r["gpu_memory_gb"],
-                r["vcpus"],
-                fmt_usd(r[key]),
-                r["as_of"] if r[key] is not None else "-",
-                ", ".join(r["stacks"]) or "(ssh)" if r["kind"] != "local" else "-",
-                *([r["snapshot"] or "-"] if args.live else []),
-                *([_age(r[age_key(args.spot)])] if args.stale else []),
-                *([r["retired"] or ""] if args.retired else []),
-            )
-            for r in found
-        ),
-        (
-            *columns,
-            *(["snapshot"] if args.live else []),
-            *(["price age"] if args.stale else []),
-            *(["retired"] if args.retired else []),
-        ),
-    )
+    age = age_key(args.spot)
+    columns = {  # header -> its cell, for the columns shown (the last three only with their option)
+        "offering": lambda r: r["id"],
+        "gpus": lambda r: f"{r['gpu_count']}x {r['gpu']}" if r["gpu"] else "none",
+        "GB/gpu": lambda r: r["gpu_memory_gb"],
+        "vcpus": lambda r: r["vcpus"],
+        "spot $/h" if args.spot else "$/h": lambda r: fmt_usd(r[key]),
+        "price as of": lambda r: r["as_of"] if r[key] is not None else "-",
+        "stacks": lambda r: ", ".join(r["stacks"]) or "(ssh)" if r["kind"] != "local" else "-",
+        **({"snapshot": lambda r: r["snapshot"] or "-"} if args.live else {}),
+        **({"price age": lambda r: "-" if r[age] is None else f"{r[age]} d"} if args.stale else {}),
+        **({"retired": lambda r: r["retired"] or ""} if args.retired else {}),
+    }
+    print_table(([cell(r) for cell in columns.values()] for r in found), list(columns))
     unpriced = sum(1 for r in found if r[key] is None)
     if unpriced:
         print(f"\n{unpriced} without a catalog price (shown as -): they are never hidden, only unranked")

@@ -47,8 +47,13 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object")
 
 
+def chosen_stacks(args) -> list[str]:
+    """With --all every cloud stack in stacks/, else the stacks named (plan's and preview's), globs expanded."""
+    return stack_names() if args.all else expand_stacks(stacks_of(args), known_stacks())
+
+
 def run(args) -> int:
-    names = stack_names() if args.all else expand_stacks(stacks_of(args), known_stacks())
+    names = chosen_stacks(args)
     if not names:
         raise UsageError("name stacks (e.g. `gpubench plan aws-g4dn-1x`) or pass --all")
     price_age.limit(args.max_price_age)  # a bad --max-price-age is refused before any price is read

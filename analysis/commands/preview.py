@@ -9,19 +9,10 @@ examples:
 from __future__ import annotations
 
 from analysis.commands import add_command
+from analysis.commands.plan import chosen_stacks
 from analysis.price.estimate import measured_runs_of
 from infra.catalog import load_catalog
-from infra.conventions import (
-    GLOB_CHARS,
-    UsageError,
-    add_stack_arguments,
-    add_table_argument,
-    expand_stacks,
-    known_stacks,
-    stacks_of,
-    table_location,
-)
-from infra.stacks import stack_names
+from infra.conventions import GLOB_CHARS, UsageError, add_stack_arguments, add_table_argument, stacks_of, table_location
 from payload import exitcodes
 from payload.extras import require
 
@@ -35,19 +26,12 @@ def register(sub) -> None:
     add_table_argument(p)
 
 
-def selected(args) -> tuple[list[str], bool]:
-    """The stacks to render and whether the answer is one stack (one name, no glob, no --all)."""
+def run(args) -> int:
     patterns = stacks_of(args)
     if args.all == bool(patterns):
         raise UsageError("preview needs stack names (or globs) or --all, not both and not neither")
-    if args.all:
-        return stack_names(), False
-    single = len(patterns) == 1 and not GLOB_CHARS & set(patterns[0])
-    return expand_stacks(patterns, known_stacks()), single
-
-
-def run(args) -> int:
-    names, single = selected(args)
+    names = chosen_stacks(args)
+    single = len(patterns) == 1 and not GLOB_CHARS & set(patterns[0])  # the answer is one stack, not a list
     require("pulumi", "pulumi_aws", "pulumi_gcp", needed_for="`gpubench preview` (Pulumi's mocks)")
     from infra import preview  # heavy: Pulumi (the infra extra), after the check that names it
 

@@ -58,7 +58,6 @@ def run(args) -> int:
             exit_code=exitcodes.INVALID,
         ),
     ]
-    if any(errors):  # each on a line of its own; the first one's exit code
-        shown = [e for e in errors if e]
-        raise exitcodes.GpubenchError("\nerror: ".join(map(str, shown)), exit_code=shown[0].exit_code)
+    if errors := [e for e in errors if e]:  # each on a line of its own; the first one's exit code
+        raise exitcodes.GpubenchError("\nerror: ".join(map(str, errors)), exit_code=errors[0].exit_code)
     return 0

@@ -61,18 +61,16 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON object with every outcome")
 
 
-def bench_probes(project_dir: str | None) -> dict[str, Path]:
-    """Cloud probe stack -> its bench workspace (the Pulumi project it was launched from), newest bench last.
-
-    `gpubench bench` launches its probes from its own workspace, not from the project's stacks/, so the
-    command it prints after Ctrl-C (`gpubench teardown <probe>`) finds them here."""
-    found: dict[str, Path] = {}
+def bench_probes(project_dir: str | Path | None) -> dict[str, tuple[BenchRecord, dict]]:
+    """Every probe stack the benches recorded -> (the newest record naming it, its entry there); `teardown`
+    and `logs` find a bench's probes here, as they live in its workspace, not in the project's stacks/."""
+    found = {}
     for directory in bench_dirs(Path(project_dir) if project_dir else None):
         try:
-            stacks = BenchRecord.load(directory).stacks
-        except Exception:  # noqa: BLE001 - an unreadable record names no stack; the others still do
+            record = BenchRecord.load(directory)
+        except ValueError:  # an unreadable record names no stack; the others still do
             continue
-        found.update({name: directory for name, entry in stacks.items() if (entry or {}).get("kind") == "cloud"})
+        found.update({name: (record, entry or {}) for name, entry in record.stacks.items()})
     return found
 
 
@@ -86,7 +84,9 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
     if not names:
         return None
     folder = Path(project_dir) / "stacks" if project_dir else None
-    known, probes = known_stacks(folder), bench_probes(project_dir)
+    known = known_stacks(folder)
+    # a cloud probe -> its bench workspace, the Pulumi project it was launched from
+    probes = {n: r.path.parent for n, (r, entry) in bench_probes(project_dir).items() if entry.get("kind") == "cloud"}
     groups: dict[Path | None, list[str]] = {}
     for name in names:
         as_given = name in RESULTS_STACKS or "://" in name or name in probes or not known
@@ -96,15 +96,6 @@ def checked_stacks(names: list[str], project_dir: str | None) -> dict[Path | Non
             if stack not in group:
                 group.append(stack)
     return groups
-
-
-def _record_destroyed(outcomes, bench_dir: Path) -> None:
-    """A probe destroyed by name is ended in its bench's record too (`gpubench status` stops listing it)."""
-    destroyed = [o for o in outcomes if o.action == "destroyed"]
-    if destroyed:
-        record = BenchRecord.load(bench_dir)
-        for o in destroyed:
-            record.update(o.stack, teardown={"action": "destroyed", "at": o.ended_at})
 
 
 def run(args) -> int:
@@ -123,8 +114,9 @@ def run(args) -> int:
                 now=now,
                 work_dir=where or project,
             )
-            if where is not None and not dry_run:
-                _record_destroyed(done, where)
+            for o in done if where is not None else []:  # a bench's probe: ended in its record too (for `status`)
+                if o.action == "destroyed":
+                    BenchRecord.load(where).update(o.stack, teardown={"action": "destroyed", "at": o.ended_at})
             outcomes += done
         return outcomes
 

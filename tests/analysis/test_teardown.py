@@ -357,3 +357,19 @@ def test_a_deadline_output_not_in_the_launchers_format_is_left_alone_with_the_re
     assert ws.calls == []
     assert out["aws-forged"].action == "kept"
     assert "not in the launcher's format" in out["aws-forged"].reason and "left alone" in out["aws-forged"].reason
+
+
+def test_a_bench_probe_named_is_destroyed_from_its_workspace_and_ended_in_its_record(project, monkeypatch, capsys):
+    from analysis.bench.record import BenchRecord, bench_root
+
+    probe = "aws-g4dn-1x-b1"
+    workspace = bench_root(project) / "b1"
+    workspace.mkdir(parents=True)
+    record = {"bench_id": "b1", "stacks": {probe: {"kind": "cloud"}, "local": {"kind": "local"}}}
+    (workspace / "bench.json").write_text(json.dumps(record))
+    ws = FakeWorkspace().add(probe)
+    monkeypatch.setattr(pulumi_ws, "local_workspace", ws.factory)
+    assert main(["teardown", probe, "--project-dir", str(project), "--yes"]) == 0
+    assert ws.calls == [probe] and ws.work_dirs == [workspace]  # launched from its bench's workspace
+    assert BenchRecord.load(workspace).stacks[probe]["teardown"]["action"] == "destroyed"
+    assert "teardown" not in BenchRecord.load(workspace).stacks["local"]

@@ -8,7 +8,7 @@ import pytest
 from campaign_project import make_project
 
 from analysis.campaign import commands
-from analysis.campaign.selection import SelectionError
+from infra.conventions import UsageError
 
 
 def _no_backend(root):
@@ -22,7 +22,7 @@ def project(tmp_path):
 
 @pytest.mark.parametrize("operation", [commands.up, commands.run])
 def test_a_mistyped_stack_is_named_before_the_missing_results(operation, project):
-    with pytest.raises(SelectionError) as caught:
+    with pytest.raises(UsageError) as caught:
         operation(["aws-g4dn-1xx"], results_url=None, work_dir=project, backend_factory=_no_backend)
     assert "aws-g4dn-1xx" in str(caught.value) and "aws-g4dn-1x" in str(caught.value)
     assert "--results" not in str(caught.value)
@@ -30,7 +30,7 @@ def test_a_mistyped_stack_is_named_before_the_missing_results(operation, project
 
 @pytest.mark.parametrize("operation", [commands.up, commands.run])
 def test_a_glob_matching_nothing_is_named_before_the_missing_results(operation, project):
-    with pytest.raises(SelectionError, match=r"aws-zzz-\*"):
+    with pytest.raises(UsageError, match=r"aws-zzz-\*"):
         operation(["aws-zzz-*"], results_url=None, work_dir=project, backend_factory=_no_backend)
 
 
@@ -38,7 +38,7 @@ def test_a_glob_matching_nothing_is_named_before_the_missing_results(operation, 
 def test_known_stacks_without_results_ask_for_results_before_the_backend(operation, project):
     with pytest.raises(ValueError, match=r"--results is required \(or set GPUBENCH_RESULTS\)") as caught:
         operation(["aws-*"], results_url="", work_dir=project, backend_factory=_no_backend)
-    assert not isinstance(caught.value, SelectionError)
+    assert not isinstance(caught.value, UsageError)
 
 
 def test_the_cli_wrapper_reaches_into_no_private_argparse_state():

@@ -101,7 +101,8 @@ def _up(tmp_path, names, stub, concurrency=2, campaign_id="c1", project=None, **
 
 
 def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_path):
-    from analysis.campaign.selection import SelectionError, select
+    from analysis.campaign.commands import select
+    from infra.conventions import UsageError
 
     project = make_project(
         tmp_path,
@@ -117,9 +118,9 @@ def test_selection_by_name_and_glob_keeps_order_and_skips_results_stacks(tmp_pat
     assert select(["aws-p3-*"], stacks) == ["aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot"]
     assert select(["gcp-*-spot", "aws-p3-8x"], stacks) == ["gcp-t4-1x-spot", "gcp-v100-1x-spot", "aws-p3-8x"]
     assert select(["aws-*"], stacks) == ["aws-p3-2x", "aws-p3-8x", "aws-p3-8x-spot"]  # no results or SSH stacks
-    with pytest.raises(SelectionError, match="results stack"):
+    with pytest.raises(UsageError, match="results stack"):
         select(["aws-results"], stacks)
-    with pytest.raises(SelectionError, match="Did you mean: aws-p3-8x"):
+    with pytest.raises(UsageError, match="Did you mean: aws-p3-8x"):
         select(["aws-p3-8y"], stacks)
 
 

@@ -377,16 +377,21 @@ def test_progress_shows_the_time_left_on_a_terminal_only(monkeypatch):
     assert quiet.getvalue() == ""
 
 
-def test_demo_progress_follows_its_numbered_steps(monkeypatch):
-    from analysis.commands.demo import StepProgress
+def test_demo_progress_follows_its_numbered_steps(monkeypatch, tmp_path):
+    import analysis.demo as demo
     from analysis.progress import OFF_ENV
 
     monkeypatch.delenv(OFF_ENV, raising=False)
     out, screen = io.StringIO(), Terminal()
-    stream = StepProgress(out, bar_stream=screen)
-    lines = ["gpubench demo: 3 benchmark(s)", "[1/3] mnist-mlp: why", "      done in 2 s", "[2/3] mnist-cnn: why"]
-    stream.write("\n".join(lines) + "\n[3/3] resnet50: why\n[collect] results -> table")
-    assert stream.bar.total == 3 and stream.bar.done == 2
-    stream.close()  # the last line, without its newline, is still printed
-    assert out.getvalue().splitlines() == [*lines, "[3/3] resnet50: why", "[collect] results -> table"]
-    assert stream.bar.done == 3 and "benchmark" in screen.getvalue()
+    monkeypatch.setattr(sys, "stderr", screen)  # the bar's terminal
+    bars = []  # the terminal as each benchmark starts, and as the collect does: tqdm's line is last
+    monkeypatch.setattr(demo, "study_jobs", lambda: ())
+    monkeypatch.setattr(demo, "run_step", lambda argv, log, echo: bars.append(screen.getvalue()) or 0)
+    monkeypatch.setattr(demo, "collect_step", lambda results, table, echo: bars.append(screen.getvalue()) or 0)
+    monkeypatch.setattr(demo, "write_report", lambda out_dir, table, echo: 0)
+    assert demo.run_demo(str(tmp_path / "results"), str(tmp_path / "report"), quick=True, stream=out) == 0
+    steps = [line for line in out.getvalue().splitlines() if line.startswith("[")]
+    assert steps[:2] == [f"[{i}/2] {step.benchmark}: {step.why}" for i, step in enumerate(demo.QUICK, 1)]
+    assert steps[2].startswith("[collect] ") and steps[3].startswith("[report] ")
+    done = [re.findall(r"(\S+)/2 \[", bar)[-1] for bar in bars]
+    assert [float(d) for d in done] == [0, 1, 2] and "mnist-mlp" in bars[0] and "benchmark" in bars[0]
