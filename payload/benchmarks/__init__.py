@@ -12,13 +12,7 @@ from payload.benchmarks.base import Benchmark, Data, ParamError
 __all__ = ["Benchmark", "Data", "MODULES", "ParamError", "REGISTRY", "UnknownBenchmark", "get"]
 
 MODULES = (
-    "bilstm_sentiment",  # seed 000
-    "mnist_mlp",
-    "mnist_cnn",
-    "cifar10_cnn",
-    "imdb_bilstm",
-    "text_lstm",
-    "imdb_fasttext",  # seed 002
+    "keras_examples",  # seeds 000 and 002: bilstm-sentiment, mnist-mlp, ..., imdb-fasttext
     "imagenet_models",  # seed 004: resnet50, inception3, vgg16
     "catsdogs_resnet50",  # seed 003
 )

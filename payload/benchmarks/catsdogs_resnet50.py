@@ -23,8 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from payload import frameworks
-from payload.benchmarks import _common as c
-from payload.benchmarks.base import Benchmark, Data
+from payload.benchmarks.base import Benchmark, Data, cap, compiled, n_synthetic, output_layer, rng_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -130,8 +129,8 @@ def load_data(source, params, global_batch):
     np = frameworks.numpy()
     size = params["image_size"]
     if source.mode == "synthetic":  # random pixels: timing only, accuracy means nothing
-        rng = c.rng_for(params)
-        n, nv = c.n_synthetic(params, SYNTHETIC_TRAIN), params.get("val_samples") or SYNTHETIC_VALID
+        rng = rng_for(params)
+        n, nv = n_synthetic(params, SYNTHETIC_TRAIN), params.get("val_samples") or SYNTHETIC_VALID
         x = rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8)
         xv = rng.integers(0, 256, (nv, size, size, 3), dtype=np.uint8)
         y, yv = rng.integers(0, 2, n).astype(np.int32), rng.integers(0, 2, nv).astype(np.int32)
@@ -139,11 +138,11 @@ def load_data(source, params, global_batch):
     root = _download() if source.mode == "download" else source.path
     layout, xt, yt, xv, yv = find_images(root, params["val_fraction"], params.get("seed", 1234))
     # shuffle before capping so a small --param samples keeps both classes
-    rng = c.rng_for(params)
+    rng = rng_for(params)
     order = rng.permutation(len(xt))
     xt, yt = [xt[i] for i in order], [yt[i] for i in order]
-    xt, yt = c.cap(xt, yt, params.get("samples"))
-    xv, yv = c.cap(xv, yv, params.get("val_samples"))
+    xt, yt = cap(xt, yt, params.get("samples"))
+    xv, yv = cap(xv, yv, params.get("val_samples"))
     return Data(
         np.array(xt),
         np.array(yt, dtype=np.int32),
@@ -208,7 +207,7 @@ def build_model(params):
     x = L.GlobalAveragePooling2D()(x)
     x = L.Dense(512, activation="relu")(x)
     x = L.Dropout(0.5)(x)
-    outputs = c.output_layer(len(CLASSES), "softmax")(x)
+    outputs = output_layer(len(CLASSES), "softmax")(x)
     model = keras.Model(inputs, outputs, name="catsdogs_resnet50")
     # steps per epoch are not known before the data: the phases compile again with the real count
     _compile(model, params["max_lr"], params["frozen_epochs"] * int(params.get("steps_per_epoch") or 1), 0.3)
@@ -219,7 +218,7 @@ def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
     keras = frameworks.keras()
     schedule = one_cycle_class()(max_lr, total_steps, pct_start=pct_start)
     # fast.ai's one-cycle also cycles momentum 0.95 -> 0.85; Adam's beta_1 stays at 0.9 here
-    c.compiled(model, keras.optimizers.Adam(learning_rate=schedule))
+    compiled(model, keras.optimizers.Adam(learning_rate=schedule))
 
 
 def _predict(model, x):
