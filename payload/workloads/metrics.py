@@ -13,8 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from payload.events import JSON_TOKEN, MLLOG_TOKEN
-from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
-from payload.workloads.conventions.base import INT_MAX
+from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, INT_MAX, Count, ProgressReader, bounded, plain
 
 GPUBENCH_CONVENTIONS = ("json", "mllog")
 MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
@@ -454,7 +453,7 @@ class MetricsReader:
 
     def progress_record(self) -> dict | None:
         """How the job's progress was read and what it said about the job's size, each figure with
-        its source: the whole job's work is filled in from these (payload.workloads.conventions.work)."""
+        its source: the whole job's work is filled in from these (payload.workloads.conventions)."""
         counter = self.progress.counter
         if counter is None:
             return None

@@ -17,8 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from payload.config import MAX_GPUS_PER_MACHINE
-from payload.workloads.conventions import compile_pattern
-from payload.workloads.conventions.work import whole_job
+from payload.workloads.conventions import compile_pattern, whole_job
 from payload.workloads.files import WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import YamlFileError, quote, read_yaml
 
