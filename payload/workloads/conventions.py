@@ -272,7 +272,7 @@ def read_tqdm(line: str) -> Reading | None:
     The counter `n/total` is the step within an epoch when it resets at each epoch, else the step
     of the whole job; an `Epoch i` (or `Epoch i/n`) before the bar names the epoch. A bar described
     as evaluation (`Validation DataLoader 0`, `Sanity Checking`, `Testing`, ...) is not training. The bar's
-    updates are separated by carriage returns, which end lines here (payload.workloads.lines)."""
+    updates are separated by carriage returns, which end lines here (payload.workloads.process)."""
     m = _TQDM_BAR.search(line) or _TQDM_RICH.search(line)
     if m is None:
         return None

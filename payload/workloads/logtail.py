@@ -2,7 +2,7 @@
 
 Rolling uploads go straight to the bucket (a failed one is replaced by the next); the final one goes through
 the spooling store. Bounded in bytes: lines are cut at LOG_TAIL_LINE_CHARS, and a redrawn progress bar
-(payload.workloads.lines.Redrawn) keeps only its newest state, as a terminal shows it."""
+(payload.workloads.process.Redrawn) keeps only its newest state, as a terminal shows it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import collections
 import threading
 from collections.abc import Callable
 
-from payload.workloads.lines import Redrawn
+from payload.workloads.process import Redrawn
 
 LOG_TAIL_LINES = 200  # uploaded as log-tail.txt
 LOG_TAIL_LINE_CHARS = 2000  # longer lines are cut: the tail stays under 200 x 2000 characters

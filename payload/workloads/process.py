@@ -8,6 +8,7 @@ the last holder of its output pipe lets go."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -17,7 +18,66 @@ from collections.abc import Callable
 
 from payload import proctree
 from payload.events import note
-from payload.workloads.lines import LineSplitter
+
+# The output cut into lines: at `\n`, `\r\n` or a lone `\r` (a redrawn progress bar); a line longer than
+# MAX_LINE_BYTES keeps its start and says how much was cut, the rest skipped as it arrives.
+MAX_LINE_BYTES = 16 * 1024  # a metrics line is a few hundred bytes; a progress bar a few hundred
+_END = re.compile(rb"\r\n|\r|\n")
+_BLANK = re.compile(r"^[\s\x08]*$")  # what a terminal redraw leaves between two carriage returns
+
+
+class Redrawn(str):
+    """A line the job ended with a carriage return: on a terminal the next line overwrites it."""
+
+
+class LineSplitter:
+    """Bytes in, lines (str) out; `cut` counts the lines that were truncated."""
+
+    def __init__(self, limit: int = MAX_LINE_BYTES):
+        self.limit = limit
+        self.cut = 0
+        self._buf = bytearray()
+        self._dropped = 0  # bytes of the current line beyond the limit
+        self._carry = b""  # a trailing \r: a line end, or the first half of \r\n
+
+    def feed(self, chunk: bytes) -> list[str]:
+        data = self._carry + chunk
+        self._carry = b""
+        if data.endswith(b"\r"):
+            data, self._carry = data[:-1], b"\r"
+        out: list[str] = []
+        pos = 0
+        for end in _END.finditer(data):
+            self._add(data[pos : end.start()])
+            out += self._emit(redrawn=end.group() == b"\r")
+            pos = end.end()
+        self._add(data[pos:])
+        return out
+
+    def close(self) -> list[str]:
+        """The last line, when the output ended without a line end."""
+        out = self._emit(redrawn=True) if self._carry else []
+        self._carry = b""
+        if self._buf or self._dropped:
+            out += self._emit(redrawn=False)
+        return out
+
+    def _add(self, part: bytes) -> None:
+        room = self.limit - len(self._buf)
+        self._buf += part[: max(room, 0)]
+        self._dropped += max(len(part) - max(room, 0), 0)
+
+    def _emit(self, *, redrawn: bool) -> list[str]:
+        text = self._buf.decode("utf-8", errors="replace")
+        if self._dropped:
+            self.cut += 1
+            text += f" [... {self._dropped} more bytes cut: lines are read up to {self.limit} bytes]"
+        self._buf, self._dropped = bytearray(), 0
+        if redrawn and _BLANK.match(text):
+            return []  # the empty stretch before a redraw (a bar's backspaces), not a line of output
+        text = text.replace("\x08", "")
+        return [Redrawn(text) if redrawn else text]
+
 
 STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
 DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
@@ -119,10 +179,10 @@ class ShellProcess:
 
     reader_error: BaseException | None = None  # what broke the reader of the output; the job was stopped
     unread = False  # the output past this point is not handed on (the reader outlived wait())
-    lines_cut = 0  # output lines longer than lines.MAX_LINE_BYTES, truncated
+    lines_cut = 0  # output lines longer than MAX_LINE_BYTES, truncated
 
     def _read(self, on_line) -> None:
-        """Pump the output to `on_line` in bounded lines (payload.workloads.lines) until the job closes it.
+        """Pump the output to `on_line` in bounded lines (LineSplitter) until the job closes it.
 
         A reader that raises is recorded in `reader_error`, the job is stopped and its output is
         drained unread: a job blocked on a full pipe would otherwise run on until its deadline."""

@@ -20,8 +20,8 @@ from test_payload_probe import REPO, only_result, payload_run
 
 from payload import exitcodes
 from payload.workloads.conventions import PARSERS, Counter, ProgressReader, pattern_parser, progress_of, whole_job
-from payload.workloads.lines import LineSplitter
 from payload.workloads.metrics import MetricsReader
+from payload.workloads.process import LineSplitter
 from payload.workloads.spec import BUILTIN_FORMATS, Work
 
 DATA = Path(__file__).parent / "data" / "progress"
