@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from infra.compat import FRAMEWORKS, HOSTS
 from infra.compat import problems as compat_problems
-from payload.workloads import load_spec
+from payload.workloads.spec import load_spec
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,6 @@
-"""Workload specs (task files): the user's own training job, in a small YAML file (docs/workloads.md, "The spec").
+"""Task files: the user's own training job in a small YAML file, fields as SkyPilot's (docs/workloads.md).
 
-Fields follow SkyPilot's task YAML (``envs`` is ``env``), plus ``image``, ``metrics`` and for
-`gpubench bench` ``resources`` and ``work``. The content hash (normalised spec plus the workdir's digest)
-names the workload in results; `resources` and `work` say where and how long, not what, so the hash
-leaves them out. Field descriptions are the fixes errors suggest: ``<file>: field '<field>': <problem> (<fix>)``."""
+Field descriptions are the fixes errors suggest: ``<file>: field '<field>': <problem> (<fix>)``."""
 
 from __future__ import annotations
 
@@ -519,19 +516,11 @@ class WorkloadSpec(TaskFile):
         return _hashed(self.model_copy(update=update))
 
     def normalised(self) -> dict[str, Any]:
-        """What the hash covers: every field that changes what runs, never where the files are.
-        `resources` and `work` are left out: the same job on another GPU is the same job."""
-        return {
-            "name": self.name,
-            "image": self.image,
-            "setup": self.setup,
-            "run": self.run,
-            "env": dict(sorted(self.env.items())),
-            "gpus": self.gpus,
-            "metrics": list(self.metrics),
-            "workdir_sha256": self.workdir_sha256,
-            **({"progress": self.progress.model_dump()} if self.progress is not None else {}),
-        }
+        """What the content hash covers: every field that changes what runs, never where the files are, where
+        it runs or how long (`resources`, `work`: the same job on another GPU is the same job)."""
+        hashed = {"name", "image", "setup", "run", "env", "gpus", "metrics", "workdir_sha256", "progress"}
+        out = self.model_dump(include=hashed)
+        return out if out["progress"] is not None else {k: v for k, v in out.items() if k != "progress"}
 
 
 def _describe(path: tuple[str, ...]) -> str | None:

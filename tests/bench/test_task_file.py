@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from payload.workloads import WorkloadSpecError, load_spec
-from payload.workloads.spec import FIELDS, Accelerator, Resources, TaskFile, Work, parse_accelerators
+from payload.workloads.spec import (
+    FIELDS,
+    Accelerator,
+    Resources,
+    TaskFile,
+    Work,
+    WorkloadSpecError,
+    load_spec,
+    parse_accelerators,
+)
 
 BASE = {"name": "job", "run": "python train.py"}
 

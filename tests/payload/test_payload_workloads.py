@@ -22,9 +22,9 @@ from servers import closed_port_url, require_module
 from payload.cli import main as payload_main
 from payload.layout import newest_versions
 from payload.schema import validate_result
-from payload.workloads import WorkloadSpecError, load_spec
 from payload.workloads.jobvenv import INHERIT_ENV, envs_root
 from payload.workloads.metrics import MetricsReader, parse_json_line, parse_mllog_line
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"

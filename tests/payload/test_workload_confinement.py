@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from infra.bundle import build_workload_bundle
-from payload.workloads import WorkloadSpecError, load_spec
 from payload.workloads import files as workdir_files
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 
 def make_spec(tmp_path: Path, files: dict[str, str] | None = None, **doc) -> Path:
