@@ -1,10 +1,6 @@
-"""A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
-
-`setup` and `run` go to ``bash -c`` in the workdir with the task's own virtual environment first on PATH
-(payload.workloads.jobvenv), contained (payload.workloads.process); the output is read for metrics and its
-tail uploaded as ``log-tail.txt``. In probe mode a payload.workloads.probe.ProbeMonitor stops the job once
-steady: the probe's normal end. Workloads have no checkpoints: an interrupted one starts again on the next
-boot, and a completed one leaves a marker so a spot replacement does not run it twice."""
+"""A workload spec as a job of payload.run.Run: `setup` and `run` in the workdir, in the task's own virtual
+environment (jobvenv), contained (process), read for metrics, its tail uploaded as ``log-tail.txt``; in probe
+mode stopped once steady. No checkpoints: an interrupted job starts again on the next boot."""
 
 from __future__ import annotations
 
@@ -57,11 +53,8 @@ class WorkloadJob:
         self.tail_key: str | None = None  # the final log tail's key, once written
         self.reader = MetricsReader.for_spec(spec)
         self.output_warnings: list[str] = []  # what the output's reader had to cut or could not read
-        self.probe = (
-            ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
-            if self.cfg.probe_seconds
-            else None
-        )
+        probe = self.cfg.probe_seconds
+        self.probe = ProbeMonitor(probe, self.cfg.probe_target or DEFAULT_TARGET) if probe else None
         self.env: dict | None = None  # the job's environment, once built
         self.venv: JobVenv | None = None  # the job's own virtual environment (none inside an image)
         self.imports: ImportWatch | None = None  # what the job's `run` imports, once it starts
@@ -70,7 +63,6 @@ class WorkloadJob:
 
     def restore(self) -> None:
         """Nothing to resume: a workload starts from the beginning on every boot."""
-        return None
 
     def begin(self, resume: dict | None) -> None:
         self.tail.start_uploads(self._put_tail_now)
@@ -221,7 +213,6 @@ class WorkloadJob:
     def end_attempt(self) -> dict:
         return {"train_seconds": round(self.wall["run"], 3)}
 
-    # -- end ---------------------------------------------------------------------
     def settle(self, status: str) -> dict | None:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
         if self.cfg.deadline is not None:
@@ -241,7 +232,6 @@ class WorkloadJob:
     def epoch_rows(self) -> list[dict]:
         return self.reader.epoch_rows()
 
-    # -- result ------------------------------------------------------------------
     def report(self, status: str, nv: dict) -> JobReport:
         used = nv["gpus_nvml"] if self.gpus is None else min(self.gpus, nv["gpus_nvml"])
         summary = self.reader.summary(self.wall["run"])
@@ -251,17 +241,15 @@ class WorkloadJob:
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
         tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
-        artifacts = {**self.run.writer.artifacts(), "log_tail": tail_key}
-        artifacts.pop("checkpoints", None)
+        artifacts = {k: v for k, v in self.run.writer.artifacts().items() if k != "checkpoints"}
+        artifacts["log_tail"] = tail_key
         return JobReport(
             hardware=hardware(nv, "GPU" if used else "CPU", used, nv["gpus_nvml"]),
             software=self._software(nv),
             benchmark=self._benchmark(used, batch, time_source),
             metrics=metrics,
             artifacts=artifacts,
-            warnings=self.output_warnings
-            + self.reader.warnings.all()
-            + (self.probe.warnings if self.probe is not None else []),
+            warnings=[*self.output_warnings, *self.reader.warnings.all(), *(self.probe.warnings if self.probe else [])],
             probe=self.probe.to_dict(overhead_seconds(self.run.timeline.ordered())) if self.probe is not None else None,
         )
 
