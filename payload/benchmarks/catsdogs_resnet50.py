@@ -44,7 +44,7 @@ class DataLayoutError(FileNotFoundError):
 
 def _fastai(root: str):
     """{train,valid}/{cats,dogs}/*.jpg -> (train paths, labels, valid paths, labels), or None."""
-    split = {}
+    out = []
     for part in ("train", "valid"):
         files, labels = [], []
         for label, name in enumerate(("cats", "dogs")):
@@ -54,8 +54,8 @@ def _fastai(root: str):
             found = sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
             files += found
             labels += [label] * len(found)
-        split[part] = (files, labels)
-    return (*split["train"], *split["valid"])
+        out += [files, labels]
+    return tuple(out)
 
 
 def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
@@ -254,26 +254,21 @@ def train(model, train_ds, val_ds, run) -> dict:
             f"catsdogs-resnet50: frozen_epochs={frozen} must be between 1 and epochs-1 (epochs={total}); "
             "the study trained 6 frozen then 6 unfrozen epochs (epochs=12, frozen_epochs=6)"
         )
-    spe = run.steps_per_epoch
-    seconds = {}
+    spe, seconds = run.steps_per_epoch, {}
 
-    t0 = time.perf_counter()
-    with run.scope():
-        _compile(model, params["max_lr"], frozen * spe, 0.3)
-    run.fit(model, train_ds, val_ds, epochs=frozen, initial_epoch=0)
-    seconds["frozen"] = time.perf_counter() - t0
+    def phase(name: str, epochs: int, initial: int, max_lr: float, pct_start: float) -> None:
+        t0 = time.perf_counter()
+        with run.scope():
+            model.get_layer("resnet50").trainable = name == "unfrozen"
+            _compile(model, max_lr, (epochs - initial) * spe, pct_start)
+        run.fit(model, train_ds, val_ds, epochs=epochs, initial_epoch=initial)
+        seconds[name] = round(time.perf_counter() - t0, 3)
 
-    t0 = time.perf_counter()
-    with run.scope():
-        model.get_layer("resnet50").trainable = True
-        _compile(model, params["unfrozen_max_lr"], (total - frozen) * spe, params["unfrozen_pct_start"])
-    run.fit(model, train_ds, val_ds, epochs=total, initial_epoch=frozen)
-    seconds["unfrozen"] = time.perf_counter() - t0
-
+    phase("frozen", frozen, 0, params["max_lr"], 0.3)
+    phase("unfrozen", total, frozen, params["unfrozen_max_lr"], params["unfrozen_pct_start"])
     t0 = time.perf_counter()
     accuracy = _tta_accuracy(model, val_ds, params["tta_steps"], params["tta_beta"]) if val_ds is not None else None
-    seconds["tta"] = time.perf_counter() - t0
-    seconds = {k: round(v, 3) for k, v in seconds.items()}
+    seconds["tta"] = round(time.perf_counter() - t0, 3)
     seconds["total"] = round(sum(seconds.values()), 3)
     return {"phase_seconds": seconds, "final_accuracy": accuracy}
 

@@ -1,12 +1,10 @@
-"""One shell command of a workload (``setup`` or ``run``), contained: every process it starts can be ended.
-
-The shell leads its own process group and the payload is a child subreaper (payload.proctree) while the
-job runs, so a deadline, a notice, a stop signal or a finished probe ends the job's whole tree (SIGTERM,
-SIGKILL after the grace), and so does the shell's own end. The job ends when its shell exits, never when
-the last holder of its output pipe lets go."""
+"""One shell command of a workload (``setup`` or ``run``), contained: the shell leads its own process group and
+the payload is a child subreaper (payload.proctree), so a deadline, a notice, a stop signal, a finished probe
+or the shell's own end ends the job's whole tree. The job ends when its shell exits, not when its pipe closes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -94,7 +92,7 @@ def stop_grace_seconds(environ: dict | None = None) -> float:
     try:
         value = float((environ if environ is not None else os.environ).get(STOP_GRACE_ENV, ""))
     except ValueError:  # unset or not a number
-        return DEFAULT_STOP_GRACE_SECONDS
+        value = -1.0
     return value if 0.0 <= value <= MAX_STOP_GRACE_SECONDS else DEFAULT_STOP_GRACE_SECONDS  # nan falls back too
 
 
@@ -141,10 +139,8 @@ class JobTree:
         return found
 
     def signal_group(self, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.shell, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def end(self, grace: float) -> set[int]:
         """SIGTERM to the whole tree, SIGKILL after `grace`; the pids that survived (normally none)."""
