@@ -20,10 +20,9 @@ from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
 from payload.workloads.imports import ImportWatch, job_frameworks
 from payload.workloads.jobvenv import JobVenv, JobVenvError
-from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
-from payload.workloads.process import MAX_LINE_BYTES, ShellProcess
+from payload.workloads.process import LOG_TAIL_LINES, MAX_LINE_BYTES, TAIL_MARK, LogTail, ShellProcess
 from payload.workloads.spec import WorkloadSpec
 
 ERROR_TAIL_LINES = 20  # quoted in the result's error
