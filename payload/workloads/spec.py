@@ -9,7 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -80,15 +80,29 @@ class _Problem(ValueError):
 
 
 class _Model(BaseModel):
+    """A section of the task file: a mapping (`LIKE` its example) of known fields (`HINTS`: names from
+    neighbouring tools, and the fix)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+    LIKE: ClassVar[str] = ""
+    HINTS: ClassVar[dict[str, str]] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise _Problem(None, f"expected a mapping {cls.LIKE}, got {quote(raw)}")
+        allowed = list(cls.model_fields)
+        unknown = sorted(str(k) for k in raw if k not in allowed)
+        if unknown:
+            hint = cls.HINTS.get(unknown[0], "")
+            raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
+        return cls._given(raw)
 
-def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str]) -> None:
-    allowed = list(model.model_fields)
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        hint = hints.get(unknown[0], "")
-        raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
+    @classmethod
+    def _given(cls, raw: dict) -> dict:
+        """A section's own checks of the whole mapping, before its fields'."""
+        return raw
 
 
 def _positive_number(value: Any, what: str) -> float | int:
@@ -176,20 +190,17 @@ class Resources(_Model):
         description=f"boot disk size in whole GB, an integer from 1 to {MAX_DISK_GB}; default: the stack's",
     )
 
-    @model_validator(mode="before")
+    LIKE = "like {accelerators: [T4:1, L4:1], spot: false}"
+    HINTS = RESOURCES_HINTS
+
     @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict):
-            raise _Problem(
-                None, f"expected a mapping like {{accelerators: [T4:1, L4:1], spot: false}}, got {quote(raw)}"
-            )
+    def _given(cls, raw: dict) -> dict:
         if not raw:
             raise _Problem(
                 None,
                 "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
                 "(a run on a stack takes them from the stack: resources come from the stack's offering)",
             )
-        _reject_unknown(raw, cls, RESOURCES_HINTS)
         return raw
 
     @field_validator("accelerators", mode="before")
@@ -219,12 +230,11 @@ class Work(_Model):
         None, description="training samples per epoch, the dataset size (with epochs)"
     )
 
-    @model_validator(mode="before")
+    LIKE = f"(one of {WORK_EXAMPLE})"
+    HINTS = WORK_HINTS
+
     @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict):
-            raise _Problem(None, f"expected a mapping, one of {WORK_EXAMPLE}; got {quote(raw)}")
-        _reject_unknown(raw, cls, WORK_HINTS)
+    def _given(cls, raw: dict) -> dict:
         given = [shape for shape in WORK_SHAPES if any(raw.get(k) is not None for k in shape)]
         if len(given) != 1:
             said = "none" if not given else " and ".join("+".join(s) for s in given)
@@ -276,12 +286,13 @@ class ProgressSpec(_Model):
         None, description="samples one counted step (or batch) trains, the global batch size, e.g. 64"
     )
 
-    @model_validator(mode="before")
+    LIKE = "like {pattern: '...', samples_per_step: 64}"
+    HINTS = {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"}
+
     @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict) or not raw:
-            raise _Problem(None, f"expected a mapping like {{pattern: '...', samples_per_step: 64}}, got {raw!r}")
-        _reject_unknown(raw, cls, {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"})
+    def _given(cls, raw: dict) -> dict:
+        if not raw:
+            raise _Problem(None, f"expected a mapping {cls.LIKE}, got {{}}")
         return raw
 
     @field_validator("pattern", "epoch_end", mode="before")
@@ -369,6 +380,8 @@ class TaskFile(_Model):
         "not part of the workload's hash",
     )
 
+    HINTS = TOP_HINTS
+
     @model_validator(mode="before")
     @classmethod
     def _shape(cls, raw: Any) -> Any:
@@ -376,7 +389,10 @@ class TaskFile(_Model):
             raise WorkloadSpecError(
                 f"expected a mapping with at least `name` and `run`, got {type(raw).__name__}; see docs/workloads.md"
             )
-        _reject_unknown(raw, cls, TOP_HINTS)
+        return super()._shape(raw)
+
+    @classmethod
+    def _given(cls, raw: dict) -> dict:
         for key in ("name", "run"):
             if raw.get(key) in (None, ""):
                 raise _Problem(key, f"required: {FIELDS[key]}")
