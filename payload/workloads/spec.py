@@ -31,31 +31,6 @@ PLACE_NAMES = {
     "providers": (re.compile(r"^[a-z][a-z0-9-]*$"), "provider names (lowercase)", "aws, gcp"),
     "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "region names", "us-east-1, us-central1"),
 }
-# The workdir walk (what is shipped and hashed, and what is refused) is payload.workloads.files.
-
-# Names from neighbouring tools, and what they are called here.
-TOP_HINTS = {
-    "envs": " (SkyPilot's `envs` is `env` here)",
-    "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
-    "working_dir": " (use `workdir`)",
-    "file_mounts": " (ship small files in `workdir` and fetch data in `setup`)",
-    "num_nodes": " (gpubench runs single-machine jobs)",
-}
-RESOURCES_HINTS = {
-    "use_spot": " (SkyPilot's `use_spot` is `spot` here)",
-    "cloud": " (use `providers: [aws]`)",
-    "infra": " (use `providers: [aws]` and `regions: [us-east-1]`)",
-    "region": " (use `regions: [us-east-1]`)",
-    "disk_size": " (use `disk_gb`)",
-    "gpus": " (use `accelerators: [T4:1]`)",
-    "accelerator": " (use `accelerators`)",
-}
-WORK_HINTS = {
-    "batch_size": " (give `samples_per_step`: samples per optimizer step, the global batch size)",
-    "total_samples": " (use `samples`)",
-    "epoch": " (use `epochs`)",
-    "step": " (use `steps`)",
-}
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 (+ samples_per_step: 256) | epochs: 90 (+ samples_per_epoch: 1281167)"
 # Bounds no real job reaches, so a typo or a hostile file is refused before anything is sized by it.
@@ -80,11 +55,11 @@ class _Problem(ValueError):
 
 
 class _Model(BaseModel):
-    """A section of the task file: a mapping (`LIKE` its example) of known fields (`HINTS`: names from
-    neighbouring tools, and the fix)."""
+    """A mapping (`LIKE` its example, `EMPTY` why not empty) of known fields (`HINTS`: neighbouring tools' names)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     LIKE: ClassVar[str] = ""
+    EMPTY: ClassVar[str | None] = None
     HINTS: ClassVar[dict[str, str]] = {}
 
     @model_validator(mode="before")
@@ -92,6 +67,8 @@ class _Model(BaseModel):
     def _shape(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
             raise _Problem(None, f"expected a mapping {cls.LIKE}, got {quote(raw)}")
+        if not raw and cls.EMPTY:
+            raise _Problem(None, cls.EMPTY)
         allowed = list(cls.model_fields)
         unknown = sorted(str(k) for k in raw if k not in allowed)
         if unknown:
@@ -100,8 +77,7 @@ class _Model(BaseModel):
         return cls._given(raw)
 
     @classmethod
-    def _given(cls, raw: dict) -> dict:
-        """A section's own checks of the whole mapping, before its fields'."""
+    def _given(cls, raw: dict) -> dict:  # a section's own checks of the whole mapping
         return raw
 
 
@@ -191,17 +167,19 @@ class Resources(_Model):
     )
 
     LIKE = "like {accelerators: [T4:1, L4:1], spot: false}"
-    HINTS = RESOURCES_HINTS
-
-    @classmethod
-    def _given(cls, raw: dict) -> dict:
-        if not raw:
-            raise _Problem(
-                None,
-                "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
-                "(a run on a stack takes them from the stack: resources come from the stack's offering)",
-            )
-        return raw
+    EMPTY = (
+        "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
+        "(a run on a stack takes them from the stack: resources come from the stack's offering)"
+    )
+    HINTS = {
+        "use_spot": " (SkyPilot's `use_spot` is `spot` here)",
+        "cloud": " (use `providers: [aws]`)",
+        "infra": " (use `providers: [aws]` and `regions: [us-east-1]`)",
+        "region": " (use `regions: [us-east-1]`)",
+        "disk_size": " (use `disk_gb`)",
+        "gpus": " (use `accelerators: [T4:1]`)",
+        "accelerator": " (use `accelerators`)",
+    }
 
     @field_validator("accelerators", mode="before")
     @classmethod
@@ -231,7 +209,12 @@ class Work(_Model):
     )
 
     LIKE = f"(one of {WORK_EXAMPLE})"
-    HINTS = WORK_HINTS
+    HINTS = {
+        "batch_size": " (give `samples_per_step`: samples per optimizer step, the global batch size)",
+        "total_samples": " (use `samples`)",
+        "epoch": " (use `epochs`)",
+        "step": " (use `steps`)",
+    }
 
     @classmethod
     def _given(cls, raw: dict) -> dict:
@@ -287,13 +270,8 @@ class ProgressSpec(_Model):
     )
 
     LIKE = "like {pattern: '...', samples_per_step: 64}"
+    EMPTY = f"expected a mapping {LIKE}, got {{}}"
     HINTS = {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"}
-
-    @classmethod
-    def _given(cls, raw: dict) -> dict:
-        if not raw:
-            raise _Problem(None, f"expected a mapping {cls.LIKE}, got {{}}")
-        return raw
 
     @field_validator("pattern", "epoch_end", mode="before")
     @classmethod
@@ -380,7 +358,13 @@ class TaskFile(_Model):
         "not part of the workload's hash",
     )
 
-    HINTS = TOP_HINTS
+    HINTS = {  # names from neighbouring tools, and what they are called here
+        "envs": " (SkyPilot's `envs` is `env` here)",
+        "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
+        "working_dir": " (use `workdir`)",
+        "file_mounts": " (ship small files in `workdir` and fetch data in `setup`)",
+        "num_nodes": " (gpubench runs single-machine jobs)",
+    }
 
     @model_validator(mode="before")
     @classmethod
