@@ -12,8 +12,8 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from payload.environment import FRAMEWORKS
 
@@ -21,25 +21,25 @@ TIMEOUT_SECONDS = 20.0
 
 _PROBE = r"""
 import importlib.metadata as md, importlib.util as iu, json, os, re, sys
-mods = json.loads(sys.argv[1])
 dists = md.packages_distributions()
 out = {}
-for key, mod in mods.items():
+
+
+def version(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+for key, mod in json.loads(sys.argv[1]).items():
     try:
         spec = iu.find_spec(mod)
     except (ImportError, ValueError):
-        spec = None
+        continue
     if spec is None:
         continue
-    names = dists.get(mod) or [mod]
-    version = None
-    for name in names:
-        try:
-            version = md.version(name)
-            break
-        except md.PackageNotFoundError:
-            continue
-    out[key] = version
+    out[key] = next(filter(None, map(version, dists.get(mod) or [mod])), None)
     if mod == "torch" and spec.origin:
         try:
             text = open(os.path.join(os.path.dirname(spec.origin), "version.py")).read()
@@ -51,16 +51,11 @@ print(json.dumps(out))
 """
 
 
-def _interpreter(env: dict) -> str | None:
-    path = env.get("PATH", os.defpath)
-    return shutil.which("python3", path=path) or shutil.which("python", path=path)
-
-
 def job_frameworks(env: dict, cwd: str | None = None) -> tuple[dict, str | None]:
-    """({software key: version}, interpreter) for the frameworks the job's `python3` can import.
-
-    Frameworks it cannot import are left out; ({}, None) when there is no interpreter or it fails."""
-    python = _interpreter(env)
+    """({software key: version}, interpreter) for the frameworks the job's `python3` can import; ({}, None)
+    without an interpreter, ({}, python) when it fails."""
+    path = env.get("PATH", os.defpath)
+    python = shutil.which("python3", path=path) or shutil.which("python", path=path)
     if python is None:
         return {}, None
     try:
@@ -153,17 +148,12 @@ del _gpubench_watch
 '''
 
 
-@dataclass
-class ImportRecord:
-    """What the watch saw: the job's interpreters and the frameworks imported ({software key: version})."""
+class ImportRecord(NamedTuple):
+    """What the watch saw: the job's interpreters (none: no Python ran with the watch) and the frameworks
+    imported ({software key: version})."""
 
     pythons: list[dict]
     frameworks: dict[str, str | None]
-
-    @property
-    def observed(self) -> bool:
-        """True when at least one Python process of the job ran with the watch."""
-        return bool(self.pythons)
 
 
 class ImportWatch:

@@ -299,7 +299,7 @@ class WorkloadJob:
             return software
         installed, python = job_frameworks(self.env, self.spec.cwd)
         seen = self.imports.read() if self.imports is not None else None
-        if seen is not None and seen.observed:
+        if seen is not None and seen.pythons:
             software.update(dict.fromkeys(FRAMEWORKS), **seen.frameworks)
             software["torch_cuda_build"] = installed.get("torch_cuda_build") if "torch" in seen.frameworks else None
             first = seen.pythons[0]

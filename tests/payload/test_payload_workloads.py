@@ -199,9 +199,9 @@ def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_lin
         '{"module": "keras", "key": "ker'
     )
     seen = read_imports(record)
-    assert seen.observed and seen.pythons[0]["python_version"] == "3.11.7"
+    assert seen.pythons and seen.pythons[0]["python_version"] == "3.11.7"
     assert seen.frameworks == {"torch": "2.13.0+cpu"}
-    assert not read_imports(tmp_path / "absent.jsonl").observed
+    assert not read_imports(tmp_path / "absent.jsonl").pythons
 
 
 @pytest.mark.parametrize(
