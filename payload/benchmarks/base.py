@@ -97,17 +97,9 @@ class Benchmark:
         return self.params(own, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
     def describe(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "description": self.description,
-            "study": self.study,
-            "dataset": self.dataset,
-            "params": dict(self.defaults),
-            "param_help": dict(self.param_help),
-            "sample_unit": self.sample_unit,
-            "phased": self.train is not None,
-        }
+        out = {k: getattr(self, k) for k in ("name", "kind", "description", "study", "dataset")}
+        extra = {"params": dict(self.defaults), "param_help": dict(self.param_help), "sample_unit": self.sample_unit}
+        return {**out, **extra, "phased": self.train is not None}
 
 
 def units_of(unit: str) -> str:
@@ -163,9 +155,7 @@ def _range_problem(key: str, value: Any) -> str | None:
             return "must be a finite number"
         return None if value > 0 or (value == 0 and key in _MAY_BE_ZERO) else "must be > 0"
     low = 0 if key in _MAY_BE_ZERO else 1
-    if value < low:
-        return f"must be >= {low}"
-    return None
+    return f"must be >= {low}" if value < low else None
 
 
 # --- helpers of the benchmark modules -----------------------------------------------------------------------
