@@ -352,13 +352,11 @@ class ProgressReader:
         samples_per_step: float | None = None,
         samples_per_epoch: float | None = None,
     ):
-        self.parsers: list[Parser] = []
-        if pattern is not None and "pattern" in names:
-            self.parsers.append(pattern_parser(pattern, epoch_end))
-        self.parsers += [PARSERS[n] for n in PARSERS if n in names]
+        own = [pattern_parser(pattern, epoch_end)] if pattern is not None and "pattern" in names else []
+        self.parsers = {p.name: p for p in [*own, *(PARSERS[n] for n in PARSERS if n in names)]}
         self.counters = {
             p.name: Counter(samples_per_step=samples_per_step, samples_per_epoch=samples_per_epoch)
-            for p in self.parsers
+            for p in self.parsers.values()
         }
         self.matched: str | None = None
         self.lines = 0
@@ -368,23 +366,16 @@ class ProgressReader:
         """One output line: the count it reports (from the matched convention), if any."""
         self.lines += 1
         text = plain(line)
-        if self.matched is not None:
-            reading = self._parser(self.matched).read(text)
-            return self.counters[self.matched].feed(reading) if reading is not None else None
-        for parser in self.parsers:
+        for parser in [self.parsers[self.matched]] if self.matched else self.parsers.values():
             reading = parser.read(text)
-            if reading is None:
-                continue
-            count = self.counters[parser.name].feed(reading)
-            if count is not None and count.value is not None:
-                self.matched = parser.name
-            return count
+            if reading is not None:
+                count = self.counters[parser.name].feed(reading)
+                if count is not None and count.value is not None:
+                    self.matched = parser.name
+                return count
         if _PROGRESS_LIKE.search(text):
             self.progress_like += 1
         return None
-
-    def _parser(self, name: str) -> Parser:
-        return next(p for p in self.parsers if p.name == name)
 
     @property
     def counter(self) -> Counter | None:
@@ -396,7 +387,7 @@ class ProgressReader:
 
     def tried(self) -> list[tuple[str, str]]:
         """(convention, a line it reads) for each convention tried."""
-        return [(p.name, p.expects) for p in self.parsers]
+        return [(p.name, p.expects) for p in self.parsers.values()]
 
 
 # --- the whole job's work ----------------------------------------------------------------------------------
