@@ -124,39 +124,27 @@ class Counter:
             if self.last_done is not None and math.floor(r.epochs_done) > math.floor(self.last_done):
                 boundary = "epoch"
             self.last_done = max(r.epochs_done, self.last_done or 0.0)
-            if self.samples_per_epoch:
-                return self._count(r.epochs_done * self.samples_per_epoch, "samples", boundary)
-            return self._count(r.epochs_done, "epochs", boundary)
-        if r.step is None:  # a line that only marks an epoch (`Epoch 2/20`, `end of epoch`)
-            if self.epoch is None and self.last_step is None:
-                boundary = None  # the first epoch starts: nothing ended
-            if r.epoch is not None and self.epoch is not None and r.epoch != self.epoch:
-                self._next_epoch()
-            if r.epoch is not None:
-                self.epoch = r.epoch
-            return Count(None, self.unit, boundary) if boundary else None
+            per = self.samples_per_epoch
+            return self._count(r.epochs_done * (per or 1), "samples" if per else "epochs", boundary)
         new_epoch = r.epoch is not None and self.epoch is not None and r.epoch != self.epoch
+        started = self.epoch is None and self.last_step is None  # the first epoch starts: nothing ended
+        self.epoch = r.epoch if r.epoch is not None else self.epoch
+        if r.step is None:  # a line that only marks an epoch (`Epoch 2/20`, `end of epoch`)
+            if new_epoch:
+                self._next_epoch()
+            return Count(None, self.unit, boundary) if boundary and not started else None
         if self.last_step and (new_epoch or r.step < self.last_step):  # a counter at 0 has nothing to add:
             self._next_epoch()  # a bar that resets before it is relabelled (Lightning's) starts one epoch
             boundary = "epoch"
-        if r.epoch is not None:
-            self.epoch = r.epoch
         self.last_step = r.step
         if r.steps_per_epoch is not None:
             self.total = r.steps_per_epoch
-        steps = self.offset + r.step
-        if self.samples_per_step:
-            return self._count(steps * self.samples_per_step, "samples", boundary)
-        return self._count(steps, "steps", boundary)
+        per = self.samples_per_step
+        return self._count((self.offset + r.step) * (per or 1), "samples" if per else "steps", boundary)
 
     def _other_bar(self, r: Reading) -> bool:
         """A counter with another total than the training one's: a second bar (an evaluation's)."""
-        return (
-            r.step is not None
-            and r.steps_per_epoch is not None
-            and self.total is not None
-            and r.steps_per_epoch != self.total
-        )
+        return r.step is not None and None not in (r.steps_per_epoch, self.total) and r.steps_per_epoch != self.total
 
     def _next_epoch(self) -> None:
         if self.last_step:
@@ -165,23 +153,18 @@ class Counter:
         self.last_step = None
 
     def _count(self, value: float, unit: str, boundary: str | None) -> Count | None:
-        if self.unit is None:
-            self.unit = unit
+        self.unit = self.unit or unit
         if unit != self.unit:  # one probe, one unit
             return Count(None, self.unit, boundary) if boundary else None
         return Count(value, unit, boundary)
 
     def steps_per_epoch(self) -> float | None:
         """The counter's total, when it is an epoch's: it reset, or the job named its epochs."""
-        if self.total is None or not (self.resets or self.epoch is not None):
-            return None
-        return self.total
+        return self.total if self.resets or self.epoch is not None else None
 
     def job_steps(self) -> float | None:
         """The counter's total when it never reset and no epoch was named: the whole job's steps."""
-        if self.total is None or self.resets or self.epoch is not None:
-            return None
-        return self.total
+        return None if self.resets or self.epoch is not None else self.total
 
 
 # --- keras ---------------------------------------------------------------------------------------------------
