@@ -219,7 +219,6 @@ class CountingFile(io.RawIOBase):
 
 def test_the_size_limits_hold_while_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(workdir_files, "MAX_FILE_BYTES", 1000)
-    monkeypatch.setattr(workdir_files, "CHUNK", 64)
     endless = CountingFile()
     monkeypatch.setattr(workdir_files.os, "fdopen", lambda fd, mode: (os.close(fd), io.BufferedReader(endless, 64))[1])
     (tmp_path / "big").write_text("x")
