@@ -26,10 +26,15 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
-# resources.providers and .regions: (pattern, what they are, an example)
-PLACE_NAMES = {
-    "providers": (re.compile(r"^[a-z][a-z0-9-]*$"), "provider names (lowercase)", "aws, gcp"),
-    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "region names", "us-east-1, us-central1"),
+# Lists of names: (the test of one, what they are, an example)
+NAME_LISTS = {
+    "providers": (re.compile(r"^[a-z][a-z0-9-]*$").match, "provider names (lowercase)", "aws, gcp"),
+    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$").match, "region names", "us-east-1, us-central1"),
+    "allow": (
+        lambda p: p and not p.startswith(("/", "~")) and ".." not in p.split("/"),
+        "paths relative to the workdir",
+        "certs/ca.pem",
+    ),
 }
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 (+ samples_per_step: 256) | epochs: 90 (+ samples_per_epoch: 1281167)"
@@ -131,12 +136,13 @@ def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _names(value: Any, pattern: re.Pattern[str], what: str, example: str) -> tuple[str, ...]:
+def _names(value: Any, info: ValidationInfo) -> tuple[str, ...]:
+    ok, what, example = NAME_LISTS[str(info.field_name)]
     items = [value] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)) or not items:
+    if not isinstance(items, (list, tuple)) or not (items or info.field_name == "allow"):
         raise ValueError(f"expected a list of {what}, e.g. [{example}], got {quote(value)}")
     for item in items:
-        if not isinstance(item, str) or not pattern.match(item):
+        if not isinstance(item, str) or not ok(item):
             raise ValueError(f"{quote(item)}: expected {what}, e.g. [{example}]")
     return tuple(dict.fromkeys(items))
 
@@ -186,10 +192,7 @@ class Resources(_Model):
     def _accelerators(cls, value: Any) -> tuple[Accelerator, ...]:
         return parse_accelerators(value)
 
-    @field_validator("providers", "regions", mode="before")
-    @classmethod
-    def _places(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
-        return _names(value, *PLACE_NAMES[info.field_name])
+    _places = field_validator("providers", "regions", mode="before")(_names)
 
 
 # --- work --------------------------------------------------------------------------------------------------
@@ -448,16 +451,7 @@ class TaskFile(_Model):
             raise ValueError(f"{path} is not a directory; give a path relative to the spec file")
         return str(path)
 
-    @field_validator("allow", mode="before")
-    @classmethod
-    def _allow(cls, value: Any) -> tuple[str, ...]:
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)):
-            raise ValueError(f"expected a list of workdir paths, e.g. allow: [certs/ca.pem], got {quote(value)}")
-        for item in items:
-            if not isinstance(item, str) or not item or item.startswith(("/", "~")) or ".." in item.split("/"):
-                raise ValueError(f"{quote(item)}: expected a path relative to the workdir, e.g. certs/ca.pem")
-        return tuple(dict.fromkeys(items))
+    _allow = field_validator("allow", mode="before")(_names)
 
     @model_validator(mode="after")
     def _pattern_given(self) -> TaskFile:
