@@ -191,21 +191,15 @@ def add_ngrams(train, test, max_features: int, ngram_range: int):
     so the embedding grows with the data; returns the new vocabulary size."""
     if ngram_range < 2:
         return train, test, max_features
-    grams = set()
-    for seq in train:
-        for n in range(2, ngram_range + 1):
-            grams.update(zip(*[list(seq)[i:] for i in range(n)]))
-    token = {g: i + max_features + 1 for i, g in enumerate(sorted(grams))}
+
+    def ngrams(seq):
+        seq = list(seq)
+        return [g for n in range(2, ngram_range + 1) for g in zip(*[seq[i:] for i in range(n)])]
+
+    token = {g: i + max_features + 1 for i, g in enumerate(sorted({g for seq in train for g in ngrams(seq)}))}
 
     def augment(seqs):
-        out = []
-        for seq in seqs:
-            seq = list(seq)
-            extra = [
-                token[g] for n in range(2, ngram_range + 1) for g in zip(*[seq[i:] for i in range(n)]) if g in token
-            ]
-            out.append(seq + extra)
-        return out
+        return [list(seq) + [token[g] for g in ngrams(seq) if g in token] for seq in seqs]
 
     vocab = (max(token.values()) + 1) if token else max_features
     return augment(train), augment(test), vocab
