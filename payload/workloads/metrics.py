@@ -390,11 +390,9 @@ class MetricsReader:
         counter, final = self.progress.counter, (self.progress.counter.final if self.progress.counter else {})
         if source == "wall time of `run`" and final.get("seconds") is not None:
             seconds, source = final["seconds"], f"{self.matched} train_runtime"
-        if samples is None and self.last_count is not None and self.last_count.unit == "samples":
-            samples = _count(self.last_count.value)
-        steps = int(j["steps"]) if "steps" in j else None
-        if steps is None and self.last_count is not None and self.last_count.unit == "steps":
-            steps = _count(self.last_count.value)
+        last = {self.last_count.unit: _count(self.last_count.value)} if self.last_count is not None else {}
+        samples = samples if samples is not None else last.get("samples")
+        steps = int(j["steps"]) if "steps" in j else last.get("steps")
         if epochs is None and counter is not None and counter.epoch is not None:
             epochs = _count(counter.epoch)
         rate = float(j["samples_per_second"]) if "samples_per_second" in j else self.throughput
