@@ -178,15 +178,9 @@ _KERAS_BAR = re.compile(
 
 
 def read_keras(line: str) -> Reading | None:
-    """Keras 3's `model.fit` output: `Epoch 3/20` lines and the progress bar, in a terminal or piped.
-
-        Epoch 1/2
-        \r 9/25 ━━━━━━━━━━━━━━━━━━━━ 0s 7ms/step - accuracy: 0.0998 - loss: 2.6989
-        25/25 ━━━━━━━━━━━━━━━━━━━━ 1s 7ms/step - accuracy: 0.0928 - loss: 2.4615
-
-    (keras.utils.Progbar: `step/steps` or `step/Unknown`, the bar, the time, the time per step;
-    with verbose=2 one line per epoch, `25/25 - 1s - 7ms/step - loss: 2.46`.)
-    An `Epoch i/n` line is an epoch boundary; the bar's counter is the step within the epoch."""
+    """Keras 3's `model.fit` output, in a terminal or piped (examples: docs/workloads.md, "Progress and metrics"):
+    `Epoch i/n` is an epoch boundary; the Progbar's `step/steps` (or `step/Unknown`; verbose=2: one line per
+    epoch, `25/25 - 1s - 7ms/step - loss: 2.46`) is the step within the epoch."""
     if m := _KERAS_EPOCH.match(line):
         return Reading(epoch=bounded(m[1], whole=True), epochs=bounded(m[2], whole=True), boundary="epoch")
     if m := _KERAS_BAR.match(line):
@@ -206,14 +200,9 @@ _HF_FINAL = {"train_runtime": "seconds", "train_samples_per_second": "samples_pe
 
 
 def read_hf(line: str) -> Reading | None:
-    """The Hugging Face `Trainer`'s logged dictionaries, and its final speed metrics.
-
-        {'loss': '0.6915', 'grad_norm': '0.5489', 'learning_rate': '4.5e-05', 'epoch': '0.25'}
-        {'train_runtime': '3.389', 'train_samples_per_second': '188.8', 'train_steps_per_second': '11.8', 'train_loss': '0.6921', 'epoch': '2'}
-
-    (transformers 5 prints the values as strings; 4.x as numbers: both are read.) `epoch` is the
-    fraction of epochs done so far; crossing a whole epoch is an epoch boundary. Its progress bar
-    (global steps out of the whole job's) is the tqdm convention's."""
+    """The Hugging Face `Trainer`'s logged dictionaries (values strings in transformers 5, numbers in 4.x):
+    `epoch` is the fraction of epochs done, crossing a whole one an epoch boundary; the final one's speed
+    metrics are kept. Its progress bar (global steps of the whole job) is the tqdm convention's."""
     if not _HF_DICT.match(line):
         return None
     fields = {k: bounded(v) for k, v in _HF_FIELD.findall(line)}
@@ -245,17 +234,10 @@ def _tqdm_count(text: str) -> float | None:
 
 
 def read_tqdm(line: str) -> Reading | None:
-    """tqdm's bar, and bars built on it or drawn like it (Lightning's, Hugging Face Trainer's, Rich's).
-
-        Epoch 1/2:  30%|███       | 3/10 [00:00<00:01,  5.02it/s]
-          2%|▎         | 1/40 [00:00<00:05,  6.72it/s]
-        Epoch 0:  45%|████▌     | 9/20 [00:00<00:00, 60.1it/s, v_num=0, train_loss=1.71]
-        Epoch 1/1  ━━━━━━━━━━━━━━━━╸━━━ 15/20 0:00:00 • 0:00:01 62.48it/s train_loss: 1.744
-
-    The counter `n/total` is the step within an epoch when it resets at each epoch, else the step
-    of the whole job; an `Epoch i` (or `Epoch i/n`) before the bar names the epoch. A bar described
-    as evaluation (`Validation DataLoader 0`, `Sanity Checking`, `Testing`, ...) is not training. The bar's
-    updates are separated by carriage returns, which end lines here (payload.workloads.process)."""
+    """tqdm's bar and bars drawn like it (Lightning's, the Hugging Face Trainer's, Rich's): the counter `n/total`
+    is the step within an epoch when it resets each epoch, else of the whole job; an `Epoch i` (or `Epoch i/n`)
+    before the bar names the epoch; a bar described as evaluation (`Validation DataLoader 0`, `Sanity Checking`,
+    `Testing`, ...) is not training. Redraws end at carriage returns, which end lines here."""
     m = _TQDM_BAR.search(line) or _TQDM_RICH.search(line)
     if m is None:
         return None
