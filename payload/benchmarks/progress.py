@@ -1,11 +1,6 @@
-"""Progress lines a job prints while it trains, for a probe (`gpubench bench`) to read as they come:
-the samples and training seconds so far, evaluation counted apart (docs/workloads.md)::
-
-    GPUBENCH_METRICS {"samples": 12800, "seconds": 10.021, "steps": 100, "epochs": 0, "eval_seconds": 0.0}
-
-`Progress` is plain Python; `keras_callback(progress)` feeds it from `model.fit`, counting steps at
-batch *begin* as the payload's harness does (a batch-end hook makes Keras sync the device every step).
-"""
+"""GPUBENCH_METRICS progress lines a benchmark prints while it trains, for a probe to read (docs/workloads.md):
+samples and training seconds so far, evaluation apart. `keras_callback` counts steps at batch *begin*, as the
+payload's harness does (a batch-end hook makes Keras sync the device every step)."""
 
 from __future__ import annotations
 

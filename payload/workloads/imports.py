@@ -1,10 +1,6 @@
-"""Which frameworks the job ran: those its Python processes imported, else those its interpreter has installed.
-
-The job's ``run`` gets our ``sitecustomize`` first on PYTHONPATH: each Python process notes its interpreter
-and each watched framework's first import (with its version) in the file named by GPUBENCH_IMPORTS_FILE,
-line by line, so a killed job still leaves them; the job's own ``sitecustomize`` still runs. Without lines
-(no Python, or ``-I``/``-E``) `job_frameworks` asks the job's ``python3`` in a short child process for the
-installed versions and torch's CUDA build, importing no framework."""
+"""Which frameworks the job ran: those its Python processes imported (our ``sitecustomize`` first on PYTHONPATH
+notes each first import line by line, so a killed job still leaves them), else (no Python, ``-I``/``-E``) those
+its ``python3`` has installed, asked in a child process that imports no framework."""
 
 from __future__ import annotations
 
