@@ -112,10 +112,8 @@ def _coerce(value: Any, like: Any) -> Any:
         return value
     if isinstance(like, bool):
         return {"1": True, "true": True, "0": False, "false": False}[value.lower()]
-    if isinstance(like, int):
-        return int(value)
-    if isinstance(like, float):
-        return float(value)
+    if isinstance(like, (int, float)):
+        return type(like)(value)
     if like is None:  # optional number: int, else float, "none" → None
         if value.lower() in ("none", "null", ""):
             return None

@@ -70,12 +70,9 @@ class WorkloadJob:
     def _env(self) -> dict:
         """The job's variables (docs/workloads.md): the environment's, the spec's `env`, gpubench's own, and
         its Python: the task's virtual environment first on PATH, or inside an image the image's (the payload's)."""
-        env = dict(os.environ)
-        env.update(self.spec.env)
-        env.update(
-            GPUBENCH_WORKLOAD=self.spec.name, GPUBENCH_WORKLOAD_SHA256=self.spec.sha256, GPUBENCH_RUN_ID=self.run.run_id
-        )
-        env = reading_env(env)  # unbuffered lines, progress bars drawn on the pipe
+        own = {"GPUBENCH_WORKLOAD": self.spec.name, "GPUBENCH_WORKLOAD_SHA256": self.spec.sha256}
+        # unbuffered lines, progress bars drawn on the pipe
+        env = reading_env({**os.environ, **self.spec.env, **own, "GPUBENCH_RUN_ID": self.run.run_id})
         if self.venv is not None:
             env = self.venv.environment(env)
         else:  # in a container: the image's Python, which is the payload's (the container is thrown away)
@@ -154,8 +151,7 @@ class WorkloadJob:
                     return self._fail_with(str(exc))
                 self.run.timeline.add("job_environment", path=str(self.venv.path), created=made)
                 note(f"the job's environment: {self.venv.path}" + (" (new)" if made else ""))
-            env = self._env()
-            self.env = env
+            env = self.env = self._env()
             if self.spec.setup:
                 code, stopped = self._phase("setup", self.spec.setup, env)
                 if stopped or code != 0:
@@ -164,11 +160,10 @@ class WorkloadJob:
                 return self._fail_with(f"reading the output of `setup` failed ({self.reader_failed}); it was stopped")
         self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
         self.imports.prepare()
-        sampler = self.run.sampler
-        sampler.start()
-        sampler.begin_window()
+        self.run.sampler.start()
+        self.run.sampler.begin_window()
         code, stopped = self._phase("run", self.spec.run, self.imports.environment(env))
-        sampler.end_window()
+        self.run.sampler.end_window()
         if self.reader_failed:
             return self._fail_with(f"reading the job's output failed ({self.reader_failed}); the job was stopped")
         unreadable = self.reader.unreadable() if self.probe is not None else None
