@@ -293,19 +293,6 @@ class ProgressSpec(_Model):
 # --- the task file -----------------------------------------------------------------------------------------
 
 
-def _text(value: Any, key: str) -> str:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected {FIELDS[key]}, got {quote(value)}")
-    if len(value) > MAX_SCRIPT_CHARS:
-        raise ValueError(
-            f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
-            "commands in a script in the workdir and run that"
-        )
-    return value.strip("\n")
-
-
 class TaskFile(_Model):
     """What the user writes: the job (the hashed part) plus where it may run and how much it trains."""
 
@@ -396,7 +383,16 @@ class TaskFile(_Model):
     @field_validator("run", "setup", mode="before")
     @classmethod
     def _script(cls, value: Any, info: ValidationInfo) -> str:
-        return _text(value, str(info.field_name))
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"expected {FIELDS[str(info.field_name)]}, got {quote(value)}")
+        if len(value) > MAX_SCRIPT_CHARS:
+            raise ValueError(
+                f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
+                "commands in a script in the workdir and run that"
+            )
+        return value.strip("\n")
 
     @field_validator("image", mode="before")
     @classmethod
