@@ -34,19 +34,13 @@ def bounded(text: str | float | int | None, *, whole: bool = False) -> float | N
         return None
     if isinstance(text, str):
         text = text.strip().replace(",", "")
-        if not text or len(text) > 40:  # 40 characters hold any int64 or float the result keeps
+        if len(text) > 40:  # 40 characters hold any int64 or float the result keeps
             return None
-        try:
-            value = float(text)
-        except ValueError:
-            return None
-    elif isinstance(text, int):
-        if abs(text) > INT_MAX:
-            return None
+    elif not isinstance(text, (int, float)) or (isinstance(text, int) and abs(text) > INT_MAX):
+        return None
+    try:
         value = float(text)
-    elif isinstance(text, float):
-        value = text
-    else:
+    except ValueError:
         return None
     if not math.isfinite(value) or abs(value) > (INT_MAX if whole else FLOAT_MAX):
         return None
