@@ -292,12 +292,10 @@ class MetricsReader:
                 if n is None or e["epoch"] == n:
                     e["val_acc"] = float(value)
                     break
-        elif key == "throughput" and _number(value) is not None:
-            self.throughput = float(value)
-        elif key == "tracked_stats" and isinstance(value, dict):
-            rate = value.get("throughput", value.get("imgs_sec"))
-            if _number(rate) is not None:
-                self.throughput = float(rate)
+        elif key in ("throughput", "tracked_stats"):
+            stats = value if key == "tracked_stats" and isinstance(value, dict) else {}
+            rate = value if key == "throughput" else stats.get("throughput", stats.get("imgs_sec"))
+            self.throughput = float(rate) if _number(rate) is not None else self.throughput
         elif key == "epoch_start":
             self.epochs.append({"epoch": meta.get("epoch_num", len(self.epochs) + 1), "start_ms": t, "stop_ms": None})
         elif key == "epoch_stop":

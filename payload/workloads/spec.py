@@ -237,9 +237,7 @@ class Work(_Model):
 
     @model_validator(mode="after")
     def _bounded(self) -> Work:
-        total = self.total_samples()
-        counts = [("samples in all", total), ("steps", self.steps), ("epochs", self.epochs)]
-        for what, value in counts:
+        for what, value in [("samples in all", self.total_samples()), ("steps", self.steps), ("epochs", self.epochs)]:
             if value is not None and value > MAX_WORK_SAMPLES:
                 raise _Problem(
                     None,
