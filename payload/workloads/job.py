@@ -234,9 +234,8 @@ class WorkloadJob:
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
-        tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
         artifacts = {k: v for k, v in self.run.writer.artifacts().items() if k != "checkpoints"}
-        artifacts["log_tail"] = tail_key
+        artifacts["log_tail"] = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
         return JobReport(
             hardware=hardware(nv, "GPU" if used else "CPU", used, nv["gpus_nvml"]),
             software=self._software(nv),
@@ -287,9 +286,7 @@ class WorkloadJob:
     def _software(self, nv: dict) -> dict:
         """The payload's facts, with the frameworks the job ran: those its Python processes imported,
         else (no Python process seen) those installed for the interpreter on its PATH."""
-        software = software_facts()
-        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
-        software["image"] = self._image()
+        software = {**software_facts(), "nvml_cuda_driver": nv["nvml_cuda_driver"], "image": self._image()}
         if self.env is None or self.exit["run"] is None:
             return software
         installed, python = job_frameworks(self.env, self.spec.cwd)
