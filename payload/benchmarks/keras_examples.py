@@ -13,6 +13,14 @@ from payload import datasets, frameworks
 from payload.benchmarks.base import Benchmark, cap, compiled, make_data, n_synthetic, output_layer, rng_for
 
 
+def arrays(source, params: dict, read, full: int, val: int, shape: tuple, classes: int) -> tuple:
+    """(x, y, x_val, y_val): the dataset `read` reads, or synthetic images of `shape` at its sizes."""
+    if source.mode == "synthetic":
+        return synthetic(datasets.synthetic_images, params, full, val, shape, classes)
+    (x, y), (xv, yv) = read(source)
+    return x, y, xv, yv
+
+
 def synthetic(make, params: dict, full: int, val: int, *shape) -> tuple:
     """(x, y, x_val, y_val) from `make` (datasets.synthetic_images / _sequences) at the study's sizes, or
     the `samples` / `val_samples` caps."""
@@ -87,10 +95,7 @@ def load_imdb(source, params, global_batch):
 
 def load_mnist(shape: tuple, source, params, global_batch):
     """MNIST's 28x28 images (mnist.npz / Keras download, or synthetic of that shape and 10 classes) as `shape`."""
-    if source.mode == "synthetic":
-        x, y, xv, yv = synthetic(datasets.synthetic_images, params, 60000, 10000, (28, 28), 10)
-    else:
-        (x, y), (xv, yv) = datasets.read_mnist(source)
+    x, y, xv, yv = arrays(source, params, datasets.read_mnist, 60000, 10000, (28, 28), 10)
     return make_data(x.reshape(len(x), *shape), y, xv.reshape(len(xv), *shape), yv, params, source)
 
 
@@ -115,11 +120,7 @@ def build_mnist_cnn(params):
 
 
 def load_cifar10(source, params, global_batch):
-    if source.mode == "synthetic":
-        x, y, xv, yv = synthetic(datasets.synthetic_images, params, 50000, 10000, (32, 32, 3), 10)
-    else:
-        (x, y), (xv, yv) = datasets.read_cifar10(source)
-    return make_data(x, y, xv, yv, params, source)
+    return make_data(*arrays(source, params, datasets.read_cifar10, 50000, 10000, (32, 32, 3), 10), params, source)
 
 
 def build_cifar10(params):
