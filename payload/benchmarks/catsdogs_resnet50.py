@@ -62,9 +62,7 @@ def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
     """train/cat.N.jpg, train/dog.N.jpg (labels in the names); a seeded hold-out, or None."""
     np = frameworks.numpy()
     folder = os.path.join(root, "train")
-    if not os.path.isdir(folder):
-        return None
-    names = sorted(f for f in os.listdir(folder) if _KAGGLE_NAME.match(f))
+    names = sorted(f for f in os.listdir(folder) if _KAGGLE_NAME.match(f)) if os.path.isdir(folder) else []
     if not names:
         return None
     files = np.array([os.path.join(folder, f) for f in names])

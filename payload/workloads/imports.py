@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -153,16 +154,12 @@ class ImportRecord(NamedTuple):
 
 
 class ImportWatch:
-    """The sitecustomize directory and the record file of one run's job."""
+    """The sitecustomize directory (a new temporary one) and the record file of one run's job."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.record = folder / "imports.jsonl"
-
-    def prepare(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="gpubench-imports-"))
+        self.record = self.folder / "imports.jsonl"
         (self.folder / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-        self.record.unlink(missing_ok=True)
 
     def environment(self, env: dict) -> dict:
         """`env` with the watch on: our directory first on PYTHONPATH, the record file and the watched modules."""
@@ -173,9 +170,6 @@ class ImportWatch:
             FILE_ENV: str(self.record),
             "GPUBENCH_IMPORTS_WATCH": json.dumps({module: key for key, module in FRAMEWORKS.items()}),
         }
-
-    def read(self) -> ImportRecord:
-        return read_imports(self.record)
 
 
 def read_imports(path: Path) -> ImportRecord:

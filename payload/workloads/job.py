@@ -8,9 +8,7 @@ import contextlib
 import os
 import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from payload import exitcodes
 from payload.environment import FRAMEWORKS, software_facts
@@ -18,7 +16,7 @@ from payload.events import mllog, note
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
-from payload.workloads.imports import ImportWatch, job_frameworks
+from payload.workloads.imports import ImportWatch, job_frameworks, read_imports
 from payload.workloads.jobvenv import JobVenv, JobVenvError
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
@@ -158,8 +156,7 @@ class WorkloadJob:
                     return self._failed("setup", code, stopped)
             if self.reader_failed:
                 return self._fail_with(f"reading the output of `setup` failed ({self.reader_failed}); it was stopped")
-        self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
-        self.imports.prepare()
+        self.imports = ImportWatch()
         self.run.sampler.start()
         self.run.sampler.begin_window()
         code, stopped = self._phase("run", self.spec.run, self.imports.environment(env))
@@ -290,7 +287,7 @@ class WorkloadJob:
         if self.env is None or self.exit["run"] is None:
             return software
         installed, python = job_frameworks(self.env, self.spec.cwd)
-        seen = self.imports.read() if self.imports is not None else None
+        seen = read_imports(self.imports.record) if self.imports is not None else None
         if seen is not None and seen.pythons:
             software.update(dict.fromkeys(FRAMEWORKS), **seen.frameworks)
             software["torch_cuda_build"] = installed.get("torch_cuda_build") if "torch" in seen.frameworks else None
