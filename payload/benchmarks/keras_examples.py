@@ -70,9 +70,7 @@ def load_tweets(source, params, global_batch):
         x, vocab = datasets.tokenize_tweets(texts, params["max_features"], params["maxlen"])
     params["_vocabulary"], params["_maxlen"] = int(vocab), int(x.shape[1])
     x, y, xv, yv = holdout(x, y, 0.1, rng)
-    data = make_data(x, y, xv, yv, params, source)
-    data.info.update(vocabulary=int(vocab), maxlen=int(x.shape[1]))
-    return data
+    return make_data(x, y, xv, yv, params, source, info={"vocabulary": int(vocab), "maxlen": int(x.shape[1])})
 
 
 def build_tweets(params):
@@ -141,17 +139,6 @@ def build_cifar10(params):
 # --- text-lstm -----------------------------------------------------------------------------------------------
 
 
-def sequences(text: str, maxlen: int, step: int):
-    np = frameworks.numpy()
-    chars = sorted(set(text))
-    index = {ch: i for i, ch in enumerate(chars)}
-    ids = np.fromiter((index[ch] for ch in text), dtype=np.int32, count=len(text))
-    starts = np.arange(0, len(text) - maxlen, step)
-    x = ids[starts[:, None] + np.arange(maxlen)[None, :]]
-    y = ids[starts + maxlen]
-    return x, y, len(chars)
-
-
 def load_text(source, params, global_batch):
     """40-character windows (step 3) predicting the next character, held as ids and one-hot encoded per
     batch in tf.data (the example's one-hot tensor is GBs at full scale); 10% held out."""
@@ -165,16 +152,19 @@ def load_text(source, params, global_batch):
         text = "".join(chr(32 + int(i)) for i in text_ids)
     else:
         text = datasets.read_nietzsche(source)
-    x, y, nchars = sequences(text, maxlen, params["step"])
-    params["_chars"] = nchars
-    x, y, xv, yv = holdout(x, y, 0.1, rng_for(params))
+    chars = sorted(set(text))
+    index = {ch: i for i, ch in enumerate(chars)}
+    ids = np.fromiter((index[ch] for ch in text), dtype=np.int32, count=len(text))
+    starts = np.arange(0, len(text) - maxlen, params["step"])
+    nchars = params["_chars"] = len(chars)
+    x, y, xv, yv = holdout(
+        ids[starts[:, None] + np.arange(maxlen)[None, :]], ids[starts + maxlen], 0.1, rng_for(params)
+    )
 
     def one_hot(xb, yb):
         return tf.one_hot(xb, nchars), yb
 
-    data = make_data(x, y, xv, yv, params, source, transform=one_hot)
-    data.info["chars"] = nchars
-    return data
+    return make_data(x, y, xv, yv, params, source, transform=one_hot, info={"chars": nchars})
 
 
 def build_text(params):
@@ -218,10 +208,8 @@ def load_fasttext(source, params, global_batch):
         xv, yv = cap(xv, yv, params.get("val_samples"))
     x, xv, full_vocab = add_ngrams(x, xv, vocab, params["ngram_range"])
     x, xv = datasets.pad_sequences(x, maxlen), datasets.pad_sequences(xv, maxlen)
-    data = make_data(x, np.asarray(y), xv, np.asarray(yv), params, source)
-    data.info["vocabulary"] = int(full_vocab)
     params["_vocabulary"] = int(full_vocab)  # build_model needs the grown size
-    return data
+    return make_data(x, np.asarray(y), xv, np.asarray(yv), params, source, info={"vocabulary": int(full_vocab)})
 
 
 def build_fasttext(params):
