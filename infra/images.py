@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from payload.workloads import load_spec
+from payload.workloads.spec import load_spec
 
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/ (Minor Version Compatibility, Table 2)"
 # The driver branch each CUDA major needs under minor-version compatibility (CUDA_COMPAT: 13.x >= 580,

@@ -16,7 +16,7 @@ from payload.benchmarks import REGISTRY, ParamError, get
 from payload.config import ConfigError, RunConfig, add_run_arguments, resolve
 from payload.entrypoint import guarded
 from payload.spool import Spool
-from payload.workloads import load_spec
+from payload.workloads.spec import load_spec
 
 EPILOG = """exit codes: 0 ok, 1 failed, 2 usage, 3 --expect-gpu without GPU,
 4 completed but results spooled locally, 6 spool unwritable: files in

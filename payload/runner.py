@@ -22,7 +22,8 @@ from payload.run import Run, SuiteContext
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
 from payload.watcher import PreemptionWatcher
-from payload.workloads import WorkloadJob, load_spec
+from payload.workloads.job import WorkloadJob
+from payload.workloads.spec import load_spec
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -10,7 +10,7 @@ from analysis.bench.extrapolate import estimate_on, probe_periodic
 from analysis.bench.rank import answer, throughput_answer
 from analysis.bench.readings import ESTIMATED, ProbeReport
 from payload.steady import Steady
-from payload.workloads.conventions.work import progress_of, whole_job
+from payload.workloads.conventions import progress_of, whole_job
 
 ROW_FIELDS = (
     "offering name kind market status reason overhead_seconds finish_seconds samples_per_second "

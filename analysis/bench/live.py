@@ -18,7 +18,7 @@ from payload import storage
 from payload.money import USD_SIGN
 from payload.terminal import terminal_text
 from payload.timestamps import iso, parse_time, utcnow
-from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
+from payload.workloads.process import LOG_TAIL_LINE_CHARS, LOG_TAIL_LINES
 
 LOG_TAIL = "log-tail.txt"
 ROW_KEYS = ("bench_id", "stack", "kind", "offering", "market", "state", "ended", "detail", "age_seconds", "deadline")

@@ -11,7 +11,7 @@ from analysis.observe import observe, read_result, run_time
 from analysis.price.billed import billed
 from payload.layout import result_key
 from payload.workloads.conventions import plain
-from payload.workloads.logtail import TAIL_MARK
+from payload.workloads.process import TAIL_MARK
 
 # A probe's status in the bench answer; only "measured" and "not-steady" carry an estimate.
 ESTIMATED = ("measured", "not-steady")

@@ -44,7 +44,7 @@ from payload.money import USD_SIGN
 from payload.results_location import ALL_SCHEMES, BUCKET_SCHEMES, ResultsLocationError, parse_results_location
 from payload.storage import open_store
 from payload.timestamps import iso
-from payload.workloads import WorkloadSpecError, load_spec
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 LOCAL_RESULTS = "results"  # this machine's default bucket, as `gpubench demo` uses
 PROCESS_START_SECONDS = 120.0  # local and SSH probes: interpreter start, the task's setup

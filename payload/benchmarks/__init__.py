@@ -1,35 +1,18 @@
-"""Benchmark registry: modules exporting ``BENCHMARK`` or ``BENCHMARKS`` (a family from one table), named
-in ``MODULES``; nothing else dispatches on names. The contract is payload.benchmarks.base.
-"""
+"""Benchmark registry: every built-in benchmark by name, from the modules that define them; nothing else
+dispatches on names. The contract is payload.benchmarks.base."""
 
 from __future__ import annotations
 
 import difflib
-import importlib
 
+from payload.benchmarks import catsdogs_resnet50, imagenet_models, keras_examples
 from payload.benchmarks.base import Benchmark, Data, ParamError
 
-__all__ = ["Benchmark", "Data", "MODULES", "ParamError", "REGISTRY", "UnknownBenchmark", "get"]
+__all__ = ["Benchmark", "Data", "ParamError", "REGISTRY", "UnknownBenchmark", "get"]
 
-MODULES = (
-    "bilstm_sentiment",  # seed 000
-    "mnist_mlp",
-    "mnist_cnn",
-    "cifar10_cnn",
-    "imdb_bilstm",
-    "text_lstm",
-    "imdb_fasttext",  # seed 002
-    "imagenet_models",  # seed 004: resnet50, inception3, vgg16
-    "catsdogs_resnet50",  # seed 003
-)
-
-
-def _benchmarks_of(module_name: str) -> tuple[Benchmark, ...]:
-    module = importlib.import_module(f"{__name__}.{module_name}")
-    return getattr(module, "BENCHMARKS", None) or (module.BENCHMARK,)
-
-
-REGISTRY: dict[str, Benchmark] = {b.name: b for m in MODULES for b in _benchmarks_of(m)}
+# seeds 000 and 002, then seed 004 (resnet50, inception3, vgg16), then seed 003
+BENCHMARKS = (*keras_examples.BENCHMARKS, *imagenet_models.BENCHMARKS, catsdogs_resnet50.BENCHMARK)
+REGISTRY: dict[str, Benchmark] = {b.name: b for b in BENCHMARKS}
 
 
 class UnknownBenchmark(KeyError):

@@ -1,6 +1,7 @@
 """The benchmark contract: a benchmark is data (a name, a kind, default parameters) and functions; the
 runner owns strategy, precision, timing, checkpoints, preemption and results. Modules import no
-framework at import time (``python -m payload list`` stays fast).
+framework at import time (``python -m payload list`` stays fast); the helpers below load numpy or Keras
+when called.
 
 - ``load_data(source, params, global_batch) -> Data``: ``source`` is the parsed ``--data``; throughput
   benchmarks return one global batch with ``repeat_single_batch=True`` (tf_cnn_benchmarks' synthetic mode).
@@ -19,15 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from payload import frameworks
+
 Kind = Literal["epochs", "throughput"]
 
-# Parameters every epoch benchmark understands (the runner reads them too).
-EPOCH_PARAMS = {
-    "samples": None,  # cap on training samples (None = all / full-scale synthetic)
-    "val_samples": None,  # cap on held-out samples
-    "steps_per_epoch": None,  # shorter epochs (set by --steps)
-    "warmup_steps": 10,  # steps per attempt excluded from samples/s
-}
+# Parameters every epoch benchmark understands (the runner reads them too), and their help.
+EPOCH_PARAMS = {"samples": None, "val_samples": None, "steps_per_epoch": None, "warmup_steps": 10}
 EPOCH_HELP = {
     "samples": "cap on training samples (default: the full dataset)",
     "val_samples": "cap on held-out samples",
@@ -99,17 +97,9 @@ class Benchmark:
         return self.params(own, batch_size=cfg.batch_size, steps=cfg.steps, epochs=cfg.epochs)
 
     def describe(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "description": self.description,
-            "study": self.study,
-            "dataset": self.dataset,
-            "params": dict(self.defaults),
-            "param_help": dict(self.param_help),
-            "sample_unit": self.sample_unit,
-            "phased": self.train is not None,
-        }
+        out = {k: getattr(self, k) for k in ("name", "kind", "description", "study", "dataset")}
+        extra = {"params": dict(self.defaults), "param_help": dict(self.param_help), "sample_unit": self.sample_unit}
+        return {**out, **extra, "phased": self.train is not None}
 
 
 def units_of(unit: str) -> str:
@@ -122,10 +112,8 @@ def _coerce(value: Any, like: Any) -> Any:
         return value
     if isinstance(like, bool):
         return {"1": True, "true": True, "0": False, "false": False}[value.lower()]
-    if isinstance(like, int):
-        return int(value)
-    if isinstance(like, float):
-        return float(value)
+    if isinstance(like, (int, float)):
+        return type(like)(value)
     if like is None:  # optional number: int, else float, "none" → None
         if value.lower() in ("none", "null", ""):
             return None
@@ -165,6 +153,45 @@ def _range_problem(key: str, value: Any) -> str | None:
             return "must be a finite number"
         return None if value > 0 or (value == 0 and key in _MAY_BE_ZERO) else "must be > 0"
     low = 0 if key in _MAY_BE_ZERO else 1
-    if value < low:
-        return f"must be >= {low}"
-    return None
+    return f"must be >= {low}" if value < low else None
+
+
+# --- helpers of the benchmark modules -----------------------------------------------------------------------
+
+
+def rng_for(params: dict):
+    return frameworks.numpy().random.default_rng(params.get("seed", 1234))
+
+
+def cap(x, y, n):
+    return (x, y) if not n else (x[:n], y[:n])
+
+
+def make_data(x_train, y_train, x_val, y_val, params, source, **kw) -> Data:
+    x_train, y_train = cap(x_train, y_train, params.get("samples"))
+    x_val, y_val = cap(x_val, y_val, params.get("val_samples"))
+    return Data(x_train, y_train, x_val, y_val, source=str(source), **kw)
+
+
+def n_synthetic(params: dict, full: int) -> int:
+    return int(params.get("samples") or full)
+
+
+def output_layer(units: int, activation: str):
+    """Final Dense in float32: softmax/sigmoid stay stable under mixed_float16."""
+    return frameworks.keras().layers.Dense(units, activation=activation, dtype="float32")
+
+
+def compiled(model, optimizer, loss: str = "sparse_categorical_crossentropy"):
+    """The model compiled with the `accuracy` metric every benchmark reports."""
+    model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
+    return model
+
+
+def single_batch(params: dict, global_batch: int, shape: tuple, classes: int) -> Data:
+    """tf_cnn_benchmarks-style synthetic input: one batch, repeated forever."""
+    np = frameworks.numpy()
+    rng = rng_for(params)
+    x = rng.random((global_batch, *shape), dtype=np.float32)
+    y = rng.integers(0, classes, size=global_batch).astype(np.int32)
+    return Data(x, y, source="synthetic", repeat_single_batch=True)

@@ -23,8 +23,7 @@ import time
 from typing import TYPE_CHECKING
 
 from payload import frameworks
-from payload.benchmarks import _common as c
-from payload.benchmarks.base import Benchmark, Data
+from payload.benchmarks.base import Benchmark, Data, cap, compiled, n_synthetic, output_layer, rng_for
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +44,7 @@ class DataLayoutError(FileNotFoundError):
 
 def _fastai(root: str):
     """{train,valid}/{cats,dogs}/*.jpg -> (train paths, labels, valid paths, labels), or None."""
-    split = {}
+    out = []
     for part in ("train", "valid"):
         files, labels = [], []
         for label, name in enumerate(("cats", "dogs")):
@@ -55,17 +54,15 @@ def _fastai(root: str):
             found = sorted(os.path.join(folder, f) for f in os.listdir(folder) if _IMAGE.search(f))
             files += found
             labels += [label] * len(found)
-        split[part] = (files, labels)
-    return (*split["train"], *split["valid"])
+        out += [files, labels]
+    return tuple(out)
 
 
 def _kaggle(root: str, val_fraction: float, rng: np.random.Generator):
     """train/cat.N.jpg, train/dog.N.jpg (labels in the names); a seeded hold-out, or None."""
     np = frameworks.numpy()
     folder = os.path.join(root, "train")
-    if not os.path.isdir(folder):
-        return None
-    names = sorted(f for f in os.listdir(folder) if _KAGGLE_NAME.match(f))
+    names = sorted(f for f in os.listdir(folder) if _KAGGLE_NAME.match(f)) if os.path.isdir(folder) else []
     if not names:
         return None
     files = np.array([os.path.join(folder, f) for f in names])
@@ -130,8 +127,8 @@ def load_data(source, params, global_batch):
     np = frameworks.numpy()
     size = params["image_size"]
     if source.mode == "synthetic":  # random pixels: timing only, accuracy means nothing
-        rng = c.rng_for(params)
-        n, nv = c.n_synthetic(params, SYNTHETIC_TRAIN), params.get("val_samples") or SYNTHETIC_VALID
+        rng = rng_for(params)
+        n, nv = n_synthetic(params, SYNTHETIC_TRAIN), params.get("val_samples") or SYNTHETIC_VALID
         x = rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8)
         xv = rng.integers(0, 256, (nv, size, size, 3), dtype=np.uint8)
         y, yv = rng.integers(0, 2, n).astype(np.int32), rng.integers(0, 2, nv).astype(np.int32)
@@ -139,11 +136,11 @@ def load_data(source, params, global_batch):
     root = _download() if source.mode == "download" else source.path
     layout, xt, yt, xv, yv = find_images(root, params["val_fraction"], params.get("seed", 1234))
     # shuffle before capping so a small --param samples keeps both classes
-    rng = c.rng_for(params)
+    rng = rng_for(params)
     order = rng.permutation(len(xt))
     xt, yt = [xt[i] for i in order], [yt[i] for i in order]
-    xt, yt = c.cap(xt, yt, params.get("samples"))
-    xv, yv = c.cap(xv, yv, params.get("val_samples"))
+    xt, yt = cap(xt, yt, params.get("samples"))
+    xv, yv = cap(xv, yv, params.get("val_samples"))
     return Data(
         np.array(xt),
         np.array(yt, dtype=np.int32),
@@ -208,7 +205,7 @@ def build_model(params):
     x = L.GlobalAveragePooling2D()(x)
     x = L.Dense(512, activation="relu")(x)
     x = L.Dropout(0.5)(x)
-    outputs = c.output_layer(len(CLASSES), "softmax")(x)
+    outputs = output_layer(len(CLASSES), "softmax")(x)
     model = keras.Model(inputs, outputs, name="catsdogs_resnet50")
     # steps per epoch are not known before the data: the phases compile again with the real count
     _compile(model, params["max_lr"], params["frozen_epochs"] * int(params.get("steps_per_epoch") or 1), 0.3)
@@ -219,7 +216,7 @@ def _compile(model, max_lr: float, total_steps: int, pct_start: float) -> None:
     keras = frameworks.keras()
     schedule = one_cycle_class()(max_lr, total_steps, pct_start=pct_start)
     # fast.ai's one-cycle also cycles momentum 0.95 -> 0.85; Adam's beta_1 stays at 0.9 here
-    c.compiled(model, keras.optimizers.Adam(learning_rate=schedule))
+    compiled(model, keras.optimizers.Adam(learning_rate=schedule))
 
 
 def _predict(model, x):
@@ -255,26 +252,21 @@ def train(model, train_ds, val_ds, run) -> dict:
             f"catsdogs-resnet50: frozen_epochs={frozen} must be between 1 and epochs-1 (epochs={total}); "
             "the study trained 6 frozen then 6 unfrozen epochs (epochs=12, frozen_epochs=6)"
         )
-    spe = run.steps_per_epoch
-    seconds = {}
+    spe, seconds = run.steps_per_epoch, {}
 
-    t0 = time.perf_counter()
-    with run.scope():
-        _compile(model, params["max_lr"], frozen * spe, 0.3)
-    run.fit(model, train_ds, val_ds, epochs=frozen, initial_epoch=0)
-    seconds["frozen"] = time.perf_counter() - t0
+    def phase(name: str, epochs: int, initial: int, max_lr: float, pct_start: float) -> None:
+        t0 = time.perf_counter()
+        with run.scope():
+            model.get_layer("resnet50").trainable = name == "unfrozen"
+            _compile(model, max_lr, (epochs - initial) * spe, pct_start)
+        run.fit(model, train_ds, val_ds, epochs=epochs, initial_epoch=initial)
+        seconds[name] = round(time.perf_counter() - t0, 3)
 
-    t0 = time.perf_counter()
-    with run.scope():
-        model.get_layer("resnet50").trainable = True
-        _compile(model, params["unfrozen_max_lr"], (total - frozen) * spe, params["unfrozen_pct_start"])
-    run.fit(model, train_ds, val_ds, epochs=total, initial_epoch=frozen)
-    seconds["unfrozen"] = time.perf_counter() - t0
-
+    phase("frozen", frozen, 0, params["max_lr"], 0.3)
+    phase("unfrozen", total, frozen, params["unfrozen_max_lr"], params["unfrozen_pct_start"])
     t0 = time.perf_counter()
     accuracy = _tta_accuracy(model, val_ds, params["tta_steps"], params["tta_beta"]) if val_ds is not None else None
-    seconds["tta"] = time.perf_counter() - t0
-    seconds = {k: round(v, 3) for k, v in seconds.items()}
+    seconds["tta"] = round(time.perf_counter() - t0, 3)
     seconds["total"] = round(sum(seconds.values()), 3)
     return {"phase_seconds": seconds, "final_accuracy": accuracy}
 

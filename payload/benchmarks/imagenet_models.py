@@ -11,8 +11,7 @@ from functools import partial
 from typing import NamedTuple
 
 from payload import frameworks
-from payload.benchmarks import _common as c
-from payload.benchmarks.base import Benchmark
+from payload.benchmarks.base import Benchmark, compiled, single_batch
 
 THROUGHPUT_HELP = {
     "steps": "training steps in total, warm-up included (--steps)",
@@ -40,7 +39,7 @@ MODELS = (
 def load_data(source, params, global_batch):
     """Always synthetic, like the study: one batch of the model's input shape."""
     size = params["image_size"]
-    return c.single_batch(params, global_batch, (size, size, 3), params["classes"])
+    return single_batch(params, global_batch, (size, size, 3), params["classes"])
 
 
 def build_model(app_name: str, params: dict):
@@ -51,7 +50,7 @@ def build_model(app_name: str, params: dict):
     # logits in the policy dtype, softmax in float32 (Keras mixed-precision guide)
     out = keras.layers.Activation("softmax", dtype="float32")(base.output)
     model = keras.Model(base.input, out, name=app_name.lower())
-    return c.compiled(model, keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
+    return compiled(model, keras.optimizers.SGD(learning_rate=0.01, momentum=0.9))
 
 
 def benchmark(m: Model) -> Benchmark:

@@ -1,11 +1,6 @@
-"""Progress lines a job prints while it trains, for a probe (`gpubench bench`) to read as they come:
-the samples and training seconds so far, evaluation counted apart (docs/workloads.md)::
-
-    GPUBENCH_METRICS {"samples": 12800, "seconds": 10.021, "steps": 100, "epochs": 0, "eval_seconds": 0.0}
-
-`Progress` is plain Python; `keras_callback(progress)` feeds it from `model.fit`, counting steps at
-batch *begin* as the payload's harness does (a batch-end hook makes Keras sync the device every step).
-"""
+"""GPUBENCH_METRICS progress lines a benchmark prints while it trains, for a probe to read (docs/workloads.md):
+samples and training seconds so far, evaluation apart. `keras_callback` counts steps at batch *begin*, as the
+payload's harness does (a batch-end hook makes Keras sync the device every step)."""
 
 from __future__ import annotations
 
@@ -122,28 +117,25 @@ def keras_callback(progress: Progress):
     """A Keras callback that feeds `progress`."""
 
     class ProgressCallback(frameworks.keras().callbacks.Callback):
-        def __init__(self):
-            super().__init__()
-            self.progress = progress
-            self.last_logs: dict = {}
+        last_logs: dict = {}  # replaced per epoch, never changed in place
 
         def on_train_begin(self, logs=None):
-            self.progress.begin()
+            progress.begin()
 
         def on_train_batch_begin(self, batch, logs=None):
-            self.progress.step()
+            progress.step()
 
         def on_test_begin(self, logs=None):  # validation inside fit: not training time
-            self.progress.eval_begin()
+            progress.eval_begin()
 
         def on_test_end(self, logs=None):
-            self.progress.eval_end()
+            progress.eval_end()
 
         def on_train_end(self, logs=None):
-            self.progress.pause()
+            progress.pause()
 
         def on_epoch_end(self, epoch, logs=None):
             self.last_logs = dict(logs or {})
-            self.progress.epoch_end(self.last_logs)
+            progress.epoch_end(self.last_logs)
 
     return ProgressCallback()

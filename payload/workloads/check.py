@@ -10,8 +10,7 @@ import threading
 import time
 from typing import Any
 
-from payload.workloads.conventions import plain
-from payload.workloads.conventions.work import whole_job
+from payload.workloads.conventions import plain, whole_job
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.process import ShellProcess
 

@@ -1,12 +1,11 @@
 """The files a workload ships: one walk for the content hash and the bundle, so what is hashed is what travels.
 
-The workdir is confined to the spec's directory and holds regular files only; a home directory,
-credential-looking files (unless listed under ``allow``), devices, FIFOs, sockets, links leaving the
-workdir and oversized files are refused, each naming the file and the fix. Limits hold while reading
-(`/dev/zero` cannot exhaust memory); a link to a regular file inside the workdir ships that file's content."""
+Regular files inside the spec's directory only: homes, credentials (unless under ``allow``), devices, links
+leaving the workdir and oversized files are refused, each naming the fix; limits hold while reading."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -21,7 +20,6 @@ SKIP_DIRS = {"__pycache__", ".git", ".hg", ".svn", ".pytest_cache", ".mypy_cache
 SKIP_SUFFIXES = (".pyc", ".pyo")
 MAX_WORKDIR_BYTES = 200 * 1024**2  # shipped with every run: large data belongs in a bucket
 MAX_FILE_BYTES = 100 * 1024**2
-CHUNK = 1024**2
 # Directories whose files are credentials (any path component), and file name patterns.
 SECRET_DIRS = {".aws", ".ssh", ".gnupg", "gcloud", ".azure", ".kube", ".password-store"}
 SECRET_NAMES = tuple(
@@ -58,10 +56,8 @@ def _home_dirs() -> set[Path]:
     home = os.path.expanduser("~")
     if home.startswith("/"):
         homes.add(Path(home).resolve())
-    try:
+    with contextlib.suppress(OSError):  # no passwd database: the current user's home is still refused
         homes |= {Path(p.pw_dir).resolve() for p in pwd.getpwall() if p.pw_dir.startswith("/") and p.pw_dir != "/"}
-    except OSError:  # no passwd database: the current user's home is still refused
-        pass
     return homes
 
 
@@ -102,14 +98,6 @@ def _secret_pattern(rel: str) -> str | None:
     return next((p for p in SECRET_NAMES if fnmatch.fnmatchcase(parts[-1], p) or fnmatch.fnmatchcase(tail2, p)), None)
 
 
-def _link_target(path: Path, root: Path) -> str | None:
-    """A symlink's target relative to `root` (None when not a link or outside): `notes -> .aws/credentials` is a secret too."""
-    if not path.is_symlink():
-        return None
-    target = path.resolve()
-    return target.relative_to(root).as_posix() if root in target.parents else None
-
-
 def _refuse_secret(rel: str, why: str) -> WorkdirError:
     return WorkdirError(
         f"workdir file {rel}: looks like a credential ({why}); it would be uploaded with every run. "
@@ -148,14 +136,10 @@ def _require_regular(mode: int, rel: str) -> None:
 def _read_limited(fd: int, rel: str, budget: int) -> bytes:
     """The file's bytes, never reading more than `budget` + 1 bytes."""
     limit = min(MAX_FILE_BYTES, budget)
-    chunks, size = [], 0
     with os.fdopen(fd, "rb") as f:
-        while size <= limit:
-            chunk = f.read(min(CHUNK, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            size += len(chunk)
+        data = f.read(limit + 1)  # reads until then or the end, whatever the size the file claims
+    if len(data) <= limit:
+        return data
     if limit < MAX_FILE_BYTES:
         raise WorkdirError(
             f"workdir: more than {MAX_WORKDIR_BYTES // 1024**2} MB in all (reached at {rel}); it is shipped "
@@ -189,7 +173,9 @@ def read_workdir(root: Path, allow: Collection[str] = ()) -> list[WorkdirFile]:
     out: list[WorkdirFile] = []
     total = 0
     for rel, path in _candidates(root):
-        secret = _secret_pattern(rel) or _secret_pattern(_link_target(path, root) or rel)
+        target = path.resolve() if path.is_symlink() else None  # `notes -> .aws/credentials` is a secret too
+        linked = target.relative_to(root).as_posix() if target and root in target.parents else rel
+        secret = _secret_pattern(rel) or _secret_pattern(linked)
         if secret and rel not in allowed:
             raise _refuse_secret(rel, f"matches {secret}")
         try:

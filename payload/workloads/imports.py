@@ -1,10 +1,6 @@
-"""Which frameworks the job ran: those its Python processes imported, else those its interpreter has installed.
-
-The job's ``run`` gets our ``sitecustomize`` first on PYTHONPATH: each Python process notes its interpreter
-and each watched framework's first import (with its version) in the file named by GPUBENCH_IMPORTS_FILE,
-line by line, so a killed job still leaves them; the job's own ``sitecustomize`` still runs. Without lines
-(no Python, or ``-I``/``-E``) `job_frameworks` asks the job's ``python3`` in a short child process for the
-installed versions and torch's CUDA build, importing no framework."""
+"""Which frameworks the job ran: those its Python processes imported (our ``sitecustomize`` first on PYTHONPATH
+notes each first import line by line, so a killed job still leaves them), else (no Python, ``-I``/``-E``) those
+its ``python3`` has installed, asked in a child process that imports no framework."""
 
 from __future__ import annotations
 
@@ -12,8 +8,9 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from payload.environment import FRAMEWORKS
 
@@ -21,25 +18,25 @@ TIMEOUT_SECONDS = 20.0
 
 _PROBE = r"""
 import importlib.metadata as md, importlib.util as iu, json, os, re, sys
-mods = json.loads(sys.argv[1])
 dists = md.packages_distributions()
 out = {}
-for key, mod in mods.items():
+
+
+def version(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+for key, mod in json.loads(sys.argv[1]).items():
     try:
         spec = iu.find_spec(mod)
     except (ImportError, ValueError):
-        spec = None
+        continue
     if spec is None:
         continue
-    names = dists.get(mod) or [mod]
-    version = None
-    for name in names:
-        try:
-            version = md.version(name)
-            break
-        except md.PackageNotFoundError:
-            continue
-    out[key] = version
+    out[key] = next(filter(None, map(version, dists.get(mod) or [mod])), None)
     if mod == "torch" and spec.origin:
         try:
             text = open(os.path.join(os.path.dirname(spec.origin), "version.py")).read()
@@ -51,16 +48,11 @@ print(json.dumps(out))
 """
 
 
-def _interpreter(env: dict) -> str | None:
-    path = env.get("PATH", os.defpath)
-    return shutil.which("python3", path=path) or shutil.which("python", path=path)
-
-
 def job_frameworks(env: dict, cwd: str | None = None) -> tuple[dict, str | None]:
-    """({software key: version}, interpreter) for the frameworks the job's `python3` can import.
-
-    Frameworks it cannot import are left out; ({}, None) when there is no interpreter or it fails."""
-    python = _interpreter(env)
+    """({software key: version}, interpreter) for the frameworks the job's `python3` can import; ({}, None)
+    without an interpreter, ({}, python) when it fails."""
+    path = env.get("PATH", os.defpath)
+    python = shutil.which("python3", path=path) or shutil.which("python", path=path)
     if python is None:
         return {}, None
     try:
@@ -153,30 +145,21 @@ del _gpubench_watch
 '''
 
 
-@dataclass
-class ImportRecord:
-    """What the watch saw: the job's interpreters and the frameworks imported ({software key: version})."""
+class ImportRecord(NamedTuple):
+    """What the watch saw: the job's interpreters (none: no Python ran with the watch) and the frameworks
+    imported ({software key: version})."""
 
     pythons: list[dict]
     frameworks: dict[str, str | None]
 
-    @property
-    def observed(self) -> bool:
-        """True when at least one Python process of the job ran with the watch."""
-        return bool(self.pythons)
-
 
 class ImportWatch:
-    """The sitecustomize directory and the record file of one run's job."""
+    """The sitecustomize directory (a new temporary one) and the record file of one run's job."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.record = folder / "imports.jsonl"
-
-    def prepare(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="gpubench-imports-"))
+        self.record = self.folder / "imports.jsonl"
         (self.folder / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
-        self.record.unlink(missing_ok=True)
 
     def environment(self, env: dict) -> dict:
         """`env` with the watch on: our directory first on PYTHONPATH, the record file and the watched modules."""
@@ -187,9 +170,6 @@ class ImportWatch:
             FILE_ENV: str(self.record),
             "GPUBENCH_IMPORTS_WATCH": json.dumps({module: key for key, module in FRAMEWORKS.items()}),
         }
-
-    def read(self) -> ImportRecord:
-        return read_imports(self.record)
 
 
 def read_imports(path: Path) -> ImportRecord:

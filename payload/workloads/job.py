@@ -1,10 +1,6 @@
-"""A workload spec as a job of payload.run.Run: same timeline, sampling, pricing and files as a built-in one.
-
-`setup` and `run` go to ``bash -c`` in the workdir with the task's own virtual environment first on PATH
-(payload.workloads.jobvenv), contained (payload.workloads.process); the output is read for metrics and its
-tail uploaded as ``log-tail.txt``. In probe mode a payload.workloads.probe.ProbeMonitor stops the job once
-steady: the probe's normal end. Workloads have no checkpoints: an interrupted one starts again on the next
-boot, and a completed one leaves a marker so a spot replacement does not run it twice."""
+"""A workload spec as a job of payload.run.Run: `setup` and `run` in the workdir, in the task's own virtual
+environment (jobvenv), contained (process), read for metrics, its tail uploaded as ``log-tail.txt``; in probe
+mode stopped once steady. No checkpoints: an interrupted job starts again on the next boot."""
 
 from __future__ import annotations
 
@@ -12,9 +8,7 @@ import contextlib
 import os
 import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from payload import exitcodes
 from payload.environment import FRAMEWORKS, software_facts
@@ -22,13 +16,11 @@ from payload.events import mllog, note
 from payload.gpu import nvml_info
 from payload.run import JobReport, Run, fingerprint, hardware
 from payload.workloads.check import reading_env
-from payload.workloads.imports import ImportWatch, job_frameworks
+from payload.workloads.imports import ImportWatch, job_frameworks, read_imports
 from payload.workloads.jobvenv import JobVenv, JobVenvError
-from payload.workloads.lines import MAX_LINE_BYTES
-from payload.workloads.logtail import LOG_TAIL_LINES, TAIL_MARK, LogTail
 from payload.workloads.metrics import MetricsReader
 from payload.workloads.probe import DEFAULT_TARGET, ProbeMonitor, overhead_seconds
-from payload.workloads.process import ShellProcess
+from payload.workloads.process import LOG_TAIL_LINES, MAX_LINE_BYTES, TAIL_MARK, LogTail, ShellProcess
 from payload.workloads.spec import WorkloadSpec
 
 ERROR_TAIL_LINES = 20  # quoted in the result's error
@@ -58,11 +50,8 @@ class WorkloadJob:
         self.tail_key: str | None = None  # the final log tail's key, once written
         self.reader = MetricsReader.for_spec(spec)
         self.output_warnings: list[str] = []  # what the output's reader had to cut or could not read
-        self.probe = (
-            ProbeMonitor(self.cfg.probe_seconds, self.cfg.probe_target or DEFAULT_TARGET)
-            if self.cfg.probe_seconds
-            else None
-        )
+        probe = self.cfg.probe_seconds
+        self.probe = ProbeMonitor(probe, self.cfg.probe_target or DEFAULT_TARGET) if probe else None
         self.env: dict | None = None  # the job's environment, once built
         self.venv: JobVenv | None = None  # the job's own virtual environment (none inside an image)
         self.imports: ImportWatch | None = None  # what the job's `run` imports, once it starts
@@ -71,7 +60,6 @@ class WorkloadJob:
 
     def restore(self) -> None:
         """Nothing to resume: a workload starts from the beginning on every boot."""
-        return None
 
     def begin(self, resume: dict | None) -> None:
         self.tail.start_uploads(self._put_tail_now)
@@ -80,12 +68,9 @@ class WorkloadJob:
     def _env(self) -> dict:
         """The job's variables (docs/workloads.md): the environment's, the spec's `env`, gpubench's own, and
         its Python: the task's virtual environment first on PATH, or inside an image the image's (the payload's)."""
-        env = dict(os.environ)
-        env.update(self.spec.env)
-        env.update(
-            GPUBENCH_WORKLOAD=self.spec.name, GPUBENCH_WORKLOAD_SHA256=self.spec.sha256, GPUBENCH_RUN_ID=self.run.run_id
-        )
-        env = reading_env(env)  # unbuffered lines, progress bars drawn on the pipe
+        own = {"GPUBENCH_WORKLOAD": self.spec.name, "GPUBENCH_WORKLOAD_SHA256": self.spec.sha256}
+        # unbuffered lines, progress bars drawn on the pipe
+        env = reading_env({**os.environ, **self.spec.env, **own, "GPUBENCH_RUN_ID": self.run.run_id})
         if self.venv is not None:
             env = self.venv.environment(env)
         else:  # in a container: the image's Python, which is the payload's (the container is thrown away)
@@ -164,21 +149,18 @@ class WorkloadJob:
                     return self._fail_with(str(exc))
                 self.run.timeline.add("job_environment", path=str(self.venv.path), created=made)
                 note(f"the job's environment: {self.venv.path}" + (" (new)" if made else ""))
-            env = self._env()
-            self.env = env
+            env = self.env = self._env()
             if self.spec.setup:
                 code, stopped = self._phase("setup", self.spec.setup, env)
                 if stopped or code != 0:
                     return self._failed("setup", code, stopped)
             if self.reader_failed:
                 return self._fail_with(f"reading the output of `setup` failed ({self.reader_failed}); it was stopped")
-        self.imports = ImportWatch(Path(tempfile.mkdtemp(prefix="gpubench-imports-")))
-        self.imports.prepare()
-        sampler = self.run.sampler
-        sampler.start()
-        sampler.begin_window()
+        self.imports = ImportWatch()
+        self.run.sampler.start()
+        self.run.sampler.begin_window()
         code, stopped = self._phase("run", self.spec.run, self.imports.environment(env))
-        sampler.end_window()
+        self.run.sampler.end_window()
         if self.reader_failed:
             return self._fail_with(f"reading the job's output failed ({self.reader_failed}); the job was stopped")
         unreadable = self.reader.unreadable() if self.probe is not None else None
@@ -222,7 +204,6 @@ class WorkloadJob:
     def end_attempt(self) -> dict:
         return {"train_seconds": round(self.wall["run"], 3)}
 
-    # -- end ---------------------------------------------------------------------
     def settle(self, status: str) -> dict | None:
         """A completed run in a deployment leaves a marker: a spot replacement does not run the job again."""
         if self.cfg.deadline is not None:
@@ -242,7 +223,6 @@ class WorkloadJob:
     def epoch_rows(self) -> list[dict]:
         return self.reader.epoch_rows()
 
-    # -- result ------------------------------------------------------------------
     def report(self, status: str, nv: dict) -> JobReport:
         used = nv["gpus_nvml"] if self.gpus is None else min(self.gpus, nv["gpus_nvml"])
         summary = self.reader.summary(self.wall["run"])
@@ -251,18 +231,15 @@ class WorkloadJob:
         if status != "completed":  # measured numbers of a failed job are not a result
             metrics = {k: v for k, v in metrics.items() if k.startswith("gpu_")}
             metrics["train_seconds"] = round(self.wall["run"], 3)
-        tail_key = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
-        artifacts = {**self.run.writer.artifacts(), "log_tail": tail_key}
-        artifacts.pop("checkpoints", None)
+        artifacts = {k: v for k, v in self.run.writer.artifacts().items() if k != "checkpoints"}
+        artifacts["log_tail"] = self.tail_key or self.run.writer.key(LOG_TAIL_NAME)
         return JobReport(
             hardware=hardware(nv, "GPU" if used else "CPU", used, nv["gpus_nvml"]),
             software=self._software(nv),
             benchmark=self._benchmark(used, batch, time_source),
             metrics=metrics,
             artifacts=artifacts,
-            warnings=self.output_warnings
-            + self.reader.warnings.all()
-            + (self.probe.warnings if self.probe is not None else []),
+            warnings=[*self.output_warnings, *self.reader.warnings.all(), *(self.probe.warnings if self.probe else [])],
             probe=self.probe.to_dict(overhead_seconds(self.run.timeline.ordered())) if self.probe is not None else None,
         )
 
@@ -306,14 +283,12 @@ class WorkloadJob:
     def _software(self, nv: dict) -> dict:
         """The payload's facts, with the frameworks the job ran: those its Python processes imported,
         else (no Python process seen) those installed for the interpreter on its PATH."""
-        software = software_facts()
-        software["nvml_cuda_driver"] = nv["nvml_cuda_driver"]
-        software["image"] = self._image()
+        software = {**software_facts(), "nvml_cuda_driver": nv["nvml_cuda_driver"], "image": self._image()}
         if self.env is None or self.exit["run"] is None:
             return software
         installed, python = job_frameworks(self.env, self.spec.cwd)
-        seen = self.imports.read() if self.imports is not None else None
-        if seen is not None and seen.observed:
+        seen = read_imports(self.imports.record) if self.imports is not None else None
+        if seen is not None and seen.pythons:
             software.update(dict.fromkeys(FRAMEWORKS), **seen.frameworks)
             software["torch_cuda_build"] = installed.get("torch_cuda_build") if "torch" in seen.frameworks else None
             first = seen.pythons[0]

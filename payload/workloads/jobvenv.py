@@ -1,8 +1,6 @@
-"""The job's own Python: a virtual environment per task, so `setup` never installs into gpubench's.
-
-What a user sees is docs/workloads.md, "The job's Python". Made in a temporary folder and renamed into
-place, under a lock that `setup` also holds; `payload` alone is importable through a `.pth` to a folder
-holding only a link to it. In a container the image is the job's environment."""
+"""The job's own Python: a virtual environment per task, so `setup` never installs into gpubench's
+(docs/workloads.md, "The job's Python"). Made in a temporary folder and renamed into place under a lock
+`setup` also holds; `payload` alone is importable, through a `.pth` to a folder holding only a link to it."""
 
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from payload import proctree
 from payload.events import note
 from payload.userdirs import user_path
 
@@ -43,7 +42,6 @@ class JobVenvError(RuntimeError):
 
 
 def envs_root() -> Path:
-    """$GPUBENCH_JOB_ENVS, else <cache>/envs."""
     return user_path(ENVS_ENV, "cache", "envs")
 
 
@@ -86,29 +84,20 @@ class JobVenv:
 
     @property
     def lock_path(self) -> Path:
-        return self.path.with_name(self.path.name + ".lock")
+        return _lock_file(self.path)
 
     @contextlib.contextmanager
     def locked(self):
         """Held while the environment is made and while `setup` installs into it: one writer at a time."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:  # another run is making it or running its setup: said, then waited for
-                note(f"waiting for another run's setup in {self.path}")
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with _lock(self.path, wait=True):
+            yield
 
     def prepare(self) -> bool:
         """Make the environment unless it is there (call with `locked()` held); True when made now."""
-        made = False
-        if not self.python.exists():
+        made = not self.python.exists()
+        if made:
             self._create()
-            made = True
             remove_stale(self.path.parent, keep=self.path)
         self._link_payload()
         (self.path / STAMP).touch()
@@ -208,7 +197,8 @@ def remove_stale(root: Path, keep: Path, days: float = STALE_DAYS) -> list[Path]
         if path == keep or not path.is_dir():
             continue
         if ".tmp-" in path.name:  # a creation killed half-way, unless its process still runs
-            if not _pid_alive(path.name.rsplit("-", 1)[-1]):
+            pid = path.name.rsplit("-", 1)[-1]
+            if not (pid.isdigit() and proctree.alive(int(pid))):
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
             continue
@@ -219,24 +209,32 @@ def remove_stale(root: Path, keep: Path, days: float = STALE_DAYS) -> list[Path]
             continue
         if used > cutoff:
             continue
-        lock = path.with_name(path.name + ".lock")
-        with open(lock, "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                continue  # a run is using it now
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-            with contextlib.suppress(OSError):
-                lock.unlink()
+        with _lock(path, wait=False) as held:
+            if held:  # else a run is using it now
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+                with contextlib.suppress(OSError):
+                    _lock_file(path).unlink()
     return removed
 
 
-def _pid_alive(text: str) -> bool:
-    try:
-        os.kill(int(text), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+def _lock_file(env: Path) -> Path:
+    return env.with_name(env.name + ".lock")
+
+
+@contextlib.contextmanager
+def _lock(env: Path, wait: bool):
+    """The environment's lock held (True), or False when another run holds it and `wait` is false."""
+    with open(_lock_file(env), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # another run is making it or running its setup
+            if not wait:
+                yield False
+                return
+            note(f"waiting for another run's setup in {env}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

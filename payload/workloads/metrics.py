@@ -1,9 +1,6 @@
-"""Metrics from a workload's own output: GPUBENCH_METRICS lines and MLPerf logging lines.
-
-Both conventions are docs/workloads.md's ("One JSON line", "MLPerf logging"); an MLLOG line may carry
-any prefix, as the MLPerf compliance checker reads them. A framework's own progress is read by
-payload.workloads.conventions. What a job prints is bounded before it is kept (int64 counts, finite
-floats, capped warnings and reported values)."""
+"""Metrics from a workload's output: GPUBENCH_METRICS and MLPerf logging lines (docs/workloads.md; an MLLOG
+line may carry any prefix, as the MLPerf compliance checker reads them), else a framework's progress
+(payload.workloads.conventions). What a job prints is bounded before it is kept."""
 
 from __future__ import annotations
 
@@ -13,8 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from payload.events import JSON_TOKEN, MLLOG_TOKEN
-from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, Count, ProgressReader, bounded, plain
-from payload.workloads.conventions.base import INT_MAX
+from payload.workloads.conventions import FRAMEWORK_CONVENTIONS, INT_MAX, Count, ProgressReader, bounded, plain
 
 GPUBENCH_CONVENTIONS = ("json", "mllog")
 MAX_WARNINGS = 20  # distinct warnings kept; the rest are counted
@@ -46,21 +42,17 @@ def _object_after(line: str, token: str, pattern: re.Pattern[str]) -> dict | Non
 
 
 def parse_mllog_line(line: str) -> dict | None:
-    """One MLLOG record, or None for any other line."""
     rec = _object_after(line, MLLOG_TOKEN, _MLLOG_RE)
     return rec if rec is not None and "key" in rec else None
 
 
 def parse_json_line(line: str) -> dict | None:
-    """The object of a ``GPUBENCH_METRICS {...}`` line, or None."""
     return _object_after(line, JSON_TOKEN, _JSON_RE)
 
 
 def _number(value: Any) -> float | None:
-    """A number the result can store (finite, int64 range), or None; never raises on a huge one."""
-    if isinstance(value, str):
-        return None
-    return bounded(value)
+    """A number the result can store, or None (a string is no number here)."""
+    return None if isinstance(value, str) else bounded(value)
 
 
 def _count(value: Any) -> int | None:
@@ -97,9 +89,9 @@ class Warnings(list):
             return
         if len(self._seen) >= MAX_WARNINGS:
             self.left_out += 1
-            return
-        self._seen.add(kind)
-        self.append(message[:500])
+        else:
+            self._seen.add(kind)
+            self.append(message[:500])
 
     def all(self) -> list[str]:
         return list(self) + ([f"{self.left_out} more warnings left out"] if self.left_out else [])
@@ -141,13 +133,9 @@ def _with_boundary(progress: Progress | None, boundary: str | None) -> Progress 
 
 @dataclass(frozen=True)
 class Progress:
-    """One reading of how far the job got: cumulative samples, and the job's own clock if it gave one.
-
-    clock: "json" (`seconds`, training seconds so far), "mllog" (`time_ms`, the epoch in seconds)
-    or None (the line carried no time: the reader of the line times it on arrival).
-    boundary: "epoch" or "eval" when the line also marks the end of a unit of the job's own
-    structure (the steadiness rule and the periodic-cost measurement use these); a line that
-    marks only a boundary has `samples` None."""
+    """One reading: cumulative samples and the job's own clock, if it gave one: "json" (`seconds`, training
+    seconds so far), "mllog" (`time_ms`) or None (timed on arrival). boundary: "epoch" or "eval" when the
+    line also ends a unit of the job's structure; a line that marks only a boundary has `samples` None."""
 
     samples: float | None
     seconds: float | None
@@ -258,12 +246,9 @@ class MetricsReader:
         t = _number(rec.get("time_ms"))
         seconds = t / 1000 if t is not None else None
         counted = _count((rec.get("metadata") or {}).get("samples_count"))
-        if counted is not None:
-            return Progress(float(counted), seconds, "mllog" if seconds is not None else None)
-        if rec.get("key") == "epoch_stop" and self.train_samples is not None:
-            stopped = sum(1 for e in self.epochs if e.get("stop_ms") is not None)
-            return Progress(float(self.train_samples * stopped), seconds, "mllog" if seconds is not None else None)
-        return None
+        if counted is None and rec.get("key") == "epoch_stop" and self.train_samples is not None:
+            counted = self.train_samples * sum(1 for e in self.epochs if e.get("stop_ms") is not None)
+        return None if counted is None else Progress(float(counted), seconds, "mllog" if seconds is not None else None)
 
     def _json(self, obj: dict) -> None:
         self.json_lines += 1
@@ -307,12 +292,10 @@ class MetricsReader:
                 if n is None or e["epoch"] == n:
                     e["val_acc"] = float(value)
                     break
-        elif key == "throughput" and _number(value) is not None:
-            self.throughput = float(value)
-        elif key == "tracked_stats" and isinstance(value, dict):
-            rate = value.get("throughput", value.get("imgs_sec"))
-            if _number(rate) is not None:
-                self.throughput = float(rate)
+        elif key in ("throughput", "tracked_stats"):
+            stats = value if key == "tracked_stats" and isinstance(value, dict) else {}
+            rate = value if key == "throughput" else stats.get("throughput", stats.get("imgs_sec"))
+            self.throughput = float(rate) if _number(rate) is not None else self.throughput
         elif key == "epoch_start":
             self.epochs.append({"epoch": meta.get("epoch_num", len(self.epochs) + 1), "start_ms": t, "stop_ms": None})
         elif key == "epoch_stop":
@@ -331,14 +314,9 @@ class MetricsReader:
         return self.run_start_ms is not None and self.run_stop_ms is not None
 
     def found(self) -> list[str]:
-        out = []
-        if self.json_lines:
-            out.append("json")
-        if self.mllog_complete:
-            out.append("mllog")
-        if self.matched not in (None, *GPUBENCH_CONVENTIONS):
-            out.append(self.matched)
-        return out
+        framework = self.matched not in (None, *GPUBENCH_CONVENTIONS)
+        found = (("json", self.json_lines), ("mllog", self.mllog_complete), (self.matched, framework))
+        return [name for name, seen in found if seen]
 
     def tried(self) -> list[tuple[str, str]]:
         """(convention, a line it reads) for every convention this reader tries, in order."""
@@ -382,19 +360,16 @@ class MetricsReader:
 
     def epoch_rows(self) -> list[dict]:
         """epochs.csv rows from MLLOG epoch intervals."""
-        rows = []
-        for i, e in enumerate(self.epochs, 1):
-            elapsed = None
-            if e.get("start_ms") is not None and e.get("stop_ms") is not None:
-                elapsed = round((e["stop_ms"] - e["start_ms"]) / 1000, 3)
-            rows.append(
-                {
-                    "epoch": e["epoch"] if isinstance(e["epoch"], int) else i,
-                    "elapsed": elapsed,
-                    "val_acc": e.get("val_acc"),
-                }
-            )
-        return rows
+        return [
+            {
+                "epoch": e["epoch"] if isinstance(e["epoch"], int) else i,
+                "elapsed": round((e["stop_ms"] - e["start_ms"]) / 1000, 3)
+                if None not in (e["start_ms"], e["stop_ms"])
+                else None,
+                "val_acc": e.get("val_acc"),
+            }
+            for i, e in enumerate(self.epochs, 1)
+        ]
 
     def summary(self, wall_seconds: float) -> dict:
         """Result metrics; JSON values win over MLLOG ones (the job said so explicitly)."""
@@ -413,11 +388,9 @@ class MetricsReader:
         counter, final = self.progress.counter, (self.progress.counter.final if self.progress.counter else {})
         if source == "wall time of `run`" and final.get("seconds") is not None:
             seconds, source = final["seconds"], f"{self.matched} train_runtime"
-        if samples is None and self.last_count is not None and self.last_count.unit == "samples":
-            samples = _count(self.last_count.value)
-        steps = int(j["steps"]) if "steps" in j else None
-        if steps is None and self.last_count is not None and self.last_count.unit == "steps":
-            steps = _count(self.last_count.value)
+        last = {self.last_count.unit: _count(self.last_count.value)} if self.last_count is not None else {}
+        samples = samples if samples is not None else last.get("samples")
+        steps = int(j["steps"]) if "steps" in j else last.get("steps")
         if epochs is None and counter is not None and counter.epoch is not None:
             epochs = _count(counter.epoch)
         rate = float(j["samples_per_second"]) if "samples_per_second" in j else self.throughput
@@ -454,7 +427,7 @@ class MetricsReader:
 
     def progress_record(self) -> dict | None:
         """How the job's progress was read and what it said about the job's size, each figure with
-        its source: the whole job's work is filled in from these (payload.workloads.conventions.work)."""
+        its source: the whole job's work is filled in from these (payload.workloads.conventions)."""
         counter = self.progress.counter
         if counter is None:
             return None

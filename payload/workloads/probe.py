@@ -1,10 +1,6 @@
-"""Probe mode: run the job only until its throughput is steady, then stop it (docs/workloads.md, "Probe mode").
-
-The runner feeds each progress reading to a `ProbeMonitor`; its points use the job's own clock when the
-first reading carries one (GPUBENCH_METRICS ``seconds``, MLLOG ``time_ms``), else arrival time, never both.
-When to stop is docs/bench-method.md, "When the probe stops": steady (payload.steady) AND past a floor of
-FLOOR_SHARE of the limit or STRUCTURE_PERIODS periods of the job's structure (epochs, evaluations, pauses);
-after one pause the probe runs on to see a second, so the period is measured, not guessed."""
+"""Probe mode: run the job only until its throughput is steady, then stop it (docs/workloads.md, "Probe mode";
+the rule: docs/bench-method.md, "When the probe stops"). Points use the job's own clock when the first reading
+carries one (GPUBENCH_METRICS ``seconds``, MLLOG ``time_ms``), else arrival time, never both."""
 
 from __future__ import annotations
 
@@ -95,8 +91,7 @@ class ProbeMonitor:
             return first
 
     def _boundary(self, kind: str) -> None:
-        """The end of an epoch or an evaluation, after the reading its line carried (if any). At most
-        MAX_POINTS are kept, as points are: a job that prints an epoch end per step cannot grow the result."""
+        """The end of an epoch or an evaluation; at most MAX_POINTS kept, so it cannot grow the result."""
         if len(self.boundaries) >= MAX_POINTS:
             return
         self.boundaries.append([round(self._elapsed(), 3), kind])
@@ -134,12 +129,9 @@ class ProbeMonitor:
             self._stride *= 2
 
     def wall_per_job_second(self) -> float | None:
-        """Wall seconds per second of the job's own clock over the steady part (after the warm-up).
-
-        A job's clock may leave out time the job spends elsewhere (GPUBENCH_METRICS `seconds` counting
-        training only, not evaluation); the lines' arrival times do not. Above 1, the wall clock ran
-        faster: a whole job's wall time is its job-clock time times this. None on the arrival clock
-        (nothing to correct) or with fewer than two steady points."""
+        """Wall seconds per second of the job's own clock over the steady part: a job's clock may leave out
+        time spent elsewhere (`seconds` counting training only), arrival times do not; a whole job's wall time
+        is its job-clock time times this. None on the arrival clock or with fewer than two steady points."""
         if self._clock_kind in ("unset", None) or self.steady is None or len(self.points) < 2:
             return None
         cut = self._steady_start()

@@ -1,13 +1,13 @@
-"""One shell command of a workload (``setup`` or ``run``), contained: every process it starts can be ended.
-
-The shell leads its own process group and the payload is a child subreaper (payload.proctree) while the
-job runs, so a deadline, a notice, a stop signal or a finished probe ends the job's whole tree (SIGTERM,
-SIGKILL after the grace), and so does the shell's own end. The job ends when its shell exits, never when
-the last holder of its output pipe lets go."""
+"""One shell command of a workload (``setup`` or ``run``), contained: the shell leads its own process group and
+the payload is a child subreaper (payload.proctree), so a deadline, a notice, a stop signal, a finished probe
+or the shell's own end ends the job's whole tree. The job ends when its shell exits, not when its pipe closes."""
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -17,7 +17,136 @@ from collections.abc import Callable
 
 from payload import proctree
 from payload.events import note
-from payload.workloads.lines import LineSplitter
+
+# The output cut into lines: at `\n`, `\r\n` or a lone `\r` (a redrawn progress bar); a line longer than
+# MAX_LINE_BYTES keeps its start and says how much was cut, the rest skipped as it arrives.
+MAX_LINE_BYTES = 16 * 1024  # a metrics line is a few hundred bytes; a progress bar a few hundred
+_END = re.compile(rb"\r\n|\r|\n")
+_BLANK = re.compile(r"^[\s\x08]*$")  # what a terminal redraw leaves between two carriage returns
+
+
+class Redrawn(str):
+    """A line the job ended with a carriage return: on a terminal the next line overwrites it."""
+
+
+class LineSplitter:
+    """Bytes in, lines (str) out; `cut` counts the lines that were truncated."""
+
+    def __init__(self, limit: int = MAX_LINE_BYTES):
+        self.limit = limit
+        self.cut = 0
+        self._buf = bytearray()
+        self._dropped = 0  # bytes of the current line beyond the limit
+        self._carry = b""  # a trailing \r: a line end, or the first half of \r\n
+
+    def feed(self, chunk: bytes) -> list[str]:
+        data = self._carry + chunk
+        self._carry = b""
+        if data.endswith(b"\r"):
+            data, self._carry = data[:-1], b"\r"
+        out: list[str] = []
+        pos = 0
+        for end in _END.finditer(data):
+            self._add(data[pos : end.start()])
+            out += self._emit(redrawn=end.group() == b"\r")
+            pos = end.end()
+        self._add(data[pos:])
+        return out
+
+    def close(self) -> list[str]:
+        """The last line, when the output ended without a line end."""
+        out = self._emit(redrawn=True) if self._carry else []
+        self._carry = b""
+        if self._buf or self._dropped:
+            out += self._emit(redrawn=False)
+        return out
+
+    def _add(self, part: bytes) -> None:
+        room = self.limit - len(self._buf)
+        self._buf += part[: max(room, 0)]
+        self._dropped += max(len(part) - max(room, 0), 0)
+
+    def _emit(self, *, redrawn: bool) -> list[str]:
+        text = self._buf.decode("utf-8", errors="replace")
+        if self._dropped:
+            self.cut += 1
+            text += f" [... {self._dropped} more bytes cut: lines are read up to {self.limit} bytes]"
+        self._buf, self._dropped = bytearray(), 0
+        if redrawn and _BLANK.match(text):
+            return []  # the empty stretch before a redraw (a bar's backspaces), not a line of output
+        text = text.replace("\x08", "")
+        return [Redrawn(text) if redrawn else text]
+
+
+# The last lines of the output, uploaded as ``log-tail.txt`` while the job runs (for `gpubench logs`): rolling
+# uploads straight to the bucket (a failed one is replaced by the next), the final one through the spooling
+# store; a redrawn progress bar keeps only its newest state, as a terminal shows it.
+LOG_TAIL_LINES = 200
+LOG_TAIL_LINE_CHARS = 2000  # longer lines are cut: the tail stays under 200 x 2000 characters
+UPLOAD_EVERY_SECONDS = 30.0  # rolling uploads while the job runs
+TAIL_MARK = "\n--- last lines of its output ---\n"  # a failed run's error: the reason, this, its last lines
+
+
+class LogTail:
+    """A bounded, thread-safe line buffer with a background uploader."""
+
+    def __init__(self, maxlen: int = LOG_TAIL_LINES):
+        self._lines: collections.deque[str] = collections.deque(maxlen=maxlen)
+        self._lock = threading.Lock()
+        self._version = 0  # lines appended so far: a change since the last upload
+        self._uploaded = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def append(self, line: str) -> None:
+        """Add a line; a redrawn line replaces the redrawn line before it (one progress bar, its newest state)."""
+        text = line if len(line) <= LOG_TAIL_LINE_CHARS else line[:LOG_TAIL_LINE_CHARS] + " [...]"
+        with self._lock:
+            if isinstance(line, Redrawn) and self._lines and isinstance(self._lines[-1], Redrawn):
+                self._lines.pop()
+            self._lines.append(Redrawn(text) if isinstance(line, Redrawn) else text)
+            self._version += 1
+
+    def lines(self) -> list[str]:
+        with self._lock:
+            return list(self._lines)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._lines)
+
+    def text(self) -> bytes:
+        lines = self.lines()
+        return ("\n".join(lines) + "\n").encode() if lines else b""
+
+    def upload_if_changed(self, put: Callable[[bytes], object]) -> bool:
+        """Upload the tail when lines arrived since the last upload; a failed upload is retried next time."""
+        with self._lock:
+            version = self._version
+        if version == self._uploaded:
+            return False
+        try:
+            put(self.text())
+        except Exception:  # noqa: BLE001 - a rolling copy; the final upload is the one that counts
+            return False
+        self._uploaded = version
+        return True
+
+    def start_uploads(self, put: Callable[[bytes], object]) -> None:
+        """Upload every UPLOAD_EVERY_SECONDS until `stop_uploads`."""
+
+        def loop() -> None:
+            while not self._stop.wait(UPLOAD_EVERY_SECONDS):
+                self.upload_if_changed(put)
+
+        self._thread = threading.Thread(target=loop, name="gpubench-log-tail", daemon=True)
+        self._thread.start()
+
+    def stop_uploads(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
 
 STOP_GRACE_ENV = "GPUBENCH_STOP_GRACE_SECONDS"
 DEFAULT_STOP_GRACE_SECONDS = 30.0  # SIGTERM, then SIGKILL: time for a job to save its work
@@ -34,7 +163,7 @@ def stop_grace_seconds(environ: dict | None = None) -> float:
     try:
         value = float((environ if environ is not None else os.environ).get(STOP_GRACE_ENV, ""))
     except ValueError:  # unset or not a number
-        return DEFAULT_STOP_GRACE_SECONDS
+        value = -1.0
     return value if 0.0 <= value <= MAX_STOP_GRACE_SECONDS else DEFAULT_STOP_GRACE_SECONDS  # nan falls back too
 
 
@@ -81,10 +210,8 @@ class JobTree:
         return found
 
     def signal_group(self, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.shell, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
     def end(self, grace: float) -> set[int]:
         """SIGTERM to the whole tree, SIGKILL after `grace`; the pids that survived (normally none)."""
@@ -119,10 +246,10 @@ class ShellProcess:
 
     reader_error: BaseException | None = None  # what broke the reader of the output; the job was stopped
     unread = False  # the output past this point is not handed on (the reader outlived wait())
-    lines_cut = 0  # output lines longer than lines.MAX_LINE_BYTES, truncated
+    lines_cut = 0  # output lines longer than MAX_LINE_BYTES, truncated
 
     def _read(self, on_line) -> None:
-        """Pump the output to `on_line` in bounded lines (payload.workloads.lines) until the job closes it.
+        """Pump the output to `on_line` in bounded lines (LineSplitter) until the job closes it.
 
         A reader that raises is recorded in `reader_error`, the job is stopped and its output is
         drained unread: a job blocked on a full pipe would otherwise run on until its deadline."""

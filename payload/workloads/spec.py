@@ -1,9 +1,6 @@
-"""Workload specs (task files): the user's own training job, in a small YAML file (docs/workloads.md, "The spec").
+"""Task files: the user's own training job in a small YAML file, fields as SkyPilot's (docs/workloads.md).
 
-Fields follow SkyPilot's task YAML (``envs`` is ``env``), plus ``image``, ``metrics`` and for
-`gpubench bench` ``resources`` and ``work``. The content hash (normalised spec plus the workdir's digest)
-names the workload in results; `resources` and `work` say where and how long, not what, so the hash
-leaves them out. Field descriptions are the fixes errors suggest: ``<file>: field '<field>': <problem> (<fix>)``."""
+Field descriptions are the fixes errors suggest: ``<file>: field '<field>': <problem> (<fix>)``."""
 
 from __future__ import annotations
 
@@ -12,13 +9,12 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from payload.config import MAX_GPUS_PER_MACHINE
-from payload.workloads.conventions import compile_pattern
-from payload.workloads.conventions.work import whole_job
+from payload.workloads.conventions import compile_pattern, whole_job
 from payload.workloads.files import WorkdirError, confine_workdir, files_digest, read_workdir
 from payload.yamlfile import YamlFileError, quote, read_yaml
 
@@ -30,35 +26,15 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")  # at most 128 characters: errors quote it whole
 # One accelerator alternative, SkyPilot style: NAME or NAME:COUNT (T4, A100:8, GTX-1080-Ti:2).
 ACCELERATOR_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?::(?P<count>\d+))?$")
-# resources.providers and .regions: (pattern, what they are, an example)
-PLACE_NAMES = {
-    "providers": (re.compile(r"^[a-z][a-z0-9-]*$"), "provider names (lowercase)", "aws, gcp"),
-    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"), "region names", "us-east-1, us-central1"),
-}
-# The workdir walk (what is shipped and hashed, and what is refused) is payload.workloads.files.
-
-# Names from neighbouring tools, and what they are called here.
-TOP_HINTS = {
-    "envs": " (SkyPilot's `envs` is `env` here)",
-    "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
-    "working_dir": " (use `workdir`)",
-    "file_mounts": " (ship small files in `workdir` and fetch data in `setup`)",
-    "num_nodes": " (gpubench runs single-machine jobs)",
-}
-RESOURCES_HINTS = {
-    "use_spot": " (SkyPilot's `use_spot` is `spot` here)",
-    "cloud": " (use `providers: [aws]`)",
-    "infra": " (use `providers: [aws]` and `regions: [us-east-1]`)",
-    "region": " (use `regions: [us-east-1]`)",
-    "disk_size": " (use `disk_gb`)",
-    "gpus": " (use `accelerators: [T4:1]`)",
-    "accelerator": " (use `accelerators`)",
-}
-WORK_HINTS = {
-    "batch_size": " (give `samples_per_step`: samples per optimizer step, the global batch size)",
-    "total_samples": " (use `samples`)",
-    "epoch": " (use `epochs`)",
-    "step": " (use `steps`)",
+# Lists of names: (the test of one, what they are, an example)
+NAME_LISTS = {
+    "providers": (re.compile(r"^[a-z][a-z0-9-]*$").match, "provider names (lowercase)", "aws, gcp"),
+    "regions": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$").match, "region names", "us-east-1, us-central1"),
+    "allow": (
+        lambda p: p and not p.startswith(("/", "~")) and ".." not in p.split("/"),
+        "paths relative to the workdir",
+        "certs/ca.pem",
+    ),
 }
 WORK_SHAPES = (("samples",), ("steps", "samples_per_step"), ("epochs", "samples_per_epoch"))
 WORK_EXAMPLE = "samples: 1281167 | steps: 10000 (+ samples_per_step: 256) | epochs: 90 (+ samples_per_epoch: 1281167)"
@@ -84,15 +60,30 @@ class _Problem(ValueError):
 
 
 class _Model(BaseModel):
+    """A mapping (`LIKE` its example, `EMPTY` why not empty) of known fields (`HINTS`: neighbouring tools' names)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+    LIKE: ClassVar[str] = ""
+    EMPTY: ClassVar[str | None] = None
+    HINTS: ClassVar[dict[str, str]] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shape(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            raise _Problem(None, f"expected a mapping {cls.LIKE}, got {quote(raw)}")
+        if not raw and cls.EMPTY:
+            raise _Problem(None, cls.EMPTY)
+        allowed = list(cls.model_fields)
+        unknown = sorted(str(k) for k in raw if k not in allowed)
+        if unknown:
+            hint = cls.HINTS.get(unknown[0], "")
+            raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
+        return cls._given(raw)
 
-def _reject_unknown(raw: dict, model: type[BaseModel], hints: dict[str, str]) -> None:
-    allowed = list(model.model_fields)
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        hint = hints.get(unknown[0], "")
-        raise _Problem(unknown[0], f"unknown field{hint}; allowed fields: {', '.join(allowed)}")
+    @classmethod
+    def _given(cls, raw: dict) -> dict:  # a section's own checks of the whole mapping
+        return raw
 
 
 def _positive_number(value: Any, what: str) -> float | int:
@@ -145,12 +136,13 @@ def parse_accelerators(value: Any) -> tuple[Accelerator, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _names(value: Any, pattern: re.Pattern[str], what: str, example: str) -> tuple[str, ...]:
+def _names(value: Any, info: ValidationInfo) -> tuple[str, ...]:
+    ok, what, example = NAME_LISTS[str(info.field_name)]
     items = [value] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)) or not items:
+    if not isinstance(items, (list, tuple)) or not (items or info.field_name == "allow"):
         raise ValueError(f"expected a list of {what}, e.g. [{example}], got {quote(value)}")
     for item in items:
-        if not isinstance(item, str) or not pattern.match(item):
+        if not isinstance(item, str) or not ok(item):
             raise ValueError(f"{quote(item)}: expected {what}, e.g. [{example}]")
     return tuple(dict.fromkeys(items))
 
@@ -180,31 +172,27 @@ class Resources(_Model):
         description=f"boot disk size in whole GB, an integer from 1 to {MAX_DISK_GB}; default: the stack's",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict):
-            raise _Problem(
-                None, f"expected a mapping like {{accelerators: [T4:1, L4:1], spot: false}}, got {quote(raw)}"
-            )
-        if not raw:
-            raise _Problem(
-                None,
-                "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
-                "(a run on a stack takes them from the stack: resources come from the stack's offering)",
-            )
-        _reject_unknown(raw, cls, RESOURCES_HINTS)
-        return raw
+    LIKE = "like {accelerators: [T4:1, L4:1], spot: false}"
+    EMPTY = (
+        "empty: list the GPUs to compare in `accelerators` (e.g. [T4:1, L4:1]) or drop `resources` "
+        "(a run on a stack takes them from the stack: resources come from the stack's offering)"
+    )
+    HINTS = {
+        "use_spot": " (SkyPilot's `use_spot` is `spot` here)",
+        "cloud": " (use `providers: [aws]`)",
+        "infra": " (use `providers: [aws]` and `regions: [us-east-1]`)",
+        "region": " (use `regions: [us-east-1]`)",
+        "disk_size": " (use `disk_gb`)",
+        "gpus": " (use `accelerators: [T4:1]`)",
+        "accelerator": " (use `accelerators`)",
+    }
 
     @field_validator("accelerators", mode="before")
     @classmethod
     def _accelerators(cls, value: Any) -> tuple[Accelerator, ...]:
         return parse_accelerators(value)
 
-    @field_validator("providers", "regions", mode="before")
-    @classmethod
-    def _places(cls, value: Any, info: ValidationInfo) -> tuple[str, ...]:
-        return _names(value, *PLACE_NAMES[info.field_name])
+    _places = field_validator("providers", "regions", mode="before")(_names)
 
 
 # --- work --------------------------------------------------------------------------------------------------
@@ -223,12 +211,16 @@ class Work(_Model):
         None, description="training samples per epoch, the dataset size (with epochs)"
     )
 
-    @model_validator(mode="before")
+    LIKE = f"(one of {WORK_EXAMPLE})"
+    HINTS = {
+        "batch_size": " (give `samples_per_step`: samples per optimizer step, the global batch size)",
+        "total_samples": " (use `samples`)",
+        "epoch": " (use `epochs`)",
+        "step": " (use `steps`)",
+    }
+
     @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict):
-            raise _Problem(None, f"expected a mapping, one of {WORK_EXAMPLE}; got {quote(raw)}")
-        _reject_unknown(raw, cls, WORK_HINTS)
+    def _given(cls, raw: dict) -> dict:
         given = [shape for shape in WORK_SHAPES if any(raw.get(k) is not None for k in shape)]
         if len(given) != 1:
             said = "none" if not given else " and ".join("+".join(s) for s in given)
@@ -245,9 +237,7 @@ class Work(_Model):
 
     @model_validator(mode="after")
     def _bounded(self) -> Work:
-        total = self.total_samples()
-        counts = [("samples in all", total), ("steps", self.steps), ("epochs", self.epochs)]
-        for what, value in counts:
+        for what, value in [("samples in all", self.total_samples()), ("steps", self.steps), ("epochs", self.epochs)]:
             if value is not None and value > MAX_WORK_SAMPLES:
                 raise _Problem(
                     None,
@@ -280,13 +270,9 @@ class ProgressSpec(_Model):
         None, description="samples one counted step (or batch) trains, the global batch size, e.g. 64"
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _shape(cls, raw: Any) -> Any:
-        if not isinstance(raw, dict) or not raw:
-            raise _Problem(None, f"expected a mapping like {{pattern: '...', samples_per_step: 64}}, got {raw!r}")
-        _reject_unknown(raw, cls, {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"})
-        return raw
+    LIKE = "like {pattern: '...', samples_per_step: 64}"
+    EMPTY = f"expected a mapping {LIKE}, got {{}}"
+    HINTS = {"batch_size": " (use `samples_per_step`)", "regex": " (use `pattern`)"}
 
     @field_validator("pattern", "epoch_end", mode="before")
     @classmethod
@@ -303,19 +289,6 @@ class ProgressSpec(_Model):
 
 
 # --- the task file -----------------------------------------------------------------------------------------
-
-
-def _text(value: Any, key: str) -> str:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected {FIELDS[key]}, got {quote(value)}")
-    if len(value) > MAX_SCRIPT_CHARS:
-        raise ValueError(
-            f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
-            "commands in a script in the workdir and run that"
-        )
-    return value.strip("\n")
 
 
 class TaskFile(_Model):
@@ -373,6 +346,14 @@ class TaskFile(_Model):
         "not part of the workload's hash",
     )
 
+    HINTS = {  # names from neighbouring tools, and what they are called here
+        "envs": " (SkyPilot's `envs` is `env` here)",
+        "commands": " (put dstack-style commands in `run`, as a list or a multi-line string)",
+        "working_dir": " (use `workdir`)",
+        "file_mounts": " (ship small files in `workdir` and fetch data in `setup`)",
+        "num_nodes": " (gpubench runs single-machine jobs)",
+    }
+
     @model_validator(mode="before")
     @classmethod
     def _shape(cls, raw: Any) -> Any:
@@ -380,7 +361,10 @@ class TaskFile(_Model):
             raise WorkloadSpecError(
                 f"expected a mapping with at least `name` and `run`, got {type(raw).__name__}; see docs/workloads.md"
             )
-        _reject_unknown(raw, cls, TOP_HINTS)
+        return super()._shape(raw)
+
+    @classmethod
+    def _given(cls, raw: dict) -> dict:
         for key in ("name", "run"):
             if raw.get(key) in (None, ""):
                 raise _Problem(key, f"required: {FIELDS[key]}")
@@ -397,7 +381,16 @@ class TaskFile(_Model):
     @field_validator("run", "setup", mode="before")
     @classmethod
     def _script(cls, value: Any, info: ValidationInfo) -> str:
-        return _text(value, str(info.field_name))
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = "\n".join(value)  # dstack-style `commands:` lists are accepted for setup/run
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"expected {FIELDS[str(info.field_name)]}, got {quote(value)}")
+        if len(value) > MAX_SCRIPT_CHARS:
+            raise ValueError(
+                f"{len(value):,} characters, more than {MAX_SCRIPT_CHARS:,} (a process argument's limit); put the "
+                "commands in a script in the workdir and run that"
+            )
+        return value.strip("\n")
 
     @field_validator("image", mode="before")
     @classmethod
@@ -452,16 +445,7 @@ class TaskFile(_Model):
             raise ValueError(f"{path} is not a directory; give a path relative to the spec file")
         return str(path)
 
-    @field_validator("allow", mode="before")
-    @classmethod
-    def _allow(cls, value: Any) -> tuple[str, ...]:
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, (list, tuple)):
-            raise ValueError(f"expected a list of workdir paths, e.g. allow: [certs/ca.pem], got {quote(value)}")
-        for item in items:
-            if not isinstance(item, str) or not item or item.startswith(("/", "~")) or ".." in item.split("/"):
-                raise ValueError(f"{quote(item)}: expected a path relative to the workdir, e.g. certs/ca.pem")
-        return tuple(dict.fromkeys(items))
+    _allow = field_validator("allow", mode="before")(_names)
 
     @model_validator(mode="after")
     def _pattern_given(self) -> TaskFile:
@@ -520,19 +504,11 @@ class WorkloadSpec(TaskFile):
         return _hashed(self.model_copy(update=update))
 
     def normalised(self) -> dict[str, Any]:
-        """What the hash covers: every field that changes what runs, never where the files are.
-        `resources` and `work` are left out: the same job on another GPU is the same job."""
-        return {
-            "name": self.name,
-            "image": self.image,
-            "setup": self.setup,
-            "run": self.run,
-            "env": dict(sorted(self.env.items())),
-            "gpus": self.gpus,
-            "metrics": list(self.metrics),
-            "workdir_sha256": self.workdir_sha256,
-            **({"progress": self.progress.model_dump()} if self.progress is not None else {}),
-        }
+        """What the content hash covers: every field that changes what runs, never where the files are, where
+        it runs or how long (`resources`, `work`: the same job on another GPU is the same job)."""
+        hashed = {"name", "image", "setup", "run", "env", "gpus", "metrics", "workdir_sha256", "progress"}
+        out = self.model_dump(include=hashed)
+        return out if out["progress"] is not None else {k: v for k, v in out.items() if k != "progress"}
 
 
 def _describe(path: tuple[str, ...]) -> str | None:

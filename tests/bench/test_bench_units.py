@@ -27,7 +27,7 @@ from infra.config import MIN_HOURS, parse_config
 from infra.conventions import Declined
 from infra.launch import resolve
 from payload import exitcodes
-from payload.workloads import load_spec
+from payload.workloads.spec import load_spec
 
 
 def project(tmp_path: Path, stacks: dict[str, dict] | None = None) -> Path:

@@ -22,8 +22,8 @@ from payload import exitcodes
 from payload.benchmarks import REGISTRY
 from payload.benchmarks.__main__ import _params, main, parser
 from payload.benchmarks.progress import Progress
-from payload.workloads import load_spec
 from payload.workloads.metrics import parse_json_line
+from payload.workloads.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 TASK_FILES = sorted((REPO / "examples").rglob("*.yaml"))

@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from payload.workloads import WorkloadSpecError, load_spec
-from payload.workloads.spec import FIELDS, Accelerator, Resources, TaskFile, Work, parse_accelerators
+from payload.workloads.spec import (
+    FIELDS,
+    Accelerator,
+    Resources,
+    TaskFile,
+    Work,
+    WorkloadSpecError,
+    load_spec,
+    parse_accelerators,
+)
 
 BASE = {"name": "job", "run": "python train.py"}
 
@@ -149,7 +157,7 @@ def test_resources_accept_a_list_one_string_or_a_mapping_and_count_defaults_to_o
         ({"steps": 10000, "samples_per_step": 256}, 10000 * 256.0),
         ({"epochs": 90, "samples_per_epoch": 1281167}, 90 * 1281167.0),
         ({"epochs": 0.5, "samples_per_epoch": 50000}, 25000.0),
-        ({"epochs": 60}, None),  # the job's output fills in the rest (conventions.work)
+        ({"epochs": 60}, None),  # the job's output fills in the rest (conventions.whole_job)
         ({"steps": 10000}, None),
     ],
 )

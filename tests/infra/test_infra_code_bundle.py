@@ -202,7 +202,7 @@ def test_host_fetches_both_bundles_and_runs_the_specs_image_with_the_rendered_co
 ):
     from infra.bundle import build_workload_bundle
     from infra.config import CLOUD_WORKLOAD_SPEC
-    from payload.workloads import load_spec
+    from payload.workloads.spec import load_spec
 
     files = _files(rendered_workload.user_data)
     for env_path, bundle in (

@@ -21,7 +21,7 @@ from infra.config import ConfigError
 from infra.ssh.config import parse_ssh_config
 from infra.ssh.layout import RunLayout
 from infra.ssh.runtimes import docker_plan
-from payload.workloads import load_spec
+from payload.workloads.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = {"EPOCHS": "2", "SAMPLES": "128", "IMAGE_SIZE": "16", "WIDTH": "8", "BATCH_SIZE": "32", "OMP_NUM_THREADS": "1"}

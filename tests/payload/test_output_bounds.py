@@ -11,11 +11,9 @@ import time
 
 from test_payload_probe import only_result, payload_run
 
-from payload.workloads.conventions.base import INT_MAX
-from payload.workloads.lines import MAX_LINE_BYTES, LineSplitter, Redrawn
-from payload.workloads.logtail import LOG_TAIL_LINE_CHARS, LogTail
+from payload.workloads.conventions import INT_MAX
 from payload.workloads.metrics import MAX_REPORTED_KEYS, MAX_WARNINGS, MetricsReader, Progress
-from payload.workloads.process import ShellProcess
+from payload.workloads.process import LOG_TAIL_LINE_CHARS, MAX_LINE_BYTES, LineSplitter, LogTail, Redrawn, ShellProcess
 
 
 def split(data: bytes, chunk: int) -> tuple[list[str], LineSplitter]:

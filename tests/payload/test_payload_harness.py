@@ -15,8 +15,7 @@ from payload_helpers import only_result, run_payload
 
 from payload import exitcodes
 from payload.benchmarks import REGISTRY
-from payload.benchmarks._common import single_batch
-from payload.benchmarks.base import Benchmark
+from payload.benchmarks.base import Benchmark, single_batch
 from payload.layout import newest_versions
 from payload.schema import validate_result
 

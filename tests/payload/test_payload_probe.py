@@ -21,7 +21,7 @@ from payload import exitcodes
 from payload.config import ConfigError, render_env, resolve
 from payload.schema import validate_result
 from payload.timestamps import parse_iso
-from payload.workloads import logtail
+from payload.workloads import process
 from payload.workloads.imports import job_frameworks
 from payload.workloads.metrics import MetricsReader, Progress
 from payload.workloads.probe import CHECK_EVERY_SECONDS, MAX_POINTS, MIN_READINGS, ProbeMonitor, overhead_seconds
@@ -164,7 +164,7 @@ def test_full_run_has_no_probe(tmp_path):
 def test_log_tail_is_uploaded_while_the_job_runs(tmp_path, monkeypatch):
     from payload.cli import main as payload_main
 
-    monkeypatch.setattr(logtail, "UPLOAD_EVERY_SECONDS", 0.2)
+    monkeypatch.setattr(process, "UPLOAD_EVERY_SECONDS", 0.2)
     release = tmp_path / "release"
     run = (
         "echo 'still warming up'; "
@@ -195,7 +195,7 @@ def test_log_tail_is_uploaded_while_the_job_runs(tmp_path, monkeypatch):
 
 
 def test_log_tail_uploads_only_when_changed():
-    tail, puts = logtail.LogTail(maxlen=2), []
+    tail, puts = process.LogTail(maxlen=2), []
     assert not tail.upload_if_changed(puts.append) and puts == []
     for line in ("a", "b", "c"):
         tail.append(line)

@@ -22,9 +22,9 @@ from servers import closed_port_url, require_module
 from payload.cli import main as payload_main
 from payload.layout import newest_versions
 from payload.schema import validate_result
-from payload.workloads import WorkloadSpecError, load_spec
 from payload.workloads.jobvenv import INHERIT_ENV, envs_root
 from payload.workloads.metrics import MetricsReader, parse_json_line, parse_mllog_line
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).parent / "data"
@@ -199,9 +199,9 @@ def test_import_record_reads_interpreters_and_first_versions_and_skips_a_cut_lin
         '{"module": "keras", "key": "ker'
     )
     seen = read_imports(record)
-    assert seen.observed and seen.pythons[0]["python_version"] == "3.11.7"
+    assert seen.pythons and seen.pythons[0]["python_version"] == "3.11.7"
     assert seen.frameworks == {"torch": "2.13.0+cpu"}
-    assert not read_imports(tmp_path / "absent.jsonl").observed
+    assert not read_imports(tmp_path / "absent.jsonl").pythons
 
 
 @pytest.mark.parametrize(

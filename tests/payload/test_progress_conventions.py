@@ -19,12 +19,9 @@ import yaml
 from test_payload_probe import REPO, only_result, payload_run
 
 from payload import exitcodes
-from payload.workloads.conventions import PARSERS, ProgressReader
-from payload.workloads.conventions.base import Counter
-from payload.workloads.conventions.pattern import Pattern
-from payload.workloads.conventions.work import progress_of, whole_job
-from payload.workloads.lines import LineSplitter
+from payload.workloads.conventions import PARSERS, Counter, ProgressReader, pattern_parser, progress_of, whole_job
 from payload.workloads.metrics import MetricsReader
+from payload.workloads.process import LineSplitter
 from payload.workloads.spec import BUILTIN_FORMATS, Work
 
 DATA = Path(__file__).parent / "data" / "progress"
@@ -183,7 +180,7 @@ def test_a_pattern_that_never_matches_is_named_after_a_few_lines():
 
 def test_a_pattern_needs_a_counter_group():
     with pytest.raises(ValueError, match="no named group `step` or `samples`"):
-        Pattern(r"epoch (?P<epoch>\d+)")
+        pattern_parser(r"epoch (?P<epoch>\d+)")
 
 
 def test_a_job_no_convention_reads_is_named_after_a_few_lines():
@@ -254,7 +251,7 @@ def test_the_same_job_with_its_pattern_is_measured_and_its_work_filled_in(tmp_pa
 
 
 def test_a_counter_that_resets_is_an_epoch_and_its_total_the_steps_per_epoch():
-    from payload.workloads.conventions.base import Reading
+    from payload.workloads.conventions import Reading
 
     c = Counter()
     values = [c.feed(Reading(step=s, steps_per_epoch=3)) for s in (1, 2, 3, 1, 2)]
@@ -345,7 +342,7 @@ def test_readings_arriving_in_one_millisecond_make_one_point():
 
 def test_a_failed_probe_names_its_reason_apart_from_the_last_lines_shown_once():
     from analysis.bench.readings import judge, verdict_lines
-    from payload.workloads.logtail import TAIL_MARK
+    from payload.workloads.process import TAIL_MARK
 
     result = {"status": "failed", "error": "missing metric: nothing read" + TAIL_MARK + "a\n\x1b]52;c;eA==\x07b"}
     status, reason = judge(result)

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from infra.bundle import build_workload_bundle
-from payload.workloads import WorkloadSpecError, load_spec
 from payload.workloads import files as workdir_files
+from payload.workloads.spec import WorkloadSpecError, load_spec
 
 
 def make_spec(tmp_path: Path, files: dict[str, str] | None = None, **doc) -> Path:
@@ -219,7 +219,6 @@ class CountingFile(io.RawIOBase):
 
 def test_the_size_limits_hold_while_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(workdir_files, "MAX_FILE_BYTES", 1000)
-    monkeypatch.setattr(workdir_files, "CHUNK", 64)
     endless = CountingFile()
     monkeypatch.setattr(workdir_files.os, "fdopen", lambda fd, mode: (os.close(fd), io.BufferedReader(endless, 64))[1])
     (tmp_path / "big").write_text("x")
