@@ -22,13 +22,11 @@ from payload.config import RunConfig
 from payload.environment import host_facts
 from payload.events import Timeline, note
 from payload.gpu import GpuSampler, nvml_info
-from payload.identity import Identity, make_run_id
-from payload.price import result_offering
+from payload.identity import Identity, PreemptionWatcher, make_run_id
 from payload.result import RunWriter, new_result
 from payload.spool import SpoolingStore
 from payload.storage import PermanentStorageError
 from payload.timestamps import iso
-from payload.watcher import PreemptionWatcher
 
 RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
 
@@ -74,6 +72,39 @@ def hardware(nv: dict, device: str, gpu_count: int, gpus_visible: int | None, de
         "driver_version": nv["driver_version"],
         "compute_capability": nv["compute_capability"] or (f"{cc[0]}.{cc[1]}" if cc else None),
         **host_facts(),
+    }
+
+
+def price_row(cfg: RunConfig) -> tuple[dict, list[str]]:
+    """(result["price"], warnings) from the launcher's options (the payload never reads the catalog; prices drift:
+    store the one used): `hourly_usd` is always on-demand, `spot_hourly_usd` spot, a missing price null."""
+    price = dict.fromkeys(("hourly_usd", "spot_hourly_usd", "source", "as_of", "origin"))
+    if cfg.hourly_usd is None:
+        what = f"offering {cfg.offering!r}" if cfg.offering else "this run"
+        return price, [
+            f"price unknown: the launcher gave no price for {what}; "
+            "set --hourly-usd/GPUBENCH_HOURLY_USD (the catalog's launchers do)"
+        ]
+    key = "spot_hourly_usd" if cfg.market == "spot" else "hourly_usd"
+    price.update({key: float(cfg.hourly_usd), "source": cfg.price_source, "as_of": cfg.price_as_of, "origin": "env"})
+    if cfg.market == "spot" and cfg.on_demand_hourly_usd is not None:
+        price["hourly_usd"] = float(cfg.on_demand_hourly_usd)
+    return price, []
+
+
+def result_offering(cfg, identity) -> dict:
+    """`result["offering"]`: what the instance says about itself (metadata), else what the launcher gave
+    (the provider is the offering id's prefix)."""
+    provider = cfg.offering.split("/", 1)[0] if cfg.offering and "/" in cfg.offering else None
+    return {
+        "id": cfg.offering,
+        "provider": identity.provider or provider,
+        "kind": cfg.offering_kind,
+        "region": identity.region,
+        "zone": identity.zone,
+        "instance_type": identity.instance_type or cfg.instance_type,
+        "instance_id": identity.instance_id,
+        "market": cfg.market,
     }
 
 

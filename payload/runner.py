@@ -16,12 +16,10 @@ from payload import exitcodes
 from payload.builtin import BuiltinJob
 from payload.config import RunConfig
 from payload.events import note
-from payload.identity import detect_identity
-from payload.price import price_row
-from payload.run import Run, SuiteContext
+from payload.identity import PreemptionWatcher, detect_identity
+from payload.run import Run, SuiteContext, price_row
 from payload.spool import Spool, SpoolingStore
 from payload.storage import open_store
-from payload.watcher import PreemptionWatcher
 from payload.workloads import WorkloadJob, load_spec
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -55,9 +53,7 @@ def run(cfg: RunConfig) -> int:
     store = SpoolingStore(open_store(cfg.results, write_once=True), spool)  # never overwrites: see layout
     identity = detect_identity()
     cfg.market = cfg.market or identity.lifecycle or ("spot" if cfg.stack.endswith("-spot") else "on-demand")
-    price, warnings = price_row(
-        cfg.offering, cfg.market, cfg.hourly_usd, cfg.price_source, cfg.price_as_of, cfg.on_demand_hourly_usd
-    )
+    price, warnings = price_row(cfg)
     if cfg.probe_seconds and cfg.benchmark:
         warnings.append("--probe-seconds applies to workloads only: the built-in benchmarks ran in full")
     watcher = PreemptionWatcher(cfg.watch_interval, cfg.deadline).start()
