@@ -179,7 +179,7 @@ def next_generation(keys) -> int:
     return max(generations) + 1 if generations else 0
 
 
-# The results journal (payload.journal): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
+# The results journal (payload.spool): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed
 # width (key order is time order). A collect lists it from its last full listing less JOURNAL_WINDOW_S (clocks
 # differ, uploads take a while) instead of every run of a settled stack; an entry is a hint, never a result.
 JOURNAL_ROOT = "journal/"

@@ -1,7 +1,7 @@
 """Writes one run's files under ``runs/<stack>/<run-id>/``: ``result.json`` (validated against the schema
 before every write: a result that does not validate is a bug here), ``events.jsonl`` and ``epochs.csv``
 (the seeds' per-epoch log, epochs numbered from 1 across resumed attempts). Failed uploads go to the
-spool; an uploaded result is announced in the results journal (payload.journal).
+spool; an uploaded result is announced in the results journal (payload.spool).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 from typing import Literal
 
 from payload.events import note
-from payload.journal import announce
 from payload.layout import next_generation, run_prefix, versioned
 from payload.schema import SCHEMA_VERSION, validate_result
+from payload.spool import announce
 
 EPOCH_COLUMNS = ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc")
 

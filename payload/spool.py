@@ -1,4 +1,4 @@
-"""Local spool: where results wait when the bucket stays down.
+"""Delivery: the local spool where results wait while the bucket is down, and the results journal.
 
 An object the store would not take after its retries is written here with its destination (URL and
 key) and tags; ``flush`` (``python -m payload flush``, and the start of every run) re-sends them oldest
@@ -8,6 +8,12 @@ GPUBENCH_SPOOL, else the user cache (payload.userdirs). When the spool cannot be
 writable fallback (``$TMPDIR/gpubench-fallback/``, ``./gpubench-fallback/``; flush it with
 ``--spool``; the run exits STRANDED) takes it, else a text object is printed to stderr between
 ``[gpubench] LOST-FILE`` markers.
+
+The journal: once a result file is in the bucket, its writer creates the empty object
+``journal/<stack>/<stamp>-<run-id>`` (payload.layout) with its own clock read just before, so a collect
+lists a settled stack's journal instead of every run. The stamp is the point, so an entry is never
+spooled (it would land under a stale stamp): a flush announces what it delivers with its own clock. An
+entry is a hint a full listing makes up for: announcing never fails a run.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from payload.events import note
-from payload.journal import announce
+from payload.layout import JOURNAL_WINDOW_S, BadKeyPart, journal_key, parse_key
 from payload.storage import AlreadyExists, StorageError, Store, open_store
 from payload.userdirs import user_path
 
@@ -190,3 +197,38 @@ class SpoolingStore:
 
     def __getattr__(self, name):  # get_bytes, list, exists, url_for, delete
         return getattr(self.store, name)
+
+
+def _put_entry(store: Store, stack: str, run_id: str, clock: Callable[[], float]) -> str:
+    """Create one entry stamped just before its put; its key. A put that took half the journal window or
+    more (its retries waited) is followed by one stamped afresh, which a collect's next read still sees."""
+    stamp = clock()
+    key = journal_key(stack, run_id, stamp)
+    store.put_bytes(key, b"", "application/octet-stream")  # no body: the key is the message
+    if clock() - stamp >= JOURNAL_WINDOW_S / 2:
+        key = journal_key(stack, run_id, clock())
+        store.put_bytes(key, b"", "application/octet-stream")
+    return key
+
+
+def announce(
+    store, key: str, warn: Callable[[str], None] | None = None, clock: Callable[[], float] = time.time
+) -> bool:
+    """Announce the upload of `key` in its stack's journal if it is a result file, after its upload succeeded
+    (an entry never precedes its result), in the bucket itself (never spooled). False when an entry was due
+    and could not be written, after telling `warn` why. A name already taken (the same run in the same
+    microsecond) is retried once with a new stamp."""
+    run_key = parse_key(key)
+    if run_key is None or not run_key.is_result:
+        return True
+    bucket = store.store if isinstance(store, SpoolingStore) else store
+    try:
+        try:
+            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+        except AlreadyExists:
+            _put_entry(bucket, run_key.stack, run_key.run_id, clock)
+    except (StorageError, BadKeyPart) as exc:
+        if warn is not None:
+            warn(f"{key} landed but its journal entry was not written (a collect finds it by a full listing): {exc}")
+        return False
+    return True

@@ -2,7 +2,7 @@
 
 The host's `file://` bucket keys (`runs/<stack>/<payload-run-id>/...`) are uploaded unchanged, so SSH
 runs land where cloud runs do; the wrapper's files go under `ssh/<stack>/<run-id>/`, a trace even of a
-run that failed early. Each result is announced afresh in the results journal (payload.journal): the
+run that failed early. Each result is announced afresh in the results journal (payload.spool): the
 host's journal is not copied, its stamps are the host's writes, not the bucket's.
 """
 
@@ -13,8 +13,8 @@ import stat
 from dataclasses import dataclass, field
 
 from infra.ssh.layout import RunLayout
-from payload.journal import announce
 from payload.layout import JOURNAL_ROOT
+from payload.spool import announce
 
 CONTENT_TYPES = {".json": "application/json", ".jsonl": "application/x-ndjson", ".csv": "text/csv"}
 WRAPPER_FILES = ("record", "log", "state")

@@ -1,4 +1,4 @@
-"""The results journal, writer's side (payload.journal): every result that lands in the bucket is
+"""The results journal, writer's side (payload.spool): every result that lands in the bucket is
 announced by one empty `journal/<stack>/<stamp>-<run-id>` stamped right before its own put; a
 spooled result only when a flush delivers it; a failed announcement never changes a run.
 Against a local directory and moto_server (S3)."""
@@ -14,10 +14,9 @@ from test_payload_schema import sample_result
 
 from payload import exitcodes, layout
 from payload.events import Timeline
-from payload.journal import announce
 from payload.result import RunWriter
 from payload.run import Run
-from payload.spool import Spool, SpoolingStore
+from payload.spool import Spool, SpoolingStore, announce
 from payload.storage import FileStore, PermanentStorageError, open_store
 
 RESULT = sample_result()
