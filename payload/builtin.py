@@ -1,6 +1,5 @@
-"""A built-in benchmark (payload.benchmarks) as a job of payload.run.Run: devices (``--expect-gpu``
-fails before any data), data, model, fit with the harness callback (payload.training), a checkpoint
-after every epoch or chunk of steps, and resume from the last one of an interrupted attempt.
+"""A built-in benchmark as a job of payload.run.Run: devices, data, model, fit with the harness callback
+(payload.training), a checkpoint after every epoch or chunk of steps, and resume from the last one.
 """
 
 from __future__ import annotations
@@ -37,8 +36,8 @@ def _spread(rates: list[float]) -> dict | None:
 
 
 class PhaseRun:
-    """What a benchmark's own ``train`` gets: its params, steps per epoch, the strategy scope (to
-    recompile between phases) and ``fit``, which trains with the harness callback."""
+    """What a benchmark's own ``train`` gets: params, steps per epoch, the strategy scope (to recompile between
+    phases) and ``fit`` with the harness callback."""
 
     def __init__(self, params: dict, steps_per_epoch: int, devices, callback, fit_steps: int | None):
         self.params, self.steps_per_epoch, self._devices, self._cb = params, steps_per_epoch, devices, callback
@@ -61,8 +60,8 @@ class PhaseRun:
 
 
 def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, devices, callback) -> dict | None:
-    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome).
-    `batches`: full batches in the training data, the phases' steps per epoch unless the plan sets them."""
+    """Keras ``fit`` with the harness `callback`, or the benchmark's own phases (their outcome); `batches`: full
+    batches in the training data, the phases' steps per epoch unless the plan sets them."""
     phases = PhaseRun(params, plan.steps_per_epoch or max(1, batches), devices, callback, plan.steps_per_epoch)
     if bench.train is not None:
         return bench.train(model, train_ds, val_ds, phases)
@@ -72,7 +71,7 @@ def fit(bench, model, plan, train_ds, val_ds, params: dict, batches: int, device
 
 @dataclass
 class Totals:
-    """What a run accumulates over its attempts: saved in its checkpoint state, restored from it."""
+    """What a run accumulates over its attempts (in its checkpoint state)."""
 
     rows: list = field(default_factory=list)
     epochs_completed: int = 0
@@ -282,7 +281,7 @@ class BuiltinJob:
         return self._state()
 
     def write_extras(self) -> None:
-        """A benchmark uploads only the run's own files."""
+        """None: a benchmark uploads only the run's own files."""
 
     def epoch_rows(self) -> list[dict]:
         return self.totals.rows

@@ -1,12 +1,9 @@
 """Checkpoints in the bucket, and finding the one to resume from.
 
-Under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (every model and optimizer
-variable as a numpy archive: a host copy at the epoch boundary, packed and uploaded on a background
-thread) and ``state.json`` (what the harness needs to continue). Nothing is overwritten (the
-instance may only create objects): each checkpoint writes a new version of both
-(payload.layout.versioned), the model before the state that points at it; readers take the newest
-state of each run; models expire by the bucket's lifecycle rule on their tag. A new run with the
-same fingerprint resumes from the newest incomplete state of its launch.
+Under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (every model and optimizer variable,
+copied to the host at the epoch boundary, packed and uploaded on a background thread) and ``state.json``
+(what the harness needs to continue), each a new version (the instance may only create objects), the
+model before the state that points at it. Models expire by the bucket's lifecycle rule on their tag.
 """
 
 from __future__ import annotations
@@ -27,8 +24,7 @@ CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
 def snapshot(model) -> tuple[list, list]:
-    """Copy model and optimizer variables to host memory (milliseconds), so the
-    archive can be written while training goes on."""
+    """Model and optimizer variables in host memory (milliseconds): packed while training goes on."""
     np = frameworks.numpy()
     weights = model.get_weights()
     opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
@@ -43,7 +39,7 @@ def pack(weights: list, opt: list) -> bytes:
 
 
 def restore(model, blob: bytes) -> None:
-    """Load an archive written by ``pack`` into a freshly built, compiled model."""
+    """Load a ``pack`` archive into a freshly built, compiled model."""
     np = frameworks.numpy()
     with np.load(io.BytesIO(blob)) as f:
         weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
@@ -61,8 +57,7 @@ def restore(model, blob: bytes) -> None:
 
 
 def _states(store, stack: str, run_prefix: str = ""):
-    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`; a broken
-    one is left out (it must not block a new run, and it is not a completed one)."""
+    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`, broken ones left out."""
     listing = store.list(stack_prefix(stack) + run_prefix)
     keys = [i.key for i in listing if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")]
     for key in sorted(newest_versions(keys).values()):
@@ -75,8 +70,8 @@ def _states(store, stack: str, run_prefix: str = ""):
 
 
 def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
-    """Newest incomplete checkpoint state for this fingerprint of the runs whose id starts with
-    `run_prefix` (a launch's own: the only ones its instance may write to), or None."""
+    """Newest incomplete checkpoint state of this fingerprint among the runs whose id starts with `run_prefix`
+    (a launch's own: the only ones its instance may write to), or None."""
     best = None
     for state in _states(store, stack, run_prefix):
         if state.get("fingerprint") != fingerprint or state.get("complete"):
@@ -100,8 +95,8 @@ def find_completed(store, stack: str, fingerprint: str, deployment: float | None
 
 
 def mark_complete(store, writer, state: dict) -> None:
-    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not
-    run it again (find_completed). Its models expire with the bucket's lifecycle rule."""
+    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not run it
+    again (find_completed)."""
     state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
     store.put_bytes(writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json")
 
@@ -116,12 +111,6 @@ class Checkpointer:
         self._pending: Future | None = None
         self.errors: list[str] = []
 
-    def _keys(self, tag: int) -> tuple[str, str]:
-        """(model key, state key) of one more checkpoint: new names, never used before."""
-        state = self.writer.next_key(f"checkpoints/{STATE_NAME}")
-        _, (generation, part) = version_of(state)
-        return self.dir + versioned(f"model-{tag:09d}.npz", generation, part), state
-
     def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
         """Snapshot now (the model keeps training); pack and upload in the background."""
         t0 = time.perf_counter()
@@ -135,7 +124,8 @@ class Checkpointer:
     def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
         t0 = time.perf_counter()
         blob = pack(weights, opt)
-        key, state_key = self._keys(tag)
+        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")  # model and state: new names, one version
+        key = self.dir + versioned(f"model-{tag:09d}.npz", *version_of(state_key)[1])
         state.update(model_key=key, saved_at=iso())
         ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
         ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok

@@ -1,9 +1,6 @@
-"""The bucket layout, in one place: every run's files live under ``runs/<stack>/<run-id>/``.
-
-The payload writes there, each file once (a rewrite is a new version, `versioned`); the launcher lets
-an instance create objects only under its launch's runs (``runs/<stack>/<launch>-*``); collect trusts
-a result only where its key agrees with the stack and run id it claims. All three build and parse keys
-here, so they cannot disagree.
+"""The bucket layout: every run's files live under ``runs/<stack>/<run-id>/``, written once each (`versioned`).
+The payload writes there, the launcher scopes an instance to ``runs/<stack>/<launch>-*``, collect trusts a
+result only where its key agrees with what it claims: all three build and parse keys here.
 """
 
 from __future__ import annotations
@@ -54,7 +51,7 @@ def name_problem(kind: str, value) -> str | None:
 
 
 def check_name(kind: str, value) -> str:
-    """The name if it is a valid `kind` (stack name, run id, offering id); else BadKeyPart naming the fix."""
+    """The name if it is a valid `kind`; else BadKeyPart naming the fix."""
     problem = name_problem(kind, value)
     if problem is not None:
         raise BadKeyPart(problem)
@@ -69,7 +66,6 @@ def _segment(what: str, value: str) -> str:
 
 
 def check_stack_name(stack: str) -> str:
-    """The stack name if it is a slug (letters, digits, '.', '_', '-'; no '/', no '..'); else BadKeyPart."""
     return check_name("stack name", stack)
 
 
@@ -79,12 +75,11 @@ def stack_prefix(stack: str) -> str:
 
 
 def stack_of(prefix: str) -> str:
-    """The stack of its prefix `runs/<stack>/` (stack_prefix's inverse)."""
+    """stack_prefix's inverse."""
     return prefix[len(ROOT) : -1]
 
 
 def run_prefix(stack: str, run_id: str) -> str:
-    """`runs/<stack>/<run-id>/`: one run's directory."""
     return f"{stack_prefix(stack)}{_segment('run id', run_id)}/"
 
 
@@ -94,7 +89,7 @@ def result_key(stack: str, run_id: str) -> str:
 
 @dataclass(frozen=True)
 class RunKey:
-    """A key inside some run directory: which stack, which run, which file (`rest`)."""
+    """A key inside some run directory."""
 
     stack: str
     run_id: str
@@ -106,7 +101,7 @@ class RunKey:
 
     @property
     def name(self) -> str:
-        """The file's name without its write-once version: `result.v1.json` is a `result.json`."""
+        """Without its write-once version: `result.v1.json` is a `result.json`."""
         return version_of(self.rest)[0]
 
     @property
@@ -121,7 +116,7 @@ def stack_prefix_of(key: str) -> str | None:
 
 
 def parse_key(key: str) -> RunKey | None:
-    """The run a key belongs to, or None if it is not inside `runs/<stack>/<run-id>/`."""
+    """The run a key belongs to, or None outside `runs/<stack>/<run-id>/`."""
     m = _KEY.fullmatch(key)
     if not m or m["stack"] in (".", "..") or m["run"] in (".", ".."):
         return None
@@ -137,7 +132,7 @@ _VERSION = re.compile(
 
 
 def versioned(name: str, generation: int, part: int = 0) -> str:
-    """The name of version (generation, part) of a run file (`checkpoints/state.json`): `name` for (0, 0)."""
+    """The name of version (generation, part) of a run file: `name` itself for (0, 0)."""
     if (generation, part) == (0, 0):
         return name
     folder, slash, base = name.rpartition("/")
@@ -149,7 +144,7 @@ def versioned(name: str, generation: int, part: int = 0) -> str:
 
 
 def version_of(name: str) -> tuple[str, tuple[int, int]]:
-    """(the file's unversioned name, (generation, part)) of a versioned name; (name, (0, 0)) otherwise."""
+    """(unversioned name, (generation, part)); (name, (0, 0)) for an unversioned one."""
     folder, slash, base = name.rpartition("/")
     m = _VERSION.fullmatch(base)
     if m is None:
@@ -189,17 +184,14 @@ _JOURNAL_KEY = re.compile(r"journal/(?P<stack>[^/]+)/(?P<stamp>[0-9]{8}T[0-9]{6}
 
 
 def journal_prefix(stack: str) -> str:
-    """`journal/<stack>/`: where the writers of a stack announce its runs."""
     return f"{JOURNAL_ROOT}{_segment('stack name', stack)}/"
 
 
 def journal_stamp(when: float) -> str:
-    """`when` (epoch seconds) as a journal key's stamp: fixed width, so that keys sort by time."""
     return _dt.datetime.fromtimestamp(when, tz=_dt.timezone.utc).strftime(_JOURNAL_STAMP)
 
 
 def journal_key(stack: str, run_id: str, when: float) -> str:
-    """`journal/<stack>/<stamp>-<run-id>`: the entry announcing that a result of the run landed at `when`."""
     return f"{journal_prefix(stack)}{journal_stamp(when)}-{_segment('run id', run_id)}"
 
 

@@ -1,10 +1,7 @@
 """The framework side of a built-in run: devices, strategy, precision, input pipeline, the harness callback.
 
-Every visible GPU (or ``--gpus N``) with memory growth on, so NVML's peak is what the model used;
-``--expect-gpu`` without one fails before any data (tensorflow/benchmarks #497: a container that
-silently trained on the CPU). ``--backend`` sets KERAS_BACKEND before keras is imported; tf.data feeds
-every backend. Several GPUs: tensorflow MirroredStrategy (``--all-reduce``), jax DataParallel, torch
-refused (released Keras <= 3.15 has no torch distribution). The per-GPU batch is constant.
+GPUs get memory growth, so NVML's peak is what the model used; ``--expect-gpu`` without one fails before any
+data (tensorflow/benchmarks #497: a container that silently trained on the CPU); tf.data feeds every backend.
 """
 
 from __future__ import annotations
@@ -31,7 +28,7 @@ ALL_REDUCE_OPS = {
 
 
 class NoGpuError(RuntimeError):
-    """--expect-gpu, but TensorFlow sees no GPU."""
+    """--expect-gpu, but the framework sees no GPU."""
 
 
 class DeviceError(RuntimeError):
@@ -62,8 +59,7 @@ class Devices:
 
 
 class KerasDistribution:
-    """The jax/torch stand-in for a tf.distribute strategy: a scope, a replica count and, on several
-    devices, the keras.distribution.DataParallel set globally."""
+    """The jax/torch stand-in for a tf.distribute strategy (on several devices, a global DataParallel)."""
 
     def __init__(self, name: str, replicas: int, distribution=None):
         self.name = name
@@ -104,7 +100,6 @@ def select_backend(backend: str, cpu_replicas: int = 1) -> None:
 
 
 def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl"):
-    """(strategy, all_reduce name) for the device situation."""
     if gpus_used > 1:
         devices = [f"/gpu:{i}" for i in range(gpus_used)]
         ops = getattr(tf.distribute, ALL_REDUCE_OPS[all_reduce])()
@@ -123,7 +118,7 @@ def _strategy_for(tf, gpus_used: int, cpu_replicas: int, all_reduce: str = "nccl
 def setup_devices(
     gpus: int | None, expect_gpu: bool, cpu_replicas: int = 1, backend: str = "tensorflow", all_reduce: str = "nccl"
 ) -> Devices:
-    """Configure the backend's devices once per process; raise NoGpuError/DeviceError."""
+    """Configure the backend's devices once per process."""
     select_backend(backend, cpu_replicas)
     key = (backend, gpus, cpu_replicas, all_reduce)
     if key not in _DEVICES_CACHE:
@@ -141,7 +136,7 @@ def _hide_gpus_from_tf() -> None:
 
 
 def _used(gpus: int | None, visible: int, expect_gpu: bool, framework: str, probe: str) -> int:
-    """The GPUs to use of those `framework` sees (`probe` says how it looked)."""
+    """The GPUs to use of those `framework` sees (`probe`: how it looked)."""
     if expect_gpu and not visible:
         raise NoGpuError(
             f"--expect-gpu is set but {framework} sees no GPU ({probe}): check the NVIDIA driver, the container "
@@ -229,7 +224,7 @@ _DEVICE_MAKERS = {"tensorflow": _tf_devices, "jax": _jax_devices, "torch": _torc
 
 @contextlib.contextmanager
 def precision_policy(precision: str):
-    """Set the Keras global dtype policy for `precision` (fp32, mixed), restore it after."""
+    """The Keras global dtype policy for `precision` (fp32, mixed) within."""
     policies = frameworks.keras().mixed_precision
     old = policies.global_policy().name
     policies.set_global_policy({"fp32": "float32", "mixed": "mixed_float16"}[precision])
@@ -259,7 +254,7 @@ def fit_plan(kind: str, params: dict, epochs_done: int, steps_done: int, chunk: 
 
 
 def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | None):
-    """tf.data pipelines: shuffled full batches for training, batched held-out data."""
+    """tf.data pipelines: shuffled full batches (exact samples/s) for training, batched held-out data."""
     tf = frameworks.tensorflow()
     if data.repeat_single_batch:
         return tf.data.Dataset.from_tensors((data.x_train, data.y_train)).repeat(), None
@@ -272,7 +267,7 @@ def make_datasets(data, global_batch: int, seed: int, steps_per_epoch: int | Non
     train = train.shuffle(min(data.train_samples, 50_000), seed=seed, reshuffle_each_iteration=True)
     if steps_per_epoch:
         train = train.repeat()
-    train = train.batch(global_batch, drop_remainder=True)  # full batches: exact samples/s
+    train = train.batch(global_batch, drop_remainder=True)
     val = None
     if data.x_val is not None and len(data.x_val):
         val = tf.data.Dataset.from_tensor_slices((data.x_val, data.y_val)).batch(global_batch)
@@ -292,7 +287,7 @@ def finite(value) -> float | None:
 
 
 def make_callback_class():
-    """Build the callback class lazily (keras must not load at import time)."""
+    """The callback class, built when keras may load."""
 
     class HarnessCallback(frameworks.keras().callbacks.Callback):
         """Timing, epoch rows, MLLOG and stop checks with minimal per-step work."""
@@ -308,7 +303,6 @@ def make_callback_class():
             self.step_times: list[float] = []
             self.steps = 0
             self.rows: list[dict] = []
-            self.last_logs: dict = {}
             self._t_last = self._t_epoch = 0.0
 
         def on_epoch_begin(self, epoch, logs=None):
@@ -336,7 +330,6 @@ def make_callback_class():
             if self.time_last_step and self._t_last is not None:
                 self.step_times.append(now - self._t_last)
             logs = logs or {}
-            self.last_logs = dict(logs)
             n = self.epoch_offset + len(self.rows) + 1
             row = {
                 "epoch": n,
