@@ -1,9 +1,4 @@
-"""Command line: ``python -m payload {run,list,flush}``.
-
-``run`` is the container entrypoint; every option also reads a GPUBENCH_*
-variable (see ``run --help``) because cloud-init hands the container an env
-file. Exit codes are documented in payload.exitcodes.
-"""
+"""Command line: ``python -m payload {run,list,flush}``; ``run`` is the container entrypoint."""
 
 from __future__ import annotations
 
@@ -73,8 +68,8 @@ def _cmd_flush(args) -> int:
 
 
 def check_run(cfg: RunConfig) -> None:
-    """Every benchmark's --param values, no parameter none of them takes, and a workload spec that loads:
-    a typo fails in a second, naming the option, instead of after a model is built."""
+    """Every benchmark's --param values and a workload spec that loads: a typo fails in a second, naming the
+    option, not after a model is built."""
     for name in cfg.benchmark:
         get(name).run_params(cfg)
     unknown = [k for k in cfg.param if not any(k in get(n).defaults for n in cfg.benchmark)]
@@ -93,7 +88,6 @@ def _cmd_run(args) -> int:
     except (ConfigError, ParamError, ValueError) as exc:
         print(f"python -m payload run: error: {exc}", file=sys.stderr)
         return exitcodes.USAGE
-
     return runner.run(cfg)  # looked up now: tests stand in for it
 
 
@@ -110,7 +104,5 @@ def _run(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Every error through payload.entrypoint.guarded: `| head` ends quietly, Ctrl-C before the run's own
-    handler is CANCELLED, a bad path is USAGE, and a bug is one line, never a traceback."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Every error through payload.entrypoint.guarded: a message and an exit code, never a traceback."""
     return guarded(lambda: _run(argv), prog="python -m payload")

@@ -20,7 +20,7 @@ def _version(name: str) -> str | None:
 
 
 def software_facts(backend: str = "tensorflow") -> dict:
-    """Versions of what ran; the backend's framework versions only when it was loaded."""
+    """Versions of what ran."""
     facts = {
         "payload_version": __version__,
         "python": platform.python_version(),

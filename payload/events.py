@@ -1,8 +1,7 @@
 """Timeline events and MLPerf-style ``:::MLLOG`` lines (so existing log tooling can read runs).
 
-The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed
-too (SkyPilot #1644). The host's events (GPUBENCH_HOST_EVENTS, one JSON object with ``event`` and
-``time`` a line) are merged in, so one ``events.jsonl`` covers instance launch to shutdown.
+The timeline is what cost accounting needs beyond train time: boot, setup, upload and idle are billed too
+(SkyPilot #1644); the host's events are merged in, so one ``events.jsonl`` covers launch to shutdown.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ def mllog(key: str, value=None, metadata: dict | None = None) -> str:
 
 
 class Timeline:
-    """An ordered list of events for one run (all attempts)."""
+    """The events of one run (all attempts)."""
 
     def __init__(self, echo: bool = False):  # echo: each event also a `note` line
         self.attempt = 1
@@ -68,17 +67,17 @@ class Timeline:
         self.events.extend(e for e in events if json.dumps(e, sort_keys=True) not in seen)
 
     def merge_host_events(self, path: str | Path | None) -> list[str]:
-        """Merge the host's events.jsonl; return warnings for unreadable lines."""
+        """Merge the host's events.jsonl (a JSON object with ``event`` and ``time`` a line); warnings for the rest."""
         if not path:
             return []
         p = Path(path)
         if not p.exists():
             return [f"GPUBENCH_HOST_EVENTS={path} does not exist; host events missing from timeline"]
-        warnings, records = [], []
         try:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             return [f"GPUBENCH_HOST_EVENTS={path} cannot be read ({exc}); host events missing from timeline"]
+        warnings, records = [], []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -89,15 +88,8 @@ class Timeline:
                 raw = rec["time"]
                 # normalised to UTC "...Z": the result schema and every reader expect it
                 ts = iso(parse_iso(raw) if isinstance(raw, str) else float(raw))
-                records.append(
-                    {
-                        **rec,
-                        "time": ts,
-                        "event": str(rec["event"]),
-                        "attempt": int(rec.get("attempt", self.attempt)),
-                        "source": "host",
-                    }
-                )
+                attempt = int(rec.get("attempt", self.attempt))
+                records.append({**rec, "time": ts, "event": str(rec["event"]), "attempt": attempt, "source": "host"})
             except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
                 warnings.append(f"{path}:{n}: skipped host event ({exc})")
         self.extend(records)

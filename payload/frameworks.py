@@ -1,8 +1,5 @@
-"""The heavy libraries of the training paths, each imported here, at its first use.
-
-Nothing imports them at module top: the payload starts, lists benchmarks and runs a
-user's workload without them (a workload's image may not hold them), and Keras reads
-KERAS_BACKEND once, at import, so payload.training.select_backend must run first.
+"""The heavy libraries of the training paths, each imported at its first use: the payload lists benchmarks
+and runs a workload without them, and Keras reads KERAS_BACKEND at import (training.select_backend sets it).
 """
 
 from __future__ import annotations

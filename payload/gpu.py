@@ -1,6 +1,4 @@
-"""GPU sampling through NVML (nvidia-ml-py): static facts once, utilisation, memory and power about once a
-second while the training window is open. Without NVML every field is None ("not measured", never 0).
-"""
+"""GPU facts and sampling through NVML (nvidia-ml-py); without it every field is None ("not measured", never 0)."""
 
 from __future__ import annotations
 
@@ -22,7 +20,6 @@ def _text(v) -> str:
 
 
 def nvml_info() -> dict:
-    """Static GPU facts, or Nones when NVML is unavailable."""
     facts = "gpu_model gpus_nvml gpu_memory_gb driver_version compute_capability nvml_cuda_driver nvml_error"
     info = {**dict.fromkeys(facts.split()), "gpus_nvml": 0}
     try:
@@ -51,7 +48,7 @@ def nvml_info() -> dict:
 
 
 class GpuSampler:
-    """Background NVML sampler of every GPU."""
+    """Utilisation, memory and power of every GPU every `interval` s while the window is open."""
 
     def __init__(self, interval: float = 1.0):
         self.interval = interval
@@ -116,7 +113,7 @@ class GpuSampler:
                 _nvml().nvmlShutdown()
 
     def add_to(self, totals: dict) -> dict:
-        """Fold this attempt's samples into `totals` (GPU_TOTALS; a resumed run's come from its checkpoint)."""
+        """Fold this attempt's samples into `totals` (GPU_TOTALS)."""
         totals["util_sum"] += sum(self.util)
         totals["util_n"] += len(self.util)
         totals["power_sum"] += sum(self.power_w)
@@ -126,7 +123,7 @@ class GpuSampler:
         return totals
 
     def summary(self, totals: dict | None = None) -> dict:
-        """Metrics for result.json over `totals` (default: this sampler's own); None when nothing was measured."""
+        """Metrics for result.json over `totals` (default: this sampler's own)."""
         h = totals if totals is not None else self.add_to(dict(GPU_TOTALS))
         return {
             "gpu_utilization_mean": round(h["util_sum"] / h["util_n"], 2) if h["util_n"] else None,

@@ -18,8 +18,7 @@ def fmt_usd(value: float | None, digits: int = 4) -> str:
 
 
 def usd_amount(value: float) -> str:
-    """Dollars at a precision that never shows a real cost as zero: cents from
-    one cent up, two significant digits below (a 30 s CPU run costs $0.00083)."""
+    """Dollars that never show a real cost as zero: cents from one cent up, two significant digits below."""
     value = float(value)
     if value == 0 or abs(value) >= 0.01:
         return f"{value:,.2f}"

@@ -1,8 +1,6 @@
-"""``python -m payload run``: one suite, one result per benchmark, nothing lost.
-
-Flush the spool, learn who and where we are and the price, start the preemption watcher (and the
-stop signals) once, then one payload.run.Run per built-in benchmark and one for the workload; stop
-at the first interruption (the next boot resumes it); the exit code is payload.exitcodes'.
+"""``python -m payload run``: one suite, one result per benchmark, nothing lost. The spool flush, identity,
+price, preemption watcher and stop signals once, then one payload.run.Run per job; the first interruption
+ends the suite (the next boot resumes it).
 """
 
 from __future__ import annotations
@@ -26,9 +24,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
-    """SIGTERM (docker stop, ACPI shutdown, `timeout`), SIGINT (Ctrl-C) and SIGHUP (a closed
-    terminal) act like a preemption notice: the job's whole process tree is ended, an
-    ``interrupted`` result written, exit 75. Returns the old handlers."""
+    """SIGTERM (docker stop, ACPI shutdown, `timeout`), SIGINT (Ctrl-C) and SIGHUP (a closed terminal) act like
+    a preemption notice: the job's process tree is ended, an ``interrupted`` result written; the old handlers."""
     if threading.current_thread() is not threading.main_thread():
         return {}
     old = {}
@@ -39,7 +36,7 @@ def _install_stop_handlers(watcher: PreemptionWatcher) -> dict:
 
 
 def run(cfg: RunConfig) -> int:
-    """Run the suite; return the process exit code (payload.exitcodes)."""
+    """Run the suite; the process exit code."""
     boot = time.time()
     spool = Spool(cfg.spool)
     flush = spool.flush()

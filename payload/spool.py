@@ -41,11 +41,6 @@ class SpoolError(OSError):
     """Neither the spool nor any fallback directory could be written."""
 
 
-def fallback_dirs() -> list[Path]:
-    """Where an object goes when the spool cannot be written, in order."""
-    return [Path(tempfile.gettempdir()) / FALLBACK_DIRNAME, Path.cwd() / FALLBACK_DIRNAME]
-
-
 def default_spool_dir() -> Path:
     return user_path("GPUBENCH_SPOOL", "cache", "spool")
 
@@ -66,7 +61,9 @@ class Spool:
 
     def __init__(self, directory: Path | str | None = None, fallbacks: list[Path] | None = None):
         self.dir = Path(directory) if directory else default_spool_dir()
-        self.fallbacks = fallback_dirs() if fallbacks is None else [Path(f) for f in fallbacks]
+        if fallbacks is None:  # where an object goes when the spool cannot be written, in order
+            fallbacks = [Path(tempfile.gettempdir()) / FALLBACK_DIRNAME, Path.cwd() / FALLBACK_DIRNAME]
+        self.fallbacks = [Path(f) for f in fallbacks]
         self.used_fallbacks: list[Path] = []  # where objects went because the spool refused them
 
     def add(self, url: str, key: str, data: bytes, content_type: str | None, reason: str = "", tags=None) -> Path:
@@ -117,10 +114,9 @@ class Spool:
                 report.failed[dest] = f"not tried, bucket still down: {down[item['url']]}"
                 continue
             try:
-                store = stores.get(item["url"]) or open_store(
-                    item["url"], retries=retries, backoff=backoff, write_once=True
-                )
-                stores[item["url"]] = store
+                if item["url"] not in stores:
+                    stores[item["url"]] = open_store(item["url"], retries=retries, backoff=backoff, write_once=True)
+                store = stores[item["url"]]
                 data = (self.dir / f"{item['id']}.bin").read_bytes()
                 store.put_bytes(item["key"], data, item.get("content_type"), tags=item.get("tags") or None)
             except AlreadyExists:
@@ -137,14 +133,11 @@ class Spool:
 
 def _write_item(directory: Path, item: str, data: bytes, meta: dict) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    bin_path, meta_path = directory / f"{item}.bin", directory / f"{item}.json"
-    tmp = bin_path.with_suffix(".bin.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, bin_path)
-    tmp = meta_path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, meta_path)  # metadata last: an item is complete when it has one
-    return bin_path
+    for suffix, blob in ((".bin", data), (".json", json.dumps(meta).encode())):  # metadata last: then complete
+        tmp = directory / f"{item}{suffix}.tmp"
+        tmp.write_bytes(blob)
+        os.replace(tmp, directory / f"{item}{suffix}")
+    return directory / f"{item}.bin"
 
 
 class SpoolingStore:
@@ -158,7 +151,7 @@ class SpoolingStore:
         self.lost: list[str] = []
 
     def put_bytes(self, key: str, data: bytes, content_type: str | None = None, tags=None) -> bool:
-        """Upload; return False (and spool, with the tags) when the bucket is unreachable."""
+        """Upload; False (and spooled, with the tags) when the bucket is unreachable."""
         try:
             self.store.put_bytes(key, data, content_type, tags=tags)
             return True

@@ -1,11 +1,8 @@
 """What reaches a terminal: text from a bucket, a job or a manifest never carries control characters.
 
-Printed raw, an escape sequence could clear the screen, retitle the window, set the clipboard (OSC 52)
-or reorder what is shown (bidi overrides). `terminal_text` makes C0 and C1 controls, DEL, lone
-surrogates, Unicode line separators and bidi controls visible escapes (`\\x1b`, `\\u202e`); multi-line
-text keeps newlines and tabs (a carriage return ends the line), a single-line field escapes them too.
-`safe_terminal()` puts every write of stdout and stderr through it for a command (the `gpubench` and
-`python -m infra` entry points); only the progress bar writes underneath (`raw_stream`).
+Printed raw, an escape sequence could clear the screen, retitle the window, set the clipboard (OSC 52) or
+reorder what is shown (bidi overrides): `terminal_text` makes C0 and C1 controls, DEL, lone surrogates, line
+separators and bidi controls visible escapes; `safe_terminal()` puts every write of a command through it.
 """
 
 from __future__ import annotations
@@ -47,7 +44,7 @@ def terminal_text(text: Any, multiline: bool = True) -> str:
 
 
 class SafeStream:
-    """A text stream whose every write passes `terminal_text` (multi-line); everything else is the stream's."""
+    """A text stream whose every write passes `terminal_text`."""
 
     def __init__(self, stream: TextIO):
         self.raw = stream

@@ -1,9 +1,8 @@
 """The one reader of YAML a user writes (task files, stack files, schedules, Pulumi.yaml): bounded.
 
-A few hundred bytes can expand to gigabytes through aliases (`&a [*b, *b, ...]` a level) or nest past
-the parser's stack. PyYAML shares an alias's node, so reading is bounded; what explodes is whatever
-walks the value afterwards. This reader refuses a document over MAX_NODES expanded nodes, one that
-refers to itself, or a file over MAX_BYTES, before anything walks it; errors quote a short prefix.
+A few hundred bytes can expand to gigabytes through aliases, which whatever walks the value afterwards pays:
+this reader refuses a document over MAX_NODES expanded nodes, one that refers to itself, or a file over
+MAX_BYTES, before anything walks it.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ def quote(value: Any, limit: int = QUOTE_CHARS) -> str:
 
 
 def _expanded(node: yaml.Node, sizes: dict[int, int]) -> int:
-    """Nodes under `node` with every alias expanded, computed once per shared node (so a bomb costs
-    its file size, not its expansion); a node met again while still being counted refers to itself."""
+    """Nodes under `node` with every alias expanded, counted once per shared node (a bomb costs its file size)."""
     key = id(node)
     if key in sizes:
         return sizes[key]
@@ -71,7 +69,6 @@ def _unique_keys(node: yaml.MappingNode) -> None:
 
 
 def _invalid(where: str, exc: yaml.YAMLError) -> YamlFileError:
-    """`file:line: not valid YAML (problem)`, the problem quoted short."""
     mark = getattr(exc, "problem_mark", None)
     line = f":{mark.line + 1}" if mark is not None else ""
     text = str(getattr(exc, "problem", None) or exc).splitlines()[0]
@@ -112,7 +109,7 @@ def load_yaml(text: str, where: str) -> Any:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """load_yaml of a file, its size checked before it is read."""
+    """load_yaml of a file, its size checked first."""
     p = Path(path)
     size = p.stat().st_size
     if size > MAX_BYTES:
