@@ -78,10 +78,10 @@ def test_a_result_upload_creates_one_entry_naming_its_run_stamped_at_the_put(kin
 def test_a_resumed_attempts_versioned_result_announces_too(kind, tmp_path, request):
     bucket = open_store(_url(kind, tmp_path, request), write_once=True)
     store = SpoolingStore(bucket, Spool(tmp_path / "spool"))
-    assert RunWriter(store, STACK_OF, RUN_OF).write_result(RESULT)
+    assert _write_all(RunWriter(store, STACK_OF, RUN_OF))
     first = _entries(bucket)
     resumed = RunWriter.resuming(store, STACK_OF, RUN_OF, attempts_before=1)
-    assert resumed.write_result(RESULT)
+    assert _write_all(resumed)
     assert resumed.key("result.json").endswith("/result.v1.json")
     second = sorted(set(_entries(bucket)) - set(first))
     assert len(first) == 1 and len(second) == 1
