@@ -1,25 +1,37 @@
 """A built-in benchmark as a job of payload.run.Run: devices, data, model, fit with the harness callback
 (payload.training), a checkpoint after every epoch or chunk of steps, and resume from the last one.
+
+A checkpoint, under ``runs/<stack>/<run-id>/checkpoints/``: ``model-<steps>.npz`` (every model and optimizer
+variable, copied to the host at the epoch boundary, packed and uploaded on a background thread) and
+``state.json`` (what the harness needs to continue), each a new version (the instance may only create
+objects), the model before the state that points at it.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import statistics
 import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
-from payload.checkpoint import Checkpointer, find_resumable, restore
 from payload.environment import software_facts
 from payload.events import mllog
 from payload.gpu import GPU_TOTALS
 from payload.identity import launch_prefix
-from payload.run import JobReport, Run, fingerprint, hardware
+from payload.layout import version_of, versioned
+from payload.run import STATE_NAME, JobReport, Run, find_resumable, fingerprint, hardware
+from payload.timestamps import iso
 
 MAX_RATES = 5000  # per-step rates kept in checkpoint state for the spread
+# S3 object tags on model files: the results bucket expires them after checkpointDays
+# (infra/aws/component.py lifecycle rule), so a run abandoned mid-way leaves nothing for ever.
+CHECKPOINT_TAGS = {"gpubench:kind": "checkpoint"}
 
 
 def _spread(rates: list[float]) -> dict | None:
@@ -33,6 +45,90 @@ def _spread(rates: list[float]) -> dict | None:
         "stdev": round(statistics.stdev(rates), 3),
         "n": len(rates),
     }
+
+
+def snapshot(model) -> tuple[list, list]:
+    """Model and optimizer variables in host memory (milliseconds): packed while training goes on."""
+    np = frameworks.numpy()
+    weights = model.get_weights()
+    opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
+    return weights, opt
+
+
+def pack(weights: list, opt: list) -> bytes:
+    np = frameworks.numpy()
+    buf = io.BytesIO()
+    np.savez(buf, **{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)})
+    return buf.getvalue()
+
+
+def restore(model, blob: bytes) -> None:
+    """Load a ``pack`` archive into a freshly built, compiled model."""
+    np = frameworks.numpy()
+    with np.load(io.BytesIO(blob)) as f:
+        weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
+        opt = [f[f"o{i}"] for i in range(sum(k.startswith("o") for k in f.files))]
+    model.set_weights(weights)
+    model.optimizer.build(model.trainable_variables)
+    variables = list(model.optimizer.variables)
+    if len(variables) != len(opt):
+        raise ValueError(
+            f"checkpoint has {len(opt)} optimizer variables, the model's optimizer "
+            f"{len(variables)}: parameters changed since the checkpoint?"
+        )
+    for var, value in zip(variables, opt):
+        var.assign(value)
+
+
+class Checkpointer:
+    """Saves model + state to ``<writer.prefix>checkpoints/`` asynchronously, each under new names."""
+
+    def __init__(self, store, writer, timeline=None):
+        self.store, self.writer, self.dir = store, writer, writer.prefix + "checkpoints/"
+        self.timeline = timeline
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpubench-ckpt")
+        self._pending: Future | None = None
+        self.errors: list[str] = []
+
+    def save(self, model, state: dict, tag: int, sync: bool = False) -> None:
+        """Snapshot now (the model keeps training); pack and upload in the background."""
+        t0 = time.perf_counter()
+        self.wait()  # at most one upload in flight
+        weights, opt = snapshot(model)
+        snapshot_s = time.perf_counter() - t0
+        self._pending = self._pool.submit(self._upload, weights, opt, dict(state), tag, snapshot_s)
+        if sync:
+            self.wait()
+
+    def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
+        t0 = time.perf_counter()
+        blob = pack(weights, opt)
+        state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")  # model and state: new names, one version
+        key = self.dir + versioned(f"model-{tag:09d}.npz", *version_of(state_key)[1])
+        state.update(model_key=key, saved_at=iso())
+        ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
+        ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok
+        if self.timeline is not None:
+            self.timeline.add(
+                "checkpoint",
+                key=key,
+                bytes=len(blob),
+                uploaded=ok,
+                snapshot_seconds=round(snapshot_s, 4),
+                pack_upload_seconds=round(time.perf_counter() - t0, 3),
+            )
+
+    def wait(self) -> None:
+        if self._pending is not None:
+            try:
+                self._pending.result()
+            except Exception as exc:  # noqa: BLE001
+                self.errors.append(f"checkpoint upload failed: {exc}")
+            self._pending = None
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=True)
 
 
 class PhaseRun:

@@ -17,18 +17,19 @@ from functools import partial
 from typing import Protocol
 
 from payload import exitcodes
-from payload.checkpoint import find_completed, mark_complete
 from payload.config import RunConfig
 from payload.environment import host_facts
 from payload.events import Timeline, note
 from payload.gpu import GpuSampler, nvml_info
 from payload.identity import Identity, PreemptionWatcher, make_run_id
+from payload.layout import newest_versions, stack_prefix, version_of
 from payload.result import RunWriter, new_result
 from payload.spool import SpoolingStore
 from payload.storage import PermanentStorageError
 from payload.timestamps import iso
 
 RESULT_FILES = ("epochs.csv", "events.jsonl", "result.json")  # every run uploads these
+STATE_NAME = "state.json"  # a checkpoint's state: runs/<stack>/<run-id>/checkpoints/state[.vN.P].json
 
 
 @dataclass
@@ -108,6 +109,51 @@ def result_offering(cfg, identity) -> dict:
     }
 
 
+def _states(store, stack: str, run_prefix: str = ""):
+    """The newest checkpoint state of every run of `stack` whose id starts with `run_prefix`, broken ones left out."""
+    listing = store.list(stack_prefix(stack) + run_prefix)
+    keys = [i.key for i in listing if version_of(i.key)[0].endswith(f"/checkpoints/{STATE_NAME}")]
+    for key in sorted(newest_versions(keys).values()):
+        try:
+            state = json.loads(store.get_bytes(key))
+        except Exception:  # noqa: BLE001
+            continue
+        if isinstance(state, dict):
+            yield state
+
+
+def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
+    """Newest incomplete checkpoint state of this fingerprint among the runs whose id starts with `run_prefix`
+    (a launch's own: the only ones its instance may write to), or None."""
+    best = None
+    for state in _states(store, stack, run_prefix):
+        if state.get("fingerprint") != fingerprint or state.get("complete"):
+            continue
+        if not state.get("model_key") or not store.exists(state["model_key"]):
+            continue
+        if best is None or state.get("saved_at", "") > best.get("saved_at", ""):
+            best = state
+    return best
+
+
+def find_completed(store, stack: str, fingerprint: str, deployment: float | None) -> dict | None:
+    """A completed run of this fingerprint in the same deployment (one `pulumi up`, whose deadline every
+    instance it boots shares), so a spot replacement does not pay twice; None without a deadline."""
+    if deployment is None:
+        return None
+    for state in _states(store, stack):
+        if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
+            return state
+    return None
+
+
+def mark_complete(store, writer, state: dict) -> None:
+    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not run it
+    again (find_completed)."""
+    state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+    store.put_bytes(writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json")
+
+
 @dataclass
 class JobReport:
     """A job's part of result.json; the run adds identity, price, attempts, timeline and warnings."""
@@ -135,7 +181,7 @@ class Job(Protocol):
     def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
     def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
     def settle(self, status: str) -> dict | None: ...  # before the upload: checkpoints done; the state a
-    # completed run leaves (payload.checkpoint.mark_complete), None for none
+    # completed run leaves (mark_complete), None for none
     def write_extras(self) -> None: ...  # upload extra_files
     def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
     def epoch_rows(self) -> list[dict]: ...
