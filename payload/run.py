@@ -125,33 +125,16 @@ def _states(store, stack: str, run_prefix: str = ""):
 def find_resumable(store, stack: str, fingerprint: str, run_prefix: str = "") -> dict | None:
     """Newest incomplete checkpoint state of this fingerprint among the runs whose id starts with `run_prefix`
     (a launch's own: the only ones its instance may write to), or None."""
-    best = None
-    for state in _states(store, stack, run_prefix):
-        if state.get("fingerprint") != fingerprint or state.get("complete"):
-            continue
-        if not state.get("model_key") or not store.exists(state["model_key"]):
-            continue
-        if best is None or state.get("saved_at", "") > best.get("saved_at", ""):
-            best = state
-    return best
+    states = (s for s in _states(store, stack, run_prefix) if s.get("fingerprint") == fingerprint)
+    found = [s for s in states if not s.get("complete") and s.get("model_key") and store.exists(s["model_key"])]
+    return max(found, key=lambda s: s.get("saved_at", ""), default=None)
 
 
 def find_completed(store, stack: str, fingerprint: str, deployment: float | None) -> dict | None:
     """A completed run of this fingerprint in the same deployment (one `pulumi up`, whose deadline every
     instance it boots shares), so a spot replacement does not pay twice; None without a deadline."""
-    if deployment is None:
-        return None
-    for state in _states(store, stack):
-        if state.get("fingerprint") == fingerprint and state.get("complete") and state.get("deployment") == deployment:
-            return state
-    return None
-
-
-def mark_complete(store, writer, state: dict) -> None:
-    """A completed state: nothing resumes the run, and a spot replacement of its deployment does not run it
-    again (find_completed)."""
-    state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
-    store.put_bytes(writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json")
+    done = (s for s in _states(store, stack) if s.get("fingerprint") == fingerprint and s.get("complete"))
+    return next((s for s in done if s.get("deployment") == deployment), None) if deployment is not None else None
 
 
 @dataclass
@@ -180,8 +163,7 @@ class Job(Protocol):
     def execute(self) -> tuple[str, int]: ...  # (status, exit code); sets run.error on a failure
     def failure(self, exc: Exception) -> tuple[str, int]: ...  # (error text, exit code) of what execute raised
     def end_attempt(self) -> dict: ...  # once an attempt: its facts for the attempt record
-    def settle(self, status: str) -> dict | None: ...  # before the upload: checkpoints done; the state a
-    # completed run leaves (mark_complete), None for none
+    def settle(self, status: str) -> dict | None: ...  # checkpoints done; the state a completed run marks
     def write_extras(self) -> None: ...  # upload extra_files
     def report(self, status: str, nv: dict) -> JobReport: ...  # nv: payload.gpu.nvml_info()
     def epoch_rows(self) -> list[dict]: ...
@@ -205,7 +187,8 @@ class Run:
         self.job = make_job(self)
 
     def execute(self) -> int:
-        done = self._already_done()
+        find = partial(find_completed, self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
+        done = None if self.cfg.no_resume else self.lookup(find, "completed-run lookup failed, running again")
         if done:
             note(
                 f"{self.job.name}: already completed in this deployment (run {done.get('run_id')}); "
@@ -236,12 +219,6 @@ class Run:
         self.timeline.add("interruption_notice", reason=reason)
         self.error = f"interrupted: {reason}{restart}"
 
-    def _already_done(self) -> dict | None:
-        if self.cfg.no_resume:
-            return None
-        find = partial(find_completed, self.ctx.store, self.cfg.stack, self.job.fingerprint, self.cfg.deadline)
-        return self.lookup(find, "completed-run lookup failed, running again")
-
     def lookup(self, find: Callable[[], dict | None], failed: str) -> dict | None:
         """A bucket lookup that never stops the run: a create-only role (GCP) may not list, so nothing is
         found; a bucket that is down is a warning, `failed` saying what the run does instead."""
@@ -262,10 +239,9 @@ class Run:
         if not ctx.host_events_claimed:
             ctx.host_events_claimed = True
             self.warnings += self.timeline.merge_host_events(self.cfg.host_events)
-        if resume:  # a new generation of every file: the previous attempt's stay as they were
-            self.writer = RunWriter.resuming(ctx.store, self.cfg.stack, self.run_id, len(self.attempts))
-        else:
-            self.writer = RunWriter(ctx.store, self.cfg.stack, self.run_id)
+        # resumed: a new generation of every file, the previous attempt's stay as they were
+        writer = partial(RunWriter.resuming, attempts_before=len(self.attempts)) if resume else RunWriter
+        self.writer = writer(ctx.store, self.cfg.stack, self.run_id)
         self.attempt = {
             "attempt": self.timeline.attempt,
             "instance_id": ident.instance_id,
@@ -314,8 +290,11 @@ class Run:
     def _finish(self, status: str, code: int) -> int:
         store = self.ctx.store
         state = self.job.settle(status)
-        if status == "completed" and state is not None:
-            mark_complete(store, self.writer, state)
+        if status == "completed" and state is not None:  # nothing resumes it, a spot replacement skips it
+            state = {**state, "complete": True, "saved_at": iso(), "model_key": None}
+            store.put_bytes(
+                self.writer.next_key(f"checkpoints/{STATE_NAME}"), json.dumps(state).encode(), "application/json"
+            )
         self.timeline.add("upload", files=[*self.job.extra_files, *RESULT_FILES])
         before = len(store.spooled)
         self.job.write_extras()
