@@ -47,23 +47,8 @@ def _spread(rates: list[float]) -> dict | None:
     }
 
 
-def snapshot(model) -> tuple[list, list]:
-    """Model and optimizer variables in host memory (milliseconds): packed while training goes on."""
-    np = frameworks.numpy()
-    weights = model.get_weights()
-    opt = [np.asarray(v.numpy()) for v in model.optimizer.variables] if model.optimizer is not None else []
-    return weights, opt
-
-
-def pack(weights: list, opt: list) -> bytes:
-    np = frameworks.numpy()
-    buf = io.BytesIO()
-    np.savez(buf, **{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)})
-    return buf.getvalue()
-
-
 def restore(model, blob: bytes) -> None:
-    """Load a ``pack`` archive into a freshly built, compiled model."""
+    """Load a checkpoint's archive into a freshly built, compiled model."""
     np = frameworks.numpy()
     with np.load(io.BytesIO(blob)) as f:
         weights = [f[f"w{i}"] for i in range(sum(k.startswith("w") for k in f.files))]
@@ -94,7 +79,9 @@ class Checkpointer:
         """Snapshot now (the model keeps training); pack and upload in the background."""
         t0 = time.perf_counter()
         self.wait()  # at most one upload in flight
-        weights, opt = snapshot(model)
+        np, optimizer = frameworks.numpy(), model.optimizer  # host copies (milliseconds)
+        weights = model.get_weights()
+        opt = [np.asarray(v.numpy()) for v in optimizer.variables] if optimizer is not None else []
         snapshot_s = time.perf_counter() - t0
         self._pending = self._pool.submit(self._upload, weights, opt, dict(state), tag, snapshot_s)
         if sync:
@@ -102,21 +89,21 @@ class Checkpointer:
 
     def _upload(self, weights: list, opt: list, state: dict, tag: int, snapshot_s: float) -> None:
         t0 = time.perf_counter()
-        blob = pack(weights, opt)
+        buf = io.BytesIO()
+        arrays = {**{f"w{i}": a for i, a in enumerate(weights)}, **{f"o{i}": a for i, a in enumerate(opt)}}
+        frameworks.numpy().savez(buf, **arrays)
+        blob = buf.getvalue()
         state_key = self.writer.next_key(f"checkpoints/{STATE_NAME}")  # model and state: new names, one version
         key = self.dir + versioned(f"model-{tag:09d}.npz", *version_of(state_key)[1])
         state.update(model_key=key, saved_at=iso())
         ok = self.store.put_bytes(key, blob, "application/octet-stream", tags=CHECKPOINT_TAGS) is not False
         ok = self.store.put_bytes(state_key, json.dumps(state).encode(), "application/json") is not False and ok
         if self.timeline is not None:
-            self.timeline.add(
-                "checkpoint",
-                key=key,
-                bytes=len(blob),
-                uploaded=ok,
-                snapshot_seconds=round(snapshot_s, 4),
-                pack_upload_seconds=round(time.perf_counter() - t0, 3),
-            )
+            seconds = {
+                "snapshot_seconds": round(snapshot_s, 4),
+                "pack_upload_seconds": round(time.perf_counter() - t0, 3),
+            }
+            self.timeline.add("checkpoint", key=key, bytes=len(blob), uploaded=ok, **seconds)
 
     def wait(self) -> None:
         if self._pending is not None:

@@ -126,7 +126,7 @@ class FakeJob:
 
 @pytest.fixture
 def suite(tmp_path):
-    """A suite context over a file:// bucket, as payload.runner.run builds it."""
+    """A suite context over a file:// bucket, as payload.cli.run_suite builds it."""
     cfg = resolve({"benchmark": "mnist-mlp", "results": str(tmp_path / "bucket"), "stack": STACK}, environ={})
     cfg.market = "on-demand"
     store = SpoolingStore(open_store(cfg.results), Spool(str(tmp_path / "spool")))
@@ -242,10 +242,10 @@ def test_only_the_first_run_of_a_process_claims_the_host_events(suite, tmp_path)
 
 
 def test_the_orchestrator_and_the_workloads_do_not_import_the_suite():
-    """Imports go one way: payload.runner -> payload.builtin / payload.workloads -> payload.run."""
+    """Imports go one way: payload.cli -> payload.builtin / payload.workloads -> payload.run."""
     code = (
         "import sys, payload.run, payload.workloads; "
-        "print(sorted(m for m in sys.modules if m in ('payload.runner', 'payload.builtin', 'keras', 'tensorflow')))"
+        "print(sorted(m for m in sys.modules if m in ('payload.cli', 'payload.builtin', 'keras', 'tensorflow')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
