@@ -20,9 +20,8 @@ from functools import partial
 
 from payload import exitcodes, frameworks, training
 from payload.benchmarks import get
-from payload.environment import software_facts
 from payload.events import mllog
-from payload.gpu import GPU_TOTALS
+from payload.gpu import GPU_TOTALS, software_facts
 from payload.identity import launch_prefix
 from payload.layout import version_of, versioned
 from payload.run import STATE_NAME, JobReport, Run, find_resumable, fingerprint, hardware

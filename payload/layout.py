@@ -170,8 +170,7 @@ def current_only(listing: dict) -> dict:
 
 def next_generation(keys) -> int:
     """The generation a new attempt of a run writes: one above any already in its directory, 0 for a new run."""
-    generations = [version_of(key)[1][0] for key in keys]
-    return max(generations) + 1 if generations else 0
+    return max((version_of(key)[1][0] + 1 for key in keys), default=0)
 
 
 # The results journal (payload.spool): `journal/<stack>/<stamp>-<run-id>`, the writer's UTC clock in fixed

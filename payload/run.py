@@ -18,9 +18,8 @@ from typing import Protocol
 
 from payload import exitcodes
 from payload.config import RunConfig
-from payload.environment import host_facts
 from payload.events import Timeline, note
-from payload.gpu import GpuSampler, nvml_info
+from payload.gpu import GpuSampler, host_facts, nvml_info
 from payload.identity import Identity, PreemptionWatcher, make_run_id
 from payload.layout import newest_versions, stack_prefix, version_of
 from payload.result import RunWriter, new_result

@@ -131,9 +131,7 @@ class Store:
     under a prefix) and `_delete`, one attempt each."""
 
     def __init__(self, url: str, retries: int | None = None, backoff: float | None = None, write_once: bool = False):
-        self.url = url
-        self.retries = retries
-        self.backoff = backoff
+        self.url, self.retries, self.backoff = url, retries, backoff
         # Every upload creates its key or fails with AlreadyExists: what the payload's cloud roles allow,
         # so the payload's own writes are made the same way everywhere.
         self.write_once = write_once
@@ -143,7 +141,6 @@ class Store:
     ) -> None:
         """Upload with retries. `tags` become S3 object tags (the lifecycle expires gpubench:kind=checkpoint);
         a key a write-once retry finds taken is the earlier attempt's upload whose answer was lost: done."""
-        _check_key(key)
         tries = 0
 
         def attempt() -> None:
@@ -155,11 +152,15 @@ class Store:
                 if tries == 1:
                     raise
 
-        with_retries(f"upload {self.url_for(key)}", attempt, self.retries, self.backoff)
+        self._retry("upload", key, attempt)
 
     def get_bytes(self, key: str) -> bytes:
-        _check_key(key)
-        return with_retries(f"download {self.url_for(key)}", lambda: self._get(key), self.retries, self.backoff)
+        return self._retry("download", key, lambda: self._get(key))
+
+    def _retry(self, what: str, key: str, call: Callable[[], T]) -> T:
+        if not isinstance(key, str) or ".." in key.split("/"):
+            raise StorageError(f"invalid object key {key!r}: must be a relative path without '..'")
+        return with_retries(f"{what} {self.url_for(key)}", call, self.retries, self.backoff)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return iter(
@@ -178,16 +179,10 @@ class Store:
 
     def delete(self, key: str) -> None:
         """Remove one object (missing is fine); never the payload's (its roles may only create)."""
-        _check_key(key)
-        with_retries(f"delete {self.url_for(key)}", lambda: self._delete(key), self.retries, self.backoff)
+        self._retry("delete", key, lambda: self._delete(key))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
-
-
-def _check_key(key: str) -> None:
-    if not isinstance(key, str) or ".." in key.split("/"):
-        raise StorageError(f"invalid object key {key!r}: must be a relative path without '..'")
 
 
 class FileStore(Store):

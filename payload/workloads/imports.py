@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from payload.environment import FRAMEWORKS
+from payload.gpu import FRAMEWORKS
 
 TIMEOUT_SECONDS = 20.0
 

@@ -12,7 +12,7 @@ import pytest
 
 from payload import exitcodes
 from payload.config import resolve
-from payload.environment import host_facts, software_facts
+from payload.gpu import host_facts, software_facts
 from payload.identity import Identity, PreemptionWatcher
 from payload.result import METRICS
 from payload.run import RESULT_FILES, JobReport, Run, SuiteContext, fingerprint, price_row
